@@ -1,0 +1,211 @@
+/*
+ * wsfuse.h: the public C API of libwsfuse.
+ *
+ * A WsfContext holds options, size bindings and a diagnostics callback.  It
+ * compiles fusion specs (YAML, see docs/spec.md) into WsfKernel objects that
+ * carry the printed IR, the generated CUDA C++, the PTX and cubin, and can be
+ * launched on a CUDA stream.  Contexts are independent: there is no global
+ * mutable state, and two threads may use two contexts at once.  One context or
+ * one kernel must not be used by two threads at the same time.
+ *
+ * Every call that can fail returns a WsfStatus; its text is wsf_status_message()
+ * and the detailed message (FILE:LINE:COL: error: WHAT) goes to the diagnostics
+ * callback and is kept in wsf_context_last_error().  The library never exits or
+ * aborts on user input.  Strings returned by the library are owned by the object
+ * they came from and live as long as it does.
+ */
+#ifndef WSFUSE_H
+#define WSFUSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WSF_VERSION_MAJOR 0
+#define WSF_VERSION_MINOR 1
+#define WSF_VERSION_PATCH 0
+#define WSF_VERSION_STRING "0.1.0"
+
+typedef enum WsfStatus {
+	WSF_OK = 0,
+	WSF_ERR_INPUT,    /* the spec, a size or an argument is malformed */
+	WSF_ERR_USAGE,    /* the API was called wrongly (null pointer, bad option name) */
+	WSF_ERR_NOMEM,    /* an allocation failed */
+	WSF_ERR_IO,       /* a file could not be read or written */
+	WSF_ERR_NVRTC,    /* NVRTC is missing or failed to compile the generated source */
+	WSF_ERR_NO_GPU,   /* no CUDA driver or no device: launches are impossible here */
+	WSF_ERR_CUDA,     /* a CUDA driver call failed */
+	WSF_ERR_UNSUPPORTED, /* valid input that this version cannot compile yet */
+	WSF_ERR_INTERNAL, /* a bug in wsfuse: please report it */
+	WSF_STATUS_COUNT
+} WsfStatus;
+
+/* "WSF_OK", "WSF_ERR_INPUT", ...; "WSF_STATUS_UNKNOWN" for values out of range. */
+const char *wsf_status_name(WsfStatus s);
+/* A one-line English description of the status. */
+const char *wsf_status_message(WsfStatus s);
+
+/* The stages a compilation goes through, in order; also the --emit values. */
+typedef enum WsfStage {
+	WSF_STAGE_NONE = 0,
+	WSF_STAGE_FUSION_IR,  /* verified fusion IR after every fusion pass */
+	WSF_STAGE_KERNEL_IR,  /* kernel IR after every kernel pass */
+	WSF_STAGE_CUDA,       /* generated CUDA C++ */
+	WSF_STAGE_PTX,        /* PTX from NVRTC */
+	WSF_STAGE_CUBIN,      /* sm_90a cubin from NVRTC */
+	WSF_STAGE_COUNT
+} WsfStage;
+
+/* "fusion-ir", "kernel-ir", "cuda", "ptx", "cubin". */
+const char *wsf_stage_name(WsfStage s);
+/* The stage of that name, or WSF_STAGE_NONE. */
+WsfStage wsf_stage_from_name(const char *name);
+
+typedef enum WsfSeverity {
+	WSF_SEV_NONE = 0,
+	WSF_SEV_NOTE,
+	WSF_SEV_WARNING,
+	WSF_SEV_ERROR
+} WsfSeverity;
+
+/* msg is a full diagnostic, possibly several lines, without a final newline. */
+typedef void (*WsfDiagFn)(void *user, WsfSeverity sev, const char *msg);
+/* Called with the printed IR after each pass named by the dump option. */
+typedef void (*WsfDumpFn)(void *user, const char *pass, const char *text);
+
+typedef struct WsfContext WsfContext;
+typedef struct WsfKernel WsfKernel;
+
+/* A new context, or NULL when out of memory.  The caller owns it. */
+WsfContext *wsf_context_new(void);
+/* Frees the context.  Kernels compiled by it stay valid. NULL is ignored. */
+void wsf_context_delete(WsfContext *ctx);
+
+/* Installs the diagnostics callback (NULL: keep messages only as last error). */
+void wsf_set_diagnostic_handler(WsfContext *ctx, WsfDiagFn fn, void *user);
+/* Installs the callback for IR dumps (NULL: dumps are dropped). */
+void wsf_set_dump_handler(WsfContext *ctx, WsfDumpFn fn, void *user);
+/* The full text of the last error reported by this context, or "". */
+const char *wsf_context_last_error(const WsfContext *ctx);
+
+/*
+ * Binds size variable NAME to VALUE for later compiles and launches.  It
+ * overrides the spec's default.  WSF_ERR_INPUT if VALUE is not positive or NAME
+ * is not an identifier.
+ */
+WsfStatus wsf_set_size(WsfContext *ctx, const char *name, int64_t value);
+
+/*
+ * Sets an option.  Known names:
+ *   "dump-after"  a pass name, a comma-separated list of them, or "all"
+ *   "stop-after"  a stage name: compilation ends after that stage
+ *   "cache-dir"   directory of the kernel cache
+ *   "cache"       "0" disables the cache, "1" enables it
+ *   "dump-dir"    directory where sources are written on compile errors
+ * WSF_ERR_USAGE for an unknown name or a bad value.
+ */
+WsfStatus wsf_set_option(WsfContext *ctx, const char *name, const char *value);
+
+/*
+ * Compiles the spec in file PATH ("-" is not special here) to a kernel.  On
+ * success *out is a new kernel the caller owns; on failure *out is NULL.
+ */
+WsfStatus wsf_compile_file(WsfContext *ctx, const char *path, WsfKernel **out);
+/* Same, from LEN bytes of TEXT; NAME is the file name used in diagnostics. */
+WsfStatus wsf_compile_string(WsfContext *ctx, const char *name, const char *text, size_t len,
+                             WsfKernel **out);
+
+/* Frees a kernel (and unloads its module, if loaded).  NULL is ignored. */
+void wsf_kernel_delete(WsfKernel *k);
+/* The fusion's name. */
+const char *wsf_kernel_name(const WsfKernel *k);
+/*
+ * The text of STAGE (fusion IR, kernel IR, CUDA, PTX), or NULL if compilation
+ * did not reach it.  For WSF_STAGE_CUBIN, the bytes; *size receives the length
+ * (size may be NULL for text stages).
+ */
+const char *wsf_kernel_text(const WsfKernel *k, WsfStage stage, size_t *size);
+
+/* Argument order for launches: the inputs in spec order, then the outputs. */
+int wsf_kernel_num_args(const WsfKernel *k);
+const char *wsf_kernel_arg_name(const WsfKernel *k, int i);
+/* 1 if argument i is an output, 0 if an input, -1 if out of range. */
+int wsf_kernel_arg_is_output(const WsfKernel *k, int i);
+
+/* Element types, as in the spec. */
+typedef enum WsfDtype {
+	WSF_DTYPE_NONE = 0,
+	WSF_DTYPE_F32,
+	WSF_DTYPE_F16,
+	WSF_DTYPE_BF16,
+	WSF_DTYPE_FP8E4M3,
+	WSF_DTYPE_FP8E5M2,
+	WSF_DTYPE_COUNT
+} WsfDtype;
+
+/* The dtype of argument i; its rank; and its extent along dimension d under the
+ * context's current size bindings (-1 when a size is unbound). */
+WsfDtype wsf_kernel_arg_dtype(const WsfKernel *k, int i);
+int wsf_kernel_arg_rank(const WsfKernel *k, int i);
+int64_t wsf_kernel_arg_dim(const WsfKernel *k, int i, int d);
+
+/* A DLPack-style description of one device tensor (row-major if strides is NULL). */
+typedef struct WsfTensor {
+	void *data;            /* device pointer */
+	WsfDtype dtype;
+	int ndim;
+	const int64_t *shape;   /* ndim extents */
+	const int64_t *strides; /* ndim strides in elements, or NULL for contiguous */
+} WsfTensor;
+
+/*
+ * Launches K on STREAM (a CUstream; NULL is the legacy default stream).  ARGS
+ * holds wsf_kernel_num_args(K) tensors in argument order.  Size variables are
+ * taken from the tensors' shapes, checked against each other and against the
+ * alignment rules; a mismatch is WSF_ERR_INPUT naming the tensor and dim.  The
+ * module is loaded into the current (or primary) context on first use.
+ * Diagnostics go to CTX.
+ */
+WsfStatus wsf_kernel_launch(WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int nargs,
+                            void *stream);
+
+
+/* What wsf_kernel_run does: random inputs, launch, check, time. */
+typedef struct WsfRunOptions {
+	int check;          /* compare every output with the host reference */
+	int bench;          /* time the kernel (median of iters after warm-up) */
+	int iters;          /* timed launches for bench; 0 means 100 */
+	uint64_t seed;      /* random inputs; 0 means a fixed default */
+} WsfRunOptions;
+
+#define WSF_MAX_REPORT_OUTPUTS 16
+
+typedef struct WsfRunReport {
+	int noutputs;
+	double rel_err[WSF_MAX_REPORT_OUTPUTS];   /* ||out - ref|| / ||ref|| per output */
+	double tolerance[WSF_MAX_REPORT_OUTPUTS]; /* the bound it was held to */
+	int unwritten[WSF_MAX_REPORT_OUTPUTS];    /* 1 if some element kept the poison value */
+	int passed;         /* every output within tolerance and written */
+	double ms;          /* median time of one launch, bench only */
+	double bytes;       /* bytes the kernel must move: inputs read once, outputs written once */
+	double gbps;        /* bytes / ms */
+} WsfRunReport;
+
+/*
+ * Runs K once on fresh random inputs (sizes from the context's bindings and the
+ * spec's defaults), with every output poisoned first; with opts->check, compares
+ * against the host reference evaluator of the fusion IR; with opts->bench, times
+ * it.  WSF_ERR_NO_GPU when no CUDA device is usable.  The report is filled as far
+ * as the run got.  A failed check is WSF_OK with report->passed == 0.
+ */
+WsfStatus wsf_kernel_run(WsfContext *ctx, WsfKernel *k, const WsfRunOptions *opts,
+                         WsfRunReport *report);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WSFUSE_H */

@@ -1,0 +1,175 @@
+/*
+ * fusion.c: the fusion IR (a DAG of tensors and ops over symbolic sizes), and
+ * the op and dtype tables.
+ *
+ * Tensors, ops and size variables are arrays indexed by id; id 0 is unused so
+ * that 0 can mean "none".  Ops are kept in definition order, which is a
+ * topological order: every op's inputs are inputs or outputs of earlier ops.
+ */
+#include <string.h>
+
+#include "ir.h"
+
+const DtypeInfo dtype_info[DT_COUNT] = {
+	[DT_NONE] = {"none", "void", 0},
+	[DT_F32] = {"f32", "float", 4},
+	[DT_F16] = {"f16", "__half", 2},
+	[DT_BF16] = {"bf16", "__nv_bfloat16", 2},
+	[DT_FP8E4M3] = {"fp8e4m3", "__nv_fp8_e4m3", 1},
+	[DT_FP8E5M2] = {"fp8e5m2", "__nv_fp8_e5m2", 1},
+};
+
+const OpInfo op_info[OP_COUNT] = {
+	[OP_NONE] = {"none", 0, 0, CLS_NONE, 0},
+#define OP(id, yaml, nmin, nmax, cls, attrs) [OP_##id] = {yaml, nmin, nmax, CLS_##cls, attrs},
+#include "ops.h"
+#undef OP
+};
+
+Dtype
+dtype_from_name(const char *s)
+{
+	int i;
+
+	for (i = 1; i < DT_COUNT; i++)
+		if (strcmp(dtype_info[i].name, s) == 0)
+			return (Dtype)i;
+	return DT_NONE;
+}
+
+Dtype
+dtype_promote(Dtype a, Dtype b)
+{
+	if (a == DT_NONE)
+		return b;
+	if (b == DT_NONE || a == b)
+		return a;
+	return DT_F32;
+}
+
+OpKind
+op_from_name(const char *s)
+{
+	int i;
+
+	for (i = 1; i < OP_COUNT; i++)
+		if (strcmp(op_info[i].name, s) == 0)
+			return (OpKind)i;
+	return OP_NONE;
+}
+
+Fusion *
+fusion_new(Comp *c)
+{
+	Fusion *f = arena_alloc(c->arena, sizeof *f);
+
+	/* entry 0 of each id-addressed array stands for "none" */
+	VEC_PUSH(c->arena, f->sym, f->nsym, f->capsym);
+	VEC_PUSH(c->arena, f->tensor, f->ntensor, f->captensor);
+	VEC_PUSH(c->arena, f->op, f->nop, f->capop);
+	return f;
+}
+
+int
+fusion_find_sym(const Fusion *f, const char *name)
+{
+	int i;
+
+	for (i = 1; i < f->nsym; i++)
+		if (f->sym[i].name == name)
+			return i;
+	return 0;
+}
+
+int
+fusion_add_sym(Comp *c, Fusion *f, const char *name, Pos p)
+{
+	Sym *s = VEC_PUSH(c->arena, f->sym, f->nsym, f->capsym);
+
+	s->name = name;
+	s->pos = p;
+	return f->nsym - 1;
+}
+
+int
+fusion_find_tensor(const Fusion *f, const char *name)
+{
+	int i;
+
+	for (i = 1; i < f->ntensor; i++)
+		if (f->tensor[i].name == name)
+			return i;
+	return 0;
+}
+
+int
+fusion_add_tensor(Comp *c, Fusion *f, const char *name, TensorKind kind, Pos p)
+{
+	Tensor *t = VEC_PUSH(c->arena, f->tensor, f->ntensor, f->captensor);
+
+	t->name = name;
+	t->kind = kind;
+	t->pos = p;
+	if (kind == TK_INPUT)
+		*VEC_PUSH(c->arena, f->input, f->ninput, f->capinput) = f->ntensor - 1;
+	return f->ntensor - 1;
+}
+
+int
+fusion_add_op(Comp *c, Fusion *f, OpKind kind, Pos p)
+{
+	Op *o = VEC_PUSH(c->arena, f->op, f->nop, f->capop);
+
+	o->kind = kind;
+	o->pos = p;
+	o->keepdim = true;
+	o->axis = -1;
+	o->acc = DT_F32;
+	o->eps = 1e-5;
+	return f->nop - 1;
+}
+
+int64_t
+dim_value(const Fusion *f, Dim d)
+{
+	return d.sym ? f->sym[d.sym].value : d.ext;
+}
+
+bool
+dim_equal(Dim a, Dim b)
+{
+	return a.sym ? a.sym == b.sym : !b.sym && a.ext == b.ext;
+}
+
+bool
+dim_is_one(Dim d)
+{
+	return !d.sym && d.ext == 1;
+}
+
+int64_t
+tensor_numel(const Fusion *f, const Tensor *t)
+{
+	int64_t n = 1;
+	int i;
+
+	for (i = 0; i < t->rank; i++) {
+		int64_t v = dim_value(f, t->dim[i]);
+
+		if (v <= 0)
+			return 0;
+		n *= v;
+	}
+	return n;
+}
+
+int
+fusion_output_of(const Fusion *f, int t)
+{
+	int i;
+
+	for (i = 0; i < f->nout; i++)
+		if (f->out[i].tensor == t)
+			return i;
+	return -1;
+}

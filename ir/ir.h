@@ -1,0 +1,323 @@
+/*
+ * ir.h: the internal header of the ir/ layer, shared by every layer above it.
+ *
+ * Sections, one per file of ir/:
+ *   arena.c     arena allocation, growable arrays, text buffers, interning
+ *   diag.c      positions and diagnostics (FILE:LINE:COL: error: WHAT + caret)
+ *   fusion.c    the fusion IR: tensors, ops, sizes; the op and dtype tables
+ *   verify.c    the fusion IR verifier
+ *   print.c     the fusion IR printer (grammar in docs/ir.md)
+ *   kernel.c    the kernel IR (loop nests), kverify.c and kprint.c
+ *
+ * Memory: everything a compilation makes lives in one Arena owned by its Comp.
+ * Nothing is freed piecemeal; arena_free() releases it all.  An allocation that
+ * fails jumps to the Comp's out-of-memory handler (set in compiler/api.c), so
+ * no caller checks for NULL.
+ *
+ * Ids: tensors, ops and size variables live in arrays and are named by small
+ * integer ids.  Id 0 is "none" in every array, as zero is in every enum.
+ */
+#ifndef WSFUSE_IR_H
+#define WSFUSE_IR_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../include/wsfuse.h"
+
+#if defined(__GNUC__)
+#define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
+#else
+#define PRINTF_LIKE(f, a)
+#endif
+
+#define countof(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* ---- arena.c ---------------------------------------------------------- */
+
+typedef struct Arena Arena;
+
+/* A new arena; OOM, when non-NULL, is longjmp'ed to (value 1) when memory runs out. */
+Arena *arena_new(jmp_buf *oom);
+void arena_free(Arena *a);
+void *arena_alloc(Arena *a, size_t size);  /* zeroed, 16-byte aligned */
+char *arena_strndup(Arena *a, const char *s, size_t n);
+char *arena_strdup(Arena *a, const char *s);
+char *arena_printf(Arena *a, const char *fmt, ...) PRINTF_LIKE(2, 3);
+/* Grows array P of *CAP elements of SIZE bytes to hold at least NEED. */
+void *arena_grow(Arena *a, void *p, int *cap, int need, size_t size);
+/* Total bytes handed out (for tests). */
+size_t arena_used(const Arena *a);
+
+/* Appends one zeroed element to array ARR (count N, capacity CAP); yields its address. */
+#define VEC_PUSH(a, arr, n, cap) \
+	((n) >= (cap) ? (void)((arr) = arena_grow((a), (arr), &(cap), (n) + 1, sizeof *(arr))) : (void)0, \
+	 &(arr)[(n)++])
+
+/* Growable text in an arena. */
+typedef struct Buf {
+	Arena *arena;
+	char *s;  /* always NUL-terminated once anything is written */
+	size_t len, cap;
+} Buf;
+
+void buf_init(Buf *b, Arena *a);
+void buf_puts(Buf *b, const char *s);
+void buf_putn(Buf *b, const char *s, size_t n);
+void buf_printf(Buf *b, const char *fmt, ...) PRINTF_LIKE(2, 3);
+void buf_vprintf(Buf *b, const char *fmt, va_list ap);
+/* Writes N spaces. */
+void buf_indent(Buf *b, int n);
+/* The text so far ("" if empty); stays valid until the next write. */
+const char *buf_str(Buf *b);
+
+/* Interned strings: equal names are equal pointers. */
+typedef struct Strtab Strtab;
+Strtab *strtab_new(Arena *a);
+const char *intern(Strtab *t, const char *s, size_t n);
+const char *intern_cstr(Strtab *t, const char *s);
+
+/* ---- diag.c ----------------------------------------------------------- */
+
+/* A place in the spec; line and col count from 1; line 0 means unknown. */
+typedef struct Pos {
+	const char *file;
+	int line, col;
+} Pos;
+
+typedef struct Pass Pass;
+typedef struct Fusion Fusion;
+typedef struct Kernel Kernel;
+
+/* One bound size variable from the context (-D NAME=VALUE or wsf_set_size). */
+typedef struct SizeBinding {
+	const char *name;
+	int64_t value;
+} SizeBinding;
+
+/*
+ * One compilation: its arena, its source text, its diagnostics and the IR it
+ * builds.  Made and freed by compiler/api.c; every pass takes one.
+ */
+typedef struct Comp {
+	Arena *arena;
+	Strtab *strs;
+	jmp_buf oom;            /* arena allocation failure lands here */
+
+	const char *file;       /* name used in diagnostics */
+	const char *src;        /* spec text, NUL-terminated copy */
+	size_t srclen;
+
+	WsfDiagFn diag;
+	void *diag_user;
+	char *last_error;       /* arena copy of the last error message */
+	int nerrors;
+
+	const SizeBinding *bind; /* context bindings, in the order given */
+	int nbind;
+
+	const char *dump_after; /* "all", a pass name or a list; NULL for none */
+	WsfDumpFn dump;
+	void *dump_user;
+
+	Fusion *fusion;         /* set by the front end */
+	Kernel *kernel;         /* set by lowering */
+} Comp;
+
+/* Reports an error at P (P.line 0: no position); always returns -1. */
+int diag_error(Comp *c, Pos p, const char *fmt, ...) PRINTF_LIKE(3, 4);
+int diag_verror(Comp *c, Pos p, const char *fmt, va_list ap);
+/* Reports a warning or note the same way. */
+void diag_warn(Comp *c, Pos p, const char *fmt, ...) PRINTF_LIKE(3, 4);
+/* An internal error: a broken invariant, named by pass and what broke. */
+int diag_internal(Comp *c, const char *who, const char *fmt, ...) PRINTF_LIKE(3, 4);
+
+/* ---- fusion.c: the fusion IR ----------------------------------------- */
+
+typedef enum Dtype {
+	DT_NONE = WSF_DTYPE_NONE,
+	DT_F32 = WSF_DTYPE_F32,
+	DT_F16 = WSF_DTYPE_F16,
+	DT_BF16 = WSF_DTYPE_BF16,
+	DT_FP8E4M3 = WSF_DTYPE_FP8E4M3,
+	DT_FP8E5M2 = WSF_DTYPE_FP8E5M2,
+	DT_COUNT
+} Dtype;
+
+typedef struct DtypeInfo {
+	const char *name;  /* spec spelling */
+	const char *ctype; /* CUDA type */
+	int bytes;
+} DtypeInfo;
+
+extern const DtypeInfo dtype_info[DT_COUNT];
+Dtype dtype_from_name(const char *s);
+/* The type of a pointwise result of A and B (torch promotion: equal stays, else f32). */
+Dtype dtype_promote(Dtype a, Dtype b);
+
+typedef enum OpKind {
+	OP_NONE,
+#define OP(id, yaml, nmin, nmax, cls, attrs) OP_##id,
+#include "ops.h"
+#undef OP
+	OP_COUNT
+} OpKind;
+
+typedef enum OpClass {
+	CLS_NONE,
+	CLS_UNARY,
+	CLS_BINARY,
+	CLS_REDUCE,
+	CLS_MATMUL,
+	CLS_COMPOSITE
+} OpClass;
+
+/* Attribute keys an op accepts besides out, op and in. */
+enum {
+	A_APPROX = 1 << 0,    /* approximate: none | tanh */
+	A_TO = 1 << 1,        /* to: DTYPE */
+	A_AXIS = 1 << 2,      /* axis: INT */
+	A_KEEPDIM = 1 << 3,   /* keepdim: BOOL */
+	A_TRANSPOSE = 1 << 4, /* transpose_a, transpose_b: BOOL */
+	A_ACC = 1 << 5,       /* acc: DTYPE */
+	A_EPS = 1 << 6        /* eps: FLOAT */
+};
+
+typedef struct OpInfo {
+	const char *name;
+	int min_in, max_in;
+	OpClass cls;
+	unsigned attrs;
+} OpInfo;
+
+extern const OpInfo op_info[OP_COUNT];
+OpKind op_from_name(const char *s);
+
+typedef enum Approx { APPROX_NONE = 0, APPROX_TANH } Approx;
+
+#define MAX_RANK 8
+#define MAX_IN 3
+/* The largest extent a size may take (2^40 elements along one dim is absurd already). */
+#define MAX_EXTENT ((int64_t)1 << 40)
+
+/* One dimension: the size variable SYM, or the constant EXT when SYM is 0. */
+typedef struct Dim {
+	int sym;
+	int64_t ext;
+} Dim;
+
+/* A size variable.  VALUE is the default from `sizes:` or a binding, 0 if unbound. */
+typedef struct Sym {
+	const char *name;
+	int64_t value;
+	bool bound;      /* value came from a binding (-D or wsf_set_size) */
+	Pos pos;         /* where `sizes:` names it, or its first use */
+} Sym;
+
+typedef enum TensorKind {
+	TK_NONE,
+	TK_INPUT,   /* a kernel argument */
+	TK_VALUE    /* defined by an op */
+} TensorKind;
+
+typedef struct Tensor {
+	const char *name;   /* interned; expansion adds names with a '.' */
+	TensorKind kind;
+	Dtype dtype;        /* of an input: as declared; of a value: inferred */
+	int rank;
+	Dim dim[MAX_RANK];  /* outermost first */
+	int def;            /* defining op, 0 for inputs */
+	Pos pos;
+} Tensor;
+
+/* An op input: tensor TENSOR, or the number LIT when TENSOR is 0. */
+typedef struct Operand {
+	int tensor;
+	double lit;
+	Pos pos;
+} Operand;
+
+typedef struct Op {
+	OpKind kind;
+	int out;            /* the tensor it defines */
+	int nin;
+	Operand in[MAX_IN];
+	/* attributes; which ones mean anything depends on op_info[kind].attrs */
+	int axis;           /* as written (may be negative) until infer normalizes it */
+	bool keepdim;
+	Approx approx;
+	Dtype to;
+	bool transpose_a, transpose_b;
+	Dtype acc;
+	double eps;
+	Pos pos;            /* the op's list entry */
+	const char *origin; /* for ops made by expansion: the composite's output name */
+} Op;
+
+typedef struct Output {
+	int tensor;
+	Dtype dtype;        /* stored type; defaults to the tensor's dtype */
+	Pos pos;
+} Output;
+
+typedef enum Consumers { CONSUMERS_NONE = 0, CONSUMERS_COOPERATIVE, CONSUMERS_PINGPONG } Consumers;
+typedef enum Signal { SIGNAL_NONE = 0, SIGNAL_PER_TILE } Signal;
+
+/* Schedule hints; 0 means "the scheduler decides" for every field. */
+typedef struct Schedule {
+	int tile[3];
+	int ntile;
+	int stages;
+	int warp_specialize;   /* 0 unset, 1 no, 2 yes */
+	int persistent;        /* 0 unset, 1 no, 2 yes */
+	int cluster[2];
+	Consumers consumers;
+	Signal signal;
+	Pos pos;
+	Pos stages_pos, tile_pos, ws_pos;
+} Schedule;
+
+struct Fusion {
+	const char *name;
+	Pos pos;
+	Sym *sym;         int nsym, capsym;       /* [0] unused */
+	Tensor *tensor;   int ntensor, captensor; /* [0] unused */
+	Op *op;           int nop, capop;         /* [0] unused */
+	int *input;       int ninput, capinput;   /* tensor ids in spec order */
+	Output *out;      int nout, capout;       /* in spec order */
+	Schedule sched;
+};
+
+Fusion *fusion_new(Comp *c);
+/* The size variable called NAME, or 0. */
+int fusion_find_sym(const Fusion *f, const char *name);
+int fusion_add_sym(Comp *c, Fusion *f, const char *name, Pos p);
+/* The tensor called NAME (interned), or 0. */
+int fusion_find_tensor(const Fusion *f, const char *name);
+int fusion_add_tensor(Comp *c, Fusion *f, const char *name, TensorKind kind, Pos p);
+/* Appends an op of KIND at P; fills nothing else. */
+int fusion_add_op(Comp *c, Fusion *f, OpKind kind, Pos p);
+/* The extent of D under the current values, 0 when a size is unbound. */
+int64_t dim_value(const Fusion *f, Dim d);
+bool dim_equal(Dim a, Dim b);
+bool dim_is_one(Dim d);
+/* Number of elements of tensor T, 0 if a size is unbound. */
+int64_t tensor_numel(const Fusion *f, const Tensor *t);
+/* Index into f->out of the output storing tensor T, or -1. */
+int fusion_output_of(const Fusion *f, int t);
+
+/* ---- verify.c --------------------------------------------------------- */
+
+/* Checks the invariants docs/ir.md lists; reports via diag_internal. 0 or -1. */
+int fusion_verify(Comp *c, const Fusion *f, const char *after_pass);
+
+/* ---- print.c ---------------------------------------------------------- */
+
+void fusion_print(Buf *b, const Fusion *f);
+void dim_print(Buf *b, const Fusion *f, Dim d);
+void shape_print(Buf *b, const Fusion *f, const Tensor *t);
+
+#endif /* WSFUSE_IR_H */

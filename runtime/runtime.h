@@ -1,0 +1,174 @@
+/*
+ * runtime.h: the internal header of runtime/ (NVRTC, the disk cache, libcuda,
+ * tensor maps, launches, and the host reference evaluator).
+ *
+ *   nvrtc.c      NVRTC loaded with dlopen; CUDA source -> PTX and sm_90a cubin
+ *   cache.c      the disk cache of cubins (key, lookup, atomic store)
+ *   driver.c     libcuda loaded with dlopen, entry points from cuGetProcAddress
+ *   tmap.c       tensor-map parameters and their checks (pure), and encoding
+ *   reference.c  host evaluator of the fusion IR in double precision
+ *   hostfp.c     f16/bf16/fp8 <-> double conversions on the host
+ *
+ * Every function reports failures through diag_error on the Comp it is given
+ * (a launch makes a short-lived Comp for that) and returns a WsfStatus.
+ * Nothing here knows the passes; codegen/ tells it what to compile and launch.
+ */
+#ifndef WSFUSE_RUNTIME_H
+#define WSFUSE_RUNTIME_H
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include "../ir/ir.h"
+
+/* ---- nvrtc.c / cache.c ------------------------------------------------ */
+
+typedef struct RtOptions {
+	const char *cache_dir; /* NULL: $WSFUSE_CACHE_DIR, $XDG_CACHE_HOME/wsfuse, ~/.cache/wsfuse */
+	int cache;             /* 0: as $WSFUSE_CACHE says (default on), 1: off, 2: on */
+	const char *dump_dir;  /* where a failing source is written; NULL: cache dir or /tmp */
+} RtOptions;
+
+/* One header NVRTC sees, as #include "NAME". */
+typedef struct RtHeader {
+	const char *name;
+	const char *text;
+} RtHeader;
+
+typedef struct Cubin {
+	const char *ptx;       /* NUL-terminated */
+	size_t ptx_len;
+	const void *cubin;
+	size_t cubin_len;
+	const char *log;       /* NVRTC + ptxas log, "" if none */
+	bool cache_hit;
+} Cubin;
+
+/*
+ * Compiles SRC (kernel NAME) for sm_90a with the given headers, through the
+ * disk cache.  Results live in c->arena.  A compile error reports the NVRTC
+ * result name, the options, the first lines of the log and where the source
+ * was written.  ptxas warnings about serialized wgmma or ignored setmaxnreg
+ * are errors.  WSF_ERR_NVRTC when NVRTC cannot be loaded or fails.
+ */
+WsfStatus rt_compile(Comp *c, const RtOptions *o, const char *name, const char *src,
+                     const RtHeader *hdr, int nhdr, Cubin *out);
+
+/* The cache key (hex SHA-256) of a compile; exposed for tests. */
+const char *rt_cache_key(Comp *c, const char *name, const char *src, const RtHeader *hdr,
+                         int nhdr, const char *const *opts, int nopts, int nvrtc_version);
+/* The cache directory in effect for O, or NULL when the cache is off. */
+const char *rt_cache_dir(Comp *c, const RtOptions *o);
+/* Looks KEY up: 1 hit (out filled), 0 miss (a missing, partial or corrupt entry). */
+int rt_cache_load(Comp *c, const char *dir, const char *key, Cubin *out);
+/* Stores an entry atomically (temp file + rename); failures only warn. */
+void rt_cache_store(Comp *c, const char *dir, const char *key, const char *src, const Cubin *in);
+
+/* ---- driver.c ---------------------------------------------------------- */
+
+/* The driver entry points wsfuse uses: name and ABI version for cuGetProcAddress. */
+#define RT_DRIVER_FUNCS(X) \
+	X(cuInit, 2000) \
+	X(cuDriverGetVersion, 2020) \
+	X(cuDeviceGet, 2000) \
+	X(cuDeviceGetCount, 2000) \
+	X(cuDeviceGetAttribute, 2000) \
+	X(cuDevicePrimaryCtxRetain, 7000) \
+	X(cuDevicePrimaryCtxRelease, 11000) \
+	X(cuCtxGetCurrent, 4000) \
+	X(cuCtxSetCurrent, 4000) \
+	X(cuCtxGetDevice, 2000) \
+	X(cuCtxSynchronize, 2000) \
+	X(cuModuleLoadData, 2000) \
+	X(cuModuleUnload, 2000) \
+	X(cuModuleGetFunction, 2000) \
+	X(cuFuncSetAttribute, 9000) \
+	X(cuFuncGetAttribute, 2020) \
+	X(cuLaunchKernelEx, 11060) \
+	X(cuTensorMapEncodeTiled, 12000) \
+	X(cuMemAlloc, 3020) \
+	X(cuMemFree, 3020) \
+	X(cuMemcpyHtoD, 3020) \
+	X(cuMemcpyDtoH, 3020) \
+	X(cuMemsetD8, 3020) \
+	X(cuStreamSynchronize, 2000) \
+	X(cuEventCreate, 2000) \
+	X(cuEventRecord, 2000) \
+	X(cuEventSynchronize, 2000) \
+	X(cuEventElapsedTime, 2000) \
+	X(cuEventDestroy, 4000) \
+	X(cuGetErrorName, 6000) \
+	X(cuGetErrorString, 6000)
+
+typedef struct Driver {
+	void *lib;            /* dlopen handle */
+	int version;          /* cuDriverGetVersion */
+	CUdevice device;
+	CUcontext ctx;        /* current or primary context of DEVICE */
+	bool retained;        /* ctx is a primary context we retained */
+	int sm_count;
+	int smem_optin;       /* CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
+	int cc_major, cc_minor;
+#define RT_DRIVER_PTR(name, ver) PFN_##name##_v##ver name;
+	RT_DRIVER_FUNCS(RT_DRIVER_PTR)
+#undef RT_DRIVER_PTR
+} Driver;
+
+/*
+ * Opens libcuda ($WSFUSE_LIBCUDA_PATH or libcuda.so.1), resolves the table,
+ * initialises the driver and makes a context current (the current one, else
+ * device 0's primary context).  WSF_ERR_NO_GPU, with a message saying why
+ * (no libcuda, no device, not sm_90), when launches are impossible.
+ * The Driver is malloc'ed; rt_driver_close frees it.
+ */
+WsfStatus rt_driver_open(Comp *c, Driver **out);
+void rt_driver_close(Driver *d);
+/* Reports a failed driver call by name: "cuModuleLoadData: CUDA_ERROR_...: text". */
+WsfStatus rt_check(Comp *c, const Driver *d, CUresult r, const char *call);
+
+/* ---- tmap.c ------------------------------------------------------------ */
+
+/* cuTensorMapEncodeTiled's arguments, innermost dimension first. */
+typedef struct TmapParams {
+	Dtype dtype;
+	int rank;                  /* 1..5 */
+	uint64_t dims[5];
+	uint64_t strides[4];       /* bytes, of dims 1..rank-1 */
+	uint32_t box[5];
+	CUtensorMapSwizzle swizzle;
+} TmapParams;
+
+/*
+ * Fills P for the row-major tensor NAME (dtype DT, RANK dims SHAPE and BOX,
+ * outermost first, at device address ADDR) and checks every TMA rule: rank,
+ * 16-byte address alignment, dims < 2^32, strides multiples of 16 bytes and
+ * < 2^40, box <= 256 and inner box bytes a multiple of 16.  A violation is
+ * WSF_ERR_INPUT naming the tensor, the dim, the rule, the values and a fix.
+ */
+WsfStatus rt_tmap_params(Comp *c, const char *name, Dtype dt, int rank, const int64_t *shape,
+                         const int64_t *box, uint64_t addr, TmapParams *p);
+/* Encodes P for ADDR into MAP through the driver; failures print every parameter. */
+WsfStatus rt_tmap_encode(Comp *c, const Driver *d, const char *name, const TmapParams *p,
+                         void *addr, CUtensorMap *map);
+
+/* ---- hostfp.c ---------------------------------------------------------- */
+
+/* Converts N doubles to DT (round to nearest even) into DST, and back. */
+void rt_pack(Dtype dt, const double *src, size_t n, void *dst);
+void rt_unpack(Dtype dt, const void *src, size_t n, double *dst);
+/* Rounds X to the nearest value representable in DT. */
+double rt_round(Dtype dt, double x);
+
+/* ---- reference.c ------------------------------------------------------- */
+
+/*
+ * Evaluates fusion F (after passes/infer.c: no composites, shapes and axes
+ * resolved, every size bound) in double precision.  IN[i] holds tensor
+ * f->input[i], row-major; OUT[j] receives output f->out[j] (before rounding to
+ * its stored dtype; the caller compares).  Intermediate values are computed
+ * in double and never rounded, matching wsfuse's "round once when stored".
+ * Returns WSF_OK, or WSF_ERR_NOMEM.
+ */
+WsfStatus rt_reference(Comp *c, const Fusion *f, const double *const *in, double *const *out);
+
+#endif
