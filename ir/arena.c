@@ -39,6 +39,12 @@ arena_new(jmp_buf *oom)
 }
 
 void
+arena_set_oom(Arena *a, jmp_buf *oom)
+{
+	a->oom = oom;
+}
+
+void
 arena_free(Arena *a)
 {
 	Block *b, *next;

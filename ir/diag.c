@@ -104,5 +104,6 @@ diag_internal(Comp *c, const char *who, const char *fmt, ...)
 	buf_vprintf(&b, fmt, ap);
 	va_end(ap);
 	buf_puts(&b, " (this is a wsfuse bug; please report it with the spec)");
+	c->status = WSF_ERR_INTERNAL;
 	return diag_error(c, none, "%s", buf_str(&b));
 }

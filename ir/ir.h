@@ -43,6 +43,8 @@ typedef struct Arena Arena;
 /* A new arena; OOM, when non-NULL, is longjmp'ed to (value 1) when memory runs out. */
 Arena *arena_new(jmp_buf *oom);
 void arena_free(Arena *a);
+/* Points the arena's out-of-memory jump at OOM (each API entry sets its own). */
+void arena_set_oom(Arena *a, jmp_buf *oom);
 void *arena_alloc(Arena *a, size_t size);  /* zeroed, 16-byte aligned */
 char *arena_strndup(Arena *a, const char *s, size_t n);
 char *arena_strdup(Arena *a, const char *s);
@@ -115,6 +117,7 @@ typedef struct Comp {
 	void *diag_user;
 	char *last_error;       /* arena copy of the last error message */
 	int nerrors;
+	WsfStatus status;       /* set by diag_internal and the runtime; 0: input errors */
 
 	const SizeBinding *bind; /* context bindings, in the order given */
 	int nbind;
@@ -280,6 +283,14 @@ typedef struct Schedule {
 	Pos stages_pos, tile_pos, ws_pos;
 } Schedule;
 
+/* The kernel families; the scheduler picks one per fusion. */
+typedef enum Family {
+	FAM_NONE = 0,
+	FAM_POINTWISE,
+	FAM_REDUCTION,
+	FAM_MATMUL
+} Family;
+
 struct Fusion {
 	const char *name;
 	Pos pos;
@@ -289,6 +300,9 @@ struct Fusion {
 	int *input;       int ninput, capinput;   /* tensor ids in spec order */
 	Output *out;      int nout, capout;       /* in spec order */
 	Schedule sched;
+	bool expanded;    /* no composite ops left (passes/expand.c) */
+	bool inferred;    /* every value has a dtype and shape (passes/infer.c) */
+	Family family;    /* set by passes/schedule.c */
 };
 
 Fusion *fusion_new(Comp *c);
@@ -319,5 +333,250 @@ int fusion_verify(Comp *c, const Fusion *f, const char *after_pass);
 void fusion_print(Buf *b, const Fusion *f);
 void dim_print(Buf *b, const Fusion *f, Dim d);
 void shape_print(Buf *b, const Fusion *f, const Tensor *t);
+
+
+/* ---- kernel.c: the kernel IR ----------------------------------------- */
+
+/*
+ * A kernel is parameters, shared-memory buffers, mbarrier arrays, scalar
+ * variables and a statement tree.  Leaf statements are explicit about
+ * asynchrony: a TMA load names the buffer and stage it writes and the
+ * mbarrier it completes on; a compute names the buffers it reads and writes;
+ * a TMA store names the buffer it reads.  The passes reason from those names,
+ * not from positions.
+ */
+
+typedef enum ExprKind {
+	EX_NONE,
+	EX_INT,      /* ival */
+	EX_VAR,      /* kernel variable var (a loop index, a let or a size param) */
+	EX_TID,      /* threadIdx.x */
+	EX_CTA,      /* blockIdx.x */
+	EX_NCTA,     /* gridDim.x */
+	EX_ADD, EX_SUB, EX_MUL, EX_DIV, EX_MOD, EX_MIN, EX_MAX, EX_CEILDIV,
+	EX_LT, EX_GE, EX_EQ, EX_AND, EX_XOR,
+	EX_ELECT     /* true in one thread of the executing group */
+} ExprKind;
+
+typedef struct Expr {
+	ExprKind kind;
+	int64_t ival;
+	int var;
+	struct Expr *a, *b;
+} Expr;
+
+/* A scalar (64-bit integer) variable of the kernel. */
+typedef struct KVar {
+	const char *name;
+} KVar;
+
+typedef enum ParamKind {
+	PK_NONE,
+	PK_TMAP,     /* a CUtensorMap of argument ARG, by value */
+	PK_PTR,      /* the device pointer of argument ARG */
+	PK_SIZE      /* a runtime extent: ROWS or COLS of the 2-D view (var holds it) */
+} ParamKind;
+
+/* How a tensor maps onto the kernel's 2-D [rows, cols] view of the domain. */
+typedef enum View {
+	VIEW_NONE,
+	VIEW_FULL,   /* [rows, cols]: same shape as the domain */
+	VIEW_ROW,    /* [1, cols]: broadcast over rows (a bias) */
+	VIEW_COL,    /* [rows, 1]: broadcast over cols (a per-row scale) */
+	VIEW_SCALAR  /* one element */
+} View;
+
+typedef struct KParam {
+	ParamKind kind;
+	const char *name;
+	int arg;          /* kernel argument: inputs in spec order, then outputs */
+	int tensor;       /* fusion tensor */
+	Dtype dtype;      /* element type in memory */
+	View view;
+	int box[2];       /* PK_TMAP: box rows, box cols */
+	int var;          /* PK_SIZE: the variable that holds it */
+	bool is_rows;     /* PK_SIZE: rows (else cols) */
+} KParam;
+
+typedef enum BufKind {
+	BUF_NONE,
+	BUF_TILE,      /* an input tile written by TMA loads */
+	BUF_STAGING    /* an output tile written by compute, read by a TMA store */
+} BufKind;
+
+/* A shared-memory buffer; STAGES copies of ELEMS elements. */
+typedef struct KBuf {
+	const char *name;
+	BufKind kind;
+	Dtype dtype;
+	int rows, cols;   /* one copy is rows x cols elements */
+	int stages;       /* copies; 1 until circular buffering */
+	int param;        /* the tensor-map param it is loaded from / stored to */
+	int tensor;       /* fusion tensor */
+	int full_bar;     /* BUF_TILE after circular buffering: its full mbarrier array */
+} KBuf;
+
+/* An array of COUNT mbarriers, each expecting ARRIVALS arrivals per phase. */
+typedef struct KBar {
+	const char *name;
+	int count;
+	int arrivals;
+} KBar;
+
+typedef enum StmtKind {
+	ST_NONE,
+	ST_BLOCK,          /* body[0..n) */
+	ST_LOOP,           /* for var in [lo, hi): body */
+	ST_IF,             /* if cond: body else orelse */
+	ST_ROLES,          /* warp specialization: body = producer, orelse = consumers */
+	ST_LET,            /* var = a */
+	ST_TMA_LOAD,       /* buf[slot] <- param at (row a, col b); completes on bar[barslot] */
+	ST_TMA_STORE,      /* param at (row a, col b) <- buf[slot] */
+	ST_EXPECT_TX,      /* mbarrier.arrive.expect_tx bar[barslot], bytes */
+	ST_MBAR_INIT,      /* all of bar[], once, by one thread */
+	ST_MBAR_ARRIVE,    /* bar[barslot] */
+	ST_MBAR_WAIT,      /* bar[barslot] phase parity */
+	ST_FENCE_MBAR_INIT,
+	ST_FENCE_PROXY_ASYNC,
+	ST_BULK_COMMIT,    /* cp.async.bulk.commit_group */
+	ST_BULK_WAIT,      /* cp.async.bulk.wait_group[.read] n */
+	ST_SYNC,           /* barrier: id 0 is __syncthreads, else bar.sync id, threads */
+	ST_SETMAXNREG,     /* regs; inc or dec */
+	ST_COMPUTE         /* the fusion's ops over one tile at (row a, col b) */
+} StmtKind;
+
+typedef enum LoopKind {
+	LOOP_NONE,
+	LOOP_SERIAL,       /* an ordinary serial loop */
+	LOOP_TILE          /* the persistent loop over this CTA's tiles */
+} LoopKind;
+
+/* Which copy of a circular-buffered loop a loop is. */
+typedef enum CbPart {
+	CB_NONE,
+	CB_PROLOGUE,       /* loads only, the first P iterations' data */
+	CB_MAIN,           /* loads for i+P, compute for i */
+	CB_EPILOGUE,       /* compute for the last P iterations */
+	CB_PRODUCER,       /* warp-specialized load loop */
+	CB_CONSUMER        /* warp-specialized compute loop */
+} CbPart;
+
+/* Circular buffering of one loop: the result of passes/circular_buffer.c. */
+typedef struct CbInfo {
+	int stages;        /* S */
+	int prefetch;      /* P, 0 <= P < S */
+	int full_bar;      /* RAW: TMA complete_tx -> consumers */
+	int empty_bar;     /* WAR: consumers -> producer; 0 when a CTA barrier releases */
+	int stage_bytes;   /* bytes every stage receives */
+	CbPart part;
+	bool warp_specialized;
+} CbInfo;
+
+/* A read or write of a buffer copy, for the sync pass. */
+typedef struct Access {
+	int buf;
+	Expr *slot;
+} Access;
+
+typedef struct Stmt Stmt;
+struct Stmt {
+	StmtKind kind;
+	Pos pos;              /* spec position it came from, if any */
+	const char *comment;  /* shown in printed IR and CUDA */
+	/* ST_BLOCK; ST_LOOP / ST_IF / ST_ROLES bodies */
+	Stmt **body;  int nbody, capbody;
+	Stmt *orelse;         /* ST_IF else, ST_ROLES consumer branch */
+	/* ST_LOOP */
+	int var;
+	Expr *lo, *hi;
+	LoopKind loop;
+	CbInfo *cb;
+	/* ST_IF condition; ST_LET value (a); coordinates (a row, b col); parity (a) */
+	Expr *cond, *a, *b;
+	/* buffers and barriers */
+	int buf, param, bar;
+	Expr *slot, *barslot;
+	int64_t n;            /* bytes for EXPECT_TX, N for BULK_WAIT, regs, barrier id */
+	int threads;          /* ST_SYNC threads; ST_ROLES producer threads */
+	bool flag;            /* BULK_WAIT .read; SETMAXNREG inc */
+	/* ST_COMPUTE */
+	Access *reads;  int nreads, capreads;
+	Access *writes; int nwrites, capwrites;  /* staging buffers; none: vector stores to global */
+};
+
+struct Kernel {
+	const char *name;
+	Fusion *fusion;
+	KParam *param;  int nparam, capparam;   /* [0] unused */
+	KBuf *buf;      int nbuf, capbuf;       /* [0] unused */
+	KBar *bar;      int nbar, capbar;       /* [0] unused */
+	KVar *var;      int nvar, capvar;       /* [0] unused */
+	Stmt *body;
+	/* launch shape */
+	int threads;             /* per CTA */
+	int consumer_threads;    /* threads that compute */
+	int tile_rows, tile_cols;
+	int ctas_per_sm;         /* persistent grid: min(tiles, SMs * ctas_per_sm) */
+	bool flat;               /* every input is full or scalar: any 2-D view will do */
+	bool warp_specialize;    /* chosen by the schedule */
+	bool tma_store;          /* outputs leave through staging buffers and TMA stores */
+	int stages_hint;         /* schedule: stages, 0 if absent */
+	Pos stages_pos;
+	int smem_budget;         /* bytes of dynamic shared memory the passes may use */
+	int ntile_var, niter_var, rows_var, cols_var;
+};
+
+Kernel *kernel_new(Comp *c, Fusion *f);
+int kernel_add_var(Comp *c, Kernel *k, const char *name);
+int kernel_add_param(Comp *c, Kernel *k, ParamKind kind, const char *name);
+int kernel_add_buf(Comp *c, Kernel *k, const char *name, BufKind kind, Dtype dt, int rows, int cols);
+int kernel_add_bar(Comp *c, Kernel *k, const char *name, int count, int arrivals);
+/* Bytes of shared memory all buffers and barriers take (each buffer 128-byte aligned). */
+int kernel_smem_bytes(const Kernel *k);
+
+Expr *ex_int(Comp *c, int64_t v);
+Expr *ex_var(Comp *c, int var);
+Expr *ex_leaf(Comp *c, ExprKind kind);
+Expr *ex_bin(Comp *c, ExprKind kind, Expr *a, Expr *b);
+/* A copy of E with variable VAR replaced by WITH (WITH itself is shared). */
+Expr *ex_subst(Comp *c, const Expr *e, int var, Expr *with);
+bool ex_uses_var(const Expr *e, int var);
+
+Stmt *st_new(Comp *c, StmtKind kind);
+Stmt *st_block(Comp *c);
+void st_append(Comp *c, Stmt *block, Stmt *s);
+/* Inserts S at index I of BLOCK's body. */
+void st_insert(Comp *c, Stmt *block, int i, Stmt *s);
+Stmt *st_loop(Comp *c, int var, Expr *lo, Expr *hi, LoopKind kind);
+Stmt *st_if(Comp *c, Expr *cond);
+/* A deep copy with variable VAR replaced by WITH everywhere (VAR 0: plain copy). */
+Stmt *st_clone(Comp *c, const Stmt *s, int var, Expr *with);
+/* Does S (or anything in it) read / write buffer BUF? */
+bool st_reads_buf(const Stmt *s, int buf);
+bool st_writes_buf(const Stmt *s, int buf);
+/* Visits every statement of the tree in order (pre-order). */
+void st_walk(Stmt *s, void (*fn)(Stmt *s, void *user), void *user);
+
+/*
+ * What a launch needs, as codegen/emit.c laid the kernel out: the entry
+ * point, the parameters in order, the CTA shape and shared memory.  The
+ * runtime builds the argument buffer from this and the caller's tensors.
+ */
+typedef struct Launch {
+	const char *entry;
+	const Kernel *kernel;   /* params, tile shape, flat, ctas_per_sm */
+	const Fusion *fusion;   /* the shapes the arguments must have */
+	int threads;
+	int smem_bytes;         /* dynamic shared memory */
+} Launch;
+
+/* Loaded module state, owned by the runtime (runtime/launch.c). */
+typedef struct Loaded Loaded;
+
+/* ---- kverify.c / kprint.c ------------------------------------------- */
+
+int kernel_verify(Comp *c, const Kernel *k, const char *after_pass);
+void kernel_print(Buf *b, const Kernel *k);
+void expr_print(Buf *b, const Kernel *k, const Expr *e);
 
 #endif /* WSFUSE_IR_H */

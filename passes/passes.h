@@ -8,6 +8,10 @@
  *   expand.c          composite ops (softmax, layernorm, rmsnorm) -> primitives
  *   infer.c           shapes, dtypes, broadcasts, axes; shape errors
  *   schedule.c        choose the kernel family and its parameters
+ *   lower.c           fusion IR -> kernel IR (loop nests, TMA loads, compute)
+ *   circular_buffer.c pick the loop, stages, prefetch; buffers and mbarriers
+ *   warp_specialize.c split the buffered loop into producer and consumer roles
+ *   sync.c            mbarrier waits and releases, bulk-group waits, fences
  */
 #ifndef WSFUSE_PASSES_H
 #define WSFUSE_PASSES_H
@@ -26,12 +30,24 @@ struct Pass {
 extern const Pass pass_table[];
 extern const int pass_count;
 
-/* Runs the passes whose output stage is at most STOP. 0 or -1. */
+/* Runs the passes whose output stage is STOP (fusion-ir or kernel-ir). 0 or -1. */
 int passes_run(Comp *c, WsfStage stop);
 /* 1 if NAME is a pass name, "all", or a comma list of them. */
 int passes_valid_dump_list(const char *list);
 
 int pass_expand(Comp *c);
+int pass_lower(Comp *c);
+int pass_circular_buffer(Comp *c);
+int pass_warp_specialize(Comp *c);
+int pass_sync(Comp *c);
+
+/* circular_buffer.c helpers the later passes share */
+/* Is there a TMA load in S? */
+bool kir_has_load(const Stmt *s);
+/* Removes load statements (and expect_tx, and ifs left empty) from S. */
+void cb_strip_loads(Stmt *s);
+/* A copy of the load-issuing statements of LOOP's body (the ifs around loads). */
+Stmt *cb_load_slice(Comp *c, const Stmt *loop);
 int pass_infer(Comp *c);
 int pass_schedule(Comp *c);
 

@@ -8,6 +8,8 @@
  *   tmap.c       tensor-map parameters and their checks (pure), and encoding
  *   reference.c  host evaluator of the fusion IR in double precision
  *   hostfp.c     f16/bf16/fp8 <-> double conversions on the host
+ *   launch.c     argument checks, 2-D views, tensor maps, module load, launch
+ *   run.c        random inputs, poisoned outputs, check against reference.c, timing
  *
  * Every function reports failures through diag_error on the Comp it is given
  * (a launch makes a short-lived Comp for that) and returns a WsfStatus.
@@ -63,6 +65,13 @@ const char *rt_cache_dir(Comp *c, const RtOptions *o);
 int rt_cache_load(Comp *c, const char *dir, const char *key, Cubin *out);
 /* Stores an entry atomically (temp file + rename); failures only warn. */
 void rt_cache_store(Comp *c, const char *dir, const char *key, const char *src, const Cubin *in);
+/* SHA-256 (FIPS 180-4) of N bytes as 64 lowercase hex digits and a NUL; exposed for tests. */
+void rt_sha256_hex(const void *data, size_t n, char hex[65]);
+/*
+ * Writes N bytes to PATH through a uniquely named temp file and rename(2),
+ * making missing parent directories.  0, or -1 with errno set.
+ */
+int rt_write_file(const char *path, const void *data, size_t n);
 
 /* ---- driver.c ---------------------------------------------------------- */
 
@@ -170,5 +179,27 @@ double rt_round(Dtype dt, double x);
  * Returns WSF_OK, or WSF_ERR_NOMEM.
  */
 WsfStatus rt_reference(Comp *c, const Fusion *f, const double *const *in, double *const *out);
+
+/* ---- launch.c --------------------------------------------------------- */
+
+/*
+ * Launches the kernel L describes on STREAM with the caller's tensors:
+ * checks every argument's dtype and shape against the spec (sizes bind from
+ * the shapes and must agree), derives the 2-D view, builds the tensor maps
+ * (checking TMA rules), loads CUBIN on first use into *STATE, and launches
+ * a persistent grid.  WSF_ERR_INPUT names the argument and dim at fault.
+ */
+WsfStatus rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin,
+                    const WsfTensor *args, int nargs, CUstream stream);
+/* Unloads the module and closes the driver; NULL is ignored. */
+void rt_unload(Loaded *state);
+/* The driver of a loaded state (opening it on first use); for run.c. */
+WsfStatus rt_loaded_driver(Comp *c, Loaded **state, Driver **d);
+
+/* ---- run.c ------------------------------------------------------------ */
+
+/* wsf_kernel_run: random inputs, poisoned outputs, launch, check, time. */
+WsfStatus rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin,
+                 const WsfRunOptions *o, WsfRunReport *r);
 
 #endif

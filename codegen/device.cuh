@@ -1,0 +1,199 @@
+// wsfuse_device.cuh: device helpers every generated kernel includes.
+//
+// Thin, named wrappers over the PTX that Hopper's asynchronous machinery
+// needs (mbarriers, TMA, bulk groups, proxy fences) and the f16/bf16
+// conversions, so generated code reads as what it does.  NVRTC gets this
+// file as an in-memory header; it needs no toolkit headers.
+#pragma once
+
+typedef unsigned short wsf_bf16;   // storage of a bfloat16
+typedef unsigned short wsf_f16;    // storage of an IEEE half
+typedef unsigned long long wsf_u64;
+
+// A CUtensorMap as the driver encodes it: 128 opaque bytes, 64-byte aligned.
+struct __align__(64) WsfTensorMap {
+	wsf_u64 opaque[16];
+};
+
+__device__ __forceinline__ unsigned wsf_smem_addr(const void *p)
+{
+	return (unsigned)__cvta_generic_to_shared(p);
+}
+
+// ---- conversions: arithmetic is f32, storage rounds once (nearest even) ----
+
+__device__ __forceinline__ float wsf_to_f32(float x) { return x; }
+__device__ __forceinline__ float wsf_bf16_to_f32(wsf_bf16 x) { return __uint_as_float((unsigned)x << 16); }
+__device__ __forceinline__ float wsf_f16_to_f32(wsf_f16 x)
+{
+	float f;
+	asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x));
+	return f;
+}
+__device__ __forceinline__ wsf_bf16 wsf_f32_to_bf16(float f)
+{
+	wsf_bf16 h;
+	asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+	return h;
+}
+__device__ __forceinline__ wsf_f16 wsf_f32_to_f16(float f)
+{
+	wsf_f16 h;
+	asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+	return h;
+}
+// cast: round to the type, keep computing in f32
+__device__ __forceinline__ float wsf_round_bf16(float f) { return wsf_bf16_to_f32(wsf_f32_to_bf16(f)); }
+__device__ __forceinline__ float wsf_round_f16(float f) { return wsf_f16_to_f32(wsf_f32_to_f16(f)); }
+
+// Scalar element access by storage type.
+__device__ __forceinline__ float wsf_load1(const float *p) { return *p; }
+__device__ __forceinline__ float wsf_load1(const wsf_bf16 *p) { return wsf_bf16_to_f32(*p); }
+__device__ __forceinline__ float wsf_load1_f16(const wsf_f16 *p) { return wsf_f16_to_f32(*p); }
+__device__ __forceinline__ void wsf_store1(float *p, float v) { *p = v; }
+__device__ __forceinline__ void wsf_store1(wsf_bf16 *p, float v) { *p = wsf_f32_to_bf16(v); }
+__device__ __forceinline__ void wsf_store1_f16(wsf_f16 *p, float v) { *p = wsf_f32_to_f16(v); }
+
+// Eight consecutive elements, 16-byte aligned (two 16-byte accesses for f32).
+__device__ __forceinline__ void wsf_load8(float v[8], const wsf_bf16 *p)
+{
+	uint4 u = *(const uint4 *)p;
+	unsigned w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		v[2 * i] = __uint_as_float(w[i] << 16);
+		v[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+	}
+}
+__device__ __forceinline__ void wsf_load8_f16(float v[8], const wsf_f16 *p)
+{
+	uint4 u = *(const uint4 *)p;
+	unsigned w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		v[2 * i] = wsf_f16_to_f32((wsf_f16)(w[i] & 0xffff));
+		v[2 * i + 1] = wsf_f16_to_f32((wsf_f16)(w[i] >> 16));
+	}
+}
+__device__ __forceinline__ void wsf_load8(float v[8], const float *p)
+{
+	float4 a = ((const float4 *)p)[0], b = ((const float4 *)p)[1];
+	v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
+	v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+}
+__device__ __forceinline__ unsigned wsf_pack_bf16x2(float lo, float hi)
+{
+	unsigned r;
+	asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+	return r;
+}
+__device__ __forceinline__ unsigned wsf_pack_f16x2(float lo, float hi)
+{
+	unsigned r;
+	asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+	return r;
+}
+__device__ __forceinline__ void wsf_store8(wsf_bf16 *p, const float v[8])
+{
+	uint4 u;
+	u.x = wsf_pack_bf16x2(v[0], v[1]);
+	u.y = wsf_pack_bf16x2(v[2], v[3]);
+	u.z = wsf_pack_bf16x2(v[4], v[5]);
+	u.w = wsf_pack_bf16x2(v[6], v[7]);
+	*(uint4 *)p = u;
+}
+__device__ __forceinline__ void wsf_store8_f16(wsf_f16 *p, const float v[8])
+{
+	uint4 u;
+	u.x = wsf_pack_f16x2(v[0], v[1]);
+	u.y = wsf_pack_f16x2(v[2], v[3]);
+	u.z = wsf_pack_f16x2(v[4], v[5]);
+	u.w = wsf_pack_f16x2(v[6], v[7]);
+	*(uint4 *)p = u;
+}
+__device__ __forceinline__ void wsf_store8(float *p, const float v[8])
+{
+	((float4 *)p)[0] = make_float4(v[0], v[1], v[2], v[3]);
+	((float4 *)p)[1] = make_float4(v[4], v[5], v[6], v[7]);
+}
+
+// ---- mbarriers ---------------------------------------------------------------
+
+__device__ __forceinline__ void wsf_mbar_init(wsf_u64 *bar, unsigned arrivals)
+{
+	asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(wsf_smem_addr(bar)), "r"(arrivals) : "memory");
+}
+__device__ __forceinline__ void wsf_fence_mbar_init(void)
+{
+	asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+__device__ __forceinline__ void wsf_mbar_arrive(wsf_u64 *bar)
+{
+	asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(wsf_smem_addr(bar)) : "memory");
+}
+__device__ __forceinline__ void wsf_mbar_expect_tx(wsf_u64 *bar, unsigned bytes)
+{
+	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+	             :: "r"(wsf_smem_addr(bar)), "r"(bytes) : "memory");
+}
+// Blocks until the phase with parity PARITY of BAR has completed.
+__device__ __forceinline__ void wsf_mbar_wait(wsf_u64 *bar, unsigned parity)
+{
+	asm volatile(
+		"{\n"
+		".reg .pred done;\n"
+		"wsf_wait_%=:\n"
+		"mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+		"@!done bra wsf_wait_%=;\n"
+		"}\n" :: "r"(wsf_smem_addr(bar)), "r"(parity) : "memory");
+}
+
+// ---- TMA ---------------------------------------------------------------------
+
+// Loads the box at (col, row) of MAP into DST; completes on BAR with complete_tx.
+__device__ __forceinline__ void wsf_tma_load_2d(void *dst, const WsfTensorMap *map, long long col,
+                                                long long row, wsf_u64 *bar)
+{
+	asm volatile(
+		"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+		" [%0], [%1, {%2, %3}], [%4];"
+		:: "r"(wsf_smem_addr(dst)), "l"(map), "r"((int)col), "r"((int)row), "r"(wsf_smem_addr(bar))
+		: "memory");
+}
+// Stores SRC to the box at (col, row) of MAP; one bulk async-group per commit.
+__device__ __forceinline__ void wsf_tma_store_2d(const WsfTensorMap *map, long long col, long long row,
+                                                 const void *src)
+{
+	asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+	             :: "l"(map), "r"((int)col), "r"((int)row), "r"(wsf_smem_addr(src)) : "memory");
+}
+__device__ __forceinline__ void wsf_bulk_commit(void)
+{
+	asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+// Waits until at most N bulk groups are pending; READ: only until their sources were read.
+template <int N> __device__ __forceinline__ void wsf_bulk_wait_read(void)
+{
+	asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(N) : "memory");
+}
+template <int N> __device__ __forceinline__ void wsf_bulk_wait(void)
+{
+	asm volatile("cp.async.bulk.wait_group %0;" :: "n"(N) : "memory");
+}
+__device__ __forceinline__ void wsf_fence_proxy_async(void)
+{
+	asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+__device__ __forceinline__ void wsf_prefetch_tmap(const WsfTensorMap *map)
+{
+	asm volatile("prefetch.tensormap [%0];" :: "l"(map) : "memory");
+}
+// A barrier among THREADS threads of the CTA (a whole number of warps).
+__device__ __forceinline__ void wsf_bar_sync(int id, int threads)
+{
+	asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(threads) : "memory");
+}
+
+__device__ __forceinline__ long long wsf_ceildiv(long long a, long long b) { return (a + b - 1) / b; }
+__device__ __forceinline__ long long wsf_min(long long a, long long b) { return a < b ? a : b; }
+__device__ __forceinline__ long long wsf_max(long long a, long long b) { return a > b ? a : b; }

@@ -1,0 +1,559 @@
+/*
+ * emit.c: kernel IR -> CUDA C++ for sm_90a.
+ *
+ * One emit_* function per construct, writing into a Buf.  The text is meant
+ * to be read: parameters and values carry the spec's names (values as v_NAME,
+ * tensor maps as NAME_map, pointers as NAME_ptr), every statement that came
+ * from a spec line says which, and the device helpers (codegen/device.cuh)
+ * name the PTX they wrap.  Shared memory is one dynamic array carved into the
+ * buffers and barriers of the kernel IR in declaration order, each 128-byte
+ * aligned (TMA needs 128; 1024 would be needed for swizzled tiles).
+ *
+ * The compute statement is the one place that expands the fusion's ops:
+ * threads stride over the tile eight elements at a time (16-byte shared
+ * loads, 16-byte global stores), and each op becomes one f32 expression
+ * from the op's row in cuda_expr[] below.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "codegen.h"
+
+enum { VEC = 8 };
+
+/* The CUDA f32 expression of each op; $a and $b are its operands. */
+static const char *const cuda_expr[OP_COUNT] = {
+	[OP_NEG] = "-$a",
+	[OP_ABS] = "fabsf($a)",
+	[OP_EXP] = "expf($a)",
+	[OP_LOG] = "logf($a)",
+	[OP_SQRT] = "sqrtf($a)",
+	[OP_RSQRT] = "rsqrtf($a)",
+	[OP_TANH] = "tanhf($a)",
+	[OP_SIGMOID] = "1.0f / (1.0f + expf(-$a))",
+	[OP_RELU] = "fmaxf($a, 0.0f)",
+	[OP_SILU] = "$a / (1.0f + expf(-$a))",
+	[OP_GELU] = "0.5f * $a * (1.0f + erff($a * 0.70710678118654752f))",
+	[OP_ADD] = "$a + $b",
+	[OP_SUB] = "$a - $b",
+	[OP_MUL] = "$a * $b",
+	[OP_DIV] = "$a / $b",
+	[OP_MAXIMUM] = "fmaxf($a, $b)",
+	[OP_MINIMUM] = "fminf($a, $b)",
+};
+
+static const char gelu_tanh[] =
+	"0.5f * $a * (1.0f + tanhf(0.79788456080286536f * ($a + 0.044715f * $a * $a * $a)))";
+
+typedef struct Emit {
+	Comp *c;
+	Kernel *k;
+	Fusion *f;
+	Buf *b;
+	int depth;
+	bool in_producer;    /* inside the producer role: elect() is its first thread */
+	const char **value;  /* per fusion tensor: the C name of its current value */
+} Emit;
+
+static void
+line(Emit *e, const char *fmt, ...) PRINTF_LIKE(2, 3);
+
+static void
+line(Emit *e, const char *fmt, ...)
+{
+	va_list ap;
+
+	buf_indent(e->b, 8 * 0 + 4 * e->depth);
+	va_start(ap, fmt);
+	buf_vprintf(e->b, fmt, ap);
+	va_end(ap);
+	buf_puts(e->b, "\n");
+}
+
+/* A C identifier from a spec name ("y.max" -> "y_max"). */
+static const char *
+ident(Emit *e, const char *prefix, const char *name, const char *suffix)
+{
+	char *s = arena_printf(e->c->arena, "%s%s%s", prefix, name, suffix), *p;
+
+	for (p = s; *p; p++)
+		if (*p == '.')
+			*p = '_';
+	return s;
+}
+
+static const char *
+storage_type(Dtype dt)
+{
+	switch (dt) {
+	case DT_F32: return "float";
+	case DT_BF16: return "wsf_bf16";
+	case DT_F16: return "wsf_f16";
+	default: return "unsigned char";
+	}
+}
+
+/* Helper name suffix by storage dtype: f16 shares bf16's storage type. */
+static const char *
+helper_suffix(Dtype dt)
+{
+	return dt == DT_F16 ? "_f16" : "";
+}
+
+static void
+emit_expr(Emit *e, const Expr *x)
+{
+	Buf *b = e->b;
+	static const char *const op[] = {
+		[EX_ADD] = "+", [EX_SUB] = "-", [EX_MUL] = "*", [EX_DIV] = "/", [EX_MOD] = "%",
+		[EX_LT] = "<", [EX_GE] = ">=", [EX_EQ] = "==", [EX_AND] = "&", [EX_XOR] = "^",
+	};
+
+	switch (x->kind) {
+	case EX_INT:
+		buf_printf(b, "%lldLL", (long long)x->ival);
+		break;
+	case EX_VAR:
+		buf_puts(b, e->k->var[x->var].name);
+		break;
+	case EX_TID:
+		buf_puts(b, "(long long)threadIdx.x");
+		break;
+	case EX_CTA:
+		buf_puts(b, "(long long)blockIdx.x");
+		break;
+	case EX_NCTA:
+		buf_puts(b, "(long long)gridDim.x");
+		break;
+	case EX_ELECT:
+		buf_printf(b, "threadIdx.x == %d", e->in_producer ? e->k->consumer_threads : 0);
+		break;
+	case EX_MIN:
+	case EX_MAX:
+	case EX_CEILDIV:
+		buf_puts(b, x->kind == EX_MIN ? "wsf_min(" : x->kind == EX_MAX ? "wsf_max(" : "wsf_ceildiv(");
+		emit_expr(e, x->a);
+		buf_puts(b, ", ");
+		emit_expr(e, x->b);
+		buf_puts(b, ")");
+		break;
+	default:
+		buf_puts(b, "(");
+		emit_expr(e, x->a);
+		buf_printf(b, " %s ", op[x->kind]);
+		emit_expr(e, x->b);
+		buf_puts(b, ")");
+		break;
+	}
+}
+
+/* The expression as a string, for use inside a line. */
+static const char *
+expr_str(Emit *e, const Expr *x)
+{
+	Buf *saved = e->b, b;
+
+	buf_init(&b, e->c->arena);
+	e->b = &b;
+	emit_expr(e, x);
+	e->b = saved;
+	return buf_str(&b);
+}
+
+static const char *
+bufname(Emit *e, int buf)
+{
+	return e->k->buf[buf].name;
+}
+
+static const char *
+pos_comment(Emit *e, Pos p)
+{
+	if (!p.line)
+		return "";
+	return arena_printf(e->c->arena, "  // %s:%d", e->c->file, p.line);
+}
+
+/* Address of copy SLOT of buffer BUF. */
+static const char *
+buf_at(Emit *e, int buf, const Expr *slot)
+{
+	const KBuf *u = &e->k->buf[buf];
+
+	if (u->stages == 1)
+		return bufname(e, buf);
+	return arena_printf(e->c->arena, "%s + (%s) * %d", bufname(e, buf), expr_str(e, slot),
+	                    u->rows * u->cols);
+}
+
+static const char *
+bar_at(Emit *e, int bar, const Expr *slot)
+{
+	return arena_printf(e->c->arena, "&%s[%s]", e->k->bar[bar].name, expr_str(e, slot));
+}
+
+static const char *
+literal(Emit *e, double v)
+{
+	char s[64];
+
+	if (isnan(v))
+		return "__int_as_float(0x7fc00000)";
+	if (isinf(v))
+		return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+	snprintf(s, sizeof s, "%.9g", v);
+	if (!strpbrk(s, ".e"))
+		strcat(s, ".0");
+	return arena_printf(e->c->arena, "%sf", s);
+}
+
+/* Substitutes $a and $b in the op's template. */
+static const char *
+op_text(Emit *e, const Op *o, const char *a, const char *b)
+{
+	const char *t = o->kind == OP_GELU && o->approx == APPROX_TANH ? gelu_tanh : cuda_expr[o->kind];
+	Buf out;
+
+	if (o->kind == OP_CAST)
+		t = o->to == DT_BF16 ? "wsf_round_bf16($a)" : o->to == DT_F16 ? "wsf_round_f16($a)" : "$a";
+	buf_init(&out, e->c->arena);
+	for (; *t; t++) {
+		if (t[0] == '$' && (t[1] == 'a' || t[1] == 'b')) {
+			buf_puts(&out, t[1] == 'a' ? a : b);
+			t++;
+		} else {
+			buf_putn(&out, t, 1);
+		}
+	}
+	return buf_str(&out);
+}
+
+static const char *
+operand(Emit *e, const Operand *o)
+{
+	if (!o->tensor)
+		return literal(e, o->lit);
+	return arena_printf(e->c->arena, "%s[v]", e->value[o->tensor]);
+}
+
+static const KParam *
+param_of_tensor(Emit *e, int t, bool output)
+{
+	int i;
+
+	for (i = 1; i < e->k->nparam; i++) {
+		const KParam *p = &e->k->param[i];
+
+		if (p->tensor == t && p->kind != PK_SIZE && (p->arg >= e->f->ninput) == output)
+			return p;
+	}
+	return NULL;
+}
+
+static const char *
+param_name(Emit *e, const KParam *p)
+{
+	return ident(e, "", p->name, p->kind == PK_TMAP ? "_map" : "_ptr");
+}
+
+/*
+ * compute: every fusion op over one tile.  Each thread takes VEC consecutive
+ * elements at a time; inputs come from their stage buffer (full and row
+ * views) or from global memory (column and scalar views).
+ */
+static void
+emit_compute(Emit *e, const Stmt *s)
+{
+	Kernel *k = e->k;
+	Fusion *f = e->f;
+	int i, j, elems = k->tile_rows * k->tile_cols;
+
+	line(e, "{   // compute tile (row0, col0) = (%s, %s): %s", expr_str(e, s->a), expr_str(e, s->b),
+	     s->comment ? s->comment : "");
+	e->depth++;
+	line(e, "const long long tile_row0 = %s, tile_col0 = %s;", expr_str(e, s->a), expr_str(e, s->b));
+	for (i = 0; i < s->nreads; i++)
+		line(e, "const %s *%s_s = %s;", storage_type(k->buf[s->reads[i].buf].dtype),
+		     bufname(e, s->reads[i].buf), buf_at(e, s->reads[i].buf, s->reads[i].slot));
+	line(e, "for (int e = threadIdx.x * %d; e < %d; e += %d) {", VEC, elems, k->consumer_threads * VEC);
+	e->depth++;
+	line(e, "const int r = e / %d, c = e %% %d;", k->tile_cols, k->tile_cols);
+	line(e, "const long long row = tile_row0 + r, col = tile_col0 + c;");
+	line(e, "if (row >= rows || col >= cols)");
+	line(e, "    continue;");
+	/* inputs */
+	for (i = 0; i < f->ninput; i++) {
+		int t = f->input[i];
+		const KParam *p = param_of_tensor(e, t, false);
+		const char *v = ident(e, "v_", f->tensor[t].name, "");
+		const char *suf = helper_suffix(p->dtype);
+
+		e->value[t] = v;
+		line(e, "float %s[%d];%s", v, VEC, pos_comment(e, f->tensor[t].pos));
+		if (p->kind == PK_TMAP) {
+			int b;
+
+			for (b = 1; b < k->nbuf && k->buf[b].tensor != t; b++)
+				;
+			line(e, "wsf_load8%s(%s, %s_s + %s);", suf, v, bufname(e, b), p->view == VIEW_ROW ? "c" : "e");
+		} else {
+			const char *idx = p->view == VIEW_COL ? "row" : "0";
+
+			line(e, "for (int v = 0; v < %d; v++)", VEC);
+			line(e, "    %s[v] = %s(%s + %s);", v,
+			     p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", param_name(e, p), idx);
+		}
+	}
+	/* ops, one f32 expression each */
+	for (i = 1; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+		const char *v = ident(e, "v_", f->tensor[o->out].name, "");
+
+		e->value[o->out] = v;
+		line(e, "float %s[%d];%s", v, VEC, pos_comment(e, o->pos));
+	}
+	line(e, "#pragma unroll");
+	line(e, "for (int v = 0; v < %d; v++) {", VEC);
+	e->depth++;
+	for (i = 1; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+
+		line(e, "%s[v] = %s;   // %s%s%s", e->value[o->out],
+		     op_text(e, o, operand(e, &o->in[0]), o->nin > 1 ? operand(e, &o->in[1]) : ""),
+		     op_info[o->kind].name, o->origin ? " of " : "", o->origin ? o->origin : "");
+	}
+	e->depth--;
+	line(e, "}");
+	/* outputs: 16-byte stores, element stores at a ragged right edge */
+	for (j = 0; j < f->nout; j++) {
+		const Output *out = &f->out[j];
+		const KParam *p = param_of_tensor(e, out->tensor, true);
+		const char *suf = helper_suffix(out->dtype);
+
+		line(e, "if (col + %d <= cols)%s", VEC, pos_comment(e, out->pos));
+		line(e, "    wsf_store8%s(%s + row * cols + col, %s);", suf, param_name(e, p), e->value[out->tensor]);
+		line(e, "else");
+		line(e, "    for (int v = 0; col + v < cols; v++)");
+		line(e, "        wsf_store1%s(%s + row * cols + col + v, %s[v]);", suf, param_name(e, p),
+		     e->value[out->tensor]);
+	}
+	e->depth--;
+	line(e, "}");
+	e->depth--;
+	line(e, "}");
+}
+
+static void emit_stmt(Emit *e, const Stmt *s);
+
+static void
+emit_body(Emit *e, const Stmt *s)
+{
+	int i;
+
+	e->depth++;
+	for (i = 0; i < s->nbody; i++)
+		emit_stmt(e, s->body[i]);
+	e->depth--;
+}
+
+static const char *
+comment(Emit *e, const Stmt *s)
+{
+	if (!s->comment)
+		return "";
+	return arena_printf(e->c->arena, "   // %s", s->comment);
+}
+
+static void
+emit_stmt(Emit *e, const Stmt *s)
+{
+	Kernel *k = e->k;
+	int i;
+
+	switch (s->kind) {
+	case ST_BLOCK:
+		for (i = 0; i < s->nbody; i++)
+			emit_stmt(e, s->body[i]);
+		break;
+	case ST_LOOP: {
+		const char *v = k->var[s->var].name;
+
+		if (s->cb)
+			line(e, "// circular buffer: %d stages, prefetch %d", s->cb->stages, s->cb->prefetch);
+		line(e, "for (long long %s = %s; %s < %s; %s++) {%s", v, expr_str(e, s->lo), v, expr_str(e, s->hi),
+		     v, comment(e, s));
+		emit_body(e, s);
+		line(e, "}");
+		break;
+	}
+	case ST_IF:
+		line(e, "if (%s) {%s", expr_str(e, s->cond), comment(e, s));
+		emit_body(e, s);
+		if (s->orelse && s->orelse->nbody) {
+			line(e, "} else {");
+			emit_body(e, s->orelse);
+		}
+		line(e, "}");
+		break;
+	case ST_ROLES:
+		line(e, "if (threadIdx.x >= %d) {   // producer warp: TMA issue only", k->consumer_threads);
+		e->in_producer = true;
+		emit_body(e, s);
+		e->in_producer = false;
+		line(e, "} else {   // %d consumer threads", k->consumer_threads);
+		emit_body(e, s->orelse);
+		line(e, "}");
+		break;
+	case ST_LET:
+		line(e, "const long long %s = %s;%s", k->var[s->var].name, expr_str(e, s->a), comment(e, s));
+		break;
+	case ST_TMA_LOAD:
+		line(e, "wsf_tma_load_2d(%s, &%s, %s, %s, %s);%s", buf_at(e, s->buf, s->slot),
+		     param_name(e, &k->param[s->param]), expr_str(e, s->b), expr_str(e, s->a),
+		     bar_at(e, s->bar, s->barslot), pos_comment(e, s->pos));
+		break;
+	case ST_TMA_STORE:
+		line(e, "wsf_tma_store_2d(&%s, %s, %s, %s);%s", param_name(e, &k->param[s->param]),
+		     expr_str(e, s->b), expr_str(e, s->a), buf_at(e, s->buf, s->slot), pos_comment(e, s->pos));
+		break;
+	case ST_EXPECT_TX:
+		line(e, "wsf_mbar_expect_tx(%s, %lld);", bar_at(e, s->bar, s->barslot), (long long)s->n);
+		break;
+	case ST_MBAR_INIT:
+		line(e, "for (int s = 0; s < %d; s++)", k->bar[s->bar].count);
+		line(e, "    wsf_mbar_init(&%s[s], %d);", k->bar[s->bar].name, k->bar[s->bar].arrivals);
+		break;
+	case ST_MBAR_ARRIVE:
+		line(e, "wsf_mbar_arrive(%s);%s", bar_at(e, s->bar, s->barslot), comment(e, s));
+		break;
+	case ST_MBAR_WAIT:
+		line(e, "wsf_mbar_wait(%s, (unsigned)%s);%s", bar_at(e, s->bar, s->barslot), expr_str(e, s->a),
+		     comment(e, s));
+		break;
+	case ST_FENCE_MBAR_INIT:
+		line(e, "wsf_fence_mbar_init();");
+		break;
+	case ST_FENCE_PROXY_ASYNC:
+		line(e, "wsf_fence_proxy_async();%s", comment(e, s));
+		break;
+	case ST_BULK_COMMIT:
+		line(e, "wsf_bulk_commit();");
+		break;
+	case ST_BULK_WAIT:
+		line(e, "wsf_bulk_wait%s<%lld>();%s", s->flag ? "_read" : "", (long long)s->n, comment(e, s));
+		break;
+	case ST_SYNC:
+		if (s->n == 0)
+			line(e, "__syncthreads();%s", comment(e, s));
+		else
+			line(e, "wsf_bar_sync(%lld, %d);%s", (long long)s->n, s->threads, comment(e, s));
+		break;
+	case ST_SETMAXNREG:
+		line(e, "asm volatile(\"setmaxnreg.%s.sync.aligned.u32 %lld;\");", s->flag ? "inc" : "dec",
+		     (long long)s->n);
+		break;
+	case ST_COMPUTE:
+		emit_compute(e, s);
+		break;
+	default:
+		break;
+	}
+}
+
+static void
+emit_params(Emit *e)
+{
+	Kernel *k = e->k;
+	int i;
+
+	for (i = 1; i < k->nparam; i++) {
+		const KParam *p = &k->param[i];
+		const char *sep = i + 1 < k->nparam ? "," : ")";
+
+		switch (p->kind) {
+		case PK_TMAP:
+			line(e, "const __grid_constant__ WsfTensorMap %s%s   // %s %s, %s view", param_name(e, p), sep,
+			     p->arg < e->f->ninput ? "input" : "output", dtype_info[p->dtype].name,
+			     p->view == VIEW_ROW ? "row" : "full");
+			break;
+		case PK_PTR:
+			line(e, "%s%s *__restrict__ %s%s   // %s %s", p->arg < e->f->ninput ? "const " : "",
+			     storage_type(p->dtype), param_name(e, p), sep,
+			     p->arg < e->f->ninput ? "input" : "output", dtype_info[p->dtype].name);
+			break;
+		case PK_SIZE:
+			line(e, "const long long %s%s", k->var[p->var].name, sep);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+/* Carves the dynamic shared memory into buffers and barriers; returns its size. */
+static int
+emit_smem(Emit *e)
+{
+	Kernel *k = e->k;
+	int i, off = 0;
+
+	line(e, "extern __shared__ __align__(1024) unsigned char wsf_smem[];");
+	for (i = 1; i < k->nbuf; i++) {
+		const KBuf *u = &k->buf[i];
+		int one = u->rows * u->cols * dtype_info[u->dtype].bytes;
+
+		line(e, "%s *const %s = (%s *)(wsf_smem + %d);   // [%d stages][%d][%d] %s", storage_type(u->dtype),
+		     u->name, storage_type(u->dtype), off, u->stages, u->rows, u->cols, dtype_info[u->dtype].name);
+		off += ((one + 127) & ~127) * u->stages;
+	}
+	for (i = 1; i < k->nbar; i++) {
+		line(e, "wsf_u64 *const %s = (wsf_u64 *)(wsf_smem + %d);   // %d mbarriers", k->bar[i].name, off,
+		     k->bar[i].count);
+		off += 8 * k->bar[i].count;
+	}
+	return off;
+}
+
+int
+codegen_emit(Comp *c, Buf *b, Launch **launch)
+{
+	Emit e = {0};
+	Kernel *k = c->kernel;
+	Launch *l;
+	int i;
+
+	e.c = c;
+	e.k = k;
+	e.f = k->fusion;
+	e.b = b;
+	e.value = arena_alloc(c->arena, (size_t)e.f->ntensor * sizeof *e.value);
+	buf_printf(b, "// %s: generated by wsfuse %s from %s. Do not edit.\n", k->name, WSF_VERSION_STRING, c->file);
+	buf_printf(b, "// %d threads (%d compute), tile %d x %d, persistent over tiles%s.\n", k->threads,
+	           k->consumer_threads, k->tile_rows, k->tile_cols,
+	           k->warp_specialize ? ", warp-specialized" : "");
+	buf_printf(b, "#include \"%s\"\n\n", CODEGEN_DEVICE_HEADER_NAME);
+	line(&e, "extern \"C\" __global__ void __launch_bounds__(%d, 1)", k->threads);
+	line(&e, "%s(", k->name);
+	e.depth = 1;
+	emit_params(&e);
+	e.depth = 0;
+	line(&e, "{");
+	e.depth = 1;
+	l = arena_alloc(c->arena, sizeof *l);
+	l->smem_bytes = emit_smem(&e);
+	for (i = 1; i < k->nparam; i++)
+		if (k->param[i].kind == PK_TMAP) {
+			line(&e, "if (threadIdx.x == 0)");
+			line(&e, "    wsf_prefetch_tmap(&%s);", param_name(&e, &k->param[i]));
+		}
+	emit_stmt(&e, k->body);
+	e.depth = 0;
+	line(&e, "}");
+	l->entry = k->name;
+	l->kernel = k;
+	l->fusion = e.f;
+	l->threads = k->threads;
+	*launch = l;
+	return 0;
+}

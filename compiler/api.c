@@ -1,0 +1,580 @@
+/*
+ * api.c: the public API of include/wsfuse.h.
+ *
+ * A WsfContext is plain settings (callbacks, size bindings, options) in
+ * malloc'ed memory.  Each compile makes a Comp with its own arena inside a new
+ * WsfKernel; on success the kernel keeps the arena (the IR, the texts of every
+ * stage and the launch state live in it), on failure it is freed whole.  Every
+ * entry point that may allocate in an arena first sets the Comp's
+ * out-of-memory landing point with setjmp.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../codegen/codegen.h"
+#include "../passes/passes.h"
+#include "../runtime/runtime.h"
+#include "compiler.h"
+
+struct WsfContext {
+	WsfDiagFn diag;
+	void *diag_user;
+	WsfDumpFn dump;
+	void *dump_user;
+	SizeBinding *bind;   /* malloc'ed, names malloc'ed */
+	int nbind;
+	char *dump_after;
+	char *cache_dir;
+	char *dump_dir;
+	int cache;           /* RtOptions.cache */
+	WsfStage stop;
+	char *last_error;
+};
+
+static const char *const status_names[WSF_STATUS_COUNT] = {
+	"WSF_OK", "WSF_ERR_INPUT", "WSF_ERR_USAGE", "WSF_ERR_NOMEM", "WSF_ERR_IO",
+	"WSF_ERR_NVRTC", "WSF_ERR_NO_GPU", "WSF_ERR_CUDA", "WSF_ERR_UNSUPPORTED", "WSF_ERR_INTERNAL",
+};
+
+static const char *const status_messages[WSF_STATUS_COUNT] = {
+	"success",
+	"malformed input (spec, size or argument)",
+	"wrong use of the API or command line",
+	"out of memory",
+	"a file could not be read or written",
+	"NVRTC is missing or failed to compile the generated source",
+	"no usable CUDA driver or Hopper GPU",
+	"a CUDA driver call failed",
+	"valid input that this version cannot compile",
+	"internal error in wsfuse",
+};
+
+static const char *const stage_names[WSF_STAGE_COUNT] = {
+	"none", "fusion-ir", "kernel-ir", "cuda", "ptx", "cubin",
+};
+
+const char *
+wsf_status_name(WsfStatus s)
+{
+	return (unsigned)s < WSF_STATUS_COUNT ? status_names[s] : "WSF_STATUS_UNKNOWN";
+}
+
+const char *
+wsf_status_message(WsfStatus s)
+{
+	return (unsigned)s < WSF_STATUS_COUNT ? status_messages[s] : "unknown status";
+}
+
+const char *
+wsf_stage_name(WsfStage s)
+{
+	return (unsigned)s < WSF_STAGE_COUNT ? stage_names[s] : "none";
+}
+
+WsfStage
+wsf_stage_from_name(const char *name)
+{
+	int i;
+
+	for (i = 1; name && i < WSF_STAGE_COUNT; i++)
+		if (strcmp(stage_names[i], name) == 0)
+			return (WsfStage)i;
+	return WSF_STAGE_NONE;
+}
+
+WsfContext *
+wsf_context_new(void)
+{
+	WsfContext *ctx = calloc(1, sizeof *ctx);
+
+	if (ctx)
+		ctx->stop = WSF_STAGE_CUBIN;
+	return ctx;
+}
+
+void
+wsf_context_delete(WsfContext *ctx)
+{
+	int i;
+
+	if (!ctx)
+		return;
+	for (i = 0; i < ctx->nbind; i++)
+		free((char *)ctx->bind[i].name);
+	free(ctx->bind);
+	free(ctx->dump_after);
+	free(ctx->cache_dir);
+	free(ctx->dump_dir);
+	free(ctx->last_error);
+	free(ctx);
+}
+
+void
+wsf_set_diagnostic_handler(WsfContext *ctx, WsfDiagFn fn, void *user)
+{
+	if (!ctx)
+		return;
+	ctx->diag = fn;
+	ctx->diag_user = user;
+}
+
+void
+wsf_set_dump_handler(WsfContext *ctx, WsfDumpFn fn, void *user)
+{
+	if (!ctx)
+		return;
+	ctx->dump = fn;
+	ctx->dump_user = user;
+}
+
+const char *
+wsf_context_last_error(const WsfContext *ctx)
+{
+	return ctx && ctx->last_error ? ctx->last_error : "";
+}
+
+/* Records MSG as the last error and passes it to the callback. */
+static WsfStatus
+ctx_error(WsfContext *ctx, WsfStatus s, const char *fmt, ...) PRINTF_LIKE(3, 4);
+
+static WsfStatus
+ctx_error(WsfContext *ctx, WsfStatus s, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	free(ctx->last_error);
+	ctx->last_error = strdup(msg);
+	if (ctx->diag)
+		ctx->diag(ctx->diag_user, WSF_SEV_ERROR, msg);
+	return s;
+}
+
+static int
+is_identifier(const char *s)
+{
+	if (!*s || !(isalpha((unsigned char)*s) || *s == '_'))
+		return 0;
+	for (; *s; s++)
+		if (!(isalnum((unsigned char)*s) || *s == '_'))
+			return 0;
+	return 1;
+}
+
+WsfStatus
+wsf_set_size(WsfContext *ctx, const char *name, int64_t value)
+{
+	SizeBinding *b;
+	char *copy;
+	int i;
+
+	if (!ctx || !name)
+		return WSF_ERR_USAGE;
+	if (!is_identifier(name))
+		return ctx_error(ctx, WSF_ERR_INPUT, "error: size name '%s' is not an identifier", name);
+	if (value <= 0 || value > MAX_EXTENT)
+		return ctx_error(ctx, WSF_ERR_INPUT,
+		                 "error: size '%s' = %lld is out of range (expected 1..%lld)", name,
+		                 (long long)value, (long long)MAX_EXTENT);
+	for (i = 0; i < ctx->nbind; i++)
+		if (strcmp(ctx->bind[i].name, name) == 0) {
+			ctx->bind[i].value = value;
+			return WSF_OK;
+		}
+	b = realloc(ctx->bind, (size_t)(ctx->nbind + 1) * sizeof *b);
+	if (!b)
+		return WSF_ERR_NOMEM;
+	ctx->bind = b;
+	if (!(copy = strdup(name)))
+		return WSF_ERR_NOMEM;
+	b[ctx->nbind].name = copy;
+	b[ctx->nbind].value = value;
+	ctx->nbind++;
+	return WSF_OK;
+}
+
+static WsfStatus
+set_string(char **dst, const char *value)
+{
+	char *s = value ? strdup(value) : NULL;
+
+	if (value && !s)
+		return WSF_ERR_NOMEM;
+	free(*dst);
+	*dst = s;
+	return WSF_OK;
+}
+
+WsfStatus
+wsf_set_option(WsfContext *ctx, const char *name, const char *value)
+{
+	if (!ctx || !name)
+		return WSF_ERR_USAGE;
+	if (strcmp(name, "dump-after") == 0) {
+		if (value && !passes_valid_dump_list(value))
+			return ctx_error(ctx, WSF_ERR_USAGE,
+			                 "error: unknown pass in dump-after '%s' (see wsfuse --help for pass names)",
+			                 value);
+		return set_string(&ctx->dump_after, value);
+	}
+	if (strcmp(name, "stop-after") == 0) {
+		WsfStage s = wsf_stage_from_name(value);
+
+		if (!s)
+			return ctx_error(ctx, WSF_ERR_USAGE,
+			                 "error: unknown stage '%s' (expected fusion-ir, kernel-ir, cuda, ptx or cubin)",
+			                 value ? value : "(null)");
+		ctx->stop = s;
+		return WSF_OK;
+	}
+	if (strcmp(name, "cache-dir") == 0)
+		return set_string(&ctx->cache_dir, value);
+	if (strcmp(name, "dump-dir") == 0)
+		return set_string(&ctx->dump_dir, value);
+	if (strcmp(name, "cache") == 0) {
+		if (!value || (strcmp(value, "0") && strcmp(value, "1")))
+			return ctx_error(ctx, WSF_ERR_USAGE, "error: option 'cache' takes 0 or 1");
+		ctx->cache = value[0] == '0' ? 1 : 2;
+		return WSF_OK;
+	}
+	return ctx_error(ctx, WSF_ERR_USAGE, "error: unknown option '%s'", name);
+}
+
+struct WsfKernel {
+	Comp comp;
+	const char *text[WSF_STAGE_COUNT];
+	size_t len[WSF_STAGE_COUNT];
+	Launch *launch;   /* what codegen says the kernel needs at launch */
+	Loaded *loaded;   /* module and driver, once launched */
+};
+
+static void
+kernel_free(WsfKernel *k)
+{
+	if (!k)
+		return;
+	rt_unload(k->loaded);
+	arena_free(k->comp.arena);
+	free(k);
+}
+
+void
+wsf_kernel_delete(WsfKernel *k)
+{
+	kernel_free(k);
+}
+
+static void
+set_text(WsfKernel *k, WsfStage s, const char *text, size_t len)
+{
+	k->text[s] = text;
+	k->len[s] = len;
+}
+
+/* The stages past the fusion passes: kernel passes, CUDA, NVRTC. */
+static WsfStatus
+compile_kernel(WsfContext *ctx, WsfKernel *k)
+{
+	Comp *c = &k->comp;
+	RtOptions ro = {ctx->cache_dir, ctx->cache, ctx->dump_dir};
+	RtHeader hdr = {CODEGEN_DEVICE_HEADER_NAME, codegen_device_header};
+	Cubin bin;
+	Buf b;
+	WsfStatus s;
+
+	if (passes_run(c, WSF_STAGE_KERNEL_IR))
+		return c->status ? c->status : WSF_ERR_INPUT;
+	buf_init(&b, c->arena);
+	kernel_print(&b, c->kernel);
+	set_text(k, WSF_STAGE_KERNEL_IR, buf_str(&b), b.len);
+	if (ctx->stop < WSF_STAGE_CUDA)
+		return WSF_OK;
+	buf_init(&b, c->arena);
+	if (codegen_emit(c, &b, &k->launch))
+		return c->status ? c->status : WSF_ERR_INTERNAL;
+	set_text(k, WSF_STAGE_CUDA, buf_str(&b), b.len);
+	if (ctx->stop < WSF_STAGE_PTX)
+		return WSF_OK;
+	s = rt_compile(c, &ro, c->fusion->name, k->text[WSF_STAGE_CUDA], &hdr, 1, &bin);
+	if (s != WSF_OK)
+		return s;
+	set_text(k, WSF_STAGE_PTX, bin.ptx, bin.ptx_len);
+	set_text(k, WSF_STAGE_CUBIN, bin.cubin, bin.cubin_len);
+	return WSF_OK;
+}
+
+static void
+forward_dump(void *user, const char *pass, const char *text)
+{
+	WsfContext *ctx = user;
+
+	if (ctx->dump)
+		ctx->dump(ctx->dump_user, pass, text);
+}
+
+static WsfStatus
+compile(WsfContext *ctx, const char *name, const char *text, size_t len, WsfKernel **out)
+{
+	WsfKernel *k;
+	Comp *c;
+	Buf b;
+	volatile WsfStatus s = WSF_OK;
+
+	*out = NULL;
+	if (!(k = calloc(1, sizeof *k)))
+		return ctx_error(ctx, WSF_ERR_NOMEM, "error: out of memory");
+	c = &k->comp;
+	if (setjmp(c->oom)) {
+		s = WSF_ERR_NOMEM;
+		goto fail;
+	}
+	if (!(c->arena = arena_new(&c->oom))) {
+		s = WSF_ERR_NOMEM;
+		goto fail;
+	}
+	c->strs = strtab_new(c->arena);
+	c->file = arena_strdup(c->arena, name);
+	c->src = arena_strndup(c->arena, text, len);
+	c->srclen = len;
+	c->diag = ctx->diag;
+	c->diag_user = ctx->diag_user;
+	c->bind = ctx->bind;
+	c->nbind = ctx->nbind;
+	c->dump_after = ctx->dump_after;
+	c->dump = forward_dump;
+	c->dump_user = ctx;
+	if (spec_read(c) || passes_run(c, WSF_STAGE_FUSION_IR)) {
+		s = c->status ? c->status : WSF_ERR_INPUT;
+		goto fail;
+	}
+	buf_init(&b, c->arena);
+	fusion_print(&b, c->fusion);
+	set_text(k, WSF_STAGE_FUSION_IR, buf_str(&b), b.len);
+	if (ctx->stop > WSF_STAGE_FUSION_IR && (s = compile_kernel(ctx, k)) != WSF_OK)
+		goto fail;
+	/* the bindings belong to the context, which may change them later */
+	c->bind = NULL;
+	c->nbind = 0;
+	*out = k;
+	return WSF_OK;
+fail:
+	free(ctx->last_error);
+	ctx->last_error = NULL;
+	if (s == WSF_ERR_NOMEM) {
+		ctx_error(ctx, s, "%s: error: out of memory", name);
+	} else if (c->last_error) {
+		ctx->last_error = strdup(c->last_error);
+	}
+	kernel_free(k);
+	return s;
+}
+
+WsfStatus
+wsf_compile_string(WsfContext *ctx, const char *name, const char *text, size_t len, WsfKernel **out)
+{
+	if (!ctx || !text || !out)
+		return WSF_ERR_USAGE;
+	return compile(ctx, name ? name : "<string>", text, len, out);
+}
+
+WsfStatus
+wsf_compile_file(WsfContext *ctx, const char *path, WsfKernel **out)
+{
+	FILE *fp;
+	char *text = NULL;
+	size_t len = 0, cap = 0, n;
+	WsfStatus s;
+
+	if (!ctx || !path || !out)
+		return WSF_ERR_USAGE;
+	*out = NULL;
+	if (!(fp = fopen(path, "rb")))
+		return ctx_error(ctx, WSF_ERR_IO, "%s: error: cannot open: %s", path, strerror(errno));
+	do {
+		if (len == cap) {
+			char *t = realloc(text, cap = cap ? cap * 2 : 4096);
+
+			if (!t) {
+				free(text);
+				fclose(fp);
+				return ctx_error(ctx, WSF_ERR_NOMEM, "%s: error: out of memory", path);
+			}
+			text = t;
+		}
+		n = fread(text + len, 1, cap - len, fp);
+		len += n;
+	} while (n > 0);
+	if (ferror(fp)) {
+		free(text);
+		fclose(fp);
+		return ctx_error(ctx, WSF_ERR_IO, "%s: error: cannot read: %s", path, strerror(errno));
+	}
+	fclose(fp);
+	s = compile(ctx, path, text ? text : "", len, out);
+	free(text);
+	return s;
+}
+
+const char *
+wsf_kernel_name(const WsfKernel *k)
+{
+	return k ? k->comp.fusion->name : NULL;
+}
+
+const char *
+wsf_kernel_text(const WsfKernel *k, WsfStage stage, size_t *size)
+{
+	if (!k || (unsigned)stage >= WSF_STAGE_COUNT || !k->text[stage])
+		return NULL;
+	if (size)
+		*size = k->len[stage];
+	return k->text[stage];
+}
+
+/* Argument I's tensor id and stored dtype; 0 when out of range. */
+static int
+arg_tensor(const WsfKernel *k, int i, Dtype *dt)
+{
+	const Fusion *f;
+
+	if (!k || i < 0)
+		return 0;
+	f = k->comp.fusion;
+	if (i < f->ninput) {
+		if (dt)
+			*dt = f->tensor[f->input[i]].dtype;
+		return f->input[i];
+	}
+	i -= f->ninput;
+	if (i >= f->nout)
+		return 0;
+	if (dt)
+		*dt = f->out[i].dtype;
+	return f->out[i].tensor;
+}
+
+int
+wsf_kernel_num_args(const WsfKernel *k)
+{
+	return k ? k->comp.fusion->ninput + k->comp.fusion->nout : 0;
+}
+
+const char *
+wsf_kernel_arg_name(const WsfKernel *k, int i)
+{
+	int t = arg_tensor(k, i, NULL);
+
+	return t ? k->comp.fusion->tensor[t].name : NULL;
+}
+
+int
+wsf_kernel_arg_is_output(const WsfKernel *k, int i)
+{
+	if (!arg_tensor(k, i, NULL))
+		return -1;
+	return i >= k->comp.fusion->ninput;
+}
+
+WsfDtype
+wsf_kernel_arg_dtype(const WsfKernel *k, int i)
+{
+	Dtype dt = DT_NONE;
+
+	arg_tensor(k, i, &dt);
+	return (WsfDtype)dt;
+}
+
+int
+wsf_kernel_arg_rank(const WsfKernel *k, int i)
+{
+	int t = arg_tensor(k, i, NULL);
+
+	return t ? k->comp.fusion->tensor[t].rank : -1;
+}
+
+int64_t
+wsf_kernel_arg_dim(const WsfKernel *k, int i, int d)
+{
+	int t = arg_tensor(k, i, NULL);
+	const Fusion *f;
+	int64_t v;
+
+	if (!t)
+		return -1;
+	f = k->comp.fusion;
+	if (d < 0 || d >= f->tensor[t].rank)
+		return -1;
+	v = dim_value(f, f->tensor[t].dim[d]);
+	return v > 0 ? v : -1;
+}
+
+/* A short-lived diagnostics sink for launches, pointed at the kernel's arena. */
+static void
+launch_comp(WsfContext *ctx, WsfKernel *k, Comp *c)
+{
+	c->arena = k->comp.arena;
+	c->strs = k->comp.strs;
+	c->file = k->comp.file;
+	c->src = k->comp.src;
+	c->srclen = k->comp.srclen;
+	c->fusion = k->comp.fusion;
+	c->kernel = k->comp.kernel;
+	c->diag = ctx->diag;
+	c->diag_user = ctx->diag_user;
+	c->bind = ctx->bind;
+	c->nbind = ctx->nbind;
+}
+
+static WsfStatus
+finish_call(WsfContext *ctx, Comp *c, WsfStatus s)
+{
+	if (s != WSF_OK && c->last_error) {
+		free(ctx->last_error);
+		ctx->last_error = strdup(c->last_error);
+	}
+	return s;
+}
+
+WsfStatus
+wsf_kernel_launch(WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int nargs, void *stream)
+{
+	Comp c = {0};
+
+	if (!ctx || !k || (nargs && !args))
+		return WSF_ERR_USAGE;
+	if (!k->launch)
+		return ctx_error(ctx, WSF_ERR_USAGE, "error: kernel '%s' was compiled only to %s",
+		                 wsf_kernel_name(k), "the fusion IR");
+	launch_comp(ctx, k, &c);
+	if (setjmp(c.oom))
+		return ctx_error(ctx, WSF_ERR_NOMEM, "error: out of memory");
+	arena_set_oom(c.arena, &c.oom);
+	return finish_call(ctx, &c, rt_launch(&c, k->launch, &k->loaded, k->text[WSF_STAGE_CUBIN],
+	                                      args, nargs, (CUstream)stream));
+}
+
+WsfStatus
+wsf_kernel_run(WsfContext *ctx, WsfKernel *k, const WsfRunOptions *opts, WsfRunReport *report)
+{
+	Comp c = {0};
+	WsfRunOptions none = {0};
+
+	if (!ctx || !k || !report)
+		return WSF_ERR_USAGE;
+	memset(report, 0, sizeof *report);
+	if (!k->launch)
+		return ctx_error(ctx, WSF_ERR_USAGE, "error: kernel '%s' was compiled only to %s",
+		                 wsf_kernel_name(k), "the fusion IR");
+	launch_comp(ctx, k, &c);
+	if (setjmp(c.oom))
+		return ctx_error(ctx, WSF_ERR_NOMEM, "error: out of memory");
+	arena_set_oom(c.arena, &c.oom);
+	return finish_call(ctx, &c, rt_run(&c, k->launch, &k->loaded, k->text[WSF_STAGE_CUBIN],
+	                                   opts ? opts : &none, report));
+}

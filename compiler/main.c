@@ -1,0 +1,355 @@
+/*
+ * main.c: the wsfuse command line.  It uses only the public API
+ * (include/wsfuse.h), as any embedding program would.
+ *
+ * Exit status: 0 ok, 1 bad input (the spec, a size), 2 usage, 3 no GPU,
+ * 4 a check failed, 5 an internal, NVRTC or CUDA error.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "wsfuse.h"
+
+enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_NO_GPU = 3, EXIT_CHECK = 4, EXIT_INTERNAL = 5 };
+
+static const char usage[] =
+	"usage: wsfuse compile SPEC [--emit=STAGE] [-o FILE|-] [-D NAME=VALUE]... [--dump-after=PASS|all]\n"
+	"       wsfuse run SPEC [-D NAME=VALUE]... [--check] [--bench] [--iters=N] [--seed=N]\n"
+	"       wsfuse check SPEC [...]    same as run --check\n"
+	"       wsfuse bench SPEC [...]    same as run --bench\n"
+	"       wsfuse --help | --version\n";
+
+static const char help[] =
+	"\n"
+	"wsfuse compiles a fusion spec (YAML; see docs/spec.md) into one CUDA kernel for\n"
+	"Hopper (sm_90a), built by NVRTC and launched through the CUDA driver.\n"
+	"\n"
+	"SPEC is a file name, or - for standard input.\n"
+	"\n"
+	"options:\n"
+	"  --emit=STAGE        what compile writes: fusion-ir, kernel-ir, cuda, ptx, cubin\n"
+	"                      (default cubin, to NAME.cubin unless -o says otherwise)\n"
+	"  -o FILE             output file; - is standard output (default for text stages)\n"
+	"  -D NAME=VALUE       bind size NAME (overrides the spec's sizes: default)\n"
+	"  --dump-after=LIST   print the IR to stderr after each named pass (comma list) or all\n"
+	"  --cache-dir=DIR     kernel cache directory (default $WSFUSE_CACHE_DIR, ~/.cache/wsfuse)\n"
+	"  --no-cache          do not read or write the kernel cache\n"
+	"  --check             run compares every output with the host reference\n"
+	"  --bench             run times the kernel and prints time and bandwidth\n"
+	"  --iters=N           timed launches for --bench (default 100)\n"
+	"  --seed=N            seed of the random inputs\n"
+	"\n"
+	"exit status: 0 ok, 1 bad input, 2 usage, 3 no GPU, 4 check failed,\n"
+	"             5 internal, NVRTC or CUDA error\n"
+	"\n"
+	"environment: WSFUSE_CACHE_DIR, WSFUSE_CACHE=0, WSFUSE_LIBCUDA_PATH, WSFUSE_NVRTC_PATH\n";
+
+typedef struct Args {
+	const char *cmd;
+	const char *spec;
+	const char *out;
+	const char *emit;
+	int check, bench, iters;
+	unsigned long long seed;
+} Args;
+
+static void
+print_diag(void *user, WsfSeverity sev, const char *msg)
+{
+	(void)user;
+	(void)sev;
+	fprintf(stderr, "%s\n", msg);
+}
+
+static void
+print_dump(void *user, const char *pass, const char *text)
+{
+	(void)user;
+	fprintf(stderr, "// ---- after pass %s ----\n%s", pass, text);
+}
+
+static int
+usage_error(const char *fmt, const char *arg)
+{
+	fputs("wsfuse: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputs("\n", stderr);
+	fputs(usage, stderr);
+	return EXIT_USAGE;
+}
+
+static int
+exit_code(WsfStatus s)
+{
+	switch (s) {
+	case WSF_OK:
+		return 0;
+	case WSF_ERR_INPUT:
+	case WSF_ERR_IO:
+	case WSF_ERR_UNSUPPORTED:
+		return EXIT_INPUT;
+	case WSF_ERR_USAGE:
+		return EXIT_USAGE;
+	case WSF_ERR_NO_GPU:
+		return EXIT_NO_GPU;
+	default:
+		return EXIT_INTERNAL;
+	}
+}
+
+/* Parses "-D NAME=VALUE" into the context. */
+static int
+bind_size(WsfContext *ctx, const char *def)
+{
+	const char *eq = strchr(def, '=');
+	char name[128], *end;
+	long long v;
+
+	if (!eq || eq == def || (size_t)(eq - def) >= sizeof name)
+		return usage_error("-D expects NAME=VALUE, saw '%s'", def);
+	memcpy(name, def, (size_t)(eq - def));
+	name[eq - def] = 0;
+	errno = 0;
+	v = strtoll(eq + 1, &end, 10);
+	if (errno || end == eq + 1 || *end)
+		return usage_error("-D expects an integer value, saw '%s'", def);
+	return exit_code(wsf_set_size(ctx, name, v));
+}
+
+static char *
+read_stdin(size_t *len)
+{
+	size_t cap = 0, n;
+	char *buf = NULL, *t;
+
+	*len = 0;
+	do {
+		if (*len == cap) {
+			if (!(t = realloc(buf, cap = cap ? 2 * cap : 4096))) {
+				free(buf);
+				return NULL;
+			}
+			buf = t;
+		}
+		n = fread(buf + *len, 1, cap - *len, stdin);
+		*len += n;
+	} while (n > 0);
+	return buf;
+}
+
+/* Writes LEN bytes to PATH through a temp file and a rename, so no reader sees half a file. */
+static int
+write_output(const char *path, const char *data, size_t len)
+{
+	char *tmp;
+	FILE *fp;
+	int ok;
+
+	if (strcmp(path, "-") == 0)
+		return fwrite(data, 1, len, stdout) == len && fflush(stdout) == 0 ? 0 : EXIT_INPUT;
+	if (!(tmp = malloc(strlen(path) + 32)))
+		return EXIT_INTERNAL;
+	sprintf(tmp, "%s.tmp.%ld", path, (long)getpid());
+	if (!(fp = fopen(tmp, "wb"))) {
+		fprintf(stderr, "wsfuse: cannot write '%s': %s\n", tmp, strerror(errno));
+		free(tmp);
+		return EXIT_INPUT;
+	}
+	ok = fwrite(data, 1, len, fp) == len;
+	ok = (fclose(fp) == 0) && ok;
+	if (!ok || rename(tmp, path) != 0) {
+		fprintf(stderr, "wsfuse: cannot write '%s': %s\n", path, strerror(errno));
+		remove(tmp);
+		free(tmp);
+		return EXIT_INPUT;
+	}
+	free(tmp);
+	return 0;
+}
+
+static int
+parse_args(int argc, char **argv, WsfContext *ctx, Args *a)
+{
+	int i, rc;
+
+	a->cmd = argv[1];
+	for (i = 2; i < argc; i++) {
+		const char *s = argv[i];
+
+		if (strncmp(s, "--emit=", 7) == 0) {
+			a->emit = s + 7;
+			if (!wsf_stage_from_name(a->emit))
+				return usage_error("unknown --emit value '%s' (expected fusion-ir, kernel-ir, cuda, ptx or cubin)", a->emit);
+		} else if (strcmp(s, "-o") == 0) {
+			if (++i == argc)
+				return usage_error("%s needs a file name", "-o");
+			a->out = argv[i];
+		} else if (strcmp(s, "-D") == 0) {
+			if (++i == argc)
+				return usage_error("%s needs NAME=VALUE", "-D");
+			if ((rc = bind_size(ctx, argv[i])))
+				return rc;
+		} else if (strncmp(s, "-D", 2) == 0) {
+			if ((rc = bind_size(ctx, s + 2)))
+				return rc;
+		} else if (strncmp(s, "--dump-after=", 13) == 0) {
+			if (wsf_set_option(ctx, "dump-after", s + 13))
+				return EXIT_USAGE;
+		} else if (strncmp(s, "--cache-dir=", 12) == 0) {
+			wsf_set_option(ctx, "cache-dir", s + 12);
+		} else if (strcmp(s, "--no-cache") == 0) {
+			wsf_set_option(ctx, "cache", "0");
+		} else if (strcmp(s, "--check") == 0) {
+			a->check = 1;
+		} else if (strcmp(s, "--bench") == 0) {
+			a->bench = 1;
+		} else if (strncmp(s, "--iters=", 8) == 0) {
+			a->iters = atoi(s + 8);
+			if (a->iters <= 0)
+				return usage_error("--iters expects a positive integer, saw '%s'", s + 8);
+		} else if (strncmp(s, "--seed=", 7) == 0) {
+			a->seed = strtoull(s + 7, NULL, 10);
+		} else if (s[0] == '-' && s[1]) {
+			return usage_error("unknown option '%s'", s);
+		} else if (a->spec) {
+			return usage_error("more than one SPEC: '%s'", s);
+		} else {
+			a->spec = s;
+		}
+	}
+	if (!a->spec)
+		return usage_error("%s needs a SPEC", a->cmd);
+	return 0;
+}
+
+static WsfStatus
+compile_spec(WsfContext *ctx, const char *spec, WsfKernel **k)
+{
+	WsfStatus s;
+	size_t len;
+	char *text;
+
+	if (strcmp(spec, "-") != 0)
+		return wsf_compile_file(ctx, spec, k);
+	if (!(text = read_stdin(&len)))
+		return WSF_ERR_NOMEM;
+	s = wsf_compile_string(ctx, "<stdin>", text, len, k);
+	free(text);
+	return s;
+}
+
+static int
+cmd_compile(WsfContext *ctx, Args *a)
+{
+	WsfStage stage = a->emit ? wsf_stage_from_name(a->emit) : WSF_STAGE_CUBIN;
+	WsfKernel *k = NULL;
+	const char *text;
+	char *defname = NULL;
+	size_t len = 0;
+	int rc;
+
+	wsf_set_option(ctx, "stop-after", wsf_stage_name(stage));
+	if ((rc = exit_code(compile_spec(ctx, a->spec, &k))))
+		return rc;
+	text = wsf_kernel_text(k, stage, &len);
+	if (!a->out && stage == WSF_STAGE_CUBIN) {
+		const char *name = wsf_kernel_name(k);
+
+		if (!(defname = malloc(strlen(name) + 8))) {
+			wsf_kernel_delete(k);
+			return EXIT_INTERNAL;
+		}
+		sprintf(defname, "%s.cubin", name);
+	}
+	rc = write_output(a->out ? a->out : defname ? defname : "-", text, len);
+	free(defname);
+	wsf_kernel_delete(k);
+	return rc;
+}
+
+static int
+cmd_run(WsfContext *ctx, Args *a)
+{
+	WsfRunOptions o = {0};
+	WsfRunReport r;
+	WsfKernel *k = NULL;
+	WsfStatus s;
+	int i, rc;
+
+	if ((rc = exit_code(compile_spec(ctx, a->spec, &k))))
+		return rc;
+	o.check = a->check;
+	o.bench = a->bench;
+	o.iters = a->iters;
+	o.seed = a->seed;
+	s = wsf_kernel_run(ctx, k, &o, &r);
+	if (s == WSF_ERR_NO_GPU) {
+		size_t n = 0;
+
+		wsf_kernel_text(k, WSF_STAGE_CUBIN, &n);
+		fprintf(stderr, "wsfuse: kernel '%s' compiled to an sm_90a cubin (%zu bytes), not run: no GPU\n",
+		        wsf_kernel_name(k), n);
+		wsf_kernel_delete(k);
+		return EXIT_NO_GPU;
+	}
+	if (s != WSF_OK) {
+		wsf_kernel_delete(k);
+		return exit_code(s);
+	}
+	for (i = 0; o.check && i < r.noutputs; i++)
+		printf("check %-16s rel_err %.3e (tolerance %.1e)%s\n",
+		       wsf_kernel_arg_name(k, wsf_kernel_num_args(k) - r.noutputs + i), r.rel_err[i],
+		       r.tolerance[i], r.unwritten[i] ? " UNWRITTEN ELEMENTS" : "");
+	if (o.check)
+		printf("check %s: %s\n", wsf_kernel_name(k), r.passed ? "passed" : "FAILED");
+	if (o.bench)
+		printf("bench %s: %.4f ms, %.1f GB/s (%.0f bytes)\n", wsf_kernel_name(k), r.ms, r.gbps, r.bytes);
+	if (!o.check && !o.bench)
+		printf("ran %s\n", wsf_kernel_name(k));
+	rc = o.check && !r.passed ? EXIT_CHECK : 0;
+	wsf_kernel_delete(k);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	WsfContext *ctx;
+	Args a = {0};
+	int rc;
+
+	if (argc < 2)
+		return usage_error("%s", "missing command"), EXIT_USAGE;
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		fputs(usage, stdout);
+		fputs(help, stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("wsfuse %s\n", WSF_VERSION_STRING);
+		return 0;
+	}
+	if (!(ctx = wsf_context_new())) {
+		fputs("wsfuse: out of memory\n", stderr);
+		return EXIT_INTERNAL;
+	}
+	wsf_set_diagnostic_handler(ctx, print_diag, NULL);
+	wsf_set_dump_handler(ctx, print_dump, NULL);
+	if ((rc = parse_args(argc, argv, ctx, &a)))
+		goto done;
+	if (strcmp(a.cmd, "compile") == 0) {
+		rc = cmd_compile(ctx, &a);
+	} else if (strcmp(a.cmd, "run") == 0 || strcmp(a.cmd, "check") == 0 || strcmp(a.cmd, "bench") == 0) {
+		a.check |= strcmp(a.cmd, "check") == 0;
+		a.bench |= strcmp(a.cmd, "bench") == 0;
+		rc = cmd_run(ctx, &a);
+	} else {
+		rc = usage_error("unknown command '%s'", a.cmd);
+	}
+done:
+	wsf_context_delete(ctx);
+	return rc;
+}

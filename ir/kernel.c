@@ -1,0 +1,320 @@
+/*
+ * kernel.c: the kernel IR: constructors, expression substitution, statement
+ * cloning and the buffer-access queries the passes reason with.
+ *
+ * Expressions are immutable once built, so they may be shared between
+ * statements; statements are owned by one parent and cloned, never shared.
+ */
+#include <string.h>
+
+#include "ir.h"
+
+Kernel *
+kernel_new(Comp *c, Fusion *f)
+{
+	Kernel *k = arena_alloc(c->arena, sizeof *k);
+
+	k->name = f->name;
+	k->fusion = f;
+	VEC_PUSH(c->arena, k->param, k->nparam, k->capparam);
+	VEC_PUSH(c->arena, k->buf, k->nbuf, k->capbuf);
+	VEC_PUSH(c->arena, k->bar, k->nbar, k->capbar);
+	VEC_PUSH(c->arena, k->var, k->nvar, k->capvar);
+	k->body = st_block(c);
+	return k;
+}
+
+int
+kernel_add_var(Comp *c, Kernel *k, const char *name)
+{
+	VEC_PUSH(c->arena, k->var, k->nvar, k->capvar)->name = name;
+	return k->nvar - 1;
+}
+
+int
+kernel_add_param(Comp *c, Kernel *k, ParamKind kind, const char *name)
+{
+	KParam *p = VEC_PUSH(c->arena, k->param, k->nparam, k->capparam);
+
+	p->kind = kind;
+	p->name = name;
+	p->arg = -1;
+	return k->nparam - 1;
+}
+
+int
+kernel_add_buf(Comp *c, Kernel *k, const char *name, BufKind kind, Dtype dt, int rows, int cols)
+{
+	KBuf *b = VEC_PUSH(c->arena, k->buf, k->nbuf, k->capbuf);
+
+	b->name = name;
+	b->kind = kind;
+	b->dtype = dt;
+	b->rows = rows;
+	b->cols = cols;
+	b->stages = 1;
+	return k->nbuf - 1;
+}
+
+int
+kernel_add_bar(Comp *c, Kernel *k, const char *name, int count, int arrivals)
+{
+	KBar *b = VEC_PUSH(c->arena, k->bar, k->nbar, k->capbar);
+
+	b->name = name;
+	b->count = count;
+	b->arrivals = arrivals;
+	return k->nbar - 1;
+}
+
+int
+kernel_smem_bytes(const Kernel *k)
+{
+	int i, bytes = 0;
+
+	for (i = 1; i < k->nbuf; i++) {
+		const KBuf *b = &k->buf[i];
+		int one = b->rows * b->cols * dtype_info[b->dtype].bytes;
+
+		bytes += ((one + 127) & ~127) * b->stages;
+	}
+	for (i = 1; i < k->nbar; i++)
+		bytes += 8 * k->bar[i].count;
+	return bytes;
+}
+
+Expr *
+ex_int(Comp *c, int64_t v)
+{
+	Expr *e = arena_alloc(c->arena, sizeof *e);
+
+	e->kind = EX_INT;
+	e->ival = v;
+	return e;
+}
+
+Expr *
+ex_var(Comp *c, int var)
+{
+	Expr *e = arena_alloc(c->arena, sizeof *e);
+
+	e->kind = EX_VAR;
+	e->var = var;
+	return e;
+}
+
+Expr *
+ex_leaf(Comp *c, ExprKind kind)
+{
+	Expr *e = arena_alloc(c->arena, sizeof *e);
+
+	e->kind = kind;
+	return e;
+}
+
+/* Folds constants and the identities the passes produce all the time (i + 0, i * 1). */
+Expr *
+ex_bin(Comp *c, ExprKind kind, Expr *a, Expr *b)
+{
+	Expr *e;
+
+	if (a->kind == EX_INT && b->kind == EX_INT && b->ival != 0) {
+		int64_t x = a->ival, y = b->ival;
+
+		switch (kind) {
+		case EX_ADD: return ex_int(c, x + y);
+		case EX_SUB: return ex_int(c, x - y);
+		case EX_MUL: return ex_int(c, x * y);
+		case EX_DIV: return ex_int(c, x / y);
+		case EX_MOD: return ex_int(c, x % y);
+		case EX_MIN: return ex_int(c, x < y ? x : y);
+		case EX_MAX: return ex_int(c, x > y ? x : y);
+		default: break;
+		}
+	}
+	if ((kind == EX_ADD || kind == EX_SUB) && b->kind == EX_INT && b->ival == 0)
+		return a;
+	if (kind == EX_ADD && a->kind == EX_INT && a->ival == 0)
+		return b;
+	if ((kind == EX_MUL || kind == EX_DIV) && b->kind == EX_INT && b->ival == 1)
+		return a;
+	if (kind == EX_MOD && b->kind == EX_INT && b->ival == 1)
+		return ex_int(c, 0);
+	e = arena_alloc(c->arena, sizeof *e);
+	e->kind = kind;
+	e->a = a;
+	e->b = b;
+	return e;
+}
+
+Expr *
+ex_subst(Comp *c, const Expr *e, int var, Expr *with)
+{
+	if (!e)
+		return NULL;
+	if (e->kind == EX_VAR)
+		return e->var == var ? with : (Expr *)e;
+	if (!e->a)
+		return (Expr *)e;
+	if (!ex_uses_var(e, var))
+		return (Expr *)e;
+	return ex_bin(c, e->kind, ex_subst(c, e->a, var, with), ex_subst(c, e->b, var, with));
+}
+
+bool
+ex_uses_var(const Expr *e, int var)
+{
+	if (!e)
+		return false;
+	if (e->kind == EX_VAR)
+		return e->var == var;
+	return ex_uses_var(e->a, var) || ex_uses_var(e->b, var);
+}
+
+Stmt *
+st_new(Comp *c, StmtKind kind)
+{
+	Stmt *s = arena_alloc(c->arena, sizeof *s);
+
+	s->kind = kind;
+	return s;
+}
+
+Stmt *
+st_block(Comp *c)
+{
+	return st_new(c, ST_BLOCK);
+}
+
+void
+st_append(Comp *c, Stmt *block, Stmt *s)
+{
+	*VEC_PUSH(c->arena, block->body, block->nbody, block->capbody) = s;
+}
+
+void
+st_insert(Comp *c, Stmt *block, int i, Stmt *s)
+{
+	st_append(c, block, s);
+	memmove(&block->body[i + 1], &block->body[i], (size_t)(block->nbody - 1 - i) * sizeof *block->body);
+	block->body[i] = s;
+}
+
+Stmt *
+st_loop(Comp *c, int var, Expr *lo, Expr *hi, LoopKind kind)
+{
+	Stmt *s = st_new(c, ST_LOOP);
+
+	s->var = var;
+	s->lo = lo;
+	s->hi = hi;
+	s->loop = kind;
+	return s;
+}
+
+Stmt *
+st_if(Comp *c, Expr *cond)
+{
+	Stmt *s = st_new(c, ST_IF);
+
+	s->cond = cond;
+	return s;
+}
+
+static Access *
+clone_access(Comp *c, const Access *a, int n, int var, Expr *with)
+{
+	Access *r;
+	int i;
+
+	if (!n)
+		return NULL;
+	r = arena_alloc(c->arena, (size_t)n * sizeof *r);
+	for (i = 0; i < n; i++) {
+		r[i].buf = a[i].buf;
+		r[i].slot = ex_subst(c, a[i].slot, var, with);
+	}
+	return r;
+}
+
+Stmt *
+st_clone(Comp *c, const Stmt *s, int var, Expr *with)
+{
+	Stmt *r;
+	int i;
+
+	if (!s)
+		return NULL;
+	r = st_new(c, s->kind);
+	*r = *s;
+	r->body = NULL;
+	r->nbody = r->capbody = 0;
+	for (i = 0; i < s->nbody; i++)
+		st_append(c, r, st_clone(c, s->body[i], var, with));
+	r->orelse = st_clone(c, s->orelse, var, with);
+	if (s->cb) {
+		r->cb = arena_alloc(c->arena, sizeof *r->cb);
+		*r->cb = *s->cb;
+	}
+	r->lo = ex_subst(c, s->lo, var, with);
+	r->hi = ex_subst(c, s->hi, var, with);
+	r->cond = ex_subst(c, s->cond, var, with);
+	r->a = ex_subst(c, s->a, var, with);
+	r->b = ex_subst(c, s->b, var, with);
+	r->slot = ex_subst(c, s->slot, var, with);
+	r->barslot = ex_subst(c, s->barslot, var, with);
+	r->reads = clone_access(c, s->reads, s->nreads, var, with);
+	r->capreads = s->nreads;
+	r->writes = clone_access(c, s->writes, s->nwrites, var, with);
+	r->capwrites = s->nwrites;
+	return r;
+}
+
+bool
+st_reads_buf(const Stmt *s, int buf)
+{
+	int i;
+
+	if (!s)
+		return false;
+	if (s->kind == ST_TMA_STORE && s->buf == buf)
+		return true;
+	for (i = 0; i < s->nreads; i++)
+		if (s->reads[i].buf == buf)
+			return true;
+	for (i = 0; i < s->nbody; i++)
+		if (st_reads_buf(s->body[i], buf))
+			return true;
+	return st_reads_buf(s->orelse, buf);
+}
+
+bool
+st_writes_buf(const Stmt *s, int buf)
+{
+	int i;
+
+	if (!s)
+		return false;
+	if (s->kind == ST_TMA_LOAD && s->buf == buf)
+		return true;
+	for (i = 0; i < s->nwrites; i++)
+		if (s->writes[i].buf == buf)
+			return true;
+	for (i = 0; i < s->nbody; i++)
+		if (st_writes_buf(s->body[i], buf))
+			return true;
+	return st_writes_buf(s->orelse, buf);
+}
+
+void
+st_walk(Stmt *s, void (*fn)(Stmt *s, void *user), void *user)
+{
+	int i;
+
+	if (!s)
+		return;
+	fn(s, user);
+	for (i = 0; i < s->nbody; i++)
+		st_walk(s->body[i], fn, user);
+	st_walk(s->orelse, fn, user);
+}

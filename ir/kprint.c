@@ -1,0 +1,272 @@
+/*
+ * kprint.c: the kernel IR printer.  Deterministic text (grammar in
+ * docs/ir.md): a header of parameters, shared buffers, mbarriers and
+ * launch shape, then the statement tree, two spaces per level.
+ */
+#include "ir.h"
+
+static const char *const binop[] = {
+	[EX_ADD] = "+", [EX_SUB] = "-", [EX_MUL] = "*", [EX_DIV] = "/", [EX_MOD] = "%",
+	[EX_LT] = "<", [EX_GE] = ">=", [EX_EQ] = "==", [EX_AND] = "&", [EX_XOR] = "^",
+};
+
+void
+expr_print(Buf *b, const Kernel *k, const Expr *e)
+{
+	if (!e) {
+		buf_puts(b, "_");
+		return;
+	}
+	switch (e->kind) {
+	case EX_INT:
+		buf_printf(b, "%lld", (long long)e->ival);
+		break;
+	case EX_VAR:
+		buf_puts(b, k->var[e->var].name);
+		break;
+	case EX_TID:
+		buf_puts(b, "tid");
+		break;
+	case EX_CTA:
+		buf_puts(b, "cta");
+		break;
+	case EX_NCTA:
+		buf_puts(b, "ncta");
+		break;
+	case EX_ELECT:
+		buf_puts(b, "elect()");
+		break;
+	case EX_MIN:
+	case EX_MAX:
+	case EX_CEILDIV:
+		buf_puts(b, e->kind == EX_MIN ? "min(" : e->kind == EX_MAX ? "max(" : "ceildiv(");
+		expr_print(b, k, e->a);
+		buf_puts(b, ", ");
+		expr_print(b, k, e->b);
+		buf_puts(b, ")");
+		break;
+	default:
+		buf_puts(b, "(");
+		expr_print(b, k, e->a);
+		buf_printf(b, " %s ", binop[e->kind] ? binop[e->kind] : "?");
+		expr_print(b, k, e->b);
+		buf_puts(b, ")");
+		break;
+	}
+}
+
+static void
+slot_print(Buf *b, const Kernel *k, const char *name, const Expr *slot)
+{
+	buf_printf(b, "%s[", name);
+	expr_print(b, k, slot);
+	buf_puts(b, "]");
+}
+
+static void stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth);
+
+static void
+body_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	int i;
+
+	for (i = 0; i < s->nbody; i++)
+		stmt_print(b, k, s->body[i], depth);
+}
+
+static void
+access_print(Buf *b, const Kernel *k, const Access *a, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (i)
+			buf_puts(b, ", ");
+		slot_print(b, k, k->buf[a[i].buf].name, a[i].slot);
+	}
+}
+
+static const char *const cb_part[] = {"", "prologue", "main", "epilogue", "producer", "consumer"};
+
+static void
+stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	size_t start;
+
+	if (s->kind == ST_BLOCK) {
+		body_print(b, k, s, depth);
+		return;
+	}
+	buf_indent(b, 2 * depth);
+	start = b->len;
+	switch (s->kind) {
+	case ST_LOOP:
+		buf_printf(b, "for %s in [", k->var[s->var].name);
+		expr_print(b, k, s->lo);
+		buf_puts(b, ", ");
+		expr_print(b, k, s->hi);
+		buf_printf(b, ")%s", s->loop == LOOP_TILE ? " tiles" : "");
+		if (s->cb)
+			buf_printf(b, " circular_buffer(stages=%d, prefetch=%d, %s)", s->cb->stages,
+			           s->cb->prefetch, cb_part[s->cb->part]);
+		buf_puts(b, ":\n");
+		body_print(b, k, s, depth + 1);
+		return;
+	case ST_IF:
+		buf_puts(b, "if ");
+		expr_print(b, k, s->cond);
+		buf_puts(b, ":\n");
+		body_print(b, k, s, depth + 1);
+		if (s->orelse && s->orelse->nbody) {
+			buf_indent(b, 2 * depth);
+			buf_puts(b, "else:\n");
+			body_print(b, k, s->orelse, depth + 1);
+		}
+		return;
+	case ST_ROLES:
+		buf_printf(b, "roles producer(%d threads):\n", s->threads);
+		body_print(b, k, s, depth + 1);
+		buf_indent(b, 2 * depth);
+		buf_printf(b, "roles consumer(%d threads):\n", k->consumer_threads);
+		body_print(b, k, s->orelse, depth + 1);
+		return;
+	case ST_LET:
+		buf_printf(b, "%s = ", k->var[s->var].name);
+		expr_print(b, k, s->a);
+		break;
+	case ST_TMA_LOAD:
+		buf_puts(b, "tma_load ");
+		slot_print(b, k, k->buf[s->buf].name, s->slot);
+		buf_printf(b, " <- %s[", k->param[s->param].name);
+		expr_print(b, k, s->a);
+		buf_puts(b, ", ");
+		expr_print(b, k, s->b);
+		buf_puts(b, "]");
+		if (s->bar) {
+			buf_puts(b, " on ");
+			slot_print(b, k, k->bar[s->bar].name, s->barslot);
+		}
+		break;
+	case ST_TMA_STORE:
+		buf_printf(b, "tma_store %s[", k->param[s->param].name);
+		expr_print(b, k, s->a);
+		buf_puts(b, ", ");
+		expr_print(b, k, s->b);
+		buf_puts(b, "] <- ");
+		slot_print(b, k, k->buf[s->buf].name, s->slot);
+		break;
+	case ST_EXPECT_TX:
+		buf_puts(b, "mbarrier.arrive_expect_tx ");
+		slot_print(b, k, k->bar[s->bar].name, s->barslot);
+		buf_printf(b, ", %lld bytes", (long long)s->n);
+		break;
+	case ST_MBAR_INIT:
+		buf_printf(b, "mbarrier.init %s[0..%d), arrivals=%d", k->bar[s->bar].name,
+		           k->bar[s->bar].count, k->bar[s->bar].arrivals);
+		break;
+	case ST_MBAR_ARRIVE:
+		buf_puts(b, "mbarrier.arrive ");
+		slot_print(b, k, k->bar[s->bar].name, s->barslot);
+		break;
+	case ST_MBAR_WAIT:
+		buf_puts(b, "mbarrier.wait ");
+		slot_print(b, k, k->bar[s->bar].name, s->barslot);
+		buf_puts(b, ", parity ");
+		expr_print(b, k, s->a);
+		break;
+	case ST_FENCE_MBAR_INIT:
+		buf_puts(b, "fence.mbarrier_init");
+		break;
+	case ST_FENCE_PROXY_ASYNC:
+		buf_puts(b, "fence.proxy.async");
+		break;
+	case ST_BULK_COMMIT:
+		buf_puts(b, "bulk.commit_group");
+		break;
+	case ST_BULK_WAIT:
+		buf_printf(b, "bulk.wait_group%s %lld", s->flag ? ".read" : "", (long long)s->n);
+		break;
+	case ST_SYNC:
+		if (s->n == 0)
+			buf_puts(b, "syncthreads");
+		else
+			buf_printf(b, "bar.sync %lld, %d", (long long)s->n, s->threads);
+		break;
+	case ST_SETMAXNREG:
+		buf_printf(b, "setmaxnreg.%s %lld", s->flag ? "inc" : "dec", (long long)s->n);
+		break;
+	case ST_COMPUTE:
+		buf_puts(b, "compute tile[");
+		expr_print(b, k, s->a);
+		buf_puts(b, ", ");
+		expr_print(b, k, s->b);
+		buf_puts(b, "] reads ");
+		access_print(b, k, s->reads, s->nreads);
+		if (s->nwrites) {
+			buf_puts(b, " writes ");
+			access_print(b, k, s->writes, s->nwrites);
+		} else {
+			buf_puts(b, " stores global");
+		}
+		break;
+	default:
+		buf_printf(b, "?stmt %d", (int)s->kind);
+		break;
+	}
+	if (s->comment || s->pos.line) {
+		size_t n = b->len - start;
+
+		buf_indent(b, n < 56 ? (int)(56 - n) : 1);
+		buf_puts(b, ";");
+		if (s->comment)
+			buf_printf(b, " %s", s->comment);
+		if (s->pos.line)
+			buf_printf(b, " %d:%d", s->pos.line, s->pos.col);
+	}
+	buf_puts(b, "\n");
+}
+
+static const char *const view_name[] = {"", "full", "row", "col", "scalar"};
+
+void
+kernel_print(Buf *b, const Kernel *k)
+{
+	int i;
+
+	buf_printf(b, "kernel %s threads=%d consumers=%d tile=[%d, %d] ctas_per_sm=%d%s%s%s\n", k->name,
+	           k->threads, k->consumer_threads, k->tile_rows, k->tile_cols, k->ctas_per_sm,
+	           k->flat ? " flat" : "", k->warp_specialize ? " warp_specialized" : "",
+	           k->tma_store ? " tma_store" : "");
+	for (i = 1; i < k->nparam; i++) {
+		const KParam *p = &k->param[i];
+
+		switch (p->kind) {
+		case PK_TMAP:
+			buf_printf(b, "  param %s: tmap %s %s box=[%d, %d]\n", p->name, dtype_info[p->dtype].name,
+			           view_name[p->view], p->box[0], p->box[1]);
+			break;
+		case PK_PTR:
+			buf_printf(b, "  param %s: ptr %s %s\n", p->name, dtype_info[p->dtype].name,
+			           view_name[p->view]);
+			break;
+		case PK_SIZE:
+			buf_printf(b, "  param %s: size %s\n", p->name, p->is_rows ? "rows" : "cols");
+			break;
+		default:
+			break;
+		}
+	}
+	for (i = 1; i < k->nbuf; i++) {
+		const KBuf *u = &k->buf[i];
+
+		buf_printf(b, "  smem %s: %s[%d, %d] x%d %s %s\n", u->name, dtype_info[u->dtype].name, u->rows,
+		           u->cols, u->stages, u->kind == BUF_TILE ? "loaded from" : "stored to",
+		           k->param[u->param].name);
+	}
+	for (i = 1; i < k->nbar; i++)
+		buf_printf(b, "  mbarrier %s[%d] arrivals=%d\n", k->bar[i].name, k->bar[i].count,
+		           k->bar[i].arrivals);
+	buf_printf(b, "  smem_bytes %d\n", kernel_smem_bytes(k));
+	buf_puts(b, "body:\n");
+	stmt_print(b, k, k->body, 1);
+}

@@ -1,0 +1,169 @@
+/*
+ * print.c: the fusion IR printer.  The text is deterministic (no addresses,
+ * no file names) so golden tests can hold it; docs/ir.md gives its grammar.
+ * Each line that came from the spec ends with "; LINE:COL".
+ */
+#include <string.h>
+
+#include "ir.h"
+
+void
+dim_print(Buf *b, const Fusion *f, Dim d)
+{
+	if (d.sym)
+		buf_puts(b, f->sym[d.sym].name);
+	else
+		buf_printf(b, "%lld", (long long)d.ext);
+}
+
+void
+shape_print(Buf *b, const Fusion *f, const Tensor *t)
+{
+	int i;
+
+	if (t->dtype == DT_NONE) {
+		buf_puts(b, "?");
+		return;
+	}
+	buf_printf(b, "%s[", dtype_info[t->dtype].name);
+	for (i = 0; i < t->rank; i++) {
+		if (i)
+			buf_puts(b, ", ");
+		dim_print(b, f, t->dim[i]);
+	}
+	buf_puts(b, "]");
+}
+
+/* Pads the line to a column and appends the position comment. */
+static void
+end_line(Buf *b, size_t start, Pos p)
+{
+	size_t n = b->len - start;
+
+	if (p.line > 0) {
+		buf_indent(b, n < 48 ? (int)(48 - n) : 1);
+		buf_printf(b, "; %d:%d", p.line, p.col);
+	}
+	buf_puts(b, "\n");
+}
+
+static void
+print_operand(Buf *b, const Fusion *f, const Operand *o)
+{
+	if (o->tensor)
+		buf_puts(b, f->tensor[o->tensor].name);
+	else
+		buf_printf(b, "%.17g", o->lit);
+}
+
+static void
+print_attrs(Buf *b, const Op *o)
+{
+	unsigned a = op_info[o->kind].attrs;
+
+	if (a & A_APPROX)
+		buf_printf(b, " approximate=%s", o->approx == APPROX_TANH ? "tanh" : "none");
+	if (a & A_TO)
+		buf_printf(b, " to=%s", dtype_info[o->to].name);
+	if (a & A_AXIS)
+		buf_printf(b, " axis=%d", o->axis);
+	if (a & A_KEEPDIM)
+		buf_printf(b, " keepdim=%s", o->keepdim ? "true" : "false");
+	if (a & A_TRANSPOSE)
+		buf_printf(b, " transpose_a=%s transpose_b=%s", o->transpose_a ? "true" : "false",
+		           o->transpose_b ? "true" : "false");
+	if (a & A_ACC)
+		buf_printf(b, " acc=%s", dtype_info[o->acc].name);
+	if (a & A_EPS)
+		buf_printf(b, " eps=%.9g", o->eps);
+}
+
+static void
+print_schedule(Buf *b, const Schedule *s)
+{
+	static const char *tri[] = {"", "false", "true"};
+	size_t start = b->len;
+	int i;
+
+	if (!s->ntile && !s->stages && !s->warp_specialize && !s->persistent && !s->cluster[0] &&
+	    !s->consumers && !s->signal)
+		return;
+	buf_puts(b, "  schedule");
+	if (s->ntile) {
+		buf_puts(b, " tile=[");
+		for (i = 0; i < s->ntile; i++)
+			buf_printf(b, "%s%d", i ? ", " : "", s->tile[i]);
+		buf_puts(b, "]");
+	}
+	if (s->stages)
+		buf_printf(b, " stages=%d", s->stages);
+	if (s->warp_specialize)
+		buf_printf(b, " warp_specialize=%s", tri[s->warp_specialize]);
+	if (s->persistent)
+		buf_printf(b, " persistent=%s", tri[s->persistent]);
+	if (s->cluster[0])
+		buf_printf(b, " cluster=[%d, %d]", s->cluster[0], s->cluster[1]);
+	if (s->consumers)
+		buf_printf(b, " consumers=%s", s->consumers == CONSUMERS_PINGPONG ? "pingpong" : "cooperative");
+	if (s->signal)
+		buf_puts(b, " signal=per_tile");
+	end_line(b, start, s->pos);
+}
+
+void
+fusion_print(Buf *b, const Fusion *f)
+{
+	static const char *family[] = {"", "pointwise", "reduction", "matmul"};
+	size_t start;
+	int i, j;
+
+	start = b->len;
+	buf_printf(b, "fusion %s", f->name);
+	if (f->family)
+		buf_printf(b, " family=%s", family[f->family]);
+	end_line(b, start, f->pos);
+	for (i = 1; i < f->nsym; i++) {
+		const Sym *s = &f->sym[i];
+
+		start = b->len;
+		if (s->value)
+			buf_printf(b, "  size %s = %lld%s", s->name, (long long)s->value, s->bound ? " (bound)" : "");
+		else
+			buf_printf(b, "  size %s = ?", s->name);
+		end_line(b, start, s->pos);
+	}
+	for (i = 0; i < f->ninput; i++) {
+		const Tensor *t = &f->tensor[f->input[i]];
+
+		start = b->len;
+		buf_printf(b, "  input %s: ", t->name);
+		shape_print(b, f, t);
+		end_line(b, start, t->pos);
+	}
+	for (i = 1; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+		const Tensor *t = &f->tensor[o->out];
+
+		start = b->len;
+		buf_printf(b, "  %s: ", t->name);
+		shape_print(b, f, t);
+		buf_printf(b, " = %s(", op_info[o->kind].name);
+		for (j = 0; j < o->nin; j++) {
+			if (j)
+				buf_puts(b, ", ");
+			print_operand(b, f, &o->in[j]);
+		}
+		buf_puts(b, ")");
+		print_attrs(b, o);
+		end_line(b, start, o->pos);
+	}
+	for (i = 0; i < f->nout; i++) {
+		const Output *o = &f->out[i];
+
+		start = b->len;
+		buf_printf(b, "  output %s: %s", f->tensor[o->tensor].name,
+		           o->dtype ? dtype_info[o->dtype].name : "?");
+		end_line(b, start, o->pos);
+	}
+	print_schedule(b, &f->sched);
+}

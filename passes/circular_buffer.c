@@ -1,0 +1,312 @@
+/*
+ * circular_buffer.c: pick the loop to circular-buffer, its stages S and
+ * prefetch distance P, give every TMA-loaded buffer S copies and a full
+ * mbarrier per stage, and (unless the kernel is warp-specialized) rewrite the
+ * loop into prologue, main and epilogue.
+ *
+ * Contract.  Requires: kernel IR whose TMA loads have no barrier yet.
+ * Guarantees: every TMA load names buffer copy i % S and full[i % S] and is
+ * preceded, in the same issuing block, by one arrive_expect_tx of the stage's
+ * bytes; the barriers are initialised once before any loop, fenced, and
+ * followed by a CTA barrier; the buffered loop carries CbInfo.
+ *   plain:              prologue  for i in [0, min(P, n)): load(i)
+ *                       main      for i in [0, n - P):     load(i + P); body(i)
+ *                       epilogue  for i in [max(n - P, 0), n): body(i)
+ *   warp-specialized:   the loop is left whole, marked, for warp_specialize.c
+ * RAW waits and WAR releases are not placed here: sync.c derives them from
+ * CbInfo and the buffer accesses.  Invalidates: nothing.
+ *
+ * Loop choice: the loop to buffer encloses a load and the first reader of
+ * what it loads; for a plain kernel it is the innermost such serial loop (the
+ * loads of the next iterations overlap this one's compute), for a
+ * warp-specialized kernel the outermost (barriers are initialised once and
+ * phases run across the whole persistent loop).
+ *
+ * S and P: the stages that fit the shared-memory budget, at most 8, or the
+ * schedule's `stages`; P = S - 1 since compute is synchronous: a stage is free
+ * as soon as the iteration that read it ends.  Stage and parity come from one
+ * linear counter: slot = i % S, parity = (i / S) & 1.
+ */
+#include "passes.h"
+
+enum { MAX_STAGES = 8 };
+
+typedef struct Found {
+	Stmt *loop;      /* the chosen loop */
+	Stmt *parent;    /* the block holding it */
+	int index;       /* its index there */
+} Found;
+
+bool
+kir_has_load(const Stmt *s)
+{
+	int i;
+
+	if (!s)
+		return false;
+	if (s->kind == ST_TMA_LOAD)
+		return true;
+	for (i = 0; i < s->nbody; i++)
+		if (kir_has_load(s->body[i]))
+			return true;
+	return kir_has_load(s->orelse);
+}
+
+/* Does loop L hold a load and, after it, a reader of a buffer it loads? */
+static bool
+loads_and_reads(const Kernel *k, const Stmt *l)
+{
+	int b;
+
+	for (b = 1; b < k->nbuf; b++)
+		if (k->buf[b].kind == BUF_TILE && st_writes_buf(l, b) && st_reads_buf(l, b))
+			return true;
+	return false;
+}
+
+/* Searches S (in block PARENT at INDEX) for the loop to buffer. */
+static void
+find_loop(const Kernel *k, Stmt *s, Stmt *parent, int index, bool outermost, Found *out)
+{
+	int i;
+
+	if (!s || (outermost && out->loop))
+		return;
+	if (s->kind == ST_LOOP && !s->cb && kir_has_load(s) && loads_and_reads(k, s)) {
+		out->loop = s;
+		out->parent = parent;
+		out->index = index;
+		if (outermost)
+			return;
+	}
+	for (i = 0; i < s->nbody; i++)
+		find_loop(k, s->body[i], s, i, outermost, out);
+}
+
+/* Replaces, in E, every variable set by a let in LOOP's body with its value. */
+static Expr *
+inline_lets(Comp *c, const Stmt *loop, Expr *e)
+{
+	int i;
+
+	for (i = loop->nbody - 1; i >= 0; i--)
+		if (loop->body[i]->kind == ST_LET)
+			e = ex_subst(c, e, loop->body[i]->var, loop->body[i]->a);
+	return e;
+}
+
+typedef struct Rewrite {
+	Comp *c;
+	Kernel *k;
+	Stmt *loop;
+	Expr *slot;
+	int full, bytes;
+} Rewrite;
+
+/* Points every load at slot i % S and full[i % S]; coordinates stop depending on lets. */
+static void
+retarget_loads(Rewrite *r, Stmt *s)
+{
+	int i;
+
+	if (s->kind == ST_TMA_LOAD) {
+		s->slot = r->slot;
+		s->bar = r->full;
+		s->barslot = r->slot;
+		s->a = inline_lets(r->c, r->loop, s->a);
+		s->b = inline_lets(r->c, r->loop, s->b);
+		r->k->buf[s->buf].full_bar = r->full;
+	}
+	for (i = 0; i < s->nreads; i++)
+		if (r->k->buf[s->reads[i].buf].kind == BUF_TILE)
+			s->reads[i].slot = r->slot;
+	for (i = 0; i < s->nbody; i++)
+		retarget_loads(r, s->body[i]);
+	if (s->orelse)
+		retarget_loads(r, s->orelse);
+}
+
+/* Puts one expect_tx before the first load of every block that issues loads. */
+static void
+add_expect_tx(Rewrite *r, Stmt *s)
+{
+	int i;
+
+	for (i = 0; i < s->nbody; i++) {
+		if (s->body[i]->kind == ST_TMA_LOAD) {
+			Stmt *tx = st_new(r->c, ST_EXPECT_TX);
+
+			tx->bar = r->full;
+			tx->barslot = r->slot;
+			tx->n = r->bytes;
+			st_insert(r->c, s, i, tx);
+			break;
+		}
+	}
+	for (i = 0; i < s->nbody; i++)
+		if (s->body[i]->kind != ST_TMA_LOAD)
+			add_expect_tx(r, s->body[i]);
+	if (s->orelse)
+		add_expect_tx(r, s->orelse);
+}
+
+void
+cb_strip_loads(Stmt *s)
+{
+	int i, j = 0;
+
+	for (i = 0; i < s->nbody; i++) {
+		Stmt *x = s->body[i];
+
+		if (x->kind == ST_TMA_LOAD || x->kind == ST_EXPECT_TX)
+			continue;
+		cb_strip_loads(x);
+		if (x->kind == ST_IF && x->nbody == 0 && (!x->orelse || !x->orelse->nbody))
+			continue;
+		s->body[j++] = x;
+	}
+	s->nbody = j;
+}
+
+Stmt *
+cb_load_slice(Comp *c, const Stmt *loop)
+{
+	Stmt *b = st_block(c);
+	int i;
+
+	for (i = 0; i < loop->nbody; i++)
+		if (loop->body[i]->kind != ST_LET && kir_has_load(loop->body[i]))
+			st_append(c, b, st_clone(c, loop->body[i], 0, NULL));
+	return b;
+}
+
+static int
+choose_stages(Comp *c, Kernel *k, int stage_bytes, int *stages)
+{
+	int other = kernel_smem_bytes(k) - stage_bytes;
+	int fit = (k->smem_budget - other) / (stage_bytes + 16);
+
+	if (k->stages_hint) {
+		if (k->stages_hint > fit)
+			return diag_error(c, k->stages_pos,
+			                  "schedule stages %d needs %d KiB of shared memory for %d-byte stages, "
+			                  "but %d KiB are available; use at most %d stages or a smaller tile",
+			                  k->stages_hint, (other + k->stages_hint * stage_bytes) / 1024, stage_bytes,
+			                  k->smem_budget / 1024, fit);
+		*stages = k->stages_hint;
+		return 0;
+	}
+	if (fit < 1)
+		return diag_error(c, k->stages_pos,
+		                  "one stage of %d bytes does not fit the %d-byte shared-memory budget; "
+		                  "use a smaller tile", stage_bytes, k->smem_budget);
+	*stages = fit < MAX_STAGES ? fit : MAX_STAGES;
+	return 0;
+}
+
+int
+pass_circular_buffer(Comp *c)
+{
+	Kernel *k = c->kernel;
+	Found fd = {0};
+	Rewrite r = {0};
+	CbInfo *cb;
+	Stmt *init, *mbinit, *fence, *sync;
+	int b, stage_bytes = 0, S = 1, P;
+	Expr *i, *n;
+
+	find_loop(k, k->body, NULL, 0, k->warp_specialize, &fd);
+	if (!fd.loop)
+		return 0;
+	for (b = 1; b < k->nbuf; b++)
+		if (k->buf[b].kind == BUF_TILE && st_writes_buf(fd.loop, b))
+			stage_bytes += k->buf[b].rows * k->buf[b].cols * dtype_info[k->buf[b].dtype].bytes;
+	if (choose_stages(c, k, stage_bytes, &S))
+		return -1;
+	P = S - 1;
+	for (b = 1; b < k->nbuf; b++)
+		if (k->buf[b].kind == BUF_TILE && st_writes_buf(fd.loop, b))
+			k->buf[b].stages = S;
+
+	cb = arena_alloc(c->arena, sizeof *cb);
+	cb->stages = S;
+	cb->prefetch = P;
+	cb->stage_bytes = stage_bytes;
+	cb->warp_specialized = k->warp_specialize;
+	/* one elected thread arrives (with expect_tx) once per stage fill */
+	cb->full_bar = kernel_add_bar(c, k, "full", S, 1);
+	if (k->warp_specialize)
+		cb->empty_bar = kernel_add_bar(c, k, "empty", S, k->consumer_threads);
+
+	/* barrier init, once, before everything */
+	init = st_if(c, ex_leaf(c, EX_ELECT));
+	init->comment = "one thread initialises the stage barriers";
+	mbinit = st_new(c, ST_MBAR_INIT);
+	mbinit->bar = cb->full_bar;
+	st_append(c, init, mbinit);
+	if (cb->empty_bar) {
+		mbinit = st_new(c, ST_MBAR_INIT);
+		mbinit->bar = cb->empty_bar;
+		st_append(c, init, mbinit);
+	}
+	fence = st_new(c, ST_FENCE_MBAR_INIT);
+	st_append(c, init, fence);
+	sync = st_new(c, ST_SYNC);
+	sync->comment = "barrier init visible to all threads";
+	st_insert(c, k->body, 0, sync);
+	st_insert(c, k->body, 0, init);
+	if (fd.parent == k->body)
+		fd.index += 2;
+
+	i = ex_var(c, fd.loop->var);
+	r.c = c;
+	r.k = k;
+	r.loop = fd.loop;
+	r.slot = ex_bin(c, EX_MOD, i, ex_int(c, S));
+	r.full = cb->full_bar;
+	r.bytes = stage_bytes;
+	retarget_loads(&r, fd.loop);
+	add_expect_tx(&r, fd.loop);
+	fd.loop->cb = cb;
+	if (k->warp_specialize) {
+		cb->part = CB_NONE;
+		return 0;
+	}
+
+	/* plain pipelining: prologue, main, epilogue */
+	n = fd.loop->hi;
+	{
+		Stmt *slice = cb_load_slice(c, fd.loop);
+		Stmt *pro, *epi, *ahead;
+		int pv = kernel_add_var(c, k, "p");
+		Expr *iP = ex_bin(c, EX_ADD, i, ex_int(c, P));
+
+		pro = st_loop(c, pv, ex_int(c, 0), ex_bin(c, EX_MIN, ex_int(c, P), n), LOOP_SERIAL);
+		pro->comment = "prologue: fill the first stages";
+		pro->cb = arena_alloc(c->arena, sizeof *cb);
+		*pro->cb = *cb;
+		pro->cb->part = CB_PROLOGUE;
+		pro->body = st_clone(c, slice, fd.loop->var, ex_var(c, pv))->body;
+		pro->nbody = pro->capbody = slice->nbody;
+
+		epi = st_clone(c, fd.loop, 0, NULL);
+		cb_strip_loads(epi);
+		epi->lo = ex_bin(c, EX_MAX, ex_bin(c, EX_SUB, n, ex_int(c, P)), ex_int(c, 0));
+		epi->comment = "epilogue: the last stages, nothing left to load";
+		epi->cb->part = CB_EPILOGUE;
+
+		cb_strip_loads(fd.loop);
+		ahead = st_clone(c, slice, fd.loop->var, iP);
+		for (b = ahead->nbody - 1; b >= 0; b--)
+			st_insert(c, fd.loop, 0, ahead->body[b]);
+		fd.loop->hi = ex_bin(c, EX_SUB, n, ex_int(c, P));
+		fd.loop->comment = "main: load P tiles ahead, compute this one";
+		cb->part = CB_MAIN;
+
+		if (P > 0)
+			st_insert(c, fd.parent, fd.index, pro);
+		if (P > 0)
+			st_insert(c, fd.parent, fd.index + 2, epi);
+	}
+	return 0;
+}

@@ -1,0 +1,177 @@
+/*
+ * expand.c: composite ops -> primitives.
+ *
+ * Contract.  Requires: a fusion from the front end.  Guarantees: no op of
+ * class COMPOSITE remains; every new op keeps the composite's position and
+ * names it as its origin, so errors and generated code point at the spec line
+ * the user wrote; the composite's output tensor keeps its name and id and is
+ * defined by the last op of its expansion.  Invalidates nothing (runs first).
+ *
+ *   softmax(x)          m = max(x); d = x - m; e = exp(d); s = sum(e); out = e / s
+ *   layernorm(x, w, b)  mu = mean(x); xc = x - mu; var = mean(xc * xc);
+ *                       r = rsqrt(var + eps); out = xc * r [* w] [+ b]
+ *   rmsnorm(x, w, b)    ms = mean(x * x); r = rsqrt(ms + eps); out = x * r [* w] [+ b]
+ * The reductions run over the composite's axis with keepdim, so the results
+ * broadcast back over x.  Temporaries are named "OUT.step", which cannot
+ * clash with spec names (those are identifiers).
+ */
+#include "passes.h"
+
+typedef struct Expander {
+	Comp *c;
+	Fusion *f;       /* the fusion being rebuilt */
+	Op *old;         /* the composite being expanded */
+	Op *ops;         /* the new op array */
+	int nops, capops;
+} Expander;
+
+static Operand
+tensor_operand(int t, Pos p)
+{
+	Operand o = {0};
+
+	o.tensor = t;
+	o.pos = p;
+	return o;
+}
+
+/*
+ * Appends op KIND(A, B) to the new array.  OUT is the tensor it defines, or 0
+ * for a fresh temporary called "<composite out>.<step>".  Returns its tensor.
+ */
+static int
+emit(Expander *x, OpKind kind, const char *step, int out, Operand a, Operand *b)
+{
+	Fusion *f = x->f;
+	Op *o;
+	int id;
+
+	if (!out) {
+		const char *name = arena_printf(x->c->arena, "%s.%s", f->tensor[x->old->out].name, step);
+
+		out = fusion_add_tensor(x->c, f, intern_cstr(x->c->strs, name), TK_VALUE, x->old->pos);
+	}
+	o = VEC_PUSH(x->c->arena, x->ops, x->nops, x->capops);
+	id = x->nops - 1;
+	o->kind = kind;
+	o->out = out;
+	o->pos = x->old->pos;
+	o->origin = f->tensor[x->old->out].name;
+	o->in[0] = a;
+	o->nin = 1;
+	if (b) {
+		o->in[1] = *b;
+		o->nin = 2;
+	}
+	o->axis = x->old->axis;
+	o->keepdim = true;
+	o->acc = DT_F32;
+	o->eps = x->old->eps;
+	f->tensor[out].def = id;
+	return out;
+}
+
+static int
+emit2(Expander *x, OpKind kind, const char *step, int out, int a, Operand b)
+{
+	return emit(x, kind, step, out, tensor_operand(a, x->old->pos), &b);
+}
+
+static int
+emit1(Expander *x, OpKind kind, const char *step, int out, int a)
+{
+	return emit(x, kind, step, out, tensor_operand(a, x->old->pos), NULL);
+}
+
+static Operand
+literal(double v, Pos p)
+{
+	Operand o = {0};
+
+	o.lit = v;
+	o.pos = p;
+	return o;
+}
+
+/* The affine tail shared by layernorm and rmsnorm: n * w [+ b] into OUT. */
+static void
+emit_affine(Expander *x, int n)
+{
+	Op *o = x->old;
+	int out = o->out;
+
+	if (o->nin == 2) {
+		emit2(x, OP_MUL, "scaled", out, n, o->in[1]);
+		return;
+	}
+	n = emit2(x, OP_MUL, "scaled", 0, n, o->in[1]);
+	emit2(x, OP_ADD, "shifted", out, n, o->in[2]);
+}
+
+static void
+expand_one(Expander *x)
+{
+	Op *o = x->old;
+	int xin = o->in[0].tensor, m, d, e, s, mu, xc, var, r, n;
+	Pos p = o->pos;
+
+	switch (o->kind) {
+	case OP_SOFTMAX:
+		m = emit1(x, OP_MAX, "max", 0, xin);
+		d = emit2(x, OP_SUB, "shifted", 0, xin, tensor_operand(m, p));
+		e = emit1(x, OP_EXP, "exp", 0, d);
+		s = emit1(x, OP_SUM, "sum", 0, e);
+		emit2(x, OP_DIV, "div", o->out, e, tensor_operand(s, p));
+		break;
+	case OP_LAYERNORM:
+		mu = emit1(x, OP_MEAN, "mean", 0, xin);
+		xc = emit2(x, OP_SUB, "centered", 0, xin, tensor_operand(mu, p));
+		s = emit2(x, OP_MUL, "square", 0, xc, tensor_operand(xc, p));
+		var = emit1(x, OP_MEAN, "var", 0, s);
+		var = emit2(x, OP_ADD, "var_eps", 0, var, literal(o->eps, p));
+		r = emit1(x, OP_RSQRT, "rstd", 0, var);
+		n = emit2(x, OP_MUL, "normed", o->nin == 1 ? o->out : 0, xc, tensor_operand(r, p));
+		if (o->nin > 1)
+			emit_affine(x, n);
+		break;
+	case OP_RMSNORM:
+		s = emit2(x, OP_MUL, "square", 0, xin, tensor_operand(xin, p));
+		var = emit1(x, OP_MEAN, "ms", 0, s);
+		var = emit2(x, OP_ADD, "ms_eps", 0, var, literal(o->eps, p));
+		r = emit1(x, OP_RSQRT, "rrms", 0, var);
+		n = emit2(x, OP_MUL, "normed", o->nin == 1 ? o->out : 0, xin, tensor_operand(r, p));
+		if (o->nin > 1)
+			emit_affine(x, n);
+		break;
+	default:
+		break;
+	}
+}
+
+int
+pass_expand(Comp *c)
+{
+	Fusion *f = c->fusion;
+	Expander x = {0};
+	int i;
+
+	x.c = c;
+	x.f = f;
+	VEC_PUSH(c->arena, x.ops, x.nops, x.capops);
+	for (i = 1; i < f->nop; i++) {
+		Op *o = &f->op[i];
+
+		if (op_info[o->kind].cls != CLS_COMPOSITE) {
+			*VEC_PUSH(c->arena, x.ops, x.nops, x.capops) = *o;
+			f->tensor[o->out].def = x.nops - 1;
+			continue;
+		}
+		x.old = o;
+		expand_one(&x);
+	}
+	f->op = x.ops;
+	f->nop = x.nops;
+	f->capop = x.capops;
+	f->expanded = true;
+	return 0;
+}

@@ -1,0 +1,276 @@
+/*
+ * lower.c: fusion IR -> kernel IR for the pointwise family.
+ *
+ * Contract.  Requires: a scheduled fusion of family pointwise.  Guarantees: a
+ * kernel whose body is one persistent loop over this CTA's tiles; in it, one
+ * elected thread issues a TMA load of every tiled input into a single-copy
+ * shared buffer, then all threads compute the tile and store the outputs
+ * (16-byte vector stores, or a staging buffer and a TMA store).  No mbarrier
+ * and no sync exists yet: circular_buffer.c and sync.c add them.
+ *
+ * The domain is the outputs' shape seen as 2-D [rows, cols] (cols the last
+ * dim).  Each input is full ([rows, cols], tiled by TMA), a row ([cols],
+ * broadcast over rows, tiled by TMA), a column ([rows, 1], read from global:
+ * a TMA box must be 16 bytes wide) or a scalar.  When every input is full or
+ * scalar the kernel is "flat": the host may pick any 2-D view of the
+ * elements, so a 1-D tensor still moves in wide tiles.
+ */
+#include <string.h>
+
+#include "passes.h"
+
+enum {
+	THREADS = 256,            /* compute threads per CTA */
+	STAGE_TARGET = 32 * 1024, /* bytes one stage should move */
+	SMEM_BUDGET = 200 * 1024  /* dynamic shared memory the passes may use */
+};
+
+static bool
+same_shape(const Tensor *a, const Tensor *b)
+{
+	int i;
+
+	if (a->rank != b->rank)
+		return false;
+	for (i = 0; i < a->rank; i++)
+		if (!dim_equal(a->dim[i], b->dim[i]))
+			return false;
+	return true;
+}
+
+/* How input T maps onto domain D; VIEW_NONE when it cannot. */
+static View
+classify(const Tensor *t, const Tensor *d)
+{
+	int i, off = d->rank - t->rank;
+	bool all_one = true, lead_full = true, lead_one = true;
+
+	for (i = 0; i < t->rank; i++)
+		if (!dim_is_one(t->dim[i]))
+			all_one = false;
+	if (all_one)
+		return VIEW_SCALAR;
+	if (off < 0)
+		return VIEW_NONE;
+	for (i = 0; i < t->rank - 1; i++) {
+		if (!dim_equal(t->dim[i], d->dim[i + off]))
+			lead_full = false;
+		if (!dim_is_one(t->dim[i]))
+			lead_one = false;
+	}
+	if (off > 0 && t->rank > 1)
+		lead_full = false;
+	if (dim_equal(t->dim[t->rank - 1], d->dim[d->rank - 1])) {
+		if (lead_full && off == 0)
+			return VIEW_FULL;
+		if (lead_one)
+			return VIEW_ROW;
+		return VIEW_NONE;
+	}
+	if (dim_is_one(t->dim[t->rank - 1]) && lead_full && off == 0)
+		return VIEW_COL;
+	return VIEW_NONE;
+}
+
+static int
+pow2_floor(int x)
+{
+	int p = 1;
+
+	while (p * 2 <= x)
+		p *= 2;
+	return p;
+}
+
+/* Tile shape: 256 columns (a 512-byte bf16 row), rows to fill a stage. */
+static void
+choose_tile(Kernel *k, const Fusion *f, int row_bytes, const Tensor *d)
+{
+	const Schedule *s = &f->sched;
+	int64_t cols = d->rank ? dim_value(f, d->dim[d->rank - 1]) : 1;
+	int64_t rows = 1;
+	int i;
+
+	for (i = 0; i + 1 < d->rank; i++)
+		rows *= dim_value(f, d->dim[i]);
+	k->tile_cols = 256;
+	if (!k->flat && cols > 0 && cols < 256)
+		k->tile_cols = cols <= 16 ? 16 : pow2_floor((int)cols - 1) * 2;
+	k->tile_rows = row_bytes ? pow2_floor(STAGE_TARGET / (k->tile_cols * row_bytes)) : 16;
+	if (k->tile_rows > 256)
+		k->tile_rows = 256;
+	if (k->tile_rows < 1)
+		k->tile_rows = 1;
+	if (!k->flat && rows > 0 && rows < k->tile_rows)
+		k->tile_rows = pow2_floor((int)rows);
+	if (s->ntile >= 2) {
+		k->tile_rows = s->tile[0];
+		k->tile_cols = s->tile[1];
+	}
+}
+
+static int
+check_tile(Comp *c, const Kernel *k, const Fusion *f)
+{
+	int i;
+
+	if (k->tile_rows < 1 || k->tile_rows > 256 || k->tile_cols < 8 || k->tile_cols > 256 ||
+	    (k->tile_cols & (k->tile_cols - 1)) || (k->tile_rows & (k->tile_rows - 1)))
+		return diag_error(c, f->sched.tile_pos,
+		                  "pointwise tile [%d, %d] is not supported: rows must be a power of two in "
+		                  "1..256 and cols a power of two in 8..256 (TMA boxes are at most 256 per dim)",
+		                  k->tile_rows, k->tile_cols);
+	for (i = 1; i < k->nparam; i++)
+		if (k->param[i].kind == PK_TMAP &&
+		    k->tile_cols * dtype_info[k->param[i].dtype].bytes % 16)
+			return diag_error(c, f->sched.tile_pos,
+			                  "pointwise tile cols %d x %d bytes of '%s' is not a multiple of 16 bytes",
+			                  k->tile_cols, dtype_info[k->param[i].dtype].bytes, k->param[i].name);
+	return 0;
+}
+
+static Stmt *
+let(Comp *c, Kernel *k, const char *name, Expr *e, Stmt *block)
+{
+	Stmt *s = st_new(c, ST_LET);
+
+	s->var = kernel_add_var(c, k, name);
+	s->a = e;
+	st_append(c, block, s);
+	return s;
+}
+
+int
+pass_lower(Comp *c)
+{
+	Fusion *f = c->fusion;
+	Kernel *k;
+	const Tensor *d;
+	Stmt *loop, *issue, *compute, *store = NULL;
+	Expr *i, *tile, *row0, *col0, *ntc;
+	int j, row_bytes = 0, *tile_buf, rows_p, cols_p;
+	bool tma_store;
+
+	if (f->family != FAM_POINTWISE)
+		return diag_error(c, f->pos, "the %s kernel family is not implemented yet (pointwise is)",
+		                  f->family == FAM_MATMUL ? "matmul" : "reduction");
+	k = kernel_new(c, f);
+	c->kernel = k;
+	d = &f->tensor[f->out[0].tensor];
+	for (j = 1; j < f->nout; j++)
+		if (!same_shape(&f->tensor[f->out[j].tensor], d))
+			return diag_error(c, f->out[j].pos,
+			                  "cannot place output '%s' in one pointwise kernel: its shape differs from "
+			                  "output '%s' (a pointwise kernel writes one shape)",
+			                  f->tensor[f->out[j].tensor].name, d->name);
+	k->flat = true;
+	k->warp_specialize = f->sched.warp_specialize == 2;
+	tma_store = false;
+	k->tma_store = tma_store;
+	k->stages_hint = f->sched.stages;
+	k->stages_pos = f->sched.stages_pos;
+	k->smem_budget = SMEM_BUDGET;
+	k->consumer_threads = THREADS;
+	k->threads = THREADS + (k->warp_specialize ? 32 : 0);
+	k->ctas_per_sm = 1;
+	tile_buf = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *tile_buf);
+
+	/* parameters: inputs, outputs, then the two runtime extents */
+	for (j = 0; j < f->ninput; j++) {
+		const Tensor *t = &f->tensor[f->input[j]];
+		View v = classify(t, d);
+		int p;
+
+		if (v == VIEW_NONE)
+			return diag_error(c, t->pos,
+			                  "cannot place input '%s' in a pointwise kernel over %s: it broadcasts along "
+			                  "a leading dim; inputs must be full, a row [cols], a column [rows, 1] or a scalar",
+			                  t->name, f->tensor[f->out[0].tensor].name);
+		if (v == VIEW_ROW || v == VIEW_COL)
+			k->flat = false;
+		p = kernel_add_param(c, k, v == VIEW_FULL || v == VIEW_ROW ? PK_TMAP : PK_PTR, t->name);
+		k->param[p].arg = j;
+		k->param[p].tensor = f->input[j];
+		k->param[p].dtype = t->dtype;
+		k->param[p].view = v;
+		if (k->param[p].kind == PK_TMAP)
+			row_bytes += dtype_info[t->dtype].bytes;
+	}
+	for (j = 0; j < f->nout; j++) {
+		const Tensor *t = &f->tensor[f->out[j].tensor];
+		int p = kernel_add_param(c, k, tma_store ? PK_TMAP : PK_PTR,
+		                         arena_printf(c->arena, "%s_out", t->name));
+
+		k->param[p].arg = f->ninput + j;
+		k->param[p].tensor = f->out[j].tensor;
+		k->param[p].dtype = f->out[j].dtype;
+		k->param[p].view = VIEW_FULL;
+	}
+	rows_p = kernel_add_param(c, k, PK_SIZE, "rows");
+	cols_p = kernel_add_param(c, k, PK_SIZE, "cols");
+	k->rows_var = k->param[rows_p].var = kernel_add_var(c, k, "rows");
+	k->param[rows_p].is_rows = true;
+	k->cols_var = k->param[cols_p].var = kernel_add_var(c, k, "cols");
+	choose_tile(k, f, row_bytes, d);
+	for (j = 1; j < k->nparam; j++)
+		if (k->param[j].kind == PK_TMAP) {
+			k->param[j].box[0] = k->param[j].view == VIEW_ROW ? 1 : k->tile_rows;
+			k->param[j].box[1] = k->tile_cols;
+		}
+	if (check_tile(c, k, f))
+		return -1;
+
+	/* the persistent tile loop */
+	ntc = ex_var(c, let(c, k, "col_tiles", ex_bin(c, EX_CEILDIV, ex_var(c, k->cols_var),
+	                                               ex_int(c, k->tile_cols)), k->body)->var);
+	k->ntile_var = let(c, k, "tiles",
+	                   ex_bin(c, EX_MUL, ex_bin(c, EX_CEILDIV, ex_var(c, k->rows_var), ex_int(c, k->tile_rows)),
+	                          ntc), k->body)->var;
+	k->niter_var = let(c, k, "my_tiles",
+	                   ex_bin(c, EX_CEILDIV, ex_bin(c, EX_SUB, ex_var(c, k->ntile_var), ex_leaf(c, EX_CTA)),
+	                          ex_leaf(c, EX_NCTA)), k->body)->var;
+	loop = st_loop(c, kernel_add_var(c, k, "i"), ex_int(c, 0), ex_var(c, k->niter_var), LOOP_TILE);
+	loop->comment = "this CTA's tiles";
+	st_append(c, k->body, loop);
+	i = ex_var(c, loop->var);
+	tile = ex_var(c, let(c, k, "tile", ex_bin(c, EX_ADD, ex_leaf(c, EX_CTA),
+	                                          ex_bin(c, EX_MUL, i, ex_leaf(c, EX_NCTA))), loop)->var);
+	row0 = ex_var(c, let(c, k, "row0", ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, tile, ntc),
+	                                          ex_int(c, k->tile_rows)), loop)->var);
+	col0 = ex_var(c, let(c, k, "col0", ex_bin(c, EX_MUL, ex_bin(c, EX_MOD, tile, ntc),
+	                                          ex_int(c, k->tile_cols)), loop)->var);
+
+	issue = st_if(c, ex_leaf(c, EX_ELECT));
+	issue->comment = "one thread issues the loads";
+	st_append(c, loop, issue);
+	compute = st_new(c, ST_COMPUTE);
+	compute->a = row0;
+	compute->b = col0;
+	compute->comment = arena_printf(c->arena, "%d ops of %s", f->nop - 1, f->name);
+	for (j = 1; j < k->nparam; j++) {
+		KParam *p = &k->param[j];
+		Stmt *ld;
+		int b;
+
+		if (p->kind != PK_TMAP || p->arg >= f->ninput)
+			continue;
+		b = kernel_add_buf(c, k, arena_printf(c->arena, "%s_tile", p->name), BUF_TILE, p->dtype,
+		                   p->box[0], p->box[1]);
+		k->buf[b].param = j;
+		k->buf[b].tensor = p->tensor;
+		tile_buf[p->tensor] = b;
+		ld = st_new(c, ST_TMA_LOAD);
+		ld->buf = b;
+		ld->param = j;
+		ld->slot = ex_int(c, 0);
+		ld->a = p->view == VIEW_ROW ? ex_int(c, 0) : row0;
+		ld->b = col0;
+		ld->pos = f->tensor[p->tensor].pos;
+		st_append(c, issue, ld);
+		VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->buf = b;
+		compute->reads[compute->nreads - 1].slot = ex_int(c, 0);
+	}
+	st_append(c, loop, compute);
+	(void)store;
+	return 0;
+}

@@ -1,0 +1,137 @@
+/*
+ * schedule.c: pick the kernel family and check that the fusion fits one kernel.
+ *
+ * Contract.  Requires: an inferred fusion.  Guarantees: f->family is set; every
+ * op can be placed in that family's kernel; every row stride the kernel will
+ * hand to TMA is a multiple of 16 bytes for the sizes known now (sizes bound
+ * later are checked again at launch).  Invalidates nothing.
+ *
+ * Families, by the strongest op present:
+ *   matmul     one or more matmuls of fusion inputs, then pointwise epilogue ops
+ *   reduction  reductions over the innermost axis, with pointwise ops around them
+ *   pointwise  everything else
+ */
+#include "passes.h"
+
+static int
+find_kind(const Fusion *f, OpClass cls)
+{
+	int i;
+
+	for (i = 1; i < f->nop; i++)
+		if (op_info[f->op[i].kind].cls == cls)
+			return i;
+	return 0;
+}
+
+static int
+check_matmul(Comp *c, const Fusion *f)
+{
+	int i, j;
+
+	for (i = 1; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+
+		if (op_info[o->kind].cls == CLS_REDUCE)
+			return diag_error(c, o->pos,
+			                  "cannot place '%s' (%s) in the matmul kernel: a matmul fusion takes only "
+			                  "pointwise ops after its matmuls; split the reduction into its own fusion",
+			                  f->tensor[o->out].name, op_info[o->kind].name);
+		if (o->kind != OP_MATMUL)
+			continue;
+		for (j = 0; j < 2; j++) {
+			const Tensor *t = &f->tensor[o->in[j].tensor];
+
+			if (t->kind != TK_INPUT)
+				return diag_error(c, o->in[j].pos,
+				                  "cannot place matmul '%s' in one kernel: its operand '%s' is computed "
+				                  "by '%s', but matmul operands must be fusion inputs (loaded by TMA); "
+				                  "compute '%s' in its own fusion",
+				                  f->tensor[o->out].name, t->name, op_info[f->op[t->def].kind].name,
+				                  t->name);
+		}
+	}
+	return 0;
+}
+
+static int
+check_reduction(Comp *c, const Fusion *f)
+{
+	int i;
+
+	for (i = 1; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+		const Tensor *in;
+
+		if (op_info[o->kind].cls != CLS_REDUCE)
+			continue;
+		in = &f->tensor[o->in[0].tensor];
+		if (o->axis != in->rank - 1)
+			return diag_error(c, o->pos,
+			                  "cannot place '%s' (%s over axis %d of '%s', rank %d) in one kernel: "
+			                  "wsfuse reduces only over the innermost axis (axis -1)",
+			                  f->tensor[o->out].name, op_info[o->kind].name, o->axis, in->name,
+			                  in->rank);
+	}
+	return 0;
+}
+
+/* TMA moves rows whose stride must be a multiple of 16 bytes. */
+static int
+check_alignment(Comp *c, const Fusion *f, int t, Dtype dt, const char *role, Pos p)
+{
+	const Tensor *x = &f->tensor[t];
+	Dim last;
+	int64_t n, bytes;
+	int per;
+
+	if (x->rank < 2)
+		return 0;
+	last = x->dim[x->rank - 1];
+	n = dim_value(f, last);
+	if (n <= 0 || dim_is_one(last))
+		return 0;
+	bytes = n * dtype_info[dt].bytes;
+	if (bytes % 16 == 0)
+		return 0;
+	per = 16 / dtype_info[dt].bytes;
+	if (last.sym)
+		return diag_error(c, p,
+		                  "%s '%s': a row of %s = %lld %s elements is %lld bytes, not a multiple of 16 "
+		                  "(TMA needs 16-byte row strides); make %s a multiple of %d",
+		                  role, x->name, f->sym[last.sym].name, (long long)n, dtype_info[dt].name,
+		                  (long long)bytes, f->sym[last.sym].name, per);
+	return diag_error(c, p,
+	                  "%s '%s': a row of %lld %s elements is %lld bytes, not a multiple of 16 "
+	                  "(TMA needs 16-byte row strides); make the last dim a multiple of %d",
+	                  role, x->name, (long long)n, dtype_info[dt].name, (long long)bytes, per);
+}
+
+int
+pass_schedule(Comp *c)
+{
+	Fusion *f = c->fusion;
+	int i;
+
+	if (find_kind(f, CLS_MATMUL)) {
+		f->family = FAM_MATMUL;
+		if (check_matmul(c, f))
+			return -1;
+	} else if (find_kind(f, CLS_REDUCE)) {
+		f->family = FAM_REDUCTION;
+		if (check_reduction(c, f))
+			return -1;
+	} else {
+		f->family = FAM_POINTWISE;
+	}
+	for (i = 0; i < f->ninput; i++) {
+		const Tensor *t = &f->tensor[f->input[i]];
+
+		if (check_alignment(c, f, f->input[i], t->dtype, "input", t->pos))
+			return -1;
+	}
+	for (i = 0; i < f->nout; i++)
+		if (check_alignment(c, f, f->out[i].tensor, f->out[i].dtype, "output", f->out[i].pos))
+			return -1;
+	return 0;
+}

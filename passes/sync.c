@@ -1,0 +1,190 @@
+/*
+ * sync.c: the synchronisation the async operations need, derived from the
+ * buffer accesses and the circular-buffer info, not from fixed positions.
+ *
+ * Contract.  Requires: circular_buffer.c (and warp_specialize.c when used)
+ * ran.  Guarantees, for every circular-buffered loop with index i, S stages
+ * and prefetch P:
+ *   RAW   a wait on full[i % S] with parity (i / S) & 1 right before the first
+ *         statement of the body that reads a buffer filled through full[];
+ *         one wait per barrier, not per tensor (all a stage's loads complete
+ *         on the same barrier);
+ *   WAR   right after the last such reader, the stage is released: in a plain
+ *         main loop by a CTA barrier (the next iteration's load reuses the
+ *         slot this one read); in a consumer loop by an arrive on
+ *         empty[(i + P + 1) % S], after P + 1 arrivals made before the loop;
+ *         the producer waits on empty[i % S] with parity (i / S) & 1 before
+ *         it refills a slot.  An epilogue loop, which loads nothing, releases
+ *         nothing.
+ * Barriers inside warp-specialized roles are named barriers sized to the
+ * branch.  Invalidates: nothing.
+ */
+#include "passes.h"
+
+typedef struct Sync {
+	Comp *c;
+	Kernel *k;
+} Sync;
+
+static Expr *
+parity(Comp *c, Expr *i, int S)
+{
+	return ex_bin(c, EX_AND, ex_bin(c, EX_DIV, i, ex_int(c, S)), ex_int(c, 1));
+}
+
+static bool
+reads_stage(const Kernel *k, const Stmt *s, int full)
+{
+	int b;
+
+	for (b = 1; b < k->nbuf; b++)
+		if (k->buf[b].full_bar == full && st_reads_buf(s, b))
+			return true;
+	return false;
+}
+
+static Stmt *
+mbar(Comp *c, StmtKind kind, int bar, Expr *slot, Expr *par)
+{
+	Stmt *s = st_new(c, kind);
+
+	s->bar = bar;
+	s->barslot = slot;
+	s->a = par;
+	return s;
+}
+
+/* RAW wait before the first reader, WAR release after the last. */
+static void
+sync_compute_loop(Sync *y, Stmt *loop, Stmt *parent, int index)
+{
+	Comp *c = y->c;
+	CbInfo *cb = loop->cb;
+	Expr *i = ex_var(c, loop->var);
+	int S = cb->stages, first = -1, last = -1, j;
+
+	for (j = 0; j < loop->nbody; j++)
+		if (reads_stage(y->k, loop->body[j], cb->full_bar)) {
+			if (first < 0)
+				first = j;
+			last = j;
+		}
+	if (first < 0)
+		return;
+	if (cb->part == CB_MAIN) {
+		Stmt *s = st_new(c, ST_SYNC);
+
+		s->comment = "release the stage: the next load refills it";
+		st_insert(c, loop, last + 1, s);
+	} else if (cb->part == CB_CONSUMER) {
+		Expr *next = ex_bin(c, EX_MOD, ex_bin(c, EX_ADD, i, ex_int(c, cb->prefetch + 1)), ex_int(c, S));
+		Stmt *pre, *arr;
+		int kv;
+
+		arr = mbar(c, ST_MBAR_ARRIVE, cb->empty_bar, next, NULL);
+		arr->comment = "release the oldest stage to the producer";
+		st_insert(c, loop, last + 1, arr);
+		kv = kernel_add_var(c, y->k, "s");
+		pre = st_loop(c, kv, ex_int(c, 0), ex_int(c, cb->prefetch + 1), LOOP_SERIAL);
+		pre->comment = "the first P + 1 stages start empty";
+		st_append(c, pre, mbar(c, ST_MBAR_ARRIVE, cb->empty_bar, ex_var(c, kv), NULL));
+		st_insert(c, parent, index, pre);
+	}
+	{
+		Stmt *w = mbar(c, ST_MBAR_WAIT, cb->full_bar, ex_bin(c, EX_MOD, i, ex_int(c, S)), parity(c, i, S));
+
+		w->comment = "wait until the stage's loads have landed";
+		st_insert(c, loop, first, w);
+	}
+}
+
+/* The producer waits for a free slot before each refill. */
+static void
+sync_producer(Sync *y, Stmt *s, Stmt *loop)
+{
+	Comp *c = y->c;
+	CbInfo *cb = loop->cb;
+	Expr *i = ex_var(c, loop->var);
+	int j;
+
+	for (j = 0; j < s->nbody; j++) {
+		Stmt *x = s->body[j];
+
+		if (x->kind == ST_EXPECT_TX) {
+			Stmt *w = mbar(c, ST_MBAR_WAIT, cb->empty_bar, ex_bin(c, EX_MOD, i, ex_int(c, cb->stages)),
+			               parity(c, i, cb->stages));
+
+			w->comment = "wait until consumers released the slot";
+			st_insert(c, s, j, w);
+			return;
+		}
+		if (x->kind != ST_LOOP)
+			sync_producer(y, x, loop);
+	}
+}
+
+static void
+walk(Sync *y, Stmt *s)
+{
+	int j;
+
+	if (!s)
+		return;
+	for (j = 0; j < s->nbody; j++) {
+		Stmt *x = s->body[j];
+
+		if (x->kind == ST_LOOP && x->cb) {
+			switch (x->cb->part) {
+			case CB_MAIN:
+			case CB_EPILOGUE:
+			case CB_CONSUMER: {
+				int before = s->nbody;
+
+				sync_compute_loop(y, x, s, j);
+				j += s->nbody - before; /* skip what was inserted before the loop */
+				break;
+			}
+			case CB_PRODUCER:
+				sync_producer(y, x, x);
+				break;
+			default:
+				break;
+			}
+		}
+		walk(y, x);
+	}
+	walk(y, s->orelse);
+}
+
+/* Named barriers inside roles: __syncthreads there would deadlock. */
+static void
+name_barriers(Sync *y, Stmt *s, int in_roles)
+{
+	int j;
+
+	if (!s)
+		return;
+	if (s->kind == ST_SYNC && in_roles) {
+		s->n = 1;
+		s->threads = y->k->consumer_threads;
+	}
+	if (s->kind == ST_ROLES) {
+		for (j = 0; j < s->nbody; j++)
+			name_barriers(y, s->body[j], 1);
+		name_barriers(y, s->orelse, 1);
+		return;
+	}
+	for (j = 0; j < s->nbody; j++)
+		name_barriers(y, s->body[j], in_roles);
+	name_barriers(y, s->orelse, in_roles);
+}
+
+int
+pass_sync(Comp *c)
+{
+	Sync y = {c, c->kernel};
+
+	walk(&y, c->kernel->body);
+	name_barriers(&y, c->kernel->body, 0);
+	return 0;
+}

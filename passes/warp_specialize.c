@@ -1,0 +1,81 @@
+/*
+ * warp_specialize.c: split the circular-buffered loop into a producer
+ * sub-loop (one warp, TMA issue only) and a consumer sub-loop (everything
+ * else), under one role branch.
+ *
+ * Contract.  Requires: circular_buffer.c ran and marked a warp-specialized
+ * loop.  Guarantees: the loop is replaced by ST_ROLES; the producer branch
+ * holds a copy of the loop with only its load-issuing statements (their
+ * coordinates already depend on the loop index alone), the consumer branch
+ * the loop without loads followed by every statement that came after the
+ * loop in its block, so the epilogue lives with the consumers.  Both loops
+ * run over the same linear index, so stage and parity agree.  No CTA-wide
+ * barrier may follow inside the roles (sync.c uses named barriers there).
+ * Invalidates: nothing.
+ *
+ * Registers: setmaxnreg needs whole warpgroups on both sides; a pointwise
+ * kernel has one producer warp and little register pressure, so it sets none.
+ */
+#include "passes.h"
+
+typedef struct Where {
+	Stmt *parent;
+	int index;
+} Where;
+
+static void
+find_ws_loop(Stmt *s, Where *w)
+{
+	int i;
+
+	for (i = 0; s && i < s->nbody && !w->parent; i++) {
+		Stmt *x = s->body[i];
+
+		if (x->kind == ST_LOOP && x->cb && x->cb->warp_specialized && x->cb->part == CB_NONE) {
+			w->parent = s;
+			w->index = i;
+			return;
+		}
+		find_ws_loop(x, w);
+	}
+}
+
+int
+pass_warp_specialize(Comp *c)
+{
+	Kernel *k = c->kernel;
+	Where w = {0};
+	Stmt *loop, *producer, *consumer, *roles, *slice;
+	int i;
+
+	if (!k->warp_specialize)
+		return 0;
+	find_ws_loop(k->body, &w);
+	if (!w.parent)
+		return diag_internal(c, "warp_specialize", "no circular-buffered loop to split");
+	loop = w.parent->body[w.index];
+
+	producer = st_clone(c, loop, 0, NULL);
+	slice = cb_load_slice(c, loop);
+	producer->body = slice->body;
+	producer->nbody = slice->nbody;
+	producer->capbody = slice->capbody;
+	producer->cb->part = CB_PRODUCER;
+	producer->comment = "producer: issue the loads of every tile";
+
+	consumer = loop;
+	cb_strip_loads(consumer);
+	consumer->cb->part = CB_CONSUMER;
+	consumer->comment = "consumers: compute every tile";
+
+	roles = st_new(c, ST_ROLES);
+	roles->threads = k->threads - k->consumer_threads;
+	roles->orelse = st_block(c);
+	st_append(c, roles, producer);
+	st_append(c, roles->orelse, consumer);
+	for (i = w.index + 1; i < w.parent->nbody; i++)
+		st_append(c, roles->orelse, w.parent->body[i]);
+	w.parent->body[w.index] = roles;
+	w.parent->nbody = w.index + 1;
+	return 0;
+}

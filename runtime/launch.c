@@ -1,0 +1,250 @@
+/*
+ * launch.c: from the caller's tensors to a launched kernel.
+ *
+ * The kernel works on a 2-D [rows, cols] view of its domain (the outputs'
+ * shape).  Here the sizes bind from the tensors' shapes, every argument is
+ * checked against the spec (dtype, rank, extents that name the same size
+ * must agree, contiguity), the view is chosen (a flat kernel may take any
+ * factorisation of the element count: wide rows keep TMA boxes full), the
+ * tensor maps are built, the module is loaded once per kernel, and a
+ * persistent grid of min(tiles, SMs x CTAs per SM) CTAs is launched.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime.h"
+
+struct Loaded {
+	Driver *drv;
+	CUmodule mod;
+	CUfunction fn;
+};
+
+void
+rt_unload(Loaded *st)
+{
+	if (!st)
+		return;
+	if (st->mod && st->drv)
+		st->drv->cuModuleUnload(st->mod);
+	rt_driver_close(st->drv);
+	free(st);
+}
+
+WsfStatus
+rt_loaded_driver(Comp *c, Loaded **st, Driver **d)
+{
+	WsfStatus s;
+
+	if (!*st && !(*st = calloc(1, sizeof **st)))
+		return WSF_ERR_NOMEM;
+	if (!(*st)->drv && (s = rt_driver_open(c, &(*st)->drv)) != WSF_OK)
+		return s;
+	*d = (*st)->drv;
+	return WSF_OK;
+}
+
+static WsfStatus
+load_module(Comp *c, const Launch *l, Loaded *st, const void *cubin)
+{
+	Driver *d = st->drv;
+	WsfStatus s;
+
+	if (st->fn)
+		return WSF_OK;
+	if (!cubin)
+		return diag_error(c, (Pos){0}, "kernel '%s' has no cubin: it was not compiled that far", l->entry),
+		       WSF_ERR_USAGE;
+	if (l->smem_bytes > d->smem_optin)
+		return diag_error(c, (Pos){0},
+		                  "kernel '%s' needs %d bytes of shared memory per CTA, the device allows %d",
+		                  l->entry, l->smem_bytes, d->smem_optin),
+		       WSF_ERR_INPUT;
+	if ((s = rt_check(c, d, d->cuModuleLoadData(&st->mod, cubin), "cuModuleLoadData")) != WSF_OK)
+		return s;
+	if ((s = rt_check(c, d, d->cuModuleGetFunction(&st->fn, st->mod, l->entry), "cuModuleGetFunction")))
+		return s;
+	return rt_check(c, d,
+	                d->cuFuncSetAttribute(st->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+	                                      l->smem_bytes),
+	                "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+}
+
+static const char *
+arg_name(const Fusion *f, int i)
+{
+	return i < f->ninput ? f->tensor[f->input[i]].name : f->tensor[f->out[i - f->ninput].tensor].name;
+}
+
+/* Binds the fusion's sizes from the arguments' shapes into VAL and checks them. */
+static WsfStatus
+bind_args(Comp *c, const Fusion *f, const WsfTensor *args, int nargs, int64_t *val)
+{
+	int i, d;
+
+	if (nargs != f->ninput + f->nout)
+		return diag_error(c, (Pos){0}, "kernel '%s' takes %d arguments (%d inputs, %d outputs), saw %d",
+		                  f->name, f->ninput + f->nout, f->ninput, f->nout, nargs),
+		       WSF_ERR_INPUT;
+	for (i = 0; i < nargs; i++) {
+		const Tensor *t = i < f->ninput ? &f->tensor[f->input[i]] : &f->tensor[f->out[i - f->ninput].tensor];
+		Dtype dt = i < f->ninput ? t->dtype : f->out[i - f->ninput].dtype;
+		const WsfTensor *a = &args[i];
+		int64_t expect = 1;
+
+		if ((Dtype)a->dtype != dt)
+			return diag_error(c, t->pos, "argument '%s': dtype %s, expected %s", arg_name(f, i),
+			                  (unsigned)a->dtype < DT_COUNT ? dtype_info[a->dtype].name : "?",
+			                  dtype_info[dt].name),
+			       WSF_ERR_INPUT;
+		if (a->ndim != t->rank)
+			return diag_error(c, t->pos, "argument '%s': rank %d, expected %d", arg_name(f, i), a->ndim,
+			                  t->rank),
+			       WSF_ERR_INPUT;
+		if (!a->data)
+			return diag_error(c, t->pos, "argument '%s': null data pointer", arg_name(f, i)), WSF_ERR_INPUT;
+		for (d = t->rank - 1; d >= 0; d--) {
+			Dim dim = t->dim[d];
+			int64_t n = a->shape[d];
+
+			if (a->strides && a->strides[d] != expect && n != 1)
+				return diag_error(c, t->pos, "argument '%s': dim %d has stride %lld, expected %lld "
+				                  "(tensors must be contiguous, row-major)", arg_name(f, i), d,
+				                  (long long)a->strides[d], (long long)expect),
+				       WSF_ERR_INPUT;
+			expect *= n;
+			if (n <= 0)
+				return diag_error(c, t->pos, "argument '%s': dim %d is %lld", arg_name(f, i), d,
+				                  (long long)n),
+				       WSF_ERR_INPUT;
+			if (!dim.sym) {
+				if (n != dim.ext)
+					return diag_error(c, t->pos, "argument '%s': dim %d is %lld, the spec says %lld",
+					                  arg_name(f, i), d, (long long)n, (long long)dim.ext),
+					       WSF_ERR_INPUT;
+			} else if (!val[dim.sym]) {
+				val[dim.sym] = n;
+			} else if (val[dim.sym] != n) {
+				return diag_error(c, t->pos, "argument '%s': dim %d is %lld, but size %s is %lld from "
+				                  "an earlier argument", arg_name(f, i), d, (long long)n,
+				                  f->sym[dim.sym].name, (long long)val[dim.sym]),
+				       WSF_ERR_INPUT;
+			}
+		}
+	}
+	return WSF_OK;
+}
+
+/* The 2-D view of the domain: [prod of leading dims, last dim], or for a flat kernel wide rows. */
+static void
+choose_view(const Kernel *k, const WsfTensor *out, int64_t *rows, int64_t *cols)
+{
+	int64_t n = 1, c;
+	int i;
+
+	for (i = 0; i < out->ndim; i++)
+		n *= out->shape[i];
+	*cols = out->ndim ? out->shape[out->ndim - 1] : 1;
+	*rows = n / *cols;
+	if (!k->flat)
+		return;
+	/* the widest power-of-two row (8 elements at least: 16 bytes of bf16) that divides n */
+	for (c = 4096; c >= 8; c /= 2)
+		if (n % c == 0) {
+			*rows = n / c;
+			*cols = c;
+			return;
+		}
+	*rows = 1;
+	*cols = n;
+}
+
+/* A tensor map for param P over the 2-D view; a single row gets a padded stride. */
+static WsfStatus
+build_map(Comp *c, const Driver *d, const KParam *p, const WsfTensor *a, int64_t rows, int64_t cols,
+          CUtensorMap *map)
+{
+	int64_t shape[2], box[2] = {p->box[0], p->box[1]};
+	TmapParams tp;
+	WsfStatus s;
+
+	shape[0] = p->view == VIEW_ROW ? 1 : rows;
+	shape[1] = cols;
+	if (shape[0] == 1) {
+		/* one row: no row stride exists, so give TMA a 1-D map grown to 2-D by hand */
+		if ((s = rt_tmap_params(c, p->name, p->dtype, 1, &shape[1], &box[1], (uint64_t)a->data, &tp)))
+			return s;
+		tp.rank = 2;
+		tp.dims[1] = 1;
+		tp.strides[0] = ((uint64_t)cols * dtype_info[p->dtype].bytes + 15) & ~(uint64_t)15;
+		tp.box[1] = (uint32_t)box[0];
+	} else if ((s = rt_tmap_params(c, p->name, p->dtype, 2, shape, box, (uint64_t)a->data, &tp))) {
+		return s;
+	}
+	return rt_tmap_encode(c, d, p->name, &tp, a->data, map);
+}
+
+WsfStatus
+rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfTensor *args, int nargs,
+          CUstream stream)
+{
+	const Kernel *k = l->kernel;
+	const Fusion *f = l->fusion;
+	int64_t *val, rows, cols, tiles, grid;
+	CUtensorMap *maps = NULL;
+	void **kargs;
+	int64_t *sizes;
+	CUlaunchConfig cfg;
+	Driver *d;
+	WsfStatus s;
+	int i;
+
+	val = arena_alloc(c->arena, (size_t)f->nsym * sizeof *val);
+	if ((s = bind_args(c, f, args, nargs, val)) != WSF_OK)
+		return s;
+	if ((s = rt_loaded_driver(c, state, &d)) != WSF_OK)
+		return s;
+	if ((s = load_module(c, l, *state, cubin)) != WSF_OK)
+		return s;
+	choose_view(k, &args[f->ninput], &rows, &cols);
+	maps = aligned_alloc(64, (size_t)k->nparam * sizeof *maps);
+	if (!maps)
+		return WSF_ERR_NOMEM;
+	kargs = arena_alloc(c->arena, (size_t)k->nparam * sizeof *kargs);
+	sizes = arena_alloc(c->arena, (size_t)k->nparam * sizeof *sizes);
+	for (i = 1; i < k->nparam; i++) {
+		const KParam *p = &k->param[i];
+
+		switch (p->kind) {
+		case PK_TMAP:
+			if ((s = build_map(c, d, p, &args[p->arg], rows, cols, &maps[i])) != WSF_OK)
+				goto done;
+			kargs[i - 1] = &maps[i];
+			break;
+		case PK_PTR:
+			kargs[i - 1] = (void *)&args[p->arg].data;
+			break;
+		case PK_SIZE:
+			sizes[i] = p->is_rows ? rows : cols;
+			kargs[i - 1] = &sizes[i];
+			break;
+		default:
+			break;
+		}
+	}
+	tiles = ((rows + k->tile_rows - 1) / k->tile_rows) * ((cols + k->tile_cols - 1) / k->tile_cols);
+	grid = (int64_t)d->sm_count * k->ctas_per_sm;
+	if (tiles < grid)
+		grid = tiles;
+	memset(&cfg, 0, sizeof cfg);
+	cfg.gridDimX = (unsigned)grid;
+	cfg.gridDimY = cfg.gridDimZ = 1;
+	cfg.blockDimX = (unsigned)l->threads;
+	cfg.blockDimY = cfg.blockDimZ = 1;
+	cfg.sharedMemBytes = (unsigned)l->smem_bytes;
+	cfg.hStream = stream;
+	s = rt_check(c, d, d->cuLaunchKernelEx(&cfg, (*state)->fn, kargs, NULL), "cuLaunchKernelEx");
+done:
+	free(maps);
+	return s;
+}
