@@ -93,28 +93,28 @@ __device__ __forceinline__ unsigned wsf_pack_f16x2(float lo, float hi)
 	asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
 	return r;
 }
+// One 16-byte global store.  Written in PTX: the compiler split a uint4
+// assignment into four 4-byte stores, which quadrupled the L2 write requests.
+__device__ __forceinline__ void wsf_st16(void *p, unsigned a, unsigned b, unsigned c, unsigned d)
+{
+	asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" :: "l"(p), "r"(a), "r"(b), "r"(c), "r"(d)
+	             : "memory");
+}
 __device__ __forceinline__ void wsf_store8(wsf_bf16 *p, const float v[8])
 {
-	uint4 u;
-	u.x = wsf_pack_bf16x2(v[0], v[1]);
-	u.y = wsf_pack_bf16x2(v[2], v[3]);
-	u.z = wsf_pack_bf16x2(v[4], v[5]);
-	u.w = wsf_pack_bf16x2(v[6], v[7]);
-	*(uint4 *)p = u;
+	wsf_st16(p, wsf_pack_bf16x2(v[0], v[1]), wsf_pack_bf16x2(v[2], v[3]), wsf_pack_bf16x2(v[4], v[5]),
+	         wsf_pack_bf16x2(v[6], v[7]));
 }
 __device__ __forceinline__ void wsf_store8_f16(wsf_f16 *p, const float v[8])
 {
-	uint4 u;
-	u.x = wsf_pack_f16x2(v[0], v[1]);
-	u.y = wsf_pack_f16x2(v[2], v[3]);
-	u.z = wsf_pack_f16x2(v[4], v[5]);
-	u.w = wsf_pack_f16x2(v[6], v[7]);
-	*(uint4 *)p = u;
+	wsf_st16(p, wsf_pack_f16x2(v[0], v[1]), wsf_pack_f16x2(v[2], v[3]), wsf_pack_f16x2(v[4], v[5]),
+	         wsf_pack_f16x2(v[6], v[7]));
 }
 __device__ __forceinline__ void wsf_store8(float *p, const float v[8])
 {
-	((float4 *)p)[0] = make_float4(v[0], v[1], v[2], v[3]);
-	((float4 *)p)[1] = make_float4(v[4], v[5], v[6], v[7]);
+	wsf_st16(p, __float_as_uint(v[0]), __float_as_uint(v[1]), __float_as_uint(v[2]), __float_as_uint(v[3]));
+	wsf_st16(p + 4, __float_as_uint(v[4]), __float_as_uint(v[5]), __float_as_uint(v[6]),
+	         __float_as_uint(v[7]));
 }
 
 // ---- mbarriers ---------------------------------------------------------------

@@ -516,7 +516,6 @@ struct Kernel {
 	int threads;             /* per CTA */
 	int consumer_threads;    /* threads that compute */
 	int tile_rows, tile_cols;
-	int ctas_per_sm;         /* persistent grid: min(tiles, SMs * ctas_per_sm) */
 	bool flat;               /* every input is full or scalar: any 2-D view will do */
 	bool warp_specialize;    /* chosen by the schedule */
 	bool tma_store;          /* outputs leave through staging buffers and TMA stores */
@@ -564,7 +563,7 @@ void st_walk(Stmt *s, void (*fn)(Stmt *s, void *user), void *user);
  */
 typedef struct Launch {
 	const char *entry;
-	const Kernel *kernel;   /* params, tile shape, flat, ctas_per_sm */
+	const Kernel *kernel;   /* params, tile shape, flat */
 	const Fusion *fusion;   /* the shapes the arguments must have */
 	int threads;
 	int smem_bytes;         /* dynamic shared memory */

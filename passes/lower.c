@@ -172,7 +172,6 @@ pass_lower(Comp *c)
 	k->smem_budget = SMEM_BUDGET;
 	k->consumer_threads = THREADS;
 	k->threads = THREADS + (k->warp_specialize ? 32 : 0);
-	k->ctas_per_sm = 1;
 	tile_buf = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *tile_buf);
 
 	/* parameters: inputs, outputs, then the two runtime extents */

@@ -7,7 +7,7 @@
  * must agree, contiguity), the view is chosen (a flat kernel may take any
  * factorisation of the element count: wide rows keep TMA boxes full), the
  * tensor maps are built, the module is loaded once per kernel, and a
- * persistent grid of min(tiles, SMs x CTAs per SM) CTAs is launched.
+ * persistent grid of min(tiles, SMs x resident CTAs per SM) CTAs is launched.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +18,7 @@ struct Loaded {
 	Driver *drv;
 	CUmodule mod;
 	CUfunction fn;
+	int ctas_per_sm;   /* resident CTAs per SM: the persistent grid is SMs x this */
 };
 
 void
@@ -64,10 +65,21 @@ load_module(Comp *c, const Launch *l, Loaded *st, const void *cubin)
 		return s;
 	if ((s = rt_check(c, d, d->cuModuleGetFunction(&st->fn, st->mod, l->entry), "cuModuleGetFunction")))
 		return s;
-	return rt_check(c, d,
-	                d->cuFuncSetAttribute(st->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-	                                      l->smem_bytes),
-	                "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+	if ((s = rt_check(c, d,
+	                  d->cuFuncSetAttribute(st->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+	                                        l->smem_bytes),
+	                  "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")))
+		return s;
+	if ((s = rt_check(c, d,
+	                  d->cuOccupancyMaxActiveBlocksPerMultiprocessor(&st->ctas_per_sm, st->fn, l->threads,
+	                                                                 (size_t)l->smem_bytes),
+	                  "cuOccupancyMaxActiveBlocksPerMultiprocessor")))
+		return s;
+	if (st->ctas_per_sm < 1)
+		return diag_error(c, (Pos){0}, "kernel '%s' (%d threads, %d bytes of shared memory) cannot be "
+		                  "resident on this GPU", l->entry, l->threads, l->smem_bytes),
+		       WSF_ERR_INPUT;
+	return WSF_OK;
 }
 
 static const char *
@@ -148,8 +160,11 @@ choose_view(const Kernel *k, const WsfTensor *out, int64_t *rows, int64_t *cols)
 	*rows = n / *cols;
 	if (!k->flat)
 		return;
-	/* the widest power-of-two row (8 elements at least: 16 bytes of bf16) that divides n */
-	for (c = 4096; c >= 8; c /= 2)
+	/*
+	 * Rows as wide as a tile make every tile one contiguous run of memory; a
+	 * narrower power of two that divides n still keeps TMA's 16-byte strides.
+	 */
+	for (c = k->tile_cols; c >= 8; c /= 2)
 		if (n % c == 0) {
 			*rows = n / c;
 			*cols = c;
@@ -181,6 +196,7 @@ build_map(Comp *c, const Driver *d, const KParam *p, const WsfTensor *a, int64_t
 	} else if ((s = rt_tmap_params(c, p->name, p->dtype, 2, shape, box, (uint64_t)a->data, &tp))) {
 		return s;
 	}
+	tp.swizzle = CU_TENSOR_MAP_SWIZZLE_NONE; /* pointwise tiles are read row-major */
 	return rt_tmap_encode(c, d, p->name, &tp, a->data, map);
 }
 
@@ -233,7 +249,7 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 		}
 	}
 	tiles = ((rows + k->tile_rows - 1) / k->tile_rows) * ((cols + k->tile_cols - 1) / k->tile_cols);
-	grid = (int64_t)d->sm_count * k->ctas_per_sm;
+	grid = (int64_t)d->sm_count * (*state)->ctas_per_sm;
 	if (tiles < grid)
 		grid = tiles;
 	memset(&cfg, 0, sizeof cfg);

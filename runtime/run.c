@@ -87,6 +87,32 @@ size_values(Comp *c, Fusion *f)
 	return WSF_OK;
 }
 
+/*
+ * Random values in [lo, hi) rounded to A's dtype, packed for the device and,
+ * when A->host exists, kept as doubles for the reference.  Chunked so a
+ * bench-only run of 2^28 elements needs no 2 GB of doubles.
+ */
+static void
+fill_random(Arg *a, uint64_t *seed, double lo, double hi)
+{
+	enum { CHUNK = 4096 };
+	double chunk[CHUNK];
+	size_t size = (size_t)dtype_info[a->dtype].bytes;
+	int64_t e, n;
+
+	for (e = 0; e < a->numel; e += n) {
+		double *v = a->host ? a->host + e : chunk;
+		int64_t j;
+
+		n = a->numel - e < CHUNK ? a->numel - e : CHUNK;
+		for (j = 0; j < n; j++)
+			v[j] = lo + (hi - lo) * (double)(splitmix(seed) >> 11) * 0x1p-53;
+		rt_pack(a->dtype, v, (size_t)n, (char *)a->packed + (size_t)e * size);
+		if (a->host)
+			rt_unpack(a->dtype, (char *)a->packed + (size_t)e * size, (size_t)n, v);
+	}
+}
+
 static int
 cmp_float(const void *a, const void *b)
 {
@@ -137,12 +163,13 @@ rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRun
 	for (i = 0; i < nargs && s == WSF_OK; i++) {
 		Arg *a = &arg[i];
 		size_t bytes = (size_t)a->numel * dtype_info[a->dtype].bytes;
-		int64_t e;
 
 		if ((s = rt_check(c, d, d->cuMemAlloc(&a->dev, bytes), "cuMemAlloc")) != WSF_OK)
 			break;
 		t[i].data = (void *)a->dev;
-		if (!(a->packed = malloc(bytes)) || !(a->host = malloc((size_t)a->numel * sizeof *a->host))) {
+		/* host copies of every value only when the reference needs them */
+		if (!(a->packed = malloc(bytes)) ||
+		    (o->check && !(a->host = malloc((size_t)a->numel * sizeof *a->host)))) {
 			diag_error(c, f->pos, "out of host memory for %lld elements of '%s'", (long long)a->numel,
 			           f->tensor[a->tensor].name);
 			s = WSF_ERR_NOMEM;
@@ -152,9 +179,7 @@ rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRun
 			s = rt_check(c, d, d->cuMemsetD8(a->dev, 0xff, bytes), "cuMemsetD8 (poison)");
 			continue;
 		}
-		for (e = 0; e < a->numel; e++)
-			a->host[e] = rt_round(a->dtype, lo + (hi - lo) * (double)(splitmix(&seed) >> 11) * 0x1p-53);
-		rt_pack(a->dtype, a->host, (size_t)a->numel, a->packed);
+		fill_random(a, &seed, lo, hi);
 		s = rt_check(c, d, d->cuMemcpyHtoD(a->dev, a->packed, bytes), "cuMemcpyHtoD");
 	}
 	if (s == WSF_OK)
