@@ -195,5 +195,10 @@ __device__ __forceinline__ void wsf_bar_sync(int id, int threads)
 }
 
 __device__ __forceinline__ long long wsf_ceildiv(long long a, long long b) { return (a + b - 1) / b; }
+// Tile arithmetic: operands are non-negative and below 2^32 (the host checks
+// the tile count), so a 32-bit division does instead of a 64-bit one, which
+// is a long software routine on the GPU.
+__device__ __forceinline__ long long wsf_udiv(long long a, long long b) { return (unsigned)a / (unsigned)b; }
+__device__ __forceinline__ long long wsf_umod(long long a, long long b) { return (unsigned)a % (unsigned)b; }
 __device__ __forceinline__ long long wsf_min(long long a, long long b) { return a < b ? a : b; }
 __device__ __forceinline__ long long wsf_max(long long a, long long b) { return a > b ? a : b; }

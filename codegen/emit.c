@@ -129,6 +129,17 @@ emit_expr(Emit *e, const Expr *x)
 	case EX_ELECT:
 		buf_printf(b, "threadIdx.x == %d", e->in_producer ? e->k->consumer_threads : 0);
 		break;
+	case EX_DIV:
+	case EX_MOD:
+		if (x->b->kind == EX_INT)
+			goto infix;
+		/* a tile index over a runtime count: 32 bits suffice (launch.c checks) */
+		buf_puts(b, x->kind == EX_DIV ? "wsf_udiv(" : "wsf_umod(");
+		emit_expr(e, x->a);
+		buf_puts(b, ", ");
+		emit_expr(e, x->b);
+		buf_puts(b, ")");
+		break;
 	case EX_MIN:
 	case EX_MAX:
 	case EX_CEILDIV:
@@ -139,6 +150,7 @@ emit_expr(Emit *e, const Expr *x)
 		buf_puts(b, ")");
 		break;
 	default:
+	infix:
 		buf_puts(b, "(");
 		emit_expr(e, x->a);
 		buf_printf(b, " %s ", op[x->kind]);

@@ -531,14 +531,18 @@ launch_comp(WsfContext *ctx, WsfKernel *k, Comp *c)
 	c->nbind = ctx->nbind;
 }
 
+/* Makes the context's last error this call's, even when no diagnostic was made. */
 static WsfStatus
 finish_call(WsfContext *ctx, Comp *c, WsfStatus s)
 {
-	if (s != WSF_OK && c->last_error) {
+	if (s == WSF_OK)
+		return s;
+	if (c->last_error) {
 		free(ctx->last_error);
 		ctx->last_error = strdup(c->last_error);
+		return s;
 	}
-	return s;
+	return ctx_error(ctx, s, "error: %s", wsf_status_message(s));
 }
 
 WsfStatus

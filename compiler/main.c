@@ -3,7 +3,8 @@
  * (include/wsfuse.h), as any embedding program would.
  *
  * Exit status: 0 ok, 1 bad input (the spec, a size), 2 usage, 3 no GPU,
- * 4 a check failed, 5 an internal, NVRTC or CUDA error.
+ * 4 a check failed, 5 an internal, NVRTC or CUDA error, 6 a valid spec whose
+ * kernel family this version cannot build yet.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -13,7 +14,14 @@
 
 #include "wsfuse.h"
 
-enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_NO_GPU = 3, EXIT_CHECK = 4, EXIT_INTERNAL = 5 };
+enum {
+	EXIT_INPUT = 1,
+	EXIT_USAGE = 2,
+	EXIT_NO_GPU = 3,
+	EXIT_CHECK = 4,
+	EXIT_INTERNAL = 5,
+	EXIT_UNSUPPORTED = 6
+};
 
 static const char usage[] =
 	"usage: wsfuse compile SPEC [--emit=STAGE] [-o FILE|-] [-D NAME=VALUE]... [--dump-after=PASS|all]\n"
@@ -43,7 +51,7 @@ static const char help[] =
 	"  --seed=N            seed of the random inputs\n"
 	"\n"
 	"exit status: 0 ok, 1 bad input, 2 usage, 3 no GPU, 4 check failed,\n"
-	"             5 internal, NVRTC or CUDA error\n"
+	"             5 internal, NVRTC or CUDA error, 6 kernel family not built yet\n"
 	"\n"
 	"environment: WSFUSE_CACHE_DIR, WSFUSE_CACHE=0, WSFUSE_LIBCUDA_PATH, WSFUSE_NVRTC_PATH\n";
 
@@ -89,8 +97,9 @@ exit_code(WsfStatus s)
 		return 0;
 	case WSF_ERR_INPUT:
 	case WSF_ERR_IO:
-	case WSF_ERR_UNSUPPORTED:
 		return EXIT_INPUT;
+	case WSF_ERR_UNSUPPORTED:
+		return EXIT_UNSUPPORTED;
 	case WSF_ERR_USAGE:
 		return EXIT_USAGE;
 	case WSF_ERR_NO_GPU:

@@ -147,7 +147,9 @@ typedef enum WsfDtype {
 } WsfDtype;
 
 /* The dtype of argument i; its rank; and its extent along dimension d under the
- * context's current size bindings (-1 when a size is unbound). */
+ * size values the kernel was compiled with (the spec's defaults overridden by
+ * the bindings at compile time; -1 when a size was unbound).  A launch binds
+ * sizes from the tensors instead. */
 WsfDtype wsf_kernel_arg_dtype(const WsfKernel *k, int i);
 int wsf_kernel_arg_rank(const WsfKernel *k, int i);
 int64_t wsf_kernel_arg_dim(const WsfKernel *k, int i, int d);

@@ -73,6 +73,8 @@ arena_alloc(Arena *a, size_t size)
 	Block *b = a->head;
 	void *p;
 
+	if (size > SIZE_MAX / 2)
+		out_of_memory(a);
 	size = (size + 15) & ~(size_t)15;
 	if (size == 0)
 		size = 16;

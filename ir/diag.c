@@ -14,12 +14,33 @@
 
 #include "ir.h"
 
-/* Appends the source line of P and a caret under its column. */
+/* Length of the well-formed UTF-8 sequence at S (before END), 0 if malformed. */
+static int
+utf8_len(const char *s, const char *end)
+{
+	unsigned char c0 = (unsigned char)s[0];
+	int n = c0 < 0x80 ? 1 : (c0 & 0xe0) == 0xc0 ? 2 : (c0 & 0xf0) == 0xe0 ? 3 : (c0 & 0xf8) == 0xf0 ? 4 : 0;
+	int i;
+
+	if (n == 0 || s + n > end)
+		return 0;
+	for (i = 1; i < n; i++)
+		if (((unsigned char)s[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+/*
+ * Appends the source line of P and a caret under its column.  The line ends
+ * at a newline or a NUL byte; control bytes and bytes that are not valid
+ * UTF-8 are shown as '?'.  Columns count characters, as libyaml's marks do,
+ * so the caret skips one column per UTF-8 sequence, not per byte.
+ */
 static void
 put_caret(Buf *b, const Comp *c, Pos p)
 {
 	const char *s = c->src, *end, *q;
-	int line = 1, i;
+	int line = 1, col;
 
 	if (!s || p.line <= 0)
 		return;
@@ -30,14 +51,26 @@ put_caret(Buf *b, const Comp *c, Pos p)
 	}
 	if (line != p.line || s >= end)
 		return;
-	for (q = s; q < end && *q != '\n' && *q != '\r'; q++)
+	for (q = s; q < end && *q != '\n' && *q != '\r' && *q != 0; q++)
 		;
 	buf_puts(b, "\n  ");
-	buf_putn(b, s, (size_t)(q - s));
+	for (const char *t = s; t < q;) {
+		int n = utf8_len(t, q);
+
+		if (n > 1 || (n == 1 && (*t == '\t' || (*t >= 0x20 && *t != 0x7f))))
+			buf_putn(b, t, (size_t)(n ? n : 1));
+		else
+			buf_puts(b, "?");
+		t += n ? n : 1;
+	}
 	buf_puts(b, "\n  ");
 	/* keep tabs so the caret lines up however the terminal renders them */
-	for (i = 1; i < p.col && s + i - 1 < q; i++)
-		buf_putn(b, s[i - 1] == '\t' ? "\t" : " ", 1);
+	for (col = 1; col < p.col && s < q; col++) {
+		buf_putn(b, *s == '\t' ? "\t" : " ", 1);
+		s++;
+		while (s < q && ((unsigned char)*s & 0xc0) == 0x80)
+			s++;
+	}
 	buf_puts(b, "^");
 }
 

@@ -3,6 +3,8 @@
  * no file names) so golden tests can hold it; docs/ir.md gives its grammar.
  * Each line that came from the spec ends with "; LINE:COL".
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ir.h"
@@ -50,10 +52,17 @@ end_line(Buf *b, size_t start, Pos p)
 static void
 print_operand(Buf *b, const Fusion *f, const Operand *o)
 {
-	if (o->tensor)
+	char s[32];
+
+	if (o->tensor) {
 		buf_puts(b, f->tensor[o->tensor].name);
-	else
-		buf_printf(b, "%.17g", o->lit);
+		return;
+	}
+	/* the shortest text that reads back as the same double */
+	snprintf(s, sizeof s, "%.15g", o->lit);
+	if (strtod(s, NULL) != o->lit)
+		snprintf(s, sizeof s, "%.17g", o->lit);
+	buf_puts(b, s);
 }
 
 static void

@@ -163,7 +163,7 @@ infer_matmul(Comp *c, Fusion *f, Op *o, Tensor *out)
 	n = b->dim[o->transpose_b ? 0 : 1];
 	if (!dim_equal(ka, kb))
 		return diag_error(c, o->pos,
-		                  "matmul inner dimensions differ: '%s' %s%s has K = %s but '%s' %s%s has K = %s",
+		                  "matmul inner dimensions differ: the inner dim of '%s' %s%s is %s, of '%s' %s%s is %s",
 		                  a->name, shape_str(c, f, a), o->transpose_a ? " (transposed)" : "",
 		                  dim_str(c, f, ka), b->name, shape_str(c, f, b),
 		                  o->transpose_b ? " (transposed)" : "", dim_str(c, f, kb));

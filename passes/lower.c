@@ -151,9 +151,12 @@ pass_lower(Comp *c)
 	int j, row_bytes = 0, *tile_buf, rows_p, cols_p;
 	bool tma_store;
 
-	if (f->family != FAM_POINTWISE)
-		return diag_error(c, f->pos, "the %s kernel family is not implemented yet (pointwise is)",
-		                  f->family == FAM_MATMUL ? "matmul" : "reduction");
+	if (f->family != FAM_POINTWISE) {
+		diag_error(c, f->pos, "the %s kernel family is not implemented yet (pointwise is)",
+		           f->family == FAM_MATMUL ? "matmul" : "reduction");
+		c->status = WSF_ERR_UNSUPPORTED;
+		return -1;
+	}
 	k = kernel_new(c, f);
 	c->kernel = k;
 	d = &f->tensor[f->out[0].tensor];

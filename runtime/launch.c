@@ -249,6 +249,12 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 		}
 	}
 	tiles = ((rows + k->tile_rows - 1) / k->tile_rows) * ((cols + k->tile_cols - 1) / k->tile_cols);
+	if (tiles >= ((int64_t)1 << 31)) {
+		diag_error(c, f->pos, "kernel '%s': %lld tiles of %d x %d; at most 2^31 are supported", f->name,
+		           (long long)tiles, k->tile_rows, k->tile_cols);
+		s = WSF_ERR_INPUT;
+		goto done;
+	}
 	grid = (int64_t)d->sm_count * (*state)->ctas_per_sm;
 	if (tiles < grid)
 		grid = tiles;

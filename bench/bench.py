@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+"""wsfuse against torch eager, torch.compile and a device copy, in one process on one GPU.
+
+Method (PERF.md in shared/): every case runs on random inputs (never zeros) larger than L2;
+wsfuse's outputs are poisoned with NaN, computed, and checked against the eager
+expression evaluated in float32 on the same inputs (wsfuse computes in float32 and
+rounds once at the output, so that is the reference it should match to an ulp); then each variant is
+timed with triton.testing.do_bench(warmup=25, rep=200, return_mode="median"), or a
+median of CUDA events when triton is missing.  The copy column is a device-to-device
+copy moving the same number of bytes (half read, half written): the bandwidth ceiling.
+
+    python3 bench/bench.py                      # every case, full size
+    python3 bench/bench.py --quick              # small sizes: a smoke run
+    python3 bench/bench.py --cases relu_chain_bf16 --json out.json
+    python3 bench/bench.py --compile-only       # spec -> cubin for every case; no torch, no GPU
+
+To add a case, add a row to CASES.
+"""
+import argparse
+import datetime
+import json
+import os
+import statistics
+import string
+import sys
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import wsfuse  # noqa: E402
+
+try:
+    import torch
+except ImportError:   # --compile-only needs no torch
+    torch = None
+
+
+def io_bytes(inputs, outputs):
+    """Bytes a fused kernel must move: each input read once, each output written once."""
+    return sum(t.numel() * t.element_size() for t in (*inputs, *outputs))
+
+
+@dataclass
+class Case:
+    name: str
+    spec: str                 # YAML; $dt is replaced by the dtype, sizes are bound from `sizes`
+    dtype: str                # spec dtype: bf16, f16, f32
+    sizes: dict               # size bindings of the full run
+    quick: dict               # size bindings of --quick
+    inputs: Callable          # (sizes, dtype) -> tuple of torch tensors, in spec input order
+    eager: Callable           # the torch expression: eager(*inputs) -> tensor or tuple
+    bytes: Callable = io_bytes  # (inputs, outputs) -> bytes moved
+
+    def spec_text(self):
+        return string.Template(self.spec).substitute(dt=self.dtype, name=self.name)
+
+
+RELU_CHAIN = """\
+fusion: $name
+sizes: {N: 268435456}
+inputs:
+  a: {dtype: $dt, shape: [N]}
+  b: {dtype: $dt, shape: [N]}
+  c: {dtype: $dt, shape: [N]}
+ops:
+  - {out: t, op: mul, in: [a, b]}
+  - {out: u, op: add, in: [t, c]}
+  - {out: o, op: relu, in: [u]}
+outputs:
+  o: {dtype: $dt}
+"""
+
+BIAS_SILU_MUL = """\
+fusion: $name
+sizes: {M: 65536, N: 4096}
+inputs:
+  x:    {dtype: $dt, shape: [M, N]}
+  bias: {dtype: $dt, shape: [N]}
+  y:    {dtype: $dt, shape: [M, N]}
+ops:
+  - {out: h, op: add, in: [x, bias]}
+  - {out: s, op: silu, in: [h]}
+  - {out: o, op: mul, in: [s, y]}
+outputs:
+  o: {dtype: $dt}
+"""
+
+
+def torch_dtype(name):
+    return {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[name]
+
+
+def randn(dtype, *shape):
+    return torch.randn(shape, device="cuda", dtype=torch_dtype(dtype))
+
+
+def _relu_chain(a, b, c):
+    return torch.relu(a * b + c)
+
+
+def _bias_silu_mul(x, bias, y):
+    return torch.nn.functional.silu(x + bias) * y
+
+
+CASES = [
+    *(Case(f"relu_chain_{dt}", RELU_CHAIN, dt, {"N": 1 << 28}, {"N": 1 << 20},
+           lambda s, dt: tuple(randn(dt, s["N"]) for _ in "abc"), _relu_chain)
+      for dt in ("bf16", "f32")),
+    *(Case(f"bias_silu_mul_{dt}", BIAS_SILU_MUL, dt, {"M": 65536, "N": 4096}, {"M": 512, "N": 4096},
+           lambda s, dt: (randn(dt, s["M"], s["N"]), randn(dt, s["N"]), randn(dt, s["M"], s["N"])),
+           _bias_silu_mul)
+      for dt in ("bf16", "f32")),
+]
+
+# wsfuse vs the float32 reference rounded to the output dtype: at most an ulp or so apart
+TOLERANCE = {"bf16": dict(atol=1e-2, rtol=1.6e-2), "f16": dict(atol=1e-3, rtol=1e-3),
+             "f32": dict(atol=1e-5, rtol=1e-5)}
+
+
+def compile_case(case, sizes):
+    """The wsfuse Kernel of CASE with SIZES bound (a fresh context: no bindings leak between cases)."""
+    ctx = wsfuse.Context(sizes=sizes)
+    return ctx.compile_string(case.spec_text(), name=f"bench/{case.name}.yaml")
+
+
+def make_timer():
+    """(description, fn -> median ms)."""
+    try:
+        from triton.testing import do_bench
+        return ("triton.testing.do_bench(warmup=25, rep=200, return_mode='median')",
+                lambda fn: do_bench(fn, warmup=25, rep=200, return_mode="median"))
+    except ImportError:
+        pass
+
+    def events(fn, warmup_ms=25, rep_ms=200):
+        fn()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(5):
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        est = max(start.elapsed_time(end) / 5, 1e-3)
+        for _ in range(max(1, int(warmup_ms / est))):
+            fn()
+        pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                 for _ in range(max(5, int(rep_ms / est)))]
+        for s, e in pairs:
+            s.record()
+            fn()
+            e.record()
+        torch.cuda.synchronize()
+        return statistics.median(s.elapsed_time(e) for s, e in pairs)
+    return "CUDA events, median", events
+
+
+def as_tuple(x):
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+def check(k, case, inputs, outs):
+    """Launches K into the NaN-poisoned OUTS and compares them with the float32 eager reference."""
+    k.launch(*inputs, *outs)
+    torch.cuda.synchronize()
+    refs = as_tuple(case.eager(*(x.float() for x in inputs)))
+    for i, (o, r) in enumerate(zip(outs, refs), k.num_inputs):
+        torch.testing.assert_close(o, r.to(o.dtype), **TOLERANCE[k.arg_dtypes[i]],
+                                   msg=lambda m, name=k.arg_names[i]: f"output '{name}': {m}")
+
+
+def time_copy(nbytes, timer):
+    """Median ms of a device-to-device copy moving NBYTES (half read, half written)."""
+    src = torch.randint(0, 256, (nbytes // 2,), dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    return timer(lambda: dst.copy_(src))
+
+
+def run_case(case, sizes, timer):
+    """Checks and times one case; returns its result row (check holds 'ok' or the failure)."""
+    torch._dynamo.reset()
+    row = {"case": case.name, "sizes": sizes}
+    t0 = time.perf_counter()
+    k = compile_case(case, sizes)
+    row["wsfuse_compile_s"] = time.perf_counter() - t0
+    inputs = case.inputs(sizes, case.dtype)
+    out_dtypes = [torch_dtype(k.arg_dtypes[i]) for i in range(k.num_inputs, k.num_args)]
+    outs = [torch.full(s, float("nan"), dtype=d, device="cuda")
+            for s, d in zip(k.output_shapes(*inputs), out_dtypes)]
+    row["bytes"] = case.bytes(inputs, outs)
+    try:
+        check(k, case, inputs, outs)
+        row["check"] = "ok"
+        row["wsfuse_ms"] = timer(lambda: k.launch(*inputs, *outs))
+    except (AssertionError, wsfuse.Error) as e:   # report it, time the peers all the same
+        row["check"] = f"{type(e).__name__}: {e}"
+        row["wsfuse_ms"] = None
+    row["eager_ms"] = timer(lambda: case.eager(*inputs))
+    compiled = torch.compile(case.eager)
+    compiled(*inputs)   # compile outside the timing
+    row["compile_ms"] = timer(lambda: compiled(*inputs))
+    row["copy_ms"] = time_copy(row["bytes"], timer)
+    w, c, cp = row["wsfuse_ms"], row["compile_ms"], row["copy_ms"]
+    row["wsfuse_gbps"] = row["bytes"] / w / 1e6 if w else None
+    row["copy_gbps"] = row["bytes"] / cp / 1e6
+    row["speedup_vs_compile"] = c / w if w else None   # > 1: wsfuse is faster
+    row["frac_of_copy"] = cp / w if w else None          # wsfuse rate / copy rate
+    return row
+
+
+def fmt(v, spec):
+    return "-" if v is None else format(v, spec)
+
+
+def print_table(rows):
+    cols = ["case", "bytes", "wsfuse ms", "eager ms", "compile ms", "copy ms", "wsfuse GB/s",
+            "compile/wsfuse", "of copy", "check"]
+    lines = [[r["case"], f"{r['bytes'] / 1e9:.3f} GB", fmt(r["wsfuse_ms"], ".4f"), fmt(r["eager_ms"], ".4f"),
+              fmt(r["compile_ms"], ".4f"), fmt(r["copy_ms"], ".4f"), fmt(r["wsfuse_gbps"], ".0f"),
+              fmt(r["speedup_vs_compile"], ".3f") + ("x" if r["speedup_vs_compile"] else ""),
+              fmt(r["frac_of_copy"] and 100 * r["frac_of_copy"], ".1f") + ("%" if r["frac_of_copy"] else ""),
+              r["check"].splitlines()[0][:60]] for r in rows]
+    width = [max(len(str(x)) for x in col) for col in zip(cols, *lines)]
+    for line in [cols, ["-" * w for w in width], *lines]:
+        print("  ".join(str(x).ljust(w) if i in (0, len(cols) - 1) else str(x).rjust(w)
+                        for i, (x, w) in enumerate(zip(line, width))).rstrip())
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cases", help="comma list of case names (default: all): "
+                    + ", ".join(c.name for c in CASES))
+    ap.add_argument("--json", metavar="FILE", help="write the results to FILE")
+    ap.add_argument("--quick", action="store_true", help="small sizes: a smoke run, not a measurement")
+    ap.add_argument("--compile-only", action="store_true", help="only compile each spec to cubin")
+    args = ap.parse_args()
+    cases = CASES
+    if args.cases:
+        names = args.cases.split(",")
+        unknown = [n for n in names if n not in {c.name for c in CASES}]
+        if unknown:
+            ap.error(f"unknown case(s) {', '.join(unknown)}; known: {', '.join(c.name for c in CASES)}")
+        cases = [c for c in CASES if c.name in names]
+
+    if args.compile_only:
+        for case in cases:
+            t0 = time.perf_counter()
+            k = compile_case(case, case.quick if args.quick else case.sizes)
+            print(f"{case.name}: {len(k.cubin())} bytes of cubin in {time.perf_counter() - t0:.3f} s")
+        return 0
+
+    if torch is None or not torch.cuda.is_available():
+        sys.exit("bench.py: no CUDA device (use --compile-only to check the specs without one)")
+    prop = torch.cuda.get_device_properties(0)
+    timer_name, timer = make_timer()
+    try:
+        import triton
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = None
+    header = {"device": prop.name, "torch": torch.__version__, "triton": triton_version,
+              "cuda": torch.version.cuda, "timer": timer_name, "quick": args.quick,
+              "date": datetime.datetime.now().isoformat(timespec="seconds")}
+    print(" ".join(f"{k}={v}" for k, v in header.items()))
+    l2 = getattr(prop, "L2_cache_size", 0)
+    rows = []
+    for case in cases:
+        sizes = case.quick if args.quick else case.sizes
+        try:
+            row = run_case(case, sizes, timer)
+        except Exception as e:   # a case that cannot run at all: report it, go on with the rest
+            row = {"case": case.name, "sizes": sizes, "bytes": 0, "check": f"{type(e).__name__}: {e}"}
+            for key in ("wsfuse_ms", "eager_ms", "compile_ms", "copy_ms", "wsfuse_gbps", "copy_gbps",
+                        "speedup_vs_compile", "frac_of_copy"):
+                row[key] = None
+        torch.cuda.empty_cache()   # the case's tensors died with run_case's frame
+        if not args.quick and l2 and 0 < row["bytes"] < 4 * l2:
+            print(f"warning: {case.name} moves {row['bytes']} bytes, not far above L2 ({l2} bytes)")
+        rows.append(row)
+    print_table(rows)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({**header, "results": rows}, f, indent=1)
+    failed = [r["case"] for r in rows if r["check"] != "ok"]
+    for r in rows:
+        if r["check"] != "ok":
+            print(f"{r['case']}: {r['check']}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

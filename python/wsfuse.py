@@ -1,0 +1,298 @@
+"""wsfuse: a thin ctypes binding of libwsfuse (include/wsfuse.h).
+
+    import wsfuse
+    with wsfuse.Context(sizes={"N": 1 << 20}) as ctx:
+        k = ctx.compile_file("spec.yaml")
+        print(k.text("ptx"))
+        o = k(a, b, c)                # torch CUDA tensors in, output tensor(s) out
+
+No build step: the library is found by load().  torch is imported only by the
+calls that take tensors (launch, __call__), so compiling and inspecting kernels
+works on machines without torch or a GPU.
+"""
+import ctypes
+import os
+import re
+from ctypes import POINTER, c_char_p, c_int, c_int64, c_size_t, c_void_p
+
+__all__ = ["Error", "Context", "Kernel", "load"]
+
+DTYPES = {1: "f32", 2: "f16", 3: "bf16", 4: "fp8e4m3", 5: "fp8e5m2"}   # WsfDtype -> spec name
+_TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16",
+                 "fp8e4m3": "float8_e4m3fn", "fp8e5m2": "float8_e5m2"}
+_SEVERITIES = {1: "note", 2: "warning", 3: "error"}
+_DIAG_FN = ctypes.CFUNCTYPE(None, c_void_p, c_int, c_char_p)
+_DUMP_FN = ctypes.CFUNCTYPE(None, c_void_p, c_char_p, c_char_p)
+
+
+class _Tensor(ctypes.Structure):
+    """struct WsfTensor."""
+    _fields_ = [("data", c_void_p), ("dtype", c_int), ("ndim", c_int),
+                ("shape", POINTER(c_int64)), ("strides", POINTER(c_int64))]
+
+
+_SIGNATURES = {
+    "wsf_status_name": (c_char_p, [c_int]),
+    "wsf_status_message": (c_char_p, [c_int]),
+    "wsf_stage_from_name": (c_int, [c_char_p]),
+    "wsf_context_new": (c_void_p, []),
+    "wsf_context_delete": (None, [c_void_p]),
+    "wsf_set_diagnostic_handler": (None, [c_void_p, _DIAG_FN, c_void_p]),
+    "wsf_set_dump_handler": (None, [c_void_p, _DUMP_FN, c_void_p]),
+    "wsf_context_last_error": (c_char_p, [c_void_p]),
+    "wsf_set_size": (c_int, [c_void_p, c_char_p, c_int64]),
+    "wsf_set_option": (c_int, [c_void_p, c_char_p, c_char_p]),
+    "wsf_compile_file": (c_int, [c_void_p, c_char_p, POINTER(c_void_p)]),
+    "wsf_compile_string": (c_int, [c_void_p, c_char_p, c_char_p, c_size_t, POINTER(c_void_p)]),
+    "wsf_kernel_delete": (None, [c_void_p]),
+    "wsf_kernel_name": (c_char_p, [c_void_p]),
+    "wsf_kernel_text": (c_void_p, [c_void_p, c_int, POINTER(c_size_t)]),
+    "wsf_kernel_num_args": (c_int, [c_void_p]),
+    "wsf_kernel_arg_name": (c_char_p, [c_void_p, c_int]),
+    "wsf_kernel_arg_is_output": (c_int, [c_void_p, c_int]),
+    "wsf_kernel_arg_dtype": (c_int, [c_void_p, c_int]),
+    "wsf_kernel_arg_rank": (c_int, [c_void_p, c_int]),
+    "wsf_kernel_arg_dim": (c_int64, [c_void_p, c_int, c_int]),
+    "wsf_kernel_launch": (c_int, [c_void_p, c_void_p, POINTER(_Tensor), c_int, c_void_p]),
+}
+_libs = {}   # path -> CDLL: the only module state
+
+
+def load(path=None):
+    """The libwsfuse CDLL (cached per path).  PATH, else $WSFUSE_LIB, else
+    build/libwsfuse.so next to this python/ directory, else the system's libwsfuse.so.0."""
+    if path is None:
+        path = os.environ.get("WSFUSE_LIB")
+    if path is None:
+        here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "libwsfuse.so")
+        path = os.path.normpath(here) if os.path.exists(here) else "libwsfuse.so.0"
+    if path not in _libs:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as e:
+            raise OSError(f"{e} (build it with make, or point WSFUSE_LIB at libwsfuse.so)") from None
+        for name, (res, args) in _SIGNATURES.items():
+            fn = getattr(lib, name)
+            fn.restype, fn.argtypes = res, args
+        _libs[path] = lib
+    return _libs[path]
+
+
+class Error(Exception):
+    """A failed call: status (e.g. "WSF_ERR_INPUT"), message (the library's last
+    error, or the status text) and diagnostics [(severity, text)] from that call."""
+
+    def __init__(self, status, message, diagnostics=()):
+        super().__init__(f"{status}: {message}")
+        self.status, self.message, self.diagnostics = status, message, list(diagnostics)
+
+
+class Context:
+    """Owns a WsfContext: size bindings, options, and the diagnostics it reports.
+
+    sizes: {name: value} for set_size; options: set_option names with '_' for '-'
+    (stop_after="ptx", cache="0", cache_dir=..., dump_after="all", dump_dir=...).
+    Diagnostics accumulate in .diagnostics as (severity, text); IR dumps in .dumps
+    as (pass, text).  Keep the context open while its kernels are launched."""
+
+    def __init__(self, sizes=None, lib=None, **options):
+        self._lib = lib or load()
+        self._ptr = self._lib.wsf_context_new()
+        if not self._ptr:
+            raise MemoryError("wsf_context_new failed")
+        self.diagnostics, self.dumps = [], []
+        diags, dumps = self.diagnostics, self.dumps   # closures hold the lists, not self
+        self._diag_fn = _DIAG_FN(lambda _u, sev, msg: diags.append(
+            (_SEVERITIES.get(sev, "?"), msg.decode("utf-8", "replace"))))
+        self._dump_fn = _DUMP_FN(lambda _u, p, text: dumps.append(
+            (p.decode(), text.decode("utf-8", "replace"))))
+        self._lib.wsf_set_diagnostic_handler(self._ptr, self._diag_fn, None)
+        self._lib.wsf_set_dump_handler(self._ptr, self._dump_fn, None)
+        for name, value in (sizes or {}).items():
+            self.set_size(name, value)
+        for name, value in options.items():
+            self.set_option(name.replace("_", "-"), value)
+
+    def _handle(self):
+        if not self._ptr:
+            raise Error("WSF_ERR_USAGE", "the context is closed")
+        return self._ptr
+
+    def _call(self, fn, *args):
+        """Calls FN(ctx, *ARGS); a nonzero status raises Error with this call's diagnostics."""
+        first = len(self.diagnostics)
+        status = fn(self._handle(), *args)
+        if status:
+            new = self.diagnostics[first:]   # none: the last error is stale, use the status text
+            msg = self._lib.wsf_context_last_error(self._ptr).decode("utf-8", "replace") if new else ""
+            raise Error(self._lib.wsf_status_name(status).decode(),
+                        msg or self._lib.wsf_status_message(status).decode(), new)
+
+    def set_size(self, name, value):
+        """Binds size NAME to VALUE for later compiles (overrides the spec's default)."""
+        self._call(self._lib.wsf_set_size, name.encode(), int(value))
+
+    def set_option(self, name, value):
+        """Sets option NAME ("stop-after", "cache", "cache-dir", "dump-after", "dump-dir")."""
+        self._call(self._lib.wsf_set_option, name.encode(), None if value is None else str(value).encode())
+
+    def _compile(self, fn, *args):
+        out = c_void_p()
+        self._call(fn, *args, ctypes.byref(out))
+        return Kernel(self, out.value)
+
+    def compile_file(self, path):
+        """Compiles the spec in file PATH; returns a Kernel."""
+        return self._compile(self._lib.wsf_compile_file, os.fsencode(path))
+
+    def compile_string(self, text, name="<string>"):
+        """Compiles spec TEXT (NAME appears in diagnostics); returns a Kernel."""
+        data = text.encode() if isinstance(text, str) else bytes(text)
+        return self._compile(self._lib.wsf_compile_string, name.encode(), data, len(data))
+
+    def close(self):
+        """Frees the WsfContext (kernels stay valid but can no longer be launched)."""
+        if getattr(self, "_ptr", None):
+            self._lib.wsf_context_delete(self._ptr)
+            self._ptr = None
+
+    __del__ = close
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Kernel:
+    """A compiled fusion.  Arguments are the spec's inputs in order, then its outputs."""
+
+    def __init__(self, ctx, ptr):
+        self._ctx, self._lib, self._ptr = ctx, ctx._lib, ptr
+        lib, n = self._lib, self._lib.wsf_kernel_num_args(ptr)
+        self.name = lib.wsf_kernel_name(ptr).decode()
+        self.arg_names = tuple(lib.wsf_kernel_arg_name(ptr, i).decode() for i in range(n))
+        self.arg_dtypes = tuple(DTYPES.get(lib.wsf_kernel_arg_dtype(ptr, i)) for i in range(n))
+        self.arg_is_output = tuple(lib.wsf_kernel_arg_is_output(ptr, i) == 1 for i in range(n))
+        self.arg_ranks = tuple(lib.wsf_kernel_arg_rank(ptr, i) for i in range(n))
+        self.num_inputs = self.arg_is_output.count(False)
+        self._dims = None
+
+    @property
+    def num_args(self):
+        return len(self.arg_names)
+
+    def text(self, stage):
+        """The text of STAGE ('fusion-ir', 'kernel-ir', 'cuda', 'ptx'; 'cubin' gives bytes),
+        or None if compilation stopped before it."""
+        code = self._lib.wsf_stage_from_name(stage.encode())
+        if not code:
+            raise ValueError(f"unknown stage {stage!r}")
+        size = c_size_t()
+        p = self._lib.wsf_kernel_text(self._ptr, code, ctypes.byref(size))
+        if not p:
+            return None
+        data = ctypes.string_at(p, size.value)
+        return data if stage == "cubin" else data.decode("utf-8", "replace")
+
+    def cubin(self):
+        """The sm_90a cubin bytes, or None."""
+        return self.text("cubin")
+
+    def _symbolic_dims(self):
+        """Each argument's dims as printed in the fusion IR: size names or ints.
+
+        The C API reports extents only under the sizes bound at compile time, while
+        launches rebind sizes from the tensors; the fusion IR ("input x: bf16[M, N]",
+        "z: f32[M, N] = mul(...)") names the size behind each dim."""
+        if self._dims is None:
+            shapes = {}
+            for line in self.text("fusion-ir").splitlines():
+                m = re.match(r"\s*(?:input\s+)?(\w+): \w+\[([^\]]*)\]", line.split(";")[0])
+                if m:
+                    shapes[m.group(1)] = [int(d) if d.isdigit() else d
+                                          for d in (s.strip() for s in m.group(2).split(",")) if d]
+            self._dims = [shapes.get(n) for n in self.arg_names]
+        return self._dims
+
+    def output_shapes(self, *inputs):
+        """The outputs' shapes for these inputs (tensors or shape tuples): the spec's
+        output shapes with every size name bound from the inputs' shapes."""
+        if len(inputs) != self.num_inputs:
+            raise Error("WSF_ERR_INPUT", f"kernel '{self.name}' takes {self.num_inputs} inputs, "
+                        f"saw {len(inputs)}")
+        dims, bound = self._symbolic_dims(), {}
+        for i, x in enumerate(inputs):
+            shape, spec = tuple(getattr(x, "shape", x)), dims[i]
+            if spec is None:
+                continue
+            if len(shape) != len(spec):
+                raise Error("WSF_ERR_INPUT", f"argument '{self.arg_names[i]}': rank {len(shape)}, "
+                            f"expected {len(spec)}")
+            for d, (n, s) in enumerate(zip(shape, spec)):
+                want = s if isinstance(s, int) else bound.setdefault(s, n)
+                if n != want:
+                    why = f"the spec says {s}" if isinstance(s, int) else \
+                        f"size {s} is {want} from an earlier argument"
+                    raise Error("WSF_ERR_INPUT", f"argument '{self.arg_names[i]}': dim {d} is {n}, but {why}")
+        shapes = []
+        for i in range(self.num_inputs, self.num_args):
+            shape = []
+            for d, s in enumerate(dims[i] or [None] * self.arg_ranks[i]):
+                v = s if isinstance(s, int) else bound.get(s)
+                if v is None:   # a size no input names (or an unparsed line): its bound extent
+                    v = self._lib.wsf_kernel_arg_dim(self._ptr, i, d)
+                shape.append(int(v))
+            shapes.append(tuple(shape))
+        return shapes
+
+    def launch(self, *tensors, stream=None):
+        """Launches on torch CUDA tensors (contiguous), inputs then outputs, on STREAM
+        (a torch.cuda.Stream or a raw CUstream int; default: torch's current stream)."""
+        import torch
+        codes = {getattr(torch, _TORCH_DTYPES[n], None): c for c, n in DTYPES.items()}
+        args, keep, device = (_Tensor * len(tensors))(), [], None
+        for i, t in enumerate(tensors):
+            name = self.arg_names[i] if i < self.num_args else f"#{i}"
+            if not isinstance(t, torch.Tensor) or not t.is_cuda:
+                raise Error("WSF_ERR_INPUT", f"argument '{name}': expected a CUDA torch tensor, "
+                            f"got {getattr(t, 'device', type(t).__name__)}")
+            if device is not None and t.device != device:
+                raise Error("WSF_ERR_INPUT", f"argument '{name}' is on {t.device}, "
+                            f"argument '{self.arg_names[0]}' on {device}")
+            device = t.device
+            if t.dtype not in codes:
+                raise Error("WSF_ERR_INPUT", f"argument '{name}': dtype {t.dtype} is not supported")
+            shape, strides = (c_int64 * t.dim())(*t.shape), (c_int64 * t.dim())(*t.stride())
+            keep.append((shape, strides))   # alive until the call returns
+            args[i] = _Tensor(t.data_ptr(), codes[t.dtype], t.dim(), shape, strides)
+        with torch.cuda.device(device):
+            handle = getattr(stream, "cuda_stream", stream) if stream is not None \
+                else torch.cuda.current_stream().cuda_stream
+            self._ctx._call(self._lib.wsf_kernel_launch, self._ptr, args, len(tensors), c_void_p(handle))
+
+    def __call__(self, *inputs, stream=None):
+        """Allocates the outputs (shapes from output_shapes), launches, and returns the
+        output tensor, or a tuple of them when the spec has several."""
+        import torch
+        if not inputs:
+            raise Error("WSF_ERR_INPUT", f"kernel '{self.name}' needs its inputs")
+        outs = [torch.empty(s, dtype=getattr(torch, _TORCH_DTYPES[self.arg_dtypes[i]]),
+                            device=inputs[0].device)
+                for i, s in enumerate(self.output_shapes(*inputs), self.num_inputs)]
+        self.launch(*inputs, *outs, stream=stream)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def close(self):
+        """Frees the kernel (and unloads its module)."""
+        if getattr(self, "_ptr", None):
+            self._lib.wsf_kernel_delete(self._ptr)
+            self._ptr = None
+
+    __del__ = close
+
+    def __repr__(self):
+        args = ", ".join(f"{'out ' if o else ''}{n}: {d}" for n, d, o in
+                         zip(self.arg_names, self.arg_dtypes, self.arg_is_output))
+        return f"<wsfuse.Kernel {self.name}({args})>"

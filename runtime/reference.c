@@ -1,0 +1,424 @@
+/*
+ * reference.c: the host reference evaluator of the fusion IR, in double.
+ *
+ * It checks the GPU path, so it shares nothing with it: each op's math is
+ * written here again, in double, in one table indexed by OpKind (ops.h says
+ * so), and evaluation is the plainest loop that follows the semantics.
+ * Tensors are evaluated in op order (a topological order) into double arrays
+ * in the Comp's arena; nothing is rounded except by an explicit cast, which
+ * rounds to its `to` type as the kernel does when it stores.
+ *
+ * Shapes come from Tensor.dim through dim_value(), so the same fusion
+ * evaluates at whatever sizes are bound.  Pointwise ops broadcast numpy-style
+ * over trailing dims (an operand literal is a rank-0 tensor); reductions fold
+ * op->axis (already normalized) with or without keepdim, which changes the
+ * shape but not the layout; matmul multiplies the last two dims, broadcasting
+ * the batch dims, with the loop order i, k, j so the inner loop is contiguous.
+ * Composites are expanded before this runs; meeting one is an internal error.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "runtime.h"
+
+/* ---- the op table ---- */
+
+typedef struct RefOp {
+	double (*unary)(const Op *op, double x);
+	double (*binary)(double a, double b);
+	double (*fold)(double acc, double x); /* reductions: acc op x */
+	double init;                          /* reductions: the fold's identity */
+	bool mean;                            /* divide the fold by the reduced extent */
+} RefOp;
+
+static double un_neg(const Op *op, double x) { return -x; }
+static double un_abs(const Op *op, double x) { return fabs(x); }
+static double un_exp(const Op *op, double x) { return exp(x); }
+static double un_log(const Op *op, double x) { return log(x); }
+static double un_sqrt(const Op *op, double x) { return sqrt(x); }
+static double un_rsqrt(const Op *op, double x) { return 1.0 / sqrt(x); }
+static double un_tanh(const Op *op, double x) { return tanh(x); }
+static double un_sigmoid(const Op *op, double x) { return 1.0 / (1.0 + exp(-x)); }
+/* x < 0 rather than x > 0 so that NaN passes through, as in torch */
+static double un_relu(const Op *op, double x) { return x < 0 ? 0.0 : x; }
+static double un_silu(const Op *op, double x) { return x / (1.0 + exp(-x)); }
+static double un_cast(const Op *op, double x) { return rt_round(op->to, x); }
+
+static double
+un_gelu(const Op *op, double x)
+{
+	if (op->approx == APPROX_TANH)
+		return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+	return 0.5 * x * (1.0 + erf(x / M_SQRT2));
+}
+
+static double bin_add(double a, double b) { return a + b; }
+static double bin_sub(double a, double b) { return a - b; }
+static double bin_mul(double a, double b) { return a * b; }
+static double bin_div(double a, double b) { return a / b; }
+/* NaN wins, as in torch.maximum/minimum (fmax would drop it) */
+static double bin_max(double a, double b) { return isnan(a) || a > b ? a : b; }
+static double bin_min(double a, double b) { return isnan(a) || a < b ? a : b; }
+
+static const RefOp ref_ops[OP_COUNT] = {
+	[OP_NEG] = {.unary = un_neg},
+	[OP_ABS] = {.unary = un_abs},
+	[OP_EXP] = {.unary = un_exp},
+	[OP_LOG] = {.unary = un_log},
+	[OP_SQRT] = {.unary = un_sqrt},
+	[OP_RSQRT] = {.unary = un_rsqrt},
+	[OP_TANH] = {.unary = un_tanh},
+	[OP_SIGMOID] = {.unary = un_sigmoid},
+	[OP_RELU] = {.unary = un_relu},
+	[OP_SILU] = {.unary = un_silu},
+	[OP_GELU] = {.unary = un_gelu},
+	[OP_CAST] = {.unary = un_cast},
+	[OP_ADD] = {.binary = bin_add},
+	[OP_SUB] = {.binary = bin_sub},
+	[OP_MUL] = {.binary = bin_mul},
+	[OP_DIV] = {.binary = bin_div},
+	[OP_MAXIMUM] = {.binary = bin_max},
+	[OP_MINIMUM] = {.binary = bin_min},
+	[OP_SUM] = {.fold = bin_add, .init = 0.0},
+	[OP_MAX] = {.fold = bin_max, .init = -INFINITY},
+	[OP_MEAN] = {.fold = bin_add, .init = 0.0, .mean = true},
+};
+
+/* ---- shapes ---- */
+
+typedef struct Shape {
+	int rank;
+	int64_t ext[MAX_RANK];
+} Shape;
+
+/* One evaluation: the fusion and each tensor's values (NULL until computed). */
+typedef struct Eval {
+	Comp *c;
+	const Fusion *f;
+	const double **val;
+} Eval;
+
+static Shape
+shape_of(const Fusion *f, int t)
+{
+	Shape s = {0};
+	int i;
+
+	if (t == 0)
+		return s; /* a literal: rank 0 */
+	s.rank = f->tensor[t].rank;
+	for (i = 0; i < s.rank; i++)
+		s.ext[i] = dim_value(f, f->tensor[t].dim[i]);
+	return s;
+}
+
+static int64_t
+numel(const Shape *s)
+{
+	int64_t n = 1;
+	int i;
+
+	for (i = 0; i < s->rank; i++)
+		n *= s->ext[i];
+	return n;
+}
+
+static int64_t
+prod(const Shape *s, int from, int to)
+{
+	int64_t n = 1;
+
+	for (; from < to; from++)
+		n *= s->ext[from];
+	return n;
+}
+
+static WsfStatus PRINTF_LIKE(3, 4)
+internal(Eval *e, const Op *op, const char *fmt, ...)
+{
+	Buf b;
+	va_list ap;
+
+	buf_init(&b, e->c->arena);
+	va_start(ap, fmt);
+	buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	diag_internal(e->c, "the reference evaluator", "op %d ('%s' defining '%s'): %s",
+	              (int)(op - e->f->op), op_info[op->kind].name, e->f->tensor[op->out].name,
+	              buf_str(&b));
+	return WSF_ERR_INTERNAL;
+}
+
+/*
+ * Strides (in elements of IN) that read IN broadcast to OUT: trailing dims
+ * line up; a missing or extent-1 dim repeats (stride 0).  -1 if they clash.
+ */
+static int
+broadcast_strides(const Shape *in, const Shape *out, int64_t *st)
+{
+	int64_t step = 1;
+	int d, k;
+
+	if (in->rank > out->rank)
+		return -1;
+	for (d = out->rank - 1; d >= 0; d--) {
+		k = d - (out->rank - in->rank);
+		if (k < 0 || (in->ext[k] == 1 && out->ext[d] != 1)) {
+			st[d] = 0;
+		} else if (in->ext[k] == out->ext[d]) {
+			st[d] = step;
+		} else {
+			return -1;
+		}
+		if (k >= 0)
+			step *= in->ext[k];
+	}
+	return 0;
+}
+
+/* ---- evaluation ---- */
+
+static WsfStatus
+eval_pointwise(Eval *e, const Op *op, double *out)
+{
+	const RefOp *r = &ref_ops[op->kind];
+	Shape os = shape_of(e->f, op->out);
+	int64_t st[2][MAX_RANK] = {{0}}, off[2] = {0}, idx[MAX_RANK] = {0}, n, total = numel(&os);
+	const double *src[2];
+	int i, d, nin = r->unary ? 1 : 2;
+
+	if (op->nin != nin)
+		return internal(e, op, "%d inputs, expected %d", op->nin, nin);
+	for (i = 0; i < nin; i++) {
+		Shape is = shape_of(e->f, op->in[i].tensor);
+
+		src[i] = op->in[i].tensor ? e->val[op->in[i].tensor] : &op->in[i].lit;
+		if (broadcast_strides(&is, &os, st[i]) < 0)
+			return internal(e, op, "input %d does not broadcast to the output shape", i);
+	}
+	for (n = 0; n < total; n++) {
+		out[n] = r->unary ? r->unary(op, src[0][off[0]])
+		                  : r->binary(src[0][off[0]], src[1][off[1]]);
+		/* odometer: step the innermost index, carrying outward */
+		for (d = os.rank - 1; d >= 0; d--) {
+			for (i = 0; i < nin; i++)
+				off[i] += st[i][d];
+			if (++idx[d] < os.ext[d])
+				break;
+			for (i = 0; i < nin; i++)
+				off[i] -= st[i][d] * os.ext[d];
+			idx[d] = 0;
+		}
+	}
+	return WSF_OK;
+}
+
+static WsfStatus
+eval_reduce(Eval *e, const Op *op, double *out)
+{
+	const RefOp *r = &ref_ops[op->kind];
+	Shape is = shape_of(e->f, op->in[0].tensor), os = shape_of(e->f, op->out);
+	const double *in = e->val[op->in[0].tensor];
+	int64_t outer, n, inner, o, k, i;
+
+	if (op->nin != 1 || op->in[0].tensor == 0 || op->axis < 0 || op->axis >= is.rank)
+		return internal(e, op, "axis %d of an input of rank %d", op->axis, is.rank);
+	outer = prod(&is, 0, op->axis);
+	n = is.ext[op->axis];
+	inner = prod(&is, op->axis + 1, is.rank);
+	if (numel(&os) != outer * inner)
+		return internal(e, op, "output has %lld elements, expected %lld",
+		                (long long)numel(&os), (long long)(outer * inner));
+	/* keepdim or not, the output is laid out as [outer, inner] */
+	for (o = 0; o < outer; o++) {
+		double *acc = out + o * inner;
+
+		for (i = 0; i < inner; i++)
+			acc[i] = r->init;
+		for (k = 0; k < n; k++)
+			for (i = 0; i < inner; i++)
+				acc[i] = r->fold(acc[i], in[(o * n + k) * inner + i]);
+		if (r->mean)
+			for (i = 0; i < inner; i++)
+				acc[i] /= (double)n;
+	}
+	return WSF_OK;
+}
+
+/* Strides, in whole matrices, that step operand shape S's batch dims over OUT's. */
+static int
+batch_strides(const Shape *s, const Shape *out, int64_t *st)
+{
+	Shape sb = *s, ob = *out;
+
+	sb.rank -= 2;
+	ob.rank -= 2;
+	return broadcast_strides(&sb, &ob, st);
+}
+
+/* out[M,N] = a[M,K] b[K,N], where a(i,k) = A[i*ai + k*ak] and B is row-major [K,N]. */
+static void
+matmul_one(const double *a, int64_t ai, int64_t ak, const double *b, double *out, int64_t m,
+           int64_t kk, int64_t nn)
+{
+	int64_t i, k, j;
+
+	memset(out, 0, (size_t)(m * nn) * sizeof *out);
+	for (i = 0; i < m; i++) {
+		double *row = out + i * nn;
+
+		for (k = 0; k < kk; k++) {
+			double x = a[i * ai + k * ak];
+			const double *brow = b + k * nn;
+
+			for (j = 0; j < nn; j++)
+				row[j] += x * brow[j];
+		}
+	}
+}
+
+static WsfStatus
+eval_matmul(Eval *e, const Op *op, double *out)
+{
+	Shape as = shape_of(e->f, op->in[0].tensor), bs = shape_of(e->f, op->in[1].tensor);
+	Shape os = shape_of(e->f, op->out);
+	const double *a = e->val[op->in[0].tensor], *b = e->val[op->in[1].tensor];
+	int64_t ast[MAX_RANK] = {0}, bst[MAX_RANK] = {0}, idx[MAX_RANK] = {0};
+	int64_t m, k, n, kb, aoff = 0, boff = 0, batch, nbatch, i, j;
+	double *bt;
+	int d;
+
+	if (op->nin != 2 || !op->in[0].tensor || !op->in[1].tensor || as.rank < 2 || bs.rank < 2 ||
+	    os.rank < 2)
+		return internal(e, op, "matmul needs two tensors of rank 2 or more");
+	m = as.ext[as.rank - (op->transpose_a ? 1 : 2)];
+	k = as.ext[as.rank - (op->transpose_a ? 2 : 1)];
+	kb = bs.ext[bs.rank - (op->transpose_b ? 1 : 2)];
+	n = bs.ext[bs.rank - (op->transpose_b ? 2 : 1)];
+	if (k != kb || os.ext[os.rank - 2] != m || os.ext[os.rank - 1] != n)
+		return internal(e, op, "shapes do not multiply");
+	if (batch_strides(&as, &os, ast) < 0 || batch_strides(&bs, &os, bst) < 0)
+		return internal(e, op, "batch dims do not broadcast");
+	/* a transposed B is copied to row-major [K,N] per batch so the inner loop stays contiguous */
+	bt = op->transpose_b ? arena_alloc(e->c->arena, (size_t)(k * n) * sizeof *bt) : NULL;
+	nbatch = prod(&os, 0, os.rank - 2);
+	for (batch = 0; batch < nbatch; batch++) {
+		const double *ab = a + aoff * m * k, *bb = b + boff * k * n;
+
+		if (bt) {
+			for (i = 0; i < n; i++)
+				for (j = 0; j < k; j++)
+					bt[j * n + i] = bb[i * k + j];
+			bb = bt;
+		}
+		matmul_one(ab, op->transpose_a ? 1 : k, op->transpose_a ? m : 1, bb, out + batch * m * n,
+		           m, k, n);
+		for (d = os.rank - 3; d >= 0; d--) {
+			aoff += ast[d];
+			boff += bst[d];
+			if (++idx[d] < os.ext[d])
+				break;
+			aoff -= ast[d] * os.ext[d];
+			boff -= bst[d] * os.ext[d];
+			idx[d] = 0;
+		}
+	}
+	return WSF_OK;
+}
+
+static WsfStatus
+eval_op(Eval *e, const Op *op, double *out)
+{
+	const RefOp *r = &ref_ops[op->kind];
+
+	if (op_info[op->kind].cls != CLS_COMPOSITE && !r->unary && !r->binary && !r->fold &&
+	    op_info[op->kind].cls != CLS_MATMUL)
+		return internal(e, op, "no reference semantics; add the op's row to ref_ops");
+	switch (op_info[op->kind].cls) {
+	case CLS_UNARY:
+	case CLS_BINARY:
+		return eval_pointwise(e, op, out);
+	case CLS_REDUCE:
+		return eval_reduce(e, op, out);
+	case CLS_MATMUL:
+		return eval_matmul(e, op, out);
+	default:
+		return internal(e, op, "composites must be expanded before the reference runs");
+	}
+}
+
+/* A zeroed array in *V for the values op OP defines. */
+static WsfStatus
+alloc_values(Eval *e, const Op *op, double **v)
+{
+	const Tensor *t = &e->f->tensor[op->out];
+	int64_t n = tensor_numel(e->f, t);
+
+	if (n <= 0)
+		return internal(e, op, "output '%s' has an unbound or empty size", t->name);
+	if ((uint64_t)n > SIZE_MAX / sizeof(double)) {
+		Pos none = {0};
+
+		diag_error(e->c, none, "the reference for '%s' needs more memory than exists", t->name);
+		return WSF_ERR_NOMEM;
+	}
+	*v = arena_alloc(e->c->arena, (size_t)n * sizeof(double));
+	return WSF_OK;
+}
+
+static WsfStatus
+evaluate(Eval *e, const double *const *in, double *const *out)
+{
+	const Fusion *f = e->f;
+	WsfStatus st;
+	int i;
+
+	for (i = 0; i < f->ninput; i++)
+		e->val[f->input[i]] = in[i];
+	for (i = 1; i < f->nop; i++) {
+		const Op *op = &f->op[i];
+		double *v = NULL;
+
+		if (op->kind <= OP_NONE || op->kind >= OP_COUNT) {
+			diag_internal(e->c, "the reference evaluator", "op %d has kind %d", i, (int)op->kind);
+			return WSF_ERR_INTERNAL;
+		}
+		if ((st = alloc_values(e, op, &v)) != WSF_OK || (st = eval_op(e, op, v)) != WSF_OK)
+			return st;
+		e->val[op->out] = v;
+	}
+	for (i = 0; i < f->nout; i++) {
+		int t = f->out[i].tensor;
+
+		if (!e->val[t]) {
+			diag_internal(e->c, "the reference evaluator", "output '%s' was never computed",
+			              f->tensor[t].name);
+			return WSF_ERR_INTERNAL;
+		}
+		memmove(out[i], e->val[t], (size_t)tensor_numel(f, &f->tensor[t]) * sizeof(double));
+	}
+	return WSF_OK;
+}
+
+WsfStatus
+rt_reference(Comp *c, const Fusion *f, const double *const *in, double *const *out)
+{
+	Eval e = {c, f, NULL};
+	jmp_buf saved;
+	WsfStatus st;
+
+	/* big intermediates are the likeliest allocation to fail: catch it here, not in the caller */
+	memcpy(&saved, &c->oom, sizeof saved);
+	if (setjmp(c->oom)) {
+		Pos none = {0};
+
+		memcpy(&c->oom, &saved, sizeof saved);
+		diag_error(c, none, "out of memory evaluating the reference for '%s'", f->name);
+		return WSF_ERR_NOMEM;
+	}
+	e.val = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *e.val);
+	st = evaluate(&e, in, out);
+	memcpy(&c->oom, &saved, sizeof saved);
+	return st;
+}

@@ -1,0 +1,51 @@
+#!/bin/bash
+# run.sh BUILD: the GPU tests (make check-gpu).  Runs `wsfuse run --check` on
+# every example and on every line of tests/gpu/sweep.txt, each of which is
+# `SPEC [-D NAME=VALUE]... [extra flags]` ('#' starts a comment).  --check
+# compares every output with the host reference; any non-zero exit fails,
+# 3 (no GPU) included, since a GPU was found.  Without a GPU (nvidia-smi
+# missing, failing or listing none) it prints "skipped: no GPU" and exits 0.
+# GPU_TIMEOUT (seconds, default 300) bounds each run.
+set -u
+b=${1:?usage: run.sh BUILD}
+here=${0%/*}
+limit=${GPU_TIMEOUT:-300}
+if ! gpus=$(nvidia-smi -L 2>/dev/null) || ! grep -q '^GPU ' <<<"$gpus"; then
+	echo "skipped: no GPU"
+	exit 0
+fi
+[ -x "$b/wsfuse" ] || { echo "FAIL $b/wsfuse: not built"; echo "0 passed, 1 failed"; exit 1; }
+out=$(mktemp) || exit 1
+trap 'rm -f "$out"' EXIT
+pass=0 fail=0
+
+# check SPEC [ARGS...]: one `wsfuse run --check` case
+check() {
+	local to=
+	command -v timeout >/dev/null && to="timeout $limit"
+	$to "$b/wsfuse" run --check "$@" >"$out" 2>&1 </dev/null
+	rc=$?
+	if [ $rc = 0 ]; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		echo "FAIL gpu: $*: exit $rc"
+		tail -n 5 "$out" | sed 's/^/    /'
+	fi
+}
+
+for y in examples/*.yaml; do
+	[ -f "$y" ] && check "$y"
+done
+if [ -f "$here/sweep.txt" ]; then
+	set -f  # the sweep's words are not globs
+	while IFS= read -r line; do
+		line=${line%%#*}
+		[ -n "${line// /}" ] || continue
+		# shellcheck disable=SC2086
+		check $line
+	done <"$here/sweep.txt"
+	set +f
+fi
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]

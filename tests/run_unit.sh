@@ -1,0 +1,79 @@
+#!/bin/bash
+# run_unit.sh BUILD: runs the cmocka unit tests BUILD/tests/test_* (TAP output,
+# one count per test case), then replays every file of tests/fuzz/regress/ and
+# tests/fuzz/corpus/ through BUILD/tests/replay (one count per file).
+# Prints one line per failure and ends with "N passed, N failed[, N skipped]".
+# TEST_TIMEOUT (seconds, default 300) bounds each program.
+set -u
+b=${1:?usage: run_unit.sh BUILD}
+limit=${TEST_TIMEOUT:-300}
+pass=0 fail=0 skip=0
+out=$(mktemp) || exit 1
+trap 'rm -f "$out"' EXIT
+
+bounded() {
+	if command -v timeout >/dev/null; then timeout "$limit" "$@"; else "$@"; fi
+}
+
+# How a program ended, for a failure line.
+how() {
+	local rc=$1 s
+	s=$(grep -m1 -E '^SUMMARY: |runtime error:|broken promise' "$out")
+	if [ -n "$s" ]; then echo "$s"
+	elif [ "$rc" = 124 ]; then echo "timed out after ${limit}s"
+	elif [ "$rc" -gt 128 ]; then echo "killed by signal $((rc - 128))"
+	else echo "exit $rc"
+	fi
+}
+
+for t in "$b"/tests/test_*; do
+	[ -x "$t" ] || continue
+	name=${t##*/}
+	CMOCKA_MESSAGE_OUTPUT=TAP bounded "$t" >"$out" 2>&1
+	rc=$?
+	# TAP: "1..N", then "ok K - case", "not ok K - case" followed by "# why"
+	# lines, or "ok K # SKIP case".
+	read -r plan ok bad skipped < <(awk '
+		/^1\.\.[0-9]+/ { sub(/^1\.\./, ""); plan += $1 }
+		/^(not )?ok [0-9]+ # SKIP/ { skipped++; next }  # cmocka 1.1 says "not ok"
+		/^ok [0-9]/ { ok++ }
+		/^not ok [0-9]/ { bad++ }
+		END { print plan + 0, ok + 0, bad + 0, skipped + 0 }' "$out")
+	awk -v t="$name" '
+		function flush() { if (c != "") print "FAIL " t ": " c (loc ? " (" loc ")" : "") (why ? ": " why : ""); c = "" }
+		/^(not )?ok [0-9]/ { flush() }
+		/^(not )?ok [0-9]+ # SKIP/ { next }
+		/^not ok [0-9]/ { c = $0; sub(/^not ok [0-9]+ - /, "", c); loc = why = ""; next }
+		c != "" && /^# .*: error: / { loc = $0; sub(/^# /, "", loc); sub(/: error: .*/, "", loc); next }
+		c != "" && /^#/ && why == "" { why = $0; sub(/^# */, "", why) }
+		END { flush() }' "$out"
+	pass=$((pass + ok))
+	fail=$((fail + bad))
+	skip=$((skip + skipped))
+	ok=$((ok + skipped))
+	# a crash or a timeout cuts the plan short: count what never ran as failed
+	if [ $((ok + bad)) -lt "$plan" ] || { [ "$rc" != 0 ] && [ "$bad" = 0 ]; }; then
+		missing=$((plan - ok - bad))
+		[ "$missing" -lt 1 ] && missing=1
+		fail=$((fail + missing))
+		echo "FAIL $name: $(how "$rc") after $((ok + bad)) of $plan tests"
+	fi
+done
+
+if [ -x "$b/tests/replay" ]; then
+	for f in tests/fuzz/regress/* tests/fuzz/corpus/*; do
+		[ -f "$f" ] || continue
+		case $f in */README*) continue ;; esac
+		bounded "$b/tests/replay" "$f" >"$out" 2>&1
+		rc=$?
+		if [ "$rc" = 0 ]; then
+			pass=$((pass + 1))
+		else
+			fail=$((fail + 1))
+			echo "FAIL $f: $(how "$rc")"
+		fi
+	done
+fi
+
+echo "$pass passed, $fail failed$([ $skip -gt 0 ] && echo ", $skip skipped")"
+[ "$fail" = 0 ]

@@ -1,0 +1,82 @@
+# tests/tests.mk: the test targets, included by the Makefile (which defines B,
+# CC, CPPFLAGS, ALLCFLAGS and LIBS).  docs/testing.md describes the suite.
+#
+#   test            all + unit tests + fuzz replays + golden files + NVRTC cubins
+#   update-golden   rewrite golden files from the current compiler (T=NAME: only those)
+#   check-asan      the same suite, built in build-asan/ with ASan and UBSan
+#   check-valgrind  error and IR goldens with the CLI under valgrind
+#   check-gpu       every example and tests/gpu/sweep.txt with `wsfuse run --check`
+#   fuzz            libFuzzer on the front end for SECONDS seconds (default 60)
+
+TEST_SRCS := $(wildcard tests/unit/test_*.c)
+TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(B)/tests/%)
+TEST_HDRS := $(wildcard include/*.h ir/*.h compiler/*.h passes/*.h codegen/*.h runtime/*.h)
+
+test: all $(TEST_BINS) $(B)/tests/replay
+	@bash tests/summary.sh $(B)
+
+# Each unit test is a standalone cmocka program over the static library.
+$(B)/tests/test_%: tests/unit/test_%.c $(B)/libwsfuse.a $(TEST_HDRS) | check-cmocka
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) $(LDFLAGS) -o $@ $< $(B)/libwsfuse.a -lcmocka $(LIBS)
+
+# The fuzz entry point without libFuzzer, for replaying inputs.
+$(B)/tests/replay: tests/fuzz/replay.c tests/fuzz/fuzz_spec.c include/wsfuse.h $(B)/libwsfuse.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) $(LDFLAGS) -o $@ tests/fuzz/replay.c tests/fuzz/fuzz_spec.c $(B)/libwsfuse.a $(LIBS)
+
+check-cmocka:
+	@printf '#include <stdarg.h>\n#include <stddef.h>\n#include <setjmp.h>\n#include <cmocka.h>\n' | \
+	  $(CC) $(CPPFLAGS) -E -x c - >/dev/null 2>&1 || \
+	  { echo "wsfuse: cmocka.h is missing: install libcmocka-dev (apt-get install libcmocka-dev)" >&2; exit 1; }
+
+update-golden: all
+	@bash tests/run_golden.sh -u $(if $(T),-t $(T)) $(B)
+
+# allocator_may_return_null: the OOM tests ask for SIZE_MAX/2 bytes and expect NULL.
+ASAN_CFLAGS  := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+ASAN_LDFLAGS := -fsanitize=address,undefined
+check-asan:
+	@ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
+	 UBSAN_OPTIONS=print_stacktrace=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
+	 $(MAKE) --no-print-directory B=build-asan CFLAGS='$(ASAN_CFLAGS)' LDFLAGS='$(ASAN_LDFLAGS)' test
+
+VALGRIND := valgrind --leak-check=full --errors-for-leak-kinds=all --error-exitcode=9 -q
+check-valgrind: all
+	@command -v valgrind >/dev/null || { echo "wsfuse: valgrind is missing: apt-get install valgrind" >&2; exit 1; }
+	@bash tests/run_golden.sh -n -w '$(VALGRIND)' $(B)
+
+check-gpu: all
+	@bash tests/gpu/run.sh $(B)
+
+# libFuzzer needs clang.  Every library source but the CLI is compiled into the
+# target directly, so that the front end is instrumented for coverage.
+SECONDS   ?= 60
+FUZZ_SRCS  = $(filter-out compiler/main.c,$(wildcard ir/*.c compiler/*.c passes/*.c codegen/*.c runtime/*.c)) \
+             $(if $(wildcard codegen/device.cuh),build-fuzz/device_header.c)
+FUZZ_FLAGS = -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+             -fno-omit-frame-pointer $(CPPFLAGS)
+
+build-fuzz/device_header.c: codegen/device.cuh tools/embed.sh
+	@mkdir -p build-fuzz
+	sh tools/embed.sh codegen_device_header < $< > $@.tmp && mv $@.tmp $@
+
+build-fuzz/fuzz_spec: tests/fuzz/fuzz_spec.c $(FUZZ_SRCS) $(TEST_HDRS)
+	@mkdir -p build-fuzz
+	@command -v clang >/dev/null || { echo "wsfuse: make fuzz needs clang: apt-get install clang" >&2; exit 1; }
+	clang $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_spec.c $(FUZZ_SRCS) $(LIBS)
+
+FUZZ_RUN = build-fuzz/fuzz_spec -max_len=4096 -max_total_time=$(SECONDS) -timeout=10 \
+           -dict=tests/fuzz/spec.dict -artifact_prefix=build-fuzz/crashes/ \
+           build-fuzz/corpus tests/fuzz/corpus build-fuzz/seeds
+fuzz: build-fuzz/fuzz_spec
+	@mkdir -p build-fuzz/corpus build-fuzz/seeds build-fuzz/crashes
+	@for f in examples/*.yaml tests/errors/*.yaml; do \
+	  [ -f "$$f" ] && cp "$$f" build-fuzz/seeds/`echo "$$f" | tr / _`; done; true
+	@echo "$(FUZZ_RUN)"
+	@$(FUZZ_RUN); rc=$$?; n=`ls build-fuzz/crashes | wc -l`; \
+	if [ $$n -gt 0 ]; then echo "fuzz: $$n input(s) in build-fuzz/crashes/: minimise each" \
+	  "(build-fuzz/fuzz_spec -minimize_crash=1 -runs=100000 FILE) and add it as tests/fuzz/regress/NAME.yaml"; fi; \
+	exit $$rc
+
+.PHONY: test check-cmocka update-golden check-asan check-valgrind check-gpu fuzz

@@ -1,0 +1,344 @@
+/*
+ * test_nvrtc.c: runtime/nvrtc.c against the real NVRTC (no GPU needed).
+ *
+ * A tiny kernel with one RtHeader must come back as an sm_90a cubin (ELF)
+ * and PTX, and come from the cache the second time.  A syntax error must be
+ * WSF_ERR_NVRTC with the options, the log and the path where the source was
+ * written; two kernels that make ptxas serialize wgmma or ignore setmaxnreg
+ * must fail the same way.  Every test uses its own temp cache and dump dirs;
+ * all skip when NVRTC cannot be loaded.
+ */
+#define _XOPEN_SOURCE 700 /* nftw */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <dlfcn.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../runtime/runtime.h"
+
+#define COMP_INIT(c) \
+	do { \
+		memset(&(c), 0, sizeof(c)); \
+		if (setjmp((c).oom)) \
+			fail_msg("out of memory"); \
+		(c).arena = arena_new(&(c).oom); \
+		(c).strs = strtab_new((c).arena); \
+	} while (0)
+
+typedef struct Dirs {
+	char root[64];
+	char cache[96];
+	char dump[96];
+} Dirs;
+
+static const RtHeader header = {
+	"wsf_test.cuh", "#pragma once\n__device__ inline float twice(float v) { return 2.0f * v; }\n"};
+
+static const char *const good_src =
+	"#include \"wsf_test.cuh\"\n"
+	"extern \"C\" __global__ void k(float *x) { x[threadIdx.x] = twice(x[threadIdx.x]); }\n";
+
+static const char *const bad_src =
+	"#include \"wsf_test.cuh\"\n"
+	"extern \"C\" __global__ void k(float *x) { x[threadIdx.x] = twice(x[threadIdx.x]) }\n";
+
+/* No register count at entry: ptxas ignores the setmaxnreg (C7508). */
+static const char *const setmaxnreg_src =
+	"extern \"C\" __global__ void k(float *x) {\n"
+	"  if (threadIdx.x < 128) { asm volatile(\"setmaxnreg.dec.sync.aligned.u32 40;\\n\"); }\n"
+	"  else { asm volatile(\"setmaxnreg.inc.sync.aligned.u32 232;\\n\"); x[threadIdx.x] *= 2; }\n"
+	"}\n";
+
+/* The accumulator is touched between two wgmmas of one pipeline: ptxas serializes them. */
+#define WGMMA \
+	"  asm volatile(\"wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 " \
+	"{%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, 1, 1, 1, 0, 0;\\n\"\n" \
+	"    : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3]), \"+f\"(d[4]), \"+f\"(d[5]),\n" \
+	"      \"+f\"(d[6]), \"+f\"(d[7]) : \"l\"(da), \"l\"(db));\n" \
+	"  asm volatile(\"wgmma.commit_group.sync.aligned;\\n\");\n"
+static const char *const wgmma_src =
+	"extern \"C\" __global__ void k(float *x, unsigned long long da, unsigned long long db) {\n"
+	"  float d[8] = {0};\n"
+	"  asm volatile(\"wgmma.fence.sync.aligned;\\n\");\n"
+	WGMMA
+	"  d[0] += x[0];\n"
+	WGMMA
+	"  asm volatile(\"wgmma.wait_group.sync.aligned 0;\\n\" ::: \"memory\");\n"
+	"  for (int i = 0; i < 8; i++) x[threadIdx.x * 8 + i] = d[i];\n"
+	"}\n";
+
+static int
+have_nvrtc(void)
+{
+	static const char *const names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
+	int i;
+
+	for (i = 0; i < countof(names); i++) {
+		/* NODELETE as in nvrtc.c: unloading NVRTC would orphan its startup allocations */
+		void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+
+		if (h) {
+			dlclose(h);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int
+rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static int
+setup(void **state)
+{
+	Dirs *d = calloc(1, sizeof *d);
+
+	if (!d)
+		return -1;
+	strcpy(d->root, "/tmp/wsfuse-test-nvrtc-XXXXXX");
+	if (!mkdtemp(d->root))
+		return -1;
+	snprintf(d->cache, sizeof d->cache, "%s/cache", d->root);
+	snprintf(d->dump, sizeof d->dump, "%s/dump", d->root);
+	unsetenv("WSFUSE_NVRTC_PATH");
+	*state = d;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	Dirs *d = *state;
+
+	nftw(d->root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	free(d);
+	return 0;
+}
+
+static void
+assert_contains(const char *s, const char *part)
+{
+	if (!s || !strstr(s, part))
+		fail_msg("expected \"%s\" in \"%s\"", part, s ? s : "(null)");
+}
+
+static int
+file_has(const char *path, const char *text)
+{
+	char buf[4096] = {0};
+	FILE *f = fopen(path, "rb");
+
+	if (!f)
+		return 0;
+	if (fread(buf, 1, sizeof buf - 1, f) == 0)
+		buf[0] = 0;
+	fclose(f);
+	return strstr(buf, text) != NULL;
+}
+
+static void
+test_compile_then_hit(void **state)
+{
+	Dirs *d = *state;
+	RtOptions o = {d->cache, 2, d->dump};
+	Cubin a, b;
+	Comp c;
+
+	if (!have_nvrtc())
+		skip();
+	COMP_INIT(c);
+	assert_int_equal(rt_compile(&c, &o, "k", good_src, &header, 1, &a), WSF_OK);
+	assert_false(a.cache_hit);
+	assert_true(a.cubin_len > 4);
+	assert_memory_equal(a.cubin, "\x7f" "ELF", 4);
+	assert_int_equal(strlen(a.ptx), a.ptx_len);
+	assert_contains(a.ptx, ".target sm_90a");
+	assert_contains(a.ptx, ".entry k");
+	assert_contains(a.log, "ptxas info"); /* --ptxas-options=--verbose */
+	assert_contains(a.log, "Used");
+
+	assert_int_equal(rt_compile(&c, &o, "k", good_src, &header, 1, &b), WSF_OK);
+	assert_true(b.cache_hit);
+	assert_int_equal(b.cubin_len, a.cubin_len);
+	assert_memory_equal(b.cubin, a.cubin, a.cubin_len);
+	assert_string_equal(b.ptx, a.ptx);
+	assert_string_equal(b.log, a.log);
+
+	/* a different header text is a different kernel */
+	{
+		RtHeader h2 = {header.name, "#pragma once\n__device__ inline float twice(float v) "
+		                            "{ return v + v; }\n"};
+
+		assert_int_equal(rt_compile(&c, &o, "k", good_src, &h2, 1, &b), WSF_OK);
+		assert_false(b.cache_hit);
+	}
+	assert_int_equal(c.nerrors, 0);
+	arena_free(c.arena);
+}
+
+static void
+test_cache_off(void **state)
+{
+	Dirs *d = *state;
+	RtOptions o = {d->cache, 1, d->dump};
+	struct stat st;
+	Cubin a;
+	Comp c;
+
+	if (!have_nvrtc())
+		skip();
+	COMP_INIT(c);
+	assert_int_equal(rt_compile(&c, &o, "k", good_src, &header, 1, &a), WSF_OK);
+	assert_int_equal(rt_compile(&c, &o, "k", good_src, &header, 1, &a), WSF_OK);
+	assert_false(a.cache_hit);
+	assert_int_not_equal(stat(d->cache, &st), 0);
+	arena_free(c.arena);
+}
+
+static void
+test_syntax_error(void **state)
+{
+	Dirs *d = *state;
+	RtOptions o = {d->cache, 2, d->dump};
+	const char *msg, *src;
+	char path[256];
+	Cubin a;
+	Comp c;
+
+	if (!have_nvrtc())
+		skip();
+	COMP_INIT(c);
+	assert_int_equal(rt_compile(&c, &o, "bad", bad_src, &header, 1, &a), WSF_ERR_NVRTC);
+	assert_int_equal(c.nerrors, 1);
+	msg = c.last_error;
+	assert_contains(msg, "nvrtcCompileProgram: NVRTC_ERROR_COMPILATION");
+	assert_contains(msg, "sm_90a");
+	assert_contains(msg, "options: --gpu-architecture=sm_90a -std=c++17 -default-device "
+	                     "--fmad=true -DNDEBUG --ptxas-options=--verbose");
+	assert_contains(msg, "bad.cu(2): error");
+	/* the source went to the dump dir, and the message says where */
+	snprintf(path, sizeof path, "source: %s/bad-", d->dump);
+	assert_contains(msg, path);
+	src = strstr(msg, "source: ") + strlen("source: ");
+	assert_true(file_has(src, "twice(x[threadIdx.x]) }"));
+	assert_int_equal(a.cubin_len, 0);
+	arena_free(c.arena);
+}
+
+static void
+test_error_dump_without_dump_dir(void **state)
+{
+	Dirs *d = *state;
+	RtOptions o = {d->cache, 2, NULL};
+	char path[256];
+	Cubin a;
+	Comp c;
+
+	if (!have_nvrtc())
+		skip();
+	COMP_INIT(c);
+	assert_int_equal(rt_compile(&c, &o, "bad", bad_src, &header, 1, &a), WSF_ERR_NVRTC);
+	snprintf(path, sizeof path, "source: %s/failed/bad-", d->cache);
+	assert_contains(c.last_error, path);
+	assert_true(file_has(strstr(c.last_error, "source: ") + 8, "extern"));
+	arena_free(c.arena);
+}
+
+static void
+test_missing_header(void **state)
+{
+	Dirs *d = *state;
+	RtOptions o = {d->cache, 2, d->dump};
+	Cubin a;
+	Comp c;
+
+	if (!have_nvrtc())
+		skip();
+	COMP_INIT(c);
+	assert_int_equal(rt_compile(&c, &o, "k", good_src, NULL, 0, &a), WSF_ERR_NVRTC);
+	assert_contains(c.last_error, "wsf_test.cuh");
+	arena_free(c.arena);
+}
+
+static void
+test_ignored_setmaxnreg_is_an_error(void **state)
+{
+	Dirs *d = *state;
+	RtOptions o = {d->cache, 2, d->dump};
+	Cubin a;
+	Comp c;
+
+	if (!have_nvrtc())
+		skip();
+	COMP_INIT(c);
+	assert_int_equal(rt_compile(&c, &o, "smr", setmaxnreg_src, NULL, 0, &a), WSF_ERR_NVRTC);
+	assert_contains(c.last_error, "ptxas:");
+	assert_contains(c.last_error, "'setmaxnreg' ignored");
+	assert_contains(c.last_error, "source: ");
+	/* a failed compile is not cached */
+	assert_int_equal(rt_compile(&c, &o, "smr", setmaxnreg_src, NULL, 0, &a), WSF_ERR_NVRTC);
+	arena_free(c.arena);
+}
+
+static void
+test_serialized_wgmma_is_an_error(void **state)
+{
+	Dirs *d = *state;
+	RtOptions o = {d->cache, 2, d->dump};
+	Cubin a;
+	Comp c;
+
+	if (!have_nvrtc())
+		skip();
+	COMP_INIT(c);
+	assert_int_equal(rt_compile(&c, &o, "wg", wgmma_src, NULL, 0, &a), WSF_ERR_NVRTC);
+	assert_contains(c.last_error, "wgmma.mma_async instructions are serialized");
+	arena_free(c.arena);
+}
+
+static void
+test_bad_nvrtc_path(void **state)
+{
+	Dirs *d = *state;
+	RtOptions o = {d->cache, 2, d->dump};
+	Cubin a;
+	Comp c;
+
+	COMP_INIT(c);
+	setenv("WSFUSE_NVRTC_PATH", "/nonexistent/libnvrtc.so.13", 1);
+	assert_int_equal(rt_compile(&c, &o, "k", good_src, &header, 1, &a), WSF_ERR_NVRTC);
+	unsetenv("WSFUSE_NVRTC_PATH");
+	assert_contains(c.last_error, "WSFUSE_NVRTC_PATH");
+	assert_contains(c.last_error, "/nonexistent/libnvrtc.so.13");
+	arena_free(c.arena);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_compile_then_hit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache_off, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_syntax_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_error_dump_without_dump_dir, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_missing_header, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ignored_setmaxnreg_is_an_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_serialized_wgmma_is_an_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_nvrtc_path, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,705 @@
+/*
+ * test_reference.c: runtime/reference.c on fusions built by hand with ir.h.
+ *
+ * Each test builds a Fusion directly (tensors with shapes, ops, outputs),
+ * runs rt_reference and compares with values worked out by hand or with
+ * libm: broadcasting (trailing dims, size-1 dims, rank 0, literals), every
+ * unary and binary op, reductions with and without keepdim, matmul 3x4x5 in
+ * all four transpose combinations and with broadcast batch dims, and the
+ * errors (a composite that was never expanded).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../../runtime/runtime.h"
+
+#define COMP_INIT(c) \
+	do { \
+		memset(&(c), 0, sizeof(c)); \
+		if (setjmp((c).oom)) \
+			fail_msg("out of memory"); \
+		(c).arena = arena_new(&(c).oom); \
+		(c).strs = strtab_new((c).arena); \
+	} while (0)
+
+/* A compilation and the fusion being built in it. */
+typedef struct Env {
+	Comp c;
+	Fusion *f;
+} Env;
+
+static void
+env_fusion(Env *e)
+{
+	e->f = fusion_new(&e->c);
+	e->f->name = "test";
+	e->c.fusion = e->f;
+}
+
+/* A tensor of RANK constant dims given as ints after RANK. */
+static int
+tensor(Env *e, const char *name, TensorKind kind, int rank, ...)
+{
+	int t = fusion_add_tensor(&e->c, e->f, intern_cstr(e->c.strs, name), kind, (Pos){0});
+	Tensor *x = &e->f->tensor[t];
+	va_list ap;
+	int i;
+
+	x->dtype = DT_F32;
+	x->rank = rank;
+	va_start(ap, rank);
+	for (i = 0; i < rank; i++)
+		x->dim[i].ext = va_arg(ap, int);
+	va_end(ap);
+	return t;
+}
+
+static Operand
+T(int t)
+{
+	Operand o = {0};
+
+	o.tensor = t;
+	return o;
+}
+
+static Operand
+L(double v)
+{
+	Operand o = {0};
+
+	o.lit = v;
+	return o;
+}
+
+/* An op of KIND defining OUT from NIN operands; the pointer lasts until the next op. */
+static Op *
+op(Env *e, OpKind kind, int out, int nin, Operand a, Operand b)
+{
+	Op *o = &e->f->op[fusion_add_op(&e->c, e->f, kind, (Pos){0})];
+
+	o->out = out;
+	o->nin = nin;
+	o->in[0] = a;
+	o->in[1] = b;
+	e->f->tensor[out].def = (int)(o - e->f->op);
+	return o;
+}
+
+static void
+output(Env *e, int t)
+{
+	Output *o = VEC_PUSH(e->c.arena, e->f->out, e->f->nout, e->f->capout);
+
+	o->tensor = t;
+	o->dtype = e->f->tensor[t].dtype;
+}
+
+static void
+assert_near(double got, double want)
+{
+	if (!(fabs(got - want) <= 1e-12 * fmax(1.0, fabs(want))) && !(isnan(got) && isnan(want)))
+		fail_msg("got %.17g, want %.17g", got, want);
+}
+
+static void
+assert_values(const double *got, const double *want, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (!(fabs(got[i] - want[i]) <= 1e-12 * fmax(1.0, fabs(want[i]))))
+			fail_msg("element %d: got %.17g, want %.17g", i, got[i], want[i]);
+	}
+}
+
+static void
+test_broadcast(void **state)
+{
+	double x[6] = {0, 1, 2, 3, 4, 5}, y[3] = {10, 20, 30}, col[2] = {1, 2}, row[3] = {3, 4, 5};
+	double s = 0.5, cube[12], small[2] = {100, 200}, o1[6], o2[6], o3[12], o4[6], o5[6], o6[6];
+	const double *in[6] = {x, y, col, row, &s, cube};
+	double *out[6] = {o1, o2, o3, o4, o5, o6};
+	int tx, ty, tc, tr, ts, tq, tsm, a, b, q, d, l1, l2;
+	Env e;
+	int i;
+
+	for (i = 0; i < 12; i++)
+		cube[i] = i;
+	COMP_INIT(e.c);
+	env_fusion(&e);
+	tx = tensor(&e, "x", TK_INPUT, 2, 2, 3);
+	ty = tensor(&e, "y", TK_INPUT, 1, 3);
+	tc = tensor(&e, "col", TK_INPUT, 2, 2, 1);
+	tr = tensor(&e, "row", TK_INPUT, 2, 1, 3);
+	ts = tensor(&e, "s", TK_INPUT, 0);
+	tq = tensor(&e, "cube", TK_INPUT, 3, 2, 2, 3);
+	a = tensor(&e, "a", TK_VALUE, 2, 2, 3);
+	op(&e, OP_ADD, a, 2, T(tx), T(ty));          /* [2,3] + [3] */
+	b = tensor(&e, "b", TK_VALUE, 2, 2, 3);
+	op(&e, OP_MUL, b, 2, T(tc), T(tr));          /* [2,1] * [1,3]: outer product */
+	tsm = tensor(&e, "sm", TK_VALUE, 2, 2, 1);
+	op(&e, OP_MUL, tsm, 2, T(tc), L(100));       /* [2,1] * literal */
+	q = tensor(&e, "q", TK_VALUE, 3, 2, 2, 3);
+	op(&e, OP_ADD, q, 2, T(tq), T(tsm));         /* [2,2,3] + [2,1] */
+	d = tensor(&e, "d", TK_VALUE, 2, 2, 3);
+	op(&e, OP_SUB, d, 2, T(tx), T(ts));          /* rank 0 */
+	l1 = tensor(&e, "l1", TK_VALUE, 2, 2, 3);
+	op(&e, OP_SUB, l1, 2, T(tx), L(1.5));
+	l2 = tensor(&e, "l2", TK_VALUE, 2, 2, 3);
+	op(&e, OP_DIV, l2, 2, L(2.0), T(b));         /* literal first */
+	output(&e, a);
+	output(&e, b);
+	output(&e, q);
+	output(&e, d);
+	output(&e, l1);
+	output(&e, l2);
+	assert_int_equal(rt_reference(&e.c, e.f, in, out), WSF_OK);
+	assert_values(o1, (double[]){10, 21, 32, 13, 24, 35}, 6);
+	assert_values(o2, (double[]){3, 4, 5, 6, 8, 10}, 6);
+	for (i = 0; i < 12; i++)
+		assert_near(o3[i], cube[i] + small[(i / 3) % 2]);
+	assert_values(o4, (double[]){-0.5, 0.5, 1.5, 2.5, 3.5, 4.5}, 6);
+	assert_values(o5, (double[]){-1.5, -0.5, 0.5, 1.5, 2.5, 3.5}, 6);
+	assert_values(o6, (double[]){2.0 / 3, 0.5, 0.4, 2.0 / 6, 0.25, 0.2}, 6);
+	assert_int_equal(e.c.nerrors, 0);
+	arena_free(e.c.arena);
+}
+
+static void
+test_symbolic_sizes(void **state)
+{
+	double x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, o[8];
+	const double *in[1] = {x};
+	double *out[1] = {o};
+	int sym, tx, y, i;
+	Env e;
+
+	COMP_INIT(e.c);
+	env_fusion(&e);
+	sym = fusion_add_sym(&e.c, e.f, intern_cstr(e.c.strs, "N"), (Pos){0});
+	e.f->sym[sym].value = 4;
+	tx = tensor(&e, "x", TK_INPUT, 2, 2, 0);
+	e.f->tensor[tx].dim[1].sym = sym;
+	y = tensor(&e, "y", TK_VALUE, 2, 2, 0);
+	e.f->tensor[y].dim[1].sym = sym;
+	op(&e, OP_NEG, y, 1, T(tx), L(0));
+	output(&e, y);
+	assert_int_equal(rt_reference(&e.c, e.f, in, out), WSF_OK);
+	for (i = 0; i < 8; i++)
+		assert_near(o[i], -x[i]);
+	arena_free(e.c.arena);
+}
+
+/* Evaluates one unary op (with attributes from PROTO) at the points X. */
+static void
+check_unary(const Op *proto, const double *x, int n, double (*want)(double))
+{
+	double got[4];
+	const double *in[1] = {x};
+	double *out[1] = {got};
+	int tx, y, i;
+	Op *o;
+	Env e;
+
+	COMP_INIT(e.c);
+	env_fusion(&e);
+	tx = tensor(&e, "x", TK_INPUT, 1, n);
+	y = tensor(&e, "y", TK_VALUE, 1, n);
+	o = op(&e, proto->kind, y, 1, T(tx), L(0));
+	o->approx = proto->approx;
+	o->to = proto->to;
+	output(&e, y);
+	assert_int_equal(rt_reference(&e.c, e.f, in, out), WSF_OK);
+	for (i = 0; i < n; i++) {
+		if (!(fabs(got[i] - want(x[i])) <= 1e-14 * fmax(1.0, fabs(want(x[i])))) &&
+		    !(isnan(got[i]) && isnan(want(x[i]))))
+			fail_msg("%s(%.17g): got %.17g, want %.17g", op_info[proto->kind].name, x[i],
+			         got[i], want(x[i]));
+	}
+	arena_free(e.c.arena);
+}
+
+static double w_neg(double x) { return -x; }
+static double w_abs(double x) { return fabs(x); }
+static double w_exp(double x) { return exp(x); }
+static double w_log(double x) { return log(x); }
+static double w_sqrt(double x) { return sqrt(x); }
+static double w_rsqrt(double x) { return 1 / sqrt(x); }
+static double w_tanh(double x) { return tanh(x); }
+static double w_sigmoid(double x) { return 1 / (1 + exp(-x)); }
+static double w_relu(double x) { return isnan(x) ? x : x > 0 ? x : 0; }
+static double w_silu(double x) { return x * (1 / (1 + exp(-x))); }
+static double w_gelu(double x) { return 0.5 * x * (1 + erf(x / sqrt(2.0))); }
+static double w_gelu_tanh(double x)
+{
+	return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * pow(x, 3))));
+}
+static double w_bf16(double x) { return rt_round(DT_BF16, x); }
+static double w_f16(double x) { return rt_round(DT_F16, x); }
+
+static void
+test_unary_ops(void **state)
+{
+	static const double any[4] = {0.3, -1.7, 2.5, 0.0}, pos[3] = {0.3, 2.5, 1e-3};
+	static const struct {
+		OpKind kind;
+		Approx approx;
+		Dtype to;
+		double (*want)(double);
+		bool positive;
+	} cases[] = {
+		{OP_NEG, 0, 0, w_neg, false},
+		{OP_ABS, 0, 0, w_abs, false},
+		{OP_EXP, 0, 0, w_exp, false},
+		{OP_LOG, 0, 0, w_log, true},
+		{OP_SQRT, 0, 0, w_sqrt, true},
+		{OP_RSQRT, 0, 0, w_rsqrt, true},
+		{OP_TANH, 0, 0, w_tanh, false},
+		{OP_SIGMOID, 0, 0, w_sigmoid, false},
+		{OP_RELU, 0, 0, w_relu, false},
+		{OP_SILU, 0, 0, w_silu, false},
+		{OP_GELU, APPROX_NONE, 0, w_gelu, false},
+		{OP_GELU, APPROX_TANH, 0, w_gelu_tanh, false},
+		{OP_CAST, 0, DT_BF16, w_bf16, false},
+		{OP_CAST, 0, DT_F16, w_f16, false},
+	};
+	int i;
+
+	for (i = 0; i < countof(cases); i++) {
+		Op proto = {0};
+
+		proto.kind = cases[i].kind;
+		proto.approx = cases[i].approx;
+		proto.to = cases[i].to;
+		if (cases[i].positive)
+			check_unary(&proto, pos, 3, cases[i].want);
+		else
+			check_unary(&proto, any, 4, cases[i].want);
+	}
+	/* a few values known independently of libm's formulas */
+	{
+		static const double x[3] = {1.0, 0.0, NAN};
+		Op gelu = {.kind = OP_GELU}, relu = {.kind = OP_RELU}, sig = {.kind = OP_SIGMOID};
+
+		check_unary(&gelu, x, 2, w_gelu);
+		assert_near(w_gelu(1.0), 0.8413447460685429);
+		assert_near(w_gelu_tanh(1.0), 0.8411919906082768);
+		check_unary(&relu, x, 3, w_relu); /* NaN passes through */
+		check_unary(&sig, x + 1, 1, w_sigmoid);
+		assert_near(w_sigmoid(0.0), 0.5);
+	}
+}
+
+static void
+test_cast_rounds_and_nothing_else_does(void **state)
+{
+	/* 1 + 2^-8 + 2^-30: bf16 rounds it up to 1 + 2^-7; without a cast it stays */
+	double x[1] = {1.0 + ldexp(1, -8) + ldexp(1, -30)}, o1[1], o2[1];
+	const double *in[1] = {x};
+	double *out[2] = {o1, o2};
+	int tx, c1, a1, a2;
+	Op *o;
+	Env e;
+
+	COMP_INIT(e.c);
+	env_fusion(&e);
+	tx = tensor(&e, "x", TK_INPUT, 1, 1);
+	e.f->tensor[tx].dtype = DT_BF16;
+	c1 = tensor(&e, "c", TK_VALUE, 1, 1);
+	o = op(&e, OP_CAST, c1, 1, T(tx), L(0));
+	o->to = DT_BF16;
+	a1 = tensor(&e, "a1", TK_VALUE, 1, 1);
+	op(&e, OP_ADD, a1, 2, T(c1), L(0));
+	a2 = tensor(&e, "a2", TK_VALUE, 1, 1);
+	e.f->tensor[a2].dtype = DT_BF16;
+	op(&e, OP_ADD, a2, 2, T(tx), L(0));
+	output(&e, a1);
+	output(&e, a2);
+	e.f->out[1].dtype = DT_BF16;
+	assert_int_equal(rt_reference(&e.c, e.f, in, out), WSF_OK);
+	assert_true(o1[0] == 1.0 + ldexp(1, -7));
+	assert_true(o2[0] == x[0]);
+	arena_free(e.c.arena);
+}
+
+static double b_add(double a, double b) { return a + b; }
+static double b_sub(double a, double b) { return a - b; }
+static double b_mul(double a, double b) { return a * b; }
+static double b_div(double a, double b) { return a / b; }
+static double b_max(double a, double b) { return a > b ? a : b; }
+static double b_min(double a, double b) { return a < b ? a : b; }
+
+static void
+test_binary_ops(void **state)
+{
+	static const struct {
+		OpKind kind;
+		double (*want)(double, double);
+	} cases[] = {
+		{OP_ADD, b_add}, {OP_SUB, b_sub}, {OP_MUL, b_mul},
+		{OP_DIV, b_div}, {OP_MAXIMUM, b_max}, {OP_MINIMUM, b_min},
+	};
+	double a[3] = {1.5, 3.0, -7.25}, b[3] = {-2.0, 0.25, -7.5}, got[3];
+	const double *in[2] = {a, b};
+	double *out[1] = {got};
+	int i, j;
+
+	for (i = 0; i < countof(cases); i++) {
+		int ta, tb, y;
+		Env e;
+
+		COMP_INIT(e.c);
+		env_fusion(&e);
+		ta = tensor(&e, "a", TK_INPUT, 1, 3);
+		tb = tensor(&e, "b", TK_INPUT, 1, 3);
+		y = tensor(&e, "y", TK_VALUE, 1, 3);
+		op(&e, cases[i].kind, y, 2, T(ta), T(tb));
+		output(&e, y);
+		assert_int_equal(rt_reference(&e.c, e.f, in, out), WSF_OK);
+		for (j = 0; j < 3; j++)
+			assert_near(got[j], cases[i].want(a[j], b[j]));
+		arena_free(e.c.arena);
+	}
+}
+
+static void
+test_maximum_propagates_nan(void **state)
+{
+	double a[2] = {NAN, 1.0}, b[2] = {1.0, NAN}, o1[2], o2[2];
+	const double *in[2] = {a, b};
+	double *out[2] = {o1, o2};
+	int ta, tb, y1, y2;
+	Env e;
+
+	COMP_INIT(e.c);
+	env_fusion(&e);
+	ta = tensor(&e, "a", TK_INPUT, 1, 2);
+	tb = tensor(&e, "b", TK_INPUT, 1, 2);
+	y1 = tensor(&e, "y1", TK_VALUE, 1, 2);
+	op(&e, OP_MAXIMUM, y1, 2, T(ta), T(tb));
+	y2 = tensor(&e, "y2", TK_VALUE, 1, 2);
+	op(&e, OP_MINIMUM, y2, 2, T(ta), T(tb));
+	output(&e, y1);
+	output(&e, y2);
+	assert_int_equal(rt_reference(&e.c, e.f, in, out), WSF_OK);
+	assert_true(isnan(o1[0]) && isnan(o1[1]) && isnan(o2[0]) && isnan(o2[1]));
+	arena_free(e.c.arena);
+}
+
+static void
+test_reductions(void **state)
+{
+	double x[24], sum1[8], sum1b[8], max0[12], mean2[6], v[5] = {1, -2, 3, 9, 4}, all[1], top[1];
+	const double *in[2] = {x, v};
+	double *out[6] = {sum1, sum1b, max0, mean2, all, top};
+	int tx, tv, y;
+	Op *o;
+	Env e;
+	int i, j, k;
+
+	for (i = 0; i < 24; i++)
+		x[i] = (i * 7) % 11 - 5; /* mixed signs, no ties at the max */
+	COMP_INIT(e.c);
+	env_fusion(&e);
+	tx = tensor(&e, "x", TK_INPUT, 3, 2, 3, 4);
+	tv = tensor(&e, "v", TK_INPUT, 1, 5);
+	y = tensor(&e, "sum1", TK_VALUE, 3, 2, 1, 4); /* keepdim */
+	o = op(&e, OP_SUM, y, 1, T(tx), L(0));
+	o->axis = 1;
+	output(&e, y);
+	y = tensor(&e, "sum1b", TK_VALUE, 2, 2, 4); /* keepdim: false */
+	o = op(&e, OP_SUM, y, 1, T(tx), L(0));
+	o->axis = 1;
+	o->keepdim = false;
+	output(&e, y);
+	y = tensor(&e, "max0", TK_VALUE, 3, 1, 3, 4);
+	o = op(&e, OP_MAX, y, 1, T(tx), L(0));
+	o->axis = 0;
+	output(&e, y);
+	y = tensor(&e, "mean2", TK_VALUE, 2, 2, 3);
+	o = op(&e, OP_MEAN, y, 1, T(tx), L(0));
+	o->axis = 2;
+	o->keepdim = false;
+	output(&e, y);
+	y = tensor(&e, "all", TK_VALUE, 0); /* rank 1 -> rank 0 */
+	o = op(&e, OP_SUM, y, 1, T(tv), L(0));
+	o->axis = 0;
+	o->keepdim = false;
+	output(&e, y);
+	y = tensor(&e, "top", TK_VALUE, 1, 1);
+	o = op(&e, OP_MAX, y, 1, T(tv), L(0));
+	o->axis = 0;
+	output(&e, y);
+	assert_int_equal(rt_reference(&e.c, e.f, in, out), WSF_OK);
+	for (i = 0; i < 2; i++)
+		for (k = 0; k < 4; k++) {
+			double s = 0;
+
+			for (j = 0; j < 3; j++)
+				s += x[i * 12 + j * 4 + k];
+			assert_near(sum1[i * 4 + k], s);
+			assert_near(sum1b[i * 4 + k], s);
+		}
+	for (j = 0; j < 12; j++)
+		assert_near(max0[j], fmax(x[j], x[12 + j]));
+	for (i = 0; i < 6; i++)
+		assert_near(mean2[i], (x[4 * i] + x[4 * i + 1] + x[4 * i + 2] + x[4 * i + 3]) / 4);
+	assert_near(all[0], 15);
+	assert_near(top[0], 9);
+	arena_free(e.c.arena);
+}
+
+/* A (3x4), B (4x5) and C = A B worked out by hand. */
+static const double mA[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+static const double mB[20] = {1, 0, 2, 0, 1, 0, 1, 0, 2, 1, 1, 1, 1, 1, 1, 2, 0, 0, 1, -1};
+static const double mC[15] = {12, 5, 5, 11, 2, 28, 13, 17, 27, 10, 44, 21, 29, 43, 18};
+
+static void
+test_matmul_transposes(void **state)
+{
+	double at[12], bt[20], got[15];
+	int ta, tb;
+
+	for (ta = 0; ta < 3; ta++)
+		for (tb = 0; tb < 4; tb++)
+			at[tb * 3 + ta] = mA[ta * 4 + tb];
+	for (ta = 0; ta < 4; ta++)
+		for (tb = 0; tb < 5; tb++)
+			bt[tb * 4 + ta] = mB[ta * 5 + tb];
+	for (ta = 0; ta < 2; ta++)
+		for (tb = 0; tb < 2; tb++) {
+			const double *in[2] = {ta ? at : mA, tb ? bt : mB};
+			double *out[1] = {got};
+			int a, b, y;
+			Op *o;
+			Env e;
+
+			COMP_INIT(e.c);
+			env_fusion(&e);
+			a = ta ? tensor(&e, "a", TK_INPUT, 2, 4, 3) : tensor(&e, "a", TK_INPUT, 2, 3, 4);
+			b = tb ? tensor(&e, "b", TK_INPUT, 2, 5, 4) : tensor(&e, "b", TK_INPUT, 2, 4, 5);
+			y = tensor(&e, "y", TK_VALUE, 2, 3, 5);
+			o = op(&e, OP_MATMUL, y, 2, T(a), T(b));
+			o->transpose_a = ta;
+			o->transpose_b = tb;
+			output(&e, y);
+			assert_int_equal(rt_reference(&e.c, e.f, in, out), WSF_OK);
+			assert_values(got, mC, 15);
+			arena_free(e.c.arena);
+		}
+}
+
+static void
+test_matmul_batches(void **state)
+{
+	double a2[24], b2[40], o1[30], o2[30], o3[30];
+	const double *in[4] = {a2, mB, mA, b2};
+	double *out[3] = {o1, o2, o3};
+	int ta2, tb, ta, tb2, y;
+	Env e;
+	int i;
+
+	/* batch 1 is twice batch 0, so its product is 2C */
+	for (i = 0; i < 12; i++)
+		a2[i] = mA[i], a2[12 + i] = 2 * mA[i];
+	for (i = 0; i < 20; i++)
+		b2[i] = mB[i], b2[20 + i] = 2 * mB[i];
+	COMP_INIT(e.c);
+	env_fusion(&e);
+	ta2 = tensor(&e, "a2", TK_INPUT, 3, 2, 3, 4);
+	tb = tensor(&e, "b", TK_INPUT, 2, 4, 5);
+	ta = tensor(&e, "a", TK_INPUT, 2, 3, 4);
+	tb2 = tensor(&e, "b2", TK_INPUT, 3, 2, 4, 5);
+	y = tensor(&e, "y1", TK_VALUE, 3, 2, 3, 5);  /* [2,3,4] @ [4,5] */
+	op(&e, OP_MATMUL, y, 2, T(ta2), T(tb));
+	output(&e, y);
+	y = tensor(&e, "y2", TK_VALUE, 3, 2, 3, 5);  /* [3,4] @ [2,4,5] */
+	op(&e, OP_MATMUL, y, 2, T(ta), T(tb2));
+	output(&e, y);
+	y = tensor(&e, "y3", TK_VALUE, 3, 2, 3, 5);  /* [2,3,4] @ [2,4,5]: 1C and 4C */
+	op(&e, OP_MATMUL, y, 2, T(ta2), T(tb2));
+	output(&e, y);
+	assert_int_equal(rt_reference(&e.c, e.f, in, out), WSF_OK);
+	for (i = 0; i < 15; i++) {
+		assert_near(o1[i], mC[i]);
+		assert_near(o1[15 + i], 2 * mC[i]);
+		assert_near(o2[i], mC[i]);
+		assert_near(o2[15 + i], 2 * mC[i]);
+		assert_near(o3[i], mC[i]);
+		assert_near(o3[15 + i], 4 * mC[i]);
+	}
+	arena_free(e.c.arena);
+}
+
+static void
+test_gemm_bias_gelu(void **state)
+{
+	double bias[5] = {0.5, -1, 0, 2, -3}, got[15];
+	const double *in[3] = {mA, mB, bias};
+	double *out[1] = {got};
+	int a, b, tbias, y, z, g;
+	Op *o;
+	Env e;
+	int i;
+
+	COMP_INIT(e.c);
+	env_fusion(&e);
+	a = tensor(&e, "a", TK_INPUT, 2, 3, 4);
+	b = tensor(&e, "b", TK_INPUT, 2, 4, 5);
+	tbias = tensor(&e, "bias", TK_INPUT, 1, 5);
+	y = tensor(&e, "y", TK_VALUE, 2, 3, 5);
+	op(&e, OP_MATMUL, y, 2, T(a), T(b));
+	z = tensor(&e, "z", TK_VALUE, 2, 3, 5);
+	op(&e, OP_ADD, z, 2, T(y), T(tbias));
+	g = tensor(&e, "g", TK_VALUE, 2, 3, 5);
+	o = op(&e, OP_GELU, g, 1, T(z), L(0));
+	o->approx = APPROX_TANH;
+	output(&e, g);
+	assert_int_equal(rt_reference(&e.c, e.f, in, out), WSF_OK);
+	for (i = 0; i < 15; i++)
+		assert_near(got[i], w_gelu_tanh(mC[i] + bias[i % 5]));
+	arena_free(e.c.arena);
+}
+
+static void
+test_matmul_512(void **state)
+{
+	enum { N = 512 };
+	static double a[N * N], b[N * N], y[N * N];
+	const double *in[2] = {a, b};
+	double *out[1] = {y};
+	struct timespec t0, t1;
+	int ta, tb, ty, i, k;
+	double ms;
+	Op *o;
+	Env e;
+
+	for (i = 0; i < N * N; i++) {
+		a[i] = (i % 17) * 0.125 - 1;
+		b[i] = (i % 13) * 0.25 - 1.5;
+	}
+	COMP_INIT(e.c);
+	env_fusion(&e);
+	ta = tensor(&e, "a", TK_INPUT, 2, N, N);
+	tb = tensor(&e, "b", TK_INPUT, 2, N, N);
+	ty = tensor(&e, "y", TK_VALUE, 2, N, N);
+	o = op(&e, OP_MATMUL, ty, 2, T(ta), T(tb));
+	o->transpose_b = true;
+	output(&e, ty);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(rt_reference(&e.c, e.f, in, out), WSF_OK);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+	print_message("    512x512x512 matmul reference: %.0f ms\n", ms);
+	for (i = 0; i < N; i += 97) {
+		int j = (i * 31) % N;
+		double s = 0;
+
+		for (k = 0; k < N; k++)
+			s += a[i * N + k] * b[j * N + k];
+		assert_near(y[i * N + j], s);
+	}
+	arena_free(e.c.arena);
+}
+
+static void
+test_composite_is_internal_error(void **state)
+{
+	double x[4] = {1, 2, 3, 4}, o[4];
+	const double *in[1] = {x};
+	double *out[1] = {o};
+	int tx, y;
+	Env e;
+
+	COMP_INIT(e.c);
+	env_fusion(&e);
+	tx = tensor(&e, "x", TK_INPUT, 1, 4);
+	y = tensor(&e, "y", TK_VALUE, 1, 4);
+	op(&e, OP_SOFTMAX, y, 1, T(tx), L(0));
+	output(&e, y);
+	assert_int_equal(rt_reference(&e.c, e.f, in, out), WSF_ERR_INTERNAL);
+	assert_non_null(strstr(e.c.last_error, "internal error"));
+	assert_non_null(strstr(e.c.last_error, "softmax"));
+	arena_free(e.c.arena);
+}
+
+static void
+test_bad_broadcast_is_internal_error(void **state)
+{
+	double x[3] = {1, 2, 3}, z[2] = {1, 2}, o[3];
+	const double *in[2] = {x, z};
+	double *out[1] = {o};
+	int tx, tz, y;
+	Env e;
+
+	COMP_INIT(e.c);
+	env_fusion(&e);
+	tx = tensor(&e, "x", TK_INPUT, 1, 3);
+	tz = tensor(&e, "z", TK_INPUT, 1, 2);
+	y = tensor(&e, "y", TK_VALUE, 1, 3);
+	op(&e, OP_ADD, y, 2, T(tx), T(tz));
+	output(&e, y);
+	assert_int_equal(rt_reference(&e.c, e.f, in, out), WSF_ERR_INTERNAL);
+	assert_non_null(strstr(e.c.last_error, "broadcast"));
+	arena_free(e.c.arena);
+}
+
+static void
+test_out_of_memory(void **state)
+{
+	double x[1] = {1}, o[1];
+	const double *in[1] = {x};
+	double *out[1] = {o};
+	int tx, y;
+	Env e;
+
+#if defined(__SANITIZE_ADDRESS__)
+	/* ASan aborts on an impossible allocation unless told to fail it (make check-asan does) */
+	if (!getenv("ASAN_OPTIONS") || !strstr(getenv("ASAN_OPTIONS"), "allocator_may_return_null=1"))
+		skip();
+#endif
+	COMP_INIT(e.c);
+	env_fusion(&e);
+	tx = tensor(&e, "x", TK_INPUT, 1, 1);
+	/* 2^47 doubles: 2^50 bytes, beyond any address space, so malloc fails at once */
+	y = tensor(&e, "y", TK_VALUE, 2, 1 << 24, 1 << 23);
+	op(&e, OP_NEG, y, 1, T(tx), L(0));
+	output(&e, y);
+	assert_int_equal(rt_reference(&e.c, e.f, in, out), WSF_ERR_NOMEM);
+	assert_non_null(strstr(e.c.last_error, "out of memory"));
+	arena_free(e.c.arena);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_broadcast),
+		cmocka_unit_test(test_symbolic_sizes),
+		cmocka_unit_test(test_unary_ops),
+		cmocka_unit_test(test_cast_rounds_and_nothing_else_does),
+		cmocka_unit_test(test_binary_ops),
+		cmocka_unit_test(test_maximum_propagates_nan),
+		cmocka_unit_test(test_reductions),
+		cmocka_unit_test(test_matmul_transposes),
+		cmocka_unit_test(test_matmul_batches),
+		cmocka_unit_test(test_gemm_bias_gelu),
+		cmocka_unit_test(test_matmul_512),
+		cmocka_unit_test(test_composite_is_internal_error),
+		cmocka_unit_test(test_bad_broadcast_is_internal_error),
+		cmocka_unit_test(test_out_of_memory),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
