@@ -346,6 +346,7 @@ void shape_print(Buf *b, const Fusion *f, const Tensor *t);
  * not from positions.
  */
 
+/* Index expressions; their values are never negative (ex_bin's folding relies on it). */
 typedef enum ExprKind {
 	EX_NONE,
 	EX_INT,      /* ival */
@@ -491,6 +492,13 @@ struct Stmt {
 	Expr *lo, *hi;
 	LoopKind loop;
 	CbInfo *cb;
+	/*
+	 * In a circular-buffered nest: the linear stage counter at this loop's
+	 * body.  The buffered loop's own is its variable; an inner loop that
+	 * issues loads advances it (lin = outer_lin * trips + var), so stage and
+	 * parity run on across the whole nest.  NULL for loops that do not.
+	 */
+	Expr *lin;
 	/* ST_IF condition; ST_LET value (a); coordinates (a row, b col); parity (a) */
 	Expr *cond, *a, *b;
 	/* buffers and barriers */

@@ -140,6 +140,10 @@ ex_bin(Comp *c, ExprKind kind, Expr *a, Expr *b)
 		return a;
 	if (kind == EX_MOD && b->kind == EX_INT && b->ival == 1)
 		return ex_int(c, 0);
+	/* (x + k*m) % m == x % m: keeps stage indices like (i + S) % S readable */
+	if (kind == EX_MOD && b->kind == EX_INT && a->kind == EX_ADD && a->b->kind == EX_INT &&
+	    b->ival > 0 && a->b->ival % b->ival == 0)
+		return ex_bin(c, EX_MOD, a->a, b);
 	e = arena_alloc(c->arena, sizeof *e);
 	e->kind = kind;
 	e->a = a;
@@ -256,6 +260,7 @@ st_clone(Comp *c, const Stmt *s, int var, Expr *with)
 		r->cb = arena_alloc(c->arena, sizeof *r->cb);
 		*r->cb = *s->cb;
 	}
+	r->lin = ex_subst(c, s->lin, var, with);
 	r->lo = ex_subst(c, s->lo, var, with);
 	r->hi = ex_subst(c, s->hi, var, with);
 	r->cond = ex_subst(c, s->cond, var, with);

@@ -99,55 +99,81 @@ typedef struct Rewrite {
 	Comp *c;
 	Kernel *k;
 	Stmt *loop;
-	Expr *slot;
-	int full, bytes;
+	int stages, full, bytes;
+	int err;
 } Rewrite;
 
-/* Points every load at slot i % S and full[i % S]; coordinates stop depending on lets. */
-static void
-retarget_loads(Rewrite *r, Stmt *s)
+static Expr *
+slot_of(Rewrite *r, Expr *lin)
 {
-	int i;
-
-	if (s->kind == ST_TMA_LOAD) {
-		s->slot = r->slot;
-		s->bar = r->full;
-		s->barslot = r->slot;
-		s->a = inline_lets(r->c, r->loop, s->a);
-		s->b = inline_lets(r->c, r->loop, s->b);
-		r->k->buf[s->buf].full_bar = r->full;
-	}
-	for (i = 0; i < s->nreads; i++)
-		if (r->k->buf[s->reads[i].buf].kind == BUF_TILE)
-			s->reads[i].slot = r->slot;
-	for (i = 0; i < s->nbody; i++)
-		retarget_loads(r, s->body[i]);
-	if (s->orelse)
-		retarget_loads(r, s->orelse);
+	return ex_bin(r->c, EX_MOD, lin, ex_int(r->c, r->stages));
 }
 
-/* Puts one expect_tx before the first load of every block that issues loads. */
+/*
+ * Points every load and stage read under S at slot lin % S and full[lin % S],
+ * puts one expect_tx before the first load of each issuing block, and makes
+ * load coordinates independent of the buffered loop's lets (so the loads can
+ * be cloned elsewhere).  An inner loop that issues loads advances the linear
+ * counter; it must start at 0 and have a trip count its own index does not
+ * change.
+ */
 static void
-add_expect_tx(Rewrite *r, Stmt *s)
+retarget(Rewrite *r, Stmt *s, Expr *lin)
+{
+	bool tx_done = false;
+	int i;
+
+	for (i = 0; i < s->nreads; i++)
+		if (r->k->buf[s->reads[i].buf].kind == BUF_TILE)
+			s->reads[i].slot = slot_of(r, lin);
+	for (i = 0; i < s->nbody && !r->err; i++) {
+		Stmt *x = s->body[i];
+
+		if (x->kind == ST_TMA_LOAD) {
+			x->slot = slot_of(r, lin);
+			x->bar = r->full;
+			x->barslot = x->slot;
+			x->a = inline_lets(r->c, r->loop, x->a);
+			x->b = inline_lets(r->c, r->loop, x->b);
+			r->k->buf[x->buf].full_bar = r->full;
+			if (!tx_done) {
+				Stmt *tx = st_new(r->c, ST_EXPECT_TX);
+
+				tx->bar = r->full;
+				tx->barslot = x->slot;
+				tx->n = r->bytes;
+				st_insert(r->c, s, i, tx);
+				tx_done = true;
+				i++;
+			}
+			continue;
+		}
+		if (x->kind == ST_LOOP && kir_has_load(x)) {
+			if (x->lo->kind != EX_INT || x->lo->ival != 0 || ex_uses_var(x->hi, x->var)) {
+				r->err = diag_internal(r->c, "circular_buffer",
+				                       "an inner loop that issues loads must run over [0, n)");
+				return;
+			}
+			x->lin = ex_bin(r->c, EX_ADD, ex_bin(r->c, EX_MUL, lin, x->hi), ex_var(r->c, x->var));
+			retarget(r, x, x->lin);
+			continue;
+		}
+		retarget(r, x, lin);
+	}
+	if (s->orelse)
+		retarget(r, s->orelse, lin);
+}
+
+/* Does S hold a loop that issues loads (a loop the stage counter runs through)? */
+static bool
+has_loading_loop(const Stmt *s)
 {
 	int i;
 
-	for (i = 0; i < s->nbody; i++) {
-		if (s->body[i]->kind == ST_TMA_LOAD) {
-			Stmt *tx = st_new(r->c, ST_EXPECT_TX);
-
-			tx->bar = r->full;
-			tx->barslot = r->slot;
-			tx->n = r->bytes;
-			st_insert(r->c, s, i, tx);
-			break;
-		}
-	}
 	for (i = 0; i < s->nbody; i++)
-		if (s->body[i]->kind != ST_TMA_LOAD)
-			add_expect_tx(r, s->body[i]);
-	if (s->orelse)
-		add_expect_tx(r, s->orelse);
+		if ((s->body[i]->kind == ST_LOOP && kir_has_load(s->body[i])) || has_loading_loop(s->body[i]))
+			return true;
+	return s->orelse && has_loading_loop(s->orelse);
 }
 
 void
@@ -259,14 +285,19 @@ pass_circular_buffer(Comp *c)
 		fd.index += 2;
 
 	i = ex_var(c, fd.loop->var);
+	if (!k->warp_specialize && has_loading_loop(fd.loop))
+		return diag_internal(c, "circular_buffer",
+		                     "a plain pipelined loop must issue its loads directly in its body");
 	r.c = c;
 	r.k = k;
 	r.loop = fd.loop;
-	r.slot = ex_bin(c, EX_MOD, i, ex_int(c, S));
+	r.stages = S;
 	r.full = cb->full_bar;
 	r.bytes = stage_bytes;
-	retarget_loads(&r, fd.loop);
-	add_expect_tx(&r, fd.loop);
+	fd.loop->lin = i;
+	retarget(&r, fd.loop, i);
+	if (r.err)
+		return -1;
 	fd.loop->cb = cb;
 	if (k->warp_specialize) {
 		cb->part = CB_NONE;

@@ -48,6 +48,12 @@ bool kir_has_load(const Stmt *s);
 void cb_strip_loads(Stmt *s);
 /* A copy of the load-issuing statements of LOOP's body (the ifs around loads). */
 Stmt *cb_load_slice(Comp *c, const Stmt *loop);
+/*
+ * warp_specialize.c: turns every CTA-wide barrier inside roles into a named
+ * barrier (id 1) of the consumer threads; __syncthreads there would deadlock.
+ * Only consumers hold barriers: the producer branch issues loads only.
+ */
+void ws_name_barriers(const Kernel *k, Stmt *s, bool in_roles);
 int pass_infer(Comp *c);
 int pass_schedule(Comp *c);
 

@@ -54,72 +54,87 @@ mbar(Comp *c, StmtKind kind, int bar, Expr *slot, Expr *par)
 	return s;
 }
 
-/* RAW wait before the first reader, WAR release after the last. */
+/*
+ * In BODY, whose iterations consume stage LIN: a RAW wait before the first
+ * statement that reads the stage and a WAR release after the last.  A loop
+ * that advances the stage counter consumes a stage per iteration: the wait
+ * and release go inside it instead.
+ */
 static void
-sync_compute_loop(Sync *y, Stmt *loop, Stmt *parent, int index)
+sync_stage_body(Sync *y, const CbInfo *cb, Stmt *body, Expr *lin)
 {
 	Comp *c = y->c;
-	CbInfo *cb = loop->cb;
-	Expr *i = ex_var(c, loop->var);
 	int S = cb->stages, first = -1, last = -1, j;
+	Stmt *w;
 
-	for (j = 0; j < loop->nbody; j++)
-		if (reads_stage(y->k, loop->body[j], cb->full_bar)) {
+	for (j = 0; j < body->nbody; j++) {
+		Stmt *x = body->body[j];
+
+		if (x->kind == ST_LOOP && x->lin) {
+			sync_stage_body(y, cb, x, x->lin);
+		} else if (reads_stage(y->k, x, cb->full_bar)) {
 			if (first < 0)
 				first = j;
 			last = j;
 		}
+	}
 	if (first < 0)
 		return;
 	if (cb->part == CB_MAIN) {
 		Stmt *s = st_new(c, ST_SYNC);
 
 		s->comment = "release the stage: the next load refills it";
-		st_insert(c, loop, last + 1, s);
+		st_insert(c, body, last + 1, s);
 	} else if (cb->part == CB_CONSUMER) {
-		Expr *next = ex_bin(c, EX_MOD, ex_bin(c, EX_ADD, i, ex_int(c, cb->prefetch + 1)), ex_int(c, S));
-		Stmt *pre, *arr;
-		int kv;
+		Expr *next = ex_bin(c, EX_MOD, ex_bin(c, EX_ADD, lin, ex_int(c, cb->prefetch + 1)), ex_int(c, S));
+		Stmt *arr = mbar(c, ST_MBAR_ARRIVE, cb->empty_bar, next, NULL);
 
-		arr = mbar(c, ST_MBAR_ARRIVE, cb->empty_bar, next, NULL);
 		arr->comment = "release the oldest stage to the producer";
-		st_insert(c, loop, last + 1, arr);
-		kv = kernel_add_var(c, y->k, "s");
-		pre = st_loop(c, kv, ex_int(c, 0), ex_int(c, cb->prefetch + 1), LOOP_SERIAL);
+		st_insert(c, body, last + 1, arr);
+	}
+	w = mbar(c, ST_MBAR_WAIT, cb->full_bar, ex_bin(c, EX_MOD, lin, ex_int(c, S)), parity(c, lin, S));
+	w->comment = "wait until the stage's loads have landed";
+	st_insert(c, body, first, w);
+}
+
+/* The waits and releases of a loop that computes from stages; consumers pre-arrive. */
+static void
+sync_compute_loop(Sync *y, Stmt *loop, Stmt *parent, int index)
+{
+	Comp *c = y->c;
+	CbInfo *cb = loop->cb;
+
+	sync_stage_body(y, cb, loop, ex_var(c, loop->var));
+	if (cb->part == CB_CONSUMER) {
+		int kv = kernel_add_var(c, y->k, "s");
+		Stmt *pre = st_loop(c, kv, ex_int(c, 0), ex_int(c, cb->prefetch + 1), LOOP_SERIAL);
+
 		pre->comment = "the first P + 1 stages start empty";
 		st_append(c, pre, mbar(c, ST_MBAR_ARRIVE, cb->empty_bar, ex_var(c, kv), NULL));
 		st_insert(c, parent, index, pre);
 	}
-	{
-		Stmt *w = mbar(c, ST_MBAR_WAIT, cb->full_bar, ex_bin(c, EX_MOD, i, ex_int(c, S)), parity(c, i, S));
-
-		w->comment = "wait until the stage's loads have landed";
-		st_insert(c, loop, first, w);
-	}
 }
 
-/* The producer waits for a free slot before each refill. */
+/* The producer waits for a free slot before each refill of stage LIN. */
 static void
-sync_producer(Sync *y, Stmt *s, Stmt *loop)
+sync_producer(Sync *y, const CbInfo *cb, Stmt *s, Expr *lin)
 {
 	Comp *c = y->c;
-	CbInfo *cb = loop->cb;
-	Expr *i = ex_var(c, loop->var);
 	int j;
 
 	for (j = 0; j < s->nbody; j++) {
 		Stmt *x = s->body[j];
 
 		if (x->kind == ST_EXPECT_TX) {
-			Stmt *w = mbar(c, ST_MBAR_WAIT, cb->empty_bar, ex_bin(c, EX_MOD, i, ex_int(c, cb->stages)),
-			               parity(c, i, cb->stages));
+			Stmt *w = mbar(c, ST_MBAR_WAIT, cb->empty_bar, ex_bin(c, EX_MOD, lin, ex_int(c, cb->stages)),
+			               parity(c, lin, cb->stages));
 
 			w->comment = "wait until consumers released the slot";
 			st_insert(c, s, j, w);
-			return;
+			j++;
+		} else {
+			sync_producer(y, cb, x, x->kind == ST_LOOP && x->lin ? x->lin : lin);
 		}
-		if (x->kind != ST_LOOP)
-			sync_producer(y, x, loop);
 	}
 }
 
@@ -145,7 +160,7 @@ walk(Sync *y, Stmt *s)
 				break;
 			}
 			case CB_PRODUCER:
-				sync_producer(y, x, x);
+				sync_producer(y, x->cb, x, ex_var(y->c, x->var));
 				break;
 			default:
 				break;
@@ -156,35 +171,12 @@ walk(Sync *y, Stmt *s)
 	walk(y, s->orelse);
 }
 
-/* Named barriers inside roles: __syncthreads there would deadlock. */
-static void
-name_barriers(Sync *y, Stmt *s, int in_roles)
-{
-	int j;
-
-	if (!s)
-		return;
-	if (s->kind == ST_SYNC && in_roles) {
-		s->n = 1;
-		s->threads = y->k->consumer_threads;
-	}
-	if (s->kind == ST_ROLES) {
-		for (j = 0; j < s->nbody; j++)
-			name_barriers(y, s->body[j], 1);
-		name_barriers(y, s->orelse, 1);
-		return;
-	}
-	for (j = 0; j < s->nbody; j++)
-		name_barriers(y, s->body[j], in_roles);
-	name_barriers(y, s->orelse, in_roles);
-}
-
 int
 pass_sync(Comp *c)
 {
 	Sync y = {c, c->kernel};
 
 	walk(&y, c->kernel->body);
-	name_barriers(&y, c->kernel->body, 0);
+	ws_name_barriers(c->kernel, c->kernel->body, false);
 	return 0;
 }

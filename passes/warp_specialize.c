@@ -40,6 +40,23 @@ find_ws_loop(Stmt *s, Where *w)
 	}
 }
 
+void
+ws_name_barriers(const Kernel *k, Stmt *s, bool in_roles)
+{
+	int j;
+
+	if (!s)
+		return;
+	if (s->kind == ST_SYNC && in_roles && s->n == 0) {
+		s->n = 1;
+		s->threads = k->consumer_threads;
+	}
+	in_roles |= s->kind == ST_ROLES;
+	for (j = 0; j < s->nbody; j++)
+		ws_name_barriers(k, s->body[j], in_roles);
+	ws_name_barriers(k, s->orelse, in_roles);
+}
+
 int
 pass_warp_specialize(Comp *c)
 {
@@ -77,5 +94,6 @@ pass_warp_specialize(Comp *c)
 		st_append(c, roles->orelse, w.parent->body[i]);
 	w.parent->body[w.index] = roles;
 	w.parent->nbody = w.index + 1;
+	ws_name_barriers(k, roles, false);
 	return 0;
 }

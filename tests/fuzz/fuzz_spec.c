@@ -64,8 +64,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!ctx)
 		return 0;
 	wsf_set_diagnostic_handler(ctx, on_diag, &n);
-	if (wsf_set_option(ctx, "stop-after", "fusion-ir") != WSF_OK)
-		broken("option stop-after=fusion-ir refused", wsf_context_last_error(ctx));
+	/* every pass and the CUDA emitter run; only NVRTC is left out (too slow to fuzz) */
+	if (wsf_set_option(ctx, "stop-after", "cuda") != WSF_OK)
+		broken("option stop-after=cuda refused", wsf_context_last_error(ctx));
 	st = wsf_compile_string(ctx, NAME, (const char *)data, size, &k);
 
 	if ((int)st < 0 || st >= WSF_STATUS_COUNT)
@@ -80,11 +81,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		if (!ir || !*ir)
 			broken("accepted spec without fusion IR", NULL);
+		if (!wsf_kernel_text(k, WSF_STAGE_KERNEL_IR, NULL) || !wsf_kernel_text(k, WSF_STAGE_CUDA, NULL))
+			broken("accepted spec without kernel IR or CUDA", NULL);
 		if (!wsf_kernel_name(k) || !*wsf_kernel_name(k))
 			broken("accepted spec without a name", NULL);
 		if (n.errors)
 			broken("accepted spec reported an error", wsf_context_last_error(ctx));
-	} else if (st == WSF_ERR_INPUT) {
+	} else if (st == WSF_ERR_INPUT || st == WSF_ERR_UNSUPPORTED) {
 		if (n.errors != 1)
 			broken("a rejected spec must get exactly one error", wsf_context_last_error(ctx));
 		if (!*wsf_context_last_error(ctx))

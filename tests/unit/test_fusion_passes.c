@@ -1,0 +1,239 @@
+/*
+ * test_fusion_passes.c: unit tests of expand, infer and schedule on the
+ * fusion IR: what a composite expands to, the shapes and dtypes inference
+ * gives, and the family and placement errors of the scheduler.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../compiler/compiler.h"
+#include "../../passes/passes.h"
+
+typedef struct Fixture {
+	Comp c;
+	char msg[4096];
+} Fixture;
+
+static void
+on_diag(void *user, WsfSeverity sev, const char *msg)
+{
+	(void)sev;
+	snprintf(((Fixture *)user)->msg, sizeof ((Fixture *)user)->msg, "%s", msg);
+}
+
+static int
+setup(void **state)
+{
+	Fixture *t = calloc(1, sizeof *t);
+
+	if (!t || !(t->c.arena = arena_new(&t->c.oom)))
+		return -1;
+	t->c.strs = strtab_new(t->c.arena);
+	t->c.file = "t.yaml";
+	t->c.diag = on_diag;
+	t->c.diag_user = t;
+	*state = t;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	Fixture *t = *state;
+
+	arena_free(t->c.arena);
+	free(t);
+	return 0;
+}
+
+/* Reads SPEC and runs the fusion passes; returns their result. */
+static int
+run(Fixture *t, const char *spec)
+{
+	if (setjmp(t->c.oom))
+		fail_msg("out of memory");
+	t->c.src = spec;
+	t->c.srclen = strlen(spec);
+	if (spec_read(&t->c))
+		fail_msg("spec rejected: %s", t->msg);
+	return passes_run(&t->c, WSF_STAGE_FUSION_IR);
+}
+
+static const Tensor *
+tensor(Fixture *t, const char *name)
+{
+	const Fusion *f = t->c.fusion;
+	int i;
+
+	for (i = 1; i < f->ntensor; i++)
+		if (strcmp(f->tensor[i].name, name) == 0)
+			return &f->tensor[i];
+	fail_msg("no tensor %s", name);
+	return NULL;
+}
+
+static const char *
+shape(Fixture *t, const char *name)
+{
+	Buf b;
+
+	buf_init(&b, t->c.arena);
+	shape_print(&b, t->c.fusion, tensor(t, name));
+	return buf_str(&b);
+}
+
+#define HEAD "fusion: f\nsizes: {M: 8, N: 16, K: 32}\ninputs:\n"
+
+static void
+expand_softmax(void **state)
+{
+	Fixture *t = *state;
+	const Fusion *f;
+
+	assert_int_equal(run(t, HEAD "  x: {dtype: bf16, shape: [M, N]}\n"
+	                     "ops:\n  - {out: p, op: softmax, in: [x]}\noutputs:\n  p: {}\n"), 0);
+	f = t->c.fusion;
+	assert_int_equal(f->nop - 1, 5);
+	assert_int_equal(f->op[1].kind, OP_MAX);
+	assert_int_equal(f->op[2].kind, OP_SUB);
+	assert_int_equal(f->op[3].kind, OP_EXP);
+	assert_int_equal(f->op[4].kind, OP_SUM);
+	assert_int_equal(f->op[5].kind, OP_DIV);
+	assert_int_equal(f->tensor[f->op[5].out].def, 5);
+	assert_string_equal(f->tensor[f->op[5].out].name, "p");
+	assert_string_equal(f->op[2].origin, "p");
+	assert_string_equal(shape(t, "p.max"), "bf16[M, 1]");
+	assert_string_equal(shape(t, "p"), "bf16[M, N]");
+	assert_int_equal(f->op[1].pos.line, 6);
+}
+
+static void
+expand_layernorm_affine(void **state)
+{
+	Fixture *t = *state;
+	const Fusion *f;
+
+	assert_int_equal(run(t, HEAD "  x: {dtype: bf16, shape: [M, N]}\n  w: {dtype: bf16, shape: [N]}\n"
+	                     "  b: {dtype: bf16, shape: [N]}\nops:\n"
+	                     "  - {out: y, op: layernorm, in: [x, w, b], eps: 0.001}\noutputs:\n  y: {}\n"), 0);
+	f = t->c.fusion;
+	assert_int_equal(f->nop - 1, 9);
+	assert_int_equal(f->op[f->nop - 1].kind, OP_ADD);
+	assert_int_equal(f->op[f->nop - 2].kind, OP_MUL);
+	assert_true(f->op[5].in[1].tensor == 0 && f->op[5].in[1].lit == 0.001);
+	assert_string_equal(shape(t, "y.var"), "bf16[M, 1]");
+}
+
+static void
+expand_rmsnorm_plain(void **state)
+{
+	Fixture *t = *state;
+	const Fusion *f;
+
+	assert_int_equal(run(t, HEAD "  x: {dtype: f32, shape: [M, N]}\nops:\n"
+	                     "  - {out: y, op: rmsnorm, in: [x]}\noutputs:\n  y: {}\n"), 0);
+	f = t->c.fusion;
+	assert_int_equal(f->nop - 1, 5);
+	assert_int_equal(f->op[5].kind, OP_MUL);
+	assert_string_equal(f->tensor[f->op[5].out].name, "y");
+	assert_int_equal(f->family, FAM_REDUCTION);
+}
+
+static void
+infer_broadcast_and_dtypes(void **state)
+{
+	Fixture *t = *state;
+
+	assert_int_equal(run(t, HEAD "  x: {dtype: bf16, shape: [M, N]}\n  b: {dtype: f32, shape: [N]}\n"
+	                     "  c: {dtype: bf16, shape: [M, 1]}\nops:\n"
+	                     "  - {out: y, op: add, in: [x, b]}\n  - {out: z, op: mul, in: [x, c]}\n"
+	                     "  - {out: h, op: cast, in: [z], to: f16}\n  - {out: s, op: mul, in: [2, h]}\n"
+	                     "outputs:\n  y: {}\n  s: {dtype: bf16}\n"), 0);
+	assert_string_equal(shape(t, "y"), "f32[M, N]");
+	assert_string_equal(shape(t, "z"), "bf16[M, N]");
+	assert_string_equal(shape(t, "h"), "f16[M, N]");
+	assert_string_equal(shape(t, "s"), "f16[M, N]");
+	assert_int_equal(t->c.fusion->out[0].dtype, DT_F32);
+	assert_int_equal(t->c.fusion->out[1].dtype, DT_BF16);
+	assert_int_equal(t->c.fusion->family, FAM_POINTWISE);
+}
+
+static void
+infer_reduce_keepdim_false(void **state)
+{
+	Fixture *t = *state;
+
+	assert_int_equal(run(t, HEAD "  x: {dtype: f32, shape: [M, N]}\nops:\n"
+	                     "  - {out: s, op: sum, in: [x], keepdim: false}\noutputs:\n  s: {}\n"), 0);
+	assert_string_equal(shape(t, "s"), "f32[M]");
+	assert_int_equal(t->c.fusion->op[1].axis, 1);
+}
+
+static void
+infer_matmul_transposes(void **state)
+{
+	Fixture *t = *state;
+
+	assert_int_equal(run(t, HEAD "  x: {dtype: bf16, shape: [K, M]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+	                     "ops:\n  - {out: y, op: matmul, in: [x, w], transpose_a: true, transpose_b: true}\n"
+	                     "outputs:\n  y: {}\n"), 0);
+	assert_string_equal(shape(t, "y"), "bf16[M, N]");
+	assert_int_equal(t->c.fusion->family, FAM_MATMUL);
+}
+
+static void
+infer_errors(void **state)
+{
+	Fixture *t = *state;
+
+	assert_int_equal(run(t, HEAD "  x: {dtype: f32, shape: [M, N]}\n  y: {dtype: f32, shape: [N, M]}\n"
+	                     "ops:\n  - {out: z, op: add, in: [x, y]}\noutputs:\n  z: {}\n"), -1);
+	assert_non_null(strstr(t->msg, "t.yaml:7:5: error: cannot broadcast 'x' [M, N] with 'y' [N, M]"));
+	assert_int_equal(t->c.nerrors, 1);
+}
+
+static void
+schedule_reduction_axis(void **state)
+{
+	Fixture *t = *state;
+
+	assert_int_equal(run(t, HEAD "  x: {dtype: f32, shape: [M, N]}\nops:\n"
+	                     "  - {out: s, op: sum, in: [x], axis: 0}\noutputs:\n  s: {}\n"), -1);
+	assert_non_null(strstr(t->msg, "wsfuse reduces only over the innermost axis"));
+}
+
+static void
+schedule_alignment(void **state)
+{
+	Fixture *t = *state;
+
+	assert_int_equal(run(t, "fusion: f\nsizes: {M: 8, N: 12}\ninputs:\n  x: {dtype: bf16, shape: [M, N]}\n"
+	                     "ops:\n  - {out: y, op: relu, in: [x]}\noutputs:\n  y: {dtype: f32}\n"), -1);
+	assert_non_null(strstr(t->msg, "t.yaml:4:3: error: input 'x': a row of N = 12 bf16 elements is 24 bytes"));
+	assert_non_null(strstr(t->msg, "make N a multiple of 8"));
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(expand_softmax, setup, teardown),
+		cmocka_unit_test_setup_teardown(expand_layernorm_affine, setup, teardown),
+		cmocka_unit_test_setup_teardown(expand_rmsnorm_plain, setup, teardown),
+		cmocka_unit_test_setup_teardown(infer_broadcast_and_dtypes, setup, teardown),
+		cmocka_unit_test_setup_teardown(infer_reduce_keepdim_false, setup, teardown),
+		cmocka_unit_test_setup_teardown(infer_matmul_transposes, setup, teardown),
+		cmocka_unit_test_setup_teardown(infer_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(schedule_reduction_axis, setup, teardown),
+		cmocka_unit_test_setup_teardown(schedule_alignment, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,543 @@
+/*
+ * test_passes.c: unit tests of the kernel passes on hand-built kernel IR.
+ *
+ * Each test builds a small loop nest the way any lowering might (a loop, an
+ * elected block of TMA loads, a compute that reads what they load), runs
+ * circular_buffer, warp_specialize and sync directly, and asserts the
+ * structure: which loop got buffered, S and P, the barriers, and how many
+ * waits, releases and barriers there are and where.  The last tests lower
+ * real specs and check the views and errors of the pointwise lowering.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../compiler/compiler.h"
+#include "../../passes/passes.h"
+
+typedef struct Fixture {
+	Comp c;
+	char msg[4096];
+} Fixture;
+
+static void
+on_diag(void *user, WsfSeverity sev, const char *msg)
+{
+	Fixture *t = user;
+
+	(void)sev;
+	snprintf(t->msg, sizeof t->msg, "%s", msg);
+}
+
+static int
+setup(void **state)
+{
+	Fixture *t = calloc(1, sizeof *t);
+
+	if (!t || !(t->c.arena = arena_new(&t->c.oom)))
+		return -1;
+	t->c.strs = strtab_new(t->c.arena);
+	t->c.file = "test.yaml";
+	t->c.diag = on_diag;
+	t->c.diag_user = t;
+	*state = t;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	Fixture *t = *state;
+
+	arena_free(t->c.arena);
+	free(t);
+	return 0;
+}
+
+/* A kernel with NLOADS tile inputs of 16 x 256 bf16 (8 KiB each). */
+static Kernel *
+new_kernel(Comp *c, int nloads, bool ws)
+{
+	Fusion *f = fusion_new(c);
+	Kernel *k;
+	int i;
+
+	f->name = "k";
+	k = kernel_new(c, f);
+	k->warp_specialize = ws;
+	k->consumer_threads = 256;
+	k->threads = ws ? 288 : 256;
+	k->smem_budget = 200 * 1024;
+	for (i = 0; i < nloads; i++) {
+		int p = kernel_add_param(c, k, PK_TMAP, arena_printf(c->arena, "in%d", i));
+		int b = kernel_add_buf(c, k, arena_printf(c->arena, "in%d_tile", i), BUF_TILE, DT_BF16, 16, 256);
+
+		k->param[p].dtype = DT_BF16;
+		k->buf[b].param = p;
+	}
+	return k;
+}
+
+/* Appends to BLOCK: if elect() { load every buffer at (var, 0) }; compute reading them. */
+static Stmt *
+add_load_and_compute(Comp *c, Kernel *k, Stmt *block, int var)
+{
+	Stmt *issue = st_if(c, ex_leaf(c, EX_ELECT)), *compute = st_new(c, ST_COMPUTE);
+	int b;
+
+	st_append(c, block, issue);
+	for (b = 1; b < k->nbuf; b++) {
+		Stmt *ld = st_new(c, ST_TMA_LOAD);
+
+		ld->buf = b;
+		ld->param = k->buf[b].param;
+		ld->slot = ex_int(c, 0);
+		ld->a = ex_var(c, var);
+		ld->b = ex_int(c, 0);
+		st_append(c, issue, ld);
+		VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->buf = b;
+		compute->reads[compute->nreads - 1].slot = ex_int(c, 0);
+	}
+	compute->a = ex_var(c, var);
+	compute->b = ex_int(c, 0);
+	st_append(c, block, compute);
+	return compute;
+}
+
+/* for i in [0, n): { loads; compute } at the top of the kernel body. */
+static Stmt *
+single_loop(Comp *c, Kernel *k)
+{
+	int n = kernel_add_param(c, k, PK_SIZE, "n");
+	Stmt *loop;
+
+	k->param[n].var = kernel_add_var(c, k, "n");
+	loop = st_loop(c, kernel_add_var(c, k, "i"), ex_int(c, 0), ex_var(c, k->param[n].var), LOOP_TILE);
+	st_append(c, k->body, loop);
+	add_load_and_compute(c, k, loop, loop->var);
+	return loop;
+}
+
+/* for o in [0, 4): for j in [0, n): { loads; compute } */
+static Stmt *
+nested_loops(Comp *c, Kernel *k, Stmt **inner)
+{
+	int n = kernel_add_param(c, k, PK_SIZE, "n");
+	Stmt *outer;
+
+	k->param[n].var = kernel_add_var(c, k, "n");
+	outer = st_loop(c, kernel_add_var(c, k, "o"), ex_int(c, 0), ex_int(c, 4), LOOP_SERIAL);
+	*inner = st_loop(c, kernel_add_var(c, k, "j"), ex_int(c, 0), ex_var(c, k->param[n].var), LOOP_SERIAL);
+	st_append(c, k->body, outer);
+	st_append(c, outer, *inner);
+	add_load_and_compute(c, k, *inner, (*inner)->var);
+	return outer;
+}
+
+typedef struct Census {
+	int kind[ST_COMPUTE + 1];
+} Census;
+
+static void
+count(Stmt *s, void *user)
+{
+	((Census *)user)->kind[s->kind]++;
+}
+
+static Census
+census(Stmt *s)
+{
+	Census n = {{0}};
+
+	st_walk(s, count, &n);
+	return n;
+}
+
+/* The index in BLOCK of the first statement of KIND, or -1. */
+static int
+find(const Stmt *block, StmtKind kind)
+{
+	int i;
+
+	for (i = 0; i < block->nbody; i++)
+		if (block->body[i]->kind == kind)
+			return i;
+	return -1;
+}
+
+static void
+run_pass(Fixture *t, PassFn pass, const char *name)
+{
+	if (setjmp(t->c.oom))
+		fail_msg("out of memory");
+	if (pass(&t->c) != 0)
+		fail_msg("pass %s failed: %s", name, t->msg);
+	if (kernel_verify(&t->c, t->c.kernel, name) != 0)
+		fail_msg("verifier after %s: %s", name, t->msg);
+}
+
+static const char *
+expr(Fixture *t, const Expr *e)
+{
+	Buf b;
+
+	buf_init(&b, t->c.arena);
+	expr_print(&b, t->c.kernel, e);
+	return buf_str(&b);
+}
+
+/* A plain loop becomes prologue, main and epilogue with S = 8, P = 7 stages of 3 x 8 KiB. */
+static void
+cb_plain_single_loop(void **state)
+{
+	Fixture *t = *state;
+	Comp *c = &t->c;
+	Kernel *k = c->kernel = new_kernel(c, 3, false);
+	Stmt *loop = single_loop(c, k), *pro, *main_, *epi, *issue;
+	int b;
+
+	run_pass(t, pass_circular_buffer, "circular_buffer");
+	/* body: init-if, syncthreads, prologue, main, epilogue */
+	assert_int_equal(k->body->nbody, 5);
+	assert_int_equal(k->body->body[0]->kind, ST_IF);
+	assert_int_equal(k->body->body[0]->body[0]->kind, ST_MBAR_INIT);
+	assert_int_equal(k->body->body[1]->kind, ST_SYNC);
+	pro = k->body->body[2];
+	main_ = k->body->body[3];
+	epi = k->body->body[4];
+	assert_ptr_equal(main_, loop);
+	assert_int_equal(pro->cb->part, CB_PROLOGUE);
+	assert_int_equal(main_->cb->part, CB_MAIN);
+	assert_int_equal(epi->cb->part, CB_EPILOGUE);
+	assert_int_equal(main_->cb->stages, 8);
+	assert_int_equal(main_->cb->prefetch, 7);
+	assert_int_equal(main_->cb->stage_bytes, 3 * 8192);
+	for (b = 1; b < k->nbuf; b++) {
+		assert_int_equal(k->buf[b].stages, 8);
+		assert_int_equal(k->buf[b].full_bar, main_->cb->full_bar);
+	}
+	assert_int_equal(k->bar[main_->cb->full_bar].count, 8);
+	assert_int_equal(k->bar[main_->cb->full_bar].arrivals, 1);
+	assert_int_equal(main_->cb->empty_bar, 0);
+	/* main issues loads P ahead: one expect_tx, then three loads into slot (i + 7) % 8 */
+	issue = main_->body[0];
+	assert_int_equal(issue->kind, ST_IF);
+	assert_int_equal(issue->nbody, 4);
+	assert_int_equal(issue->body[0]->kind, ST_EXPECT_TX);
+	assert_int_equal(issue->body[0]->n, 3 * 8192);
+	assert_string_equal(expr(t, issue->body[1]->slot), "((i + 7) % 8)");
+	assert_string_equal(expr(t, issue->body[1]->a), "(i + 7)");
+	assert_string_equal(expr(t, main_->hi), "(n - 7)");
+	assert_string_equal(expr(t, epi->lo), "max((n - 7), 0)");
+	assert_string_equal(expr(t, pro->hi), "min(7, n)");
+	/* the epilogue and the rest of main load nothing; the prologue only loads */
+	assert_int_equal(census(epi).kind[ST_TMA_LOAD], 0);
+	assert_int_equal(census(pro).kind[ST_COMPUTE], 0);
+	assert_int_equal(census(pro).kind[ST_TMA_LOAD], 3);
+	assert_int_equal(census(main_).kind[ST_TMA_LOAD], 3);
+	assert_string_equal(expr(t, main_->body[1]->reads[0].slot), "(i % 8)");
+}
+
+/* The plain form buffers the innermost loop of a nest; the outer one is left alone. */
+static void
+cb_plain_picks_innermost(void **state)
+{
+	Fixture *t = *state;
+	Comp *c = &t->c;
+	Kernel *k = c->kernel = new_kernel(c, 1, false);
+	Stmt *inner, *outer = nested_loops(c, k, &inner);
+
+	run_pass(t, pass_circular_buffer, "circular_buffer");
+	assert_null(outer->cb);
+	assert_non_null(inner->cb);
+	assert_int_equal(inner->cb->part, CB_MAIN);
+	/* prologue, main, epilogue now sit inside the outer loop */
+	assert_int_equal(outer->nbody, 3);
+	assert_int_equal(outer->body[0]->cb->part, CB_PROLOGUE);
+	assert_int_equal(outer->body[2]->cb->part, CB_EPILOGUE);
+	/* barriers are initialised once, before the outer loop */
+	assert_int_equal(census(outer).kind[ST_MBAR_INIT], 0);
+	assert_int_equal(census(k->body).kind[ST_MBAR_INIT], 1);
+}
+
+/* Warp-specialized: the outermost loop, and the stage counter runs on across the nest. */
+static void
+cb_ws_picks_outermost(void **state)
+{
+	Fixture *t = *state;
+	Comp *c = &t->c;
+	Kernel *k = c->kernel = new_kernel(c, 1, true);
+	Stmt *inner, *outer = nested_loops(c, k, &inner);
+	Stmt *ld;
+
+	run_pass(t, pass_circular_buffer, "circular_buffer");
+	assert_non_null(outer->cb);
+	assert_null(inner->cb);
+	assert_int_equal(k->bar[outer->cb->empty_bar].arrivals, 256);
+	assert_string_equal(expr(t, inner->lin), "((o * n) + j)");
+	ld = inner->body[0]->body[1];
+	assert_int_equal(ld->kind, ST_TMA_LOAD);
+	assert_string_equal(expr(t, ld->slot), "(((o * n) + j) % 8)");
+	/* no prologue or epilogue: the roles split comes next */
+	assert_int_equal(k->body->nbody, 3);
+}
+
+/* schedule: stages is obeyed; more than fit is an error at the spec position. */
+static void
+cb_stages_hint(void **state)
+{
+	Fixture *t = *state;
+	Comp *c = &t->c;
+	Kernel *k = c->kernel = new_kernel(c, 3, false);
+	Stmt *loop = single_loop(c, k);
+
+	k->stages_hint = 3;
+	run_pass(t, pass_circular_buffer, "circular_buffer");
+	assert_int_equal(loop->cb->stages, 3);
+	assert_int_equal(loop->cb->prefetch, 2);
+	assert_int_equal(kernel_smem_bytes(k), 3 * 3 * 8192 + 3 * 8);
+}
+
+static void
+cb_stages_hint_too_big(void **state)
+{
+	Fixture *t = *state;
+	Comp *c = &t->c;
+	Kernel *k = c->kernel = new_kernel(c, 3, false);
+
+	single_loop(c, k);
+	k->stages_hint = 9;
+	k->stages_pos = (Pos){"test.yaml", 12, 11};
+	assert_int_equal(pass_circular_buffer(c), -1);
+	assert_non_null(strstr(t->msg, "test.yaml:12:11: error: schedule stages 9"));
+}
+
+/* S from the budget: 64 KiB for 24 KiB stages fits 2. */
+static void
+cb_stages_from_budget(void **state)
+{
+	Fixture *t = *state;
+	Comp *c = &t->c;
+	Kernel *k = c->kernel = new_kernel(c, 3, false);
+	Stmt *loop = single_loop(c, k);
+
+	k->smem_budget = 64 * 1024;
+	run_pass(t, pass_circular_buffer, "circular_buffer");
+	assert_int_equal(loop->cb->stages, 2);
+	assert_true(kernel_smem_bytes(k) <= k->smem_budget);
+}
+
+/* One wait per barrier (not per tensor) before the first reader; main releases, epilogue not. */
+static void
+sync_plain(void **state)
+{
+	Fixture *t = *state;
+	Comp *c = &t->c;
+	Kernel *k = c->kernel = new_kernel(c, 3, false);
+	Stmt *main_ = single_loop(c, k), *epi;
+	int w, r;
+
+	run_pass(t, pass_circular_buffer, "circular_buffer");
+	run_pass(t, pass_warp_specialize, "warp_specialize");
+	run_pass(t, pass_sync, "sync");
+	epi = k->body->body[4];
+	assert_int_equal(census(main_).kind[ST_MBAR_WAIT], 1);
+	assert_int_equal(census(main_).kind[ST_SYNC], 1);
+	w = find(main_, ST_MBAR_WAIT);
+	r = find(main_, ST_COMPUTE);
+	assert_int_equal(w + 1, r);
+	assert_int_equal(main_->body[r + 1]->kind, ST_SYNC);
+	assert_int_equal(main_->body[r + 1]->n, 0);
+	assert_string_equal(expr(t, main_->body[w]->barslot), "(i % 8)");
+	assert_string_equal(expr(t, main_->body[w]->a), "((i / 8) & 1)");
+	assert_int_equal(census(epi).kind[ST_MBAR_WAIT], 1);
+	assert_int_equal(census(epi).kind[ST_SYNC], 0);
+	assert_int_equal(census(k->body->body[2]).kind[ST_MBAR_WAIT], 0);
+	/* in the whole kernel: 2 waits, 1 release barrier + 1 after barrier init, no arrives */
+	assert_int_equal(census(k->body).kind[ST_MBAR_WAIT], 2);
+	assert_int_equal(census(k->body).kind[ST_SYNC], 2);
+	assert_int_equal(census(k->body).kind[ST_MBAR_ARRIVE], 0);
+}
+
+/* Warp-specialized: roles, producer waits on empty, consumers pre-arrive and release. */
+static void
+sync_warp_specialized(void **state)
+{
+	Fixture *t = *state;
+	Comp *c = &t->c;
+	Kernel *k = c->kernel = new_kernel(c, 2, true);
+	Stmt *roles, *producer, *consumer, *pre, *issue, *tail;
+	int w, r;
+
+	single_loop(c, k);
+	tail = st_new(c, ST_SYNC);  /* something after the loop: it must move to the consumers */
+	st_append(c, k->body, tail);
+	run_pass(t, pass_circular_buffer, "circular_buffer");
+	run_pass(t, pass_warp_specialize, "warp_specialize");
+	roles = k->body->body[2];
+	assert_int_equal(roles->kind, ST_ROLES);
+	assert_int_equal(roles->threads, 32);
+	assert_int_equal(k->body->nbody, 3);
+	producer = roles->body[0];
+	assert_int_equal(producer->cb->part, CB_PRODUCER);
+	assert_int_equal(census(producer).kind[ST_COMPUTE], 0);
+	assert_int_equal(census(producer).kind[ST_TMA_LOAD], 2);
+	consumer = roles->orelse->body[0];
+	assert_int_equal(consumer->cb->part, CB_CONSUMER);
+	assert_int_equal(census(consumer).kind[ST_TMA_LOAD], 0);
+	assert_ptr_equal(roles->orelse->body[1], tail);
+
+	run_pass(t, pass_sync, "sync");
+	issue = producer->body[0];
+	assert_int_equal(issue->body[0]->kind, ST_MBAR_WAIT);
+	assert_int_equal(issue->body[0]->bar, producer->cb->empty_bar);
+	assert_int_equal(issue->body[1]->kind, ST_EXPECT_TX);
+	pre = roles->orelse->body[0];
+	assert_int_equal(pre->kind, ST_LOOP);
+	assert_string_equal(expr(t, pre->hi), "8");
+	assert_int_equal(pre->body[0]->kind, ST_MBAR_ARRIVE);
+	consumer = roles->orelse->body[1];
+	w = find(consumer, ST_MBAR_WAIT);
+	r = find(consumer, ST_COMPUTE);
+	assert_int_equal(w + 1, r);
+	assert_int_equal(consumer->body[r + 1]->kind, ST_MBAR_ARRIVE);
+	assert_string_equal(expr(t, consumer->body[r + 1]->barslot), "(i % 8)");
+	assert_int_equal(census(consumer).kind[ST_SYNC], 0);
+	/* the barrier after the loop became a named barrier sized to the consumers */
+	assert_int_equal(tail->n, 1);
+	assert_int_equal(tail->threads, 256);
+}
+
+/* A nest under warp specialization: the wait and the release sit in the inner loop. */
+static void
+sync_ws_nested(void **state)
+{
+	Fixture *t = *state;
+	Comp *c = &t->c;
+	Kernel *k = c->kernel = new_kernel(c, 1, true);
+	Stmt *inner, *roles, *consumer, *cinner;
+
+	nested_loops(c, k, &inner);
+	run_pass(t, pass_circular_buffer, "circular_buffer");
+	run_pass(t, pass_warp_specialize, "warp_specialize");
+	run_pass(t, pass_sync, "sync");
+	roles = k->body->body[2];
+	consumer = roles->orelse->body[1];
+	cinner = consumer->body[0];
+	assert_int_equal(cinner->kind, ST_LOOP);
+	assert_int_equal(cinner->body[0]->kind, ST_MBAR_WAIT);
+	assert_string_equal(expr(t, cinner->body[0]->a), "((((o * n) + j) / 8) & 1)");
+	assert_int_equal(cinner->body[2]->kind, ST_MBAR_ARRIVE);
+	assert_int_equal(census(consumer).kind[ST_MBAR_WAIT], 1);
+	assert_int_equal(census(roles->body[0]).kind[ST_MBAR_WAIT], 1);
+}
+
+/* The verifier refuses a CTA-wide barrier inside the roles (it would deadlock). */
+static void
+verify_rejects_syncthreads_in_roles(void **state)
+{
+	Fixture *t = *state;
+	Comp *c = &t->c;
+	Kernel *k = c->kernel = new_kernel(c, 1, false);
+	Stmt *roles = st_new(c, ST_ROLES);
+
+	roles->orelse = st_block(c);
+	st_append(c, roles->orelse, st_new(c, ST_SYNC));
+	st_append(c, k->body, roles);
+	assert_int_equal(kernel_verify(c, k, "test"), -1);
+	assert_non_null(strstr(t->msg, "__syncthreads inside warp-specialized roles"));
+}
+
+/* From a spec: every view the pointwise lowering knows. */
+static void
+lower_views(void **state)
+{
+	Fixture *t = *state;
+	Comp *c = &t->c;
+	static const char spec[] =
+		"fusion: v\n"
+		"sizes: {M: 64, N: 512}\n"
+		"inputs:\n"
+		"  x: {dtype: bf16, shape: [M, N]}\n"
+		"  b: {dtype: bf16, shape: [N]}\n"
+		"  s: {dtype: f32, shape: [M, 1]}\n"
+		"  k: {dtype: f32, shape: [1]}\n"
+		"ops:\n"
+		"  - {out: y, op: add, in: [x, b]}\n"
+		"  - {out: z, op: mul, in: [y, s]}\n"
+		"  - {out: o, op: mul, in: [z, k]}\n"
+		"outputs:\n"
+		"  o: {dtype: bf16}\n";
+	Kernel *k;
+
+	if (setjmp(c->oom))
+		fail_msg("out of memory");
+	c->src = spec;
+	c->srclen = strlen(spec);
+	if (spec_read(c) || passes_run(c, WSF_STAGE_FUSION_IR) || passes_run(c, WSF_STAGE_KERNEL_IR))
+		fail_msg("%s", t->msg);
+	k = c->kernel;
+	assert_false(k->flat);
+	assert_int_equal(k->param[1].kind, PK_TMAP);
+	assert_int_equal(k->param[1].view, VIEW_FULL);
+	assert_int_equal(k->param[2].view, VIEW_ROW);
+	assert_int_equal(k->param[2].box[0], 1);
+	assert_int_equal(k->param[3].kind, PK_PTR);
+	assert_int_equal(k->param[3].view, VIEW_COL);
+	assert_int_equal(k->param[4].view, VIEW_SCALAR);
+	assert_int_equal(k->param[5].kind, PK_PTR);  /* the output, 16-byte stores */
+	assert_int_equal(census(k->body).kind[ST_TMA_LOAD], 2 * 2);  /* prologue + main */
+}
+
+static void
+lower_rejects_middle_broadcast(void **state)
+{
+	Fixture *t = *state;
+	Comp *c = &t->c;
+	static const char spec[] =
+		"fusion: v\n"
+		"sizes: {B: 2, S: 8, N: 64}\n"
+		"inputs:\n"
+		"  x: {dtype: f32, shape: [B, S, N]}\n"
+		"  y: {dtype: f32, shape: [B, 1, N]}\n"
+		"ops:\n"
+		"  - {out: o, op: add, in: [x, y]}\n"
+		"outputs:\n"
+		"  o: {dtype: f32}\n";
+
+	if (setjmp(c->oom))
+		fail_msg("out of memory");
+	c->src = spec;
+	c->srclen = strlen(spec);
+	assert_int_equal(spec_read(c), 0);
+	assert_int_equal(passes_run(c, WSF_STAGE_FUSION_IR), 0);
+	assert_int_equal(passes_run(c, WSF_STAGE_KERNEL_IR), -1);
+	assert_non_null(strstr(t->msg, "test.yaml:5:3: error: cannot place input 'y'"));
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(cb_plain_single_loop, setup, teardown),
+		cmocka_unit_test_setup_teardown(cb_plain_picks_innermost, setup, teardown),
+		cmocka_unit_test_setup_teardown(cb_ws_picks_outermost, setup, teardown),
+		cmocka_unit_test_setup_teardown(cb_stages_hint, setup, teardown),
+		cmocka_unit_test_setup_teardown(cb_stages_hint_too_big, setup, teardown),
+		cmocka_unit_test_setup_teardown(cb_stages_from_budget, setup, teardown),
+		cmocka_unit_test_setup_teardown(sync_plain, setup, teardown),
+		cmocka_unit_test_setup_teardown(sync_warp_specialized, setup, teardown),
+		cmocka_unit_test_setup_teardown(sync_ws_nested, setup, teardown),
+		cmocka_unit_test_setup_teardown(verify_rejects_syncthreads_in_roles, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_views, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_rejects_middle_broadcast, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
