@@ -117,6 +117,29 @@ __device__ __forceinline__ void wsf_store8(float *p, const float v[8])
 	         __float_as_uint(v[7]));
 }
 
+// The same into a shared-memory staging tile (read by a TMA store).
+__device__ __forceinline__ void wsf_sts16(void *p, unsigned a, unsigned b, unsigned c, unsigned d)
+{
+	asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" :: "r"(wsf_smem_addr(p)), "r"(a), "r"(b), "r"(c),
+	             "r"(d) : "memory");
+}
+__device__ __forceinline__ void wsf_store8_smem(wsf_bf16 *p, const float v[8])
+{
+	wsf_sts16(p, wsf_pack_bf16x2(v[0], v[1]), wsf_pack_bf16x2(v[2], v[3]), wsf_pack_bf16x2(v[4], v[5]),
+	          wsf_pack_bf16x2(v[6], v[7]));
+}
+__device__ __forceinline__ void wsf_store8_smem_f16(wsf_f16 *p, const float v[8])
+{
+	wsf_sts16(p, wsf_pack_f16x2(v[0], v[1]), wsf_pack_f16x2(v[2], v[3]), wsf_pack_f16x2(v[4], v[5]),
+	          wsf_pack_f16x2(v[6], v[7]));
+}
+__device__ __forceinline__ void wsf_store8_smem(float *p, const float v[8])
+{
+	wsf_sts16(p, __float_as_uint(v[0]), __float_as_uint(v[1]), __float_as_uint(v[2]), __float_as_uint(v[3]));
+	wsf_sts16(p + 4, __float_as_uint(v[4]), __float_as_uint(v[5]), __float_as_uint(v[6]),
+	          __float_as_uint(v[7]));
+}
+
 // ---- mbarriers ---------------------------------------------------------------
 
 __device__ __forceinline__ void wsf_mbar_init(wsf_u64 *bar, unsigned arrivals)

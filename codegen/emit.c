@@ -288,6 +288,9 @@ emit_compute(Emit *e, const Stmt *s)
 	for (i = 0; i < s->nreads; i++)
 		line(e, "const %s *%s_s = %s;", storage_type(k->buf[s->reads[i].buf].dtype),
 		     bufname(e, s->reads[i].buf), buf_at(e, s->reads[i].buf, s->reads[i].slot));
+	for (i = 0; i < s->nwrites; i++)
+		line(e, "%s *%s_s = %s;", storage_type(k->buf[s->writes[i].buf].dtype), bufname(e, s->writes[i].buf),
+		     buf_at(e, s->writes[i].buf, s->writes[i].slot));
 	line(e, "for (int e = threadIdx.x * %d; e < %d; e += %d) {", VEC, elems, k->consumer_threads * VEC);
 	e->depth++;
 	line(e, "const int r = e / %d, c = e %% %d;", k->tile_cols, k->tile_cols);
@@ -337,12 +340,20 @@ emit_compute(Emit *e, const Stmt *s)
 	}
 	e->depth--;
 	line(e, "}");
-	/* outputs: 16-byte stores, element stores at a ragged right edge */
+	/* outputs: 16-byte stores, element stores at a ragged right edge; or the staging tile */
 	for (j = 0; j < f->nout; j++) {
 		const Output *out = &f->out[j];
 		const KParam *p = param_of_tensor(e, out->tensor, true);
 		const char *suf = helper_suffix(out->dtype);
+		int w;
 
+		for (w = 0; w < s->nwrites && e->k->buf[s->writes[w].buf].tensor != out->tensor; w++)
+			;
+		if (w < s->nwrites) {
+			line(e, "wsf_store8_smem%s(%s_s + e, %s);%s", suf, bufname(e, s->writes[w].buf),
+			     e->value[out->tensor], pos_comment(e, out->pos));
+			continue;
+		}
 		line(e, "if (col + %d <= cols)%s", VEC, pos_comment(e, out->pos));
 		line(e, "    wsf_store8%s(%s + row * cols + col, %s);", suf, param_name(e, p), e->value[out->tensor]);
 		line(e, "else");

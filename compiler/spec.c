@@ -90,7 +90,7 @@ static const char *const spec_keys[] = {"fusion", "sizes", "inputs", "ops", "out
 static const char *const input_keys[] = {"dtype", "shape"};
 static const char *const output_keys[] = {"dtype"};
 static const char *const schedule_keys[] = {
-	"tile", "stages", "warp_specialize", "persistent", "cluster", "consumers", "signal",
+	"tile", "stages", "warp_specialize", "persistent", "cluster", "consumers", "signal", "store",
 };
 
 /* Op attribute keys and the A_* bit an op must have to take them. */
@@ -1301,12 +1301,14 @@ read_cluster(Reader *r, Schedule *s, const Node *n)
 }
 
 /* schedule: { tile: [EXTENT, ...], stages: INT, warp_specialize: BOOL, persistent: BOOL,
- *             cluster: [X, Y], consumers: cooperative | pingpong, signal: per_tile } */
+ *             cluster: [X, Y], consumers: cooperative | pingpong, signal: per_tile,
+ *             store: vector | tma } */
 static int
 read_schedule(Reader *r, const Node *key, const Node *n)
 {
 	static const char *const consumers[] = {"cooperative", "pingpong"};
 	static const char *const signals[] = {"per_tile"};
+	static const char *const stores[] = {"vector", "tma"};
 	Schedule *s = &r->f->sched;
 	int i, word = 0;
 	int64_t v = 0;
@@ -1350,6 +1352,10 @@ read_schedule(Reader *r, const Node *key, const Node *n)
 			if (read_word(r, val, "'signal'", signals, countof(signals), &word) < 0)
 				return -1;
 			s->signal = SIGNAL_PER_TILE;
+		} else if (strcmp(k, "store") == 0) {
+			if (read_word(r, val, "'store'", stores, countof(stores), &word) < 0)
+				return -1;
+			s->store = word == 2 ? STORE_TMA : STORE_VECTOR;
 		}
 	}
 	return 0;

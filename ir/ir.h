@@ -268,6 +268,8 @@ typedef struct Output {
 
 typedef enum Consumers { CONSUMERS_NONE = 0, CONSUMERS_COOPERATIVE, CONSUMERS_PINGPONG } Consumers;
 typedef enum Signal { SIGNAL_NONE = 0, SIGNAL_PER_TILE } Signal;
+/* How outputs leave: 16-byte stores from registers, or a staging buffer and a TMA store. */
+typedef enum StoreKind { STORE_NONE = 0, STORE_VECTOR, STORE_TMA } StoreKind;
 
 /* Schedule hints; 0 means "the scheduler decides" for every field. */
 typedef struct Schedule {
@@ -279,6 +281,7 @@ typedef struct Schedule {
 	int cluster[2];
 	Consumers consumers;
 	Signal signal;
+	StoreKind store;
 	Pos pos;
 	Pos stages_pos, tile_pos, ws_pos;
 } Schedule;
@@ -530,6 +533,7 @@ struct Kernel {
 	int stages_hint;         /* schedule: stages, 0 if absent */
 	Pos stages_pos;
 	int smem_budget;         /* bytes of dynamic shared memory the passes may use */
+	int smem_target;         /* bytes a CTA should use by default (0: the budget) */
 	int ntile_var, niter_var, rows_var, cols_var;
 };
 

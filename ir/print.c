@@ -95,7 +95,7 @@ print_schedule(Buf *b, const Schedule *s)
 	int i;
 
 	if (!s->ntile && !s->stages && !s->warp_specialize && !s->persistent && !s->cluster[0] &&
-	    !s->consumers && !s->signal)
+	    !s->consumers && !s->signal && !s->store)
 		return;
 	buf_puts(b, "  schedule");
 	if (s->ntile) {
@@ -116,6 +116,8 @@ print_schedule(Buf *b, const Schedule *s)
 		buf_printf(b, " consumers=%s", s->consumers == CONSUMERS_PINGPONG ? "pingpong" : "cooperative");
 	if (s->signal)
 		buf_puts(b, " signal=per_tile");
+	if (s->store)
+		buf_printf(b, " store=%s", s->store == STORE_TMA ? "tma" : "vector");
 	end_line(b, start, s->pos);
 }
 

@@ -22,8 +22,10 @@
  * warp-specialized kernel the outermost (barriers are initialised once and
  * phases run across the whole persistent loop).
  *
- * S and P: the stages that fit the shared-memory budget, at most 8, or the
- * schedule's `stages`; P = S - 1 since compute is synchronous: a stage is free
+ * S and P: the schedule's `stages`, or as many as fit the kernel's
+ * shared-memory target (at least 2, at most 8; the target leaves room for
+ * several CTAs per SM, which measured faster than deeper pipelines in fewer
+ * CTAs for streaming kernels, docs/perf.md), never more than the budget; P = S - 1 since compute is synchronous: a stage is free
  * as soon as the iteration that read it ends.  Stage and parity come from one
  * linear counter: slot = i % S, parity = (i / S) & 1.
  */
@@ -226,7 +228,14 @@ choose_stages(Comp *c, Kernel *k, int stage_bytes, int *stages)
 		return diag_error(c, k->stages_pos,
 		                  "one stage of %d bytes does not fit the %d-byte shared-memory budget; "
 		                  "use a smaller tile", stage_bytes, k->smem_budget);
-	*stages = fit < MAX_STAGES ? fit : MAX_STAGES;
+	*stages = MAX_STAGES;
+	if (k->smem_target) {
+		int want = (k->smem_target - other) / (stage_bytes + 16);
+
+		*stages = want < 2 ? 2 : want < MAX_STAGES ? want : MAX_STAGES;
+	}
+	if (*stages > fit)
+		*stages = fit;
 	return 0;
 }
 

@@ -22,7 +22,8 @@
 enum {
 	THREADS = 256,            /* compute threads per CTA */
 	STAGE_TARGET = 32 * 1024, /* bytes one stage should move */
-	SMEM_BUDGET = 200 * 1024  /* dynamic shared memory the passes may use */
+	SMEM_BUDGET = 200 * 1024, /* dynamic shared memory the passes may use */
+	SMEM_TARGET = 56 * 1024   /* by default: room for four CTAs per SM (docs/perf.md) */
 };
 
 static bool
@@ -168,11 +169,13 @@ pass_lower(Comp *c)
 			                  f->tensor[f->out[j].tensor].name, d->name);
 	k->flat = true;
 	k->warp_specialize = f->sched.warp_specialize == 2;
-	tma_store = false;
+	/* 16-byte vector stores measured faster than staging + TMA store (docs/perf.md) */
+	tma_store = f->sched.store == STORE_TMA;
 	k->tma_store = tma_store;
 	k->stages_hint = f->sched.stages;
 	k->stages_pos = f->sched.stages_pos;
 	k->smem_budget = SMEM_BUDGET;
+	k->smem_target = SMEM_TARGET;
 	k->consumer_threads = THREADS;
 	k->threads = THREADS + (k->warp_specialize ? 32 : 0);
 	tile_buf = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *tile_buf);
@@ -273,6 +276,35 @@ pass_lower(Comp *c)
 		compute->reads[compute->nreads - 1].slot = ex_int(c, 0);
 	}
 	st_append(c, loop, compute);
-	(void)store;
+	if (!tma_store)
+		return 0;
+
+	/* outputs: compute writes a staging copy (one of two, alternating); one thread stores it */
+	store = st_if(c, ex_leaf(c, EX_ELECT));
+	store->comment = "one thread stores the outputs";
+	for (j = 1; j < k->nparam; j++) {
+		KParam *p = &k->param[j];
+		Stmt *st;
+		int b;
+
+		if (p->kind != PK_TMAP || p->arg < f->ninput)
+			continue;
+		b = kernel_add_buf(c, k, arena_printf(c->arena, "%s_stage", f->tensor[p->tensor].name), BUF_STAGING,
+		                   p->dtype, p->box[0], p->box[1]);
+		k->buf[b].param = j;
+		k->buf[b].tensor = p->tensor;
+		k->buf[b].stages = 2;
+		VEC_PUSH(c->arena, compute->writes, compute->nwrites, compute->capwrites)->buf = b;
+		compute->writes[compute->nwrites - 1].slot = ex_bin(c, EX_MOD, i, ex_int(c, 2));
+		st = st_new(c, ST_TMA_STORE);
+		st->buf = b;
+		st->param = j;
+		st->slot = ex_bin(c, EX_MOD, i, ex_int(c, 2));
+		st->a = row0;
+		st->b = col0;
+		st->pos = f->out[p->arg - f->ninput].pos;
+		st_append(c, store, st);
+	}
+	st_append(c, loop, store);
 	return 0;
 }

@@ -16,8 +16,10 @@
  *         the producer waits on empty[i % S] with parity (i / S) & 1 before
  *         it refills a slot.  An epilogue loop, which loads nothing, releases
  *         nothing.
- * Barriers inside warp-specialized roles are named barriers sized to the
- * branch.  Invalidates: nothing.
+ * TMA stores from staging buffers get the proxy fence, barriers, commit and
+ * read-waits of sync_stores() below, and the kernel one full bulk wait at
+ * its end.  Barriers inside warp-specialized roles are named barriers sized
+ * to the branch.  Invalidates: nothing.
  */
 #include "passes.h"
 
@@ -171,12 +173,132 @@ walk(Sync *y, Stmt *s)
 	walk(y, s->orelse);
 }
 
+static Stmt *
+elect_block(Comp *c, Stmt *inner)
+{
+	Stmt *s = st_if(c, ex_leaf(c, EX_ELECT));
+
+	st_append(c, s, inner);
+	return s;
+}
+
+static Stmt *
+bulk_wait(Comp *c, int n, bool read, const char *why)
+{
+	Stmt *s = st_new(c, ST_BULK_WAIT);
+
+	s->n = n < 0 ? 0 : n;
+	s->flag = read;
+	s->comment = why;
+	return s;
+}
+
+/* The index of the first statement of BODY before END that writes a buffer X stores. */
+static int
+first_writer(const Stmt *body, int end, const Stmt *x)
+{
+	int j, i;
+
+	for (j = 0; j < end; j++)
+		for (i = 0; i < x->nbody; i++)
+			if (x->body[i]->kind == ST_TMA_STORE && st_writes_buf(body->body[j], x->body[i]->buf))
+				return j;
+	return -1;
+}
+
+static bool
+issues_stores(const Stmt *x)
+{
+	return x->kind == ST_IF && x->nbody && x->body[0]->kind == ST_TMA_STORE;
+}
+
+/*
+ * TMA stores from staging buffers of NB copies written by compute:
+ *   RAW  the writers' generic stores must reach the async proxy: a
+ *        fence.proxy.async by every writer, then a barrier, then the store;
+ *   WAR  a copy is rewritten NB iterations later: before that, the issuing
+ *        thread waits with bulk.wait_group.read until at most NB - 1 stores are
+ *        pending (their sources read; the global writes may still be on their
+ *        way), then a barrier tells the writers.
+ * In a plain main loop the stage-release barrier after compute serves both:
+ * fence and wait go before it, and since the current tile's store is not
+ * issued yet, the wait allows NB - 2.  The commit follows the stores in the
+ * issuing thread.  Returns whether BODY (or anything in it) stores.
+ */
+static bool
+sync_stores(Sync *y, Stmt *body, CbPart part)
+{
+	Comp *c = y->c;
+	bool any = false;
+	int j;
+
+	for (j = 0; j < body->nbody; j++) {
+		Stmt *x = body->body[j];
+		int w, rel = -1, nb, r;
+
+		if (!issues_stores(x)) {
+			if (x->nbody || x->orelse) {
+				CbPart inner = x->kind == ST_LOOP && x->cb ? x->cb->part : part;
+
+				any |= sync_stores(y, x, inner);
+				if (x->orelse)
+					any |= sync_stores(y, x->orelse, inner);
+			}
+			continue;
+		}
+		any = true;
+		st_append(c, x, st_new(c, ST_BULK_COMMIT));
+		if ((w = first_writer(body, j, x)) < 0)
+			continue;
+		nb = y->k->buf[x->body[0]->buf].stages;
+		for (r = w + 1; part == CB_MAIN && r < j && rel < 0; r++)
+			if (body->body[r]->kind == ST_SYNC && body->body[r]->n == 0)
+				rel = r;
+		if (rel >= 0) {
+			st_insert(c, body, rel, elect_block(c, bulk_wait(c, nb - 2, true,
+			          "the staging copy the next tile writes has been read")));
+			st_insert(c, body, rel, st_new(c, ST_FENCE_PROXY_ASYNC));
+			j += 2;
+			continue;
+		}
+		{
+			Stmt *raw = st_new(c, ST_SYNC), *war = st_new(c, ST_SYNC);
+
+			raw->comment = "staging tile complete before the store reads it";
+			war->comment = "writers may reuse the staging copy";
+			st_insert(c, body, j, raw);
+			st_insert(c, body, j, st_new(c, ST_FENCE_PROXY_ASYNC));
+			st_insert(c, body, w, war);
+			st_insert(c, body, w, elect_block(c, bulk_wait(c, nb - 1, true,
+			          "the staging copy about to be written has been read")));
+			j += 4;
+		}
+	}
+	return any;
+}
+
+/* The stored data must be in global memory before the kernel ends: one full wait. */
+static void
+finish_stores(Sync *y)
+{
+	Comp *c = y->c;
+	Stmt *end = y->k->body;
+	int j;
+
+	for (j = 0; j < end->nbody; j++)
+		if (end->body[j]->kind == ST_ROLES)
+			end = end->body[j]->orelse;
+	st_append(c, end, elect_block(c, bulk_wait(c, 0, false, "every store has landed")));
+}
+
 int
 pass_sync(Comp *c)
 {
 	Sync y = {c, c->kernel};
 
 	walk(&y, c->kernel->body);
+	if (sync_stores(&y, c->kernel->body, CB_NONE))
+		finish_stores(&y);
 	ws_name_barriers(c->kernel, c->kernel->body, false);
 	return 0;
 }

@@ -6,6 +6,7 @@
 #   check-asan      the same suite, built in build-asan/ with ASan and UBSan
 #   check-valgrind  error and IR goldens with the CLI under valgrind
 #   check-gpu       every example and tests/gpu/sweep.txt with `wsfuse run --check`
+#   check-sanitize  compute-sanitizer memcheck/racecheck/synccheck on the kernel variants
 #   fuzz            libFuzzer on the front end for SECONDS seconds (default 60)
 
 TEST_SRCS := $(wildcard tests/unit/test_*.c)
@@ -49,6 +50,10 @@ check-valgrind: all
 check-gpu: all
 	@bash tests/gpu/run.sh $(B)
 
+# compute-sanitizer memcheck, racecheck and synccheck over the kernel variants
+check-sanitize: all
+	@bash tests/gpu/sanitize.sh $(B)
+
 # libFuzzer needs clang.  Every library source but the CLI is compiled into the
 # target directly, so that the front end is instrumented for coverage.
 SECONDS   ?= 60
@@ -79,4 +84,4 @@ fuzz: build-fuzz/fuzz_spec
 	  "(build-fuzz/fuzz_spec -minimize_crash=1 -runs=100000 FILE) and add it as tests/fuzz/regress/NAME.yaml"; fi; \
 	exit $$rc
 
-.PHONY: test check-cmocka update-golden check-asan check-valgrind check-gpu fuzz
+.PHONY: test check-cmocka update-golden check-asan check-valgrind check-gpu check-sanitize fuzz

@@ -3,7 +3,8 @@
 # every example and on every line of tests/gpu/sweep.txt, each of which is
 # `SPEC [-D NAME=VALUE]... [extra flags]` ('#' starts a comment).  --check
 # compares every output with the host reference; any non-zero exit fails,
-# 3 (no GPU) included, since a GPU was found.  Without a GPU (nvidia-smi
+# 3 (no GPU) included, since a GPU was found, except 6: a kernel family
+# this version cannot build yet is counted as skipped.  Without a GPU (nvidia-smi
 # missing, failing or listing none) it prints "skipped: no GPU" and exits 0.
 # GPU_TIMEOUT (seconds, default 300) bounds each run.
 set -u
@@ -17,7 +18,7 @@ fi
 [ -x "$b/wsfuse" ] || { echo "FAIL $b/wsfuse: not built"; echo "0 passed, 1 failed"; exit 1; }
 out=$(mktemp) || exit 1
 trap 'rm -f "$out"' EXIT
-pass=0 fail=0
+pass=0 fail=0 skip=0
 
 # check SPEC [ARGS...]: one `wsfuse run --check` case
 check() {
@@ -27,6 +28,9 @@ check() {
 	rc=$?
 	if [ $rc = 0 ]; then
 		pass=$((pass + 1))
+	elif [ $rc = 6 ]; then
+		skip=$((skip + 1))  # a kernel family this version does not build yet
+		echo "skipped gpu: $*: $(head -n 1 "$out")"
 	else
 		fail=$((fail + 1))
 		echo "FAIL gpu: $*: exit $rc"
@@ -47,5 +51,5 @@ if [ -f "$here/sweep.txt" ]; then
 	done <"$here/sweep.txt"
 	set +f
 fi
-echo "$pass passed, $fail failed"
+echo "$pass passed, $fail failed, $skip skipped"
 [ $fail = 0 ]

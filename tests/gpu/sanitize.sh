@@ -1,0 +1,26 @@
+#!/bin/bash
+# sanitize.sh BUILD: compute-sanitizer memcheck, racecheck and synccheck over
+# the generated kernels (each variant: plain, warp-specialized, TMA stores),
+# at sizes small enough for the tools.  Prints one line per tool and case and
+# "N passed, N failed"; skips without a GPU or without compute-sanitizer.
+set -u
+b=${1:?usage: sanitize.sh BUILD}
+if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then echo "skipped: no GPU"; exit 0; fi
+cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+[ -x "$cs" ] || { echo "skipped: no compute-sanitizer"; exit 0; }
+pass=0 fail=0
+out=$(mktemp) && trap 'rm -f "$out"' EXIT
+for spec in "tests/gpu/specs/relu_chain.yaml -D N=300001" "tests/gpu/specs/relu_chain_ws.yaml -D N=300001" \
+	"tests/gpu/specs/relu_chain_tma.yaml -D N=300001" "tests/gpu/specs/relu_chain_tma_ws.yaml -D N=300001" \
+	"tests/gpu/specs/bias_scale_mixed.yaml -D M=100 -D N=1000" "tests/gpu/specs/bias_scale_tma.yaml -D M=100 -D N=1000"; do
+	for tool in memcheck racecheck synccheck; do
+		# shellcheck disable=SC2086
+		"$cs" --tool $tool --error-exitcode 9 "$b/wsfuse" run --check --no-cache $spec >"$out" 2>&1
+		rc=$?
+		summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out" | tail -n 1)
+		if [ $rc = 0 ]; then pass=$((pass + 1)); echo "ok   $tool $spec: $summary"
+		else fail=$((fail + 1)); echo "FAIL $tool $spec: exit $rc"; tail -n 15 "$out" | sed 's/^/    /'; fi
+	done
+done
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]
