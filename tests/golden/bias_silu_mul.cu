@@ -7,23 +7,26 @@ bias_silu_mul(
     const __grid_constant__ WsfTensorMap x_map,   // input bf16, full view
     const __grid_constant__ WsfTensorMap bias_map,   // input bf16, row view
     const __grid_constant__ WsfTensorMap gate_map,   // input bf16, full view
-    wsf_bf16 *__restrict__ y_out_ptr,   // output bf16
+    const __grid_constant__ WsfTensorMap y_out_map,   // output bf16, full view
     const long long rows,
     const long long cols)
 {
     extern __shared__ __align__(1024) unsigned char wsf_smem[];
-    wsf_bf16 *const x_tile = (wsf_bf16 *)(wsf_smem + 0);   // [3 stages][16][256] bf16
-    wsf_bf16 *const bias_tile = (wsf_bf16 *)(wsf_smem + 24576);   // [3 stages][1][256] bf16
-    wsf_bf16 *const gate_tile = (wsf_bf16 *)(wsf_smem + 26112);   // [3 stages][16][256] bf16
-    wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 50688);   // 3 mbarriers
+    wsf_bf16 *const x_tile = (wsf_bf16 *)(wsf_smem + 0);   // [2 stages][16][256] bf16
+    wsf_bf16 *const bias_tile = (wsf_bf16 *)(wsf_smem + 16384);   // [2 stages][1][256] bf16
+    wsf_bf16 *const gate_tile = (wsf_bf16 *)(wsf_smem + 17408);   // [2 stages][16][256] bf16
+    wsf_bf16 *const y_stage = (wsf_bf16 *)(wsf_smem + 33792);   // [2 stages][16][256] bf16
+    wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 50176);   // 2 mbarriers
     if (threadIdx.x == 0)
         wsf_prefetch_tmap(&x_map);
     if (threadIdx.x == 0)
         wsf_prefetch_tmap(&bias_map);
     if (threadIdx.x == 0)
         wsf_prefetch_tmap(&gate_map);
+    if (threadIdx.x == 0)
+        wsf_prefetch_tmap(&y_out_map);
     if (threadIdx.x == 0) {   // one thread initialises the stage barriers
-        for (int s = 0; s < 3; s++)
+        for (int s = 0; s < 2; s++)
             wsf_mbar_init(&full[s], 1);
         wsf_fence_mbar_init();
     }
@@ -31,32 +34,33 @@ bias_silu_mul(
     const long long col_tiles = wsf_ceildiv(cols, 256LL);
     const long long tiles = (wsf_ceildiv(rows, 16LL) * col_tiles);
     const long long my_tiles = wsf_ceildiv((tiles - (long long)blockIdx.x), (long long)gridDim.x);
-    // circular buffer: 3 stages, prefetch 2
-    for (long long p = 0LL; p < wsf_min(2LL, my_tiles); p++) {   // prologue: fill the first stages
+    // circular buffer: 2 stages, prefetch 1
+    for (long long p = 0LL; p < wsf_min(1LL, my_tiles); p++) {   // prologue: fill the first stages
         if (threadIdx.x == 0) {   // one thread issues the loads
-            wsf_mbar_expect_tx(&full[(p % 3LL)], 16896);
-            wsf_tma_load_2d(x_tile + ((p % 3LL)) * 4096, &x_map, (wsf_umod(((long long)blockIdx.x + (p * (long long)gridDim.x)), col_tiles) * 256LL), (wsf_udiv(((long long)blockIdx.x + (p * (long long)gridDim.x)), col_tiles) * 16LL), &full[(p % 3LL)]);  // examples/bias_silu_mul.yaml:13
-            wsf_tma_load_2d(bias_tile + ((p % 3LL)) * 256, &bias_map, (wsf_umod(((long long)blockIdx.x + (p * (long long)gridDim.x)), col_tiles) * 256LL), 0LL, &full[(p % 3LL)]);  // examples/bias_silu_mul.yaml:14
-            wsf_tma_load_2d(gate_tile + ((p % 3LL)) * 4096, &gate_map, (wsf_umod(((long long)blockIdx.x + (p * (long long)gridDim.x)), col_tiles) * 256LL), (wsf_udiv(((long long)blockIdx.x + (p * (long long)gridDim.x)), col_tiles) * 16LL), &full[(p % 3LL)]);  // examples/bias_silu_mul.yaml:15
+            wsf_mbar_expect_tx(&full[(p % 2LL)], 16896);
+            wsf_tma_load_2d(x_tile + ((p % 2LL)) * 4096, &x_map, (wsf_umod(((long long)blockIdx.x + (p * (long long)gridDim.x)), col_tiles) * 256LL), (wsf_udiv(((long long)blockIdx.x + (p * (long long)gridDim.x)), col_tiles) * 16LL), &full[(p % 2LL)]);  // examples/bias_silu_mul.yaml:13
+            wsf_tma_load_2d(bias_tile + ((p % 2LL)) * 256, &bias_map, (wsf_umod(((long long)blockIdx.x + (p * (long long)gridDim.x)), col_tiles) * 256LL), 0LL, &full[(p % 2LL)]);  // examples/bias_silu_mul.yaml:14
+            wsf_tma_load_2d(gate_tile + ((p % 2LL)) * 4096, &gate_map, (wsf_umod(((long long)blockIdx.x + (p * (long long)gridDim.x)), col_tiles) * 256LL), (wsf_udiv(((long long)blockIdx.x + (p * (long long)gridDim.x)), col_tiles) * 16LL), &full[(p % 2LL)]);  // examples/bias_silu_mul.yaml:15
         }
     }
-    // circular buffer: 3 stages, prefetch 2
-    for (long long i = 0LL; i < (my_tiles - 2LL); i++) {   // main: load P tiles ahead, compute this one
+    // circular buffer: 2 stages, prefetch 1
+    for (long long i = 0LL; i < (my_tiles - 1LL); i++) {   // main: load P tiles ahead, compute this one
         if (threadIdx.x == 0) {   // one thread issues the loads
-            wsf_mbar_expect_tx(&full[((i + 2LL) % 3LL)], 16896);
-            wsf_tma_load_2d(x_tile + (((i + 2LL) % 3LL)) * 4096, &x_map, (wsf_umod(((long long)blockIdx.x + ((i + 2LL) * (long long)gridDim.x)), col_tiles) * 256LL), (wsf_udiv(((long long)blockIdx.x + ((i + 2LL) * (long long)gridDim.x)), col_tiles) * 16LL), &full[((i + 2LL) % 3LL)]);  // examples/bias_silu_mul.yaml:13
-            wsf_tma_load_2d(bias_tile + (((i + 2LL) % 3LL)) * 256, &bias_map, (wsf_umod(((long long)blockIdx.x + ((i + 2LL) * (long long)gridDim.x)), col_tiles) * 256LL), 0LL, &full[((i + 2LL) % 3LL)]);  // examples/bias_silu_mul.yaml:14
-            wsf_tma_load_2d(gate_tile + (((i + 2LL) % 3LL)) * 4096, &gate_map, (wsf_umod(((long long)blockIdx.x + ((i + 2LL) * (long long)gridDim.x)), col_tiles) * 256LL), (wsf_udiv(((long long)blockIdx.x + ((i + 2LL) * (long long)gridDim.x)), col_tiles) * 16LL), &full[((i + 2LL) % 3LL)]);  // examples/bias_silu_mul.yaml:15
+            wsf_mbar_expect_tx(&full[((i + 1LL) % 2LL)], 16896);
+            wsf_tma_load_2d(x_tile + (((i + 1LL) % 2LL)) * 4096, &x_map, (wsf_umod(((long long)blockIdx.x + ((i + 1LL) * (long long)gridDim.x)), col_tiles) * 256LL), (wsf_udiv(((long long)blockIdx.x + ((i + 1LL) * (long long)gridDim.x)), col_tiles) * 16LL), &full[((i + 1LL) % 2LL)]);  // examples/bias_silu_mul.yaml:13
+            wsf_tma_load_2d(bias_tile + (((i + 1LL) % 2LL)) * 256, &bias_map, (wsf_umod(((long long)blockIdx.x + ((i + 1LL) * (long long)gridDim.x)), col_tiles) * 256LL), 0LL, &full[((i + 1LL) % 2LL)]);  // examples/bias_silu_mul.yaml:14
+            wsf_tma_load_2d(gate_tile + (((i + 1LL) % 2LL)) * 4096, &gate_map, (wsf_umod(((long long)blockIdx.x + ((i + 1LL) * (long long)gridDim.x)), col_tiles) * 256LL), (wsf_udiv(((long long)blockIdx.x + ((i + 1LL) * (long long)gridDim.x)), col_tiles) * 16LL), &full[((i + 1LL) % 2LL)]);  // examples/bias_silu_mul.yaml:15
         }
         const long long tile = ((long long)blockIdx.x + (i * (long long)gridDim.x));
         const long long row0 = (wsf_udiv(tile, col_tiles) * 16LL);
         const long long col0 = (wsf_umod(tile, col_tiles) * 256LL);
-        wsf_mbar_wait(&full[(i % 3LL)], (unsigned)((i / 3LL) & 1LL));   // wait until the stage's loads have landed
+        wsf_mbar_wait(&full[(i % 2LL)], (unsigned)((i / 2LL) & 1LL));   // wait until the stage's loads have landed
         {   // compute tile (row0, col0) = (row0, col0): 4 ops of bias_silu_mul
             const long long tile_row0 = row0, tile_col0 = col0;
-            const wsf_bf16 *x_tile_s = x_tile + ((i % 3LL)) * 4096;
-            const wsf_bf16 *bias_tile_s = bias_tile + ((i % 3LL)) * 256;
-            const wsf_bf16 *gate_tile_s = gate_tile + ((i % 3LL)) * 4096;
+            const wsf_bf16 *x_tile_s = x_tile + ((i % 2LL)) * 4096;
+            const wsf_bf16 *bias_tile_s = bias_tile + ((i % 2LL)) * 256;
+            const wsf_bf16 *gate_tile_s = gate_tile + ((i % 2LL)) * 4096;
+            wsf_bf16 *y_stage_s = y_stage + ((i % 2LL)) * 4096;
             for (int e = threadIdx.x * 8; e < 4096; e += 2048) {
                 const int r = e / 256, c = e % 256;
                 const long long row = tile_row0 + r, col = tile_col0 + c;
@@ -79,26 +83,35 @@ bias_silu_mul(
                     v_g2[v] = v_gate[v] * 2.0f;   // mul
                     v_y[v] = v_s[v] * v_g2[v];   // mul
                 }
-                if (col + 8 <= cols)  // examples/bias_silu_mul.yaml:24
-                    wsf_store8(y_out_ptr + row * cols + col, v_y);
-                else
-                    for (int v = 0; col + v < cols; v++)
-                        wsf_store1(y_out_ptr + row * cols + col + v, v_y[v]);
+                wsf_store8_smem(y_stage_s + e, v_y);  // examples/bias_silu_mul.yaml:24
             }
+        }
+        wsf_fence_proxy_async();
+        if (threadIdx.x == 0) {
+            wsf_bulk_wait_read<0>();   // the staging copy the next tile writes has been read
         }
         __syncthreads();   // release the stage: the next load refills it
+        if (threadIdx.x == 0) {   // one thread stores the outputs
+            wsf_tma_store_2d(&y_out_map, col0, row0, y_stage + ((i % 2LL)) * 4096);  // examples/bias_silu_mul.yaml:24
+            wsf_bulk_commit();
+        }
     }
-    // circular buffer: 3 stages, prefetch 2
-    for (long long i = wsf_max((my_tiles - 2LL), 0LL); i < my_tiles; i++) {   // epilogue: the last stages, nothing left to load
+    // circular buffer: 2 stages, prefetch 1
+    for (long long i = wsf_max((my_tiles - 1LL), 0LL); i < my_tiles; i++) {   // epilogue: the last stages, nothing left to load
         const long long tile = ((long long)blockIdx.x + (i * (long long)gridDim.x));
         const long long row0 = (wsf_udiv(tile, col_tiles) * 16LL);
         const long long col0 = (wsf_umod(tile, col_tiles) * 256LL);
-        wsf_mbar_wait(&full[(i % 3LL)], (unsigned)((i / 3LL) & 1LL));   // wait until the stage's loads have landed
+        wsf_mbar_wait(&full[(i % 2LL)], (unsigned)((i / 2LL) & 1LL));   // wait until the stage's loads have landed
+        if (threadIdx.x == 0) {
+            wsf_bulk_wait_read<1>();   // the staging copy about to be written has been read
+        }
+        __syncthreads();   // writers may reuse the staging copy
         {   // compute tile (row0, col0) = (row0, col0): 4 ops of bias_silu_mul
             const long long tile_row0 = row0, tile_col0 = col0;
-            const wsf_bf16 *x_tile_s = x_tile + ((i % 3LL)) * 4096;
-            const wsf_bf16 *bias_tile_s = bias_tile + ((i % 3LL)) * 256;
-            const wsf_bf16 *gate_tile_s = gate_tile + ((i % 3LL)) * 4096;
+            const wsf_bf16 *x_tile_s = x_tile + ((i % 2LL)) * 4096;
+            const wsf_bf16 *bias_tile_s = bias_tile + ((i % 2LL)) * 256;
+            const wsf_bf16 *gate_tile_s = gate_tile + ((i % 2LL)) * 4096;
+            wsf_bf16 *y_stage_s = y_stage + ((i % 2LL)) * 4096;
             for (int e = threadIdx.x * 8; e < 4096; e += 2048) {
                 const int r = e / 256, c = e % 256;
                 const long long row = tile_row0 + r, col = tile_col0 + c;
@@ -121,12 +134,17 @@ bias_silu_mul(
                     v_g2[v] = v_gate[v] * 2.0f;   // mul
                     v_y[v] = v_s[v] * v_g2[v];   // mul
                 }
-                if (col + 8 <= cols)  // examples/bias_silu_mul.yaml:24
-                    wsf_store8(y_out_ptr + row * cols + col, v_y);
-                else
-                    for (int v = 0; col + v < cols; v++)
-                        wsf_store1(y_out_ptr + row * cols + col + v, v_y[v]);
+                wsf_store8_smem(y_stage_s + e, v_y);  // examples/bias_silu_mul.yaml:24
             }
         }
+        wsf_fence_proxy_async();
+        __syncthreads();   // staging tile complete before the store reads it
+        if (threadIdx.x == 0) {   // one thread stores the outputs
+            wsf_tma_store_2d(&y_out_map, col0, row0, y_stage + ((i % 2LL)) * 4096);  // examples/bias_silu_mul.yaml:24
+            wsf_bulk_commit();
+        }
+    }
+    if (threadIdx.x == 0) {
+        wsf_bulk_wait<0>();   // every store has landed
     }
 }
