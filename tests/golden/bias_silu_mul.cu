@@ -79,7 +79,7 @@ bias_silu_mul(
                 #pragma unroll
                 for (int v = 0; v < 8; v++) {
                     v_xb[v] = v_x[v] + v_bias[v];   // add
-                    v_s[v] = v_xb[v] / (1.0f + expf(-v_xb[v]));   // silu
+                    v_s[v] = __fdividef(v_xb[v], 1.0f + __expf(-v_xb[v]));   // silu
                     v_g2[v] = v_gate[v] * 2.0f;   // mul
                     v_y[v] = v_s[v] * v_g2[v];   // mul
                 }
@@ -130,7 +130,7 @@ bias_silu_mul(
                 #pragma unroll
                 for (int v = 0; v < 8; v++) {
                     v_xb[v] = v_x[v] + v_bias[v];   // add
-                    v_s[v] = v_xb[v] / (1.0f + expf(-v_xb[v]));   // silu
+                    v_s[v] = __fdividef(v_xb[v], 1.0f + __expf(-v_xb[v]));   // silu
                     v_g2[v] = v_gate[v] * 2.0f;   // mul
                     v_y[v] = v_s[v] * v_g2[v];   // mul
                 }
