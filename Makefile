@@ -1,6 +1,7 @@
 # wsfuse: plain Makefile, explicit per-layer object lists.
 #
 #   make               build/wsfuse, build/libwsfuse.a, build/libwsfuse.so
+#   make example       emit and compile examples/pointwise_chain.yaml; on a GPU run and check it
 #   make test          unit + golden tests (+ NVRTC compile of every example); ends "N passed, N failed"
 #   make check-gpu     run every example and the sweep with --check on the GPU (skips without one)
 #   make check-asan    the test suite under ASan+UBSan
@@ -70,6 +71,15 @@ $(B)/libwsfuse.so: $(OBJS)
 $(B)/wsfuse: $(B)/compiler/main.o $(B)/libwsfuse.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LIBS)
 
+# The README's first command: emit and compile a kernel; on a GPU also run and check it.
+EXAMPLE ?= examples/pointwise_chain.yaml
+example: all
+	$(B)/wsfuse compile --emit=cuda $(EXAMPLE) -o $(B)/example.cu
+	$(B)/wsfuse compile $(EXAMPLE) -o $(B)/example.cubin
+	@$(B)/wsfuse run --check $(EXAMPLE); rc=$$?; \
+	if [ $$rc = 3 ]; then echo "no GPU here: $(EXAMPLE) was emitted to $(B)/example.cu and compiled to $(B)/example.cubin, not run"; exit 0; fi; \
+	exit $$rc
+
 include tests/tests.mk
 
 install: all
@@ -85,4 +95,4 @@ install: all
 clean:
 	rm -rf $(B) build-asan build-fuzz
 
-.PHONY: all check-deps install clean
+.PHONY: all check-deps example install clean

@@ -491,8 +491,92 @@ lower_views(void **state)
 	assert_int_equal(k->param[3].kind, PK_PTR);
 	assert_int_equal(k->param[3].view, VIEW_COL);
 	assert_int_equal(k->param[4].view, VIEW_SCALAR);
-	assert_int_equal(k->param[5].kind, PK_PTR);  /* the output, 16-byte stores */
+	assert_int_equal(k->param[5].kind, PK_TMAP);  /* the output leaves through TMA stores */
+	assert_true(k->tma_store);
 	assert_int_equal(census(k->body).kind[ST_TMA_LOAD], 2 * 2);  /* prologue + main */
+	assert_int_equal(census(k->body).kind[ST_TMA_STORE], 2);     /* main + epilogue */
+}
+
+/* Lowers SPEC through every pass; fails the test on any diagnostic. */
+static Kernel *
+lower_spec(Fixture *t, const char *spec)
+{
+	Comp *c = &t->c;
+
+	if (setjmp(c->oom))
+		fail_msg("out of memory");
+	c->src = spec;
+	c->srclen = strlen(spec);
+	if (spec_read(c) || passes_run(c, WSF_STAGE_FUSION_IR) || passes_run(c, WSF_STAGE_KERNEL_IR))
+		fail_msg("%s", t->msg);
+	return c->kernel;
+}
+
+#define STORE_SPEC(sched) \
+	"fusion: st\nsizes: {N: 4096}\ninputs:\n  a: {dtype: bf16, shape: [N]}\n" \
+	"ops:\n  - {out: o, op: relu, in: [a]}\noutputs:\n  o: {dtype: bf16}\n" sched
+
+/*
+ * TMA stores, plain pipeline: in main the stage release doubles as the
+ * staging barrier (fence and read-wait N - 2 before it); the epilogue gets
+ * its own read-wait N - 1 + barrier before compute and fence + barrier
+ * before the store; one commit per store block; one full wait at the end.
+ */
+static void
+sync_tma_store_plain(void **state)
+{
+	Fixture *t = *state;
+	Kernel *k = lower_spec(t, STORE_SPEC("schedule: {stages: 2}\n"));
+	Stmt *main_ = k->body->body[6], *epi = k->body->body[7], *end = k->body->body[k->body->nbody - 1];
+	int r, f;
+
+	assert_int_equal(main_->cb->part, CB_MAIN);
+	assert_int_equal(epi->cb->part, CB_EPILOGUE);
+	r = find(main_, ST_COMPUTE);
+	assert_int_equal(main_->body[r + 1]->kind, ST_FENCE_PROXY_ASYNC);
+	assert_int_equal(main_->body[r + 2]->kind, ST_IF);
+	assert_int_equal(main_->body[r + 2]->body[0]->kind, ST_BULK_WAIT);
+	assert_true(main_->body[r + 2]->body[0]->flag);          /* .read */
+	assert_int_equal(main_->body[r + 2]->body[0]->n, 0);      /* two staging copies, this tile not yet stored */
+	assert_int_equal(main_->body[r + 3]->kind, ST_SYNC);
+	assert_int_equal(main_->body[r + 4]->body[0]->kind, ST_TMA_STORE);
+	assert_int_equal(main_->body[r + 4]->body[1]->kind, ST_BULK_COMMIT);
+	assert_int_equal(census(main_).kind[ST_SYNC], 1);
+	r = find(epi, ST_COMPUTE);
+	assert_int_equal(epi->body[r - 1]->kind, ST_SYNC);
+	assert_int_equal(epi->body[r - 2]->body[0]->kind, ST_BULK_WAIT);
+	assert_int_equal(epi->body[r - 2]->body[0]->n, 1);
+	f = find(epi, ST_FENCE_PROXY_ASYNC);
+	assert_int_equal(f, r + 1);
+	assert_int_equal(epi->body[f + 1]->kind, ST_SYNC);
+	assert_int_equal(census(k->body).kind[ST_BULK_COMMIT], 2);
+	assert_int_equal(end->kind, ST_IF);
+	assert_int_equal(end->body[0]->kind, ST_BULK_WAIT);
+	assert_false(end->body[0]->flag);                         /* full wait: the data must land */
+	assert_int_equal(end->body[0]->n, 0);
+}
+
+/* TMA stores under warp specialization: named barriers, the final wait in the consumer branch. */
+static void
+sync_tma_store_ws(void **state)
+{
+	Fixture *t = *state;
+	Kernel *k = lower_spec(t, STORE_SPEC("schedule: {warp_specialize: true}\n"));
+	Stmt *roles = k->body->body[k->body->nbody - 1], *cons;
+	Census n;
+	int i;
+
+	assert_int_equal(roles->kind, ST_ROLES);
+	cons = roles->orelse;
+	n = census(cons);
+	assert_int_equal(n.kind[ST_BULK_COMMIT], 1);
+	assert_int_equal(n.kind[ST_FENCE_PROXY_ASYNC], 1);
+	assert_int_equal(n.kind[ST_SYNC], 2);
+	for (i = 0; i < cons->body[1]->nbody; i++)
+		if (cons->body[1]->body[i]->kind == ST_SYNC)
+			assert_int_equal(cons->body[1]->body[i]->n, 1);
+	assert_int_equal(cons->body[cons->nbody - 1]->body[0]->kind, ST_BULK_WAIT);
+	assert_int_equal(census(roles->body[0]).kind[ST_BULK_COMMIT], 0);
 }
 
 static void
@@ -537,6 +621,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(verify_rejects_syncthreads_in_roles, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_views, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_rejects_middle_broadcast, setup, teardown),
+		cmocka_unit_test_setup_teardown(sync_tma_store_plain, setup, teardown),
+		cmocka_unit_test_setup_teardown(sync_tma_store_ws, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
