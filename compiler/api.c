@@ -361,6 +361,8 @@ compile(WsfContext *ctx, const char *name, const char *text, size_t len, WsfKern
 	/* the bindings belong to the context, which may change them later */
 	c->bind = NULL;
 	c->nbind = 0;
+	/* nothing allocates in the kernel's arena after this: calls use scratch arenas */
+	arena_set_oom(c->arena, NULL);
 	*out = k;
 	return WSF_OK;
 fail:
@@ -514,11 +516,20 @@ wsf_kernel_arg_dim(const WsfKernel *k, int i, int d)
 	return v > 0 ? v : -1;
 }
 
-/* A short-lived diagnostics sink for launches, pointed at the kernel's arena. */
-static void
-launch_comp(WsfContext *ctx, WsfKernel *k, Comp *c)
+/*
+ * A Comp for one launch or run: the kernel's IR, the context's callbacks and
+ * bindings, and a scratch arena of its own, freed when the call returns, so
+ * that a program launching a kernel a million times does not grow.
+ */
+static WsfStatus
+call_begin(WsfContext *ctx, WsfKernel *k, Comp *c)
 {
-	c->arena = k->comp.arena;
+	if (!k->text[WSF_STAGE_CUBIN])
+		return ctx_error(ctx, WSF_ERR_USAGE,
+		                 "error: kernel '%s' was not compiled to a cubin (stop-after stopped it earlier)",
+		                 wsf_kernel_name(k));
+	if (!(c->arena = arena_new(&c->oom)))
+		return ctx_error(ctx, WSF_ERR_NOMEM, "error: out of memory");
 	c->strs = k->comp.strs;
 	c->file = k->comp.file;
 	c->src = k->comp.src;
@@ -529,38 +540,37 @@ launch_comp(WsfContext *ctx, WsfKernel *k, Comp *c)
 	c->diag_user = ctx->diag_user;
 	c->bind = ctx->bind;
 	c->nbind = ctx->nbind;
+	return WSF_OK;
 }
 
-/* Makes the context's last error this call's, even when no diagnostic was made. */
+/* Makes the context's last error this call's (even without a diagnostic) and frees the scratch. */
 static WsfStatus
-finish_call(WsfContext *ctx, Comp *c, WsfStatus s)
+call_end(WsfContext *ctx, Comp *c, WsfStatus s)
 {
-	if (s == WSF_OK)
-		return s;
-	if (c->last_error) {
+	if (s != WSF_OK && c->last_error) {
 		free(ctx->last_error);
 		ctx->last_error = strdup(c->last_error);
-		return s;
+	} else if (s != WSF_OK) {
+		ctx_error(ctx, s, "error: %s", wsf_status_message(s));
 	}
-	return ctx_error(ctx, s, "error: %s", wsf_status_message(s));
+	arena_free(c->arena);
+	return s;
 }
 
 WsfStatus
 wsf_kernel_launch(WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int nargs, void *stream)
 {
 	Comp c = {0};
+	WsfStatus s;
 
 	if (!ctx || !k || (nargs && !args))
 		return WSF_ERR_USAGE;
-	if (!k->launch)
-		return ctx_error(ctx, WSF_ERR_USAGE, "error: kernel '%s' was compiled only to %s",
-		                 wsf_kernel_name(k), "the fusion IR");
-	launch_comp(ctx, k, &c);
+	if ((s = call_begin(ctx, k, &c)) != WSF_OK)
+		return s;
 	if (setjmp(c.oom))
-		return ctx_error(ctx, WSF_ERR_NOMEM, "error: out of memory");
-	arena_set_oom(c.arena, &c.oom);
-	return finish_call(ctx, &c, rt_launch(&c, k->launch, &k->loaded, k->text[WSF_STAGE_CUBIN],
-	                                      args, nargs, (CUstream)stream));
+		return call_end(ctx, &c, WSF_ERR_NOMEM);
+	s = rt_launch(&c, k->launch, &k->loaded, k->text[WSF_STAGE_CUBIN], args, nargs, (CUstream)stream);
+	return call_end(ctx, &c, s);
 }
 
 WsfStatus
@@ -568,17 +578,15 @@ wsf_kernel_run(WsfContext *ctx, WsfKernel *k, const WsfRunOptions *opts, WsfRunR
 {
 	Comp c = {0};
 	WsfRunOptions none = {0};
+	WsfStatus s;
 
 	if (!ctx || !k || !report)
 		return WSF_ERR_USAGE;
 	memset(report, 0, sizeof *report);
-	if (!k->launch)
-		return ctx_error(ctx, WSF_ERR_USAGE, "error: kernel '%s' was compiled only to %s",
-		                 wsf_kernel_name(k), "the fusion IR");
-	launch_comp(ctx, k, &c);
+	if ((s = call_begin(ctx, k, &c)) != WSF_OK)
+		return s;
 	if (setjmp(c.oom))
-		return ctx_error(ctx, WSF_ERR_NOMEM, "error: out of memory");
-	arena_set_oom(c.arena, &c.oom);
-	return finish_call(ctx, &c, rt_run(&c, k->launch, &k->loaded, k->text[WSF_STAGE_CUBIN],
-	                                   opts ? opts : &none, report));
+		return call_end(ctx, &c, WSF_ERR_NOMEM);
+	s = rt_run(&c, k->launch, &k->loaded, k->text[WSF_STAGE_CUBIN], opts ? opts : &none, report);
+	return call_end(ctx, &c, s);
 }

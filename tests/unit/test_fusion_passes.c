@@ -16,42 +16,7 @@
 #include "../../compiler/compiler.h"
 #include "../../passes/passes.h"
 
-typedef struct Fixture {
-	Comp c;
-	char msg[4096];
-} Fixture;
-
-static void
-on_diag(void *user, WsfSeverity sev, const char *msg)
-{
-	(void)sev;
-	snprintf(((Fixture *)user)->msg, sizeof ((Fixture *)user)->msg, "%s", msg);
-}
-
-static int
-setup(void **state)
-{
-	Fixture *t = calloc(1, sizeof *t);
-
-	if (!t || !(t->c.arena = arena_new(&t->c.oom)))
-		return -1;
-	t->c.strs = strtab_new(t->c.arena);
-	t->c.file = "t.yaml";
-	t->c.diag = on_diag;
-	t->c.diag_user = t;
-	*state = t;
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	Fixture *t = *state;
-
-	arena_free(t->c.arena);
-	free(t);
-	return 0;
-}
+#include "fixture.h"
 
 /* Reads SPEC and runs the fusion passes; returns their result. */
 static int
@@ -195,7 +160,7 @@ infer_errors(void **state)
 
 	assert_int_equal(run(t, HEAD "  x: {dtype: f32, shape: [M, N]}\n  y: {dtype: f32, shape: [N, M]}\n"
 	                     "ops:\n  - {out: z, op: add, in: [x, y]}\noutputs:\n  z: {}\n"), -1);
-	assert_non_null(strstr(t->msg, "t.yaml:7:5: error: cannot broadcast 'x' [M, N] with 'y' [N, M]"));
+	assert_non_null(strstr(t->msg, "test.yaml:7:5: error: cannot broadcast 'x' [M, N] with 'y' [N, M]"));
 	assert_int_equal(t->c.nerrors, 1);
 }
 
@@ -216,7 +181,7 @@ schedule_alignment(void **state)
 
 	assert_int_equal(run(t, "fusion: f\nsizes: {M: 8, N: 12}\ninputs:\n  x: {dtype: bf16, shape: [M, N]}\n"
 	                     "ops:\n  - {out: y, op: relu, in: [x]}\noutputs:\n  y: {dtype: f32}\n"), -1);
-	assert_non_null(strstr(t->msg, "t.yaml:4:3: error: input 'x': a row of N = 12 bf16 elements is 24 bytes"));
+	assert_non_null(strstr(t->msg, "test.yaml:4:3: error: input 'x': a row of N = 12 bf16 elements is 24 bytes"));
 	assert_non_null(strstr(t->msg, "make N a multiple of 8"));
 }
 

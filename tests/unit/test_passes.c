@@ -21,44 +21,7 @@
 #include "../../compiler/compiler.h"
 #include "../../passes/passes.h"
 
-typedef struct Fixture {
-	Comp c;
-	char msg[4096];
-} Fixture;
-
-static void
-on_diag(void *user, WsfSeverity sev, const char *msg)
-{
-	Fixture *t = user;
-
-	(void)sev;
-	snprintf(t->msg, sizeof t->msg, "%s", msg);
-}
-
-static int
-setup(void **state)
-{
-	Fixture *t = calloc(1, sizeof *t);
-
-	if (!t || !(t->c.arena = arena_new(&t->c.oom)))
-		return -1;
-	t->c.strs = strtab_new(t->c.arena);
-	t->c.file = "test.yaml";
-	t->c.diag = on_diag;
-	t->c.diag_user = t;
-	*state = t;
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	Fixture *t = *state;
-
-	arena_free(t->c.arena);
-	free(t);
-	return 0;
-}
+#include "fixture.h"
 
 /* A kernel with NLOADS tile inputs of 16 x 256 bf16 (8 KiB each). */
 static Kernel *

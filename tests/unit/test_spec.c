@@ -21,47 +21,7 @@
 
 #include "../../compiler/compiler.h"
 
-#define FILE_NAME "test.yaml"
-
-typedef struct Fixture {
-	Comp c;
-	char msg[4096];  /* the last diagnostic */
-	SizeBinding bind[4];
-} Fixture;
-
-static void
-on_diag(void *user, WsfSeverity sev, const char *msg)
-{
-	Fixture *t = user;
-
-	(void)sev;
-	snprintf(t->msg, sizeof t->msg, "%s", msg);
-}
-
-static int
-setup(void **state)
-{
-	Fixture *t = calloc(1, sizeof *t);
-
-	if (!t || !(t->c.arena = arena_new(&t->c.oom)))
-		return -1;
-	t->c.strs = strtab_new(t->c.arena);
-	t->c.file = FILE_NAME;
-	t->c.diag = on_diag;
-	t->c.diag_user = t;
-	*state = t;
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	Fixture *t = *state;
-
-	arena_free(t->c.arena);
-	free(t);
-	return 0;
-}
+#include "fixture.h"
 
 /* Reads LEN bytes of SRC; an arena failure fails the test. */
 static int

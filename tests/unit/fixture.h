@@ -1,0 +1,52 @@
+/*
+ * fixture.h: the Comp the IR-level unit tests share.  setup() gives each test
+ * its own arena, string table and out-of-memory landing point, named
+ * FILE_NAME in diagnostics; the last diagnostic is kept in msg.  Include it
+ * after <cmocka.h> and the internal headers a test needs.
+ */
+#ifndef WSFUSE_TEST_FIXTURE_H
+#define WSFUSE_TEST_FIXTURE_H
+
+#define FILE_NAME "test.yaml"
+
+typedef struct Fixture {
+	Comp c;
+	char msg[4096];      /* the last diagnostic */
+	SizeBinding bind[4]; /* for tests of -D bindings */
+} Fixture;
+
+static void
+on_diag(void *user, WsfSeverity sev, const char *msg)
+{
+	Fixture *t = user;
+
+	(void)sev;
+	snprintf(t->msg, sizeof t->msg, "%s", msg);
+}
+
+static int
+setup(void **state)
+{
+	Fixture *t = calloc(1, sizeof *t);
+
+	if (!t || !(t->c.arena = arena_new(&t->c.oom)))
+		return -1;
+	t->c.strs = strtab_new(t->c.arena);
+	t->c.file = FILE_NAME;
+	t->c.diag = on_diag;
+	t->c.diag_user = t;
+	*state = t;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	Fixture *t = *state;
+
+	arena_free(t->c.arena);
+	free(t);
+	return 0;
+}
+
+#endif
