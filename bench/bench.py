@@ -115,7 +115,7 @@ CASES = [
     *(Case(f"relu_chain_bf16_{tag}", RELU_CHAIN + f"schedule: {{{hint}}}\n", "bf16", {"N": 1 << 28},
            {"N": 1 << 20}, lambda s, dt: tuple(randn(dt, s["N"]) for _ in "abc"), _relu_chain)
       for tag, hint in (("vector", "store: vector"), ("ws", "warp_specialize: true"), ("s4", "stages: 4"),
-                        ("t32", "tile: [32, 256]"))),
+                        ("t32", "tile: [32, 256]"), ("np", "persistent: false"))),
     *(Case(f"bias_silu_mul_bf16_{tag}", BIAS_SILU_MUL + f"schedule: {{{hint}}}\n", "bf16",
            {"M": 65536, "N": 4096}, {"M": 512, "N": 4096},
            lambda s, dt: (randn(dt, s["M"], s["N"]), randn(dt, s["N"]), randn(dt, s["M"], s["N"])),

@@ -233,8 +233,9 @@ kernel_print(Buf *b, const Kernel *k)
 {
 	int i;
 
-	buf_printf(b, "kernel %s threads=%d consumers=%d tile=[%d, %d]%s%s%s\n", k->name,
+	buf_printf(b, "kernel %s threads=%d consumers=%d tile=[%d, %d]%s%s%s%s\n", k->name,
 	           k->threads, k->consumer_threads, k->tile_rows, k->tile_cols,
+	           k->persistent ? "" : " one_tile_per_cta",
 	           k->flat ? " flat" : "", k->warp_specialize ? " warp_specialized" : "",
 	           k->tma_store ? " tma_store" : "");
 	for (i = 1; i < k->nparam; i++) {

@@ -178,6 +178,14 @@ pass_lower(Comp *c)
 	k->tma_store = tma_store;
 	k->stages_hint = f->sched.stages;
 	k->stages_pos = f->sched.stages_pos;
+	/*
+	 * persistent: false launches one CTA per tile, as Triton does, and leaves
+	 * the overlap of loads and compute to the CTAs an SM holds at once: one
+	 * stage and one staging copy are all a CTA needs.
+	 */
+	k->persistent = f->sched.persistent != 1;
+	if (!k->persistent && !k->stages_hint)
+		k->stages_hint = 1;
 	k->smem_budget = SMEM_BUDGET;
 	k->smem_target = SMEM_TARGET;
 	k->consumer_threads = THREADS;
@@ -297,13 +305,13 @@ pass_lower(Comp *c)
 		                   p->dtype, p->box[0], p->box[1]);
 		k->buf[b].param = j;
 		k->buf[b].tensor = p->tensor;
-		k->buf[b].stages = 2;
+		k->buf[b].stages = k->persistent ? 2 : 1;
 		VEC_PUSH(c->arena, compute->writes, compute->nwrites, compute->capwrites)->buf = b;
-		compute->writes[compute->nwrites - 1].slot = ex_bin(c, EX_MOD, i, ex_int(c, 2));
+		compute->writes[compute->nwrites - 1].slot = ex_bin(c, EX_MOD, i, ex_int(c, k->buf[b].stages));
 		st = st_new(c, ST_TMA_STORE);
 		st->buf = b;
 		st->param = j;
-		st->slot = ex_bin(c, EX_MOD, i, ex_int(c, 2));
+		st->slot = ex_bin(c, EX_MOD, i, ex_int(c, k->buf[b].stages));
 		st->a = row0;
 		st->b = col0;
 		st->pos = f->out[p->arg - f->ninput].pos;

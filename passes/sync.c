@@ -220,10 +220,12 @@ issues_stores(const Stmt *x)
  *        thread waits with bulk.wait_group.read until at most NB - 1 stores are
  *        pending (their sources read; the global writes may still be on their
  *        way), then a barrier tells the writers.
- * In a plain main loop the stage-release barrier after compute serves both:
- * fence and wait go before it, and since the current tile's store is not
- * issued yet, the wait allows NB - 2.  The commit follows the stores in the
- * issuing thread.  Returns whether BODY (or anything in it) stores.
+ * A CTA barrier already between the writer and the store (the stage release
+ * of a plain main loop) serves as the RAW barrier: the fence goes before it.
+ * With NB >= 2 copies it serves the WAR side too: the wait goes before it, and
+ * since this tile's store is not issued yet, it allows NB - 2.  The commit
+ * follows the stores in the issuing thread.  Returns whether BODY (or
+ * anything in it) stores.
  */
 static bool
 sync_stores(Sync *y, Stmt *body, CbPart part)
@@ -251,27 +253,37 @@ sync_stores(Sync *y, Stmt *body, CbPart part)
 		if ((w = first_writer(body, j, x)) < 0)
 			continue;
 		nb = y->k->buf[x->body[0]->buf].stages;
-		for (r = w + 1; part == CB_MAIN && r < j && rel < 0; r++)
+		/* a CTA barrier already between the writer and the store (a stage release) */
+		for (r = w + 1; r < j && rel < 0; r++)
 			if (body->body[r]->kind == ST_SYNC && body->body[r]->n == 0)
 				rel = r;
-		if (rel >= 0) {
+		if (rel >= 0 && nb >= 2) {
+			/* it serves both: this tile's store is not issued yet, so NB - 2 may be pending */
 			st_insert(c, body, rel, elect_block(c, bulk_wait(c, nb - 2, true,
 			          "the staging copy the next tile writes has been read")));
 			st_insert(c, body, rel, st_new(c, ST_FENCE_PROXY_ASYNC));
 			j += 2;
 			continue;
 		}
-		{
-			Stmt *raw = st_new(c, ST_SYNC), *war = st_new(c, ST_SYNC);
+		if (rel >= 0) {
+			st_insert(c, body, rel, st_new(c, ST_FENCE_PROXY_ASYNC));
+			j++;
+		} else {
+			Stmt *raw = st_new(c, ST_SYNC);
 
 			raw->comment = "staging tile complete before the store reads it";
-			war->comment = "writers may reuse the staging copy";
 			st_insert(c, body, j, raw);
 			st_insert(c, body, j, st_new(c, ST_FENCE_PROXY_ASYNC));
+			j += 2;
+		}
+		{
+			Stmt *war = st_new(c, ST_SYNC);
+
+			war->comment = "writers may reuse the staging copy";
 			st_insert(c, body, w, war);
 			st_insert(c, body, w, elect_block(c, bulk_wait(c, nb - 1, true,
 			          "the staging copy about to be written has been read")));
-			j += 4;
+			j += 2;
 		}
 	}
 	return any;

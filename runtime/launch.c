@@ -256,7 +256,7 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 		goto done;
 	}
 	grid = (int64_t)d->sm_count * (*state)->ctas_per_sm;
-	if (tiles < grid)
+	if (tiles < grid || !k->persistent)
 		grid = tiles;
 	memset(&cfg, 0, sizeof cfg);
 	cfg.gridDimX = (unsigned)grid;

@@ -542,6 +542,27 @@ sync_tma_store_ws(void **state)
 	assert_int_equal(census(roles->body[0]).kind[ST_BULK_COMMIT], 0);
 }
 
+/* One CTA a tile: one staging copy, so its store must be read before the next tile writes it. */
+static void
+sync_tma_store_one_copy(void **state)
+{
+	Fixture *t = *state;
+	Kernel *k = lower_spec(t, STORE_SPEC("schedule: {persistent: false}\n"));
+	Stmt *main_ = k->body->body[5];
+	int r;
+
+	assert_false(k->persistent);
+	assert_int_equal(main_->cb->stages, 1);
+	r = find(main_, ST_COMPUTE);
+	assert_int_equal(main_->body[r - 2]->body[0]->kind, ST_BULK_WAIT);
+	assert_int_equal(main_->body[r - 2]->body[0]->n, 0);
+	assert_int_equal(main_->body[r - 1]->kind, ST_SYNC);
+	assert_int_equal(main_->body[r + 1]->kind, ST_FENCE_PROXY_ASYNC);
+	assert_int_equal(main_->body[r + 2]->kind, ST_SYNC);      /* the stage release is the RAW barrier too */
+	assert_int_equal(main_->body[r + 3]->body[0]->kind, ST_TMA_STORE);
+	assert_int_equal(census(main_).kind[ST_SYNC], 2);
+}
+
 static void
 lower_rejects_middle_broadcast(void **state)
 {
@@ -586,6 +607,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(lower_rejects_middle_broadcast, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_tma_store_plain, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_tma_store_ws, setup, teardown),
+		cmocka_unit_test_setup_teardown(sync_tma_store_one_copy, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
