@@ -70,7 +70,7 @@ line(Emit *e, const char *fmt, ...)
 {
 	va_list ap;
 
-	buf_indent(e->b, 8 * 0 + 4 * e->depth);
+	buf_indent(e->b, 4 * e->depth);
 	va_start(ap, fmt);
 	buf_vprintf(e->b, fmt, ap);
 	va_end(ap);

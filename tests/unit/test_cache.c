@@ -150,10 +150,10 @@ test_dir(void **state)
 	unsetenv("WSFUSE_CACHE");
 	unsetenv("WSFUSE_CACHE_DIR");
 	setenv("XDG_CACHE_HOME", "/xdg", 1);
-	setenv("HOME", "/home/u", 1);
+	setenv("HOME", "/h/u", 1);
 	assert_string_equal(rt_cache_dir(&c, NULL), "/xdg/wsfuse");
 	unsetenv("XDG_CACHE_HOME");
-	assert_string_equal(rt_cache_dir(&c, &o), "/home/u/.cache/wsfuse");
+	assert_string_equal(rt_cache_dir(&c, &o), "/h/u/.cache/wsfuse");
 	setenv("WSFUSE_CACHE_DIR", "/env/cache", 1);
 	assert_string_equal(rt_cache_dir(&c, &o), "/env/cache");
 	o.cache_dir = "/opt/cache";
