@@ -516,6 +516,20 @@ wsf_kernel_arg_dim(const WsfKernel *k, int i, int d)
 	return v > 0 ? v : -1;
 }
 
+const char *
+wsf_kernel_arg_dim_name(const WsfKernel *k, int i, int d)
+{
+	int t = arg_tensor(k, i, NULL);
+	const Fusion *f;
+
+	if (!t)
+		return NULL;
+	f = k->comp.fusion;
+	if (d < 0 || d >= f->tensor[t].rank || !f->tensor[t].dim[d].sym)
+		return NULL;
+	return f->sym[f->tensor[t].dim[d].sym].name;
+}
+
 /*
  * A Comp for one launch or run: the kernel's IR, the context's callbacks and
  * bindings, and a scratch arena of its own, freed when the call returns, so

@@ -153,6 +153,10 @@ typedef enum WsfDtype {
 WsfDtype wsf_kernel_arg_dtype(const WsfKernel *k, int i);
 int wsf_kernel_arg_rank(const WsfKernel *k, int i);
 int64_t wsf_kernel_arg_dim(const WsfKernel *k, int i, int d);
+/* The size variable behind dimension d of argument i ("M"), or NULL when the
+ * extent is a constant or i, d are out of range: what a binding needs to
+ * derive output shapes from input shapes. */
+const char *wsf_kernel_arg_dim_name(const WsfKernel *k, int i, int d);
 
 /* A DLPack-style description of one device tensor (row-major if strides is NULL). */
 typedef struct WsfTensor {

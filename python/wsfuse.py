@@ -12,7 +12,6 @@ works on machines without torch or a GPU.
 """
 import ctypes
 import os
-import re
 from ctypes import POINTER, c_char_p, c_int, c_int64, c_size_t, c_void_p
 
 __all__ = ["Error", "Context", "Kernel", "load"]
@@ -53,6 +52,7 @@ _SIGNATURES = {
     "wsf_kernel_arg_dtype": (c_int, [c_void_p, c_int]),
     "wsf_kernel_arg_rank": (c_int, [c_void_p, c_int]),
     "wsf_kernel_arg_dim": (c_int64, [c_void_p, c_int, c_int]),
+    "wsf_kernel_arg_dim_name": (c_char_p, [c_void_p, c_int, c_int]),
     "wsf_kernel_launch": (c_int, [c_void_p, c_void_p, POINTER(_Tensor), c_int, c_void_p]),
 }
 _libs = {}   # path -> CDLL: the only module state
@@ -201,19 +201,18 @@ class Kernel:
         return self.text("cubin")
 
     def _symbolic_dims(self):
-        """Each argument's dims as printed in the fusion IR: size names or ints.
+        """Each argument's dims: the size name behind each one, or its constant extent.
 
-        The C API reports extents only under the sizes bound at compile time, while
-        launches rebind sizes from the tensors; the fusion IR ("input x: bf16[M, N]",
-        "z: f32[M, N] = mul(...)") names the size behind each dim."""
+        Extents from wsf_kernel_arg_dim are those bound at compile time, while
+        launches rebind sizes from the tensors: the names are what carries over."""
         if self._dims is None:
-            shapes = {}
-            for line in self.text("fusion-ir").splitlines():
-                m = re.match(r"\s*(?:input\s+)?(\w+): \w+\[([^\]]*)\]", line.split(";")[0])
-                if m:
-                    shapes[m.group(1)] = [int(d) if d.isdigit() else d
-                                          for d in (s.strip() for s in m.group(2).split(",")) if d]
-            self._dims = [shapes.get(n) for n in self.arg_names]
+            self._dims = []
+            for i in range(self.num_args):
+                dims = []
+                for d in range(self.arg_ranks[i]):
+                    name = self._lib.wsf_kernel_arg_dim_name(self._ptr, i, d)
+                    dims.append(name.decode() if name else int(self._lib.wsf_kernel_arg_dim(self._ptr, i, d)))
+                self._dims.append(dims)
         return self._dims
 
     def output_shapes(self, *inputs):

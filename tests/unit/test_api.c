@@ -1,0 +1,156 @@
+/*
+ * test_api.c: the public API of include/wsfuse.h, used as an embedding program
+ * would: contexts, options, size bindings, compiling strings and files to each
+ * stage, argument queries, the diagnostics callback and the last error, and
+ * the calls that must refuse without crashing.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "wsfuse.h"
+
+static const char spec[] =
+	"fusion: api\n"
+	"sizes: {M: 64, N: 128}\n"
+	"inputs:\n"
+	"  x: {dtype: bf16, shape: [M, N]}\n"
+	"  b: {dtype: f32, shape: [N]}\n"
+	"ops:\n"
+	"  - {out: y, op: add, in: [x, b]}\n"
+	"  - {out: z, op: relu, in: [y]}\n"
+	"outputs:\n"
+	"  z: {dtype: bf16}\n";
+
+typedef struct Seen {
+	int errors;
+	char last[1024];
+} Seen;
+
+static void
+on_diag(void *user, WsfSeverity sev, const char *msg)
+{
+	Seen *s = user;
+
+	if (sev == WSF_SEV_ERROR)
+		s->errors++;
+	snprintf(s->last, sizeof s->last, "%s", msg);
+}
+
+static void
+compile_to_each_stage(void **state)
+{
+	WsfContext *ctx = wsf_context_new();
+	int st;
+
+	(void)state;
+	for (st = WSF_STAGE_FUSION_IR; st <= WSF_STAGE_CUDA; st++) {
+		WsfKernel *k = NULL;
+
+		assert_int_equal(wsf_set_option(ctx, "stop-after", wsf_stage_name((WsfStage)st)), WSF_OK);
+		assert_int_equal(wsf_compile_string(ctx, "api.yaml", spec, strlen(spec), &k), WSF_OK);
+		assert_string_equal(wsf_kernel_name(k), "api");
+		assert_non_null(wsf_kernel_text(k, (WsfStage)st, NULL));
+		if (st < WSF_STAGE_CUDA)
+			assert_null(wsf_kernel_text(k, (WsfStage)(st + 1), NULL));
+		wsf_kernel_delete(k);
+	}
+	wsf_context_delete(ctx);
+}
+
+static void
+argument_queries(void **state)
+{
+	WsfContext *ctx = wsf_context_new();
+	WsfKernel *k = NULL;
+
+	(void)state;
+	wsf_set_option(ctx, "stop-after", "fusion-ir");
+	assert_int_equal(wsf_set_size(ctx, "M", 32), WSF_OK);
+	assert_int_equal(wsf_compile_string(ctx, "api.yaml", spec, strlen(spec), &k), WSF_OK);
+	assert_int_equal(wsf_kernel_num_args(k), 3);
+	assert_string_equal(wsf_kernel_arg_name(k, 0), "x");
+	assert_string_equal(wsf_kernel_arg_name(k, 2), "z");
+	assert_null(wsf_kernel_arg_name(k, 3));
+	assert_int_equal(wsf_kernel_arg_is_output(k, 1), 0);
+	assert_int_equal(wsf_kernel_arg_is_output(k, 2), 1);
+	assert_int_equal(wsf_kernel_arg_is_output(k, -1), -1);
+	assert_int_equal(wsf_kernel_arg_dtype(k, 1), WSF_DTYPE_F32);
+	assert_int_equal(wsf_kernel_arg_rank(k, 1), 1);
+	assert_int_equal(wsf_kernel_arg_dim(k, 0, 0), 32);   /* bound, not the default 64 */
+	assert_int_equal(wsf_kernel_arg_dim(k, 0, 1), 128);
+	assert_int_equal(wsf_kernel_arg_dim(k, 0, 2), -1);
+	assert_string_equal(wsf_kernel_arg_dim_name(k, 2, 0), "M");
+	assert_string_equal(wsf_kernel_arg_dim_name(k, 1, 0), "N");
+	assert_null(wsf_kernel_arg_dim_name(k, 1, 1));
+	wsf_kernel_delete(k);
+	wsf_context_delete(ctx);
+}
+
+static void
+errors_reach_the_callback_once(void **state)
+{
+	WsfContext *ctx = wsf_context_new();
+	WsfKernel *k = (WsfKernel *)&k;  /* must be reset to NULL */
+	Seen seen = {0};
+	static const char bad[] = "fusion: f\ninputs: {a: {dtype: bf17, shape: [4]}}\nops: []\noutputs: {}\n";
+
+	(void)state;
+	wsf_set_diagnostic_handler(ctx, on_diag, &seen);
+	assert_int_equal(wsf_compile_string(ctx, "bad.yaml", bad, strlen(bad), &k), WSF_ERR_INPUT);
+	assert_null(k);
+	assert_int_equal(seen.errors, 1);
+	assert_non_null(strstr(seen.last, "bad.yaml:2:"));
+	assert_string_equal(wsf_context_last_error(ctx), seen.last);
+	wsf_context_delete(ctx);
+}
+
+static void
+refusals(void **state)
+{
+	WsfContext *ctx = wsf_context_new();
+	WsfKernel *k = NULL;
+
+	(void)state;
+	assert_int_equal(wsf_set_size(ctx, "M", 0), WSF_ERR_INPUT);
+	assert_int_equal(wsf_set_size(ctx, "1M", 4), WSF_ERR_INPUT);
+	assert_int_equal(wsf_set_size(NULL, "M", 4), WSF_ERR_USAGE);
+	assert_int_equal(wsf_set_option(ctx, "no-such-option", "1"), WSF_ERR_USAGE);
+	assert_int_equal(wsf_set_option(ctx, "stop-after", "sass"), WSF_ERR_USAGE);
+	assert_int_equal(wsf_set_option(ctx, "dump-after", "expand,nope"), WSF_ERR_USAGE);
+	assert_int_equal(wsf_set_option(ctx, "dump-after", "expand,sync"), WSF_OK);
+	assert_int_equal(wsf_compile_file(ctx, "/nonexistent/spec.yaml", &k), WSF_ERR_IO);
+	assert_null(k);
+	assert_int_equal(wsf_compile_string(ctx, "x", NULL, 0, &k), WSF_ERR_USAGE);
+	assert_string_equal(wsf_status_name(WSF_ERR_NO_GPU), "WSF_ERR_NO_GPU");
+	assert_string_equal(wsf_status_name((WsfStatus)999), "WSF_STATUS_UNKNOWN");
+	assert_int_equal(wsf_stage_from_name("kernel-ir"), WSF_STAGE_KERNEL_IR);
+	assert_int_equal(wsf_stage_from_name("nope"), WSF_STAGE_NONE);
+	/* a kernel compiled only to CUDA cannot launch, and says why */
+	wsf_set_option(ctx, "stop-after", "cuda");
+	assert_int_equal(wsf_compile_string(ctx, "api.yaml", spec, strlen(spec), &k), WSF_OK);
+	assert_int_equal(wsf_kernel_launch(ctx, k, NULL, 0, NULL), WSF_ERR_USAGE);
+	assert_non_null(strstr(wsf_context_last_error(ctx), "not compiled to a cubin"));
+	wsf_kernel_delete(k);
+	wsf_kernel_delete(NULL);
+	wsf_context_delete(ctx);
+	wsf_context_delete(NULL);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(compile_to_each_stage),
+		cmocka_unit_test(argument_queries),
+		cmocka_unit_test(errors_reach_the_callback_once),
+		cmocka_unit_test(refusals),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
