@@ -5,9 +5,10 @@
  * loop into prologue, main and epilogue.
  *
  * Contract.  Requires: kernel IR whose TMA loads have no barrier yet.
- * Guarantees: every TMA load names buffer copy i % S and full[i % S] and is
- * preceded, in the same issuing block, by one arrive_expect_tx of the stage's
- * bytes; the barriers are initialised once before any loop, fenced, and
+ * Guarantees: every TMA load names buffer copy lin % S and full[lin % S]
+ * (lin: the loop's index, or the linear counter through inner loops that
+ * load, see retarget) and is preceded, in the same issuing block, by one
+ * arrive_expect_tx of the stage's bytes; the barriers are initialised once before any loop, fenced, and
  * followed by a CTA barrier; the buffered loop carries CbInfo.
  *   plain:              prologue  for i in [0, min(P, n)): load(i)
  *                       main      for i in [0, n - P):     load(i + P); body(i)
@@ -25,9 +26,10 @@
  * S and P: the schedule's `stages`, or as many as fit the kernel's
  * shared-memory target (at least 2, at most 8; the target leaves room for
  * several CTAs per SM, which measured faster than deeper pipelines in fewer
- * CTAs for streaming kernels, docs/perf.md), never more than the budget; P = S - 1 since compute is synchronous: a stage is free
- * as soon as the iteration that read it ends.  Stage and parity come from one
- * linear counter: slot = i % S, parity = (i / S) & 1.
+ * CTAs for streaming kernels, docs/perf.md), never more than the budget.
+ * P = S - 1 since compute is synchronous: a stage is free as soon as the
+ * iteration that read it ends.  Stage and parity come from one linear
+ * counter: slot = lin % S, parity = (lin / S) & 1.
  */
 #include "passes.h"
 
@@ -253,6 +255,9 @@ pass_circular_buffer(Comp *c)
 	find_loop(k, k->body, NULL, 0, k->warp_specialize, &fd);
 	if (!fd.loop)
 		return 0;
+	if (!k->warp_specialize && has_loading_loop(fd.loop))
+		return diag_internal(c, "circular_buffer",
+		                     "a plain pipelined loop must issue its loads directly in its body");
 	for (b = 1; b < k->nbuf; b++)
 		if (k->buf[b].kind == BUF_TILE && st_writes_buf(fd.loop, b))
 			stage_bytes += k->buf[b].rows * k->buf[b].cols * dtype_info[k->buf[b].dtype].bytes;
@@ -294,9 +299,6 @@ pass_circular_buffer(Comp *c)
 		fd.index += 2;
 
 	i = ex_var(c, fd.loop->var);
-	if (!k->warp_specialize && has_loading_loop(fd.loop))
-		return diag_internal(c, "circular_buffer",
-		                     "a plain pipelined loop must issue its loads directly in its body");
 	r.c = c;
 	r.k = k;
 	r.loop = fd.loop;
