@@ -174,30 +174,63 @@ choose_view(const Kernel *k, const WsfTensor *out, int64_t *rows, int64_t *cols)
 	*cols = n;
 }
 
-/* A tensor map for param P over the 2-D view; a single row gets a padded stride. */
+/* The tensor-map parameters of param P over the 2-D view; a single row gets a padded stride. */
 static WsfStatus
-build_map(Comp *c, const Driver *d, const KParam *p, const WsfTensor *a, int64_t rows, int64_t cols,
-          CUtensorMap *map)
+map_params(Comp *c, const KParam *p, const WsfTensor *a, int64_t rows, int64_t cols, TmapParams *tp)
 {
 	int64_t shape[2], box[2] = {p->box[0], p->box[1]};
-	TmapParams tp;
 	WsfStatus s;
 
 	shape[0] = p->view == VIEW_ROW ? 1 : rows;
 	shape[1] = cols;
 	if (shape[0] == 1) {
 		/* one row: no row stride exists, so give TMA a 1-D map grown to 2-D by hand */
-		if ((s = rt_tmap_params(c, p->name, p->dtype, 1, &shape[1], &box[1], (uint64_t)a->data, &tp)))
+		if ((s = rt_tmap_params(c, p->name, p->dtype, 1, &shape[1], &box[1], (uint64_t)a->data, tp)))
 			return s;
-		tp.rank = 2;
-		tp.dims[1] = 1;
-		tp.strides[0] = ((uint64_t)cols * dtype_info[p->dtype].bytes + 15) & ~(uint64_t)15;
-		tp.box[1] = (uint32_t)box[0];
-	} else if ((s = rt_tmap_params(c, p->name, p->dtype, 2, shape, box, (uint64_t)a->data, &tp))) {
+		tp->rank = 2;
+		tp->dims[1] = 1;
+		tp->strides[0] = ((uint64_t)cols * dtype_info[p->dtype].bytes + 15) & ~(uint64_t)15;
+		tp->box[1] = (uint32_t)box[0];
+	} else if ((s = rt_tmap_params(c, p->name, p->dtype, 2, shape, box, (uint64_t)a->data, tp))) {
 		return s;
 	}
-	tp.swizzle = CU_TENSOR_MAP_SWIZZLE_NONE; /* pointwise tiles are read row-major */
-	return rt_tmap_encode(c, d, p->name, &tp, a->data, map);
+	tp->swizzle = CU_TENSOR_MAP_SWIZZLE_NONE; /* pointwise tiles are read row-major */
+	return WSF_OK;
+}
+
+WsfStatus
+rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, LaunchPlan *p)
+{
+	const Kernel *k = l->kernel;
+	const Fusion *f = l->fusion;
+	int64_t *val = arena_alloc(c->arena, (size_t)f->nsym * sizeof *val);
+	WsfStatus s;
+	int i;
+
+	if ((s = bind_args(c, f, args, nargs, val)) != WSF_OK)
+		return s;
+	choose_view(k, &args[f->ninput], &p->rows, &p->cols);
+	p->tmap = arena_alloc(c->arena, (size_t)k->nparam * sizeof *p->tmap);
+	for (i = 1; i < k->nparam; i++) {
+		const KParam *q = &k->param[i];
+		const WsfTensor *a = q->arg >= 0 ? &args[q->arg] : NULL;
+
+		if (q->kind == PK_TMAP && (s = map_params(c, q, a, p->rows, p->cols, &p->tmap[i])) != WSF_OK)
+			return s;
+		/* 16-byte stores from registers need 16-byte aligned rows (the row stride is checked at compile time) */
+		if (q->kind == PK_PTR && q->view == VIEW_FULL && (uintptr_t)a->data % 16)
+			return diag_error(c, f->tensor[q->tensor].pos,
+			                  "argument '%s': data pointer %p is not 16-byte aligned (pass a tensor that "
+			                  "starts on a 16-byte boundary, not an offset view)",
+			                  f->tensor[q->tensor].name, a->data),
+			       WSF_ERR_INPUT;
+	}
+	p->tiles = ((p->rows + k->tile_rows - 1) / k->tile_rows) * ((p->cols + k->tile_cols - 1) / k->tile_cols);
+	if (p->tiles >= ((int64_t)1 << 31))
+		return diag_error(c, f->pos, "kernel '%s': %lld tiles of %d x %d; at most 2^31 are supported", f->name,
+		                  (long long)p->tiles, k->tile_rows, k->tile_cols),
+		       WSF_ERR_INPUT;
+	return WSF_OK;
 }
 
 WsfStatus
@@ -205,26 +238,22 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
           CUstream stream)
 {
 	const Kernel *k = l->kernel;
-	const Fusion *f = l->fusion;
-	int64_t *val, rows, cols, tiles, grid;
+	LaunchPlan plan;
 	CUtensorMap *maps = NULL;
 	void **kargs;
-	int64_t *sizes;
+	int64_t *sizes, grid;
 	CUlaunchConfig cfg;
 	Driver *d;
 	WsfStatus s;
 	int i;
 
-	val = arena_alloc(c->arena, (size_t)f->nsym * sizeof *val);
-	if ((s = bind_args(c, f, args, nargs, val)) != WSF_OK)
+	if ((s = rt_launch_plan(c, l, args, nargs, &plan)) != WSF_OK)
 		return s;
 	if ((s = rt_loaded_driver(c, state, &d)) != WSF_OK)
 		return s;
 	if ((s = load_module(c, l, *state, cubin)) != WSF_OK)
 		return s;
-	choose_view(k, &args[f->ninput], &rows, &cols);
-	maps = aligned_alloc(64, (size_t)k->nparam * sizeof *maps);
-	if (!maps)
+	if (!(maps = aligned_alloc(64, (size_t)k->nparam * sizeof *maps)))
 		return WSF_ERR_NOMEM;
 	kargs = arena_alloc(c->arena, (size_t)k->nparam * sizeof *kargs);
 	sizes = arena_alloc(c->arena, (size_t)k->nparam * sizeof *sizes);
@@ -233,7 +262,7 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 
 		switch (p->kind) {
 		case PK_TMAP:
-			if ((s = build_map(c, d, p, &args[p->arg], rows, cols, &maps[i])) != WSF_OK)
+			if ((s = rt_tmap_encode(c, d, p->name, &plan.tmap[i], args[p->arg].data, &maps[i])) != WSF_OK)
 				goto done;
 			kargs[i - 1] = &maps[i];
 			break;
@@ -241,23 +270,16 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 			kargs[i - 1] = (void *)&args[p->arg].data;
 			break;
 		case PK_SIZE:
-			sizes[i] = p->is_rows ? rows : cols;
+			sizes[i] = p->is_rows ? plan.rows : plan.cols;
 			kargs[i - 1] = &sizes[i];
 			break;
 		default:
 			break;
 		}
 	}
-	tiles = ((rows + k->tile_rows - 1) / k->tile_rows) * ((cols + k->tile_cols - 1) / k->tile_cols);
-	if (tiles >= ((int64_t)1 << 31)) {
-		diag_error(c, f->pos, "kernel '%s': %lld tiles of %d x %d; at most 2^31 are supported", f->name,
-		           (long long)tiles, k->tile_rows, k->tile_cols);
-		s = WSF_ERR_INPUT;
-		goto done;
-	}
 	grid = (int64_t)d->sm_count * (*state)->ctas_per_sm;
-	if (tiles < grid || !k->persistent)
-		grid = tiles;
+	if (plan.tiles < grid || !k->persistent)
+		grid = plan.tiles;
 	memset(&cfg, 0, sizeof cfg);
 	cfg.gridDimX = (unsigned)grid;
 	cfg.gridDimY = cfg.gridDimZ = 1;

@@ -183,6 +183,21 @@ WsfStatus rt_reference(Comp *c, const Fusion *f, const double *const *in, double
 
 /* ---- launch.c --------------------------------------------------------- */
 
+/* What a launch passes, worked out on the host before the driver is touched. */
+typedef struct LaunchPlan {
+	int64_t rows, cols;  /* the 2-D view of the domain */
+	int64_t tiles;       /* tiles of that view */
+	TmapParams *tmap;    /* indexed by param id, for PK_TMAP params */
+} LaunchPlan;
+
+/*
+ * Checks the caller's tensors against the spec (dtype, rank, contiguity,
+ * extents that name the same size agree, alignment), chooses the 2-D view and
+ * every tensor map's parameters.  Pure: no driver, so unit tests run it.
+ * WSF_ERR_INPUT names the argument and dim at fault.
+ */
+WsfStatus rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, LaunchPlan *p);
+
 /*
  * Launches the kernel L describes on STREAM with the caller's tensors:
  * checks every argument's dtype and shape against the spec (sizes bind from

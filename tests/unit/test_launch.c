@@ -1,0 +1,175 @@
+/*
+ * test_launch.c: the host side of a launch (runtime/launch.c rt_launch_plan),
+ * without a GPU: argument checks, the 2-D view a flat kernel chooses, and the
+ * tensor-map parameters every tiled tensor gets.  Device pointers are fake
+ * (never dereferenced): only their alignment matters here.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../codegen/codegen.h"
+#include "../../compiler/compiler.h"
+#include "../../passes/passes.h"
+#include "../../runtime/runtime.h"
+#include "fixture.h"
+
+#define DEV(n) ((void *)(uintptr_t)(0x7f0000000000ull + (n) * 0x100000ull))
+
+static const Launch *
+build(Fixture *t, const char *spec)
+{
+	Comp *c = &t->c;
+	Launch *l = NULL;
+	Buf b;
+
+	if (setjmp(c->oom))
+		fail_msg("out of memory");
+	c->src = spec;
+	c->srclen = strlen(spec);
+	if (spec_read(c) || passes_run(c, WSF_STAGE_FUSION_IR) || passes_run(c, WSF_STAGE_KERNEL_IR))
+		fail_msg("%s", t->msg);
+	buf_init(&b, c->arena);
+	if (codegen_emit(c, &b, &l))
+		fail_msg("%s", t->msg);
+	return l;
+}
+
+static const char relu[] =
+	"fusion: r\nsizes: {N: 1024}\ninputs:\n  a: {dtype: bf16, shape: [N]}\n"
+	"ops:\n  - {out: o, op: relu, in: [a]}\noutputs:\n  o: {dtype: f32}\n";
+
+static const char bias[] =
+	"fusion: b\nsizes: {M: 64, N: 128}\ninputs:\n  x: {dtype: bf16, shape: [M, N]}\n"
+	"  b: {dtype: bf16, shape: [N]}\nops:\n  - {out: o, op: add, in: [x, b]}\noutputs:\n  o: {dtype: bf16}\n";
+
+/* A flat kernel views 2^20 elements as rows as wide as a tile: each tile one contiguous run. */
+static void
+flat_view_wide_rows(void **state)
+{
+	Fixture *t = *state;
+	const Launch *l = build(t, relu);
+	int64_t n[] = {1 << 20};
+	WsfTensor a[2] = {{DEV(1), WSF_DTYPE_BF16, 1, n, NULL}, {DEV(2), WSF_DTYPE_F32, 1, n, NULL}};
+	LaunchPlan p;
+
+	assert_true(l->kernel->flat);
+	assert_int_equal(rt_launch_plan(&t->c, l, a, 2, &p), WSF_OK);
+	assert_int_equal(p.cols, l->kernel->tile_cols);
+	assert_int_equal(p.rows, (1 << 20) / l->kernel->tile_cols);
+	assert_int_equal(p.tiles, p.rows / l->kernel->tile_rows);
+	assert_int_equal(p.tmap[1].rank, 2);
+	assert_int_equal(p.tmap[1].dims[0], p.cols);
+	assert_int_equal(p.tmap[1].strides[0], p.cols * 2);
+	assert_int_equal(p.tmap[1].swizzle, CU_TENSOR_MAP_SWIZZLE_NONE);
+}
+
+/* 1001 elements have no 16-byte row factorisation: one row, its stride padded to 16 bytes. */
+static void
+flat_view_ragged(void **state)
+{
+	Fixture *t = *state;
+	const Launch *l = build(t, relu);
+	int64_t n[] = {1001};
+	WsfTensor a[2] = {{DEV(1), WSF_DTYPE_BF16, 1, n, NULL}, {DEV(2), WSF_DTYPE_F32, 1, n, NULL}};
+	LaunchPlan p;
+
+	assert_int_equal(rt_launch_plan(&t->c, l, a, 2, &p), WSF_OK);
+	assert_int_equal(p.rows, 1);
+	assert_int_equal(p.cols, 1001);
+	assert_int_equal(p.tmap[1].dims[0], 1001);
+	assert_int_equal(p.tmap[1].dims[1], 1);
+	assert_int_equal(p.tmap[1].strides[0], 2016);
+}
+
+/* A bias is a row: its map is one row of cols, whatever M is. */
+static void
+row_view(void **state)
+{
+	Fixture *t = *state;
+	const Launch *l = build(t, bias);
+	int64_t mn[] = {300, 512}, nn[] = {512};
+	WsfTensor a[3] = {{DEV(1), WSF_DTYPE_BF16, 2, mn, NULL}, {DEV(2), WSF_DTYPE_BF16, 1, nn, NULL},
+	                  {DEV(3), WSF_DTYPE_BF16, 2, mn, NULL}};
+	LaunchPlan p;
+
+	assert_false(l->kernel->flat);
+	assert_int_equal(rt_launch_plan(&t->c, l, a, 3, &p), WSF_OK);
+	assert_int_equal(p.rows, 300);
+	assert_int_equal(p.cols, 512);
+	assert_int_equal(p.tmap[1].dims[1], 300);
+	assert_int_equal(p.tmap[2].dims[0], 512);
+	assert_int_equal(p.tmap[2].dims[1], 1);
+	assert_int_equal(p.tmap[2].box[1], 1);
+}
+
+static void
+expect_error(Fixture *t, const Launch *l, WsfTensor *a, int n, const char *what)
+{
+	LaunchPlan p;
+
+	t->msg[0] = 0;
+	assert_int_equal(rt_launch_plan(&t->c, l, a, n, &p), WSF_ERR_INPUT);
+	if (!strstr(t->msg, what))
+		fail_msg("expected '%s' in: %s", what, t->msg);
+}
+
+static void
+argument_errors(void **state)
+{
+	Fixture *t = *state;
+	const Launch *l = build(t, bias);
+	int64_t mn[] = {64, 128}, nn[] = {96}, good[] = {128}, st[] = {1, 64};
+	WsfTensor a[3] = {{DEV(1), WSF_DTYPE_BF16, 2, mn, NULL}, {DEV(2), WSF_DTYPE_BF16, 1, nn, NULL},
+	                  {DEV(3), WSF_DTYPE_BF16, 2, mn, NULL}};
+
+	expect_error(t, l, a, 3, "argument 'b': dim 0 is 96, but size N is 128 from an earlier argument");
+	expect_error(t, l, a, 2, "takes 3 arguments (2 inputs, 1 outputs), saw 2");
+	a[1].shape = good;
+	a[1].dtype = WSF_DTYPE_F32;
+	expect_error(t, l, a, 3, "argument 'b': dtype f32, expected bf16");
+	a[1].dtype = WSF_DTYPE_BF16;
+	a[0].strides = st;
+	expect_error(t, l, a, 3, "argument 'x': dim 1 has stride 64, expected 1");
+	a[0].strides = NULL;
+	a[0].data = (char *)DEV(1) + 8;
+	expect_error(t, l, a, 3, "'x'");
+	a[0].data = DEV(1);
+	a[2].ndim = 1;
+	expect_error(t, l, a, 3, "argument 'o': rank 1, expected 2");
+}
+
+/* Outputs stored from registers need 16-byte aligned data. */
+static void
+vector_store_alignment(void **state)
+{
+	Fixture *t = *state;
+	static const char spec[] =
+		"fusion: v\nsizes: {N: 1024}\ninputs:\n  a: {dtype: bf16, shape: [N]}\n"
+		"ops:\n  - {out: o, op: relu, in: [a]}\noutputs:\n  o: {dtype: bf16}\nschedule: {store: vector}\n";
+	const Launch *l = build(t, spec);
+	int64_t n[] = {1024};
+	WsfTensor a[2] = {{DEV(1), WSF_DTYPE_BF16, 1, n, NULL}, {(char *)DEV(2) + 2, WSF_DTYPE_BF16, 1, n, NULL}};
+
+	expect_error(t, l, a, 2, "argument 'o': data pointer");
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(flat_view_wide_rows, setup, teardown),
+		cmocka_unit_test_setup_teardown(flat_view_ragged, setup, teardown),
+		cmocka_unit_test_setup_teardown(row_view, setup, teardown),
+		cmocka_unit_test_setup_teardown(argument_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(vector_store_alignment, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
