@@ -87,6 +87,43 @@ outputs:
 """
 
 
+LAYERNORM = """\
+fusion: $name
+sizes: {M: 32768, N: 4096}
+inputs:
+  x: {dtype: $dt, shape: [M, N]}
+  w: {dtype: $dt, shape: [N]}
+  b: {dtype: $dt, shape: [N]}
+ops:
+  - {out: y, op: layernorm, in: [x, w, b], eps: 1.0e-5}
+outputs:
+  y: {dtype: $dt}
+"""
+
+RMSNORM = """\
+fusion: $name
+sizes: {M: 32768, N: 4096}
+inputs:
+  x: {dtype: $dt, shape: [M, N]}
+  w: {dtype: $dt, shape: [N]}
+ops:
+  - {out: y, op: rmsnorm, in: [x, w], eps: 1.0e-5}
+outputs:
+  y: {dtype: $dt}
+"""
+
+SOFTMAX = """\
+fusion: $name
+sizes: {M: 32768, N: 4096}
+inputs:
+  x: {dtype: $dt, shape: [M, N]}
+ops:
+  - {out: y, op: softmax, in: [x]}
+outputs:
+  y: {dtype: $dt}
+"""
+
+
 def torch_dtype(name):
     return {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[name]
 
@@ -101,6 +138,23 @@ def _relu_chain(a, b, c):
 
 def _bias_silu_mul(x, bias, y):
     return torch.nn.functional.silu(x + bias) * y
+
+
+def _layernorm(x, w, b):
+    return torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b, eps=1e-5)
+
+
+def _rmsnorm(x, w):
+    return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-5).to(x.dtype) * w
+
+
+def _softmax(x):
+    return torch.softmax(x, dim=-1)
+
+
+def _norm_inputs(n):
+    """X [M, N] and N-long weight rows, for the normalization cases."""
+    return lambda s, dt: (randn(dt, s["M"], s["N"]), *(randn(dt, s["N"]) for _ in range(n)))
 
 
 CASES = [
@@ -123,6 +177,17 @@ CASES = [
       for tag, hint in (("vector", "store: vector"), ("ws", "warp_specialize: true"),
                         ("t32", "tile: [32, 256]"))),
 ]
+
+# row reductions (issue 4): two shapes each, bf16
+for _m, _n in ((32768, 4096), (16384, 8192)):
+    CASES += [
+        Case(f"layernorm_{_m}x{_n}", LAYERNORM, "bf16", {"M": _m, "N": _n}, {"M": 64, "N": _n},
+             _norm_inputs(2), _layernorm),
+        Case(f"rmsnorm_{_m}x{_n}", RMSNORM, "bf16", {"M": _m, "N": _n}, {"M": 64, "N": _n},
+             _norm_inputs(1), _rmsnorm),
+        Case(f"softmax_{_m}x{_n}", SOFTMAX, "bf16", {"M": _m, "N": _n}, {"M": 64, "N": _n},
+             _norm_inputs(0), _softmax),
+    ]
 
 # wsfuse vs the float32 reference rounded to the output dtype: at most an ulp or so apart
 TOLERANCE = {"bf16": dict(atol=1e-2, rtol=1.6e-2), "f16": dict(atol=1e-3, rtol=1e-3),

@@ -217,6 +217,76 @@ __device__ __forceinline__ void wsf_bar_sync(int id, int threads)
 	asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(threads) : "memory");
 }
 
+// Eight consecutive elements from global memory through the read-only path
+// (a weight or bias row every CTA reads: L1 and L2 keep it).
+__device__ __forceinline__ uint4 wsf_ldg16(const void *p)
+{
+	uint4 u;
+	asm volatile("ld.global.nc.v4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w)
+	             : "l"(p));
+	return u;
+}
+__device__ __forceinline__ void wsf_unpack8(float v[8], uint4 u, bool f16)
+{
+	unsigned w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		v[2 * i] = f16 ? wsf_f16_to_f32((wsf_f16)(w[i] & 0xffff)) : __uint_as_float(w[i] << 16);
+		v[2 * i + 1] = f16 ? wsf_f16_to_f32((wsf_f16)(w[i] >> 16)) : __uint_as_float(w[i] & 0xffff0000u);
+	}
+}
+__device__ __forceinline__ void wsf_load8_global(float v[8], const wsf_bf16 *p) { wsf_unpack8(v, wsf_ldg16(p), false); }
+__device__ __forceinline__ void wsf_load8_global_f16(float v[8], const wsf_f16 *p) { wsf_unpack8(v, wsf_ldg16(p), true); }
+__device__ __forceinline__ void wsf_load8_global(float v[8], const float *p)
+{
+	uint4 a = wsf_ldg16(p), b = wsf_ldg16(p + 4);
+	v[0] = __uint_as_float(a.x); v[1] = __uint_as_float(a.y); v[2] = __uint_as_float(a.z); v[3] = __uint_as_float(a.w);
+	v[4] = __uint_as_float(b.x); v[5] = __uint_as_float(b.y); v[6] = __uint_as_float(b.z); v[7] = __uint_as_float(b.w);
+}
+
+// ---- row reductions: every thread of the CTA calls these together ----
+
+__device__ __forceinline__ float wsf_warp_sum(float v)
+{
+#pragma unroll
+	for (int o = 16; o > 0; o >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, o);
+	return v;
+}
+__device__ __forceinline__ float wsf_warp_max(float v)
+{
+#pragma unroll
+	for (int o = 16; o > 0; o >>= 1)
+		v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+	return v;
+}
+// The sum (or max) of V over the CTA, returned to every thread.  SCRATCH holds
+// one float per warp; the barrier at the end frees it for the next call.
+__device__ __forceinline__ float wsf_block_sum(float v, float *scratch)
+{
+	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+
+	v = wsf_warp_sum(v);
+	if (lane == 0)
+		scratch[warp] = v;
+	__syncthreads();
+	v = wsf_warp_sum(lane < warps ? scratch[lane] : 0.0f);
+	__syncthreads();
+	return v;
+}
+__device__ __forceinline__ float wsf_block_max(float v, float *scratch)
+{
+	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+
+	v = wsf_warp_max(v);
+	if (lane == 0)
+		scratch[warp] = v;
+	__syncthreads();
+	v = wsf_warp_max(lane < warps ? scratch[lane] : -__int_as_float(0x7f800000));
+	__syncthreads();
+	return v;
+}
+
 __device__ __forceinline__ long long wsf_ceildiv(long long a, long long b) { return (a + b - 1) / b; }
 // Tile arithmetic: operands are non-negative and below 2^32 (the host checks
 // the tile count), so a 32-bit division does instead of a 64-bit one, which

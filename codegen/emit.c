@@ -373,6 +373,254 @@ emit_compute(Emit *e, const Stmt *s)
 	line(e, "}");
 }
 
+/*
+ * Row reductions.  A value is a full row (v_NAME[8] in the element loop) or
+ * a per-row scalar (r_NAME, in every thread).  The level of a value is the
+ * number of reductions on its longest path from the inputs; the reductions
+ * of level L are computed in pass L over the row in shared memory, from the
+ * full-row values they need (recomputed in each pass: shared memory is
+ * cheap, registers and a second global read are not), and the full-row
+ * outputs in a last pass.
+ */
+static bool
+row_full(const Kernel *k, int t)
+{
+	return k->tview[t] == VIEW_FULL || k->tview[t] == VIEW_ROW;
+}
+
+static const char *
+row_operand(Emit *e, const Operand *o)
+{
+	if (!o->tensor)
+		return literal(e, o->lit);
+	if (row_full(e->k, o->tensor))
+		return arena_printf(e->c->arena, "%s[v]", ident(e, "v_", e->f->tensor[o->tensor].name, ""));
+	return ident(e, "r_", e->f->tensor[o->tensor].name, "");
+}
+
+/* Marks in NEED every full-row op value T depends on through full-row ops. */
+static void
+row_needs(Emit *e, int t, bool *need)
+{
+	const Fusion *f = e->f;
+	const Op *o;
+	int j;
+
+	if (need[t] || !row_full(e->k, t))
+		return;
+	need[t] = true;
+	if (f->tensor[t].kind != TK_VALUE)
+		return;
+	o = &f->op[f->tensor[t].def];
+	if (op_info[o->kind].cls == CLS_REDUCE)
+		return;
+	for (j = 0; j < o->nin; j++)
+		if (o->in[j].tensor)
+			row_needs(e, o->in[j].tensor, need);
+}
+
+/* Opens one pass over the row: the loads and full-row ops in NEED; the caller adds what the pass is for. */
+static void
+row_pass_open(Emit *e, const Stmt *s, const bool *need)
+{
+	const Fusion *f = e->f;
+	int i, nops;
+
+	line(e, "for (int e = threadIdx.x * %d; e < cols; e += %d) {", VEC, e->k->consumer_threads * VEC);
+	e->depth++;
+	for (i = 0; i < f->ninput; i++) {
+		int t = f->input[i];
+		const KParam *p = param_of_tensor(e, t, false);
+		const char *v = ident(e, "v_", f->tensor[t].name, "");
+		int b, r;
+
+		if (!need[t])
+			continue;
+		line(e, "float %s[%d];", v, VEC);
+		if (p->kind == PK_PTR) {
+			/* a row broadcast over rows, read where L1 and L2 keep it; the ragged end one by one */
+			line(e, "if (e + %d <= cols)", VEC);
+			line(e, "    wsf_load8_global%s(%s, %s + e);", helper_suffix(p->dtype), v, param_name(e, p));
+			line(e, "else");
+			line(e, "    for (int v = 0; v < %d; v++)", VEC);
+			line(e, "        %s[v] = e + v < cols ? %s(%s + e + v) : 0.0f;", v,
+			     p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", param_name(e, p));
+			continue;
+		}
+		for (b = 1; b < e->k->nbuf && e->k->buf[b].tensor != t; b++)
+			;
+		for (r = 0; r < s->nreads && s->reads[r].buf != b; r++)
+			;
+		line(e, "wsf_load8%s(%s, %s_s + e);", helper_suffix(p->dtype), v, bufname(e, b));
+	}
+	for (i = 1, nops = 0; i < f->nop; i++)
+		if (need[f->op[i].out] && f->tensor[f->op[i].out].kind == TK_VALUE) {
+			line(e, "float %s[%d];%s", ident(e, "v_", f->tensor[f->op[i].out].name, ""), VEC,
+			     pos_comment(e, f->op[i].pos));
+			nops++;
+		}
+	if (!nops)
+		return;
+	line(e, "#pragma unroll");
+	line(e, "for (int v = 0; v < %d; v++) {", VEC);
+	e->depth++;
+	for (i = 1; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+
+		if (!need[o->out] || op_info[o->kind].cls == CLS_REDUCE)
+			continue;
+		line(e, "%s[v] = %s;   // %s", ident(e, "v_", f->tensor[o->out].name, ""),
+		     op_text(e, o, row_operand(e, &o->in[0]), o->nin > 1 ? row_operand(e, &o->in[1]) : ""),
+		     op_info[o->kind].name);
+	}
+	e->depth--;
+	line(e, "}");
+}
+
+static void
+row_pass_close(Emit *e)
+{
+	e->depth--;
+	line(e, "}");
+}
+
+/* Per-row ops whose operands are all known by LEVEL; DONE marks what was emitted. */
+static void
+emit_row_scalars(Emit *e, const int *level, int upto, bool *done)
+{
+	const Fusion *f = e->f;
+	int i;
+
+	for (i = 1; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+
+		if (done[o->out] || row_full(e->k, o->out) || op_info[o->kind].cls == CLS_REDUCE ||
+		    level[o->out] > upto)
+			continue;
+		line(e, "const float %s = %s;   // %s%s", ident(e, "r_", f->tensor[o->out].name, ""),
+		     op_text(e, o, row_operand(e, &o->in[0]), o->nin > 1 ? row_operand(e, &o->in[1]) : ""),
+		     op_info[o->kind].name, pos_comment(e, o->pos));
+		done[o->out] = true;
+	}
+}
+
+static void
+emit_row_compute(Emit *e, const Stmt *s)
+{
+	Kernel *k = e->k;
+	Fusion *f = e->f;
+	int *level = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *level);
+	bool *done = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *done);
+	bool *need;
+	int i, j, L, maxl = 0;
+
+	for (i = 1; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+		int l = 0;
+
+		for (j = 0; j < o->nin; j++)
+			if (o->in[j].tensor && level[o->in[j].tensor] > l)
+				l = level[o->in[j].tensor];
+		level[o->out] = l + (op_info[o->kind].cls == CLS_REDUCE);
+		if (level[o->out] > maxl)
+			maxl = level[o->out];
+	}
+	line(e, "{   // compute row %s: %s", expr_str(e, s->a), s->comment ? s->comment : "");
+	e->depth++;
+	line(e, "const long long row = %s;", expr_str(e, s->a));
+	for (i = 0; i < s->nreads; i++)
+		line(e, "const %s *%s_s = %s;", storage_type(k->buf[s->reads[i].buf].dtype), bufname(e, s->reads[i].buf),
+		     buf_at(e, s->reads[i].buf, s->reads[i].slot));
+	for (i = 0; i < f->ninput; i++) {
+		int t = f->input[i];
+		const KParam *p = param_of_tensor(e, t, false);
+
+		if (row_full(k, t))
+			continue;
+		line(e, "const float %s = %s(%s + %s);%s", ident(e, "r_", f->tensor[t].name, ""),
+		     p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", param_name(e, p),
+		     k->tview[t] == VIEW_COL ? "row" : "0", pos_comment(e, f->tensor[t].pos));
+		done[t] = true;
+	}
+	for (L = 1; L <= maxl; L++) {
+		need = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *need);
+		for (i = 1; i < f->nop; i++)
+			if (op_info[f->op[i].kind].cls == CLS_REDUCE && level[f->op[i].out] == L)
+				row_needs(e, f->op[i].in[0].tensor, need);
+		line(e, "// pass %d over the row: the reductions of level %d", L, L);
+		for (i = 1; i < f->nop; i++) {
+			const Op *o = &f->op[i];
+
+			if (op_info[o->kind].cls == CLS_REDUCE && level[o->out] == L)
+				line(e, "float acc_%s = %s;", ident(e, "", f->tensor[o->out].name, ""),
+				     o->kind == OP_MAX ? "-__int_as_float(0x7f800000)" : "0.0f");
+		}
+		row_pass_open(e, s, need);
+		for (i = 1; i < f->nop; i++) {
+			const Op *o = &f->op[i];
+			const char *acc = ident(e, "acc_", f->tensor[o->out].name, "");
+			const char *in = ident(e, "v_", f->tensor[o->in[0].tensor].name, "");
+
+			if (op_info[o->kind].cls != CLS_REDUCE || level[o->out] != L)
+				continue;
+			line(e, "for (int v = 0; v < %d && e + v < cols; v++)", VEC);
+			line(e, o->kind == OP_MAX ? "    %s = fmaxf(%s, %s[v]);" : "    %s += %s[v];", acc,
+			     o->kind == OP_MAX ? acc : in, o->kind == OP_MAX ? in : "");
+		}
+		row_pass_close(e);
+		for (i = 1; i < f->nop; i++) {
+			const Op *o = &f->op[i];
+			const char *name = f->tensor[o->out].name;
+
+			if (op_info[o->kind].cls != CLS_REDUCE || level[o->out] != L)
+				continue;
+			line(e, "const float %s = wsf_block_%s(%s, wsf_red)%s;   // %s%s%s%s", ident(e, "r_", name, ""),
+			     o->kind == OP_MAX ? "max" : "sum", ident(e, "acc_", name, ""),
+			     o->kind == OP_MEAN ? " / (float)cols" : "", op_info[o->kind].name,
+			     o->origin ? " of " : "", o->origin ? o->origin : "", pos_comment(e, o->pos));
+			done[o->out] = true;
+		}
+		emit_row_scalars(e, level, L, done);
+	}
+	emit_row_scalars(e, level, maxl, done);
+	/* the last pass: full-row outputs */
+	need = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *need);
+	for (j = 0; j < f->nout; j++)
+		row_needs(e, f->out[j].tensor, need);
+	for (j = 0; j < f->nout && !need[f->out[j].tensor]; j++)
+		;
+	if (j < f->nout) {
+		line(e, "// the last pass: the full-row outputs");
+		row_pass_open(e, s, need);
+		for (j = 0; j < f->nout; j++) {
+			const Output *out = &f->out[j];
+			const KParam *p = param_of_tensor(e, out->tensor, true);
+			const char *suf = helper_suffix(out->dtype), *v = ident(e, "v_", f->tensor[out->tensor].name, "");
+
+			if (!row_full(k, out->tensor))
+				continue;
+			line(e, "if (e + %d <= cols)%s", VEC, pos_comment(e, out->pos));
+			line(e, "    wsf_store8%s(%s + row * cols + e, %s);", suf, param_name(e, p), v);
+			line(e, "else");
+			line(e, "    for (int v = 0; e + v < cols; v++)");
+			line(e, "        wsf_store1%s(%s + row * cols + e + v, %s[v]);", suf, param_name(e, p), v);
+		}
+		row_pass_close(e);
+	}
+	for (j = 0; j < f->nout; j++) {
+		const Output *out = &f->out[j];
+		const KParam *p = param_of_tensor(e, out->tensor, true);
+
+		if (row_full(k, out->tensor))
+			continue;
+		line(e, "if (threadIdx.x == 0)%s", pos_comment(e, out->pos));
+		line(e, "    wsf_store1%s(%s + %s, %s);", helper_suffix(out->dtype), param_name(e, p),
+		     k->tview[out->tensor] == VIEW_COL ? "row" : "0", ident(e, "r_", f->tensor[out->tensor].name, ""));
+	}
+	e->depth--;
+	line(e, "}");
+}
+
 static void emit_stmt(Emit *e, const Stmt *s);
 
 static void
@@ -438,7 +686,8 @@ emit_stmt(Emit *e, const Stmt *s)
 		line(e, "const long long %s = %s;%s", k->var[s->var].name, expr_str(e, s->a), comment(e, s));
 		break;
 	case ST_TMA_LOAD:
-		line(e, "wsf_tma_load_2d(%s, &%s, %s, %s, %s);%s", buf_at(e, s->buf, s->slot),
+		line(e, "wsf_tma_load_2d(%s%s%s, &%s, %s, %s, %s);%s", buf_at(e, s->buf, s->slot), s->off ? " + " : "",
+		     s->off ? expr_str(e, s->off) : "",
 		     param_name(e, &k->param[s->param]), expr_str(e, s->b), expr_str(e, s->a),
 		     bar_at(e, s->bar, s->barslot), pos_comment(e, s->pos));
 		break;
@@ -483,7 +732,10 @@ emit_stmt(Emit *e, const Stmt *s)
 		     (long long)s->n);
 		break;
 	case ST_COMPUTE:
-		emit_compute(e, s);
+		if (k->family == FAM_REDUCTION)
+			emit_row_compute(e, s);
+		else
+			emit_compute(e, s);
 		break;
 	default:
 		break;
@@ -571,6 +823,8 @@ codegen_emit(Comp *c, Buf *b, Launch **launch)
 	e.depth = 1;
 	l = arena_alloc(c->arena, sizeof *l);
 	l->smem_bytes = emit_smem(&e);
+	if (k->family == FAM_REDUCTION)
+		line(&e, "__shared__ float wsf_red[32];   // one partial per warp for block reductions");
 	for (i = 1; i < k->nparam; i++)
 		if (k->param[i].kind == PK_TMAP) {
 			line(&e, "if (threadIdx.x == 0)");

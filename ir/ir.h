@@ -446,13 +446,14 @@ typedef enum StmtKind {
 	ST_BULK_WAIT,      /* cp.async.bulk.wait_group[.read] n */
 	ST_SYNC,           /* barrier: id 0 is __syncthreads, else bar.sync id, threads */
 	ST_SETMAXNREG,     /* regs; inc or dec */
-	ST_COMPUTE         /* the fusion's ops over one tile at (row a, col b) */
+	ST_COMPUTE         /* the fusion's ops over one tile (pointwise) or row (reduction) at (row a, col b) */
 } StmtKind;
 
 typedef enum LoopKind {
 	LOOP_NONE,
 	LOOP_SERIAL,       /* an ordinary serial loop */
-	LOOP_TILE          /* the persistent loop over this CTA's tiles */
+	LOOP_TILE,         /* the persistent loop over this CTA's tiles */
+	LOOP_CHUNK         /* the pieces of one stage: its loads fill one copy, not successive ones */
 } LoopKind;
 
 /* Which copy of a circular-buffered loop a loop is. */
@@ -507,6 +508,7 @@ struct Stmt {
 	/* buffers and barriers */
 	int buf, param, bar;
 	Expr *slot, *barslot;
+	Expr *off;            /* TMA load/store: element offset into the buffer copy (NULL: 0) */
 	int64_t n;            /* bytes for EXPECT_TX, N for BULK_WAIT, regs, barrier id */
 	int threads;          /* ST_SYNC threads; ST_ROLES producer threads */
 	bool flag;            /* BULK_WAIT .read; SETMAXNREG inc */
@@ -518,6 +520,10 @@ struct Stmt {
 struct Kernel {
 	const char *name;
 	Fusion *fusion;
+	Family family;           /* how codegen expands ST_COMPUTE */
+	int row_cap;             /* reduction: the widest row (elements) the buffers hold */
+	View *tview;             /* reduction: each fusion tensor's view of the row domain */
+	int domain;              /* the fusion tensor whose shape the 2-D view is made from */
 	KParam *param;  int nparam, capparam;   /* [0] unused */
 	KBuf *buf;      int nbuf, capbuf;       /* [0] unused */
 	KBar *bar;      int nbar, capbar;       /* [0] unused */

@@ -140,6 +140,8 @@ ex_bin(Comp *c, ExprKind kind, Expr *a, Expr *b)
 		return a;
 	if (kind == EX_MOD && b->kind == EX_INT && b->ival == 1)
 		return ex_int(c, 0);
+	if (kind == EX_CEILDIV && b->kind == EX_INT && b->ival == 1)
+		return a;
 	/* (x + k*m) % m == x % m: keeps stage indices like (i + S) % S readable */
 	if (kind == EX_MOD && b->kind == EX_INT && a->kind == EX_ADD && a->b->kind == EX_INT &&
 	    b->ival > 0 && a->b->ival % b->ival == 0)
@@ -267,6 +269,7 @@ st_clone(Comp *c, const Stmt *s, int var, Expr *with)
 	r->a = ex_subst(c, s->a, var, with);
 	r->b = ex_subst(c, s->b, var, with);
 	r->slot = ex_subst(c, s->slot, var, with);
+	r->off = ex_subst(c, s->off, var, with);
 	r->barslot = ex_subst(c, s->barslot, var, with);
 	r->reads = clone_access(c, s->reads, s->nreads, var, with);
 	r->capreads = s->nreads;

@@ -105,7 +105,7 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 		expr_print(b, k, s->lo);
 		buf_puts(b, ", ");
 		expr_print(b, k, s->hi);
-		buf_printf(b, ")%s", s->loop == LOOP_TILE ? " tiles" : "");
+		buf_printf(b, ")%s", s->loop == LOOP_TILE ? " tiles" : s->loop == LOOP_CHUNK ? " chunks" : "");
 		if (s->cb)
 			buf_printf(b, " circular_buffer(stages=%d, prefetch=%d, %s)", s->cb->stages,
 			           s->cb->prefetch, cb_part[s->cb->part]);
@@ -137,6 +137,10 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 	case ST_TMA_LOAD:
 		buf_puts(b, "tma_load ");
 		slot_print(b, k, k->buf[s->buf].name, s->slot);
+		if (s->off) {
+			buf_puts(b, " + ");
+			expr_print(b, k, s->off);
+		}
 		buf_printf(b, " <- %s[", k->param[s->param].name);
 		expr_print(b, k, s->a);
 		buf_puts(b, ", ");

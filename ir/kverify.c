@@ -84,6 +84,7 @@ check_stmt(Check *v, const Stmt *s)
 		check_expr(v, s->a);
 		check_expr(v, s->b);
 		check_expr(v, s->slot);
+		check_expr(v, s->off);
 		break;
 	case ST_MBAR_INIT:
 	case ST_MBAR_ARRIVE:

@@ -7,8 +7,9 @@
  * Contract.  Requires: kernel IR whose TMA loads have no barrier yet.
  * Guarantees: every TMA load names buffer copy lin % S and full[lin % S]
  * (lin: the loop's index, or the linear counter through inner loops that
- * load, see retarget) and is preceded, in the same issuing block, by one
- * arrive_expect_tx of the stage's bytes; the barriers are initialised once before any loop, fenced, and
+ * load, see retarget; a loop of chunks fills pieces of one copy) and is
+ * preceded, in the same issuing block, by one arrive_expect_tx of the
+ * stage's bytes; the barriers are initialised once before any loop, fenced, and
  * followed by a CTA barrier; the buffered loop carries CbInfo.
  *   plain:              prologue  for i in [0, min(P, n)): load(i)
  *                       main      for i in [0, n - P):     load(i + P); body(i)
@@ -115,57 +116,60 @@ slot_of(Rewrite *r, Expr *lin)
 
 /*
  * Points every load and stage read under S at slot lin % S and full[lin % S],
- * puts one expect_tx before the first load of each issuing block, and makes
+ * puts one expect_tx before the first load (or loop of chunk loads) of each
+ * issuing block unless TX_DONE says the caller placed it, and makes
  * load coordinates independent of the buffered loop's lets (so the loads can
  * be cloned elsewhere).  An inner loop that issues loads advances the linear
  * counter; it must start at 0 and have a trip count its own index does not
  * change.
  */
 static void
-retarget(Rewrite *r, Stmt *s, Expr *lin)
+retarget(Rewrite *r, Stmt *s, Expr *lin, bool tx_done)
 {
-	bool tx_done = false;
 	int i;
 
 	for (i = 0; i < s->nreads; i++)
 		if (r->k->buf[s->reads[i].buf].kind == BUF_TILE)
 			s->reads[i].slot = slot_of(r, lin);
+	if (s->kind == ST_TMA_LOAD) {
+		s->slot = slot_of(r, lin);
+		s->bar = r->full;
+		s->barslot = s->slot;
+		s->a = inline_lets(r->c, r->loop, s->a);
+		s->b = inline_lets(r->c, r->loop, s->b);
+		r->k->buf[s->buf].full_bar = r->full;
+		return;
+	}
 	for (i = 0; i < s->nbody && !r->err; i++) {
 		Stmt *x = s->body[i];
+		bool chunks = x->kind == ST_LOOP && x->loop == LOOP_CHUNK && kir_has_load(x);
 
-		if (x->kind == ST_TMA_LOAD) {
-			x->slot = slot_of(r, lin);
-			x->bar = r->full;
-			x->barslot = x->slot;
-			x->a = inline_lets(r->c, r->loop, x->a);
-			x->b = inline_lets(r->c, r->loop, x->b);
-			r->k->buf[x->buf].full_bar = r->full;
-			if (!tx_done) {
-				Stmt *tx = st_new(r->c, ST_EXPECT_TX);
+		if ((x->kind == ST_TMA_LOAD || chunks) && !tx_done) {
+			/* one expect_tx of the whole stage before its first load (or loop of loads) */
+			Stmt *tx = st_new(r->c, ST_EXPECT_TX);
 
-				tx->bar = r->full;
-				tx->barslot = x->slot;
-				tx->n = r->bytes;
-				st_insert(r->c, s, i, tx);
-				tx_done = true;
-				i++;
-			}
-			continue;
+			tx->bar = r->full;
+			tx->barslot = slot_of(r, lin);
+			tx->n = r->bytes;
+			st_insert(r->c, s, i, tx);
+			tx_done = true;
+			continue;  /* x is now at i + 1 */
 		}
-		if (x->kind == ST_LOOP && kir_has_load(x)) {
+		if (x->kind == ST_LOOP && !chunks && kir_has_load(x)) {
 			if (x->lo->kind != EX_INT || x->lo->ival != 0 || ex_uses_var(x->hi, x->var)) {
 				r->err = diag_internal(r->c, "circular_buffer",
 				                       "an inner loop that issues loads must run over [0, n)");
 				return;
 			}
 			x->lin = ex_bin(r->c, EX_ADD, ex_bin(r->c, EX_MUL, lin, x->hi), ex_var(r->c, x->var));
-			retarget(r, x, x->lin);
+			retarget(r, x, x->lin, false);
 			continue;
 		}
-		retarget(r, x, lin);
+		/* the pieces of a chunk loop share the expect_tx placed before it */
+		retarget(r, x, lin, chunks);
 	}
 	if (s->orelse)
-		retarget(r, s->orelse, lin);
+		retarget(r, s->orelse, lin, false);
 }
 
 /* Does S hold a loop that issues loads (a loop the stage counter runs through)? */
@@ -175,7 +179,8 @@ has_loading_loop(const Stmt *s)
 	int i;
 
 	for (i = 0; i < s->nbody; i++)
-		if ((s->body[i]->kind == ST_LOOP && kir_has_load(s->body[i])) || has_loading_loop(s->body[i]))
+		if ((s->body[i]->kind == ST_LOOP && s->body[i]->loop != LOOP_CHUNK && kir_has_load(s->body[i])) ||
+		    has_loading_loop(s->body[i]))
 			return true;
 	return s->orelse && has_loading_loop(s->orelse);
 }
@@ -191,7 +196,8 @@ cb_strip_loads(Stmt *s)
 		if (x->kind == ST_TMA_LOAD || x->kind == ST_EXPECT_TX)
 			continue;
 		cb_strip_loads(x);
-		if (x->kind == ST_IF && x->nbody == 0 && (!x->orelse || !x->orelse->nbody))
+		if ((x->kind == ST_IF || (x->kind == ST_LOOP && x->loop == LOOP_CHUNK)) && x->nbody == 0 &&
+		    (!x->orelse || !x->orelse->nbody))
 			continue;
 		s->body[j++] = x;
 	}
@@ -306,7 +312,7 @@ pass_circular_buffer(Comp *c)
 	r.full = cb->full_bar;
 	r.bytes = stage_bytes;
 	fd.loop->lin = i;
-	retarget(&r, fd.loop, i);
+	retarget(&r, fd.loop, i, false);
 	if (r.err)
 		return -1;
 	fd.loop->cb = cb;

@@ -141,23 +141,60 @@ let(Comp *c, Kernel *k, const char *name, Expr *e, Stmt *block)
 	return s;
 }
 
-int
-pass_lower(Comp *c)
+/* The two runtime extents of the 2-D view, as parameters. */
+static void
+add_size_params(Comp *c, Kernel *k)
 {
-	Fusion *f = c->fusion;
+	int rows_p = kernel_add_param(c, k, PK_SIZE, "rows"), cols_p = kernel_add_param(c, k, PK_SIZE, "cols");
+
+	k->rows_var = k->param[rows_p].var = kernel_add_var(c, k, "rows");
+	k->param[rows_p].is_rows = true;
+	k->cols_var = k->param[cols_p].var = kernel_add_var(c, k, "cols");
+}
+
+/*
+ * The persistent loop over this CTA's tiles of tile_rows x tile_cols:
+ * tile = cta + i * ncta, at (row0, col0).  Appended to the kernel body;
+ * returns the loop and the two coordinates.
+ */
+static Stmt *
+tile_loop(Comp *c, Kernel *k, Expr **row0, Expr **col0)
+{
+	Stmt *loop;
+	Expr *i, *tile, *ntc;
+
+	ntc = ex_var(c, let(c, k, "col_tiles", ex_bin(c, EX_CEILDIV, ex_var(c, k->cols_var),
+	                                               ex_int(c, k->tile_cols)), k->body)->var);
+	k->ntile_var = let(c, k, "tiles",
+	                   ex_bin(c, EX_MUL, ex_bin(c, EX_CEILDIV, ex_var(c, k->rows_var), ex_int(c, k->tile_rows)),
+	                          ntc), k->body)->var;
+	k->niter_var = let(c, k, "my_tiles",
+	                   ex_bin(c, EX_CEILDIV, ex_bin(c, EX_SUB, ex_var(c, k->ntile_var), ex_leaf(c, EX_CTA)),
+	                          ex_leaf(c, EX_NCTA)), k->body)->var;
+	loop = st_loop(c, kernel_add_var(c, k, "i"), ex_int(c, 0), ex_var(c, k->niter_var), LOOP_TILE);
+	loop->comment = "this CTA's tiles";
+	st_append(c, k->body, loop);
+	i = ex_var(c, loop->var);
+	tile = ex_var(c, let(c, k, "tile", ex_bin(c, EX_ADD, ex_leaf(c, EX_CTA),
+	                                          ex_bin(c, EX_MUL, i, ex_leaf(c, EX_NCTA))), loop)->var);
+	*row0 = ex_var(c, let(c, k, "row0", ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, tile, ntc),
+	                                           ex_int(c, k->tile_rows)), loop)->var);
+	*col0 = ex_var(c, let(c, k, "col0", ex_bin(c, EX_MUL, ex_bin(c, EX_MOD, tile, ntc),
+	                                           ex_int(c, k->tile_cols)), loop)->var);
+	return loop;
+}
+
+/* The pointwise family: every output has the domain's shape. */
+static int
+lower_pointwise(Comp *c, Fusion *f)
+{
 	Kernel *k;
 	const Tensor *d;
 	Stmt *loop, *issue, *compute, *store = NULL;
-	Expr *i, *tile, *row0, *col0, *ntc;
-	int j, row_bytes = 0, *tile_buf, rows_p, cols_p;
+	Expr *i, *row0, *col0;
+	int j, row_bytes = 0, *tile_buf;
 	bool tma_store;
 
-	if (f->family != FAM_POINTWISE) {
-		diag_error(c, f->pos, "the %s kernel family is not implemented yet (pointwise is)",
-		           f->family == FAM_MATMUL ? "matmul" : "reduction");
-		c->status = WSF_ERR_UNSUPPORTED;
-		return -1;
-	}
 	k = kernel_new(c, f);
 	c->kernel = k;
 	d = &f->tensor[f->out[0].tensor];
@@ -167,6 +204,8 @@ pass_lower(Comp *c)
 			                  "cannot place output '%s' in one pointwise kernel: its shape differs from "
 			                  "output '%s' (a pointwise kernel writes one shape)",
 			                  f->tensor[f->out[j].tensor].name, d->name);
+	k->family = FAM_POINTWISE;
+	k->domain = f->out[0].tensor;
 	k->flat = true;
 	k->warp_specialize = f->sched.warp_specialize == 2;
 	/*
@@ -223,11 +262,7 @@ pass_lower(Comp *c)
 		k->param[p].dtype = f->out[j].dtype;
 		k->param[p].view = VIEW_FULL;
 	}
-	rows_p = kernel_add_param(c, k, PK_SIZE, "rows");
-	cols_p = kernel_add_param(c, k, PK_SIZE, "cols");
-	k->rows_var = k->param[rows_p].var = kernel_add_var(c, k, "rows");
-	k->param[rows_p].is_rows = true;
-	k->cols_var = k->param[cols_p].var = kernel_add_var(c, k, "cols");
+	add_size_params(c, k);
 	choose_tile(k, f, row_bytes, d);
 	for (j = 1; j < k->nparam; j++)
 		if (k->param[j].kind == PK_TMAP) {
@@ -237,26 +272,8 @@ pass_lower(Comp *c)
 	if (check_tile(c, k, f))
 		return -1;
 
-	/* the persistent tile loop */
-	ntc = ex_var(c, let(c, k, "col_tiles", ex_bin(c, EX_CEILDIV, ex_var(c, k->cols_var),
-	                                               ex_int(c, k->tile_cols)), k->body)->var);
-	k->ntile_var = let(c, k, "tiles",
-	                   ex_bin(c, EX_MUL, ex_bin(c, EX_CEILDIV, ex_var(c, k->rows_var), ex_int(c, k->tile_rows)),
-	                          ntc), k->body)->var;
-	k->niter_var = let(c, k, "my_tiles",
-	                   ex_bin(c, EX_CEILDIV, ex_bin(c, EX_SUB, ex_var(c, k->ntile_var), ex_leaf(c, EX_CTA)),
-	                          ex_leaf(c, EX_NCTA)), k->body)->var;
-	loop = st_loop(c, kernel_add_var(c, k, "i"), ex_int(c, 0), ex_var(c, k->niter_var), LOOP_TILE);
-	loop->comment = "this CTA's tiles";
-	st_append(c, k->body, loop);
+	loop = tile_loop(c, k, &row0, &col0);
 	i = ex_var(c, loop->var);
-	tile = ex_var(c, let(c, k, "tile", ex_bin(c, EX_ADD, ex_leaf(c, EX_CTA),
-	                                          ex_bin(c, EX_MUL, i, ex_leaf(c, EX_NCTA))), loop)->var);
-	row0 = ex_var(c, let(c, k, "row0", ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, tile, ntc),
-	                                          ex_int(c, k->tile_rows)), loop)->var);
-	col0 = ex_var(c, let(c, k, "col0", ex_bin(c, EX_MUL, ex_bin(c, EX_MOD, tile, ntc),
-	                                          ex_int(c, k->tile_cols)), loop)->var);
-
 	issue = st_if(c, ex_leaf(c, EX_ELECT));
 	issue->comment = "one thread issues the loads";
 	st_append(c, loop, issue);
@@ -319,4 +336,188 @@ pass_lower(Comp *c)
 	}
 	st_append(c, loop, store);
 	return 0;
+}
+
+/* A tensor's shape against the reduction domain [rows..., cols]. */
+static View
+classify_row(const Tensor *t, const Tensor *d)
+{
+	int i, lead = d->rank - 1;
+	bool ones = true;
+
+	for (i = 0; i < t->rank; i++)
+		ones &= dim_is_one(t->dim[i]);
+	if (ones)
+		return VIEW_SCALAR;
+	if (same_shape(t, d))
+		return VIEW_FULL;
+	/* a per-row value: the leading dims, then 1 (keepdim) or nothing */
+	if ((t->rank == d->rank && dim_is_one(t->dim[lead])) || t->rank == lead) {
+		bool rows = true;
+
+		for (i = 0; i < lead; i++)
+			rows &= dim_equal(t->dim[i], d->dim[i]);
+		if (rows)
+			return VIEW_COL;
+	}
+	/* a row broadcast over rows: [cols], or ones then cols */
+	if (t->rank >= 1 && dim_equal(t->dim[t->rank - 1], d->dim[lead])) {
+		for (i = 0; i + 1 < t->rank; i++)
+			if (!dim_is_one(t->dim[i]))
+				return VIEW_NONE;
+		return VIEW_ROW;
+	}
+	return VIEW_NONE;
+}
+
+enum { ROW_CHUNK = 256, MAX_ROW = 32768 };
+
+/*
+ * The reduction family: whole rows of the domain [rows, cols] (the input of
+ * the first reduction) per CTA iteration, each row loaded by TMA in chunks
+ * of 256 into a stage that holds all of it, so global memory is read once
+ * however many passes over the row the reductions need.  Rows stream through
+ * the circular-buffer stages, one row a stage.  Full-row inputs are tiled;
+ * rows broadcast over rows (weights, biases), per-row values and scalars are
+ * read from global memory, where L2 and L1 keep them.  The row capacity is
+ * the width known at compile time rounded up to a chunk; wider rows at launch
+ * are refused (online softmax for rows that do not fit is not built yet).
+ */
+static int
+lower_reduction(Comp *c, Fusion *f)
+{
+	const Tensor *d = NULL;
+	Kernel *k;
+	Stmt *loop, *issue, *chunks, *compute;
+	Expr *row0, *col0;
+	int j, cap;
+	int64_t width;
+
+	for (j = 1; j < f->nop && !d; j++)
+		if (op_info[f->op[j].kind].cls == CLS_REDUCE)
+			d = &f->tensor[f->op[j].in[0].tensor];
+	if (f->sched.warp_specialize == 2) {
+		diag_error(c, f->sched.ws_pos, "warp specialization of reduction kernels is not implemented yet");
+		c->status = WSF_ERR_UNSUPPORTED;
+		return -1;
+	}
+	width = dim_value(f, d->dim[d->rank - 1]);
+	if (width <= 0)
+		return diag_error(c, d->pos,
+		                  "the row width of '%s' (its last dim) needs a value when a reduction kernel is "
+		                  "compiled: give it under sizes: or with -D", d->name);
+	if (width > MAX_ROW)
+		return diag_error(c, d->pos,
+		                  "rows of %lld elements are wider than the %d a reduction kernel keeps in shared "
+		                  "memory (online reductions over wider rows are not implemented yet)",
+		                  (long long)width, MAX_ROW);
+	cap = (int)((width + ROW_CHUNK - 1) / ROW_CHUNK * ROW_CHUNK);
+
+	k = kernel_new(c, f);
+	c->kernel = k;
+	k->family = FAM_REDUCTION;
+	k->domain = (int)(d - f->tensor);
+	k->row_cap = cap;
+	k->tile_rows = 1;
+	k->tile_cols = cap;
+	k->persistent = f->sched.persistent != 1;
+	k->stages_hint = f->sched.stages;
+	k->stages_pos = f->sched.stages_pos;
+	k->smem_budget = SMEM_BUDGET;
+	k->smem_target = SMEM_TARGET;
+	k->consumer_threads = k->threads = THREADS;
+
+	/* every tensor is a full row, a per-row value, a broadcast row or a scalar */
+	k->tview = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *k->tview);
+	for (j = 1; j < f->ntensor; j++)
+		if ((k->tview[j] = classify_row(&f->tensor[j], d)) == VIEW_NONE)
+			return diag_error(c, f->tensor[j].pos,
+			                  "cannot place '%s' in the row-reduction kernel over '%s': its shape is "
+			                  "neither a full row, a value per row, a row broadcast over rows, nor a scalar",
+			                  f->tensor[j].name, d->name);
+	for (j = 1; j < f->nop; j++) {
+		const Op *o = &f->op[j];
+
+		if (op_info[o->kind].cls == CLS_REDUCE && k->tview[o->in[0].tensor] != VIEW_FULL)
+			return diag_error(c, o->pos,
+			                  "cannot place '%s' in one row-reduction kernel: it reduces '%s', which is "
+			                  "not a full row of '%s'", f->tensor[o->out].name,
+			                  f->tensor[o->in[0].tensor].name, d->name);
+	}
+	for (j = 0; j < f->ninput; j++) {
+		const Tensor *t = &f->tensor[f->input[j]];
+		View v = classify_row(t, d);
+		int p = kernel_add_param(c, k, v == VIEW_FULL ? PK_TMAP : PK_PTR, t->name);
+
+		k->param[p].arg = j;
+		k->param[p].tensor = f->input[j];
+		k->param[p].dtype = t->dtype;
+		k->param[p].view = v;
+		k->param[p].box[0] = 1;
+		k->param[p].box[1] = ROW_CHUNK;
+	}
+	for (j = 0; j < f->nout; j++) {
+		const Tensor *t = &f->tensor[f->out[j].tensor];
+		int p = kernel_add_param(c, k, PK_PTR, arena_printf(c->arena, "%s_out", t->name));
+
+		k->param[p].arg = f->ninput + j;
+		k->param[p].tensor = f->out[j].tensor;
+		k->param[p].dtype = f->out[j].dtype;
+		k->param[p].view = classify_row(t, d);
+	}
+	add_size_params(c, k);
+
+	loop = tile_loop(c, k, &row0, &col0);
+	issue = st_if(c, ex_leaf(c, EX_ELECT));
+	issue->comment = "one thread issues the loads of the row";
+	st_append(c, loop, issue);
+	chunks = st_loop(c, kernel_add_var(c, k, "ch"), ex_int(c, 0), ex_int(c, cap / ROW_CHUNK), LOOP_CHUNK);
+	chunks->comment = "the row in chunks of 256";
+	st_append(c, issue, chunks);
+	compute = st_new(c, ST_COMPUTE);
+	compute->a = row0;
+	compute->b = col0;
+	compute->comment = arena_printf(c->arena, "%d ops of %s over one row", f->nop - 1, f->name);
+	for (j = 1; j < k->nparam; j++) {
+		KParam *p = &k->param[j];
+		Stmt *ld;
+		int b;
+
+		if (p->kind != PK_TMAP)
+			continue;
+		b = kernel_add_buf(c, k, arena_printf(c->arena, "%s_row", p->name), BUF_TILE, p->dtype, 1, cap);
+		k->buf[b].param = j;
+		k->buf[b].tensor = p->tensor;
+		ld = st_new(c, ST_TMA_LOAD);
+		ld->buf = b;
+		ld->param = j;
+		ld->slot = ex_int(c, 0);
+		ld->off = ex_bin(c, EX_MUL, ex_var(c, chunks->var), ex_int(c, ROW_CHUNK));
+		ld->a = row0;
+		ld->b = ld->off;
+		ld->pos = f->tensor[p->tensor].pos;
+		st_append(c, chunks, ld);
+		VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->buf = b;
+		compute->reads[compute->nreads - 1].slot = ex_int(c, 0);
+	}
+	st_append(c, loop, compute);
+	return 0;
+}
+
+int
+pass_lower(Comp *c)
+{
+	Fusion *f = c->fusion;
+
+	switch (f->family) {
+	case FAM_POINTWISE:
+		return lower_pointwise(c, f);
+	case FAM_REDUCTION:
+		return lower_reduction(c, f);
+	default:
+		diag_error(c, f->pos, "the matmul kernel family is not implemented yet (pointwise and row "
+		           "reductions are)");
+		c->status = WSF_ERR_UNSUPPORTED;
+		return -1;
+	}
 }

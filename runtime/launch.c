@@ -147,16 +147,20 @@ bind_args(Comp *c, const Fusion *f, const WsfTensor *args, int nargs, int64_t *v
 	return WSF_OK;
 }
 
-/* The 2-D view of the domain: [prod of leading dims, last dim], or for a flat kernel wide rows. */
+/*
+ * The 2-D view of the kernel's domain tensor under the bound sizes VAL:
+ * [product of the leading dims, last dim], or for a flat kernel wide rows.
+ */
 static void
-choose_view(const Kernel *k, const WsfTensor *out, int64_t *rows, int64_t *cols)
+choose_view(const Kernel *k, const Fusion *f, const int64_t *val, int64_t *rows, int64_t *cols)
 {
+	const Tensor *t = &f->tensor[k->domain];
 	int64_t n = 1, c;
 	int i;
 
-	for (i = 0; i < out->ndim; i++)
-		n *= out->shape[i];
-	*cols = out->ndim ? out->shape[out->ndim - 1] : 1;
+	for (i = 0; i < t->rank; i++)
+		n *= t->dim[i].sym ? val[t->dim[i].sym] : t->dim[i].ext;
+	*cols = t->rank ? (t->dim[t->rank - 1].sym ? val[t->dim[t->rank - 1].sym] : t->dim[t->rank - 1].ext) : 1;
 	*rows = n / *cols;
 	if (!k->flat)
 		return;
@@ -209,7 +213,12 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 
 	if ((s = bind_args(c, f, args, nargs, val)) != WSF_OK)
 		return s;
-	choose_view(k, &args[f->ninput], &p->rows, &p->cols);
+	choose_view(k, f, val, &p->rows, &p->cols);
+	if (k->row_cap && p->cols > k->row_cap)
+		return diag_error(c, f->pos,
+		                  "kernel '%s' keeps rows of up to %d elements in shared memory; these rows have %lld: "
+		                  "compile it with the wider size bound (-D)", f->name, k->row_cap, (long long)p->cols),
+		       WSF_ERR_INPUT;
 	p->tmap = arena_alloc(c->arena, (size_t)k->nparam * sizeof *p->tmap);
 	for (i = 1; i < k->nparam; i++) {
 		const KParam *q = &k->param[i];

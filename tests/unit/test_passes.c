@@ -563,6 +563,81 @@ sync_tma_store_one_copy(void **state)
 	assert_int_equal(census(main_).kind[ST_SYNC], 2);
 }
 
+#define NORM_SPEC(width, sched) \
+	"fusion: ln\nsizes: {M: 512, N: " width "}\ninputs:\n  x: {dtype: bf16, shape: [M, N]}\n" \
+	"  w: {dtype: bf16, shape: [N]}\n  b: {dtype: bf16, shape: [N]}\n" \
+	"ops:\n  - {out: y, op: layernorm, in: [x, w, b]}\noutputs:\n  y: {dtype: bf16}\n" sched
+
+/*
+ * Row reductions: the persistent row loop is the buffered one (a stage is a
+ * whole row), the loop over the row's chunks is not (its loads fill one
+ * stage, under one expect_tx of the row's bytes); weights stay in global.
+ */
+static void
+lower_reduction_buffers_the_row_loop(void **state)
+{
+	Fixture *t = *state;
+	Kernel *k = lower_spec(t, NORM_SPEC("1000", ""));
+	Stmt *main_ = k->body->body[6], *issue, *chunks;
+
+	assert_int_equal(k->family, FAM_REDUCTION);
+	assert_int_equal(k->row_cap, 1024);
+	assert_int_equal(k->tile_rows, 1);
+	assert_int_equal(k->param[1].kind, PK_TMAP);
+	assert_int_equal(k->param[2].kind, PK_PTR);
+	assert_int_equal(k->param[2].view, VIEW_ROW);
+	assert_int_equal(main_->cb->part, CB_MAIN);
+	assert_int_equal(main_->loop, LOOP_TILE);
+	assert_int_equal(main_->cb->stage_bytes, 1024 * 2);
+	issue = main_->body[0];
+	assert_int_equal(issue->body[0]->kind, ST_EXPECT_TX);
+	assert_int_equal(issue->body[0]->n, 2048);
+	chunks = issue->body[1];
+	assert_int_equal(chunks->kind, ST_LOOP);
+	assert_int_equal(chunks->loop, LOOP_CHUNK);
+	assert_null(chunks->cb);
+	assert_null(chunks->lin);
+	assert_string_equal(expr(t, chunks->hi), "4");
+	assert_int_equal(chunks->body[0]->kind, ST_TMA_LOAD);
+	assert_string_equal(expr(t, chunks->body[0]->slot), expr(t, issue->body[0]->barslot));
+	assert_string_equal(expr(t, chunks->body[0]->off), "(ch * 256)");
+	assert_int_equal(census(main_).kind[ST_EXPECT_TX], 1);
+	assert_int_equal(census(main_).kind[ST_MBAR_WAIT], 1);
+	assert_int_equal(census(main_).kind[ST_SYNC], 1);
+	/* the epilogue keeps no empty chunk loop: the only loop is itself */
+	assert_int_equal(census(k->body->body[7]).kind[ST_LOOP], 1);
+}
+
+static void
+lower_reduction_errors(void **state)
+{
+	Fixture *t = *state;
+	Comp *c = &t->c;
+	static const char *const bad[][2] = {
+		{NORM_SPEC("40000", ""), "rows of 40000 elements are wider than the 32768"},
+		{NORM_SPEC("1024", "schedule: {warp_specialize: true}\n"),
+		 "warp specialization of reduction kernels is not implemented yet"},
+	};
+	int i;
+
+	for (i = 0; i < countof(bad); i++) {
+		arena_free(c->arena);
+		c->arena = arena_new(&c->oom);
+		c->strs = strtab_new(c->arena);
+		c->nerrors = 0;
+		c->status = WSF_OK;
+		if (setjmp(c->oom))
+			fail_msg("out of memory");
+		c->src = bad[i][0];
+		c->srclen = strlen(bad[i][0]);
+		assert_int_equal(spec_read(c), 0);
+		assert_int_equal(passes_run(c, WSF_STAGE_FUSION_IR), 0);
+		assert_int_equal(passes_run(c, WSF_STAGE_KERNEL_IR), -1);
+		if (!strstr(t->msg, bad[i][1]))
+			fail_msg("expected '%s' in: %s", bad[i][1], t->msg);
+	}
+}
+
 static void
 lower_rejects_middle_broadcast(void **state)
 {
@@ -608,6 +683,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(sync_tma_store_plain, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_tma_store_ws, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_tma_store_one_copy, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_reduction_buffers_the_row_loop, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_reduction_errors, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
