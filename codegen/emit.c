@@ -542,6 +542,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 		     k->tview[t] == VIEW_COL ? "row" : "0", pos_comment(e, f->tensor[t].pos));
 		done[t] = true;
 	}
+	emit_row_scalars(e, level, 0, done);  /* per-row values that need no reduction */
 	for (L = 1; L <= maxl; L++) {
 		need = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *need);
 		for (i = 1; i < f->nop; i++)
