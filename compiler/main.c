@@ -25,7 +25,7 @@ enum {
 
 static const char usage[] =
 	"usage: wsfuse compile SPEC [--emit=STAGE] [-o FILE|-] [-D NAME=VALUE]... [--dump-after=PASS|all]\n"
-	"       wsfuse run SPEC [-D NAME=VALUE]... [--check] [--bench] [--iters=N] [--seed=N]\n"
+	"       wsfuse run SPEC [-D NAME=VALUE]... [--check] [--bench] [--iters=N] [--seed=N] [--scale=X]\n"
 	"       wsfuse check SPEC [...]    same as run --check\n"
 	"       wsfuse bench SPEC [...]    same as run --bench\n"
 	"       wsfuse --help | --version\n";
@@ -49,6 +49,7 @@ static const char help[] =
 	"  --bench             run times the kernel and prints time and bandwidth\n"
 	"  --iters=N           timed launches for --bench (default 100)\n"
 	"  --seed=N            seed of the random inputs\n"
+	"  --scale=X           multiply the random inputs by X (large values test overflow)\n"
 	"\n"
 	"exit status: 0 ok, 1 bad input, 2 usage, 3 no GPU, 4 check failed,\n"
 	"             5 internal, NVRTC or CUDA error, 6 kernel family not built yet\n"
@@ -62,6 +63,7 @@ typedef struct Args {
 	const char *emit;
 	int check, bench, iters;
 	unsigned long long seed;
+	double scale;
 } Args;
 
 static void
@@ -221,6 +223,12 @@ parse_args(int argc, char **argv, WsfContext *ctx, Args *a)
 				return usage_error("--iters expects a positive integer, saw '%s'", s + 8);
 		} else if (strncmp(s, "--seed=", 7) == 0) {
 			a->seed = strtoull(s + 7, NULL, 10);
+		} else if (strncmp(s, "--scale=", 8) == 0) {
+			char *end;
+
+			a->scale = strtod(s + 8, &end);
+			if (*end || !(a->scale > 0))
+				return usage_error("--scale expects a positive number, saw '%s'", s + 8);
 		} else if (s[0] == '-' && s[1]) {
 			return usage_error("unknown option '%s'", s);
 		} else if (a->spec) {
@@ -294,6 +302,7 @@ cmd_run(WsfContext *ctx, Args *a)
 	o.bench = a->bench;
 	o.iters = a->iters;
 	o.seed = a->seed;
+	o.scale = a->scale;
 	s = wsf_kernel_run(ctx, k, &o, &r);
 	if (s == WSF_ERR_NO_GPU) {
 		size_t n = 0;

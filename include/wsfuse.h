@@ -185,6 +185,8 @@ typedef struct WsfRunOptions {
 	int bench;          /* time the kernel (median of iters after warm-up) */
 	int iters;          /* timed launches for bench; 0 means 100 */
 	uint64_t seed;      /* random inputs; 0 means a fixed default */
+	double scale;       /* inputs are drawn from [-2, 2] (or [0.5, 2] for logs, roots and
+	                       quotients) times this; 0 means 1.  Large scales test overflow. */
 } WsfRunOptions;
 
 #define WSF_MAX_REPORT_OUTPUTS 16

@@ -144,6 +144,10 @@ rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRun
 	arg = arena_alloc(c->arena, (size_t)nargs * sizeof *arg);
 	t = arena_alloc(c->arena, (size_t)nargs * sizeof *t);
 	input_range(f, &lo, &hi);
+	if (o->scale > 0) {
+		lo *= o->scale;
+		hi *= o->scale;
+	}
 	for (i = 0; i < nargs; i++) {
 		Arg *a = &arg[i];
 		const Tensor *x;
