@@ -1,6 +1,7 @@
 #!/bin/bash
-# run_unit.sh BUILD: runs the cmocka unit tests BUILD/tests/test_* (TAP output,
-# one count per test case), then replays every file of tests/fuzz/regress/ and
+# run_unit.sh BUILD: runs the cmocka unit tests BUILD/tests/test_* and the
+# Python binding's tests/python/test_*.py (TAP output, one count per test
+# case), then replays every file of tests/fuzz/regress/ and
 # tests/fuzz/corpus/ through BUILD/tests/replay (one count per file).
 # Prints one line per failure and ends with "N passed, N failed[, N skipped]".
 # TEST_TIMEOUT (seconds, default 300) bounds each program.
@@ -26,10 +27,24 @@ how() {
 	fi
 }
 
-for t in "$b"/tests/test_*; do
-	[ -x "$t" ] || continue
+# the cmocka programs, then the Python binding's tests (TAP too) against this build's library
+for t in "$b"/tests/test_* tests/python/test_*.py; do
+	[ -f "$t" ] || continue
 	name=${t##*/}
-	CMOCKA_MESSAGE_OUTPUT=TAP bounded "$t" >"$out" 2>&1
+	case $t in
+	*.py)
+		command -v python3 >/dev/null || { skip=$((skip + 1)); echo "skipped $name: no python3"; continue; }
+		pre=
+		# a sanitized library needs its runtimes loaded first (Python's own leaks are not ours)
+		if nm -D "$b/libwsfuse.so" 2>/dev/null | grep -q __asan_; then
+			pre="$(${CC:-cc} -print-file-name=libasan.so) $(${CC:-cc} -print-file-name=libubsan.so)"
+		fi
+		LD_PRELOAD="$pre" ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" WSFUSE_LIB="$b/libwsfuse.so" \
+			bounded python3 "$t" >"$out" 2>&1 ;;
+	*)
+		[ -x "$t" ] || continue
+		CMOCKA_MESSAGE_OUTPUT=TAP bounded "$t" >"$out" 2>&1 ;;
+	esac
 	rc=$?
 	# TAP: "1..N", then "ok K - case", "not ok K - case" followed by "# why"
 	# lines, or "ok K # SKIP case".
