@@ -50,6 +50,10 @@ check-valgrind: all
 check-gpu: all
 	@bash tests/gpu/run.sh $(B)
 
+# every spec of the fuzz corpora that compiles, compiled on through NVRTC
+check-corpus: all
+	@bash tests/fuzz/nvrtc_corpus.sh $(B)
+
 # compute-sanitizer memcheck, racecheck and synccheck over the kernel variants
 check-sanitize: all
 	@bash tests/gpu/sanitize.sh $(B)
@@ -84,4 +88,4 @@ fuzz: build-fuzz/fuzz_spec
 	  "(build-fuzz/fuzz_spec -minimize_crash=1 -runs=100000 FILE) and add it as tests/fuzz/regress/NAME.yaml"; fi; \
 	exit $$rc
 
-.PHONY: test check-cmocka update-golden check-asan check-valgrind check-gpu check-sanitize fuzz
+.PHONY: test check-cmocka update-golden check-asan check-valgrind check-gpu check-sanitize check-corpus fuzz
