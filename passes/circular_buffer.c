@@ -6,8 +6,9 @@
  *
  * Contract.  Requires: kernel IR whose TMA loads have no barrier yet.
  * Guarantees: every TMA load names buffer copy lin % S and full[lin % S]
- * (lin: the loop's index, or the linear counter through inner loops that
- * load, see retarget; a loop of chunks fills pieces of one copy) and is
+ * (lin: the stage counter, the loop's index continued across the loops
+ * around it and through inner loops that load, see stage_counter and
+ * retarget; a loop of chunks fills pieces of one copy) and is
  * preceded, in the same issuing block, by one arrive_expect_tx of the
  * stage's bytes; the barriers are initialised once before any loop, fenced, and
  * followed by a CTA barrier; the buffered loop carries CbInfo.
@@ -86,6 +87,59 @@ find_loop(const Kernel *k, Stmt *s, Stmt *parent, int index, bool outermost, Fou
 	}
 	for (i = 0; i < s->nbody; i++)
 		find_loop(k, s->body[i], s, i, outermost, out);
+}
+
+/* Collects in PATH the loops that enclose TARGET inside S, outermost first. */
+static bool
+enclosing_loops(Stmt *s, const Stmt *target, Stmt **path, int *n, int max)
+{
+	int i;
+
+	if (!s)
+		return false;
+	if (s == target)
+		return true;
+	if (s->kind == ST_LOOP && *n < max)
+		path[(*n)++] = s;
+	for (i = 0; i < s->nbody; i++)
+		if (enclosing_loops(s->body[i], target, path, n, max))
+			return true;
+	if (enclosing_loops(s->orelse, target, path, n, max))
+		return true;
+	if (s->kind == ST_LOOP)
+		(*n)--;
+	return false;
+}
+
+/*
+ * The stage counter of the buffered loop: its index, continued across the
+ * loops around it (lin = outer_lin * trips + i), so that stage and parity run
+ * on when an outer loop starts the buffered loop again; barrier phases do
+ * not restart with the loop.  Every enclosing loop must run over [0, n) and
+ * the buffered loop's trip count must not depend on them.
+ */
+static Expr *
+stage_counter(Comp *c, const Kernel *k, Stmt *loop)
+{
+	Stmt *path[16];
+	Expr *lin = NULL;
+	int n = 0, j;
+
+	enclosing_loops(k->body, loop, path, &n, countof(path));
+	for (j = 0; j < n; j++) {
+		Stmt *o = path[j];
+
+		if (o->lo->kind != EX_INT || o->lo->ival != 0 || ex_uses_var(loop->hi, o->var) ||
+		    ex_uses_var(loop->lo, o->var)) {
+			diag_internal(c, "circular_buffer",
+			              "the loops around a buffered loop must run over [0, n) and not change its trip count");
+			return NULL;
+		}
+		lin = lin ? ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, lin, o->hi), ex_var(c, o->var)) : ex_var(c, o->var);
+	}
+	if (!lin)
+		return ex_var(c, loop->var);
+	return ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, lin, loop->hi), ex_var(c, loop->var));
 }
 
 /* Replaces, in E, every variable set by a let in LOOP's body with its value. */
@@ -311,8 +365,9 @@ pass_circular_buffer(Comp *c)
 	r.stages = S;
 	r.full = cb->full_bar;
 	r.bytes = stage_bytes;
-	fd.loop->lin = i;
-	retarget(&r, fd.loop, i, false);
+	if (!(fd.loop->lin = stage_counter(c, k, fd.loop)))
+		return -1;
+	retarget(&r, fd.loop, fd.loop->lin, false);
 	if (r.err)
 		return -1;
 	fd.loop->cb = cb;

@@ -106,7 +106,7 @@ sync_compute_loop(Sync *y, Stmt *loop, Stmt *parent, int index)
 	Comp *c = y->c;
 	CbInfo *cb = loop->cb;
 
-	sync_stage_body(y, cb, loop, ex_var(c, loop->var));
+	sync_stage_body(y, cb, loop, loop->lin ? loop->lin : ex_var(c, loop->var));
 	if (cb->part == CB_CONSUMER) {
 		int kv = kernel_add_var(c, y->k, "s");
 		Stmt *pre = st_loop(c, kv, ex_int(c, 0), ex_int(c, cb->prefetch + 1), LOOP_SERIAL);
@@ -162,7 +162,7 @@ walk(Sync *y, Stmt *s)
 				break;
 			}
 			case CB_PRODUCER:
-				sync_producer(y, x->cb, x, ex_var(y->c, x->var));
+				sync_producer(y, x->cb, x, x->lin ? x->lin : ex_var(y->c, x->var));
 				break;
 			default:
 				break;

@@ -227,6 +227,13 @@ cb_plain_picks_innermost(void **state)
 	/* barriers are initialised once, before the outer loop */
 	assert_int_equal(census(outer).kind[ST_MBAR_INIT], 0);
 	assert_int_equal(census(k->body).kind[ST_MBAR_INIT], 1);
+	/* and their phases run on across the outer loop: the stage counter continues it */
+	assert_string_equal(expr(t, inner->lin), "((o * n) + j)");
+	assert_string_equal(expr(t, inner->body[0]->body[1]->slot), "(((o * n) + (j + 7)) % 8)");
+	assert_string_equal(expr(t, outer->body[0]->body[0]->body[1]->slot), "(((o * n) + p) % 8)");
+	run_pass(t, pass_warp_specialize, "warp_specialize");
+	run_pass(t, pass_sync, "sync");
+	assert_string_equal(expr(t, inner->body[find(inner, ST_MBAR_WAIT)]->a), "((((o * n) + j) / 8) & 1)");
 }
 
 /* Warp-specialized: the outermost loop, and the stage counter runs on across the nest. */
