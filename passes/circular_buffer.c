@@ -289,7 +289,8 @@ choose_stages(Comp *c, Kernel *k, int stage_bytes, int *stages)
 	if (fit < 1)
 		return diag_error(c, k->stages_pos,
 		                  "one stage of %d bytes does not fit the %d-byte shared-memory budget; "
-		                  "use a smaller tile", stage_bytes, k->smem_budget);
+		                  "use a smaller tile (a row reduction holds whole rows: narrower rows or fewer inputs)",
+		                  stage_bytes, k->smem_budget);
 	*stages = MAX_STAGES;
 	if (k->smem_target) {
 		int want = (k->smem_target - other) / (stage_bytes + 16);

@@ -216,7 +216,7 @@ lower_pointwise(Comp *c, Fusion *f)
 	tma_store = f->sched.store != STORE_VECTOR;
 	k->tma_store = tma_store;
 	k->stages_hint = f->sched.stages;
-	k->stages_pos = f->sched.stages_pos;
+	k->stages_pos = f->sched.stages ? f->sched.stages_pos : f->pos;
 	/*
 	 * persistent: false launches one CTA per tile, as Triton does, and leaves
 	 * the overlap of loads and compute to the CTAs an SM holds at once: one
@@ -422,7 +422,7 @@ lower_reduction(Comp *c, Fusion *f)
 	k->tile_cols = cap;
 	k->persistent = f->sched.persistent != 1;
 	k->stages_hint = f->sched.stages;
-	k->stages_pos = f->sched.stages_pos;
+	k->stages_pos = f->sched.stages ? f->sched.stages_pos : d->pos;
 	k->smem_budget = SMEM_BUDGET;
 	k->smem_target = SMEM_TARGET;
 	k->consumer_threads = k->threads = THREADS;
