@@ -269,6 +269,17 @@ param_of_tensor(Emit *e, int t, bool output)
 	return NULL;
 }
 
+/* The tile buffer loaded with fusion tensor T. */
+static int
+buf_of_tensor(const Kernel *k, int t)
+{
+	int b;
+
+	for (b = 1; b < k->nbuf && !(k->buf[b].tensor == t && k->buf[b].kind == BUF_TILE); b++)
+		;
+	return b;
+}
+
 static const char *
 param_name(Emit *e, const KParam *p)
 {
@@ -313,11 +324,8 @@ emit_compute(Emit *e, const Stmt *s)
 		e->value[t] = v;
 		line(e, "float %s[%d];%s", v, VEC, pos_comment(e, f->tensor[t].pos));
 		if (p->kind == PK_TMAP) {
-			int b;
-
-			for (b = 1; b < k->nbuf && k->buf[b].tensor != t; b++)
-				;
-			line(e, "wsf_load8%s(%s, %s_s + %s);", suf, v, bufname(e, b), p->view == VIEW_ROW ? "c" : "e");
+			line(e, "wsf_load8%s(%s, %s_s + %s);", suf, v, bufname(e, buf_of_tensor(k, t)),
+			     p->view == VIEW_ROW ? "c" : "e");
 		} else {
 			const char *idx = p->view == VIEW_COL ? "row" : "0";
 
@@ -432,8 +440,6 @@ row_pass_open(Emit *e, const Stmt *s, const bool *need)
 		int t = f->input[i];
 		const KParam *p = param_of_tensor(e, t, false);
 		const char *v = ident(e, "v_", f->tensor[t].name, "");
-		int b, r;
-
 		if (!need[t])
 			continue;
 		line(e, "float %s[%d];", v, VEC);
@@ -447,11 +453,7 @@ row_pass_open(Emit *e, const Stmt *s, const bool *need)
 			     p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", param_name(e, p));
 			continue;
 		}
-		for (b = 1; b < e->k->nbuf && e->k->buf[b].tensor != t; b++)
-			;
-		for (r = 0; r < s->nreads && s->reads[r].buf != b; r++)
-			;
-		line(e, "wsf_load8%s(%s, %s_s + e);", helper_suffix(p->dtype), v, bufname(e, b));
+		line(e, "wsf_load8%s(%s, %s_s + e);", helper_suffix(p->dtype), v, bufname(e, buf_of_tensor(e->k, t)));
 	}
 	for (i = 1, nops = 0; i < f->nop; i++)
 		if (need[f->op[i].out] && f->tensor[f->op[i].out].kind == TK_VALUE) {
