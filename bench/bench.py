@@ -145,6 +145,8 @@ def _layernorm(x, w, b):
 
 
 def _rmsnorm(x, w):
+    if hasattr(torch.nn.functional, "rms_norm"):   # torch >= 2.4: torch's own
+        return torch.nn.functional.rms_norm(x, (x.shape[-1],), w, eps=1e-5)
     return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-5).to(x.dtype) * w
 
 
@@ -175,7 +177,14 @@ CASES = [
            lambda s, dt: (randn(dt, s["M"], s["N"]), randn(dt, s["N"]), randn(dt, s["M"], s["N"])),
            _bias_silu_mul)
       for tag, hint in (("vector", "store: vector"), ("ws", "warp_specialize: true"),
-                        ("t32", "tile: [32, 256]"))),
+                        ("t32", "tile: [32, 256]"), ("np", "persistent: false"))),
+    # one CTA per tile, f32
+    Case("relu_chain_f32_np", RELU_CHAIN + "schedule: {persistent: false}\n", "f32", {"N": 1 << 28},
+         {"N": 1 << 20}, lambda s, dt: tuple(randn(dt, s["N"]) for _ in "abc"), _relu_chain),
+    Case("bias_silu_mul_f32_np", BIAS_SILU_MUL + "schedule: {persistent: false}\n", "f32",
+         {"M": 65536, "N": 4096}, {"M": 512, "N": 4096},
+         lambda s, dt: (randn(dt, s["M"], s["N"]), randn(dt, s["N"]), randn(dt, s["M"], s["N"])),
+         _bias_silu_mul),
 ]
 
 # row reductions (issue 4): two shapes each, bf16
@@ -188,6 +197,11 @@ for _m, _n in ((32768, 4096), (16384, 8192)):
         Case(f"softmax_{_m}x{_n}", SOFTMAX, "bf16", {"M": _m, "N": _n}, {"M": 64, "N": _n},
              _norm_inputs(0), _softmax),
     ]
+
+# stage-count variants of one normalization shape
+CASES += [Case(f"layernorm_32768x4096_{tag}", LAYERNORM + f"schedule: {{{hint}}}\n", "bf16",
+               {"M": 32768, "N": 4096}, {"M": 64, "N": 4096}, _norm_inputs(2), _layernorm)
+          for tag, hint in (("s2", "stages: 2"), ("s3", "stages: 3"))]
 
 # wsfuse vs the float32 reference rounded to the output dtype: at most an ulp or so apart
 TOLERANCE = {"bf16": dict(atol=1e-2, rtol=1.6e-2), "f16": dict(atol=1e-3, rtol=1e-3),

@@ -183,6 +183,15 @@ __device__ __forceinline__ void wsf_tma_load_2d(void *dst, const WsfTensorMap *m
 		:: "r"(wsf_smem_addr(dst)), "l"(map), "r"((int)col), "r"((int)row), "r"(wsf_smem_addr(bar))
 		: "memory");
 }
+// Copies BYTES (a multiple of 16; both addresses 16-byte aligned) from global SRC
+// to shared DST, a 1-D bulk copy by the TMA unit that completes on BAR.
+__device__ __forceinline__ void wsf_bulk_load(void *dst, const void *src, unsigned bytes, wsf_u64 *bar)
+{
+	asm volatile(
+		"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+		:: "r"(wsf_smem_addr(dst)), "l"(src), "r"(bytes), "r"(wsf_smem_addr(bar))
+		: "memory");
+}
 // Stores SRC to the box at (col, row) of MAP; one bulk async-group per commit.
 __device__ __forceinline__ void wsf_tma_store_2d(const WsfTensorMap *map, long long col, long long row,
                                                  const void *src)
@@ -262,6 +271,9 @@ __device__ __forceinline__ float wsf_warp_max(float v)
 }
 // The sum (or max) of V over the CTA, returned to every thread.  SCRATCH holds
 // one float per warp; the barrier at the end frees it for the next call.
+// One __syncthreads each: every thread reads the partials after it, so the
+// caller must not hand the same SCRATCH to another reduction before a further
+// barrier has passed (generated code alternates two scratch arrays).
 __device__ __forceinline__ float wsf_block_sum(float v, float *scratch)
 {
 	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
@@ -270,9 +282,7 @@ __device__ __forceinline__ float wsf_block_sum(float v, float *scratch)
 	if (lane == 0)
 		scratch[warp] = v;
 	__syncthreads();
-	v = wsf_warp_sum(lane < warps ? scratch[lane] : 0.0f);
-	__syncthreads();
-	return v;
+	return wsf_warp_sum(lane < warps ? scratch[lane] : 0.0f);
 }
 __device__ __forceinline__ float wsf_block_max(float v, float *scratch)
 {
@@ -282,9 +292,32 @@ __device__ __forceinline__ float wsf_block_max(float v, float *scratch)
 	if (lane == 0)
 		scratch[warp] = v;
 	__syncthreads();
-	v = wsf_warp_max(lane < warps ? scratch[lane] : -__int_as_float(0x7f800000));
-	__syncthreads();
-	return v;
+	return wsf_warp_max(lane < warps ? scratch[lane] : -__int_as_float(0x7f800000));
+}
+// A thread's part of a row reduction: the first min(N, 8) of V into ACC.
+__device__ __forceinline__ float wsf_sum8(float acc, const float v[8], long long n)
+{
+	if (n >= 8) {
+#pragma unroll
+		for (int i = 0; i < 8; i++)
+			acc += v[i];
+	} else {
+		for (int i = 0; i < n; i++)
+			acc += v[i];
+	}
+	return acc;
+}
+__device__ __forceinline__ float wsf_max8(float acc, const float v[8], long long n)
+{
+	if (n >= 8) {
+#pragma unroll
+		for (int i = 0; i < 8; i++)
+			acc = fmaxf(acc, v[i]);
+	} else {
+		for (int i = 0; i < n; i++)
+			acc = fmaxf(acc, v[i]);
+	}
+	return acc;
 }
 
 __device__ __forceinline__ long long wsf_ceildiv(long long a, long long b) { return (a + b - 1) / b; }

@@ -443,7 +443,7 @@ row_pass_open(Emit *e, const Stmt *s, const bool *need)
 		if (!need[t])
 			continue;
 		line(e, "float %s[%d];", v, VEC);
-		if (p->kind == PK_PTR) {
+		if (buf_of_tensor(e->k, t) == e->k->nbuf) {
 			/* a row broadcast over rows, read where L1 and L2 keep it; the ragged end one by one */
 			line(e, "if (e + %d <= cols)", VEC);
 			line(e, "    wsf_load8_global%s(%s, %s + e);", helper_suffix(p->dtype), v, param_name(e, p));
@@ -514,7 +514,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 	int *level = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *level);
 	bool *done = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *done);
 	bool *need;
-	int i, j, L, maxl = 0;
+	int i, j, L, maxl = 0, nred = 0;
 
 	for (i = 1; i < f->nop; i++) {
 		const Op *o = &f->op[i];
@@ -566,9 +566,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 
 			if (op_info[o->kind].cls != CLS_REDUCE || level[o->out] != L)
 				continue;
-			line(e, "for (int v = 0; v < %d && e + v < cols; v++)", VEC);
-			line(e, o->kind == OP_MAX ? "    %s = fmaxf(%s, %s[v]);" : "    %s += %s[v];", acc,
-			     o->kind == OP_MAX ? acc : in, o->kind == OP_MAX ? in : "");
+			line(e, "%s = wsf_%s8(%s, %s, cols - e);", acc, o->kind == OP_MAX ? "max" : "sum", acc, in);
 		}
 		row_pass_close(e);
 		for (i = 1; i < f->nop; i++) {
@@ -577,14 +575,17 @@ emit_row_compute(Emit *e, const Stmt *s)
 
 			if (op_info[o->kind].cls != CLS_REDUCE || level[o->out] != L)
 				continue;
-			line(e, "const float %s = wsf_block_%s(%s, wsf_red)%s;   // %s%s%s%s", ident(e, "r_", name, ""),
-			     o->kind == OP_MAX ? "max" : "sum", ident(e, "acc_", name, ""),
+			/* consecutive reductions alternate scratch arrays, so each needs one barrier, not two */
+			line(e, "const float %s = wsf_block_%s(%s, wsf_red + %d)%s;   // %s%s%s%s", ident(e, "r_", name, ""),
+			     o->kind == OP_MAX ? "max" : "sum", ident(e, "acc_", name, ""), 32 * (nred++ & 1),
 			     o->kind == OP_MEAN ? " / (float)cols" : "", op_info[o->kind].name,
 			     o->origin ? " of " : "", o->origin ? o->origin : "", pos_comment(e, o->pos));
 			done[o->out] = true;
 		}
 		emit_row_scalars(e, level, L, done);
 	}
+	if (nred & 1)  /* the next row's first reduction takes wsf_red + 0 again */
+		line(e, "__syncthreads();   // every thread has read the last partials: the next row may reuse them");
 	emit_row_scalars(e, level, maxl, done);
 	/* the last pass: full-row outputs */
 	need = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *need);
@@ -689,6 +690,16 @@ emit_stmt(Emit *e, const Stmt *s)
 		line(e, "const long long %s = %s;%s", k->var[s->var].name, expr_str(e, s->a), comment(e, s));
 		break;
 	case ST_TMA_LOAD:
+		if (k->param[s->param].kind == PK_PTR) {
+			/* a 1-D bulk copy of the row segment: no tensor map, exactly the bytes that exist */
+			bool col0 = s->b->kind == EX_INT && s->b->ival == 0;
+
+			line(e, "wsf_bulk_load(%s%s%s, %s + %s * %s%s%s, (unsigned)(%s), %s);%s", buf_at(e, s->buf, s->slot),
+			     s->off ? " + " : "", s->off ? expr_str(e, s->off) : "", param_name(e, &k->param[s->param]),
+			     expr_str(e, s->a), k->var[k->cols_var].name, col0 ? "" : " + ", col0 ? "" : expr_str(e, s->b),
+			     expr_str(e, kir_bulk_bytes(e->c, k, s)), bar_at(e, s->bar, s->barslot), pos_comment(e, s->pos));
+			break;
+		}
 		line(e, "wsf_tma_load_2d(%s%s%s, &%s, %s, %s, %s);%s", buf_at(e, s->buf, s->slot), s->off ? " + " : "",
 		     s->off ? expr_str(e, s->off) : "",
 		     param_name(e, &k->param[s->param]), expr_str(e, s->b), expr_str(e, s->a),
@@ -699,7 +710,13 @@ emit_stmt(Emit *e, const Stmt *s)
 		     expr_str(e, s->b), expr_str(e, s->a), buf_at(e, s->buf, s->slot), pos_comment(e, s->pos));
 		break;
 	case ST_EXPECT_TX:
-		line(e, "wsf_mbar_expect_tx(%s, %lld);", bar_at(e, s->bar, s->barslot), (long long)s->n);
+		if (s->a && s->n)
+			line(e, "wsf_mbar_expect_tx(%s, %lld + (unsigned)(%s));", bar_at(e, s->bar, s->barslot),
+			     (long long)s->n, expr_str(e, s->a));
+		else if (s->a)
+			line(e, "wsf_mbar_expect_tx(%s, (unsigned)(%s));", bar_at(e, s->bar, s->barslot), expr_str(e, s->a));
+		else
+			line(e, "wsf_mbar_expect_tx(%s, %lld);", bar_at(e, s->bar, s->barslot), (long long)s->n);
 		break;
 	case ST_MBAR_INIT:
 		line(e, "for (int s = 0; s < %d; s++)", k->bar[s->bar].count);
@@ -827,7 +844,7 @@ codegen_emit(Comp *c, Buf *b, Launch **launch)
 	l = arena_alloc(c->arena, sizeof *l);
 	l->smem_bytes = emit_smem(&e);
 	if (k->family == FAM_REDUCTION)
-		line(&e, "__shared__ float wsf_red[32];   // one partial per warp for block reductions");
+		line(&e, "__shared__ float wsf_red[64];   // one partial per warp for block reductions, twice");
 	for (i = 1; i < k->nparam; i++)
 		if (k->param[i].kind == PK_TMAP) {
 			line(&e, "if (threadIdx.x == 0)");

@@ -434,9 +434,11 @@ typedef enum StmtKind {
 	ST_IF,             /* if cond: body else orelse */
 	ST_ROLES,          /* warp specialization: body = producer, orelse = consumers */
 	ST_LET,            /* var = a */
-	ST_TMA_LOAD,       /* buf[slot] <- param at (row a, col b); completes on bar[barslot] */
+	ST_TMA_LOAD,       /* buf[slot] <- param at (row a, col b); completes on bar[barslot].  From a
+	                      PK_TMAP param: the copy's box, out-of-bounds parts zero-filled; from a PK_PTR
+	                      param: a 1-D bulk copy of the row segment [b, min(b + copy cols, cols)) */
 	ST_TMA_STORE,      /* param at (row a, col b) <- buf[slot] */
-	ST_EXPECT_TX,      /* mbarrier.arrive.expect_tx bar[barslot], bytes */
+	ST_EXPECT_TX,      /* mbarrier.arrive.expect_tx bar[barslot], n bytes plus a (runtime) if set */
 	ST_MBAR_INIT,      /* all of bar[], once, by one thread */
 	ST_MBAR_ARRIVE,    /* bar[barslot] */
 	ST_MBAR_WAIT,      /* bar[barslot] phase parity */
@@ -572,6 +574,8 @@ Stmt *st_clone(Comp *c, const Stmt *s, int var, Expr *with);
 /* Does S (or anything in it) read / write buffer BUF? */
 bool st_reads_buf(const Stmt *s, int buf);
 bool st_writes_buf(const Stmt *s, int buf);
+/* A TMA load from a pointer (a 1-D bulk copy): its byte count, a runtime expression; else NULL. */
+Expr *kir_bulk_bytes(Comp *c, const Kernel *k, const Stmt *load);
 /* Visits every statement of the tree in order (pre-order). */
 void st_walk(Stmt *s, void (*fn)(Stmt *s, void *user), void *user);
 

@@ -314,6 +314,20 @@ st_writes_buf(const Stmt *s, int buf)
 	return st_writes_buf(s->orelse, buf);
 }
 
+Expr *
+kir_bulk_bytes(Comp *c, const Kernel *k, const Stmt *ld)
+{
+	const KBuf *b = &k->buf[ld->buf];
+	Expr *left;
+
+	if (ld->kind != ST_TMA_LOAD || k->param[ld->param].kind != PK_PTR)
+		return NULL;
+	/* the segment [col, min(col + copy cols, cols)) of the row */
+	left = ex_bin(c, EX_SUB, ex_var(c, k->cols_var), ld->b);
+	return ex_bin(c, EX_MUL, ex_bin(c, EX_MIN, ex_int(c, b->cols), left),
+	              ex_int(c, dtype_info[b->dtype].bytes));
+}
+
 void
 st_walk(Stmt *s, void (*fn)(Stmt *s, void *user), void *user)
 {

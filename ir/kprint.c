@@ -135,7 +135,7 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 		expr_print(b, k, s->a);
 		break;
 	case ST_TMA_LOAD:
-		buf_puts(b, "tma_load ");
+		buf_puts(b, k->param[s->param].kind == PK_PTR ? "bulk_load " : "tma_load ");
 		slot_print(b, k, k->buf[s->buf].name, s->slot);
 		if (s->off) {
 			buf_puts(b, " + ");
@@ -162,7 +162,15 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 	case ST_EXPECT_TX:
 		buf_puts(b, "mbarrier.arrive_expect_tx ");
 		slot_print(b, k, k->bar[s->bar].name, s->barslot);
-		buf_printf(b, ", %lld bytes", (long long)s->n);
+		if (s->a) {
+			buf_puts(b, ", ");
+			if (s->n)
+				buf_printf(b, "%lld + ", (long long)s->n);
+			expr_print(b, k, s->a);
+			buf_puts(b, " bytes");
+		} else {
+			buf_printf(b, ", %lld bytes", (long long)s->n);
+		}
 		break;
 	case ST_MBAR_INIT:
 		buf_printf(b, "mbarrier.init %s[0..%d), arrivals=%d", k->bar[s->bar].name,

@@ -158,7 +158,8 @@ typedef struct Rewrite {
 	Comp *c;
 	Kernel *k;
 	Stmt *loop;
-	int stages, full, bytes;
+	int stages, full;
+	int bytes;    /* bytes a stage receives from tensor-map loads */
 	int err;
 } Rewrite;
 
@@ -166,6 +167,45 @@ static Expr *
 slot_of(Rewrite *r, Expr *lin)
 {
 	return ex_bin(r->c, EX_MOD, lin, ex_int(r->c, r->stages));
+}
+
+/*
+ * The runtime bytes of the bulk (pointer) loads in S's body from index FROM
+ * on, which share one expect_tx with the tensor-map loads there; NULL if none.
+ */
+static Expr *
+bulk_tx(Rewrite *r, const Stmt *s, int from)
+{
+	Expr *sum = NULL, *n;
+	int i;
+
+	for (i = from; i < s->nbody; i++) {
+		Stmt ld;
+
+		if (s->body[i]->kind != ST_TMA_LOAD || r->k->param[s->body[i]->param].kind != PK_PTR)
+			continue;
+		ld = *s->body[i];
+		ld.b = inline_lets(r->c, r->loop, ld.b);
+		n = kir_bulk_bytes(r->c, r->k, &ld);
+		sum = sum ? ex_bin(r->c, EX_ADD, sum, n) : n;
+	}
+	return sum;
+}
+
+/* Does S hold a bulk (pointer) load? */
+static bool
+bulk_in(const Kernel *k, const Stmt *s)
+{
+	int i;
+
+	if (!s)
+		return false;
+	if (s->kind == ST_TMA_LOAD)
+		return k->param[s->param].kind == PK_PTR;
+	for (i = 0; i < s->nbody; i++)
+		if (bulk_in(k, s->body[i]))
+			return true;
+	return bulk_in(k, s->orelse);
 }
 
 /*
@@ -198,6 +238,10 @@ retarget(Rewrite *r, Stmt *s, Expr *lin, bool tx_done)
 		Stmt *x = s->body[i];
 		bool chunks = x->kind == ST_LOOP && x->loop == LOOP_CHUNK && kir_has_load(x);
 
+		if (chunks && bulk_in(r->k, x)) {
+			r->err = diag_internal(r->c, "circular_buffer", "a bulk (pointer) load inside a chunk loop");
+			return;
+		}
 		if ((x->kind == ST_TMA_LOAD || chunks) && !tx_done) {
 			/* one expect_tx of the whole stage before its first load (or loop of loads) */
 			Stmt *tx = st_new(r->c, ST_EXPECT_TX);
@@ -205,6 +249,7 @@ retarget(Rewrite *r, Stmt *s, Expr *lin, bool tx_done)
 			tx->bar = r->full;
 			tx->barslot = slot_of(r, lin);
 			tx->n = r->bytes;
+			tx->a = bulk_tx(r, s, i);
 			st_insert(r->c, s, i, tx);
 			tx_done = true;
 			continue;  /* x is now at i + 1 */
@@ -320,8 +365,13 @@ pass_circular_buffer(Comp *c)
 		return diag_internal(c, "circular_buffer",
 		                     "a plain pipelined loop must issue its loads directly in its body");
 	for (b = 1; b < k->nbuf; b++)
-		if (k->buf[b].kind == BUF_TILE && st_writes_buf(fd.loop, b))
-			stage_bytes += k->buf[b].rows * k->buf[b].cols * dtype_info[k->buf[b].dtype].bytes;
+		if (k->buf[b].kind == BUF_TILE && st_writes_buf(fd.loop, b)) {
+			int bytes = k->buf[b].rows * k->buf[b].cols * dtype_info[k->buf[b].dtype].bytes;
+
+			stage_bytes += bytes;
+			if (k->param[k->buf[b].param].kind == PK_TMAP)
+				r.bytes += bytes;  /* bulk loads count what they copy, at run time */
+		}
 	if (choose_stages(c, k, stage_bytes, &S))
 		return -1;
 	P = S - 1;
@@ -365,7 +415,6 @@ pass_circular_buffer(Comp *c)
 	r.loop = fd.loop;
 	r.stages = S;
 	r.full = cb->full_bar;
-	r.bytes = stage_bytes;
 	if (!(fd.loop->lin = stage_counter(c, k, fd.loop)))
 		return -1;
 	retarget(&r, fd.loop, fd.loop->lin, false);

@@ -374,21 +374,23 @@ enum { ROW_CHUNK = 256, MAX_ROW = 32768 };
 
 /*
  * The reduction family: whole rows of the domain [rows, cols] (the input of
- * the first reduction) per CTA iteration, each row loaded by TMA in chunks
- * of 256 into a stage that holds all of it, so global memory is read once
- * however many passes over the row the reductions need.  Rows stream through
- * the circular-buffer stages, one row a stage.  Full-row inputs are tiled;
- * rows broadcast over rows (weights, biases), per-row values and scalars are
- * read from global memory, where L2 and L1 keep them.  The row capacity is
- * the width known at compile time rounded up to a chunk; wider rows at launch
- * are refused (online softmax for rows that do not fit is not built yet).
+ * the first reduction) per CTA iteration, each row brought into a stage that
+ * holds all of it by one TMA bulk copy (1-D, of exactly the row's bytes: a
+ * tensor map's 256-element boxes would take 16 operations for a 4096-wide
+ * row), so global memory is read once however many passes over the row the
+ * reductions need.  Rows stream through the circular-buffer stages, one row
+ * a stage.  Rows broadcast over rows (weights, biases), per-row values and
+ * scalars are read from global memory, where L2 and L1 keep them.  The row
+ * capacity is the width known at compile time rounded up to 256; wider rows
+ * at launch are refused (online softmax for rows that do not fit is not
+ * built yet).
  */
 static int
 lower_reduction(Comp *c, Fusion *f)
 {
 	const Tensor *d = NULL;
 	Kernel *k;
-	Stmt *loop, *issue, *chunks, *compute;
+	Stmt *loop, *issue, *compute;
 	Expr *row0, *col0;
 	int j, cap;
 	int64_t width;
@@ -447,14 +449,12 @@ lower_reduction(Comp *c, Fusion *f)
 	for (j = 0; j < f->ninput; j++) {
 		const Tensor *t = &f->tensor[f->input[j]];
 		View v = classify_row(t, d);
-		int p = kernel_add_param(c, k, v == VIEW_FULL ? PK_TMAP : PK_PTR, t->name);
+		int p = kernel_add_param(c, k, PK_PTR, t->name);
 
 		k->param[p].arg = j;
 		k->param[p].tensor = f->input[j];
 		k->param[p].dtype = t->dtype;
 		k->param[p].view = v;
-		k->param[p].box[0] = 1;
-		k->param[p].box[1] = ROW_CHUNK;
 	}
 	for (j = 0; j < f->nout; j++) {
 		const Tensor *t = &f->tensor[f->out[j].tensor];
@@ -471,9 +471,6 @@ lower_reduction(Comp *c, Fusion *f)
 	issue = st_if(c, ex_leaf(c, EX_ELECT));
 	issue->comment = "one thread issues the loads of the row";
 	st_append(c, loop, issue);
-	chunks = st_loop(c, kernel_add_var(c, k, "ch"), ex_int(c, 0), ex_int(c, cap / ROW_CHUNK), LOOP_CHUNK);
-	chunks->comment = "the row in chunks of 256";
-	st_append(c, issue, chunks);
 	compute = st_new(c, ST_COMPUTE);
 	compute->a = row0;
 	compute->b = col0;
@@ -483,8 +480,9 @@ lower_reduction(Comp *c, Fusion *f)
 		Stmt *ld;
 		int b;
 
-		if (p->kind != PK_TMAP)
+		if (p->kind != PK_PTR || p->arg >= f->ninput || p->view != VIEW_FULL)
 			continue;
+		/* one bulk copy of the whole row: a single TMA operation, exactly the row's bytes */
 		b = kernel_add_buf(c, k, arena_printf(c->arena, "%s_row", p->name), BUF_TILE, p->dtype, 1, cap);
 		k->buf[b].param = j;
 		k->buf[b].tensor = p->tensor;
@@ -492,11 +490,10 @@ lower_reduction(Comp *c, Fusion *f)
 		ld->buf = b;
 		ld->param = j;
 		ld->slot = ex_int(c, 0);
-		ld->off = ex_bin(c, EX_MUL, ex_var(c, chunks->var), ex_int(c, ROW_CHUNK));
 		ld->a = row0;
-		ld->b = ld->off;
+		ld->b = ex_int(c, 0);
 		ld->pos = f->tensor[p->tensor].pos;
-		st_append(c, chunks, ld);
+		st_append(c, issue, ld);
 		VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->buf = b;
 		compute->reads[compute->nreads - 1].slot = ex_int(c, 0);
 	}

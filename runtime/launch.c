@@ -226,12 +226,20 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 
 		if (q->kind == PK_TMAP && (s = map_params(c, q, a, p->rows, p->cols, &p->tmap[i])) != WSF_OK)
 			return s;
-		/* 16-byte stores from registers need 16-byte aligned rows (the row stride is checked at compile time) */
+		/* 16-byte stores from registers and bulk row copies need 16-byte aligned rows */
 		if (q->kind == PK_PTR && q->view == VIEW_FULL && (uintptr_t)a->data % 16)
 			return diag_error(c, f->tensor[q->tensor].pos,
 			                  "argument '%s': data pointer %p is not 16-byte aligned (pass a tensor that "
 			                  "starts on a 16-byte boundary, not an offset view)",
 			                  f->tensor[q->tensor].name, a->data),
+			       WSF_ERR_INPUT;
+		if (q->kind == PK_PTR && q->view == VIEW_FULL && p->rows > 1 &&
+		    p->cols * dtype_info[q->dtype].bytes % 16)
+			return diag_error(c, f->tensor[q->tensor].pos,
+			                  "argument '%s': rows of %lld %s elements are %lld bytes, not a multiple of 16 "
+			                  "(the kernel moves rows 16 bytes at a time; pad the last dim)",
+			                  f->tensor[q->tensor].name, (long long)p->cols, dtype_info[q->dtype].name,
+			                  (long long)(p->cols * dtype_info[q->dtype].bytes)),
 			       WSF_ERR_INPUT;
 	}
 	p->tiles = ((p->rows + k->tile_rows - 1) / k->tile_rows) * ((p->cols + k->tile_cols - 1) / k->tile_cols);

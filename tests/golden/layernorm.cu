@@ -4,7 +4,7 @@
 
 extern "C" __global__ void __launch_bounds__(256, 1)
 layernorm(
-    const __grid_constant__ WsfTensorMap x_map,   // input bf16, full view
+    const wsf_bf16 *__restrict__ x_ptr,   // input bf16
     const wsf_bf16 *__restrict__ weight_ptr,   // input bf16
     const wsf_bf16 *__restrict__ bias_ptr,   // input bf16
     wsf_bf16 *__restrict__ y_out_ptr,   // output bf16
@@ -14,9 +14,7 @@ layernorm(
     extern __shared__ __align__(1024) unsigned char wsf_smem[];
     wsf_bf16 *const x_row = (wsf_bf16 *)(wsf_smem + 0);   // [6 stages][1][4096] bf16
     wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 49152);   // 6 mbarriers
-    __shared__ float wsf_red[32];   // one partial per warp for block reductions
-    if (threadIdx.x == 0)
-        wsf_prefetch_tmap(&x_map);
+    __shared__ float wsf_red[64];   // one partial per warp for block reductions, twice
     if (threadIdx.x == 0) {   // one thread initialises the stage barriers
         for (int s = 0; s < 6; s++)
             wsf_mbar_init(&full[s], 1);
@@ -29,19 +27,15 @@ layernorm(
     // circular buffer: 6 stages, prefetch 5
     for (long long p = 0LL; p < wsf_min(5LL, my_tiles); p++) {   // prologue: fill the first stages
         if (threadIdx.x == 0) {   // one thread issues the loads of the row
-            wsf_mbar_expect_tx(&full[(p % 6LL)], 8192);
-            for (long long ch = 0LL; ch < 16LL; ch++) {   // the row in chunks of 256
-                wsf_tma_load_2d(x_row + ((p % 6LL)) * 4096 + (ch * 256LL), &x_map, (ch * 256LL), wsf_udiv(((long long)blockIdx.x + (p * (long long)gridDim.x)), col_tiles), &full[(p % 6LL)]);  // examples/layernorm.yaml:17
-            }
+            wsf_mbar_expect_tx(&full[(p % 6LL)], (unsigned)((wsf_min(4096LL, cols) * 2LL)));
+            wsf_bulk_load(x_row + ((p % 6LL)) * 4096, x_ptr + wsf_udiv(((long long)blockIdx.x + (p * (long long)gridDim.x)), col_tiles) * cols, (unsigned)((wsf_min(4096LL, cols) * 2LL)), &full[(p % 6LL)]);  // examples/layernorm.yaml:17
         }
     }
     // circular buffer: 6 stages, prefetch 5
     for (long long i = 0LL; i < (my_tiles - 5LL); i++) {   // main: load P tiles ahead, compute this one
         if (threadIdx.x == 0) {   // one thread issues the loads of the row
-            wsf_mbar_expect_tx(&full[((i + 5LL) % 6LL)], 8192);
-            for (long long ch = 0LL; ch < 16LL; ch++) {   // the row in chunks of 256
-                wsf_tma_load_2d(x_row + (((i + 5LL) % 6LL)) * 4096 + (ch * 256LL), &x_map, (ch * 256LL), wsf_udiv(((long long)blockIdx.x + ((i + 5LL) * (long long)gridDim.x)), col_tiles), &full[((i + 5LL) % 6LL)]);  // examples/layernorm.yaml:17
-            }
+            wsf_mbar_expect_tx(&full[((i + 5LL) % 6LL)], (unsigned)((wsf_min(4096LL, cols) * 2LL)));
+            wsf_bulk_load(x_row + (((i + 5LL) % 6LL)) * 4096, x_ptr + wsf_udiv(((long long)blockIdx.x + ((i + 5LL) * (long long)gridDim.x)), col_tiles) * cols, (unsigned)((wsf_min(4096LL, cols) * 2LL)), &full[((i + 5LL) % 6LL)]);  // examples/layernorm.yaml:17
         }
         const long long tile = ((long long)blockIdx.x + (i * (long long)gridDim.x));
         const long long row0 = wsf_udiv(tile, col_tiles);
@@ -55,10 +49,9 @@ layernorm(
             for (int e = threadIdx.x * 8; e < cols; e += 2048) {
                 float v_x[8];
                 wsf_load8(v_x, x_row_s + e);
-                for (int v = 0; v < 8 && e + v < cols; v++)
-                    acc_y_mean += v_x[v];
+                acc_y_mean = wsf_sum8(acc_y_mean, v_x, cols - e);
             }
-            const float r_y_mean = wsf_block_sum(acc_y_mean, wsf_red) / (float)cols;   // mean of y  // examples/layernorm.yaml:22
+            const float r_y_mean = wsf_block_sum(acc_y_mean, wsf_red + 0) / (float)cols;   // mean of y  // examples/layernorm.yaml:22
             // pass 2 over the row: the reductions of level 2
             float acc_y_var = 0.0f;
             for (int e = threadIdx.x * 8; e < cols; e += 2048) {
@@ -71,10 +64,9 @@ layernorm(
                     v_y_centered[v] = v_x[v] - r_y_mean;   // sub
                     v_y_square[v] = v_y_centered[v] * v_y_centered[v];   // mul
                 }
-                for (int v = 0; v < 8 && e + v < cols; v++)
-                    acc_y_var += v_y_square[v];
+                acc_y_var = wsf_sum8(acc_y_var, v_y_square, cols - e);
             }
-            const float r_y_var = wsf_block_sum(acc_y_var, wsf_red) / (float)cols;   // mean of y  // examples/layernorm.yaml:22
+            const float r_y_var = wsf_block_sum(acc_y_var, wsf_red + 32) / (float)cols;   // mean of y  // examples/layernorm.yaml:22
             const float r_y_var_eps = r_y_var + 1e-05f;   // add  // examples/layernorm.yaml:22
             const float r_y_rstd = rsqrtf(r_y_var_eps);   // rsqrt  // examples/layernorm.yaml:22
             // the last pass: the full-row outputs
@@ -127,10 +119,9 @@ layernorm(
             for (int e = threadIdx.x * 8; e < cols; e += 2048) {
                 float v_x[8];
                 wsf_load8(v_x, x_row_s + e);
-                for (int v = 0; v < 8 && e + v < cols; v++)
-                    acc_y_mean += v_x[v];
+                acc_y_mean = wsf_sum8(acc_y_mean, v_x, cols - e);
             }
-            const float r_y_mean = wsf_block_sum(acc_y_mean, wsf_red) / (float)cols;   // mean of y  // examples/layernorm.yaml:22
+            const float r_y_mean = wsf_block_sum(acc_y_mean, wsf_red + 0) / (float)cols;   // mean of y  // examples/layernorm.yaml:22
             // pass 2 over the row: the reductions of level 2
             float acc_y_var = 0.0f;
             for (int e = threadIdx.x * 8; e < cols; e += 2048) {
@@ -143,10 +134,9 @@ layernorm(
                     v_y_centered[v] = v_x[v] - r_y_mean;   // sub
                     v_y_square[v] = v_y_centered[v] * v_y_centered[v];   // mul
                 }
-                for (int v = 0; v < 8 && e + v < cols; v++)
-                    acc_y_var += v_y_square[v];
+                acc_y_var = wsf_sum8(acc_y_var, v_y_square, cols - e);
             }
-            const float r_y_var = wsf_block_sum(acc_y_var, wsf_red) / (float)cols;   // mean of y  // examples/layernorm.yaml:22
+            const float r_y_var = wsf_block_sum(acc_y_var, wsf_red + 32) / (float)cols;   // mean of y  // examples/layernorm.yaml:22
             const float r_y_var_eps = r_y_var + 1e-05f;   // add  // examples/layernorm.yaml:22
             const float r_y_rstd = rsqrtf(r_y_var_eps);   // rsqrt  // examples/layernorm.yaml:22
             // the last pass: the full-row outputs

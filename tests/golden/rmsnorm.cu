@@ -4,7 +4,7 @@
 
 extern "C" __global__ void __launch_bounds__(256, 1)
 rmsnorm(
-    const __grid_constant__ WsfTensorMap x_map,   // input bf16, full view
+    const wsf_bf16 *__restrict__ x_ptr,   // input bf16
     const wsf_bf16 *__restrict__ weight_ptr,   // input bf16
     wsf_bf16 *__restrict__ y_out_ptr,   // output bf16
     const long long rows,
@@ -13,9 +13,7 @@ rmsnorm(
     extern __shared__ __align__(1024) unsigned char wsf_smem[];
     wsf_bf16 *const x_row = (wsf_bf16 *)(wsf_smem + 0);   // [3 stages][1][8192] bf16
     wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 49152);   // 3 mbarriers
-    __shared__ float wsf_red[32];   // one partial per warp for block reductions
-    if (threadIdx.x == 0)
-        wsf_prefetch_tmap(&x_map);
+    __shared__ float wsf_red[64];   // one partial per warp for block reductions, twice
     if (threadIdx.x == 0) {   // one thread initialises the stage barriers
         for (int s = 0; s < 3; s++)
             wsf_mbar_init(&full[s], 1);
@@ -28,19 +26,15 @@ rmsnorm(
     // circular buffer: 3 stages, prefetch 2
     for (long long p = 0LL; p < wsf_min(2LL, my_tiles); p++) {   // prologue: fill the first stages
         if (threadIdx.x == 0) {   // one thread issues the loads of the row
-            wsf_mbar_expect_tx(&full[(p % 3LL)], 16384);
-            for (long long ch = 0LL; ch < 32LL; ch++) {   // the row in chunks of 256
-                wsf_tma_load_2d(x_row + ((p % 3LL)) * 8192 + (ch * 256LL), &x_map, (ch * 256LL), wsf_udiv(((long long)blockIdx.x + (p * (long long)gridDim.x)), col_tiles), &full[(p % 3LL)]);  // examples/rmsnorm.yaml:16
-            }
+            wsf_mbar_expect_tx(&full[(p % 3LL)], (unsigned)((wsf_min(8192LL, cols) * 2LL)));
+            wsf_bulk_load(x_row + ((p % 3LL)) * 8192, x_ptr + wsf_udiv(((long long)blockIdx.x + (p * (long long)gridDim.x)), col_tiles) * cols, (unsigned)((wsf_min(8192LL, cols) * 2LL)), &full[(p % 3LL)]);  // examples/rmsnorm.yaml:16
         }
     }
     // circular buffer: 3 stages, prefetch 2
     for (long long i = 0LL; i < (my_tiles - 2LL); i++) {   // main: load P tiles ahead, compute this one
         if (threadIdx.x == 0) {   // one thread issues the loads of the row
-            wsf_mbar_expect_tx(&full[((i + 2LL) % 3LL)], 16384);
-            for (long long ch = 0LL; ch < 32LL; ch++) {   // the row in chunks of 256
-                wsf_tma_load_2d(x_row + (((i + 2LL) % 3LL)) * 8192 + (ch * 256LL), &x_map, (ch * 256LL), wsf_udiv(((long long)blockIdx.x + ((i + 2LL) * (long long)gridDim.x)), col_tiles), &full[((i + 2LL) % 3LL)]);  // examples/rmsnorm.yaml:16
-            }
+            wsf_mbar_expect_tx(&full[((i + 2LL) % 3LL)], (unsigned)((wsf_min(8192LL, cols) * 2LL)));
+            wsf_bulk_load(x_row + (((i + 2LL) % 3LL)) * 8192, x_ptr + wsf_udiv(((long long)blockIdx.x + ((i + 2LL) * (long long)gridDim.x)), col_tiles) * cols, (unsigned)((wsf_min(8192LL, cols) * 2LL)), &full[((i + 2LL) % 3LL)]);  // examples/rmsnorm.yaml:16
         }
         const long long tile = ((long long)blockIdx.x + (i * (long long)gridDim.x));
         const long long row0 = wsf_udiv(tile, col_tiles);
@@ -59,12 +53,12 @@ rmsnorm(
                 for (int v = 0; v < 8; v++) {
                     v_y_square[v] = v_x[v] * v_x[v];   // mul
                 }
-                for (int v = 0; v < 8 && e + v < cols; v++)
-                    acc_y_ms += v_y_square[v];
+                acc_y_ms = wsf_sum8(acc_y_ms, v_y_square, cols - e);
             }
-            const float r_y_ms = wsf_block_sum(acc_y_ms, wsf_red) / (float)cols;   // mean of y  // examples/rmsnorm.yaml:20
+            const float r_y_ms = wsf_block_sum(acc_y_ms, wsf_red + 0) / (float)cols;   // mean of y  // examples/rmsnorm.yaml:20
             const float r_y_ms_eps = r_y_ms + 1e-06f;   // add  // examples/rmsnorm.yaml:20
             const float r_y_rrms = rsqrtf(r_y_ms_eps);   // rsqrt  // examples/rmsnorm.yaml:20
+            __syncthreads();   // every thread has read the last partials: the next row may reuse them
             // the last pass: the full-row outputs
             for (int e = threadIdx.x * 8; e < cols; e += 2048) {
                 float v_x[8];
@@ -110,12 +104,12 @@ rmsnorm(
                 for (int v = 0; v < 8; v++) {
                     v_y_square[v] = v_x[v] * v_x[v];   // mul
                 }
-                for (int v = 0; v < 8 && e + v < cols; v++)
-                    acc_y_ms += v_y_square[v];
+                acc_y_ms = wsf_sum8(acc_y_ms, v_y_square, cols - e);
             }
-            const float r_y_ms = wsf_block_sum(acc_y_ms, wsf_red) / (float)cols;   // mean of y  // examples/rmsnorm.yaml:20
+            const float r_y_ms = wsf_block_sum(acc_y_ms, wsf_red + 0) / (float)cols;   // mean of y  // examples/rmsnorm.yaml:20
             const float r_y_ms_eps = r_y_ms + 1e-06f;   // add  // examples/rmsnorm.yaml:20
             const float r_y_rrms = rsqrtf(r_y_ms_eps);   // rsqrt  // examples/rmsnorm.yaml:20
+            __syncthreads();   // every thread has read the last partials: the next row may reuse them
             // the last pass: the full-row outputs
             for (int e = threadIdx.x * 8; e < cols; e += 2048) {
                 float v_x[8];

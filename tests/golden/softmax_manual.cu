@@ -4,7 +4,7 @@
 
 extern "C" __global__ void __launch_bounds__(256, 1)
 softmax_manual(
-    const __grid_constant__ WsfTensorMap x_map,   // input f16, full view
+    const wsf_f16 *__restrict__ x_ptr,   // input f16
     wsf_f16 *__restrict__ y_out_ptr,   // output f16
     const long long rows,
     const long long cols)
@@ -12,9 +12,7 @@ softmax_manual(
     extern __shared__ __align__(1024) unsigned char wsf_smem[];
     wsf_f16 *const x_row = (wsf_f16 *)(wsf_smem + 0);   // [8 stages][1][1024] f16
     wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 16384);   // 8 mbarriers
-    __shared__ float wsf_red[32];   // one partial per warp for block reductions
-    if (threadIdx.x == 0)
-        wsf_prefetch_tmap(&x_map);
+    __shared__ float wsf_red[64];   // one partial per warp for block reductions, twice
     if (threadIdx.x == 0) {   // one thread initialises the stage barriers
         for (int s = 0; s < 8; s++)
             wsf_mbar_init(&full[s], 1);
@@ -27,19 +25,15 @@ softmax_manual(
     // circular buffer: 8 stages, prefetch 7
     for (long long p = 0LL; p < wsf_min(7LL, my_tiles); p++) {   // prologue: fill the first stages
         if (threadIdx.x == 0) {   // one thread issues the loads of the row
-            wsf_mbar_expect_tx(&full[(p % 8LL)], 2048);
-            for (long long ch = 0LL; ch < 4LL; ch++) {   // the row in chunks of 256
-                wsf_tma_load_2d(x_row + ((p % 8LL)) * 1024 + (ch * 256LL), &x_map, (ch * 256LL), wsf_udiv(((long long)blockIdx.x + (p * (long long)gridDim.x)), col_tiles), &full[(p % 8LL)]);  // examples/softmax_manual.yaml:14
-            }
+            wsf_mbar_expect_tx(&full[(p % 8LL)], (unsigned)((wsf_min(1024LL, cols) * 2LL)));
+            wsf_bulk_load(x_row + ((p % 8LL)) * 1024, x_ptr + wsf_udiv(((long long)blockIdx.x + (p * (long long)gridDim.x)), col_tiles) * cols, (unsigned)((wsf_min(1024LL, cols) * 2LL)), &full[(p % 8LL)]);  // examples/softmax_manual.yaml:14
         }
     }
     // circular buffer: 8 stages, prefetch 7
     for (long long i = 0LL; i < (my_tiles - 7LL); i++) {   // main: load P tiles ahead, compute this one
         if (threadIdx.x == 0) {   // one thread issues the loads of the row
-            wsf_mbar_expect_tx(&full[((i + 7LL) % 8LL)], 2048);
-            for (long long ch = 0LL; ch < 4LL; ch++) {   // the row in chunks of 256
-                wsf_tma_load_2d(x_row + (((i + 7LL) % 8LL)) * 1024 + (ch * 256LL), &x_map, (ch * 256LL), wsf_udiv(((long long)blockIdx.x + ((i + 7LL) * (long long)gridDim.x)), col_tiles), &full[((i + 7LL) % 8LL)]);  // examples/softmax_manual.yaml:14
-            }
+            wsf_mbar_expect_tx(&full[((i + 7LL) % 8LL)], (unsigned)((wsf_min(1024LL, cols) * 2LL)));
+            wsf_bulk_load(x_row + (((i + 7LL) % 8LL)) * 1024, x_ptr + wsf_udiv(((long long)blockIdx.x + ((i + 7LL) * (long long)gridDim.x)), col_tiles) * cols, (unsigned)((wsf_min(1024LL, cols) * 2LL)), &full[((i + 7LL) % 8LL)]);  // examples/softmax_manual.yaml:14
         }
         const long long tile = ((long long)blockIdx.x + (i * (long long)gridDim.x));
         const long long row0 = wsf_udiv(tile, col_tiles);
@@ -53,10 +47,9 @@ softmax_manual(
             for (int e = threadIdx.x * 8; e < cols; e += 2048) {
                 float v_x[8];
                 wsf_load8_f16(v_x, x_row_s + e);
-                for (int v = 0; v < 8 && e + v < cols; v++)
-                    acc_m = fmaxf(acc_m, v_x[v]);
+                acc_m = wsf_max8(acc_m, v_x, cols - e);
             }
-            const float r_m = wsf_block_max(acc_m, wsf_red);   // max  // examples/softmax_manual.yaml:17
+            const float r_m = wsf_block_max(acc_m, wsf_red + 0);   // max  // examples/softmax_manual.yaml:17
             // pass 2 over the row: the reductions of level 2
             float acc_s = 0.0f;
             for (int e = threadIdx.x * 8; e < cols; e += 2048) {
@@ -69,10 +62,9 @@ softmax_manual(
                     v_d[v] = v_x[v] - r_m;   // sub
                     v_e[v] = __expf(v_d[v]);   // exp
                 }
-                for (int v = 0; v < 8 && e + v < cols; v++)
-                    acc_s += v_e[v];
+                acc_s = wsf_sum8(acc_s, v_e, cols - e);
             }
-            const float r_s = wsf_block_sum(acc_s, wsf_red);   // sum  // examples/softmax_manual.yaml:20
+            const float r_s = wsf_block_sum(acc_s, wsf_red + 32);   // sum  // examples/softmax_manual.yaml:20
             // the last pass: the full-row outputs
             for (int e = threadIdx.x * 8; e < cols; e += 2048) {
                 float v_x[8];
@@ -109,10 +101,9 @@ softmax_manual(
             for (int e = threadIdx.x * 8; e < cols; e += 2048) {
                 float v_x[8];
                 wsf_load8_f16(v_x, x_row_s + e);
-                for (int v = 0; v < 8 && e + v < cols; v++)
-                    acc_m = fmaxf(acc_m, v_x[v]);
+                acc_m = wsf_max8(acc_m, v_x, cols - e);
             }
-            const float r_m = wsf_block_max(acc_m, wsf_red);   // max  // examples/softmax_manual.yaml:17
+            const float r_m = wsf_block_max(acc_m, wsf_red + 0);   // max  // examples/softmax_manual.yaml:17
             // pass 2 over the row: the reductions of level 2
             float acc_s = 0.0f;
             for (int e = threadIdx.x * 8; e < cols; e += 2048) {
@@ -125,10 +116,9 @@ softmax_manual(
                     v_d[v] = v_x[v] - r_m;   // sub
                     v_e[v] = __expf(v_d[v]);   // exp
                 }
-                for (int v = 0; v < 8 && e + v < cols; v++)
-                    acc_s += v_e[v];
+                acc_s = wsf_sum8(acc_s, v_e, cols - e);
             }
-            const float r_s = wsf_block_sum(acc_s, wsf_red);   // sum  // examples/softmax_manual.yaml:20
+            const float r_s = wsf_block_sum(acc_s, wsf_red + 32);   // sum  // examples/softmax_manual.yaml:20
             // the last pass: the full-row outputs
             for (int e = threadIdx.x * 8; e < cols; e += 2048) {
                 float v_x[8];

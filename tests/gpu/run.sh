@@ -22,12 +22,13 @@ pass=0 fail=0 skip=0
 
 # check SPEC [ARGS...]: one `wsfuse run --check` case
 check() {
-	local to=
+	local to= t0=$SECONDS
 	command -v timeout >/dev/null && to="timeout $limit"
 	$to "$b/wsfuse" run --check "$@" >"$out" 2>&1 </dev/null
 	rc=$?
 	if [ $rc = 0 ]; then
 		pass=$((pass + 1))
+		echo "ok   $((SECONDS - t0))s $*"
 	elif [ $rc = 6 ]; then
 		skip=$((skip + 1))  # a kernel family this version does not build yet
 		echo "skipped gpu: $*: $(head -n 1 "$out")"

@@ -1,6 +1,7 @@
 #!/bin/bash
 # sanitize.sh BUILD: compute-sanitizer memcheck, racecheck and synccheck over
-# the generated kernels (each variant: plain, warp-specialized, TMA stores),
+# the generated kernels (each variant: plain, warp-specialized, TMA stores,
+# one CTA per tile, row reductions),
 # at sizes small enough for the tools.  Prints one line per tool and case and
 # "N passed, N failed"; skips without a GPU or without compute-sanitizer.
 set -u
@@ -12,7 +13,9 @@ pass=0 fail=0
 out=$(mktemp) && trap 'rm -f "$out"' EXIT
 for spec in "tests/gpu/specs/relu_chain.yaml -D N=300001" "tests/gpu/specs/relu_chain_ws.yaml -D N=300001" \
 	"tests/gpu/specs/relu_chain_tma.yaml -D N=300001" "tests/gpu/specs/relu_chain_tma_ws.yaml -D N=300001" \
-	"tests/gpu/specs/bias_scale_mixed.yaml -D M=100 -D N=1000" "tests/gpu/specs/bias_scale_tma.yaml -D M=100 -D N=1000"; do
+	"tests/gpu/specs/bias_scale_mixed.yaml -D M=100 -D N=1000" "tests/gpu/specs/bias_scale_tma.yaml -D M=100 -D N=1000" \
+	"tests/gpu/specs/relu_chain_np.yaml -D N=300001" "tests/gpu/specs/norm_layernorm.yaml -D M=64 -D N=1000" \
+	"tests/gpu/specs/norm_softmax_residual.yaml -D M=16 -D N=8200" "tests/gpu/specs/norm_rmsnorm_f32.yaml -D M=33 -D N=36"; do
 	for tool in memcheck racecheck synccheck; do
 		# shellcheck disable=SC2086
 		"$cs" --tool $tool --error-exitcode 9 "$b/wsfuse" run --check --no-cache $spec >"$out" 2>&1

@@ -577,42 +577,102 @@ sync_tma_store_one_copy(void **state)
 
 /*
  * Row reductions: the persistent row loop is the buffered one (a stage is a
- * whole row), the loop over the row's chunks is not (its loads fill one
- * stage, under one expect_tx of the row's bytes); weights stay in global.
+ * whole row, sized for the compile-time width), filled by one bulk copy of
+ * the row's bytes under one expect_tx of the same runtime count; weights
+ * stay in global.
  */
 static void
 lower_reduction_buffers_the_row_loop(void **state)
 {
 	Fixture *t = *state;
 	Kernel *k = lower_spec(t, NORM_SPEC("1000", ""));
-	Stmt *main_ = k->body->body[6], *issue, *chunks;
+	Stmt *main_ = k->body->body[6], *issue, *ld;
 
 	assert_int_equal(k->family, FAM_REDUCTION);
 	assert_int_equal(k->row_cap, 1024);
 	assert_int_equal(k->tile_rows, 1);
-	assert_int_equal(k->param[1].kind, PK_TMAP);
+	assert_int_equal(k->param[1].kind, PK_PTR);
+	assert_int_equal(k->param[1].view, VIEW_FULL);
 	assert_int_equal(k->param[2].kind, PK_PTR);
 	assert_int_equal(k->param[2].view, VIEW_ROW);
 	assert_int_equal(main_->cb->part, CB_MAIN);
 	assert_int_equal(main_->loop, LOOP_TILE);
 	assert_int_equal(main_->cb->stage_bytes, 1024 * 2);
 	issue = main_->body[0];
+	assert_int_equal(issue->nbody, 2);
 	assert_int_equal(issue->body[0]->kind, ST_EXPECT_TX);
-	assert_int_equal(issue->body[0]->n, 2048);
+	assert_int_equal(issue->body[0]->n, 0);
+	assert_string_equal(expr(t, issue->body[0]->a), "(min(1024, cols) * 2)");
+	ld = issue->body[1];
+	assert_int_equal(ld->kind, ST_TMA_LOAD);
+	assert_int_equal(ld->param, 1);
+	assert_string_equal(expr(t, ld->slot), expr(t, issue->body[0]->barslot));
+	assert_string_equal(expr(t, kir_bulk_bytes(&t->c, k, ld)), expr(t, issue->body[0]->a));
+	assert_int_equal(census(main_).kind[ST_EXPECT_TX], 1);
+	assert_int_equal(census(main_).kind[ST_TMA_LOAD], 1);  /* w and b are not loaded into stages */
+	assert_int_equal(census(main_).kind[ST_MBAR_WAIT], 1);
+	assert_int_equal(census(main_).kind[ST_SYNC], 1);
+	/* the epilogue keeps no empty issue block: the only statements with bodies are itself and the compute's */
+	assert_int_equal(census(k->body->body[7]).kind[ST_IF], 0);
+	assert_int_equal(census(k->body->body[7]).kind[ST_TMA_LOAD], 0);
+}
+
+/*
+ * A stage filled by a loop of loads (its chunks): the enclosing loop is the
+ * buffered one, the chunk loop gets no counter of its own, and its loads
+ * share one expect_tx of the whole stage, placed before the loop.
+ */
+static void
+circular_buffer_chunk_loop_fills_one_stage(void **state)
+{
+	Fixture *t = *state;
+	Comp *c = &t->c;
+	Kernel *k = new_kernel(c, 1, false);
+	int n = kernel_add_param(c, k, PK_SIZE, "n");
+	Stmt *loop, *issue, *chunks, *ld, *compute, *main_;
+
+	k->param[n].var = kernel_add_var(c, k, "n");
+	k->stages_hint = 3;
+	loop = st_loop(c, kernel_add_var(c, k, "i"), ex_int(c, 0), ex_var(c, k->param[n].var), LOOP_TILE);
+	st_append(c, k->body, loop);
+	issue = st_if(c, ex_leaf(c, EX_ELECT));
+	st_append(c, loop, issue);
+	chunks = st_loop(c, kernel_add_var(c, k, "ch"), ex_int(c, 0), ex_int(c, 4), LOOP_CHUNK);
+	st_append(c, issue, chunks);
+	ld = st_new(c, ST_TMA_LOAD);
+	ld->buf = 1;
+	ld->param = 1;
+	ld->slot = ex_int(c, 0);
+	ld->off = ex_bin(c, EX_MUL, ex_var(c, chunks->var), ex_int(c, 1024));
+	ld->a = ex_var(c, loop->var);
+	ld->b = ex_int(c, 0);
+	st_append(c, chunks, ld);
+	compute = st_new(c, ST_COMPUTE);
+	VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->buf = 1;
+	compute->reads[0].slot = ex_int(c, 0);
+	compute->a = ex_var(c, loop->var);
+	compute->b = ex_int(c, 0);
+	st_append(c, loop, compute);
+	c->kernel = k;
+	run_pass(t, pass_circular_buffer, "circular_buffer");
+
+	main_ = k->body->body[find(k->body, ST_LOOP) + 1];
+	assert_non_null(main_->cb);
+	assert_int_equal(main_->cb->part, CB_MAIN);
+	assert_int_equal(main_->cb->stages, 3);
+	issue = main_->body[0];
+	assert_int_equal(issue->body[0]->kind, ST_EXPECT_TX);
+	assert_int_equal(issue->body[0]->n, 16 * 256 * 2);  /* the whole stage, once */
+	assert_null(issue->body[0]->a);
 	chunks = issue->body[1];
-	assert_int_equal(chunks->kind, ST_LOOP);
 	assert_int_equal(chunks->loop, LOOP_CHUNK);
 	assert_null(chunks->cb);
 	assert_null(chunks->lin);
-	assert_string_equal(expr(t, chunks->hi), "4");
-	assert_int_equal(chunks->body[0]->kind, ST_TMA_LOAD);
 	assert_string_equal(expr(t, chunks->body[0]->slot), expr(t, issue->body[0]->barslot));
-	assert_string_equal(expr(t, chunks->body[0]->off), "(ch * 256)");
+	assert_string_equal(expr(t, chunks->body[0]->slot), "((i + 2) % 3)");
 	assert_int_equal(census(main_).kind[ST_EXPECT_TX], 1);
-	assert_int_equal(census(main_).kind[ST_MBAR_WAIT], 1);
-	assert_int_equal(census(main_).kind[ST_SYNC], 1);
 	/* the epilogue keeps no empty chunk loop: the only loop is itself */
-	assert_int_equal(census(k->body->body[7]).kind[ST_LOOP], 1);
+	assert_int_equal(census(k->body->body[find(k->body, ST_LOOP) + 2]).kind[ST_LOOP], 1);
 }
 
 static void
@@ -690,6 +750,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(sync_tma_store_plain, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_tma_store_ws, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_tma_store_one_copy, setup, teardown),
+		cmocka_unit_test_setup_teardown(circular_buffer_chunk_loop_fills_one_stage, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_buffers_the_row_loop, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_errors, setup, teardown),
 	};
