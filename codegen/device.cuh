@@ -294,29 +294,21 @@ __device__ __forceinline__ float wsf_block_max(float v, float *scratch)
 	__syncthreads();
 	return wsf_warp_max(lane < warps ? scratch[lane] : -__int_as_float(0x7f800000));
 }
-// A thread's part of a row reduction: the first min(N, 8) of V into ACC.
+// A thread's part of a row reduction: the first min(N, 8) of V into ACC.  The
+// loops are unrolled with a guard, not bounded by N, so V stays in registers
+// (a loop bound the compiler cannot see puts V in local memory).
 __device__ __forceinline__ float wsf_sum8(float acc, const float v[8], long long n)
 {
-	if (n >= 8) {
 #pragma unroll
-		for (int i = 0; i < 8; i++)
-			acc += v[i];
-	} else {
-		for (int i = 0; i < n; i++)
-			acc += v[i];
-	}
+	for (int i = 0; i < 8; i++)
+		acc += i < n ? v[i] : 0.0f;
 	return acc;
 }
 __device__ __forceinline__ float wsf_max8(float acc, const float v[8], long long n)
 {
-	if (n >= 8) {
 #pragma unroll
-		for (int i = 0; i < 8; i++)
-			acc = fmaxf(acc, v[i]);
-	} else {
-		for (int i = 0; i < n; i++)
-			acc = fmaxf(acc, v[i]);
-	}
+	for (int i = 0; i < 8; i++)
+		acc = i < n ? fmaxf(acc, v[i]) : acc;
 	return acc;
 }
 

@@ -368,12 +368,16 @@ emit_compute(Emit *e, const Stmt *s)
 			     e->value[out->tensor], pos_comment(e, out->pos));
 			continue;
 		}
-		line(e, "if (col + %d <= cols)%s", VEC, pos_comment(e, out->pos));
+		/* the ragged end: a guarded, unrolled loop keeps the values in registers */
+		line(e, "if (col + %d <= cols) {%s", VEC, pos_comment(e, out->pos));
 		line(e, "    wsf_store8%s(%s + row * cols + col, %s);", suf, param_name(e, p), e->value[out->tensor]);
-		line(e, "else");
-		line(e, "    for (int v = 0; col + v < cols; v++)");
-		line(e, "        wsf_store1%s(%s + row * cols + col + v, %s[v]);", suf, param_name(e, p),
+		line(e, "} else {");
+		line(e, "    #pragma unroll");
+		line(e, "    for (int v = 0; v < %d; v++)", VEC);
+		line(e, "        if (col + v < cols)");
+		line(e, "            wsf_store1%s(%s + row * cols + col + v, %s[v]);", suf, param_name(e, p),
 		     e->value[out->tensor]);
+		line(e, "}");
 	}
 	e->depth--;
 	line(e, "}");
@@ -603,11 +607,15 @@ emit_row_compute(Emit *e, const Stmt *s)
 
 			if (!row_full(k, out->tensor))
 				continue;
-			line(e, "if (e + %d <= cols)%s", VEC, pos_comment(e, out->pos));
+			/* the ragged end: a guarded, unrolled loop keeps the values in registers */
+			line(e, "if (e + %d <= cols) {%s", VEC, pos_comment(e, out->pos));
 			line(e, "    wsf_store8%s(%s + row * cols + e, %s);", suf, param_name(e, p), v);
-			line(e, "else");
-			line(e, "    for (int v = 0; e + v < cols; v++)");
-			line(e, "        wsf_store1%s(%s + row * cols + e + v, %s[v]);", suf, param_name(e, p), v);
+			line(e, "} else {");
+			line(e, "    #pragma unroll");
+			line(e, "    for (int v = 0; v < %d; v++)", VEC);
+			line(e, "        if (e + v < cols)");
+			line(e, "            wsf_store1%s(%s + row * cols + e + v, %s[v]);", suf, param_name(e, p), v);
+			line(e, "}");
 		}
 		row_pass_close(e);
 	}

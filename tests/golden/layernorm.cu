@@ -96,11 +96,14 @@ layernorm(
                     v_y_scaled[v] = v_y_normed[v] * v_weight[v];   // mul
                     v_y[v] = v_y_scaled[v] + v_bias[v];   // add
                 }
-                if (e + 8 <= cols)  // examples/layernorm.yaml:29
+                if (e + 8 <= cols) {  // examples/layernorm.yaml:29
                     wsf_store8(y_out_ptr + row * cols + e, v_y);
-                else
-                    for (int v = 0; e + v < cols; v++)
-                        wsf_store1(y_out_ptr + row * cols + e + v, v_y[v]);
+                } else {
+                    #pragma unroll
+                    for (int v = 0; v < 8; v++)
+                        if (e + v < cols)
+                            wsf_store1(y_out_ptr + row * cols + e + v, v_y[v]);
+                }
             }
         }
         __syncthreads();   // release the stage: the next load refills it
@@ -166,11 +169,14 @@ layernorm(
                     v_y_scaled[v] = v_y_normed[v] * v_weight[v];   // mul
                     v_y[v] = v_y_scaled[v] + v_bias[v];   // add
                 }
-                if (e + 8 <= cols)  // examples/layernorm.yaml:29
+                if (e + 8 <= cols) {  // examples/layernorm.yaml:29
                     wsf_store8(y_out_ptr + row * cols + e, v_y);
-                else
-                    for (int v = 0; e + v < cols; v++)
-                        wsf_store1(y_out_ptr + row * cols + e + v, v_y[v]);
+                } else {
+                    #pragma unroll
+                    for (int v = 0; v < 8; v++)
+                        if (e + v < cols)
+                            wsf_store1(y_out_ptr + row * cols + e + v, v_y[v]);
+                }
             }
         }
     }

@@ -76,11 +76,14 @@ rmsnorm(
                     v_y_normed[v] = v_x[v] * r_y_rrms;   // mul
                     v_y[v] = v_y_normed[v] * v_weight[v];   // mul
                 }
-                if (e + 8 <= cols)  // examples/rmsnorm.yaml:23
+                if (e + 8 <= cols) {  // examples/rmsnorm.yaml:23
                     wsf_store8(y_out_ptr + row * cols + e, v_y);
-                else
-                    for (int v = 0; e + v < cols; v++)
-                        wsf_store1(y_out_ptr + row * cols + e + v, v_y[v]);
+                } else {
+                    #pragma unroll
+                    for (int v = 0; v < 8; v++)
+                        if (e + v < cols)
+                            wsf_store1(y_out_ptr + row * cols + e + v, v_y[v]);
+                }
             }
         }
         __syncthreads();   // release the stage: the next load refills it
@@ -127,11 +130,14 @@ rmsnorm(
                     v_y_normed[v] = v_x[v] * r_y_rrms;   // mul
                     v_y[v] = v_y_normed[v] * v_weight[v];   // mul
                 }
-                if (e + 8 <= cols)  // examples/rmsnorm.yaml:23
+                if (e + 8 <= cols) {  // examples/rmsnorm.yaml:23
                     wsf_store8(y_out_ptr + row * cols + e, v_y);
-                else
-                    for (int v = 0; e + v < cols; v++)
-                        wsf_store1(y_out_ptr + row * cols + e + v, v_y[v]);
+                } else {
+                    #pragma unroll
+                    for (int v = 0; v < 8; v++)
+                        if (e + v < cols)
+                            wsf_store1(y_out_ptr + row * cols + e + v, v_y[v]);
+                }
             }
         }
     }

@@ -78,11 +78,14 @@ softmax_manual(
                     v_e[v] = __expf(v_d[v]);   // exp
                     v_y[v] = v_e[v] / r_s;   // div
                 }
-                if (e + 8 <= cols)  // examples/softmax_manual.yaml:24
+                if (e + 8 <= cols) {  // examples/softmax_manual.yaml:24
                     wsf_store8_f16(y_out_ptr + row * cols + e, v_y);
-                else
-                    for (int v = 0; e + v < cols; v++)
-                        wsf_store1_f16(y_out_ptr + row * cols + e + v, v_y[v]);
+                } else {
+                    #pragma unroll
+                    for (int v = 0; v < 8; v++)
+                        if (e + v < cols)
+                            wsf_store1_f16(y_out_ptr + row * cols + e + v, v_y[v]);
+                }
             }
         }
         __syncthreads();   // release the stage: the next load refills it
@@ -132,11 +135,14 @@ softmax_manual(
                     v_e[v] = __expf(v_d[v]);   // exp
                     v_y[v] = v_e[v] / r_s;   // div
                 }
-                if (e + 8 <= cols)  // examples/softmax_manual.yaml:24
+                if (e + 8 <= cols) {  // examples/softmax_manual.yaml:24
                     wsf_store8_f16(y_out_ptr + row * cols + e, v_y);
-                else
-                    for (int v = 0; e + v < cols; v++)
-                        wsf_store1_f16(y_out_ptr + row * cols + e + v, v_y[v]);
+                } else {
+                    #pragma unroll
+                    for (int v = 0; v < 8; v++)
+                        if (e + v < cols)
+                            wsf_store1_f16(y_out_ptr + row * cols + e + v, v_y[v]);
+                }
             }
         }
     }
