@@ -21,6 +21,8 @@
 #include "codegen.h"
 
 enum { VEC = 8 };
+/* An SM's shared memory for CTAs, and what the hardware reserves per CTA (sm_90). */
+enum { SM_SMEM = 228 * 1024, CTA_SMEM_RESERVED = 1024 };
 
 /*
  * The CUDA f32 expression of each op; $a and $b are its operands.  exp and the
@@ -59,6 +61,7 @@ typedef struct Emit {
 	Buf *b;
 	int depth;
 	bool in_producer;    /* inside the producer role: elect() is its first thread */
+	int row_steps;       /* row reductions kept in registers: element-loop steps a row takes; else 0 */
 	const char **value;  /* per fusion tensor: the C name of its current value */
 } Emit;
 
@@ -386,14 +389,47 @@ emit_compute(Emit *e, const Stmt *s)
 }
 
 /*
- * Row reductions.  A value is a full row (v_NAME[8] in the element loop) or
- * a per-row scalar (r_NAME, in every thread).  The level of a value is the
- * number of reductions on its longest path from the inputs; the reductions
- * of level L are computed in pass L over the row in shared memory, from the
- * full-row values they need (recomputed in each pass: shared memory is
- * cheap, registers and a second global read are not), and the full-row
- * outputs in a last pass.
+ * Row reductions.  A value is a full row (v_NAME: 8 elements a thread per
+ * step of the element loop) or a per-row scalar (r_NAME, in every thread).
+ * The level of a value is the number of reductions on its longest path from
+ * the inputs; the reductions of level L are computed in pass L over the row,
+ * from the full-row values they need, and the full-row outputs in a last
+ * pass.  Global memory is read once either way; what a pass starts from
+ * depends on the row's width:
+ *   - registers (a row of at most ROW_REGS steps of the element loop): the
+ *     loop is unrolled, a thread's part of every value is an array
+ *     v_NAME[step][8] computed once, in the first pass that needs it, and
+ *     later passes read it from registers;
+ *   - shared memory (wider rows): each pass reads the row from its stage
+ *     again and recomputes the values it needs in v_NAME[8].
  */
+enum { ROW_REGS = 2 };
+
+/*
+ * Register mode keeps the values whose recomputation costs: the inputs
+ * (a shared-memory or global load) and the results of transcendental ops and
+ * full-row divisions.  Cheap arithmetic is recomputed in each pass from
+ * them, which keeps register pressure down (a kept value is 8 registers a
+ * step).
+ */
+static bool
+row_keep(const Fusion *f, int t)
+{
+	const Op *o;
+
+	if (f->tensor[t].kind != TK_VALUE)
+		return true;
+	o = &f->op[f->tensor[t].def];
+	switch (o->kind) {
+	case OP_EXP: case OP_LOG: case OP_SQRT: case OP_RSQRT: case OP_TANH:
+	case OP_SIGMOID: case OP_SILU: case OP_GELU:
+		return true;
+	case OP_DIV:
+		return o->in[1].tensor != 0;
+	default:
+		return false;
+	}
+}
 static bool
 row_full(const Kernel *k, int t)
 {
@@ -406,7 +442,8 @@ row_operand(Emit *e, const Operand *o)
 	if (!o->tensor)
 		return literal(e, o->lit);
 	if (row_full(e->k, o->tensor))
-		return arena_printf(e->c->arena, "%s[v]", ident(e, "v_", e->f->tensor[o->tensor].name, ""));
+		return arena_printf(e->c->arena, "%s%s[v]", ident(e, "v_", e->f->tensor[o->tensor].name, ""),
+		                    e->row_steps ? "[it]" : "");
 	return ident(e, "r_", e->f->tensor[o->tensor].name, "");
 }
 
@@ -431,56 +468,90 @@ row_needs(Emit *e, int t, bool *need)
 			row_needs(e, o->in[j].tensor, need);
 }
 
-/* Opens one pass over the row: the loads and full-row ops in NEED; the caller adds what the pass is for. */
+/* The C name of full-row value T at the current element: v_T (+ [it] in register mode). */
+static const char *
+row_value(Emit *e, int t)
+{
+	return arena_printf(e->c->arena, "%s%s", ident(e, "v_", e->f->tensor[t].name, ""), e->row_steps ? "[it]" : "");
+}
+
+/*
+ * Opens one pass over the row: the loads and full-row ops in NEED that HAVE
+ * does not hold yet (HAVE: values register mode computed in earlier passes;
+ * it is updated); the caller adds what the pass is for.
+ */
 static void
-row_pass_open(Emit *e, const Stmt *s, const bool *need)
+row_pass_open(Emit *e, const Stmt *s, const bool *need, bool *have)
 {
 	const Fusion *f = e->f;
-	int i, nops;
+	int i, nops, step = e->k->consumer_threads * VEC;
 
-	line(e, "for (int e = threadIdx.x * %d; e < cols; e += %d) {", VEC, e->k->consumer_threads * VEC);
-	e->depth++;
+	(void)s;
+	if (e->row_steps) {
+		line(e, "#pragma unroll");
+		line(e, "for (int it = 0; it < %d; it++) {", e->row_steps);
+		e->depth++;
+		line(e, "const int e = threadIdx.x * %d + it * %d;", VEC, step);
+		line(e, "if (e >= cols)");
+		line(e, "    break;");
+	} else {
+		line(e, "for (int e = threadIdx.x * %d; e < cols; e += %d) {", VEC, step);
+		e->depth++;
+	}
 	for (i = 0; i < f->ninput; i++) {
 		int t = f->input[i];
 		const KParam *p = param_of_tensor(e, t, false);
-		const char *v = ident(e, "v_", f->tensor[t].name, "");
-		if (!need[t])
+		const char *v = row_value(e, t);
+
+		if (!need[t] || have[t])
 			continue;
-		line(e, "float %s[%d];", v, VEC);
+		if (!e->row_steps)
+			line(e, "float %s[%d];", v, VEC);
 		if (buf_of_tensor(e->k, t) == e->k->nbuf) {
 			/* a row broadcast over rows, read where L1 and L2 keep it; the ragged end one by one */
-			line(e, "if (e + %d <= cols)", VEC);
+			line(e, "if (e + %d <= cols) {", VEC);
 			line(e, "    wsf_load8_global%s(%s, %s + e);", helper_suffix(p->dtype), v, param_name(e, p));
-			line(e, "else");
+			line(e, "} else {");
+			line(e, "    #pragma unroll");
 			line(e, "    for (int v = 0; v < %d; v++)", VEC);
 			line(e, "        %s[v] = e + v < cols ? %s(%s + e + v) : 0.0f;", v,
 			     p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", param_name(e, p));
+			line(e, "}");
 			continue;
 		}
 		line(e, "wsf_load8%s(%s, %s_s + e);", helper_suffix(p->dtype), v, bufname(e, buf_of_tensor(e->k, t)));
 	}
 	for (i = 1, nops = 0; i < f->nop; i++)
-		if (need[f->op[i].out] && f->tensor[f->op[i].out].kind == TK_VALUE) {
-			line(e, "float %s[%d];%s", ident(e, "v_", f->tensor[f->op[i].out].name, ""), VEC,
-			     pos_comment(e, f->op[i].pos));
+		if (need[f->op[i].out] && !have[f->op[i].out] && f->tensor[f->op[i].out].kind == TK_VALUE) {
+			if (!e->row_steps)
+				line(e, "float %s[%d];%s", ident(e, "v_", f->tensor[f->op[i].out].name, ""), VEC,
+				     pos_comment(e, f->op[i].pos));
 			nops++;
 		}
-	if (!nops)
-		return;
-	line(e, "#pragma unroll");
-	line(e, "for (int v = 0; v < %d; v++) {", VEC);
-	e->depth++;
-	for (i = 1; i < f->nop; i++) {
-		const Op *o = &f->op[i];
+	if (nops) {
+		line(e, "#pragma unroll");
+		line(e, "for (int v = 0; v < %d; v++) {", VEC);
+		e->depth++;
+		for (i = 1; i < f->nop; i++) {
+			const Op *o = &f->op[i];
 
-		if (!need[o->out] || op_info[o->kind].cls == CLS_REDUCE)
-			continue;
-		line(e, "%s[v] = %s;   // %s", ident(e, "v_", f->tensor[o->out].name, ""),
-		     op_text(e, o, row_operand(e, &o->in[0]), o->nin > 1 ? row_operand(e, &o->in[1]) : ""),
-		     op_info[o->kind].name);
+			if (!need[o->out] || have[o->out] || op_info[o->kind].cls == CLS_REDUCE)
+				continue;
+			if (o->kind == OP_DIV && o->in[1].tensor && !row_full(e->k, o->in[1].tensor))
+				/* by a per-row value: one reciprocal a row (hoisted), a multiply an element */
+				line(e, "%s[v] = %s * (1.0f / %s);   // div%s", row_value(e, o->out), row_operand(e, &o->in[0]),
+				     row_operand(e, &o->in[1]), e->row_steps ? pos_comment(e, o->pos) : "");
+			else
+				line(e, "%s[v] = %s;   // %s%s", row_value(e, o->out),
+				     op_text(e, o, row_operand(e, &o->in[0]), o->nin > 1 ? row_operand(e, &o->in[1]) : ""),
+				     op_info[o->kind].name, e->row_steps ? pos_comment(e, o->pos) : "");
+		}
+		e->depth--;
+		line(e, "}");
 	}
-	e->depth--;
-	line(e, "}");
+	if (e->row_steps)  /* what this pass computed and is worth keeping stays in registers */
+		for (i = 1; i < f->ntensor; i++)
+			have[i] = have[i] || (need[i] && row_keep(f, i));
 }
 
 static void
@@ -517,8 +588,8 @@ emit_row_compute(Emit *e, const Stmt *s)
 	Fusion *f = e->f;
 	int *level = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *level);
 	bool *done = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *done);
-	bool *need;
-	int i, j, L, maxl = 0, nred = 0;
+	bool *need, *have = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *have);
+	int i, j, L, maxl = 0, nred = 0, step = k->consumer_threads * VEC;
 
 	for (i = 1; i < f->nop; i++) {
 		const Op *o = &f->op[i];
@@ -534,6 +605,15 @@ emit_row_compute(Emit *e, const Stmt *s)
 	line(e, "{   // compute row %s: %s", expr_str(e, s->a), s->comment ? s->comment : "");
 	e->depth++;
 	line(e, "const long long row = %s;", expr_str(e, s->a));
+	e->row_steps = (k->row_cap + step - 1) / step <= ROW_REGS ? (k->row_cap + step - 1) / step : 0;
+	if (e->row_steps) {
+		line(e, "// the row in registers: this thread's %d x %d elements of each value, computed once",
+		     e->row_steps, VEC);
+		for (i = 1; i < f->ntensor; i++)
+			if (row_full(k, i) && (f->tensor[i].kind == TK_INPUT || f->tensor[i].kind == TK_VALUE))
+				line(e, "float %s[%d][%d];%s", ident(e, "v_", f->tensor[i].name, ""), e->row_steps, VEC,
+				     pos_comment(e, f->tensor[i].pos));
+	}
 	for (i = 0; i < s->nreads; i++)
 		line(e, "const %s *%s_s = %s;", storage_type(k->buf[s->reads[i].buf].dtype), bufname(e, s->reads[i].buf),
 		     buf_at(e, s->reads[i].buf, s->reads[i].slot));
@@ -562,11 +642,11 @@ emit_row_compute(Emit *e, const Stmt *s)
 				line(e, "float acc_%s = %s;", ident(e, "", f->tensor[o->out].name, ""),
 				     o->kind == OP_MAX ? "-__int_as_float(0x7f800000)" : "0.0f");
 		}
-		row_pass_open(e, s, need);
+		row_pass_open(e, s, need, have);
 		for (i = 1; i < f->nop; i++) {
 			const Op *o = &f->op[i];
 			const char *acc = ident(e, "acc_", f->tensor[o->out].name, "");
-			const char *in = ident(e, "v_", f->tensor[o->in[0].tensor].name, "");
+			const char *in = row_value(e, o->in[0].tensor);
 
 			if (op_info[o->kind].cls != CLS_REDUCE || level[o->out] != L)
 				continue;
@@ -599,11 +679,11 @@ emit_row_compute(Emit *e, const Stmt *s)
 		;
 	if (j < f->nout) {
 		line(e, "// the last pass: the full-row outputs");
-		row_pass_open(e, s, need);
+		row_pass_open(e, s, need, have);
 		for (j = 0; j < f->nout; j++) {
 			const Output *out = &f->out[j];
 			const KParam *p = param_of_tensor(e, out->tensor, true);
-			const char *suf = helper_suffix(out->dtype), *v = ident(e, "v_", f->tensor[out->tensor].name, "");
+			const char *suf = helper_suffix(out->dtype), *v = row_value(e, out->tensor);
 
 			if (!row_full(k, out->tensor))
 				continue;
@@ -629,6 +709,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 		line(e, "    wsf_store1%s(%s + %s, %s);", helper_suffix(out->dtype), param_name(e, p),
 		     k->tview[out->tensor] == VIEW_COL ? "row" : "0", ident(e, "r_", f->tensor[out->tensor].name, ""));
 	}
+	e->row_steps = 0;
 	e->depth--;
 	line(e, "}");
 }
@@ -824,6 +905,26 @@ emit_smem(Emit *e)
 	return off;
 }
 
+/*
+ * The CTAs per SM the register budget must allow (__launch_bounds__).  A row
+ * reduction holds rows in registers and the compiler, left alone, spends
+ * them until one CTA fits; ask for as many CTAs as shared memory admits (at
+ * most 32 warps: enough to hide the block reductions' barriers).  Pointwise tiles
+ * need few registers: 1 leaves the compiler free.
+ */
+static int
+min_ctas(const Kernel *k)
+{
+	int n;
+
+	if (k->family != FAM_REDUCTION)
+		return 1;
+	n = SM_SMEM / (kernel_smem_bytes(k) + CTA_SMEM_RESERVED + 256);
+	if (n > 1024 / k->threads)
+		n = 1024 / k->threads;
+	return n < 1 ? 1 : n;
+}
+
 int
 codegen_emit(Comp *c, Buf *b, Launch **launch)
 {
@@ -842,7 +943,7 @@ codegen_emit(Comp *c, Buf *b, Launch **launch)
 	           k->consumer_threads, k->tile_rows, k->tile_cols,
 	           k->warp_specialize ? ", warp-specialized" : "");
 	buf_printf(b, "#include \"%s\"\n\n", CODEGEN_DEVICE_HEADER_NAME);
-	line(&e, "extern \"C\" __global__ void __launch_bounds__(%d, 1)", k->threads);
+	line(&e, "extern \"C\" __global__ void __launch_bounds__(%d, %d)", k->threads, min_ctas(k));
 	line(&e, "%s(", k->name);
 	e.depth = 1;
 	emit_params(&e);

@@ -427,7 +427,11 @@ lower_reduction(Comp *c, Fusion *f)
 	k->stages_pos = f->sched.stages ? f->sched.stages_pos : d->pos;
 	k->smem_budget = SMEM_BUDGET;
 	k->smem_target = SMEM_TARGET;
-	k->consumer_threads = k->threads = THREADS;
+	/*
+	 * 16 elements a thread: rows up to 16384 wide stay in registers in two
+	 * steps of 8 (codegen's register mode); wider rows take 1024 threads.
+	 */
+	k->consumer_threads = k->threads = cap / 16 < THREADS ? THREADS : cap / 16 > 1024 ? 1024 : (cap / 16 + 31) / 32 * 32;
 
 	/* every tensor is a full row, a per-row value, a broadcast row or a scalar */
 	k->tview = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *k->tview);
