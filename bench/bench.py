@@ -198,10 +198,10 @@ for _m, _n in ((32768, 4096), (16384, 8192)):
              _norm_inputs(0), _softmax),
     ]
 
-# stage-count variants of one normalization shape
-CASES += [Case(f"layernorm_32768x4096_{tag}", LAYERNORM + f"schedule: {{{hint}}}\n", "bf16",
-               {"M": 32768, "N": 4096}, {"M": 64, "N": 4096}, _norm_inputs(2), _layernorm)
-          for tag, hint in (("s2", "stages: 2"), ("s3", "stages: 3"))]
+# stage-count variants of the normalization cases
+CASES += [Case(f"{c.name}_{tag}", c.spec + f"schedule: {{{hint}}}\n", c.dtype, c.sizes, c.quick, c.inputs, c.eager)
+          for c in [c for c in CASES if c.name.split("_")[0] in ("layernorm", "rmsnorm", "softmax")]
+          for tag, hint in (("s2", "stages: 2"), ("s4", "stages: 4"))]
 
 # wsfuse vs the float32 reference rounded to the output dtype: at most an ulp or so apart
 TOLERANCE = {"bf16": dict(atol=1e-2, rtol=1.6e-2), "f16": dict(atol=1e-3, rtol=1e-3),

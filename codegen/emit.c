@@ -396,15 +396,13 @@ emit_compute(Emit *e, const Stmt *s)
  * from the full-row values they need, and the full-row outputs in a last
  * pass.  Global memory is read once either way; what a pass starts from
  * depends on the row's width:
- *   - registers (a row of at most ROW_REGS steps of the element loop): the
+ *   - registers (k->row_steps, chosen by lowering: at most 2 steps): the
  *     loop is unrolled, a thread's part of every value is an array
  *     v_NAME[step][8] computed once, in the first pass that needs it, and
  *     later passes read it from registers;
  *   - shared memory (wider rows): each pass reads the row from its stage
  *     again and recomputes the values it needs in v_NAME[8].
  */
-enum { ROW_REGS = 2 };
-
 /*
  * Register mode keeps the values whose recomputation costs: the inputs
  * (a shared-memory or global load) and the results of transcendental ops and
@@ -589,7 +587,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 	int *level = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *level);
 	bool *done = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *done);
 	bool *need, *have = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *have);
-	int i, j, L, maxl = 0, nred = 0, step = k->consumer_threads * VEC;
+	int i, j, L, maxl = 0, nred = 0;
 
 	for (i = 1; i < f->nop; i++) {
 		const Op *o = &f->op[i];
@@ -605,7 +603,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 	line(e, "{   // compute row %s: %s", expr_str(e, s->a), s->comment ? s->comment : "");
 	e->depth++;
 	line(e, "const long long row = %s;", expr_str(e, s->a));
-	e->row_steps = (k->row_cap + step - 1) / step <= ROW_REGS ? (k->row_cap + step - 1) / step : 0;
+	e->row_steps = k->row_steps;
 	if (e->row_steps) {
 		line(e, "// the row in registers: this thread's %d x %d elements of each value, computed once",
 		     e->row_steps, VEC);

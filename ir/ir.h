@@ -513,7 +513,8 @@ struct Stmt {
 	Expr *off;            /* TMA load/store: element offset into the buffer copy (NULL: 0) */
 	int64_t n;            /* bytes for EXPECT_TX, N for BULK_WAIT, regs, barrier id */
 	int threads;          /* ST_SYNC threads; ST_ROLES producer threads */
-	bool flag;            /* BULK_WAIT .read; SETMAXNREG inc */
+	bool flag;            /* BULK_WAIT .read; SETMAXNREG inc; COMPUTE: every read of its stages
+	                         comes before a CTA barrier inside it, which so releases them */
 	/* ST_COMPUTE */
 	Access *reads;  int nreads, capreads;
 	Access *writes; int nwrites, capwrites;  /* staging buffers; none: vector stores to global */
@@ -524,6 +525,8 @@ struct Kernel {
 	Fusion *fusion;
 	Family family;           /* how codegen expands ST_COMPUTE */
 	int row_cap;             /* reduction: the widest row (elements) the buffers hold */
+	int row_steps;           /* reduction: a row is held in registers, this many steps of 8 elements
+	                            a thread; 0: each pass reads it from shared memory again */
 	View *tview;             /* reduction: each fusion tensor's view of the row domain */
 	int domain;              /* the fusion tensor whose shape the 2-D view is made from */
 	KParam *param;  int nparam, capparam;   /* [0] unused */

@@ -220,6 +220,8 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 		} else {
 			buf_puts(b, " stores global");
 		}
+		if (s->flag)
+			buf_puts(b, ", releases its stages");
 		break;
 	default:
 		buf_printf(b, "?stmt %d", (int)s->kind);
@@ -250,6 +252,10 @@ kernel_print(Buf *b, const Kernel *k)
 	           k->persistent ? "" : " one_tile_per_cta",
 	           k->flat ? " flat" : "", k->warp_specialize ? " warp_specialized" : "",
 	           k->tma_store ? " tma_store" : "");
+	if (k->row_cap && k->row_steps)
+		buf_printf(b, "  rows: up to %d wide, in registers (%d steps of 8 a thread)\n", k->row_cap, k->row_steps);
+	else if (k->row_cap)
+		buf_printf(b, "  rows: up to %d wide, re-read from shared memory by each pass\n", k->row_cap);
 	for (i = 1; i < k->nparam; i++) {
 		const KParam *p = &k->param[i];
 

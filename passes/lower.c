@@ -370,7 +370,8 @@ classify_row(const Tensor *t, const Tensor *d)
 	return VIEW_NONE;
 }
 
-enum { ROW_CHUNK = 256, MAX_ROW = 32768 };
+/* ROW_REGS: the most steps of 8 elements a thread holds a row's values in registers for */
+enum { ROW_CHUNK = 256, MAX_ROW = 32768, ROW_REGS = 2 };
 
 /*
  * The reduction family: whole rows of the domain [rows, cols] (the input of
@@ -432,6 +433,8 @@ lower_reduction(Comp *c, Fusion *f)
 	 * steps of 8 (codegen's register mode); wider rows take 1024 threads.
 	 */
 	k->consumer_threads = k->threads = cap / 16 < THREADS ? THREADS : cap / 16 > 1024 ? 1024 : (cap / 16 + 31) / 32 * 32;
+	j = (cap + 8 * k->threads - 1) / (8 * k->threads);
+	k->row_steps = j <= ROW_REGS ? j : 0;
 
 	/* every tensor is a full row, a per-row value, a broadcast row or a scalar */
 	k->tview = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *k->tview);
@@ -479,6 +482,8 @@ lower_reduction(Comp *c, Fusion *f)
 	compute->a = row0;
 	compute->b = col0;
 	compute->comment = arena_printf(c->arena, "%d ops of %s over one row", f->nop - 1, f->name);
+	/* a row in registers is read from its stage once, before the first block reduction's barrier */
+	compute->flag = k->row_steps > 0;
 	for (j = 1; j < k->nparam; j++) {
 		KParam *p = &k->param[j];
 		Stmt *ld;

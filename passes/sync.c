@@ -11,7 +11,9 @@
  *         on the same barrier);
  *   WAR   right after the last such reader, the stage is released: in a plain
  *         main loop by a CTA barrier (the next iteration's load reuses the
- *         slot this one read); in a consumer loop by an arrive on
+ *         slot this one read), unless the last reader is a compute that
+ *         reads its stages only before a barrier of its own (a row held in
+ *         registers: its first block reduction); in a consumer loop by an arrive on
  *         empty[(i + P + 1) % S], after P + 1 arrivals made before the loop;
  *         the producer waits on empty[i % S] with parity (i / S) & 1 before
  *         it refills a slot.  An epilogue loop, which loads nothing, releases
@@ -82,7 +84,9 @@ sync_stage_body(Sync *y, const CbInfo *cb, Stmt *body, Expr *lin)
 	}
 	if (first < 0)
 		return;
-	if (cb->part == CB_MAIN) {
+	if (cb->part == CB_MAIN && body->body[last]->kind == ST_COMPUTE && body->body[last]->flag) {
+		/* the compute's own barrier releases the stage */
+	} else if (cb->part == CB_MAIN) {
 		Stmt *s = st_new(c, ST_SYNC);
 
 		s->comment = "release the stage: the next load refills it";

@@ -118,7 +118,6 @@ layernorm(
                 }
             }
         }
-        __syncthreads();   // release the stage: the next load refills it
     }
     // circular buffer: 6 stages, prefetch 5
     for (long long i = wsf_max((my_tiles - 5LL), 0LL); i < my_tiles; i++) {   // epilogue: the last stages, nothing left to load

@@ -95,7 +95,6 @@ rmsnorm(
                 }
             }
         }
-        __syncthreads();   // release the stage: the next load refills it
     }
     // circular buffer: 3 stages, prefetch 2
     for (long long i = wsf_max((my_tiles - 2LL), 0LL); i < my_tiles; i++) {   // epilogue: the last stages, nothing left to load

@@ -94,7 +94,6 @@ softmax_manual(
                 }
             }
         }
-        __syncthreads();   // release the stage: the next load refills it
     }
     // circular buffer: 8 stages, prefetch 7
     for (long long i = wsf_max((my_tiles - 7LL), 0LL); i < my_tiles; i++) {   // epilogue: the last stages, nothing left to load

@@ -611,7 +611,10 @@ lower_reduction_buffers_the_row_loop(void **state)
 	assert_int_equal(census(main_).kind[ST_EXPECT_TX], 1);
 	assert_int_equal(census(main_).kind[ST_TMA_LOAD], 1);  /* w and b are not loaded into stages */
 	assert_int_equal(census(main_).kind[ST_MBAR_WAIT], 1);
-	assert_int_equal(census(main_).kind[ST_SYNC], 1);
+	/* the row is held in registers: the compute's first block reduction releases the stage, no barrier of sync's */
+	assert_int_equal(k->row_steps, 1);
+	assert_true(main_->body[find(main_, ST_COMPUTE)]->flag);
+	assert_int_equal(census(main_).kind[ST_SYNC], 0);
 	/* the epilogue keeps no empty issue block: the only statements with bodies are itself and the compute's */
 	assert_int_equal(census(k->body->body[7]).kind[ST_IF], 0);
 	assert_int_equal(census(k->body->body[7]).kind[ST_TMA_LOAD], 0);
@@ -673,6 +676,22 @@ circular_buffer_chunk_loop_fills_one_stage(void **state)
 	assert_int_equal(census(main_).kind[ST_EXPECT_TX], 1);
 	/* the epilogue keeps no empty chunk loop: the only loop is itself */
 	assert_int_equal(census(k->body->body[find(k->body, ST_LOOP) + 2]).kind[ST_LOOP], 1);
+}
+
+/* A row too wide for registers is re-read from its stage by every pass: the release barrier stays. */
+static void
+lower_reduction_wide_row_keeps_the_release(void **state)
+{
+	Fixture *t = *state;
+	Kernel *k = lower_spec(t, NORM_SPEC("32768", ""));
+	Stmt *main_ = k->body->body[6];
+
+	assert_int_equal(k->threads, 1024);
+	assert_int_equal(k->row_steps, 0);
+	assert_int_equal(main_->cb->part, CB_MAIN);
+	assert_false(main_->body[find(main_, ST_COMPUTE)]->flag);
+	assert_int_equal(census(main_).kind[ST_SYNC], 1);
+	assert_int_equal(main_->body[main_->nbody - 1]->kind, ST_SYNC);  /* right after the compute */
 }
 
 static void
@@ -752,6 +771,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(sync_tma_store_one_copy, setup, teardown),
 		cmocka_unit_test_setup_teardown(circular_buffer_chunk_loop_fills_one_stage, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_buffers_the_row_loop, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_reduction_wide_row_keeps_the_release, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_errors, setup, teardown),
 	};
 
