@@ -546,6 +546,7 @@ struct Kernel {
 	Pos stages_pos;
 	int smem_budget;         /* bytes of dynamic shared memory the passes may use */
 	int smem_target;         /* bytes a CTA should use by default (0: the budget) */
+	int stages_default;      /* stages without a hint (0: as many as smem_target allows) */
 	int ntile_var, niter_var, rows_var, cols_var;
 };
 

@@ -337,7 +337,9 @@ choose_stages(Comp *c, Kernel *k, int stage_bytes, int *stages)
 		                  "use a smaller tile (a row reduction holds whole rows: narrower rows or fewer inputs)",
 		                  stage_bytes, k->smem_budget);
 	*stages = MAX_STAGES;
-	if (k->smem_target) {
+	if (k->stages_default) {
+		*stages = k->stages_default;
+	} else if (k->smem_target) {
 		int want = (k->smem_target - other) / (stage_bytes + 16);
 
 		*stages = want < 2 ? 2 : want < MAX_STAGES ? want : MAX_STAGES;

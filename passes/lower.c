@@ -429,6 +429,12 @@ lower_reduction(Comp *c, Fusion *f)
 	k->smem_budget = SMEM_BUDGET;
 	k->smem_target = SMEM_TARGET;
 	/*
+	 * Two stages: one row computed while the next lands.  With 32 warps
+	 * resident that keeps HBM busy, and more stages measured slower
+	 * (docs/perf.md: 2 beat 4 and 6 on every normalization case).
+	 */
+	k->stages_default = 2;
+	/*
 	 * 16 elements a thread: rows up to 16384 wide stay in registers in two
 	 * steps of 8 (codegen's register mode); wider rows take 1024 threads.
 	 */

@@ -12,11 +12,11 @@ layernorm(
     const long long cols)
 {
     extern __shared__ __align__(1024) unsigned char wsf_smem[];
-    wsf_bf16 *const x_row = (wsf_bf16 *)(wsf_smem + 0);   // [6 stages][1][4096] bf16
-    wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 49152);   // 6 mbarriers
+    wsf_bf16 *const x_row = (wsf_bf16 *)(wsf_smem + 0);   // [2 stages][1][4096] bf16
+    wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 16384);   // 2 mbarriers
     __shared__ float wsf_red[64];   // one partial per warp for block reductions, twice
     if (threadIdx.x == 0) {   // one thread initialises the stage barriers
-        for (int s = 0; s < 6; s++)
+        for (int s = 0; s < 2; s++)
             wsf_mbar_init(&full[s], 1);
         wsf_fence_mbar_init();
     }
@@ -24,23 +24,23 @@ layernorm(
     const long long col_tiles = wsf_ceildiv(cols, 4096LL);
     const long long tiles = (rows * col_tiles);
     const long long my_tiles = wsf_ceildiv((tiles - (long long)blockIdx.x), (long long)gridDim.x);
-    // circular buffer: 6 stages, prefetch 5
-    for (long long p = 0LL; p < wsf_min(5LL, my_tiles); p++) {   // prologue: fill the first stages
+    // circular buffer: 2 stages, prefetch 1
+    for (long long p = 0LL; p < wsf_min(1LL, my_tiles); p++) {   // prologue: fill the first stages
         if (threadIdx.x == 0) {   // one thread issues the loads of the row
-            wsf_mbar_expect_tx(&full[(p % 6LL)], (unsigned)((wsf_min(4096LL, cols) * 2LL)));
-            wsf_bulk_load(x_row + ((p % 6LL)) * 4096, x_ptr + wsf_udiv(((long long)blockIdx.x + (p * (long long)gridDim.x)), col_tiles) * cols, (unsigned)((wsf_min(4096LL, cols) * 2LL)), &full[(p % 6LL)]);  // examples/layernorm.yaml:17
+            wsf_mbar_expect_tx(&full[(p % 2LL)], (unsigned)((wsf_min(4096LL, cols) * 2LL)));
+            wsf_bulk_load(x_row + ((p % 2LL)) * 4096, x_ptr + wsf_udiv(((long long)blockIdx.x + (p * (long long)gridDim.x)), col_tiles) * cols, (unsigned)((wsf_min(4096LL, cols) * 2LL)), &full[(p % 2LL)]);  // examples/layernorm.yaml:17
         }
     }
-    // circular buffer: 6 stages, prefetch 5
-    for (long long i = 0LL; i < (my_tiles - 5LL); i++) {   // main: load P tiles ahead, compute this one
+    // circular buffer: 2 stages, prefetch 1
+    for (long long i = 0LL; i < (my_tiles - 1LL); i++) {   // main: load P tiles ahead, compute this one
         if (threadIdx.x == 0) {   // one thread issues the loads of the row
-            wsf_mbar_expect_tx(&full[((i + 5LL) % 6LL)], (unsigned)((wsf_min(4096LL, cols) * 2LL)));
-            wsf_bulk_load(x_row + (((i + 5LL) % 6LL)) * 4096, x_ptr + wsf_udiv(((long long)blockIdx.x + ((i + 5LL) * (long long)gridDim.x)), col_tiles) * cols, (unsigned)((wsf_min(4096LL, cols) * 2LL)), &full[((i + 5LL) % 6LL)]);  // examples/layernorm.yaml:17
+            wsf_mbar_expect_tx(&full[((i + 1LL) % 2LL)], (unsigned)((wsf_min(4096LL, cols) * 2LL)));
+            wsf_bulk_load(x_row + (((i + 1LL) % 2LL)) * 4096, x_ptr + wsf_udiv(((long long)blockIdx.x + ((i + 1LL) * (long long)gridDim.x)), col_tiles) * cols, (unsigned)((wsf_min(4096LL, cols) * 2LL)), &full[((i + 1LL) % 2LL)]);  // examples/layernorm.yaml:17
         }
         const long long tile = ((long long)blockIdx.x + (i * (long long)gridDim.x));
         const long long row0 = wsf_udiv(tile, col_tiles);
         const long long col0 = (wsf_umod(tile, col_tiles) * 4096LL);
-        wsf_mbar_wait(&full[(i % 6LL)], (unsigned)((i / 6LL) & 1LL));   // wait until the stage's loads have landed
+        wsf_mbar_wait(&full[(i % 2LL)], (unsigned)((i / 2LL) & 1LL));   // wait until the stage's loads have landed
         {   // compute row row0: 9 ops of layernorm over one row
             const long long row = row0;
             // the row in registers: this thread's 2 x 8 elements of each value, computed once
@@ -52,7 +52,7 @@ layernorm(
             float v_y_square[2][8];  // examples/layernorm.yaml:22
             float v_y_normed[2][8];  // examples/layernorm.yaml:22
             float v_y_scaled[2][8];  // examples/layernorm.yaml:22
-            const wsf_bf16 *x_row_s = x_row + ((i % 6LL)) * 4096;
+            const wsf_bf16 *x_row_s = x_row + ((i % 2LL)) * 4096;
             // pass 1 over the row: the reductions of level 1
             float acc_y_mean = 0.0f;
             #pragma unroll
@@ -119,12 +119,12 @@ layernorm(
             }
         }
     }
-    // circular buffer: 6 stages, prefetch 5
-    for (long long i = wsf_max((my_tiles - 5LL), 0LL); i < my_tiles; i++) {   // epilogue: the last stages, nothing left to load
+    // circular buffer: 2 stages, prefetch 1
+    for (long long i = wsf_max((my_tiles - 1LL), 0LL); i < my_tiles; i++) {   // epilogue: the last stages, nothing left to load
         const long long tile = ((long long)blockIdx.x + (i * (long long)gridDim.x));
         const long long row0 = wsf_udiv(tile, col_tiles);
         const long long col0 = (wsf_umod(tile, col_tiles) * 4096LL);
-        wsf_mbar_wait(&full[(i % 6LL)], (unsigned)((i / 6LL) & 1LL));   // wait until the stage's loads have landed
+        wsf_mbar_wait(&full[(i % 2LL)], (unsigned)((i / 2LL) & 1LL));   // wait until the stage's loads have landed
         {   // compute row row0: 9 ops of layernorm over one row
             const long long row = row0;
             // the row in registers: this thread's 2 x 8 elements of each value, computed once
@@ -136,7 +136,7 @@ layernorm(
             float v_y_square[2][8];  // examples/layernorm.yaml:22
             float v_y_normed[2][8];  // examples/layernorm.yaml:22
             float v_y_scaled[2][8];  // examples/layernorm.yaml:22
-            const wsf_bf16 *x_row_s = x_row + ((i % 6LL)) * 4096;
+            const wsf_bf16 *x_row_s = x_row + ((i % 2LL)) * 4096;
             // pass 1 over the row: the reductions of level 1
             float acc_y_mean = 0.0f;
             #pragma unroll

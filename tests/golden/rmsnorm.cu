@@ -11,11 +11,11 @@ rmsnorm(
     const long long cols)
 {
     extern __shared__ __align__(1024) unsigned char wsf_smem[];
-    wsf_bf16 *const x_row = (wsf_bf16 *)(wsf_smem + 0);   // [3 stages][1][8192] bf16
-    wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 49152);   // 3 mbarriers
+    wsf_bf16 *const x_row = (wsf_bf16 *)(wsf_smem + 0);   // [2 stages][1][8192] bf16
+    wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 32768);   // 2 mbarriers
     __shared__ float wsf_red[64];   // one partial per warp for block reductions, twice
     if (threadIdx.x == 0) {   // one thread initialises the stage barriers
-        for (int s = 0; s < 3; s++)
+        for (int s = 0; s < 2; s++)
             wsf_mbar_init(&full[s], 1);
         wsf_fence_mbar_init();
     }
@@ -23,23 +23,23 @@ rmsnorm(
     const long long col_tiles = wsf_ceildiv(cols, 8192LL);
     const long long tiles = (rows * col_tiles);
     const long long my_tiles = wsf_ceildiv((tiles - (long long)blockIdx.x), (long long)gridDim.x);
-    // circular buffer: 3 stages, prefetch 2
-    for (long long p = 0LL; p < wsf_min(2LL, my_tiles); p++) {   // prologue: fill the first stages
+    // circular buffer: 2 stages, prefetch 1
+    for (long long p = 0LL; p < wsf_min(1LL, my_tiles); p++) {   // prologue: fill the first stages
         if (threadIdx.x == 0) {   // one thread issues the loads of the row
-            wsf_mbar_expect_tx(&full[(p % 3LL)], (unsigned)((wsf_min(8192LL, cols) * 2LL)));
-            wsf_bulk_load(x_row + ((p % 3LL)) * 8192, x_ptr + wsf_udiv(((long long)blockIdx.x + (p * (long long)gridDim.x)), col_tiles) * cols, (unsigned)((wsf_min(8192LL, cols) * 2LL)), &full[(p % 3LL)]);  // examples/rmsnorm.yaml:16
+            wsf_mbar_expect_tx(&full[(p % 2LL)], (unsigned)((wsf_min(8192LL, cols) * 2LL)));
+            wsf_bulk_load(x_row + ((p % 2LL)) * 8192, x_ptr + wsf_udiv(((long long)blockIdx.x + (p * (long long)gridDim.x)), col_tiles) * cols, (unsigned)((wsf_min(8192LL, cols) * 2LL)), &full[(p % 2LL)]);  // examples/rmsnorm.yaml:16
         }
     }
-    // circular buffer: 3 stages, prefetch 2
-    for (long long i = 0LL; i < (my_tiles - 2LL); i++) {   // main: load P tiles ahead, compute this one
+    // circular buffer: 2 stages, prefetch 1
+    for (long long i = 0LL; i < (my_tiles - 1LL); i++) {   // main: load P tiles ahead, compute this one
         if (threadIdx.x == 0) {   // one thread issues the loads of the row
-            wsf_mbar_expect_tx(&full[((i + 2LL) % 3LL)], (unsigned)((wsf_min(8192LL, cols) * 2LL)));
-            wsf_bulk_load(x_row + (((i + 2LL) % 3LL)) * 8192, x_ptr + wsf_udiv(((long long)blockIdx.x + ((i + 2LL) * (long long)gridDim.x)), col_tiles) * cols, (unsigned)((wsf_min(8192LL, cols) * 2LL)), &full[((i + 2LL) % 3LL)]);  // examples/rmsnorm.yaml:16
+            wsf_mbar_expect_tx(&full[((i + 1LL) % 2LL)], (unsigned)((wsf_min(8192LL, cols) * 2LL)));
+            wsf_bulk_load(x_row + (((i + 1LL) % 2LL)) * 8192, x_ptr + wsf_udiv(((long long)blockIdx.x + ((i + 1LL) * (long long)gridDim.x)), col_tiles) * cols, (unsigned)((wsf_min(8192LL, cols) * 2LL)), &full[((i + 1LL) % 2LL)]);  // examples/rmsnorm.yaml:16
         }
         const long long tile = ((long long)blockIdx.x + (i * (long long)gridDim.x));
         const long long row0 = wsf_udiv(tile, col_tiles);
         const long long col0 = (wsf_umod(tile, col_tiles) * 8192LL);
-        wsf_mbar_wait(&full[(i % 3LL)], (unsigned)((i / 3LL) & 1LL));   // wait until the stage's loads have landed
+        wsf_mbar_wait(&full[(i % 2LL)], (unsigned)((i / 2LL) & 1LL));   // wait until the stage's loads have landed
         {   // compute row row0: 6 ops of rmsnorm over one row
             const long long row = row0;
             // the row in registers: this thread's 2 x 8 elements of each value, computed once
@@ -48,7 +48,7 @@ rmsnorm(
             float v_y[2][8];  // examples/rmsnorm.yaml:20
             float v_y_square[2][8];  // examples/rmsnorm.yaml:20
             float v_y_normed[2][8];  // examples/rmsnorm.yaml:20
-            const wsf_bf16 *x_row_s = x_row + ((i % 3LL)) * 8192;
+            const wsf_bf16 *x_row_s = x_row + ((i % 2LL)) * 8192;
             // pass 1 over the row: the reductions of level 1
             float acc_y_ms = 0.0f;
             #pragma unroll
@@ -96,12 +96,12 @@ rmsnorm(
             }
         }
     }
-    // circular buffer: 3 stages, prefetch 2
-    for (long long i = wsf_max((my_tiles - 2LL), 0LL); i < my_tiles; i++) {   // epilogue: the last stages, nothing left to load
+    // circular buffer: 2 stages, prefetch 1
+    for (long long i = wsf_max((my_tiles - 1LL), 0LL); i < my_tiles; i++) {   // epilogue: the last stages, nothing left to load
         const long long tile = ((long long)blockIdx.x + (i * (long long)gridDim.x));
         const long long row0 = wsf_udiv(tile, col_tiles);
         const long long col0 = (wsf_umod(tile, col_tiles) * 8192LL);
-        wsf_mbar_wait(&full[(i % 3LL)], (unsigned)((i / 3LL) & 1LL));   // wait until the stage's loads have landed
+        wsf_mbar_wait(&full[(i % 2LL)], (unsigned)((i / 2LL) & 1LL));   // wait until the stage's loads have landed
         {   // compute row row0: 6 ops of rmsnorm over one row
             const long long row = row0;
             // the row in registers: this thread's 2 x 8 elements of each value, computed once
@@ -110,7 +110,7 @@ rmsnorm(
             float v_y[2][8];  // examples/rmsnorm.yaml:20
             float v_y_square[2][8];  // examples/rmsnorm.yaml:20
             float v_y_normed[2][8];  // examples/rmsnorm.yaml:20
-            const wsf_bf16 *x_row_s = x_row + ((i % 3LL)) * 8192;
+            const wsf_bf16 *x_row_s = x_row + ((i % 2LL)) * 8192;
             // pass 1 over the row: the reductions of level 1
             float acc_y_ms = 0.0f;
             #pragma unroll

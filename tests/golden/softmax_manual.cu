@@ -10,11 +10,11 @@ softmax_manual(
     const long long cols)
 {
     extern __shared__ __align__(1024) unsigned char wsf_smem[];
-    wsf_f16 *const x_row = (wsf_f16 *)(wsf_smem + 0);   // [8 stages][1][1024] f16
-    wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 16384);   // 8 mbarriers
+    wsf_f16 *const x_row = (wsf_f16 *)(wsf_smem + 0);   // [2 stages][1][1024] f16
+    wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 4096);   // 2 mbarriers
     __shared__ float wsf_red[64];   // one partial per warp for block reductions, twice
     if (threadIdx.x == 0) {   // one thread initialises the stage barriers
-        for (int s = 0; s < 8; s++)
+        for (int s = 0; s < 2; s++)
             wsf_mbar_init(&full[s], 1);
         wsf_fence_mbar_init();
     }
@@ -22,23 +22,23 @@ softmax_manual(
     const long long col_tiles = wsf_ceildiv(cols, 1024LL);
     const long long tiles = (rows * col_tiles);
     const long long my_tiles = wsf_ceildiv((tiles - (long long)blockIdx.x), (long long)gridDim.x);
-    // circular buffer: 8 stages, prefetch 7
-    for (long long p = 0LL; p < wsf_min(7LL, my_tiles); p++) {   // prologue: fill the first stages
+    // circular buffer: 2 stages, prefetch 1
+    for (long long p = 0LL; p < wsf_min(1LL, my_tiles); p++) {   // prologue: fill the first stages
         if (threadIdx.x == 0) {   // one thread issues the loads of the row
-            wsf_mbar_expect_tx(&full[(p % 8LL)], (unsigned)((wsf_min(1024LL, cols) * 2LL)));
-            wsf_bulk_load(x_row + ((p % 8LL)) * 1024, x_ptr + wsf_udiv(((long long)blockIdx.x + (p * (long long)gridDim.x)), col_tiles) * cols, (unsigned)((wsf_min(1024LL, cols) * 2LL)), &full[(p % 8LL)]);  // examples/softmax_manual.yaml:14
+            wsf_mbar_expect_tx(&full[(p % 2LL)], (unsigned)((wsf_min(1024LL, cols) * 2LL)));
+            wsf_bulk_load(x_row + ((p % 2LL)) * 1024, x_ptr + wsf_udiv(((long long)blockIdx.x + (p * (long long)gridDim.x)), col_tiles) * cols, (unsigned)((wsf_min(1024LL, cols) * 2LL)), &full[(p % 2LL)]);  // examples/softmax_manual.yaml:14
         }
     }
-    // circular buffer: 8 stages, prefetch 7
-    for (long long i = 0LL; i < (my_tiles - 7LL); i++) {   // main: load P tiles ahead, compute this one
+    // circular buffer: 2 stages, prefetch 1
+    for (long long i = 0LL; i < (my_tiles - 1LL); i++) {   // main: load P tiles ahead, compute this one
         if (threadIdx.x == 0) {   // one thread issues the loads of the row
-            wsf_mbar_expect_tx(&full[((i + 7LL) % 8LL)], (unsigned)((wsf_min(1024LL, cols) * 2LL)));
-            wsf_bulk_load(x_row + (((i + 7LL) % 8LL)) * 1024, x_ptr + wsf_udiv(((long long)blockIdx.x + ((i + 7LL) * (long long)gridDim.x)), col_tiles) * cols, (unsigned)((wsf_min(1024LL, cols) * 2LL)), &full[((i + 7LL) % 8LL)]);  // examples/softmax_manual.yaml:14
+            wsf_mbar_expect_tx(&full[((i + 1LL) % 2LL)], (unsigned)((wsf_min(1024LL, cols) * 2LL)));
+            wsf_bulk_load(x_row + (((i + 1LL) % 2LL)) * 1024, x_ptr + wsf_udiv(((long long)blockIdx.x + ((i + 1LL) * (long long)gridDim.x)), col_tiles) * cols, (unsigned)((wsf_min(1024LL, cols) * 2LL)), &full[((i + 1LL) % 2LL)]);  // examples/softmax_manual.yaml:14
         }
         const long long tile = ((long long)blockIdx.x + (i * (long long)gridDim.x));
         const long long row0 = wsf_udiv(tile, col_tiles);
         const long long col0 = (wsf_umod(tile, col_tiles) * 1024LL);
-        wsf_mbar_wait(&full[(i % 8LL)], (unsigned)((i / 8LL) & 1LL));   // wait until the stage's loads have landed
+        wsf_mbar_wait(&full[(i % 2LL)], (unsigned)((i / 2LL) & 1LL));   // wait until the stage's loads have landed
         {   // compute row row0: 5 ops of softmax_manual over one row
             const long long row = row0;
             // the row in registers: this thread's 1 x 8 elements of each value, computed once
@@ -46,7 +46,7 @@ softmax_manual(
             float v_d[1][8];  // examples/softmax_manual.yaml:18
             float v_e[1][8];  // examples/softmax_manual.yaml:19
             float v_y[1][8];  // examples/softmax_manual.yaml:21
-            const wsf_f16 *x_row_s = x_row + ((i % 8LL)) * 1024;
+            const wsf_f16 *x_row_s = x_row + ((i % 2LL)) * 1024;
             // pass 1 over the row: the reductions of level 1
             float acc_m = -__int_as_float(0x7f800000);
             #pragma unroll
@@ -95,12 +95,12 @@ softmax_manual(
             }
         }
     }
-    // circular buffer: 8 stages, prefetch 7
-    for (long long i = wsf_max((my_tiles - 7LL), 0LL); i < my_tiles; i++) {   // epilogue: the last stages, nothing left to load
+    // circular buffer: 2 stages, prefetch 1
+    for (long long i = wsf_max((my_tiles - 1LL), 0LL); i < my_tiles; i++) {   // epilogue: the last stages, nothing left to load
         const long long tile = ((long long)blockIdx.x + (i * (long long)gridDim.x));
         const long long row0 = wsf_udiv(tile, col_tiles);
         const long long col0 = (wsf_umod(tile, col_tiles) * 1024LL);
-        wsf_mbar_wait(&full[(i % 8LL)], (unsigned)((i / 8LL) & 1LL));   // wait until the stage's loads have landed
+        wsf_mbar_wait(&full[(i % 2LL)], (unsigned)((i / 2LL) & 1LL));   // wait until the stage's loads have landed
         {   // compute row row0: 5 ops of softmax_manual over one row
             const long long row = row0;
             // the row in registers: this thread's 1 x 8 elements of each value, computed once
@@ -108,7 +108,7 @@ softmax_manual(
             float v_d[1][8];  // examples/softmax_manual.yaml:18
             float v_e[1][8];  // examples/softmax_manual.yaml:19
             float v_y[1][8];  // examples/softmax_manual.yaml:21
-            const wsf_f16 *x_row_s = x_row + ((i % 8LL)) * 1024;
+            const wsf_f16 *x_row_s = x_row + ((i % 2LL)) * 1024;
             // pass 1 over the row: the reductions of level 1
             float acc_m = -__int_as_float(0x7f800000);
             #pragma unroll
