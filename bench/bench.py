@@ -167,21 +167,22 @@ CASES = [
            lambda s, dt: (randn(dt, s["M"], s["N"]), randn(dt, s["N"]), randn(dt, s["M"], s["N"])),
            _bias_silu_mul)
       for dt in ("bf16", "f32")),
-    # schedule variants of the bf16 cases: 16-byte stores from registers, warp specialization, stages
+    # schedule variants of the bf16 cases: 16-byte stores from registers, warp specialization, stages,
+    # a taller tile, the persistent pipelined loop
     *(Case(f"relu_chain_bf16_{tag}", RELU_CHAIN + f"schedule: {{{hint}}}\n", "bf16", {"N": 1 << 28},
            {"N": 1 << 20}, lambda s, dt: tuple(randn(dt, s["N"]) for _ in "abc"), _relu_chain)
       for tag, hint in (("vector", "store: vector"), ("ws", "warp_specialize: true"), ("s4", "stages: 4"),
-                        ("t32", "tile: [32, 256]"), ("np", "persistent: false"))),
+                        ("t32", "tile: [32, 256]"), ("p", "persistent: true"))),
     *(Case(f"bias_silu_mul_bf16_{tag}", BIAS_SILU_MUL + f"schedule: {{{hint}}}\n", "bf16",
            {"M": 65536, "N": 4096}, {"M": 512, "N": 4096},
            lambda s, dt: (randn(dt, s["M"], s["N"]), randn(dt, s["N"]), randn(dt, s["M"], s["N"])),
            _bias_silu_mul)
       for tag, hint in (("vector", "store: vector"), ("ws", "warp_specialize: true"),
-                        ("t32", "tile: [32, 256]"), ("np", "persistent: false"))),
-    # one CTA per tile, f32
-    Case("relu_chain_f32_np", RELU_CHAIN + "schedule: {persistent: false}\n", "f32", {"N": 1 << 28},
+                        ("t32", "tile: [32, 256]"), ("p", "persistent: true"))),
+    # the persistent pipelined loop, f32
+    Case("relu_chain_f32_p", RELU_CHAIN + "schedule: {persistent: true}\n", "f32", {"N": 1 << 28},
          {"N": 1 << 20}, lambda s, dt: tuple(randn(dt, s["N"]) for _ in "abc"), _relu_chain),
-    Case("bias_silu_mul_f32_np", BIAS_SILU_MUL + "schedule: {persistent: false}\n", "f32",
+    Case("bias_silu_mul_f32_p", BIAS_SILU_MUL + "schedule: {persistent: true}\n", "f32",
          {"M": 65536, "N": 4096}, {"M": 512, "N": 4096},
          lambda s, dt: (randn(dt, s["M"], s["N"]), randn(dt, s["N"]), randn(dt, s["M"], s["N"])),
          _bias_silu_mul),

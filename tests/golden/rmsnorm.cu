@@ -13,7 +13,7 @@ rmsnorm(
     extern __shared__ __align__(1024) unsigned char wsf_smem[];
     wsf_bf16 *const x_row = (wsf_bf16 *)(wsf_smem + 0);   // [2 stages][1][8192] bf16
     wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 32768);   // 2 mbarriers
-    __shared__ float wsf_red[64];   // one partial per warp for block reductions, twice
+    __shared__ float wsf_red[192];   // block reductions' partials: up to 3 a warp, twice
     if (threadIdx.x == 0) {   // one thread initialises the stage barriers
         for (int s = 0; s < 2; s++)
             wsf_mbar_init(&full[s], 1);
@@ -49,6 +49,7 @@ rmsnorm(
             float v_y_square[2][8];  // examples/rmsnorm.yaml:20
             float v_y_normed[2][8];  // examples/rmsnorm.yaml:20
             const wsf_bf16 *x_row_s = x_row + ((i % 2LL)) * 8192;
+            const bool wsf_flip = (i) & 1;   // odd rows start their reductions on the other scratch array
             // pass 1 over the row: the reductions of level 1
             float acc_y_ms = 0.0f;
             #pragma unroll
@@ -63,10 +64,9 @@ rmsnorm(
                 }
                 acc_y_ms = wsf_sum8(acc_y_ms, v_y_square[it], cols - e);
             }
-            const float r_y_ms = wsf_block_sum(acc_y_ms, wsf_red + 0) / (float)cols;   // mean of y  // examples/rmsnorm.yaml:20
+            const float r_y_ms = wsf_block_sum(acc_y_ms, wsf_red + (wsf_flip ? 96 : 0)) / (float)cols;   // mean of y  // examples/rmsnorm.yaml:20
             const float r_y_ms_eps = r_y_ms + 1e-06f;   // add  // examples/rmsnorm.yaml:20
             const float r_y_rrms = rsqrtf(r_y_ms_eps);   // rsqrt  // examples/rmsnorm.yaml:20
-            __syncthreads();   // every thread has read the last partials: the next row may reuse them
             // the last pass: the full-row outputs
             #pragma unroll
             for (int it = 0; it < 2; it++) {
@@ -111,6 +111,7 @@ rmsnorm(
             float v_y_square[2][8];  // examples/rmsnorm.yaml:20
             float v_y_normed[2][8];  // examples/rmsnorm.yaml:20
             const wsf_bf16 *x_row_s = x_row + ((i % 2LL)) * 8192;
+            const bool wsf_flip = (i) & 1;   // odd rows start their reductions on the other scratch array
             // pass 1 over the row: the reductions of level 1
             float acc_y_ms = 0.0f;
             #pragma unroll
@@ -125,10 +126,9 @@ rmsnorm(
                 }
                 acc_y_ms = wsf_sum8(acc_y_ms, v_y_square[it], cols - e);
             }
-            const float r_y_ms = wsf_block_sum(acc_y_ms, wsf_red + 0) / (float)cols;   // mean of y  // examples/rmsnorm.yaml:20
+            const float r_y_ms = wsf_block_sum(acc_y_ms, wsf_red + (wsf_flip ? 96 : 0)) / (float)cols;   // mean of y  // examples/rmsnorm.yaml:20
             const float r_y_ms_eps = r_y_ms + 1e-06f;   // add  // examples/rmsnorm.yaml:20
             const float r_y_rrms = rsqrtf(r_y_ms_eps);   // rsqrt  // examples/rmsnorm.yaml:20
-            __syncthreads();   // every thread has read the last partials: the next row may reuse them
             // the last pass: the full-row outputs
             #pragma unroll
             for (int it = 0; it < 2; it++) {
