@@ -294,43 +294,6 @@ __device__ __forceinline__ float wsf_block_max(float v, float *scratch)
 	__syncthreads();
 	return wsf_warp_max(lane < warps ? scratch[lane] : -__int_as_float(0x7f800000));
 }
-// Merges partial (n, mean, M2) B into A (Chan, Golub and LeVeque); an empty
-// partial (n == 0) changes nothing.
-__device__ __forceinline__ void wsf_chan(float &n, float &mean, float &m2, float nb, float meanb, float m2b)
-{
-	const float nn = n + nb, d = meanb - mean, f = nb / fmaxf(nn, 1.0f);
-
-	mean += d * f;
-	m2 += m2b + d * d * n * f;
-	n = nn;
-}
-// Mean and M2 (the sum of squared deviations) of the whole CTA's elements from
-// each thread's (n, mean, M2), in one __syncthreads (SCRATCH: 96 floats, under
-// the rule of wsf_block_sum).  Every thread gets the same bits: partials merge
-// down to lane 0 and warp 0's order, then are broadcast.
-__device__ __forceinline__ float2 wsf_block_meanvar(float n, float mean, float m2, float *scratch)
-{
-	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
-
-#pragma unroll
-	for (int o = 16; o > 0; o >>= 1)
-		wsf_chan(n, mean, m2, __shfl_down_sync(0xffffffffu, n, o), __shfl_down_sync(0xffffffffu, mean, o),
-		         __shfl_down_sync(0xffffffffu, m2, o));
-	if (lane == 0) {
-		scratch[warp] = n;
-		scratch[32 + warp] = mean;
-		scratch[64 + warp] = m2;
-	}
-	__syncthreads();
-	n = lane < warps ? scratch[lane] : 0.0f;
-	mean = lane < warps ? scratch[32 + lane] : 0.0f;
-	m2 = lane < warps ? scratch[64 + lane] : 0.0f;
-#pragma unroll
-	for (int o = 16; o > 0; o >>= 1)
-		wsf_chan(n, mean, m2, __shfl_down_sync(0xffffffffu, n, o), __shfl_down_sync(0xffffffffu, mean, o),
-		         __shfl_down_sync(0xffffffffu, m2, o));
-	return make_float2(__shfl_sync(0xffffffffu, mean, 0), __shfl_sync(0xffffffffu, m2, 0));
-}
 // A thread's part of a row reduction: the first min(N, 8) of V into ACC.  The
 // loops are unrolled with a guard, not bounded by N, so V stays in registers
 // (a loop bound the compiler cannot see puts V in local memory).

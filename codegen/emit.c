@@ -581,36 +581,6 @@ emit_row_scalars(Emit *e, const int *level, int upto, bool *done)
 }
 
 /*
- * Mean and variance together.  When reduction O2 is the mean (or sum) of
- * (x - m) * (x - m) and m is the mean of the same row x, the op index of m's
- * reduction, else 0.  In register mode both come from one block reduction:
- * each thread's mean and sum of squared deviations over its own elements,
- * merged across the CTA (Chan et al.), the two-pass variance's accuracy
- * at one barrier instead of two, and one less pass over the row.
- */
-static int
-row_variance_of(const Emit *e, const Op *o2)
-{
-	const Fusion *f = e->f;
-	const Op *sq, *dev, *mean;
-
-	if (!e->row_steps || (o2->kind != OP_MEAN && o2->kind != OP_SUM) || f->tensor[o2->in[0].tensor].kind != TK_VALUE)
-		return 0;
-	sq = &f->op[f->tensor[o2->in[0].tensor].def];
-	if (sq->kind != OP_MUL || !sq->in[0].tensor || sq->in[0].tensor != sq->in[1].tensor ||
-	    f->tensor[sq->in[0].tensor].kind != TK_VALUE)
-		return 0;
-	dev = &f->op[f->tensor[sq->in[0].tensor].def];
-	if (dev->kind != OP_SUB || !dev->in[0].tensor || !row_full(e->k, dev->in[0].tensor) || !dev->in[1].tensor ||
-	    f->tensor[dev->in[1].tensor].kind != TK_VALUE)
-		return 0;
-	mean = &f->op[f->tensor[dev->in[1].tensor].def];
-	if (mean->kind != OP_MEAN || mean->in[0].tensor != dev->in[0].tensor)
-		return 0;
-	return f->tensor[dev->in[1].tensor].def;
-}
-
-/*
  * The scratch array of the row's block reduction number NRED.  Reductions
  * alternate two arrays, so each needs one barrier (see wsf_block_sum).  A
  * row with an odd number of them would start the next row on the array it
@@ -621,50 +591,8 @@ static const char *
 row_scratch(Emit *e, int nred)
 {
 	if (!e->row_flip)
-		return arena_printf(e->c->arena, "wsf_red + %d", 96 * (nred & 1));
-	return arena_printf(e->c->arena, "wsf_red + (wsf_flip ? %d : %d)", 96 * ((nred + 1) & 1), 96 * (nred & 1));
-}
-
-/* The block reduction of mean MEAN (its row sum is in acc_) and variance VAR of the same row, at SCRATCH. */
-static void
-emit_row_meanvar(Emit *e, const Op *mean, const Op *var, const char *scratch)
-{
-	const Fusion *f = e->f;
-	const char *m = f->tensor[mean->out].name, *x = row_value(e, mean->in[0].tensor);
-	const char *n = ident(e, "n_", m, ""), *m2 = ident(e, "m2_", m, ""), *mv = ident(e, "mv_", m, "");
-
-	line(e, "// %s and %s in one block reduction: each thread's mean and sum of squared deviations, merged",
-	     m, f->tensor[var->out].name);
-	line(e, "float %s = 0.0f, %s = 0.0f;", n, m2);
-	line(e, "#pragma unroll");
-	line(e, "for (int it = 0; it < %d; it++) {", e->row_steps);
-	e->depth++;
-	line(e, "const int e = threadIdx.x * %d + it * %d;", VEC, e->k->consumer_threads * VEC);
-	line(e, "if (e >= cols)");
-	line(e, "    break;");
-	line(e, "%s += (float)(cols - e < %d ? cols - e : %d);", n, VEC, VEC);
-	e->depth--;
-	line(e, "}");
-	line(e, "const float %s = %s > 0.0f ? %s / %s : 0.0f;", ident(e, "tmean_", m, ""), n, ident(e, "acc_", m, ""), n);
-	line(e, "#pragma unroll");
-	line(e, "for (int it = 0; it < %d; it++) {", e->row_steps);
-	e->depth++;
-	line(e, "const int e = threadIdx.x * %d + it * %d;", VEC, e->k->consumer_threads * VEC);
-	line(e, "if (e >= cols)");
-	line(e, "    break;");
-	line(e, "#pragma unroll");
-	line(e, "for (int v = 0; v < %d; v++) {", VEC);
-	line(e, "    const float d = %s[v] - %s;", x, ident(e, "tmean_", m, ""));
-	line(e, "    %s += e + v < cols ? d * d : 0.0f;", m2);
-	line(e, "}");
-	e->depth--;
-	line(e, "}");
-	line(e, "const float2 %s = wsf_block_meanvar(%s, %s, %s, %s);", mv, n, ident(e, "tmean_", m, ""), m2, scratch);
-	line(e, "const float %s = %s.x;   // %s%s%s%s", ident(e, "r_", m, ""), mv, op_info[mean->kind].name,
-	     mean->origin ? " of " : "", mean->origin ? mean->origin : "", pos_comment(e, mean->pos));
-	line(e, "const float %s = %s.y%s;   // %s%s%s%s", ident(e, "r_", f->tensor[var->out].name, ""), mv,
-	     var->kind == OP_MEAN ? " / (float)cols" : "", op_info[var->kind].name, var->origin ? " of " : "",
-	     var->origin ? var->origin : "", pos_comment(e, var->pos));
+		return arena_printf(e->c->arena, "wsf_red + %d", 32 * (nred & 1));
+	return arena_printf(e->c->arena, "wsf_red + (wsf_flip ? %d : %d)", 32 * ((nred + 1) & 1), 32 * (nred & 1));
 }
 
 static void
@@ -675,7 +603,6 @@ emit_row_compute(Emit *e, const Stmt *s)
 	int *level = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *level);
 	bool *done = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *done);
 	bool *need, *have = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *have);
-	int *var_of = arena_alloc(e->c->arena, (size_t)f->nop * sizeof *var_of);  /* mean op -> its variance op */
 	int i, j, L, maxl = 0, nred = 0;
 
 	for (i = 1; i < f->nop; i++) {
@@ -715,15 +642,9 @@ emit_row_compute(Emit *e, const Stmt *s)
 		     k->tview[t] == VIEW_COL ? "row" : "0", pos_comment(e, f->tensor[t].pos));
 		done[t] = true;
 	}
-	for (i = 1; i < f->nop; i++) {
-		int m = op_info[f->op[i].kind].cls == CLS_REDUCE ? row_variance_of(e, &f->op[i]) : 0;
-
-		if (m && !var_of[m])
-			var_of[m] = i;
-	}
-	/* block reductions a row: each reduction, a mean and its variance counting once */
+	/* block reductions a row */
 	for (i = 1, j = 0; i < f->nop; i++)
-		j += op_info[f->op[i].kind].cls == CLS_REDUCE && !row_variance_of(e, &f->op[i]);
+		j += op_info[f->op[i].kind].cls == CLS_REDUCE;
 	if ((j & 1) && s->nreads && s->reads[0].slot->kind == EX_MOD) {
 		/* the stage counter: the slot is counter % S */
 		line(e, "const bool wsf_flip = (%s) & 1;   // odd rows start their reductions on the other scratch array",
@@ -732,23 +653,15 @@ emit_row_compute(Emit *e, const Stmt *s)
 	}
 	emit_row_scalars(e, level, 0, done);  /* per-row values that need no reduction */
 	for (L = 1; L <= maxl; L++) {
-		bool any = false;
-
 		need = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *need);
 		for (i = 1; i < f->nop; i++)
-			if (op_info[f->op[i].kind].cls == CLS_REDUCE && level[f->op[i].out] == L && !done[f->op[i].out]) {
+			if (op_info[f->op[i].kind].cls == CLS_REDUCE && level[f->op[i].out] == L)
 				row_needs(e, f->op[i].in[0].tensor, need);
-				any = true;
-			}
-		if (!any) {  /* its reductions came with their means */
-			emit_row_scalars(e, level, L, done);
-			continue;
-		}
 		line(e, "// pass %d over the row: the reductions of level %d", L, L);
 		for (i = 1; i < f->nop; i++) {
 			const Op *o = &f->op[i];
 
-			if (op_info[o->kind].cls == CLS_REDUCE && level[o->out] == L && !done[o->out])
+			if (op_info[o->kind].cls == CLS_REDUCE && level[o->out] == L)
 				line(e, "float acc_%s = %s;", ident(e, "", f->tensor[o->out].name, ""),
 				     o->kind == OP_MAX ? "-__int_as_float(0x7f800000)" : "0.0f");
 		}
@@ -758,7 +671,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 			const char *acc = ident(e, "acc_", f->tensor[o->out].name, "");
 			const char *in = row_value(e, o->in[0].tensor);
 
-			if (op_info[o->kind].cls != CLS_REDUCE || level[o->out] != L || done[o->out])
+			if (op_info[o->kind].cls != CLS_REDUCE || level[o->out] != L)
 				continue;
 			line(e, "%s = wsf_%s8(%s, %s, cols - e);", acc, o->kind == OP_MAX ? "max" : "sum", acc, in);
 		}
@@ -767,13 +680,8 @@ emit_row_compute(Emit *e, const Stmt *s)
 			const Op *o = &f->op[i];
 			const char *name = f->tensor[o->out].name;
 
-			if (op_info[o->kind].cls != CLS_REDUCE || level[o->out] != L || done[o->out])
+			if (op_info[o->kind].cls != CLS_REDUCE || level[o->out] != L)
 				continue;
-			if (var_of[i]) {
-				emit_row_meanvar(e, o, &f->op[var_of[i]], row_scratch(e, nred++));
-				done[o->out] = done[f->op[var_of[i]].out] = true;
-				continue;
-			}
 			/* consecutive reductions alternate scratch arrays, so each needs one barrier, not two */
 			line(e, "const float %s = wsf_block_%s(%s, %s)%s;   // %s%s%s%s", ident(e, "r_", name, ""),
 			     o->kind == OP_MAX ? "max" : "sum", ident(e, "acc_", name, ""), row_scratch(e, nred++),
@@ -1070,7 +978,7 @@ codegen_emit(Comp *c, Buf *b, Launch **launch)
 	l = arena_alloc(c->arena, sizeof *l);
 	l->smem_bytes = emit_smem(&e);
 	if (k->family == FAM_REDUCTION)
-		line(&e, "__shared__ float wsf_red[192];   // block reductions' partials: up to 3 a warp, twice");
+		line(&e, "__shared__ float wsf_red[64];   // one partial per warp for block reductions, twice");
 	for (i = 1; i < k->nparam; i++)
 		if (k->param[i].kind == PK_TMAP) {
 			line(&e, "if (threadIdx.x == 0)");

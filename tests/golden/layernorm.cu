@@ -14,7 +14,7 @@ layernorm(
     extern __shared__ __align__(1024) unsigned char wsf_smem[];
     wsf_bf16 *const x_row = (wsf_bf16 *)(wsf_smem + 0);   // [2 stages][1][4096] bf16
     wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 16384);   // 2 mbarriers
-    __shared__ float wsf_red[192];   // block reductions' partials: up to 3 a warp, twice
+    __shared__ float wsf_red[64];   // one partial per warp for block reductions, twice
     if (threadIdx.x == 0) {   // one thread initialises the stage barriers
         for (int s = 0; s < 2; s++)
             wsf_mbar_init(&full[s], 1);
@@ -53,7 +53,6 @@ layernorm(
             float v_y_normed[2][8];  // examples/layernorm.yaml:22
             float v_y_scaled[2][8];  // examples/layernorm.yaml:22
             const wsf_bf16 *x_row_s = x_row + ((i % 2LL)) * 4096;
-            const bool wsf_flip = (i) & 1;   // odd rows start their reductions on the other scratch array
             // pass 1 over the row: the reductions of level 1
             float acc_y_mean = 0.0f;
             #pragma unroll
@@ -64,16 +63,9 @@ layernorm(
                 wsf_load8(v_x[it], x_row_s + e);
                 acc_y_mean = wsf_sum8(acc_y_mean, v_x[it], cols - e);
             }
-            // y.mean and y.var in one block reduction: each thread's mean and sum of squared deviations, merged
-            float n_y_mean = 0.0f, m2_y_mean = 0.0f;
-            #pragma unroll
-            for (int it = 0; it < 2; it++) {
-                const int e = threadIdx.x * 8 + it * 2048;
-                if (e >= cols)
-                    break;
-                n_y_mean += (float)(cols - e < 8 ? cols - e : 8);
-            }
-            const float tmean_y_mean = n_y_mean > 0.0f ? acc_y_mean / n_y_mean : 0.0f;
+            const float r_y_mean = wsf_block_sum(acc_y_mean, wsf_red + 0) / (float)cols;   // mean of y  // examples/layernorm.yaml:22
+            // pass 2 over the row: the reductions of level 2
+            float acc_y_var = 0.0f;
             #pragma unroll
             for (int it = 0; it < 2; it++) {
                 const int e = threadIdx.x * 8 + it * 2048;
@@ -81,13 +73,12 @@ layernorm(
                     break;
                 #pragma unroll
                 for (int v = 0; v < 8; v++) {
-                    const float d = v_x[it][v] - tmean_y_mean;
-                    m2_y_mean += e + v < cols ? d * d : 0.0f;
+                    v_y_centered[it][v] = v_x[it][v] - r_y_mean;   // sub  // examples/layernorm.yaml:22
+                    v_y_square[it][v] = v_y_centered[it][v] * v_y_centered[it][v];   // mul  // examples/layernorm.yaml:22
                 }
+                acc_y_var = wsf_sum8(acc_y_var, v_y_square[it], cols - e);
             }
-            const float2 mv_y_mean = wsf_block_meanvar(n_y_mean, tmean_y_mean, m2_y_mean, wsf_red + (wsf_flip ? 96 : 0));
-            const float r_y_mean = mv_y_mean.x;   // mean of y  // examples/layernorm.yaml:22
-            const float r_y_var = mv_y_mean.y / (float)cols;   // mean of y  // examples/layernorm.yaml:22
+            const float r_y_var = wsf_block_sum(acc_y_var, wsf_red + 32) / (float)cols;   // mean of y  // examples/layernorm.yaml:22
             const float r_y_var_eps = r_y_var + 1e-05f;   // add  // examples/layernorm.yaml:22
             const float r_y_rstd = rsqrtf(r_y_var_eps);   // rsqrt  // examples/layernorm.yaml:22
             // the last pass: the full-row outputs
@@ -146,7 +137,6 @@ layernorm(
             float v_y_normed[2][8];  // examples/layernorm.yaml:22
             float v_y_scaled[2][8];  // examples/layernorm.yaml:22
             const wsf_bf16 *x_row_s = x_row + ((i % 2LL)) * 4096;
-            const bool wsf_flip = (i) & 1;   // odd rows start their reductions on the other scratch array
             // pass 1 over the row: the reductions of level 1
             float acc_y_mean = 0.0f;
             #pragma unroll
@@ -157,16 +147,9 @@ layernorm(
                 wsf_load8(v_x[it], x_row_s + e);
                 acc_y_mean = wsf_sum8(acc_y_mean, v_x[it], cols - e);
             }
-            // y.mean and y.var in one block reduction: each thread's mean and sum of squared deviations, merged
-            float n_y_mean = 0.0f, m2_y_mean = 0.0f;
-            #pragma unroll
-            for (int it = 0; it < 2; it++) {
-                const int e = threadIdx.x * 8 + it * 2048;
-                if (e >= cols)
-                    break;
-                n_y_mean += (float)(cols - e < 8 ? cols - e : 8);
-            }
-            const float tmean_y_mean = n_y_mean > 0.0f ? acc_y_mean / n_y_mean : 0.0f;
+            const float r_y_mean = wsf_block_sum(acc_y_mean, wsf_red + 0) / (float)cols;   // mean of y  // examples/layernorm.yaml:22
+            // pass 2 over the row: the reductions of level 2
+            float acc_y_var = 0.0f;
             #pragma unroll
             for (int it = 0; it < 2; it++) {
                 const int e = threadIdx.x * 8 + it * 2048;
@@ -174,13 +157,12 @@ layernorm(
                     break;
                 #pragma unroll
                 for (int v = 0; v < 8; v++) {
-                    const float d = v_x[it][v] - tmean_y_mean;
-                    m2_y_mean += e + v < cols ? d * d : 0.0f;
+                    v_y_centered[it][v] = v_x[it][v] - r_y_mean;   // sub  // examples/layernorm.yaml:22
+                    v_y_square[it][v] = v_y_centered[it][v] * v_y_centered[it][v];   // mul  // examples/layernorm.yaml:22
                 }
+                acc_y_var = wsf_sum8(acc_y_var, v_y_square[it], cols - e);
             }
-            const float2 mv_y_mean = wsf_block_meanvar(n_y_mean, tmean_y_mean, m2_y_mean, wsf_red + (wsf_flip ? 96 : 0));
-            const float r_y_mean = mv_y_mean.x;   // mean of y  // examples/layernorm.yaml:22
-            const float r_y_var = mv_y_mean.y / (float)cols;   // mean of y  // examples/layernorm.yaml:22
+            const float r_y_var = wsf_block_sum(acc_y_var, wsf_red + 32) / (float)cols;   // mean of y  // examples/layernorm.yaml:22
             const float r_y_var_eps = r_y_var + 1e-05f;   // add  // examples/layernorm.yaml:22
             const float r_y_rstd = rsqrtf(r_y_var_eps);   // rsqrt  // examples/layernorm.yaml:22
             // the last pass: the full-row outputs

@@ -13,7 +13,7 @@ rmsnorm(
     extern __shared__ __align__(1024) unsigned char wsf_smem[];
     wsf_bf16 *const x_row = (wsf_bf16 *)(wsf_smem + 0);   // [2 stages][1][8192] bf16
     wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 32768);   // 2 mbarriers
-    __shared__ float wsf_red[192];   // block reductions' partials: up to 3 a warp, twice
+    __shared__ float wsf_red[64];   // one partial per warp for block reductions, twice
     if (threadIdx.x == 0) {   // one thread initialises the stage barriers
         for (int s = 0; s < 2; s++)
             wsf_mbar_init(&full[s], 1);
@@ -64,7 +64,7 @@ rmsnorm(
                 }
                 acc_y_ms = wsf_sum8(acc_y_ms, v_y_square[it], cols - e);
             }
-            const float r_y_ms = wsf_block_sum(acc_y_ms, wsf_red + (wsf_flip ? 96 : 0)) / (float)cols;   // mean of y  // examples/rmsnorm.yaml:20
+            const float r_y_ms = wsf_block_sum(acc_y_ms, wsf_red + (wsf_flip ? 32 : 0)) / (float)cols;   // mean of y  // examples/rmsnorm.yaml:20
             const float r_y_ms_eps = r_y_ms + 1e-06f;   // add  // examples/rmsnorm.yaml:20
             const float r_y_rrms = rsqrtf(r_y_ms_eps);   // rsqrt  // examples/rmsnorm.yaml:20
             // the last pass: the full-row outputs
@@ -126,7 +126,7 @@ rmsnorm(
                 }
                 acc_y_ms = wsf_sum8(acc_y_ms, v_y_square[it], cols - e);
             }
-            const float r_y_ms = wsf_block_sum(acc_y_ms, wsf_red + (wsf_flip ? 96 : 0)) / (float)cols;   // mean of y  // examples/rmsnorm.yaml:20
+            const float r_y_ms = wsf_block_sum(acc_y_ms, wsf_red + (wsf_flip ? 32 : 0)) / (float)cols;   // mean of y  // examples/rmsnorm.yaml:20
             const float r_y_ms_eps = r_y_ms + 1e-06f;   // add  // examples/rmsnorm.yaml:20
             const float r_y_rrms = rsqrtf(r_y_ms_eps);   // rsqrt  // examples/rmsnorm.yaml:20
             // the last pass: the full-row outputs

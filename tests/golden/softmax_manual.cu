@@ -12,7 +12,7 @@ softmax_manual(
     extern __shared__ __align__(1024) unsigned char wsf_smem[];
     wsf_f16 *const x_row = (wsf_f16 *)(wsf_smem + 0);   // [2 stages][1][1024] f16
     wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 4096);   // 2 mbarriers
-    __shared__ float wsf_red[192];   // block reductions' partials: up to 3 a warp, twice
+    __shared__ float wsf_red[64];   // one partial per warp for block reductions, twice
     if (threadIdx.x == 0) {   // one thread initialises the stage barriers
         for (int s = 0; s < 2; s++)
             wsf_mbar_init(&full[s], 1);
@@ -72,7 +72,7 @@ softmax_manual(
                 }
                 acc_s = wsf_sum8(acc_s, v_e[it], cols - e);
             }
-            const float r_s = wsf_block_sum(acc_s, wsf_red + 96);   // sum  // examples/softmax_manual.yaml:20
+            const float r_s = wsf_block_sum(acc_s, wsf_red + 32);   // sum  // examples/softmax_manual.yaml:20
             // the last pass: the full-row outputs
             #pragma unroll
             for (int it = 0; it < 1; it++) {
@@ -134,7 +134,7 @@ softmax_manual(
                 }
                 acc_s = wsf_sum8(acc_s, v_e[it], cols - e);
             }
-            const float r_s = wsf_block_sum(acc_s, wsf_red + 96);   // sum  // examples/softmax_manual.yaml:20
+            const float r_s = wsf_block_sum(acc_s, wsf_red + 32);   // sum  // examples/softmax_manual.yaml:20
             // the last pass: the full-row outputs
             #pragma unroll
             for (int it = 0; it < 1; it++) {
