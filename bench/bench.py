@@ -179,6 +179,13 @@ CASES = [
            _bias_silu_mul)
       for tag, hint in (("vector", "store: vector"), ("ws", "warp_specialize: true"),
                         ("t32", "tile: [32, 256]"), ("p", "persistent: true"))),
+    # 16-byte stores from registers, f32
+    Case("relu_chain_f32_vector", RELU_CHAIN + "schedule: {store: vector}\n", "f32", {"N": 1 << 28},
+         {"N": 1 << 20}, lambda s, dt: tuple(randn(dt, s["N"]) for _ in "abc"), _relu_chain),
+    Case("bias_silu_mul_f32_vector", BIAS_SILU_MUL + "schedule: {store: vector}\n", "f32",
+         {"M": 65536, "N": 4096}, {"M": 512, "N": 4096},
+         lambda s, dt: (randn(dt, s["M"], s["N"]), randn(dt, s["N"]), randn(dt, s["M"], s["N"])),
+         _bias_silu_mul),
     # the persistent pipelined loop, f32
     Case("relu_chain_f32_p", RELU_CHAIN + "schedule: {persistent: true}\n", "f32", {"N": 1 << 28},
          {"N": 1 << 20}, lambda s, dt: tuple(randn(dt, s["N"]) for _ in "abc"), _relu_chain),
