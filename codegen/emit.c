@@ -62,6 +62,8 @@ typedef struct Emit {
 	int depth;
 	bool in_producer;    /* inside the producer role: elect() is its first thread */
 	bool row_flip;       /* a row's block reductions start on the scratch array wsf_flip names */
+	const char *compute_fn;    /* the compute's __device__ function, when it is emitted once; else NULL */
+	const char *compute_args;  /* the arguments of its calls */
 	int row_steps;       /* row reductions kept in registers: element-loop steps a row takes; else 0 */
 	const char **value;  /* per fusion tensor: the C name of its current value */
 } Emit;
@@ -741,6 +743,15 @@ emit_row_compute(Emit *e, const Stmt *s)
 static void emit_stmt(Emit *e, const Stmt *s);
 
 static void
+emit_compute_body(Emit *e, const Stmt *s)
+{
+	if (e->k->family == FAM_REDUCTION)
+		emit_row_compute(e, s);
+	else
+		emit_compute(e, s);
+}
+
+static void
 emit_body(Emit *e, const Stmt *s)
 {
 	int i;
@@ -865,10 +876,10 @@ emit_stmt(Emit *e, const Stmt *s)
 		     (long long)s->n);
 		break;
 	case ST_COMPUTE:
-		if (k->family == FAM_REDUCTION)
-			emit_row_compute(e, s);
+		if (e->compute_fn)
+			line(e, "%s(%s);   // %s", e->compute_fn, e->compute_args, s->comment ? s->comment : "compute");
 		else
-			emit_compute(e, s);
+			emit_compute_body(e, s);
 		break;
 	default:
 		break;
@@ -949,6 +960,131 @@ min_ctas(const Kernel *k)
 	return n < 1 ? 1 : n;
 }
 
+typedef struct Computes {
+	const Stmt *s[8];
+	int n;
+} Computes;
+
+static void
+find_compute(Stmt *s, void *user)
+{
+	Computes *cs = user;
+
+	if (s->kind == ST_COMPUTE && cs->n < (int)countof(cs->s))
+		cs->s[cs->n] = s;
+	if (s->kind == ST_COMPUTE)
+		cs->n++;
+}
+
+static void
+expr_vars(const Expr *x, bool *used)
+{
+	if (!x)
+		return;
+	if (x->kind == EX_VAR)
+		used[x->var] = true;
+	expr_vars(x->a, used);
+	expr_vars(x->b, used);
+}
+
+/* The text of compute S as the body of a function (depth 0). */
+static const char *
+compute_text(Emit *e, const Stmt *s)
+{
+	Buf *saved = e->b, text;
+	int depth = e->depth;
+
+	buf_init(&text, e->c->arena);
+	e->b = &text;
+	e->depth = 0;
+	emit_compute_body(e, s);
+	e->b = saved;
+	e->depth = depth;
+	return buf_str(&text);
+}
+
+/*
+ * A circular-buffered kernel computes in its main and its epilogue loop: the
+ * same statement twice.  Its text goes into one __device__ __forceinline__
+ * function before the kernel, with what it reads as parameters under the
+ * kernel's own names, and both loops call it.  Inlined, the machine code is
+ * the kernel's with the body written out twice; the source is half as long.
+ * When the computes differ, or there is one, they are written in place.
+ */
+static void
+emit_compute_function(Emit *e)
+{
+	Kernel *k = e->k;
+	Computes cs = {{0}, 0};
+	bool *used = arena_alloc(e->c->arena, (size_t)k->nvar * sizeof *used);
+	const char *body;
+	Buf params, args;
+	int i, j;
+
+	st_walk(k->body, find_compute, &cs);
+	if (cs.n < 2 || cs.n > (int)countof(cs.s))
+		return;
+	body = compute_text(e, cs.s[0]);
+	for (i = 1; i < cs.n; i++)
+		if (strcmp(body, compute_text(e, cs.s[i])) != 0)
+			return;
+	for (i = 0; i < cs.n; i++) {
+		const Stmt *s = cs.s[i];
+
+		expr_vars(s->a, used);
+		expr_vars(s->b, used);
+		for (j = 0; j < s->nreads; j++)
+			expr_vars(s->reads[j].slot, used);
+		for (j = 0; j < s->nwrites; j++)
+			expr_vars(s->writes[j].slot, used);
+	}
+	for (i = 1; i < k->nparam; i++)  /* size params are passed below, with the other params */
+		if (k->param[i].kind == PK_SIZE)
+			used[k->param[i].var] = false;
+	buf_init(&params, e->c->arena);
+	buf_init(&args, e->c->arena);
+	for (i = 1; i < k->nvar; i++)
+		if (used[i]) {
+			buf_printf(&params, "%s    const long long %s", params.len ? ",\n" : "", k->var[i].name);
+			buf_printf(&args, "%s%s", args.len ? ", " : "", k->var[i].name);
+		}
+	for (i = 1; i < k->nparam; i++) {
+		const KParam *p = &k->param[i];
+
+		for (j = 1; j < k->nbuf && k->buf[j].param != i; j++)
+			;
+		if (p->kind == PK_PTR && j < k->nbuf)
+			continue;  /* loaded into a stage: the compute reads the buffer */
+		if (p->kind == PK_PTR)
+			buf_printf(&params, "%s    %s%s *__restrict__ %s", params.len ? ",\n" : "",
+			           p->arg < e->f->ninput ? "const " : "", storage_type(p->dtype), param_name(e, p));
+		else if (p->kind == PK_SIZE)
+			buf_printf(&params, "%s    const long long %s", params.len ? ",\n" : "", k->var[p->var].name);
+		else
+			continue;
+		buf_printf(&args, "%s%s", args.len ? ", " : "", p->kind == PK_PTR ? param_name(e, p) : k->var[p->var].name);
+	}
+	for (i = 1; i < k->nbuf; i++) {
+		buf_printf(&params, "%s    %s *const %s", params.len ? ",\n" : "", storage_type(k->buf[i].dtype),
+		           k->buf[i].name);
+		buf_printf(&args, "%s%s", args.len ? ", " : "", k->buf[i].name);
+	}
+	if (k->family == FAM_REDUCTION) {
+		buf_printf(&params, "%s    float *const wsf_red", params.len ? ",\n" : "");
+		buf_printf(&args, "%swsf_red", args.len ? ", " : "");
+	}
+	e->compute_fn = arena_printf(e->c->arena, "%s_compute", k->name);
+	e->compute_args = buf_str(&args);
+	line(e, "// The compute of one %s, called from the main and the epilogue loops.",
+	     k->family == FAM_REDUCTION ? "row" : "tile");
+	line(e, "static __device__ __forceinline__ void");
+	line(e, "%s(", e->compute_fn);
+	buf_puts(e->b, buf_str(&params));
+	buf_puts(e->b, ")\n");
+	buf_puts(e->b, body);
+	buf_puts(e->b, "\n");
+}
+
 int
 codegen_emit(Comp *c, Buf *b, Launch **launch)
 {
@@ -968,6 +1104,7 @@ codegen_emit(Comp *c, Buf *b, Launch **launch)
 	           k->persistent ? "persistent over tiles" : "one CTA per tile",
 	           k->warp_specialize ? ", warp-specialized" : "");
 	buf_printf(b, "#include \"%s\"\n\n", CODEGEN_DEVICE_HEADER_NAME);
+	emit_compute_function(&e);
 	line(&e, "extern \"C\" __global__ void __launch_bounds__(%d, %d)", k->threads, min_ctas(k));
 	line(&e, "%s(", k->name);
 	e.depth = 1;

@@ -2,6 +2,97 @@
 // 256 threads (256 compute), tile 1 x 4096, persistent over tiles.
 #include "wsfuse_device.cuh"
 
+// The compute of one row, called from the main and the epilogue loops.
+static __device__ __forceinline__ void
+layernorm_compute(
+    const long long i,
+    const long long row0,
+    const long long col0,
+    const wsf_bf16 *__restrict__ weight_ptr,
+    const wsf_bf16 *__restrict__ bias_ptr,
+    wsf_bf16 *__restrict__ y_out_ptr,
+    const long long rows,
+    const long long cols,
+    wsf_bf16 *const x_row,
+    float *const wsf_red)
+{   // compute row row0: 9 ops of layernorm over one row
+    const long long row = row0;
+    // the row in registers: this thread's 2 x 8 elements of each value, computed once
+    float v_x[2][8];  // examples/layernorm.yaml:17
+    float v_weight[2][8];  // examples/layernorm.yaml:18
+    float v_bias[2][8];  // examples/layernorm.yaml:19
+    float v_y[2][8];  // examples/layernorm.yaml:22
+    float v_y_centered[2][8];  // examples/layernorm.yaml:22
+    float v_y_square[2][8];  // examples/layernorm.yaml:22
+    float v_y_normed[2][8];  // examples/layernorm.yaml:22
+    float v_y_scaled[2][8];  // examples/layernorm.yaml:22
+    const wsf_bf16 *x_row_s = x_row + ((i % 2LL)) * 4096;
+    // pass 1 over the row: the reductions of level 1
+    float acc_y_mean = 0.0f;
+    #pragma unroll
+    for (int it = 0; it < 2; it++) {
+        const int e = threadIdx.x * 8 + it * 2048;
+        if (e >= cols)
+            break;
+        wsf_load8(v_x[it], x_row_s + e);
+        acc_y_mean = wsf_sum8(acc_y_mean, v_x[it], cols - e);
+    }
+    const float r_y_mean = wsf_block_sum(acc_y_mean, wsf_red + 0) / (float)cols;   // mean of y  // examples/layernorm.yaml:22
+    // pass 2 over the row: the reductions of level 2
+    float acc_y_var = 0.0f;
+    #pragma unroll
+    for (int it = 0; it < 2; it++) {
+        const int e = threadIdx.x * 8 + it * 2048;
+        if (e >= cols)
+            break;
+        #pragma unroll
+        for (int v = 0; v < 8; v++) {
+            v_y_centered[it][v] = v_x[it][v] - r_y_mean;   // sub  // examples/layernorm.yaml:22
+            v_y_square[it][v] = v_y_centered[it][v] * v_y_centered[it][v];   // mul  // examples/layernorm.yaml:22
+        }
+        acc_y_var = wsf_sum8(acc_y_var, v_y_square[it], cols - e);
+    }
+    const float r_y_var = wsf_block_sum(acc_y_var, wsf_red + 32) / (float)cols;   // mean of y  // examples/layernorm.yaml:22
+    const float r_y_var_eps = r_y_var + 1e-05f;   // add  // examples/layernorm.yaml:22
+    const float r_y_rstd = rsqrtf(r_y_var_eps);   // rsqrt  // examples/layernorm.yaml:22
+    // the last pass: the full-row outputs
+    #pragma unroll
+    for (int it = 0; it < 2; it++) {
+        const int e = threadIdx.x * 8 + it * 2048;
+        if (e >= cols)
+            break;
+        if (e + 8 <= cols) {
+            wsf_load8_global(v_weight[it], weight_ptr + e);
+        } else {
+            #pragma unroll
+            for (int v = 0; v < 8; v++)
+                v_weight[it][v] = e + v < cols ? wsf_load1(weight_ptr + e + v) : 0.0f;
+        }
+        if (e + 8 <= cols) {
+            wsf_load8_global(v_bias[it], bias_ptr + e);
+        } else {
+            #pragma unroll
+            for (int v = 0; v < 8; v++)
+                v_bias[it][v] = e + v < cols ? wsf_load1(bias_ptr + e + v) : 0.0f;
+        }
+        #pragma unroll
+        for (int v = 0; v < 8; v++) {
+            v_y_centered[it][v] = v_x[it][v] - r_y_mean;   // sub  // examples/layernorm.yaml:22
+            v_y_normed[it][v] = v_y_centered[it][v] * r_y_rstd;   // mul  // examples/layernorm.yaml:22
+            v_y_scaled[it][v] = v_y_normed[it][v] * v_weight[it][v];   // mul  // examples/layernorm.yaml:22
+            v_y[it][v] = v_y_scaled[it][v] + v_bias[it][v];   // add  // examples/layernorm.yaml:22
+        }
+        if (e + 8 <= cols) {  // examples/layernorm.yaml:29
+            wsf_store8(y_out_ptr + row * cols + e, v_y[it]);
+        } else {
+            #pragma unroll
+            for (int v = 0; v < 8; v++)
+                if (e + v < cols)
+                    wsf_store1(y_out_ptr + row * cols + e + v, v_y[it][v]);
+        }
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(256, 4)
 layernorm(
     const wsf_bf16 *__restrict__ x_ptr,   // input bf16
@@ -41,83 +132,7 @@ layernorm(
         const long long row0 = wsf_udiv(tile, col_tiles);
         const long long col0 = (wsf_umod(tile, col_tiles) * 4096LL);
         wsf_mbar_wait(&full[(i % 2LL)], (unsigned)((i / 2LL) & 1LL));   // wait until the stage's loads have landed
-        {   // compute row row0: 9 ops of layernorm over one row
-            const long long row = row0;
-            // the row in registers: this thread's 2 x 8 elements of each value, computed once
-            float v_x[2][8];  // examples/layernorm.yaml:17
-            float v_weight[2][8];  // examples/layernorm.yaml:18
-            float v_bias[2][8];  // examples/layernorm.yaml:19
-            float v_y[2][8];  // examples/layernorm.yaml:22
-            float v_y_centered[2][8];  // examples/layernorm.yaml:22
-            float v_y_square[2][8];  // examples/layernorm.yaml:22
-            float v_y_normed[2][8];  // examples/layernorm.yaml:22
-            float v_y_scaled[2][8];  // examples/layernorm.yaml:22
-            const wsf_bf16 *x_row_s = x_row + ((i % 2LL)) * 4096;
-            // pass 1 over the row: the reductions of level 1
-            float acc_y_mean = 0.0f;
-            #pragma unroll
-            for (int it = 0; it < 2; it++) {
-                const int e = threadIdx.x * 8 + it * 2048;
-                if (e >= cols)
-                    break;
-                wsf_load8(v_x[it], x_row_s + e);
-                acc_y_mean = wsf_sum8(acc_y_mean, v_x[it], cols - e);
-            }
-            const float r_y_mean = wsf_block_sum(acc_y_mean, wsf_red + 0) / (float)cols;   // mean of y  // examples/layernorm.yaml:22
-            // pass 2 over the row: the reductions of level 2
-            float acc_y_var = 0.0f;
-            #pragma unroll
-            for (int it = 0; it < 2; it++) {
-                const int e = threadIdx.x * 8 + it * 2048;
-                if (e >= cols)
-                    break;
-                #pragma unroll
-                for (int v = 0; v < 8; v++) {
-                    v_y_centered[it][v] = v_x[it][v] - r_y_mean;   // sub  // examples/layernorm.yaml:22
-                    v_y_square[it][v] = v_y_centered[it][v] * v_y_centered[it][v];   // mul  // examples/layernorm.yaml:22
-                }
-                acc_y_var = wsf_sum8(acc_y_var, v_y_square[it], cols - e);
-            }
-            const float r_y_var = wsf_block_sum(acc_y_var, wsf_red + 32) / (float)cols;   // mean of y  // examples/layernorm.yaml:22
-            const float r_y_var_eps = r_y_var + 1e-05f;   // add  // examples/layernorm.yaml:22
-            const float r_y_rstd = rsqrtf(r_y_var_eps);   // rsqrt  // examples/layernorm.yaml:22
-            // the last pass: the full-row outputs
-            #pragma unroll
-            for (int it = 0; it < 2; it++) {
-                const int e = threadIdx.x * 8 + it * 2048;
-                if (e >= cols)
-                    break;
-                if (e + 8 <= cols) {
-                    wsf_load8_global(v_weight[it], weight_ptr + e);
-                } else {
-                    #pragma unroll
-                    for (int v = 0; v < 8; v++)
-                        v_weight[it][v] = e + v < cols ? wsf_load1(weight_ptr + e + v) : 0.0f;
-                }
-                if (e + 8 <= cols) {
-                    wsf_load8_global(v_bias[it], bias_ptr + e);
-                } else {
-                    #pragma unroll
-                    for (int v = 0; v < 8; v++)
-                        v_bias[it][v] = e + v < cols ? wsf_load1(bias_ptr + e + v) : 0.0f;
-                }
-                #pragma unroll
-                for (int v = 0; v < 8; v++) {
-                    v_y_centered[it][v] = v_x[it][v] - r_y_mean;   // sub  // examples/layernorm.yaml:22
-                    v_y_normed[it][v] = v_y_centered[it][v] * r_y_rstd;   // mul  // examples/layernorm.yaml:22
-                    v_y_scaled[it][v] = v_y_normed[it][v] * v_weight[it][v];   // mul  // examples/layernorm.yaml:22
-                    v_y[it][v] = v_y_scaled[it][v] + v_bias[it][v];   // add  // examples/layernorm.yaml:22
-                }
-                if (e + 8 <= cols) {  // examples/layernorm.yaml:29
-                    wsf_store8(y_out_ptr + row * cols + e, v_y[it]);
-                } else {
-                    #pragma unroll
-                    for (int v = 0; v < 8; v++)
-                        if (e + v < cols)
-                            wsf_store1(y_out_ptr + row * cols + e + v, v_y[it][v]);
-                }
-            }
-        }
+        layernorm_compute(i, row0, col0, weight_ptr, bias_ptr, y_out_ptr, rows, cols, x_row, wsf_red);   // 9 ops of layernorm over one row
     }
     // circular buffer: 2 stages, prefetch 1
     for (long long i = wsf_max((my_tiles - 1LL), 0LL); i < my_tiles; i++) {   // epilogue: the last stages, nothing left to load
@@ -125,82 +140,6 @@ layernorm(
         const long long row0 = wsf_udiv(tile, col_tiles);
         const long long col0 = (wsf_umod(tile, col_tiles) * 4096LL);
         wsf_mbar_wait(&full[(i % 2LL)], (unsigned)((i / 2LL) & 1LL));   // wait until the stage's loads have landed
-        {   // compute row row0: 9 ops of layernorm over one row
-            const long long row = row0;
-            // the row in registers: this thread's 2 x 8 elements of each value, computed once
-            float v_x[2][8];  // examples/layernorm.yaml:17
-            float v_weight[2][8];  // examples/layernorm.yaml:18
-            float v_bias[2][8];  // examples/layernorm.yaml:19
-            float v_y[2][8];  // examples/layernorm.yaml:22
-            float v_y_centered[2][8];  // examples/layernorm.yaml:22
-            float v_y_square[2][8];  // examples/layernorm.yaml:22
-            float v_y_normed[2][8];  // examples/layernorm.yaml:22
-            float v_y_scaled[2][8];  // examples/layernorm.yaml:22
-            const wsf_bf16 *x_row_s = x_row + ((i % 2LL)) * 4096;
-            // pass 1 over the row: the reductions of level 1
-            float acc_y_mean = 0.0f;
-            #pragma unroll
-            for (int it = 0; it < 2; it++) {
-                const int e = threadIdx.x * 8 + it * 2048;
-                if (e >= cols)
-                    break;
-                wsf_load8(v_x[it], x_row_s + e);
-                acc_y_mean = wsf_sum8(acc_y_mean, v_x[it], cols - e);
-            }
-            const float r_y_mean = wsf_block_sum(acc_y_mean, wsf_red + 0) / (float)cols;   // mean of y  // examples/layernorm.yaml:22
-            // pass 2 over the row: the reductions of level 2
-            float acc_y_var = 0.0f;
-            #pragma unroll
-            for (int it = 0; it < 2; it++) {
-                const int e = threadIdx.x * 8 + it * 2048;
-                if (e >= cols)
-                    break;
-                #pragma unroll
-                for (int v = 0; v < 8; v++) {
-                    v_y_centered[it][v] = v_x[it][v] - r_y_mean;   // sub  // examples/layernorm.yaml:22
-                    v_y_square[it][v] = v_y_centered[it][v] * v_y_centered[it][v];   // mul  // examples/layernorm.yaml:22
-                }
-                acc_y_var = wsf_sum8(acc_y_var, v_y_square[it], cols - e);
-            }
-            const float r_y_var = wsf_block_sum(acc_y_var, wsf_red + 32) / (float)cols;   // mean of y  // examples/layernorm.yaml:22
-            const float r_y_var_eps = r_y_var + 1e-05f;   // add  // examples/layernorm.yaml:22
-            const float r_y_rstd = rsqrtf(r_y_var_eps);   // rsqrt  // examples/layernorm.yaml:22
-            // the last pass: the full-row outputs
-            #pragma unroll
-            for (int it = 0; it < 2; it++) {
-                const int e = threadIdx.x * 8 + it * 2048;
-                if (e >= cols)
-                    break;
-                if (e + 8 <= cols) {
-                    wsf_load8_global(v_weight[it], weight_ptr + e);
-                } else {
-                    #pragma unroll
-                    for (int v = 0; v < 8; v++)
-                        v_weight[it][v] = e + v < cols ? wsf_load1(weight_ptr + e + v) : 0.0f;
-                }
-                if (e + 8 <= cols) {
-                    wsf_load8_global(v_bias[it], bias_ptr + e);
-                } else {
-                    #pragma unroll
-                    for (int v = 0; v < 8; v++)
-                        v_bias[it][v] = e + v < cols ? wsf_load1(bias_ptr + e + v) : 0.0f;
-                }
-                #pragma unroll
-                for (int v = 0; v < 8; v++) {
-                    v_y_centered[it][v] = v_x[it][v] - r_y_mean;   // sub  // examples/layernorm.yaml:22
-                    v_y_normed[it][v] = v_y_centered[it][v] * r_y_rstd;   // mul  // examples/layernorm.yaml:22
-                    v_y_scaled[it][v] = v_y_normed[it][v] * v_weight[it][v];   // mul  // examples/layernorm.yaml:22
-                    v_y[it][v] = v_y_scaled[it][v] + v_bias[it][v];   // add  // examples/layernorm.yaml:22
-                }
-                if (e + 8 <= cols) {  // examples/layernorm.yaml:29
-                    wsf_store8(y_out_ptr + row * cols + e, v_y[it]);
-                } else {
-                    #pragma unroll
-                    for (int v = 0; v < 8; v++)
-                        if (e + v < cols)
-                            wsf_store1(y_out_ptr + row * cols + e + v, v_y[it][v]);
-                }
-            }
-        }
+        layernorm_compute(i, row0, col0, weight_ptr, bias_ptr, y_out_ptr, rows, cols, x_row, wsf_red);   // 9 ops of layernorm over one row
     }
 }

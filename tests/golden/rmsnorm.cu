@@ -2,6 +2,74 @@
 // 512 threads (512 compute), tile 1 x 8192, persistent over tiles.
 #include "wsfuse_device.cuh"
 
+// The compute of one row, called from the main and the epilogue loops.
+static __device__ __forceinline__ void
+rmsnorm_compute(
+    const long long i,
+    const long long row0,
+    const long long col0,
+    const wsf_bf16 *__restrict__ weight_ptr,
+    wsf_bf16 *__restrict__ y_out_ptr,
+    const long long rows,
+    const long long cols,
+    wsf_bf16 *const x_row,
+    float *const wsf_red)
+{   // compute row row0: 6 ops of rmsnorm over one row
+    const long long row = row0;
+    // the row in registers: this thread's 2 x 8 elements of each value, computed once
+    float v_x[2][8];  // examples/rmsnorm.yaml:16
+    float v_weight[2][8];  // examples/rmsnorm.yaml:17
+    float v_y[2][8];  // examples/rmsnorm.yaml:20
+    float v_y_square[2][8];  // examples/rmsnorm.yaml:20
+    float v_y_normed[2][8];  // examples/rmsnorm.yaml:20
+    const wsf_bf16 *x_row_s = x_row + ((i % 2LL)) * 8192;
+    const bool wsf_flip = (i) & 1;   // odd rows start their reductions on the other scratch array
+    // pass 1 over the row: the reductions of level 1
+    float acc_y_ms = 0.0f;
+    #pragma unroll
+    for (int it = 0; it < 2; it++) {
+        const int e = threadIdx.x * 8 + it * 4096;
+        if (e >= cols)
+            break;
+        wsf_load8(v_x[it], x_row_s + e);
+        #pragma unroll
+        for (int v = 0; v < 8; v++) {
+            v_y_square[it][v] = v_x[it][v] * v_x[it][v];   // mul  // examples/rmsnorm.yaml:20
+        }
+        acc_y_ms = wsf_sum8(acc_y_ms, v_y_square[it], cols - e);
+    }
+    const float r_y_ms = wsf_block_sum(acc_y_ms, wsf_red + (wsf_flip ? 32 : 0)) / (float)cols;   // mean of y  // examples/rmsnorm.yaml:20
+    const float r_y_ms_eps = r_y_ms + 1e-06f;   // add  // examples/rmsnorm.yaml:20
+    const float r_y_rrms = rsqrtf(r_y_ms_eps);   // rsqrt  // examples/rmsnorm.yaml:20
+    // the last pass: the full-row outputs
+    #pragma unroll
+    for (int it = 0; it < 2; it++) {
+        const int e = threadIdx.x * 8 + it * 4096;
+        if (e >= cols)
+            break;
+        if (e + 8 <= cols) {
+            wsf_load8_global(v_weight[it], weight_ptr + e);
+        } else {
+            #pragma unroll
+            for (int v = 0; v < 8; v++)
+                v_weight[it][v] = e + v < cols ? wsf_load1(weight_ptr + e + v) : 0.0f;
+        }
+        #pragma unroll
+        for (int v = 0; v < 8; v++) {
+            v_y_normed[it][v] = v_x[it][v] * r_y_rrms;   // mul  // examples/rmsnorm.yaml:20
+            v_y[it][v] = v_y_normed[it][v] * v_weight[it][v];   // mul  // examples/rmsnorm.yaml:20
+        }
+        if (e + 8 <= cols) {  // examples/rmsnorm.yaml:23
+            wsf_store8(y_out_ptr + row * cols + e, v_y[it]);
+        } else {
+            #pragma unroll
+            for (int v = 0; v < 8; v++)
+                if (e + v < cols)
+                    wsf_store1(y_out_ptr + row * cols + e + v, v_y[it][v]);
+        }
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(512, 2)
 rmsnorm(
     const wsf_bf16 *__restrict__ x_ptr,   // input bf16
@@ -40,61 +108,7 @@ rmsnorm(
         const long long row0 = wsf_udiv(tile, col_tiles);
         const long long col0 = (wsf_umod(tile, col_tiles) * 8192LL);
         wsf_mbar_wait(&full[(i % 2LL)], (unsigned)((i / 2LL) & 1LL));   // wait until the stage's loads have landed
-        {   // compute row row0: 6 ops of rmsnorm over one row
-            const long long row = row0;
-            // the row in registers: this thread's 2 x 8 elements of each value, computed once
-            float v_x[2][8];  // examples/rmsnorm.yaml:16
-            float v_weight[2][8];  // examples/rmsnorm.yaml:17
-            float v_y[2][8];  // examples/rmsnorm.yaml:20
-            float v_y_square[2][8];  // examples/rmsnorm.yaml:20
-            float v_y_normed[2][8];  // examples/rmsnorm.yaml:20
-            const wsf_bf16 *x_row_s = x_row + ((i % 2LL)) * 8192;
-            const bool wsf_flip = (i) & 1;   // odd rows start their reductions on the other scratch array
-            // pass 1 over the row: the reductions of level 1
-            float acc_y_ms = 0.0f;
-            #pragma unroll
-            for (int it = 0; it < 2; it++) {
-                const int e = threadIdx.x * 8 + it * 4096;
-                if (e >= cols)
-                    break;
-                wsf_load8(v_x[it], x_row_s + e);
-                #pragma unroll
-                for (int v = 0; v < 8; v++) {
-                    v_y_square[it][v] = v_x[it][v] * v_x[it][v];   // mul  // examples/rmsnorm.yaml:20
-                }
-                acc_y_ms = wsf_sum8(acc_y_ms, v_y_square[it], cols - e);
-            }
-            const float r_y_ms = wsf_block_sum(acc_y_ms, wsf_red + (wsf_flip ? 32 : 0)) / (float)cols;   // mean of y  // examples/rmsnorm.yaml:20
-            const float r_y_ms_eps = r_y_ms + 1e-06f;   // add  // examples/rmsnorm.yaml:20
-            const float r_y_rrms = rsqrtf(r_y_ms_eps);   // rsqrt  // examples/rmsnorm.yaml:20
-            // the last pass: the full-row outputs
-            #pragma unroll
-            for (int it = 0; it < 2; it++) {
-                const int e = threadIdx.x * 8 + it * 4096;
-                if (e >= cols)
-                    break;
-                if (e + 8 <= cols) {
-                    wsf_load8_global(v_weight[it], weight_ptr + e);
-                } else {
-                    #pragma unroll
-                    for (int v = 0; v < 8; v++)
-                        v_weight[it][v] = e + v < cols ? wsf_load1(weight_ptr + e + v) : 0.0f;
-                }
-                #pragma unroll
-                for (int v = 0; v < 8; v++) {
-                    v_y_normed[it][v] = v_x[it][v] * r_y_rrms;   // mul  // examples/rmsnorm.yaml:20
-                    v_y[it][v] = v_y_normed[it][v] * v_weight[it][v];   // mul  // examples/rmsnorm.yaml:20
-                }
-                if (e + 8 <= cols) {  // examples/rmsnorm.yaml:23
-                    wsf_store8(y_out_ptr + row * cols + e, v_y[it]);
-                } else {
-                    #pragma unroll
-                    for (int v = 0; v < 8; v++)
-                        if (e + v < cols)
-                            wsf_store1(y_out_ptr + row * cols + e + v, v_y[it][v]);
-                }
-            }
-        }
+        rmsnorm_compute(i, row0, col0, weight_ptr, y_out_ptr, rows, cols, x_row, wsf_red);   // 6 ops of rmsnorm over one row
     }
     // circular buffer: 2 stages, prefetch 1
     for (long long i = wsf_max((my_tiles - 1LL), 0LL); i < my_tiles; i++) {   // epilogue: the last stages, nothing left to load
@@ -102,60 +116,6 @@ rmsnorm(
         const long long row0 = wsf_udiv(tile, col_tiles);
         const long long col0 = (wsf_umod(tile, col_tiles) * 8192LL);
         wsf_mbar_wait(&full[(i % 2LL)], (unsigned)((i / 2LL) & 1LL));   // wait until the stage's loads have landed
-        {   // compute row row0: 6 ops of rmsnorm over one row
-            const long long row = row0;
-            // the row in registers: this thread's 2 x 8 elements of each value, computed once
-            float v_x[2][8];  // examples/rmsnorm.yaml:16
-            float v_weight[2][8];  // examples/rmsnorm.yaml:17
-            float v_y[2][8];  // examples/rmsnorm.yaml:20
-            float v_y_square[2][8];  // examples/rmsnorm.yaml:20
-            float v_y_normed[2][8];  // examples/rmsnorm.yaml:20
-            const wsf_bf16 *x_row_s = x_row + ((i % 2LL)) * 8192;
-            const bool wsf_flip = (i) & 1;   // odd rows start their reductions on the other scratch array
-            // pass 1 over the row: the reductions of level 1
-            float acc_y_ms = 0.0f;
-            #pragma unroll
-            for (int it = 0; it < 2; it++) {
-                const int e = threadIdx.x * 8 + it * 4096;
-                if (e >= cols)
-                    break;
-                wsf_load8(v_x[it], x_row_s + e);
-                #pragma unroll
-                for (int v = 0; v < 8; v++) {
-                    v_y_square[it][v] = v_x[it][v] * v_x[it][v];   // mul  // examples/rmsnorm.yaml:20
-                }
-                acc_y_ms = wsf_sum8(acc_y_ms, v_y_square[it], cols - e);
-            }
-            const float r_y_ms = wsf_block_sum(acc_y_ms, wsf_red + (wsf_flip ? 32 : 0)) / (float)cols;   // mean of y  // examples/rmsnorm.yaml:20
-            const float r_y_ms_eps = r_y_ms + 1e-06f;   // add  // examples/rmsnorm.yaml:20
-            const float r_y_rrms = rsqrtf(r_y_ms_eps);   // rsqrt  // examples/rmsnorm.yaml:20
-            // the last pass: the full-row outputs
-            #pragma unroll
-            for (int it = 0; it < 2; it++) {
-                const int e = threadIdx.x * 8 + it * 4096;
-                if (e >= cols)
-                    break;
-                if (e + 8 <= cols) {
-                    wsf_load8_global(v_weight[it], weight_ptr + e);
-                } else {
-                    #pragma unroll
-                    for (int v = 0; v < 8; v++)
-                        v_weight[it][v] = e + v < cols ? wsf_load1(weight_ptr + e + v) : 0.0f;
-                }
-                #pragma unroll
-                for (int v = 0; v < 8; v++) {
-                    v_y_normed[it][v] = v_x[it][v] * r_y_rrms;   // mul  // examples/rmsnorm.yaml:20
-                    v_y[it][v] = v_y_normed[it][v] * v_weight[it][v];   // mul  // examples/rmsnorm.yaml:20
-                }
-                if (e + 8 <= cols) {  // examples/rmsnorm.yaml:23
-                    wsf_store8(y_out_ptr + row * cols + e, v_y[it]);
-                } else {
-                    #pragma unroll
-                    for (int v = 0; v < 8; v++)
-                        if (e + v < cols)
-                            wsf_store1(y_out_ptr + row * cols + e + v, v_y[it][v]);
-                }
-            }
-        }
+        rmsnorm_compute(i, row0, col0, weight_ptr, y_out_ptr, rows, cols, x_row, wsf_red);   // 6 ops of rmsnorm over one row
     }
 }

@@ -2,6 +2,73 @@
 // 256 threads (256 compute), tile 1 x 1024, persistent over tiles.
 #include "wsfuse_device.cuh"
 
+// The compute of one row, called from the main and the epilogue loops.
+static __device__ __forceinline__ void
+softmax_manual_compute(
+    const long long i,
+    const long long row0,
+    const long long col0,
+    wsf_f16 *__restrict__ y_out_ptr,
+    const long long rows,
+    const long long cols,
+    wsf_f16 *const x_row,
+    float *const wsf_red)
+{   // compute row row0: 5 ops of softmax_manual over one row
+    const long long row = row0;
+    // the row in registers: this thread's 1 x 8 elements of each value, computed once
+    float v_x[1][8];  // examples/softmax_manual.yaml:14
+    float v_d[1][8];  // examples/softmax_manual.yaml:18
+    float v_e[1][8];  // examples/softmax_manual.yaml:19
+    float v_y[1][8];  // examples/softmax_manual.yaml:21
+    const wsf_f16 *x_row_s = x_row + ((i % 2LL)) * 1024;
+    // pass 1 over the row: the reductions of level 1
+    float acc_m = -__int_as_float(0x7f800000);
+    #pragma unroll
+    for (int it = 0; it < 1; it++) {
+        const int e = threadIdx.x * 8 + it * 2048;
+        if (e >= cols)
+            break;
+        wsf_load8_f16(v_x[it], x_row_s + e);
+        acc_m = wsf_max8(acc_m, v_x[it], cols - e);
+    }
+    const float r_m = wsf_block_max(acc_m, wsf_red + 0);   // max  // examples/softmax_manual.yaml:17
+    // pass 2 over the row: the reductions of level 2
+    float acc_s = 0.0f;
+    #pragma unroll
+    for (int it = 0; it < 1; it++) {
+        const int e = threadIdx.x * 8 + it * 2048;
+        if (e >= cols)
+            break;
+        #pragma unroll
+        for (int v = 0; v < 8; v++) {
+            v_d[it][v] = v_x[it][v] - r_m;   // sub  // examples/softmax_manual.yaml:18
+            v_e[it][v] = __expf(v_d[it][v]);   // exp  // examples/softmax_manual.yaml:19
+        }
+        acc_s = wsf_sum8(acc_s, v_e[it], cols - e);
+    }
+    const float r_s = wsf_block_sum(acc_s, wsf_red + 32);   // sum  // examples/softmax_manual.yaml:20
+    // the last pass: the full-row outputs
+    #pragma unroll
+    for (int it = 0; it < 1; it++) {
+        const int e = threadIdx.x * 8 + it * 2048;
+        if (e >= cols)
+            break;
+        #pragma unroll
+        for (int v = 0; v < 8; v++) {
+            v_d[it][v] = v_x[it][v] - r_m;   // sub  // examples/softmax_manual.yaml:18
+            v_y[it][v] = v_e[it][v] * (1.0f / r_s);   // div  // examples/softmax_manual.yaml:21
+        }
+        if (e + 8 <= cols) {  // examples/softmax_manual.yaml:24
+            wsf_store8_f16(y_out_ptr + row * cols + e, v_y[it]);
+        } else {
+            #pragma unroll
+            for (int v = 0; v < 8; v++)
+                if (e + v < cols)
+                    wsf_store1_f16(y_out_ptr + row * cols + e + v, v_y[it][v]);
+        }
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(256, 4)
 softmax_manual(
     const wsf_f16 *__restrict__ x_ptr,   // input f16
@@ -39,61 +106,7 @@ softmax_manual(
         const long long row0 = wsf_udiv(tile, col_tiles);
         const long long col0 = (wsf_umod(tile, col_tiles) * 1024LL);
         wsf_mbar_wait(&full[(i % 2LL)], (unsigned)((i / 2LL) & 1LL));   // wait until the stage's loads have landed
-        {   // compute row row0: 5 ops of softmax_manual over one row
-            const long long row = row0;
-            // the row in registers: this thread's 1 x 8 elements of each value, computed once
-            float v_x[1][8];  // examples/softmax_manual.yaml:14
-            float v_d[1][8];  // examples/softmax_manual.yaml:18
-            float v_e[1][8];  // examples/softmax_manual.yaml:19
-            float v_y[1][8];  // examples/softmax_manual.yaml:21
-            const wsf_f16 *x_row_s = x_row + ((i % 2LL)) * 1024;
-            // pass 1 over the row: the reductions of level 1
-            float acc_m = -__int_as_float(0x7f800000);
-            #pragma unroll
-            for (int it = 0; it < 1; it++) {
-                const int e = threadIdx.x * 8 + it * 2048;
-                if (e >= cols)
-                    break;
-                wsf_load8_f16(v_x[it], x_row_s + e);
-                acc_m = wsf_max8(acc_m, v_x[it], cols - e);
-            }
-            const float r_m = wsf_block_max(acc_m, wsf_red + 0);   // max  // examples/softmax_manual.yaml:17
-            // pass 2 over the row: the reductions of level 2
-            float acc_s = 0.0f;
-            #pragma unroll
-            for (int it = 0; it < 1; it++) {
-                const int e = threadIdx.x * 8 + it * 2048;
-                if (e >= cols)
-                    break;
-                #pragma unroll
-                for (int v = 0; v < 8; v++) {
-                    v_d[it][v] = v_x[it][v] - r_m;   // sub  // examples/softmax_manual.yaml:18
-                    v_e[it][v] = __expf(v_d[it][v]);   // exp  // examples/softmax_manual.yaml:19
-                }
-                acc_s = wsf_sum8(acc_s, v_e[it], cols - e);
-            }
-            const float r_s = wsf_block_sum(acc_s, wsf_red + 32);   // sum  // examples/softmax_manual.yaml:20
-            // the last pass: the full-row outputs
-            #pragma unroll
-            for (int it = 0; it < 1; it++) {
-                const int e = threadIdx.x * 8 + it * 2048;
-                if (e >= cols)
-                    break;
-                #pragma unroll
-                for (int v = 0; v < 8; v++) {
-                    v_d[it][v] = v_x[it][v] - r_m;   // sub  // examples/softmax_manual.yaml:18
-                    v_y[it][v] = v_e[it][v] * (1.0f / r_s);   // div  // examples/softmax_manual.yaml:21
-                }
-                if (e + 8 <= cols) {  // examples/softmax_manual.yaml:24
-                    wsf_store8_f16(y_out_ptr + row * cols + e, v_y[it]);
-                } else {
-                    #pragma unroll
-                    for (int v = 0; v < 8; v++)
-                        if (e + v < cols)
-                            wsf_store1_f16(y_out_ptr + row * cols + e + v, v_y[it][v]);
-                }
-            }
-        }
+        softmax_manual_compute(i, row0, col0, y_out_ptr, rows, cols, x_row, wsf_red);   // 5 ops of softmax_manual over one row
     }
     // circular buffer: 2 stages, prefetch 1
     for (long long i = wsf_max((my_tiles - 1LL), 0LL); i < my_tiles; i++) {   // epilogue: the last stages, nothing left to load
@@ -101,60 +114,6 @@ softmax_manual(
         const long long row0 = wsf_udiv(tile, col_tiles);
         const long long col0 = (wsf_umod(tile, col_tiles) * 1024LL);
         wsf_mbar_wait(&full[(i % 2LL)], (unsigned)((i / 2LL) & 1LL));   // wait until the stage's loads have landed
-        {   // compute row row0: 5 ops of softmax_manual over one row
-            const long long row = row0;
-            // the row in registers: this thread's 1 x 8 elements of each value, computed once
-            float v_x[1][8];  // examples/softmax_manual.yaml:14
-            float v_d[1][8];  // examples/softmax_manual.yaml:18
-            float v_e[1][8];  // examples/softmax_manual.yaml:19
-            float v_y[1][8];  // examples/softmax_manual.yaml:21
-            const wsf_f16 *x_row_s = x_row + ((i % 2LL)) * 1024;
-            // pass 1 over the row: the reductions of level 1
-            float acc_m = -__int_as_float(0x7f800000);
-            #pragma unroll
-            for (int it = 0; it < 1; it++) {
-                const int e = threadIdx.x * 8 + it * 2048;
-                if (e >= cols)
-                    break;
-                wsf_load8_f16(v_x[it], x_row_s + e);
-                acc_m = wsf_max8(acc_m, v_x[it], cols - e);
-            }
-            const float r_m = wsf_block_max(acc_m, wsf_red + 0);   // max  // examples/softmax_manual.yaml:17
-            // pass 2 over the row: the reductions of level 2
-            float acc_s = 0.0f;
-            #pragma unroll
-            for (int it = 0; it < 1; it++) {
-                const int e = threadIdx.x * 8 + it * 2048;
-                if (e >= cols)
-                    break;
-                #pragma unroll
-                for (int v = 0; v < 8; v++) {
-                    v_d[it][v] = v_x[it][v] - r_m;   // sub  // examples/softmax_manual.yaml:18
-                    v_e[it][v] = __expf(v_d[it][v]);   // exp  // examples/softmax_manual.yaml:19
-                }
-                acc_s = wsf_sum8(acc_s, v_e[it], cols - e);
-            }
-            const float r_s = wsf_block_sum(acc_s, wsf_red + 32);   // sum  // examples/softmax_manual.yaml:20
-            // the last pass: the full-row outputs
-            #pragma unroll
-            for (int it = 0; it < 1; it++) {
-                const int e = threadIdx.x * 8 + it * 2048;
-                if (e >= cols)
-                    break;
-                #pragma unroll
-                for (int v = 0; v < 8; v++) {
-                    v_d[it][v] = v_x[it][v] - r_m;   // sub  // examples/softmax_manual.yaml:18
-                    v_y[it][v] = v_e[it][v] * (1.0f / r_s);   // div  // examples/softmax_manual.yaml:21
-                }
-                if (e + 8 <= cols) {  // examples/softmax_manual.yaml:24
-                    wsf_store8_f16(y_out_ptr + row * cols + e, v_y[it]);
-                } else {
-                    #pragma unroll
-                    for (int v = 0; v < 8; v++)
-                        if (e + v < cols)
-                            wsf_store1_f16(y_out_ptr + row * cols + e + v, v_y[it][v]);
-                }
-            }
-        }
+        softmax_manual_compute(i, row0, col0, y_out_ptr, rows, cols, x_row, wsf_red);   // 5 ops of softmax_manual over one row
     }
 }

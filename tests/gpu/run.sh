@@ -6,7 +6,8 @@
 # 3 (no GPU) included, since a GPU was found, except 6: a kernel family
 # this version cannot build yet is counted as skipped.  Without a GPU (nvidia-smi
 # missing, failing or listing none) it prints "skipped: no GPU" and exits 0.
-# GPU_TIMEOUT (seconds, default 300) bounds each run.
+# GPU_TIMEOUT (seconds, default 300) bounds each run; SWEEP names another
+# sweep file (default: tests/gpu/sweep.txt).
 set -u
 b=${1:?usage: run.sh BUILD}
 here=${0%/*}
@@ -42,14 +43,15 @@ check() {
 for y in examples/*.yaml; do
 	[ -f "$y" ] && check "$y"
 done
-if [ -f "$here/sweep.txt" ]; then
+sweep=${SWEEP:-$here/sweep.txt}
+if [ -f "$sweep" ]; then
 	set -f  # the sweep's words are not globs
 	while IFS= read -r line; do
 		line=${line%%#*}
 		[ -n "${line// /}" ] || continue
 		# shellcheck disable=SC2086
 		check $line
-	done <"$here/sweep.txt"
+	done <"$sweep"
 	set +f
 fi
 echo "$pass passed, $fail failed, $skip skipped"
