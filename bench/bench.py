@@ -159,40 +159,33 @@ def _norm_inputs(n):
     return lambda s, dt: (randn(dt, s["M"], s["N"]), *(randn(dt, s["N"]) for _ in range(n)))
 
 
+def _relu_case(dt, tag="", hint=""):
+    """relu(a*b+c) over 2^28 elements; TAG and HINT name and give a schedule variant."""
+    return Case(f"relu_chain_{dt}{'_' + tag if tag else ''}",
+                RELU_CHAIN + (f"schedule: {{{hint}}}\n" if hint else ""), dt, {"N": 1 << 28}, {"N": 1 << 20},
+                lambda s, dt: tuple(randn(dt, s["N"]) for _ in "abc"), _relu_chain)
+
+
+def _bsm_case(dt, tag="", hint=""):
+    """silu(x+bias)*y over 65536x4096; TAG and HINT name and give a schedule variant."""
+    return Case(f"bias_silu_mul_{dt}{'_' + tag if tag else ''}",
+                BIAS_SILU_MUL + (f"schedule: {{{hint}}}\n" if hint else ""), dt,
+                {"M": 65536, "N": 4096}, {"M": 512, "N": 4096},
+                lambda s, dt: (randn(dt, s["M"], s["N"]), randn(dt, s["N"]), randn(dt, s["M"], s["N"])),
+                _bias_silu_mul)
+
+
+VECTOR, WS, S4, T32, P = (("vector", "store: vector"), ("ws", "warp_specialize: true"), ("s4", "stages: 4"),
+                          ("t32", "tile: [32, 256]"), ("p", "persistent: true"))
 CASES = [
-    *(Case(f"relu_chain_{dt}", RELU_CHAIN, dt, {"N": 1 << 28}, {"N": 1 << 20},
-           lambda s, dt: tuple(randn(dt, s["N"]) for _ in "abc"), _relu_chain)
-      for dt in ("bf16", "f32")),
-    *(Case(f"bias_silu_mul_{dt}", BIAS_SILU_MUL, dt, {"M": 65536, "N": 4096}, {"M": 512, "N": 4096},
-           lambda s, dt: (randn(dt, s["M"], s["N"]), randn(dt, s["N"]), randn(dt, s["M"], s["N"])),
-           _bias_silu_mul)
-      for dt in ("bf16", "f32")),
-    # schedule variants of the bf16 cases: 16-byte stores from registers, warp specialization, stages,
+    *(_relu_case(dt) for dt in ("bf16", "f32")),
+    *(_bsm_case(dt) for dt in ("bf16", "f32")),
+    # schedule variants: 16-byte stores from registers, warp specialization, stages,
     # a taller tile, the persistent pipelined loop
-    *(Case(f"relu_chain_bf16_{tag}", RELU_CHAIN + f"schedule: {{{hint}}}\n", "bf16", {"N": 1 << 28},
-           {"N": 1 << 20}, lambda s, dt: tuple(randn(dt, s["N"]) for _ in "abc"), _relu_chain)
-      for tag, hint in (("vector", "store: vector"), ("ws", "warp_specialize: true"), ("s4", "stages: 4"),
-                        ("t32", "tile: [32, 256]"), ("p", "persistent: true"))),
-    *(Case(f"bias_silu_mul_bf16_{tag}", BIAS_SILU_MUL + f"schedule: {{{hint}}}\n", "bf16",
-           {"M": 65536, "N": 4096}, {"M": 512, "N": 4096},
-           lambda s, dt: (randn(dt, s["M"], s["N"]), randn(dt, s["N"]), randn(dt, s["M"], s["N"])),
-           _bias_silu_mul)
-      for tag, hint in (("vector", "store: vector"), ("ws", "warp_specialize: true"),
-                        ("t32", "tile: [32, 256]"), ("p", "persistent: true"))),
-    # 16-byte stores from registers, f32
-    Case("relu_chain_f32_vector", RELU_CHAIN + "schedule: {store: vector}\n", "f32", {"N": 1 << 28},
-         {"N": 1 << 20}, lambda s, dt: tuple(randn(dt, s["N"]) for _ in "abc"), _relu_chain),
-    Case("bias_silu_mul_f32_vector", BIAS_SILU_MUL + "schedule: {store: vector}\n", "f32",
-         {"M": 65536, "N": 4096}, {"M": 512, "N": 4096},
-         lambda s, dt: (randn(dt, s["M"], s["N"]), randn(dt, s["N"]), randn(dt, s["M"], s["N"])),
-         _bias_silu_mul),
-    # the persistent pipelined loop, f32
-    Case("relu_chain_f32_p", RELU_CHAIN + "schedule: {persistent: true}\n", "f32", {"N": 1 << 28},
-         {"N": 1 << 20}, lambda s, dt: tuple(randn(dt, s["N"]) for _ in "abc"), _relu_chain),
-    Case("bias_silu_mul_f32_p", BIAS_SILU_MUL + "schedule: {persistent: true}\n", "f32",
-         {"M": 65536, "N": 4096}, {"M": 512, "N": 4096},
-         lambda s, dt: (randn(dt, s["M"], s["N"]), randn(dt, s["N"]), randn(dt, s["M"], s["N"])),
-         _bias_silu_mul),
+    *(_relu_case("bf16", *v) for v in (VECTOR, WS, S4, T32, P)),
+    *(_bsm_case("bf16", *v) for v in (VECTOR, WS, T32, P)),
+    *(_relu_case("f32", *v) for v in (VECTOR, P)),
+    *(_bsm_case("f32", *v) for v in (VECTOR, P)),
 ]
 
 # row reductions (issue 4): two shapes each, bf16
