@@ -659,6 +659,14 @@ emit_row_compute(Emit *e, const Stmt *s)
 		for (i = 1; i < f->nop; i++)
 			if (op_info[f->op[i].kind].cls == CLS_REDUCE && level[f->op[i].out] == L)
 				row_needs(e, f->op[i].in[0].tensor, need);
+		/*
+		 * In register mode the compute releases its stages at its first
+		 * barrier (Stmt.flag): every staged row is read in the first pass,
+		 * also one only the outputs use.
+		 */
+		for (i = 0; i < f->ninput && L == 1 && e->row_steps; i++)
+			if (buf_of_tensor(k, f->input[i]) < k->nbuf)
+				need[f->input[i]] = true;
 		line(e, "// pass %d over the row: the reductions of level %d", L, L);
 		for (i = 1; i < f->nop; i++) {
 			const Op *o = &f->op[i];

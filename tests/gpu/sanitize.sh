@@ -17,7 +17,7 @@ for spec in "tests/gpu/specs/relu_chain.yaml -D N=300001" "tests/gpu/specs/relu_
 	"tests/gpu/specs/relu_chain_np.yaml -D N=300001" "tests/gpu/specs/norm_layernorm.yaml -D M=64 -D N=1000" \
 	"tests/gpu/specs/norm_softmax_residual.yaml -D M=16 -D N=8200" "tests/gpu/specs/norm_rmsnorm_f32.yaml -D M=33 -D N=36" \
 	"tests/gpu/specs/stages2.yaml" "tests/gpu/specs/norm_var_manual.yaml -D M=64 -D N=3000" \
-	"tests/gpu/specs/norm_layernorm.yaml -D M=20 -D N=32768"; do
+	"tests/gpu/specs/norm_layernorm.yaml -D M=20 -D N=32768" "tests/gpu/specs/norm_late_input.yaml -D M=64"; do
 	for tool in memcheck racecheck synccheck; do
 		# shellcheck disable=SC2086
 		"$cs" --tool $tool --error-exitcode 9 "$b/wsfuse" run --check --no-cache $spec >"$out" 2>&1

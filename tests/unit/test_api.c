@@ -42,6 +42,40 @@ on_diag(void *user, WsfSeverity sev, const char *msg)
 	snprintf(s->last, sizeof s->last, "%s", msg);
 }
 
+/*
+ * A row held in registers releases its stage at the first block reduction,
+ * with no barrier of the sync pass after the compute: so a staged input that
+ * only the output reads (g) must still be read from its stage before that
+ * barrier, once, and never after it.
+ */
+static void
+staged_rows_are_read_before_the_first_barrier(void **state)
+{
+	static const char late[] =
+		"fusion: late\nsizes: {M: 64, N: 4096}\n"
+		"inputs:\n  x: {dtype: bf16, shape: [M, N]}\n  g: {dtype: bf16, shape: [M, N]}\n"
+		"ops:\n  - {out: p, op: softmax, in: [x]}\n  - {out: y, op: mul, in: [p, g]}\n"
+		"outputs:\n  y: {dtype: bf16}\n";
+	WsfContext *ctx = wsf_context_new();
+	WsfKernel *k = NULL;
+	const char *cu, *load, *first_barrier;
+
+	(void)state;
+	assert_int_equal(wsf_set_option(ctx, "stop-after", "cuda"), WSF_OK);
+	assert_int_equal(wsf_compile_string(ctx, "late.yaml", late, strlen(late), &k), WSF_OK);
+	cu = wsf_kernel_text(k, WSF_STAGE_CUDA, NULL);
+	assert_non_null(cu);
+	load = strstr(cu, "wsf_load8(v_g[it], g_row_s + e);");
+	first_barrier = strstr(cu, "wsf_block_max(");
+	assert_non_null(load);
+	assert_non_null(first_barrier);
+	assert_true(load < first_barrier);
+	assert_null(strstr(load + strlen("wsf_load8(v_g[it], g_row_s + e);"), "g_row_s"));  /* not read again */
+	assert_null(strstr(cu, "release the stage"));  /* the sync pass added no release barrier */
+	wsf_kernel_delete(k);
+	wsf_context_delete(ctx);
+}
+
 static void
 compile_to_each_stage(void **state)
 {
@@ -147,6 +181,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(compile_to_each_stage),
+		cmocka_unit_test(staged_rows_are_read_before_the_first_barrier),
 		cmocka_unit_test(argument_queries),
 		cmocka_unit_test(errors_reach_the_callback_once),
 		cmocka_unit_test(refusals),
