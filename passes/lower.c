@@ -373,8 +373,12 @@ classify_row(const Tensor *t, const Tensor *d)
 	return VIEW_NONE;
 }
 
-/* ROW_REGS: the most steps of 8 elements a thread holds a row's values in registers for */
-enum { ROW_CHUNK = 256, MAX_ROW = 32768, ROW_REGS = 2 };
+/*
+ * ROW_ALIGN: row buffers hold the compile-time width rounded up to this;
+ * MAX_ROW: the widest row a stage holds; ROW_REGS: the most steps of 8
+ * elements a thread holds a row's values in registers for.
+ */
+enum { ROW_ALIGN = 256, MAX_ROW = 32768, ROW_REGS = 2 };
 
 /*
  * The reduction family: whole rows of the domain [rows, cols] (the input of
@@ -417,7 +421,7 @@ lower_reduction(Comp *c, Fusion *f)
 		                  "rows of %lld elements are wider than the %d a reduction kernel keeps in shared "
 		                  "memory (online reductions over wider rows are not implemented yet)",
 		                  (long long)width, MAX_ROW);
-	cap = (int)((width + ROW_CHUNK - 1) / ROW_CHUNK * ROW_CHUNK);
+	cap = (int)((width + ROW_ALIGN - 1) / ROW_ALIGN * ROW_ALIGN);
 
 	k = kernel_new(c, f);
 	c->kernel = k;
