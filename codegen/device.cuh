@@ -269,11 +269,11 @@ __device__ __forceinline__ float wsf_warp_max(float v)
 		v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
 	return v;
 }
-// The sum (or max) of V over the CTA, returned to every thread.  SCRATCH holds
-// one float per warp; the barrier at the end frees it for the next call.
-// One __syncthreads each (SCRATCH: 32 floats): every thread reads the partials after it, so the
-// caller must not hand the same SCRATCH to another reduction before a further
-// barrier has passed (generated code alternates two scratch arrays).
+// The sum (or max) of V over the CTA, returned to every thread, at the cost of
+// one __syncthreads.  SCRATCH holds one float per warp, and every thread reads
+// it after the barrier, so the caller must not hand the same SCRATCH to another
+// reduction before a further barrier has passed (generated code alternates
+// two scratch arrays).
 __device__ __forceinline__ float wsf_block_sum(float v, float *scratch)
 {
 	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
