@@ -405,8 +405,7 @@ emit_compute(Emit *e, const Stmt *s)
  *     later passes read it from registers;
  *   - shared memory (wider rows): each pass reads the row from its stage
  *     again and recomputes the values it needs in v_NAME[8].
- */
-/*
+ *
  * Register mode keeps the values whose recomputation costs: the inputs
  * (a shared-memory or global load) and the results of transcendental ops and
  * full-row divisions.  Cheap arithmetic is recomputed in each pass from
@@ -431,6 +430,7 @@ row_keep(const Fusion *f, int t)
 		return false;
 	}
 }
+
 static bool
 row_full(const Kernel *k, int t)
 {
@@ -482,12 +482,11 @@ row_value(Emit *e, int t)
  * it is updated); the caller adds what the pass is for.
  */
 static void
-row_pass_open(Emit *e, const Stmt *s, const bool *need, bool *have)
+row_pass_open(Emit *e, const bool *need, bool *have)
 {
 	const Fusion *f = e->f;
 	int i, nops, step = e->k->consumer_threads * VEC;
 
-	(void)s;
 	if (e->row_steps) {
 		line(e, "#pragma unroll");
 		line(e, "for (int it = 0; it < %d; it++) {", e->row_steps);
@@ -675,7 +674,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 				line(e, "float acc_%s = %s;", ident(e, "", f->tensor[o->out].name, ""),
 				     o->kind == OP_MAX ? "-__int_as_float(0x7f800000)" : "0.0f");
 		}
-		row_pass_open(e, s, need, have);
+		row_pass_open(e, need, have);
 		for (i = 1; i < f->nop; i++) {
 			const Op *o = &f->op[i];
 			const char *acc = ident(e, "acc_", f->tensor[o->out].name, "");
@@ -713,7 +712,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 		;
 	if (j < f->nout) {
 		line(e, "// the last pass: the full-row outputs");
-		row_pass_open(e, s, need, have);
+		row_pass_open(e, need, have);
 		for (j = 0; j < f->nout; j++) {
 			const Output *out = &f->out[j];
 			const KParam *p = param_of_tensor(e, out->tensor, true);
