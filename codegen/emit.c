@@ -951,8 +951,8 @@ emit_smem(Emit *e)
  * The CTAs per SM the register budget must allow (__launch_bounds__).  A row
  * reduction holds rows in registers and the compiler, left alone, spends
  * them until one CTA fits; ask for as many CTAs as shared memory admits (at
- * most 32 warps: enough to hide the block reductions' barriers).  Pointwise tiles
- * need few registers: 1 leaves the compiler free.
+ * most 32 warps: enough to hide the block reductions' barriers).  Pointwise
+ * tiles need few registers: 1 leaves the compiler free.
  */
 static int
 min_ctas(const Kernel *k)
@@ -961,7 +961,7 @@ min_ctas(const Kernel *k)
 
 	if (k->family != FAM_REDUCTION)
 		return 1;
-	n = SM_SMEM / (kernel_smem_bytes(k) + CTA_SMEM_RESERVED + 256);
+	n = SM_SMEM / (kernel_smem_bytes(k) + CTA_SMEM_RESERVED + 64 * 4);  /* + wsf_red */
 	if (n > 1024 / k->threads)
 		n = 1024 / k->threads;
 	return n < 1 ? 1 : n;
