@@ -160,6 +160,37 @@ vector_store_alignment(void **state)
 	expect_error(t, l, a, 2, "argument 'o': data pointer");
 }
 
+/*
+ * A row reduction copies whole rows with 1-D bulk copies: rows must start on
+ * 16 bytes (data pointer and row length), and fit the compiled row capacity.
+ */
+static void
+row_reduction_checks(void **state)
+{
+	Fixture *t = *state;
+	static const char spec[] =
+		"fusion: n\nsizes: {M: 8, N: 4000}\ninputs:\n  x: {dtype: bf16, shape: [M, N]}\n"
+		"ops:\n  - {out: y, op: softmax, in: [x]}\noutputs:\n  y: {dtype: bf16}\n";
+	const Launch *l = build(t, spec);
+	int64_t ok[] = {8, 4000}, ragged[] = {8, 4004}, wide[] = {8, 8192}, one[] = {1, 4004};
+	WsfTensor a[2] = {{DEV(1), WSF_DTYPE_BF16, 2, ok, NULL}, {DEV(2), WSF_DTYPE_BF16, 2, ok, NULL}};
+	LaunchPlan p;
+
+	assert_int_equal(l->kernel->family, FAM_REDUCTION);
+	assert_int_equal(rt_launch_plan(&t->c, l, a, 2, &p), WSF_OK);
+	assert_int_equal(p.rows, 8);
+	assert_int_equal(p.cols, 4000);
+	a[0].data = (char *)DEV(1) + 8;
+	expect_error(t, l, a, 2, "argument 'x': data pointer");
+	a[0].data = DEV(1);
+	a[0].shape = a[1].shape = ragged;  /* 8008-byte rows, within the 4096 capacity */
+	expect_error(t, l, a, 2, "argument 'x': rows of 4004 bf16 elements are 8008 bytes, not a multiple of 16");
+	a[0].shape = a[1].shape = one;     /* one row: no stride, but the bulk copy's size must be 16-byte too */
+	expect_error(t, l, a, 2, "argument 'x': rows of 4004 bf16 elements are 8008 bytes, not a multiple of 16");
+	a[0].shape = a[1].shape = wide;
+	expect_error(t, l, a, 2, "keeps rows of up to 4096 elements in shared memory; these rows have 8192");
+}
+
 int
 main(void)
 {
@@ -169,6 +200,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(row_view, setup, teardown),
 		cmocka_unit_test_setup_teardown(argument_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(vector_store_alignment, setup, teardown),
+		cmocka_unit_test_setup_teardown(row_reduction_checks, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
