@@ -11,7 +11,7 @@
 
 TEST_SRCS := $(wildcard tests/unit/test_*.c)
 TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(B)/tests/%)
-TEST_HDRS := $(wildcard include/*.h ir/*.h compiler/*.h passes/*.h codegen/*.h runtime/*.h)
+TEST_HDRS := $(wildcard include/*.h ir/*.h compiler/*.h passes/*.h codegen/*.h runtime/*.h tests/unit/*.h)
 
 test: all $(TEST_BINS) $(B)/tests/replay
 	@bash tests/summary.sh $(B)

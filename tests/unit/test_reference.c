@@ -23,14 +23,7 @@
 
 #include "../../runtime/runtime.h"
 
-#define COMP_INIT(c) \
-	do { \
-		memset(&(c), 0, sizeof(c)); \
-		if (setjmp((c).oom)) \
-			fail_msg("out of memory"); \
-		(c).arena = arena_new(&(c).oom); \
-		(c).strs = strtab_new((c).arena); \
-	} while (0)
+#include "comp_init.h"
 
 /* A compilation and the fusion being built in it. */
 typedef struct Env {

@@ -17,21 +17,7 @@
 
 #include "../../runtime/runtime.h"
 
-#define COMP_INIT(c) \
-	do { \
-		memset(&(c), 0, sizeof(c)); \
-		if (setjmp((c).oom)) \
-			fail_msg("out of memory"); \
-		(c).arena = arena_new(&(c).oom); \
-		(c).strs = strtab_new((c).arena); \
-	} while (0)
-
-static void
-assert_contains(const char *s, const char *part)
-{
-	if (!s || !strstr(s, part))
-		fail_msg("expected \"%s\" in \"%s\"", part, s ? s : "(null)");
-}
+#include "comp_init.h"
 
 static void
 assert_contains_all(const char *s, const char *const *parts)
