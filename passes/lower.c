@@ -153,6 +153,33 @@ add_size_params(Comp *c, Kernel *k)
 }
 
 /*
+ * Stages input param J: a tile buffer of ROWS x COLS named PARAM_SUFFIX,
+ * an elected load of it at (ROW, COL) appended to ISSUE, and COMPUTE reading
+ * the buffer.  Circular buffering gives both their slots later.
+ */
+static int
+stage_input(Comp *c, Kernel *k, int j, const char *suffix, int rows, int cols, Expr *row, Expr *col, Stmt *issue,
+            Stmt *compute)
+{
+	const KParam *p = &k->param[j];
+	int b = kernel_add_buf(c, k, arena_printf(c->arena, "%s_%s", p->name, suffix), BUF_TILE, p->dtype, rows, cols);
+	Stmt *ld = st_new(c, ST_TMA_LOAD);
+
+	k->buf[b].param = j;
+	k->buf[b].tensor = p->tensor;
+	ld->buf = b;
+	ld->param = j;
+	ld->slot = ex_int(c, 0);
+	ld->a = row;
+	ld->b = col;
+	ld->pos = k->fusion->tensor[p->tensor].pos;
+	st_append(c, issue, ld);
+	VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->buf = b;
+	compute->reads[compute->nreads - 1].slot = ex_int(c, 0);
+	return b;
+}
+
+/*
  * The persistent loop over this CTA's tiles of tile_rows x tile_cols:
  * tile = cta + i * ncta, at (row0, col0).  Appended to the kernel body;
  * returns the loop and the two coordinates.
@@ -286,26 +313,11 @@ lower_pointwise(Comp *c, Fusion *f)
 	compute->comment = arena_printf(c->arena, "%d ops of %s", f->nop - 1, f->name);
 	for (j = 1; j < k->nparam; j++) {
 		KParam *p = &k->param[j];
-		Stmt *ld;
-		int b;
 
 		if (p->kind != PK_TMAP || p->arg >= f->ninput)
 			continue;
-		b = kernel_add_buf(c, k, arena_printf(c->arena, "%s_tile", p->name), BUF_TILE, p->dtype,
-		                   p->box[0], p->box[1]);
-		k->buf[b].param = j;
-		k->buf[b].tensor = p->tensor;
-		tile_buf[p->tensor] = b;
-		ld = st_new(c, ST_TMA_LOAD);
-		ld->buf = b;
-		ld->param = j;
-		ld->slot = ex_int(c, 0);
-		ld->a = p->view == VIEW_ROW ? ex_int(c, 0) : row0;
-		ld->b = col0;
-		ld->pos = f->tensor[p->tensor].pos;
-		st_append(c, issue, ld);
-		VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->buf = b;
-		compute->reads[compute->nreads - 1].slot = ex_int(c, 0);
+		tile_buf[p->tensor] = stage_input(c, k, j, "tile", p->box[0], p->box[1],
+		                                  p->view == VIEW_ROW ? ex_int(c, 0) : row0, col0, issue, compute);
 	}
 	st_append(c, loop, compute);
 	if (!tma_store)
@@ -499,25 +511,11 @@ lower_reduction(Comp *c, Fusion *f)
 	compute->flag = k->row_steps > 0;
 	for (j = 1; j < k->nparam; j++) {
 		KParam *p = &k->param[j];
-		Stmt *ld;
-		int b;
 
 		if (p->kind != PK_PTR || p->arg >= f->ninput || p->view != VIEW_FULL)
 			continue;
 		/* one bulk copy of the whole row: a single TMA operation, exactly the row's bytes */
-		b = kernel_add_buf(c, k, arena_printf(c->arena, "%s_row", p->name), BUF_TILE, p->dtype, 1, cap);
-		k->buf[b].param = j;
-		k->buf[b].tensor = p->tensor;
-		ld = st_new(c, ST_TMA_LOAD);
-		ld->buf = b;
-		ld->param = j;
-		ld->slot = ex_int(c, 0);
-		ld->a = row0;
-		ld->b = ex_int(c, 0);
-		ld->pos = f->tensor[p->tensor].pos;
-		st_append(c, issue, ld);
-		VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->buf = b;
-		compute->reads[compute->nreads - 1].slot = ex_int(c, 0);
+		stage_input(c, k, j, "row", 1, cap, row0, ex_int(c, 0), issue, compute);
 	}
 	st_append(c, loop, compute);
 	return 0;
