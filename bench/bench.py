@@ -175,15 +175,16 @@ def _bsm_case(dt, tag="", hint=""):
                 _bias_silu_mul)
 
 
-VECTOR, WS, S4, T32, P = (("vector", "store: vector"), ("ws", "warp_specialize: true"), ("s4", "stages: 4"),
-                          ("t32", "tile: [32, 256]"), ("p", "persistent: true"))
+VECTOR, TMA, WS, S4, T32, P = (("vector", "store: vector"), ("tma", "store: tma"), ("ws", "warp_specialize: true"),
+                               ("s4", "stages: 4"), ("t32", "tile: [32, 256]"), ("p", "persistent: true"))
 CASES = [
     *(_relu_case(dt) for dt in ("bf16", "f32")),
     *(_bsm_case(dt) for dt in ("bf16", "f32")),
-    # schedule variants: 16-byte stores from registers, warp specialization, stages,
-    # a taller tile, the persistent pipelined loop
-    *(_relu_case("bf16", *v) for v in (VECTOR, WS, S4, T32, P)),
-    *(_bsm_case("bf16", *v) for v in (VECTOR, WS, T32, P)),
+    # schedule variants: the other store kind (by default 16-byte stores from registers for
+    # bf16 outputs, TMA stores for f32), warp specialization, stages, a taller tile, the
+    # persistent pipelined loop
+    *(_relu_case("bf16", *v) for v in (TMA, WS, S4, T32, P)),
+    *(_bsm_case("bf16", *v) for v in (TMA, WS, T32, P)),
     *(_relu_case("f32", *v) for v in (VECTOR, P)),
     *(_bsm_case("f32", *v) for v in (VECTOR, P)),
 ]
@@ -203,6 +204,16 @@ for _m, _n in ((32768, 4096), (16384, 8192)):
 CASES += [Case(f"{c.name}_{tag}", c.spec + f"schedule: {{{hint}}}\n", c.dtype, c.sizes, c.quick, c.inputs, c.eager)
           for c in [c for c in CASES if c.name.split("_")[0] in ("layernorm", "rmsnorm", "softmax")]
           for tag, hint in (("s4", "stages: 4"),)]
+
+# rows too wide for shared memory: streamed in chunks, softmax online (two reads of x, layernorm three)
+CASES += [
+    Case("softmax_4096x65536", SOFTMAX, "bf16", {"M": 4096, "N": 65536}, {"M": 16, "N": 65536},
+         _norm_inputs(0), _softmax),
+    Case("softmax_1024x131072", SOFTMAX, "bf16", {"M": 1024, "N": 131072}, {"M": 8, "N": 131072},
+         _norm_inputs(0), _softmax),
+    Case("layernorm_4096x65536", LAYERNORM, "bf16", {"M": 4096, "N": 65536}, {"M": 16, "N": 65536},
+         _norm_inputs(2), _layernorm),
+]
 
 # wsfuse vs the float32 reference rounded to the output dtype: at most an ulp or so apart
 TOLERANCE = {"bf16": dict(atol=1e-2, rtol=1.6e-2), "f16": dict(atol=1e-3, rtol=1e-3),

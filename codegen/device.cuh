@@ -311,6 +311,19 @@ __device__ __forceinline__ float wsf_max8(float acc, const float v[8], long long
 		acc = i < n ? fmaxf(acc, v[i]) : acc;
 	return acc;
 }
+// Online softmax: the first min(N, 8) of V into a running max M and a sum S
+// of exp(v - M) kept at M's scale (rescaled when M grows; M == MX, also when
+// both are -inf, needs no rescale).
+__device__ __forceinline__ void wsf_online8(float &m, float &s, const float v[8], long long n)
+{
+	const float mx = wsf_max8(m, v, n);
+
+	s *= m == mx ? 1.0f : __expf(m - mx);
+#pragma unroll
+	for (int i = 0; i < 8; i++)
+		s += i < n ? __expf(v[i] - mx) : 0.0f;
+	m = mx;
+}
 
 __device__ __forceinline__ long long wsf_ceildiv(long long a, long long b) { return (a + b - 1) / b; }
 // Tile arithmetic: operands are non-negative and below 2^32 (the host checks

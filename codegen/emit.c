@@ -65,6 +65,7 @@ typedef struct Emit {
 	const char *compute_fn;    /* the compute's __device__ function, when it is emitted once; else NULL */
 	const char *compute_args;  /* the arguments of its calls */
 	int row_steps;       /* row reductions kept in registers: element-loop steps a row takes; else 0 */
+	const char *chunk_col; /* a row streamed in chunks: the C expression of the chunk's first column */
 	const char **value;  /* per fusion tensor: the C name of its current value */
 } Emit;
 
@@ -487,7 +488,12 @@ row_pass_open(Emit *e, const bool *need, bool *have)
 	const Fusion *f = e->f;
 	int i, nops, step = e->k->consumer_threads * VEC;
 
-	if (e->row_steps) {
+	if (e->chunk_col) {
+		/* a chunk is 8 elements a thread */
+		line(e, "const int e = (int)(%s) + threadIdx.x * %d;", e->chunk_col, VEC);
+		line(e, "if (e < cols) {");
+		e->depth++;
+	} else if (e->row_steps) {
 		line(e, "#pragma unroll");
 		line(e, "for (int it = 0; it < %d; it++) {", e->row_steps);
 		e->depth++;
@@ -519,7 +525,11 @@ row_pass_open(Emit *e, const bool *need, bool *have)
 			line(e, "}");
 			continue;
 		}
-		line(e, "wsf_load8%s(%s, %s_s + e);", helper_suffix(p->dtype), v, bufname(e, buf_of_tensor(e->k, t)));
+		if (e->chunk_col)
+			line(e, "wsf_load8%s(%s, %s_s + (e - %s));", helper_suffix(p->dtype), v,
+			     bufname(e, buf_of_tensor(e->k, t)), e->chunk_col);
+		else
+			line(e, "wsf_load8%s(%s, %s_s + e);", helper_suffix(p->dtype), v, bufname(e, buf_of_tensor(e->k, t)));
 	}
 	for (i = 1, nops = 0; i < f->nop; i++)
 		if (need[f->op[i].out] && !have[f->op[i].out] && f->tensor[f->op[i].out].kind == TK_VALUE) {
@@ -561,9 +571,12 @@ row_pass_close(Emit *e)
 	line(e, "}");
 }
 
-/* Per-row ops whose operands are all known by LEVEL; DONE marks what was emitted. */
+/*
+ * Per-row ops whose operands are all known by LEVEL; DONE marks what was
+ * emitted.  ASSIGN: the variables are declared already (a streamed row).
+ */
 static void
-emit_row_scalars(Emit *e, const int *level, int upto, bool *done)
+emit_row_scalars(Emit *e, const int *level, int upto, bool *done, bool assign)
 {
 	const Fusion *f = e->f;
 	int i;
@@ -574,7 +587,7 @@ emit_row_scalars(Emit *e, const int *level, int upto, bool *done)
 		if (done[o->out] || row_full(e->k, o->out) || op_info[o->kind].cls == CLS_REDUCE ||
 		    level[o->out] > upto)
 			continue;
-		line(e, "const float %s = %s;   // %s%s", ident(e, "r_", f->tensor[o->out].name, ""),
+		line(e, "%s%s = %s;   // %s%s", assign ? "" : "const float ", ident(e, "r_", f->tensor[o->out].name, ""),
 		     op_text(e, o, row_operand(e, &o->in[0]), o->nin > 1 ? row_operand(e, &o->in[1]) : ""),
 		     op_info[o->kind].name, pos_comment(e, o->pos));
 		done[o->out] = true;
@@ -596,6 +609,51 @@ row_scratch(Emit *e, int nred)
 	return arena_printf(e->c->arena, "wsf_red + (wsf_flip ? %d : %d)", 32 * ((nred + 1) & 1), 32 * (nred & 1));
 }
 
+/* In the output pass, at element e: the full-row outputs. */
+static void
+emit_row_stores(Emit *e)
+{
+	const Fusion *f = e->f;
+	int j;
+
+	for (j = 0; j < f->nout; j++) {
+		const Output *out = &f->out[j];
+		const KParam *p = param_of_tensor(e, out->tensor, true);
+		const char *suf = helper_suffix(out->dtype), *v = row_value(e, out->tensor);
+
+		if (!row_full(e->k, out->tensor))
+			continue;
+		/* the ragged end: a guarded, unrolled loop keeps the values in registers */
+		line(e, "if (e + %d <= cols) {%s", VEC, pos_comment(e, out->pos));
+		line(e, "    wsf_store8%s(%s + row * cols + e, %s);", suf, param_name(e, p), v);
+		line(e, "} else {");
+		line(e, "    #pragma unroll");
+		line(e, "    for (int v = 0; v < %d; v++)", VEC);
+		line(e, "        if (e + v < cols)");
+		line(e, "            wsf_store1%s(%s + row * cols + e + v, %s[v]);", suf, param_name(e, p), v);
+		line(e, "}");
+	}
+}
+
+/* The per-row outputs, from thread 0. */
+static void
+emit_row_scalar_stores(Emit *e)
+{
+	const Fusion *f = e->f;
+	int j;
+
+	for (j = 0; j < f->nout; j++) {
+		const Output *out = &f->out[j];
+		const KParam *p = param_of_tensor(e, out->tensor, true);
+
+		if (row_full(e->k, out->tensor))
+			continue;
+		line(e, "if (threadIdx.x == 0)%s", pos_comment(e, out->pos));
+		line(e, "    wsf_store1%s(%s + %s, %s);", helper_suffix(out->dtype), param_name(e, p),
+		     e->k->tview[out->tensor] == VIEW_COL ? "row" : "0", ident(e, "r_", f->tensor[out->tensor].name, ""));
+	}
+}
+
 static void
 emit_row_compute(Emit *e, const Stmt *s)
 {
@@ -604,19 +662,8 @@ emit_row_compute(Emit *e, const Stmt *s)
 	int *level = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *level);
 	bool *done = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *done);
 	bool *need, *have = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *have);
-	int i, j, L, maxl = 0, nred = 0;
+	int i, j, L, maxl = kir_row_levels(k, level, NULL), nred = 0;
 
-	for (i = 1; i < f->nop; i++) {
-		const Op *o = &f->op[i];
-		int l = 0;
-
-		for (j = 0; j < o->nin; j++)
-			if (o->in[j].tensor && level[o->in[j].tensor] > l)
-				l = level[o->in[j].tensor];
-		level[o->out] = l + (op_info[o->kind].cls == CLS_REDUCE);
-		if (level[o->out] > maxl)
-			maxl = level[o->out];
-	}
 	line(e, "{   // compute row %s: %s", expr_str(e, s->a), s->comment ? s->comment : "");
 	e->depth++;
 	line(e, "const long long row = %s;", expr_str(e, s->a));
@@ -652,7 +699,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 		     expr_str(e, s->reads[0].slot->a));
 		e->row_flip = true;
 	}
-	emit_row_scalars(e, level, 0, done);  /* per-row values that need no reduction */
+	emit_row_scalars(e, level, 0, done, false);  /* per-row values that need no reduction */
 	for (L = 1; L <= maxl; L++) {
 		need = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *need);
 		for (i = 1; i < f->nop; i++)
@@ -698,12 +745,12 @@ emit_row_compute(Emit *e, const Stmt *s)
 			     o->origin ? " of " : "", o->origin ? o->origin : "", pos_comment(e, o->pos));
 			done[o->out] = true;
 		}
-		emit_row_scalars(e, level, L, done);
+		emit_row_scalars(e, level, L, done, false);
 	}
 	if ((nred & 1) && !e->row_flip)  /* the next row's first reduction takes wsf_red + 0 again */
 		line(e, "__syncthreads();   // every thread has read the last partials: the next row may reuse them");
 	e->row_flip = false;
-	emit_row_scalars(e, level, maxl, done);
+	emit_row_scalars(e, level, maxl, done, false);
 	/* the last pass: full-row outputs */
 	need = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *need);
 	for (j = 0; j < f->nout; j++)
@@ -713,38 +760,170 @@ emit_row_compute(Emit *e, const Stmt *s)
 	if (j < f->nout) {
 		line(e, "// the last pass: the full-row outputs");
 		row_pass_open(e, need, have);
-		for (j = 0; j < f->nout; j++) {
-			const Output *out = &f->out[j];
-			const KParam *p = param_of_tensor(e, out->tensor, true);
-			const char *suf = helper_suffix(out->dtype), *v = row_value(e, out->tensor);
-
-			if (!row_full(k, out->tensor))
-				continue;
-			/* the ragged end: a guarded, unrolled loop keeps the values in registers */
-			line(e, "if (e + %d <= cols) {%s", VEC, pos_comment(e, out->pos));
-			line(e, "    wsf_store8%s(%s + row * cols + e, %s);", suf, param_name(e, p), v);
-			line(e, "} else {");
-			line(e, "    #pragma unroll");
-			line(e, "    for (int v = 0; v < %d; v++)", VEC);
-			line(e, "        if (e + v < cols)");
-			line(e, "            wsf_store1%s(%s + row * cols + e + v, %s[v]);", suf, param_name(e, p), v);
-			line(e, "}");
-		}
+		emit_row_stores(e);
 		row_pass_close(e);
 	}
-	for (j = 0; j < f->nout; j++) {
-		const Output *out = &f->out[j];
-		const KParam *p = param_of_tensor(e, out->tensor, true);
-
-		if (row_full(k, out->tensor))
-			continue;
-		line(e, "if (threadIdx.x == 0)%s", pos_comment(e, out->pos));
-		line(e, "    wsf_store1%s(%s + %s, %s);", helper_suffix(out->dtype), param_name(e, p),
-		     k->tview[out->tensor] == VIEW_COL ? "row" : "0", ident(e, "r_", f->tensor[out->tensor].name, ""));
-	}
+	emit_row_scalar_stores(e);
 	e->row_steps = 0;
 	e->depth--;
 	line(e, "}");
+}
+
+/* The reduction of ONLINE's running sum that runs with max M (0: none). */
+static int
+online_sum_of(const Fusion *f, const int *online, int m)
+{
+	int i;
+
+	for (i = 1; i < f->nop; i++)
+		if (online[f->op[i].out] == m)
+			return f->op[i].out;
+	return 0;
+}
+
+/*
+ * A row streamed in chunks (k->row_chunk): the compute is split over the
+ * loop nest lowering made (row -> pass -> chunk).  ROW_BEGIN declares, at
+ * the row's scope, the accumulators and the per-row values later parts set;
+ * each ROW_CHUNK adds its chunk to the accumulators of the reductions of its
+ * pass (pass L - 1 computes level L), or in the last pass stores the
+ * outputs; ROW_PASS_END reduces the pass's accumulators across the CTA;
+ * ROW_END stores the per-row outputs.  A softmax's max and sum of exp share
+ * a pass: each thread keeps a running max and a sum at its scale
+ * (wsf_online8); the pass end rescales the sums to the row's max before
+ * adding them up.
+ */
+static void
+emit_chunk_compute(Emit *e, const Stmt *s)
+{
+	Kernel *k = e->k;
+	Fusion *f = e->f;
+	int *level = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *level);
+	int *online = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *online);
+	bool *done = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *done);
+	bool *need, *have;
+	int i, L, maxl = kir_row_levels(k, level, online), nred = 0;
+	const char *pass = s->pass ? expr_str(e, s->pass) : NULL;
+
+	/* per-row inputs and the per-row values that need no reduction: ROW_BEGIN sets them */
+	for (i = 1; i < f->ntensor; i++)
+		done[i] = !row_full(k, i) && level[i] == 0 && (s->phase != ROW_BEGIN || f->tensor[i].kind == TK_INPUT);
+	switch (s->phase) {
+	case ROW_BEGIN:
+		line(e, "// row %s: %s", expr_str(e, s->a), s->comment ? s->comment : "");
+		line(e, "const long long row = %s;", expr_str(e, s->a));
+		for (i = 0; i < f->ninput; i++) {
+			int t = f->input[i];
+			const KParam *p = param_of_tensor(e, t, false);
+
+			if (!row_full(k, t))
+				line(e, "const float %s = %s(%s + %s);%s", ident(e, "r_", f->tensor[t].name, ""),
+				     p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", param_name(e, p),
+				     k->tview[t] == VIEW_COL ? "row" : "0", pos_comment(e, f->tensor[t].pos));
+		}
+		for (i = 1; i < f->nop; i++) {
+			const Op *o = &f->op[i];
+			const char *name = f->tensor[o->out].name;
+
+			if (op_info[o->kind].cls == CLS_REDUCE)
+				line(e, "float %s = %s, %s;   // %s%s", ident(e, "acc_", name, ""),
+				     o->kind == OP_MAX ? "-__int_as_float(0x7f800000)" : "0.0f", ident(e, "r_", name, ""),
+				     online[o->out] ? "sum of exp, online with its max" : op_info[o->kind].name,
+				     pos_comment(e, o->pos));
+			else if (!row_full(k, o->out) && level[o->out] > 0)
+				line(e, "float %s;%s", ident(e, "r_", name, ""), pos_comment(e, o->pos));
+		}
+		emit_row_scalars(e, level, 0, done, false);
+		break;
+	case ROW_CHUNK:
+		line(e, "{   // %s at column %s", s->comment ? s->comment : "", expr_str(e, s->b));
+		e->depth++;
+		for (i = 0; i < s->nreads; i++)
+			line(e, "const %s *%s_s = %s;", storage_type(k->buf[s->reads[i].buf].dtype),
+			     bufname(e, s->reads[i].buf), buf_at(e, s->reads[i].buf, s->reads[i].slot));
+		e->chunk_col = expr_str(e, s->b);
+		for (L = 1; L <= k->row_passes; L++) {
+			bool outputs = L > maxl;
+
+			need = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *need);
+			have = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *have);
+			if (L == 1)
+				line(e, "if (%s == 0) {   // pass 1: %s", pass, outputs ? "the outputs" : "the reductions of level 1");
+			else if (L < k->row_passes)
+				line(e, "} else if (%s == %d) {   // pass %d: the reductions of level %d", pass, L - 1, L, L);
+			else
+				line(e, "} else {   // pass %d: %s", L, outputs ? "the outputs" : "the reductions of the last level");
+			e->depth++;
+			for (i = 1; i < f->nop && !outputs; i++) {
+				const Op *o = &f->op[i];
+
+				if (op_info[o->kind].cls == CLS_REDUCE && level[o->out] == L && !online[o->out])
+					row_needs(e, o->in[0].tensor, need);
+			}
+			for (i = 0; i < f->nout && outputs; i++)
+				row_needs(e, f->out[i].tensor, need);
+			row_pass_open(e, need, have);
+			if (outputs)
+				emit_row_stores(e);
+			for (i = 1; i < f->nop && !outputs; i++) {
+				const Op *o = &f->op[i];
+				const char *acc = ident(e, "acc_", f->tensor[o->out].name, "");
+				const char *in = row_value(e, o->in[0].tensor);
+				int r;
+
+				if (op_info[o->kind].cls != CLS_REDUCE || level[o->out] != L || online[o->out])
+					continue;
+				if ((r = online_sum_of(f, online, o->out)))
+					line(e, "wsf_online8(%s, %s, %s, cols - e);   // %s and the sum of exp, online%s", acc,
+					     ident(e, "acc_", f->tensor[r].name, ""), in, op_info[o->kind].name,
+					     pos_comment(e, o->pos));
+				else
+					line(e, "%s = wsf_%s8(%s, %s, cols - e);", acc, o->kind == OP_MAX ? "max" : "sum", acc, in);
+			}
+			row_pass_close(e);
+			e->depth--;
+		}
+		line(e, "}");
+		e->chunk_col = NULL;
+		e->depth--;
+		line(e, "}");
+		break;
+	case ROW_PASS_END:
+		for (L = 1; L <= maxl; L++) {
+			line(e, "%sif (%s == %d) {   // the end of pass %d: its block reductions", L > 1 ? "} else " : "",
+			     pass, L - 1, L);
+			e->depth++;
+			for (i = 1; i < f->nop; i++) {
+				const Op *o = &f->op[i];
+				const char *name = f->tensor[o->out].name, *acc = ident(e, "acc_", name, "");
+
+				if (op_info[o->kind].cls != CLS_REDUCE || level[o->out] != L)
+					continue;
+				if (online[o->out]) {
+					const char *m = ident(e, "acc_", f->tensor[online[o->out]].name, "");
+					const char *rm = ident(e, "r_", f->tensor[online[o->out]].name, "");
+
+					line(e, "%s *= %s == %s ? 1.0f : __expf(%s - %s);   // to the scale of the row's max",
+					     acc, m, rm, m, rm);
+				}
+				/* consecutive reductions alternate scratch arrays; chunk loops' barriers separate passes */
+				line(e, "%s = wsf_block_%s(%s, %s)%s;   // %s%s%s%s", ident(e, "r_", name, ""),
+				     o->kind == OP_MAX ? "max" : "sum", acc, row_scratch(e, nred++),
+				     o->kind == OP_MEAN ? " / (float)cols" : "", op_info[o->kind].name,
+				     o->origin ? " of " : "", o->origin ? o->origin : "", pos_comment(e, o->pos));
+				done[o->out] = true;
+			}
+			emit_row_scalars(e, level, L, done, true);
+			e->depth--;
+		}
+		line(e, "}");
+		break;
+	case ROW_END:
+		emit_row_scalar_stores(e);
+		break;
+	default:
+		break;
+	}
 }
 
 static void emit_stmt(Emit *e, const Stmt *s);
@@ -752,7 +931,9 @@ static void emit_stmt(Emit *e, const Stmt *s);
 static void
 emit_compute_body(Emit *e, const Stmt *s)
 {
-	if (e->k->family == FAM_REDUCTION)
+	if (e->k->family == FAM_REDUCTION && e->k->row_chunk)
+		emit_chunk_compute(e, s);
+	else if (e->k->family == FAM_REDUCTION)
 		emit_row_compute(e, s);
 	else
 		emit_compute(e, s);
@@ -1029,6 +1210,8 @@ emit_compute_function(Emit *e)
 	int i, j;
 
 	st_walk(k->body, find_compute, &cs);
+	if (k->row_chunk)  /* its parts share the row's variables: written in place */
+		return;
 	if (cs.n < 2 || cs.n > (int)countof(cs.s))
 		return;
 	body = compute_text(e, cs.s[0]);

@@ -485,6 +485,22 @@ typedef struct Access {
 	Expr *slot;
 } Access;
 
+/*
+ * The part of a row reduction's work an ST_COMPUTE does.  A row held whole
+ * (in a stage or in registers) is one ROW_WHOLE compute; a row streamed in
+ * chunks (Kernel.row_chunk) is ROW_BEGIN (per-row values, accumulators),
+ * then for each pass a ROW_CHUNK per chunk (accumulate, or in the last pass
+ * store) and a ROW_PASS_END (the pass's block reductions), then ROW_END
+ * (per-row outputs).
+ */
+typedef enum RowPhase {
+	ROW_WHOLE,
+	ROW_BEGIN,
+	ROW_CHUNK,
+	ROW_PASS_END,
+	ROW_END
+} RowPhase;
+
 typedef struct Stmt Stmt;
 struct Stmt {
 	StmtKind kind;
@@ -516,6 +532,8 @@ struct Stmt {
 	bool flag;            /* BULK_WAIT .read; SETMAXNREG inc; COMPUTE: every read of its stages
 	                         comes before a CTA barrier inside it, which so releases them */
 	/* ST_COMPUTE */
+	RowPhase phase;       /* a row streamed in chunks: which part of its work; ROW_WHOLE otherwise */
+	Expr *pass;           /* ROW_CHUNK, ROW_PASS_END: the pass over the row (0-based) */
 	Access *reads;  int nreads, capreads;
 	Access *writes; int nwrites, capwrites;  /* staging buffers; none: vector stores to global */
 };
@@ -527,6 +545,9 @@ struct Kernel {
 	int row_cap;             /* reduction: the widest row (elements) the buffers hold */
 	int row_steps;           /* reduction: a row is held in registers, this many steps of 8 elements
 	                            a thread; 0: each pass reads it from shared memory again */
+	int row_chunk;           /* reduction: rows stream through the stages in chunks of this many
+	                            elements, each pass reading global memory again (0: whole rows) */
+	int row_passes;          /* reduction streamed in chunks: passes over each row */
 	View *tview;             /* reduction: each fusion tensor's view of the row domain */
 	int domain;              /* the fusion tensor whose shape the 2-D view is made from */
 	KParam *param;  int nparam, capparam;   /* [0] unused */
@@ -580,6 +601,15 @@ bool st_reads_buf(const Stmt *s, int buf);
 bool st_writes_buf(const Stmt *s, int buf);
 /* A TMA load from a pointer (a 1-D bulk copy): its byte count, a runtime expression; else NULL. */
 Expr *kir_bulk_bytes(Comp *c, const Kernel *k, const Stmt *load);
+/*
+ * The pass over a row in which each fusion tensor of row-reduction kernel K
+ * is known (LEVEL[t], ntensor entries): the number of reductions on its
+ * longest path from the inputs.  With chunks (K->row_chunk), a sum of
+ * exp(a - max(a)) joins the pass of its max (online softmax: a running max
+ * and a rescaled sum); ONLINE[t] (may be NULL) is then that max's tensor,
+ * else 0.  Returns the highest level.
+ */
+int kir_row_levels(const Kernel *k, int *level, int *online);
 /* Visits every statement of the tree in order (pre-order). */
 void st_walk(Stmt *s, void (*fn)(Stmt *s, void *user), void *user);
 

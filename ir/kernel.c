@@ -271,6 +271,7 @@ st_clone(Comp *c, const Stmt *s, int var, Expr *with)
 	r->slot = ex_subst(c, s->slot, var, with);
 	r->off = ex_subst(c, s->off, var, with);
 	r->barslot = ex_subst(c, s->barslot, var, with);
+	r->pass = ex_subst(c, s->pass, var, with);
 	r->reads = clone_access(c, s->reads, s->nreads, var, with);
 	r->capreads = s->nreads;
 	r->writes = clone_access(c, s->writes, s->nwrites, var, with);
@@ -326,6 +327,56 @@ kir_bulk_bytes(Comp *c, const Kernel *k, const Stmt *ld)
 	left = ex_bin(c, EX_SUB, ex_var(c, k->cols_var), ld->b);
 	return ex_bin(c, EX_MUL, ex_bin(c, EX_MIN, ex_int(c, b->cols), left),
 	              ex_int(c, dtype_info[b->dtype].bytes));
+}
+
+/* Is reduction O a sum of exp(a - m) with m = max(a)?  Then m's tensor, else 0. */
+static int
+online_max(const Fusion *f, const Op *o)
+{
+	const Tensor *e, *d;
+	const Op *x, *sub, *m;
+
+	if (o->kind != OP_SUM || !o->in[0].tensor)
+		return 0;
+	e = &f->tensor[o->in[0].tensor];
+	if (e->kind != TK_VALUE || (x = &f->op[e->def])->kind != OP_EXP || !x->in[0].tensor)
+		return 0;
+	d = &f->tensor[x->in[0].tensor];
+	if (d->kind != TK_VALUE || (sub = &f->op[d->def])->kind != OP_SUB || !sub->in[0].tensor ||
+	    !sub->in[1].tensor || f->tensor[sub->in[1].tensor].kind != TK_VALUE)
+		return 0;
+	m = &f->op[f->tensor[sub->in[1].tensor].def];
+	return m->kind == OP_MAX && m->in[0].tensor == sub->in[0].tensor ? sub->in[1].tensor : 0;
+}
+
+int
+kir_row_levels(const Kernel *k, int *level, int *online)
+{
+	const Fusion *f = k->fusion;
+	int i, j, maxl = 0;
+
+	for (i = 0; i < f->ntensor; i++) {
+		level[i] = 0;
+		if (online)
+			online[i] = 0;
+	}
+	for (i = 1; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+		int l = 0, m = k->row_chunk ? online_max(f, o) : 0;
+
+		for (j = 1; j < i && m; j++)  /* one running sum a max: the first such sum */
+			if (online_max(f, &f->op[j]) == m)
+				m = 0;
+		for (j = 0; j < o->nin; j++)
+			if (o->in[j].tensor && level[o->in[j].tensor] > l)
+				l = level[o->in[j].tensor];
+		level[o->out] = m ? level[m] : l + (op_info[o->kind].cls == CLS_REDUCE);
+		if (online)
+			online[o->out] = m;
+		if (level[o->out] > maxl)
+			maxl = level[o->out];
+	}
+	return maxl;
 }
 
 void

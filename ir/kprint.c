@@ -208,11 +208,27 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 		buf_printf(b, "setmaxnreg.%s %lld", s->flag ? "inc" : "dec", (long long)s->n);
 		break;
 	case ST_COMPUTE:
-		buf_puts(b, "compute tile[");
+		if (s->phase == ROW_BEGIN || s->phase == ROW_END) {
+			buf_printf(b, "compute row-%s row=", s->phase == ROW_BEGIN ? "begin" : "end");
+			expr_print(b, k, s->a);
+			break;
+		}
+		if (s->phase == ROW_PASS_END) {
+			buf_puts(b, "compute pass-end pass=");
+			expr_print(b, k, s->pass);
+			break;
+		}
+		buf_puts(b, s->phase == ROW_CHUNK ? "compute chunk[" : "compute tile[");
 		expr_print(b, k, s->a);
 		buf_puts(b, ", ");
 		expr_print(b, k, s->b);
-		buf_puts(b, "] reads ");
+		buf_puts(b, "] ");
+		if (s->phase == ROW_CHUNK) {
+			buf_puts(b, "pass=");
+			expr_print(b, k, s->pass);
+			buf_puts(b, " ");
+		}
+		buf_puts(b, "reads ");
 		access_print(b, k, s->reads, s->nreads);
 		if (s->nwrites) {
 			buf_puts(b, " writes ");
@@ -256,6 +272,9 @@ kernel_print(Buf *b, const Kernel *k)
 		buf_printf(b, "  rows: up to %d wide, in registers (%d steps of 8 a thread)\n", k->row_cap, k->row_steps);
 	else if (k->row_cap)
 		buf_printf(b, "  rows: up to %d wide, re-read from shared memory by each pass\n", k->row_cap);
+	else if (k->row_chunk)
+		buf_printf(b, "  rows: any width, streamed in chunks of %d elements, %d passes over each\n",
+		           k->row_chunk, k->row_passes);
 	for (i = 1; i < k->nparam; i++) {
 		const KParam *p = &k->param[i];
 

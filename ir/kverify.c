@@ -107,6 +107,9 @@ check_stmt(Check *v, const Stmt *s)
 	case ST_COMPUTE:
 		check_expr(v, s->a);
 		check_expr(v, s->b);
+		check_expr(v, s->pass);
+		if ((s->phase != ROW_WHOLE) != (k->row_chunk > 0))
+			fail(v, "a compute's row phase does not match the kernel's row mode");
 		for (i = 0; i < s->nreads; i++)
 			check_expr(v, s->reads[i].slot);
 		break;

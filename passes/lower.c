@@ -181,29 +181,38 @@ stage_input(Comp *c, Kernel *k, int j, const char *suffix, int rows, int cols, E
 
 /*
  * The persistent loop over this CTA's tiles of tile_rows x tile_cols:
- * tile = cta + i * ncta, at (row0, col0).  Appended to the kernel body;
- * returns the loop and the two coordinates.
+ * tile = cta + i * ncta, at (row0, col0); with WHOLE_ROWS a tile is one
+ * whole row (row0 = tile, col0 = 0).  Appended to the kernel body; returns
+ * the loop and the two coordinates.
  */
 static Stmt *
-tile_loop(Comp *c, Kernel *k, Expr **row0, Expr **col0)
+tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **col0)
 {
 	Stmt *loop;
-	Expr *i, *tile, *ntc;
+	Expr *i, *tile, *ntc = NULL, *ntiles;
 
-	ntc = ex_var(c, let(c, k, "col_tiles", ex_bin(c, EX_CEILDIV, ex_var(c, k->cols_var),
-	                                               ex_int(c, k->tile_cols)), k->body)->var);
-	k->ntile_var = let(c, k, "tiles",
-	                   ex_bin(c, EX_MUL, ex_bin(c, EX_CEILDIV, ex_var(c, k->rows_var), ex_int(c, k->tile_rows)),
-	                          ntc), k->body)->var;
-	k->niter_var = let(c, k, "my_tiles",
+	if (whole_rows) {
+		k->ntile_var = k->rows_var;
+	} else {
+		ntc = ex_var(c, let(c, k, "col_tiles", ex_bin(c, EX_CEILDIV, ex_var(c, k->cols_var),
+		                                               ex_int(c, k->tile_cols)), k->body)->var);
+		ntiles = ex_bin(c, EX_MUL, ex_bin(c, EX_CEILDIV, ex_var(c, k->rows_var), ex_int(c, k->tile_rows)), ntc);
+		k->ntile_var = let(c, k, "tiles", ntiles, k->body)->var;
+	}
+	k->niter_var = let(c, k, whole_rows ? "my_rows" : "my_tiles",
 	                   ex_bin(c, EX_CEILDIV, ex_bin(c, EX_SUB, ex_var(c, k->ntile_var), ex_leaf(c, EX_CTA)),
 	                          ex_leaf(c, EX_NCTA)), k->body)->var;
 	loop = st_loop(c, kernel_add_var(c, k, "i"), ex_int(c, 0), ex_var(c, k->niter_var), LOOP_TILE);
-	loop->comment = "this CTA's tiles";
+	loop->comment = whole_rows ? "this CTA's rows" : "this CTA's tiles";
 	st_append(c, k->body, loop);
 	i = ex_var(c, loop->var);
-	tile = ex_var(c, let(c, k, "tile", ex_bin(c, EX_ADD, ex_leaf(c, EX_CTA),
-	                                          ex_bin(c, EX_MUL, i, ex_leaf(c, EX_NCTA))), loop)->var);
+	tile = ex_bin(c, EX_ADD, ex_leaf(c, EX_CTA), ex_bin(c, EX_MUL, i, ex_leaf(c, EX_NCTA)));
+	if (whole_rows) {
+		*row0 = ex_var(c, let(c, k, "row0", tile, loop)->var);
+		*col0 = ex_int(c, 0);
+		return loop;
+	}
+	tile = ex_var(c, let(c, k, "tile", tile, loop)->var);
 	*row0 = ex_var(c, let(c, k, "row0", ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, tile, ntc),
 	                                           ex_int(c, k->tile_rows)), loop)->var);
 	*col0 = ex_var(c, let(c, k, "col0", ex_bin(c, EX_MUL, ex_bin(c, EX_MOD, tile, ntc),
@@ -235,13 +244,6 @@ lower_pointwise(Comp *c, Fusion *f)
 	k->domain = f->out[0].tensor;
 	k->flat = true;
 	k->warp_specialize = f->sched.warp_specialize == 2;
-	/*
-	 * Staging + TMA store by default: on an H200 it moved relu(a*b+c) at 102%
-	 * of the copy rate where 16-byte stores from registers reached 70%
-	 * (docs/perf.md).
-	 */
-	tma_store = f->sched.store != STORE_VECTOR;
-	k->tma_store = tma_store;
 	k->stages_hint = f->sched.stages;
 	k->stages_pos = f->sched.stages ? f->sched.stages_pos : f->pos;
 	/*
@@ -253,6 +255,22 @@ lower_pointwise(Comp *c, Fusion *f)
 	 */
 	k->persistent = f->sched.persistent == 2 ||
 	                (f->sched.persistent == 0 && (k->warp_specialize || f->sched.stages));
+	/*
+	 * The store kind, unless the schedule names one.  Staging + TMA store:
+	 * the persistent loop needs it (on an H200 it moved relu(a*b+c) at 102%
+	 * of the copy rate where 16-byte stores from registers reached 70%), and
+	 * f32 outputs measured faster with it.  16-byte stores from registers:
+	 * one CTA per tile with 2-byte outputs only, where they measured up to
+	 * 0.9% faster (bf16 silu*y) and never slower (docs/perf.md).
+	 */
+	tma_store = f->sched.store == STORE_TMA;
+	if (f->sched.store == STORE_NONE) {
+		tma_store = k->persistent;
+		for (j = 0; j < f->nout; j++)
+			if (dtype_info[f->out[j].dtype].bytes != 2)
+				tma_store = true;
+	}
+	k->tma_store = tma_store;
 	if (!k->persistent && !k->stages_hint)
 		k->stages_hint = 1;
 	k->smem_budget = SMEM_BUDGET;
@@ -302,7 +320,7 @@ lower_pointwise(Comp *c, Fusion *f)
 	if (check_tile(c, k, f))
 		return -1;
 
-	loop = tile_loop(c, k, &row0, &col0);
+	loop = tile_loop(c, k, false, &row0, &col0);
 	i = ex_var(c, loop->var);
 	issue = st_if(c, ex_leaf(c, EX_ELECT));
 	issue->comment = "one thread issues the loads";
@@ -388,22 +406,83 @@ classify_row(const Tensor *t, const Tensor *d)
 /*
  * ROW_ALIGN: row buffers hold the compile-time width rounded up to this;
  * MAX_ROW: the widest row a stage holds; ROW_REGS: the most steps of 8
- * elements a thread holds a row's values in registers for.
+ * elements a thread holds a row's values in registers for; CHUNK_THREADS:
+ * the threads of a kernel that streams rows in chunks of 8 elements a thread.
  */
-enum { ROW_ALIGN = 256, MAX_ROW = 32768, ROW_REGS = 2 };
+enum { ROW_ALIGN = 256, MAX_ROW = 32768, ROW_REGS = 2, CHUNK_THREADS = 512, CHUNK = 8 * CHUNK_THREADS };
+
+/*
+ * A row streamed in chunks: for each pass over the row, a loop over its
+ * chunks, each brought into a stage by one bulk copy and computed by a
+ * ROW_CHUNK compute; the pass ends with ROW_PASS_END (its block reductions).
+ * Appended to LOOP (the row loop), between ROW_BEGIN and ROW_END.  The
+ * circular_buffer pass buffers the chunk loop; its stage counter runs on
+ * across passes and rows.
+ */
+static void
+stream_row(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *nchunks, const char *what)
+{
+	Fusion *f = k->fusion;
+	Stmt *passes, *chunks, *issue, *s;
+	Expr *col, *pass;
+	int j;
+
+	s = st_new(c, ST_COMPUTE);
+	s->phase = ROW_BEGIN;
+	s->a = row0;
+	s->comment = "the row's per-row values and accumulators";
+	st_append(c, loop, s);
+	passes = st_loop(c, kernel_add_var(c, k, "pass"), ex_int(c, 0), ex_int(c, k->row_passes), LOOP_SERIAL);
+	passes->comment = "passes over the row: one a reduction level, then the outputs";
+	st_append(c, loop, passes);
+	pass = ex_var(c, passes->var);
+	chunks = st_loop(c, kernel_add_var(c, k, "ch"), ex_int(c, 0), nchunks, LOOP_SERIAL);
+	chunks->comment = "the row's chunks";
+	st_append(c, passes, chunks);
+	col = ex_var(c, let(c, k, "col", ex_bin(c, EX_MUL, ex_var(c, chunks->var), ex_int(c, CHUNK)), chunks)->var);
+	issue = st_if(c, ex_leaf(c, EX_ELECT));
+	issue->comment = "one thread issues the loads of the chunk";
+	st_append(c, chunks, issue);
+	s = st_new(c, ST_COMPUTE);
+	s->phase = ROW_CHUNK;
+	s->a = row0;
+	s->b = col;
+	s->pass = pass;
+	s->comment = arena_printf(c->arena, "%s, one chunk", what);
+	for (j = 1; j < k->nparam; j++) {
+		KParam *p = &k->param[j];
+
+		if (p->kind == PK_PTR && p->arg < f->ninput && p->view == VIEW_FULL)
+			stage_input(c, k, j, "chunk", 1, CHUNK, row0, col, issue, s);
+	}
+	st_append(c, chunks, s);
+	s = st_new(c, ST_COMPUTE);
+	s->phase = ROW_PASS_END;
+	s->a = row0;
+	s->pass = pass;
+	s->comment = "the pass's block reductions";
+	st_append(c, passes, s);
+	s = st_new(c, ST_COMPUTE);
+	s->phase = ROW_END;
+	s->a = row0;
+	s->comment = "the per-row outputs";
+	st_append(c, loop, s);
+}
 
 /*
  * The reduction family: whole rows of the domain [rows, cols] (the input of
- * the first reduction) per CTA iteration, each row brought into a stage that
- * holds all of it by one TMA bulk copy (1-D, of exactly the row's bytes: a
+ * the first reduction) per CTA iteration.  A row that fits a stage is
+ * brought into one by one TMA bulk copy (1-D, of exactly the row's bytes: a
  * tensor map's 256-element boxes would take 16 operations for a 4096-wide
  * row), so global memory is read once however many passes over the row the
- * reductions need.  Rows stream through the circular-buffer stages, one row
- * a stage.  Rows broadcast over rows (weights, biases), per-row values and
- * scalars are read from global memory, where L2 and L1 keep them.  The row
- * capacity is the width known at compile time rounded up to 256; wider rows
- * at launch are refused (online softmax for rows that do not fit is not
- * built yet).
+ * reductions need; rows stream through the circular-buffer stages, one row
+ * a stage.  A row wider than MAX_ROW, or whose stage would not fit shared
+ * memory, streams through the stages in chunks instead, once per pass (a
+ * softmax's max and sum share one pass: online softmax).  Rows broadcast
+ * over rows (weights, biases), per-row values and scalars are read from
+ * global memory, where L2 and L1 keep them.  The row capacity is the width
+ * known at compile time rounded up to 256; wider rows at launch are refused
+ * (chunked kernels take any width).
  */
 static int
 lower_reduction(Comp *c, Fusion *f)
@@ -412,8 +491,9 @@ lower_reduction(Comp *c, Fusion *f)
 	Kernel *k;
 	Stmt *loop, *issue, *compute;
 	Expr *row0, *col0;
-	int j, cap;
+	int j, cap, row_bytes = 0, maxl;
 	int64_t width;
+	bool full_out = false;
 
 	for (j = 1; j < f->nop && !d; j++)
 		if (op_info[f->op[j].kind].cls == CLS_REDUCE)
@@ -428,38 +508,19 @@ lower_reduction(Comp *c, Fusion *f)
 		return diag_error(c, d->pos,
 		                  "the row width of '%s' (its last dim) needs a value when a reduction kernel is "
 		                  "compiled: give it under sizes: or with -D", d->name);
-	if (width > MAX_ROW)
-		return diag_error(c, d->pos,
-		                  "rows of %lld elements are wider than the %d a reduction kernel keeps in shared "
-		                  "memory (online reductions over wider rows are not implemented yet)",
-		                  (long long)width, MAX_ROW);
-	cap = (int)((width + ROW_ALIGN - 1) / ROW_ALIGN * ROW_ALIGN);
+	if (width > INT32_MAX - CHUNK)
+		return diag_error(c, d->pos, "rows of %lld elements are wider than a reduction kernel takes (%d)",
+		                  (long long)width, INT32_MAX - CHUNK);
 
 	k = kernel_new(c, f);
 	c->kernel = k;
 	k->family = FAM_REDUCTION;
 	k->domain = (int)(d - f->tensor);
-	k->row_cap = cap;
-	k->tile_rows = 1;
-	k->tile_cols = cap;
 	k->persistent = f->sched.persistent != 1;
 	k->stages_hint = f->sched.stages;
 	k->stages_pos = f->sched.stages ? f->sched.stages_pos : d->pos;
 	k->smem_budget = SMEM_BUDGET;
 	k->smem_target = SMEM_TARGET;
-	/*
-	 * Two stages: one row computed while the next lands.  With 32 warps
-	 * resident that keeps HBM busy, and more stages measured slower
-	 * (docs/perf.md: 2 beat 4 and 6 on every normalization case).
-	 */
-	k->stages_default = 2;
-	/*
-	 * 16 elements a thread: rows up to 16384 wide stay in registers in two
-	 * steps of 8 (codegen's register mode); wider rows take 1024 threads.
-	 */
-	k->consumer_threads = k->threads = cap / 16 < THREADS ? THREADS : cap / 16 > 1024 ? 1024 : (cap / 16 + 31) / 32 * 32;
-	j = (cap + 8 * k->threads - 1) / (8 * k->threads);
-	k->row_steps = j <= ROW_REGS ? j : 0;
 
 	/* every tensor is a full row, a per-row value, a broadcast row or a scalar */
 	k->tview = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *k->tview);
@@ -478,15 +539,53 @@ lower_reduction(Comp *c, Fusion *f)
 			                  "not a full row of '%s'", f->tensor[o->out].name,
 			                  f->tensor[o->in[0].tensor].name, d->name);
 	}
+	for (j = 0; j < f->ninput; j++)
+		if (k->tview[f->input[j]] == VIEW_FULL)
+			row_bytes += dtype_info[f->tensor[f->input[j]].dtype].bytes;
+	for (j = 0; j < f->nout; j++)
+		full_out |= k->tview[f->out[j].tensor] == VIEW_FULL;
+
+	cap = (int)((width + ROW_ALIGN - 1) / ROW_ALIGN * ROW_ALIGN);
+	if (width > MAX_ROW || (int64_t)cap * row_bytes > SMEM_BUDGET) {
+		/*
+		 * Chunks of 4096 elements, 8 a thread, four stages (16-32 KiB a
+		 * stage for bf16-f32 rows): several CTAs per SM keep HBM busy.
+		 */
+		k->row_chunk = CHUNK;
+		k->tile_rows = 1;
+		k->tile_cols = CHUNK;
+		k->consumer_threads = k->threads = CHUNK_THREADS;
+		k->stages_default = 4;
+		maxl = kir_row_levels(k, arena_alloc(c->arena, (size_t)f->ntensor * sizeof(int)), NULL);
+		k->row_passes = maxl + full_out;
+	} else {
+		k->row_cap = cap;
+		k->tile_rows = 1;
+		k->tile_cols = cap;
+		/*
+		 * Two stages: one row computed while the next lands.  With 32 warps
+		 * resident that keeps HBM busy, and more stages measured slower
+		 * (docs/perf.md: 2 beat 4 and 6 on every normalization case).
+		 */
+		k->stages_default = 2;
+		/*
+		 * 16 elements a thread: rows up to 16384 wide stay in registers in two
+		 * steps of 8 (codegen's register mode); wider rows take 1024 threads.
+		 */
+		k->consumer_threads = k->threads = cap / 16 < THREADS ? THREADS : cap / 16 > 1024 ? 1024 :
+		                                   (cap / 16 + 31) / 32 * 32;
+		j = (cap + 8 * k->threads - 1) / (8 * k->threads);
+		k->row_steps = j <= ROW_REGS ? j : 0;
+	}
+
 	for (j = 0; j < f->ninput; j++) {
 		const Tensor *t = &f->tensor[f->input[j]];
-		View v = classify_row(t, d);
 		int p = kernel_add_param(c, k, PK_PTR, t->name);
 
 		k->param[p].arg = j;
 		k->param[p].tensor = f->input[j];
 		k->param[p].dtype = t->dtype;
-		k->param[p].view = v;
+		k->param[p].view = k->tview[f->input[j]];
 	}
 	for (j = 0; j < f->nout; j++) {
 		const Tensor *t = &f->tensor[f->out[j].tensor];
@@ -495,11 +594,19 @@ lower_reduction(Comp *c, Fusion *f)
 		k->param[p].arg = f->ninput + j;
 		k->param[p].tensor = f->out[j].tensor;
 		k->param[p].dtype = f->out[j].dtype;
-		k->param[p].view = classify_row(t, d);
+		k->param[p].view = k->tview[f->out[j].tensor];
 	}
 	add_size_params(c, k);
 
-	loop = tile_loop(c, k, &row0, &col0);
+	if (k->row_chunk) {
+		Expr *nchunks = ex_var(c, let(c, k, "nchunks", ex_bin(c, EX_CEILDIV, ex_var(c, k->cols_var),
+		                                                      ex_int(c, CHUNK)), k->body)->var);
+
+		loop = tile_loop(c, k, true, &row0, &col0);
+		stream_row(c, k, loop, row0, nchunks, arena_printf(c->arena, "%d ops of %s", f->nop - 1, f->name));
+		return 0;
+	}
+	loop = tile_loop(c, k, true, &row0, &col0);
 	issue = st_if(c, ex_leaf(c, EX_ELECT));
 	issue->comment = "one thread issues the loads of the row";
 	st_append(c, loop, issue);

@@ -17,7 +17,9 @@
  *         empty[(i + P + 1) % S], after P + 1 arrivals made before the loop;
  *         the producer waits on empty[i % S] with parity (i / S) & 1 before
  *         it refills a slot.  An epilogue loop, which loads nothing, releases
- *         nothing.
+ *         nothing inside; when the pipeline sits in another loop (its
+ *         prologue runs again), one CTA barrier after the epilogue releases
+ *         the stages it read.
  * TMA stores from staging buffers get the proxy fence, barriers, commit and
  * read-waits of sync_stores() below, and the kernel one full bulk wait at
  * its end.  Barriers inside warp-specialized roles are named barriers sized
@@ -144,8 +146,9 @@ sync_producer(Sync *y, const CbInfo *cb, Stmt *s, Expr *lin)
 	}
 }
 
+/* S is inside LOOPS loops (S itself counted when it is one). */
 static void
-walk(Sync *y, Stmt *s)
+walk(Sync *y, Stmt *s, int loops)
 {
 	int j;
 
@@ -163,6 +166,13 @@ walk(Sync *y, Stmt *s)
 
 				sync_compute_loop(y, x, s, j);
 				j += s->nbody - before; /* skip what was inserted before the loop */
+				if (x->cb->part == CB_EPILOGUE && loops > 0) {
+					/* the pipeline runs again: its prologue refills the stages the epilogue read */
+					Stmt *rel = st_new(y->c, ST_SYNC);
+
+					rel->comment = "release the last stages: the next prologue refills them";
+					st_insert(y->c, s, j + 1, rel);
+				}
 				break;
 			}
 			case CB_PRODUCER:
@@ -172,9 +182,9 @@ walk(Sync *y, Stmt *s)
 				break;
 			}
 		}
-		walk(y, x);
+		walk(y, x, loops + (x->kind == ST_LOOP));
 	}
-	walk(y, s->orelse);
+	walk(y, s->orelse, loops);
 }
 
 static Stmt *
@@ -312,7 +322,7 @@ pass_sync(Comp *c)
 {
 	Sync y = {c, c->kernel};
 
-	walk(&y, c->kernel->body);
+	walk(&y, c->kernel->body, 0);
 	if (sync_stores(&y, c->kernel->body, CB_NONE))
 		finish_stores(&y);
 	ws_name_barriers(c->kernel, c->kernel->body, false);

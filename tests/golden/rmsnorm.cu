@@ -7,7 +7,6 @@ static __device__ __forceinline__ void
 rmsnorm_compute(
     const long long i,
     const long long row0,
-    const long long col0,
     const wsf_bf16 *__restrict__ weight_ptr,
     wsf_bf16 *__restrict__ y_out_ptr,
     const long long rows,
@@ -88,34 +87,28 @@ rmsnorm(
         wsf_fence_mbar_init();
     }
     __syncthreads();   // barrier init visible to all threads
-    const long long col_tiles = wsf_ceildiv(cols, 8192LL);
-    const long long tiles = (rows * col_tiles);
-    const long long my_tiles = wsf_ceildiv((tiles - (long long)blockIdx.x), (long long)gridDim.x);
+    const long long my_rows = wsf_ceildiv((rows - (long long)blockIdx.x), (long long)gridDim.x);
     // circular buffer: 2 stages, prefetch 1
-    for (long long p = 0LL; p < wsf_min(1LL, my_tiles); p++) {   // prologue: fill the first stages
+    for (long long p = 0LL; p < wsf_min(1LL, my_rows); p++) {   // prologue: fill the first stages
         if (threadIdx.x == 0) {   // one thread issues the loads of the row
             wsf_mbar_expect_tx(&full[(p % 2LL)], (unsigned)((wsf_min(8192LL, cols) * 2LL)));
-            wsf_bulk_load(x_row + ((p % 2LL)) * 8192, x_ptr + wsf_udiv(((long long)blockIdx.x + (p * (long long)gridDim.x)), col_tiles) * cols, (unsigned)((wsf_min(8192LL, cols) * 2LL)), &full[(p % 2LL)]);  // examples/rmsnorm.yaml:16
+            wsf_bulk_load(x_row + ((p % 2LL)) * 8192, x_ptr + ((long long)blockIdx.x + (p * (long long)gridDim.x)) * cols, (unsigned)((wsf_min(8192LL, cols) * 2LL)), &full[(p % 2LL)]);  // examples/rmsnorm.yaml:16
         }
     }
     // circular buffer: 2 stages, prefetch 1
-    for (long long i = 0LL; i < (my_tiles - 1LL); i++) {   // main: load P tiles ahead, compute this one
+    for (long long i = 0LL; i < (my_rows - 1LL); i++) {   // main: load P tiles ahead, compute this one
         if (threadIdx.x == 0) {   // one thread issues the loads of the row
             wsf_mbar_expect_tx(&full[((i + 1LL) % 2LL)], (unsigned)((wsf_min(8192LL, cols) * 2LL)));
-            wsf_bulk_load(x_row + (((i + 1LL) % 2LL)) * 8192, x_ptr + wsf_udiv(((long long)blockIdx.x + ((i + 1LL) * (long long)gridDim.x)), col_tiles) * cols, (unsigned)((wsf_min(8192LL, cols) * 2LL)), &full[((i + 1LL) % 2LL)]);  // examples/rmsnorm.yaml:16
+            wsf_bulk_load(x_row + (((i + 1LL) % 2LL)) * 8192, x_ptr + ((long long)blockIdx.x + ((i + 1LL) * (long long)gridDim.x)) * cols, (unsigned)((wsf_min(8192LL, cols) * 2LL)), &full[((i + 1LL) % 2LL)]);  // examples/rmsnorm.yaml:16
         }
-        const long long tile = ((long long)blockIdx.x + (i * (long long)gridDim.x));
-        const long long row0 = wsf_udiv(tile, col_tiles);
-        const long long col0 = (wsf_umod(tile, col_tiles) * 8192LL);
+        const long long row0 = ((long long)blockIdx.x + (i * (long long)gridDim.x));
         wsf_mbar_wait(&full[(i % 2LL)], (unsigned)((i / 2LL) & 1LL));   // wait until the stage's loads have landed
-        rmsnorm_compute(i, row0, col0, weight_ptr, y_out_ptr, rows, cols, x_row, wsf_red);   // 6 ops of rmsnorm over one row
+        rmsnorm_compute(i, row0, weight_ptr, y_out_ptr, rows, cols, x_row, wsf_red);   // 6 ops of rmsnorm over one row
     }
     // circular buffer: 2 stages, prefetch 1
-    for (long long i = wsf_max((my_tiles - 1LL), 0LL); i < my_tiles; i++) {   // epilogue: the last stages, nothing left to load
-        const long long tile = ((long long)blockIdx.x + (i * (long long)gridDim.x));
-        const long long row0 = wsf_udiv(tile, col_tiles);
-        const long long col0 = (wsf_umod(tile, col_tiles) * 8192LL);
+    for (long long i = wsf_max((my_rows - 1LL), 0LL); i < my_rows; i++) {   // epilogue: the last stages, nothing left to load
+        const long long row0 = ((long long)blockIdx.x + (i * (long long)gridDim.x));
         wsf_mbar_wait(&full[(i % 2LL)], (unsigned)((i / 2LL) & 1LL));   // wait until the stage's loads have landed
-        rmsnorm_compute(i, row0, col0, weight_ptr, y_out_ptr, rows, cols, x_row, wsf_red);   // 6 ops of rmsnorm over one row
+        rmsnorm_compute(i, row0, weight_ptr, y_out_ptr, rows, cols, x_row, wsf_red);   // 6 ops of rmsnorm over one row
     }
 }

@@ -7,7 +7,6 @@ static __device__ __forceinline__ void
 softmax_manual_compute(
     const long long i,
     const long long row0,
-    const long long col0,
     wsf_f16 *__restrict__ y_out_ptr,
     const long long rows,
     const long long cols,
@@ -86,34 +85,28 @@ softmax_manual(
         wsf_fence_mbar_init();
     }
     __syncthreads();   // barrier init visible to all threads
-    const long long col_tiles = wsf_ceildiv(cols, 1024LL);
-    const long long tiles = (rows * col_tiles);
-    const long long my_tiles = wsf_ceildiv((tiles - (long long)blockIdx.x), (long long)gridDim.x);
+    const long long my_rows = wsf_ceildiv((rows - (long long)blockIdx.x), (long long)gridDim.x);
     // circular buffer: 2 stages, prefetch 1
-    for (long long p = 0LL; p < wsf_min(1LL, my_tiles); p++) {   // prologue: fill the first stages
+    for (long long p = 0LL; p < wsf_min(1LL, my_rows); p++) {   // prologue: fill the first stages
         if (threadIdx.x == 0) {   // one thread issues the loads of the row
             wsf_mbar_expect_tx(&full[(p % 2LL)], (unsigned)((wsf_min(1024LL, cols) * 2LL)));
-            wsf_bulk_load(x_row + ((p % 2LL)) * 1024, x_ptr + wsf_udiv(((long long)blockIdx.x + (p * (long long)gridDim.x)), col_tiles) * cols, (unsigned)((wsf_min(1024LL, cols) * 2LL)), &full[(p % 2LL)]);  // examples/softmax_manual.yaml:14
+            wsf_bulk_load(x_row + ((p % 2LL)) * 1024, x_ptr + ((long long)blockIdx.x + (p * (long long)gridDim.x)) * cols, (unsigned)((wsf_min(1024LL, cols) * 2LL)), &full[(p % 2LL)]);  // examples/softmax_manual.yaml:14
         }
     }
     // circular buffer: 2 stages, prefetch 1
-    for (long long i = 0LL; i < (my_tiles - 1LL); i++) {   // main: load P tiles ahead, compute this one
+    for (long long i = 0LL; i < (my_rows - 1LL); i++) {   // main: load P tiles ahead, compute this one
         if (threadIdx.x == 0) {   // one thread issues the loads of the row
             wsf_mbar_expect_tx(&full[((i + 1LL) % 2LL)], (unsigned)((wsf_min(1024LL, cols) * 2LL)));
-            wsf_bulk_load(x_row + (((i + 1LL) % 2LL)) * 1024, x_ptr + wsf_udiv(((long long)blockIdx.x + ((i + 1LL) * (long long)gridDim.x)), col_tiles) * cols, (unsigned)((wsf_min(1024LL, cols) * 2LL)), &full[((i + 1LL) % 2LL)]);  // examples/softmax_manual.yaml:14
+            wsf_bulk_load(x_row + (((i + 1LL) % 2LL)) * 1024, x_ptr + ((long long)blockIdx.x + ((i + 1LL) * (long long)gridDim.x)) * cols, (unsigned)((wsf_min(1024LL, cols) * 2LL)), &full[((i + 1LL) % 2LL)]);  // examples/softmax_manual.yaml:14
         }
-        const long long tile = ((long long)blockIdx.x + (i * (long long)gridDim.x));
-        const long long row0 = wsf_udiv(tile, col_tiles);
-        const long long col0 = (wsf_umod(tile, col_tiles) * 1024LL);
+        const long long row0 = ((long long)blockIdx.x + (i * (long long)gridDim.x));
         wsf_mbar_wait(&full[(i % 2LL)], (unsigned)((i / 2LL) & 1LL));   // wait until the stage's loads have landed
-        softmax_manual_compute(i, row0, col0, y_out_ptr, rows, cols, x_row, wsf_red);   // 5 ops of softmax_manual over one row
+        softmax_manual_compute(i, row0, y_out_ptr, rows, cols, x_row, wsf_red);   // 5 ops of softmax_manual over one row
     }
     // circular buffer: 2 stages, prefetch 1
-    for (long long i = wsf_max((my_tiles - 1LL), 0LL); i < my_tiles; i++) {   // epilogue: the last stages, nothing left to load
-        const long long tile = ((long long)blockIdx.x + (i * (long long)gridDim.x));
-        const long long row0 = wsf_udiv(tile, col_tiles);
-        const long long col0 = (wsf_umod(tile, col_tiles) * 1024LL);
+    for (long long i = wsf_max((my_rows - 1LL), 0LL); i < my_rows; i++) {   // epilogue: the last stages, nothing left to load
+        const long long row0 = ((long long)blockIdx.x + (i * (long long)gridDim.x));
         wsf_mbar_wait(&full[(i % 2LL)], (unsigned)((i / 2LL) & 1LL));   // wait until the stage's loads have landed
-        softmax_manual_compute(i, row0, col0, y_out_ptr, rows, cols, x_row, wsf_red);   // 5 ops of softmax_manual over one row
+        softmax_manual_compute(i, row0, y_out_ptr, rows, cols, x_row, wsf_red);   // 5 ops of softmax_manual over one row
     }
 }

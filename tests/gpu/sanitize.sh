@@ -1,7 +1,7 @@
 #!/bin/bash
 # sanitize.sh BUILD: compute-sanitizer memcheck, racecheck and synccheck over
 # the generated kernels (each variant: plain, warp-specialized, TMA stores,
-# one CTA per tile, row reductions),
+# one CTA per tile, row reductions whole and streamed in chunks),
 # at sizes small enough for the tools.  Prints one line per tool and case and
 # "N passed, N failed"; skips without a GPU or without compute-sanitizer.
 set -u
@@ -17,7 +17,9 @@ for spec in "tests/gpu/specs/relu_chain.yaml -D N=300001" "tests/gpu/specs/relu_
 	"tests/gpu/specs/relu_chain_np.yaml -D N=300001" "tests/gpu/specs/norm_layernorm.yaml -D M=64 -D N=1000" \
 	"tests/gpu/specs/norm_softmax_residual.yaml -D M=16 -D N=8200" "tests/gpu/specs/norm_rmsnorm_f32.yaml -D M=33 -D N=36" \
 	"tests/gpu/specs/stages2.yaml" "tests/gpu/specs/norm_var_manual.yaml -D M=64 -D N=3000" \
-	"tests/gpu/specs/norm_layernorm.yaml -D M=20 -D N=32768" "tests/gpu/specs/norm_late_input.yaml -D M=64"; do
+	"tests/gpu/specs/norm_layernorm.yaml -D M=20 -D N=32768" "tests/gpu/specs/norm_late_input.yaml -D M=64" \
+	"examples/softmax_vocab.yaml -D M=4 -D V=40000" "tests/gpu/specs/norm_layernorm.yaml -D M=6 -D N=33000" \
+	"tests/gpu/specs/norm_rowscale.yaml -D M=3 -D N=70000"; do
 	for tool in memcheck racecheck synccheck; do
 		# shellcheck disable=SC2086
 		"$cs" --tool $tool --error-exitcode 9 "$b/wsfuse" run --check --no-cache $spec >"$out" 2>&1

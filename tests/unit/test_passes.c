@@ -461,12 +461,28 @@ lower_views(void **state)
 	assert_int_equal(k->param[3].kind, PK_PTR);
 	assert_int_equal(k->param[3].view, VIEW_COL);
 	assert_int_equal(k->param[4].view, VIEW_SCALAR);
-	assert_int_equal(k->param[5].kind, PK_TMAP);  /* the output leaves through TMA stores */
-	assert_true(k->tma_store);
+	/* one CTA a tile and a 2-byte output: 16-byte stores from registers */
+	assert_int_equal(k->param[5].kind, PK_PTR);
+	assert_false(k->tma_store);
 	/* by default one CTA a tile: one stage, no prologue or epilogue copies of the loop */
 	assert_false(k->persistent);
 	assert_int_equal(census(k->body).kind[ST_TMA_LOAD], 2);
-	assert_int_equal(census(k->body).kind[ST_TMA_STORE], 1);
+	assert_int_equal(census(k->body).kind[ST_TMA_STORE], 0);
+}
+
+/* A fresh arena and no diagnostics, for the next spec of a test. */
+static void
+reset_comp(Fixture *t)
+{
+	Comp *c = &t->c;
+
+	arena_free(c->arena);
+	c->arena = arena_new(&c->oom);
+	c->strs = strtab_new(c->arena);
+	c->nerrors = 0;
+	c->status = WSF_OK;
+	c->fusion = NULL;
+	c->kernel = NULL;
 }
 
 /* Lowers SPEC through every pass; fails the test on any diagnostic. */
@@ -487,6 +503,34 @@ lower_spec(Fixture *t, const char *spec)
 #define STORE_SPEC(sched) \
 	"fusion: st\nsizes: {N: 4096}\ninputs:\n  a: {dtype: bf16, shape: [N]}\n" \
 	"ops:\n  - {out: o, op: relu, in: [a]}\noutputs:\n  o: {dtype: bf16}\n" sched
+
+/* The store kind by default: registers for 2-byte outputs of one CTA a tile, else TMA; the schedule overrides. */
+static void
+lower_store_kind_by_width(void **state)
+{
+	Fixture *t = *state;
+	static const struct { const char *spec; bool tma; } cases[] = {
+		{STORE_SPEC(""), false},
+		{STORE_SPEC("schedule: {persistent: true}\n"), true},
+		{STORE_SPEC("schedule: {store: tma}\n"), true},
+		{"fusion: st\nsizes: {N: 4096}\ninputs:\n  a: {dtype: bf16, shape: [N]}\n"
+		 "ops:\n  - {out: o, op: relu, in: [a]}\noutputs:\n  o: {dtype: f32}\n", true},
+		{"fusion: st\nsizes: {N: 4096}\ninputs:\n  a: {dtype: f32, shape: [N]}\n"
+		 "ops:\n  - {out: o, op: relu, in: [a]}\noutputs:\n  o: {dtype: f32}\n"
+		 "schedule: {store: vector}\n", false},
+	};
+	int i;
+
+	for (i = 0; i < countof(cases); i++) {
+		Kernel *k;
+
+		reset_comp(t);
+		k = lower_spec(t, cases[i].spec);
+		if (k->tma_store != cases[i].tma)
+			fail_msg("case %d: tma_store %d, expected %d", i, k->tma_store, cases[i].tma);
+		assert_int_equal(census(k->body).kind[ST_TMA_STORE] > 0, cases[i].tma);
+	}
+}
 
 /*
  * TMA stores, plain pipeline: in main the stage release doubles as the
@@ -556,7 +600,7 @@ static void
 sync_tma_store_one_copy(void **state)
 {
 	Fixture *t = *state;
-	Kernel *k = lower_spec(t, STORE_SPEC("schedule: {persistent: false}\n"));
+	Kernel *k = lower_spec(t, STORE_SPEC("schedule: {persistent: false, store: tma}\n"));
 	Stmt *main_ = k->body->body[5];
 	int r;
 
@@ -588,7 +632,7 @@ lower_reduction_buffers_the_row_loop(void **state)
 {
 	Fixture *t = *state;
 	Kernel *k = lower_spec(t, NORM_SPEC("1000", ""));
-	Stmt *main_ = k->body->body[6], *issue, *ld;
+	Stmt *main_ = k->body->body[find(k->body, ST_LOOP) + 1], *issue, *ld;
 
 	assert_int_equal(k->family, FAM_REDUCTION);
 	assert_int_equal(k->row_cap, 1024);
@@ -618,8 +662,8 @@ lower_reduction_buffers_the_row_loop(void **state)
 	assert_true(main_->body[find(main_, ST_COMPUTE)]->flag);
 	assert_int_equal(census(main_).kind[ST_SYNC], 0);
 	/* the epilogue keeps no empty issue block: the only statements with bodies are itself and the compute's */
-	assert_int_equal(census(k->body->body[7]).kind[ST_IF], 0);
-	assert_int_equal(census(k->body->body[7]).kind[ST_TMA_LOAD], 0);
+	assert_int_equal(census(k->body->body[find(k->body, ST_LOOP) + 2]).kind[ST_IF], 0);
+	assert_int_equal(census(k->body->body[find(k->body, ST_LOOP) + 2]).kind[ST_TMA_LOAD], 0);
 }
 
 /*
@@ -686,7 +730,7 @@ lower_reduction_wide_row_keeps_the_release(void **state)
 {
 	Fixture *t = *state;
 	Kernel *k = lower_spec(t, NORM_SPEC("32768", ""));
-	Stmt *main_ = k->body->body[6];
+	Stmt *main_ = k->body->body[find(k->body, ST_LOOP) + 1];
 
 	assert_int_equal(k->threads, 1024);
 	assert_int_equal(k->row_steps, 0);
@@ -696,24 +740,116 @@ lower_reduction_wide_row_keeps_the_release(void **state)
 	assert_int_equal(main_->body[main_->nbody - 1]->kind, ST_SYNC);  /* right after the compute */
 }
 
+/*
+ * A row wider than a stage holds streams in chunks: the loop nest is row ->
+ * pass -> chunk, the chunk loop is the buffered one (its stage counter runs
+ * on across passes and rows), each chunk arrives by one bulk copy of its
+ * bytes, the main loop releases each stage after the chunk's compute, and
+ * the epilogue is followed by one release before the next pass's prologue.
+ * layernorm takes three passes: the mean, the variance, the outputs.
+ */
+static void
+lower_reduction_streams_wide_rows(void **state)
+{
+	Fixture *t = *state;
+	Kernel *k = lower_spec(t, NORM_SPEC("40000", ""));
+	Stmt *rows = k->body->body[find(k->body, ST_LOOP)], *passes, *pro, *main_, *epi, *issue;
+	int j;
+
+	assert_int_equal(k->row_chunk, 4096);
+	assert_int_equal(k->row_cap, 0);
+	assert_int_equal(k->row_passes, 3);
+	assert_int_equal(k->threads, 512);
+	assert_int_equal(rows->loop, LOOP_TILE);
+	assert_null(rows->cb);
+	assert_int_equal(rows->body[find(rows, ST_COMPUTE)]->phase, ROW_BEGIN);
+	passes = rows->body[find(rows, ST_LOOP)];
+	assert_null(passes->cb);
+	assert_string_equal(expr(t, passes->hi), "3");
+	j = find(passes, ST_LOOP);
+	pro = passes->body[j];
+	main_ = passes->body[j + 1];
+	epi = passes->body[j + 2];
+	assert_int_equal(pro->cb->part, CB_PROLOGUE);
+	assert_int_equal(main_->cb->part, CB_MAIN);
+	assert_int_equal(epi->cb->part, CB_EPILOGUE);
+	assert_int_equal(main_->cb->stages, 4);
+	assert_int_equal(main_->cb->stage_bytes, 4096 * 2);  /* x only: w and b stay in global */
+	assert_string_equal(expr(t, main_->lin), "((((i * 3) + pass) * nchunks) + ch)");
+	issue = main_->body[0];
+	assert_int_equal(issue->body[0]->kind, ST_EXPECT_TX);
+	assert_string_equal(expr(t, issue->body[0]->a), "(min(4096, (cols - ((ch + 3) * 4096))) * 2)");
+	assert_int_equal(census(main_).kind[ST_MBAR_WAIT], 1);
+	assert_int_equal(census(main_).kind[ST_SYNC], 1);
+	assert_int_equal(main_->body[main_->nbody - 1]->kind, ST_SYNC);
+	assert_int_equal(main_->body[main_->nbody - 2]->phase, ROW_CHUNK);
+	assert_int_equal(census(epi).kind[ST_SYNC], 0);
+	assert_int_equal(passes->body[j + 3]->kind, ST_SYNC);  /* the next prologue refills what the epilogue read */
+	assert_int_equal(passes->body[j + 4]->phase, ROW_PASS_END);
+	assert_int_equal(rows->body[rows->nbody - 1]->phase, ROW_END);
+}
+
+#define SOFTMAX_SPEC(width) \
+	"fusion: sm\nsizes: {M: 64, N: " width "}\ninputs:\n  x: {dtype: bf16, shape: [M, N]}\n" \
+	"ops:\n  - {out: y, op: softmax, in: [x]}\noutputs:\n  y: {dtype: bf16}\n"
+
+/* The levels of softmax's reductions: max 1, sum 2; streamed, the sum joins the max's pass (online). */
+static void
+row_levels_online_softmax(void **state)
+{
+	Fixture *t = *state;
+	Kernel *k = lower_spec(t, SOFTMAX_SPEC("4096"));
+	const Fusion *f = k->fusion;
+	int *level = test_malloc((size_t)f->ntensor * sizeof *level);
+	int *online = test_malloc((size_t)f->ntensor * sizeof *online);
+	int i, max = 0, sum = 0;
+
+	for (i = 1; i < f->nop; i++) {
+		if (f->op[i].kind == OP_MAX)
+			max = f->op[i].out;
+		if (f->op[i].kind == OP_SUM)
+			sum = f->op[i].out;
+	}
+	assert_true(max && sum);
+	assert_int_equal(k->row_chunk, 0);
+	assert_int_equal(kir_row_levels(k, level, online), 2);
+	assert_int_equal(level[max], 1);
+	assert_int_equal(level[sum], 2);
+	assert_int_equal(online[sum], 0);
+	k->row_chunk = 4096;  /* the same fusion, streamed */
+	assert_int_equal(kir_row_levels(k, level, online), 1);
+	assert_int_equal(level[sum], 1);
+	assert_int_equal(online[sum], max);
+	assert_int_equal(online[max], 0);
+	test_free(level);
+	test_free(online);
+}
+
+/* A streamed softmax reads each row twice: max and sum in one pass, then the outputs. */
+static void
+lower_reduction_online_softmax_passes(void **state)
+{
+	Fixture *t = *state;
+	Kernel *k = lower_spec(t, SOFTMAX_SPEC("100000"));
+
+	assert_int_equal(k->row_chunk, 4096);
+	assert_int_equal(k->row_passes, 2);
+}
+
 static void
 lower_reduction_errors(void **state)
 {
 	Fixture *t = *state;
 	Comp *c = &t->c;
 	static const char *const bad[][2] = {
-		{NORM_SPEC("40000", ""), "rows of 40000 elements are wider than the 32768"},
+		{NORM_SPEC("3000000000", ""), "rows of 3000000000 elements are wider than a reduction kernel takes"},
 		{NORM_SPEC("1024", "schedule: {warp_specialize: true}\n"),
 		 "warp specialization of reduction kernels is not implemented yet"},
 	};
 	int i;
 
 	for (i = 0; i < countof(bad); i++) {
-		arena_free(c->arena);
-		c->arena = arena_new(&c->oom);
-		c->strs = strtab_new(c->arena);
-		c->nerrors = 0;
-		c->status = WSF_OK;
+		reset_comp(t);
 		if (setjmp(c->oom))
 			fail_msg("out of memory");
 		c->src = bad[i][0];
@@ -771,9 +907,13 @@ main(void)
 		cmocka_unit_test_setup_teardown(sync_tma_store_plain, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_tma_store_ws, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_tma_store_one_copy, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_store_kind_by_width, setup, teardown),
 		cmocka_unit_test_setup_teardown(circular_buffer_chunk_loop_fills_one_stage, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_buffers_the_row_loop, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_wide_row_keeps_the_release, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_reduction_streams_wide_rows, setup, teardown),
+		cmocka_unit_test_setup_teardown(row_levels_online_softmax, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_reduction_online_softmax_passes, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_errors, setup, teardown),
 	};
 
