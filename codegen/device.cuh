@@ -324,6 +324,26 @@ __device__ __forceinline__ void wsf_online8(float &m, float &s, const float v[8]
 		s += i < n ? __expf(v[i] - mx) : 0.0f;
 	m = mx;
 }
+// A variance in one pass: the first min(N, 8) of V (N >= 1) into a thread's
+// count C, mean M and sum of squared deviations Q.  The 8 values' own mean
+// and deviations first (exact), then Chan's merge of the two sets.
+__device__ __forceinline__ void wsf_welford8(float &c, float &m, float &q, const float v[8], long long n)
+{
+	const float k = n < 8 ? (float)n : 8.0f;
+	float s = 0.0f, d2 = 0.0f;
+
+#pragma unroll
+	for (int i = 0; i < 8; i++)
+		s += i < n ? v[i] : 0.0f;
+	const float m8 = s / k;
+#pragma unroll
+	for (int i = 0; i < 8; i++)
+		d2 += i < n ? (v[i] - m8) * (v[i] - m8) : 0.0f;
+	const float t = c + k, d = m8 - m, r = 1.0f / t;
+	m += d * k * r;
+	q += d2 + d * d * c * k * r;
+	c = t;
+}
 
 __device__ __forceinline__ long long wsf_ceildiv(long long a, long long b) { return (a + b - 1) / b; }
 // Tile arithmetic: operands are non-negative and below 2^32 (the host checks

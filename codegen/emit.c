@@ -769,9 +769,9 @@ emit_row_compute(Emit *e, const Stmt *s)
 	line(e, "}");
 }
 
-/* The reduction of ONLINE's running sum that runs with max M (0: none). */
+/* The reduction that shares reduction M's pass (ONLINE[t] == M), or 0. */
 static int
-online_sum_of(const Fusion *f, const int *online, int m)
+partner_of(const Fusion *f, const int *online, int m)
 {
 	int i;
 
@@ -791,7 +791,10 @@ online_sum_of(const Fusion *f, const int *online, int m)
  * ROW_END stores the per-row outputs.  A softmax's max and sum of exp share
  * a pass: each thread keeps a running max and a sum at its scale
  * (wsf_online8); the pass end rescales the sums to the row's max before
- * adding them up.
+ * adding them up.  A mean and the variance about it share a pass too: each
+ * thread keeps its count, mean and squared deviations (wsf_welford8); the
+ * pass end takes the row's mean from the counts and means, then moves each
+ * thread's squared deviations to it (Chan's merge) before adding them up.
  */
 static void
 emit_chunk_compute(Emit *e, const Stmt *s)
@@ -802,7 +805,7 @@ emit_chunk_compute(Emit *e, const Stmt *s)
 	int *online = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *online);
 	bool *done = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *done);
 	bool *need, *have;
-	int i, L, maxl = kir_row_levels(k, level, online), nred = 0;
+	int i, j, L, maxl = kir_row_levels(k, level, online), nred = 0;
 	const char *pass = s->pass ? expr_str(e, s->pass) : NULL;
 
 	/* per-row inputs and the per-row values that need no reduction: ROW_BEGIN sets them */
@@ -828,9 +831,12 @@ emit_chunk_compute(Emit *e, const Stmt *s)
 			if (op_info[o->kind].cls == CLS_REDUCE)
 				line(e, "float %s = %s, %s;   // %s%s", ident(e, "acc_", name, ""),
 				     o->kind == OP_MAX ? "-__int_as_float(0x7f800000)" : "0.0f", ident(e, "r_", name, ""),
-				     online[o->out] ? "sum of exp, online with its max" : op_info[o->kind].name,
+				     !online[o->out] ? op_info[o->kind].name : o->kind == OP_SUM ?
+				     "sum of exp, online with its max" : "squared deviations, with their mean's pass",
 				     pos_comment(e, o->pos));
-			else if (!row_full(k, o->out) && level[o->out] > 0)
+			if (op_info[o->kind].cls == CLS_REDUCE && online[o->out] && o->kind == OP_MEAN)
+				line(e, "float %s = 0.0f;   // the elements this thread has seen", ident(e, "cnt_", name, ""));
+			if (op_info[o->kind].cls != CLS_REDUCE && !row_full(k, o->out) && level[o->out] > 0)
 				line(e, "float %s;%s", ident(e, "r_", name, ""), pos_comment(e, o->pos));
 		}
 		emit_row_scalars(e, level, 0, done, false);
@@ -873,10 +879,14 @@ emit_chunk_compute(Emit *e, const Stmt *s)
 
 				if (op_info[o->kind].cls != CLS_REDUCE || level[o->out] != L || online[o->out])
 					continue;
-				if ((r = online_sum_of(f, online, o->out)))
+				if ((r = partner_of(f, online, o->out)) && o->kind == OP_MAX)
 					line(e, "wsf_online8(%s, %s, %s, cols - e);   // %s and the sum of exp, online%s", acc,
 					     ident(e, "acc_", f->tensor[r].name, ""), in, op_info[o->kind].name,
 					     pos_comment(e, o->pos));
+				else if (r)
+					line(e, "wsf_welford8(%s, %s, %s, %s, cols - e);   // %s and variance, one pass%s",
+					     ident(e, "cnt_", f->tensor[r].name, ""), acc, ident(e, "acc_", f->tensor[r].name, ""),
+					     in, op_info[o->kind].name, pos_comment(e, o->pos));
 				else
 					line(e, "%s = wsf_%s8(%s, %s, cols - e);", acc, o->kind == OP_MAX ? "max" : "sum", acc, in);
 			}
@@ -903,8 +913,21 @@ emit_chunk_compute(Emit *e, const Stmt *s)
 					const char *m = ident(e, "acc_", f->tensor[online[o->out]].name, "");
 					const char *rm = ident(e, "r_", f->tensor[online[o->out]].name, "");
 
-					line(e, "%s *= %s == %s ? 1.0f : __expf(%s - %s);   // to the scale of the row's max",
-					     acc, m, rm, m, rm);
+					if (o->kind == OP_SUM)
+						line(e, "%s *= %s == %s ? 1.0f : __expf(%s - %s);   // to the scale of the row's max",
+						     acc, m, rm, m, rm);
+					else
+						line(e, "%s += %s * (%s - %s) * (%s - %s);   // deviations about the row's mean (Chan)",
+						     acc, ident(e, "cnt_", name, ""), m, rm, m, rm);
+				}
+				if ((j = partner_of(f, online, o->out)) && o->kind == OP_MEAN) {
+					/* the row's mean from each thread's count and mean */
+					line(e, "%s = wsf_block_sum(%s * %s, %s) / (float)cols;   // %s%s%s%s", ident(e, "r_", name, ""),
+					     ident(e, "cnt_", f->tensor[j].name, ""), acc, row_scratch(e, nred++),
+					     op_info[o->kind].name, o->origin ? " of " : "", o->origin ? o->origin : "",
+					     pos_comment(e, o->pos));
+					done[o->out] = true;
+					continue;
 				}
 				/* consecutive reductions alternate scratch arrays; chunk loops' barriers separate passes */
 				line(e, "%s = wsf_block_%s(%s, %s)%s;   // %s%s%s%s", ident(e, "r_", name, ""),

@@ -604,9 +604,10 @@ Expr *kir_bulk_bytes(Comp *c, const Kernel *k, const Stmt *load);
 /*
  * The pass over a row in which each fusion tensor of row-reduction kernel K
  * is known (LEVEL[t], ntensor entries): the number of reductions on its
- * longest path from the inputs.  With chunks (K->row_chunk), a sum of
- * exp(a - max(a)) joins the pass of its max (online softmax: a running max
- * and a rescaled sum); ONLINE[t] (may be NULL) is then that max's tensor,
+ * longest path from the inputs.  With chunks (K->row_chunk), a reduction
+ * that can share the pass of an earlier one joins it: sum(exp(a - max(a)))
+ * (online softmax) and mean((a - mean(a))^2) (a variance by Welford and
+ * Chan); ONLINE[t] (may be NULL) is then that earlier reduction's tensor,
  * else 0.  Returns the highest level.
  */
 int kir_row_levels(const Kernel *k, int *level, int *online);

@@ -329,24 +329,40 @@ kir_bulk_bytes(Comp *c, const Kernel *k, const Stmt *ld)
 	              ex_int(c, dtype_info[b->dtype].bytes));
 }
 
-/* Is reduction O a sum of exp(a - m) with m = max(a)?  Then m's tensor, else 0. */
-static int
-online_max(const Fusion *f, const Op *o)
+/* The op that defines value tensor T, or NULL for an input. */
+static const Op *
+def_op(const Fusion *f, int t)
 {
-	const Tensor *e, *d;
-	const Op *x, *sub, *m;
+	return t && f->tensor[t].kind == TK_VALUE ? &f->op[f->tensor[t].def] : NULL;
+}
 
-	if (o->kind != OP_SUM || !o->in[0].tensor)
+/*
+ * Can reduction O run in one pass with an earlier reduction m of the same
+ * row?  Then m's tensor, else 0.  Two shapes:
+ *   sum(exp(a - m)), m = max(a): online softmax (a running max, the sum
+ *     rescaled when it grows);
+ *   mean((a - m) * (a - m)), m = mean(a): the variance from each thread's
+ *     count, mean and sum of squared deviations (Welford), merged across the
+ *     CTA as Chan et al. do.
+ */
+static int
+one_pass_with(const Fusion *f, const Op *o)
+{
+	const Op *x = def_op(f, o->in[0].tensor), *sub, *m;
+
+	if (!x)
 		return 0;
-	e = &f->tensor[o->in[0].tensor];
-	if (e->kind != TK_VALUE || (x = &f->op[e->def])->kind != OP_EXP || !x->in[0].tensor)
+	if (o->kind == OP_SUM && x->kind == OP_EXP)
+		sub = def_op(f, x->in[0].tensor);
+	else if (o->kind == OP_MEAN && x->kind == OP_MUL && x->in[0].tensor && x->in[0].tensor == x->in[1].tensor)
+		sub = def_op(f, x->in[0].tensor);
+	else
 		return 0;
-	d = &f->tensor[x->in[0].tensor];
-	if (d->kind != TK_VALUE || (sub = &f->op[d->def])->kind != OP_SUB || !sub->in[0].tensor ||
-	    !sub->in[1].tensor || f->tensor[sub->in[1].tensor].kind != TK_VALUE)
+	if (!sub || sub->kind != OP_SUB || !sub->in[0].tensor || !(m = def_op(f, sub->in[1].tensor)))
 		return 0;
-	m = &f->op[f->tensor[sub->in[1].tensor].def];
-	return m->kind == OP_MAX && m->in[0].tensor == sub->in[0].tensor ? sub->in[1].tensor : 0;
+	if (m->in[0].tensor != sub->in[0].tensor || m->kind != (o->kind == OP_SUM ? OP_MAX : OP_MEAN))
+		return 0;
+	return sub->in[1].tensor;
 }
 
 int
@@ -362,10 +378,10 @@ kir_row_levels(const Kernel *k, int *level, int *online)
 	}
 	for (i = 1; i < f->nop; i++) {
 		const Op *o = &f->op[i];
-		int l = 0, m = k->row_chunk ? online_max(f, o) : 0;
+		int l = 0, m = k->row_chunk ? one_pass_with(f, o) : 0;
 
-		for (j = 1; j < i && m; j++)  /* one running sum a max: the first such sum */
-			if (online_max(f, &f->op[j]) == m)
+		for (j = 1; j < i && m; j++)  /* one partner a reduction: the first */
+			if (one_pass_with(f, &f->op[j]) == m)
 				m = 0;
 		for (j = 0; j < o->nin; j++)
 			if (o->in[j].tensor && level[o->in[j].tensor] > l)

@@ -746,7 +746,8 @@ lower_reduction_wide_row_keeps_the_release(void **state)
  * on across passes and rows), each chunk arrives by one bulk copy of its
  * bytes, the main loop releases each stage after the chunk's compute, and
  * the epilogue is followed by one release before the next pass's prologue.
- * layernorm takes three passes: the mean, the variance, the outputs.
+ * layernorm takes two passes: the mean and the variance together (Welford),
+ * then the outputs.
  */
 static void
 lower_reduction_streams_wide_rows(void **state)
@@ -758,14 +759,14 @@ lower_reduction_streams_wide_rows(void **state)
 
 	assert_int_equal(k->row_chunk, 4096);
 	assert_int_equal(k->row_cap, 0);
-	assert_int_equal(k->row_passes, 3);
+	assert_int_equal(k->row_passes, 2);
 	assert_int_equal(k->threads, 512);
 	assert_int_equal(rows->loop, LOOP_TILE);
 	assert_null(rows->cb);
 	assert_int_equal(rows->body[find(rows, ST_COMPUTE)]->phase, ROW_BEGIN);
 	passes = rows->body[find(rows, ST_LOOP)];
 	assert_null(passes->cb);
-	assert_string_equal(expr(t, passes->hi), "3");
+	assert_string_equal(expr(t, passes->hi), "2");
 	j = find(passes, ST_LOOP);
 	pro = passes->body[j];
 	main_ = passes->body[j + 1];
@@ -775,7 +776,7 @@ lower_reduction_streams_wide_rows(void **state)
 	assert_int_equal(epi->cb->part, CB_EPILOGUE);
 	assert_int_equal(main_->cb->stages, 4);
 	assert_int_equal(main_->cb->stage_bytes, 4096 * 2);  /* x only: w and b stay in global */
-	assert_string_equal(expr(t, main_->lin), "((((i * 3) + pass) * nchunks) + ch)");
+	assert_string_equal(expr(t, main_->lin), "((((i * 2) + pass) * nchunks) + ch)");
 	issue = main_->body[0];
 	assert_int_equal(issue->body[0]->kind, ST_EXPECT_TX);
 	assert_string_equal(expr(t, issue->body[0]->a), "(min(4096, (cols - ((ch + 3) * 4096))) * 2)");
@@ -821,6 +822,48 @@ row_levels_online_softmax(void **state)
 	assert_int_equal(level[sum], 1);
 	assert_int_equal(online[sum], max);
 	assert_int_equal(online[max], 0);
+	test_free(level);
+	test_free(online);
+}
+
+/*
+ * Which reductions share a pass when streamed: a variance about its own
+ * mean (layernorm's, or one written by hand) does; a sum of squares, or a
+ * mean of squares about another reduction (the max), does not.
+ */
+static void
+row_levels_one_pass_variance(void **state)
+{
+	Fixture *t = *state;
+	static const char spec[] =
+		"fusion: v\nsizes: {M: 4, N: 40000}\ninputs:\n  x: {dtype: bf16, shape: [M, N]}\nops:\n"
+		"  - {out: m, op: mean, in: [x]}\n  - {out: d, op: sub, in: [x, m]}\n"
+		"  - {out: dd, op: mul, in: [d, d]}\n  - {out: v, op: mean, in: [dd]}\n"
+		"  - {out: ss, op: sum, in: [dd]}\n  - {out: mx, op: max, in: [x]}\n"
+		"  - {out: g, op: sub, in: [x, mx]}\n  - {out: gg, op: mul, in: [g, g]}\n"
+		"  - {out: gs, op: mean, in: [gg]}\n"
+		"outputs:\n  v: {dtype: f32}\n  ss: {dtype: f32}\n  gs: {dtype: f32}\n";
+	Kernel *k = lower_spec(t, spec);
+	const Fusion *f = k->fusion;
+	int *level = test_malloc((size_t)f->ntensor * sizeof *level);
+	int *online = test_malloc((size_t)f->ntensor * sizeof *online);
+	int i, m = 0, v = 0, ss = 0, gs = 0;
+
+	for (i = 1; i < f->ntensor; i++) {
+		m = strcmp(f->tensor[i].name, "m") ? m : i;
+		v = strcmp(f->tensor[i].name, "v") ? v : i;
+		ss = strcmp(f->tensor[i].name, "ss") ? ss : i;
+		gs = strcmp(f->tensor[i].name, "gs") ? gs : i;
+	}
+	assert_int_equal(k->row_chunk, 4096);
+	assert_int_equal(kir_row_levels(k, level, online), 2);
+	assert_int_equal(level[v], 1);
+	assert_int_equal(online[v], m);
+	assert_int_equal(level[ss], 2);
+	assert_int_equal(online[ss], 0);
+	assert_int_equal(level[gs], 2);
+	assert_int_equal(online[gs], 0);
+	assert_int_equal(k->row_passes, 2);  /* no full-row output: the second level's pass is the last */
 	test_free(level);
 	test_free(online);
 }
@@ -914,6 +957,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(lower_reduction_streams_wide_rows, setup, teardown),
 		cmocka_unit_test_setup_teardown(row_levels_online_softmax, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_online_softmax_passes, setup, teardown),
+		cmocka_unit_test_setup_teardown(row_levels_one_pass_variance, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_errors, setup, teardown),
 	};
 
