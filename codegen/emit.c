@@ -1027,12 +1027,15 @@ emit_stmt(Emit *e, const Stmt *s)
 	case ST_TMA_LOAD:
 		if (k->param[s->param].kind == PK_PTR) {
 			/* a 1-D bulk copy of the row segment: no tensor map, exactly the bytes that exist */
-			bool col0 = s->b->kind == EX_INT && s->b->ival == 0;
+			bool col0 = s->b->kind == EX_INT && s->b->ival == 0, row0 = s->a->kind == EX_INT && s->a->ival == 0;
+			const char *at = row0 ? (col0 ? "" : expr_str(e, s->b)) :
+			                 arena_printf(e->c->arena, "%s * %s%s%s", expr_str(e, s->a), k->var[k->cols_var].name,
+			                              col0 ? "" : " + ", col0 ? "" : expr_str(e, s->b));
 
-			line(e, "wsf_bulk_load(%s%s%s, %s + %s * %s%s%s, (unsigned)(%s), %s);%s", buf_at(e, s->buf, s->slot),
+			line(e, "wsf_bulk_load(%s%s%s, %s%s%s, (unsigned)(%s), %s);%s", buf_at(e, s->buf, s->slot),
 			     s->off ? " + " : "", s->off ? expr_str(e, s->off) : "", param_name(e, &k->param[s->param]),
-			     expr_str(e, s->a), k->var[k->cols_var].name, col0 ? "" : " + ", col0 ? "" : expr_str(e, s->b),
-			     expr_str(e, kir_bulk_bytes(e->c, k, s)), bar_at(e, s->bar, s->barslot), pos_comment(e, s->pos));
+			     *at ? " + " : "", at, expr_str(e, kir_bulk_bytes(e->c, k, s)), bar_at(e, s->bar, s->barslot),
+			     pos_comment(e, s->pos));
 			break;
 		}
 		line(e, "wsf_tma_load_2d(%s%s%s, &%s, %s, %s, %s);%s", buf_at(e, s->buf, s->slot), s->off ? " + " : "",

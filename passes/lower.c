@@ -449,11 +449,17 @@ stream_row(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *nchunks, const char
 	s->b = col;
 	s->pass = pass;
 	s->comment = arena_printf(c->arena, "%s, one chunk", what);
+	/*
+	 * The chunk of every full row, and of every row broadcast over rows
+	 * (weights, biases): read from global memory in the compute, a wide
+	 * weight's loads would wait on L2 in every chunk; in the stage they
+	 * arrive with the chunk.
+	 */
 	for (j = 1; j < k->nparam; j++) {
 		KParam *p = &k->param[j];
 
-		if (p->kind == PK_PTR && p->arg < f->ninput && p->view == VIEW_FULL)
-			stage_input(c, k, j, "chunk", 1, CHUNK, row0, col, issue, s);
+		if (p->kind == PK_PTR && p->arg < f->ninput && (p->view == VIEW_FULL || p->view == VIEW_ROW))
+			stage_input(c, k, j, "chunk", 1, CHUNK, p->view == VIEW_ROW ? ex_int(c, 0) : row0, col, issue, s);
 	}
 	st_append(c, chunks, s);
 	s = st_new(c, ST_COMPUTE);

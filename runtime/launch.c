@@ -238,15 +238,15 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 
 		if (q->kind == PK_TMAP && (s = map_params(c, q, a, p->rows, p->cols, &p->tmap[i])) != WSF_OK)
 			return s;
-		/* 16-byte stores from registers and bulk row copies need 16-byte aligned rows */
-		if (q->kind == PK_PTR && q->view == VIEW_FULL && (uintptr_t)a->data % 16)
+		/* 16-byte loads and stores from registers and bulk row copies need 16-byte aligned rows */
+		if (q->kind == PK_PTR && (q->view == VIEW_FULL || q->view == VIEW_ROW) && (uintptr_t)a->data % 16)
 			return diag_error(c, f->tensor[q->tensor].pos,
 			                  "argument '%s': data pointer %p is not 16-byte aligned (pass a tensor that "
 			                  "starts on a 16-byte boundary, not an offset view)",
 			                  f->tensor[q->tensor].name, a->data),
 			       WSF_ERR_INPUT;
 		/* rows > 1: a row stride; bulk row copies also need 16-byte sizes, even for one row */
-		if (q->kind == PK_PTR && q->view == VIEW_FULL && (p->rows > 1 || bulk_loaded(k, i)) &&
+		if (q->kind == PK_PTR && ((q->view == VIEW_FULL && p->rows > 1) || bulk_loaded(k, i)) &&
 		    p->cols * dtype_info[q->dtype].bytes % 16)
 			return diag_error(c, f->tensor[q->tensor].pos,
 			                  "argument '%s': rows of %lld %s elements are %lld bytes, not a multiple of 16 "

@@ -191,6 +191,41 @@ row_reduction_checks(void **state)
 	expect_error(t, l, a, 2, "keeps rows of up to 4096 elements in shared memory; these rows have 8192");
 }
 
+/*
+ * A row streamed in chunks takes rows of any width; each bulk-loaded tensor,
+ * the weight included, needs 16-byte aligned data and rows of 16-byte
+ * multiples (the weight is bf16 where x is f32: its rows are half as long).
+ */
+static void
+streamed_row_checks(void **state)
+{
+	Fixture *t = *state;
+	static const char spec[] =
+		"fusion: n\nsizes: {M: 8, N: 40000}\ninputs:\n  x: {dtype: f32, shape: [M, N]}\n"
+		"  w: {dtype: bf16, shape: [N]}\n"
+		"ops:\n  - {out: y, op: rmsnorm, in: [x, w]}\noutputs:\n  y: {dtype: f32}\n";
+	const Launch *l = build(t, spec);
+	int64_t ok[] = {8, 40000}, wide[] = {8, 1000000}, odd[] = {8, 40004}, w_ok[] = {40000}, w_wide[] = {1000000},
+	        w_odd[] = {40004};
+	WsfTensor a[3] = {{DEV(1), WSF_DTYPE_F32, 2, ok, NULL}, {DEV(2), WSF_DTYPE_BF16, 1, w_ok, NULL},
+	                  {DEV(3), WSF_DTYPE_F32, 2, ok, NULL}};
+	LaunchPlan p;
+
+	assert_int_equal(l->kernel->row_chunk, 4096);
+	assert_int_equal(rt_launch_plan(&t->c, l, a, 3, &p), WSF_OK);
+	a[0].shape = a[2].shape = wide;   /* wider than compiled: streamed rows have no capacity */
+	a[1].shape = w_wide;
+	assert_int_equal(rt_launch_plan(&t->c, l, a, 3, &p), WSF_OK);
+	assert_int_equal(p.cols, 1000000);
+	a[0].shape = a[2].shape = odd;    /* x's rows are 160016 bytes, w's 80008 */
+	a[1].shape = w_odd;
+	expect_error(t, l, a, 3, "argument 'w': rows of 40004 bf16 elements are 80008 bytes, not a multiple of 16");
+	a[0].shape = a[2].shape = ok;
+	a[1].shape = w_ok;
+	a[1].data = (char *)DEV(2) + 2;
+	expect_error(t, l, a, 3, "argument 'w': data pointer");
+}
+
 int
 main(void)
 {
@@ -201,6 +236,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(argument_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(vector_store_alignment, setup, teardown),
 		cmocka_unit_test_setup_teardown(row_reduction_checks, setup, teardown),
+		cmocka_unit_test_setup_teardown(streamed_row_checks, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -743,8 +743,8 @@ lower_reduction_wide_row_keeps_the_release(void **state)
 /*
  * A row wider than a stage holds streams in chunks: the loop nest is row ->
  * pass -> chunk, the chunk loop is the buffered one (its stage counter runs
- * on across passes and rows), each chunk arrives by one bulk copy of its
- * bytes, the main loop releases each stage after the chunk's compute, and
+ * on across passes and rows), each chunk (of x, and of the weights) arrives
+ * by one bulk copy of its bytes, the main loop releases each stage after the chunk's compute, and
  * the epilogue is followed by one release before the next pass's prologue.
  * layernorm takes two passes: the mean and the variance together (Welford),
  * then the outputs.
@@ -775,11 +775,15 @@ lower_reduction_streams_wide_rows(void **state)
 	assert_int_equal(main_->cb->part, CB_MAIN);
 	assert_int_equal(epi->cb->part, CB_EPILOGUE);
 	assert_int_equal(main_->cb->stages, 4);
-	assert_int_equal(main_->cb->stage_bytes, 4096 * 2);  /* x only: w and b stay in global */
+	assert_int_equal(main_->cb->stage_bytes, 3 * 4096 * 2);  /* x, and w and b: weights stream with the chunk */
 	assert_string_equal(expr(t, main_->lin), "((((i * 2) + pass) * nchunks) + ch)");
 	issue = main_->body[0];
 	assert_int_equal(issue->body[0]->kind, ST_EXPECT_TX);
-	assert_string_equal(expr(t, issue->body[0]->a), "(min(4096, (cols - ((ch + 3) * 4096))) * 2)");
+	/* one expect_tx of the three copies' bytes (x, w, b) */
+	assert_string_equal(expr(t, issue->body[0]->a),
+	                    "(((min(4096, (cols - ((ch + 3) * 4096))) * 2) + (min(4096, (cols - ((ch + 3) * 4096))) * 2)) + "
+	                    "(min(4096, (cols - ((ch + 3) * 4096))) * 2))");
+	assert_int_equal(census(issue).kind[ST_TMA_LOAD], 3);
 	assert_int_equal(census(main_).kind[ST_MBAR_WAIT], 1);
 	assert_int_equal(census(main_).kind[ST_SYNC], 1);
 	assert_int_equal(main_->body[main_->nbody - 1]->kind, ST_SYNC);
