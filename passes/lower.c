@@ -523,7 +523,7 @@ lower_reduction(Comp *c, Fusion *f)
 	k->family = FAM_REDUCTION;
 	k->domain = (int)(d - f->tensor);
 	k->persistent = f->sched.persistent != 1;
-	k->stages_hint = f->sched.stages;
+	k->stages_hint = f->sched.stages ? f->sched.stages : k->persistent ? 0 : 1;  /* one row a CTA: one stage */
 	k->stages_pos = f->sched.stages ? f->sched.stages_pos : d->pos;
 	k->smem_budget = SMEM_BUDGET;
 	k->smem_target = SMEM_TARGET;
