@@ -180,13 +180,13 @@ VECTOR, TMA, WS, S4, T32, P = (("vector", "store: vector"), ("tma", "store: tma"
 CASES = [
     *(_relu_case(dt) for dt in ("bf16", "f32")),
     *(_bsm_case(dt) for dt in ("bf16", "f32")),
-    # schedule variants: the other store kind (by default 16-byte stores from registers for
-    # bf16 outputs, TMA stores for f32), warp specialization, stages, a taller tile, the
-    # persistent pipelined loop
-    *(_relu_case("bf16", *v) for v in (TMA, WS, S4, T32, P)),
-    *(_bsm_case("bf16", *v) for v in (TMA, WS, T32, P)),
-    *(_relu_case("f32", *v) for v in (VECTOR, P)),
-    *(_bsm_case("f32", *v) for v in (VECTOR, P)),
+    # schedule variants: the other store kind (by default TMA stores for bf16 outputs,
+    # 16-byte stores from registers for f32), warp specialization, stages, a taller tile,
+    # the persistent pipelined loop
+    *(_relu_case("bf16", *v) for v in (VECTOR, WS, S4, T32, P)),
+    *(_bsm_case("bf16", *v) for v in (VECTOR, WS, T32, P)),
+    *(_relu_case("f32", *v) for v in (TMA, P)),
+    *(_bsm_case("f32", *v) for v in (TMA, P)),
 ]
 
 # row reductions (issue 4): two shapes each, bf16

@@ -21,8 +21,6 @@
 #include "codegen.h"
 
 enum { VEC = 8 };
-/* An SM's shared memory for CTAs, and what the hardware reserves per CTA (sm_90). */
-enum { SM_SMEM = 228 * 1024, CTA_SMEM_RESERVED = 1024 };
 
 /*
  * The CUDA f32 expression of each op; $a and $b are its operands.  exp and the

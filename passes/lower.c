@@ -220,6 +220,30 @@ tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **col0)
 	return loop;
 }
 
+/*
+ * The store kind when the schedule names none.  The persistent loop needs a
+ * staging copy and TMA stores (on an H200 they moved relu(a*b+c) at 102% of
+ * the copy rate where 16-byte stores from registers reached 70%).  With one
+ * CTA per tile, measured on an H100 and an H200 in the same runs: TMA stores
+ * for 2-byte outputs (bf16 silu*y: 3.2% ahead on the H200, 1% behind on the
+ * H100), 16-byte stores from registers when an output is wider (f32 silu*y:
+ * 3.1% ahead on the H200, 0.5% behind on the H100); relu(a*b+c) tied
+ * either way on both (docs/perf.md).  An empirical rule, not a model: the
+ * next device may want the other.
+ */
+static bool
+store_through_smem(const Kernel *k, const Fusion *f)
+{
+	int j;
+
+	if (k->persistent)
+		return true;
+	for (j = 0; j < f->nout; j++)
+		if (dtype_info[f->out[j].dtype].bytes > 2)
+			return false;
+	return true;
+}
+
 /* The pointwise family: every output has the domain's shape. */
 static int
 lower_pointwise(Comp *c, Fusion *f)
@@ -255,22 +279,7 @@ lower_pointwise(Comp *c, Fusion *f)
 	 */
 	k->persistent = f->sched.persistent == 2 ||
 	                (f->sched.persistent == 0 && (k->warp_specialize || f->sched.stages));
-	/*
-	 * The store kind, unless the schedule names one.  Staging + TMA store:
-	 * the persistent loop needs it (on an H200 it moved relu(a*b+c) at 102%
-	 * of the copy rate where 16-byte stores from registers reached 70%), and
-	 * f32 outputs measured faster with it.  16-byte stores from registers:
-	 * one CTA per tile with 2-byte outputs only, where they measured up to
-	 * 0.9% faster (bf16 silu*y) and never slower (docs/perf.md).
-	 */
-	tma_store = f->sched.store == STORE_TMA;
-	if (f->sched.store == STORE_NONE) {
-		tma_store = k->persistent;
-		for (j = 0; j < f->nout; j++)
-			if (dtype_info[f->out[j].dtype].bytes != 2)
-				tma_store = true;
-	}
-	k->tma_store = tma_store;
+	tma_store = f->sched.store != STORE_VECTOR;  /* decided with the tile, below, unless named */
 	if (!k->persistent && !k->stages_hint)
 		k->stages_hint = 1;
 	k->smem_budget = SMEM_BUDGET;
@@ -312,6 +321,11 @@ lower_pointwise(Comp *c, Fusion *f)
 	}
 	add_size_params(c, k);
 	choose_tile(k, f, row_bytes, d);
+	if (f->sched.store == STORE_NONE && !store_through_smem(k, f))
+		for (j = 1, tma_store = false; j < k->nparam; j++)
+			if (k->param[j].arg >= f->ninput)
+				k->param[j].kind = PK_PTR;
+	k->tma_store = tma_store;
 	for (j = 1; j < k->nparam; j++)
 		if (k->param[j].kind == PK_TMAP) {
 			k->param[j].box[0] = k->param[j].view == VIEW_ROW ? 1 : k->tile_rows;

@@ -461,13 +461,12 @@ lower_views(void **state)
 	assert_int_equal(k->param[3].kind, PK_PTR);
 	assert_int_equal(k->param[3].view, VIEW_COL);
 	assert_int_equal(k->param[4].view, VIEW_SCALAR);
-	/* one CTA a tile and a 2-byte output: 16-byte stores from registers */
-	assert_int_equal(k->param[5].kind, PK_PTR);
-	assert_false(k->tma_store);
+	assert_int_equal(k->param[5].kind, PK_TMAP);  /* a 2-byte output leaves through TMA stores */
+	assert_true(k->tma_store);
 	/* by default one CTA a tile: one stage, no prologue or epilogue copies of the loop */
 	assert_false(k->persistent);
 	assert_int_equal(census(k->body).kind[ST_TMA_LOAD], 2);
-	assert_int_equal(census(k->body).kind[ST_TMA_STORE], 0);
+	assert_int_equal(census(k->body).kind[ST_TMA_STORE], 1);
 }
 
 /* A fresh arena and no diagnostics, for the next spec of a test. */
@@ -504,21 +503,26 @@ lower_spec(Fixture *t, const char *spec)
 	"fusion: st\nsizes: {N: 4096}\ninputs:\n  a: {dtype: bf16, shape: [N]}\n" \
 	"ops:\n  - {out: o, op: relu, in: [a]}\noutputs:\n  o: {dtype: bf16}\n" sched
 
-/* The store kind by default: registers for 2-byte outputs of one CTA a tile, else TMA; the schedule overrides. */
+/*
+ * The store kind by default: TMA stores for 2-byte outputs and for the
+ * persistent loop, 16-byte stores from registers when one CTA takes a tile
+ * and an output is 4 bytes wide; the schedule overrides either way.
+ */
 static void
 lower_store_kind_by_width(void **state)
 {
 	Fixture *t = *state;
+#define F32_OUT(sched) \
+	"fusion: st\nsizes: {N: 4096}\ninputs:\n  a: {dtype: bf16, shape: [N]}\n" \
+	"ops:\n  - {out: o, op: relu, in: [a]}\noutputs:\n  o: {dtype: f32}\n" sched
 	static const struct { const char *spec; bool tma; } cases[] = {
-		{STORE_SPEC(""), false},
-		{STORE_SPEC("schedule: {persistent: true}\n"), true},
-		{STORE_SPEC("schedule: {store: tma}\n"), true},
-		{"fusion: st\nsizes: {N: 4096}\ninputs:\n  a: {dtype: bf16, shape: [N]}\n"
-		 "ops:\n  - {out: o, op: relu, in: [a]}\noutputs:\n  o: {dtype: f32}\n", true},
-		{"fusion: st\nsizes: {N: 4096}\ninputs:\n  a: {dtype: f32, shape: [N]}\n"
-		 "ops:\n  - {out: o, op: relu, in: [a]}\noutputs:\n  o: {dtype: f32}\n"
-		 "schedule: {store: vector}\n", false},
+		{STORE_SPEC(""), true},
+		{STORE_SPEC("schedule: {store: vector}\n"), false},
+		{F32_OUT(""), false},
+		{F32_OUT("schedule: {persistent: true}\n"), true},
+		{F32_OUT("schedule: {store: tma}\n"), true},
 	};
+#undef F32_OUT
 	int i;
 
 	for (i = 0; i < countof(cases); i++) {
