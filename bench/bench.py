@@ -201,7 +201,7 @@ for _m, _n in ((32768, 4096), (16384, 8192)):
     ]
 
 # variants of the normalization cases: four stages (one CTA a row, persistent: false, measured
-# 2-16% slower on all six: docs/perf.md)
+# 1-23% slower on all six: docs/perf.md)
 CASES += [Case(f"{c.name}_{tag}", c.spec + f"schedule: {{{hint}}}\n", c.dtype, c.sizes, c.quick, c.inputs, c.eager)
           for c in [c for c in CASES if c.name.split("_")[0] in ("layernorm", "rmsnorm", "softmax")]
           for tag, hint in (("s4", "stages: 4"),)]

@@ -224,12 +224,12 @@ tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **col0)
  * The store kind when the schedule names none.  The persistent loop needs a
  * staging copy and TMA stores (on an H200 they moved relu(a*b+c) at 102% of
  * the copy rate where 16-byte stores from registers reached 70%).  With one
- * CTA per tile, measured on an H100 and an H200 in the same runs: TMA stores
- * for 2-byte outputs (bf16 silu*y: 3.2% ahead on the H200, 1% behind on the
- * H100), 16-byte stores from registers when an output is wider (f32 silu*y:
- * 3.1% ahead on the H200, 0.5% behind on the H100); relu(a*b+c) tied
- * either way on both (docs/perf.md).  An empirical rule, not a model: the
- * next device may want the other.
+ * CTA per tile, measured on an H100 and an H200: TMA stores for 2-byte
+ * outputs (bf16 silu*y: 3.2% ahead on the H200, 1% behind on the H100),
+ * 16-byte stores from registers when an output is wider (f32 silu*y: 3.3%
+ * ahead on the H200, 0.6% behind on the H100; f32 relu(a*b+c): 0.7% behind
+ * on the H200).  An empirical rule from two cases on two devices, not a
+ * model (docs/perf.md).
  */
 static bool
 store_through_smem(const Kernel *k, const Fusion *f)
