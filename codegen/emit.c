@@ -780,12 +780,93 @@ partner_of(const Fusion *f, const int *online, int m)
 }
 
 /*
+ * The body of wsf_chunk, the lambda a streamed row's ROW_CHUNK computes call
+ * (the main and the epilogue loops): for the pass `pass`, the chunk at
+ * column `col` of the stages CHUNK reads, `NAME_s` each.
+ */
+static void
+emit_chunk_lambda(Emit *e, const Stmt *chunk, const int *level, const int *online, int maxl)
+{
+	Kernel *k = e->k;
+	Fusion *f = e->f;
+	bool *need, *have;
+	Buf params;
+	int i, L;
+
+	buf_init(&params, e->c->arena);
+	for (i = 0; i < chunk->nreads; i++)
+		buf_printf(&params, ", const %s *%s_s", storage_type(k->buf[chunk->reads[i].buf].dtype),
+		           bufname(e, chunk->reads[i].buf));
+	line(e, "// one chunk of the row in pass `pass`, at column `col`: the main and the epilogue loops call it");
+	line(e, "const auto wsf_chunk = [&](const long long pass, const long long col%s) {", buf_str(&params));
+	e->depth++;
+	e->chunk_col = "col";
+	for (L = 1; L <= k->row_passes; L++) {
+		bool outputs = L > maxl;
+
+		need = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *need);
+		have = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *have);
+		if (L == 1)
+			line(e, "if (pass == 0) {   // pass 1: %s", outputs ? "the outputs" : "the reductions of level 1");
+		else if (L < k->row_passes)
+			line(e, "} else if (pass == %d) {   // pass %d: the reductions of level %d", L - 1, L, L);
+		else
+			line(e, "} else {   // pass %d: %s", L, outputs ? "the outputs" : "the reductions of the last level");
+		e->depth++;
+		for (i = 1; i < f->nop && !outputs; i++) {
+			const Op *o = &f->op[i];
+
+			if (op_info[o->kind].cls == CLS_REDUCE && level[o->out] == L && !online[o->out])
+				row_needs(e, o->in[0].tensor, need);
+		}
+		for (i = 0; i < f->nout && outputs; i++)
+			row_needs(e, f->out[i].tensor, need);
+		row_pass_open(e, need, have);
+		if (outputs)
+			emit_row_stores(e);
+		for (i = 1; i < f->nop && !outputs; i++) {
+			const Op *o = &f->op[i];
+			const char *acc = ident(e, "acc_", f->tensor[o->out].name, "");
+			const char *in = row_value(e, o->in[0].tensor);
+			int r;
+
+			if (op_info[o->kind].cls != CLS_REDUCE || level[o->out] != L || online[o->out])
+				continue;
+			if ((r = partner_of(f, online, o->out)) && o->kind == OP_MAX)
+				line(e, "wsf_online8(%s, %s, %s, cols - e);   // %s and the sum of exp, online%s", acc,
+				     ident(e, "acc_", f->tensor[r].name, ""), in, op_info[o->kind].name, pos_comment(e, o->pos));
+			else if (r)
+				line(e, "wsf_welford8(%s, %s, %s, %s, cols - e);   // %s and variance, one pass%s",
+				     ident(e, "cnt_", f->tensor[r].name, ""), acc, ident(e, "acc_", f->tensor[r].name, ""),
+				     in, op_info[o->kind].name, pos_comment(e, o->pos));
+			else
+				line(e, "%s = wsf_%s8(%s, %s, cols - e);", acc, o->kind == OP_MAX ? "max" : "sum", acc, in);
+		}
+		row_pass_close(e);
+		e->depth--;
+	}
+	line(e, "}");
+	e->chunk_col = NULL;
+	e->depth--;
+	line(e, "};");
+}
+
+static void
+find_row_chunk(Stmt *s, void *user)
+{
+	const Stmt **found = user;
+
+	if (s->kind == ST_COMPUTE && s->phase == ROW_CHUNK && !*found)
+		*found = s;
+}
+
+/*
  * A row streamed in chunks (k->row_chunk): the compute is split over the
  * loop nest lowering made (row -> pass -> chunk).  ROW_BEGIN declares, at
- * the row's scope, the accumulators and the per-row values later parts set;
- * each ROW_CHUNK adds its chunk to the accumulators of the reductions of its
- * pass (pass L - 1 computes level L), or in the last pass stores the
- * outputs; ROW_PASS_END reduces the pass's accumulators across the CTA;
+ * the row's scope, the accumulators and the per-row values later parts set,
+ * and the lambda wsf_chunk: it adds a chunk to the accumulators of the
+ * reductions of its pass (pass L - 1 computes level L), or in the last pass
+ * stores the outputs; each ROW_CHUNK (main and epilogue loops) calls it; ROW_PASS_END reduces the pass's accumulators across the CTA;
  * ROW_END stores the per-row outputs.  A softmax's max and sum of exp share
  * a pass: each thread keeps a running max and a sum at its scale
  * (wsf_online8); the pass end rescales the sums to the row's max before
@@ -802,7 +883,6 @@ emit_chunk_compute(Emit *e, const Stmt *s)
 	int *level = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *level);
 	int *online = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *online);
 	bool *done = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *done);
-	bool *need, *have;
 	int i, j, L, maxl = kir_row_levels(k, level, online), nred = 0;
 	const char *pass = s->pass ? expr_str(e, s->pass) : NULL;
 
@@ -838,64 +918,23 @@ emit_chunk_compute(Emit *e, const Stmt *s)
 				line(e, "float %s;%s", ident(e, "r_", name, ""), pos_comment(e, o->pos));
 		}
 		emit_row_scalars(e, level, 0, done, false);
-		break;
-	case ROW_CHUNK:
-		line(e, "{   // %s at column %s", s->comment ? s->comment : "", expr_str(e, s->b));
-		e->depth++;
-		for (i = 0; i < s->nreads; i++)
-			line(e, "const %s *%s_s = %s;", storage_type(k->buf[s->reads[i].buf].dtype),
-			     bufname(e, s->reads[i].buf), buf_at(e, s->reads[i].buf, s->reads[i].slot));
-		e->chunk_col = expr_str(e, s->b);
-		for (L = 1; L <= k->row_passes; L++) {
-			bool outputs = L > maxl;
+		{
+			const Stmt *chunk = NULL;
 
-			need = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *need);
-			have = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *have);
-			if (L == 1)
-				line(e, "if (%s == 0) {   // pass 1: %s", pass, outputs ? "the outputs" : "the reductions of level 1");
-			else if (L < k->row_passes)
-				line(e, "} else if (%s == %d) {   // pass %d: the reductions of level %d", pass, L - 1, L, L);
-			else
-				line(e, "} else {   // pass %d: %s", L, outputs ? "the outputs" : "the reductions of the last level");
-			e->depth++;
-			for (i = 1; i < f->nop && !outputs; i++) {
-				const Op *o = &f->op[i];
-
-				if (op_info[o->kind].cls == CLS_REDUCE && level[o->out] == L && !online[o->out])
-					row_needs(e, o->in[0].tensor, need);
-			}
-			for (i = 0; i < f->nout && outputs; i++)
-				row_needs(e, f->out[i].tensor, need);
-			row_pass_open(e, need, have);
-			if (outputs)
-				emit_row_stores(e);
-			for (i = 1; i < f->nop && !outputs; i++) {
-				const Op *o = &f->op[i];
-				const char *acc = ident(e, "acc_", f->tensor[o->out].name, "");
-				const char *in = row_value(e, o->in[0].tensor);
-				int r;
-
-				if (op_info[o->kind].cls != CLS_REDUCE || level[o->out] != L || online[o->out])
-					continue;
-				if ((r = partner_of(f, online, o->out)) && o->kind == OP_MAX)
-					line(e, "wsf_online8(%s, %s, %s, cols - e);   // %s and the sum of exp, online%s", acc,
-					     ident(e, "acc_", f->tensor[r].name, ""), in, op_info[o->kind].name,
-					     pos_comment(e, o->pos));
-				else if (r)
-					line(e, "wsf_welford8(%s, %s, %s, %s, cols - e);   // %s and variance, one pass%s",
-					     ident(e, "cnt_", f->tensor[r].name, ""), acc, ident(e, "acc_", f->tensor[r].name, ""),
-					     in, op_info[o->kind].name, pos_comment(e, o->pos));
-				else
-					line(e, "%s = wsf_%s8(%s, %s, cols - e);", acc, o->kind == OP_MAX ? "max" : "sum", acc, in);
-			}
-			row_pass_close(e);
-			e->depth--;
+			st_walk(k->body, find_row_chunk, &chunk);
+			if (chunk)
+				emit_chunk_lambda(e, chunk, level, online, maxl);
 		}
-		line(e, "}");
-		e->chunk_col = NULL;
-		e->depth--;
-		line(e, "}");
 		break;
+	case ROW_CHUNK: {
+		Buf args;
+
+		buf_init(&args, e->c->arena);
+		for (i = 0; i < s->nreads; i++)
+			buf_printf(&args, ", %s", buf_at(e, s->reads[i].buf, s->reads[i].slot));
+		line(e, "wsf_chunk(%s, %s%s);   // %s", pass, expr_str(e, s->b), buf_str(&args), s->comment ? s->comment : "");
+		break;
+	}
 	case ROW_PASS_END:
 		for (L = 1; L <= maxl; L++) {
 			line(e, "%sif (%s == %d) {   // the end of pass %d: its block reductions", L > 1 ? "} else " : "",

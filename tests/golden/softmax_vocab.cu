@@ -27,6 +27,47 @@ softmax_vocab(
         const long long row = row0;
         float acc_probs_max = -__int_as_float(0x7f800000), r_probs_max;   // max  // examples/softmax_vocab.yaml:22
         float acc_probs_sum = 0.0f, r_probs_sum;   // sum of exp, online with its max  // examples/softmax_vocab.yaml:22
+        // one chunk of the row in pass `pass`, at column `col`: the main and the epilogue loops call it
+        const auto wsf_chunk = [&](const long long pass, const long long col, const wsf_bf16 *logits_chunk_s) {
+            if (pass == 0) {   // pass 1: the reductions of level 1
+                const int e = (int)(col) + threadIdx.x * 8;
+                if (e < cols) {
+                    float v_logits[8];
+                    wsf_load8(v_logits, logits_chunk_s + (e - col));
+                    float v_scaled[8];  // examples/softmax_vocab.yaml:21
+                    #pragma unroll
+                    for (int v = 0; v < 8; v++) {
+                        v_scaled[v] = v_logits[v] * 1.25f;   // mul
+                    }
+                    wsf_online8(acc_probs_max, acc_probs_sum, v_scaled, cols - e);   // max and the sum of exp, online  // examples/softmax_vocab.yaml:22
+                }
+            } else {   // pass 2: the outputs
+                const int e = (int)(col) + threadIdx.x * 8;
+                if (e < cols) {
+                    float v_logits[8];
+                    wsf_load8(v_logits, logits_chunk_s + (e - col));
+                    float v_scaled[8];  // examples/softmax_vocab.yaml:21
+                    float v_probs_shifted[8];  // examples/softmax_vocab.yaml:22
+                    float v_probs_exp[8];  // examples/softmax_vocab.yaml:22
+                    float v_probs[8];  // examples/softmax_vocab.yaml:22
+                    #pragma unroll
+                    for (int v = 0; v < 8; v++) {
+                        v_scaled[v] = v_logits[v] * 1.25f;   // mul
+                        v_probs_shifted[v] = v_scaled[v] - r_probs_max;   // sub
+                        v_probs_exp[v] = __expf(v_probs_shifted[v]);   // exp
+                        v_probs[v] = v_probs_exp[v] * (1.0f / r_probs_sum);   // div
+                    }
+                    if (e + 8 <= cols) {  // examples/softmax_vocab.yaml:25
+                        wsf_store8(probs_out_ptr + row * cols + e, v_probs);
+                    } else {
+                        #pragma unroll
+                        for (int v = 0; v < 8; v++)
+                            if (e + v < cols)
+                                wsf_store1(probs_out_ptr + row * cols + e + v, v_probs[v]);
+                    }
+                }
+            }
+        };
         for (long long pass = 0LL; pass < 2LL; pass++) {   // passes over the row: one a reduction level, then the outputs
             // circular buffer: 4 stages, prefetch 3
             for (long long p = 0LL; p < wsf_min(3LL, nchunks); p++) {   // prologue: fill the first stages
@@ -43,94 +84,14 @@ softmax_vocab(
                 }
                 const long long col = (ch * 4096LL);
                 wsf_mbar_wait(&full[(((((i * 2LL) + pass) * nchunks) + ch) % 4LL)], (unsigned)((((((i * 2LL) + pass) * nchunks) + ch) / 4LL) & 1LL));   // wait until the stage's loads have landed
-                {   // 6 ops of softmax_vocab, one chunk at column col
-                    const wsf_bf16 *logits_chunk_s = logits_chunk + ((((((i * 2LL) + pass) * nchunks) + ch) % 4LL)) * 4096;
-                    if (pass == 0) {   // pass 1: the reductions of level 1
-                        const int e = (int)(col) + threadIdx.x * 8;
-                        if (e < cols) {
-                            float v_logits[8];
-                            wsf_load8(v_logits, logits_chunk_s + (e - col));
-                            float v_scaled[8];  // examples/softmax_vocab.yaml:21
-                            #pragma unroll
-                            for (int v = 0; v < 8; v++) {
-                                v_scaled[v] = v_logits[v] * 1.25f;   // mul
-                            }
-                            wsf_online8(acc_probs_max, acc_probs_sum, v_scaled, cols - e);   // max and the sum of exp, online  // examples/softmax_vocab.yaml:22
-                        }
-                    } else {   // pass 2: the outputs
-                        const int e = (int)(col) + threadIdx.x * 8;
-                        if (e < cols) {
-                            float v_logits[8];
-                            wsf_load8(v_logits, logits_chunk_s + (e - col));
-                            float v_scaled[8];  // examples/softmax_vocab.yaml:21
-                            float v_probs_shifted[8];  // examples/softmax_vocab.yaml:22
-                            float v_probs_exp[8];  // examples/softmax_vocab.yaml:22
-                            float v_probs[8];  // examples/softmax_vocab.yaml:22
-                            #pragma unroll
-                            for (int v = 0; v < 8; v++) {
-                                v_scaled[v] = v_logits[v] * 1.25f;   // mul
-                                v_probs_shifted[v] = v_scaled[v] - r_probs_max;   // sub
-                                v_probs_exp[v] = __expf(v_probs_shifted[v]);   // exp
-                                v_probs[v] = v_probs_exp[v] * (1.0f / r_probs_sum);   // div
-                            }
-                            if (e + 8 <= cols) {  // examples/softmax_vocab.yaml:25
-                                wsf_store8(probs_out_ptr + row * cols + e, v_probs);
-                            } else {
-                                #pragma unroll
-                                for (int v = 0; v < 8; v++)
-                                    if (e + v < cols)
-                                        wsf_store1(probs_out_ptr + row * cols + e + v, v_probs[v]);
-                            }
-                        }
-                    }
-                }
+                wsf_chunk(pass, col, logits_chunk + ((((((i * 2LL) + pass) * nchunks) + ch) % 4LL)) * 4096);   // 6 ops of softmax_vocab, one chunk
                 __syncthreads();   // release the stage: the next load refills it
             }
             // circular buffer: 4 stages, prefetch 3
             for (long long ch = wsf_max((nchunks - 3LL), 0LL); ch < nchunks; ch++) {   // epilogue: the last stages, nothing left to load
                 const long long col = (ch * 4096LL);
                 wsf_mbar_wait(&full[(((((i * 2LL) + pass) * nchunks) + ch) % 4LL)], (unsigned)((((((i * 2LL) + pass) * nchunks) + ch) / 4LL) & 1LL));   // wait until the stage's loads have landed
-                {   // 6 ops of softmax_vocab, one chunk at column col
-                    const wsf_bf16 *logits_chunk_s = logits_chunk + ((((((i * 2LL) + pass) * nchunks) + ch) % 4LL)) * 4096;
-                    if (pass == 0) {   // pass 1: the reductions of level 1
-                        const int e = (int)(col) + threadIdx.x * 8;
-                        if (e < cols) {
-                            float v_logits[8];
-                            wsf_load8(v_logits, logits_chunk_s + (e - col));
-                            float v_scaled[8];  // examples/softmax_vocab.yaml:21
-                            #pragma unroll
-                            for (int v = 0; v < 8; v++) {
-                                v_scaled[v] = v_logits[v] * 1.25f;   // mul
-                            }
-                            wsf_online8(acc_probs_max, acc_probs_sum, v_scaled, cols - e);   // max and the sum of exp, online  // examples/softmax_vocab.yaml:22
-                        }
-                    } else {   // pass 2: the outputs
-                        const int e = (int)(col) + threadIdx.x * 8;
-                        if (e < cols) {
-                            float v_logits[8];
-                            wsf_load8(v_logits, logits_chunk_s + (e - col));
-                            float v_scaled[8];  // examples/softmax_vocab.yaml:21
-                            float v_probs_shifted[8];  // examples/softmax_vocab.yaml:22
-                            float v_probs_exp[8];  // examples/softmax_vocab.yaml:22
-                            float v_probs[8];  // examples/softmax_vocab.yaml:22
-                            #pragma unroll
-                            for (int v = 0; v < 8; v++) {
-                                v_scaled[v] = v_logits[v] * 1.25f;   // mul
-                                v_probs_shifted[v] = v_scaled[v] - r_probs_max;   // sub
-                                v_probs_exp[v] = __expf(v_probs_shifted[v]);   // exp
-                                v_probs[v] = v_probs_exp[v] * (1.0f / r_probs_sum);   // div
-                            }
-                            if (e + 8 <= cols) {  // examples/softmax_vocab.yaml:25
-                                wsf_store8(probs_out_ptr + row * cols + e, v_probs);
-                            } else {
-                                #pragma unroll
-                                for (int v = 0; v < 8; v++)
-                                    if (e + v < cols)
-                                        wsf_store1(probs_out_ptr + row * cols + e + v, v_probs[v]);
-                            }
-                        }
-                    }
-                }
+                wsf_chunk(pass, col, logits_chunk + ((((((i * 2LL) + pass) * nchunks) + ch) % 4LL)) * 4096);   // 6 ops of softmax_vocab, one chunk
             }
             __syncthreads();   // release the last stages: the next prologue refills them
             if (pass == 0) {   // the end of pass 1: its block reductions
