@@ -617,19 +617,28 @@ emit_row_stores(Emit *e)
 	for (j = 0; j < f->nout; j++) {
 		const Output *out = &f->out[j];
 		const KParam *p = param_of_tensor(e, out->tensor, true);
-		const char *suf = helper_suffix(out->dtype), *v = row_value(e, out->tensor);
+		const char *suf = helper_suffix(out->dtype), *v = row_value(e, out->tensor), *at;
 
 		if (!row_full(e->k, out->tensor))
 			continue;
+		/* a row broadcast over rows ([cols]) has one copy: the CTA of row 0 writes it */
+		at = e->k->tview[out->tensor] == VIEW_ROW ? "e" : "row * cols + e";
+		if (e->k->tview[out->tensor] == VIEW_ROW)
+			line(e, "if (row == 0) {   // '%s' has no rows: one copy, from row 0", f->tensor[out->tensor].name);
+		e->depth += e->k->tview[out->tensor] == VIEW_ROW;
 		/* the ragged end: a guarded, unrolled loop keeps the values in registers */
 		line(e, "if (e + %d <= cols) {%s", VEC, pos_comment(e, out->pos));
-		line(e, "    wsf_store8%s(%s + row * cols + e, %s);", suf, param_name(e, p), v);
+		line(e, "    wsf_store8%s(%s + %s, %s);", suf, param_name(e, p), at, v);
 		line(e, "} else {");
 		line(e, "    #pragma unroll");
 		line(e, "    for (int v = 0; v < %d; v++)", VEC);
 		line(e, "        if (e + v < cols)");
-		line(e, "            wsf_store1%s(%s + row * cols + e + v, %s[v]);", suf, param_name(e, p), v);
+		line(e, "            wsf_store1%s(%s + %s + v, %s[v]);", suf, param_name(e, p), at, v);
 		line(e, "}");
+		if (e->k->tview[out->tensor] == VIEW_ROW) {
+			e->depth--;
+			line(e, "}");
+		}
 	}
 }
 

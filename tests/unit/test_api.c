@@ -76,6 +76,44 @@ staged_rows_are_read_before_the_first_barrier(void **state)
 	wsf_context_delete(ctx);
 }
 
+/*
+ * A row reduction's output that is one row broadcast over rows ([cols]) has
+ * one copy: it is stored from row 0, at the element's column, never at
+ * row * cols (which would write past its end), held whole or streamed.
+ */
+static void
+row_outputs_are_stored_once(void **state)
+{
+	static const char fmt[] =
+		"fusion: rowout\nsizes: {M: 64, N: %d}\n"
+		"inputs:\n  x: {dtype: bf16, shape: [M, N]}\n  w: {dtype: bf16, shape: [N]}\n"
+		"ops:\n  - {out: y, op: softmax, in: [x]}\n  - {out: w2, op: mul, in: [w, 2.0]}\n"
+		"outputs:\n  y: {dtype: bf16}\n  w2: {dtype: bf16}\n";
+	static const int widths[] = {1024, 40000};
+	WsfContext *ctx = wsf_context_new();
+	char spec_text[512];
+	int i;
+
+	(void)state;
+	assert_int_equal(wsf_set_option(ctx, "stop-after", "cuda"), WSF_OK);
+	for (i = 0; i < 2; i++) {
+		WsfKernel *k = NULL;
+		const char *cu, *guard;
+
+		snprintf(spec_text, sizeof spec_text, fmt, widths[i]);
+		assert_int_equal(wsf_compile_string(ctx, "rowout.yaml", spec_text, strlen(spec_text), &k), WSF_OK);
+		cu = wsf_kernel_text(k, WSF_STAGE_CUDA, NULL);
+		assert_non_null(cu);
+		guard = strstr(cu, "if (row == 0) {");
+		assert_non_null(guard);
+		assert_non_null(strstr(guard, "wsf_store8(w2_out_ptr + e, "));
+		assert_null(strstr(cu, "w2_out_ptr + row"));
+		assert_non_null(strstr(cu, "wsf_store8(y_out_ptr + row * cols + e, "));
+		wsf_kernel_delete(k);
+	}
+	wsf_context_delete(ctx);
+}
+
 static void
 compile_to_each_stage(void **state)
 {
@@ -182,6 +220,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(compile_to_each_stage),
 		cmocka_unit_test(staged_rows_are_read_before_the_first_barrier),
+		cmocka_unit_test(row_outputs_are_stored_once),
 		cmocka_unit_test(argument_queries),
 		cmocka_unit_test(errors_reach_the_callback_once),
 		cmocka_unit_test(refusals),
