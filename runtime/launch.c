@@ -226,6 +226,10 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 	if ((s = bind_args(c, f, args, nargs, val)) != WSF_OK)
 		return s;
 	choose_view(k, f, val, &p->rows, &p->cols);
+	if (k->row_chunk && p->cols > INT32_MAX - k->row_chunk)
+		return diag_error(c, f->pos, "kernel '%s' streams rows of up to %d elements (32-bit element indices); "
+		                  "these rows have %lld", f->name, INT32_MAX - k->row_chunk, (long long)p->cols),
+		       WSF_ERR_INPUT;
 	if (k->row_cap && p->cols > k->row_cap)
 		return diag_error(c, f->pos,
 		                  "kernel '%s' keeps rows of up to %d elements in shared memory; these rows have %lld: "

@@ -206,7 +206,7 @@ streamed_row_checks(void **state)
 		"ops:\n  - {out: y, op: rmsnorm, in: [x, w]}\noutputs:\n  y: {dtype: f32}\n";
 	const Launch *l = build(t, spec);
 	int64_t ok[] = {8, 40000}, wide[] = {8, 1000000}, odd[] = {8, 40004}, w_ok[] = {40000}, w_wide[] = {1000000},
-	        w_odd[] = {40004};
+	        w_odd[] = {40004}, huge[] = {1, (int64_t)1 << 31}, w_huge[] = {(int64_t)1 << 31};
 	WsfTensor a[3] = {{DEV(1), WSF_DTYPE_F32, 2, ok, NULL}, {DEV(2), WSF_DTYPE_BF16, 1, w_ok, NULL},
 	                  {DEV(3), WSF_DTYPE_F32, 2, ok, NULL}};
 	LaunchPlan p;
@@ -224,6 +224,10 @@ streamed_row_checks(void **state)
 	a[1].shape = w_ok;
 	a[1].data = (char *)DEV(2) + 2;
 	expect_error(t, l, a, 3, "argument 'w': data pointer");
+	a[1].data = DEV(2);
+	a[0].shape = a[2].shape = huge;   /* element indices are 32-bit */
+	a[1].shape = w_huge;
+	expect_error(t, l, a, 3, "streams rows of up to 2147479551 elements (32-bit element indices); these rows have 2147483648");
 }
 
 int
