@@ -279,7 +279,8 @@ lower_pointwise(Comp *c, Fusion *f)
 	 */
 	k->persistent = f->sched.persistent == 2 ||
 	                (f->sched.persistent == 0 && (k->warp_specialize || f->sched.stages));
-	tma_store = f->sched.store != STORE_VECTOR;  /* decided with the tile, below, unless named */
+	tma_store = f->sched.store == STORE_TMA || (f->sched.store == STORE_NONE && store_through_smem(k, f));
+	k->tma_store = tma_store;
 	if (!k->persistent && !k->stages_hint)
 		k->stages_hint = 1;
 	k->smem_budget = SMEM_BUDGET;
@@ -321,11 +322,6 @@ lower_pointwise(Comp *c, Fusion *f)
 	}
 	add_size_params(c, k);
 	choose_tile(k, f, row_bytes, d);
-	if (f->sched.store == STORE_NONE && !store_through_smem(k, f))
-		for (j = 1, tma_store = false; j < k->nparam; j++)
-			if (k->param[j].arg >= f->ninput)
-				k->param[j].kind = PK_PTR;
-	k->tma_store = tma_store;
 	for (j = 1; j < k->nparam; j++)
 		if (k->param[j].kind == PK_TMAP) {
 			k->param[j].box[0] = k->param[j].view == VIEW_ROW ? 1 : k->tile_rows;
