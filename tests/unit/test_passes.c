@@ -234,6 +234,16 @@ cb_plain_picks_innermost(void **state)
 	run_pass(t, pass_warp_specialize, "warp_specialize");
 	run_pass(t, pass_sync, "sync");
 	assert_string_equal(expr(t, inner->body[find(inner, ST_MBAR_WAIT)]->a), "((((o * n) + j) / 8) & 1)");
+	/*
+	 * The next outer iteration's prologue refills the stages the epilogue
+	 * read: one CTA barrier right after the epilogue (none inside it).  A
+	 * pipeline at the top level gets none (sync_plain).
+	 */
+	assert_int_equal(outer->nbody, 4);
+	assert_int_equal(outer->body[2]->cb->part, CB_EPILOGUE);
+	assert_int_equal(census(outer->body[2]).kind[ST_SYNC], 0);
+	assert_int_equal(outer->body[3]->kind, ST_SYNC);
+	assert_int_equal(outer->body[3]->n, 0);
 }
 
 /* Warp-specialized: the outermost loop, and the stage counter runs on across the nest. */
