@@ -12,7 +12,10 @@
  * The compute statement is the one place that expands the fusion's ops:
  * threads stride over the tile eight elements at a time (16-byte shared
  * loads, 16-byte global stores), and each op becomes one f32 expression
- * from the op's row in cuda_expr[] below.
+ * from the op's row in cuda_expr[] below.  A row reduction's compute runs
+ * one pass over the row per reduction level (emit_row_compute), or, for a
+ * row streamed in chunks, is split into the parts lowering placed in the
+ * pass and chunk loops (emit_chunk_compute).
  */
 #include <math.h>
 #include <stdio.h>

@@ -1,19 +1,25 @@
 /*
- * lower.c: fusion IR -> kernel IR for the pointwise family.
+ * lower.c: fusion IR -> kernel IR for the pointwise and row-reduction
+ * families.
  *
- * Contract.  Requires: a scheduled fusion of family pointwise.  Guarantees: a
- * kernel whose body is one persistent loop over this CTA's tiles; in it, one
- * elected thread issues a TMA load of every tiled input into a single-copy
- * shared buffer, then all threads compute the tile and store the outputs
- * (16-byte vector stores, or a staging buffer and a TMA store).  No mbarrier
- * and no sync exists yet: circular_buffer.c and sync.c add them.
+ * Contract.  Requires: a scheduled fusion of family pointwise or reduction.
+ * Guarantees: a kernel whose body is a loop over this CTA's tiles (a tile a
+ * CTA, or persistent); in it, one elected thread issues a TMA load of every
+ * staged input into a single-copy shared buffer, then all threads compute
+ * and store the outputs (16-byte vector stores, or a staging buffer and a
+ * TMA store).  For a row reduction a tile is one whole row: loaded by one
+ * bulk copy and computed by one compute, or, when a row does not fit a
+ * stage, streamed through a loop of passes over a loop of chunks (see
+ * stream_row).  No mbarrier and no sync exists yet: circular_buffer.c and
+ * sync.c add them.
  *
- * The domain is the outputs' shape seen as 2-D [rows, cols] (cols the last
- * dim).  Each input is full ([rows, cols], tiled by TMA), a row ([cols],
- * broadcast over rows, tiled by TMA), a column ([rows, 1], read from global:
- * a TMA box must be 16 bytes wide) or a scalar.  When every input is full or
- * scalar the kernel is "flat": the host may pick any 2-D view of the
- * elements, so a 1-D tensor still moves in wide tiles.
+ * Pointwise: the domain is the outputs' shape seen as 2-D [rows, cols]
+ * (cols the last dim).  Each input is full ([rows, cols], tiled by TMA), a
+ * row ([cols], broadcast over rows, tiled by TMA), a column ([rows, 1], read
+ * from global: a TMA box must be 16 bytes wide) or a scalar.  When every
+ * input is full or scalar the kernel is "flat": the host may pick any 2-D
+ * view of the elements, so a 1-D tensor still moves in wide tiles.  Row
+ * reductions: see lower_reduction.
  */
 #include <string.h>
 
