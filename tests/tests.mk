@@ -80,7 +80,7 @@ FUZZ_RUN = build-fuzz/fuzz_spec -max_len=4096 -max_total_time=$(SECONDS) -timeou
            build-fuzz/corpus tests/fuzz/corpus build-fuzz/seeds
 fuzz: build-fuzz/fuzz_spec
 	@mkdir -p build-fuzz/corpus build-fuzz/seeds build-fuzz/crashes
-	@for f in examples/*.yaml tests/errors/*.yaml; do \
+	@for f in examples/*.yaml tests/errors/*.yaml tests/gpu/specs/*.yaml; do \
 	  [ -f "$$f" ] && cp "$$f" build-fuzz/seeds/`echo "$$f" | tr / _`; done; true
 	@echo "$(FUZZ_RUN)"
 	@$(FUZZ_RUN); rc=$$?; n=`ls build-fuzz/crashes | wc -l`; \
