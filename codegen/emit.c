@@ -23,6 +23,9 @@
 
 #include "codegen.h"
 
+/* An SM's shared memory for CTAs, and what the hardware reserves per CTA (sm_90). */
+enum { SM_SMEM = 228 * 1024, CTA_SMEM_RESERVED = 1024 };
+
 enum { VEC = 8 };
 
 /*

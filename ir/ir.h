@@ -178,12 +178,6 @@ typedef enum OpClass {
 	CLS_COMPOSITE
 } OpClass;
 
-/*
- * An sm_90 SM: the shared memory its CTAs may take, what the hardware keeps
- * of it per CTA, and the threads it holds.
- */
-enum { SM_SMEM = 228 * 1024, CTA_SMEM_RESERVED = 1024, SM_THREADS = 2048 };
-
 /* Attribute keys an op accepts besides out, op and in. */
 enum {
 	A_APPROX = 1 << 0,    /* approximate: none | tanh */
