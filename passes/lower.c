@@ -570,8 +570,9 @@ lower_reduction(Comp *c, Fusion *f)
 	cap = (int)((width + ROW_ALIGN - 1) / ROW_ALIGN * ROW_ALIGN);
 	if (width > MAX_ROW || (int64_t)cap * row_bytes > SMEM_BUDGET) {
 		/*
-		 * Chunks of 4096 elements, 8 a thread, four stages (16-32 KiB a
-		 * stage for bf16-f32 rows): several CTAs per SM keep HBM busy.
+		 * Chunks of 4096 elements, 8 a thread, four stages (a stage holds
+		 * 8 KiB of each staged bf16 tensor): several CTAs per SM keep HBM
+		 * busy.
 		 */
 		k->row_chunk = CHUNK;
 		k->tile_rows = 1;
