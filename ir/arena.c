@@ -68,7 +68,7 @@ out_of_memory(Arena *a)
 }
 
 void *
-arena_alloc(Arena *a, size_t size)
+arena_alloc_raw(Arena *a, size_t size)
 {
 	Block *b = a->head;
 	void *p;
@@ -98,6 +98,14 @@ arena_alloc(Arena *a, size_t size)
 	p = b->data + b->used;
 	b->used += size;
 	a->total += size;
+	return p;
+}
+
+void *
+arena_alloc(Arena *a, size_t size)
+{
+	void *p = arena_alloc_raw(a, size);
+
 	memset(p, 0, size);
 	return p;
 }

@@ -46,6 +46,7 @@ void arena_free(Arena *a);
 /* Points the arena's out-of-memory jump at OOM (each API entry sets its own). */
 void arena_set_oom(Arena *a, jmp_buf *oom);
 void *arena_alloc(Arena *a, size_t size);  /* zeroed, 16-byte aligned */
+void *arena_alloc_raw(Arena *a, size_t size);  /* the same, not zeroed: the caller writes every byte */
 char *arena_strndup(Arena *a, const char *s, size_t n);
 char *arena_strdup(Arena *a, const char *s);
 char *arena_printf(Arena *a, const char *fmt, ...) PRINTF_LIKE(2, 3);

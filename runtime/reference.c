@@ -15,6 +15,11 @@
  * shape but not the layout; matmul multiplies the last two dims, broadcasting
  * the batch dims, with the loop order i, k, j so the inner loop is contiguous.
  * Composites are expanded before this runs; meeting one is an internal error.
+ *
+ * Pointwise ops and reductions of large tensors are split over the host's
+ * cores (rt_par_for): a thread takes a range of output elements, or of whole
+ * reduced rows, and computes each element exactly as the serial loop would,
+ * so the values do not depend on the thread count.
  */
 #include <math.h>
 #include <stdint.h>
@@ -179,70 +184,122 @@ broadcast_strides(const Shape *in, const Shape *out, int64_t *st)
 
 /* ---- evaluation ---- */
 
-static WsfStatus
-eval_pointwise(Eval *e, const Op *op, double *out)
-{
-	const RefOp *r = &ref_ops[op->kind];
-	Shape os = shape_of(e->f, op->out);
-	int64_t st[2][MAX_RANK] = {{0}}, off[2] = {0}, idx[MAX_RANK] = {0}, n, total = numel(&os);
+/* Elements a thread takes at the least: below this, one thread does the op. */
+enum { GRAIN = 1 << 16 };
+
+/* A pointwise op over output elements [lo, hi): what each thread of eval_pointwise runs. */
+typedef struct Pointwise {
+	const Op *op;
+	const RefOp *r;
+	Shape os;
+	int64_t st[2][MAX_RANK];
 	const double *src[2];
-	int i, d, nin = r->unary ? 1 : 2;
+	int nin;
+	double *out;
+} Pointwise;
 
-	if (op->nin != nin)
-		return internal(e, op, "%d inputs, expected %d", op->nin, nin);
-	for (i = 0; i < nin; i++) {
-		Shape is = shape_of(e->f, op->in[i].tensor);
+static void
+pointwise_range(void *ctx, int64_t lo, int64_t hi)
+{
+	const Pointwise *p = ctx;
+	const RefOp *r = p->r;
+	int64_t off[2] = {0}, idx[MAX_RANK] = {0}, n, rest = lo;
+	int i, d;
 
-		src[i] = op->in[i].tensor ? e->val[op->in[i].tensor] : &op->in[i].lit;
-		if (broadcast_strides(&is, &os, st[i]) < 0)
-			return internal(e, op, "input %d does not broadcast to the output shape", i);
+	/* the odometer at element LO */
+	for (d = p->os.rank - 1; d >= 0; d--) {
+		idx[d] = rest % p->os.ext[d];
+		rest /= p->os.ext[d];
+		for (i = 0; i < p->nin; i++)
+			off[i] += idx[d] * p->st[i][d];
 	}
-	for (n = 0; n < total; n++) {
-		out[n] = r->unary ? r->unary(op, src[0][off[0]])
-		                  : r->binary(src[0][off[0]], src[1][off[1]]);
+	for (n = lo; n < hi; n++) {
+		p->out[n] = r->unary ? r->unary(p->op, p->src[0][off[0]])
+		                     : r->binary(p->src[0][off[0]], p->src[1][off[1]]);
 		/* odometer: step the innermost index, carrying outward */
-		for (d = os.rank - 1; d >= 0; d--) {
-			for (i = 0; i < nin; i++)
-				off[i] += st[i][d];
-			if (++idx[d] < os.ext[d])
+		for (d = p->os.rank - 1; d >= 0; d--) {
+			for (i = 0; i < p->nin; i++)
+				off[i] += p->st[i][d];
+			if (++idx[d] < p->os.ext[d])
 				break;
-			for (i = 0; i < nin; i++)
-				off[i] -= st[i][d] * os.ext[d];
+			for (i = 0; i < p->nin; i++)
+				off[i] -= p->st[i][d] * p->os.ext[d];
 			idx[d] = 0;
 		}
 	}
-	return WSF_OK;
 }
 
 static WsfStatus
-eval_reduce(Eval *e, const Op *op, double *out)
+eval_pointwise(Eval *e, const Op *op, double *out)
 {
-	const RefOp *r = &ref_ops[op->kind];
-	Shape is = shape_of(e->f, op->in[0].tensor), os = shape_of(e->f, op->out);
-	const double *in = e->val[op->in[0].tensor];
-	int64_t outer, n, inner, o, k, i;
+	Pointwise p = {0};
+	int i;
 
-	if (op->nin != 1 || op->in[0].tensor == 0 || op->axis < 0 || op->axis >= is.rank)
-		return internal(e, op, "axis %d of an input of rank %d", op->axis, is.rank);
-	outer = prod(&is, 0, op->axis);
-	n = is.ext[op->axis];
-	inner = prod(&is, op->axis + 1, is.rank);
-	if (numel(&os) != outer * inner)
-		return internal(e, op, "output has %lld elements, expected %lld",
-		                (long long)numel(&os), (long long)(outer * inner));
+	p.op = op;
+	p.r = &ref_ops[op->kind];
+	p.os = shape_of(e->f, op->out);
+	p.nin = p.r->unary ? 1 : 2;
+	p.out = out;
+	if (op->nin != p.nin)
+		return internal(e, op, "%d inputs, expected %d", op->nin, p.nin);
+	for (i = 0; i < p.nin; i++) {
+		Shape is = shape_of(e->f, op->in[i].tensor);
+
+		p.src[i] = op->in[i].tensor ? e->val[op->in[i].tensor] : &op->in[i].lit;
+		if (broadcast_strides(&is, &p.os, p.st[i]) < 0)
+			return internal(e, op, "input %d does not broadcast to the output shape", i);
+	}
+	rt_par_for(numel(&p.os), GRAIN, pointwise_range, &p);
+	return WSF_OK;
+}
+
+/* A reduction over the rows [lo, hi) of its [outer, n, inner] view. */
+typedef struct Reduce {
+	const RefOp *r;
+	const double *in;
+	double *out;
+	int64_t n, inner;
+} Reduce;
+
+static void
+reduce_range(void *ctx, int64_t lo, int64_t hi)
+{
+	const Reduce *p = ctx;
+	const RefOp *r = p->r;
+	int64_t o, k, i, n = p->n, inner = p->inner;
+
 	/* keepdim or not, the output is laid out as [outer, inner] */
-	for (o = 0; o < outer; o++) {
-		double *acc = out + o * inner;
+	for (o = lo; o < hi; o++) {
+		double *acc = p->out + o * inner;
 
 		for (i = 0; i < inner; i++)
 			acc[i] = r->init;
 		for (k = 0; k < n; k++)
 			for (i = 0; i < inner; i++)
-				acc[i] = r->fold(acc[i], in[(o * n + k) * inner + i]);
+				acc[i] = r->fold(acc[i], p->in[(o * n + k) * inner + i]);
 		if (r->mean)
 			for (i = 0; i < inner; i++)
 				acc[i] /= (double)n;
 	}
+}
+
+static WsfStatus
+eval_reduce(Eval *e, const Op *op, double *out)
+{
+	Shape is = shape_of(e->f, op->in[0].tensor), os = shape_of(e->f, op->out);
+	Reduce p = {&ref_ops[op->kind], e->val[op->in[0].tensor], out, 0, 0};
+	int64_t outer;
+
+	if (op->nin != 1 || op->in[0].tensor == 0 || op->axis < 0 || op->axis >= is.rank)
+		return internal(e, op, "axis %d of an input of rank %d", op->axis, is.rank);
+	outer = prod(&is, 0, op->axis);
+	p.n = is.ext[op->axis];
+	p.inner = prod(&is, op->axis + 1, is.rank);
+	if (numel(&os) != outer * p.inner)
+		return internal(e, op, "output has %lld elements, expected %lld",
+		                (long long)numel(&os), (long long)(outer * p.inner));
+	/* each thread takes whole rows: every output element folds in the serial order */
+	rt_par_for(outer, 1 + GRAIN / (p.n * p.inner > 0 ? p.n * p.inner : 1), reduce_range, &p);
 	return WSF_OK;
 }
 
@@ -363,7 +420,8 @@ alloc_values(Eval *e, const Op *op, double **v)
 		diag_error(e->c, none, "the reference for '%s' needs more memory than exists", t->name);
 		return WSF_ERR_NOMEM;
 	}
-	*v = arena_alloc(e->c->arena, (size_t)n * sizeof(double));
+	/* every op writes each of its elements; unzeroed, the pages are first touched in parallel */
+	*v = arena_alloc_raw(e->c->arena, (size_t)n * sizeof(double));
 	return WSF_OK;
 }
 

@@ -87,30 +87,51 @@ size_values(Comp *c, Fusion *f)
 	return WSF_OK;
 }
 
-/*
- * Random values in [lo, hi) rounded to A's dtype, packed for the device and,
- * when A->host exists, kept as doubles for the reference.  Chunked so a
- * bench-only run of 2^28 elements needs no 2 GB of doubles.
- */
+enum { FILL_CHUNK = 4096 };
+
+/* One input being filled: its seed and range (fill_random). */
+typedef struct Fill {
+	Arg *a;
+	uint64_t seed;
+	double lo, hi;
+} Fill;
+
+/* Chunks [LO, HI) of the input: chunk K's stream starts from the input's seed mixed with K. */
 static void
-fill_random(Arg *a, uint64_t *seed, double lo, double hi)
+fill_range(void *ctx, int64_t lo, int64_t hi)
 {
-	enum { CHUNK = 4096 };
-	double chunk[CHUNK];
+	const Fill *p = ctx;
+	Arg *a = p->a;
+	double chunk[FILL_CHUNK];
 	size_t size = (size_t)dtype_info[a->dtype].bytes;
-	int64_t e, n;
+	int64_t k;
 
-	for (e = 0; e < a->numel; e += n) {
+	for (k = lo; k < hi; k++) {
+		int64_t e = k * FILL_CHUNK, n = a->numel - e < FILL_CHUNK ? a->numel - e : FILL_CHUNK, j;
 		double *v = a->host ? a->host + e : chunk;
-		int64_t j;
+		uint64_t s0 = p->seed ^ (uint64_t)k, s = splitmix(&s0);
 
-		n = a->numel - e < CHUNK ? a->numel - e : CHUNK;
 		for (j = 0; j < n; j++)
-			v[j] = lo + (hi - lo) * (double)(splitmix(seed) >> 11) * 0x1p-53;
+			v[j] = p->lo + (p->hi - p->lo) * (double)(splitmix(&s) >> 11) * 0x1p-53;
 		rt_pack(a->dtype, v, (size_t)n, (char *)a->packed + (size_t)e * size);
 		if (a->host)
 			rt_unpack(a->dtype, (char *)a->packed + (size_t)e * size, (size_t)n, v);
 	}
+}
+
+/*
+ * Random values in [lo, hi) rounded to A's dtype, packed for the device and,
+ * when A->host exists, kept as doubles for the reference.  Chunked so a
+ * bench-only run of 2^28 elements needs no 2 GB of doubles, and so the
+ * chunks can be filled on every core: each has its own stream, so the values
+ * depend on the seed, not on the thread count.
+ */
+static void
+fill_random(Arg *a, uint64_t *seed, double lo, double hi)
+{
+	Fill p = {a, splitmix(seed), lo, hi};
+
+	rt_par_for((a->numel + FILL_CHUNK - 1) / FILL_CHUNK, 16, fill_range, &p);
 }
 
 static int

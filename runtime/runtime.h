@@ -169,6 +169,14 @@ void rt_unpack(Dtype dt, const void *src, size_t n, double *dst);
 /* Rounds X to the nearest value representable in DT. */
 double rt_round(Dtype dt, double x);
 
+/* ---- parallel.c -------------------------------------------------------- */
+
+/*
+ * Calls FN(CTX, lo, hi) on disjoint ranges that cover [0, N), one a thread
+ * (up to the host's cores), none shorter than GRAIN; returns when all are done.
+ */
+void rt_par_for(int64_t n, int64_t grain, void (*fn)(void *ctx, int64_t lo, int64_t hi), void *ctx);
+
 /* ---- reference.c ------------------------------------------------------- */
 
 /*

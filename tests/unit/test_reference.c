@@ -674,6 +674,95 @@ test_out_of_memory(void **state)
 	arena_free(e.c.arena);
 }
 
+/* rt_par_for: ranges that cover [0, n) once each, whatever n and the grain. */
+typedef struct Cover {
+	unsigned char *hit;
+	int64_t n;
+} Cover;
+
+static void
+cover_range(void *ctx, int64_t lo, int64_t hi)
+{
+	Cover *c = ctx;
+	int64_t i;
+
+	assert_true(0 <= lo && lo < hi && hi <= c->n);
+	for (i = lo; i < hi; i++)
+		c->hit[i]++;
+}
+
+static void
+test_par_for_covers_once(void **state)
+{
+	static const int64_t ns[] = {0, 1, 7, 65536, 65537, 1000003};
+	static const int64_t grains[] = {1, 16, 65536, 1 << 30};
+	int a, b;
+
+	(void)state;
+	for (a = 0; a < (int)(sizeof ns / sizeof ns[0]); a++)
+		for (b = 0; b < (int)(sizeof grains / sizeof grains[0]); b++) {
+			Cover c = {calloc((size_t)ns[a] + 1, 1), ns[a]};
+			int64_t i;
+
+			rt_par_for(ns[a], grains[b], cover_range, &c);
+			for (i = 0; i < ns[a]; i++)
+				if (c.hit[i] != 1)
+					fail_msg("n %lld grain %lld: element %lld covered %d times", (long long)ns[a],
+					         (long long)grains[b], (long long)i, c.hit[i]);
+			free(c.hit);
+		}
+}
+
+/*
+ * Tensors large enough to be split over threads: a broadcast pointwise op
+ * and a row sum, bit for bit what the serial loops give (each element is
+ * computed by one thread, in the serial order).
+ */
+static void
+test_large_tensors_split_over_threads(void **state)
+{
+	enum { R = 37, C = 70001 };
+	double *x = malloc(sizeof(double) * R * C), *w = malloc(sizeof(double) * C);
+	double *y = malloc(sizeof(double) * R * C), *sum = malloc(sizeof(double) * R);
+	const double *in[2] = {x, w};
+	double *out[2] = {y, sum};
+	int tx, tw, ty, ts, i, j;
+	Env e;
+
+	(void)state;
+	for (i = 0; i < R * C; i++)
+		x[i] = sin(i * 0.001) * 3.0;
+	for (j = 0; j < C; j++)
+		w[j] = 1.0 + j * 1e-5;
+	COMP_INIT(e.c);
+	env_fusion(&e);
+	tx = tensor(&e, "x", TK_INPUT, 2, R, C);
+	tw = tensor(&e, "w", TK_INPUT, 1, C);
+	ty = tensor(&e, "y", TK_VALUE, 2, R, C);
+	op(&e, OP_MUL, ty, 2, T(tx), T(tw));
+	ts = tensor(&e, "s", TK_VALUE, 2, R, 1);
+	op(&e, OP_SUM, ts, 1, T(ty), L(0))->axis = 1;
+	output(&e, ty);
+	output(&e, ts);
+	assert_int_equal(rt_reference(&e.c, e.f, in, out), WSF_OK);
+	for (i = 0; i < R; i++) {
+		double acc = 0.0;
+
+		for (j = 0; j < C; j++) {
+			if (y[i * C + j] != x[i * C + j] * w[j])
+				fail_msg("y[%d, %d] = %.17g, want %.17g", i, j, y[i * C + j], x[i * C + j] * w[j]);
+			acc += x[i * C + j] * w[j];
+		}
+		if (sum[i] != acc)
+			fail_msg("sum of row %d = %.17g, want %.17g", i, sum[i], acc);
+	}
+	arena_free(e.c.arena);
+	free(x);
+	free(w);
+	free(y);
+	free(sum);
+}
+
 int
 main(void)
 {
@@ -692,6 +781,8 @@ main(void)
 		cmocka_unit_test(test_composite_is_internal_error),
 		cmocka_unit_test(test_bad_broadcast_is_internal_error),
 		cmocka_unit_test(test_out_of_memory),
+		cmocka_unit_test(test_par_for_covers_once),
+		cmocka_unit_test(test_large_tensors_split_over_threads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
