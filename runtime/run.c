@@ -87,51 +87,110 @@ size_values(Comp *c, Fusion *f)
 	return WSF_OK;
 }
 
-enum { FILL_CHUNK = 4096 };
+enum { CHUNK = 4096 };
 
-/* One input being filled: its seed and range (fill_random). */
+/* Filling one input (rt_fill_random). */
 typedef struct Fill {
-	Arg *a;
+	Dtype dt;
+	int64_t n;
 	uint64_t seed;
 	double lo, hi;
+	void *packed;
+	double *host;
 } Fill;
 
-/* Chunks [LO, HI) of the input: chunk K's stream starts from the input's seed mixed with K. */
+/* Chunks [LO, HI): chunk K's stream starts from the seed mixed with K. */
 static void
 fill_range(void *ctx, int64_t lo, int64_t hi)
 {
 	const Fill *p = ctx;
-	Arg *a = p->a;
-	double chunk[FILL_CHUNK];
-	size_t size = (size_t)dtype_info[a->dtype].bytes;
+	double chunk[CHUNK];
+	size_t size = (size_t)dtype_info[p->dt].bytes;
 	int64_t k;
 
 	for (k = lo; k < hi; k++) {
-		int64_t e = k * FILL_CHUNK, n = a->numel - e < FILL_CHUNK ? a->numel - e : FILL_CHUNK, j;
-		double *v = a->host ? a->host + e : chunk;
+		int64_t e = k * CHUNK, n = p->n - e < CHUNK ? p->n - e : CHUNK, j;
+		double *v = p->host ? p->host + e : chunk;
 		uint64_t s0 = p->seed ^ (uint64_t)k, s = splitmix(&s0);
 
 		for (j = 0; j < n; j++)
 			v[j] = p->lo + (p->hi - p->lo) * (double)(splitmix(&s) >> 11) * 0x1p-53;
-		rt_pack(a->dtype, v, (size_t)n, (char *)a->packed + (size_t)e * size);
-		if (a->host)
-			rt_unpack(a->dtype, (char *)a->packed + (size_t)e * size, (size_t)n, v);
+		rt_pack(p->dt, v, (size_t)n, (char *)p->packed + (size_t)e * size);
+		if (p->host)
+			rt_unpack(p->dt, (char *)p->packed + (size_t)e * size, (size_t)n, v);
 	}
 }
 
-/*
- * Random values in [lo, hi) rounded to A's dtype, packed for the device and,
- * when A->host exists, kept as doubles for the reference.  Chunked so a
- * bench-only run of 2^28 elements needs no 2 GB of doubles, and so the
- * chunks can be filled on every core: each has its own stream, so the values
- * depend on the seed, not on the thread count.
- */
-static void
-fill_random(Arg *a, uint64_t *seed, double lo, double hi)
+void
+rt_fill_random(Dtype dt, int64_t n, uint64_t seed, double lo, double hi, void *packed, double *host)
 {
-	Fill p = {a, splitmix(seed), lo, hi};
+	Fill p = {dt, n, seed, lo, hi, packed, host};
 
-	rt_par_for((a->numel + FILL_CHUNK - 1) / FILL_CHUNK, 16, fill_range, &p);
+	rt_par_for((n + CHUNK - 1) / CHUNK, 16, fill_range, &p);
+}
+
+/* Comparing one output (rt_compare): a sum of squares per chunk. */
+typedef struct Compare {
+	Dtype dt;
+	int64_t n;
+	const void *packed;
+	const double *want;
+	double *num, *den;      /* per chunk: sum of (got - want)^2, of want^2 */
+	unsigned char *nan;     /* per chunk: a NaN where the reference has none */
+} Compare;
+
+static void
+compare_range(void *ctx, int64_t lo, int64_t hi)
+{
+	const Compare *p = ctx;
+	double got[CHUNK];
+	size_t size = (size_t)dtype_info[p->dt].bytes;
+	int64_t k;
+
+	for (k = lo; k < hi; k++) {
+		int64_t e0 = k * CHUNK, n = p->n - e0 < CHUNK ? p->n - e0 : CHUNK, j;
+		double num = 0, den = 0;
+
+		rt_unpack(p->dt, (const char *)p->packed + (size_t)e0 * size, (size_t)n, got);
+		for (j = 0; j < n; j++) {
+			double want = rt_round(p->dt, p->want[e0 + j]);
+
+			if (isnan(got[j]) && !isnan(want))
+				p->nan[k] = 1;
+			num += (got[j] - want) * (got[j] - want);
+			den += want * want;
+		}
+		p->num[k] = num;
+		p->den[k] = den;
+	}
+}
+
+WsfStatus
+rt_compare(Dtype dt, int64_t n, const void *packed, const double *want, double *rel_err, bool *unwritten)
+{
+	int64_t nchunks = (n + CHUNK - 1) / CHUNK, k;
+	Compare p = {dt, n, packed, want, calloc((size_t)nchunks + 1, sizeof *p.num),
+	             calloc((size_t)nchunks + 1, sizeof *p.den), calloc((size_t)nchunks + 1, 1)};
+	double num = 0, den = 0;
+
+	*unwritten = false;
+	if (!p.num || !p.den || !p.nan) {
+		free(p.num);
+		free(p.den);
+		free(p.nan);
+		return WSF_ERR_NOMEM;
+	}
+	rt_par_for(nchunks, 16, compare_range, &p);
+	for (k = 0; k < nchunks; k++) {  /* in chunk order: the same sums on any number of threads */
+		num += p.num[k];
+		den += p.den[k];
+		*unwritten |= p.nan[k] != 0;
+	}
+	*rel_err = den > 0 ? sqrt(num / den) : sqrt(num);
+	free(p.num);
+	free(p.den);
+	free(p.nan);
+	return WSF_OK;
 }
 
 static int
@@ -204,7 +263,7 @@ rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRun
 			s = rt_check(c, d, d->cuMemsetD8(a->dev, 0xff, bytes), "cuMemsetD8 (poison)");
 			continue;
 		}
-		fill_random(a, &seed, lo, hi);
+		rt_fill_random(a->dtype, a->numel, splitmix(&seed), lo, hi, a->packed, a->host);
 		s = rt_check(c, d, d->cuMemcpyHtoD(a->dev, a->packed, bytes), "cuMemcpyHtoD");
 	}
 	if (s == WSF_OK)
@@ -225,30 +284,17 @@ rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRun
 		for (i = 0; i < f->nout && s == WSF_OK; i++) {
 			Arg *a = &arg[f->ninput + i];
 			size_t bytes = (size_t)a->numel * dtype_info[a->dtype].bytes;
-			double num = 0, den = 0, *got = malloc((size_t)a->numel * sizeof *got);
-			int64_t e;
+			bool unwritten = false;
 
-			if (!got) {
-				s = WSF_ERR_NOMEM;
-				break;
-			}
-			s = rt_check(c, d, d->cuMemcpyDtoH(a->packed, a->dev, bytes), "cuMemcpyDtoH");
-			if (s == WSF_OK) {
-				rt_unpack(a->dtype, a->packed, (size_t)a->numel, got);
-				for (e = 0; e < a->numel; e++) {
-					double want = rt_round(a->dtype, a->host[e]);
-
-					if (isnan(got[e]) && !isnan(want))
-						r->unwritten[i] = 1;
-					num += (got[e] - want) * (got[e] - want);
-					den += want * want;
-				}
-				r->rel_err[i] = den > 0 ? sqrt(num / den) : sqrt(num);
+			if ((s = rt_check(c, d, d->cuMemcpyDtoH(a->packed, a->dev, bytes), "cuMemcpyDtoH")) == WSF_OK &&
+			    (s = rt_compare(a->dtype, a->numel, a->packed, a->host, &r->rel_err[i], &unwritten)) == WSF_OK) {
+				r->unwritten[i] = unwritten;
 				r->tolerance[i] = tolerance(a->dtype);
 				if (r->unwritten[i] || !(r->rel_err[i] <= r->tolerance[i]))
 					r->passed = 0;
 			}
-			free(got);
+			if (s == WSF_ERR_NOMEM)
+				diag_error(c, f->pos, "out of host memory comparing output '%s'", f->tensor[a->tensor].name);
 		}
 	}
 	if (s == WSF_OK && o->bench) {

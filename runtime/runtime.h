@@ -222,6 +222,19 @@ WsfStatus rt_loaded_driver(Comp *c, Loaded **state, Driver **d);
 
 /* ---- run.c ------------------------------------------------------------ */
 
+/*
+ * N random values in [LO, HI) from SEED, rounded to DT: packed into PACKED
+ * and, when HOST is not NULL, kept there as doubles.  The same seed gives
+ * the same values on any number of threads.
+ */
+void rt_fill_random(Dtype dt, int64_t n, uint64_t seed, double lo, double hi, void *packed, double *host);
+/*
+ * The N values of DT in PACKED against WANT rounded to DT: *REL_ERR, the
+ * norm of the difference over the norm of WANT; *UNWRITTEN, whether a value
+ * is NaN where WANT is not (outputs are poisoned with NaN before a launch).
+ */
+WsfStatus rt_compare(Dtype dt, int64_t n, const void *packed, const double *want, double *rel_err,
+                     bool *unwritten);
 /* wsf_kernel_run: random inputs, poisoned outputs, launch, check, time. */
 WsfStatus rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin,
                  const WsfRunOptions *o, WsfRunReport *r);

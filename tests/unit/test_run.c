@@ -1,0 +1,98 @@
+/*
+ * test_run.c: the host side of `wsfuse run --check` (runtime/run.c) without a
+ * GPU: the random inputs (rt_fill_random) and the comparison of an output
+ * with the reference (rt_compare), at sizes that split over threads.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../runtime/runtime.h"
+
+enum { N = 1000003 };  /* 245 chunks of 4096, the last one short */
+
+/* Values in range, representable in the dtype, packed as kept, and the same for the same seed. */
+static void
+fill_is_deterministic_and_rounded(void **state)
+{
+	static const Dtype dts[] = {DT_BF16, DT_F16, DT_F32};
+	uint16_t *p1 = malloc(N * 4), *p2 = malloc(N * 4), *p3 = malloc(N * 4);
+	double *h1 = malloc(N * sizeof *h1), *h2 = malloc(N * sizeof *h2), *back = malloc(N * sizeof *back);
+	int d;
+	int64_t i, differ;
+
+	(void)state;
+	for (d = 0; d < 3; d++) {
+		size_t bytes = (size_t)N * dtype_info[dts[d]].bytes;
+
+		rt_fill_random(dts[d], N, 42, -2.0, 2.0, p1, h1);
+		rt_fill_random(dts[d], N, 42, -2.0, 2.0, p2, NULL);  /* no host copy: the same packed values */
+		rt_fill_random(dts[d], N, 43, -2.0, 2.0, p3, h2);
+		assert_memory_equal(p1, p2, bytes);
+		rt_unpack(dts[d], p1, N, back);
+		differ = 0;
+		for (i = 0; i < N; i++) {
+			if (!(h1[i] >= -2.0 && h1[i] <= 2.0) || h1[i] != rt_round(dts[d], h1[i]) || back[i] != h1[i])
+				fail_msg("dtype %s element %lld: %.17g (packed %.17g)", dtype_info[dts[d]].name,
+				         (long long)i, h1[i], back[i]);
+			differ += h1[i] != h2[i];
+		}
+		assert_true(differ > N / 2);  /* another seed, other values */
+	}
+	free(p1);
+	free(p2);
+	free(p3);
+	free(h1);
+	free(h2);
+	free(back);
+}
+
+/* rt_compare: exact is 0, a relative error comes back as itself, the poison is an unwritten value. */
+static void
+compare_errors_and_poison(void **state)
+{
+	float *got = malloc(N * sizeof *got);
+	double *want = malloc(N * sizeof *want), err;
+	bool unwritten;
+	int64_t i;
+
+	(void)state;
+	for (i = 0; i < N; i++)
+		want[i] = (double)(float)(sin((double)i) + 2.0);
+	rt_pack(DT_F32, want, N, got);
+	assert_int_equal(rt_compare(DT_F32, N, got, want, &err, &unwritten), WSF_OK);
+	assert_true(err == 0.0);
+	assert_false(unwritten);
+	for (i = 0; i < N; i++)
+		got[i] = (float)(want[i] * (1.0 + 1e-4));
+	assert_int_equal(rt_compare(DT_F32, N, got, want, &err, &unwritten), WSF_OK);
+	assert_true(fabs(err - 1e-4) < 1e-6);
+	assert_false(unwritten);
+	rt_pack(DT_F32, want, N, got);
+	memset(&got[N - 1], 0xff, sizeof got[0]);  /* the last element of the short last chunk kept the poison */
+	assert_int_equal(rt_compare(DT_F32, N, got, want, &err, &unwritten), WSF_OK);
+	assert_true(unwritten);
+	want[N - 1] = NAN;  /* where the reference is NaN too, a NaN is no sign of an unwritten element */
+	assert_int_equal(rt_compare(DT_F32, N, got, want, &err, &unwritten), WSF_OK);
+	assert_false(unwritten);
+	free(got);
+	free(want);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(fill_is_deterministic_and_rounded),
+		cmocka_unit_test(compare_errors_and_poison),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
