@@ -539,7 +539,7 @@ lower_reduction(Comp *c, Fusion *f)
 	k->family = FAM_REDUCTION;
 	k->domain = (int)(d - f->tensor);
 	k->persistent = f->sched.persistent != 1;
-	k->stages_hint = f->sched.stages ? f->sched.stages : k->persistent ? 0 : 1;  /* one row a CTA: one stage */
+	k->stages_hint = f->sched.stages;
 	k->stages_pos = f->sched.stages ? f->sched.stages_pos : d->pos;
 	k->smem_budget = SMEM_BUDGET;
 	k->smem_target = SMEM_TARGET;
@@ -591,6 +591,8 @@ lower_reduction(Comp *c, Fusion *f)
 		 * (docs/perf.md: 2 beat 4 and 6 on every normalization case).
 		 */
 		k->stages_default = 2;
+		if (!k->persistent && !k->stages_hint)
+			k->stages_hint = 1;  /* one row a CTA: one stage (a streamed row pipelines its chunks) */
 		/*
 		 * 16 elements a thread: rows up to 16384 wide stay in registers in two
 		 * steps of 8 (codegen's register mode); wider rows take 1024 threads.

@@ -897,6 +897,22 @@ lower_reduction_online_softmax_passes(void **state)
 	assert_int_equal(k->row_passes, 2);
 }
 
+/* One CTA a row: a whole row takes one stage; a streamed row still pipelines its chunks. */
+static void
+lower_reduction_one_cta_a_row(void **state)
+{
+	Fixture *t = *state;
+	Kernel *k = lower_spec(t, NORM_SPEC("1000", "schedule: {persistent: false}\n"));
+
+	assert_false(k->persistent);
+	assert_int_equal(k->buf[1].stages, 1);
+	reset_comp(t);
+	k = lower_spec(t, NORM_SPEC("40000", "schedule: {persistent: false}\n"));
+	assert_false(k->persistent);
+	assert_int_equal(k->row_chunk, 4096);
+	assert_int_equal(k->buf[1].stages, 4);
+}
+
 static void
 lower_reduction_errors(void **state)
 {
@@ -976,6 +992,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(row_levels_online_softmax, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_online_softmax_passes, setup, teardown),
 		cmocka_unit_test_setup_teardown(row_levels_one_pass_variance, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_reduction_one_cta_a_row, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_errors, setup, teardown),
 	};
 
