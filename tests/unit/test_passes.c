@@ -434,51 +434,6 @@ verify_rejects_syncthreads_in_roles(void **state)
 	assert_non_null(strstr(t->msg, "__syncthreads inside warp-specialized roles"));
 }
 
-/* From a spec: every view the pointwise lowering knows. */
-static void
-lower_views(void **state)
-{
-	Fixture *t = *state;
-	Comp *c = &t->c;
-	static const char spec[] =
-		"fusion: v\n"
-		"sizes: {M: 64, N: 512}\n"
-		"inputs:\n"
-		"  x: {dtype: bf16, shape: [M, N]}\n"
-		"  b: {dtype: bf16, shape: [N]}\n"
-		"  s: {dtype: f32, shape: [M, 1]}\n"
-		"  k: {dtype: f32, shape: [1]}\n"
-		"ops:\n"
-		"  - {out: y, op: add, in: [x, b]}\n"
-		"  - {out: z, op: mul, in: [y, s]}\n"
-		"  - {out: o, op: mul, in: [z, k]}\n"
-		"outputs:\n"
-		"  o: {dtype: bf16}\n";
-	Kernel *k;
-
-	if (setjmp(c->oom))
-		fail_msg("out of memory");
-	c->src = spec;
-	c->srclen = strlen(spec);
-	if (spec_read(c) || passes_run(c, WSF_STAGE_FUSION_IR) || passes_run(c, WSF_STAGE_KERNEL_IR))
-		fail_msg("%s", t->msg);
-	k = c->kernel;
-	assert_false(k->flat);
-	assert_int_equal(k->param[1].kind, PK_TMAP);
-	assert_int_equal(k->param[1].view, VIEW_FULL);
-	assert_int_equal(k->param[2].view, VIEW_ROW);
-	assert_int_equal(k->param[2].box[0], 1);
-	assert_int_equal(k->param[3].kind, PK_PTR);
-	assert_int_equal(k->param[3].view, VIEW_COL);
-	assert_int_equal(k->param[4].view, VIEW_SCALAR);
-	assert_int_equal(k->param[5].kind, PK_TMAP);  /* a 2-byte output leaves through TMA stores */
-	assert_true(k->tma_store);
-	/* by default one CTA a tile: one stage, no prologue or epilogue copies of the loop */
-	assert_false(k->persistent);
-	assert_int_equal(census(k->body).kind[ST_TMA_LOAD], 2);
-	assert_int_equal(census(k->body).kind[ST_TMA_STORE], 1);
-}
-
 /* A fresh arena and no diagnostics, for the next spec of a test. */
 static void
 reset_comp(Fixture *t)
@@ -507,6 +462,58 @@ lower_spec(Fixture *t, const char *spec)
 	if (spec_read(c) || passes_run(c, WSF_STAGE_FUSION_IR) || passes_run(c, WSF_STAGE_KERNEL_IR))
 		fail_msg("%s", t->msg);
 	return c->kernel;
+}
+
+/* Reads SPEC, which the front end accepts and lowering refuses; the message is in t->msg. */
+static void
+lower_fails(Fixture *t, const char *spec)
+{
+	Comp *c = &t->c;
+
+	if (setjmp(c->oom))
+		fail_msg("out of memory");
+	c->src = spec;
+	c->srclen = strlen(spec);
+	assert_int_equal(spec_read(c), 0);
+	assert_int_equal(passes_run(c, WSF_STAGE_FUSION_IR), 0);
+	assert_int_equal(passes_run(c, WSF_STAGE_KERNEL_IR), -1);
+}
+
+/* From a spec: every view the pointwise lowering knows. */
+static void
+lower_views(void **state)
+{
+	Fixture *t = *state;
+	static const char spec[] =
+		"fusion: v\n"
+		"sizes: {M: 64, N: 512}\n"
+		"inputs:\n"
+		"  x: {dtype: bf16, shape: [M, N]}\n"
+		"  b: {dtype: bf16, shape: [N]}\n"
+		"  s: {dtype: f32, shape: [M, 1]}\n"
+		"  k: {dtype: f32, shape: [1]}\n"
+		"ops:\n"
+		"  - {out: y, op: add, in: [x, b]}\n"
+		"  - {out: z, op: mul, in: [y, s]}\n"
+		"  - {out: o, op: mul, in: [z, k]}\n"
+		"outputs:\n"
+		"  o: {dtype: bf16}\n";
+	Kernel *k = lower_spec(t, spec);
+
+	assert_false(k->flat);
+	assert_int_equal(k->param[1].kind, PK_TMAP);
+	assert_int_equal(k->param[1].view, VIEW_FULL);
+	assert_int_equal(k->param[2].view, VIEW_ROW);
+	assert_int_equal(k->param[2].box[0], 1);
+	assert_int_equal(k->param[3].kind, PK_PTR);
+	assert_int_equal(k->param[3].view, VIEW_COL);
+	assert_int_equal(k->param[4].view, VIEW_SCALAR);
+	assert_int_equal(k->param[5].kind, PK_TMAP);  /* a 2-byte output leaves through TMA stores */
+	assert_true(k->tma_store);
+	/* by default one CTA a tile: one stage, no prologue or epilogue copies of the loop */
+	assert_false(k->persistent);
+	assert_int_equal(census(k->body).kind[ST_TMA_LOAD], 2);
+	assert_int_equal(census(k->body).kind[ST_TMA_STORE], 1);
 }
 
 #define STORE_SPEC(sched) \
@@ -917,7 +924,6 @@ static void
 lower_reduction_errors(void **state)
 {
 	Fixture *t = *state;
-	Comp *c = &t->c;
 	static const char *const bad[][2] = {
 		{NORM_SPEC("3000000000", ""), "rows of 3000000000 elements are wider than a reduction kernel takes"},
 		{NORM_SPEC("1024", "schedule: {warp_specialize: true}\n"),
@@ -927,13 +933,7 @@ lower_reduction_errors(void **state)
 
 	for (i = 0; i < countof(bad); i++) {
 		reset_comp(t);
-		if (setjmp(c->oom))
-			fail_msg("out of memory");
-		c->src = bad[i][0];
-		c->srclen = strlen(bad[i][0]);
-		assert_int_equal(spec_read(c), 0);
-		assert_int_equal(passes_run(c, WSF_STAGE_FUSION_IR), 0);
-		assert_int_equal(passes_run(c, WSF_STAGE_KERNEL_IR), -1);
+		lower_fails(t, bad[i][0]);
 		if (!strstr(t->msg, bad[i][1]))
 			fail_msg("expected '%s' in: %s", bad[i][1], t->msg);
 	}
@@ -943,7 +943,6 @@ static void
 lower_rejects_middle_broadcast(void **state)
 {
 	Fixture *t = *state;
-	Comp *c = &t->c;
 	static const char spec[] =
 		"fusion: v\n"
 		"sizes: {B: 2, S: 8, N: 64}\n"
@@ -955,13 +954,7 @@ lower_rejects_middle_broadcast(void **state)
 		"outputs:\n"
 		"  o: {dtype: f32}\n";
 
-	if (setjmp(c->oom))
-		fail_msg("out of memory");
-	c->src = spec;
-	c->srclen = strlen(spec);
-	assert_int_equal(spec_read(c), 0);
-	assert_int_equal(passes_run(c, WSF_STAGE_FUSION_IR), 0);
-	assert_int_equal(passes_run(c, WSF_STAGE_KERNEL_IR), -1);
+	lower_fails(t, spec);
 	assert_non_null(strstr(t->msg, "test.yaml:5:3: error: cannot place input 'y'"));
 }
 
