@@ -613,6 +613,41 @@ row_scratch(Emit *e, int nred)
 	return arena_printf(e->c->arena, "wsf_red + (wsf_flip ? %d : %d)", 32 * ((nred + 1) & 1), 32 * (nred & 1));
 }
 
+/* The per-row inputs (a value per row, or a scalar), read once a row into r_NAME; DONE marks them. */
+static void
+emit_row_inputs(Emit *e, bool *done)
+{
+	const Fusion *f = e->f;
+	int i;
+
+	for (i = 0; i < f->ninput; i++) {
+		int t = f->input[i];
+		const KParam *p = param_of_tensor(e, t, false);
+
+		if (row_full(e->k, t))
+			continue;
+		line(e, "const float %s = %s(%s + %s);%s", ident(e, "r_", f->tensor[t].name, ""),
+		     p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", param_name(e, p),
+		     e->k->tview[t] == VIEW_COL ? "row" : "0", pos_comment(e, f->tensor[t].pos));
+		done[t] = true;
+	}
+}
+
+/*
+ * Reduction O across the CTA, from each thread's partial VALUE (C text) into
+ * r_NAME (declared here when DECL), on scratch array number NRED.
+ * Consecutive reductions alternate scratch arrays, so each needs one
+ * barrier, not two.
+ */
+static void
+emit_block_reduce(Emit *e, const Op *o, const char *value, int nred, bool decl)
+{
+	line(e, "%s%s = wsf_block_%s(%s, %s)%s;   // %s%s%s%s", decl ? "const float " : "",
+	     ident(e, "r_", e->f->tensor[o->out].name, ""), o->kind == OP_MAX ? "max" : "sum", value,
+	     row_scratch(e, nred), o->kind == OP_MEAN ? " / (float)cols" : "", op_info[o->kind].name,
+	     o->origin ? " of " : "", o->origin ? o->origin : "", pos_comment(e, o->pos));
+}
+
 /* In the output pass, at element e: the full-row outputs. */
 static void
 emit_row_stores(Emit *e)
@@ -692,17 +727,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 	for (i = 0; i < s->nreads; i++)
 		line(e, "const %s *%s_s = %s;", storage_type(k->buf[s->reads[i].buf].dtype), bufname(e, s->reads[i].buf),
 		     buf_at(e, s->reads[i].buf, s->reads[i].slot));
-	for (i = 0; i < f->ninput; i++) {
-		int t = f->input[i];
-		const KParam *p = param_of_tensor(e, t, false);
-
-		if (row_full(k, t))
-			continue;
-		line(e, "const float %s = %s(%s + %s);%s", ident(e, "r_", f->tensor[t].name, ""),
-		     p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", param_name(e, p),
-		     k->tview[t] == VIEW_COL ? "row" : "0", pos_comment(e, f->tensor[t].pos));
-		done[t] = true;
-	}
+	emit_row_inputs(e, done);
 	/* block reductions a row */
 	for (i = 1, j = 0; i < f->nop; i++)
 		j += op_info[f->op[i].kind].cls == CLS_REDUCE;
@@ -747,15 +772,10 @@ emit_row_compute(Emit *e, const Stmt *s)
 		row_pass_close(e);
 		for (i = 1; i < f->nop; i++) {
 			const Op *o = &f->op[i];
-			const char *name = f->tensor[o->out].name;
 
 			if (op_info[o->kind].cls != CLS_REDUCE || level[o->out] != L)
 				continue;
-			/* consecutive reductions alternate scratch arrays, so each needs one barrier, not two */
-			line(e, "const float %s = wsf_block_%s(%s, %s)%s;   // %s%s%s%s", ident(e, "r_", name, ""),
-			     o->kind == OP_MAX ? "max" : "sum", ident(e, "acc_", name, ""), row_scratch(e, nred++),
-			     o->kind == OP_MEAN ? " / (float)cols" : "", op_info[o->kind].name,
-			     o->origin ? " of " : "", o->origin ? o->origin : "", pos_comment(e, o->pos));
+			emit_block_reduce(e, o, ident(e, "acc_", f->tensor[o->out].name, ""), nred++, true);
 			done[o->out] = true;
 		}
 		emit_row_scalars(e, level, L, done, false);
@@ -908,15 +928,7 @@ emit_chunk_compute(Emit *e, const Stmt *s)
 	case ROW_BEGIN:
 		line(e, "// row %s: %s", expr_str(e, s->a), s->comment ? s->comment : "");
 		line(e, "const long long row = %s;", expr_str(e, s->a));
-		for (i = 0; i < f->ninput; i++) {
-			int t = f->input[i];
-			const KParam *p = param_of_tensor(e, t, false);
-
-			if (!row_full(k, t))
-				line(e, "const float %s = %s(%s + %s);%s", ident(e, "r_", f->tensor[t].name, ""),
-				     p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", param_name(e, p),
-				     k->tview[t] == VIEW_COL ? "row" : "0", pos_comment(e, f->tensor[t].pos));
-		}
+		emit_row_inputs(e, done);
 		for (i = 1; i < f->nop; i++) {
 			const Op *o = &f->op[i];
 			const char *name = f->tensor[o->out].name;
@@ -972,20 +984,11 @@ emit_chunk_compute(Emit *e, const Stmt *s)
 						line(e, "%s += %s * (%s - %s) * (%s - %s);   // deviations about the row's mean (Chan)",
 						     acc, ident(e, "cnt_", name, ""), m, rm, m, rm);
 				}
-				if ((j = partner_of(f, online, o->out)) && o->kind == OP_MEAN) {
-					/* the row's mean from each thread's count and mean */
-					line(e, "%s = wsf_block_sum(%s * %s, %s) / (float)cols;   // %s%s%s%s", ident(e, "r_", name, ""),
-					     ident(e, "cnt_", f->tensor[j].name, ""), acc, row_scratch(e, nred++),
-					     op_info[o->kind].name, o->origin ? " of " : "", o->origin ? o->origin : "",
-					     pos_comment(e, o->pos));
-					done[o->out] = true;
-					continue;
-				}
-				/* consecutive reductions alternate scratch arrays; chunk loops' barriers separate passes */
-				line(e, "%s = wsf_block_%s(%s, %s)%s;   // %s%s%s%s", ident(e, "r_", name, ""),
-				     o->kind == OP_MAX ? "max" : "sum", acc, row_scratch(e, nred++),
-				     o->kind == OP_MEAN ? " / (float)cols" : "", op_info[o->kind].name,
-				     o->origin ? " of " : "", o->origin ? o->origin : "", pos_comment(e, o->pos));
+				/* a mean with a variance in its pass: from each thread's count and mean */
+				if ((j = partner_of(f, online, o->out)) && o->kind == OP_MEAN)
+					acc = arena_printf(e->c->arena, "%s * %s", ident(e, "cnt_", f->tensor[j].name, ""), acc);
+				/* the chunk loops' barriers separate the passes' scratch use */
+				emit_block_reduce(e, o, acc, nred++, false);
 				done[o->out] = true;
 			}
 			emit_row_scalars(e, level, L, done, true);
