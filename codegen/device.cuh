@@ -294,21 +294,40 @@ __device__ __forceinline__ float wsf_block_max(float v, float *scratch)
 	__syncthreads();
 	return wsf_warp_max(lane < warps ? scratch[lane] : -__int_as_float(0x7f800000));
 }
-// A thread's part of a row reduction: the first min(N, 8) of V into ACC.  The
-// loops are unrolled with a guard, not bounded by N, so V stays in registers
-// (a loop bound the compiler cannot see puts V in local memory).
+// A thread's part of a row reduction: the first min(N, 8) of V into ACC.
+// A full group (N >= 8: every group but the last of a ragged row) takes a
+// branch without per-element guards; the branch is the same for the whole
+// warp but at the row's end.  The guarded loops are unrolled, not bounded by
+// N, so V stays in registers (a loop bound the compiler cannot see puts V in
+// local memory), and compare in 32 bits.
 __device__ __forceinline__ float wsf_sum8(float acc, const float v[8], long long n)
 {
+	const int k = n < 8 ? (int)n : 8;
+
+	if (k == 8) {
+#pragma unroll
+		for (int i = 0; i < 8; i++)
+			acc += v[i];
+		return acc;
+	}
 #pragma unroll
 	for (int i = 0; i < 8; i++)
-		acc += i < n ? v[i] : 0.0f;
+		acc += i < k ? v[i] : 0.0f;
 	return acc;
 }
 __device__ __forceinline__ float wsf_max8(float acc, const float v[8], long long n)
 {
+	const int k = n < 8 ? (int)n : 8;
+
+	if (k == 8) {
+#pragma unroll
+		for (int i = 0; i < 8; i++)
+			acc = fmaxf(acc, v[i]);
+		return acc;
+	}
 #pragma unroll
 	for (int i = 0; i < 8; i++)
-		acc = i < n ? fmaxf(acc, v[i]) : acc;
+		acc = i < k ? fmaxf(acc, v[i]) : acc;
 	return acc;
 }
 // Online softmax: the first min(N, 8) of V into a running max M and a sum S
@@ -317,11 +336,12 @@ __device__ __forceinline__ float wsf_max8(float acc, const float v[8], long long
 __device__ __forceinline__ void wsf_online8(float &m, float &s, const float v[8], long long n)
 {
 	const float mx = wsf_max8(m, v, n);
+	const int k = n < 8 ? (int)n : 8;
 
 	s *= m == mx ? 1.0f : __expf(m - mx);
 #pragma unroll
 	for (int i = 0; i < 8; i++)
-		s += i < n ? __expf(v[i] - mx) : 0.0f;
+		s += i < k ? __expf(v[i] - mx) : 0.0f;
 	m = mx;
 }
 // A variance in one pass: the first min(N, 8) of V (N >= 1) into a thread's
@@ -329,16 +349,17 @@ __device__ __forceinline__ void wsf_online8(float &m, float &s, const float v[8]
 // and deviations first (exact), then Chan's merge of the two sets.
 __device__ __forceinline__ void wsf_welford8(float &c, float &m, float &q, const float v[8], long long n)
 {
-	const float k = n < 8 ? (float)n : 8.0f;
+	const int kn = n < 8 ? (int)n : 8;
+	const float k = (float)kn;
 	float s = 0.0f, d2 = 0.0f;
 
 #pragma unroll
 	for (int i = 0; i < 8; i++)
-		s += i < n ? v[i] : 0.0f;
-	const float m8 = s / k;
+		s += i < kn ? v[i] : 0.0f;
+	const float m8 = kn == 8 ? s * 0.125f : s / k;
 #pragma unroll
 	for (int i = 0; i < 8; i++)
-		d2 += i < n ? (v[i] - m8) * (v[i] - m8) : 0.0f;
+		d2 += i < kn ? (v[i] - m8) * (v[i] - m8) : 0.0f;
 	const float t = c + k, d = m8 - m, r = 1.0f / t;
 	m += d * k * r;
 	q += d2 + d * d * c * k * r;
