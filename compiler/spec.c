@@ -1344,18 +1344,22 @@ read_schedule(Reader *r, const Node *key, const Node *n)
 		} else if (strcmp(k, "cluster") == 0) {
 			if (read_cluster(r, s, val) < 0)
 				return -1;
+			s->cluster_pos = val->pos;
 		} else if (strcmp(k, "consumers") == 0) {
 			if (read_word(r, val, "'consumers'", consumers, countof(consumers), &word) < 0)
 				return -1;
 			s->consumers = word == 2 ? CONSUMERS_PINGPONG : CONSUMERS_COOPERATIVE;
+			s->consumers_pos = val->pos;
 		} else if (strcmp(k, "signal") == 0) {
 			if (read_word(r, val, "'signal'", signals, countof(signals), &word) < 0)
 				return -1;
 			s->signal = SIGNAL_PER_TILE;
+			s->signal_pos = val->pos;
 		} else if (strcmp(k, "store") == 0) {
 			if (read_word(r, val, "'store'", stores, countof(stores), &word) < 0)
 				return -1;
 			s->store = word == 2 ? STORE_TMA : STORE_VECTOR;
+			s->store_pos = val->pos;
 		}
 	}
 	return 0;

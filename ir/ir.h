@@ -285,6 +285,7 @@ typedef struct Schedule {
 	StoreKind store;
 	Pos pos;
 	Pos stages_pos, tile_pos, ws_pos;
+	Pos cluster_pos, consumers_pos, signal_pos, store_pos;   /* line 0: not given */
 } Schedule;
 
 /* The kernel families; the scheduler picks one per fusion. */

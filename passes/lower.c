@@ -251,6 +251,42 @@ store_through_smem(const Kernel *k, const Fusion *f)
 }
 
 /* The pointwise family: every output has the domain's shape. */
+/*
+ * A hint this family's lowering cannot honour is an error at the hint
+ * (SPEC.md), never dropped in silence: clusters and completion signals are
+ * not built yet for any family (exit status "not implemented"); `consumers`
+ * splits a matmul tile, and a row-reduction kernel's tile (a row) and its
+ * stores (from registers) are the compiler's, so those hints are errors in
+ * the spec.
+ */
+static int
+refuse_hints(Comp *c, const Fusion *f, const char *family, bool rows)
+{
+	const Schedule *s = &f->sched;
+
+	if (s->cluster_pos.line) {
+		diag_error(c, s->cluster_pos, "'cluster' is not implemented for %s kernels yet: they launch "
+		           "single CTAs", family);
+		c->status = WSF_ERR_UNSUPPORTED;
+		return -1;
+	}
+	if (s->signal_pos.line) {
+		diag_error(c, s->signal_pos, "'signal' is not implemented for %s kernels yet", family);
+		c->status = WSF_ERR_UNSUPPORTED;
+		return -1;
+	}
+	if (s->consumers_pos.line)
+		return diag_error(c, s->consumers_pos, "'consumers' applies to matmul kernels, whose consumer "
+		                  "warpgroups split a tile; %s kernels have one group of compute threads", family);
+	if (rows && s->ntile)
+		return diag_error(c, s->tile_pos, "'tile' does not apply to %s kernels: a tile is one row, or "
+		                  "its 4096-element chunks when the row is too wide for shared memory", family);
+	if (rows && s->store_pos.line)
+		return diag_error(c, s->store_pos, "'store' does not apply to %s kernels: their outputs leave "
+		                  "as 16-byte stores from registers", family);
+	return 0;
+}
+
 static int
 lower_pointwise(Comp *c, Fusion *f)
 {
@@ -270,6 +306,8 @@ lower_pointwise(Comp *c, Fusion *f)
 			                  "cannot place output '%s' in one pointwise kernel: its shape differs from "
 			                  "output '%s' (a pointwise kernel writes one shape)",
 			                  f->tensor[f->out[j].tensor].name, d->name);
+	if (refuse_hints(c, f, "pointwise", false) < 0)
+		return -1;
 	k->family = FAM_POINTWISE;
 	k->domain = f->out[0].tensor;
 	k->flat = true;
@@ -520,6 +558,8 @@ lower_reduction(Comp *c, Fusion *f)
 	for (j = 1; j < f->nop && !d; j++)
 		if (op_info[f->op[j].kind].cls == CLS_REDUCE)
 			d = &f->tensor[f->op[j].in[0].tensor];
+	if (refuse_hints(c, f, "row-reduction", true) < 0)
+		return -1;
 	if (f->sched.warp_specialize == 2) {
 		diag_error(c, f->sched.ws_pos, "warp specialization of reduction kernels is not implemented yet");
 		c->status = WSF_ERR_UNSUPPORTED;

@@ -928,6 +928,17 @@ lower_reduction_errors(void **state)
 		{NORM_SPEC("3000000000", ""), "rows of 3000000000 elements are wider than a reduction kernel takes"},
 		{NORM_SPEC("1024", "schedule: {warp_specialize: true}\n"),
 		 "warp specialization of reduction kernels is not implemented yet"},
+		/* hints a row kernel cannot honour point at the hint, not silently dropped */
+		{NORM_SPEC("1024", "schedule: {tile: [2, 1024]}\n"),
+		 ":11:18: error: 'tile' does not apply to row-reduction kernels"},
+		{NORM_SPEC("1024", "schedule: {store: tma}\n"),
+		 ":11:19: error: 'store' does not apply to row-reduction kernels"},
+		{NORM_SPEC("1024", "schedule: {consumers: pingpong}\n"),
+		 ":11:23: error: 'consumers' applies to matmul kernels"},
+		{NORM_SPEC("1024", "schedule: {cluster: [2, 1]}\n"),
+		 ":11:21: error: 'cluster' is not implemented for row-reduction kernels yet"},
+		{NORM_SPEC("40000", "schedule: {signal: per_tile}\n"),
+		 ":11:20: error: 'signal' is not implemented for row-reduction kernels yet"},
 	};
 	int i;
 
@@ -936,6 +947,41 @@ lower_reduction_errors(void **state)
 		lower_fails(t, bad[i][0]);
 		if (!strstr(t->msg, bad[i][1]))
 			fail_msg("expected '%s' in: %s", bad[i][1], t->msg);
+	}
+}
+
+/* Pointwise kernels: clusters and signals are not built yet, and consumers is a matmul hint. */
+static void
+lower_pointwise_refuses_hints(void **state)
+{
+	Fixture *t = *state;
+#define PW_SPEC(hint) \
+	"fusion: p\n" \
+	"sizes: {N: 1024}\n" \
+	"inputs:\n" \
+	"  a: {dtype: bf16, shape: [N]}\n" \
+	"ops:\n" \
+	"  - {out: o, op: relu, in: [a]}\n" \
+	"outputs:\n" \
+	"  o: {dtype: bf16}\n" \
+	"schedule: {" hint "}\n"
+	static const struct { const char *spec, *msg; bool later; } bad[] = {
+		{PW_SPEC("cluster: [2, 1]"), "9:21: error: 'cluster' is not implemented for pointwise kernels yet",
+		 true},
+		{PW_SPEC("signal: per_tile"), "9:20: error: 'signal' is not implemented for pointwise kernels yet",
+		 true},
+		{PW_SPEC("consumers: cooperative"), "9:23: error: 'consumers' applies to matmul kernels", false},
+	};
+#undef PW_SPEC
+	int i;
+
+	for (i = 0; i < countof(bad); i++) {
+		reset_comp(t);
+		lower_fails(t, bad[i].spec);
+		if (!strstr(t->msg, bad[i].msg))
+			fail_msg("expected '%s' in: %s", bad[i].msg, t->msg);
+		/* "not implemented" (exit 6) only for what a later version may build */
+		assert_int_equal(t->c.status == WSF_ERR_UNSUPPORTED, bad[i].later);
 	}
 }
 
@@ -987,6 +1033,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(row_levels_one_pass_variance, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_one_cta_a_row, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_pointwise_refuses_hints, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
