@@ -481,6 +481,38 @@ row_value(Emit *e, int t)
 	return arena_printf(e->c->arena, "%s%s", ident(e, "v_", e->f->tensor[t].name, ""), e->row_steps ? "[it]" : "");
 }
 
+/* Loads this thread's 8 elements of input T at element e into v_T (register mode: v_T[it]). */
+static void
+emit_row_load(Emit *e, int t)
+{
+	const KParam *p = param_of_tensor(e, t, false);
+	const char *v = row_value(e, t);
+
+	if (buf_of_tensor(e->k, t) == e->k->nbuf) {
+		/*
+		 * Not staged: a row broadcast over rows, read where L1 and L2
+		 * keep it, or (a direct kernel) this row of a full input.  The
+		 * ragged end one by one.
+		 */
+		const char *at = e->k->tview[t] == VIEW_FULL ? "row * cols + e" : "e";
+
+		line(e, "if (e + %d <= cols) {", VEC);
+		line(e, "    wsf_load8_global%s(%s, %s + %s);", helper_suffix(p->dtype), v, param_name(e, p), at);
+		line(e, "} else {");
+		line(e, "    #pragma unroll");
+		line(e, "    for (int v = 0; v < %d; v++)", VEC);
+		line(e, "        %s[v] = e + v < cols ? %s(%s + %s + v) : 0.0f;", v,
+		     p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", param_name(e, p), at);
+		line(e, "}");
+		return;
+	}
+	if (e->chunk_col)
+		line(e, "wsf_load8%s(%s, %s_s + (e - %s));", helper_suffix(p->dtype), v,
+		     bufname(e, buf_of_tensor(e->k, t)), e->chunk_col);
+	else
+		line(e, "wsf_load8%s(%s, %s_s + e);", helper_suffix(p->dtype), v, bufname(e, buf_of_tensor(e->k, t)));
+}
+
 /*
  * Opens one pass over the row: the loads and full-row ops in NEED that HAVE
  * does not hold yet (HAVE: values register mode computed in earlier passes;
@@ -492,6 +524,32 @@ row_pass_open(Emit *e, const bool *need, bool *have)
 	const Fusion *f = e->f;
 	int i, nops, step = e->k->consumer_threads * VEC;
 
+	if (e->k->row_direct) {
+		/*
+		 * A direct kernel reads its rows from HBM: every step's loads come
+		 * first, so that their latencies overlap (loads between the steps'
+		 * computes leave one 16-byte load a thread in flight).  Weights
+		 * and per-row inputs, which L1 and L2 serve, load where they are
+		 * used: loading them early costs registers.
+		 */
+		for (i = 0, nops = 0; i < f->ninput; i++)
+			nops += need[f->input[i]] && !have[f->input[i]] && e->k->tview[f->input[i]] == VIEW_FULL;
+		if (nops) {
+			line(e, "#pragma unroll");
+			line(e, "for (int it = 0; it < %d; it++) {   // this thread's part of the row's inputs", e->row_steps);
+			e->depth++;
+			line(e, "const int e = threadIdx.x * %d + it * %d;", VEC, step);
+			line(e, "if (e >= cols)");
+			line(e, "    break;");
+			for (i = 0; i < f->ninput; i++)
+				if (need[f->input[i]] && !have[f->input[i]] && e->k->tview[f->input[i]] == VIEW_FULL) {
+					emit_row_load(e, f->input[i]);
+					have[f->input[i]] = true;
+				}
+			e->depth--;
+			line(e, "}");
+		}
+	}
 	if (e->chunk_col) {
 		/* a chunk is 8 elements a thread */
 		line(e, "const int e = (int)(%s) + threadIdx.x * %d;", e->chunk_col, VEC);
@@ -510,30 +568,12 @@ row_pass_open(Emit *e, const bool *need, bool *have)
 	}
 	for (i = 0; i < f->ninput; i++) {
 		int t = f->input[i];
-		const KParam *p = param_of_tensor(e, t, false);
-		const char *v = row_value(e, t);
 
 		if (!need[t] || have[t])
 			continue;
 		if (!e->row_steps)
-			line(e, "float %s[%d];", v, VEC);
-		if (buf_of_tensor(e->k, t) == e->k->nbuf) {
-			/* a row broadcast over rows, read where L1 and L2 keep it; the ragged end one by one */
-			line(e, "if (e + %d <= cols) {", VEC);
-			line(e, "    wsf_load8_global%s(%s, %s + e);", helper_suffix(p->dtype), v, param_name(e, p));
-			line(e, "} else {");
-			line(e, "    #pragma unroll");
-			line(e, "    for (int v = 0; v < %d; v++)", VEC);
-			line(e, "        %s[v] = e + v < cols ? %s(%s + e + v) : 0.0f;", v,
-			     p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", param_name(e, p));
-			line(e, "}");
-			continue;
-		}
-		if (e->chunk_col)
-			line(e, "wsf_load8%s(%s, %s_s + (e - %s));", helper_suffix(p->dtype), v,
-			     bufname(e, buf_of_tensor(e->k, t)), e->chunk_col);
-		else
-			line(e, "wsf_load8%s(%s, %s_s + e);", helper_suffix(p->dtype), v, bufname(e, buf_of_tensor(e->k, t)));
+			line(e, "float %s[%d];", row_value(e, t), VEC);
+		emit_row_load(e, t);
 	}
 	for (i = 1, nops = 0; i < f->nop; i++)
 		if (need[f->op[i].out] && !have[f->op[i].out] && f->tensor[f->op[i].out].kind == TK_VALUE) {
@@ -1223,6 +1263,8 @@ min_ctas(const Kernel *k)
 
 	if (k->family != FAM_REDUCTION)
 		return 1;
+	if (k->row_direct)  /* 48 warps an SM keep enough loads in flight (docs/perf.md) */
+		return 1536 / k->threads < 1 ? 1 : 1536 / k->threads;
 	n = SM_SMEM / (kernel_smem_bytes(k) + CTA_SMEM_RESERVED + 64 * 4);  /* + wsf_red */
 	if (n > 1024 / k->threads)
 		n = 1024 / k->threads;

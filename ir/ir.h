@@ -550,6 +550,8 @@ struct Kernel {
 	int row_chunk;           /* reduction: rows stream through the stages in chunks of this many
 	                            elements, each pass reading global memory again (0: whole rows) */
 	int row_passes;          /* reduction streamed in chunks: passes over each row */
+	bool row_direct;         /* reduction: one CTA a row, whose inputs are loaded straight into
+	                            registers (no stage, no TMA): a row in registers, not persistent */
 	View *tview;             /* reduction: each fusion tensor's view of the row domain */
 	int domain;              /* the fusion tensor whose shape the 2-D view is made from */
 	KParam *param;  int nparam, capparam;   /* [0] unused */

@@ -904,7 +904,12 @@ lower_reduction_online_softmax_passes(void **state)
 	assert_int_equal(k->row_passes, 2);
 }
 
-/* One CTA a row: a whole row takes one stage; a streamed row still pipelines its chunks. */
+/*
+ * One CTA a row: a row in registers is loaded straight from global memory
+ * (no buffer, no barrier, nothing for circular_buffer or sync to place); a
+ * row re-read from shared memory takes one stage; a streamed row still
+ * pipelines its chunks.
+ */
 static void
 lower_reduction_one_cta_a_row(void **state)
 {
@@ -912,6 +917,23 @@ lower_reduction_one_cta_a_row(void **state)
 	Kernel *k = lower_spec(t, NORM_SPEC("1000", "schedule: {persistent: false}\n"));
 
 	assert_false(k->persistent);
+	assert_true(k->row_direct);
+	assert_int_equal(k->nbuf, 1);   /* [0] unused: no buffer */
+	assert_int_equal(k->nbar, 1);
+	assert_false(kir_has_load(k->body));
+	reset_comp(t);
+	k = lower_spec(t, NORM_SPEC("1000", "schedule: {persistent: false, stages: 1}\n"));
+	assert_false(k->row_direct);
+	assert_int_equal(k->buf[1].stages, 1);
+	reset_comp(t);
+	k = lower_spec(t, NORM_SPEC("1000", ""));
+	assert_true(k->persistent);
+	assert_false(k->row_direct);
+	assert_int_equal(k->buf[1].stages, 2);
+	reset_comp(t);
+	k = lower_spec(t, NORM_SPEC("20000", "schedule: {persistent: false}\n"));
+	assert_int_equal(k->row_steps, 0);   /* re-read from shared memory: staged */
+	assert_false(k->row_direct);
 	assert_int_equal(k->buf[1].stages, 1);
 	reset_comp(t);
 	k = lower_spec(t, NORM_SPEC("40000", "schedule: {persistent: false}\n"));
