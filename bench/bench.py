@@ -200,11 +200,11 @@ for _m, _n in ((32768, 4096), (16384, 8192)):
              _norm_inputs(0), _softmax),
     ]
 
-# variants of the normalization cases: four stages (one CTA a row, persistent: false, measured
-# 1-23% slower on all six: docs/perf.md)
+# variants of the normalization cases: four stages, and one CTA a row (persistent: false: the
+# row loaded straight into registers)
 CASES += [Case(f"{c.name}_{tag}", c.spec + f"schedule: {{{hint}}}\n", c.dtype, c.sizes, c.quick, c.inputs, c.eager)
           for c in [c for c in CASES if c.name.split("_")[0] in ("layernorm", "rmsnorm", "softmax")]
-          for tag, hint in (("s4", "stages: 4"),)]
+          for tag, hint in (("s4", "stages: 4"), ("np", "persistent: false"))]
 
 # rows too wide for shared memory: streamed in chunks, softmax online (two reads of x, layernorm three)
 CASES += [
