@@ -233,31 +233,6 @@ tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **col0)
 }
 
 /*
- * The store kind when the schedule names none.  The persistent loop needs a
- * staging copy and TMA stores (on an H200 they moved relu(a*b+c) at 102% of
- * the copy rate where 16-byte stores from registers reached 70%).  With one
- * CTA per tile, measured on an H100 and an H200: TMA stores for 2-byte
- * outputs (bf16 silu*y: 3.2% ahead on the H200, 1% behind on the H100),
- * 16-byte stores from registers when an output is wider (f32 silu*y: 3.3%
- * ahead on the H200, 0.6% behind on the H100; f32 relu(a*b+c): 0.7% behind
- * on the H200).  An empirical rule from two cases on two devices, not a
- * model (docs/perf.md).
- */
-static bool
-store_through_smem(const Kernel *k, const Fusion *f)
-{
-	int j;
-
-	if (k->persistent)
-		return true;
-	for (j = 0; j < f->nout; j++)
-		if (dtype_info[f->out[j].dtype].bytes > 2)
-			return false;
-	return true;
-}
-
-/* The pointwise family: every output has the domain's shape. */
-/*
  * A hint this family's lowering cannot honour is an error at the hint
  * (SPEC.md), never dropped in silence: clusters and completion signals are
  * not built yet for any family (exit status "not implemented"); `consumers`
@@ -293,6 +268,7 @@ refuse_hints(Comp *c, const Fusion *f, const char *family, bool rows)
 	return 0;
 }
 
+/* The pointwise family: every output has the domain's shape. */
 static int
 lower_pointwise(Comp *c, Fusion *f)
 {
@@ -329,7 +305,15 @@ lower_pointwise(Comp *c, Fusion *f)
 	 */
 	k->persistent = f->sched.persistent == 2 ||
 	                (f->sched.persistent == 0 && (k->warp_specialize || f->sched.stages));
-	tma_store = f->sched.store == STORE_TMA || (f->sched.store == STORE_NONE && store_through_smem(k, f));
+	/*
+	 * Outputs leave through a staging tile and TMA stores unless the
+	 * schedule says `store: vector`.  The persistent loop needs them (on an
+	 * H200 they moved relu(a*b+c) at 102% of the copy rate where 16-byte
+	 * stores from registers reached 70%), and with one CTA per tile they
+	 * measured as fast or faster wherever it mattered (H200: f32 silu*y 5%
+	 * ahead, bf16 within 0.6% either way; docs/perf.md).
+	 */
+	tma_store = f->sched.store != STORE_VECTOR;
 	k->tma_store = tma_store;
 	if (!k->persistent && !k->stages_hint)
 		k->stages_hint = 1;

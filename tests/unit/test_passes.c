@@ -521,12 +521,11 @@ lower_views(void **state)
 	"ops:\n  - {out: o, op: relu, in: [a]}\noutputs:\n  o: {dtype: bf16}\n" sched
 
 /*
- * The store kind by default: TMA stores for 2-byte outputs and for the
- * persistent loop, 16-byte stores from registers when one CTA takes a tile
- * and an output is 4 bytes wide; the schedule overrides either way.
+ * The store kind by default: TMA stores, for any output width and either
+ * loop; `store: vector` asks for 16-byte stores from registers.
  */
 static void
-lower_store_kind_by_width(void **state)
+lower_store_kind_default(void **state)
 {
 	Fixture *t = *state;
 #define F32_OUT(sched) \
@@ -535,8 +534,9 @@ lower_store_kind_by_width(void **state)
 	static const struct { const char *spec; bool tma; } cases[] = {
 		{STORE_SPEC(""), true},
 		{STORE_SPEC("schedule: {store: vector}\n"), false},
-		{F32_OUT(""), false},
+		{F32_OUT(""), true},
 		{F32_OUT("schedule: {persistent: true}\n"), true},
+		{F32_OUT("schedule: {store: vector}\n"), false},
 		{F32_OUT("schedule: {store: tma}\n"), true},
 	};
 #undef F32_OUT
@@ -1045,7 +1045,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(sync_tma_store_plain, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_tma_store_ws, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_tma_store_one_copy, setup, teardown),
-		cmocka_unit_test_setup_teardown(lower_store_kind_by_width, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_store_kind_default, setup, teardown),
 		cmocka_unit_test_setup_teardown(circular_buffer_chunk_loop_fills_one_stage, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_buffers_the_row_loop, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_wide_row_keeps_the_release, setup, teardown),
