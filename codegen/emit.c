@@ -513,6 +513,25 @@ emit_row_load(Emit *e, int t)
 		line(e, "wsf_load8%s(%s, %s_s + e);", helper_suffix(p->dtype), v, bufname(e, buf_of_tensor(e->k, t)));
 }
 
+/* Opens register mode's unrolled loop over a thread's steps of 8 elements, COMMENT after the brace. */
+static void
+open_steps(Emit *e, const char *comment)
+{
+	line(e, "#pragma unroll");
+	line(e, "for (int it = 0; it < %d; it++) {%s", e->row_steps, comment);
+	e->depth++;
+	line(e, "const int e = threadIdx.x * %d + it * %d;", VEC, e->k->consumer_threads * VEC);
+	line(e, "if (e >= cols)");
+	line(e, "    break;");
+}
+
+/* Does this pass load input T, a full row a direct kernel reads from global memory? */
+static bool
+loads_row_from_hbm(const Emit *e, const bool *need, const bool *have, int t)
+{
+	return need[t] && !have[t] && e->k->tview[t] == VIEW_FULL;
+}
+
 /*
  * Opens one pass over the row: the loads and full-row ops in NEED that HAVE
  * does not hold yet (HAVE: values register mode computed in earlier passes;
@@ -533,16 +552,11 @@ row_pass_open(Emit *e, const bool *need, bool *have)
 		 * used: loading them early costs registers.
 		 */
 		for (i = 0, nops = 0; i < f->ninput; i++)
-			nops += need[f->input[i]] && !have[f->input[i]] && e->k->tview[f->input[i]] == VIEW_FULL;
+			nops += loads_row_from_hbm(e, need, have, f->input[i]);
 		if (nops) {
-			line(e, "#pragma unroll");
-			line(e, "for (int it = 0; it < %d; it++) {   // this thread's part of the row's inputs", e->row_steps);
-			e->depth++;
-			line(e, "const int e = threadIdx.x * %d + it * %d;", VEC, step);
-			line(e, "if (e >= cols)");
-			line(e, "    break;");
+			open_steps(e, "   // this thread's part of the row's inputs");
 			for (i = 0; i < f->ninput; i++)
-				if (need[f->input[i]] && !have[f->input[i]] && e->k->tview[f->input[i]] == VIEW_FULL) {
+				if (loads_row_from_hbm(e, need, have, f->input[i])) {
 					emit_row_load(e, f->input[i]);
 					have[f->input[i]] = true;
 				}
@@ -556,12 +570,7 @@ row_pass_open(Emit *e, const bool *need, bool *have)
 		line(e, "if (e < cols) {");
 		e->depth++;
 	} else if (e->row_steps) {
-		line(e, "#pragma unroll");
-		line(e, "for (int it = 0; it < %d; it++) {", e->row_steps);
-		e->depth++;
-		line(e, "const int e = threadIdx.x * %d + it * %d;", VEC, step);
-		line(e, "if (e >= cols)");
-		line(e, "    break;");
+		open_steps(e, "");
 	} else {
 		line(e, "for (int e = threadIdx.x * %d; e < cols; e += %d) {", VEC, step);
 		e->depth++;
