@@ -407,7 +407,9 @@ emit_compute(Emit *e, const Stmt *s)
  *   - registers (k->row_steps, chosen by lowering: at most 2 steps): the
  *     loop is unrolled, a thread's part of every value is an array
  *     v_NAME[step][8] computed once, in the first pass that needs it, and
- *     later passes read it from registers;
+ *     later passes read it from registers; a direct kernel (k->row_direct,
+ *     one CTA a row) loads the row's inputs from global memory, not from a
+ *     stage, every step's loads before any compute;
  *   - shared memory (wider rows): each pass reads the row from its stage
  *     again and recomputes the values it needs in v_NAME[8].
  *
