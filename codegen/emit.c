@@ -831,7 +831,8 @@ emit_row_compute(Emit *e, const Stmt *s)
 		}
 		emit_row_scalars(e, level, L, done, false);
 	}
-	if ((nred & 1) && !e->row_flip)  /* the next row's first reduction takes wsf_red + 0 again */
+	/* the next row's first reduction takes wsf_red + 0 again; one CTA a row has no next row */
+	if ((nred & 1) && !e->row_flip && k->persistent)
 		line(e, "__syncthreads();   // every thread has read the last partials: the next row may reuse them");
 	e->row_flip = false;
 	emit_row_scalars(e, level, maxl, done, false);

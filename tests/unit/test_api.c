@@ -114,6 +114,53 @@ row_outputs_are_stored_once(void **state)
 	wsf_context_delete(ctx);
 }
 
+/*
+ * One CTA a row with the row in registers (persistent: false): the row's
+ * inputs come straight from global memory, both steps' loads before the
+ * first reduction; no stage, no mbarrier, no bulk copy; a weight loads where
+ * it is used; an odd number of reductions needs no end-of-row barrier (there
+ * is no next row), while the persistent kernel keeps its scratch-flip.
+ */
+static void
+direct_rows_load_from_global(void **state)
+{
+	static const char fmt[] =
+		"fusion: direct\nsizes: {M: 64, N: 4096}\n"
+		"inputs:\n  x: {dtype: bf16, shape: [M, N]}\n  w: {dtype: bf16, shape: [N]}\n"
+		"ops:\n  - {out: y, op: rmsnorm, in: [x, w]}\n"
+		"outputs:\n  y: {dtype: bf16}\n%s";
+	WsfContext *ctx = wsf_context_new();
+	WsfKernel *k = NULL;
+	char spec_text[512];
+	const char *cu, *load, *sum, *w;
+
+	(void)state;
+	assert_int_equal(wsf_set_option(ctx, "stop-after", "cuda"), WSF_OK);
+	snprintf(spec_text, sizeof spec_text, fmt, "schedule: {persistent: false}\n");
+	assert_int_equal(wsf_compile_string(ctx, "direct.yaml", spec_text, strlen(spec_text), &k), WSF_OK);
+	cu = wsf_kernel_text(k, WSF_STAGE_CUDA, NULL);
+	assert_non_null(cu);
+	load = strstr(cu, "wsf_load8_global(v_x[it], x_ptr + row * cols + e);");
+	sum = strstr(cu, "wsf_sum8(");
+	w = strstr(cu, "wsf_load8_global(v_w[it], w_ptr + e);");
+	assert_non_null(load);
+	assert_non_null(sum);
+	assert_non_null(w);
+	assert_true(load < sum && sum < w);
+	assert_null(strstr(cu, "wsf_bulk_load"));
+	assert_null(strstr(cu, "wsf_mbar"));
+	assert_null(strstr(cu, "__syncthreads"));
+	assert_non_null(strstr(cu, "__launch_bounds__(256, 6)"));
+	wsf_kernel_delete(k);
+	snprintf(spec_text, sizeof spec_text, fmt, "");
+	assert_int_equal(wsf_compile_string(ctx, "direct.yaml", spec_text, strlen(spec_text), &k), WSF_OK);
+	cu = wsf_kernel_text(k, WSF_STAGE_CUDA, NULL);
+	assert_non_null(strstr(cu, "wsf_bulk_load"));
+	assert_non_null(strstr(cu, "wsf_flip"));
+	wsf_kernel_delete(k);
+	wsf_context_delete(ctx);
+}
+
 static void
 compile_to_each_stage(void **state)
 {
@@ -221,6 +268,7 @@ main(void)
 		cmocka_unit_test(compile_to_each_stage),
 		cmocka_unit_test(staged_rows_are_read_before_the_first_barrier),
 		cmocka_unit_test(row_outputs_are_stored_once),
+		cmocka_unit_test(direct_rows_load_from_global),
 		cmocka_unit_test(argument_queries),
 		cmocka_unit_test(errors_reach_the_callback_once),
 		cmocka_unit_test(refusals),
