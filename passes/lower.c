@@ -542,7 +542,7 @@ lower_reduction(Comp *c, Fusion *f)
 	Kernel *k;
 	Stmt *loop, *issue, *compute;
 	Expr *row0, *col0;
-	int j, cap, row_bytes = 0, maxl;
+	int j, cap, row_bytes = 0, maxl, nfull, nbcast;
 	int64_t width;
 	bool full_out = false;
 
@@ -631,14 +631,24 @@ lower_reduction(Comp *c, Fusion *f)
 		j = (cap + 8 * k->threads - 1) / (8 * k->threads);
 		k->row_steps = j <= ROW_REGS ? j : 0;
 		/*
-		 * One CTA a row (persistent: false): a row that fits in registers
-		 * goes there straight from global memory, as Triton does; no stage,
-		 * no TMA (H200: 5-24% faster than a one-stage pipeline a CTA).  It
-		 * is not the default: against the persistent pipeline it measured
-		 * faster on the H200 only for softmax 32768x4096, on the H100 for
-		 * softmax and rmsnorm 32768x4096, and slower for layernorm on both
-		 * (docs/perf.md).
+		 * One CTA a row, the row loaded straight into registers (no stage,
+		 * no TMA), as Triton does: with 48 warps an SM each keeping its
+		 * 16-byte loads in flight, HBM stays busier than with persistent
+		 * CTAs that prefetch one row ahead through the stages (H200:
+		 * rmsnorm 0.1315 against 0.1460 ms, softmax 0.1359 against 0.1520,
+		 * 32768x4096).  It is the default when the row needs few registers:
+		 * at most one full-row input and one row broadcast over rows.
+		 * layernorm (weight and bias) spills or drops to 4-5 CTAs an SM
+		 * there and keeps the pipeline (0.1533-0.1917 against 0.1535).  An
+		 * empirical rule from three operations on two devices
+		 * (docs/perf.md); `persistent:` and `stages:` override it.
 		 */
+		for (j = 0, nfull = 0, nbcast = 0; j < f->ninput; j++) {
+			nfull += k->tview[f->input[j]] == VIEW_FULL;
+			nbcast += k->tview[f->input[j]] == VIEW_ROW;
+		}
+		if (f->sched.persistent == 0 && !f->sched.stages && k->row_steps && nfull <= 1 && nbcast <= 1)
+			k->persistent = false;
 		k->row_direct = !k->persistent && k->row_steps && !f->sched.stages;
 		if (!k->persistent && !k->stages_hint)
 			k->stages_hint = 1;  /* one row a CTA: one stage (a streamed row pipelines its chunks) */

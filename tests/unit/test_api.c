@@ -115,7 +115,8 @@ row_outputs_are_stored_once(void **state)
 }
 
 /*
- * One CTA a row with the row in registers (persistent: false): the row's
+ * One CTA a row with the row in registers (persistent: false, and the
+ * default for an rmsnorm): the row's
  * inputs come straight from global memory, both steps' loads before the
  * first reduction; no stage, no mbarrier, no bulk copy; a weight loads where
  * it is used; an odd number of reductions needs no end-of-row barrier (there
@@ -152,7 +153,7 @@ direct_rows_load_from_global(void **state)
 	assert_null(strstr(cu, "__syncthreads"));
 	assert_non_null(strstr(cu, "__launch_bounds__(256, 6)"));
 	wsf_kernel_delete(k);
-	snprintf(spec_text, sizeof spec_text, fmt, "");
+	snprintf(spec_text, sizeof spec_text, fmt, "schedule: {persistent: true}\n");
 	assert_int_equal(wsf_compile_string(ctx, "direct.yaml", spec_text, strlen(spec_text), &k), WSF_OK);
 	cu = wsf_kernel_text(k, WSF_STAGE_CUDA, NULL);
 	assert_non_null(strstr(cu, "wsf_bulk_load"));

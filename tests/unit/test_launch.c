@@ -170,7 +170,8 @@ row_reduction_checks(void **state)
 	Fixture *t = *state;
 	static const char spec[] =
 		"fusion: n\nsizes: {M: 8, N: 4000}\ninputs:\n  x: {dtype: bf16, shape: [M, N]}\n"
-		"ops:\n  - {out: y, op: softmax, in: [x]}\noutputs:\n  y: {dtype: bf16}\n";
+		"ops:\n  - {out: y, op: softmax, in: [x]}\noutputs:\n  y: {dtype: bf16}\n"
+		"schedule: {persistent: true}\n";   /* bulk row copies into the stages */
 	const Launch *l = build(t, spec);
 	int64_t ok[] = {8, 4000}, ragged[] = {8, 4004}, wide[] = {8, 8192}, one[] = {1, 4004};
 	WsfTensor a[2] = {{DEV(1), WSF_DTYPE_BF16, 2, ok, NULL}, {DEV(2), WSF_DTYPE_BF16, 2, ok, NULL}};
@@ -189,6 +190,30 @@ row_reduction_checks(void **state)
 	expect_error(t, l, a, 2, "argument 'x': rows of 4004 bf16 elements are 8008 bytes, not a multiple of 16");
 	a[0].shape = a[1].shape = wide;
 	expect_error(t, l, a, 2, "keeps rows of up to 4096 elements in shared memory; these rows have 8192");
+}
+
+/*
+ * One CTA a row, loaded straight into registers (the default for a softmax):
+ * rows of several need 16-byte strides, but one ragged row is fine (no bulk
+ * copy: its tail loads element by element).
+ */
+static void
+direct_row_checks(void **state)
+{
+	Fixture *t = *state;
+	static const char spec[] =
+		"fusion: n\nsizes: {M: 8, N: 4000}\ninputs:\n  x: {dtype: bf16, shape: [M, N]}\n"
+		"ops:\n  - {out: y, op: softmax, in: [x]}\noutputs:\n  y: {dtype: bf16}\n";
+	const Launch *l = build(t, spec);
+	int64_t ragged[] = {8, 4004}, one[] = {1, 4004};
+	WsfTensor a[2] = {{DEV(1), WSF_DTYPE_BF16, 2, one, NULL}, {DEV(2), WSF_DTYPE_BF16, 2, one, NULL}};
+	LaunchPlan p;
+
+	assert_true(l->kernel->row_direct);
+	assert_int_equal(rt_launch_plan(&t->c, l, a, 2, &p), WSF_OK);
+	assert_int_equal(p.cols, 4004);
+	a[0].shape = a[1].shape = ragged;
+	expect_error(t, l, a, 2, "argument 'x': rows of 4004 bf16 elements are 8008 bytes, not a multiple of 16");
 }
 
 /*
@@ -240,6 +265,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(argument_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(vector_store_alignment, setup, teardown),
 		cmocka_unit_test_setup_teardown(row_reduction_checks, setup, teardown),
+		cmocka_unit_test_setup_teardown(direct_row_checks, setup, teardown),
 		cmocka_unit_test_setup_teardown(streamed_row_checks, setup, teardown),
 	};
 

@@ -942,6 +942,46 @@ lower_reduction_one_cta_a_row(void **state)
 	assert_int_equal(k->buf[1].stages, 4);
 }
 
+/*
+ * The default for a row in registers: one CTA a row, loaded straight from
+ * global memory, when the row needs few registers (at most one full-row
+ * input and one row broadcast over rows); otherwise, or when the schedule
+ * asks, the persistent pipeline.
+ */
+static void
+lower_reduction_direct_by_default(void **state)
+{
+	Fixture *t = *state;
+#define ROWS(inputs, op, sched) \
+	"fusion: d\nsizes: {M: 512, N: 4096}\ninputs:\n" inputs "ops:\n" op "outputs:\n  y: {dtype: bf16}\n" sched
+#define X "  x: {dtype: bf16, shape: [M, N]}\n"
+#define W "  w: {dtype: bf16, shape: [N]}\n"
+	static const struct { const char *spec; bool direct; } cases[] = {
+		{ROWS(X, "  - {out: y, op: softmax, in: [x]}\n", ""), true},
+		{ROWS(X W, "  - {out: y, op: rmsnorm, in: [x, w]}\n", ""), true},
+		{ROWS(X W "  b: {dtype: bf16, shape: [N]}\n", "  - {out: y, op: layernorm, in: [x, w, b]}\n", ""), false},
+		{ROWS(X "  r: {dtype: bf16, shape: [M, N]}\n",
+		      "  - {out: h, op: add, in: [x, r]}\n  - {out: y, op: softmax, in: [h]}\n", ""), false},
+		{ROWS(X W, "  - {out: y, op: rmsnorm, in: [x, w]}\n", "schedule: {persistent: true}\n"), false},
+		{ROWS(X W, "  - {out: y, op: rmsnorm, in: [x, w]}\n", "schedule: {stages: 2}\n"), false},
+	};
+#undef ROWS
+#undef X
+#undef W
+	int i;
+
+	for (i = 0; i < countof(cases); i++) {
+		Kernel *k;
+
+		reset_comp(t);
+		k = lower_spec(t, cases[i].spec);
+		if (k->row_direct != cases[i].direct)
+			fail_msg("case %d: row_direct %d, expected %d", i, k->row_direct, cases[i].direct);
+		assert_int_equal(k->persistent, !cases[i].direct);
+		assert_int_equal(kir_has_load(k->body), !cases[i].direct);
+	}
+}
+
 static void
 lower_reduction_errors(void **state)
 {
@@ -1054,6 +1094,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(lower_reduction_online_softmax_passes, setup, teardown),
 		cmocka_unit_test_setup_teardown(row_levels_one_pass_variance, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_one_cta_a_row, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_reduction_direct_by_default, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_pointwise_refuses_hints, setup, teardown),
 	};
