@@ -483,9 +483,12 @@ row_value(Emit *e, int t)
 	return arena_printf(e->c->arena, "%s%s", ident(e, "v_", e->f->tensor[t].name, ""), e->row_steps ? "[it]" : "");
 }
 
-/* Loads this thread's 8 elements of input T at element e into v_T (register mode: v_T[it]). */
+/*
+ * Loads this thread's 8 elements of input T at element e into v_T (register
+ * mode: v_T[it]).  WHOLE: the caller knows all 8 lie inside the row.
+ */
 static void
-emit_row_load(Emit *e, int t)
+emit_row_load(Emit *e, int t, bool whole)
 {
 	const KParam *p = param_of_tensor(e, t, false);
 	const char *v = row_value(e, t);
@@ -498,6 +501,11 @@ emit_row_load(Emit *e, int t)
 		 */
 		const char *at = e->k->tview[t] == VIEW_FULL ? "row * cols + e" : "e";
 
+		if (whole) {
+			line(e, "wsf_load8_global%s(%s, %s + %s);%s", helper_suffix(p->dtype), v, param_name(e, p), at,
+			     pos_comment(e, e->f->tensor[t].pos));
+			return;
+		}
 		line(e, "if (e + %d <= cols) {", VEC);
 		line(e, "    wsf_load8_global%s(%s, %s + %s);", helper_suffix(p->dtype), v, param_name(e, p), at);
 		line(e, "} else {");
@@ -556,14 +564,37 @@ row_pass_open(Emit *e, const bool *need, bool *have)
 		for (i = 0, nops = 0; i < f->ninput; i++)
 			nops += loads_row_from_hbm(e, need, have, f->input[i]);
 		if (nops) {
-			open_steps(e, "   // this thread's part of the row's inputs");
+			/*
+			 * A thread whose steps all lie inside the row loads without
+			 * guards: with the ragged-end branches in between, the loads
+			 * did not overlap (H200 rmsnorm: 0.148 against 0.137 ms).
+			 */
+			line(e, "if (threadIdx.x * %d + %d <= cols) {   // this thread's part of the row's inputs, "
+			     "all inside the row", VEC, (e->row_steps - 1) * step + VEC);
+			e->depth++;
+			line(e, "#pragma unroll");
+			line(e, "for (int it = 0; it < %d; it++) {", e->row_steps);
+			e->depth++;
+			line(e, "const int e = threadIdx.x * %d + it * %d;", VEC, step);
 			for (i = 0; i < f->ninput; i++)
-				if (loads_row_from_hbm(e, need, have, f->input[i])) {
-					emit_row_load(e, f->input[i]);
-					have[f->input[i]] = true;
-				}
+				if (loads_row_from_hbm(e, need, have, f->input[i]))
+					emit_row_load(e, f->input[i], true);
 			e->depth--;
 			line(e, "}");
+			e->depth--;
+			line(e, "} else {   // the row's ragged end");
+			e->depth++;
+			open_steps(e, "");
+			for (i = 0; i < f->ninput; i++)
+				if (loads_row_from_hbm(e, need, have, f->input[i]))
+					emit_row_load(e, f->input[i], false);
+			e->depth--;
+			line(e, "}");
+			e->depth--;
+			line(e, "}");
+			for (i = 0; i < f->ninput; i++)
+				if (loads_row_from_hbm(e, need, have, f->input[i]))
+					have[f->input[i]] = true;
 		}
 	}
 	if (e->chunk_col) {
@@ -584,7 +615,7 @@ row_pass_open(Emit *e, const bool *need, bool *have)
 			continue;
 		if (!e->row_steps)
 			line(e, "float %s[%d];", row_value(e, t), VEC);
-		emit_row_load(e, t);
+		emit_row_load(e, t, false);
 	}
 	for (i = 1, nops = 0; i < f->nop; i++)
 		if (need[f->op[i].out] && !have[f->op[i].out] && f->tensor[f->op[i].out].kind == TK_VALUE) {
