@@ -542,6 +542,17 @@ loads_row_from_hbm(const Emit *e, const bool *need, const bool *have, int t)
 	return need[t] && !have[t] && e->k->tview[t] == VIEW_FULL;
 }
 
+/* A direct kernel's loads of the full-row inputs this pass needs; WHOLE: see emit_row_load. */
+static void
+emit_hbm_loads(Emit *e, const bool *need, const bool *have, bool whole)
+{
+	int i;
+
+	for (i = 0; i < e->f->ninput; i++)
+		if (loads_row_from_hbm(e, need, have, e->f->input[i]))
+			emit_row_load(e, e->f->input[i], whole);
+}
+
 /*
  * Opens one pass over the row: the loads and full-row ops in NEED that HAVE
  * does not hold yet (HAVE: values register mode computed in earlier passes;
@@ -576,18 +587,14 @@ row_pass_open(Emit *e, const bool *need, bool *have)
 			line(e, "for (int it = 0; it < %d; it++) {", e->row_steps);
 			e->depth++;
 			line(e, "const int e = threadIdx.x * %d + it * %d;", VEC, step);
-			for (i = 0; i < f->ninput; i++)
-				if (loads_row_from_hbm(e, need, have, f->input[i]))
-					emit_row_load(e, f->input[i], true);
+			emit_hbm_loads(e, need, have, true);
 			e->depth--;
 			line(e, "}");
 			e->depth--;
 			line(e, "} else {   // the row's ragged end");
 			e->depth++;
 			open_steps(e, "");
-			for (i = 0; i < f->ninput; i++)
-				if (loads_row_from_hbm(e, need, have, f->input[i]))
-					emit_row_load(e, f->input[i], false);
+			emit_hbm_loads(e, need, have, false);
 			e->depth--;
 			line(e, "}");
 			e->depth--;
