@@ -246,17 +246,38 @@ __device__ __forceinline__ uint4 wsf_ldg16(const void *p)
 	             : "l"(p));
 	return u;
 }
-__device__ __forceinline__ void wsf_unpack8(float v[8], uint4 u, bool f16)
+// Eight 2-byte elements as stored (two a register) to f32.
+__device__ __forceinline__ void wsf_unpack8(float v[8], uint4 u)
 {
 	unsigned w[4] = {u.x, u.y, u.z, u.w};
 #pragma unroll
 	for (int i = 0; i < 4; i++) {
-		v[2 * i] = f16 ? wsf_f16_to_f32((wsf_f16)(w[i] & 0xffff)) : __uint_as_float(w[i] << 16);
-		v[2 * i + 1] = f16 ? wsf_f16_to_f32((wsf_f16)(w[i] >> 16)) : __uint_as_float(w[i] & 0xffff0000u);
+		v[2 * i] = __uint_as_float(w[i] << 16);
+		v[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
 	}
 }
-__device__ __forceinline__ void wsf_load8_global(float v[8], const wsf_bf16 *p) { wsf_unpack8(v, wsf_ldg16(p), false); }
-__device__ __forceinline__ void wsf_load8_global_f16(float v[8], const wsf_f16 *p) { wsf_unpack8(v, wsf_ldg16(p), true); }
+__device__ __forceinline__ void wsf_unpack8_f16(float v[8], uint4 u)
+{
+	unsigned w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		v[2 * i] = wsf_f16_to_f32((wsf_f16)(w[i] & 0xffff));
+		v[2 * i + 1] = wsf_f16_to_f32((wsf_f16)(w[i] >> 16));
+	}
+}
+// The first N (1..7) of eight 2-byte elements, as wsf_ldg16 returns them; the
+// rest are zero.  A row's ragged end.
+__device__ __forceinline__ uint4 wsf_ldg16_part(const unsigned short *p, int n)
+{
+	unsigned w[4] = {0, 0, 0, 0};
+#pragma unroll
+	for (int i = 0; i < 8; i++)
+		if (i < n)
+			w[i / 2] |= (unsigned)p[i] << (16 * (i % 2));
+	return make_uint4(w[0], w[1], w[2], w[3]);
+}
+__device__ __forceinline__ void wsf_load8_global(float v[8], const wsf_bf16 *p) { wsf_unpack8(v, wsf_ldg16(p)); }
+__device__ __forceinline__ void wsf_load8_global_f16(float v[8], const wsf_f16 *p) { wsf_unpack8_f16(v, wsf_ldg16(p)); }
 __device__ __forceinline__ void wsf_load8_global(float v[8], const float *p)
 {
 	uint4 a = wsf_ldg16(p), b = wsf_ldg16(p + 4);

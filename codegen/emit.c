@@ -444,14 +444,36 @@ row_full(const Kernel *k, int t)
 	return k->tview[t] == VIEW_FULL || k->tview[t] == VIEW_ROW;
 }
 
+/*
+ * Is T a 2-byte full-row input that a direct kernel keeps as loaded, two
+ * elements a register (raw_NAME[step]), and unpacks to f32 in each pass that
+ * reads it (v_NAME[8])?  Half the registers of f32: layernorm's row, weight
+ * and bias then fit 48 warps an SM without spilling (docs/perf.md).
+ */
+static bool
+row_raw(const Emit *e, int t)
+{
+	const Kernel *k = e->k;
+
+	return k->row_direct && e->row_steps && k->tview[t] == VIEW_FULL && e->f->tensor[t].kind == TK_INPUT &&
+	       dtype_info[e->f->tensor[t].dtype].bytes == 2;
+}
+
+/* The C name of full-row value T at the current step: v_T (+ [it] in register mode, but for a raw input). */
+static const char *
+row_value(Emit *e, int t)
+{
+	return arena_printf(e->c->arena, "%s%s", ident(e, "v_", e->f->tensor[t].name, ""),
+	                    e->row_steps && !row_raw(e, t) ? "[it]" : "");
+}
+
 static const char *
 row_operand(Emit *e, const Operand *o)
 {
 	if (!o->tensor)
 		return literal(e, o->lit);
 	if (row_full(e->k, o->tensor))
-		return arena_printf(e->c->arena, "%s%s[v]", ident(e, "v_", e->f->tensor[o->tensor].name, ""),
-		                    e->row_steps ? "[it]" : "");
+		return arena_printf(e->c->arena, "%s[v]", row_value(e, o->tensor));
 	return ident(e, "r_", e->f->tensor[o->tensor].name, "");
 }
 
@@ -476,13 +498,6 @@ row_needs(Emit *e, int t, bool *need)
 			row_needs(e, o->in[j].tensor, need);
 }
 
-/* The C name of full-row value T at the current element: v_T (+ [it] in register mode). */
-static const char *
-row_value(Emit *e, int t)
-{
-	return arena_printf(e->c->arena, "%s%s", ident(e, "v_", e->f->tensor[t].name, ""), e->row_steps ? "[it]" : "");
-}
-
 /*
  * Loads this thread's 8 elements of input T at element e into v_T (register
  * mode: v_T[it]).  WHOLE: the caller knows all 8 lie inside the row.
@@ -501,6 +516,17 @@ emit_row_load(Emit *e, int t, bool whole)
 		 */
 		const char *at = e->k->tview[t] == VIEW_FULL ? "row * cols + e" : "e";
 
+		if (row_raw(e, t)) {
+			const char *raw = ident(e, "raw_", e->f->tensor[t].name, "[it]");
+
+			if (whole)
+				line(e, "%s = wsf_ldg16(%s + %s);%s", raw, param_name(e, p), at,
+				     pos_comment(e, e->f->tensor[t].pos));
+			else
+				line(e, "%s = e + %d <= cols ? wsf_ldg16(%s + %s) : wsf_ldg16_part(%s + %s, (int)(cols - e));",
+				     raw, VEC, param_name(e, p), at, param_name(e, p), at);
+			return;
+		}
 		if (whole) {
 			line(e, "wsf_load8_global%s(%s, %s + %s);%s", helper_suffix(p->dtype), v, param_name(e, p), at,
 			     pos_comment(e, e->f->tensor[t].pos));
@@ -554,12 +580,37 @@ emit_hbm_loads(Emit *e, const bool *need, const bool *have, bool whole)
 }
 
 /*
+ * Does this pass read T itself: is it one of the pass's TARGETs (what its
+ * reductions reduce, or what it stores), or an operand of an op it computes?
+ */
+static bool
+row_pass_reads(const Emit *e, const bool *target, const bool *need, const bool *have, int t)
+{
+	const Fusion *f = e->f;
+	int i, j;
+
+	if (target[t])
+		return true;
+	for (i = 1; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+
+		if (!need[o->out] || have[o->out] || op_info[o->kind].cls == CLS_REDUCE)
+			continue;
+		for (j = 0; j < o->nin; j++)
+			if (o->in[j].tensor == t)
+				return true;
+	}
+	return false;
+}
+
+/*
  * Opens one pass over the row: the loads and full-row ops in NEED that HAVE
  * does not hold yet (HAVE: values register mode computed in earlier passes;
- * it is updated); the caller adds what the pass is for.
+ * it is updated); the caller adds what the pass is for, its TARGETs (see
+ * row_pass_reads).
  */
 static void
-row_pass_open(Emit *e, const bool *need, bool *have)
+row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 {
 	const Fusion *f = e->f;
 	int i, nops, step = e->k->consumer_threads * VEC;
@@ -623,6 +674,15 @@ row_pass_open(Emit *e, const bool *need, bool *have)
 		if (!e->row_steps)
 			line(e, "float %s[%d];", row_value(e, t), VEC);
 		emit_row_load(e, t, false);
+	}
+	for (i = 0; i < f->ninput; i++) {
+		int t = f->input[i];
+
+		if (row_raw(e, t) && row_pass_reads(e, target, need, have, t)) {
+			line(e, "float %s[%d];", row_value(e, t), VEC);
+			line(e, "wsf_unpack8%s(%s, %s);", helper_suffix(f->tensor[t].dtype), row_value(e, t),
+			     ident(e, "raw_", f->tensor[t].name, "[it]"));
+		}
 	}
 	for (i = 1, nops = 0; i < f->nop; i++)
 		if (need[f->op[i].out] && !have[f->op[i].out] && f->tensor[f->op[i].out].kind == TK_VALUE) {
@@ -798,7 +858,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 	Fusion *f = e->f;
 	int *level = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *level);
 	bool *done = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *done);
-	bool *need, *have = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *have);
+	bool *need, *target, *have = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *have);
 	int i, j, L, maxl = kir_row_levels(k, level, NULL), nred = 0;
 
 	line(e, "{   // compute row %s: %s", expr_str(e, s->a), s->comment ? s->comment : "");
@@ -809,7 +869,10 @@ emit_row_compute(Emit *e, const Stmt *s)
 		line(e, "// the row in registers: this thread's %d x %d elements of each value, computed once",
 		     e->row_steps, VEC);
 		for (i = 1; i < f->ntensor; i++)
-			if (row_full(k, i) && (f->tensor[i].kind == TK_INPUT || f->tensor[i].kind == TK_VALUE))
+			if (row_raw(e, i))
+				line(e, "uint4 %s[%d];   // as loaded, 2 elements a register, unpacked where used%s",
+				     ident(e, "raw_", f->tensor[i].name, ""), e->row_steps, pos_comment(e, f->tensor[i].pos));
+			else if (row_full(k, i) && (f->tensor[i].kind == TK_INPUT || f->tensor[i].kind == TK_VALUE))
 				line(e, "float %s[%d][%d];%s", ident(e, "v_", f->tensor[i].name, ""), e->row_steps, VEC,
 				     pos_comment(e, f->tensor[i].pos));
 	}
@@ -829,9 +892,12 @@ emit_row_compute(Emit *e, const Stmt *s)
 	emit_row_scalars(e, level, 0, done, false);  /* per-row values that need no reduction */
 	for (L = 1; L <= maxl; L++) {
 		need = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *need);
+		target = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *target);
 		for (i = 1; i < f->nop; i++)
-			if (op_info[f->op[i].kind].cls == CLS_REDUCE && level[f->op[i].out] == L)
+			if (op_info[f->op[i].kind].cls == CLS_REDUCE && level[f->op[i].out] == L) {
 				row_needs(e, f->op[i].in[0].tensor, need);
+				target[f->op[i].in[0].tensor] = true;
+			}
 		/*
 		 * In register mode the compute releases its stages at its first
 		 * barrier (Stmt.flag): every staged row is read in the first pass,
@@ -848,7 +914,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 				line(e, "float acc_%s = %s;", ident(e, "", f->tensor[o->out].name, ""),
 				     o->kind == OP_MAX ? "-__int_as_float(0x7f800000)" : "0.0f");
 		}
-		row_pass_open(e, need, have);
+		row_pass_open(e, target, need, have);
 		for (i = 1; i < f->nop; i++) {
 			const Op *o = &f->op[i];
 			const char *acc = ident(e, "acc_", f->tensor[o->out].name, "");
@@ -876,13 +942,16 @@ emit_row_compute(Emit *e, const Stmt *s)
 	emit_row_scalars(e, level, maxl, done, false);
 	/* the last pass: full-row outputs */
 	need = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *need);
-	for (j = 0; j < f->nout; j++)
+	target = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *target);
+	for (j = 0; j < f->nout; j++) {
 		row_needs(e, f->out[j].tensor, need);
+		target[f->out[j].tensor] = true;
+	}
 	for (j = 0; j < f->nout && !need[f->out[j].tensor]; j++)
 		;
 	if (j < f->nout) {
 		line(e, "// the last pass: the full-row outputs");
-		row_pass_open(e, need, have);
+		row_pass_open(e, target, need, have);
 		emit_row_stores(e);
 		row_pass_close(e);
 	}
@@ -946,7 +1015,7 @@ emit_chunk_lambda(Emit *e, const Stmt *chunk, const int *level, const int *onlin
 		}
 		for (i = 0; i < f->nout && outputs; i++)
 			row_needs(e, f->out[i].tensor, need);
-		row_pass_open(e, need, have);
+		row_pass_open(e, NULL, need, have);   /* a streamed row: no raw inputs (row_raw) */
 		if (outputs)
 			emit_row_stores(e);
 		for (i = 1; i < f->nop && !outputs; i++) {

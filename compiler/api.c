@@ -277,7 +277,15 @@ set_text(WsfKernel *k, WsfStage s, const char *text, size_t len)
 	k->len[s] = len;
 }
 
-/* The stages past the fusion passes: kernel passes, CUDA, NVRTC. */
+/*
+ * The stages past the fusion passes: kernel passes, CUDA, NVRTC.
+ *
+ * A row reduction that lowering made a direct kernel by default (one CTA a
+ * row, the row in registers) is compiled whatever the stage asked for, to
+ * see whether ptxas spilled its registers; if it did, the kernel passes run
+ * again for the persistent pipeline, so that every stage shows the kernel
+ * that runs.  Both compiles go through the cache.
+ */
 static WsfStatus
 compile_kernel(WsfContext *ctx, WsfKernel *k)
 {
@@ -287,23 +295,33 @@ compile_kernel(WsfContext *ctx, WsfKernel *k)
 	Cubin bin;
 	Buf b;
 	WsfStatus s;
+	bool probe;
 
+again:
 	if (passes_run(c, WSF_STAGE_KERNEL_IR))
 		return c->status ? c->status : WSF_ERR_INPUT;
+	probe = c->kernel->row_direct && c->fusion->sched.persistent == 0;
 	buf_init(&b, c->arena);
 	kernel_print(&b, c->kernel);
 	set_text(k, WSF_STAGE_KERNEL_IR, buf_str(&b), b.len);
-	if (ctx->stop < WSF_STAGE_CUDA)
+	if (ctx->stop < WSF_STAGE_CUDA && !probe)
 		return WSF_OK;
 	buf_init(&b, c->arena);
 	if (codegen_emit(c, &b, &k->launch))
 		return c->status ? c->status : WSF_ERR_INTERNAL;
-	set_text(k, WSF_STAGE_CUDA, buf_str(&b), b.len);
-	if (ctx->stop < WSF_STAGE_PTX)
+	if (ctx->stop >= WSF_STAGE_CUDA)
+		set_text(k, WSF_STAGE_CUDA, buf_str(&b), b.len);
+	if (ctx->stop < WSF_STAGE_PTX && !probe)
 		return WSF_OK;
-	s = rt_compile(c, &ro, c->fusion->name, k->text[WSF_STAGE_CUDA], &hdr, 1, &bin);
+	s = rt_compile(c, &ro, c->fusion->name, buf_str(&b), &hdr, 1, &bin);
 	if (s != WSF_OK)
 		return s;
+	if (probe && rt_spill_bytes(bin.log) > 0) {
+		c->no_direct_rows = true;
+		goto again;
+	}
+	if (ctx->stop < WSF_STAGE_PTX)
+		return WSF_OK;
 	set_text(k, WSF_STAGE_PTX, bin.ptx, bin.ptx_len);
 	set_text(k, WSF_STAGE_CUBIN, bin.cubin, bin.cubin_len);
 	return WSF_OK;

@@ -129,6 +129,7 @@ typedef struct Comp {
 
 	Fusion *fusion;         /* set by the front end */
 	Kernel *kernel;         /* set by lowering */
+	bool no_direct_rows;    /* a direct row kernel spilled: lower the persistent pipeline (compile_kernel) */
 } Comp;
 
 /* Reports an error at P (P.line 0: no position); always returns -1. */

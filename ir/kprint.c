@@ -229,6 +229,8 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 			buf_puts(b, " ");
 		}
 		buf_puts(b, "reads ");
+		if (s->nreads == 0 && k->row_direct)
+			buf_puts(b, "global");  /* the compute loads the row itself */
 		access_print(b, k, s->reads, s->nreads);
 		if (s->nwrites) {
 			buf_puts(b, " writes ");

@@ -542,7 +542,7 @@ lower_reduction(Comp *c, Fusion *f)
 	Kernel *k;
 	Stmt *loop, *issue, *compute;
 	Expr *row0, *col0;
-	int j, cap, row_bytes = 0, maxl, nfull, nbcast;
+	int j, cap, row_bytes = 0, maxl;
 	int64_t width;
 	bool full_out = false;
 
@@ -636,18 +636,13 @@ lower_reduction(Comp *c, Fusion *f)
 		 * 16-byte loads in flight, HBM stays busier than with persistent
 		 * CTAs that prefetch one row ahead through the stages (H200:
 		 * rmsnorm 0.1315 against 0.1460 ms, softmax 0.1359 against 0.1520,
-		 * 32768x4096).  It is the default when the row needs few registers:
-		 * at most one full-row input and one row broadcast over rows.
-		 * layernorm (weight and bias) spills or drops to 4-5 CTAs an SM
-		 * there and keeps the pipeline (0.1533-0.1917 against 0.1535).  An
-		 * empirical rule from three operations on two devices
-		 * (docs/perf.md); `persistent:` and `stages:` override it.
+		 * 32768x4096).  It is the default for a row that fits in
+		 * registers, unless `persistent:` or `stages:` says otherwise, or
+		 * the compiled kernel spilled registers (c->no_direct_rows, set by
+		 * compile_kernel, which then lowers again): spills cost more than
+		 * the pipeline gains (layernorm, H200: 0.19 against 0.153 ms).
 		 */
-		for (j = 0, nfull = 0, nbcast = 0; j < f->ninput; j++) {
-			nfull += k->tview[f->input[j]] == VIEW_FULL;
-			nbcast += k->tview[f->input[j]] == VIEW_ROW;
-		}
-		if (f->sched.persistent == 0 && !f->sched.stages && k->row_steps && nfull <= 1 && nbcast <= 1)
+		if (f->sched.persistent == 0 && !f->sched.stages && k->row_steps && !c->no_direct_rows)
 			k->persistent = false;
 		k->row_direct = !k->persistent && k->row_steps && !f->sched.stages;
 		if (!k->persistent && !k->stages_hint)

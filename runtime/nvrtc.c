@@ -398,6 +398,24 @@ destroy:
 	return st;
 }
 
+long
+rt_spill_bytes(const char *log)
+{
+	static const char what[] = " bytes spill stores";
+	const char *p, *q;
+	long n = 0;
+
+	/* ptxas --verbose: "    32 bytes stack frame, 52 bytes spill stores, 28 bytes spill loads" */
+	for (p = log; (q = strstr(p, what)); p = q + sizeof what - 1) {
+		const char *d = q;
+
+		while (d > log && d[-1] >= '0' && d[-1] <= '9')
+			d--;
+		n += strtol(d, NULL, 10);
+	}
+	return n;
+}
+
 WsfStatus
 rt_compile(Comp *c, const RtOptions *o, const char *name, const char *src, const RtHeader *hdr,
            int nhdr, Cubin *out)

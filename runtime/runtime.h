@@ -55,6 +55,8 @@ typedef struct Cubin {
  */
 WsfStatus rt_compile(Comp *c, const RtOptions *o, const char *name, const char *src,
                      const RtHeader *hdr, int nhdr, Cubin *out);
+/* The bytes of registers ptxas spilled to local memory, by its log (Cubin.log). */
+long rt_spill_bytes(const char *log);
 
 /* The cache key (hex SHA-256) of a compile; exposed for tests. */
 const char *rt_cache_key(Comp *c, const char *name, const char *src, const RtHeader *hdr,

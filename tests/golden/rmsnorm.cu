@@ -18,7 +18,7 @@ rmsnorm(
         {   // compute row row0: 6 ops of rmsnorm over one row
             const long long row = row0;
             // the row in registers: this thread's 2 x 8 elements of each value, computed once
-            float v_x[2][8];  // examples/rmsnorm.yaml:16
+            uint4 raw_x[2];   // as loaded, 2 elements a register, unpacked where used  // examples/rmsnorm.yaml:16
             float v_weight[2][8];  // examples/rmsnorm.yaml:17
             float v_y[2][8];  // examples/rmsnorm.yaml:20
             float v_y_square[2][8];  // examples/rmsnorm.yaml:20
@@ -29,7 +29,7 @@ rmsnorm(
                 #pragma unroll
                 for (int it = 0; it < 2; it++) {
                     const int e = threadIdx.x * 8 + it * 4096;
-                    wsf_load8_global(v_x[it], x_ptr + row * cols + e);  // examples/rmsnorm.yaml:16
+                    raw_x[it] = wsf_ldg16(x_ptr + row * cols + e);  // examples/rmsnorm.yaml:16
                 }
             } else {   // the row's ragged end
                 #pragma unroll
@@ -37,13 +37,7 @@ rmsnorm(
                     const int e = threadIdx.x * 8 + it * 4096;
                     if (e >= cols)
                         break;
-                    if (e + 8 <= cols) {
-                        wsf_load8_global(v_x[it], x_ptr + row * cols + e);
-                    } else {
-                        #pragma unroll
-                        for (int v = 0; v < 8; v++)
-                            v_x[it][v] = e + v < cols ? wsf_load1(x_ptr + row * cols + e + v) : 0.0f;
-                    }
+                    raw_x[it] = e + 8 <= cols ? wsf_ldg16(x_ptr + row * cols + e) : wsf_ldg16_part(x_ptr + row * cols + e, (int)(cols - e));
                 }
             }
             #pragma unroll
@@ -51,9 +45,11 @@ rmsnorm(
                 const int e = threadIdx.x * 8 + it * 4096;
                 if (e >= cols)
                     break;
+                float v_x[8];
+                wsf_unpack8(v_x, raw_x[it]);
                 #pragma unroll
                 for (int v = 0; v < 8; v++) {
-                    v_y_square[it][v] = v_x[it][v] * v_x[it][v];   // mul  // examples/rmsnorm.yaml:20
+                    v_y_square[it][v] = v_x[v] * v_x[v];   // mul  // examples/rmsnorm.yaml:20
                 }
                 acc_y_ms = wsf_sum8(acc_y_ms, v_y_square[it], cols - e);
             }
@@ -73,9 +69,11 @@ rmsnorm(
                     for (int v = 0; v < 8; v++)
                         v_weight[it][v] = e + v < cols ? wsf_load1(weight_ptr + e + v) : 0.0f;
                 }
+                float v_x[8];
+                wsf_unpack8(v_x, raw_x[it]);
                 #pragma unroll
                 for (int v = 0; v < 8; v++) {
-                    v_y_normed[it][v] = v_x[it][v] * r_y_rrms;   // mul  // examples/rmsnorm.yaml:20
+                    v_y_normed[it][v] = v_x[v] * r_y_rrms;   // mul  // examples/rmsnorm.yaml:20
                     v_y[it][v] = v_y_normed[it][v] * v_weight[it][v];   // mul  // examples/rmsnorm.yaml:20
                 }
                 if (e + 8 <= cols) {  // examples/rmsnorm.yaml:23

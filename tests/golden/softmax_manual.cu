@@ -17,7 +17,7 @@ softmax_manual(
         {   // compute row row0: 5 ops of softmax_manual over one row
             const long long row = row0;
             // the row in registers: this thread's 1 x 8 elements of each value, computed once
-            float v_x[1][8];  // examples/softmax_manual.yaml:14
+            uint4 raw_x[1];   // as loaded, 2 elements a register, unpacked where used  // examples/softmax_manual.yaml:14
             float v_d[1][8];  // examples/softmax_manual.yaml:18
             float v_e[1][8];  // examples/softmax_manual.yaml:19
             float v_y[1][8];  // examples/softmax_manual.yaml:21
@@ -27,7 +27,7 @@ softmax_manual(
                 #pragma unroll
                 for (int it = 0; it < 1; it++) {
                     const int e = threadIdx.x * 8 + it * 2048;
-                    wsf_load8_global_f16(v_x[it], x_ptr + row * cols + e);  // examples/softmax_manual.yaml:14
+                    raw_x[it] = wsf_ldg16(x_ptr + row * cols + e);  // examples/softmax_manual.yaml:14
                 }
             } else {   // the row's ragged end
                 #pragma unroll
@@ -35,13 +35,7 @@ softmax_manual(
                     const int e = threadIdx.x * 8 + it * 2048;
                     if (e >= cols)
                         break;
-                    if (e + 8 <= cols) {
-                        wsf_load8_global_f16(v_x[it], x_ptr + row * cols + e);
-                    } else {
-                        #pragma unroll
-                        for (int v = 0; v < 8; v++)
-                            v_x[it][v] = e + v < cols ? wsf_load1_f16(x_ptr + row * cols + e + v) : 0.0f;
-                    }
+                    raw_x[it] = e + 8 <= cols ? wsf_ldg16(x_ptr + row * cols + e) : wsf_ldg16_part(x_ptr + row * cols + e, (int)(cols - e));
                 }
             }
             #pragma unroll
@@ -49,7 +43,9 @@ softmax_manual(
                 const int e = threadIdx.x * 8 + it * 2048;
                 if (e >= cols)
                     break;
-                acc_m = wsf_max8(acc_m, v_x[it], cols - e);
+                float v_x[8];
+                wsf_unpack8_f16(v_x, raw_x[it]);
+                acc_m = wsf_max8(acc_m, v_x, cols - e);
             }
             const float r_m = wsf_block_max(acc_m, wsf_red + 0);   // max  // examples/softmax_manual.yaml:17
             // pass 2 over the row: the reductions of level 2
@@ -59,9 +55,11 @@ softmax_manual(
                 const int e = threadIdx.x * 8 + it * 2048;
                 if (e >= cols)
                     break;
+                float v_x[8];
+                wsf_unpack8_f16(v_x, raw_x[it]);
                 #pragma unroll
                 for (int v = 0; v < 8; v++) {
-                    v_d[it][v] = v_x[it][v] - r_m;   // sub  // examples/softmax_manual.yaml:18
+                    v_d[it][v] = v_x[v] - r_m;   // sub  // examples/softmax_manual.yaml:18
                     v_e[it][v] = __expf(v_d[it][v]);   // exp  // examples/softmax_manual.yaml:19
                 }
                 acc_s = wsf_sum8(acc_s, v_e[it], cols - e);
@@ -73,9 +71,11 @@ softmax_manual(
                 const int e = threadIdx.x * 8 + it * 2048;
                 if (e >= cols)
                     break;
+                float v_x[8];
+                wsf_unpack8_f16(v_x, raw_x[it]);
                 #pragma unroll
                 for (int v = 0; v < 8; v++) {
-                    v_d[it][v] = v_x[it][v] - r_m;   // sub  // examples/softmax_manual.yaml:18
+                    v_d[it][v] = v_x[v] - r_m;   // sub  // examples/softmax_manual.yaml:18
                     v_y[it][v] = v_e[it][v] * (1.0f / r_s);   // div  // examples/softmax_manual.yaml:21
                 }
                 if (e + 8 <= cols) {  // examples/softmax_manual.yaml:24

@@ -7,7 +7,8 @@
 # this version cannot build yet is counted as skipped.  Without a GPU (nvidia-smi
 # missing, failing or listing none) it prints "skipped: no GPU" and exits 0.
 # GPU_TIMEOUT (seconds, default 300) bounds each run; SWEEP names another
-# sweep file (default: tests/gpu/sweep.txt).
+# sweep file (default: tests/gpu/sweep.txt).  With torch importable it also runs
+# ragged_row.py (single rows through the python binding).
 set -u
 b=${1:?usage: run.sh BUILD}
 here=${0%/*}
@@ -53,6 +54,21 @@ if [ -f "$sweep" ]; then
 		check $line
 	done <"$sweep"
 	set +f
+fi
+# one row of a width that is not a multiple of 8, through the python binding
+if python3 -c 'import torch' 2>/dev/null; then
+	t0=$SECONDS
+	if python3 "$here/ragged_row.py" "$b" >"$out" 2>&1; then
+		pass=$((pass + 1))
+		echo "ok   $((SECONDS - t0))s $here/ragged_row.py"
+	else
+		fail=$((fail + 1))
+		echo "FAIL gpu: $here/ragged_row.py"
+		tail -n 5 "$out" | sed 's/^/    /'
+	fi
+else
+	skip=$((skip + 1))
+	echo "skipped gpu: $here/ragged_row.py: no torch"
 fi
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail = 0 ]

@@ -20,7 +20,8 @@ for spec in "tests/gpu/specs/relu_chain.yaml -D N=300001" "tests/gpu/specs/relu_
 	"tests/gpu/specs/norm_layernorm.yaml -D M=20 -D N=32768" "tests/gpu/specs/norm_late_input.yaml -D M=64" \
 	"examples/softmax_vocab.yaml -D M=4 -D V=40000" "tests/gpu/specs/norm_layernorm.yaml -D M=6 -D N=33000" \
 	"tests/gpu/specs/norm_rowscale.yaml -D M=3 -D N=70000" "tests/gpu/specs/norm_row_output.yaml -D M=8" \
-	"tests/gpu/specs/norm_layernorm_np.yaml -D M=16 -D N=1000" "tests/gpu/specs/norm_softmax_np.yaml -D M=8"; do
+	"tests/gpu/specs/norm_layernorm_np.yaml -D M=16 -D N=1000" "tests/gpu/specs/norm_softmax_np.yaml -D M=8" \
+	"tests/gpu/specs/norm_layernorm_p.yaml -D M=16 -D N=1000" "examples/softmax_manual.yaml -D M=1 -D N=1001"; do
 	for tool in memcheck racecheck synccheck; do
 		# shellcheck disable=SC2086
 		"$cs" --tool $tool --error-exitcode 9 "$b/wsfuse" run --check --no-cache $spec >"$out" 2>&1

@@ -15,6 +15,8 @@
 
 #include "wsfuse.h"
 
+#include "have_nvrtc.h"
+
 static const char spec[] =
 	"fusion: api\n"
 	"sizes: {M: 64, N: 128}\n"
@@ -55,7 +57,7 @@ staged_rows_are_read_before_the_first_barrier(void **state)
 		"fusion: late\nsizes: {M: 64, N: 4096}\n"
 		"inputs:\n  x: {dtype: bf16, shape: [M, N]}\n  g: {dtype: bf16, shape: [M, N]}\n"
 		"ops:\n  - {out: p, op: softmax, in: [x]}\n  - {out: y, op: mul, in: [p, g]}\n"
-		"outputs:\n  y: {dtype: bf16}\n";
+		"outputs:\n  y: {dtype: bf16}\nschedule: {persistent: true}\n";
 	WsfContext *ctx = wsf_context_new();
 	WsfKernel *k = NULL;
 	const char *cu, *load, *first_barrier;
@@ -118,7 +120,8 @@ row_outputs_are_stored_once(void **state)
  * One CTA a row with the row in registers (persistent: false, and the
  * default for an rmsnorm): the row's
  * inputs come straight from global memory, both steps' loads before the
- * first reduction; no stage, no mbarrier, no bulk copy; a weight loads where
+ * first reduction, a bf16 row kept as loaded and unpacked in each pass that
+ * reads it; no stage, no mbarrier, no bulk copy; a weight loads where
  * it is used; an odd number of reductions needs no end-of-row barrier (there
  * is no next row), while the persistent kernel keeps its scratch-flip.
  */
@@ -133,7 +136,7 @@ direct_rows_load_from_global(void **state)
 	WsfContext *ctx = wsf_context_new();
 	WsfKernel *k = NULL;
 	char spec_text[512];
-	const char *cu, *load, *sum, *w;
+	const char *cu, *load, *sum, *w, *unpack;
 
 	(void)state;
 	assert_int_equal(wsf_set_option(ctx, "stop-after", "cuda"), WSF_OK);
@@ -141,13 +144,18 @@ direct_rows_load_from_global(void **state)
 	assert_int_equal(wsf_compile_string(ctx, "direct.yaml", spec_text, strlen(spec_text), &k), WSF_OK);
 	cu = wsf_kernel_text(k, WSF_STAGE_CUDA, NULL);
 	assert_non_null(cu);
-	load = strstr(cu, "wsf_load8_global(v_x[it], x_ptr + row * cols + e);");
+	load = strstr(cu, "raw_x[it] = wsf_ldg16(x_ptr + row * cols + e);");
 	sum = strstr(cu, "wsf_sum8(");
 	w = strstr(cu, "wsf_load8_global(v_w[it], w_ptr + e);");
 	assert_non_null(load);
 	assert_non_null(sum);
 	assert_non_null(w);
 	assert_true(load < sum && sum < w);
+	assert_non_null(strstr(cu, "uint4 raw_x[2];"));
+	unpack = strstr(cu, "wsf_unpack8(v_x, raw_x[it]);");
+	assert_non_null(unpack);  /* in the reduction's pass ... */
+	assert_true(unpack < sum);
+	assert_non_null(strstr(w, "wsf_unpack8(v_x, raw_x[it]);"));  /* ... and again in the output's */
 	assert_null(strstr(cu, "wsf_bulk_load"));
 	assert_null(strstr(cu, "wsf_mbar"));
 	assert_null(strstr(cu, "__syncthreads"));
@@ -159,6 +167,56 @@ direct_rows_load_from_global(void **state)
 	assert_non_null(strstr(cu, "wsf_bulk_load"));
 	assert_non_null(strstr(cu, "wsf_flip"));
 	wsf_kernel_delete(k);
+	wsf_context_delete(ctx);
+}
+
+/*
+ * A row kernel made direct by default whose registers spill (three f32 rows
+ * are 48 registers a thread before any arithmetic, over the 40 that 48 warps
+ * an SM leave) is compiled again as the persistent pipeline, and every stage
+ * shows that kernel, also when compiling stops before PTX; `persistent:
+ * false` keeps the direct kernel.  Skips without NVRTC.
+ */
+static void
+spilling_direct_rows_take_the_pipeline(void **state)
+{
+	static const char fmt[] =
+		"fusion: spill\nsizes: {M: 64, N: 8192}\n"
+		"inputs:\n  x: {dtype: f32, shape: [M, N]}\n  r: {dtype: f32, shape: [M, N]}\n"
+		"  s: {dtype: f32, shape: [M, N]}\n"
+		"ops:\n  - {out: h, op: add, in: [x, r]}\n  - {out: g, op: add, in: [h, s]}\n"
+		"  - {out: y, op: softmax, in: [g]}\n"
+		"outputs:\n  y: {dtype: f32}\n%s";
+	static const char *const stops[] = {"kernel-ir", "cuda", "cubin"};
+	WsfContext *ctx = wsf_context_new();
+	char spec_text[512];
+	int i;
+
+	(void)state;
+	if (!have_nvrtc())
+		skip();
+	for (i = 0; i < (int)(sizeof stops / sizeof stops[0]); i++) {
+		WsfKernel *k = NULL;
+		const char *kir;
+
+		assert_int_equal(wsf_set_option(ctx, "stop-after", stops[i]), WSF_OK);
+		snprintf(spec_text, sizeof spec_text, fmt, "");
+		assert_int_equal(wsf_compile_string(ctx, "spill.yaml", spec_text, strlen(spec_text), &k), WSF_OK);
+		kir = wsf_kernel_text(k, WSF_STAGE_KERNEL_IR, NULL);
+		assert_null(strstr(kir, "one_tile_per_cta"));
+		assert_non_null(strstr(kir, "bulk_load"));
+		if (i > 0)
+			assert_non_null(strstr(wsf_kernel_text(k, WSF_STAGE_CUDA, NULL), "persistent over tiles"));
+		else
+			assert_null(wsf_kernel_text(k, WSF_STAGE_CUDA, NULL));
+		wsf_kernel_delete(k);
+		snprintf(spec_text, sizeof spec_text, fmt, "schedule: {persistent: false}\n");
+		assert_int_equal(wsf_compile_string(ctx, "spill.yaml", spec_text, strlen(spec_text), &k), WSF_OK);
+		assert_non_null(strstr(wsf_kernel_text(k, WSF_STAGE_KERNEL_IR, NULL), "loaded straight from global memory"));
+		if (i > 0)
+			assert_non_null(strstr(wsf_kernel_text(k, WSF_STAGE_CUDA, NULL), "one CTA per tile"));
+		wsf_kernel_delete(k);
+	}
 	wsf_context_delete(ctx);
 }
 
@@ -270,6 +328,7 @@ main(void)
 		cmocka_unit_test(staged_rows_are_read_before_the_first_barrier),
 		cmocka_unit_test(row_outputs_are_stored_once),
 		cmocka_unit_test(direct_rows_load_from_global),
+		cmocka_unit_test(spilling_direct_rows_take_the_pipeline),
 		cmocka_unit_test(argument_queries),
 		cmocka_unit_test(errors_reach_the_callback_once),
 		cmocka_unit_test(refusals),

@@ -16,7 +16,6 @@
 
 #include <cmocka.h>
 
-#include <dlfcn.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +26,7 @@
 #include "../../runtime/runtime.h"
 
 #include "comp_init.h"
+#include "have_nvrtc.h"
 
 typedef struct Dirs {
 	char root[64];
@@ -69,24 +69,6 @@ static const char *const wgmma_src =
 	"  asm volatile(\"wgmma.wait_group.sync.aligned 0;\\n\" ::: \"memory\");\n"
 	"  for (int i = 0; i < 8; i++) x[threadIdx.x * 8 + i] = d[i];\n"
 	"}\n";
-
-static int
-have_nvrtc(void)
-{
-	static const char *const names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
-	int i;
-
-	for (i = 0; i < countof(names); i++) {
-		/* NODELETE as in nvrtc.c: unloading NVRTC would orphan its startup allocations */
-		void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-
-		if (h) {
-			dlclose(h);
-			return 1;
-		}
-	}
-	return 0;
-}
 
 static int
 rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -155,6 +137,8 @@ test_compile_then_hit(void **state)
 	assert_contains(a.ptx, ".entry k");
 	assert_contains(a.log, "ptxas info"); /* --ptxas-options=--verbose */
 	assert_contains(a.log, "Used");
+	assert_contains(a.log, " bytes spill stores"); /* what rt_spill_bytes reads */
+	assert_int_equal(rt_spill_bytes(a.log), 0);
 
 	assert_int_equal(rt_compile(&c, &o, "k", good_src, &header, 1, &b), WSF_OK);
 	assert_true(b.cache_hit);
@@ -173,6 +157,22 @@ test_compile_then_hit(void **state)
 	}
 	assert_int_equal(c.nerrors, 0);
 	arena_free(c.arena);
+}
+
+/* rt_spill_bytes sums the spill stores of every function in a ptxas log. */
+static void
+test_spill_bytes(void **state)
+{
+	(void)state;
+	assert_int_equal(rt_spill_bytes(""), 0);
+	assert_int_equal(rt_spill_bytes("ptxas info    : Function properties for k\n"
+	                                "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"),
+	                 0);
+	assert_int_equal(rt_spill_bytes("ptxas info    : Function properties for a\n"
+	                                "    40 bytes stack frame, 52 bytes spill stores, 28 bytes spill loads\n"
+	                                "ptxas info    : Function properties for b\n"
+	                                "    8 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads\n"),
+	                 60);
 }
 
 static void
@@ -318,6 +318,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_compile_then_hit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache_off, setup, teardown),
+		cmocka_unit_test(test_spill_bytes),
 		cmocka_unit_test_setup_teardown(test_syntax_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_error_dump_without_dump_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_header, setup, teardown),

@@ -447,6 +447,7 @@ reset_comp(Fixture *t)
 	c->status = WSF_OK;
 	c->fusion = NULL;
 	c->kernel = NULL;
+	c->no_direct_rows = false;
 }
 
 /* Lowers SPEC through every pass; fails the test on any diagnostic. */
@@ -652,7 +653,7 @@ static void
 lower_reduction_buffers_the_row_loop(void **state)
 {
 	Fixture *t = *state;
-	Kernel *k = lower_spec(t, NORM_SPEC("1000", ""));
+	Kernel *k = lower_spec(t, NORM_SPEC("1000", "schedule: {persistent: true}\n"));
 	Stmt *main_ = k->body->body[find(k->body, ST_LOOP) + 1], *issue, *ld;
 
 	assert_int_equal(k->family, FAM_REDUCTION);
@@ -926,7 +927,7 @@ lower_reduction_one_cta_a_row(void **state)
 	assert_false(k->row_direct);
 	assert_int_equal(k->buf[1].stages, 1);
 	reset_comp(t);
-	k = lower_spec(t, NORM_SPEC("1000", ""));
+	k = lower_spec(t, NORM_SPEC("1000", "schedule: {persistent: true}\n"));
 	assert_true(k->persistent);
 	assert_false(k->row_direct);
 	assert_int_equal(k->buf[1].stages, 2);
@@ -944,9 +945,9 @@ lower_reduction_one_cta_a_row(void **state)
 
 /*
  * The default for a row in registers: one CTA a row, loaded straight from
- * global memory, when the row needs few registers (at most one full-row
- * input and one row broadcast over rows); otherwise, or when the schedule
- * asks, the persistent pipeline.
+ * global memory, unless the schedule asks for the pipeline or compiling the
+ * direct kernel spilled registers (Comp.no_direct_rows, which compile_kernel
+ * sets and test_api checks end to end).
  */
 static void
 lower_reduction_direct_by_default(void **state)
@@ -956,14 +957,18 @@ lower_reduction_direct_by_default(void **state)
 	"fusion: d\nsizes: {M: 512, N: 4096}\ninputs:\n" inputs "ops:\n" op "outputs:\n  y: {dtype: bf16}\n" sched
 #define X "  x: {dtype: bf16, shape: [M, N]}\n"
 #define W "  w: {dtype: bf16, shape: [N]}\n"
-	static const struct { const char *spec; bool direct; } cases[] = {
-		{ROWS(X, "  - {out: y, op: softmax, in: [x]}\n", ""), true},
-		{ROWS(X W, "  - {out: y, op: rmsnorm, in: [x, w]}\n", ""), true},
-		{ROWS(X W "  b: {dtype: bf16, shape: [N]}\n", "  - {out: y, op: layernorm, in: [x, w, b]}\n", ""), false},
+	/* SPILLED: as compile_kernel lowers again after the direct kernel spilled */
+	static const struct { const char *spec; bool spilled, direct; } cases[] = {
+		{ROWS(X, "  - {out: y, op: softmax, in: [x]}\n", ""), false, true},
+		{ROWS(X W, "  - {out: y, op: rmsnorm, in: [x, w]}\n", ""), false, true},
+		{ROWS(X W "  b: {dtype: bf16, shape: [N]}\n", "  - {out: y, op: layernorm, in: [x, w, b]}\n", ""), false,
+		 true},
 		{ROWS(X "  r: {dtype: bf16, shape: [M, N]}\n",
-		      "  - {out: h, op: add, in: [x, r]}\n  - {out: y, op: softmax, in: [h]}\n", ""), false},
-		{ROWS(X W, "  - {out: y, op: rmsnorm, in: [x, w]}\n", "schedule: {persistent: true}\n"), false},
-		{ROWS(X W, "  - {out: y, op: rmsnorm, in: [x, w]}\n", "schedule: {stages: 2}\n"), false},
+		      "  - {out: h, op: add, in: [x, r]}\n  - {out: y, op: softmax, in: [h]}\n", ""), false, true},
+		{ROWS(X W, "  - {out: y, op: rmsnorm, in: [x, w]}\n", "schedule: {persistent: true}\n"), false, false},
+		{ROWS(X W, "  - {out: y, op: rmsnorm, in: [x, w]}\n", "schedule: {stages: 2}\n"), false, false},
+		{ROWS(X W, "  - {out: y, op: rmsnorm, in: [x, w]}\n", ""), true, false},
+		{ROWS(X W, "  - {out: y, op: rmsnorm, in: [x, w]}\n", "schedule: {persistent: false}\n"), true, true},
 	};
 #undef ROWS
 #undef X
@@ -974,6 +979,7 @@ lower_reduction_direct_by_default(void **state)
 		Kernel *k;
 
 		reset_comp(t);
+		t->c.no_direct_rows = cases[i].spilled;
 		k = lower_spec(t, cases[i].spec);
 		if (k->row_direct != cases[i].direct)
 			fail_msg("case %d: row_direct %d, expected %d", i, k->row_direct, cases[i].direct);
