@@ -404,7 +404,7 @@ emit_compute(Emit *e, const Stmt *s)
  * from the full-row values they need, and the full-row outputs in a last
  * pass.  Global memory is read once either way; what a pass starts from
  * depends on the row's width:
- *   - registers (k->row_steps, chosen by lowering: at most 2 steps): the
+ *   - registers (k->row_steps, chosen by lowering: at most 4 steps): the
  *     loop is unrolled, a thread's part of every value is an array
  *     v_NAME[step][8] computed once, in the first pass that needs it, and
  *     later passes read it from registers; a direct kernel (k->row_direct,
@@ -413,31 +413,11 @@ emit_compute(Emit *e, const Stmt *s)
  *   - shared memory (wider rows): each pass reads the row from its stage
  *     again and recomputes the values it needs in v_NAME[8].
  *
- * Register mode keeps the values whose recomputation costs: the inputs
- * (a shared-memory or global load) and the results of transcendental ops and
- * full-row divisions.  Cheap arithmetic is recomputed in each pass from
- * them, which keeps register pressure down (a kept value is 8 registers a
- * step).
+ * Register mode keeps the values kir_row_kept names (the inputs, and the
+ * results of transcendental ops and full-row divisions); cheap arithmetic is
+ * recomputed in each pass from them, which keeps register pressure down (a
+ * kept value is 8 registers a step).
  */
-static bool
-row_keep(const Fusion *f, int t)
-{
-	const Op *o;
-
-	if (f->tensor[t].kind != TK_VALUE)
-		return true;
-	o = &f->op[f->tensor[t].def];
-	switch (o->kind) {
-	case OP_EXP: case OP_LOG: case OP_SQRT: case OP_RSQRT: case OP_TANH:
-	case OP_SIGMOID: case OP_SILU: case OP_GELU:
-		return true;
-	case OP_DIV:
-		return o->in[1].tensor != 0;
-	default:
-		return false;
-	}
-}
-
 static bool
 row_full(const Kernel *k, int t)
 {
@@ -714,7 +694,7 @@ row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 	}
 	if (e->row_steps)  /* what this pass computed and is worth keeping stays in registers */
 		for (i = 1; i < f->ntensor; i++)
-			have[i] = have[i] || (need[i] && row_keep(f, i));
+			have[i] = have[i] || (need[i] && kir_row_kept(f, i));
 }
 
 static void
@@ -1382,8 +1362,10 @@ min_ctas(const Kernel *k)
 
 	if (k->family != FAM_REDUCTION)
 		return 1;
-	if (k->row_direct)  /* 48 warps an SM keep enough loads in flight (docs/perf.md) */
-		return 1536 / k->threads < 1 ? 1 : 1536 / k->threads;
+	if (k->row_direct) {  /* 48 warps an SM keep enough loads in flight, 40 with twice the loads (docs/perf.md) */
+		n = (k->row_deep ? 1280 : 1536) / k->threads;
+		return n < 1 ? 1 : n;
+	}
 	n = SM_SMEM / (kernel_smem_bytes(k) + CTA_SMEM_RESERVED + 64 * 4);  /* + wsf_red */
 	if (n > 1024 / k->threads)
 		n = 1024 / k->threads;

@@ -280,11 +280,12 @@ set_text(WsfKernel *k, WsfStage s, const char *text, size_t len)
 /*
  * The stages past the fusion passes: kernel passes, CUDA, NVRTC.
  *
- * A row reduction that lowering made a direct kernel by default (one CTA a
- * row, the row in registers) is compiled whatever the stage asked for, to
- * see whether ptxas spilled its registers; if it did, the kernel passes run
- * again for the persistent pipeline, so that every stage shows the kernel
- * that runs.  Both compiles go through the cache.
+ * A row reduction that lowering made a direct kernel (one CTA a row, the
+ * row in registers) is compiled whatever the stage asked for, to see
+ * whether ptxas spilled its registers; if it did, the kernel passes run
+ * again (Comp.row_fallback): 32 elements a thread drop to 16, and 16 to the
+ * persistent pipeline unless the schedule asked for one CTA a row.  So every
+ * stage shows the kernel that runs.  Every compile goes through the cache.
  */
 static WsfStatus
 compile_kernel(WsfContext *ctx, WsfKernel *k)
@@ -300,7 +301,7 @@ compile_kernel(WsfContext *ctx, WsfKernel *k)
 again:
 	if (passes_run(c, WSF_STAGE_KERNEL_IR))
 		return c->status ? c->status : WSF_ERR_INPUT;
-	probe = c->kernel->row_direct && c->fusion->sched.persistent == 0;
+	probe = c->kernel->row_direct && (c->kernel->row_deep || c->fusion->sched.persistent == 0);
 	buf_init(&b, c->arena);
 	kernel_print(&b, c->kernel);
 	set_text(k, WSF_STAGE_KERNEL_IR, buf_str(&b), b.len);
@@ -317,7 +318,7 @@ again:
 	if (s != WSF_OK)
 		return s;
 	if (probe && rt_spill_bytes(bin.log) > 0) {
-		c->no_direct_rows = true;
+		c->row_fallback = c->kernel->row_deep ? 1 : 2;
 		goto again;
 	}
 	if (ctx->stop < WSF_STAGE_PTX)

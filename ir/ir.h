@@ -129,7 +129,9 @@ typedef struct Comp {
 
 	Fusion *fusion;         /* set by the front end */
 	Kernel *kernel;         /* set by lowering */
-	bool no_direct_rows;    /* a direct row kernel spilled: lower the persistent pipeline (compile_kernel) */
+	int row_fallback;       /* set by compile_kernel when a direct row kernel spilled registers: 1 lower
+	                           it with 16 elements a thread (Kernel.row_deep false), 2 lower the
+	                           persistent pipeline unless the schedule asks for one CTA a row */
 } Comp;
 
 /* Reports an error at P (P.line 0: no position); always returns -1. */
@@ -553,6 +555,8 @@ struct Kernel {
 	int row_passes;          /* reduction streamed in chunks: passes over each row */
 	bool row_direct;         /* reduction: one CTA a row, whose inputs are loaded straight into
 	                            registers (no stage, no TMA): a row in registers, not persistent */
+	bool row_deep;           /* reduction, direct: 32 elements a thread at 40 warps an SM (48
+	                            registers), not 16 at 48 warps (40) */
 	View *tview;             /* reduction: each fusion tensor's view of the row domain */
 	int domain;              /* the fusion tensor whose shape the 2-D view is made from */
 	KParam *param;  int nparam, capparam;   /* [0] unused */
@@ -616,6 +620,13 @@ Expr *kir_bulk_bytes(Comp *c, const Kernel *k, const Stmt *load);
  * else 0.  Returns the highest level.
  */
 int kir_row_levels(const Kernel *k, int *level, int *online);
+/*
+ * Does a row held in registers keep fusion tensor T's values from the pass
+ * that computes them to the later ones: an input (a load), or a result that
+ * costs to recompute (a transcendental op, a division by a full row)?
+ * Cheap arithmetic is recomputed in each pass instead.
+ */
+bool kir_row_kept(const Fusion *f, int t);
 /* Visits every statement of the tree in order (pre-order). */
 void st_walk(Stmt *s, void (*fn)(Stmt *s, void *user), void *user);
 

@@ -365,6 +365,25 @@ one_pass_with(const Fusion *f, const Op *o)
 	return sub->in[1].tensor;
 }
 
+bool
+kir_row_kept(const Fusion *f, int t)
+{
+	const Op *o;
+
+	if (f->tensor[t].kind != TK_VALUE)
+		return true;
+	o = &f->op[f->tensor[t].def];
+	switch (o->kind) {
+	case OP_EXP: case OP_LOG: case OP_SQRT: case OP_RSQRT: case OP_TANH:
+	case OP_SIGMOID: case OP_SILU: case OP_GELU:
+		return true;
+	case OP_DIV:
+		return o->in[1].tensor != 0;
+	default:
+		return false;
+	}
+}
+
 int
 kir_row_levels(const Kernel *k, int *level, int *online)
 {

@@ -450,11 +450,22 @@ classify_row(const Tensor *t, const Tensor *d)
 
 /*
  * ROW_ALIGN: row buffers hold the compile-time width rounded up to this;
- * MAX_ROW: the widest row a stage holds; ROW_REGS: the most steps of 8
- * elements a thread holds a row's values in registers for; CHUNK_THREADS:
+ * MAX_ROW: the widest row a stage holds; CHUNK_THREADS:
  * the threads of a kernel that streams rows in chunks of 8 elements a thread.
  */
-enum { ROW_ALIGN = 256, MAX_ROW = 32768, ROW_REGS = 2, CHUNK_THREADS = 512, CHUNK = 8 * CHUNK_THREADS };
+enum { ROW_ALIGN = 256, MAX_ROW = 32768, CHUNK_THREADS = 512, CHUNK = 8 * CHUNK_THREADS };
+
+/* Does a row held in registers keep computed full-row values between passes (kir_row_kept)? */
+static bool
+row_keeps_values(const Fusion *f, const Kernel *k)
+{
+	int t;
+
+	for (t = 1; t < f->ntensor; t++)
+		if (f->tensor[t].kind == TK_VALUE && k->tview[t] == VIEW_FULL && kir_row_kept(f, t))
+			return true;
+	return false;
+}
 
 /*
  * A row streamed in chunks: for each pass over the row, a loop over its
@@ -542,9 +553,9 @@ lower_reduction(Comp *c, Fusion *f)
 	Kernel *k;
 	Stmt *loop, *issue, *compute;
 	Expr *row0, *col0;
-	int j, cap, row_bytes = 0, maxl;
+	int j, cap, per, row_bytes = 0, maxl;
 	int64_t width;
-	bool full_out = false;
+	bool full_out = false, direct;
 
 	for (j = 1; j < f->nop && !d; j++)
 		if (op_info[f->op[j].kind].cls == CLS_REDUCE)
@@ -623,14 +634,6 @@ lower_reduction(Comp *c, Fusion *f)
 		 */
 		k->stages_default = 2;
 		/*
-		 * 16 elements a thread: rows up to 16384 wide stay in registers in two
-		 * steps of 8 (codegen's register mode); wider rows take 1024 threads.
-		 */
-		k->consumer_threads = k->threads = cap / 16 < THREADS ? THREADS : cap / 16 > 1024 ? 1024 :
-		                                   (cap / 16 + 31) / 32 * 32;
-		j = (cap + 8 * k->threads - 1) / (8 * k->threads);
-		k->row_steps = j <= ROW_REGS ? j : 0;
-		/*
 		 * One CTA a row, the row loaded straight into registers (no stage,
 		 * no TMA), as Triton does: with 48 warps an SM each keeping its
 		 * 16-byte loads in flight, HBM stays busier than with persistent
@@ -638,11 +641,38 @@ lower_reduction(Comp *c, Fusion *f)
 		 * rmsnorm 0.1315 against 0.1460 ms, softmax 0.1359 against 0.1520,
 		 * 32768x4096).  It is the default for a row that fits in
 		 * registers, unless `persistent:` or `stages:` says otherwise, or
-		 * the compiled kernel spilled registers (c->no_direct_rows, set by
+		 * the compiled kernel spilled registers (c->row_fallback 2, set by
 		 * compile_kernel, which then lowers again): spills cost more than
 		 * the pipeline gains (layernorm, H200: 0.19 against 0.153 ms).
 		 */
-		if (f->sched.persistent == 0 && !f->sched.stages && k->row_steps && !c->no_direct_rows)
+		direct = !f->sched.stages &&
+		         (f->sched.persistent == 1 || (f->sched.persistent == 0 && c->row_fallback < 2));
+		/*
+		 * 16 elements a thread: rows up to 16384 wide stay in registers in two
+		 * steps of 8 (codegen's register mode); wider rows take 1024 threads.
+		 * A direct row with two levels of reductions (a second pass over
+		 * the registers: layernorm's variance) that keeps no computed
+		 * full-row values between its passes holds 32, in four steps, at
+		 * 40 warps an SM (48 registers a thread): its loads are a smaller
+		 * part of its time, so each thread keeps more bytes in flight (H200
+		 * layernorm: 0.1365 against 0.1462 ms at 32768x4096, 0.1370
+		 * against 0.1523 at 16384x8192; H100 within 2%).  softmax keeps
+		 * exp's values (f32, twice a bf16 input's registers) and runs 3%
+		 * slower so on the H200 (16384x8192).  If the kernel spills, it
+		 * drops back to 16 (c->row_fallback 1).
+		 */
+		per = 16;
+		if (direct && c->row_fallback == 0 && cap / 16 <= 1024 && !row_keeps_values(f, k) &&
+		    kir_row_levels(k, arena_alloc(c->arena, (size_t)f->ntensor * sizeof(int)), NULL) >= 2)
+			per = 32;
+		k->consumer_threads = k->threads = cap / per < 128 ? 128 : cap / per > 1024 ? 1024 :
+		                                   (cap / per + 31) / 32 * 32;
+		if (per == 16 && k->threads < THREADS)
+			k->consumer_threads = k->threads = THREADS;
+		j = (cap + 8 * k->threads - 1) / (8 * k->threads);
+		k->row_steps = j <= per / 8 ? j : 0;
+		k->row_deep = per == 32;
+		if (direct && k->row_steps)
 			k->persistent = false;
 		k->row_direct = !k->persistent && k->row_steps && !f->sched.stages;
 		if (!k->persistent && !k->stages_hint)

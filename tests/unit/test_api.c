@@ -175,7 +175,8 @@ direct_rows_load_from_global(void **state)
  * are 48 registers a thread before any arithmetic, over the 40 that 48 warps
  * an SM leave) is compiled again as the persistent pipeline, and every stage
  * shows that kernel, also when compiling stops before PTX; `persistent:
- * false` keeps the direct kernel.  Skips without NVRTC.
+ * false` keeps the direct kernel.  A layernorm-like row at 32 elements a
+ * thread that spills drops to 16.  Skips without NVRTC.
  */
 static void
 spilling_direct_rows_take_the_pipeline(void **state)
@@ -187,6 +188,11 @@ spilling_direct_rows_take_the_pipeline(void **state)
 		"ops:\n  - {out: h, op: add, in: [x, r]}\n  - {out: g, op: add, in: [h, s]}\n"
 		"  - {out: y, op: softmax, in: [g]}\n"
 		"outputs:\n  y: {dtype: f32}\n%s";
+	static const char deep[] =
+		"fusion: deep\nsizes: {M: 64, N: 4096}\n"
+		"inputs:\n  x: {dtype: bf16, shape: [M, N]}\n  r: {dtype: bf16, shape: [M, N]}\n"
+		"ops:\n  - {out: g, op: mul, in: [x, r]}\n  - {out: y, op: layernorm, in: [g]}\n"
+		"outputs:\n  y: {dtype: bf16}\n";
 	static const char *const stops[] = {"kernel-ir", "cuda", "cubin"};
 	WsfContext *ctx = wsf_context_new();
 	char spec_text[512];
@@ -215,6 +221,14 @@ spilling_direct_rows_take_the_pipeline(void **state)
 		assert_non_null(strstr(wsf_kernel_text(k, WSF_STAGE_KERNEL_IR, NULL), "loaded straight from global memory"));
 		if (i > 0)
 			assert_non_null(strstr(wsf_kernel_text(k, WSF_STAGE_CUDA, NULL), "one CTA per tile"));
+		wsf_kernel_delete(k);
+		/* 32 elements a thread of two bf16 rows spill (ptxas 13.0), 16 fit: 256 threads, 48 warps an SM */
+		assert_int_equal(wsf_compile_string(ctx, "deep.yaml", deep, strlen(deep), &k), WSF_OK);
+		kir = wsf_kernel_text(k, WSF_STAGE_KERNEL_IR, NULL);
+		assert_non_null(strstr(kir, "threads=256 consumers=256 tile=[1, 4096] one_tile_per_cta"));
+		assert_non_null(strstr(kir, "(2 steps of 8 a thread), loaded straight from global memory"));
+		if (i > 0)
+			assert_non_null(strstr(wsf_kernel_text(k, WSF_STAGE_CUDA, NULL), "__launch_bounds__(256, 6)"));
 		wsf_kernel_delete(k);
 	}
 	wsf_context_delete(ctx);

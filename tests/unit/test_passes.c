@@ -447,7 +447,7 @@ reset_comp(Fixture *t)
 	c->status = WSF_OK;
 	c->fusion = NULL;
 	c->kernel = NULL;
-	c->no_direct_rows = false;
+	c->row_fallback = 0;
 }
 
 /* Lowers SPEC through every pass; fails the test on any diagnostic. */
@@ -945,9 +945,13 @@ lower_reduction_one_cta_a_row(void **state)
 
 /*
  * The default for a row in registers: one CTA a row, loaded straight from
- * global memory, unless the schedule asks for the pipeline or compiling the
- * direct kernel spilled registers (Comp.no_direct_rows, which compile_kernel
- * sets and test_api checks end to end).
+ * global memory, unless the schedule asks for the pipeline.  A row with two
+ * levels of reductions that keeps no computed values between its passes
+ * (layernorm; not softmax, which keeps exp's) takes 32 elements a thread, at
+ * 40 warps an SM; others 16, at 48 warps.  After a spill (Comp.row_fallback,
+ * which compile_kernel sets and test_api checks end to end) 32 drop to 16,
+ * and 16 to the persistent pipeline unless the schedule asks for one CTA a
+ * row.
  */
 static void
 lower_reduction_direct_by_default(void **state)
@@ -957,34 +961,43 @@ lower_reduction_direct_by_default(void **state)
 	"fusion: d\nsizes: {M: 512, N: 4096}\ninputs:\n" inputs "ops:\n" op "outputs:\n  y: {dtype: bf16}\n" sched
 #define X "  x: {dtype: bf16, shape: [M, N]}\n"
 #define W "  w: {dtype: bf16, shape: [N]}\n"
-	/* SPILLED: as compile_kernel lowers again after the direct kernel spilled */
-	static const struct { const char *spec; bool spilled, direct; } cases[] = {
-		{ROWS(X, "  - {out: y, op: softmax, in: [x]}\n", ""), false, true},
-		{ROWS(X W, "  - {out: y, op: rmsnorm, in: [x, w]}\n", ""), false, true},
-		{ROWS(X W "  b: {dtype: bf16, shape: [N]}\n", "  - {out: y, op: layernorm, in: [x, w, b]}\n", ""), false,
-		 true},
+#define LN ROWS(X W "  b: {dtype: bf16, shape: [N]}\n", "  - {out: y, op: layernorm, in: [x, w, b]}\n", "")
+#define RMS(sched) ROWS(X W, "  - {out: y, op: rmsnorm, in: [x, w]}\n", sched)
+	/* threads 0: the persistent pipeline (256 threads, 2 steps, staged) */
+	static const struct { const char *spec; int fallback, threads, steps; } cases[] = {
+		{ROWS(X, "  - {out: y, op: softmax, in: [x]}\n", ""), 0, 256, 2},
+		{RMS(""), 0, 256, 2},
+		{LN, 0, 128, 4},
+		{LN, 1, 256, 2},
+		{LN, 2, 0, 2},
 		{ROWS(X "  r: {dtype: bf16, shape: [M, N]}\n",
-		      "  - {out: h, op: add, in: [x, r]}\n  - {out: y, op: softmax, in: [h]}\n", ""), false, true},
-		{ROWS(X W, "  - {out: y, op: rmsnorm, in: [x, w]}\n", "schedule: {persistent: true}\n"), false, false},
-		{ROWS(X W, "  - {out: y, op: rmsnorm, in: [x, w]}\n", "schedule: {stages: 2}\n"), false, false},
-		{ROWS(X W, "  - {out: y, op: rmsnorm, in: [x, w]}\n", ""), true, false},
-		{ROWS(X W, "  - {out: y, op: rmsnorm, in: [x, w]}\n", "schedule: {persistent: false}\n"), true, true},
+		      "  - {out: h, op: add, in: [x, r]}\n  - {out: y, op: softmax, in: [h]}\n", ""), 0, 256, 2},
+		{RMS("schedule: {persistent: true}\n"), 0, 0, 2},
+		{RMS("schedule: {stages: 2}\n"), 0, 0, 2},
+		{RMS(""), 2, 0, 2},
+		{RMS("schedule: {persistent: false}\n"), 2, 256, 2},
 	};
+#undef RMS
+#undef LN
 #undef ROWS
 #undef X
 #undef W
 	int i;
 
 	for (i = 0; i < countof(cases); i++) {
+		bool direct = cases[i].threads > 0;
 		Kernel *k;
 
 		reset_comp(t);
-		t->c.no_direct_rows = cases[i].spilled;
+		t->c.row_fallback = cases[i].fallback;
 		k = lower_spec(t, cases[i].spec);
-		if (k->row_direct != cases[i].direct)
-			fail_msg("case %d: row_direct %d, expected %d", i, k->row_direct, cases[i].direct);
-		assert_int_equal(k->persistent, !cases[i].direct);
-		assert_int_equal(kir_has_load(k->body), !cases[i].direct);
+		if (k->row_direct != direct || k->row_steps != cases[i].steps ||
+		    k->threads != (direct ? cases[i].threads : 256))
+			fail_msg("case %d: row_direct %d, %d threads, %d steps; expected %d, %d, %d", i, k->row_direct,
+			         k->threads, k->row_steps, direct, direct ? cases[i].threads : 256, cases[i].steps);
+		assert_int_equal(k->row_deep, cases[i].steps == 4);
+		assert_int_equal(k->persistent, !direct);
+		assert_int_equal(kir_has_load(k->body), !direct);
 	}
 }
 
