@@ -42,7 +42,7 @@ check-asan:
 	 UBSAN_OPTIONS=print_stacktrace=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
 	 $(MAKE) --no-print-directory B=build-asan CFLAGS='$(ASAN_CFLAGS)' LDFLAGS='$(ASAN_LDFLAGS)' test
 
-VALGRIND := valgrind --leak-check=full --errors-for-leak-kinds=all --error-exitcode=9 -q
+VALGRIND := valgrind --leak-check=full --errors-for-leak-kinds=all --error-exitcode=9 -q --num-callers=40 --suppressions=$(CURDIR)/tests/valgrind.supp
 check-valgrind: all
 	@command -v valgrind >/dev/null || { echo "wsfuse: valgrind is missing: apt-get install valgrind" >&2; exit 1; }
 	@bash tests/run_golden.sh -n -w '$(VALGRIND)' $(B)
