@@ -6,6 +6,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -171,6 +172,31 @@ direct_rows_load_from_global(void **state)
 }
 
 /*
+ * Compiles TEXT to the context's stop stage: its kernel IR names KIR_HAS and
+ * not KIR_LACKS (NULL: no check); when CUDA, the CUDA names CUDA_HAS, else
+ * there is no CUDA text.
+ */
+static void
+expect_stages(WsfContext *ctx, const char *text, const char *kir_has, const char *kir_lacks, bool cuda,
+              const char *cuda_has)
+{
+	WsfKernel *k = NULL;
+	const char *kir, *cu;
+
+	assert_int_equal(wsf_compile_string(ctx, "spill.yaml", text, strlen(text), &k), WSF_OK);
+	kir = wsf_kernel_text(k, WSF_STAGE_KERNEL_IR, NULL);
+	assert_non_null(strstr(kir, kir_has));
+	if (kir_lacks)
+		assert_null(strstr(kir, kir_lacks));
+	cu = wsf_kernel_text(k, WSF_STAGE_CUDA, NULL);
+	if (cuda)
+		assert_true(cu && strstr(cu, cuda_has));
+	else
+		assert_null(cu);
+	wsf_kernel_delete(k);
+}
+
+/*
  * A row kernel made direct by default whose registers spill (three f32 rows
  * are 48 registers a thread before any arithmetic, over the 40 that 48 warps
  * an SM leave) is compiled again as the persistent pipeline, and every stage
@@ -202,34 +228,18 @@ spilling_direct_rows_take_the_pipeline(void **state)
 	if (!have_nvrtc())
 		skip();
 	for (i = 0; i < (int)(sizeof stops / sizeof stops[0]); i++) {
-		WsfKernel *k = NULL;
-		const char *kir;
+		bool cuda = i > 0;
 
 		assert_int_equal(wsf_set_option(ctx, "stop-after", stops[i]), WSF_OK);
 		snprintf(spec_text, sizeof spec_text, fmt, "");
-		assert_int_equal(wsf_compile_string(ctx, "spill.yaml", spec_text, strlen(spec_text), &k), WSF_OK);
-		kir = wsf_kernel_text(k, WSF_STAGE_KERNEL_IR, NULL);
-		assert_null(strstr(kir, "one_tile_per_cta"));
-		assert_non_null(strstr(kir, "bulk_load"));
-		if (i > 0)
-			assert_non_null(strstr(wsf_kernel_text(k, WSF_STAGE_CUDA, NULL), "persistent over tiles"));
-		else
-			assert_null(wsf_kernel_text(k, WSF_STAGE_CUDA, NULL));
-		wsf_kernel_delete(k);
+		expect_stages(ctx, spec_text, "bulk_load", "one_tile_per_cta", cuda, "persistent over tiles");
 		snprintf(spec_text, sizeof spec_text, fmt, "schedule: {persistent: false}\n");
-		assert_int_equal(wsf_compile_string(ctx, "spill.yaml", spec_text, strlen(spec_text), &k), WSF_OK);
-		assert_non_null(strstr(wsf_kernel_text(k, WSF_STAGE_KERNEL_IR, NULL), "loaded straight from global memory"));
-		if (i > 0)
-			assert_non_null(strstr(wsf_kernel_text(k, WSF_STAGE_CUDA, NULL), "one CTA per tile"));
-		wsf_kernel_delete(k);
+		expect_stages(ctx, spec_text, "loaded straight from global memory", NULL, cuda, "one CTA per tile");
 		/* 32 elements a thread of two bf16 rows spill (ptxas 13.0), 16 fit: 256 threads, 48 warps an SM */
-		assert_int_equal(wsf_compile_string(ctx, "deep.yaml", deep, strlen(deep), &k), WSF_OK);
-		kir = wsf_kernel_text(k, WSF_STAGE_KERNEL_IR, NULL);
-		assert_non_null(strstr(kir, "threads=256 consumers=256 tile=[1, 4096] one_tile_per_cta"));
-		assert_non_null(strstr(kir, "(2 steps of 8 a thread), loaded straight from global memory"));
-		if (i > 0)
-			assert_non_null(strstr(wsf_kernel_text(k, WSF_STAGE_CUDA, NULL), "__launch_bounds__(256, 6)"));
-		wsf_kernel_delete(k);
+		expect_stages(ctx, deep, "threads=256 consumers=256 tile=[1, 4096] one_tile_per_cta", NULL, cuda,
+		              "__launch_bounds__(256, 6)");
+		expect_stages(ctx, deep, "(2 steps of 8 a thread), loaded straight from global memory", NULL, cuda,
+		              "one CTA per tile");
 	}
 	wsf_context_delete(ctx);
 }
