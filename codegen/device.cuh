@@ -246,6 +246,29 @@ __device__ __forceinline__ uint4 wsf_ldg16(const void *p)
 	             : "l"(p));
 	return u;
 }
+// L2 eviction policies for a row read more than once: each pass of a direct
+// row kernel reads the row again; the passes before the last ask L2 to keep
+// it (evict_last), the last lets it go (evict_first).
+__device__ __forceinline__ wsf_u64 wsf_l2_keep(void)
+{
+	wsf_u64 p;
+	asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
+	return p;
+}
+__device__ __forceinline__ wsf_u64 wsf_l2_drop(void)
+{
+	wsf_u64 p;
+	asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+	return p;
+}
+// wsf_ldg16 under an L2 policy.
+__device__ __forceinline__ uint4 wsf_ldg16_l2(const void *p, wsf_u64 pol)
+{
+	uint4 u;
+	asm volatile("ld.global.nc.L2::cache_hint.v4.b32 {%0, %1, %2, %3}, [%4], %5;"
+	             : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p), "l"(pol));
+	return u;
+}
 // Eight 2-byte elements as stored (two a register) to f32.
 __device__ __forceinline__ void wsf_unpack8(float v[8], uint4 u)
 {
@@ -281,6 +304,12 @@ __device__ __forceinline__ void wsf_load8_global_f16(float v[8], const wsf_f16 *
 __device__ __forceinline__ void wsf_load8_global(float v[8], const float *p)
 {
 	uint4 a = wsf_ldg16(p), b = wsf_ldg16(p + 4);
+	v[0] = __uint_as_float(a.x); v[1] = __uint_as_float(a.y); v[2] = __uint_as_float(a.z); v[3] = __uint_as_float(a.w);
+	v[4] = __uint_as_float(b.x); v[5] = __uint_as_float(b.y); v[6] = __uint_as_float(b.z); v[7] = __uint_as_float(b.w);
+}
+__device__ __forceinline__ void wsf_load8_global_l2(float v[8], const float *p, wsf_u64 pol)
+{
+	uint4 a = wsf_ldg16_l2(p, pol), b = wsf_ldg16_l2(p + 4, pol);
 	v[0] = __uint_as_float(a.x); v[1] = __uint_as_float(a.y); v[2] = __uint_as_float(a.z); v[3] = __uint_as_float(a.w);
 	v[4] = __uint_as_float(b.x); v[5] = __uint_as_float(b.y); v[6] = __uint_as_float(b.z); v[7] = __uint_as_float(b.w);
 }

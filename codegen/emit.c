@@ -69,6 +69,7 @@ typedef struct Emit {
 	const char *compute_fn;    /* the compute's __device__ function, when it is emitted once; else NULL */
 	const char *compute_args;  /* the arguments of its calls */
 	int row_steps;       /* row reductions kept in registers: element-loop steps a row takes; else 0 */
+	const char *row_policy; /* a direct kernel that reads the row in every pass: this pass's L2 policy */
 	const char *chunk_col; /* a row streamed in chunks: the C expression of the chunk's first column */
 	const char **value;  /* per fusion tensor: the C name of its current value */
 } Emit;
@@ -494,26 +495,30 @@ emit_row_load(Emit *e, int t, bool whole)
 		 * keep it, or (a direct kernel) this row of a full input.  The
 		 * ragged end one by one.
 		 */
-		const char *at = e->k->tview[t] == VIEW_FULL ? "row * cols + e" : "e";
+		const bool full = e->k->tview[t] == VIEW_FULL;
+		const char *at = full ? "row * cols + e" : "e";
+		/* a row read in every pass: under this pass's L2 policy */
+		const char *l2 = full && e->row_policy ? "_l2" : "";
+		const char *pol = *l2 ? arena_printf(e->c->arena, ", %s", e->row_policy) : "";
 
 		if (row_raw(e, t)) {
 			const char *raw = ident(e, "raw_", e->f->tensor[t].name, "[it]");
 
 			if (whole)
-				line(e, "%s = wsf_ldg16(%s + %s);%s", raw, param_name(e, p), at,
+				line(e, "%s = wsf_ldg16%s(%s + %s%s);%s", raw, l2, param_name(e, p), at, pol,
 				     pos_comment(e, e->f->tensor[t].pos));
 			else
-				line(e, "%s = e + %d <= cols ? wsf_ldg16(%s + %s) : wsf_ldg16_part(%s + %s, (int)(cols - e));",
-				     raw, VEC, param_name(e, p), at, param_name(e, p), at);
+				line(e, "%s = e + %d <= cols ? wsf_ldg16%s(%s + %s%s) : wsf_ldg16_part(%s + %s, (int)(cols - e));",
+				     raw, VEC, l2, param_name(e, p), at, pol, param_name(e, p), at);
 			return;
 		}
 		if (whole) {
-			line(e, "wsf_load8_global%s(%s, %s + %s);%s", helper_suffix(p->dtype), v, param_name(e, p), at,
-			     pos_comment(e, e->f->tensor[t].pos));
+			line(e, "wsf_load8_global%s%s(%s, %s + %s%s);%s", l2, helper_suffix(p->dtype), v, param_name(e, p), at,
+			     pol, pos_comment(e, e->f->tensor[t].pos));
 			return;
 		}
 		line(e, "if (e + %d <= cols) {", VEC);
-		line(e, "    wsf_load8_global%s(%s, %s + %s);", helper_suffix(p->dtype), v, param_name(e, p), at);
+		line(e, "    wsf_load8_global%s%s(%s, %s + %s%s);", l2, helper_suffix(p->dtype), v, param_name(e, p), at, pol);
 		line(e, "} else {");
 		line(e, "    #pragma unroll");
 		line(e, "    for (int v = 0; v < %d; v++)", VEC);
@@ -595,6 +600,8 @@ row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 	const Fusion *f = e->f;
 	int i, nops, step = e->k->consumer_threads * VEC;
 
+	if (e->k->row_reread)  /* every pass loads the row and computes what it needs again */
+		memset(have, 0, (size_t)f->ntensor * sizeof *have);
 	if (e->k->row_direct) {
 		/*
 		 * A direct kernel reads its rows from HBM: every step's loads come
@@ -692,7 +699,7 @@ row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 		e->depth--;
 		line(e, "}");
 	}
-	if (e->row_steps)  /* what this pass computed and is worth keeping stays in registers */
+	if (e->row_steps && !e->k->row_reread)  /* what this pass computed and is worth keeping stays in registers */
 		for (i = 1; i < f->ntensor; i++)
 			have[i] = have[i] || (need[i] && kir_row_kept(f, i));
 }
@@ -838,7 +845,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 	Fusion *f = e->f;
 	int *level = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *level);
 	bool *done = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *done);
-	bool *need, *target, *have = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *have);
+	bool *need, *target, *have = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *have), outs;
 	int i, j, L, maxl = kir_row_levels(k, level, NULL), nred = 0;
 
 	line(e, "{   // compute row %s: %s", expr_str(e, s->a), s->comment ? s->comment : "");
@@ -846,8 +853,8 @@ emit_row_compute(Emit *e, const Stmt *s)
 	line(e, "const long long row = %s;", expr_str(e, s->a));
 	e->row_steps = k->row_steps;
 	if (e->row_steps) {
-		line(e, "// the row in registers: this thread's %d x %d elements of each value, computed once",
-		     e->row_steps, VEC);
+		line(e, "// the row in registers: this thread's %d x %d elements of each value, computed %s",
+		     e->row_steps, VEC, k->row_reread ? "again in every pass from the row loaded again" : "once");
 		for (i = 1; i < f->ntensor; i++)
 			if (row_raw(e, i))
 				line(e, "uint4 %s[%d];   // as loaded, 2 elements a register, unpacked where used%s",
@@ -859,6 +866,9 @@ emit_row_compute(Emit *e, const Stmt *s)
 	for (i = 0; i < s->nreads; i++)
 		line(e, "const %s *%s_s = %s;", storage_type(k->buf[s->reads[i].buf].dtype), bufname(e, s->reads[i].buf),
 		     buf_at(e, s->reads[i].buf, s->reads[i].slot));
+	if (k->row_reread)
+		line(e, "const wsf_u64 wsf_keep = wsf_l2_keep(), wsf_drop = wsf_l2_drop();   // L2: keep the row for "
+		     "the next pass, or let it go after the last");
 	emit_row_inputs(e, done);
 	/* block reductions a row */
 	for (i = 1, j = 0; i < f->nop; i++)
@@ -870,7 +880,11 @@ emit_row_compute(Emit *e, const Stmt *s)
 		e->row_flip = true;
 	}
 	emit_row_scalars(e, level, 0, done, false);  /* per-row values that need no reduction */
+	for (j = 0, outs = false; j < f->nout; j++)
+		outs |= row_full(k, f->out[j].tensor);
 	for (L = 1; L <= maxl; L++) {
+		if (k->row_reread)
+			e->row_policy = L < maxl || outs ? "wsf_keep" : "wsf_drop";
 		need = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *need);
 		target = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *target);
 		for (i = 1; i < f->nop; i++)
@@ -930,6 +944,8 @@ emit_row_compute(Emit *e, const Stmt *s)
 	for (j = 0; j < f->nout && !need[f->out[j].tensor]; j++)
 		;
 	if (j < f->nout) {
+		if (k->row_reread)
+			e->row_policy = "wsf_drop";
 		line(e, "// the last pass: the full-row outputs");
 		row_pass_open(e, target, need, have);
 		emit_row_stores(e);
@@ -937,6 +953,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 	}
 	emit_row_scalar_stores(e);
 	e->row_steps = 0;
+	e->row_policy = NULL;
 	e->depth--;
 	line(e, "}");
 }
@@ -1363,7 +1380,7 @@ min_ctas(const Kernel *k)
 	if (k->family != FAM_REDUCTION)
 		return 1;
 	if (k->row_direct) {  /* 48 warps an SM keep enough loads in flight, 40 with twice the loads (docs/perf.md) */
-		n = (k->row_deep ? 1280 : 1536) / k->threads;
+		n = (k->row_reread ? 2048 : k->row_deep ? 1280 : 1536) / k->threads;
 		return n < 1 ? 1 : n;
 	}
 	n = SM_SMEM / (kernel_smem_bytes(k) + CTA_SMEM_RESERVED + 64 * 4);  /* + wsf_red */

@@ -301,7 +301,8 @@ compile_kernel(WsfContext *ctx, WsfKernel *k)
 again:
 	if (passes_run(c, WSF_STAGE_KERNEL_IR))
 		return c->status ? c->status : WSF_ERR_INPUT;
-	probe = c->kernel->row_direct && (c->kernel->row_deep || c->fusion->sched.persistent == 0);
+	probe = c->kernel->row_direct &&
+	        (c->kernel->row_deep || c->kernel->row_reread || c->fusion->sched.persistent == 0);
 	buf_init(&b, c->arena);
 	kernel_print(&b, c->kernel);
 	set_text(k, WSF_STAGE_KERNEL_IR, buf_str(&b), b.len);
@@ -318,7 +319,7 @@ again:
 	if (s != WSF_OK)
 		return s;
 	if (probe && rt_spill_bytes(bin.log) > 0) {
-		c->row_fallback = c->kernel->row_deep ? 1 : 2;
+		c->row_fallback = c->kernel->row_deep || c->kernel->row_reread ? 1 : 2;
 		goto again;
 	}
 	if (ctx->stop < WSF_STAGE_PTX)

@@ -557,6 +557,9 @@ struct Kernel {
 	                            registers (no stage, no TMA): a row in registers, not persistent */
 	bool row_deep;           /* reduction, direct: 32 elements a thread at 40 warps an SM (48
 	                            registers), not 16 at 48 warps (40) */
+	bool row_reread;         /* reduction, direct: every pass loads the row again (L2 keeps it for
+	                            the next), nothing full-row lives across a block reduction; 64 warps
+	                            an SM (32 registers) */
 	View *tview;             /* reduction: each fusion tensor's view of the row domain */
 	int domain;              /* the fusion tensor whose shape the 2-D view is made from */
 	KParam *param;  int nparam, capparam;   /* [0] unused */

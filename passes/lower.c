@@ -553,7 +553,7 @@ lower_reduction(Comp *c, Fusion *f)
 	Kernel *k;
 	Stmt *loop, *issue, *compute;
 	Expr *row0, *col0;
-	int j, cap, per, row_bytes = 0, maxl;
+	int j, cap, per, levels, row_bytes = 0, maxl;
 	int64_t width;
 	bool full_out = false, direct;
 
@@ -658,12 +658,23 @@ lower_reduction(Comp *c, Fusion *f)
 		 * layernorm: 0.1365 against 0.1462 ms at 32768x4096, 0.1370
 		 * against 0.1523 at 16384x8192; H100 within 2%).  softmax keeps
 		 * exp's values (f32, twice a bf16 input's registers) and runs 3%
-		 * slower so on the H200 (16384x8192).  If the kernel spills, it
-		 * drops back to 16 (c->row_fallback 1).
+		 * slower so on the H200 (16384x8192).
+		 *
+		 * A direct row with one level of reductions (rmsnorm) loads its
+		 * row again for the output pass instead of holding it across the
+		 * block reduction: the first read asks L2 to keep the row, the
+		 * second to drop it.  With nothing held, 32 registers a thread
+		 * give 64 warps an SM (H200 rmsnorm: 0.1297 against 0.1326 ms at
+		 * 32768x4096, 0.1296 against 0.1360 at 16384x8192, as torch.compile
+		 * does).  With two levels the row is read three times and that
+		 * lost (layernorm 0.1534 against 0.1365 ms, softmax 0.1416 against
+		 * 0.1354).  If either kernel spills, it drops back to 16 elements
+		 * held in registers (c->row_fallback 1).
 		 */
 		per = 16;
-		if (direct && c->row_fallback == 0 && cap / 16 <= 1024 && !row_keeps_values(f, k) &&
-		    kir_row_levels(k, arena_alloc(c->arena, (size_t)f->ntensor * sizeof(int)), NULL) >= 2)
+		levels = kir_row_levels(k, arena_alloc(c->arena, (size_t)f->ntensor * sizeof(int)), NULL);
+		k->row_reread = direct && c->row_fallback == 0 && levels == 1;
+		if (direct && c->row_fallback == 0 && cap / 16 <= 1024 && !row_keeps_values(f, k) && levels >= 2)
 			per = 32;
 		k->consumer_threads = k->threads = cap / per < 128 ? 128 : cap / per > 1024 ? 1024 :
 		                                   (cap / per + 31) / 32 * 32;
@@ -675,6 +686,7 @@ lower_reduction(Comp *c, Fusion *f)
 		if (direct && k->row_steps)
 			k->persistent = false;
 		k->row_direct = !k->persistent && k->row_steps && !f->sched.stages;
+		k->row_reread = k->row_reread && k->row_direct;
 		if (!k->persistent && !k->stages_hint)
 			k->stages_hint = 1;  /* one row a CTA: one stage (a streamed row pipelines its chunks) */
 	}

@@ -2,7 +2,7 @@
 // 512 threads (512 compute), tile 1 x 8192, one CTA per tile.
 #include "wsfuse_device.cuh"
 
-extern "C" __global__ void __launch_bounds__(512, 3)
+extern "C" __global__ void __launch_bounds__(512, 4)
 rmsnorm(
     const wsf_bf16 *__restrict__ x_ptr,   // input bf16
     const wsf_bf16 *__restrict__ weight_ptr,   // input bf16
@@ -17,19 +17,20 @@ rmsnorm(
         const long long row0 = ((long long)blockIdx.x + (i * (long long)gridDim.x));
         {   // compute row row0: 6 ops of rmsnorm over one row
             const long long row = row0;
-            // the row in registers: this thread's 2 x 8 elements of each value, computed once
+            // the row in registers: this thread's 2 x 8 elements of each value, computed again in every pass from the row loaded again
             uint4 raw_x[2];   // as loaded, 2 elements a register, unpacked where used  // examples/rmsnorm.yaml:16
             float v_weight[2][8];  // examples/rmsnorm.yaml:17
             float v_y[2][8];  // examples/rmsnorm.yaml:20
             float v_y_square[2][8];  // examples/rmsnorm.yaml:20
             float v_y_normed[2][8];  // examples/rmsnorm.yaml:20
+            const wsf_u64 wsf_keep = wsf_l2_keep(), wsf_drop = wsf_l2_drop();   // L2: keep the row for the next pass, or let it go after the last
             // pass 1 over the row: the reductions of level 1
             float acc_y_ms = 0.0f;
             if (threadIdx.x * 8 + 4104 <= cols) {   // this thread's part of the row's inputs, all inside the row
                 #pragma unroll
                 for (int it = 0; it < 2; it++) {
                     const int e = threadIdx.x * 8 + it * 4096;
-                    raw_x[it] = wsf_ldg16(x_ptr + row * cols + e);  // examples/rmsnorm.yaml:16
+                    raw_x[it] = wsf_ldg16_l2(x_ptr + row * cols + e, wsf_keep);  // examples/rmsnorm.yaml:16
                 }
             } else {   // the row's ragged end
                 #pragma unroll
@@ -37,7 +38,7 @@ rmsnorm(
                     const int e = threadIdx.x * 8 + it * 4096;
                     if (e >= cols)
                         break;
-                    raw_x[it] = e + 8 <= cols ? wsf_ldg16(x_ptr + row * cols + e) : wsf_ldg16_part(x_ptr + row * cols + e, (int)(cols - e));
+                    raw_x[it] = e + 8 <= cols ? wsf_ldg16_l2(x_ptr + row * cols + e, wsf_keep) : wsf_ldg16_part(x_ptr + row * cols + e, (int)(cols - e));
                 }
             }
             #pragma unroll
@@ -57,6 +58,21 @@ rmsnorm(
             const float r_y_ms_eps = r_y_ms + 1e-06f;   // add  // examples/rmsnorm.yaml:20
             const float r_y_rrms = rsqrtf(r_y_ms_eps);   // rsqrt  // examples/rmsnorm.yaml:20
             // the last pass: the full-row outputs
+            if (threadIdx.x * 8 + 4104 <= cols) {   // this thread's part of the row's inputs, all inside the row
+                #pragma unroll
+                for (int it = 0; it < 2; it++) {
+                    const int e = threadIdx.x * 8 + it * 4096;
+                    raw_x[it] = wsf_ldg16_l2(x_ptr + row * cols + e, wsf_drop);  // examples/rmsnorm.yaml:16
+                }
+            } else {   // the row's ragged end
+                #pragma unroll
+                for (int it = 0; it < 2; it++) {
+                    const int e = threadIdx.x * 8 + it * 4096;
+                    if (e >= cols)
+                        break;
+                    raw_x[it] = e + 8 <= cols ? wsf_ldg16_l2(x_ptr + row * cols + e, wsf_drop) : wsf_ldg16_part(x_ptr + row * cols + e, (int)(cols - e));
+                }
+            }
             #pragma unroll
             for (int it = 0; it < 2; it++) {
                 const int e = threadIdx.x * 8 + it * 4096;

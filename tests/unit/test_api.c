@@ -122,7 +122,8 @@ row_outputs_are_stored_once(void **state)
  * default for an rmsnorm): the row's
  * inputs come straight from global memory, both steps' loads before the
  * first reduction, a bf16 row kept as loaded and unpacked in each pass that
- * reads it; no stage, no mbarrier, no bulk copy; a weight loads where
+ * reads it, and (one level of reductions) loaded again for the output pass
+ * under L2 policies; no stage, no mbarrier, no bulk copy; a weight loads where
  * it is used; an odd number of reductions needs no end-of-row barrier (there
  * is no next row), while the persistent kernel keeps its scratch-flip.
  */
@@ -137,7 +138,7 @@ direct_rows_load_from_global(void **state)
 	WsfContext *ctx = wsf_context_new();
 	WsfKernel *k = NULL;
 	char spec_text[512];
-	const char *cu, *load, *sum, *w, *unpack;
+	const char *cu, *load, *reload, *sum, *w, *unpack;
 
 	(void)state;
 	assert_int_equal(wsf_set_option(ctx, "stop-after", "cuda"), WSF_OK);
@@ -145,13 +146,17 @@ direct_rows_load_from_global(void **state)
 	assert_int_equal(wsf_compile_string(ctx, "direct.yaml", spec_text, strlen(spec_text), &k), WSF_OK);
 	cu = wsf_kernel_text(k, WSF_STAGE_CUDA, NULL);
 	assert_non_null(cu);
-	load = strstr(cu, "raw_x[it] = wsf_ldg16(x_ptr + row * cols + e);");
+	/* one level of reductions: the row is loaded again for the outputs, L2 keeping it in between */
+	load = strstr(cu, "raw_x[it] = wsf_ldg16_l2(x_ptr + row * cols + e, wsf_keep);");
 	sum = strstr(cu, "wsf_sum8(");
 	w = strstr(cu, "wsf_load8_global(v_w[it], w_ptr + e);");
 	assert_non_null(load);
 	assert_non_null(sum);
 	assert_non_null(w);
 	assert_true(load < sum && sum < w);
+	reload = strstr(cu, "raw_x[it] = wsf_ldg16_l2(x_ptr + row * cols + e, wsf_drop);");
+	assert_non_null(reload);
+	assert_true(sum < reload && reload < w);
 	assert_non_null(strstr(cu, "uint4 raw_x[2];"));
 	unpack = strstr(cu, "wsf_unpack8(v_x, raw_x[it]);");
 	assert_non_null(unpack);  /* in the reduction's pass ... */
@@ -160,7 +165,7 @@ direct_rows_load_from_global(void **state)
 	assert_null(strstr(cu, "wsf_bulk_load"));
 	assert_null(strstr(cu, "wsf_mbar"));
 	assert_null(strstr(cu, "__syncthreads"));
-	assert_non_null(strstr(cu, "__launch_bounds__(256, 6)"));
+	assert_non_null(strstr(cu, "__launch_bounds__(256, 8)"));   /* nothing held across the reduction: 64 warps */
 	wsf_kernel_delete(k);
 	snprintf(spec_text, sizeof spec_text, fmt, "schedule: {persistent: true}\n");
 	assert_int_equal(wsf_compile_string(ctx, "direct.yaml", spec_text, strlen(spec_text), &k), WSF_OK);

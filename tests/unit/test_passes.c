@@ -948,10 +948,11 @@ lower_reduction_one_cta_a_row(void **state)
  * global memory, unless the schedule asks for the pipeline.  A row with two
  * levels of reductions that keeps no computed values between its passes
  * (layernorm; not softmax, which keeps exp's) takes 32 elements a thread, at
- * 40 warps an SM; others 16, at 48 warps.  After a spill (Comp.row_fallback,
- * which compile_kernel sets and test_api checks end to end) 32 drop to 16,
- * and 16 to the persistent pipeline unless the schedule asks for one CTA a
- * row.
+ * 40 warps an SM; a row with one level (rmsnorm) is loaded again for the
+ * output pass (row_reread), at 64 warps; others hold 16, at 48 warps.  After
+ * a spill (Comp.row_fallback, which compile_kernel sets and test_api checks
+ * end to end) 32 and reread drop to 16 held, and 16 to the persistent
+ * pipeline unless the schedule asks for one CTA a row.
  */
 static void
 lower_reduction_direct_by_default(void **state)
@@ -963,19 +964,21 @@ lower_reduction_direct_by_default(void **state)
 #define W "  w: {dtype: bf16, shape: [N]}\n"
 #define LN ROWS(X W "  b: {dtype: bf16, shape: [N]}\n", "  - {out: y, op: layernorm, in: [x, w, b]}\n", "")
 #define RMS(sched) ROWS(X W, "  - {out: y, op: rmsnorm, in: [x, w]}\n", sched)
-	/* threads 0: the persistent pipeline (256 threads, 2 steps, staged) */
-	static const struct { const char *spec; int fallback, threads, steps; } cases[] = {
-		{ROWS(X, "  - {out: y, op: softmax, in: [x]}\n", ""), 0, 256, 2},
-		{RMS(""), 0, 256, 2},
-		{LN, 0, 128, 4},
-		{LN, 1, 256, 2},
-		{LN, 2, 0, 2},
+	/* threads 0: the persistent pipeline (256 threads, 2 steps, staged); REREAD: row_reread */
+	static const struct { const char *spec; int fallback, threads, steps; bool reread; } cases[] = {
+		{ROWS(X, "  - {out: y, op: softmax, in: [x]}\n", ""), 0, 256, 2, false},
+		{RMS(""), 0, 256, 2, true},
+		{RMS(""), 1, 256, 2, false},
+		{LN, 0, 128, 4, false},
+		{LN, 1, 256, 2, false},
+		{LN, 2, 0, 2, false},
 		{ROWS(X "  r: {dtype: bf16, shape: [M, N]}\n",
-		      "  - {out: h, op: add, in: [x, r]}\n  - {out: y, op: softmax, in: [h]}\n", ""), 0, 256, 2},
-		{RMS("schedule: {persistent: true}\n"), 0, 0, 2},
-		{RMS("schedule: {stages: 2}\n"), 0, 0, 2},
-		{RMS(""), 2, 0, 2},
-		{RMS("schedule: {persistent: false}\n"), 2, 256, 2},
+		      "  - {out: h, op: add, in: [x, r]}\n  - {out: y, op: softmax, in: [h]}\n", ""), 0, 256, 2, false},
+		{RMS("schedule: {persistent: true}\n"), 0, 0, 2, false},
+		{RMS("schedule: {stages: 2}\n"), 0, 0, 2, false},
+		{RMS(""), 2, 0, 2, false},
+		{RMS("schedule: {persistent: false}\n"), 2, 256, 2, false},
+		{RMS("schedule: {persistent: false}\n"), 0, 256, 2, true},
 	};
 #undef RMS
 #undef LN
@@ -996,6 +999,7 @@ lower_reduction_direct_by_default(void **state)
 			fail_msg("case %d: row_direct %d, %d threads, %d steps; expected %d, %d, %d", i, k->row_direct,
 			         k->threads, k->row_steps, direct, direct ? cases[i].threads : 256, cases[i].steps);
 		assert_int_equal(k->row_deep, cases[i].steps == 4);
+		assert_int_equal(k->row_reread, cases[i].reread);
 		assert_int_equal(k->persistent, !direct);
 		assert_int_equal(kir_has_load(k->body), !direct);
 	}
