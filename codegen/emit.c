@@ -1379,7 +1379,7 @@ min_ctas(const Kernel *k)
 
 	if (k->family != FAM_REDUCTION)
 		return 1;
-	if (k->row_direct) {  /* 48 warps an SM keep enough loads in flight, 40 with twice the loads (docs/perf.md) */
+	if (k->row_direct) {  /* 48 warps an SM keep enough loads in flight; 40 with twice the loads; 64 with nothing held (docs/perf.md) */
 		n = (k->row_reread ? 2048 : k->row_deep ? 1280 : 1536) / k->threads;
 		return n < 1 ? 1 : n;
 	}
