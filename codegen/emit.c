@@ -1057,7 +1057,8 @@ find_row_chunk(Stmt *s, void *user)
  * the row's scope, the accumulators and the per-row values later parts set,
  * and the lambda wsf_chunk: it adds a chunk to the accumulators of the
  * reductions of its pass (pass L - 1 computes level L), or in the last pass
- * stores the outputs; each ROW_CHUNK (main and epilogue loops) calls it; ROW_PASS_END reduces the pass's accumulators across the CTA;
+ * stores the outputs; each ROW_CHUNK (main and epilogue loops) calls it;
+ * ROW_PASS_END reduces the pass's accumulators across the CTA;
  * ROW_END stores the per-row outputs.  A softmax's max and sum of exp share
  * a pass: each thread keeps a running max and a sum at its scale
  * (wsf_online8); the pass end rescales the sums to the row's max before
@@ -1379,7 +1380,8 @@ min_ctas(const Kernel *k)
 
 	if (k->family != FAM_REDUCTION)
 		return 1;
-	if (k->row_direct) {  /* 48 warps an SM keep enough loads in flight; 40 with twice the loads; 64 with nothing held (docs/perf.md) */
+	/* direct rows: 48 warps an SM keep enough loads in flight, 40 with twice the loads, 64 holding none */
+	if (k->row_direct) {
 		n = (k->row_reread ? 2048 : k->row_deep ? 1280 : 1536) / k->threads;
 		return n < 1 ? 1 : n;
 	}
