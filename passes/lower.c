@@ -553,7 +553,7 @@ lower_reduction(Comp *c, Fusion *f)
 	Kernel *k;
 	Stmt *loop, *issue, *compute;
 	Expr *row0, *col0;
-	int j, cap, per, levels, row_bytes = 0, maxl;
+	int j, cap, per, least, levels, row_bytes = 0, maxl;
 	int64_t width;
 	bool full_out = false, direct;
 
@@ -671,22 +671,19 @@ lower_reduction(Comp *c, Fusion *f)
 		 * 0.1354).  If either kernel spills, it drops back to 16 elements
 		 * held in registers (c->row_fallback 1).
 		 */
-		per = 16;
 		levels = kir_row_levels(k, arena_alloc(c->arena, (size_t)f->ntensor * sizeof(int)), NULL);
-		k->row_reread = direct && c->row_fallback == 0 && levels == 1;
-		if (direct && c->row_fallback == 0 && cap / 16 <= 1024 && !row_keeps_values(f, k) && levels >= 2)
-			per = 32;
-		k->consumer_threads = k->threads = cap / per < 128 ? 128 : cap / per > 1024 ? 1024 :
+		k->row_deep = direct && c->row_fallback == 0 && cap / 16 <= 1024 && !row_keeps_values(f, k) &&
+		              levels >= 2;
+		per = k->row_deep ? 32 : 16;
+		least = k->row_deep ? 128 : THREADS;
+		k->consumer_threads = k->threads = cap / per < least ? least : cap / per > 1024 ? 1024 :
 		                                   (cap / per + 31) / 32 * 32;
-		if (per == 16 && k->threads < THREADS)
-			k->consumer_threads = k->threads = THREADS;
 		j = (cap + 8 * k->threads - 1) / (8 * k->threads);
 		k->row_steps = j <= per / 8 ? j : 0;
-		k->row_deep = per == 32;
 		if (direct && k->row_steps)
 			k->persistent = false;
 		k->row_direct = !k->persistent && k->row_steps && !f->sched.stages;
-		k->row_reread = k->row_reread && k->row_direct;
+		k->row_reread = k->row_direct && c->row_fallback == 0 && levels == 1;
 		if (!k->persistent && !k->stages_hint)
 			k->stages_hint = 1;  /* one row a CTA: one stage (a streamed row pipelines its chunks) */
 	}
