@@ -128,28 +128,6 @@ __device__ __forceinline__ void wsf_store8(float *p, const float v[8])
 	         __float_as_uint(v[7]));
 }
 
-// The first N (1..7) of eight 2-byte elements, packed two a register as
-// wsf_store8 packs them: a row's ragged end in few registers.
-__device__ __forceinline__ void wsf_st16_part(unsigned short *p, unsigned a, unsigned b, unsigned c, unsigned d,
-                                              int n)
-{
-	const unsigned w[4] = {a, b, c, d};
-#pragma unroll
-	for (int i = 0; i < 8; i++)
-		if (i < n)
-			p[i] = (unsigned short)(w[i / 2] >> (16 * (i % 2)));
-}
-__device__ __forceinline__ void wsf_store8_part(wsf_bf16 *p, const float v[8], int n)
-{
-	wsf_st16_part(p, wsf_pack_bf16x2(v[0], v[1]), wsf_pack_bf16x2(v[2], v[3]), wsf_pack_bf16x2(v[4], v[5]),
-	              wsf_pack_bf16x2(v[6], v[7]), n);
-}
-__device__ __forceinline__ void wsf_store8_part_f16(wsf_f16 *p, const float v[8], int n)
-{
-	wsf_st16_part(p, wsf_pack_f16x2(v[0], v[1]), wsf_pack_f16x2(v[2], v[3]), wsf_pack_f16x2(v[4], v[5]),
-	              wsf_pack_f16x2(v[6], v[7]), n);
-}
-
 // The same into a shared-memory staging tile (read by a TMA store).
 __device__ __forceinline__ void wsf_sts16(void *p, unsigned a, unsigned b, unsigned c, unsigned d)
 {
@@ -309,18 +287,6 @@ __device__ __forceinline__ void wsf_unpack8_f16(float v[8], uint4 u)
 		v[2 * i] = wsf_f16_to_f32((wsf_f16)(w[i] & 0xffff));
 		v[2 * i + 1] = wsf_f16_to_f32((wsf_f16)(w[i] >> 16));
 	}
-}
-// Element IT of a row held in registers, in a rolled loop over its steps:
-// indexing the array by a run-time IT would move it to local memory, a
-// chain of selects keeps it in registers.
-template <int N> __device__ __forceinline__ uint4 wsf_pick(const uint4 (&a)[N], int it)
-{
-	uint4 r = a[0];
-#pragma unroll
-	for (int i = 1; i < N; i++)
-		if (it == i)
-			r = a[i];
-	return r;
 }
 // The first N (1..7) of eight 2-byte elements, as wsf_ldg16 returns them; the
 // rest are zero.  A row's ragged end.

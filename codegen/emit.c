@@ -69,8 +69,6 @@ typedef struct Emit {
 	const char *compute_fn;    /* the compute's __device__ function, when it is emitted once; else NULL */
 	const char *compute_args;  /* the arguments of its calls */
 	int row_steps;       /* row reductions kept in registers: element-loop steps a row takes; else 0 */
-	bool rolled;         /* a lean kernel's last pass: a rolled loop over the steps, whose values live
-	                        in it and whose held rows it picks by step (wsf_pick) */
 	const char *row_policy; /* a direct kernel that reads the row in every pass: this pass's L2 policy */
 	const char *chunk_col; /* a row streamed in chunks: the C expression of the chunk's first column */
 	const char **value;  /* per fusion tensor: the C name of its current value */
@@ -442,16 +440,12 @@ row_raw(const Emit *e, int t)
 	       dtype_info[e->f->tensor[t].dtype].bytes == 2;
 }
 
-/*
- * The C name of full-row value T at the current step: v_T, + [it] in
- * register mode, but for a raw input or in a rolled pass, which declares its
- * values in the loop.
- */
+/* The C name of full-row value T at the current step: v_T (+ [it] in register mode, but for a raw input). */
 static const char *
 row_value(Emit *e, int t)
 {
 	return arena_printf(e->c->arena, "%s%s", ident(e, "v_", e->f->tensor[t].name, ""),
-	                    e->row_steps && !e->rolled && !row_raw(e, t) ? "[it]" : "");
+	                    e->row_steps && !row_raw(e, t) ? "[it]" : "");
 }
 
 static const char *
@@ -523,13 +517,6 @@ emit_row_load(Emit *e, int t, bool whole)
 			     pol, pos_comment(e, e->f->tensor[t].pos));
 			return;
 		}
-		if (e->rolled && dtype_info[p->dtype].bytes == 2) {
-			/* a rolled pass has 32 registers: the ragged end as 16 packed bytes, not 8 floats */
-			line(e, "wsf_unpack8%s(%s, e + %d <= cols ? wsf_ldg16%s(%s + %s%s) : wsf_ldg16_part(%s + %s, (int)(cols - e)));%s",
-			     helper_suffix(p->dtype), v, VEC, l2, param_name(e, p), at, pol, param_name(e, p), at,
-			     pos_comment(e, e->f->tensor[t].pos));
-			return;
-		}
 		line(e, "if (e + %d <= cols) {", VEC);
 		line(e, "    wsf_load8_global%s%s(%s, %s + %s%s);", l2, helper_suffix(p->dtype), v, param_name(e, p), at, pol);
 		line(e, "} else {");
@@ -547,13 +534,12 @@ emit_row_load(Emit *e, int t, bool whole)
 		line(e, "wsf_load8%s(%s, %s_s + e);", helper_suffix(p->dtype), v, bufname(e, buf_of_tensor(e->k, t)));
 }
 
-/* Opens register mode's loop over a thread's steps of 8 elements: unrolled, or ROLLED (Emit.rolled). */
+/* Opens register mode's unrolled loop over a thread's steps of 8 elements, COMMENT after the brace. */
 static void
-open_steps(Emit *e, bool rolled)
+open_steps(Emit *e, const char *comment)
 {
-	line(e, rolled ? "#pragma unroll 1   // one step at a time: its loads and values live only in it" :
-	                 "#pragma unroll");
-	line(e, "for (int it = 0; it < %d; it++) {", e->row_steps);
+	line(e, "#pragma unroll");
+	line(e, "for (int it = 0; it < %d; it++) {%s", e->row_steps, comment);
 	e->depth++;
 	line(e, "const int e = threadIdx.x * %d + it * %d;", VEC, e->k->consumer_threads * VEC);
 	line(e, "if (e >= cols)");
@@ -645,7 +631,7 @@ row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 			e->depth--;
 			line(e, "} else {   // the row's ragged end");
 			e->depth++;
-			open_steps(e, false);
+			open_steps(e, "");
 			emit_hbm_loads(e, need, have, false);
 			e->depth--;
 			line(e, "}");
@@ -662,7 +648,7 @@ row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 		line(e, "if (e < cols) {");
 		e->depth++;
 	} else if (e->row_steps) {
-		open_steps(e, e->rolled);
+		open_steps(e, "");
 	} else {
 		line(e, "for (int e = threadIdx.x * %d; e < cols; e += %d) {", VEC, step);
 		e->depth++;
@@ -672,7 +658,7 @@ row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 
 		if (!need[t] || have[t])
 			continue;
-		if (!e->row_steps || e->rolled)
+		if (!e->row_steps)
 			line(e, "float %s[%d];", row_value(e, t), VEC);
 		emit_row_load(e, t, false);
 	}
@@ -682,13 +668,12 @@ row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 		if (row_raw(e, t) && row_pass_reads(e, target, need, have, t)) {
 			line(e, "float %s[%d];", row_value(e, t), VEC);
 			line(e, "wsf_unpack8%s(%s, %s);", helper_suffix(f->tensor[t].dtype), row_value(e, t),
-			     e->rolled ? arena_printf(e->c->arena, "wsf_pick(%s, it)", ident(e, "raw_", f->tensor[t].name, ""))
-			               : ident(e, "raw_", f->tensor[t].name, "[it]"));
+			     ident(e, "raw_", f->tensor[t].name, "[it]"));
 		}
 	}
 	for (i = 1, nops = 0; i < f->nop; i++)
 		if (need[f->op[i].out] && !have[f->op[i].out] && f->tensor[f->op[i].out].kind == TK_VALUE) {
-			if (!e->row_steps || e->rolled)
+			if (!e->row_steps)
 				line(e, "float %s[%d];%s", ident(e, "v_", f->tensor[f->op[i].out].name, ""), VEC,
 				     pos_comment(e, f->op[i].pos));
 			nops++;
@@ -821,18 +806,12 @@ emit_row_stores(Emit *e)
 		/* the ragged end: a guarded, unrolled loop keeps the values in registers */
 		line(e, "if (e + %d <= cols) {%s", VEC, pos_comment(e, out->pos));
 		line(e, "    wsf_store8%s(%s + %s, %s);", suf, param_name(e, p), at, v);
-		if (e->rolled && dtype_info[out->dtype].bytes == 2) {  /* packed, as the loads above */
-			line(e, "} else {");
-			line(e, "    wsf_store8_part%s(%s + %s, %s, (int)(cols - e));", suf, param_name(e, p), at, v);
-			line(e, "}");
-		} else {
-			line(e, "} else {");
-			line(e, "    #pragma unroll");
-			line(e, "    for (int v = 0; v < %d; v++)", VEC);
-			line(e, "        if (e + v < cols)");
-			line(e, "            wsf_store1%s(%s + %s + v, %s[v]);", suf, param_name(e, p), at, v);
-			line(e, "}");
-		}
+		line(e, "} else {");
+		line(e, "    #pragma unroll");
+		line(e, "    for (int v = 0; v < %d; v++)", VEC);
+		line(e, "        if (e + v < cols)");
+		line(e, "            wsf_store1%s(%s + %s + v, %s[v]);", suf, param_name(e, p), at, v);
+		line(e, "}");
 		if (e->k->tview[out->tensor] == VIEW_ROW) {
 			e->depth--;
 			line(e, "}");
@@ -874,23 +853,13 @@ emit_row_compute(Emit *e, const Stmt *s)
 	line(e, "const long long row = %s;", expr_str(e, s->a));
 	e->row_steps = k->row_steps;
 	if (e->row_steps) {
-		/* a lean kernel's rolled last pass declares its values in its loop: here only the reductions' */
-		bool *used = NULL;
-
-		if (k->row_lean) {
-			used = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *used);
-			for (i = 1; i < f->nop; i++)
-				if (op_info[f->op[i].kind].cls == CLS_REDUCE)
-					row_needs(e, f->op[i].in[0].tensor, used);
-		}
 		line(e, "// the row in registers: this thread's %d x %d elements of each value, computed %s",
 		     e->row_steps, VEC, k->row_reread ? "again in every pass from the row loaded again" : "once");
 		for (i = 1; i < f->ntensor; i++)
 			if (row_raw(e, i))
 				line(e, "uint4 %s[%d];   // as loaded, 2 elements a register, unpacked where used%s",
 				     ident(e, "raw_", f->tensor[i].name, ""), e->row_steps, pos_comment(e, f->tensor[i].pos));
-			else if (row_full(k, i) && (f->tensor[i].kind == TK_INPUT || f->tensor[i].kind == TK_VALUE) &&
-			         (!used || used[i]))
+			else if (row_full(k, i) && (f->tensor[i].kind == TK_INPUT || f->tensor[i].kind == TK_VALUE))
 				line(e, "float %s[%d][%d];%s", ident(e, "v_", f->tensor[i].name, ""), e->row_steps, VEC,
 				     pos_comment(e, f->tensor[i].pos));
 	}
@@ -978,11 +947,9 @@ emit_row_compute(Emit *e, const Stmt *s)
 		if (k->row_reread)
 			e->row_policy = "wsf_drop";
 		line(e, "// the last pass: the full-row outputs");
-		e->rolled = k->row_lean;
 		row_pass_open(e, target, need, have);
 		emit_row_stores(e);
 		row_pass_close(e);
-		e->rolled = false;
 	}
 	emit_row_scalar_stores(e);
 	e->row_steps = 0;
@@ -1413,9 +1380,9 @@ min_ctas(const Kernel *k)
 
 	if (k->family != FAM_REDUCTION)
 		return 1;
-	/* direct rows (lower_reduction): 48 warps an SM, 64 in the lean forms, 40 with twice the loads */
+	/* direct rows: 48 warps an SM keep enough loads in flight, 40 with twice the loads, 64 holding none */
 	if (k->row_direct) {
-		n = (k->row_reread || k->row_lean ? 2048 : k->row_deep ? 1280 : 1536) / k->threads;
+		n = (k->row_reread ? 2048 : k->row_deep ? 1280 : 1536) / k->threads;
 		return n < 1 ? 1 : n;
 	}
 	n = SM_SMEM / (kernel_smem_bytes(k) + CTA_SMEM_RESERVED + 64 * 4);  /* + wsf_red */

@@ -283,9 +283,8 @@ set_text(WsfKernel *k, WsfStage s, const char *text, size_t len)
  * A row reduction that lowering made a direct kernel (one CTA a row, the
  * row in registers) is compiled whatever the stage asked for, to see
  * whether ptxas spilled its registers; if it did, the kernel passes run
- * again one form further down (Comp.row_fallback, RowFallback): the lean
- * forms to 32 elements a thread, that to 16, and 16 to the persistent
- * pipeline unless the schedule asked for one CTA a row.  So every
+ * again (Comp.row_fallback): 32 elements a thread drop to 16, and 16 to the
+ * persistent pipeline unless the schedule asked for one CTA a row.  So every
  * stage shows the kernel that runs.  Every compile goes through the cache.
  */
 static WsfStatus
@@ -303,7 +302,7 @@ again:
 	if (passes_run(c, WSF_STAGE_KERNEL_IR))
 		return c->status ? c->status : WSF_ERR_INPUT;
 	probe = c->kernel->row_direct &&
-	        (c->kernel->row_lean || c->kernel->row_reread || c->kernel->row_deep || c->fusion->sched.persistent == 0);
+	        (c->kernel->row_deep || c->kernel->row_reread || c->fusion->sched.persistent == 0);
 	buf_init(&b, c->arena);
 	kernel_print(&b, c->kernel);
 	set_text(k, WSF_STAGE_KERNEL_IR, buf_str(&b), b.len);
@@ -320,8 +319,7 @@ again:
 	if (s != WSF_OK)
 		return s;
 	if (probe && rt_spill_bytes(bin.log) > 0) {
-		c->row_fallback = c->kernel->row_lean || c->kernel->row_reread ? ROW_FB_DEEP :
-		                  c->kernel->row_deep ? ROW_FB_HELD : ROW_FB_PIPELINE;
+		c->row_fallback = c->kernel->row_deep || c->kernel->row_reread ? 1 : 2;
 		goto again;
 	}
 	if (ctx->stop < WSF_STAGE_PTX)

@@ -102,18 +102,6 @@ typedef struct SizeBinding {
 } SizeBinding;
 
 /*
- * How far lowering falls back after a direct row kernel spilled registers
- * (Comp.row_fallback; compile_kernel reads ptxas's count and lowers again):
- * each step is the next form that applies (lower_reduction).
- */
-typedef enum RowFallback {
-	ROW_FB_NONE,     /* the lean forms where they apply (Kernel.row_lean, row_reread) */
-	ROW_FB_DEEP,     /* 32 elements a thread at 40 warps an SM where that applies (Kernel.row_deep) */
-	ROW_FB_HELD,     /* 16 elements a thread held at 48 warps */
-	ROW_FB_PIPELINE  /* the persistent pipeline, unless the schedule asks for one CTA a row */
-} RowFallback;
-
-/*
  * One compilation: its arena, its source text, its diagnostics and the IR it
  * builds.  Made and freed by compiler/api.c; every pass takes one.
  */
@@ -141,7 +129,9 @@ typedef struct Comp {
 
 	Fusion *fusion;         /* set by the front end */
 	Kernel *kernel;         /* set by lowering */
-	int row_fallback;       /* RowFallback: set by compile_kernel when a direct row kernel spilled */
+	int row_fallback;       /* set by compile_kernel when a direct row kernel spilled registers: 1 lower
+	                           it with 16 elements a thread (Kernel.row_deep false), 2 lower the
+	                           persistent pipeline unless the schedule asks for one CTA a row */
 } Comp;
 
 /* Reports an error at P (P.line 0: no position); always returns -1. */
@@ -565,11 +555,8 @@ struct Kernel {
 	int row_passes;          /* reduction streamed in chunks: passes over each row */
 	bool row_direct;         /* reduction: one CTA a row, whose inputs are loaded straight into
 	                            registers (no stage, no TMA): a row in registers, not persistent */
-	bool row_lean;           /* reduction, direct, the row held: 64 warps an SM (32 registers), the
-	                            last pass a rolled loop over the steps, so that the weights it loads
-	                            do not all live at once; not 48 warps (40 registers) */
-	bool row_deep;           /* reduction, direct, not lean: 32 elements a thread at 40 warps an SM
-	                            (48 registers), not 16 at 48 */
+	bool row_deep;           /* reduction, direct: 32 elements a thread at 40 warps an SM (48
+	                            registers), not 16 at 48 warps (40) */
 	bool row_reread;         /* reduction, direct: every pass loads the row again (L2 keeps it for
 	                            the next), nothing full-row lives across a block reduction; 64 warps
 	                            an SM (32 registers) */

@@ -455,18 +455,6 @@ classify_row(const Tensor *t, const Tensor *d)
  */
 enum { ROW_ALIGN = 256, MAX_ROW = 32768, CHUNK_THREADS = 512, CHUNK = 8 * CHUNK_THREADS };
 
-/* Is every full-row input 2 bytes an element: held as loaded, a raw array codegen picks from by step? */
-static bool
-row_inputs_raw(const Fusion *f, const Kernel *k)
-{
-	int j;
-
-	for (j = 0; j < f->ninput; j++)
-		if (k->tview[f->input[j]] == VIEW_FULL && dtype_info[f->tensor[f->input[j]].dtype].bytes != 2)
-			return false;
-	return true;
-}
-
 /* Does a row held in registers keep computed full-row values between passes (kir_row_kept)? */
 static bool
 row_keeps_values(const Fusion *f, const Kernel *k)
@@ -567,7 +555,7 @@ lower_reduction(Comp *c, Fusion *f)
 	Expr *row0, *col0;
 	int j, cap, per, least, levels, row_bytes = 0, maxl;
 	int64_t width;
-	bool full_out = false, direct, two;
+	bool full_out = false, direct;
 
 	for (j = 1; j < f->nop && !d; j++)
 		if (op_info[f->op[j].kind].cls == CLS_REDUCE)
@@ -653,46 +641,39 @@ lower_reduction(Comp *c, Fusion *f)
 		 * rmsnorm 0.1315 against 0.1460 ms, softmax 0.1359 against 0.1520,
 		 * 32768x4096).  It is the default for a row that fits in
 		 * registers, unless `persistent:` or `stages:` says otherwise, or
-		 * the compiled kernel spilled in every direct form (c->row_fallback
-		 * ROW_FB_PIPELINE, set by compile_kernel, which lowers again):
-		 * spills cost more than the pipeline gains (layernorm, H200: 0.19
-		 * against 0.153 ms).
+		 * the compiled kernel spilled registers (c->row_fallback 2, set by
+		 * compile_kernel, which then lowers again): spills cost more than
+		 * the pipeline gains (layernorm, H200: 0.19 against 0.153 ms).
 		 */
 		direct = !f->sched.stages &&
-		         (f->sched.persistent == 1 || (f->sched.persistent == 0 && c->row_fallback < ROW_FB_PIPELINE));
+		         (f->sched.persistent == 1 || (f->sched.persistent == 0 && c->row_fallback < 2));
 		/*
 		 * 16 elements a thread: rows up to 16384 wide stay in registers in two
 		 * steps of 8 (codegen's register mode); wider rows take 1024 threads.
-		 * A direct row holds them at 48 warps an SM (40 registers a thread),
-		 * or takes one of two lean forms at 64 warps (32 registers):
+		 * A direct row with two levels of reductions (a second pass over
+		 * the registers: layernorm's variance) that keeps no computed
+		 * full-row values between its passes holds 32, in four steps, at
+		 * 40 warps an SM (48 registers a thread): its loads are a smaller
+		 * part of its time, so each thread keeps more bytes in flight (H200
+		 * layernorm: 0.1365 against 0.1462 ms at 32768x4096, 0.1370
+		 * against 0.1523 at 16384x8192; H100 within 2%).  softmax keeps
+		 * exp's values (f32, twice a bf16 input's registers) and runs 3%
+		 * slower so on the H200 (16384x8192).
 		 *
-		 * - one level of reductions (rmsnorm): it loads its row again for the
-		 *   output pass instead of holding it across the block reduction; the
-		 *   first read asks L2 to keep the row, the second to drop it (H200
-		 *   rmsnorm: 0.1297 against 0.1326 ms at 32768x4096, 0.1296 against
-		 *   0.1360 at 16384x8192, as torch.compile does);
-		 * - two levels (layernorm's variance, a second pass over the
-		 *   registers), 2-byte inputs and no computed full-row values kept
-		 *   between passes: it holds the row, and its output pass runs as a
-		 *   rolled loop over the steps, so that each step's weights load when
-		 *   used and the kernel fits 32 registers (row_lean; H200 layernorm:
-		 *   0.1334 against 0.1354 ms at 16384x8192, H100 0.1832 against
-		 *   0.1854 at 32768x4096, each against the deep form below).
-		 *
-		 * A row with two levels that is not lean, or whose lean kernel
-		 * spilled, holds 32 elements a thread at 40 warps (48 registers,
-		 * row_deep): its loads are a smaller part of its time, so each
-		 * thread keeps more bytes in flight (H200 layernorm: 0.1365 against
-		 * 0.1462 ms held at 16 elements and 48 warps).  Reading a two-level row three
-		 * times lost (layernorm 0.1534 against 0.1365 ms).  softmax keeps
-		 * exp's values (f32, twice a bf16 input's registers) and stays at
-		 * 16 and 48 warps: 32 ran 3% slower on the H200.  Each form that
-		 * spills falls back to the next (c->row_fallback).
+		 * A direct row with one level of reductions (rmsnorm) loads its
+		 * row again for the output pass instead of holding it across the
+		 * block reduction: the first read asks L2 to keep the row, the
+		 * second to drop it.  With nothing held, 32 registers a thread
+		 * give 64 warps an SM (H200 rmsnorm: 0.1297 against 0.1326 ms at
+		 * 32768x4096, 0.1296 against 0.1360 at 16384x8192, as torch.compile
+		 * does).  With two levels the row is read three times and that
+		 * lost (layernorm 0.1534 against 0.1365 ms, softmax 0.1416 against
+		 * 0.1354).  If either kernel spills, it drops back to 16 elements
+		 * held in registers (c->row_fallback 1).
 		 */
 		levels = kir_row_levels(k, arena_alloc(c->arena, (size_t)f->ntensor * sizeof(int)), NULL);
-		two = direct && levels >= 2 && !row_keeps_values(f, k);
-		k->row_lean = two && c->row_fallback == ROW_FB_NONE && row_inputs_raw(f, k) && cap / 16 <= 1024;
-		k->row_deep = two && c->row_fallback <= ROW_FB_DEEP && !k->row_lean && cap / 16 <= 1024;
+		k->row_deep = direct && c->row_fallback == 0 && cap / 16 <= 1024 && !row_keeps_values(f, k) &&
+		              levels >= 2;
 		per = k->row_deep ? 32 : 16;
 		least = k->row_deep ? 128 : THREADS;
 		k->consumer_threads = k->threads = cap / per < least ? least : cap / per > 1024 ? 1024 :
@@ -702,7 +683,7 @@ lower_reduction(Comp *c, Fusion *f)
 		if (direct && k->row_steps)
 			k->persistent = false;
 		k->row_direct = !k->persistent && k->row_steps && !f->sched.stages;
-		k->row_reread = k->row_direct && c->row_fallback == ROW_FB_NONE && levels == 1;
+		k->row_reread = k->row_direct && c->row_fallback == 0 && levels == 1;
 		if (!k->persistent && !k->stages_hint)
 			k->stages_hint = 1;  /* one row a CTA: one stage (a streamed row pipelines its chunks) */
 	}

@@ -181,60 +181,6 @@ direct_rows_load_from_global(void **state)
 }
 
 /*
- * A layernorm (two levels of reductions, bf16 rows, nothing kept between
- * passes) takes the lean form: its row held at 64 warps an SM, its last
- * pass a rolled loop that picks the held row by step and declares its
- * values inside, so no array is indexed at run time (which would put it in
- * local memory); the ragged end loads and stores 16 packed bytes.  ptxas
- * fits it in 32 registers (else the probe would have dropped it to 48
- * warps).  Skips without NVRTC.
- */
-static void
-lean_rows_roll_their_last_pass(void **state)
-{
-	static const char fmt[] =
-		"fusion: lean\nsizes: {M: 64, N: %d}\n"
-		"inputs:\n  x: {dtype: bf16, shape: [M, N]}\n  w: {dtype: bf16, shape: [N]}\n"
-		"  b: {dtype: bf16, shape: [N]}\n"
-		"ops:\n  - {out: y, op: layernorm, in: [x, w, b]}\n"
-		"outputs:\n  y: {dtype: bf16}\n";
-	static const struct { int width; const char *bounds; } cases[] = {
-		{8192, "__launch_bounds__(512, 4)"}, {4096, "__launch_bounds__(256, 8)"}, {4000, "__launch_bounds__(256, 8)"},
-	};
-	WsfContext *ctx = wsf_context_new();
-	char spec_text[512];
-	int i;
-
-	(void)state;
-	if (!have_nvrtc())
-		skip();
-	assert_int_equal(wsf_set_option(ctx, "stop-after", "cuda"), WSF_OK);
-	for (i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
-		WsfKernel *k = NULL;
-		const char *cu, *kir, *rolled;
-
-		snprintf(spec_text, sizeof spec_text, fmt, cases[i].width);
-		assert_int_equal(wsf_compile_string(ctx, "lean.yaml", spec_text, strlen(spec_text), &k), WSF_OK);
-		kir = wsf_kernel_text(k, WSF_STAGE_KERNEL_IR, NULL);
-		assert_non_null(strstr(kir, "(2 steps of 8 a thread), loaded straight from global memory, "
-		                            "the last pass one step at a time"));
-		cu = wsf_kernel_text(k, WSF_STAGE_CUDA, NULL);
-		assert_non_null(strstr(cu, cases[i].bounds));
-		rolled = strstr(cu, "#pragma unroll 1");
-		assert_non_null(rolled);
-		assert_null(strstr(rolled + 1, "#pragma unroll 1"));  /* the last pass only */
-		assert_non_null(strstr(rolled, "wsf_unpack8(v_x, wsf_pick(raw_x, it));"));
-		assert_non_null(strstr(rolled, "float v_y[8];"));
-		assert_null(strstr(rolled, "[it]"));
-		assert_non_null(strstr(rolled, "wsf_ldg16_part(w_ptr + e, (int)(cols - e))"));
-		assert_non_null(strstr(rolled, "wsf_store8_part(y_out_ptr + row * cols + e, v_y, (int)(cols - e));"));
-		assert_null(strstr(cu, "float v_w[2][8];"));  /* the weights live in the rolled loop only */
-		wsf_kernel_delete(k);
-	}
-	wsf_context_delete(ctx);
-}
-
-/*
  * Compiles TEXT to the context's stop stage: its kernel IR names KIR_HAS and
  * not KIR_LACKS (NULL: no check); when CUDA, the CUDA names CUDA_HAS, else
  * there is no CUDA text.
@@ -264,9 +210,8 @@ expect_stages(WsfContext *ctx, const char *text, const char *kir_has, const char
  * are 48 registers a thread before any arithmetic, over the 40 that 48 warps
  * an SM leave) is compiled again as the persistent pipeline, and every stage
  * shows that kernel, also when compiling stops before PTX; `persistent:
- * false` keeps the direct kernel.  A layernorm-like row in the lean form
- * (64 warps an SM) that spills drops to the held form (48).  Skips without
- * NVRTC.
+ * false` keeps the direct kernel.  A layernorm-like row at 32 elements a
+ * thread that spills drops to 16.  Skips without NVRTC.
  */
 static void
 spilling_direct_rows_take_the_pipeline(void **state)
@@ -278,8 +223,8 @@ spilling_direct_rows_take_the_pipeline(void **state)
 		"ops:\n  - {out: h, op: add, in: [x, r]}\n  - {out: g, op: add, in: [h, s]}\n"
 		"  - {out: y, op: softmax, in: [g]}\n"
 		"outputs:\n  y: {dtype: f32}\n%s";
-	static const char two_rows[] =
-		"fusion: two_rows\nsizes: {M: 64, N: 4096}\n"
+	static const char deep[] =
+		"fusion: deep\nsizes: {M: 64, N: 4096}\n"
 		"inputs:\n  x: {dtype: bf16, shape: [M, N]}\n  r: {dtype: bf16, shape: [M, N]}\n"
 		"ops:\n  - {out: g, op: mul, in: [x, r]}\n  - {out: y, op: layernorm, in: [g]}\n"
 		"outputs:\n  y: {dtype: bf16}\n";
@@ -299,11 +244,10 @@ spilling_direct_rows_take_the_pipeline(void **state)
 		expect_stages(ctx, spec_text, "bulk_load", "one_tile_per_cta", cuda, "persistent over tiles");
 		snprintf(spec_text, sizeof spec_text, fmt, "schedule: {persistent: false}\n");
 		expect_stages(ctx, spec_text, "loaded straight from global memory", NULL, cuda, "one CTA per tile");
-		/* two bf16 rows held at 64 warps an SM (32 registers) spill (ptxas 13.0); at 48 they fit */
-		expect_stages(ctx, two_rows, "threads=256 consumers=256 tile=[1, 4096] one_tile_per_cta", NULL, cuda,
+		/* 32 elements a thread of two bf16 rows spill (ptxas 13.0), 16 fit: 256 threads, 48 warps an SM */
+		expect_stages(ctx, deep, "threads=256 consumers=256 tile=[1, 4096] one_tile_per_cta", NULL, cuda,
 		              "__launch_bounds__(256, 6)");
-		expect_stages(ctx, two_rows, "(2 steps of 8 a thread), loaded straight from global memory",
-		              "one step at a time", cuda,
+		expect_stages(ctx, deep, "(2 steps of 8 a thread), loaded straight from global memory", NULL, cuda,
 		              "one CTA per tile");
 	}
 	wsf_context_delete(ctx);
@@ -417,7 +361,6 @@ main(void)
 		cmocka_unit_test(staged_rows_are_read_before_the_first_barrier),
 		cmocka_unit_test(row_outputs_are_stored_once),
 		cmocka_unit_test(direct_rows_load_from_global),
-		cmocka_unit_test(lean_rows_roll_their_last_pass),
 		cmocka_unit_test(spilling_direct_rows_take_the_pipeline),
 		cmocka_unit_test(argument_queries),
 		cmocka_unit_test(errors_reach_the_callback_once),

@@ -447,7 +447,7 @@ reset_comp(Fixture *t)
 	c->status = WSF_OK;
 	c->fusion = NULL;
 	c->kernel = NULL;
-	c->row_fallback = ROW_FB_NONE;
+	c->row_fallback = 0;
 }
 
 /* Lowers SPEC through every pass; fails the test on any diagnostic. */
@@ -945,16 +945,14 @@ lower_reduction_one_cta_a_row(void **state)
 
 /*
  * The default for a row in registers: one CTA a row, loaded straight from
- * global memory, unless the schedule asks for the pipeline; 16 elements a
- * thread.  A row with two levels of reductions, 2-byte inputs and no
- * computed values kept between its passes (layernorm; not softmax, which
- * keeps exp's) holds its row at 64 warps an SM (row_lean); a row with one
- * level (rmsnorm) is loaded again for the output pass (row_reread), at 64
- * warps; a two-level row that is not lean holds 32 elements a thread
- * (row_deep); others are held at 48 warps.  After a spill (Comp.row_fallback,
- * which compile_kernel sets and test_api checks end to end) each form drops
- * to the next that applies: lean to deep to held, reread to held, held to
- * the persistent pipeline unless the schedule asks for one CTA a row.
+ * global memory, unless the schedule asks for the pipeline.  A row with two
+ * levels of reductions that keeps no computed values between its passes
+ * (layernorm; not softmax, which keeps exp's) takes 32 elements a thread, at
+ * 40 warps an SM; a row with one level (rmsnorm) is loaded again for the
+ * output pass (row_reread), at 64 warps; others hold 16, at 48 warps.  After
+ * a spill (Comp.row_fallback, which compile_kernel sets and test_api checks
+ * end to end) 32 and reread drop to 16 held, and 16 to the persistent
+ * pipeline unless the schedule asks for one CTA a row.
  */
 static void
 lower_reduction_direct_by_default(void **state)
@@ -966,29 +964,21 @@ lower_reduction_direct_by_default(void **state)
 #define W "  w: {dtype: bf16, shape: [N]}\n"
 #define LN ROWS(X W "  b: {dtype: bf16, shape: [N]}\n", "  - {out: y, op: layernorm, in: [x, w, b]}\n", "")
 #define RMS(sched) ROWS(X W, "  - {out: y, op: rmsnorm, in: [x, w]}\n", sched)
-	/*
-	 * threads 0: the persistent pipeline (256 threads, 2 steps, staged);
-	 * REREAD, LEAN: the lean forms; 4 steps: 32 elements a thread (row_deep)
-	 */
-	static const struct { const char *spec; RowFallback fallback; int threads, steps; bool reread, lean; } cases[] = {
-		{ROWS(X, "  - {out: y, op: softmax, in: [x]}\n", ""), ROW_FB_NONE, 256, 2, false, false},
-		{RMS(""), ROW_FB_NONE, 256, 2, true, false},
-		{RMS(""), ROW_FB_DEEP, 256, 2, false, false},
-		{LN, ROW_FB_NONE, 256, 2, false, true},
-		{LN, ROW_FB_DEEP, 128, 4, false, false},
-		{LN, ROW_FB_HELD, 256, 2, false, false},
-		{LN, ROW_FB_PIPELINE, 0, 2, false, false},
-		/* f32 rows are held as f32, not picked from raw registers by a rolled pass: not lean */
-		{ROWS("  x: {dtype: f32, shape: [M, N]}\n" W "  b: {dtype: bf16, shape: [N]}\n",
-		      "  - {out: y, op: layernorm, in: [x, w, b]}\n", ""), ROW_FB_NONE, 128, 4, false, false},
+	/* threads 0: the persistent pipeline (256 threads, 2 steps, staged); REREAD: row_reread */
+	static const struct { const char *spec; int fallback, threads, steps; bool reread; } cases[] = {
+		{ROWS(X, "  - {out: y, op: softmax, in: [x]}\n", ""), 0, 256, 2, false},
+		{RMS(""), 0, 256, 2, true},
+		{RMS(""), 1, 256, 2, false},
+		{LN, 0, 128, 4, false},
+		{LN, 1, 256, 2, false},
+		{LN, 2, 0, 2, false},
 		{ROWS(X "  r: {dtype: bf16, shape: [M, N]}\n",
-		      "  - {out: h, op: add, in: [x, r]}\n  - {out: y, op: softmax, in: [h]}\n", ""),
-		 ROW_FB_NONE, 256, 2, false, false},
-		{RMS("schedule: {persistent: true}\n"), ROW_FB_NONE, 0, 2, false, false},
-		{RMS("schedule: {stages: 2}\n"), ROW_FB_NONE, 0, 2, false, false},
-		{RMS(""), ROW_FB_PIPELINE, 0, 2, false, false},
-		{RMS("schedule: {persistent: false}\n"), ROW_FB_PIPELINE, 256, 2, false, false},
-		{RMS("schedule: {persistent: false}\n"), ROW_FB_NONE, 256, 2, true, false},
+		      "  - {out: h, op: add, in: [x, r]}\n  - {out: y, op: softmax, in: [h]}\n", ""), 0, 256, 2, false},
+		{RMS("schedule: {persistent: true}\n"), 0, 0, 2, false},
+		{RMS("schedule: {stages: 2}\n"), 0, 0, 2, false},
+		{RMS(""), 2, 0, 2, false},
+		{RMS("schedule: {persistent: false}\n"), 2, 256, 2, false},
+		{RMS("schedule: {persistent: false}\n"), 0, 256, 2, true},
 	};
 #undef RMS
 #undef LN
@@ -1008,9 +998,8 @@ lower_reduction_direct_by_default(void **state)
 		    k->threads != (direct ? cases[i].threads : 256))
 			fail_msg("case %d: row_direct %d, %d threads, %d steps; expected %d, %d, %d", i, k->row_direct,
 			         k->threads, k->row_steps, direct, direct ? cases[i].threads : 256, cases[i].steps);
-		assert_int_equal(k->row_reread, cases[i].reread);
-		assert_int_equal(k->row_lean, cases[i].lean);
 		assert_int_equal(k->row_deep, cases[i].steps == 4);
+		assert_int_equal(k->row_reread, cases[i].reread);
 		assert_int_equal(k->persistent, !direct);
 		assert_int_equal(kir_has_load(k->body), !direct);
 	}
