@@ -271,7 +271,8 @@ kernel_print(Buf *b, const Kernel *k)
 	           k->flat ? " flat" : "", k->warp_specialize ? " warp_specialized" : "",
 	           k->tma_store ? " tma_store" : "");
 	if (k->row_cap && k->row_steps)
-		buf_printf(b, "  rows: up to %d wide, in registers (%d steps of 8 a thread)%s\n", k->row_cap, k->row_steps,
+		buf_printf(b, "  rows: up to %d wide, in registers (%d step%s of 8 a thread)%s\n", k->row_cap, k->row_steps,
+		           k->row_steps == 1 ? "" : "s",
 		           k->row_reread ? ", loaded straight from global memory in every pass" :
 		           k->row_direct ? ", loaded straight from global memory" : "");
 	else if (k->row_cap)

@@ -32,7 +32,8 @@ for spec in "tests/gpu/specs/relu_chain.yaml -D N=300001" "tests/gpu/specs/relu_
 	"examples/softmax_vocab.yaml -D M=4 -D V=40000" "tests/gpu/specs/norm_layernorm.yaml -D M=6 -D N=33000" \
 	"tests/gpu/specs/norm_rowscale.yaml -D M=3 -D N=70000" "tests/gpu/specs/norm_row_output.yaml -D M=8" \
 	"tests/gpu/specs/norm_layernorm_np.yaml -D M=16 -D N=1000" "tests/gpu/specs/norm_softmax_np.yaml -D M=8" \
-	"tests/gpu/specs/norm_layernorm_p.yaml -D M=16 -D N=1000"; do
+	"tests/gpu/specs/norm_layernorm_p.yaml -D M=16 -D N=1000" "tests/gpu/specs/norm_layernorm.yaml -D M=7 -D N=4000" \
+	"tests/gpu/specs/norm_layernorm_gate.yaml -D M=9 -D N=1000"; do
 	for tool in memcheck racecheck synccheck; do
 		# shellcheck disable=SC2086
 		sanitize $tool "$b/wsfuse" run --check --no-cache $spec
