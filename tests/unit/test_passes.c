@@ -555,6 +555,41 @@ lower_store_kind_default(void **state)
 }
 
 /*
+ * The tile's rows fill a stage target: 16 KiB for a flat kernel (a tile is
+ * one contiguous run), 32 KiB when a row input makes the tiles pieces of
+ * rows; `tile:` overrides both.
+ */
+static void
+lower_pointwise_tile_rows(void **state)
+{
+	Fixture *t = *state;
+#define PW(dt, extra_in, b_shape, sched) \
+	"fusion: pw\nsizes: {M: 4096, N: 4096}\ninputs:\n  a: {dtype: " dt ", shape: [M, N]}\n" \
+	"  b: {dtype: " dt ", shape: " b_shape "}\n" extra_in \
+	"ops:\n  - {out: o, op: add, in: [a, b]}\noutputs:\n  o: {dtype: " dt "}\n" sched
+	static const struct { const char *spec; bool flat; int rows, cols; } cases[] = {
+		{PW("bf16", "", "[M, N]", ""), true, 16, 256},            /* 16 KiB / (256 x 4 bytes) */
+		{PW("f32", "", "[M, N]", ""), true, 8, 256},
+		{PW("bf16", "  c: {dtype: bf16, shape: [M, N]}\n", "[M, N]", ""), true, 8, 256},   /* 6 bytes: 10.7, to 8 */
+		{PW("bf16", "", "[N]", ""), false, 32, 256},              /* 32 KiB / (256 x 4 bytes) */
+		{PW("f32", "", "[N]", ""), false, 16, 256},
+		{PW("bf16", "", "[M, N]", "schedule: {tile: [4, 128]}\n"), true, 4, 128},
+	};
+#undef PW
+	int i;
+
+	for (i = 0; i < countof(cases); i++) {
+		Kernel *k;
+
+		reset_comp(t);
+		k = lower_spec(t, cases[i].spec);
+		if (k->flat != cases[i].flat || k->tile_rows != cases[i].rows || k->tile_cols != cases[i].cols)
+			fail_msg("case %d: flat %d, tile [%d, %d]; expected %d, [%d, %d]", i, k->flat, k->tile_rows,
+			         k->tile_cols, cases[i].flat, cases[i].rows, cases[i].cols);
+	}
+}
+
+/*
  * TMA stores, plain pipeline: in main the stage release doubles as the
  * staging barrier (fence and read-wait N - 2 before it); the epilogue gets
  * its own read-wait N - 1 + barrier before compute and fence + barrier
@@ -1120,6 +1155,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(lower_reduction_direct_by_default, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_pointwise_refuses_hints, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_pointwise_tile_rows, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
