@@ -289,7 +289,7 @@ lower_pointwise(Comp *c, Fusion *f)
 	Stmt *loop, *issue, *compute, *store = NULL;
 	Expr *i, *row0, *col0;
 	int j, row_bytes = 0, *tile_buf;
-	bool tma_store;
+	bool tma_store, narrow;
 
 	k = kernel_new(c, f);
 	c->kernel = k;
@@ -318,14 +318,23 @@ lower_pointwise(Comp *c, Fusion *f)
 	k->persistent = f->sched.persistent == 2 ||
 	                (f->sched.persistent == 0 && (k->warp_specialize || f->sched.stages));
 	/*
-	 * Outputs leave through a staging tile and TMA stores unless the
-	 * schedule says `store: vector`.  The persistent loop needs them (on an
-	 * H200 they moved relu(a*b+c) at 102% of the copy rate where 16-byte
-	 * stores from registers reached 70%), and with one CTA per tile they
-	 * measured as fast or faster wherever it mattered (H200: f32 silu*y 5%
-	 * ahead, bf16 within 0.6% either way; docs/perf.md).
+	 * Outputs leave through a staging tile and TMA stores, unless the
+	 * schedule says `store: vector`, or one CTA per tile writes only 2-byte
+	 * outputs.  The persistent loop needs TMA stores (on an H200 they moved
+	 * relu(a*b+c) at 102% of the copy rate where 16-byte stores from
+	 * registers reached 70%), and so do f32 outputs (H200 silu(x+b)*y f32:
+	 * 16-byte stores 5% slower).  One CTA per tile with bf16 outputs stores
+	 * from registers: silu(x+b)*y bf16 0.4% faster on both devices
+	 * (against torch.compile, medians of 8 interleaved rounds: H200 0.9966x
+	 * to 1.0002x against 0.9919x to 0.9934x, H100 0.9997x to 1.0006x
+	 * against 0.9953x to 0.9967x), relu(a*b+c) bf16 equal (1.0020x against
+	 * 1.0026x, 1.0028x against 1.0019x; docs/perf.md).
 	 */
-	tma_store = f->sched.store != STORE_VECTOR;
+	narrow = true;
+	for (j = 0; j < f->nout; j++)
+		narrow = narrow && dtype_info[f->out[j].dtype].bytes == 2;
+	tma_store = f->sched.store == STORE_TMA ||
+	            (f->sched.store != STORE_VECTOR && (k->persistent || !narrow));
 	k->tma_store = tma_store;
 	if (!k->persistent && !k->stages_hint)
 		k->stages_hint = 1;

@@ -7,7 +7,7 @@ pointwise_chain(
     const __grid_constant__ WsfTensorMap a_map,   // input bf16, full view
     const __grid_constant__ WsfTensorMap b_map,   // input bf16, full view
     const __grid_constant__ WsfTensorMap c_map,   // input bf16, row view
-    const __grid_constant__ WsfTensorMap y_out_map,   // output bf16, full view
+    wsf_bf16 *__restrict__ y_out_ptr,   // output bf16
     const long long rows,
     const long long cols)
 {
@@ -15,16 +15,13 @@ pointwise_chain(
     wsf_bf16 *const a_tile = (wsf_bf16 *)(wsf_smem + 0);   // [1 stages][16][256] bf16
     wsf_bf16 *const b_tile = (wsf_bf16 *)(wsf_smem + 8192);   // [1 stages][16][256] bf16
     wsf_bf16 *const c_tile = (wsf_bf16 *)(wsf_smem + 16384);   // [1 stages][1][256] bf16
-    wsf_bf16 *const y_stage = (wsf_bf16 *)(wsf_smem + 16896);   // [1 stages][16][256] bf16
-    wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 25088);   // 1 mbarriers
+    wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 16896);   // 1 mbarriers
     if (threadIdx.x == 0)
         wsf_prefetch_tmap(&a_map);
     if (threadIdx.x == 0)
         wsf_prefetch_tmap(&b_map);
     if (threadIdx.x == 0)
         wsf_prefetch_tmap(&c_map);
-    if (threadIdx.x == 0)
-        wsf_prefetch_tmap(&y_out_map);
     if (threadIdx.x == 0) {   // one thread initialises the stage barriers
         for (int s = 0; s < 1; s++)
             wsf_mbar_init(&full[s], 1);
@@ -46,16 +43,11 @@ pointwise_chain(
         const long long row0 = (wsf_udiv(tile, col_tiles) * 16LL);
         const long long col0 = (wsf_umod(tile, col_tiles) * 256LL);
         wsf_mbar_wait(&full[0LL], (unsigned)(i & 1LL));   // wait until the stage's loads have landed
-        if (threadIdx.x == 0) {
-            wsf_bulk_wait_read<0>();   // the staging copy about to be written has been read
-        }
-        __syncthreads();   // writers may reuse the staging copy
         {   // compute tile (row0, col0) = (row0, col0): 3 ops of pointwise_chain
             const long long tile_row0 = row0, tile_col0 = col0;
             const wsf_bf16 *a_tile_s = a_tile;
             const wsf_bf16 *b_tile_s = b_tile;
             const wsf_bf16 *c_tile_s = c_tile;
-            wsf_bf16 *y_stage_s = y_stage;
             for (int e = threadIdx.x * 8; e < 4096; e += 2048) {
                 const int r = e / 256, c = e % 256;
                 const long long row = tile_row0 + r, col = tile_col0 + c;
@@ -76,17 +68,16 @@ pointwise_chain(
                     v_abc[v] = v_ab[v] + v_c[v];   // add
                     v_y[v] = fmaxf(v_abc[v], 0.0f);   // relu
                 }
-                wsf_store8_smem(y_stage_s + e, v_y);  // examples/pointwise_chain.yaml:27
+                if (col + 8 <= cols) {  // examples/pointwise_chain.yaml:27
+                    wsf_store8(y_out_ptr + row * cols + col, v_y);
+                } else {
+                    #pragma unroll
+                    for (int v = 0; v < 8; v++)
+                        if (col + v < cols)
+                            wsf_store1(y_out_ptr + row * cols + col + v, v_y[v]);
+                }
             }
         }
-        wsf_fence_proxy_async();
         __syncthreads();   // release the stage: the next load refills it
-        if (threadIdx.x == 0) {   // one thread stores the outputs
-            wsf_tma_store_2d(&y_out_map, col0, row0, y_stage);  // examples/pointwise_chain.yaml:27
-            wsf_bulk_commit();
-        }
-    }
-    if (threadIdx.x == 0) {
-        wsf_bulk_wait<0>();   // every store has landed
     }
 }

@@ -509,12 +509,12 @@ lower_views(void **state)
 	assert_int_equal(k->param[3].kind, PK_PTR);
 	assert_int_equal(k->param[3].view, VIEW_COL);
 	assert_int_equal(k->param[4].view, VIEW_SCALAR);
-	assert_int_equal(k->param[5].kind, PK_TMAP);  /* a 2-byte output leaves through TMA stores */
-	assert_true(k->tma_store);
+	assert_int_equal(k->param[5].kind, PK_PTR);  /* one CTA a tile stores a 2-byte output from registers */
+	assert_false(k->tma_store);
 	/* by default one CTA a tile: one stage, no prologue or epilogue copies of the loop */
 	assert_false(k->persistent);
 	assert_int_equal(census(k->body).kind[ST_TMA_LOAD], 2);
-	assert_int_equal(census(k->body).kind[ST_TMA_STORE], 1);
+	assert_int_equal(census(k->body).kind[ST_TMA_STORE], 0);
 }
 
 #define STORE_SPEC(sched) \
@@ -522,8 +522,8 @@ lower_views(void **state)
 	"ops:\n  - {out: o, op: relu, in: [a]}\noutputs:\n  o: {dtype: bf16}\n" sched
 
 /*
- * The store kind by default: TMA stores, for any output width and either
- * loop; `store: vector` asks for 16-byte stores from registers.
+ * The store kind by default: TMA stores, but for one CTA a tile writing
+ * only 2-byte outputs, which stores from registers; `store:` says which.
  */
 static void
 lower_store_kind_default(void **state)
@@ -533,7 +533,10 @@ lower_store_kind_default(void **state)
 	"fusion: st\nsizes: {N: 4096}\ninputs:\n  a: {dtype: bf16, shape: [N]}\n" \
 	"ops:\n  - {out: o, op: relu, in: [a]}\noutputs:\n  o: {dtype: f32}\n" sched
 	static const struct { const char *spec; bool tma; } cases[] = {
-		{STORE_SPEC(""), true},
+		{STORE_SPEC(""), false},
+		{STORE_SPEC("schedule: {store: tma}\n"), true},
+		{STORE_SPEC("schedule: {persistent: true}\n"), true},
+		{STORE_SPEC("schedule: {stages: 2}\n"), true},
 		{STORE_SPEC("schedule: {store: vector}\n"), false},
 		{F32_OUT(""), true},
 		{F32_OUT("schedule: {persistent: true}\n"), true},
