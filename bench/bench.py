@@ -13,6 +13,7 @@ copy moving the same number of bytes (half read, half written): the bandwidth ce
     python3 bench/bench.py --quick              # small sizes: a smoke run
     python3 bench/bench.py --cases relu_chain_bf16 --json out.json
     python3 bench/bench.py --compile-only       # spec -> cubin for every case; no torch, no GPU
+    python3 bench/bench.py --rounds 8 --cases relu_chain_f32   # + 8 interleaved rounds against torch.compile
 
 To add a case, add a row to CASES.
 """
@@ -279,8 +280,13 @@ def time_copy(nbytes, timer):
     return timer(lambda: dst.copy_(src))
 
 
-def run_case(case, sizes, timer):
-    """Checks and times one case; returns its result row (check holds 'ok' or the failure)."""
+def run_case(case, sizes, timer, rounds=0):
+    """Checks and times one case; returns its result row (check holds 'ok' or the failure).
+
+    ROUNDS > 0 also times wsfuse and torch.compile in that many interleaved rounds, the order
+    alternating, and keeps the median and range of the per-round ratios: drift in clocks or
+    power then moves both sides alike, and a difference of 0.1% stands out of the noise.
+    """
     torch._dynamo.reset()
     row = {"case": case.name, "sizes": sizes}
     t0 = time.perf_counter()
@@ -302,6 +308,18 @@ def run_case(case, sizes, timer):
     compiled = torch.compile(case.eager)
     compiled(*inputs)   # compile outside the timing
     row["compile_ms"] = timer(lambda: compiled(*inputs))
+    if rounds and row["wsfuse_ms"]:
+        ratios = []
+        for r in range(rounds):
+            if r % 2:
+                c = timer(lambda: compiled(*inputs))
+                w = timer(lambda: k.launch(*inputs, *outs))
+            else:
+                w = timer(lambda: k.launch(*inputs, *outs))
+                c = timer(lambda: compiled(*inputs))
+            ratios.append(c / w)
+        row.update(rounds=rounds, rounds_ratio=statistics.median(ratios), rounds_min=min(ratios),
+                   rounds_max=max(ratios))
     row["copy_ms"] = time_copy(row["bytes"], timer)
     w, c, cp = row["wsfuse_ms"], row["compile_ms"], row["copy_ms"]
     row["wsfuse_gbps"] = row["bytes"] / w / 1e6 if w else None
@@ -323,6 +341,11 @@ def print_table(rows):
               fmt(r["speedup_vs_compile"], ".3f") + ("x" if r["speedup_vs_compile"] else ""),
               fmt(r["frac_of_copy"] and 100 * r["frac_of_copy"], ".1f") + ("%" if r["frac_of_copy"] else ""),
               r["check"].splitlines()[0][:60]] for r in rows]
+    if any("rounds" in r for r in rows):   # --rounds: the interleaved rounds' median ratio and range
+        cols.insert(8, "rounds: median (range)")
+        for r, line in zip(rows, lines):
+            line.insert(8, f"{r['rounds_ratio']:.4f}x ({r['rounds_min']:.4f}-{r['rounds_max']:.4f})"
+                        if "rounds" in r else "-")
     width = [max(len(str(x)) for x in col) for col in zip(cols, *lines)]
     for line in [cols, ["-" * w for w in width], *lines]:
         print("  ".join(str(x).ljust(w) if i in (0, len(cols) - 1) else str(x).rjust(w)
@@ -336,6 +359,8 @@ def main():
     ap.add_argument("--json", metavar="FILE", help="write the results to FILE")
     ap.add_argument("--quick", action="store_true", help="small sizes: a smoke run, not a measurement")
     ap.add_argument("--compile-only", action="store_true", help="only compile each spec to cubin")
+    ap.add_argument("--rounds", type=int, default=0, metavar="N",
+                    help="also time wsfuse and torch.compile in N interleaved rounds (median ratio and range)")
     args = ap.parse_args()
     cases = CASES
     if args.cases:
@@ -370,7 +395,7 @@ def main():
     for case in cases:
         sizes = case.quick if args.quick else case.sizes
         try:
-            row = run_case(case, sizes, timer)
+            row = run_case(case, sizes, timer, args.rounds)
         except Exception as e:   # a case that cannot run at all: report it, go on with the rest
             row = {"case": case.name, "sizes": sizes, "bytes": 0, "check": f"{type(e).__name__}: {e}"}
             for key in ("wsfuse_ms", "eager_ms", "compile_ms", "copy_ms", "wsfuse_gbps", "copy_gbps",
