@@ -566,18 +566,23 @@ static void
 lower_pointwise_tile_rows(void **state)
 {
 	Fixture *t = *state;
-#define PW(dt, extra_in, b_shape, sched) \
+#define PW(dt, b_shape, sched) \
 	"fusion: pw\nsizes: {M: 4096, N: 4096}\ninputs:\n  a: {dtype: " dt ", shape: [M, N]}\n" \
-	"  b: {dtype: " dt ", shape: " b_shape "}\n" extra_in \
+	"  b: {dtype: " dt ", shape: " b_shape "}\n" \
 	"ops:\n  - {out: o, op: add, in: [a, b]}\noutputs:\n  o: {dtype: " dt "}\n" sched
+#define PW3 \
+	"fusion: pw\nsizes: {M: 4096, N: 4096}\ninputs:\n  a: {dtype: bf16, shape: [M, N]}\n" \
+	"  b: {dtype: bf16, shape: [M, N]}\n  c: {dtype: bf16, shape: [M, N]}\n" \
+	"ops:\n  - {out: t, op: mul, in: [a, b]}\n  - {out: o, op: add, in: [t, c]}\noutputs:\n  o: {dtype: bf16}\n"
 	static const struct { const char *spec; bool flat; int rows, cols; } cases[] = {
-		{PW("bf16", "", "[M, N]", ""), true, 16, 256},            /* 16 KiB / (256 x 4 bytes) */
-		{PW("f32", "", "[M, N]", ""), true, 8, 256},
-		{PW("bf16", "  c: {dtype: bf16, shape: [M, N]}\n", "[M, N]", ""), true, 8, 256},   /* 6 bytes: 10.7, to 8 */
-		{PW("bf16", "", "[N]", ""), false, 32, 256},              /* 32 KiB / (256 x 4 bytes) */
-		{PW("f32", "", "[N]", ""), false, 16, 256},
-		{PW("bf16", "", "[M, N]", "schedule: {tile: [4, 128]}\n"), true, 4, 128},
+		{PW("bf16", "[M, N]", ""), true, 16, 256},   /* 16 KiB / (256 x 4 bytes of inputs) */
+		{PW("f32", "[M, N]", ""), true, 8, 256},
+		{PW3, true, 8, 256},                         /* 6 bytes: 10.7 rows, to a power of two */
+		{PW("bf16", "[N]", ""), false, 32, 256},     /* 32 KiB / (256 x 4 bytes) */
+		{PW("f32", "[N]", ""), false, 16, 256},
+		{PW("bf16", "[M, N]", "schedule: {tile: [4, 128]}\n"), true, 4, 128},
 	};
+#undef PW3
 #undef PW
 	int i;
 
