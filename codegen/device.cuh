@@ -301,17 +301,19 @@ __device__ __forceinline__ uint4 wsf_ldg16_part(const unsigned short *p, int n)
 }
 __device__ __forceinline__ void wsf_load8_global(float v[8], const wsf_bf16 *p) { wsf_unpack8(v, wsf_ldg16(p)); }
 __device__ __forceinline__ void wsf_load8_global_f16(float v[8], const wsf_f16 *p) { wsf_unpack8_f16(v, wsf_ldg16(p)); }
-__device__ __forceinline__ void wsf_load8_global(float v[8], const float *p)
+// Eight f32 elements from two 16-byte loads.
+__device__ __forceinline__ void wsf_unpack8_f32(float v[8], uint4 a, uint4 b)
 {
-	uint4 a = wsf_ldg16(p), b = wsf_ldg16(p + 4);
 	v[0] = __uint_as_float(a.x); v[1] = __uint_as_float(a.y); v[2] = __uint_as_float(a.z); v[3] = __uint_as_float(a.w);
 	v[4] = __uint_as_float(b.x); v[5] = __uint_as_float(b.y); v[6] = __uint_as_float(b.z); v[7] = __uint_as_float(b.w);
 }
+__device__ __forceinline__ void wsf_load8_global(float v[8], const float *p)
+{
+	wsf_unpack8_f32(v, wsf_ldg16(p), wsf_ldg16(p + 4));
+}
 __device__ __forceinline__ void wsf_load8_global_l2(float v[8], const float *p, wsf_u64 pol)
 {
-	uint4 a = wsf_ldg16_l2(p, pol), b = wsf_ldg16_l2(p + 4, pol);
-	v[0] = __uint_as_float(a.x); v[1] = __uint_as_float(a.y); v[2] = __uint_as_float(a.z); v[3] = __uint_as_float(a.w);
-	v[4] = __uint_as_float(b.x); v[5] = __uint_as_float(b.y); v[6] = __uint_as_float(b.z); v[7] = __uint_as_float(b.w);
+	wsf_unpack8_f32(v, wsf_ldg16_l2(p, pol), wsf_ldg16_l2(p + 4, pol));
 }
 
 // ---- row reductions: every thread of the CTA calls these together ----

@@ -534,16 +534,21 @@ emit_row_load(Emit *e, int t, bool whole)
 		line(e, "wsf_load8%s(%s, %s_s + e);", helper_suffix(p->dtype), v, bufname(e, buf_of_tensor(e->k, t)));
 }
 
-/* Opens register mode's unrolled loop over a thread's steps of 8 elements, COMMENT after the brace. */
+/*
+ * Opens register mode's unrolled loop over a thread's steps of 8 elements;
+ * GUARD: the steps may run past the row's end, which ends the loop.
+ */
 static void
-open_steps(Emit *e, const char *comment)
+open_steps(Emit *e, bool guard)
 {
 	line(e, "#pragma unroll");
-	line(e, "for (int it = 0; it < %d; it++) {%s", e->row_steps, comment);
+	line(e, "for (int it = 0; it < %d; it++) {", e->row_steps);
 	e->depth++;
 	line(e, "const int e = threadIdx.x * %d + it * %d;", VEC, e->k->consumer_threads * VEC);
-	line(e, "if (e >= cols)");
-	line(e, "    break;");
+	if (guard) {
+		line(e, "if (e >= cols)");
+		line(e, "    break;");
+	}
 }
 
 /* Does this pass load input T, a full row a direct kernel reads from global memory? */
@@ -621,17 +626,14 @@ row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 			line(e, "if (threadIdx.x * %d + %d <= cols) {   // this thread's part of the row's inputs, "
 			     "all inside the row", VEC, (e->row_steps - 1) * step + VEC);
 			e->depth++;
-			line(e, "#pragma unroll");
-			line(e, "for (int it = 0; it < %d; it++) {", e->row_steps);
-			e->depth++;
-			line(e, "const int e = threadIdx.x * %d + it * %d;", VEC, step);
+			open_steps(e, false);
 			emit_hbm_loads(e, need, have, true);
 			e->depth--;
 			line(e, "}");
 			e->depth--;
 			line(e, "} else {   // the row's ragged end");
 			e->depth++;
-			open_steps(e, "");
+			open_steps(e, true);
 			emit_hbm_loads(e, need, have, false);
 			e->depth--;
 			line(e, "}");
@@ -648,7 +650,7 @@ row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 		line(e, "if (e < cols) {");
 		e->depth++;
 	} else if (e->row_steps) {
-		open_steps(e, "");
+		open_steps(e, true);
 	} else {
 		line(e, "for (int e = threadIdx.x * %d; e < cols; e += %d) {", VEC, step);
 		e->depth++;
