@@ -319,7 +319,7 @@ again:
 	if (s != WSF_OK)
 		return s;
 	if (probe && rt_spill_bytes(bin.log) > 0) {
-		c->row_fallback = c->kernel->row_deep || c->kernel->row_reread ? 1 : 2;
+		c->row_fallback = c->kernel->row_deep || c->kernel->row_reread ? ROW_FB_HELD : ROW_FB_PIPELINE;
 		goto again;
 	}
 	if (ctx->stop < WSF_STAGE_PTX)

@@ -102,6 +102,16 @@ typedef struct SizeBinding {
 } SizeBinding;
 
 /*
+ * How far lowering falls back after a direct row kernel spilled registers
+ * (Comp.row_fallback; compile_kernel reads ptxas's count and lowers again).
+ */
+typedef enum RowFallback {
+	ROW_FB_NONE,     /* the row forms lowering prefers (Kernel.row_deep, row_reread) */
+	ROW_FB_HELD,     /* 16 elements a thread held in registers at 48 warps an SM */
+	ROW_FB_PIPELINE  /* the persistent pipeline, unless the schedule asks for one CTA a row */
+} RowFallback;
+
+/*
  * One compilation: its arena, its source text, its diagnostics and the IR it
  * builds.  Made and freed by compiler/api.c; every pass takes one.
  */
@@ -129,9 +139,7 @@ typedef struct Comp {
 
 	Fusion *fusion;         /* set by the front end */
 	Kernel *kernel;         /* set by lowering */
-	int row_fallback;       /* set by compile_kernel when a direct row kernel spilled registers: 1 lower
-	                           it with 16 elements a thread (Kernel.row_deep false), 2 lower the
-	                           persistent pipeline unless the schedule asks for one CTA a row */
+	RowFallback row_fallback; /* set by compile_kernel when a direct row kernel spilled registers */
 } Comp;
 
 /* Reports an error at P (P.line 0: no position); always returns -1. */

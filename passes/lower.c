@@ -661,12 +661,13 @@ lower_reduction(Comp *c, Fusion *f)
 		 * rmsnorm 0.1315 against 0.1460 ms, softmax 0.1359 against 0.1520,
 		 * 32768x4096).  It is the default for a row that fits in
 		 * registers, unless `persistent:` or `stages:` says otherwise, or
-		 * the compiled kernel spilled registers (c->row_fallback 2, set by
-		 * compile_kernel, which then lowers again): spills cost more than
-		 * the pipeline gains (layernorm, H200: 0.19 against 0.153 ms).
+		 * the compiled kernel spilled registers in every direct form
+		 * (c->row_fallback ROW_FB_PIPELINE, set by compile_kernel, which
+		 * then lowers again): spills cost more than the pipeline gains
+		 * (layernorm, H200: 0.19 against 0.153 ms).
 		 */
 		direct = !f->sched.stages &&
-		         (f->sched.persistent == 1 || (f->sched.persistent == 0 && c->row_fallback < 2));
+		         (f->sched.persistent == 1 || (f->sched.persistent == 0 && c->row_fallback < ROW_FB_PIPELINE));
 		/*
 		 * 16 elements a thread: rows up to 16384 wide stay in registers in two
 		 * steps of 8 (codegen's register mode); wider rows take 1024 threads.
@@ -689,10 +690,10 @@ lower_reduction(Comp *c, Fusion *f)
 		 * does).  With two levels the row is read three times and that
 		 * lost (layernorm 0.1534 against 0.1365 ms, softmax 0.1416 against
 		 * 0.1354).  If either kernel spills, it drops back to 16 elements
-		 * held in registers (c->row_fallback 1).
+		 * held in registers (c->row_fallback ROW_FB_HELD).
 		 */
 		levels = kir_row_levels(k, arena_alloc(c->arena, (size_t)f->ntensor * sizeof(int)), NULL);
-		k->row_deep = direct && c->row_fallback == 0 && cap / 16 <= 1024 && !row_keeps_values(f, k) &&
+		k->row_deep = direct && c->row_fallback == ROW_FB_NONE && cap / 16 <= 1024 && !row_keeps_values(f, k) &&
 		              levels >= 2;
 		per = k->row_deep ? 32 : 16;
 		least = k->row_deep ? 128 : THREADS;
@@ -703,7 +704,7 @@ lower_reduction(Comp *c, Fusion *f)
 		if (direct && k->row_steps)
 			k->persistent = false;
 		k->row_direct = !k->persistent && k->row_steps && !f->sched.stages;
-		k->row_reread = k->row_direct && c->row_fallback == 0 && levels == 1;
+		k->row_reread = k->row_direct && c->row_fallback == ROW_FB_NONE && levels == 1;
 		if (!k->persistent && !k->stages_hint)
 			k->stages_hint = 1;  /* one row a CTA: one stage (a streamed row pipelines its chunks) */
 	}

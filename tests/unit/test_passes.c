@@ -447,7 +447,7 @@ reset_comp(Fixture *t)
 	c->status = WSF_OK;
 	c->fusion = NULL;
 	c->kernel = NULL;
-	c->row_fallback = 0;
+	c->row_fallback = ROW_FB_NONE;
 }
 
 /* Lowers SPEC through every pass; fails the test on any diagnostic. */
@@ -1008,20 +1008,20 @@ lower_reduction_direct_by_default(void **state)
 #define LN ROWS(X W "  b: {dtype: bf16, shape: [N]}\n", "  - {out: y, op: layernorm, in: [x, w, b]}\n", "")
 #define RMS(sched) ROWS(X W, "  - {out: y, op: rmsnorm, in: [x, w]}\n", sched)
 	/* threads 0: the persistent pipeline (256 threads, 2 steps, staged); REREAD: row_reread */
-	static const struct { const char *spec; int fallback, threads, steps; bool reread; } cases[] = {
-		{ROWS(X, "  - {out: y, op: softmax, in: [x]}\n", ""), 0, 256, 2, false},
-		{RMS(""), 0, 256, 2, true},
-		{RMS(""), 1, 256, 2, false},
-		{LN, 0, 128, 4, false},
-		{LN, 1, 256, 2, false},
-		{LN, 2, 0, 2, false},
+	static const struct { const char *spec; RowFallback fallback; int threads, steps; bool reread; } cases[] = {
+		{ROWS(X, "  - {out: y, op: softmax, in: [x]}\n", ""), ROW_FB_NONE, 256, 2, false},
+		{RMS(""), ROW_FB_NONE, 256, 2, true},
+		{RMS(""), ROW_FB_HELD, 256, 2, false},
+		{LN, ROW_FB_NONE, 128, 4, false},
+		{LN, ROW_FB_HELD, 256, 2, false},
+		{LN, ROW_FB_PIPELINE, 0, 2, false},
 		{ROWS(X "  r: {dtype: bf16, shape: [M, N]}\n",
-		      "  - {out: h, op: add, in: [x, r]}\n  - {out: y, op: softmax, in: [h]}\n", ""), 0, 256, 2, false},
-		{RMS("schedule: {persistent: true}\n"), 0, 0, 2, false},
-		{RMS("schedule: {stages: 2}\n"), 0, 0, 2, false},
-		{RMS(""), 2, 0, 2, false},
-		{RMS("schedule: {persistent: false}\n"), 2, 256, 2, false},
-		{RMS("schedule: {persistent: false}\n"), 0, 256, 2, true},
+		      "  - {out: h, op: add, in: [x, r]}\n  - {out: y, op: softmax, in: [h]}\n", ""), ROW_FB_NONE, 256, 2, false},
+		{RMS("schedule: {persistent: true}\n"), ROW_FB_NONE, 0, 2, false},
+		{RMS("schedule: {stages: 2}\n"), ROW_FB_NONE, 0, 2, false},
+		{RMS(""), ROW_FB_PIPELINE, 0, 2, false},
+		{RMS("schedule: {persistent: false}\n"), ROW_FB_PIPELINE, 256, 2, false},
+		{RMS("schedule: {persistent: false}\n"), ROW_FB_NONE, 256, 2, true},
 	};
 #undef RMS
 #undef LN
