@@ -178,15 +178,17 @@ def _bsm_case(dt, tag="", hint=""):
 
 VECTOR, WS, S4, T32, P = (("vector", "store: vector"), ("ws", "warp_specialize: true"),
                           ("s4", "stages: 4"), ("t32", "tile: [32, 256]"), ("p", "persistent: true"))
+RUN16, RUN32 = ("run2048", "tile: [1, 2048]"), ("run1024", "tile: [1, 1024]")   # one-row tiles, bulk copies
 CASES = [
     *(_relu_case(dt) for dt in ("bf16", "f32")),
     *(_bsm_case(dt) for dt in ("bf16", "f32")),
     # schedule variants: the other store kind (TMA stores by default, 16-byte stores from
-    # registers here), warp specialization, stages, a taller tile, the persistent pipelined loop
+    # registers here), warp specialization, stages, a taller tile, the persistent pipelined loop,
+    # one-row tiles wider than a TMA box
     *(_relu_case("bf16", *v) for v in (VECTOR, WS, S4, T32, P)),
-    *(_bsm_case("bf16", *v) for v in (VECTOR, WS, T32, P)),
+    *(_bsm_case("bf16", *v) for v in (VECTOR, WS, T32, P, RUN16)),
     *(_relu_case("f32", *v) for v in (VECTOR, P)),
-    *(_bsm_case("f32", *v) for v in (VECTOR, P)),
+    *(_bsm_case("f32", *v) for v in (VECTOR, P, RUN32)),
 ]
 
 # row reductions (issue 4): two shapes each, bf16

@@ -210,6 +210,13 @@ __device__ __forceinline__ void wsf_tma_store_2d(const WsfTensorMap *map, long l
 	asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
 	             :: "l"(map), "r"((int)col), "r"((int)row), "r"(wsf_smem_addr(src)) : "memory");
 }
+// Copies BYTES (a multiple of 16; both addresses 16-byte aligned) from shared SRC
+// to global DST, a 1-D bulk copy by the TMA unit; one bulk async-group per commit.
+__device__ __forceinline__ void wsf_bulk_store(void *dst, const void *src, unsigned bytes)
+{
+	asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
+	             :: "l"(dst), "r"(wsf_smem_addr(src)), "r"(bytes) : "memory");
+}
 __device__ __forceinline__ void wsf_bulk_commit(void)
 {
 	asm volatile("cp.async.bulk.commit_group;" ::: "memory");

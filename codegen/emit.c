@@ -335,9 +335,18 @@ emit_compute(Emit *e, const Stmt *s)
 
 		e->value[t] = v;
 		line(e, "float %s[%d];%s", v, VEC, pos_comment(e, f->tensor[t].pos));
-		if (p->kind == PK_TMAP) {
+		if (buf_of_tensor(k, t) < k->nbuf) {   /* staged: a tile buffer */
 			line(e, "wsf_load8%s(%s, %s_s + %s);", suf, v, bufname(e, buf_of_tensor(k, t)),
 			     p->view == VIEW_ROW ? "c" : "e");
+		} else if (p->view == VIEW_ROW) {   /* a row beside a one-row tile: L1 keeps it for the CTAs */
+			line(e, "if (col + %d <= cols) {", VEC);
+			line(e, "    wsf_load8_global%s(%s, %s + col);", suf, v, param_name(e, p));
+			line(e, "} else {");
+			line(e, "    #pragma unroll");
+			line(e, "    for (int v = 0; v < %d; v++)", VEC);
+			line(e, "        %s[v] = col + v < cols ? %s(%s + col + v) : 0.0f;", v,
+			     p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", param_name(e, p));
+			line(e, "}");
 		} else {
 			const char *idx = p->view == VIEW_COL ? "row" : "0";
 
@@ -1195,6 +1204,20 @@ comment(Emit *e, const Stmt *s)
 	return arena_printf(e->c->arena, "   // %s", s->comment);
 }
 
+/* The global address of a bulk copy's (row, col): PARAM + row * cols + col, zero terms left out. */
+static const char *
+bulk_at(Emit *e, const Stmt *s)
+{
+	const Kernel *k = e->k;
+	bool col0 = s->b->kind == EX_INT && s->b->ival == 0, row0 = s->a->kind == EX_INT && s->a->ival == 0;
+	const char *p = param_name(e, &k->param[s->param]);
+
+	if (row0)
+		return col0 ? p : arena_printf(e->c->arena, "%s + %s", p, expr_str(e, s->b));
+	return arena_printf(e->c->arena, "%s + %s * %s%s%s", p, expr_str(e, s->a), k->var[k->cols_var].name,
+	                    col0 ? "" : " + ", col0 ? "" : expr_str(e, s->b));
+}
+
 static void
 emit_stmt(Emit *e, const Stmt *s)
 {
@@ -1241,15 +1264,9 @@ emit_stmt(Emit *e, const Stmt *s)
 	case ST_TMA_LOAD:
 		if (k->param[s->param].kind == PK_PTR) {
 			/* a 1-D bulk copy of the row segment: no tensor map, exactly the bytes that exist */
-			bool col0 = s->b->kind == EX_INT && s->b->ival == 0, row0 = s->a->kind == EX_INT && s->a->ival == 0;
-			const char *at = row0 ? (col0 ? "" : expr_str(e, s->b)) :
-			                 arena_printf(e->c->arena, "%s * %s%s%s", expr_str(e, s->a), k->var[k->cols_var].name,
-			                              col0 ? "" : " + ", col0 ? "" : expr_str(e, s->b));
-
-			line(e, "wsf_bulk_load(%s%s%s, %s%s%s, (unsigned)(%s), %s);%s", buf_at(e, s->buf, s->slot),
-			     s->off ? " + " : "", s->off ? expr_str(e, s->off) : "", param_name(e, &k->param[s->param]),
-			     *at ? " + " : "", at, expr_str(e, kir_bulk_bytes(e->c, k, s)), bar_at(e, s->bar, s->barslot),
-			     pos_comment(e, s->pos));
+			line(e, "wsf_bulk_load(%s%s%s, %s, (unsigned)(%s), %s);%s", buf_at(e, s->buf, s->slot),
+			     s->off ? " + " : "", s->off ? expr_str(e, s->off) : "", bulk_at(e, s),
+			     expr_str(e, kir_bulk_bytes(e->c, k, s)), bar_at(e, s->bar, s->barslot), pos_comment(e, s->pos));
 			break;
 		}
 		line(e, "wsf_tma_load_2d(%s%s%s, &%s, %s, %s, %s);%s", buf_at(e, s->buf, s->slot), s->off ? " + " : "",
@@ -1258,6 +1275,11 @@ emit_stmt(Emit *e, const Stmt *s)
 		     bar_at(e, s->bar, s->barslot), pos_comment(e, s->pos));
 		break;
 	case ST_TMA_STORE:
+		if (k->param[s->param].kind == PK_PTR) {   /* a 1-D bulk copy, as for loads */
+			line(e, "wsf_bulk_store(%s, %s, (unsigned)(%s));%s", bulk_at(e, s), buf_at(e, s->buf, s->slot),
+			     expr_str(e, kir_bulk_bytes(e->c, k, s)), pos_comment(e, s->pos));
+			break;
+		}
 		line(e, "wsf_tma_store_2d(&%s, %s, %s, %s);%s", param_name(e, &k->param[s->param]),
 		     expr_str(e, s->b), expr_str(e, s->a), buf_at(e, s->buf, s->slot), pos_comment(e, s->pos));
 		break;

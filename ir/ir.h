@@ -619,8 +619,8 @@ Stmt *st_clone(Comp *c, const Stmt *s, int var, Expr *with);
 /* Does S (or anything in it) read / write buffer BUF? */
 bool st_reads_buf(const Stmt *s, int buf);
 bool st_writes_buf(const Stmt *s, int buf);
-/* A TMA load from a pointer (a 1-D bulk copy): its byte count, a runtime expression; else NULL. */
-Expr *kir_bulk_bytes(Comp *c, const Kernel *k, const Stmt *load);
+/* A TMA load or store on a pointer (a 1-D bulk copy): its byte count, a runtime expression; else NULL. */
+Expr *kir_bulk_bytes(Comp *c, const Kernel *k, const Stmt *copy);
 /*
  * The pass over a row in which each fusion tensor of row-reduction kernel K
  * is known (LEVEL[t], ntensor entries): the number of reductions on its

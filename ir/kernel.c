@@ -321,7 +321,7 @@ kir_bulk_bytes(Comp *c, const Kernel *k, const Stmt *ld)
 	const KBuf *b = &k->buf[ld->buf];
 	Expr *left;
 
-	if (ld->kind != ST_TMA_LOAD || k->param[ld->param].kind != PK_PTR)
+	if ((ld->kind != ST_TMA_LOAD && ld->kind != ST_TMA_STORE) || k->param[ld->param].kind != PK_PTR)
 		return NULL;
 	/* the segment [col, min(col + copy cols, cols)) of the row */
 	left = ex_bin(c, EX_SUB, ex_var(c, k->cols_var), ld->b);

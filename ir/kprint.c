@@ -152,7 +152,8 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 		}
 		break;
 	case ST_TMA_STORE:
-		buf_printf(b, "tma_store %s[", k->param[s->param].name);
+		buf_printf(b, "%s %s[", k->param[s->param].kind == PK_PTR ? "bulk_store" : "tma_store",
+		           k->param[s->param].name);
 		expr_print(b, k, s->a);
 		buf_puts(b, ", ");
 		expr_print(b, k, s->b);

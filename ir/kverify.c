@@ -81,8 +81,8 @@ check_stmt(Check *v, const Stmt *s)
 			fail(v, "TMA load into a buffer that is not a tile buffer");
 		else if (k->buf[s->buf].full_bar && s->bar != k->buf[s->buf].full_bar && s->kind == ST_TMA_LOAD)
 			fail(v, "TMA load completes on a barrier other than its buffer's");
-		else if (k->param[s->param].kind != PK_TMAP && (s->kind == ST_TMA_STORE || k->param[s->param].kind != PK_PTR))
-			fail(v, "TMA statement on a param that is neither a tensor map nor (for a load) a pointer");
+		else if (k->param[s->param].kind != PK_TMAP && k->param[s->param].kind != PK_PTR)
+			fail(v, "TMA statement on a param that is neither a tensor map nor a pointer");
 		check_expr(v, s->a);
 		check_expr(v, s->b);
 		check_expr(v, s->slot);

@@ -29,7 +29,8 @@ enum {
 	THREADS = 256,            /* compute threads per CTA */
 	STAGE_TARGET = 32 * 1024, /* bytes one stage should move */
 	SMEM_BUDGET = 200 * 1024, /* dynamic shared memory the passes may use */
-	SMEM_TARGET = 56 * 1024   /* by default: room for four CTAs per SM (docs/perf.md) */
+	SMEM_TARGET = 56 * 1024,  /* by default: room for four CTAs per SM (docs/perf.md) */
+	MAX_RUN = 16384           /* the widest one-row pointwise tile */
 };
 
 static bool
@@ -132,12 +133,15 @@ check_tile(Comp *c, const Kernel *k, const Fusion *f)
 {
 	int i;
 
-	if (k->tile_rows < 1 || k->tile_rows > 256 || k->tile_cols < 8 || k->tile_cols > 256 ||
+	if (k->tile_rows < 1 || k->tile_rows > 256 || k->tile_cols < 8 || k->tile_cols > MAX_RUN ||
+	    (k->tile_cols > 256 && (k->tile_rows > 1 || k->flat)) ||
 	    (k->tile_cols & (k->tile_cols - 1)) || (k->tile_rows & (k->tile_rows - 1)))
 		return diag_error(c, f->sched.tile_pos,
 		                  "pointwise tile [%d, %d] is not supported: rows must be a power of two in "
-		                  "1..256 and cols a power of two in 8..256 (TMA boxes are at most 256 per dim)",
-		                  k->tile_rows, k->tile_cols);
+		                  "1..256 and cols a power of two in 8..256 (TMA boxes are at most 256 per dim), "
+		                  "or, for a kernel with a row or column input, [1, cols] with cols a power of two up "
+		                  "to %d (a run of one row, moved by 1-D bulk copies)",
+		                  k->tile_rows, k->tile_cols, MAX_RUN);
 	for (i = 1; i < k->nparam; i++)
 		if (k->param[i].kind == PK_TMAP &&
 		    k->tile_cols * dtype_info[k->param[i].dtype].bytes % 16)
@@ -378,7 +382,9 @@ lower_pointwise(Comp *c, Fusion *f)
 	add_size_params(c, k);
 	choose_tile(k, f, row_bytes, d);
 	for (j = 1; j < k->nparam; j++)
-		if (k->param[j].kind == PK_TMAP) {
+		if (k->param[j].kind == PK_TMAP && k->tile_cols > 256 && k->tile_rows == 1 && !k->flat)
+			k->param[j].kind = PK_PTR;   /* a run wider than a TMA box: 1-D bulk copies */
+		else if (k->param[j].kind == PK_TMAP) {
 			k->param[j].box[0] = k->param[j].view == VIEW_ROW ? 1 : k->tile_rows;
 			k->param[j].box[1] = k->tile_cols;
 		}
@@ -397,9 +403,9 @@ lower_pointwise(Comp *c, Fusion *f)
 	for (j = 1; j < k->nparam; j++) {
 		KParam *p = &k->param[j];
 
-		if (p->kind != PK_TMAP || p->arg >= f->ninput)
+		if (p->arg >= f->ninput || (p->view != VIEW_FULL && !(p->view == VIEW_ROW && p->kind == PK_TMAP)))
 			continue;
-		tile_buf[p->tensor] = stage_input(c, k, j, "tile", p->box[0], p->box[1],
+		tile_buf[p->tensor] = stage_input(c, k, j, "tile", p->view == VIEW_ROW ? 1 : k->tile_rows, k->tile_cols,
 		                                  p->view == VIEW_ROW ? ex_int(c, 0) : row0, col0, issue, compute);
 	}
 	st_append(c, loop, compute);
@@ -414,10 +420,10 @@ lower_pointwise(Comp *c, Fusion *f)
 		Stmt *st;
 		int b;
 
-		if (p->kind != PK_TMAP || p->arg < f->ninput)
+		if (p->arg < f->ninput)
 			continue;
 		b = kernel_add_buf(c, k, arena_printf(c->arena, "%s_stage", f->tensor[p->tensor].name), BUF_STAGING,
-		                   p->dtype, p->box[0], p->box[1]);
+		                   p->dtype, k->tile_rows, k->tile_cols);
 		k->buf[b].param = j;
 		k->buf[b].tensor = p->tensor;
 		k->buf[b].stages = k->persistent ? 2 : 1;

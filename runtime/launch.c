@@ -202,14 +202,15 @@ map_params(Comp *c, const KParam *p, const WsfTensor *a, int64_t rows, int64_t c
 	return WSF_OK;
 }
 
-/* Is param I copied into a stage by 1-D bulk copies (a pointer with a tile buffer)? */
+/* Is param I moved by 1-D bulk copies (a pointer with a tile or staging buffer)? */
 static bool
-bulk_loaded(const Kernel *k, int i)
+bulk_copied(const Kernel *k, int i)
 {
 	int b;
 
 	for (b = 1; b < k->nbuf; b++)
-		if (k->buf[b].param == i && k->buf[b].kind == BUF_TILE && k->param[i].kind == PK_PTR)
+		if (k->buf[b].param == i && (k->buf[b].kind == BUF_TILE || k->buf[b].kind == BUF_STAGING) &&
+		    k->param[i].kind == PK_PTR)
 			return true;
 	return false;
 }
@@ -250,7 +251,7 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 			                  f->tensor[q->tensor].name, a->data),
 			       WSF_ERR_INPUT;
 		/* rows > 1: a row stride; bulk row copies also need 16-byte sizes, even for one row */
-		if (q->kind == PK_PTR && ((q->view == VIEW_FULL && p->rows > 1) || bulk_loaded(k, i)) &&
+		if (q->kind == PK_PTR && ((q->view == VIEW_FULL && p->rows > 1) || bulk_copied(k, i)) &&
 		    p->cols * dtype_info[q->dtype].bytes % 16)
 			return diag_error(c, f->tensor[q->tensor].pos,
 			                  "argument '%s': rows of %lld %s elements are %lld bytes, not a multiple of 16 "

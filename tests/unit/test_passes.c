@@ -597,6 +597,76 @@ lower_pointwise_tile_rows(void **state)
 	}
 }
 
+/* Does some statement under S bulk-copy (a load or store on a pointer param) param P? */
+static int
+bulk_copies(const Kernel *k, const Stmt *s, int p)
+{
+	int i, n = 0;
+
+	if (!s)
+		return 0;
+	if ((s->kind == ST_TMA_LOAD || s->kind == ST_TMA_STORE) && s->param == p && k->param[p].kind == PK_PTR)
+		n++;
+	for (i = 0; i < s->nbody; i++)
+		n += bulk_copies(k, s->body[i], p);
+	return n + bulk_copies(k, s->orelse, p);
+}
+
+/*
+ * `tile: [1, cols]` wider than a TMA box, for a kernel with a row input: the
+ * full inputs (and TMA-stored outputs) move by 1-D bulk copies of one row's
+ * run, the row input is read in compute (no stage), the pipeline forms keep
+ * working; wider runs, taller ones, and flat kernels are refused at the hint.
+ */
+static void
+lower_pointwise_run_tile(void **state)
+{
+	Fixture *t = *state;
+#define RUN(odt, sched) \
+	"fusion: run\nsizes: {M: 64, N: 4096}\ninputs:\n  x: {dtype: bf16, shape: [M, N]}\n" \
+	"  b: {dtype: bf16, shape: [N]}\n  s: {dtype: f32, shape: [M, 1]}\n" \
+	"ops:\n  - {out: h, op: add, in: [x, b]}\n  - {out: o, op: mul, in: [h, s]}\n" \
+	"outputs:\n  o: {dtype: " odt "}\nschedule: {" sched "}\n"
+	static const struct { const char *spec; bool store; } cases[] = {
+		{RUN("bf16", "tile: [1, 2048]"), false},   /* one CTA a tile, 2-byte output: from registers */
+		{RUN("f32", "tile: [1, 1024]"), true},     /* f32 output: a staging copy and a bulk store */
+		{RUN("bf16", "tile: [1, 512], persistent: true"), true},
+		{RUN("f32", "tile: [1, 4096], warp_specialize: true, stages: 3"), true},
+	};
+	int i;
+
+	for (i = 0; i < countof(cases); i++) {
+		Kernel *k;
+		int b;
+
+		reset_comp(t);
+		k = lower_spec(t, cases[i].spec);
+		assert_int_equal(k->tile_rows, 1);
+		assert_int_equal(k->param[1].kind, PK_PTR);             /* x: bulk-loaded */
+		assert_int_equal(k->param[2].kind, PK_PTR);             /* b: read in compute */
+		assert_int_equal(k->param[2].view, VIEW_ROW);
+		assert_int_equal(k->param[4].kind, PK_PTR);             /* o */
+		for (b = 1; b < k->nbuf; b++)
+			if (k->buf[b].param == 2)
+				fail_msg("case %d: the row input has a buffer", i);
+		assert_true(bulk_copies(k, k->body, 1) >= 1);
+		assert_int_equal(bulk_copies(k, k->body, 2), 0);
+		assert_int_equal(census(k->body).kind[ST_TMA_STORE] > 0, cases[i].store);
+		if (cases[i].store)
+			assert_true(bulk_copies(k, k->body, 4) >= 1);
+	}
+	static const char *const refused[] = {
+		RUN("bf16", "tile: [2, 512]"), RUN("bf16", "tile: [1, 32768]"), RUN("bf16", "tile: [1, 1000]"),
+		STORE_SPEC("schedule: {tile: [1, 512]}\n"),   /* flat: its tiles are contiguous anyway */
+	};
+#undef RUN
+	for (i = 0; i < countof(refused); i++) {
+		reset_comp(t);
+		lower_fails(t, refused[i]);
+		assert_non_null(strstr(t->msg, "is not supported"));
+	}
+}
+
 /*
  * TMA stores, plain pipeline: in main the stage release doubles as the
  * staging barrier (fence and read-wait N - 2 before it); the epilogue gets
@@ -1164,6 +1234,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(lower_reduction_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_pointwise_refuses_hints, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_pointwise_tile_rows, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_pointwise_run_tile, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
