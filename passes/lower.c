@@ -7,7 +7,8 @@
  * CTA, or persistent); in it, one elected thread issues a TMA load of every
  * staged input into a single-copy shared buffer, then all threads compute
  * and store the outputs (16-byte vector stores, or a staging buffer and a
- * TMA store).  For a row reduction a tile is one whole row: loaded by one
+ * TMA store).  A pointwise tile [1, C] wider than a TMA box moves by 1-D
+ * bulk copies instead (loads, and stores from the staging buffer).  For a row reduction a tile is one whole row: loaded by one
  * bulk copy and computed by one compute, or, when a row does not fit a
  * stage, streamed through a loop of passes over a loop of chunks (see
  * stream_row).  No mbarrier and no sync exists yet: circular_buffer.c and
@@ -100,7 +101,10 @@ pow2_floor(int x)
  * f32 0.9943x to 0.9996x; H100 bf16 0.9997x to 1.0010x, f32 0.9982x to
  * 1.0000x).  Other kernels' tiles are 512-byte pieces of rows apart in
  * memory, and halving them lost (H200 silu(x+b)*y bf16: 0.9572x against
- * 0.9934x, f32 0.8556x against 1.0043x).
+ * 0.9934x, f32 0.8556x against 1.0043x).  A contiguous run of one row
+ * instead (`tile: [1, 2048]`, bulk copies) is the device's call: H100
+ * silu(x+b)*y bf16 1.0094x against 0.9992x, H200 0.8703x against 0.9952x;
+ * so it is a hint, not a default (docs/perf.md).
  */
 static void
 choose_tile(Kernel *k, const Fusion *f, int row_bytes, const Tensor *d)
@@ -133,6 +137,9 @@ check_tile(Comp *c, const Kernel *k, const Fusion *f)
 {
 	int i;
 
+	if (f->sched.ntile && f->sched.ntile != 2)
+		return diag_error(c, f->sched.tile_pos, "a pointwise tile is [rows, cols], 2 extents; saw %d",
+		                  f->sched.ntile);
 	if (k->tile_rows < 1 || k->tile_rows > 256 || k->tile_cols < 8 || k->tile_cols > MAX_RUN ||
 	    (k->tile_cols > 256 && (k->tile_rows > 1 || k->flat)) ||
 	    (k->tile_cols & (k->tile_cols - 1)) || (k->tile_rows & (k->tile_rows - 1)))
