@@ -8,11 +8,12 @@
  * staged input into a single-copy shared buffer, then all threads compute
  * and store the outputs (16-byte vector stores, or a staging buffer and a
  * TMA store).  A pointwise tile [1, C] wider than a TMA box moves by 1-D
- * bulk copies instead (loads, and stores from the staging buffer).  For a row reduction a tile is one whole row: loaded by one
- * bulk copy and computed by one compute, or, when a row does not fit a
- * stage, streamed through a loop of passes over a loop of chunks (see
- * stream_row).  No mbarrier and no sync exists yet: circular_buffer.c and
- * sync.c add them.
+ * bulk copies instead (loads, and stores from the staging buffer), and its
+ * row inputs are read where they are used.  For a row reduction a tile is
+ * one whole row: loaded by one bulk copy and computed by one compute, or,
+ * when a row does not fit a stage, streamed through a loop of passes over a
+ * loop of chunks (see stream_row).  No mbarrier and no sync exists yet:
+ * circular_buffer.c and sync.c add them.
  *
  * Pointwise: the domain is the outputs' shape seen as 2-D [rows, cols]
  * (cols the last dim).  Each input is full ([rows, cols], tiled by TMA), a
@@ -299,7 +300,7 @@ lower_pointwise(Comp *c, Fusion *f)
 	const Tensor *d;
 	Stmt *loop, *issue, *compute, *store = NULL;
 	Expr *i, *row0, *col0;
-	int j, row_bytes = 0, *tile_buf;
+	int j, row_bytes = 0;
 	bool tma_store, narrow;
 
 	k = kernel_new(c, f);
@@ -353,7 +354,6 @@ lower_pointwise(Comp *c, Fusion *f)
 	k->smem_target = SMEM_TARGET;
 	k->consumer_threads = THREADS;
 	k->threads = THREADS + (k->warp_specialize ? 32 : 0);
-	tile_buf = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *tile_buf);
 
 	/* parameters: inputs, outputs, then the two runtime extents */
 	for (j = 0; j < f->ninput; j++) {
@@ -412,8 +412,8 @@ lower_pointwise(Comp *c, Fusion *f)
 
 		if (p->arg >= f->ninput || (p->view != VIEW_FULL && !(p->view == VIEW_ROW && p->kind == PK_TMAP)))
 			continue;
-		tile_buf[p->tensor] = stage_input(c, k, j, "tile", p->view == VIEW_ROW ? 1 : k->tile_rows, k->tile_cols,
-		                                  p->view == VIEW_ROW ? ex_int(c, 0) : row0, col0, issue, compute);
+		stage_input(c, k, j, "tile", p->view == VIEW_ROW ? 1 : k->tile_rows, k->tile_cols,
+		            p->view == VIEW_ROW ? ex_int(c, 0) : row0, col0, issue, compute);
 	}
 	st_append(c, loop, compute);
 	if (!tma_store)
