@@ -255,6 +255,43 @@ streamed_row_checks(void **state)
 	expect_error(t, l, a, 3, "streams rows of up to 2147479551 elements (32-bit element indices); these rows have 2147483648");
 }
 
+/*
+ * One-row pointwise tiles (`tile: [1, 512]`) use no tensor maps: x and the
+ * f32 output move by bulk copies (16-byte pointers and rows, one row too),
+ * the bias is read in compute (a 16-byte pointer); tiles cover each row.
+ */
+static void
+one_row_tile_checks(void **state)
+{
+	Fixture *t = *state;
+	static const char spec[] =
+		"fusion: b\nsizes: {M: 64, N: 1024}\ninputs:\n  x: {dtype: bf16, shape: [M, N]}\n"
+		"  b: {dtype: bf16, shape: [N]}\nops:\n  - {out: o, op: add, in: [x, b]}\noutputs:\n  o: {dtype: f32}\n"
+		"schedule: {tile: [1, 512]}\n";
+	const Launch *l = build(t, spec);
+	int64_t mn[] = {300, 1000}, n[] = {1000}, one[] = {1, 12}, n_one[] = {12};
+	WsfTensor a[3] = {{DEV(1), WSF_DTYPE_BF16, 2, mn, NULL}, {DEV(2), WSF_DTYPE_BF16, 1, n, NULL},
+	                  {DEV(3), WSF_DTYPE_F32, 2, mn, NULL}};
+	LaunchPlan p;
+	int i;
+
+	assert_int_equal(rt_launch_plan(&t->c, l, a, 3, &p), WSF_OK);
+	assert_int_equal(p.rows, 300);
+	assert_int_equal(p.cols, 1000);
+	assert_int_equal(p.tiles, 300 * 2);
+	for (i = 1; i < l->kernel->nparam; i++)
+		assert_int_not_equal(l->kernel->param[i].kind, PK_TMAP);
+	a[1].data = (char *)DEV(2) + 8;
+	expect_error(t, l, a, 3, "argument 'b': data pointer");
+	a[1].data = DEV(2);
+	a[2].data = (char *)DEV(3) + 4;
+	expect_error(t, l, a, 3, "argument 'o': data pointer");
+	a[2].data = DEV(3);
+	a[0].shape = a[2].shape = one;   /* one row of 24 bytes (x) and 48 (o): the bulk copy of x is ragged */
+	a[1].shape = n_one;
+	expect_error(t, l, a, 3, "argument 'x': rows of 12 bf16 elements are 24 bytes, not a multiple of 16");
+}
+
 int
 main(void)
 {
@@ -267,6 +304,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(row_reduction_checks, setup, teardown),
 		cmocka_unit_test_setup_teardown(direct_row_checks, setup, teardown),
 		cmocka_unit_test_setup_teardown(streamed_row_checks, setup, teardown),
+		cmocka_unit_test_setup_teardown(one_row_tile_checks, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
