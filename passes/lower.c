@@ -388,15 +388,15 @@ lower_pointwise(Comp *c, Fusion *f)
 	}
 	add_size_params(c, k);
 	choose_tile(k, f, row_bytes, d);
+	if (check_tile(c, k, f))
+		return -1;
 	for (j = 1; j < k->nparam; j++)
-		if (k->param[j].kind == PK_TMAP && k->tile_cols > 256 && k->tile_rows == 1 && !k->flat)
+		if (k->param[j].kind == PK_TMAP && k->tile_cols > 256)
 			k->param[j].kind = PK_PTR;   /* a run wider than a TMA box: 1-D bulk copies */
 		else if (k->param[j].kind == PK_TMAP) {
 			k->param[j].box[0] = k->param[j].view == VIEW_ROW ? 1 : k->tile_rows;
 			k->param[j].box[1] = k->tile_cols;
 		}
-	if (check_tile(c, k, f))
-		return -1;
 
 	loop = tile_loop(c, k, false, &row0, &col0);
 	i = ex_var(c, loop->var);
