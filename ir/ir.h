@@ -149,6 +149,11 @@ int diag_verror(Comp *c, Pos p, const char *fmt, va_list ap);
 void diag_warn(Comp *c, Pos p, const char *fmt, ...) PRINTF_LIKE(3, 4);
 /* An internal error: a broken invariant, named by pass and what broke. */
 int diag_internal(Comp *c, const char *who, const char *fmt, ...) PRINTF_LIKE(3, 4);
+/*
+ * Bytes of the line break at S (before END) as libyaml reads one: CRLF 2, LF
+ * or CR 1, NEL (U+0085) 2, LS or PS (U+2028, U+2029) 3; 0 if none.
+ */
+int diag_break_len(const char *s, const char *end);
 
 /* ---- fusion.c: the fusion IR ----------------------------------------- */
 

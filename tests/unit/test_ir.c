@@ -445,6 +445,156 @@ diag_crlf_line(void **state)
 	assert_string_equal(seen.msg, "t.yaml:2:3: error: bad\n  b: x\n    ^");
 }
 
+/* The message of an error at LINE:COL of SRC (LEN bytes), as kept for the last error. */
+static const char *
+diag_at(Comp *c, Seen *seen, const char *src, size_t len, int line, int col)
+{
+	Pos p = {NULL, line, col};
+
+	comp_init(c, c->arena, seen, src);
+	c->srclen = len;
+	diag_error(c, p, "bad");
+	return c->last_error;
+}
+
+#define DIAG_AT(src, line, col) diag_at(&c, &seen, src, sizeof src - 1, line, col)
+
+/*
+ * Lines are numbered as libyaml numbers them: CRLF, CR, LF, NEL, LS and PS
+ * each end one, so the line shown is the one its mark means.
+ */
+static void
+diag_line_breaks_as_libyaml(void **state)
+{
+	static const char src[] = "a: 1\r\nb: 2\rc: 3\xc2\x85" "d: 4\xe2\x80\xa8" "e: 5\xe2\x80\xa9" "f: 6\ng: 7";
+	Comp c;
+	Seen seen;
+
+	c.arena = *state;
+	assert_string_equal(DIAG_AT(src, 1, 4), "t.yaml:1:4: error: bad\n  a: 1\n     ^");
+	assert_string_equal(DIAG_AT(src, 2, 4), "t.yaml:2:4: error: bad\n  b: 2\n     ^");
+	assert_string_equal(DIAG_AT(src, 3, 4), "t.yaml:3:4: error: bad\n  c: 3\n     ^");
+	assert_string_equal(DIAG_AT(src, 4, 4), "t.yaml:4:4: error: bad\n  d: 4\n     ^");
+	assert_string_equal(DIAG_AT(src, 5, 4), "t.yaml:5:4: error: bad\n  e: 5\n     ^");
+	assert_string_equal(DIAG_AT(src, 6, 4), "t.yaml:6:4: error: bad\n  f: 6\n     ^");
+	assert_string_equal(DIAG_AT(src, 7, 4), "t.yaml:7:4: error: bad\n  g: 7\n     ^");
+	assert_string_equal(DIAG_AT(src, 8, 1), "t.yaml:8:1: error: bad");
+	/* a CR-only file: each CR is a line */
+	assert_string_equal(DIAG_AT("x\ry\rz", 3, 1), "t.yaml:3:1: error: bad\n  z\n  ^");
+	/* CR then LF is one break, LF then CR two */
+	assert_string_equal(DIAG_AT("x\n\ry", 3, 1), "t.yaml:3:1: error: bad\n  y\n  ^");
+	assert_string_equal(DIAG_AT("x\r\ny", 2, 1), "t.yaml:2:1: error: bad\n  y\n  ^");
+	/* the caret at a break stands just past the line's text */
+	assert_string_equal(DIAG_AT("ab\xe2\x80\xa8" "c", 1, 3), "t.yaml:1:3: error: bad\n  ab\n    ^");
+}
+
+/* libyaml's columns do not count a byte-order mark at the start; the line is shown without it. */
+static void
+diag_byte_order_mark(void **state)
+{
+	Comp c;
+	Seen seen;
+
+	c.arena = *state;
+	assert_string_equal(DIAG_AT("\xef\xbb\xbf" "ab: c\nd", 1, 5), "t.yaml:1:5: error: bad\n  ab: c\n      ^");
+	assert_string_equal(DIAG_AT("\xef\xbb\xbf" "ab: c\nd", 2, 1), "t.yaml:2:1: error: bad\n  d\n  ^");
+	/* elsewhere it is an invisible character, shown as an escape */
+	assert_string_equal(DIAG_AT("a\n\xef\xbb\xbf" "b", 2, 2), "t.yaml:2:2: error: bad\n  \\ufeffb\n        ^");
+}
+
+/*
+ * Control bytes (NUL included), bytes that are not UTF-8, and invisible or
+ * reordering characters are shown as escapes; the caret pads over their width.
+ */
+static void
+diag_source_line_escapes(void **state)
+{
+	Comp c;
+	Seen seen;
+
+	c.arena = *state;
+	assert_string_equal(DIAG_AT("k: a\x01" "b\xff" "c\xe2\x80\xae" "d\x7f" "e\xc2\x9b" "f\0g", 1, 16),
+	                    "t.yaml:1:16: error: bad\n"
+	                    "  k: a\\x01b\\xffc\\u202ed\\x7fe\\u009bf\\x00g\n"
+	                    "                                       ^");
+	/* a caret on an escaped character stands under its backslash */
+	assert_string_equal(DIAG_AT("k: a\x01", 1, 5), "t.yaml:1:5: error: bad\n  k: a\\x01\n      ^");
+	/* a truncated sequence is bytes, each escaped; characters of other scripts stay */
+	assert_string_equal(DIAG_AT("\xc3\xa9\xe2\x82 x", 1, 5),
+	                    "t.yaml:1:5: error: bad\n  \xc3\xa9\\xe2\\x82 x\n            ^");
+}
+
+/* A line over 120 columns is shown as a window around the caret, "..." where cut. */
+static void
+diag_long_line_window(void **state)
+{
+	char src[1001], want[512];
+	Comp c;
+	Seen seen;
+	int i;
+
+	c.arena = *state;
+	for (i = 0; i < 1000; i++)
+		src[i] = (char)('a' + i % 26);
+	src[1000] = 0;
+	/* the caret in the middle: 40 columns before it, 80 from it */
+	snprintf(want, sizeof want, "t.yaml:1:501: error: bad\n  ...%.120s...\n  %43s^", src + 460, "");
+	assert_string_equal(diag_at(&c, &seen, src, 1000, 1, 501), want);
+	/* near the start: the line from its start */
+	snprintf(want, sizeof want, "t.yaml:1:3: error: bad\n  %.120s...\n    ^", src);
+	assert_string_equal(diag_at(&c, &seen, src, 1000, 1, 3), want);
+	/* near the end: the last 120 columns */
+	snprintf(want, sizeof want, "t.yaml:1:990: error: bad\n  ...%s\n  %112s^", src + 880, "");
+	assert_string_equal(diag_at(&c, &seen, src, 1000, 1, 990), want);
+	/* past the end */
+	snprintf(want, sizeof want, "t.yaml:1:1200: error: bad\n  ...%s\n  %123s^", src + 880, "");
+	assert_string_equal(diag_at(&c, &seen, src, 1000, 1, 1200), want);
+	/* escapes count their width */
+	memset(src, 1, 200);
+	snprintf(want, sizeof want, "t.yaml:1:101: error: bad\n  ...");
+	for (i = 0; i < 30; i++)
+		strcat(want, "\\x01");
+	strcat(want, "...\n  ");
+	for (i = 0; i < 43; i++)
+		strcat(want, " ");
+	strcat(want, "^");
+	assert_string_equal(diag_at(&c, &seen, src, 200, 1, 101), want);
+}
+
+/*
+ * Message text is made safe too: control bytes escaped (newlines kept, for
+ * messages of several lines), a quoted span over 120 characters cut to 56
+ * at each end, however long the name in it; apostrophes do not open a span.
+ */
+static void
+diag_message_text(void **state)
+{
+	size_t big = 1 << 20;
+	char *name = arena_alloc(*state, big + 1), want[512];
+	Comp c;
+	Seen seen;
+	Pos none = {0};
+
+	comp_init(&c, *state, &seen, spec);
+	memset(name, 't', big);
+	name[0] = 'a', name[big - 1] = 'z';
+	diag_error(&c, none, "unknown tensor '%s': expected an earlier op's output", name);
+	snprintf(want, sizeof want, "t.yaml: error: unknown tensor 'a%.55s...%.55sz': expected an earlier op's output",
+	         name + 1, name + 1);
+	assert_string_equal(c.last_error, want);
+	/* at the limit, nothing is cut */
+	name[120] = 0;
+	diag_error(&c, none, "op's '%s'", name);
+	snprintf(want, sizeof want, "t.yaml: error: op's '%s'", name);
+	assert_string_equal(c.last_error, want);
+	diag_error(&c, none, "name 'a%sb\tc\xff' and\n  a second line", "\x01\x1b[2J\xe2\x80\xae");
+	assert_string_equal(c.last_error, "t.yaml: error: name 'a\\x01\\x1b[2J\\u202eb\\tc\\xff' and\n  a second line");
+	/* the file name cannot add lines */
+	c.file = "a\nb.yaml";
+	diag_error(&c, none, "x");
+	assert_string_equal(c.last_error, "a\\x0ab.yaml: error: x");
+}
+
 static void
 diag_last_error_and_callback_once_per_error(void **state)
 {
@@ -606,6 +756,11 @@ main(void)
 		T(diag_position_past_the_text),
 		T(diag_pos_file_overrides),
 		T(diag_crlf_line),
+		T(diag_line_breaks_as_libyaml),
+		T(diag_byte_order_mark),
+		T(diag_source_line_escapes),
+		T(diag_long_line_window),
+		T(diag_message_text),
 		T(diag_last_error_and_callback_once_per_error),
 		T(diag_without_callback),
 		T(diag_internal_format),
