@@ -3,7 +3,8 @@
  * fusion IR.
  *
  * Reading takes three steps.  check_text() makes sure the bytes are UTF-8
- * without NULs, so that an encoding error gets an exact line and column.
+ * without NULs, whose lines end in LF or CRLF only, so that an encoding error
+ * gets an exact line and column and every line is one line to libyaml too.
  * tree_load() then runs libyaml's event loop (tree_parse) and builds a small tree of Nodes
  * in the arena.  That is where everything YAML allows but a spec never needs
  * is refused, in file order: anchors and aliases (which also defuses alias
@@ -284,17 +285,19 @@ mark_offset(const Comp *c, yaml_mark_t m)
 	return i;
 }
 
-/* The position of byte OFF, its column counted in characters as libyaml does. */
+/* The position of byte OFF, lines and columns counted as libyaml counts them (ir/diag.c). */
 static Pos
 offset_pos(const Comp *c, size_t off)
 {
 	Pos p = {c->file, 1, 1};
-	size_t i;
+	const char *end = c->src + c->srclen;
+	size_t i = c->srclen >= 3 && memcmp(c->src, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+	int n;
 
-	for (i = 0; i < off && i < c->srclen; i++) {
-		if (c->src[i] == '\n')
-			p.line++, p.col = 1;
-		else if (((unsigned char)c->src[i] & 0xc0) != 0x80)
+	while (i < off && i < c->srclen) {
+		if ((n = diag_break_len(c->src + i, end)) > 0)
+			p.line++, p.col = 1, i += (size_t)n;
+		else if (((unsigned char)c->src[i++] & 0xc0) != 0x80)
 			p.col++;
 	}
 	return p;
@@ -439,10 +442,17 @@ utf8_len(const unsigned char *s, size_t n)
 	return len;
 }
 
-/* The spec is UTF-8 text with no NUL bytes. */
+/*
+ * The spec is UTF-8 text with no NUL bytes, whose lines end in LF or CRLF.
+ * YAML 1.1 (libyaml) also ends a line at a lone CR, NEL, LS or PS: in a
+ * comment they would let an op hide from an editor or reveal one, and few
+ * tools count lines that way, so they are refused before parsing.
+ */
 static int
 check_text(Comp *c)
 {
+	static const char *const breaks[] = {"U+0085 (next line)", "U+2028 (line separator)",
+	                                     "U+2029 (paragraph separator)"};
 	const unsigned char *s = (const unsigned char *)c->src;
 	size_t i = 0, len;
 
@@ -453,6 +463,13 @@ check_text(Comp *c)
 		if (len == 0)
 			return diag_error(c, offset_pos(c, i),
 			                  "invalid UTF-8 byte 0x%02x: the spec must be UTF-8 text", s[i]);
+		if (s[i] == '\r' && (i + 1 == c->srclen || s[i + 1] != '\n'))
+			return diag_error(c, offset_pos(c, i),
+			                  "carriage return without a line feed: expected lines that end in LF or CRLF");
+		if (len > 1 && diag_break_len(c->src + i, c->src + c->srclen))
+			return diag_error(c, offset_pos(c, i),
+			                  "%s, which YAML reads as a line break: expected lines that end in LF or CRLF",
+			                  breaks[len == 2 ? 0 : s[i + 2] == 0xa8 ? 1 : 2]);
 		i += len;
 	}
 	return 0;

@@ -620,6 +620,48 @@ invalid_utf8_and_nul_bytes(void **state)
 	(void)state;
 }
 
+/*
+ * Lines end in LF or CRLF.  A lone CR, NEL, LS or PS, which YAML 1.1 reads
+ * as a line break (in a comment they end it), is refused before parsing, at
+ * its own line and column; a byte-order mark is not a column.
+ */
+static void
+other_line_breaks(void **state)
+{
+	static const struct {
+		const char *src;
+		size_t len;
+		const char *at;
+	} cases[] = {
+#define BYTES(s) s, sizeof s - 1
+		{BYTES("fusion: f\rinputs: {}\r"), ":1:10: error: carriage return without a line feed"},
+		{BYTES("fusion: f\r\ninputs: {}\r"), ":2:11: error: carriage return without a line feed"},
+		{BYTES("a: 1\r\n\r\r\n"), ":2:1: error: carriage return without a line feed"},
+		{BYTES("# x\xc2\x85" "fusion: f\n"), ":1:4: error: U+0085 (next line), which YAML reads as a line break"},
+		{BYTES("a: 1\n# \xe2\x80\xa8- x\n"), ":2:3: error: U+2028 (line separator)"},
+		{BYTES("\xef\xbb\xbf" "a: \xe2\x80\xa9"), ":1:4: error: U+2029 (paragraph separator)"},
+		{BYTES("a: \"\xc3\xa9\xc2\x85\"\n"), ":1:6: error: U+0085"},
+#undef BYTES
+	};
+	int i;
+
+	for (i = 0; i < countof(cases); i++) {
+		Fixture *t;
+		char why[8192] = "";
+
+		if (setup((void **)&t) < 0)
+			fail_msg("setup");
+		if (read_n(t, cases[i].src, cases[i].len) != -1 || t->c.nerrors != 1)
+			snprintf(why, sizeof why, "case %d: expected one error, got %d", i, t->c.nerrors);
+		else if (!strstr(t->msg, cases[i].at))
+			snprintf(why, sizeof why, "case %d: expected '%s', got '%s'", i, cases[i].at, t->msg);
+		teardown((void **)&t);
+		if (why[0])
+			fail_msg("%s", why);
+	}
+	(void)state;
+}
+
 static void
 deep_nesting_and_alias_bombs(void **state)
 {
@@ -664,6 +706,7 @@ main(void)
 		cmocka_unit_test(each_error_is_one_diagnostic_at_its_place),
 		cmocka_unit_test_setup_teardown(diagnostic_text_with_caret, setup, teardown),
 		cmocka_unit_test(invalid_utf8_and_nul_bytes),
+		cmocka_unit_test(other_line_breaks),
 		cmocka_unit_test_setup_teardown(deep_nesting_and_alias_bombs, setup, teardown),
 	};
 
