@@ -303,24 +303,23 @@ offset_pos(const Comp *c, size_t off)
 	return p;
 }
 
-/* User text made fit for a message: one line, at most MAX_SHOWN bytes, no control bytes. */
+/*
+ * User text made fit for a message: its first line, at most MAX_SHOWN bytes,
+ * "..." where it was cut.  ir/diag.c escapes what it holds that a terminal
+ * should not see.
+ */
 static const char *
 show(const Reader *r, const char *s)
 {
-	size_t n = strcspn(s, "\r\n"), i;
-	bool cut = n > MAX_SHOWN;
-	char *t;
+	size_t n = strcspn(s, "\r\n");
+	bool cut = n > MAX_SHOWN || s[n];
 
-	if (cut) {
+	if (n > MAX_SHOWN) {
 		n = MAX_SHOWN;
 		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
 			n--;
 	}
-	t = words(r, "%.*s%s", (int)n, s, cut ? "..." : "");
-	for (i = 0; t[i]; i++)
-		if ((unsigned char)t[i] < 0x20)
-			t[i] = '?';
-	return t;
+	return words(r, "%.*s%s", (int)n, s, cut ? "..." : "");
 }
 
 /* What N is, for "saw ...": "a list", "a mapping", "nothing" or the quoted scalar. */
@@ -1071,16 +1070,16 @@ unknown_tensor(const Reader *r, OpKind op, const Node *ops, int i, const Node *n
 			continue;
 		if (j == i)
 			return diag_error(r->c, n->pos, "op '%s' uses its own output '%s' as an input",
-			                  op_info[op].name, n->text);
+			                  op_info[op].name, show(r, n->text));
 		return diag_error(r->c, n->pos,
 		                  "'%s' is used before it is defined: the op at %d:%d defines it, "
 		                  "and ops run in list order",
-		                  n->text, ops->kid[j]->pos.line, ops->kid[j]->pos.col);
+		                  show(r, n->text), ops->kid[j]->pos.line, ops->kid[j]->pos.col);
 	}
 	if ((best = suggest_tensor(r, n->text)))
-		return diag_error(r->c, n->pos, "unknown tensor '%s': did you mean '%s'?", n->text, best);
+		return diag_error(r->c, n->pos, "unknown tensor '%s': did you mean '%s'?", show(r, n->text), best);
 	return diag_error(r->c, n->pos, "unknown tensor '%s': expected an input or an earlier op's output",
-	                  n->text);
+	                  show(r, n->text));
 }
 
 /* in: [NAME | NUMBER, ...]   numbers only in binary ops, and not both operands */

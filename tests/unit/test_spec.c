@@ -662,6 +662,36 @@ other_line_breaks(void **state)
 	(void)state;
 }
 
+/*
+ * User text in a message is one line of at most 40 bytes, its control
+ * characters escaped: a name written as a quoted YAML escape cannot add a
+ * line, clear a screen or reorder the message.
+ */
+static void
+user_text_in_messages(void **state)
+{
+	Fixture *t = *state;
+	Buf b;
+	int i;
+
+	assert_int_equal(read_str(t, "fusion: \"a\\nb\\e[2J\\Lc\"\n" REST), -1);
+	assert_string_equal(t->msg, FILE_NAME ":1:9: error: 'a...' is not a valid name for a fusion: "
+	                            "use letters, digits and '_', not starting with a digit\n"
+	                            "  fusion: \"a\\nb\\e[2J\\Lc\"\n"
+	                            "          ^");
+	assert_int_equal(read_str(t, "fusion: \"b\\e[2J\\Lc\"\n" REST), -1);
+	assert_non_null(strstr(t->msg, "error: 'b\\x1b[2J\\u2028c' is not a valid name"));
+	/* a megabyte name quoted in a message: its first 40 bytes */
+	buf_init(&b, t->c.arena);
+	buf_puts(&b, HEAD "ops:\n  - {out: c, op: exp, in: [");
+	for (i = 0; i < 1 << 20; i++)
+		buf_puts(&b, "q");
+	buf_puts(&b, "]}\n" OUTS);
+	assert_int_equal(read_str(t, buf_str(&b)), -1);
+	assert_non_null(strstr(t->msg, ":6:28: error: unknown tensor 'qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq...': "));
+	assert_true(strlen(t->msg) < 400);
+}
+
 static void
 deep_nesting_and_alias_bombs(void **state)
 {
@@ -707,6 +737,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(diagnostic_text_with_caret, setup, teardown),
 		cmocka_unit_test(invalid_utf8_and_nul_bytes),
 		cmocka_unit_test(other_line_breaks),
+		cmocka_unit_test_setup_teardown(user_text_in_messages, setup, teardown),
 		cmocka_unit_test_setup_teardown(deep_nesting_and_alias_bombs, setup, teardown),
 	};
 
