@@ -1,13 +1,27 @@
 /*
  * kverify.c: the kernel IR verifier, run after every kernel pass.
  *
- * Invariants (docs/ir.md): ids of buffers, params, barriers and variables
- * are in range; loops have bounds and a variable; every variable is assigned
- * (by a let, a loop or a size param) before it is used in program order;
- * a TMA load names a tile buffer and, once circular buffering has run, a
- * barrier; circular-buffer info is sane (0 <= P < S, S equals the stages of
- * every buffer loaded in the loop); a CTA-wide barrier never appears inside
- * warp-specialized roles (it would deadlock: the branches have other counts).
+ * Invariants (docs/ir.md), each one checked here:
+ *  - ids are in range wherever they appear: the param and buffer of a TMA
+ *    statement, the barrier of a TMA load and of an mbarrier statement, the
+ *    buffers a compute reads and writes, the variable of a loop and a let,
+ *    a buffer's param and full barrier, a size param's variable, and a
+ *    circular buffer's barriers;
+ *  - every buffer has at least one stage and a param;
+ *  - loops have bounds and a variable;
+ *  - every variable is assigned (by a let, a loop or a size param) before it
+ *    is used in program order, in every expression a statement holds;
+ *  - a TMA load names a tile buffer, and completes on that buffer's full
+ *    barrier if it has one; circular buffering gives it one: a load inside
+ *    a circular-buffered loop names a barrier, the loop's full barrier, which
+ *    is its buffer's;
+ *  - circular-buffer info is sane: 0 <= P < S; the full barrier (and the
+ *    empty one, if any) is an array of S barriers; S equals the stages of
+ *    every buffer loaded in the loop;
+ *  - a compute's row phase matches the kernel's row mode (chunks or whole rows);
+ *  - a CTA-wide barrier never appears inside warp-specialized roles (it would
+ *    deadlock: the branches have other thread counts).
+ * The first violation is reported, as an internal error naming the pass.
  */
 #include <string.h>
 
@@ -18,16 +32,37 @@ typedef struct Check {
 	const Kernel *k;
 	const char *after;
 	bool *defined;
+	const CbInfo *cb;   /* the innermost circular-buffered loop around the statement, or NULL */
 	int in_roles;
 	int err;
 } Check;
 
-static void
-fail(Check *v, const char *what)
+static void PRINTF_LIKE(2, 3)
+fail(Check *v, const char *fmt, ...)
 {
-	if (!v->err)
-		diag_internal(v->c, "kernel verifier", "after pass '%s': %s", v->after, what);
+	Buf b;
+	va_list ap;
+
+	if (v->err)
+		return;
 	v->err = 1;
+	buf_init(&b, v->c->arena);
+	va_start(ap, fmt);
+	buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	diag_internal(v->c, "kernel verifier", "after pass '%s': %s", v->after, buf_str(&b));
+}
+
+static bool
+bar_ok(const Kernel *k, int bar)
+{
+	return bar > 0 && bar < k->nbar;
+}
+
+static bool
+buf_ok(const Kernel *k, int buf)
+{
+	return buf > 0 && buf < k->nbuf;
 }
 
 static void
@@ -39,18 +74,74 @@ check_expr(Check *v, const Expr *e)
 		if (e->var <= 0 || e->var >= v->k->nvar)
 			fail(v, "variable id out of range");
 		else if (!v->defined[e->var])
-			fail(v, arena_printf(v->c->arena, "variable '%s' used before it is set",
-			                     v->k->var[e->var].name));
+			fail(v, "variable '%s' used before it is set", v->k->var[e->var].name);
 		return;
 	}
 	check_expr(v, e->a);
 	check_expr(v, e->b);
 }
 
+/* The circular-buffer info of a loop: 0 <= P < S, barrier arrays of S. */
+static void
+check_cb(Check *v, const CbInfo *cb)
+{
+	const Kernel *k = v->k;
+
+	if (cb->prefetch < 0 || cb->prefetch >= cb->stages)
+		fail(v, "circular buffer with prefetch outside [0, stages)");
+	else if (!bar_ok(k, cb->full_bar))
+		fail(v, "circular buffer without a full barrier");
+	else if (k->bar[cb->full_bar].count != cb->stages)
+		fail(v, "circular buffer of %d stages has %d full barriers", cb->stages, k->bar[cb->full_bar].count);
+	else if (cb->empty_bar && !bar_ok(k, cb->empty_bar))
+		fail(v, "circular buffer with a bad empty barrier");
+	else if (cb->empty_bar && k->bar[cb->empty_bar].count != cb->stages)
+		fail(v, "circular buffer of %d stages has %d empty barriers", cb->stages,
+		     k->bar[cb->empty_bar].count);
+}
+
+/* A TMA load (buffer and param ids already checked): its buffer, barrier and stages. */
+static void
+check_load(Check *v, const Stmt *s)
+{
+	const Kernel *k = v->k;
+	const KBuf *b = &k->buf[s->buf];
+	const CbInfo *cb = v->cb;
+
+	if (b->kind != BUF_TILE)
+		fail(v, "TMA load into a buffer that is not a tile buffer");
+	else if (s->bar && !bar_ok(k, s->bar))
+		fail(v, "TMA load with a bad barrier");
+	else if (cb && !s->bar)
+		fail(v, "TMA load of '%s' in a circular-buffered loop completes on no barrier", b->name);
+	else if (b->full_bar && s->bar != b->full_bar)
+		fail(v, "TMA load completes on a barrier other than its buffer's");
+	else if (cb && s->bar != cb->full_bar)
+		fail(v, "TMA load of '%s' completes on a barrier other than its loop's full barrier", b->name);
+	else if (cb && b->full_bar != cb->full_bar)
+		fail(v, "buffer '%s' is loaded in a circular-buffered loop but has no full barrier", b->name);
+	else if (cb && b->stages != cb->stages)
+		fail(v, "buffer '%s' has %d stages, but the circular-buffered loop that loads it has %d", b->name,
+		     b->stages, cb->stages);
+}
+
+static void
+check_access(Check *v, const Access *a, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (!buf_ok(v->k, a[i].buf))
+			fail(v, "compute reads or writes a bad buffer");
+		check_expr(v, a[i].slot);
+	}
+}
+
 static void
 check_stmt(Check *v, const Stmt *s)
 {
 	const Kernel *k = v->k;
+	const CbInfo *outer = v->cb;
 	int i;
 
 	if (!s || v->err)
@@ -61,10 +152,11 @@ check_stmt(Check *v, const Stmt *s)
 			fail(v, "loop without variable or bounds");
 		check_expr(v, s->lo);
 		check_expr(v, s->hi);
-		if (s->cb && (s->cb->prefetch < 0 || s->cb->prefetch >= s->cb->stages))
-			fail(v, "circular buffer with prefetch outside [0, stages)");
+		if (s->cb)
+			check_cb(v, v->cb = s->cb);
 		if (s->var > 0 && s->var < k->nvar)
 			v->defined[s->var] = true;
+		check_expr(v, s->lin);
 		break;
 	case ST_LET:
 		check_expr(v, s->a);
@@ -75,24 +167,23 @@ check_stmt(Check *v, const Stmt *s)
 		break;
 	case ST_TMA_LOAD:
 	case ST_TMA_STORE:
-		if (s->buf <= 0 || s->buf >= k->nbuf || s->param <= 0 || s->param >= k->nparam)
+		if (!buf_ok(k, s->buf) || s->param <= 0 || s->param >= k->nparam)
 			fail(v, "TMA statement with a bad buffer or param");
-		else if (s->kind == ST_TMA_LOAD && k->buf[s->buf].kind != BUF_TILE)
-			fail(v, "TMA load into a buffer that is not a tile buffer");
-		else if (k->buf[s->buf].full_bar && s->bar != k->buf[s->buf].full_bar && s->kind == ST_TMA_LOAD)
-			fail(v, "TMA load completes on a barrier other than its buffer's");
 		else if (k->param[s->param].kind != PK_TMAP && k->param[s->param].kind != PK_PTR)
 			fail(v, "TMA statement on a param that is neither a tensor map nor a pointer");
+		else if (s->kind == ST_TMA_LOAD)
+			check_load(v, s);
 		check_expr(v, s->a);
 		check_expr(v, s->b);
 		check_expr(v, s->slot);
 		check_expr(v, s->off);
+		check_expr(v, s->barslot);
 		break;
 	case ST_MBAR_INIT:
 	case ST_MBAR_ARRIVE:
 	case ST_MBAR_WAIT:
 	case ST_EXPECT_TX:
-		if (s->bar <= 0 || s->bar >= k->nbar)
+		if (!bar_ok(k, s->bar))
 			fail(v, "mbarrier statement with a bad barrier");
 		check_expr(v, s->barslot);
 		check_expr(v, s->a);
@@ -110,8 +201,8 @@ check_stmt(Check *v, const Stmt *s)
 		check_expr(v, s->pass);
 		if ((s->phase != ROW_WHOLE) != (k->row_chunk > 0))
 			fail(v, "a compute's row phase does not match the kernel's row mode");
-		for (i = 0; i < s->nreads; i++)
-			check_expr(v, s->reads[i].slot);
+		check_access(v, s->reads, s->nreads);
+		check_access(v, s->writes, s->nwrites);
 		break;
 	default:
 		break;
@@ -123,6 +214,7 @@ check_stmt(Check *v, const Stmt *s)
 	check_stmt(v, s->orelse);
 	if (s->kind == ST_ROLES)
 		v->in_roles--;
+	v->cb = outer;
 }
 
 int
@@ -135,12 +227,20 @@ kernel_verify(Comp *c, const Kernel *k, const char *after)
 	v.k = k;
 	v.after = after;
 	v.defined = arena_alloc(c->arena, (size_t)k->nvar * sizeof *v.defined);
-	for (i = 1; i < k->nparam; i++)
-		if (k->param[i].kind == PK_SIZE && k->param[i].var > 0 && k->param[i].var < k->nvar)
+	for (i = 1; i < k->nparam; i++) {
+		if (k->param[i].kind != PK_SIZE)
+			continue;
+		if (k->param[i].var <= 0 || k->param[i].var >= k->nvar)
+			fail(&v, "size param '%s' holds no variable", k->param[i].name);
+		else
 			v.defined[k->param[i].var] = true;
-	for (i = 1; i < k->nbuf; i++)
+	}
+	for (i = 1; i < k->nbuf; i++) {
 		if (k->buf[i].stages < 1 || k->buf[i].param <= 0 || k->buf[i].param >= k->nparam)
 			fail(&v, "buffer without stages or param");
+		else if (k->buf[i].full_bar && !bar_ok(k, k->buf[i].full_bar))
+			fail(&v, "buffer '%s' has a bad full barrier", k->buf[i].name);
+	}
 	check_stmt(&v, k->body);
 	return v.err ? -1 : 0;
 }
