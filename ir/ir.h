@@ -421,13 +421,18 @@ typedef enum BufKind {
 	BUF_STAGING    /* an output tile written by compute, read by a TMA store */
 } BufKind;
 
-/* A shared-memory buffer; STAGES copies of ELEMS elements. */
+/*
+ * A shared-memory buffer: STAGES copies of rows x cols elements.  Where a
+ * copy lives is kbuf_copy's and kernel_buf_offset's alone: every offset and
+ * stage size in the passes and codegen comes from them.
+ */
 typedef struct KBuf {
 	const char *name;
 	BufKind kind;
 	Dtype dtype;
 	int rows, cols;   /* one copy is rows x cols elements */
 	int stages;       /* copies; 1 until circular buffering */
+	int swizzle;      /* bytes of the TMA swizzle span (32, 64 or 128) its copies are written with; 0: none */
 	int param;        /* the tensor-map param it is loaded from / stored to */
 	int tensor;       /* fusion tensor */
 	int full_bar;     /* BUF_TILE after circular buffering: its full mbarrier array */
@@ -585,6 +590,7 @@ struct Kernel {
 	bool tma_store;          /* outputs leave through staging buffers and TMA stores */
 	int stages_hint;         /* schedule: stages, 0 if absent */
 	Pos stages_pos;
+	Pos tile_pos;            /* schedule: where the tile hint is (line 0: none) */
 	int smem_budget;         /* bytes of dynamic shared memory the passes may use */
 	int smem_target;         /* bytes a CTA should use by default (0: the budget) */
 	int stages_default;      /* stages without a hint (0: as many as smem_target allows) */
@@ -596,8 +602,29 @@ int kernel_add_var(Comp *c, Kernel *k, const char *name);
 int kernel_add_param(Comp *c, Kernel *k, ParamKind kind, const char *name);
 int kernel_add_buf(Comp *c, Kernel *k, const char *name, BufKind kind, Dtype dt, int rows, int cols);
 int kernel_add_bar(Comp *c, Kernel *k, const char *name, int count, int arrivals);
-/* Bytes of shared memory all buffers and barriers take (each buffer 128-byte aligned). */
-int kernel_smem_bytes(const Kernel *k);
+
+/*
+ * Where the copies of a buffer go.  TMA writes and reads shared memory at
+ * 128-byte aligned addresses (CUDA_ERROR_MISALIGNED_ADDRESS otherwise), and
+ * a swizzled copy at 1024: the swizzle is computed from address bits and
+ * its pattern repeats every 1024 bytes.  So each copy starts ALIGN-aligned
+ * and the next one STRIDE bytes later: its BYTES rounded up to ALIGN.
+ */
+typedef struct CopyLayout {
+	int64_t bytes;    /* rows x cols elements */
+	int64_t stride;   /* bytes from one copy to the next: BYTES rounded up to ALIGN */
+	int align;        /* 128, or 1024 when swizzled */
+} CopyLayout;
+
+CopyLayout kbuf_copy(const KBuf *b);
+/*
+ * Byte offset in dynamic shared memory of buffer BUF's first copy (copy S
+ * is S x stride later); BUF k->nbuf: where the mbarriers start.  Buffers
+ * are laid out in declaration order, each at its copies' alignment.
+ */
+int64_t kernel_buf_offset(const Kernel *k, int buf);
+/* Bytes of dynamic shared memory all buffers and barriers take. */
+int64_t kernel_smem_bytes(const Kernel *k);
 
 Expr *ex_int(Comp *c, int64_t v);
 Expr *ex_var(Comp *c, int var);

@@ -141,6 +141,9 @@ kernel_verify(Comp *c, const Kernel *k, const char *after)
 	for (i = 1; i < k->nbuf; i++)
 		if (k->buf[i].stages < 1 || k->buf[i].param <= 0 || k->buf[i].param >= k->nparam)
 			fail(&v, "buffer without stages or param");
+		else if (k->buf[i].swizzle != 0 && k->buf[i].swizzle != 32 && k->buf[i].swizzle != 64 &&
+		         k->buf[i].swizzle != 128)
+			fail(&v, "buffer swizzle is not 0, 32, 64 or 128 bytes");
 	check_stmt(&v, k->body);
 	return v.err ? -1 : 0;
 }

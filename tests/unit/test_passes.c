@@ -313,6 +313,64 @@ cb_stages_from_budget(void **state)
 	assert_true(kernel_smem_bytes(k) <= k->smem_budget);
 }
 
+/*
+ * A 32-byte bias copy is padded to 128 bytes (TMA's alignment), and stages
+ * are counted padded: 576 bytes hold 4 of them with their mbarriers, where
+ * unpadded bytes would have counted 12 (and placed every copy but the
+ * first off its alignment).
+ */
+static void
+cb_stages_count_padded_copies(void **state)
+{
+	Fixture *t = *state;
+	Comp *c = &t->c;
+	Kernel *k = c->kernel = new_kernel(c, 0, false);
+	int p = kernel_add_param(c, k, PK_TMAP, "bias");
+	int b = kernel_add_buf(c, k, "bias_tile", BUF_TILE, DT_BF16, 1, 16);
+	Stmt *loop;
+	CopyLayout l;
+	int s;
+
+	k->param[p].dtype = DT_BF16;
+	k->buf[b].param = p;
+	loop = single_loop(c, k);
+	k->smem_budget = 4 * (128 + 16);
+	run_pass(t, pass_circular_buffer, "circular_buffer");
+	l = kbuf_copy(&k->buf[b]);
+	assert_int_equal(l.bytes, 32);
+	assert_int_equal(l.align, 128);
+	assert_int_equal(l.stride, 128);
+	assert_int_equal(loop->cb->stages, 4);
+	assert_int_equal(k->buf[b].stages, 4);
+	assert_true(kernel_smem_bytes(k) <= k->smem_budget);
+	for (s = 0; s < k->buf[b].stages; s++)
+		assert_int_equal((kernel_buf_offset(k, b) + s * l.stride) % l.align, 0);
+}
+
+/* A swizzled buffer starts on 1024 bytes after a narrow one, and its copies lie 1024-multiples apart. */
+static void
+kernel_layout_aligns_swizzled_copies(void **state)
+{
+	Fixture *t = *state;
+	Comp *c = &t->c;
+	Kernel *k = c->kernel = new_kernel(c, 0, false);
+	int narrow = kernel_add_buf(c, k, "narrow", BUF_TILE, DT_BF16, 1, 16);
+	int w = kernel_add_buf(c, k, "w", BUF_TILE, DT_BF16, 8, 40);
+
+	k->buf[narrow].stages = 3;
+	k->buf[w].stages = 2;
+	k->buf[w].swizzle = 128;
+	kernel_add_bar(c, k, "full", 2, 1);
+	assert_int_equal(kbuf_copy(&k->buf[narrow]).stride, 128);
+	assert_int_equal(kbuf_copy(&k->buf[w]).bytes, 640);
+	assert_int_equal(kbuf_copy(&k->buf[w]).align, 1024);
+	assert_int_equal(kbuf_copy(&k->buf[w]).stride, 1024);
+	assert_int_equal(kernel_buf_offset(k, narrow), 0);
+	assert_int_equal(kernel_buf_offset(k, w), 1024);       /* 3 x 128 bytes, then up to 1024 */
+	assert_int_equal(kernel_buf_offset(k, k->nbuf), 3072); /* the mbarriers */
+	assert_int_equal(kernel_smem_bytes(k), 3072 + 16);
+}
+
 /* One wait per barrier (not per tensor) before the first reader; main releases, epilogue not. */
 static void
 sync_plain(void **state)
@@ -1188,6 +1246,38 @@ lower_pointwise_refuses_hints(void **state)
 	}
 }
 
+/*
+ * From a spec: a bias row of 16 bf16 in the persistent pipeline at 4
+ * stages.  Each copy is 32 bytes and padded to 128; every copy of every
+ * buffer starts on its alignment.
+ */
+static void
+lower_narrow_copies(void **state)
+{
+	Fixture *t = *state;
+	static const char spec[] =
+		"fusion: narrow\nsizes: {M: 1048576}\ninputs:\n  a: {dtype: bf16, shape: [M, 16]}\n"
+		"  c: {dtype: bf16, shape: [16]}\nops:\n  - {out: o, op: add, in: [a, c]}\n"
+		"outputs:\n  o: {dtype: bf16}\nschedule: {persistent: true, stages: 4}\n";
+	Kernel *k = lower_spec(t, spec);
+	int b, s, bias = 0;
+
+	for (b = 1; b < k->nbuf; b++) {
+		CopyLayout l = kbuf_copy(&k->buf[b]);
+
+		if (strcmp(k->buf[b].name, "c_tile") == 0)
+			bias = b;
+		assert_true(l.stride >= l.bytes);
+		assert_int_equal(l.stride % l.align, 0);
+		for (s = 0; s < k->buf[b].stages; s++)
+			assert_int_equal((kernel_buf_offset(k, b) + s * l.stride) % l.align, 0);
+	}
+	assert_true(bias > 0);
+	assert_int_equal(k->buf[bias].stages, 4);
+	assert_int_equal(kbuf_copy(&k->buf[bias]).bytes, 32);
+	assert_int_equal(kbuf_copy(&k->buf[bias]).stride, 128);
+}
+
 static void
 lower_rejects_middle_broadcast(void **state)
 {
@@ -1217,6 +1307,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(cb_stages_hint, setup, teardown),
 		cmocka_unit_test_setup_teardown(cb_stages_hint_too_big, setup, teardown),
 		cmocka_unit_test_setup_teardown(cb_stages_from_budget, setup, teardown),
+		cmocka_unit_test_setup_teardown(cb_stages_count_padded_copies, setup, teardown),
+		cmocka_unit_test_setup_teardown(kernel_layout_aligns_swizzled_copies, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_narrow_copies, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_plain, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_warp_specialized, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_ws_nested, setup, teardown),
