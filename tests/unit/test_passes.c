@@ -1278,6 +1278,44 @@ lower_narrow_copies(void **state)
 	assert_int_equal(kbuf_copy(&k->buf[bias]).stride, 128);
 }
 
+/* A pointwise spec of one f32 input [M, N] and NOUT outputs, each the input times a number. */
+static const char *
+many_outputs(Comp *c, int nout)
+{
+	Buf b;
+	int i;
+
+	buf_init(&b, c->arena);
+	buf_puts(&b, "fusion: many\nsizes: {M: 4096, N: 4096}\ninputs:\n  x: {dtype: f32, shape: [M, N]}\nops:\n");
+	for (i = 1; i <= nout; i++)
+		buf_printf(&b, "  - {out: o%d, op: mul, in: [x, %d]}\n", i, i);
+	buf_puts(&b, "outputs:\n");
+	for (i = 1; i <= nout; i++)
+		buf_printf(&b, "  o%d: {dtype: f32}\n", i);
+	return buf_str(&b);
+}
+
+/*
+ * The compiler's tile shrinks until its staging copies fit: 14 f32 outputs
+ * of 16 x 256 would need 224 KiB, so the tile is 8 rows.  With more outputs
+ * than any tile holds, the error says so at the fusion.
+ */
+static void
+lower_pointwise_tile_fits_shared_memory(void **state)
+{
+	Fixture *t = *state;
+	Kernel *k = lower_spec(t, many_outputs(&t->c, 14));
+
+	assert_true(k->flat);
+	assert_int_equal(k->tile_rows, 8);
+	assert_int_equal(k->tile_cols, 256);
+	assert_true(kernel_smem_bytes(k) <= k->smem_budget);
+	reset_comp(t);
+	lower_fails(t, many_outputs(&t->c, 1700));
+	assert_non_null(strstr(t->msg, "test.yaml:1:9: error: the 1 input and 1700 outputs of 'many' need"));
+	assert_non_null(strstr(t->msg, "even in [1, 8] tiles"));
+}
+
 static void
 lower_rejects_middle_broadcast(void **state)
 {
@@ -1310,6 +1348,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(cb_stages_count_padded_copies, setup, teardown),
 		cmocka_unit_test_setup_teardown(kernel_layout_aligns_swizzled_copies, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_narrow_copies, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_pointwise_tile_fits_shared_memory, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_plain, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_warp_specialized, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_ws_nested, setup, teardown),
