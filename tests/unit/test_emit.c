@@ -7,7 +7,8 @@
  * Copies narrower than 128 bytes (a bias row of 16 or 32 elements, a
  * one-row tile) are padded, and stepping through them by their unpadded
  * size once put every odd stage off its alignment; the sizes below make
- * such copies, and every GPU spec and example is checked too.
+ * such copies, and every GPU spec, example and line of the GPU sweep (with
+ * its sizes) is checked too.
  */
 #include <dirent.h>
 #include <setjmp.h>
@@ -250,12 +251,45 @@ every_spec_is_aligned(void **state)
 	assert_true(seen > 10);
 }
 
+/* Every line of the GPU sweep, with its -D bindings (they choose the tile: a narrow row, a ragged size). */
+static void
+every_sweep_line_is_aligned(void **state)
+{
+	FILE *f = fopen("tests/gpu/sweep.txt", "r");
+	char line[1024];
+	int seen = 0;
+
+	(void)state;
+	if (!f)
+		fail_msg("cannot open tests/gpu/sweep.txt (run from the repository root)");
+	while (fgets(line, sizeof line, f)) {
+		const char *bind[8];
+		char *w, *save, *spec;
+		int n = 0;
+
+		line[strcspn(line, "#\n")] = 0;
+		if (!(spec = strtok_r(line, " \t", &save)))
+			continue;
+		while ((w = strtok_r(NULL, " \t", &save)))
+			if (strcmp(w, "-D") == 0 && (w = strtok_r(NULL, " \t", &save)) && strchr(w, '=') && n < 8) {
+				*strchr(w, '=') = 0;
+				bind[n++] = w;
+				bind[n++] = w + strlen(w) + 1;
+			}
+		check_spec(spec, NULL, bind, n);
+		seen++;
+	}
+	fclose(f);
+	assert_true(seen > 50);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(narrow_copies_are_aligned),
 		cmocka_unit_test(every_spec_is_aligned),
+		cmocka_unit_test(every_sweep_line_is_aligned),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
