@@ -218,6 +218,25 @@ typedef enum Approx { APPROX_NONE = 0, APPROX_TANH } Approx;
 /* The largest extent a size may take (2^40 elements along one dim is absurd already). */
 #define MAX_EXTENT ((int64_t)1 << 40)
 
+/*
+ * *R = A * B for extents, element counts and byte counts (never negative);
+ * false when the product does not fit int64_t, and *R is then not to be
+ * used.  Every product of sizes goes through it: each extent is at most
+ * MAX_EXTENT, but a shape of several (a spec's, a launch's) need not fit.
+ */
+static inline bool
+size_mul(int64_t a, int64_t b, int64_t *r)
+{
+#if defined(__GNUC__)
+	return !__builtin_mul_overflow(a, b, r);
+#else
+	if (a < 0 || b < 0 || (b && a > INT64_MAX / b))
+		return false;
+	*r = a * b;
+	return true;
+#endif
+}
+
 /* One dimension: the size variable SYM, or the constant EXT when SYM is 0. */
 typedef struct Dim {
 	int sym;
@@ -246,6 +265,7 @@ typedef struct Tensor {
 	Dim dim[MAX_RANK];  /* outermost first */
 	int def;            /* defining op, 0 for inputs */
 	Pos pos;
+	Pos shape_pos;      /* an input's shape list (line 0 for values) */
 } Tensor;
 
 /* An op input: tensor TENSOR, or the number LIT when TENSOR is 0. */
@@ -334,7 +354,7 @@ int fusion_add_op(Comp *c, Fusion *f, OpKind kind, Pos p);
 int64_t dim_value(const Fusion *f, Dim d);
 bool dim_equal(Dim a, Dim b);
 bool dim_is_one(Dim d);
-/* Number of elements of tensor T, 0 if a size is unbound. */
+/* Number of elements of tensor T, 0 if a size is unbound, -1 if the count overflows int64_t. */
 int64_t tensor_numel(const Fusion *f, const Tensor *t);
 /* Index into f->out of the output storing tensor T, or -1. */
 int fusion_output_of(const Fusion *f, int t);

@@ -119,7 +119,8 @@ choose_tile(Kernel *k, const Fusion *f, int row_bytes, const Tensor *d)
 	int i, target = k->flat ? STAGE_TARGET / 2 : STAGE_TARGET;
 
 	for (i = 0; i + 1 < d->rank; i++)
-		rows *= dim_value(f, d->dim[i]);
+		if (!size_mul(rows, dim_value(f, d->dim[i]), &rows))
+			rows = INT64_MAX;   /* infer.c refuses such shapes: only to keep the product defined */
 	k->tile_cols = 256;
 	if (!k->flat && cols > 0 && cols < 256)
 		k->tile_cols = cols <= 16 ? 16 : pow2_floor((int)cols - 1) * 2;
