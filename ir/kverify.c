@@ -5,7 +5,8 @@
  * are in range; loops have bounds and a variable; every variable is assigned
  * (by a let, a loop or a size param) before it is used in program order;
  * a TMA load names a tile buffer and, once circular buffering has run, a
- * barrier; circular-buffer info is sane (0 <= P < S, S equals the stages of
+ * barrier; an offset into a buffer copy keeps TMA's alignment (kbuf_copy's,
+ * 16 bytes for a bulk copy); circular-buffer info is sane (0 <= P < S, S equals the stages of
  * every buffer loaded in the loop); a CTA-wide barrier never appears inside
  * warp-specialized roles (it would deadlock: the branches have other counts).
  */
@@ -47,6 +48,33 @@ check_expr(Check *v, const Expr *e)
 	check_expr(v, e->b);
 }
 
+/*
+ * The largest power of two (up to 2^20) every value of E is a multiple of:
+ * alignments are powers of two, so that is all the offset rule needs.
+ */
+static int64_t
+pow2_factor(const Expr *e)
+{
+	enum { ANY = 1 << 20 };
+	int64_t a, b;
+
+	switch (e->kind) {
+	case EX_INT:
+		a = e->ival < 0 ? -e->ival : e->ival;
+		return a == 0 || (a & -a) > ANY ? ANY : a & -a;
+	case EX_MUL:
+		a = pow2_factor(e->a) * pow2_factor(e->b);
+		return a > ANY ? ANY : a;
+	case EX_ADD:
+	case EX_SUB:
+		a = pow2_factor(e->a);
+		b = pow2_factor(e->b);
+		return a < b ? a : b;
+	default:
+		return 1;
+	}
+}
+
 static void
 check_stmt(Check *v, const Stmt *s)
 {
@@ -83,6 +111,9 @@ check_stmt(Check *v, const Stmt *s)
 			fail(v, "TMA load completes on a barrier other than its buffer's");
 		else if (k->param[s->param].kind != PK_TMAP && k->param[s->param].kind != PK_PTR)
 			fail(v, "TMA statement on a param that is neither a tensor map nor a pointer");
+		else if (s->off && pow2_factor(s->off) * dtype_info[k->buf[s->buf].dtype].bytes %
+		                   (k->param[s->param].kind == PK_TMAP ? kbuf_copy(&k->buf[s->buf]).align : 16))
+			fail(v, "TMA statement at an offset into its copy that may break its alignment");
 		check_expr(v, s->a);
 		check_expr(v, s->b);
 		check_expr(v, s->slot);

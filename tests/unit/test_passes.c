@@ -538,6 +538,29 @@ lower_fails(Fixture *t, const char *spec)
 	assert_int_equal(passes_run(c, WSF_STAGE_KERNEL_IR), -1);
 }
 
+/*
+ * A load into a piece of a copy keeps TMA's alignment: chunks of 1024 bf16
+ * (2 KiB) do, an offset of 8 elements (16 bytes) into a tensor-map copy
+ * does not (a bulk copy needs only 16).
+ */
+static void
+verify_rejects_misaligned_offset(void **state)
+{
+	Fixture *t = *state;
+	Comp *c = &t->c;
+	Kernel *k = c->kernel = new_kernel(c, 1, false);
+	Stmt *loop = single_loop(c, k), *ld = loop->body[0]->body[0];
+
+	ld->off = ex_bin(c, EX_MUL, ex_var(c, loop->var), ex_int(c, 1024));
+	assert_int_equal(kernel_verify(c, k, "test"), 0);
+	ld->off = ex_bin(c, EX_ADD, ld->off, ex_int(c, 8));
+	assert_int_equal(kernel_verify(c, k, "test"), -1);
+	assert_non_null(strstr(t->msg, "an offset into its copy that may break its alignment"));
+	k->param[ld->param].kind = PK_PTR;
+	t->c.nerrors = 0;
+	assert_int_equal(kernel_verify(c, k, "test"), 0);
+}
+
 /* From a spec: every view the pointwise lowering knows. */
 static void
 lower_views(void **state)
@@ -1353,6 +1376,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(sync_warp_specialized, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_ws_nested, setup, teardown),
 		cmocka_unit_test_setup_teardown(verify_rejects_syncthreads_in_roles, setup, teardown),
+		cmocka_unit_test_setup_teardown(verify_rejects_misaligned_offset, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_views, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_rejects_middle_broadcast, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_tma_store_plain, setup, teardown),
