@@ -6,8 +6,9 @@
  * tensor maps as NAME_map, pointers as NAME_ptr), every statement that came
  * from a spec line says which, and the device helpers (codegen/device.cuh)
  * name the PTX they wrap.  Shared memory is one dynamic array carved into the
- * buffers and barriers of the kernel IR in declaration order, each 128-byte
- * aligned (TMA needs 128; 1024 would be needed for swizzled tiles).
+ * buffers and barriers of the kernel IR as kbuf_copy and kernel_buf_offset
+ * (ir/kernel.c) lay them out: copies 128-byte aligned (TMA's rule), 1024
+ * when swizzled.
  *
  * The compute statement is the one place that expands the fusion's ops:
  * threads stride over the tile eight elements at a time (16-byte shared
@@ -205,7 +206,7 @@ pos_comment(Emit *e, Pos p)
 	return arena_printf(e->c->arena, "  // %s:%d", e->c->file, p.line);
 }
 
-/* Address of copy SLOT of buffer BUF. */
+/* Address of copy SLOT of buffer BUF: copies lie kbuf_copy's stride apart, not their bytes. */
 static const char *
 buf_at(Emit *e, int buf, const Expr *slot)
 {
@@ -213,8 +214,8 @@ buf_at(Emit *e, int buf, const Expr *slot)
 
 	if (u->stages == 1)
 		return bufname(e, buf);
-	return arena_printf(e->c->arena, "%s + (%s) * %d", bufname(e, buf), expr_str(e, slot),
-	                    u->rows * u->cols);
+	return arena_printf(e->c->arena, "%s + (%s) * %lld", bufname(e, buf), expr_str(e, slot),
+	                    (long long)(kbuf_copy(u).stride / dtype_info[u->dtype].bytes));
 }
 
 static const char *
@@ -1366,28 +1367,29 @@ emit_params(Emit *e)
 	}
 }
 
-/* Carves the dynamic shared memory into buffers and barriers; returns its size. */
+/* Carves the dynamic shared memory into buffers and barriers as ir/kernel.c lays them out; returns its size. */
 static int
 emit_smem(Emit *e)
 {
 	Kernel *k = e->k;
-	int i, off = 0;
+	int64_t off;
+	int i;
 
 	line(e, "extern __shared__ __align__(1024) unsigned char wsf_smem[];");
 	for (i = 1; i < k->nbuf; i++) {
 		const KBuf *u = &k->buf[i];
-		int one = u->rows * u->cols * dtype_info[u->dtype].bytes;
 
-		line(e, "%s *const %s = (%s *)(wsf_smem + %d);   // [%d stages][%d][%d] %s", storage_type(u->dtype),
-		     u->name, storage_type(u->dtype), off, u->stages, u->rows, u->cols, dtype_info[u->dtype].name);
-		off += ((one + 127) & ~127) * u->stages;
+		line(e, "%s *const %s = (%s *)(wsf_smem + %lld);   // [%d stages][%d][%d] %s", storage_type(u->dtype),
+		     u->name, storage_type(u->dtype), (long long)kernel_buf_offset(k, i), u->stages, u->rows, u->cols,
+		     dtype_info[u->dtype].name);
 	}
+	off = kernel_buf_offset(k, k->nbuf);
 	for (i = 1; i < k->nbar; i++) {
-		line(e, "wsf_u64 *const %s = (wsf_u64 *)(wsf_smem + %d);   // %d mbarriers", k->bar[i].name, off,
-		     k->bar[i].count);
+		line(e, "wsf_u64 *const %s = (wsf_u64 *)(wsf_smem + %lld);   // %d mbarriers", k->bar[i].name,
+		     (long long)off, k->bar[i].count);
 		off += 8 * k->bar[i].count;
 	}
-	return off;
+	return (int)off;
 }
 
 /*
@@ -1409,7 +1411,7 @@ min_ctas(const Kernel *k)
 		n = (k->row_reread ? 2048 : k->row_deep ? 1280 : 1536) / k->threads;
 		return n < 1 ? 1 : n;
 	}
-	n = SM_SMEM / (kernel_smem_bytes(k) + CTA_SMEM_RESERVED + 64 * 4);  /* + wsf_red */
+	n = (int)(SM_SMEM / (kernel_smem_bytes(k) + CTA_SMEM_RESERVED + 64 * 4));  /* + wsf_red */
 	if (n > 1024 / k->threads)
 		n = 1024 / k->threads;
 	return n < 1 ? 1 : n;

@@ -949,6 +949,7 @@ read_shape(Reader *r, int t, const Node *n, const char *where)
 		}
 	}
 	ten->rank = n->nkid;
+	ten->shape_pos = n->pos;
 	return 0;
 }
 

@@ -163,7 +163,7 @@ typedef struct WsfTensor {
 	void *data;            /* device pointer */
 	WsfDtype dtype;
 	int ndim;
-	const int64_t *shape;   /* ndim extents */
+	const int64_t *shape;   /* ndim extents, each 1..2^40; not NULL when ndim > 0 */
 	const int64_t *strides; /* ndim strides in elements, or NULL for contiguous */
 } WsfTensor;
 
@@ -171,9 +171,11 @@ typedef struct WsfTensor {
  * Launches K on STREAM (a CUstream; NULL is the legacy default stream).  ARGS
  * holds wsf_kernel_num_args(K) tensors in argument order.  Size variables are
  * taken from the tensors' shapes, checked against each other and against the
- * alignment rules; a mismatch is WSF_ERR_INPUT naming the tensor and dim.  The
- * module is loaded into the current (or primary) context on first use.
- * Diagnostics go to CTX.
+ * alignment rules; a mismatch, an extent outside 1..2^40 or a tensor of 2^63
+ * elements or bytes or more is WSF_ERR_INPUT naming the tensor and dim, a
+ * null ARGS or shape WSF_ERR_USAGE; all are checked before the driver is
+ * touched.  The module is loaded into the current (or primary) context on
+ * first use.  Diagnostics go to CTX.
  */
 WsfStatus wsf_kernel_launch(WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int nargs,
                             void *stream);

@@ -158,7 +158,8 @@ tensor_numel(const Fusion *f, const Tensor *t)
 
 		if (v <= 0)
 			return 0;
-		n *= v;
+		if (!size_mul(n, v, &n))
+			return -1;
 	}
 	return n;
 }

@@ -223,6 +223,25 @@ typedef enum Approx { APPROX_NONE = 0, APPROX_TANH } Approx;
 /* The largest extent a size may take (2^40 elements along one dim is absurd already). */
 #define MAX_EXTENT ((int64_t)1 << 40)
 
+/*
+ * *R = A * B for extents, element counts and byte counts (never negative);
+ * false when the product does not fit int64_t, and *R is then not to be
+ * used.  Every product of sizes goes through it: each extent is at most
+ * MAX_EXTENT, but a shape of several (a spec's, a launch's) need not fit.
+ */
+static inline bool
+size_mul(int64_t a, int64_t b, int64_t *r)
+{
+#if defined(__GNUC__)
+	return !__builtin_mul_overflow(a, b, r);
+#else
+	if (a < 0 || b < 0 || (b && a > INT64_MAX / b))
+		return false;
+	*r = a * b;
+	return true;
+#endif
+}
+
 /* One dimension: the size variable SYM, or the constant EXT when SYM is 0. */
 typedef struct Dim {
 	int sym;
@@ -251,6 +270,7 @@ typedef struct Tensor {
 	Dim dim[MAX_RANK];  /* outermost first */
 	int def;            /* defining op, 0 for inputs */
 	Pos pos;
+	Pos shape_pos;      /* an input's shape list (line 0 for values) */
 } Tensor;
 
 /* An op input: tensor TENSOR, or the number LIT when TENSOR is 0. */
@@ -339,7 +359,7 @@ int fusion_add_op(Comp *c, Fusion *f, OpKind kind, Pos p);
 int64_t dim_value(const Fusion *f, Dim d);
 bool dim_equal(Dim a, Dim b);
 bool dim_is_one(Dim d);
-/* Number of elements of tensor T, 0 if a size is unbound. */
+/* Number of elements of tensor T, 0 if a size is unbound, -1 if the count overflows int64_t. */
 int64_t tensor_numel(const Fusion *f, const Tensor *t);
 /* Index into f->out of the output storing tensor T, or -1. */
 int fusion_output_of(const Fusion *f, int t);
@@ -426,13 +446,18 @@ typedef enum BufKind {
 	BUF_STAGING    /* an output tile written by compute, read by a TMA store */
 } BufKind;
 
-/* A shared-memory buffer; STAGES copies of ELEMS elements. */
+/*
+ * A shared-memory buffer: STAGES copies of rows x cols elements.  Where a
+ * copy lives is kbuf_copy's and kernel_buf_offset's alone: every offset and
+ * stage size in the passes and codegen comes from them.
+ */
 typedef struct KBuf {
 	const char *name;
 	BufKind kind;
 	Dtype dtype;
 	int rows, cols;   /* one copy is rows x cols elements */
 	int stages;       /* copies; 1 until circular buffering */
+	int swizzle;      /* bytes of the TMA swizzle span (32, 64 or 128) its copies are written with; 0: none */
 	int param;        /* the tensor-map param it is loaded from / stored to */
 	int tensor;       /* fusion tensor */
 	int full_bar;     /* BUF_TILE after circular buffering: its full mbarrier array */
@@ -590,6 +615,7 @@ struct Kernel {
 	bool tma_store;          /* outputs leave through staging buffers and TMA stores */
 	int stages_hint;         /* schedule: stages, 0 if absent */
 	Pos stages_pos;
+	Pos tile_pos;            /* schedule: where the tile hint is (line 0: none) */
 	int smem_budget;         /* bytes of dynamic shared memory the passes may use */
 	int smem_target;         /* bytes a CTA should use by default (0: the budget) */
 	int stages_default;      /* stages without a hint (0: as many as smem_target allows) */
@@ -601,8 +627,29 @@ int kernel_add_var(Comp *c, Kernel *k, const char *name);
 int kernel_add_param(Comp *c, Kernel *k, ParamKind kind, const char *name);
 int kernel_add_buf(Comp *c, Kernel *k, const char *name, BufKind kind, Dtype dt, int rows, int cols);
 int kernel_add_bar(Comp *c, Kernel *k, const char *name, int count, int arrivals);
-/* Bytes of shared memory all buffers and barriers take (each buffer 128-byte aligned). */
-int kernel_smem_bytes(const Kernel *k);
+
+/*
+ * Where the copies of a buffer go.  TMA writes and reads shared memory at
+ * 128-byte aligned addresses (CUDA_ERROR_MISALIGNED_ADDRESS otherwise), and
+ * a swizzled copy at 1024: the swizzle is computed from address bits and
+ * its pattern repeats every 1024 bytes.  So each copy starts ALIGN-aligned
+ * and the next one STRIDE bytes later: its BYTES rounded up to ALIGN.
+ */
+typedef struct CopyLayout {
+	int64_t bytes;    /* rows x cols elements */
+	int64_t stride;   /* bytes from one copy to the next: BYTES rounded up to ALIGN */
+	int align;        /* 128, or 1024 when swizzled */
+} CopyLayout;
+
+CopyLayout kbuf_copy(const KBuf *b);
+/*
+ * Byte offset in dynamic shared memory of buffer BUF's first copy (copy S
+ * is S x stride later); BUF k->nbuf: where the mbarriers start.  Buffers
+ * are laid out in declaration order, each at its copies' alignment.
+ */
+int64_t kernel_buf_offset(const Kernel *k, int buf);
+/* Bytes of dynamic shared memory all buffers and barriers take. */
+int64_t kernel_smem_bytes(const Kernel *k);
 
 Expr *ex_int(Comp *c, int64_t v);
 Expr *ex_var(Comp *c, int var);

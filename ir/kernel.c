@@ -67,17 +67,39 @@ kernel_add_bar(Comp *c, Kernel *k, const char *name, int count, int arrivals)
 	return k->nbar - 1;
 }
 
-int
+CopyLayout
+kbuf_copy(const KBuf *b)
+{
+	CopyLayout l;
+
+	l.bytes = (int64_t)b->rows * b->cols * dtype_info[b->dtype].bytes;
+	l.align = b->swizzle ? 1024 : 128;
+	l.stride = (l.bytes + l.align - 1) / l.align * l.align;
+	return l;
+}
+
+int64_t
+kernel_buf_offset(const Kernel *k, int buf)
+{
+	int64_t off = 0;
+	int i;
+
+	for (i = 1; i <= buf && i < k->nbuf; i++) {
+		CopyLayout l = kbuf_copy(&k->buf[i]);
+
+		off = (off + l.align - 1) / l.align * l.align;
+		if (i < buf)
+			off += l.stride * k->buf[i].stages;
+	}
+	return off;
+}
+
+int64_t
 kernel_smem_bytes(const Kernel *k)
 {
-	int i, bytes = 0;
+	int64_t bytes = kernel_buf_offset(k, k->nbuf);
+	int i;
 
-	for (i = 1; i < k->nbuf; i++) {
-		const KBuf *b = &k->buf[i];
-		int one = b->rows * b->cols * dtype_info[b->dtype].bytes;
-
-		bytes += ((one + 127) & ~127) * b->stages;
-	}
 	for (i = 1; i < k->nbar; i++)
 		bytes += 8 * k->bar[i].count;
 	return bytes;

@@ -302,15 +302,20 @@ kernel_print(Buf *b, const Kernel *k)
 	}
 	for (i = 1; i < k->nbuf; i++) {
 		const KBuf *u = &k->buf[i];
+		CopyLayout l = kbuf_copy(u);
 
-		buf_printf(b, "  smem %s: %s[%d, %d] x%d %s %s\n", u->name, dtype_info[u->dtype].name, u->rows,
-		           u->cols, u->stages, u->kind == BUF_TILE ? "loaded from" : "stored to",
-		           k->param[u->param].name);
+		buf_printf(b, "  smem %s: %s[%d, %d] x%d", u->name, dtype_info[u->dtype].name, u->rows, u->cols,
+		           u->stages);
+		if (u->swizzle)
+			buf_printf(b, " swizzle=%dB", u->swizzle);
+		if (l.stride != l.bytes)  /* padded to the alignment: copies lie further apart than their bytes */
+			buf_printf(b, " stride=%lld", (long long)l.stride);
+		buf_printf(b, " %s %s\n", u->kind == BUF_TILE ? "loaded from" : "stored to", k->param[u->param].name);
 	}
 	for (i = 1; i < k->nbar; i++)
 		buf_printf(b, "  mbarrier %s[%d] arrivals=%d\n", k->bar[i].name, k->bar[i].count,
 		           k->bar[i].arrivals);
-	buf_printf(b, "  smem_bytes %d\n", kernel_smem_bytes(k));
+	buf_printf(b, "  smem_bytes %lld\n", (long long)kernel_smem_bytes(k));
 	buf_puts(b, "body:\n");
 	stmt_print(b, k, k->body, 1);
 }

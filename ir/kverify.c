@@ -7,7 +7,8 @@
  *    buffers a compute reads and writes, the variable of a loop and a let,
  *    a buffer's param and full barrier, a size param's variable, and a
  *    circular buffer's barriers;
- *  - every buffer has at least one stage and a param;
+ *  - every buffer has at least one stage and a param, and a swizzle of 0,
+ *    32, 64 or 128 bytes;
  *  - loops have bounds and a variable;
  *  - every variable is assigned (by a let, a loop or a size param) before it
  *    is used in program order, in every expression a statement holds;
@@ -15,6 +16,8 @@
  *    barrier if it has one; circular buffering gives it one: a load inside
  *    a circular-buffered loop names a barrier, the loop's full barrier, which
  *    is its buffer's;
+ *  - an offset into a buffer copy keeps TMA's alignment (kbuf_copy's, 16
+ *    bytes for a bulk copy);
  *  - circular-buffer info is sane: 0 <= P < S; the full barrier (and the
  *    empty one, if any) is an array of S barriers; S equals the stages of
  *    every buffer loaded in the loop;
@@ -79,6 +82,33 @@ check_expr(Check *v, const Expr *e)
 	}
 	check_expr(v, e->a);
 	check_expr(v, e->b);
+}
+
+/*
+ * The largest power of two (up to 2^20) every value of E is a multiple of:
+ * alignments are powers of two, so that is all the offset rule needs.
+ */
+static int64_t
+pow2_factor(const Expr *e)
+{
+	enum { ANY = 1 << 20 };
+	int64_t a, b;
+
+	switch (e->kind) {
+	case EX_INT:
+		a = e->ival < 0 ? -e->ival : e->ival;
+		return a == 0 || (a & -a) > ANY ? ANY : a & -a;
+	case EX_MUL:
+		a = pow2_factor(e->a) * pow2_factor(e->b);
+		return a > ANY ? ANY : a;
+	case EX_ADD:
+	case EX_SUB:
+		a = pow2_factor(e->a);
+		b = pow2_factor(e->b);
+		return a < b ? a : b;
+	default:
+		return 1;
+	}
 }
 
 /* The circular-buffer info of a loop: 0 <= P < S, barrier arrays of S. */
@@ -171,6 +201,9 @@ check_stmt(Check *v, const Stmt *s)
 			fail(v, "TMA statement with a bad buffer or param");
 		else if (k->param[s->param].kind != PK_TMAP && k->param[s->param].kind != PK_PTR)
 			fail(v, "TMA statement on a param that is neither a tensor map nor a pointer");
+		else if (s->off && pow2_factor(s->off) * dtype_info[k->buf[s->buf].dtype].bytes %
+		                   (k->param[s->param].kind == PK_TMAP ? kbuf_copy(&k->buf[s->buf]).align : 16))
+			fail(v, "TMA statement at an offset into its copy that may break its alignment");
 		else if (s->kind == ST_TMA_LOAD)
 			check_load(v, s);
 		check_expr(v, s->a);
@@ -240,6 +273,9 @@ kernel_verify(Comp *c, const Kernel *k, const char *after)
 			fail(&v, "buffer without stages or param");
 		else if (k->buf[i].full_bar && !bar_ok(k, k->buf[i].full_bar))
 			fail(&v, "buffer '%s' has a bad full barrier", k->buf[i].name);
+		else if (k->buf[i].swizzle != 0 && k->buf[i].swizzle != 32 && k->buf[i].swizzle != 64 &&
+		         k->buf[i].swizzle != 128)
+			fail(&v, "buffer swizzle is not 0, 32, 64 or 128 bytes");
 	}
 	check_stmt(&v, k->body);
 	return v.err ? -1 : 0;

@@ -28,7 +28,9 @@
  * S and P: the schedule's `stages`, or as many as fit the kernel's
  * shared-memory target (at least 2, at most 8; the target leaves room for
  * several CTAs per SM, which measured faster than deeper pipelines in fewer
- * CTAs for streaming kernels, docs/perf.md), never more than the budget.
+ * CTAs for streaming kernels, docs/perf.md), never more than the budget;
+ * memory is counted as codegen lays it out, each copy padded to its
+ * alignment (kbuf_copy).
  * P = S - 1 since compute is synchronous: a stage is free as soon as the
  * iteration that read it ends.  Stage and parity come from one linear
  * counter: slot = lin % S, parity = (lin / S) & 1.
@@ -315,34 +317,60 @@ cb_load_slice(Comp *c, const Stmt *loop)
 	return b;
 }
 
-static int
-choose_stages(Comp *c, Kernel *k, int stage_bytes, int *stages)
+int64_t
+cb_smem_at(Kernel *k, const Stmt *loop, int stages)
 {
-	int other = kernel_smem_bytes(k) - stage_bytes;
-	int fit = (k->smem_budget - other) / (stage_bytes + 16);
+	int b;
 
+	for (b = 1; b < k->nbuf; b++)
+		if (k->buf[b].kind == BUF_TILE && (!loop || st_writes_buf(loop, b)))
+			k->buf[b].stages = stages;
+	return kernel_smem_bytes(k) + 16 * (int64_t)stages;
+}
+
+/*
+ * S for LOOP: the most stages the budget holds are counted by laying the
+ * buffers out at each S (kernel_smem_bytes: copies padded to their
+ * alignment), never from unpadded bytes, which undercount narrow copies.
+ */
+static int
+choose_stages(Comp *c, Kernel *k, const Stmt *loop, int *stages)
+{
+	int b, fit = 0, limit = k->stages_hint > MAX_STAGES ? k->stages_hint : MAX_STAGES;
+	int64_t stage = 0;
+
+	for (b = 1; b < k->nbuf; b++)
+		if (k->buf[b].kind == BUF_TILE && st_writes_buf(loop, b))
+			stage += kbuf_copy(&k->buf[b]).stride;
+	while (fit < limit && cb_smem_at(k, loop, fit + 1) <= k->smem_budget)
+		fit++;
+	/* lowering sizes tiles to hold one stage; what is left is a row reduction's many staged inputs */
+	if (fit < 1)
+		return diag_error(c, k->tile_pos.line ? k->tile_pos : k->stages_pos,
+		                  "one stage of %lld bytes does not fit the %d-byte shared-memory budget; %s",
+		                  (long long)stage, k->smem_budget,
+		                  k->family == FAM_REDUCTION ?
+		                  "a row-reduction kernel stages every input that is a full row: use fewer of them" :
+		                  "use a smaller tile");
 	if (k->stages_hint) {
 		if (k->stages_hint > fit)
 			return diag_error(c, k->stages_pos,
-			                  "schedule stages %d needs %d KiB of shared memory for %d-byte stages, "
-			                  "but %d KiB are available; use at most %d stages or a smaller tile",
-			                  k->stages_hint, (other + k->stages_hint * stage_bytes) / 1024, stage_bytes,
-			                  k->smem_budget / 1024, fit);
+			                  "schedule stages %d needs %lld KiB of shared memory for %lld-byte stages, "
+			                  "but %d KiB are available; use at most %d stage%s or a smaller tile",
+			                  k->stages_hint, (long long)(cb_smem_at(k, loop, k->stages_hint) / 1024),
+			                  (long long)stage, k->smem_budget / 1024, fit, fit == 1 ? "" : "s");
 		*stages = k->stages_hint;
 		return 0;
 	}
-	if (fit < 1)
-		return diag_error(c, k->stages_pos,
-		                  "one stage of %d bytes does not fit the %d-byte shared-memory budget; "
-		                  "use a smaller tile (a row reduction holds whole rows: narrower rows or fewer inputs)",
-		                  stage_bytes, k->smem_budget);
 	*stages = MAX_STAGES;
 	if (k->stages_default) {
 		*stages = k->stages_default;
 	} else if (k->smem_target) {
-		int want = (k->smem_target - other) / (stage_bytes + 16);
+		int want = 0;
 
-		*stages = want < 2 ? 2 : want < MAX_STAGES ? want : MAX_STAGES;
+		while (want < MAX_STAGES && cb_smem_at(k, loop, want + 1) <= k->smem_target)
+			want++;
+		*stages = want < 2 ? 2 : want;
 	}
 	if (*stages > fit)
 		*stages = fit;
@@ -368,13 +396,13 @@ pass_circular_buffer(Comp *c)
 		                     "a plain pipelined loop must issue its loads directly in its body");
 	for (b = 1; b < k->nbuf; b++)
 		if (k->buf[b].kind == BUF_TILE && st_writes_buf(fd.loop, b)) {
-			int bytes = k->buf[b].rows * k->buf[b].cols * dtype_info[k->buf[b].dtype].bytes;
+			int bytes = (int)kbuf_copy(&k->buf[b]).bytes;
 
 			stage_bytes += bytes;
 			if (k->param[k->buf[b].param].kind == PK_TMAP)
 				r.bytes += bytes;  /* bulk loads count what they copy, at run time */
 		}
-	if (choose_stages(c, k, stage_bytes, &S))
+	if (choose_stages(c, k, fd.loop, &S))
 		return -1;
 	P = S - 1;
 	for (b = 1; b < k->nbuf; b++)

@@ -3,9 +3,11 @@
  *
  * Contract.  Requires: an expanded fusion (no composites).  Guarantees: every
  * tensor has a dtype and a shape; every reduction axis is normalized to
- * 0..rank-1; every output has a stored dtype.  Errors: operands that cannot
- * broadcast, matmul inner-dimension mismatches, reduction axes out of range,
- * ops applied to literals only.  Invalidates nothing.
+ * 0..rank-1; every output has a stored dtype; every tensor whose sizes are
+ * bound counts its elements and bytes in 64 bits.  Errors: operands that
+ * cannot broadcast, matmul inner-dimension mismatches, reduction axes out of
+ * range, ops applied to literals only, shapes too big to count.  Invalidates
+ * nothing.
  *
  * Dtypes follow torch: a pointwise result has its tensor operands' dtype when
  * they agree and f32 otherwise; literals do not promote; cast gives `to`.
@@ -175,6 +177,65 @@ infer_matmul(Comp *c, Fusion *f, Op *o, Tensor *out)
 	return 0;
 }
 
+/* "[M, N] = [4096, 1024]", or "[4096, 1024]" when every dim is a constant. */
+static const char *
+sized_shape_str(Comp *c, const Fusion *f, const Tensor *t)
+{
+	Buf b;
+	int i;
+	bool named = false;
+
+	for (i = 0; i < t->rank; i++)
+		named |= t->dim[i].sym != 0;
+	buf_init(&b, c->arena);
+	if (named)
+		buf_printf(&b, "%s = ", shape_str(c, f, t));
+	buf_puts(&b, "[");
+	for (i = 0; i < t->rank; i++)
+		buf_printf(&b, "%s%lld", i ? ", " : "", (long long)dim_value(f, t->dim[i]));
+	buf_puts(&b, "]");
+	return buf_str(&b);
+}
+
+/*
+ * Tensor T, stored as DT, must count its elements and its bytes in 64
+ * bits: each extent is at most 2^40, but a shape of several need not fit
+ * (nor a broadcast of [M, 1] with [1, N], bigger than either).  Sizes
+ * unbound here are checked at launch, from the tensors given.  WHAT and P
+ * say which tensor and where.
+ */
+static int
+check_size(Comp *c, const Fusion *f, const Tensor *t, Dtype dt, const char *what, Pos p)
+{
+	int64_t n = tensor_numel(f, t), bytes;
+
+	if (n < 0)
+		return diag_error(c, p, "%s '%s' %s has 2^63 elements or more", what, t->name,
+		                  sized_shape_str(c, f, t));
+	if (!size_mul(n, dtype_info[dt].bytes, &bytes))
+		return diag_error(c, p, "%s '%s' %s takes 2^63 bytes or more (%lld elements of %d bytes)", what,
+		                  t->name, sized_shape_str(c, f, t), (long long)n, dtype_info[dt].bytes);
+	return 0;
+}
+
+static int
+check_sizes(Comp *c, const Fusion *f)
+{
+	int i;
+
+	for (i = 1; i < f->ntensor; i++) {
+		const Tensor *t = &f->tensor[i];
+		bool in = t->kind == TK_INPUT;
+
+		if (check_size(c, f, t, t->dtype, in ? "input" : "value", in ? t->shape_pos : f->op[t->def].pos))
+			return -1;
+	}
+	for (i = 0; i < f->nout; i++)
+		if (check_size(c, f, &f->tensor[f->out[i].tensor], f->out[i].dtype, "output", f->out[i].pos))
+			return -1;
+	return 0;
+}
+
 int
 pass_infer(Comp *c)
 {
@@ -207,6 +268,8 @@ pass_infer(Comp *c)
 	for (i = 0; i < f->nout; i++)
 		if (f->out[i].dtype == DT_NONE)
 			f->out[i].dtype = f->tensor[f->out[i].tensor].dtype;
+	if (check_sizes(c, f))
+		return -1;
 	f->inferred = true;
 	return 0;
 }

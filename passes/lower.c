@@ -13,7 +13,10 @@
  * one whole row: loaded by one bulk copy and computed by one compute, or,
  * when a row does not fit a stage, streamed through a loop of passes over a
  * loop of chunks (see stream_row).  No mbarrier and no sync exists yet:
- * circular_buffer.c and sync.c add them.
+ * circular_buffer.c and sync.c add them.  A tile leaves room for one stage
+ * (the schedule's stages, when the compiler chose the tile) and the output
+ * staging copies in shared memory (fit_tile); a tile hint that does not
+ * is an error at the hint that names one that does.
  *
  * Pointwise: the domain is the outputs' shape seen as 2-D [rows, cols]
  * (cols the last dim).  Each input is full ([rows, cols], tiled by TMA), a
@@ -116,7 +119,8 @@ choose_tile(Kernel *k, const Fusion *f, int row_bytes, const Tensor *d)
 	int i, target = k->flat ? STAGE_TARGET / 2 : STAGE_TARGET;
 
 	for (i = 0; i + 1 < d->rank; i++)
-		rows *= dim_value(f, d->dim[i]);
+		if (!size_mul(rows, dim_value(f, d->dim[i]), &rows))
+			rows = INT64_MAX;   /* infer.c refuses such shapes: only to keep the product defined */
 	k->tile_cols = 256;
 	if (!k->flat && cols > 0 && cols < 256)
 		k->tile_cols = cols <= 16 ? 16 : pow2_floor((int)cols - 1) * 2;
@@ -156,6 +160,96 @@ check_tile(Comp *c, const Kernel *k, const Fusion *f)
 			return diag_error(c, f->sched.tile_pos,
 			                  "pointwise tile cols %d x %d bytes of '%s' is not a multiple of 16 bytes",
 			                  k->tile_cols, dtype_info[k->param[i].dtype].bytes, k->param[i].name);
+	return 0;
+}
+
+/* Copies of each output's staging buffer: two alternate in the persistent loop, one tile a CTA needs one. */
+static int
+staging_copies(const Kernel *k)
+{
+	return k->persistent ? 2 : 1;
+}
+
+/*
+ * Is param P an input staged in shared memory with tiles COLS wide?  Full
+ * inputs are; a row is while a TMA box holds it (wider, the compute reads it
+ * from global memory); columns and scalars are read from global memory.
+ */
+static bool
+staged_input(const Fusion *f, const KParam *p, int cols)
+{
+	return p->arg >= 0 && p->arg < f->ninput && (p->view == VIEW_FULL || (p->view == VIEW_ROW && cols <= 256));
+}
+
+/*
+ * The shared memory pointwise kernel K takes with ROWS x COLS tiles in
+ * STAGES stages: its buffers, made in a scratch kernel in the order
+ * lower_pointwise makes them, as the circular-buffer pass counts them.
+ */
+static int64_t
+tile_smem(Comp *c, const Kernel *k, int rows, int cols, int stages)
+{
+	const Fusion *f = k->fusion;
+	Kernel *t = kernel_new(c, k->fusion);
+	int j, b;
+
+	for (j = 1; j < k->nparam; j++)
+		if (staged_input(f, &k->param[j], cols))
+			kernel_add_buf(c, t, k->param[j].name, BUF_TILE, k->param[j].dtype,
+			               k->param[j].view == VIEW_ROW ? 1 : rows, cols);
+	for (j = 1; j < k->nparam && k->tma_store; j++)
+		if (k->param[j].arg >= f->ninput) {
+			b = kernel_add_buf(c, t, k->param[j].name, BUF_STAGING, k->param[j].dtype, rows, cols);
+			t->buf[b].stages = staging_copies(k);
+		}
+	return cb_smem_at(t, NULL, stages);
+}
+
+/*
+ * The tile must leave the fewest stages the kernel runs with (the
+ * schedule's, else one) and the output staging copies room in shared
+ * memory.  A tile the schedule gives that does not even in one stage is an
+ * error at the hint, naming a tile that fits (one that fits one stage but
+ * not the stages asked for is circular_buffer.c's to report); a tile the
+ * compiler chose (a flat kernel with many outputs) shrinks to fit.  Tiles
+ * shrink by halving rows, then cols, down to the narrowest whose rows are
+ * 16 bytes for every tensor.
+ */
+static int
+fit_tile(Comp *c, Kernel *k, const Fusion *f)
+{
+	int stages = k->stages_hint ? k->stages_hint : 1, rows = k->tile_rows, cols = k->tile_cols, least = 8, j;
+	bool hinted = f->sched.ntile > 0;
+	int64_t need = tile_smem(c, k, rows, cols, hinted ? 1 : stages);
+
+	if (need <= k->smem_budget)
+		return 0;
+	for (j = 1; j < k->nparam; j++)
+		while (least * dtype_info[k->param[j].dtype].bytes % 16)
+			least *= 2;
+	while (tile_smem(c, k, rows, cols, stages) > k->smem_budget && (rows > 1 || cols > least)) {
+		if (rows > 1)
+			rows /= 2;
+		else
+			cols /= 2;
+	}
+	if (hinted && tile_smem(c, k, rows, cols, stages) <= k->smem_budget)
+		return diag_error(c, f->sched.tile_pos,
+		                  "pointwise tile [%d, %d] needs %lld KiB of shared memory for one stage of its "
+		                  "inputs and its output staging copies, but %d KiB are available; %s[%d, %d] fits",
+		                  k->tile_rows, k->tile_cols, (long long)(need / 1024), k->smem_budget / 1024,
+		                  stages > 1 ? arena_printf(c->arena, "with the %d stages asked for, ", stages) : "",
+		                  rows, cols);
+	if (tile_smem(c, k, rows, cols, 1) > k->smem_budget)
+		return diag_error(c, hinted ? f->sched.tile_pos : f->pos,
+		                  "the %d input%s and %d output%s of '%s' need %lld KiB of shared memory even in [%d, %d] "
+		                  "tiles, but %d KiB are available; split the fusion into smaller ones",
+		                  f->ninput, f->ninput == 1 ? "" : "s", f->nout, f->nout == 1 ? "" : "s", f->name,
+		                  (long long)(tile_smem(c, k, rows, cols, 1) / 1024),
+		                  rows, cols, k->smem_budget / 1024);
+	/* the compiler's tile: the largest that fits (circular_buffer.c blames a stage count no tile fits) */
+	k->tile_rows = rows;
+	k->tile_cols = cols;
 	return 0;
 }
 
@@ -388,7 +482,8 @@ lower_pointwise(Comp *c, Fusion *f)
 	}
 	add_size_params(c, k);
 	choose_tile(k, f, row_bytes, d);
-	if (check_tile(c, k, f))
+	k->tile_pos = f->sched.ntile ? f->sched.tile_pos : (Pos){0};
+	if (check_tile(c, k, f) || fit_tile(c, k, f))
 		return -1;
 	for (j = 1; j < k->nparam; j++)
 		if (k->param[j].kind == PK_TMAP && k->tile_cols > 256)
@@ -410,7 +505,7 @@ lower_pointwise(Comp *c, Fusion *f)
 	for (j = 1; j < k->nparam; j++) {
 		KParam *p = &k->param[j];
 
-		if (p->arg >= f->ninput || (p->view != VIEW_FULL && !(p->view == VIEW_ROW && p->kind == PK_TMAP)))
+		if (!staged_input(f, p, k->tile_cols))
 			continue;
 		stage_input(c, k, j, "tile", p->view == VIEW_ROW ? 1 : k->tile_rows, k->tile_cols,
 		            p->view == VIEW_ROW ? ex_int(c, 0) : row0, col0, issue, compute);
@@ -433,7 +528,7 @@ lower_pointwise(Comp *c, Fusion *f)
 		                   p->dtype, k->tile_rows, k->tile_cols);
 		k->buf[b].param = j;
 		k->buf[b].tensor = p->tensor;
-		k->buf[b].stages = k->persistent ? 2 : 1;
+		k->buf[b].stages = staging_copies(k);
 		VEC_PUSH(c->arena, compute->writes, compute->nwrites, compute->capwrites)->buf = b;
 		compute->writes[compute->nwrites - 1].slot = ex_bin(c, EX_MOD, i, ex_int(c, k->buf[b].stages));
 		st = st_new(c, ST_TMA_STORE);
@@ -643,7 +738,8 @@ lower_reduction(Comp *c, Fusion *f)
 		full_out |= k->tview[f->out[j].tensor] == VIEW_FULL;
 
 	cap = (int)((width + ROW_ALIGN - 1) / ROW_ALIGN * ROW_ALIGN);
-	if (width > MAX_ROW || (int64_t)cap * row_bytes > SMEM_BUDGET) {
+	/* a stage of whole rows must fit with its two mbarriers (16 bytes), as circular_buffer.c counts */
+	if (width > MAX_ROW || (int64_t)cap * row_bytes + 16 > SMEM_BUDGET) {
 		/*
 		 * Chunks of 4096 elements, 8 a thread, four stages (a stage holds
 		 * 8 KiB of each staged bf16 tensor): several CTAs per SM keep HBM

@@ -49,6 +49,13 @@ void cb_strip_loads(Stmt *s);
 /* A copy of the load-issuing statements of LOOP's body (the ifs around loads). */
 Stmt *cb_load_slice(Comp *c, const Stmt *loop);
 /*
+ * The shared memory K takes with S copies of each tile buffer LOOP loads
+ * into (every tile buffer when LOOP is NULL) and a full and an empty
+ * mbarrier a stage; leaves those buffers at S copies.  The stage choice
+ * counts with it, and lowering sizes its tiles with it.
+ */
+int64_t cb_smem_at(Kernel *k, const Stmt *loop, int stages);
+/*
  * warp_specialize.c: turns every CTA-wide barrier inside roles into a named
  * barrier (id 1) of the consumer threads; __syncthreads there would deadlock.
  * Only consumers hold barriers: the producer branch issues loads only.

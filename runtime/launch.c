@@ -88,7 +88,13 @@ arg_name(const Fusion *f, int i)
 	return i < f->ninput ? f->tensor[f->input[i]].name : f->tensor[f->out[i - f->ninput].tensor].name;
 }
 
-/* Binds the fusion's sizes from the arguments' shapes into VAL and checks them. */
+/*
+ * Binds the fusion's sizes from the arguments' shapes into VAL and checks
+ * them: before anything reads a shape, an argument must exist and have
+ * one; every extent is 1..MAX_EXTENT (what wsf_set_size takes), and the
+ * element and byte counts must fit 64 bits, so no later product of sizes
+ * can overflow.
+ */
 static WsfStatus
 bind_args(Comp *c, const Fusion *f, const WsfTensor *args, int nargs, int64_t *val)
 {
@@ -98,11 +104,15 @@ bind_args(Comp *c, const Fusion *f, const WsfTensor *args, int nargs, int64_t *v
 		return diag_error(c, (Pos){0}, "kernel '%s' takes %d arguments (%d inputs, %d outputs), saw %d",
 		                  f->name, f->ninput + f->nout, f->ninput, f->nout, nargs),
 		       WSF_ERR_INPUT;
+	if (nargs > 0 && !args)
+		return diag_error(c, (Pos){0}, "kernel '%s': the arguments are a null pointer (%d expected)", f->name,
+		                  nargs),
+		       WSF_ERR_USAGE;
 	for (i = 0; i < nargs; i++) {
 		const Tensor *t = i < f->ninput ? &f->tensor[f->input[i]] : &f->tensor[f->out[i - f->ninput].tensor];
 		Dtype dt = i < f->ninput ? t->dtype : f->out[i - f->ninput].dtype;
 		const WsfTensor *a = &args[i];
-		int64_t expect = 1;
+		int64_t expect = 1, bytes;
 
 		if ((Dtype)a->dtype != dt)
 			return diag_error(c, t->pos, "argument '%s': dtype %s, expected %s", arg_name(f, i),
@@ -113,21 +123,29 @@ bind_args(Comp *c, const Fusion *f, const WsfTensor *args, int nargs, int64_t *v
 			return diag_error(c, t->pos, "argument '%s': rank %d, expected %d", arg_name(f, i), a->ndim,
 			                  t->rank),
 			       WSF_ERR_INPUT;
+		if (a->ndim > 0 && !a->shape)
+			return diag_error(c, t->pos, "argument '%s': its shape is a null pointer, with ndim %d",
+			                  arg_name(f, i), a->ndim),
+			       WSF_ERR_USAGE;
 		if (!a->data)
 			return diag_error(c, t->pos, "argument '%s': null data pointer", arg_name(f, i)), WSF_ERR_INPUT;
 		for (d = t->rank - 1; d >= 0; d--) {
 			Dim dim = t->dim[d];
 			int64_t n = a->shape[d];
 
+			if (n <= 0 || n > MAX_EXTENT)
+				return diag_error(c, t->pos, "argument '%s': dim %d is %lld, %s", arg_name(f, i), d,
+				                  (long long)n, n <= 0 ? "expected a positive extent" :
+				                  "more than the limit of 2^40 (1099511627776)"),
+				       WSF_ERR_INPUT;
 			if (a->strides && a->strides[d] != expect && n != 1)
 				return diag_error(c, t->pos, "argument '%s': dim %d has stride %lld, expected %lld "
 				                  "(tensors must be contiguous, row-major)", arg_name(f, i), d,
 				                  (long long)a->strides[d], (long long)expect),
 				       WSF_ERR_INPUT;
-			expect *= n;
-			if (n <= 0)
-				return diag_error(c, t->pos, "argument '%s': dim %d is %lld", arg_name(f, i), d,
-				                  (long long)n),
+			if (!size_mul(expect, n, &expect))
+				return diag_error(c, t->pos, "argument '%s': its shape has 2^63 elements or more",
+				                  arg_name(f, i)),
 				       WSF_ERR_INPUT;
 			if (!dim.sym) {
 				if (n != dim.ext)
@@ -143,6 +161,10 @@ bind_args(Comp *c, const Fusion *f, const WsfTensor *args, int nargs, int64_t *v
 				       WSF_ERR_INPUT;
 			}
 		}
+		if (!size_mul(expect, dtype_info[dt].bytes, &bytes))
+			return diag_error(c, t->pos, "argument '%s': %lld %s elements take 2^63 bytes or more",
+			                  arg_name(f, i), (long long)expect, dtype_info[dt].name),
+			       WSF_ERR_INPUT;
 	}
 	return WSF_OK;
 }
@@ -150,20 +172,25 @@ bind_args(Comp *c, const Fusion *f, const WsfTensor *args, int nargs, int64_t *v
 /*
  * The 2-D view of the kernel's domain tensor under the bound sizes VAL:
  * [product of the leading dims, last dim], or for a flat kernel wide rows.
+ * The domain need not be an argument (a row reduction's may be a broadcast
+ * of two), so its element count is checked here too.
  */
-static void
-choose_view(const Kernel *k, const Fusion *f, const int64_t *val, int64_t *rows, int64_t *cols)
+static WsfStatus
+choose_view(Comp *cp, const Kernel *k, const Fusion *f, const int64_t *val, int64_t *rows, int64_t *cols)
 {
 	const Tensor *t = &f->tensor[k->domain];
 	int64_t n = 1, c;
 	int i;
 
 	for (i = 0; i < t->rank; i++)
-		n *= t->dim[i].sym ? val[t->dim[i].sym] : t->dim[i].ext;
+		if (!size_mul(n, t->dim[i].sym ? val[t->dim[i].sym] : t->dim[i].ext, &n))
+			return diag_error(cp, t->pos, "kernel '%s': its domain '%s' has 2^63 elements or more at these "
+			                  "sizes", f->name, t->name),
+			       WSF_ERR_INPUT;
 	*cols = t->rank ? (t->dim[t->rank - 1].sym ? val[t->dim[t->rank - 1].sym] : t->dim[t->rank - 1].ext) : 1;
 	*rows = n / *cols;
 	if (!k->flat)
-		return;
+		return WSF_OK;
 	/*
 	 * Rows as wide as a tile make every tile one contiguous run of memory; a
 	 * narrower power of two that divides n still keeps TMA's 16-byte strides.
@@ -172,10 +199,11 @@ choose_view(const Kernel *k, const Fusion *f, const int64_t *val, int64_t *rows,
 		if (n % c == 0) {
 			*rows = n / c;
 			*cols = c;
-			return;
+			return WSF_OK;
 		}
 	*rows = 1;
 	*cols = n;
+	return WSF_OK;
 }
 
 /* The tensor-map parameters of param P over the 2-D view; a single row gets a padded stride. */
@@ -224,9 +252,8 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 	WsfStatus s;
 	int i;
 
-	if ((s = bind_args(c, f, args, nargs, val)) != WSF_OK)
+	if ((s = bind_args(c, f, args, nargs, val)) != WSF_OK || (s = choose_view(c, k, f, val, &p->rows, &p->cols)))
 		return s;
-	choose_view(k, f, val, &p->rows, &p->cols);
 	if (k->row_chunk && p->cols > INT32_MAX - k->row_chunk)
 		return diag_error(c, f->pos, "kernel '%s' streams rows of up to %d elements (32-bit element indices); "
 		                  "these rows have %lld", f->name, INT32_MAX - k->row_chunk, (long long)p->cols),

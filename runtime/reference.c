@@ -412,9 +412,9 @@ alloc_values(Eval *e, const Op *op, double **v)
 	const Tensor *t = &e->f->tensor[op->out];
 	int64_t n = tensor_numel(e->f, t);
 
-	if (n <= 0)
+	if (n == 0)
 		return internal(e, op, "output '%s' has an unbound or empty size", t->name);
-	if ((uint64_t)n > SIZE_MAX / sizeof(double)) {
+	if (n < 0 || (uint64_t)n > SIZE_MAX / sizeof(double)) {   /* n < 0: the count overflows */
 		Pos none = {0};
 
 		diag_error(e->c, none, "the reference for '%s' needs more memory than exists", t->name);

@@ -222,8 +222,6 @@ rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRun
 
 	if ((s = size_values(c, f)) != WSF_OK)
 		return s;
-	if ((s = rt_loaded_driver(c, state, &d)) != WSF_OK)
-		return s;
 	if (f->nout > WSF_MAX_REPORT_OUTPUTS)
 		return diag_error(c, f->pos, "run reports at most %d outputs", WSF_MAX_REPORT_OUTPUTS), WSF_ERR_USAGE;
 	arg = arena_alloc(c->arena, (size_t)nargs * sizeof *arg);
@@ -241,14 +239,21 @@ rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRun
 		a->dtype = i < f->ninput ? f->tensor[a->tensor].dtype : f->out[i - f->ninput].dtype;
 		x = &f->tensor[a->tensor];
 		a->numel = 1;
+		/* the sizes may be bound after the compile (wsf_set_size): each is in range, not their product */
 		for (j = 0; j < x->rank; j++)
-			a->numel *= a->shape[j] = dim_value(f, x->dim[j]);
+			if (!size_mul(a->numel, a->shape[j] = dim_value(f, x->dim[j]), &a->numel) ||
+			    (uint64_t)a->numel > SIZE_MAX / sizeof(double))
+				return diag_error(c, x->pos, "argument '%s' has more elements than this host can hold "
+				                  "at these sizes", x->name),
+				       WSF_ERR_INPUT;
 		t[i].dtype = (WsfDtype)a->dtype;
 		t[i].ndim = x->rank;
 		t[i].shape = a->shape;
 		r->bytes += (double)a->numel * dtype_info[a->dtype].bytes;
 	}
-	s = WSF_OK;
+	/* the sizes are checked; now the device */
+	if ((s = rt_loaded_driver(c, state, &d)) != WSF_OK)
+		return s;
 	for (i = 0; i < nargs && s == WSF_OK; i++) {
 		Arg *a = &arg[i];
 		size_t bytes = (size_t)a->numel * dtype_info[a->dtype].bytes;

@@ -203,8 +203,11 @@ typedef struct LaunchPlan {
 /*
  * Checks the caller's tensors against the spec (dtype, rank, contiguity,
  * extents that name the same size agree, alignment), chooses the 2-D view and
- * every tensor map's parameters.  Pure: no driver, so unit tests run it.
- * WSF_ERR_INPUT names the argument and dim at fault.
+ * every tensor map's parameters.  Pure: no driver, so unit tests and
+ * tests/fuzz/fuzz_launch.c run it.  Any tensors at all are refused or
+ * planned, never overflow a product of sizes: extents are 1..MAX_EXTENT,
+ * element and byte counts fit int64_t.  WSF_ERR_INPUT names the argument
+ * and dim at fault; a null ARGS or shape is WSF_ERR_USAGE.
  */
 WsfStatus rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, LaunchPlan *p);
 

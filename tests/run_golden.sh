@@ -3,8 +3,9 @@
 # the CLI BUILD/wsfuse, run from the repository root.  The extension picks the
 # mode (docs/testing.md):
 #
-#   tests/errors/NAME.yaml + NAME.err   compile --emit=fusion-ir: exit 1, no stdout,
-#                                       stderr exactly NAME.err
+#   tests/errors/NAME.yaml + NAME.err   compile --emit=cuda: exit 1, no stdout,
+#                                       stderr exactly NAME.err (every pass runs, so
+#                                       errors of lowering and stage choice count too)
 #   SPEC + tests/golden/NAME.fir        compile --emit=fusion-ir: exit 0, stdout
 #   SPEC + tests/golden/NAME.kir        compile --emit=kernel-ir
 #   SPEC + tests/golden/NAME.cu         compile --emit=cuda
@@ -109,7 +110,7 @@ for y in tests/errors/*.yaml; do
 		bad "$y: missing golden $e"
 		continue
 	fi
-	cli compile --emit=fusion-ir "$y"
+	cli compile --emit=cuda "$y"
 	if [ $update = 1 ]; then
 		if [ "$rc" = 1 ] && [ ! -s "$tmp/out" ]; then
 			install "$tmp/err" "$e"

@@ -2,7 +2,8 @@
 # run_unit.sh BUILD: runs the cmocka unit tests BUILD/tests/test_* and the
 # Python binding's tests/python/test_*.py (TAP output, one count per test
 # case), then replays every file of tests/fuzz/regress/ and
-# tests/fuzz/corpus/ through BUILD/tests/replay (one count per file).
+# tests/fuzz/corpus/ through BUILD/tests/replay, and of tests/fuzz/launch/
+# through BUILD/tests/replay_launch (one count per file).
 # Prints one line per failure and ends with "N passed, N failed[, N skipped]".
 # TEST_TIMEOUT (seconds, default 300) bounds each program.
 set -u
@@ -75,11 +76,15 @@ for t in "$b"/tests/test_* tests/python/test_*.py; do
 	fi
 done
 
-if [ -x "$b/tests/replay" ]; then
-	for f in tests/fuzz/regress/* tests/fuzz/corpus/*; do
+# replay PROGRAM FILE...: each file through one fuzz entry point, one count a file
+replay() {
+	local prog=$1 f rc
+	shift
+	[ -x "$prog" ] || return
+	for f in "$@"; do
 		[ -f "$f" ] || continue
 		case $f in */README*) continue ;; esac
-		bounded "$b/tests/replay" "$f" >"$out" 2>&1
+		bounded "$prog" "$f" >"$out" 2>&1
 		rc=$?
 		if [ "$rc" = 0 ]; then
 			pass=$((pass + 1))
@@ -88,7 +93,9 @@ if [ -x "$b/tests/replay" ]; then
 			echo "FAIL $f: $(how "$rc")"
 		fi
 	done
-fi
+}
+replay "$b/tests/replay" tests/fuzz/regress/* tests/fuzz/corpus/*
+replay "$b/tests/replay_launch" tests/fuzz/launch/*
 
 echo "$pass passed, $fail failed$([ $skip -gt 0 ] && echo ", $skip skipped")"
 [ "$fail" = 0 ]

@@ -8,12 +8,13 @@
 #   check-gpu       every example and tests/gpu/sweep.txt with `wsfuse run --check`
 #   check-sanitize  compute-sanitizer memcheck/racecheck/synccheck on the kernel variants
 #   fuzz            libFuzzer on the front end for SECONDS seconds (default 60)
+#   fuzz-launch     libFuzzer on the launch checks (shapes, strides, dtypes) for SECONDS seconds
 
 TEST_SRCS := $(wildcard tests/unit/test_*.c)
 TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(B)/tests/%)
 TEST_HDRS := $(wildcard include/*.h ir/*.h compiler/*.h passes/*.h codegen/*.h runtime/*.h tests/unit/*.h)
 
-test: all $(TEST_BINS) $(B)/tests/replay
+test: all $(TEST_BINS) $(B)/tests/replay $(B)/tests/replay_launch
 	@bash tests/summary.sh $(B)
 
 # Each unit test is a standalone cmocka program over the static library.
@@ -21,10 +22,14 @@ $(B)/tests/test_%: tests/unit/test_%.c $(B)/libwsfuse.a $(TEST_HDRS) | check-cmo
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) $(LDFLAGS) -o $@ $< $(B)/libwsfuse.a -lcmocka $(LIBS)
 
-# The fuzz entry point without libFuzzer, for replaying inputs.
+# The fuzz entry points without libFuzzer, for replaying inputs.
 $(B)/tests/replay: tests/fuzz/replay.c tests/fuzz/fuzz_spec.c include/wsfuse.h $(B)/libwsfuse.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) $(LDFLAGS) -o $@ tests/fuzz/replay.c tests/fuzz/fuzz_spec.c $(B)/libwsfuse.a $(LIBS)
+
+$(B)/tests/replay_launch: tests/fuzz/replay.c tests/fuzz/fuzz_launch.c $(TEST_HDRS) $(B)/libwsfuse.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) $(LDFLAGS) -o $@ tests/fuzz/replay.c tests/fuzz/fuzz_launch.c $(B)/libwsfuse.a $(LIBS)
 
 check-cmocka:
 	@printf '#include <stdarg.h>\n#include <stddef.h>\n#include <setjmp.h>\n#include <cmocka.h>\n' | \
@@ -88,4 +93,20 @@ fuzz: build-fuzz/fuzz_spec
 	  "(build-fuzz/fuzz_spec -minimize_crash=1 -runs=100000 FILE) and add it as tests/fuzz/regress/NAME.yaml"; fi; \
 	exit $$rc
 
-.PHONY: test check-cmocka update-golden check-asan check-valgrind check-gpu check-sanitize check-corpus fuzz
+# The launch checks: inputs are tensor descriptions for a fixed table of kernels (tests/fuzz/fuzz_launch.c).
+build-fuzz/fuzz_launch: tests/fuzz/fuzz_launch.c $(FUZZ_SRCS) $(TEST_HDRS)
+	@mkdir -p build-fuzz
+	@command -v clang >/dev/null || { echo "wsfuse: make fuzz-launch needs clang: apt-get install clang" >&2; exit 1; }
+	clang $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_launch.c $(FUZZ_SRCS) $(LIBS)
+
+FUZZ_LAUNCH_RUN = build-fuzz/fuzz_launch -max_len=512 -max_total_time=$(SECONDS) -timeout=10 \
+                  -artifact_prefix=build-fuzz/launch-crashes/ build-fuzz/launch-corpus tests/fuzz/launch
+fuzz-launch: build-fuzz/fuzz_launch
+	@mkdir -p build-fuzz/launch-corpus build-fuzz/launch-crashes
+	@echo "$(FUZZ_LAUNCH_RUN)"
+	@$(FUZZ_LAUNCH_RUN); rc=$$?; n=`ls build-fuzz/launch-crashes | wc -l`; \
+	if [ $$n -gt 0 ]; then echo "fuzz-launch: $$n input(s) in build-fuzz/launch-crashes/: minimise each" \
+	  "(build-fuzz/fuzz_launch -minimize_crash=1 -runs=100000 FILE) and add it to tests/fuzz/launch/ as regress-NAME"; fi; \
+	exit $$rc
+
+.PHONY: test check-cmocka update-golden check-asan check-valgrind check-gpu check-sanitize check-corpus fuzz fuzz-launch

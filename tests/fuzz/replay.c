@@ -1,7 +1,8 @@
 /*
- * replay.c: runs LLVMFuzzerTestOneInput (fuzz_spec.c) on each file named, with
- * no libFuzzer.  `make test` builds it against libwsfuse.a and feeds it every
- * file of tests/fuzz/regress/ (past crashes) and tests/fuzz/corpus/ (seeds);
+ * replay.c: runs LLVMFuzzerTestOneInput on each file named, with no
+ * libFuzzer.  `make test` builds it against libwsfuse.a twice: with
+ * fuzz_spec.c (fed every file of tests/fuzz/regress/, past crashes, and
+ * tests/fuzz/corpus/, seeds) and with fuzz_launch.c (tests/fuzz/launch/);
  * a crash, a sanitizer report or a broken promise ends it non-zero.
  */
 #include <stdint.h>

@@ -353,11 +353,41 @@ refusals(void **state)
 	wsf_context_delete(NULL);
 }
 
+/*
+ * Sizes that overflow are refused before the driver is touched, so this
+ * runs without a GPU: sizes bound after the compile whose product has no
+ * 64-bit count (wsf_kernel_run), a null shape (wsf_kernel_launch).
+ */
+static void
+launch_refuses_bad_shapes(void **state)
+{
+	WsfContext *ctx = wsf_context_new();
+	WsfKernel *k = NULL;
+	WsfRunOptions opts = {1, 0, 0, 0, 0};
+	WsfRunReport rep;
+	WsfTensor args[3] = {{(void *)(uintptr_t)0x7f0000000000ull, WSF_DTYPE_BF16, 2, NULL, NULL}};
+
+	(void)state;
+	if (!have_nvrtc())  /* runs and launches need a cubin */
+		skip();
+	assert_int_equal(wsf_set_option(ctx, "cache", "0"), WSF_OK);
+	assert_int_equal(wsf_compile_string(ctx, "api.yaml", spec, strlen(spec), &k), WSF_OK);
+	assert_int_equal(wsf_set_size(ctx, "M", (int64_t)1 << 40), WSF_OK);
+	assert_int_equal(wsf_set_size(ctx, "N", (int64_t)1 << 40), WSF_OK);
+	assert_int_equal(wsf_kernel_run(ctx, k, &opts, &rep), WSF_ERR_INPUT);
+	assert_non_null(strstr(wsf_context_last_error(ctx), "argument 'x' has more elements than this host can hold"));
+	assert_int_equal(wsf_kernel_launch(ctx, k, args, 3, NULL), WSF_ERR_USAGE);
+	assert_non_null(strstr(wsf_context_last_error(ctx), "argument 'x': its shape is a null pointer, with ndim 2"));
+	wsf_kernel_delete(k);
+	wsf_context_delete(ctx);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(compile_to_each_stage),
+		cmocka_unit_test(launch_refuses_bad_shapes),
 		cmocka_unit_test(staged_rows_are_read_before_the_first_barrier),
 		cmocka_unit_test(row_outputs_are_stored_once),
 		cmocka_unit_test(direct_rows_load_from_global),

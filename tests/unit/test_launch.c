@@ -110,14 +110,20 @@ row_view(void **state)
 }
 
 static void
-expect_error(Fixture *t, const Launch *l, WsfTensor *a, int n, const char *what)
+expect_status(Fixture *t, const Launch *l, WsfTensor *a, int n, WsfStatus status, const char *what)
 {
 	LaunchPlan p;
 
 	t->msg[0] = 0;
-	assert_int_equal(rt_launch_plan(&t->c, l, a, n, &p), WSF_ERR_INPUT);
+	assert_int_equal(rt_launch_plan(&t->c, l, a, n, &p), status);
 	if (!strstr(t->msg, what))
 		fail_msg("expected '%s' in: %s", what, t->msg);
+}
+
+static void
+expect_error(Fixture *t, const Launch *l, WsfTensor *a, int n, const char *what)
+{
+	expect_status(t, l, a, n, WSF_ERR_INPUT, what);
 }
 
 static void
@@ -292,6 +298,54 @@ one_row_tile_checks(void **state)
 	expect_error(t, l, a, 3, "argument 'x': rows of 12 bf16 elements are 24 bytes, not a multiple of 16");
 }
 
+/*
+ * Shapes no product of sizes can overflow on: every extent 1..2^40 (what
+ * wsf_set_size takes), element and byte counts in 64 bits; a null shape or
+ * argument array is a usage error that names it.  All before any driver call.
+ */
+static void
+shape_limits(void **state)
+{
+	Fixture *t = *state;
+	const Launch *l = build(t, bias);
+	int64_t big[] = {((int64_t)1 << 56) + 1, 256}, n256[] = {256}, neg[] = {-5, 256};
+	int64_t wide[] = {(int64_t)1 << 40, (int64_t)1 << 24}, n24[] = {(int64_t)1 << 24};
+	int64_t heavy[] = {(int64_t)1 << 40, (int64_t)1 << 22}, n22[] = {(int64_t)1 << 22};
+	WsfTensor a[3] = {{DEV(1), WSF_DTYPE_BF16, 2, big, NULL}, {DEV(2), WSF_DTYPE_BF16, 1, n256, NULL},
+	                  {DEV(3), WSF_DTYPE_BF16, 2, big, NULL}};
+
+	expect_error(t, l, a, 3, "argument 'x': dim 0 is 72057594037927937, more than the limit of 2^40 (1099511627776)");
+	a[0].shape = neg;
+	expect_error(t, l, a, 3, "argument 'x': dim 0 is -5, expected a positive extent");
+	a[0].shape = a[2].shape = wide;   /* each extent in range, 2^64 elements */
+	a[1].shape = n24;
+	expect_error(t, l, a, 3, "argument 'x': its shape has 2^63 elements or more");
+	a[0].shape = a[2].shape = heavy;  /* 2^62 elements, 2^63 bytes */
+	a[1].shape = n22;
+	expect_error(t, l, a, 3, "argument 'x': 4611686018427387904 bf16 elements take 2^63 bytes or more");
+	a[0].shape = NULL;
+	expect_status(t, l, a, 3, WSF_ERR_USAGE, "argument 'x': its shape is a null pointer, with ndim 2");
+	expect_status(t, l, NULL, 3, WSF_ERR_USAGE, "kernel 'b': the arguments are a null pointer (3 expected)");
+}
+
+/* A row reduction's domain can be a broadcast no argument has: [M, 1] + [N], summed over N. */
+static void
+domain_limits(void **state)
+{
+	Fixture *t = *state;
+	static const char spec[] =
+		"fusion: d\nsizes: {M: 8, N: 64}\ninputs:\n  x: {dtype: f32, shape: [M, 1]}\n"
+		"  y: {dtype: f32, shape: [N]}\nops:\n  - {out: s, op: add, in: [x, y]}\n"
+		"  - {out: r, op: sum, in: [s], axis: -1}\noutputs:\n  r: {dtype: f32}\n";
+	const Launch *l = build(t, spec);
+	int64_t m[] = {(int64_t)1 << 40, 1}, n[] = {(int64_t)1 << 40};
+	WsfTensor a[3] = {{DEV(1), WSF_DTYPE_F32, 2, m, NULL}, {DEV(2), WSF_DTYPE_F32, 1, n, NULL},
+	                  {DEV(3), WSF_DTYPE_F32, 2, m, NULL}};
+
+	assert_int_equal(l->kernel->family, FAM_REDUCTION);
+	expect_error(t, l, a, 3, "kernel 'd': its domain 's' has 2^63 elements or more at these sizes");
+}
+
 int
 main(void)
 {
@@ -305,6 +359,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(direct_row_checks, setup, teardown),
 		cmocka_unit_test_setup_teardown(streamed_row_checks, setup, teardown),
 		cmocka_unit_test_setup_teardown(one_row_tile_checks, setup, teardown),
+		cmocka_unit_test_setup_teardown(shape_limits, setup, teardown),
+		cmocka_unit_test_setup_teardown(domain_limits, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -313,6 +313,64 @@ cb_stages_from_budget(void **state)
 	assert_true(kernel_smem_bytes(k) <= k->smem_budget);
 }
 
+/*
+ * A 32-byte bias copy is padded to 128 bytes (TMA's alignment), and stages
+ * are counted padded: 576 bytes hold 4 of them with their mbarriers, where
+ * unpadded bytes would have counted 12 (and placed every copy but the
+ * first off its alignment).
+ */
+static void
+cb_stages_count_padded_copies(void **state)
+{
+	Fixture *t = *state;
+	Comp *c = &t->c;
+	Kernel *k = c->kernel = new_kernel(c, 0, false);
+	int p = kernel_add_param(c, k, PK_TMAP, "bias");
+	int b = kernel_add_buf(c, k, "bias_tile", BUF_TILE, DT_BF16, 1, 16);
+	Stmt *loop;
+	CopyLayout l;
+	int s;
+
+	k->param[p].dtype = DT_BF16;
+	k->buf[b].param = p;
+	loop = single_loop(c, k);
+	k->smem_budget = 4 * (128 + 16);
+	run_pass(t, pass_circular_buffer, "circular_buffer");
+	l = kbuf_copy(&k->buf[b]);
+	assert_int_equal(l.bytes, 32);
+	assert_int_equal(l.align, 128);
+	assert_int_equal(l.stride, 128);
+	assert_int_equal(loop->cb->stages, 4);
+	assert_int_equal(k->buf[b].stages, 4);
+	assert_true(kernel_smem_bytes(k) <= k->smem_budget);
+	for (s = 0; s < k->buf[b].stages; s++)
+		assert_int_equal((kernel_buf_offset(k, b) + s * l.stride) % l.align, 0);
+}
+
+/* A swizzled buffer starts on 1024 bytes after a narrow one, and its copies lie 1024-multiples apart. */
+static void
+kernel_layout_aligns_swizzled_copies(void **state)
+{
+	Fixture *t = *state;
+	Comp *c = &t->c;
+	Kernel *k = c->kernel = new_kernel(c, 0, false);
+	int narrow = kernel_add_buf(c, k, "narrow", BUF_TILE, DT_BF16, 1, 16);
+	int w = kernel_add_buf(c, k, "w", BUF_TILE, DT_BF16, 8, 40);
+
+	k->buf[narrow].stages = 3;
+	k->buf[w].stages = 2;
+	k->buf[w].swizzle = 128;
+	kernel_add_bar(c, k, "full", 2, 1);
+	assert_int_equal(kbuf_copy(&k->buf[narrow]).stride, 128);
+	assert_int_equal(kbuf_copy(&k->buf[w]).bytes, 640);
+	assert_int_equal(kbuf_copy(&k->buf[w]).align, 1024);
+	assert_int_equal(kbuf_copy(&k->buf[w]).stride, 1024);
+	assert_int_equal(kernel_buf_offset(k, narrow), 0);
+	assert_int_equal(kernel_buf_offset(k, w), 1024);       /* 3 x 128 bytes, then up to 1024 */
+	assert_int_equal(kernel_buf_offset(k, k->nbuf), 3072); /* the mbarriers */
+	assert_int_equal(kernel_smem_bytes(k), 3072 + 16);
+}
+
 /* One wait per barrier (not per tensor) before the first reader; main releases, epilogue not. */
 static void
 sync_plain(void **state)
@@ -478,6 +536,29 @@ lower_fails(Fixture *t, const char *spec)
 	assert_int_equal(spec_read(c), 0);
 	assert_int_equal(passes_run(c, WSF_STAGE_FUSION_IR), 0);
 	assert_int_equal(passes_run(c, WSF_STAGE_KERNEL_IR), -1);
+}
+
+/*
+ * A load into a piece of a copy keeps TMA's alignment: chunks of 1024 bf16
+ * (2 KiB) do, an offset of 8 elements (16 bytes) into a tensor-map copy
+ * does not (a bulk copy needs only 16).
+ */
+static void
+verify_rejects_misaligned_offset(void **state)
+{
+	Fixture *t = *state;
+	Comp *c = &t->c;
+	Kernel *k = c->kernel = new_kernel(c, 1, false);
+	Stmt *loop = single_loop(c, k), *ld = loop->body[0]->body[0];
+
+	ld->off = ex_bin(c, EX_MUL, ex_var(c, loop->var), ex_int(c, 1024));
+	assert_int_equal(kernel_verify(c, k, "test"), 0);
+	ld->off = ex_bin(c, EX_ADD, ld->off, ex_int(c, 8));
+	assert_int_equal(kernel_verify(c, k, "test"), -1);
+	assert_non_null(strstr(t->msg, "an offset into its copy that may break its alignment"));
+	k->param[ld->param].kind = PK_PTR;
+	t->c.nerrors = 0;
+	assert_int_equal(kernel_verify(c, k, "test"), 0);
 }
 
 /* From a spec: every view the pointwise lowering knows. */
@@ -1188,6 +1269,76 @@ lower_pointwise_refuses_hints(void **state)
 	}
 }
 
+/*
+ * From a spec: a bias row of 16 bf16 in the persistent pipeline at 4
+ * stages.  Each copy is 32 bytes and padded to 128; every copy of every
+ * buffer starts on its alignment.
+ */
+static void
+lower_narrow_copies(void **state)
+{
+	Fixture *t = *state;
+	static const char spec[] =
+		"fusion: narrow\nsizes: {M: 1048576}\ninputs:\n  a: {dtype: bf16, shape: [M, 16]}\n"
+		"  c: {dtype: bf16, shape: [16]}\nops:\n  - {out: o, op: add, in: [a, c]}\n"
+		"outputs:\n  o: {dtype: bf16}\nschedule: {persistent: true, stages: 4}\n";
+	Kernel *k = lower_spec(t, spec);
+	int b, s, bias = 0;
+
+	for (b = 1; b < k->nbuf; b++) {
+		CopyLayout l = kbuf_copy(&k->buf[b]);
+
+		if (strcmp(k->buf[b].name, "c_tile") == 0)
+			bias = b;
+		assert_true(l.stride >= l.bytes);
+		assert_int_equal(l.stride % l.align, 0);
+		for (s = 0; s < k->buf[b].stages; s++)
+			assert_int_equal((kernel_buf_offset(k, b) + s * l.stride) % l.align, 0);
+	}
+	assert_true(bias > 0);
+	assert_int_equal(k->buf[bias].stages, 4);
+	assert_int_equal(kbuf_copy(&k->buf[bias]).bytes, 32);
+	assert_int_equal(kbuf_copy(&k->buf[bias]).stride, 128);
+}
+
+/* A pointwise spec of one f32 input [M, N] and NOUT outputs, each the input times a number. */
+static const char *
+many_outputs(Comp *c, int nout)
+{
+	Buf b;
+	int i;
+
+	buf_init(&b, c->arena);
+	buf_puts(&b, "fusion: many\nsizes: {M: 4096, N: 4096}\ninputs:\n  x: {dtype: f32, shape: [M, N]}\nops:\n");
+	for (i = 1; i <= nout; i++)
+		buf_printf(&b, "  - {out: o%d, op: mul, in: [x, %d]}\n", i, i);
+	buf_puts(&b, "outputs:\n");
+	for (i = 1; i <= nout; i++)
+		buf_printf(&b, "  o%d: {dtype: f32}\n", i);
+	return buf_str(&b);
+}
+
+/*
+ * The compiler's tile shrinks until its staging copies fit: 14 f32 outputs
+ * of 16 x 256 would need 224 KiB, so the tile is 8 rows.  With more outputs
+ * than any tile holds, the error says so at the fusion.
+ */
+static void
+lower_pointwise_tile_fits_shared_memory(void **state)
+{
+	Fixture *t = *state;
+	Kernel *k = lower_spec(t, many_outputs(&t->c, 14));
+
+	assert_true(k->flat);
+	assert_int_equal(k->tile_rows, 8);
+	assert_int_equal(k->tile_cols, 256);
+	assert_true(kernel_smem_bytes(k) <= k->smem_budget);
+	reset_comp(t);
+	lower_fails(t, many_outputs(&t->c, 1700));
+	assert_non_null(strstr(t->msg, "test.yaml:1:9: error: the 1 input and 1700 outputs of 'many' need"));
+	assert_non_null(strstr(t->msg, "even in [1, 8] tiles"));
+}
+
 static void
 lower_rejects_middle_broadcast(void **state)
 {
@@ -1217,10 +1368,15 @@ main(void)
 		cmocka_unit_test_setup_teardown(cb_stages_hint, setup, teardown),
 		cmocka_unit_test_setup_teardown(cb_stages_hint_too_big, setup, teardown),
 		cmocka_unit_test_setup_teardown(cb_stages_from_budget, setup, teardown),
+		cmocka_unit_test_setup_teardown(cb_stages_count_padded_copies, setup, teardown),
+		cmocka_unit_test_setup_teardown(kernel_layout_aligns_swizzled_copies, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_narrow_copies, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_pointwise_tile_fits_shared_memory, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_plain, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_warp_specialized, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_ws_nested, setup, teardown),
 		cmocka_unit_test_setup_teardown(verify_rejects_syncthreads_in_roles, setup, teardown),
+		cmocka_unit_test_setup_teardown(verify_rejects_misaligned_offset, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_views, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_rejects_middle_broadcast, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_tma_store_plain, setup, teardown),
