@@ -65,7 +65,7 @@ typedef struct Emit {
 	Fusion *f;
 	Buf *b;
 	int depth;
-	bool in_producer;    /* inside the producer role: elect() is its first thread */
+	int role;            /* inside a role's branch: the role (elect() is its first thread); else 0 */
 	bool row_flip;       /* a row's block reductions start on the scratch array wsf_flip names */
 	const char *compute_fn;    /* the compute's __device__ function, when it is emitted once; else NULL */
 	const char *compute_args;  /* the arguments of its calls */
@@ -146,7 +146,7 @@ emit_expr(Emit *e, const Expr *x)
 		buf_puts(b, "(long long)gridDim.x");
 		break;
 	case EX_ELECT:
-		buf_printf(b, "threadIdx.x == %d", e->in_producer ? e->k->consumer_threads : 0);
+		buf_printf(b, "threadIdx.x == %d", e->role ? e->k->role[e->role].first : 0);
 		break;
 	case EX_DIV:
 	case EX_MOD:
@@ -1251,12 +1251,24 @@ emit_stmt(Emit *e, const Stmt *s)
 		line(e, "}");
 		break;
 	case ST_ROLES:
-		line(e, "if (threadIdx.x >= %d) {   // producer warp: TMA issue only", k->consumer_threads);
-		e->in_producer = true;
-		emit_body(e, s);
-		e->in_producer = false;
-		line(e, "} else {   // %d consumer threads", k->consumer_threads);
-		emit_body(e, s->orelse);
+		/* one branch per role, tested from the highest first thread down; the last is the else */
+		for (i = 0; i < s->nbody; i++) {
+			const KRole *r = &k->role[s->body[i]->role];
+			char what[64];
+
+			if (r->kind == ROLE_PRODUCER)
+				snprintf(what, sizeof what, "producer warp%s: TMA issue only", r->threads > 32 ? "s" : "");
+			else
+				snprintf(what, sizeof what, "%d %s threads", r->threads,
+				         r->kind == ROLE_SIGNAL ? "signal" : "consumer");
+			if (i == s->nbody - 1 && i > 0)
+				line(e, "} else {   // %s", what);
+			else
+				line(e, "%sif (threadIdx.x >= %d) {   // %s", i ? "} else " : "", r->first, what);
+			e->role = s->body[i]->role;
+			emit_body(e, s->body[i]);
+			e->role = 0;
+		}
 		line(e, "}");
 		break;
 	case ST_LET:

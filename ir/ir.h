@@ -463,6 +463,38 @@ typedef struct KBuf {
 	int full_bar;     /* BUF_TILE after circular buffering: its full mbarrier array */
 } KBuf;
 
+/*
+ * A register accumulator: the f32 tile an mma chain writes and an epilogue
+ * compute reads.  Each consumer warpgroup holds its own part of it in
+ * registers (the wgmma fragment); the IR names the whole tile.
+ */
+typedef struct KAcc {
+	const char *name;
+	Dtype dtype;      /* the accumulation type (f32) */
+	int rows, cols;   /* the output tile it holds */
+	int tensor;       /* fusion tensor: the matmul's output */
+} KAcc;
+
+/*
+ * A thread role of a warp-specialized kernel: threads [first, first +
+ * threads) run the role's branch of ST_ROLES.  A role's CTA-wide syncs are
+ * named barriers of its own id and thread count (ids from 1; 0: the role
+ * needs none); REGS is the setmaxnreg target (0: the role leaves it).
+ */
+typedef enum RoleKind {
+	ROLE_NONE,
+	ROLE_PRODUCER,     /* issues the TMA loads of every pipeline */
+	ROLE_CONSUMER,     /* computes: mma, epilogue, stores */
+	ROLE_SIGNAL        /* takes finished tiles (per-tile completion signal) */
+} RoleKind;
+
+typedef struct KRole {
+	RoleKind kind;
+	int first, threads;
+	int regs;
+	int bar_id;
+} KRole;
+
 /* An array of COUNT mbarriers, each expecting ARRIVALS arrivals per phase. */
 typedef struct KBar {
 	const char *name;
@@ -475,7 +507,8 @@ typedef enum StmtKind {
 	ST_BLOCK,          /* body[0..n) */
 	ST_LOOP,           /* for var in [lo, hi): body */
 	ST_IF,             /* if cond: body else orelse */
-	ST_ROLES,          /* warp specialization: body = producer, orelse = consumers */
+	ST_ROLES,          /* warp specialization: body = one ST_ROLE per role, in role-table order */
+	ST_ROLE,           /* the statements role `role` runs */
 	ST_LET,            /* var = a */
 	ST_TMA_LOAD,       /* buf[slot] <- param at (row a, col b); completes on bar[barslot].  From a
 	                      PK_TMAP param: the copy's box, out-of-bounds parts zero-filled; from a PK_PTR
@@ -491,7 +524,13 @@ typedef enum StmtKind {
 	ST_BULK_WAIT,      /* cp.async.bulk.wait_group[.read] n */
 	ST_SYNC,           /* barrier: id 0 is __syncthreads, else bar.sync id, threads */
 	ST_SETMAXNREG,     /* regs; inc or dec */
-	ST_COMPUTE         /* the fusion's ops over one tile (pointwise) or row (reduction) at (row a, col b) */
+	ST_COMPUTE,        /* the fusion's ops over one tile (pointwise) or row (reduction) at (row a, col b);
+	                      an epilogue reads accumulators */
+	ST_MMA,            /* writes[0] (an accumulator) += reads[0] x reads[1] (operand buffer copies): one
+	                      asynchronous wgmma chain over a k-tile; zero-initialises first when cond holds */
+	ST_MMA_FENCE,      /* wgmma.fence: register and generic-proxy writes ordered before the next mma */
+	ST_MMA_COMMIT,     /* wgmma.commit_group: the mmas issued since the last commit form a group */
+	ST_MMA_WAIT        /* wgmma.wait_group n: at most n groups still pending */
 } StmtKind;
 
 typedef enum LoopKind {
@@ -522,11 +561,22 @@ typedef struct CbInfo {
 	bool warp_specialized;
 } CbInfo;
 
-/* A read or write of a buffer copy, for the sync pass. */
+/* A read or write of a buffer copy (BUF, SLOT) or of an accumulator (ACC; BUF 0), for the sync pass. */
 typedef struct Access {
 	int buf;
 	Expr *slot;
+	int acc;
 } Access;
+
+/*
+ * The shape of one ST_MMA: the CTA tile M x N, a k-tile of K, and how each
+ * operand lies in shared memory (K-major: K contiguous, as TMA loads
+ * A [M, K] and B [N, K] with 128-byte swizzle; else MN-major).
+ */
+typedef struct MmaShape {
+	int m, n, k;
+	bool a_kmajor, b_kmajor;
+} MmaShape;
 
 /*
  * The part of a row reduction's work an ST_COMPUTE does.  A row held whole
@@ -579,6 +629,10 @@ struct Stmt {
 	Expr *pass;           /* ROW_CHUNK, ROW_PASS_END: the pass over the row (0-based) */
 	Access *reads;  int nreads, capreads;
 	Access *writes; int nwrites, capwrites;  /* staging buffers; none: vector stores to global */
+	/* ST_MMA */
+	MmaShape *mma;
+	/* ST_ROLE */
+	int role;
 };
 
 struct Kernel {
@@ -604,6 +658,8 @@ struct Kernel {
 	KBuf *buf;      int nbuf, capbuf;       /* [0] unused */
 	KBar *bar;      int nbar, capbar;       /* [0] unused */
 	KVar *var;      int nvar, capvar;       /* [0] unused */
+	KAcc *acc;      int nacc, capacc;       /* [0] unused */
+	KRole *role;    int nrole, caprole;     /* [0] unused; none unless warp-specialized */
 	Stmt *body;
 	/* launch shape */
 	int threads;             /* per CTA */
@@ -627,6 +683,9 @@ int kernel_add_var(Comp *c, Kernel *k, const char *name);
 int kernel_add_param(Comp *c, Kernel *k, ParamKind kind, const char *name);
 int kernel_add_buf(Comp *c, Kernel *k, const char *name, BufKind kind, Dtype dt, int rows, int cols);
 int kernel_add_bar(Comp *c, Kernel *k, const char *name, int count, int arrivals);
+int kernel_add_acc(Comp *c, Kernel *k, const char *name, Dtype dt, int rows, int cols);
+/* A role of threads [FIRST, FIRST + THREADS); a consumer role gets the next named-barrier id. */
+int kernel_add_role(Comp *c, Kernel *k, RoleKind kind, int first, int threads);
 
 /*
  * Where the copies of a buffer go.  TMA writes and reads shared memory at
@@ -658,6 +717,8 @@ Expr *ex_bin(Comp *c, ExprKind kind, Expr *a, Expr *b);
 /* A copy of E with variable VAR replaced by WITH (WITH itself is shared). */
 Expr *ex_subst(Comp *c, const Expr *e, int var, Expr *with);
 bool ex_uses_var(const Expr *e, int var);
+/* Structurally equal (so equal in value)? */
+bool ex_equal(const Expr *a, const Expr *b);
 
 Stmt *st_new(Comp *c, StmtKind kind);
 Stmt *st_block(Comp *c);

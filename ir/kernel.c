@@ -20,6 +20,8 @@ kernel_new(Comp *c, Fusion *f)
 	VEC_PUSH(c->arena, k->buf, k->nbuf, k->capbuf);
 	VEC_PUSH(c->arena, k->bar, k->nbar, k->capbar);
 	VEC_PUSH(c->arena, k->var, k->nvar, k->capvar);
+	VEC_PUSH(c->arena, k->acc, k->nacc, k->capacc);
+	VEC_PUSH(c->arena, k->role, k->nrole, k->caprole);
 	k->body = st_block(c);
 	return k;
 }
@@ -65,6 +67,36 @@ kernel_add_bar(Comp *c, Kernel *k, const char *name, int count, int arrivals)
 	b->count = count;
 	b->arrivals = arrivals;
 	return k->nbar - 1;
+}
+
+int
+kernel_add_acc(Comp *c, Kernel *k, const char *name, Dtype dt, int rows, int cols)
+{
+	KAcc *a = VEC_PUSH(c->arena, k->acc, k->nacc, k->capacc);
+
+	a->name = name;
+	a->dtype = dt;
+	a->rows = rows;
+	a->cols = cols;
+	return k->nacc - 1;
+}
+
+int
+kernel_add_role(Comp *c, Kernel *k, RoleKind kind, int first, int threads)
+{
+	KRole *r = VEC_PUSH(c->arena, k->role, k->nrole, k->caprole);
+	int i, id = 0;
+
+	r->kind = kind;
+	r->first = first;
+	r->threads = threads;
+	if (kind == ROLE_CONSUMER) {
+		for (i = 1; i < k->nrole - 1; i++)
+			if (k->role[i].bar_id > id)
+				id = k->role[i].bar_id;
+		r->bar_id = id + 1;
+	}
+	return k->nrole - 1;
 }
 
 CopyLayout
@@ -259,7 +291,7 @@ clone_access(Comp *c, const Access *a, int n, int var, Expr *with)
 		return NULL;
 	r = arena_alloc(c->arena, (size_t)n * sizeof *r);
 	for (i = 0; i < n; i++) {
-		r[i].buf = a[i].buf;
+		r[i] = a[i];
 		r[i].slot = ex_subst(c, a[i].slot, var, with);
 	}
 	return r;
@@ -299,6 +331,16 @@ st_clone(Comp *c, const Stmt *s, int var, Expr *with)
 	r->writes = clone_access(c, s->writes, s->nwrites, var, with);
 	r->capwrites = s->nwrites;
 	return r;
+}
+
+bool
+ex_equal(const Expr *a, const Expr *b)
+{
+	if (!a || !b)
+		return a == b;
+	if (a->kind != b->kind || a->ival != b->ival || a->var != b->var)
+		return false;
+	return ex_equal(a->a, b->a) && ex_equal(a->b, b->b);
 }
 
 bool

@@ -82,9 +82,14 @@ access_print(Buf *b, const Kernel *k, const Access *a, int n)
 	for (i = 0; i < n; i++) {
 		if (i)
 			buf_puts(b, ", ");
-		slot_print(b, k, k->buf[a[i].buf].name, a[i].slot);
+		if (a[i].acc)
+			buf_puts(b, k->acc[a[i].acc].name);
+		else
+			slot_print(b, k, k->buf[a[i].buf].name, a[i].slot);
 	}
 }
+
+static const char *const role_name[] = {"", "producer", "consumer", "signal"};
 
 static const char *const cb_part[] = {"", "prologue", "main", "epilogue", "producer", "consumer"};
 
@@ -92,6 +97,7 @@ static void
 stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 {
 	size_t start;
+	int i;
 
 	if (s->kind == ST_BLOCK) {
 		body_print(b, k, s, depth);
@@ -124,11 +130,17 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 		}
 		return;
 	case ST_ROLES:
-		buf_printf(b, "roles producer(%d threads):\n", s->threads);
-		body_print(b, k, s, depth + 1);
-		buf_indent(b, 2 * depth);
-		buf_printf(b, "roles consumer(%d threads):\n", k->consumer_threads);
-		body_print(b, k, s->orelse, depth + 1);
+		for (i = 0; i < s->nbody; i++) {
+			const KRole *r = &k->role[s->body[i]->role];
+
+			if (i)
+				buf_indent(b, 2 * depth);
+			buf_printf(b, "roles %s(%d threads", role_name[r->kind], r->threads);
+			if (r->regs)
+				buf_printf(b, ", %d registers", r->regs);
+			buf_puts(b, "):\n");
+			body_print(b, k, s->body[i], depth + 1);
+		}
 		return;
 	case ST_LET:
 		buf_printf(b, "%s = ", k->var[s->var].name);
@@ -242,6 +254,31 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 		if (s->flag)
 			buf_puts(b, ", releases its stages");
 		break;
+	case ST_MMA:
+		buf_puts(b, "mma ");
+		access_print(b, k, s->writes, s->nwrites);
+		buf_puts(b, " += ");
+		access_print(b, k, s->reads, s->nreads < 1 ? s->nreads : 1);
+		buf_puts(b, " x ");
+		if (s->nreads > 1)
+			access_print(b, k, s->reads + 1, 1);
+		if (s->mma)
+			buf_printf(b, " m%dn%dk%d %s%s", s->mma->m, s->mma->n, s->mma->k, s->mma->a_kmajor ? "k" : "m",
+			           s->mma->b_kmajor ? "k" : "n");
+		if (s->cond) {
+			buf_puts(b, ", zero first if ");
+			expr_print(b, k, s->cond);
+		}
+		break;
+	case ST_MMA_FENCE:
+		buf_puts(b, "mma.fence");
+		break;
+	case ST_MMA_COMMIT:
+		buf_puts(b, "mma.commit_group");
+		break;
+	case ST_MMA_WAIT:
+		buf_printf(b, "mma.wait_group %lld", (long long)s->n);
+		break;
 	default:
 		buf_printf(b, "?stmt %d", (int)s->kind);
 		break;
@@ -312,6 +349,9 @@ kernel_print(Buf *b, const Kernel *k)
 			buf_printf(b, " stride=%lld", (long long)l.stride);
 		buf_printf(b, " %s %s\n", u->kind == BUF_TILE ? "loaded from" : "stored to", k->param[u->param].name);
 	}
+	for (i = 1; i < k->nacc; i++)
+		buf_printf(b, "  acc %s: %s[%d, %d] in registers\n", k->acc[i].name, dtype_info[k->acc[i].dtype].name,
+		           k->acc[i].rows, k->acc[i].cols);
 	for (i = 1; i < k->nbar; i++)
 		buf_printf(b, "  mbarrier %s[%d] arrivals=%d\n", k->bar[i].name, k->bar[i].count,
 		           k->bar[i].arrivals);

@@ -228,6 +228,21 @@ check_stmt(Check *v, const Stmt *s)
 	case ST_IF:
 		check_expr(v, s->cond);
 		break;
+	case ST_ROLE:
+		if (s->role <= 0 || s->role >= k->nrole)
+			fail(v, "role branch with a bad role");
+		break;
+	case ST_MMA:
+		if (s->nreads != 2 || s->nwrites != 1 || !s->mma)
+			fail(v, "mma without two operands, one accumulator and a shape");
+		else if (s->writes[0].acc <= 0 || s->writes[0].acc >= k->nacc)
+			fail(v, "mma writes no accumulator");
+		else
+			for (i = 0; i < 2; i++)
+				if (s->reads[i].buf <= 0 || s->reads[i].buf >= k->nbuf)
+					fail(v, "mma operand is not a shared buffer");
+		check_expr(v, s->cond);
+		break;
 	case ST_COMPUTE:
 		check_expr(v, s->a);
 		check_expr(v, s->b);
@@ -242,8 +257,11 @@ check_stmt(Check *v, const Stmt *s)
 	}
 	if (s->kind == ST_ROLES)
 		v->in_roles++;
-	for (i = 0; i < s->nbody; i++)
+	for (i = 0; i < s->nbody; i++) {
+		if ((s->kind == ST_ROLES) != (s->body[i]->kind == ST_ROLE))
+			fail(v, "a role branch outside roles, or roles holding something else");
 		check_stmt(v, s->body[i]);
+	}
 	check_stmt(v, s->orelse);
 	if (s->kind == ST_ROLES)
 		v->in_roles--;

@@ -56,11 +56,11 @@ Stmt *cb_load_slice(Comp *c, const Stmt *loop);
  */
 int64_t cb_smem_at(Kernel *k, const Stmt *loop, int stages);
 /*
- * warp_specialize.c: turns every CTA-wide barrier inside roles into a named
- * barrier (id 1) of the consumer threads; __syncthreads there would deadlock.
- * Only consumers hold barriers: the producer branch issues loads only.
+ * warp_specialize.c: turns every CTA-wide barrier inside a role (ROLE: the
+ * enclosing ST_ROLE's role, 0 outside roles) into the role's named barrier
+ * sized to its threads; __syncthreads there would deadlock.
  */
-void ws_name_barriers(const Kernel *k, Stmt *s, bool in_roles);
+void ws_name_barriers(const Kernel *k, Stmt *s, int role);
 int pass_infer(Comp *c);
 int pass_schedule(Comp *c);
 

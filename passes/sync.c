@@ -1,36 +1,168 @@
 /*
- * sync.c: the synchronisation the async operations need, derived from the
- * buffer accesses and the circular-buffer info, not from fixed positions.
+ * sync.c: the synchronisation of asynchronous operations, as one forward
+ * analysis of their effects.
  *
  * Contract.  Requires: circular_buffer.c (and warp_specialize.c when used)
- * ran.  Guarantees, for every circular-buffered loop with index i, S stages
- * and prefetch P:
- *   RAW   a wait on full[i % S] with parity (i / S) & 1 right before the first
- *         statement of the body that reads a buffer filled through full[];
- *         one wait per barrier, not per tensor (all a stage's loads complete
- *         on the same barrier);
- *   WAR   right after the last such reader, the stage is released: in a plain
- *         main loop by a CTA barrier (the next iteration's load reuses the
- *         slot this one read), unless the last reader is a compute that
- *         reads its stages only before a barrier of its own (a row held in
- *         registers: its first block reduction); in a consumer loop by an arrive on
- *         empty[(i + P + 1) % S], after P + 1 arrivals made before the loop;
- *         the producer waits on empty[i % S] with parity (i / S) & 1 before
- *         it refills a slot.  An epilogue loop, which loads nothing, releases
- *         nothing inside; when the pipeline sits in another loop (its
- *         prologue runs again), one CTA barrier after the epilogue releases
- *         the stages it read.
- * TMA stores from staging buffers get the proxy fence, barriers, commit and
- * read-waits of sync_stores() below, and the kernel one full bulk wait at
- * its end.  Barriers inside warp-specialized roles are named barriers sized
- * to the branch.  Invalidates: nothing.
+ * ran.  Guarantees: every access that conflicts with an asynchronous effect
+ * still pending is preceded by the weakest wait that retires the effect, and
+ * every stage of a pipeline is released where its reads complete:
+ *   - a read of a stage waits on full[lin % S] with parity (lin / S) & 1, once
+ *     per barrier (every load of a stage completes on it), right before the
+ *     first statement that reads it; a producer waits on empty[] likewise
+ *     before it first touches a slot (its expect_tx);
+ *   - an accumulator read waits with mma.wait_group N, N the mma groups
+ *     committed after the one that wrote it; mmas of one loop body share one
+ *     commit group, issued at the end of the body, and each chain of mmas is
+ *     preceded by mma.fence;
+ *   - a TMA store's staging copy is written by every thread (generic proxy)
+ *     and read by one (async proxy): fence.proxy.async and a barrier before
+ *     the store; a copy rewritten while a store may still read it: the
+ *     issuing thread waits with bulk.wait_group.read N, then a barrier;
+ *     the global data the stores write is waited for (bulk.wait_group 0,
+ *     no .read) where the kernel or role ends;
+ *   - a barrier the kernel already has between the two accesses serves: the
+ *     fence or the issuer's wait goes right before it (with N counted there),
+ *     even in the loop iteration before the conflicting access;
+ *   - a stage read synchronously is released right after its last reader:
+ *     a CTA barrier in a plain main loop (the next iteration's load refills
+ *     it), unless that reader is a compute whose own barrier comes after its
+ *     reads; in a consumer loop an arrive on empty[(lin + P + 1) % S] after
+ *     P + 1 arrivals made before the loop.  A stage read by mma is released
+ *     after mma.wait_group S - 1 - P, which shows that the read of P + 1 - S
+ *     iterations ago completed.  An epilogue loop releases nothing inside;
+ *     when its pipeline runs again (it sits in another loop), one barrier
+ *     after it releases the stages it read.
+ * Barriers inside warp-specialized roles are the role's named barrier.
+ * Invalidates: nothing.
+ *
+ * The analysis.  accesses() is the table: which resource each statement kind
+ * touches (a buffer copy, an accumulator, a global tensor), read or write, and
+ * how the access completes (when the statement ends, or through an mbarrier
+ * phase, a bulk group or an mma group).  One forward pass per block keeps the
+ * effects still pending; a wait retires the effect it is for and every older
+ * one of its kind, so later accesses need none.  A loop is its body plus a
+ * back edge: the body is walked once to learn what an iteration leaves
+ * pending, then again with that carried in (an effect on a copy of C stages
+ * meets the same copy C iterations later), and once more, placing nothing,
+ * for what the loop leaves pending after it.  The loads of a pipeline are
+ * the one effect carried by protocol instead: the stage an iteration reads
+ * was loaded P iterations earlier, or by the producer role, so every body of
+ * a circular-buffered loop begins with that stage pending on its barrier.
  */
 #include "passes.h"
+
+enum { MAXACC = 64, MAXPEND = 256, MAXREQ = 64 };
+
+/* How an access completes. */
+typedef enum Via {
+	VIA_NONE,     /* when the statement ends (synchronous) */
+	VIA_MBAR,     /* an mbarrier phase: TMA loads, and a consumer's release of a stage */
+	VIA_BULK,     /* a bulk async-group: TMA stores */
+	VIA_MMA       /* an mma async-group */
+} Via;
+
+/* One access of a statement: a buffer copy (buf, slot), an accumulator or a global tensor (param). */
+typedef struct Acc {
+	int buf, acc, param;
+	Expr *slot;
+	bool write;
+	Via via;
+} Acc;
+
+/* An effect still pending. */
+typedef struct Pend {
+	Acc a;
+	int id;          /* unique; an effect keeps it through the frames it passes */
+	Stmt *at;        /* the statement of the current block that issued it; NULL: before the block */
+	int dist;        /* iterations of the current loop since it was issued */
+	bool one;        /* issued by one elected thread, not by all */
+	int group;       /* VIA_BULK, VIA_MMA, once committed: its group's number on this path (may be
+	                    negative for a group carried in from earlier iterations) */
+	bool committed;
+	int bar;         /* VIA_MBAR: the barrier phase that completes it */
+	Expr *barslot, *parity;
+} Pend;
+
+typedef struct State {
+	Pend p[MAXPEND];
+	int n;
+	int bulk, mma;   /* groups committed on this path */
+} State;
+
+/* Syncs a block needs that depend on where barriers are: placed once its walk is done. */
+typedef enum ReqKind { REQ_FENCE = 1, REQ_BULK_READ } ReqKind;
+
+typedef struct Req {
+	ReqKind kind;
+	Stmt *from;      /* the statement that issued the effect; NULL: before the block */
+	int dist;        /* iterations back */
+	Stmt *at;        /* the statement that conflicts */
+	int group;       /* REQ_BULK_READ: the effect's group, counted from this iteration's start */
+} Req;
+
+/* A circular-buffered region: the loop's info and the stage counter of the body being walked. */
+typedef struct Cb {
+	const CbInfo *cb;
+	Expr *lin;
+} Cb;
 
 typedef struct Sync {
 	Comp *c;
 	Kernel *k;
+	bool dry;        /* walk without placing anything */
+	int ids;
+	int err;
 } Sync;
+
+/* The frame of one block: its requirements and where its iterations start counting groups. */
+typedef struct Frame {
+	Stmt *block;
+	bool loop;       /* a loop body: requirements may be met in the iteration before */
+	int bulk0;       /* State.bulk at the start of this iteration */
+	Req req[MAXREQ];
+	int nreq;
+} Frame;
+
+/* ---- the table -------------------------------------------------------- */
+
+static int
+accesses(const Kernel *k, const Stmt *s, Acc *out)
+{
+	int n = 0, i, b;
+
+	switch (s->kind) {
+	case ST_TMA_LOAD:
+		out[n++] = (Acc){.buf = s->buf, .slot = s->slot, .write = true, .via = VIA_MBAR};
+		break;
+	case ST_EXPECT_TX:
+		/* arms the stage's barrier: the producer's first touch of the stage */
+		for (b = 1; b < k->nbuf && n < MAXACC; b++)
+			if (k->buf[b].full_bar == s->bar)
+				out[n++] = (Acc){.buf = b, .slot = s->barslot, .write = true};
+		break;
+	case ST_TMA_STORE:
+		out[n++] = (Acc){.buf = s->buf, .slot = s->slot, .via = VIA_BULK};
+		out[n++] = (Acc){.param = s->param, .write = true, .via = VIA_BULK};
+		break;
+	case ST_MMA:
+		for (i = 0; i < s->nreads && n < MAXACC; i++)
+			out[n++] = (Acc){.buf = s->reads[i].buf, .slot = s->reads[i].slot, .via = VIA_MMA};
+		for (i = 0; i < s->nwrites && n < MAXACC; i++)
+			out[n++] = (Acc){.acc = s->writes[i].acc, .write = true, .via = VIA_MMA};
+		break;
+	case ST_COMPUTE:
+		for (i = 0; i < s->nreads && n < MAXACC; i++)
+			out[n++] = (Acc){.buf = s->reads[i].buf, .acc = s->reads[i].acc, .slot = s->reads[i].slot};
+		for (i = 0; i < s->nwrites && n < MAXACC; i++)
+			out[n++] = (Acc){.buf = s->writes[i].buf, .slot = s->writes[i].slot, .write = true};
+		break;
+	default:
+		break;
+	}
+	return n;
+}
+
+/* ---- small builders ---------------------------------------------------- */
 
 static Expr *
 parity(Comp *c, Expr *i, int S)
@@ -38,153 +170,16 @@ parity(Comp *c, Expr *i, int S)
 	return ex_bin(c, EX_AND, ex_bin(c, EX_DIV, i, ex_int(c, S)), ex_int(c, 1));
 }
 
-static bool
-reads_stage(const Kernel *k, const Stmt *s, int full)
-{
-	int b;
-
-	for (b = 1; b < k->nbuf; b++)
-		if (k->buf[b].full_bar == full && st_reads_buf(s, b))
-			return true;
-	return false;
-}
-
 static Stmt *
-mbar(Comp *c, StmtKind kind, int bar, Expr *slot, Expr *par)
+mbar(Comp *c, StmtKind kind, int bar, Expr *slot, Expr *par, const char *why)
 {
 	Stmt *s = st_new(c, kind);
 
 	s->bar = bar;
 	s->barslot = slot;
 	s->a = par;
+	s->comment = why;
 	return s;
-}
-
-/*
- * In BODY, whose iterations consume stage LIN: a RAW wait before the first
- * statement that reads the stage and a WAR release after the last.  A loop
- * that advances the stage counter consumes a stage per iteration: the wait
- * and release go inside it instead.
- */
-static void
-sync_stage_body(Sync *y, const CbInfo *cb, Stmt *body, Expr *lin)
-{
-	Comp *c = y->c;
-	int S = cb->stages, first = -1, last = -1, j;
-	Stmt *w;
-
-	for (j = 0; j < body->nbody; j++) {
-		Stmt *x = body->body[j];
-
-		if (x->kind == ST_LOOP && x->lin) {
-			sync_stage_body(y, cb, x, x->lin);
-		} else if (reads_stage(y->k, x, cb->full_bar)) {
-			if (first < 0)
-				first = j;
-			last = j;
-		}
-	}
-	if (first < 0)
-		return;
-	if (cb->part == CB_MAIN && body->body[last]->kind == ST_COMPUTE && body->body[last]->flag) {
-		/* the compute's own barrier releases the stage */
-	} else if (cb->part == CB_MAIN) {
-		Stmt *s = st_new(c, ST_SYNC);
-
-		s->comment = "release the stage: the next load refills it";
-		st_insert(c, body, last + 1, s);
-	} else if (cb->part == CB_CONSUMER) {
-		Expr *next = ex_bin(c, EX_MOD, ex_bin(c, EX_ADD, lin, ex_int(c, cb->prefetch + 1)), ex_int(c, S));
-		Stmt *arr = mbar(c, ST_MBAR_ARRIVE, cb->empty_bar, next, NULL);
-
-		arr->comment = "release the oldest stage to the producer";
-		st_insert(c, body, last + 1, arr);
-	}
-	w = mbar(c, ST_MBAR_WAIT, cb->full_bar, ex_bin(c, EX_MOD, lin, ex_int(c, S)), parity(c, lin, S));
-	w->comment = "wait until the stage's loads have landed";
-	st_insert(c, body, first, w);
-}
-
-/* The waits and releases of a loop that computes from stages; consumers pre-arrive. */
-static void
-sync_compute_loop(Sync *y, Stmt *loop, Stmt *parent, int index)
-{
-	Comp *c = y->c;
-	CbInfo *cb = loop->cb;
-
-	sync_stage_body(y, cb, loop, loop->lin ? loop->lin : ex_var(c, loop->var));
-	if (cb->part == CB_CONSUMER) {
-		int kv = kernel_add_var(c, y->k, "s");
-		Stmt *pre = st_loop(c, kv, ex_int(c, 0), ex_int(c, cb->prefetch + 1), LOOP_SERIAL);
-
-		pre->comment = "the first P + 1 stages start empty";
-		st_append(c, pre, mbar(c, ST_MBAR_ARRIVE, cb->empty_bar, ex_var(c, kv), NULL));
-		st_insert(c, parent, index, pre);
-	}
-}
-
-/* The producer waits for a free slot before each refill of stage LIN. */
-static void
-sync_producer(Sync *y, const CbInfo *cb, Stmt *s, Expr *lin)
-{
-	Comp *c = y->c;
-	int j;
-
-	for (j = 0; j < s->nbody; j++) {
-		Stmt *x = s->body[j];
-
-		if (x->kind == ST_EXPECT_TX) {
-			Stmt *w = mbar(c, ST_MBAR_WAIT, cb->empty_bar, ex_bin(c, EX_MOD, lin, ex_int(c, cb->stages)),
-			               parity(c, lin, cb->stages));
-
-			w->comment = "wait until consumers released the slot";
-			st_insert(c, s, j, w);
-			j++;
-		} else {
-			sync_producer(y, cb, x, x->kind == ST_LOOP && x->lin ? x->lin : lin);
-		}
-	}
-}
-
-/* S is inside LOOPS loops (S itself counted when it is one). */
-static void
-walk(Sync *y, Stmt *s, int loops)
-{
-	int j;
-
-	if (!s)
-		return;
-	for (j = 0; j < s->nbody; j++) {
-		Stmt *x = s->body[j];
-
-		if (x->kind == ST_LOOP && x->cb) {
-			switch (x->cb->part) {
-			case CB_MAIN:
-			case CB_EPILOGUE:
-			case CB_CONSUMER: {
-				int before = s->nbody;
-
-				sync_compute_loop(y, x, s, j);
-				j += s->nbody - before; /* skip what was inserted before the loop */
-				if (x->cb->part == CB_EPILOGUE && loops > 0) {
-					/* the pipeline runs again: its prologue refills the stages the epilogue read */
-					Stmt *rel = st_new(y->c, ST_SYNC);
-
-					rel->comment = "release the last stages: the next prologue refills them";
-					st_insert(y->c, s, j + 1, rel);
-				}
-				break;
-			}
-			case CB_PRODUCER:
-				sync_producer(y, x->cb, x, x->lin ? x->lin : ex_var(y->c, x->var));
-				break;
-			default:
-				break;
-			}
-		}
-		walk(y, x, loops + (x->kind == ST_LOOP));
-	}
-	walk(y, s->orelse, loops);
 }
 
 static Stmt *
@@ -207,124 +202,760 @@ bulk_wait(Comp *c, int n, bool read, const char *why)
 	return s;
 }
 
-/* The index of the first statement of BODY before END that writes a buffer X stores. */
-static int
-first_writer(const Stmt *body, int end, const Stmt *x)
+static Stmt *
+barrier(Comp *c, const char *why)
 {
-	int j, i;
+	Stmt *s = st_new(c, ST_SYNC);
 
-	for (j = 0; j < end; j++)
-		for (i = 0; i < x->nbody; i++)
-			if (x->body[i]->kind == ST_TMA_STORE && st_writes_buf(body->body[j], x->body[i]->buf))
-				return j;
+	s->comment = why;
+	return s;
+}
+
+static int
+index_of(const Stmt *block, const Stmt *s)
+{
+	int i;
+
+	for (i = 0; i < block->nbody; i++)
+		if (block->body[i] == s)
+			return i;
 	return -1;
 }
 
-static bool
-issues_stores(const Stmt *x)
+/* Bulk groups committed by BLOCK's statements [0, end). */
+static int
+commits_before(const Stmt *block, int end)
 {
-	return x->kind == ST_IF && x->nbody && x->body[0]->kind == ST_TMA_STORE;
+	int i, n = 0;
+
+	for (i = 0; i < end; i++) {
+		const Stmt *x = block->body[i];
+
+		if (x->kind == ST_BULK_COMMIT)
+			n++;
+		else if (x->kind == ST_IF)
+			n += commits_before(x, x->nbody);
+	}
+	return n;
+}
+
+static bool
+is_barrier(const Stmt *s)
+{
+	return s->kind == ST_SYNC;
+}
+
+/* ---- the pending effects ---------------------------------------------- */
+
+static void
+push(Sync *y, State *st, Pend p)
+{
+	if (st->n == MAXPEND) {
+		if (!y->err)
+			y->err = diag_internal(y->c, "sync", "more than %d asynchronous effects pending", MAXPEND);
+		return;
+	}
+	st->p[st->n++] = p;
+}
+
+static void
+drop(State *st, int i)
+{
+	st->p[i] = st->p[--st->n];
+}
+
+/* Do access A and pending effect P touch the same thing (same copy when both name one)? */
+static bool
+same_resource(const Kernel *k, const Acc *a, const Pend *p)
+{
+	if (a->acc || p->a.acc)
+		return a->acc == p->a.acc;
+	if (a->param || p->a.param)
+		return a->param == p->a.param;
+	if (a->buf != p->a.buf)
+		return false;
+	if (!a->slot || !p->a.slot)
+		return true;  /* a copy the analysis cannot name: assume the same */
+	return ex_equal(a->slot, p->a.slot) && p->dist % k->buf[a->buf].stages == 0;
+}
+
+/* The stage of pipeline CB that iteration LIN reads: its loads are pending on full[lin % S]. */
+static void
+stage_arrives(Sync *y, State *st, const Cb *cb)
+{
+	Comp *c = y->c;
+	const CbInfo *info = cb->cb;
+	int b;
+	bool producer = info->part == CB_PRODUCER;
+	Expr *slot = ex_bin(c, EX_MOD, cb->lin, ex_int(c, info->stages));
+
+	for (b = 1; b < y->k->nbuf; b++) {
+		Pend p = {0};
+
+		if (y->k->buf[b].full_bar != info->full_bar)
+			continue;
+		/* a consumer waits for the loads; the producer for the consumers' release */
+		p.a = (Acc){.buf = b, .slot = slot, .write = !producer, .via = VIA_MBAR};
+		p.id = ++y->ids;
+		p.bar = producer ? info->empty_bar : info->full_bar;
+		p.barslot = slot;
+		p.parity = parity(c, cb->lin, info->stages);
+		push(y, st, p);
+	}
+}
+
+/* ---- the forward walk ------------------------------------------------- */
+
+
+static void
+need(Sync *y, Frame *fr, ReqKind kind, const Pend *p, Stmt *at)
+{
+	Req *r;
+	int i;
+
+	if (y->dry)
+		return;
+	for (i = 0; i < fr->nreq; i++) {
+		r = &fr->req[i];
+		if (r->kind == kind && r->at == at) {
+			/* one wait serves: the youngest effect's */
+			if (kind == REQ_BULK_READ && p->group - fr->bulk0 > r->group) {
+				r->group = p->group - fr->bulk0;
+				r->from = p->at;
+				r->dist = p->dist;
+			}
+			return;
+		}
+	}
+	if (fr->nreq == MAXREQ) {
+		if (!y->err)
+			y->err = diag_internal(y->c, "sync", "more than %d placed syncs in one block", MAXREQ);
+		return;
+	}
+	r = &fr->req[fr->nreq++];
+	r->kind = kind;
+	r->from = p->at;
+	r->dist = p->dist;
+	r->at = at;
+	r->group = p->group - fr->bulk0;
+}
+
+/* Retires every effect completing through VIA that is no younger than GROUP (reads only, if READ). */
+static void
+retire_groups(State *st, Via via, int group, bool read)
+{
+	int i;
+
+	for (i = st->n - 1; i >= 0; i--)
+		if (st->p[i].a.via == via && st->p[i].committed && st->p[i].group <= group &&
+		    (!read || !st->p[i].a.write))
+			drop(st, i);
 }
 
 /*
- * TMA stores from staging buffers of NB copies written by compute:
- *   RAW  the writers' generic stores must reach the async proxy: a
- *        fence.proxy.async by every writer, then a barrier, then the store;
- *   WAR  a copy is rewritten NB iterations later: before that, the issuing
- *        thread waits with bulk.wait_group.read until at most NB - 1 stores are
- *        pending (their sources read; the global writes may still be on their
- *        way), then a barrier tells the writers.
- * A CTA barrier already between the writer and the store (the stage release
- * of a plain main loop) serves as the RAW barrier: the fence goes before it.
- * With NB >= 2 copies it serves the WAR side too: the wait goes before it, and
- * since this tile's store is not issued yet, it allows NB - 2.  The commit
- * follows the stores in the issuing thread.  Returns whether BODY (or
- * anything in it) stores.
+ * Statement S (in BLOCK at *J, or inside the top-level statement TOP of the
+ * frame) makes access A.  Retires what it conflicts with, placing the wait.
  */
-static bool
-sync_stores(Sync *y, Stmt *body, CbPart part)
+static void
+conflict(Sync *y, Frame *fr, State *st, Stmt *block, int *j, Stmt *top, const Acc *a, bool one)
 {
 	Comp *c = y->c;
-	bool any = false;
-	int j;
+	int i;
 
-	for (j = 0; j < body->nbody; j++) {
-		Stmt *x = body->body[j];
-		int w, rel = -1, nb, r;
+	for (i = st->n - 1; i >= 0 && i < st->n; i--) {
+		Pend p = st->p[i];
 
-		if (!issues_stores(x)) {
-			if (x->nbody || x->orelse) {
-				CbPart inner = x->kind == ST_LOOP && x->cb ? x->cb->part : part;
+		if (!same_resource(y->k, a, &p) || (!a->write && !p.a.write))
+			continue;
+		switch (p.a.via) {
+		case VIA_MBAR: {
+			if (p.a.write && a->write)
+				break;  /* a load refilling the stage: the protocol's own order (its release) */
+			/* RAW on a stage's loads, or a producer's WAR on the consumers' release */
+			int q;
 
-				any |= sync_stores(y, x, inner);
-				if (x->orelse)
-					any |= sync_stores(y, x->orelse, inner);
+			if (!y->dry) {
+				st_insert(c, block, *j, mbar(c, ST_MBAR_WAIT, p.bar, p.barslot, p.parity,
+				                             p.a.write ? "wait until the stage's loads have landed"
+				                                       : "wait until consumers released the slot"));
+				(*j)++;
 			}
-			continue;
+			for (q = st->n - 1; q >= 0; q--)
+				if (st->p[q].a.via == VIA_MBAR && st->p[q].bar == p.bar && ex_equal(st->p[q].barslot, p.barslot))
+					drop(st, q);
+			i = st->n;
+			break;
 		}
-		any = true;
-		st_append(c, x, st_new(c, ST_BULK_COMMIT));
-		if ((w = first_writer(body, j, x)) < 0)
-			continue;
-		nb = y->k->buf[x->body[0]->buf].stages;
-		/* a CTA barrier already between the writer and the store (a stage release) */
-		for (r = w + 1; r < j && rel < 0; r++)
-			if (body->body[r]->kind == ST_SYNC && body->body[r]->n == 0)
-				rel = r;
-		if (rel >= 0 && nb >= 2) {
-			/* it serves both: this tile's store is not issued yet, so NB - 2 may be pending */
-			st_insert(c, body, rel, elect_block(c, bulk_wait(c, nb - 2, true,
-			          "the staging copy the next tile writes has been read")));
-			st_insert(c, body, rel, st_new(c, ST_FENCE_PROXY_ASYNC));
-			j += 2;
-			continue;
-		}
-		if (rel >= 0) {
-			st_insert(c, body, rel, st_new(c, ST_FENCE_PROXY_ASYNC));
-			j++;
-		} else {
-			Stmt *raw = st_new(c, ST_SYNC);
+		case VIA_MMA:
+			if (a->via == VIA_MMA)
+				break;  /* mmas on one accumulator are ordered among themselves */
+			if (!p.committed) {
+				/* its group is still open: close it */
+				if (!y->dry) {
+					st_insert(c, block, *j, st_new(c, ST_MMA_COMMIT));
+					(*j)++;
+				}
+				for (int q = 0; q < st->n; q++)
+					if (st->p[q].a.via == VIA_MMA && !st->p[q].committed)
+						st->p[q].group = st->mma, st->p[q].committed = true;
+				st->mma++;
+				p.group = st->mma - 1;
+			}
+			if (!y->dry) {
+				Stmt *w = st_new(c, ST_MMA_WAIT);
 
-			raw->comment = "staging tile complete before the store reads it";
-			st_insert(c, body, j, raw);
-			st_insert(c, body, j, st_new(c, ST_FENCE_PROXY_ASYNC));
-			j += 2;
-		}
-		{
-			Stmt *war = st_new(c, ST_SYNC);
-
-			war->comment = "writers may reuse the staging copy";
-			st_insert(c, body, w, war);
-			st_insert(c, body, w, elect_block(c, bulk_wait(c, nb - 1, true,
-			          "the staging copy about to be written has been read")));
-			j += 2;
+				w->n = st->mma - p.group - 1;
+				w->comment = "the mma results are in registers";
+				st_insert(c, block, *j, w);
+				(*j)++;
+			}
+			retire_groups(st, VIA_MMA, p.group, false);
+			i = st->n;
+			break;
+		case VIA_BULK:
+			/* a staging copy rewritten while a store may still read it (its group is closed: the
+			   store sits in an issuing block that commits, or came from an earlier iteration) */
+			if (a->write && !a->param && p.committed) {
+				need(y, fr, REQ_BULK_READ, &p, top);
+				retire_groups(st, VIA_BULK, p.group, true);
+				i = st->n;
+			}
+			break;
+		case VIA_NONE:
+			/* every thread wrote it (generic proxy), one reads it through the async proxy */
+			if (!a->write && a->via != VIA_NONE && !p.one && p.a.buf &&
+			    y->k->buf[p.a.buf].kind == BUF_STAGING) {
+				need(y, fr, REQ_FENCE, &p, top);
+				drop(st, i);
+			}
+			break;
 		}
 	}
-	return any;
+	(void)one;
 }
 
-/* The stored data must be in global memory before the kernel ends: one full wait. */
+/* After an if or block that issued stores: one commit closes their group. */
 static void
-finish_stores(Sync *y)
+commit_bulk(Sync *y, State *st, Stmt *where)
+{
+	int i;
+	bool open = false;
+
+	for (i = 0; i < st->n; i++)
+		if (st->p[i].a.via == VIA_BULK && !st->p[i].committed) {
+			st->p[i].group = st->bulk;
+			st->p[i].committed = open = true;
+		}
+	if (!open)
+		return;
+	st->bulk++;
+	if (!y->dry)
+		st_append(y->c, where, st_new(y->c, ST_BULK_COMMIT));
+}
+
+static void walk_loop(Sync *y, Frame *fr, State *st, Stmt *block, int *j, const Cb *cb);
+
+/*
+ * Walks the statements of BLOCK (a frame's block, or an if inside one whose
+ * top-level statement is TOP), in order, placing waits before conflicting
+ * accesses.  ONE: inside an elect() branch.
+ */
+static void
+walk_stmts(Sync *y, Frame *fr, State *st, Stmt *block, Stmt *top, bool one, const Cb *cb)
 {
 	Comp *c = y->c;
-	Stmt *end = y->k->body;
 	int j;
 
-	for (j = 0; j < end->nbody; j++)
-		if (end->body[j]->kind == ST_ROLES)
-			end = end->body[j]->orelse;
-	st_append(c, end, elect_block(c, bulk_wait(c, 0, false, "every store has landed")));
+	for (j = 0; j < block->nbody && !y->err; j++) {
+		Stmt *x = block->body[j];
+		Stmt *t = top ? top : x;
+		Acc acc[MAXACC];
+		int n, i;
+
+		switch (x->kind) {
+		case ST_LOOP:
+			walk_loop(y, fr, st, block, &j, cb);
+			continue;
+		case ST_IF:
+			walk_stmts(y, fr, st, x, t, one || x->cond->kind == EX_ELECT, cb);
+			commit_bulk(y, st, x);
+			continue;
+		case ST_BLOCK:
+			walk_stmts(y, fr, st, x, t, one, cb);
+			continue;
+		case ST_BULK_COMMIT:
+			for (i = 0; i < st->n; i++)
+				if (st->p[i].a.via == VIA_BULK && !st->p[i].committed)
+					st->p[i].group = st->bulk, st->p[i].committed = true;
+			st->bulk++;
+			continue;
+		case ST_BULK_WAIT:
+			retire_groups(st, VIA_BULK, st->bulk - 1 - (int)x->n, x->flag);
+			continue;
+		case ST_MMA_COMMIT:
+			for (i = 0; i < st->n; i++)
+				if (st->p[i].a.via == VIA_MMA && !st->p[i].committed)
+					st->p[i].group = st->mma, st->p[i].committed = true;
+			st->mma++;
+			continue;
+		case ST_MMA_WAIT:
+			retire_groups(st, VIA_MMA, st->mma - 1 - (int)x->n, false);
+			continue;
+		case ST_MBAR_WAIT:
+			for (i = st->n - 1; i >= 0; i--)
+				if (st->p[i].a.via == VIA_MBAR && st->p[i].bar == x->bar &&
+				    ex_equal(st->p[i].barslot, x->barslot))
+					drop(st, i);
+			continue;
+		case ST_MMA:
+			/* a chain of mmas starts with a fence: earlier register and generic writes ordered before it */
+			if (!y->dry && (j == 0 || (block->body[j - 1]->kind != ST_MMA &&
+			                           block->body[j - 1]->kind != ST_MMA_FENCE))) {
+				st_insert(c, block, j, st_new(c, ST_MMA_FENCE));
+				j++;
+			}
+			break;
+		default:
+			break;
+		}
+		n = accesses(y->k, x, acc);
+		for (i = 0; i < n; i++)
+			conflict(y, fr, st, block, &j, t, &acc[i], one);
+		if (x->kind == ST_TMA_LOAD)
+			continue;  /* a pipeline's loads are pending by protocol (stage_arrives) */
+		for (i = 0; i < n; i++) {
+			Pend p = {0};
+
+			if (acc[i].via == VIA_NONE && !(acc[i].write && acc[i].buf))
+				continue;  /* only a shared-memory write by every thread stays of interest */
+			if (acc[i].via == VIA_NONE && x->kind == ST_EXPECT_TX)
+				continue;
+			p.a = acc[i];
+			p.id = ++y->ids;
+			p.at = t;
+			p.one = one;
+				push(y, st, p);
+		}
+	}
+}
+
+/* ---- releases --------------------------------------------------------- */
+
+static bool
+reads_stage(const Kernel *k, const Stmt *s, int full)
+{
+	int b;
+
+	for (b = 1; b < k->nbuf; b++)
+		if (k->buf[b].full_bar == full && st_reads_buf(s, b))
+			return true;
+	return false;
+}
+
+static bool
+mma_reads_stage(const Kernel *k, const Stmt *s, int full)
+{
+	int i;
+
+	if (s->kind == ST_MMA) {
+		for (i = 0; i < s->nreads; i++)
+			if (k->buf[s->reads[i].buf].full_bar == full)
+				return true;
+		return false;
+	}
+	for (i = 0; i < s->nbody; i++)
+		if (mma_reads_stage(k, s->body[i], full))
+			return true;
+	return false;
+}
+
+/*
+ * Releases the stage BODY (an iteration of pipeline CB) read, where its reads
+ * complete: after the last synchronous reader, or after the mma wait that
+ * shows the reads of S - 1 - P iterations ago done.
+ */
+static void
+release_stage(Sync *y, Stmt *body, const Cb *cb, State *st)
+{
+	Comp *c = y->c;
+	const CbInfo *info = cb->cb;
+	int S = info->stages, last = -1, j;
+	bool async = false;
+	Stmt *rel;
+
+	if (info->part != CB_MAIN && info->part != CB_CONSUMER)
+		return;
+	for (j = 0; j < body->nbody; j++) {
+		Stmt *x = body->body[j];
+
+		if (x->kind == ST_LOOP && x->lin)
+			continue;  /* a loop that advances the counter releases its own stages */
+		if (reads_stage(y->k, x, info->full_bar)) {
+			last = j;
+			async |= mma_reads_stage(y->k, x, info->full_bar);
+		}
+	}
+	if (last < 0)
+		return;
+	if (async) {
+		/* the group of this iteration was committed at the end of the body (walk_loop) */
+		Stmt *w = st_new(c, ST_MMA_WAIT);
+
+		w->n = S - 1 - info->prefetch;
+		w->comment = "the mma reads of the stage released next are done";
+		if (!y->dry)
+			st_append(c, body, w);
+		retire_groups(st, VIA_MMA, st->mma - 1 - (int)w->n, false);
+		last = body->nbody - 1;
+	}
+	if (info->part == CB_MAIN) {
+		if (!async && body->body[last]->kind == ST_COMPUTE && body->body[last]->flag)
+			return;  /* the compute's own barrier releases the stage */
+		rel = barrier(c, "release the stage: the next load refills it");
+	} else {
+		Expr *next = ex_bin(c, EX_MOD, ex_bin(c, EX_ADD, cb->lin, ex_int(c, info->prefetch + 1)), ex_int(c, S));
+
+		rel = mbar(c, ST_MBAR_ARRIVE, info->empty_bar, next, NULL, "release the oldest stage to the producer");
+	}
+	if (!y->dry)
+		st_insert(c, body, last + 1, rel);
+}
+
+/* ---- placing what depends on barriers ---------------------------------- */
+
+/*
+ * Meets requirement R of BLOCK: the fence or the issuer's wait goes before
+ * the last barrier between the effect and the access (in this iteration, or
+ * the one before for a loop body); with none, before the access, with a new
+ * barrier.
+ */
+static void
+place(Sync *y, Frame *fr, const Req *r)
+{
+	Comp *c = y->c;
+	Stmt *b = fr->block;
+	int at = index_of(b, r->at), from = r->from ? index_of(b, r->from) : -1, per = commits_before(b, b->nbody);
+	int j, found = -1, back = 0, n;
+
+	for (j = at - 1; j >= 0 && found < 0; j--) {
+		if (r->dist == 0 && j <= from)
+			break;
+		if (is_barrier(b->body[j]))
+			found = j;
+	}
+	if (found < 0 && fr->loop && r->dist >= 1 && r->from) {
+		for (j = b->nbody - 1; j >= 0 && found < 0; j--) {
+			if (r->dist == 1 && j <= from)
+				break;
+			if (is_barrier(b->body[j]))
+				found = j, back = 1;
+		}
+	}
+	if (r->kind == REQ_FENCE) {
+		if (found >= 0) {
+			if (found == 0 || b->body[found - 1]->kind != ST_FENCE_PROXY_ASYNC)
+				st_insert(c, b, found, st_new(c, ST_FENCE_PROXY_ASYNC));
+			return;
+		}
+		st_insert(c, b, at, barrier(c, "staging tile complete before the store reads it"));
+		st_insert(c, b, at, st_new(c, ST_FENCE_PROXY_ASYNC));
+		return;
+	}
+	if (found >= 0) {
+		/* groups committed after the effect's, up to the barrier */
+		n = commits_before(b, found) - back * per - r->group - 1;
+		st_insert(c, b, found, elect_block(c, bulk_wait(c, n, true,
+		          back ? "the staging copy the next tile writes has been read"
+		               : "the staging copy about to be written has been read")));
+		return;
+	}
+	n = commits_before(b, at) - r->group - 1;
+	st_insert(c, b, at, barrier(c, "writers may reuse the staging copy"));
+	st_insert(c, b, at, elect_block(c, bulk_wait(c, n, true, "the staging copy about to be written has been read")));
+}
+
+static void
+place_all(Sync *y, Frame *fr)
+{
+	int i;
+
+	if (y->dry)
+		return;
+	for (i = 0; i < fr->nreq; i++)
+		if (fr->req[i].kind == REQ_FENCE)
+			place(y, fr, &fr->req[i]);
+	for (i = 0; i < fr->nreq; i++)
+		if (fr->req[i].kind == REQ_BULK_READ)
+			place(y, fr, &fr->req[i]);
+}
+
+/* ---- blocks and loops ------------------------------------------------- */
+
+/* Walks BLOCK, not a loop body, as a frame of its own. */
+static void
+walk_block(Sync *y, Stmt *block, State *st)
+{
+	Frame *fr = arena_alloc(y->c->arena, sizeof *fr);
+
+	fr->block = block;
+	fr->bulk0 = st->bulk;
+	walk_stmts(y, fr, st, block, NULL, false, NULL);
+	place_all(y, fr);
+}
+
+/* Moves STATE's effects into a loop body's frame: issued before it; DIST iterations back. */
+static void
+enter(State *st, int dist)
+{
+	int i;
+
+	for (i = 0; i < st->n; i++) {
+		st->p[i].at = NULL;
+		st->p[i].dist = dist;
+	}
+}
+
+/*
+ * What an iteration of BODY left pending (END, after starting from ENTRY),
+ * carried into the next: each to the iteration where it meets its copy again.
+ */
+static void
+carry(Sync *y, State *into, const State *end, const State *entry, int per_bulk, int per_mma)
+{
+	int i, q;
+
+	for (i = 0; i < end->n; i++) {
+		Pend p = end->p[i];
+		int d = p.dist + 1, copies = 1;
+		bool outside = false;
+
+		for (q = 0; q < entry->n; q++)
+			outside |= entry->p[q].id == p.id;
+		if (outside || p.a.via == VIA_MBAR || p.a.via == VIA_NONE)
+			continue;
+		if (p.a.buf && p.a.slot)
+			copies = y->k->buf[p.a.buf].stages;
+		d = (d + copies - 1) / copies * copies;
+		if (p.committed)
+			p.group -= (d - p.dist) * (p.a.via == VIA_BULK ? per_bulk : per_mma);
+		p.dist = d;
+		push(y, into, p);
+	}
+}
+
+/* After a loop: its effects were issued by the loop statement; names of copies no longer apply. */
+static void
+leave(State *st, const State *outer, Stmt *loop)
+{
+	int i, q;
+
+	for (i = 0; i < st->n; i++) {
+		Pend *p = &st->p[i];
+		bool found = false;
+
+		for (q = 0; q < outer->n && !found; q++)
+			if (outer->p[q].id == p->id) {
+				p->at = outer->p[q].at;
+				p->dist = outer->p[q].dist;
+				found = true;
+			}
+		if (!found) {
+			p->at = loop;
+			p->dist = 0;
+		}
+	}
+}
+
+static void
+copy_state(State *to, const State *from)
+{
+	int i;
+
+	to->n = from->n;
+	to->bulk = from->bulk;
+	to->mma = from->mma;
+	for (i = 0; i < from->n; i++)
+		to->p[i] = from->p[i];
+}
+
+/* Closes the mma group the body of a loop opened: one commit at its end. */
+static void
+commit_mma(Sync *y, Stmt *body, State *st)
+{
+	int i;
+	bool open = false;
+
+	for (i = 0; i < st->n; i++)
+		if (st->p[i].a.via == VIA_MMA && !st->p[i].committed) {
+			st->p[i].group = st->mma;
+			st->p[i].committed = open = true;
+		}
+	if (!open)
+		return;
+	st->mma++;
+	if (!y->dry)
+		st_append(y->c, body, st_new(y->c, ST_MMA_COMMIT));
+}
+
+/* Does BODY hold a loop that advances the stage counter (so consumes the stages itself)? */
+static bool
+advances_counter(const Stmt *body)
+{
+	int i;
+
+	for (i = 0; i < body->nbody; i++)
+		if (body->body[i]->kind == ST_LOOP && body->body[i]->lin)
+			return true;
+	return false;
+}
+
+static void
+walk_body(Sync *y, Stmt *loop, State *st, const Cb *cb)
+{
+	Frame *fr = arena_alloc(y->c->arena, sizeof *fr);
+
+	fr->block = loop;
+	fr->loop = true;
+	fr->bulk0 = st->bulk;
+	if (cb && !advances_counter(loop))
+		stage_arrives(y, st, cb);
+	walk_stmts(y, fr, st, loop, NULL, false, cb);
+	commit_mma(y, loop, st);
+	if (cb) {
+		int i;
+
+		release_stage(y, loop, cb, st);
+		/* the stage of this iteration is done with (a stage nobody read needs no wait) */
+		for (i = st->n - 1; i >= 0; i--)
+			if (st->p[i].a.via == VIA_MBAR)
+				drop(st, i);
+	}
+	place_all(y, fr);
+}
+
+/*
+ * The loop at BLOCK->body[*J]: walked with its back edge (see the file
+ * comment), its waits placed; STATE becomes what it leaves pending.
+ */
+static void
+walk_loop(Sync *y, Frame *fr, State *st, Stmt *block, int *j, const Cb *outer)
+{
+	Comp *c = y->c;
+	Stmt *loop = block->body[*j];
+	State *entry = arena_alloc(c->arena, sizeof *entry), *run = arena_alloc(c->arena, sizeof *run);
+	Cb here = {0}, *cb = NULL;
+	bool was_dry = y->dry;
+	int per_bulk, per_mma;
+
+	if (loop->cb && loop->cb->part != CB_PROLOGUE) {
+		here.cb = loop->cb;
+		here.lin = loop->lin ? loop->lin : ex_var(c, loop->var);
+		cb = &here;
+	} else if (outer && loop->lin) {
+		/* an inner loop that advances the stage counter consumes a stage each iteration */
+		here.cb = outer->cb;
+		here.lin = loop->lin;
+		cb = &here;
+	}
+	if (cb && loop->cb && loop->cb->part == CB_CONSUMER && !y->dry) {
+		/* the first P + 1 stages start empty */
+		int kv = kernel_add_var(c, y->k, "s");
+		Stmt *pre = st_loop(c, kv, ex_int(c, 0), ex_int(c, cb->cb->prefetch + 1), LOOP_SERIAL);
+
+		pre->comment = "the first P + 1 stages start empty";
+		st_append(c, pre, mbar(c, ST_MBAR_ARRIVE, cb->cb->empty_bar, ex_var(c, kv), NULL, NULL));
+		st_insert(c, block, *j, pre);
+		(*j)++;
+	}
+
+	/* the effects from before the loop: a loop that continues the last one's counter meets them one iteration on */
+	copy_state(entry, st);
+	enter(entry, 0);
+	for (int i = 0; i < entry->n; i++)
+		if (entry->p[i].a.via == VIA_MBAR)
+			continue;  /* named by the stage counter: the same in any loop */
+		else if (entry->p[i].a.slot && !(loop->cb && loop->cb->part == CB_EPILOGUE))
+			entry->p[i].a.slot = NULL;
+		else if (entry->p[i].a.slot)
+			entry->p[i].dist = 1;
+
+	/* once to learn what an iteration leaves pending */
+	copy_state(run, entry);
+	y->dry = true;
+	walk_body(y, loop, run, cb);
+	per_bulk = run->bulk - entry->bulk;
+	per_mma = run->mma - entry->mma;
+	{
+		State *next = arena_alloc(c->arena, sizeof *next);
+
+		copy_state(next, entry);
+		carry(y, next, run, entry, per_bulk, per_mma);
+		/* again, placing, with that carried in; then, placing nothing, for what the loop leaves */
+		y->dry = was_dry;
+		copy_state(run, next);
+		walk_body(y, loop, run, cb);
+		copy_state(run, next);
+		y->dry = true;
+		walk_body(y, loop, run, cb);
+		y->dry = was_dry;
+	}
+	leave(run, st, loop);
+	run->bulk = st->bulk + per_bulk;
+	run->mma = st->mma + per_mma;
+	copy_state(st, run);
+
+	/* an epilogue whose pipeline runs again: its prologue refills the stages the epilogue read */
+	if (loop->cb && loop->cb->part == CB_EPILOGUE && fr->loop && !y->dry) {
+		st_insert(c, block, *j + 1, barrier(c, "release the last stages: the next prologue refills them"));
+		(*j)++;
+	}
+}
+
+/* The stored data must be in global memory before the kernel (or role) ends: one full wait. */
+static void
+finish(Sync *y, Stmt *block, State *st)
+{
+	int i;
+	bool stores = false;
+
+	for (i = 0; i < st->n; i++)
+		stores |= st->p[i].a.via == VIA_BULK && st->p[i].a.param;
+	if (stores)
+		st_append(y->c, block, elect_block(y->c, bulk_wait(y->c, 0, false, "every store has landed")));
+}
+
+/* The kernel body, or each role's branch of it, is a frame. */
+static void
+walk_top(Sync *y, Stmt *block, State *st)
+{
+	int j;
+
+	for (j = 0; j < block->nbody; j++)
+		if (block->body[j]->kind == ST_ROLES) {
+			Stmt *roles = block->body[j];
+
+			for (int r = 0; r < roles->nbody; r++) {
+				State *mine = arena_alloc(y->c->arena, sizeof *mine);
+
+				copy_state(mine, st);
+				walk_block(y, roles->body[r], mine);
+				finish(y, roles->body[r], mine);
+			}
+			return;  /* nothing runs after the roles */
+		}
+	walk_block(y, block, st);
+	finish(y, block, st);
 }
 
 int
 pass_sync(Comp *c)
 {
-	Sync y = {c, c->kernel};
+	Sync y = {c, c->kernel, false, 0, 0};
+	State *st = arena_alloc(c->arena, sizeof *st);
 
-	walk(&y, c->kernel->body, 0);
-	if (sync_stores(&y, c->kernel->body, CB_NONE))
-		finish_stores(&y);
-	ws_name_barriers(c->kernel, c->kernel->body, false);
+	walk_top(&y, c->kernel->body, st);
+	if (y.err)
+		return -1;
+	ws_name_barriers(c->kernel, c->kernel->body, 0);
 	return 0;
 }

@@ -41,20 +41,30 @@ find_ws_loop(Stmt *s, Where *w)
 }
 
 void
-ws_name_barriers(const Kernel *k, Stmt *s, bool in_roles)
+ws_name_barriers(const Kernel *k, Stmt *s, int role)
 {
 	int j;
 
 	if (!s)
 		return;
-	if (s->kind == ST_SYNC && in_roles && s->n == 0) {
-		s->n = 1;
-		s->threads = k->consumer_threads;
+	if (s->kind == ST_SYNC && role && s->n == 0) {
+		s->n = k->role[role].bar_id;
+		s->threads = k->role[role].threads;
 	}
-	in_roles |= s->kind == ST_ROLES;
+	if (s->kind == ST_ROLE)
+		role = s->role;
 	for (j = 0; j < s->nbody; j++)
-		ws_name_barriers(k, s->body[j], in_roles);
-	ws_name_barriers(k, s->orelse, in_roles);
+		ws_name_barriers(k, s->body[j], role);
+	ws_name_barriers(k, s->orelse, role);
+}
+
+static Stmt *
+role_branch(Comp *c, Kernel *k, RoleKind kind, int first, int threads)
+{
+	Stmt *s = st_new(c, ST_ROLE);
+
+	s->role = kernel_add_role(c, k, kind, first, threads);
+	return s;
 }
 
 int
@@ -62,7 +72,7 @@ pass_warp_specialize(Comp *c)
 {
 	Kernel *k = c->kernel;
 	Where w = {0};
-	Stmt *loop, *producer, *consumer, *roles, *slice;
+	Stmt *loop, *producer, *consumer, *roles, *slice, *pbranch, *cbranch;
 	int i;
 
 	if (!k->warp_specialize)
@@ -85,15 +95,18 @@ pass_warp_specialize(Comp *c)
 	consumer->cb->part = CB_CONSUMER;
 	consumer->comment = "consumers: compute every tile";
 
+	/* the producer warp after the consumer threads; the consumers' barriers are named barrier 1 */
 	roles = st_new(c, ST_ROLES);
-	roles->threads = k->threads - k->consumer_threads;
-	roles->orelse = st_block(c);
-	st_append(c, roles, producer);
-	st_append(c, roles->orelse, consumer);
+	pbranch = role_branch(c, k, ROLE_PRODUCER, k->consumer_threads, k->threads - k->consumer_threads);
+	cbranch = role_branch(c, k, ROLE_CONSUMER, 0, k->consumer_threads);
+	st_append(c, roles, pbranch);
+	st_append(c, roles, cbranch);
+	st_append(c, pbranch, producer);
+	st_append(c, cbranch, consumer);
 	for (i = w.index + 1; i < w.parent->nbody; i++)
-		st_append(c, roles->orelse, w.parent->body[i]);
+		st_append(c, cbranch, w.parent->body[i]);
 	w.parent->body[w.index] = roles;
 	w.parent->nbody = w.index + 1;
-	ws_name_barriers(k, roles, false);
+	ws_name_barriers(k, roles, 0);
 	return 0;
 }

@@ -104,7 +104,7 @@ nested_loops(Comp *c, Kernel *k, Stmt **inner)
 }
 
 typedef struct Census {
-	int kind[ST_COMPUTE + 1];
+	int kind[ST_MMA_WAIT + 1];
 } Census;
 
 static void
@@ -420,27 +420,38 @@ sync_warp_specialized(void **state)
 	run_pass(t, pass_warp_specialize, "warp_specialize");
 	roles = k->body->body[2];
 	assert_int_equal(roles->kind, ST_ROLES);
-	assert_int_equal(roles->threads, 32);
+	assert_int_equal(roles->nbody, 2);
+	/* the role table: a producer warp after 256 consumer threads, whose barriers are named barrier 1 */
+	assert_int_equal(k->nrole, 3);
+	assert_int_equal(roles->body[0]->kind, ST_ROLE);
+	assert_int_equal(k->role[roles->body[0]->role].kind, ROLE_PRODUCER);
+	assert_int_equal(k->role[roles->body[0]->role].first, 256);
+	assert_int_equal(k->role[roles->body[0]->role].threads, 32);
+	assert_int_equal(k->role[roles->body[0]->role].bar_id, 0);
+	assert_int_equal(k->role[roles->body[1]->role].kind, ROLE_CONSUMER);
+	assert_int_equal(k->role[roles->body[1]->role].first, 0);
+	assert_int_equal(k->role[roles->body[1]->role].threads, 256);
+	assert_int_equal(k->role[roles->body[1]->role].bar_id, 1);
 	assert_int_equal(k->body->nbody, 3);
-	producer = roles->body[0];
+	producer = roles->body[0]->body[0];
 	assert_int_equal(producer->cb->part, CB_PRODUCER);
 	assert_int_equal(census(producer).kind[ST_COMPUTE], 0);
 	assert_int_equal(census(producer).kind[ST_TMA_LOAD], 2);
-	consumer = roles->orelse->body[0];
+	consumer = roles->body[1]->body[0];
 	assert_int_equal(consumer->cb->part, CB_CONSUMER);
 	assert_int_equal(census(consumer).kind[ST_TMA_LOAD], 0);
-	assert_ptr_equal(roles->orelse->body[1], tail);
+	assert_ptr_equal(roles->body[1]->body[1], tail);
 
 	run_pass(t, pass_sync, "sync");
 	issue = producer->body[0];
 	assert_int_equal(issue->body[0]->kind, ST_MBAR_WAIT);
 	assert_int_equal(issue->body[0]->bar, producer->cb->empty_bar);
 	assert_int_equal(issue->body[1]->kind, ST_EXPECT_TX);
-	pre = roles->orelse->body[0];
+	pre = roles->body[1]->body[0];
 	assert_int_equal(pre->kind, ST_LOOP);
 	assert_string_equal(expr(t, pre->hi), "8");
 	assert_int_equal(pre->body[0]->kind, ST_MBAR_ARRIVE);
-	consumer = roles->orelse->body[1];
+	consumer = roles->body[1]->body[1];
 	w = find(consumer, ST_MBAR_WAIT);
 	r = find(consumer, ST_COMPUTE);
 	assert_int_equal(w + 1, r);
@@ -466,7 +477,7 @@ sync_ws_nested(void **state)
 	run_pass(t, pass_warp_specialize, "warp_specialize");
 	run_pass(t, pass_sync, "sync");
 	roles = k->body->body[2];
-	consumer = roles->orelse->body[1];
+	consumer = roles->body[1]->body[1];
 	cinner = consumer->body[0];
 	assert_int_equal(cinner->kind, ST_LOOP);
 	assert_int_equal(cinner->body[0]->kind, ST_MBAR_WAIT);
@@ -483,10 +494,11 @@ verify_rejects_syncthreads_in_roles(void **state)
 	Fixture *t = *state;
 	Comp *c = &t->c;
 	Kernel *k = c->kernel = new_kernel(c, 1, false);
-	Stmt *roles = st_new(c, ST_ROLES);
+	Stmt *roles = st_new(c, ST_ROLES), *branch = st_new(c, ST_ROLE);
 
-	roles->orelse = st_block(c);
-	st_append(c, roles->orelse, st_new(c, ST_SYNC));
+	branch->role = kernel_add_role(c, k, ROLE_CONSUMER, 0, 256);
+	st_append(c, roles, branch);
+	st_append(c, branch, st_new(c, ST_SYNC));
 	st_append(c, k->body, roles);
 	assert_int_equal(kernel_verify(c, k, "test"), -1);
 	assert_non_null(strstr(t->msg, "__syncthreads inside warp-specialized roles"));
@@ -779,13 +791,22 @@ sync_tma_store_plain(void **state)
 	assert_int_equal(main_->body[r + 4]->body[0]->kind, ST_TMA_STORE);
 	assert_int_equal(main_->body[r + 4]->body[1]->kind, ST_BULK_COMMIT);
 	assert_int_equal(census(main_).kind[ST_SYNC], 1);
+	/*
+	 * the epilogue has no release barrier: fence + barrier before its store,
+	 * and the read-wait for the next tile's copy rides on that barrier
+	 * (wait.read 0 there: the copy written next was stored two tiles back)
+	 */
 	r = find(epi, ST_COMPUTE);
-	assert_int_equal(epi->body[r - 1]->kind, ST_SYNC);
-	assert_int_equal(epi->body[r - 2]->body[0]->kind, ST_BULK_WAIT);
-	assert_int_equal(epi->body[r - 2]->body[0]->n, 1);
+	assert_int_equal(epi->body[r - 1]->kind, ST_MBAR_WAIT);
 	f = find(epi, ST_FENCE_PROXY_ASYNC);
 	assert_int_equal(f, r + 1);
-	assert_int_equal(epi->body[f + 1]->kind, ST_SYNC);
+	assert_int_equal(epi->body[f + 1]->kind, ST_IF);
+	assert_int_equal(epi->body[f + 1]->body[0]->kind, ST_BULK_WAIT);
+	assert_true(epi->body[f + 1]->body[0]->flag);
+	assert_int_equal(epi->body[f + 1]->body[0]->n, 0);
+	assert_int_equal(epi->body[f + 2]->kind, ST_SYNC);
+	assert_int_equal(epi->body[f + 3]->body[0]->kind, ST_TMA_STORE);
+	assert_int_equal(census(epi).kind[ST_SYNC], 1);
 	assert_int_equal(census(k->body).kind[ST_BULK_COMMIT], 2);
 	assert_int_equal(end->kind, ST_IF);
 	assert_int_equal(end->body[0]->kind, ST_BULK_WAIT);
@@ -804,14 +825,20 @@ sync_tma_store_ws(void **state)
 	int i;
 
 	assert_int_equal(roles->kind, ST_ROLES);
-	cons = roles->orelse;
+	cons = roles->body[1];
 	n = census(cons);
 	assert_int_equal(n.kind[ST_BULK_COMMIT], 1);
 	assert_int_equal(n.kind[ST_FENCE_PROXY_ASYNC], 1);
-	assert_int_equal(n.kind[ST_SYNC], 2);
+	/* one barrier a tile: the store's, which the read-wait for the copy written next rides on */
+	assert_int_equal(n.kind[ST_SYNC], 1);
 	for (i = 0; i < cons->body[1]->nbody; i++)
-		if (cons->body[1]->body[i]->kind == ST_SYNC)
+		if (cons->body[1]->body[i]->kind == ST_SYNC) {
 			assert_int_equal(cons->body[1]->body[i]->n, 1);
+			assert_int_equal(cons->body[1]->body[i - 1]->body[0]->kind, ST_BULK_WAIT);
+			assert_int_equal(cons->body[1]->body[i - 1]->body[0]->n, 0);
+			assert_int_equal(cons->body[1]->body[i - 2]->kind, ST_FENCE_PROXY_ASYNC);
+			assert_int_equal(cons->body[1]->body[i + 1]->body[0]->kind, ST_TMA_STORE);
+		}
 	assert_int_equal(cons->body[cons->nbody - 1]->body[0]->kind, ST_BULK_WAIT);
 	assert_int_equal(census(roles->body[0]).kind[ST_BULK_COMMIT], 0);
 }
