@@ -230,6 +230,20 @@ template <int N> __device__ __forceinline__ void wsf_bulk_wait(void)
 {
 	asm volatile("cp.async.bulk.wait_group %0;" :: "n"(N) : "memory");
 }
+// wgmma's async groups: a fence orders register and generic-proxy writes before the next
+// wgmma; a commit closes the group of those issued since the last; a wait leaves at most N pending.
+__device__ __forceinline__ void wsf_mma_fence(void)
+{
+	asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void wsf_mma_commit(void)
+{
+	asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void wsf_mma_wait(void)
+{
+	asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory");
+}
 __device__ __forceinline__ void wsf_fence_proxy_async(void)
 {
 	asm volatile("fence.proxy.async.shared::cta;" ::: "memory");

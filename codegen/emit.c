@@ -1328,6 +1328,19 @@ emit_stmt(Emit *e, const Stmt *s)
 	case ST_BULK_WAIT:
 		line(e, "wsf_bulk_wait%s<%lld>();%s", s->flag ? "_read" : "", (long long)s->n, comment(e, s));
 		break;
+	case ST_MMA_FENCE:
+		line(e, "wsf_mma_fence();%s", comment(e, s));
+		break;
+	case ST_MMA_COMMIT:
+		line(e, "wsf_mma_commit();%s", comment(e, s));
+		break;
+	case ST_MMA_WAIT:
+		line(e, "wsf_mma_wait<%lld>();%s", (long long)s->n, comment(e, s));
+		break;
+	case ST_MMA:
+		/* no lowering makes one yet: kernel IR built by hand cannot reach NVRTC as if it had none */
+		line(e, "#error \"wsfuse: the mma statement has no emission yet (the matmul family)\"");
+		break;
 	case ST_SYNC:
 		if (s->n == 0)
 			line(e, "__syncthreads();%s", comment(e, s));

@@ -161,7 +161,9 @@ check_access(Check *v, const Access *a, int n)
 	int i;
 
 	for (i = 0; i < n; i++) {
-		if (!buf_ok(v->k, a[i].buf))
+		if (a[i].acc && (a[i].buf || a[i].acc < 0 || a[i].acc >= v->k->nacc))
+			fail(v, "compute reads or writes a bad accumulator");
+		else if (!a[i].acc && !buf_ok(v->k, a[i].buf))
 			fail(v, "compute reads or writes a bad buffer");
 		check_expr(v, a[i].slot);
 	}

@@ -357,23 +357,24 @@ retire_groups(State *st, Via via, int group, bool read)
  * frame) makes access A.  Retires what it conflicts with, placing the wait.
  */
 static void
-conflict(Sync *y, Frame *fr, State *st, Stmt *block, int *j, Stmt *top, const Acc *a, bool one)
+conflict(Sync *y, Frame *fr, State *st, Stmt *block, int *j, Stmt *top, const Acc *a)
 {
 	Comp *c = y->c;
-	int i;
+	int i, q, bulk = 0;
+	bool mma = false, read = false;
+	Pend young = {0};
 
-	for (i = st->n - 1; i >= 0 && i < st->n; i--) {
+	for (i = st->n - 1; i >= 0; i--) {
 		Pend p = st->p[i];
 
 		if (!same_resource(y->k, a, &p) || (!a->write && !p.a.write))
 			continue;
 		switch (p.a.via) {
-		case VIA_MBAR: {
+		case VIA_MBAR:
+			/* RAW on a stage's loads, or a producer's WAR on the consumers' release; a load
+			   refilling the stage is ordered by the protocol itself (the release before it) */
 			if (p.a.write && a->write)
-				break;  /* a load refilling the stage: the protocol's own order (its release) */
-			/* RAW on a stage's loads, or a producer's WAR on the consumers' release */
-			int q;
-
+				break;
 			if (!y->dry) {
 				st_insert(c, block, *j, mbar(c, ST_MBAR_WAIT, p.bar, p.barslot, p.parity,
 				                             p.a.write ? "wait until the stage's loads have landed"
@@ -383,42 +384,23 @@ conflict(Sync *y, Frame *fr, State *st, Stmt *block, int *j, Stmt *top, const Ac
 			for (q = st->n - 1; q >= 0; q--)
 				if (st->p[q].a.via == VIA_MBAR && st->p[q].bar == p.bar && ex_equal(st->p[q].barslot, p.barslot))
 					drop(st, q);
-			i = st->n;
+			i = st->n;  /* look again: the drops moved entries */
 			break;
-		}
 		case VIA_MMA:
-			if (a->via == VIA_MMA)
-				break;  /* mmas on one accumulator are ordered among themselves */
-			if (!p.committed) {
-				/* its group is still open: close it */
-				if (!y->dry) {
-					st_insert(c, block, *j, st_new(c, ST_MMA_COMMIT));
-					(*j)++;
-				}
-				for (int q = 0; q < st->n; q++)
-					if (st->p[q].a.via == VIA_MMA && !st->p[q].committed)
-						st->p[q].group = st->mma, st->p[q].committed = true;
-				st->mma++;
-				p.group = st->mma - 1;
+			/* mmas on one accumulator are ordered among themselves; else the youngest decides */
+			if (a->via != VIA_MMA && (!mma || !p.committed || (young.committed && p.group > young.group))) {
+				young = p;
+				mma = true;
 			}
-			if (!y->dry) {
-				Stmt *w = st_new(c, ST_MMA_WAIT);
-
-				w->n = st->mma - p.group - 1;
-				w->comment = "the mma results are in registers";
-				st_insert(c, block, *j, w);
-				(*j)++;
-			}
-			retire_groups(st, VIA_MMA, p.group, false);
-			i = st->n;
 			break;
 		case VIA_BULK:
 			/* a staging copy rewritten while a store may still read it (its group is closed: the
 			   store sits in an issuing block that commits, or came from an earlier iteration) */
 			if (a->write && !a->param && p.committed) {
 				need(y, fr, REQ_BULK_READ, &p, top);
-				retire_groups(st, VIA_BULK, p.group, true);
-				i = st->n;
+				if (!read || p.group > bulk)
+					bulk = p.group;
+				read = true;
 			}
 			break;
 		case VIA_NONE:
@@ -431,7 +413,32 @@ conflict(Sync *y, Frame *fr, State *st, Stmt *block, int *j, Stmt *top, const Ac
 			break;
 		}
 	}
-	(void)one;
+	if (read)
+		retire_groups(st, VIA_BULK, bulk, true);
+	if (mma) {
+		Pend p = young;
+
+		if (!p.committed) {
+			/* its group is still open: close it */
+			if (!y->dry) {
+				st_insert(c, block, *j, st_new(c, ST_MMA_COMMIT));
+				(*j)++;
+			}
+			for (q = 0; q < st->n; q++)
+				if (st->p[q].a.via == VIA_MMA && !st->p[q].committed)
+					st->p[q].group = st->mma, st->p[q].committed = true;
+			p.group = st->mma++;
+		}
+		if (!y->dry) {
+			Stmt *w = st_new(c, ST_MMA_WAIT);
+
+			w->n = st->mma - p.group - 1;
+			w->comment = "the mma results are in registers";
+			st_insert(c, block, *j, w);
+			(*j)++;
+		}
+		retire_groups(st, VIA_MMA, p.group, false);
+	}
 }
 
 /* After an if or block that issued stores: one commit closes their group. */
@@ -507,20 +514,18 @@ walk_stmts(Sync *y, Frame *fr, State *st, Stmt *block, Stmt *top, bool one, cons
 				    ex_equal(st->p[i].barslot, x->barslot))
 					drop(st, i);
 			continue;
-		case ST_MMA:
-			/* a chain of mmas starts with a fence: earlier register and generic writes ordered before it */
-			if (!y->dry && (j == 0 || (block->body[j - 1]->kind != ST_MMA &&
-			                           block->body[j - 1]->kind != ST_MMA_FENCE))) {
-				st_insert(c, block, j, st_new(c, ST_MMA_FENCE));
-				j++;
-			}
-			break;
 		default:
 			break;
 		}
 		n = accesses(y->k, x, acc);
 		for (i = 0; i < n; i++)
-			conflict(y, fr, st, block, &j, t, &acc[i], one);
+			conflict(y, fr, st, block, &j, t, &acc[i]);
+		/* a chain of mmas starts with a fence: earlier register and generic writes ordered before it */
+		if (x->kind == ST_MMA && !y->dry && (j == 0 || (block->body[j - 1]->kind != ST_MMA &&
+		                                                block->body[j - 1]->kind != ST_MMA_FENCE))) {
+			st_insert(c, block, j, st_new(c, ST_MMA_FENCE));
+			j++;
+		}
 		if (x->kind == ST_TMA_LOAD)
 			continue;  /* a pipeline's loads are pending by protocol (stage_arrives) */
 		for (i = 0; i < n; i++) {

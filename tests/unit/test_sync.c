@@ -1,0 +1,406 @@
+/*
+ * test_sync.c: the sync analysis on hand-built kernel IR with mma.
+ *
+ * The three cases of nvFuser PR #3843 (minimal wgmma RAW sync): two
+ * independent mmas with their own epilogues need two waits; two mmas sharing
+ * one mainloop share one commit group and one wait; mma -> add -> relu needs
+ * one wait, before the add.  Then a matmul-shaped nest as circular_buffer
+ * and warp_specialize leave it (a producer over the merged tile x k loop, a
+ * consumer tile loop holding the k loop and a TMA-store epilogue), with every
+ * wait, commit, release and barrier asserted by position.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../compiler/compiler.h"
+#include "../../passes/passes.h"
+
+#include "fixture.h"
+
+typedef struct Census {
+	int kind[ST_MMA_WAIT + 1];
+} Census;
+
+static void
+count(Stmt *s, void *user)
+{
+	((Census *)user)->kind[s->kind]++;
+}
+
+static Census
+census(Stmt *s)
+{
+	Census n = {{0}};
+
+	st_walk(s, count, &n);
+	return n;
+}
+
+static const char *
+expr(Fixture *t, const Expr *e)
+{
+	Buf b;
+
+	buf_init(&b, t->c.arena);
+	expr_print(&b, t->c.kernel, e);
+	return buf_str(&b);
+}
+
+/* A kernel with operand buffers a [128, 64] and b [256, 64] (bf16) of STAGES copies. */
+static Kernel *
+mma_kernel(Comp *c, int stages)
+{
+	Fusion *f = fusion_new(c);
+	Kernel *k;
+	int pa, pb, a, b;
+
+	f->name = "mm";
+	k = kernel_new(c, f);
+	k->consumer_threads = 256;
+	k->threads = 256;
+	k->smem_budget = 227 * 1024;
+	pa = kernel_add_param(c, k, PK_TMAP, "A");
+	pb = kernel_add_param(c, k, PK_TMAP, "B");
+	a = kernel_add_buf(c, k, "a_tile", BUF_TILE, DT_BF16, 128, 64);
+	b = kernel_add_buf(c, k, "b_tile", BUF_TILE, DT_BF16, 256, 64);
+	k->buf[a].param = pa;
+	k->buf[b].param = pb;
+	k->buf[a].stages = k->buf[b].stages = stages;
+	return k;
+}
+
+static MmaShape shape = {128, 256, 64, true, true};
+
+/* mma ACC += a[SLOT] x b[SLOT] */
+static Stmt *
+mma(Comp *c, int acc, Expr *slot)
+{
+	Stmt *s = st_new(c, ST_MMA);
+	Access *x;
+
+	x = VEC_PUSH(c->arena, s->reads, s->nreads, s->capreads);
+	x->buf = 1;
+	x->slot = slot;
+	x = VEC_PUSH(c->arena, s->reads, s->nreads, s->capreads);
+	x->buf = 2;
+	x->slot = slot;
+	VEC_PUSH(c->arena, s->writes, s->nwrites, s->capwrites)->acc = acc;
+	s->mma = &shape;
+	return s;
+}
+
+/* A compute that reads accumulator ACC (0: none) and stores to global memory. */
+static Stmt *
+epilogue(Comp *c, int acc)
+{
+	Stmt *s = st_new(c, ST_COMPUTE);
+
+	if (acc)
+		VEC_PUSH(c->arena, s->reads, s->nreads, s->capreads)->acc = acc;
+	s->a = ex_int(c, 0);
+	s->b = ex_int(c, 0);
+	return s;
+}
+
+/* for kk in [0, 4): (operands loaded once, outside any pipeline) */
+static Stmt *
+k_loop(Comp *c, Kernel *k, Stmt *block)
+{
+	Stmt *l = st_loop(c, kernel_add_var(c, k, "kk"), ex_int(c, 0), ex_int(c, 4), LOOP_SERIAL);
+
+	st_append(c, block, l);
+	return l;
+}
+
+static int
+index_of(const Stmt *block, StmtKind kind, int nth)
+{
+	int i;
+
+	for (i = 0; i < block->nbody; i++)
+		if (block->body[i]->kind == kind && nth-- == 0)
+			return i;
+	return -1;
+}
+
+static void
+run_sync(Fixture *t)
+{
+	if (pass_sync(&t->c) || kernel_verify(&t->c, t->c.kernel, "sync"))
+		fail_msg("%s", t->msg);
+}
+
+/* PR #3843 case 1: two independent mmas, each with its own epilogue: two waits. */
+static void
+sync_two_mma_two_epilogues(void **state)
+{
+	Fixture *t = *state;
+	Comp *c = &t->c;
+	Kernel *k = c->kernel = mma_kernel(c, 1);
+	int acc1 = kernel_add_acc(c, k, "acc1", DT_F32, 128, 256), acc2 = kernel_add_acc(c, k, "acc2", DT_F32, 128, 256);
+	Stmt *l1, *l2, *body = k->body;
+	Census n;
+	int w;
+
+	l1 = k_loop(c, k, body);
+	st_append(c, l1, mma(c, acc1, ex_int(c, 0)));
+	st_append(c, body, epilogue(c, acc1));
+	l2 = k_loop(c, k, body);
+	st_append(c, l2, mma(c, acc2, ex_int(c, 0)));
+	st_append(c, body, epilogue(c, acc2));
+	run_sync(t);
+
+	n = census(body);
+	assert_int_equal(n.kind[ST_MMA_WAIT], 2);
+	assert_int_equal(n.kind[ST_MMA_COMMIT], 2);  /* one a mainloop body */
+	assert_int_equal(n.kind[ST_MMA_FENCE], 2);
+	/* each wait is wait_group 0, right before its epilogue */
+	for (int e = 0; e < 2; e++) {
+		int cpt = index_of(body, ST_COMPUTE, e);
+
+		assert_int_equal(body->body[cpt - 1]->kind, ST_MMA_WAIT);
+		assert_int_equal(body->body[cpt - 1]->n, 0);
+	}
+	/* a mainloop body: fence, mma, commit; no wait inside */
+	assert_int_equal(l1->body[0]->kind, ST_MMA_FENCE);
+	assert_int_equal(l1->body[1]->kind, ST_MMA);
+	assert_int_equal(l1->body[2]->kind, ST_MMA_COMMIT);
+	assert_int_equal(census(l1).kind[ST_MMA_WAIT], 0);
+	w = index_of(body, ST_MMA_WAIT, 0);
+	assert_true(w > index_of(body, ST_LOOP, 0) && w < index_of(body, ST_LOOP, 1));
+}
+
+/* PR #3843 case 2: two mmas sharing one mainloop: one commit group, one wait. */
+static void
+sync_two_mma_one_mainloop(void **state)
+{
+	Fixture *t = *state;
+	Comp *c = &t->c;
+	Kernel *k = c->kernel = mma_kernel(c, 1);
+	int acc1 = kernel_add_acc(c, k, "acc1", DT_F32, 128, 256), acc2 = kernel_add_acc(c, k, "acc2", DT_F32, 128, 256);
+	Stmt *l, *body = k->body;
+	int first;
+
+	l = k_loop(c, k, body);
+	st_append(c, l, mma(c, acc1, ex_int(c, 0)));
+	st_append(c, l, mma(c, acc2, ex_int(c, 0)));
+	st_append(c, body, epilogue(c, acc1));
+	st_append(c, body, epilogue(c, acc2));
+	run_sync(t);
+
+	assert_int_equal(census(body).kind[ST_MMA_WAIT], 1);
+	assert_int_equal(census(l).kind[ST_MMA_COMMIT], 1);
+	assert_int_equal(census(l).kind[ST_MMA_FENCE], 1);  /* one chain, one fence */
+	assert_int_equal(l->body[l->nbody - 1]->kind, ST_MMA_COMMIT);
+	first = index_of(body, ST_COMPUTE, 0);
+	assert_int_equal(body->body[first - 1]->kind, ST_MMA_WAIT);
+	assert_int_equal(body->body[first - 1]->n, 0);
+	assert_int_equal(body->body[first + 1]->kind, ST_COMPUTE);  /* the second epilogue waits for nothing */
+}
+
+/* PR #3843 case 3: mma -> add -> relu: one wait, before the add. */
+static void
+sync_mma_add_relu(void **state)
+{
+	Fixture *t = *state;
+	Comp *c = &t->c;
+	Kernel *k = c->kernel = mma_kernel(c, 1);
+	int acc = kernel_add_acc(c, k, "acc", DT_F32, 128, 256);
+	Stmt *l, *add, *relu, *body = k->body;
+	int a;
+
+	l = k_loop(c, k, body);
+	st_append(c, l, mma(c, acc, ex_int(c, 0)));
+	add = epilogue(c, acc);
+	add->comment = "add";
+	st_append(c, body, add);
+	relu = epilogue(c, 0);  /* reads the add's registers */
+	relu->comment = "relu";
+	st_append(c, body, relu);
+	run_sync(t);
+
+	assert_int_equal(census(body).kind[ST_MMA_WAIT], 1);
+	a = index_of(body, ST_COMPUTE, 0);
+	assert_ptr_equal(body->body[a], add);
+	assert_int_equal(body->body[a - 1]->kind, ST_MMA_WAIT);
+	assert_ptr_equal(body->body[a + 1], relu);
+}
+
+/*
+ * The matmul-shaped nest, as circular_buffer and warp_specialize leave it
+ * (S = 4 stages, P = 2: one mma group in flight), with a TMA-store epilogue
+ * through two staging copies.
+ */
+static void
+sync_matmul_nest(void **state)
+{
+	Fixture *t = *state;
+	Comp *c = &t->c;
+	Kernel *k = c->kernel = mma_kernel(c, 4);
+	int acc = kernel_add_acc(c, k, "acc", DT_F32, 128, 256);
+	int ntile = kernel_add_var(c, k, "my_tiles"), kt = kernel_add_var(c, k, "ktiles");
+	int out = kernel_add_param(c, k, PK_TMAP, "out");
+	int stage = kernel_add_buf(c, k, "out_stage", BUF_STAGING, DT_BF16, 128, 256);
+	int full = kernel_add_bar(c, k, "full", 4, 1), empty = kernel_add_bar(c, k, "empty", 4, 256);
+	CbInfo *cb = arena_alloc(c->arena, sizeof *cb), *pcb = arena_alloc(c->arena, sizeof *pcb);
+	Stmt *roles = st_new(c, ST_ROLES), *prod = st_new(c, ST_ROLE), *cons = st_new(c, ST_ROLE);
+	Stmt *pl, *issue, *tx, *ctile, *kl, *m, *cpt, *st_if_, *store, *x;
+	Expr *lin, *slot;
+	Census n;
+	int b, i, w;
+
+	k->buf[stage].param = out;
+	k->buf[stage].stages = 2;
+	k->buf[1].full_bar = k->buf[2].full_bar = full;
+	k->warp_specialize = true;
+	k->threads = 384;
+	/* mbarrier init and the sizes are outside the roles; they have no async effects */
+	k->param[kernel_add_param(c, k, PK_SIZE, "tiles")].var = ntile;
+	k->param[kernel_add_param(c, k, PK_SIZE, "kt")].var = kt;
+	*cb = (CbInfo){.stages = 4, .prefetch = 2, .full_bar = full, .empty_bar = empty, .stage_bytes = 48 * 1024,
+	               .part = CB_CONSUMER, .warp_specialized = true};
+	*pcb = *cb;
+	pcb->part = CB_PRODUCER;
+
+	/* producer: the merged (tile x k) loop: expect_tx, two loads on full[q % 4] */
+	prod->role = kernel_add_role(c, k, ROLE_PRODUCER, 256, 128);
+	cons->role = kernel_add_role(c, k, ROLE_CONSUMER, 0, 256);
+	st_append(c, roles, prod);
+	st_append(c, roles, cons);
+	st_append(c, k->body, roles);
+	pl = st_loop(c, kernel_add_var(c, k, "q"), ex_int(c, 0),
+	             ex_bin(c, EX_MUL, ex_var(c, ntile), ex_var(c, kt)), LOOP_SERIAL);
+	pl->cb = pcb;
+	st_append(c, prod, pl);
+	issue = st_if(c, ex_leaf(c, EX_ELECT));
+	st_append(c, pl, issue);
+	slot = ex_bin(c, EX_MOD, ex_var(c, pl->var), ex_int(c, 4));
+	tx = st_new(c, ST_EXPECT_TX);
+	tx->bar = full;
+	tx->barslot = slot;
+	tx->n = 48 * 1024;
+	st_append(c, issue, tx);
+	for (b = 1; b <= 2; b++) {
+		Stmt *ld = st_new(c, ST_TMA_LOAD);
+
+		ld->buf = b;
+		ld->param = k->buf[b].param;
+		ld->slot = ld->barslot = slot;
+		ld->bar = full;
+		ld->a = ex_int(c, 0);
+		ld->b = ex_int(c, 0);
+		st_append(c, issue, ld);
+	}
+
+	/* consumers: tile { k loop of mma; epilogue to a staging copy; TMA store } */
+	ctile = st_loop(c, kernel_add_var(c, k, "t"), ex_int(c, 0), ex_var(c, ntile), LOOP_TILE);
+	ctile->cb = cb;
+	ctile->lin = ex_var(c, ctile->var);
+	st_append(c, cons, ctile);
+	kl = st_loop(c, kernel_add_var(c, k, "kk"), ex_int(c, 0), ex_var(c, kt), LOOP_SERIAL);
+	lin = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, ex_var(c, ctile->var), ex_var(c, kt)), ex_var(c, kl->var));
+	kl->lin = lin;
+	st_append(c, ctile, kl);
+	m = mma(c, acc, ex_bin(c, EX_MOD, lin, ex_int(c, 4)));
+	m->cond = ex_bin(c, EX_EQ, ex_var(c, kl->var), ex_int(c, 0));
+	st_append(c, kl, m);
+	cpt = epilogue(c, acc);
+	VEC_PUSH(c->arena, cpt->writes, cpt->nwrites, cpt->capwrites)->buf = stage;
+	cpt->writes[0].slot = ex_bin(c, EX_MOD, ex_var(c, ctile->var), ex_int(c, 2));
+	st_append(c, ctile, cpt);
+	st_if_ = st_if(c, ex_leaf(c, EX_ELECT));
+	store = st_new(c, ST_TMA_STORE);
+	store->buf = stage;
+	store->param = out;
+	store->slot = cpt->writes[0].slot;
+	store->a = ex_int(c, 0);
+	store->b = ex_int(c, 0);
+	st_append(c, st_if_, store);
+	st_append(c, ctile, st_if_);
+	if (kernel_verify(c, k, "hand-built"))
+		fail_msg("%s", t->msg);
+	run_sync(t);
+
+	/* producer: waits for the consumers' release of slot q % 4 before arming it */
+	assert_int_equal(issue->body[0]->kind, ST_MBAR_WAIT);
+	assert_int_equal(issue->body[0]->bar, empty);
+	assert_string_equal(expr(t, issue->body[0]->barslot), "(q % 4)");
+	assert_string_equal(expr(t, issue->body[0]->a), "((q / 4) & 1)");
+	assert_int_equal(issue->body[1]->kind, ST_EXPECT_TX);
+	assert_int_equal(census(prod).kind[ST_MBAR_WAIT], 1);
+
+	/* consumers pre-arrive P + 1 = 3 empties before the tile loop */
+	assert_int_equal(cons->body[0]->kind, ST_LOOP);
+	assert_string_equal(expr(t, cons->body[0]->hi), "3");
+	assert_int_equal(cons->body[0]->body[0]->kind, ST_MBAR_ARRIVE);
+	assert_ptr_equal(cons->body[1], ctile);
+
+	/* k loop: wait full, fence, mma, commit, wait_group 1 (S - 1 - P), release (lin + 3) % 4 */
+	assert_int_equal(kl->nbody, 6);
+	assert_int_equal(kl->body[0]->kind, ST_MBAR_WAIT);
+	assert_int_equal(kl->body[0]->bar, full);
+	assert_string_equal(expr(t, kl->body[0]->barslot), "(((t * ktiles) + kk) % 4)");
+	assert_string_equal(expr(t, kl->body[0]->a), "((((t * ktiles) + kk) / 4) & 1)");
+	assert_int_equal(kl->body[1]->kind, ST_MMA_FENCE);
+	assert_ptr_equal(kl->body[2], m);
+	assert_int_equal(kl->body[3]->kind, ST_MMA_COMMIT);
+	assert_int_equal(kl->body[4]->kind, ST_MMA_WAIT);
+	assert_int_equal(kl->body[4]->n, 1);
+	assert_int_equal(kl->body[5]->kind, ST_MBAR_ARRIVE);
+	assert_int_equal(kl->body[5]->bar, empty);
+	assert_string_equal(expr(t, kl->body[5]->barslot), "((((t * ktiles) + kk) + 3) % 4)");
+
+	/* the tile: one wait_group 0 before the epilogue, no wait of the stages outside the k loop */
+	i = 0;
+	assert_ptr_equal(ctile->body[i++], kl);
+	assert_int_equal(ctile->body[i]->kind, ST_MMA_WAIT);
+	assert_int_equal(ctile->body[i++]->n, 0);
+	assert_ptr_equal(ctile->body[i++], cpt);
+	/* store: fence and a named barrier; the read-wait for the copy written next rides on it */
+	assert_int_equal(ctile->body[i++]->kind, ST_FENCE_PROXY_ASYNC);
+	x = ctile->body[i++];
+	assert_int_equal(x->kind, ST_IF);
+	assert_int_equal(x->body[0]->kind, ST_BULK_WAIT);
+	assert_true(x->body[0]->flag);
+	assert_int_equal(x->body[0]->n, 0);
+	x = ctile->body[i++];
+	assert_int_equal(x->kind, ST_SYNC);
+	assert_int_equal(x->n, 1);          /* the consumers' named barrier */
+	assert_int_equal(x->threads, 256);
+	assert_ptr_equal(ctile->body[i++], st_if_);
+	assert_int_equal(st_if_->body[1]->kind, ST_BULK_COMMIT);
+	assert_int_equal(ctile->nbody, i);
+
+	/* the whole consumer branch: one full wait at its end, nothing else waits on stores */
+	n = census(cons);
+	assert_int_equal(n.kind[ST_MMA_WAIT], 2);
+	assert_int_equal(n.kind[ST_MMA_COMMIT], 1);
+	assert_int_equal(n.kind[ST_MBAR_WAIT], 1);
+	assert_int_equal(n.kind[ST_SYNC], 1);
+	assert_int_equal(n.kind[ST_BULK_WAIT], 2);
+	w = cons->nbody - 1;
+	assert_int_equal(cons->body[w]->kind, ST_IF);
+	assert_int_equal(cons->body[w]->body[0]->kind, ST_BULK_WAIT);
+	assert_false(cons->body[w]->body[0]->flag);
+	assert_int_equal(census(prod).kind[ST_BULK_WAIT], 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(sync_two_mma_two_epilogues, setup, teardown),
+		cmocka_unit_test_setup_teardown(sync_two_mma_one_mainloop, setup, teardown),
+		cmocka_unit_test_setup_teardown(sync_mma_add_relu, setup, teardown),
+		cmocka_unit_test_setup_teardown(sync_matmul_nest, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
