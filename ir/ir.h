@@ -667,6 +667,8 @@ struct Kernel {
 	int tile_rows, tile_cols;
 	bool flat;               /* every input is full or scalar: any 2-D view will do */
 	bool warp_specialize;    /* chosen by the schedule */
+	int producer_regs;       /* warp-specialized: setmaxnreg targets of the producer and the consumer */
+	int consumer_regs;       /* roles (0: leave them; both roles must be whole warpgroups) */
 	bool persistent;         /* a grid of SMs x resident CTAs loops over tiles; else one CTA a tile */
 	bool tma_store;          /* outputs leave through staging buffers and TMA stores */
 	int stages_hint;         /* schedule: stages, 0 if absent */

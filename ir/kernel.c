@@ -196,6 +196,10 @@ ex_bin(Comp *c, ExprKind kind, Expr *a, Expr *b)
 		return ex_int(c, 0);
 	if (kind == EX_CEILDIV && b->kind == EX_INT && b->ival == 1)
 		return a;
+	/* (x / m) * m + x % m == x: a merged loop's index split in two and put back together */
+	if (kind == EX_ADD && a->kind == EX_MUL && b->kind == EX_MOD && a->a->kind == EX_DIV &&
+	    ex_equal(a->a->a, b->a) && ex_equal(a->a->b, a->b) && ex_equal(a->b, b->b))
+		return b->a;
 	/* (x + k*m) % m == x % m: keeps stage indices like (i + S) % S readable */
 	if (kind == EX_MOD && b->kind == EX_INT && a->kind == EX_ADD && a->b->kind == EX_INT &&
 	    b->ival > 0 && a->b->ival % b->ival == 0)

@@ -263,8 +263,8 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 		if (s->nreads > 1)
 			access_print(b, k, s->reads + 1, 1);
 		if (s->mma)
-			buf_printf(b, " m%dn%dk%d %s%s", s->mma->m, s->mma->n, s->mma->k, s->mma->a_kmajor ? "k" : "m",
-			           s->mma->b_kmajor ? "k" : "n");
+			buf_printf(b, " m%dn%dk%d a:%s b:%s", s->mma->m, s->mma->n, s->mma->k,
+			           s->mma->a_kmajor ? "k-major" : "m-major", s->mma->b_kmajor ? "k-major" : "n-major");
 		if (s->cond) {
 			buf_puts(b, ", zero first if ");
 			expr_print(b, k, s->cond);

@@ -31,8 +31,10 @@
  * CTAs for streaming kernels, docs/perf.md), never more than the budget;
  * memory is counted as codegen lays it out, each copy padded to its
  * alignment (kbuf_copy).
- * P = S - 1 since compute is synchronous: a stage is free as soon as the
- * iteration that read it ends.  Stage and parity come from one linear
+ * P = S - 1 when compute is synchronous: a stage is free as soon as the
+ * iteration that read it ends; P = S - 2 when an mma reads the stages, whose
+ * reads complete one mma group later (sync.c releases a stage after
+ * mma.wait_group S - 1 - P).  Stage and parity come from one linear
  * counter: slot = lin % S, parity = (lin / S) & 1.
  */
 #include "passes.h"
@@ -317,6 +319,24 @@ cb_load_slice(Comp *c, const Stmt *loop)
 	return b;
 }
 
+/* Does an mma in S read a tile buffer (an operand the pipeline loads)? */
+static bool
+mma_reads(const Kernel *k, const Stmt *s)
+{
+	int i;
+
+	if (!s)
+		return false;
+	if (s->kind == ST_MMA)
+		for (i = 0; i < s->nreads; i++)
+			if (k->buf[s->reads[i].buf].kind == BUF_TILE)
+				return true;
+	for (i = 0; i < s->nbody; i++)
+		if (mma_reads(k, s->body[i]))
+			return true;
+	return mma_reads(k, s->orelse);
+}
+
 int64_t
 cb_smem_at(Kernel *k, const Stmt *loop, int stages)
 {
@@ -404,7 +424,8 @@ pass_circular_buffer(Comp *c)
 		}
 	if (choose_stages(c, k, fd.loop, &S))
 		return -1;
-	P = S - 1;
+	/* a stage read by mma is free only once a later mma.wait_group shows the read done: one group in flight */
+	P = mma_reads(k, fd.loop) && S > 1 ? S - 2 : S - 1;
 	for (b = 1; b < k->nbuf; b++)
 		if (k->buf[b].kind == BUF_TILE && st_writes_buf(fd.loop, b))
 			k->buf[b].stages = S;

@@ -56,6 +56,11 @@ Stmt *cb_load_slice(Comp *c, const Stmt *loop);
  */
 int64_t cb_smem_at(Kernel *k, const Stmt *loop, int stages);
 /*
+ * warp_specialize.c: a copy of what LOOP needs to issue its loads: the loads
+ * and expect_tx, the ifs and loops around them, the lets their expressions use.
+ */
+Stmt *ws_load_slice(Comp *c, const Kernel *k, const Stmt *loop);
+/*
  * warp_specialize.c: turns every CTA-wide barrier inside a role (ROLE: the
  * enclosing ST_ROLE's role, 0 outside roles) into the role's named barrier
  * sized to its threads; __syncthreads there would deadlock.

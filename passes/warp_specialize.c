@@ -1,20 +1,31 @@
 /*
  * warp_specialize.c: split the circular-buffered loop into a producer
- * sub-loop (one warp, TMA issue only) and a consumer sub-loop (everything
- * else), under one role branch.
+ * sub-loop (TMA issue only) and a consumer sub-loop (everything else), one
+ * branch per role of the kernel's role table.
  *
  * Contract.  Requires: circular_buffer.c ran and marked a warp-specialized
- * loop.  Guarantees: the loop is replaced by ST_ROLES; the producer branch
- * holds a copy of the loop with only its load-issuing statements (their
- * coordinates already depend on the loop index alone), the consumer branch
- * the loop without loads followed by every statement that came after the
- * loop in its block, so the epilogue lives with the consumers.  Both loops
- * run over the same linear index, so stage and parity agree.  No CTA-wide
- * barrier may follow inside the roles (sync.c uses named barriers there).
- * Invalidates: nothing.
- *
- * Registers: setmaxnreg needs whole warpgroups on both sides; a pointwise
- * kernel has one producer warp and little register pressure, so it sets none.
+ * loop.  Guarantees: the role table holds a producer role (the threads after
+ * the consumers') and a consumer role (threads [0, consumer_threads), named
+ * barrier 1); the loop is replaced by ST_ROLES with one ST_ROLE branch each.
+ *   producer  the load slice of the loop: its loads and expect_tx, the ifs
+ *             and loops around them and the lets their expressions use,
+ *             nothing else (no compute, no mma, no epilogue).  When the
+ *             loads all sit in one inner loop that advances the stage
+ *             counter (a k loop inside the tile loop), the tile loop and
+ *             that loop merge into one serial loop over their product on
+ *             this side (nvFuser #3941): barriers and phases run on across
+ *             tiles with no gap at a tile's end.  Per-tile loads outside the
+ *             inner loop run in its first iteration.
+ *   consumer  the loop without its loads, followed by every statement that
+ *             came after it in its block: tile { k loop; epilogue } is kept
+ *             as it was, derived from the same loop, not inlined with the
+ *             producer's.
+ * Both sides count stages with the same linear counter, so slot and parity
+ * agree.  A role with a register target (Kernel.producer_regs,
+ * consumer_regs) starts with setmaxnreg (dec for the producer, inc for the
+ * consumers); it needs whole warpgroups on both sides.  No CTA-wide barrier
+ * may follow inside the roles: ws_name_barriers makes each the role's named
+ * barrier.  Invalidates: nothing.
  */
 #include "passes.h"
 
@@ -58,12 +69,170 @@ ws_name_barriers(const Kernel *k, Stmt *s, int role)
 	ws_name_barriers(k, s->orelse, role);
 }
 
+/* ---- the load slice ----------------------------------------------------- */
+
+static void
+mark_vars(const Expr *e, bool *used)
+{
+	if (!e)
+		return;
+	if (e->kind == EX_VAR)
+		used[e->var] = true;
+	mark_vars(e->a, used);
+	mark_vars(e->b, used);
+}
+
+/* The variables statement S itself uses (not those of its body). */
+static void
+mark_stmt(const Stmt *s, bool *used)
+{
+	mark_vars(s->lo, used);
+	mark_vars(s->hi, used);
+	mark_vars(s->cond, used);
+	mark_vars(s->a, used);
+	mark_vars(s->b, used);
+	mark_vars(s->slot, used);
+	mark_vars(s->barslot, used);
+	mark_vars(s->off, used);
+}
+
+/*
+ * A copy of what in S issues loads: the loads and their expect_tx, the ifs
+ * and loops that hold them, and (walking back) the lets whose variables those
+ * use; NULL when S issues none.  USED collects the variables the copy needs.
+ */
 static Stmt *
-role_branch(Comp *c, Kernel *k, RoleKind kind, int first, int threads)
+slice(Comp *c, const Stmt *s, bool *used)
+{
+	Stmt *r;
+	int i, n = 0;
+	Stmt **kept;
+
+	if (s->kind == ST_TMA_LOAD || s->kind == ST_EXPECT_TX) {
+		mark_stmt(s, used);
+		return st_clone(c, s, 0, NULL);
+	}
+	if (!kir_has_load(s) || (s->kind != ST_IF && s->kind != ST_LOOP && s->kind != ST_BLOCK))
+		return NULL;
+	kept = arena_alloc(c->arena, (size_t)s->nbody * sizeof *kept);
+	for (i = s->nbody - 1; i >= 0; i--) {
+		const Stmt *x = s->body[i];
+		Stmt *y = NULL;
+
+		if (x->kind == ST_LET) {
+			if (used[x->var]) {
+				y = st_clone(c, x, 0, NULL);
+				mark_vars(x->a, used);
+			}
+		} else {
+			y = slice(c, x, used);
+		}
+		if (y)
+			kept[n++] = y;
+	}
+	r = st_new(c, s->kind);
+	*r = *s;
+	r->body = NULL;
+	r->nbody = r->capbody = 0;
+	r->orelse = NULL;  /* no load sits in an else: lowering issues loads under elect() alone */
+	if (s->cb) {
+		r->cb = arena_alloc(c->arena, sizeof *r->cb);
+		*r->cb = *s->cb;
+	}
+	while (n > 0)
+		st_append(c, r, kept[--n]);
+	mark_stmt(s, used);
+	return r;
+}
+
+Stmt *
+ws_load_slice(Comp *c, const Kernel *k, const Stmt *loop)
+{
+	bool *used = arena_alloc(c->arena, (size_t)k->nvar * sizeof *used);
+
+	return slice(c, loop, used);
+}
+
+/*
+ * LOOP's slice is tile { [per-tile loads;] for kk in [0, K) { loads } } with
+ * the inner loop advancing the stage counter: one loop over q in [0, T * K),
+ * t = q / K, kk = q % K, the per-tile loads under kk == 0.  Else LOOP.
+ */
+static Stmt *
+merge_loops(Comp *c, Kernel *k, Stmt *loop)
+{
+	Stmt *inner = NULL, *m, *first;
+	Expr *q, *t, *kk;
+	int i, v;
+
+	for (i = 0; i < loop->nbody; i++) {
+		Stmt *x = loop->body[i];
+
+		if (x->kind == ST_LOOP && x->lin) {
+			if (inner)
+				return loop;  /* two inner loops: nothing to merge into one */
+			inner = x;
+		}
+	}
+	if (!inner || inner->lo->kind != EX_INT || inner->lo->ival != 0 || loop->lo->kind != EX_INT ||
+	    loop->lo->ival != 0 || ex_uses_var(inner->hi, loop->var))
+		return loop;
+	v = kernel_add_var(c, k, "q");
+	q = ex_var(c, v);
+	t = ex_bin(c, EX_DIV, q, inner->hi);
+	kk = ex_bin(c, EX_MOD, q, inner->hi);
+	m = st_loop(c, v, ex_int(c, 0), ex_bin(c, EX_MUL, loop->hi, inner->hi), LOOP_SERIAL);
+	m->cb = loop->cb;
+	m->lin = q;
+	m->comment = loop->comment;
+	first = st_if(c, ex_bin(c, EX_EQ, kk, ex_int(c, 0)));
+	first->comment = "a tile's own loads, with its first k-step";
+	for (i = 0; i < loop->nbody; i++) {
+		Stmt *x = loop->body[i];
+		Stmt *y;
+
+		if (x == inner) {
+			for (int j = 0; j < inner->nbody; j++) {
+				y = st_clone(c, inner->body[j], loop->var, t);
+				st_append(c, m, st_clone(c, y, inner->var, kk));
+			}
+			continue;
+		}
+		y = st_clone(c, x, loop->var, t);
+		if (x->kind == ST_LET)
+			st_append(c, m, y);
+		else
+			st_append(c, first, y);
+	}
+	if (first->nbody) {
+		/* the per-tile loads go before the k-step's, after the lets they use */
+		int at = 0;
+
+		while (at < m->nbody && m->body[at]->kind == ST_LET)
+			at++;
+		st_insert(c, m, at, first);
+	}
+	return m;
+}
+
+/* ---- roles ---------------------------------------------------------------- */
+
+static Stmt *
+role_branch(Comp *c, Kernel *k, RoleKind kind, int first, int threads, int regs)
 {
 	Stmt *s = st_new(c, ST_ROLE);
 
 	s->role = kernel_add_role(c, k, kind, first, threads);
+	k->role[s->role].regs = regs;
+	if (regs) {
+		Stmt *r = st_new(c, ST_SETMAXNREG);
+
+		r->n = regs;
+		r->flag = kind != ROLE_PRODUCER;
+		r->comment = kind == ROLE_PRODUCER ? "the producer issues copies: give registers back"
+		                                   : "the consumers hold the accumulators";
+		st_append(c, s, r);
+	}
 	return s;
 }
 
@@ -72,21 +241,19 @@ pass_warp_specialize(Comp *c)
 {
 	Kernel *k = c->kernel;
 	Where w = {0};
-	Stmt *loop, *producer, *consumer, *roles, *slice, *pbranch, *cbranch;
-	int i;
+	Stmt *loop, *producer, *consumer, *roles, *pbranch, *cbranch;
+	int i, pthreads = k->threads - k->consumer_threads;
 
 	if (!k->warp_specialize)
 		return 0;
 	find_ws_loop(k->body, &w);
 	if (!w.parent)
 		return diag_internal(c, "warp_specialize", "no circular-buffered loop to split");
+	if ((k->producer_regs || k->consumer_regs) && (pthreads % 128 || k->consumer_threads % 128))
+		return diag_internal(c, "warp_specialize", "setmaxnreg needs whole warpgroups in every role");
 	loop = w.parent->body[w.index];
 
-	producer = st_clone(c, loop, 0, NULL);
-	slice = cb_load_slice(c, loop);
-	producer->body = slice->body;
-	producer->nbody = slice->nbody;
-	producer->capbody = slice->capbody;
+	producer = merge_loops(c, k, ws_load_slice(c, k, loop));
 	producer->cb->part = CB_PRODUCER;
 	producer->comment = "producer: issue the loads of every tile";
 
@@ -95,10 +262,10 @@ pass_warp_specialize(Comp *c)
 	consumer->cb->part = CB_CONSUMER;
 	consumer->comment = "consumers: compute every tile";
 
-	/* the producer warp after the consumer threads; the consumers' barriers are named barrier 1 */
+	/* the producer after the consumer threads; the consumers' barriers are named barrier 1 */
 	roles = st_new(c, ST_ROLES);
-	pbranch = role_branch(c, k, ROLE_PRODUCER, k->consumer_threads, k->threads - k->consumer_threads);
-	cbranch = role_branch(c, k, ROLE_CONSUMER, 0, k->consumer_threads);
+	pbranch = role_branch(c, k, ROLE_PRODUCER, k->consumer_threads, pthreads, k->producer_regs);
+	cbranch = role_branch(c, k, ROLE_CONSUMER, 0, k->consumer_threads, k->consumer_regs);
 	st_append(c, roles, pbranch);
 	st_append(c, roles, cbranch);
 	st_append(c, pbranch, producer);

@@ -392,6 +392,158 @@ sync_matmul_nest(void **state)
 	assert_int_equal(census(prod).kind[ST_BULK_WAIT], 0);
 }
 
+/*
+ * The same nest before the passes, as a matmul lowering leaves it: tile
+ * loop { k loop { elect: load a, b at (t, kk); mma }; epilogue compute reads
+ * the accumulator and writes a staging copy; elect: TMA store }.  Through
+ * circular_buffer, warp_specialize and sync: the tile loop is buffered with
+ * P = S - 2 (an mma reads the stages), the producer is one merged loop over
+ * tiles x k-steps with nothing but its loads, the consumers keep
+ * tile { k loop; epilogue } with setmaxnreg on both sides.
+ */
+static void
+passes_matmul_nest(void **state)
+{
+	Fixture *t = *state;
+	Comp *c = &t->c;
+	Kernel *k = c->kernel = mma_kernel(c, 1);
+	int acc = kernel_add_acc(c, k, "acc", DT_F32, 128, 256);
+	int ntile = kernel_add_var(c, k, "my_tiles"), kt = kernel_add_var(c, k, "ktiles");
+	int out = kernel_add_param(c, k, PK_TMAP, "out");
+	int stage = kernel_add_buf(c, k, "out_stage", BUF_STAGING, DT_BF16, 128, 64);
+	Stmt *tl, *kl, *issue, *m, *cpt, *sto, *store, *roles, *prod, *cons, *pl, *ckl, *ctl, *x;
+	Census n;
+	int b, S, i;
+
+	k->buf[stage].param = out;
+	k->buf[stage].stages = 2;
+	k->warp_specialize = true;
+	k->persistent = true;
+	k->threads = 384;
+	k->producer_regs = 40;
+	k->consumer_regs = 232;
+	k->param[kernel_add_param(c, k, PK_SIZE, "tiles")].var = ntile;
+	k->param[kernel_add_param(c, k, PK_SIZE, "kt")].var = kt;
+
+	tl = st_loop(c, kernel_add_var(c, k, "t"), ex_int(c, 0), ex_var(c, ntile), LOOP_TILE);
+	st_append(c, k->body, tl);
+	kl = st_loop(c, kernel_add_var(c, k, "kk"), ex_int(c, 0), ex_var(c, kt), LOOP_SERIAL);
+	st_append(c, tl, kl);
+	issue = st_if(c, ex_leaf(c, EX_ELECT));
+	st_append(c, kl, issue);
+	for (b = 1; b <= 2; b++) {
+		Stmt *ld = st_new(c, ST_TMA_LOAD);
+
+		ld->buf = b;
+		ld->param = k->buf[b].param;
+		ld->slot = ex_int(c, 0);
+		ld->a = ex_bin(c, EX_MUL, ex_var(c, tl->var), ex_int(c, 128));
+		ld->b = ex_bin(c, EX_MUL, ex_var(c, kl->var), ex_int(c, 64));
+		st_append(c, issue, ld);
+	}
+	m = mma(c, acc, ex_int(c, 0));
+	m->cond = ex_bin(c, EX_EQ, ex_var(c, kl->var), ex_int(c, 0));
+	st_append(c, kl, m);
+	cpt = epilogue(c, acc);
+	VEC_PUSH(c->arena, cpt->writes, cpt->nwrites, cpt->capwrites)->buf = stage;
+	cpt->writes[0].slot = ex_bin(c, EX_MOD, ex_var(c, tl->var), ex_int(c, 2));
+	st_append(c, tl, cpt);
+	sto = st_if(c, ex_leaf(c, EX_ELECT));
+	store = st_new(c, ST_TMA_STORE);
+	store->buf = stage;
+	store->param = out;
+	store->slot = cpt->writes[0].slot;
+	store->a = ex_int(c, 0);
+	store->b = ex_int(c, 0);
+	st_append(c, sto, store);
+	st_append(c, tl, sto);
+
+	if (pass_circular_buffer(c) || kernel_verify(c, k, "circular_buffer"))
+		fail_msg("%s", t->msg);
+	assert_non_null(tl->cb);
+	S = tl->cb->stages;
+	assert_true(S >= 2);
+	assert_int_equal(tl->cb->prefetch, S - 2);
+	assert_int_equal(k->buf[1].stages, S);
+	assert_int_equal(k->buf[stage].stages, 2);      /* the staging copies are not the pipeline's */
+	assert_string_equal(expr(t, kl->lin), "((t * ktiles) + kk)");
+	if (pass_warp_specialize(c) || kernel_verify(c, k, "warp_specialize"))
+		fail_msg("%s", t->msg);
+	if (pass_sync(c) || kernel_verify(c, k, "sync"))
+		fail_msg("%s", t->msg);
+
+	roles = k->body->body[k->body->nbody - 1];
+	assert_int_equal(roles->kind, ST_ROLES);
+	prod = roles->body[0];
+	cons = roles->body[1];
+	assert_int_equal(k->role[prod->role].kind, ROLE_PRODUCER);
+	assert_int_equal(k->role[prod->role].threads, 128);
+	assert_int_equal(k->role[cons->role].threads, 256);
+
+	/* producer: setmaxnreg.dec 40, then one merged loop of loads, slot q % S */
+	assert_int_equal(prod->body[0]->kind, ST_SETMAXNREG);
+	assert_false(prod->body[0]->flag);
+	assert_int_equal(prod->body[0]->n, 40);
+	pl = prod->body[1];
+	assert_int_equal(prod->nbody, 2);
+	assert_int_equal(pl->kind, ST_LOOP);
+	assert_int_equal(pl->cb->part, CB_PRODUCER);
+	assert_string_equal(expr(t, pl->hi), "(my_tiles * ktiles)");
+	n = census(pl);
+	assert_int_equal(n.kind[ST_LOOP], 1);           /* merged: itself, no inner loop */
+	assert_int_equal(n.kind[ST_MMA], 0);            /* only the loads and their address math */
+	assert_int_equal(n.kind[ST_COMPUTE], 0);
+	assert_int_equal(n.kind[ST_TMA_STORE], 0);
+	assert_int_equal(n.kind[ST_TMA_LOAD], 2);
+	assert_int_equal(n.kind[ST_EXPECT_TX], 1);
+	assert_int_equal(n.kind[ST_MBAR_WAIT], 1);
+	x = pl->body[0];
+	assert_int_equal(x->kind, ST_IF);
+	assert_int_equal(x->body[0]->kind, ST_MBAR_WAIT);
+	assert_string_equal(expr(t, x->body[0]->barslot), arena_printf(c->arena, "(q %% %d)", S));
+	assert_string_equal(expr(t, x->body[1]->barslot), arena_printf(c->arena, "(q %% %d)", S));
+	assert_string_equal(expr(t, x->body[2]->a), "((q / ktiles) * 128)");
+	assert_string_equal(expr(t, x->body[2]->b), "((q % ktiles) * 64)");
+
+	/* consumers: setmaxnreg.inc 232, P + 1 pre-arrives, tile { k loop; epilogue } */
+	assert_int_equal(cons->body[0]->kind, ST_SETMAXNREG);
+	assert_true(cons->body[0]->flag);
+	assert_int_equal(cons->body[0]->n, 232);
+	assert_int_equal(cons->body[1]->kind, ST_LOOP);
+	assert_string_equal(expr(t, cons->body[1]->hi), arena_printf(c->arena, "%d", S - 1));
+	ctl = cons->body[2];
+	assert_ptr_equal(ctl, tl);
+	assert_int_equal(ctl->cb->part, CB_CONSUMER);
+	ckl = ctl->body[0];
+	assert_ptr_equal(ckl, kl);
+	assert_int_equal(census(ckl).kind[ST_TMA_LOAD], 0);
+	assert_int_equal(census(ckl).kind[ST_IF], 0);  /* the load block left with its loads */
+	i = 0;
+	assert_int_equal(ckl->body[i++]->kind, ST_MBAR_WAIT);
+	assert_int_equal(ckl->body[i++]->kind, ST_MMA_FENCE);
+	assert_ptr_equal(ckl->body[i++], m);
+	assert_int_equal(ckl->body[i++]->kind, ST_MMA_COMMIT);
+	assert_int_equal(ckl->body[i]->kind, ST_MMA_WAIT);
+	assert_int_equal(ckl->body[i++]->n, 1);
+	assert_int_equal(ckl->body[i]->kind, ST_MBAR_ARRIVE);
+	assert_string_equal(expr(t, ckl->body[i++]->barslot),
+	                    arena_printf(c->arena, "((((t * ktiles) + kk) + %d) %% %d)", S - 1, S));
+	assert_int_equal(ckl->nbody, i);
+	assert_int_equal(ctl->body[1]->kind, ST_MMA_WAIT);
+	assert_int_equal(ctl->body[1]->n, 0);
+	assert_ptr_equal(ctl->body[2], cpt);
+	n = census(cons);
+	assert_int_equal(n.kind[ST_SYNC], 1);
+	assert_int_equal(n.kind[ST_MMA_WAIT], 2);
+	if (getenv("WSF_TEST_PRINT")) {
+		Buf pb;
+
+		buf_init(&pb, c->arena);
+		kernel_print(&pb, k);
+		fputs(buf_str(&pb), stderr);
+	}
+}
+
 int
 main(void)
 {
@@ -400,6 +552,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(sync_two_mma_one_mainloop, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_mma_add_relu, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_matmul_nest, setup, teardown),
+		cmocka_unit_test_setup_teardown(passes_matmul_nest, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
