@@ -767,9 +767,10 @@ lower_pointwise_run_tile(void **state)
 
 /*
  * TMA stores, plain pipeline: in main the stage release doubles as the
- * staging barrier (fence and read-wait N - 2 before it); the epilogue gets
- * its own read-wait N - 1 + barrier before compute and fence + barrier
- * before the store; one commit per store block; one full wait at the end.
+ * staging barrier (fence and read-wait N - 2 before it); the epilogue, which
+ * releases nothing, gets fence + barrier before its store, and the read-wait
+ * N - 2 rides on that barrier too; one commit per store block; one full wait
+ * at the end.
  */
 static void
 sync_tma_store_plain(void **state)
