@@ -514,7 +514,8 @@ typedef enum StmtKind {
 	                      PK_TMAP param: the copy's box, out-of-bounds parts zero-filled; from a PK_PTR
 	                      param: a 1-D bulk copy of the row segment [b, min(b + copy cols, cols)) */
 	ST_TMA_STORE,      /* param at (row a, col b) <- buf[slot] */
-	ST_EXPECT_TX,      /* mbarrier.arrive.expect_tx bar[barslot], n bytes plus a (runtime) if set */
+	ST_EXPECT_TX,      /* mbarrier.arrive.expect_tx bar[barslot], n bytes plus a (runtime) if set; the
+	                      fill of stage counter lin (its slot is lin % S) */
 	ST_MBAR_INIT,      /* all of bar[], once, by one thread */
 	ST_MBAR_ARRIVE,    /* bar[barslot] */
 	ST_MBAR_WAIT,      /* bar[barslot] phase parity */
@@ -550,7 +551,15 @@ typedef enum CbPart {
 	CB_CONSUMER        /* warp-specialized compute loop */
 } CbPart;
 
-/* Circular buffering of one loop: the result of passes/circular_buffer.c. */
+/*
+ * One pipeline of a circular-buffered nest: the result of
+ * passes/circular_buffer.c.  A nest may hold several (a warp-specialized
+ * matmul: the k-loop operands on one, a per-tile epilogue input on another),
+ * each with its own stages, barriers and stage counter.  The buffered loop
+ * carries the pipeline whose loads it issues directly (or, with none, the one
+ * of the loop inside it that does); another pipeline is INNER: its info hangs
+ * on the inner loop whose iterations fill its stages.
+ */
 typedef struct CbInfo {
 	int stages;        /* S */
 	int prefetch;      /* P, 0 <= P < S */
@@ -559,6 +568,7 @@ typedef struct CbInfo {
 	int stage_bytes;   /* bytes every stage receives */
 	CbPart part;
 	bool warp_specialized;
+	bool inner;        /* stepped by a loop inside the buffered one */
 } CbInfo;
 
 /* A read or write of a buffer copy (BUF, SLOT) or of an accumulator (ACC; BUF 0), for the sync pass. */
@@ -612,6 +622,7 @@ struct Stmt {
 	 * body.  The buffered loop's own is its variable; an inner loop that
 	 * issues loads advances it (lin = outer_lin * trips + var), so stage and
 	 * parity run on across the whole nest.  NULL for loops that do not.
+	 * An ST_EXPECT_TX: the counter of the stage it arms.
 	 */
 	Expr *lin;
 	/* ST_IF condition; ST_LET value (a); coordinates (a row, b col); parity (a) */
@@ -660,6 +671,7 @@ struct Kernel {
 	KVar *var;      int nvar, capvar;       /* [0] unused */
 	KAcc *acc;      int nacc, capacc;       /* [0] unused */
 	KRole *role;    int nrole, caprole;     /* [0] unused; none unless warp-specialized */
+	CbInfo **pipe;  int npipe, cappipe;     /* every pipeline circular_buffer made, in order */
 	Stmt *body;
 	/* launch shape */
 	int threads;             /* per CTA */
@@ -731,6 +743,8 @@ Stmt *st_loop(Comp *c, int var, Expr *lo, Expr *hi, LoopKind kind);
 Stmt *st_if(Comp *c, Expr *cond);
 /* A deep copy with variable VAR replaced by WITH everywhere (VAR 0: plain copy). */
 Stmt *st_clone(Comp *c, const Stmt *s, int var, Expr *with);
+/* The pipeline whose full barrier is BAR, or NULL. */
+CbInfo *kernel_pipe_of(const Kernel *k, int bar);
 /* Does S (or anything in it) read / write buffer BUF? */
 bool st_reads_buf(const Stmt *s, int buf);
 bool st_writes_buf(const Stmt *s, int buf);

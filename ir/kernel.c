@@ -347,6 +347,17 @@ ex_equal(const Expr *a, const Expr *b)
 	return ex_equal(a->a, b->a) && ex_equal(a->b, b->b);
 }
 
+CbInfo *
+kernel_pipe_of(const Kernel *k, int bar)
+{
+	int i;
+
+	for (i = 0; i < k->npipe; i++)
+		if (k->pipe[i]->full_bar == bar)
+			return k->pipe[i];
+	return NULL;
+}
+
 bool
 st_reads_buf(const Stmt *s, int buf)
 {

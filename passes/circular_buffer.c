@@ -252,6 +252,7 @@ retarget(Rewrite *r, Stmt *s, Expr *lin, bool tx_done)
 
 			tx->bar = r->full;
 			tx->barslot = slot_of(r, lin);
+			tx->lin = lin;
 			tx->n = r->bytes;
 			tx->a = bulk_tx(r, s, i);
 			st_insert(r->c, s, i, tx);
@@ -435,6 +436,7 @@ pass_circular_buffer(Comp *c)
 	cb->prefetch = P;
 	cb->stage_bytes = stage_bytes;
 	cb->warp_specialized = k->warp_specialize;
+	*VEC_PUSH(c->arena, k->pipe, k->npipe, k->cappipe) = cb;
 	/* one elected thread arrives (with expect_tx) once per stage fill */
 	cb->full_bar = kernel_add_bar(c, k, "full", S, 1);
 	if (k->warp_specialize)

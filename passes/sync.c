@@ -279,29 +279,59 @@ same_resource(const Kernel *k, const Acc *a, const Pend *p)
 	return ex_equal(a->slot, p->a.slot) && p->dist % k->buf[a->buf].stages == 0;
 }
 
-/* The stage of pipeline CB that iteration LIN reads: its loads are pending on full[lin % S]. */
 static void
-stage_arrives(Sync *y, State *st, const Cb *cb)
+push_stage(Sync *y, State *st, int full, Expr *slot, Expr *lin, bool producer)
 {
-	Comp *c = y->c;
-	const CbInfo *info = cb->cb;
+	const CbInfo *info = kernel_pipe_of(y->k, full);
 	int b;
-	bool producer = info->part == CB_PRODUCER;
-	Expr *slot = ex_bin(c, EX_MOD, cb->lin, ex_int(c, info->stages));
 
+	if (!info)
+		return;
 	for (b = 1; b < y->k->nbuf; b++) {
 		Pend p = {0};
 
-		if (y->k->buf[b].full_bar != info->full_bar)
+		if (y->k->buf[b].full_bar != full)
 			continue;
 		/* a consumer waits for the loads; the producer for the consumers' release */
 		p.a = (Acc){.buf = b, .slot = slot, .write = !producer, .via = VIA_MBAR};
 		p.id = ++y->ids;
-		p.bar = producer ? info->empty_bar : info->full_bar;
+		p.bar = producer ? info->empty_bar : full;
 		p.barslot = slot;
-		p.parity = parity(c, cb->lin, info->stages);
+		p.parity = parity(y->c, lin, info->stages);
 		push(y, st, p);
 	}
+}
+
+/* The fills S issues (not those of loops inside that step a counter of their own): each waits for its slot. */
+static void
+producer_fills(Sync *y, State *st, const Stmt *s)
+{
+	int i;
+
+	for (i = 0; i < s->nbody; i++) {
+		const Stmt *x = s->body[i];
+
+		if (x->kind == ST_EXPECT_TX && x->lin)
+			push_stage(y, st, x->bar, x->barslot, x->lin, true);
+		else if (x->kind == ST_IF || x->kind == ST_BLOCK)
+			producer_fills(y, st, x);
+	}
+}
+
+/*
+ * What a circular-buffered loop's body starts with pending, by protocol: the
+ * stage iteration LIN reads was loaded P iterations earlier, or by the
+ * producer (full[lin % S]); the slot a producer's iteration fills was read by
+ * the consumers S iterations earlier (empty[lin % S], for each fill it issues).
+ */
+static void
+stage_arrives(Sync *y, State *st, const Stmt *body, const Cb *cb)
+{
+	if (cb->cb->part == CB_PRODUCER)
+		producer_fills(y, st, body);
+	else
+		push_stage(y, st, cb->cb->full_bar, ex_bin(y->c, EX_MOD, cb->lin, ex_int(y->c, cb->cb->stages)),
+		           cb->lin, false);
 }
 
 /* ---- the forward walk ------------------------------------------------- */
@@ -593,7 +623,7 @@ release_stage(Sync *y, Stmt *body, const Cb *cb, State *st)
 	for (j = 0; j < body->nbody; j++) {
 		Stmt *x = body->body[j];
 
-		if (x->kind == ST_LOOP && x->lin)
+		if (x->kind == ST_LOOP && x->lin && !x->cb)
 			continue;  /* a loop that advances the counter releases its own stages */
 		if (reads_stage(y->k, x, info->full_bar)) {
 			last = j;
@@ -809,7 +839,7 @@ advances_counter(const Stmt *body)
 	int i;
 
 	for (i = 0; i < body->nbody; i++)
-		if (body->body[i]->kind == ST_LOOP && body->body[i]->lin)
+		if (body->body[i]->kind == ST_LOOP && body->body[i]->lin && !body->body[i]->cb)
 			return true;
 	return false;
 }
@@ -822,8 +852,8 @@ walk_body(Sync *y, Stmt *loop, State *st, const Cb *cb)
 	fr->block = loop;
 	fr->loop = true;
 	fr->bulk0 = st->bulk;
-	if (cb && !advances_counter(loop))
-		stage_arrives(y, st, cb);
+	if (cb && (cb->cb->part == CB_PRODUCER || !advances_counter(loop)))
+		stage_arrives(y, st, loop, cb);
 	walk_stmts(y, fr, st, loop, NULL, false, cb);
 	commit_mma(y, loop, st);
 	if (cb) {
@@ -836,6 +866,29 @@ walk_body(Sync *y, Stmt *loop, State *st, const Cb *cb)
 				drop(st, i);
 	}
 	place_all(y, fr);
+}
+
+/*
+ * Before the consumers' buffered loop LOOP (at BLOCK->body[*J]): the first
+ * P + 1 stages of its pipeline, and of each inner one in S, start empty.
+ */
+static void
+pre_arrive(Sync *y, Stmt *block, int *j, const Stmt *loop, const Stmt *s)
+{
+	Comp *c = y->c;
+	int i;
+
+	if (s->kind == ST_LOOP && s->cb && (s == loop || s->cb->inner) && s->cb->empty_bar) {
+		int kv = kernel_add_var(c, y->k, "s");
+		Stmt *pre = st_loop(c, kv, ex_int(c, 0), ex_int(c, s->cb->prefetch + 1), LOOP_SERIAL);
+
+		pre->comment = "the first P + 1 stages start empty";
+		st_append(c, pre, mbar(c, ST_MBAR_ARRIVE, s->cb->empty_bar, ex_var(c, kv), NULL, NULL));
+		st_insert(c, block, *j, pre);
+		(*j)++;
+	}
+	for (i = 0; i < s->nbody; i++)
+		pre_arrive(y, block, j, loop, s->body[i]);
 }
 
 /*
@@ -862,16 +915,8 @@ walk_loop(Sync *y, Frame *fr, State *st, Stmt *block, int *j, const Cb *outer)
 		here.lin = loop->lin;
 		cb = &here;
 	}
-	if (cb && loop->cb && loop->cb->part == CB_CONSUMER && !y->dry) {
-		/* the first P + 1 stages start empty */
-		int kv = kernel_add_var(c, y->k, "s");
-		Stmt *pre = st_loop(c, kv, ex_int(c, 0), ex_int(c, cb->cb->prefetch + 1), LOOP_SERIAL);
-
-		pre->comment = "the first P + 1 stages start empty";
-		st_append(c, pre, mbar(c, ST_MBAR_ARRIVE, cb->cb->empty_bar, ex_var(c, kv), NULL, NULL));
-		st_insert(c, block, *j, pre);
-		(*j)++;
-	}
+	if (cb && loop->cb && loop->cb->part == CB_CONSUMER && !loop->cb->inner && !y->dry)
+		pre_arrive(y, block, j, loop, loop);
 
 	/* the effects from before the loop: a loop that continues the last one's counter meets them one iteration on */
 	copy_state(entry, st);

@@ -182,7 +182,8 @@ merge_loops(Comp *c, Kernel *k, Stmt *loop)
 	t = ex_bin(c, EX_DIV, q, inner->hi);
 	kk = ex_bin(c, EX_MOD, q, inner->hi);
 	m = st_loop(c, v, ex_int(c, 0), ex_bin(c, EX_MUL, loop->hi, inner->hi), LOOP_SERIAL);
-	m->cb = loop->cb;
+	/* the merged loop steps the inner pipeline; a per-tile one's fills carry their own counter (t) */
+	m->cb = inner->cb ? inner->cb : loop->cb;
 	m->lin = q;
 	m->comment = loop->comment;
 	first = st_if(c, ex_bin(c, EX_EQ, kk, ex_int(c, 0)));
@@ -213,6 +214,20 @@ merge_loops(Comp *c, Kernel *k, Stmt *loop)
 		st_insert(c, m, at, first);
 	}
 	return m;
+}
+
+/* Marks every pipeline's loop in S as PART of a role. */
+static void
+set_part(Stmt *s, CbPart part)
+{
+	int i;
+
+	if (s->kind == ST_LOOP && s->cb)
+		s->cb->part = part;
+	for (i = 0; i < s->nbody; i++)
+		set_part(s->body[i], part);
+	if (s->orelse)
+		set_part(s->orelse, part);
 }
 
 /* ---- roles ---------------------------------------------------------------- */
@@ -254,12 +269,12 @@ pass_warp_specialize(Comp *c)
 	loop = w.parent->body[w.index];
 
 	producer = merge_loops(c, k, ws_load_slice(c, k, loop));
-	producer->cb->part = CB_PRODUCER;
+	set_part(producer, CB_PRODUCER);
 	producer->comment = "producer: issue the loads of every tile";
 
 	consumer = loop;
 	cb_strip_loads(consumer);
-	consumer->cb->part = CB_CONSUMER;
+	set_part(consumer, CB_CONSUMER);
 	consumer->comment = "consumers: compute every tile";
 
 	/* the producer after the consumer threads; the consumers' barriers are named barrier 1 */

@@ -268,6 +268,7 @@ sync_matmul_nest(void **state)
 	               .part = CB_CONSUMER, .warp_specialized = true};
 	*pcb = *cb;
 	pcb->part = CB_PRODUCER;
+	*VEC_PUSH(c->arena, k->pipe, k->npipe, k->cappipe) = cb;
 
 	/* producer: the merged (tile x k) loop: expect_tx, two loads on full[q % 4] */
 	prod->role = kernel_add_role(c, k, ROLE_PRODUCER, 256, 128);
@@ -286,6 +287,7 @@ sync_matmul_nest(void **state)
 	tx->bar = full;
 	tx->barslot = slot;
 	tx->n = 48 * 1024;
+	tx->lin = ex_var(c, pl->var);
 	st_append(c, issue, tx);
 	for (b = 1; b <= 2; b++) {
 		Stmt *ld = st_new(c, ST_TMA_LOAD);
