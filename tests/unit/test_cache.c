@@ -269,7 +269,7 @@ flip_cubin_byte(Comp *c, const char *dir)
 
 	memcpy(other, cubin_bytes, sizeof other);
 	other[sizeof other - 1] ^= 0x80;
-	assert_int_equal(rt_write_file(file_of(c, dir, "kernel.cubin"), other, sizeof other), 0);
+	assert_int_equal(rt_write_file(file_of(c, dir, "kernel.cubin"), other, sizeof other, RT_WRITE_NONE), 0);
 }
 
 static void
@@ -283,13 +283,13 @@ garble_meta(Comp *c, const char *dir)
 {
 	const char *junk = "wsfuse-cache-v1\nkey nonsense\n\x01\x02";
 
-	assert_int_equal(rt_write_file(file_of(c, dir, "meta"), junk, strlen(junk)), 0);
+	assert_int_equal(rt_write_file(file_of(c, dir, "meta"), junk, strlen(junk), RT_WRITE_MKDIRS), 0);
 }
 
 static void
 empty_meta(Comp *c, const char *dir)
 {
-	assert_int_equal(rt_write_file(file_of(c, dir, "meta"), "", 0), 0);
+	assert_int_equal(rt_write_file(file_of(c, dir, "meta"), "", 0, RT_WRITE_MKDIRS), 0);
 }
 
 static void
@@ -326,7 +326,7 @@ test_unwritable_dir(void **state)
 	nwarnings = 0;
 	/* a regular file where a directory must go: fails even for root */
 	blocked = arena_printf(c.arena, "%s/file", dir);
-	assert_int_equal(rt_write_file(blocked, "x", 1), 0);
+	assert_int_equal(rt_write_file(blocked, "x", 1, RT_WRITE_MKDIRS), 0);
 	rt_cache_store(&c, arena_printf(c.arena, "%s/cache", blocked), key, "src", &in);
 	assert_int_equal(nwarnings, 1);
 	assert_int_equal(c.nerrors, 0);
@@ -351,8 +351,8 @@ test_write_file(void **state)
 	FILE *f;
 
 	snprintf(path, sizeof path, "%s/a/b/c/file.txt", dir);
-	assert_int_equal(rt_write_file(path, "first", 5), 0);
-	assert_int_equal(rt_write_file(path, "second", 6), 0);
+	assert_int_equal(rt_write_file(path, "first", 5, RT_WRITE_MKDIRS), 0);
+	assert_int_equal(rt_write_file(path, "second", 6, RT_WRITE_MKDIRS), 0);
 	f = fopen(path, "rb");
 	assert_non_null(f);
 	assert_int_equal(fread(buf, 1, sizeof buf - 1, f), 6);
@@ -361,7 +361,7 @@ test_write_file(void **state)
 	nftw(dir, count_entries, 16, FTW_PHYS);
 	/* a path whose parent cannot exist fails with errno set */
 	snprintf(path, sizeof path, "%s/a/b/c/file.txt/below", dir);
-	assert_int_equal(rt_write_file(path, "x", 1), -1);
+	assert_int_equal(rt_write_file(path, "x", 1, RT_WRITE_MKDIRS), -1);
 }
 
 int
