@@ -459,6 +459,26 @@ wsf_kernel_text(const WsfKernel *k, WsfStage stage, size_t *size)
 	return k->text[stage];
 }
 
+WsfStatus
+wsf_kernel_write(WsfContext *ctx, const WsfKernel *k, WsfStage stage, const char *path)
+{
+	const char *text;
+	size_t len = 0;
+
+	if (!ctx || !k || !path)
+		return WSF_ERR_USAGE;
+	if (!(text = wsf_kernel_text(k, stage, &len)))
+		return ctx_error(ctx, WSF_ERR_USAGE,
+		                 "error: kernel '%s' has no %s: compilation stopped before it (option stop-after)",
+		                 wsf_kernel_name(k), wsf_stage_name(stage));
+	if (!*path)
+		return ctx_error(ctx, WSF_ERR_USAGE, "error: empty file name for the %s of kernel '%s'",
+		                 wsf_stage_name(stage), wsf_kernel_name(k));
+	if (rt_write_file(path, text, len, RT_WRITE_THROUGH) < 0)
+		return ctx_error(ctx, WSF_ERR_IO, "%s: error: cannot write: %s", path, strerror(errno));
+	return WSF_OK;
+}
+
 /* Argument I's tensor id and stored dtype; 0 when out of range. */
 static int
 arg_tensor(const WsfKernel *k, int i, Dtype *dt)

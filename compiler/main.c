@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "wsfuse.h"
 
@@ -151,34 +150,22 @@ read_stdin(size_t *len)
 	return buf;
 }
 
-/* Writes LEN bytes to PATH through a temp file and a rename, so no reader sees half a file. */
+/* Says that standard output could not be written, and why. */
 static int
-write_output(const char *path, const char *data, size_t len)
+stdout_error(void)
 {
-	char *tmp;
-	FILE *fp;
-	int ok;
+	fprintf(stderr, "wsfuse: cannot write to standard output: %s\n",
+	        errno ? strerror(errno) : "write error");
+	return EXIT_INPUT;
+}
 
-	if (strcmp(path, "-") == 0)
-		return fwrite(data, 1, len, stdout) == len && fflush(stdout) == 0 ? 0 : EXIT_INPUT;
-	if (!(tmp = malloc(strlen(path) + 32)))
-		return EXIT_INTERNAL;
-	sprintf(tmp, "%s.tmp.%ld", path, (long)getpid());
-	if (!(fp = fopen(tmp, "wb"))) {
-		fprintf(stderr, "wsfuse: cannot write '%s': %s\n", tmp, strerror(errno));
-		free(tmp);
-		return EXIT_INPUT;
-	}
-	ok = fwrite(data, 1, len, fp) == len;
-	ok = (fclose(fp) == 0) && ok;
-	if (!ok || rename(tmp, path) != 0) {
-		fprintf(stderr, "wsfuse: cannot write '%s': %s\n", path, strerror(errno));
-		remove(tmp);
-		free(tmp);
-		return EXIT_INPUT;
-	}
-	free(tmp);
-	return 0;
+/* RC, unless it is 0 and what was printed did not all arrive (a full disk, a closed pipe). */
+static int
+flush_stdout(int rc)
+{
+	if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout)))
+		return stdout_error();
+	return rc;
 }
 
 static int
@@ -195,7 +182,7 @@ parse_args(int argc, char **argv, WsfContext *ctx, Args *a)
 			if (!wsf_stage_from_name(a->emit))
 				return usage_error("unknown --emit value '%s' (expected fusion-ir, kernel-ir, cuda, ptx or cubin)", a->emit);
 		} else if (strcmp(s, "-o") == 0) {
-			if (++i == argc)
+			if (++i == argc || !*argv[i])
 				return usage_error("%s needs a file name", "-o");
 			a->out = argv[i];
 		} else if (strcmp(s, "-D") == 0) {
@@ -271,8 +258,14 @@ cmd_compile(WsfContext *ctx, Args *a)
 	wsf_set_option(ctx, "stop-after", wsf_stage_name(stage));
 	if ((rc = exit_code(compile_spec(ctx, a->spec, &k))))
 		return rc;
-	text = wsf_kernel_text(k, stage, &len);
-	if (!a->out && stage == WSF_STAGE_CUBIN) {
+	if (a->out ? strcmp(a->out, "-") == 0 : stage != WSF_STAGE_CUBIN) {
+		text = wsf_kernel_text(k, stage, &len);
+		errno = 0;
+		rc = fwrite(text, 1, len, stdout) == len && fflush(stdout) == 0 ? 0 : stdout_error();
+		wsf_kernel_delete(k);
+		return rc;
+	}
+	if (!a->out) {
 		const char *name = wsf_kernel_name(k);
 
 		if (!(defname = malloc(strlen(name) + 8))) {
@@ -281,7 +274,7 @@ cmd_compile(WsfContext *ctx, Args *a)
 		}
 		sprintf(defname, "%s.cubin", name);
 	}
-	rc = write_output(a->out ? a->out : defname ? defname : "-", text, len);
+	rc = exit_code(wsf_kernel_write(ctx, k, stage, a->out ? a->out : defname));
 	free(defname);
 	wsf_kernel_delete(k);
 	return rc;
@@ -344,11 +337,11 @@ main(int argc, char **argv)
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
 		fputs(usage, stdout);
 		fputs(help, stdout);
-		return 0;
+		return flush_stdout(0);
 	}
 	if (strcmp(argv[1], "--version") == 0) {
 		printf("wsfuse %s\n", WSF_VERSION_STRING);
-		return 0;
+		return flush_stdout(0);
 	}
 	if (!(ctx = wsf_context_new())) {
 		fputs("wsfuse: out of memory\n", stderr);
@@ -369,5 +362,5 @@ main(int argc, char **argv)
 	}
 done:
 	wsf_context_delete(ctx);
-	return rc;
+	return flush_stdout(rc);
 }

@@ -128,6 +128,15 @@ const char *wsf_kernel_name(const WsfKernel *k);
  * (size may be NULL for text stages).
  */
 const char *wsf_kernel_text(const WsfKernel *k, WsfStage stage, size_t *size);
+/*
+ * Writes the text of STAGE (for WSF_STAGE_CUBIN, the bytes) to file PATH,
+ * whole or not at all: a regular file is replaced through a new temp file in
+ * its folder and a rename, a symbolic link's target is replaced and the link
+ * kept, and a device or FIFO (/dev/null, a named pipe) is written in place.
+ * WSF_ERR_IO, with a message naming PATH, when it cannot be written;
+ * WSF_ERR_USAGE when compilation stopped before STAGE.
+ */
+WsfStatus wsf_kernel_write(WsfContext *ctx, const WsfKernel *k, WsfStage stage, const char *path);
 
 /* Argument order for launches: the inputs in spec order, then the outputs. */
 int wsf_kernel_num_args(const WsfKernel *k);

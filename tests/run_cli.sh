@@ -1,0 +1,119 @@
+#!/bin/bash
+# run_cli.sh BUILD: tests of the command line BUILD/wsfuse that golden files
+# cannot express: where -o writes (a device, a FIFO, a symbolic link, past a
+# symbolic link planted at the old temp name) and failures to write standard
+# output.  Each case counts once; a failing one prints "FAIL cli: CASE: why".
+# Ends with "N passed, N failed".
+set -u
+b=${1:?usage: run_cli.sh BUILD}
+wsfuse=$b/wsfuse
+spec=examples/pointwise_chain.yaml
+export WSFUSE_CACHE=0
+if [ ! -x "$wsfuse" ]; then
+	echo "FAIL $wsfuse: not built"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL cli: $1: $2"; }
+
+# cli ARGS...: runs the CLI with stdout, stderr and the exit status in
+# $tmp/out, $tmp/err and $rc; a minute is a hang.
+cli() {
+	timeout 60 "$wsfuse" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+	rc=$?
+}
+
+# expect CASE STATUS TEXT: the last run exited with STATUS and TEXT is in its
+# stderr (which must be empty when TEXT is).
+expect() {
+	if [ "$rc" != "$2" ]; then
+		bad "$1" "exit $rc, expected $2; stderr: $(head -c 400 "$tmp/err")"
+	elif [ -z "$3" ] && [ -s "$tmp/err" ]; then
+		bad "$1" "stderr: $(head -c 400 "$tmp/err")"
+	elif [ -n "$3" ] && ! grep -qF -- "$3" "$tmp/err"; then
+		bad "$1" "stderr lacks '$3': $(head -c 400 "$tmp/err")"
+	else
+		ok
+	fi
+}
+
+# same CASE FILE: FILE holds the CUDA of $spec.
+same() {
+	if cmp -s "$tmp/want.cu" "$2"; then ok; else bad "$1" "$2 is not the CUDA of $spec"; fi
+}
+
+"$wsfuse" compile --emit=cuda "$spec" >"$tmp/want.cu" || bad setup "cannot emit $spec"
+
+# ---- -o ----
+
+cli compile --emit=cuda "$spec" -o /dev/null
+expect "-o /dev/null" 0 ""
+if [ -c /dev/null ]; then ok; else bad "-o /dev/null" "/dev/null is no longer a character device"; fi
+
+cli compile --emit=cuda "$spec" -o /dev/full
+expect "-o /dev/full" 1 "/dev/full: error: cannot write: No space left on device"
+
+mkfifo "$tmp/fifo"
+timeout 60 cat "$tmp/fifo" >"$tmp/from-fifo" &
+reader=$!
+cli compile --emit=cuda "$spec" -o "$tmp/fifo"
+wait "$reader"
+expect "-o FIFO" 0 ""
+same "-o FIFO" "$tmp/from-fifo"
+if [ -p "$tmp/fifo" ]; then ok; else bad "-o FIFO" "the FIFO was replaced"; fi
+
+mkdir "$tmp/d"
+echo old >"$tmp/d/target"
+ln -s target "$tmp/d/link"
+cli compile --emit=cuda "$spec" -o "$tmp/d/link"
+expect "-o symlink" 0 ""
+same "-o symlink" "$tmp/d/target"
+if [ -L "$tmp/d/link" ]; then ok; else bad "-o symlink" "the link was replaced"; fi
+
+ln -s made "$tmp/d/dangling"
+cli compile --emit=cuda "$spec" -o "$tmp/d/dangling"
+expect "-o dangling symlink" 0 ""
+same "-o dangling symlink" "$tmp/d/made"
+
+# a link planted at the temp name wsfuse once used (PATH.tmp.PID) is not followed:
+# the subshell's PID is the one wsfuse runs as after exec
+echo victim >"$tmp/d/victim"
+(
+	ln -s victim "$tmp/d/out.cu.tmp.$BASHPID"
+	exec "$wsfuse" compile --emit=cuda "$spec" -o "$tmp/d/out.cu" >"$tmp/out" 2>"$tmp/err" </dev/null
+)
+rc=$?
+expect "planted temp link" 0 ""
+same "planted temp link" "$tmp/d/out.cu"
+if [ "$(cat "$tmp/d/victim")" = victim ]; then ok; else bad "planted temp link" "the link's target was written"; fi
+rm -f "$tmp/d/out.cu.tmp."*
+
+cli compile --emit=cuda "$spec" -o "$tmp/d"
+expect "-o directory" 1 "$tmp/d: error: cannot write: Is a directory"
+
+cli compile --emit=cuda "$spec" -o "$tmp/missing/out.cu"
+expect "-o missing folder" 1 "$tmp/missing/out.cu: error: cannot write: No such file or directory"
+
+cli compile --emit=cuda "$spec" -o ""
+expect "-o empty" 2 "-o needs a file name"
+
+left=$(find "$tmp" -name '*.tmp.*')
+if [ -z "$left" ]; then ok; else bad "temp files" "left behind: $left"; fi
+
+# ---- standard output ----
+
+timeout 60 "$wsfuse" compile --emit=cuda "$spec" >/dev/full 2>"$tmp/err"
+rc=$?
+expect "stdout /dev/full" 1 "wsfuse: cannot write to standard output: No space left on device"
+
+timeout 60 "$wsfuse" --help >/dev/full 2>"$tmp/err"
+rc=$?
+expect "--help to /dev/full" 1 "cannot write to standard output"
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
