@@ -252,14 +252,18 @@ entry_path(Comp *c, const char *dir, const char *key, const char *file)
 
 /* ---- files ---- */
 
-/* The whole of regular file PATH in C's arena, NUL-terminated; NULL if unreadable. */
+/*
+ * The whole of regular file PATH in C's arena, NUL-terminated; NULL if
+ * unreadable or not a regular file.  O_NONBLOCK: opening a FIFO planted in
+ * the cache must not wait for a writer (regular files ignore the flag).
+ */
 static char *
 read_all(Comp *c, const char *path, size_t *len)
 {
 	struct stat st;
 	char *p = NULL;
 	size_t got = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 
 	if (fd < 0)
 		return NULL;

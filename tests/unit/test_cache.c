@@ -5,7 +5,9 @@
  * SHA-256 is checked on FIPS 180-4's examples and on lengths around the
  * padding boundary.  Each damaged-entry test stores a good entry, breaks one
  * thing (truncates the cubin, flips a byte, deletes or garbles meta) and
- * expects a miss with no error.  Every test works in its own mkdtemp folder.
+ * expects a miss with no error; a FIFO in place of a file is a miss too, at
+ * once (alarm() fails the test if opening it waits for a writer).  Every test
+ * works in its own mkdtemp folder.
  */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include <setjmp.h>
@@ -305,6 +307,27 @@ cubin_is_a_dir(Comp *c, const char *dir)
 	assert_int_equal(mkdir(file_of(c, dir, "kernel.cubin"), 0700), 0);
 }
 
+/* A FIFO in place of a file: opening it must not wait for a writer that never comes. */
+static void
+fifo_for(Comp *c, const char *dir, const char *file)
+{
+	alarm(20); /* a hang fails the test */
+	assert_int_equal(unlink(file_of(c, dir, file)), 0);
+	assert_int_equal(mkfifo(file_of(c, dir, file), 0600), 0);
+}
+
+static void
+meta_is_a_fifo(Comp *c, const char *dir)
+{
+	fifo_for(c, dir, "meta");
+}
+
+static void
+cubin_is_a_fifo(Comp *c, const char *dir)
+{
+	fifo_for(c, dir, "kernel.cubin");
+}
+
 static void test_truncated_cubin(void **state) { expect_miss_after(*state, truncate_cubin); }
 static void test_flipped_ptx_byte(void **state) { expect_miss_after(*state, flip_ptx_byte); }
 static void test_flipped_cubin_byte(void **state) { expect_miss_after(*state, flip_cubin_byte); }
@@ -313,6 +336,24 @@ static void test_garbage_meta(void **state) { expect_miss_after(*state, garble_m
 static void test_empty_meta(void **state) { expect_miss_after(*state, empty_meta); }
 static void test_missing_log(void **state) { expect_miss_after(*state, remove_log); }
 static void test_cubin_is_a_dir(void **state) { expect_miss_after(*state, cubin_is_a_dir); }
+
+static void
+test_fifo_entry(void **state)
+{
+	const char *dir = *state;
+	Cubin in = sample(), out;
+	Comp c;
+
+	expect_miss_after(dir, meta_is_a_fifo);
+	expect_miss_after(dir, cubin_is_a_fifo);
+	/* storing again replaces the FIFOs (without opening them) and the entry loads */
+	COMP_INIT(c);
+	rt_cache_store(&c, dir, key, "src", &in);
+	assert_int_equal(c.nerrors, 0);
+	assert_int_equal(rt_cache_load(&c, dir, key, &out), 1);
+	alarm(0);
+	arena_free(c.arena);
+}
 
 static void
 test_unwritable_dir(void **state)
@@ -380,6 +421,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_empty_meta, make_tmp, remove_tmp),
 		cmocka_unit_test_setup_teardown(test_missing_log, make_tmp, remove_tmp),
 		cmocka_unit_test_setup_teardown(test_cubin_is_a_dir, make_tmp, remove_tmp),
+		cmocka_unit_test_setup_teardown(test_fifo_entry, make_tmp, remove_tmp),
 		cmocka_unit_test_setup_teardown(test_unwritable_dir, make_tmp, remove_tmp),
 		cmocka_unit_test_setup_teardown(test_write_file, make_tmp, remove_tmp),
 	};
