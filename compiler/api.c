@@ -339,6 +339,15 @@ forward_dump(void *user, const char *pass, const char *text)
 }
 
 static WsfStatus
+too_long(WsfContext *ctx, const char *name)
+{
+	return ctx_error(ctx, WSF_ERR_INPUT,
+	                 "%s: error: the spec is longer than the limit of %zu bytes (1 MiB); "
+	                 "a fusion spec needs a few kilobytes",
+	                 name, WSF_MAX_SPEC_BYTES);
+}
+
+static WsfStatus
 compile(WsfContext *ctx, const char *name, const char *text, size_t len, WsfKernel **out)
 {
 	WsfKernel *k;
@@ -347,6 +356,8 @@ compile(WsfContext *ctx, const char *name, const char *text, size_t len, WsfKern
 	volatile WsfStatus s = WSF_OK;
 
 	*out = NULL;
+	if (len > WSF_MAX_SPEC_BYTES)
+		return too_long(ctx, name);
 	if (!(k = calloc(1, sizeof *k)))
 		return ctx_error(ctx, WSF_ERR_NOMEM, "error: out of memory");
 	c = &k->comp;
@@ -418,6 +429,7 @@ wsf_compile_file(WsfContext *ctx, const char *path, WsfKernel **out)
 	*out = NULL;
 	if (!(fp = fopen(path, "rb")))
 		return ctx_error(ctx, WSF_ERR_IO, "%s: error: cannot open: %s", path, strerror(errno));
+	/* one byte past the limit tells a spec at the limit from a longer one */
 	do {
 		if (len == cap) {
 			char *t = realloc(text, cap = cap ? cap * 2 : 4096);
@@ -429,9 +441,15 @@ wsf_compile_file(WsfContext *ctx, const char *path, WsfKernel **out)
 			}
 			text = t;
 		}
-		n = fread(text + len, 1, cap - len, fp);
+		n = fread(text + len, 1, cap - len < WSF_MAX_SPEC_BYTES + 1 - len ? cap - len :
+		                         WSF_MAX_SPEC_BYTES + 1 - len, fp);
 		len += n;
-	} while (n > 0);
+	} while (n > 0 && len <= WSF_MAX_SPEC_BYTES);
+	if (len > WSF_MAX_SPEC_BYTES) {
+		free(text);
+		fclose(fp);
+		return too_long(ctx, path);
+	}
 	if (ferror(fp)) {
 		free(text);
 		fclose(fp);

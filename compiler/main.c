@@ -129,6 +129,11 @@ bind_size(WsfContext *ctx, const char *def)
 	return exit_code(wsf_set_size(ctx, name, v));
 }
 
+/*
+ * Standard input, up to one byte past the spec limit (wsf_compile_string
+ * reports a longer spec, and endless input ends).  NULL when out of memory
+ * or unreadable, after a message.
+ */
 static char *
 read_stdin(size_t *len)
 {
@@ -139,14 +144,21 @@ read_stdin(size_t *len)
 	do {
 		if (*len == cap) {
 			if (!(t = realloc(buf, cap = cap ? 2 * cap : 4096))) {
+				fputs("wsfuse: out of memory\n", stderr);
 				free(buf);
 				return NULL;
 			}
 			buf = t;
 		}
-		n = fread(buf + *len, 1, cap - *len, stdin);
+		n = fread(buf + *len, 1, cap - *len < WSF_MAX_SPEC_BYTES + 1 - *len ? cap - *len :
+		                         WSF_MAX_SPEC_BYTES + 1 - *len, stdin);
 		*len += n;
-	} while (n > 0);
+	} while (n > 0 && *len <= WSF_MAX_SPEC_BYTES);
+	if (ferror(stdin)) {
+		fprintf(stderr, "wsfuse: cannot read standard input: %s\n", strerror(errno));
+		free(buf);
+		return NULL;
+	}
 	return buf;
 }
 
@@ -239,7 +251,7 @@ compile_spec(WsfContext *ctx, const char *spec, WsfKernel **k)
 	if (strcmp(spec, "-") != 0)
 		return wsf_compile_file(ctx, spec, k);
 	if (!(text = read_stdin(&len)))
-		return WSF_ERR_NOMEM;
+		return WSF_ERR_IO;
 	s = wsf_compile_string(ctx, "<stdin>", text, len, k);
 	free(text);
 	return s;

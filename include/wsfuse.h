@@ -109,12 +109,17 @@ WsfStatus wsf_set_size(WsfContext *ctx, const char *name, int64_t value);
  */
 WsfStatus wsf_set_option(WsfContext *ctx, const char *name, const char *value);
 
+/* The largest spec wsfuse reads, in bytes (1 MiB; a spec needs a few kilobytes). */
+#define WSF_MAX_SPEC_BYTES ((size_t)1 << 20)
+
 /*
  * Compiles the spec in file PATH ("-" is not special here) to a kernel.  On
- * success *out is a new kernel the caller owns; on failure *out is NULL.
+ * success *out is a new kernel the caller owns; on failure *out is NULL.  A
+ * file longer than WSF_MAX_SPEC_BYTES is WSF_ERR_INPUT, and no more than that
+ * is read from it (/dev/zero ends too).
  */
 WsfStatus wsf_compile_file(WsfContext *ctx, const char *path, WsfKernel **out);
-/* Same, from LEN bytes of TEXT; NAME is the file name used in diagnostics. */
+/* Same, from LEN bytes of TEXT (at most WSF_MAX_SPEC_BYTES); NAME is the file name used in diagnostics. */
 WsfStatus wsf_compile_string(WsfContext *ctx, const char *name, const char *text, size_t len,
                              WsfKernel **out);
 

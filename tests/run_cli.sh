@@ -1,8 +1,8 @@
 #!/bin/bash
 # run_cli.sh BUILD: tests of the command line BUILD/wsfuse that golden files
 # cannot express: where -o writes (a device, a FIFO, a symbolic link, past a
-# symbolic link planted at the old temp name) and failures to write standard
-# output.  Each case counts once; a failing one prints "FAIL cli: CASE: why".
+# symbolic link planted at the old temp name), failures to write standard
+# output, and input past the spec limit.  Each case counts once; a failing one prints "FAIL cli: CASE: why".
 # Ends with "N passed, N failed".
 set -u
 b=${1:?usage: run_cli.sh BUILD}
@@ -104,6 +104,19 @@ expect "-o empty" 2 "-o needs a file name"
 
 left=$(find "$tmp" -name '*.tmp.*')
 if [ -z "$left" ]; then ok; else bad "temp files" "left behind: $left"; fi
+
+# ---- input ----
+
+cli compile /dev/zero
+expect "spec /dev/zero" 1 "/dev/zero: error: the spec is longer than the limit of 1048576 bytes (1 MiB)"
+
+timeout 60 "$wsfuse" compile - </dev/zero >"$tmp/out" 2>"$tmp/err"
+rc=$?
+expect "endless stdin" 1 "<stdin>: error: the spec is longer than the limit of 1048576 bytes (1 MiB)"
+
+timeout 60 "$wsfuse" compile - </ >"$tmp/out" 2>"$tmp/err"
+rc=$?
+expect "stdin a directory" 1 "wsfuse: cannot read standard input: Is a directory"
 
 # ---- standard output ----
 

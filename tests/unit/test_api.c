@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -353,6 +354,38 @@ refusals(void **state)
 	wsf_context_delete(NULL);
 }
 
+/*
+ * A spec longer than WSF_MAX_SPEC_BYTES is refused before it is parsed, from
+ * a string or a file; reading an endless file stops one byte past the limit.
+ * One at the limit is parsed (and here found empty).
+ */
+static void
+specs_longer_than_the_limit(void **state)
+{
+	WsfContext *ctx = wsf_context_new();
+	WsfKernel *k = (WsfKernel *)&k;
+	char *big = malloc(WSF_MAX_SPEC_BYTES + 1);
+	Seen seen = {0};
+
+	(void)state;
+	assert_non_null(big);
+	memset(big, ' ', WSF_MAX_SPEC_BYTES + 1);
+	wsf_set_diagnostic_handler(ctx, on_diag, &seen);
+	assert_int_equal(wsf_compile_string(ctx, "big.yaml", big, WSF_MAX_SPEC_BYTES + 1, &k), WSF_ERR_INPUT);
+	assert_null(k);
+	assert_int_equal(seen.errors, 1);
+	assert_string_equal(seen.last, "big.yaml: error: the spec is longer than the limit of 1048576 bytes "
+	                               "(1 MiB); a fusion spec needs a few kilobytes");
+	assert_int_equal(wsf_compile_string(ctx, "big.yaml", big, WSF_MAX_SPEC_BYTES, &k), WSF_ERR_INPUT);
+	assert_non_null(strstr(seen.last, "the spec is empty"));
+	assert_int_equal(wsf_compile_file(ctx, "/dev/zero", &k), WSF_ERR_INPUT);
+	assert_null(k);
+	assert_non_null(strstr(seen.last, "/dev/zero: error: the spec is longer than the limit"));
+	assert_int_equal(seen.errors, 3);
+	free(big);
+	wsf_context_delete(ctx);
+}
+
 int
 main(void)
 {
@@ -365,6 +398,7 @@ main(void)
 		cmocka_unit_test(argument_queries),
 		cmocka_unit_test(errors_reach_the_callback_once),
 		cmocka_unit_test(refusals),
+		cmocka_unit_test(specs_longer_than_the_limit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
