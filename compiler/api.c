@@ -136,25 +136,37 @@ wsf_context_last_error(const WsfContext *ctx)
 	return ctx && ctx->last_error ? ctx->last_error : "";
 }
 
-/* Records MSG as the last error and passes it to the callback. */
+/* Records the message as the last error (control bytes as '?') and passes it to the callback. */
 static WsfStatus
 ctx_error(WsfContext *ctx, WsfStatus s, const char *fmt, ...) PRINTF_LIKE(3, 4);
 
 static WsfStatus
 ctx_error(WsfContext *ctx, WsfStatus s, const char *fmt, ...)
 {
-	char msg[512];
+	char msg[512], *p;
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	/* one line, whatever a file name holds */
+	for (p = msg; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
 	free(ctx->last_error);
 	ctx->last_error = strdup(msg);
 	if (ctx->diag)
 		ctx->diag(ctx->diag_user, WSF_SEV_ERROR, msg);
 	return s;
 }
+
+/* Bytes of a user's string quoted in a message. */
+#define MAX_SHOWN 40
+/*
+ * The longest spec name (the file name of diagnostics and of the generated
+ * source's comments) and option value: a path fits in PATH_MAX.
+ */
+#define MAX_STRING 4096
 
 static int
 is_identifier(const char *s)
@@ -177,7 +189,12 @@ wsf_set_size(WsfContext *ctx, const char *name, int64_t value)
 	if (!ctx || !name)
 		return WSF_ERR_USAGE;
 	if (!is_identifier(name))
-		return ctx_error(ctx, WSF_ERR_INPUT, "error: size name '%s' is not an identifier", name);
+		return ctx_error(ctx, WSF_ERR_INPUT, "error: size name '%.*s%s' is not an identifier",
+		                 MAX_SHOWN, name, strlen(name) > MAX_SHOWN ? "..." : "");
+	if (strlen(name) > MAX_NAME)
+		return ctx_error(ctx, WSF_ERR_INPUT,
+		                 "error: size name '%.*s...' is too long: %zu characters, more than the limit of %d",
+		                 MAX_SHOWN, name, strlen(name), MAX_NAME);
 	if (value <= 0 || value > MAX_EXTENT)
 		return ctx_error(ctx, WSF_ERR_INPUT,
 		                 "error: size '%s' = %lld is out of range (expected 1..%lld)", name,
@@ -216,6 +233,10 @@ wsf_set_option(WsfContext *ctx, const char *name, const char *value)
 {
 	if (!ctx || !name)
 		return WSF_ERR_USAGE;
+	if (value && strlen(value) > MAX_STRING)
+		return ctx_error(ctx, WSF_ERR_USAGE,
+		                 "error: the value of option '%.*s' is %zu bytes long, more than the limit of %d",
+		                 MAX_SHOWN, name, strlen(value), MAX_STRING);
 	if (strcmp(name, "dump-after") == 0) {
 		if (value && !passes_valid_dump_list(value))
 			return ctx_error(ctx, WSF_ERR_USAGE,
@@ -338,6 +359,22 @@ forward_dump(void *user, const char *pass, const char *text)
 		ctx->dump(ctx->dump_user, pass, text);
 }
 
+/*
+ * NAME as diagnostics and the generated CUDA's comments show it: a control
+ * byte becomes '?', so that a file name cannot end a comment's line and put
+ * code of its own in the source NVRTC compiles, nor break a message's line.
+ */
+static const char *
+display_name(Arena *a, const char *name)
+{
+	char *s = arena_strdup(a, name), *p;
+
+	for (p = s; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	return s;
+}
+
 static WsfStatus
 too_long(WsfContext *ctx, const char *name)
 {
@@ -356,6 +393,10 @@ compile(WsfContext *ctx, const char *name, const char *text, size_t len, WsfKern
 	volatile WsfStatus s = WSF_OK;
 
 	*out = NULL;
+	if (strlen(name) > MAX_STRING)
+		return ctx_error(ctx, WSF_ERR_USAGE,
+		                 "error: the spec's name '%.*s...' is %zu bytes long, more than the limit of %d",
+		                 MAX_SHOWN, name, strlen(name), MAX_STRING);
 	if (len > WSF_MAX_SPEC_BYTES)
 		return too_long(ctx, name);
 	if (!(k = calloc(1, sizeof *k)))
@@ -370,7 +411,7 @@ compile(WsfContext *ctx, const char *name, const char *text, size_t len, WsfKern
 		goto fail;
 	}
 	c->strs = strtab_new(c->arena);
-	c->file = arena_strdup(c->arena, name);
+	c->file = display_name(c->arena, name);
 	c->src = arena_strndup(c->arena, text, len);
 	c->srclen = len;
 	c->diag = ctx->diag;

@@ -94,7 +94,7 @@ const char *wsf_context_last_error(const WsfContext *ctx);
 /*
  * Binds size variable NAME to VALUE for later compiles and launches.  It
  * overrides the spec's default.  WSF_ERR_INPUT if VALUE is not positive or NAME
- * is not an identifier.
+ * is not an identifier of at most 64 characters.
  */
 WsfStatus wsf_set_size(WsfContext *ctx, const char *name, int64_t value);
 
@@ -105,7 +105,7 @@ WsfStatus wsf_set_size(WsfContext *ctx, const char *name, int64_t value);
  *   "cache-dir"   directory of the kernel cache
  *   "cache"       "0" disables the cache, "1" enables it
  *   "dump-dir"    directory where sources are written on compile errors
- * WSF_ERR_USAGE for an unknown name or a bad value.
+ * WSF_ERR_USAGE for an unknown name or a bad value (one longer than 4096 bytes).
  */
 WsfStatus wsf_set_option(WsfContext *ctx, const char *name, const char *value);
 
@@ -119,7 +119,11 @@ WsfStatus wsf_set_option(WsfContext *ctx, const char *name, const char *value);
  * is read from it (/dev/zero ends too).
  */
 WsfStatus wsf_compile_file(WsfContext *ctx, const char *path, WsfKernel **out);
-/* Same, from LEN bytes of TEXT (at most WSF_MAX_SPEC_BYTES); NAME is the file name used in diagnostics. */
+/*
+ * Same, from LEN bytes of TEXT (at most WSF_MAX_SPEC_BYTES).  NAME (at most
+ * 4096 bytes; NULL means "<string>") is the file name of diagnostics and of
+ * the generated CUDA's comments, with control characters shown as '?'.
+ */
 WsfStatus wsf_compile_string(WsfContext *ctx, const char *name, const char *text, size_t len,
                              WsfKernel **out);
 
