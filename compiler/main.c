@@ -7,6 +7,11 @@
  * kernel family this version cannot build yet.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,15 +45,18 @@ static const char help[] =
 	"  --emit=STAGE        what compile writes: fusion-ir, kernel-ir, cuda, ptx, cubin\n"
 	"                      (default cubin, to NAME.cubin unless -o says otherwise)\n"
 	"  -o FILE             output file; - is standard output (default for text stages)\n"
-	"  -D NAME=VALUE       bind size NAME (overrides the spec's sizes: default)\n"
+	"  -D NAME=VALUE       bind size NAME to VALUE, 1..2^40 (overrides the spec's sizes: default)\n"
 	"  --dump-after=LIST   print the IR to stderr after each named pass (comma list) or all\n"
 	"  --cache-dir=DIR     kernel cache directory (default $WSFUSE_CACHE_DIR, ~/.cache/wsfuse)\n"
 	"  --no-cache          do not read or write the kernel cache\n"
 	"  --check             run compares every output with the host reference\n"
 	"  --bench             run times the kernel and prints time and bandwidth\n"
-	"  --iters=N           timed launches for --bench (default 100)\n"
-	"  --seed=N            seed of the random inputs\n"
-	"  --scale=X           multiply the random inputs by X (large values test overflow)\n"
+	"  --iters=N           timed launches for --bench, 1..2^31-1 (default 100)\n"
+	"  --seed=N            seed of the random inputs, 0..2^64-1\n"
+	"  --scale=X           multiply the random inputs by X, up to 1e38 (large values test overflow)\n"
+	"\n"
+	"numbers are decimal digits (X may have a fraction and an exponent: 2.5e3);\n"
+	"a sign, a suffix or a value out of range is a usage error.\n"
 	"\n"
 	"exit status: 0 ok, 1 bad input, 2 usage, 3 no GPU, 4 check failed,\n"
 	"             5 internal, NVRTC or CUDA error, 6 kernel family not built yet\n"
@@ -61,7 +69,7 @@ typedef struct Args {
 	const char *out;
 	const char *emit;
 	int check, bench, iters;
-	unsigned long long seed;
+	uint64_t seed;
 	double scale;
 } Args;
 
@@ -80,14 +88,98 @@ print_dump(void *user, const char *pass, const char *text)
 	fprintf(stderr, "// ---- after pass %s ----\n%s", pass, text);
 }
 
+/* Prints "wsfuse: " FMT (with ARG, shortened and on one line) and the usage; the exit status. */
 static int
 usage_error(const char *fmt, const char *arg)
 {
+	char shown[80], *p;
+
+	snprintf(shown, sizeof shown, "%.64s%s", arg, strlen(arg) > 64 ? "..." : "");
+	for (p = shown; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
 	fputs("wsfuse: ", stderr);
-	fprintf(stderr, fmt, arg);
+	fprintf(stderr, fmt, shown);
 	fputs("\n", stderr);
 	fputs(usage, stderr);
 	return EXIT_USAGE;
+}
+
+/* A usage error for VALUE of option OPT, which should be WANT. */
+static int
+bad_value(const char *opt, const char *want, const char *value)
+{
+	char fmt[160];
+
+	snprintf(fmt, sizeof fmt, "%s expects %s, saw '%%s'", opt, want);
+	return usage_error(fmt, value);
+}
+
+static bool
+is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/*
+ * The one reader of an integer option: all of VALUE is decimal digits (no
+ * sign, space, base prefix or suffix), with no overflow, in [LO, HI].  0 and
+ * *V, or a usage error that names OPT and VALUE.
+ */
+static int
+parse_int(const char *opt, const char *value, uint64_t lo, uint64_t hi, uint64_t *v)
+{
+	const char *p;
+	uint64_t n = 0;
+	bool over = false;
+	char want[96];
+
+	for (p = value; is_digit(*p); p++) {
+		unsigned d = (unsigned)(*p - '0');
+
+		over |= n > (UINT64_MAX - d) / 10;
+		n = n * 10 + d;
+	}
+	if (p > value && !*p && !over && n >= lo && n <= hi) {
+		*v = n;
+		return 0;
+	}
+	snprintf(want, sizeof want, "an integer from %" PRIu64 " to %" PRIu64, lo, hi);
+	return bad_value(opt, want, value);
+}
+
+/*
+ * The one reader of a real option: VALUE is a decimal number (1000, 0.5,
+ * 2.5e3; no sign, inf, nan or hex) that is finite and in (0, HI].  0 and *V,
+ * or a usage error that names OPT and VALUE.
+ */
+static int
+parse_real(const char *opt, const char *value, double hi, const char *want, double *v)
+{
+	const char *p = value;
+	bool digits = false;
+	char *end;
+	double x;
+
+	for (; is_digit(*p); p++)
+		digits = true;
+	if (*p == '.')
+		for (p++; is_digit(*p); p++)
+			digits = true;
+	if (digits && (*p == 'e' || *p == 'E')) {
+		p += 1 + (p[1] == '+' || p[1] == '-');
+		digits = is_digit(*p);
+		while (is_digit(*p))
+			p++;
+	}
+	if (digits && !*p) {
+		x = strtod(value, &end);
+		if (!*end && isfinite(x) && x > 0 && x <= hi) {
+			*v = x;
+			return 0;
+		}
+	}
+	return bad_value(opt, want, value);
 }
 
 static int
@@ -110,23 +202,33 @@ exit_code(WsfStatus s)
 	}
 }
 
-/* Parses "-D NAME=VALUE" into the context. */
+/* Parses "-D NAME=VALUE" into the context; the library checks NAME and the range of VALUE. */
 static int
 bind_size(WsfContext *ctx, const char *def)
 {
-	const char *eq = strchr(def, '=');
-	char name[128], *end;
-	long long v;
+	const char *eq = strchr(def, '='), *p;
+	char *name;
+	uint64_t v = 0;
+	bool over = false;
+	int rc;
 
-	if (!eq || eq == def || (size_t)(eq - def) >= sizeof name)
+	if (!eq || eq == def)
 		return usage_error("-D expects NAME=VALUE, saw '%s'", def);
+	for (p = eq + 1; is_digit(*p); p++) {
+		over |= v > (uint64_t)(INT64_MAX - (*p - '0')) / 10;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	if (p == eq + 1 || *p || over)
+		return usage_error("-D expects NAME=VALUE with VALUE a positive integer (decimal digits), saw '%s'", def);
+	if (!(name = malloc((size_t)(eq - def) + 1))) {
+		fputs("wsfuse: out of memory\n", stderr);
+		return EXIT_INTERNAL;
+	}
 	memcpy(name, def, (size_t)(eq - def));
 	name[eq - def] = 0;
-	errno = 0;
-	v = strtoll(eq + 1, &end, 10);
-	if (errno || end == eq + 1 || *end)
-		return usage_error("-D expects an integer value, saw '%s'", def);
-	return exit_code(wsf_set_size(ctx, name, v));
+	rc = exit_code(wsf_set_size(ctx, name, (int64_t)v));
+	free(name);
+	return rc;
 }
 
 /*
@@ -183,6 +285,7 @@ flush_stdout(int rc)
 static int
 parse_args(int argc, char **argv, WsfContext *ctx, Args *a)
 {
+	uint64_t v;
 	int i, rc;
 
 	a->cmd = argv[1];
@@ -209,7 +312,10 @@ parse_args(int argc, char **argv, WsfContext *ctx, Args *a)
 			if (wsf_set_option(ctx, "dump-after", s + 13))
 				return EXIT_USAGE;
 		} else if (strncmp(s, "--cache-dir=", 12) == 0) {
-			wsf_set_option(ctx, "cache-dir", s + 12);
+			if (!s[12])
+				return usage_error("%s needs a directory", "--cache-dir");
+			if (wsf_set_option(ctx, "cache-dir", s + 12))
+				return EXIT_USAGE;
 		} else if (strcmp(s, "--no-cache") == 0) {
 			wsf_set_option(ctx, "cache", "0");
 		} else if (strcmp(s, "--check") == 0) {
@@ -217,17 +323,18 @@ parse_args(int argc, char **argv, WsfContext *ctx, Args *a)
 		} else if (strcmp(s, "--bench") == 0) {
 			a->bench = 1;
 		} else if (strncmp(s, "--iters=", 8) == 0) {
-			a->iters = atoi(s + 8);
-			if (a->iters <= 0)
-				return usage_error("--iters expects a positive integer, saw '%s'", s + 8);
+			if ((rc = parse_int("--iters", s + 8, 1, INT_MAX, &v)))
+				return rc;
+			a->iters = (int)v;
 		} else if (strncmp(s, "--seed=", 7) == 0) {
-			a->seed = strtoull(s + 7, NULL, 10);
+			if ((rc = parse_int("--seed", s + 7, 0, UINT64_MAX, &v)))
+				return rc;
+			a->seed = v;
 		} else if (strncmp(s, "--scale=", 8) == 0) {
-			char *end;
-
-			a->scale = strtod(s + 8, &end);
-			if (*end || !(a->scale > 0))
-				return usage_error("--scale expects a positive number, saw '%s'", s + 8);
+			/* [-2, 2] times the scale stays finite in f32 */
+			if ((rc = parse_real("--scale", s + 8, 1e38,
+			                     "a positive number up to 1e38 (such as 1000 or 2.5e3)", &a->scale)))
+				return rc;
 		} else if (s[0] == '-' && s[1]) {
 			return usage_error("unknown option '%s'", s);
 		} else if (a->spec) {

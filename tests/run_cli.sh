@@ -2,7 +2,8 @@
 # run_cli.sh BUILD: tests of the command line BUILD/wsfuse that golden files
 # cannot express: where -o writes (a device, a FIFO, a symbolic link, past a
 # symbolic link planted at the old temp name), failures to write standard
-# output, and input past the spec limit.  Each case counts once; a failing one prints "FAIL cli: CASE: why".
+# output, input past the spec limit, and option values (every numeric option
+# is read whole and range-checked; a bad one is a usage error naming it).  Each case counts once; a failing one prints "FAIL cli: CASE: why".
 # Ends with "N passed, N failed".
 set -u
 b=${1:?usage: run_cli.sh BUILD}
@@ -127,6 +128,51 @@ expect "stdout /dev/full" 1 "wsfuse: cannot write to standard output: No space l
 timeout 60 "$wsfuse" --help >/dev/full 2>"$tmp/err"
 rc=$?
 expect "--help to /dev/full" 1 "cannot write to standard output"
+
+# ---- option values: one reader for each kind, the whole string, range-checked ----
+
+# bad VALUE TEXT: `run SPEC VALUE` is a usage error (exit 2) whose message has TEXT
+bad_option() {
+	cli run "$spec" "$1"
+	expect "$1" 2 "$2"
+}
+int="expects an integer from 1 to 2147483647, saw"
+bad_option --iters=4294967297 "wsfuse: --iters $int '4294967297'"
+bad_option --iters=5abc "wsfuse: --iters $int '5abc'"
+bad_option --iters=0 "wsfuse: --iters $int '0'"
+bad_option --iters=-3 "wsfuse: --iters $int '-3'"
+bad_option "--iters= 5" "wsfuse: --iters $int ' 5'"
+bad_option --iters= "wsfuse: --iters $int ''"
+seed="expects an integer from 0 to 18446744073709551615, saw"
+bad_option --seed=abc "wsfuse: --seed $seed 'abc'"
+bad_option --seed=-1 "wsfuse: --seed $seed '-1'"
+bad_option --seed=18446744073709551616 "wsfuse: --seed $seed '18446744073709551616'"
+bad_option --seed=0x10 "wsfuse: --seed $seed '0x10'"
+scale="expects a positive number up to 1e38 (such as 1000 or 2.5e3), saw"
+for v in inf nan -1 0 0x10 1e39 1e-400 1e . 2,5 " 1"; do
+	bad_option "--scale=$v" "wsfuse: --scale $scale '$v'"
+done
+dval="-D expects NAME=VALUE with VALUE a positive integer (decimal digits), saw"
+for v in N=+16 N=16x N= "N= 16" N=-16 N=99999999999999999999; do
+	cli compile --emit=fusion-ir "$spec" -D "$v"
+	expect "-D $v" 2 "wsfuse: $dval '$v'"
+done
+cli compile --emit=fusion-ir "$spec" -D =16
+expect "-D =16" 2 "wsfuse: -D expects NAME=VALUE, saw '=16'"
+cli compile --emit=fusion-ir "$spec" -D M=0
+expect "-D M=0" 1 "size 'M' = 0 is out of range (expected 1..1099511627776)"
+cli compile --emit=fusion-ir "$spec" "-DM$(printf 'x%.0s' $(seq 70))=8"
+expect "-D long name" 1 "is too long: 71 characters, more than the limit of 64"
+cli compile --emit=fusion-ir "$spec" --cache-dir=
+expect "--cache-dir=" 2 "wsfuse: --cache-dir needs a directory"
+# a value of any length is quoted short, on one line
+cli run "$spec" "--iters=$(printf '9%.0s' $(seq 200))"
+expect "--iters long" 2 "saw '9999999999999999999999999999999999999999999999999999999999999999...'"
+
+# good values pass (compile stops before running anything)
+cli compile --emit=fusion-ir "$spec" --iters=2147483647 --seed=18446744073709551615 --scale=2.5e3 \
+	--scale=.5 --scale=1000 --scale=1e38 -D M=4096
+expect "good values" 0 ""
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
