@@ -30,17 +30,35 @@ utf8_len(const char *s, const char *end)
 	return n;
 }
 
+/* Characters of a longer source line shown, around the caret. */
+#define LINE_SHOWN 240
+
+/* S advanced by N characters (a character is a byte and its UTF-8 continuation bytes), up to END. */
+static const char *
+skip_chars(const char *s, const char *end, int n)
+{
+	for (; n > 0 && s < end; n--) {
+		s++;
+		while (s < end && ((unsigned char)*s & 0xc0) == 0x80)
+			s++;
+	}
+	return s;
+}
+
 /*
  * Appends the source line of P and a caret under its column.  The line ends
  * at a newline or a NUL byte; control bytes and bytes that are not valid
  * UTF-8 are shown as '?'.  Columns count characters, as libyaml's marks do,
- * so the caret skips one column per UTF-8 sequence, not per byte.
+ * so the caret skips one column per UTF-8 sequence, not per byte.  A line
+ * longer than LINE_SHOWN characters is cut to that many around the caret,
+ * with "..." where it was cut, so that a megabyte on one line does not
+ * become a megabyte of message.
  */
 static void
 put_caret(Buf *b, const Comp *c, Pos p)
 {
-	const char *s = c->src, *end, *q;
-	int line = 1, col;
+	const char *s = c->src, *end, *q, *t;
+	int line = 1, col, nchars = 0, first = 0;
 
 	if (!s || p.line <= 0)
 		return;
@@ -52,9 +70,18 @@ put_caret(Buf *b, const Comp *c, Pos p)
 	if (line != p.line || s >= end)
 		return;
 	for (q = s; q < end && *q != '\n' && *q != '\r' && *q != 0; q++)
-		;
+		nchars += ((unsigned char)*q & 0xc0) != 0x80;
+	if (nchars > LINE_SHOWN) {
+		first = p.col - 1 - LINE_SHOWN / 2;
+		first = first > nchars - LINE_SHOWN ? nchars - LINE_SHOWN : first < 0 ? 0 : first;
+		s = skip_chars(s, q, first);
+		end = q;
+		q = skip_chars(s, q, LINE_SHOWN);
+	}
 	buf_puts(b, "\n  ");
-	for (const char *t = s; t < q;) {
+	if (first > 0)
+		buf_puts(b, "...");
+	for (t = s; t < q;) {
 		int n = utf8_len(t, q);
 
 		if (n > 1 || (n == 1 && (*t == '\t' || (*t >= 0x20 && *t != 0x7f))))
@@ -63,13 +90,15 @@ put_caret(Buf *b, const Comp *c, Pos p)
 			buf_puts(b, "?");
 		t += n ? n : 1;
 	}
+	if (nchars > LINE_SHOWN && q < end)
+		buf_puts(b, "...");
 	buf_puts(b, "\n  ");
+	if (first > 0)
+		buf_puts(b, "   ");
 	/* keep tabs so the caret lines up however the terminal renders them */
-	for (col = 1; col < p.col && s < q; col++) {
+	for (col = 1 + first; col < p.col && s < q; col++) {
 		buf_putn(b, *s == '\t' ? "\t" : " ", 1);
-		s++;
-		while (s < q && ((unsigned char)*s & 0xc0) == 0x80)
-			s++;
+		s = skip_chars(s, q, 1);
 	}
 	buf_puts(b, "^");
 }

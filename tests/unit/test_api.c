@@ -427,6 +427,8 @@ user_strings_are_bounded(void **state)
 	assert_non_null(strstr(seen.last, "huge.yaml:1:9: error: 'kkkk"));
 	assert_non_null(strstr(seen.last, "...' is too long for a fusion name: 100000 characters, "
 	                                  "more than the limit of 64"));
+	/* and the source line is shown cut around the caret */
+	assert_true(strlen(wsf_context_last_error(ctx)) < 700);
 	free(text);
 
 	huge[64] = 0;

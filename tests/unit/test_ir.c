@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -311,7 +312,7 @@ intern_many_strings_rehash(void **state)
 typedef struct Seen {
 	int calls;
 	WsfSeverity sev;
-	char msg[512];
+	char msg[1024];
 } Seen;
 
 static void
@@ -377,6 +378,36 @@ diag_caret_keeps_tabs(void **state)
 		"t.yaml:4:12: error: unknown tensor 'b'\n"
 		"  \tname: [a,\tb]\n"
 		"  \t         \t^");
+}
+
+/*
+ * A line longer than 240 characters shows 240 of them around the caret,
+ * with "..." where it was cut: a 100,000-character name makes a short message.
+ */
+static void
+diag_long_line_is_cut(void **state)
+{
+	char *src = malloc(100010), want[600];
+	Comp c;
+	Seen seen;
+	Pos mid = {NULL, 2, 50001}, start = {NULL, 2, 3}, last = {NULL, 2, 100001};
+
+	assert_non_null(src);
+	memcpy(src, "f: x\n", 5);
+	memset(src + 5, 'a', 100000);
+	strcpy(src + 100005, "\nz\n");
+	comp_init(&c, *state, &seen, src);
+	diag_error(&c, mid, "far");
+	/* the caret's character is the 121st of the 240 shown */
+	snprintf(want, sizeof want, "t.yaml:2:50001: error: far\n  ...%.240s...\n  %123s^", src + 5, "");
+	assert_string_equal(seen.msg, want);
+	diag_error(&c, start, "near the start");
+	snprintf(want, sizeof want, "t.yaml:2:3: error: near the start\n  %.240s...\n    ^", src + 5);
+	assert_string_equal(seen.msg, want);
+	diag_error(&c, last, "past the end");
+	snprintf(want, sizeof want, "t.yaml:2:100001: error: past the end\n  ...%.240s\n  %243s^", src + 5, "");
+	assert_string_equal(seen.msg, want);
+	free(src);
 }
 
 static void
@@ -601,6 +632,7 @@ main(void)
 		T(intern_many_strings_rehash),
 		T(diag_error_format_with_caret),
 		T(diag_caret_keeps_tabs),
+		T(diag_long_line_is_cut),
 		T(diag_first_column_and_last_line),
 		T(diag_line_zero_has_no_position),
 		T(diag_position_past_the_text),
