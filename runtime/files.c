@@ -186,15 +186,24 @@ mix64(uint64_t x)
 	return x ^ x >> 31;
 }
 
-/* Creates a new PATH.tmp.PID.XXXXXX for writing: the fd and *TMP (malloc'ed), or -1. */
+/*
+ * Creates a new PATH.tmp.PID.XXXXXX for writing: the fd and *TMP (malloc'ed),
+ * or -1.  A file name too long to take the suffix within NAME_MAX (255)
+ * gets DIR/wsfuse.tmp.PID.XXXXXX instead.
+ */
 static int
 open_temp(const char *path, char **tmp)
 {
 	static const char digit[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	int dirlen = (int)(base - path);
 	size_t len = strlen(path) + 48;
 	struct timespec ts;
 	uint64_t seed;
 	int i, k, fd = -1, err;
+
+	if (strlen(base) > 200)
+		base = "wsfuse";
 
 	if (!(*tmp = malloc(len)))
 		return -1;
@@ -209,7 +218,7 @@ open_temp(const char *path, char **tmp)
 		for (k = 0; k < 6; k++, r /= 62)
 			suffix[k] = digit[r % 62];
 		suffix[6] = 0;
-		snprintf(*tmp, len, "%s.tmp.%ld.%s", path, (long)getpid(), suffix);
+		snprintf(*tmp, len, "%.*s%s.tmp.%ld.%s", dirlen, path, base, (long)getpid(), suffix);
 		fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
 		if (fd >= 0 || errno != EEXIST)
 			break;

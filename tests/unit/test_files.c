@@ -121,6 +121,15 @@ test_new_and_replaced(void **state)
 	assert_int_equal(rt_write_file(f, "three", 5, RT_WRITE_NONE), 0);
 	assert_int_equal(mode_of(f) & 07777, 0750);
 	umask(old);
+	/* a name of 255 bytes, too long for NAME_MAX with the temp suffix */
+	{
+		char name[256];
+
+		memset(name, 'n', 255);
+		name[255] = 0;
+		assert_int_equal(rt_write_file(at(dir, name), "long", 4, RT_WRITE_THROUGH), 0);
+		assert_file(at(dir, name), "long");
+	}
 	nftw(dir, no_temp, 16, FTW_PHYS);
 }
 
