@@ -810,7 +810,8 @@ check_name_length(const Reader *r, const Node *n, const char *what)
 
 	if (len <= MAX_NAME)
 		return 0;
-	return diag_error(r->c, n->pos, "'%s' is too long for %s name: %zu characters, more than the limit of %d",
+	return diag_error(r->c, n->pos,
+	                  "'%s' is too long for %s name: %zu characters, more than the limit of %d",
 	                  show(r, n->text), what, len, MAX_NAME);
 }
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -471,6 +472,42 @@ user_strings_are_bounded(void **state)
 	wsf_context_delete(ctx);
 }
 
+/* wsf_kernel_write: the stage's text to a file, or an error naming the file. */
+static void
+kernel_write(void **state)
+{
+	char dir[] = "/tmp/wsfuse-test-api-XXXXXX", path[64], got[8192];
+	WsfContext *ctx = wsf_context_new();
+	WsfKernel *k = NULL;
+	const char *cu;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(wsf_set_option(ctx, "stop-after", "cuda"), WSF_OK);
+	assert_int_equal(wsf_compile_string(ctx, "api.yaml", spec, strlen(spec), &k), WSF_OK);
+	cu = wsf_kernel_text(k, WSF_STAGE_CUDA, &len);
+	snprintf(path, sizeof path, "%s/k.cu", dir);
+	assert_int_equal(wsf_kernel_write(ctx, k, WSF_STAGE_CUDA, path), WSF_OK);
+	f = fopen(path, "rb");
+	assert_non_null(f);
+	assert_int_equal(fread(got, 1, sizeof got, f), len);
+	fclose(f);
+	assert_memory_equal(got, cu, len);
+	/* a stage the compile did not reach, no name, a folder */
+	assert_int_equal(wsf_kernel_write(ctx, k, WSF_STAGE_CUBIN, path), WSF_ERR_USAGE);
+	assert_non_null(strstr(wsf_context_last_error(ctx), "kernel 'api' has no cubin"));
+	assert_int_equal(wsf_kernel_write(ctx, k, WSF_STAGE_CUDA, ""), WSF_ERR_USAGE);
+	assert_int_equal(wsf_kernel_write(ctx, k, WSF_STAGE_CUDA, dir), WSF_ERR_IO);
+	assert_non_null(strstr(wsf_context_last_error(ctx), ": error: cannot write: Is a directory"));
+	assert_int_equal(wsf_kernel_write(NULL, k, WSF_STAGE_CUDA, path), WSF_ERR_USAGE);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rmdir(dir), 0);
+	wsf_kernel_delete(k);
+	wsf_context_delete(ctx);
+}
+
 int
 main(void)
 {
@@ -485,6 +522,7 @@ main(void)
 		cmocka_unit_test(refusals),
 		cmocka_unit_test(specs_longer_than_the_limit),
 		cmocka_unit_test(user_strings_are_bounded),
+		cmocka_unit_test(kernel_write),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
