@@ -122,25 +122,34 @@ is_digit(char c)
 }
 
 /*
- * The one reader of an integer option: all of VALUE is decimal digits (no
- * sign, space, base prefix or suffix), with no overflow, in [LO, HI].  0 and
- * *V, or a usage error that names OPT and VALUE.
+ * The one integer reader: all of S is decimal digits (no sign, space, base
+ * prefix or suffix) and its value, *V, is at most HI (no overflow).
  */
-static int
-parse_int(const char *opt, const char *value, uint64_t lo, uint64_t hi, uint64_t *v)
+static bool
+read_uint(const char *s, uint64_t hi, uint64_t *v)
 {
 	const char *p;
 	uint64_t n = 0;
-	bool over = false;
-	char want[96];
 
-	for (p = value; is_digit(*p); p++) {
+	for (p = s; is_digit(*p); p++) {
 		unsigned d = (unsigned)(*p - '0');
 
-		over |= n > (UINT64_MAX - d) / 10;
+		if (n > (hi - d) / 10 || d > hi)
+			return false;
 		n = n * 10 + d;
 	}
-	if (p > value && !*p && !over && n >= lo && n <= hi) {
+	*v = n;
+	return p > s && !*p;
+}
+
+/* Integer option OPT's VALUE in [LO, HI]: 0 and *V, or a usage error naming OPT and VALUE. */
+static int
+parse_int(const char *opt, const char *value, uint64_t lo, uint64_t hi, uint64_t *v)
+{
+	char want[96];
+	uint64_t n;
+
+	if (read_uint(value, hi, &n) && n >= lo) {
 		*v = n;
 		return 0;
 	}
@@ -206,20 +215,16 @@ exit_code(WsfStatus s)
 static int
 bind_size(WsfContext *ctx, const char *def)
 {
-	const char *eq = strchr(def, '='), *p;
+	const char *eq = strchr(def, '=');
 	char *name;
-	uint64_t v = 0;
-	bool over = false;
+	uint64_t v;
 	int rc;
 
 	if (!eq || eq == def)
 		return usage_error("-D expects NAME=VALUE, saw '%s'", def);
-	for (p = eq + 1; is_digit(*p); p++) {
-		over |= v > (uint64_t)(INT64_MAX - (*p - '0')) / 10;
-		v = v * 10 + (uint64_t)(*p - '0');
-	}
-	if (p == eq + 1 || *p || over)
-		return usage_error("-D expects NAME=VALUE with VALUE a positive integer (decimal digits), saw '%s'", def);
+	if (!read_uint(eq + 1, INT64_MAX, &v))
+		return usage_error("-D expects NAME=VALUE with VALUE a positive integer (decimal digits), "
+		                   "saw '%s'", def);
 	if (!(name = malloc((size_t)(eq - def) + 1))) {
 		fputs("wsfuse: out of memory\n", stderr);
 		return EXIT_INTERNAL;
