@@ -34,7 +34,7 @@ IR_OBJS       := arena diag fusion verify print kernel kverify kprint
 COMPILER_OBJS := spec api
 PASSES_OBJS   := pipeline expand infer schedule lower circular_buffer warp_specialize sync
 CODEGEN_OBJS  := emit device_header
-RUNTIME_OBJS  := nvrtc cache driver tmap hostfp parallel reference launch run
+RUNTIME_OBJS  := nvrtc cache files driver tmap hostfp parallel reference launch run
 
 OBJS := $(IR_OBJS:%=$(B)/ir/%.o) $(COMPILER_OBJS:%=$(B)/compiler/%.o) \
         $(PASSES_OBJS:%=$(B)/passes/%.o) $(CODEGEN_OBJS:%=$(B)/codegen/%.o) \

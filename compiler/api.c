@@ -136,25 +136,37 @@ wsf_context_last_error(const WsfContext *ctx)
 	return ctx && ctx->last_error ? ctx->last_error : "";
 }
 
-/* Records MSG as the last error and passes it to the callback. */
+/* Records the message as the last error (control bytes as '?') and passes it to the callback. */
 static WsfStatus
 ctx_error(WsfContext *ctx, WsfStatus s, const char *fmt, ...) PRINTF_LIKE(3, 4);
 
 static WsfStatus
 ctx_error(WsfContext *ctx, WsfStatus s, const char *fmt, ...)
 {
-	char msg[512];
+	char msg[512], *p;
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	/* one line, whatever a file name holds */
+	for (p = msg; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
 	free(ctx->last_error);
 	ctx->last_error = strdup(msg);
 	if (ctx->diag)
 		ctx->diag(ctx->diag_user, WSF_SEV_ERROR, msg);
 	return s;
 }
+
+/* Bytes of a user's string quoted in a message. */
+#define MAX_SHOWN 40
+/*
+ * The longest spec name (the file name of diagnostics and of the generated
+ * source's comments) and option value: a path fits in PATH_MAX.
+ */
+#define MAX_STRING 4096
 
 static int
 is_identifier(const char *s)
@@ -177,7 +189,12 @@ wsf_set_size(WsfContext *ctx, const char *name, int64_t value)
 	if (!ctx || !name)
 		return WSF_ERR_USAGE;
 	if (!is_identifier(name))
-		return ctx_error(ctx, WSF_ERR_INPUT, "error: size name '%s' is not an identifier", name);
+		return ctx_error(ctx, WSF_ERR_INPUT, "error: size name '%.*s%s' is not an identifier",
+		                 MAX_SHOWN, name, strlen(name) > MAX_SHOWN ? "..." : "");
+	if (strlen(name) > MAX_NAME)
+		return ctx_error(ctx, WSF_ERR_INPUT,
+		                 "error: size name '%.*s...' is too long: %zu characters, more than the limit of %d",
+		                 MAX_SHOWN, name, strlen(name), MAX_NAME);
 	if (value <= 0 || value > MAX_EXTENT)
 		return ctx_error(ctx, WSF_ERR_INPUT,
 		                 "error: size '%s' = %lld is out of range (expected 1..%lld)", name,
@@ -216,6 +233,10 @@ wsf_set_option(WsfContext *ctx, const char *name, const char *value)
 {
 	if (!ctx || !name)
 		return WSF_ERR_USAGE;
+	if (value && strlen(value) > MAX_STRING)
+		return ctx_error(ctx, WSF_ERR_USAGE,
+		                 "error: the value of option '%.*s' is %zu bytes long, more than the limit of %d",
+		                 MAX_SHOWN, name, strlen(value), MAX_STRING);
 	if (strcmp(name, "dump-after") == 0) {
 		if (value && !passes_valid_dump_list(value))
 			return ctx_error(ctx, WSF_ERR_USAGE,
@@ -338,6 +359,31 @@ forward_dump(void *user, const char *pass, const char *text)
 		ctx->dump(ctx->dump_user, pass, text);
 }
 
+/*
+ * NAME as diagnostics and the generated CUDA's comments show it: a control
+ * byte becomes '?', so that a file name cannot end a comment's line and put
+ * code of its own in the source NVRTC compiles, nor break a message's line.
+ */
+static const char *
+display_name(Arena *a, const char *name)
+{
+	char *s = arena_strdup(a, name), *p;
+
+	for (p = s; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	return s;
+}
+
+static WsfStatus
+too_long(WsfContext *ctx, const char *name)
+{
+	return ctx_error(ctx, WSF_ERR_INPUT,
+	                 "%s: error: the spec is longer than the limit of %zu bytes (1 MiB); "
+	                 "a fusion spec needs a few kilobytes",
+	                 name, WSF_MAX_SPEC_BYTES);
+}
+
 static WsfStatus
 compile(WsfContext *ctx, const char *name, const char *text, size_t len, WsfKernel **out)
 {
@@ -347,6 +393,12 @@ compile(WsfContext *ctx, const char *name, const char *text, size_t len, WsfKern
 	volatile WsfStatus s = WSF_OK;
 
 	*out = NULL;
+	if (strlen(name) > MAX_STRING)
+		return ctx_error(ctx, WSF_ERR_USAGE,
+		                 "error: the spec's name '%.*s...' is %zu bytes long, more than the limit of %d",
+		                 MAX_SHOWN, name, strlen(name), MAX_STRING);
+	if (len > WSF_MAX_SPEC_BYTES)
+		return too_long(ctx, name);
 	if (!(k = calloc(1, sizeof *k)))
 		return ctx_error(ctx, WSF_ERR_NOMEM, "error: out of memory");
 	c = &k->comp;
@@ -359,7 +411,7 @@ compile(WsfContext *ctx, const char *name, const char *text, size_t len, WsfKern
 		goto fail;
 	}
 	c->strs = strtab_new(c->arena);
-	c->file = arena_strdup(c->arena, name);
+	c->file = display_name(c->arena, name);
 	c->src = arena_strndup(c->arena, text, len);
 	c->srclen = len;
 	c->diag = ctx->diag;
@@ -418,6 +470,7 @@ wsf_compile_file(WsfContext *ctx, const char *path, WsfKernel **out)
 	*out = NULL;
 	if (!(fp = fopen(path, "rb")))
 		return ctx_error(ctx, WSF_ERR_IO, "%s: error: cannot open: %s", path, strerror(errno));
+	/* one byte past the limit tells a spec at the limit from a longer one */
 	do {
 		if (len == cap) {
 			char *t = realloc(text, cap = cap ? cap * 2 : 4096);
@@ -429,9 +482,15 @@ wsf_compile_file(WsfContext *ctx, const char *path, WsfKernel **out)
 			}
 			text = t;
 		}
-		n = fread(text + len, 1, cap - len, fp);
+		n = fread(text + len, 1, cap - len < WSF_MAX_SPEC_BYTES + 1 - len ? cap - len :
+		                         WSF_MAX_SPEC_BYTES + 1 - len, fp);
 		len += n;
-	} while (n > 0);
+	} while (n > 0 && len <= WSF_MAX_SPEC_BYTES);
+	if (len > WSF_MAX_SPEC_BYTES) {
+		free(text);
+		fclose(fp);
+		return too_long(ctx, path);
+	}
 	if (ferror(fp)) {
 		free(text);
 		fclose(fp);
@@ -457,6 +516,26 @@ wsf_kernel_text(const WsfKernel *k, WsfStage stage, size_t *size)
 	if (size)
 		*size = k->len[stage];
 	return k->text[stage];
+}
+
+WsfStatus
+wsf_kernel_write(WsfContext *ctx, const WsfKernel *k, WsfStage stage, const char *path)
+{
+	const char *text;
+	size_t len = 0;
+
+	if (!ctx || !k || !path)
+		return WSF_ERR_USAGE;
+	if (!(text = wsf_kernel_text(k, stage, &len)))
+		return ctx_error(ctx, WSF_ERR_USAGE,
+		                 "error: kernel '%s' has no %s: compilation stopped before it (option stop-after)",
+		                 wsf_kernel_name(k), wsf_stage_name(stage));
+	if (!*path)
+		return ctx_error(ctx, WSF_ERR_USAGE, "error: empty file name for the %s of kernel '%s'",
+		                 wsf_stage_name(stage), wsf_kernel_name(k));
+	if (rt_write_file(path, text, len, RT_WRITE_THROUGH) < 0)
+		return ctx_error(ctx, WSF_ERR_IO, "%s: error: cannot write: %s", path, strerror(errno));
+	return WSF_OK;
 }
 
 /* Argument I's tensor id and stored dtype; 0 when out of range. */

@@ -818,7 +818,20 @@ read_word(const Reader *r, const Node *n, const char *what, const char *const *a
 	                  what, describe(r, n));
 }
 
-/* NAME: [A-Za-z_][A-Za-z0-9_]* ; the interned name, or NULL after a diagnostic */
+/* -1 after a diagnostic when identifier N is longer than MAX_NAME (it would reach NVRTC). */
+static int
+check_name_length(const Reader *r, const Node *n, const char *what)
+{
+	size_t len = strlen(n->text);
+
+	if (len <= MAX_NAME)
+		return 0;
+	return diag_error(r->c, n->pos,
+	                  "'%s' is too long for %s name: %zu characters, more than the limit of %d",
+	                  show(r, n->text), what, len, MAX_NAME);
+}
+
+/* NAME: [A-Za-z_][A-Za-z0-9_]* of at most MAX_NAME; the interned name, or NULL after a diagnostic */
 static const char *
 read_name(const Reader *r, const Node *n, const char *what)
 {
@@ -829,7 +842,7 @@ read_name(const Reader *r, const Node *n, const char *what)
 		           "'%s' is not a valid name for %s: use letters, digits and '_', "
 		           "not starting with a digit",
 		           show(r, n->text), what);
-	else
+	else if (check_name_length(r, n, what) == 0)
 		return n->text;
 	return NULL;
 }
@@ -941,6 +954,8 @@ read_shape(Reader *r, int t, const Node *n, const char *where)
 			if (read_extent(r, d, what, &dim->ext) < 0)
 				return -1;
 		} else if (d->type == SC_STR && is_ident(d->text)) {
+			if (check_name_length(r, d, "a size") < 0)
+				return -1;
 			dim->sym = use_sym(r, d->text, d->pos);
 		} else {
 			return diag_error(r->c, d->pos,

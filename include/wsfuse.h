@@ -94,7 +94,7 @@ const char *wsf_context_last_error(const WsfContext *ctx);
 /*
  * Binds size variable NAME to VALUE for later compiles and launches.  It
  * overrides the spec's default.  WSF_ERR_INPUT if VALUE is not positive or NAME
- * is not an identifier.
+ * is not an identifier of at most 64 characters.
  */
 WsfStatus wsf_set_size(WsfContext *ctx, const char *name, int64_t value);
 
@@ -105,16 +105,25 @@ WsfStatus wsf_set_size(WsfContext *ctx, const char *name, int64_t value);
  *   "cache-dir"   directory of the kernel cache
  *   "cache"       "0" disables the cache, "1" enables it
  *   "dump-dir"    directory where sources are written on compile errors
- * WSF_ERR_USAGE for an unknown name or a bad value.
+ * WSF_ERR_USAGE for an unknown name or a bad value (one longer than 4096 bytes).
  */
 WsfStatus wsf_set_option(WsfContext *ctx, const char *name, const char *value);
 
+/* The largest spec wsfuse reads, in bytes (1 MiB; a spec needs a few kilobytes). */
+#define WSF_MAX_SPEC_BYTES ((size_t)1 << 20)
+
 /*
  * Compiles the spec in file PATH ("-" is not special here) to a kernel.  On
- * success *out is a new kernel the caller owns; on failure *out is NULL.
+ * success *out is a new kernel the caller owns; on failure *out is NULL.  A
+ * file longer than WSF_MAX_SPEC_BYTES is WSF_ERR_INPUT, and no more than that
+ * is read from it (/dev/zero ends too).
  */
 WsfStatus wsf_compile_file(WsfContext *ctx, const char *path, WsfKernel **out);
-/* Same, from LEN bytes of TEXT; NAME is the file name used in diagnostics. */
+/*
+ * Same, from LEN bytes of TEXT (at most WSF_MAX_SPEC_BYTES).  NAME (at most
+ * 4096 bytes; NULL means "<string>") is the file name of diagnostics and of
+ * the generated CUDA's comments, with control characters shown as '?'.
+ */
 WsfStatus wsf_compile_string(WsfContext *ctx, const char *name, const char *text, size_t len,
                              WsfKernel **out);
 
@@ -128,6 +137,15 @@ const char *wsf_kernel_name(const WsfKernel *k);
  * (size may be NULL for text stages).
  */
 const char *wsf_kernel_text(const WsfKernel *k, WsfStage stage, size_t *size);
+/*
+ * Writes the text of STAGE (for WSF_STAGE_CUBIN, the bytes) to file PATH,
+ * whole or not at all: a regular file is replaced through a new temp file in
+ * its folder and a rename, a symbolic link's target is replaced and the link
+ * kept, and a device or FIFO (/dev/null, a named pipe) is written in place.
+ * WSF_ERR_IO, with a message naming PATH, when it cannot be written;
+ * WSF_ERR_USAGE when compilation stopped before STAGE.
+ */
+WsfStatus wsf_kernel_write(WsfContext *ctx, const WsfKernel *k, WsfStage stage, const char *path);
 
 /* Argument order for launches: the inputs in spec order, then the outputs. */
 int wsf_kernel_num_args(const WsfKernel *k);

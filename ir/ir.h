@@ -220,6 +220,8 @@ typedef enum Approx { APPROX_NONE = 0, APPROX_TANH } Approx;
 
 #define MAX_RANK 8
 #define MAX_IN 3
+/* The longest fusion, tensor or size name, in bytes: names become identifiers in the CUDA. */
+#define MAX_NAME 64
 /* The largest extent a size may take (2^40 elements along one dim is absurd already). */
 #define MAX_EXTENT ((int64_t)1 << 40)
 

@@ -8,7 +8,8 @@
  *
  * An entry is a directory <dir>/v1/<key[0:2]>/<key>/ holding kernel.cu,
  * kernel.ptx, kernel.cubin, compile.log and meta.  Every file is written to a
- * unique temp file and renamed into place; meta goes last and lists the key
+ * unique temp file and renamed into place (files.c, which replaces whatever
+ * is at the path: links are not followed); meta goes last and lists the key
  * and the size and SHA-256 of each artifact, so its presence means the entry
  * is complete.  A load recomputes meta from the files it read and compares the
  * text, so a missing, truncated, flipped or foreign entry is a miss, never an
@@ -251,92 +252,18 @@ entry_path(Comp *c, const char *dir, const char *key, const char *file)
 
 /* ---- files ---- */
 
-/* Makes every missing directory above the last '/' of PATH. */
-static int
-make_parents(const char *path)
-{
-	char *p = strdup(path), *q;
-	int rc = 0;
-
-	if (!p)
-		return -1;
-	for (q = strchr(p + 1, '/'); q; q = strchr(q + 1, '/')) {
-		*q = 0;
-		if (mkdir(p, 0777) < 0 && errno != EEXIST) {
-			rc = -1;
-			break;
-		}
-		*q = '/';
-	}
-	free(p);
-	return rc;
-}
-
-static int
-write_all(int fd, const void *data, size_t n)
-{
-	const char *p = data;
-
-	while (n > 0) {
-		ssize_t k = write(fd, p, n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return -1;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
-int
-rt_write_file(const char *path, const void *data, size_t n)
-{
-	size_t len = strlen(path) + 40;
-	char *tmp;
-	int fd = -1, err;
-
-	if (make_parents(path) < 0)
-		return -1;
-	tmp = malloc(len);
-	if (!tmp)
-		return -1;
-	/* the pid names the writer for humans; mkstemp's suffix makes it unique across threads */
-	snprintf(tmp, len, "%s.tmp.%ld.XXXXXX", path, (long)getpid());
-	fd = mkstemp(tmp);
-	if (fd < 0)
-		goto free_tmp;
-	if (write_all(fd, data, n) < 0)
-		goto remove_tmp;
-	err = close(fd);
-	fd = -1;
-	if (err < 0 || rename(tmp, path) < 0)
-		goto remove_tmp;
-	free(tmp);
-	return 0;
-
-remove_tmp:
-	err = errno;
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
-	errno = err;
-free_tmp:
-	err = errno;
-	free(tmp);
-	errno = err;
-	return -1;
-}
-
-/* The whole of regular file PATH in C's arena, NUL-terminated; NULL if unreadable. */
+/*
+ * The whole of regular file PATH in C's arena, NUL-terminated; NULL if
+ * unreadable or not a regular file.  O_NONBLOCK: opening a FIFO planted in
+ * the cache must not wait for a writer (regular files ignore the flag).
+ */
 static char *
 read_all(Comp *c, const char *path, size_t *len)
 {
 	struct stat st;
 	char *p = NULL;
 	size_t got = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 
 	if (fd < 0)
 		return NULL;
@@ -408,18 +335,34 @@ rt_cache_store(Comp *c, const char *dir, const char *key, const char *src, const
 	Cubin b = *in;
 	const char *meta, *path;
 	Pos none = {0};
+	int i;
 
 	if (!b.log)
 		b.log = "";
 	meta = meta_text(c, key, &b);
-	/* meta last: it marks the entry complete */
-	if (rt_write_file(path = entry_path(c, dir, key, "kernel.cu"), src, strlen(src)) < 0 ||
-	    rt_write_file(path = entry_path(c, dir, key, "kernel.ptx"), b.ptx, b.ptx_len) < 0 ||
-	    rt_write_file(path = entry_path(c, dir, key, "kernel.cubin"), b.cubin, b.cubin_len) < 0 ||
-	    rt_write_file(path = entry_path(c, dir, key, "compile.log"), b.log, strlen(b.log)) < 0 ||
-	    rt_write_file(path = entry_path(c, dir, key, "meta"), meta, strlen(meta)) < 0)
-		diag_warn(c, none,
-		          "cannot write the kernel cache entry '%s': %s; continuing without caching "
-		          "(set WSFUSE_CACHE_DIR to a writable directory, or WSFUSE_CACHE=0)",
-		          path, strerror(errno));
+	{
+		const struct {
+			const char *file;
+			const void *data;
+			size_t n;
+		} part[] = {
+			{"kernel.cu", src, strlen(src)},
+			{"kernel.ptx", b.ptx, b.ptx_len},
+			{"kernel.cubin", b.cubin, b.cubin_len},
+			{"compile.log", b.log, strlen(b.log)},
+			/* meta last: it marks the entry complete */
+			{"meta", meta, strlen(meta)},
+		};
+
+		for (i = 0; i < countof(part); i++) {
+			path = entry_path(c, dir, key, part[i].file);
+			if (rt_write_file(path, part[i].data, part[i].n, RT_WRITE_MKDIRS) < 0) {
+				diag_warn(c, none,
+				          "cannot write the kernel cache entry '%s': %s; continuing without caching "
+				          "(set WSFUSE_CACHE_DIR to a writable directory, or WSFUSE_CACHE=0)",
+				          path, strerror(errno));
+				return;
+			}
+		}
+	}
 }

@@ -211,7 +211,7 @@ put_dump(Job *j, Buf *b)
 
 	cu = arena_printf(c->arena, "%s.cu", base);
 	log = arena_printf(c->arena, "%s.log", base);
-	if (*j->log && rt_write_file(log, j->log, strlen(j->log)) < 0)
+	if (*j->log && rt_write_file(log, j->log, strlen(j->log), RT_WRITE_MKDIRS) < 0)
 		log = arena_printf(c->arena, "not written: %s", strerror(errno));
 	for (p = j->log; *p; p++)
 		nlines += *p == '\n' || !p[1];
@@ -226,7 +226,7 @@ put_dump(Job *j, Buf *b)
 	}
 	if (nlines > shown)
 		buf_printf(b, "\n    ... %d more lines", nlines - shown);
-	if (rt_write_file(cu, j->src, strlen(j->src)) < 0)
+	if (rt_write_file(cu, j->src, strlen(j->src), RT_WRITE_MKDIRS) < 0)
 		cu = arena_printf(c->arena, "%s (not written: %s)", cu, strerror(errno));
 	buf_printf(b, "\n  source: %s", cu);
 }

@@ -4,6 +4,7 @@
  *
  *   nvrtc.c      NVRTC loaded with dlopen; CUDA source -> PTX and sm_90a cubin
  *   cache.c      the disk cache of cubins (key, lookup, atomic store)
+ *   files.c      files written whole or not at all (outputs, cache entries, dumps)
  *   driver.c     libcuda loaded with dlopen, entry points from cuGetProcAddress
  *   tmap.c       tensor-map parameters and their checks (pure), and encoding
  *   reference.c  host evaluator of the fusion IR in double precision
@@ -69,11 +70,24 @@ int rt_cache_load(Comp *c, const char *dir, const char *key, Cubin *out);
 void rt_cache_store(Comp *c, const char *dir, const char *key, const char *src, const Cubin *in);
 /* SHA-256 (FIPS 180-4) of N bytes as 64 lowercase hex digits and a NUL; exposed for tests. */
 void rt_sha256_hex(const void *data, size_t n, char hex[65]);
+
+/* ---- files.c ----------------------------------------------------------- */
+
+/* How rt_write_file treats PATH (flags, or'ed). */
+typedef enum RtWrite {
+	RT_WRITE_NONE = 0,
+	RT_WRITE_MKDIRS = 1,   /* make missing parent directories */
+	RT_WRITE_THROUGH = 2   /* a path the user named: follow links, write devices and FIFOs in place */
+} RtWrite;
+
 /*
- * Writes N bytes to PATH through a uniquely named temp file and rename(2),
- * making missing parent directories.  0, or -1 with errno set.
+ * Writes N bytes to PATH whole or not at all: a temp file created with
+ * O_EXCL in PATH's folder, renamed over PATH.  With RT_WRITE_THROUGH a
+ * symbolic link's target is replaced (the link stays) and a device, FIFO or
+ * socket is written in place.  0, or -1 with errno set and nothing left
+ * behind.
  */
-int rt_write_file(const char *path, const void *data, size_t n);
+int rt_write_file(const char *path, const void *data, size_t n, unsigned flags);
 
 /* ---- driver.c ---------------------------------------------------------- */
 

@@ -10,7 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -382,6 +384,159 @@ launch_refuses_bad_shapes(void **state)
 	wsf_context_delete(ctx);
 }
 
+/*
+ * A spec longer than WSF_MAX_SPEC_BYTES is refused before it is parsed, from
+ * a string or a file; reading an endless file stops one byte past the limit.
+ * One at the limit is parsed (and here found empty).
+ */
+static void
+specs_longer_than_the_limit(void **state)
+{
+	WsfContext *ctx = wsf_context_new();
+	WsfKernel *k = (WsfKernel *)&k;
+	char *big = malloc(WSF_MAX_SPEC_BYTES + 1);
+	Seen seen = {0};
+
+	(void)state;
+	assert_non_null(big);
+	memset(big, ' ', WSF_MAX_SPEC_BYTES + 1);
+	wsf_set_diagnostic_handler(ctx, on_diag, &seen);
+	assert_int_equal(wsf_compile_string(ctx, "big.yaml", big, WSF_MAX_SPEC_BYTES + 1, &k), WSF_ERR_INPUT);
+	assert_null(k);
+	assert_int_equal(seen.errors, 1);
+	assert_string_equal(seen.last, "big.yaml: error: the spec is longer than the limit of 1048576 bytes "
+	                               "(1 MiB); a fusion spec needs a few kilobytes");
+	assert_int_equal(wsf_compile_string(ctx, "big.yaml", big, WSF_MAX_SPEC_BYTES, &k), WSF_ERR_INPUT);
+	assert_non_null(strstr(seen.last, "the spec is empty"));
+	assert_int_equal(wsf_compile_file(ctx, "/dev/zero", &k), WSF_ERR_INPUT);
+	assert_null(k);
+	assert_non_null(strstr(seen.last, "/dev/zero: error: the spec is longer than the limit"));
+	assert_int_equal(seen.errors, 3);
+	free(big);
+	wsf_context_delete(ctx);
+}
+
+/* SPEC with its fusion name replaced by NAME (malloc'ed). */
+static char *
+spec_named(const char *name)
+{
+	const char *rest = strchr(spec, '\n');
+	char *t = malloc(strlen("fusion: ") + strlen(name) + strlen(rest) + 1);
+
+	assert_non_null(t);
+	sprintf(t, "fusion: %s%s", name, rest);
+	return t;
+}
+
+/*
+ * Every user string that reaches NVRTC or the generated CUDA is bounded: a
+ * name of 100,000 characters is an error at the name (it once reached NVRTC
+ * and corrupted its heap), 64 characters compile through NVRTC, size names
+ * bound through the API are capped alike, the spec's name (a file name) and
+ * option values are at most 4096 bytes, and a control byte in the spec's name
+ * becomes '?' so that it cannot end a comment's line in the CUDA.
+ */
+static void
+user_strings_are_bounded(void **state)
+{
+	char *huge = malloc(100001), *text, *longname = malloc(5001);
+	WsfContext *ctx = wsf_context_new(), *sizes;
+	WsfKernel *k = (WsfKernel *)&k;
+	const char *cu;
+	Seen seen = {0};
+
+	(void)state;
+	assert_non_null(huge);
+	assert_non_null(longname);
+	wsf_set_diagnostic_handler(ctx, on_diag, &seen);
+	memset(huge, 'k', 100000);
+	huge[100000] = 0;
+	text = spec_named(huge);
+	assert_int_equal(wsf_compile_string(ctx, "huge.yaml", text, strlen(text), &k), WSF_ERR_INPUT);
+	assert_null(k);
+	assert_non_null(strstr(seen.last, "huge.yaml:1:9: error: 'kkkk"));
+	assert_non_null(strstr(seen.last, "...' is too long for a fusion name: 100000 characters, "
+	                                  "more than the limit of 64"));
+	/* and the source line is shown cut around the caret */
+	assert_true(strlen(wsf_context_last_error(ctx)) < 700);
+	free(text);
+
+	huge[64] = 0;
+	text = spec_named(huge);
+	assert_int_equal(wsf_set_option(ctx, "stop-after", have_nvrtc() ? "cubin" : "cuda"), WSF_OK);
+	assert_int_equal(wsf_compile_string(ctx, "64.yaml", text, strlen(text), &k), WSF_OK);
+	assert_string_equal(wsf_kernel_name(k), huge);
+	wsf_kernel_delete(k);
+	free(text);
+
+	sizes = wsf_context_new();
+	assert_int_equal(wsf_set_size(sizes, huge, 8), WSF_OK);
+	huge[64] = 'k';
+	huge[65] = 0;
+	assert_int_equal(wsf_set_size(sizes, huge, 8), WSF_ERR_INPUT);
+	assert_non_null(strstr(wsf_context_last_error(sizes), "is too long: 65 characters, more than the limit of 64"));
+	wsf_context_delete(sizes);
+
+	memset(longname, 'n', 5000);
+	longname[5000] = 0;
+	assert_int_equal(wsf_compile_string(ctx, longname, spec, strlen(spec), &k), WSF_ERR_USAGE);
+	assert_non_null(strstr(seen.last, "is 5000 bytes long, more than the limit of 4096"));
+	assert_int_equal(wsf_set_option(ctx, "cache-dir", longname), WSF_ERR_USAGE);
+	assert_non_null(strstr(seen.last, "option 'cache-dir' is 5000 bytes long"));
+
+	/* a file name cannot put a line of its own into the CUDA */
+	assert_int_equal(wsf_compile_string(ctx, "a\n#error injected\r\n.yaml", spec, strlen(spec), &k), WSF_OK);
+	cu = wsf_kernel_text(k, WSF_STAGE_CUDA, NULL);
+	assert_non_null(cu);
+	assert_non_null(strstr(cu, "from a?#error injected??.yaml. Do not edit.\n"));
+	assert_null(strstr(cu, "\n#error"));
+	wsf_kernel_delete(k);
+	text = spec_named("bad-name");
+	assert_int_equal(wsf_compile_string(ctx, "a\nb.yaml", text, strlen(text), &k), WSF_ERR_INPUT);
+	assert_non_null(strstr(seen.last, "a?b.yaml:1:9: error: 'bad-name'"));
+	free(text);
+
+	free(huge);
+	free(longname);
+	wsf_context_delete(ctx);
+}
+
+/* wsf_kernel_write: the stage's text to a file, or an error naming the file. */
+static void
+kernel_write(void **state)
+{
+	char dir[] = "/tmp/wsfuse-test-api-XXXXXX", path[64], got[8192];
+	WsfContext *ctx = wsf_context_new();
+	WsfKernel *k = NULL;
+	const char *cu;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(wsf_set_option(ctx, "stop-after", "cuda"), WSF_OK);
+	assert_int_equal(wsf_compile_string(ctx, "api.yaml", spec, strlen(spec), &k), WSF_OK);
+	cu = wsf_kernel_text(k, WSF_STAGE_CUDA, &len);
+	snprintf(path, sizeof path, "%s/k.cu", dir);
+	assert_int_equal(wsf_kernel_write(ctx, k, WSF_STAGE_CUDA, path), WSF_OK);
+	f = fopen(path, "rb");
+	assert_non_null(f);
+	assert_int_equal(fread(got, 1, sizeof got, f), len);
+	fclose(f);
+	assert_memory_equal(got, cu, len);
+	/* a stage the compile did not reach, no name, a folder */
+	assert_int_equal(wsf_kernel_write(ctx, k, WSF_STAGE_CUBIN, path), WSF_ERR_USAGE);
+	assert_non_null(strstr(wsf_context_last_error(ctx), "kernel 'api' has no cubin"));
+	assert_int_equal(wsf_kernel_write(ctx, k, WSF_STAGE_CUDA, ""), WSF_ERR_USAGE);
+	assert_int_equal(wsf_kernel_write(ctx, k, WSF_STAGE_CUDA, dir), WSF_ERR_IO);
+	assert_non_null(strstr(wsf_context_last_error(ctx), ": error: cannot write: Is a directory"));
+	assert_int_equal(wsf_kernel_write(NULL, k, WSF_STAGE_CUDA, path), WSF_ERR_USAGE);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rmdir(dir), 0);
+	wsf_kernel_delete(k);
+	wsf_context_delete(ctx);
+}
+
 int
 main(void)
 {
@@ -395,6 +550,9 @@ main(void)
 		cmocka_unit_test(argument_queries),
 		cmocka_unit_test(errors_reach_the_callback_once),
 		cmocka_unit_test(refusals),
+		cmocka_unit_test(specs_longer_than_the_limit),
+		cmocka_unit_test(user_strings_are_bounded),
+		cmocka_unit_test(kernel_write),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

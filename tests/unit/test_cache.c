@@ -5,7 +5,9 @@
  * SHA-256 is checked on FIPS 180-4's examples and on lengths around the
  * padding boundary.  Each damaged-entry test stores a good entry, breaks one
  * thing (truncates the cubin, flips a byte, deletes or garbles meta) and
- * expects a miss with no error.  Every test works in its own mkdtemp folder.
+ * expects a miss with no error; a FIFO in place of a file is a miss too, at
+ * once (alarm() fails the test if opening it waits for a writer).  Every test
+ * works in its own mkdtemp folder.
  */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include <setjmp.h>
@@ -269,7 +271,7 @@ flip_cubin_byte(Comp *c, const char *dir)
 
 	memcpy(other, cubin_bytes, sizeof other);
 	other[sizeof other - 1] ^= 0x80;
-	assert_int_equal(rt_write_file(file_of(c, dir, "kernel.cubin"), other, sizeof other), 0);
+	assert_int_equal(rt_write_file(file_of(c, dir, "kernel.cubin"), other, sizeof other, RT_WRITE_NONE), 0);
 }
 
 static void
@@ -283,13 +285,13 @@ garble_meta(Comp *c, const char *dir)
 {
 	const char *junk = "wsfuse-cache-v1\nkey nonsense\n\x01\x02";
 
-	assert_int_equal(rt_write_file(file_of(c, dir, "meta"), junk, strlen(junk)), 0);
+	assert_int_equal(rt_write_file(file_of(c, dir, "meta"), junk, strlen(junk), RT_WRITE_MKDIRS), 0);
 }
 
 static void
 empty_meta(Comp *c, const char *dir)
 {
-	assert_int_equal(rt_write_file(file_of(c, dir, "meta"), "", 0), 0);
+	assert_int_equal(rt_write_file(file_of(c, dir, "meta"), "", 0, RT_WRITE_MKDIRS), 0);
 }
 
 static void
@@ -305,6 +307,27 @@ cubin_is_a_dir(Comp *c, const char *dir)
 	assert_int_equal(mkdir(file_of(c, dir, "kernel.cubin"), 0700), 0);
 }
 
+/* A FIFO in place of a file: opening it must not wait for a writer that never comes. */
+static void
+fifo_for(Comp *c, const char *dir, const char *file)
+{
+	alarm(20); /* a hang fails the test */
+	assert_int_equal(unlink(file_of(c, dir, file)), 0);
+	assert_int_equal(mkfifo(file_of(c, dir, file), 0600), 0);
+}
+
+static void
+meta_is_a_fifo(Comp *c, const char *dir)
+{
+	fifo_for(c, dir, "meta");
+}
+
+static void
+cubin_is_a_fifo(Comp *c, const char *dir)
+{
+	fifo_for(c, dir, "kernel.cubin");
+}
+
 static void test_truncated_cubin(void **state) { expect_miss_after(*state, truncate_cubin); }
 static void test_flipped_ptx_byte(void **state) { expect_miss_after(*state, flip_ptx_byte); }
 static void test_flipped_cubin_byte(void **state) { expect_miss_after(*state, flip_cubin_byte); }
@@ -313,6 +336,24 @@ static void test_garbage_meta(void **state) { expect_miss_after(*state, garble_m
 static void test_empty_meta(void **state) { expect_miss_after(*state, empty_meta); }
 static void test_missing_log(void **state) { expect_miss_after(*state, remove_log); }
 static void test_cubin_is_a_dir(void **state) { expect_miss_after(*state, cubin_is_a_dir); }
+
+static void
+test_fifo_entry(void **state)
+{
+	const char *dir = *state;
+	Cubin in = sample(), out;
+	Comp c;
+
+	expect_miss_after(dir, meta_is_a_fifo);
+	expect_miss_after(dir, cubin_is_a_fifo);
+	/* storing again replaces the FIFOs (without opening them) and the entry loads */
+	COMP_INIT(c);
+	rt_cache_store(&c, dir, key, "src", &in);
+	assert_int_equal(c.nerrors, 0);
+	assert_int_equal(rt_cache_load(&c, dir, key, &out), 1);
+	alarm(0);
+	arena_free(c.arena);
+}
 
 static void
 test_unwritable_dir(void **state)
@@ -326,7 +367,7 @@ test_unwritable_dir(void **state)
 	nwarnings = 0;
 	/* a regular file where a directory must go: fails even for root */
 	blocked = arena_printf(c.arena, "%s/file", dir);
-	assert_int_equal(rt_write_file(blocked, "x", 1), 0);
+	assert_int_equal(rt_write_file(blocked, "x", 1, RT_WRITE_MKDIRS), 0);
 	rt_cache_store(&c, arena_printf(c.arena, "%s/cache", blocked), key, "src", &in);
 	assert_int_equal(nwarnings, 1);
 	assert_int_equal(c.nerrors, 0);
@@ -351,8 +392,8 @@ test_write_file(void **state)
 	FILE *f;
 
 	snprintf(path, sizeof path, "%s/a/b/c/file.txt", dir);
-	assert_int_equal(rt_write_file(path, "first", 5), 0);
-	assert_int_equal(rt_write_file(path, "second", 6), 0);
+	assert_int_equal(rt_write_file(path, "first", 5, RT_WRITE_MKDIRS), 0);
+	assert_int_equal(rt_write_file(path, "second", 6, RT_WRITE_MKDIRS), 0);
 	f = fopen(path, "rb");
 	assert_non_null(f);
 	assert_int_equal(fread(buf, 1, sizeof buf - 1, f), 6);
@@ -361,7 +402,7 @@ test_write_file(void **state)
 	nftw(dir, count_entries, 16, FTW_PHYS);
 	/* a path whose parent cannot exist fails with errno set */
 	snprintf(path, sizeof path, "%s/a/b/c/file.txt/below", dir);
-	assert_int_equal(rt_write_file(path, "x", 1), -1);
+	assert_int_equal(rt_write_file(path, "x", 1, RT_WRITE_MKDIRS), -1);
 }
 
 int
@@ -380,6 +421,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_empty_meta, make_tmp, remove_tmp),
 		cmocka_unit_test_setup_teardown(test_missing_log, make_tmp, remove_tmp),
 		cmocka_unit_test_setup_teardown(test_cubin_is_a_dir, make_tmp, remove_tmp),
+		cmocka_unit_test_setup_teardown(test_fifo_entry, make_tmp, remove_tmp),
 		cmocka_unit_test_setup_teardown(test_unwritable_dir, make_tmp, remove_tmp),
 		cmocka_unit_test_setup_teardown(test_write_file, make_tmp, remove_tmp),
 	};

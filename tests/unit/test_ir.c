@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -311,7 +312,7 @@ intern_many_strings_rehash(void **state)
 typedef struct Seen {
 	int calls;
 	WsfSeverity sev;
-	char msg[512];
+	char msg[1024];
 } Seen;
 
 static void

@@ -681,14 +681,15 @@ user_text_in_messages(void **state)
 	                            "          ^");
 	assert_int_equal(read_str(t, "fusion: \"b\\e[2J\\Lc\"\n" REST), -1);
 	assert_non_null(strstr(t->msg, "error: 'b\\x1b[2J\\u2028c' is not a valid name"));
-	/* a megabyte name quoted in a message: its first 40 bytes */
+	/* a megabyte name quoted in a message (the name cap's): its first 40 bytes */
 	buf_init(&b, t->c.arena);
 	buf_puts(&b, HEAD "ops:\n  - {out: c, op: exp, in: [");
 	for (i = 0; i < 1 << 20; i++)
 		buf_puts(&b, "q");
 	buf_puts(&b, "]}\n" OUTS);
 	assert_int_equal(read_str(t, buf_str(&b)), -1);
-	assert_non_null(strstr(t->msg, ":6:28: error: unknown tensor 'qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq...': "));
+	assert_non_null(strstr(t->msg, ":6:28: error: 'qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq...' is too long for a "
+	                               "tensor name: 1048576 characters, more than the limit of 64"));
 	assert_true(strlen(t->msg) < 400);
 }
 

@@ -1,0 +1,178 @@
+#!/bin/bash
+# run_cli.sh BUILD: tests of the command line BUILD/wsfuse that golden files
+# cannot express: where -o writes (a device, a FIFO, a symbolic link, past a
+# symbolic link planted at the old temp name), failures to write standard
+# output, input past the spec limit, and option values (every numeric option
+# is read whole and range-checked; a bad one is a usage error naming it).  Each case counts once; a failing one prints "FAIL cli: CASE: why".
+# Ends with "N passed, N failed".
+set -u
+b=${1:?usage: run_cli.sh BUILD}
+wsfuse=$b/wsfuse
+spec=examples/pointwise_chain.yaml
+export WSFUSE_CACHE=0
+if [ ! -x "$wsfuse" ]; then
+	echo "FAIL $wsfuse: not built"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL cli: $1: $2"; }
+
+# cli ARGS...: runs the CLI with stdout, stderr and the exit status in
+# $tmp/out, $tmp/err and $rc; a minute is a hang.
+cli() {
+	timeout 60 "$wsfuse" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+	rc=$?
+}
+
+# expect CASE STATUS TEXT: the last run exited with STATUS and TEXT is in its
+# stderr (which must be empty when TEXT is).
+expect() {
+	if [ "$rc" != "$2" ]; then
+		bad "$1" "exit $rc, expected $2; stderr: $(head -c 400 "$tmp/err")"
+	elif [ -z "$3" ] && [ -s "$tmp/err" ]; then
+		bad "$1" "stderr: $(head -c 400 "$tmp/err")"
+	elif [ -n "$3" ] && ! grep -qF -- "$3" "$tmp/err"; then
+		bad "$1" "stderr lacks '$3': $(head -c 400 "$tmp/err")"
+	else
+		ok
+	fi
+}
+
+# same CASE FILE: FILE holds the CUDA of $spec.
+same() {
+	if cmp -s "$tmp/want.cu" "$2"; then ok; else bad "$1" "$2 is not the CUDA of $spec"; fi
+}
+
+"$wsfuse" compile --emit=cuda "$spec" >"$tmp/want.cu" || bad setup "cannot emit $spec"
+
+# ---- -o ----
+
+cli compile --emit=cuda "$spec" -o /dev/null
+expect "-o /dev/null" 0 ""
+if [ -c /dev/null ]; then ok; else bad "-o /dev/null" "/dev/null is no longer a character device"; fi
+
+cli compile --emit=cuda "$spec" -o /dev/full
+expect "-o /dev/full" 1 "/dev/full: error: cannot write: No space left on device"
+
+mkfifo "$tmp/fifo"
+timeout 60 cat "$tmp/fifo" >"$tmp/from-fifo" &
+reader=$!
+cli compile --emit=cuda "$spec" -o "$tmp/fifo"
+wait "$reader"
+expect "-o FIFO" 0 ""
+same "-o FIFO" "$tmp/from-fifo"
+if [ -p "$tmp/fifo" ]; then ok; else bad "-o FIFO" "the FIFO was replaced"; fi
+
+mkdir "$tmp/d"
+echo old >"$tmp/d/target"
+ln -s target "$tmp/d/link"
+cli compile --emit=cuda "$spec" -o "$tmp/d/link"
+expect "-o symlink" 0 ""
+same "-o symlink" "$tmp/d/target"
+if [ -L "$tmp/d/link" ]; then ok; else bad "-o symlink" "the link was replaced"; fi
+
+ln -s made "$tmp/d/dangling"
+cli compile --emit=cuda "$spec" -o "$tmp/d/dangling"
+expect "-o dangling symlink" 0 ""
+same "-o dangling symlink" "$tmp/d/made"
+
+# a link planted at the temp name wsfuse once used (PATH.tmp.PID) is not followed:
+# the subshell's PID is the one wsfuse runs as after exec
+echo victim >"$tmp/d/victim"
+(
+	ln -s victim "$tmp/d/out.cu.tmp.$BASHPID"
+	exec "$wsfuse" compile --emit=cuda "$spec" -o "$tmp/d/out.cu" >"$tmp/out" 2>"$tmp/err" </dev/null
+)
+rc=$?
+expect "planted temp link" 0 ""
+same "planted temp link" "$tmp/d/out.cu"
+if [ "$(cat "$tmp/d/victim")" = victim ]; then ok; else bad "planted temp link" "the link's target was written"; fi
+rm -f "$tmp/d/out.cu.tmp."*
+
+cli compile --emit=cuda "$spec" -o "$tmp/d"
+expect "-o directory" 1 "$tmp/d: error: cannot write: Is a directory"
+
+cli compile --emit=cuda "$spec" -o "$tmp/missing/out.cu"
+expect "-o missing folder" 1 "$tmp/missing/out.cu: error: cannot write: No such file or directory"
+
+cli compile --emit=cuda "$spec" -o ""
+expect "-o empty" 2 "-o needs a file name"
+
+left=$(find "$tmp" -name '*.tmp.*')
+if [ -z "$left" ]; then ok; else bad "temp files" "left behind: $left"; fi
+
+# ---- input ----
+
+cli compile /dev/zero
+expect "spec /dev/zero" 1 "/dev/zero: error: the spec is longer than the limit of 1048576 bytes (1 MiB)"
+
+timeout 60 "$wsfuse" compile - </dev/zero >"$tmp/out" 2>"$tmp/err"
+rc=$?
+expect "endless stdin" 1 "<stdin>: error: the spec is longer than the limit of 1048576 bytes (1 MiB)"
+
+timeout 60 "$wsfuse" compile - </ >"$tmp/out" 2>"$tmp/err"
+rc=$?
+expect "stdin a directory" 1 "wsfuse: cannot read standard input: Is a directory"
+
+# ---- standard output ----
+
+timeout 60 "$wsfuse" compile --emit=cuda "$spec" >/dev/full 2>"$tmp/err"
+rc=$?
+expect "stdout /dev/full" 1 "wsfuse: cannot write to standard output: No space left on device"
+
+timeout 60 "$wsfuse" --help >/dev/full 2>"$tmp/err"
+rc=$?
+expect "--help to /dev/full" 1 "cannot write to standard output"
+
+# ---- option values: one reader for each kind, the whole string, range-checked ----
+
+# bad VALUE TEXT: `run SPEC VALUE` is a usage error (exit 2) whose message has TEXT
+bad_option() {
+	cli run "$spec" "$1"
+	expect "$1" 2 "$2"
+}
+int="expects an integer from 1 to 2147483647, saw"
+bad_option --iters=4294967297 "wsfuse: --iters $int '4294967297'"
+bad_option --iters=5abc "wsfuse: --iters $int '5abc'"
+bad_option --iters=0 "wsfuse: --iters $int '0'"
+bad_option --iters=-3 "wsfuse: --iters $int '-3'"
+bad_option "--iters= 5" "wsfuse: --iters $int ' 5'"
+bad_option --iters= "wsfuse: --iters $int ''"
+seed="expects an integer from 0 to 18446744073709551615, saw"
+bad_option --seed=abc "wsfuse: --seed $seed 'abc'"
+bad_option --seed=-1 "wsfuse: --seed $seed '-1'"
+bad_option --seed=18446744073709551616 "wsfuse: --seed $seed '18446744073709551616'"
+bad_option --seed=0x10 "wsfuse: --seed $seed '0x10'"
+scale="expects a positive number up to 1e38 (such as 1000 or 2.5e3), saw"
+for v in inf nan -1 0 0x10 1e39 1e-400 1e . 2,5 " 1"; do
+	bad_option "--scale=$v" "wsfuse: --scale $scale '$v'"
+done
+dval="-D expects NAME=VALUE with VALUE a positive integer (decimal digits), saw"
+for v in N=+16 N=16x N= "N= 16" N=-16 N=99999999999999999999; do
+	cli compile --emit=fusion-ir "$spec" -D "$v"
+	expect "-D $v" 2 "wsfuse: $dval '$v'"
+done
+cli compile --emit=fusion-ir "$spec" -D =16
+expect "-D =16" 2 "wsfuse: -D expects NAME=VALUE, saw '=16'"
+cli compile --emit=fusion-ir "$spec" -D M=0
+expect "-D M=0" 1 "size 'M' = 0 is out of range (expected 1..1099511627776)"
+cli compile --emit=fusion-ir "$spec" "-DM$(printf 'x%.0s' $(seq 70))=8"
+expect "-D long name" 1 "is too long: 71 characters, more than the limit of 64"
+cli compile --emit=fusion-ir "$spec" --cache-dir=
+expect "--cache-dir=" 2 "wsfuse: --cache-dir needs a directory"
+# a value of any length is quoted short, on one line
+cli run "$spec" "--iters=$(printf '9%.0s' $(seq 200))"
+expect "--iters long" 2 "saw '9999999999999999999999999999999999999999999999999999999999999999...'"
+
+# good values pass (compile stops before running anything)
+cli compile --emit=fusion-ir "$spec" --iters=2147483647 --seed=18446744073709551615 --scale=2.5e3 \
+	--scale=.5 --scale=1000 --scale=1e38 -D M=4096
+expect "good values" 0 ""
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
