@@ -136,8 +136,11 @@ check_load(Check *v, const Stmt *s)
 {
 	const Kernel *k = v->k;
 	const KBuf *b = &k->buf[s->buf];
-	const CbInfo *cb = v->cb;
+	const CbInfo *cb = v->cb, *own = s->bar && bar_ok(k, s->bar) ? kernel_pipe_of(k, s->bar) : NULL;
 
+	/* in a nest of several pipelines (a merged producer loop) a load may fill another one of them */
+	if (cb && own)
+		cb = own;
 	if (b->kind != BUF_TILE)
 		fail(v, "TMA load into a buffer that is not a tile buffer");
 	else if (s->bar && !bar_ok(k, s->bar))

@@ -162,10 +162,27 @@ typedef struct Rewrite {
 	Comp *c;
 	Kernel *k;
 	Stmt *loop;
+	const bool *bufs;  /* the tile buffers of the pipeline being rewritten */
 	int stages, full;
 	int bytes;    /* bytes a stage receives from tensor-map loads */
 	int err;
 } Rewrite;
+
+/* Does S hold a load into one of BUFS? */
+static bool
+loads_into(const Stmt *s, const bool *bufs)
+{
+	int i;
+
+	if (!s)
+		return false;
+	if (s->kind == ST_TMA_LOAD)
+		return bufs[s->buf];
+	for (i = 0; i < s->nbody; i++)
+		if (loads_into(s->body[i], bufs))
+			return true;
+	return loads_into(s->orelse, bufs);
+}
 
 static Expr *
 slot_of(Rewrite *r, Expr *lin)
@@ -186,7 +203,8 @@ bulk_tx(Rewrite *r, const Stmt *s, int from)
 	for (i = from; i < s->nbody; i++) {
 		Stmt ld;
 
-		if (s->body[i]->kind != ST_TMA_LOAD || r->k->param[s->body[i]->param].kind != PK_PTR)
+		if (s->body[i]->kind != ST_TMA_LOAD || r->k->param[s->body[i]->param].kind != PK_PTR ||
+		    !r->bufs[s->body[i]->buf])
 			continue;
 		ld = *s->body[i];
 		ld.b = inline_lets(r->c, r->loop, ld.b);
@@ -227,9 +245,11 @@ retarget(Rewrite *r, Stmt *s, Expr *lin, bool tx_done)
 	int i;
 
 	for (i = 0; i < s->nreads; i++)
-		if (r->k->buf[s->reads[i].buf].kind == BUF_TILE)
+		if (r->bufs[s->reads[i].buf])
 			s->reads[i].slot = slot_of(r, lin);
 	if (s->kind == ST_TMA_LOAD) {
+		if (!r->bufs[s->buf])
+			return;  /* another pipeline's */
 		s->slot = slot_of(r, lin);
 		s->bar = r->full;
 		s->barslot = s->slot;
@@ -240,13 +260,13 @@ retarget(Rewrite *r, Stmt *s, Expr *lin, bool tx_done)
 	}
 	for (i = 0; i < s->nbody && !r->err; i++) {
 		Stmt *x = s->body[i];
-		bool chunks = x->kind == ST_LOOP && x->loop == LOOP_CHUNK && kir_has_load(x);
+		bool chunks = x->kind == ST_LOOP && x->loop == LOOP_CHUNK && loads_into(x, r->bufs);
 
 		if (chunks && bulk_in(r->k, x)) {
 			r->err = diag_internal(r->c, "circular_buffer", "a bulk (pointer) load inside a chunk loop");
 			return;
 		}
-		if ((x->kind == ST_TMA_LOAD || chunks) && !tx_done) {
+		if (((x->kind == ST_TMA_LOAD && r->bufs[x->buf]) || chunks) && !tx_done) {
 			/* one expect_tx of the whole stage before its first load (or loop of loads) */
 			Stmt *tx = st_new(r->c, ST_EXPECT_TX);
 
@@ -259,7 +279,7 @@ retarget(Rewrite *r, Stmt *s, Expr *lin, bool tx_done)
 			tx_done = true;
 			continue;  /* x is now at i + 1 */
 		}
-		if (x->kind == ST_LOOP && !chunks && kir_has_load(x)) {
+		if (x->kind == ST_LOOP && x->loop != LOOP_CHUNK && loads_into(x, r->bufs)) {
 			if (x->lo->kind != EX_INT || x->lo->ival != 0 || ex_uses_var(x->hi, x->var)) {
 				r->err = diag_internal(r->c, "circular_buffer",
 				                       "an inner loop that issues loads must run over [0, n)");
@@ -320,9 +340,9 @@ cb_load_slice(Comp *c, const Stmt *loop)
 	return b;
 }
 
-/* Does an mma in S read a tile buffer (an operand the pipeline loads)? */
+/* Does an mma in S read one of BUFS (an operand the pipeline loads)? */
 static bool
-mma_reads(const Kernel *k, const Stmt *s)
+mma_reads(const Stmt *s, const bool *bufs)
 {
 	int i;
 
@@ -330,23 +350,97 @@ mma_reads(const Kernel *k, const Stmt *s)
 		return false;
 	if (s->kind == ST_MMA)
 		for (i = 0; i < s->nreads; i++)
-			if (k->buf[s->reads[i].buf].kind == BUF_TILE)
+			if (bufs[s->reads[i].buf])
 				return true;
 	for (i = 0; i < s->nbody; i++)
-		if (mma_reads(k, s->body[i]))
+		if (mma_reads(s->body[i], bufs))
 			return true;
-	return mma_reads(k, s->orelse);
+	return mma_reads(s->orelse, bufs);
+}
+
+/*
+ * The pipelines of the nest LOOP: the tile buffers it loads, grouped by the
+ * loop whose iterations fill their stages (the innermost loop around their
+ * loads, chunk loops aside: they fill pieces of one stage).
+ */
+typedef struct Pipe {
+	Stmt *loop;      /* its stage loop */
+	bool *bufs;      /* [nbuf]: its tile buffers */
+	int64_t bytes;   /* one stage's copies */
+	int tx;          /* bytes a stage receives from tensor-map loads (bulk loads count at run time) */
+	int stages, prefetch;
+	CbInfo *cb;
+} Pipe;
+
+enum { MAX_PIPES = 4 };
+
+/* The innermost non-chunk loop around a load into B in S (CUR: the one around S), or NULL. */
+static Stmt *
+stage_loop(Stmt *s, int b, Stmt *cur)
+{
+	Stmt *r;
+	int i;
+
+	if (!s)
+		return NULL;
+	if (s->kind == ST_TMA_LOAD)
+		return s->buf == b ? cur : NULL;
+	if (s->kind == ST_LOOP && s->loop != LOOP_CHUNK)
+		cur = s;
+	for (i = 0; i < s->nbody; i++)
+		if ((r = stage_loop(s->body[i], b, cur)))
+			return r;
+	return stage_loop(s->orelse, b, cur);
+}
+
+static int
+find_pipes(Comp *c, Kernel *k, Stmt *loop, Pipe *pipe)
+{
+	int b, n = 0, q;
+
+	for (b = 1; b < k->nbuf; b++) {
+		Stmt *l;
+
+		if (k->buf[b].kind != BUF_TILE || !st_writes_buf(loop, b) || !(l = stage_loop(loop, b, loop)))
+			continue;
+		for (q = 0; q < n && pipe[q].loop != l; q++)
+			;
+		if (q == n) {
+			if (n == MAX_PIPES)
+				return diag_internal(c, "circular_buffer", "more than %d pipelines in one nest", MAX_PIPES);
+			pipe[n].loop = l;
+			pipe[n].bufs = arena_alloc(c->arena, (size_t)k->nbuf * sizeof(bool));
+			n++;
+		}
+		pipe[q].bufs[b] = true;
+		pipe[q].bytes += kbuf_copy(&k->buf[b]).bytes;
+		if (k->param[k->buf[b].param].kind == PK_TMAP)
+			pipe[q].tx += (int)kbuf_copy(&k->buf[b]).bytes;
+	}
+	return n;
+}
+
+/* The shared memory K takes with S copies of each of BUFS (and the other buffers as they are). */
+static int64_t
+smem_at(Kernel *k, const bool *bufs, int stages)
+{
+	int b;
+
+	for (b = 1; b < k->nbuf; b++)
+		if (bufs[b])
+			k->buf[b].stages = stages;
+	return kernel_smem_bytes(k) + 16 * (int64_t)stages;
 }
 
 int64_t
 cb_smem_at(Kernel *k, const Stmt *loop, int stages)
 {
+	bool bufs[k->nbuf];
 	int b;
 
-	for (b = 1; b < k->nbuf; b++)
-		if (k->buf[b].kind == BUF_TILE && (!loop || st_writes_buf(loop, b)))
-			k->buf[b].stages = stages;
-	return kernel_smem_bytes(k) + 16 * (int64_t)stages;
+	for (b = 0; b < k->nbuf; b++)
+		bufs[b] = b > 0 && k->buf[b].kind == BUF_TILE && (!loop || st_writes_buf(loop, b));
+	return smem_at(k, bufs, stages);
 }
 
 /*
@@ -355,15 +449,15 @@ cb_smem_at(Kernel *k, const Stmt *loop, int stages)
  * alignment), never from unpadded bytes, which undercount narrow copies.
  */
 static int
-choose_stages(Comp *c, Kernel *k, const Stmt *loop, int *stages)
+choose_stages(Comp *c, Kernel *k, const bool *bufs, int *stages)
 {
 	int b, fit = 0, limit = k->stages_hint > MAX_STAGES ? k->stages_hint : MAX_STAGES;
 	int64_t stage = 0;
 
 	for (b = 1; b < k->nbuf; b++)
-		if (k->buf[b].kind == BUF_TILE && st_writes_buf(loop, b))
+		if (bufs[b])
 			stage += kbuf_copy(&k->buf[b]).stride;
-	while (fit < limit && cb_smem_at(k, loop, fit + 1) <= k->smem_budget)
+	while (fit < limit && smem_at(k, bufs, fit + 1) <= k->smem_budget)
 		fit++;
 	/* lowering sizes tiles to hold one stage; what is left is a row reduction's many staged inputs */
 	if (fit < 1)
@@ -378,7 +472,7 @@ choose_stages(Comp *c, Kernel *k, const Stmt *loop, int *stages)
 			return diag_error(c, k->stages_pos,
 			                  "schedule stages %d needs %lld KiB of shared memory for %lld-byte stages, "
 			                  "but %d KiB are available; use at most %d stage%s or a smaller tile",
-			                  k->stages_hint, (long long)(cb_smem_at(k, loop, k->stages_hint) / 1024),
+			                  k->stages_hint, (long long)(smem_at(k, bufs, k->stages_hint) / 1024),
 			                  (long long)stage, k->smem_budget / 1024, fit, fit == 1 ? "" : "s");
 		*stages = k->stages_hint;
 		return 0;
@@ -389,7 +483,7 @@ choose_stages(Comp *c, Kernel *k, const Stmt *loop, int *stages)
 	} else if (k->smem_target) {
 		int want = 0;
 
-		while (want < MAX_STAGES && cb_smem_at(k, loop, want + 1) <= k->smem_target)
+		while (want < MAX_STAGES && smem_at(k, bufs, want + 1) <= k->smem_target)
 			want++;
 		*stages = want < 2 ? 2 : want;
 	}
@@ -404,9 +498,10 @@ pass_circular_buffer(Comp *c)
 	Kernel *k = c->kernel;
 	Found fd = {0};
 	Rewrite r = {0};
+	Pipe pipe[MAX_PIPES] = {{0}};
 	CbInfo *cb;
 	Stmt *init, *mbinit, *fence, *sync;
-	int b, stage_bytes = 0, S = 1, P;
+	int b, q, npipe, main_ = 0, first = 0, S, P;
 	Expr *i, *n;
 
 	find_loop(k, k->body, NULL, 0, k->warp_specialize, &fd);
@@ -415,43 +510,66 @@ pass_circular_buffer(Comp *c)
 	if (!k->warp_specialize && has_loading_loop(fd.loop))
 		return diag_internal(c, "circular_buffer",
 		                     "a plain pipelined loop must issue its loads directly in its body");
-	for (b = 1; b < k->nbuf; b++)
-		if (k->buf[b].kind == BUF_TILE && st_writes_buf(fd.loop, b)) {
-			int bytes = (int)kbuf_copy(&k->buf[b]).bytes;
-
-			stage_bytes += bytes;
-			if (k->param[k->buf[b].param].kind == PK_TMAP)
-				r.bytes += bytes;  /* bulk loads count what they copy, at run time */
-		}
-	if (choose_stages(c, k, fd.loop, &S))
+	if ((npipe = find_pipes(c, k, fd.loop, pipe)) < 0)
 		return -1;
-	/* a stage read by mma is free only once a later mma.wait_group shows the read done: one group in flight */
-	P = mma_reads(k, fd.loop) && S > 1 ? S - 2 : S - 1;
-	for (b = 1; b < k->nbuf; b++)
-		if (k->buf[b].kind == BUF_TILE && st_writes_buf(fd.loop, b))
-			k->buf[b].stages = S;
+	if (npipe > 1 && !k->warp_specialize)
+		return diag_internal(c, "circular_buffer", "several pipelines in one nest need warp specialization");
 
-	cb = arena_alloc(c->arena, sizeof *cb);
-	cb->stages = S;
-	cb->prefetch = P;
-	cb->stage_bytes = stage_bytes;
-	cb->warp_specialized = k->warp_specialize;
-	*VEC_PUSH(c->arena, k->pipe, k->npipe, k->cappipe) = cb;
-	/* one elected thread arrives (with expect_tx) once per stage fill */
-	cb->full_bar = kernel_add_bar(c, k, "full", S, 1);
-	if (k->warp_specialize)
-		cb->empty_bar = kernel_add_bar(c, k, "empty", S, k->consumer_threads);
+	/*
+	 * Stages: the pipeline with the largest stage (a matmul's k-loop operands)
+	 * gets what the budget allows; the others (per-tile inputs) two each.
+	 * The buffered loop carries the pipeline it fills itself, or else the first.
+	 */
+	for (q = 0; q < npipe; q++) {
+		if (pipe[q].bytes > pipe[main_].bytes)
+			main_ = q;
+		if (pipe[q].loop == fd.loop)
+			first = q;
+	}
+	for (q = 0; q < npipe; q++)
+		if (q != main_)
+			smem_at(k, pipe[q].bufs, pipe[q].stages = 2);
+	if (choose_stages(c, k, pipe[main_].bufs, &pipe[main_].stages))
+		return -1;
+	for (q = 0; q < npipe; q++) {
+		S = pipe[q].stages;
+		/* a stage read by mma is free only once a later mma.wait_group shows the read done: one group in flight */
+		pipe[q].prefetch = mma_reads(fd.loop, pipe[q].bufs) && S > 1 ? S - 2 : S - 1;
+		smem_at(k, pipe[q].bufs, S);
+		cb = pipe[q].cb = arena_alloc(c->arena, sizeof *cb);
+		cb->stages = S;
+		cb->prefetch = pipe[q].prefetch;
+		cb->stage_bytes = (int)pipe[q].bytes;
+		cb->warp_specialized = k->warp_specialize;
+		cb->inner = q != first;
+		*VEC_PUSH(c->arena, k->pipe, k->npipe, k->cappipe) = cb;
+		/* one elected thread arrives (with expect_tx) once per stage fill */
+		if (q == main_) {
+			cb->full_bar = kernel_add_bar(c, k, "full", S, 1);
+			if (k->warp_specialize)
+				cb->empty_bar = kernel_add_bar(c, k, "empty", S, k->consumer_threads);
+		} else {
+			/* another pipeline's are named after its first buffer: bias_tile_full */
+			for (b = 1; !pipe[q].bufs[b]; b++)
+				;
+			cb->full_bar = kernel_add_bar(c, k, arena_printf(c->arena, "%s_full", k->buf[b].name), S, 1);
+			cb->empty_bar = kernel_add_bar(c, k, arena_printf(c->arena, "%s_empty", k->buf[b].name), S,
+			                               k->consumer_threads);
+		}
+	}
 
 	/* barrier init, once, before everything */
 	init = st_if(c, ex_leaf(c, EX_ELECT));
 	init->comment = "one thread initialises the stage barriers";
-	mbinit = st_new(c, ST_MBAR_INIT);
-	mbinit->bar = cb->full_bar;
-	st_append(c, init, mbinit);
-	if (cb->empty_bar) {
+	for (q = 0; q < npipe; q++) {
 		mbinit = st_new(c, ST_MBAR_INIT);
-		mbinit->bar = cb->empty_bar;
+		mbinit->bar = pipe[q].cb->full_bar;
 		st_append(c, init, mbinit);
+		if (pipe[q].cb->empty_bar) {
+			mbinit = st_new(c, ST_MBAR_INIT);
+			mbinit->bar = pipe[q].cb->empty_bar;
+			st_append(c, init, mbinit);
+		}
 	}
 	fence = st_new(c, ST_FENCE_MBAR_INIT);
 	st_append(c, init, fence);
@@ -463,19 +581,29 @@ pass_circular_buffer(Comp *c)
 		fd.index += 2;
 
 	i = ex_var(c, fd.loop->var);
-	r.c = c;
-	r.k = k;
-	r.loop = fd.loop;
-	r.stages = S;
-	r.full = cb->full_bar;
 	if (!(fd.loop->lin = stage_counter(c, k, fd.loop)))
 		return -1;
-	retarget(&r, fd.loop, fd.loop->lin, false);
-	if (r.err)
-		return -1;
+	for (q = 0; q < npipe; q++) {
+		r.c = c;
+		r.k = k;
+		r.loop = fd.loop;
+		r.bufs = pipe[q].bufs;
+		r.stages = pipe[q].stages;
+		r.full = pipe[q].cb->full_bar;
+		r.bytes = pipe[q].tx;
+		retarget(&r, fd.loop, fd.loop->lin, false);
+		if (r.err)
+			return -1;
+		if (q != first)
+			pipe[q].loop->cb = pipe[q].cb;
+	}
+	cb = pipe[first].cb;
+	S = cb->stages;
+	P = cb->prefetch;
 	fd.loop->cb = cb;
 	if (k->warp_specialize) {
-		cb->part = CB_NONE;
+		for (q = 0; q < npipe; q++)
+			pipe[q].cb->part = CB_NONE;
 		return 0;
 	}
 

@@ -848,10 +848,12 @@ static void
 walk_body(Sync *y, Stmt *loop, State *st, const Cb *cb)
 {
 	Frame *fr = arena_alloc(y->c->arena, sizeof *fr);
+	int mine;
 
 	fr->block = loop;
 	fr->loop = true;
 	fr->bulk0 = st->bulk;
+	mine = y->ids;
 	if (cb && (cb->cb->part == CB_PRODUCER || !advances_counter(loop)))
 		stage_arrives(y, st, loop, cb);
 	walk_stmts(y, fr, st, loop, NULL, false, cb);
@@ -860,9 +862,9 @@ walk_body(Sync *y, Stmt *loop, State *st, const Cb *cb)
 		int i;
 
 		release_stage(y, loop, cb, st);
-		/* the stage of this iteration is done with (a stage nobody read needs no wait) */
+		/* this iteration's stages are done with (a stage nobody read needs no wait) */
 		for (i = st->n - 1; i >= 0; i--)
-			if (st->p[i].a.via == VIA_MBAR)
+			if (st->p[i].a.via == VIA_MBAR && st->p[i].id > mine)
 				drop(st, i);
 	}
 	place_all(y, fr);

@@ -403,22 +403,28 @@ sync_matmul_nest(void **state)
  * tiles x k-steps with nothing but its loads, the consumers keep
  * tile { k loop; epilogue } with setmaxnreg on both sides.
  */
-static void
-passes_matmul_nest(void **state)
+/* The matmul-shaped nest before the passes (with a per-tile bias [1, 256] input when BIAS). */
+typedef struct Nest {
+	Kernel *k;
+	Stmt *tl, *kl, *m, *cpt, *sto;
+	int stage, bias;
+} Nest;
+
+static Nest
+matmul_nest(Fixture *t, bool bias)
 {
-	Fixture *t = *state;
 	Comp *c = &t->c;
 	Kernel *k = c->kernel = mma_kernel(c, 1);
 	int acc = kernel_add_acc(c, k, "acc", DT_F32, 128, 256);
 	int ntile = kernel_add_var(c, k, "my_tiles"), kt = kernel_add_var(c, k, "ktiles");
 	int out = kernel_add_param(c, k, PK_TMAP, "out");
-	int stage = kernel_add_buf(c, k, "out_stage", BUF_STAGING, DT_BF16, 128, 64);
-	Stmt *tl, *kl, *issue, *m, *cpt, *sto, *store, *roles, *prod, *cons, *pl, *ckl, *ctl, *x;
-	Census n;
-	int b, S, i;
+	Nest n = {.k = k};
+	Stmt *issue, *store;
+	int b;
 
-	k->buf[stage].param = out;
-	k->buf[stage].stages = 2;
+	n.stage = kernel_add_buf(c, k, "out_stage", BUF_STAGING, DT_BF16, 128, 64);
+	k->buf[n.stage].param = out;
+	k->buf[n.stage].stages = 2;
 	k->warp_specialize = true;
 	k->persistent = true;
 	k->threads = 384;
@@ -427,41 +433,94 @@ passes_matmul_nest(void **state)
 	k->param[kernel_add_param(c, k, PK_SIZE, "tiles")].var = ntile;
 	k->param[kernel_add_param(c, k, PK_SIZE, "kt")].var = kt;
 
-	tl = st_loop(c, kernel_add_var(c, k, "t"), ex_int(c, 0), ex_var(c, ntile), LOOP_TILE);
-	st_append(c, k->body, tl);
-	kl = st_loop(c, kernel_add_var(c, k, "kk"), ex_int(c, 0), ex_var(c, kt), LOOP_SERIAL);
-	st_append(c, tl, kl);
+	n.tl = st_loop(c, kernel_add_var(c, k, "t"), ex_int(c, 0), ex_var(c, ntile), LOOP_TILE);
+	st_append(c, k->body, n.tl);
+	if (bias) {
+		Stmt *ld = st_new(c, ST_TMA_LOAD);
+
+		n.bias = kernel_add_buf(c, k, "bias_tile", BUF_TILE, DT_BF16, 1, 256);
+		k->buf[n.bias].param = kernel_add_param(c, k, PK_TMAP, "bias");
+		issue = st_if(c, ex_leaf(c, EX_ELECT));
+		ld->buf = n.bias;
+		ld->param = k->buf[n.bias].param;
+		ld->slot = ex_int(c, 0);
+		ld->a = ex_int(c, 0);
+		ld->b = ex_bin(c, EX_MUL, ex_var(c, n.tl->var), ex_int(c, 256));
+		st_append(c, issue, ld);
+		st_append(c, n.tl, issue);
+	}
+	n.kl = st_loop(c, kernel_add_var(c, k, "kk"), ex_int(c, 0), ex_var(c, kt), LOOP_SERIAL);
+	st_append(c, n.tl, n.kl);
 	issue = st_if(c, ex_leaf(c, EX_ELECT));
-	st_append(c, kl, issue);
+	st_append(c, n.kl, issue);
 	for (b = 1; b <= 2; b++) {
 		Stmt *ld = st_new(c, ST_TMA_LOAD);
 
 		ld->buf = b;
 		ld->param = k->buf[b].param;
 		ld->slot = ex_int(c, 0);
-		ld->a = ex_bin(c, EX_MUL, ex_var(c, tl->var), ex_int(c, 128));
-		ld->b = ex_bin(c, EX_MUL, ex_var(c, kl->var), ex_int(c, 64));
+		ld->a = ex_bin(c, EX_MUL, ex_var(c, n.tl->var), ex_int(c, 128));
+		ld->b = ex_bin(c, EX_MUL, ex_var(c, n.kl->var), ex_int(c, 64));
 		st_append(c, issue, ld);
 	}
-	m = mma(c, acc, ex_int(c, 0));
-	m->cond = ex_bin(c, EX_EQ, ex_var(c, kl->var), ex_int(c, 0));
-	st_append(c, kl, m);
-	cpt = epilogue(c, acc);
-	VEC_PUSH(c->arena, cpt->writes, cpt->nwrites, cpt->capwrites)->buf = stage;
-	cpt->writes[0].slot = ex_bin(c, EX_MOD, ex_var(c, tl->var), ex_int(c, 2));
-	st_append(c, tl, cpt);
-	sto = st_if(c, ex_leaf(c, EX_ELECT));
+	n.m = mma(c, acc, ex_int(c, 0));
+	n.m->cond = ex_bin(c, EX_EQ, ex_var(c, n.kl->var), ex_int(c, 0));
+	st_append(c, n.kl, n.m);
+	n.cpt = epilogue(c, acc);
+	if (bias) {
+		Access *x = VEC_PUSH(c->arena, n.cpt->reads, n.cpt->nreads, n.cpt->capreads);
+
+		x->buf = n.bias;
+		x->slot = ex_int(c, 0);
+	}
+	VEC_PUSH(c->arena, n.cpt->writes, n.cpt->nwrites, n.cpt->capwrites)->buf = n.stage;
+	n.cpt->writes[0].slot = ex_bin(c, EX_MOD, ex_var(c, n.tl->var), ex_int(c, 2));
+	st_append(c, n.tl, n.cpt);
+	n.sto = st_if(c, ex_leaf(c, EX_ELECT));
 	store = st_new(c, ST_TMA_STORE);
-	store->buf = stage;
+	store->buf = n.stage;
 	store->param = out;
-	store->slot = cpt->writes[0].slot;
+	store->slot = n.cpt->writes[0].slot;
 	store->a = ex_int(c, 0);
 	store->b = ex_int(c, 0);
-	st_append(c, sto, store);
-	st_append(c, tl, sto);
+	st_append(c, n.sto, store);
+	st_append(c, n.tl, n.sto);
+	return n;
+}
 
-	if (pass_circular_buffer(c) || kernel_verify(c, k, "circular_buffer"))
+static void
+run_passes(Fixture *t)
+{
+	Comp *c = &t->c;
+
+	if (pass_circular_buffer(c) || kernel_verify(c, c->kernel, "circular_buffer"))
 		fail_msg("%s", t->msg);
+	if (pass_warp_specialize(c) || kernel_verify(c, c->kernel, "warp_specialize"))
+		fail_msg("%s", t->msg);
+	if (pass_sync(c) || kernel_verify(c, c->kernel, "sync"))
+		fail_msg("%s", t->msg);
+	if (getenv("WSF_TEST_PRINT")) {
+		Buf pb;
+
+		buf_init(&pb, c->arena);
+		kernel_print(&pb, c->kernel);
+		fputs(buf_str(&pb), stderr);
+	}
+}
+
+static void
+passes_matmul_nest(void **state)
+{
+	Fixture *t = *state;
+	Comp *c = &t->c;
+	Nest nest = matmul_nest(t, false);
+	Kernel *k = nest.k;
+	Stmt *tl = nest.tl, *kl = nest.kl, *m = nest.m, *cpt = nest.cpt;
+	Stmt *roles, *prod, *cons, *pl, *ckl, *ctl, *x;
+	Census n;
+	int S, i, stage = nest.stage;
+
+	run_passes(t);
 	assert_non_null(tl->cb);
 	S = tl->cb->stages;
 	assert_true(S >= 2);
@@ -469,10 +528,6 @@ passes_matmul_nest(void **state)
 	assert_int_equal(k->buf[1].stages, S);
 	assert_int_equal(k->buf[stage].stages, 2);      /* the staging copies are not the pipeline's */
 	assert_string_equal(expr(t, kl->lin), "((t * ktiles) + kk)");
-	if (pass_warp_specialize(c) || kernel_verify(c, k, "warp_specialize"))
-		fail_msg("%s", t->msg);
-	if (pass_sync(c) || kernel_verify(c, k, "sync"))
-		fail_msg("%s", t->msg);
 
 	roles = k->body->body[k->body->nbody - 1];
 	assert_int_equal(roles->kind, ST_ROLES);
@@ -537,13 +592,105 @@ passes_matmul_nest(void **state)
 	n = census(cons);
 	assert_int_equal(n.kind[ST_SYNC], 1);
 	assert_int_equal(n.kind[ST_MMA_WAIT], 2);
-	if (getenv("WSF_TEST_PRINT")) {
-		Buf pb;
+}
 
-		buf_init(&pb, c->arena);
-		kernel_print(&pb, k);
-		fputs(buf_str(&pb), stderr);
-	}
+/*
+ * Two pipelines in one nest: the k-loop operands, and a per-tile bias the
+ * epilogue reads.  Each gets its own stages, barriers and counter (t for the
+ * bias, t * ktiles + kk for the operands); the producer's merged loop loads
+ * the bias with a tile's first k-step, waiting on the bias's own empty
+ * barrier; consumers pre-arrive both, wait for the bias before the epilogue
+ * and release it after.
+ */
+static void
+passes_matmul_two_pipelines(void **state)
+{
+	Fixture *t = *state;
+	Comp *c = &t->c;
+	Nest nest = matmul_nest(t, true);
+	Kernel *k = nest.k;
+	Stmt *tl = nest.tl, *kl = nest.kl;
+	const CbInfo *bias, *ops;
+	Stmt *roles, *prod, *cons, *pl, *first, *x;
+	int S, i, w, e;
+
+	run_passes(t);
+	assert_int_equal(k->npipe, 2);
+	bias = tl->cb;
+	ops = kl->cb;
+	assert_non_null(bias);
+	assert_non_null(ops);
+	assert_false(bias->inner);
+	assert_true(ops->inner);
+	assert_int_equal(bias->stages, 2);
+	assert_int_equal(bias->prefetch, 1);             /* read by a compute: P = S - 1 */
+	S = ops->stages;
+	assert_int_equal(ops->prefetch, S - 2);          /* read by mma */
+	assert_int_equal(k->buf[nest.bias].stages, 2);
+	assert_int_equal(k->buf[1].stages, S);
+	assert_int_equal(k->buf[nest.bias].full_bar, bias->full_bar);
+	assert_int_equal(k->buf[1].full_bar, ops->full_bar);
+	assert_int_not_equal(bias->full_bar, ops->full_bar);
+	assert_int_not_equal(bias->empty_bar, ops->empty_bar);
+	assert_string_equal(k->bar[ops->full_bar].name, "full");
+	assert_string_equal(k->bar[bias->full_bar].name, "bias_tile_full");
+	assert_true(kernel_smem_bytes(k) <= k->smem_budget);
+
+	roles = k->body->body[k->body->nbody - 1];
+	prod = roles->body[0];
+	cons = roles->body[1];
+	/* producer: one merged loop; the bias under kk == 0 on its own barriers and counter */
+	pl = prod->body[1];
+	assert_int_equal(pl->kind, ST_LOOP);
+	assert_int_equal(census(pl).kind[ST_LOOP], 1);
+	first = pl->body[0];
+	assert_int_equal(first->kind, ST_IF);
+	assert_string_equal(expr(t, first->cond), "((q % ktiles) == 0)");
+	x = first->body[0];
+	assert_int_equal(x->kind, ST_IF);                 /* elect() */
+	assert_int_equal(x->body[0]->kind, ST_MBAR_WAIT);
+	assert_int_equal(x->body[0]->bar, bias->empty_bar);
+	assert_string_equal(expr(t, x->body[0]->barslot), "((q / ktiles) % 2)");
+	assert_string_equal(expr(t, x->body[0]->a), "(((q / ktiles) / 2) & 1)");
+	assert_int_equal(x->body[1]->kind, ST_EXPECT_TX);
+	assert_int_equal(x->body[1]->bar, bias->full_bar);
+	assert_int_equal(x->body[1]->n, 512);
+	assert_int_equal(x->body[2]->kind, ST_TMA_LOAD);
+	assert_int_equal(x->body[2]->bar, bias->full_bar);
+	x = pl->body[1];
+	assert_int_equal(x->body[0]->kind, ST_MBAR_WAIT);
+	assert_int_equal(x->body[0]->bar, ops->empty_bar);
+	assert_string_equal(expr(t, x->body[0]->barslot), arena_printf(c->arena, "(q %% %d)", S));
+	assert_int_equal(x->body[1]->n, 48 * 1024);
+
+	/* consumers: pre-arrive both pipelines, once, before the tile loop */
+	i = 1;
+	assert_int_equal(cons->body[i]->kind, ST_LOOP);
+	assert_int_equal(cons->body[i]->body[0]->bar, bias->empty_bar);
+	assert_string_equal(expr(t, cons->body[i++]->hi), "2");
+	assert_int_equal(cons->body[i]->kind, ST_LOOP);
+	assert_int_equal(cons->body[i]->body[0]->bar, ops->empty_bar);
+	assert_string_equal(expr(t, cons->body[i++]->hi), arena_printf(c->arena, "%d", S - 1));
+	assert_ptr_equal(cons->body[i], tl);
+	assert_int_equal(census(kl).kind[ST_MBAR_WAIT], 1);
+	assert_int_equal(census(kl).kind[ST_MBAR_ARRIVE], 1);
+	/* the epilogue waits for the bias and the mma, then releases the bias's stage */
+	e = -1;
+	for (i = 0; i < tl->nbody; i++)
+		if (tl->body[i] == nest.cpt)
+			e = i;
+	assert_true(e >= 2);
+	w = tl->body[e - 1]->kind == ST_MBAR_WAIT ? e - 1 : e - 2;
+	assert_int_equal(tl->body[w]->kind, ST_MBAR_WAIT);
+	assert_int_equal(tl->body[w]->bar, bias->full_bar);
+	assert_string_equal(expr(t, tl->body[w]->barslot), "(t % 2)");
+	assert_string_equal(expr(t, tl->body[w]->a), "((t / 2) & 1)");
+	assert_int_equal(tl->body[w == e - 1 ? e - 2 : e - 1]->kind, ST_MMA_WAIT);
+	assert_int_equal(tl->body[e + 1]->kind, ST_MBAR_ARRIVE);
+	assert_int_equal(tl->body[e + 1]->bar, bias->empty_bar);
+	assert_string_equal(expr(t, tl->body[e + 1]->barslot), "(t % 2)");  /* (t + P + 1) % S, folded */
+	assert_int_equal(census(tl).kind[ST_MBAR_WAIT], 2);
+	assert_int_equal(census(tl).kind[ST_MBAR_ARRIVE], 2);
 }
 
 int
@@ -555,6 +702,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(sync_mma_add_relu, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_matmul_nest, setup, teardown),
 		cmocka_unit_test_setup_teardown(passes_matmul_nest, setup, teardown),
+		cmocka_unit_test_setup_teardown(passes_matmul_two_pipelines, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
