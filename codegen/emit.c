@@ -223,16 +223,23 @@ bar_at(Emit *e, int bar, const Expr *slot)
 	return arena_printf(e->c->arena, "&%s[%s]", e->k->bar[bar].name, expr_str(e, slot));
 }
 
+/*
+ * A number operand as a CUDA f32 literal: the f32 the kernel computes with
+ * (V rounded once to f32), written with the fewest digits that read back as
+ * exactly that f32 ("0.1f", "1e-05f"), and '.' as the decimal point whatever
+ * the locale.
+ */
 static const char *
 literal(Emit *e, double v)
 {
-	char s[64];
+	char s[NUM_MAX + 4];
+	float f = (float)v;
 
-	if (isnan(v))
+	if (isnan(f))
 		return "__int_as_float(0x7fc00000)";
-	if (isinf(v))
-		return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
-	snprintf(s, sizeof s, "%.9g", v);
+	if (isinf(f))
+		return f > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+	num_shortest_f32(s, f);
 	if (!strpbrk(s, ".e"))
 		strcat(s, ".0");
 	return arena_printf(e->c->arena, "%sf", s);

@@ -8,7 +8,6 @@
  * entry point that may allocate in an arena first sets the Comp's
  * out-of-memory landing point with setjmp.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,13 +155,14 @@ ctx_error(WsfContext *ctx, WsfStatus s, const char *fmt, ...)
 	return s;
 }
 
+/* [A-Za-z_][A-Za-z0-9_]*, in ASCII whatever the locale (isalpha takes 0xe9 under Latin-1 locales). */
 static int
 is_identifier(const char *s)
 {
-	if (!*s || !(isalpha((unsigned char)*s) || *s == '_'))
+	if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
 		return 0;
 	for (; *s; s++)
-		if (!(isalnum((unsigned char)*s) || *s == '_'))
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_'))
 			return 0;
 	return 1;
 }

@@ -736,14 +736,14 @@ scalar_int(const Node *n, int64_t *v)
 	return true;
 }
 
-/* A finite number.  strtod reads the validated text; the C library's numeric locale is "C". */
+/* A finite number, read the same whatever the locale (num_parse). */
 static bool
 scalar_number(const Node *n, double *v)
 {
-	if (n->kind != N_SCALAR || (n->type != SC_INT && n->type != SC_FLOAT))
-		return false;
-	*v = strtod(n->text, NULL);
-	return isfinite(*v) && !strpbrk(n->text, "nN"); /* .inf and .nan are not numbers here */
+	*v = 0;
+	if (n->kind != N_SCALAR || (n->type != SC_INT && n->type != SC_FLOAT) || strpbrk(n->text, "nN"))
+		return false;  /* .inf and .nan are not numbers here */
+	return num_parse(n->text, v) && isfinite(*v);
 }
 
 /* INT in LO..HI */
