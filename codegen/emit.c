@@ -227,7 +227,8 @@ bar_at(Emit *e, int bar, const Expr *slot)
  * A number operand as a CUDA f32 literal: the f32 the kernel computes with
  * (V rounded once to f32), written with the fewest digits that read back as
  * exactly that f32 ("0.1f", "1e-05f"), and '.' as the decimal point whatever
- * the locale.
+ * the locale.  The front end refuses numbers that f32 rounds to infinity, or
+ * from non-zero to zero (compiler/spec.c, f32_number).
  */
 static const char *
 literal(Emit *e, double v)

@@ -746,6 +746,29 @@ scalar_number(const Node *n, double *v)
 	return num_parse(n->text, v) && isfinite(*v);
 }
 
+/*
+ * Number N, already read as the finite double V, used as an f32: ops compute
+ * in f32, so a number f32 would round to infinity, or from non-zero to zero,
+ * is not what the user meant and is refused here, at the number.  Subnormal
+ * f32 values are kept (NVRTC does not flush them without --ftz).  WHAT names
+ * the number ("for 'eps'", or "" for an operand); NONZERO: zero is no use.
+ */
+static int
+f32_number(const Reader *r, const Node *n, double v, const char *what, bool nonzero)
+{
+	/* f32 rounds |v| >= 2^128 - 2^103 (halfway above FLT_MAX) up to infinity, |v| <= 2^-150 to zero */
+	if (fabs(v) >= 0x1.ffffffp+127)
+		return diag_error(r->c, n->pos,
+		                  "the number %s%s is too large for f32, in which ops compute: "
+		                  "the largest finite f32 is about 3.4028235e38", describe(r, n), what);
+	if (v != 0 && fabs(v) <= 0x1p-150)
+		return diag_error(r->c, n->pos,
+		                  "the number %s%s is too small for f32, in which ops compute: f32 would round it "
+		                  "to 0 (the smallest positive f32 is about 1.4e-45)%s", describe(r, n), what,
+		                  nonzero ? "" : "; write 0 if 0 is meant");
+	return 0;
+}
+
 /* INT in LO..HI */
 static int
 read_int(const Reader *r, const Node *n, const char *what, int64_t lo, int64_t hi, int64_t *v)
@@ -1098,6 +1121,8 @@ read_operands(Reader *r, Op *o, const Node *n, const Node *ops, int i)
 			if (++nlit == 2)
 				return diag_error(r->c, a->pos, "op '%s' needs at least one tensor input, saw two numbers",
 				                  info->name);
+			if (f32_number(r, a, in->lit, "", false))
+				return -1;
 			continue;
 		}
 		if (!read_name(r, a, "a tensor"))
@@ -1149,6 +1174,7 @@ read_attr(const Reader *r, Op *o, const Node *key, const Node *v)
 	} else if (strcmp(k, "eps") == 0) {
 		if (!scalar_number(v, &o->eps) || o->eps <= 0)
 			return diag_error(r->c, v->pos, "expected a positive number for 'eps', saw %s", describe(r, v));
+		return f32_number(r, v, o->eps, " for 'eps'", true);
 	}
 	return 0;
 }
