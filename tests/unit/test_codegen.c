@@ -1,0 +1,124 @@
+/*
+ * test_codegen.c: what codegen/emit.c promises about the text it writes,
+ * whatever the spec: user text in comments cannot inject code (the spec's
+ * path, the name given to wsf_compile_string).  The generated CUDA is
+ * compiled by NVRTC where NVRTC can be loaded.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "wsfuse.h"
+
+#include "have_nvrtc.h"
+
+/* Compiles SPEC called NAME to STOP; returns the kernel (the test fails on an error). */
+static WsfKernel *
+compile(const char *name, const char *spec, const char *stop)
+{
+	WsfContext *ctx = wsf_context_new();
+	WsfKernel *k = NULL;
+	WsfStatus s;
+
+	assert_non_null(ctx);
+	assert_int_equal(wsf_set_option(ctx, "stop-after", stop), WSF_OK);
+	s = wsf_compile_string(ctx, name, spec, strlen(spec), &k);
+	if (s != WSF_OK)
+		fail_msg("%s: %s: %s", name, wsf_status_name(s), wsf_context_last_error(ctx));
+	wsf_context_delete(ctx);
+	return k;
+}
+
+/* Every line of CU that contains NEEDLE has it inside a // comment. */
+static void
+only_in_comments(const char *cu, const char *needle)
+{
+	const char *p;
+
+	for (p = strstr(cu, needle); p; p = strstr(p + 1, needle)) {
+		const char *bol = p, *slashes;
+
+		while (bol > cu && bol[-1] != '\n')
+			bol--;
+		slashes = strstr(bol, "//");
+		if (!slashes || slashes > p)
+			fail_msg("'%s' outside a comment: %.*s", needle, (int)strcspn(bol, "\n"), bol);
+	}
+}
+
+/*
+ * The spec's name goes into comments (the header, a position on each line
+ * from the spec).  A newline in it must not end the comment: the rest
+ * would be code.  Nor may a backslash at its end splice the next line, or
+ * a control byte or a byte that is not UTF-8 reach NVRTC.
+ */
+static void
+names_in_comments_are_escaped(void **state)
+{
+	static const char spec[] =
+		"fusion: esc\n"
+		"sizes: {M: 64, N: 256}\n"
+		"inputs:\n  x: {dtype: f32, shape: [M, N]}\n"
+		"ops:\n  - {out: y, op: relu, in: [x]}\n"
+		"outputs:\n  y: {}\n";
+	static const char *const names[] = {
+		"dir\nint injected = 1;\n.yaml",
+		"a\\\nint injected = 2;\nb.yaml",
+		"tail\\",
+		"x*/int injected = 3;/*\r\t\x01\x7f\xff\xc3(?\?/.yaml",
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+		WsfKernel *k = compile(names[i], spec, have_nvrtc() ? "cubin" : "cuda");
+		const char *cu = wsf_kernel_text(k, WSF_STAGE_CUDA, NULL);
+		size_t n, j;
+
+		assert_non_null(cu);
+		only_in_comments(cu, "injected");
+		/* no line of the source ends in a backslash; no control byte but newlines */
+		for (j = 0, n = strlen(cu); j < n; j++) {
+			assert_false(cu[j] == '\\' && cu[j + 1] == '\n');
+			assert_true(cu[j] == '\n' || (unsigned char)cu[j] >= 0x20);
+			assert_true(cu[j] != 0x7f);
+		}
+		assert_null(strstr(cu, "*/int"));
+		if (have_nvrtc())
+			assert_non_null(wsf_kernel_text(k, WSF_STAGE_CUBIN, NULL));
+		wsf_kernel_delete(k);
+	}
+	/* ordinary names are left as they are */
+	{
+		WsfKernel *k = compile("examples/my spec-1.yaml", spec, "cuda");
+		const char *cu = wsf_kernel_text(k, WSF_STAGE_CUDA, NULL);
+
+		assert_non_null(strstr(cu, "from examples/my spec-1.yaml. Do not edit."));
+		assert_non_null(strstr(cu, "// examples/my spec-1.yaml:6"));
+		wsf_kernel_delete(k);
+	}
+	{
+		WsfKernel *k = compile("d\xc3\xa9j\xc3\xa0\n.yaml", spec, "cuda");
+		const char *cu = wsf_kernel_text(k, WSF_STAGE_CUDA, NULL);
+
+		assert_non_null(strstr(cu, "from d\xc3\xa9j\xc3\xa0\\n.yaml. Do not edit."));   /* UTF-8 kept */
+		wsf_kernel_delete(k);
+	}
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(names_in_comments_are_escaped),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
