@@ -314,3 +314,12 @@ intern_cstr(Strtab *t, const char *s)
 {
 	return intern(t, s, strlen(s));
 }
+
+bool
+intern_new(Strtab *t, const char *s)
+{
+	int n = t->n;
+
+	intern(t, s, strlen(s));
+	return t->n > n;
+}

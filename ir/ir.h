@@ -83,6 +83,8 @@ typedef struct Strtab Strtab;
 Strtab *strtab_new(Arena *a);
 const char *intern(Strtab *t, const char *s, size_t n);
 const char *intern_cstr(Strtab *t, const char *s);
+/* Interns S; true if it was not there before (a set of names: "is this one still free?"). */
+bool intern_new(Strtab *t, const char *s);
 
 /* ---- diag.c ----------------------------------------------------------- */
 
@@ -423,7 +425,7 @@ typedef enum View {
 
 typedef struct KParam {
 	ParamKind kind;
-	const char *name;
+	const char *name;   /* a tensor's name (inputs and outputs), or a size's (rows, cols) */
 	int arg;          /* kernel argument: inputs in spec order, then outputs */
 	int tensor;       /* fusion tensor */
 	Dtype dtype;      /* element type in memory */

@@ -3,20 +3,20 @@
 #include "wsfuse_device.cuh"
 
 extern "C" __global__ void __launch_bounds__(256, 1)
-f32_literals(
-    const __grid_constant__ WsfTensorMap x_map,   // input f32, full view
-    const __grid_constant__ WsfTensorMap y_out_map,   // output f32, full view
+wsfuse_f32_literals(
+    const __grid_constant__ WsfTensorMap in_x,   // input f32, full view
+    const __grid_constant__ WsfTensorMap out_y,   // output f32, full view
     const long long rows,
     const long long cols)
 {
     extern __shared__ __align__(1024) unsigned char wsf_smem[];
-    float *const x_tile = (float *)(wsf_smem + 0);   // [1 stages][16][256] f32
-    float *const y_stage = (float *)(wsf_smem + 16384);   // [1 stages][16][256] f32
+    float *const tile_x = (float *)(wsf_smem + 0);   // [1 stages][16][256] f32
+    float *const stage_y = (float *)(wsf_smem + 16384);   // [1 stages][16][256] f32
     wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 32768);   // 1 mbarriers
     if (threadIdx.x == 0)
-        wsf_prefetch_tmap(&x_map);
+        wsf_prefetch_tmap(&in_x);
     if (threadIdx.x == 0)
-        wsf_prefetch_tmap(&y_out_map);
+        wsf_prefetch_tmap(&out_y);
     if (threadIdx.x == 0) {   // one thread initialises the stage barriers
         for (int s = 0; s < 1; s++)
             wsf_mbar_init(&full[s], 1);
@@ -30,7 +30,7 @@ f32_literals(
     for (long long i = 0LL; i < my_tiles; i++) {   // main: load P tiles ahead, compute this one
         if (threadIdx.x == 0) {   // one thread issues the loads
             wsf_mbar_expect_tx(&full[0LL], 16384);
-            wsf_tma_load_2d(x_tile, &x_map, (wsf_umod(((long long)blockIdx.x + (i * (long long)gridDim.x)), col_tiles) * 256LL), (wsf_udiv(((long long)blockIdx.x + (i * (long long)gridDim.x)), col_tiles) * 16LL), &full[0LL]);  // tests/golden/f32_literals.yaml:6
+            wsf_tma_load_2d(tile_x, &in_x, (wsf_umod(((long long)blockIdx.x + (i * (long long)gridDim.x)), col_tiles) * 256LL), (wsf_udiv(((long long)blockIdx.x + (i * (long long)gridDim.x)), col_tiles) * 16LL), &full[0LL]);  // tests/golden/f32_literals.yaml:6
         }
         const long long tile = ((long long)blockIdx.x + (i * (long long)gridDim.x));
         const long long row0 = (wsf_udiv(tile, col_tiles) * 16LL);
@@ -41,16 +41,16 @@ f32_literals(
         }
         __syncthreads();   // writers may reuse the staging copy
         {   // compute tile (row0, col0) = (row0, col0): 9 ops of f32_literals
-            const long long tile_row0 = row0, tile_col0 = col0;
-            const float *x_tile_s = x_tile;
-            float *y_stage_s = y_stage;
+            const long long top = row0, left = col0;
+            const float *cur_tile_x = tile_x;
+            float *cur_stage_y = stage_y;
             for (int e = threadIdx.x * 8; e < 4096; e += 2048) {
                 const int r = e / 256, c = e % 256;
-                const long long row = tile_row0 + r, col = tile_col0 + c;
+                const long long row = top + r, col = left + c;
                 if (row >= rows || col >= cols)
                     continue;
                 float v_x[8];  // tests/golden/f32_literals.yaml:6
-                wsf_load8(v_x, x_tile_s + e);
+                wsf_load8(v_x, cur_tile_x + e);
                 float v_a[8];  // tests/golden/f32_literals.yaml:8
                 float v_b[8];  // tests/golden/f32_literals.yaml:9
                 float v_c[8];  // tests/golden/f32_literals.yaml:10
@@ -72,13 +72,13 @@ f32_literals(
                     v_h[v] = fminf(v_g[v], 3.4028235e+38f);   // minimum
                     v_y[v] = v_h[v] - -2.0f;   // sub
                 }
-                wsf_store8_smem(y_stage_s + e, v_y);  // tests/golden/f32_literals.yaml:18
+                wsf_store8_smem(cur_stage_y + e, v_y);  // tests/golden/f32_literals.yaml:18
             }
         }
         wsf_fence_proxy_async();
         __syncthreads();   // release the stage: the next load refills it
         if (threadIdx.x == 0) {   // one thread stores the outputs
-            wsf_tma_store_2d(&y_out_map, col0, row0, y_stage);  // tests/golden/f32_literals.yaml:18
+            wsf_tma_store_2d(&out_y, col0, row0, stage_y);  // tests/golden/f32_literals.yaml:18
             wsf_bulk_commit();
         }
     }

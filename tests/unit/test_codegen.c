@@ -1,8 +1,10 @@
 /*
  * test_codegen.c: what codegen/emit.c promises about the text it writes,
- * whatever the spec: user text in comments cannot inject code (the spec's
- * path, the name given to wsf_compile_string).  The generated CUDA is
- * compiled by NVRTC where NVRTC can be loaded.
+ * whatever the spec: any spec names make a kernel that compiles (names
+ * are namespaced by construction: "Names" in emit.c), and user text in
+ * comments cannot inject code (the spec's path, the name given to
+ * wsf_compile_string).  The generated CUDA is compiled by NVRTC where NVRTC
+ * can be loaded.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -113,10 +115,72 @@ names_in_comments_are_escaped(void **state)
 	}
 }
 
+/*
+ * Spec names that collide with generated names if those were made by
+ * gluing: fusions named after keywords, builtins, helpers and the kernel
+ * prefix; tensors named after every composite's temporaries (y.max is
+ * y_max beside a tensor y_max, n.mean is n_mean...), an input NAME_out
+ * beside an output NAME, helpers, locals and prefixes.  Each kernel form
+ * (pointwise, persistent and warp-specialized with TMA stores, a row in
+ * registers, in shared memory, streamed in chunks) compiles through NVRTC.
+ */
+static void
+colliding_names_compile(void **state)
+{
+	static const char pointwise[] =
+		"fusion: %s\nsizes: {M: 256, N: 512}\n"
+		"inputs:\n  x: {dtype: bf16, shape: [M, N]}\n  y_out: {dtype: bf16, shape: [M, N]}\n"
+		"  wsf: {dtype: bf16, shape: [N]}\n  in_y: {dtype: f32, shape: [M, 1]}\n  v: {dtype: f32, shape: []}\n"
+		"ops:\n  - {out: y, op: add, in: [x, y_out]}\n  - {out: threadIdx, op: mul, in: [y, wsf]}\n"
+		"  - {out: int, op: add, in: [threadIdx, in_y]}\n  - {out: v_x, op: mul, in: [int, v]}\n"
+		"  - {out: e, op: gelu, in: [v_x], approximate: tanh}\n  - {out: wsf_smem, op: add, in: [e, x]}\n"
+		"outputs:\n  y: {}\n  wsf_smem: {dtype: bf16}\n  v_x: {dtype: f32}\n%s";
+	static const char row[] =
+		"fusion: %s\nsizes: {M: 64, N: %d}\n"
+		"inputs:\n  x: {dtype: bf16, shape: [M, N]}\n  y_max: {dtype: bf16, shape: [M, N]}\n"
+		"  n_mean: {dtype: f32, shape: [M, 1]}\n  y_out: {dtype: bf16, shape: [M, N]}\n  wsf_red: {dtype: bf16, shape: [N]}\n"
+		"ops:\n  - {out: y, op: softmax, in: [x]}\n  - {out: y_shifted, op: add, in: [y, y_max]}\n"
+		"  - {out: y_exp, op: mul, in: [y_shifted, n_mean]}\n  - {out: n, op: layernorm, in: [y_exp, wsf_red, y_out]}\n"
+		"  - {out: n_var_eps, op: mul, in: [n, y_exp]}\n  - {out: r, op: rmsnorm, in: [n_var_eps]}\n"
+		"  - {out: r_rrms, op: sum, in: [r]}\n  - {out: acc_r, op: mean, in: [n]}\n"
+		"  - {out: raw_x, op: mul, in: [r, r_rrms]}\n  - {out: y_sum, op: sub, in: [raw_x, acc_r]}\n"
+		"outputs:\n  y: {}\n  y_sum: {}\n  r_rrms: {dtype: f32}\n%s";
+	static const struct {
+		const char *fusion;
+		int width;         /* 0: the pointwise spec */
+		const char *schedule;
+	} cases[] = {
+		{"threadIdx", 0, ""},
+		{"wsf_compute", 0, "schedule: {warp_specialize: true, persistent: true, store: tma}\n"},
+		{"__global__", 1024, ""},                               /* a row in registers */
+		{"float", 32768, "schedule: {persistent: true}\n"},   /* a row re-read from shared memory */
+		{"wsfuse_main", 65536, ""},                             /* a row streamed in chunks */
+	};
+	char text[2048];
+	size_t i;
+
+	(void)state;
+	if (!have_nvrtc())
+		skip();
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		WsfKernel *k;
+
+		if (cases[i].width)
+			snprintf(text, sizeof text, row, cases[i].fusion, cases[i].width, cases[i].schedule);
+		else
+			snprintf(text, sizeof text, pointwise, cases[i].fusion, cases[i].schedule);
+		k = compile(cases[i].fusion, text, "cubin");
+		assert_non_null(wsf_kernel_text(k, WSF_STAGE_CUBIN, NULL));
+		assert_string_equal(wsf_kernel_name(k), cases[i].fusion);
+		wsf_kernel_delete(k);
+	}
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(colliding_names_compile),
 		cmocka_unit_test(names_in_comments_are_escaped),
 	};
 
