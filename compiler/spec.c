@@ -753,15 +753,27 @@ scalar_number(const Node *n, double *v)
  * f32 values are kept (NVRTC does not flush them without --ftz).  WHAT names
  * the number ("for 'eps'", or "" for an operand); NONZERO: zero is no use.
  */
+static bool
+nonzero_text(const char *s)
+{
+	for (; *s && *s != 'e' && *s != 'E'; s++)
+		if (*s >= '1' && *s <= '9')
+			return true;
+	return false;
+}
+
 static int
 f32_number(const Reader *r, const Node *n, double v, const char *what, bool nonzero)
 {
-	/* f32 rounds |v| >= 2^128 - 2^103 (halfway above FLT_MAX) up to infinity, |v| <= 2^-150 to zero */
+	/*
+	 * f32 rounds |v| >= 2^128 - 2^103 (halfway above FLT_MAX) up to infinity,
+	 * |v| <= 2^-150 to zero; 1e-400 is 0 already as a double.
+	 */
 	if (fabs(v) >= 0x1.ffffffp+127)
 		return diag_error(r->c, n->pos,
 		                  "the number %s%s is too large for f32, in which ops compute: "
 		                  "the largest finite f32 is about 3.4028235e38", describe(r, n), what);
-	if (v != 0 && fabs(v) <= 0x1p-150)
+	if ((v != 0 || nonzero_text(n->text)) && fabs(v) <= 0x1p-150)
 		return diag_error(r->c, n->pos,
 		                  "the number %s%s is too small for f32, in which ops compute: f32 would round it "
 		                  "to 0 (the smallest positive f32 is about 1.4e-45)%s", describe(r, n), what,
@@ -1172,7 +1184,7 @@ read_attr(const Reader *r, Op *o, const Node *key, const Node *v)
 			                  "expected acc: f32, saw '%s': matmul accumulates in f32 only for now",
 			                  v->text);
 	} else if (strcmp(k, "eps") == 0) {
-		if (!scalar_number(v, &o->eps) || o->eps <= 0)
+		if (!scalar_number(v, &o->eps) || v->text[0] == '-' || (o->eps == 0 && !nonzero_text(v->text)))
 			return diag_error(r->c, v->pos, "expected a positive number for 'eps', saw %s", describe(r, v));
 		return f32_number(r, v, o->eps, " for 'eps'", true);
 	}
