@@ -3,12 +3,12 @@
  *
  * One emit_* function per construct, writing into a Buf.  The text is meant
  * to be read: parameters and values carry the spec's names (values as v_NAME,
- * tensor maps as NAME_map, pointers as NAME_ptr), every statement that came
- * from a spec line says which, and the device helpers (codegen/device.cuh)
- * name the PTX they wrap.  Shared memory is one dynamic array carved into the
- * buffers and barriers of the kernel IR as kbuf_copy and kernel_buf_offset
- * (ir/kernel.c) lay them out: copies 128-byte aligned (TMA's rule), 1024
- * when swizzled.
+ * inputs as in_NAME, outputs as out_NAME: see "Names" below), every
+ * statement that came from a spec line says which, and the device helpers
+ * (codegen/device.cuh) name the PTX they wrap.  Shared memory is one dynamic
+ * array carved into the buffers and barriers of the kernel IR as kbuf_copy
+ * and kernel_buf_offset (ir/kernel.c) lay them out: copies 128-byte aligned
+ * (TMA's rule), 1024 when swizzled.
  *
  * The compute statement is the one place that expands the fusion's ops:
  * threads stride over the tile eight elements at a time (16-byte shared
@@ -73,6 +73,8 @@ typedef struct Emit {
 	const char *row_policy; /* a direct kernel that reads the row in every pass: this pass's L2 policy */
 	const char *chunk_col; /* a row streamed in chunks: the C expression of the chunk's first column */
 	const char **value;  /* per fusion tensor: the C name of its current value */
+	const char **base;   /* per fusion tensor: its base name, unique in the fusion (tensor_bases) */
+	const char *file;    /* the spec's name, as comment_text writes it */
 } Emit;
 
 static void
@@ -90,16 +92,202 @@ line(Emit *e, const char *fmt, ...)
 	buf_puts(e->b, "\n");
 }
 
-/* A C identifier from a spec name ("y.max" -> "y_max"). */
-static const char *
-ident(Emit *e, const char *prefix, const char *name, const char *suffix)
+/* Length of the valid UTF-8 sequence at S (1 to 4), or 0 if S does not start one. */
+static int
+utf8_len(const unsigned char *s)
 {
-	char *s = arena_printf(e->c->arena, "%s%s%s", prefix, name, suffix), *p;
+	int n, i;
+	unsigned cp;
 
-	for (p = s; *p; p++)
-		if (*p == '.')
-			*p = '_';
-	return s;
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2, cp = s[0] & 0x1f;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3, cp = s[0] & 0x0f;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4, cp = s[0] & 0x07;
+	else
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	/* overlong forms, surrogates, beyond U+10FFFF */
+	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+/*
+ * User text (the spec's path, or the name given to wsf_compile_string) made
+ * safe inside a // or a block comment of the generated source, or a string
+ * literal: control bytes and bytes that are not UTF-8 become \n, \t, \r or
+ * \xHH (a newline would end the comment and inject the rest as code), a
+ * backslash becomes two (and \x5c at the end, where even a doubled one
+ * would splice the next line onto the comment), and the two-character
+ * sequences that end a block comment or start a trigraph are broken up with
+ * a backslash.  Ordinary paths come out unchanged.
+ */
+static const char *
+comment_text(Arena *a, const char *text)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	Buf b;
+	int n = 1;
+
+	buf_init(&b, a);
+	buf_puts(&b, "");
+	while (*s) {
+		if (*s == '\\')
+			buf_puts(&b, s[1] ? "\\\\" : "\\x5c");
+		else if (*s == '\n')
+			buf_puts(&b, "\\n");
+		else if (*s == '\r')
+			buf_puts(&b, "\\r");
+		else if (*s == '\t')
+			buf_puts(&b, "\\t");
+		else if (*s < 0x20 || *s == 0x7f || !(n = utf8_len(s)))
+			buf_printf(&b, "\\x%02x", *s);
+		else if ((s[0] == '*' && s[1] == '/') || (s[0] == '?' && s[1] == '?'))
+			buf_printf(&b, "%c\\", s[0]);
+		else {
+			buf_putn(&b, (const char *)s, (size_t)n);
+			s += n;
+			continue;
+		}
+		s++;
+	}
+	return buf_str(&b);
+}
+
+/*
+ * Names.  A spec's names are any identifiers, so a name glued from a spec
+ * name and a fixed part could equal another spec name's (an input 'y_out'
+ * beside an output 'y' once gave two y_out_ptr), an expansion's temporary
+ * ('y.max' beside a tensor 'y_max'), a helper, or a keyword or builtin (a
+ * fusion called 'int' or 'threadIdx').  Every identifier in the generated
+ * source is therefore one of:
+ *   - fixed: the helpers and emit's own locals (wsf_load8, wsf_red, row, e,
+ *     top, it), and the kernel IR's variables and barriers (i, tile, rows,
+ *     full), none of which is a spec name;
+ *   - a prefix of prefixes[] and the base name of a fusion tensor: its value
+ *     v_x, an input in_x, a buffer tile_x (buffers are named so by lowering,
+ *     one prefix a kind), a buffer's current copy cur_tile_x;
+ *   - wsfuse_ and the fusion's name: the kernel.
+ * The prefixes are prefix-free (none begins another), and no fixed name
+ * begins with one (check_names checks the kernel IR's), so names of
+ * different forms or prefixes differ; a tensor's base name is its spec name,
+ * or for a temporary its name with '_' for '.' made unique (tensor_bases),
+ * so names of one prefix differ too.  No C++ keyword, CUDA builtin or name
+ * the implementation reserves (a leading '_') begins with a prefix.  (A name
+ * with '__' inside, such as v___x, is reserved too in principle; compilers
+ * define only names that begin with '_'.)
+ */
+enum {
+	PFX_VALUE, PFX_ROW, PFX_ACC, PFX_CNT, PFX_RAW, PFX_IN, PFX_OUT,   /* + a tensor's base name */
+	PFX_TILE, PFX_CHUNK, PFX_ROWBUF, PFX_STAGE,   /* buffers (lowering's names): + a tensor's name */
+	PFX_CUR,                                      /* a buffer's current copy: + the buffer's name */
+	PFX_KERNEL,                                   /* the kernel: + the fusion's name */
+	PFX_COUNT
+};
+
+static const char *const prefixes[PFX_COUNT] = {
+	[PFX_VALUE] = "v_",      /* a full-row or tile value, 8 elements a thread: float v_x[8] */
+	[PFX_ROW] = "r_",        /* a per-row value: const float r_m */
+	[PFX_ACC] = "acc_",      /* a reduction's running value */
+	[PFX_CNT] = "cnt_",      /* the elements a Welford mean has seen */
+	[PFX_RAW] = "raw_",      /* a 2-byte row as loaded, unpacked where used */
+	[PFX_IN] = "in_",        /* an input parameter: a pointer or a tensor map */
+	[PFX_OUT] = "out_",      /* an output parameter */
+	[PFX_TILE] = "tile_",    /* a tile of an input (pointwise) */
+	[PFX_CHUNK] = "chunk_",  /* a chunk of an input row (a row streamed in chunks) */
+	[PFX_ROWBUF] = "row_",   /* an input row (a row reduction) */
+	[PFX_STAGE] = "stage_",  /* an output's staging tile for TMA stores */
+	[PFX_CUR] = "cur_",      /* the copy of a buffer the compute reads or writes */
+	[PFX_KERNEL] = "wsfuse_",
+};
+
+/* The name of kind PFX (PFX_VALUE .. PFX_OUT) of fusion tensor T: v_x. */
+static const char *
+tname(Emit *e, int pfx, int t)
+{
+	return arena_printf(e->c->arena, "%s%s", prefixes[pfx], e->base[t]);
+}
+
+/*
+ * Each tensor's base name.  A spec name is its own (spec names are unique);
+ * an expansion's temporary "y.max" becomes "y_max", or, where that is taken
+ * by a spec name or an earlier temporary, "y_max_2", "y_max_3"...
+ */
+static const char **
+tensor_bases(Comp *c, const Fusion *f)
+{
+	const char **base = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *base);
+	Strtab *taken = strtab_new(c->arena);
+	int t, n;
+
+	for (t = 1; t < f->ntensor; t++)
+		if (!strchr(f->tensor[t].name, '.')) {
+			base[t] = f->tensor[t].name;
+			intern_new(taken, base[t]);
+		}
+	for (t = 1; t < f->ntensor; t++) {
+		char *s, *p;
+
+		if (base[t])
+			continue;
+		s = arena_strdup(c->arena, f->tensor[t].name);
+		for (p = s; *p; p++)
+			if (*p == '.')
+				*p = '_';
+		base[t] = s;
+		for (n = 2; !intern_new(taken, base[t]); n++)
+			base[t] = arena_printf(c->arena, "%s_%d", s, n);
+	}
+	return base;
+}
+
+/* Does NAME begin with a prefix of prefixes[]? */
+static int
+prefixed(const char *name)
+{
+	int i;
+
+	for (i = 0; i < PFX_COUNT; i++)
+		if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+			return i;
+	return -1;
+}
+
+/*
+ * The kernel IR's own names keep to the rules above: its variables and
+ * barriers begin with no prefix, and each buffer is a buffer prefix and
+ * its tensor's name.  A pass that broke them would make names that can
+ * collide; that is an internal error, not a kernel NVRTC refuses.
+ */
+static int
+check_names(Emit *e)
+{
+	const Kernel *k = e->k;
+	int i, pfx;
+
+	for (i = 1; i < k->nvar; i++)
+		if (prefixed(k->var[i].name) >= 0)
+			return diag_internal(e->c, "codegen", "kernel variable '%s' begins with a name prefix",
+			                     k->var[i].name);
+	for (i = 1; i < k->nbar; i++)
+		if (prefixed(k->bar[i].name) >= 0)
+			return diag_internal(e->c, "codegen", "mbarrier '%s' begins with a name prefix", k->bar[i].name);
+	for (i = 1; i < k->nbuf; i++) {
+		pfx = prefixed(k->buf[i].name);
+		if (pfx < PFX_TILE || pfx > PFX_STAGE ||
+		    strcmp(k->buf[i].name + strlen(prefixes[pfx]), e->f->tensor[k->buf[i].tensor].name) != 0)
+			return diag_internal(e->c, "codegen", "buffer '%s' is not a buffer prefix and its tensor's name",
+			                     k->buf[i].name);
+	}
+	return 0;
 }
 
 static const char *
@@ -198,12 +386,19 @@ bufname(Emit *e, int buf)
 	return e->k->buf[buf].name;
 }
 
+/* The compute's pointer to the copy of buffer BUF it works on: cur_tile_x. */
+static const char *
+curname(Emit *e, int buf)
+{
+	return arena_printf(e->c->arena, "%s%s", prefixes[PFX_CUR], e->k->buf[buf].name);
+}
+
 static const char *
 pos_comment(Emit *e, Pos p)
 {
 	if (!p.line)
 		return "";
-	return arena_printf(e->c->arena, "  // %s:%d", e->c->file, p.line);
+	return arena_printf(e->c->arena, "  // %s:%d", e->file, p.line);
 }
 
 /* Address of copy SLOT of buffer BUF: copies lie kbuf_copy's stride apart, not their bytes. */
@@ -224,16 +419,24 @@ bar_at(Emit *e, int bar, const Expr *slot)
 	return arena_printf(e->c->arena, "&%s[%s]", e->k->bar[bar].name, expr_str(e, slot));
 }
 
+/*
+ * A number operand as a CUDA f32 literal: the f32 the kernel computes with
+ * (V rounded once to f32), written with the fewest digits that read back as
+ * exactly that f32 ("0.1f", "1e-05f"), and '.' as the decimal point whatever
+ * the locale.  The front end refuses numbers that f32 rounds to infinity, or
+ * from non-zero to zero (compiler/spec.c, f32_number).
+ */
 static const char *
 literal(Emit *e, double v)
 {
-	char s[64];
+	char s[NUM_MAX + 4];
+	float f = (float)v;
 
-	if (isnan(v))
+	if (isnan(f))
 		return "__int_as_float(0x7fc00000)";
-	if (isinf(v))
-		return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
-	snprintf(s, sizeof s, "%.9g", v);
+	if (isinf(f))
+		return f > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+	num_shortest_f32(s, f);
 	if (!strpbrk(s, ".e"))
 		strcat(s, ".0");
 	return arena_printf(e->c->arena, "%sf", s);
@@ -293,10 +496,13 @@ buf_of_tensor(const Kernel *k, int t)
 	return b;
 }
 
+/* A parameter: in_x or out_y (a pointer or a tensor map: its type says which), or a size. */
 static const char *
 param_name(Emit *e, const KParam *p)
 {
-	return ident(e, "", p->name, p->kind == PK_TMAP ? "_map" : "_ptr");
+	if (p->kind == PK_SIZE)
+		return e->k->var[p->var].name;
+	return tname(e, p->arg < e->f->ninput ? PFX_IN : PFX_OUT, p->tensor);
 }
 
 /*
@@ -314,30 +520,30 @@ emit_compute(Emit *e, const Stmt *s)
 	line(e, "{   // compute tile (row0, col0) = (%s, %s): %s", expr_str(e, s->a), expr_str(e, s->b),
 	     s->comment ? s->comment : "");
 	e->depth++;
-	line(e, "const long long tile_row0 = %s, tile_col0 = %s;", expr_str(e, s->a), expr_str(e, s->b));
+	line(e, "const long long top = %s, left = %s;", expr_str(e, s->a), expr_str(e, s->b));
 	for (i = 0; i < s->nreads; i++)
-		line(e, "const %s *%s_s = %s;", storage_type(k->buf[s->reads[i].buf].dtype),
-		     bufname(e, s->reads[i].buf), buf_at(e, s->reads[i].buf, s->reads[i].slot));
+		line(e, "const %s *%s = %s;", storage_type(k->buf[s->reads[i].buf].dtype),
+		     curname(e, s->reads[i].buf), buf_at(e, s->reads[i].buf, s->reads[i].slot));
 	for (i = 0; i < s->nwrites; i++)
-		line(e, "%s *%s_s = %s;", storage_type(k->buf[s->writes[i].buf].dtype), bufname(e, s->writes[i].buf),
+		line(e, "%s *%s = %s;", storage_type(k->buf[s->writes[i].buf].dtype), curname(e, s->writes[i].buf),
 		     buf_at(e, s->writes[i].buf, s->writes[i].slot));
 	line(e, "for (int e = threadIdx.x * %d; e < %d; e += %d) {", VEC, elems, k->consumer_threads * VEC);
 	e->depth++;
 	line(e, "const int r = e / %d, c = e %% %d;", k->tile_cols, k->tile_cols);
-	line(e, "const long long row = tile_row0 + r, col = tile_col0 + c;");
+	line(e, "const long long row = top + r, col = left + c;");
 	line(e, "if (row >= rows || col >= cols)");
 	line(e, "    continue;");
 	/* inputs */
 	for (i = 0; i < f->ninput; i++) {
 		int t = f->input[i];
 		const KParam *p = param_of_tensor(e, t, false);
-		const char *v = ident(e, "v_", f->tensor[t].name, "");
+		const char *v = tname(e, PFX_VALUE, t);
 		const char *suf = helper_suffix(p->dtype);
 
 		e->value[t] = v;
 		line(e, "float %s[%d];%s", v, VEC, pos_comment(e, f->tensor[t].pos));
 		if (buf_of_tensor(k, t) < k->nbuf) {   /* staged: a tile buffer */
-			line(e, "wsf_load8%s(%s, %s_s + %s);", suf, v, bufname(e, buf_of_tensor(k, t)),
+			line(e, "wsf_load8%s(%s, %s + %s);", suf, v, curname(e, buf_of_tensor(k, t)),
 			     p->view == VIEW_ROW ? "c" : "e");
 		} else if (p->view == VIEW_ROW) {   /* a row beside a one-row tile: L1 keeps it for the CTAs */
 			line(e, "if (col + %d <= cols) {", VEC);
@@ -359,7 +565,7 @@ emit_compute(Emit *e, const Stmt *s)
 	/* ops, one f32 expression each */
 	for (i = 1; i < f->nop; i++) {
 		const Op *o = &f->op[i];
-		const char *v = ident(e, "v_", f->tensor[o->out].name, "");
+		const char *v = tname(e, PFX_VALUE, o->out);
 
 		e->value[o->out] = v;
 		line(e, "float %s[%d];%s", v, VEC, pos_comment(e, o->pos));
@@ -386,7 +592,7 @@ emit_compute(Emit *e, const Stmt *s)
 		for (w = 0; w < s->nwrites && e->k->buf[s->writes[w].buf].tensor != out->tensor; w++)
 			;
 		if (w < s->nwrites) {
-			line(e, "wsf_store8_smem%s(%s_s + e, %s);%s", suf, bufname(e, s->writes[w].buf),
+			line(e, "wsf_store8_smem%s(%s + e, %s);%s", suf, curname(e, s->writes[w].buf),
 			     e->value[out->tensor], pos_comment(e, out->pos));
 			continue;
 		}
@@ -454,7 +660,7 @@ row_raw(const Emit *e, int t)
 static const char *
 row_value(Emit *e, int t)
 {
-	return arena_printf(e->c->arena, "%s%s", ident(e, "v_", e->f->tensor[t].name, ""),
+	return arena_printf(e->c->arena, "%s%s", tname(e, PFX_VALUE, t),
 	                    e->row_steps && !row_raw(e, t) ? "[it]" : "");
 }
 
@@ -465,7 +671,7 @@ row_operand(Emit *e, const Operand *o)
 		return literal(e, o->lit);
 	if (row_full(e->k, o->tensor))
 		return arena_printf(e->c->arena, "%s[v]", row_value(e, o->tensor));
-	return ident(e, "r_", e->f->tensor[o->tensor].name, "");
+	return tname(e, PFX_ROW, o->tensor);
 }
 
 /* Marks in NEED every full-row op value T depends on through full-row ops. */
@@ -512,7 +718,7 @@ emit_row_load(Emit *e, int t, bool whole)
 		const char *pol = *l2 ? arena_printf(e->c->arena, ", %s", e->row_policy) : "";
 
 		if (row_raw(e, t)) {
-			const char *raw = ident(e, "raw_", e->f->tensor[t].name, "[it]");
+			const char *raw = arena_printf(e->c->arena, "%s[it]", tname(e, PFX_RAW, t));
 
 			if (whole)
 				line(e, "%s = wsf_ldg16%s(%s + %s%s);%s", raw, l2, param_name(e, p), at, pol,
@@ -538,10 +744,10 @@ emit_row_load(Emit *e, int t, bool whole)
 		return;
 	}
 	if (e->chunk_col)
-		line(e, "wsf_load8%s(%s, %s_s + (e - %s));", helper_suffix(p->dtype), v,
-		     bufname(e, buf_of_tensor(e->k, t)), e->chunk_col);
+		line(e, "wsf_load8%s(%s, %s + (e - %s));", helper_suffix(p->dtype), v,
+		     curname(e, buf_of_tensor(e->k, t)), e->chunk_col);
 	else
-		line(e, "wsf_load8%s(%s, %s_s + e);", helper_suffix(p->dtype), v, bufname(e, buf_of_tensor(e->k, t)));
+		line(e, "wsf_load8%s(%s, %s + e);", helper_suffix(p->dtype), v, curname(e, buf_of_tensor(e->k, t)));
 }
 
 /*
@@ -680,13 +886,13 @@ row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 		if (row_raw(e, t) && row_pass_reads(e, target, need, have, t)) {
 			line(e, "float %s[%d];", row_value(e, t), VEC);
 			line(e, "wsf_unpack8%s(%s, %s);", helper_suffix(f->tensor[t].dtype), row_value(e, t),
-			     ident(e, "raw_", f->tensor[t].name, "[it]"));
+			     arena_printf(e->c->arena, "%s[it]", tname(e, PFX_RAW, t)));
 		}
 	}
 	for (i = 1, nops = 0; i < f->nop; i++)
 		if (need[f->op[i].out] && !have[f->op[i].out] && f->tensor[f->op[i].out].kind == TK_VALUE) {
 			if (!e->row_steps)
-				line(e, "float %s[%d];%s", ident(e, "v_", f->tensor[f->op[i].out].name, ""), VEC,
+				line(e, "float %s[%d];%s", tname(e, PFX_VALUE, f->op[i].out), VEC,
 				     pos_comment(e, f->op[i].pos));
 			nops++;
 		}
@@ -739,7 +945,7 @@ emit_row_scalars(Emit *e, const int *level, int upto, bool *done, bool assign)
 		if (done[o->out] || row_full(e->k, o->out) || op_info[o->kind].cls == CLS_REDUCE ||
 		    level[o->out] > upto)
 			continue;
-		line(e, "%s%s = %s;   // %s%s", assign ? "" : "const float ", ident(e, "r_", f->tensor[o->out].name, ""),
+		line(e, "%s%s = %s;   // %s%s", assign ? "" : "const float ", tname(e, PFX_ROW, o->out),
 		     op_text(e, o, row_operand(e, &o->in[0]), o->nin > 1 ? row_operand(e, &o->in[1]) : ""),
 		     op_info[o->kind].name, pos_comment(e, o->pos));
 		done[o->out] = true;
@@ -774,7 +980,7 @@ emit_row_inputs(Emit *e, bool *done)
 
 		if (row_full(e->k, t))
 			continue;
-		line(e, "const float %s = %s(%s + %s);%s", ident(e, "r_", f->tensor[t].name, ""),
+		line(e, "const float %s = %s(%s + %s);%s", tname(e, PFX_ROW, t),
 		     p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", param_name(e, p),
 		     e->k->tview[t] == VIEW_COL ? "row" : "0", pos_comment(e, f->tensor[t].pos));
 		done[t] = true;
@@ -791,7 +997,7 @@ static void
 emit_block_reduce(Emit *e, const Op *o, const char *value, int nred, bool decl)
 {
 	line(e, "%s%s = wsf_block_%s(%s, %s)%s;   // %s%s%s%s", decl ? "const float " : "",
-	     ident(e, "r_", e->f->tensor[o->out].name, ""), o->kind == OP_MAX ? "max" : "sum", value,
+	     tname(e, PFX_ROW, o->out), o->kind == OP_MAX ? "max" : "sum", value,
 	     row_scratch(e, nred), o->kind == OP_MEAN ? " / (float)cols" : "", op_info[o->kind].name,
 	     o->origin ? " of " : "", o->origin ? o->origin : "", pos_comment(e, o->pos));
 }
@@ -846,7 +1052,7 @@ emit_row_scalar_stores(Emit *e)
 			continue;
 		line(e, "if (threadIdx.x == 0)%s", pos_comment(e, out->pos));
 		line(e, "    wsf_store1%s(%s + %s, %s);", helper_suffix(out->dtype), param_name(e, p),
-		     e->k->tview[out->tensor] == VIEW_COL ? "row" : "0", ident(e, "r_", f->tensor[out->tensor].name, ""));
+		     e->k->tview[out->tensor] == VIEW_COL ? "row" : "0", tname(e, PFX_ROW, out->tensor));
 	}
 }
 
@@ -870,13 +1076,13 @@ emit_row_compute(Emit *e, const Stmt *s)
 		for (i = 1; i < f->ntensor; i++)
 			if (row_raw(e, i))
 				line(e, "uint4 %s[%d];   // as loaded, 2 elements a register, unpacked where used%s",
-				     ident(e, "raw_", f->tensor[i].name, ""), e->row_steps, pos_comment(e, f->tensor[i].pos));
+				     tname(e, PFX_RAW, i), e->row_steps, pos_comment(e, f->tensor[i].pos));
 			else if (row_full(k, i) && (f->tensor[i].kind == TK_INPUT || f->tensor[i].kind == TK_VALUE))
-				line(e, "float %s[%d][%d];%s", ident(e, "v_", f->tensor[i].name, ""), e->row_steps, VEC,
+				line(e, "float %s[%d][%d];%s", tname(e, PFX_VALUE, i), e->row_steps, VEC,
 				     pos_comment(e, f->tensor[i].pos));
 	}
 	for (i = 0; i < s->nreads; i++)
-		line(e, "const %s *%s_s = %s;", storage_type(k->buf[s->reads[i].buf].dtype), bufname(e, s->reads[i].buf),
+		line(e, "const %s *%s = %s;", storage_type(k->buf[s->reads[i].buf].dtype), curname(e, s->reads[i].buf),
 		     buf_at(e, s->reads[i].buf, s->reads[i].slot));
 	if (k->row_reread)
 		line(e, "const wsf_u64 wsf_keep = wsf_l2_keep(), wsf_drop = wsf_l2_drop();   // L2: keep the row for "
@@ -917,13 +1123,13 @@ emit_row_compute(Emit *e, const Stmt *s)
 			const Op *o = &f->op[i];
 
 			if (op_info[o->kind].cls == CLS_REDUCE && level[o->out] == L)
-				line(e, "float acc_%s = %s;", ident(e, "", f->tensor[o->out].name, ""),
+				line(e, "float %s = %s;", tname(e, PFX_ACC, o->out),
 				     o->kind == OP_MAX ? "-__int_as_float(0x7f800000)" : "0.0f");
 		}
 		row_pass_open(e, target, need, have);
 		for (i = 1; i < f->nop; i++) {
 			const Op *o = &f->op[i];
-			const char *acc = ident(e, "acc_", f->tensor[o->out].name, "");
+			const char *acc = tname(e, PFX_ACC, o->out);
 			const char *in = row_value(e, o->in[0].tensor);
 
 			if (op_info[o->kind].cls != CLS_REDUCE || level[o->out] != L)
@@ -936,7 +1142,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 
 			if (op_info[o->kind].cls != CLS_REDUCE || level[o->out] != L)
 				continue;
-			emit_block_reduce(e, o, ident(e, "acc_", f->tensor[o->out].name, ""), nred++, true);
+			emit_block_reduce(e, o, tname(e, PFX_ACC, o->out), nred++, true);
 			done[o->out] = true;
 		}
 		emit_row_scalars(e, level, L, done, false);
@@ -985,7 +1191,7 @@ partner_of(const Fusion *f, const int *online, int m)
 /*
  * The body of wsf_chunk, the lambda a streamed row's ROW_CHUNK computes call
  * (the main and the epilogue loops): for the pass `pass`, the chunk at
- * column `col` of the stages CHUNK reads, `NAME_s` each.
+ * column `col` of the stages CHUNK reads, `cur_BUF` each.
  */
 static void
 emit_chunk_lambda(Emit *e, const Stmt *chunk, const int *level, const int *online, int maxl)
@@ -998,8 +1204,8 @@ emit_chunk_lambda(Emit *e, const Stmt *chunk, const int *level, const int *onlin
 
 	buf_init(&params, e->c->arena);
 	for (i = 0; i < chunk->nreads; i++)
-		buf_printf(&params, ", const %s *%s_s", storage_type(k->buf[chunk->reads[i].buf].dtype),
-		           bufname(e, chunk->reads[i].buf));
+		buf_printf(&params, ", const %s *%s", storage_type(k->buf[chunk->reads[i].buf].dtype),
+		           curname(e, chunk->reads[i].buf));
 	line(e, "// one chunk of the row in pass `pass`, at column `col`: the main and the epilogue loops call it");
 	line(e, "const auto wsf_chunk = [&](const long long pass, const long long col%s) {", buf_str(&params));
 	e->depth++;
@@ -1029,7 +1235,7 @@ emit_chunk_lambda(Emit *e, const Stmt *chunk, const int *level, const int *onlin
 			emit_row_stores(e);
 		for (i = 1; i < f->nop && !outputs; i++) {
 			const Op *o = &f->op[i];
-			const char *acc = ident(e, "acc_", f->tensor[o->out].name, "");
+			const char *acc = tname(e, PFX_ACC, o->out);
 			const char *in = row_value(e, o->in[0].tensor);
 			int r;
 
@@ -1037,10 +1243,10 @@ emit_chunk_lambda(Emit *e, const Stmt *chunk, const int *level, const int *onlin
 				continue;
 			if ((r = partner_of(f, online, o->out)) && o->kind == OP_MAX)
 				line(e, "wsf_online8(%s, %s, %s, cols - e);   // %s and the sum of exp, online%s", acc,
-				     ident(e, "acc_", f->tensor[r].name, ""), in, op_info[o->kind].name, pos_comment(e, o->pos));
+				     tname(e, PFX_ACC, r), in, op_info[o->kind].name, pos_comment(e, o->pos));
 			else if (r)
 				line(e, "wsf_welford8(%s, %s, %s, %s, cols - e);   // %s and variance, one pass%s",
-				     ident(e, "cnt_", f->tensor[r].name, ""), acc, ident(e, "acc_", f->tensor[r].name, ""),
+				     tname(e, PFX_CNT, r), acc, tname(e, PFX_ACC, r),
 				     in, op_info[o->kind].name, pos_comment(e, o->pos));
 			else
 				line(e, "%s = wsf_%s8(%s, %s, cols - e);", acc, o->kind == OP_MAX ? "max" : "sum", acc, in);
@@ -1100,18 +1306,17 @@ emit_chunk_compute(Emit *e, const Stmt *s)
 		emit_row_inputs(e, done);
 		for (i = 1; i < f->nop; i++) {
 			const Op *o = &f->op[i];
-			const char *name = f->tensor[o->out].name;
 
 			if (op_info[o->kind].cls == CLS_REDUCE)
-				line(e, "float %s = %s, %s;   // %s%s", ident(e, "acc_", name, ""),
-				     o->kind == OP_MAX ? "-__int_as_float(0x7f800000)" : "0.0f", ident(e, "r_", name, ""),
+				line(e, "float %s = %s, %s;   // %s%s", tname(e, PFX_ACC, o->out),
+				     o->kind == OP_MAX ? "-__int_as_float(0x7f800000)" : "0.0f", tname(e, PFX_ROW, o->out),
 				     !online[o->out] ? op_info[o->kind].name : o->kind == OP_SUM ?
 				     "sum of exp, online with its max" : "squared deviations, with their mean's pass",
 				     pos_comment(e, o->pos));
 			if (op_info[o->kind].cls == CLS_REDUCE && online[o->out] && o->kind == OP_MEAN)
-				line(e, "float %s = 0.0f;   // the elements this thread has seen", ident(e, "cnt_", name, ""));
+				line(e, "float %s = 0.0f;   // the elements this thread has seen", tname(e, PFX_CNT, o->out));
 			if (op_info[o->kind].cls != CLS_REDUCE && !row_full(k, o->out) && level[o->out] > 0)
-				line(e, "float %s;%s", ident(e, "r_", name, ""), pos_comment(e, o->pos));
+				line(e, "float %s;%s", tname(e, PFX_ROW, o->out), pos_comment(e, o->pos));
 		}
 		emit_row_scalars(e, level, 0, done, false);
 		{
@@ -1138,24 +1343,24 @@ emit_chunk_compute(Emit *e, const Stmt *s)
 			e->depth++;
 			for (i = 1; i < f->nop; i++) {
 				const Op *o = &f->op[i];
-				const char *name = f->tensor[o->out].name, *acc = ident(e, "acc_", name, "");
+				const char *acc = tname(e, PFX_ACC, o->out);
 
 				if (op_info[o->kind].cls != CLS_REDUCE || level[o->out] != L)
 					continue;
 				if (online[o->out]) {
-					const char *m = ident(e, "acc_", f->tensor[online[o->out]].name, "");
-					const char *rm = ident(e, "r_", f->tensor[online[o->out]].name, "");
+					const char *m = tname(e, PFX_ACC, online[o->out]);
+					const char *rm = tname(e, PFX_ROW, online[o->out]);
 
 					if (o->kind == OP_SUM)
 						line(e, "%s *= %s == %s ? 1.0f : __expf(%s - %s);   // to the scale of the row's max",
 						     acc, m, rm, m, rm);
 					else
 						line(e, "%s += %s * (%s - %s) * (%s - %s);   // deviations about the row's mean (Chan)",
-						     acc, ident(e, "cnt_", name, ""), m, rm, m, rm);
+						     acc, tname(e, PFX_CNT, o->out), m, rm, m, rm);
 				}
 				/* a mean with a variance in its pass: from each thread's count and mean */
 				if ((j = partner_of(f, online, o->out)) && o->kind == OP_MEAN)
-					acc = arena_printf(e->c->arena, "%s * %s", ident(e, "cnt_", f->tensor[j].name, ""), acc);
+					acc = arena_printf(e->c->arena, "%s * %s", tname(e, PFX_CNT, j), acc);
 				/* the chunk loops' barriers separate the passes' scratch use */
 				emit_block_reduce(e, o, acc, nred++, false);
 				done[o->out] = true;
@@ -1557,7 +1762,7 @@ emit_compute_function(Emit *e)
 		buf_printf(&params, "%s    float *const wsf_red", params.len ? ",\n" : "");
 		buf_printf(&args, "%swsf_red", args.len ? ", " : "");
 	}
-	e->compute_fn = arena_printf(e->c->arena, "%s_compute", k->name);
+	e->compute_fn = "wsf_compute";
 	e->compute_args = buf_str(&args);
 	line(e, "// The compute of one %s, called from the main and the epilogue loops.",
 	     k->family == FAM_REDUCTION ? "row" : "tile");
@@ -1575,6 +1780,7 @@ codegen_emit(Comp *c, Buf *b, Launch **launch)
 	Emit e = {0};
 	Kernel *k = c->kernel;
 	Launch *l;
+	const char *entry;
 	int i;
 
 	e.c = c;
@@ -1582,7 +1788,12 @@ codegen_emit(Comp *c, Buf *b, Launch **launch)
 	e.f = k->fusion;
 	e.b = b;
 	e.value = arena_alloc(c->arena, (size_t)e.f->ntensor * sizeof *e.value);
-	buf_printf(b, "// %s: generated by wsfuse %s from %s. Do not edit.\n", k->name, WSF_VERSION_STRING, c->file);
+	e.base = tensor_bases(c, e.f);
+	e.file = comment_text(c->arena, c->file);
+	if (check_names(&e))
+		return -1;
+	entry = arena_printf(c->arena, "%s%s", prefixes[PFX_KERNEL], k->name);
+	buf_printf(b, "// %s: generated by wsfuse %s from %s. Do not edit.\n", k->name, WSF_VERSION_STRING, e.file);
 	buf_printf(b, "// %d threads (%d compute), tile %d x %d, %s%s.\n", k->threads,
 	           k->consumer_threads, k->tile_rows, k->tile_cols,
 	           k->persistent ? "persistent over tiles" : "one CTA per tile",
@@ -1590,7 +1801,7 @@ codegen_emit(Comp *c, Buf *b, Launch **launch)
 	buf_printf(b, "#include \"%s\"\n\n", CODEGEN_DEVICE_HEADER_NAME);
 	emit_compute_function(&e);
 	line(&e, "extern \"C\" __global__ void __launch_bounds__(%d, %d)", k->threads, min_ctas(k));
-	line(&e, "%s(", k->name);
+	line(&e, "%s(", entry);
 	e.depth = 1;
 	emit_params(&e);
 	e.depth = 0;
@@ -1608,7 +1819,7 @@ codegen_emit(Comp *c, Buf *b, Launch **launch)
 	emit_stmt(&e, k->body);
 	e.depth = 0;
 	line(&e, "}");
-	l->entry = k->name;
+	l->entry = entry;
 	l->kernel = k;
 	l->fusion = e.f;
 	l->threads = k->threads;

@@ -8,7 +8,6 @@
  * entry point that may allocate in an arena first sets the Comp's
  * out-of-memory landing point with setjmp.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,13 +167,14 @@ ctx_error(WsfContext *ctx, WsfStatus s, const char *fmt, ...)
  */
 #define MAX_STRING 4096
 
+/* [A-Za-z_][A-Za-z0-9_]*, in ASCII whatever the locale (isalpha takes 0xe9 under Latin-1 locales). */
 static int
 is_identifier(const char *s)
 {
-	if (!*s || !(isalpha((unsigned char)*s) || *s == '_'))
+	if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
 		return 0;
 	for (; *s; s++)
-		if (!(isalnum((unsigned char)*s) || *s == '_'))
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_'))
 			return 0;
 	return 1;
 }
@@ -359,22 +359,6 @@ forward_dump(void *user, const char *pass, const char *text)
 		ctx->dump(ctx->dump_user, pass, text);
 }
 
-/*
- * NAME as diagnostics and the generated CUDA's comments show it: a control
- * byte becomes '?', so that a file name cannot end a comment's line and put
- * code of its own in the source NVRTC compiles, nor break a message's line.
- */
-static const char *
-display_name(Arena *a, const char *name)
-{
-	char *s = arena_strdup(a, name), *p;
-
-	for (p = s; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
-	return s;
-}
-
 static WsfStatus
 too_long(WsfContext *ctx, const char *name)
 {
@@ -411,7 +395,7 @@ compile(WsfContext *ctx, const char *name, const char *text, size_t len, WsfKern
 		goto fail;
 	}
 	c->strs = strtab_new(c->arena);
-	c->file = display_name(c->arena, name);
+	c->file = arena_strdup(c->arena, name);  /* diag and codegen escape it where they show it */
 	c->src = arena_strndup(c->arena, text, len);
 	c->srclen = len;
 	c->diag = ctx->diag;

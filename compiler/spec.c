@@ -752,14 +752,49 @@ scalar_int(const Node *n, int64_t *v)
 	return true;
 }
 
-/* A finite number.  strtod reads the validated text; the C library's numeric locale is "C". */
+/* A finite number, read the same whatever the locale (num_parse). */
 static bool
 scalar_number(const Node *n, double *v)
 {
-	if (n->kind != N_SCALAR || (n->type != SC_INT && n->type != SC_FLOAT))
-		return false;
-	*v = strtod(n->text, NULL);
-	return isfinite(*v) && !strpbrk(n->text, "nN"); /* .inf and .nan are not numbers here */
+	*v = 0;
+	if (n->kind != N_SCALAR || (n->type != SC_INT && n->type != SC_FLOAT) || strpbrk(n->text, "nN"))
+		return false;  /* .inf and .nan are not numbers here */
+	return num_parse(n->text, v) && isfinite(*v);
+}
+
+/*
+ * Number N, already read as the finite double V, used as an f32: ops compute
+ * in f32, so a number f32 would round to infinity, or from non-zero to zero,
+ * is not what the user meant and is refused here, at the number.  Subnormal
+ * f32 values are kept (NVRTC does not flush them without --ftz).  WHAT names
+ * the number ("for 'eps'", or "" for an operand); NONZERO: zero is no use.
+ */
+static bool
+nonzero_text(const char *s)
+{
+	for (; *s && *s != 'e' && *s != 'E'; s++)
+		if (*s >= '1' && *s <= '9')
+			return true;
+	return false;
+}
+
+static int
+f32_number(const Reader *r, const Node *n, double v, const char *what, bool nonzero)
+{
+	/*
+	 * f32 rounds |v| >= 2^128 - 2^103 (halfway above FLT_MAX) up to infinity,
+	 * |v| <= 2^-150 to zero; 1e-400 is 0 already as a double.
+	 */
+	if (fabs(v) >= 0x1.ffffffp+127)
+		return diag_error(r->c, n->pos,
+		                  "the number %s%s is too large for f32, in which ops compute: "
+		                  "the largest finite f32 is about 3.4028235e38", describe(r, n), what);
+	if ((v != 0 || nonzero_text(n->text)) && fabs(v) <= 0x1p-150)
+		return diag_error(r->c, n->pos,
+		                  "the number %s%s is too small for f32, in which ops compute: f32 would round it "
+		                  "to 0 (the smallest positive f32 is about 1.4e-45)%s", describe(r, n), what,
+		                  nonzero ? "" : "; write 0 if 0 is meant");
+	return 0;
 }
 
 /* INT in LO..HI */
@@ -1130,6 +1165,8 @@ read_operands(Reader *r, Op *o, const Node *n, const Node *ops, int i)
 			if (++nlit == 2)
 				return diag_error(r->c, a->pos, "op '%s' needs at least one tensor input, saw two numbers",
 				                  info->name);
+			if (f32_number(r, a, in->lit, "", false))
+				return -1;
 			continue;
 		}
 		if (!read_name(r, a, "a tensor"))
@@ -1179,8 +1216,9 @@ read_attr(const Reader *r, Op *o, const Node *key, const Node *v)
 			                  "expected acc: f32, saw '%s': matmul accumulates in f32 only for now",
 			                  v->text);
 	} else if (strcmp(k, "eps") == 0) {
-		if (!scalar_number(v, &o->eps) || o->eps <= 0)
+		if (!scalar_number(v, &o->eps) || v->text[0] == '-' || (o->eps == 0 && !nonzero_text(v->text)))
 			return diag_error(r->c, v->pos, "expected a positive number for 'eps', saw %s", describe(r, v));
+		return f32_number(r, v, o->eps, " for 'eps'", true);
 	}
 	return 0;
 }

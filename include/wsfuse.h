@@ -129,7 +129,7 @@ WsfStatus wsf_compile_string(WsfContext *ctx, const char *name, const char *text
 
 /* Frees a kernel (and unloads its module, if loaded).  NULL is ignored. */
 void wsf_kernel_delete(WsfKernel *k);
-/* The fusion's name. */
+/* The fusion's name as the spec writes it (the CUDA entry point is "wsfuse_" and this name). */
 const char *wsf_kernel_name(const WsfKernel *k);
 /*
  * The text of STAGE (fusion IR, kernel IR, CUDA, PTX), or NULL if compilation

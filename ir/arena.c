@@ -126,17 +126,25 @@ arena_strdup(Arena *a, const char *s)
 	return arena_strndup(a, s, strlen(s));
 }
 
+/* Sized to fit: codegen makes one for each name it writes (a Buf would reserve 256 bytes). */
 char *
 arena_printf(Arena *a, const char *fmt, ...)
 {
-	Buf b;
 	va_list ap;
+	char *s;
+	int n;
 
-	buf_init(&b, a);
 	va_start(ap, fmt);
-	buf_vprintf(&b, fmt, ap);
+	n = vsnprintf(NULL, 0, fmt, ap);
 	va_end(ap);
-	return (char *)buf_str(&b);
+	if (n < 0)
+		n = 0;
+	s = arena_alloc_raw(a, (size_t)n + 1);
+	va_start(ap, fmt);
+	vsnprintf(s, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	s[n] = 0;
+	return s;
 }
 
 void *
@@ -313,4 +321,13 @@ const char *
 intern_cstr(Strtab *t, const char *s)
 {
 	return intern(t, s, strlen(s));
+}
+
+bool
+intern_new(Strtab *t, const char *s)
+{
+	int n = t->n;
+
+	intern(t, s, strlen(s));
+	return t->n > n;
 }

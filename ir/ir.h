@@ -4,6 +4,7 @@
  * Sections, one per file of ir/:
  *   arena.c     arena allocation, growable arrays, text buffers, interning
  *   diag.c      positions and diagnostics (FILE:LINE:COL: error: WHAT + caret)
+ *   number.c    numbers in text with '.' as the decimal point, whatever the locale
  *   fusion.c    the fusion IR: tensors, ops, sizes; the op and dtype tables
  *   verify.c    the fusion IR verifier
  *   print.c     the fusion IR printer (grammar in docs/ir.md)
@@ -82,6 +83,8 @@ typedef struct Strtab Strtab;
 Strtab *strtab_new(Arena *a);
 const char *intern(Strtab *t, const char *s, size_t n);
 const char *intern_cstr(Strtab *t, const char *s);
+/* Interns S; true if it was not there before (a set of names: "is this one still free?"). */
+bool intern_new(Strtab *t, const char *s);
 
 /* ---- diag.c ----------------------------------------------------------- */
 
@@ -154,6 +157,23 @@ int diag_internal(Comp *c, const char *who, const char *fmt, ...) PRINTF_LIKE(3,
  * or CR 1, NEL (U+0085) 2, LS or PS (U+2028, U+2029) 3; 0 if none.
  */
 int diag_break_len(const char *s, const char *end);
+
+/* ---- number.c: numbers in text, whatever the locale -------------------- */
+
+/*
+ * wsfuse reads and writes numbers with '.' as the decimal point even when
+ * the embedding program set a locale that uses ',' (de_DE), and never
+ * changes the locale to do so.
+ */
+enum { NUM_MAX = 32 };  /* room for any number num_shortest* writes */
+/* Reads all of S, a decimal number (-1.5e-3; no hex, inf or nan), into *V; false if S is not one. */
+bool num_parse(const char *s, double *v);
+/* snprintf of the one double V with FMT (one %g, %e or %f conversion), '.' the decimal point. */
+int num_snprintf(char *out, size_t size, const char *fmt, double v) PRINTF_LIKE(3, 0);
+/* The shortest %g text, 15 to 17 digits, that reads back as V. */
+void num_shortest(char out[NUM_MAX], double v);
+/* The shortest %g text, up to 9 digits, that a compiler reads back as the f32 F ("0.1", "1e-05"). */
+void num_shortest_f32(char out[NUM_MAX], float f);
 
 /* ---- fusion.c: the fusion IR ----------------------------------------- */
 
@@ -432,7 +452,7 @@ typedef enum View {
 
 typedef struct KParam {
 	ParamKind kind;
-	const char *name;
+	const char *name;   /* a tensor's name (inputs and outputs), or a size's (rows, cols) */
 	int arg;          /* kernel argument: inputs in spec order, then outputs */
 	int tensor;       /* fusion tensor */
 	Dtype dtype;      /* element type in memory */

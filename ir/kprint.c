@@ -320,14 +320,15 @@ kernel_print(Buf *b, const Kernel *k)
 		           k->row_chunk, k->row_passes);
 	for (i = 1; i < k->nparam; i++) {
 		const KParam *p = &k->param[i];
+		const char *role = p->arg < 0 ? "" : k->fusion && p->arg >= k->fusion->ninput ? "output " : "input ";
 
 		switch (p->kind) {
 		case PK_TMAP:
-			buf_printf(b, "  param %s: tmap %s %s box=[%d, %d]\n", p->name, dtype_info[p->dtype].name,
+			buf_printf(b, "  param %s: %stmap %s %s box=[%d, %d]\n", p->name, role, dtype_info[p->dtype].name,
 			           view_name[p->view], p->box[0], p->box[1]);
 			break;
 		case PK_PTR:
-			buf_printf(b, "  param %s: ptr %s %s\n", p->name, dtype_info[p->dtype].name,
+			buf_printf(b, "  param %s: %sptr %s %s\n", p->name, role, dtype_info[p->dtype].name,
 			           view_name[p->view]);
 			break;
 		case PK_SIZE:

@@ -52,16 +52,13 @@ end_line(Buf *b, size_t start, Pos p)
 static void
 print_operand(Buf *b, const Fusion *f, const Operand *o)
 {
-	char s[32];
+	char s[NUM_MAX];
 
 	if (o->tensor) {
 		buf_puts(b, f->tensor[o->tensor].name);
 		return;
 	}
-	/* the shortest text that reads back as the same double */
-	snprintf(s, sizeof s, "%.15g", o->lit);
-	if (strtod(s, NULL) != o->lit)
-		snprintf(s, sizeof s, "%.17g", o->lit);
+	num_shortest(s, o->lit);  /* reads back as the same double */
 	buf_puts(b, s);
 }
 
@@ -83,8 +80,12 @@ print_attrs(Buf *b, const Op *o)
 		           o->transpose_b ? "true" : "false");
 	if (a & A_ACC)
 		buf_printf(b, " acc=%s", dtype_info[o->acc].name);
-	if (a & A_EPS)
-		buf_printf(b, " eps=%.9g", o->eps);
+	if (a & A_EPS) {
+		char s[NUM_MAX];
+
+		num_snprintf(s, sizeof s, "%.9g", o->eps);
+		buf_printf(b, " eps=%s", s);
+	}
 }
 
 static void

@@ -49,14 +49,24 @@ dim_str(Comp *c, const Fusion *f, Dim d)
 	return buf_str(&b);
 }
 
+/* A literal operand as the spec would write it, for messages. */
+static const char *
+num_str(Comp *c, double v)
+{
+	char s[NUM_MAX];
+
+	num_shortest(s, v);
+	return arena_strdup(c->arena, s);
+}
+
 static int
 infer_unary(Comp *c, Fusion *f, Op *o, Tensor *out)
 {
 	const Tensor *a;
 
 	if (!o->in[0].tensor)
-		return diag_error(c, o->in[0].pos, "op '%s' needs a tensor input, saw the number %g",
-		                  op_info[o->kind].name, o->in[0].lit);
+		return diag_error(c, o->in[0].pos, "op '%s' needs a tensor input, saw the number %s",
+		                  op_info[o->kind].name, num_str(c, o->in[0].lit));
 	a = &f->tensor[o->in[0].tensor];
 	out->rank = a->rank;
 	memcpy(out->dim, a->dim, sizeof out->dim);
@@ -114,8 +124,8 @@ infer_reduce(Comp *c, Fusion *f, Op *o, Tensor *out)
 	int i, axis;
 
 	if (!o->in[0].tensor)
-		return diag_error(c, o->in[0].pos, "op '%s' needs a tensor input, saw the number %g",
-		                  op_info[o->kind].name, o->in[0].lit);
+		return diag_error(c, o->in[0].pos, "op '%s' needs a tensor input, saw the number %s",
+		                  op_info[o->kind].name, num_str(c, o->in[0].lit));
 	a = &f->tensor[o->in[0].tensor];
 	if (a->rank == 0)
 		return diag_error(c, o->pos, "cannot reduce '%s': it is a scalar (rank 0)", a->name);
@@ -144,8 +154,8 @@ infer_matmul(Comp *c, Fusion *f, Op *o, Tensor *out)
 
 	for (i = 0; i < 2; i++)
 		if (!o->in[i].tensor)
-			return diag_error(c, o->in[i].pos, "matmul needs tensor inputs, saw the number %g",
-			                  o->in[i].lit);
+			return diag_error(c, o->in[i].pos, "matmul needs tensor inputs, saw the number %s",
+			                  num_str(c, o->in[i].lit));
 	a = &f->tensor[o->in[0].tensor];
 	b = &f->tensor[o->in[1].tensor];
 	for (i = 0; i < 2; i++) {

@@ -276,16 +276,17 @@ add_size_params(Comp *c, Kernel *k)
 }
 
 /*
- * Stages input param J: a tile buffer of ROWS x COLS named PARAM_SUFFIX,
- * an elected load of it at (ROW, COL) appended to ISSUE, and COMPUTE reading
- * the buffer.  Circular buffering gives both their slots later.
+ * Stages input param J: a tile buffer of ROWS x COLS named KIND_NAME (tile_x,
+ * row_x, chunk_x: a prefix of codegen/emit.c's table), an elected load of it
+ * at (ROW, COL) appended to ISSUE, and COMPUTE reading the buffer.  Circular
+ * buffering gives both their slots later.
  */
 static int
-stage_input(Comp *c, Kernel *k, int j, const char *suffix, int rows, int cols, Expr *row, Expr *col, Stmt *issue,
+stage_input(Comp *c, Kernel *k, int j, const char *kind, int rows, int cols, Expr *row, Expr *col, Stmt *issue,
             Stmt *compute)
 {
 	const KParam *p = &k->param[j];
-	int b = kernel_add_buf(c, k, arena_printf(c->arena, "%s_%s", p->name, suffix), BUF_TILE, p->dtype, rows, cols);
+	int b = kernel_add_buf(c, k, arena_printf(c->arena, "%s_%s", kind, p->name), BUF_TILE, p->dtype, rows, cols);
 	Stmt *ld = st_new(c, ST_TMA_LOAD);
 
 	k->buf[b].param = j;
@@ -472,8 +473,7 @@ lower_pointwise(Comp *c, Fusion *f)
 	}
 	for (j = 0; j < f->nout; j++) {
 		const Tensor *t = &f->tensor[f->out[j].tensor];
-		int p = kernel_add_param(c, k, tma_store ? PK_TMAP : PK_PTR,
-		                         arena_printf(c->arena, "%s_out", t->name));
+		int p = kernel_add_param(c, k, tma_store ? PK_TMAP : PK_PTR, t->name);
 
 		k->param[p].arg = f->ninput + j;
 		k->param[p].tensor = f->out[j].tensor;
@@ -524,7 +524,7 @@ lower_pointwise(Comp *c, Fusion *f)
 
 		if (p->arg < f->ninput)
 			continue;
-		b = kernel_add_buf(c, k, arena_printf(c->arena, "%s_stage", f->tensor[p->tensor].name), BUF_STAGING,
+		b = kernel_add_buf(c, k, arena_printf(c->arena, "stage_%s", f->tensor[p->tensor].name), BUF_STAGING,
 		                   p->dtype, k->tile_rows, k->tile_cols);
 		k->buf[b].param = j;
 		k->buf[b].tensor = p->tensor;
@@ -829,7 +829,7 @@ lower_reduction(Comp *c, Fusion *f)
 	}
 	for (j = 0; j < f->nout; j++) {
 		const Tensor *t = &f->tensor[f->out[j].tensor];
-		int p = kernel_add_param(c, k, PK_PTR, arena_printf(c->arena, "%s_out", t->name));
+		int p = kernel_add_param(c, k, PK_PTR, t->name);
 
 		k->param[p].arg = f->ninput + j;
 		k->param[p].tensor = f->out[j].tensor;

@@ -54,17 +54,38 @@ check_matmul(Comp *c, const Fusion *f)
 	return 0;
 }
 
+/*
+ * A row reduction kernel makes one pass over a row per level of reductions
+ * (a reduction of a value that needs another reduction is one level up),
+ * and each pass recomputes the pointwise ops it needs from the row's
+ * inputs: its text and time grow as levels x ops.  Capping the levels keeps
+ * them linear in the spec; a chain of 240 max/sub pairs had made 2.7 MB of
+ * CUDA and NVRTC took minutes and gigabytes over it.  Real fusions nest a
+ * few levels (softmax 2, layernorm 2, a layernorm then a softmax 4).
+ */
+enum { MAX_REDUCE_LEVELS = 16 };
+
 static int
 check_reduction(Comp *c, const Fusion *f)
 {
-	int i;
+	int *level = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *level);
+	int i, j;
 
 	for (i = 1; i < f->nop; i++) {
 		const Op *o = &f->op[i];
 		const Tensor *in;
 
+		for (j = 0; j < o->nin; j++)
+			if (o->in[j].tensor && level[o->in[j].tensor] > level[o->out])
+				level[o->out] = level[o->in[j].tensor];
 		if (op_info[o->kind].cls != CLS_REDUCE)
 			continue;
+		if (++level[o->out] > MAX_REDUCE_LEVELS)
+			return diag_error(c, o->pos,
+			                  "cannot place '%s' (%s) in one kernel: it reduces a value that needs %d "
+			                  "reductions before it, and a row reduction kernel nests at most %d (one pass "
+			                  "over the row each); split the fusion", f->tensor[o->out].name,
+			                  op_info[o->kind].name, level[o->out] - 1, MAX_REDUCE_LEVELS);
 		in = &f->tensor[o->in[0].tensor];
 		if (o->axis != in->rank - 1)
 			return diag_error(c, o->pos,

@@ -194,6 +194,7 @@ typedef struct Pointwise {
 	Shape os;
 	int64_t st[2][MAX_RANK];
 	const double *src[2];
+	double lit[2];      /* a number operand, as the f32 the kernel computes with */
 	int nin;
 	double *out;
 } Pointwise;
@@ -245,7 +246,8 @@ eval_pointwise(Eval *e, const Op *op, double *out)
 	for (i = 0; i < p.nin; i++) {
 		Shape is = shape_of(e->f, op->in[i].tensor);
 
-		p.src[i] = op->in[i].tensor ? e->val[op->in[i].tensor] : &op->in[i].lit;
+		p.lit[i] = (float)op->in[i].lit;
+		p.src[i] = op->in[i].tensor ? e->val[op->in[i].tensor] : &p.lit[i];
 		if (broadcast_strides(&is, &p.os, p.st[i]) < 0)
 			return internal(e, op, "input %d does not broadcast to the output shape", i);
 	}

@@ -9,7 +9,7 @@
 #   SPEC + tests/golden/NAME.fir        compile --emit=fusion-ir: exit 0, stdout
 #   SPEC + tests/golden/NAME.kir        compile --emit=kernel-ir
 #   SPEC + tests/golden/NAME.cu         compile --emit=cuda
-#   every examples/NAME.yaml            compile --emit=cubin -o F: exit 0, an ELF file
+#   every SPEC                          compile --emit=cubin -o F: exit 0, an ELF file
 #
 # SPEC is examples/NAME.yaml, or tests/golden/NAME.yaml for specs that are
 # not examples.  Every spec needs a .fir and every error test a .err; .kir
@@ -192,8 +192,7 @@ done
 # ---- cubins through NVRTC, once the CLI can emit them ----
 if [ $update = 0 ] && [ "$cubin" != off ]; then
 	ok=0 tried=0 first='' failed=''
-	for y in examples/*.yaml; do
-		[ -f "$y" ] || continue
+	for y in $specs; do
 		want "$y" || continue
 		tried=$((tried + 1))
 		rm -f "$tmp/k.cubin"

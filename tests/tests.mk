@@ -14,8 +14,16 @@ TEST_SRCS := $(wildcard tests/unit/test_*.c)
 TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(B)/tests/%)
 TEST_HDRS := $(wildcard include/*.h ir/*.h compiler/*.h passes/*.h codegen/*.h runtime/*.h tests/unit/*.h)
 
-test: all $(TEST_BINS) $(B)/tests/replay $(B)/tests/replay_launch
+test: all $(TEST_BINS) $(B)/tests/replay $(B)/tests/replay_launch $(B)/locale/de_DE.UTF-8
 	@bash tests/summary.sh $(B)
+
+# A comma-decimal locale for test_locale, made in the build tree (no root):
+# localedef needs the locales package's sources; without them test_locale
+# skips its comma-locale cases.
+$(B)/locale/de_DE.UTF-8:
+	@mkdir -p $(B)/locale
+	@rm -rf $@.tmp
+	@localedef -i de_DE -f UTF-8 $@.tmp >/dev/null 2>&1 && mv $@.tmp $@ || rm -rf $@.tmp
 
 # Each unit test is a standalone cmocka program over the static library.
 $(B)/tests/test_%: tests/unit/test_%.c $(B)/libwsfuse.a $(TEST_HDRS) | check-cmocka

@@ -3,25 +3,25 @@
 #include "wsfuse_device.cuh"
 
 extern "C" __global__ void __launch_bounds__(256, 1)
-bias_silu_mul(
-    const __grid_constant__ WsfTensorMap x_map,   // input bf16, full view
-    const __grid_constant__ WsfTensorMap bias_map,   // input bf16, row view
-    const __grid_constant__ WsfTensorMap gate_map,   // input bf16, full view
-    wsf_bf16 *__restrict__ y_out_ptr,   // output bf16
+wsfuse_bias_silu_mul(
+    const __grid_constant__ WsfTensorMap in_x,   // input bf16, full view
+    const __grid_constant__ WsfTensorMap in_bias,   // input bf16, row view
+    const __grid_constant__ WsfTensorMap in_gate,   // input bf16, full view
+    wsf_bf16 *__restrict__ out_y,   // output bf16
     const long long rows,
     const long long cols)
 {
     extern __shared__ __align__(1024) unsigned char wsf_smem[];
-    wsf_bf16 *const x_tile = (wsf_bf16 *)(wsf_smem + 0);   // [1 stages][16][256] bf16
-    wsf_bf16 *const bias_tile = (wsf_bf16 *)(wsf_smem + 8192);   // [1 stages][1][256] bf16
-    wsf_bf16 *const gate_tile = (wsf_bf16 *)(wsf_smem + 8704);   // [1 stages][16][256] bf16
+    wsf_bf16 *const tile_x = (wsf_bf16 *)(wsf_smem + 0);   // [1 stages][16][256] bf16
+    wsf_bf16 *const tile_bias = (wsf_bf16 *)(wsf_smem + 8192);   // [1 stages][1][256] bf16
+    wsf_bf16 *const tile_gate = (wsf_bf16 *)(wsf_smem + 8704);   // [1 stages][16][256] bf16
     wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 16896);   // 1 mbarriers
     if (threadIdx.x == 0)
-        wsf_prefetch_tmap(&x_map);
+        wsf_prefetch_tmap(&in_x);
     if (threadIdx.x == 0)
-        wsf_prefetch_tmap(&bias_map);
+        wsf_prefetch_tmap(&in_bias);
     if (threadIdx.x == 0)
-        wsf_prefetch_tmap(&gate_map);
+        wsf_prefetch_tmap(&in_gate);
     if (threadIdx.x == 0) {   // one thread initialises the stage barriers
         for (int s = 0; s < 1; s++)
             wsf_mbar_init(&full[s], 1);
@@ -35,30 +35,30 @@ bias_silu_mul(
     for (long long i = 0LL; i < my_tiles; i++) {   // main: load P tiles ahead, compute this one
         if (threadIdx.x == 0) {   // one thread issues the loads
             wsf_mbar_expect_tx(&full[0LL], 16896);
-            wsf_tma_load_2d(x_tile, &x_map, (wsf_umod(((long long)blockIdx.x + (i * (long long)gridDim.x)), col_tiles) * 256LL), (wsf_udiv(((long long)blockIdx.x + (i * (long long)gridDim.x)), col_tiles) * 16LL), &full[0LL]);  // examples/bias_silu_mul.yaml:13
-            wsf_tma_load_2d(bias_tile, &bias_map, (wsf_umod(((long long)blockIdx.x + (i * (long long)gridDim.x)), col_tiles) * 256LL), 0LL, &full[0LL]);  // examples/bias_silu_mul.yaml:14
-            wsf_tma_load_2d(gate_tile, &gate_map, (wsf_umod(((long long)blockIdx.x + (i * (long long)gridDim.x)), col_tiles) * 256LL), (wsf_udiv(((long long)blockIdx.x + (i * (long long)gridDim.x)), col_tiles) * 16LL), &full[0LL]);  // examples/bias_silu_mul.yaml:15
+            wsf_tma_load_2d(tile_x, &in_x, (wsf_umod(((long long)blockIdx.x + (i * (long long)gridDim.x)), col_tiles) * 256LL), (wsf_udiv(((long long)blockIdx.x + (i * (long long)gridDim.x)), col_tiles) * 16LL), &full[0LL]);  // examples/bias_silu_mul.yaml:13
+            wsf_tma_load_2d(tile_bias, &in_bias, (wsf_umod(((long long)blockIdx.x + (i * (long long)gridDim.x)), col_tiles) * 256LL), 0LL, &full[0LL]);  // examples/bias_silu_mul.yaml:14
+            wsf_tma_load_2d(tile_gate, &in_gate, (wsf_umod(((long long)blockIdx.x + (i * (long long)gridDim.x)), col_tiles) * 256LL), (wsf_udiv(((long long)blockIdx.x + (i * (long long)gridDim.x)), col_tiles) * 16LL), &full[0LL]);  // examples/bias_silu_mul.yaml:15
         }
         const long long tile = ((long long)blockIdx.x + (i * (long long)gridDim.x));
         const long long row0 = (wsf_udiv(tile, col_tiles) * 16LL);
         const long long col0 = (wsf_umod(tile, col_tiles) * 256LL);
         wsf_mbar_wait(&full[0LL], (unsigned)(i & 1LL));   // wait until the stage's loads have landed
         {   // compute tile (row0, col0) = (row0, col0): 4 ops of bias_silu_mul
-            const long long tile_row0 = row0, tile_col0 = col0;
-            const wsf_bf16 *x_tile_s = x_tile;
-            const wsf_bf16 *bias_tile_s = bias_tile;
-            const wsf_bf16 *gate_tile_s = gate_tile;
+            const long long top = row0, left = col0;
+            const wsf_bf16 *cur_tile_x = tile_x;
+            const wsf_bf16 *cur_tile_bias = tile_bias;
+            const wsf_bf16 *cur_tile_gate = tile_gate;
             for (int e = threadIdx.x * 8; e < 4096; e += 2048) {
                 const int r = e / 256, c = e % 256;
-                const long long row = tile_row0 + r, col = tile_col0 + c;
+                const long long row = top + r, col = left + c;
                 if (row >= rows || col >= cols)
                     continue;
                 float v_x[8];  // examples/bias_silu_mul.yaml:13
-                wsf_load8(v_x, x_tile_s + e);
+                wsf_load8(v_x, cur_tile_x + e);
                 float v_bias[8];  // examples/bias_silu_mul.yaml:14
-                wsf_load8(v_bias, bias_tile_s + c);
+                wsf_load8(v_bias, cur_tile_bias + c);
                 float v_gate[8];  // examples/bias_silu_mul.yaml:15
-                wsf_load8(v_gate, gate_tile_s + e);
+                wsf_load8(v_gate, cur_tile_gate + e);
                 float v_xb[8];  // examples/bias_silu_mul.yaml:18
                 float v_s[8];  // examples/bias_silu_mul.yaml:19
                 float v_g2[8];  // examples/bias_silu_mul.yaml:20
@@ -71,12 +71,12 @@ bias_silu_mul(
                     v_y[v] = v_s[v] * v_g2[v];   // mul
                 }
                 if (col + 8 <= cols) {  // examples/bias_silu_mul.yaml:24
-                    wsf_store8(y_out_ptr + row * cols + col, v_y);
+                    wsf_store8(out_y + row * cols + col, v_y);
                 } else {
                     #pragma unroll
                     for (int v = 0; v < 8; v++)
                         if (col + v < cols)
-                            wsf_store1(y_out_ptr + row * cols + col + v, v_y[v]);
+                            wsf_store1(out_y + row * cols + col + v, v_y[v]);
                 }
             }
         }

@@ -3,11 +3,11 @@
 #include "wsfuse_device.cuh"
 
 extern "C" __global__ void __launch_bounds__(128, 10)
-layernorm(
-    const wsf_bf16 *__restrict__ x_ptr,   // input bf16
-    const wsf_bf16 *__restrict__ weight_ptr,   // input bf16
-    const wsf_bf16 *__restrict__ bias_ptr,   // input bf16
-    wsf_bf16 *__restrict__ y_out_ptr,   // output bf16
+wsfuse_layernorm(
+    const wsf_bf16 *__restrict__ in_x,   // input bf16
+    const wsf_bf16 *__restrict__ in_weight,   // input bf16
+    const wsf_bf16 *__restrict__ in_bias,   // input bf16
+    wsf_bf16 *__restrict__ out_y,   // output bf16
     const long long rows,
     const long long cols)
 {
@@ -33,7 +33,7 @@ layernorm(
                 #pragma unroll
                 for (int it = 0; it < 4; it++) {
                     const int e = threadIdx.x * 8 + it * 1024;
-                    raw_x[it] = wsf_ldg16(x_ptr + row * cols + e);  // examples/layernorm.yaml:17
+                    raw_x[it] = wsf_ldg16(in_x + row * cols + e);  // examples/layernorm.yaml:17
                 }
             } else {   // the row's ragged end
                 #pragma unroll
@@ -41,7 +41,7 @@ layernorm(
                     const int e = threadIdx.x * 8 + it * 1024;
                     if (e >= cols)
                         break;
-                    raw_x[it] = e + 8 <= cols ? wsf_ldg16(x_ptr + row * cols + e) : wsf_ldg16_part(x_ptr + row * cols + e, (int)(cols - e));
+                    raw_x[it] = e + 8 <= cols ? wsf_ldg16(in_x + row * cols + e) : wsf_ldg16_part(in_x + row * cols + e, (int)(cols - e));
                 }
             }
             #pragma unroll
@@ -80,18 +80,18 @@ layernorm(
                 if (e >= cols)
                     break;
                 if (e + 8 <= cols) {
-                    wsf_load8_global(v_weight[it], weight_ptr + e);
+                    wsf_load8_global(v_weight[it], in_weight + e);
                 } else {
                     #pragma unroll
                     for (int v = 0; v < 8; v++)
-                        v_weight[it][v] = e + v < cols ? wsf_load1(weight_ptr + e + v) : 0.0f;
+                        v_weight[it][v] = e + v < cols ? wsf_load1(in_weight + e + v) : 0.0f;
                 }
                 if (e + 8 <= cols) {
-                    wsf_load8_global(v_bias[it], bias_ptr + e);
+                    wsf_load8_global(v_bias[it], in_bias + e);
                 } else {
                     #pragma unroll
                     for (int v = 0; v < 8; v++)
-                        v_bias[it][v] = e + v < cols ? wsf_load1(bias_ptr + e + v) : 0.0f;
+                        v_bias[it][v] = e + v < cols ? wsf_load1(in_bias + e + v) : 0.0f;
                 }
                 float v_x[8];
                 wsf_unpack8(v_x, raw_x[it]);
@@ -103,12 +103,12 @@ layernorm(
                     v_y[it][v] = v_y_scaled[it][v] + v_bias[it][v];   // add  // examples/layernorm.yaml:22
                 }
                 if (e + 8 <= cols) {  // examples/layernorm.yaml:29
-                    wsf_store8(y_out_ptr + row * cols + e, v_y[it]);
+                    wsf_store8(out_y + row * cols + e, v_y[it]);
                 } else {
                     #pragma unroll
                     for (int v = 0; v < 8; v++)
                         if (e + v < cols)
-                            wsf_store1(y_out_ptr + row * cols + e + v, v_y[it][v]);
+                            wsf_store1(out_y + row * cols + e + v, v_y[it][v]);
                 }
             }
         }

@@ -3,25 +3,25 @@
 #include "wsfuse_device.cuh"
 
 extern "C" __global__ void __launch_bounds__(256, 1)
-pointwise_chain(
-    const __grid_constant__ WsfTensorMap a_map,   // input bf16, full view
-    const __grid_constant__ WsfTensorMap b_map,   // input bf16, full view
-    const __grid_constant__ WsfTensorMap c_map,   // input bf16, row view
-    wsf_bf16 *__restrict__ y_out_ptr,   // output bf16
+wsfuse_pointwise_chain(
+    const __grid_constant__ WsfTensorMap in_a,   // input bf16, full view
+    const __grid_constant__ WsfTensorMap in_b,   // input bf16, full view
+    const __grid_constant__ WsfTensorMap in_c,   // input bf16, row view
+    wsf_bf16 *__restrict__ out_y,   // output bf16
     const long long rows,
     const long long cols)
 {
     extern __shared__ __align__(1024) unsigned char wsf_smem[];
-    wsf_bf16 *const a_tile = (wsf_bf16 *)(wsf_smem + 0);   // [1 stages][16][256] bf16
-    wsf_bf16 *const b_tile = (wsf_bf16 *)(wsf_smem + 8192);   // [1 stages][16][256] bf16
-    wsf_bf16 *const c_tile = (wsf_bf16 *)(wsf_smem + 16384);   // [1 stages][1][256] bf16
+    wsf_bf16 *const tile_a = (wsf_bf16 *)(wsf_smem + 0);   // [1 stages][16][256] bf16
+    wsf_bf16 *const tile_b = (wsf_bf16 *)(wsf_smem + 8192);   // [1 stages][16][256] bf16
+    wsf_bf16 *const tile_c = (wsf_bf16 *)(wsf_smem + 16384);   // [1 stages][1][256] bf16
     wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 16896);   // 1 mbarriers
     if (threadIdx.x == 0)
-        wsf_prefetch_tmap(&a_map);
+        wsf_prefetch_tmap(&in_a);
     if (threadIdx.x == 0)
-        wsf_prefetch_tmap(&b_map);
+        wsf_prefetch_tmap(&in_b);
     if (threadIdx.x == 0)
-        wsf_prefetch_tmap(&c_map);
+        wsf_prefetch_tmap(&in_c);
     if (threadIdx.x == 0) {   // one thread initialises the stage barriers
         for (int s = 0; s < 1; s++)
             wsf_mbar_init(&full[s], 1);
@@ -35,30 +35,30 @@ pointwise_chain(
     for (long long i = 0LL; i < my_tiles; i++) {   // main: load P tiles ahead, compute this one
         if (threadIdx.x == 0) {   // one thread issues the loads
             wsf_mbar_expect_tx(&full[0LL], 16896);
-            wsf_tma_load_2d(a_tile, &a_map, (wsf_umod(((long long)blockIdx.x + (i * (long long)gridDim.x)), col_tiles) * 256LL), (wsf_udiv(((long long)blockIdx.x + (i * (long long)gridDim.x)), col_tiles) * 16LL), &full[0LL]);  // examples/pointwise_chain.yaml:17
-            wsf_tma_load_2d(b_tile, &b_map, (wsf_umod(((long long)blockIdx.x + (i * (long long)gridDim.x)), col_tiles) * 256LL), (wsf_udiv(((long long)blockIdx.x + (i * (long long)gridDim.x)), col_tiles) * 16LL), &full[0LL]);  // examples/pointwise_chain.yaml:18
-            wsf_tma_load_2d(c_tile, &c_map, (wsf_umod(((long long)blockIdx.x + (i * (long long)gridDim.x)), col_tiles) * 256LL), 0LL, &full[0LL]);  // examples/pointwise_chain.yaml:19
+            wsf_tma_load_2d(tile_a, &in_a, (wsf_umod(((long long)blockIdx.x + (i * (long long)gridDim.x)), col_tiles) * 256LL), (wsf_udiv(((long long)blockIdx.x + (i * (long long)gridDim.x)), col_tiles) * 16LL), &full[0LL]);  // examples/pointwise_chain.yaml:17
+            wsf_tma_load_2d(tile_b, &in_b, (wsf_umod(((long long)blockIdx.x + (i * (long long)gridDim.x)), col_tiles) * 256LL), (wsf_udiv(((long long)blockIdx.x + (i * (long long)gridDim.x)), col_tiles) * 16LL), &full[0LL]);  // examples/pointwise_chain.yaml:18
+            wsf_tma_load_2d(tile_c, &in_c, (wsf_umod(((long long)blockIdx.x + (i * (long long)gridDim.x)), col_tiles) * 256LL), 0LL, &full[0LL]);  // examples/pointwise_chain.yaml:19
         }
         const long long tile = ((long long)blockIdx.x + (i * (long long)gridDim.x));
         const long long row0 = (wsf_udiv(tile, col_tiles) * 16LL);
         const long long col0 = (wsf_umod(tile, col_tiles) * 256LL);
         wsf_mbar_wait(&full[0LL], (unsigned)(i & 1LL));   // wait until the stage's loads have landed
         {   // compute tile (row0, col0) = (row0, col0): 3 ops of pointwise_chain
-            const long long tile_row0 = row0, tile_col0 = col0;
-            const wsf_bf16 *a_tile_s = a_tile;
-            const wsf_bf16 *b_tile_s = b_tile;
-            const wsf_bf16 *c_tile_s = c_tile;
+            const long long top = row0, left = col0;
+            const wsf_bf16 *cur_tile_a = tile_a;
+            const wsf_bf16 *cur_tile_b = tile_b;
+            const wsf_bf16 *cur_tile_c = tile_c;
             for (int e = threadIdx.x * 8; e < 4096; e += 2048) {
                 const int r = e / 256, c = e % 256;
-                const long long row = tile_row0 + r, col = tile_col0 + c;
+                const long long row = top + r, col = left + c;
                 if (row >= rows || col >= cols)
                     continue;
                 float v_a[8];  // examples/pointwise_chain.yaml:17
-                wsf_load8(v_a, a_tile_s + e);
+                wsf_load8(v_a, cur_tile_a + e);
                 float v_b[8];  // examples/pointwise_chain.yaml:18
-                wsf_load8(v_b, b_tile_s + e);
+                wsf_load8(v_b, cur_tile_b + e);
                 float v_c[8];  // examples/pointwise_chain.yaml:19
-                wsf_load8(v_c, c_tile_s + c);
+                wsf_load8(v_c, cur_tile_c + c);
                 float v_ab[8];  // examples/pointwise_chain.yaml:22
                 float v_abc[8];  // examples/pointwise_chain.yaml:23
                 float v_y[8];  // examples/pointwise_chain.yaml:24
@@ -69,12 +69,12 @@ pointwise_chain(
                     v_y[v] = fmaxf(v_abc[v], 0.0f);   // relu
                 }
                 if (col + 8 <= cols) {  // examples/pointwise_chain.yaml:27
-                    wsf_store8(y_out_ptr + row * cols + col, v_y);
+                    wsf_store8(out_y + row * cols + col, v_y);
                 } else {
                     #pragma unroll
                     for (int v = 0; v < 8; v++)
                         if (col + v < cols)
-                            wsf_store1(y_out_ptr + row * cols + col + v, v_y[v]);
+                            wsf_store1(out_y + row * cols + col + v, v_y[v]);
                 }
             }
         }

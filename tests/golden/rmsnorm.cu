@@ -3,10 +3,10 @@
 #include "wsfuse_device.cuh"
 
 extern "C" __global__ void __launch_bounds__(512, 4)
-rmsnorm(
-    const wsf_bf16 *__restrict__ x_ptr,   // input bf16
-    const wsf_bf16 *__restrict__ weight_ptr,   // input bf16
-    wsf_bf16 *__restrict__ y_out_ptr,   // output bf16
+wsfuse_rmsnorm(
+    const wsf_bf16 *__restrict__ in_x,   // input bf16
+    const wsf_bf16 *__restrict__ in_weight,   // input bf16
+    wsf_bf16 *__restrict__ out_y,   // output bf16
     const long long rows,
     const long long cols)
 {
@@ -30,7 +30,7 @@ rmsnorm(
                 #pragma unroll
                 for (int it = 0; it < 2; it++) {
                     const int e = threadIdx.x * 8 + it * 4096;
-                    raw_x[it] = wsf_ldg16_l2(x_ptr + row * cols + e, wsf_keep);  // examples/rmsnorm.yaml:16
+                    raw_x[it] = wsf_ldg16_l2(in_x + row * cols + e, wsf_keep);  // examples/rmsnorm.yaml:16
                 }
             } else {   // the row's ragged end
                 #pragma unroll
@@ -38,7 +38,7 @@ rmsnorm(
                     const int e = threadIdx.x * 8 + it * 4096;
                     if (e >= cols)
                         break;
-                    raw_x[it] = e + 8 <= cols ? wsf_ldg16_l2(x_ptr + row * cols + e, wsf_keep) : wsf_ldg16_part(x_ptr + row * cols + e, (int)(cols - e));
+                    raw_x[it] = e + 8 <= cols ? wsf_ldg16_l2(in_x + row * cols + e, wsf_keep) : wsf_ldg16_part(in_x + row * cols + e, (int)(cols - e));
                 }
             }
             #pragma unroll
@@ -62,7 +62,7 @@ rmsnorm(
                 #pragma unroll
                 for (int it = 0; it < 2; it++) {
                     const int e = threadIdx.x * 8 + it * 4096;
-                    raw_x[it] = wsf_ldg16_l2(x_ptr + row * cols + e, wsf_drop);  // examples/rmsnorm.yaml:16
+                    raw_x[it] = wsf_ldg16_l2(in_x + row * cols + e, wsf_drop);  // examples/rmsnorm.yaml:16
                 }
             } else {   // the row's ragged end
                 #pragma unroll
@@ -70,7 +70,7 @@ rmsnorm(
                     const int e = threadIdx.x * 8 + it * 4096;
                     if (e >= cols)
                         break;
-                    raw_x[it] = e + 8 <= cols ? wsf_ldg16_l2(x_ptr + row * cols + e, wsf_drop) : wsf_ldg16_part(x_ptr + row * cols + e, (int)(cols - e));
+                    raw_x[it] = e + 8 <= cols ? wsf_ldg16_l2(in_x + row * cols + e, wsf_drop) : wsf_ldg16_part(in_x + row * cols + e, (int)(cols - e));
                 }
             }
             #pragma unroll
@@ -79,11 +79,11 @@ rmsnorm(
                 if (e >= cols)
                     break;
                 if (e + 8 <= cols) {
-                    wsf_load8_global(v_weight[it], weight_ptr + e);
+                    wsf_load8_global(v_weight[it], in_weight + e);
                 } else {
                     #pragma unroll
                     for (int v = 0; v < 8; v++)
-                        v_weight[it][v] = e + v < cols ? wsf_load1(weight_ptr + e + v) : 0.0f;
+                        v_weight[it][v] = e + v < cols ? wsf_load1(in_weight + e + v) : 0.0f;
                 }
                 float v_x[8];
                 wsf_unpack8(v_x, raw_x[it]);
@@ -93,12 +93,12 @@ rmsnorm(
                     v_y[it][v] = v_y_normed[it][v] * v_weight[it][v];   // mul  // examples/rmsnorm.yaml:20
                 }
                 if (e + 8 <= cols) {  // examples/rmsnorm.yaml:23
-                    wsf_store8(y_out_ptr + row * cols + e, v_y[it]);
+                    wsf_store8(out_y + row * cols + e, v_y[it]);
                 } else {
                     #pragma unroll
                     for (int v = 0; v < 8; v++)
                         if (e + v < cols)
-                            wsf_store1(y_out_ptr + row * cols + e + v, v_y[it][v]);
+                            wsf_store1(out_y + row * cols + e + v, v_y[it][v]);
                 }
             }
         }

@@ -3,9 +3,9 @@
 #include "wsfuse_device.cuh"
 
 extern "C" __global__ void __launch_bounds__(256, 6)
-softmax_manual(
-    const wsf_f16 *__restrict__ x_ptr,   // input f16
-    wsf_f16 *__restrict__ y_out_ptr,   // output f16
+wsfuse_softmax_manual(
+    const wsf_f16 *__restrict__ in_x,   // input f16
+    wsf_f16 *__restrict__ out_y,   // output f16
     const long long rows,
     const long long cols)
 {
@@ -27,7 +27,7 @@ softmax_manual(
                 #pragma unroll
                 for (int it = 0; it < 1; it++) {
                     const int e = threadIdx.x * 8 + it * 2048;
-                    raw_x[it] = wsf_ldg16(x_ptr + row * cols + e);  // examples/softmax_manual.yaml:14
+                    raw_x[it] = wsf_ldg16(in_x + row * cols + e);  // examples/softmax_manual.yaml:14
                 }
             } else {   // the row's ragged end
                 #pragma unroll
@@ -35,7 +35,7 @@ softmax_manual(
                     const int e = threadIdx.x * 8 + it * 2048;
                     if (e >= cols)
                         break;
-                    raw_x[it] = e + 8 <= cols ? wsf_ldg16(x_ptr + row * cols + e) : wsf_ldg16_part(x_ptr + row * cols + e, (int)(cols - e));
+                    raw_x[it] = e + 8 <= cols ? wsf_ldg16(in_x + row * cols + e) : wsf_ldg16_part(in_x + row * cols + e, (int)(cols - e));
                 }
             }
             #pragma unroll
@@ -79,12 +79,12 @@ softmax_manual(
                     v_y[it][v] = v_e[it][v] * (1.0f / r_s);   // div  // examples/softmax_manual.yaml:21
                 }
                 if (e + 8 <= cols) {  // examples/softmax_manual.yaml:24
-                    wsf_store8_f16(y_out_ptr + row * cols + e, v_y[it]);
+                    wsf_store8_f16(out_y + row * cols + e, v_y[it]);
                 } else {
                     #pragma unroll
                     for (int v = 0; v < 8; v++)
                         if (e + v < cols)
-                            wsf_store1_f16(y_out_ptr + row * cols + e + v, v_y[it][v]);
+                            wsf_store1_f16(out_y + row * cols + e + v, v_y[it][v]);
                 }
             }
         }

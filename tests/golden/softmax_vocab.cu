@@ -3,14 +3,14 @@
 #include "wsfuse_device.cuh"
 
 extern "C" __global__ void __launch_bounds__(512, 2)
-softmax_vocab(
-    const wsf_bf16 *__restrict__ logits_ptr,   // input bf16
-    wsf_bf16 *__restrict__ probs_out_ptr,   // output bf16
+wsfuse_softmax_vocab(
+    const wsf_bf16 *__restrict__ in_logits,   // input bf16
+    wsf_bf16 *__restrict__ out_probs,   // output bf16
     const long long rows,
     const long long cols)
 {
     extern __shared__ __align__(1024) unsigned char wsf_smem[];
-    wsf_bf16 *const logits_chunk = (wsf_bf16 *)(wsf_smem + 0);   // [4 stages][1][4096] bf16
+    wsf_bf16 *const chunk_logits = (wsf_bf16 *)(wsf_smem + 0);   // [4 stages][1][4096] bf16
     wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 32768);   // 4 mbarriers
     __shared__ float wsf_red[64];   // one partial per warp for block reductions, twice
     if (threadIdx.x == 0) {   // one thread initialises the stage barriers
@@ -28,12 +28,12 @@ softmax_vocab(
         float acc_probs_max = -__int_as_float(0x7f800000), r_probs_max;   // max  // examples/softmax_vocab.yaml:22
         float acc_probs_sum = 0.0f, r_probs_sum;   // sum of exp, online with its max  // examples/softmax_vocab.yaml:22
         // one chunk of the row in pass `pass`, at column `col`: the main and the epilogue loops call it
-        const auto wsf_chunk = [&](const long long pass, const long long col, const wsf_bf16 *logits_chunk_s) {
+        const auto wsf_chunk = [&](const long long pass, const long long col, const wsf_bf16 *cur_chunk_logits) {
             if (pass == 0) {   // pass 1: the reductions of level 1
                 const int e = (int)(col) + threadIdx.x * 8;
                 if (e < cols) {
                     float v_logits[8];
-                    wsf_load8(v_logits, logits_chunk_s + (e - col));
+                    wsf_load8(v_logits, cur_chunk_logits + (e - col));
                     float v_scaled[8];  // examples/softmax_vocab.yaml:21
                     #pragma unroll
                     for (int v = 0; v < 8; v++) {
@@ -45,7 +45,7 @@ softmax_vocab(
                 const int e = (int)(col) + threadIdx.x * 8;
                 if (e < cols) {
                     float v_logits[8];
-                    wsf_load8(v_logits, logits_chunk_s + (e - col));
+                    wsf_load8(v_logits, cur_chunk_logits + (e - col));
                     float v_scaled[8];  // examples/softmax_vocab.yaml:21
                     float v_probs_shifted[8];  // examples/softmax_vocab.yaml:22
                     float v_probs_exp[8];  // examples/softmax_vocab.yaml:22
@@ -58,12 +58,12 @@ softmax_vocab(
                         v_probs[v] = v_probs_exp[v] * (1.0f / r_probs_sum);   // div
                     }
                     if (e + 8 <= cols) {  // examples/softmax_vocab.yaml:25
-                        wsf_store8(probs_out_ptr + row * cols + e, v_probs);
+                        wsf_store8(out_probs + row * cols + e, v_probs);
                     } else {
                         #pragma unroll
                         for (int v = 0; v < 8; v++)
                             if (e + v < cols)
-                                wsf_store1(probs_out_ptr + row * cols + e + v, v_probs[v]);
+                                wsf_store1(out_probs + row * cols + e + v, v_probs[v]);
                     }
                 }
             }
@@ -73,25 +73,25 @@ softmax_vocab(
             for (long long p = 0LL; p < wsf_min(3LL, nchunks); p++) {   // prologue: fill the first stages
                 if (threadIdx.x == 0) {   // one thread issues the loads of the chunk
                     wsf_mbar_expect_tx(&full[(((((i * 2LL) + pass) * nchunks) + p) % 4LL)], (unsigned)((wsf_min(4096LL, (cols - (p * 4096LL))) * 2LL)));
-                    wsf_bulk_load(logits_chunk + ((((((i * 2LL) + pass) * nchunks) + p) % 4LL)) * 4096, logits_ptr + row0 * cols + (p * 4096LL), (unsigned)((wsf_min(4096LL, (cols - (p * 4096LL))) * 2LL)), &full[(((((i * 2LL) + pass) * nchunks) + p) % 4LL)]);  // examples/softmax_vocab.yaml:18
+                    wsf_bulk_load(chunk_logits + ((((((i * 2LL) + pass) * nchunks) + p) % 4LL)) * 4096, in_logits + row0 * cols + (p * 4096LL), (unsigned)((wsf_min(4096LL, (cols - (p * 4096LL))) * 2LL)), &full[(((((i * 2LL) + pass) * nchunks) + p) % 4LL)]);  // examples/softmax_vocab.yaml:18
                 }
             }
             // circular buffer: 4 stages, prefetch 3
             for (long long ch = 0LL; ch < (nchunks - 3LL); ch++) {   // main: load P tiles ahead, compute this one
                 if (threadIdx.x == 0) {   // one thread issues the loads of the chunk
                     wsf_mbar_expect_tx(&full[(((((i * 2LL) + pass) * nchunks) + (ch + 3LL)) % 4LL)], (unsigned)((wsf_min(4096LL, (cols - ((ch + 3LL) * 4096LL))) * 2LL)));
-                    wsf_bulk_load(logits_chunk + ((((((i * 2LL) + pass) * nchunks) + (ch + 3LL)) % 4LL)) * 4096, logits_ptr + row0 * cols + ((ch + 3LL) * 4096LL), (unsigned)((wsf_min(4096LL, (cols - ((ch + 3LL) * 4096LL))) * 2LL)), &full[(((((i * 2LL) + pass) * nchunks) + (ch + 3LL)) % 4LL)]);  // examples/softmax_vocab.yaml:18
+                    wsf_bulk_load(chunk_logits + ((((((i * 2LL) + pass) * nchunks) + (ch + 3LL)) % 4LL)) * 4096, in_logits + row0 * cols + ((ch + 3LL) * 4096LL), (unsigned)((wsf_min(4096LL, (cols - ((ch + 3LL) * 4096LL))) * 2LL)), &full[(((((i * 2LL) + pass) * nchunks) + (ch + 3LL)) % 4LL)]);  // examples/softmax_vocab.yaml:18
                 }
                 const long long col = (ch * 4096LL);
                 wsf_mbar_wait(&full[(((((i * 2LL) + pass) * nchunks) + ch) % 4LL)], (unsigned)((((((i * 2LL) + pass) * nchunks) + ch) / 4LL) & 1LL));   // wait until the stage's loads have landed
-                wsf_chunk(pass, col, logits_chunk + ((((((i * 2LL) + pass) * nchunks) + ch) % 4LL)) * 4096);   // 6 ops of softmax_vocab, one chunk
+                wsf_chunk(pass, col, chunk_logits + ((((((i * 2LL) + pass) * nchunks) + ch) % 4LL)) * 4096);   // 6 ops of softmax_vocab, one chunk
                 __syncthreads();   // release the stage: the next load refills it
             }
             // circular buffer: 4 stages, prefetch 3
             for (long long ch = wsf_max((nchunks - 3LL), 0LL); ch < nchunks; ch++) {   // epilogue: the last stages, nothing left to load
                 const long long col = (ch * 4096LL);
                 wsf_mbar_wait(&full[(((((i * 2LL) + pass) * nchunks) + ch) % 4LL)], (unsigned)((((((i * 2LL) + pass) * nchunks) + ch) / 4LL) & 1LL));   // wait until the stage's loads have landed
-                wsf_chunk(pass, col, logits_chunk + ((((((i * 2LL) + pass) * nchunks) + ch) % 4LL)) * 4096);   // 6 ops of softmax_vocab, one chunk
+                wsf_chunk(pass, col, chunk_logits + ((((((i * 2LL) + pass) * nchunks) + ch) % 4LL)) * 4096);   // 6 ops of softmax_vocab, one chunk
             }
             __syncthreads();   // release the last stages: the next prologue refills them
             if (pass == 0) {   // the end of pass 1: its block reductions

@@ -282,6 +282,11 @@ intern_equal_strings_same_pointer(void **state)
 	assert_ptr_not_equal(intern_cstr(t, "bia"), p);
 	assert_ptr_not_equal(intern_cstr(t, "biass"), p);
 	assert_ptr_equal(intern(t, "", 0), intern_cstr(t, ""));
+	/* intern_new: a set of names */
+	assert_false(intern_new(t, "bias"));
+	assert_true(intern_new(t, "y_max"));
+	assert_false(intern_new(t, "y_max"));
+	assert_ptr_equal(intern_cstr(t, "y_max"), intern_cstr(t, "y_max"));
 }
 
 static void

@@ -1316,7 +1316,7 @@ lower_narrow_copies(void **state)
 	for (b = 1; b < k->nbuf; b++) {
 		CopyLayout l = kbuf_copy(&k->buf[b]);
 
-		if (strcmp(k->buf[b].name, "c_tile") == 0)
+		if (strcmp(k->buf[b].name, "tile_c") == 0)
 			bias = b;
 		assert_true(l.stride >= l.bytes);
 		assert_int_equal(l.stride % l.align, 0);
