@@ -23,7 +23,13 @@
  *    every buffer loaded in the loop;
  *  - a compute's row phase matches the kernel's row mode (chunks or whole rows);
  *  - a CTA-wide barrier never appears inside warp-specialized roles (it would
- *    deadlock: the branches have other thread counts).
+ *    deadlock: the branches have other thread counts);
+ *  - the role table: each role whole warps inside the CTA, no two roles
+ *    sharing a thread, each consumer role its own named-barrier id (1..15),
+ *    a register target a multiple of 8 in [24, 256] and only for whole
+ *    warpgroups; `roles` holds one branch per role, each role once;
+ *  - an mma reads two shared buffers and writes an accumulator; a compute's
+ *    accumulator ids are in range.
  * The first violation is reported, as an internal error naming the pass.
  */
 #include <string.h>
@@ -172,6 +178,19 @@ check_access(Check *v, const Access *a, int n)
 	}
 }
 
+/* Each role at most once among the branches of ROLES. */
+static void
+check_branches(Check *v, const Stmt *roles)
+{
+	int i, j;
+
+	for (i = 0; i < roles->nbody; i++)
+		for (j = 0; j < i; j++)
+			if (roles->body[i]->kind == ST_ROLE && roles->body[j]->kind == ST_ROLE &&
+			    roles->body[i]->role == roles->body[j]->role)
+				fail(v, "role %d has two branches", roles->body[i]->role);
+}
+
 static void
 check_stmt(Check *v, const Stmt *s)
 {
@@ -260,8 +279,10 @@ check_stmt(Check *v, const Stmt *s)
 	default:
 		break;
 	}
-	if (s->kind == ST_ROLES)
+	if (s->kind == ST_ROLES) {
+		check_branches(v, s);
 		v->in_roles++;
+	}
 	for (i = 0; i < s->nbody; i++) {
 		if ((s->kind == ST_ROLES) != (s->body[i]->kind == ST_ROLE))
 			fail(v, "a role branch outside roles, or roles holding something else");
@@ -271,6 +292,34 @@ check_stmt(Check *v, const Stmt *s)
 	if (s->kind == ST_ROLES)
 		v->in_roles--;
 	v->cb = outer;
+}
+
+/* The role table (see the header). */
+static void
+check_roles(Check *v)
+{
+	const Kernel *k = v->k;
+	int i, j;
+
+	for (i = 1; i < k->nrole && !v->err; i++) {
+		const KRole *r = &k->role[i];
+
+		if (r->threads <= 0 || r->threads % 32 || r->first < 0 || r->first % 32 || r->first + r->threads > k->threads)
+			fail(v, "role %d is not whole warps inside the CTA's %d threads", i, k->threads);
+		else if (r->kind == ROLE_CONSUMER && (r->bar_id < 1 || r->bar_id > 15))
+			fail(v, "consumer role %d has no named barrier of its own", i);
+		else if (r->regs && (r->regs < 24 || r->regs > 256 || r->regs % 8 || r->threads % 128 || r->first % 128))
+			fail(v, "role %d's register target %d is not a multiple of 8 in [24, 256] for whole warpgroups", i,
+			     r->regs);
+		for (j = 1; j < i && !v->err; j++) {
+			const KRole *o = &k->role[j];
+
+			if (r->first < o->first + o->threads && o->first < r->first + r->threads)
+				fail(v, "roles %d and %d share threads", j, i);
+			else if (r->bar_id && r->bar_id == o->bar_id)
+				fail(v, "roles %d and %d share named barrier %d", j, i, r->bar_id);
+		}
+	}
 }
 
 int
@@ -300,6 +349,7 @@ kernel_verify(Comp *c, const Kernel *k, const char *after)
 		         k->buf[i].swizzle != 128)
 			fail(&v, "buffer swizzle is not 0, 32, 64 or 128 bytes");
 	}
+	check_roles(&v);
 	check_stmt(&v, k->body);
 	return v.err ? -1 : 0;
 }

@@ -186,6 +186,30 @@ static void b_sync_in_roles(Fixture *t, Kernel *k)
 	st_append(&t->c, first(k, ST_LOOP, CB_CONSUMER), st_new(&t->c, ST_SYNC));
 }
 
+static KRole *
+role(const Kernel *k, RoleKind kind)
+{
+	int i;
+
+	for (i = 1; i < k->nrole; i++)
+		if (k->role[i].kind == kind)
+			return &k->role[i];
+	fail_msg("no role of kind %d", kind);
+	return NULL;
+}
+static void b_role_warps(Fixture *t, Kernel *k) { (void)t; role(k, ROLE_PRODUCER)->threads = 48; }
+static void b_role_outside(Fixture *t, Kernel *k) { (void)t; role(k, ROLE_PRODUCER)->first = k->threads; }
+static void b_role_overlap(Fixture *t, Kernel *k) { (void)t; role(k, ROLE_CONSUMER)->threads = 288; }
+static void b_role_bar(Fixture *t, Kernel *k) { (void)t; role(k, ROLE_CONSUMER)->bar_id = 0; }
+static void b_role_regs(Fixture *t, Kernel *k) { (void)t; role(k, ROLE_PRODUCER)->regs = 40; /* one warp */ }
+static void b_role_regs_step(Fixture *t, Kernel *k) { (void)t; role(k, ROLE_CONSUMER)->regs = 230; }
+static void b_role_twice(Fixture *t, Kernel *k)
+{
+	Stmt *roles = first(k, ST_ROLES, CB_NONE);
+
+	roles->body[1]->role = roles->body[0]->role;
+}
+
 static const struct {
 	const char *promise;
 	bool ws;
@@ -233,6 +257,15 @@ static const struct {
 	{"S empty barriers", true, b_cb_empty_count, "circular buffer of 8 stages has 2 empty barriers"},
 	{"a compute's row phase", false, b_row_phase, "a compute's row phase does not match the kernel's row mode"},
 	{"no CTA barrier in the roles", true, b_sync_in_roles, "__syncthreads inside warp-specialized roles"},
+	{"roles are whole warps", true, b_role_warps, "role 1 is not whole warps inside the CTA's 288 threads"},
+	{"roles lie inside the CTA", true, b_role_outside, "role 1 is not whole warps inside the CTA's 288 threads"},
+	{"roles share no thread", true, b_role_overlap, "roles 1 and 2 share threads"},
+	{"a consumer role has a named barrier", true, b_role_bar, "consumer role 2 has no named barrier of its own"},
+	{"setmaxnreg needs whole warpgroups", true, b_role_regs,
+	 "role 1's register target 40 is not a multiple of 8 in [24, 256] for whole warpgroups"},
+	{"a register target is a multiple of 8", true, b_role_regs_step,
+	 "role 2's register target 230 is not a multiple of 8 in [24, 256] for whole warpgroups"},
+	{"one branch a role", true, b_role_twice, "role 1 has two branches"},
 };
 
 /* Builds the kernel of case I, breaks it and verifies; false, after saying why, unless refused as expected. */
