@@ -84,6 +84,12 @@ wsf_stage_from_name(const char *name)
 	return WSF_STAGE_NONE;
 }
 
+const char *
+wsf_pass_name(int i)
+{
+	return i >= 0 && i < pass_count ? pass_table[i].name : NULL;
+}
+
 WsfContext *
 wsf_context_new(void)
 {

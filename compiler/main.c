@@ -18,6 +18,37 @@
 
 #include "wsfuse.h"
 
+/*
+ * main.c: the wsfuse command line.  It uses only the public API
+ * (include/wsfuse.h), as any embedding program would.
+ *
+ * Options are read with getopt_long (--emit=cuda and --emit cuda, -D N=1
+ * and -DN=1, -- before a SPEC that starts with '-') from one table, opts[],
+ * which says what each option takes and which commands take it.  A
+ * command's --help is printed from that table, an option of another
+ * command is refused by name (compile --check), an option this invocation
+ * would ignore is an error (--iters without --bench), and a mistyped
+ * command, option or --emit value gets a did-you-mean.
+ *
+ * Exit status: 0 ok, 1 bad input (the spec, a size), 2 usage, 3 no GPU,
+ * 4 a check failed, 5 an internal, NVRTC or CUDA error, 6 a valid spec whose
+ * kernel family this version cannot build yet.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wsfuse.h"
+
+#define countof(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
 enum {
 	EXIT_INPUT = 1,
 	EXIT_USAGE = 2,
@@ -27,34 +58,93 @@ enum {
 	EXIT_UNSUPPORTED = 6
 };
 
-static const char usage[] =
-	"usage: wsfuse compile SPEC [--emit=STAGE] [-o FILE|-] [-D NAME=VALUE]... [--dump-after=PASS|all]\n"
-	"       wsfuse run SPEC [-D NAME=VALUE]... [--check] [--bench] [--iters=N] [--seed=N] [--scale=X]\n"
-	"       wsfuse check SPEC [...]    same as run --check\n"
-	"       wsfuse bench SPEC [...]    same as run --bench\n"
-	"       wsfuse --help | --version\n";
+typedef enum Cmd {
+	CMD_NONE,
+	CMD_COMPILE,
+	CMD_RUN,
+	CMD_CHECK,
+	CMD_BENCH,
+	CMD_HELP,
+	CMD_COUNT
+} Cmd;
 
-static const char help[] =
-	"\n"
-	"wsfuse compiles a fusion spec (YAML; see docs/spec.md) into one CUDA kernel for\n"
-	"Hopper (sm_90a), built by NVRTC and launched through the CUDA driver.\n"
-	"\n"
-	"SPEC is a file name, or - for standard input.\n"
-	"\n"
-	"options:\n"
-	"  --emit=STAGE        what compile writes: fusion-ir, kernel-ir, cuda, ptx, cubin\n"
-	"                      (default cubin, to NAME.cubin unless -o says otherwise)\n"
-	"  -o FILE             output file; - is standard output (default for text stages)\n"
-	"  -D NAME=VALUE       bind size NAME to VALUE, 1..2^40 (overrides the spec's sizes: default)\n"
-	"  --dump-after=LIST   print the IR to stderr after each named pass (comma list) or all\n"
-	"  --cache-dir=DIR     kernel cache directory (default $WSFUSE_CACHE_DIR, ~/.cache/wsfuse)\n"
-	"  --no-cache          do not read or write the kernel cache\n"
-	"  --check             run compares every output with the host reference\n"
-	"  --bench             run times the kernel and prints time and bandwidth\n"
-	"  --iters=N           timed launches for --bench, 1..2^31-1 (default 100)\n"
-	"  --seed=N            seed of the random inputs, 0..2^64-1\n"
-	"  --scale=X           multiply the random inputs by X, up to 1e38 (large values test overflow)\n"
-	"\n"
+static const struct {
+	const char *name;
+	const char *synopsis;  /* what follows "wsfuse NAME" */
+	const char *what;      /* one line for the list of commands */
+	const char *about;     /* the paragraph of NAME --help */
+} cmds[CMD_COUNT] = {
+	[CMD_COMPILE] = {"compile", "SPEC [options]", "compile a spec to IR, CUDA, PTX or a cubin",
+		"Compiles SPEC (a fusion spec in YAML, docs/spec.md; - reads standard input) and\n"
+		"writes the output --emit names: a text to standard output, the cubin to NAME.cubin,\n"
+		"unless -o says otherwise.\n"},
+	[CMD_RUN] = {"run", "SPEC [options]", "compile, then launch on random inputs (a GPU)",
+		"Compiles SPEC and launches the kernel once on random inputs (sizes from -D and\n"
+		"the spec's defaults); --check compares every output with the host reference,\n"
+		"--bench times the kernel.  Without a GPU it compiles and exits with status 3.\n"},
+	[CMD_CHECK] = {"check", "SPEC [options]", "run --check: compare every output with the host reference",
+		"Same as wsfuse run --check: launches the kernel on random inputs and compares\n"
+		"every output with the host reference evaluator (exit status 4 if one differs).\n"},
+	[CMD_BENCH] = {"bench", "SPEC [options]", "run --bench: time the kernel",
+		"Same as wsfuse run --bench: times the kernel (the median of --iters launches)\n"
+		"and prints the time and the bandwidth.\n"},
+	[CMD_HELP] = {"help", "[COMMAND]", "this help, or a command's",
+		"Prints the help of COMMAND, or of wsfuse.\n"},
+};
+
+#define ON(c) (1u << (c))
+#define RUNS (ON(CMD_RUN) | ON(CMD_CHECK) | ON(CMD_BENCH))
+#define BUILDS (ON(CMD_COMPILE) | RUNS)
+
+/* Option codes past the short letters. */
+enum {
+	OPT_EMIT = 256,
+	OPT_DUMP_AFTER,
+	OPT_CACHE_DIR,
+	OPT_NO_CACHE,
+	OPT_CHECK,
+	OPT_BENCH,
+	OPT_ITERS,
+	OPT_SEED,
+	OPT_SCALE
+};
+
+/* Every option: NAME the long name (NULL: short only), CODE its letter or OPT_*, CMDS who takes it. */
+static const struct Opt {
+	const char *name;
+	int code;
+	int has_arg;
+	unsigned cmds;
+	const char *arg;   /* what the value is, in help (NULL: none) */
+	const char *need;  /* "-o needs NEED" when the value is missing */
+	const char *help;  /* lines after the first are indented under it */
+} opts[] = {
+	{"emit", OPT_EMIT, required_argument, ON(CMD_COMPILE), "OUTPUT", "an output",
+	 "what to write: fusion-ir, kernel-ir, cuda, ptx or cubin\n(default cubin)"},
+	{"output", 'o', required_argument, ON(CMD_COMPILE), "FILE", "a file name",
+	 "where to write it; - is standard output (the default\nfor text)"},
+	{NULL, 'D', required_argument, BUILDS, "NAME=VALUE", "NAME=VALUE",
+	 "bind size NAME to VALUE, 1..2^40 (overrides the spec's\nsizes: default)"},
+	{"dump-after", OPT_DUMP_AFTER, required_argument, BUILDS, "PASSES", "a pass name, a list or all",
+	 "print the IR to stderr after each pass named (a comma\nlist of the passes below, or all)"},
+	{"cache-dir", OPT_CACHE_DIR, required_argument, BUILDS, "DIR", "a directory",
+	 "kernel cache directory (default $WSFUSE_CACHE_DIR,\n~/.cache/wsfuse)"},
+	{"no-cache", OPT_NO_CACHE, no_argument, BUILDS, NULL, NULL,
+	 "do not read or write the kernel cache"},
+	{"check", OPT_CHECK, no_argument, RUNS, NULL, NULL,
+	 "compare every output with the host reference"},
+	{"bench", OPT_BENCH, no_argument, RUNS, NULL, NULL,
+	 "time the kernel and print time and bandwidth"},
+	{"iters", OPT_ITERS, required_argument, RUNS, "N", "a number",
+	 "timed launches for --bench, 1..2^31-1 (default 100)"},
+	{"seed", OPT_SEED, required_argument, RUNS, "N", "a number",
+	 "seed of the random inputs, 0..2^64-1 (default 0, which\nstands for a fixed seed)"},
+	{"scale", OPT_SCALE, required_argument, RUNS, "X", "a number",
+	 "multiply the random inputs by X, up to 1e38 (large\nvalues test overflow)"},
+	{"help", 'h', no_argument, ~0u, NULL, NULL, "print this help"},
+};
+
+static const char footer[] =
 	"numbers are decimal digits (X may have a fraction and an exponent: 2.5e3);\n"
 	"a sign, a suffix or a value out of range is a usage error.\n"
 	"\n"
@@ -64,11 +154,12 @@ static const char help[] =
 	"environment: WSFUSE_CACHE_DIR, WSFUSE_CACHE=0, WSFUSE_LIBCUDA_PATH, WSFUSE_NVRTC_PATH\n";
 
 typedef struct Args {
-	const char *cmd;
+	Cmd cmd;
 	const char *spec;
 	const char *out;
 	const char *emit;
-	int check, bench, iters;
+	char iters_opt[48];     /* --iters as written, for the message when --bench is absent */
+	int check, bench, iters, help;
 	uint64_t seed;
 	double scale;
 } Args;
@@ -88,7 +179,24 @@ print_dump(void *user, const char *pass, const char *text)
 	fprintf(stderr, "// ---- after pass %s ----\n%s", pass, text);
 }
 
-/* Prints "wsfuse: " FMT (with ARG, shortened and on one line) and the usage; the exit status. */
+/* The command whose synopsis a usage error shows (CMD_NONE: all of them). */
+static Cmd usage_cmd;
+
+static void
+print_synopsis(FILE *fp, Cmd only)
+{
+	int c, first = 1;
+
+	for (c = CMD_COMPILE; c < CMD_COUNT; c++)
+		if (!only || c == (int)only) {
+			fprintf(fp, "%s wsfuse %s %s\n", first ? "usage:" : "      ", cmds[c].name, cmds[c].synopsis);
+			first = 0;
+		}
+	if (!only)
+		fputs("       wsfuse --help | --version\n", fp);
+}
+
+/* Prints "wsfuse: " FMT (with ARG, shortened and on one line) and the synopsis; the exit status. */
 static int
 usage_error(const char *fmt, const char *arg)
 {
@@ -101,8 +209,227 @@ usage_error(const char *fmt, const char *arg)
 	fputs("wsfuse: ", stderr);
 	fprintf(stderr, fmt, shown);
 	fputs("\n", stderr);
-	fputs(usage, stderr);
+	print_synopsis(stderr, usage_cmd);
+	if (usage_cmd)
+		fprintf(stderr, "wsfuse %s --help lists its options.\n", cmds[usage_cmd].name);
+	else
+		fputs("wsfuse --help lists the commands and options.\n", stderr);
 	return EXIT_USAGE;
+}
+
+/* Prints FMT with ARG and a did-you-mean (if SUGGEST is not NULL) as a usage error. */
+static int
+usage_error_hint(const char *fmt, const char *arg, const char *suggest)
+{
+	char buf[256];
+
+	if (!suggest)
+		return usage_error(fmt, arg);
+	snprintf(buf, sizeof buf, "%s: did you mean '%s'?", fmt, suggest);
+	return usage_error(buf, arg);
+}
+
+/*
+ * Edit distance of A and B (insertions, deletions, substitutions and swaps
+ * of neighbours each count 1), or a large number when either is long.
+ */
+static int
+distance(const char *a, const char *b)
+{
+	int d[33][33], i, j, n = (int)strlen(a), m = (int)strlen(b);
+
+	if (n > 32 || m > 32)
+		return 99;
+	for (i = 0; i <= n; i++)
+		d[i][0] = i;
+	for (j = 0; j <= m; j++)
+		d[0][j] = j;
+	for (i = 1; i <= n; i++)
+		for (j = 1; j <= m; j++) {
+			int v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	return d[n][m];
+}
+
+/* Is WORD close enough to CAND to suggest it?  The closest candidate wins (see best_match). */
+static int
+closeness(const char *word, const char *cand)
+{
+	int d = distance(word, cand), n = (int)strlen(word);
+
+	return d <= 2 && d < n && d < (int)strlen(cand) ? d : -1;
+}
+
+/* Keeps in *BEST the closest candidate to WORD so far (*BESTD its distance). */
+static void
+best_match(const char *word, const char *cand, const char **best, int *bestd)
+{
+	int d = cand ? closeness(word, cand) : -1;
+
+	if (d >= 0 && (!*best || d < *bestd)) {
+		*best = cand;
+		*bestd = d;
+	}
+}
+
+static Cmd
+cmd_from_name(const char *name)
+{
+	int c;
+
+	for (c = CMD_COMPILE; c < CMD_COUNT; c++)
+		if (strcmp(cmds[c].name, name) == 0)
+			return (Cmd)c;
+	return CMD_NONE;
+}
+
+/* The commands that take option O, as "compile" or "run, check and bench". */
+static const char *
+takers(const struct Opt *o)
+{
+	if ((o->cmds & BUILDS) == BUILDS)
+		return "compile, run, check and bench";
+	if ((o->cmds & BUILDS) == RUNS)
+		return "run, check and bench";
+	return "compile";
+}
+
+/* The usage error for option O (written as SPELLED), which command CMD does not take. */
+static int
+not_for(Cmd cmd, const struct Opt *o, const char *spelled)
+{
+	char fmt[200];
+
+	snprintf(fmt, sizeof fmt, "'%%s' is not an option of %s: %s take%s it", cmds[cmd].name, takers(o),
+	         strchr(takers(o), ',') ? "" : "s");
+	return usage_error(fmt, spelled);
+}
+
+static const struct Opt *
+opt_by_code(int code)
+{
+	int i;
+
+	for (i = 0; i < countof(opts); i++)
+		if (opts[i].code == code)
+			return &opts[i];
+	return NULL;
+}
+
+/* The long option called NAME (LEN bytes), or NULL. */
+static const struct Opt *
+opt_by_name(const char *name, size_t len)
+{
+	int i;
+
+	for (i = 0; i < countof(opts); i++)
+		if (opts[i].name && strlen(opts[i].name) == len && strncmp(opts[i].name, name, len) == 0)
+			return &opts[i];
+	return NULL;
+}
+
+/* "-o" or "--emit": how option O is written. */
+static const char *
+opt_spelling(const struct Opt *o, char buf[40])
+{
+	if (o->name)
+		snprintf(buf, 40, "--%s", o->name);
+	else
+		snprintf(buf, 40, "-%c", o->code);
+	return buf;
+}
+
+/* Prints option O's help to FP: its spelling, then its help, lines after the first indented. */
+static void
+print_opt(FILE *fp, const struct Opt *o)
+{
+	char left[64];
+	const char *h;
+	int n;
+
+	if (o->name && o->code < 128)
+		n = snprintf(left, sizeof left, "-%c, --%s%s%s", o->code, o->name, o->arg ? "=" : "",
+		             o->arg ? o->arg : "");
+	else if (o->name)
+		n = snprintf(left, sizeof left, "--%s%s%s", o->name, o->arg ? "=" : "", o->arg ? o->arg : "");
+	else
+		n = snprintf(left, sizeof left, "-%c %s", o->code, o->arg ? o->arg : "");
+	fprintf(fp, "  %-20s%s", left, n > 19 ? "\n                      " : "");
+	for (h = o->help; *h; h++)
+		fputs(*h == '\n' ? "\n                      " : (char[2]){*h, 0}, fp);
+	fputs("\n", fp);
+}
+
+static void
+print_pass_names(FILE *fp)
+{
+	const char *name;
+	int i;
+
+	fputs("passes, in the order they run (for --dump-after):\n ", fp);
+	for (i = 0; (name = wsf_pass_name(i)); i++)
+		fprintf(fp, " %s", name);
+	fputs("\n", fp);
+}
+
+/* The help of command CMD, or of wsfuse (CMD_NONE), to standard output. */
+static int
+print_help(Cmd cmd)
+{
+	int i, c;
+
+	print_synopsis(stdout, cmd);
+	fputs("\n", stdout);
+	if (cmd) {
+		fputs(cmds[cmd].about, stdout);
+	} else {
+		fputs("wsfuse compiles a fusion spec (YAML; see docs/spec.md) into one CUDA kernel for\n"
+		      "Hopper (sm_90a), built by NVRTC and launched through the CUDA driver.\n\n", stdout);
+		fputs("commands:\n", stdout);
+		for (c = CMD_COMPILE; c < CMD_COUNT; c++)
+			printf("  %-9s %s\n", cmds[c].name, cmds[c].what);
+	}
+	if (cmd != CMD_HELP) {
+		/* wsfuse --help: the options in groups by the commands that take them */
+		static const unsigned groups[] = {ON(CMD_COMPILE), BUILDS, RUNS, ~0u};
+		int g;
+
+		for (g = 0; g < countof(groups); g++) {
+			unsigned want = cmd ? ON(cmd) : groups[g];
+			int shown = 0;
+
+			if (cmd && g > 0)
+				break;
+			for (i = 0; i < countof(opts); i++) {
+				if (cmd ? !(opts[i].cmds & want) : opts[i].cmds != want)
+					continue;
+				if (!shown++) {
+					if (cmd)
+						fputs("\noptions:\n", stdout);
+					else if (want == ~0u)
+						fputs("\noptions of every command:\n", stdout);
+					else
+						printf("\noptions of %s:\n", takers(&opts[i]));
+				}
+				print_opt(stdout, &opts[i]);
+			}
+		}
+	}
+	if (!cmd || (ON(cmd) & BUILDS)) {
+		fputs("\n", stdout);
+		print_pass_names(stdout);
+		fputs("\n", stdout);
+		fputs(footer, stdout);
+	}
+	return 0;
 }
 
 /* A usage error for VALUE of option OPT, which should be WANT. */
@@ -287,69 +614,260 @@ flush_stdout(int rc)
 	return rc;
 }
 
+/* "fusion-ir, kernel-ir, ..., cubin": the --emit values. */
+static const char *
+emit_names(void)
+{
+	static char names[256];
+	int i;
+
+	if (!names[0])
+		for (i = WSF_STAGE_FUSION_IR; i < WSF_STAGE_COUNT; i++)
+			snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i > 1 ? ", " : "",
+			         wsf_stage_name((WsfStage)i));
+	return names;
+}
+
+/*
+ * The usage error for an option getopt_long refused for command CMD: ELEM
+ * is the argument it came from; SHORTC the letter when it was a short one.
+ */
+static int
+refused_option(Cmd cmd, const char *elem, int shortc)
+{
+	const struct Opt *o;
+	const char *best = NULL;
+	char fmt[256], sp[40], word[40];
+	size_t len;
+	int i, bestd = 0, n = 0;
+
+	if (elem[0] != '-' || elem[1] != '-') {
+		o = opt_by_code(shortc);
+		snprintf(sp, sizeof sp, "-%c", shortc > 32 && shortc < 127 ? shortc : '?');
+		if (o && !(o->cmds & ON(cmd)))
+			return not_for(cmd, o, sp);
+		/* a long option with one dash, as nvcc spells them: -lineinfo */
+		len = strcspn(elem + 1, "=");
+		snprintf(word, sizeof word, "%.*s", (int)(len < 32 ? len : 32), elem + 1);
+		if (len > 1 && (o = opt_by_name(word, strlen(word))) && (o->cmds & ON(cmd))) {
+			snprintf(fmt, sizeof fmt, "unknown option '%%s': did you mean '-%s'?", elem);
+			return usage_error(fmt, elem);
+		}
+		return usage_error("unknown option '%s'", sp);
+	}
+	len = strcspn(elem + 2, "=");
+	o = opt_by_name(elem + 2, len);
+	if (o && (o->cmds & ON(cmd)) && o->has_arg == no_argument && elem[2 + len] == '=')
+		return usage_error("'%s' takes no value", elem);
+	if (o && !(o->cmds & ON(cmd)))
+		return not_for(cmd, o, opt_spelling(o, sp));
+	/* a prefix of several options: getopt_long takes a prefix of one */
+	fmt[0] = 0;
+	for (i = 0; i < countof(opts); i++)
+		if (opts[i].name && (opts[i].cmds & ON(cmd)) && strncmp(opts[i].name, elem + 2, len) == 0) {
+			snprintf(fmt + strlen(fmt), sizeof fmt - strlen(fmt), "%s--%s", n++ ? ", " : "", opts[i].name);
+		}
+	if (n > 1 && len > 0) {
+		char msg[300];
+
+		snprintf(msg, sizeof msg, "option '%%s' is ambiguous: %s", fmt);
+		return usage_error(msg, elem);
+	}
+	snprintf(word, sizeof word, "%.*s", (int)(len < 32 ? len : 32), elem + 2);
+	for (i = 0; i < countof(opts); i++)
+		if (opts[i].cmds & ON(cmd))
+			best_match(word, opts[i].name, &best, &bestd);
+	if (best) {
+		snprintf(sp, sizeof sp, "--%s", best);
+		return usage_error_hint("unknown option '%s'", elem, sp);
+	}
+	return usage_error("unknown option '%s'", elem);
+}
+
+/* 0 if LIST is "all" or a comma list of pass names, else a usage error naming the first that is not. */
+static int
+check_passes(const char *list)
+{
+	const char *p = list, *name, *best = NULL;
+	char item[40], fmt[400];
+	int i, bestd = 0, known;
+
+	if (strcmp(list, "all") == 0)
+		return 0;
+	do {
+		size_t len = strcspn(p, ",");
+
+		snprintf(item, sizeof item, "%.*s", (int)(len < 32 ? len : 32), p);
+		best = NULL;
+		for (i = 0, known = 0; (name = wsf_pass_name(i)); i++) {
+			known |= strlen(name) == len && strncmp(name, p, len) == 0;
+			best_match(item, name, &best, &bestd);
+		}
+		if (!known) {
+			snprintf(fmt, sizeof fmt, "unknown pass '%%s' in --dump-after (expected all, or pass names: ");
+			for (i = 0; (name = wsf_pass_name(i)); i++)
+				snprintf(fmt + strlen(fmt), sizeof fmt - strlen(fmt), "%s%s", i ? ", " : "", name);
+			snprintf(fmt + strlen(fmt), sizeof fmt - strlen(fmt), ")");
+			if (best)
+				snprintf(fmt, sizeof fmt, "unknown pass '%%s' in --dump-after: did you mean '%s'?", best);
+			return usage_error(fmt, item);
+		}
+		p += len;
+	} while (*p++);
+	return 0;
+}
+
+/* Takes option CODE with value ARG (NULL: none), written as SPELLED. */
+static int
+take_option(WsfContext *ctx, Args *a, int code, const char *arg, const char *spelled)
+{
+	uint64_t v;
+	int rc, i, bestd = 0;
+	const char *best = NULL;
+
+	switch (code) {
+	case 'h':
+		a->help = 1;
+		return 0;
+	case OPT_EMIT:
+		if (!wsf_stage_from_name(arg)) {
+			char fmt[300];
+
+			for (i = WSF_STAGE_FUSION_IR; i < WSF_STAGE_COUNT; i++)
+				best_match(arg, wsf_stage_name((WsfStage)i), &best, &bestd);
+			if (best)
+				snprintf(fmt, sizeof fmt, "unknown --emit value '%%s': did you mean '%s'?", best);
+			else
+				snprintf(fmt, sizeof fmt, "unknown --emit value '%%s' (expected %s)", emit_names());
+			return usage_error(fmt, arg);
+		}
+		a->emit = arg;
+		return 0;
+	case 'o':
+		if (!*arg)
+			return usage_error("%s needs a file name", "-o");
+		a->out = arg;
+		return 0;
+	case 'D':
+		return bind_size(ctx, arg);
+	case OPT_DUMP_AFTER:
+		if ((rc = check_passes(arg)))
+			return rc;
+		return wsf_set_option(ctx, "dump-after", arg) ? EXIT_USAGE : 0;
+	case OPT_CACHE_DIR:
+		if (!*arg)
+			return usage_error("%s needs a directory", "--cache-dir");
+		return wsf_set_option(ctx, "cache-dir", arg) ? EXIT_USAGE : 0;
+	case OPT_NO_CACHE:
+		wsf_set_option(ctx, "cache", "0");
+		return 0;
+	case OPT_CHECK:
+		a->check = 1;
+		return 0;
+	case OPT_BENCH:
+		a->bench = 1;
+		return 0;
+	case OPT_ITERS:
+		if ((rc = parse_int("--iters", arg, 1, INT_MAX, &v)))
+			return rc;
+		a->iters = (int)v;
+		snprintf(a->iters_opt, sizeof a->iters_opt, "%s", spelled);
+		return 0;
+	case OPT_SEED:
+		if ((rc = parse_int("--seed", arg, 0, UINT64_MAX, &v)))
+			return rc;
+		a->seed = v;
+		return 0;
+	case OPT_SCALE:
+		/* [-2, 2] times the scale stays finite in f32 */
+		return parse_real("--scale", arg, 1e38, "a positive number up to 1e38 (such as 1000 or 2.5e3)",
+		                  &a->scale);
+	}
+	return usage_error("unknown option '%s'", spelled);
+}
+
+static int
+take_spec(Args *a, const char *s)
+{
+	if (a->spec)
+		return usage_error("more than one SPEC: '%s'", s);
+	a->spec = s;
+	return 0;
+}
+
+/* Reads the arguments of command A->cmd: ARGV[0] is the command, then its options and SPEC. */
 static int
 parse_args(int argc, char **argv, WsfContext *ctx, Args *a)
 {
-	uint64_t v;
-	int i, rc;
+	struct option lo[countof(opts) + 1];
+	char shorts[2 * countof(opts) + 4] = "-:";  /* -: arguments in order (POSIXLY_CORRECT or not), ':' for missing values */
+	int i, n = 0, rc;
 
-	a->cmd = argv[1];
-	for (i = 2; i < argc; i++) {
-		const char *s = argv[i];
+	memset(lo, 0, sizeof lo);
+	for (i = 0; i < countof(opts); i++) {
+		const struct Opt *o = &opts[i];
 
-		if (strncmp(s, "--emit=", 7) == 0) {
-			a->emit = s + 7;
-			if (!wsf_stage_from_name(a->emit))
-				return usage_error("unknown --emit value '%s' (expected fusion-ir, kernel-ir, cuda, ptx or cubin)", a->emit);
-		} else if (strcmp(s, "-o") == 0) {
-			if (++i == argc || !*argv[i])
-				return usage_error("%s needs a file name", "-o");
-			a->out = argv[i];
-		} else if (strcmp(s, "-D") == 0) {
-			if (++i == argc)
-				return usage_error("%s needs NAME=VALUE", "-D");
-			if ((rc = bind_size(ctx, argv[i])))
-				return rc;
-		} else if (strncmp(s, "-D", 2) == 0) {
-			if ((rc = bind_size(ctx, s + 2)))
-				return rc;
-		} else if (strncmp(s, "--dump-after=", 13) == 0) {
-			if (wsf_set_option(ctx, "dump-after", s + 13))
-				return EXIT_USAGE;
-		} else if (strncmp(s, "--cache-dir=", 12) == 0) {
-			if (!s[12])
-				return usage_error("%s needs a directory", "--cache-dir");
-			if (wsf_set_option(ctx, "cache-dir", s + 12))
-				return EXIT_USAGE;
-		} else if (strcmp(s, "--no-cache") == 0) {
-			wsf_set_option(ctx, "cache", "0");
-		} else if (strcmp(s, "--check") == 0) {
-			a->check = 1;
-		} else if (strcmp(s, "--bench") == 0) {
-			a->bench = 1;
-		} else if (strncmp(s, "--iters=", 8) == 0) {
-			if ((rc = parse_int("--iters", s + 8, 1, INT_MAX, &v)))
-				return rc;
-			a->iters = (int)v;
-		} else if (strncmp(s, "--seed=", 7) == 0) {
-			if ((rc = parse_int("--seed", s + 7, 0, UINT64_MAX, &v)))
-				return rc;
-			a->seed = v;
-		} else if (strncmp(s, "--scale=", 8) == 0) {
-			/* [-2, 2] times the scale stays finite in f32 */
-			if ((rc = parse_real("--scale", s + 8, 1e38,
-			                     "a positive number up to 1e38 (such as 1000 or 2.5e3)", &a->scale)))
-				return rc;
-		} else if (s[0] == '-' && s[1]) {
-			return usage_error("unknown option '%s'", s);
-		} else if (a->spec) {
-			return usage_error("more than one SPEC: '%s'", s);
-		} else {
-			a->spec = s;
+		if (!(o->cmds & ON(a->cmd)))
+			continue;
+		if (o->name)
+			lo[n++] = (struct option){o->name, o->has_arg, NULL, o->code};
+		if (o->code < 128) {
+			size_t k = strlen(shorts);
+
+			shorts[k] = (char)o->code;
+			shorts[k + 1] = o->has_arg == required_argument ? ':' : 0;
+			shorts[k + 2] = 0;
 		}
 	}
+	opterr = 0;
+	optind = 1;
+	for (;;) {
+		int before = optind, code = getopt_long(argc, argv, shorts, lo, NULL);
+		const char *elem = before < argc ? argv[before] : "";
+		char spelled[48];
+
+		if (code == -1)
+			break;
+		/* what the user wrote, up to '=': "-o", "--emit", "--em" */
+		if (elem[0] == '-' && elem[1] == '-')
+			snprintf(spelled, sizeof spelled, "%.*s", (int)strcspn(elem, "="), elem);
+		else
+			snprintf(spelled, sizeof spelled, "-%c", optopt > 32 && optopt < 127 ? optopt : code);
+		if (code == 1) {
+			rc = take_spec(a, optarg);
+		} else if (code == '?') {
+			rc = refused_option(a->cmd, elem, optopt);
+		} else if (code == ':') {
+			const struct Opt *o = opt_by_code(optopt);
+			char fmt[320];
+
+			if (o && o->code == OPT_EMIT)
+				snprintf(fmt, sizeof fmt, "%%s needs one of %s", emit_names());
+			else
+				snprintf(fmt, sizeof fmt, "%%s needs %s", o ? o->need : "a value");
+			if (o && elem[1] == '-' && o->name)
+				snprintf(spelled, sizeof spelled, "--%s", o->name);
+			rc = usage_error(fmt, spelled);
+		} else {
+			if (elem[0] == '-' && elem[1] != '-')
+				snprintf(spelled, sizeof spelled, "-%c", code);
+			rc = take_option(ctx, a, code, optarg, spelled);
+		}
+		if (rc || a->help)
+			return rc;
+	}
+	for (; optind < argc; optind++)   /* after "--" */
+		if ((rc = take_spec(a, argv[optind])))
+			return rc;
+	if (a->cmd == CMD_CHECK)
+		a->check = 1;
+	if (a->cmd == CMD_BENCH)
+		a->bench = 1;
 	if (!a->spec)
-		return usage_error("%s needs a SPEC", a->cmd);
+		return usage_error("%s needs a SPEC", cmds[a->cmd].name);
+	if (a->iters_opt[0] && !a->bench)
+		return usage_error("%s counts the launches --bench times: add --bench, or use wsfuse bench",
+		                   a->iters_opt);
 	return 0;
 }
 
@@ -449,6 +967,33 @@ cmd_run(WsfContext *ctx, Args *a)
 	return rc;
 }
 
+/* The usage error for FIRST, the first argument, which names no command. */
+static int
+no_command(const char *first)
+{
+	static const char *const top[] = {"--help", "--version"};
+	const char *best = NULL;
+	int c, i, bestd = 0;
+
+	if (first[0] == '-') {
+		size_t len = strcspn(first + 2, "=");
+		const struct Opt *o = first[1] == '-' ? opt_by_name(first + 2, len) : NULL;
+
+		if (o && o->cmds != ~0u) {
+			char fmt[160];
+
+			snprintf(fmt, sizeof fmt, "'%%s' goes after the command (%s)", takers(o));
+			return usage_error(fmt, first);
+		}
+		for (i = 0; i < countof(top); i++)
+			best_match(first, top[i], &best, &bestd);
+		return usage_error_hint("unknown option '%s'", first, best);
+	}
+	for (c = CMD_COMPILE; c < CMD_COUNT; c++)
+		best_match(first, cmds[c].name, &best, &bestd);
+	return usage_error_hint("unknown command '%s'", first, best);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -457,15 +1002,26 @@ main(int argc, char **argv)
 	int rc;
 
 	if (argc < 2)
-		return usage_error("%s", "missing command"), EXIT_USAGE;
-	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-		fputs(usage, stdout);
-		fputs(help, stdout);
-		return flush_stdout(0);
-	}
+		return usage_error("%s", "missing command");
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
+		return flush_stdout(print_help(CMD_NONE));
 	if (strcmp(argv[1], "--version") == 0) {
 		printf("wsfuse %s\n", WSF_VERSION_STRING);
 		return flush_stdout(0);
+	}
+	if (!(a.cmd = cmd_from_name(argv[1])))
+		return no_command(argv[1]);
+	usage_cmd = a.cmd;
+	if (a.cmd == CMD_HELP) {
+		if (argc > 3)
+			return usage_error("help takes one COMMAND, saw '%s' too", argv[3]);
+		if (argc == 2)
+			return flush_stdout(print_help(CMD_NONE));
+		if (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)
+			return flush_stdout(print_help(CMD_HELP));
+		if (!(a.cmd = cmd_from_name(argv[2])))
+			return no_command(argv[2]);
+		return flush_stdout(print_help(a.cmd));
 	}
 	if (!(ctx = wsf_context_new())) {
 		fputs("wsfuse: out of memory\n", stderr);
@@ -473,18 +1029,12 @@ main(int argc, char **argv)
 	}
 	wsf_set_diagnostic_handler(ctx, print_diag, NULL);
 	wsf_set_dump_handler(ctx, print_dump, NULL);
-	if ((rc = parse_args(argc, argv, ctx, &a)))
-		goto done;
-	if (strcmp(a.cmd, "compile") == 0) {
+	if ((rc = parse_args(argc - 1, argv + 1, ctx, &a)) || a.help)
+		rc = rc ? rc : print_help(a.cmd);
+	else if (a.cmd == CMD_COMPILE)
 		rc = cmd_compile(ctx, &a);
-	} else if (strcmp(a.cmd, "run") == 0 || strcmp(a.cmd, "check") == 0 || strcmp(a.cmd, "bench") == 0) {
-		a.check |= strcmp(a.cmd, "check") == 0;
-		a.bench |= strcmp(a.cmd, "bench") == 0;
+	else
 		rc = cmd_run(ctx, &a);
-	} else {
-		rc = usage_error("unknown command '%s'", a.cmd);
-	}
-done:
 	wsf_context_delete(ctx);
 	return flush_stdout(rc);
 }

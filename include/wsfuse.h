@@ -64,6 +64,9 @@ const char *wsf_stage_name(WsfStage s);
 /* The stage of that name, or WSF_STAGE_NONE. */
 WsfStage wsf_stage_from_name(const char *name);
 
+/* The name of pass I (from 0, in the order passes run), as option dump-after takes it; NULL past the last. */
+const char *wsf_pass_name(int i);
+
 typedef enum WsfSeverity {
 	WSF_SEV_NONE = 0,
 	WSF_SEV_NOTE,

@@ -2,8 +2,11 @@
 # run_cli.sh BUILD: tests of the command line BUILD/wsfuse that golden files
 # cannot express: where -o writes (a device, a FIFO, a symbolic link, past a
 # symbolic link planted at the old temp name), failures to write standard
-# output, input past the spec limit, and option values (every numeric option
-# is read whole and range-checked; a bad one is a usage error naming it).  Each case counts once; a failing one prints "FAIL cli: CASE: why".
+# output, input past the spec limit, option values (every numeric option
+# is read whole and range-checked; a bad one is a usage error naming it),
+# and the conventions of the options (getopt_long spellings, --, help per
+# command, did-you-mean, options a command does not take).  Each case
+# counts once; a failing one prints "FAIL cli: CASE: why".
 # Ends with "N passed, N failed".
 set -u
 b=${1:?usage: run_cli.sh BUILD}
@@ -15,6 +18,7 @@ if [ ! -x "$wsfuse" ]; then
 	echo "0 passed, 1 failed"
 	exit 1
 fi
+wsfuse=$(cd "$b" && pwd)/wsfuse  # the tests of -- run in another folder
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0
@@ -169,10 +173,122 @@ expect "--cache-dir=" 2 "wsfuse: --cache-dir needs a directory"
 cli run "$spec" "--iters=$(printf '9%.0s' $(seq 200))"
 expect "--iters long" 2 "saw '9999999999999999999999999999999999999999999999999999999999999999...'"
 
-# good values pass (compile stops before running anything)
-cli compile --emit=fusion-ir "$spec" --iters=2147483647 --seed=18446744073709551615 --scale=2.5e3 \
+# good values pass: the spec that does not exist is the first thing wrong (exit 1, not 2)
+cli run "$tmp/none.yaml" --bench --iters=2147483647 --seed=18446744073709551615 --scale=2.5e3 \
 	--scale=.5 --scale=1000 --scale=1e38 -D M=4096
-expect "good values" 0 ""
+expect "good values" 1 "$tmp/none.yaml: error: cannot open"
+cli run "$tmp/none.yaml" --seed=0 --seed 7
+expect "--seed N" 1 "$tmp/none.yaml: error: cannot open"
+
+# ---- conventions: getopt_long, per-command help, did-you-mean, refused options ----
+
+# out CASE: the last run exited 0 with stdout the CUDA of $spec and nothing on stderr
+out() {
+	expect "$1" 0 ""
+	same "$1" "$tmp/out"
+}
+cli compile --emit cuda "$spec"
+out "--emit cuda"
+cli compile "$spec" --emit=cuda
+out "option after SPEC"
+POSIXLY_CORRECT=1 cli compile "$spec" --emit=cuda
+out "option after SPEC, POSIXLY_CORRECT"
+cli compile --emit=cuda --output "$tmp/long.cu" "$spec"
+expect "--output FILE" 0 ""
+same "--output FILE" "$tmp/long.cu"
+cli compile --emit=cuda -o- "$spec"
+out "-o-"
+cli compile --emit=cuda -DM=64 -D N=128 "$spec"
+expect "-DM=64 -D N=128" 0 ""
+timeout 60 "$wsfuse" compile --emit=cuda -- - <"$spec" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+expect "-- -" 0 ""
+cp "$spec" "$tmp/-lead.yaml"
+(cd "$tmp" && timeout 60 "$wsfuse" compile --emit=fusion-ir -- -lead.yaml >out 2>err </dev/null)
+rc=$?
+expect "-- SPEC" 0 ""
+(cd "$tmp" && timeout 60 "$wsfuse" compile --emit=fusion-ir -lead.yaml >out 2>err </dev/null)
+rc=$?
+expect "SPEC like an option" 2 "unknown option '-l'"
+cli compile --emit=cuda "$spec" "$spec"
+expect "two SPECs" 2 "more than one SPEC"
+
+# help: on standard output, exit 0; each command lists its own options only
+for c in compile run check bench help; do
+	cli "$c" --help
+	expect "$c --help" 0 ""
+	if head -n 1 "$tmp/out" | grep -q "^usage: wsfuse $c "; then ok; else bad "$c --help" "first line: $(head -n 1 "$tmp/out")"; fi
+	cp "$tmp/out" "$tmp/help1"
+	cli help "$c"
+	if [ "$rc" = 0 ] && cmp -s "$tmp/out" "$tmp/help1"; then ok; else bad "help $c" "differs from $c --help"; fi
+done
+cli compile "$spec" -h
+expect "compile SPEC -h" 0 ""
+if grep -q -- "--emit=OUTPUT" "$tmp/out"; then ok; else bad "-h" "no --emit in compile -h"; fi
+cli compile --help
+if grep -q -- "--emit" "$tmp/out" && ! grep -q -- "--check\|--iters" "$tmp/out"; then ok; else bad "compile --help" "wrong options"; fi
+cli run --help
+if grep -q -- "--check" "$tmp/out" && grep -q -- "--iters" "$tmp/out" && ! grep -q -- "--emit\|--output" "$tmp/out"; then
+	ok
+else
+	bad "run --help" "wrong options"
+fi
+cli --help
+expect "--help" 0 ""
+for p in expand infer schedule lower circular_buffer warp_specialize sync; do
+	if grep -qw -- "$p" "$tmp/out"; then ok; else bad "--help" "pass '$p' not listed"; fi
+done
+for o in --emit --output -D --dump-after --cache-dir --no-cache --check --bench --iters --seed --scale; do
+	if grep -q -- "$o" "$tmp/out"; then ok; else bad "--help" "option $o not listed"; fi
+done
+
+# did you mean: options, values, commands, passes
+cli compile "$spec" --emti=cuda
+expect "did you mean --emit" 2 "wsfuse: unknown option '--emti=cuda': did you mean '--emit'?"
+cli compile "$spec" --emit=cdua
+expect "did you mean cuda" 2 "wsfuse: unknown --emit value 'cdua': did you mean 'cuda'?"
+cli compile "$spec" --emit=nonsense
+expect "unknown --emit value" 2 "wsfuse: unknown --emit value 'nonsense' (expected fusion-ir, kernel-ir, cuda"
+cli compiel "$spec"
+expect "did you mean compile" 2 "wsfuse: unknown command 'compiel': did you mean 'compile'?"
+cli --verison
+expect "did you mean --version" 2 "wsfuse: unknown option '--verison': did you mean '--version'?"
+cli run "$spec" --chekc
+expect "did you mean --check" 2 "did you mean '--check'?"
+cli compile "$spec" --dump-after=lowr
+expect "did you mean lower" 2 "wsfuse: unknown pass 'lowr' in --dump-after: did you mean 'lower'?"
+cli compile "$spec" --dump-after=lower,xyzzy
+expect "unknown pass" 2 "wsfuse: unknown pass 'xyzzy' in --dump-after (expected all, or pass names: expand, infer"
+cli --emit=cuda "$spec"
+expect "option before the command" 2 "wsfuse: '--emit=cuda' goes after the command (compile)"
+
+# an option another command takes, or one this one would ignore, is refused
+cli compile "$spec" --check
+expect "compile --check" 2 "wsfuse: '--check' is not an option of compile: run, check and bench take it"
+cli compile "$spec" --seed=1
+expect "compile --seed" 2 "wsfuse: '--seed' is not an option of compile: run, check and bench take it"
+cli run "$spec" -o x.cu
+expect "run -o" 2 "wsfuse: '-o' is not an option of run: compile takes it"
+cli check "$spec" --emit=cuda
+expect "check --emit" 2 "wsfuse: '--emit' is not an option of check: compile takes it"
+cli run "$spec" --iters=5
+expect "--iters without --bench" 2 "wsfuse: --iters counts the launches --bench times: add --bench, or use wsfuse bench"
+cli check "$spec" --iters 5
+expect "check --iters" 2 "wsfuse: --iters counts the launches --bench times"
+cli compile "$spec" --no-cache=1
+expect "--no-cache=1" 2 "wsfuse: '--no-cache=1' takes no value"
+cli run "$spec" --c
+expect "ambiguous" 2 "wsfuse: option '--c' is ambiguous: --cache-dir, --check"
+cli compile "$spec" --emit
+expect "--emit without a value" 2 "wsfuse: --emit needs one of fusion-ir, kernel-ir, cuda"
+cli compile "$spec" -x
+expect "-x" 2 "wsfuse: unknown option '-x'"
+cli compile
+expect "no SPEC" 2 "wsfuse: compile needs a SPEC"
+cli
+expect "no command" 2 "wsfuse: missing command"
+cli help compile run
+expect "help two commands" 2 "help takes one COMMAND"
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
