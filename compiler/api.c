@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 
 #include "../codegen/codegen.h"
 #include "../passes/passes.h"
@@ -31,6 +32,7 @@ struct WsfContext {
 	int cache;           /* RtOptions.cache */
 	WsfStage stop;
 	char *last_error;
+	char *environment;   /* the last wsf_environment text */
 };
 
 static const char *const status_names[WSF_STATUS_COUNT] = {
@@ -114,6 +116,7 @@ wsf_context_delete(WsfContext *ctx)
 	free(ctx->cache_dir);
 	free(ctx->dump_dir);
 	free(ctx->last_error);
+	free(ctx->environment);
 	free(ctx);
 }
 
@@ -271,6 +274,61 @@ wsf_set_option(WsfContext *ctx, const char *name, const char *value)
 		return WSF_OK;
 	}
 	return ctx_error(ctx, WSF_ERR_USAGE, "error: unknown option '%s'", name);
+}
+
+/* The variables that change what wsfuse does, shown by wsf_environment. */
+static const char *const env_vars[] = {
+	"WSFUSE_CACHE", "WSFUSE_CACHE_DIR", "WSFUSE_NVRTC_PATH", "WSFUSE_LIBCUDA_PATH",
+	"XDG_CACHE_HOME", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH",
+};
+
+const char *
+wsf_environment(WsfContext *ctx, int full)
+{
+	Comp c = {0};
+	RtOptions ro;
+	struct utsname u;
+	const char *dir, *v;
+	Buf b;
+	int i, n;
+
+	if (!ctx)
+		return NULL;
+	if (setjmp(c.oom)) {
+		arena_free(c.arena);
+		return NULL;
+	}
+	if (!(c.arena = arena_new(&c.oom)))
+		return NULL;
+	buf_init(&b, c.arena);
+	buf_printf(&b, "wsfuse %s\n", WSF_VERSION_STRING);
+	rt_nvrtc_describe(&c, &b, full);
+	rt_driver_describe(&c, &b);
+	if (full) {
+		buf_printf(&b, "built with: CUDA headers %d.%d", CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10);
+#ifdef __VERSION__
+		buf_printf(&b, ", C compiler %s", __VERSION__);
+#endif
+		buf_puts(&b, "\n");
+		if (uname(&u) == 0)
+			buf_printf(&b, "system: %s %s %s\n", u.sysname, u.release, u.machine);
+		ro = (RtOptions){ctx->cache_dir, ctx->cache, ctx->dump_dir};
+		dir = rt_cache_dir(&c, &ro);
+		buf_puts(&b, "cache: ");
+		rt_put_text(&b, dir ? dir : "off");
+		buf_puts(&b, "\nenvironment:");
+		for (i = 0, n = 0; i < countof(env_vars); i++)
+			if ((v = getenv(env_vars[i]))) {
+				buf_printf(&b, "\n  %s=", env_vars[i]);
+				rt_put_text(&b, v);
+				n++;
+			}
+		buf_puts(&b, n ? "\n" : " none of the variables wsfuse reads is set\n");
+	}
+	free(ctx->environment);
+	ctx->environment = strdup(buf_str(&b));
+	arena_free(c.arena);
+	return ctx->environment;
 }
 
 struct WsfKernel {

@@ -64,6 +64,7 @@ typedef enum Cmd {
 	CMD_RUN,
 	CMD_CHECK,
 	CMD_BENCH,
+	CMD_ENV,
 	CMD_HELP,
 	CMD_COUNT
 } Cmd;
@@ -88,6 +89,11 @@ static const struct {
 	[CMD_BENCH] = {"bench", "SPEC [options]", "run --bench: time the kernel",
 		"Same as wsfuse run --bench: times the kernel (the median of --iters launches)\n"
 		"and prints the time and the bandwidth.\n"},
+	[CMD_ENV] = {"env", "", "what wsfuse finds here (NVRTC, driver, GPU, cache), for bug reports",
+		"Prints the wsfuse version, the NVRTC and CUDA driver it loads and the GPUs the\n"
+		"driver sees (or why there are none), how wsfuse was built, its NVRTC options,\n"
+		"the cache directory and the environment variables wsfuse reads: what a bug\n"
+		"report needs.  It never fails for want of NVRTC, a driver or a GPU.\n"},
 	[CMD_HELP] = {"help", "[COMMAND]", "this help, or a command's",
 		"Prints the help of COMMAND, or of wsfuse.\n"},
 };
@@ -189,7 +195,8 @@ print_synopsis(FILE *fp, Cmd only)
 
 	for (c = CMD_COMPILE; c < CMD_COUNT; c++)
 		if (!only || c == (int)only) {
-			fprintf(fp, "%s wsfuse %s %s\n", first ? "usage:" : "      ", cmds[c].name, cmds[c].synopsis);
+			fprintf(fp, "%s wsfuse %s%s%s\n", first ? "usage:" : "      ", cmds[c].name,
+			        *cmds[c].synopsis ? " " : "", cmds[c].synopsis);
 			first = 0;
 		}
 	if (!only)
@@ -859,6 +866,8 @@ parse_args(int argc, char **argv, WsfContext *ctx, Args *a)
 	for (; optind < argc; optind++)   /* after "--" */
 		if ((rc = take_spec(a, argv[optind])))
 			return rc;
+	if (a->cmd == CMD_ENV)
+		return a->spec ? usage_error("env takes no SPEC, saw '%s'", a->spec) : 0;
 	if (a->cmd == CMD_CHECK)
 		a->check = 1;
 	if (a->cmd == CMD_BENCH)
@@ -967,6 +976,20 @@ cmd_run(WsfContext *ctx, Args *a)
 	return rc;
 }
 
+/* wsfuse --version (the first lines) and wsfuse env (FULL): what wsf_environment finds. */
+static int
+print_environment(WsfContext *ctx, bool full)
+{
+	const char *text = wsf_environment(ctx, full);
+
+	if (!text) {
+		fputs("wsfuse: out of memory\n", stderr);
+		return EXIT_INTERNAL;
+	}
+	fputs(text, stdout);
+	return 0;
+}
+
 /* The usage error for FIRST, the first argument, which names no command. */
 static int
 no_command(const char *first)
@@ -1005,11 +1028,7 @@ main(int argc, char **argv)
 		return usage_error("%s", "missing command");
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
 		return flush_stdout(print_help(CMD_NONE));
-	if (strcmp(argv[1], "--version") == 0) {
-		printf("wsfuse %s\n", WSF_VERSION_STRING);
-		return flush_stdout(0);
-	}
-	if (!(a.cmd = cmd_from_name(argv[1])))
+	if (!(a.cmd = cmd_from_name(argv[1])) && strcmp(argv[1], "--version") != 0)
 		return no_command(argv[1]);
 	usage_cmd = a.cmd;
 	if (a.cmd == CMD_HELP) {
@@ -1029,7 +1048,12 @@ main(int argc, char **argv)
 	}
 	wsf_set_diagnostic_handler(ctx, print_diag, NULL);
 	wsf_set_dump_handler(ctx, print_dump, NULL);
-	if ((rc = parse_args(argc - 1, argv + 1, ctx, &a)) || a.help)
+	if (!a.cmd || a.cmd == CMD_ENV) {   /* --version, env */
+		if (!a.cmd && argc > 2)
+			rc = usage_error("--version takes nothing after it, saw '%s'", argv[2]);
+		else if (!a.cmd || !(rc = parse_args(argc - 1, argv + 1, ctx, &a)))
+			rc = a.help ? print_help(a.cmd) : print_environment(ctx, a.cmd == CMD_ENV);
+	} else if ((rc = parse_args(argc - 1, argv + 1, ctx, &a)) || a.help)
 		rc = rc ? rc : print_help(a.cmd);
 	else if (a.cmd == CMD_COMPILE)
 		rc = cmd_compile(ctx, &a);

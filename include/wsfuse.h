@@ -87,6 +87,19 @@ WsfContext *wsf_context_new(void);
 /* Frees the context.  Kernels compiled by it stay valid. NULL is ignored. */
 void wsf_context_delete(WsfContext *ctx);
 
+/*
+ * What wsfuse finds on this machine, for `wsfuse --version` and bug
+ * reports, one "what: value" a line: "wsfuse VERSION", "nvrtc: VERSION
+ * (PATH)", "driver: VERSION (PATH)", "gpu N: NAME, sm_XY, ..." a device,
+ * or "none" and why for each that is missing.  With FULL also how wsfuse
+ * was built, the NVRTC options, the system, the cache directory and the
+ * environment variables that change what wsfuse does.  It loads NVRTC and
+ * the driver to ask them, but makes no CUDA context, and it never fails for
+ * want of them.  The text is owned by CTX and lives until the next call;
+ * NULL only for a NULL CTX or when memory runs out.
+ */
+const char *wsf_environment(WsfContext *ctx, int full);
+
 /* Installs the diagnostics callback (NULL: keep messages only as last error). */
 void wsf_set_diagnostic_handler(WsfContext *ctx, WsfDiagFn fn, void *user);
 /* Installs the callback for IR dumps (NULL: dumps are dropped). */

@@ -12,6 +12,7 @@
  * device that is not sm_90) are WSF_ERR_NO_GPU with a message that says which
  * and what to try; a failing call after that is WSF_ERR_CUDA via rt_check.
  */
+#define _GNU_SOURCE  /* dladdr: the file libcuda was loaded from, for bug reports */
 #include <dlfcn.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -240,4 +241,101 @@ rt_driver_close(Driver *d)
 	if (d->lib)
 		dlclose(d->lib);
 	free(d);
+}
+
+void
+rt_put_text(Buf *b, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\n')
+			buf_puts(b, s[1] ? "\n    " : "");
+		else
+			buf_printf(b, "%c", (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
+	}
+}
+
+const char *
+rt_reason(const Comp *c)
+{
+	static const char *const prefixes[] = {"error: ", "no usable GPU: "};
+	const char *s = c->last_error ? c->last_error : "no reason given";
+	int i;
+
+	for (i = 0; i < countof(prefixes); i++)
+		if (strncmp(s, prefixes[i], strlen(prefixes[i])) == 0)
+			s += strlen(prefixes[i]);
+	return s;
+}
+
+void
+rt_driver_describe(Comp *c, Buf *b)
+{
+	const char *path = getenv("WSFUSE_LIBCUDA_PATH");
+	WsfDiagFn diag = c->diag;
+	Driver *d = NULL;
+	Dl_info info;
+	void *p;
+	int n = 0, i;
+
+	c->diag = NULL;
+	if (!path || !*path)
+		path = "libcuda.so.1";
+	if (!(d = calloc(1, sizeof *d)) || !(d->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL))) {
+		buf_puts(b, "driver: none (");
+		rt_put_text(b, d ? dlerror() : "out of memory");
+		buf_puts(b, ")\ngpu: none\n");
+		goto done;
+	}
+	/* the version first, from the one entry point every driver has, so an old driver says how old */
+	if ((p = dlsym(d->lib, "cuDriverGetVersion"))) {
+		PFN_cuDriverGetVersion_v2020 version;
+
+		memcpy(&version, &p, sizeof p);
+		version(&d->version);
+	}
+	if (d->version > 0)
+		buf_printf(b, "driver: %d.%d", d->version / 1000, d->version % 1000 / 10);
+	else
+		buf_puts(b, "driver: version unknown");
+	buf_puts(b, " (");
+	rt_put_text(b, p && dladdr(p, &info) && info.dli_fname ? info.dli_fname : path);
+	buf_puts(b, ")");
+	if (resolve(c, d, path) != WSF_OK) {
+		buf_puts(b, ", unusable: ");
+		rt_put_text(b, rt_reason(c));
+		buf_puts(b, "\ngpu: none\n");
+		goto done;
+	}
+	buf_puts(b, "\n");
+	if (init_check(c, d, d->cuInit(0), "cuInit") != WSF_OK ||
+	    init_check(c, d, d->cuDeviceGetCount(&n), "cuDeviceGetCount") != WSF_OK) {
+		buf_puts(b, "gpu: none (");
+		rt_put_text(b, rt_reason(c));
+		buf_puts(b, ")\n");
+		goto done;
+	}
+	if (n == 0)
+		buf_puts(b, "gpu: none (the driver reports no devices; check CUDA_VISIBLE_DEVICES)\n");
+	for (i = 0; i < n; i++) {
+		char name[256] = "?";
+		int major = 0, minor = 0, sms = 0, smem = 0;
+		CUdevice dev;
+
+		if (d->cuDeviceGet(&dev, i) != CUDA_SUCCESS)
+			continue;
+		d->cuDeviceGetName(name, (int)sizeof name - 1, dev);
+		d->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+		d->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+		d->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+		d->cuDeviceGetAttribute(&smem, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev);
+		buf_printf(b, "gpu %d: ", i);
+		rt_put_text(b, name);
+		buf_printf(b, ", sm_%d%d, %d SMs, %d KiB shared memory a CTA%s\n", major, minor, sms, smem / 1024,
+		           major == 9 && minor == 0 ? "" : " (wsfuse kernels need sm_90)");
+	}
+done:
+	if (d && d->lib)
+		dlclose(d->lib);
+	free(d);
+	c->diag = diag;
 }

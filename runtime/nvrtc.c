@@ -18,6 +18,7 @@
  * source.  ptxas warnings that mean the kernel will not run as designed
  * (serialized wgmma, ignored setmaxnreg) are reported the same way.
  */
+#define _GNU_SOURCE  /* dladdr: the file NVRTC was loaded from, for bug reports */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stddef.h>
@@ -414,6 +415,42 @@ rt_spill_bytes(const char *log)
 		n += strtol(d, NULL, 10);
 	}
 	return n;
+}
+
+void
+rt_nvrtc_describe(Comp *c, Buf *b, bool full)
+{
+	Job j = {.c = c, .log = ""};
+	WsfDiagFn diag = c->diag;
+	Dl_info info;
+	int i;
+
+	c->diag = NULL;
+	if (nvrtc_open(&j) == WSF_OK) {
+		void *fn;
+
+		memcpy(&fn, &j.nv.Version, sizeof fn);
+		buf_printf(b, "nvrtc: %d.%d (", j.nv.major, j.nv.minor);
+		rt_put_text(b, dladdr(fn, &info) && info.dli_fname ? info.dli_fname : j.nv.path);
+	} else {
+		if (j.nv.major)
+			buf_printf(b, "nvrtc: %d.%d, unusable (", j.nv.major, j.nv.minor);
+		else
+			buf_puts(b, "nvrtc: none (");
+		rt_put_text(b, rt_reason(c));
+	}
+	buf_puts(b, ")\n");
+	if (full) {
+		buf_puts(b, "nvrtc options:");
+		if (!j.nopts)
+			for (i = 0; i < countof(nvrtc_opts); i++)
+				j.opts[j.nopts++] = nvrtc_opts[i];
+		for (i = 0; i < j.nopts; i++)
+			buf_printf(b, " %s", j.opts[i]);
+		buf_puts(b, "\n");
+	}
+	nvrtc_close(&j.nv);
+	c->diag = diag;
 }
 
 WsfStatus

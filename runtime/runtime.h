@@ -58,6 +58,12 @@ WsfStatus rt_compile(Comp *c, const RtOptions *o, const char *name, const char *
                      const RtHeader *hdr, int nhdr, Cubin *out);
 /* The bytes of registers ptxas spilled to local memory, by its log (Cubin.log). */
 long rt_spill_bytes(const char *log);
+/*
+ * Appends "nvrtc: VERSION (PATH)" to B, or "nvrtc: none (why)"; with FULL
+ * also the line of options wsfuse compiles with.  Reports nothing through
+ * C's diagnostics callback (C's errors are only recorded); for bug reports.
+ */
+void rt_nvrtc_describe(Comp *c, Buf *b, bool full);
 
 /* The cache key (hex SHA-256) of a compile; exposed for tests. */
 const char *rt_cache_key(Comp *c, const char *name, const char *src, const RtHeader *hdr,
@@ -98,6 +104,7 @@ int rt_write_file(const char *path, const void *data, size_t n, unsigned flags);
 	X(cuDeviceGet, 2000) \
 	X(cuDeviceGetCount, 2000) \
 	X(cuDeviceGetAttribute, 2000) \
+	X(cuDeviceGetName, 2000) \
 	X(cuDevicePrimaryCtxRetain, 7000) \
 	X(cuDevicePrimaryCtxRelease, 11000) \
 	X(cuCtxGetCurrent, 4000) \
@@ -149,6 +156,20 @@ typedef struct Driver {
  */
 WsfStatus rt_driver_open(Comp *c, Driver **out);
 void rt_driver_close(Driver *d);
+/*
+ * Appends "driver: VERSION (PATH)" and a "gpu N: NAME, sm_XY, ..." line a
+ * device to B, or says why there is none ("driver: none (...)", "gpu:
+ * none (...)").  Makes no context.  For bug reports, like rt_nvrtc_describe.
+ */
+void rt_driver_describe(Comp *c, Buf *b);
+/* C's last error without its "error: " and "no usable GPU: ": why a describe found nothing. */
+const char *rt_reason(const Comp *c);
+/*
+ * Appends S with control bytes as '?' and each line after the first
+ * indented: text from outside (a path, a variable, dlerror) cannot forge a
+ * line of a report.
+ */
+void rt_put_text(Buf *b, const char *s);
 /* Reports a failed driver call by name: "cuModuleLoadData: CUDA_ERROR_...: text". */
 WsfStatus rt_check(Comp *c, const Driver *d, CUresult r, const char *call);
 

@@ -290,5 +290,31 @@ expect "no command" 2 "wsfuse: missing command"
 cli help compile run
 expect "help two commands" 2 "help takes one COMMAND"
 
+# ---- --version and env: what wsfuse finds, never a failure for want of NVRTC, a driver or a GPU ----
+
+# has CASE TEXT...: each TEXT starts a line of the last run's stdout
+has() {
+	local c=$1 t
+	shift
+	for t in "$@"; do
+		if grep -q -- "^$t" "$tmp/out"; then ok; else bad "$c" "no line starting '$t': $(head -c 400 "$tmp/out")"; fi
+	done
+}
+cli --version
+expect "--version" 0 ""
+has "--version" "wsfuse [0-9][0-9.]*$" "nvrtc: " "driver: " "gpu"
+WSFUSE_LIBCUDA_PATH=$tmp/no-libcuda.so WSFUSE_NVRTC_PATH=$tmp/no-nvrtc.so cli --version
+expect "--version without NVRTC and driver" 0 ""
+has "--version without NVRTC and driver" "nvrtc: none (cannot load NVRTC from WSFUSE_NVRTC_PATH: $tmp/no-nvrtc.so" \
+	"driver: none ($tmp/no-libcuda.so: cannot open" "gpu: none"
+WSFUSE_CACHE=1 WSFUSE_CACHE_DIR=$tmp/envcache cli env
+expect "env" 0 ""
+has "env" "wsfuse " "nvrtc" "driver: " "gpu" "nvrtc options: --gpu-architecture=sm_90a" "built with: " \
+	"cache: $tmp/envcache" "  WSFUSE_CACHE_DIR=$tmp/envcache"
+cli env "$spec"
+expect "env SPEC" 2 "wsfuse: env takes no SPEC"
+cli --version extra
+expect "--version extra" 2 "wsfuse: --version takes nothing after it"
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
