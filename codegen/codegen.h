@@ -4,7 +4,8 @@
  *   emit.c          the emitter: small emit_* functions into a Buf
  *   device.cuh      the device helper header (mbarrier, TMA, fences,
  *                   conversions), embedded in the library as a string by
- *                   tools/embed.sh and handed to NVRTC as an in-memory header
+ *                   tools/embed.sh and inlined at the top of every kernel,
+ *                   between the lines CODEGEN_DEVICE_BEGIN and _END
  */
 #ifndef WSFUSE_CODEGEN_H
 #define WSFUSE_CODEGEN_H
@@ -12,6 +13,9 @@
 #include "../ir/ir.h"
 
 #define CODEGEN_DEVICE_HEADER_NAME "wsfuse_device.cuh"
+/* The lines around the inlined header (tests/run_golden.sh leaves it out of the .cu goldens). */
+#define CODEGEN_DEVICE_BEGIN "// ---- begin wsfuse_device.cuh: the device helpers, inlined ----"
+#define CODEGEN_DEVICE_END "// ---- end wsfuse_device.cuh ----"
 
 /* The text of codegen/device.cuh (generated at build time). */
 extern const char codegen_device_header[];

@@ -1,10 +1,11 @@
-// wsfuse_device.cuh: device helpers every generated kernel includes.
+// wsfuse_device.cuh: device helpers every generated kernel holds.
 //
 // Thin, named wrappers over the PTX that Hopper's asynchronous machinery
 // needs (mbarriers, TMA, bulk groups, proxy fences) and the f16/bf16
-// conversions, so generated code reads as what it does.  NVRTC gets this
-// file as an in-memory header; it needs no toolkit headers.
-#pragma once
+// conversions, so generated code reads as what it does.  The emitter
+// inlines this file at the top of every kernel (codegen/emit.c), so the
+// CUDA wsfuse writes compiles as it is, with NVRTC or nvcc; it needs no
+// toolkit headers.
 
 typedef unsigned short wsf_bf16;   // storage of a bfloat16
 typedef unsigned short wsf_f16;    // storage of an IEEE half

@@ -1798,7 +1798,8 @@ codegen_emit(Comp *c, Buf *b, Launch **launch)
 	           k->consumer_threads, k->tile_rows, k->tile_cols,
 	           k->persistent ? "persistent over tiles" : "one CTA per tile",
 	           k->warp_specialize ? ", warp-specialized" : "");
-	buf_printf(b, "#include \"%s\"\n\n", CODEGEN_DEVICE_HEADER_NAME);
+	/* the header inlined: the file compiles as it is, with NVRTC or nvcc -arch=sm_90a */
+	buf_printf(b, "\n%s\n%s%s\n\n", CODEGEN_DEVICE_BEGIN, codegen_device_header, CODEGEN_DEVICE_END);
 	emit_compute_function(&e);
 	line(&e, "extern \"C\" __global__ void __launch_bounds__(%d, %d)", k->threads, min_ctas(k));
 	line(&e, "%s(", entry);

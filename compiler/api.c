@@ -377,7 +377,6 @@ compile_kernel(WsfContext *ctx, WsfKernel *k)
 {
 	Comp *c = &k->comp;
 	RtOptions ro = {ctx->cache_dir, ctx->cache, ctx->dump_dir};
-	RtHeader hdr = {CODEGEN_DEVICE_HEADER_NAME, codegen_device_header};
 	Cubin bin;
 	Buf b;
 	WsfStatus s;
@@ -400,7 +399,7 @@ again:
 		set_text(k, WSF_STAGE_CUDA, buf_str(&b), b.len);
 	if (ctx->stop < WSF_STAGE_PTX && !probe)
 		return WSF_OK;
-	s = rt_compile(c, &ro, c->fusion->name, buf_str(&b), &hdr, 1, &bin);
+	s = rt_compile(c, &ro, c->fusion->name, buf_str(&b), NULL, 0, &bin);
 	if (s != WSF_OK)
 		return s;
 	if (probe && rt_spill_bytes(bin.log) > 0) {

@@ -4,10 +4,11 @@
 # symbolic link planted at the old temp name), failures to write standard
 # output, input past the spec limit, option values (every numeric option
 # is read whole and range-checked; a bad one is a usage error naming it),
-# and the conventions of the options (getopt_long spellings, --, help per
-# command, did-you-mean, options a command does not take).  Each case
-# counts once; a failing one prints "FAIL cli: CASE: why".
-# Ends with "N passed, N failed".
+# the conventions of the options (getopt_long spellings, --, help per
+# command, did-you-mean, options a command does not take), --version and
+# env, and the self-contained --emit=cuda (nvcc compiles it; skipped without
+# nvcc).  Each case counts once; a failing one prints "FAIL cli: CASE: why".
+# Ends with "N passed, N failed[, N skipped]".
 set -u
 b=${1:?usage: run_cli.sh BUILD}
 wsfuse=$b/wsfuse
@@ -21,10 +22,11 @@ fi
 wsfuse=$(cd "$b" && pwd)/wsfuse  # the tests of -- run in another folder
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
+pass=0 fail=0 skip=0
 
 ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL cli: $1: $2"; }
+skipped() { skip=$((skip + 1)); echo "skipped cli: $1: $2"; }
 
 # cli ARGS...: runs the CLI with stdout, stderr and the exit status in
 # $tmp/out, $tmp/err and $rc; a minute is a hang.
@@ -316,5 +318,23 @@ expect "env SPEC" 2 "wsfuse: env takes no SPEC"
 cli --version extra
 expect "--version extra" 2 "wsfuse: --version takes nothing after it"
 
-echo "$pass passed, $fail failed"
+# ---- --emit=cuda is self-contained: no #include, and nvcc compiles it as it is ----
+
+nvcc=$(command -v nvcc || echo "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc")
+for y in "$spec" examples/layernorm.yaml; do
+	n=${y##*/}
+	n=${n%.yaml}
+	cli compile --emit=cuda "$y" -o "$tmp/$n.cu"
+	expect "$n.cu" 0 ""
+	if ! grep -q '^[[:space:]]*#[[:space:]]*include' "$tmp/$n.cu"; then ok; else bad "$n.cu" "has an #include"; fi
+	if [ ! -x "$nvcc" ]; then
+		skipped "nvcc $n.cu" "no nvcc (set CUDA_HOME)"
+	elif timeout 300 "$nvcc" -arch=sm_90a -c "$tmp/$n.cu" -o "$tmp/$n.o" >"$tmp/nvcc.log" 2>&1; then
+		ok
+	else
+		bad "nvcc $n.cu" "$(head -c 600 "$tmp/nvcc.log")"
+	fi
+done
+
+echo "$pass passed, $fail failed$([ $skip -gt 0 ] && echo ", $skip skipped")"
 [ "$fail" = 0 ]

@@ -32,6 +32,15 @@ static const char spec[] =
 	"outputs:\n"
 	"  z: {dtype: bf16}\n";
 
+/* The generated code of the CUDA text CU: what follows the device header inlined at its top. */
+static const char *
+generated(const char *cu)
+{
+	const char *end = cu ? strstr(cu, "// ---- end wsfuse_device.cuh ----") : NULL;
+
+	return end ? end : cu;
+}
+
 typedef struct Seen {
 	int errors;
 	char last[1024];
@@ -68,7 +77,7 @@ staged_rows_are_read_before_the_first_barrier(void **state)
 	(void)state;
 	assert_int_equal(wsf_set_option(ctx, "stop-after", "cuda"), WSF_OK);
 	assert_int_equal(wsf_compile_string(ctx, "late.yaml", late, strlen(late), &k), WSF_OK);
-	cu = wsf_kernel_text(k, WSF_STAGE_CUDA, NULL);
+	cu = generated(wsf_kernel_text(k, WSF_STAGE_CUDA, NULL));
 	assert_non_null(cu);
 	load = strstr(cu, "wsf_load8(v_g[it], cur_row_g + e);");
 	first_barrier = strstr(cu, "wsf_block_max(");
@@ -109,7 +118,7 @@ row_outputs_are_stored_once(void **state)
 
 		snprintf(spec_text, sizeof spec_text, fmt, widths[i]);
 		assert_int_equal(wsf_compile_string(ctx, "rowout.yaml", spec_text, strlen(spec_text), &k), WSF_OK);
-		cu = wsf_kernel_text(k, WSF_STAGE_CUDA, NULL);
+		cu = generated(wsf_kernel_text(k, WSF_STAGE_CUDA, NULL));
 		assert_non_null(cu);
 		guard = strstr(cu, "if (row == 0) {");
 		assert_non_null(guard);
@@ -150,7 +159,7 @@ direct_rows_load_from_global(void **state)
 	assert_int_equal(wsf_set_option(ctx, "stop-after", "cuda"), WSF_OK);
 	snprintf(spec_text, sizeof spec_text, fmt, "schedule: {persistent: false}\n");
 	assert_int_equal(wsf_compile_string(ctx, "direct.yaml", spec_text, strlen(spec_text), &k), WSF_OK);
-	cu = wsf_kernel_text(k, WSF_STAGE_CUDA, NULL);
+	cu = generated(wsf_kernel_text(k, WSF_STAGE_CUDA, NULL));
 	assert_non_null(cu);
 	/* one level of reductions: the row is loaded again for the outputs, L2 keeping it in between */
 	load = strstr(cu, "raw_x[it] = wsf_ldg16_l2(in_x + row * cols + e, wsf_keep);");
@@ -175,7 +184,7 @@ direct_rows_load_from_global(void **state)
 	wsf_kernel_delete(k);
 	snprintf(spec_text, sizeof spec_text, fmt, "schedule: {persistent: true}\n");
 	assert_int_equal(wsf_compile_string(ctx, "direct.yaml", spec_text, strlen(spec_text), &k), WSF_OK);
-	cu = wsf_kernel_text(k, WSF_STAGE_CUDA, NULL);
+	cu = generated(wsf_kernel_text(k, WSF_STAGE_CUDA, NULL));
 	assert_non_null(strstr(cu, "wsf_bulk_load"));
 	assert_non_null(strstr(cu, "wsf_flip"));
 	wsf_kernel_delete(k);
@@ -505,7 +514,8 @@ user_strings_are_bounded(void **state)
 static void
 kernel_write(void **state)
 {
-	char dir[] = "/tmp/wsfuse-test-api-XXXXXX", path[64], got[8192];
+	static char got[1 << 16];
+	char dir[] = "/tmp/wsfuse-test-api-XXXXXX", path[64];
 	WsfContext *ctx = wsf_context_new();
 	WsfKernel *k = NULL;
 	const char *cu;
