@@ -30,6 +30,7 @@ struct WsfContext {
 	char *cache_dir;
 	char *dump_dir;
 	int cache;           /* RtOptions.cache */
+	int lineinfo;        /* 0: as $WSFUSE_LINEINFO says (default off), 1: off, 2: on */
 	WsfStage stop;
 	char *last_error;
 	char *environment;   /* the last wsf_environment text */
@@ -267,18 +268,29 @@ wsf_set_option(WsfContext *ctx, const char *name, const char *value)
 		return set_string(&ctx->cache_dir, value);
 	if (strcmp(name, "dump-dir") == 0)
 		return set_string(&ctx->dump_dir, value);
-	if (strcmp(name, "cache") == 0) {
+	if (strcmp(name, "cache") == 0 || strcmp(name, "lineinfo") == 0) {
 		if (!value || (strcmp(value, "0") && strcmp(value, "1")))
-			return ctx_error(ctx, WSF_ERR_USAGE, "error: option 'cache' takes 0 or 1");
-		ctx->cache = value[0] == '0' ? 1 : 2;
+			return ctx_error(ctx, WSF_ERR_USAGE, "error: option '%s' takes 0 or 1", name);
+		*(name[0] == 'c' ? &ctx->cache : &ctx->lineinfo) = value[0] == '0' ? 1 : 2;
 		return WSF_OK;
 	}
 	return ctx_error(ctx, WSF_ERR_USAGE, "error: unknown option '%s'", name);
 }
 
+/* The runtime's options from CTX's, and the variables behind the ones not set. */
+static RtOptions
+rt_options(const WsfContext *ctx)
+{
+	const char *v = getenv("WSFUSE_LINEINFO");
+	RtOptions ro = {ctx->cache_dir, ctx->cache, ctx->dump_dir, false};
+
+	ro.lineinfo = ctx->lineinfo ? ctx->lineinfo == 2 : v && *v && strcmp(v, "0") != 0;
+	return ro;
+}
+
 /* The variables that change what wsfuse does, shown by wsf_environment. */
 static const char *const env_vars[] = {
-	"WSFUSE_CACHE", "WSFUSE_CACHE_DIR", "WSFUSE_NVRTC_PATH", "WSFUSE_LIBCUDA_PATH",
+	"WSFUSE_CACHE", "WSFUSE_CACHE_DIR", "WSFUSE_LINEINFO", "WSFUSE_NVRTC_PATH", "WSFUSE_LIBCUDA_PATH",
 	"XDG_CACHE_HOME", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH",
 };
 
@@ -302,7 +314,8 @@ wsf_environment(WsfContext *ctx, int full)
 		return NULL;
 	buf_init(&b, c.arena);
 	buf_printf(&b, "wsfuse %s\n", WSF_VERSION_STRING);
-	rt_nvrtc_describe(&c, &b, full);
+	ro = rt_options(ctx);
+	rt_nvrtc_describe(&c, &ro, &b, full);
 	rt_driver_describe(&c, &b);
 	if (full) {
 		buf_printf(&b, "built with: CUDA headers %d.%d", CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10);
@@ -312,7 +325,6 @@ wsf_environment(WsfContext *ctx, int full)
 		buf_puts(&b, "\n");
 		if (uname(&u) == 0)
 			buf_printf(&b, "system: %s %s %s\n", u.sysname, u.release, u.machine);
-		ro = (RtOptions){ctx->cache_dir, ctx->cache, ctx->dump_dir};
 		dir = rt_cache_dir(&c, &ro);
 		buf_puts(&b, "cache: ");
 		rt_put_text(&b, dir ? dir : "off");
@@ -376,7 +388,7 @@ static WsfStatus
 compile_kernel(WsfContext *ctx, WsfKernel *k)
 {
 	Comp *c = &k->comp;
-	RtOptions ro = {ctx->cache_dir, ctx->cache, ctx->dump_dir};
+	RtOptions ro = rt_options(ctx);
 	Cubin bin;
 	Buf b;
 	WsfStatus s;

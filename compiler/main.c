@@ -108,6 +108,7 @@ enum {
 	OPT_DUMP_AFTER,
 	OPT_CACHE_DIR,
 	OPT_NO_CACHE,
+	OPT_LINEINFO,
 	OPT_CHECK,
 	OPT_BENCH,
 	OPT_ITERS,
@@ -137,6 +138,9 @@ static const struct Opt {
 	 "kernel cache directory (default $WSFUSE_CACHE_DIR,\n~/.cache/wsfuse)"},
 	{"no-cache", OPT_NO_CACHE, no_argument, BUILDS, NULL, NULL,
 	 "do not read or write the kernel cache"},
+	{"lineinfo", OPT_LINEINFO, no_argument, BUILDS, NULL, NULL,
+	 "line tables in the PTX and cubin, so that profilers (Nsight\n"
+	 "Compute) show the CUDA's lines (NVRTC's -lineinfo)"},
 	{"check", OPT_CHECK, no_argument, RUNS, NULL, NULL,
 	 "compare every output with the host reference"},
 	{"bench", OPT_BENCH, no_argument, RUNS, NULL, NULL,
@@ -157,7 +161,8 @@ static const char footer[] =
 	"exit status: 0 ok, 1 bad input, 2 usage, 3 no GPU, 4 check failed,\n"
 	"             5 internal, NVRTC or CUDA error, 6 kernel family not built yet\n"
 	"\n"
-	"environment: WSFUSE_CACHE_DIR, WSFUSE_CACHE=0, WSFUSE_LIBCUDA_PATH, WSFUSE_NVRTC_PATH\n";
+	"environment: WSFUSE_CACHE_DIR, WSFUSE_CACHE=0, WSFUSE_LINEINFO=1, WSFUSE_LIBCUDA_PATH,\n"
+	"             WSFUSE_NVRTC_PATH\n";
 
 typedef struct Args {
 	Cmd cmd;
@@ -165,7 +170,7 @@ typedef struct Args {
 	const char *out;
 	const char *emit;
 	char iters_opt[48];     /* --iters as written, for the message when --bench is absent */
-	int check, bench, iters, help;
+	int check, bench, iters, help, lineinfo;
 	uint64_t seed;
 	double scale;
 } Args;
@@ -768,6 +773,10 @@ take_option(WsfContext *ctx, Args *a, int code, const char *arg, const char *spe
 	case OPT_NO_CACHE:
 		wsf_set_option(ctx, "cache", "0");
 		return 0;
+	case OPT_LINEINFO:
+		a->lineinfo = 1;
+		wsf_set_option(ctx, "lineinfo", "1");
+		return 0;
 	case OPT_CHECK:
 		a->check = 1;
 		return 0;
@@ -874,6 +883,9 @@ parse_args(int argc, char **argv, WsfContext *ctx, Args *a)
 		a->bench = 1;
 	if (!a->spec)
 		return usage_error("%s needs a SPEC", cmds[a->cmd].name);
+	if (a->lineinfo && a->emit && wsf_stage_from_name(a->emit) < WSF_STAGE_PTX)
+		return usage_error("--lineinfo adds line tables to the PTX and cubin; --emit=%s stops before them",
+		                   a->emit);
 	if (a->iters_opt[0] && !a->bench)
 		return usage_error("%s counts the launches --bench times: add --bench, or use wsfuse bench",
 		                   a->iters_opt);

@@ -121,6 +121,9 @@ WsfStatus wsf_set_size(WsfContext *ctx, const char *name, int64_t value);
  *   "cache-dir"   directory of the kernel cache
  *   "cache"       "0" disables the cache, "1" enables it
  *   "dump-dir"    directory where sources are written on compile errors
+ *   "lineinfo"    "1" compiles with -lineinfo (line tables that profilers such as
+ *                 Nsight Compute map to the CUDA's lines), "0" without; unset,
+ *                 $WSFUSE_LINEINFO decides (on unless empty or "0")
  * WSF_ERR_USAGE for an unknown name or a bad value (one longer than 4096 bytes).
  */
 WsfStatus wsf_set_option(WsfContext *ctx, const char *name, const char *value);

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <nvrtc.h>
 
@@ -103,8 +104,9 @@ typedef struct Job {
 	const RtOptions *o;
 	Nvrtc nv;
 	const char *name, *src;
+	const char *prog;      /* the program's name: NAME.cu, or with line tables its full path */
 	const char *cache_dir; /* NULL: the cache is off */
-	const char *opts[countof(nvrtc_opts) + 1]; /* the options for this NVRTC */
+	const char *opts[countof(nvrtc_opts) + 2]; /* the options for this NVRTC and RtOptions */
 	int nopts;
 	const char *key;       /* NULL until NVRTC's version is known */
 	const char *log;       /* NVRTC's log, "" until compiled */
@@ -290,6 +292,9 @@ nvrtc_open(Job *j)
 		j->opts[j->nopts++] = nvrtc_opts[i];
 	if (nvrtc_version(j) >= NVRTC_NO_CACHE_SINCE)
 		j->opts[j->nopts++] = NVRTC_NO_CACHE;
+	/* line tables map SASS to lines of NAME.cu (the program's name) for Nsight Compute */
+	if (j->o && j->o->lineinfo)
+		j->opts[j->nopts++] = "-lineinfo";
 	for (i = 0; i < n; i++)
 		if (archs[i] == 90)
 			return WSF_OK;
@@ -385,7 +390,7 @@ build(Job *j, const RtHeader *hdr, int nhdr, Cubin *out)
 		names[i] = hdr[i].name;
 		texts[i] = hdr[i].text;
 	}
-	r = j->nv.CreateProgram(&prog, j->src, arena_printf(a, "%s.cu", j->name), nhdr, texts, names);
+	r = j->nv.CreateProgram(&prog, j->src, j->prog, nhdr, texts, names);
 	if (nv_check(j, r, "nvrtcCreateProgram"))
 		return WSF_ERR_NVRTC;
 	r = j->nv.CompileProgram(prog, j->nopts, j->opts);
@@ -418,9 +423,9 @@ rt_spill_bytes(const char *log)
 }
 
 void
-rt_nvrtc_describe(Comp *c, Buf *b, bool full)
+rt_nvrtc_describe(Comp *c, const RtOptions *o, Buf *b, bool full)
 {
-	Job j = {.c = c, .log = ""};
+	Job j = {.c = c, .o = o, .log = ""};
 	WsfDiagFn diag = c->diag;
 	Dl_info info;
 	int i;
@@ -442,15 +447,40 @@ rt_nvrtc_describe(Comp *c, Buf *b, bool full)
 	buf_puts(b, ")\n");
 	if (full) {
 		buf_puts(b, "nvrtc options:");
-		if (!j.nopts)
+		if (!j.nopts) {
 			for (i = 0; i < countof(nvrtc_opts); i++)
 				j.opts[j.nopts++] = nvrtc_opts[i];
+			if (o && o->lineinfo)
+				j.opts[j.nopts++] = "-lineinfo";
+		}
 		for (i = 0; i < j.nopts; i++)
 			buf_printf(b, " %s", j.opts[i]);
 		buf_puts(b, "\n");
 	}
 	nvrtc_close(&j.nv);
 	c->diag = diag;
+}
+
+/*
+ * The name NVRTC compiles NAME's source as.  Line tables hold it, made
+ * absolute, and profilers look for the source there: so with -lineinfo it
+ * is the full path of DUMP_DIR/NAME.cu (the current directory when none is
+ * set), where WSFUSE_DUMP=cuda writes the source, and the cache key holds
+ * it, so a cubin cached elsewhere does not point at another folder.
+ */
+static const char *
+program_name(Comp *c, const RtOptions *o, const char *name)
+{
+	const char *dir = o && o->dump_dir && *o->dump_dir ? o->dump_dir : ".";
+	char cwd[4096];
+
+	if (!o || !o->lineinfo)
+		return arena_printf(c->arena, "%s.cu", name);
+	if (dir[0] == '/' || !getcwd(cwd, sizeof cwd))
+		return arena_printf(c->arena, "%s/%s.cu", dir, name);
+	if (strcmp(dir, ".") == 0)
+		return arena_printf(c->arena, "%s/%s.cu", cwd, name);
+	return arena_printf(c->arena, "%s/%s/%s.cu", cwd, dir, name);
 }
 
 WsfStatus
@@ -464,8 +494,9 @@ rt_compile(Comp *c, const RtOptions *o, const char *name, const char *src, const
 	out->log = "";
 	if ((st = nvrtc_open(&j)) != WSF_OK)
 		goto close;
+	j.prog = program_name(c, o, name);
 	j.cache_dir = rt_cache_dir(c, o);
-	j.key = rt_cache_key(c, name, src, hdr, nhdr, j.opts, j.nopts, nvrtc_version(&j));
+	j.key = rt_cache_key(c, j.prog, src, hdr, nhdr, j.opts, j.nopts, nvrtc_version(&j));
 	if (j.cache_dir && rt_cache_load(c, j.cache_dir, j.key, out))
 		goto close;
 	if ((st = build(&j, hdr, nhdr, out)) != WSF_OK)

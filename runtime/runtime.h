@@ -30,6 +30,7 @@ typedef struct RtOptions {
 	const char *cache_dir; /* NULL: $WSFUSE_CACHE_DIR, $XDG_CACHE_HOME/wsfuse, ~/.cache/wsfuse */
 	int cache;             /* 0: as $WSFUSE_CACHE says (default on), 1: off, 2: on */
 	const char *dump_dir;  /* where a failing source is written; NULL: cache dir or /tmp */
+	bool lineinfo;         /* -lineinfo: line tables in the PTX and cubin, for profilers */
 } RtOptions;
 
 /* One header NVRTC sees, as #include "NAME". */
@@ -60,10 +61,10 @@ WsfStatus rt_compile(Comp *c, const RtOptions *o, const char *name, const char *
 long rt_spill_bytes(const char *log);
 /*
  * Appends "nvrtc: VERSION (PATH)" to B, or "nvrtc: none (why)"; with FULL
- * also the line of options wsfuse compiles with.  Reports nothing through
+ * also the line of options wsfuse compiles with under O.  Reports nothing through
  * C's diagnostics callback (C's errors are only recorded); for bug reports.
  */
-void rt_nvrtc_describe(Comp *c, Buf *b, bool full);
+void rt_nvrtc_describe(Comp *c, const RtOptions *o, Buf *b, bool full);
 
 /* The cache key (hex SHA-256) of a compile; exposed for tests. */
 const char *rt_cache_key(Comp *c, const char *name, const char *src, const RtHeader *hdr,

@@ -318,6 +318,36 @@ expect "env SPEC" 2 "wsfuse: env takes no SPEC"
 cli --version extra
 expect "--version extra" 2 "wsfuse: --version takes nothing after it"
 
+# ---- --lineinfo: line tables that name the CUDA's file, for profilers ----
+
+if "$wsfuse" --version | grep -q '^nvrtc: none'; then
+	skipped "--lineinfo" "no NVRTC"
+else
+	mkdir "$tmp/li1" "$tmp/li2"
+	for d in li1 li2; do
+		(cd "$tmp/$d" && WSFUSE_CACHE=1 WSFUSE_CACHE_DIR=$tmp/licache timeout 120 "$wsfuse" compile \
+			--emit=ptx --lineinfo "$OLDPWD/$spec" >out 2>err </dev/null)
+		rc=$?
+		cp "$tmp/$d/err" "$tmp/err"
+		expect "--lineinfo in $d" 0 ""
+		# the cache keeps one cubin a folder: each names the file where it was compiled
+		if grep -q "^[[:space:]]*\.file[[:space:]]*1 \"$tmp/$d/pointwise_chain.cu\"" "$tmp/$d/out" &&
+			grep -q '^[[:space:]]*\.loc' "$tmp/$d/out"; then
+			ok
+		else
+			bad "--lineinfo in $d" "no .loc, or .file is not $tmp/$d/pointwise_chain.cu: $(grep '\.file' "$tmp/$d/out")"
+		fi
+	done
+	WSFUSE_LINEINFO=1 cli compile --emit=ptx "$spec"
+	if [ "$rc" = 0 ] && grep -q '^[[:space:]]*\.loc' "$tmp/out"; then ok; else bad "WSFUSE_LINEINFO=1" "no .loc"; fi
+	cli compile --emit=ptx "$spec"
+	if [ "$rc" = 0 ] && ! grep -q '^[[:space:]]*\.loc' "$tmp/out"; then ok; else bad "no --lineinfo" "has .loc"; fi
+fi
+cli compile --emit=cuda --lineinfo "$spec"
+expect "--emit=cuda --lineinfo" 2 "wsfuse: --lineinfo adds line tables to the PTX and cubin; --emit=cuda stops before them"
+cli compile -lineinfo "$spec"
+expect "-lineinfo" 2 "wsfuse: unknown option '-lineinfo': did you mean '--lineinfo'?"
+
 # ---- --emit=cuda is self-contained: no #include, and nvcc compiles it as it is ----
 
 nvcc=$(command -v nvcc || echo "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc")
