@@ -55,8 +55,15 @@ static const char *const status_messages[WSF_STATUS_COUNT] = {
 };
 
 static const char *const stage_names[WSF_STAGE_COUNT] = {
-	"none", "fusion-ir", "kernel-ir", "cuda", "ptx", "cubin",
+	"none", "fusion-ir", "kernel-ir", "cuda", "ptx", "cubin", "ptxas",
 };
+
+/* The stage that makes S: itself, or for a text made beside a stage, that stage. */
+static WsfStage
+made_by(WsfStage s)
+{
+	return s == WSF_STAGE_PTXAS ? WSF_STAGE_PTX : s;
+}
 
 const char *
 wsf_status_name(WsfStatus s)
@@ -259,9 +266,9 @@ wsf_set_option(WsfContext *ctx, const char *name, const char *value)
 
 		if (!s)
 			return ctx_error(ctx, WSF_ERR_USAGE,
-			                 "error: unknown stage '%s' (expected fusion-ir, kernel-ir, cuda, ptx or cubin)",
-			                 value ? value : "(null)");
-		ctx->stop = s;
+			                 "error: unknown stage '%s' (expected fusion-ir, kernel-ir, cuda, ptx, cubin "
+			                 "or ptxas)", value ? value : "(null)");
+		ctx->stop = made_by(s);
 		return WSF_OK;
 	}
 	if (strcmp(name, "cache-dir") == 0)
@@ -422,6 +429,9 @@ again:
 		return WSF_OK;
 	set_text(k, WSF_STAGE_PTX, bin.ptx, bin.ptx_len);
 	set_text(k, WSF_STAGE_CUBIN, bin.cubin, bin.cubin_len);
+	/* a text that ends its last line, as the others do */
+	set_text(k, WSF_STAGE_PTXAS, *bin.log ? arena_printf(c->arena, "%s\n", bin.log) : "",
+	         *bin.log ? strlen(bin.log) + 1 : 0);
 	return WSF_OK;
 }
 
@@ -594,6 +604,102 @@ wsf_kernel_write(WsfContext *ctx, const WsfKernel *k, WsfStage stage, const char
 		                 wsf_stage_name(stage), wsf_kernel_name(k));
 	if (rt_write_file(path, text, len, RT_WRITE_THROUGH) < 0)
 		return ctx_error(ctx, WSF_ERR_IO, "%s: error: cannot write: %s", path, strerror(errno));
+	return WSF_OK;
+}
+
+/*
+ * CTAs an SM of sm_90 holds at once: the CUDA occupancy calculator's count
+ * with Hopper's limits (2048 threads, 32 CTAs, 64K registers in units of
+ * 256 a warp, 228 KiB of shared memory with 1 KiB reserved a CTA, in units
+ * of 128 bytes).
+ */
+static int
+ctas_per_sm(int threads, int regs, int smem)
+{
+	int warps = (threads + 31) / 32, per_warp = (regs * 32 + 255) / 256 * 256, n = 32, m;
+
+	if (warps <= 0)
+		return 0;
+	if ((m = 2048 / (warps * 32)) < n)
+		n = m;
+	if (per_warp > 0 && (m = 65536 / per_warp / warps) < n)
+		n = m;
+	if ((m = 233472 / ((smem + 1024 + 127) / 128 * 128)) < n)
+		n = m;
+	return n;
+}
+
+/*
+ * The tiles a launch of K (laid out as L) has at the sizes K was compiled
+ * with: the launch's own plan for tensors of those shapes (at an address
+ * nothing reads); -1 when a size is unbound or the plan refuses them.
+ */
+static int64_t
+compiled_tiles(const WsfKernel *k, const Launch *l)
+{
+	Comp c = {0};
+	LaunchPlan plan;
+	WsfTensor *args;
+	int64_t *shapes;
+	volatile int64_t tiles = -1;
+	int i, d, n = wsf_kernel_num_args(k), at = 0;
+
+	if (setjmp(c.oom) || !(c.arena = arena_new(&c.oom)))
+		goto done;
+	args = arena_alloc(c.arena, (size_t)(n + 1) * sizeof *args);
+	shapes = arena_alloc(c.arena, (size_t)(n + 1) * MAX_RANK * sizeof *shapes);
+	for (i = 0; i < n; i++) {
+		args[i].data = (void *)(uintptr_t)4096;
+		args[i].dtype = wsf_kernel_arg_dtype(k, i);
+		args[i].ndim = wsf_kernel_arg_rank(k, i);
+		args[i].shape = shapes + at;
+		for (d = 0; d < args[i].ndim; d++)
+			if ((shapes[at++] = wsf_kernel_arg_dim(k, i, d)) <= 0)
+				goto done;
+	}
+	c.strs = k->comp.strs;
+	c.file = k->comp.file;
+	c.src = k->comp.src;
+	c.srclen = k->comp.srclen;
+	c.fusion = k->comp.fusion;
+	c.kernel = k->comp.kernel;
+	if (rt_launch_plan(&c, l, args, n, &plan) == WSF_OK)
+		tiles = plan.tiles;
+done:
+	arena_free(c.arena);
+	return tiles;
+}
+
+WsfStatus
+wsf_kernel_stats(const WsfKernel *k, WsfKernelStats *st)
+{
+	const Kernel *kern;
+	const Launch *l;
+	Launch fake;
+	RtPtxas px = {-1, -1, -1, -1, -1};
+
+	if (!k || !st)
+		return WSF_ERR_USAGE;
+	if (!(kern = k->comp.kernel) || !k->text[WSF_STAGE_KERNEL_IR])
+		return WSF_ERR_USAGE;
+	if (!(l = k->launch)) {
+		/* compiled to the kernel IR: what codegen would lay out */
+		fake = (Launch){NULL, kern, k->comp.fusion, kern->threads, (int)kernel_smem_bytes(kern)};
+		l = &fake;
+	}
+	if (k->text[WSF_STAGE_PTXAS])
+		rt_ptxas_report(k->text[WSF_STAGE_PTXAS], l->entry, &px);
+	st->threads = l->threads;
+	st->smem_dynamic = l->smem_bytes;
+	st->smem_static = px.smem;
+	st->registers = px.registers;
+	st->spill_stores = px.spill_stores;
+	st->spill_loads = px.spill_loads;
+	st->stack_bytes = px.stack;
+	st->ctas_per_sm = px.registers >= 0 ? ctas_per_sm(l->threads, px.registers, l->smem_bytes + px.smem) : -1;
+	st->persistent = kern->persistent;
+	st->tiles = compiled_tiles(k, l);
+	st->grid = kern->persistent || st->tiles < 0 ? -1 : st->tiles;
 	return WSF_OK;
 }
 

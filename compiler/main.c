@@ -127,7 +127,8 @@ static const struct Opt {
 	const char *help;  /* lines after the first are indented under it */
 } opts[] = {
 	{"emit", OPT_EMIT, required_argument, ON(CMD_COMPILE), "OUTPUT", "an output",
-	 "what to write: fusion-ir, kernel-ir, cuda, ptx or cubin\n(default cubin)"},
+	 "what to write: fusion-ir, kernel-ir, cuda, ptx, cubin\n"
+	 "(the default) or ptxas (ptxas's report)"},
 	{"output", 'o', required_argument, ON(CMD_COMPILE), "FILE", "a file name",
 	 "where to write it; - is standard output (the default\nfor text)"},
 	{NULL, 'D', required_argument, BUILDS, "NAME=VALUE", "NAME=VALUE",
@@ -138,6 +139,9 @@ static const struct Opt {
 	 "kernel cache directory (default $WSFUSE_CACHE_DIR,\n~/.cache/wsfuse)"},
 	{"no-cache", OPT_NO_CACHE, no_argument, BUILDS, NULL, NULL,
 	 "do not read or write the kernel cache"},
+	{"verbose", 'v', no_argument, BUILDS, NULL, NULL,
+	 "print what the kernel takes to stderr: threads, registers,\n"
+	 "spills, shared memory, CTAs an SM, grid (wsf_kernel_stats)"},
 	{"lineinfo", OPT_LINEINFO, no_argument, BUILDS, NULL, NULL,
 	 "line tables in the PTX and cubin, so that profilers (Nsight\n"
 	 "Compute) show the CUDA's lines (NVRTC's -lineinfo)"},
@@ -170,7 +174,7 @@ typedef struct Args {
 	const char *out;
 	const char *emit;
 	char iters_opt[48];     /* --iters as written, for the message when --bench is absent */
-	int check, bench, iters, help, lineinfo;
+	int check, bench, iters, help, lineinfo, verbose;
 	uint64_t seed;
 	double scale;
 } Args;
@@ -773,6 +777,9 @@ take_option(WsfContext *ctx, Args *a, int code, const char *arg, const char *spe
 	case OPT_NO_CACHE:
 		wsf_set_option(ctx, "cache", "0");
 		return 0;
+	case 'v':
+		a->verbose = 1;
+		return 0;
 	case OPT_LINEINFO:
 		a->lineinfo = 1;
 		wsf_set_option(ctx, "lineinfo", "1");
@@ -883,6 +890,9 @@ parse_args(int argc, char **argv, WsfContext *ctx, Args *a)
 		a->bench = 1;
 	if (!a->spec)
 		return usage_error("%s needs a SPEC", cmds[a->cmd].name);
+	if (a->verbose && a->emit && wsf_stage_from_name(a->emit) < WSF_STAGE_KERNEL_IR)
+		return usage_error("-v reports what the kernel takes; --emit=%s stops before there is a kernel",
+		                   a->emit);
 	if (a->lineinfo && a->emit && wsf_stage_from_name(a->emit) < WSF_STAGE_PTX)
 		return usage_error("--lineinfo adds line tables to the PTX and cubin; --emit=%s stops before them",
 		                   a->emit);
@@ -908,6 +918,58 @@ compile_spec(WsfContext *ctx, const char *spec, WsfKernel **k)
 	return s;
 }
 
+/* -v: what kernel K takes, from wsf_kernel_stats, to standard error. */
+static void
+print_stats(const WsfKernel *k)
+{
+	WsfKernelStats st;
+	char sizes[512] = "";
+	int i, d, n = wsf_kernel_num_args(k);
+
+	if (wsf_kernel_stats(k, &st) != WSF_OK)
+		return;
+	/* the sizes it was compiled at, each once */
+	for (i = 0; i < n; i++)
+		for (d = 0; d < wsf_kernel_arg_rank(k, i); d++) {
+			const char *name = wsf_kernel_arg_dim_name(k, i, d);
+			char item[96];
+
+			if (!name)
+				continue;
+			snprintf(item, sizeof item, " %s=%" PRId64, name, wsf_kernel_arg_dim(k, i, d));
+			if (wsf_kernel_arg_dim(k, i, d) < 0)
+				snprintf(item, sizeof item, " %s unbound", name);
+			if (!strstr(sizes, item) && strlen(sizes) + strlen(item) < sizeof sizes)
+				strcat(sizes, item);
+		}
+	fprintf(stderr, "kernel wsfuse_%s\n", wsf_kernel_name(k));
+	fprintf(stderr, "  threads: %d a CTA\n", st.threads);
+	if (st.registers >= 0)
+		fprintf(stderr, "  registers: %d a thread; %d bytes spill stores, %d bytes spill loads, %d bytes stack\n",
+		        st.registers, st.spill_stores, st.spill_loads, st.stack_bytes);
+	else
+		fputs("  registers: not known: ptxas counts them (--emit=ptx, cubin or ptxas)\n", stderr);
+	if (st.smem_static >= 0)
+		fprintf(stderr, "  shared memory: %d bytes a CTA, %d dynamic + %d static\n",
+		        st.smem_dynamic + st.smem_static, st.smem_dynamic, st.smem_static);
+	else
+		fprintf(stderr, "  shared memory: %d bytes a CTA dynamic, static not known before ptxas\n",
+		        st.smem_dynamic);
+	if (st.ctas_per_sm >= 0)
+		fprintf(stderr, "  occupancy: %d CTAs an SM (sm_90's limits)\n", st.ctas_per_sm);
+	if (st.tiles < 0)
+		fprintf(stderr, "  grid: %s; the tiles depend on sizes not bound here:%s\n",
+		        st.persistent ? "persistent over tiles" : "one CTA a tile", sizes);
+	else if (st.persistent && st.ctas_per_sm >= 0)
+		fprintf(stderr, "  grid: min(%" PRId64 " tiles, SMs x %d) CTAs, persistent over tiles, at%s\n",
+		        st.tiles, st.ctas_per_sm, sizes);
+	else if (st.persistent)
+		fprintf(stderr, "  grid: min(%" PRId64 " tiles, SMs x CTAs an SM), persistent over tiles, at%s\n",
+		        st.tiles, sizes);
+	else
+		fprintf(stderr, "  grid: %" PRId64 " CTA%s, one a tile, at%s\n", st.grid, st.grid == 1 ? "" : "s", sizes);
+}
+
 static int
 cmd_compile(WsfContext *ctx, Args *a)
 {
@@ -921,6 +983,8 @@ cmd_compile(WsfContext *ctx, Args *a)
 	wsf_set_option(ctx, "stop-after", wsf_stage_name(stage));
 	if ((rc = exit_code(compile_spec(ctx, a->spec, &k))))
 		return rc;
+	if (a->verbose)
+		print_stats(k);
 	if (a->out ? strcmp(a->out, "-") == 0 : stage != WSF_STAGE_CUBIN) {
 		text = wsf_kernel_text(k, stage, &len);
 		errno = 0;
@@ -954,6 +1018,8 @@ cmd_run(WsfContext *ctx, Args *a)
 
 	if ((rc = exit_code(compile_spec(ctx, a->spec, &k))))
 		return rc;
+	if (a->verbose)
+		print_stats(k);
 	o.check = a->check;
 	o.bench = a->bench;
 	o.iters = a->iters;

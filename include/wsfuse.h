@@ -56,10 +56,13 @@ typedef enum WsfStage {
 	WSF_STAGE_CUDA,       /* generated CUDA C++ */
 	WSF_STAGE_PTX,        /* PTX from NVRTC */
 	WSF_STAGE_CUBIN,      /* sm_90a cubin from NVRTC */
+	/* texts made beside a stage, to read rather than to compile on */
+	WSF_STAGE_PTXAS,      /* ptxas's report, made with the PTX and cubin: registers, spills, shared memory */
 	WSF_STAGE_COUNT
 } WsfStage;
 
-/* "fusion-ir", "kernel-ir", "cuda", "ptx", "cubin". */
+/* "fusion-ir", "kernel-ir", "cuda", "ptx", "cubin", "ptxas"; also the names stop-after takes
+ * (a text made beside a stage stops after that stage). */
 const char *wsf_stage_name(WsfStage s);
 /* The stage of that name, or WSF_STAGE_NONE. */
 WsfStage wsf_stage_from_name(const char *name);
@@ -165,6 +168,34 @@ const char *wsf_kernel_text(const WsfKernel *k, WsfStage stage, size_t *size);
  * WSF_ERR_USAGE when compilation stopped before STAGE.
  */
 WsfStatus wsf_kernel_write(WsfContext *ctx, const WsfKernel *k, WsfStage stage, const char *path);
+
+/* What a kernel takes of the GPU: for profiling, and what `wsfuse compile -v` prints. */
+typedef struct WsfKernelStats {
+	int threads;        /* a CTA */
+	int smem_dynamic;   /* bytes of dynamic shared memory a CTA: the stages, staging tiles, mbarriers */
+	int smem_static;    /* bytes of static shared memory (block reductions' scratch), by ptxas; -1: no report */
+	int registers;      /* a thread, by ptxas; -1 when compilation stopped before ptxas (no ptx) */
+	int spill_stores;   /* bytes a thread ptxas spilled to local memory, and loaded back; -1: no report */
+	int spill_loads;
+	int stack_bytes;    /* the stack frame a thread; -1: no report */
+	int ctas_per_sm;    /* CTAs an SM holds at once by sm_90's limits on threads, registers (as ptxas
+	                       allocated them) and shared memory, as the CUDA occupancy calculator counts;
+	                       -1: no report */
+	int persistent;     /* 1: SMs x ctas_per_sm CTAs (at most one a tile) loop over the tiles;
+	                       0: one CTA a tile */
+	int64_t tiles;      /* tiles (a CTA's piece of work: a tile, or a row of a row reduction) at the
+	                       sizes the kernel was compiled with; -1 when a size is unbound */
+	int64_t grid;       /* CTAs a launch at those sizes starts: TILES for one CTA a tile; -1 when a
+	                       size is unbound, or persistent (it depends on the GPU's SM count) */
+} WsfKernelStats;
+
+/*
+ * Fills *STATS for K.  Threads, shared memory and the grid come from the
+ * kernel (compiled to kernel-ir or further); registers, spills, the stack
+ * and static shared memory from ptxas's report (compiled to ptx or cubin),
+ * else they are -1.  WSF_ERR_USAGE when K stopped at the fusion IR.
+ */
+WsfStatus wsf_kernel_stats(const WsfKernel *k, WsfKernelStats *stats);
 
 /* Argument order for launches: the inputs in spec order, then the outputs. */
 int wsf_kernel_num_args(const WsfKernel *k);

@@ -461,6 +461,62 @@ rt_nvrtc_describe(Comp *c, const RtOptions *o, Buf *b, bool full)
 	c->diag = diag;
 }
 
+/* The number just before WHAT in LINE ("48" of "Used 48 registers" for " registers"), or -1. */
+static int
+number_before(const char *line, size_t n, const char *what)
+{
+	const char *q = line, *d;
+
+	for (;;) {
+		q = strstr(q, what);
+		if (!q || q >= line + n)
+			return -1;
+		for (d = q; d > line && d[-1] >= '0' && d[-1] <= '9'; d--)
+			;
+		if (d < q)
+			return (int)strtol(d, NULL, 10);
+		q++;
+	}
+}
+
+void
+rt_ptxas_report(const char *log, const char *entry, RtPtxas *r)
+{
+	const char *p, *props = "", *compiling = "";
+	size_t elen = strlen(entry);
+
+	*r = (RtPtxas){-1, -1, -1, -1, -1};
+	/*
+	 * ptxas info    : Compiling entry function 'wsfuse_NAME' for 'sm_90a'
+	 * ptxas info    : Function properties for wsfuse_NAME
+	 * ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+	 * ptxas info    : Used 48 registers, used 1 barriers, 256 bytes smem
+	 */
+	for (p = log; *p;) {
+		size_t n = strcspn(p, "\n");
+		const char *q;
+		int v;
+
+		if ((q = strstr(p, "Compiling entry function '")) && q < p + n)
+			compiling = q + strlen("Compiling entry function '");
+		else if ((q = strstr(p, "Function properties for ")) && q < p + n)
+			props = q + strlen("Function properties for ");
+		if ((v = number_before(p, n, " bytes spill stores")) >= 0)
+			r->spill_stores = (r->spill_stores > 0 ? r->spill_stores : 0) + v;
+		if ((v = number_before(p, n, " bytes spill loads")) >= 0)
+			r->spill_loads = (r->spill_loads > 0 ? r->spill_loads : 0) + v;
+		if ((v = number_before(p, n, " bytes stack frame")) >= 0 && strncmp(props, entry, elen) == 0 &&
+		    (props[elen] == '\n' || props[elen] == 0))
+			r->stack = v;
+		if ((v = number_before(p, n, " registers")) >= 0 && strncmp(compiling, entry, elen) == 0 &&
+		    compiling[elen] == '\'') {
+			r->registers = v;
+			r->smem = (v = number_before(p, n, " bytes smem")) >= 0 ? v : 0;
+		}
+		p += n + (p[n] == '\n');
+	}
+}
+
 /*
  * The name NVRTC compiles NAME's source as.  Line tables hold it, made
  * absolute, and profilers look for the source there: so with -lineinfo it

@@ -59,6 +59,16 @@ WsfStatus rt_compile(Comp *c, const RtOptions *o, const char *name, const char *
                      const RtHeader *hdr, int nhdr, Cubin *out);
 /* The bytes of registers ptxas spilled to local memory, by its log (Cubin.log). */
 long rt_spill_bytes(const char *log);
+/* What ptxas --verbose reports of an entry point; -1 where the log says nothing. */
+typedef struct RtPtxas {
+	int registers;     /* a thread */
+	int smem;          /* static shared memory, bytes */
+	int stack;         /* the entry's stack frame, bytes */
+	int spill_stores;  /* bytes, summed over every function, as rt_spill_bytes */
+	int spill_loads;
+} RtPtxas;
+/* The report of entry point ENTRY in LOG (Cubin.log). */
+void rt_ptxas_report(const char *log, const char *entry, RtPtxas *r);
 /*
  * Appends "nvrtc: VERSION (PATH)" to B, or "nvrtc: none (why)"; with FULL
  * also the line of options wsfuse compiles with under O.  Reports nothing through

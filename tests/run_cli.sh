@@ -343,6 +343,38 @@ else
 	cli compile --emit=ptx "$spec"
 	if [ "$rc" = 0 ] && ! grep -q '^[[:space:]]*\.loc' "$tmp/out"; then ok; else bad "no --lineinfo" "has .loc"; fi
 fi
+# ---- -v and --emit=ptxas: what the kernel takes ----
+
+cli compile -v --emit=kernel-ir "$spec"
+expect "-v --emit=kernel-ir" 0 "  threads: 256 a CTA"
+for t in "kernel wsfuse_pointwise_chain" "  registers: not known: ptxas counts them" \
+	"  grid: 8192 CTAs, one a tile, at M=8192 N=4096"; do
+	if grep -qF -- "$t" "$tmp/err"; then ok; else bad "-v --emit=kernel-ir" "no '$t': $(head -c 400 "$tmp/err")"; fi
+done
+if "$wsfuse" --version | grep -q '^nvrtc: none'; then
+	skipped "-v" "no NVRTC"
+	skipped "--emit=ptxas" "no NVRTC"
+else
+	cli compile -v "$spec" -D M=64 -o /dev/null
+	if [ "$rc" = 0 ] && grep -q '^  registers: [1-9][0-9]* a thread; 0 bytes spill stores, 0 bytes spill loads' "$tmp/err" &&
+		grep -q '^  shared memory: [0-9]* bytes a CTA, [0-9]* dynamic + [0-9]* static$' "$tmp/err" &&
+		grep -q '^  occupancy: [1-9][0-9]* CTAs an SM' "$tmp/err" &&
+		grep -q '^  grid: 64 CTAs, one a tile, at M=64 N=4096$' "$tmp/err"; then
+		ok
+	else
+		bad "-v" "exit $rc: $(head -c 600 "$tmp/err")"
+	fi
+	cli compile --emit=ptxas "$spec"
+	if [ "$rc" = 0 ] && grep -q "Compiling entry function 'wsfuse_pointwise_chain'" "$tmp/out" &&
+		grep -q "Used [0-9]* registers" "$tmp/out"; then
+		ok
+	else
+		bad "--emit=ptxas" "exit $rc: $(head -c 400 "$tmp/out")"
+	fi
+fi
+cli compile -v --emit=fusion-ir "$spec"
+expect "-v --emit=fusion-ir" 2 "wsfuse: -v reports what the kernel takes; --emit=fusion-ir stops before there is a kernel"
+
 cli compile --emit=cuda --lineinfo "$spec"
 expect "--emit=cuda --lineinfo" 2 "wsfuse: --lineinfo adds line tables to the PTX and cubin; --emit=cuda stops before them"
 cli compile -lineinfo "$spec"

@@ -1,7 +1,8 @@
 /*
  * test_inspect.c: the calls of include/wsfuse.h for looking at what wsfuse
  * does, used as an embedding program would: wsf_environment (what `wsfuse
- * --version` and `wsfuse env` print) and wsf_pass_name.
+ * --version` and `wsfuse env` print), wsf_pass_name, wsf_kernel_stats and
+ * the ptxas report it reads (rt_ptxas_report).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,9 +18,10 @@
 
 #include "wsfuse.h"
 
+#include "../../runtime/runtime.h"
 #include "have_nvrtc.h"
 
-static const char spec[] __attribute__((unused)) =
+static const char spec[] =
 	"fusion: inspect\n"
 	"sizes: {M: 64, N: 128}\n"
 	"inputs:\n"
@@ -130,12 +132,138 @@ pass_names(void **state)
 	wsf_context_delete(ctx);
 }
 
+static WsfKernel *
+compile_to(WsfContext *ctx, const char *stop, const char *text)
+{
+	WsfKernel *k = NULL;
+
+	assert_int_equal(wsf_set_option(ctx, "stop-after", stop), WSF_OK);
+	assert_int_equal(wsf_compile_string(ctx, "inspect.yaml", text, strlen(text), &k), WSF_OK);
+	return k;
+}
+
+/* What a kernel takes: from the kernel IR at every stage, from ptxas once it ran. */
+static void
+kernel_stats(void **state)
+{
+	WsfContext *ctx = wsf_context_new();
+	WsfKernelStats st, ir;
+	WsfKernel *k;
+	char unbound[sizeof spec + 16];
+	const char *log;
+
+	(void)state;
+	assert_int_equal(wsf_set_option(ctx, "cache", "0"), WSF_OK);
+	assert_int_equal(wsf_kernel_stats(NULL, &st), WSF_ERR_USAGE);
+	k = compile_to(ctx, "fusion-ir", spec);
+	assert_int_equal(wsf_kernel_stats(k, &st), WSF_ERR_USAGE);   /* no kernel yet */
+	assert_null(wsf_kernel_text(k, WSF_STAGE_PTXAS, NULL));
+	wsf_kernel_delete(k);
+
+	k = compile_to(ctx, "kernel-ir", spec);
+	assert_int_equal(wsf_kernel_stats(k, NULL), WSF_ERR_USAGE);
+	assert_int_equal(wsf_kernel_stats(k, &ir), WSF_OK);
+	assert_true(ir.threads >= 32 && ir.threads % 32 == 0);
+	assert_true(ir.smem_dynamic > 0);
+	assert_int_equal(ir.registers, -1);
+	assert_int_equal(ir.spill_stores, -1);
+	assert_int_equal(ir.smem_static, -1);
+	assert_int_equal(ir.ctas_per_sm, -1);
+	/* 64 x 128 elements, one CTA a tile: at least one tile, each CTA one */
+	assert_int_equal(ir.persistent, 0);
+	assert_true(ir.tiles >= 1 && ir.tiles <= 64 * 128 / 8);
+	assert_int_equal(ir.grid, ir.tiles);
+	wsf_kernel_delete(k);
+
+	/* a size bound nowhere: the tiles are not known */
+	snprintf(unbound, sizeof unbound, "%s", spec);
+	memcpy(strstr(unbound, "sizes: {M: 64, N: 128}"), "sizes: {       N: 128}", 22);
+	k = compile_to(ctx, "kernel-ir", unbound);
+	assert_int_equal(wsf_kernel_stats(k, &st), WSF_OK);
+	assert_int_equal(st.tiles, -1);
+	assert_int_equal(st.grid, -1);
+	wsf_kernel_delete(k);
+
+	/* a size bound in the context counts */
+	assert_int_equal(wsf_set_size(ctx, "M", 6400), WSF_OK);
+	k = compile_to(ctx, "kernel-ir", spec);
+	assert_int_equal(wsf_kernel_stats(k, &st), WSF_OK);
+	assert_int_equal(st.tiles, ir.tiles * 100);
+	wsf_kernel_delete(k);
+
+	if (!have_nvrtc()) {
+		wsf_context_delete(ctx);
+		skip();
+	}
+	k = compile_to(ctx, "ptxas", spec);   /* ptxas: stops after the PTX and cubin */
+	assert_non_null(wsf_kernel_text(k, WSF_STAGE_CUBIN, NULL));
+	log = wsf_kernel_text(k, WSF_STAGE_PTXAS, NULL);
+	assert_non_null(log);
+	assert_non_null(strstr(log, "Compiling entry function 'wsfuse_inspect'"));
+	assert_non_null(strstr(log, " registers"));
+	assert_int_equal(log[strlen(log) - 1], '\n');
+	assert_int_equal(wsf_kernel_stats(k, &st), WSF_OK);
+	assert_int_equal(st.threads, ir.threads);
+	assert_int_equal(st.smem_dynamic, ir.smem_dynamic);
+	assert_true(st.registers > 0 && st.registers <= 255);
+	assert_int_equal(st.spill_stores, 0);
+	assert_int_equal(st.spill_loads, 0);
+	assert_int_equal(st.stack_bytes, 0);
+	assert_true(st.smem_static >= 0);
+	assert_true(st.ctas_per_sm >= 1 && st.ctas_per_sm <= 32 && st.ctas_per_sm * st.threads <= 2048);
+	assert_int_equal(st.tiles, ir.tiles * 100);
+	wsf_kernel_delete(k);
+	wsf_context_delete(ctx);
+}
+
+/* ptxas's --verbose report: the entry's registers, shared memory and stack; every function's spills. */
+static void
+ptxas_report(void **state)
+{
+	static const char log[] =
+		"ptxas info    : 0 bytes gmem\n"
+		"ptxas info    : Function properties for helper\n"
+		"ptxas         .     24 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads\n"
+		"ptxas info    : Compiling entry function 'wsfuse_other' for 'sm_90a'\n"
+		"ptxas info    : Function properties for wsfuse_other\n"
+		"ptxas         .     16 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+		"ptxas info    : Used 200 registers, used 1 barriers, 4096 bytes smem\n"
+		"ptxas info    : Compiling entry function 'wsfuse_k' for 'sm_90a'\n"
+		"ptxas info    : Function properties for wsfuse_k\n"
+		"ptxas         .     32 bytes stack frame, 52 bytes spill stores, 28 bytes spill loads\n"
+		"ptxas info    : Used 168 registers, used 1 barriers, 256 bytes smem, 400 bytes cmem[0]\n"
+		"ptxas info    : Compile time = 12.5 ms";
+	RtPtxas r;
+
+	(void)state;
+	rt_ptxas_report(log, "wsfuse_k", &r);
+	assert_int_equal(r.registers, 168);
+	assert_int_equal(r.smem, 256);
+	assert_int_equal(r.stack, 32);
+	assert_int_equal(r.spill_stores, 8 + 52);
+	assert_int_equal(r.spill_loads, 4 + 28);
+	/* a name that only starts another's is not it */
+	rt_ptxas_report(log, "wsfuse_", &r);
+	assert_int_equal(r.registers, -1);
+	assert_int_equal(r.stack, -1);
+	/* no shared memory named: none; an empty log: nothing known */
+	rt_ptxas_report("ptxas info    : Compiling entry function 'e' for 'sm_90a'\n"
+	                "ptxas info    : Used 40 registers, used 1 barriers\n", "e", &r);
+	assert_int_equal(r.registers, 40);
+	assert_int_equal(r.smem, 0);
+	rt_ptxas_report("", "e", &r);
+	assert_int_equal(r.registers, -1);
+	assert_int_equal(r.spill_stores, -1);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(environment),
 		cmocka_unit_test(pass_names),
+		cmocka_unit_test(kernel_stats),
+		cmocka_unit_test(ptxas_report),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
