@@ -29,6 +29,7 @@ struct WsfContext {
 	char *dump_after;
 	char *cache_dir;
 	char *dump_dir;
+	char *dump_list;     /* outputs to write on every compile (option dump; NULL: $WSFUSE_DUMP) */
 	int cache;           /* RtOptions.cache */
 	int lineinfo;        /* 0: as $WSFUSE_LINEINFO says (default off), 1: off, 2: on */
 	WsfStage stop;
@@ -123,6 +124,7 @@ wsf_context_delete(WsfContext *ctx)
 	free(ctx->dump_after);
 	free(ctx->cache_dir);
 	free(ctx->dump_dir);
+	free(ctx->dump_list);
 	free(ctx->last_error);
 	free(ctx->environment);
 	free(ctx);
@@ -245,6 +247,52 @@ set_string(char **dst, const char *value)
 	return WSF_OK;
 }
 
+/* What a dump list may name. */
+#define DUMP_NAMES "fusion-ir, kernel-ir, cuda, ptx, cubin, ptxas or all, comma-separated"
+
+/* The file extension each output is dumped with. */
+static const char *const dump_ext[WSF_STAGE_COUNT] = {
+	NULL, "fir", "kir", "cu", "ptx", "cubin", "ptxas",
+};
+
+/*
+ * The outputs LIST names ("cuda,ptx", "all"; "" none) as a mask of stage
+ * bits in *MASK; NULL, or where the first name that is not an output starts.
+ */
+static const char *
+dump_outputs(const char *list, unsigned *mask)
+{
+	const char *p = list;
+
+	*mask = 0;
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		char item[16];
+		WsfStage st;
+
+		snprintf(item, sizeof item, "%.*s", (int)(n < sizeof item ? n : sizeof item - 1), p);
+		if (n == 3 && strncmp(p, "all", 3) == 0)
+			*mask |= ~1u;
+		else if (n < sizeof item && (st = wsf_stage_from_name(item)))
+			*mask |= 1u << st;
+		else
+			return p;
+		p += n + (p[n] == ',');
+	}
+	return NULL;
+}
+
+/* The dump folder: the option dump-dir, else $WSFUSE_DUMP_DIR; NULL when neither is set. */
+static const char *
+dump_dir(const WsfContext *ctx)
+{
+	const char *v = getenv("WSFUSE_DUMP_DIR");
+
+	if (ctx->dump_dir && *ctx->dump_dir)
+		return ctx->dump_dir;
+	return v && *v ? v : NULL;
+}
+
 WsfStatus
 wsf_set_option(WsfContext *ctx, const char *name, const char *value)
 {
@@ -275,6 +323,15 @@ wsf_set_option(WsfContext *ctx, const char *name, const char *value)
 		return set_string(&ctx->cache_dir, value);
 	if (strcmp(name, "dump-dir") == 0)
 		return set_string(&ctx->dump_dir, value);
+	if (strcmp(name, "dump") == 0) {
+		unsigned mask;
+		const char *bad;
+
+		if (value && (bad = dump_outputs(value, &mask)))
+			return ctx_error(ctx, WSF_ERR_USAGE, "error: unknown output '%.*s' in option 'dump' (expected %s)",
+			                 (int)strcspn(bad, ","), bad, DUMP_NAMES);
+		return set_string(&ctx->dump_list, value);
+	}
 	if (strcmp(name, "cache") == 0 || strcmp(name, "lineinfo") == 0) {
 		if (!value || (strcmp(value, "0") && strcmp(value, "1")))
 			return ctx_error(ctx, WSF_ERR_USAGE, "error: option '%s' takes 0 or 1", name);
@@ -289,7 +346,7 @@ static RtOptions
 rt_options(const WsfContext *ctx)
 {
 	const char *v = getenv("WSFUSE_LINEINFO");
-	RtOptions ro = {ctx->cache_dir, ctx->cache, ctx->dump_dir, false};
+	RtOptions ro = {ctx->cache_dir, ctx->cache, dump_dir(ctx), false};
 
 	ro.lineinfo = ctx->lineinfo ? ctx->lineinfo == 2 : v && *v && strcmp(v, "0") != 0;
 	return ro;
@@ -297,7 +354,7 @@ rt_options(const WsfContext *ctx)
 
 /* The variables that change what wsfuse does, shown by wsf_environment. */
 static const char *const env_vars[] = {
-	"WSFUSE_CACHE", "WSFUSE_CACHE_DIR", "WSFUSE_LINEINFO", "WSFUSE_NVRTC_PATH", "WSFUSE_LIBCUDA_PATH",
+	"WSFUSE_CACHE", "WSFUSE_CACHE_DIR", "WSFUSE_DUMP", "WSFUSE_DUMP_DIR", "WSFUSE_LINEINFO", "WSFUSE_NVRTC_PATH", "WSFUSE_LIBCUDA_PATH",
 	"XDG_CACHE_HOME", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH",
 };
 
@@ -453,12 +510,60 @@ too_long(WsfContext *ctx, const char *name)
 	                 name, WSF_MAX_SPEC_BYTES);
 }
 
+/* Passes MSG (severity SEV) to the callback only: a note or warning is never the last error. */
+static void
+ctx_notify(WsfContext *ctx, WsfSeverity sev, const char *msg)
+{
+	if (ctx->diag)
+		ctx->diag(ctx->diag_user, sev, msg);
+}
+
+/*
+ * Writes the outputs of K in MASK that the compile made to DIR/NAME.EXT
+ * (DIR the dump folder, else the current one), through rt_write_file, and
+ * says which in a note; a file that cannot be written is a warning, never a
+ * failed compile.
+ */
+static void
+dump_kernel(WsfContext *ctx, WsfKernel *k, unsigned mask)
+{
+	Comp *c = &k->comp;
+	const char *dir = dump_dir(ctx), *path;
+	Buf wrote;
+	int st;
+
+	if (!mask || !c->fusion)
+		return;
+	buf_init(&wrote, c->arena);
+	for (st = 1; st < WSF_STAGE_COUNT; st++) {
+		if (!(mask & (1u << st)) || !k->text[st])
+			continue;
+		path = arena_printf(c->arena, "%s%s%s.%s", dir ? dir : "", dir ? "/" : "", c->fusion->name, dump_ext[st]);
+		if (rt_write_file(path, k->text[st], k->len[st], RT_WRITE_MKDIRS) < 0) {
+			Buf b;
+
+			buf_init(&b, c->arena);
+			buf_puts(&b, "warning: WSFUSE_DUMP: cannot write ");
+			rt_put_text(&b, path);
+			buf_printf(&b, ": %s", strerror(errno));
+			ctx_notify(ctx, WSF_SEV_WARNING, buf_str(&b));
+			continue;
+		}
+		buf_puts(&wrote, wrote.len ? ", " : "note: WSFUSE_DUMP wrote ");
+		rt_put_text(&wrote, path);
+	}
+	if (wrote.len)
+		ctx_notify(ctx, WSF_SEV_NOTE, buf_str(&wrote));
+}
+
 static WsfStatus
 compile(WsfContext *ctx, const char *name, const char *text, size_t len, WsfKernel **out)
 {
 	WsfKernel *k;
 	Comp *c;
 	Buf b;
+	const char *list, *bad;
+	unsigned dump;
 	volatile WsfStatus s = WSF_OK;
 
 	*out = NULL;
@@ -468,6 +573,12 @@ compile(WsfContext *ctx, const char *name, const char *text, size_t len, WsfKern
 		                 MAX_SHOWN, name, strlen(name), MAX_STRING);
 	if (len > WSF_MAX_SPEC_BYTES)
 		return too_long(ctx, name);
+	if (!(list = ctx->dump_list ? ctx->dump_list : getenv("WSFUSE_DUMP")))
+		list = "";
+	if ((bad = dump_outputs(list, &dump)))
+		return ctx_error(ctx, WSF_ERR_USAGE, "error: unknown output '%.*s' in %s (expected %s)",
+		                 (int)strcspn(bad, ","), bad, ctx->dump_list ? "option 'dump'" : "WSFUSE_DUMP",
+		                 DUMP_NAMES);
 	if (!(k = calloc(1, sizeof *k)))
 		return ctx_error(ctx, WSF_ERR_NOMEM, "error: out of memory");
 	c = &k->comp;
@@ -499,6 +610,7 @@ compile(WsfContext *ctx, const char *name, const char *text, size_t len, WsfKern
 	set_text(k, WSF_STAGE_FUSION_IR, buf_str(&b), b.len);
 	if (ctx->stop > WSF_STAGE_FUSION_IR && (s = compile_kernel(ctx, k)) != WSF_OK)
 		goto fail;
+	dump_kernel(ctx, k, dump);
 	/* the bindings belong to the context, which may change them later */
 	c->bind = NULL;
 	c->nbind = 0;
@@ -514,6 +626,9 @@ fail:
 	} else if (c->last_error) {
 		ctx->last_error = strdup(c->last_error);
 	}
+	/* what the compile made before it failed, a kernel IR that NVRTC refused, say */
+	if (s != WSF_ERR_NOMEM)
+		dump_kernel(ctx, k, dump);
 	kernel_free(k);
 	return s;
 }

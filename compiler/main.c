@@ -166,7 +166,8 @@ static const char footer[] =
 	"             5 internal, NVRTC or CUDA error, 6 kernel family not built yet\n"
 	"\n"
 	"environment: WSFUSE_CACHE_DIR, WSFUSE_CACHE=0, WSFUSE_LINEINFO=1, WSFUSE_LIBCUDA_PATH,\n"
-	"             WSFUSE_NVRTC_PATH\n";
+	"             WSFUSE_NVRTC_PATH, WSFUSE_DUMP=OUTPUT,... (write each output to\n"
+	"             WSFUSE_DUMP_DIR/NAME.EXT on every compile; all: every one)\n";
 
 typedef struct Args {
 	Cmd cmd;

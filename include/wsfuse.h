@@ -123,7 +123,15 @@ WsfStatus wsf_set_size(WsfContext *ctx, const char *name, int64_t value);
  *   "stop-after"  a stage name: compilation ends after that stage
  *   "cache-dir"   directory of the kernel cache
  *   "cache"       "0" disables the cache, "1" enables it
- *   "dump-dir"    directory where sources are written on compile errors
+ *   "dump"        outputs to write to the dump folder on every compile, cache hits
+ *                 included: a comma list of fusion-ir, kernel-ir, cuda, ptx, cubin,
+ *                 ptxas, or all; each output the compile made goes to DIR/NAME.EXT
+ *                 (.fir .kir .cu .ptx .cubin .ptxas), with a note to the callback.
+ *                 Unset, $WSFUSE_DUMP says (a name there that is no output makes
+ *                 every compile fail with WSF_ERR_USAGE)
+ *   "dump-dir"    the dump folder (made if missing; unset: $WSFUSE_DUMP_DIR, else the
+ *                 current folder); also where a source NVRTC refuses is written (else
+ *                 the cache's failed/ folder, or /tmp)
  *   "lineinfo"    "1" compiles with -lineinfo (line tables that profilers such as
  *                 Nsight Compute map to the CUDA's lines), "0" without; unset,
  *                 $WSFUSE_LINEINFO decides (on unless empty or "0")

@@ -343,6 +343,14 @@ else
 	cli compile --emit=ptx "$spec"
 	if [ "$rc" = 0 ] && ! grep -q '^[[:space:]]*\.loc' "$tmp/out"; then ok; else bad "no --lineinfo" "has .loc"; fi
 fi
+# ---- WSFUSE_DUMP: the library writes outputs of every compile, the CLI's too ----
+
+WSFUSE_DUMP=kernel-ir,fusion-ir WSFUSE_DUMP_DIR=$tmp/dump cli compile --emit=kernel-ir "$spec"
+expect "WSFUSE_DUMP" 0 "note: WSFUSE_DUMP wrote $tmp/dump/pointwise_chain.fir, $tmp/dump/pointwise_chain.kir"
+if cmp -s "$tmp/out" "$tmp/dump/pointwise_chain.kir"; then ok; else bad "WSFUSE_DUMP" "the .kir is not what --emit printed"; fi
+WSFUSE_DUMP=kernel-ir,cdua cli compile --emit=kernel-ir "$spec"
+expect "WSFUSE_DUMP=cdua" 2 "error: unknown output 'cdua' in WSFUSE_DUMP (expected fusion-ir, kernel-ir, cuda"
+
 # ---- -v and --emit=ptxas: what the kernel takes ----
 
 cli compile -v --emit=kernel-ir "$spec"

@@ -2,7 +2,8 @@
  * test_inspect.c: the calls of include/wsfuse.h for looking at what wsfuse
  * does, used as an embedding program would: wsf_environment (what `wsfuse
  * --version` and `wsfuse env` print), wsf_pass_name, wsf_kernel_stats and
- * the ptxas report it reads (rt_ptxas_report).
+ * the ptxas report it reads (rt_ptxas_report), and the dumps WSFUSE_DUMP
+ * (or the option dump) asks of every compile.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -256,6 +258,180 @@ ptxas_report(void **state)
 	assert_int_equal(r.spill_stores, -1);
 }
 
+typedef struct Notes {
+	int errors, warnings, notes;
+	char note[2048], warning[1024];
+} Notes;
+
+static void
+take_notes(void *user, WsfSeverity sev, const char *msg)
+{
+	Notes *n = user;
+
+	if (sev == WSF_SEV_ERROR)
+		n->errors++;
+	if (sev == WSF_SEV_WARNING) {
+		n->warnings++;
+		snprintf(n->warning, sizeof n->warning, "%s", msg);
+	}
+	if (sev == WSF_SEV_NOTE) {
+		n->notes++;
+		snprintf(n->note, sizeof n->note, "%s", msg);
+	}
+}
+
+/* Is file PATH there, holding exactly the N bytes TEXT?  Removes it. */
+static bool
+file_holds(const char *path, const char *text, size_t n)
+{
+	static char got[1 << 20];
+	FILE *f = fopen(path, "rb");
+	size_t len;
+
+	if (!f)
+		return false;
+	len = fread(got, 1, sizeof got, f);
+	fclose(f);
+	unlink(path);
+	return len == n && memcmp(got, text, n) == 0;
+}
+
+static bool
+exists(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0;
+}
+
+/*
+ * WSFUSE_DUMP=cuda,kernel-ir,ptx,ptxas and WSFUSE_DUMP_DIR, as a program
+ * embedding the library meets them: each output the compile made lands in
+ * DIR/NAME.EXT, on a cache hit too, with a note; the option dump overrides
+ * the variable; a name that is no output is an error, a folder that cannot
+ * be written a warning; a compile that fails still dumps what it made.
+ */
+static void
+dump_through_the_environment(void **state)
+{
+	static const char too_big[] =
+		"fusion: big\nsizes: {M: 4096, N: 4096}\n"
+		"inputs:\n  x: {dtype: f32, shape: [M, N]}\n  y: {dtype: f32, shape: [M, N]}\n"
+		"ops:\n  - {out: z, op: add, in: [x, y]}\noutputs:\n  z: {dtype: f32}\n"
+		"schedule:\n  tile: [256, 256]\n";
+	char dir[] = "/tmp/wsfuse-test-dump-XXXXXX", sub[64], cache[64], path[128];
+	const char *stop = have_nvrtc() ? "cubin" : "cuda";
+	WsfContext *ctx = wsf_context_new();
+	WsfKernel *k = NULL;
+	Notes n = {0};
+	const char *t;
+	size_t len = 0;
+	FILE *f;
+	int round;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(sub, sizeof sub, "%s/made/by/dump", dir);
+	snprintf(cache, sizeof cache, "%s/cache", dir);
+	wsf_set_diagnostic_handler(ctx, take_notes, &n);
+	assert_int_equal(wsf_set_option(ctx, "cache-dir", cache), WSF_OK);
+	assert_int_equal(wsf_set_option(ctx, "cache", "1"), WSF_OK);
+	setenv("WSFUSE_DUMP", "cuda,kernel-ir,ptx,ptxas", 1);
+	setenv("WSFUSE_DUMP_DIR", sub, 1);
+
+	/* a miss, then a hit of the cache: the same files each time */
+	for (round = 0; round < 2; round++) {
+		n = (Notes){0};
+		k = compile_to(ctx, stop, spec);
+		assert_int_equal(n.errors + n.warnings, 0);
+		assert_int_equal(n.notes, 1);
+		snprintf(path, sizeof path, "%s/inspect.cu", sub);
+		assert_non_null(strstr(n.note, "note: WSFUSE_DUMP wrote "));
+		assert_non_null(strstr(n.note, path));
+		t = wsf_kernel_text(k, WSF_STAGE_CUDA, &len);
+		assert_true(file_holds(path, t, len));
+		snprintf(path, sizeof path, "%s/inspect.kir", sub);
+		t = wsf_kernel_text(k, WSF_STAGE_KERNEL_IR, &len);
+		assert_true(file_holds(path, t, len));
+		snprintf(path, sizeof path, "%s/inspect.fir", sub);
+		assert_false(exists(path));   /* not asked for */
+		snprintf(path, sizeof path, "%s/inspect.ptx", sub);
+		if (have_nvrtc()) {
+			t = wsf_kernel_text(k, WSF_STAGE_PTX, &len);
+			assert_true(file_holds(path, t, len));
+			snprintf(path, sizeof path, "%s/inspect.ptxas", sub);
+			t = wsf_kernel_text(k, WSF_STAGE_PTXAS, &len);
+			assert_non_null(strstr(t, "Used"));
+			assert_true(file_holds(path, t, len));
+		} else {
+			assert_false(exists(path));   /* not made: nothing to dump */
+		}
+		wsf_kernel_delete(k);
+	}
+
+	/* the option overrides the variable; all is every output made */
+	assert_int_equal(wsf_set_option(ctx, "dump", "fusion-ir"), WSF_OK);
+	k = compile_to(ctx, "kernel-ir", spec);
+	snprintf(path, sizeof path, "%s/inspect.fir", sub);
+	t = wsf_kernel_text(k, WSF_STAGE_FUSION_IR, &len);
+	assert_true(file_holds(path, t, len));
+	snprintf(path, sizeof path, "%s/inspect.kir", sub);
+	assert_false(exists(path));
+	wsf_kernel_delete(k);
+	assert_int_equal(wsf_set_option(ctx, "dump", "all"), WSF_OK);
+	k = compile_to(ctx, "kernel-ir", spec);
+	snprintf(path, sizeof path, "%s/inspect.fir", sub);
+	assert_true(exists(path) && unlink(path) == 0);
+	snprintf(path, sizeof path, "%s/inspect.kir", sub);
+	assert_true(exists(path) && unlink(path) == 0);
+	wsf_kernel_delete(k);
+	assert_int_equal(wsf_set_option(ctx, "dump", "cuda,ptc"), WSF_ERR_USAGE);
+	assert_non_null(strstr(wsf_context_last_error(ctx), "unknown output 'ptc' in option 'dump'"));
+	assert_int_equal(wsf_set_option(ctx, "dump", NULL), WSF_OK);
+
+	/* a compile that fails at lowering still dumps the fusion IR it made */
+	setenv("WSFUSE_DUMP", "fusion-ir,kernel-ir", 1);
+	n = (Notes){0};
+	assert_int_equal(wsf_compile_string(ctx, "big.yaml", too_big, strlen(too_big), &k), WSF_ERR_INPUT);
+	assert_null(k);
+	assert_int_equal(n.errors, 1);
+	snprintf(path, sizeof path, "%s/big.fir", sub);
+	assert_true(exists(path) && unlink(path) == 0);
+	snprintf(path, sizeof path, "%s/big.kir", sub);
+	assert_false(exists(path));
+	assert_non_null(strstr(wsf_context_last_error(ctx), "needs 768 KiB of shared memory"));
+
+	/* a name that is no output: the compile is refused, and says why */
+	setenv("WSFUSE_DUMP", "cuda,cdua", 1);
+	n = (Notes){0};
+	assert_int_equal(wsf_compile_string(ctx, "inspect.yaml", spec, strlen(spec), &k), WSF_ERR_USAGE);
+	assert_null(k);
+	assert_int_equal(n.errors, 1);
+	assert_non_null(strstr(wsf_context_last_error(ctx), "error: unknown output 'cdua' in WSFUSE_DUMP (expected "));
+
+	/* a folder that cannot be made: a warning, and the kernel */
+	setenv("WSFUSE_DUMP", "cuda", 1);
+	snprintf(path, sizeof path, "%s/file", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fclose(f);
+	snprintf(path, sizeof path, "%s/file/sub", dir);
+	setenv("WSFUSE_DUMP_DIR", path, 1);
+	n = (Notes){0};
+	k = compile_to(ctx, "cuda", spec);
+	assert_int_equal(n.errors, 0);
+	assert_int_equal(n.warnings, 1);
+	assert_non_null(strstr(n.warning, "warning: WSFUSE_DUMP: cannot write "));
+	assert_non_null(strstr(n.warning, "/file/sub/inspect.cu: Not a directory"));
+	wsf_kernel_delete(k);
+
+	unsetenv("WSFUSE_DUMP");
+	unsetenv("WSFUSE_DUMP_DIR");
+	wsf_context_delete(ctx);
+	snprintf(path, sizeof path, "rm -rf '%s'", dir);
+	assert_int_equal(system(path), 0);
+}
+
 int
 main(void)
 {
@@ -264,6 +440,7 @@ main(void)
 		cmocka_unit_test(pass_names),
 		cmocka_unit_test(kernel_stats),
 		cmocka_unit_test(ptxas_report),
+		cmocka_unit_test(dump_through_the_environment),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
