@@ -30,7 +30,7 @@ YAML_LIB  := -lyaml
 endif
 LIBS      := $(YAML_LIB) -ldl -lm -lpthread
 
-IR_OBJS       := arena diag number fusion verify print kernel kverify kprint
+IR_OBJS       := arena diag number fusion verify print kernel kverify kprint dot
 COMPILER_OBJS := spec api
 PASSES_OBJS   := pipeline expand infer schedule lower circular_buffer warp_specialize sync
 CODEGEN_OBJS  := emit device_header

@@ -56,14 +56,22 @@ static const char *const status_messages[WSF_STATUS_COUNT] = {
 };
 
 static const char *const stage_names[WSF_STAGE_COUNT] = {
-	"none", "fusion-ir", "kernel-ir", "cuda", "ptx", "cubin", "ptxas",
+	"none", "fusion-ir", "kernel-ir", "cuda", "ptx", "cubin", "ptxas", "dot", "kernel-dot",
 };
 
-/* The stage that makes S: itself, or for a text made beside a stage, that stage. */
-static WsfStage
-made_by(WsfStage s)
+WsfStage
+wsf_stage_made_by(WsfStage s)
 {
-	return s == WSF_STAGE_PTXAS ? WSF_STAGE_PTX : s;
+	switch (s) {
+	case WSF_STAGE_PTXAS:
+		return WSF_STAGE_PTX;
+	case WSF_STAGE_DOT:
+		return WSF_STAGE_FUSION_IR;
+	case WSF_STAGE_KERNEL_DOT:
+		return WSF_STAGE_KERNEL_IR;
+	default:
+		return (unsigned)s < WSF_STAGE_COUNT ? s : WSF_STAGE_NONE;
+	}
 }
 
 const char *
@@ -248,11 +256,11 @@ set_string(char **dst, const char *value)
 }
 
 /* What a dump list may name. */
-#define DUMP_NAMES "fusion-ir, kernel-ir, cuda, ptx, cubin, ptxas or all, comma-separated"
+#define DUMP_NAMES "fusion-ir, kernel-ir, cuda, ptx, cubin, ptxas, dot, kernel-dot or all, comma-separated"
 
 /* The file extension each output is dumped with. */
 static const char *const dump_ext[WSF_STAGE_COUNT] = {
-	NULL, "fir", "kir", "cu", "ptx", "cubin", "ptxas",
+	NULL, "fir", "kir", "cu", "ptx", "cubin", "ptxas", "dot", "kernel.dot",
 };
 
 /*
@@ -314,9 +322,9 @@ wsf_set_option(WsfContext *ctx, const char *name, const char *value)
 
 		if (!s)
 			return ctx_error(ctx, WSF_ERR_USAGE,
-			                 "error: unknown stage '%s' (expected fusion-ir, kernel-ir, cuda, ptx, cubin "
-			                 "or ptxas)", value ? value : "(null)");
-		ctx->stop = made_by(s);
+			                 "error: unknown stage '%s' (expected fusion-ir, kernel-ir, cuda, ptx, cubin, "
+			                 "ptxas, dot or kernel-dot)", value ? value : "(null)");
+		ctx->stop = wsf_stage_made_by(s);
 		return WSF_OK;
 	}
 	if (strcmp(name, "cache-dir") == 0)
@@ -466,6 +474,9 @@ again:
 	buf_init(&b, c->arena);
 	kernel_print(&b, c->kernel);
 	set_text(k, WSF_STAGE_KERNEL_IR, buf_str(&b), b.len);
+	buf_init(&b, c->arena);
+	kernel_dot(&b, c->kernel);
+	set_text(k, WSF_STAGE_KERNEL_DOT, buf_str(&b), b.len);
 	if (ctx->stop < WSF_STAGE_CUDA && !probe)
 		return WSF_OK;
 	buf_init(&b, c->arena);
@@ -608,6 +619,9 @@ compile(WsfContext *ctx, const char *name, const char *text, size_t len, WsfKern
 	buf_init(&b, c->arena);
 	fusion_print(&b, c->fusion);
 	set_text(k, WSF_STAGE_FUSION_IR, buf_str(&b), b.len);
+	buf_init(&b, c->arena);
+	fusion_dot(&b, c->fusion);
+	set_text(k, WSF_STAGE_DOT, buf_str(&b), b.len);
 	if (ctx->stop > WSF_STAGE_FUSION_IR && (s = compile_kernel(ctx, k)) != WSF_OK)
 		goto fail;
 	dump_kernel(ctx, k, dump);

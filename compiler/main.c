@@ -128,7 +128,8 @@ static const struct Opt {
 } opts[] = {
 	{"emit", OPT_EMIT, required_argument, ON(CMD_COMPILE), "OUTPUT", "an output",
 	 "what to write: fusion-ir, kernel-ir, cuda, ptx, cubin\n"
-	 "(the default) or ptxas (ptxas's report)"},
+	 "(the default), ptxas (ptxas's report), dot (the fusion\n"
+	 "DAG) or kernel-dot (the kernel's roles and pipelines)"},
 	{"output", 'o', required_argument, ON(CMD_COMPILE), "FILE", "a file name",
 	 "where to write it; - is standard output (the default\nfor text)"},
 	{NULL, 'D', required_argument, BUILDS, "NAME=VALUE", "NAME=VALUE",
@@ -166,7 +167,7 @@ static const char footer[] =
 	"             5 internal, NVRTC or CUDA error, 6 kernel family not built yet\n"
 	"\n"
 	"environment: WSFUSE_CACHE_DIR, WSFUSE_CACHE=0, WSFUSE_LINEINFO=1, WSFUSE_LIBCUDA_PATH,\n"
-	"             WSFUSE_NVRTC_PATH, WSFUSE_DUMP=OUTPUT,... (write each output to\n"
+	"             WSFUSE_NVRTC_PATH, WSFUSE_DUMP=OUTPUT,... (write those outputs to\n"
 	"             WSFUSE_DUMP_DIR/NAME.EXT on every compile; all: every one)\n";
 
 typedef struct Args {
@@ -891,10 +892,10 @@ parse_args(int argc, char **argv, WsfContext *ctx, Args *a)
 		a->bench = 1;
 	if (!a->spec)
 		return usage_error("%s needs a SPEC", cmds[a->cmd].name);
-	if (a->verbose && a->emit && wsf_stage_from_name(a->emit) < WSF_STAGE_KERNEL_IR)
+	if (a->verbose && a->emit && wsf_stage_made_by(wsf_stage_from_name(a->emit)) < WSF_STAGE_KERNEL_IR)
 		return usage_error("-v reports what the kernel takes; --emit=%s stops before there is a kernel",
 		                   a->emit);
-	if (a->lineinfo && a->emit && wsf_stage_from_name(a->emit) < WSF_STAGE_PTX)
+	if (a->lineinfo && a->emit && wsf_stage_made_by(wsf_stage_from_name(a->emit)) < WSF_STAGE_PTX)
 		return usage_error("--lineinfo adds line tables to the PTX and cubin; --emit=%s stops before them",
 		                   a->emit);
 	if (a->iters_opt[0] && !a->bench)

@@ -58,14 +58,20 @@ typedef enum WsfStage {
 	WSF_STAGE_CUBIN,      /* sm_90a cubin from NVRTC */
 	/* texts made beside a stage, to read rather than to compile on */
 	WSF_STAGE_PTXAS,      /* ptxas's report, made with the PTX and cubin: registers, spills, shared memory */
+	WSF_STAGE_DOT,        /* Graphviz: the fusion DAG, made with the fusion IR */
+	WSF_STAGE_KERNEL_DOT, /* Graphviz: the kernel's roles, pipelines, buffers and mbarriers, made with
+	                         the kernel IR */
 	WSF_STAGE_COUNT
 } WsfStage;
 
-/* "fusion-ir", "kernel-ir", "cuda", "ptx", "cubin", "ptxas"; also the names stop-after takes
- * (a text made beside a stage stops after that stage). */
+/* "fusion-ir", "kernel-ir", "cuda", "ptx", "cubin", "ptxas", "dot", "kernel-dot": also the
+ * --emit values and the names stop-after and dump take. */
 const char *wsf_stage_name(WsfStage s);
 /* The stage of that name, or WSF_STAGE_NONE. */
 WsfStage wsf_stage_from_name(const char *name);
+/* The stage a compilation must reach to make S: S, or the stage a text is made beside
+ * (WSF_STAGE_PTX for WSF_STAGE_PTXAS, WSF_STAGE_FUSION_IR for WSF_STAGE_DOT ...). */
+WsfStage wsf_stage_made_by(WsfStage s);
 
 /* The name of pass I (from 0, in the order passes run), as option dump-after takes it; NULL past the last. */
 const char *wsf_pass_name(int i);

@@ -9,6 +9,7 @@
  *   verify.c    the fusion IR verifier
  *   print.c     the fusion IR printer (grammar in docs/ir.md)
  *   kernel.c    the kernel IR (loop nests), kverify.c and kprint.c
+ *   dot.c       Graphviz pictures of the fusion DAG and of a kernel
  *
  * Memory: everything a compilation makes lives in one Arena owned by its Comp.
  * Nothing is freed piecemeal; arena_free() releases it all.  An allocation that
@@ -396,6 +397,8 @@ int fusion_verify(Comp *c, const Fusion *f, const char *after_pass);
 void fusion_print(Buf *b, const Fusion *f);
 void dim_print(Buf *b, const Fusion *f, Dim d);
 void shape_print(Buf *b, const Fusion *f, const Tensor *t);
+/* The attributes op O takes, each " name=value" (" axis=1 keepdim=true"). */
+void op_print_attrs(Buf *b, const Op *o);
 
 
 /* ---- kernel.c: the kernel IR ----------------------------------------- */
@@ -813,5 +816,16 @@ typedef struct Loaded Loaded;
 int kernel_verify(Comp *c, const Kernel *k, const char *after_pass);
 void kernel_print(Buf *b, const Kernel *k);
 void expr_print(Buf *b, const Kernel *k, const Expr *e);
+
+/* ---- dot.c: pictures, in Graphviz's language --------------------------- */
+
+/* The fusion DAG: inputs, ops (a composite's parts grouped under its name), outputs. */
+void fusion_dot(Buf *b, const Fusion *f);
+/*
+ * The kernel's roles and pipelines: global tensors, the shared-memory
+ * buffers and mbarriers of each pipeline, accumulators, the thread roles,
+ * and who loads, waits, arrives, computes and stores what.
+ */
+void kernel_dot(Buf *b, const Kernel *k);
 
 #endif /* WSFUSE_IR_H */

@@ -62,8 +62,8 @@ print_operand(Buf *b, const Fusion *f, const Operand *o)
 	buf_puts(b, s);
 }
 
-static void
-print_attrs(Buf *b, const Op *o)
+void
+op_print_attrs(Buf *b, const Op *o)
 {
 	unsigned a = op_info[o->kind].attrs;
 
@@ -166,7 +166,7 @@ fusion_print(Buf *b, const Fusion *f)
 			print_operand(b, f, &o->in[j]);
 		}
 		buf_puts(b, ")");
-		print_attrs(b, o);
+		op_print_attrs(b, o);
 		end_line(b, start, o->pos);
 	}
 	for (i = 0; i < f->nout; i++) {

@@ -343,11 +343,25 @@ else
 	cli compile --emit=ptx "$spec"
 	if [ "$rc" = 0 ] && ! grep -q '^[[:space:]]*\.loc' "$tmp/out"; then ok; else bad "no --lineinfo" "has .loc"; fi
 fi
+# ---- pictures: --emit=dot and --emit=kernel-dot (goldens hold their text) ----
+
+cli compile --emit=dot "$spec"
+if [ "$rc" = 0 ] && head -n 2 "$tmp/out" | grep -q '^digraph "pointwise_chain" {$'; then ok; else bad "--emit=dot" "exit $rc"; fi
+cli compile --emit kernel-dot "$spec" -o "$tmp/k.dot"
+if [ "$rc" = 0 ] && grep -q 'cluster_pipe1' "$tmp/k.dot"; then ok; else bad "--emit=kernel-dot" "exit $rc"; fi
+cli compile -v --emit=dot "$spec"
+expect "-v --emit=dot" 2 "wsfuse: -v reports what the kernel takes; --emit=dot stops before there is a kernel"
+cli compile --lineinfo --emit=kernel-dot "$spec"
+expect "--lineinfo --emit=kernel-dot" 2 "--emit=kernel-dot stops before them"
+cli compile --emit=ddot "$spec"
+expect "--emit=ddot" 2 "did you mean 'dot'?"
+
 # ---- WSFUSE_DUMP: the library writes outputs of every compile, the CLI's too ----
 
-WSFUSE_DUMP=kernel-ir,fusion-ir WSFUSE_DUMP_DIR=$tmp/dump cli compile --emit=kernel-ir "$spec"
-expect "WSFUSE_DUMP" 0 "note: WSFUSE_DUMP wrote $tmp/dump/pointwise_chain.fir, $tmp/dump/pointwise_chain.kir"
+WSFUSE_DUMP=kernel-ir,fusion-ir,kernel-dot WSFUSE_DUMP_DIR=$tmp/dump cli compile --emit=kernel-ir "$spec"
+expect "WSFUSE_DUMP" 0 "note: WSFUSE_DUMP wrote $tmp/dump/pointwise_chain.fir, $tmp/dump/pointwise_chain.kir, $tmp/dump/pointwise_chain.kernel.dot"
 if cmp -s "$tmp/out" "$tmp/dump/pointwise_chain.kir"; then ok; else bad "WSFUSE_DUMP" "the .kir is not what --emit printed"; fi
+if cmp -s "$tmp/k.dot" "$tmp/dump/pointwise_chain.kernel.dot"; then ok; else bad "WSFUSE_DUMP" "the .kernel.dot differs"; fi
 WSFUSE_DUMP=kernel-ir,cdua cli compile --emit=kernel-ir "$spec"
 expect "WSFUSE_DUMP=cdua" 2 "error: unknown output 'cdua' in WSFUSE_DUMP (expected fusion-ir, kernel-ir, cuda"
 

@@ -10,6 +10,9 @@
 #   SPEC + tests/golden/NAME.kir        compile --emit=kernel-ir
 #   SPEC + tests/golden/NAME.cu         compile --emit=cuda, the inlined device header
 #                                       left out (its first line stays)
+#   SPEC + tests/golden/NAME.dot        compile --emit=dot (the fusion DAG); dot -Tsvg
+#                                       must read it, where Graphviz is installed
+#   SPEC + tests/golden/NAME.kernel.dot compile --emit=kernel-dot (roles, pipelines); the same
 #   every SPEC                          compile --emit=cubin -o F: exit 0, an ELF file
 #
 # SPEC is examples/NAME.yaml, or tests/golden/NAME.yaml for specs that are
@@ -146,12 +149,14 @@ for y in $specs; do
 		bad "$y: examples/$name.yaml has the same name"
 		continue
 	fi
-	for kind in fir kir cu; do
+	for kind in fir kir cu dot kernel.dot; do
 		g=tests/golden/$name.$kind
 		case $kind in
 		fir) emit=fusion-ir ;;
 		kir) emit=kernel-ir ;;
 		cu) emit=cuda ;;
+		dot) emit=dot ;;
+		kernel.dot) emit=kernel-dot ;;
 		esac
 		if [ ! -f "$g" ]; then
 			[ $kind = fir ] || continue
@@ -185,13 +190,29 @@ for g in tests/golden/*; do
 	name=${g##*/}
 	case $name in
 	*.yaml) continue ;;
-	*.fir | *.kir | *.cu) ;;
-	*) bad "$g: unknown golden kind (expected .fir, .kir, .cu or .yaml)"; continue ;;
+	*.kernel.dot) name=${name%.kernel.dot} ;;
+	*.fir | *.kir | *.cu | *.dot) name=${name%.*} ;;
+	*) bad "$g: unknown golden kind (expected .fir, .kir, .cu, .dot, .kernel.dot or .yaml)"; continue ;;
 	esac
-	name=${name%.*}
 	[ -f "examples/$name.yaml" ] || [ -f "tests/golden/$name.yaml" ] ||
 		bad "$g: no examples/$name.yaml or tests/golden/$name.yaml"
 done
+
+# ---- Graphviz reads every picture (skipped without dot) ----
+if [ $update = 0 ]; then
+	for g in tests/golden/*.dot; do
+		[ -f "$g" ] || continue
+		want "$g" || continue
+		if ! command -v dot >/dev/null; then
+			skip=$((skip + 1))
+			echo "skipped $g: dot (Graphviz) is not installed"
+		elif dot -Tsvg "$g" >/dev/null 2>"$tmp/err" && [ ! -s "$tmp/err" ]; then
+			pass=$((pass + 1))
+		else
+			bad "$g: dot -Tsvg refuses it: $(head -c 400 "$tmp/err")"
+		fi
+	done
+fi
 
 # ---- cubins through NVRTC, once the CLI can emit them ----
 if [ $update = 0 ] && [ "$cubin" != off ]; then

@@ -432,6 +432,46 @@ dump_through_the_environment(void **state)
 	assert_int_equal(system(path), 0);
 }
 
+/* The pictures are outputs like the others: made with their stage, named, dumped. */
+static void
+pictures(void **state)
+{
+	WsfContext *ctx = wsf_context_new();
+	WsfKernel *k;
+	const char *t;
+
+	(void)state;
+	assert_int_equal(wsf_stage_from_name("dot"), WSF_STAGE_DOT);
+	assert_int_equal(wsf_stage_from_name("kernel-dot"), WSF_STAGE_KERNEL_DOT);
+	assert_string_equal(wsf_stage_name(WSF_STAGE_KERNEL_DOT), "kernel-dot");
+	assert_int_equal(wsf_stage_made_by(WSF_STAGE_DOT), WSF_STAGE_FUSION_IR);
+	assert_int_equal(wsf_stage_made_by(WSF_STAGE_KERNEL_DOT), WSF_STAGE_KERNEL_IR);
+	assert_int_equal(wsf_stage_made_by(WSF_STAGE_PTXAS), WSF_STAGE_PTX);
+	assert_int_equal(wsf_stage_made_by(WSF_STAGE_CUDA), WSF_STAGE_CUDA);
+	assert_int_equal(wsf_stage_made_by(WSF_STAGE_COUNT), WSF_STAGE_NONE);
+
+	k = compile_to(ctx, "dot", spec);   /* stops after the fusion IR */
+	t = wsf_kernel_text(k, WSF_STAGE_DOT, NULL);
+	assert_non_null(t);
+	assert_non_null(strstr(t, "digraph \"inspect\" {\n"));
+	assert_non_null(strstr(t, "label=\"y = add(x, b)\\nf32[M, N]\"]"));
+	assert_non_null(strstr(t, "o2 -> out0;\n}\n"));
+	assert_null(wsf_kernel_text(k, WSF_STAGE_KERNEL_IR, NULL));
+	assert_null(wsf_kernel_text(k, WSF_STAGE_KERNEL_DOT, NULL));
+	wsf_kernel_delete(k);
+
+	k = compile_to(ctx, "kernel-dot", spec);
+	assert_non_null(wsf_kernel_text(k, WSF_STAGE_KERNEL_IR, NULL));
+	assert_null(wsf_kernel_text(k, WSF_STAGE_CUDA, NULL));
+	t = wsf_kernel_text(k, WSF_STAGE_KERNEL_DOT, NULL);
+	assert_non_null(t);
+	assert_non_null(strstr(t, "label=\"kernel wsfuse_inspect: "));
+	assert_non_null(strstr(t, "[label=\"TMA load\"]"));
+	assert_non_null(strstr(t, "[label=\"read\"]"));
+	wsf_kernel_delete(k);
+	wsf_context_delete(ctx);
+}
+
 int
 main(void)
 {
@@ -441,6 +481,7 @@ main(void)
 		cmocka_unit_test(kernel_stats),
 		cmocka_unit_test(ptxas_report),
 		cmocka_unit_test(dump_through_the_environment),
+		cmocka_unit_test(pictures),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
