@@ -402,6 +402,23 @@ expect "--emit=cuda --lineinfo" 2 "wsfuse: --lineinfo adds line tables to the PT
 cli compile -lineinfo "$spec"
 expect "-lineinfo" 2 "wsfuse: unknown option '-lineinfo': did you mean '--lineinfo'?"
 
+# ---- docs/spec.md: its opening example compiles; it cites only files of the repository ----
+
+awk '/^```yaml$/ { f = 1; next } f && /^```$/ { exit } f' docs/spec.md >"$tmp/spec-md.yaml"
+if "$wsfuse" --version | grep -q '^nvrtc: none'; then
+	cli compile --emit=cuda "$tmp/spec-md.yaml" -o "$tmp/spec-md.cu"
+else
+	cli compile "$tmp/spec-md.yaml" -o "$tmp/spec-md.cubin"
+fi
+expect "docs/spec.md's first example" 0 ""
+# every `path/with/slashes.ext` the page names is a file here (NAME and PASS stand for any)
+for f in $(grep -o '`[A-Za-z0-9_.-]*/[A-Za-z0-9_./-]*\.[a-z]*`' docs/spec.md | tr -d '`' | sort -u); do
+	case $f in
+	*NAME* | */) continue ;;
+	esac
+	if [ -e "$f" ]; then ok; else bad "docs/spec.md" "cites $f, which is not in the repository"; fi
+done
+
 # ---- --emit=cuda is self-contained: no #include, and nvcc compiles it as it is ----
 
 nvcc=$(command -v nvcc || echo "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc")

@@ -1,6 +1,7 @@
 #!/bin/bash
 # run.sh BUILD: the GPU tests (make check-gpu).  Runs `wsfuse run --check` on
-# every example and on every line of tests/gpu/sweep.txt, each of which is
+# every example, the opening example of docs/spec.md, and on every line of
+# tests/gpu/sweep.txt, each of which is
 # `SPEC [-D NAME=VALUE]... [extra flags]` ('#' starts a comment).  --check
 # compares every output with the host reference; any non-zero exit fails,
 # 3 (no GPU) included, since a GPU was found, except 6: a kernel family
@@ -19,7 +20,7 @@ if ! gpus=$(nvidia-smi -L 2>/dev/null) || ! grep -q '^GPU ' <<<"$gpus"; then
 fi
 [ -x "$b/wsfuse" ] || { echo "FAIL $b/wsfuse: not built"; echo "0 passed, 1 failed"; exit 1; }
 out=$(mktemp) || exit 1
-trap 'rm -f "$out"' EXIT
+trap 'rm -f "$out" "$out.spec-md.yaml"' EXIT
 pass=0 fail=0 skip=0
 
 # check SPEC [ARGS...]: one `wsfuse run --check` case
@@ -44,6 +45,9 @@ check() {
 for y in examples/*.yaml; do
 	[ -f "$y" ] && check "$y"
 done
+# the opening example of docs/spec.md runs as it is
+awk '/^```yaml$/ { f = 1; next } f && /^```$/ { exit } f' docs/spec.md >"$out.spec-md.yaml"
+check "$out.spec-md.yaml"
 sweep=${SWEEP:-$here/sweep.txt}
 if [ -f "$sweep" ]; then
 	set -f  # the sweep's words are not globs
