@@ -2,26 +2,6 @@
  * main.c: the wsfuse command line.  It uses only the public API
  * (include/wsfuse.h), as any embedding program would.
  *
- * Exit status: 0 ok, 1 bad input (the spec, a size), 2 usage, 3 no GPU,
- * 4 a check failed, 5 an internal, NVRTC or CUDA error, 6 a valid spec whose
- * kernel family this version cannot build yet.
- */
-#include <errno.h>
-#include <inttypes.h>
-#include <limits.h>
-#include <math.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "wsfuse.h"
-
-/*
- * main.c: the wsfuse command line.  It uses only the public API
- * (include/wsfuse.h), as any embedding program would.
- *
  * Options are read with getopt_long (--emit=cuda and --emit cuda, -D N=1
  * and -DN=1, -- before a SPEC that starts with '-') from one table, opts[],
  * which says what each option takes and which commands take it.  A
@@ -240,10 +220,18 @@ static int
 usage_error_hint(const char *fmt, const char *arg, const char *suggest)
 {
 	char buf[256];
+	size_t n;
 
 	if (!suggest)
 		return usage_error(fmt, arg);
-	snprintf(buf, sizeof buf, "%s: did you mean '%s'?", fmt, suggest);
+	snprintf(buf, sizeof buf, "%s: did you mean '", fmt);
+	/* SUGGEST may hold what the user typed: each '%' doubled, it stays text */
+	for (n = strlen(buf); *suggest && n + 8 < sizeof buf; suggest++) {
+		if (*suggest == '%')
+			buf[n++] = '%';
+		buf[n++] = *suggest;
+	}
+	snprintf(buf + n, sizeof buf - n, "'?");
 	return usage_error(buf, arg);
 }
 
@@ -668,8 +656,8 @@ refused_option(Cmd cmd, const char *elem, int shortc)
 		len = strcspn(elem + 1, "=");
 		snprintf(word, sizeof word, "%.*s", (int)(len < 32 ? len : 32), elem + 1);
 		if (len > 1 && (o = opt_by_name(word, strlen(word))) && (o->cmds & ON(cmd))) {
-			snprintf(fmt, sizeof fmt, "unknown option '%%s': did you mean '-%s'?", elem);
-			return usage_error(fmt, elem);
+			snprintf(fmt, sizeof fmt, "-%.64s", elem);
+			return usage_error_hint("unknown option '%s'", elem, fmt);
 		}
 		return usage_error("unknown option '%s'", sp);
 	}

@@ -401,6 +401,8 @@ cli compile --emit=cuda --lineinfo "$spec"
 expect "--emit=cuda --lineinfo" 2 "wsfuse: --lineinfo adds line tables to the PTX and cubin; --emit=cuda stops before them"
 cli compile -lineinfo "$spec"
 expect "-lineinfo" 2 "wsfuse: unknown option '-lineinfo': did you mean '--lineinfo'?"
+cli compile "$spec" '-lineinfo=%n%s%s'
+expect "-lineinfo=%n" 2 "wsfuse: unknown option '-lineinfo=%n%s%s': did you mean '--lineinfo=%n%s%s'?"
 
 # ---- docs/spec.md: its opening example compiles; it cites only files of the repository ----
 
