@@ -621,10 +621,10 @@ emit_compute(Emit *e, const Stmt *s)
  * from the full-row values they need, and the full-row outputs in a last
  * pass.  Global memory is read once either way; what a pass starts from
  * depends on the row's width:
- *   - registers (k->row_steps, chosen by lowering: at most 4 steps): the
+ *   - registers (k->row.steps, chosen by lowering: at most 4 steps): the
  *     loop is unrolled, a thread's part of every value is an array
  *     v_NAME[step][8] computed once, in the first pass that needs it, and
- *     later passes read it from registers; a direct kernel (k->row_direct,
+ *     later passes read it from registers; a direct kernel (k->row.direct,
  *     one CTA a row) loads the row's inputs from global memory, not from a
  *     stage, every step's loads before any compute;
  *   - shared memory (wider rows): each pass reads the row from its stage
@@ -638,7 +638,7 @@ emit_compute(Emit *e, const Stmt *s)
 static bool
 row_full(const Kernel *k, int t)
 {
-	return k->tview[t] == VIEW_FULL || k->tview[t] == VIEW_ROW;
+	return k->row.view[t] == VIEW_FULL || k->row.view[t] == VIEW_ROW;
 }
 
 /*
@@ -652,7 +652,7 @@ row_raw(const Emit *e, int t)
 {
 	const Kernel *k = e->k;
 
-	return k->row_direct && e->row_steps && k->tview[t] == VIEW_FULL && e->f->tensor[t].kind == TK_INPUT &&
+	return k->row.direct && e->row_steps && k->row.view[t] == VIEW_FULL && e->f->tensor[t].kind == TK_INPUT &&
 	       dtype_info[e->f->tensor[t].dtype].bytes == 2;
 }
 
@@ -711,7 +711,7 @@ emit_row_load(Emit *e, int t, bool whole)
 		 * keep it, or (a direct kernel) this row of a full input.  The
 		 * ragged end one by one.
 		 */
-		const bool full = e->k->tview[t] == VIEW_FULL;
+		const bool full = e->k->row.view[t] == VIEW_FULL;
 		const char *at = full ? "row * cols + e" : "e";
 		/* a row read in every pass: under this pass's L2 policy */
 		const char *l2 = full && e->row_policy ? "_l2" : "";
@@ -771,7 +771,7 @@ open_steps(Emit *e, bool guard)
 static bool
 loads_row_from_hbm(const Emit *e, const bool *need, const bool *have, int t)
 {
-	return need[t] && !have[t] && e->k->tview[t] == VIEW_FULL;
+	return need[t] && !have[t] && e->k->row.view[t] == VIEW_FULL;
 }
 
 /* A direct kernel's loads of the full-row inputs this pass needs; WHOLE: see emit_row_load. */
@@ -821,9 +821,9 @@ row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 	const Fusion *f = e->f;
 	int i, nops, step = e->k->consumer_threads * VEC;
 
-	if (e->k->row_reread)  /* every pass loads the row and computes what it needs again */
+	if (e->k->row.reread)  /* every pass loads the row and computes what it needs again */
 		memset(have, 0, (size_t)f->ntensor * sizeof *have);
-	if (e->k->row_direct) {
+	if (e->k->row.direct) {
 		/*
 		 * A direct kernel reads its rows from HBM: every step's loads come
 		 * first, so that their latencies overlap (loads between the steps'
@@ -917,7 +917,7 @@ row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 		e->depth--;
 		line(e, "}");
 	}
-	if (e->row_steps && !e->k->row_reread)  /* what this pass computed and is worth keeping stays in registers */
+	if (e->row_steps && !e->k->row.reread)  /* what this pass computed and is worth keeping stays in registers */
 		for (i = 1; i < f->ntensor; i++)
 			have[i] = have[i] || (need[i] && kir_row_kept(f, i));
 }
@@ -982,7 +982,7 @@ emit_row_inputs(Emit *e, bool *done)
 			continue;
 		line(e, "const float %s = %s(%s + %s);%s", tname(e, PFX_ROW, t),
 		     p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", param_name(e, p),
-		     e->k->tview[t] == VIEW_COL ? "row" : "0", pos_comment(e, f->tensor[t].pos));
+		     e->k->row.view[t] == VIEW_COL ? "row" : "0", pos_comment(e, f->tensor[t].pos));
 		done[t] = true;
 	}
 }
@@ -1017,10 +1017,10 @@ emit_row_stores(Emit *e)
 		if (!row_full(e->k, out->tensor))
 			continue;
 		/* a row broadcast over rows ([cols]) has one copy: the CTA of row 0 writes it */
-		at = e->k->tview[out->tensor] == VIEW_ROW ? "e" : "row * cols + e";
-		if (e->k->tview[out->tensor] == VIEW_ROW)
+		at = e->k->row.view[out->tensor] == VIEW_ROW ? "e" : "row * cols + e";
+		if (e->k->row.view[out->tensor] == VIEW_ROW)
 			line(e, "if (row == 0) {   // '%s' has no rows: one copy, from row 0", f->tensor[out->tensor].name);
-		e->depth += e->k->tview[out->tensor] == VIEW_ROW;
+		e->depth += e->k->row.view[out->tensor] == VIEW_ROW;
 		/* the ragged end: a guarded, unrolled loop keeps the values in registers */
 		line(e, "if (e + %d <= cols) {%s", VEC, pos_comment(e, out->pos));
 		line(e, "    wsf_store8%s(%s + %s, %s);", suf, param_name(e, p), at, v);
@@ -1030,7 +1030,7 @@ emit_row_stores(Emit *e)
 		line(e, "        if (e + v < cols)");
 		line(e, "            wsf_store1%s(%s + %s + v, %s[v]);", suf, param_name(e, p), at, v);
 		line(e, "}");
-		if (e->k->tview[out->tensor] == VIEW_ROW) {
+		if (e->k->row.view[out->tensor] == VIEW_ROW) {
 			e->depth--;
 			line(e, "}");
 		}
@@ -1052,7 +1052,7 @@ emit_row_scalar_stores(Emit *e)
 			continue;
 		line(e, "if (threadIdx.x == 0)%s", pos_comment(e, out->pos));
 		line(e, "    wsf_store1%s(%s + %s, %s);", helper_suffix(out->dtype), param_name(e, p),
-		     e->k->tview[out->tensor] == VIEW_COL ? "row" : "0", tname(e, PFX_ROW, out->tensor));
+		     e->k->row.view[out->tensor] == VIEW_COL ? "row" : "0", tname(e, PFX_ROW, out->tensor));
 	}
 }
 
@@ -1069,10 +1069,10 @@ emit_row_compute(Emit *e, const Stmt *s)
 	line(e, "{   // compute row %s: %s", expr_str(e, s->a), s->comment ? s->comment : "");
 	e->depth++;
 	line(e, "const long long row = %s;", expr_str(e, s->a));
-	e->row_steps = k->row_steps;
+	e->row_steps = k->row.steps;
 	if (e->row_steps) {
 		line(e, "// the row in registers: this thread's %d x %d elements of each value, computed %s",
-		     e->row_steps, VEC, k->row_reread ? "again in every pass from the row loaded again" : "once");
+		     e->row_steps, VEC, k->row.reread ? "again in every pass from the row loaded again" : "once");
 		for (i = 1; i < f->ntensor; i++)
 			if (row_raw(e, i))
 				line(e, "uint4 %s[%d];   // as loaded, 2 elements a register, unpacked where used%s",
@@ -1084,7 +1084,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 	for (i = 0; i < s->nreads; i++)
 		line(e, "const %s *%s = %s;", storage_type(k->buf[s->reads[i].buf].dtype), curname(e, s->reads[i].buf),
 		     buf_at(e, s->reads[i].buf, s->reads[i].slot));
-	if (k->row_reread)
+	if (k->row.reread)
 		line(e, "const wsf_u64 wsf_keep = wsf_l2_keep(), wsf_drop = wsf_l2_drop();   // L2: keep the row for "
 		     "the next pass, or let it go after the last");
 	emit_row_inputs(e, done);
@@ -1101,7 +1101,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 	for (j = 0, outs = false; j < f->nout; j++)
 		outs |= row_full(k, f->out[j].tensor);
 	for (L = 1; L <= maxl; L++) {
-		if (k->row_reread)
+		if (k->row.reread)
 			e->row_policy = L < maxl || outs ? "wsf_keep" : "wsf_drop";
 		need = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *need);
 		target = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *target);
@@ -1162,7 +1162,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 	for (j = 0; j < f->nout && !need[f->out[j].tensor]; j++)
 		;
 	if (j < f->nout) {
-		if (k->row_reread)
+		if (k->row.reread)
 			e->row_policy = "wsf_drop";
 		line(e, "// the last pass: the full-row outputs");
 		row_pass_open(e, target, need, have);
@@ -1210,14 +1210,14 @@ emit_chunk_lambda(Emit *e, const Stmt *chunk, const int *level, const int *onlin
 	line(e, "const auto wsf_chunk = [&](const long long pass, const long long col%s) {", buf_str(&params));
 	e->depth++;
 	e->chunk_col = "col";
-	for (L = 1; L <= k->row_passes; L++) {
+	for (L = 1; L <= k->row.passes; L++) {
 		bool outputs = L > maxl;
 
 		need = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *need);
 		have = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *have);
 		if (L == 1)
 			line(e, "if (pass == 0) {   // pass 1: %s", outputs ? "the outputs" : "the reductions of level 1");
-		else if (L < k->row_passes)
+		else if (L < k->row.passes)
 			line(e, "} else if (pass == %d) {   // pass %d: the reductions of level %d", L - 1, L, L);
 		else
 			line(e, "} else {   // pass %d: %s", L, outputs ? "the outputs" : "the reductions of the last level");
@@ -1270,7 +1270,7 @@ find_row_chunk(Stmt *s, void *user)
 }
 
 /*
- * A row streamed in chunks (k->row_chunk): the compute is split over the
+ * A row streamed in chunks (k->row.chunk): the compute is split over the
  * loop nest lowering made (row -> pass -> chunk).  ROW_BEGIN declares, at
  * the row's scope, the accumulators and the per-row values later parts set,
  * and the lambda wsf_chunk: it adds a chunk to the accumulators of the
@@ -1383,7 +1383,7 @@ static void emit_stmt(Emit *e, const Stmt *s);
 static void
 emit_compute_body(Emit *e, const Stmt *s)
 {
-	if (e->k->family == FAM_REDUCTION && e->k->row_chunk)
+	if (e->k->family == FAM_REDUCTION && e->k->row.chunk)
 		emit_chunk_compute(e, s);
 	else if (e->k->family == FAM_REDUCTION)
 		emit_row_compute(e, s);
@@ -1637,8 +1637,8 @@ min_ctas(const Kernel *k)
 	if (k->family != FAM_REDUCTION)
 		return 1;
 	/* direct rows: 48 warps an SM keep enough loads in flight, 40 with twice the loads, 64 holding none */
-	if (k->row_direct) {
-		n = (k->row_reread ? 2048 : k->row_deep ? 1280 : 1536) / k->threads;
+	if (k->row.direct) {
+		n = (k->row.reread ? 2048 : k->row.deep ? 1280 : 1536) / k->threads;
 		return n < 1 ? 1 : n;
 	}
 	n = (int)(SM_SMEM / (kernel_smem_bytes(k) + CTA_SMEM_RESERVED + 64 * 4));  /* + wsf_red */
@@ -1709,7 +1709,7 @@ emit_compute_function(Emit *e)
 	int i, j;
 
 	st_walk(k->body, find_compute, &cs);
-	if (k->row_chunk)  /* its parts share the row's variables: written in place */
+	if (k->row.chunk)  /* its parts share the row's variables: written in place */
 		return;
 	if (cs.n < 2 || cs.n > (int)countof(cs.s))
 		return;

@@ -242,7 +242,7 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 			buf_puts(b, " ");
 		}
 		buf_puts(b, "reads ");
-		if (s->nreads == 0 && k->row_direct)
+		if (s->nreads == 0 && k->row.direct)
 			buf_puts(b, "global");  /* the compute loads the row itself */
 		access_print(b, k, s->reads, s->nreads);
 		if (s->nwrites) {
@@ -308,16 +308,16 @@ kernel_print(Buf *b, const Kernel *k)
 	           k->persistent ? "" : " one_tile_per_cta",
 	           k->flat ? " flat" : "", k->warp_specialize ? " warp_specialized" : "",
 	           k->tma_store ? " tma_store" : "");
-	if (k->row_cap && k->row_steps)
-		buf_printf(b, "  rows: up to %d wide, in registers (%d step%s of 8 a thread)%s\n", k->row_cap, k->row_steps,
-		           k->row_steps == 1 ? "" : "s",
-		           k->row_reread ? ", loaded straight from global memory in every pass" :
-		           k->row_direct ? ", loaded straight from global memory" : "");
-	else if (k->row_cap)
-		buf_printf(b, "  rows: up to %d wide, re-read from shared memory by each pass\n", k->row_cap);
-	else if (k->row_chunk)
+	if (k->row.cap && k->row.steps)
+		buf_printf(b, "  rows: up to %d wide, in registers (%d step%s of 8 a thread)%s\n", k->row.cap, k->row.steps,
+		           k->row.steps == 1 ? "" : "s",
+		           k->row.reread ? ", loaded straight from global memory in every pass" :
+		           k->row.direct ? ", loaded straight from global memory" : "");
+	else if (k->row.cap)
+		buf_printf(b, "  rows: up to %d wide, re-read from shared memory by each pass\n", k->row.cap);
+	else if (k->row.chunk)
 		buf_printf(b, "  rows: any width, streamed in chunks of %d elements, %d passes over each\n",
-		           k->row_chunk, k->row_passes);
+		           k->row.chunk, k->row.passes);
 	for (i = 1; i < k->nparam; i++) {
 		const KParam *p = &k->param[i];
 		const char *role = p->arg < 0 ? "" : k->fusion && p->arg >= k->fusion->ninput ? "output " : "input ";

@@ -590,7 +590,7 @@ row_keeps_values(const Fusion *f, const Kernel *k)
 	int t;
 
 	for (t = 1; t < f->ntensor; t++)
-		if (f->tensor[t].kind == TK_VALUE && k->tview[t] == VIEW_FULL && kir_row_kept(f, t))
+		if (f->tensor[t].kind == TK_VALUE && k->row.view[t] == VIEW_FULL && kir_row_kept(f, t))
 			return true;
 	return false;
 }
@@ -616,7 +616,7 @@ stream_row(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *nchunks, const char
 	s->a = row0;
 	s->comment = "the row's per-row values and accumulators";
 	st_append(c, loop, s);
-	passes = st_loop(c, kernel_add_var(c, k, "pass"), ex_int(c, 0), ex_int(c, k->row_passes), LOOP_SERIAL);
+	passes = st_loop(c, kernel_add_var(c, k, "pass"), ex_int(c, 0), ex_int(c, k->row.passes), LOOP_SERIAL);
 	passes->comment = "passes over the row: one a reduction level, then the outputs";
 	st_append(c, loop, passes);
 	pass = ex_var(c, passes->var);
@@ -715,9 +715,9 @@ lower_reduction(Comp *c, Fusion *f)
 	k->smem_target = SMEM_TARGET;
 
 	/* every tensor is a full row, a per-row value, a broadcast row or a scalar */
-	k->tview = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *k->tview);
+	k->row.view = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *k->row.view);
 	for (j = 1; j < f->ntensor; j++)
-		if ((k->tview[j] = classify_row(&f->tensor[j], d)) == VIEW_NONE)
+		if ((k->row.view[j] = classify_row(&f->tensor[j], d)) == VIEW_NONE)
 			return diag_error(c, f->tensor[j].pos,
 			                  "cannot place '%s' in the row-reduction kernel over '%s': its shape is "
 			                  "neither a full row, a value per row, a row broadcast over rows, nor a scalar",
@@ -725,17 +725,17 @@ lower_reduction(Comp *c, Fusion *f)
 	for (j = 1; j < f->nop; j++) {
 		const Op *o = &f->op[j];
 
-		if (op_info[o->kind].cls == CLS_REDUCE && k->tview[o->in[0].tensor] != VIEW_FULL)
+		if (op_info[o->kind].cls == CLS_REDUCE && k->row.view[o->in[0].tensor] != VIEW_FULL)
 			return diag_error(c, o->pos,
 			                  "cannot place '%s' in one row-reduction kernel: it reduces '%s', which is "
 			                  "not a full row of '%s'", f->tensor[o->out].name,
 			                  f->tensor[o->in[0].tensor].name, d->name);
 	}
 	for (j = 0; j < f->ninput; j++)
-		if (k->tview[f->input[j]] == VIEW_FULL)
+		if (k->row.view[f->input[j]] == VIEW_FULL)
 			row_bytes += dtype_info[f->tensor[f->input[j]].dtype].bytes;
 	for (j = 0; j < f->nout; j++)
-		full_out |= k->tview[f->out[j].tensor] == VIEW_FULL;
+		full_out |= k->row.view[f->out[j].tensor] == VIEW_FULL;
 
 	cap = (int)((width + ROW_ALIGN - 1) / ROW_ALIGN * ROW_ALIGN);
 	/* a stage of whole rows must fit with its two mbarriers (16 bytes), as circular_buffer.c counts */
@@ -745,15 +745,15 @@ lower_reduction(Comp *c, Fusion *f)
 		 * 8 KiB of each staged bf16 tensor): several CTAs per SM keep HBM
 		 * busy.
 		 */
-		k->row_chunk = CHUNK;
+		k->row.chunk = CHUNK;
 		k->tile_rows = 1;
 		k->tile_cols = CHUNK;
 		k->consumer_threads = k->threads = CHUNK_THREADS;
 		k->stages_default = 4;
 		maxl = kir_row_levels(k, arena_alloc(c->arena, (size_t)f->ntensor * sizeof(int)), NULL);
-		k->row_passes = maxl + full_out;
+		k->row.passes = maxl + full_out;
 	} else {
-		k->row_cap = cap;
+		k->row.cap = cap;
 		k->tile_rows = 1;
 		k->tile_cols = cap;
 		/*
@@ -802,18 +802,18 @@ lower_reduction(Comp *c, Fusion *f)
 		 * held in registers (c->row_fallback ROW_FB_HELD).
 		 */
 		levels = kir_row_levels(k, arena_alloc(c->arena, (size_t)f->ntensor * sizeof(int)), NULL);
-		k->row_deep = direct && c->row_fallback == ROW_FB_NONE && cap / 16 <= 1024 && !row_keeps_values(f, k) &&
+		k->row.deep = direct && c->row_fallback == ROW_FB_NONE && cap / 16 <= 1024 && !row_keeps_values(f, k) &&
 		              levels >= 2;
-		per = k->row_deep ? 32 : 16;
-		least = k->row_deep ? 128 : THREADS;
+		per = k->row.deep ? 32 : 16;
+		least = k->row.deep ? 128 : THREADS;
 		k->consumer_threads = k->threads = cap / per < least ? least : cap / per > 1024 ? 1024 :
 		                                   (cap / per + 31) / 32 * 32;
 		j = (cap + 8 * k->threads - 1) / (8 * k->threads);
-		k->row_steps = j <= per / 8 ? j : 0;
-		if (direct && k->row_steps)
+		k->row.steps = j <= per / 8 ? j : 0;
+		if (direct && k->row.steps)
 			k->persistent = false;
-		k->row_direct = !k->persistent && k->row_steps && !f->sched.stages;
-		k->row_reread = k->row_direct && c->row_fallback == ROW_FB_NONE && levels == 1;
+		k->row.direct = !k->persistent && k->row.steps && !f->sched.stages;
+		k->row.reread = k->row.direct && c->row_fallback == ROW_FB_NONE && levels == 1;
 		if (!k->persistent && !k->stages_hint)
 			k->stages_hint = 1;  /* one row a CTA: one stage (a streamed row pipelines its chunks) */
 	}
@@ -825,7 +825,7 @@ lower_reduction(Comp *c, Fusion *f)
 		k->param[p].arg = j;
 		k->param[p].tensor = f->input[j];
 		k->param[p].dtype = t->dtype;
-		k->param[p].view = k->tview[f->input[j]];
+		k->param[p].view = k->row.view[f->input[j]];
 	}
 	for (j = 0; j < f->nout; j++) {
 		const Tensor *t = &f->tensor[f->out[j].tensor];
@@ -834,11 +834,11 @@ lower_reduction(Comp *c, Fusion *f)
 		k->param[p].arg = f->ninput + j;
 		k->param[p].tensor = f->out[j].tensor;
 		k->param[p].dtype = f->out[j].dtype;
-		k->param[p].view = k->tview[f->out[j].tensor];
+		k->param[p].view = k->row.view[f->out[j].tensor];
 	}
 	add_size_params(c, k);
 
-	if (k->row_chunk) {
+	if (k->row.chunk) {
 		Expr *nchunks = ex_var(c, let(c, k, "nchunks", ex_bin(c, EX_CEILDIV, ex_var(c, k->cols_var),
 		                                                      ex_int(c, CHUNK)), k->body)->var);
 
@@ -851,7 +851,7 @@ lower_reduction(Comp *c, Fusion *f)
 	compute->a = row0;
 	compute->b = col0;
 	compute->comment = arena_printf(c->arena, "%d ops of %s over one row", f->nop - 1, f->name);
-	if (k->row_direct) {
+	if (k->row.direct) {
 		/* no stage: the compute loads its inputs from global memory itself */
 		st_append(c, loop, compute);
 		return 0;
@@ -860,7 +860,7 @@ lower_reduction(Comp *c, Fusion *f)
 	issue->comment = "one thread issues the loads of the row";
 	st_append(c, loop, issue);
 	/* a row in registers is read from its stage once, before the first block reduction's barrier */
-	compute->flag = k->row_steps > 0;
+	compute->flag = k->row.steps > 0;
 	for (j = 1; j < k->nparam; j++) {
 		KParam *p = &k->param[j];
 
