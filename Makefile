@@ -32,7 +32,8 @@ LIBS      := $(YAML_LIB) -ldl -lm -lpthread
 
 IR_OBJS       := arena diag number fusion verify print kernel kverify kprint
 COMPILER_OBJS := spec api
-PASSES_OBJS   := pipeline expand infer schedule lower circular_buffer warp_specialize sync
+PASSES_OBJS   := pipeline expand infer schedule lower lower_pointwise lower_reduction circular_buffer \
+                 warp_specialize sync
 CODEGEN_OBJS  := emit device_header
 RUNTIME_OBJS  := nvrtc cache files driver tmap hostfp parallel reference launch run
 

@@ -692,7 +692,7 @@ typedef struct RowPlan {
 struct Kernel {
 	const char *name;
 	Fusion *fusion;
-	Family family;           /* how codegen expands ST_COMPUTE */
+	Family family;           /* the fusion's (kernel_new copies it): whose rules lower and emit it */
 	RowPlan row;             /* FAM_REDUCTION's plan */
 	int domain;              /* the fusion tensor whose shape the 2-D view is made from */
 	KParam *param;  int nparam, capparam;   /* [0] unused */

@@ -16,6 +16,7 @@ kernel_new(Comp *c, Fusion *f)
 
 	k->name = f->name;
 	k->fusion = f;
+	k->family = f->family;
 	VEC_PUSH(c->arena, k->param, k->nparam, k->capparam);
 	VEC_PUSH(c->arena, k->buf, k->nbuf, k->capbuf);
 	VEC_PUSH(c->arena, k->bar, k->nbar, k->capbar);
