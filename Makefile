@@ -34,7 +34,7 @@ IR_OBJS       := arena diag number fusion verify print kernel kverify kprint
 COMPILER_OBJS := spec api
 PASSES_OBJS   := pipeline expand infer schedule lower lower_pointwise lower_reduction circular_buffer \
                  warp_specialize sync
-CODEGEN_OBJS  := emit device_header
+CODEGEN_OBJS  := emit emit_pointwise emit_reduction device_header
 RUNTIME_OBJS  := nvrtc cache files driver tmap hostfp parallel reference launch run
 
 OBJS := $(IR_OBJS:%=$(B)/ir/%.o) $(COMPILER_OBJS:%=$(B)/compiler/%.o) \
