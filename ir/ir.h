@@ -719,7 +719,8 @@ struct Kernel {
 	int smem_budget;         /* bytes of dynamic shared memory the passes may use */
 	int smem_target;         /* bytes a CTA should use by default (0: the budget) */
 	int stages_default;      /* stages without a hint (0: as many as smem_target allows) */
-	int ntile_var, niter_var, rows_var, cols_var;
+	int ntile_var;           /* the tile count: a let of the tiles, or rows_var when a tile is a row */
+	int niter_var, rows_var, cols_var;
 };
 
 Kernel *kernel_new(Comp *c, Fusion *f);

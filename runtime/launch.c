@@ -287,7 +287,7 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 			                  (long long)(p->cols * dtype_info[q->dtype].bytes)),
 			       WSF_ERR_INPUT;
 	}
-	p->tiles = k->family == FAM_REDUCTION ? p->rows /* a tile is a row */
+	p->tiles = k->ntile_var == k->rows_var ? p->rows /* a tile is a row */
 	           : ((p->rows + k->tile_rows - 1) / k->tile_rows) * ((p->cols + k->tile_cols - 1) / k->tile_cols);
 	if (p->tiles >= ((int64_t)1 << 31))
 		return diag_error(c, f->pos, "kernel '%s': %lld tiles of %d x %d; at most 2^31 are supported", f->name,
