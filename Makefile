@@ -53,10 +53,13 @@ $(B)/%.o: %.c $(wildcard include/*.h ir/*.h compiler/*.h passes/*.h codegen/*.h 
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -c $< -o $@
 
-# The device helper header is embedded as a C string.
-$(B)/codegen/device_header.c: codegen/device.cuh tools/embed.sh
+# The device helper headers are embedded as C strings, the shared helpers and each family's.
+DEVICE_CUH := codegen/device.cuh codegen/device_reduction.cuh
+EMBED_CUH  := sh tools/embed.sh codegen_device_cuh codegen/device.cuh \
+                                codegen_device_reduction_cuh codegen/device_reduction.cuh
+$(B)/codegen/device_header.c: $(DEVICE_CUH) tools/embed.sh
 	@mkdir -p $(dir $@)
-	sh tools/embed.sh codegen_device_header < $< > $@.tmp && mv $@.tmp $@
+	$(EMBED_CUH) > $@.tmp && mv $@.tmp $@
 $(B)/codegen/device_header.o: $(B)/codegen/device_header.c
 	$(CC) $(ALLCFLAGS) -Wno-overlength-strings -c $< -o $@
 

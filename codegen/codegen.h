@@ -6,9 +6,15 @@
  *                     Buf; a compute through its family's EmitFamily
  *   emit_pointwise.c  the pointwise family's compute (a tile)
  *   emit_reduction.c  the row-reduction family's compute (a row, or its chunks)
- *   device.cuh        the device helper header (mbarrier, TMA, fences,
- *                     conversions), embedded in the library as a string by
- *                     tools/embed.sh and handed to NVRTC as an in-memory header
+ *   device.cuh        the device helpers every kernel gets (mbarriers, TMA,
+ *                     bulk copies, fences, wgmma groups, conversions, 16-byte
+ *                     loads and stores)
+ *   device_reduction.cuh  the row-reduction family's (L2 policies, block
+ *                     reductions, online softmax, Welford)
+ *
+ * The .cuh files are embedded in the library as strings by tools/embed.sh;
+ * NVRTC gets a kernel's as one in-memory header, device.cuh and then its
+ * family's (codegen_device_header).
  */
 #ifndef WSFUSE_CODEGEN_H
 #define WSFUSE_CODEGEN_H
@@ -17,8 +23,11 @@
 
 #define CODEGEN_DEVICE_HEADER_NAME "wsfuse_device.cuh"
 
-/* The text of codegen/device.cuh (generated at build time). */
-extern const char codegen_device_header[];
+/*
+ * The text NVRTC gets as CODEGEN_DEVICE_HEADER_NAME for kernel K: device.cuh,
+ * then its family's helpers (EmitFamily.device).  Arena memory.
+ */
+const char *codegen_device_header(Comp *c, const Kernel *k);
 
 /*
  * Emits the CUDA C++ of c->kernel into B and describes its launch in
@@ -74,9 +83,12 @@ struct EmitFamily {
 	void (*compute_params)(Emit *e, Buf *params, Buf *args);
 	bool (*in_place)(const Kernel *k);         /* the computes are written in place, never as one function */
 	const char *unit;                          /* what one compute covers, in comments: "tile", "row" */
+	const char *device;                        /* its device helpers (device_FAMILY.cuh); NULL: none */
 };
 
 extern const EmitFamily emit_pointwise_family, emit_reduction_family;
+/* The texts of codegen/device.cuh and device_reduction.cuh (embedded at build time). */
+extern const char codegen_device_cuh[], codegen_device_reduction_cuh[];
 
 /* One line of code at the current depth. */
 void emit_line(Emit *e, const char *fmt, ...) PRINTF_LIKE(2, 3);

@@ -830,6 +830,23 @@ static const EmitFamily *const families[] = {
 	[FAM_REDUCTION] = &emit_reduction_family,
 };
 
+/* The family of K, or NULL when it has no emission. */
+static const EmitFamily *
+family_of(const Kernel *k)
+{
+	return (int)k->family < countof(families) ? families[k->family] : NULL;
+}
+
+const char *
+codegen_device_header(Comp *c, const Kernel *k)
+{
+	const EmitFamily *fam = family_of(k);
+
+	if (!fam || !fam->device)
+		return codegen_device_cuh;
+	return arena_printf(c->arena, "%s%s", codegen_device_cuh, fam->device);
+}
+
 int
 codegen_emit(Comp *c, Buf *b, Launch **launch)
 {
@@ -839,12 +856,11 @@ codegen_emit(Comp *c, Buf *b, Launch **launch)
 	const char *entry;
 	int i;
 
-	if ((int)k->family >= countof(families) || !families[k->family])
+	if (!(e.fam = family_of(k)))
 		return diag_internal(c, "codegen", "kernel family %d has no emission yet", (int)k->family);
 	e.c = c;
 	e.k = k;
 	e.f = k->fusion;
-	e.fam = families[k->family];
 	e.b = b;
 	e.value = arena_alloc(c->arena, (size_t)e.f->ntensor * sizeof *e.value);
 	e.base = tensor_bases(c, e.f);

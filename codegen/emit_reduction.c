@@ -842,4 +842,5 @@ const EmitFamily emit_reduction_family = {
 	.compute_params = emit_compute_params,
 	.in_place = in_place,
 	.unit = "row",
+	.device = codegen_device_reduction_cuh,
 };

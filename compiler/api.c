@@ -313,7 +313,7 @@ compile_kernel(WsfContext *ctx, WsfKernel *k)
 {
 	Comp *c = &k->comp;
 	RtOptions ro = {ctx->cache_dir, ctx->cache, ctx->dump_dir};
-	RtHeader hdr = {CODEGEN_DEVICE_HEADER_NAME, codegen_device_header};
+	RtHeader hdr = {CODEGEN_DEVICE_HEADER_NAME, NULL};
 	Cubin bin;
 	Buf b;
 	WsfStatus s;
@@ -336,6 +336,7 @@ again:
 		set_text(k, WSF_STAGE_CUDA, buf_str(&b), b.len);
 	if (ctx->stop < WSF_STAGE_PTX && !probe)
 		return WSF_OK;
+	hdr.text = codegen_device_header(c, c->kernel);
 	s = rt_compile(c, &ro, c->fusion->name, buf_str(&b), &hdr, 1, &bin);
 	if (s != WSF_OK)
 		return s;

@@ -79,9 +79,9 @@ FUZZ_SRCS  = $(filter-out compiler/main.c,$(wildcard ir/*.c compiler/*.c passes/
 FUZZ_FLAGS = -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
              -fno-omit-frame-pointer $(CPPFLAGS)
 
-build-fuzz/device_header.c: codegen/device.cuh tools/embed.sh
+build-fuzz/device_header.c: $(DEVICE_CUH) tools/embed.sh
 	@mkdir -p build-fuzz
-	sh tools/embed.sh codegen_device_header < $< > $@.tmp && mv $@.tmp $@
+	$(EMBED_CUH) > $@.tmp && mv $@.tmp $@
 
 build-fuzz/fuzz_spec: tests/fuzz/fuzz_spec.c $(FUZZ_SRCS) $(TEST_HDRS)
 	@mkdir -p build-fuzz
