@@ -1,16 +1,18 @@
 /*
  * codegen.h: the internal header of codegen/ (kernel IR -> CUDA C++).
  *
- *   emit.c            the emitter: statements, expressions, names, the kernel
- *                     frame and shared memory, small emit_* functions into a
- *                     Buf; a compute through its family's EmitFamily
- *   emit_pointwise.c  the pointwise family's compute (a tile)
- *   emit_reduction.c  the row-reduction family's compute (a row, or its chunks)
- *   device.cuh        the device helpers every kernel gets (mbarriers, TMA,
- *                     bulk copies, fences, wgmma groups, conversions, 16-byte
- *                     loads and stores)
+ *   emit.c                the emitter: statements, expressions, names, the
+ *                         kernel frame and shared memory, small emit_*
+ *                         functions into a Buf; a compute by its family's
+ *                         EmitFamily
+ *   emit_pointwise.c      the pointwise family's compute (a tile)
+ *   emit_reduction.c      the row-reduction family's compute (a row, or its
+ *                         chunks)
+ *   device.cuh            the device helpers every kernel gets (mbarriers,
+ *                         TMA, bulk copies, fences, wgmma groups, conversions,
+ *                         16-byte loads and stores)
  *   device_reduction.cuh  the row-reduction family's (L2 policies, block
- *                     reductions, online softmax, Welford)
+ *                         reductions, online softmax, Welford)
  *
  * The .cuh files are embedded in the library as strings by tools/embed.sh;
  * NVRTC gets a kernel's as one in-memory header, device.cuh and then its

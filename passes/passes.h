@@ -9,9 +9,9 @@
  *   infer.c           shapes, dtypes, broadcasts, axes; shape errors
  *   schedule.c        choose the kernel family and its parameters
  *   lower.c           fusion IR -> kernel IR (loop nests, TMA loads, compute):
- *                     the pass, the family table and what the families share
- *   lower_pointwise.c   the pointwise family's tiles
- *   lower_reduction.c   the row-reduction family's rows
+ *                     the pass, the family table, what the families share
+ *   lower_pointwise.c the pointwise family: tiles of the outputs' shape
+ *   lower_reduction.c the row-reduction family: whole rows, or their chunks
  *   circular_buffer.c pick the loop, stages, prefetch; buffers and mbarriers
  *   warp_specialize.c split the buffered loop into producer and consumer roles
  *   sync.c            mbarrier waits and releases, bulk-group waits, fences
