@@ -457,6 +457,8 @@ typedef struct KParam {
 	int tensor;       /* fusion tensor */
 	Dtype dtype;      /* element type in memory */
 	View view;
+	int rank;         /* PK_TMAP, PK_PTR: the argument's full shape, outermost first (a matmul's */
+	Dim dim[MAX_RANK];/* A [M, K] and B [N, K] or [K, N]); the view above is how the kernel reads it */
 	int box[2];       /* PK_TMAP: box rows, box cols */
 	int var;          /* PK_SIZE: the variable that holds it */
 	bool is_rows;     /* PK_SIZE: rows (else cols) */

@@ -296,6 +296,21 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 	buf_puts(b, "\n");
 }
 
+/* A tensor parameter's full shape: [M, K]. */
+static void
+shape_print_dims(Buf *b, const Kernel *k, const KParam *p)
+{
+	int i;
+
+	buf_puts(b, "[");
+	for (i = 0; i < p->rank; i++) {
+		if (i)
+			buf_puts(b, ", ");
+		dim_print(b, k->fusion, p->dim[i]);
+	}
+	buf_puts(b, "]");
+}
+
 static const char *const view_name[] = {"", "full", "row", "col", "scalar"};
 
 void
@@ -324,12 +339,14 @@ kernel_print(Buf *b, const Kernel *k)
 
 		switch (p->kind) {
 		case PK_TMAP:
-			buf_printf(b, "  param %s: %stmap %s %s box=[%d, %d]\n", p->name, role, dtype_info[p->dtype].name,
-			           view_name[p->view], p->box[0], p->box[1]);
+			buf_printf(b, "  param %s: %stmap %s ", p->name, role, dtype_info[p->dtype].name);
+			shape_print_dims(b, k, p);
+			buf_printf(b, " %s box=[%d, %d]\n", view_name[p->view], p->box[0], p->box[1]);
 			break;
 		case PK_PTR:
-			buf_printf(b, "  param %s: %sptr %s %s\n", p->name, role, dtype_info[p->dtype].name,
-			           view_name[p->view]);
+			buf_printf(b, "  param %s: %sptr %s ", p->name, role, dtype_info[p->dtype].name);
+			shape_print_dims(b, k, p);
+			buf_printf(b, " %s\n", view_name[p->view]);
 			break;
 		case PK_SIZE:
 			buf_printf(b, "  param %s: size %s\n", p->name, p->is_rows ? "rows" : "cols");

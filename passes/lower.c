@@ -18,6 +18,8 @@
  * hint that names one that does.  Each family's file says what its tiles
  * are.
  */
+#include <string.h>
+
 #include "passes.h"
 
 bool
@@ -195,5 +197,19 @@ lower_family(Family f)
 int
 pass_lower(Comp *c)
 {
-	return lower_family(c->fusion->family)->lower(c, c->fusion);
+	Fusion *f = c->fusion;
+	int j;
+
+	if (lower_family(f->family)->lower(c, f))
+		return -1;
+	/* every tensor parameter carries its argument's full shape */
+	for (j = 1; j < c->kernel->nparam; j++) {
+		KParam *p = &c->kernel->param[j];
+
+		if (p->kind == PK_TMAP || p->kind == PK_PTR) {
+			p->rank = f->tensor[p->tensor].rank;
+			memcpy(p->dim, f->tensor[p->tensor].dim, sizeof p->dim);
+		}
+	}
+	return 0;
 }
