@@ -10,8 +10,9 @@
 #   make install PREFIX=/usr/local DESTDIR=
 #   make clean
 
-VERSION   := 0.1.0
-SOMAJOR   := 0
+# The version is include/wsfuse.h's, and nowhere else.
+VERSION   := $(shell sed -n 's/^.define WSF_VERSION_STRING "\(.*\)"$$/\1/p' include/wsfuse.h)
+SOMAJOR   := $(shell sed -n 's/^.define WSF_VERSION_MAJOR \([0-9]*\)$$/\1/p' include/wsfuse.h)
 PREFIX    ?= /usr/local
 DESTDIR   ?=
 CUDA_HOME ?= /usr/local/cuda

@@ -56,6 +56,12 @@ static const char *const stage_names[WSF_STAGE_COUNT] = {
 };
 
 const char *
+wsf_version(void)
+{
+	return WSF_VERSION_STRING;
+}
+
+const char *
 wsf_status_name(WsfStatus s)
 {
 	return (unsigned)s < WSF_STATUS_COUNT ? status_names[s] : "WSF_STATUS_UNKNOWN";
