@@ -8,6 +8,7 @@
 #   make fuzz SECONDS=N  libFuzzer on the front end
 #   make update-golden regenerate golden files for review (git diff shows what moved)
 #   make install PREFIX=/usr/local DESTDIR= [BINDIR= LIBDIR= INCLUDEDIR=]
+#                      the CLI, the libraries, wsfuse.h, wsfuse.pc and a CMake package
 #   make clean
 
 # The version is include/wsfuse.h's, and nowhere else.
@@ -17,6 +18,7 @@ PREFIX    ?= /usr/local
 BINDIR    ?= $(PREFIX)/bin
 LIBDIR    ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
+CMAKEDIR  ?= $(LIBDIR)/cmake/wsfuse
 DESTDIR   ?=
 CUDA_HOME ?= /usr/local/cuda
 B         ?= build
@@ -82,8 +84,10 @@ $(B)/libwsfuse.a: $(OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(B)/libwsfuse.so: $(OBJS)
-	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libwsfuse.so.$(SOMAJOR) -o $(B)/libwsfuse.so.$(VERSION) $^ $(LIBS)
+# Only wsf_* is exported (pkg/libwsfuse.map).
+$(B)/libwsfuse.so: $(OBJS) pkg/libwsfuse.map
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libwsfuse.so.$(SOMAJOR) -Wl,--version-script=pkg/libwsfuse.map \
+	  -o $(B)/libwsfuse.so.$(VERSION) $(OBJS) $(LIBS)
 	ln -sf libwsfuse.so.$(VERSION) $(B)/libwsfuse.so.$(SOMAJOR)
 	ln -sf libwsfuse.so.$(VERSION) $@
 
@@ -102,7 +106,7 @@ example: all
 include tests/tests.mk
 
 install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR)/pkgconfig
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(CMAKEDIR)
 	install -m 755 $(B)/wsfuse $(DESTDIR)$(BINDIR)/wsfuse
 	install -m 644 include/wsfuse.h $(DESTDIR)$(INCLUDEDIR)/wsfuse.h
 	install -m 644 $(B)/libwsfuse.a $(DESTDIR)$(LIBDIR)/libwsfuse.a
@@ -110,14 +114,20 @@ install: all
 	ln -sf libwsfuse.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libwsfuse.so.$(SOMAJOR)
 	ln -sf libwsfuse.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libwsfuse.so
 	sed $(SUBST) pkg/wsfuse.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/wsfuse.pc
+	sed $(SUBST) pkg/wsfuse-config.cmake.in > $(DESTDIR)$(CMAKEDIR)/wsfuse-config.cmake
+	sed $(SUBST) pkg/wsfuse-config-version.cmake.in > $(DESTDIR)$(CMAKEDIR)/wsfuse-config-version.cmake
 
 clean:
 	rm -rf $(B) build-asan build-fuzz
 
-# wsfuse.pc names its folders from ${prefix} where they lie under it (for
-# pkg-config --define-prefix).
+# The templates of pkg/: wsfuse.pc names its folders from ${prefix} where
+# they lie under it (for pkg-config --define-prefix); the CMake package
+# finds them relative to its own folder.
 pc_dir    = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+from_cmake = $(shell realpath -ms --relative-to='$(CMAKEDIR)' '$(1)')
 SUBST     = -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(call pc_dir,$(LIBDIR))|g' \
-            -e 's|@INCLUDEDIR@|$(call pc_dir,$(INCLUDEDIR))|g' -e 's|@VERSION@|$(VERSION)|g'
+            -e 's|@INCLUDEDIR@|$(call pc_dir,$(INCLUDEDIR))|g' -e 's|@VERSION@|$(VERSION)|g' \
+            -e 's|@SOMAJOR@|$(SOMAJOR)|g' -e 's|@CMAKE_TO_LIBDIR@|$(call from_cmake,$(LIBDIR))|g' \
+            -e 's|@CMAKE_TO_INCLUDEDIR@|$(call from_cmake,$(INCLUDEDIR))|g'
 
 .PHONY: all check-deps example install clean
