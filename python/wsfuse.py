@@ -6,15 +6,17 @@
         print(k.text("ptx"))
         o = k(a, b, c)                # torch CUDA tensors in, output tensor(s) out
 
-No build step: the library is found by load().  torch is imported only by the
-calls that take tensors (launch, __call__), so compiling and inspecting kernels
-works on machines without torch or a GPU.
+No build step: the library is found by load() (`pip install .` bundles it).
+torch is imported only by the calls that take tensors (launch, __call__), so
+compiling and inspecting kernels works on machines without torch or a GPU.
 """
 import ctypes
+import glob
 import os
+import sys
 from ctypes import POINTER, c_char_p, c_int, c_int64, c_size_t, c_void_p
 
-__all__ = ["Error", "Context", "Kernel", "load"]
+__all__ = ["Error", "Context", "Kernel", "load", "version"]
 
 DTYPES = {1: "f32", 2: "f16", 3: "bf16", 4: "fp8e4m3", 5: "fp8e5m2"}   # WsfDtype -> spec name
 _TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16",
@@ -31,6 +33,7 @@ class _Tensor(ctypes.Structure):
 
 
 _SIGNATURES = {
+    "wsf_version": (c_char_p, []),
     "wsf_status_name": (c_char_p, [c_int]),
     "wsf_status_message": (c_char_p, [c_int]),
     "wsf_stage_from_name": (c_int, [c_char_p]),
@@ -55,17 +58,67 @@ _SIGNATURES = {
     "wsf_kernel_arg_dim_name": (c_char_p, [c_void_p, c_int, c_int]),
     "wsf_kernel_launch": (c_int, [c_void_p, c_void_p, POINTER(_Tensor), c_int, c_void_p]),
 }
-_libs = {}   # path -> CDLL: the only module state
+_libs = {}     # path -> CDLL; with _nvrtc, the only module state
+_nvrtc = None  # the NVRTC libraries _preload_nvrtc loaded, once it has run
+
+# runtime/nvrtc.c's sonames, in its order; and where the nvidia-cuda-nvrtc
+# wheels (the ones torch installs) put NVRTC under site-packages
+_NVRTC_SONAMES = ("libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so")
+_NVRTC_WHEEL_DIRS = ("nvidia/cu13/lib", "nvidia/cuda_nvrtc/lib")   # CUDA 13, CUDA 12
+
+
+def _wheel_nvrtc(dirs):
+    """The libnvrtc.so.N files of nvidia-cuda-nvrtc wheels under DIRS (sys.path),
+    newest N first, then in the order of DIRS."""
+    found = []
+    for i, d in enumerate(dirs):
+        for sub in _NVRTC_WHEEL_DIRS:
+            for f in glob.glob(os.path.join(d, sub, "libnvrtc.so.[0-9]*")):
+                major = os.path.basename(f)[len("libnvrtc.so."):].split(".")[0]
+                if major.isdigit():
+                    found.append((-int(major), i, f))
+    return [f for _, _, f in sorted(found)]
+
+
+def _preload_nvrtc():
+    """libwsfuse opens NVRTC by soname.  When no NVRTC is found that way (and
+    WSFUSE_NVRTC_PATH does not name one), loads the newest from an
+    nvidia-cuda-nvrtc wheel by its path, its builtins library first (some of
+    those wheels' NVRTC cannot find it): libwsfuse's dlopen of the soname then
+    returns the library already loaded."""
+    global _nvrtc
+    if _nvrtc is not None:
+        return
+    _nvrtc = []
+    if os.environ.get("WSFUSE_NVRTC_PATH"):
+        return
+    for name in _NVRTC_SONAMES:
+        try:
+            _nvrtc.append(ctypes.CDLL(name))
+            return
+        except OSError:
+            pass
+    for path in _wheel_nvrtc(sys.path):
+        builtins = sorted(glob.glob(os.path.join(os.path.dirname(path), "libnvrtc-builtins.so.*")))
+        try:
+            _nvrtc.extend(ctypes.CDLL(f) for f in builtins + [path])
+            return
+        except OSError:
+            continue
 
 
 def load(path=None):
-    """The libwsfuse CDLL (cached per path).  PATH, else $WSFUSE_LIB, else
-    build/libwsfuse.so next to this python/ directory, else the system's libwsfuse.so.0."""
+    """The libwsfuse CDLL (cached per path).  PATH, else $WSFUSE_LIB, else the
+    library the wheel bundles (wsfuse.libs/ next to this module), else
+    build/libwsfuse.so next to this python/ directory, else the system's
+    libwsfuse.so.0.  NVRTC is the system's, else an nvidia-cuda-nvrtc wheel's."""
     if path is None:
         path = os.environ.get("WSFUSE_LIB")
     if path is None:
-        here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "libwsfuse.so")
-        path = os.path.normpath(here) if os.path.exists(here) else "libwsfuse.so.0"
+        here = os.path.dirname(os.path.abspath(__file__))
+        bundled = os.path.join(here, "wsfuse.libs", "libwsfuse.so.0")
+        checkout = os.path.normpath(os.path.join(here, "..", "build", "libwsfuse.so"))
+        path = next((p for p in (bundled, checkout) if os.path.exists(p)), "libwsfuse.so.0")
     if path not in _libs:
         try:
             lib = ctypes.CDLL(path)
@@ -75,7 +128,13 @@ def load(path=None):
             fn = getattr(lib, name)
             fn.restype, fn.argtypes = res, args
         _libs[path] = lib
+        _preload_nvrtc()
     return _libs[path]
+
+
+def version():
+    """The version of the library load() finds ("0.1.0"): wsf_version()."""
+    return load().wsf_version().decode()
 
 
 class Error(Exception):
