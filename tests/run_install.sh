@@ -52,7 +52,7 @@ runs() {
 if command -v nm >/dev/null; then
 	extra=$(nm -D --defined-only "$p/lib/libwsfuse.so" | awk '$3 !~ /^wsf_/ { print $3 }')
 	n=$(nm -D --defined-only "$p/lib/libwsfuse.so" | grep -c ' wsf_')
-	if [ -n "$extra" ]; then bad "nm -D" "exports other than wsf_*: $(echo $extra | head -c 300)"
+	if [ -n "$extra" ]; then bad "nm -D" "exports other than wsf_*: $(echo "$extra" | tr "\n" " " | head -c 300)"
 	elif [ "$n" -lt 10 ]; then bad "nm -D" "only $n wsf_ symbols"
 	else ok; fi
 else
@@ -104,7 +104,7 @@ if command -v cmake >/dev/null; then
 '$major.$((minor + 1))' no
 '$((major + 1)).0' no"
 	got=$(cmake -DCONFIG="$p/lib/cmake/wsfuse/wsfuse-config-version.cmake" -P tests/install/version.cmake 2>&1)
-	if [ "$got" = "$expect" ]; then ok; else bad "cmake version" "$(echo $got)"; fi
+	if [ "$got" = "$expect" ]; then ok; else bad "cmake version" "$(tr "\n" " " <<<"$got")"; fi
 else
 	skipped 2 "cmake: no cmake"
 fi

@@ -104,7 +104,7 @@ for f in wsfuse._wheel_nvrtc(['$tmp/site/a', '$tmp/site/b', '$tmp/none']): print
 	want="b/nvidia/cu13/lib/libnvrtc.so.13
 a/nvidia/cuda_nvrtc/lib/libnvrtc.so.12
 b/nvidia/cuda_nvrtc/lib/libnvrtc.so.12"
-	if [ "$(cat "$tmp/out")" = "$want" ]; then ok; else bad nvrtc "found $(cat "$tmp/out" | tr '\n' ' ')"; fi
+	if [ "$(cat "$tmp/out")" = "$want" ]; then ok; else bad nvrtc "found $(tr "\n" " " <"$tmp/out")"; fi
 else
 	bad nvrtc "$(tail -n 3 "$tmp/out")"
 fi
@@ -122,10 +122,10 @@ if [ -z "$nv" ]; then
 elif [ -n "${WSFUSE_NVRTC_PATH:-}" ]; then
 	why="WSFUSE_NVRTC_PATH is set"
 elif env -u LD_LIBRARY_PATH "$py" -c "$probe" 2>/dev/null; then
-	hide=env
+	hide=ld-path
 elif unshare -m sh -c 'mount --bind /dev/null /etc/ld.so.cache && exec "$@"' sh \
 	env -u LD_LIBRARY_PATH "$py" -c "$probe" 2>/dev/null; then
-	hide=unshare
+	hide=namespace
 else
 	why="NVRTC is in ld.so.cache and unshare -m cannot hide it"
 fi
@@ -134,7 +134,7 @@ if [ -n "$hide" ]; then
 	mkdir -p "$d"
 	ln -s "$nv" "$(dirname "$nv")"/libnvrtc-builtins.so.* "$d/"
 	run=(env -u LD_LIBRARY_PATH WSFUSE_CACHE=0 PYTHONPATH="$tmp/nvsite" "$py")
-	[ $hide = unshare ] && run=(unshare -m sh -c 'mount --bind /dev/null /etc/ld.so.cache && exec "$@"' sh "${run[@]}")
+	[ "$hide" = namespace ] && run=(unshare -m sh -c 'mount --bind /dev/null /etc/ld.so.cache && exec "$@"' sh "${run[@]}")
 	if inpy "${run[@]}" -c "import wsfuse
 k = wsfuse.Context().compile_string('$spec')
 print(len(k.cubin() or b'') > 0, [l._name for l in wsfuse._nvrtc])" &&

@@ -7,7 +7,7 @@
 # sets MODE.
 mode=$1 cc=$2
 shift 2
-missing= pkgs=
+missing='' pkgs=''
 for dep; do
 	h=${dep%%=*}
 	# cmocka.h wants these before it; they are harmless before any other
