@@ -299,7 +299,8 @@ def test_gpu_compile_fullgraph_no_graph_break():
         ins = bsm_inputs(m, n)
         got = compiled(*ins)
         want = bsm_ref(ins[0] * 2, *ins[1:]).float().sum(-1)
-        torch.testing.assert_close(got, want, atol=0.5, rtol=2e-2)
+        err = ((got - want).norm() / want.norm()).item()
+        assert err < 1e-2, (m, n, err)
         torch.testing.assert_close(got, model(*ins), atol=1e-2, rtol=1e-3)   # eager: the same kernel
     assert not counters["graph_break"], dict(counters["graph_break"])
     assert 1 <= cnt.frame_count <= 2, cnt.frame_count
@@ -339,6 +340,7 @@ def test_gpu_cuda_graph_capture_and_replay():
 def _capture(op, ins):
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
+        ins[0] * 2   # the graph is not empty when the op raises: capture ends normally
         op(*ins)
 
 
