@@ -25,7 +25,7 @@ pass=0 fail=0 skip=0
 
 # check SPEC [ARGS...]: one `wsfuse run --check` case
 check() {
-	local to= t0=$SECONDS
+	local to='' t0=$SECONDS
 	command -v timeout >/dev/null && to="timeout $limit"
 	$to "$b/wsfuse" run --check "$@" >"$out" 2>&1 </dev/null
 	rc=$?
@@ -59,7 +59,7 @@ fi
 # torch_tests: tests/python/test_torch.py --gpu (the torch custom op: compile,
 # CUDA graphs, empty inputs, requires grad), one count per TAP line
 torch_tests() {
-	local t=$here/../python/test_torch.py t0=$SECONDS to= rc line bad=0
+	local t=$here/../python/test_torch.py t0=$SECONDS to='' rc line bad=0
 	command -v timeout >/dev/null && to="timeout $limit"
 	WSFUSE_LIB="$b/libwsfuse.so" $to python3 "$t" --gpu >"$out" 2>&1 </dev/null
 	rc=$?
