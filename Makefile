@@ -7,33 +7,50 @@
 #   make check-asan    the test suite under ASan+UBSan
 #   make fuzz SECONDS=N  libFuzzer on the front end
 #   make update-golden regenerate golden files for review (git diff shows what moved)
-#   make install PREFIX=/usr/local DESTDIR=
+#   make install PREFIX=/usr/local DESTDIR= [BINDIR= LIBDIR= INCLUDEDIR=]
+#                      the CLI, the libraries, wsfuse.h, wsfuse.pc and a CMake package
 #   make clean
 
-VERSION   := 0.1.0
-SOMAJOR   := 0
+# The version is include/wsfuse.h's, and nowhere else.
+VERSION   := $(shell sed -n 's/^.define WSF_VERSION_STRING "\(.*\)"$$/\1/p' include/wsfuse.h)
+SOMAJOR   := $(shell sed -n 's/^.define WSF_VERSION_MAJOR \([0-9]*\)$$/\1/p' include/wsfuse.h)
 PREFIX    ?= /usr/local
+BINDIR    ?= $(PREFIX)/bin
+LIBDIR    ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+CMAKEDIR  ?= $(LIBDIR)/cmake/wsfuse
 DESTDIR   ?=
 CUDA_HOME ?= /usr/local/cuda
 B         ?= build
+# APT=auto: run as root, the build installs the Debian packages it misses; APT=no: it says which
+APT       ?= auto
 
 CC        ?= cc
 CFLAGS    ?= -O2 -g
+# The build's own flags come first and always; CPPFLAGS, CFLAGS and LDFLAGS
+# from the command line or the environment add to them.
 WARN      := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wmissing-prototypes -Wstrict-prototypes \
              -Wno-unused-parameter
-CPPFLAGS  += -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -I$(CUDA_HOME)/include -Iinclude
-ALLCFLAGS := $(WARN) $(CFLAGS) -fPIC $(CPPFLAGS)
-# libyaml is linked statically so the binary runs where libyaml is not installed.
-YAML_LIB  := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libyaml.a /usr/lib/aarch64-linux-gnu/libyaml.a /usr/lib/libyaml.a /usr/local/lib/libyaml.a))
-ifeq ($(YAML_LIB),)
-YAML_LIB  := -lyaml
-endif
-LIBS      := $(YAML_LIB) -ldl -lm -lpthread
+ALLCPPFLAGS = -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -I$(CUDA_HOME)/include -Iinclude $(YAML_CFLAGS) $(CPPFLAGS)
+ALLCFLAGS = $(WARN) $(CFLAGS) -fPIC $(ALLCPPFLAGS)
+
+# libyaml through pkg-config, else the compiler's own search path.  It is
+# linked statically where its archive exists, so that the CLI and
+# libwsfuse.so run where libyaml is not installed.  Each is computed once,
+# when first used: after check-deps, which may have installed libyaml.
+yaml_a      = $(firstword $(wildcard $(shell pkg-config --variable=libdir yaml-0.1 2>/dev/null)/libyaml.a) \
+                          $(filter /%,$(shell $(CC) -print-file-name=libyaml.a)))
+YAML_LIBS   = $(eval YAML_LIBS := $(or $(yaml_a),$(shell pkg-config --libs yaml-0.1 2>/dev/null),-lyaml))$(YAML_LIBS)
+YAML_CFLAGS = $(eval YAML_CFLAGS := $(shell pkg-config --cflags yaml-0.1 2>/dev/null))$(YAML_CFLAGS)
+LIBS        = $(YAML_LIBS) -ldl -lm -lpthread
+# The headers each goal needs (HEADER=Debian package); tests.mk adds cmocka's.
+DEPS        := yaml.h=libyaml-dev
 
 IR_OBJS       := arena diag number fusion verify print kernel kverify kprint dot
 COMPILER_OBJS := spec api
-PASSES_OBJS   := pipeline expand infer schedule lower circular_buffer warp_specialize sync
-CODEGEN_OBJS  := emit device_header
+PASSES_OBJS   := pipeline expand infer schedule lower lower_pointwise lower_reduction circular_buffer \
+                 warp_specialize sync
+CODEGEN_OBJS  := emit emit_pointwise emit_reduction device_header
 RUNTIME_OBJS  := nvrtc cache files driver tmap hostfp parallel reference launch run
 
 OBJS := $(IR_OBJS:%=$(B)/ir/%.o) $(COMPILER_OBJS:%=$(B)/compiler/%.o) \
@@ -44,32 +61,38 @@ OBJS := $(foreach o,$(OBJS),$(if $(or $(wildcard $(patsubst $(B)/%.o,%.c,$(o))),
 
 all: check-deps $(B)/wsfuse $(B)/libwsfuse.a $(B)/libwsfuse.so
 
+# Every compile waits for it (order-only), so headers it installs are there.
 check-deps:
-	@test -f /usr/include/yaml.h || { echo "wsfuse: libyaml headers are missing: apt-get install libyaml-dev" >&2; exit 1; }
-	@test -f $(CUDA_HOME)/include/cuda.h || { echo "wsfuse: CUDA toolkit not found at $(CUDA_HOME) (set CUDA_HOME): apt-get install nvidia-cuda-toolkit or NVIDIA's cuda-toolkit" >&2; exit 1; }
+	@sh tools/deps.sh '$(APT)' '$(CC) $(CPPFLAGS) $(shell pkg-config --cflags yaml-0.1 2>/dev/null)' $(DEPS)
+	@test -f $(CUDA_HOME)/include/cuda.h || { echo "wsfuse: CUDA toolkit not found at $(CUDA_HOME) (set CUDA_HOME): install NVIDIA's cuda-toolkit (12.x or 13.x)" >&2; exit 1; }
 
-$(B)/%.o: %.c $(wildcard include/*.h ir/*.h compiler/*.h passes/*.h codegen/*.h runtime/*.h) ir/ops.h
+$(B)/%.o: %.c $(wildcard include/*.h ir/*.h compiler/*.h passes/*.h codegen/*.h runtime/*.h) ir/ops.h | check-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -c $< -o $@
 
-# The device helper header is embedded as a C string.
-$(B)/codegen/device_header.c: codegen/device.cuh tools/embed.sh
+# The device helper headers are embedded as C strings, the shared helpers and each family's.
+DEVICE_CUH := codegen/device.cuh codegen/device_reduction.cuh
+EMBED_CUH  := sh tools/embed.sh codegen_device_cuh codegen/device.cuh \
+                                codegen_device_reduction_cuh codegen/device_reduction.cuh
+$(B)/codegen/device_header.c: $(DEVICE_CUH) tools/embed.sh
 	@mkdir -p $(dir $@)
-	sh tools/embed.sh codegen_device_header < $< > $@.tmp && mv $@.tmp $@
-$(B)/codegen/device_header.o: $(B)/codegen/device_header.c
+	$(EMBED_CUH) > $@.tmp && mv $@.tmp $@
+$(B)/codegen/device_header.o: $(B)/codegen/device_header.c | check-deps
 	$(CC) $(ALLCFLAGS) -Wno-overlength-strings -c $< -o $@
 
 $(B)/libwsfuse.a: $(OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(B)/libwsfuse.so: $(OBJS)
-	$(CC) -shared -Wl,-soname,libwsfuse.so.$(SOMAJOR) -o $(B)/libwsfuse.so.$(VERSION) $^ $(LIBS)
+# Only wsf_* is exported (pkg/libwsfuse.map).
+$(B)/libwsfuse.so: $(OBJS) pkg/libwsfuse.map
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libwsfuse.so.$(SOMAJOR) -Wl,--version-script=pkg/libwsfuse.map \
+	  -o $(B)/libwsfuse.so.$(VERSION) $(OBJS) $(LIBS)
 	ln -sf libwsfuse.so.$(VERSION) $(B)/libwsfuse.so.$(SOMAJOR)
 	ln -sf libwsfuse.so.$(VERSION) $@
 
 $(B)/wsfuse: $(B)/compiler/main.o $(B)/libwsfuse.a
-	$(CC) $(CFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS)
 
 # The README's first command: emit and compile a kernel; on a GPU also run and check it.
 EXAMPLE ?= examples/pointwise_chain.yaml
@@ -83,16 +106,28 @@ example: all
 include tests/tests.mk
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 755 $(B)/wsfuse $(DESTDIR)$(PREFIX)/bin/wsfuse
-	install -m 644 include/wsfuse.h $(DESTDIR)$(PREFIX)/include/wsfuse.h
-	install -m 644 $(B)/libwsfuse.a $(DESTDIR)$(PREFIX)/lib/libwsfuse.a
-	install -m 755 $(B)/libwsfuse.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libwsfuse.so.$(VERSION)
-	ln -sf libwsfuse.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libwsfuse.so.$(SOMAJOR)
-	ln -sf libwsfuse.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libwsfuse.so
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' wsfuse.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/wsfuse.pc
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(CMAKEDIR)
+	install -m 755 $(B)/wsfuse $(DESTDIR)$(BINDIR)/wsfuse
+	install -m 644 include/wsfuse.h $(DESTDIR)$(INCLUDEDIR)/wsfuse.h
+	install -m 644 $(B)/libwsfuse.a $(DESTDIR)$(LIBDIR)/libwsfuse.a
+	install -m 755 $(B)/libwsfuse.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libwsfuse.so.$(VERSION)
+	ln -sf libwsfuse.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libwsfuse.so.$(SOMAJOR)
+	ln -sf libwsfuse.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libwsfuse.so
+	sed $(SUBST) pkg/wsfuse.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/wsfuse.pc
+	sed $(SUBST) pkg/wsfuse-config.cmake.in > $(DESTDIR)$(CMAKEDIR)/wsfuse-config.cmake
+	sed $(SUBST) pkg/wsfuse-config-version.cmake.in > $(DESTDIR)$(CMAKEDIR)/wsfuse-config-version.cmake
 
 clean:
 	rm -rf $(B) build-asan build-fuzz
+
+# The templates of pkg/: wsfuse.pc names its folders from ${prefix} where
+# they lie under it (for pkg-config --define-prefix); the CMake package
+# finds them relative to its own folder.
+pc_dir    = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+from_cmake = $(shell realpath -ms --relative-to='$(CMAKEDIR)' '$(1)')
+SUBST     = -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(call pc_dir,$(LIBDIR))|g' \
+            -e 's|@INCLUDEDIR@|$(call pc_dir,$(INCLUDEDIR))|g' -e 's|@VERSION@|$(VERSION)|g' \
+            -e 's|@SOMAJOR@|$(SOMAJOR)|g' -e 's|@CMAKE_TO_LIBDIR@|$(call from_cmake,$(LIBDIR))|g' \
+            -e 's|@CMAKE_TO_INCLUDEDIR@|$(call from_cmake,$(INCLUDEDIR))|g'
 
 .PHONY: all check-deps example install clean

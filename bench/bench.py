@@ -14,6 +14,8 @@ copy moving the same number of bytes (half read, half written): the bandwidth ce
     python3 bench/bench.py --cases relu_chain_bf16 --json out.json
     python3 bench/bench.py --compile-only       # spec -> cubin for every case; no torch, no GPU
     python3 bench/bench.py --rounds 8 --cases relu_chain_f32   # + 8 interleaved rounds against torch.compile
+    python3 bench/bench.py --json out.json --plot out.png        # + each case's rates against its roofs
+    python3 bench/bench.py --from-json out.json --plot out.png   # the table and plot of earlier results
 
 To add a case, add a row to CASES.
 """
@@ -31,10 +33,7 @@ from typing import Callable
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import wsfuse  # noqa: E402
 
-try:
-    import torch
-except ImportError:   # --compile-only needs no torch
-    torch = None
+torch = None   # imported by main() when a run needs it: --compile-only and --from-json do not
 
 
 def io_bytes(inputs, outputs):
@@ -52,6 +51,7 @@ class Case:
     inputs: Callable          # (sizes, dtype) -> tuple of torch tensors, in spec input order
     eager: Callable           # the torch expression: eager(*inputs) -> tensor or tuple
     bytes: Callable = io_bytes  # (inputs, outputs) -> bytes moved
+    flops: Callable = None      # sizes -> floating-point operations, where tensor cores bound the case
 
     def spec_text(self):
         return string.Template(self.spec).substitute(dt=self.dtype, name=self.name)
@@ -299,6 +299,8 @@ def run_case(case, sizes, timer, rounds=0):
     outs = [torch.full(s, float("nan"), dtype=d, device="cuda")
             for s, d in zip(k.output_shapes(*inputs), out_dtypes)]
     row["bytes"] = case.bytes(inputs, outs)
+    if case.flops:
+        row["flops"] = case.flops(sizes)
     try:
         check(k, case, inputs, outs)
         row["check"] = "ok"
@@ -354,6 +356,75 @@ def print_table(rows):
                         for i, (x, w) in enumerate(zip(line, width))).rstrip())
 
 
+# dense bf16/f16 tensor-core peaks in TFLOP/s, by device name (the first that matches)
+TC_PEAKS = (("H100 PCIe", 756.0), ("H100 NVL", 835.0), ("H100", 989.4), ("H200", 989.4), ("H800", 989.4))
+
+
+def tc_peak_of(device):
+    return next((peak for name, peak in TC_PEAKS if name in (device or "")), None)
+
+
+def plot_results(data, path, tc_peak=None):
+    """Writes a PNG of DATA (what --json writes) to PATH: each case's rate for wsfuse, torch.compile
+    and eager against the case's roof.  A case that counts no FLOPs is drawn in GB/s against the
+    copy rate; one that does (a matmul), in TFLOP/s against the tensor-core peak, or the FLOPs
+    done in the time the copy takes to move its bytes where that is lower.  Each roof is marked
+    and wsfuse's share of it printed."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in data["results"] if r.get("bytes")]
+    if not rows:
+        raise ValueError("no case in these results moved any bytes: nothing to plot")
+    tc_peak = tc_peak or tc_peak_of(data.get("device"))
+    variants = (("wsfuse", "wsfuse_ms", "tab:blue"), ("torch.compile", "compile_ms", "tab:orange"),
+                ("eager", "eager_ms", "tab:gray"))
+    panels = []
+    mem_rows, flop_rows = [r for r in rows if not r.get("flops")], [r for r in rows if r.get("flops")]
+    if mem_rows:
+        panels.append(("GB/s (bytes moved / median time)", "copy rate", mem_rows,
+                       lambda r, ms: r["bytes"] / ms / 1e6, lambda r: r["bytes"] / r["copy_ms"] / 1e6))
+    if flop_rows:
+        panels.append(("TFLOP/s", "roof: the tensor-core peak, or the copy rate's", flop_rows,
+                       lambda r, ms: r["flops"] / ms / 1e9,
+                       lambda r: min(r["flops"] / r["copy_ms"] / 1e9, tc_peak or float("inf"))))
+    fig, axes = plt.subplots(len(panels), 1, squeeze=False, figsize=(11, 0.45 * len(rows) + 1.6 * len(panels) + 1),
+                             gridspec_kw={"height_ratios": [len(p[2]) + 1 for p in panels]})
+    h = 0.8 / len(variants)
+    for ax, (unit, roof_name, prows, rate, roof) in zip(axes[:, 0], panels):
+        ys = range(len(prows))
+        for j, (label, key, color) in enumerate(variants):
+            ax.barh([y - 0.4 + (j + 0.5) * h for y in ys], [rate(r, r[key]) if r.get(key) else 0 for r in prows],
+                    height=h, label=label, color=color)
+        labelled = False
+        for y, r in zip(ys, prows):
+            if not r.get("copy_ms"):
+                continue
+            top = roof(r)
+            ax.plot([top, top], [y - 0.45, y + 0.45], color="black", lw=2, label=None if labelled else roof_name)
+            labelled = True
+            if r.get("wsfuse_ms"):
+                ax.annotate(f"{100 * rate(r, r['wsfuse_ms']) / top:.0f}%", (top, y), xytext=(4, 0),
+                            textcoords="offset points", va="center", fontsize=8)
+        if prows is flop_rows and tc_peak:
+            ax.axvline(tc_peak, color="tab:red", ls="--", lw=1, label=f"tensor-core peak, {tc_peak:g}")
+        ax.set_yticks(list(ys))
+        ax.set_yticklabels([r["case"] + ("" if r.get("check") == "ok" else " (check failed)") for r in prows],
+                           fontsize=8)
+        ax.set_ylim(len(prows) - 0.5, -0.5)
+        ax.set_xlabel(unit)
+        ax.grid(axis="x", alpha=0.3)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    peak = f"tensor-core peak {tc_peak:g} TFLOP/s" if tc_peak else "tensor-core peak unknown (--tc-peak)"
+    fig.suptitle(f"{data.get('device', '?')}, {data.get('date', '?')}: wsfuse beside its peers, "
+                 f"% = wsfuse's share of the roof\ntorch {data.get('torch')}, triton {data.get('triton')}, "
+                 f"CUDA {data.get('cuda')}{', quick sizes' if data.get('quick') else ''}; {peak}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", help="comma list of case names (default: all): "
@@ -363,7 +434,21 @@ def main():
     ap.add_argument("--compile-only", action="store_true", help="only compile each spec to cubin")
     ap.add_argument("--rounds", type=int, default=0, metavar="N",
                     help="also time wsfuse and torch.compile in N interleaved rounds (median ratio and range)")
+    ap.add_argument("--plot", metavar="FILE.png",
+                    help="also plot each case's rates against the copy rate and the tensor-core roof (matplotlib)")
+    ap.add_argument("--from-json", metavar="FILE",
+                    help="run nothing: print (and --plot) the results an earlier --json wrote")
+    ap.add_argument("--tc-peak", type=float, metavar="TFLOPS",
+                    help="the tensor-core roof of --plot (default: the device's dense bf16 peak, where known)")
     args = ap.parse_args()
+    if args.plot:   # before a run that takes minutes, not after it
+        import importlib.util
+        if importlib.util.find_spec("matplotlib") is None:
+            ap.error("--plot needs matplotlib (pip install matplotlib); nothing was run")
+    if args.from_json:
+        if args.compile_only or args.rounds or args.quick:
+            ap.error("--from-json runs nothing: --compile-only, --rounds and --quick do not apply")
+        return report_json(args)
     cases = CASES
     if args.cases:
         names = args.cases.split(",")
@@ -372,6 +457,11 @@ def main():
             ap.error(f"unknown case(s) {', '.join(unknown)}; known: {', '.join(c.name for c in CASES)}")
         cases = [c for c in CASES if c.name in names]
 
+    global torch
+    try:
+        import torch
+    except ImportError:   # --compile-only needs no torch
+        pass
     if args.compile_only:
         for case in cases:
             t0 = time.perf_counter()
@@ -411,11 +501,39 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({**header, "results": rows}, f, indent=1)
+    if args.plot:
+        plot_results({**header, "results": rows}, args.plot, args.tc_peak)
+        print(f"plot: {args.plot}")
     failed = [r["case"] for r in rows if r["check"] != "ok"]
     for r in rows:
         if r["check"] != "ok":
             print(f"{r['case']}: {r['check']}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def report_json(args):
+    """--from-json: the table (and --plot, --json) of earlier results, filtered by --cases."""
+    try:
+        with open(args.from_json) as f:
+            data = json.load(f)
+        rows = data["results"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        sys.exit(f"bench.py: {args.from_json}: not results of --json ({type(e).__name__}: {e})")
+    if args.cases:
+        names = args.cases.split(",")
+        rows = data["results"] = [r for r in rows if r.get("case") in names]
+    print(" ".join(f"{k}={v}" for k, v in data.items() if k != "results"))
+    print_table(rows)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(data, f, indent=1)
+    if args.plot:
+        try:
+            plot_results(data, args.plot, args.tc_peak)
+        except (KeyError, TypeError, ValueError) as e:
+            sys.exit(f"bench.py: {args.from_json}: cannot plot these results ({type(e).__name__}: {e})")
+        print(f"plot: {args.plot}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,11 +1,23 @@
 /*
  * codegen.h: the internal header of codegen/ (kernel IR -> CUDA C++).
  *
- *   emit.c          the emitter: small emit_* functions into a Buf
- *   device.cuh      the device helper header (mbarrier, TMA, fences,
- *                   conversions), embedded in the library as a string by
- *                   tools/embed.sh and inlined at the top of every kernel,
- *                   between the lines CODEGEN_DEVICE_BEGIN and _END
+ *   emit.c                the emitter: statements, expressions, names, the
+ *                         kernel frame and shared memory, small emit_*
+ *                         functions into a Buf; a compute by its family's
+ *                         EmitFamily
+ *   emit_pointwise.c      the pointwise family's compute (a tile)
+ *   emit_reduction.c      the row-reduction family's compute (a row, or its
+ *                         chunks)
+ *   device.cuh            the device helpers every kernel gets (mbarriers,
+ *                         TMA, bulk copies, fences, wgmma groups, conversions,
+ *                         16-byte loads and stores)
+ *   device_reduction.cuh  the row-reduction family's (L2 policies, block
+ *                         reductions, online softmax, Welford)
+ *
+ * The .cuh files are embedded in the library as strings by tools/embed.sh;
+ * a kernel's (device.cuh, then its family's: codegen_device_header) are
+ * inlined at its top, between the lines CODEGEN_DEVICE_BEGIN and _END, so
+ * the CUDA compiles as it is, with NVRTC or nvcc.
  */
 #ifndef WSFUSE_CODEGEN_H
 #define WSFUSE_CODEGEN_H
@@ -17,13 +29,98 @@
 #define CODEGEN_DEVICE_BEGIN "// ---- begin wsfuse_device.cuh: the device helpers, inlined ----"
 #define CODEGEN_DEVICE_END "// ---- end wsfuse_device.cuh ----"
 
-/* The text of codegen/device.cuh (generated at build time). */
-extern const char codegen_device_header[];
+/*
+ * The device helpers kernel K's CUDA holds: device.cuh, then its family's
+ * helpers (EmitFamily.device).  Arena memory.
+ */
+const char *codegen_device_header(Comp *c, const Kernel *k);
 
 /*
  * Emits the CUDA C++ of c->kernel into B and describes its launch in
  * *launch (arena memory).  0, or -1 after a diagnostic.
  */
 int codegen_emit(Comp *c, Buf *b, Launch **launch);
+
+/* ---- emit.c: what the emitter and each family's compute share ---------- */
+
+enum { VEC = 8 };   /* elements a thread takes at a time: 16-byte shared loads and global stores */
+
+/* The name prefixes ("Names" in emit.c, which spells them in prefixes[]). */
+enum {
+	PFX_VALUE, PFX_ROW, PFX_ACC, PFX_CNT, PFX_RAW, PFX_IN, PFX_OUT,   /* + a tensor's base name */
+	PFX_TILE, PFX_CHUNK, PFX_ROWBUF, PFX_STAGE,   /* buffers (lowering's names): + a tensor's name */
+	PFX_CUR,                                      /* a buffer's current copy: + the buffer's name */
+	PFX_KERNEL,                                   /* the kernel: + the fusion's name */
+	PFX_COUNT
+};
+
+typedef struct EmitFamily EmitFamily;
+
+typedef struct Emit {
+	Comp *c;
+	Kernel *k;
+	Fusion *f;
+	const EmitFamily *fam;  /* the kernel's family: how a compute is written */
+	Buf *b;
+	int depth;
+	int role;            /* inside a role's branch: the role (elect() is its first thread); else 0 */
+	const char *compute_fn;    /* the compute's __device__ function, when it is emitted once; else NULL */
+	const char *compute_args;  /* the arguments of its calls */
+	struct EmitRow {     /* emit_reduction.c's, while it writes a row's compute */
+		bool flip;           /* the block reductions start on the scratch array wsf_flip names */
+		int steps;           /* kept in registers: element-loop steps a row takes; else 0 */
+		const char *policy;  /* a direct kernel that reads the row in every pass: this pass's L2 policy */
+		const char *chunk_col;  /* streamed in chunks: the C expression of the chunk's first column */
+	} row;
+	const char **value;  /* per fusion tensor: the C name of its current value */
+	const char **base;   /* per fusion tensor: its base name, unique in the fusion (tensor_bases) */
+	const char *file;    /* the spec's name, as comment_text writes it */
+} Emit;
+
+/*
+ * One kernel family's emission (emit_FAMILY.c), reached through the table
+ * in emit.c, not through tests of the family.  NULL hooks do nothing.
+ */
+struct EmitFamily {
+	void (*compute)(Emit *e, const Stmt *s);   /* the text of an ST_COMPUTE */
+	int (*min_ctas)(const Kernel *k);          /* CTAs an SM the registers must allow (__launch_bounds__) */
+	void (*frame)(Emit *e);                    /* declarations at the top of the kernel, after shared memory */
+	/* what the compute's __device__ function takes besides the kernel's variables, params and buffers */
+	void (*compute_params)(Emit *e, Buf *params, Buf *args);
+	bool (*in_place)(const Kernel *k);         /* the computes are written in place, never as one function */
+	const char *unit;                          /* what one compute covers, in comments: "tile", "row" */
+	const char *device;                        /* its device helpers (device_FAMILY.cuh); NULL: none */
+};
+
+extern const EmitFamily emit_pointwise_family, emit_reduction_family;
+/* The texts of codegen/device.cuh and device_reduction.cuh (embedded at build time). */
+extern const char codegen_device_cuh[], codegen_device_reduction_cuh[];
+
+/* One line of code at the current depth. */
+void emit_line(Emit *e, const char *fmt, ...) PRINTF_LIKE(2, 3);
+/* The name of kind PFX (PFX_VALUE .. PFX_OUT) of fusion tensor T: v_x. */
+const char *emit_tname(Emit *e, int pfx, int t);
+/* The C type a dtype is stored as. */
+const char *emit_type(Dtype dt);
+/* Helper name suffix by storage dtype: f16 shares bf16's storage type. */
+const char *emit_suffix(Dtype dt);
+/* The expression as a string, for use inside a line. */
+const char *emit_expr_str(Emit *e, const Expr *x);
+/* The compute's pointer to the copy of buffer BUF it works on: cur_tile_x. */
+const char *emit_curname(Emit *e, int buf);
+/* "  // FILE:LINE" for position P, or "" without one. */
+const char *emit_pos(Emit *e, Pos p);
+/* Address of copy SLOT of buffer BUF. */
+const char *emit_buf_at(Emit *e, int buf, const Expr *slot);
+/* A number operand as the exact CUDA f32 literal. */
+const char *emit_literal(Emit *e, double v);
+/* The f32 expression of op O on operands A and B (C text). */
+const char *emit_op_text(Emit *e, const Op *o, const char *a, const char *b);
+/* The input (or, with OUTPUT, output) parameter of fusion tensor T, or NULL. */
+const KParam *emit_param_of(Emit *e, int t, bool output);
+/* The tile buffer loaded with fusion tensor T; k->nbuf when there is none. */
+int emit_buf_of(const Kernel *k, int t);
+/* A parameter: in_x or out_y (a pointer or a tensor map: its type says which), or a size. */
+const char *emit_param_name(Emit *e, const KParam *p);
 
 #endif

@@ -1,11 +1,12 @@
 // wsfuse_device.cuh: device helpers every generated kernel holds.
 //
 // Thin, named wrappers over the PTX that Hopper's asynchronous machinery
-// needs (mbarriers, TMA, bulk groups, proxy fences) and the f16/bf16
-// conversions, so generated code reads as what it does.  The emitter
-// inlines this file at the top of every kernel (codegen/emit.c), so the
-// CUDA wsfuse writes compiles as it is, with NVRTC or nvcc; it needs no
-// toolkit headers.
+// needs (mbarriers, TMA, bulk groups, proxy fences, wgmma groups), the
+// f16/bf16 conversions and 16-byte loads and stores, so generated code reads
+// as what it does.  The emitter inlines this file at the top of every
+// kernel, followed by the helpers of the kernel's family (device_FAMILY.cuh;
+// EmitFamily.device), so the CUDA wsfuse writes compiles as it is, with
+// NVRTC or nvcc; it needs no toolkit headers.
 
 typedef unsigned short wsf_bf16;   // storage of a bfloat16
 typedef unsigned short wsf_f16;    // storage of an IEEE half
@@ -268,29 +269,6 @@ __device__ __forceinline__ uint4 wsf_ldg16(const void *p)
 	             : "l"(p));
 	return u;
 }
-// L2 eviction policies for a row read more than once: each pass of a direct
-// row kernel reads the row again; the passes before the last ask L2 to keep
-// it (evict_last), the last lets it go (evict_first).
-__device__ __forceinline__ wsf_u64 wsf_l2_keep(void)
-{
-	wsf_u64 p;
-	asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
-	return p;
-}
-__device__ __forceinline__ wsf_u64 wsf_l2_drop(void)
-{
-	wsf_u64 p;
-	asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
-	return p;
-}
-// wsf_ldg16 under an L2 policy.
-__device__ __forceinline__ uint4 wsf_ldg16_l2(const void *p, wsf_u64 pol)
-{
-	uint4 u;
-	asm volatile("ld.global.nc.L2::cache_hint.v4.b32 {%0, %1, %2, %3}, [%4], %5;"
-	             : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p), "l"(pol));
-	return u;
-}
 // Eight 2-byte elements as stored (two a register) to f32.
 __device__ __forceinline__ void wsf_unpack8(float v[8], uint4 u)
 {
@@ -310,17 +288,6 @@ __device__ __forceinline__ void wsf_unpack8_f16(float v[8], uint4 u)
 		v[2 * i + 1] = wsf_f16_to_f32((wsf_f16)(w[i] >> 16));
 	}
 }
-// The first N (1..7) of eight 2-byte elements, as wsf_ldg16 returns them; the
-// rest are zero.  A row's ragged end.
-__device__ __forceinline__ uint4 wsf_ldg16_part(const unsigned short *p, int n)
-{
-	unsigned w[4] = {0, 0, 0, 0};
-#pragma unroll
-	for (int i = 0; i < 8; i++)
-		if (i < n)
-			w[i / 2] |= (unsigned)p[i] << (16 * (i % 2));
-	return make_uint4(w[0], w[1], w[2], w[3]);
-}
 __device__ __forceinline__ void wsf_load8_global(float v[8], const wsf_bf16 *p) { wsf_unpack8(v, wsf_ldg16(p)); }
 __device__ __forceinline__ void wsf_load8_global_f16(float v[8], const wsf_f16 *p) { wsf_unpack8_f16(v, wsf_ldg16(p)); }
 // Eight f32 elements from two 16-byte loads.
@@ -332,123 +299,6 @@ __device__ __forceinline__ void wsf_unpack8_f32(float v[8], uint4 a, uint4 b)
 __device__ __forceinline__ void wsf_load8_global(float v[8], const float *p)
 {
 	wsf_unpack8_f32(v, wsf_ldg16(p), wsf_ldg16(p + 4));
-}
-__device__ __forceinline__ void wsf_load8_global_l2(float v[8], const float *p, wsf_u64 pol)
-{
-	wsf_unpack8_f32(v, wsf_ldg16_l2(p, pol), wsf_ldg16_l2(p + 4, pol));
-}
-
-// ---- row reductions: every thread of the CTA calls these together ----
-
-__device__ __forceinline__ float wsf_warp_sum(float v)
-{
-#pragma unroll
-	for (int o = 16; o > 0; o >>= 1)
-		v += __shfl_xor_sync(0xffffffffu, v, o);
-	return v;
-}
-__device__ __forceinline__ float wsf_warp_max(float v)
-{
-#pragma unroll
-	for (int o = 16; o > 0; o >>= 1)
-		v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-	return v;
-}
-// The sum (or max) of V over the CTA, returned to every thread, at the cost of
-// one __syncthreads.  SCRATCH holds one float per warp, and every thread reads
-// it after the barrier, so the caller must not hand the same SCRATCH to another
-// reduction before a further barrier has passed (generated code alternates
-// two scratch arrays).
-__device__ __forceinline__ float wsf_block_sum(float v, float *scratch)
-{
-	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
-
-	v = wsf_warp_sum(v);
-	if (lane == 0)
-		scratch[warp] = v;
-	__syncthreads();
-	return wsf_warp_sum(lane < warps ? scratch[lane] : 0.0f);
-}
-__device__ __forceinline__ float wsf_block_max(float v, float *scratch)
-{
-	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
-
-	v = wsf_warp_max(v);
-	if (lane == 0)
-		scratch[warp] = v;
-	__syncthreads();
-	return wsf_warp_max(lane < warps ? scratch[lane] : -__int_as_float(0x7f800000));
-}
-// A thread's part of a row reduction: the first min(N, 8) of V into ACC.
-// A full group (N >= 8: every group but the last of a ragged row) takes a
-// branch without per-element guards; the branch is the same for the whole
-// warp but at the row's end.  The guarded loops are unrolled, not bounded by
-// N, so V stays in registers (a loop bound the compiler cannot see puts V in
-// local memory), and compare in 32 bits.
-__device__ __forceinline__ float wsf_sum8(float acc, const float v[8], long long n)
-{
-	const int k = n < 8 ? (int)n : 8;
-
-	if (k == 8) {
-#pragma unroll
-		for (int i = 0; i < 8; i++)
-			acc += v[i];
-		return acc;
-	}
-#pragma unroll
-	for (int i = 0; i < 8; i++)
-		acc += i < k ? v[i] : 0.0f;
-	return acc;
-}
-__device__ __forceinline__ float wsf_max8(float acc, const float v[8], long long n)
-{
-	const int k = n < 8 ? (int)n : 8;
-
-	if (k == 8) {
-#pragma unroll
-		for (int i = 0; i < 8; i++)
-			acc = fmaxf(acc, v[i]);
-		return acc;
-	}
-#pragma unroll
-	for (int i = 0; i < 8; i++)
-		acc = i < k ? fmaxf(acc, v[i]) : acc;
-	return acc;
-}
-// Online softmax: the first min(N, 8) of V into a running max M and a sum S
-// of exp(v - M) kept at M's scale (rescaled when M grows; M == MX, also when
-// both are -inf, needs no rescale).
-__device__ __forceinline__ void wsf_online8(float &m, float &s, const float v[8], long long n)
-{
-	const float mx = wsf_max8(m, v, n);
-	const int k = n < 8 ? (int)n : 8;
-
-	s *= m == mx ? 1.0f : __expf(m - mx);
-#pragma unroll
-	for (int i = 0; i < 8; i++)
-		s += i < k ? __expf(v[i] - mx) : 0.0f;
-	m = mx;
-}
-// A variance in one pass: the first min(N, 8) of V (N >= 1) into a thread's
-// count C, mean M and sum of squared deviations Q.  The 8 values' own mean
-// and deviations first (exact), then Chan's merge of the two sets.
-__device__ __forceinline__ void wsf_welford8(float &c, float &m, float &q, const float v[8], long long n)
-{
-	const int kn = n < 8 ? (int)n : 8;
-	const float k = (float)kn;
-	float s = 0.0f, d2 = 0.0f;
-
-#pragma unroll
-	for (int i = 0; i < 8; i++)
-		s += i < kn ? v[i] : 0.0f;
-	const float m8 = kn == 8 ? s * 0.125f : s / k;
-#pragma unroll
-	for (int i = 0; i < 8; i++)
-		d2 += i < kn ? (v[i] - m8) * (v[i] - m8) : 0.0f;
-	const float t = c + k, d = m8 - m, r = 1.0f / t;
-	m += d * k * r;
-	q += d2 + d * d * c * k * r;
-	c = t;
 }
 
 __device__ __forceinline__ long long wsf_ceildiv(long long a, long long b) { return (a + b - 1) / b; }

@@ -75,6 +75,12 @@ wsf_stage_made_by(WsfStage s)
 }
 
 const char *
+wsf_version(void)
+{
+	return WSF_VERSION_STRING;
+}
+
+const char *
 wsf_status_name(WsfStatus s)
 {
 	return (unsigned)s < WSF_STATUS_COUNT ? status_names[s] : "WSF_STATUS_UNKNOWN";
@@ -469,8 +475,8 @@ compile_kernel(WsfContext *ctx, WsfKernel *k)
 again:
 	if (passes_run(c, WSF_STAGE_KERNEL_IR))
 		return c->status ? c->status : WSF_ERR_INPUT;
-	probe = c->kernel->row_direct &&
-	        (c->kernel->row_deep || c->kernel->row_reread || c->fusion->sched.persistent == 0);
+	probe = c->kernel->row.direct &&
+	        (c->kernel->row.deep || c->kernel->row.reread || c->fusion->sched.persistent == 0);
 	buf_init(&b, c->arena);
 	kernel_print(&b, c->kernel);
 	set_text(k, WSF_STAGE_KERNEL_IR, buf_str(&b), b.len);
@@ -490,7 +496,7 @@ again:
 	if (s != WSF_OK)
 		return s;
 	if (probe && rt_spill_bytes(bin.log) > 0) {
-		c->row_fallback = c->kernel->row_deep || c->kernel->row_reread ? ROW_FB_HELD : ROW_FB_PIPELINE;
+		c->row_fallback = c->kernel->row.deep || c->kernel->row.reread ? ROW_FB_HELD : ROW_FB_PIPELINE;
 		goto again;
 	}
 	if (ctx->stop < WSF_STAGE_PTX)

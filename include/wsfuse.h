@@ -24,6 +24,8 @@
 extern "C" {
 #endif
 
+/* The one place that holds the version: the Makefile, the Python wheel and
+ * wsf_version() read it from here.  The string is the three numbers. */
 #define WSF_VERSION_MAJOR 0
 #define WSF_VERSION_MINOR 1
 #define WSF_VERSION_PATCH 0
@@ -42,6 +44,11 @@ typedef enum WsfStatus {
 	WSF_ERR_INTERNAL, /* a bug in wsfuse: please report it */
 	WSF_STATUS_COUNT
 } WsfStatus;
+
+/* The version of the library that is running, WSF_VERSION_STRING as it was
+ * built ("0.1.0"); a static string.  It may differ from the header a program
+ * was compiled with when the shared library was replaced. */
+const char *wsf_version(void);
 
 /* "WSF_OK", "WSF_ERR_INPUT", ...; "WSF_STATUS_UNKNOWN" for values out of range. */
 const char *wsf_status_name(WsfStatus s);

@@ -110,7 +110,7 @@ typedef struct SizeBinding {
  * (Comp.row_fallback; compile_kernel reads ptxas's count and lowers again).
  */
 typedef enum RowFallback {
-	ROW_FB_NONE,     /* the row forms lowering prefers (Kernel.row_deep, row_reread) */
+	ROW_FB_NONE,     /* the row forms lowering prefers (RowPlan.deep, reread) */
 	ROW_FB_HELD,     /* 16 elements a thread held in registers at 48 warps an SM */
 	ROW_FB_PIPELINE  /* the persistent pipeline, unless the schedule asks for one CTA a row */
 } RowFallback;
@@ -460,6 +460,8 @@ typedef struct KParam {
 	int tensor;       /* fusion tensor */
 	Dtype dtype;      /* element type in memory */
 	View view;
+	int rank;         /* PK_TMAP, PK_PTR: the argument's full shape, outermost first (a matmul's */
+	Dim dim[MAX_RANK];/* A [M, K] and B [N, K] or [K, N]); the view above is how the kernel reads it */
 	int box[2];       /* PK_TMAP: box rows, box cols */
 	int var;          /* PK_SIZE: the variable that holds it */
 	bool is_rows;     /* PK_SIZE: rows (else cols) */
@@ -616,7 +618,7 @@ typedef struct MmaShape {
 /*
  * The part of a row reduction's work an ST_COMPUTE does.  A row held whole
  * (in a stage or in registers) is one ROW_WHOLE compute; a row streamed in
- * chunks (Kernel.row_chunk) is ROW_BEGIN (per-row values, accumulators),
+ * chunks (RowPlan.chunk) is ROW_BEGIN (per-row values, accumulators),
  * then for each pass a ROW_CHUNK per chunk (accumulate, or in the last pass
  * store) and a ROW_PASS_END (the pass's block reductions), then ROW_END
  * (per-row outputs).
@@ -671,24 +673,32 @@ struct Stmt {
 	int role;
 };
 
+/*
+ * A row-reduction kernel's plan, chosen by lowering: how its rows are held.
+ * Zero in every other family's kernel.
+ */
+typedef struct RowPlan {
+	int cap;                 /* the widest row (elements) the buffers hold */
+	int steps;               /* a row is held in registers, this many steps of 8 elements a thread;
+	                            0: each pass reads it from shared memory again */
+	int chunk;               /* rows stream through the stages in chunks of this many elements,
+	                            each pass reading global memory again (0: whole rows) */
+	int passes;              /* streamed in chunks: passes over each row */
+	bool direct;             /* one CTA a row, whose inputs are loaded straight into registers (no
+	                            stage, no TMA): a row in registers, not persistent */
+	bool deep;               /* direct: 32 elements a thread at 40 warps an SM (48 registers), not 16
+	                            at 48 warps (40) */
+	bool reread;             /* direct: every pass loads the row again (L2 keeps it for the next),
+	                            nothing full-row lives across a block reduction; 64 warps an SM (32
+	                            registers) */
+	View *view;              /* each fusion tensor's view of the row domain */
+} RowPlan;
+
 struct Kernel {
 	const char *name;
 	Fusion *fusion;
-	Family family;           /* how codegen expands ST_COMPUTE */
-	int row_cap;             /* reduction: the widest row (elements) the buffers hold */
-	int row_steps;           /* reduction: a row is held in registers, this many steps of 8 elements
-	                            a thread; 0: each pass reads it from shared memory again */
-	int row_chunk;           /* reduction: rows stream through the stages in chunks of this many
-	                            elements, each pass reading global memory again (0: whole rows) */
-	int row_passes;          /* reduction streamed in chunks: passes over each row */
-	bool row_direct;         /* reduction: one CTA a row, whose inputs are loaded straight into
-	                            registers (no stage, no TMA): a row in registers, not persistent */
-	bool row_deep;           /* reduction, direct: 32 elements a thread at 40 warps an SM (48
-	                            registers), not 16 at 48 warps (40) */
-	bool row_reread;         /* reduction, direct: every pass loads the row again (L2 keeps it for
-	                            the next), nothing full-row lives across a block reduction; 64 warps
-	                            an SM (32 registers) */
-	View *tview;             /* reduction: each fusion tensor's view of the row domain */
+	Family family;           /* the fusion's (kernel_new copies it): whose rules lower and emit it */
+	RowPlan row;             /* FAM_REDUCTION's plan */
 	int domain;              /* the fusion tensor whose shape the 2-D view is made from */
 	KParam *param;  int nparam, capparam;   /* [0] unused */
 	KBuf *buf;      int nbuf, capbuf;       /* [0] unused */
@@ -714,7 +724,8 @@ struct Kernel {
 	int smem_budget;         /* bytes of dynamic shared memory the passes may use */
 	int smem_target;         /* bytes a CTA should use by default (0: the budget) */
 	int stages_default;      /* stages without a hint (0: as many as smem_target allows) */
-	int ntile_var, niter_var, rows_var, cols_var;
+	int ntile_var;           /* the tile count: a let of the tiles, or rows_var when a tile is a row */
+	int niter_var, rows_var, cols_var;
 };
 
 Kernel *kernel_new(Comp *c, Fusion *f);
@@ -778,7 +789,7 @@ Expr *kir_bulk_bytes(Comp *c, const Kernel *k, const Stmt *copy);
 /*
  * The pass over a row in which each fusion tensor of row-reduction kernel K
  * is known (LEVEL[t], ntensor entries): the number of reductions on its
- * longest path from the inputs.  With chunks (K->row_chunk), a reduction
+ * longest path from the inputs.  With chunks (K->row.chunk), a reduction
  * that can share the pass of an earlier one joins it: sum(exp(a - max(a)))
  * (online softmax) and mean((a - mean(a))^2) (a variance by Welford and
  * Chan); ONLINE[t] (may be NULL) is then that earlier reduction's tensor,

@@ -16,6 +16,7 @@ kernel_new(Comp *c, Fusion *f)
 
 	k->name = f->name;
 	k->fusion = f;
+	k->family = f->family;
 	VEC_PUSH(c->arena, k->param, k->nparam, k->capparam);
 	VEC_PUSH(c->arena, k->buf, k->nbuf, k->capbuf);
 	VEC_PUSH(c->arena, k->bar, k->nbar, k->capbar);
@@ -476,7 +477,7 @@ kir_row_levels(const Kernel *k, int *level, int *online)
 	}
 	for (i = 1; i < f->nop; i++) {
 		const Op *o = &f->op[i];
-		int l = 0, m = k->row_chunk ? one_pass_with(f, o) : 0;
+		int l = 0, m = k->row.chunk ? one_pass_with(f, o) : 0;
 
 		for (j = 1; j < i && m; j++)  /* one partner a reduction: the first */
 			if (one_pass_with(f, &f->op[j]) == m)

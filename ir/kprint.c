@@ -242,7 +242,7 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 			buf_puts(b, " ");
 		}
 		buf_puts(b, "reads ");
-		if (s->nreads == 0 && k->row_direct)
+		if (s->nreads == 0 && k->row.direct)
 			buf_puts(b, "global");  /* the compute loads the row itself */
 		access_print(b, k, s->reads, s->nreads);
 		if (s->nwrites) {
@@ -296,6 +296,21 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 	buf_puts(b, "\n");
 }
 
+/* A tensor parameter's full shape: [M, K]. */
+static void
+shape_print_dims(Buf *b, const Kernel *k, const KParam *p)
+{
+	int i;
+
+	buf_puts(b, "[");
+	for (i = 0; i < p->rank; i++) {
+		if (i)
+			buf_puts(b, ", ");
+		dim_print(b, k->fusion, p->dim[i]);
+	}
+	buf_puts(b, "]");
+}
+
 static const char *const view_name[] = {"", "full", "row", "col", "scalar"};
 
 void
@@ -308,28 +323,30 @@ kernel_print(Buf *b, const Kernel *k)
 	           k->persistent ? "" : " one_tile_per_cta",
 	           k->flat ? " flat" : "", k->warp_specialize ? " warp_specialized" : "",
 	           k->tma_store ? " tma_store" : "");
-	if (k->row_cap && k->row_steps)
-		buf_printf(b, "  rows: up to %d wide, in registers (%d step%s of 8 a thread)%s\n", k->row_cap, k->row_steps,
-		           k->row_steps == 1 ? "" : "s",
-		           k->row_reread ? ", loaded straight from global memory in every pass" :
-		           k->row_direct ? ", loaded straight from global memory" : "");
-	else if (k->row_cap)
-		buf_printf(b, "  rows: up to %d wide, re-read from shared memory by each pass\n", k->row_cap);
-	else if (k->row_chunk)
+	if (k->row.cap && k->row.steps)
+		buf_printf(b, "  rows: up to %d wide, in registers (%d step%s of 8 a thread)%s\n", k->row.cap, k->row.steps,
+		           k->row.steps == 1 ? "" : "s",
+		           k->row.reread ? ", loaded straight from global memory in every pass" :
+		           k->row.direct ? ", loaded straight from global memory" : "");
+	else if (k->row.cap)
+		buf_printf(b, "  rows: up to %d wide, re-read from shared memory by each pass\n", k->row.cap);
+	else if (k->row.chunk)
 		buf_printf(b, "  rows: any width, streamed in chunks of %d elements, %d passes over each\n",
-		           k->row_chunk, k->row_passes);
+		           k->row.chunk, k->row.passes);
 	for (i = 1; i < k->nparam; i++) {
 		const KParam *p = &k->param[i];
 		const char *role = p->arg < 0 ? "" : k->fusion && p->arg >= k->fusion->ninput ? "output " : "input ";
 
 		switch (p->kind) {
 		case PK_TMAP:
-			buf_printf(b, "  param %s: %stmap %s %s box=[%d, %d]\n", p->name, role, dtype_info[p->dtype].name,
-			           view_name[p->view], p->box[0], p->box[1]);
+			buf_printf(b, "  param %s: %stmap %s ", p->name, role, dtype_info[p->dtype].name);
+			shape_print_dims(b, k, p);
+			buf_printf(b, " %s box=[%d, %d]\n", view_name[p->view], p->box[0], p->box[1]);
 			break;
 		case PK_PTR:
-			buf_printf(b, "  param %s: %sptr %s %s\n", p->name, role, dtype_info[p->dtype].name,
-			           view_name[p->view]);
+			buf_printf(b, "  param %s: %sptr %s ", p->name, role, dtype_info[p->dtype].name);
+			shape_print_dims(b, k, p);
+			buf_printf(b, " %s\n", view_name[p->view]);
 			break;
 		case PK_SIZE:
 			buf_printf(b, "  param %s: size %s\n", p->name, p->is_rows ? "rows" : "cols");

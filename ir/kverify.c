@@ -271,7 +271,7 @@ check_stmt(Check *v, const Stmt *s)
 		check_expr(v, s->a);
 		check_expr(v, s->b);
 		check_expr(v, s->pass);
-		if ((s->phase != ROW_WHOLE) != (k->row_chunk > 0))
+		if ((s->phase != ROW_WHOLE) != (k->row.chunk > 0))
 			fail(v, "a compute's row phase does not match the kernel's row mode");
 		check_access(v, s->reads, s->nreads);
 		check_access(v, s->writes, s->nwrites);

@@ -464,9 +464,7 @@ choose_stages(Comp *c, Kernel *k, const bool *bufs, int *stages)
 		return diag_error(c, k->tile_pos.line ? k->tile_pos : k->stages_pos,
 		                  "one stage of %lld bytes does not fit the %d-byte shared-memory budget; %s",
 		                  (long long)stage, k->smem_budget,
-		                  k->family == FAM_REDUCTION ?
-		                  "a row-reduction kernel stages every input that is a full row: use fewer of them" :
-		                  "use a smaller tile");
+		                  lower_family(k->family)->stage_advice);
 	if (k->stages_hint) {
 		if (k->stages_hint > fit)
 			return diag_error(c, k->stages_pos,

@@ -8,7 +8,10 @@
  *   expand.c          composite ops (softmax, layernorm, rmsnorm) -> primitives
  *   infer.c           shapes, dtypes, broadcasts, axes; shape errors
  *   schedule.c        choose the kernel family and its parameters
- *   lower.c           fusion IR -> kernel IR (loop nests, TMA loads, compute)
+ *   lower.c           fusion IR -> kernel IR (loop nests, TMA loads, compute):
+ *                     the pass, the family table, what the families share
+ *   lower_pointwise.c the pointwise family: tiles of the outputs' shape
+ *   lower_reduction.c the row-reduction family: whole rows, or their chunks
  *   circular_buffer.c pick the loop, stages, prefetch; buffers and mbarriers
  *   warp_specialize.c split the buffered loop into producer and consumer roles
  *   sync.c            mbarrier waits and releases, bulk-group waits, fences
@@ -40,6 +43,50 @@ int pass_lower(Comp *c);
 int pass_circular_buffer(Comp *c);
 int pass_warp_specialize(Comp *c);
 int pass_sync(Comp *c);
+
+/*
+ * lower.c: a kernel family's lowering rules (lower_FAMILY.c), reached through
+ * lower_family(), not through tests of the family.
+ */
+typedef struct LowerFamily {
+	int (*lower)(Comp *c, Fusion *f);   /* makes c->kernel as pass_lower promises; 0 or -1 */
+	const char *stage_advice;            /* circular_buffer.c's advice when one stage does not fit */
+} LowerFamily;
+
+extern const LowerFamily lower_pointwise_family, lower_reduction_family;
+/* Family F's rules; a family with no lowering yet (matmul) reports "not implemented yet". */
+const LowerFamily *lower_family(Family f);
+
+enum {
+	LOWER_THREADS = 256,            /* compute threads per CTA */
+	LOWER_SMEM_BUDGET = 200 * 1024, /* dynamic shared memory the passes may use */
+	LOWER_SMEM_TARGET = 56 * 1024   /* by default: room for four CTAs per SM (docs/perf.md) */
+};
+
+/* What the families share (lower.c). */
+bool lower_same_shape(const Tensor *a, const Tensor *b);
+/* Appends `NAME = E` to BLOCK: a new variable of K. */
+Stmt *lower_let(Comp *c, Kernel *k, const char *name, Expr *e, Stmt *block);
+/* The two runtime extents of the 2-D view, as parameters. */
+void lower_size_params(Comp *c, Kernel *k);
+/*
+ * Stages input param J: a tile buffer of ROWS x COLS named KIND_NAME (tile_x,
+ * row_x, chunk_x: a prefix of codegen/emit.c's table), an elected load of it
+ * at (ROW, COL) appended to ISSUE, and COMPUTE reading the buffer.  Returns
+ * the buffer.
+ */
+int lower_stage_input(Comp *c, Kernel *k, int j, const char *kind, int rows, int cols, Expr *row, Expr *col,
+                      Stmt *issue, Stmt *compute);
+/*
+ * The loop over this CTA's tiles of tile_rows x tile_cols, appended to the
+ * body, and its tile's coordinates; WHOLE_ROWS: a tile is one row.
+ */
+Stmt *lower_tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **col0);
+/*
+ * Errors for the hints FAMILY (its name in messages) cannot honour; ROWS:
+ * a tile is a row, whose tile and stores are the compiler's.  0 or -1.
+ */
+int lower_refuse_hints(Comp *c, const Fusion *f, const char *family, bool rows);
 
 /* circular_buffer.c helpers the later passes share */
 /* Is there a TMA load in S? */

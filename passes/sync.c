@@ -370,6 +370,48 @@ need(Sync *y, Frame *fr, ReqKind kind, const Pend *p, Stmt *at)
 	r->group = p->group - fr->bulk0;
 }
 
+/*
+ * A commit of VIA's kind (bulk or mma): the effects issued since the last
+ * one become one group, numbered by the path's count, which the commit
+ * advances even when the group is empty (an empty group still counts for
+ * wait_group N).  Returns the new group's number.
+ */
+static int
+close_group(State *st, Via via)
+{
+	int *count = via == VIA_BULK ? &st->bulk : &st->mma, i;
+
+	for (i = 0; i < st->n; i++)
+		if (st->p[i].a.via == via && !st->p[i].committed) {
+			st->p[i].group = *count;
+			st->p[i].committed = true;
+		}
+	return (*count)++;
+}
+
+/* Is an effect of VIA's kind waiting for a commit? */
+static bool
+group_open(const State *st, Via via)
+{
+	int i;
+
+	for (i = 0; i < st->n; i++)
+		if (st->p[i].a.via == via && !st->p[i].committed)
+			return true;
+	return false;
+}
+
+/* Closes the open group of VIA's kind, if any, with a commit appended to WHERE. */
+static void
+commit(Sync *y, State *st, Stmt *where, Via via)
+{
+	if (!group_open(st, via))
+		return;
+	close_group(st, via);
+	if (!y->dry)
+		st_append(y->c, where, st_new(y->c, via == VIA_BULK ? ST_BULK_COMMIT : ST_MMA_COMMIT));
+}
+
 /* Retires every effect completing through VIA that is no younger than GROUP (reads only, if READ). */
 static void
 retire_groups(State *st, Via via, int group, bool read)
@@ -454,10 +496,7 @@ conflict(Sync *y, Frame *fr, State *st, Stmt *block, int *j, Stmt *top, const Ac
 				st_insert(c, block, *j, st_new(c, ST_MMA_COMMIT));
 				(*j)++;
 			}
-			for (q = 0; q < st->n; q++)
-				if (st->p[q].a.via == VIA_MMA && !st->p[q].committed)
-					st->p[q].group = st->mma, st->p[q].committed = true;
-			p.group = st->mma++;
+			p.group = close_group(st, VIA_MMA);
 		}
 		if (!y->dry) {
 			Stmt *w = st_new(c, ST_MMA_WAIT);
@@ -469,25 +508,6 @@ conflict(Sync *y, Frame *fr, State *st, Stmt *block, int *j, Stmt *top, const Ac
 		}
 		retire_groups(st, VIA_MMA, p.group, false);
 	}
-}
-
-/* After an if or block that issued stores: one commit closes their group. */
-static void
-commit_bulk(Sync *y, State *st, Stmt *where)
-{
-	int i;
-	bool open = false;
-
-	for (i = 0; i < st->n; i++)
-		if (st->p[i].a.via == VIA_BULK && !st->p[i].committed) {
-			st->p[i].group = st->bulk;
-			st->p[i].committed = open = true;
-		}
-	if (!open)
-		return;
-	st->bulk++;
-	if (!y->dry)
-		st_append(y->c, where, st_new(y->c, ST_BULK_COMMIT));
 }
 
 static void walk_loop(Sync *y, Frame *fr, State *st, Stmt *block, int *j, const Cb *cb);
@@ -515,25 +535,19 @@ walk_stmts(Sync *y, Frame *fr, State *st, Stmt *block, Stmt *top, bool one, cons
 			continue;
 		case ST_IF:
 			walk_stmts(y, fr, st, x, t, one || x->cond->kind == EX_ELECT, cb);
-			commit_bulk(y, st, x);
+			commit(y, st, x, VIA_BULK);  /* the stores an issuing block makes are one group */
 			continue;
 		case ST_BLOCK:
 			walk_stmts(y, fr, st, x, t, one, cb);
 			continue;
 		case ST_BULK_COMMIT:
-			for (i = 0; i < st->n; i++)
-				if (st->p[i].a.via == VIA_BULK && !st->p[i].committed)
-					st->p[i].group = st->bulk, st->p[i].committed = true;
-			st->bulk++;
+			close_group(st, VIA_BULK);
 			continue;
 		case ST_BULK_WAIT:
 			retire_groups(st, VIA_BULK, st->bulk - 1 - (int)x->n, x->flag);
 			continue;
 		case ST_MMA_COMMIT:
-			for (i = 0; i < st->n; i++)
-				if (st->p[i].a.via == VIA_MMA && !st->p[i].committed)
-					st->p[i].group = st->mma, st->p[i].committed = true;
-			st->mma++;
+			close_group(st, VIA_MMA);
 			continue;
 		case ST_MMA_WAIT:
 			retire_groups(st, VIA_MMA, st->mma - 1 - (int)x->n, false);
@@ -813,26 +827,6 @@ copy_state(State *to, const State *from)
 		to->p[i] = from->p[i];
 }
 
-/* Closes the mma group the body of a loop opened: one commit at its end. */
-static void
-commit_mma(Sync *y, Stmt *body, State *st)
-{
-	int i;
-	bool open = false;
-
-	for (i = 0; i < st->n; i++)
-		if (st->p[i].a.via == VIA_MMA && !st->p[i].committed) {
-			st->p[i].group = st->mma;
-			st->p[i].committed = open = true;
-		}
-	if (!open)
-		return;
-	st->mma++;
-	if (!y->dry)
-		st_append(y->c, body, st_new(y->c, ST_MMA_COMMIT));
-}
-
-/* Does BODY hold a loop that advances the stage counter (so consumes the stages itself)? */
 static bool
 advances_counter(const Stmt *body)
 {
@@ -857,7 +851,7 @@ walk_body(Sync *y, Stmt *loop, State *st, const Cb *cb)
 	if (cb && (cb->cb->part == CB_PRODUCER || !advances_counter(loop)))
 		stage_arrives(y, st, loop, cb);
 	walk_stmts(y, fr, st, loop, NULL, false, cb);
-	commit_mma(y, loop, st);
+	commit(y, st, loop, VIA_MMA);  /* the mmas of a mainloop body are one group */
 	if (cb) {
 		int i;
 

@@ -6,15 +6,21 @@
         print(k.text("ptx"))
         o = k(a, b, c)                # torch CUDA tensors in, output tensor(s) out
 
-No build step: the library is found by load().  torch is imported only by the
-calls that take tensors (launch, __call__), so compiling and inspecting kernels
-works on machines without torch or a GPU.
+    op = wsfuse.torch_op("spec.yaml") # a torch custom op: torch.compile, CUDA graphs
+    o = op(a, b, c)
+
+No build step: the library is found by load() (`pip install .` bundles it).
+torch is imported only by the calls that take tensors (launch, __call__,
+torch_op), so compiling and inspecting kernels works on machines without torch
+or a GPU.
 """
 import ctypes
+import glob
 import os
+import sys
 from ctypes import POINTER, c_char_p, c_int, c_int64, c_size_t, c_void_p
 
-__all__ = ["Error", "Context", "Kernel", "load"]
+__all__ = ["Error", "Context", "Kernel", "load", "version", "torch_op"]
 
 DTYPES = {1: "f32", 2: "f16", 3: "bf16", 4: "fp8e4m3", 5: "fp8e5m2"}   # WsfDtype -> spec name
 _TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16",
@@ -31,6 +37,7 @@ class _Tensor(ctypes.Structure):
 
 
 _SIGNATURES = {
+    "wsf_version": (c_char_p, []),
     "wsf_status_name": (c_char_p, [c_int]),
     "wsf_status_message": (c_char_p, [c_int]),
     "wsf_stage_from_name": (c_int, [c_char_p]),
@@ -55,17 +62,67 @@ _SIGNATURES = {
     "wsf_kernel_arg_dim_name": (c_char_p, [c_void_p, c_int, c_int]),
     "wsf_kernel_launch": (c_int, [c_void_p, c_void_p, POINTER(_Tensor), c_int, c_void_p]),
 }
-_libs = {}   # path -> CDLL: the only module state
+_libs = {}     # path -> CDLL; with _nvrtc, the only module state
+_nvrtc = None  # the NVRTC libraries _preload_nvrtc loaded, once it has run
+
+# runtime/nvrtc.c's sonames, in its order; and where the nvidia-cuda-nvrtc
+# wheels (the ones torch installs) put NVRTC under site-packages
+_NVRTC_SONAMES = ("libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so")
+_NVRTC_WHEEL_DIRS = ("nvidia/cu13/lib", "nvidia/cuda_nvrtc/lib")   # CUDA 13, CUDA 12
+
+
+def _wheel_nvrtc(dirs):
+    """The libnvrtc.so.N files of nvidia-cuda-nvrtc wheels under DIRS (sys.path),
+    newest N first, then in the order of DIRS."""
+    found = []
+    for i, d in enumerate(dirs):
+        for sub in _NVRTC_WHEEL_DIRS:
+            for f in glob.glob(os.path.join(d, sub, "libnvrtc.so.[0-9]*")):
+                major = os.path.basename(f)[len("libnvrtc.so."):].split(".")[0]
+                if major.isdigit():
+                    found.append((-int(major), i, f))
+    return [f for _, _, f in sorted(found)]
+
+
+def _preload_nvrtc():
+    """libwsfuse opens NVRTC by soname.  When no NVRTC is found that way (and
+    WSFUSE_NVRTC_PATH does not name one), loads the newest from an
+    nvidia-cuda-nvrtc wheel by its path, its builtins library first (some of
+    those wheels' NVRTC cannot find it): libwsfuse's dlopen of the soname then
+    returns the library already loaded."""
+    global _nvrtc
+    if _nvrtc is not None:
+        return
+    _nvrtc = []
+    if os.environ.get("WSFUSE_NVRTC_PATH"):
+        return
+    for name in _NVRTC_SONAMES:
+        try:
+            _nvrtc.append(ctypes.CDLL(name))
+            return
+        except OSError:
+            pass
+    for path in _wheel_nvrtc(sys.path):
+        builtins = sorted(glob.glob(os.path.join(os.path.dirname(path), "libnvrtc-builtins.so.*")))
+        try:
+            _nvrtc.extend(ctypes.CDLL(f) for f in builtins + [path])
+            return
+        except OSError:
+            continue
 
 
 def load(path=None):
-    """The libwsfuse CDLL (cached per path).  PATH, else $WSFUSE_LIB, else
-    build/libwsfuse.so next to this python/ directory, else the system's libwsfuse.so.0."""
+    """The libwsfuse CDLL (cached per path).  PATH, else $WSFUSE_LIB, else the
+    library the wheel bundles (wsfuse.libs/ next to this module), else
+    build/libwsfuse.so next to this python/ directory, else the system's
+    libwsfuse.so.0.  NVRTC is the system's, else an nvidia-cuda-nvrtc wheel's."""
     if path is None:
         path = os.environ.get("WSFUSE_LIB")
     if path is None:
-        here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "libwsfuse.so")
-        path = os.path.normpath(here) if os.path.exists(here) else "libwsfuse.so.0"
+        here = os.path.dirname(os.path.abspath(__file__))
+        bundled = os.path.join(here, "wsfuse.libs", "libwsfuse.so.0")
+        checkout = os.path.normpath(os.path.join(here, "..", "build", "libwsfuse.so"))
+        path = next((p for p in (bundled, checkout) if os.path.exists(p)), "libwsfuse.so.0")
     if path not in _libs:
         try:
             lib = ctypes.CDLL(path)
@@ -75,7 +132,13 @@ def load(path=None):
             fn = getattr(lib, name)
             fn.restype, fn.argtypes = res, args
         _libs[path] = lib
+        _preload_nvrtc()
     return _libs[path]
+
+
+def version():
+    """The version of the library load() finds ("0.1.0"): wsf_version()."""
+    return load().wsf_version().decode()
 
 
 class Error(Exception):
@@ -85,6 +148,11 @@ class Error(Exception):
     def __init__(self, status, message, diagnostics=()):
         super().__init__(f"{status}: {message}")
         self.status, self.message, self.diagnostics = status, message, list(diagnostics)
+
+
+def _same(n, want, message):
+    if n != want:
+        raise Error("WSF_ERR_INPUT", message)
 
 
 class Context:
@@ -218,33 +286,42 @@ class Kernel:
     def output_shapes(self, *inputs):
         """The outputs' shapes for these inputs (tensors or shape tuples): the spec's
         output shapes with every size name bound from the inputs' shapes."""
+        return [tuple(int(v) for v in s) for s in self._bind(inputs)[1]]
+
+    def _bind(self, inputs, same=None):
+        """({size name: extent}, [output shape]) for INPUTS (tensors or shape tuples).
+
+        SAME(n, want, message) checks an extent against the one the spec or an earlier
+        argument gives (default: Error unless equal); the extents are passed through
+        untouched, so torch's symbolic sizes stay symbolic."""
         if len(inputs) != self.num_inputs:
             raise Error("WSF_ERR_INPUT", f"kernel '{self.name}' takes {self.num_inputs} inputs, "
                         f"saw {len(inputs)}")
+        same = same or _same
         dims, bound = self._symbolic_dims(), {}
         for i, x in enumerate(inputs):
             shape, spec = tuple(getattr(x, "shape", x)), dims[i]
-            if spec is None:
-                continue
             if len(shape) != len(spec):
                 raise Error("WSF_ERR_INPUT", f"argument '{self.arg_names[i]}': rank {len(shape)}, "
                             f"expected {len(spec)}")
             for d, (n, s) in enumerate(zip(shape, spec)):
                 want = s if isinstance(s, int) else bound.setdefault(s, n)
-                if n != want:
-                    why = f"the spec says {s}" if isinstance(s, int) else \
-                        f"size {s} is {want} from an earlier argument"
-                    raise Error("WSF_ERR_INPUT", f"argument '{self.arg_names[i]}': dim {d} is {n}, but {why}")
+                why = f"the spec says {s}" if isinstance(s, int) else \
+                    f"size {s} is {want} from an earlier argument"
+                same(n, want, f"argument '{self.arg_names[i]}': dim {d} is {n}, but {why}")
         shapes = []
         for i in range(self.num_inputs, self.num_args):
             shape = []
-            for d, s in enumerate(dims[i] or [None] * self.arg_ranks[i]):
+            for d, s in enumerate(dims[i]):
                 v = s if isinstance(s, int) else bound.get(s)
-                if v is None:   # a size no input names (or an unparsed line): its bound extent
-                    v = self._lib.wsf_kernel_arg_dim(self._ptr, i, d)
-                shape.append(int(v))
+                if v is None:   # a size no input names: its extent bound at compile time
+                    v = int(self._lib.wsf_kernel_arg_dim(self._ptr, i, d))
+                    if v < 0:
+                        raise Error("WSF_ERR_INPUT", f"output '{self.arg_names[i]}': size {s} is named by "
+                                    "no input and has no value (bind it with sizes=)")
+                shape.append(v)
             shapes.append(tuple(shape))
-        return shapes
+        return bound, shapes
 
     def launch(self, *tensors, stream=None):
         """Launches on torch CUDA tensors (contiguous), inputs then outputs, on STREAM
@@ -295,3 +372,213 @@ class Kernel:
         args = ", ".join(f"{'out ' if o else ''}{n}: {d}" for n, d, o in
                          zip(self.arg_names, self.arg_dtypes, self.arg_is_output))
         return f"<wsfuse.Kernel {self.name}({args})>"
+
+
+# torch.library custom ops
+
+_torch_ops = {}   # qualified name -> ((spec text, sizes, options), op): one op per name
+
+
+def torch_op(spec, name=None, sizes=None, **options):
+    """Registers fusion SPEC as a torch custom op and returns it (a torch.library
+    CustomOpDef: call it like a function, or as torch.ops.NAMESPACE.NAME).
+
+    SPEC is a spec file's path or the YAML text itself.  NAME is the op's name,
+    "wsfuse::<fusion name>" by default ("ns::name", or "name" in namespace wsfuse).
+    SIZES binds sizes no input names, and OPTIONS are Context options (cache_dir=...).
+
+    The op takes the spec's inputs as CUDA tensors, allocates its outputs and launches
+    on torch's current stream.  A kernel is compiled for each distinct binding of the
+    sizes that the inputs' shapes imply (and each device), on the first call that
+    needs it, and kept: a recompile happens only for new shapes.  A fake
+    implementation derives the outputs' shapes and dtypes from the spec, so the op
+    traces under torch.compile(fullgraph=True) without a graph break, with symbolic
+    sizes too.  Inside CUDA graph capture the op launches without compiling,
+    allocating device memory outside the graph's pool or synchronizing, once it has
+    run at those sizes before the capture (a warm-up call); a first call at new
+    sizes during capture is an error.  Empty inputs launch nothing.  There is no
+    backward: an input that requires grad while grad mode is on is an error (call
+    it under torch.no_grad() or torch.inference_mode(), or detach the input).
+
+    Registering the same name again returns the same op if SPEC, SIZES and OPTIONS
+    agree, and is an error otherwise.  op.wsfuse holds the compiled kernels."""
+    import torch
+    if "stop_after" in options:
+        raise Error("WSF_ERR_USAGE", "torch_op compiles to cubins: stop_after is not an option here")
+    if isinstance(spec, (str, os.PathLike)) and ("\n" not in str(spec)):
+        path = os.fspath(spec)
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            raise Error("WSF_ERR_IO", f"{path}: {e.strerror} (torch_op takes a spec file's path "
+                        "or the spec's YAML text)") from None
+        filename = path
+    else:
+        text = spec.decode() if isinstance(spec, bytes) else str(spec)
+        filename = "<string>"
+    sizes = {k: int(v) for k, v in (sizes or {}).items()}
+    state = _TorchOp(text, filename, sizes, options)
+    qualname = name or state.spec.name
+    if "::" not in qualname:
+        qualname = "wsfuse::" + qualname
+    key = (text, sorted(sizes.items()), sorted((k, str(v)) for k, v in options.items()))
+    if qualname in _torch_ops:
+        old_key, op = _torch_ops[qualname]
+        if old_key != key:
+            raise Error("WSF_ERR_USAGE", f"torch op {qualname} is registered already, for another spec, "
+                        "sizes or options: pass another name=")
+        return op
+    state.qualname = qualname
+    op = torch.library.custom_op(qualname, state.impl_function(), mutates_args=(), schema=state.schema())
+    op.register_fake(state.fake)
+    state.register_autograd(op)
+    op.wsfuse = state
+    _torch_ops[qualname] = (key, op)
+    return op
+
+
+class _TorchOp:
+    """What a torch_op keeps: the spec's kernel-IR compile (names, dtypes and the size
+    names of every dim, for schemas and fake shapes) and a kernel per device and size
+    binding.  Compiles and launches hold a lock: a context serves one thread at a time."""
+
+    def __init__(self, text, filename, sizes, options):
+        import threading
+        import torch
+        self.text, self.filename, self.sizes, self.options = text, filename, sizes, options
+        self.spec = Context(sizes=sizes, stop_after="kernel-ir", **options).compile_string(text, filename)
+        self.qualname = "wsfuse::" + self.spec.name
+        k = self.spec
+        self.in_dtypes = [getattr(torch, _TORCH_DTYPES[d]) for d in k.arg_dtypes[:k.num_inputs]]
+        self.out_dtypes = [getattr(torch, _TORCH_DTYPES[d]) for d in k.arg_dtypes[k.num_inputs:]]
+        self.kernels = {}   # (device index, ((size, extent), ...)) -> Kernel
+        self.warm = set()   # keys of kernels launched at least once (module loaded)
+        self.base = {}      # device index -> the kernel at the spec's own sizes, when one was needed
+        self.lock = threading.Lock()
+
+    def schema(self):
+        """The op's schema: one Tensor per input, named as in the spec where torch allows."""
+        import keyword
+        import torch
+        k = self.spec
+        names = list(k.arg_names[:k.num_inputs])
+        if any(keyword.iskeyword(n) or n in ("self", "out", "Tensor", "None", "True", "False") for n in names):
+            names = [f"arg{i}" for i in range(len(names))]
+        outs = "Tensor" if len(self.out_dtypes) == 1 else "(" + ", ".join(["Tensor"] * len(self.out_dtypes)) + ")"
+        schema = "(" + ", ".join(f"Tensor {n}" for n in names) + ") -> " + outs
+        try:
+            torch._C.parse_schema("wsfuse::x" + schema)
+        except RuntimeError:
+            schema = "(" + ", ".join(f"Tensor arg{i}" for i in range(len(names))) + ") -> " + outs
+        return schema
+
+    def _check(self, inputs):
+        """Tensors of the spec's dtypes (ranks and sizes: Kernel._bind)."""
+        import torch
+        k = self.spec
+        if len(inputs) != k.num_inputs:
+            raise Error("WSF_ERR_INPUT", f"{self.qualname} takes {k.num_inputs} inputs, saw {len(inputs)}")
+        for i, (x, dt) in enumerate(zip(inputs, self.in_dtypes)):
+            if not isinstance(x, torch.Tensor):
+                raise Error("WSF_ERR_INPUT", f"{self.qualname}: input '{k.arg_names[i]}' is a "
+                            f"{type(x).__name__}, not a tensor")
+            if x.dtype != dt:
+                raise Error("WSF_ERR_INPUT", f"{self.qualname}: input '{k.arg_names[i]}' is {x.dtype}, "
+                            f"the spec says {k.arg_dtypes[i]} ({dt})")
+
+    def fake(self, *inputs):
+        """The outputs as tensors without data (torch.compile, meta tensors)."""
+        import torch
+
+        def same(n, want, message):
+            if isinstance(n, int) and isinstance(want, int):
+                _same(n, want, f"{self.qualname}: {message}")
+            else:   # symbolic: a guard or a runtime assert, not a Python branch
+                torch._check(n == want, lambda: f"{self.qualname}: {message}")
+        self._check(inputs)
+        _, shapes = self.spec._bind(inputs, same)
+        outs = [inputs[0].new_empty(s, dtype=dt) for s, dt in zip(shapes, self.out_dtypes)]
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def impl_function(self):
+        """The op's implementation, named after the fusion (torch shows the name)."""
+        def impl(*inputs):
+            return self.run(*inputs)
+        impl.__name__ = impl.__qualname__ = self.spec.name
+        return impl
+
+    def run(self, *inputs):
+        """Compiles (once per device and size binding) and launches; no launch when empty."""
+        import torch
+        k = self.spec
+        self._check(inputs)
+        bound, shapes = k._bind(inputs, lambda n, want, m: _same(n, want, f"{self.qualname}: {m}"))
+        device = inputs[0].device
+        outs_empty = [0 in s for s in shapes]
+        if any(outs_empty) or any(x.numel() == 0 for x in inputs):
+            if not all(outs_empty):   # a reduction over nothing, or an output of other inputs
+                i = outs_empty.index(False)
+                raise Error("WSF_ERR_INPUT", f"{self.qualname}: output '{k.arg_names[k.num_inputs + i]}' "
+                            f"would be {list(shapes[i])} from empty inputs, and wsfuse launches nothing "
+                            "on empty tensors")
+            outs = [torch.empty(s, dtype=dt, device=device) for s, dt in zip(shapes, self.out_dtypes)]
+            return outs[0] if len(outs) == 1 else tuple(outs)
+        if device.type != "cuda":
+            raise Error("WSF_ERR_INPUT", f"{self.qualname}: input '{k.arg_names[0]}' is on {device}, "
+                        "expected a CUDA tensor")
+        # contiguous and 16-byte aligned: a copy for views that are not (the kernel needs both)
+        inputs = [x if x.is_contiguous() and x.data_ptr() % 16 == 0 else
+                  x.clone(memory_format=torch.contiguous_format) for x in inputs]
+        key = (device.index, tuple(sorted(bound.items())))
+        with self.lock, torch.cuda.device(device):
+            kernel = self.kernels.get(key)
+            if key not in self.warm and torch.cuda.is_current_stream_capturing():
+                raise Error("WSF_ERR_USAGE", f"{self.qualname}: first call at sizes "
+                            f"{dict(key[1])} on {device} inside CUDA graph capture: call the op once at "
+                            "these sizes before capturing (the first call compiles and loads its kernel)")
+            if kernel is None:
+                kernel = self.kernels[key] = self._compile(device.index, bound)
+            outs = [torch.empty(s, dtype=dt, device=device) for s, dt in zip(shapes, self.out_dtypes)]
+            kernel.launch(*inputs, *outs)
+            self.warm.add(key)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _compile(self, device, bound):
+        """The kernel for sizes BOUND.  When the spec cannot be compiled at them (one row
+        whose width breaks the 16-byte row rule, which a launch checks per shape instead),
+        the kernel at the spec's own sizes, for the launch to check against the tensors."""
+        try:
+            return Context(sizes={**self.sizes, **bound}, **self.options).compile_string(self.text, self.filename)
+        except Error as e:
+            if e.status != "WSF_ERR_INPUT":
+                raise
+            if device not in self.base:
+                try:
+                    self.base[device] = Context(sizes=self.sizes, **self.options).compile_string(
+                        self.text, self.filename)
+                except Error:
+                    raise e from None
+            return self.base[device]
+
+    def register_autograd(self, op):
+        """Replaces OP's autograd kernel with one that refuses inputs requiring grad
+        (when grad mode is on) before anything runs, and otherwise calls the op below
+        autograd: wsfuse has no backward, and outputs silently cut off from the graph
+        would be worse than an error."""
+        import warnings
+        import torch
+        names, opoverload = self.spec.arg_names, op._opoverload
+
+        def autograd(keyset, *inputs):
+            if torch.is_grad_enabled():
+                for n, x in zip(names, inputs):
+                    if isinstance(x, torch.Tensor) and x.requires_grad:
+                        raise Error("WSF_ERR_UNSUPPORTED", f"{self.qualname}: input '{n}' requires grad, "
+                                    "and wsfuse kernels have no backward: call the op under torch.no_grad() "
+                                    f"or torch.inference_mode(), or pass {n}.detach()")
+            with torch._C._AutoDispatchBelowAutograd():
+                return opoverload.redispatch(keyset & torch._C._after_autograd_keyset, *inputs)
+        with warnings.catch_warnings():   # "Overriding a previously registered kernel": meant
+            warnings.simplefilter("ignore", UserWarning)
+            op._lib.impl(op._name, autograd, "Autograd", with_keyset=True, allow_override=True)

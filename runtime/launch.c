@@ -254,14 +254,14 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 
 	if ((s = bind_args(c, f, args, nargs, val)) != WSF_OK || (s = choose_view(c, k, f, val, &p->rows, &p->cols)))
 		return s;
-	if (k->row_chunk && p->cols > INT32_MAX - k->row_chunk)
+	if (k->row.chunk && p->cols > INT32_MAX - k->row.chunk)
 		return diag_error(c, f->pos, "kernel '%s' streams rows of up to %d elements (32-bit element indices); "
-		                  "these rows have %lld", f->name, INT32_MAX - k->row_chunk, (long long)p->cols),
+		                  "these rows have %lld", f->name, INT32_MAX - k->row.chunk, (long long)p->cols),
 		       WSF_ERR_INPUT;
-	if (k->row_cap && p->cols > k->row_cap)
+	if (k->row.cap && p->cols > k->row.cap)
 		return diag_error(c, f->pos,
 		                  "kernel '%s' keeps rows of up to %d elements in shared memory; these rows have %lld: "
-		                  "compile it with the wider size bound (-D)", f->name, k->row_cap, (long long)p->cols),
+		                  "compile it with the wider size bound (-D)", f->name, k->row.cap, (long long)p->cols),
 		       WSF_ERR_INPUT;
 	p->tmap = arena_alloc(c->arena, (size_t)k->nparam * sizeof *p->tmap);
 	for (i = 1; i < k->nparam; i++) {
@@ -287,7 +287,7 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 			                  (long long)(p->cols * dtype_info[q->dtype].bytes)),
 			       WSF_ERR_INPUT;
 	}
-	p->tiles = k->family == FAM_REDUCTION ? p->rows /* a tile is a row */
+	p->tiles = k->ntile_var == k->rows_var ? p->rows /* a tile is a row */
 	           : ((p->rows + k->tile_rows - 1) / k->tile_rows) * ((p->cols + k->tile_cols - 1) / k->tile_cols);
 	if (p->tiles >= ((int64_t)1 << 31))
 		return diag_error(c, f->pos, "kernel '%s': %lld tiles of %d x %d; at most 2^31 are supported", f->name,

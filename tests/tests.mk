@@ -1,5 +1,5 @@
 # tests/tests.mk: the test targets, included by the Makefile (which defines B,
-# CC, CPPFLAGS, ALLCFLAGS and LIBS).  docs/testing.md describes the suite.
+# CC, ALLCPPFLAGS, ALLCFLAGS, LIBS and DEPS).  docs/testing.md describes the suite.
 #
 #   test            all + unit tests + fuzz replays + golden files + NVRTC cubins
 #   update-golden   rewrite golden files from the current compiler (T=NAME: only those)
@@ -14,6 +14,10 @@ TEST_SRCS := $(wildcard tests/unit/test_*.c)
 TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(B)/tests/%)
 TEST_HDRS := $(wildcard include/*.h ir/*.h compiler/*.h passes/*.h codegen/*.h runtime/*.h tests/unit/*.h)
 
+# make test and the unit tests also need cmocka (check-deps installs it or says how)
+test: DEPS += cmocka.h=libcmocka-dev
+$(B)/tests/test_%: DEPS += cmocka.h=libcmocka-dev
+
 test: all $(TEST_BINS) $(B)/tests/replay $(B)/tests/replay_launch $(B)/locale/de_DE.UTF-8
 	@bash tests/summary.sh $(B)
 
@@ -26,7 +30,7 @@ $(B)/locale/de_DE.UTF-8:
 	@localedef -i de_DE -f UTF-8 $@.tmp >/dev/null 2>&1 && mv $@.tmp $@ || rm -rf $@.tmp
 
 # Each unit test is a standalone cmocka program over the static library.
-$(B)/tests/test_%: tests/unit/test_%.c $(B)/libwsfuse.a $(TEST_HDRS) | check-cmocka
+$(B)/tests/test_%: tests/unit/test_%.c $(B)/libwsfuse.a $(TEST_HDRS) | check-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) $(LDFLAGS) -o $@ $< $(B)/libwsfuse.a -lcmocka $(LIBS)
 
@@ -38,11 +42,6 @@ $(B)/tests/replay: tests/fuzz/replay.c tests/fuzz/fuzz_spec.c include/wsfuse.h $
 $(B)/tests/replay_launch: tests/fuzz/replay.c tests/fuzz/fuzz_launch.c $(TEST_HDRS) $(B)/libwsfuse.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) $(LDFLAGS) -o $@ tests/fuzz/replay.c tests/fuzz/fuzz_launch.c $(B)/libwsfuse.a $(LIBS)
-
-check-cmocka:
-	@printf '#include <stdarg.h>\n#include <stddef.h>\n#include <setjmp.h>\n#include <cmocka.h>\n' | \
-	  $(CC) $(CPPFLAGS) -E -x c - >/dev/null 2>&1 || \
-	  { echo "wsfuse: cmocka.h is missing: install libcmocka-dev (apt-get install libcmocka-dev)" >&2; exit 1; }
 
 update-golden: all
 	@bash tests/run_golden.sh -u $(if $(T),-t $(T)) $(B)
@@ -77,11 +76,11 @@ SECONDS   ?= 60
 FUZZ_SRCS  = $(filter-out compiler/main.c,$(wildcard ir/*.c compiler/*.c passes/*.c codegen/*.c runtime/*.c)) \
              $(if $(wildcard codegen/device.cuh),build-fuzz/device_header.c)
 FUZZ_FLAGS = -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-             -fno-omit-frame-pointer $(CPPFLAGS)
+             -fno-omit-frame-pointer $(ALLCPPFLAGS)
 
-build-fuzz/device_header.c: codegen/device.cuh tools/embed.sh
+build-fuzz/device_header.c: $(DEVICE_CUH) tools/embed.sh
 	@mkdir -p build-fuzz
-	sh tools/embed.sh codegen_device_header < $< > $@.tmp && mv $@.tmp $@
+	$(EMBED_CUH) > $@.tmp && mv $@.tmp $@
 
 build-fuzz/fuzz_spec: tests/fuzz/fuzz_spec.c $(FUZZ_SRCS) $(TEST_HDRS)
 	@mkdir -p build-fuzz
@@ -117,4 +116,4 @@ fuzz-launch: build-fuzz/fuzz_launch
 	  "(build-fuzz/fuzz_launch -minimize_crash=1 -runs=100000 FILE) and add it to tests/fuzz/launch/ as regress-NAME"; fi; \
 	exit $$rc
 
-.PHONY: test check-cmocka update-golden check-asan check-valgrind check-gpu check-sanitize check-corpus fuzz fuzz-launch
+.PHONY: test update-golden check-asan check-valgrind check-gpu check-sanitize check-corpus fuzz fuzz-launch

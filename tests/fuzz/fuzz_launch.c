@@ -241,7 +241,7 @@ check_plan(const Launch *l, const WsfTensor *a, int nargs, const LaunchPlan *p)
 		broken("the 2-D view does not cover the domain", d->name);
 	if (p->tiles < 1 || p->tiles >= ((int64_t)1 << 31))
 		broken("a tile count out of 1..2^31-1", NULL);
-	if (k->row_cap && p->cols > k->row_cap)
+	if (k->row.cap && p->cols > k->row.cap)
 		broken("rows wider than the compiled capacity", NULL);
 	for (i = 1; i < k->nparam; i++) {
 		const KParam *q = &k->param[i];

@@ -9,7 +9,8 @@
 # missing, failing or listing none) it prints "skipped: no GPU" and exits 0.
 # GPU_TIMEOUT (seconds, default 300) bounds each run; SWEEP names another
 # sweep file (default: tests/gpu/sweep.txt).  With torch importable it also runs
-# ragged_row.py (single rows through the python binding).
+# ragged_row.py (single rows through the python binding) and
+# tests/python/test_torch.py --gpu (the torch custom op), one count per test.
 set -u
 b=${1:?usage: run.sh BUILD}
 here=${0%/*}
@@ -25,7 +26,7 @@ pass=0 fail=0 skip=0
 
 # check SPEC [ARGS...]: one `wsfuse run --check` case
 check() {
-	local to= t0=$SECONDS
+	local to='' t0=$SECONDS
 	command -v timeout >/dev/null && to="timeout $limit"
 	$to "$b/wsfuse" run --check "$@" >"$out" 2>&1 </dev/null
 	rc=$?
@@ -59,7 +60,38 @@ if [ -f "$sweep" ]; then
 	done <"$sweep"
 	set +f
 fi
-# one row of a width that is not a multiple of 8, through the python binding
+# torch_tests: tests/python/test_torch.py --gpu (the torch custom op: compile,
+# CUDA graphs, empty inputs, requires grad), one count per TAP line
+torch_tests() {
+	local t=$here/../python/test_torch.py t0=$SECONDS to='' rc line bad=0
+	command -v timeout >/dev/null && to="timeout $limit"
+	WSFUSE_LIB="$b/libwsfuse.so" $to python3 "$t" --gpu >"$out" 2>&1 </dev/null
+	rc=$?
+	while IFS= read -r line; do
+		case $line in
+		"ok "*"# SKIP "*)
+			skip=$((skip + 1))
+			echo "skipped gpu: test_torch.py: ${line#*# SKIP }" ;;
+		"ok "*)
+			pass=$((pass + 1))
+			echo "ok   test_torch.py: ${line#ok * - }" ;;
+		"not ok "*)
+			fail=$((fail + 1)) bad=$((bad + 1))
+			echo "FAIL gpu: test_torch.py: ${line#not ok * - }" ;;
+		esac
+	done <"$out"
+	if [ $bad -gt 0 ]; then
+		grep '^# ' "$out" | tail -n 6 | sed 's/^/    /'
+		echo "    (every traceback: WSFUSE_LIB=$b/libwsfuse.so python3 $t --gpu)"
+	elif [ $rc != 0 ]; then   # a crash or a timeout before the TAP says why
+		fail=$((fail + 1))
+		echo "FAIL gpu: $t: exit $rc after $((SECONDS - t0))s"
+		tail -n 5 "$out" | sed 's/^/    /'
+	fi
+}
+
+# one row of a width that is not a multiple of 8, through the python binding,
+# and the torch custom op
 if python3 -c 'import torch' 2>/dev/null; then
 	t0=$SECONDS
 	if python3 "$here/ragged_row.py" "$b" >"$out" 2>&1; then
@@ -70,9 +102,10 @@ if python3 -c 'import torch' 2>/dev/null; then
 		echo "FAIL gpu: $here/ragged_row.py"
 		tail -n 5 "$out" | sed 's/^/    /'
 	fi
+	torch_tests
 else
-	skip=$((skip + 1))
-	echo "skipped gpu: $here/ragged_row.py: no torch"
+	skip=$((skip + 2))
+	echo "skipped gpu: $here/ragged_row.py, tests/python/test_torch.py: no torch"
 fi
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail = 0 ]

@@ -56,6 +56,18 @@ on_diag(void *user, WsfSeverity sev, const char *msg)
 	snprintf(s->last, sizeof s->last, "%s", msg);
 }
 
+/* The header's numbers, its string and the running library agree (the
+ * Makefile names the library files from the header's numbers). */
+static void
+version_is_the_headers(void **state)
+{
+	char want[64];
+
+	snprintf(want, sizeof want, "%d.%d.%d", WSF_VERSION_MAJOR, WSF_VERSION_MINOR, WSF_VERSION_PATCH);
+	assert_string_equal(WSF_VERSION_STRING, want);
+	assert_string_equal(wsf_version(), want);
+}
+
 /*
  * A row held in registers releases its stage at the first block reduction,
  * with no barrier of the sync pass after the compute: so a staged input that
@@ -551,6 +563,7 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(version_is_the_headers),
 		cmocka_unit_test(compile_to_each_stage),
 		cmocka_unit_test(launch_refuses_bad_shapes),
 		cmocka_unit_test(staged_rows_are_read_before_the_first_barrier),

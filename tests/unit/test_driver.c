@@ -211,7 +211,7 @@ run_tma_copy(Gpu *g, CUfunction fn)
 static void
 test_gpu_tma_copy(void **state)
 {
-	RtOptions o = {NULL, 1, "/tmp"};
+	RtOptions o = {NULL, 1, "/tmp", false};
 	CUfunction fn;
 	Cubin bin;
 	Gpu g;
@@ -252,7 +252,7 @@ test_gpu_tma_copy(void **state)
 static void
 test_tma_kernel_compiles(void **state)
 {
-	RtOptions o = {NULL, 1, "/tmp"};
+	RtOptions o = {NULL, 1, "/tmp", false};
 	Cubin bin;
 	Comp c;
 

@@ -8,7 +8,8 @@
  * one-row tile) are padded, and stepping through them by their unpadded
  * size once put every odd stage off its alignment; the sizes below make
  * such copies, and every GPU spec, example and line of the GPU sweep (with
- * its sizes) is checked too.
+ * its sizes) is checked too.  And the device header NVRTC gets with each
+ * kernel: device.cuh, then its family's helpers.
  */
 #include <dirent.h>
 #include <setjmp.h>
@@ -283,6 +284,47 @@ every_sweep_line_is_aligned(void **state)
 	assert_true(seen > 50);
 }
 
+/*
+ * A pointwise kernel's device header is device.cuh alone (no block
+ * reductions to compile); a row reduction's goes on with
+ * device_reduction.cuh.
+ */
+static void
+device_header_by_family(void **state)
+{
+	static const struct {
+		const char *path;
+		const char *tail;
+	} cases[] = {
+		{"examples/pointwise_chain.yaml", ""},
+		{"examples/layernorm.yaml", codegen_device_reduction_cuh},
+	};
+	size_t n = strlen(codegen_device_cuh);
+	int i;
+
+	(void)state;
+	assert_null(strstr(codegen_device_cuh, "wsf_block_sum"));
+	assert_non_null(strstr(codegen_device_reduction_cuh, "wsf_block_sum"));
+	for (i = 0; i < countof(cases); i++) {
+		Comp c;
+		Buf b;
+		char *src = slurp(cases[i].path);
+		const char *h;
+
+		memset(&c, 0, sizeof c);
+		c.file = cases[i].path;
+		c.src = src;
+		c.srclen = strlen(src);
+		if (emit(&c, &b))
+			fail_msg("%s: %s", cases[i].path, c.last_error ? c.last_error : "failed");
+		h = codegen_device_header(&c, c.kernel);
+		assert_memory_equal(h, codegen_device_cuh, n);
+		assert_string_equal(h + n, cases[i].tail);
+		arena_free(c.arena);
+		free(src);
+	}
+}
+
 int
 main(void)
 {
@@ -290,6 +332,7 @@ main(void)
 		cmocka_unit_test(narrow_copies_are_aligned),
 		cmocka_unit_test(every_spec_is_aligned),
 		cmocka_unit_test(every_sweep_line_is_aligned),
+		cmocka_unit_test(device_header_by_family),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

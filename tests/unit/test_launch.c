@@ -215,7 +215,7 @@ direct_row_checks(void **state)
 	WsfTensor a[2] = {{DEV(1), WSF_DTYPE_BF16, 2, one, NULL}, {DEV(2), WSF_DTYPE_BF16, 2, one, NULL}};
 	LaunchPlan p;
 
-	assert_true(l->kernel->row_direct);
+	assert_true(l->kernel->row.direct);
 	assert_int_equal(rt_launch_plan(&t->c, l, a, 2, &p), WSF_OK);
 	assert_int_equal(p.cols, 4004);
 	a[0].shape = a[1].shape = ragged;
@@ -242,7 +242,7 @@ streamed_row_checks(void **state)
 	                  {DEV(3), WSF_DTYPE_F32, 2, ok, NULL}};
 	LaunchPlan p;
 
-	assert_int_equal(l->kernel->row_chunk, 4096);
+	assert_int_equal(l->kernel->row.chunk, 4096);
 	assert_int_equal(rt_launch_plan(&t->c, l, a, 3, &p), WSF_OK);
 	a[0].shape = a[2].shape = wide;   /* wider than compiled: streamed rows have no capacity */
 	a[1].shape = w_wide;

@@ -121,7 +121,7 @@ static void
 test_compile_then_hit(void **state)
 {
 	Dirs *d = *state;
-	RtOptions o = {d->cache, 2, d->dump};
+	RtOptions o = {d->cache, 2, d->dump, false};
 	Cubin a, b;
 	Comp c;
 
@@ -179,7 +179,7 @@ static void
 test_cache_off(void **state)
 {
 	Dirs *d = *state;
-	RtOptions o = {d->cache, 1, d->dump};
+	RtOptions o = {d->cache, 1, d->dump, false};
 	struct stat st;
 	Cubin a;
 	Comp c;
@@ -198,7 +198,7 @@ static void
 test_syntax_error(void **state)
 {
 	Dirs *d = *state;
-	RtOptions o = {d->cache, 2, d->dump};
+	RtOptions o = {d->cache, 2, d->dump, false};
 	const char *msg, *src;
 	char path[256];
 	Cubin a;
@@ -228,7 +228,7 @@ static void
 test_error_dump_without_dump_dir(void **state)
 {
 	Dirs *d = *state;
-	RtOptions o = {d->cache, 2, NULL};
+	RtOptions o = {d->cache, 2, NULL, false};
 	char path[256];
 	Cubin a;
 	Comp c;
@@ -247,7 +247,7 @@ static void
 test_missing_header(void **state)
 {
 	Dirs *d = *state;
-	RtOptions o = {d->cache, 2, d->dump};
+	RtOptions o = {d->cache, 2, d->dump, false};
 	Cubin a;
 	Comp c;
 
@@ -263,7 +263,7 @@ static void
 test_ignored_setmaxnreg_is_an_error(void **state)
 {
 	Dirs *d = *state;
-	RtOptions o = {d->cache, 2, d->dump};
+	RtOptions o = {d->cache, 2, d->dump, false};
 	Cubin a;
 	Comp c;
 
@@ -283,7 +283,7 @@ static void
 test_serialized_wgmma_is_an_error(void **state)
 {
 	Dirs *d = *state;
-	RtOptions o = {d->cache, 2, d->dump};
+	RtOptions o = {d->cache, 2, d->dump, false};
 	Cubin a;
 	Comp c;
 
@@ -299,7 +299,7 @@ static void
 test_bad_nvrtc_path(void **state)
 {
 	Dirs *d = *state;
-	RtOptions o = {d->cache, 2, d->dump};
+	RtOptions o = {d->cache, 2, d->dump, false};
 	Cubin a;
 	Comp c;
 

@@ -884,7 +884,7 @@ lower_reduction_buffers_the_row_loop(void **state)
 	Stmt *main_ = k->body->body[find(k->body, ST_LOOP) + 1], *issue, *ld;
 
 	assert_int_equal(k->family, FAM_REDUCTION);
-	assert_int_equal(k->row_cap, 1024);
+	assert_int_equal(k->row.cap, 1024);
 	assert_int_equal(k->tile_rows, 1);
 	assert_int_equal(k->param[1].kind, PK_PTR);
 	assert_int_equal(k->param[1].view, VIEW_FULL);
@@ -907,7 +907,7 @@ lower_reduction_buffers_the_row_loop(void **state)
 	assert_int_equal(census(main_).kind[ST_TMA_LOAD], 1);  /* w and b are not loaded into stages */
 	assert_int_equal(census(main_).kind[ST_MBAR_WAIT], 1);
 	/* the row is held in registers: the compute's first block reduction releases the stage, no barrier of sync's */
-	assert_int_equal(k->row_steps, 1);
+	assert_int_equal(k->row.steps, 1);
 	assert_true(main_->body[find(main_, ST_COMPUTE)]->flag);
 	assert_int_equal(census(main_).kind[ST_SYNC], 0);
 	/* the epilogue keeps no empty issue block: the only statements with bodies are itself and the compute's */
@@ -982,7 +982,7 @@ lower_reduction_wide_row_keeps_the_release(void **state)
 	Stmt *main_ = k->body->body[find(k->body, ST_LOOP) + 1];
 
 	assert_int_equal(k->threads, 1024);
-	assert_int_equal(k->row_steps, 0);
+	assert_int_equal(k->row.steps, 0);
 	assert_int_equal(main_->cb->part, CB_MAIN);
 	assert_false(main_->body[find(main_, ST_COMPUTE)]->flag);
 	assert_int_equal(census(main_).kind[ST_SYNC], 1);
@@ -1006,9 +1006,9 @@ lower_reduction_streams_wide_rows(void **state)
 	Stmt *rows = k->body->body[find(k->body, ST_LOOP)], *passes, *pro, *main_, *epi, *issue;
 	int j;
 
-	assert_int_equal(k->row_chunk, 4096);
-	assert_int_equal(k->row_cap, 0);
-	assert_int_equal(k->row_passes, 2);
+	assert_int_equal(k->row.chunk, 4096);
+	assert_int_equal(k->row.cap, 0);
+	assert_int_equal(k->row.passes, 2);
 	assert_int_equal(k->threads, 512);
 	assert_int_equal(rows->loop, LOOP_TILE);
 	assert_null(rows->cb);
@@ -1065,12 +1065,12 @@ row_levels_online_softmax(void **state)
 			sum = f->op[i].out;
 	}
 	assert_true(max && sum);
-	assert_int_equal(k->row_chunk, 0);
+	assert_int_equal(k->row.chunk, 0);
 	assert_int_equal(kir_row_levels(k, level, online), 2);
 	assert_int_equal(level[max], 1);
 	assert_int_equal(level[sum], 2);
 	assert_int_equal(online[sum], 0);
-	k->row_chunk = 4096;  /* the same fusion, streamed */
+	k->row.chunk = 4096;  /* the same fusion, streamed */
 	assert_int_equal(kir_row_levels(k, level, online), 1);
 	assert_int_equal(level[sum], 1);
 	assert_int_equal(online[sum], max);
@@ -1108,7 +1108,7 @@ row_levels_one_pass_variance(void **state)
 		ss = strcmp(f->tensor[i].name, "ss") ? ss : i;
 		gs = strcmp(f->tensor[i].name, "gs") ? gs : i;
 	}
-	assert_int_equal(k->row_chunk, 4096);
+	assert_int_equal(k->row.chunk, 4096);
 	assert_int_equal(kir_row_levels(k, level, online), 2);
 	assert_int_equal(level[v], 1);
 	assert_int_equal(online[v], m);
@@ -1116,7 +1116,7 @@ row_levels_one_pass_variance(void **state)
 	assert_int_equal(online[ss], 0);
 	assert_int_equal(level[gs], 2);
 	assert_int_equal(online[gs], 0);
-	assert_int_equal(k->row_passes, 2);  /* no full-row output: the second level's pass is the last */
+	assert_int_equal(k->row.passes, 2);  /* no full-row output: the second level's pass is the last */
 	test_free(level);
 	test_free(online);
 }
@@ -1128,8 +1128,8 @@ lower_reduction_online_softmax_passes(void **state)
 	Fixture *t = *state;
 	Kernel *k = lower_spec(t, SOFTMAX_SPEC("100000"));
 
-	assert_int_equal(k->row_chunk, 4096);
-	assert_int_equal(k->row_passes, 2);
+	assert_int_equal(k->row.chunk, 4096);
+	assert_int_equal(k->row.passes, 2);
 }
 
 /*
@@ -1145,28 +1145,28 @@ lower_reduction_one_cta_a_row(void **state)
 	Kernel *k = lower_spec(t, NORM_SPEC("1000", "schedule: {persistent: false}\n"));
 
 	assert_false(k->persistent);
-	assert_true(k->row_direct);
+	assert_true(k->row.direct);
 	assert_int_equal(k->nbuf, 1);   /* [0] unused: no buffer */
 	assert_int_equal(k->nbar, 1);
 	assert_false(kir_has_load(k->body));
 	reset_comp(t);
 	k = lower_spec(t, NORM_SPEC("1000", "schedule: {persistent: false, stages: 1}\n"));
-	assert_false(k->row_direct);
+	assert_false(k->row.direct);
 	assert_int_equal(k->buf[1].stages, 1);
 	reset_comp(t);
 	k = lower_spec(t, NORM_SPEC("1000", "schedule: {persistent: true}\n"));
 	assert_true(k->persistent);
-	assert_false(k->row_direct);
+	assert_false(k->row.direct);
 	assert_int_equal(k->buf[1].stages, 2);
 	reset_comp(t);
 	k = lower_spec(t, NORM_SPEC("20000", "schedule: {persistent: false}\n"));
-	assert_int_equal(k->row_steps, 0);   /* re-read from shared memory: staged */
-	assert_false(k->row_direct);
+	assert_int_equal(k->row.steps, 0);   /* re-read from shared memory: staged */
+	assert_false(k->row.direct);
 	assert_int_equal(k->buf[1].stages, 1);
 	reset_comp(t);
 	k = lower_spec(t, NORM_SPEC("40000", "schedule: {persistent: false}\n"));
 	assert_false(k->persistent);
-	assert_int_equal(k->row_chunk, 4096);
+	assert_int_equal(k->row.chunk, 4096);
 	assert_int_equal(k->buf[1].stages, 4);
 }
 
@@ -1176,7 +1176,7 @@ lower_reduction_one_cta_a_row(void **state)
  * levels of reductions that keeps no computed values between its passes
  * (layernorm; not softmax, which keeps exp's) takes 32 elements a thread, at
  * 40 warps an SM; a row with one level (rmsnorm) is loaded again for the
- * output pass (row_reread), at 64 warps; others hold 16, at 48 warps.  After
+ * output pass (row.reread), at 64 warps; others hold 16, at 48 warps.  After
  * a spill (Comp.row_fallback, which compile_kernel sets and test_api checks
  * end to end) 32 and reread drop to 16 held, and 16 to the persistent
  * pipeline unless the schedule asks for one CTA a row.
@@ -1191,7 +1191,7 @@ lower_reduction_direct_by_default(void **state)
 #define W "  w: {dtype: bf16, shape: [N]}\n"
 #define LN ROWS(X W "  b: {dtype: bf16, shape: [N]}\n", "  - {out: y, op: layernorm, in: [x, w, b]}\n", "")
 #define RMS(sched) ROWS(X W, "  - {out: y, op: rmsnorm, in: [x, w]}\n", sched)
-	/* threads 0: the persistent pipeline (256 threads, 2 steps, staged); REREAD: row_reread */
+	/* threads 0: the persistent pipeline (256 threads, 2 steps, staged); REREAD: row.reread */
 	static const struct { const char *spec; RowFallback fallback; int threads, steps; bool reread; } cases[] = {
 		{ROWS(X, "  - {out: y, op: softmax, in: [x]}\n", ""), ROW_FB_NONE, 256, 2, false},
 		{RMS(""), ROW_FB_NONE, 256, 2, true},
@@ -1221,12 +1221,12 @@ lower_reduction_direct_by_default(void **state)
 		reset_comp(t);
 		t->c.row_fallback = cases[i].fallback;
 		k = lower_spec(t, cases[i].spec);
-		if (k->row_direct != direct || k->row_steps != cases[i].steps ||
+		if (k->row.direct != direct || k->row.steps != cases[i].steps ||
 		    k->threads != (direct ? cases[i].threads : 256))
-			fail_msg("case %d: row_direct %d, %d threads, %d steps; expected %d, %d, %d", i, k->row_direct,
-			         k->threads, k->row_steps, direct, direct ? cases[i].threads : 256, cases[i].steps);
-		assert_int_equal(k->row_deep, cases[i].steps == 4);
-		assert_int_equal(k->row_reread, cases[i].reread);
+			fail_msg("case %d: row.direct %d, %d threads, %d steps; expected %d, %d, %d", i, k->row.direct,
+			         k->threads, k->row.steps, direct, direct ? cases[i].threads : 256, cases[i].steps);
+		assert_int_equal(k->row.deep, cases[i].steps == 4);
+		assert_int_equal(k->row.reread, cases[i].reread);
 		assert_int_equal(k->persistent, !direct);
 		assert_int_equal(kir_has_load(k->body), !direct);
 	}

@@ -1,0 +1,140 @@
+/*
+ * emit_pointwise.c: the pointwise family's compute, which emit.c writes
+ * through emit_pointwise_family.
+ *
+ * A compute is every fusion op over one tile: threads stride over it eight
+ * elements at a time (16-byte shared loads, 16-byte global stores), each op
+ * one f32 expression (emit_op_text) over a thread's 8 elements.
+ */
+#include "codegen.h"
+
+/* Operand O at element v of the thread's 8: a value's v_x[v], or a literal. */
+static const char *
+operand(Emit *e, const Operand *o)
+{
+	if (!o->tensor)
+		return emit_literal(e, o->lit);
+	return arena_printf(e->c->arena, "%s[v]", e->value[o->tensor]);
+}
+
+/*
+ * compute: every fusion op over one tile.  Each thread takes VEC consecutive
+ * elements at a time; inputs come from their stage buffer (full and row
+ * views) or from global memory (column and scalar views).
+ */
+static void
+emit_compute(Emit *e, const Stmt *s)
+{
+	Kernel *k = e->k;
+	Fusion *f = e->f;
+	int i, j, elems = k->tile_rows * k->tile_cols;
+
+	emit_line(e, "{   // compute tile (row0, col0) = (%s, %s): %s", emit_expr_str(e, s->a), emit_expr_str(e, s->b),
+	          s->comment ? s->comment : "");
+	e->depth++;
+	emit_line(e, "const long long top = %s, left = %s;", emit_expr_str(e, s->a), emit_expr_str(e, s->b));
+	for (i = 0; i < s->nreads; i++)
+		emit_line(e, "const %s *%s = %s;", emit_type(k->buf[s->reads[i].buf].dtype),
+		          emit_curname(e, s->reads[i].buf), emit_buf_at(e, s->reads[i].buf, s->reads[i].slot));
+	for (i = 0; i < s->nwrites; i++)
+		emit_line(e, "%s *%s = %s;", emit_type(k->buf[s->writes[i].buf].dtype),
+		          emit_curname(e, s->writes[i].buf), emit_buf_at(e, s->writes[i].buf, s->writes[i].slot));
+	emit_line(e, "for (int e = threadIdx.x * %d; e < %d; e += %d) {", VEC, elems, k->consumer_threads * VEC);
+	e->depth++;
+	emit_line(e, "const int r = e / %d, c = e %% %d;", k->tile_cols, k->tile_cols);
+	emit_line(e, "const long long row = top + r, col = left + c;");
+	emit_line(e, "if (row >= rows || col >= cols)");
+	emit_line(e, "    continue;");
+	/* inputs */
+	for (i = 0; i < f->ninput; i++) {
+		int t = f->input[i];
+		const KParam *p = emit_param_of(e, t, false);
+		const char *v = emit_tname(e, PFX_VALUE, t);
+		const char *suf = emit_suffix(p->dtype);
+
+		e->value[t] = v;
+		emit_line(e, "float %s[%d];%s", v, VEC, emit_pos(e, f->tensor[t].pos));
+		if (emit_buf_of(k, t) < k->nbuf) {   /* staged: a tile buffer */
+			emit_line(e, "wsf_load8%s(%s, %s + %s);", suf, v, emit_curname(e, emit_buf_of(k, t)),
+			          p->view == VIEW_ROW ? "c" : "e");
+		} else if (p->view == VIEW_ROW) {   /* a row beside a one-row tile: L1 keeps it for the CTAs */
+			emit_line(e, "if (col + %d <= cols) {", VEC);
+			emit_line(e, "    wsf_load8_global%s(%s, %s + col);", suf, v, emit_param_name(e, p));
+			emit_line(e, "} else {");
+			emit_line(e, "    #pragma unroll");
+			emit_line(e, "    for (int v = 0; v < %d; v++)", VEC);
+			emit_line(e, "        %s[v] = col + v < cols ? %s(%s + col + v) : 0.0f;", v,
+			          p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", emit_param_name(e, p));
+			emit_line(e, "}");
+		} else {
+			const char *idx = p->view == VIEW_COL ? "row" : "0";
+
+			emit_line(e, "for (int v = 0; v < %d; v++)", VEC);
+			emit_line(e, "    %s[v] = %s(%s + %s);", v,
+			          p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", emit_param_name(e, p), idx);
+		}
+	}
+	/* ops, one f32 expression each */
+	for (i = 1; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+		const char *v = emit_tname(e, PFX_VALUE, o->out);
+
+		e->value[o->out] = v;
+		emit_line(e, "float %s[%d];%s", v, VEC, emit_pos(e, o->pos));
+	}
+	emit_line(e, "#pragma unroll");
+	emit_line(e, "for (int v = 0; v < %d; v++) {", VEC);
+	e->depth++;
+	for (i = 1; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+
+		emit_line(e, "%s[v] = %s;   // %s%s%s", e->value[o->out],
+		          emit_op_text(e, o, operand(e, &o->in[0]), o->nin > 1 ? operand(e, &o->in[1]) : ""),
+		          op_info[o->kind].name, o->origin ? " of " : "", o->origin ? o->origin : "");
+	}
+	e->depth--;
+	emit_line(e, "}");
+	/* outputs: 16-byte stores, element stores at a ragged right edge; or the staging tile */
+	for (j = 0; j < f->nout; j++) {
+		const Output *out = &f->out[j];
+		const KParam *p = emit_param_of(e, out->tensor, true);
+		const char *suf = emit_suffix(out->dtype);
+		int w;
+
+		for (w = 0; w < s->nwrites && e->k->buf[s->writes[w].buf].tensor != out->tensor; w++)
+			;
+		if (w < s->nwrites) {
+			emit_line(e, "wsf_store8_smem%s(%s + e, %s);%s", suf, emit_curname(e, s->writes[w].buf),
+			          e->value[out->tensor], emit_pos(e, out->pos));
+			continue;
+		}
+		/* the ragged end: a guarded, unrolled loop keeps the values in registers */
+		emit_line(e, "if (col + %d <= cols) {%s", VEC, emit_pos(e, out->pos));
+		emit_line(e, "    wsf_store8%s(%s + row * cols + col, %s);", suf, emit_param_name(e, p),
+		          e->value[out->tensor]);
+		emit_line(e, "} else {");
+		emit_line(e, "    #pragma unroll");
+		emit_line(e, "    for (int v = 0; v < %d; v++)", VEC);
+		emit_line(e, "        if (col + v < cols)");
+		emit_line(e, "            wsf_store1%s(%s + row * cols + col + v, %s[v]);", suf, emit_param_name(e, p),
+		          e->value[out->tensor]);
+		emit_line(e, "}");
+	}
+	e->depth--;
+	emit_line(e, "}");
+	e->depth--;
+	emit_line(e, "}");
+}
+
+/* Pointwise tiles need few registers: 1 leaves the compiler free (__launch_bounds__). */
+static int
+min_ctas(const Kernel *k)
+{
+	return 1;
+}
+
+const EmitFamily emit_pointwise_family = {
+	.compute = emit_compute,
+	.min_ctas = min_ctas,
+	.unit = "tile",
+};

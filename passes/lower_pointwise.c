@@ -1,0 +1,382 @@
+/*
+ * lower_pointwise.c: the pointwise family's lowering, run by lower.c's
+ * pass (its contract holds here).
+ *
+ * The domain is the outputs' shape seen as 2-D [rows, cols] (cols the last
+ * dim).  Each input is full ([rows, cols], tiled by TMA), a row ([cols],
+ * broadcast over rows, tiled by TMA), a column ([rows, 1], read from
+ * global: a TMA box must be 16 bytes wide) or a scalar.  When every input
+ * is full or scalar the kernel is "flat": the host may pick any 2-D view of
+ * the elements, so a 1-D tensor still moves in wide tiles.  A tile [1, C]
+ * wider than a TMA box moves by 1-D bulk copies instead (loads, and stores
+ * from the staging buffer), and its row inputs are read where they are
+ * used.  A tile leaves room for one stage (the schedule's stages, when the
+ * compiler chose the tile) and the output staging copies in shared memory
+ * (fit_tile).
+ */
+#include "passes.h"
+
+enum {
+	STAGE_TARGET = 32 * 1024, /* bytes one stage should move */
+	MAX_RUN = 16384           /* the widest one-row pointwise tile */
+};
+
+/* How input T maps onto domain D; VIEW_NONE when it cannot. */
+static View
+classify(const Tensor *t, const Tensor *d)
+{
+	int i, off = d->rank - t->rank;
+	bool all_one = true, lead_full = true, lead_one = true;
+
+	for (i = 0; i < t->rank; i++)
+		if (!dim_is_one(t->dim[i]))
+			all_one = false;
+	if (all_one)
+		return VIEW_SCALAR;
+	if (off < 0)
+		return VIEW_NONE;
+	for (i = 0; i < t->rank - 1; i++) {
+		if (!dim_equal(t->dim[i], d->dim[i + off]))
+			lead_full = false;
+		if (!dim_is_one(t->dim[i]))
+			lead_one = false;
+	}
+	if (off > 0 && t->rank > 1)
+		lead_full = false;
+	if (dim_equal(t->dim[t->rank - 1], d->dim[d->rank - 1])) {
+		if (lead_full && off == 0)
+			return VIEW_FULL;
+		if (lead_one)
+			return VIEW_ROW;
+		return VIEW_NONE;
+	}
+	if (dim_is_one(t->dim[t->rank - 1]) && lead_full && off == 0)
+		return VIEW_COL;
+	return VIEW_NONE;
+}
+
+static int
+pow2_floor(int x)
+{
+	int p = 1;
+
+	while (p * 2 <= x)
+		p *= 2;
+	return p;
+}
+
+/*
+ * Tile shape: 256 columns (a 512-byte bf16 row), rows to fill a stage.  A
+ * flat kernel's tile is one contiguous run of memory (launch.c views its
+ * elements as rows as wide as a tile); half a stage target there measured
+ * faster: 8 CTAs an SM (the thread limit) instead of 7 (shared memory), and
+ * half the work in the last wave (relu(a*b+c), against torch.compile in one
+ * process, medians of 8 interleaved rounds: H200 bf16 0.9975x to 1.0018x,
+ * f32 0.9943x to 0.9996x; H100 bf16 0.9997x to 1.0010x, f32 0.9982x to
+ * 1.0000x).  Other kernels' tiles are 512-byte pieces of rows apart in
+ * memory, and halving them lost (H200 silu(x+b)*y bf16: 0.9572x against
+ * 0.9934x, f32 0.8556x against 1.0043x).  A contiguous run of one row
+ * instead (`tile: [1, 2048]`, bulk copies) is the device's call: H100
+ * silu(x+b)*y bf16 1.0094x against 0.9992x, H200 0.8703x against 0.9952x;
+ * so it is a hint, not a default (docs/perf.md).
+ */
+static void
+choose_tile(Kernel *k, const Fusion *f, int row_bytes, const Tensor *d)
+{
+	const Schedule *s = &f->sched;
+	int64_t cols = d->rank ? dim_value(f, d->dim[d->rank - 1]) : 1;
+	int64_t rows = 1;
+	int i, target = k->flat ? STAGE_TARGET / 2 : STAGE_TARGET;
+
+	for (i = 0; i + 1 < d->rank; i++)
+		if (!size_mul(rows, dim_value(f, d->dim[i]), &rows))
+			rows = INT64_MAX;   /* infer.c refuses such shapes: only to keep the product defined */
+	k->tile_cols = 256;
+	if (!k->flat && cols > 0 && cols < 256)
+		k->tile_cols = cols <= 16 ? 16 : pow2_floor((int)cols - 1) * 2;
+	k->tile_rows = row_bytes ? pow2_floor(target / (k->tile_cols * row_bytes)) : 16;
+	if (k->tile_rows > 256)
+		k->tile_rows = 256;
+	if (k->tile_rows < 1)
+		k->tile_rows = 1;
+	if (!k->flat && rows > 0 && rows < k->tile_rows)
+		k->tile_rows = pow2_floor((int)rows);
+	if (s->ntile >= 2) {
+		k->tile_rows = s->tile[0];
+		k->tile_cols = s->tile[1];
+	}
+}
+
+static int
+check_tile(Comp *c, const Kernel *k, const Fusion *f)
+{
+	int i;
+
+	if (f->sched.ntile && f->sched.ntile != 2)
+		return diag_error(c, f->sched.tile_pos, "a pointwise tile is [rows, cols], 2 extents; saw %d",
+		                  f->sched.ntile);
+	if (k->tile_rows < 1 || k->tile_rows > 256 || k->tile_cols < 8 || k->tile_cols > MAX_RUN ||
+	    (k->tile_cols > 256 && (k->tile_rows > 1 || k->flat)) ||
+	    (k->tile_cols & (k->tile_cols - 1)) || (k->tile_rows & (k->tile_rows - 1)))
+		return diag_error(c, f->sched.tile_pos,
+		                  "pointwise tile [%d, %d] is not supported: rows must be a power of two in "
+		                  "1..256 and cols a power of two in 8..256 (TMA boxes are at most 256 per dim), "
+		                  "or, for a kernel with a row or column input, [1, cols] with cols a power of two up "
+		                  "to %d (a run of one row, moved by 1-D bulk copies)",
+		                  k->tile_rows, k->tile_cols, MAX_RUN);
+	for (i = 1; i < k->nparam; i++)
+		if (k->param[i].kind == PK_TMAP &&
+		    k->tile_cols * dtype_info[k->param[i].dtype].bytes % 16)
+			return diag_error(c, f->sched.tile_pos,
+			                  "pointwise tile cols %d x %d bytes of '%s' is not a multiple of 16 bytes",
+			                  k->tile_cols, dtype_info[k->param[i].dtype].bytes, k->param[i].name);
+	return 0;
+}
+
+/* Copies of each output's staging buffer: two alternate in the persistent loop, one tile a CTA needs one. */
+static int
+staging_copies(const Kernel *k)
+{
+	return k->persistent ? 2 : 1;
+}
+
+/*
+ * Is param P an input staged in shared memory with tiles COLS wide?  Full
+ * inputs are; a row is while a TMA box holds it (wider, the compute reads it
+ * from global memory); columns and scalars are read from global memory.
+ */
+static bool
+staged_input(const Fusion *f, const KParam *p, int cols)
+{
+	return p->arg >= 0 && p->arg < f->ninput && (p->view == VIEW_FULL || (p->view == VIEW_ROW && cols <= 256));
+}
+
+/*
+ * The shared memory pointwise kernel K takes with ROWS x COLS tiles in
+ * STAGES stages: its buffers, made in a scratch kernel in the order
+ * lower_pointwise makes them, as the circular-buffer pass counts them.
+ */
+static int64_t
+tile_smem(Comp *c, const Kernel *k, int rows, int cols, int stages)
+{
+	const Fusion *f = k->fusion;
+	Kernel *t = kernel_new(c, k->fusion);
+	int j, b;
+
+	for (j = 1; j < k->nparam; j++)
+		if (staged_input(f, &k->param[j], cols))
+			kernel_add_buf(c, t, k->param[j].name, BUF_TILE, k->param[j].dtype,
+			               k->param[j].view == VIEW_ROW ? 1 : rows, cols);
+	for (j = 1; j < k->nparam && k->tma_store; j++)
+		if (k->param[j].arg >= f->ninput) {
+			b = kernel_add_buf(c, t, k->param[j].name, BUF_STAGING, k->param[j].dtype, rows, cols);
+			t->buf[b].stages = staging_copies(k);
+		}
+	return cb_smem_at(t, NULL, stages);
+}
+
+/*
+ * The tile must leave the fewest stages the kernel runs with (the
+ * schedule's, else one) and the output staging copies room in shared
+ * memory.  A tile the schedule gives that does not even in one stage is an
+ * error at the hint, naming a tile that fits (one that fits one stage but
+ * not the stages asked for is circular_buffer.c's to report); a tile the
+ * compiler chose (a flat kernel with many outputs) shrinks to fit.  Tiles
+ * shrink by halving rows, then cols, down to the narrowest whose rows are
+ * 16 bytes for every tensor.
+ */
+static int
+fit_tile(Comp *c, Kernel *k, const Fusion *f)
+{
+	int stages = k->stages_hint ? k->stages_hint : 1, rows = k->tile_rows, cols = k->tile_cols, least = 8, j;
+	bool hinted = f->sched.ntile > 0;
+	int64_t need = tile_smem(c, k, rows, cols, hinted ? 1 : stages);
+
+	if (need <= k->smem_budget)
+		return 0;
+	for (j = 1; j < k->nparam; j++)
+		while (least * dtype_info[k->param[j].dtype].bytes % 16)
+			least *= 2;
+	while (tile_smem(c, k, rows, cols, stages) > k->smem_budget && (rows > 1 || cols > least)) {
+		if (rows > 1)
+			rows /= 2;
+		else
+			cols /= 2;
+	}
+	if (hinted && tile_smem(c, k, rows, cols, stages) <= k->smem_budget)
+		return diag_error(c, f->sched.tile_pos,
+		                  "pointwise tile [%d, %d] needs %lld KiB of shared memory for one stage of its "
+		                  "inputs and its output staging copies, but %d KiB are available; %s[%d, %d] fits",
+		                  k->tile_rows, k->tile_cols, (long long)(need / 1024), k->smem_budget / 1024,
+		                  stages > 1 ? arena_printf(c->arena, "with the %d stages asked for, ", stages) : "",
+		                  rows, cols);
+	if (tile_smem(c, k, rows, cols, 1) > k->smem_budget)
+		return diag_error(c, hinted ? f->sched.tile_pos : f->pos,
+		                  "the %d input%s and %d output%s of '%s' need %lld KiB of shared memory even in [%d, %d] "
+		                  "tiles, but %d KiB are available; split the fusion into smaller ones",
+		                  f->ninput, f->ninput == 1 ? "" : "s", f->nout, f->nout == 1 ? "" : "s", f->name,
+		                  (long long)(tile_smem(c, k, rows, cols, 1) / 1024),
+		                  rows, cols, k->smem_budget / 1024);
+	/* the compiler's tile: the largest that fits (circular_buffer.c blames a stage count no tile fits) */
+	k->tile_rows = rows;
+	k->tile_cols = cols;
+	return 0;
+}
+
+/* The pointwise family: every output has the domain's shape. */
+static int
+lower_pointwise(Comp *c, Fusion *f)
+{
+	Kernel *k;
+	const Tensor *d;
+	Stmt *loop, *issue, *compute, *store = NULL;
+	Expr *i, *row0, *col0;
+	int j, row_bytes = 0;
+	bool tma_store, narrow;
+
+	k = kernel_new(c, f);
+	c->kernel = k;
+	d = &f->tensor[f->out[0].tensor];
+	for (j = 1; j < f->nout; j++)
+		if (!lower_same_shape(&f->tensor[f->out[j].tensor], d))
+			return diag_error(c, f->out[j].pos,
+			                  "cannot place output '%s' in one pointwise kernel: its shape differs from "
+			                  "output '%s' (a pointwise kernel writes one shape)",
+			                  f->tensor[f->out[j].tensor].name, d->name);
+	if (lower_refuse_hints(c, f, "pointwise", false) < 0)
+		return -1;
+	k->domain = f->out[0].tensor;
+	k->flat = true;
+	k->warp_specialize = f->sched.warp_specialize == 2;
+	k->stages_hint = f->sched.stages;
+	k->stages_pos = f->sched.stages ? f->sched.stages_pos : f->pos;
+	/*
+	 * One CTA per tile, as Triton does, unless the schedule asks for a
+	 * pipeline (persistent: true, warp_specialize or stages): the CTAs an SM
+	 * holds at once overlap loads and compute, and one stage and one staging
+	 * copy are all a CTA needs.  It measured 3-6% faster than the persistent
+	 * pipelined loop on all four benchmark cases (docs/perf.md).
+	 */
+	k->persistent = f->sched.persistent == 2 ||
+	                (f->sched.persistent == 0 && (k->warp_specialize || f->sched.stages));
+	/*
+	 * Outputs leave through a staging tile and TMA stores, unless the
+	 * schedule says `store: vector`, or one CTA per tile writes only 2-byte
+	 * outputs.  The persistent loop needs TMA stores (on an H200 they moved
+	 * relu(a*b+c) at 102% of the copy rate where 16-byte stores from
+	 * registers reached 70%), and so do f32 outputs (H200 silu(x+b)*y f32:
+	 * 16-byte stores 5% slower).  One CTA per tile writing only 2-byte
+	 * outputs stores from registers: silu(x+b)*y bf16 ran 0.4% faster so on
+	 * both devices (against torch.compile, medians of 8 interleaved rounds:
+	 * H200 0.9966x to 1.0002x against 0.9919x to 0.9934x, H100 0.9997x to
+	 * 1.0006x against 0.9953x to 0.9967x), relu(a*b+c) bf16 the same
+	 * (1.0020x against 1.0026x, 1.0028x against 1.0019x; docs/perf.md).
+	 */
+	narrow = true;
+	for (j = 0; j < f->nout; j++)
+		narrow = narrow && dtype_info[f->out[j].dtype].bytes == 2;
+	tma_store = f->sched.store == STORE_TMA ||
+	            (f->sched.store != STORE_VECTOR && (k->persistent || !narrow));
+	k->tma_store = tma_store;
+	if (!k->persistent && !k->stages_hint)
+		k->stages_hint = 1;
+	k->smem_budget = LOWER_SMEM_BUDGET;
+	k->smem_target = LOWER_SMEM_TARGET;
+	k->consumer_threads = LOWER_THREADS;
+	k->threads = LOWER_THREADS + (k->warp_specialize ? 32 : 0);
+
+	/* parameters: inputs, outputs, then the two runtime extents */
+	for (j = 0; j < f->ninput; j++) {
+		const Tensor *t = &f->tensor[f->input[j]];
+		View v = classify(t, d);
+		int p;
+
+		if (v == VIEW_NONE)
+			return diag_error(c, t->pos,
+			                  "cannot place input '%s' in a pointwise kernel over %s: it broadcasts along "
+			                  "a leading dim; inputs must be full, a row [cols], a column [rows, 1] or a scalar",
+			                  t->name, f->tensor[f->out[0].tensor].name);
+		if (v == VIEW_ROW || v == VIEW_COL)
+			k->flat = false;
+		p = kernel_add_param(c, k, v == VIEW_FULL || v == VIEW_ROW ? PK_TMAP : PK_PTR, t->name);
+		k->param[p].arg = j;
+		k->param[p].tensor = f->input[j];
+		k->param[p].dtype = t->dtype;
+		k->param[p].view = v;
+		if (k->param[p].kind == PK_TMAP)
+			row_bytes += dtype_info[t->dtype].bytes;
+	}
+	for (j = 0; j < f->nout; j++) {
+		const Tensor *t = &f->tensor[f->out[j].tensor];
+		int p = kernel_add_param(c, k, tma_store ? PK_TMAP : PK_PTR, t->name);
+
+		k->param[p].arg = f->ninput + j;
+		k->param[p].tensor = f->out[j].tensor;
+		k->param[p].dtype = f->out[j].dtype;
+		k->param[p].view = VIEW_FULL;
+	}
+	lower_size_params(c, k);
+	choose_tile(k, f, row_bytes, d);
+	k->tile_pos = f->sched.ntile ? f->sched.tile_pos : (Pos){0};
+	if (check_tile(c, k, f) || fit_tile(c, k, f))
+		return -1;
+	for (j = 1; j < k->nparam; j++)
+		if (k->param[j].kind == PK_TMAP && k->tile_cols > 256)
+			k->param[j].kind = PK_PTR;   /* a run wider than a TMA box: 1-D bulk copies */
+		else if (k->param[j].kind == PK_TMAP) {
+			k->param[j].box[0] = k->param[j].view == VIEW_ROW ? 1 : k->tile_rows;
+			k->param[j].box[1] = k->tile_cols;
+		}
+
+	loop = lower_tile_loop(c, k, false, &row0, &col0);
+	i = ex_var(c, loop->var);
+	issue = st_if(c, ex_leaf(c, EX_ELECT));
+	issue->comment = "one thread issues the loads";
+	st_append(c, loop, issue);
+	compute = st_new(c, ST_COMPUTE);
+	compute->a = row0;
+	compute->b = col0;
+	compute->comment = arena_printf(c->arena, "%d ops of %s", f->nop - 1, f->name);
+	for (j = 1; j < k->nparam; j++) {
+		KParam *p = &k->param[j];
+
+		if (!staged_input(f, p, k->tile_cols))
+			continue;
+		lower_stage_input(c, k, j, "tile", p->view == VIEW_ROW ? 1 : k->tile_rows, k->tile_cols,
+		                  p->view == VIEW_ROW ? ex_int(c, 0) : row0, col0, issue, compute);
+	}
+	st_append(c, loop, compute);
+	if (!tma_store)
+		return 0;
+
+	/* outputs: compute writes a staging copy (one of two, alternating); one thread stores it */
+	store = st_if(c, ex_leaf(c, EX_ELECT));
+	store->comment = "one thread stores the outputs";
+	for (j = 1; j < k->nparam; j++) {
+		KParam *p = &k->param[j];
+		Stmt *st;
+		int b;
+
+		if (p->arg < f->ninput)
+			continue;
+		b = kernel_add_buf(c, k, arena_printf(c->arena, "stage_%s", f->tensor[p->tensor].name), BUF_STAGING,
+		                   p->dtype, k->tile_rows, k->tile_cols);
+		k->buf[b].param = j;
+		k->buf[b].tensor = p->tensor;
+		k->buf[b].stages = staging_copies(k);
+		VEC_PUSH(c->arena, compute->writes, compute->nwrites, compute->capwrites)->buf = b;
+		compute->writes[compute->nwrites - 1].slot = ex_bin(c, EX_MOD, i, ex_int(c, k->buf[b].stages));
+		st = st_new(c, ST_TMA_STORE);
+		st->buf = b;
+		st->param = j;
+		st->slot = ex_bin(c, EX_MOD, i, ex_int(c, k->buf[b].stages));
+		st->a = row0;
+		st->b = col0;
+		st->pos = f->out[p->arg - f->ninput].pos;
+		st_append(c, store, st);
+	}
+	st_append(c, loop, store);
+	return 0;
+}
+
+const LowerFamily lower_pointwise_family = {lower_pointwise, "use a smaller tile"};

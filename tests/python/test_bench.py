@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""test_bench.py: bench/bench.py's report of earlier results, without a GPU.
+
+Writes a results file in the form --json writes (a pointwise case, a case whose
+check failed, a case that counts FLOPs), then runs bench.py --from-json on it:
+the table, --plot (a PNG; skipped without matplotlib), --cases as a filter,
+and the errors for a missing matplotlib and for a file that holds no results.
+Prints TAP, one line per test, for tests/run_unit.sh.
+"""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import traceback
+
+BENCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "bench.py")
+HAVE_MPL = importlib.util.find_spec("matplotlib") is not None
+
+RESULTS = {
+    "device": "NVIDIA H200", "torch": "2.11.0", "triton": "3.6.0", "cuda": "13.0",
+    "timer": "CUDA events, median", "quick": False, "date": "2026-11-23T10:00:00",
+    "results": [
+        {"case": "relu_chain_bf16", "sizes": {"N": 268435456}, "bytes": 2147483648, "check": "ok",
+         "wsfuse_compile_s": 0.4, "wsfuse_ms": 0.49, "eager_ms": 1.52, "compile_ms": 0.489, "copy_ms": 0.506,
+         "wsfuse_gbps": 4382.6, "copy_gbps": 4244.0, "speedup_vs_compile": 0.998, "frac_of_copy": 1.03},
+        {"case": "softmax_32768x4096", "sizes": {"M": 32768, "N": 4096}, "bytes": 536870912,
+         "check": "AssertionError: output 'y': mismatch", "wsfuse_ms": None, "eager_ms": 0.4,
+         "compile_ms": 0.311, "copy_ms": 0.13, "wsfuse_gbps": None, "copy_gbps": 4129.8,
+         "speedup_vs_compile": None, "frac_of_copy": None},
+        {"case": "gemm_8192", "sizes": {"M": 8192, "N": 8192, "K": 8192}, "bytes": 402653184,
+         "flops": 2 * 8192 ** 3, "check": "ok", "wsfuse_ms": 1.6, "eager_ms": 1.635, "compile_ms": 1.64,
+         "copy_ms": 0.095, "wsfuse_gbps": 251.7, "copy_gbps": 4238.5, "speedup_vs_compile": 1.025,
+         "frac_of_copy": 0.06},
+    ],
+}
+
+
+def bench(*args, pre=""):
+    """Runs bench.py ARGS (PRE: Python run first in the same interpreter); (exit status, output)."""
+    code = f"{pre}\nimport runpy, sys\nsys.argv = {[BENCH, *args]!r}\nrunpy.run_path(sys.argv[0], run_name='__main__')"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    return p.returncode, p.stdout + p.stderr
+
+
+def results_file(d, data=None):
+    path = os.path.join(d, "results.json")
+    with open(path, "w") as f:
+        json.dump(RESULTS if data is None else data, f)
+    return path
+
+
+def test_table_from_json():
+    with tempfile.TemporaryDirectory() as d:
+        rc, out = bench("--from-json", results_file(d))
+        assert rc == 0, out
+        assert "device=NVIDIA H200" in out and "relu_chain_bf16" in out and "gemm_8192" in out, out
+        assert "AssertionError: output 'y'" in out, out
+        rc, out = bench("--from-json", results_file(d), "--cases", "gemm_8192")
+        assert rc == 0 and "gemm_8192" in out and "relu_chain_bf16" not in out, out
+
+
+def test_plot_from_json():
+    if not HAVE_MPL:
+        return "no matplotlib"
+    with tempfile.TemporaryDirectory() as d:
+        png = os.path.join(d, "out.png")
+        rc, out = bench("--from-json", results_file(d), "--plot", png)
+        assert rc == 0, out
+        with open(png, "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+        assert f"plot: {png}" in out, out
+        # no FLOPs anywhere and an unknown device: one panel, the peak named as unknown
+        data = dict(RESULTS, device="some GPU", results=RESULTS["results"][:2])
+        rc, out = bench("--from-json", results_file(d, data), "--plot", png)
+        assert rc == 0, out
+        rc, out = bench("--from-json", results_file(d), "--plot", png, "--tc-peak", "800")
+        assert rc == 0, out
+
+
+def test_plot_without_matplotlib_is_a_clear_error():
+    with tempfile.TemporaryDirectory() as d:
+        png = os.path.join(d, "out.png")
+        rc, out = bench("--from-json", results_file(d), "--plot", png,
+                        pre="import sys; sys.modules['matplotlib'] = None")
+        assert rc == 2 and "--plot needs matplotlib (pip install matplotlib)" in out, (rc, out)
+        assert not os.path.exists(png)
+
+
+def test_from_json_of_something_else():
+    with tempfile.TemporaryDirectory() as d:
+        rc, out = bench("--from-json", results_file(d, {"device": "x"}))
+        assert rc == 1 and "not results of --json" in out, (rc, out)
+        rc, out = bench("--from-json", results_file(d), "--rounds", "3")
+        assert rc == 2 and "--from-json runs nothing" in out, (rc, out)
+
+
+TESTS = [v for n, v in sorted(globals().items()) if n.startswith("test_")]
+
+if __name__ == "__main__":
+    print(f"1..{len(TESTS)}")
+    failed = 0
+    for i, t in enumerate(TESTS, 1):
+        try:
+            skipped = t()
+            print(f"ok {i} # SKIP {t.__name__}: {skipped}" if skipped else f"ok {i} - {t.__name__}")
+        except Exception:  # noqa: BLE001 - every failure is reported, none stops the run
+            failed += 1
+            print(f"not ok {i} - {t.__name__}")
+            for line in traceback.format_exc().splitlines():
+                print(f"# {line}")
+    sys.exit(1 if failed else 0)
