@@ -49,4 +49,37 @@ teardown(void **state)
 	return 0;
 }
 
+/*
+ * For the kernel-pass tests: how many statements of each kind S holds (S
+ * itself counted), and an expression as the IR printer writes it.
+ */
+typedef struct Census {
+	int kind[ST_MMA_WAIT + 1];
+} Census;
+
+static inline void
+census_count(Stmt *s, void *user)
+{
+	((Census *)user)->kind[s->kind]++;
+}
+
+static inline Census
+census(Stmt *s)
+{
+	Census n = {{0}};
+
+	st_walk(s, census_count, &n);
+	return n;
+}
+
+static inline const char *
+expr(Fixture *t, const Expr *e)
+{
+	Buf b;
+
+	buf_init(&b, t->c.arena);
+	expr_print(&b, t->c.kernel, e);
+	return buf_str(&b);
+}
+
 #endif

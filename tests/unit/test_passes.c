@@ -103,25 +103,6 @@ nested_loops(Comp *c, Kernel *k, Stmt **inner)
 	return outer;
 }
 
-typedef struct Census {
-	int kind[ST_MMA_WAIT + 1];
-} Census;
-
-static void
-count(Stmt *s, void *user)
-{
-	((Census *)user)->kind[s->kind]++;
-}
-
-static Census
-census(Stmt *s)
-{
-	Census n = {{0}};
-
-	st_walk(s, count, &n);
-	return n;
-}
-
 /* The index in BLOCK of the first statement of KIND, or -1. */
 static int
 find(const Stmt *block, StmtKind kind)
@@ -143,16 +124,6 @@ run_pass(Fixture *t, PassFn pass, const char *name)
 		fail_msg("pass %s failed: %s", name, t->msg);
 	if (kernel_verify(&t->c, t->c.kernel, name) != 0)
 		fail_msg("verifier after %s: %s", name, t->msg);
-}
-
-static const char *
-expr(Fixture *t, const Expr *e)
-{
-	Buf b;
-
-	buf_init(&b, t->c.arena);
-	expr_print(&b, t->c.kernel, e);
-	return buf_str(&b);
 }
 
 /* A plain loop becomes prologue, main and epilogue with S = 8, P = 7 stages of 3 x 8 KiB. */

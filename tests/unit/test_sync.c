@@ -24,35 +24,6 @@
 
 #include "fixture.h"
 
-typedef struct Census {
-	int kind[ST_MMA_WAIT + 1];
-} Census;
-
-static void
-count(Stmt *s, void *user)
-{
-	((Census *)user)->kind[s->kind]++;
-}
-
-static Census
-census(Stmt *s)
-{
-	Census n = {{0}};
-
-	st_walk(s, count, &n);
-	return n;
-}
-
-static const char *
-expr(Fixture *t, const Expr *e)
-{
-	Buf b;
-
-	buf_init(&b, t->c.arena);
-	expr_print(&b, t->c.kernel, e);
-	return buf_str(&b);
-}
-
 /* A kernel with operand buffers a [128, 64] and b [256, 64] (bf16) of STAGES copies. */
 static Kernel *
 mma_kernel(Comp *c, int stages)
