@@ -856,8 +856,13 @@ codegen_emit(Comp *c, Buf *b, Launch **launch)
 	const char *entry;
 	int i;
 
-	if (!(e.fam = family_of(k)))
-		return diag_internal(c, "codegen", "kernel family %d has no emission yet", (int)k->family);
+	if (!(e.fam = family_of(k))) {
+		/* a matmul is lowered (--emit=kernel-ir shows it) but not emitted yet: a valid spec, exit status 6 */
+		diag_error(c, k->fusion->pos, "the matmul kernel family has no CUDA emission yet (its kernel IR is "
+		           "built: --emit=kernel-ir); pointwise and row-reduction kernels are built");
+		c->status = WSF_ERR_UNSUPPORTED;
+		return -1;
+	}
 	e.c = c;
 	e.k = k;
 	e.f = k->fusion;

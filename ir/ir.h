@@ -453,6 +453,14 @@ typedef enum View {
 	VIEW_SCALAR  /* one element */
 } View;
 
+/* The runtime extent a PK_SIZE param holds: of the 2-D view [rows, cols], or a matmul's K. */
+typedef enum SizeOf {
+	SZ_NONE,
+	SZ_ROWS,
+	SZ_COLS,
+	SZ_INNER         /* a matmul's K, the dim its operands share */
+} SizeOf;
+
 typedef struct KParam {
 	ParamKind kind;
 	const char *name;   /* a tensor's name (inputs and outputs), or a size's (rows, cols) */
@@ -464,7 +472,7 @@ typedef struct KParam {
 	Dim dim[MAX_RANK];/* A [M, K] and B [N, K] or [K, N]); the view above is how the kernel reads it */
 	int box[2];       /* PK_TMAP: box rows, box cols */
 	int var;          /* PK_SIZE: the variable that holds it */
-	bool is_rows;     /* PK_SIZE: rows (else cols) */
+	SizeOf size;      /* PK_SIZE: which extent it holds */
 } KParam;
 
 typedef enum BufKind {

@@ -349,7 +349,8 @@ kernel_print(Buf *b, const Kernel *k)
 			buf_printf(b, " %s\n", view_name[p->view]);
 			break;
 		case PK_SIZE:
-			buf_printf(b, "  param %s: size %s\n", p->name, p->is_rows ? "rows" : "cols");
+			buf_printf(b, "  param %s: size %s\n", p->name,
+			           p->size == SZ_ROWS ? "rows" : p->size == SZ_COLS ? "cols" : "inner");
 			break;
 		default:
 			break;

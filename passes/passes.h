@@ -53,7 +53,7 @@ typedef struct LowerFamily {
 	const char *stage_advice;            /* circular_buffer.c's advice when one stage does not fit */
 } LowerFamily;
 
-extern const LowerFamily lower_pointwise_family, lower_reduction_family;
+extern const LowerFamily lower_pointwise_family, lower_reduction_family, lower_matmul_family;
 /* Family F's rules; a family with no lowering yet (matmul) reports "not implemented yet". */
 const LowerFamily *lower_family(Family f);
 

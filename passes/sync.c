@@ -425,6 +425,35 @@ retire_groups(State *st, Via via, int group, bool read)
 }
 
 /*
+ * Before BLOCK->body[*J]: mma.wait_group N for pending mma effect P, N the
+ * groups committed since its own (closing its group first if it is open);
+ * it retires P and every older mma effect.
+ */
+static void
+wait_mma(Sync *y, State *st, Stmt *block, int *j, Pend p)
+{
+	Comp *c = y->c;
+
+	if (!p.committed) {
+		/* its group is still open: close it */
+		if (!y->dry) {
+			st_insert(c, block, *j, st_new(c, ST_MMA_COMMIT));
+			(*j)++;
+		}
+		p.group = close_group(st, VIA_MMA);
+	}
+	if (!y->dry) {
+		Stmt *w = st_new(c, ST_MMA_WAIT);
+
+		w->n = st->mma - p.group - 1;
+		w->comment = "the mma results are in registers";
+		st_insert(c, block, *j, w);
+		(*j)++;
+	}
+	retire_groups(st, VIA_MMA, p.group, false);
+}
+
+/*
  * Statement S (in BLOCK at *J, or inside the top-level statement TOP of the
  * frame) makes access A.  Retires what it conflicts with, placing the wait.
  */
@@ -487,27 +516,8 @@ conflict(Sync *y, Frame *fr, State *st, Stmt *block, int *j, Stmt *top, const Ac
 	}
 	if (read)
 		retire_groups(st, VIA_BULK, bulk, true);
-	if (mma) {
-		Pend p = young;
-
-		if (!p.committed) {
-			/* its group is still open: close it */
-			if (!y->dry) {
-				st_insert(c, block, *j, st_new(c, ST_MMA_COMMIT));
-				(*j)++;
-			}
-			p.group = close_group(st, VIA_MMA);
-		}
-		if (!y->dry) {
-			Stmt *w = st_new(c, ST_MMA_WAIT);
-
-			w->n = st->mma - p.group - 1;
-			w->comment = "the mma results are in registers";
-			st_insert(c, block, *j, w);
-			(*j)++;
-		}
-		retire_groups(st, VIA_MMA, p.group, false);
-	}
+	if (mma)
+		wait_mma(y, st, block, j, young);
 }
 
 static void walk_loop(Sync *y, Frame *fr, State *st, Stmt *block, int *j, const Cb *cb);
@@ -864,6 +874,50 @@ walk_body(Sync *y, Stmt *loop, State *st, const Cb *cb)
 	place_all(y, fr);
 }
 
+/* Does a compute in S read accumulator ACC? */
+static bool
+reads_acc(const Stmt *s, int acc)
+{
+	int i;
+
+	if (!s)
+		return false;
+	if (s->kind == ST_COMPUTE)
+		for (i = 0; i < s->nreads; i++)
+			if (s->reads[i].acc == acc)
+				return true;
+	for (i = 0; i < s->nbody; i++)
+		if (reads_acc(s->body[i], acc))
+			return true;
+	return reads_acc(s->orelse, acc);
+}
+
+/*
+ * An accumulator that LOOP (at BLOCK->body[*J]) reads while an mma from
+ * before the loop may still write it: one wait before the loop, not one in
+ * every iteration (an epilogue's subtiles).
+ */
+static void
+hoist_mma_wait(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop)
+{
+	Pend young = {0};
+	bool have = false;
+	int i;
+
+	for (i = 0; i < st->n; i++) {
+		const Pend *p = &st->p[i];
+
+		if (p->a.via != VIA_MMA || !p->a.acc || !reads_acc(loop, p->a.acc))
+			continue;
+		if (!have || !p->committed || (young.committed && p->group > young.group)) {
+			young = *p;
+			have = true;
+		}
+	}
+	if (have)
+		wait_mma(y, st, block, j, young);
+}
+
 /*
  * Before the consumers' buffered loop LOOP (at BLOCK->body[*J]): the first
  * P + 1 stages of its pipeline, and of each inner one in S, start empty.
@@ -913,6 +967,7 @@ walk_loop(Sync *y, Frame *fr, State *st, Stmt *block, int *j, const Cb *outer)
 	}
 	if (cb && loop->cb && loop->cb->part == CB_CONSUMER && !loop->cb->inner && !y->dry)
 		pre_arrive(y, block, j, loop, loop);
+	hoist_mma_wait(y, st, block, j, loop);
 
 	/* the effects from before the loop: a loop that continues the last one's counter meets them one iteration on */
 	copy_state(entry, st);

@@ -333,7 +333,7 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 			kargs[i - 1] = (void *)&args[p->arg].data;
 			break;
 		case PK_SIZE:
-			sizes[i] = p->is_rows ? plan.rows : plan.cols;
+			sizes[i] = p->size == SZ_ROWS ? plan.rows : plan.cols;  /* no launched family has SZ_INNER yet */
 			kargs[i - 1] = &sizes[i];
 			break;
 		default:

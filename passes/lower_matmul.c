@@ -1,0 +1,270 @@
+/*
+ * lower_matmul.c: the matmul family's lowering, run by lower.c's pass (its
+ * contract holds here), as nvFuser #3941 and the fastest Hopper GEMMs shape
+ * it (research/hopper_gemm.md): a persistent loop over output tiles of
+ * BM x BN; in it a k loop whose iterations load one BK-slice of A and B by
+ * TMA (128-byte swizzled, K-major) and run one mma into a register
+ * accumulator (zeroed at the first k-step); then the epilogue, the fused
+ * pointwise DAG over the accumulator, in subtiles of BM x EPI_COLS, each
+ * written to a staging copy and stored by TMA.
+ *
+ *   for i in my_tiles (persistent)            tile = cta + i * ncta
+ *     for kk in [0, ktiles)                    elect: load a_tile, b_tile at (row0 | col0, kk * BK)
+ *                                              mma acc += a_tile x b_tile, zero first if kk == 0
+ *     for e in [0, BN / EPI_COLS)              compute reads acc writes stage_o; elect: store
+ *
+ * Nothing here is warp-specialized or synchronised: circular_buffer buffers
+ * the tile loop (the k-loop operands are its pipeline, the k loop its stage
+ * loop, P = S - 2 since an mma reads the stages), warp_specialize makes a
+ * producer warpgroup (registers lowered to 40) whose tile and k loops merge
+ * into one, and two consumer warpgroups (raised to 232) that keep
+ * tile { k loop; epilogue }; sync places every wait.  Epilogue inputs (a
+ * bias [N], a scale [M, 1], a residual [M, N], scalars) are read from global
+ * memory by the compute for now.
+ *
+ * What this version takes: one matmul of rank-2 bf16 or f16 operands, A
+ * [M, K] and B [N, K] (transpose_b: true, the nn.Linear layout), outputs of
+ * the matmul's shape.  The rest (A transposed, B [K, N], batch dims,
+ * several matmuls, ping-pong) is refused as not implemented yet (exit
+ * status 6), and the family has no emission yet, so a matmul spec stops at
+ * kernel IR.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "passes.h"
+
+enum {
+	BM = 128, BN = 256, BK = 64,   /* the CTA tile; each consumer warpgroup holds 64 x 256 of it */
+	EPI_COLS = 32,                 /* an epilogue subtile is BM x EPI_COLS */
+	PRODUCER_THREADS = 128, CONSUMER_THREADS = 256,
+	PRODUCER_REGS = 40, CONSUMER_REGS = 232,   /* 128 x 40 + 256 x 232 fits 64K registers */
+	SMEM_BUDGET = 227 * 1024                   /* sm_90's dynamic shared memory a CTA */
+};
+
+/* A valid spec this version cannot lower: exit status 6, at POS. */
+static int PRINTF_LIKE(3, 4)
+unbuilt(Comp *c, Pos pos, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	diag_error(c, pos, "%s", msg);
+	c->status = WSF_ERR_UNSUPPORTED;
+	return -1;
+}
+
+/* The view of an epilogue input over the output [M, N], or VIEW_NONE. */
+static View
+epilogue_view(const Tensor *t, const Tensor *d)
+{
+	if (t->rank == 0 || (t->rank == 1 && dim_is_one(t->dim[0])))
+		return VIEW_SCALAR;
+	if (t->rank == 1 && dim_equal(t->dim[0], d->dim[1]))
+		return VIEW_ROW;
+	if (t->rank == 2 && dim_equal(t->dim[0], d->dim[0]) && dim_is_one(t->dim[1]))
+		return VIEW_COL;
+	if (t->rank == 2 && dim_equal(t->dim[0], d->dim[0]) && dim_equal(t->dim[1], d->dim[1]))
+		return VIEW_FULL;
+	return VIEW_NONE;
+}
+
+/* The one matmul of F (its index), or -1 after an error. */
+static int
+the_matmul(Comp *c, const Fusion *f)
+{
+	int i, mm = 0;
+
+	for (i = 1; i < f->nop; i++) {
+		if (op_info[f->op[i].kind].cls != CLS_MATMUL)
+			continue;
+		if (mm)
+			return unbuilt(c, f->op[i].pos, "several matmuls in one kernel are not implemented yet "
+			               "(the first is '%s')", f->tensor[f->op[mm].out].name);
+		mm = i;
+	}
+	return mm ? mm : diag_internal(c, "lower", "a matmul fusion without a matmul");
+}
+
+static int
+lower_matmul(Comp *c, Fusion *f)
+{
+	Kernel *k = kernel_new(c, f);
+	const Op *op;
+	const Tensor *a, *b, *d;
+	Stmt *tile_loop, *kloop, *issue, *mma, *eloop, *compute, *store;
+	Expr *row0, *col0, *kk, *ecol, *ktiles;
+	int mm, j, pa = 0, pb = 0, acc, abuf, bbuf;
+	MmaShape *shape;
+
+	c->kernel = k;
+	if ((mm = the_matmul(c, f)) < 0)
+		return -1;
+	op = &f->op[mm];
+	a = &f->tensor[op->in[0].tensor];
+	b = &f->tensor[op->in[1].tensor];
+	d = &f->tensor[op->out];
+	if (a->rank != 2 || b->rank != 2)
+		return unbuilt(c, op->pos, "matmul with batch dims is not implemented yet ('%s' has rank %d, '%s' %d)",
+		               a->name, a->rank, b->name, b->rank);
+	if (op->transpose_a)
+		return unbuilt(c, op->pos, "matmul with transpose_a is not implemented yet (A is loaded K-major)");
+	if (!op->transpose_b)
+		return unbuilt(c, op->pos, "matmul of B [K, N] is not implemented yet: write the weight as [N, K] "
+		               "with transpose_b: true (the nn.Linear layout)");
+	if ((a->dtype != DT_BF16 && a->dtype != DT_F16) || b->dtype != a->dtype)
+		return diag_error(c, op->pos, "matmul operands must both be bf16 or both f16, saw %s and %s",
+		                  dtype_info[a->dtype].name, dtype_info[b->dtype].name);
+	if (f->sched.consumers == CONSUMERS_PINGPONG)
+		return unbuilt(c, f->sched.consumers_pos, "consumers: pingpong is not implemented yet (cooperative is)");
+	for (j = 0; j < f->nout; j++)
+		if (!lower_same_shape(&f->tensor[f->out[j].tensor], d))
+			return diag_error(c, f->out[j].pos, "cannot place output '%s' in the matmul kernel: its shape "
+			                  "differs from the matmul's '%s'", f->tensor[f->out[j].tensor].name, d->name);
+
+	k->domain = op->out;
+	k->warp_specialize = true;
+	k->persistent = true;
+	k->tma_store = true;
+	k->consumer_threads = CONSUMER_THREADS;
+	k->threads = CONSUMER_THREADS + PRODUCER_THREADS;
+	k->producer_regs = PRODUCER_REGS;
+	k->consumer_regs = CONSUMER_REGS;
+	k->tile_rows = BM;
+	k->tile_cols = BN;
+	k->smem_budget = SMEM_BUDGET;
+	k->stages_hint = f->sched.stages;
+	k->stages_pos = f->sched.stages ? f->sched.stages_pos : f->pos;
+
+	/* parameters: the operands (tensor maps of 128-byte swizzled K-major boxes), the epilogue's inputs, the outputs */
+	for (j = 0; j < f->ninput; j++) {
+		const Tensor *t = &f->tensor[f->input[j]];
+		bool operand = f->input[j] == op->in[0].tensor || f->input[j] == op->in[1].tensor;
+		View v = operand ? VIEW_FULL : epilogue_view(t, d);
+		int p;
+
+		if (v == VIEW_NONE)
+			return diag_error(c, t->pos, "cannot read '%s' in the matmul's epilogue: over its output [M, N] an "
+			                  "input must be full, a row [N], a column [M, 1] or a scalar", t->name);
+		p = kernel_add_param(c, k, operand ? PK_TMAP : PK_PTR, t->name);
+		k->param[p].arg = j;
+		k->param[p].tensor = f->input[j];
+		k->param[p].dtype = t->dtype;
+		k->param[p].view = v;
+		if (f->input[j] == op->in[0].tensor)
+			pa = p, k->param[p].box[0] = BM, k->param[p].box[1] = BK;
+		if (f->input[j] == op->in[1].tensor)
+			pb = p, k->param[p].box[0] = BN, k->param[p].box[1] = BK;
+	}
+	for (j = 0; j < f->nout; j++) {
+		int p = kernel_add_param(c, k, PK_TMAP, f->tensor[f->out[j].tensor].name);
+
+		k->param[p].arg = f->ninput + j;
+		k->param[p].tensor = f->out[j].tensor;
+		k->param[p].dtype = f->out[j].dtype;
+		k->param[p].view = VIEW_FULL;
+		k->param[p].box[0] = BM;
+		k->param[p].box[1] = EPI_COLS;
+	}
+	lower_size_params(c, k);
+	j = kernel_add_param(c, k, PK_SIZE, "inner");
+	k->param[j].size = SZ_INNER;
+	k->param[j].var = kernel_add_var(c, k, "inner");
+
+	/* buffers: one stage of each operand (circular_buffer makes S), the accumulator */
+	abuf = kernel_add_buf(c, k, arena_printf(c->arena, "tile_%s", a->name), BUF_TILE, a->dtype, BM, BK);
+	bbuf = kernel_add_buf(c, k, arena_printf(c->arena, "tile_%s", b->name), BUF_TILE, b->dtype, BN, BK);
+	k->buf[abuf].param = pa;
+	k->buf[bbuf].param = pb;
+	k->buf[abuf].tensor = op->in[0].tensor;
+	k->buf[bbuf].tensor = op->in[1].tensor;
+	k->buf[abuf].swizzle = k->buf[bbuf].swizzle = 128;
+	acc = kernel_add_acc(c, k, arena_printf(c->arena, "acc_%s", d->name), op->acc ? op->acc : DT_F32, BM, BN);
+	k->acc[acc].tensor = op->out;
+
+	/* the persistent tile loop, and the k loop inside it */
+	tile_loop = lower_tile_loop(c, k, false, &row0, &col0);
+	{
+		/* K-steps a tile: a let before the tile loop, which lower_tile_loop appended last */
+		Stmt *let = lower_let(c, k, "ktiles", ex_bin(c, EX_CEILDIV, ex_var(c, k->param[j].var), ex_int(c, BK)),
+		                      k->body);
+
+		k->body->body[k->body->nbody - 2] = let;
+		k->body->body[k->body->nbody - 1] = tile_loop;
+		ktiles = ex_var(c, let->var);
+	}
+	kloop = st_loop(c, kernel_add_var(c, k, "kk"), ex_int(c, 0), ktiles, LOOP_SERIAL);
+	kloop->comment = "the k-steps of this tile";
+	st_append(c, tile_loop, kloop);
+	kk = ex_var(c, kloop->var);
+	issue = st_if(c, ex_leaf(c, EX_ELECT));
+	issue->comment = "one thread loads the k-step's operands";
+	st_append(c, kloop, issue);
+	{
+		Stmt *la = st_new(c, ST_TMA_LOAD), *lb = st_new(c, ST_TMA_LOAD);
+
+		la->buf = abuf, la->param = pa, la->slot = ex_int(c, 0);
+		la->a = row0, la->b = ex_bin(c, EX_MUL, kk, ex_int(c, BK));
+		lb->buf = bbuf, lb->param = pb, lb->slot = ex_int(c, 0);
+		lb->a = col0, lb->b = ex_bin(c, EX_MUL, kk, ex_int(c, BK));
+		la->pos = lb->pos = op->pos;
+		st_append(c, issue, la);
+		st_append(c, issue, lb);
+	}
+	mma = st_new(c, ST_MMA);
+	shape = arena_alloc(c->arena, sizeof *shape);
+	*shape = (MmaShape){BM, BN, BK, true, true};
+	mma->mma = shape;
+	VEC_PUSH(c->arena, mma->reads, mma->nreads, mma->capreads)->buf = abuf;
+	mma->reads[0].slot = ex_int(c, 0);
+	VEC_PUSH(c->arena, mma->reads, mma->nreads, mma->capreads)->buf = bbuf;
+	mma->reads[1].slot = ex_int(c, 0);
+	VEC_PUSH(c->arena, mma->writes, mma->nwrites, mma->capwrites)->acc = acc;
+	mma->cond = ex_bin(c, EX_EQ, kk, ex_int(c, 0));
+	mma->pos = op->pos;
+	st_append(c, kloop, mma);
+
+	/* the epilogue: subtiles of BM x EPI_COLS, each computed into a staging copy and stored by TMA */
+	eloop = st_loop(c, kernel_add_var(c, k, "e"), ex_int(c, 0), ex_int(c, BN / EPI_COLS), LOOP_SERIAL);
+	eloop->comment = "the epilogue, a subtile at a time";
+	st_append(c, tile_loop, eloop);
+	ecol = ex_bin(c, EX_ADD, col0, ex_bin(c, EX_MUL, ex_var(c, eloop->var), ex_int(c, EPI_COLS)));
+	compute = st_new(c, ST_COMPUTE);
+	compute->a = row0;
+	compute->b = ecol;
+	compute->comment = arena_printf(c->arena, "the epilogue of %s", f->name);
+	VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->acc = acc;
+	st_append(c, eloop, compute);
+	store = st_if(c, ex_leaf(c, EX_ELECT));
+	store->comment = "one thread stores the subtile";
+	for (j = 1; j < k->nparam; j++) {
+		KParam *p = &k->param[j];
+		Stmt *st;
+		int sb;
+
+		if (p->kind != PK_TMAP || p->arg < f->ninput)
+			continue;
+		sb = kernel_add_buf(c, k, arena_printf(c->arena, "stage_%s", f->tensor[p->tensor].name), BUF_STAGING,
+		                    p->dtype, BM, EPI_COLS);
+		k->buf[sb].param = j;
+		k->buf[sb].tensor = p->tensor;
+		k->buf[sb].stages = 2;
+		VEC_PUSH(c->arena, compute->writes, compute->nwrites, compute->capwrites)->buf = sb;
+		compute->writes[compute->nwrites - 1].slot = ex_bin(c, EX_MOD, ex_var(c, eloop->var), ex_int(c, 2));
+		st = st_new(c, ST_TMA_STORE);
+		st->buf = sb;
+		st->param = j;
+		st->slot = compute->writes[compute->nwrites - 1].slot;
+		st->a = row0;
+		st->b = ecol;
+		st->pos = f->out[p->arg - f->ninput].pos;
+		st_append(c, store, st);
+	}
+	st_append(c, eloop, store);
+	return 0;
+}
+
+const LowerFamily lower_matmul_family = {lower_matmul, "use a smaller tile or fewer stages"};

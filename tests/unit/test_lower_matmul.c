@@ -1,0 +1,225 @@
+/*
+ * test_lower_matmul.c: the matmul family lowered from a spec and taken
+ * through circular_buffer, warp_specialize and sync: which loop each side
+ * buffers, the roles and their registers, that the consumers' compute loop
+ * is not inlined with the producer's load loop, and every wait with its N
+ * and position.  Then what this version refuses (exit status 6) and why.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../compiler/compiler.h"
+#include "../../passes/passes.h"
+
+#include "fixture.h"
+
+#define HEAD "fusion: gemm\nsizes: {M: 4096, N: 4096, K: 4096}\n"
+
+static const char gemm_bias_gelu[] =
+	HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+	"  bias: {dtype: bf16, shape: [N]}\n"
+	"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n"
+	"  - {out: z, op: add, in: [y, bias]}\n  - {out: o, op: gelu, in: [z], approximate: tanh}\n"
+	"outputs:\n  o: {dtype: bf16}\n";
+
+/* SPEC through the front end and every kernel pass, or NULL (the message in t->msg). */
+static Kernel *
+kernel_of(Fixture *t, const char *spec)
+{
+	Comp *c = &t->c;
+
+	if (setjmp(c->oom))
+		fail_msg("out of memory");
+	c->src = spec;
+	c->srclen = strlen(spec);
+	if (spec_read(c) || passes_run(c, WSF_STAGE_FUSION_IR) || passes_run(c, WSF_STAGE_KERNEL_IR))
+		return NULL;
+	return c->kernel;
+}
+
+static Stmt *
+find_kind(Stmt *block, StmtKind kind, int nth)
+{
+	int i;
+
+	for (i = 0; i < block->nbody; i++)
+		if (block->body[i]->kind == kind && nth-- == 0)
+			return block->body[i];
+	return NULL;
+}
+
+static void
+lowered_gemm(void **state)
+{
+	Fixture *t = *state;
+	Kernel *k = kernel_of(t, gemm_bias_gelu);
+	Stmt *roles, *prod, *cons, *pl, *tl, *kl, *el, *x;
+	const KRole *pr, *cr;
+	Census n;
+	int i, S;
+
+	if (!k)
+		fail_msg("%s", t->msg);
+	assert_int_equal(k->family, FAM_MATMUL);
+	assert_int_equal(k->threads, 384);
+	assert_true(k->warp_specialize && k->persistent && k->tma_store);
+	/* operands: 128-byte swizzled K-major tiles of S stages; staging subtiles of two copies */
+	assert_string_equal(k->buf[1].name, "tile_x");
+	assert_int_equal(k->buf[1].rows, 128);
+	assert_int_equal(k->buf[1].cols, 64);
+	assert_int_equal(k->buf[1].swizzle, 128);
+	assert_int_equal(k->buf[2].rows, 256);
+	S = k->buf[1].stages;
+	assert_int_equal(k->buf[2].stages, S);
+	assert_true(S >= 3);
+	assert_int_equal(k->buf[3].kind, BUF_STAGING);
+	assert_int_equal(k->buf[3].cols, 32);
+	assert_int_equal(k->buf[3].stages, 2);
+	assert_true(kernel_smem_bytes(k) <= k->smem_budget);
+	assert_int_equal(k->nacc, 2);
+	assert_int_equal(k->acc[1].dtype, DT_F32);
+	/* params: A [M, K] and B [N, K] carry their shapes; K is a size of its own */
+	assert_int_equal(k->param[1].rank, 2);
+	assert_int_equal(k->param[1].box[0], 128);
+	assert_int_equal(k->param[2].box[0], 256);
+	assert_int_equal(k->param[3].kind, PK_PTR);   /* the bias, read by the epilogue */
+	assert_int_equal(k->param[3].view, VIEW_ROW);
+	assert_int_equal(k->param[k->nparam - 1].size, SZ_INNER);
+
+	/* roles: a producer warpgroup after two consumer warpgroups, 40 and 232 registers */
+	roles = find_kind(k->body, ST_ROLES, 0);
+	assert_non_null(roles);
+	prod = roles->body[0];
+	cons = roles->body[1];
+	pr = &k->role[prod->role];
+	cr = &k->role[cons->role];
+	assert_int_equal(pr->kind, ROLE_PRODUCER);
+	assert_int_equal(pr->first, 256);
+	assert_int_equal(pr->threads, 128);
+	assert_int_equal(pr->regs, 40);
+	assert_int_equal(cr->threads, 256);
+	assert_int_equal(cr->regs, 232);
+	assert_int_equal(cr->bar_id, 1);
+
+	/* the producer: setmaxnreg.dec, one merged loop of loads and nothing else */
+	assert_int_equal(prod->body[0]->kind, ST_SETMAXNREG);
+	pl = prod->body[1];
+	assert_int_equal(pl->cb->part, CB_PRODUCER);
+	assert_string_equal(expr(t, pl->hi), "(my_tiles * ktiles)");
+	n = census(pl);
+	assert_int_equal(n.kind[ST_LOOP], 1);
+	assert_int_equal(n.kind[ST_TMA_LOAD], 2);
+	assert_int_equal(n.kind[ST_EXPECT_TX], 1);
+	assert_int_equal(n.kind[ST_MBAR_WAIT], 1);
+	assert_int_equal(n.kind[ST_MMA] + n.kind[ST_COMPUTE] + n.kind[ST_TMA_STORE], 0);
+
+	/* the consumers: P + 1 pre-arrives, then tile { k loop; one wait; the epilogue's subtiles } */
+	assert_int_equal(cons->body[0]->kind, ST_SETMAXNREG);
+	assert_true(cons->body[0]->flag);
+	assert_string_equal(expr(t, cons->body[1]->hi), arena_printf(t->c.arena, "%d", S - 1));
+	tl = find_kind(cons, ST_LOOP, 1);
+	assert_int_equal(tl->cb->part, CB_CONSUMER);
+	assert_int_equal(tl->cb->stages, S);
+	assert_int_equal(tl->cb->prefetch, S - 2);   /* an mma reads the stages: one group in flight */
+	kl = find_kind(tl, ST_LOOP, 0);
+	el = find_kind(tl, ST_LOOP, 1);
+	assert_non_null(kl);
+	assert_non_null(el);
+	assert_int_equal(census(kl).kind[ST_TMA_LOAD], 0);   /* not inlined with the load loop */
+	i = 0;
+	assert_int_equal(kl->body[i]->kind, ST_MBAR_WAIT);
+	assert_int_equal(kl->body[i++]->bar, tl->cb->full_bar);
+	assert_int_equal(kl->body[i++]->kind, ST_MMA_FENCE);
+	assert_int_equal(kl->body[i++]->kind, ST_MMA);
+	assert_int_equal(kl->body[i++]->kind, ST_MMA_COMMIT);
+	assert_int_equal(kl->body[i]->kind, ST_MMA_WAIT);
+	assert_int_equal(kl->body[i++]->n, 1);
+	assert_int_equal(kl->body[i]->kind, ST_MBAR_ARRIVE);
+	assert_int_equal(kl->body[i++]->bar, tl->cb->empty_bar);
+	assert_int_equal(kl->nbody, i);
+	/* one wait_group 0 between the k loop and the epilogue, none in the subtiles */
+	for (i = 0; tl->body[i] != kl; i++)
+		;
+	assert_int_equal(tl->body[i + 1]->kind, ST_MMA_WAIT);
+	assert_int_equal(tl->body[i + 1]->n, 0);
+	assert_ptr_equal(tl->body[i + 2], el);
+	assert_int_equal(census(el).kind[ST_MMA_WAIT], 0);
+	/* a subtile: compute, fence, the read-wait on the store's named barrier, the store and its commit */
+	i = 0;
+	assert_int_equal(el->body[i++]->kind, ST_COMPUTE);
+	assert_int_equal(el->body[i++]->kind, ST_FENCE_PROXY_ASYNC);
+	x = el->body[i++];
+	assert_int_equal(x->body[0]->kind, ST_BULK_WAIT);
+	assert_true(x->body[0]->flag);
+	assert_int_equal(x->body[0]->n, 0);
+	x = el->body[i++];
+	assert_int_equal(x->kind, ST_SYNC);
+	assert_int_equal(x->n, 1);
+	assert_int_equal(x->threads, 256);
+	x = el->body[i++];
+	assert_int_equal(x->body[0]->kind, ST_TMA_STORE);
+	assert_int_equal(x->body[1]->kind, ST_BULK_COMMIT);
+	assert_int_equal(el->nbody, i);
+	/* the data stored must land before the consumers end */
+	x = cons->body[cons->nbody - 1];
+	assert_int_equal(x->body[0]->kind, ST_BULK_WAIT);
+	assert_false(x->body[0]->flag);
+}
+
+/* What this version does not lower yet: exit status 6, with the reason at the op. */
+static void
+refused_forms(void **state)
+{
+	static const struct {
+		const char *spec, *msg;
+	} cases[] = {
+		{HEAD "inputs:\n  a: {dtype: bf16, shape: [K, M]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_a: true, transpose_b: true}\noutputs:\n  y: {}\n",
+		 "matmul with transpose_a is not implemented yet"},
+		{HEAD "inputs:\n  a: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [K, N]}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [a, w]}\noutputs:\n  y: {}\n",
+		 "matmul of B [K, N] is not implemented yet"},
+		{HEAD "inputs:\n  a: {dtype: bf16, shape: [2, M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_b: true}\noutputs:\n  y: {}\n",
+		 "matmul with batch dims is not implemented yet"},
+		{HEAD "inputs:\n  a: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		 "  v: {dtype: bf16, shape: [N, K]}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_b: true}\n"
+		 "  - {out: g, op: matmul, in: [a, v], transpose_b: true}\n  - {out: o, op: mul, in: [y, g]}\n"
+		 "outputs:\n  o: {}\n",
+		 "several matmuls in one kernel are not implemented yet"},
+	};
+	int i;
+
+	for (i = 0; i < (int)countof(cases); i++) {
+		Fixture *t;
+
+		if (setup((void **)&t) < 0)
+			fail_msg("setup");
+		if (kernel_of(t, cases[i].spec))
+			fail_msg("case %d was lowered", i);
+		if (!strstr(t->msg, cases[i].msg))
+			fail_msg("case %d: '%s' lacks '%s'", i, t->msg, cases[i].msg);
+		assert_int_equal(t->c.status, WSF_ERR_UNSUPPORTED);
+		teardown((void **)&t);
+	}
+	(void)state;
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(lowered_gemm, setup, teardown),
+		cmocka_unit_test(refused_forms),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
