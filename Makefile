@@ -50,7 +50,7 @@ IR_OBJS       := arena diag number fusion verify print kernel kverify kprint dot
 COMPILER_OBJS := spec api
 PASSES_OBJS   := pipeline expand infer schedule lower lower_pointwise lower_reduction lower_matmul circular_buffer \
                  warp_specialize sync
-CODEGEN_OBJS  := emit emit_pointwise emit_reduction device_header
+CODEGEN_OBJS  := emit emit_pointwise emit_reduction device_header emit_matmul
 RUNTIME_OBJS  := nvrtc cache files driver tmap hostfp parallel reference launch run
 
 OBJS := $(IR_OBJS:%=$(B)/ir/%.o) $(COMPILER_OBJS:%=$(B)/compiler/%.o) \
@@ -71,9 +71,10 @@ $(B)/%.o: %.c $(wildcard include/*.h ir/*.h compiler/*.h passes/*.h codegen/*.h 
 	$(CC) $(ALLCFLAGS) -c $< -o $@
 
 # The device helper headers are embedded as C strings, the shared helpers and each family's.
-DEVICE_CUH := codegen/device.cuh codegen/device_reduction.cuh
+DEVICE_CUH := codegen/device.cuh codegen/device_reduction.cuh codegen/device_matmul.cuh
 EMBED_CUH  := sh tools/embed.sh codegen_device_cuh codegen/device.cuh \
-                                codegen_device_reduction_cuh codegen/device_reduction.cuh
+                                codegen_device_reduction_cuh codegen/device_reduction.cuh \
+                                codegen_device_matmul_cuh codegen/device_matmul.cuh
 $(B)/codegen/device_header.c: $(DEVICE_CUH) tools/embed.sh
 	@mkdir -p $(dir $@)
 	$(EMBED_CUH) > $@.tmp && mv $@.tmp $@

@@ -92,9 +92,11 @@ struct EmitFamily {
 	const char *device;                        /* its device helpers (device_FAMILY.cuh); NULL: none */
 };
 
-extern const EmitFamily emit_pointwise_family, emit_reduction_family;
-/* The texts of codegen/device.cuh and device_reduction.cuh (embedded at build time). */
-extern const char codegen_device_cuh[], codegen_device_reduction_cuh[];
+extern const EmitFamily emit_pointwise_family, emit_reduction_family, emit_matmul_family;
+/* The texts of codegen/device.cuh, device_reduction.cuh and device_matmul.cuh (embedded at build time). */
+extern const char codegen_device_cuh[], codegen_device_reduction_cuh[], codegen_device_matmul_cuh[];
+/* emit_matmul.c: an ST_MMA (wgmma over the k-tile, each consumer warpgroup its 64 rows). */
+void emit_mma(Emit *e, const Stmt *s);
 
 /* One line of code at the current depth. */
 void emit_line(Emit *e, const char *fmt, ...) PRINTF_LIKE(2, 3);

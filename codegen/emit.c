@@ -498,6 +498,21 @@ bulk_at(Emit *e, const Stmt *s)
 	                    col0 ? "" : " + ", col0 ? "" : emit_expr_str(e, s->b));
 }
 
+/* Does a compute in S read an accumulator? */
+static bool
+reads_accumulator(const Stmt *s)
+{
+	int i;
+
+	for (i = 0; s->kind == ST_COMPUTE && i < s->nreads; i++)
+		if (s->reads[i].acc)
+			return true;
+	for (i = 0; i < s->nbody; i++)
+		if (reads_accumulator(s->body[i]))
+			return true;
+	return s->orelse && reads_accumulator(s->orelse);
+}
+
 static void
 emit_stmt(Emit *e, const Stmt *s)
 {
@@ -514,6 +529,8 @@ emit_stmt(Emit *e, const Stmt *s)
 
 		if (s->cb)
 			emit_line(e, "// circular buffer: %d stages, prefetch %d", s->cb->stages, s->cb->prefetch);
+		if (s->lo->kind == EX_INT && s->hi->kind == EX_INT && reads_accumulator(s))
+			emit_line(e, "#pragma unroll   // the accumulators' registers are indexed by constants");
 		emit_line(e, "for (long long %s = %s; %s < %s; %s++) {%s", v, emit_expr_str(e, s->lo), v,
 		          emit_expr_str(e, s->hi), v, comment(e, s));
 		emit_body(e, s);
@@ -620,8 +637,7 @@ emit_stmt(Emit *e, const Stmt *s)
 		emit_line(e, "wsf_mma_wait<%lld>();%s", (long long)s->n, comment(e, s));
 		break;
 	case ST_MMA:
-		/* no lowering makes one yet: kernel IR built by hand cannot reach NVRTC as if it had none */
-		emit_line(e, "#error \"wsfuse: the mma statement has no emission yet (the matmul family)\"");
+		emit_mma(e, s);
 		break;
 	case ST_SYNC:
 		if (s->n == 0)
@@ -828,6 +844,7 @@ emit_compute_function(Emit *e)
 static const EmitFamily *const families[] = {
 	[FAM_POINTWISE] = &emit_pointwise_family,
 	[FAM_REDUCTION] = &emit_reduction_family,
+	[FAM_MATMUL] = &emit_matmul_family,
 };
 
 /* The family of K, or NULL when it has no emission. */

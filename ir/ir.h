@@ -672,7 +672,8 @@ struct Stmt {
 	                         comes before a CTA barrier inside it, which so releases them */
 	/* ST_COMPUTE */
 	RowPhase phase;       /* a row streamed in chunks: which part of its work; ROW_WHOLE otherwise */
-	Expr *pass;           /* ROW_CHUNK, ROW_PASS_END: the pass over the row (0-based) */
+	Expr *pass;           /* ROW_CHUNK, ROW_PASS_END: the pass over the row (0-based); a matmul's
+	                         epilogue: which subtile of the accumulator it computes */
 	Access *reads;  int nreads, capreads;
 	Access *writes; int nwrites, capwrites;  /* staging buffers; none: vector stores to global */
 	/* ST_MMA */

@@ -235,6 +235,7 @@ lower_matmul(Comp *c, Fusion *f)
 	compute = st_new(c, ST_COMPUTE);
 	compute->a = row0;
 	compute->b = ecol;
+	compute->pass = ex_var(c, eloop->var);   /* which subtile of the accumulator */
 	compute->comment = arena_printf(c->arena, "the epilogue of %s", f->name);
 	VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->acc = acc;
 	st_append(c, eloop, compute);

@@ -206,12 +206,39 @@ choose_view(Comp *cp, const Kernel *k, const Fusion *f, const int64_t *val, int6
 	return WSF_OK;
 }
 
+/*
+ * Is param I loaded into a swizzled buffer (a matmul operand)?  Its map is
+ * then of its own 2-D view, [all but its last dim, its last dim], not the
+ * domain's, and keeps the swizzle its inner box gives (rt_tmap_params).
+ */
+static bool
+swizzled(const Kernel *k, int i)
+{
+	int b;
+
+	for (b = 1; b < k->nbuf; b++)
+		if (k->buf[b].param == i && k->buf[b].swizzle)
+			return true;
+	return false;
+}
+
 /* The tensor-map parameters of param P over the 2-D view; a single row gets a padded stride. */
 static WsfStatus
-map_params(Comp *c, const KParam *p, const WsfTensor *a, int64_t rows, int64_t cols, TmapParams *tp)
+map_params(Comp *c, const KParam *p, const WsfTensor *a, int64_t rows, int64_t cols, bool own, TmapParams *tp)
 {
 	int64_t shape[2], box[2] = {p->box[0], p->box[1]};
 	WsfStatus s;
+	int d;
+
+	if (own) {
+		/* extents were checked by bind_args: the product fits */
+		for (rows = 1, d = 0; d < a->ndim - 1; d++)
+			rows *= a->shape[d];
+		cols = a->shape[a->ndim - 1];
+		shape[0] = rows;
+		shape[1] = cols;
+		return rt_tmap_params(c, p->name, p->dtype, 2, shape, box, (uint64_t)a->data, tp);
+	}
 
 	shape[0] = p->view == VIEW_ROW ? 1 : rows;
 	shape[1] = cols;
@@ -252,6 +279,7 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 	WsfStatus s;
 	int i;
 
+	p->inner = 0;
 	if ((s = bind_args(c, f, args, nargs, val)) != WSF_OK || (s = choose_view(c, k, f, val, &p->rows, &p->cols)))
 		return s;
 	if (k->row.chunk && p->cols > INT32_MAX - k->row.chunk)
@@ -268,8 +296,10 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 		const KParam *q = &k->param[i];
 		const WsfTensor *a = q->arg >= 0 ? &args[q->arg] : NULL;
 
-		if (q->kind == PK_TMAP && (s = map_params(c, q, a, p->rows, p->cols, &p->tmap[i])) != WSF_OK)
+		if (q->kind == PK_TMAP && (s = map_params(c, q, a, p->rows, p->cols, swizzled(k, i), &p->tmap[i])) != WSF_OK)
 			return s;
+		if (q->kind == PK_TMAP && swizzled(k, i) && !p->inner)
+			p->inner = a->shape[a->ndim - 1];
 		/* 16-byte loads and stores from registers and bulk row copies need 16-byte aligned rows */
 		if (q->kind == PK_PTR && (q->view == VIEW_FULL || q->view == VIEW_ROW) && (uintptr_t)a->data % 16)
 			return diag_error(c, f->tensor[q->tensor].pos,
@@ -333,7 +363,7 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 			kargs[i - 1] = (void *)&args[p->arg].data;
 			break;
 		case PK_SIZE:
-			sizes[i] = p->size == SZ_ROWS ? plan.rows : plan.cols;  /* no launched family has SZ_INNER yet */
+			sizes[i] = p->size == SZ_ROWS ? plan.rows : p->size == SZ_INNER ? plan.inner : plan.cols;
 			kargs[i - 1] = &sizes[i];
 			break;
 		default:
