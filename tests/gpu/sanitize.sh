@@ -2,7 +2,8 @@
 # sanitize.sh BUILD: compute-sanitizer memcheck, racecheck and synccheck over
 # the generated kernels (each variant: plain, warp-specialized, TMA stores,
 # one CTA per tile, one-row tiles moved by bulk copies, row reductions whole
-# and streamed in chunks, copies narrower than 128 bytes in pipelines whose
+# and streamed in chunks, the warp-specialized matmul (wgmma, two pipelines' worth of barriers,
+# staging subtiles), copies narrower than 128 bytes in pipelines whose
 # every CTA cycles through all its stages),
 # at sizes small enough for the tools.  Prints one line per tool and case and
 # "N passed, N failed"; skips without a GPU or without compute-sanitizer.
@@ -38,7 +39,8 @@ for spec in "tests/gpu/specs/relu_chain.yaml -D N=300001" "tests/gpu/specs/relu_
 	"tests/gpu/specs/norm_layernorm_gate.yaml -D M=9 -D N=1000" "tests/gpu/specs/bias_scale_run.yaml -D M=50 -D N=1032" \
 	"tests/gpu/specs/bias_scale_run_ws.yaml -D M=40 -D N=1000" "tests/gpu/specs/silu_run_f32.yaml -D M=30 -D N=1004" \
 	"tests/gpu/specs/bias_scale_tma.yaml -D M=131072 -D N=24" "tests/gpu/specs/narrow_tiles_ws.yaml -D M=65536" \
-	"tests/gpu/specs/narrow_bias_p4.yaml -D M=1048576"; do
+	"tests/gpu/specs/narrow_bias_p4.yaml -D M=1048576" \
+	"examples/gemm_bias_gelu.yaml -D M=300 -D N=512 -D K=320" "tests/gpu/specs/gemm_epilogue.yaml -D M=200 -D N=256 -D K=128"; do
 	for tool in memcheck racecheck synccheck; do
 		# shellcheck disable=SC2086
 		sanitize $tool "$b/wsfuse" run --check --no-cache $spec
