@@ -31,12 +31,14 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "passes.h"
 
 enum {
 	BM = 128, BN = 256, BK = 64,   /* the CTA tile; each consumer warpgroup holds 64 x 256 of it */
 	EPI_COLS = 32,                 /* an epilogue subtile is BM x EPI_COLS */
+	GROUP = 8,                     /* tile rows a group of the raster holds */
 	PRODUCER_THREADS = 128, CONSUMER_THREADS = 256,
 	PRODUCER_REGS = 40, CONSUMER_REGS = 232,   /* 128 x 40 + 256 x 232 fits 64K registers */
 	SMEM_BUDGET = 227 * 1024                   /* sm_90's dynamic shared memory a CTA */
@@ -87,6 +89,43 @@ the_matmul(Comp *c, const Fusion *f)
 		mm = i;
 	}
 	return mm ? mm : diag_internal(c, "lower", "a matmul fusion without a matmul");
+}
+
+/*
+ * The order of the tiles: groups of GROUP tile rows walked column by column
+ * (within a group, down the rows first), so the CTAs working at once share
+ * the same few B column tiles and A row tiles in L2 instead of sweeping all
+ * of B for every row of tiles.  Rewrites the tile loop's row0 and col0.
+ */
+static void
+raster(Comp *c, Kernel *k, Stmt *loop)
+{
+	Stmt *tile = NULL, *row0 = NULL, *col0 = NULL;
+	Expr *ntc = NULL, *rows_t, *span, *first, *height, *in;
+	int i;
+
+	for (i = 0; i < loop->nbody; i++) {
+		Stmt *x = loop->body[i];
+
+		if (x->kind == ST_LET && strcmp(k->var[x->var].name, "tile") == 0)
+			tile = x;
+		else if (x->kind == ST_LET && strcmp(k->var[x->var].name, "row0") == 0)
+			row0 = x;
+		else if (x->kind == ST_LET && strcmp(k->var[x->var].name, "col0") == 0)
+			col0 = x;
+	}
+	for (i = 0; i < k->body->nbody; i++)
+		if (k->body->body[i]->kind == ST_LET && strcmp(k->var[k->body->body[i]->var].name, "col_tiles") == 0)
+			ntc = ex_var(c, k->body->body[i]->var);
+	if (!tile || !row0 || !col0 || !ntc)
+		return;
+	rows_t = ex_bin(c, EX_CEILDIV, ex_var(c, k->rows_var), ex_int(c, BM));
+	span = ex_bin(c, EX_MUL, ex_int(c, GROUP), ntc);            /* tiles in a group */
+	first = ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, ex_var(c, tile->var), span), ex_int(c, GROUP));
+	height = ex_bin(c, EX_MIN, ex_bin(c, EX_SUB, rows_t, first), ex_int(c, GROUP));   /* the last group may be short */
+	in = ex_bin(c, EX_MOD, ex_var(c, tile->var), span);
+	row0->a = ex_bin(c, EX_MUL, ex_bin(c, EX_ADD, first, ex_bin(c, EX_MOD, in, height)), ex_int(c, BM));
+	col0->a = ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, in, height), ex_int(c, BN));
 }
 
 static int
@@ -187,6 +226,7 @@ lower_matmul(Comp *c, Fusion *f)
 
 	/* the persistent tile loop, and the k loop inside it */
 	tile_loop = lower_tile_loop(c, k, false, &row0, &col0);
+	raster(c, k, tile_loop);
 	{
 		/* K-steps a tile: a let before the tile loop, which lower_tile_loop appended last */
 		Stmt *let = lower_let(c, k, "ktiles", ex_bin(c, EX_CEILDIV, ex_var(c, k->param[j].var), ex_int(c, BK)),
