@@ -92,6 +92,32 @@ lower_stage_input(Comp *c, Kernel *k, int j, const char *kind, int rows, int col
  * whole row (row0 = tile, col0 = 0).  Appended to the kernel body; returns
  * the loop and the two coordinates.
  */
+int
+lower_stage_output(Comp *c, Kernel *k, int j, int rows, int cols, int copies, Expr *counter, Expr *row, Expr *col,
+                   Stmt *compute, Stmt *store)
+{
+	const Fusion *f = k->fusion;
+	KParam *p = &k->param[j];
+	Stmt *st = st_new(c, ST_TMA_STORE);
+	Expr *slot = ex_bin(c, EX_MOD, counter, ex_int(c, copies));
+	int b = kernel_add_buf(c, k, arena_printf(c->arena, "stage_%s", f->tensor[p->tensor].name), BUF_STAGING,
+	                       p->dtype, rows, cols);
+
+	k->buf[b].param = j;
+	k->buf[b].tensor = p->tensor;
+	k->buf[b].stages = copies;
+	VEC_PUSH(c->arena, compute->writes, compute->nwrites, compute->capwrites)->buf = b;
+	compute->writes[compute->nwrites - 1].slot = slot;
+	st->buf = b;
+	st->param = j;
+	st->slot = slot;
+	st->a = row;
+	st->b = col;
+	st->pos = f->out[p->arg - f->ninput].pos;
+	st_append(c, store, st);
+	return b;
+}
+
 Stmt *
 lower_tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **col0)
 {

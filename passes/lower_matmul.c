@@ -281,29 +281,9 @@ lower_matmul(Comp *c, Fusion *f)
 	st_append(c, eloop, compute);
 	store = st_if(c, ex_leaf(c, EX_ELECT));
 	store->comment = "one thread stores the subtile";
-	for (j = 1; j < k->nparam; j++) {
-		KParam *p = &k->param[j];
-		Stmt *st;
-		int sb;
-
-		if (p->kind != PK_TMAP || p->arg < f->ninput)
-			continue;
-		sb = kernel_add_buf(c, k, arena_printf(c->arena, "stage_%s", f->tensor[p->tensor].name), BUF_STAGING,
-		                    p->dtype, BM, EPI_COLS);
-		k->buf[sb].param = j;
-		k->buf[sb].tensor = p->tensor;
-		k->buf[sb].stages = 2;
-		VEC_PUSH(c->arena, compute->writes, compute->nwrites, compute->capwrites)->buf = sb;
-		compute->writes[compute->nwrites - 1].slot = ex_bin(c, EX_MOD, ex_var(c, eloop->var), ex_int(c, 2));
-		st = st_new(c, ST_TMA_STORE);
-		st->buf = sb;
-		st->param = j;
-		st->slot = compute->writes[compute->nwrites - 1].slot;
-		st->a = row0;
-		st->b = ecol;
-		st->pos = f->out[p->arg - f->ninput].pos;
-		st_append(c, store, st);
-	}
+	for (j = 1; j < k->nparam; j++)
+		if (k->param[j].kind == PK_TMAP && k->param[j].arg >= f->ninput)
+			lower_stage_output(c, k, j, BM, EPI_COLS, 2, ex_var(c, eloop->var), row0, ecol, compute, store);
 	st_append(c, eloop, store);
 	return 0;
 }

@@ -352,29 +352,9 @@ lower_pointwise(Comp *c, Fusion *f)
 	/* outputs: compute writes a staging copy (one of two, alternating); one thread stores it */
 	store = st_if(c, ex_leaf(c, EX_ELECT));
 	store->comment = "one thread stores the outputs";
-	for (j = 1; j < k->nparam; j++) {
-		KParam *p = &k->param[j];
-		Stmt *st;
-		int b;
-
-		if (p->arg < f->ninput)
-			continue;
-		b = kernel_add_buf(c, k, arena_printf(c->arena, "stage_%s", f->tensor[p->tensor].name), BUF_STAGING,
-		                   p->dtype, k->tile_rows, k->tile_cols);
-		k->buf[b].param = j;
-		k->buf[b].tensor = p->tensor;
-		k->buf[b].stages = staging_copies(k);
-		VEC_PUSH(c->arena, compute->writes, compute->nwrites, compute->capwrites)->buf = b;
-		compute->writes[compute->nwrites - 1].slot = ex_bin(c, EX_MOD, i, ex_int(c, k->buf[b].stages));
-		st = st_new(c, ST_TMA_STORE);
-		st->buf = b;
-		st->param = j;
-		st->slot = ex_bin(c, EX_MOD, i, ex_int(c, k->buf[b].stages));
-		st->a = row0;
-		st->b = col0;
-		st->pos = f->out[p->arg - f->ninput].pos;
-		st_append(c, store, st);
-	}
+	for (j = 1; j < k->nparam; j++)
+		if (k->param[j].arg >= f->ninput)
+			lower_stage_output(c, k, j, k->tile_rows, k->tile_cols, staging_copies(k), i, row0, col0, compute, store);
 	st_append(c, loop, store);
 	return 0;
 }

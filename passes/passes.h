@@ -78,6 +78,13 @@ void lower_size_params(Comp *c, Kernel *k);
 int lower_stage_input(Comp *c, Kernel *k, int j, const char *kind, int rows, int cols, Expr *row, Expr *col,
                       Stmt *issue, Stmt *compute);
 /*
+ * Output param J leaves through a staging buffer of COPIES copies of rows x
+ * cols: COMPUTE writes copy COUNTER % COPIES, and a TMA store of it to (ROW,
+ * COL) is appended to STORE (an elected block).  Returns the buffer.
+ */
+int lower_stage_output(Comp *c, Kernel *k, int j, int rows, int cols, int copies, Expr *counter, Expr *row, Expr *col,
+                       Stmt *compute, Stmt *store);
+/*
  * The loop over this CTA's tiles of tile_rows x tile_cols, appended to the
  * body, and its tile's coordinates; WHOLE_ROWS: a tile is one row.
  */
