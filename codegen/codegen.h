@@ -82,6 +82,7 @@ typedef struct Emit {
  * in emit.c, not through tests of the family.  NULL hooks do nothing.
  */
 struct EmitFamily {
+	void (*helpers)(Emit *e);                  /* __device__ functions of this kernel, before it */
 	void (*compute)(Emit *e, const Stmt *s);   /* the text of an ST_COMPUTE */
 	int (*min_ctas)(const Kernel *k);          /* CTAs an SM the registers must allow (__launch_bounds__) */
 	void (*frame)(Emit *e);                    /* declarations at the top of the kernel, after shared memory */

@@ -2,12 +2,13 @@
  * emit_matmul.c: the matmul family's emission, which emit.c writes through
  * emit_matmul_family: the accumulators, the mma, and the epilogue compute.
  *
- * Each consumer warpgroup holds 64 rows of the CTA's 128 x 256 tile as 128
+ * Each consumer warpgroup holds 64 rows of the CTA's 128 x N tile as N / 2
  * f32 registers a thread (wgmma's fragment: thread (warp w, lane l) holds
  * element j at row 16 w + l / 4 + 8 ((j >> 1) & 1), column 8 (j >> 2) + 2
- * (l % 4) + (j & 1); device_matmul.cuh).  An mma over a 64-wide k-tile is
- * four m64n256k16 instructions, the operand descriptors stepping 32 bytes
- * inside the 128-byte swizzled rows.  An epilogue subtile of 32 columns is
+ * (l % 4) + (j & 1)).  An mma over a 64-wide k-tile is four m64nNk16
+ * instructions (wsf_wgmma, written for the kernel's N and operand majors),
+ * the descriptors stepping 32 bytes inside the 128-byte swizzled rows of a
+ * K-major operand, or 16 rows (2048 bytes) of an MN-major one.  An epilogue subtile of 32 columns is
  * the 16 fragment elements j = 16 sub + jj of every thread: the fused ops
  * run on each in f32, inputs read from global memory (a bias row, a column,
  * a full tensor, a scalar) with the ragged edge guarded, and each output is
@@ -17,7 +18,7 @@
  */
 #include "codegen.h"
 
-enum { FRAG = 128, SUB = 32 };
+enum { SUB = 32 };   /* an epilogue subtile's columns: 16 fragment elements a thread */
 
 static const char *
 acc_name(Emit *e, int acc)
@@ -32,8 +33,74 @@ frame(Emit *e)
 	int i;
 
 	for (i = 1; i < e->k->nacc; i++)
-		emit_line(e, "float %s[%d];   // this thread's part of the %d x %d %s accumulator", acc_name(e, i), FRAG,
+		emit_line(e, "float %s[%d];   // this thread's part of the %d x %d %s accumulator", acc_name(e, i),
+		          e->k->acc[i].cols / 2,
 		          e->k->acc[i].rows, e->k->acc[i].cols, dtype_info[e->k->acc[i].dtype].name);
+}
+
+/* The kernel's mma statement (lowering makes one). */
+static const Stmt *
+find_mma(const Stmt *s)
+{
+	const Stmt *m;
+	int i;
+
+	if (s->kind == ST_MMA)
+		return s;
+	for (i = 0; i < s->nbody; i++)
+		if ((m = find_mma(s->body[i])))
+			return m;
+	return s->orelse ? find_mma(s->orelse) : NULL;
+}
+
+/*
+ * The wgmma instruction of this kernel, m64nNk16 with N the tile's columns,
+ * as a function: its operand list (N / 2 accumulator registers) and its
+ * transpose immediates (1: the operand is MN-major) depend on the tile.
+ */
+static void
+helpers(Emit *e)
+{
+	const Stmt *s = find_mma(e->k->body);
+	const MmaShape *m;
+	const char *dt;
+	int n, i;
+	Buf regs, outs;
+
+	if (!s)
+		return;
+	m = s->mma;
+	n = m->n / 2;
+	dt = e->k->buf[s->reads[0].buf].dtype == DT_F16 ? "f16" : "bf16";
+	buf_init(&regs, e->c->arena);
+	buf_init(&outs, e->c->arena);
+	for (i = 0; i < n; i++) {
+		buf_printf(&regs, "%s%%%d", i == 0 ? "" : i % 16 ? ", " : ", \"\n                 \"", i);
+		buf_printf(&outs, "%s\"+f\"(d[%d])", i == 0 ? "" : i % 8 ? ", " : ",\n                 ", i);
+	}
+	emit_line(e, "// d (+)= A x B^T on the tensor cores: A 64 x 16 (%s-major), B %d x 16 (%s-major), both from",
+	          m->a_kmajor ? "K" : "M", m->n, m->b_kmajor ? "K" : "N");
+	emit_line(e, "// shared-memory descriptors; d the warpgroup's 64 x %d f32 fragment, %d a thread: thread", m->n, n);
+	emit_line(e, "// (warp w, lane l) holds element j at row 16 w + l / 4 + 8 ((j >> 1) & 1), column 8 (j >> 2) +");
+	emit_line(e, "// 2 (l %% 4) + (j & 1).  ACCUMULATE 0 starts from zero.");
+	emit_line(e, "static __device__ __forceinline__ void wsf_wgmma(float *d, wsf_u64 da, wsf_u64 db, int accumulate)");
+	emit_line(e, "{");
+	emit_line(e, "    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n\"", n + 2);
+	emit_line(e, "                 \"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s \"", m->n, dt, dt);
+	emit_line(e, "                 \"{%s}, %%%d, %%%d, p, 1, 1, %d, %d;\\n}\\n\"", buf_str(&regs), n, n + 1,
+	          !m->a_kmajor, !m->b_kmajor);
+	emit_line(e, "                 : %s", buf_str(&outs));
+	emit_line(e, "                 : \"l\"(da), \"l\"(db), \"r\"(accumulate));");
+	emit_line(e, "}");
+	buf_puts(e->b, "\n");
+}
+
+/* The descriptor call of an operand at P: K-major, or MN-major in chunks of BK rows of 128 bytes. */
+static const char *
+desc(Emit *e, bool kmajor, int bk, const char *p)
+{
+	return kmajor ? arena_printf(e->c->arena, "wsf_mma_desc(%s)", p)
+	              : arena_printf(e->c->arena, "wsf_mma_desc_mn<%d>(%s)", bk * 128, p);
 }
 
 void
@@ -41,20 +108,23 @@ emit_mma(Emit *e, const Stmt *s)
 {
 	const Kernel *k = e->k;
 	const MmaShape *m = s->mma;
-	const char *dt = k->buf[s->reads[0].buf].dtype == DT_F16 ? "_f16" : "_bf16";
+	int bytes = dtype_info[k->buf[s->reads[0].buf].dtype].bytes;
+	/* a consumer warpgroup's 64 rows of A: 64 K-major rows, or one 64-wide M chunk; a k16 step in each */
+	int wg_rows = m->a_kmajor ? 64 * m->k * bytes : m->k * 128;
+	int astep = m->a_kmajor ? 16 * bytes : 16 * 128, bstep = m->b_kmajor ? 16 * bytes : 16 * 128;
 
 	emit_line(e, "{   // mma %s += %s x %s, %d x %d x %d", acc_name(e, s->writes[0].acc), k->buf[s->reads[0].buf].name,
 	          k->buf[s->reads[1].buf].name, m->m, m->n, m->k);
 	e->depth++;
-	/* each consumer warpgroup multiplies its 64 rows of A (64 rows of 128 bytes: 8 KiB) by all of B */
-	emit_line(e, "const char *a = (const char *)(%s) + (threadIdx.x / 128) * %d;",
-	          emit_buf_at(e, s->reads[0].buf, s->reads[0].slot), 64 * 128);
+	emit_line(e, "const char *a = (const char *)(%s) + (threadIdx.x / 128) * %d;   // this warpgroup's 64 rows",
+	          emit_buf_at(e, s->reads[0].buf, s->reads[0].slot), wg_rows);
 	emit_line(e, "const char *b = (const char *)(%s);", emit_buf_at(e, s->reads[1].buf, s->reads[1].slot));
 	emit_line(e, "const int first = %s;", s->cond ? emit_expr_str(e, s->cond) : "0");
 	emit_line(e, "#pragma unroll");
 	emit_line(e, "for (int k16 = 0; k16 < %d; k16++)", m->k / 16);
-	emit_line(e, "    wsf_mma_m64n256k16%s(%s, wsf_mma_desc(a + 32 * k16), wsf_mma_desc(b + 32 * k16), "
-	          "k16 > 0 || !first);", dt, acc_name(e, s->writes[0].acc));
+	emit_line(e, "    wsf_wgmma(%s, %s, %s, k16 > 0 || !first);", acc_name(e, s->writes[0].acc),
+	          desc(e, m->a_kmajor, m->k, arena_printf(e->c->arena, "a + %d * k16", astep)),
+	          desc(e, m->b_kmajor, m->k, arena_printf(e->c->arena, "b + %d * k16", bstep)));
 	e->depth--;
 	emit_line(e, "}");
 }
@@ -80,25 +150,26 @@ compute(Emit *e, const Stmt *s)
 		emit_line(e, "%s *%s = %s;", emit_type(k->buf[s->writes[i].buf].dtype), emit_curname(e, s->writes[i].buf),
 		          emit_buf_at(e, s->writes[i].buf, s->writes[i].slot));
 	emit_line(e, "#pragma unroll");
-	emit_line(e, "for (int jj = 0; jj < %d; jj++) {", FRAG / (k->acc[acc].cols / SUB));
+	emit_line(e, "for (int jj = 0; jj < %d; jj++) {", SUB / 2);
 	e->depth++;
 	emit_line(e, "const int r = wr + 8 * ((jj >> 1) & 1), c = 8 * (jj >> 2) + wc + (jj & 1);");
 	emit_line(e, "const long long row = top + r, col = left + c;");
-	emit_line(e, "const bool in = row < rows && col < cols;");
-	emit_line(e, "(void)in;");
 	/* the matmul's value is the accumulator's element; the other inputs are read where they are */
 	for (i = 0; i < f->ninput; i++) {
 		int t = f->input[i];
 		const KParam *p = emit_param_of(e, t, false);
-		const char *idx;
+		const char *idx, *in;
 
 		if (p->kind == PK_TMAP)
 			continue;   /* an operand */
 		e->value[t] = emit_tname(e, PFX_VALUE, t);
+		/* guarded by the dims the input has, so a row's loads are shared by the rows a thread holds */
 		idx = p->view == VIEW_ROW ? "col" : p->view == VIEW_COL ? "row" : p->view == VIEW_FULL ? "row * cols + col" : "0";
-		emit_line(e, "const float %s = in ? %s(%s + %s) : 0.0f;%s", e->value[t],
+		in = p->view == VIEW_ROW ? "col < cols" : p->view == VIEW_COL ? "row < rows" :
+		     p->view == VIEW_FULL ? "row < rows && col < cols" : NULL;
+		emit_line(e, "const float %s = %s%s%s(%s + %s)%s;%s", e->value[t], in ? in : "", in ? " ? " : "",
 		          p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", emit_param_name(e, p), idx,
-		          emit_pos(e, f->tensor[t].pos));
+		          in ? " : 0.0f" : "", emit_pos(e, f->tensor[t].pos));
 	}
 	for (i = 1; i < f->nop; i++) {
 		const Op *o = &f->op[i];
@@ -106,7 +177,7 @@ compute(Emit *e, const Stmt *s)
 
 		e->value[o->out] = v;
 		if (op_info[o->kind].cls == CLS_MATMUL) {
-			emit_line(e, "const float %s = %s[%d * sub + jj];%s", v, acc_name(e, acc), FRAG / (k->acc[acc].cols / SUB),
+			emit_line(e, "const float %s = %s[%d * sub + jj];%s", v, acc_name(e, acc), SUB / 2,
 			          emit_pos(e, o->pos));
 			continue;
 		}
@@ -141,6 +212,7 @@ in_place(const Kernel *k)
 }
 
 const EmitFamily emit_matmul_family = {
+	.helpers = helpers,
 	.compute = compute,
 	.min_ctas = min_ctas,
 	.frame = frame,

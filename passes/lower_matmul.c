@@ -22,12 +22,14 @@
  * bias [N], a scale [M, 1], a residual [M, N], scalars) are read from global
  * memory by the compute for now.
  *
- * What this version takes: one matmul of rank-2 bf16 or f16 operands, A
- * [M, K] and B [N, K] (transpose_b: true, the nn.Linear layout), outputs of
- * the matmul's shape.  The rest (A transposed, B [K, N], batch dims,
- * several matmuls, ping-pong) is refused as not implemented yet (exit
- * status 6), and the family has no emission yet, so a matmul spec stops at
- * kernel IR.
+ * What this version takes: one matmul of bf16 or f16 operands, A [..., M, K]
+ * or with transpose_a [K, M], B [N, K] with transpose_b (the nn.Linear
+ * layout) or [K, N]; an operand whose contiguous dim is M or N is loaded
+ * MN-major, in 64-wide column chunks, and the mma reads it transposed.
+ * Batch dims on A alone (a weight shared by the batch) are rows of one
+ * [batch x M, K] matrix.  Outputs have the matmul's shape.  The rest (batch
+ * dims on B, several matmuls, ping-pong) is refused as not implemented yet
+ * (exit status 6).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -36,7 +38,8 @@
 #include "passes.h"
 
 enum {
-	BM = 128, BN = 256, BK = 64,   /* the CTA tile; each consumer warpgroup holds 64 x 256 of it */
+	BM = 128, BN = 256, BK = 64,   /* the default CTA tile; each consumer warpgroup holds 64 x BN of it */
+	CHUNK = 64,                    /* an MN-major operand's box: 64 elements, the 128-byte swizzle span */
 	EPI_COLS = 32,                 /* an epilogue subtile is BM x EPI_COLS */
 	GROUP = 8,                     /* tile rows a group of the raster holds */
 	PRODUCER_THREADS = 128, CONSUMER_THREADS = 256,
@@ -59,19 +62,81 @@ unbuilt(Comp *c, Pos pos, const char *fmt, ...)
 	return -1;
 }
 
-/* The view of an epilogue input over the output [M, N], or VIEW_NONE. */
+/*
+ * The view of an epilogue input over the output [..., M, N], or VIEW_NONE:
+ * a scalar, a row [N], a column [..., M, 1] or the full [..., M, N] (the
+ * leading dims those of the output, which the kernel sees as rows).
+ */
 static View
 epilogue_view(const Tensor *t, const Tensor *d)
 {
+	int i, r = d->rank;
+
 	if (t->rank == 0 || (t->rank == 1 && dim_is_one(t->dim[0])))
 		return VIEW_SCALAR;
-	if (t->rank == 1 && dim_equal(t->dim[0], d->dim[1]))
+	if (t->rank == 1 && dim_equal(t->dim[0], d->dim[r - 1]))
 		return VIEW_ROW;
-	if (t->rank == 2 && dim_equal(t->dim[0], d->dim[0]) && dim_is_one(t->dim[1]))
+	if (t->rank != r)
+		return VIEW_NONE;
+	for (i = 0; i < r - 1; i++)
+		if (!dim_equal(t->dim[i], d->dim[i]))
+			return VIEW_NONE;
+	if (dim_is_one(t->dim[r - 1]))
 		return VIEW_COL;
-	if (t->rank == 2 && dim_equal(t->dim[0], d->dim[0]) && dim_equal(t->dim[1], d->dim[1]))
-		return VIEW_FULL;
-	return VIEW_NONE;
+	return dim_equal(t->dim[r - 1], d->dim[r - 1]) ? VIEW_FULL : VIEW_NONE;
+}
+
+/* The tile: the hint [M, N, K] checked against what the mma and TMA take, or the default. */
+static int
+choose_tile(Comp *c, const Fusion *f, int *bm, int *bn, int *bk)
+{
+	const Schedule *h = &f->sched;
+
+	*bm = BM, *bn = BN, *bk = BK;
+	if (!h->ntile)
+		return 0;
+	if (h->ntile != 3)
+		return diag_error(c, h->tile_pos, "a matmul tile is [M, N, K], 3 extents; saw %d", h->ntile);
+	if (h->tile[0] != BM)
+		return unbuilt(c, h->tile_pos, "a matmul tile of %d rows is not implemented yet: the two consumer "
+		               "warpgroups hold 64 rows each, so M is 128", h->tile[0]);
+	if (h->tile[1] % CHUNK || h->tile[1] > 256)
+		return diag_error(c, h->tile_pos, "matmul tile N is %d; it must be a multiple of %d up to 256 "
+		                  "(wgmma's N, and the 64-wide chunks of an N-major operand)", h->tile[1], CHUNK);
+	if (h->tile[2] != BK)
+		return diag_error(c, h->tile_pos, "matmul tile K is %d; it must be %d (a 128-byte swizzled row of "
+		                  "2-byte elements)", h->tile[2], BK);
+	*bn = h->tile[1];
+	return 0;
+}
+
+/*
+ * Loads of operand P's BK-slice at k-step KK into BUF: one box [ROWS, BK]
+ * from (x0, kk * BK) when K-major; when MN-major (stored [K, ROWS], ROWS
+ * contiguous) ROWS / 64 boxes [BK, 64], the chunk h from (kk * BK, x0 +
+ * 64 h) to h x BK x 64 elements into the copy.
+ */
+static void
+load_operand(Comp *c, Kernel *k, Stmt *issue, int buf, int p, bool kmajor, int rows, int bk, Expr *x0, Expr *kk,
+             Pos pos)
+{
+	int h, n = kmajor ? 1 : rows / CHUNK;
+
+	for (h = 0; h < n; h++) {
+		Stmt *ld = st_new(c, ST_TMA_LOAD);
+		Expr *kcol = ex_bin(c, EX_MUL, kk, ex_int(c, bk));
+
+		ld->buf = buf, ld->param = p, ld->slot = ex_int(c, 0);
+		if (kmajor) {
+			ld->a = x0, ld->b = kcol;
+		} else {
+			ld->a = kcol;
+			ld->b = h ? ex_bin(c, EX_ADD, x0, ex_int(c, h * CHUNK)) : x0;
+			ld->off = h ? ex_int(c, h * bk * CHUNK) : NULL;
+		}
+		ld->pos = pos;
+		st_append(c, issue, ld);
+	}
 }
 
 /* The one matmul of F (its index), or -1 after an error. */
@@ -119,13 +184,13 @@ raster(Comp *c, Kernel *k, Stmt *loop)
 			ntc = ex_var(c, k->body->body[i]->var);
 	if (!tile || !row0 || !col0 || !ntc)
 		return;
-	rows_t = ex_bin(c, EX_CEILDIV, ex_var(c, k->rows_var), ex_int(c, BM));
+	rows_t = ex_bin(c, EX_CEILDIV, ex_var(c, k->rows_var), ex_int(c, k->tile_rows));
 	span = ex_bin(c, EX_MUL, ex_int(c, GROUP), ntc);            /* tiles in a group */
 	first = ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, ex_var(c, tile->var), span), ex_int(c, GROUP));
 	height = ex_bin(c, EX_MIN, ex_bin(c, EX_SUB, rows_t, first), ex_int(c, GROUP));   /* the last group may be short */
 	in = ex_bin(c, EX_MOD, ex_var(c, tile->var), span);
-	row0->a = ex_bin(c, EX_MUL, ex_bin(c, EX_ADD, first, ex_bin(c, EX_MOD, in, height)), ex_int(c, BM));
-	col0->a = ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, in, height), ex_int(c, BN));
+	row0->a = ex_bin(c, EX_MUL, ex_bin(c, EX_ADD, first, ex_bin(c, EX_MOD, in, height)), ex_int(c, k->tile_rows));
+	col0->a = ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, in, height), ex_int(c, k->tile_cols));
 }
 
 static int
@@ -136,7 +201,8 @@ lower_matmul(Comp *c, Fusion *f)
 	const Tensor *a, *b, *d;
 	Stmt *tile_loop, *kloop, *issue, *mma, *eloop, *compute, *store;
 	Expr *row0, *col0, *kk, *ecol, *ktiles;
-	int mm, j, pa = 0, pb = 0, acc, abuf, bbuf;
+	int mm, j, pa = 0, pb = 0, acc, abuf, bbuf, bm, bn, bk;
+	bool akm, bkm;   /* is the operand K-major (K its contiguous dim)? */
 	MmaShape *shape;
 
 	c->kernel = k;
@@ -146,19 +212,23 @@ lower_matmul(Comp *c, Fusion *f)
 	a = &f->tensor[op->in[0].tensor];
 	b = &f->tensor[op->in[1].tensor];
 	d = &f->tensor[op->out];
-	if (a->rank != 2 || b->rank != 2)
-		return unbuilt(c, op->pos, "matmul with batch dims is not implemented yet ('%s' has rank %d, '%s' %d)",
-		               a->name, a->rank, b->name, b->rank);
-	if (op->transpose_a)
-		return unbuilt(c, op->pos, "matmul with transpose_a is not implemented yet (A is loaded K-major)");
-	if (!op->transpose_b)
-		return unbuilt(c, op->pos, "matmul of B [K, N] is not implemented yet: write the weight as [N, K] "
-		               "with transpose_b: true (the nn.Linear layout)");
+	akm = !op->transpose_a;
+	bkm = op->transpose_b;
+	if (b->rank != 2)
+		return unbuilt(c, op->pos, "matmul with batch dims on B is not implemented yet ('%s' has rank %d; "
+		               "batch dims on A alone, a weight shared by the batch, are)", b->name, b->rank);
+	if (op->transpose_a && a->rank != 2)
+		return unbuilt(c, op->pos, "matmul with transpose_a and batch dims is not implemented yet ('%s' "
+		               "has rank %d)", a->name, a->rank);
 	if ((a->dtype != DT_BF16 && a->dtype != DT_F16) || b->dtype != a->dtype)
 		return diag_error(c, op->pos, "matmul operands must both be bf16 or both f16, saw %s and %s",
 		                  dtype_info[a->dtype].name, dtype_info[b->dtype].name);
 	if (f->sched.consumers == CONSUMERS_PINGPONG)
 		return unbuilt(c, f->sched.consumers_pos, "consumers: pingpong is not implemented yet (cooperative is)");
+	if (f->sched.warp_specialize == 1)
+		return unbuilt(c, f->sched.ws_pos, "a matmul without warp specialization is not implemented yet");
+	if (choose_tile(c, f, &bm, &bn, &bk))
+		return -1;
 	for (j = 0; j < f->nout; j++)
 		if (!lower_same_shape(&f->tensor[f->out[j].tensor], d))
 			return diag_error(c, f->out[j].pos, "cannot place output '%s' in the matmul kernel: its shape "
@@ -166,14 +236,15 @@ lower_matmul(Comp *c, Fusion *f)
 
 	k->domain = op->out;
 	k->warp_specialize = true;
-	k->persistent = true;
+	k->persistent = f->sched.persistent != 1;   /* persistent: false runs one CTA a tile */
 	k->tma_store = true;
 	k->consumer_threads = CONSUMER_THREADS;
 	k->threads = CONSUMER_THREADS + PRODUCER_THREADS;
 	k->producer_regs = PRODUCER_REGS;
 	k->consumer_regs = CONSUMER_REGS;
-	k->tile_rows = BM;
-	k->tile_cols = BN;
+	k->tile_rows = bm;
+	k->tile_cols = bn;
+	k->tile_pos = f->sched.ntile ? f->sched.tile_pos : (Pos){0};
 	k->smem_budget = SMEM_BUDGET;
 	k->stages_hint = f->sched.stages;
 	k->stages_pos = f->sched.stages ? f->sched.stages_pos : f->pos;
@@ -193,10 +264,17 @@ lower_matmul(Comp *c, Fusion *f)
 		k->param[p].tensor = f->input[j];
 		k->param[p].dtype = t->dtype;
 		k->param[p].view = v;
-		if (f->input[j] == op->in[0].tensor)
-			pa = p, k->param[p].box[0] = BM, k->param[p].box[1] = BK;
-		if (f->input[j] == op->in[1].tensor)
-			pb = p, k->param[p].box[0] = BN, k->param[p].box[1] = BK;
+		/* an operand's box: [rows, BK] K-major, [BK, 64] MN-major (load_operand) */
+		if (f->input[j] == op->in[0].tensor) {
+			pa = p;
+			k->param[p].box[0] = akm ? bm : bk;
+			k->param[p].box[1] = akm ? bk : CHUNK;
+		}
+		if (f->input[j] == op->in[1].tensor) {
+			pb = p;
+			k->param[p].box[0] = bkm ? bn : bk;
+			k->param[p].box[1] = bkm ? bk : CHUNK;
+		}
 	}
 	for (j = 0; j < f->nout; j++) {
 		int p = kernel_add_param(c, k, PK_TMAP, f->tensor[f->out[j].tensor].name);
@@ -205,23 +283,25 @@ lower_matmul(Comp *c, Fusion *f)
 		k->param[p].tensor = f->out[j].tensor;
 		k->param[p].dtype = f->out[j].dtype;
 		k->param[p].view = VIEW_FULL;
-		k->param[p].box[0] = BM;
+		k->param[p].box[0] = bm;
 		k->param[p].box[1] = EPI_COLS;
 	}
 	lower_size_params(c, k);
 	j = kernel_add_param(c, k, PK_SIZE, "inner");
 	k->param[j].size = SZ_INNER;
 	k->param[j].var = kernel_add_var(c, k, "inner");
+	k->param[j].rank = 1;   /* the dim K is, which launch reads from the bound sizes */
+	k->param[j].dim[0] = a->dim[akm ? a->rank - 1 : 0];
 
 	/* buffers: one stage of each operand (circular_buffer makes S), the accumulator */
-	abuf = kernel_add_buf(c, k, arena_printf(c->arena, "tile_%s", a->name), BUF_TILE, a->dtype, BM, BK);
-	bbuf = kernel_add_buf(c, k, arena_printf(c->arena, "tile_%s", b->name), BUF_TILE, b->dtype, BN, BK);
+	abuf = kernel_add_buf(c, k, arena_printf(c->arena, "tile_%s", a->name), BUF_TILE, a->dtype, bm, bk);
+	bbuf = kernel_add_buf(c, k, arena_printf(c->arena, "tile_%s", b->name), BUF_TILE, b->dtype, bn, bk);
 	k->buf[abuf].param = pa;
 	k->buf[bbuf].param = pb;
 	k->buf[abuf].tensor = op->in[0].tensor;
 	k->buf[bbuf].tensor = op->in[1].tensor;
 	k->buf[abuf].swizzle = k->buf[bbuf].swizzle = 128;
-	acc = kernel_add_acc(c, k, arena_printf(c->arena, "acc_%s", d->name), op->acc ? op->acc : DT_F32, BM, BN);
+	acc = kernel_add_acc(c, k, arena_printf(c->arena, "acc_%s", d->name), op->acc ? op->acc : DT_F32, bm, bn);
 	k->acc[acc].tensor = op->out;
 
 	/* the persistent tile loop, and the k loop inside it */
@@ -229,7 +309,7 @@ lower_matmul(Comp *c, Fusion *f)
 	raster(c, k, tile_loop);
 	{
 		/* K-steps a tile: a let before the tile loop, which lower_tile_loop appended last */
-		Stmt *let = lower_let(c, k, "ktiles", ex_bin(c, EX_CEILDIV, ex_var(c, k->param[j].var), ex_int(c, BK)),
+		Stmt *let = lower_let(c, k, "ktiles", ex_bin(c, EX_CEILDIV, ex_var(c, k->param[j].var), ex_int(c, bk)),
 		                      k->body);
 
 		k->body->body[k->body->nbody - 2] = let;
@@ -243,20 +323,11 @@ lower_matmul(Comp *c, Fusion *f)
 	issue = st_if(c, ex_leaf(c, EX_ELECT));
 	issue->comment = "one thread loads the k-step's operands";
 	st_append(c, kloop, issue);
-	{
-		Stmt *la = st_new(c, ST_TMA_LOAD), *lb = st_new(c, ST_TMA_LOAD);
-
-		la->buf = abuf, la->param = pa, la->slot = ex_int(c, 0);
-		la->a = row0, la->b = ex_bin(c, EX_MUL, kk, ex_int(c, BK));
-		lb->buf = bbuf, lb->param = pb, lb->slot = ex_int(c, 0);
-		lb->a = col0, lb->b = ex_bin(c, EX_MUL, kk, ex_int(c, BK));
-		la->pos = lb->pos = op->pos;
-		st_append(c, issue, la);
-		st_append(c, issue, lb);
-	}
+	load_operand(c, k, issue, abuf, pa, akm, bm, bk, row0, kk, op->pos);
+	load_operand(c, k, issue, bbuf, pb, bkm, bn, bk, col0, kk, op->pos);
 	mma = st_new(c, ST_MMA);
 	shape = arena_alloc(c->arena, sizeof *shape);
-	*shape = (MmaShape){BM, BN, BK, true, true};
+	*shape = (MmaShape){bm, bn, bk, akm, bkm};
 	mma->mma = shape;
 	VEC_PUSH(c->arena, mma->reads, mma->nreads, mma->capreads)->buf = abuf;
 	mma->reads[0].slot = ex_int(c, 0);
@@ -268,7 +339,7 @@ lower_matmul(Comp *c, Fusion *f)
 	st_append(c, kloop, mma);
 
 	/* the epilogue: subtiles of BM x EPI_COLS, each computed into a staging copy and stored by TMA */
-	eloop = st_loop(c, kernel_add_var(c, k, "e"), ex_int(c, 0), ex_int(c, BN / EPI_COLS), LOOP_SERIAL);
+	eloop = st_loop(c, kernel_add_var(c, k, "e"), ex_int(c, 0), ex_int(c, bn / EPI_COLS), LOOP_SERIAL);
 	eloop->comment = "the epilogue, a subtile at a time";
 	st_append(c, tile_loop, eloop);
 	ecol = ex_bin(c, EX_ADD, col0, ex_bin(c, EX_MUL, ex_var(c, eloop->var), ex_int(c, EPI_COLS)));
@@ -283,7 +354,7 @@ lower_matmul(Comp *c, Fusion *f)
 	store->comment = "one thread stores the subtile";
 	for (j = 1; j < k->nparam; j++)
 		if (k->param[j].kind == PK_TMAP && k->param[j].arg >= f->ninput)
-			lower_stage_output(c, k, j, BM, EPI_COLS, 2, ex_var(c, eloop->var), row0, ecol, compute, store);
+			lower_stage_output(c, k, j, bm, EPI_COLS, 2, ex_var(c, eloop->var), row0, ecol, compute, store);
 	st_append(c, eloop, store);
 	return 0;
 }

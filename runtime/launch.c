@@ -291,6 +291,9 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 		                  "kernel '%s' keeps rows of up to %d elements in shared memory; these rows have %lld: "
 		                  "compile it with the wider size bound (-D)", f->name, k->row.cap, (long long)p->cols),
 		       WSF_ERR_INPUT;
+	for (i = 1; i < k->nparam; i++)   /* a matmul's K: the dim lowering named, bound by the arguments */
+		if (k->param[i].kind == PK_SIZE && k->param[i].size == SZ_INNER)
+			p->inner = k->param[i].dim[0].sym ? val[k->param[i].dim[0].sym] : k->param[i].dim[0].ext;
 	p->tmap = arena_alloc(c->arena, (size_t)k->nparam * sizeof *p->tmap);
 	for (i = 1; i < k->nparam; i++) {
 		const KParam *q = &k->param[i];
@@ -298,8 +301,6 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 
 		if (q->kind == PK_TMAP && (s = map_params(c, q, a, p->rows, p->cols, swizzled(k, i), &p->tmap[i])) != WSF_OK)
 			return s;
-		if (q->kind == PK_TMAP && swizzled(k, i) && !p->inner)
-			p->inner = a->shape[a->ndim - 1];
 		/* 16-byte loads and stores from registers and bulk row copies need 16-byte aligned rows */
 		if (q->kind == PK_PTR && (q->view == VIEW_FULL || q->view == VIEW_ROW) && (uintptr_t)a->data % 16)
 			return diag_error(c, f->tensor[q->tensor].pos,

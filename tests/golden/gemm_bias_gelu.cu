@@ -3,6 +3,41 @@
 
 // ---- begin wsfuse_device.cuh: the device helpers, inlined ----
 
+// d (+)= A x B^T on the tensor cores: A 64 x 16 (K-major), B 256 x 16 (K-major), both from
+// shared-memory descriptors; d the warpgroup's 64 x 256 f32 fragment, 128 a thread: thread
+// (warp w, lane l) holds element j at row 16 w + l / 4 + 8 ((j >> 1) & 1), column 8 (j >> 2) +
+// 2 (l % 4) + (j & 1).  ACCUMULATE 0 starts from zero.
+static __device__ __forceinline__ void wsf_wgmma(float *d, wsf_u64 da, wsf_u64 db, int accumulate)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+                 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+                 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+                 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+                 "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                 "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                 "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                 "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                 "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+                 "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+                 "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+                 "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+                 "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+                 "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+                 "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+                 "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+                 "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+                 : "l"(da), "l"(db), "r"(accumulate));
+}
+
 extern "C" __global__ void __launch_bounds__(384, 1)
 wsfuse_gemm_bias_gelu(
     const __grid_constant__ WsfTensorMap in_x,   // input bf16, full view
@@ -63,12 +98,12 @@ wsfuse_gemm_bias_gelu(
                 wsf_mbar_wait(&full[(((i * ktiles) + kk) % 4LL)], (unsigned)((((i * ktiles) + kk) / 4LL) & 1LL));   // wait until the stage's loads have landed
                 wsf_mma_fence();
                 {   // mma acc_y += tile_x x tile_w, 128 x 256 x 64
-                    const char *a = (const char *)(tile_x + ((((i * ktiles) + kk) % 4LL)) * 8192) + (threadIdx.x / 128) * 8192;
+                    const char *a = (const char *)(tile_x + ((((i * ktiles) + kk) % 4LL)) * 8192) + (threadIdx.x / 128) * 8192;   // this warpgroup's 64 rows
                     const char *b = (const char *)(tile_w + ((((i * ktiles) + kk) % 4LL)) * 16384);
                     const int first = (kk == 0LL);
                     #pragma unroll
                     for (int k16 = 0; k16 < 4; k16++)
-                        wsf_mma_m64n256k16_bf16(acc_y, wsf_mma_desc(a + 32 * k16), wsf_mma_desc(b + 32 * k16), k16 > 0 || !first);
+                        wsf_wgmma(acc_y, wsf_mma_desc(a + 32 * k16), wsf_mma_desc(b + 32 * k16), k16 > 0 || !first);
                 }
                 wsf_mma_commit();
                 wsf_mma_wait<1>();   // the mma reads of the stage released next are done
@@ -85,12 +120,10 @@ wsfuse_gemm_bias_gelu(
                     for (int jj = 0; jj < 16; jj++) {
                         const int r = wr + 8 * ((jj >> 1) & 1), c = 8 * (jj >> 2) + wc + (jj & 1);
                         const long long row = top + r, col = left + c;
-                        const bool in = row < rows && col < cols;
-                        (void)in;
-                        const float v_bias = in ? wsf_load1(in_bias + col) : 0.0f;  // examples/gemm_bias_gelu.yaml:15
+                        const float v_bias = col < cols ? wsf_load1(in_bias + col) : 0.0f;  // examples/gemm_bias_gelu.yaml:15
                         const float v_y = acc_y[16 * sub + jj];  // examples/gemm_bias_gelu.yaml:17
                         const float v_z = v_y + v_bias;  // examples/gemm_bias_gelu.yaml:18
-                        const float v_o = 0.5f * v_z * (1.0f + tanhf(0.79788456080286536f * (v_z + 0.044715f * v_z * v_z * v_z)));  // examples/gemm_bias_gelu.yaml:19
+                        const float v_o = __fdividef(v_z, 1.0f + __expf(-1.5957691216057307f * (v_z + 0.044715f * v_z * v_z * v_z)));  // examples/gemm_bias_gelu.yaml:19
                         wsf_store1(cur_stage_o + r * 32 + c, v_o);
                     }
                 }

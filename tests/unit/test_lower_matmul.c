@@ -173,6 +173,87 @@ lowered_gemm(void **state)
 	assert_false(x->body[0]->flag);
 }
 
+/* The loads into buffer BUF under S, in order, appended to OUT[N..]; the new count. */
+static int
+loads_of(Stmt *s, int buf, Stmt **out, int n)
+{
+	int i;
+
+	if (s->kind == ST_TMA_LOAD && s->buf == buf) {
+		out[n] = s;
+		return n + 1;
+	}
+	for (i = 0; i < s->nbody; i++)
+		n = loads_of(s->body[i], buf, out, n);
+	return n;
+}
+
+/*
+ * Operands whose contiguous dim is M or N (A [K, M] with transpose_a, B [K,
+ * N]) load MN-major: boxes [BK, 64], one a 64-wide chunk BK x 64 elements
+ * apart in the copy, and the mma is told; the tile hint sets BN; K is the
+ * dim the operands share, wherever it sits.
+ */
+static void
+lowered_mn_major(void **state)
+{
+	Fixture *t = *state;
+	Kernel *k = kernel_of(t, HEAD "inputs:\n  a: {dtype: bf16, shape: [K, M]}\n  w: {dtype: bf16, shape: [K, N]}\n"
+	                      "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_a: true}\noutputs:\n  y: {}\n"
+	                      "schedule: {tile: [128, 128, 64]}\n");
+	Stmt *ld[8], *mma, *roles, *tl, *kl;
+	int i, n;
+
+	if (!k)
+		fail_msg("%s", t->msg);
+	assert_int_equal(k->tile_rows, 128);
+	assert_int_equal(k->tile_cols, 128);
+	assert_int_equal(k->buf[2].rows, 128);   /* B's copy: 128 x 64 elements, two 64 x 64 chunks */
+	for (i = 1; i <= 2; i++) {
+		assert_int_equal(k->param[i].box[0], 64);   /* BK rows of K */
+		assert_int_equal(k->param[i].box[1], 64);   /* 64 contiguous M or N: the 128-byte swizzle span */
+	}
+	assert_int_equal(k->param[k->nparam - 1].size, SZ_INNER);
+	assert_int_equal(k->param[k->nparam - 1].dim[0].sym, k->fusion->tensor[k->fusion->input[0]].dim[0].sym);
+	roles = find_kind(k->body, ST_ROLES, 0);
+	for (i = 1; i <= 2; i++) {
+		n = loads_of(roles->body[0], i, ld, 0);
+		assert_int_equal(n, 2);
+		assert_null(ld[0]->off);
+		assert_string_equal(expr(t, ld[1]->off), "4096");
+		/* the row coordinate is the k-step's, the column the chunk's */
+		assert_non_null(strstr(expr(t, ld[0]->a), "* 64)"));
+		assert_non_null(strstr(expr(t, ld[1]->b), "+ 64)"));
+	}
+	tl = find_kind(roles->body[1], ST_LOOP, 1);   /* the consumers' tile loop, after the pre-arrives */
+	assert_non_null(tl);
+	kl = find_kind(tl, ST_LOOP, 0);
+	assert_non_null(kl);
+	mma = find_kind(kl, ST_MMA, 0);
+	assert_non_null(mma);
+	assert_false(mma->mma->a_kmajor);
+	assert_false(mma->mma->b_kmajor);
+	assert_int_equal(mma->mma->n, 128);
+}
+
+/* Batch dims on A alone: its rows and the batch's are one matrix, and so are the output's. */
+static void
+lowered_batch_a(void **state)
+{
+	Fixture *t = *state;
+	Kernel *k = kernel_of(t, HEAD "inputs:\n  a: {dtype: bf16, shape: [3, M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+	                      "  r: {dtype: bf16, shape: [3, M, N]}\n  s: {dtype: f32, shape: [3, M, 1]}\n"
+	                      "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_b: true}\n"
+	                      "  - {out: z, op: mul, in: [y, s]}\n  - {out: o, op: add, in: [z, r]}\noutputs:\n  o: {}\n");
+
+	if (!k)
+		fail_msg("%s", t->msg);
+	assert_int_equal(k->param[1].rank, 3);
+	assert_int_equal(k->param[1].box[0], 128);
+	assert_int_equal(k->param[3].view, VIEW_FULL);   /* r */
+	assert_int_equal(k->param[4].view, VIEW_COL);    /* s */
+}
+
 /* What this version does not lower yet: exit status 6, with the reason at the op. */
 static void
 refused_forms(void **state)
@@ -180,15 +261,21 @@ refused_forms(void **state)
 	static const struct {
 		const char *spec, *msg;
 	} cases[] = {
-		{HEAD "inputs:\n  a: {dtype: bf16, shape: [K, M]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		{HEAD "inputs:\n  a: {dtype: bf16, shape: [2, K, M]}\n  w: {dtype: bf16, shape: [N, K]}\n"
 		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_a: true, transpose_b: true}\noutputs:\n  y: {}\n",
-		 "matmul with transpose_a is not implemented yet"},
-		{HEAD "inputs:\n  a: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [K, N]}\n"
-		 "ops:\n  - {out: y, op: matmul, in: [a, w]}\noutputs:\n  y: {}\n",
-		 "matmul of B [K, N] is not implemented yet"},
-		{HEAD "inputs:\n  a: {dtype: bf16, shape: [2, M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
-		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_b: true}\noutputs:\n  y: {}\n",
-		 "matmul with batch dims is not implemented yet"},
+		 "matmul with transpose_a and batch dims is not implemented yet"},
+		{HEAD "inputs:\n  a: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_b: true}\noutputs:\n  y: {}\n"
+		 "schedule: {tile: [64, 256, 64]}\n",
+		 "a matmul tile of 64 rows is not implemented yet"},
+		{HEAD "inputs:\n  a: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_b: true}\noutputs:\n  y: {}\n"
+		 "schedule: {consumers: pingpong}\n",
+		 "consumers: pingpong is not implemented yet"},
+		{HEAD "inputs:\n  a: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_b: true}\noutputs:\n  y: {}\n"
+		 "schedule: {warp_specialize: false}\n",
+		 "a matmul without warp specialization is not implemented yet"},
 		{HEAD "inputs:\n  a: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
 		 "  v: {dtype: bf16, shape: [N, K]}\n"
 		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_b: true}\n"
@@ -218,6 +305,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(lowered_gemm, setup, teardown),
+		cmocka_unit_test_setup_teardown(lowered_mn_major, setup, teardown),
+		cmocka_unit_test_setup_teardown(lowered_batch_a, setup, teardown),
 		cmocka_unit_test(refused_forms),
 	};
 
