@@ -26,3 +26,34 @@ __device__ __forceinline__ wsf_u64 wsf_mma_desc_mn(const void *p)
 
 	return ((a & 0x3FFFF) >> 4) | ((wsf_u64)(CHUNK >> 4) << 16) | ((wsf_u64)64 << 32) | ((wsf_u64)1 << 62);
 }
+
+// The compiler sees a wgmma write its accumulator registers when it issues,
+// not when wgmma.wait_group shows them written: this empty asm, which
+// "writes" each of the N registers after the wait, keeps every read of them
+// below it (CUTLASS's warpgroup_fence_operand).
+template <int N>
+__device__ __forceinline__ void wsf_acc_fence(float *d)
+{
+#pragma unroll
+	for (int i = 0; i < N; i++)
+		asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// The 3-D forms of the TMA load and store (device.cuh), for a batched
+// matmul's maps [batch, rows, cols]: the box at (col, row) of batch Z.
+__device__ __forceinline__ void wsf_tma_load_3d(void *dst, const WsfTensorMap *map, long long col,
+                                                long long row, long long z, wsf_u64 *bar)
+{
+	asm volatile(
+		"cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+		" [%0], [%1, {%2, %3, %4}], [%5];"
+		:: "r"(wsf_smem_addr(dst)), "l"(map), "r"((int)col), "r"((int)row), "r"((int)z),
+		   "r"(wsf_smem_addr(bar))
+		: "memory");
+}
+__device__ __forceinline__ void wsf_tma_store_3d(const WsfTensorMap *map, long long col, long long row,
+                                                 long long z, const void *src)
+{
+	asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
+	             :: "l"(map), "r"((int)col), "r"((int)row), "r"((int)z), "r"(wsf_smem_addr(src)) : "memory");
+}

@@ -585,10 +585,11 @@ emit_stmt(Emit *e, const Stmt *s)
 			          emit_pos(e, s->pos));
 			break;
 		}
-		emit_line(e, "wsf_tma_load_2d(%s%s%s, &%s, %s, %s, %s);%s", emit_buf_at(e, s->buf, s->slot),
+		emit_line(e, "wsf_tma_load_%dd(%s%s%s, &%s, %s, %s%s%s, %s);%s", s->z ? 3 : 2, emit_buf_at(e, s->buf, s->slot),
 		          s->off ? " + " : "", s->off ? emit_expr_str(e, s->off) : "",
 		          emit_param_name(e, &k->param[s->param]), emit_expr_str(e, s->b), emit_expr_str(e, s->a),
-		          bar_at(e, s->bar, s->barslot), emit_pos(e, s->pos));
+		          s->z ? ", " : "", s->z ? emit_expr_str(e, s->z) : "", bar_at(e, s->bar, s->barslot),
+		          emit_pos(e, s->pos));
 		break;
 	case ST_TMA_STORE:
 		if (k->param[s->param].kind == PK_PTR) {   /* a 1-D bulk copy, as for loads */
@@ -597,9 +598,9 @@ emit_stmt(Emit *e, const Stmt *s)
 			          emit_pos(e, s->pos));
 			break;
 		}
-		emit_line(e, "wsf_tma_store_2d(&%s, %s, %s, %s);%s", emit_param_name(e, &k->param[s->param]),
-		          emit_expr_str(e, s->b), emit_expr_str(e, s->a), emit_buf_at(e, s->buf, s->slot),
-		          emit_pos(e, s->pos));
+		emit_line(e, "wsf_tma_store_%dd(&%s, %s, %s%s%s, %s);%s", s->z ? 3 : 2, emit_param_name(e, &k->param[s->param]),
+		          emit_expr_str(e, s->b), emit_expr_str(e, s->a), s->z ? ", " : "", s->z ? emit_expr_str(e, s->z) : "",
+		          emit_buf_at(e, s->buf, s->slot), emit_pos(e, s->pos));
 		break;
 	case ST_EXPECT_TX:
 		if (s->a && s->n)
@@ -641,6 +642,10 @@ emit_stmt(Emit *e, const Stmt *s)
 		break;
 	case ST_MMA_WAIT:
 		emit_line(e, "wsf_mma_wait<%lld>();%s", (long long)s->n, comment(e, s));
+		if (s->n == 0)   /* the accumulators hold the results now: no read of them moves above the wait */
+			for (i = 1; i < k->nacc; i++)
+				emit_line(e, "wsf_acc_fence<%d>(%s);", k->acc[i].cols / 2,
+				          emit_tname(e, PFX_ACC, k->acc[i].tensor));
 		break;
 	case ST_MMA:
 		emit_mma(e, s);

@@ -165,6 +165,10 @@ compute(Emit *e, const Stmt *s)
 		e->value[t] = emit_tname(e, PFX_VALUE, t);
 		/* guarded by the dims the input has, so a row's loads are shared by the rows a thread holds */
 		idx = p->view == VIEW_ROW ? "col" : p->view == VIEW_COL ? "row" : p->view == VIEW_FULL ? "row * cols + col" : "0";
+		if (s->z && p->view == VIEW_COL)   /* a batched matmul: rows is one batch's */
+			idx = arena_printf(e->c->arena, "%s * rows + row", emit_expr_str(e, s->z));
+		if (s->z && p->view == VIEW_FULL)
+			idx = arena_printf(e->c->arena, "(%s * rows + row) * cols + col", emit_expr_str(e, s->z));
 		in = p->view == VIEW_ROW ? "col < cols" : p->view == VIEW_COL ? "row < rows" :
 		     p->view == VIEW_FULL ? "row < rows && col < cols" : NULL;
 		emit_line(e, "const float %s = %s%s%s(%s + %s)%s;%s", e->value[t], in ? in : "", in ? " ? " : "",

@@ -458,7 +458,8 @@ typedef enum SizeOf {
 	SZ_NONE,
 	SZ_ROWS,
 	SZ_COLS,
-	SZ_INNER         /* a matmul's K, the dim its operands share */
+	SZ_INNER,        /* a matmul's K, the dim its operands share */
+	SZ_BATCH         /* a batched matmul's batch: the product of the dims before M and N */
 } SizeOf;
 
 typedef struct KParam {
@@ -666,6 +667,8 @@ struct Stmt {
 	int buf, param, bar;
 	Expr *slot, *barslot;
 	Expr *off;            /* TMA load/store: element offset into the buffer copy (NULL: 0) */
+	Expr *z;              /* TMA load/store: the batch coordinate of a 3-D map [batch, rows, cols]; a
+	                         batched matmul's epilogue compute: its batch (NULL: 2-D, no batch) */
 	int64_t n;            /* bytes for EXPECT_TX, N for BULK_WAIT, regs, barrier id */
 	int threads;          /* ST_SYNC threads; ST_ROLES producer threads */
 	bool flag;            /* BULK_WAIT .read; SETMAXNREG inc; COMPUTE: every read of its stages
@@ -727,6 +730,8 @@ struct Kernel {
 	int consumer_regs;       /* roles (0: leave them; both roles must be whole warpgroups) */
 	bool persistent;         /* a grid of SMs x resident CTAs loops over tiles; else one CTA a tile */
 	bool tma_store;          /* outputs leave through staging buffers and TMA stores */
+	bool batched;            /* a matmul with batch dims on both operands: the view is [batch, rows, cols],
+	                            tiles run over every batch, and operands and outputs have 3-D maps */
 	int stages_hint;         /* schedule: stages, 0 if absent */
 	Pos stages_pos;
 	Pos tile_pos;            /* schedule: where the tile hint is (line 0: none) */

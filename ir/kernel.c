@@ -329,6 +329,7 @@ st_clone(Comp *c, const Stmt *s, int var, Expr *with)
 	r->b = ex_subst(c, s->b, var, with);
 	r->slot = ex_subst(c, s->slot, var, with);
 	r->off = ex_subst(c, s->off, var, with);
+	r->z = ex_subst(c, s->z, var, with);
 	r->barslot = ex_subst(c, s->barslot, var, with);
 	r->pass = ex_subst(c, s->pass, var, with);
 	r->reads = clone_access(c, s->reads, s->nreads, var, with);

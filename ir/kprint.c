@@ -154,6 +154,10 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 			expr_print(b, k, s->off);
 		}
 		buf_printf(b, " <- %s[", k->param[s->param].name);
+		if (s->z) {
+			expr_print(b, k, s->z);
+			buf_puts(b, ", ");
+		}
 		expr_print(b, k, s->a);
 		buf_puts(b, ", ");
 		expr_print(b, k, s->b);
@@ -166,6 +170,10 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 	case ST_TMA_STORE:
 		buf_printf(b, "%s %s[", k->param[s->param].kind == PK_PTR ? "bulk_store" : "tma_store",
 		           k->param[s->param].name);
+		if (s->z) {
+			expr_print(b, k, s->z);
+			buf_puts(b, ", ");
+		}
 		expr_print(b, k, s->a);
 		buf_puts(b, ", ");
 		expr_print(b, k, s->b);

@@ -234,6 +234,7 @@ check_stmt(Check *v, const Stmt *s)
 		check_expr(v, s->b);
 		check_expr(v, s->slot);
 		check_expr(v, s->off);
+		check_expr(v, s->z);
 		check_expr(v, s->barslot);
 		break;
 	case ST_MBAR_INIT:
@@ -271,6 +272,7 @@ check_stmt(Check *v, const Stmt *s)
 		check_expr(v, s->a);
 		check_expr(v, s->b);
 		check_expr(v, s->pass);
+		check_expr(v, s->z);
 		if ((s->phase != ROW_WHOLE) != (k->row.chunk > 0))
 			fail(v, "a compute's row phase does not match the kernel's row mode");
 		check_access(v, s->reads, s->nreads);

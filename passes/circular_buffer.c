@@ -255,6 +255,7 @@ retarget(Rewrite *r, Stmt *s, Expr *lin, bool tx_done)
 		s->barslot = s->slot;
 		s->a = inline_lets(r->c, r->loop, s->a);
 		s->b = inline_lets(r->c, r->loop, s->b);
+		s->z = inline_lets(r->c, r->loop, s->z);
 		r->k->buf[s->buf].full_bar = r->full;
 		return;
 	}

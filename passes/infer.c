@@ -165,14 +165,21 @@ infer_matmul(Comp *c, Fusion *f, Op *o, Tensor *out)
 			return diag_error(c, o->in[i].pos, "matmul operand '%s' %s has rank %d, expected 2 or more",
 			                  t->name, shape_str(c, f, t), t->rank);
 	}
-	if (b->rank != 2)
+	/* batch dims: on A alone (B shared by the batch), or the same on both */
+	if (b->rank != 2 && b->rank != a->rank)
 		return diag_error(c, o->in[1].pos,
-		                  "matmul operand '%s' %s has rank %d; the second operand must have rank 2",
-		                  b->name, shape_str(c, f, b), b->rank);
+		                  "matmul operand '%s' %s has rank %d; the second operand has rank 2 (shared by the "
+		                  "batch) or the first's rank %d (the same batch dims)",
+		                  b->name, shape_str(c, f, b), b->rank, a->rank);
+	for (i = 0; b->rank > 2 && i < a->rank - 2; i++)
+		if (!dim_equal(a->dim[i], b->dim[i]))
+			return diag_error(c, o->pos, "matmul batch dims differ: dim %d of '%s' %s is %s, of '%s' %s is %s",
+			                  i, a->name, shape_str(c, f, a), dim_str(c, f, a->dim[i]), b->name,
+			                  shape_str(c, f, b), dim_str(c, f, b->dim[i]));
 	m = a->dim[a->rank - (o->transpose_a ? 1 : 2)];
 	ka = a->dim[a->rank - (o->transpose_a ? 2 : 1)];
-	kb = b->dim[o->transpose_b ? 1 : 0];
-	n = b->dim[o->transpose_b ? 0 : 1];
+	kb = b->dim[b->rank - (o->transpose_b ? 1 : 2)];
+	n = b->dim[b->rank - (o->transpose_b ? 2 : 1)];
 	if (!dim_equal(ka, kb))
 		return diag_error(c, o->pos,
 		                  "matmul inner dimensions differ: the inner dim of '%s' %s%s is %s, of '%s' %s%s is %s",

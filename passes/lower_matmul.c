@@ -114,11 +114,11 @@ choose_tile(Comp *c, const Fusion *f, int *bm, int *bn, int *bk)
  * Loads of operand P's BK-slice at k-step KK into BUF: one box [ROWS, BK]
  * from (x0, kk * BK) when K-major; when MN-major (stored [K, ROWS], ROWS
  * contiguous) ROWS / 64 boxes [BK, 64], the chunk h from (kk * BK, x0 +
- * 64 h) to h x BK x 64 elements into the copy.
+ * 64 h) to h x BK x 64 elements into the copy.  BT: the batch of a 3-D map.
  */
 static void
 load_operand(Comp *c, Kernel *k, Stmt *issue, int buf, int p, bool kmajor, int rows, int bk, Expr *x0, Expr *kk,
-             Pos pos)
+             Expr *bt, Pos pos)
 {
 	int h, n = kmajor ? 1 : rows / CHUNK;
 
@@ -134,6 +134,7 @@ load_operand(Comp *c, Kernel *k, Stmt *issue, int buf, int p, bool kmajor, int r
 			ld->b = h ? ex_bin(c, EX_ADD, x0, ex_int(c, h * CHUNK)) : x0;
 			ld->off = h ? ex_int(c, h * bk * CHUNK) : NULL;
 		}
+		ld->z = bt;
 		ld->pos = pos;
 		st_append(c, issue, ld);
 	}
@@ -163,10 +164,10 @@ the_matmul(Comp *c, const Fusion *f)
  * of B for every row of tiles.  Rewrites the tile loop's row0 and col0.
  */
 static void
-raster(Comp *c, Kernel *k, Stmt *loop)
+raster(Comp *c, Kernel *k, Stmt *loop, Expr *batch_tiles)
 {
 	Stmt *tile = NULL, *row0 = NULL, *col0 = NULL;
-	Expr *ntc = NULL, *rows_t, *span, *first, *height, *in;
+	Expr *ntc = NULL, *rows_t, *span, *first, *height, *in, *t;
 	int i;
 
 	for (i = 0; i < loop->nbody; i++) {
@@ -184,11 +185,14 @@ raster(Comp *c, Kernel *k, Stmt *loop)
 			ntc = ex_var(c, k->body->body[i]->var);
 	if (!tile || !row0 || !col0 || !ntc)
 		return;
+	t = ex_var(c, tile->var);
+	if (batch_tiles)   /* a batched matmul: the tile within its batch */
+		t = ex_bin(c, EX_MOD, t, batch_tiles);
 	rows_t = ex_bin(c, EX_CEILDIV, ex_var(c, k->rows_var), ex_int(c, k->tile_rows));
 	span = ex_bin(c, EX_MUL, ex_int(c, GROUP), ntc);            /* tiles in a group */
-	first = ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, ex_var(c, tile->var), span), ex_int(c, GROUP));
+	first = ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, t, span), ex_int(c, GROUP));
 	height = ex_bin(c, EX_MIN, ex_bin(c, EX_SUB, rows_t, first), ex_int(c, GROUP));   /* the last group may be short */
-	in = ex_bin(c, EX_MOD, ex_var(c, tile->var), span);
+	in = ex_bin(c, EX_MOD, t, span);
 	row0->a = ex_bin(c, EX_MUL, ex_bin(c, EX_ADD, first, ex_bin(c, EX_MOD, in, height)), ex_int(c, k->tile_rows));
 	col0->a = ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, in, height), ex_int(c, k->tile_cols));
 }
@@ -200,7 +204,7 @@ lower_matmul(Comp *c, Fusion *f)
 	const Op *op;
 	const Tensor *a, *b, *d;
 	Stmt *tile_loop, *kloop, *issue, *mma, *eloop, *compute, *store;
-	Expr *row0, *col0, *kk, *ecol, *ktiles;
+	Expr *row0, *col0, *kk, *ecol, *ktiles, *batch = NULL, *bt = NULL, *batch_tiles = NULL;
 	int mm, j, pa = 0, pb = 0, acc, abuf, bbuf, bm, bn, bk;
 	bool akm, bkm;   /* is the operand K-major (K its contiguous dim)? */
 	MmaShape *shape;
@@ -214,17 +218,26 @@ lower_matmul(Comp *c, Fusion *f)
 	d = &f->tensor[op->out];
 	akm = !op->transpose_a;
 	bkm = op->transpose_b;
-	if (b->rank != 2)
-		return unbuilt(c, op->pos, "matmul with batch dims on B is not implemented yet ('%s' has rank %d; "
-		               "batch dims on A alone, a weight shared by the batch, are)", b->name, b->rank);
-	if (op->transpose_a && a->rank != 2)
-		return unbuilt(c, op->pos, "matmul with transpose_a and batch dims is not implemented yet ('%s' "
-		               "has rank %d)", a->name, a->rank);
+	/*
+	 * Batch dims on A alone with A [..., M, K]: the batch's rows and M are
+	 * the rows of one matrix.  Else (on both, or A [..., K, M]) the kernel
+	 * is batched: its tiles run over every batch, and each tensor with batch
+	 * dims is read and written through a 3-D map [batch, rows, cols].
+	 */
+	k->batched = b->rank > 2 || (a->rank > 2 && op->transpose_a);
 	if ((a->dtype != DT_BF16 && a->dtype != DT_F16) || b->dtype != a->dtype)
 		return diag_error(c, op->pos, "matmul operands must both be bf16 or both f16, saw %s and %s",
 		                  dtype_info[a->dtype].name, dtype_info[b->dtype].name);
 	if (f->sched.consumers == CONSUMERS_PINGPONG)
 		return unbuilt(c, f->sched.consumers_pos, "consumers: pingpong is not implemented yet (cooperative is)");
+	if (f->sched.cluster_pos.line)
+		return unbuilt(c, f->sched.cluster_pos, "'cluster' is not implemented for matmul kernels yet: they launch "
+		               "single CTAs");
+	if (f->sched.signal_pos.line)
+		return unbuilt(c, f->sched.signal_pos, "'signal' is not implemented for matmul kernels yet");
+	if (f->sched.store == STORE_VECTOR)
+		return unbuilt(c, f->sched.store_pos, "'store: vector' is not implemented for matmul kernels: the "
+		               "epilogue stores through staging subtiles and TMA");
 	if (f->sched.warp_specialize == 1)
 		return unbuilt(c, f->sched.ws_pos, "a matmul without warp specialization is not implemented yet");
 	if (choose_tile(c, f, &bm, &bn, &bk))
@@ -287,6 +300,12 @@ lower_matmul(Comp *c, Fusion *f)
 		k->param[p].box[1] = EPI_COLS;
 	}
 	lower_size_params(c, k);
+	if (k->batched) {
+		int p = kernel_add_param(c, k, PK_SIZE, "batch");
+
+		k->param[p].size = SZ_BATCH;
+		batch = ex_var(c, k->param[p].var = kernel_add_var(c, k, "batch"));
+	}
 	j = kernel_add_param(c, k, PK_SIZE, "inner");
 	k->param[j].size = SZ_INNER;
 	k->param[j].var = kernel_add_var(c, k, "inner");
@@ -306,7 +325,35 @@ lower_matmul(Comp *c, Fusion *f)
 
 	/* the persistent tile loop, and the k loop inside it */
 	tile_loop = lower_tile_loop(c, k, false, &row0, &col0);
-	raster(c, k, tile_loop);
+	if (k->batched) {
+		/* tiles run over the batches: tiles = batch_tiles x batch, and bt is a tile's batch */
+		Stmt *tiles = NULL;
+
+		Stmt *let = st_new(c, ST_LET);
+		int at;
+
+		for (at = 0; at < k->body->nbody && !tiles; at++)
+			if (k->body->body[at]->kind == ST_LET && k->body->body[at]->var == k->ntile_var)
+				tiles = k->body->body[at];
+		if (!tiles)
+			return diag_internal(c, "lower_matmul", "the tile loop has no tile count");
+		batch_tiles = ex_var(c, let->var = kernel_add_var(c, k, "batch_tiles"));
+		let->a = tiles->a;
+		st_insert(c, k->body, at - 1, let);
+		tiles->a = ex_bin(c, EX_MUL, batch_tiles, batch);
+	}
+	raster(c, k, tile_loop, batch_tiles);
+	if (k->batched) {
+		Stmt *tile = NULL;
+		int at;
+
+		for (at = 0; at < tile_loop->nbody; at++)
+			if (tile_loop->body[at]->kind == ST_LET && strcmp(k->var[tile_loop->body[at]->var].name, "tile") == 0)
+				tile = tile_loop->body[at];
+		if (!tile)
+			return diag_internal(c, "lower_matmul", "the tile loop has no tile");
+		bt = ex_var(c, lower_let(c, k, "bt", ex_bin(c, EX_DIV, ex_var(c, tile->var), batch_tiles), tile_loop)->var);
+	}
 	{
 		/* K-steps a tile: a let before the tile loop, which lower_tile_loop appended last */
 		Stmt *let = lower_let(c, k, "ktiles", ex_bin(c, EX_CEILDIV, ex_var(c, k->param[j].var), ex_int(c, bk)),
@@ -323,8 +370,8 @@ lower_matmul(Comp *c, Fusion *f)
 	issue = st_if(c, ex_leaf(c, EX_ELECT));
 	issue->comment = "one thread loads the k-step's operands";
 	st_append(c, kloop, issue);
-	load_operand(c, k, issue, abuf, pa, akm, bm, bk, row0, kk, op->pos);
-	load_operand(c, k, issue, bbuf, pb, bkm, bn, bk, col0, kk, op->pos);
+	load_operand(c, k, issue, abuf, pa, akm, bm, bk, row0, kk, a->rank > 2 ? bt : NULL, op->pos);
+	load_operand(c, k, issue, bbuf, pb, bkm, bn, bk, col0, kk, b->rank > 2 ? bt : NULL, op->pos);
 	mma = st_new(c, ST_MMA);
 	shape = arena_alloc(c->arena, sizeof *shape);
 	*shape = (MmaShape){bm, bn, bk, akm, bkm};
@@ -347,6 +394,7 @@ lower_matmul(Comp *c, Fusion *f)
 	compute->a = row0;
 	compute->b = ecol;
 	compute->pass = ex_var(c, eloop->var);   /* which subtile of the accumulator */
+	compute->z = bt;
 	compute->comment = arena_printf(c->arena, "the epilogue of %s", f->name);
 	VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->acc = acc;
 	st_append(c, eloop, compute);
@@ -355,6 +403,9 @@ lower_matmul(Comp *c, Fusion *f)
 	for (j = 1; j < k->nparam; j++)
 		if (k->param[j].kind == PK_TMAP && k->param[j].arg >= f->ninput)
 			lower_stage_output(c, k, j, bm, EPI_COLS, 2, ex_var(c, eloop->var), row0, ecol, compute, store);
+	for (j = 0; j < store->nbody; j++)   /* a batched output's map is 3-D */
+		if (store->body[j]->kind == ST_TMA_STORE)
+			store->body[j]->z = bt;
 	st_append(c, eloop, store);
 	return 0;
 }

@@ -94,6 +94,7 @@ mark_stmt(const Stmt *s, bool *used)
 	mark_vars(s->slot, used);
 	mark_vars(s->barslot, used);
 	mark_vars(s->off, used);
+	mark_vars(s->z, used);
 }
 
 /*

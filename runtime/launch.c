@@ -176,7 +176,8 @@ bind_args(Comp *c, const Fusion *f, const WsfTensor *args, int nargs, int64_t *v
  * of two), so its element count is checked here too.
  */
 static WsfStatus
-choose_view(Comp *cp, const Kernel *k, const Fusion *f, const int64_t *val, int64_t *rows, int64_t *cols)
+choose_view(Comp *cp, const Kernel *k, const Fusion *f, const int64_t *val, int64_t *rows, int64_t *cols,
+            int64_t *batch)
 {
 	const Tensor *t = &f->tensor[k->domain];
 	int64_t n = 1, c;
@@ -189,6 +190,10 @@ choose_view(Comp *cp, const Kernel *k, const Fusion *f, const int64_t *val, int6
 			       WSF_ERR_INPUT;
 	*cols = t->rank ? (t->dim[t->rank - 1].sym ? val[t->dim[t->rank - 1].sym] : t->dim[t->rank - 1].ext) : 1;
 	*rows = n / *cols;
+	if (k->batched) {   /* [batch, rows, cols]: rows are one batch's */
+		*rows = t->dim[t->rank - 2].sym ? val[t->dim[t->rank - 2].sym] : t->dim[t->rank - 2].ext;
+		*batch = n / (*rows * *cols);
+	}
 	if (!k->flat)
 		return WSF_OK;
 	/*
@@ -222,14 +227,30 @@ swizzled(const Kernel *k, int i)
 	return false;
 }
 
-/* The tensor-map parameters of param P over the 2-D view; a single row gets a padded stride. */
+/*
+ * The tensor-map parameters of param P over the 2-D view; a single row gets a
+ * padded stride.  OWN: a map of the argument's own shape, 2-D [all but its
+ * last dim, its last dim], or with BATCHED (a batched matmul's tensor with
+ * batch dims) 3-D [its batch dims, its last two], whose box is one batch deep.
+ */
 static WsfStatus
-map_params(Comp *c, const KParam *p, const WsfTensor *a, int64_t rows, int64_t cols, bool own, TmapParams *tp)
+map_params(Comp *c, const KParam *p, const WsfTensor *a, int64_t rows, int64_t cols, bool own, bool batched,
+           TmapParams *tp)
 {
-	int64_t shape[2], box[2] = {p->box[0], p->box[1]};
+	int64_t shape[3], box[3] = {p->box[0], p->box[1]};
 	WsfStatus s;
 	int d;
 
+	if (batched) {
+		for (shape[0] = 1, d = 0; d < a->ndim - 2; d++)
+			shape[0] *= a->shape[d];
+		shape[1] = a->shape[a->ndim - 2];
+		shape[2] = a->shape[a->ndim - 1];
+		box[0] = 1;
+		box[1] = p->box[0];
+		box[2] = p->box[1];
+		return rt_tmap_params(c, p->name, p->dtype, 3, shape, box, (uint64_t)a->data, tp);
+	}
 	if (own) {
 		/* extents were checked by bind_args: the product fits */
 		for (rows = 1, d = 0; d < a->ndim - 1; d++)
@@ -280,7 +301,8 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 	int i;
 
 	p->inner = 0;
-	if ((s = bind_args(c, f, args, nargs, val)) != WSF_OK || (s = choose_view(c, k, f, val, &p->rows, &p->cols)))
+	p->batch = 1;
+	if ((s = bind_args(c, f, args, nargs, val)) != WSF_OK || (s = choose_view(c, k, f, val, &p->rows, &p->cols, &p->batch)))
 		return s;
 	if (k->row.chunk && p->cols > INT32_MAX - k->row.chunk)
 		return diag_error(c, f->pos, "kernel '%s' streams rows of up to %d elements (32-bit element indices); "
@@ -299,7 +321,8 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 		const KParam *q = &k->param[i];
 		const WsfTensor *a = q->arg >= 0 ? &args[q->arg] : NULL;
 
-		if (q->kind == PK_TMAP && (s = map_params(c, q, a, p->rows, p->cols, swizzled(k, i), &p->tmap[i])) != WSF_OK)
+		if (q->kind == PK_TMAP && (s = map_params(c, q, a, p->rows, p->cols, swizzled(k, i),
+		                                          k->batched && a->ndim > 2, &p->tmap[i])) != WSF_OK)
 			return s;
 		/* 16-byte loads and stores from registers and bulk row copies need 16-byte aligned rows */
 		if (q->kind == PK_PTR && (q->view == VIEW_FULL || q->view == VIEW_ROW) && (uintptr_t)a->data % 16)
@@ -319,7 +342,8 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 			       WSF_ERR_INPUT;
 	}
 	p->tiles = k->ntile_var == k->rows_var ? p->rows /* a tile is a row */
-	           : ((p->rows + k->tile_rows - 1) / k->tile_rows) * ((p->cols + k->tile_cols - 1) / k->tile_cols);
+	           : ((p->rows + k->tile_rows - 1) / k->tile_rows) * ((p->cols + k->tile_cols - 1) / k->tile_cols) *
+	             p->batch;
 	if (p->tiles >= ((int64_t)1 << 31))
 		return diag_error(c, f->pos, "kernel '%s': %lld tiles of %d x %d; at most 2^31 are supported", f->name,
 		                  (long long)p->tiles, k->tile_rows, k->tile_cols),
@@ -364,7 +388,8 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 			kargs[i - 1] = (void *)&args[p->arg].data;
 			break;
 		case PK_SIZE:
-			sizes[i] = p->size == SZ_ROWS ? plan.rows : p->size == SZ_INNER ? plan.inner : plan.cols;
+			sizes[i] = p->size == SZ_ROWS ? plan.rows : p->size == SZ_INNER ? plan.inner :
+			           p->size == SZ_BATCH ? plan.batch : plan.cols;
 			kargs[i - 1] = &sizes[i];
 			break;
 		default:

@@ -241,7 +241,8 @@ WsfStatus rt_reference(Comp *c, const Fusion *f, const double *const *in, double
 
 /* What a launch passes, worked out on the host before the driver is touched. */
 typedef struct LaunchPlan {
-	int64_t rows, cols;  /* the 2-D view of the domain */
+	int64_t rows, cols;  /* the 2-D view of the domain; a batched matmul's: one batch's */
+	int64_t batch;       /* a batched matmul's batch (Kernel.batched); else 1 */
 	int64_t inner;       /* a matmul's K (the dim its SZ_INNER param names); else 0 */
 	int64_t tiles;       /* tiles of that view */
 	TmapParams *tmap;    /* indexed by param id, for PK_TMAP params */
