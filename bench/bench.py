@@ -9,9 +9,18 @@ timed with triton.testing.do_bench(warmup=25, rep=200, return_mode="median"), or
 median of CUDA events when triton is missing.  The copy column is a device-to-device
 copy moving the same number of bytes (half read, half written): the bandwidth ceiling.
 
+The matmul cases (family matmul) count FLOPs and have peers of their own: eager is cuBLAS
+(F.linear, and for gemm_bias_gelu a separate gelu after it), cuBLASLt's fused bias+gelu
+epilogue (torch._addmm_activation) and quack's GEMMs where quack imports (PERF.md says how to
+load it).  Every variant's result, not only wsfuse's, is checked against the float32
+reference (TF32 off) with a relative tolerance that grows with K; a peer whose result is wrong
+is reported and not timed.  Their table gives TFLOP/s (2*M*N*K / time) and peer/wsfuse.
+
     python3 bench/bench.py                      # every case, full size
     python3 bench/bench.py --quick              # small sizes: a smoke run
     python3 bench/bench.py --cases relu_chain_bf16 --json out.json
+    python3 bench/bench.py --family matmul      # one family's cases: pointwise, reduction or matmul
+    python3 bench/bench.py --list               # the cases, their families and sizes; no torch, no GPU
     python3 bench/bench.py --compile-only       # spec -> cubin for every case; no torch, no GPU
     python3 bench/bench.py --rounds 8 --cases relu_chain_f32   # + 8 interleaved rounds against torch.compile
     python3 bench/bench.py --json out.json --plot out.png        # + each case's rates against its roofs
@@ -30,10 +39,12 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, os.path.join(ROOT, "python"))
 import wsfuse  # noqa: E402
 
 torch = None   # imported by main() when a run needs it: --compile-only and --from-json do not
+FAMILIES = ("pointwise", "reduction", "matmul")
 
 
 def io_bytes(inputs, outputs):
@@ -52,6 +63,9 @@ class Case:
     eager: Callable           # the torch expression: eager(*inputs) -> tensor or tuple
     bytes: Callable = io_bytes  # (inputs, outputs) -> bytes moved
     flops: Callable = None      # sizes -> floating-point operations, where tensor cores bound the case
+    family: str = "pointwise"   # one of FAMILIES, for --family
+    peers: Callable = None      # (*inputs) -> {name: fn}: peers beyond eager and torch.compile that run here
+    tolerance: Callable = None  # sizes -> the relative tolerance of check_close, which then checks every variant
 
     def spec_text(self):
         return string.Template(self.spec).substitute(dt=self.dtype, name=self.name)
@@ -125,6 +139,23 @@ outputs:
 """
 
 
+GEMM = """\
+fusion: $name
+sizes: {M: 8192, N: 8192, K: 8192}
+inputs:
+  x: {dtype: $dt, shape: [M, K]}
+  w: {dtype: $dt, shape: [N, K]}
+ops:
+  - {out: y, op: matmul, in: [x, w], transpose_b: true}
+outputs:
+  y: {dtype: $dt}
+"""
+
+# the example as users get it, its schedule included; its name and dtype are its own
+with open(os.path.join(ROOT, "examples", "gemm_bias_gelu.yaml")) as _f:
+    GEMM_BIAS_GELU = _f.read()
+
+
 def torch_dtype(name):
     return {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[name]
 
@@ -153,6 +184,75 @@ def _rmsnorm(x, w):
 
 def _softmax(x):
     return torch.softmax(x, dim=-1)
+
+
+def _gemm(x, w):
+    return torch.nn.functional.linear(x, w)
+
+
+def _gemm_bias_gelu(x, w, b):
+    return torch.nn.functional.gelu(torch.nn.functional.linear(x, w, b), approximate="tanh")
+
+
+_quack = None
+
+
+def quack_gemm_interface():
+    """quack.gemm_interface, or None where quack does not import (PERF.md: how to load it)."""
+    global _quack
+    if _quack is None:
+        try:
+            from quack import gemm_interface
+            _quack = gemm_interface
+        except Exception as e:   # not installed, or its CUTLASS DSL does not load here
+            print(f"note: quack does not import ({type(e).__name__}: {e}); its columns are left out",
+                  file=sys.stderr)
+            _quack = False
+    return _quack or None
+
+
+def last(x):
+    """The last of a tuple (quack's gemm_act returns (preact, postact) in some versions), or X."""
+    return x[-1] if isinstance(x, (tuple, list)) else x
+
+
+def _gemm_peers(x, w):
+    q = quack_gemm_interface()
+    return {"quack": lambda: q.gemm(x, w.t(), tuned=False)} if q else {}
+
+
+def _gemm_bias_gelu_peers(x, w, b):
+    peers = {}
+    if hasattr(torch, "_addmm_activation"):   # bias + gelu(tanh) in cuBLASLt's epilogue
+        peers["cublaslt"] = lambda: torch._addmm_activation(b, x, w.t(), use_gelu=True)
+    q = quack_gemm_interface()
+    if q:
+        peers["quack"] = lambda: last(q.gemm_act(x, w.t(), bias=b, activation="gelu_tanh_approx",
+                                                 store_preact=False, tuned=False))
+    return peers
+
+
+def _gemm_inputs(bias):
+    """X [M, K], W [N, K] scaled by 1/sqrt(K) (outputs of about unit size, where gelu bends), and a bias."""
+    def inputs(s, dt):
+        x, w = randn(dt, s["M"], s["K"]), randn(dt, s["N"], s["K"]) * s["K"] ** -0.5
+        return (x, w, randn(dt, s["N"])) if bias else (x, w)
+    return inputs
+
+
+def gemm_tolerance(s):
+    """The relative error a bf16 GEMM of depth K may show against the float32 reference: bf16's
+    rounding (2^-9) up to three times over, for a peer that rounds the product, then the biased sum,
+    then the gelu (a bias that cancels the product leaves the first rounding large), with room to
+    spare, and float32's sums over K terms (2^-24 each)."""
+    return 2 ** -6 + s["K"] * 2 ** -24
+
+
+def _gemm_case(name, spec, m, n, k, quick, bias):
+    return Case(name, spec, "bf16", {"M": m, "N": n, "K": k}, quick, _gemm_inputs(bias),
+                _gemm_bias_gelu if bias else _gemm, flops=lambda s: 2 * s["M"] * s["N"] * s["K"],
+                family="matmul", peers=_gemm_bias_gelu_peers if bias else _gemm_peers,
+                tolerance=gemm_tolerance)
 
 
 def _norm_inputs(n):
@@ -195,27 +295,40 @@ CASES = [
 for _m, _n in ((32768, 4096), (16384, 8192)):
     CASES += [
         Case(f"layernorm_{_m}x{_n}", LAYERNORM, "bf16", {"M": _m, "N": _n}, {"M": 64, "N": _n},
-             _norm_inputs(2), _layernorm),
+             _norm_inputs(2), _layernorm, family="reduction"),
         Case(f"rmsnorm_{_m}x{_n}", RMSNORM, "bf16", {"M": _m, "N": _n}, {"M": 64, "N": _n},
-             _norm_inputs(1), _rmsnorm),
+             _norm_inputs(1), _rmsnorm, family="reduction"),
         Case(f"softmax_{_m}x{_n}", SOFTMAX, "bf16", {"M": _m, "N": _n}, {"M": 64, "N": _n},
-             _norm_inputs(0), _softmax),
+             _norm_inputs(0), _softmax, family="reduction"),
     ]
 
 # variants of the normalization cases: four stages, and one CTA a row (persistent: false: the
 # row loaded straight into registers)
-CASES += [Case(f"{c.name}_{tag}", c.spec + f"schedule: {{{hint}}}\n", c.dtype, c.sizes, c.quick, c.inputs, c.eager)
+CASES += [Case(f"{c.name}_{tag}", c.spec + f"schedule: {{{hint}}}\n", c.dtype, c.sizes, c.quick, c.inputs, c.eager,
+               family=c.family)
           for c in [c for c in CASES if c.name.split("_")[0] in ("layernorm", "rmsnorm", "softmax")]
           for tag, hint in (("s4", "stages: 4"), ("np", "persistent: false"))]
 
 # rows too wide for shared memory: streamed in chunks, softmax online (two reads of x, layernorm three)
 CASES += [
     Case("softmax_4096x65536", SOFTMAX, "bf16", {"M": 4096, "N": 65536}, {"M": 16, "N": 65536},
-         _norm_inputs(0), _softmax),
+         _norm_inputs(0), _softmax, family="reduction"),
     Case("softmax_1024x131072", SOFTMAX, "bf16", {"M": 1024, "N": 131072}, {"M": 8, "N": 131072},
-         _norm_inputs(0), _softmax),
+         _norm_inputs(0), _softmax, family="reduction"),
     Case("layernorm_4096x65536", LAYERNORM, "bf16", {"M": 4096, "N": 65536}, {"M": 16, "N": 65536},
-         _norm_inputs(2), _layernorm),
+         _norm_inputs(2), _layernorm, family="reduction"),
+]
+
+# matmuls (issue 14), bf16, C = X W^T (nn.Linear's layout), named M x N x K: against cuBLAS,
+# torch.compile, cuBLASLt's fused epilogue and quack
+CASES += [
+    _gemm_case("gemm_8192x8192x8192", GEMM, 8192, 8192, 8192, {"M": 512, "N": 512, "K": 512}, False),
+    _gemm_case("gemm_4096x4096x4096", GEMM, 4096, 4096, 4096, {"M": 256, "N": 256, "K": 512}, False),
+    _gemm_case("gemm_8192x14336x4096", GEMM, 8192, 14336, 4096, {"M": 512, "N": 1024, "K": 256}, False),
+    _gemm_case("gemm_bias_gelu_8192x8192x8192", GEMM_BIAS_GELU, 8192, 8192, 8192,
+               {"M": 512, "N": 512, "K": 512}, True),
+    _gemm_case("gemm_bias_gelu_8192x14336x4096", GEMM_BIAS_GELU, 8192, 14336, 4096,
+               {"M": 512, "N": 1024, "K": 256}, True),
 ]
 
 # wsfuse vs the float32 reference rounded to the output dtype: at most an ulp or so apart
@@ -265,14 +378,56 @@ def as_tuple(x):
     return tuple(x) if isinstance(x, (tuple, list)) else (x,)
 
 
-def check(k, case, inputs, outs):
-    """Launches K into the NaN-poisoned OUTS and compares them with the float32 eager reference."""
+def float32_reference(case, inputs):
+    """CASE's eager expression on INPUTS in float32, with TF32 off (matmuls at float32's precision)."""
+    tf32 = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        refs = as_tuple(case.eager(*(x.float() for x in inputs)))
+        torch.cuda.synchronize()
+        return refs
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+
+
+def check_close(name, out, ref, tol):
+    """Checks OUT against the float32 reference REF: every element finite (the NaN poison gone) and
+    within TOL of it relative to its size plus the reference's RMS (a sum that cancels to near zero
+    has no relative error to speak of), and the whole within TOL (norms).  Returns that relative error."""
+    o = out.float()
+    finite = torch.isfinite(o)
+    if not finite.all():
+        raise AssertionError(f"{name}: {(~finite).sum().item()} of {o.numel()} elements are not finite")
+    diff = (o - ref).abs_()
+    excess = diff - tol * (ref.abs() + ref.pow(2).mean().sqrt())
+    worst = excess.argmax().item()
+    if excess.view(-1)[worst] > 0:
+        at, rest = (), worst
+        for n in reversed(o.shape):
+            rest, i = divmod(rest, n)
+            at = (i, *at)
+        raise AssertionError(f"{name}: {(excess > 0).sum().item()} of {o.numel()} elements off by more than "
+                             f"{tol:.2e} x (|ref| + rms); worst at {at}: {o[at].item():.6g}, "
+                             f"expected {ref[at].item():.6g}")
+    rel = (diff.norm() / ref.norm()).item()
+    if rel > tol:
+        raise AssertionError(f"{name}: relative error {rel:.2e} (norms), more than {tol:.2e}")
+    return rel
+
+
+def check(k, case, inputs, outs, refs, sizes):
+    """Launches K into the NaN-poisoned OUTS and compares them with the float32 references REFS;
+    returns the largest relative error where the case has a tolerance (check_close), else None."""
     k.launch(*inputs, *outs)
     torch.cuda.synchronize()
-    refs = as_tuple(case.eager(*(x.float() for x in inputs)))
+    err = None
     for i, (o, r) in enumerate(zip(outs, refs), k.num_inputs):
-        torch.testing.assert_close(o, r.to(o.dtype), **TOLERANCE[k.arg_dtypes[i]],
-                                   msg=lambda m, name=k.arg_names[i]: f"output '{name}': {m}")
+        if case.tolerance:
+            err = max(err or 0.0, check_close(f"output '{k.arg_names[i]}'", o, r, case.tolerance(sizes)))
+        else:
+            torch.testing.assert_close(o, r.to(o.dtype), **TOLERANCE[k.arg_dtypes[i]],
+                                       msg=lambda m, name=k.arg_names[i]: f"output '{name}': {m}")
+    return err
 
 
 def time_copy(nbytes, timer):
@@ -290,7 +445,7 @@ def run_case(case, sizes, timer, rounds=0):
     power then moves both sides alike, and a difference of 0.1% stands out of the noise.
     """
     torch._dynamo.reset()
-    row = {"case": case.name, "sizes": sizes}
+    row = {"case": case.name, "family": case.family, "sizes": sizes}
     t0 = time.perf_counter()
     k = compile_case(case, sizes)
     row["wsfuse_compile_s"] = time.perf_counter() - t0
@@ -301,17 +456,31 @@ def run_case(case, sizes, timer, rounds=0):
     row["bytes"] = case.bytes(inputs, outs)
     if case.flops:
         row["flops"] = case.flops(sizes)
+    refs = float32_reference(case, inputs)
     try:
-        check(k, case, inputs, outs)
+        row["wsfuse_err"] = check(k, case, inputs, outs, refs, sizes)
         row["check"] = "ok"
         row["wsfuse_ms"] = timer(lambda: k.launch(*inputs, *outs))
     except (AssertionError, wsfuse.Error) as e:   # report it, time the peers all the same
         row["check"] = f"{type(e).__name__}: {e}"
         row["wsfuse_ms"] = None
-    row["eager_ms"] = timer(lambda: case.eager(*inputs))
+    if not case.tolerance:   # only the matmuls check their peers
+        refs = None
     compiled = torch.compile(case.eager)
     compiled(*inputs)   # compile outside the timing
-    row["compile_ms"] = timer(lambda: compiled(*inputs))
+    peers = {"eager": lambda: case.eager(*inputs), "compile": lambda: compiled(*inputs),
+             **(case.peers(*inputs) if case.peers else {})}
+    if case.tolerance:   # a peer is timed only where its result is right too (its first call warms it up)
+        for name in list(peers):
+            try:
+                row[f"{name}_err"] = check_close(name, as_tuple(peers[name]())[0], refs[0], case.tolerance(sizes))
+            except Exception as e:   # a wrong result, or a peer that cannot run these inputs
+                row.setdefault("peer_checks", []).append(f"{name}: {type(e).__name__}: {e}")
+                row[f"{name}_ms"] = None
+                del peers[name]
+    refs = None
+    for name, fn in peers.items():
+        row[f"{name}_ms"] = timer(fn)
     if rounds and row["wsfuse_ms"]:
         ratios = []
         for r in range(rounds):
@@ -328,8 +497,13 @@ def run_case(case, sizes, timer, rounds=0):
     w, c, cp = row["wsfuse_ms"], row["compile_ms"], row["copy_ms"]
     row["wsfuse_gbps"] = row["bytes"] / w / 1e6 if w else None
     row["copy_gbps"] = row["bytes"] / cp / 1e6
-    row["speedup_vs_compile"] = c / w if w else None   # > 1: wsfuse is faster
+    row["speedup_vs_compile"] = c / w if w and c else None   # > 1: wsfuse is faster
     row["frac_of_copy"] = cp / w if w else None          # wsfuse rate / copy rate
+    if case.flops:
+        row["wsfuse_tflops"] = row["flops"] / w / 1e9 if w else None
+        for name in PEERS:
+            if row.get(f"{name}_ms") and w:
+                row[f"speedup_vs_{name}"] = row[f"{name}_ms"] / w
     return row
 
 
@@ -337,7 +511,53 @@ def fmt(v, spec):
     return "-" if v is None else format(v, spec)
 
 
+def print_aligned(cols, lines):
+    """COLS and LINES as columns: the first and the last left-aligned, the rest right-aligned."""
+    width = [max(len(str(x)) for x in col) for col in zip(cols, *lines)]
+    for line in [cols, ["-" * w for w in width], *lines]:
+        print("  ".join(str(x).ljust(w) if i in (0, len(cols) - 1) else str(x).rjust(w)
+                        for i, (x, w) in enumerate(zip(line, width))).rstrip())
+
+
+# the peers of the matmul table, in its order, and their column names
+PEERS = {"eager": "eager", "compile": "compile", "cublaslt": "cuBLASLt", "quack": "quack"}
+
+
+def print_flop_table(rows):
+    """The cases that count FLOPs (matmuls): each variant's time, wsfuse's TFLOP/s and peer/wsfuse
+    (above 1x wsfuse is faster); a peer no row has is left out."""
+    peers = [p for p in PEERS if p in ("eager", "compile") or any(r.get(f"{p}_ms") for r in rows)]
+    cols = ["case", "TFLOP", "wsfuse ms", "TFLOP/s"]
+    for p in peers:
+        cols += [f"{PEERS[p]} ms", f"{PEERS[p]}/wsfuse"]
+    cols.append("check")
+    lines = []
+    for r in rows:
+        w = r.get("wsfuse_ms")
+        line = [r["case"], f"{r['flops'] / 1e12:.2f}", fmt(w, ".4f"), fmt(w and r["flops"] / w / 1e9, ".0f")]
+        for p in peers:
+            t = r.get(f"{p}_ms")
+            line += [fmt(t, ".4f"), fmt(t and w and t / w, ".3f") + ("x" if t and w else "")]
+        line.append(r["check"].splitlines()[0][:60])
+        lines.append(line)
+    print_aligned(cols, lines)
+
+
 def print_table(rows):
+    """The results: cases that move bytes against the copy rate, then those that count FLOPs."""
+    mem_rows, flop_rows = [r for r in rows if not r.get("flops")], [r for r in rows if r.get("flops")]
+    if mem_rows:
+        print_byte_table(mem_rows)
+    if flop_rows:
+        if mem_rows:
+            print()
+        print_flop_table(flop_rows)
+    for r in rows:   # peers whose results were wrong, or that could not run: not timed
+        for line in r.get("peer_checks", ()):
+            print(f"{r['case']}: peer {line.splitlines()[0][:200]}", file=sys.stderr)
+
+
+def print_byte_table(rows):
     cols = ["case", "bytes", "wsfuse ms", "eager ms", "compile ms", "copy ms", "wsfuse GB/s",
             "compile/wsfuse", "of copy", "check"]
     lines = [[r["case"], f"{r['bytes'] / 1e9:.3f} GB", fmt(r["wsfuse_ms"], ".4f"), fmt(r["eager_ms"], ".4f"),
@@ -350,10 +570,7 @@ def print_table(rows):
         for r, line in zip(rows, lines):
             line.insert(8, f"{r['rounds_ratio']:.4f}x ({r['rounds_min']:.4f}-{r['rounds_max']:.4f})"
                         if "rounds" in r else "-")
-    width = [max(len(str(x)) for x in col) for col in zip(cols, *lines)]
-    for line in [cols, ["-" * w for w in width], *lines]:
-        print("  ".join(str(x).ljust(w) if i in (0, len(cols) - 1) else str(x).rjust(w)
-                        for i, (x, w) in enumerate(zip(line, width))).rstrip())
+    print_aligned(cols, lines)
 
 
 # dense bf16/f16 tensor-core peaks in TFLOP/s, by device name (the first that matches)
@@ -379,7 +596,10 @@ def plot_results(data, path, tc_peak=None):
         raise ValueError("no case in these results moved any bytes: nothing to plot")
     tc_peak = tc_peak or tc_peak_of(data.get("device"))
     variants = (("wsfuse", "wsfuse_ms", "tab:blue"), ("torch.compile", "compile_ms", "tab:orange"),
-                ("eager", "eager_ms", "tab:gray"))
+                ("eager", "eager_ms", "tab:gray"), ("cuBLASLt", "cublaslt_ms", "tab:green"),
+                ("quack", "quack_ms", "tab:purple"))
+    variants = [v for v in variants if v[1] in ("wsfuse_ms", "compile_ms", "eager_ms") or
+                any(r.get(v[1]) for r in rows)]
     panels = []
     mem_rows, flop_rows = [r for r in rows if not r.get("flops")], [r for r in rows if r.get("flops")]
     if mem_rows:
@@ -429,6 +649,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", help="comma list of case names (default: all): "
                     + ", ".join(c.name for c in CASES))
+    ap.add_argument("--family", help="comma list of case families (default: all): " + ", ".join(FAMILIES))
+    ap.add_argument("--list", action="store_true",
+                    help="list the cases (with --cases and --family: those) and run nothing")
     ap.add_argument("--json", metavar="FILE", help="write the results to FILE")
     ap.add_argument("--quick", action="store_true", help="small sizes: a smoke run, not a measurement")
     ap.add_argument("--compile-only", action="store_true", help="only compile each spec to cubin")
@@ -445,17 +668,28 @@ def main():
         import importlib.util
         if importlib.util.find_spec("matplotlib") is None:
             ap.error("--plot needs matplotlib (pip install matplotlib); nothing was run")
+    families = args.family.split(",") if args.family else FAMILIES
+    unknown = [f for f in families if f not in FAMILIES]
+    if unknown:
+        ap.error(f"unknown famil{'ies' if len(unknown) > 1 else 'y'} {', '.join(unknown)}; "
+                 f"known: {', '.join(FAMILIES)}")
     if args.from_json:
-        if args.compile_only or args.rounds or args.quick:
-            ap.error("--from-json runs nothing: --compile-only, --rounds and --quick do not apply")
-        return report_json(args)
-    cases = CASES
+        if args.compile_only or args.rounds or args.quick or args.list:
+            ap.error("--from-json runs nothing: --compile-only, --rounds, --quick and --list do not apply")
+        return report_json(args, families)
+    cases = [c for c in CASES if c.family in families]
     if args.cases:
         names = args.cases.split(",")
         unknown = [n for n in names if n not in {c.name for c in CASES}]
         if unknown:
             ap.error(f"unknown case(s) {', '.join(unknown)}; known: {', '.join(c.name for c in CASES)}")
-        cases = [c for c in CASES if c.name in names]
+        cases = [c for c in cases if c.name in names]
+    if args.list:
+        sizes = [c.quick if args.quick else c.sizes for c in cases]
+        print_aligned(["case", "family", "sizes" + (" (--quick)" if args.quick else "")],
+                      [[c.name, c.family, " ".join(f"{k}={v}" for k, v in s.items())]
+                       for c, s in zip(cases, sizes)])
+        return 0
 
     global torch
     try:
@@ -489,12 +723,16 @@ def main():
         try:
             row = run_case(case, sizes, timer, args.rounds)
         except Exception as e:   # a case that cannot run at all: report it, go on with the rest
-            row = {"case": case.name, "sizes": sizes, "bytes": 0, "check": f"{type(e).__name__}: {e}"}
+            row = {"case": case.name, "family": case.family, "sizes": sizes, "bytes": 0,
+                   "check": f"{type(e).__name__}: {e}"}
+            if case.flops:
+                row["flops"] = case.flops(sizes)
             for key in ("wsfuse_ms", "eager_ms", "compile_ms", "copy_ms", "wsfuse_gbps", "copy_gbps",
                         "speedup_vs_compile", "frac_of_copy"):
                 row[key] = None
         torch.cuda.empty_cache()   # the case's tensors died with run_case's frame
-        if not args.quick and l2 and 0 < row["bytes"] < 4 * l2:
+        # a matmul is bound by its FLOPs: L2 does not flatter it
+        if not args.quick and l2 and 0 < row["bytes"] < 4 * l2 and not row.get("flops"):
             print(f"warning: {case.name} moves {row['bytes']} bytes, not far above L2 ({l2} bytes)")
         rows.append(row)
     print_table(rows)
@@ -511,8 +749,15 @@ def main():
     return 1 if failed else 0
 
 
-def report_json(args):
-    """--from-json: the table (and --plot, --json) of earlier results, filtered by --cases."""
+def row_family(r):
+    """The family of result row R; a row from before families has that of its case, or, where no case has
+    its name any more, matmul if it counts FLOPs (else None)."""
+    known = {c.name: c.family for c in CASES}
+    return r.get("family") or known.get(r.get("case")) or ("matmul" if r.get("flops") else None)
+
+
+def report_json(args, families):
+    """--from-json: the table (and --plot, --json) of earlier results, filtered by --cases and --family."""
     try:
         with open(args.from_json) as f:
             data = json.load(f)
@@ -522,6 +767,8 @@ def report_json(args):
     if args.cases:
         names = args.cases.split(",")
         rows = data["results"] = [r for r in rows if r.get("case") in names]
+    if args.family:
+        rows = data["results"] = [r for r in rows if row_family(r) in families]
     print(" ".join(f"{k}={v}" for k, v in data.items() if k != "results"))
     print_table(rows)
     if args.json:

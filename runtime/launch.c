@@ -228,13 +228,47 @@ swizzled(const Kernel *k, int i)
 }
 
 /*
+ * TMA's row rule for tensor P mapped with rows of COLS, its last dim: a
+ * multiple of 16 bytes.  Checked here, where the spec's dims are known, to
+ * say it as the compile-time check does (the size's name, not "dim 1" of a
+ * 2-D view); a flat kernel's rows are a factorisation of its own, and
+ * rt_tmap_params says that case.
+ */
+static WsfStatus
+check_rows(Comp *c, const Fusion *f, const KParam *p, int64_t cols)
+{
+	Dim last = p->dim[p->rank - 1];
+	int bytes = dtype_info[p->dtype].bytes;
+	bool in = p->arg < f->ninput;
+	const char *role = in ? "input" : "output";
+	Pos pos = in ? f->tensor[p->tensor].pos : f->out[p->arg - f->ninput].pos;
+
+	if (cols * bytes % 16 == 0)
+		return WSF_OK;
+	if (last.sym)
+		return diag_error(c, pos,
+		                  "%s '%s': rows of %s = %lld %s elements are %lld bytes, not a multiple of 16 "
+		                  "(TMA needs 16-byte row strides); make %s a multiple of %d",
+		                  role, p->name, f->sym[last.sym].name, (long long)cols, dtype_info[p->dtype].name,
+		                  (long long)cols * bytes, f->sym[last.sym].name, 16 / bytes),
+		       WSF_ERR_INPUT;
+	return diag_error(c, pos,
+	                  "%s '%s': rows of %lld %s elements are %lld bytes, not a multiple of 16 (TMA needs "
+	                  "16-byte row strides); make the last dim a multiple of %d",
+	                  role, p->name, (long long)cols, dtype_info[p->dtype].name, (long long)cols * bytes,
+	                  16 / bytes),
+	       WSF_ERR_INPUT;
+}
+
+/*
  * The tensor-map parameters of param P over the 2-D view; a single row gets a
  * padded stride.  OWN: a map of the argument's own shape, 2-D [all but its
  * last dim, its last dim], or with BATCHED (a batched matmul's tensor with
  * batch dims) 3-D [its batch dims, its last two], whose box is one batch deep.
  */
 static WsfStatus
-map_params(Comp *c, const KParam *p, const WsfTensor *a, int64_t rows, int64_t cols, bool own, bool batched,
+map_params(Comp *c, const Launch *l, const KParam *p, const WsfTensor *a, int64_t rows, int64_t cols, bool own,
+           bool batched,
            TmapParams *tp)
 {
 	int64_t shape[3], box[3] = {p->box[0], p->box[1]};
@@ -249,6 +283,8 @@ map_params(Comp *c, const KParam *p, const WsfTensor *a, int64_t rows, int64_t c
 		box[0] = 1;
 		box[1] = p->box[0];
 		box[2] = p->box[1];
+		if ((s = check_rows(c, l->fusion, p, shape[2])))
+			return s;
 		return rt_tmap_params(c, p->name, p->dtype, 3, shape, box, (uint64_t)a->data, tp);
 	}
 	if (own) {
@@ -256,14 +292,17 @@ map_params(Comp *c, const KParam *p, const WsfTensor *a, int64_t rows, int64_t c
 		for (rows = 1, d = 0; d < a->ndim - 1; d++)
 			rows *= a->shape[d];
 		cols = a->shape[a->ndim - 1];
-		shape[0] = rows;
-		shape[1] = cols;
-		return rt_tmap_params(c, p->name, p->dtype, 2, shape, box, (uint64_t)a->data, tp);
+	} else if (p->view == VIEW_ROW) {
+		rows = 1;
 	}
-
-	shape[0] = p->view == VIEW_ROW ? 1 : rows;
+	/* an operand's own map has a row stride even with one row; a domain view of one row is 1-D */
+	if ((own || (p->view == VIEW_FULL && !l->kernel->flat && rows > 1)) && (s = check_rows(c, l->fusion, p, cols)))
+		return s;
+	shape[0] = rows;
 	shape[1] = cols;
-	if (shape[0] == 1) {
+	if (own)
+		return rt_tmap_params(c, p->name, p->dtype, 2, shape, box, (uint64_t)a->data, tp);
+	if (rows == 1) {
 		/* one row: no row stride exists, so give TMA a 1-D map grown to 2-D by hand */
 		if ((s = rt_tmap_params(c, p->name, p->dtype, 1, &shape[1], &box[1], (uint64_t)a->data, tp)))
 			return s;
@@ -321,7 +360,7 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 		const KParam *q = &k->param[i];
 		const WsfTensor *a = q->arg >= 0 ? &args[q->arg] : NULL;
 
-		if (q->kind == PK_TMAP && (s = map_params(c, q, a, p->rows, p->cols, swizzled(k, i),
+		if (q->kind == PK_TMAP && (s = map_params(c, l, q, a, p->rows, p->cols, swizzled(k, i),
 		                                          k->batched && a->ndim > 2, &p->tmap[i])) != WSF_OK)
 			return s;
 		/* 16-byte loads and stores from registers and bulk row copies need 16-byte aligned rows */

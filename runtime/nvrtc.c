@@ -89,13 +89,31 @@ static const char *const nvrtc_opts[] = {
 #define NVRTC_NO_CACHE "--no-cache"
 #define NVRTC_NO_CACHE_SINCE 12090
 
-/* ptxas log text that turns a compile into a failure. */
-static const char *const fatal_ptxas[] = {
-	"wgmma.mma_async instructions are serialized",
-	"'setmaxnreg' ignored",
-	"(C7508)",
-	"(C7510)",
-	"(C7515)",
+/*
+ * ptxas log text that turns a compile into a failure, and what it means.
+ * ptxas reports these as "info": the kernel still runs, correct, but not
+ * as the schedule built it (serialized wgmmas leave the tensor cores idle
+ * between them).  The codes come first; the texts catch a code a newer
+ * ptxas adds.
+ */
+typedef enum Fatal { FATAL_NONE = 0, FATAL_WGMMA, FATAL_SETMAXNREG, FATAL_COUNT } Fatal;
+static const struct {
+	const char *name, *means;
+} fatal_kinds[FATAL_COUNT] = {
+	[FATAL_WGMMA] = {"wgmma serialized", "the wgmmas would run one at a time, not pipelined"},
+	[FATAL_SETMAXNREG] = {"setmaxnreg ignored", "the warp roles would keep the registers they start with"},
+};
+static const struct {
+	const char *text;
+	Fatal kind;
+} fatal_ptxas[] = {
+	{"(C7508)", FATAL_SETMAXNREG}, /* no register count at entry */
+	{"(C7509)", FATAL_WGMMA},      /* an extern call in the kernel (assert, printf) */
+	{"(C7510)", FATAL_WGMMA},      /* a pipeline crosses a function call */
+	{"(C7511)", FATAL_WGMMA},      /* too few registers for the pipeline */
+	{"(C7515)", FATAL_WGMMA},      /* a non-wgmma instruction writes an accumulator in a stage */
+	{"wgmma.mma_async instructions are serialized", FATAL_WGMMA},
+	{"'setmaxnreg' ignored", FATAL_SETMAXNREG},
 };
 
 /* One compile in progress. */
@@ -322,31 +340,48 @@ read_log(Job *j, nvrtcProgram prog)
 	return 0;
 }
 
-/* Fails the compile when the ptxas log says the kernel will not run as designed. */
-static int
-check_ptxas(Job *j)
+const char *
+rt_ptxas_fatal(Arena *a, const char *log, const char **lines)
 {
-	Comp *c = j->c;
+	bool seen[FATAL_COUNT] = {false};
 	const char *p;
 	Buf bad;
 	int i;
 
-	buf_init(&bad, c->arena);
-	for (p = j->log; *p;) {
+	buf_init(&bad, a);
+	for (p = log; *p;) {
 		size_t n = strcspn(p, "\n");
-		const char *line = arena_strndup(c->arena, p, n);
+		const char *line = arena_strndup(a, p, n);
 
 		for (i = 0; i < countof(fatal_ptxas); i++)
-			if (strstr(line, fatal_ptxas[i])) {
-				buf_printf(&bad, "\n  %s", line);
+			if (strstr(line, fatal_ptxas[i].text)) {
+				Fatal k = fatal_ptxas[i].kind;
+
+				buf_printf(&bad, "\n  %s (%s):\n    %s", fatal_kinds[k].name, fatal_kinds[k].means, line);
+				seen[k] = true;
 				break;
 			}
 		p += n + (p[n] == '\n');
 	}
-	if (bad.len == 0)
+	*lines = buf_str(&bad);
+	if (!seen[FATAL_WGMMA] && !seen[FATAL_SETMAXNREG])
+		return NULL;
+	return arena_printf(a, "%s%s%s, which wsfuse treats as %s",
+	                    seen[FATAL_WGMMA] ? fatal_kinds[FATAL_WGMMA].name : "",
+	                    seen[FATAL_WGMMA] && seen[FATAL_SETMAXNREG] ? " and " : "",
+	                    seen[FATAL_SETMAXNREG] ? fatal_kinds[FATAL_SETMAXNREG].name : "",
+	                    seen[FATAL_WGMMA] && seen[FATAL_SETMAXNREG] ? "errors" : "an error");
+}
+
+/* Fails the compile when the ptxas log says the kernel will not run as designed. */
+static int
+check_ptxas(Job *j)
+{
+	const char *lines, *what = rt_ptxas_fatal(j->c->arena, j->log, &lines);
+
+	if (!what)
 		return 0;
-	report(j, "ptxas", "serialized wgmma or ignored setmaxnreg, which wsfuse treats as errors",
-	       buf_str(&bad));
+	report(j, "ptxas", what, lines);
 	return -1;
 }
 

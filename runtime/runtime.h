@@ -57,6 +57,13 @@ typedef struct Cubin {
  */
 WsfStatus rt_compile(Comp *c, const RtOptions *o, const char *name, const char *src,
                      const RtHeader *hdr, int nhdr, Cubin *out);
+/*
+ * The lines of a ptxas log that make rt_compile fail (serialized wgmma,
+ * ignored setmaxnreg): NULL when there is none, else what they mean in one
+ * sentence, with *LINES each such line quoted after its meaning ("" when
+ * none).  Exposed for tests.
+ */
+const char *rt_ptxas_fatal(Arena *a, const char *log, const char **lines);
 /* The bytes of registers ptxas spilled to local memory, by its log (Cubin.log). */
 long rt_spill_bytes(const char *log);
 /* What ptxas --verbose reports of an entry point; -1 where the log says nothing. */

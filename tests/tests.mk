@@ -34,6 +34,13 @@ $(B)/tests/test_%: tests/unit/test_%.c $(B)/libwsfuse.a $(TEST_HDRS) | check-dep
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) $(LDFLAGS) -o $@ $< $(B)/libwsfuse.a -lcmocka $(LIBS)
 
+# A stand-in NVRTC whose log is $$FAKE_NVRTC_LOG: test_nvrtc makes ptxas "say"
+# each warning wsfuse fails a compile on, and loads it from its own folder.
+$(B)/tests/test_nvrtc: $(B)/tests/fake_nvrtc.so
+$(B)/tests/fake_nvrtc.so: tests/unit/fake_nvrtc.c | check-deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) $(LDFLAGS) -shared -o $@ $<
+
 # The fuzz entry points without libFuzzer, for replaying inputs.
 $(B)/tests/replay: tests/fuzz/replay.c tests/fuzz/fuzz_spec.c include/wsfuse.h $(B)/libwsfuse.a
 	@mkdir -p $(dir $@)

@@ -94,6 +94,11 @@ static const char *const specs[] = {
 	"fusion: bdomain\nsizes: {M: 8, N: 64}\ninputs:\n  x: {dtype: f32, shape: [M, 1]}\n"
 	"  y: {dtype: f32, shape: [N]}\nops:\n  - {out: s, op: add, in: [x, y]}\n"
 	"  - {out: r, op: sum, in: [s], axis: -1}\noutputs:\n  r: {dtype: f32}\n",
+	/* a matmul: operands mapped as their own rows of K (swizzled), a bias row, the output's map */
+	"fusion: mm\nsizes: {M: 256, N: 256, K: 4096}\ninputs:\n  x: {dtype: bf16, shape: [M, K]}\n"
+	"  w: {dtype: bf16, shape: [N, K]}\n  b: {dtype: bf16, shape: [N]}\n"
+	"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: o, op: add, in: [y, b]}\n"
+	"outputs:\n  o: {dtype: bf16}\n",
 };
 
 typedef struct Kern {

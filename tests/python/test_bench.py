@@ -2,9 +2,11 @@
 """test_bench.py: bench/bench.py's report of earlier results, without a GPU.
 
 Writes a results file in the form --json writes (a pointwise case, a case whose
-check failed, a case that counts FLOPs), then runs bench.py --from-json on it:
-the table, --plot (a PNG; skipped without matplotlib), --cases as a filter,
-and the errors for a missing matplotlib and for a file that holds no results.
+check failed, a case that counts FLOPs from before families, matmuls with
+their peers, one peer's result wrong), then runs bench.py --from-json on it:
+the tables, --plot (a PNG; skipped without matplotlib), --cases and --family
+as filters, and the errors for a missing matplotlib and for a file that holds
+no results.  --list and its --family filter run without torch too.
 Prints TAP, one line per test, for tests/run_unit.sh.
 """
 import importlib.util
@@ -33,6 +35,16 @@ RESULTS = {
          "flops": 2 * 8192 ** 3, "check": "ok", "wsfuse_ms": 1.6, "eager_ms": 1.635, "compile_ms": 1.64,
          "copy_ms": 0.095, "wsfuse_gbps": 251.7, "copy_gbps": 4238.5, "speedup_vs_compile": 1.025,
          "frac_of_copy": 0.06},
+        {"case": "gemm_4096x4096x4096", "family": "matmul", "sizes": {"M": 4096, "N": 4096, "K": 4096},
+         "bytes": 100663296, "flops": 2 * 4096 ** 3, "check": "ok", "wsfuse_ms": 0.2, "eager_ms": 0.194,
+         "compile_ms": 0.195, "quack_ms": 0.208, "copy_ms": 0.025, "wsfuse_gbps": 503.3, "copy_gbps": 4026.5,
+         "speedup_vs_compile": 0.975, "frac_of_copy": 0.125, "wsfuse_tflops": 687.2,
+         "speedup_vs_eager": 0.97, "speedup_vs_quack": 1.04},
+        {"case": "gemm_bias_gelu_8192x8192x8192", "family": "matmul", "sizes": {"M": 8192, "N": 8192, "K": 8192},
+         "bytes": 402669568, "flops": 2 * 8192 ** 3, "check": "ok", "wsfuse_ms": 1.6, "eager_ms": 1.9,
+         "compile_ms": 1.697, "cublaslt_ms": 1.612, "quack_ms": None, "copy_ms": 0.095, "wsfuse_gbps": 251.7,
+         "copy_gbps": 4238.5, "speedup_vs_compile": 1.061, "frac_of_copy": 0.06, "wsfuse_tflops": 687.2,
+         "peer_checks": ["quack: AssertionError: quack: relative error 3.1e-01 (norms), more than 1.6e-02"]},
     ],
 }
 
@@ -59,6 +71,37 @@ def test_table_from_json():
         assert "AssertionError: output 'y'" in out, out
         rc, out = bench("--from-json", results_file(d), "--cases", "gemm_8192")
         assert rc == 0 and "gemm_8192" in out and "relu_chain_bf16" not in out, out
+
+
+def test_matmul_table_from_json():
+    with tempfile.TemporaryDirectory() as d:
+        rc, out = bench("--from-json", results_file(d), "--family", "matmul")
+        assert rc == 0, out
+        lines = out.splitlines()
+        head = next(line for line in lines if line.startswith("case ") and "TFLOP/s" in line)
+        for col in ("wsfuse ms", "eager ms", "eager/wsfuse", "compile/wsfuse", "cuBLASLt ms", "cuBLASLt/wsfuse",
+                    "quack ms", "quack/wsfuse", "check"):
+            assert col in head, head
+        mm = next(line for line in lines if line.startswith("gemm_4096x4096x4096 ")).split()
+        assert mm[1:4] == ["0.14", "0.2000", "687"] and "1.040x" in mm and "0.970x" in mm, mm
+        gelu = next(line for line in lines if line.startswith("gemm_bias_gelu_8192x8192x8192 ")).split()
+        assert "1.008x" in gelu and "1.061x" in gelu, gelu   # cuBLASLt 1.612 / 1.6, compile 1.697 / 1.6
+        assert "gemm_bias_gelu_8192x8192x8192: peer quack: AssertionError" in out, out
+        # rows from before families: by their case (relu_chain_bf16, softmax_32768x4096), or FLOPs (gemm_8192)
+        assert "relu_chain_bf16" not in out and "softmax_32768x4096" not in out and "gemm_8192 " in out, out
+        rc, out = bench("--from-json", results_file(d), "--family", "matmul,gpu")
+        assert rc == 2 and "unknown family gpu; known: pointwise, reduction, matmul" in out, (rc, out)
+
+
+def test_list_without_torch():
+    rc, out = bench("--list", "--family", "matmul", pre="import sys; sys.modules['torch'] = None")
+    assert rc == 0, out
+    names = [line.split()[0] for line in out.splitlines()[2:]]
+    assert names == ["gemm_8192x8192x8192", "gemm_4096x4096x4096", "gemm_8192x14336x4096",
+                     "gemm_bias_gelu_8192x8192x8192", "gemm_bias_gelu_8192x14336x4096"], out
+    assert "M=8192 N=14336 K=4096" in out, out
+    rc, out = bench("--list", "--quick", "--cases", "gemm_4096x4096x4096,relu_chain_bf16", "--family", "matmul")
+    assert rc == 0 and "M=256 N=256 K=512" in out and "relu_chain_bf16" not in out, out
 
 
 def test_plot_from_json():
@@ -93,6 +136,8 @@ def test_from_json_of_something_else():
         rc, out = bench("--from-json", results_file(d, {"device": "x"}))
         assert rc == 1 and "not results of --json" in out, (rc, out)
         rc, out = bench("--from-json", results_file(d), "--rounds", "3")
+        assert rc == 2 and "--from-json runs nothing" in out, (rc, out)
+        rc, out = bench("--from-json", results_file(d), "--list")
         assert rc == 2 and "--from-json runs nothing" in out, (rc, out)
 
 

@@ -299,6 +299,64 @@ one_row_tile_checks(void **state)
 }
 
 /*
+ * A matmul compiled at K = 4096 and launched at other sizes: the operands'
+ * maps are of their own [rows, K] views, the output's of the domain.  Rows
+ * TMA cannot address (K = 100 is 200-byte rows of x and w, N = 500 1000-byte
+ * rows of the output) are refused, naming the tensor, its size and the
+ * 16-byte rule, before any driver call: rt_launch opens no driver for them.
+ */
+static void
+matmul_checks(void **state)
+{
+	Fixture *t = *state;
+	static const char spec[] =
+		"fusion: mm\nsizes: {M: 1024, N: 1024, K: 4096}\ninputs:\n  x: {dtype: bf16, shape: [M, K]}\n"
+		"  w: {dtype: bf16, shape: [N, K]}\n  b: {dtype: bf16, shape: [N]}\n"
+		"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: o, op: add, in: [y, b]}\n"
+		"outputs:\n  o: {dtype: bf16}\n";
+	const Launch *l = build(t, spec);
+	int64_t x[] = {300, 4096}, w[] = {512, 4096}, b[] = {512}, o[] = {300, 512};
+	WsfTensor a[4] = {{DEV(1), WSF_DTYPE_BF16, 2, x, NULL}, {DEV(2), WSF_DTYPE_BF16, 2, w, NULL},
+	                  {DEV(3), WSF_DTYPE_BF16, 1, b, NULL}, {DEV(4), WSF_DTYPE_BF16, 2, o, NULL}};
+	Loaded *st = NULL;
+	LaunchPlan p;
+	int i;
+
+	assert_int_equal(l->kernel->family, FAM_MATMUL);
+	assert_int_equal(rt_launch_plan(&t->c, l, a, 4, &p), WSF_OK);
+	assert_int_equal(p.rows, 300);
+	assert_int_equal(p.cols, 512);
+	assert_int_equal(p.inner, 4096);
+	for (i = 1; i < l->kernel->nparam; i++) {
+		const KParam *q = &l->kernel->param[i];
+
+		if (q->kind != PK_TMAP || q->arg > 1)
+			continue;
+		/* an operand: its own rows of K, K-major tiles of 64 bf16 = 128 bytes, swizzled */
+		assert_int_equal(p.tmap[i].dims[0], 4096);
+		assert_int_equal(p.tmap[i].dims[1], q->arg == 0 ? 300 : 512);
+		assert_int_equal(p.tmap[i].strides[0], 8192);
+		assert_int_equal(p.tmap[i].swizzle, CU_TENSOR_MAP_SWIZZLE_128B);
+	}
+	x[1] = w[1] = 100;
+	expect_error(t, l, a, 4, "input 'x': rows of K = 100 bf16 elements are 200 bytes, not a multiple of 16 "
+	                         "(TMA needs 16-byte row strides); make K a multiple of 8");
+	t->msg[0] = 0;
+	assert_int_equal(rt_launch(&t->c, l, &st, NULL, a, 4, NULL), WSF_ERR_INPUT);
+	assert_null(st);
+	assert_non_null(strstr(t->msg, "input 'x': rows of K = 100 bf16 elements are 200 bytes"));
+	x[1] = w[1] = 4096;
+	w[0] = b[0] = o[1] = 500;
+	expect_error(t, l, a, 4, "output 'o': rows of N = 500 bf16 elements are 1000 bytes, not a multiple of 16 "
+	                         "(TMA needs 16-byte row strides); make N a multiple of 8");
+	w[0] = b[0] = o[1] = 512;
+	a[1].data = (char *)DEV(2) + 2;
+	expect_error(t, l, a, 4, "input 'w': address");
+	a[1].data = DEV(2);
+	assert_int_equal(rt_launch_plan(&t->c, l, a, 4, &p), WSF_OK);
+}
+
+/*
  * Shapes no product of sizes can overflow on: every extent 1..2^40 (what
  * wsf_set_size takes), element and byte counts in 64 bits; a null shape or
  * argument array is a usage error that names it.  All before any driver call.
@@ -359,6 +417,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(direct_row_checks, setup, teardown),
 		cmocka_unit_test_setup_teardown(streamed_row_checks, setup, teardown),
 		cmocka_unit_test_setup_teardown(one_row_tile_checks, setup, teardown),
+		cmocka_unit_test_setup_teardown(matmul_checks, setup, teardown),
 		cmocka_unit_test_setup_teardown(shape_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(domain_limits, setup, teardown),
 	};

@@ -6,7 +6,10 @@
  * WSF_ERR_NVRTC with the options, the log and the path where the source was
  * written; two kernels that make ptxas serialize wgmma or ignore setmaxnreg
  * must fail the same way.  Every test uses its own temp cache and dump dirs;
- * all skip when NVRTC cannot be loaded.
+ * those that need NVRTC skip when it cannot be loaded.  Each ptxas warning
+ * code wsfuse fails on (C7508 to C7515) goes through rt_ptxas_fatal, and
+ * through a whole compile with fake_nvrtc.so, a stand-in NVRTC whose log is
+ * $FAKE_NVRTC_LOG, which needs no NVRTC.
  */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include <setjmp.h>
@@ -69,6 +72,56 @@ static const char *const wgmma_src =
 	"  asm volatile(\"wgmma.wait_group.sync.aligned 0;\\n\" ::: \"memory\");\n"
 	"  for (int i = 0; i < 8; i++) x[threadIdx.x * 8 + i] = d[i];\n"
 	"}\n";
+
+/* ptxas's own lines for each code wsfuse fails a compile on (CUDA 12 and 13), and what each means. */
+static const struct {
+	const char *code, *means, *line;
+} fatal_lines[] = {
+	{"(C7508)", "setmaxnreg ignored",
+	 "ptxas info    : (C7508) Potential Performance Loss: 'setmaxnreg' ignored; unable to determine "
+	 "register count at entry."},
+	{"(C7509)", "wgmma serialized",
+	 "ptxas info    : (C7509) Potential Performance Loss: wgmma.mma_async instructions are serialized "
+	 "due to the presence of Extern calls in the function 'wsfuse_mm'"},
+	{"(C7510)", "wgmma serialized",
+	 "ptxas info    : (C7510) Potential Performance Loss: wgmma.mma_async instructions are serialized "
+	 "due to wgmma pipeline crossing function boundary at a function call in the function 'wsfuse_mm'"},
+	{"(C7511)", "wgmma serialized",
+	 "ptxas info    : (C7511) Potential Performance Loss: wgmma.mma_async instructions are serialized "
+	 "due to insufficient register resources for the wgmma pipeline in the function 'wsfuse_mm'"},
+	{"(C7515)", "wgmma serialized",
+	 "ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async instructions are serialized "
+	 "due to non wgmma instructions defining accumulator registers of a wgmma between start and end "
+	 "of the pipeline stage in the function 'wsfuse_mm'"},
+};
+
+/* A ptxas --verbose log of kernel wsfuse_mm with LINE in it. */
+static const char *
+ptxas_log(Comp *c, const char *line)
+{
+	return arena_printf(c->arena,
+	                    "ptxas info    : 0 bytes gmem\n"
+	                    "ptxas info    : Compiling entry function 'wsfuse_mm' for 'sm_90a'\n"
+	                    "%s%s"
+	                    "ptxas info    : Function properties for wsfuse_mm\n"
+	                    "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+	                    "ptxas info    : Used 168 registers, used 1 barriers, 448 bytes cmem[0]",
+	                    line, *line ? "\n" : "");
+}
+
+/* The path of fake_nvrtc.so, which tests.mk builds beside this program. */
+static void
+fake_nvrtc_path(char *path, size_t size)
+{
+	ssize_t n = readlink("/proc/self/exe", path, size - sizeof "fake_nvrtc.so");
+	char *slash;
+
+	assert_true(n > 0);
+	path[n] = 0;
+	slash = strrchr(path, '/');
+	assert_non_null(slash);
+	strcpy(slash + 1, "fake_nvrtc.so");
+}
 
 static int
 rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -271,8 +324,9 @@ test_ignored_setmaxnreg_is_an_error(void **state)
 		skip();
 	COMP_INIT(c);
 	assert_int_equal(rt_compile(&c, &o, "smr", setmaxnreg_src, NULL, 0, &a), WSF_ERR_NVRTC);
-	assert_contains(c.last_error, "ptxas:");
-	assert_contains(c.last_error, "'setmaxnreg' ignored");
+	assert_contains(c.last_error, "ptxas: setmaxnreg ignored, which wsfuse treats as an error");
+	assert_contains(c.last_error, "kernel 'smr'");
+	assert_contains(c.last_error, "'setmaxnreg' ignored"); /* ptxas's own line */
 	assert_contains(c.last_error, "source: ");
 	/* a failed compile is not cached */
 	assert_int_equal(rt_compile(&c, &o, "smr", setmaxnreg_src, NULL, 0, &a), WSF_ERR_NVRTC);
@@ -291,7 +345,95 @@ test_serialized_wgmma_is_an_error(void **state)
 		skip();
 	COMP_INIT(c);
 	assert_int_equal(rt_compile(&c, &o, "wg", wgmma_src, NULL, 0, &a), WSF_ERR_NVRTC);
+	assert_contains(c.last_error, "ptxas: wgmma serialized, which wsfuse treats as an error");
+	assert_contains(c.last_error, "kernel 'wg'");
 	assert_contains(c.last_error, "wgmma.mma_async instructions are serialized");
+	arena_free(c.arena);
+}
+
+/* Each code fails the compile in its own words, ptxas's too; the informational lines do not. */
+static void
+test_ptxas_fatal(void **state)
+{
+	const char *lines, *what;
+	Buf b;
+	Comp c;
+	int i;
+
+	(void)state;
+	COMP_INIT(c);
+	assert_null(rt_ptxas_fatal(c.arena, "", &lines));
+	assert_string_equal(lines, "");
+	assert_null(rt_ptxas_fatal(c.arena, ptxas_log(&c, ""), &lines));
+	/* what ptxas says of the arrives and waits it adds around wgmmas: no loss */
+	assert_null(rt_ptxas_fatal(c.arena, ptxas_log(&c,
+		"ptxas info    : (C7519) warpgroup.arrive is injected in around line 94 by compiler to "
+		"allow use of registers in GMMA in function 'wsfuse_mm'\n"
+		"ptxas info    : (C7517) warpgroup.wait is injected in around line 92 by compiler to "
+		"allow use of registers defined by GMMA in function 'wsfuse_mm'"), &lines));
+	for (i = 0; i < (int)(sizeof fatal_lines / sizeof fatal_lines[0]); i++) {
+		const char *reworded = arena_printf(c.arena, "ptxas info    : %s some later wording", fatal_lines[i].code);
+
+		what = rt_ptxas_fatal(c.arena, ptxas_log(&c, fatal_lines[i].line), &lines);
+		assert_non_null(what);
+		assert_contains(what, fatal_lines[i].means);
+		assert_contains(what, "which wsfuse treats as an error");
+		assert_contains(lines, fatal_lines[i].line);
+		assert_contains(lines, fatal_lines[i].means);
+		/* the code alone is enough */
+		what = rt_ptxas_fatal(c.arena, ptxas_log(&c, reworded), &lines);
+		assert_non_null(what);
+		assert_contains(what, fatal_lines[i].means);
+		assert_contains(lines, reworded);
+	}
+	/* a code not in the table, caught by ptxas's words */
+	what = rt_ptxas_fatal(c.arena, ptxas_log(&c,
+		"ptxas info    : (C7520) Potential Performance Loss: wgmma.mma_async instructions are serialized "
+		"due to program dependence on compiler-inserted WG.AR in divergent path in the function "
+		"'wsfuse_mm'"), &lines);
+	assert_non_null(what);
+	assert_contains(lines, "(C7520)");
+	/* both kinds at once: every line, each once */
+	buf_init(&b, c.arena);
+	buf_printf(&b, "%s\n%s", fatal_lines[0].line, fatal_lines[3].line);
+	what = rt_ptxas_fatal(c.arena, ptxas_log(&c, buf_str(&b)), &lines);
+	assert_string_equal(what, "wgmma serialized and setmaxnreg ignored, which wsfuse treats as errors");
+	assert_contains(lines, fatal_lines[0].line);
+	assert_contains(lines, fatal_lines[3].line);
+	assert_null(strstr(strstr(lines, "(C7511)") + 1, "(C7511)"));
+	arena_free(c.arena);
+}
+
+/* Through a whole compile, with the fake NVRTC: the error names the kernel and quotes the line. */
+static void
+test_ptxas_warnings_fail_the_compile(void **state)
+{
+	Dirs *d = *state;
+	RtOptions o = {d->cache, 1, d->dump, false};
+	char fake[4096];
+	Cubin a;
+	Comp c;
+	int i;
+
+	fake_nvrtc_path(fake, sizeof fake);
+	COMP_INIT(c);
+	setenv("WSFUSE_NVRTC_PATH", fake, 1);
+	setenv("FAKE_NVRTC_LOG", ptxas_log(&c, ""), 1);
+	assert_int_equal(rt_compile(&c, &o, "wsfuse_mm", good_src, &header, 1, &a), WSF_OK);
+	assert_memory_equal(a.cubin, "\x7f" "ELF", 4);
+	for (i = 0; i < (int)(sizeof fatal_lines / sizeof fatal_lines[0]); i++) {
+		setenv("FAKE_NVRTC_LOG", ptxas_log(&c, fatal_lines[i].line), 1);
+		assert_int_equal(rt_compile(&c, &o, "wsfuse_mm", good_src, &header, 1, &a), WSF_ERR_NVRTC);
+		assert_int_equal(a.cubin_len, 0);
+		assert_contains(c.last_error, arena_printf(c.arena, "ptxas: %s, which wsfuse treats as an error",
+		                                           fatal_lines[i].means));
+		assert_contains(c.last_error, "kernel 'wsfuse_mm'");
+		assert_contains(c.last_error, fatal_lines[i].line);
+		assert_contains(c.last_error, "source: ");
+	}
+	unsetenv("FAKE_NVRTC_LOG");
+	unsetenv("WSFUSE_NVRTC_PATH");
+	assert_int_equal(c.nerrors, (int)(sizeof fatal_lines / sizeof fatal_lines[0]));
 	arena_free(c.arena);
 }
 
@@ -324,6 +466,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_missing_header, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ignored_setmaxnreg_is_an_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_serialized_wgmma_is_an_error, setup, teardown),
+		cmocka_unit_test(test_ptxas_fatal),
+		cmocka_unit_test_setup_teardown(test_ptxas_warnings_fail_the_compile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_nvrtc_path, setup, teardown),
 	};
 
