@@ -40,7 +40,11 @@ for spec in "tests/gpu/specs/relu_chain.yaml -D N=300001" "tests/gpu/specs/relu_
 	"tests/gpu/specs/bias_scale_run_ws.yaml -D M=40 -D N=1000" "tests/gpu/specs/silu_run_f32.yaml -D M=30 -D N=1004" \
 	"tests/gpu/specs/bias_scale_tma.yaml -D M=131072 -D N=24" "tests/gpu/specs/narrow_tiles_ws.yaml -D M=65536" \
 	"tests/gpu/specs/narrow_bias_p4.yaml -D M=1048576" \
-	"examples/gemm_bias_gelu.yaml -D M=300 -D N=512 -D K=320" "tests/gpu/specs/gemm_epilogue.yaml -D M=200 -D N=256 -D K=128"; do
+	"examples/gemm_bias_gelu.yaml -D M=300 -D N=512 -D K=320" "tests/gpu/specs/gemm_epilogue.yaml -D M=200 -D N=256 -D K=128" \
+	"tests/gpu/specs/gemm_tt.yaml -D M=200 -D N=256 -D K=136" "tests/gpu/specs/gemm_kn.yaml -D M=130 -D N=320 -D K=72" \
+	"tests/gpu/specs/gemm_batch_a.yaml -D B=2 -D M=100 -D N=128 -D K=64" \
+	"tests/gpu/specs/gemm_bmm.yaml -D B=2 -D H=2 -D M=130 -D N=72 -D K=80" \
+	"tests/gpu/specs/gemm_bmm_t.yaml -D B=3 -D M=72 -D N=136 -D K=64" "tests/gpu/specs/gemm_one_cta.yaml -D M=200 -D N=264 -D K=128"; do
 	for tool in memcheck racecheck synccheck; do
 		# shellcheck disable=SC2086
 		sanitize $tool "$b/wsfuse" run --check --no-cache $spec
