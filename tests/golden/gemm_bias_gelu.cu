@@ -110,6 +110,7 @@ wsfuse_gemm_bias_gelu(
                 wsf_mbar_arrive(&empty[((((i * ktiles) + kk) + 3LL) % 4LL)]);   // release the oldest stage to the producer
             }
             wsf_mma_wait<0>();   // the mma results are in registers
+            wsf_acc_fence<128>(acc_y);
             #pragma unroll   // the accumulators' registers are indexed by constants
             for (long long e = 0LL; e < 8LL; e++) {   // the epilogue, a subtile at a time
                 {   // compute subtile (row0, col) = (row0, (col0 + (e * 32LL))): the epilogue of gemm_bias_gelu
