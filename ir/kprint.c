@@ -358,7 +358,7 @@ kernel_print(Buf *b, const Kernel *k)
 			break;
 		case PK_SIZE:
 			buf_printf(b, "  param %s: size %s\n", p->name,
-			           p->size == SZ_ROWS ? "rows" : p->size == SZ_COLS ? "cols" : "inner");
+			           p->size == SZ_ROWS ? "rows" : p->size == SZ_COLS ? "cols" : p->size == SZ_BATCH ? "batch" : "inner");
 			break;
 		default:
 			break;

@@ -310,7 +310,7 @@ lower_matmul(Comp *c, Fusion *f)
 	k->param[j].size = SZ_INNER;
 	k->param[j].var = kernel_add_var(c, k, "inner");
 	k->param[j].rank = 1;   /* the dim K is, which launch reads from the bound sizes */
-	k->param[j].dim[0] = a->dim[akm ? a->rank - 1 : 0];
+	k->param[j].dim[0] = a->dim[a->rank - (akm ? 1 : 2)];
 
 	/* buffers: one stage of each operand (circular_buffer makes S), the accumulator */
 	abuf = kernel_add_buf(c, k, arena_printf(c->arena, "tile_%s", a->name), BUF_TILE, a->dtype, bm, bk);

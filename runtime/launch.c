@@ -283,9 +283,12 @@ map_params(Comp *c, const Launch *l, const KParam *p, const WsfTensor *a, int64_
 		box[0] = 1;
 		box[1] = p->box[0];
 		box[2] = p->box[1];
-		if ((s = check_rows(c, l->fusion, p, shape[2])))
+		if ((s = check_rows(c, l->fusion, p, shape[2])) ||
+		    (s = rt_tmap_params(c, p->name, p->dtype, 3, shape, box, (uint64_t)a->data, tp)))
 			return s;
-		return rt_tmap_params(c, p->name, p->dtype, 3, shape, box, (uint64_t)a->data, tp);
+		if (!own)   /* an output: its staging subtiles are row-major */
+			tp->swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
+		return WSF_OK;
 	}
 	if (own) {
 		/* extents were checked by bind_args: the product fits */

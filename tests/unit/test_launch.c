@@ -357,6 +357,72 @@ matmul_checks(void **state)
 }
 
 /*
+ * A batched matmul (batch dims on both operands): the view is one batch's
+ * [M, N] with the batch a size of its own, the tiles are every batch's, and
+ * each tensor with batch dims gets a 3-D map one batch deep: the operands
+ * 128-byte swizzled (their tiles feed wgmma), the output not (its staging
+ * subtiles are row-major; a swizzled store would scatter every row but the
+ * first).
+ */
+static void
+batched_matmul_plan(void **state)
+{
+	Fixture *t = *state;
+	static const char spec[] =
+		"fusion: bmm\nsizes: {B: 2, M: 128, N: 256, K: 64}\ninputs:\n  a: {dtype: bf16, shape: [B, M, K]}\n"
+		"  v: {dtype: bf16, shape: [B, K, N]}\nops:\n  - {out: y, op: matmul, in: [a, v]}\n"
+		"outputs:\n  y: {dtype: f32}\n";
+	const Launch *l = build(t, spec);
+	int64_t x[] = {6, 300, 64}, v[] = {6, 64, 512}, y[] = {6, 300, 512};
+	WsfTensor a[3] = {{DEV(1), WSF_DTYPE_BF16, 3, x, NULL}, {DEV(2), WSF_DTYPE_BF16, 3, v, NULL},
+	                  {DEV(3), WSF_DTYPE_F32, 3, y, NULL}};
+	LaunchPlan p;
+	int i;
+
+	assert_true(l->kernel->batched);
+	assert_int_equal(rt_launch_plan(&t->c, l, a, 3, &p), WSF_OK);
+	assert_int_equal(p.rows, 300);
+	assert_int_equal(p.cols, 512);
+	assert_int_equal(p.batch, 6);
+	assert_int_equal(p.inner, 64);
+	assert_int_equal(p.tiles, 3 * 2 * 6);   /* 128 x 256 tiles */
+	for (i = 1; i < l->kernel->nparam; i++) {
+		const KParam *q = &l->kernel->param[i];
+
+		if (q->kind != PK_TMAP)
+			continue;
+		assert_int_equal(p.tmap[i].rank, 3);
+		assert_int_equal(p.tmap[i].dims[2], 6);
+		assert_int_equal(p.tmap[i].box[2], 1);
+		assert_int_equal(p.tmap[i].swizzle, q->arg < 2 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE);
+	}
+}
+
+/* A [B, K, M] (transpose_a) against a shared weight: K is A's dim -2, whatever the batch. */
+static void
+batched_transposed_inner(void **state)
+{
+	Fixture *t = *state;
+	static const char spec[] =
+		"fusion: bmm\nsizes: {B: 2, M: 128, N: 256, K: 64}\ninputs:\n  a: {dtype: f16, shape: [B, K, M]}\n"
+		"  w: {dtype: f16, shape: [N, K]}\nops:\n  - {out: y, op: matmul, in: [a, w], transpose_a: true, "
+		"transpose_b: true}\noutputs:\n  y: {}\n";
+	const Launch *l = build(t, spec);
+	int64_t x[] = {5, 200, 136}, w[] = {264, 200}, y[] = {5, 136, 264};
+	WsfTensor a[3] = {{DEV(1), WSF_DTYPE_F16, 3, x, NULL}, {DEV(2), WSF_DTYPE_F16, 2, w, NULL},
+	                  {DEV(3), WSF_DTYPE_F16, 3, y, NULL}};
+	LaunchPlan p;
+
+	assert_true(l->kernel->batched);
+	assert_int_equal(rt_launch_plan(&t->c, l, a, 3, &p), WSF_OK);
+	assert_int_equal(p.inner, 200);
+	assert_int_equal(p.batch, 5);
+	assert_int_equal(p.rows, 136);
+	assert_int_equal(p.tmap[1].rank, 3);   /* A: batched */
+	assert_int_equal(p.tmap[2].rank, 2);   /* the shared weight */
+}
+
+/*
  * Shapes no product of sizes can overflow on: every extent 1..2^40 (what
  * wsf_set_size takes), element and byte counts in 64 bits; a null shape or
  * argument array is a usage error that names it.  All before any driver call.
@@ -418,6 +484,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(streamed_row_checks, setup, teardown),
 		cmocka_unit_test_setup_teardown(one_row_tile_checks, setup, teardown),
 		cmocka_unit_test_setup_teardown(matmul_checks, setup, teardown),
+		cmocka_unit_test_setup_teardown(batched_matmul_plan, setup, teardown),
+		cmocka_unit_test_setup_teardown(batched_transposed_inner, setup, teardown),
 		cmocka_unit_test_setup_teardown(shape_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(domain_limits, setup, teardown),
 	};
