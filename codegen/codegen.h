@@ -48,6 +48,7 @@ enum { VEC = 8 };   /* elements a thread takes at a time: 16-byte shared loads a
 /* The name prefixes ("Names" in emit.c, which spells them in prefixes[]). */
 enum {
 	PFX_VALUE, PFX_ROW, PFX_ACC, PFX_CNT, PFX_RAW, PFX_IN, PFX_OUT,   /* + a tensor's base name */
+	PFX_HERE, PFX_AHEAD,
 	PFX_TILE, PFX_CHUNK, PFX_ROWBUF, PFX_STAGE,   /* buffers (lowering's names): + a tensor's name */
 	PFX_CUR,                                      /* a buffer's current copy: + the buffer's name */
 	PFX_KERNEL,                                   /* the kernel: + the fusion's name */
@@ -101,7 +102,7 @@ void emit_mma(Emit *e, const Stmt *s);
 
 /* One line of code at the current depth. */
 void emit_line(Emit *e, const char *fmt, ...) PRINTF_LIKE(2, 3);
-/* The name of kind PFX (PFX_VALUE .. PFX_OUT) of fusion tensor T: v_x. */
+/* The name of kind PFX (PFX_VALUE .. PFX_AHEAD) of fusion tensor T: v_x. */
 const char *emit_tname(Emit *e, int pfx, int t);
 /* The C type a dtype is stored as. */
 const char *emit_type(Dtype dt);

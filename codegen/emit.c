@@ -173,6 +173,8 @@ static const char *const prefixes[PFX_COUNT] = {
 	[PFX_RAW] = "raw_",      /* a 2-byte row as loaded, unpacked where used */
 	[PFX_IN] = "in_",        /* an input parameter: a pointer or a tensor map */
 	[PFX_OUT] = "out_",      /* an output parameter */
+	[PFX_HERE] = "here_",    /* a matmul epilogue input's values in this subtile (or tile), a thread's */
+	[PFX_AHEAD] = "ahead_",  /* ... and in the next subtile, loaded one subtile ahead */
 	[PFX_TILE] = "tile_",    /* a tile of an input (pointwise) */
 	[PFX_CHUNK] = "chunk_",  /* a chunk of an input row (a row streamed in chunks) */
 	[PFX_ROWBUF] = "row_",   /* an input row (a row reduction) */
@@ -181,7 +183,7 @@ static const char *const prefixes[PFX_COUNT] = {
 	[PFX_KERNEL] = "wsfuse_",
 };
 
-/* The name of kind PFX (PFX_VALUE .. PFX_OUT) of fusion tensor T: v_x. */
+/* The name of kind PFX (PFX_VALUE .. PFX_AHEAD) of fusion tensor T: v_x. */
 const char *
 emit_tname(Emit *e, int pfx, int t)
 {

@@ -18,7 +18,11 @@
  */
 #include "codegen.h"
 
-enum { SUB = 32 };   /* an epilogue subtile's columns: 16 fragment elements a thread */
+enum {
+	SUB = 32,          /* an epilogue subtile's columns: 16 fragment elements a thread */
+	ROW_VALUES = 8,    /* of them, the distinct columns: 8 (jj >> 2) + wc + (jj & 1), at q = 2 (jj >> 2) + (jj & 1) */
+	COL_VALUES = 2     /* the distinct rows, in every subtile: wr + 8 h, at h = (jj >> 1) & 1 */
+};
 
 static const char *
 acc_name(Emit *e, int acc)
@@ -32,6 +36,16 @@ frame(Emit *e)
 {
 	int i;
 
+	for (i = 0; i < e->f->ninput; i++) {
+		const KParam *p = emit_param_of(e, e->f->input[i], false);
+
+		if (p->kind == PK_PTR && p->view == VIEW_ROW)
+			emit_line(e, "float %s[%d];   // the next subtile's %s, loaded while this one is computed",
+			          emit_tname(e, PFX_AHEAD, e->f->input[i]), ROW_VALUES, p->name);
+		if (p->kind == PK_PTR && p->view == VIEW_COL)
+			emit_line(e, "float %s[%d];   // %s at this thread's rows of the tile, loaded at its first subtile",
+			          emit_tname(e, PFX_HERE, e->f->input[i]), COL_VALUES, p->name);
+	}
 	for (i = 1; i < e->k->nacc; i++)
 		emit_line(e, "float %s[%d];   // this thread's part of the %d x %d %s accumulator", acc_name(e, i),
 		          e->k->acc[i].cols / 2,
@@ -129,6 +143,62 @@ emit_mma(Emit *e, const Stmt *s)
 	emit_line(e, "}");
 }
 
+/* A load of input P at index IDX as f32, 0 where COND (if any) fails. */
+static const char *
+load_text(Emit *e, const KParam *p, const char *cond, const char *idx)
+{
+	return arena_printf(e->c->arena, "%s%s%s(%s + %s)%s", cond ? cond : "", cond ? " ? " : "",
+	                    p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", emit_param_name(e, p), idx,
+	                    cond ? " : 0.0f" : "");
+}
+
+/*
+ * The row and column inputs of the epilogue, loaded ahead of their use: a
+ * global load costs a round trip to L2, which eight subtiles in a row
+ * would pay in turn.  A row input [N] has 8 distinct columns in a
+ * subtile, a thread's; those of the next subtile are loaded into ahead_x
+ * while this one computes.  A column input [M, 1] has 2 distinct rows in
+ * the whole tile, loaded at its first subtile.  NSUB: subtiles a tile.
+ */
+static void
+staged_inputs(Emit *e, const Stmt *s, int nsub)
+{
+	int i;
+
+	for (i = 0; i < e->f->ninput; i++) {
+		int t = e->f->input[i];
+		const KParam *p = emit_param_of(e, t, false);
+		const char *here = emit_tname(e, PFX_HERE, t), *ahead = emit_tname(e, PFX_AHEAD, t);
+
+		if (p->kind != PK_PTR)
+			continue;
+		if (p->view == VIEW_ROW) {
+			emit_line(e, "float %s[%d];", here, ROW_VALUES);
+			emit_line(e, "#pragma unroll");
+			emit_line(e, "for (int q = 0; q < %d; q++) {", ROW_VALUES);
+			emit_line(e, "    const long long col = left + 8 * (q >> 1) + wc + (q & 1);");
+			emit_line(e, "    %s[q] = sub == 0 ? (%s) : %s[q];", here, load_text(e, p, "col < cols", "col"), ahead);
+			emit_line(e, "}");
+			emit_line(e, "if (sub + 1 < %d) {   // the next subtile's, %d columns on", nsub, SUB);
+			emit_line(e, "    #pragma unroll");
+			emit_line(e, "    for (int q = 0; q < %d; q++) {", ROW_VALUES);
+			emit_line(e, "        const long long col = left + %d + 8 * (q >> 1) + wc + (q & 1);", SUB);
+			emit_line(e, "        %s[q] = %s;", ahead, load_text(e, p, "col < cols", "col"));
+			emit_line(e, "    }");
+			emit_line(e, "}");
+		} else if (p->view == VIEW_COL) {
+			emit_line(e, "if (sub == 0) {   // the tile's first subtile: this thread's rows");
+			emit_line(e, "    #pragma unroll");
+			emit_line(e, "    for (int h = 0; h < %d; h++) {", COL_VALUES);
+			emit_line(e, "        const long long row = top + wr + 8 * h;");
+			emit_line(e, "        %s[h] = %s;", here, load_text(e, p, "row < rows",
+			          s->z ? arena_printf(e->c->arena, "%s * rows + row", emit_expr_str(e, s->z)) : "row"));
+			emit_line(e, "    }");
+			emit_line(e, "}");
+		}
+	}
+}
+
 /* The epilogue over one subtile: s->b is its first column, s->pass its index in the tile. */
 static void
 compute(Emit *e, const Stmt *s)
@@ -149,6 +219,7 @@ compute(Emit *e, const Stmt *s)
 	for (i = 0; i < s->nwrites; i++)
 		emit_line(e, "%s *%s = %s;", emit_type(k->buf[s->writes[i].buf].dtype), emit_curname(e, s->writes[i].buf),
 		          emit_buf_at(e, s->writes[i].buf, s->writes[i].slot));
+	staged_inputs(e, s, k->acc[acc].cols / SUB);
 	emit_line(e, "#pragma unroll");
 	emit_line(e, "for (int jj = 0; jj < %d; jj++) {", SUB / 2);
 	e->depth++;
@@ -163,6 +234,11 @@ compute(Emit *e, const Stmt *s)
 		if (p->kind == PK_TMAP)
 			continue;   /* an operand */
 		e->value[t] = emit_tname(e, PFX_VALUE, t);
+		if (p->view == VIEW_ROW || p->view == VIEW_COL) {   /* loaded before the subtile (staged_inputs) */
+			emit_line(e, "const float %s = %s[%s];%s", e->value[t], emit_tname(e, PFX_HERE, t),
+			          p->view == VIEW_ROW ? "2 * (jj >> 2) + (jj & 1)" : "(jj >> 1) & 1", emit_pos(e, f->tensor[t].pos));
+			continue;
+		}
 		/* guarded by the dims the input has, so a row's loads are shared by the rows a thread holds */
 		idx = p->view == VIEW_ROW ? "col" : p->view == VIEW_COL ? "row" : p->view == VIEW_FULL ? "row * cols + col" : "0";
 		if (s->z && p->view == VIEW_COL)   /* a batched matmul: rows is one batch's */

@@ -54,6 +54,7 @@ wsfuse_gemm_bias_gelu(
     wsf_bf16 *const stage_o = (wsf_bf16 *)(wsf_smem + 196608);   // [2 stages][128][32] bf16
     wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 212992);   // 4 mbarriers
     wsf_u64 *const empty = (wsf_u64 *)(wsf_smem + 213024);   // 4 mbarriers
+    float ahead_bias[8];   // the next subtile's bias, loaded while this one is computed
     float acc_y[128];   // this thread's part of the 128 x 256 f32 accumulator
     if (threadIdx.x == 0)
         wsf_prefetch_tmap(&in_x);
@@ -117,11 +118,24 @@ wsfuse_gemm_bias_gelu(
                     const long long top = row0, left = (col0 + (e * 32LL));
                     const int sub = (int)(e), wr = 64 * (threadIdx.x / 128) + 16 * ((threadIdx.x / 32) % 4) + (threadIdx.x % 32) / 4, wc = 2 * (threadIdx.x % 4);
                     wsf_bf16 *cur_stage_o = stage_o + ((e % 2LL)) * 4096;
+                    float here_bias[8];
+                    #pragma unroll
+                    for (int q = 0; q < 8; q++) {
+                        const long long col = left + 8 * (q >> 1) + wc + (q & 1);
+                        here_bias[q] = sub == 0 ? (col < cols ? wsf_load1(in_bias + col) : 0.0f) : ahead_bias[q];
+                    }
+                    if (sub + 1 < 8) {   // the next subtile's, 32 columns on
+                        #pragma unroll
+                        for (int q = 0; q < 8; q++) {
+                            const long long col = left + 32 + 8 * (q >> 1) + wc + (q & 1);
+                            ahead_bias[q] = col < cols ? wsf_load1(in_bias + col) : 0.0f;
+                        }
+                    }
                     #pragma unroll
                     for (int jj = 0; jj < 16; jj++) {
                         const int r = wr + 8 * ((jj >> 1) & 1), c = 8 * (jj >> 2) + wc + (jj & 1);
                         const long long row = top + r, col = left + c;
-                        const float v_bias = col < cols ? wsf_load1(in_bias + col) : 0.0f;  // examples/gemm_bias_gelu.yaml:15
+                        const float v_bias = here_bias[2 * (jj >> 2) + (jj & 1)];  // examples/gemm_bias_gelu.yaml:15
                         const float v_y = acc_y[16 * sub + jj];  // examples/gemm_bias_gelu.yaml:17
                         const float v_z = v_y + v_bias;  // examples/gemm_bias_gelu.yaml:18
                         const float v_o = __fdividef(v_z, 1.0f + __expf(-1.5957691216057307f * (v_z + 0.044715f * v_z * v_z * v_z)));  // examples/gemm_bias_gelu.yaml:19
