@@ -57,3 +57,10 @@ __device__ __forceinline__ void wsf_tma_store_3d(const WsfTensorMap *map, long l
 	asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
 	             :: "l"(map), "r"((int)col), "r"((int)row), "r"((int)z), "r"(wsf_smem_addr(src)) : "memory");
 }
+
+// Arrives on named barrier ID of THREADS without waiting: the signal half of
+// a ping-pong's order barrier, whose other warpgroup waits with bar.sync.
+__device__ __forceinline__ void wsf_bar_arrive(int id, int threads)
+{
+	asm volatile("bar.arrive %0, %1;" :: "r"(id), "r"(threads) : "memory");
+}

@@ -308,7 +308,13 @@ emit_expr(Emit *e, const Expr *x)
 		buf_puts(b, "(long long)gridDim.x");
 		break;
 	case EX_ELECT:
-		buf_printf(b, "threadIdx.x == %d", e->role ? e->k->role[e->role].first : 0);
+		if (e->role && e->k->pingpong && e->k->role[e->role].kind == ROLE_CONSUMER)
+			buf_puts(b, "threadIdx.x % 128 == 0");   /* each warpgroup's first thread */
+		else
+			buf_printf(b, "threadIdx.x == %d", e->role ? e->k->role[e->role].first : 0);
+		break;
+	case EX_WG:
+		buf_puts(b, "(long long)(threadIdx.x / 128)");
 		break;
 	case EX_DIV:
 	case EX_MOD:
@@ -539,8 +545,12 @@ emit_stmt(Emit *e, const Stmt *s)
 			emit_line(e, "// circular buffer: %d stages, prefetch %d", s->cb->stages, s->cb->prefetch);
 		if (s->lo->kind == EX_INT && s->hi->kind == EX_INT && reads_accumulator(s))
 			emit_line(e, "#pragma unroll   // the accumulators' registers are indexed by constants");
-		emit_line(e, "for (long long %s = %s; %s < %s; %s++) {%s", v, emit_expr_str(e, s->lo), v,
-		          emit_expr_str(e, s->hi), v, comment(e, s));
+		if (s->step)
+			emit_line(e, "for (long long %s = %s; %s < %s; %s += %s) {%s", v, emit_expr_str(e, s->lo), v,
+			          emit_expr_str(e, s->hi), v, emit_expr_str(e, s->step), comment(e, s));
+		else
+			emit_line(e, "for (long long %s = %s; %s < %s; %s++) {%s", v, emit_expr_str(e, s->lo), v,
+			          emit_expr_str(e, s->hi), v, comment(e, s));
 		emit_body(e, s);
 		emit_line(e, "}");
 		break;
@@ -600,9 +610,10 @@ emit_stmt(Emit *e, const Stmt *s)
 			          emit_pos(e, s->pos));
 			break;
 		}
-		emit_line(e, "wsf_tma_store_%dd(&%s, %s, %s%s%s, %s);%s", s->z ? 3 : 2, emit_param_name(e, &k->param[s->param]),
+		emit_line(e, "wsf_tma_store_%dd(&%s, %s, %s%s%s, %s%s%s);%s", s->z ? 3 : 2, emit_param_name(e, &k->param[s->param]),
 		          emit_expr_str(e, s->b), emit_expr_str(e, s->a), s->z ? ", " : "", s->z ? emit_expr_str(e, s->z) : "",
-		          emit_buf_at(e, s->buf, s->slot), emit_pos(e, s->pos));
+		          emit_buf_at(e, s->buf, s->slot), s->off ? " + " : "", s->off ? emit_expr_str(e, s->off) : "",
+		          emit_pos(e, s->pos));
 		break;
 	case ST_EXPECT_TX:
 		if (s->a && s->n)
@@ -655,6 +666,9 @@ emit_stmt(Emit *e, const Stmt *s)
 	case ST_SYNC:
 		if (s->n == 0)
 			emit_line(e, "__syncthreads();%s", comment(e, s));
+		else if (s->a)   /* a barrier id per warpgroup */
+			emit_line(e, "%s((int)%s, %d);%s", s->flag ? "wsf_bar_arrive" : "wsf_bar_sync", emit_expr_str(e, s->a),
+			          s->threads, comment(e, s));
 		else
 			emit_line(e, "wsf_bar_sync(%lld, %d);%s", (long long)s->n, s->threads, comment(e, s));
 		break;

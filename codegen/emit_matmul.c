@@ -130,8 +130,11 @@ emit_mma(Emit *e, const Stmt *s)
 	emit_line(e, "{   // mma %s += %s x %s, %d x %d x %d", acc_name(e, s->writes[0].acc), k->buf[s->reads[0].buf].name,
 	          k->buf[s->reads[1].buf].name, m->m, m->n, m->k);
 	e->depth++;
-	emit_line(e, "const char *a = (const char *)(%s) + (threadIdx.x / 128) * %d;   // this warpgroup's 64 rows",
-	          emit_buf_at(e, s->reads[0].buf, s->reads[0].slot), wg_rows);
+	if (k->pingpong)   /* the warpgroup's own tile: all 64 rows of A */
+		emit_line(e, "const char *a = (const char *)(%s);", emit_buf_at(e, s->reads[0].buf, s->reads[0].slot));
+	else
+		emit_line(e, "const char *a = (const char *)(%s) + (threadIdx.x / 128) * %d;   // this warpgroup's 64 rows",
+		          emit_buf_at(e, s->reads[0].buf, s->reads[0].slot), wg_rows);
 	emit_line(e, "const char *b = (const char *)(%s);", emit_buf_at(e, s->reads[1].buf, s->reads[1].slot));
 	emit_line(e, "const int first = %s;", s->cond ? emit_expr_str(e, s->cond) : "0");
 	emit_line(e, "#pragma unroll");
@@ -190,7 +193,7 @@ staged_inputs(Emit *e, const Stmt *s, int nsub)
 			emit_line(e, "if (sub == 0) {   // the tile's first subtile: this thread's rows");
 			emit_line(e, "    #pragma unroll");
 			emit_line(e, "    for (int h = 0; h < %d; h++) {", COL_VALUES);
-			emit_line(e, "        const long long row = top + wr + 8 * h;");
+			emit_line(e, "        const long long row = top + wt + 8 * h;");
 			emit_line(e, "        %s[h] = %s;", here, load_text(e, p, "row < rows",
 			          s->z ? arena_printf(e->c->arena, "%s * rows + row", emit_expr_str(e, s->z)) : "row"));
 			emit_line(e, "    }");
@@ -214,8 +217,11 @@ compute(Emit *e, const Stmt *s)
 	          s->comment ? s->comment : "");
 	e->depth++;
 	emit_line(e, "const long long top = %s, left = %s;", emit_expr_str(e, s->a), emit_expr_str(e, s->b));
+	/* wr: the thread's first row in the staging subtile (its warpgroup's 64 rows, its warp's 16, its lane's);
+	   wt: in the output tile at top, which is the warpgroup's own when it owns the tile (ping-pong) */
 	emit_line(e, "const int sub = (int)(%s), wr = 64 * (threadIdx.x / 128) + 16 * ((threadIdx.x / 32) %% 4) + "
 	          "(threadIdx.x %% 32) / 4, wc = 2 * (threadIdx.x %% 4);", emit_expr_str(e, s->pass));
+	emit_line(e, "const int wt = %s;", k->pingpong ? "wr - 64 * (threadIdx.x / 128)" : "wr");
 	for (i = 0; i < s->nwrites; i++)
 		emit_line(e, "%s *%s = %s;", emit_type(k->buf[s->writes[i].buf].dtype), emit_curname(e, s->writes[i].buf),
 		          emit_buf_at(e, s->writes[i].buf, s->writes[i].slot));
@@ -224,7 +230,7 @@ compute(Emit *e, const Stmt *s)
 	emit_line(e, "for (int jj = 0; jj < %d; jj++) {", SUB / 2);
 	e->depth++;
 	emit_line(e, "const int r = wr + 8 * ((jj >> 1) & 1), c = 8 * (jj >> 2) + wc + (jj & 1);");
-	emit_line(e, "const long long row = top + r, col = left + c;");
+	emit_line(e, "const long long row = top + wt + 8 * ((jj >> 1) & 1), col = left + c;");
 	/* the matmul's value is the accumulator's element; the other inputs are read where they are */
 	for (i = 0; i < f->ninput; i++) {
 		int t = f->input[i];

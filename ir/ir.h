@@ -422,7 +422,8 @@ typedef enum ExprKind {
 	EX_NCTA,     /* gridDim.x */
 	EX_ADD, EX_SUB, EX_MUL, EX_DIV, EX_MOD, EX_MIN, EX_MAX, EX_CEILDIV,
 	EX_LT, EX_GE, EX_EQ, EX_AND, EX_XOR,
-	EX_ELECT     /* true in one thread of the executing group */
+	EX_ELECT,    /* true in one thread of the executing group */
+	EX_WG        /* the consumer warpgroup a thread is in, threadIdx.x / 128 */
 } ExprKind;
 
 typedef struct Expr {
@@ -559,7 +560,8 @@ typedef enum StmtKind {
 	ST_FENCE_PROXY_ASYNC,
 	ST_BULK_COMMIT,    /* cp.async.bulk.commit_group */
 	ST_BULK_WAIT,      /* cp.async.bulk.wait_group[.read] n */
-	ST_SYNC,           /* barrier: id 0 is __syncthreads, else bar.sync id, threads */
+	ST_SYNC,           /* barrier: id 0 is __syncthreads, else bar.sync id, threads (a: the id when it is
+	                      an expression, a warpgroup's own; flag: bar.arrive, the signal alone) */
 	ST_SETMAXNREG,     /* regs; inc or dec */
 	ST_COMPUTE,        /* the fusion's ops over one tile (pointwise) or row (reduction) at (row a, col b);
 	                      an epilogue reads accumulators */
@@ -651,6 +653,7 @@ struct Stmt {
 	/* ST_LOOP */
 	int var;
 	Expr *lo, *hi;
+	Expr *step;           /* NULL: 1 (a ping-pong consumer walks every other tile) */
 	LoopKind loop;
 	CbInfo *cb;
 	/*
@@ -730,6 +733,9 @@ struct Kernel {
 	int consumer_regs;       /* roles (0: leave them; both roles must be whole warpgroups) */
 	bool persistent;         /* a grid of SMs x resident CTAs loops over tiles; else one CTA a tile */
 	bool tma_store;          /* outputs leave through staging buffers and TMA stores */
+	bool pingpong;           /* a matmul whose consumer warpgroups each own a tile (64 rows): warpgroup w
+	                            takes the CTA's tiles w, w + 2, ...; their elected threads, barriers
+	                            and halves of each staging copy are their own */
 	bool batched;            /* a matmul with batch dims on both operands: the view is [batch, rows, cols],
 	                            tiles run over every batch, and operands and outputs have 3-D maps */
 	int stages_hint;         /* schedule: stages, 0 if absent */

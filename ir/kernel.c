@@ -324,6 +324,7 @@ st_clone(Comp *c, const Stmt *s, int var, Expr *with)
 	r->lin = ex_subst(c, s->lin, var, with);
 	r->lo = ex_subst(c, s->lo, var, with);
 	r->hi = ex_subst(c, s->hi, var, with);
+	r->step = ex_subst(c, s->step, var, with);
 	r->cond = ex_subst(c, s->cond, var, with);
 	r->a = ex_subst(c, s->a, var, with);
 	r->b = ex_subst(c, s->b, var, with);

@@ -33,6 +33,9 @@ expr_print(Buf *b, const Kernel *k, const Expr *e)
 	case EX_NCTA:
 		buf_puts(b, "ncta");
 		break;
+	case EX_WG:
+		buf_puts(b, "wg");
+		break;
 	case EX_ELECT:
 		buf_puts(b, "elect()");
 		break;
@@ -111,7 +114,12 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 		expr_print(b, k, s->lo);
 		buf_puts(b, ", ");
 		expr_print(b, k, s->hi);
-		buf_printf(b, ")%s", s->loop == LOOP_TILE ? " tiles" : s->loop == LOOP_CHUNK ? " chunks" : "");
+		buf_puts(b, ")");
+		if (s->step) {
+			buf_puts(b, " step ");
+			expr_print(b, k, s->step);
+		}
+		buf_printf(b, "%s", s->loop == LOOP_TILE ? " tiles" : s->loop == LOOP_CHUNK ? " chunks" : "");
 		if (s->cb)
 			buf_printf(b, " circular_buffer(stages=%d, prefetch=%d, %s)", s->cb->stages,
 			           s->cb->prefetch, cb_part[s->cb->part]);
@@ -179,6 +187,10 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 		expr_print(b, k, s->b);
 		buf_puts(b, "] <- ");
 		slot_print(b, k, k->buf[s->buf].name, s->slot);
+		if (s->off) {
+			buf_puts(b, " + ");
+			expr_print(b, k, s->off);
+		}
 		break;
 	case ST_EXPECT_TX:
 		buf_puts(b, "mbarrier.arrive_expect_tx ");
@@ -220,10 +232,15 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 		buf_printf(b, "bulk.wait_group%s %lld", s->flag ? ".read" : "", (long long)s->n);
 		break;
 	case ST_SYNC:
-		if (s->n == 0)
+		if (s->n == 0) {
 			buf_puts(b, "syncthreads");
-		else
+		} else if (s->a) {
+			buf_puts(b, s->flag ? "bar.arrive " : "bar.sync ");
+			expr_print(b, k, s->a);
+			buf_printf(b, ", %d", s->threads);
+		} else {
 			buf_printf(b, "bar.sync %lld, %d", (long long)s->n, s->threads);
+		}
 		break;
 	case ST_SETMAXNREG:
 		buf_printf(b, "setmaxnreg.%s %lld", s->flag ? "inc" : "dec", (long long)s->n);

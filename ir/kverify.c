@@ -249,6 +249,7 @@ check_stmt(Check *v, const Stmt *s)
 	case ST_SYNC:
 		if (s->n == 0 && v->in_roles)
 			fail(v, "__syncthreads inside warp-specialized roles");
+		check_expr(v, s->a);
 		break;
 	case ST_IF:
 		check_expr(v, s->cond);

@@ -542,11 +542,11 @@ pass_circular_buffer(Comp *c)
 		cb->warp_specialized = k->warp_specialize;
 		cb->inner = q != first;
 		*VEC_PUSH(c->arena, k->pipe, k->npipe, k->cappipe) = cb;
-		/* one elected thread arrives (with expect_tx) once per stage fill */
+		/* one elected thread arrives (with expect_tx) once per stage fill; the consumers that read it release it */
 		if (q == main_) {
 			cb->full_bar = kernel_add_bar(c, k, "full", S, 1);
 			if (k->warp_specialize)
-				cb->empty_bar = kernel_add_bar(c, k, "empty", S, k->consumer_threads);
+				cb->empty_bar = kernel_add_bar(c, k, "empty", S, k->consumer_threads / (k->pingpong ? 2 : 1));
 		} else {
 			/* another pipeline's are named after its first buffer: bias_tile_full */
 			for (b = 1; !pipe[q].bufs[b]; b++)

@@ -88,18 +88,20 @@ epilogue_view(const Tensor *t, const Tensor *d)
 
 /* The tile: the hint [M, N, K] checked against what the mma and TMA take, or the default. */
 static int
-choose_tile(Comp *c, const Fusion *f, int *bm, int *bn, int *bk)
+choose_tile(Comp *c, const Fusion *f, bool pingpong, int *bm, int *bn, int *bk)
 {
 	const Schedule *h = &f->sched;
+	int m = pingpong ? BM / 2 : BM;   /* ping-pong: a warpgroup's own tile, 64 rows */
 
-	*bm = BM, *bn = BN, *bk = BK;
+	*bm = m, *bn = BN, *bk = BK;
 	if (!h->ntile)
 		return 0;
 	if (h->ntile != 3)
 		return diag_error(c, h->tile_pos, "a matmul tile is [M, N, K], 3 extents; saw %d", h->ntile);
-	if (h->tile[0] != BM)
-		return unbuilt(c, h->tile_pos, "a matmul tile of %d rows is not implemented yet: the two consumer "
-		               "warpgroups hold 64 rows each, so M is 128", h->tile[0]);
+	if (h->tile[0] != m)
+		return unbuilt(c, h->tile_pos, "a matmul tile of %d rows is not implemented yet: %s, so M is %d",
+		               h->tile[0], pingpong ? "with consumers: pingpong each consumer warpgroup owns a tile of "
+		               "64 rows" : "the two consumer warpgroups hold 64 rows each", m);
 	if (h->tile[1] % CHUNK || h->tile[1] > 256)
 		return diag_error(c, h->tile_pos, "matmul tile N is %d; it must be a multiple of %d up to 256 "
 		                  "(wgmma's N, and the 64-wide chunks of an N-major operand)", h->tile[1], CHUNK);
@@ -228,8 +230,6 @@ lower_matmul(Comp *c, Fusion *f)
 	if ((a->dtype != DT_BF16 && a->dtype != DT_F16) || b->dtype != a->dtype)
 		return diag_error(c, op->pos, "matmul operands must both be bf16 or both f16, saw %s and %s",
 		                  dtype_info[a->dtype].name, dtype_info[b->dtype].name);
-	if (f->sched.consumers == CONSUMERS_PINGPONG)
-		return unbuilt(c, f->sched.consumers_pos, "consumers: pingpong is not implemented yet (cooperative is)");
 	if (f->sched.cluster_pos.line)
 		return unbuilt(c, f->sched.cluster_pos, "'cluster' is not implemented for matmul kernels yet: they launch "
 		               "single CTAs");
@@ -240,7 +240,8 @@ lower_matmul(Comp *c, Fusion *f)
 		               "epilogue stores through staging subtiles and TMA");
 	if (f->sched.warp_specialize == 1)
 		return unbuilt(c, f->sched.ws_pos, "a matmul without warp specialization is not implemented yet");
-	if (choose_tile(c, f, &bm, &bn, &bk))
+	k->pingpong = f->sched.consumers == CONSUMERS_PINGPONG;
+	if (choose_tile(c, f, k->pingpong, &bm, &bn, &bk))
 		return -1;
 	for (j = 0; j < f->nout; j++)
 		if (!lower_same_shape(&f->tensor[f->out[j].tensor], d))
@@ -402,10 +403,17 @@ lower_matmul(Comp *c, Fusion *f)
 	store->comment = "one thread stores the subtile";
 	for (j = 1; j < k->nparam; j++)
 		if (k->param[j].kind == PK_TMAP && k->param[j].arg >= f->ninput)
-			lower_stage_output(c, k, j, bm, EPI_COLS, 2, ex_var(c, eloop->var), row0, ecol, compute, store);
-	for (j = 0; j < store->nbody; j++)   /* a batched output's map is 3-D */
-		if (store->body[j]->kind == ST_TMA_STORE)
-			store->body[j]->z = bt;
+			lower_stage_output(c, k, j, k->pingpong ? 2 * bm : bm, EPI_COLS, 2, ex_var(c, eloop->var), row0, ecol,
+			                   compute, store);
+	for (j = 0; j < store->nbody; j++) {
+		Stmt *st = store->body[j];
+
+		if (st->kind != ST_TMA_STORE)
+			continue;
+		st->z = bt;   /* a batched output's map is 3-D */
+		if (k->pingpong)   /* a staging copy holds both warpgroups' subtiles; each stores its own */
+			st->off = ex_bin(c, EX_MUL, ex_leaf(c, EX_WG), ex_int(c, bm * EPI_COLS));
+	}
 	st_append(c, eloop, store);
 	return 0;
 }

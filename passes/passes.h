@@ -119,7 +119,7 @@ Stmt *ws_load_slice(Comp *c, const Kernel *k, const Stmt *loop);
  * enclosing ST_ROLE's role, 0 outside roles) into the role's named barrier
  * sized to its threads; __syncthreads there would deadlock.
  */
-void ws_name_barriers(const Kernel *k, Stmt *s, int role);
+void ws_name_barriers(Comp *c, const Kernel *k, Stmt *s, int role);
 int pass_infer(Comp *c);
 int pass_schedule(Comp *c);
 

@@ -242,7 +242,7 @@ commits_before(const Stmt *block, int end)
 static bool
 is_barrier(const Stmt *s)
 {
-	return s->kind == ST_SYNC;
+	return s->kind == ST_SYNC && !s->flag;   /* bar.arrive waits for nobody */
 }
 
 /* ---- the pending effects ---------------------------------------------- */
@@ -671,6 +671,17 @@ release_stage(Sync *y, Stmt *body, const Cb *cb, State *st)
 		if (!async && body->body[last]->kind == ST_COMPUTE && body->body[last]->flag)
 			return;  /* the compute's own barrier releases the stage */
 		rel = barrier(c, "release the stage: the next load refills it");
+	} else if (y->k->pingpong && body->kind == ST_LOOP && !body->cb) {
+		/*
+		 * Ping-pong: the other warpgroup reads the stages between this one's
+		 * tiles, so a warpgroup releases only its own: the k-step before
+		 * (after the wait above), the tile's last after its loop (pingpong_last).
+		 */
+		Expr *prev = ex_bin(c, EX_MOD, ex_bin(c, EX_ADD, cb->lin, ex_int(c, S - 1)), ex_int(c, S));
+
+		rel = st_if(c, ex_bin(c, EX_GE, ex_var(c, body->var), ex_int(c, 1)));
+		st_append(c, rel, mbar(c, ST_MBAR_ARRIVE, info->empty_bar, prev, NULL,
+		                       "release this warpgroup's k-step before to the producer"));
 	} else {
 		Expr *next = ex_bin(c, EX_MOD, ex_bin(c, EX_ADD, cb->lin, ex_int(c, info->prefetch + 1)), ex_int(c, S));
 
@@ -678,6 +689,40 @@ release_stage(Sync *y, Stmt *body, const Cb *cb, State *st)
 	}
 	if (!y->dry)
 		st_insert(c, body, last + 1, rel);
+}
+
+/*
+ * After a ping-pong warpgroup's k loop LOOP (at BLOCK->body[*J]): its mmas
+ * done (mma.wait_group 0, which the epilogue would need anyway), and the
+ * stage of the tile's last k-step released, the one release_stage leaves.
+ */
+static void
+pingpong_last(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop, const Cb *outer)
+{
+	Comp *c = y->c;
+	int S = outer->cb->stages;
+	Expr *end = ex_subst(c, loop->lin, loop->var, loop->hi);   /* the counter after the last k-step */
+	Stmt *w = st_new(c, ST_MMA_WAIT), *next;
+	int at = *j + 1;
+
+	retire_groups(st, VIA_MMA, st->mma - 1, false);
+	if (y->dry)
+		return;
+	/*
+	 * Before the other warpgroup's go (warp_specialize): a bar.arrive
+	 * between a wgmma and its wait makes ptxas serialize the wgmmas (C7514),
+	 * so the other k loop starts once these mmas are done.
+	 */
+	w->n = 0;
+	w->comment = "this tile's mmas are done: the accumulator is complete, its last stage free";
+	st_insert(c, block, at++, w);
+	next = at < block->nbody ? block->body[at] : NULL;
+	if (next && next->kind == ST_IF && next->nbody == 1 && next->body[0]->kind == ST_SYNC && next->body[0]->flag)
+		at++;
+	st_insert(c, block, at, mbar(c, ST_MBAR_ARRIVE, outer->cb->empty_bar,
+	                                 ex_bin(c, EX_MOD, ex_bin(c, EX_ADD, end, ex_int(c, S - 1)), ex_int(c, S)),
+	                                 NULL, "release the tile's last k-step to the producer"));
+	*j = at;
 }
 
 /* ---- placing what depends on barriers ---------------------------------- */
@@ -930,10 +975,17 @@ pre_arrive(Sync *y, Stmt *block, int *j, const Stmt *loop, const Stmt *s)
 
 	if (s->kind == ST_LOOP && s->cb && (s == loop || s->cb->inner) && s->cb->empty_bar) {
 		int kv = kernel_add_var(c, y->k, "s");
-		Stmt *pre = st_loop(c, kv, ex_int(c, 0), ex_int(c, s->cb->prefetch + 1), LOOP_SERIAL);
+		bool pp = y->k->pingpong;   /* each stage released once, by the warpgroup that read it: all start empty */
+		Stmt *pre = st_loop(c, kv, ex_int(c, 0), ex_int(c, pp ? s->cb->stages : s->cb->prefetch + 1), LOOP_SERIAL);
 
-		pre->comment = "the first P + 1 stages start empty";
+		pre->comment = pp ? "every stage starts empty (one warpgroup's arrivals)" : "the first P + 1 stages start empty";
 		st_append(c, pre, mbar(c, ST_MBAR_ARRIVE, s->cb->empty_bar, ex_var(c, kv), NULL, NULL));
+		if (pp) {
+			Stmt *one = st_if(c, ex_bin(c, EX_EQ, ex_leaf(c, EX_WG), ex_int(c, 0)));
+
+			st_append(c, one, pre);
+			pre = one;
+		}
 		st_insert(c, block, *j, pre);
 		(*j)++;
 	}
@@ -1004,6 +1056,8 @@ walk_loop(Sync *y, Frame *fr, State *st, Stmt *block, int *j, const Cb *outer)
 	run->bulk = st->bulk + per_bulk;
 	run->mma = st->mma + per_mma;
 	copy_state(st, run);
+	if (y->k->pingpong && outer && loop->lin && !loop->cb && outer->cb->part == CB_CONSUMER)
+		pingpong_last(y, st, block, j, loop, outer);
 
 	/* an epilogue whose pipeline runs again: its prologue refills the stages the epilogue read */
 	if (loop->cb && loop->cb->part == CB_EPILOGUE && fr->loop && !y->dry) {
@@ -1057,6 +1111,6 @@ pass_sync(Comp *c)
 	walk_top(&y, c->kernel->body, st);
 	if (y.err)
 		return -1;
-	ws_name_barriers(c->kernel, c->kernel->body, 0);
+	ws_name_barriers(c, c->kernel, c->kernel->body, 0);
 	return 0;
 }

@@ -52,7 +52,7 @@ find_ws_loop(Stmt *s, Where *w)
 }
 
 void
-ws_name_barriers(const Kernel *k, Stmt *s, int role)
+ws_name_barriers(Comp *c, const Kernel *k, Stmt *s, int role)
 {
 	int j;
 
@@ -61,12 +61,17 @@ ws_name_barriers(const Kernel *k, Stmt *s, int role)
 	if (s->kind == ST_SYNC && role && s->n == 0) {
 		s->n = k->role[role].bar_id;
 		s->threads = k->role[role].threads;
+		if (k->pingpong && k->role[role].kind == ROLE_CONSUMER) {
+			/* each warpgroup its own: bar_id + wg over 128 threads (ids 1 and 2) */
+			s->a = ex_bin(c, EX_ADD, ex_int(c, s->n), ex_leaf(c, EX_WG));
+			s->threads = 128;
+		}
 	}
 	if (s->kind == ST_ROLE)
 		role = s->role;
 	for (j = 0; j < s->nbody; j++)
-		ws_name_barriers(k, s->body[j], role);
-	ws_name_barriers(k, s->orelse, role);
+		ws_name_barriers(c, k, s->body[j], role);
+	ws_name_barriers(c, k, s->orelse, role);
 }
 
 /* ---- the load slice ----------------------------------------------------- */
@@ -88,6 +93,7 @@ mark_stmt(const Stmt *s, bool *used)
 {
 	mark_vars(s->lo, used);
 	mark_vars(s->hi, used);
+	mark_vars(s->step, used);
 	mark_vars(s->cond, used);
 	mark_vars(s->a, used);
 	mark_vars(s->b, used);
@@ -231,6 +237,48 @@ set_part(Stmt *s, CbPart part)
 		set_part(s->orelse, part);
 }
 
+/*
+ * The ping-pong consumers: warpgroup wg takes the tiles wg, wg + 2, ... of
+ * the loop LOOP, and their k loops take turns on the tensor cores, ordered
+ * by named barriers 3 and 4 (each 256 threads: one warpgroup waits, the
+ * other arrives): a warpgroup waits for the other's k loop before its own
+ * (but on the CTA's first tile), and lets it go after (but on its last),
+ * so the epilogue of one overlaps the k loop of the other.
+ */
+static void
+pingpong_consumer(Comp *c, Stmt *loop)
+{
+	Expr *i = ex_var(c, loop->var), *wg = ex_leaf(c, EX_WG);
+	int j;
+
+	loop->lo = wg;
+	loop->step = ex_int(c, 2);
+	for (j = 0; j < loop->nbody; j++) {
+		Stmt *kl = loop->body[j], *wait, *go, *s;
+
+		if (kl->kind != ST_LOOP || !kl->lin)
+			continue;
+		wait = st_if(c, ex_bin(c, EX_GE, i, ex_int(c, 1)));
+		s = st_new(c, ST_SYNC);
+		s->n = 3;
+		s->a = ex_bin(c, EX_ADD, ex_int(c, 3), wg);
+		s->threads = 256;
+		s->comment = "wait for the other warpgroup's k loop";
+		st_append(c, wait, s);
+		go = st_if(c, ex_bin(c, EX_LT, ex_bin(c, EX_ADD, i, ex_int(c, 1)), loop->hi));
+		s = st_new(c, ST_SYNC);
+		s->n = 3;
+		s->a = ex_bin(c, EX_SUB, ex_int(c, 4), wg);
+		s->threads = 256;
+		s->flag = true;
+		s->comment = "the other warpgroup's k loop may start";
+		st_append(c, go, s);
+		st_insert(c, loop, j + 1, go);
+		st_insert(c, loop, j, wait);
+		return;
+	}
+}
+
 /* ---- roles ---------------------------------------------------------------- */
 
 static Stmt *
@@ -275,6 +323,8 @@ pass_warp_specialize(Comp *c)
 
 	consumer = loop;
 	cb_strip_loads(consumer);
+	if (k->pingpong)
+		pingpong_consumer(c, consumer);
 	set_part(consumer, CB_CONSUMER);
 	consumer->comment = "consumers: compute every tile";
 
@@ -290,6 +340,6 @@ pass_warp_specialize(Comp *c)
 		st_append(c, cbranch, w.parent->body[i]);
 	w.parent->body[w.index] = roles;
 	w.parent->nbody = w.index + 1;
-	ws_name_barriers(k, roles, 0);
+	ws_name_barriers(c, k, roles, 0);
 	return 0;
 }

@@ -29,6 +29,13 @@ static const char gemm_bias_gelu[] =
 	"  - {out: z, op: add, in: [y, bias]}\n  - {out: o, op: gelu, in: [z], approximate: tanh}\n"
 	"outputs:\n  o: {dtype: bf16}\n";
 
+static const char gemm_bias_gelu_pp[] =
+	HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+	"  bias: {dtype: bf16, shape: [N]}\n"
+	"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n"
+	"  - {out: z, op: add, in: [y, bias]}\n  - {out: o, op: gelu, in: [z], approximate: tanh}\n"
+	"outputs:\n  o: {dtype: bf16}\nschedule: {consumers: pingpong}\n";
+
 /* SPEC through the front end and every kernel pass, or NULL (the message in t->msg). */
 static Kernel *
 kernel_of(Fixture *t, const char *spec)
@@ -299,6 +306,72 @@ lowered_batched(void **state)
 	assert_string_equal(expr(t, x->body[0]->z), "bt");
 }
 
+/*
+ * Ping-pong consumers: each warpgroup owns 64-row tiles, wg, wg + 2, ...;
+ * the k loops take turns (bar.sync on 3 + wg before, bar.arrive on 4 - wg
+ * after); a warpgroup releases only the stages it read: the k-step before
+ * inside the loop (from the second), the last after the loop's wait_group 0;
+ * every stage starts empty by warpgroup 0's arrivals, 128 of them a stage;
+ * the staging barrier is the warpgroup's own, and each stores its half.
+ */
+static void
+lowered_pingpong(void **state)
+{
+	Fixture *t = *state;
+	Kernel *k = kernel_of(t, gemm_bias_gelu_pp);
+	Stmt *roles, *cons, *pre, *tl, *kl, *el, *x;
+	int i, S;
+
+	if (!k)
+		fail_msg("%s", t->msg);
+	assert_true(k->pingpong);
+	assert_int_equal(k->tile_rows, 64);
+	assert_int_equal(k->buf[1].rows, 64);   /* A: one warpgroup's 64 rows */
+	assert_int_equal(k->buf[3].rows, 128);  /* staging: both warpgroups' halves */
+	assert_int_equal(k->acc[1].rows, 64);
+	S = k->buf[1].stages;
+	assert_int_equal(k->bar[2].arrivals, 128);   /* empty: one warpgroup releases a stage */
+	roles = find_kind(k->body, ST_ROLES, 0);
+	cons = roles->body[1];
+	pre = find_kind(cons, ST_IF, 0);   /* if (wg == 0): every stage starts empty */
+	assert_non_null(pre);
+	assert_string_equal(expr(t, pre->cond), "(wg == 0)");
+	assert_string_equal(expr(t, pre->body[0]->hi), arena_printf(t->c.arena, "%d", S));
+	tl = find_kind(cons, ST_LOOP, 0);
+	assert_string_equal(expr(t, tl->lo), "wg");
+	assert_string_equal(expr(t, tl->step), "2");
+	for (i = 0; tl->body[i]->kind != ST_LOOP; i++)
+		;
+	x = tl->body[i - 1];   /* the turn: wait for the other warpgroup's k loop */
+	assert_int_equal(x->kind, ST_IF);
+	assert_int_equal(x->body[0]->kind, ST_SYNC);
+	assert_false(x->body[0]->flag);
+	assert_string_equal(expr(t, x->body[0]->a), "(3 + wg)");
+	kl = tl->body[i];
+	x = kl->body[kl->nbody - 1];   /* the release of this warpgroup's previous k-step */
+	assert_int_equal(x->kind, ST_IF);
+	assert_string_equal(expr(t, x->cond), "(kk >= 1)");
+	assert_int_equal(x->body[0]->kind, ST_MBAR_ARRIVE);
+	assert_int_equal(tl->body[i + 1]->kind, ST_MMA_WAIT);
+	assert_int_equal(tl->body[i + 1]->n, 0);
+	x = tl->body[i + 2];   /* the other warpgroup's turn */
+	assert_int_equal(x->body[0]->kind, ST_SYNC);
+	assert_true(x->body[0]->flag);
+	assert_string_equal(expr(t, x->body[0]->a), "(4 - wg)");
+	assert_int_equal(tl->body[i + 3]->kind, ST_MBAR_ARRIVE);   /* the tile's last k-step */
+	el = tl->body[i + 4];
+	assert_int_equal(el->kind, ST_LOOP);
+	assert_int_equal(census(el).kind[ST_MMA_WAIT], 0);
+	for (i = 0; i < el->nbody; i++)
+		if (el->body[i]->kind == ST_SYNC) {
+			assert_string_equal(expr(t, el->body[i]->a), "(1 + wg)");
+			assert_int_equal(el->body[i]->threads, 128);
+		}
+	x = el->body[el->nbody - 1];
+	assert_int_equal(x->body[0]->kind, ST_TMA_STORE);
+	assert_string_equal(expr(t, x->body[0]->off), "(wg * 2048)");
+}
+
 /* What this version does not lower yet: exit status 6, with the reason at the op. */
 static void
 refused_forms(void **state)
@@ -312,8 +385,8 @@ refused_forms(void **state)
 		 "a matmul tile of 64 rows is not implemented yet"},
 		{HEAD "inputs:\n  a: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
 		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_b: true}\noutputs:\n  y: {}\n"
-		 "schedule: {consumers: pingpong}\n",
-		 "consumers: pingpong is not implemented yet"},
+		 "schedule: {consumers: pingpong, tile: [128, 256, 64]}\n",
+		 "a matmul tile of 128 rows is not implemented yet: with consumers: pingpong"},
 		{HEAD "inputs:\n  a: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
 		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_b: true}\noutputs:\n  y: {}\n"
 		 "schedule: {warp_specialize: false}\n",
@@ -350,6 +423,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(lowered_mn_major, setup, teardown),
 		cmocka_unit_test_setup_teardown(lowered_batch_a, setup, teardown),
 		cmocka_unit_test_setup_teardown(lowered_batched, setup, teardown),
+		cmocka_unit_test_setup_teardown(lowered_pingpong, setup, teardown),
 		cmocka_unit_test(refused_forms),
 	};
 
