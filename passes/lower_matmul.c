@@ -27,8 +27,11 @@
  * layout) or [K, N]; an operand whose contiguous dim is M or N is loaded
  * MN-major, in 64-wide column chunks, and the mma reads it transposed.
  * Batch dims on A alone (a weight shared by the batch) are rows of one
- * [batch x M, K] matrix.  Outputs have the matmul's shape.  The rest (batch
- * dims on B, several matmuls, ping-pong) is refused as not implemented yet
+ * [batch x M, K] matrix; batch dims on both (or A [..., K, M]) make the
+ * kernel batched: tiles over every batch, 3-D maps.  Outputs have the
+ * matmul's shape.  With consumers: pingpong each consumer warpgroup owns
+ * tiles of 64 rows (the CTA tile is 64 x BN) and warp_specialize gives it
+ * every other tile.  Several matmuls are refused as not implemented yet
  * (exit status 6).
  */
 #include <stdarg.h>

@@ -29,7 +29,10 @@
  *     reads; in a consumer loop an arrive on empty[(lin + P + 1) % S] after
  *     P + 1 arrivals made before the loop.  A stage read by mma is released
  *     after mma.wait_group S - 1 - P, which shows that the read of P + 1 - S
- *     iterations ago completed.  An epilogue loop releases nothing inside;
+ *     iterations ago completed.  Ping-pong consumers read every other
+ *     tile's stages, so a warpgroup releases only its own: the k-step
+ *     before (from the second), and the tile's last after the k loop's
+ *     mma.wait_group 0 (pingpong_last); all S stages start empty.  An epilogue loop releases nothing inside;
  *     when its pipeline runs again (it sits in another loop), one barrier
  *     after it releases the stages it read.
  * Barriers inside warp-specialized roles are the role's named barrier.

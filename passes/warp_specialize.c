@@ -19,7 +19,10 @@
  *   consumer  the loop without its loads, followed by every statement that
  *             came after it in its block: tile { k loop; epilogue } is kept
  *             as it was, derived from the same loop, not inlined with the
- *             producer's.
+ *             producer's.  Ping-pong (Kernel.pingpong): warpgroup wg takes
+ *             the tiles wg, wg + 2, ..., its k loop between a wait for the
+ *             other's turn and a signal of it (pingpong_consumer), and its
+ *             barriers are its own (bar_id + wg, 128 threads).
  * Both sides count stages with the same linear counter, so slot and parity
  * agree.  A role with a register target (Kernel.producer_regs,
  * consumer_regs) starts with setmaxnreg (dec for the producer, inc for the
