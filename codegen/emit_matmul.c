@@ -262,8 +262,12 @@ compute(Emit *e, const Stmt *s)
 		const char *v = emit_tname(e, PFX_VALUE, o->out);
 
 		e->value[o->out] = v;
-		if (op_info[o->kind].cls == CLS_MATMUL) {
-			emit_line(e, "const float %s = %s[%d * sub + jj];%s", v, acc_name(e, acc), SUB / 2,
+		if (op_info[o->kind].cls == CLS_MATMUL) {   /* each matmul's value is its own accumulator's */
+			int a;
+
+			for (a = 1; a < k->nacc && k->acc[a].tensor != o->out; a++)
+				;
+			emit_line(e, "const float %s = %s[%d * sub + jj];%s", v, acc_name(e, a < k->nacc ? a : acc), SUB / 2,
 			          emit_pos(e, o->pos));
 			continue;
 		}

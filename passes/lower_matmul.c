@@ -43,6 +43,8 @@
 enum {
 	BM = 128, BN = 256, BK = 64,   /* the default CTA tile; each consumer warpgroup holds 64 x BN of it */
 	CHUNK = 64,                    /* an MN-major operand's box: 64 elements, the 128-byte swizzle span */
+	MAXMM = 4,                     /* matmuls sharing one mainloop */
+	ACC_REGS = 128,                /* a consumer thread's accumulator registers, all matmuls together */
 	EPI_COLS = 32,                 /* an epilogue subtile is BM x EPI_COLS */
 	GROUP = 8,                     /* tile rows a group of the raster holds */
 	PRODUCER_THREADS = 128, CONSUMER_THREADS = 256,
@@ -91,14 +93,22 @@ epilogue_view(const Tensor *t, const Tensor *d)
 
 /* The tile: the hint [M, N, K] checked against what the mma and TMA take, or the default. */
 static int
-choose_tile(Comp *c, const Fusion *f, bool pingpong, int *bm, int *bn, int *bk)
+choose_tile(Comp *c, const Fusion *f, bool pingpong, int nmm, int *bm, int *bn, int *bk)
 {
 	const Schedule *h = &f->sched;
 	int m = pingpong ? BM / 2 : BM;   /* ping-pong: a warpgroup's own tile, 64 rows */
 
-	*bm = m, *bn = BN, *bk = BK;
+	/* a thread holds N / 2 accumulator registers a matmul: several share the budget */
+	*bm = m, *bn = BN / nmm / CHUNK * CHUNK, *bk = BK;
+	if (*bn < CHUNK)
+		return unbuilt(c, f->pos, "%d matmuls in one kernel do not fit a consumer's %d accumulator registers",
+		               nmm, ACC_REGS);
 	if (!h->ntile)
 		return 0;
+	if (h->ntile == 3 && nmm * h->tile[1] / 2 > ACC_REGS)
+		return diag_error(c, h->tile_pos, "matmul tile N %d holds %d accumulator registers a thread for each of "
+		                  "the %d matmuls, more than the %d that fit; use N = %d", h->tile[1], h->tile[1] / 2, nmm,
+		                  ACC_REGS, *bn);
 	if (h->ntile != 3)
 		return diag_error(c, h->tile_pos, "a matmul tile is [M, N, K], 3 extents; saw %d", h->ntile);
 	if (h->tile[0] != m)
@@ -145,21 +155,36 @@ load_operand(Comp *c, Kernel *k, Stmt *issue, int buf, int p, bool kmajor, int r
 	}
 }
 
-/* The one matmul of F (its index), or -1 after an error. */
+/*
+ * The matmuls of F (op indices into MM, at most MAXMM), their count, or -1
+ * after an error.  Several run in one mainloop when they share their first
+ * operand (horizontal fusion: SwiGLU's gate and up, a QKV projection): A is
+ * loaded once a stage, each B and accumulator is its own.
+ */
 static int
-the_matmul(Comp *c, const Fusion *f)
+the_matmuls(Comp *c, const Fusion *f, int *mm)
 {
-	int i, mm = 0;
+	int i, n = 0;
 
 	for (i = 1; i < f->nop; i++) {
-		if (op_info[f->op[i].kind].cls != CLS_MATMUL)
+		const Op *o = &f->op[i], *first = n ? &f->op[mm[0]] : o;
+
+		if (op_info[o->kind].cls != CLS_MATMUL)
 			continue;
-		if (mm)
-			return unbuilt(c, f->op[i].pos, "several matmuls in one kernel are not implemented yet "
-			               "(the first is '%s')", f->tensor[f->op[mm].out].name);
-		mm = i;
+		if (n == MAXMM)
+			return unbuilt(c, o->pos, "more than %d matmuls in one kernel are not implemented yet", MAXMM);
+		if (n && (o->in[0].tensor != first->in[0].tensor || o->transpose_a != first->transpose_a))
+			return unbuilt(c, o->pos, "several matmuls in one kernel that do not share their first operand are "
+			               "not implemented yet ('%s' reads '%s', '%s' reads '%s')", f->tensor[first->out].name,
+			               f->tensor[first->in[0].tensor].name, f->tensor[o->out].name,
+			               f->tensor[o->in[0].tensor].name);
+		if (n && (o->transpose_b != first->transpose_b || !lower_same_shape(&f->tensor[o->out], &f->tensor[first->out])))
+			return unbuilt(c, o->pos, "matmuls that share '%s' but differ in their second operand's layout or "
+			               "their output's shape ('%s', '%s') are not implemented yet in one kernel",
+			               f->tensor[o->in[0].tensor].name, f->tensor[first->out].name, f->tensor[o->out].name);
+		mm[n++] = i;
 	}
-	return mm ? mm : diag_internal(c, "lower", "a matmul fusion without a matmul");
+	return n ? n : diag_internal(c, "lower", "a matmul fusion without a matmul");
 }
 
 /*
@@ -210,14 +235,14 @@ lower_matmul(Comp *c, Fusion *f)
 	const Tensor *a, *b, *d;
 	Stmt *tile_loop, *kloop, *issue, *mma, *eloop, *compute, *store;
 	Expr *row0, *col0, *kk, *ecol, *ktiles, *batch = NULL, *bt = NULL, *batch_tiles = NULL;
-	int mm, j, pa = 0, pb = 0, acc, abuf, bbuf, bm, bn, bk;
+	int mm[MAXMM], nmm, m, j, pa = 0, pb[MAXMM] = {0}, acc[MAXMM], abuf, bbuf[MAXMM], bm, bn, bk;
 	bool akm, bkm;   /* is the operand K-major (K its contiguous dim)? */
 	MmaShape *shape;
 
 	c->kernel = k;
-	if ((mm = the_matmul(c, f)) < 0)
+	if ((nmm = the_matmuls(c, f, mm)) < 0)
 		return -1;
-	op = &f->op[mm];
+	op = &f->op[mm[0]];
 	a = &f->tensor[op->in[0].tensor];
 	b = &f->tensor[op->in[1].tensor];
 	d = &f->tensor[op->out];
@@ -230,6 +255,8 @@ lower_matmul(Comp *c, Fusion *f)
 	 * dims is read and written through a 3-D map [batch, rows, cols].
 	 */
 	k->batched = b->rank > 2 || (a->rank > 2 && op->transpose_a);
+	if (k->batched && nmm > 1)
+		return unbuilt(c, f->op[mm[1]].pos, "several batched matmuls in one kernel are not implemented yet");
 	if ((a->dtype != DT_BF16 && a->dtype != DT_F16) || b->dtype != a->dtype)
 		return diag_error(c, op->pos, "matmul operands must both be bf16 or both f16, saw %s and %s",
 		                  dtype_info[a->dtype].name, dtype_info[b->dtype].name);
@@ -244,7 +271,7 @@ lower_matmul(Comp *c, Fusion *f)
 	if (f->sched.warp_specialize == 1)
 		return unbuilt(c, f->sched.ws_pos, "a matmul without warp specialization is not implemented yet");
 	k->pingpong = f->sched.consumers == CONSUMERS_PINGPONG;
-	if (choose_tile(c, f, k->pingpong, &bm, &bn, &bk))
+	if (choose_tile(c, f, k->pingpong, nmm, &bm, &bn, &bk))
 		return -1;
 	for (j = 0; j < f->nout; j++)
 		if (!lower_same_shape(&f->tensor[f->out[j].tensor], d))
@@ -269,9 +296,13 @@ lower_matmul(Comp *c, Fusion *f)
 	/* parameters: the operands (tensor maps of 128-byte swizzled K-major boxes), the epilogue's inputs, the outputs */
 	for (j = 0; j < f->ninput; j++) {
 		const Tensor *t = &f->tensor[f->input[j]];
-		bool operand = f->input[j] == op->in[0].tensor || f->input[j] == op->in[1].tensor;
-		View v = operand ? VIEW_FULL : epilogue_view(t, d);
+		bool operand = f->input[j] == op->in[0].tensor;
+		View v;
 		int p;
+
+		for (m = 0; m < nmm; m++)
+			operand |= f->input[j] == f->op[mm[m]].in[1].tensor;
+		v = operand ? VIEW_FULL : epilogue_view(t, d);
 
 		if (v == VIEW_NONE)
 			return diag_error(c, t->pos, "cannot read '%s' in the matmul's epilogue: over its output [M, N] an "
@@ -287,11 +318,12 @@ lower_matmul(Comp *c, Fusion *f)
 			k->param[p].box[0] = akm ? bm : bk;
 			k->param[p].box[1] = akm ? bk : CHUNK;
 		}
-		if (f->input[j] == op->in[1].tensor) {
-			pb = p;
-			k->param[p].box[0] = bkm ? bn : bk;
-			k->param[p].box[1] = bkm ? bk : CHUNK;
-		}
+		for (m = 0; m < nmm; m++)
+			if (f->input[j] == f->op[mm[m]].in[1].tensor) {
+				pb[m] = p;
+				k->param[p].box[0] = bkm ? bn : bk;
+				k->param[p].box[1] = bkm ? bk : CHUNK;
+			}
 	}
 	for (j = 0; j < f->nout; j++) {
 		int p = kernel_add_param(c, k, PK_TMAP, f->tensor[f->out[j].tensor].name);
@@ -316,16 +348,23 @@ lower_matmul(Comp *c, Fusion *f)
 	k->param[j].rank = 1;   /* the dim K is, which launch reads from the bound sizes */
 	k->param[j].dim[0] = a->dim[a->rank - (akm ? 1 : 2)];
 
-	/* buffers: one stage of each operand (circular_buffer makes S), the accumulator */
+	/* buffers: one stage of each operand (circular_buffer makes S), A's shared; an accumulator a matmul */
 	abuf = kernel_add_buf(c, k, arena_printf(c->arena, "tile_%s", a->name), BUF_TILE, a->dtype, bm, bk);
-	bbuf = kernel_add_buf(c, k, arena_printf(c->arena, "tile_%s", b->name), BUF_TILE, b->dtype, bn, bk);
 	k->buf[abuf].param = pa;
-	k->buf[bbuf].param = pb;
 	k->buf[abuf].tensor = op->in[0].tensor;
-	k->buf[bbuf].tensor = op->in[1].tensor;
-	k->buf[abuf].swizzle = k->buf[bbuf].swizzle = 128;
-	acc = kernel_add_acc(c, k, arena_printf(c->arena, "acc_%s", d->name), op->acc ? op->acc : DT_F32, bm, bn);
-	k->acc[acc].tensor = op->out;
+	k->buf[abuf].swizzle = 128;
+	for (m = 0; m < nmm; m++) {
+		const Op *o = &f->op[mm[m]];
+		const Tensor *bm_t = &f->tensor[o->in[1].tensor];
+
+		bbuf[m] = kernel_add_buf(c, k, arena_printf(c->arena, "tile_%s", bm_t->name), BUF_TILE, bm_t->dtype, bn, bk);
+		k->buf[bbuf[m]].param = pb[m];
+		k->buf[bbuf[m]].tensor = o->in[1].tensor;
+		k->buf[bbuf[m]].swizzle = 128;
+		acc[m] = kernel_add_acc(c, k, arena_printf(c->arena, "acc_%s", f->tensor[o->out].name),
+		                        o->acc ? o->acc : DT_F32, bm, bn);
+		k->acc[acc[m]].tensor = o->out;
+	}
 
 	/* the persistent tile loop, and the k loop inside it */
 	tile_loop = lower_tile_loop(c, k, false, &row0, &col0);
@@ -375,19 +414,22 @@ lower_matmul(Comp *c, Fusion *f)
 	issue->comment = "one thread loads the k-step's operands";
 	st_append(c, kloop, issue);
 	load_operand(c, k, issue, abuf, pa, akm, bm, bk, row0, kk, a->rank > 2 ? bt : NULL, op->pos);
-	load_operand(c, k, issue, bbuf, pb, bkm, bn, bk, col0, kk, b->rank > 2 ? bt : NULL, op->pos);
-	mma = st_new(c, ST_MMA);
+	for (m = 0; m < nmm; m++)
+		load_operand(c, k, issue, bbuf[m], pb[m], bkm, bn, bk, col0, kk, b->rank > 2 ? bt : NULL, f->op[mm[m]].pos);
 	shape = arena_alloc(c->arena, sizeof *shape);
 	*shape = (MmaShape){bm, bn, bk, akm, bkm};
-	mma->mma = shape;
-	VEC_PUSH(c->arena, mma->reads, mma->nreads, mma->capreads)->buf = abuf;
-	mma->reads[0].slot = ex_int(c, 0);
-	VEC_PUSH(c->arena, mma->reads, mma->nreads, mma->capreads)->buf = bbuf;
-	mma->reads[1].slot = ex_int(c, 0);
-	VEC_PUSH(c->arena, mma->writes, mma->nwrites, mma->capwrites)->acc = acc;
-	mma->cond = ex_bin(c, EX_EQ, kk, ex_int(c, 0));
-	mma->pos = op->pos;
-	st_append(c, kloop, mma);
+	for (m = 0; m < nmm; m++) {   /* one commit group a k-step holds them all (sync) */
+		mma = st_new(c, ST_MMA);
+		mma->mma = shape;
+		VEC_PUSH(c->arena, mma->reads, mma->nreads, mma->capreads)->buf = abuf;
+		mma->reads[0].slot = ex_int(c, 0);
+		VEC_PUSH(c->arena, mma->reads, mma->nreads, mma->capreads)->buf = bbuf[m];
+		mma->reads[1].slot = ex_int(c, 0);
+		VEC_PUSH(c->arena, mma->writes, mma->nwrites, mma->capwrites)->acc = acc[m];
+		mma->cond = ex_bin(c, EX_EQ, kk, ex_int(c, 0));
+		mma->pos = f->op[mm[m]].pos;
+		st_append(c, kloop, mma);
+	}
 
 	/* the epilogue: subtiles of BM x EPI_COLS, each computed into a staging copy and stored by TMA */
 	eloop = st_loop(c, kernel_add_var(c, k, "e"), ex_int(c, 0), ex_int(c, bn / EPI_COLS), LOOP_SERIAL);
@@ -400,7 +442,8 @@ lower_matmul(Comp *c, Fusion *f)
 	compute->pass = ex_var(c, eloop->var);   /* which subtile of the accumulator */
 	compute->z = bt;
 	compute->comment = arena_printf(c->arena, "the epilogue of %s", f->name);
-	VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->acc = acc;
+	for (m = 0; m < nmm; m++)
+		VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->acc = acc[m];
 	st_append(c, eloop, compute);
 	store = st_if(c, ex_leaf(c, EX_ELECT));
 	store->comment = "one thread stores the subtile";

@@ -17,6 +17,7 @@
 
 #include "../../compiler/compiler.h"
 #include "../../passes/passes.h"
+#include "../../codegen/codegen.h"
 
 #include "fixture.h"
 
@@ -372,6 +373,93 @@ lowered_pingpong(void **state)
 	assert_string_equal(expr(t, x->body[0]->off), "(wg * 2048)");
 }
 
+/* Occurrences of NEEDLE in HAY. */
+static int
+count(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (; (hay = strstr(hay, needle)); hay += strlen(needle))
+		n++;
+	return n;
+}
+
+/* The CUDA of the kernel T holds after kernel_of. */
+static const char *
+cuda_of(Fixture *t)
+{
+	Buf b;
+	Launch *l;
+
+	buf_init(&b, t->c.arena);
+	if (codegen_emit(&t->c, &b, &l))
+		fail_msg("%s", t->msg);
+	return buf_str(&b);
+}
+
+/*
+ * The minimal wgmma RAW sync (nvFuser #3843), in the kernel IR and in the
+ * CUDA: one commit group a k-step whatever the number of mmas in it, one
+ * wgmma.wait_group 0 before the first read of the accumulators and none
+ * after it.  Horizontally fused matmuls (SwiGLU: two mmas on the same A
+ * tile): 2 mmas, 1 commit, 1 wait_group 1 in the k loop, 1 wait_group 0
+ * before the epilogue.  mma -> add -> gelu: the one wait is before the
+ * subtile loop whose compute does the add.
+ */
+static void
+minimal_mma_sync(void **state)
+{
+	Fixture *t = *state;
+	static const char swiglu[] =
+		HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  wg: {dtype: bf16, shape: [N, K]}\n"
+		"  wu: {dtype: bf16, shape: [N, K]}\nops:\n  - {out: g, op: matmul, in: [x, wg], transpose_b: true}\n"
+		"  - {out: u, op: matmul, in: [x, wu], transpose_b: true}\n  - {out: sg, op: silu, in: [g]}\n"
+		"  - {out: h, op: mul, in: [sg, u]}\noutputs:\n  h: {dtype: bf16}\n";
+	Kernel *k = kernel_of(t, swiglu);
+	Stmt *roles, *tl, *kl, *el;
+	const char *cu;
+	Census n;
+	int i, waits0 = 0;
+
+	if (!k)
+		fail_msg("%s", t->msg);
+	assert_int_equal(k->nacc, 3);          /* acc_g, acc_u */
+	assert_int_equal(k->tile_cols, 128);   /* two accumulators: 2 x 64 registers a thread */
+	roles = find_kind(k->body, ST_ROLES, 0);
+	assert_int_equal(census(roles->body[0]).kind[ST_TMA_LOAD], 3);   /* x once, wg, wu */
+	tl = find_kind(roles->body[1], ST_LOOP, 1);
+	kl = find_kind(tl, ST_LOOP, 0);
+	el = find_kind(tl, ST_LOOP, 1);
+	n = census(kl);
+	assert_int_equal(n.kind[ST_MMA], 2);
+	assert_int_equal(n.kind[ST_MMA_COMMIT], 1);
+	assert_int_equal(n.kind[ST_MMA_WAIT], 1);
+	for (i = 0; i < tl->nbody; i++)
+		if (tl->body[i]->kind == ST_MMA_WAIT) {
+			assert_int_equal(tl->body[i]->n, 0);
+			assert_ptr_equal(tl->body[i + 1], el);   /* right before the first read */
+			waits0++;
+		}
+	assert_int_equal(waits0, 1);
+	assert_int_equal(census(el).kind[ST_MMA_WAIT], 0);
+	cu = cuda_of(t);
+	assert_int_equal(count(cu, "wsf_wgmma(acc_g,"), 1);
+	assert_int_equal(count(cu, "wsf_wgmma(acc_u,"), 1);
+	assert_int_equal(count(cu, "wsf_mma_commit();"), 1);
+	assert_int_equal(count(cu, "wsf_mma_wait<1>();"), 1);
+	assert_int_equal(count(cu, "wsf_mma_wait<0>();"), 1);
+	teardown(state);
+	setup(state);
+	t = *state;
+	if (!(k = kernel_of(t, gemm_bias_gelu)))
+		fail_msg("%s", t->msg);
+	cu = cuda_of(t);
+	assert_int_equal(count(cu, "wsf_mma_commit();"), 1);
+	assert_int_equal(count(cu, "wsf_mma_wait<0>();"), 1);
+	/* the wait comes before the add, which reads the accumulator */
+	assert_true(strstr(cu, "wsf_mma_wait<0>();") < strstr(cu, "const float v_z = v_y + v_bias;"));
+}
+
 /* What this version does not lower yet: exit status 6, with the reason at the op. */
 static void
 refused_forms(void **state)
@@ -392,11 +480,11 @@ refused_forms(void **state)
 		 "schedule: {warp_specialize: false}\n",
 		 "a matmul without warp specialization is not implemented yet"},
 		{HEAD "inputs:\n  a: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
-		 "  v: {dtype: bf16, shape: [N, K]}\n"
+		 "  b: {dtype: bf16, shape: [M, K]}\n"
 		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_b: true}\n"
-		 "  - {out: g, op: matmul, in: [a, v], transpose_b: true}\n  - {out: o, op: mul, in: [y, g]}\n"
+		 "  - {out: g, op: matmul, in: [b, w], transpose_b: true}\n  - {out: o, op: mul, in: [y, g]}\n"
 		 "outputs:\n  o: {}\n",
-		 "several matmuls in one kernel are not implemented yet"},
+		 "several matmuls in one kernel that do not share their first operand are not implemented yet"},
 	};
 	int i;
 
@@ -424,6 +512,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(lowered_batch_a, setup, teardown),
 		cmocka_unit_test_setup_teardown(lowered_batched, setup, teardown),
 		cmocka_unit_test_setup_teardown(lowered_pingpong, setup, teardown),
+		cmocka_unit_test_setup_teardown(minimal_mma_sync, setup, teardown),
 		cmocka_unit_test(refused_forms),
 	};
 
