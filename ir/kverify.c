@@ -206,6 +206,9 @@ check_stmt(Check *v, const Stmt *s)
 			fail(v, "loop without variable or bounds");
 		check_expr(v, s->lo);
 		check_expr(v, s->hi);
+		check_expr(v, s->step);
+		if (s->step && (s->step->kind != EX_INT || s->step->ival < 1))
+			fail(v, "loop whose step is not a positive constant");
 		if (s->cb)
 			check_cb(v, v->cb = s->cb);
 		if (s->var > 0 && s->var < k->nvar)

@@ -31,8 +31,10 @@
  * kernel batched: tiles over every batch, 3-D maps.  Outputs have the
  * matmul's shape.  With consumers: pingpong each consumer warpgroup owns
  * tiles of 64 rows (the CTA tile is 64 x BN) and warp_specialize gives it
- * every other tile.  Several matmuls are refused as not implemented yet
- * (exit status 6).
+ * every other tile.  Several matmuls that share A (SwiGLU's gate and up, a
+ * QKV projection) run in one mainloop: A loaded once a stage, a B and an
+ * accumulator each, the tile's N divided among them; several that do not
+ * are refused as not implemented yet (exit status 6).
  */
 #include <stdarg.h>
 #include <stdio.h>
