@@ -357,9 +357,9 @@ lower_matmul(Comp *c, Fusion *f)
 	k->buf[abuf].swizzle = 128;
 	for (m = 0; m < nmm; m++) {
 		const Op *o = &f->op[mm[m]];
-		const Tensor *bm_t = &f->tensor[o->in[1].tensor];
+		const Tensor *w = &f->tensor[o->in[1].tensor];   /* its B */
 
-		bbuf[m] = kernel_add_buf(c, k, arena_printf(c->arena, "tile_%s", bm_t->name), BUF_TILE, bm_t->dtype, bn, bk);
+		bbuf[m] = kernel_add_buf(c, k, arena_printf(c->arena, "tile_%s", w->name), BUF_TILE, w->dtype, bn, bk);
 		k->buf[bbuf[m]].param = pb[m];
 		k->buf[bbuf[m]].tensor = o->in[1].tensor;
 		k->buf[bbuf[m]].swizzle = 128;

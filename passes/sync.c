@@ -32,9 +32,10 @@
  *     iterations ago completed.  Ping-pong consumers read every other
  *     tile's stages, so a warpgroup releases only its own: the k-step
  *     before (from the second), and the tile's last after the k loop's
- *     mma.wait_group 0 (pingpong_last); all S stages start empty.  An epilogue loop releases nothing inside;
- *     when its pipeline runs again (it sits in another loop), one barrier
- *     after it releases the stages it read.
+ *     mma.wait_group 0 (pingpong_last); all S stages start empty.  An
+ *     epilogue loop releases nothing inside; when its pipeline runs again
+ *     (it sits in another loop), one barrier after it releases the stages
+ *     it read.
  * Barriers inside warp-specialized roles are the role's named barrier.
  * Invalidates: nothing.
  *

@@ -344,7 +344,8 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 
 	p->inner = 0;
 	p->batch = 1;
-	if ((s = bind_args(c, f, args, nargs, val)) != WSF_OK || (s = choose_view(c, k, f, val, &p->rows, &p->cols, &p->batch)))
+	if ((s = bind_args(c, f, args, nargs, val)) != WSF_OK ||
+	    (s = choose_view(c, k, f, val, &p->rows, &p->cols, &p->batch)))
 		return s;
 	if (k->row.chunk && p->cols > INT32_MAX - k->row.chunk)
 		return diag_error(c, f->pos, "kernel '%s' streams rows of up to %d elements (32-bit element indices); "
