@@ -154,6 +154,8 @@ outputs:
 # the example as users get it, its schedule included; its name and dtype are its own
 with open(os.path.join(ROOT, "examples", "gemm_bias_gelu.yaml")) as _f:
     GEMM_BIAS_GELU = _f.read()
+with open(os.path.join(ROOT, "examples", "swiglu.yaml")) as _f:
+    SWIGLU = _f.read()
 
 
 def torch_dtype(name):
@@ -230,6 +232,16 @@ def _gemm_bias_gelu_peers(x, w, b):
         peers["quack"] = lambda: last(q.gemm_act(x, w.t(), bias=b, activation="gelu_tanh_approx",
                                                  store_preact=False, tuned=False))
     return peers
+
+
+def _swiglu(x, wg, wu):
+    return torch.nn.functional.silu(torch.nn.functional.linear(x, wg)) * torch.nn.functional.linear(x, wu)
+
+
+def _swiglu_inputs(s, dt):
+    """X [M, K] and the gate and up weights [F, K], scaled by 1/sqrt(K)."""
+    return (randn(dt, s["M"], s["K"]), randn(dt, s["F"], s["K"]) * s["K"] ** -0.5,
+            randn(dt, s["F"], s["K"]) * s["K"] ** -0.5)
 
 
 def _gemm_inputs(bias):
@@ -329,6 +341,10 @@ CASES += [
                {"M": 512, "N": 512, "K": 512}, True),
     _gemm_case("gemm_bias_gelu_8192x14336x4096", GEMM_BIAS_GELU, 8192, 14336, 4096,
                {"M": 512, "N": 1024, "K": 256}, True),
+    # two matmuls sharing x in one mainloop (issue 15), named M x F x K
+    Case("swiglu_8192x14336x4096", SWIGLU, "bf16", {"M": 8192, "F": 14336, "K": 4096},
+         {"M": 512, "F": 1024, "K": 256}, _swiglu_inputs, _swiglu,
+         flops=lambda s: 4 * s["M"] * s["F"] * s["K"], family="matmul", tolerance=gemm_tolerance),
 ]
 
 # wsfuse vs the float32 reference rounded to the output dtype: at most an ulp or so apart
