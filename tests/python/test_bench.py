@@ -98,7 +98,8 @@ def test_list_without_torch():
     assert rc == 0, out
     names = [line.split()[0] for line in out.splitlines()[2:]]
     assert names == ["gemm_8192x8192x8192", "gemm_4096x4096x4096", "gemm_8192x14336x4096",
-                     "gemm_bias_gelu_8192x8192x8192", "gemm_bias_gelu_8192x14336x4096"], out
+                     "gemm_bias_gelu_8192x8192x8192", "gemm_bias_gelu_8192x14336x4096",
+                     "swiglu_8192x14336x4096"], out
     assert "M=8192 N=14336 K=4096" in out, out
     rc, out = bench("--list", "--quick", "--cases", "gemm_4096x4096x4096,relu_chain_bf16", "--family", "matmul")
     assert rc == 0 and "M=256 N=256 K=512" in out and "relu_chain_bf16" not in out, out
