@@ -235,7 +235,7 @@ compute(Emit *e, const Stmt *s)
 	for (i = 0; i < f->ninput; i++) {
 		int t = f->input[i];
 		const KParam *p = emit_param_of(e, t, false);
-		const char *idx, *in;
+		const char *idx;
 
 		if (p->kind == PK_TMAP)
 			continue;   /* an operand */
@@ -245,17 +245,12 @@ compute(Emit *e, const Stmt *s)
 			          p->view == VIEW_ROW ? "2 * (jj >> 2) + (jj & 1)" : "(jj >> 1) & 1", emit_pos(e, f->tensor[t].pos));
 			continue;
 		}
-		/* guarded by the dims the input has, so a row's loads are shared by the rows a thread holds */
-		idx = p->view == VIEW_ROW ? "col" : p->view == VIEW_COL ? "row" : p->view == VIEW_FULL ? "row * cols + col" : "0";
-		if (s->z && p->view == VIEW_COL)   /* a batched matmul: rows is one batch's */
-			idx = arena_printf(e->c->arena, "%s * rows + row", emit_expr_str(e, s->z));
-		if (s->z && p->view == VIEW_FULL)
-			idx = arena_printf(e->c->arena, "(%s * rows + row) * cols + col", emit_expr_str(e, s->z));
-		in = p->view == VIEW_ROW ? "col < cols" : p->view == VIEW_COL ? "row < rows" :
-		     p->view == VIEW_FULL ? "row < rows && col < cols" : NULL;
-		emit_line(e, "const float %s = %s%s%s(%s + %s)%s;%s", e->value[t], in ? in : "", in ? " ? " : "",
-		          p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", emit_param_name(e, p), idx,
-		          in ? " : 0.0f" : "", emit_pos(e, f->tensor[t].pos));
+		/* what is left: a full input, guarded by both dims (batched: rows are one batch's), or a scalar */
+		idx = p->view != VIEW_FULL ? "0" : s->z ?
+		      arena_printf(e->c->arena, "(%s * rows + row) * cols + col", emit_expr_str(e, s->z)) : "row * cols + col";
+		emit_line(e, "const float %s = %s;%s", e->value[t],
+		          load_text(e, p, p->view == VIEW_FULL ? "row < rows && col < cols" : NULL, idx),
+		          emit_pos(e, f->tensor[t].pos));
 	}
 	for (i = 1; i < f->nop; i++) {
 		const Op *o = &f->op[i];
