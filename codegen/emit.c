@@ -657,7 +657,8 @@ emit_stmt(Emit *e, const Stmt *s)
 		emit_line(e, "wsf_mma_wait<%lld>();%s", (long long)s->n, comment(e, s));
 		if (s->n == 0)   /* the accumulators hold the results now: no read of them moves above the wait */
 			for (i = 1; i < k->nacc; i++)
-				emit_line(e, "wsf_acc_fence<%d>(%s);", k->acc[i].cols / 2,
+				if (!k->acc[i].alias)
+					emit_line(e, "wsf_acc_fence<%d>(%s);", k->acc[i].cols / 2,
 				          emit_tname(e, PFX_ACC, k->acc[i].tensor));
 		break;
 	case ST_MMA:
@@ -729,10 +730,17 @@ emit_smem(Emit *e)
 	emit_line(e, "extern __shared__ __align__(1024) unsigned char wsf_smem[];");
 	for (i = 1; i < k->nbuf; i++) {
 		const KBuf *u = &k->buf[i];
+		Buf also;
+		int j;
 
-		emit_line(e, "%s *const %s = (%s *)(wsf_smem + %lld);   // [%d stages][%d][%d] %s", emit_type(u->dtype),
+		buf_init(&also, e->c->arena);
+		for (j = 1; j < k->nparam; j++)   /* another mainloop's operand, through the same stages */
+			if (j != u->param && u->kind == BUF_TILE && kernel_loads_from(k, k->body, i, j))
+				buf_printf(&also, ", then %s's", k->param[j].name);
+		emit_line(e, "%s *const %s = (%s *)(wsf_smem + %lld);   // [%d stages][%d][%d] %s%s%s", emit_type(u->dtype),
 		          u->name, emit_type(u->dtype), (long long)kernel_buf_offset(k, i), u->stages, u->rows, u->cols,
-		          dtype_info[u->dtype].name);
+		          dtype_info[u->dtype].name, also.len ? ": holds " : "",
+		          also.len ? arena_printf(e->c->arena, "%s's%s", k->param[u->param].name, buf_str(&also)) : "");
 	}
 	off = kernel_buf_offset(k, k->nbuf);
 	for (i = 1; i < k->nbar; i++) {

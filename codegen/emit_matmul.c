@@ -47,9 +47,14 @@ frame(Emit *e)
 			          emit_tname(e, PFX_HERE, e->f->input[i]), COL_VALUES, p->name);
 	}
 	for (i = 1; i < e->k->nacc; i++)
-		emit_line(e, "float %s[%d];   // this thread's part of the %d x %d %s accumulator", acc_name(e, i),
-		          e->k->acc[i].cols / 2,
-		          e->k->acc[i].rows, e->k->acc[i].cols, dtype_info[e->k->acc[i].dtype].name);
+		if (e->k->acc[i].alias)   /* a later mainloop's: it runs after the first's epilogue has read it */
+			emit_line(e, "float (&%s)[%d] = %s;   // %s's registers, reused once its epilogue has read them",
+			          acc_name(e, i), e->k->acc[i].cols / 2, acc_name(e, e->k->acc[i].alias),
+			          acc_name(e, e->k->acc[i].alias));
+		else
+			emit_line(e, "float %s[%d];   // this thread's part of the %d x %d %s accumulator", acc_name(e, i),
+			          e->k->acc[i].cols / 2, e->k->acc[i].rows, e->k->acc[i].cols,
+			          dtype_info[e->k->acc[i].dtype].name);
 }
 
 /* The kernel's mma statement (lowering makes one). */
@@ -164,7 +169,7 @@ load_text(Emit *e, const KParam *p, const char *cond, const char *idx)
  * the whole tile, loaded at its first subtile.  NSUB: subtiles a tile.
  */
 static void
-staged_inputs(Emit *e, const Stmt *s, int nsub)
+staged_inputs(Emit *e, const Stmt *s, int nsub, const bool *needed)
 {
 	int i;
 
@@ -173,7 +178,7 @@ staged_inputs(Emit *e, const Stmt *s, int nsub)
 		const KParam *p = emit_param_of(e, t, false);
 		const char *here = emit_tname(e, PFX_HERE, t), *ahead = emit_tname(e, PFX_AHEAD, t);
 
-		if (p->kind != PK_PTR)
+		if (p->kind != PK_PTR || !needed[t])
 			continue;
 		if (p->view == VIEW_ROW) {
 			emit_line(e, "float %s[%d];", here, ROW_VALUES);
@@ -202,12 +207,36 @@ staged_inputs(Emit *e, const Stmt *s, int nsub)
 	}
 }
 
+/*
+ * The tensors the outputs S writes depend on: an epilogue computes only
+ * those (independent matmuls each have their own epilogue, over their own
+ * accumulator).
+ */
+static bool *
+cone(Emit *e, const Stmt *s)
+{
+	bool *needed = arena_alloc(e->c->arena, (size_t)e->f->ntensor * sizeof *needed);
+	int i, j;
+
+	for (i = 0; i < s->nwrites; i++)
+		needed[e->k->buf[s->writes[i].buf].tensor] = true;
+	for (i = e->f->nop - 1; i >= 1; i--) {
+		const Op *o = &e->f->op[i];
+
+		for (j = 0; j < o->nin && needed[o->out]; j++)
+			if (o->in[j].tensor)
+				needed[o->in[j].tensor] = true;
+	}
+	return needed;
+}
+
 /* The epilogue over one subtile: s->b is its first column, s->pass its index in the tile. */
 static void
 compute(Emit *e, const Stmt *s)
 {
 	const Kernel *k = e->k;
 	Fusion *f = e->f;
+	bool *needed = cone(e, s);
 	int i, acc = 0;
 
 	for (i = 0; i < s->nreads; i++)
@@ -225,7 +254,7 @@ compute(Emit *e, const Stmt *s)
 	for (i = 0; i < s->nwrites; i++)
 		emit_line(e, "%s *%s = %s;", emit_type(k->buf[s->writes[i].buf].dtype), emit_curname(e, s->writes[i].buf),
 		          emit_buf_at(e, s->writes[i].buf, s->writes[i].slot));
-	staged_inputs(e, s, k->acc[acc].cols / SUB);
+	staged_inputs(e, s, k->acc[acc].cols / SUB, needed);
 	emit_line(e, "#pragma unroll");
 	emit_line(e, "for (int jj = 0; jj < %d; jj++) {", SUB / 2);
 	e->depth++;
@@ -237,8 +266,8 @@ compute(Emit *e, const Stmt *s)
 		const KParam *p = emit_param_of(e, t, false);
 		const char *idx;
 
-		if (p->kind == PK_TMAP)
-			continue;   /* an operand */
+		if (p->kind == PK_TMAP || !needed[t])
+			continue;   /* an operand, or another epilogue's */
 		e->value[t] = emit_tname(e, PFX_VALUE, t);
 		if (p->view == VIEW_ROW || p->view == VIEW_COL) {   /* loaded before the subtile (staged_inputs) */
 			emit_line(e, "const float %s = %s[%s];%s", e->value[t], emit_tname(e, PFX_HERE, t),
@@ -256,6 +285,8 @@ compute(Emit *e, const Stmt *s)
 		const Op *o = &f->op[i];
 		const char *v = emit_tname(e, PFX_VALUE, o->out);
 
+		if (!needed[o->out])
+			continue;   /* another epilogue's */
 		e->value[o->out] = v;
 		if (op_info[o->kind].cls == CLS_MATMUL) {   /* each matmul's value is its own accumulator's */
 			int a;

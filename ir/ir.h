@@ -510,6 +510,7 @@ typedef struct KAcc {
 	Dtype dtype;      /* the accumulation type (f32) */
 	int rows, cols;   /* the output tile it holds */
 	int tensor;       /* fusion tensor: the matmul's output */
+	int alias;        /* another accumulator whose registers it is (a later mainloop's), or 0 */
 } KAcc;
 
 /*
@@ -779,6 +780,12 @@ CopyLayout kbuf_copy(const KBuf *b);
 int64_t kernel_buf_offset(const Kernel *k, int buf);
 /* Bytes of dynamic shared memory all buffers and barriers take. */
 int64_t kernel_smem_bytes(const Kernel *k);
+/*
+ * Does a load in S write buffer BUF from param P (BUF 0: any buffer)?  A
+ * buffer is loaded from its own param, and from others' when independent
+ * mainloops share its stages.
+ */
+bool kernel_loads_from(const Kernel *k, const Stmt *s, int buf, int p);
 
 Expr *ex_int(Comp *c, int64_t v);
 Expr *ex_var(Comp *c, int var);

@@ -127,6 +127,21 @@ kernel_buf_offset(const Kernel *k, int buf)
 	return off;
 }
 
+bool
+kernel_loads_from(const Kernel *k, const Stmt *s, int buf, int p)
+{
+	int i;
+
+	if (!s)
+		return false;
+	if (s->kind == ST_TMA_LOAD && s->param == p && (!buf || s->buf == buf))
+		return true;
+	for (i = 0; i < s->nbody; i++)
+		if (kernel_loads_from(k, s->body[i], buf, p))
+			return true;
+	return kernel_loads_from(k, s->orelse, buf, p);
+}
+
 int64_t
 kernel_smem_bytes(const Kernel *k)
 {

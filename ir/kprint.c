@@ -341,7 +341,7 @@ static const char *const view_name[] = {"", "full", "row", "col", "scalar"};
 void
 kernel_print(Buf *b, const Kernel *k)
 {
-	int i;
+	int i, j;
 
 	buf_printf(b, "kernel %s threads=%d consumers=%d tile=[%d, %d]%s%s%s%s\n", k->name,
 	           k->threads, k->consumer_threads, k->tile_rows, k->tile_cols,
@@ -391,11 +391,19 @@ kernel_print(Buf *b, const Kernel *k)
 			buf_printf(b, " swizzle=%dB", u->swizzle);
 		if (l.stride != l.bytes)  /* padded to the alignment: copies lie further apart than their bytes */
 			buf_printf(b, " stride=%lld", (long long)l.stride);
-		buf_printf(b, " %s %s\n", u->kind == BUF_TILE ? "loaded from" : "stored to", k->param[u->param].name);
+		buf_printf(b, " %s %s", u->kind == BUF_TILE ? "loaded from" : "stored to", k->param[u->param].name);
+		for (j = 1; j < k->nparam; j++)   /* and the other mainloops' operands that share its stages */
+			if (j != u->param && u->kind == BUF_TILE && kernel_loads_from(k, k->body, i, j))
+				buf_printf(b, ", %s", k->param[j].name);
+		buf_puts(b, "\n");
 	}
 	for (i = 1; i < k->nacc; i++)
-		buf_printf(b, "  acc %s: %s[%d, %d] in registers\n", k->acc[i].name, dtype_info[k->acc[i].dtype].name,
-		           k->acc[i].rows, k->acc[i].cols);
+		if (k->acc[i].alias)
+			buf_printf(b, "  acc %s: %s[%d, %d] in %s's registers\n", k->acc[i].name,
+			           dtype_info[k->acc[i].dtype].name, k->acc[i].rows, k->acc[i].cols, k->acc[k->acc[i].alias].name);
+		else
+			buf_printf(b, "  acc %s: %s[%d, %d] in registers\n", k->acc[i].name, dtype_info[k->acc[i].dtype].name,
+			           k->acc[i].rows, k->acc[i].cols);
 	for (i = 1; i < k->nbar; i++)
 		buf_printf(b, "  mbarrier %s[%d] arrivals=%d\n", k->bar[i].name, k->bar[i].count,
 		           k->bar[i].arrivals);

@@ -355,6 +355,10 @@ kernel_verify(Comp *c, const Kernel *k, const char *after)
 		         k->buf[i].swizzle != 128)
 			fail(&v, "buffer swizzle is not 0, 32, 64 or 128 bytes");
 	}
+	for (i = 1; i < k->nacc; i++)
+		if (k->acc[i].alias && (k->acc[i].alias < 0 || k->acc[i].alias >= k->nacc || k->acc[k->acc[i].alias].alias ||
+		                        k->acc[k->acc[i].alias].cols != k->acc[i].cols))
+			fail(&v, "accumulator '%s' shares the registers of a bad accumulator", k->acc[i].name);
 	check_roles(&v);
 	check_stmt(&v, k->body);
 	return v.err ? -1 : 0;

@@ -242,7 +242,8 @@ bulk_in(const Kernel *k, const Stmt *s)
 static void
 retarget(Rewrite *r, Stmt *s, Expr *lin, bool tx_done)
 {
-	int i;
+	Expr *trips = NULL, *before = NULL;   /* several inner loops that load: their trips, and those run so far */
+	int i, nloops = 0;
 
 	for (i = 0; i < s->nreads; i++)
 		if (r->bufs[s->reads[i].buf])
@@ -259,6 +260,25 @@ retarget(Rewrite *r, Stmt *s, Expr *lin, bool tx_done)
 		r->k->buf[s->buf].full_bar = r->full;
 		return;
 	}
+	/*
+	 * Inner loops that load, one after the other (the mainloops of
+	 * independent matmuls): the counter runs through each in turn, lin *
+	 * (n1 + n2 + ...) + (the trips of those before) + the loop's index.
+	 */
+	Expr *one = NULL;   /* the first's trips: when all have them, lin * (n x trips) */
+	bool same = true;
+
+	for (i = 0; i < s->nbody; i++) {
+		Stmt *x = s->body[i];
+
+		if (x->kind == ST_LOOP && x->loop != LOOP_CHUNK && loads_into(x, r->bufs)) {
+			one = one ? one : x->hi;
+			same &= ex_equal(x->hi, one);
+			trips = nloops++ ? ex_bin(r->c, EX_ADD, trips, x->hi) : x->hi;
+		}
+	}
+	if (nloops > 1 && same)
+		trips = ex_bin(r->c, EX_MUL, ex_int(r->c, nloops), one);
 	for (i = 0; i < s->nbody && !r->err; i++) {
 		Stmt *x = s->body[i];
 		bool chunks = x->kind == ST_LOOP && x->loop == LOOP_CHUNK && loads_into(x, r->bufs);
@@ -286,7 +306,15 @@ retarget(Rewrite *r, Stmt *s, Expr *lin, bool tx_done)
 				                       "an inner loop that issues loads must run over [0, n)");
 				return;
 			}
-			x->lin = ex_bin(r->c, EX_ADD, ex_bin(r->c, EX_MUL, lin, x->hi), ex_var(r->c, x->var));
+			if (nloops == 1) {
+				x->lin = ex_bin(r->c, EX_ADD, ex_bin(r->c, EX_MUL, lin, x->hi), ex_var(r->c, x->var));
+			} else {
+				Expr *first = ex_bin(r->c, EX_MUL, lin, trips);
+
+				x->lin = ex_bin(r->c, EX_ADD, before ? ex_bin(r->c, EX_ADD, first, before) : first,
+				                ex_var(r->c, x->var));
+				before = before ? ex_bin(r->c, EX_ADD, before, x->hi) : x->hi;
+			}
 			retarget(r, x, x->lin, false);
 			continue;
 		}

@@ -42,10 +42,17 @@
 
 #include "passes.h"
 
+enum { MAXMM = 4 };   /* matmuls in one kernel */
+
+/* Matmuls that run in one mainloop (they share A): op indices, and their accumulators. */
+typedef struct Group {
+	int mm[MAXMM], n;
+	int acc[MAXMM];
+} Group;
+
 enum {
 	BM = 128, BN = 256, BK = 64,   /* the default CTA tile; each consumer warpgroup holds 64 x BN of it */
 	CHUNK = 64,                    /* an MN-major operand's box: 64 elements, the 128-byte swizzle span */
-	MAXMM = 4,                     /* matmuls sharing one mainloop */
 	ACC_REGS = 128,                /* a consumer thread's accumulator registers, all matmuls together */
 	EPI_COLS = 32,                 /* an epilogue subtile is BM x EPI_COLS */
 	GROUP = 8,                     /* tile rows a group of the raster holds */
@@ -158,35 +165,101 @@ load_operand(Comp *c, Kernel *k, Stmt *issue, int buf, int p, bool kmajor, int r
 }
 
 /*
- * The matmuls of F (op indices into MM, at most MAXMM), their count, or -1
- * after an error.  Several run in one mainloop when they share their first
- * operand (horizontal fusion: SwiGLU's gate and up, a QKV projection): A is
- * loaded once a stage, each B and accumulator is its own.
+ * The matmuls of F in groups, each group one mainloop; the group count, or
+ * -1 after an error.  Matmuls that share their first operand form one group
+ * (horizontal fusion: SwiGLU's gate and up, a QKV projection): A is loaded
+ * once a stage, each B and accumulator is its own.  Matmuls with no operand
+ * in common (independent) are a group each: their mainloops run one after
+ * the other in every tile, through the same stages and the same accumulator
+ * registers, so they must agree on the tile: operand dtype and layouts,
+ * output shape and K.
  */
 static int
-the_matmuls(Comp *c, const Fusion *f, int *mm)
+the_matmuls(Comp *c, const Fusion *f, Group *g)
 {
-	int i, n = 0;
+	int i, n = 0, ng = 0;
+	const Op *first = NULL;
 
 	for (i = 1; i < f->nop; i++) {
-		const Op *o = &f->op[i], *first = n ? &f->op[mm[0]] : o;
+		const Op *o = &f->op[i];
+		const Tensor *a, *fa;
+		int j;
 
 		if (op_info[o->kind].cls != CLS_MATMUL)
 			continue;
-		if (n == MAXMM)
+		if (n++ == MAXMM)
 			return unbuilt(c, o->pos, "more than %d matmuls in one kernel are not implemented yet", MAXMM);
-		if (n && (o->in[0].tensor != first->in[0].tensor || o->transpose_a != first->transpose_a))
-			return unbuilt(c, o->pos, "several matmuls in one kernel that do not share their first operand are "
-			               "not implemented yet ('%s' reads '%s', '%s' reads '%s')", f->tensor[first->out].name,
-			               f->tensor[first->in[0].tensor].name, f->tensor[o->out].name,
-			               f->tensor[o->in[0].tensor].name);
-		if (n && (o->transpose_b != first->transpose_b || !lower_same_shape(&f->tensor[o->out], &f->tensor[first->out])))
-			return unbuilt(c, o->pos, "matmuls that share '%s' but differ in their second operand's layout or "
-			               "their output's shape ('%s', '%s') are not implemented yet in one kernel",
-			               f->tensor[o->in[0].tensor].name, f->tensor[first->out].name, f->tensor[o->out].name);
-		mm[n++] = i;
+		if (!first) {
+			first = o;
+			g[ng++] = (Group){.mm = {i}, .n = 1};
+			continue;
+		}
+		a = &f->tensor[o->in[0].tensor];
+		fa = &f->tensor[first->in[0].tensor];
+		if (o->transpose_a != first->transpose_a || o->transpose_b != first->transpose_b ||
+		    !lower_same_shape(&f->tensor[o->out], &f->tensor[first->out]))
+			return unbuilt(c, o->pos, "matmuls in one kernel that differ in their operands' layouts or their "
+			               "outputs' shapes ('%s', '%s') are not implemented yet", f->tensor[first->out].name,
+			               f->tensor[o->out].name);
+		if (!dim_equal(a->dim[a->rank - (o->transpose_a ? 2 : 1)], fa->dim[fa->rank - (first->transpose_a ? 2 : 1)]))
+			return unbuilt(c, o->pos, "matmuls in one kernel with different K ('%s', '%s') are not implemented "
+			               "yet", f->tensor[first->out].name, f->tensor[o->out].name);
+		for (j = 0; j < ng && f->op[g[j].mm[0]].in[0].tensor != o->in[0].tensor; j++)
+			;
+		if (j < ng) {
+			g[j].mm[g[j].n++] = i;
+		} else {
+			g[ng++] = (Group){.mm = {i}, .n = 1};
+		}
 	}
-	return n ? n : diag_internal(c, "lower", "a matmul fusion without a matmul");
+	if (!n)
+		return diag_internal(c, "lower", "a matmul fusion without a matmul");
+	for (i = 0; ng > 1 && i < ng; i++)
+		if (g[i].n > 1)
+			return unbuilt(c, f->op[g[i].mm[1]].pos, "matmuls that share '%s' in a kernel with a matmul that does "
+			               "not ('%s') are not implemented yet", f->tensor[f->op[g[i].mm[0]].in[0].tensor].name,
+			               f->tensor[f->op[g[i ? 0 : 1].mm[0]].out].name);
+	return ng;
+}
+
+/*
+ * The group each tensor's value depends on, for the outputs of independent
+ * matmuls: bit g of DEP[t] when t reads group g's accumulator.  An output
+ * that combines two groups is refused (each epilogue holds one group's
+ * accumulator: they share the registers); one that reads none goes with the
+ * first group.  OUT_GROUP[j]: output j's group.
+ */
+static int
+epilogue_groups(Comp *c, const Fusion *f, const Group *g, int ng, int *out_group)
+{
+	unsigned *dep = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *dep);
+	int i, j;
+
+	for (i = 1; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+
+		if (op_info[o->kind].cls == CLS_MATMUL) {
+			for (j = 0; j < ng; j++)
+				for (int m = 0; m < g[j].n; m++)
+					if (g[j].mm[m] == i)
+						dep[o->out] = 1u << j;
+			continue;
+		}
+		for (j = 0; j < o->nin; j++)
+			if (o->in[j].tensor)
+				dep[o->out] |= dep[o->in[j].tensor];
+	}
+	for (j = 0; j < f->nout; j++) {
+		unsigned d = dep[f->out[j].tensor];
+
+		if (d & (d - 1))
+			return unbuilt(c, f->out[j].pos, "output '%s' combines the results of independent matmuls, which "
+			               "is not implemented yet: each epilogue holds one matmul's accumulator",
+			               f->tensor[f->out[j].tensor].name);
+		for (out_group[j] = 0; d > 1; d >>= 1)
+			out_group[j]++;
+	}
+	return 0;
 }
 
 /*
@@ -229,27 +302,114 @@ raster(Comp *c, Kernel *k, Stmt *loop, Expr *batch_tiles)
 	col0->a = ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, in, height), ex_int(c, k->tile_cols));
 }
 
+/* What every group's mainloop and epilogue share: the tile, the operand buffers, where the tile is. */
+typedef struct Tile {
+	Kernel *k;
+	const Fusion *f;
+	Stmt *loop;                   /* the tile loop */
+	Expr *row0, *col0, *bt, *ktiles;
+	int bm, bn, bk;
+	bool akm, bkm;                /* is the operand K-major (K its contiguous dim)? */
+	int abuf, bbuf[MAXMM];        /* A's stage, and each member's B's */
+	MmaShape *shape;
+} Tile;
+
+/*
+ * Group G's part of the tile loop: its k loop (loads of A and each B from
+ * params PA and PB, one mma a member) and its epilogue, which writes the
+ * outputs OUT_GROUP gives it.  N: the groups.
+ */
+static void
+group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *pb, const int *out_group)
+{
+	Kernel *k = t->k;
+	const Fusion *f = t->f;
+	const Op *op = &f->op[g->mm[0]];
+	const Tensor *a = &f->tensor[op->in[0].tensor], *b = &f->tensor[op->in[1].tensor];
+	Stmt *kloop, *issue, *eloop, *compute, *store;
+	Expr *kk, *ecol;
+	int m, j;
+
+	kloop = st_loop(c, kernel_add_var(c, k, "kk"), ex_int(c, 0), t->ktiles, LOOP_SERIAL);
+	kloop->comment = n > 1 ? arena_printf(c->arena, "the k-steps of this tile of %s", f->tensor[op->out].name)
+	                       : "the k-steps of this tile";
+	st_append(c, t->loop, kloop);
+	kk = ex_var(c, kloop->var);
+	issue = st_if(c, ex_leaf(c, EX_ELECT));
+	issue->comment = "one thread loads the k-step's operands";
+	st_append(c, kloop, issue);
+	load_operand(c, k, issue, t->abuf, pa, t->akm, t->bm, t->bk, t->row0, kk, a->rank > 2 ? t->bt : NULL, op->pos);
+	for (m = 0; m < g->n; m++)
+		load_operand(c, k, issue, t->bbuf[m], pb[m], t->bkm, t->bn, t->bk, t->col0, kk, b->rank > 2 ? t->bt : NULL,
+		             f->op[g->mm[m]].pos);
+	for (m = 0; m < g->n; m++) {   /* one commit group a k-step holds them all (sync) */
+		Stmt *mma = st_new(c, ST_MMA);
+
+		mma->mma = t->shape;
+		VEC_PUSH(c->arena, mma->reads, mma->nreads, mma->capreads)->buf = t->abuf;
+		mma->reads[0].slot = ex_int(c, 0);
+		VEC_PUSH(c->arena, mma->reads, mma->nreads, mma->capreads)->buf = t->bbuf[m];
+		mma->reads[1].slot = ex_int(c, 0);
+		VEC_PUSH(c->arena, mma->writes, mma->nwrites, mma->capwrites)->acc = g->acc[m];
+		mma->cond = ex_bin(c, EX_EQ, kk, ex_int(c, 0));
+		mma->pos = f->op[g->mm[m]].pos;
+		st_append(c, kloop, mma);
+	}
+
+	/* the epilogue: subtiles of BM x EPI_COLS, each computed into a staging copy and stored by TMA */
+	eloop = st_loop(c, kernel_add_var(c, k, "e"), ex_int(c, 0), ex_int(c, t->bn / EPI_COLS), LOOP_SERIAL);
+	eloop->comment = "the epilogue, a subtile at a time";
+	st_append(c, t->loop, eloop);
+	ecol = ex_bin(c, EX_ADD, t->col0, ex_bin(c, EX_MUL, ex_var(c, eloop->var), ex_int(c, EPI_COLS)));
+	compute = st_new(c, ST_COMPUTE);
+	compute->a = t->row0;
+	compute->b = ecol;
+	compute->pass = ex_var(c, eloop->var);   /* which subtile of the accumulator */
+	compute->z = t->bt;
+	compute->comment = n > 1 ? arena_printf(c->arena, "the epilogue of %s", f->tensor[op->out].name)
+	                         : arena_printf(c->arena, "the epilogue of %s", f->name);
+	for (m = 0; m < g->n; m++)
+		VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->acc = g->acc[m];
+	st_append(c, eloop, compute);
+	store = st_if(c, ex_leaf(c, EX_ELECT));
+	store->comment = "one thread stores the subtile";
+	for (j = 1; j < k->nparam; j++)
+		if (k->param[j].kind == PK_TMAP && k->param[j].arg >= f->ninput && out_group[k->param[j].arg - f->ninput] == gi)
+			lower_stage_output(c, k, j, k->pingpong ? 2 * t->bm : t->bm, EPI_COLS, 2, ex_var(c, eloop->var), t->row0,
+			                   ecol, compute, store);
+	for (j = 0; j < store->nbody; j++) {
+		Stmt *st = store->body[j];
+
+		if (st->kind != ST_TMA_STORE)
+			continue;
+		st->z = t->bt;   /* a batched output's map is 3-D */
+		if (k->pingpong)   /* a staging copy holds both warpgroups' subtiles; each stores its own */
+			st->off = ex_bin(c, EX_MUL, ex_leaf(c, EX_WG), ex_int(c, t->bm * EPI_COLS));
+	}
+	st_append(c, eloop, store);
+}
+
 static int
 lower_matmul(Comp *c, Fusion *f)
 {
 	Kernel *k = kernel_new(c, f);
 	const Op *op;
 	const Tensor *a, *b, *d;
-	Stmt *tile_loop, *kloop, *issue, *mma, *eloop, *compute, *store;
-	Expr *row0, *col0, *kk, *ecol, *ktiles, *batch = NULL, *bt = NULL, *batch_tiles = NULL;
-	int mm[MAXMM], nmm, m, j, pa = 0, pb[MAXMM] = {0}, acc[MAXMM], abuf, bbuf[MAXMM], bm, bn, bk;
-	bool akm, bkm;   /* is the operand K-major (K its contiguous dim)? */
+	Group g[MAXMM];
+	Tile t = {.k = k, .f = f};
+	Expr *batch = NULL, *batch_tiles = NULL;
+	int ng, gi, m, j, pa[MAXMM] = {0}, pb[MAXMM][MAXMM] = {{0}}, *out_group;
 	MmaShape *shape;
 
 	c->kernel = k;
-	if ((nmm = the_matmuls(c, f, mm)) < 0)
+	if ((ng = the_matmuls(c, f, g)) < 0)
 		return -1;
-	op = &f->op[mm[0]];
+	op = &f->op[g[0].mm[0]];
 	a = &f->tensor[op->in[0].tensor];
 	b = &f->tensor[op->in[1].tensor];
 	d = &f->tensor[op->out];
-	akm = !op->transpose_a;
-	bkm = op->transpose_b;
+	t.akm = !op->transpose_a;
+	t.bkm = op->transpose_b;
 	/*
 	 * Batch dims on A alone with A [..., M, K]: the batch's rows and M are
 	 * the rows of one matrix.  Else (on both, or A [..., K, M]) the kernel
@@ -257,11 +417,21 @@ lower_matmul(Comp *c, Fusion *f)
 	 * dims is read and written through a 3-D map [batch, rows, cols].
 	 */
 	k->batched = b->rank > 2 || (a->rank > 2 && op->transpose_a);
-	if (k->batched && nmm > 1)
-		return unbuilt(c, f->op[mm[1]].pos, "several batched matmuls in one kernel are not implemented yet");
-	if ((a->dtype != DT_BF16 && a->dtype != DT_F16) || b->dtype != a->dtype)
-		return diag_error(c, op->pos, "matmul operands must both be bf16 or both f16, saw %s and %s",
-		                  dtype_info[a->dtype].name, dtype_info[b->dtype].name);
+	if (k->batched && (ng > 1 || g[0].n > 1))
+		return unbuilt(c, f->op[ng > 1 ? g[1].mm[0] : g[0].mm[1]].pos,
+		               "several batched matmuls in one kernel are not implemented yet");
+	for (gi = 0; gi < ng; gi++)
+		for (m = 0; m < g[gi].n; m++) {
+			const Op *o = &f->op[g[gi].mm[m]];
+			Dtype da = f->tensor[o->in[0].tensor].dtype, db = f->tensor[o->in[1].tensor].dtype;
+
+			if ((da != DT_BF16 && da != DT_F16) || db != da)
+				return diag_error(c, o->pos, "matmul operands must both be bf16 or both f16, saw %s and %s",
+				                  dtype_info[da].name, dtype_info[db].name);
+			if (da != a->dtype)
+				return unbuilt(c, o->pos, "matmuls of %s and %s operands in one kernel are not implemented yet",
+				               dtype_info[a->dtype].name, dtype_info[da].name);
+		}
 	if (f->sched.cluster_pos.line)
 		return unbuilt(c, f->sched.cluster_pos, "'cluster' is not implemented for matmul kernels yet: they launch "
 		               "single CTAs");
@@ -273,12 +443,18 @@ lower_matmul(Comp *c, Fusion *f)
 	if (f->sched.warp_specialize == 1)
 		return unbuilt(c, f->sched.ws_pos, "a matmul without warp specialization is not implemented yet");
 	k->pingpong = f->sched.consumers == CONSUMERS_PINGPONG;
-	if (choose_tile(c, f, k->pingpong, nmm, &bm, &bn, &bk))
+	if (k->pingpong && ng > 1)
+		return unbuilt(c, f->sched.consumers_pos, "consumers: pingpong with independent matmuls in one kernel is "
+		               "not implemented yet");
+	if (choose_tile(c, f, k->pingpong, g[0].n, &t.bm, &t.bn, &t.bk))
 		return -1;
 	for (j = 0; j < f->nout; j++)
 		if (!lower_same_shape(&f->tensor[f->out[j].tensor], d))
 			return diag_error(c, f->out[j].pos, "cannot place output '%s' in the matmul kernel: its shape "
 			                  "differs from the matmul's '%s'", f->tensor[f->out[j].tensor].name, d->name);
+	out_group = arena_alloc(c->arena, (size_t)(f->nout + 1) * sizeof *out_group);
+	if (ng > 1 && epilogue_groups(c, f, g, ng, out_group))
+		return -1;
 
 	k->domain = op->out;
 	k->warp_specialize = true;
@@ -288,44 +464,53 @@ lower_matmul(Comp *c, Fusion *f)
 	k->threads = CONSUMER_THREADS + PRODUCER_THREADS;
 	k->producer_regs = PRODUCER_REGS;
 	k->consumer_regs = CONSUMER_REGS;
-	k->tile_rows = bm;
-	k->tile_cols = bn;
+	k->tile_rows = t.bm;
+	k->tile_cols = t.bn;
 	k->tile_pos = f->sched.ntile ? f->sched.tile_pos : (Pos){0};
 	k->smem_budget = SMEM_BUDGET;
 	k->stages_hint = f->sched.stages;
 	k->stages_pos = f->sched.stages ? f->sched.stages_pos : f->pos;
 
-	/* parameters: the operands (tensor maps of 128-byte swizzled K-major boxes), the epilogue's inputs, the outputs */
+	/* parameters: the operands (tensor maps of 128-byte swizzled boxes), the epilogue's inputs, the outputs */
 	for (j = 0; j < f->ninput; j++) {
-		const Tensor *t = &f->tensor[f->input[j]];
-		bool operand = f->input[j] == op->in[0].tensor;
+		const Tensor *x = &f->tensor[f->input[j]];
+		bool as_a = false, as_b = false;
 		View v;
 		int p;
 
-		for (m = 0; m < nmm; m++)
-			operand |= f->input[j] == f->op[mm[m]].in[1].tensor;
-		v = operand ? VIEW_FULL : epilogue_view(t, d);
-
+		for (gi = 0; gi < ng; gi++)
+			for (m = 0; m < g[gi].n; m++) {
+				as_a |= f->input[j] == f->op[g[gi].mm[m]].in[0].tensor;
+				as_b |= f->input[j] == f->op[g[gi].mm[m]].in[1].tensor;
+			}
+		if (as_a && as_b && (t.akm != t.bkm || t.bm != t.bn))
+			return unbuilt(c, x->pos, "'%s' is both operands of the kernel's matmuls, with different tiles; this "
+			               "is not implemented yet", x->name);
+		v = as_a || as_b ? VIEW_FULL : epilogue_view(x, d);
 		if (v == VIEW_NONE)
-			return diag_error(c, t->pos, "cannot read '%s' in the matmul's epilogue: over its output [M, N] an "
-			                  "input must be full, a row [N], a column [M, 1] or a scalar", t->name);
-		p = kernel_add_param(c, k, operand ? PK_TMAP : PK_PTR, t->name);
+			return diag_error(c, x->pos, "cannot read '%s' in the matmul's epilogue: over its output [M, N] an "
+			                  "input must be full, a row [N], a column [M, 1] or a scalar", x->name);
+		p = kernel_add_param(c, k, as_a || as_b ? PK_TMAP : PK_PTR, x->name);
 		k->param[p].arg = j;
 		k->param[p].tensor = f->input[j];
-		k->param[p].dtype = t->dtype;
+		k->param[p].dtype = x->dtype;
 		k->param[p].view = v;
 		/* an operand's box: [rows, BK] K-major, [BK, 64] MN-major (load_operand) */
-		if (f->input[j] == op->in[0].tensor) {
-			pa = p;
-			k->param[p].box[0] = akm ? bm : bk;
-			k->param[p].box[1] = akm ? bk : CHUNK;
+		if (as_a) {
+			k->param[p].box[0] = t.akm ? t.bm : t.bk;
+			k->param[p].box[1] = t.akm ? t.bk : CHUNK;
 		}
-		for (m = 0; m < nmm; m++)
-			if (f->input[j] == f->op[mm[m]].in[1].tensor) {
-				pb[m] = p;
-				k->param[p].box[0] = bkm ? bn : bk;
-				k->param[p].box[1] = bkm ? bk : CHUNK;
-			}
+		if (as_b) {
+			k->param[p].box[0] = t.bkm ? t.bn : t.bk;
+			k->param[p].box[1] = t.bkm ? t.bk : CHUNK;
+		}
+		for (gi = 0; gi < ng; gi++) {
+			if (f->input[j] == f->op[g[gi].mm[0]].in[0].tensor)
+				pa[gi] = p;
+			for (m = 0; m < g[gi].n; m++)
+				if (f->input[j] == f->op[g[gi].mm[m]].in[1].tensor)
+					pb[gi][m] = p;
+		}
 	}
 	for (j = 0; j < f->nout; j++) {
 		int p = kernel_add_param(c, k, PK_TMAP, f->tensor[f->out[j].tensor].name);
@@ -334,7 +519,7 @@ lower_matmul(Comp *c, Fusion *f)
 		k->param[p].tensor = f->out[j].tensor;
 		k->param[p].dtype = f->out[j].dtype;
 		k->param[p].view = VIEW_FULL;
-		k->param[p].box[0] = bm;
+		k->param[p].box[0] = t.bm;
 		k->param[p].box[1] = EPI_COLS;
 	}
 	lower_size_params(c, k);
@@ -348,28 +533,40 @@ lower_matmul(Comp *c, Fusion *f)
 	k->param[j].size = SZ_INNER;
 	k->param[j].var = kernel_add_var(c, k, "inner");
 	k->param[j].rank = 1;   /* the dim K is, which launch reads from the bound sizes */
-	k->param[j].dim[0] = a->dim[a->rank - (akm ? 1 : 2)];
+	k->param[j].dim[0] = a->dim[a->rank - (t.akm ? 1 : 2)];
 
-	/* buffers: one stage of each operand (circular_buffer makes S), A's shared; an accumulator a matmul */
-	abuf = kernel_add_buf(c, k, arena_printf(c->arena, "tile_%s", a->name), BUF_TILE, a->dtype, bm, bk);
-	k->buf[abuf].param = pa;
-	k->buf[abuf].tensor = op->in[0].tensor;
-	k->buf[abuf].swizzle = 128;
-	for (m = 0; m < nmm; m++) {
-		const Op *o = &f->op[mm[m]];
-		const Tensor *w = &f->tensor[o->in[1].tensor];   /* its B */
+	/*
+	 * Buffers: one stage of each operand (circular_buffer makes S), A's
+	 * shared by a group; an accumulator a matmul.  Independent groups run
+	 * one after the other through the same stages and registers: a later
+	 * group loads into the first's buffers (named after the first's
+	 * operands), and its accumulators are the first's registers
+	 * (KAcc.alias).
+	 */
+	t.abuf = kernel_add_buf(c, k, arena_printf(c->arena, "tile_%s", a->name), BUF_TILE, a->dtype, t.bm, t.bk);
+	k->buf[t.abuf].param = pa[0];
+	k->buf[t.abuf].tensor = op->in[0].tensor;
+	k->buf[t.abuf].swizzle = 128;
+	for (m = 0; m < g[0].n; m++) {
+		const Tensor *w = &f->tensor[f->op[g[0].mm[m]].in[1].tensor];   /* its B */
 
-		bbuf[m] = kernel_add_buf(c, k, arena_printf(c->arena, "tile_%s", w->name), BUF_TILE, w->dtype, bn, bk);
-		k->buf[bbuf[m]].param = pb[m];
-		k->buf[bbuf[m]].tensor = o->in[1].tensor;
-		k->buf[bbuf[m]].swizzle = 128;
-		acc[m] = kernel_add_acc(c, k, arena_printf(c->arena, "acc_%s", f->tensor[o->out].name),
-		                        o->acc ? o->acc : DT_F32, bm, bn);
-		k->acc[acc[m]].tensor = o->out;
+		t.bbuf[m] = kernel_add_buf(c, k, arena_printf(c->arena, "tile_%s", w->name), BUF_TILE, w->dtype, t.bn, t.bk);
+		k->buf[t.bbuf[m]].param = pb[0][m];
+		k->buf[t.bbuf[m]].tensor = f->op[g[0].mm[m]].in[1].tensor;
+		k->buf[t.bbuf[m]].swizzle = 128;
 	}
+	for (gi = 0; gi < ng; gi++)
+		for (m = 0; m < g[gi].n; m++) {
+			const Op *o = &f->op[g[gi].mm[m]];
 
-	/* the persistent tile loop, and the k loop inside it */
-	tile_loop = lower_tile_loop(c, k, false, &row0, &col0);
+			g[gi].acc[m] = kernel_add_acc(c, k, arena_printf(c->arena, "acc_%s", f->tensor[o->out].name),
+			                              o->acc ? o->acc : DT_F32, t.bm, t.bn);
+			k->acc[g[gi].acc[m]].tensor = o->out;
+			k->acc[g[gi].acc[m]].alias = gi ? g[0].acc[m] : 0;
+		}
+
+	/* the persistent tile loop */
+	t.loop = lower_tile_loop(c, k, false, &t.row0, &t.col0);
 	if (k->batched) {
 		/* tiles run over the batches: tiles = batch_tiles x batch, and bt is a tile's batch */
 		Stmt *tiles = NULL;
@@ -387,82 +584,33 @@ lower_matmul(Comp *c, Fusion *f)
 		st_insert(c, k->body, at - 1, let);
 		tiles->a = ex_bin(c, EX_MUL, batch_tiles, batch);
 	}
-	raster(c, k, tile_loop, batch_tiles);
+	raster(c, k, t.loop, batch_tiles);
 	if (k->batched) {
 		Stmt *tile = NULL;
 		int at;
 
-		for (at = 0; at < tile_loop->nbody; at++)
-			if (tile_loop->body[at]->kind == ST_LET && strcmp(k->var[tile_loop->body[at]->var].name, "tile") == 0)
-				tile = tile_loop->body[at];
+		for (at = 0; at < t.loop->nbody; at++)
+			if (t.loop->body[at]->kind == ST_LET && strcmp(k->var[t.loop->body[at]->var].name, "tile") == 0)
+				tile = t.loop->body[at];
 		if (!tile)
 			return diag_internal(c, "lower_matmul", "the tile loop has no tile");
-		bt = ex_var(c, lower_let(c, k, "bt", ex_bin(c, EX_DIV, ex_var(c, tile->var), batch_tiles), tile_loop)->var);
+		t.bt = ex_var(c, lower_let(c, k, "bt", ex_bin(c, EX_DIV, ex_var(c, tile->var), batch_tiles), t.loop)->var);
 	}
 	{
 		/* K-steps a tile: a let before the tile loop, which lower_tile_loop appended last */
-		Stmt *let = lower_let(c, k, "ktiles", ex_bin(c, EX_CEILDIV, ex_var(c, k->param[j].var), ex_int(c, bk)),
+		Stmt *let = lower_let(c, k, "ktiles", ex_bin(c, EX_CEILDIV, ex_var(c, k->param[j].var), ex_int(c, t.bk)),
 		                      k->body);
 
 		k->body->body[k->body->nbody - 2] = let;
-		k->body->body[k->body->nbody - 1] = tile_loop;
-		ktiles = ex_var(c, let->var);
+		k->body->body[k->body->nbody - 1] = t.loop;
+		t.ktiles = ex_var(c, let->var);
 	}
-	kloop = st_loop(c, kernel_add_var(c, k, "kk"), ex_int(c, 0), ktiles, LOOP_SERIAL);
-	kloop->comment = "the k-steps of this tile";
-	st_append(c, tile_loop, kloop);
-	kk = ex_var(c, kloop->var);
-	issue = st_if(c, ex_leaf(c, EX_ELECT));
-	issue->comment = "one thread loads the k-step's operands";
-	st_append(c, kloop, issue);
-	load_operand(c, k, issue, abuf, pa, akm, bm, bk, row0, kk, a->rank > 2 ? bt : NULL, op->pos);
-	for (m = 0; m < nmm; m++)
-		load_operand(c, k, issue, bbuf[m], pb[m], bkm, bn, bk, col0, kk, b->rank > 2 ? bt : NULL, f->op[mm[m]].pos);
 	shape = arena_alloc(c->arena, sizeof *shape);
-	*shape = (MmaShape){bm, bn, bk, akm, bkm};
-	for (m = 0; m < nmm; m++) {   /* one commit group a k-step holds them all (sync) */
-		mma = st_new(c, ST_MMA);
-		mma->mma = shape;
-		VEC_PUSH(c->arena, mma->reads, mma->nreads, mma->capreads)->buf = abuf;
-		mma->reads[0].slot = ex_int(c, 0);
-		VEC_PUSH(c->arena, mma->reads, mma->nreads, mma->capreads)->buf = bbuf[m];
-		mma->reads[1].slot = ex_int(c, 0);
-		VEC_PUSH(c->arena, mma->writes, mma->nwrites, mma->capwrites)->acc = acc[m];
-		mma->cond = ex_bin(c, EX_EQ, kk, ex_int(c, 0));
-		mma->pos = f->op[mm[m]].pos;
-		st_append(c, kloop, mma);
-	}
-
-	/* the epilogue: subtiles of BM x EPI_COLS, each computed into a staging copy and stored by TMA */
-	eloop = st_loop(c, kernel_add_var(c, k, "e"), ex_int(c, 0), ex_int(c, bn / EPI_COLS), LOOP_SERIAL);
-	eloop->comment = "the epilogue, a subtile at a time";
-	st_append(c, tile_loop, eloop);
-	ecol = ex_bin(c, EX_ADD, col0, ex_bin(c, EX_MUL, ex_var(c, eloop->var), ex_int(c, EPI_COLS)));
-	compute = st_new(c, ST_COMPUTE);
-	compute->a = row0;
-	compute->b = ecol;
-	compute->pass = ex_var(c, eloop->var);   /* which subtile of the accumulator */
-	compute->z = bt;
-	compute->comment = arena_printf(c->arena, "the epilogue of %s", f->name);
-	for (m = 0; m < nmm; m++)
-		VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->acc = acc[m];
-	st_append(c, eloop, compute);
-	store = st_if(c, ex_leaf(c, EX_ELECT));
-	store->comment = "one thread stores the subtile";
-	for (j = 1; j < k->nparam; j++)
-		if (k->param[j].kind == PK_TMAP && k->param[j].arg >= f->ninput)
-			lower_stage_output(c, k, j, k->pingpong ? 2 * bm : bm, EPI_COLS, 2, ex_var(c, eloop->var), row0, ecol,
-			                   compute, store);
-	for (j = 0; j < store->nbody; j++) {
-		Stmt *st = store->body[j];
-
-		if (st->kind != ST_TMA_STORE)
-			continue;
-		st->z = bt;   /* a batched output's map is 3-D */
-		if (k->pingpong)   /* a staging copy holds both warpgroups' subtiles; each stores its own */
-			st->off = ex_bin(c, EX_MUL, ex_leaf(c, EX_WG), ex_int(c, bm * EPI_COLS));
-	}
-	st_append(c, eloop, store);
+	*shape = (MmaShape){t.bm, t.bn, t.bk, t.akm, t.bkm};
+	t.shape = shape;
+	/* in the tile loop, each group's k loop and epilogue */
+	for (gi = 0; gi < ng; gi++)
+		group_tile(c, &t, &g[gi], gi, ng, pa[gi], pb[gi], out_group);
 	return 0;
 }
 

@@ -268,12 +268,19 @@ drop(State *st, int i)
 	st->p[i] = st->p[--st->n];
 }
 
+/* The registers of accumulator A: its own, or those it shares (KAcc.alias). */
+static int
+acc_regs(const Kernel *k, int a)
+{
+	return a && k->acc[a].alias ? k->acc[a].alias : a;
+}
+
 /* Do access A and pending effect P touch the same thing (same copy when both name one)? */
 static bool
 same_resource(const Kernel *k, const Acc *a, const Pend *p)
 {
 	if (a->acc || p->a.acc)
-		return a->acc == p->a.acc;
+		return acc_regs(k, a->acc) == acc_regs(k, p->a.acc);
 	if (a->param || p->a.param)
 		return a->param == p->a.param;
 	if (a->buf != p->a.buf)

@@ -222,7 +222,7 @@ swizzled(const Kernel *k, int i)
 	int b;
 
 	for (b = 1; b < k->nbuf; b++)
-		if (k->buf[b].param == i && k->buf[b].swizzle)
+		if (k->buf[b].swizzle && (k->buf[b].param == i || kernel_loads_from(k, k->body, b, i)))
 			return true;
 	return false;
 }

@@ -460,6 +460,80 @@ minimal_mma_sync(void **state)
 	assert_true(strstr(cu, "wsf_mma_wait<0>();") < strstr(cu, "const float v_z = v_y + v_bias;"));
 }
 
+/*
+ * Independent matmuls (PR #3843's first case): p = x w^T with a bias and
+ * relu, q = y v^T with gelu, no operand in common.  In every tile their k
+ * loops run one after the other through the same stages (the second's
+ * stage counter goes on where the first's stopped) into the same
+ * registers (acc_q is acc_p's), each followed by its one
+ * wgmma.wait_group 0 and its own epilogue: 2 waits, each right before an
+ * epilogue, and each epilogue computes only its own output.
+ */
+static void
+independent_matmuls(void **state)
+{
+	Fixture *t = *state;
+	static const char two[] =
+		HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		"  y: {dtype: bf16, shape: [M, K]}\n  v: {dtype: bf16, shape: [N, K]}\n  bias: {dtype: f32, shape: [N]}\n"
+		"ops:\n  - {out: p, op: matmul, in: [x, w], transpose_b: true}\n"
+		"  - {out: q, op: matmul, in: [y, v], transpose_b: true}\n  - {out: pb, op: add, in: [p, bias]}\n"
+		"  - {out: r, op: relu, in: [pb]}\n  - {out: s, op: gelu, in: [q]}\n"
+		"outputs:\n  r: {dtype: bf16}\n  s: {dtype: f32}\n";
+	Kernel *k = kernel_of(t, two);
+	Stmt *roles, *tl, *kl[2], *el[2];
+	const char *cu, *w0, *w1;
+	int i, g, waits0 = 0;
+
+	if (!k)
+		fail_msg("%s", t->msg);
+	assert_int_equal(k->nacc, 3);
+	assert_int_equal(k->acc[1].alias, 0);
+	assert_int_equal(k->acc[2].alias, 1);   /* acc_q is acc_p's registers */
+	assert_int_equal(k->tile_cols, 256);    /* one accumulator at a time: the whole tile */
+	assert_int_equal(k->nbuf, 5);           /* tile_x (x, then y), tile_w (w, then v), stage_r, stage_s */
+	roles = find_kind(k->body, ST_ROLES, 0);
+	assert_int_equal(census(roles->body[0]).kind[ST_TMA_LOAD], 4);
+	tl = find_kind(roles->body[1], ST_LOOP, 1);
+	for (g = 0; g < 2; g++) {
+		Census n;
+
+		kl[g] = find_kind(tl, ST_LOOP, 2 * g);
+		el[g] = find_kind(tl, ST_LOOP, 2 * g + 1);
+		n = census(kl[g]);
+		assert_int_equal(n.kind[ST_MMA], 1);
+		assert_int_equal(n.kind[ST_MMA_COMMIT], 1);
+		assert_int_equal(n.kind[ST_MMA_WAIT], 1);
+		assert_int_equal(census(el[g]).kind[ST_MMA_WAIT], 0);
+		assert_int_equal(census(el[g]).kind[ST_COMPUTE], 1);
+	}
+	assert_int_equal(kl[0]->var != kl[1]->var, 1);
+	assert_string_equal(expr(t, kl[0]->lin), "((i * (2 * ktiles)) + kk)");
+	assert_string_equal(expr(t, kl[1]->lin), "(((i * (2 * ktiles)) + ktiles) + kk)");
+	for (i = 0; i < tl->nbody; i++)
+		if (tl->body[i]->kind == ST_MMA_WAIT) {
+			assert_int_equal(tl->body[i]->n, 0);
+			assert_ptr_equal(tl->body[i + 1], el[waits0]);   /* right before each epilogue */
+			assert_ptr_equal(tl->body[i - 1], kl[waits0]);
+			waits0++;
+		}
+	assert_int_equal(waits0, 2);
+	cu = cuda_of(t);
+	assert_int_equal(count(cu, "wsf_wgmma(acc_p,"), 1);
+	assert_int_equal(count(cu, "wsf_wgmma(acc_q,"), 1);
+	assert_int_equal(count(cu, "wsf_mma_commit();"), 2);
+	assert_int_equal(count(cu, "wsf_mma_wait<1>();"), 2);
+	assert_int_equal(count(cu, "wsf_mma_wait<0>();"), 2);
+	assert_int_equal(count(cu, "float acc_p[128];"), 1);
+	assert_int_equal(count(cu, "float (&acc_q)[128] = acc_p;"), 1);
+	assert_int_equal(count(cu, "const float v_pb = "), 1);   /* each epilogue its own ops */
+	assert_int_equal(count(cu, "const float v_s = "), 1);
+	w0 = strstr(cu, "wsf_mma_wait<0>();");
+	w1 = strstr(w0 + 1, "wsf_mma_wait<0>();");
+	assert_true(w0 < strstr(cu, "const float v_pb = ") && strstr(cu, "const float v_pb = ") < strstr(cu, "wsf_wgmma(acc_q,"));
+	assert_true(strstr(cu, "wsf_wgmma(acc_q,") < w1 && w1 < strstr(cu, "const float v_s = "));
+}
+
 /* What this version does not lower yet: exit status 6, with the reason at the op. */
 static void
 refused_forms(void **state)
@@ -484,7 +558,30 @@ refused_forms(void **state)
 		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_b: true}\n"
 		 "  - {out: g, op: matmul, in: [b, w], transpose_b: true}\n  - {out: o, op: mul, in: [y, g]}\n"
 		 "outputs:\n  o: {}\n",
-		 "several matmuls in one kernel that do not share their first operand are not implemented yet"},
+		 "output 'o' combines the results of independent matmuls, which is not implemented yet"},
+		{HEAD "inputs:\n  a: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		 "  b: {dtype: bf16, shape: [M, K]}\n  v: {dtype: bf16, shape: [N, K]}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_b: true}\n"
+		 "  - {out: g, op: matmul, in: [b, v], transpose_b: true}\noutputs:\n  y: {}\n  g: {}\n"
+		 "schedule: {consumers: pingpong}\n",
+		 "consumers: pingpong with independent matmuls in one kernel is not implemented yet"},
+		{HEAD "inputs:\n  a: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		 "  u: {dtype: bf16, shape: [N, K]}\n  b: {dtype: bf16, shape: [M, K]}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_b: true}\n"
+		 "  - {out: z, op: matmul, in: [a, u], transpose_b: true}\n"
+		 "  - {out: g, op: matmul, in: [b, w], transpose_b: true}\noutputs:\n  y: {}\n  z: {}\n  g: {}\n",
+		 "matmuls that share 'a' in a kernel with a matmul that does not ('g') are not implemented yet"},
+		{"fusion: gemm\nsizes: {M: 256, N: 256, K: 256, L: 512}\n"
+		 "inputs:\n  a: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		 "  b: {dtype: bf16, shape: [M, L]}\n  v: {dtype: bf16, shape: [N, L]}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_b: true}\n"
+		 "  - {out: g, op: matmul, in: [b, v], transpose_b: true}\noutputs:\n  y: {}\n  g: {}\n",
+		 "matmuls in one kernel with different K ('y', 'g') are not implemented yet"},
+		{HEAD "inputs:\n  a: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		 "  b: {dtype: bf16, shape: [M, K]}\n  v: {dtype: bf16, shape: [K, N]}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_b: true}\n"
+		 "  - {out: g, op: matmul, in: [b, v]}\noutputs:\n  y: {}\n  g: {}\n",
+		 "matmuls in one kernel that differ in their operands' layouts or their outputs' shapes ('y', 'g')"},
 	};
 	int i;
 
@@ -513,6 +610,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(lowered_batched, setup, teardown),
 		cmocka_unit_test_setup_teardown(lowered_pingpong, setup, teardown),
 		cmocka_unit_test_setup_teardown(minimal_mma_sync, setup, teardown),
+		cmocka_unit_test_setup_teardown(independent_matmuls, setup, teardown),
 		cmocka_unit_test(refused_forms),
 	};
 
