@@ -47,7 +47,10 @@ frame(Emit *e)
 			          emit_tname(e, PFX_HERE, e->f->input[i]), COL_VALUES, p->name);
 	}
 	for (i = 1; i < e->k->nacc; i++)
-		if (e->k->acc[i].alias)   /* a later mainloop's: it runs after the first's epilogue has read it */
+		if (e->k->acc[i].col)   /* side by side with the first of its group: read as its columns */
+			emit_line(e, "// %s: columns %d.. of %s, whose mma computes both", acc_name(e, i), e->k->acc[i].col,
+			          acc_name(e, e->k->acc[i].alias));
+		else if (e->k->acc[i].alias)   /* a later mainloop's: it runs after the first's epilogue has read it */
 			emit_line(e, "float (&%s)[%d] = %s;   // %s's registers, reused once its epilogue has read them",
 			          acc_name(e, i), e->k->acc[i].cols / 2, acc_name(e, e->k->acc[i].alias),
 			          acc_name(e, e->k->acc[i].alias));
@@ -254,7 +257,7 @@ compute(Emit *e, const Stmt *s)
 	for (i = 0; i < s->nwrites; i++)
 		emit_line(e, "%s *%s = %s;", emit_type(k->buf[s->writes[i].buf].dtype), emit_curname(e, s->writes[i].buf),
 		          emit_buf_at(e, s->writes[i].buf, s->writes[i].slot));
-	staged_inputs(e, s, k->acc[acc].cols / SUB, needed);
+	staged_inputs(e, s, k->tile_cols / SUB, needed);
 	emit_line(e, "#pragma unroll");
 	emit_line(e, "for (int jj = 0; jj < %d; jj++) {", SUB / 2);
 	e->depth++;
@@ -293,8 +296,14 @@ compute(Emit *e, const Stmt *s)
 
 			for (a = 1; a < k->nacc && k->acc[a].tensor != o->out; a++)
 				;
-			emit_line(e, "const float %s = %s[%d * sub + jj];%s", v, acc_name(e, a < k->nacc ? a : acc), SUB / 2,
-			          emit_pos(e, o->pos));
+			if (a == k->nacc)
+				a = acc;
+			if (k->acc[a].col)   /* its columns of the group's accumulator: col / 2 registers on */
+				emit_line(e, "const float %s = %s[%d + %d * sub + jj];%s", v, acc_name(e, k->acc[a].alias),
+				          k->acc[a].col / 2, SUB / 2, emit_pos(e, o->pos));
+			else
+				emit_line(e, "const float %s = %s[%d * sub + jj];%s", v, acc_name(e, a), SUB / 2,
+				          emit_pos(e, o->pos));
 			continue;
 		}
 		emit_line(e, "const float %s = %s;%s", v,

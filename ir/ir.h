@@ -511,6 +511,7 @@ typedef struct KAcc {
 	int rows, cols;   /* the output tile it holds */
 	int tensor;       /* fusion tensor: the matmul's output */
 	int alias;        /* another accumulator whose registers it is (a later mainloop's), or 0 */
+	int col;          /* with ALIAS: its first column there (matmuls side by side in one mma) */
 } KAcc;
 
 /*

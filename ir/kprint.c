@@ -397,13 +397,16 @@ kernel_print(Buf *b, const Kernel *k)
 				buf_printf(b, ", %s", k->param[j].name);
 		buf_puts(b, "\n");
 	}
-	for (i = 1; i < k->nacc; i++)
+	for (i = 1; i < k->nacc; i++) {
+		buf_printf(b, "  acc %s: %s[%d, %d] in ", k->acc[i].name, dtype_info[k->acc[i].dtype].name, k->acc[i].rows,
+		           k->acc[i].cols);
 		if (k->acc[i].alias)
-			buf_printf(b, "  acc %s: %s[%d, %d] in %s's registers\n", k->acc[i].name,
-			           dtype_info[k->acc[i].dtype].name, k->acc[i].rows, k->acc[i].cols, k->acc[k->acc[i].alias].name);
-		else
-			buf_printf(b, "  acc %s: %s[%d, %d] in registers\n", k->acc[i].name, dtype_info[k->acc[i].dtype].name,
-			           k->acc[i].rows, k->acc[i].cols);
+			buf_printf(b, "%s's ", k->acc[k->acc[i].alias].name);
+		buf_puts(b, "registers");
+		if (k->acc[i].col)
+			buf_printf(b, ", from column %d", k->acc[i].col);
+		buf_puts(b, "\n");
+	}
 	for (i = 1; i < k->nbar; i++)
 		buf_printf(b, "  mbarrier %s[%d] arrivals=%d\n", k->bar[i].name, k->bar[i].count,
 		           k->bar[i].arrivals);

@@ -357,7 +357,8 @@ kernel_verify(Comp *c, const Kernel *k, const char *after)
 	}
 	for (i = 1; i < k->nacc; i++)
 		if (k->acc[i].alias && (k->acc[i].alias < 0 || k->acc[i].alias >= k->nacc || k->acc[k->acc[i].alias].alias ||
-		                        k->acc[k->acc[i].alias].cols != k->acc[i].cols))
+		                        k->acc[i].col < 0 || k->acc[i].col % 8 ||
+		                        k->acc[i].col + k->acc[i].cols > k->acc[k->acc[i].alias].cols))
 			fail(&v, "accumulator '%s' shares the registers of a bad accumulator", k->acc[i].name);
 	check_roles(&v);
 	check_stmt(&v, k->body);

@@ -135,14 +135,17 @@ choose_tile(Comp *c, const Fusion *f, bool pingpong, int nmm, int *bm, int *bn, 
 }
 
 /*
- * Loads of operand P's BK-slice at k-step KK into BUF: one box [ROWS, BK]
- * from (x0, kk * BK) when K-major; when MN-major (stored [K, ROWS], ROWS
- * contiguous) ROWS / 64 boxes [BK, 64], the chunk h from (kk * BK, x0 +
- * 64 h) to h x BK x 64 elements into the copy.  BT: the batch of a 3-D map.
+ * Loads of operand P's BK-slice at k-step KK into BUF, BASE elements into
+ * the copy: one box [ROWS, BK] from (x0, kk * BK) when K-major; when
+ * MN-major (stored [K, ROWS], ROWS contiguous) ROWS / 64 boxes [BK, 64],
+ * the chunk h from (kk * BK, x0 + 64 h) to h x BK x 64 elements further.
+ * Either way the rows of the copy follow in the order of the operand's
+ * rows, so operands loaded at BASE = ROWS x BK apart lie side by side as
+ * one operand of their rows together.  BT: the batch of a 3-D map.
  */
 static void
-load_operand(Comp *c, Kernel *k, Stmt *issue, int buf, int p, bool kmajor, int rows, int bk, Expr *x0, Expr *kk,
-             Expr *bt, Pos pos)
+load_operand(Comp *c, Kernel *k, Stmt *issue, int buf, int base, int p, bool kmajor, int rows, int bk, Expr *x0,
+             Expr *kk, Expr *bt, Pos pos)
 {
 	int h, n = kmajor ? 1 : rows / CHUNK;
 
@@ -153,10 +156,11 @@ load_operand(Comp *c, Kernel *k, Stmt *issue, int buf, int p, bool kmajor, int r
 		ld->buf = buf, ld->param = p, ld->slot = ex_int(c, 0);
 		if (kmajor) {
 			ld->a = x0, ld->b = kcol;
+			ld->off = base ? ex_int(c, base) : NULL;
 		} else {
 			ld->a = kcol;
 			ld->b = h ? ex_bin(c, EX_ADD, x0, ex_int(c, h * CHUNK)) : x0;
-			ld->off = h ? ex_int(c, h * bk * CHUNK) : NULL;
+			ld->off = base + h ? ex_int(c, base + h * bk * CHUNK) : NULL;
 		}
 		ld->z = bt;
 		ld->pos = pos;
@@ -310,8 +314,7 @@ typedef struct Tile {
 	Expr *row0, *col0, *bt, *ktiles;
 	int bm, bn, bk;
 	bool akm, bkm;                /* is the operand K-major (K its contiguous dim)? */
-	int abuf, bbuf[MAXMM];        /* A's stage, and each member's B's */
-	MmaShape *shape;
+	int abuf, bbuf[MAXMM];        /* A's stage, and B's: a group's side by side in bbuf[0] */
 } Tile;
 
 /*
@@ -338,21 +341,23 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 	issue = st_if(c, ex_leaf(c, EX_ELECT));
 	issue->comment = "one thread loads the k-step's operands";
 	st_append(c, kloop, issue);
-	load_operand(c, k, issue, t->abuf, pa, t->akm, t->bm, t->bk, t->row0, kk, a->rank > 2 ? t->bt : NULL, op->pos);
+	load_operand(c, k, issue, t->abuf, 0, pa, t->akm, t->bm, t->bk, t->row0, kk, a->rank > 2 ? t->bt : NULL, op->pos);
+	/* the group's B side by side in one copy: one mma of N = n x BN computes them all */
 	for (m = 0; m < g->n; m++)
-		load_operand(c, k, issue, t->bbuf[m], pb[m], t->bkm, t->bn, t->bk, t->col0, kk, b->rank > 2 ? t->bt : NULL,
-		             f->op[g->mm[m]].pos);
-	for (m = 0; m < g->n; m++) {   /* one commit group a k-step holds them all (sync) */
+		load_operand(c, k, issue, t->bbuf[0], m * t->bn * t->bk, pb[m], t->bkm, t->bn, t->bk, t->col0, kk,
+		             b->rank > 2 ? t->bt : NULL, f->op[g->mm[m]].pos);
+	{
 		Stmt *mma = st_new(c, ST_MMA);
 
-		mma->mma = t->shape;
+		mma->mma = arena_alloc(c->arena, sizeof *mma->mma);
+		*mma->mma = (MmaShape){t->bm, g->n * t->bn, t->bk, t->akm, t->bkm};
 		VEC_PUSH(c->arena, mma->reads, mma->nreads, mma->capreads)->buf = t->abuf;
 		mma->reads[0].slot = ex_int(c, 0);
-		VEC_PUSH(c->arena, mma->reads, mma->nreads, mma->capreads)->buf = t->bbuf[m];
+		VEC_PUSH(c->arena, mma->reads, mma->nreads, mma->capreads)->buf = t->bbuf[0];
 		mma->reads[1].slot = ex_int(c, 0);
-		VEC_PUSH(c->arena, mma->writes, mma->nwrites, mma->capwrites)->acc = g->acc[m];
+		VEC_PUSH(c->arena, mma->writes, mma->nwrites, mma->capwrites)->acc = g->acc[0];
 		mma->cond = ex_bin(c, EX_EQ, kk, ex_int(c, 0));
-		mma->pos = f->op[g->mm[m]].pos;
+		mma->pos = op->pos;
 		st_append(c, kloop, mma);
 	}
 
@@ -399,7 +404,6 @@ lower_matmul(Comp *c, Fusion *f)
 	Tile t = {.k = k, .f = f};
 	Expr *batch = NULL, *batch_tiles = NULL;
 	int ng, gi, m, j, pa[MAXMM] = {0}, pb[MAXMM][MAXMM] = {{0}}, *out_group;
-	MmaShape *shape;
 
 	c->kernel = k;
 	if ((ng = the_matmuls(c, f, g)) < 0)
@@ -547,22 +551,26 @@ lower_matmul(Comp *c, Fusion *f)
 	k->buf[t.abuf].param = pa[0];
 	k->buf[t.abuf].tensor = op->in[0].tensor;
 	k->buf[t.abuf].swizzle = 128;
-	for (m = 0; m < g[0].n; m++) {
-		const Tensor *w = &f->tensor[f->op[g[0].mm[m]].in[1].tensor];   /* its B */
-
-		t.bbuf[m] = kernel_add_buf(c, k, arena_printf(c->arena, "tile_%s", w->name), BUF_TILE, w->dtype, t.bn, t.bk);
-		k->buf[t.bbuf[m]].param = pb[0][m];
-		k->buf[t.bbuf[m]].tensor = f->op[g[0].mm[m]].in[1].tensor;
-		k->buf[t.bbuf[m]].swizzle = 128;
-	}
+	t.bbuf[0] = kernel_add_buf(c, k, arena_printf(c->arena, "tile_%s", b->name), BUF_TILE, b->dtype,
+	                           g[0].n * t.bn, t.bk);
+	k->buf[t.bbuf[0]].param = pb[0][0];
+	k->buf[t.bbuf[0]].tensor = op->in[1].tensor;
+	k->buf[t.bbuf[0]].swizzle = 128;
+	/*
+	 * A group's accumulator is one tile of n x BN columns, its matmuls'
+	 * side by side (quack's layout for SwiGLU's gate and up): the first
+	 * names the whole, the others are its columns from m x BN on.
+	 */
 	for (gi = 0; gi < ng; gi++)
 		for (m = 0; m < g[gi].n; m++) {
 			const Op *o = &f->op[g[gi].mm[m]];
+			int x = kernel_add_acc(c, k, arena_printf(c->arena, "acc_%s", f->tensor[o->out].name),
+			                       o->acc ? o->acc : DT_F32, t.bm, m ? t.bn : g[gi].n * t.bn);
 
-			g[gi].acc[m] = kernel_add_acc(c, k, arena_printf(c->arena, "acc_%s", f->tensor[o->out].name),
-			                              o->acc ? o->acc : DT_F32, t.bm, t.bn);
-			k->acc[g[gi].acc[m]].tensor = o->out;
-			k->acc[g[gi].acc[m]].alias = gi ? g[0].acc[m] : 0;
+			k->acc[x].tensor = o->out;
+			k->acc[x].alias = gi ? g[0].acc[0] : m ? g[gi].acc[0] : 0;
+			k->acc[x].col = m * t.bn;
+			g[gi].acc[m] = x;
 		}
 
 	/* the persistent tile loop */
@@ -605,9 +613,6 @@ lower_matmul(Comp *c, Fusion *f)
 		k->body->body[k->body->nbody - 1] = t.loop;
 		t.ktiles = ex_var(c, let->var);
 	}
-	shape = arena_alloc(c->arena, sizeof *shape);
-	*shape = (MmaShape){t.bm, t.bn, t.bk, t.akm, t.bkm};
-	t.shape = shape;
 	/* in the tile loop, each group's k loop and epilogue */
 	for (gi = 0; gi < ng; gi++)
 		group_tile(c, &t, &g[gi], gi, ng, pa[gi], pb[gi], out_group);

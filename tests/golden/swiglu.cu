@@ -3,18 +3,22 @@
 
 // ---- begin wsfuse_device.cuh: the device helpers, inlined ----
 
-// d (+)= A x B^T on the tensor cores: A 64 x 16 (K-major), B 128 x 16 (K-major), both from
-// shared-memory descriptors; d the warpgroup's 64 x 128 f32 fragment, 64 a thread: thread
+// d (+)= A x B^T on the tensor cores: A 64 x 16 (K-major), B 256 x 16 (K-major), both from
+// shared-memory descriptors; d the warpgroup's 64 x 256 f32 fragment, 128 a thread: thread
 // (warp w, lane l) holds element j at row 16 w + l / 4 + 8 ((j >> 1) & 1), column 8 (j >> 2) +
 // 2 (l % 4) + (j & 1).  ACCUMULATE 0 starts from zero.
 static __device__ __forceinline__ void wsf_wgmma(float *d, wsf_u64 da, wsf_u64 db, int accumulate)
 {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
                  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
                  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
                  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+                 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+                 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+                 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+                 "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 0;\n}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
                  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
@@ -22,7 +26,15 @@ static __device__ __forceinline__ void wsf_wgmma(float *d, wsf_u64 da, wsf_u64 d
                  "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
                  "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
                  "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-                 "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+                 "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+                 "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+                 "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+                 "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+                 "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+                 "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+                 "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+                 "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
                  : "l"(da), "l"(db), "r"(accumulate));
 }
 
@@ -38,13 +50,12 @@ wsfuse_swiglu(
 {
     extern __shared__ __align__(1024) unsigned char wsf_smem[];
     wsf_bf16 *const tile_x = (wsf_bf16 *)(wsf_smem + 0);   // [4 stages][128][64] bf16
-    wsf_bf16 *const tile_wg = (wsf_bf16 *)(wsf_smem + 65536);   // [4 stages][128][64] bf16
-    wsf_bf16 *const tile_wu = (wsf_bf16 *)(wsf_smem + 131072);   // [4 stages][128][64] bf16
+    wsf_bf16 *const tile_wg = (wsf_bf16 *)(wsf_smem + 65536);   // [4 stages][256][64] bf16: holds wg's, then wu's
     wsf_bf16 *const stage_h = (wsf_bf16 *)(wsf_smem + 196608);   // [2 stages][128][32] bf16
     wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 212992);   // 4 mbarriers
     wsf_u64 *const empty = (wsf_u64 *)(wsf_smem + 213024);   // 4 mbarriers
-    float acc_g[64];   // this thread's part of the 128 x 128 f32 accumulator
-    float acc_u[64];   // this thread's part of the 128 x 128 f32 accumulator
+    float acc_g[128];   // this thread's part of the 128 x 256 f32 accumulator
+    // acc_u: columns 128.. of acc_g, whose mma computes both
     if (threadIdx.x == 0)
         wsf_prefetch_tmap(&in_x);
     if (threadIdx.x == 0)
@@ -73,8 +84,8 @@ wsfuse_swiglu(
                 wsf_mbar_wait(&empty[(q % 4LL)], (unsigned)((q / 4LL) & 1LL));   // wait until consumers released the slot
                 wsf_mbar_expect_tx(&full[(q % 4LL)], 49152);
                 wsf_tma_load_2d(tile_x + ((q % 4LL)) * 8192, &in_x, (wsf_umod(q, ktiles) * 64LL), (((wsf_udiv(((long long)blockIdx.x + (wsf_udiv(q, ktiles) * (long long)gridDim.x)), (8LL * col_tiles)) * 8LL) + wsf_umod(wsf_umod(((long long)blockIdx.x + (wsf_udiv(q, ktiles) * (long long)gridDim.x)), (8LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(((long long)blockIdx.x + (wsf_udiv(q, ktiles) * (long long)gridDim.x)), (8LL * col_tiles)) * 8LL)), 8LL))) * 128LL), &full[(q % 4LL)]);  // examples/swiglu.yaml:21
-                wsf_tma_load_2d(tile_wg + ((q % 4LL)) * 8192, &in_wg, (wsf_umod(q, ktiles) * 64LL), (wsf_udiv(wsf_umod(((long long)blockIdx.x + (wsf_udiv(q, ktiles) * (long long)gridDim.x)), (8LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(((long long)blockIdx.x + (wsf_udiv(q, ktiles) * (long long)gridDim.x)), (8LL * col_tiles)) * 8LL)), 8LL)) * 128LL), &full[(q % 4LL)]);  // examples/swiglu.yaml:21
-                wsf_tma_load_2d(tile_wu + ((q % 4LL)) * 8192, &in_wu, (wsf_umod(q, ktiles) * 64LL), (wsf_udiv(wsf_umod(((long long)blockIdx.x + (wsf_udiv(q, ktiles) * (long long)gridDim.x)), (8LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(((long long)blockIdx.x + (wsf_udiv(q, ktiles) * (long long)gridDim.x)), (8LL * col_tiles)) * 8LL)), 8LL)) * 128LL), &full[(q % 4LL)]);  // examples/swiglu.yaml:22
+                wsf_tma_load_2d(tile_wg + ((q % 4LL)) * 16384, &in_wg, (wsf_umod(q, ktiles) * 64LL), (wsf_udiv(wsf_umod(((long long)blockIdx.x + (wsf_udiv(q, ktiles) * (long long)gridDim.x)), (8LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(((long long)blockIdx.x + (wsf_udiv(q, ktiles) * (long long)gridDim.x)), (8LL * col_tiles)) * 8LL)), 8LL)) * 128LL), &full[(q % 4LL)]);  // examples/swiglu.yaml:21
+                wsf_tma_load_2d(tile_wg + ((q % 4LL)) * 16384 + 8192LL, &in_wu, (wsf_umod(q, ktiles) * 64LL), (wsf_udiv(wsf_umod(((long long)blockIdx.x + (wsf_udiv(q, ktiles) * (long long)gridDim.x)), (8LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(((long long)blockIdx.x + (wsf_udiv(q, ktiles) * (long long)gridDim.x)), (8LL * col_tiles)) * 8LL)), 8LL)) * 128LL), &full[(q % 4LL)]);  // examples/swiglu.yaml:22
             }
         }
     } else {   // 256 consumer threads
@@ -90,29 +101,20 @@ wsfuse_swiglu(
             for (long long kk = 0LL; kk < ktiles; kk++) {   // the k-steps of this tile
                 wsf_mbar_wait(&full[(((i * ktiles) + kk) % 4LL)], (unsigned)((((i * ktiles) + kk) / 4LL) & 1LL));   // wait until the stage's loads have landed
                 wsf_mma_fence();
-                {   // mma acc_g += tile_x x tile_wg, 128 x 128 x 64
+                {   // mma acc_g += tile_x x tile_wg, 128 x 256 x 64
                     const char *a = (const char *)(tile_x + ((((i * ktiles) + kk) % 4LL)) * 8192) + (threadIdx.x / 128) * 8192;   // this warpgroup's 64 rows
-                    const char *b = (const char *)(tile_wg + ((((i * ktiles) + kk) % 4LL)) * 8192);
+                    const char *b = (const char *)(tile_wg + ((((i * ktiles) + kk) % 4LL)) * 16384);
                     const int first = (kk == 0LL);
                     #pragma unroll
                     for (int k16 = 0; k16 < 4; k16++)
                         wsf_wgmma(acc_g, wsf_mma_desc(a + 32 * k16), wsf_mma_desc(b + 32 * k16), k16 > 0 || !first);
-                }
-                {   // mma acc_u += tile_x x tile_wu, 128 x 128 x 64
-                    const char *a = (const char *)(tile_x + ((((i * ktiles) + kk) % 4LL)) * 8192) + (threadIdx.x / 128) * 8192;   // this warpgroup's 64 rows
-                    const char *b = (const char *)(tile_wu + ((((i * ktiles) + kk) % 4LL)) * 8192);
-                    const int first = (kk == 0LL);
-                    #pragma unroll
-                    for (int k16 = 0; k16 < 4; k16++)
-                        wsf_wgmma(acc_u, wsf_mma_desc(a + 32 * k16), wsf_mma_desc(b + 32 * k16), k16 > 0 || !first);
                 }
                 wsf_mma_commit();
                 wsf_mma_wait<1>();   // the mma reads of the stage released next are done
                 wsf_mbar_arrive(&empty[((((i * ktiles) + kk) + 3LL) % 4LL)]);   // release the oldest stage to the producer
             }
             wsf_mma_wait<0>();   // the mma results are in registers
-            wsf_acc_fence<64>(acc_g);
-            wsf_acc_fence<64>(acc_u);
+            wsf_acc_fence<128>(acc_g);
             #pragma unroll   // the accumulators' registers are indexed by constants
             for (long long e = 0LL; e < 4LL; e++) {   // the epilogue, a subtile at a time
                 {   // compute subtile (row0, col) = (row0, (col0 + (e * 32LL))): the epilogue of swiglu
@@ -125,7 +127,7 @@ wsfuse_swiglu(
                         const int r = wr + 8 * ((jj >> 1) & 1), c = 8 * (jj >> 2) + wc + (jj & 1);
                         const long long row = top + wt + 8 * ((jj >> 1) & 1), col = left + c;
                         const float v_g = acc_g[16 * sub + jj];  // examples/swiglu.yaml:21
-                        const float v_u = acc_u[16 * sub + jj];  // examples/swiglu.yaml:22
+                        const float v_u = acc_g[64 + 16 * sub + jj];  // examples/swiglu.yaml:22
                         const float v_sg = __fdividef(v_g, 1.0f + __expf(-v_g));  // examples/swiglu.yaml:23
                         const float v_h = v_sg * v_u;  // examples/swiglu.yaml:24
                         wsf_store1(cur_stage_h + r * 32 + c, v_h);

@@ -401,9 +401,10 @@ cuda_of(Fixture *t)
  * The minimal wgmma RAW sync (nvFuser #3843), in the kernel IR and in the
  * CUDA: one commit group a k-step whatever the number of mmas in it, one
  * wgmma.wait_group 0 before the first read of the accumulators and none
- * after it.  Horizontally fused matmuls (SwiGLU: two mmas on the same A
- * tile): 2 mmas, 1 commit, 1 wait_group 1 in the k loop, 1 wait_group 0
- * before the epilogue.  mma -> add -> gelu: the one wait is before the
+ * after it.  Horizontally fused matmuls (SwiGLU: gate and up on the same A
+ * tile, their B side by side in one operand of 2 x 128 rows): 1 mma of N =
+ * 256 into one accumulator whose columns 128.. are u's, 1 commit, 1
+ * wait_group 1 in the k loop, 1 wait_group 0 before the epilogue.  mma -> add -> gelu: the one wait is before the
  * subtile loop whose compute does the add.
  */
 static void
@@ -424,14 +425,18 @@ minimal_mma_sync(void **state)
 	if (!k)
 		fail_msg("%s", t->msg);
 	assert_int_equal(k->nacc, 3);          /* acc_g, acc_u */
-	assert_int_equal(k->tile_cols, 128);   /* two accumulators: 2 x 64 registers a thread */
+	assert_int_equal(k->tile_cols, 128);   /* the output tile: 128 columns of g and of u, 2 x 64 registers a thread */
+	assert_int_equal(k->acc[1].cols, 256);
+	assert_int_equal(k->acc[2].alias, 1);
+	assert_int_equal(k->acc[2].col, 128);
 	roles = find_kind(k->body, ST_ROLES, 0);
 	assert_int_equal(census(roles->body[0]).kind[ST_TMA_LOAD], 3);   /* x once, wg, wu */
 	tl = find_kind(roles->body[1], ST_LOOP, 1);
 	kl = find_kind(tl, ST_LOOP, 0);
 	el = find_kind(tl, ST_LOOP, 1);
 	n = census(kl);
-	assert_int_equal(n.kind[ST_MMA], 2);
+	assert_int_equal(n.kind[ST_MMA], 1);
+	assert_int_equal(find_kind(kl, ST_MMA, 0)->mma->n, 256);
 	assert_int_equal(n.kind[ST_MMA_COMMIT], 1);
 	assert_int_equal(n.kind[ST_MMA_WAIT], 1);
 	for (i = 0; i < tl->nbody; i++)
@@ -444,7 +449,9 @@ minimal_mma_sync(void **state)
 	assert_int_equal(census(el).kind[ST_MMA_WAIT], 0);
 	cu = cuda_of(t);
 	assert_int_equal(count(cu, "wsf_wgmma(acc_g,"), 1);
-	assert_int_equal(count(cu, "wsf_wgmma(acc_u,"), 1);
+	assert_int_equal(count(cu, "wsf_wgmma(acc_u,"), 0);
+	assert_int_equal(count(cu, "wgmma.mma_async.sync.aligned.m64n256k16"), 1);
+	assert_int_equal(count(cu, "const float v_u = acc_g[64 + 16 * sub + jj];"), 1);
 	assert_int_equal(count(cu, "wsf_mma_commit();"), 1);
 	assert_int_equal(count(cu, "wsf_mma_wait<1>();"), 1);
 	assert_int_equal(count(cu, "wsf_mma_wait<0>();"), 1);
