@@ -14,7 +14,10 @@
  * a full tensor, a scalar) with the ragged edge guarded, and each output is
  * written to its staging subtile [128][32], which a TMA store then takes
  * (clipping rows and columns past the tensor).  Loops over fragments are
- * unrolled (emit.c), so the registers are indexed by constants.
+ * unrolled (emit.c), so the registers are indexed by constants.  An
+ * accumulator that shares another's registers (KAcc.alias) is a reference
+ * to it (a later mainloop's) or its columns from KAcc.col on (matmuls side
+ * by side in one mma); an epilogue computes only what its outputs need.
  */
 #include "codegen.h"
 

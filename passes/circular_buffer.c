@@ -10,7 +10,8 @@
  * around it and through inner loops that load, see stage_counter and
  * retarget; a loop of chunks fills pieces of one copy) and is
  * preceded, in the same issuing block, by one arrive_expect_tx of the
- * stage's bytes; the barriers are initialised once before any loop, fenced, and
+ * stage's bytes (several inner loops that load, one after the other, take
+ * the counter in turn: lin * (n1 + n2) + n1 + i in the second); the barriers are initialised once before any loop, fenced, and
  * followed by a CTA barrier; the buffered loop carries CbInfo.
  *   plain:              prologue  for i in [0, min(P, n)): load(i)
  *                       main      for i in [0, n - P):     load(i + P); body(i)

@@ -32,9 +32,11 @@
  * matmul's shape.  With consumers: pingpong each consumer warpgroup owns
  * tiles of 64 rows (the CTA tile is 64 x BN) and warp_specialize gives it
  * every other tile.  Several matmuls that share A (SwiGLU's gate and up, a
- * QKV projection) run in one mainloop: A loaded once a stage, a B and an
- * accumulator each, the tile's N divided among them; several that do not
- * are refused as not implemented yet (exit status 6).
+ * QKV projection) run in one mainloop: A loaded once a stage, their B side
+ * by side in one copy, one mma of N = n x BN into one accumulator whose
+ * columns are theirs in turn (the tile's N divided among them).  Matmuls
+ * with no A in common (independent) run one after the other in every tile,
+ * each its k loop and epilogue, through the same stages and registers.
  */
 #include <stdarg.h>
 #include <stdio.h>
