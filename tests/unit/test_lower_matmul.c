@@ -541,6 +541,87 @@ independent_matmuls(void **state)
 	assert_true(strstr(cu, "wsf_wgmma(acc_q,") < w1 && w1 < strstr(cu, "const float v_s = "));
 }
 
+/* The text of the file at PATH (from the repository root), or a failed test. */
+static char *
+slurp(Fixture *t, const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *s = arena_alloc(t->c.arena, 1 << 16);
+	size_t n;
+
+	if (!f)
+		fail_msg("cannot open %s", path);
+	n = fread(s, 1, (1 << 16) - 1, f);
+	fclose(f);
+	s[n] = 0;
+	return s;
+}
+
+/* The wgmma.wait_group statements in S: with N 0 (WAITS0), and all (ALL). */
+static void
+mma_waits(const Stmt *s, int *waits0, int *all)
+{
+	int i;
+
+	if (!s)
+		return;
+	if (s->kind == ST_MMA_WAIT) {
+		*waits0 += s->n == 0;
+		(*all)++;
+	}
+	for (i = 0; i < s->nbody; i++)
+		mma_waits(s->body[i], waits0, all);
+	mma_waits(s->orelse, waits0, all);
+}
+
+/*
+ * PR #3843's three cases as the specs the GPU tests run (tests/gpu/run.sh,
+ * sanitize.sh): two independent mmas each with an epilogue, 2 waits;
+ * horizontally fused mmas (SwiGLU), 1 wait; mma -> add -> relu, 1 wait,
+ * before the add.  In the kernel IR and in the CUDA: the waits for the
+ * accumulator (wait_group 0), the ones that free a stage (wait_group 1, one
+ * a k loop), and the commits (one a k loop).
+ */
+static void
+pr3843_cases(void **state)
+{
+	static const struct {
+		const char *path;
+		int waits0, kloops;
+		const char *first_read;   /* the CUDA of the first op that reads an accumulator */
+	} cases[] = {
+		{"tests/gpu/specs/gemm_two.yaml", 2, 2, "const float v_pb = v_p + v_bias;"},
+		{"examples/swiglu.yaml", 1, 1, "const float v_sg = "},
+		{"tests/gpu/specs/gemm_add_relu.yaml", 1, 1, "const float v_z = v_y + v_r;"},
+	};
+	int i;
+
+	for (i = 0; i < (int)countof(cases); i++) {
+		Fixture *t;
+		const char *cu, *w;
+		int waits0 = 0, all = 0;
+
+		if (setup((void **)&t) < 0)
+			fail_msg("setup");
+		if (!kernel_of(t, slurp(t, cases[i].path)))
+			fail_msg("%s: %s", cases[i].path, t->msg);
+		mma_waits(t->c.kernel->body, &waits0, &all);
+		assert_int_equal(waits0, cases[i].waits0);
+		assert_int_equal(all - waits0, cases[i].kloops);   /* wait_group 1, a k-step's */
+		assert_int_equal(census(t->c.kernel->body).kind[ST_MMA_COMMIT], cases[i].kloops);
+		cu = cuda_of(t);
+		assert_int_equal(count(cu, "wsf_mma_wait<0>();"), cases[i].waits0);
+		assert_int_equal(count(cu, "wsf_mma_wait<1>();"), cases[i].kloops);
+		assert_int_equal(count(cu, "wsf_mma_commit();"), cases[i].kloops);
+		/* the first wait comes after the k loop's last wgmma and before the first read */
+		w = strstr(cu, "wsf_mma_wait<0>();");
+		assert_non_null(strstr(cu, cases[i].first_read));
+		assert_true(strstr(cu, "wsf_wgmma(") < w && w < strstr(cu, cases[i].first_read));
+		teardown((void **)&t);
+	}
+	(void)state;
+}
+
 /* What this version does not lower yet: exit status 6, with the reason at the op. */
 static void
 refused_forms(void **state)
@@ -618,6 +699,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(lowered_pingpong, setup, teardown),
 		cmocka_unit_test_setup_teardown(minimal_mma_sync, setup, teardown),
 		cmocka_unit_test_setup_teardown(independent_matmuls, setup, teardown),
+		cmocka_unit_test(pr3843_cases),
 		cmocka_unit_test(refused_forms),
 	};
 
