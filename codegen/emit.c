@@ -610,6 +610,9 @@ emit_stmt(Emit *e, const Stmt *s)
 			          emit_pos(e, s->pos));
 			break;
 		}
+		if (k->signal && e->c->store_delay)   /* testing the signal's consumers: a store late now and then */
+			emit_line(e, "wsf_store_delay(%s * 131071LL + %s, %d);", emit_expr_str(e, s->a), emit_expr_str(e, s->b),
+			          e->c->store_delay);
 		emit_line(e, "wsf_tma_store_%dd(&%s, %s, %s%s%s, %s%s%s);%s", s->z ? 3 : 2, emit_param_name(e, &k->param[s->param]),
 		          emit_expr_str(e, s->b), emit_expr_str(e, s->a), s->z ? ", " : "", s->z ? emit_expr_str(e, s->z) : "",
 		          emit_buf_at(e, s->buf, s->slot), s->off ? " + " : "", s->off ? emit_expr_str(e, s->off) : "",
@@ -664,6 +667,10 @@ emit_stmt(Emit *e, const Stmt *s)
 	case ST_MMA:
 		emit_mma(e, s);
 		break;
+	case ST_SIGNAL:
+		emit_line(e, "wsf_signal(%s + %s, (unsigned)epoch);%s", k->param[s->param].name, emit_expr_str(e, s->a),
+		          comment(e, s));
+		break;
 	case ST_SYNC:
 		if (s->n == 0)
 			emit_line(e, "__syncthreads();%s", comment(e, s));
@@ -712,6 +719,10 @@ emit_params(Emit *e)
 			break;
 		case PK_SIZE:
 			emit_line(e, "const long long %s%s", k->var[p->var].name, sep);
+			break;
+		case PK_FLAGS:   /* not restrict: other kernels read them while this one sets them */
+			emit_line(e, "unsigned *const %s%s   // a flag a tile, set to epoch once the tile is stored", p->name,
+			          sep);
 			break;
 		default:
 			break;

@@ -32,6 +32,7 @@ struct WsfContext {
 	char *dump_list;     /* outputs to write on every compile (option dump; NULL: $WSFUSE_DUMP) */
 	int cache;           /* RtOptions.cache */
 	int lineinfo;        /* 0: as $WSFUSE_LINEINFO says (default off), 1: off, 2: on */
+	int store_delay;     /* Comp.store_delay: testing the per-tile signal */
 	WsfStage stop;
 	char *last_error;
 	char *environment;   /* the last wsf_environment text */
@@ -352,6 +353,15 @@ wsf_set_option(WsfContext *ctx, const char *name, const char *value)
 		*(name[0] == 'c' ? &ctx->cache : &ctx->lineinfo) = value[0] == '0' ? 1 : 2;
 		return WSF_OK;
 	}
+	if (strcmp(name, "store-delay") == 0) {
+		char *end;
+		long v = value ? strtol(value, &end, 10) : -1;
+
+		if (!value || !*value || *end || v < 0 || v > 1000000)
+			return ctx_error(ctx, WSF_ERR_USAGE, "error: option 'store-delay' takes nanoseconds, 0 to 1000000");
+		ctx->store_delay = (int)v;
+		return WSF_OK;
+	}
 	return ctx_error(ctx, WSF_ERR_USAGE, "error: unknown option '%s'", name);
 }
 
@@ -616,6 +626,7 @@ compile(WsfContext *ctx, const char *name, const char *text, size_t len, WsfKern
 	c->bind = ctx->bind;
 	c->nbind = ctx->nbind;
 	c->dump_after = ctx->dump_after;
+	c->store_delay = ctx->store_delay;
 	c->dump = forward_dump;
 	c->dump_user = ctx;
 	if (spec_read(c) || passes_run(c, WSF_STAGE_FUSION_IR)) {
@@ -982,7 +993,60 @@ wsf_kernel_launch(WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int narg
 		return s;
 	if (setjmp(c.oom))
 		return call_end(ctx, &c, WSF_ERR_NOMEM);
-	s = rt_launch(&c, k->launch, &k->loaded, k->text[WSF_STAGE_CUBIN], args, nargs, (CUstream)stream);
+	s = rt_launch(&c, k->launch, &k->loaded, k->text[WSF_STAGE_CUBIN], args, nargs, (CUstream)stream, NULL);
+	return call_end(ctx, &c, s);
+}
+
+WsfStatus
+wsf_kernel_launch_ex(WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int nargs, const WsfLaunchOptions *opts)
+{
+	Comp c = {0};
+	LaunchExtra x = {0};
+	WsfStatus s;
+
+	if (!ctx || !k || (nargs && !args) || !opts)
+		return WSF_ERR_USAGE;
+	if ((s = call_begin(ctx, k, &c)) != WSF_OK)
+		return s;
+	if (setjmp(c.oom))
+		return call_end(ctx, &c, WSF_ERR_NOMEM);
+	x.flags = opts->flags;
+	x.epoch = opts->epoch;
+	x.max_ctas = opts->max_ctas;
+	s = rt_launch(&c, k->launch, &k->loaded, k->text[WSF_STAGE_CUBIN], args, nargs, (CUstream)opts->stream, &x);
+	return call_end(ctx, &c, s);
+}
+
+WsfStatus
+wsf_kernel_signal_layout(WsfContext *ctx, const WsfKernel *k, const WsfTensor *args, int nargs,
+                         WsfSignalLayout *out)
+{
+	Comp c = {0};
+	LaunchPlan plan;
+	WsfStatus s;
+
+	if (!ctx || !k || (nargs && !args) || !out)
+		return WSF_ERR_USAGE;
+	memset(out, 0, sizeof *out);
+	if ((s = call_begin(ctx, (WsfKernel *)k, &c)) != WSF_OK)
+		return s;
+	if (setjmp(c.oom))
+		return call_end(ctx, &c, WSF_ERR_NOMEM);
+	if (!k->comp.kernel->signal) {
+		diag_error(&c, k->comp.fusion->pos, "kernel '%s' does not signal its tiles (schedule: {signal: per_tile} "
+		           "makes it)", k->comp.fusion->name);
+		return call_end(ctx, &c, WSF_ERR_USAGE);
+	}
+	if ((s = rt_launch_plan(&c, k->launch, args, nargs, &plan)) == WSF_OK) {
+		const Kernel *kk = k->comp.kernel;
+
+		out->tile_rows = kk->tile_rows;
+		out->tile_cols = kk->tile_cols;
+		out->row_tiles = (plan.rows + kk->tile_rows - 1) / kk->tile_rows;
+		out->col_tiles = (plan.cols + kk->tile_cols - 1) / kk->tile_cols;
+		out->batch = plan.batch;
+		out->flags = plan.tiles;
+	}
 	return call_end(ctx, &c, s);
 }
 

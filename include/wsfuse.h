@@ -148,6 +148,9 @@ WsfStatus wsf_set_size(WsfContext *ctx, const char *name, int64_t value);
  *   "lineinfo"    "1" compiles with -lineinfo (line tables that profilers such as
  *                 Nsight Compute map to the CUDA's lines), "0" without; unset,
  *                 $WSFUSE_LINEINFO decides (on unless empty or "0")
+ *   "store-delay" for testing consumers of the per-tile signal: "N" (0 to 1000000)
+ *                 makes one TMA store in four of a kernel that signals its tiles
+ *                 first sleep up to N ns, at random; "0" (the default) none
  * WSF_ERR_USAGE for an unknown name or a bad value (one longer than 4096 bytes).
  */
 WsfStatus wsf_set_option(WsfContext *ctx, const char *name, const char *value);
@@ -268,6 +271,58 @@ typedef struct WsfTensor {
  */
 WsfStatus wsf_kernel_launch(WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int nargs,
                             void *stream);
+
+/*
+ * Per-tile completion signal (schedule: {signal: per_tile}).  The kernel
+ * sets one 32-bit flag word an output tile to EPOCH once the tile is in
+ * global memory: the thread that stored it waits for its TMA stores to
+ * complete (cp.async.bulk.wait_group without .read), then writes the word
+ * with st.release.gpu.  Tile t is signalled while tile t + 1's stores are
+ * in flight, the last at the end.  The words are the caller's, indexed
+ * (b * row_tiles + r) * col_tiles + c for the output tile at rows
+ * [r * tile_rows, ...) and columns [c * tile_cols, ...) of batch b (a
+ * batched matmul's; else b = 0), over the output's last two dims.
+ *
+ * A consumer (a kernel on another stream, or the host) polls a word with
+ * acquire loads (ld.acquire.gpu) until it equals the epoch, then reads the
+ * tile with ordinary loads; one that reads it through TMA adds
+ * fence.proxy.async.global after the acquire.  Give each launch a new
+ * nonzero epoch (a launch counter) and the words need no reset between
+ * launches; set them to 0 once before the first.
+ *
+ * Residency: the matmul is persistent, one CTA an SM taking every
+ * register, so a spinning consumer kernel that holds SMs keeps GEMM CTAs
+ * from starting, and if those CTAs own the tiles it waits for, neither
+ * finishes.  Launch the GEMM with max_ctas at most the SMs minus those the
+ * consumer's CTAs can hold at once (or give the consumer SMs of its own
+ * some other way); the GEMM's tiles are shared among its CTAs whatever
+ * their number.
+ */
+typedef struct WsfLaunchOptions {
+	void *stream;      /* a CUstream; NULL is the legacy default stream */
+	uint32_t *flags;   /* signal: per_tile: device memory of WsfSignalLayout.flags words; else NULL */
+	uint32_t epoch;    /* the value each flag becomes: nonzero, new for each launch on the same words */
+	int max_ctas;      /* a persistent kernel starts at most this many CTAs; 0: as many as the GPU holds */
+} WsfLaunchOptions;
+
+/* As wsf_kernel_launch, with OPTS; a kernel that signals its tiles needs flags and an epoch. */
+WsfStatus wsf_kernel_launch_ex(WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int nargs,
+                               const WsfLaunchOptions *opts);
+
+/* Where a launch with these tensors puts each tile's flag (see above). */
+typedef struct WsfSignalLayout {
+	int64_t flags;                       /* words: batch x row_tiles x col_tiles */
+	int tile_rows, tile_cols;            /* an output tile */
+	int64_t row_tiles, col_tiles, batch;
+} WsfSignalLayout;
+
+/*
+ * Fills *OUT for launches of K on ARGS (the tensors a launch takes; their
+ * shapes are checked as a launch checks them).  WSF_ERR_USAGE when K does
+ * not signal its tiles.
+ */
+WsfStatus wsf_kernel_signal_layout(WsfContext *ctx, const WsfKernel *k, const WsfTensor *args, int nargs,
+                                   WsfSignalLayout *out);
 
 
 /* What wsf_kernel_run does: random inputs, launch, check, time. */

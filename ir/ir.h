@@ -141,6 +141,9 @@ typedef struct Comp {
 	WsfDumpFn dump;
 	void *dump_user;
 
+	int store_delay;        /* testing: an elected TMA store of a kernel that signals its tiles first
+	                           sleeps up to this many ns, for one store in four (option store-delay) */
+
 	Fusion *fusion;         /* set by the front end */
 	Kernel *kernel;         /* set by lowering */
 	RowFallback row_fallback; /* set by compile_kernel when a direct row kernel spilled registers */
@@ -442,7 +445,8 @@ typedef enum ParamKind {
 	PK_NONE,
 	PK_TMAP,     /* a CUtensorMap of argument ARG, by value */
 	PK_PTR,      /* the device pointer of argument ARG */
-	PK_SIZE      /* a runtime extent: ROWS or COLS of the 2-D view (var holds it) */
+	PK_SIZE,     /* a runtime extent: ROWS or COLS of the 2-D view (var holds it) */
+	PK_FLAGS     /* signal: per_tile: the caller's 32-bit flag words, one an output tile */
 } ParamKind;
 
 /* How a tensor maps onto the kernel's 2-D [rows, cols] view of the domain. */
@@ -460,7 +464,8 @@ typedef enum SizeOf {
 	SZ_ROWS,
 	SZ_COLS,
 	SZ_INNER,        /* a matmul's K, the dim its operands share */
-	SZ_BATCH         /* a batched matmul's batch: the product of the dims before M and N */
+	SZ_BATCH,        /* a batched matmul's batch: the product of the dims before M and N */
+	SZ_EPOCH         /* signal: per_tile: the value a tile's flag is set to, the caller's, new each launch */
 } SizeOf;
 
 typedef struct KParam {
@@ -571,7 +576,10 @@ typedef enum StmtKind {
 	                      asynchronous wgmma chain over a k-tile; zero-initialises first when cond holds */
 	ST_MMA_FENCE,      /* wgmma.fence: register and generic-proxy writes ordered before the next mma */
 	ST_MMA_COMMIT,     /* wgmma.commit_group: the mmas issued since the last commit form a group */
-	ST_MMA_WAIT        /* wgmma.wait_group n: at most n groups still pending */
+	ST_MMA_WAIT,       /* wgmma.wait_group n: at most n groups still pending */
+	ST_SIGNAL          /* param (PK_FLAGS)[a] = the epoch, with release semantics at gpu scope: the output
+	                      tile a is in global memory.  flag: it is the tile of the loop iteration before
+	                      (this iteration's stores may still be in flight); else every tile stored so far */
 } StmtKind;
 
 typedef enum LoopKind {
@@ -740,6 +748,8 @@ struct Kernel {
 	                            and halves of each staging copy are their own */
 	bool batched;            /* a matmul with batch dims on both operands: the view is [batch, rows, cols],
 	                            tiles run over every batch, and operands and outputs have 3-D maps */
+	bool signal;             /* signal: per_tile: each output tile's flag is set once its stores have
+	                            landed (ST_SIGNAL), flags row-major over [batch, row tiles, col tiles] */
 	int stages_hint;         /* schedule: stages, 0 if absent */
 	Pos stages_pos;
 	Pos tile_pos;            /* schedule: where the tile hint is (line 0: none) */

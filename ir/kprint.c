@@ -231,6 +231,11 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 	case ST_BULK_WAIT:
 		buf_printf(b, "bulk.wait_group%s %lld", s->flag ? ".read" : "", (long long)s->n);
 		break;
+	case ST_SIGNAL:
+		buf_printf(b, "signal.release %s[", k->param[s->param].name);
+		expr_print(b, k, s->a);
+		buf_printf(b, "] = epoch%s", s->flag ? " (the tile before)" : "");
+		break;
 	case ST_SYNC:
 		if (s->n == 0) {
 			buf_puts(b, "syncthreads");
@@ -375,7 +380,11 @@ kernel_print(Buf *b, const Kernel *k)
 			break;
 		case PK_SIZE:
 			buf_printf(b, "  param %s: size %s\n", p->name,
-			           p->size == SZ_ROWS ? "rows" : p->size == SZ_COLS ? "cols" : p->size == SZ_BATCH ? "batch" : "inner");
+			           p->size == SZ_ROWS ? "rows" : p->size == SZ_COLS ? "cols" : p->size == SZ_BATCH ? "batch" :
+			           p->size == SZ_EPOCH ? "epoch" : "inner");
+			break;
+		case PK_FLAGS:
+			buf_printf(b, "  param %s: u32 flags, one an output tile\n", p->name);
 			break;
 		default:
 			break;

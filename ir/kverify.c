@@ -261,6 +261,11 @@ check_stmt(Check *v, const Stmt *s)
 		if (s->role <= 0 || s->role >= k->nrole)
 			fail(v, "role branch with a bad role");
 		break;
+	case ST_SIGNAL:
+		if (s->param <= 0 || s->param >= k->nparam || k->param[s->param].kind != PK_FLAGS || !s->a)
+			fail(v, "signal without a flags param or a tile");
+		check_expr(v, s->a);
+		break;
 	case ST_MMA:
 		if (s->nreads != 2 || s->nwrites != 1 || !s->mma)
 			fail(v, "mma without two operands, one accumulator and a shape");

@@ -243,6 +243,42 @@ commits_before(const Stmt *block, int end)
 	return n;
 }
 
+/*
+ * Bulk groups the statements [0, end) of BLOCK commit when they run, loops
+ * counted by their trips; -1 when a loop that commits has a trip count
+ * only known at run time.
+ */
+static int
+commits_run(const Stmt *block, int end)
+{
+	int i, n = 0;
+
+	for (i = 0; i < end; i++) {
+		const Stmt *x = block->body[i];
+		int m;
+
+		if (x->kind == ST_BULK_COMMIT) {
+			n++;
+			continue;
+		}
+		if (x->kind != ST_IF && x->kind != ST_BLOCK && x->kind != ST_LOOP)
+			continue;
+		if ((m = commits_run(x, x->nbody)) <= 0) {
+			if (m < 0)
+				return -1;
+			continue;
+		}
+		if (x->kind == ST_LOOP) {
+			if (x->lo->kind != EX_INT || x->hi->kind != EX_INT || (x->step && x->step->kind != EX_INT))
+				return -1;
+			m *= (int)((x->hi->ival - x->lo->ival + (x->step ? x->step->ival : 1) - 1) /
+			           (x->step ? x->step->ival : 1));
+		}
+		n += m;
+	}
+	return n;
+}
+
 static bool
 is_barrier(const Stmt *s)
 {
@@ -534,6 +570,37 @@ conflict(Sync *y, Frame *fr, State *st, Stmt *block, int *j, Stmt *top, const Ac
 static void walk_loop(Sync *y, Frame *fr, State *st, Stmt *block, int *j, const Cb *cb);
 
 /*
+ * Signal S (at BLOCK->body[*J], inside the frame's top-level statement
+ * TOP) publishes stored tiles: their stores must have landed in global
+ * memory, so the thread that committed them waits without .read (whose
+ * completion makes the writes visible, PTX ISA 9.7.9.25), right before the
+ * signal.  The tile before (S->flag) is every group but those this loop
+ * iteration committed, which stay in flight: N is their count.  Else
+ * every group: N = 0.  Nothing to wait for, no wait.
+ */
+static void
+signal_wait(Sync *y, Frame *fr, State *st, Stmt *block, int *j, Stmt *top, const Stmt *s)
+{
+	int i, n = 0;
+	bool pending = false;
+
+	for (i = 0; i < st->n; i++)
+		pending |= st->p[i].a.via == VIA_BULK && st->p[i].a.param && (!s->flag || st->p[i].dist >= 1);
+	if (!pending)
+		return;
+	if (s->flag && fr->loop && (n = commits_run(fr->block, index_of(fr->block, top))) < 0)
+		n = 0;   /* an unknown count: wait for them all */
+	if (!y->dry) {
+		st_insert(y->c, block, *j, bulk_wait(y->c, n, false, s->flag ? "the tile before has landed; this "
+		                                     "tile's stores stay in flight" : "every store has landed"));
+		(*j)++;
+	}
+	for (i = st->n - 1; i >= 0; i--)
+		if (st->p[i].a.via == VIA_BULK && st->p[i].committed && (!s->flag || st->p[i].dist >= 1 || n == 0))
+			drop(st, i);
+}
+
+/*
  * Walks the statements of BLOCK (a frame's block, or an if inside one whose
  * top-level statement is TOP), in order, placing waits before conflicting
  * accesses.  ONE: inside an elect() branch.
@@ -572,6 +639,9 @@ walk_stmts(Sync *y, Frame *fr, State *st, Stmt *block, Stmt *top, bool one, cons
 			continue;
 		case ST_MMA_WAIT:
 			retire_groups(st, VIA_MMA, st->mma - 1 - (int)x->n, false);
+			continue;
+		case ST_SIGNAL:
+			signal_wait(y, fr, st, block, &j, t, x);
 			continue;
 		case ST_MBAR_WAIT:
 			for (i = st->n - 1; i >= 0; i--)

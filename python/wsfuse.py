@@ -30,6 +30,15 @@ _DIAG_FN = ctypes.CFUNCTYPE(None, c_void_p, c_int, c_char_p)
 _DUMP_FN = ctypes.CFUNCTYPE(None, c_void_p, c_char_p, c_char_p)
 
 
+class _LaunchOptions(ctypes.Structure):
+    _fields_ = [("stream", c_void_p), ("flags", c_void_p), ("epoch", ctypes.c_uint32), ("max_ctas", ctypes.c_int)]
+
+
+class _SignalLayout(ctypes.Structure):
+    _fields_ = [("flags", c_int64), ("tile_rows", ctypes.c_int), ("tile_cols", ctypes.c_int),
+                ("row_tiles", c_int64), ("col_tiles", c_int64), ("batch", c_int64)]
+
+
 class _Tensor(ctypes.Structure):
     """struct WsfTensor."""
     _fields_ = [("data", c_void_p), ("dtype", c_int), ("ndim", c_int),
@@ -61,6 +70,8 @@ _SIGNATURES = {
     "wsf_kernel_arg_dim": (c_int64, [c_void_p, c_int, c_int]),
     "wsf_kernel_arg_dim_name": (c_char_p, [c_void_p, c_int, c_int]),
     "wsf_kernel_launch": (c_int, [c_void_p, c_void_p, POINTER(_Tensor), c_int, c_void_p]),
+    "wsf_kernel_launch_ex": (c_int, [c_void_p, c_void_p, POINTER(_Tensor), c_int, c_void_p]),
+    "wsf_kernel_signal_layout": (c_int, [c_void_p, c_void_p, POINTER(_Tensor), c_int, c_void_p]),
 }
 _libs = {}     # path -> CDLL; with _nvrtc, the only module state
 _nvrtc = None  # the NVRTC libraries _preload_nvrtc loaded, once it has run
@@ -323,9 +334,40 @@ class Kernel:
             shapes.append(tuple(shape))
         return bound, shapes
 
-    def launch(self, *tensors, stream=None):
+    def launch(self, *tensors, stream=None, flags=None, epoch=0, max_ctas=0):
         """Launches on torch CUDA tensors (contiguous), inputs then outputs, on STREAM
-        (a torch.cuda.Stream or a raw CUstream int; default: torch's current stream)."""
+        (a torch.cuda.Stream or a raw CUstream int; default: torch's current stream).
+
+        A kernel compiled with schedule: {signal: per_tile} needs FLAGS, an int32 CUDA
+        tensor of signal_layout(...)["flags"] words, and EPOCH, nonzero and new each
+        launch: each tile's word becomes EPOCH once the tile is in global memory
+        (wsfuse.h says the protocol).  MAX_CTAS caps a persistent grid."""
+        import torch
+        args, keep, device = self._args(tensors)
+        if flags is not None and (not isinstance(flags, torch.Tensor) or flags.dtype != torch.int32 or
+                                  not flags.is_cuda or not flags.is_contiguous()):
+            raise Error("WSF_ERR_INPUT", "flags: expected a contiguous int32 CUDA tensor")
+        with torch.cuda.device(device):
+            handle = getattr(stream, "cuda_stream", stream) if stream is not None \
+                else torch.cuda.current_stream().cuda_stream
+            if flags is None and not epoch and not max_ctas:
+                self._ctx._call(self._lib.wsf_kernel_launch, self._ptr, args, len(tensors), c_void_p(handle))
+                return
+            opts = _LaunchOptions(c_void_p(handle), c_void_p(flags.data_ptr() if flags is not None else 0),
+                                  epoch & 0xffffffff, max_ctas)
+            self._ctx._call(self._lib.wsf_kernel_launch_ex, self._ptr, args, len(tensors), ctypes.byref(opts))
+
+    def signal_layout(self, *tensors):
+        """For a kernel that signals its tiles, where a launch on TENSORS (inputs then
+        outputs) puts each tile's flag: a dict of flags (words), tile_rows, tile_cols,
+        row_tiles, col_tiles, batch; word (b * row_tiles + r) * col_tiles + c."""
+        args, keep, device = self._args(tensors)
+        out = _SignalLayout()
+        self._ctx._call(self._lib.wsf_kernel_signal_layout, self._ptr, args, len(tensors), ctypes.byref(out))
+        return {name: getattr(out, name) for name, _ in _SignalLayout._fields_}
+
+    def _args(self, tensors):
+        """The WsfTensor array of torch CUDA TENSORS, what keeps its shapes alive, and their device."""
         import torch
         codes = {getattr(torch, _TORCH_DTYPES[n], None): c for c, n in DTYPES.items()}
         args, keep, device = (_Tensor * len(tensors))(), [], None
@@ -343,10 +385,7 @@ class Kernel:
             shape, strides = (c_int64 * t.dim())(*t.shape), (c_int64 * t.dim())(*t.stride())
             keep.append((shape, strides))   # alive until the call returns
             args[i] = _Tensor(t.data_ptr(), codes[t.dtype], t.dim(), shape, strides)
-        with torch.cuda.device(device):
-            handle = getattr(stream, "cuda_stream", stream) if stream is not None \
-                else torch.cuda.current_stream().cuda_stream
-            self._ctx._call(self._lib.wsf_kernel_launch, self._ptr, args, len(tensors), c_void_p(handle))
+        return args, keep, device
 
     def __call__(self, *inputs, stream=None):
         """Allocates the outputs (shapes from output_shapes), launches, and returns the

@@ -396,7 +396,7 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 
 WsfStatus
 rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfTensor *args, int nargs,
-          CUstream stream)
+          CUstream stream, const LaunchExtra *x)
 {
 	const Kernel *k = l->kernel;
 	LaunchPlan plan;
@@ -408,6 +408,14 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 	WsfStatus s;
 	int i;
 
+	if (k->signal && (!x || !x->flags || !x->epoch))
+		return diag_error(c, l->fusion->sched.signal_pos, "kernel '%s' signals each output tile (schedule: "
+		                  "signal): launch it with a flags buffer and a nonzero epoch (wsf_kernel_launch_ex)",
+		                  l->fusion->name),
+		       WSF_ERR_USAGE;
+	if (x && x->max_ctas < 0)
+		return diag_error(c, l->fusion->pos, "max_ctas is %d; it must be 0 (no cap) or more", x->max_ctas),
+		       WSF_ERR_USAGE;
 	if ((s = rt_launch_plan(c, l, args, nargs, &plan)) != WSF_OK)
 		return s;
 	if ((s = rt_loaded_driver(c, state, &d)) != WSF_OK)
@@ -432,14 +440,19 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 			break;
 		case PK_SIZE:
 			sizes[i] = p->size == SZ_ROWS ? plan.rows : p->size == SZ_INNER ? plan.inner :
-			           p->size == SZ_BATCH ? plan.batch : plan.cols;
+			           p->size == SZ_BATCH ? plan.batch : p->size == SZ_EPOCH ? (int64_t)x->epoch : plan.cols;
 			kargs[i - 1] = &sizes[i];
+			break;
+		case PK_FLAGS:
+			kargs[i - 1] = (void *)&x->flags;
 			break;
 		default:
 			break;
 		}
 	}
 	grid = (int64_t)d->sm_count * (*state)->ctas_per_sm;
+	if (x && x->max_ctas && grid > x->max_ctas)
+		grid = x->max_ctas;
 	if (plan.tiles < grid || !k->persistent)
 		grid = plan.tiles;
 	memset(&cfg, 0, sizeof cfg);

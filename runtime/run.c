@@ -206,6 +206,37 @@ cmp_float(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/*
+ * A kernel that signals its tiles, after the checked launch (epoch 1): every
+ * one of the TILES flag words must be 1.  A word left unset fails the run,
+ * as an unwritten output element does.
+ */
+static WsfStatus
+check_flags(Comp *c, Driver *d, const Launch *l, CUdeviceptr flags, int64_t tiles, WsfRunReport *r)
+{
+	uint32_t *w = malloc((size_t)tiles * sizeof *w);
+	int64_t i, unset = 0, first = -1;
+	WsfStatus s;
+
+	if (!w)
+		return diag_error(c, l->fusion->pos, "out of host memory for %lld tile flags", (long long)tiles),
+		       WSF_ERR_NOMEM;
+	if ((s = rt_check(c, d, d->cuMemcpyDtoH(w, flags, (size_t)tiles * sizeof *w), "cuMemcpyDtoH (flags)")) ==
+	    WSF_OK) {
+		for (i = 0; i < tiles; i++)
+			if (w[i] != 1 && unset++ == 0)
+				first = i;
+		if (unset) {
+			diag_error(c, l->fusion->sched.signal_pos, "%lld of %lld tile flags were not set to the epoch "
+			           "(the first: tile %lld, %u)", (long long)unset, (long long)tiles, (long long)first,
+			           w[first]);
+			r->passed = 0;
+		}
+	}
+	free(w);
+	return s;
+}
+
 WsfStatus
 rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRunOptions *o, WsfRunReport *r)
 {
@@ -219,6 +250,9 @@ rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRun
 	double lo, hi;
 	CUevent *ev = NULL;
 	float *ms = NULL;
+	CUdeviceptr flags = 0;   /* signal: per_tile */
+	LaunchExtra ext = {0};
+	LaunchPlan plan;
 
 	if ((s = size_values(c, f)) != WSF_OK)
 		return s;
@@ -276,8 +310,14 @@ rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRun
 		rt_fill_random(a->dtype, a->numel, splitmix(&seed), lo, hi, a->packed, a->host);
 		s = rt_check(c, d, d->cuMemcpyHtoD(a->dev, a->packed, bytes), "cuMemcpyHtoD");
 	}
+	/* a kernel that signals its tiles: flag words, zeroed, and epoch 1 for the checked launch */
+	if (s == WSF_OK && l->kernel->signal && (s = rt_launch_plan(c, l, t, nargs, &plan)) == WSF_OK &&
+	    (s = rt_check(c, d, d->cuMemAlloc(&flags, (size_t)plan.tiles * 4), "cuMemAlloc (flags)")) == WSF_OK)
+		s = rt_check(c, d, d->cuMemsetD8(flags, 0, (size_t)plan.tiles * 4), "cuMemsetD8 (flags)");
+	ext.flags = (uint32_t *)flags;
+	ext.epoch = 1;
 	if (s == WSF_OK)
-		s = rt_launch(c, l, state, cubin, t, nargs, NULL);
+		s = rt_launch(c, l, state, cubin, t, nargs, NULL, &ext);
 	if (s == WSF_OK)
 		s = rt_check(c, d, d->cuCtxSynchronize(), "cuCtxSynchronize (after the kernel)");
 	r->noutputs = f->nout;
@@ -306,6 +346,8 @@ rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRun
 			if (s == WSF_ERR_NOMEM)
 				diag_error(c, f->pos, "out of host memory comparing output '%s'", f->tensor[a->tensor].name);
 		}
+		if (s == WSF_OK && flags)
+			s = check_flags(c, d, l, flags, plan.tiles, r);
 	}
 	if (s == WSF_OK && o->bench) {
 		ev = calloc((size_t)iters * 2, sizeof *ev);
@@ -314,11 +356,14 @@ rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRun
 			s = WSF_ERR_NOMEM;
 		for (i = 0; i < iters * 2 && s == WSF_OK; i++)
 			s = rt_check(c, d, d->cuEventCreate(&ev[i], CU_EVENT_DEFAULT), "cuEventCreate");
-		for (i = 0; i < WARMUP && s == WSF_OK; i++)
-			s = rt_launch(c, l, state, cubin, t, nargs, NULL);
+		for (i = 0; i < WARMUP && s == WSF_OK; i++) {
+			ext.epoch++;   /* each launch its own: the flags need no reset */
+			s = rt_launch(c, l, state, cubin, t, nargs, NULL, &ext);
+		}
 		for (i = 0; i < iters && s == WSF_OK; i++) {
+			ext.epoch++;
 			d->cuEventRecord(ev[2 * i], NULL);
-			s = rt_launch(c, l, state, cubin, t, nargs, NULL);
+			s = rt_launch(c, l, state, cubin, t, nargs, NULL, &ext);
 			d->cuEventRecord(ev[2 * i + 1], NULL);
 		}
 		if (s == WSF_OK)
@@ -336,6 +381,8 @@ rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRun
 	}
 	free(ev);
 	free(ms);
+	if (flags)
+		d->cuMemFree(flags);
 	for (i = 0; i < nargs; i++) {
 		if (arg[i].dev)
 			d->cuMemFree(arg[i].dev);

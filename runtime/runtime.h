@@ -273,8 +273,16 @@ WsfStatus rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int na
  * (checking TMA rules), loads CUBIN on first use into *STATE, and launches
  * a persistent grid.  WSF_ERR_INPUT names the argument and dim at fault.
  */
+/* What a launch takes besides the tensors (wsf_kernel_launch_ex's options). */
+typedef struct LaunchExtra {
+	uint32_t *flags;    /* signal: per_tile: the caller's flag words, one an output tile */
+	uint32_t epoch;     /* the value they are set to, not 0 */
+	int max_ctas;       /* a persistent grid's cap; 0: as many CTAs as the GPU holds */
+} LaunchExtra;
+
+/* X: flags, epoch and a grid cap (NULL: none; a kernel that signals needs flags). */
 WsfStatus rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin,
-                    const WsfTensor *args, int nargs, CUstream stream);
+                    const WsfTensor *args, int nargs, CUstream stream, const LaunchExtra *x);
 /* Unloads the module and closes the driver; NULL is ignored. */
 void rt_unload(Loaded *state);
 /* The driver of a loaded state (opening it on first use); for run.c. */

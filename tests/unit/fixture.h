@@ -54,7 +54,7 @@ teardown(void **state)
  * itself counted), and an expression as the IR printer writes it.
  */
 typedef struct Census {
-	int kind[ST_MMA_WAIT + 1];
+	int kind[ST_SIGNAL + 1];
 } Census;
 
 static inline void

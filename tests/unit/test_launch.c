@@ -342,7 +342,7 @@ matmul_checks(void **state)
 	expect_error(t, l, a, 4, "input 'x': rows of K = 100 bf16 elements are 200 bytes, not a multiple of 16 "
 	                         "(TMA needs 16-byte row strides); make K a multiple of 8");
 	t->msg[0] = 0;
-	assert_int_equal(rt_launch(&t->c, l, &st, NULL, a, 4, NULL), WSF_ERR_INPUT);
+	assert_int_equal(rt_launch(&t->c, l, &st, NULL, a, 4, NULL, NULL), WSF_ERR_INPUT);
 	assert_null(st);
 	assert_non_null(strstr(t->msg, "input 'x': rows of K = 100 bf16 elements are 200 bytes"));
 	x[1] = w[1] = 4096;

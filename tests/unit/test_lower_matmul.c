@@ -541,6 +541,128 @@ independent_matmuls(void **state)
 	assert_true(strstr(cu, "wsf_wgmma(acc_q,") < w1 && w1 < strstr(cu, "const float v_s = "));
 }
 
+/* The first statement of KIND in S, depth first, or NULL. */
+static Stmt *
+find_deep(Stmt *s, StmtKind kind)
+{
+	Stmt *r;
+	int i;
+
+	if (!s || s->kind == kind)
+		return s;
+	for (i = 0; i < s->nbody; i++)
+		if ((r = find_deep(s->body[i], kind)))
+			return r;
+	return find_deep(s->orelse, kind);
+}
+
+/* The block around statement X inside S, or NULL. */
+static Stmt *
+parent_of(Stmt *s, const Stmt *x)
+{
+	Stmt *r;
+	int i;
+
+	for (i = 0; s && i < s->nbody; i++)
+		if (s->body[i] == x)
+			return s;
+		else if ((r = parent_of(s->body[i], x)))
+			return r;
+	return s && s->orelse ? parent_of(s->orelse, x) : NULL;
+}
+
+/*
+ * signal: per_tile.  In the consumers' tile loop, after the tile's stores,
+ * the elected thread signals the tile before (from its second tile): a
+ * bulk.wait_group without .read whose N is this tile's store groups (8
+ * subtiles of 256 columns), so they stay in flight, then the release.
+ * After the loop the last tile: bulk.wait_group 0, the release, and no
+ * other wait at the role's end.  Ping-pong: the tile before is two
+ * iterations back, from the warpgroup's own first.
+ */
+static void
+signal_per_tile(void **state)
+{
+	static const char *const specs[] = {
+		HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\noutputs:\n  y: {dtype: bf16}\n"
+		"schedule: {signal: per_tile}\n",
+		HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\noutputs:\n  y: {dtype: bf16}\n"
+		"schedule: {signal: per_tile, consumers: pingpong}\n",
+	};
+	int v;
+
+	for (v = 0; v < 2; v++) {
+		Fixture *t;
+		Kernel *k;
+		Stmt *roles, *cons, *tl, *x, *in, *sig, *w;
+		const char *cu;
+		int i, nflags = 0, nepoch = 0;
+
+		if (setup((void **)&t) < 0)
+			fail_msg("setup");
+		if (!(k = kernel_of(t, specs[v])))
+			fail_msg("%s", t->msg);
+		assert_true(k->signal);
+		for (i = 1; i < k->nparam; i++) {
+			nflags += k->param[i].kind == PK_FLAGS;
+			nepoch += k->param[i].kind == PK_SIZE && k->param[i].size == SZ_EPOCH;
+		}
+		assert_int_equal(nflags, 1);
+		assert_int_equal(nepoch, 1);
+		roles = find_kind(k->body, ST_ROLES, 0);
+		assert_int_equal(census(roles->body[0]).kind[ST_SIGNAL], 0);   /* the producer signals nothing */
+		cons = roles->body[1];
+		assert_int_equal(census(cons).kind[ST_SIGNAL], 2);
+		tl = find_kind(cons, ST_LOOP, v == 0 ? 1 : 0);   /* ping-pong's stage arrivals sit in an if */
+		/* in the loop, last: elect { if (i >= first + step) { wait 8, no .read; signal the tile before } } */
+		x = tl->body[tl->nbody - 1];
+		assert_int_equal(x->kind, ST_IF);
+		assert_int_equal(x->cond->kind, EX_ELECT);
+		in = x->body[0];
+		assert_string_equal(expr(t, in->cond), v == 0 ? "(i >= 1)" : "(i >= (wg + 2))");
+		assert_int_equal(in->nbody, 2);
+		w = in->body[0], sig = in->body[1];
+		assert_int_equal(w->kind, ST_BULK_WAIT);
+		assert_false(w->flag);                 /* the stores themselves, not only their reads */
+		assert_int_equal(w->n, 8);             /* this tile's 8 subtiles stay in flight */
+		assert_int_equal(sig->kind, ST_SIGNAL);
+		assert_true(sig->flag);
+		assert_non_null(strstr(expr(t, sig->a), v == 0 ? "(i - 1)" : "(i - 2)"));
+		/* after the loop: the last tile, after every store */
+		sig = NULL;
+		for (i = 0; i < cons->nbody; i++)
+			if (cons->body[i] == tl)
+				sig = find_deep(cons->body[i + 1], ST_SIGNAL);
+		assert_non_null(sig);
+		assert_false(sig->flag);
+		w = parent_of(cons, sig)->body[0];
+		assert_int_equal(w->kind, ST_BULK_WAIT);
+		assert_false(w->flag);
+		assert_int_equal(w->n, 0);
+		assert_ptr_equal(parent_of(cons, sig)->body[1], sig);
+		/* the waits without .read: these two only */
+		cu = cuda_of(t);
+		assert_int_equal(count(cu, "wsf_signal(flags + "), 2);
+		assert_int_equal(count(cu, "wsf_bulk_wait<8>();"), 1);
+		assert_int_equal(count(cu, "wsf_bulk_wait<0>();"), 1);
+		assert_int_equal(count(cu, "unsigned *const flags,"), 1);
+		assert_int_equal(count(cu, "131071LL"), 0);   /* no delays unless asked (option store-delay) */
+		teardown((void **)&t);
+		if (setup((void **)&t) < 0)
+			fail_msg("setup");
+		t->c.store_delay = 5000;
+		if (!kernel_of(t, specs[v]))
+			fail_msg("%s", t->msg);
+		cu = cuda_of(t);
+		assert_int_equal(count(cu, "wsf_store_delay("), 2);   /* its definition, and before the one store */
+		assert_int_equal(count(cu, ", 5000);"), 1);
+		teardown((void **)&t);
+	}
+	(void)state;
+}
+
 /* The text of the file at PATH (from the repository root), or a failed test. */
 static char *
 slurp(Fixture *t, const char *path)
@@ -700,6 +822,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(minimal_mma_sync, setup, teardown),
 		cmocka_unit_test_setup_teardown(independent_matmuls, setup, teardown),
 		cmocka_unit_test(pr3843_cases),
+		cmocka_unit_test(signal_per_tile),
 		cmocka_unit_test(refused_forms),
 	};
 
