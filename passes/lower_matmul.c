@@ -415,7 +415,9 @@ expand_lets(Comp *c, const Stmt *block, Expr *e)
  * issued, so those stay in flight while the thread that committed the
  * earlier ones waits for them (sync places the wait); after the loop the
  * last tile is signalled.  With ping-pong a warpgroup's tiles are every
- * other one, from its own: the tile before is two iterations back.
+ * other one, from its own: the tile before is two iterations back.  One
+ * CTA a tile (persistent: false) has no tile after its own to overlap:
+ * it signals its tile at the end of it.
  */
 static void
 signal_tiles(Comp *c, Kernel *k, Tile *t, Expr *batch_tiles)
@@ -433,6 +435,18 @@ signal_tiles(Comp *c, Kernel *k, Tile *t, Expr *batch_tiles)
 	              ex_bin(c, EX_DIV, t->col0, ex_int(c, t->bn)));
 	if (t->bt)
 		flag = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, t->bt, batch_tiles), flag);
+	if (!k->persistent) {
+		Stmt *s = st_new(c, ST_SIGNAL);
+
+		prev = st_if(c, ex_leaf(c, EX_ELECT));
+		prev->comment = "the thread that stored the tile signals it";
+		s->param = p;
+		s->a = flag;
+		s->comment = "the tile is in global memory";
+		st_append(c, prev, s);
+		st_append(c, loop, prev);
+		return;
+	}
 	flag = expand_lets(c, loop, flag);
 	first = k->pingpong ? ex_leaf(c, EX_WG) : ex_int(c, 0);
 	step = ex_int(c, k->pingpong ? 2 : 1);
@@ -650,6 +664,18 @@ lower_matmul(Comp *c, Fusion *f)
 
 	/* the persistent tile loop */
 	t.loop = lower_tile_loop(c, k, false, &t.row0, &t.col0);
+	if (!k->persistent) {
+		/*
+		 * One CTA a tile: lower_tile_loop makes my_tiles the constant 1, and
+		 * with the tile loop folded away ptxas serializes the wgmmas of some
+		 * tiles (C7514, a K-major B at 128 x 256).  The count it computes at
+		 * run time is 1 as well, and costs one division a CTA.
+		 */
+		for (m = 0; m < k->body->nbody; m++)
+			if (k->body->body[m]->kind == ST_LET && k->body->body[m]->var == k->niter_var)
+				k->body->body[m]->a = ex_bin(c, EX_CEILDIV, ex_bin(c, EX_SUB, ex_var(c, k->ntile_var),
+				                                                   ex_leaf(c, EX_CTA)), ex_leaf(c, EX_NCTA));
+	}
 	if (k->batched) {
 		/* tiles run over the batches: tiles = batch_tiles x batch, and bt is a tile's batch */
 		Stmt *tiles = NULL;

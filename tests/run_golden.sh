@@ -14,6 +14,8 @@
 #                                       must read it, where Graphviz is installed
 #   SPEC + tests/golden/NAME.kernel.dot compile --emit=kernel-dot (roles, pipelines); the same
 #   every SPEC                          compile --emit=cubin -o F: exit 0, an ELF file
+#   tests/gpu/specs/*.yaml              the same (the GPU tests' kernels: ptxas warnings
+#                                       wsfuse treats as errors show here, without a GPU)
 #
 # SPEC is examples/NAME.yaml, or tests/golden/NAME.yaml for specs that are
 # not examples.  Every spec needs a .fir and every error test a .err; .kir
@@ -217,7 +219,7 @@ fi
 # ---- cubins through NVRTC, once the CLI can emit them ----
 if [ $update = 0 ] && [ "$cubin" != off ]; then
 	ok=0 tried=0 first='' failed=''
-	for y in $specs; do
+	for y in $specs tests/gpu/specs/*.yaml; do
 		want "$y" || continue
 		tried=$((tried + 1))
 		rm -f "$tmp/k.cubin"

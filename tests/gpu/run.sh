@@ -103,6 +103,20 @@ if python3 -c 'import torch' 2>/dev/null; then
 		tail -n 5 "$out" | sed 's/^/    /'
 	fi
 	torch_tests
+	if python3 -c 'import triton' 2>/dev/null; then   # the per-tile signal under a consumer kernel
+		t0=$SECONDS
+		if timeout "$limit" python3 "$here/signal_consumer.py" "$b" >"$out" 2>&1; then
+			pass=$((pass + 1))
+			echo "ok   $((SECONDS - t0))s $here/signal_consumer.py"
+		else
+			fail=$((fail + 1))
+			echo "FAIL gpu: $here/signal_consumer.py"
+			tail -n 8 "$out" | sed 's/^/    /'
+		fi
+	else
+		skip=$((skip + 1))
+		echo "skipped gpu: $here/signal_consumer.py: no triton"
+	fi
 else
 	skip=$((skip + 2))
 	echo "skipped gpu: $here/ragged_row.py, tests/python/test_torch.py: no torch"
