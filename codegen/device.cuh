@@ -309,3 +309,25 @@ __device__ __forceinline__ long long wsf_udiv(long long a, long long b) { return
 __device__ __forceinline__ long long wsf_umod(long long a, long long b) { return (unsigned)a % (unsigned)b; }
 __device__ __forceinline__ long long wsf_min(long long a, long long b) { return a < b ? a : b; }
 __device__ __forceinline__ long long wsf_max(long long a, long long b) { return a > b ? a : b; }
+
+// signal: per_tile.  Publishes an output tile: its flag word becomes EPOCH with
+// release semantics at gpu scope, after the thread that committed the tile's
+// TMA stores waited for them without .read (their completion makes the writes
+// visible, PTX ISA 9.7.9.25).  A consumer acquires (ld.acquire.gpu until the
+// word equals its epoch) and then reads the tile; one that reads it through TMA
+// adds fence.proxy.async.global after the acquire.
+__device__ __forceinline__ void wsf_signal(unsigned *flag, unsigned epoch)
+{
+	asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(flag), "r"(epoch) : "memory");
+}
+
+// Testing the signal's consumers (option store-delay): one call in four, by a
+// hash of SEED, sleeps up to NS nanoseconds before its store.
+__device__ __forceinline__ void wsf_store_delay(long long seed, unsigned ns)
+{
+	unsigned h = (unsigned)(((unsigned long long)seed * 0x9e3779b97f4a7c15ull) >> 32);
+
+	if ((h & 3) == 0)
+		for (unsigned slept = 0, want = (h >> 2) % ns; slept < want; slept += 1000)
+			__nanosleep(1000);
+}

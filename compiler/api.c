@@ -1046,6 +1046,8 @@ wsf_kernel_signal_layout(WsfContext *ctx, const WsfKernel *k, const WsfTensor *a
 		out->col_tiles = (plan.cols + kk->tile_cols - 1) / kk->tile_cols;
 		out->batch = plan.batch;
 		out->flags = plan.tiles;
+		out->view_rows = plan.rows;
+		out->view_cols = plan.cols;
 	}
 	return call_end(ctx, &c, s);
 }

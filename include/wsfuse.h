@@ -309,11 +309,20 @@ typedef struct WsfLaunchOptions {
 WsfStatus wsf_kernel_launch_ex(WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int nargs,
                                const WsfLaunchOptions *opts);
 
-/* Where a launch with these tensors puts each tile's flag (see above). */
+/*
+ * Where a launch with these tensors puts each tile's flag (see above).  The
+ * tiles cover the kernel's view of each output, [batch, view_rows,
+ * view_cols]: element (b, r, c) is element (b * view_rows + r) * view_cols
+ * + c of the (contiguous) output.  A matmul's view is its output [M, N]
+ * per batch; a pointwise kernel's is any 2-D view the launch chose of the
+ * output's elements (all but the last dim folded into rows, or, when every
+ * input is full or a scalar, another factorisation of the element count).
+ */
 typedef struct WsfSignalLayout {
 	int64_t flags;                       /* words: batch x row_tiles x col_tiles */
-	int tile_rows, tile_cols;            /* an output tile */
+	int tile_rows, tile_cols;            /* an output tile, of the view */
 	int64_t row_tiles, col_tiles, batch;
+	int64_t view_rows, view_cols;        /* the view */
 } WsfSignalLayout;
 
 /*

@@ -396,95 +396,6 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 	st_append(c, eloop, store);
 }
 
-/* E with the lets of BLOCK's body expanded (later lets use only earlier ones: expanded last first). */
-static Expr *
-expand_lets(Comp *c, const Stmt *block, Expr *e)
-{
-	int i;
-
-	for (i = block->nbody - 1; i >= 0; i--)
-		if (block->body[i]->kind == ST_LET)
-			e = ex_subst(c, e, block->body[i]->var, block->body[i]->a);
-	return e;
-}
-
-/*
- * signal: per_tile.  Each output tile's flag (flags row-major over [batch,
- * row tiles, col tiles]) is set to the epoch once its stores have landed.
- * The tile loop signals the tile before, after this tile's stores are
- * issued, so those stay in flight while the thread that committed the
- * earlier ones waits for them (sync places the wait); after the loop the
- * last tile is signalled.  With ping-pong a warpgroup's tiles are every
- * other one, from its own: the tile before is two iterations back.  One
- * CTA a tile (persistent: false) has no tile after its own to overlap:
- * it signals its tile at the end of it.
- */
-static void
-signal_tiles(Comp *c, Kernel *k, Tile *t, Expr *batch_tiles)
-{
-	Stmt *loop = t->loop, *prev, *last, *in;
-	Expr *i = ex_var(c, loop->var), *flag, *first, *step;
-	int p = kernel_add_param(c, k, PK_FLAGS, "flags"), e = kernel_add_param(c, k, PK_SIZE, "epoch");
-
-	k->signal = true;
-	k->param[e].size = SZ_EPOCH;
-	k->param[e].var = kernel_add_var(c, k, "epoch");
-	/* bt * batch_tiles + (row0 / BM) * col_tiles + col0 / BN, col_tiles = ceildiv(cols, BN) */
-	flag = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, t->row0, ex_int(c, t->bm)),
-	                                ex_bin(c, EX_CEILDIV, ex_var(c, k->cols_var), ex_int(c, t->bn))),
-	              ex_bin(c, EX_DIV, t->col0, ex_int(c, t->bn)));
-	if (t->bt)
-		flag = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, t->bt, batch_tiles), flag);
-	if (!k->persistent) {
-		Stmt *s = st_new(c, ST_SIGNAL);
-
-		prev = st_if(c, ex_leaf(c, EX_ELECT));
-		prev->comment = "the thread that stored the tile signals it";
-		s->param = p;
-		s->a = flag;
-		s->comment = "the tile is in global memory";
-		st_append(c, prev, s);
-		st_append(c, loop, prev);
-		return;
-	}
-	flag = expand_lets(c, loop, flag);
-	first = k->pingpong ? ex_leaf(c, EX_WG) : ex_int(c, 0);
-	step = ex_int(c, k->pingpong ? 2 : 1);
-
-	/* in the loop: the tile before, from the second of this thread's tiles on */
-	prev = st_if(c, ex_leaf(c, EX_ELECT));
-	prev->comment = "the thread that stored the tiles signals them";
-	in = st_if(c, ex_bin(c, EX_GE, i, ex_bin(c, EX_ADD, first, step)));
-	st_append(c, prev, in);
-	{
-		Stmt *s = st_new(c, ST_SIGNAL);
-
-		s->param = p;
-		s->a = ex_subst(c, flag, loop->var, ex_bin(c, EX_SUB, i, step));
-		s->flag = true;
-		s->comment = "the tile before is in global memory";
-		st_append(c, in, s);
-	}
-	st_append(c, loop, prev);
-
-	/* after it: the last tile, i = first + step * ((my_tiles - 1 - first) / step) */
-	last = st_if(c, ex_leaf(c, EX_ELECT));
-	in = st_if(c, ex_bin(c, EX_LT, first, loop->hi));
-	st_append(c, last, in);
-	{
-		Stmt *s = st_new(c, ST_SIGNAL);
-		Expr *li = k->pingpong ? ex_bin(c, EX_ADD, first, ex_bin(c, EX_MUL, step, ex_bin(c, EX_DIV,
-		                            ex_bin(c, EX_SUB, ex_bin(c, EX_SUB, loop->hi, ex_int(c, 1)), first), step)))
-		                       : ex_bin(c, EX_SUB, loop->hi, ex_int(c, 1));
-
-		s->param = p;
-		s->a = ex_subst(c, flag, loop->var, li);
-		s->comment = "the last tile is in global memory";
-		st_append(c, in, s);
-	}
-	st_append(c, k->body, last);
-}
-
 static int
 lower_matmul(Comp *c, Fusion *f)
 {
@@ -718,7 +629,7 @@ lower_matmul(Comp *c, Fusion *f)
 	for (gi = 0; gi < ng; gi++)
 		group_tile(c, &t, &g[gi], gi, ng, pa[gi], pb[gi], out_group);
 	if (f->sched.signal == SIGNAL_PER_TILE)
-		signal_tiles(c, k, &t, batch_tiles);
+		lower_signal(c, k, t.loop, t.row0, t.col0, t.bt, batch_tiles);
 	return 0;
 }
 

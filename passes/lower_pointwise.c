@@ -276,7 +276,13 @@ lower_pointwise(Comp *c, Fusion *f)
 	for (j = 0; j < f->nout; j++)
 		narrow = narrow && dtype_info[f->out[j].dtype].bytes == 2;
 	tma_store = f->sched.store == STORE_TMA ||
-	            (f->sched.store != STORE_VECTOR && (k->persistent || !narrow));
+	            (f->sched.store != STORE_VECTOR && (k->persistent || !narrow || f->sched.signal_pos.line));
+	if (f->sched.signal_pos.line && !tma_store) {   /* the signal waits for the stores' bulk groups */
+		diag_error(c, f->sched.store_pos, "'signal: per_tile' with 'store: vector' is not implemented yet: a "
+		           "tile is signalled once its TMA stores complete");
+		c->status = WSF_ERR_UNSUPPORTED;
+		return -1;
+	}
 	k->tma_store = tma_store;
 	if (!k->persistent && !k->stages_hint)
 		k->stages_hint = 1;
@@ -356,6 +362,8 @@ lower_pointwise(Comp *c, Fusion *f)
 		if (k->param[j].arg >= f->ninput)
 			lower_stage_output(c, k, j, k->tile_rows, k->tile_cols, staging_copies(k), i, row0, col0, compute, store);
 	st_append(c, loop, store);
+	if (f->sched.signal == SIGNAL_PER_TILE)
+		lower_signal(c, k, loop, row0, col0, NULL, NULL);
 	return 0;
 }
 

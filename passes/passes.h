@@ -94,6 +94,12 @@ Stmt *lower_tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **c
  * a tile is a row, whose tile and stores are the compiler's.  0 or -1.
  */
 int lower_refuse_hints(Comp *c, const Fusion *f, const char *family, bool rows);
+/*
+ * signal: per_tile on the tile loop LOOP, whose tile is at (ROW0, COL0)
+ * (batch BT of BATCH_TILES tiles, or NULL): the flags and epoch params, and
+ * the signals of each output tile once stored (lower.c says where).
+ */
+void lower_signal(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr *bt, Expr *batch_tiles);
 
 /* circular_buffer.c helpers the later passes share */
 /* Is there a TMA load in S? */

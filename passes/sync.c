@@ -576,8 +576,17 @@ static void walk_loop(Sync *y, Frame *fr, State *st, Stmt *block, int *j, const 
  * completion makes the writes visible, PTX ISA 9.7.9.25), right before the
  * signal.  The tile before (S->flag) is every group but those this loop
  * iteration committed, which stay in flight: N is their count.  Else
- * every group: N = 0.  Nothing to wait for, no wait.
+ * every group: N = 0.  Nothing to wait for, no wait.  This iteration's
+ * effects are those issued in the frame's block (at set, dist 0); those
+ * carried from earlier iterations, or from before the loop (a pipelined
+ * epilogue loop after its main loop), are older.
  */
+static bool
+this_iteration(const Pend *p)
+{
+	return p->at && p->dist == 0;
+}
+
 static void
 signal_wait(Sync *y, Frame *fr, State *st, Stmt *block, int *j, Stmt *top, const Stmt *s)
 {
@@ -585,7 +594,7 @@ signal_wait(Sync *y, Frame *fr, State *st, Stmt *block, int *j, Stmt *top, const
 	bool pending = false;
 
 	for (i = 0; i < st->n; i++)
-		pending |= st->p[i].a.via == VIA_BULK && st->p[i].a.param && (!s->flag || st->p[i].dist >= 1);
+		pending |= st->p[i].a.via == VIA_BULK && st->p[i].a.param && (!s->flag || !this_iteration(&st->p[i]));
 	if (!pending)
 		return;
 	if (s->flag && fr->loop && (n = commits_run(fr->block, index_of(fr->block, top))) < 0)
@@ -596,7 +605,7 @@ signal_wait(Sync *y, Frame *fr, State *st, Stmt *block, int *j, Stmt *top, const
 		(*j)++;
 	}
 	for (i = st->n - 1; i >= 0; i--)
-		if (st->p[i].a.via == VIA_BULK && st->p[i].committed && (!s->flag || st->p[i].dist >= 1 || n == 0))
+		if (st->p[i].a.via == VIA_BULK && st->p[i].committed && (!s->flag || !this_iteration(&st->p[i]) || n == 0))
 			drop(st, i);
 }
 

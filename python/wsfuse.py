@@ -36,7 +36,8 @@ class _LaunchOptions(ctypes.Structure):
 
 class _SignalLayout(ctypes.Structure):
     _fields_ = [("flags", c_int64), ("tile_rows", ctypes.c_int), ("tile_cols", ctypes.c_int),
-                ("row_tiles", c_int64), ("col_tiles", c_int64), ("batch", c_int64)]
+                ("row_tiles", c_int64), ("col_tiles", c_int64), ("batch", c_int64),
+                ("view_rows", c_int64), ("view_cols", c_int64)]
 
 
 class _Tensor(ctypes.Structure):
@@ -360,7 +361,9 @@ class Kernel:
     def signal_layout(self, *tensors):
         """For a kernel that signals its tiles, where a launch on TENSORS (inputs then
         outputs) puts each tile's flag: a dict of flags (words), tile_rows, tile_cols,
-        row_tiles, col_tiles, batch; word (b * row_tiles + r) * col_tiles + c."""
+        row_tiles, col_tiles, batch, view_rows, view_cols; word (b * row_tiles + r) *
+        col_tiles + c covers rows [r * tile_rows, ...) and columns [c * tile_cols, ...)
+        of the output seen as [batch, view_rows, view_cols]."""
         args, keep, device = self._args(tensors)
         out = _SignalLayout()
         self._ctx._call(self._lib.wsf_kernel_signal_layout, self._ptr, args, len(tensors), ctypes.byref(out))

@@ -46,10 +46,25 @@ outputs:
   y: {{dtype: {out}}}
 schedule: {{signal: per_tile{extra}}}
 """
+POINTWISE = """\
+fusion: {name}
+sizes: {{M: {m}, N: {n}, K: {k}}}
+inputs:
+  x: {{dtype: bf16, shape: [M, N]}}
+  w: {{dtype: bf16, shape: [N]}}
+ops:
+  - {{out: p, op: mul, in: [x, w]}}
+  - {{out: y, op: relu, in: [p]}}
+outputs:
+  y: {{dtype: {out}}}
+schedule: {{signal: per_tile{extra}}}
+"""
 CASES = [   # name, M, N, K, output dtype, extra schedule
     ("sig_coop", 2000, 3080, 520, "bf16", ""),
     ("sig_pingpong", 1000, 1032, 264, "f32", ", consumers: pingpong"),
     ("sig_one_cta", 700, 1288, 200, "bf16", ", persistent: false"),
+    ("sig_pointwise_ws", 3000, 4104, 0, "bf16", ", warp_specialize: true"),
+    ("sig_pointwise", 2000, 1032, 0, "f32", ", persistent: true, stages: 3"),
 ]
 
 
@@ -82,21 +97,25 @@ def consume(flags, out, ref, bad, epoch, seed, m, n, ncol_tiles, ntiles,
 
 
 def run_case(lib, name, m, n, k, out, extra):
-    spec = SPEC.format(name=name, m=m, n=n, k=k, out=out, extra=extra)
+    spec = (SPEC if k else POINTWISE).format(name=name, m=m, n=n, k=k, out=out, extra=extra)
     dt = getattr(torch, {"bf16": "bfloat16", "f32": "float32"}[out])
-    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k ** 0.5
+    if k:   # a matmul y = x w^T
+        x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k ** 0.5
+    else:   # pointwise y = relu(x * w)
+        x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(n, device="cuda", dtype=torch.bfloat16)
     y = torch.empty(m, n, device="cuda", dtype=dt)
     ref = torch.empty_like(y)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    with wsfuse.Context(lib=lib, sizes={"M": m, "N": n, "K": k}, store_delay="20000") as ctx:
+    with wsfuse.Context(lib=lib, sizes={"M": m, "N": n, "K": max(k, 1)}, store_delay="20000") as ctx:
         kern = ctx.compile_string(spec, name=f"{name}.yaml")
         lay = kern.signal_layout(x, w, y)
         flags = torch.zeros(lay["flags"], device="cuda", dtype=torch.int32)
         # the reference: a launch of its own, checked against torch
         kern.launch(x, w, ref, flags=flags, epoch=1)
         torch.cuda.synchronize()
-        want = (x.float() @ w.float().t())
+        want = (x.float() @ w.float().t()) if k else torch.relu(x.float() * w.float())
         err = ((ref.float() - want).norm() / want.norm()).item()
         if not err < 1e-2:
             return f"reference launch: relative error {err:.2e}"
@@ -106,7 +125,8 @@ def run_case(lib, name, m, n, k, out, extra):
         producer, consumer = torch.cuda.Stream(), torch.cuda.Stream()
 
         def consume_on(out, e):
-            consume[(CONSUMER,)](flags, out, ref, bad, e, e * 7919, m, n, lay["col_tiles"], lay["flags"],
+            consume[(CONSUMER,)](flags, out, ref, bad, e, e * 7919, lay["view_rows"], lay["view_cols"],
+                                 lay["col_tiles"], lay["flags"],
                                  BM=lay["tile_rows"], BN=lay["tile_cols"], SPIN_LIMIT=SPIN_LIMIT)
         # every kernel once before any spins: the consumer on the reference (its flags are set), the poison
         consume_on(ref, 1)

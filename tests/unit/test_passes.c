@@ -1251,8 +1251,8 @@ lower_pointwise_refuses_hints(void **state)
 	static const struct { const char *spec, *msg; bool later; } bad[] = {
 		{PW_SPEC("cluster: [2, 1]"), "9:21: error: 'cluster' is not implemented for pointwise kernels yet",
 		 true},
-		{PW_SPEC("signal: per_tile"), "9:20: error: 'signal' is not implemented for pointwise kernels yet",
-		 true},
+		{PW_SPEC("signal: per_tile, store: vector"), "9:37: error: 'signal: per_tile' with 'store: vector' is "
+		 "not implemented yet", true},
 		{PW_SPEC("consumers: cooperative"), "9:23: error: 'consumers' applies to matmul kernels", false},
 	};
 #undef PW_SPEC
@@ -1266,6 +1266,65 @@ lower_pointwise_refuses_hints(void **state)
 		/* "not implemented" (exit 6) only for what a later version may build */
 		assert_int_equal(t->c.status == WSF_ERR_UNSUPPORTED, bad[i].later);
 	}
+}
+
+/* The signal in BLOCK's elect branches (depth first), or NULL; *WAIT the statement before it. */
+static Stmt *
+signal_in(Stmt *s, Stmt **wait)
+{
+	Stmt *r;
+	int i;
+
+	for (i = 0; s && i < s->nbody; i++) {
+		if (s->body[i]->kind == ST_SIGNAL) {
+			*wait = i ? s->body[i - 1] : NULL;
+			return s->body[i];
+		}
+		if (s->body[i]->kind != ST_LOOP && (r = signal_in(s->body[i], wait)))
+			return r;
+	}
+	return NULL;
+}
+
+/*
+ * signal: per_tile on a plain pipelined pointwise kernel (persistent, 3
+ * stages): circular_buffer splits the tile loop into main and epilogue
+ * loops, and each signals the tile before after a bulk.wait_group 1
+ * without .read (this tile's one store group stays in flight; in the
+ * epilogue loop's first iteration the tile before is the main loop's
+ * last, older still); after them the last tile, after bulk.wait_group 0.
+ */
+static void
+lower_pointwise_signal(void **state)
+{
+	Fixture *t = *state;
+	static const char spec[] =
+		"fusion: p\nsizes: {M: 1000, N: 1032}\ninputs:\n  a: {dtype: bf16, shape: [M, N]}\n"
+		"ops:\n  - {out: o, op: relu, in: [a]}\noutputs:\n  o: {dtype: bf16}\n"
+		"schedule: {signal: per_tile, persistent: true, stages: 3}\n";
+	Kernel *k = lower_spec(t, spec);
+	Stmt *w, *sig;
+	int i, loops = 0;
+
+	assert_true(k->signal && k->tma_store);
+	for (i = 0; i < k->body->nbody; i++) {
+		Stmt *x = k->body->body[i];
+
+		if (x->kind != ST_LOOP || !x->cb || (x->cb->part != CB_MAIN && x->cb->part != CB_EPILOGUE))
+			continue;
+		loops++;
+		assert_non_null(sig = signal_in(x, &w));
+		assert_true(sig->flag);   /* the tile before */
+		assert_int_equal(w->kind, ST_BULK_WAIT);
+		assert_false(w->flag);
+		assert_int_equal(w->n, 1);
+	}
+	assert_int_equal(loops, 2);
+	assert_non_null(sig = signal_in(k->body->body[k->body->nbody - 1], &w));
+	assert_false(sig->flag);
+	assert_int_equal(w->kind, ST_BULK_WAIT);
+	assert_false(w->flag);
+	assert_int_equal(w->n, 0);
 }
 
 /*
@@ -1393,6 +1452,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(lower_reduction_direct_by_default, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_pointwise_refuses_hints, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_pointwise_signal, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_pointwise_tile_rows, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_pointwise_run_tile, setup, teardown),
 	};
