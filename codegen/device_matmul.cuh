@@ -64,3 +64,20 @@ __device__ __forceinline__ void wsf_bar_arrive(int id, int threads)
 {
 	asm volatile("bar.arrive %0, %1;" :: "r"(id), "r"(threads) : "memory");
 }
+
+// Two adjacent elements of a staging subtile, one shared-memory store: an
+// epilogue thread holds columns c and c + 1 of a row (fragment elements j and
+// j + 1 for even j).  P is aligned to the pair.
+__device__ __forceinline__ void wsf_store2(float *p, float a, float b) { *(float2 *)p = make_float2(a, b); }
+__device__ __forceinline__ void wsf_store2(wsf_bf16 *p, float a, float b)
+{
+	unsigned u;
+	asm("cvt.rn.bf16x2.f32 %0, %2, %1;" : "=r"(u) : "f"(a), "f"(b));
+	*(unsigned *)p = u;
+}
+__device__ __forceinline__ void wsf_store2_f16(wsf_f16 *p, float a, float b)
+{
+	unsigned u;
+	asm("cvt.rn.f16x2.f32 %0, %2, %1;" : "=r"(u) : "f"(a), "f"(b));
+	*(unsigned *)p = u;
+}

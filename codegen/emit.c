@@ -175,6 +175,7 @@ static const char *const prefixes[PFX_COUNT] = {
 	[PFX_OUT] = "out_",      /* an output parameter */
 	[PFX_HERE] = "here_",    /* a matmul epilogue input's values in this subtile (or tile), a thread's */
 	[PFX_AHEAD] = "ahead_",  /* ... and in the next subtile, loaded one subtile ahead */
+	[PFX_RESULT] = "res_",   /* a matmul epilogue output's values in a subtile, a thread's, stored in pairs */
 	[PFX_TILE] = "tile_",    /* a tile of an input (pointwise) */
 	[PFX_CHUNK] = "chunk_",  /* a chunk of an input row (a row streamed in chunks) */
 	[PFX_ROWBUF] = "row_",   /* an input row (a row reduction) */

@@ -12,7 +12,8 @@
  * the 16 fragment elements j = 16 sub + jj of every thread: the fused ops
  * run on each in f32, inputs read from global memory (a bias row, a column,
  * a full tensor, a scalar) with the ragged edge guarded, and each output is
- * written to its staging subtile [128][32], which a TMA store then takes
+ * written to its staging subtile [128][32] (after the subtile's values,
+ * two adjacent columns a shared-memory store), which a TMA store then takes
  * (clipping rows and columns past the tensor).  Loops over fragments are
  * unrolled (emit.c), so the registers are indexed by constants.  An
  * accumulator that shares another's registers (KAcc.alias) is a reference
@@ -261,10 +262,12 @@ compute(Emit *e, const Stmt *s)
 		emit_line(e, "%s *%s = %s;", emit_type(k->buf[s->writes[i].buf].dtype), emit_curname(e, s->writes[i].buf),
 		          emit_buf_at(e, s->writes[i].buf, s->writes[i].slot));
 	staged_inputs(e, s, k->tile_cols / SUB, needed);
+	for (i = 0; i < s->nwrites; i++)   /* each output's values, stored in pairs after the loop */
+		emit_line(e, "float %s[%d];", emit_tname(e, PFX_RESULT, k->buf[s->writes[i].buf].tensor), SUB / 2);
 	emit_line(e, "#pragma unroll");
 	emit_line(e, "for (int jj = 0; jj < %d; jj++) {", SUB / 2);
 	e->depth++;
-	emit_line(e, "const int r = wr + 8 * ((jj >> 1) & 1), c = 8 * (jj >> 2) + wc + (jj & 1);");
+	emit_line(e, "const int c = 8 * (jj >> 2) + wc + (jj & 1);");
 	emit_line(e, "const long long row = top + wt + 8 * ((jj >> 1) & 1), col = left + c;");
 	/* the matmul's value is the accumulator's element; the other inputs are read where they are */
 	for (i = 0; i < f->ninput; i++) {
@@ -318,10 +321,21 @@ compute(Emit *e, const Stmt *s)
 	for (i = 0; i < s->nwrites; i++) {
 		const KBuf *b = &k->buf[s->writes[i].buf];
 
-		emit_line(e, "%s(%s + r * %d + c, %s);", b->dtype == DT_F16 ? "wsf_store1_f16" : "wsf_store1",
-		          emit_curname(e, s->writes[i].buf), b->cols, e->value[b->tensor]);
+		emit_line(e, "%s[jj] = %s;", emit_tname(e, PFX_RESULT, b->tensor), e->value[b->tensor]);
 	}
 	e->depth--;
+	emit_line(e, "}");
+	/* elements jj and jj + 1 (jj even) are columns c and c + 1 of one row: one store for both */
+	emit_line(e, "#pragma unroll");
+	emit_line(e, "for (int jj = 0; jj < %d; jj += 2) {", SUB / 2);
+	emit_line(e, "    const int r = wr + 8 * ((jj >> 1) & 1), c = 8 * (jj >> 2) + wc;");
+	for (i = 0; i < s->nwrites; i++) {
+		const KBuf *b = &k->buf[s->writes[i].buf];
+		const char *o = emit_tname(e, PFX_RESULT, b->tensor);
+
+		emit_line(e, "    %s(%s + r * %d + c, %s[jj], %s[jj + 1]);", b->dtype == DT_F16 ? "wsf_store2_f16" : "wsf_store2",
+		          emit_curname(e, s->writes[i].buf), b->cols, o, o);
+	}
 	emit_line(e, "}");
 	e->depth--;
 	emit_line(e, "}");

@@ -132,15 +132,21 @@ wsfuse_gemm_bias_gelu(
                             ahead_bias[q] = col < cols ? wsf_load1(in_bias + col) : 0.0f;
                         }
                     }
+                    float res_o[16];
                     #pragma unroll
                     for (int jj = 0; jj < 16; jj++) {
-                        const int r = wr + 8 * ((jj >> 1) & 1), c = 8 * (jj >> 2) + wc + (jj & 1);
+                        const int c = 8 * (jj >> 2) + wc + (jj & 1);
                         const long long row = top + wt + 8 * ((jj >> 1) & 1), col = left + c;
                         const float v_bias = here_bias[2 * (jj >> 2) + (jj & 1)];  // examples/gemm_bias_gelu.yaml:15
                         const float v_y = acc_y[16 * sub + jj];  // examples/gemm_bias_gelu.yaml:17
                         const float v_z = v_y + v_bias;  // examples/gemm_bias_gelu.yaml:18
                         const float v_o = __fdividef(v_z, 1.0f + __expf(-1.5957691216057307f * (v_z + 0.044715f * v_z * v_z * v_z)));  // examples/gemm_bias_gelu.yaml:19
-                        wsf_store1(cur_stage_o + r * 32 + c, v_o);
+                        res_o[jj] = v_o;
+                    }
+                    #pragma unroll
+                    for (int jj = 0; jj < 16; jj += 2) {
+                        const int r = wr + 8 * ((jj >> 1) & 1), c = 8 * (jj >> 2) + wc;
+                        wsf_store2(cur_stage_o + r * 32 + c, res_o[jj], res_o[jj + 1]);
                     }
                 }
                 wsf_fence_proxy_async();

@@ -122,15 +122,21 @@ wsfuse_swiglu(
                     const int sub = (int)(e), wr = 64 * (threadIdx.x / 128) + 16 * ((threadIdx.x / 32) % 4) + (threadIdx.x % 32) / 4, wc = 2 * (threadIdx.x % 4);
                     const int wt = wr;
                     wsf_bf16 *cur_stage_h = stage_h + ((e % 2LL)) * 4096;
+                    float res_h[16];
                     #pragma unroll
                     for (int jj = 0; jj < 16; jj++) {
-                        const int r = wr + 8 * ((jj >> 1) & 1), c = 8 * (jj >> 2) + wc + (jj & 1);
+                        const int c = 8 * (jj >> 2) + wc + (jj & 1);
                         const long long row = top + wt + 8 * ((jj >> 1) & 1), col = left + c;
                         const float v_g = acc_g[16 * sub + jj];  // examples/swiglu.yaml:21
                         const float v_u = acc_g[64 + 16 * sub + jj];  // examples/swiglu.yaml:22
                         const float v_sg = __fdividef(v_g, 1.0f + __expf(-v_g));  // examples/swiglu.yaml:23
                         const float v_h = v_sg * v_u;  // examples/swiglu.yaml:24
-                        wsf_store1(cur_stage_h + r * 32 + c, v_h);
+                        res_h[jj] = v_h;
+                    }
+                    #pragma unroll
+                    for (int jj = 0; jj < 16; jj += 2) {
+                        const int r = wr + 8 * ((jj >> 1) & 1), c = 8 * (jj >> 2) + wc;
+                        wsf_store2(cur_stage_h + r * 32 + c, res_h[jj], res_h[jj + 1]);
                     }
                 }
                 wsf_fence_proxy_async();
