@@ -81,3 +81,14 @@ __device__ __forceinline__ void wsf_store2_f16(wsf_f16 *p, float a, float b)
 	asm("cvt.rn.f16x2.f32 %0, %2, %1;" : "=r"(u) : "f"(a), "f"(b));
 	*(unsigned *)p = u;
 }
+
+// Element E of a staging copy written as TMA's SPAN-byte swizzle lays it out
+// (SPAN 64 or 128, the copy 1024-byte aligned): the 16-byte chunk of each
+// 128-byte line is XORed with the line's index within the swizzle atom.
+// Elements E and E + 1 of an even E stay side by side.
+template <int SPAN, int ESIZE> __device__ __forceinline__ int wsf_swizzle(int e)
+{
+	int b = e * ESIZE;
+
+	return (b ^ (((b >> 7) & (SPAN / 16 - 1)) << 4)) / ESIZE;
+}

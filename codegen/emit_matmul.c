@@ -333,8 +333,12 @@ compute(Emit *e, const Stmt *s)
 		const KBuf *b = &k->buf[s->writes[i].buf];
 		const char *o = emit_tname(e, PFX_RESULT, b->tensor);
 
-		emit_line(e, "    %s(%s + r * %d + c, %s[jj], %s[jj + 1]);", b->dtype == DT_F16 ? "wsf_store2_f16" : "wsf_store2",
-		          emit_curname(e, s->writes[i].buf), b->cols, o, o);
+		const char *at = arena_printf(e->c->arena, "r * %d + c", b->cols);
+
+		if (b->swizzle)   /* as the TMA store reads it */
+			at = arena_printf(e->c->arena, "wsf_swizzle<%d, %d>(%s)", b->swizzle, dtype_info[b->dtype].bytes, at);
+		emit_line(e, "    %s(%s + %s, %s[jj], %s[jj + 1]);", b->dtype == DT_F16 ? "wsf_store2_f16" : "wsf_store2",
+		          emit_curname(e, s->writes[i].buf), at, o, o);
 	}
 	emit_line(e, "}");
 	e->depth--;

@@ -380,10 +380,23 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 	st_append(c, eloop, compute);
 	store = st_if(c, ex_leaf(c, EX_ELECT));
 	store->comment = "one thread stores the subtile";
-	for (j = 1; j < k->nparam; j++)
-		if (k->param[j].kind == PK_TMAP && k->param[j].arg >= f->ninput && out_group[k->param[j].arg - f->ninput] == gi)
-			lower_stage_output(c, k, j, k->pingpong ? 2 * t->bm : t->bm, EPI_COLS, 2, ex_var(c, eloop->var), t->row0,
-			                   ecol, compute, store);
+	for (j = 1; j < k->nparam; j++) {
+		int sb;
+
+		if (k->param[j].kind == PK_TMAP && k->param[j].arg >= f->ninput && out_group[k->param[j].arg - f->ninput] == gi) {
+			sb = lower_stage_output(c, k, j, k->pingpong ? 2 * t->bm : t->bm, EPI_COLS, 2, ex_var(c, eloop->var),
+			                        t->row0, ecol, compute, store);
+
+			/*
+			 * Swizzled as TMA reads it (the map's swizzle follows its inner
+			 * box: 64 bytes of 2-byte elements, 128 of f32): the 8 rows a
+			 * warp writes at once land in 8 different 16-byte chunks, where
+			 * row-major they shared 2 (4-way bank conflicts; 8-way for f32).
+			 */
+			if (EPI_COLS * dtype_info[k->buf[sb].dtype].bytes >= 64)
+				k->buf[sb].swizzle = EPI_COLS * dtype_info[k->buf[sb].dtype].bytes;
+		}
+	}
 	for (j = 0; j < store->nbody; j++) {
 		Stmt *st = store->body[j];
 

@@ -146,7 +146,7 @@ wsfuse_gemm_bias_gelu(
                     #pragma unroll
                     for (int jj = 0; jj < 16; jj += 2) {
                         const int r = wr + 8 * ((jj >> 1) & 1), c = 8 * (jj >> 2) + wc;
-                        wsf_store2(cur_stage_o + r * 32 + c, res_o[jj], res_o[jj + 1]);
+                        wsf_store2(cur_stage_o + wsf_swizzle<64, 2>(r * 32 + c), res_o[jj], res_o[jj + 1]);
                     }
                 }
                 wsf_fence_proxy_async();
