@@ -406,6 +406,64 @@ launch_refuses_bad_shapes(void **state)
 }
 
 /*
+ * signal: per_tile from the C API, before any driver call (no GPU needed):
+ * the layout of the flags for given tensors; a plain launch, a launch
+ * without flags or with epoch 0, and a negative grid cap are usage errors
+ * that say what to do; a kernel that does not signal has no layout.
+ */
+static void
+signal_launch_checks(void **state)
+{
+	static const char sig[] =
+		"fusion: sig\nsizes: {M: 1000, N: 1032, K: 200}\n"
+		"inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\noutputs:\n  y: {dtype: bf16}\n"
+		"schedule: {signal: per_tile}\n";
+	WsfContext *ctx = wsf_context_new();
+	WsfKernel *k = NULL, *plain = NULL;
+	int64_t xs[] = {1000, 200}, ws[] = {1032, 200}, ys[] = {1000, 1032};
+	WsfTensor args[3] = {{(void *)(uintptr_t)0x7f0000000000ull, WSF_DTYPE_BF16, 2, xs, NULL},
+	                     {(void *)(uintptr_t)0x7f0000100000ull, WSF_DTYPE_BF16, 2, ws, NULL},
+	                     {(void *)(uintptr_t)0x7f0000200000ull, WSF_DTYPE_BF16, 2, ys, NULL}};
+	WsfLaunchOptions o = {0};
+	WsfSignalLayout lay;
+
+	(void)state;
+	if (!have_nvrtc())  /* launches need a cubin */
+		skip();
+	assert_int_equal(wsf_set_option(ctx, "cache", "0"), WSF_OK);
+	assert_int_equal(wsf_compile_string(ctx, "sig.yaml", sig, strlen(sig), &k), WSF_OK);
+	assert_int_equal(wsf_kernel_signal_layout(ctx, k, args, 3, &lay), WSF_OK);
+	assert_int_equal(lay.tile_rows, 128);
+	assert_int_equal(lay.tile_cols, 256);
+	assert_int_equal(lay.row_tiles, 8);     /* ceil(1000 / 128) */
+	assert_int_equal(lay.col_tiles, 5);     /* ceil(1032 / 256) */
+	assert_int_equal(lay.batch, 1);
+	assert_int_equal(lay.flags, 40);
+	assert_int_equal(lay.view_rows, 1000);
+	assert_int_equal(lay.view_cols, 1032);
+	assert_int_equal(wsf_kernel_launch(ctx, k, args, 3, NULL), WSF_ERR_USAGE);
+	assert_non_null(strstr(wsf_context_last_error(ctx), "kernel 'sig' signals each output tile"));
+	assert_non_null(strstr(wsf_context_last_error(ctx), "wsf_kernel_launch_ex"));
+	assert_int_equal(wsf_kernel_launch_ex(ctx, k, args, 3, &o), WSF_ERR_USAGE);   /* no flags */
+	o.flags = (uint32_t *)(uintptr_t)0x7f0000300000ull;
+	assert_int_equal(wsf_kernel_launch_ex(ctx, k, args, 3, &o), WSF_ERR_USAGE);   /* epoch 0 */
+	assert_non_null(strstr(wsf_context_last_error(ctx), "a nonzero epoch"));
+	o.epoch = 1;
+	o.max_ctas = -1;
+	assert_int_equal(wsf_kernel_launch_ex(ctx, k, args, 3, &o), WSF_ERR_USAGE);
+	assert_non_null(strstr(wsf_context_last_error(ctx), "max_ctas is -1"));
+	assert_int_equal(wsf_kernel_launch_ex(ctx, k, args, 3, NULL), WSF_ERR_USAGE);
+	assert_int_equal(wsf_kernel_signal_layout(ctx, k, args, 2, &lay), WSF_ERR_INPUT);   /* the tensors are checked */
+	assert_int_equal(wsf_compile_string(ctx, "api.yaml", spec, strlen(spec), &plain), WSF_OK);
+	assert_int_equal(wsf_kernel_signal_layout(ctx, plain, args, 3, &lay), WSF_ERR_USAGE);
+	assert_non_null(strstr(wsf_context_last_error(ctx), "does not signal its tiles"));
+	wsf_kernel_delete(plain);
+	wsf_kernel_delete(k);
+	wsf_context_delete(ctx);
+}
+
+/*
  * A spec longer than WSF_MAX_SPEC_BYTES is refused before it is parsed, from
  * a string or a file; reading an endless file stops one byte past the limit.
  * One at the limit is parsed (and here found empty).
@@ -566,6 +624,7 @@ main(void)
 		cmocka_unit_test(version_is_the_headers),
 		cmocka_unit_test(compile_to_each_stage),
 		cmocka_unit_test(launch_refuses_bad_shapes),
+		cmocka_unit_test(signal_launch_checks),
 		cmocka_unit_test(staged_rows_are_read_before_the_first_barrier),
 		cmocka_unit_test(row_outputs_are_stored_once),
 		cmocka_unit_test(direct_rows_load_from_global),
