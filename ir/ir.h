@@ -805,6 +805,8 @@ Expr *ex_bin(Comp *c, ExprKind kind, Expr *a, Expr *b);
 /* A copy of E with variable VAR replaced by WITH (WITH itself is shared). */
 Expr *ex_subst(Comp *c, const Expr *e, int var, Expr *with);
 bool ex_uses_var(const Expr *e, int var);
+/* E with every variable a let in BLOCK's body sets replaced by its value (later lets use only earlier ones). */
+Expr *ex_inline_lets(Comp *c, const Stmt *block, Expr *e);
 /* Structurally equal (so equal in value)? */
 bool ex_equal(const Expr *a, const Expr *b);
 

@@ -241,6 +241,17 @@ ex_subst(Comp *c, const Expr *e, int var, Expr *with)
 	return ex_bin(c, e->kind, ex_subst(c, e->a, var, with), ex_subst(c, e->b, var, with));
 }
 
+Expr *
+ex_inline_lets(Comp *c, const Stmt *block, Expr *e)
+{
+	int i;
+
+	for (i = block->nbody - 1; i >= 0; i--)
+		if (block->body[i]->kind == ST_LET)
+			e = ex_subst(c, e, block->body[i]->var, block->body[i]->a);
+	return e;
+}
+
 bool
 ex_uses_var(const Expr *e, int var)
 {

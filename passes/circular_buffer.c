@@ -147,17 +147,6 @@ stage_counter(Comp *c, const Kernel *k, Stmt *loop)
 	return ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, lin, loop->hi), ex_var(c, loop->var));
 }
 
-/* Replaces, in E, every variable set by a let in LOOP's body with its value. */
-static Expr *
-inline_lets(Comp *c, const Stmt *loop, Expr *e)
-{
-	int i;
-
-	for (i = loop->nbody - 1; i >= 0; i--)
-		if (loop->body[i]->kind == ST_LET)
-			e = ex_subst(c, e, loop->body[i]->var, loop->body[i]->a);
-	return e;
-}
 
 typedef struct Rewrite {
 	Comp *c;
@@ -208,7 +197,7 @@ bulk_tx(Rewrite *r, const Stmt *s, int from)
 		    !r->bufs[s->body[i]->buf])
 			continue;
 		ld = *s->body[i];
-		ld.b = inline_lets(r->c, r->loop, ld.b);
+		ld.b = ex_inline_lets(r->c, r->loop, ld.b);
 		n = kir_bulk_bytes(r->c, r->k, &ld);
 		sum = sum ? ex_bin(r->c, EX_ADD, sum, n) : n;
 	}
@@ -255,9 +244,9 @@ retarget(Rewrite *r, Stmt *s, Expr *lin, bool tx_done)
 		s->slot = slot_of(r, lin);
 		s->bar = r->full;
 		s->barslot = s->slot;
-		s->a = inline_lets(r->c, r->loop, s->a);
-		s->b = inline_lets(r->c, r->loop, s->b);
-		s->z = inline_lets(r->c, r->loop, s->z);
+		s->a = ex_inline_lets(r->c, r->loop, s->a);
+		s->b = ex_inline_lets(r->c, r->loop, s->b);
+		s->z = ex_inline_lets(r->c, r->loop, s->z);
 		r->k->buf[s->buf].full_bar = r->full;
 		return;
 	}

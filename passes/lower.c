@@ -160,18 +160,6 @@ lower_tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **col0)
 	return loop;
 }
 
-/* E with the lets of BLOCK's body expanded (later lets use only earlier ones: expanded last first). */
-static Expr *
-expand_lets(Comp *c, const Stmt *block, Expr *e)
-{
-	int i;
-
-	for (i = block->nbody - 1; i >= 0; i--)
-		if (block->body[i]->kind == ST_LET)
-			e = ex_subst(c, e, block->body[i]->var, block->body[i]->a);
-	return e;
-}
-
 /*
  * signal: per_tile (lower_signal in passes.h).  Each output tile's flag (flags row-major over [batch,
  * row tiles, col tiles]) is set to the epoch once its stores have landed.
@@ -211,7 +199,7 @@ lower_signal(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr *bt, E
 		st_append(c, loop, prev);
 		return;
 	}
-	flag = expand_lets(c, loop, flag);
+	flag = ex_inline_lets(c, loop, flag);
 	first = k->pingpong ? ex_leaf(c, EX_WG) : ex_int(c, 0);
 	step = ex_int(c, k->pingpong ? 2 : 1);
 

@@ -9,8 +9,10 @@
 # missing, failing or listing none) it prints "skipped: no GPU" and exits 0.
 # GPU_TIMEOUT (seconds, default 300) bounds each run; SWEEP names another
 # sweep file (default: tests/gpu/sweep.txt).  With torch importable it also runs
-# ragged_row.py (single rows through the python binding) and
-# tests/python/test_torch.py --gpu (the torch custom op), one count per test.
+# ragged_row.py (single rows through the python binding),
+# tests/python/test_torch.py --gpu (the torch custom op), one count per test,
+# and with triton signal_consumer.py (the per-tile signal under a consumer
+# kernel on another stream).
 set -u
 b=${1:?usage: run.sh BUILD}
 here=${0%/*}
@@ -90,29 +92,27 @@ torch_tests() {
 	fi
 }
 
-# one row of a width that is not a multiple of 8, through the python binding,
-# and the torch custom op
-if python3 -c 'import torch' 2>/dev/null; then
-	t0=$SECONDS
-	if python3 "$here/ragged_row.py" "$b" >"$out" 2>&1; then
+# py_check SCRIPT: one python test of this folder, given the build; one count
+py_check() {
+	local t0=$SECONDS to=''
+	command -v timeout >/dev/null && to="timeout $limit"
+	if $to python3 "$here/$1" "$b" >"$out" 2>&1; then
 		pass=$((pass + 1))
-		echo "ok   $((SECONDS - t0))s $here/ragged_row.py"
+		echo "ok   $((SECONDS - t0))s $here/$1"
 	else
 		fail=$((fail + 1))
-		echo "FAIL gpu: $here/ragged_row.py"
-		tail -n 5 "$out" | sed 's/^/    /'
+		echo "FAIL gpu: $here/$1"
+		tail -n 8 "$out" | sed 's/^/    /'
 	fi
+}
+
+# one row of a width that is not a multiple of 8, through the python binding,
+# the torch custom op, and the per-tile signal under a consumer kernel (triton)
+if python3 -c 'import torch' 2>/dev/null; then
+	py_check ragged_row.py
 	torch_tests
-	if python3 -c 'import triton' 2>/dev/null; then   # the per-tile signal under a consumer kernel
-		t0=$SECONDS
-		if timeout "$limit" python3 "$here/signal_consumer.py" "$b" >"$out" 2>&1; then
-			pass=$((pass + 1))
-			echo "ok   $((SECONDS - t0))s $here/signal_consumer.py"
-		else
-			fail=$((fail + 1))
-			echo "FAIL gpu: $here/signal_consumer.py"
-			tail -n 8 "$out" | sed 's/^/    /'
-		fi
+	if python3 -c 'import triton' 2>/dev/null; then
+		py_check signal_consumer.py
 	else
 		skip=$((skip + 1))
 		echo "skipped gpu: $here/signal_consumer.py: no triton"
