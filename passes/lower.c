@@ -161,9 +161,9 @@ lower_tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **col0)
 }
 
 /*
- * signal: per_tile (lower_signal in passes.h).  Each output tile's flag (flags row-major over [batch,
- * row tiles, col tiles]) is set to the epoch once its stores have landed.
- * The tile loop signals the tile before, after this tile's stores are
+ * signal: per_tile.  Each output tile's flag (the flags row-major over
+ * [batch, row tiles, col tiles]) is set to the epoch once its stores have
+ * landed.  The tile loop signals the tile before, after this tile's stores are
  * issued, so those stay in flight while the thread that committed the
  * earlier ones waits for them (sync places the wait); after the loop the
  * last tile is signalled.  With ping-pong a warpgroup's tiles are every
@@ -241,10 +241,9 @@ lower_signal(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr *bt, E
  * A hint this family's lowering cannot honour is an error at the hint
  * (SPEC.md), never dropped in silence: clusters are not built yet for any
  * family, nor completion signals for row reductions (exit status "not
- * implemented"); `consumers`
- * splits a matmul tile, and a row-reduction kernel's tile (a row) and its
- * stores (from registers) are the compiler's, so those hints are errors in
- * the spec.
+ * implemented"); `consumers` splits a matmul tile, and a row-reduction
+ * kernel's tile (a row) and its stores (from registers) are the
+ * compiler's, so those hints are errors in the spec.
  */
 int
 lower_refuse_hints(Comp *c, const Fusion *f, const char *family, bool rows)

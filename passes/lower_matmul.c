@@ -212,11 +212,10 @@ the_matmuls(Comp *c, const Fusion *f, Group *g)
 			               "yet", f->tensor[first->out].name, f->tensor[o->out].name);
 		for (j = 0; j < ng && f->op[g[j].mm[0]].in[0].tensor != o->in[0].tensor; j++)
 			;
-		if (j < ng) {
+		if (j < ng)
 			g[j].mm[g[j].n++] = i;
-		} else {
+		else
 			g[ng++] = (Group){.mm = {i}, .n = 1};
-		}
 	}
 	if (!n)
 		return diag_internal(c, "lower", "a matmul fusion without a matmul");
@@ -316,7 +315,7 @@ typedef struct Tile {
 	Expr *row0, *col0, *bt, *ktiles;
 	int bm, bn, bk;
 	bool akm, bkm;                /* is the operand K-major (K its contiguous dim)? */
-	int abuf, bbuf[MAXMM];        /* A's stage, and B's: a group's side by side in bbuf[0] */
+	int abuf, bbuf;               /* A's stage, and B's: a group's side by side */
 } Tile;
 
 /*
@@ -346,7 +345,7 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 	load_operand(c, k, issue, t->abuf, 0, pa, t->akm, t->bm, t->bk, t->row0, kk, a->rank > 2 ? t->bt : NULL, op->pos);
 	/* the group's B side by side in one copy: one mma of N = n x BN computes them all */
 	for (m = 0; m < g->n; m++)
-		load_operand(c, k, issue, t->bbuf[0], m * t->bn * t->bk, pb[m], t->bkm, t->bn, t->bk, t->col0, kk,
+		load_operand(c, k, issue, t->bbuf, m * t->bn * t->bk, pb[m], t->bkm, t->bn, t->bk, t->col0, kk,
 		             b->rank > 2 ? t->bt : NULL, f->op[g->mm[m]].pos);
 	{
 		Stmt *mma = st_new(c, ST_MMA);
@@ -355,7 +354,7 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 		*mma->mma = (MmaShape){t->bm, g->n * t->bn, t->bk, t->akm, t->bkm};
 		VEC_PUSH(c->arena, mma->reads, mma->nreads, mma->capreads)->buf = t->abuf;
 		mma->reads[0].slot = ex_int(c, 0);
-		VEC_PUSH(c->arena, mma->reads, mma->nreads, mma->capreads)->buf = t->bbuf[0];
+		VEC_PUSH(c->arena, mma->reads, mma->nreads, mma->capreads)->buf = t->bbuf;
 		mma->reads[1].slot = ex_int(c, 0);
 		VEC_PUSH(c->arena, mma->writes, mma->nwrites, mma->capwrites)->acc = g->acc[0];
 		mma->cond = ex_bin(c, EX_EQ, kk, ex_int(c, 0));
@@ -564,11 +563,11 @@ lower_matmul(Comp *c, Fusion *f)
 	k->buf[t.abuf].param = pa[0];
 	k->buf[t.abuf].tensor = op->in[0].tensor;
 	k->buf[t.abuf].swizzle = 128;
-	t.bbuf[0] = kernel_add_buf(c, k, arena_printf(c->arena, "tile_%s", b->name), BUF_TILE, b->dtype,
+	t.bbuf = kernel_add_buf(c, k, arena_printf(c->arena, "tile_%s", b->name), BUF_TILE, b->dtype,
 	                           g[0].n * t.bn, t.bk);
-	k->buf[t.bbuf[0]].param = pb[0][0];
-	k->buf[t.bbuf[0]].tensor = op->in[1].tensor;
-	k->buf[t.bbuf[0]].swizzle = 128;
+	k->buf[t.bbuf].param = pb[0][0];
+	k->buf[t.bbuf].tensor = op->in[1].tensor;
+	k->buf[t.bbuf].swizzle = 128;
 	/*
 	 * A group's accumulator is one tile of n x BN columns, its matmuls'
 	 * side by side (quack's layout for SwiGLU's gate and up): the first

@@ -19,7 +19,9 @@
  *     the store; a copy rewritten while a store may still read it: the
  *     issuing thread waits with bulk.wait_group.read N, then a barrier;
  *     the global data the stores write is waited for (bulk.wait_group 0,
- *     no .read) where the kernel or role ends;
+ *     no .read) where the kernel or role ends, and before a signal
+ *     publishes it (ST_SIGNAL: bulk.wait_group N, no .read, N the groups
+ *     of the tile after it, which stay in flight; signal_wait);
  *   - a barrier the kernel already has between the two accesses serves: the
  *     fence or the issuer's wait goes right before it (with N counted there),
  *     even in the loop iteration before the conflicting access;
@@ -570,16 +572,9 @@ conflict(Sync *y, Frame *fr, State *st, Stmt *block, int *j, Stmt *top, const Ac
 static void walk_loop(Sync *y, Frame *fr, State *st, Stmt *block, int *j, const Cb *cb);
 
 /*
- * Signal S (at BLOCK->body[*J], inside the frame's top-level statement
- * TOP) publishes stored tiles: their stores must have landed in global
- * memory, so the thread that committed them waits without .read (whose
- * completion makes the writes visible, PTX ISA 9.7.9.25), right before the
- * signal.  The tile before (S->flag) is every group but those this loop
- * iteration committed, which stay in flight: N is their count.  Else
- * every group: N = 0.  Nothing to wait for, no wait.  This iteration's
- * effects are those issued in the frame's block (at set, dist 0); those
- * carried from earlier iterations, or from before the loop (a pipelined
- * epilogue loop after its main loop), are older.
+ * Was P issued in this iteration of the frame's loop (in its block: at set,
+ * dist 0)?  Effects carried from earlier iterations, or from before the
+ * loop (a pipelined epilogue loop after its main loop), are older.
  */
 static bool
 this_iteration(const Pend *p)
@@ -587,6 +582,15 @@ this_iteration(const Pend *p)
 	return p->at && p->dist == 0;
 }
 
+/*
+ * Signal S (at BLOCK->body[*J], inside the frame's top-level statement
+ * TOP) publishes stored tiles: their stores must have landed in global
+ * memory, so the thread that committed them waits without .read (whose
+ * completion makes the writes visible, PTX ISA 9.7.9.25), right before the
+ * signal.  The tile before (S->flag) is every group but those this loop
+ * iteration committed, which stay in flight: N is their count.  Else
+ * every group: N = 0.  Nothing to wait for, no wait.
+ */
 static void
 signal_wait(Sync *y, Frame *fr, State *st, Stmt *block, int *j, Stmt *top, const Stmt *s)
 {
