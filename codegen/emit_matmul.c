@@ -331,9 +331,7 @@ compute(Emit *e, const Stmt *s)
 	emit_line(e, "    const int r = wr + 8 * ((jj >> 1) & 1), c = 8 * (jj >> 2) + wc;");
 	for (i = 0; i < s->nwrites; i++) {
 		const KBuf *b = &k->buf[s->writes[i].buf];
-		const char *o = emit_tname(e, PFX_RESULT, b->tensor);
-
-		const char *at = arena_printf(e->c->arena, "r * %d + c", b->cols);
+		const char *o = emit_tname(e, PFX_RESULT, b->tensor), *at = arena_printf(e->c->arena, "r * %d + c", b->cols);
 
 		if (b->swizzle)   /* as the TMA store reads it */
 			at = arena_printf(e->c->arena, "wsf_swizzle<%d, %d>(%s)", b->swizzle, dtype_info[b->dtype].bytes, at);
