@@ -354,10 +354,12 @@ wsf_set_option(WsfContext *ctx, const char *name, const char *value)
 		return WSF_OK;
 	}
 	if (strcmp(name, "store-delay") == 0) {
-		char *end;
-		long v = value ? strtol(value, &end, 10) : -1;
+		long v = 0;
+		const char *d = value;
 
-		if (!value || !*value || *end || v < 0 || v > 1000000)
+		for (; d && *d >= '0' && *d <= '9' && v <= 1000000; d++)   /* digits only: no sign, no space */
+			v = v * 10 + (*d - '0');
+		if (!value || !*value || *d || v > 1000000)
 			return ctx_error(ctx, WSF_ERR_USAGE, "error: option 'store-delay' takes nanoseconds, 0 to 1000000");
 		ctx->store_delay = (int)v;
 		return WSF_OK;

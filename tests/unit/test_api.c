@@ -356,6 +356,14 @@ refusals(void **state)
 	assert_int_equal(wsf_set_size(NULL, "M", 4), WSF_ERR_USAGE);
 	assert_int_equal(wsf_set_option(ctx, "no-such-option", "1"), WSF_ERR_USAGE);
 	assert_int_equal(wsf_set_option(ctx, "stop-after", "sass"), WSF_ERR_USAGE);
+	assert_int_equal(wsf_set_option(ctx, "store-delay", "+5"), WSF_ERR_USAGE);
+	assert_int_equal(wsf_set_option(ctx, "store-delay", " 5"), WSF_ERR_USAGE);
+	assert_int_equal(wsf_set_option(ctx, "store-delay", "1000001"), WSF_ERR_USAGE);
+	assert_int_equal(wsf_set_option(ctx, "store-delay", "99999999999999999999"), WSF_ERR_USAGE);
+	assert_int_equal(wsf_set_option(ctx, "store-delay", ""), WSF_ERR_USAGE);
+	assert_int_equal(wsf_set_option(ctx, "store-delay", NULL), WSF_ERR_USAGE);
+	assert_int_equal(wsf_set_option(ctx, "store-delay", "20000"), WSF_OK);
+	assert_int_equal(wsf_set_option(ctx, "store-delay", "0"), WSF_OK);
 	assert_int_equal(wsf_set_option(ctx, "dump-after", "expand,nope"), WSF_ERR_USAGE);
 	assert_int_equal(wsf_set_option(ctx, "dump-after", "expand,sync"), WSF_OK);
 	assert_int_equal(wsf_compile_file(ctx, "/nonexistent/spec.yaml", &k), WSF_ERR_IO);
