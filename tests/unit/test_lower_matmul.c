@@ -533,6 +533,16 @@ independent_matmuls(void **state)
 	assert_int_equal(count(cu, "wsf_mma_wait<0>();"), 2);
 	assert_int_equal(count(cu, "float acc_p[128];"), 1);
 	assert_int_equal(count(cu, "float (&acc_q)[128] = acc_p;"), 1);
+	assert_int_equal(count(cu, "[128][64] bf16: holds x's, then y's"), 1);   /* the shared stages say whose */
+	assert_int_equal(count(cu, "[256][64] bf16: holds w's, then v's"), 1);
+	{
+		Buf b;
+
+		buf_init(&b, t->c.arena);
+		kernel_print(&b, k);
+		assert_non_null(strstr(buf_str(&b), "smem tile_x: bf16[128, 64] x3 swizzle=128B loaded from x, y\n"));
+		assert_non_null(strstr(buf_str(&b), "acc acc_q: f32[128, 256] in acc_p's registers\n"));
+	}
 	assert_int_equal(count(cu, "const float v_pb = "), 1);   /* each epilogue its own ops */
 	assert_int_equal(count(cu, "const float v_s = "), 1);
 	w0 = strstr(cu, "wsf_mma_wait<0>();");
