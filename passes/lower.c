@@ -136,10 +136,13 @@ lower_tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **col0)
 	 * One CTA per tile: the launch makes the grid the tile count, so each
 	 * CTA has exactly one, a constant the compiler folds the loop away for.
 	 * The 64-bit division it replaces was a software routine in every
-	 * thread (H200: f32 silu*y with TMA stores 0.7943 -> 0.7327 ms).
+	 * thread (H200: f32 silu*y with TMA stores 0.7943 -> 0.7327 ms).  A
+	 * matmul keeps the count (1 at run time, one division a CTA): with its
+	 * tile loop folded away ptxas serialized the wgmmas of a K-major B at
+	 * 128 x 256 (C7514, tests/gpu/specs/gemm_one_cta_k.yaml).
 	 */
 	k->niter_var = lower_let(c, k, whole_rows ? "my_rows" : "my_tiles",
-	                         !k->persistent ? ex_int(c, 1) :
+	                         !k->persistent && k->family != FAM_MATMUL ? ex_int(c, 1) :
 	                         ex_bin(c, EX_CEILDIV, ex_bin(c, EX_SUB, ex_var(c, k->ntile_var), ex_leaf(c, EX_CTA)),
 	                                ex_leaf(c, EX_NCTA)), k->body)->var;
 	loop = st_loop(c, kernel_add_var(c, k, "i"), ex_int(c, 0), ex_var(c, k->niter_var), LOOP_TILE);

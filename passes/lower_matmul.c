@@ -587,18 +587,6 @@ lower_matmul(Comp *c, Fusion *f)
 
 	/* the persistent tile loop */
 	t.loop = lower_tile_loop(c, k, false, &t.row0, &t.col0);
-	if (!k->persistent) {
-		/*
-		 * One CTA a tile: lower_tile_loop makes my_tiles the constant 1, and
-		 * with the tile loop folded away ptxas serializes the wgmmas of some
-		 * tiles (C7514, a K-major B at 128 x 256).  The count it computes at
-		 * run time is 1 as well, and costs one division a CTA.
-		 */
-		for (m = 0; m < k->body->nbody; m++)
-			if (k->body->body[m]->kind == ST_LET && k->body->body[m]->var == k->niter_var)
-				k->body->body[m]->a = ex_bin(c, EX_CEILDIV, ex_bin(c, EX_SUB, ex_var(c, k->ntile_var),
-				                                                   ex_leaf(c, EX_CTA)), ex_leaf(c, EX_NCTA));
-	}
 	if (k->batched) {
 		/* tiles run over the batches: tiles = batch_tiles x batch, and bt is a tile's batch */
 		Stmt *tiles = NULL;
