@@ -319,9 +319,9 @@ typedef struct Tile {
 } Tile;
 
 /*
- * Group G's part of the tile loop: its k loop (loads of A and each B from
- * params PA and PB, one mma a member) and its epilogue, which writes the
- * outputs OUT_GROUP gives it.  N: the groups.
+ * Group G's part of the tile loop: its k loop (loads of A and of each B,
+ * side by side, from params PA and PB; one mma for them all) and its
+ * epilogue, which writes the outputs OUT_GROUP gives it.  N: the groups.
  */
 static void
 group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *pb, const int *out_group)
@@ -380,21 +380,21 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 	store = st_if(c, ex_leaf(c, EX_ELECT));
 	store->comment = "one thread stores the subtile";
 	for (j = 1; j < k->nparam; j++) {
-		int sb;
+		int sb, row_bytes;
 
-		if (k->param[j].kind == PK_TMAP && k->param[j].arg >= f->ninput && out_group[k->param[j].arg - f->ninput] == gi) {
-			sb = lower_stage_output(c, k, j, k->pingpong ? 2 * t->bm : t->bm, EPI_COLS, 2, ex_var(c, eloop->var),
-			                        t->row0, ecol, compute, store);
-
-			/*
-			 * Swizzled as TMA reads it (the map's swizzle follows its inner
-			 * box: 64 bytes of 2-byte elements, 128 of f32): the 8 rows a
-			 * warp writes at once land in 8 different 16-byte chunks, where
-			 * row-major they shared 2 (4-way bank conflicts; 8-way for f32).
-			 */
-			if (EPI_COLS * dtype_info[k->buf[sb].dtype].bytes >= 64)
-				k->buf[sb].swizzle = EPI_COLS * dtype_info[k->buf[sb].dtype].bytes;
-		}
+		if (k->param[j].kind != PK_TMAP || k->param[j].arg < f->ninput || out_group[k->param[j].arg - f->ninput] != gi)
+			continue;
+		sb = lower_stage_output(c, k, j, k->pingpong ? 2 * t->bm : t->bm, EPI_COLS, 2, ex_var(c, eloop->var), t->row0,
+		                        ecol, compute, store);
+		/*
+		 * Swizzled as TMA reads it (the map's swizzle follows its inner box:
+		 * 64 bytes of 2-byte elements, 128 of f32): the 8 rows a warp writes
+		 * at once land in 8 different 16-byte chunks, where row-major they
+		 * shared 2 (4-way bank conflicts; 8-way for f32).
+		 */
+		row_bytes = EPI_COLS * dtype_info[k->buf[sb].dtype].bytes;
+		if (row_bytes >= 64)
+			k->buf[sb].swizzle = row_bytes;
 	}
 	for (j = 0; j < store->nbody; j++) {
 		Stmt *st = store->body[j];

@@ -212,9 +212,11 @@ choose_view(Comp *cp, const Kernel *k, const Fusion *f, const int64_t *val, int6
 }
 
 /*
- * Is param I loaded into a swizzled buffer (a matmul operand)?  Its map is
- * then of its own 2-D view, [all but its last dim, its last dim], not the
- * domain's, and keeps the swizzle its inner box gives (rt_tmap_params).
+ * Does param I move through a swizzled buffer (a matmul operand, loaded by
+ * any of the mainloops that share the buffer; a matmul output's staging
+ * subtiles)?  Its map is then of its own 2-D view, [all but its last dim,
+ * its last dim], not the domain's, and keeps the swizzle its inner box
+ * gives (rt_tmap_params), which is the buffer's.
  */
 static bool
 swizzled(const Kernel *k, int i)
