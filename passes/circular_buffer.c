@@ -11,8 +11,9 @@
  * retarget; a loop of chunks fills pieces of one copy) and is
  * preceded, in the same issuing block, by one arrive_expect_tx of the
  * stage's bytes (several inner loops that load, one after the other, take
- * the counter in turn: lin * (n1 + n2) + n1 + i in the second); the barriers are initialised once before any loop, fenced, and
- * followed by a CTA barrier; the buffered loop carries CbInfo.
+ * the counter in turn: lin * (n1 + n2) + n1 + i in the second); the
+ * barriers are initialised once before any loop, fenced, and followed by
+ * a CTA barrier; the buffered loop carries CbInfo.
  *   plain:              prologue  for i in [0, min(P, n)): load(i)
  *                       main      for i in [0, n - P):     load(i + P); body(i)
  *                       epilogue  for i in [max(n - P, 0), n): body(i)
@@ -232,7 +233,9 @@ bulk_in(const Kernel *k, const Stmt *s)
 static void
 retarget(Rewrite *r, Stmt *s, Expr *lin, bool tx_done)
 {
-	Expr *trips = NULL, *before = NULL;   /* several inner loops that load: their trips, and those run so far */
+	Expr *trips = NULL, *before = NULL;   /* inner loops that load: their trips, and those run so far */
+	Expr *one = NULL;                     /* the first's trips: when all have them, lin * (n x trips) */
+	bool same = true;
 	int i, nloops = 0;
 
 	for (i = 0; i < s->nreads; i++)
@@ -255,9 +258,6 @@ retarget(Rewrite *r, Stmt *s, Expr *lin, bool tx_done)
 	 * independent matmuls): the counter runs through each in turn, lin *
 	 * (n1 + n2 + ...) + (the trips of those before) + the loop's index.
 	 */
-	Expr *one = NULL;   /* the first's trips: when all have them, lin * (n x trips) */
-	bool same = true;
-
 	for (i = 0; i < s->nbody; i++) {
 		Stmt *x = s->body[i];
 
@@ -296,15 +296,11 @@ retarget(Rewrite *r, Stmt *s, Expr *lin, bool tx_done)
 				                       "an inner loop that issues loads must run over [0, n)");
 				return;
 			}
-			if (nloops == 1) {
-				x->lin = ex_bin(r->c, EX_ADD, ex_bin(r->c, EX_MUL, lin, x->hi), ex_var(r->c, x->var));
-			} else {
-				Expr *first = ex_bin(r->c, EX_MUL, lin, trips);
-
-				x->lin = ex_bin(r->c, EX_ADD, before ? ex_bin(r->c, EX_ADD, first, before) : first,
-				                ex_var(r->c, x->var));
-				before = before ? ex_bin(r->c, EX_ADD, before, x->hi) : x->hi;
-			}
+			x->lin = ex_bin(r->c, EX_MUL, lin, trips);   /* one such loop: lin * n + i */
+			if (before)
+				x->lin = ex_bin(r->c, EX_ADD, x->lin, before);
+			x->lin = ex_bin(r->c, EX_ADD, x->lin, ex_var(r->c, x->var));
+			before = before ? ex_bin(r->c, EX_ADD, before, x->hi) : x->hi;
 			retarget(r, x, x->lin, false);
 			continue;
 		}
