@@ -301,6 +301,36 @@ __device__ __forceinline__ void wsf_load8_global(float v[8], const float *p)
 	wsf_unpack8_f32(v, wsf_ldg16(p), wsf_ldg16(p + 4));
 }
 
+// Global memory through L2 alone (ld.global.cg), for what this kernel's own
+// TMA stores wrote: the signal consumer reading a stored tile back.  Not L1,
+// whose line may hold another tile's columns from before they were stored;
+// volatile, so no load moves above the barrier wait that publishes the tile.
+__device__ __forceinline__ uint4 wsf_ldcg16(const void *p)
+{
+	uint4 u;
+	asm volatile("ld.global.cg.v4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w)
+	             : "l"(p));
+	return u;
+}
+__device__ __forceinline__ float wsf_load1_cg(const float *p)
+{
+	float v;
+	asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
+	return v;
+}
+__device__ __forceinline__ float wsf_load1_cg(const wsf_bf16 *p)
+{
+	unsigned short v;
+	asm volatile("ld.global.cg.u16 %0, [%1];" : "=h"(v) : "l"(p));
+	return wsf_bf16_to_f32(v);
+}
+__device__ __forceinline__ float wsf_load1_cg_f16(const wsf_f16 *p)
+{
+	unsigned short v;
+	asm volatile("ld.global.cg.u16 %0, [%1];" : "=h"(v) : "l"(p));
+	return wsf_f16_to_f32(v);
+}
+
 __device__ __forceinline__ long long wsf_ceildiv(long long a, long long b) { return (a + b - 1) / b; }
 // Tile arithmetic: operands are non-negative and below 2^32 (the host checks
 // the tile count), so a 32-bit division does instead of a 64-bit one, which

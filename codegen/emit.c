@@ -176,6 +176,7 @@ static const char *const prefixes[PFX_COUNT] = {
 	[PFX_HERE] = "here_",    /* a matmul epilogue input's values in this subtile (or tile), a thread's */
 	[PFX_AHEAD] = "ahead_",  /* ... and in the next subtile, loaded one subtile ahead */
 	[PFX_RESULT] = "res_",   /* a matmul epilogue output's values in a subtile, a thread's, stored in pairs */
+	[PFX_MEM] = "mem_",      /* a stored output as the signal consumer reads it back from global memory */
 	[PFX_TILE] = "tile_",    /* a tile of an input (pointwise) */
 	[PFX_CHUNK] = "chunk_",  /* a chunk of an input row (a row streamed in chunks) */
 	[PFX_ROWBUF] = "row_",   /* an input row (a row reduction) */
@@ -475,6 +476,8 @@ emit_param_name(Emit *e, const KParam *p)
 {
 	if (p->kind == PK_SIZE)
 		return e->k->var[p->var].name;
+	if (p->readback)
+		return emit_tname(e, PFX_MEM, p->tensor);
 	return emit_tname(e, p->arg < e->f->ninput ? PFX_IN : PFX_OUT, p->tensor);
 }
 
@@ -573,9 +576,11 @@ emit_stmt(Emit *e, const Stmt *s)
 
 			if (r->kind == ROLE_PRODUCER)
 				snprintf(what, sizeof what, "producer warp%s: TMA issue only", r->threads > 32 ? "s" : "");
+			else if (r->kind == ROLE_GROUP)
+				snprintf(what, sizeof what, "the producer warpgroup: its warps' roles below");
 			else
 				snprintf(what, sizeof what, "%d %s threads", r->threads,
-				         r->kind == ROLE_SIGNAL ? "signal" : "consumer");
+				         r->kind == ROLE_SIGNAL ? "signal consumer" : "consumer");
 			if (i == s->nbody - 1 && i > 0)
 				emit_line(e, "} else {   // %s", what);
 			else
@@ -611,7 +616,7 @@ emit_stmt(Emit *e, const Stmt *s)
 			          emit_pos(e, s->pos));
 			break;
 		}
-		if (k->signal && e->c->store_delay)   /* testing the signal's consumers: a store late now and then */
+		if ((k->signal || k->tile_consumer) && e->c->store_delay)   /* testing the signal's consumers: a store late now and then */
 			emit_line(e, "wsf_store_delay(%s * 131071LL + %s, %d);", emit_expr_str(e, s->a), emit_expr_str(e, s->b),
 			          e->c->store_delay);
 		emit_line(e, "wsf_tma_store_%dd(&%s, %s, %s%s%s, %s%s%s);%s", s->z ? 3 : 2, emit_param_name(e, &k->param[s->param]),
@@ -669,8 +674,11 @@ emit_stmt(Emit *e, const Stmt *s)
 		emit_mma(e, s);
 		break;
 	case ST_SIGNAL:
-		emit_line(e, "wsf_signal(%s + %s, (unsigned)epoch);%s", k->param[s->param].name, emit_expr_str(e, s->a),
-		          comment(e, s));
+		if (!s->param)   /* to the consumer role: an arrive (release at CTA scope) */
+			emit_line(e, "wsf_mbar_arrive(%s);%s", bar_at(e, s->bar, s->barslot), comment(e, s));
+		else
+			emit_line(e, "wsf_signal(%s + %s, (unsigned)epoch);%s", k->param[s->param].name,
+			          emit_expr_str(e, s->a), comment(e, s));
 		break;
 	case ST_SYNC:
 		if (s->n == 0)
@@ -714,6 +722,11 @@ emit_params(Emit *e)
 			          p->view == VIEW_ROW ? "row" : "full");
 			break;
 		case PK_PTR:
+			if (p->readback) {   /* not restrict, nor read through the read-only path: TMA stores write it */
+				emit_line(e, "const %s *const %s%s   // output %s, read back by the signal consumer",
+				          emit_type(p->dtype), emit_param_name(e, p), sep, dtype_info[p->dtype].name);
+				break;
+			}
 			emit_line(e, "%s%s *__restrict__ %s%s   // %s %s", p->arg < e->f->ninput ? "const " : "",
 			          emit_type(p->dtype), emit_param_name(e, p), sep,
 			          p->arg < e->f->ninput ? "input" : "output", dtype_info[p->dtype].name);

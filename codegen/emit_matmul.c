@@ -237,6 +237,8 @@ cone(Emit *e, const Stmt *s)
 	return needed;
 }
 
+static void consume(Emit *e, const Stmt *s);
+
 /* The epilogue over one subtile: s->b is its first column, s->pass its index in the tile. */
 static void
 compute(Emit *e, const Stmt *s)
@@ -246,6 +248,10 @@ compute(Emit *e, const Stmt *s)
 	bool *needed = cone(e, s);
 	int i, acc = 0;
 
+	if (e->role && k->role[e->role].kind == ROLE_SIGNAL) {
+		consume(e, s);
+		return;
+	}
 	for (i = 0; i < s->nreads; i++)
 		if (s->reads[i].acc)
 			acc = s->reads[i].acc;
@@ -338,6 +344,152 @@ compute(Emit *e, const Stmt *s)
 		emit_line(e, "    %s(%s + %s, %s[jj], %s[jj + 1]);", b->dtype == DT_F16 ? "wsf_store2_f16" : "wsf_store2",
 		          emit_curname(e, s->writes[i].buf), at, o, o);
 	}
+	emit_line(e, "}");
+	e->depth--;
+	emit_line(e, "}");
+}
+
+/*
+ * The signal consumer's compute (a compute in the ROLE_SIGNAL branch): its
+ * outputs over the stored tile at (s->a, s->b), from the stored outputs
+ * they read, read back from global memory (L2 holds them: just stored).
+ * A thread of the role takes 8 columns of the tile (16 bytes of each
+ * 2-byte tensor) in every THREADS / (BN / 8)-th row, UNROLL rows loaded
+ * before any is computed so the loads are in flight together.  Columns that
+ * reach past the last are taken an element at a time (f32 rows need only be
+ * 16-byte multiples), rows past the last not at all.
+ */
+static void
+consume(Emit *e, const Stmt *s)
+{
+	const Kernel *k = e->k;
+	Fusion *f = e->f;
+	const KRole *r = &k->role[e->role];
+	bool *needed = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *needed);
+	const KParam **mem = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *mem);
+	int per_row = k->tile_cols / VEC, step = r->threads / per_row, words = 0, unroll, i, j;
+	const char *idx = s->z ? arena_printf(e->c->arena, "(%s * rows + row) * cols + col", emit_expr_str(e, s->z))
+	                       : "row * cols + col";
+	Buf what;
+
+	/* the cone of the consumer's outputs, cut at the stored outputs it reads back */
+	for (i = 1; i < k->nparam; i++)
+		if (k->param[i].readback)
+			mem[k->param[i].tensor] = &k->param[i];
+	for (j = 0; j < f->nout; j++)
+		needed[f->out[j].tensor] = f->out[j].consumer;
+	for (i = f->nop - 1; i >= 1; i--)
+		for (j = 0; j < f->op[i].nin && needed[f->op[i].out] && !mem[f->op[i].out]; j++)
+			if (f->op[i].in[j].tensor)
+				needed[f->op[i].in[j].tensor] = true;
+	buf_init(&what, e->c->arena);
+	for (j = 0; j < f->nout; j++)
+		if (f->out[j].consumer)
+			buf_printf(&what, "%s%s", what.len ? ", " : "", f->tensor[f->out[j].tensor].name);
+	buf_puts(&what, " from ");
+	for (i = 1; i < f->ntensor; i++)
+		if (mem[i] && needed[i]) {
+			buf_printf(&what, "%s%s", words ? ", " : "", f->tensor[i].name);
+			words += dtype_info[mem[i]->dtype].bytes / 2;   /* 16-byte words a vector */
+		}
+	for (j = 0; j < f->nout; j++)   /* each output's results are 8 registers more a vector */
+		words += f->out[j].consumer;
+	words += s->z != NULL;   /* and a batched tile's indexing about as many (ptxas: spills otherwise) */
+	unroll = words <= 2 ? 4 : words == 3 ? 2 : 1;   /* a 2-byte copy: 4 vectors in flight in 72 registers */
+
+	emit_line(e, "{   // the signal consumer: %s, the tile (%s, %s) read back", buf_str(&what),
+	          emit_expr_str(e, s->a), emit_expr_str(e, s->b));
+	e->depth++;
+	emit_line(e, "const int t = threadIdx.x - %d;   // of %d: columns 8 (t %% %d) on, every %d-th row from t / %d",
+	          r->first, r->threads, per_row, step, per_row);
+	emit_line(e, "const long long col = %s + 8 * (t %% %d), end = wsf_min(%s + %d, rows);", emit_expr_str(e, s->b),
+	          per_row, emit_expr_str(e, s->a), k->tile_rows);
+	emit_line(e, "const bool whole = col + %d <= cols;", VEC);
+	emit_line(e, "#pragma unroll 1");
+	emit_line(e, "for (long long r = %s + t / %d; r < end && col < cols; r += %d) {   // %d rows in flight",
+	          emit_expr_str(e, s->a), per_row, step * unroll, unroll);
+	e->depth++;
+	for (i = 1; i < f->ntensor; i++)
+		if (mem[i] && needed[i])
+			emit_line(e, "uint4 %s[%d][%d];", emit_tname(e, PFX_RAW, i), unroll, dtype_info[mem[i]->dtype].bytes / 2);
+	emit_line(e, "#pragma unroll");
+	emit_line(e, "for (int u = 0; u < %d; u++) {", unroll);
+	emit_line(e, "    const long long row = r + %d * u;", step);
+	emit_line(e, "    if (whole && row < end) {");
+	for (i = 1; i < f->ntensor; i++)
+		if (mem[i] && needed[i])
+			for (j = 0; j < dtype_info[mem[i]->dtype].bytes / 2; j++)
+				emit_line(e, "        %s[u][%d] = wsf_ldcg16(%s + %s%s);", emit_tname(e, PFX_RAW, i), j,
+				          emit_param_name(e, mem[i]), idx, j ? " + 4" : "");
+	emit_line(e, "    }");
+	emit_line(e, "}");
+	emit_line(e, "#pragma unroll");
+	emit_line(e, "for (int u = 0; u < %d; u++) {", unroll);
+	e->depth++;
+	emit_line(e, "const long long row = r + %d * u;", step);
+	emit_line(e, "if (row >= end)");
+	emit_line(e, "    break;");
+	emit_line(e, "const long long at = %s;", idx);
+	for (i = 1; i < f->ntensor; i++) {
+		const char *here = emit_tname(e, PFX_HERE, i), *raw = emit_tname(e, PFX_RAW, i);
+		Dtype dt;
+
+		if (!mem[i] || !needed[i])
+			continue;
+		dt = mem[i]->dtype;
+		emit_line(e, "float %s[%d];", here, VEC);
+		if (dt == DT_F32)
+			emit_line(e, "if (whole) wsf_unpack8_f32(%s, %s[u][0], %s[u][1]);", here, raw, raw);
+		else
+			emit_line(e, "if (whole) wsf_unpack8%s(%s, %s[u][0]);", emit_suffix(dt), here, raw);
+		emit_line(e, "else");
+		emit_line(e, "    for (int q = 0; q < %d; q++)", VEC);
+		emit_line(e, "        %s[q] = col + q < cols ? wsf_load1_cg%s(%s + at + q) : 0.0f;", here, emit_suffix(dt),
+		          emit_param_name(e, mem[i]));
+	}
+	for (j = 0; j < f->nout; j++)
+		if (f->out[j].consumer)
+			emit_line(e, "float %s[%d];", emit_tname(e, PFX_RESULT, f->out[j].tensor), VEC);
+	emit_line(e, "#pragma unroll");
+	emit_line(e, "for (int q = 0; q < %d; q++) {", VEC);
+	e->depth++;
+	for (i = 1; i < f->ntensor; i++)
+		if (mem[i] && needed[i]) {
+			e->value[i] = emit_tname(e, PFX_VALUE, i);
+			emit_line(e, "const float %s = %s[q];", e->value[i], emit_tname(e, PFX_HERE, i));
+		}
+	for (i = 1; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+
+		if (!needed[o->out] || mem[o->out])
+			continue;
+		e->value[o->out] = emit_tname(e, PFX_VALUE, o->out);
+		emit_line(e, "const float %s = %s;%s", e->value[o->out],
+		          emit_op_text(e, o, o->in[0].tensor ? e->value[o->in[0].tensor] : emit_literal(e, o->in[0].lit),
+		                       o->nin < 2 ? "" : o->in[1].tensor ? e->value[o->in[1].tensor] :
+		                       emit_literal(e, o->in[1].lit)),
+		          emit_pos(e, o->pos));
+	}
+	for (j = 0; j < f->nout; j++)
+		if (f->out[j].consumer)
+			emit_line(e, "%s[q] = %s;", emit_tname(e, PFX_RESULT, f->out[j].tensor), e->value[f->out[j].tensor]);
+	e->depth--;
+	emit_line(e, "}");
+	for (j = 0; j < f->nout; j++) {
+		const KParam *p = emit_param_of(e, f->out[j].tensor, true);
+		const char *res = emit_tname(e, PFX_RESULT, f->out[j].tensor), *sfx = emit_suffix(p->dtype);
+
+		if (!f->out[j].consumer)
+			continue;
+		emit_line(e, "if (whole)%s", emit_pos(e, f->out[j].pos));
+		emit_line(e, "    wsf_store8%s(%s + at, %s);", sfx, emit_param_name(e, p), res);
+		emit_line(e, "else");
+		emit_line(e, "    for (int q = 0; q < %d && col + q < cols; q++)", VEC);
+		emit_line(e, "        wsf_store1%s(%s + at + q, %s[q]);", sfx, emit_param_name(e, p), res);
+	}
+	e->depth--;
+	emit_line(e, "}");
+	e->depth--;
 	emit_line(e, "}");
 	e->depth--;
 	emit_line(e, "}");

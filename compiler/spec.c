@@ -1370,9 +1370,71 @@ read_cluster(Reader *r, Schedule *s, const Node *n)
 	return 0;
 }
 
+/* One name of the signal's consumer outputs: an output of the spec, named once. */
+static int
+read_consumer_output(Reader *r, const Node *n)
+{
+	const char *name = read_name(r, n, "a signal consumer's output");
+	int j, t;
+
+	if (!name)
+		return -1;
+	t = names_get(r, tensor_scope, name);
+	for (j = 0; j < r->f->nout && r->f->out[j].tensor != t; j++)
+		;
+	if (!t || j == r->f->nout) {
+		const char *best = t ? NULL : suggest_tensor(r, name);
+
+		if (best)
+			return diag_error(r->c, n->pos, "signal consumer '%s' names no tensor: did you mean '%s'?", name,
+			                  best);
+		return diag_error(r->c, n->pos, "signal consumer '%s' is not an output: the consumer computes outputs "
+		                  "(name it under 'outputs')", name);
+	}
+	if (r->f->out[j].consumer)
+		return diag_error(r->c, n->pos, "signal consumer '%s' is named twice", name);
+	r->f->out[j].consumer = true;
+	return 0;
+}
+
+/*
+ * signal: { per_tile, consumer: NAME | [NAME, ...] }   (per_tile with no
+ * value, or true): the outputs the kernel's consumer role computes from each
+ * stored tile.
+ */
+static int
+read_signal(Reader *r, const Node *n)
+{
+	static const char *const keys[] = {"per_tile", "consumer"};
+	const Node *v;
+	int i;
+
+	if (check_keys(r, n, "'signal'", keys, countof(keys)) < 0)
+		return -1;
+	if (!(v = map_get(n, "per_tile")))
+		return diag_error(r->c, n->pos, "expected per_tile in 'signal' ({per_tile, consumer: [...]}): the "
+		                  "signal is raised per output tile");
+	if (v->type != SC_NULL && !(v->type == SC_BOOL && (v->text[0] == 't' || v->text[0] == 'T')))
+		return diag_error(r->c, v->pos, "expected per_tile with no value, or per_tile: true, saw %s (to raise "
+		                  "no signal, leave out 'signal')", describe(r, v));
+	if (!(v = map_get(n, "consumer")))
+		return 0;   /* {per_tile}: the same as signal: per_tile */
+	r->f->sched.consumer_pos = v->pos;
+	if (v->kind == N_SCALAR)
+		return read_consumer_output(r, v);
+	if (need_kind(r, v, N_LIST, "an output name or a list of them for 'consumer'") < 0)
+		return -1;
+	if (v->nkid == 0)
+		return diag_error(r->c, v->pos, "'consumer' names no output: name the outputs the consumer computes");
+	for (i = 0; i < v->nkid; i++)
+		if (read_consumer_output(r, v->kid[i]) < 0)
+			return -1;
+	return 0;
+}
+
 /* schedule: { tile: [EXTENT, ...], stages: INT, warp_specialize: BOOL, persistent: BOOL,
- *             cluster: [X, Y], consumers: cooperative | pingpong, signal: per_tile,
- *             store: vector | tma } */
+ *             cluster: [X, Y], consumers: cooperative | pingpong,
+ *             signal: per_tile | {per_tile, consumer: NAME | [NAME, ...]}, store: vector | tma } */
 static int
 read_schedule(Reader *r, const Node *key, const Node *n)
 {
@@ -1421,7 +1483,8 @@ read_schedule(Reader *r, const Node *key, const Node *n)
 			s->consumers = word == 2 ? CONSUMERS_PINGPONG : CONSUMERS_COOPERATIVE;
 			s->consumers_pos = val->pos;
 		} else if (strcmp(k, "signal") == 0) {
-			if (read_word(r, val, "'signal'", signals, countof(signals), &word) < 0)
+			if (val->kind == N_MAP ? read_signal(r, val) < 0
+			                       : read_word(r, val, "'signal'", signals, countof(signals), &word) < 0)
 				return -1;
 			s->signal = SIGNAL_PER_TILE;
 			s->signal_pos = val->pos;

@@ -186,7 +186,7 @@ typedef struct Picture {
 	bool *computes;     /* by role (0: the CTA's threads): it runs a compute */
 } Picture;
 
-static const char *const role_kind[] = {"", "producer", "consumer", "signal"};
+static const char *const role_kind[] = {"", "producer", "consumer", "signal", "warpgroup"};
 
 /* Draws the edge FROM -> TO once, with LABEL and the edge attributes ATTRS (or NULL). */
 static void
@@ -373,7 +373,12 @@ kernel_dot(Buf *b, const Kernel *k)
 			continue;
 		for (j = 0; j < (k->nrole > 1 ? k->nrole : 1); j++)
 			if (p.computes[j]) {
-				if (out)
+				/* the signal's consumer role reads the stored tiles back and writes its own outputs */
+				bool consumer = j && k->role[j].kind == ROLE_SIGNAL;
+
+				if (consumer != (q->readback || (out && f->out[q->arg - f->ninput].consumer)))
+					continue;
+				if (out && !q->readback)
 					edge(&p, node(&p, 'r', j), node(&p, 'p', i), "store", NULL);
 				else
 					edge(&p, node(&p, 'p', i), node(&p, 'r', j), "load", NULL);

@@ -327,6 +327,8 @@ typedef struct Output {
 	int tensor;
 	Dtype dtype;        /* stored type; defaults to the tensor's dtype */
 	Pos pos;
+	bool consumer;      /* signal: {per_tile, consumer: [...]}: computed by the kernel's consumer role from
+	                       the tiles the epilogue stored, each once it is in global memory */
 } Output;
 
 typedef enum Consumers { CONSUMERS_NONE = 0, CONSUMERS_COOPERATIVE, CONSUMERS_PINGPONG } Consumers;
@@ -348,6 +350,7 @@ typedef struct Schedule {
 	Pos pos;
 	Pos stages_pos, tile_pos, ws_pos;
 	Pos cluster_pos, consumers_pos, signal_pos, store_pos;   /* line 0: not given */
+	Pos consumer_pos;      /* signal: {per_tile, consumer: ...}: where the consumer's outputs are named */
 } Schedule;
 
 /* The kernel families; the scheduler picks one per fusion. */
@@ -478,6 +481,8 @@ typedef struct KParam {
 	int rank;         /* PK_TMAP, PK_PTR: the argument's full shape, outermost first (a matmul's */
 	Dim dim[MAX_RANK];/* A [M, K] and B [N, K] or [K, N]); the view above is how the kernel reads it */
 	int box[2];       /* PK_TMAP: box rows, box cols */
+	bool readback;    /* PK_PTR of an output the epilogue stores through a tensor map: the signal's
+	                     consumer role reads the stored tiles through it */
 	int var;          /* PK_SIZE: the variable that holds it */
 	SizeOf size;      /* PK_SIZE: which extent it holds */
 } KParam;
@@ -529,7 +534,9 @@ typedef enum RoleKind {
 	ROLE_NONE,
 	ROLE_PRODUCER,     /* issues the TMA loads of every pipeline */
 	ROLE_CONSUMER,     /* computes: mma, epilogue, stores */
-	ROLE_SIGNAL        /* takes finished tiles (per-tile completion signal) */
+	ROLE_SIGNAL,       /* takes finished tiles (per-tile completion signal): the consumer role */
+	ROLE_GROUP         /* a warpgroup whose warps take the roles inside it (PARENT): it holds their
+	                      setmaxnreg, which a warpgroup runs as one */
 } RoleKind;
 
 typedef struct KRole {
@@ -537,6 +544,7 @@ typedef struct KRole {
 	int first, threads;
 	int regs;
 	int bar_id;
+	int parent;        /* the ROLE_GROUP whose threads these are, or 0 */
 } KRole;
 
 /* An array of COUNT mbarriers, each expecting ARRIVALS arrivals per phase. */
@@ -577,9 +585,11 @@ typedef enum StmtKind {
 	ST_MMA_FENCE,      /* wgmma.fence: register and generic-proxy writes ordered before the next mma */
 	ST_MMA_COMMIT,     /* wgmma.commit_group: the mmas issued since the last commit form a group */
 	ST_MMA_WAIT,       /* wgmma.wait_group n: at most n groups still pending */
-	ST_SIGNAL          /* param (PK_FLAGS)[a] = the epoch, with release semantics at gpu scope: the output
-	                      tile a is in global memory.  flag: it is the tile of the loop iteration before
-	                      (this iteration's stores may still be in flight); else every tile stored so far */
+	ST_SIGNAL          /* the output tile a is in global memory: param (PK_FLAGS)[a] = the epoch, with release
+	                      semantics at gpu scope; or, for the kernel's consumer role (no param), an arrive
+	                      on bar[barslot] (release at CTA scope).  flag: it is the tile of the loop iteration
+	                      before (this iteration's stores may still be in flight); else every tile stored
+	                      so far */
 } StmtKind;
 
 typedef enum LoopKind {
@@ -750,6 +760,9 @@ struct Kernel {
 	                            tiles run over every batch, and operands and outputs have 3-D maps */
 	bool signal;             /* signal: per_tile: each output tile's flag is set once its stores have
 	                            landed (ST_SIGNAL), flags row-major over [batch, row tiles, col tiles] */
+	Stmt *tile_consumer;     /* signal: {per_tile, consumer: ...}: the consumer role's loop over the CTA's
+	                            tiles (each waited for, its outputs computed, released), which lowering
+	                            makes and warp_specialize places in the role; NULL: none */
 	int stages_hint;         /* schedule: stages, 0 if absent */
 	Pos stages_pos;
 	Pos tile_pos;            /* schedule: where the tile hint is (line 0: none) */

@@ -92,7 +92,7 @@ access_print(Buf *b, const Kernel *k, const Access *a, int n)
 	}
 }
 
-static const char *const role_name[] = {"", "producer", "consumer", "signal"};
+static const char *const role_name[] = {"", "producer", "consumer", "signal", "warpgroup"};
 
 static const char *const cb_part[] = {"", "prologue", "main", "epilogue", "producer", "consumer"};
 
@@ -232,6 +232,14 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 		buf_printf(b, "bulk.wait_group%s %lld", s->flag ? ".read" : "", (long long)s->n);
 		break;
 	case ST_SIGNAL:
+		if (!s->param) {   /* to the consumer role */
+			buf_printf(b, "signal.arrive %s[", k->bar[s->bar].name);
+			expr_print(b, k, s->barslot);
+			buf_puts(b, "] tile ");
+			expr_print(b, k, s->a);
+			buf_puts(b, s->flag ? " (the tile before)" : "");
+			break;
+		}
 		buf_printf(b, "signal.release %s[", k->param[s->param].name);
 		expr_print(b, k, s->a);
 		buf_printf(b, "] = epoch%s", s->flag ? " (the tile before)" : "");
@@ -376,7 +384,7 @@ kernel_print(Buf *b, const Kernel *k)
 		case PK_PTR:
 			buf_printf(b, "  param %s: %sptr %s ", p->name, role, dtype_info[p->dtype].name);
 			shape_print_dims(b, k, p);
-			buf_printf(b, " %s\n", view_name[p->view]);
+			buf_printf(b, " %s%s\n", view_name[p->view], p->readback ? ", read back by the signal consumer" : "");
 			break;
 		case PK_SIZE:
 			buf_printf(b, "  param %s: size %s\n", p->name,

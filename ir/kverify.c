@@ -262,9 +262,13 @@ check_stmt(Check *v, const Stmt *s)
 			fail(v, "role branch with a bad role");
 		break;
 	case ST_SIGNAL:
-		if (s->param <= 0 || s->param >= k->nparam || k->param[s->param].kind != PK_FLAGS || !s->a)
-			fail(v, "signal without a flags param or a tile");
+		if (s->param ? s->param >= k->nparam || k->param[s->param].kind != PK_FLAGS || s->bar
+		             : !bar_ok(k, s->bar) || !s->barslot)
+			fail(v, "signal without a flags param or the consumer role's barrier");
+		else if (!s->a)
+			fail(v, "signal without a tile");
 		check_expr(v, s->a);
+		check_expr(v, s->barslot);
 		break;
 	case ST_MMA:
 		if (s->nreads != 2 || s->nwrites != 1 || !s->mma)
@@ -325,7 +329,10 @@ check_roles(Check *v)
 		for (j = 1; j < i && !v->err; j++) {
 			const KRole *o = &k->role[j];
 
-			if (r->first < o->first + o->threads && o->first < r->first + r->threads)
+			if (r->parent == j || o->parent == i) {
+				if (r->first < o->first || r->first + r->threads > o->first + o->threads)
+					fail(v, "role %d is not inside its warpgroup's threads", r->parent == j ? i : j);
+			} else if (r->first < o->first + o->threads && o->first < r->first + r->threads)
 				fail(v, "roles %d and %d share threads", j, i);
 			else if (r->bar_id && r->bar_id == o->bar_id)
 				fail(v, "roles %d and %d share named barrier %d", j, i, r->bar_id);

@@ -116,7 +116,7 @@ print_schedule(Buf *b, const Schedule *s)
 	if (s->consumers)
 		buf_printf(b, " consumers=%s", s->consumers == CONSUMERS_PINGPONG ? "pingpong" : "cooperative");
 	if (s->signal)
-		buf_puts(b, " signal=per_tile");
+		buf_puts(b, s->consumer_pos.line ? " signal=per_tile+consumer" : " signal=per_tile");
 	if (s->store)
 		buf_printf(b, " store=%s", s->store == STORE_TMA ? "tma" : "vector");
 	end_line(b, start, s->pos);
@@ -173,8 +173,8 @@ fusion_print(Buf *b, const Fusion *f)
 		const Output *o = &f->out[i];
 
 		start = b->len;
-		buf_printf(b, "  output %s: %s", f->tensor[o->tensor].name,
-		           o->dtype ? dtype_info[o->dtype].name : "?");
+		buf_printf(b, "  output %s: %s%s", f->tensor[o->tensor].name,
+		           o->dtype ? dtype_info[o->dtype].name : "?", o->consumer ? " by the signal consumer" : "");
 		end_line(b, start, o->pos);
 	}
 	print_schedule(b, &f->sched);

@@ -571,18 +571,13 @@ pass_circular_buffer(Comp *c)
 		}
 	}
 
-	/* barrier init, once, before everything */
+	/* barrier init, once, before everything: the stages' (and lowering's: the signal consumer's) */
 	init = st_if(c, ex_leaf(c, EX_ELECT));
 	init->comment = "one thread initialises the stage barriers";
-	for (q = 0; q < npipe; q++) {
+	for (b = 1; b < k->nbar; b++) {
 		mbinit = st_new(c, ST_MBAR_INIT);
-		mbinit->bar = pipe[q].cb->full_bar;
+		mbinit->bar = b;
 		st_append(c, init, mbinit);
-		if (pipe[q].cb->empty_bar) {
-			mbinit = st_new(c, ST_MBAR_INIT);
-			mbinit->bar = pipe[q].cb->empty_bar;
-			st_append(c, init, mbinit);
-		}
 	}
 	fence = st_new(c, ST_FENCE_MBAR_INIT);
 	st_append(c, init, fence);

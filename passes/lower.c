@@ -173,36 +173,122 @@ lower_tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **col0)
  * other one, from its own: the tile before is two iterations back.  One
  * CTA a tile (persistent: false) has no tile after its own to overlap:
  * it signals its tile at the end of it.
+ *
+ * With a consumer (signal: {per_tile, consumer: [...]}) the signal goes to
+ * the kernel's consumer role instead of flags: the CTA's tile j (its loop
+ * iteration) arrives on landed[j % SIGNAL_SLOTS] once the consumer has taken
+ * tile j - SIGNAL_SLOTS (a wait on taken[]), and the consumer role's loop
+ * (Kernel.tile_consumer, which warp_specialize places) walks the same tiles:
+ * it waits on landed[], computes its outputs from the stored tile, and
+ * arrives on taken[].  The slots let the consumer lag SIGNAL_SLOTS tiles
+ * behind; an even count gives each ping-pong warpgroup slots of its own.
  */
+enum { SIGNAL_SLOTS = 4 };
+
+/*
+ * Appends to IN what publishes tile J: the signal to flag word FLAG of
+ * param P, or (P 0) to the consumer role, on barriers LANDED and TAKEN.
+ */
+static void
+publish(Comp *c, Stmt *in, int p, Expr *flag, int landed, int taken, Expr *j, bool before, const char *comment)
+{
+	Stmt *s = st_new(c, ST_SIGNAL);
+
+	s->flag = before;
+	s->comment = comment;
+	if (p) {
+		s->param = p;
+		s->a = flag;
+	} else {
+		Stmt *w = st_new(c, ST_MBAR_WAIT);
+		Expr *slot = ex_bin(c, EX_MOD, j, ex_int(c, SIGNAL_SLOTS));
+
+		w->bar = taken;
+		w->barslot = slot;
+		w->a = ex_bin(c, EX_XOR, ex_bin(c, EX_AND, ex_bin(c, EX_DIV, j, ex_int(c, SIGNAL_SLOTS)), ex_int(c, 1)),
+		              ex_int(c, 1));
+		w->comment = "the consumer role has taken the tile that used this slot before";
+		st_append(c, in, w);
+		s->bar = landed;
+		s->barslot = slot;
+		s->a = j;
+	}
+	st_append(c, in, s);
+}
+
+/*
+ * The consumer role's loop, of THREADS threads: the tiles of the CTA's tile
+ * LOOP, each waited for on landed[], its outputs computed (a compute at the
+ * tile's ROW0, COL0 and batch BT), and released on taken[]: the barriers
+ * *LANDED and *TAKEN.
+ */
+static void
+tile_consumer_loop(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr *bt, int threads, int *landed,
+                   int *taken)
+{
+	Stmt *cl = st_loop(c, kernel_add_var(c, k, "j"), ex_int(c, 0), loop->hi, LOOP_SERIAL);
+	Expr *j = ex_var(c, cl->var), *slot = ex_bin(c, EX_MOD, j, ex_int(c, SIGNAL_SLOTS));
+	Stmt *w = st_new(c, ST_MBAR_WAIT), *x = st_new(c, ST_COMPUTE), *a = st_new(c, ST_MBAR_ARRIVE);
+	int i;
+
+	*landed = kernel_add_bar(c, k, "landed", SIGNAL_SLOTS, 1);
+	*taken = kernel_add_bar(c, k, "taken", SIGNAL_SLOTS, threads);
+
+	cl->comment = "the signal consumer: each of the CTA's tiles once it is in global memory";
+	for (i = 0; i < loop->nbody; i++)   /* where tile j is: the tile loop's lets */
+		if (loop->body[i]->kind == ST_LET)
+			st_append(c, cl, st_clone(c, loop->body[i], loop->var, j));
+	w->bar = *landed;
+	w->barslot = slot;
+	w->a = ex_bin(c, EX_AND, ex_bin(c, EX_DIV, j, ex_int(c, SIGNAL_SLOTS)), ex_int(c, 1));
+	w->comment = "the tile's stores have landed";
+	st_append(c, cl, w);
+	x->a = row0;
+	x->b = col0;
+	x->z = bt;
+	x->comment = "the signal consumer's outputs, from the stored tile";
+	st_append(c, cl, x);
+	a->bar = *taken;
+	a->barslot = slot;
+	a->comment = "the tile is read: its slot may take another";
+	st_append(c, cl, a);
+	k->tile_consumer = cl;
+}
+
 void
 lower_signal(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr *bt, Expr *batch_tiles)
 {
 	Stmt *prev, *last, *in;
-	Expr *i = ex_var(c, loop->var), *flag, *first, *step;
-	int p = kernel_add_param(c, k, PK_FLAGS, "flags"), e = kernel_add_param(c, k, PK_SIZE, "epoch");
+	Expr *i = ex_var(c, loop->var), *flag = NULL, *first, *step, *li;
+	int p = 0, landed = 0, taken = 0;
 
-	k->signal = true;
-	k->param[e].size = SZ_EPOCH;
-	k->param[e].var = kernel_add_var(c, k, "epoch");
-	/* bt * batch_tiles + (row0 / BM) * col_tiles + col0 / BN, col_tiles = ceildiv(cols, BN) */
-	flag = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, row0, ex_int(c, k->tile_rows)),
-	                                ex_bin(c, EX_CEILDIV, ex_var(c, k->cols_var), ex_int(c, k->tile_cols))),
-	              ex_bin(c, EX_DIV, col0, ex_int(c, k->tile_cols)));
-	if (bt)
-		flag = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, bt, batch_tiles), flag);
+	if (k->fusion->sched.consumer_pos.line) {
+		/* the producer warpgroup's warps but the first, which issues the loads */
+		tile_consumer_loop(c, k, loop, row0, col0, bt, k->threads - k->consumer_threads - 32, &landed, &taken);
+	} else {
+		int e;
+
+		p = kernel_add_param(c, k, PK_FLAGS, "flags");
+		e = kernel_add_param(c, k, PK_SIZE, "epoch");
+		k->signal = true;
+		k->param[e].size = SZ_EPOCH;
+		k->param[e].var = kernel_add_var(c, k, "epoch");
+		/* bt * batch_tiles + (row0 / BM) * col_tiles + col0 / BN, col_tiles = ceildiv(cols, BN) */
+		flag = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, row0, ex_int(c, k->tile_rows)),
+		                                ex_bin(c, EX_CEILDIV, ex_var(c, k->cols_var), ex_int(c, k->tile_cols))),
+		              ex_bin(c, EX_DIV, col0, ex_int(c, k->tile_cols)));
+		if (bt)
+			flag = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, bt, batch_tiles), flag);
+	}
 	if (!k->persistent) {
-		Stmt *s = st_new(c, ST_SIGNAL);
-
 		prev = st_if(c, ex_leaf(c, EX_ELECT));
 		prev->comment = "the thread that stored the tile signals it";
-		s->param = p;
-		s->a = flag;
-		s->comment = "the tile is in global memory";
-		st_append(c, prev, s);
+		publish(c, prev, p, flag, landed, taken, i, false, "the tile is in global memory");
 		st_append(c, loop, prev);
 		return;
 	}
-	flag = ex_inline_lets(c, loop, flag);
+	if (flag)
+		flag = ex_inline_lets(c, loop, flag);
 	first = k->pingpong ? ex_leaf(c, EX_WG) : ex_int(c, 0);
 	step = ex_int(c, k->pingpong ? 2 : 1);
 
@@ -211,32 +297,20 @@ lower_signal(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr *bt, E
 	prev->comment = "the thread that stored the tiles signals them";
 	in = st_if(c, ex_bin(c, EX_GE, i, ex_bin(c, EX_ADD, first, step)));
 	st_append(c, prev, in);
-	{
-		Stmt *s = st_new(c, ST_SIGNAL);
-
-		s->param = p;
-		s->a = ex_subst(c, flag, loop->var, ex_bin(c, EX_SUB, i, step));
-		s->flag = true;
-		s->comment = "the tile before is in global memory";
-		st_append(c, in, s);
-	}
+	li = ex_bin(c, EX_SUB, i, step);
+	publish(c, in, p, flag ? ex_subst(c, flag, loop->var, li) : NULL, landed, taken, li, true,
+	        "the tile before is in global memory");
 	st_append(c, loop, prev);
 
 	/* after it: the last tile, i = first + step * ((my_tiles - 1 - first) / step) */
 	last = st_if(c, ex_leaf(c, EX_ELECT));
 	in = st_if(c, ex_bin(c, EX_LT, first, loop->hi));
 	st_append(c, last, in);
-	{
-		Stmt *s = st_new(c, ST_SIGNAL);
-		Expr *li = k->pingpong ? ex_bin(c, EX_ADD, first, ex_bin(c, EX_MUL, step, ex_bin(c, EX_DIV,
-		                            ex_bin(c, EX_SUB, ex_bin(c, EX_SUB, loop->hi, ex_int(c, 1)), first), step)))
-		                       : ex_bin(c, EX_SUB, loop->hi, ex_int(c, 1));
-
-		s->param = p;
-		s->a = ex_subst(c, flag, loop->var, li);
-		s->comment = "the last tile is in global memory";
-		st_append(c, in, s);
-	}
+	li = k->pingpong ? ex_bin(c, EX_ADD, first, ex_bin(c, EX_MUL, step, ex_bin(c, EX_DIV,
+	                      ex_bin(c, EX_SUB, ex_bin(c, EX_SUB, loop->hi, ex_int(c, 1)), first), step)))
+	                 : ex_bin(c, EX_SUB, loop->hi, ex_int(c, 1));
+	publish(c, in, p, flag ? ex_subst(c, flag, loop->var, li) : NULL, landed, taken, li, false,
+	        "the last tile is in global memory");
 	st_append(c, k->body, last);
 }
 
@@ -256,6 +330,12 @@ lower_refuse_hints(Comp *c, const Fusion *f, const char *family, bool rows)
 	if (s->cluster_pos.line) {
 		diag_error(c, s->cluster_pos, "'cluster' is not implemented for %s kernels yet: they launch "
 		           "single CTAs", family);
+		c->status = WSF_ERR_UNSUPPORTED;
+		return -1;
+	}
+	if (s->consumer_pos.line && !rows) {
+		diag_error(c, s->consumer_pos, "a signal consumer role is implemented for matmul kernels only: a %s "
+		           "kernel signals its tiles to flags (signal: per_tile)", family);
 		c->status = WSF_ERR_UNSUPPORTED;
 		return -1;
 	}

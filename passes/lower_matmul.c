@@ -60,6 +60,8 @@ enum {
 	GROUP = 8,                     /* tile rows a group of the raster holds */
 	PRODUCER_THREADS = 128, CONSUMER_THREADS = 256,
 	PRODUCER_REGS = 40, CONSUMER_REGS = 232,   /* 128 x 40 + 256 x 232 fits 64K registers */
+	SIGNAL_PRODUCER_REGS = 72, SIGNAL_CONSUMER_REGS = 216,   /* with a signal consumer role: 128 x 72 + 256 x 216;
+	                                                            its 64-bit addressing spills at 64 */
 	SMEM_BUDGET = 227 * 1024                   /* sm_90's dynamic shared memory a CTA */
 };
 
@@ -257,12 +259,75 @@ epilogue_groups(Comp *c, const Fusion *f, const Group *g, int ng, int *out_group
 	for (j = 0; j < f->nout; j++) {
 		unsigned d = dep[f->out[j].tensor];
 
+		if (f->out[j].consumer)
+			continue;   /* the signal's consumer reads the stored outputs, whichever epilogue stored them */
 		if (d & (d - 1))
 			return unbuilt(c, f->out[j].pos, "output '%s' combines the results of independent matmuls, which "
 			               "is not implemented yet: each epilogue holds one matmul's accumulator",
 			               f->tensor[f->out[j].tensor].name);
 		for (out_group[j] = 0; d > 1; d >>= 1)
 			out_group[j]++;
+	}
+	return 0;
+}
+
+/*
+ * signal: {per_tile, consumer: [...]}.  The consumer role computes its
+ * outputs from the tiles the epilogue stored, read back from global memory
+ * once each is there: an output of the consumer is computed by pointwise
+ * ops from stored outputs (and numbers).  Each stored output it reads gets
+ * a pointer param (KParam.readback) besides its tensor map.
+ */
+static int
+consumer_reads(Comp *c, const Fusion *f, Kernel *k)
+{
+	bool *stored = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *stored);
+	bool *needed = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *needed);
+	bool *reads = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *reads);
+	int i, j, nstored = 0;
+
+	for (j = 0; j < f->nout; j++)
+		if (f->out[j].consumer)
+			needed[f->out[j].tensor] = true;
+		else
+			stored[f->out[j].tensor] = true, nstored++;
+	if (!nstored)
+		return diag_error(c, f->sched.consumer_pos, "every output is the signal consumer's: the epilogue must "
+		                  "store the tiles the consumer computes from (keep one output out of 'consumer')");
+	for (i = f->nop - 1; i >= 1; i--) {
+		const Op *o = &f->op[i];
+
+		if (!needed[o->out])
+			continue;
+		if (op_info[o->kind].cls == CLS_MATMUL)
+			return diag_error(c, o->pos, "the signal consumer cannot read matmul '%s': it computes from the tiles "
+			                  "the epilogue stores; name '%s' under 'outputs'", f->tensor[o->out].name,
+			                  f->tensor[o->out].name);
+		for (j = 0; j < o->nin; j++) {
+			int t = o->in[j].tensor;
+
+			if (!t)
+				continue;
+			if (stored[t])
+				reads[t] = true;
+			else if (f->tensor[t].kind == TK_INPUT)
+				return unbuilt(c, o->pos, "the signal consumer reading input '%s' is not implemented yet: it "
+				               "computes from the tiles the epilogue stores", f->tensor[t].name);
+			else
+				needed[t] = true;
+		}
+	}
+	for (j = 0; j < f->nout; j++) {
+		int p, t = f->out[j].tensor;
+
+		if (!reads[t])
+			continue;
+		p = kernel_add_param(c, k, PK_PTR, f->tensor[t].name);
+		k->param[p].arg = f->ninput + j;
+		k->param[p].tensor = t;
+		k->param[p].dtype = f->out[j].dtype;
+		k->param[p].view = VIEW_FULL;
+		k->param[p].readback = true;
 	}
 	return 0;
 }
@@ -478,8 +543,9 @@ lower_matmul(Comp *c, Fusion *f)
 	k->tma_store = true;
 	k->consumer_threads = CONSUMER_THREADS;
 	k->threads = CONSUMER_THREADS + PRODUCER_THREADS;
-	k->producer_regs = PRODUCER_REGS;
-	k->consumer_regs = CONSUMER_REGS;
+	/* a signal consumer role shares the producer's warpgroup, and needs more than copies do */
+	k->producer_regs = f->sched.consumer_pos.line ? SIGNAL_PRODUCER_REGS : PRODUCER_REGS;
+	k->consumer_regs = f->sched.consumer_pos.line ? SIGNAL_CONSUMER_REGS : CONSUMER_REGS;
 	k->tile_rows = t.bm;
 	k->tile_cols = t.bn;
 	k->tile_pos = f->sched.ntile ? f->sched.tile_pos : (Pos){0};
@@ -528,16 +594,21 @@ lower_matmul(Comp *c, Fusion *f)
 					pb[gi][m] = p;
 		}
 	}
+	/* an output the epilogue stores is a tensor map of subtile boxes; the signal consumer's, a pointer */
 	for (j = 0; j < f->nout; j++) {
-		int p = kernel_add_param(c, k, PK_TMAP, f->tensor[f->out[j].tensor].name);
+		int p = kernel_add_param(c, k, f->out[j].consumer ? PK_PTR : PK_TMAP, f->tensor[f->out[j].tensor].name);
 
 		k->param[p].arg = f->ninput + j;
 		k->param[p].tensor = f->out[j].tensor;
 		k->param[p].dtype = f->out[j].dtype;
 		k->param[p].view = VIEW_FULL;
-		k->param[p].box[0] = t.bm;
-		k->param[p].box[1] = EPI_COLS;
+		if (!f->out[j].consumer) {
+			k->param[p].box[0] = t.bm;
+			k->param[p].box[1] = EPI_COLS;
+		}
 	}
+	if (f->sched.consumer_pos.line && consumer_reads(c, f, k) < 0)
+		return -1;
 	lower_size_params(c, k);
 	if (k->batched) {
 		int p = kernel_add_param(c, k, PK_SIZE, "batch");

@@ -1173,7 +1173,10 @@ finish(Sync *y, Stmt *block, State *st)
 		st_append(y->c, block, elect_block(y->c, bulk_wait(y->c, 0, false, "every store has landed")));
 }
 
-/* The kernel body, or each role's branch of it, is a frame. */
+/*
+ * The kernel body, or each role's branch of it, is a frame; a warpgroup's
+ * branch that holds its warps' roles (ROLE_GROUP) is walked into.
+ */
 static void
 walk_top(Sync *y, Stmt *block, State *st)
 {
@@ -1187,8 +1190,7 @@ walk_top(Sync *y, Stmt *block, State *st)
 				State *mine = arena_alloc(y->c->arena, sizeof *mine);
 
 				copy_state(mine, st);
-				walk_block(y, roles->body[r], mine);
-				finish(y, roles->body[r], mine);
+				walk_top(y, roles->body[r], mine);
 			}
 			return;  /* nothing runs after the roles */
 		}

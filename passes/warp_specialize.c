@@ -26,7 +26,10 @@
  * Both sides count stages with the same linear counter, so slot and parity
  * agree.  A role with a register target (Kernel.producer_regs,
  * consumer_regs) starts with setmaxnreg (dec for the producer, inc for the
- * consumers); it needs whole warpgroups on both sides.  No CTA-wide barrier
+ * consumers); it needs whole warpgroups on both sides.  A kernel whose
+ * per-tile signal has a consumer role (Kernel.tile_consumer) splits the
+ * producer warpgroup: a ROLE_GROUP holding the setmaxnreg, its first warp
+ * the producer, the other three the signal role running that loop.  No CTA-wide barrier
  * may follow inside the roles: ws_name_barriers makes each the role's named
  * barrier.  Invalidates: nothing.
  */
@@ -295,12 +298,37 @@ role_branch(Comp *c, Kernel *k, RoleKind kind, int first, int threads, int regs)
 		Stmt *r = st_new(c, ST_SETMAXNREG);
 
 		r->n = regs;
-		r->flag = kind != ROLE_PRODUCER;
-		r->comment = kind == ROLE_PRODUCER ? "the producer issues copies: give registers back"
-		                                   : "the consumers hold the accumulators";
+		r->flag = kind == ROLE_CONSUMER;
+		r->comment = kind == ROLE_PRODUCER ? "the producer issues copies: give registers back" :
+		             kind == ROLE_GROUP ? "the producer and the signal consumer need few: give registers back"
+		                                : "the consumers hold the accumulators";
 		st_append(c, s, r);
 	}
 	return s;
+}
+
+/*
+ * The producer warpgroup PBRANCH of a kernel whose signal has a consumer
+ * role: its first warp issues the loads (PRODUCER), the other three run
+ * the consumer's loop (Kernel.tile_consumer).  setmaxnreg is one
+ * instruction for the whole warpgroup, so it stays in PBRANCH, before the
+ * branch into the two.
+ */
+static void
+split_producer(Comp *c, Kernel *k, Stmt *pbranch, Stmt *producer)
+{
+	const KRole *g = &k->role[pbranch->role];
+	int first = g->first, threads = g->threads, parent = pbranch->role;
+	Stmt *roles = st_new(c, ST_ROLES), *sig, *load;
+
+	sig = role_branch(c, k, ROLE_SIGNAL, first + 32, threads - 32, 0);
+	load = role_branch(c, k, ROLE_PRODUCER, first, 32, 0);
+	k->role[sig->role].parent = k->role[load->role].parent = parent;
+	st_append(c, sig, k->tile_consumer);
+	st_append(c, load, producer);
+	st_append(c, roles, sig);    /* the highest first thread first (emit tests them in order) */
+	st_append(c, roles, load);
+	st_append(c, pbranch, roles);
 }
 
 int
@@ -333,11 +361,15 @@ pass_warp_specialize(Comp *c)
 
 	/* the producer after the consumer threads; the consumers' barriers are named barrier 1 */
 	roles = st_new(c, ST_ROLES);
-	pbranch = role_branch(c, k, ROLE_PRODUCER, k->consumer_threads, pthreads, k->producer_regs);
+	pbranch = role_branch(c, k, k->tile_consumer ? ROLE_GROUP : ROLE_PRODUCER, k->consumer_threads, pthreads,
+	                      k->producer_regs);
 	cbranch = role_branch(c, k, ROLE_CONSUMER, 0, k->consumer_threads, k->consumer_regs);
 	st_append(c, roles, pbranch);
 	st_append(c, roles, cbranch);
-	st_append(c, pbranch, producer);
+	if (k->tile_consumer)
+		split_producer(c, k, pbranch, producer);
+	else
+		st_append(c, pbranch, producer);
 	st_append(c, cbranch, consumer);
 	for (i = w.index + 1; i < w.parent->nbody; i++)
 		st_append(c, cbranch, w.parent->body[i]);

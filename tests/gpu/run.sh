@@ -9,7 +9,8 @@
 # missing, failing or listing none) it prints "skipped: no GPU" and exits 0.
 # GPU_TIMEOUT (seconds, default 300) bounds each run; SWEEP names another
 # sweep file (default: tests/gpu/sweep.txt).  With torch importable it also runs
-# ragged_row.py (single rows through the python binding),
+# ragged_row.py (single rows through the python binding), tile_consumer.py
+# (the per-tile signal's consumer role inside the kernel, under late stores),
 # tests/python/test_torch.py --gpu (the torch custom op), one count per test,
 # and with triton signal_consumer.py (the per-tile signal under a consumer
 # kernel on another stream).
@@ -110,6 +111,7 @@ py_check() {
 # the torch custom op, and the per-tile signal under a consumer kernel (triton)
 if python3 -c 'import torch' 2>/dev/null; then
 	py_check ragged_row.py
+	py_check tile_consumer.py
 	torch_tests
 	if python3 -c 'import triton' 2>/dev/null; then
 		py_check signal_consumer.py
@@ -118,8 +120,8 @@ if python3 -c 'import torch' 2>/dev/null; then
 		echo "skipped gpu: $here/signal_consumer.py: no triton"
 	fi
 else
-	skip=$((skip + 2))
-	echo "skipped gpu: $here/ragged_row.py, tests/python/test_torch.py: no torch"
+	skip=$((skip + 3))
+	echo "skipped gpu: $here/ragged_row.py, $here/tile_consumer.py, tests/python/test_torch.py: no torch"
 fi
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail = 0 ]
