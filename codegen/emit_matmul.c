@@ -392,10 +392,10 @@ consume(Emit *e, const Stmt *s)
 			buf_printf(&what, "%s%s", words ? ", " : "", f->tensor[i].name);
 			words += dtype_info[mem[i]->dtype].bytes / 2;   /* 16-byte words a vector */
 		}
-	for (j = 0; j < f->nout; j++)   /* each output's results are 8 registers more a vector */
-		words += f->out[j].consumer;
+	for (j = 0; j < f->nout; j++)   /* each output's results and stores, about as many */
+		words += f->out[j].consumer ? dtype_info[f->out[j].dtype].bytes / 2 : 0;
 	words += s->z != NULL;   /* and a batched tile's indexing about as many (ptxas: spills otherwise) */
-	unroll = words <= 2 ? 4 : words == 3 ? 2 : 1;   /* a 2-byte copy: 4 vectors in flight in 72 registers */
+	unroll = words <= 2 ? 8 : words == 3 ? 4 : words == 4 ? 2 : 1;   /* a 2-byte copy: 8 in flight in 88 registers */
 
 	emit_line(e, "{   // the signal consumer: %s, the tile (%s, %s) read back", buf_str(&what),
 	          emit_expr_str(e, s->a), emit_expr_str(e, s->b));

@@ -60,8 +60,8 @@ enum {
 	GROUP = 8,                     /* tile rows a group of the raster holds */
 	PRODUCER_THREADS = 128, CONSUMER_THREADS = 256,
 	PRODUCER_REGS = 40, CONSUMER_REGS = 232,   /* 128 x 40 + 256 x 232 fits 64K registers */
-	SIGNAL_PRODUCER_REGS = 72, SIGNAL_CONSUMER_REGS = 216,   /* with a signal consumer role: 128 x 72 + 256 x 216;
-	                                                            its 64-bit addressing spills at 64 */
+	SIGNAL_PRODUCER_REGS = 88, SIGNAL_CONSUMER_REGS = 208,   /* with a signal consumer role: 128 x 88 + 256 x 208,
+	                                                            for its loads in flight (emit_matmul.c) */
 	SMEM_BUDGET = 227 * 1024                   /* sm_90's dynamic shared memory a CTA */
 };
 

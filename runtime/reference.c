@@ -6,7 +6,8 @@
  * so), and evaluation is the plainest loop that follows the semantics.
  * Tensors are evaluated in op order (a topological order) into double arrays
  * in the Comp's arena; nothing is rounded except by an explicit cast, which
- * rounds to its `to` type as the kernel does when it stores.
+ * rounds to its `to` type as the kernel does when it stores, and the stored
+ * outputs a signal consumer computes from (consumer_outputs).
  *
  * Shapes come from Tensor.dim through dim_value(), so the same fusion
  * evaluates at whatever sizes are bound.  Pointwise ops broadcast numpy-style
@@ -444,6 +445,55 @@ alloc_values(Eval *e, const Op *op, double **v)
 	return WSF_OK;
 }
 
+/*
+ * signal: {per_tile, consumer: [...]}: the consumer's outputs are computed
+ * from the stored outputs as stored, rounded to their dtype (the kernel's
+ * consumer role reads them back from memory).  After evaluate(): the stored
+ * outputs rounded, then the ops between them and the consumer's outputs
+ * again, in op order, and those outputs copied out.
+ */
+static WsfStatus
+consumer_outputs(Eval *e, double *const *out)
+{
+	const Fusion *f = e->f;
+	bool *needed = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *needed);
+	bool *stored = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *stored);
+	WsfStatus st;
+	int i, j;
+
+	for (i = 0; i < f->nout; i++) {
+		int t = f->out[i].tensor;
+
+		if (f->out[i].consumer) {
+			needed[t] = true;
+			continue;
+		}
+		stored[t] = true;
+		e->val[t] = out[i];   /* already copied out: rounded there, in place */
+		for (int64_t n = tensor_numel(f, &f->tensor[t]) - 1; n >= 0; n--)
+			out[i][n] = rt_round(f->out[i].dtype, out[i][n]);
+	}
+	for (i = f->nop - 1; i >= 1; i--)
+		for (j = 0; j < f->op[i].nin && needed[f->op[i].out] && !stored[f->op[i].out]; j++)
+			if (f->op[i].in[j].tensor)
+				needed[f->op[i].in[j].tensor] = true;
+	for (i = 1; i < f->nop; i++) {
+		const Op *op = &f->op[i];
+		double *v = NULL;
+
+		if (!needed[op->out] || stored[op->out])
+			continue;
+		if ((st = alloc_values(e, op, &v)) != WSF_OK || (st = eval_op(e, op, v)) != WSF_OK)
+			return st;
+		e->val[op->out] = v;
+	}
+	for (i = 0; i < f->nout; i++)
+		if (f->out[i].consumer)
+			memmove(out[i], e->val[f->out[i].tensor],
+			        (size_t)tensor_numel(f, &f->tensor[f->out[i].tensor]) * sizeof(double));
+	return WSF_OK;
+}
+
 static WsfStatus
 evaluate(Eval *e, const double *const *in, double *const *out)
 {
@@ -475,7 +525,7 @@ evaluate(Eval *e, const double *const *in, double *const *out)
 		}
 		memmove(out[i], e->val[t], (size_t)tensor_numel(f, &f->tensor[t]) * sizeof(double));
 	}
-	return WSF_OK;
+	return f->sched.consumer_pos.line ? consumer_outputs(e, out) : WSF_OK;
 }
 
 WsfStatus
