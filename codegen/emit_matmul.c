@@ -355,8 +355,10 @@ compute(Emit *e, const Stmt *s)
  * they read, read back from global memory (L2 holds them: just stored).
  * A thread of the role takes 8 columns of the tile (16 bytes of each
  * 2-byte tensor) in every THREADS / (BN / 8)-th row, UNROLL rows loaded
- * before any is computed so the loads are in flight together.  Columns that
- * reach past the last are taken an element at a time (f32 rows need only be
+ * before any is computed so the loads are in flight together.  An output
+ * that is a stored output cast to its own dtype is a copy of its bits,
+ * stored as loaded; the others are computed in f32.  Columns that reach
+ * past the last are taken an element at a time (f32 rows need only be
  * 16-byte multiples), rows past the last not at all.
  */
 static void
@@ -366,18 +368,37 @@ consume(Emit *e, const Stmt *s)
 	Fusion *f = e->f;
 	const KRole *r = &k->role[e->role];
 	bool *needed = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *needed);
+	bool *loaded = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *loaded);
 	const KParam **mem = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *mem);
-	int per_row = k->tile_cols / VEC, step = r->threads / per_row, words = 0, unroll, i, j;
+	int *copy_of = arena_alloc(e->c->arena, (size_t)(f->nout + 1) * sizeof *copy_of);
+	int per_row = k->tile_cols / VEC, step = r->threads / per_row, words = 0, computed = 0, unroll, i, j;
 	const char *idx = s->z ? arena_printf(e->c->arena, "(%s * rows + row) * cols + col", emit_expr_str(e, s->z))
 	                       : "row * cols + col";
 	Buf what;
 
-	/* the cone of the consumer's outputs, cut at the stored outputs it reads back */
 	for (i = 1; i < k->nparam; i++)
 		if (k->param[i].readback)
 			mem[k->param[i].tensor] = &k->param[i];
-	for (j = 0; j < f->nout; j++)
-		needed[f->out[j].tensor] = f->out[j].consumer;
+	/* the copies, and the cone of the other outputs, cut at the stored outputs read back */
+	for (j = 0; j < f->nout; j++) {
+		int t = f->out[j].tensor;
+
+		if (!f->out[j].consumer)
+			continue;
+		for (i = 1; i < f->nop; i++) {
+			const Op *o = &f->op[i];
+
+			if (o->out == t && o->kind == OP_CAST && o->in[0].tensor && mem[o->in[0].tensor] &&
+			    mem[o->in[0].tensor]->dtype == f->out[j].dtype && o->to == f->out[j].dtype)
+				copy_of[j] = o->in[0].tensor;
+		}
+		if (copy_of[j]) {
+			loaded[copy_of[j]] = true;
+		} else {
+			needed[t] = true;
+			computed++;
+		}
+	}
 	for (i = f->nop - 1; i >= 1; i--)
 		for (j = 0; j < f->op[i].nin && needed[f->op[i].out] && !mem[f->op[i].out]; j++)
 			if (f->op[i].in[j].tensor)
@@ -388,14 +409,19 @@ consume(Emit *e, const Stmt *s)
 			buf_printf(&what, "%s%s", what.len ? ", " : "", f->tensor[f->out[j].tensor].name);
 	buf_puts(&what, " from ");
 	for (i = 1; i < f->ntensor; i++)
-		if (mem[i] && needed[i]) {
+		if (mem[i] && (loaded[i] |= needed[i])) {
 			buf_printf(&what, "%s%s", words ? ", " : "", f->tensor[i].name);
-			words += dtype_info[mem[i]->dtype].bytes / 2;   /* 16-byte words a vector */
+			words += dtype_info[mem[i]->dtype].bytes / 2;   /* 16-byte words a vector, in registers */
 		}
-	for (j = 0; j < f->nout; j++)   /* each output's results and stores, about as many */
-		words += f->out[j].consumer ? dtype_info[f->out[j].dtype].bytes / 2 : 0;
-	words += s->z != NULL;   /* and a batched tile's indexing about as many (ptxas: spills otherwise) */
-	unroll = words <= 2 ? 8 : words == 3 ? 4 : words == 4 ? 2 : 1;   /* a 2-byte copy: 8 in flight in 88 registers */
+	/*
+	 * Rows in flight, as many as 88 registers hold without spilling (ptxas,
+	 * measured on the specs of tests/gpu): a copy of a 2-byte output 8, half
+	 * as many with computed outputs, and half again for each further 16-byte
+	 * word loaded, and with a batched tile's indexing.
+	 */
+	unroll = 8 >> (computed > 0) >> (words - 1) >> (s->z != NULL);
+	if (unroll < 1)
+		unroll = 1;
 
 	emit_line(e, "{   // the signal consumer: %s, the tile (%s, %s) read back", buf_str(&what),
 	          emit_expr_str(e, s->a), emit_expr_str(e, s->b));
@@ -405,21 +431,22 @@ consume(Emit *e, const Stmt *s)
 	emit_line(e, "const long long col = %s + 8 * (t %% %d), end = wsf_min(%s + %d, rows);", emit_expr_str(e, s->b),
 	          per_row, emit_expr_str(e, s->a), k->tile_rows);
 	emit_line(e, "const bool whole = col + %d <= cols;", VEC);
+	emit_line(e, "const wsf_u64 once = wsf_l2_evict_first();   // read back once, written for later kernels");
 	emit_line(e, "#pragma unroll 1");
 	emit_line(e, "for (long long r = %s + t / %d; r < end && col < cols; r += %d) {   // %d rows in flight",
 	          emit_expr_str(e, s->a), per_row, step * unroll, unroll);
 	e->depth++;
 	for (i = 1; i < f->ntensor; i++)
-		if (mem[i] && needed[i])
+		if (loaded[i])
 			emit_line(e, "uint4 %s[%d][%d];", emit_tname(e, PFX_RAW, i), unroll, dtype_info[mem[i]->dtype].bytes / 2);
 	emit_line(e, "#pragma unroll");
 	emit_line(e, "for (int u = 0; u < %d; u++) {", unroll);
 	emit_line(e, "    const long long row = r + %d * u;", step);
 	emit_line(e, "    if (whole && row < end) {");
 	for (i = 1; i < f->ntensor; i++)
-		if (mem[i] && needed[i])
+		if (loaded[i])
 			for (j = 0; j < dtype_info[mem[i]->dtype].bytes / 2; j++)
-				emit_line(e, "        %s[u][%d] = wsf_ldcg16(%s + %s%s);", emit_tname(e, PFX_RAW, i), j,
+				emit_line(e, "        %s[u][%d] = wsf_ldcg16_l2(%s + %s%s, once);", emit_tname(e, PFX_RAW, i), j,
 				          emit_param_name(e, mem[i]), idx, j ? " + 4" : "");
 	emit_line(e, "    }");
 	emit_line(e, "}");
@@ -430,56 +457,79 @@ consume(Emit *e, const Stmt *s)
 	emit_line(e, "if (row >= end)");
 	emit_line(e, "    break;");
 	emit_line(e, "const long long at = %s;", idx);
-	for (i = 1; i < f->ntensor; i++) {
-		const char *here = emit_tname(e, PFX_HERE, i), *raw = emit_tname(e, PFX_RAW, i);
-		Dtype dt;
+	/* the copies: the bits as loaded */
+	for (j = 0; j < f->nout; j++) {
+		const KParam *p, *src;
+		const char *raw;
 
-		if (!mem[i] || !needed[i])
+		if (!f->out[j].consumer || !copy_of[j])
 			continue;
-		dt = mem[i]->dtype;
-		emit_line(e, "float %s[%d];", here, VEC);
-		if (dt == DT_F32)
-			emit_line(e, "if (whole) wsf_unpack8_f32(%s, %s[u][0], %s[u][1]);", here, raw, raw);
-		else
-			emit_line(e, "if (whole) wsf_unpack8%s(%s, %s[u][0]);", emit_suffix(dt), here, raw);
-		emit_line(e, "else");
-		emit_line(e, "    for (int q = 0; q < %d; q++)", VEC);
-		emit_line(e, "        %s[q] = col + q < cols ? wsf_load1_cg%s(%s + at + q) : 0.0f;", here, emit_suffix(dt),
-		          emit_param_name(e, mem[i]));
+		p = emit_param_of(e, f->out[j].tensor, true);
+		src = mem[copy_of[j]];
+		raw = emit_tname(e, PFX_RAW, copy_of[j]);
+		emit_line(e, "if (whole) {   // %s: a copy of %s%s", f->tensor[f->out[j].tensor].name,
+		          f->tensor[copy_of[j]].name, emit_pos(e, f->out[j].pos));
+		for (i = 0; i < dtype_info[p->dtype].bytes / 2; i++)
+			emit_line(e, "    wsf_st16_l2(%s + at%s, %s[u][%d].x, %s[u][%d].y, %s[u][%d].z, %s[u][%d].w, once);",
+			          emit_param_name(e, p), i ? " + 4" : "", raw, i, raw, i, raw, i, raw, i);
+		emit_line(e, "} else {");
+		emit_line(e, "    for (int q = 0; q < %d && col + q < cols; q++)", VEC);
+		emit_line(e, "        wsf_store1%s(%s + at + q, wsf_load1_cg%s(%s + at + q));", emit_suffix(p->dtype),
+		          emit_param_name(e, p), emit_suffix(src->dtype), emit_param_name(e, src));
+		emit_line(e, "}");
 	}
-	for (j = 0; j < f->nout; j++)
-		if (f->out[j].consumer)
-			emit_line(e, "float %s[%d];", emit_tname(e, PFX_RESULT, f->out[j].tensor), VEC);
-	emit_line(e, "#pragma unroll");
-	emit_line(e, "for (int q = 0; q < %d; q++) {", VEC);
-	e->depth++;
-	for (i = 1; i < f->ntensor; i++)
-		if (mem[i] && needed[i]) {
-			e->value[i] = emit_tname(e, PFX_VALUE, i);
-			emit_line(e, "const float %s = %s[q];", e->value[i], emit_tname(e, PFX_HERE, i));
+	if (computed) {
+		for (i = 1; i < f->ntensor; i++) {
+			const char *here = emit_tname(e, PFX_HERE, i), *raw = emit_tname(e, PFX_RAW, i);
+			Dtype dt;
+
+			if (!mem[i] || !needed[i])
+				continue;
+			dt = mem[i]->dtype;
+			emit_line(e, "float %s[%d];", here, VEC);
+			if (dt == DT_F32)
+				emit_line(e, "if (whole) wsf_unpack8_f32(%s, %s[u][0], %s[u][1]);", here, raw, raw);
+			else
+				emit_line(e, "if (whole) wsf_unpack8%s(%s, %s[u][0]);", emit_suffix(dt), here, raw);
+			emit_line(e, "else");
+			emit_line(e, "    for (int q = 0; q < %d; q++)", VEC);
+			emit_line(e, "        %s[q] = col + q < cols ? wsf_load1_cg%s(%s + at + q) : 0.0f;", here,
+			          emit_suffix(dt), emit_param_name(e, mem[i]));
 		}
-	for (i = 1; i < f->nop; i++) {
-		const Op *o = &f->op[i];
+		for (j = 0; j < f->nout; j++)
+			if (f->out[j].consumer && !copy_of[j])
+				emit_line(e, "float %s[%d];", emit_tname(e, PFX_RESULT, f->out[j].tensor), VEC);
+		emit_line(e, "#pragma unroll");
+		emit_line(e, "for (int q = 0; q < %d; q++) {", VEC);
+		e->depth++;
+		for (i = 1; i < f->ntensor; i++)
+			if (mem[i] && needed[i]) {
+				e->value[i] = emit_tname(e, PFX_VALUE, i);
+				emit_line(e, "const float %s = %s[q];", e->value[i], emit_tname(e, PFX_HERE, i));
+			}
+		for (i = 1; i < f->nop; i++) {
+			const Op *o = &f->op[i];
 
-		if (!needed[o->out] || mem[o->out])
-			continue;
-		e->value[o->out] = emit_tname(e, PFX_VALUE, o->out);
-		emit_line(e, "const float %s = %s;%s", e->value[o->out],
-		          emit_op_text(e, o, o->in[0].tensor ? e->value[o->in[0].tensor] : emit_literal(e, o->in[0].lit),
-		                       o->nin < 2 ? "" : o->in[1].tensor ? e->value[o->in[1].tensor] :
-		                       emit_literal(e, o->in[1].lit)),
-		          emit_pos(e, o->pos));
+			if (!needed[o->out] || mem[o->out])
+				continue;
+			e->value[o->out] = emit_tname(e, PFX_VALUE, o->out);
+			emit_line(e, "const float %s = %s;%s", e->value[o->out],
+			          emit_op_text(e, o, o->in[0].tensor ? e->value[o->in[0].tensor] : emit_literal(e, o->in[0].lit),
+			                       o->nin < 2 ? "" : o->in[1].tensor ? e->value[o->in[1].tensor] :
+			                       emit_literal(e, o->in[1].lit)),
+			          emit_pos(e, o->pos));
+		}
+		for (j = 0; j < f->nout; j++)
+			if (f->out[j].consumer && !copy_of[j])
+				emit_line(e, "%s[q] = %s;", emit_tname(e, PFX_RESULT, f->out[j].tensor), e->value[f->out[j].tensor]);
+		e->depth--;
+		emit_line(e, "}");
 	}
-	for (j = 0; j < f->nout; j++)
-		if (f->out[j].consumer)
-			emit_line(e, "%s[q] = %s;", emit_tname(e, PFX_RESULT, f->out[j].tensor), e->value[f->out[j].tensor]);
-	e->depth--;
-	emit_line(e, "}");
 	for (j = 0; j < f->nout; j++) {
 		const KParam *p = emit_param_of(e, f->out[j].tensor, true);
 		const char *res = emit_tname(e, PFX_RESULT, f->out[j].tensor), *sfx = emit_suffix(p->dtype);
 
-		if (!f->out[j].consumer)
+		if (!f->out[j].consumer || copy_of[j])
 			continue;
 		emit_line(e, "if (whole)%s", emit_pos(e, f->out[j].pos));
 		emit_line(e, "    wsf_store8%s(%s + at, %s);", sfx, emit_param_name(e, p), res);

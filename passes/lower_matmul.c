@@ -388,7 +388,7 @@ typedef struct Tile {
  * side by side, from params PA and PB; one mma for them all) and its
  * epilogue, which writes the outputs OUT_GROUP gives it.  N: the groups.
  */
-static void
+static Stmt *
 group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *pb, const int *out_group)
 {
 	Kernel *k = t->k;
@@ -471,6 +471,7 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 			st->off = ex_bin(c, EX_MUL, ex_leaf(c, EX_WG), ex_int(c, t->bm * EPI_COLS));
 	}
 	st_append(c, eloop, store);
+	return kloop;
 }
 
 static int
@@ -482,6 +483,7 @@ lower_matmul(Comp *c, Fusion *f)
 	Group g[MAXMM];
 	Tile t = {.k = k, .f = f};
 	Expr *batch = NULL, *batch_tiles = NULL;
+	Stmt *first_kloop = NULL;
 	int ng, gi, m, j, pa[MAXMM] = {0}, pb[MAXMM][MAXMM] = {{0}}, *out_group;
 
 	c->kernel = k;
@@ -697,10 +699,15 @@ lower_matmul(Comp *c, Fusion *f)
 		t.ktiles = ex_var(c, let->var);
 	}
 	/* in the tile loop, each group's k loop and epilogue */
-	for (gi = 0; gi < ng; gi++)
-		group_tile(c, &t, &g[gi], gi, ng, pa[gi], pb[gi], out_group);
+	for (gi = 0; gi < ng; gi++) {
+		Stmt *kloop = group_tile(c, &t, &g[gi], gi, ng, pa[gi], pb[gi], out_group);
+
+		if (gi == 0)
+			first_kloop = kloop;
+	}
 	if (f->sched.signal == SIGNAL_PER_TILE)
-		lower_signal(c, k, t.loop, t.row0, t.col0, t.bt, batch_tiles);
+		lower_signal(c, k, t.loop, t.row0, t.col0, t.bt, batch_tiles,
+		             f->sched.consumer_pos.line ? first_kloop : NULL, t.ktiles);
 	return 0;
 }
 

@@ -363,7 +363,7 @@ lower_pointwise(Comp *c, Fusion *f)
 			lower_stage_output(c, k, j, k->tile_rows, k->tile_cols, staging_copies(k), i, row0, col0, compute, store);
 	st_append(c, loop, store);
 	if (f->sched.signal == SIGNAL_PER_TILE)
-		lower_signal(c, k, loop, row0, col0, NULL, NULL);
+		lower_signal(c, k, loop, row0, col0, NULL, NULL, NULL, NULL);
 	return 0;
 }
 

@@ -96,10 +96,14 @@ Stmt *lower_tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **c
 int lower_refuse_hints(Comp *c, const Fusion *f, const char *family, bool rows);
 /*
  * signal: per_tile on the tile loop LOOP, whose tile is at (ROW0, COL0)
- * (batch BT of BATCH_TILES tiles, or NULL): the flags and epoch params, and
- * the signals of each output tile once stored (lower.c says where).
+ * (batch BT of BATCH_TILES tiles, or NULL): the flags and epoch params (or
+ * the consumer role), and the signals of each output tile once stored
+ * (lower.c says where).  KLOOP: a matmul's first k loop in LOOP, of KTILES
+ * steps, in which the tile before is signalled to a consumer role; NULL: at
+ * the end of LOOP.
  */
-void lower_signal(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr *bt, Expr *batch_tiles);
+void lower_signal(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr *bt, Expr *batch_tiles, Stmt *kloop,
+                  Expr *ktiles);
 
 /* circular_buffer.c helpers the later passes share */
 /* Is there a TMA load in S? */

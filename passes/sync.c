@@ -604,8 +604,9 @@ signal_wait(Sync *y, Frame *fr, State *st, Stmt *block, int *j, Stmt *top, const
 	if (s->flag && fr->loop && (n = commits_run(fr->block, index_of(fr->block, top))) < 0)
 		n = 0;   /* an unknown count: wait for them all */
 	if (!y->dry) {
-		st_insert(y->c, block, *j, bulk_wait(y->c, n, false, s->flag ? "the tile before has landed; this "
-		                                     "tile's stores stay in flight" : "every store has landed"));
+		st_insert(y->c, block, *j, bulk_wait(y->c, n, false, !s->flag ? "every store has landed" : n ?
+		                                     "the tile before has landed; this tile's stores stay in flight" :
+		                                     "the tile before has landed"));
 		(*j)++;
 	}
 	for (i = st->n - 1; i >= 0; i--)
