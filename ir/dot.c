@@ -266,6 +266,10 @@ walk(Picture *p, const Stmt *s, int role)
 	case ST_MBAR_ARRIVE:
 		edge(p, r, node(p, 'm', s->bar), "arrive", "style=dotted");
 		break;
+	case ST_SIGNAL:
+		if (s->bar)   /* to the consumer role: a stored tile has landed */
+			edge(p, r, node(p, 'm', s->bar), "signal", "style=dotted");
+		break;
 	case ST_COMPUTE:
 	case ST_MMA:
 		access_edges(p, s->reads, s->nreads, role, false);

@@ -300,8 +300,8 @@ consumer_reads(Comp *c, const Fusion *f, Kernel *k)
 		if (!needed[o->out])
 			continue;
 		if (op_info[o->kind].cls == CLS_MATMUL)
-			return diag_error(c, o->pos, "the signal consumer cannot read matmul '%s': it computes from the tiles "
-			                  "the epilogue stores; name '%s' under 'outputs'", f->tensor[o->out].name,
+			return diag_error(c, f->sched.consumer_pos, "the signal consumer cannot read matmul '%s': it computes "
+			                  "from the tiles the epilogue stores; name '%s' under 'outputs'", f->tensor[o->out].name,
 			                  f->tensor[o->out].name);
 		for (j = 0; j < o->nin; j++) {
 			int t = o->in[j].tensor;

@@ -673,6 +673,153 @@ signal_per_tile(void **state)
 	(void)state;
 }
 
+/*
+ * signal: {per_tile, consumer: y2}.  The producer warpgroup becomes a
+ * warpgroup role holding the one setmaxnreg (88: the consumer's loads in
+ * flight), its first warp the producer and the other three the signal role:
+ * for each of the CTA's tiles, a wait on landed[j % 4] (parity (j / 4) & 1),
+ * the consumer's compute, an arrive on taken[j % 4].  The mma warpgroups
+ * (208 registers) signal the tile before inside the k loop, at k-step
+ * min(4, ktiles - 1), before its mma: the elected thread waits on taken[]
+ * (parity flipped: the first pass is free), then bulk.wait_group 0 without
+ * .read, then arrives on landed[]; the last tile after the loop the same
+ * way.  No flags: the consumer is in the CTA.  y is read back through a
+ * pointer param of its own, beside its tensor map.
+ */
+static void
+signal_consumer_role(void **state)
+{
+	static const char *const specs[] = {
+		HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n"
+		"  - {out: y2, op: cast, in: [y], to: bf16}\n  - {out: h, op: mul, in: [y, 0.5]}\n"
+		"outputs:\n  y: {dtype: bf16}\n  y2: {dtype: bf16}\n  h: {dtype: f32}\n"
+		"schedule: {signal: {per_tile, consumer: [y2, h]}}\n",
+		HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n"
+		"  - {out: y2, op: cast, in: [y], to: bf16}\n"
+		"outputs:\n  y: {dtype: bf16}\n  y2: {dtype: bf16}\n"
+		"schedule: {signal: {per_tile: true, consumer: y2}, consumers: pingpong}\n",
+	};
+	int v;
+
+	for (v = 0; v < 2; v++) {
+		Fixture *t;
+		Kernel *k;
+		Stmt *roles, *group, *inner, *sig_role, *load_role, *cons, *cl, *tl, *kl, *at, *in, *x;
+		const char *cu;
+		int i, nreadback = 0, nptr_out = 0, landed = 0, taken = 0;
+
+		if (setup((void **)&t) < 0)
+			fail_msg("setup");
+		if (!(k = kernel_of(t, specs[v])))
+			fail_msg("%s", t->msg);
+		assert_false(k->signal);   /* no flags, no epoch */
+		for (i = 1; i < k->nparam; i++) {
+			assert_int_not_equal(k->param[i].kind, PK_FLAGS);
+			nreadback += k->param[i].readback;
+			nptr_out += k->param[i].kind == PK_PTR && !k->param[i].readback;
+		}
+		assert_int_equal(nreadback, 1);
+		assert_int_equal(nptr_out, v == 0 ? 2 : 1);
+		for (i = 1; i < k->nbar; i++) {
+			if (strcmp(k->bar[i].name, "landed") == 0)
+				landed = i;
+			if (strcmp(k->bar[i].name, "taken") == 0)
+				taken = i;
+		}
+		assert_true(landed && taken);
+		assert_int_equal(k->bar[landed].count, 4);
+		assert_int_equal(k->bar[landed].arrivals, 1);
+		assert_int_equal(k->bar[taken].arrivals, 96);
+
+		/* the roles: warpgroup { setmaxnreg; roles { signal, producer } }, then the consumers */
+		roles = find_deep(k->body, ST_ROLES);
+		group = roles->body[0];
+		assert_int_equal(k->role[group->role].kind, ROLE_GROUP);
+		assert_int_equal(k->role[group->role].regs, 88);
+		assert_int_equal(group->body[0]->kind, ST_SETMAXNREG);
+		assert_false(group->body[0]->flag);
+		inner = group->body[1];
+		assert_int_equal(inner->kind, ST_ROLES);
+		sig_role = inner->body[0], load_role = inner->body[1];
+		assert_int_equal(k->role[sig_role->role].kind, ROLE_SIGNAL);
+		assert_int_equal(k->role[sig_role->role].first, 288);
+		assert_int_equal(k->role[sig_role->role].threads, 96);
+		assert_int_equal(k->role[sig_role->role].parent, group->role);
+		assert_int_equal(k->role[load_role->role].kind, ROLE_PRODUCER);
+		assert_int_equal(k->role[load_role->role].threads, 32);
+		assert_int_equal(census(load_role).kind[ST_COMPUTE], 0);
+		assert_int_equal(census(sig_role).kind[ST_TMA_LOAD], 0);
+		cons = roles->body[1];
+		assert_int_equal(k->role[cons->role].regs, 208);
+
+		/* the signal role: for j: lets; wait landed; compute; arrive taken -- and nothing else */
+		cl = find_kind(sig_role, ST_LOOP, 0);
+		assert_non_null(cl);
+		for (i = 0; i < cl->nbody && cl->body[i]->kind == ST_LET; i++)
+			;
+		assert_int_equal(cl->nbody - i, 3);
+		x = cl->body[i];
+		assert_int_equal(x->kind, ST_MBAR_WAIT);
+		assert_int_equal(x->bar, landed);
+		assert_string_equal(expr(t, x->barslot), "(j % 4)");
+		assert_string_equal(expr(t, x->a), "((j / 4) & 1)");
+		assert_int_equal(cl->body[i + 1]->kind, ST_COMPUTE);
+		x = cl->body[i + 2];
+		assert_int_equal(x->kind, ST_MBAR_ARRIVE);
+		assert_int_equal(x->bar, taken);
+		assert_int_equal(census(sig_role).kind[ST_BULK_WAIT], 0);
+
+		/* the mma warpgroups: the tile before, in the k loop before its mma; the last after the loop */
+		assert_int_equal(census(cons).kind[ST_SIGNAL], 2);
+		tl = find_kind(cons, ST_LOOP, v == 0 ? 1 : 0);
+		kl = find_kind(tl, ST_LOOP, 0);
+		at = kl->body[0];
+		assert_int_equal(at->kind, ST_IF);
+		assert_string_equal(expr(t, at->cond), "(kk == min(4, (ktiles - 1)))");
+		in = at->body[0]->body[0];   /* elect { if (i >= first + step) { ... } } */
+		assert_string_equal(expr(t, in->cond), v == 0 ? "(i >= 1)" : "(i >= (wg + 2))");
+		assert_int_equal(in->nbody, 3);
+		assert_int_equal(in->body[0]->kind, ST_MBAR_WAIT);
+		assert_int_equal(in->body[0]->bar, taken);
+		assert_string_equal(expr(t, in->body[0]->a), v == 0 ? "((((i - 1) / 4) & 1) ^ 1)" : "((((i - 2) / 4) & 1) ^ 1)");
+		assert_int_equal(in->body[1]->kind, ST_BULK_WAIT);
+		assert_false(in->body[1]->flag);
+		assert_int_equal(in->body[1]->n, 0);   /* every store so far: the tile before's, landed by now */
+		assert_int_equal(in->body[2]->kind, ST_SIGNAL);
+		assert_int_equal(in->body[2]->bar, landed);
+		assert_int_equal(in->body[2]->param, 0);
+		assert_string_equal(expr(t, in->body[2]->barslot), v == 0 ? "((i - 1) % 4)" : "((i - 2) % 4)");
+		for (i = 1; i < kl->nbody; i++)   /* the k-step's mma comes after it */
+			if (kl->body[i]->kind == ST_MMA)
+				break;
+		assert_true(i < kl->nbody);
+		x = NULL;
+		for (i = 0; i < cons->nbody; i++)
+			if (cons->body[i] == tl)
+				x = find_deep(cons->body[i + 1], ST_SIGNAL);
+		assert_non_null(x);
+		assert_false(x->flag);
+		assert_int_equal(parent_of(cons, x)->body[1]->kind, ST_BULK_WAIT);
+		assert_int_equal(parent_of(cons, x)->body[1]->n, 0);
+
+		cu = cuda_of(t);
+		assert_int_equal(count(cu, "setmaxnreg.dec.sync.aligned.u32 88;"), 1);
+		assert_int_equal(count(cu, "if (threadIdx.x >= 288) {"), 1);
+		assert_int_equal(count(cu, "wsf_mbar_arrive(&landed["), 2);
+		assert_int_equal(count(cu, "wsf_mbar_arrive(&taken["), 1);
+		assert_int_equal(count(cu, "const wsf_bf16 *const mem_y,"), 1);
+		assert_int_equal(count(cu, "wsf_ldcg16_l2(mem_y + "), 1);
+		assert_int_equal(count(cu, "wsf_st16_l2(out_y2 + at"), 1);   /* y2 is y's bits */
+		assert_int_equal(count(cu, "wsf_signal("), 1);                /* its definition only */
+		if (v == 0)
+			assert_int_equal(count(cu, "wsf_store8(out_h + at, res_h);"), 1);
+		teardown((void **)&t);
+	}
+	(void)state;
+}
+
 /* The text of the file at PATH (from the repository root), or a failed test. */
 static char *
 slurp(Fixture *t, const char *path)
@@ -802,6 +949,15 @@ refused_forms(void **state)
 		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_b: true}\n"
 		 "  - {out: g, op: matmul, in: [b, v]}\noutputs:\n  y: {}\n  g: {}\n",
 		 "matmuls in one kernel that differ in their operands' layouts or their outputs' shapes ('y', 'g')"},
+		{HEAD "inputs:\n  a: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		 "  r: {dtype: bf16, shape: [M, N]}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_b: true}\n  - {out: z, op: add, in: [y, r]}\n"
+		 "outputs:\n  y: {}\n  z: {}\nschedule: {signal: {per_tile, consumer: z}}\n",
+		 "the signal consumer reading input 'r' is not implemented yet"},
+		{"fusion: pw\nsizes: {M: 256, N: 256}\ninputs:\n  a: {dtype: bf16, shape: [M, N]}\n"
+		 "ops:\n  - {out: y, op: relu, in: [a]}\n  - {out: z, op: neg, in: [y]}\n"
+		 "outputs:\n  y: {}\n  z: {}\nschedule: {signal: {per_tile, consumer: z}}\n",
+		 "a signal consumer role is implemented for matmul kernels only"},
 	};
 	int i;
 
@@ -833,6 +989,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(independent_matmuls, setup, teardown),
 		cmocka_unit_test(pr3843_cases),
 		cmocka_unit_test(signal_per_tile),
+		cmocka_unit_test(signal_consumer_role),
 		cmocka_unit_test(refused_forms),
 	};
 
