@@ -415,6 +415,11 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 		                  "signal): launch it with a flags buffer and a nonzero epoch (wsf_kernel_launch_ex)",
 		                  l->fusion->name),
 		       WSF_ERR_USAGE;
+	if (!k->signal && x && x->flags)
+		return diag_error(c, l->fusion->pos, "kernel '%s' sets no flags (%s): launch it without a flags buffer",
+		                  l->fusion->name, k->tile_consumer ? "it signals its tiles to its own consumer role"
+		                                                    : "schedule: {signal: per_tile} makes it"),
+		       WSF_ERR_USAGE;
 	if (x && x->max_ctas < 0)
 		return diag_error(c, l->fusion->pos, "max_ctas is %d; it must be 0 (no cap) or more", x->max_ctas),
 		       WSF_ERR_USAGE;

@@ -427,12 +427,18 @@ signal_launch_checks(void **state)
 		"inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
 		"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\noutputs:\n  y: {dtype: bf16}\n"
 		"schedule: {signal: per_tile}\n";
+	static const char cons[] =
+		"fusion: cons\nsizes: {M: 1000, N: 1032, K: 200}\n"
+		"inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: z, op: cast, in: [y], to: bf16}\n"
+		"outputs:\n  y: {dtype: bf16}\n  z: {dtype: bf16}\nschedule: {signal: {per_tile, consumer: z}}\n";
 	WsfContext *ctx = wsf_context_new();
 	WsfKernel *k = NULL, *plain = NULL;
 	int64_t xs[] = {1000, 200}, ws[] = {1032, 200}, ys[] = {1000, 1032};
-	WsfTensor args[3] = {{(void *)(uintptr_t)0x7f0000000000ull, WSF_DTYPE_BF16, 2, xs, NULL},
+	WsfTensor args[4] = {{(void *)(uintptr_t)0x7f0000000000ull, WSF_DTYPE_BF16, 2, xs, NULL},
 	                     {(void *)(uintptr_t)0x7f0000100000ull, WSF_DTYPE_BF16, 2, ws, NULL},
-	                     {(void *)(uintptr_t)0x7f0000200000ull, WSF_DTYPE_BF16, 2, ys, NULL}};
+	                     {(void *)(uintptr_t)0x7f0000200000ull, WSF_DTYPE_BF16, 2, ys, NULL},
+	                     {(void *)(uintptr_t)0x7f0000400000ull, WSF_DTYPE_BF16, 2, ys, NULL}};
 	WsfLaunchOptions o = {0};
 	WsfSignalLayout lay;
 
@@ -466,7 +472,16 @@ signal_launch_checks(void **state)
 	assert_int_equal(wsf_compile_string(ctx, "api.yaml", spec, strlen(spec), &plain), WSF_OK);
 	assert_int_equal(wsf_kernel_signal_layout(ctx, plain, args, 3, &lay), WSF_ERR_USAGE);
 	assert_non_null(strstr(wsf_context_last_error(ctx), "does not signal its tiles"));
+	o.max_ctas = 0;
+	assert_int_equal(wsf_kernel_launch_ex(ctx, plain, args, 3, &o), WSF_ERR_USAGE);   /* flags it never sets */
+	assert_non_null(strstr(wsf_context_last_error(ctx), "kernel 'api' sets no flags"));
 	wsf_kernel_delete(plain);
+	/* a signal consumer role inside the kernel: no flags, no layout */
+	assert_int_equal(wsf_compile_string(ctx, "cons.yaml", cons, strlen(cons), &plain), WSF_OK);
+	assert_int_equal(wsf_kernel_signal_layout(ctx, plain, args, 4, &lay), WSF_ERR_USAGE);
+	assert_non_null(strstr(wsf_context_last_error(ctx), "signals its tiles to its own consumer role"));
+	assert_int_equal(wsf_kernel_launch_ex(ctx, plain, args, 4, &o), WSF_ERR_USAGE);
+	assert_non_null(strstr(wsf_context_last_error(ctx), "launch it without a flags buffer"));
 	wsf_kernel_delete(k);
 	wsf_context_delete(ctx);
 }
