@@ -297,6 +297,11 @@ WsfStatus wsf_kernel_launch(WsfContext *ctx, WsfKernel *k, const WsfTensor *args
  * consumer's CTAs can hold at once (or give the consumer SMs of its own
  * some other way); the GEMM's tiles are shared among its CTAs whatever
  * their number.
+ *
+ * With signal: {per_tile, consumer: [...]} the signal goes to a consumer
+ * role inside the kernel instead, which computes the outputs named from
+ * each stored tile: such a kernel sets no flags and launches as any other
+ * (a flags buffer given to it is WSF_ERR_USAGE), and has no flag layout.
  */
 typedef struct WsfLaunchOptions {
 	void *stream;      /* a CUstream; NULL is the legacy default stream */
@@ -328,7 +333,7 @@ typedef struct WsfSignalLayout {
 /*
  * Fills *OUT for launches of K on ARGS (the tensors a launch takes; their
  * shapes are checked as a launch checks them).  WSF_ERR_USAGE when K does
- * not signal its tiles.
+ * not signal its tiles to flags.
  */
 WsfStatus wsf_kernel_signal_layout(WsfContext *ctx, const WsfKernel *k, const WsfTensor *args, int nargs,
                                    WsfSignalLayout *out);
