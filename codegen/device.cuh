@@ -331,6 +331,14 @@ __device__ __forceinline__ float wsf_load1_cg_f16(const wsf_f16 *p)
 	return wsf_f16_to_f32(v);
 }
 
+// Programmatic dependent launch: a kernel launched with programmatic stream
+// serialization may start while the grid before it in the stream finishes;
+// wsf_grid_wait blocks until that grid has completed and its writes are
+// visible (at once when there is none), wsf_grid_launch_dependents lets the
+// next grid launch before this one ends.
+__device__ __forceinline__ void wsf_grid_wait(void) { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+__device__ __forceinline__ void wsf_grid_launch_dependents(void) { asm volatile("griddepcontrol.launch_dependents;"); }
+
 __device__ __forceinline__ long long wsf_ceildiv(long long a, long long b) { return (a + b - 1) / b; }
 // Tile arithmetic: operands are non-negative and below 2^32 (the host checks
 // the tile count), so a 32-bit division does instead of a 64-bit one, which

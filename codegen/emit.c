@@ -673,6 +673,9 @@ emit_stmt(Emit *e, const Stmt *s)
 	case ST_MMA:
 		emit_mma(e, s);
 		break;
+	case ST_GRID_DEP:
+		emit_line(e, "%s%s", s->flag ? "wsf_grid_launch_dependents();" : "wsf_grid_wait();", comment(e, s));
+		break;
 	case ST_SIGNAL:
 		if (!s->param)   /* to the consumer role: an arrive (release at CTA scope) */
 			emit_line(e, "wsf_mbar_arrive(%s);%s", bar_at(e, s->bar, s->barslot), comment(e, s));
@@ -969,6 +972,7 @@ codegen_emit(Comp *c, Buf *b, Launch **launch)
 	e.depth = 1;
 	l = arena_alloc(c->arena, sizeof *l);
 	l->smem_bytes = emit_smem(&e);
+	l->pdl = k->pdl && !c->no_pdl;
 	if (e.fam->frame)
 		e.fam->frame(&e);
 	for (i = 1; i < k->nparam; i++)

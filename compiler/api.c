@@ -33,6 +33,7 @@ struct WsfContext {
 	int cache;           /* RtOptions.cache */
 	int lineinfo;        /* 0: as $WSFUSE_LINEINFO says (default off), 1: off, 2: on */
 	int store_delay;     /* Comp.store_delay: testing the per-tile signal */
+	bool no_pdl;         /* Comp.no_pdl: option pdl=0 */
 	WsfStage stop;
 	char *last_error;
 	char *environment;   /* the last wsf_environment text */
@@ -353,6 +354,12 @@ wsf_set_option(WsfContext *ctx, const char *name, const char *value)
 		*(name[0] == 'c' ? &ctx->cache : &ctx->lineinfo) = value[0] == '0' ? 1 : 2;
 		return WSF_OK;
 	}
+	if (strcmp(name, "pdl") == 0) {
+		if (!value || (strcmp(value, "0") && strcmp(value, "1")))
+			return ctx_error(ctx, WSF_ERR_USAGE, "error: option 'pdl' takes 0 or 1");
+		ctx->no_pdl = value[0] == '0';
+		return WSF_OK;
+	}
 	if (strcmp(name, "store-delay") == 0) {
 		long v = 0;
 		const char *d = value;
@@ -629,6 +636,7 @@ compile(WsfContext *ctx, const char *name, const char *text, size_t len, WsfKern
 	c->nbind = ctx->nbind;
 	c->dump_after = ctx->dump_after;
 	c->store_delay = ctx->store_delay;
+	c->no_pdl = ctx->no_pdl;
 	c->dump = forward_dump;
 	c->dump_user = ctx;
 	if (spec_read(c) || passes_run(c, WSF_STAGE_FUSION_IR)) {
@@ -832,7 +840,7 @@ wsf_kernel_stats(const WsfKernel *k, WsfKernelStats *st)
 		return WSF_ERR_USAGE;
 	if (!(l = k->launch)) {
 		/* compiled to the kernel IR: what codegen would lay out */
-		fake = (Launch){NULL, kern, k->comp.fusion, kern->threads, (int)kernel_smem_bytes(kern)};
+		fake = (Launch){NULL, kern, k->comp.fusion, kern->threads, (int)kernel_smem_bytes(kern), kern->pdl};
 		l = &fake;
 	}
 	if (k->text[WSF_STAGE_PTXAS])

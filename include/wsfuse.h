@@ -151,6 +151,10 @@ WsfStatus wsf_set_size(WsfContext *ctx, const char *name, int64_t value);
  *   "store-delay" for testing consumers of the per-tile signal: "N" (0 to 1000000)
  *                 makes one TMA store in four of a kernel that signals its tiles
  *                 first sleep up to N ns, at random; "0" (the default) none
+ *   "pdl"         "1" (the default): matmul kernels launch as programmatic
+ *                 dependents (a kernel may start while the one before it in the
+ *                 stream finishes, and waits for it with griddepcontrol.wait
+ *                 before touching global memory); "0": as ordinary launches
  * WSF_ERR_USAGE for an unknown name or a bad value (one longer than 4096 bytes).
  */
 WsfStatus wsf_set_option(WsfContext *ctx, const char *name, const char *value);

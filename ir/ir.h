@@ -143,6 +143,7 @@ typedef struct Comp {
 
 	int store_delay;        /* testing: an elected TMA store of a kernel that signals its tiles first
 	                           sleeps up to this many ns, for one store in four (option store-delay) */
+	bool no_pdl;            /* option pdl=0: launch every kernel as an ordinary one */
 
 	Fusion *fusion;         /* set by the front end */
 	Kernel *kernel;         /* set by lowering */
@@ -585,6 +586,9 @@ typedef enum StmtKind {
 	ST_MMA_FENCE,      /* wgmma.fence: register and generic-proxy writes ordered before the next mma */
 	ST_MMA_COMMIT,     /* wgmma.commit_group: the mmas issued since the last commit form a group */
 	ST_MMA_WAIT,       /* wgmma.wait_group n: at most n groups still pending */
+	ST_GRID_DEP,       /* programmatic dependent launch: griddepcontrol.wait (the grids before this one in
+	                      the stream have completed, their writes visible), or with flag
+	                      griddepcontrol.launch_dependents (the next grid may launch) */
 	ST_SIGNAL          /* the output tile a is in global memory: param (PK_FLAGS)[a] = the epoch, with release
 	                      semantics at gpu scope; or, for the kernel's consumer role (no param), an arrive
 	                      on bar[barslot] (release at CTA scope).  flag: it is the tile of the loop iteration
@@ -760,6 +764,9 @@ struct Kernel {
 	                            tiles run over every batch, and operands and outputs have 3-D maps */
 	bool signal;             /* signal: per_tile: each output tile's flag is set once its stores have
 	                            landed (ST_SIGNAL), flags row-major over [batch, row tiles, col tiles] */
+	bool pdl;                /* launched as a programmatic dependent (ST_GRID_DEP): it may start while the
+	                            grid before it in the stream finishes, and waits for it before touching
+	                            global memory */
 	Stmt *tile_consumer;     /* signal: {per_tile, consumer: ...}: the consumer role's loop over the CTA's
 	                            tiles (each waited for, its outputs computed, released), which lowering
 	                            makes and warp_specialize places in the role; NULL: none */
@@ -870,6 +877,7 @@ typedef struct Launch {
 	const Fusion *fusion;   /* the shapes the arguments must have */
 	int threads;
 	int smem_bytes;         /* dynamic shared memory */
+	bool pdl;               /* launch with programmatic stream serialization (Kernel.pdl, unless option pdl=0) */
 } Launch;
 
 /* Loaded module state, owned by the runtime (runtime/launch.c). */

@@ -317,6 +317,9 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 	case ST_MMA_WAIT:
 		buf_printf(b, "mma.wait_group %lld", (long long)s->n);
 		break;
+	case ST_GRID_DEP:
+		buf_puts(b, s->flag ? "griddepcontrol.launch_dependents" : "griddepcontrol.wait");
+		break;
 	default:
 		buf_printf(b, "?stmt %d", (int)s->kind);
 		break;

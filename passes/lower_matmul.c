@@ -658,6 +658,23 @@ lower_matmul(Comp *c, Fusion *f)
 			g[gi].acc[m] = x;
 		}
 
+	/*
+	 * Launched as a programmatic dependent: the next grid may launch at
+	 * once (its CTAs start as this one's leave the SMs, and wait for it),
+	 * and every thread waits for the grid before before anything touches
+	 * global memory, after what needs none (barrier init, map prefetch).
+	 */
+	k->pdl = true;
+	{
+		Stmt *go = st_new(c, ST_GRID_DEP), *wait = st_new(c, ST_GRID_DEP);
+
+		go->flag = true;
+		go->comment = "the next kernel in the stream may launch: it waits for this one";
+		wait->comment = "the kernel before in the stream has finished, its writes visible";
+		st_append(c, k->body, go);
+		st_append(c, k->body, wait);
+	}
+
 	/* the persistent tile loop */
 	t.loop = lower_tile_loop(c, k, false, &t.row0, &t.col0);
 	if (k->batched) {

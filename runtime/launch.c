@@ -406,6 +406,7 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 	void **kargs;
 	int64_t *sizes, grid;
 	CUlaunchConfig cfg;
+	CUlaunchAttribute attr;
 	Driver *d;
 	WsfStatus s;
 	int i;
@@ -469,6 +470,12 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 	cfg.blockDimY = cfg.blockDimZ = 1;
 	cfg.sharedMemBytes = (unsigned)l->smem_bytes;
 	cfg.hStream = stream;
+	if (l->pdl) {   /* it may start while the grid before it finishes; it waits for it (griddepcontrol.wait) */
+		attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+		attr.value.programmaticStreamSerializationAllowed = 1;
+		cfg.attrs = &attr;
+		cfg.numAttrs = 1;
+	}
 	s = rt_check(c, d, d->cuLaunchKernelEx(&cfg, (*state)->fn, kargs, NULL), "cuLaunchKernelEx");
 done:
 	free(maps);

@@ -11,6 +11,7 @@
 # sweep file (default: tests/gpu/sweep.txt).  With torch importable it also runs
 # ragged_row.py (single rows through the python binding), tile_consumer.py
 # (the per-tile signal's consumer role inside the kernel, under late stores),
+# pdl_chain.py (kernels back to back under programmatic dependent launch),
 # tests/python/test_torch.py --gpu (the torch custom op), one count per test,
 # and with triton signal_consumer.py (the per-tile signal under a consumer
 # kernel on another stream).
@@ -112,6 +113,7 @@ py_check() {
 if python3 -c 'import torch' 2>/dev/null; then
 	py_check ragged_row.py
 	py_check tile_consumer.py
+	py_check pdl_chain.py
 	torch_tests
 	if python3 -c 'import triton' 2>/dev/null; then
 		py_check signal_consumer.py
@@ -120,8 +122,8 @@ if python3 -c 'import torch' 2>/dev/null; then
 		echo "skipped gpu: $here/signal_consumer.py: no triton"
 	fi
 else
-	skip=$((skip + 3))
-	echo "skipped gpu: $here/ragged_row.py, $here/tile_consumer.py, tests/python/test_torch.py: no torch"
+	skip=$((skip + 4))
+	echo "skipped gpu: $here/ragged_row.py, $here/tile_consumer.py, $here/pdl_chain.py, tests/python/test_torch.py: no torch"
 fi
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail = 0 ]

@@ -364,6 +364,10 @@ refusals(void **state)
 	assert_int_equal(wsf_set_option(ctx, "store-delay", NULL), WSF_ERR_USAGE);
 	assert_int_equal(wsf_set_option(ctx, "store-delay", "20000"), WSF_OK);
 	assert_int_equal(wsf_set_option(ctx, "store-delay", "0"), WSF_OK);
+	assert_int_equal(wsf_set_option(ctx, "pdl", "2"), WSF_ERR_USAGE);
+	assert_int_equal(wsf_set_option(ctx, "pdl", NULL), WSF_ERR_USAGE);
+	assert_int_equal(wsf_set_option(ctx, "pdl", "0"), WSF_OK);
+	assert_int_equal(wsf_set_option(ctx, "pdl", "1"), WSF_OK);
 	assert_int_equal(wsf_set_option(ctx, "dump-after", "expand,nope"), WSF_ERR_USAGE);
 	assert_int_equal(wsf_set_option(ctx, "dump-after", "expand,sync"), WSF_OK);
 	assert_int_equal(wsf_compile_file(ctx, "/nonexistent/spec.yaml", &k), WSF_ERR_IO);
@@ -482,6 +486,7 @@ signal_launch_checks(void **state)
 	assert_non_null(strstr(wsf_context_last_error(ctx), "signals its tiles to its own consumer role"));
 	assert_int_equal(wsf_kernel_launch_ex(ctx, plain, args, 4, &o), WSF_ERR_USAGE);
 	assert_non_null(strstr(wsf_context_last_error(ctx), "launch it without a flags buffer"));
+	wsf_kernel_delete(plain);
 	wsf_kernel_delete(k);
 	wsf_context_delete(ctx);
 }

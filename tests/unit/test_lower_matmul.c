@@ -820,6 +820,54 @@ signal_consumer_role(void **state)
 	(void)state;
 }
 
+/*
+ * Programmatic dependent launch: a matmul kernel lets the next grid launch
+ * and waits for the one before, both once, at the top level after the
+ * barrier init (every thread, before the roles: nothing before them touches
+ * global memory), and its launch asks for programmatic stream serialization
+ * unless option pdl=0 (Comp.no_pdl) says not to.
+ */
+static void
+pdl_launch(void **state)
+{
+	int v;
+
+	for (v = 0; v < 2; v++) {
+		Fixture *t;
+		Kernel *k;
+		Stmt *b;
+		Buf out;
+		Launch *l;
+		int i, go = -1, wait = -1, roles = -1, sync = -1;
+
+		if (setup((void **)&t) < 0)
+			fail_msg("setup");
+		t->c.no_pdl = v == 1;
+		if (!(k = kernel_of(t, gemm_bias_gelu)))
+			fail_msg("%s", t->msg);
+		assert_true(k->pdl);
+		b = k->body;
+		for (i = 0; i < b->nbody; i++) {
+			if (b->body[i]->kind == ST_GRID_DEP && b->body[i]->flag)
+				go = i;
+			else if (b->body[i]->kind == ST_GRID_DEP)
+				wait = i;
+			else if (b->body[i]->kind == ST_ROLES)
+				roles = i;
+			else if (b->body[i]->kind == ST_SYNC && sync < 0)
+				sync = i;
+		}
+		assert_true(sync >= 0 && sync < go && go < wait && wait < roles);
+		assert_int_equal(census(b).kind[ST_GRID_DEP], 2);
+		buf_init(&out, t->c.arena);
+		assert_int_equal(codegen_emit(&t->c, &out, &l), 0);
+		assert_int_equal(l->pdl, v == 0);
+		assert_int_equal(count(buf_str(&out), "    wsf_grid_wait();"), 1);
+		teardown((void **)&t);
+	}
+	(void)state;
+}
+
 /* The text of the file at PATH (from the repository root), or a failed test. */
 static char *
 slurp(Fixture *t, const char *path)
@@ -990,6 +1038,7 @@ main(void)
 		cmocka_unit_test(pr3843_cases),
 		cmocka_unit_test(signal_per_tile),
 		cmocka_unit_test(signal_consumer_role),
+		cmocka_unit_test(pdl_launch),
 		cmocka_unit_test(refused_forms),
 	};
 
