@@ -58,6 +58,8 @@ enum {
 	ACC_REGS = 128,                /* a consumer thread's accumulator registers, all matmuls together */
 	EPI_COLS = 32,                 /* an epilogue subtile is BM x EPI_COLS */
 	GROUP = 8,                     /* tile rows a group of the raster holds */
+	TILE_TARGET = 132,             /* the default tile narrows while its tiles stay within this: an H100's or
+	                                  H200's SMs */
 	PRODUCER_THREADS = 128, CONSUMER_THREADS = 256,
 	PRODUCER_REGS = 40, CONSUMER_REGS = 232,   /* 128 x 40 + 256 x 232 fits 64K registers */
 	SIGNAL_PRODUCER_REGS = 88, SIGNAL_CONSUMER_REGS = 208,   /* with a signal consumer role: 128 x 88 + 256 x 208,
@@ -104,20 +106,37 @@ epilogue_view(const Tensor *t, const Tensor *d)
 	return dim_equal(t->dim[r - 1], d->dim[r - 1]) ? VIEW_FULL : VIEW_NONE;
 }
 
-/* The tile: the hint [M, N, K] checked against what the mma and TMA take, or the default. */
+/*
+ * The tile: the hint [M, N, K] checked against what the mma and TMA take, or
+ * the default.  Without a hint, N halves (256, 128, 64) while the output D
+ * at its compile-time sizes still has at most TILE_TARGET tiles (the SMs of
+ * an H100 or H200: one wave) after halving: a small GEMM then spreads over
+ * the SMs instead of leaving most of them idle (1024^3: 32 tiles of 128 x
+ * 256 become 128 of 128 x 64, 1.39x faster).  Narrower tiles that would take
+ * a second wave lose (2048^3 at 128 x 128: 0.75x; docs/perf.md).
+ */
 static int
-choose_tile(Comp *c, const Fusion *f, bool pingpong, int nmm, int *bm, int *bn, int *bk)
+choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, int nmm, int *bm, int *bn, int *bk)
 {
 	const Schedule *h = &f->sched;
 	int m = pingpong ? BM / 2 : BM;   /* ping-pong: a warpgroup's own tile, 64 rows */
+	int64_t rows = 1, cols = dim_value(f, d->dim[d->rank - 1]);
+	int i;
 
 	/* a thread holds N / 2 accumulator registers a matmul: several share the budget */
 	*bm = m, *bn = BN / nmm / CHUNK * CHUNK, *bk = BK;
 	if (*bn < CHUNK)
 		return unbuilt(c, f->pos, "%d matmuls in one kernel do not fit a consumer's %d accumulator registers",
 		               nmm, ACC_REGS);
-	if (!h->ntile)
+	if (!h->ntile) {
+		for (i = 0; i + 1 < d->rank && rows > 0; i++)
+			rows = dim_value(f, d->dim[i]) > 0 && rows <= INT64_MAX / dim_value(f, d->dim[i]) ?
+			       rows * dim_value(f, d->dim[i]) : 0;
+		while (*bn > CHUNK && rows > 0 && cols > 0 && (rows + m - 1) / m * ((cols + *bn / 2 - 1) / (*bn / 2)) <=
+		                                                TILE_TARGET)
+			*bn /= 2;
 		return 0;
+	}
 	if (h->ntile == 3 && nmm * h->tile[1] / 2 > ACC_REGS)
 		return diag_error(c, h->tile_pos, "matmul tile N %d holds %d accumulator registers a thread for each of "
 		                  "the %d matmuls, more than the %d that fit; use N = %d", h->tile[1], h->tile[1] / 2, nmm,
@@ -529,7 +548,7 @@ lower_matmul(Comp *c, Fusion *f)
 	if (k->pingpong && ng > 1)
 		return unbuilt(c, f->sched.consumers_pos, "consumers: pingpong with independent matmuls in one kernel is "
 		               "not implemented yet");
-	if (choose_tile(c, f, k->pingpong, g[0].n, &t.bm, &t.bn, &t.bk))
+	if (choose_tile(c, f, d, k->pingpong, g[0].n, &t.bm, &t.bn, &t.bk))
 		return -1;
 	for (j = 0; j < f->nout; j++)
 		if (!lower_same_shape(&f->tensor[f->out[j].tensor], d))

@@ -372,7 +372,7 @@ batched_matmul_plan(void **state)
 	static const char spec[] =
 		"fusion: bmm\nsizes: {B: 2, M: 128, N: 256, K: 64}\ninputs:\n  a: {dtype: bf16, shape: [B, M, K]}\n"
 		"  v: {dtype: bf16, shape: [B, K, N]}\nops:\n  - {out: y, op: matmul, in: [a, v]}\n"
-		"outputs:\n  y: {dtype: f32}\n";
+		"outputs:\n  y: {dtype: f32}\nschedule: {tile: [128, 256, 64]}\n";   /* not narrowed for 2 tiles */
 	const Launch *l = build(t, spec);
 	int64_t x[] = {6, 300, 64}, v[] = {6, 64, 512}, y[] = {6, 300, 512};
 	WsfTensor a[3] = {{DEV(1), WSF_DTYPE_BF16, 3, x, NULL}, {DEV(2), WSF_DTYPE_BF16, 3, v, NULL},

@@ -868,6 +868,48 @@ pdl_launch(void **state)
 	(void)state;
 }
 
+/*
+ * The default tile's N narrows for GEMMs of few tiles, halving while the
+ * tiles after halving still fit one wave of 132: 1024^3 (32 tiles of 128 x
+ * 256) gets 128 x 64; 2048^3 (128 tiles) keeps 256, since 256 tiles of
+ * 128 x 128 would take two waves; M = 64 with N = 8192 gets 64; a tile
+ * hint is kept as it is.
+ */
+static void
+tile_narrows(void **state)
+{
+	static const struct {
+		const char *sizes, *sched;
+		int bn;
+	} cases[] = {
+		{"{M: 1024, N: 1024, K: 1024}", "", 64},
+		{"{M: 2048, N: 2048, K: 2048}", "", 256},
+		{"{M: 64, N: 8192, K: 4096}", "", 64},
+		{"{M: 1024, N: 4096, K: 4096}", "", 256},
+		{"{M: 256, N: 8192, K: 64}", "", 128},
+		{"{M: 1024, N: 1024, K: 1024}", "schedule: {tile: [128, 256, 64]}\n", 256},
+	};
+	int i;
+
+	for (i = 0; i < (int)countof(cases); i++) {
+		Fixture *t;
+		Kernel *k;
+		char spec[1024];
+
+		snprintf(spec, sizeof spec, "fusion: g\nsizes: %s\ninputs:\n  x: {dtype: bf16, shape: [M, K]}\n"
+		         "  w: {dtype: bf16, shape: [N, K]}\nops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n"
+		         "outputs:\n  y: {dtype: bf16}\n%s", cases[i].sizes, cases[i].sched);
+		if (setup((void **)&t) < 0)
+			fail_msg("setup");
+		if (!(k = kernel_of(t, spec)))
+			fail_msg("%s", t->msg);
+		if (k->tile_cols != cases[i].bn)
+			fail_msg("case %d (%s): tile N %d, expected %d", i, cases[i].sizes, k->tile_cols, cases[i].bn);
+		teardown((void **)&t);
+	}
+	(void)state;
+}
+
 /* The text of the file at PATH (from the repository root), or a failed test. */
 static char *
 slurp(Fixture *t, const char *path)
@@ -1039,6 +1081,7 @@ main(void)
 		cmocka_unit_test(signal_per_tile),
 		cmocka_unit_test(signal_consumer_role),
 		cmocka_unit_test(pdl_launch),
+		cmocka_unit_test(tile_narrows),
 		cmocka_unit_test(refused_forms),
 	};
 
