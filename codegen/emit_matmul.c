@@ -417,9 +417,12 @@ consume(Emit *e, const Stmt *s)
 	 * Rows in flight, as many as 88 registers hold without spilling (ptxas,
 	 * measured on the specs of tests/gpu): a copy of a 2-byte output 8, half
 	 * as many with computed outputs, and half again for each further 16-byte
-	 * word loaded, and with a batched tile's indexing.
+	 * word loaded, and with a batched tile's indexing; and half again for
+	 * each halving of the tile's 256 columns (ptxas spills otherwise, for
+	 * reasons its report does not give: a narrower tile's rows are shorter,
+	 * not its registers fewer).
 	 */
-	unroll = 8 >> (computed > 0) >> (words - 1) >> (s->z != NULL);
+	unroll = 8 >> (computed > 0) >> (words - 1) >> (s->z != NULL) >> (k->tile_cols < 256) >> (k->tile_cols < 128);
 	if (unroll < 1)
 		unroll = 1;
 

@@ -113,7 +113,8 @@ epilogue_view(const Tensor *t, const Tensor *d)
  * an H100 or H200: one wave) after halving: a small GEMM then spreads over
  * the SMs instead of leaving most of them idle (1024^3: 32 tiles of 128 x
  * 256 become 128 of 128 x 64, 1.39x faster).  Narrower tiles that would take
- * a second wave lose (2048^3 at 128 x 128: 0.75x; docs/perf.md).
+ * a second wave lose (2048^3 at 128 x 128: 0.75x; docs/perf.md).  A kernel
+ * with a signal consumer role keeps 256.
  */
 static int
 choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, int nmm, int *bm, int *bn, int *bk)
@@ -129,6 +130,8 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, int nmm, i
 		return unbuilt(c, f->pos, "%d matmuls in one kernel do not fit a consumer's %d accumulator registers",
 		               nmm, ACC_REGS);
 	if (!h->ntile) {
+		if (h->consumer_pos.line)
+			return 0;   /* a signal consumer's role spills at narrower tiles (ptxas; emit_matmul.c) */
 		for (i = 0; i + 1 < d->rank && rows > 0; i++)
 			rows = dim_value(f, d->dim[i]) > 0 && rows <= INT64_MAX / dim_value(f, d->dim[i]) ?
 			       rows * dim_value(f, d->dim[i]) : 0;
