@@ -616,7 +616,8 @@ emit_stmt(Emit *e, const Stmt *s)
 			          emit_pos(e, s->pos));
 			break;
 		}
-		if ((k->signal || k->tile_consumer) && e->c->store_delay)   /* testing the signal's consumers: a store late now and then */
+		/* testing the signal's consumers: a store late now and then */
+		if ((k->signal || k->tile_consumer) && e->c->store_delay)
 			emit_line(e, "wsf_store_delay(%s * 131071LL + %s, %d);", emit_expr_str(e, s->a), emit_expr_str(e, s->b),
 			          e->c->store_delay);
 		emit_line(e, "wsf_tma_store_%dd(&%s, %s, %s%s%s, %s%s%s);%s", s->z ? 3 : 2, emit_param_name(e, &k->param[s->param]),

@@ -174,13 +174,6 @@ lower_tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **col0)
  * CTA a tile (persistent: false) has no tile after its own to overlap:
  * it signals its tile at the end of it.
  *
- * A matmul with a consumer role signals the tile before inside its
- * mainloop instead (KLOOP), at k-step SIGNAL_KSTEP (or the last, when there
- * are fewer): by then its stores have landed, so the wait costs nothing,
- * and the consumer reads the tile while L2 still holds it; at the tile's
- * end it would wait a whole mainloop more, and the tile would come back
- * from DRAM (ncu, 4096^3: 25 MB more read).
- *
  * With a consumer (signal: {per_tile, consumer: [...]}) the signal goes to
  * the kernel's consumer role instead of flags: the CTA's tile j (its loop
  * iteration) arrives on landed[j % SIGNAL_SLOTS] once the consumer has taken
@@ -189,6 +182,12 @@ lower_tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **col0)
  * it waits on landed[], computes its outputs from the stored tile, and
  * arrives on taken[].  The slots let the consumer lag SIGNAL_SLOTS tiles
  * behind; an even count gives each ping-pong warpgroup slots of its own.
+ * Such a matmul signals the tile before inside its mainloop (KLOOP), at
+ * k-step SIGNAL_KSTEP (or the last, when there are fewer): by then the
+ * stores have landed, so the wait costs nothing, and the consumer reads the
+ * tile while L2 still holds it; at the tile's end it would wait a whole
+ * mainloop more, and the tile would come back from DRAM (ncu, 4096^3: 25
+ * MB more read).
  */
 enum {
 	SIGNAL_SLOTS = 4,

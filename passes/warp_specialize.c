@@ -29,9 +29,9 @@
  * consumers); it needs whole warpgroups on both sides.  A kernel whose
  * per-tile signal has a consumer role (Kernel.tile_consumer) splits the
  * producer warpgroup: a ROLE_GROUP holding the setmaxnreg, its first warp
- * the producer, the other three the signal role running that loop.  No CTA-wide barrier
- * may follow inside the roles: ws_name_barriers makes each the role's named
- * barrier.  Invalidates: nothing.
+ * the producer, the other three the signal role running that loop.  No
+ * CTA-wide barrier may follow inside the roles: ws_name_barriers makes each
+ * the role's named barrier.  Invalidates: nothing.
  */
 #include "passes.h"
 
@@ -317,8 +317,7 @@ role_branch(Comp *c, Kernel *k, RoleKind kind, int first, int threads, int regs)
 static void
 split_producer(Comp *c, Kernel *k, Stmt *pbranch, Stmt *producer)
 {
-	const KRole *g = &k->role[pbranch->role];
-	int first = g->first, threads = g->threads, parent = pbranch->role;
+	int parent = pbranch->role, first = k->role[parent].first, threads = k->role[parent].threads;
 	Stmt *roles = st_new(c, ST_ROLES), *sig, *load;
 
 	sig = role_branch(c, k, ROLE_SIGNAL, first + 32, threads - 32, 0);
