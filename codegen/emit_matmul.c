@@ -422,7 +422,8 @@ consume(Emit *e, const Stmt *s)
 	 * reasons its report does not give: a narrower tile's rows are shorter,
 	 * not its registers fewer).
 	 */
-	unroll = 8 >> (computed > 0) >> (words - 1) >> (s->z != NULL) >> (k->tile_cols < 256) >> (k->tile_cols < 128);
+	unroll = 8 >> (computed > 0) >> (words > 1 ? words - 1 : 0) >> (s->z != NULL) >> (k->tile_cols < 256) >>
+	         (k->tile_cols < 128);
 	if (unroll < 1)
 		unroll = 1;
 
