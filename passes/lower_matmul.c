@@ -107,6 +107,25 @@ epilogue_view(const Tensor *t, const Tensor *d)
 }
 
 /*
+ * Does output D, at its compile-time sizes, have at most 64 rows (its dims
+ * before the last together: a decode step's tokens)?  Then a single matmul
+ * without a hint takes ping-pong's 64-row tiles by default: a 128-row tile
+ * would compute at least half its rows for nothing (M = 64 x 8192 x 4096:
+ * 0.72x -> 0.93x cuBLAS, M = 16 0.67x -> 0.85x; docs/perf.md).
+ */
+static bool
+few_rows(const Fusion *f, const Tensor *d)
+{
+	int64_t rows = 1;
+	int i;
+
+	for (i = 0; i + 1 < d->rank; i++)
+		if ((rows *= dim_value(f, d->dim[i])) <= 0 || rows > 64)
+			return false;
+	return true;
+}
+
+/*
  * The tile: the hint [M, N, K] checked against what the mma and TMA take, or
  * the default.  Without a hint, N halves (256, 128, 64) while the output D
  * at its compile-time sizes still has at most TILE_TARGET tiles (the SMs of
@@ -547,7 +566,8 @@ lower_matmul(Comp *c, Fusion *f)
 		               "epilogue stores through staging subtiles and TMA");
 	if (f->sched.warp_specialize == 1)
 		return unbuilt(c, f->sched.ws_pos, "a matmul without warp specialization is not implemented yet");
-	k->pingpong = f->sched.consumers == CONSUMERS_PINGPONG;
+	k->pingpong = f->sched.consumers == CONSUMERS_PINGPONG ||
+	              (!f->sched.consumers && !f->sched.ntile && ng == 1 && g[0].n == 1 && few_rows(f, d));
 	if (k->pingpong && ng > 1)
 		return unbuilt(c, f->sched.consumers_pos, "consumers: pingpong with independent matmuls in one kernel is "
 		               "not implemented yet");

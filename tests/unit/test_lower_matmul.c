@@ -873,7 +873,8 @@ pdl_launch(void **state)
  * tiles after halving still fit one wave of 132: 1024^3 (32 tiles of 128 x
  * 256) gets 128 x 64; 2048^3 (128 tiles) keeps 256, since 256 tiles of
  * 128 x 128 would take two waves; M = 64 with N = 8192 gets 64; a tile
- * hint is kept as it is.
+ * hint is kept as it is.  An output of at most 64 rows takes ping-pong's
+ * 64-row tiles unless the spec says which consumers or which tile.
  */
 static void
 tile_narrows(void **state)
@@ -881,13 +882,17 @@ tile_narrows(void **state)
 	static const struct {
 		const char *sizes, *sched;
 		int bn;
+		bool pingpong;
 	} cases[] = {
-		{"{M: 1024, N: 1024, K: 1024}", "", 64},
-		{"{M: 2048, N: 2048, K: 2048}", "", 256},
-		{"{M: 64, N: 8192, K: 4096}", "", 64},
-		{"{M: 1024, N: 4096, K: 4096}", "", 256},
-		{"{M: 256, N: 8192, K: 64}", "", 128},
-		{"{M: 1024, N: 1024, K: 1024}", "schedule: {tile: [128, 256, 64]}\n", 256},
+		{"{M: 1024, N: 1024, K: 1024}", "", 64, false},
+		{"{M: 2048, N: 2048, K: 2048}", "", 256, false},
+		{"{M: 64, N: 8192, K: 4096}", "", 64, true},
+		{"{M: 16, N: 8192, K: 4096}", "", 64, true},
+		{"{M: 65, N: 8192, K: 4096}", "", 64, false},
+		{"{M: 64, N: 8192, K: 4096}", "schedule: {consumers: cooperative}\n", 64, false},
+		{"{M: 1024, N: 4096, K: 4096}", "", 256, false},
+		{"{M: 256, N: 8192, K: 64}", "", 128, false},
+		{"{M: 1024, N: 1024, K: 1024}", "schedule: {tile: [128, 256, 64]}\n", 256, false},
 	};
 	int i;
 
@@ -905,6 +910,9 @@ tile_narrows(void **state)
 			fail_msg("%s", t->msg);
 		if (k->tile_cols != cases[i].bn)
 			fail_msg("case %d (%s): tile N %d, expected %d", i, cases[i].sizes, k->tile_cols, cases[i].bn);
+		if (k->pingpong != cases[i].pingpong || k->tile_rows != (cases[i].pingpong ? 64 : 128))
+			fail_msg("case %d (%s): %s, %d rows", i, cases[i].sizes, k->pingpong ? "ping-pong" : "cooperative",
+			         k->tile_rows);
 		teardown((void **)&t);
 	}
 	(void)state;
