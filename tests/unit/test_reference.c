@@ -194,6 +194,49 @@ test_symbolic_sizes(void **state)
 	arena_free(e.c.arena);
 }
 
+/*
+ * signal: {per_tile, consumer: [...]}: a consumer output is computed from the
+ * stored outputs as stored, rounded to their dtype, while the stored output
+ * and anything else keep the exact values.  y = x + 0.00390625 stored as
+ * bf16 (to 8 significant bits); h = y * 2 by the consumer, from the rounded
+ * y; z = y * 2 by the epilogue, from the exact y.
+ */
+static void
+test_consumer_outputs(void **state)
+{
+	double x[4] = {1.0, 2.0, 3.0, 1.0 + 1.0 / 64}, oy[4], oh[4], oz[4];
+	const double *in[1] = {x};
+	double *out[3] = {oy, oh, oz};
+	int tx, y, h, z, i;
+	Env e;
+
+	COMP_INIT(e.c);
+	env_fusion(&e);
+	tx = tensor(&e, "x", TK_INPUT, 1, 4);
+	y = tensor(&e, "y", TK_VALUE, 1, 4);
+	op(&e, OP_ADD, y, 2, T(tx), L(0.00390625));
+	h = tensor(&e, "h", TK_VALUE, 1, 4);
+	op(&e, OP_MUL, h, 2, T(y), L(2.0));
+	z = tensor(&e, "z", TK_VALUE, 1, 4);
+	op(&e, OP_MUL, z, 2, T(y), L(2.0));
+	output(&e, y);
+	e.f->out[0].dtype = DT_BF16;
+	output(&e, h);
+	e.f->out[1].consumer = true;
+	output(&e, z);
+	e.f->sched.consumer_pos = (Pos){0, 1, 1};
+	assert_int_equal(rt_reference(&e.c, e.f, in, out), WSF_OK);
+	for (i = 0; i < 4; i++) {
+		double exact = x[i] + 0.00390625, stored = rt_round(DT_BF16, exact);
+
+		assert_near(oy[i], stored);        /* a stored output a consumer reads is compared as stored */
+		assert_near(oh[i], 2 * stored);    /* the consumer's, from the stored value */
+		assert_near(oz[i], 2 * exact);     /* the epilogue's, from the exact one */
+	}
+	assert_true(oh[0] != oz[0]);           /* 1.00390625 is not a bf16: the two differ */
+	arena_free(e.c.arena);
+}
+
 /* Evaluates one unary op (with attributes from PROTO) at the points X. */
 static void
 check_unary(const Op *proto, const double *x, int n, double (*want)(double))
@@ -769,6 +812,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_broadcast),
 		cmocka_unit_test(test_symbolic_sizes),
+		cmocka_unit_test(test_consumer_outputs),
 		cmocka_unit_test(test_unary_ops),
 		cmocka_unit_test(test_cast_rounds_and_nothing_else_does),
 		cmocka_unit_test(test_binary_ops),
