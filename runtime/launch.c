@@ -470,7 +470,9 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 	cfg.blockDimY = cfg.blockDimZ = 1;
 	cfg.sharedMemBytes = (unsigned)l->smem_bytes;
 	cfg.hStream = stream;
-	if (l->pdl) {   /* it may start while the grid before it finishes; it waits for it (griddepcontrol.wait) */
+	/* it may start while the grid before it finishes, and waits for it (griddepcontrol.wait); drivers
+	   before CUDA 12.0 launch it as an ordinary kernel, which the wait then finds finished */
+	if (l->pdl && d->version >= 12000) {
 		attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
 		attr.value.programmaticStreamSerializationAllowed = 1;
 		cfg.attrs = &attr;
