@@ -301,6 +301,22 @@ __device__ __forceinline__ void wsf_load8_global(float v[8], const float *p)
 	wsf_unpack8_f32(v, wsf_ldg16(p), wsf_ldg16(p + 4));
 }
 
+// L2 eviction policies (createpolicy): evict_last for data read again soon
+// (a row kernel's passes before the last), evict_first for data read once
+// (its last pass; a matmul's signal consumer reading a stored tile back).
+__device__ __forceinline__ wsf_u64 wsf_l2_keep(void)
+{
+	wsf_u64 p;
+	asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
+	return p;
+}
+__device__ __forceinline__ wsf_u64 wsf_l2_drop(void)
+{
+	wsf_u64 p;
+	asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+	return p;
+}
+
 // Global memory through L2 alone (ld.global.cg), for what this kernel's own
 // TMA stores wrote: the signal consumer reading a stored tile back.  Not L1,
 // whose line may hold another tile's columns from before they were stored;

@@ -93,15 +93,9 @@ template <int SPAN, int ESIZE> __device__ __forceinline__ int wsf_swizzle(int e)
 	return (b ^ (((b >> 7) & (SPAN / 16 - 1)) << 4)) / ESIZE;
 }
 
-// The signal consumer's traffic under L2's evict_first: the tile it reads
-// back and the outputs it writes are not read again by the kernel, while the
-// operand tiles the raster keeps in L2 are.
-__device__ __forceinline__ wsf_u64 wsf_l2_evict_first(void)
-{
-	wsf_u64 p;
-	asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
-	return p;
-}
+// The signal consumer's traffic under an L2 policy (wsf_l2_drop: the tile
+// it reads back and the outputs it writes are not read again by the kernel,
+// while the operand tiles the raster keeps in L2 are).
 __device__ __forceinline__ uint4 wsf_ldcg16_l2(const void *p, wsf_u64 pol)
 {
 	uint4 u;

@@ -3,21 +3,6 @@
 // reductions.  A row kernel's CUDA holds them after device.cuh, inlined at
 // its top (codegen_device_header).
 
-// L2 eviction policies for a row read more than once: each pass of a direct
-// row kernel reads the row again; the passes before the last ask L2 to keep
-// it (evict_last), the last lets it go (evict_first).
-__device__ __forceinline__ wsf_u64 wsf_l2_keep(void)
-{
-	wsf_u64 p;
-	asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
-	return p;
-}
-__device__ __forceinline__ wsf_u64 wsf_l2_drop(void)
-{
-	wsf_u64 p;
-	asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
-	return p;
-}
 // wsf_ldg16 under an L2 policy.
 __device__ __forceinline__ uint4 wsf_ldg16_l2(const void *p, wsf_u64 pol)
 {

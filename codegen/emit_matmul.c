@@ -239,6 +239,16 @@ cone(Emit *e, const Stmt *s)
 
 static void consume(Emit *e, const Stmt *s);
 
+/* The f32 value of pointwise op O, from its operands' values (e->value) or literals, as v_OUT. */
+static void
+op_value(Emit *e, const Op *o)
+{
+	emit_line(e, "const float %s = %s;%s", e->value[o->out],
+	          emit_op_text(e, o, o->in[0].tensor ? e->value[o->in[0].tensor] : emit_literal(e, o->in[0].lit),
+	                       o->nin < 2 ? "" : o->in[1].tensor ? e->value[o->in[1].tensor] : emit_literal(e, o->in[1].lit)),
+	          emit_pos(e, o->pos));
+}
+
 /* The epilogue over one subtile: s->b is its first column, s->pass its index in the tile. */
 static void
 compute(Emit *e, const Stmt *s)
@@ -318,11 +328,7 @@ compute(Emit *e, const Stmt *s)
 				          emit_pos(e, o->pos));
 			continue;
 		}
-		emit_line(e, "const float %s = %s;%s", v,
-		          emit_op_text(e, o, o->in[0].tensor ? e->value[o->in[0].tensor] : emit_literal(e, o->in[0].lit),
-		                       o->nin < 2 ? "" : o->in[1].tensor ? e->value[o->in[1].tensor] :
-		                       emit_literal(e, o->in[1].lit)),
-		          emit_pos(e, o->pos));
+		op_value(e, o);
 	}
 	for (i = 0; i < s->nwrites; i++) {
 		const KBuf *b = &k->buf[s->writes[i].buf];
@@ -435,7 +441,7 @@ consume(Emit *e, const Stmt *s)
 	emit_line(e, "const long long col = %s + 8 * (t %% %d), end = wsf_min(%s + %d, rows);", emit_expr_str(e, s->b),
 	          per_row, emit_expr_str(e, s->a), k->tile_rows);
 	emit_line(e, "const bool whole = col + %d <= cols;", VEC);
-	emit_line(e, "const wsf_u64 once = wsf_l2_evict_first();   // read back once, written for later kernels");
+	emit_line(e, "const wsf_u64 once = wsf_l2_drop();   // read back once, written for later kernels");
 	emit_line(e, "#pragma unroll 1");
 	emit_line(e, "for (long long r = %s + t / %d; r < end && col < cols; r += %d) {   // %d rows in flight",
 	          emit_expr_str(e, s->a), per_row, step * unroll, unroll);
@@ -517,11 +523,7 @@ consume(Emit *e, const Stmt *s)
 			if (!needed[o->out] || mem[o->out])
 				continue;
 			e->value[o->out] = emit_tname(e, PFX_VALUE, o->out);
-			emit_line(e, "const float %s = %s;%s", e->value[o->out],
-			          emit_op_text(e, o, o->in[0].tensor ? e->value[o->in[0].tensor] : emit_literal(e, o->in[0].lit),
-			                       o->nin < 2 ? "" : o->in[1].tensor ? e->value[o->in[1].tensor] :
-			                       emit_literal(e, o->in[1].lit)),
-			          emit_pos(e, o->pos));
+			op_value(e, o);
 		}
 		for (j = 0; j < f->nout; j++)
 			if (f->out[j].consumer && !copy_of[j])

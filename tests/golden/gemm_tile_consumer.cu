@@ -95,7 +95,7 @@ wsfuse_gemm_tile_consumer(
                     const int t = threadIdx.x - 288;   // of 96: columns 8 (t % 32) on, every 3-th row from t / 32
                     const long long col = col0 + 8 * (t % 32), end = wsf_min(row0 + 128, rows);
                     const bool whole = col + 8 <= cols;
-                    const wsf_u64 once = wsf_l2_evict_first();   // read back once, written for later kernels
+                    const wsf_u64 once = wsf_l2_drop();   // read back once, written for later kernels
                     #pragma unroll 1
                     for (long long r = row0 + t / 32; r < end && col < cols; r += 12) {   // 4 rows in flight
                         uint4 raw_y[4][1];
