@@ -108,3 +108,58 @@ __device__ __forceinline__ void wsf_st16_l2(void *p, unsigned a, unsigned b, uns
 	asm volatile("st.global.L1::no_allocate.L2::cache_hint.v4.b32 [%0], {%1, %2, %3, %4}, %5;"
 	             :: "l"(p), "r"(a), "r"(b), "r"(c), "r"(d), "l"(pol) : "memory");
 }
+
+// ---- clusters (schedule: cluster [2, 1] or [1, 2]) ----------------------------
+
+// This CTA's rank in its cluster.
+__device__ __forceinline__ unsigned wsf_cluster_rank(void)
+{
+	unsigned r;
+	asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+	return r;
+}
+// Every thread of every CTA of the cluster: what each did before (its
+// barrier inits, its arrivals) is visible to all after.
+__device__ __forceinline__ void wsf_cluster_sync(void)
+{
+	asm volatile("barrier.cluster.arrive.release;\n"
+	             "barrier.cluster.wait.acquire;" ::: "memory");
+}
+// Arrives on the copy of BAR (this CTA's shared-memory address) in the CTA
+// of rank LANE when LANE < N (a stage release: lane r of a warp tells rank
+// r): one predicated instruction, no branch among a warpgroup's wgmmas.  At
+// CTA scope, as CUTLASS's ClusterBarrier: the arrival orders no writes (the
+// stage was only read, by wgmma, whose wait came before), and a release at
+// cluster scope would fence every memory access of the thread first.
+__device__ __forceinline__ void wsf_mbar_arrive_cluster(wsf_u64 *bar, unsigned lane, unsigned n)
+{
+	asm volatile("{\n"
+	             ".reg .pred p;\n"
+	             ".reg .b32 remote;\n"
+	             "setp.lt.u32 p, %1, %2;\n"
+	             "mapa.shared::cluster.u32 remote, %0, %1;\n"
+	             "@p mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
+	             "}" :: "r"(wsf_smem_addr(bar)), "r"(lane), "r"(n) : "memory");
+}
+// The TMA loads as multicasts: the box lands at DST, and completes on BAR,
+// in every CTA of the cluster whose rank is a bit of MASK.
+__device__ __forceinline__ void wsf_tma_load_2d_multicast(void *dst, const WsfTensorMap *map, long long col,
+                                                          long long row, wsf_u64 *bar, unsigned short mask)
+{
+	asm volatile(
+		"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+		" [%0], [%1, {%2, %3}], [%4], %5;"
+		:: "r"(wsf_smem_addr(dst)), "l"(map), "r"((int)col), "r"((int)row), "r"(wsf_smem_addr(bar)), "h"(mask)
+		: "memory");
+}
+__device__ __forceinline__ void wsf_tma_load_3d_multicast(void *dst, const WsfTensorMap *map, long long col,
+                                                          long long row, long long z, wsf_u64 *bar,
+                                                          unsigned short mask)
+{
+	asm volatile(
+		"cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+		" [%0], [%1, {%2, %3, %4}], [%5], %6;"
+		:: "r"(wsf_smem_addr(dst)), "l"(map), "r"((int)col), "r"((int)row), "r"((int)z),
+		   "r"(wsf_smem_addr(bar)), "h"(mask)
+		: "memory");
+}

@@ -958,6 +958,8 @@ print_stats(const WsfKernel *k)
 		        st.tiles, sizes);
 	else
 		fprintf(stderr, "  grid: %" PRId64 " CTA%s, one a tile, at%s\n", st.grid, st.grid == 1 ? "" : "s", sizes);
+	if (st.cluster > 1)
+		fprintf(stderr, "  clusters of %d CTAs: the persistent grid is the clusters that fit at once\n", st.cluster);
 }
 
 static int

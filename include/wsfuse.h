@@ -215,6 +215,8 @@ typedef struct WsfKernelStats {
 	                       sizes the kernel was compiled with; -1 when a size is unbound */
 	int64_t grid;       /* CTAs a launch at those sizes starts: TILES for one CTA a tile; -1 when a
 	                       size is unbound, or persistent (it depends on the GPU's SM count) */
+	int cluster;        /* CTAs a thread-block cluster (a matmul's schedule: cluster): 1, or 2; in
+	                       clusters TILES counts each cluster tile's CTA tiles, past the output or not */
 } WsfKernelStats;
 
 /*

@@ -430,7 +430,8 @@ typedef enum ExprKind {
 	EX_ADD, EX_SUB, EX_MUL, EX_DIV, EX_MOD, EX_MIN, EX_MAX, EX_CEILDIV,
 	EX_LT, EX_GE, EX_EQ, EX_AND, EX_XOR,
 	EX_ELECT,    /* true in one thread of the executing group */
-	EX_WG        /* the consumer warpgroup a thread is in, threadIdx.x / 128 */
+	EX_WG,       /* the consumer warpgroup a thread is in, threadIdx.x / 128 */
+	EX_RANK      /* the CTA's rank in its cluster (%cluster_ctarank; blockIdx.x % the cluster's CTAs) */
 } ExprKind;
 
 typedef struct Expr {
@@ -553,6 +554,8 @@ typedef struct KBar {
 	const char *name;
 	int count;
 	int arrivals;
+	bool cluster;      /* a cluster's stage-release barrier: each of its arrivals is one consumer warpgroup of
+	                      one CTA of the cluster, which arrives on every CTA's copy (Kernel.cluster) */
 } KBar;
 
 typedef enum StmtKind {
@@ -565,7 +568,9 @@ typedef enum StmtKind {
 	ST_LET,            /* var = a */
 	ST_TMA_LOAD,       /* buf[slot] <- param at (row a, col b); completes on bar[barslot].  From a
 	                      PK_TMAP param: the copy's box, out-of-bounds parts zero-filled; from a PK_PTR
-	                      param: a 1-D bulk copy of the row segment [b, min(b + copy cols, cols)) */
+	                      param: a 1-D bulk copy of the row segment [b, min(b + copy cols, cols)).
+	                      n: a multicast's CTA mask, the box written at the same place (and completed on
+	                      the same barrier) in each CTA of the cluster it names; 0: this CTA alone */
 	ST_TMA_STORE,      /* param at (row a, col b) <- buf[slot] */
 	ST_EXPECT_TX,      /* mbarrier.arrive.expect_tx bar[barslot], n bytes plus a (runtime) if set; the
 	                      fill of stage counter lin (its slot is lin % S) */
@@ -589,6 +594,8 @@ typedef enum StmtKind {
 	ST_GRID_DEP,       /* programmatic dependent launch: griddepcontrol.wait (the grids before this one in
 	                      the stream have completed, their writes visible), or with flag
 	                      griddepcontrol.launch_dependents (the next grid may launch) */
+	ST_CLUSTER_SYNC,   /* barrier.cluster: every thread of every CTA of the cluster (arrive.release, then
+	                      wait.acquire) */
 	ST_SIGNAL          /* the output tile a is in global memory: param (PK_FLAGS)[a] = the epoch, with release
 	                      semantics at gpu scope; or, for the kernel's consumer role (no param), an arrive
 	                      on bar[barslot] (release at CTA scope).  flag: it is the tile of the loop iteration
@@ -767,6 +774,9 @@ struct Kernel {
 	bool pdl;                /* launched as a programmatic dependent (ST_GRID_DEP): it may start while the
 	                            grid before it in the stream finishes, and waits for it before touching
 	                            global memory */
+	int cluster[2];          /* CTAs a cluster along M and N, launched as clusters of cluster[0] x cluster[1]
+	                            CTAs (1-D, each CTA's rank EX_RANK) that take one cluster tile at a time and
+	                            multicast the operand they share ({1, 1}: no cluster) */
 	Stmt *tile_consumer;     /* signal: {per_tile, consumer: ...}: the consumer role's loop over the CTA's
 	                            tiles (each waited for, its outputs computed, released), which lowering
 	                            makes and warp_specialize places in the role; NULL: none */
@@ -878,6 +888,7 @@ typedef struct Launch {
 	int threads;
 	int smem_bytes;         /* dynamic shared memory */
 	bool pdl;               /* launch with programmatic stream serialization (Kernel.pdl, unless option pdl=0) */
+	int cluster;            /* CTAs a cluster (Kernel.cluster's product): the grid is a multiple of it */
 } Launch;
 
 /* Loaded module state, owned by the runtime (runtime/launch.c). */

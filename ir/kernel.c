@@ -24,6 +24,7 @@ kernel_new(Comp *c, Fusion *f)
 	VEC_PUSH(c->arena, k->acc, k->nacc, k->capacc);
 	VEC_PUSH(c->arena, k->role, k->nrole, k->caprole);
 	k->body = st_block(c);
+	k->cluster[0] = k->cluster[1] = 1;
 	return k;
 }
 

@@ -36,6 +36,9 @@ expr_print(Buf *b, const Kernel *k, const Expr *e)
 	case EX_WG:
 		buf_puts(b, "wg");
 		break;
+	case EX_RANK:
+		buf_puts(b, "rank");
+		break;
 	case EX_ELECT:
 		buf_puts(b, "elect()");
 		break;
@@ -170,6 +173,8 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 		buf_puts(b, ", ");
 		expr_print(b, k, s->b);
 		buf_puts(b, "]");
+		if (s->n)
+			buf_printf(b, " multicast=0x%llx", (unsigned long long)s->n);
 		if (s->bar) {
 			buf_puts(b, " on ");
 			slot_print(b, k, k->bar[s->bar].name, s->barslot);
@@ -221,6 +226,9 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 		break;
 	case ST_FENCE_MBAR_INIT:
 		buf_puts(b, "fence.mbarrier_init");
+		break;
+	case ST_CLUSTER_SYNC:
+		buf_puts(b, "barrier.cluster");
 		break;
 	case ST_FENCE_PROXY_ASYNC:
 		buf_puts(b, "fence.proxy.async");
@@ -359,9 +367,11 @@ kernel_print(Buf *b, const Kernel *k)
 {
 	int i, j;
 
-	buf_printf(b, "kernel %s threads=%d consumers=%d tile=[%d, %d]%s%s%s%s\n", k->name,
-	           k->threads, k->consumer_threads, k->tile_rows, k->tile_cols,
-	           k->persistent ? "" : " one_tile_per_cta",
+	buf_printf(b, "kernel %s threads=%d consumers=%d tile=[%d, %d]", k->name, k->threads, k->consumer_threads,
+	           k->tile_rows, k->tile_cols);
+	if (k->cluster[0] * k->cluster[1] > 1)
+		buf_printf(b, " cluster=[%d, %d]", k->cluster[0], k->cluster[1]);
+	buf_printf(b, "%s%s%s%s\n", k->persistent ? "" : " one_tile_per_cta",
 	           k->flat ? " flat" : "", k->warp_specialize ? " warp_specialized" : "",
 	           k->tma_store ? " tma_store" : "");
 	if (k->row.cap && k->row.steps)
@@ -428,8 +438,8 @@ kernel_print(Buf *b, const Kernel *k)
 		buf_puts(b, "\n");
 	}
 	for (i = 1; i < k->nbar; i++)
-		buf_printf(b, "  mbarrier %s[%d] arrivals=%d\n", k->bar[i].name, k->bar[i].count,
-		           k->bar[i].arrivals);
+		buf_printf(b, "  mbarrier %s[%d] arrivals=%d%s\n", k->bar[i].name, k->bar[i].count,
+		           k->bar[i].arrivals, k->bar[i].cluster ? ", a warpgroup of each CTA of the cluster each" : "");
 	buf_printf(b, "  smem_bytes %lld\n", (long long)kernel_smem_bytes(k));
 	buf_puts(b, "body:\n");
 	stmt_print(b, k, k->body, 1);

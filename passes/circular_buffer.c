@@ -561,6 +561,17 @@ pass_circular_buffer(Comp *c)
 			cb->full_bar = kernel_add_bar(c, k, "full", S, 1);
 			if (k->warp_specialize)
 				cb->empty_bar = kernel_add_bar(c, k, "empty", S, k->consumer_threads / (k->pingpong ? 2 : 1));
+			/*
+			 * In a cluster a producer's multicast fills the stage in every
+			 * CTA, so it may refill one only once all of them have read it:
+			 * each consumer warpgroup that reads a stage arrives on every
+			 * CTA's empty barrier (one thread each, after its mma wait).
+			 */
+			if (cb->empty_bar && k->cluster[0] * k->cluster[1] > 1) {
+				k->bar[cb->empty_bar].arrivals = k->consumer_threads / 128 / (k->pingpong ? 2 : 1) *
+				                                 k->cluster[0] * k->cluster[1];
+				k->bar[cb->empty_bar].cluster = true;
+			}
 		} else {
 			/* another pipeline's are named after its first buffer: bias_tile_full */
 			for (b = 1; !pipe[q].bufs[b]; b++)
@@ -581,8 +592,10 @@ pass_circular_buffer(Comp *c)
 	}
 	fence = st_new(c, ST_FENCE_MBAR_INIT);
 	st_append(c, init, fence);
-	sync = st_new(c, ST_SYNC);
-	sync->comment = "barrier init visible to all threads";
+	/* in a cluster, the others' too: their producers multicast into this CTA, their consumers arrive here */
+	sync = st_new(c, k->cluster[0] * k->cluster[1] > 1 ? ST_CLUSTER_SYNC : ST_SYNC);
+	sync->comment = k->cluster[0] * k->cluster[1] > 1 ? "barrier init visible to every thread of the cluster"
+	                                                  : "barrier init visible to all threads";
 	st_insert(c, k->body, 0, sync);
 	st_insert(c, k->body, 0, init);
 	if (fd.parent == k->body)

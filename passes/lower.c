@@ -122,14 +122,24 @@ Stmt *
 lower_tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **col0)
 {
 	Stmt *loop;
-	Expr *i, *tile, *ntc = NULL, *ntiles;
+	Expr *i, *tile, *ntc = NULL, *ntiles, *cta = ex_leaf(c, EX_CTA), *ncta = ex_leaf(c, EX_NCTA);
+	int cm = k->cluster[0], cn = k->cluster[1];
 
+	/*
+	 * In clusters the unit of work is a cluster tile of cm x cn CTA tiles:
+	 * cluster CTA / (cm cn) takes cluster tiles as a CTA would take tiles,
+	 * and each of its CTAs the CTA tile at its rank (rank % cm, rank / cm).
+	 */
+	if (cm * cn > 1) {
+		cta = ex_bin(c, EX_DIV, cta, ex_int(c, cm * cn));
+		ncta = ex_bin(c, EX_DIV, ncta, ex_int(c, cm * cn));
+	}
 	if (whole_rows) {
 		k->ntile_var = k->rows_var;
 	} else {
 		ntc = ex_var(c, lower_let(c, k, "col_tiles", ex_bin(c, EX_CEILDIV, ex_var(c, k->cols_var),
-		                                                     ex_int(c, k->tile_cols)), k->body)->var);
-		ntiles = ex_bin(c, EX_MUL, ex_bin(c, EX_CEILDIV, ex_var(c, k->rows_var), ex_int(c, k->tile_rows)), ntc);
+		                                                     ex_int(c, k->tile_cols * cn)), k->body)->var);
+		ntiles = ex_bin(c, EX_MUL, ex_bin(c, EX_CEILDIV, ex_var(c, k->rows_var), ex_int(c, k->tile_rows * cm)), ntc);
 		k->ntile_var = lower_let(c, k, "tiles", ntiles, k->body)->var;
 	}
 	/*
@@ -143,24 +153,40 @@ lower_tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **col0)
 	 */
 	k->niter_var = lower_let(c, k, whole_rows ? "my_rows" : "my_tiles",
 	                         !k->persistent && k->family != FAM_MATMUL ? ex_int(c, 1) :
-	                         ex_bin(c, EX_CEILDIV, ex_bin(c, EX_SUB, ex_var(c, k->ntile_var), ex_leaf(c, EX_CTA)),
-	                                ex_leaf(c, EX_NCTA)), k->body)->var;
+	                         ex_bin(c, EX_CEILDIV, ex_bin(c, EX_SUB, ex_var(c, k->ntile_var), cta), ncta),
+	                         k->body)->var;
 	loop = st_loop(c, kernel_add_var(c, k, "i"), ex_int(c, 0), ex_var(c, k->niter_var), LOOP_TILE);
-	loop->comment = whole_rows ? "this CTA's rows" : "this CTA's tiles";
+	loop->comment = whole_rows ? "this CTA's rows" : cm * cn > 1 ? "this cluster's tiles" : "this CTA's tiles";
 	st_append(c, k->body, loop);
 	i = ex_var(c, loop->var);
-	tile = ex_bin(c, EX_ADD, ex_leaf(c, EX_CTA), ex_bin(c, EX_MUL, i, ex_leaf(c, EX_NCTA)));
+	tile = ex_bin(c, EX_ADD, cta, ex_bin(c, EX_MUL, i, ncta));
 	if (whole_rows) {
 		*row0 = ex_var(c, lower_let(c, k, "row0", tile, loop)->var);
 		*col0 = ex_int(c, 0);
 		return loop;
 	}
 	tile = ex_var(c, lower_let(c, k, "tile", tile, loop)->var);
-	*row0 = ex_var(c, lower_let(c, k, "row0", ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, tile, ntc),
-	                                                 ex_int(c, k->tile_rows)), loop)->var);
-	*col0 = ex_var(c, lower_let(c, k, "col0", ex_bin(c, EX_MUL, ex_bin(c, EX_MOD, tile, ntc),
-	                                                 ex_int(c, k->tile_cols)), loop)->var);
+	*row0 = ex_var(c, lower_let(c, k, "row0", lower_rank_at(c, k, ex_bin(c, EX_DIV, tile, ntc), 0), loop)->var);
+	*col0 = ex_var(c, lower_let(c, k, "col0", lower_rank_at(c, k, ex_bin(c, EX_MOD, tile, ntc), 1), loop)->var);
 	return loop;
+}
+
+/*
+ * The first row (AXIS 0) or column (1) of this CTA's tile in cluster tile
+ * row or column AT: AT x the cluster tile's extent, plus the CTA tiles
+ * before this CTA's rank along the axis.
+ */
+Expr *
+lower_rank_at(Comp *c, const Kernel *k, Expr *at, int axis)
+{
+	int cm = k->cluster[0], cn = k->cluster[1], ext = axis ? k->tile_cols : k->tile_rows;
+	Expr *x = ex_bin(c, EX_MUL, at, ex_int(c, ext * k->cluster[axis])), *r;
+
+	if (k->cluster[axis] == 1)
+		return x;
+	r = ex_leaf(c, EX_RANK);
+	r = axis ? (cm > 1 ? ex_bin(c, EX_DIV, r, ex_int(c, cm)) : r) : (cn > 1 ? ex_bin(c, EX_MOD, r, ex_int(c, cm)) : r);
+	return ex_bin(c, EX_ADD, x, ex_bin(c, EX_MUL, r, ex_int(c, ext)));
 }
 
 /*

@@ -60,6 +60,7 @@ enum {
 	GROUP = 8,                     /* tile rows a group of the raster holds */
 	TILE_TARGET = 132,             /* the default tile narrows while its tiles stay within this: an H100's or
 	                                  H200's SMs */
+	CLUSTER_TILES = 2 * TILE_TARGET,   /* clusters of two by default above this many tiles */
 	PRODUCER_THREADS = 128, CONSUMER_THREADS = 256,
 	PRODUCER_REGS = 40, CONSUMER_REGS = 232,   /* 128 x 40 + 256 x 232 fits 64K registers */
 	SIGNAL_PRODUCER_REGS = 88, SIGNAL_CONSUMER_REGS = 208,   /* with a signal consumer role: 128 x 88 + 256 x 208,
@@ -133,15 +134,17 @@ few_rows(const Fusion *f, const Tensor *d)
  * the SMs instead of leaving most of them idle (1024^3: 32 tiles of 128 x
  * 256 become 128 of 128 x 64, 1.39x faster).  Narrower tiles that would take
  * a second wave lose (2048^3 at 128 x 128: 0.75x; docs/perf.md).  A kernel
- * with a signal consumer role keeps 256.
+ * with a signal consumer role keeps 256; clusters along M of an N-major B
+ * (matmul MM) stop at 128.
  */
 static int
-choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, int nmm, int *bm, int *bn, int *bk)
+choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, int mm, int nmm, int *bm, int *bn, int *bk)
 {
 	const Schedule *h = &f->sched;
 	int m = pingpong ? BM / 2 : BM;   /* ping-pong: a warpgroup's own tile, 64 rows */
 	int64_t rows = 1, cols = dim_value(f, d->dim[d->rank - 1]);
-	int i;
+	/* clusters along M multicast half of B's rows a CTA: of an N-major B, whole 64-wide chunks */
+	int i, least = h->cluster[0] > 1 && !f->op[mm].transpose_b ? 2 * CHUNK : CHUNK;
 
 	/* a thread holds N / 2 accumulator registers a matmul: several share the budget */
 	*bm = m, *bn = BN / nmm / CHUNK * CHUNK, *bk = BK;
@@ -154,8 +157,8 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, int nmm, i
 		for (i = 0; i + 1 < d->rank && rows > 0; i++)
 			rows = dim_value(f, d->dim[i]) > 0 && rows <= INT64_MAX / dim_value(f, d->dim[i]) ?
 			       rows * dim_value(f, d->dim[i]) : 0;
-		while (*bn > CHUNK && rows > 0 && cols > 0 && (rows + m - 1) / m * ((cols + *bn / 2 - 1) / (*bn / 2)) <=
-		                                                TILE_TARGET)
+		while (*bn > least && rows > 0 && cols > 0 && (rows + m - 1) / m * ((cols + *bn / 2 - 1) / (*bn / 2)) <=
+		                                                 TILE_TARGET)
 			*bn /= 2;
 		return 0;
 	}
@@ -187,26 +190,39 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, int nmm, i
  * Either way the rows of the copy follow in the order of the operand's
  * rows, so operands loaded at BASE = ROWS x BK apart lie side by side as
  * one operand of their rows together.  BT: the batch of a 3-D map.
+ *
+ * SHARE CTAs of a cluster (1 or 2) need the same slice: each loads its
+ * rank's ROWS / SHARE rows of it, multicast to them all, so every CTA's
+ * copy fills and L2 delivers the slice once.
  */
 static void
 load_operand(Comp *c, Kernel *k, Stmt *issue, int buf, int base, int p, bool kmajor, int rows, int bk, Expr *x0,
-             Expr *kk, Expr *bt, Pos pos)
+             Expr *kk, Expr *bt, int share, Pos pos)
 {
-	int h, n = kmajor ? 1 : rows / CHUNK;
+	int h, n;
+	Expr *at = ex_int(c, base);
 
+	if (share > 1) {
+		Expr *part = ex_bin(c, EX_MUL, ex_leaf(c, EX_RANK), ex_int(c, rows / share));
+
+		rows /= share;
+		x0 = ex_bin(c, EX_ADD, x0, part);
+		at = ex_bin(c, EX_ADD, at, ex_bin(c, EX_MUL, part, ex_int(c, bk)));
+	}
+	n = kmajor ? 1 : rows / CHUNK;
 	for (h = 0; h < n; h++) {
 		Stmt *ld = st_new(c, ST_TMA_LOAD);
-		Expr *kcol = ex_bin(c, EX_MUL, kk, ex_int(c, bk));
+		Expr *kcol = ex_bin(c, EX_MUL, kk, ex_int(c, bk)), *off = h ? ex_bin(c, EX_ADD, at, ex_int(c, h * bk * CHUNK)) : at;
 
 		ld->buf = buf, ld->param = p, ld->slot = ex_int(c, 0);
 		if (kmajor) {
 			ld->a = x0, ld->b = kcol;
-			ld->off = base ? ex_int(c, base) : NULL;
 		} else {
 			ld->a = kcol;
 			ld->b = h ? ex_bin(c, EX_ADD, x0, ex_int(c, h * CHUNK)) : x0;
-			ld->off = base + h ? ex_int(c, base + h * bk * CHUNK) : NULL;
 		}
+		ld->off = off->kind == EX_INT && off->ival == 0 ? NULL : off;
+		ld->n = share > 1 ? (1 << share) - 1 : 0;
 		ld->z = bt;
 		ld->pos = pos;
 		st_append(c, issue, ld);
@@ -384,7 +400,7 @@ raster(Comp *c, Kernel *k, Stmt *loop, Expr *batch_tiles)
 {
 	Stmt *tile = NULL, *row0 = NULL, *col0 = NULL;
 	Expr *ntc = NULL, *rows_t, *span, *first, *height, *in, *t;
-	int i;
+	int i, group = GROUP / k->cluster[0] > 0 ? GROUP / k->cluster[0] : 1;
 
 	for (i = 0; i < loop->nbody; i++) {
 		Stmt *x = loop->body[i];
@@ -404,13 +420,14 @@ raster(Comp *c, Kernel *k, Stmt *loop, Expr *batch_tiles)
 	t = ex_var(c, tile->var);
 	if (batch_tiles)   /* a batched matmul: the tile within its batch */
 		t = ex_bin(c, EX_MOD, t, batch_tiles);
-	rows_t = ex_bin(c, EX_CEILDIV, ex_var(c, k->rows_var), ex_int(c, k->tile_rows));
-	span = ex_bin(c, EX_MUL, ex_int(c, GROUP), ntc);            /* tiles in a group */
-	first = ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, t, span), ex_int(c, GROUP));
-	height = ex_bin(c, EX_MIN, ex_bin(c, EX_SUB, rows_t, first), ex_int(c, GROUP));   /* the last group may be short */
+	/* in clusters, a group is GROUP tile rows of cluster tiles (lower_tile_loop) */
+	rows_t = ex_bin(c, EX_CEILDIV, ex_var(c, k->rows_var), ex_int(c, k->tile_rows * k->cluster[0]));
+	span = ex_bin(c, EX_MUL, ex_int(c, group), ntc);            /* tiles in a group */
+	first = ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, t, span), ex_int(c, group));
+	height = ex_bin(c, EX_MIN, ex_bin(c, EX_SUB, rows_t, first), ex_int(c, group));   /* the last group may be short */
 	in = ex_bin(c, EX_MOD, t, span);
-	row0->a = ex_bin(c, EX_MUL, ex_bin(c, EX_ADD, first, ex_bin(c, EX_MOD, in, height)), ex_int(c, k->tile_rows));
-	col0->a = ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, in, height), ex_int(c, k->tile_cols));
+	row0->a = lower_rank_at(c, k, ex_bin(c, EX_ADD, first, ex_bin(c, EX_MOD, in, height)), 0);
+	col0->a = lower_rank_at(c, k, ex_bin(c, EX_DIV, in, height), 1);
 }
 
 /* What every group's mainloop and epilogue share: the tile, the operand buffers, where the tile is. */
@@ -448,11 +465,12 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 	issue = st_if(c, ex_leaf(c, EX_ELECT));
 	issue->comment = "one thread loads the k-step's operands";
 	st_append(c, kloop, issue);
-	load_operand(c, k, issue, t->abuf, 0, pa, t->akm, t->bm, t->bk, t->row0, kk, a->rank > 2 ? t->bt : NULL, op->pos);
+	load_operand(c, k, issue, t->abuf, 0, pa, t->akm, t->bm, t->bk, t->row0, kk, a->rank > 2 ? t->bt : NULL,
+	             k->cluster[1], op->pos);
 	/* the group's B side by side in one copy: one mma of N = n x BN computes them all */
 	for (m = 0; m < g->n; m++)
 		load_operand(c, k, issue, t->bbuf, m * t->bn * t->bk, pb[m], t->bkm, t->bn, t->bk, t->col0, kk,
-		             b->rank > 2 ? t->bt : NULL, f->op[g->mm[m]].pos);
+		             b->rank > 2 ? t->bt : NULL, k->cluster[0], f->op[g->mm[m]].pos);
 	{
 		Stmt *mma = st_new(c, ST_MMA);
 
@@ -515,6 +533,60 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 	return kloop;
 }
 
+/*
+ * schedule: cluster [x, y]: CTAs along M and N that launch as one cluster
+ * and take one cluster tile at a time.  [2, 1] pairs two tiles of the same
+ * columns, whose B slices each CTA loads half of and multicasts to both
+ * (L2 delivers B once for two tiles, as fast.cu's and quack's kernels do);
+ * [1, 2] pairs two of the same rows and shares A.  0 or -1.
+ */
+static int
+choose_cluster(Comp *c, const Fusion *f, const Tensor *d, Kernel *k, const Tile *t, const Op *op)
+{
+	const Schedule *h = &f->sched;
+	int x = h->cluster[0], y = h->cluster[1];
+	bool kmajor;
+	int rows;
+
+	if (!h->cluster_pos.line) {
+		/*
+		 * Without a hint: [2, 1] for an output of more than two waves of
+		 * tiles at its compile-time sizes (docs/perf.md: 1-3% on the large
+		 * shapes, 1-2% lost at 2048^3, one wave), where each CTA would
+		 * otherwise read B's slice from L2 for itself.
+		 */
+		int64_t rows_t = 1, cols = dim_value(f, d->dim[d->rank - 1]);
+		int i;
+
+		for (i = 0; i + 1 < d->rank && rows_t > 0; i++)
+			rows_t = dim_value(f, d->dim[i]) > 0 && rows_t <= INT64_MAX / dim_value(f, d->dim[i]) ?
+			         rows_t * dim_value(f, d->dim[i]) : 0;
+		rows_t = (rows_t + t->bm - 1) / t->bm;
+		if (h->signal || k->pingpong || k->batched || rows_t < 2 || cols <= 0 ||
+		    rows_t * ((cols + t->bn - 1) / t->bn) <= CLUSTER_TILES || (!t->bkm && t->bn / 2 % CHUNK))
+			return 0;
+		x = 2, y = 1;
+	}
+	if (x * y == 1)
+		return 0;
+	kmajor = x > 1 ? t->bkm : t->akm;
+	rows = x > 1 ? t->bn : t->bm;
+	if (x * y != 2)
+		return unbuilt(c, h->cluster_pos, "a matmul cluster of %d x %d CTAs is not implemented yet: [2, 1] (two "
+		               "row tiles share B), [1, 2] (two column tiles share A) or [1, 1]", x, y);
+	if (h->signal)
+		return unbuilt(c, h->cluster_pos, "'cluster' with 'signal: per_tile' is not implemented yet: a cluster's "
+		               "second tile may lie past the output, with no flag to set");
+	if (!kmajor && rows / 2 % CHUNK)
+		return unbuilt(c, h->cluster_pos, "cluster [%d, %d] shares %s, which matmul '%s' reads %s-major: each CTA "
+		               "would load %d of its %d rows, not a whole number of 64-wide chunks; use a wider tile or "
+		               "cluster [%d, %d]", x, y, x > 1 ? "B" : "A", f->tensor[op->out].name, x > 1 ? "N" : "M",
+		               rows / 2, rows, y, x);
+	k->cluster[0] = x;
+	k->cluster[1] = y;
+	return 0;
+}
+
 static int
 lower_matmul(Comp *c, Fusion *f)
 {
@@ -558,9 +630,6 @@ lower_matmul(Comp *c, Fusion *f)
 				return unbuilt(c, o->pos, "matmuls of %s and %s operands in one kernel are not implemented yet",
 				               dtype_info[a->dtype].name, dtype_info[da].name);
 		}
-	if (f->sched.cluster_pos.line)
-		return unbuilt(c, f->sched.cluster_pos, "'cluster' is not implemented for matmul kernels yet: they launch "
-		               "single CTAs");
 	if (f->sched.store == STORE_VECTOR)
 		return unbuilt(c, f->sched.store_pos, "'store: vector' is not implemented for matmul kernels: the "
 		               "epilogue stores through staging subtiles and TMA");
@@ -571,7 +640,9 @@ lower_matmul(Comp *c, Fusion *f)
 	if (k->pingpong && ng > 1)
 		return unbuilt(c, f->sched.consumers_pos, "consumers: pingpong with independent matmuls in one kernel is "
 		               "not implemented yet");
-	if (choose_tile(c, f, d, k->pingpong, g[0].n, &t.bm, &t.bn, &t.bk))
+	if (choose_tile(c, f, d, k->pingpong, g[0].mm[0], g[0].n, &t.bm, &t.bn, &t.bk))
+		return -1;
+	if (choose_cluster(c, f, d, k, &t, op) < 0)
 		return -1;
 	for (j = 0; j < f->nout; j++)
 		if (!lower_same_shape(&f->tensor[f->out[j].tensor], d))
@@ -622,12 +693,12 @@ lower_matmul(Comp *c, Fusion *f)
 		k->param[p].dtype = x->dtype;
 		k->param[p].view = v;
 		/* an operand's box: [rows, BK] K-major, [BK, 64] MN-major (load_operand) */
-		if (as_a) {
-			k->param[p].box[0] = t.akm ? t.bm : t.bk;
+		if (as_a) {   /* in a cluster that shares it, each CTA loads its part (load_operand) */
+			k->param[p].box[0] = t.akm ? t.bm / k->cluster[1] : t.bk;
 			k->param[p].box[1] = t.akm ? t.bk : CHUNK;
 		}
 		if (as_b) {
-			k->param[p].box[0] = t.bkm ? t.bn : t.bk;
+			k->param[p].box[0] = t.bkm ? t.bn / k->cluster[0] : t.bk;
 			k->param[p].box[1] = t.bkm ? t.bk : CHUNK;
 		}
 		for (gi = 0; gi < ng; gi++) {

@@ -89,6 +89,8 @@ int lower_stage_output(Comp *c, Kernel *k, int j, int rows, int cols, int copies
  * body, and its tile's coordinates; WHOLE_ROWS: a tile is one row.
  */
 Stmt *lower_tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **col0);
+/* In clusters (Kernel.cluster): this CTA's first row (AXIS 0) or column (1) in cluster tile row or column AT. */
+Expr *lower_rank_at(Comp *c, const Kernel *k, Expr *at, int axis);
 /*
  * Errors for the hints FAMILY (its name in messages) cannot honour; ROWS:
  * a tile is a row, whose tile and stores are the compiler's.  0 or -1.

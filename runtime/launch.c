@@ -386,13 +386,51 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 			                  (long long)(p->cols * dtype_info[q->dtype].bytes)),
 			       WSF_ERR_INPUT;
 	}
+	/* in clusters, tiles of a cluster's CTA tiles together (lower_tile_loop) */
 	p->tiles = k->ntile_var == k->rows_var ? p->rows /* a tile is a row */
-	           : ((p->rows + k->tile_rows - 1) / k->tile_rows) * ((p->cols + k->tile_cols - 1) / k->tile_cols) *
-	             p->batch;
+	           : ((p->rows + k->tile_rows * k->cluster[0] - 1) / (k->tile_rows * k->cluster[0])) *
+	             ((p->cols + k->tile_cols * k->cluster[1] - 1) / (k->tile_cols * k->cluster[1])) * p->batch;
 	if (p->tiles >= ((int64_t)1 << 31))
 		return diag_error(c, f->pos, "kernel '%s': %lld tiles of %d x %d; at most 2^31 are supported", f->name,
 		                  (long long)p->tiles, k->tile_rows, k->tile_cols),
 		       WSF_ERR_INPUT;
+	return WSF_OK;
+}
+
+/*
+ * The grid: a CTA a tile (a cluster a cluster tile), at most as many as can
+ * be resident at once when the kernel is persistent (SMs x CTAs an SM; in
+ * clusters, the clusters that fit, which the GPCs' SM counts decide), and
+ * at most the caller's MAX_CTAS (rounded down to whole clusters).
+ */
+static WsfStatus
+persistent_grid(Comp *c, const Launch *l, Loaded *st, const CUlaunchConfig *cfg, const LaunchExtra *x,
+                int64_t tiles, int64_t *grid)
+{
+	Driver *d = st->drv;
+	int64_t n = l->cluster > 1 ? l->cluster : 1, most;
+	int clusters;
+	WsfStatus s;
+
+	if (n == 1) {
+		most = (int64_t)d->sm_count * st->ctas_per_sm;
+	} else {
+		CUlaunchConfig q = *cfg;
+
+		q.gridDimX = (unsigned)n;
+		if ((s = rt_check(c, d, d->cuOccupancyMaxActiveClusters(&clusters, st->fn, &q),
+		                  "cuOccupancyMaxActiveClusters")) != WSF_OK)
+			return s;
+		if (clusters < 1)
+			return diag_error(c, l->fusion->sched.cluster_pos, "kernel '%s': no cluster of %lld CTAs (%d threads, "
+			                  "%d bytes of shared memory each) fits this GPU at once", l->fusion->name, (long long)n,
+			                  l->threads, l->smem_bytes),
+			       WSF_ERR_INPUT;
+		most = clusters * n;
+	}
+	if (x && x->max_ctas && most > x->max_ctas)
+		most = x->max_ctas / n * n > 0 ? x->max_ctas / n * n : n;
+	*grid = tiles * n < most || !l->kernel->persistent ? tiles * n : most;
 	return WSF_OK;
 }
 
@@ -406,7 +444,7 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 	void **kargs;
 	int64_t *sizes, grid;
 	CUlaunchConfig cfg;
-	CUlaunchAttribute attr;
+	CUlaunchAttribute attr[2];
 	Driver *d;
 	WsfStatus s;
 	int i;
@@ -458,26 +496,28 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 			break;
 		}
 	}
-	grid = (int64_t)d->sm_count * (*state)->ctas_per_sm;
-	if (x && x->max_ctas && grid > x->max_ctas)
-		grid = x->max_ctas;
-	if (plan.tiles < grid || !k->persistent)
-		grid = plan.tiles;
 	memset(&cfg, 0, sizeof cfg);
-	cfg.gridDimX = (unsigned)grid;
 	cfg.gridDimY = cfg.gridDimZ = 1;
 	cfg.blockDimX = (unsigned)l->threads;
 	cfg.blockDimY = cfg.blockDimZ = 1;
 	cfg.sharedMemBytes = (unsigned)l->smem_bytes;
 	cfg.hStream = stream;
+	cfg.attrs = attr;
 	/* it may start while the grid before it finishes, and waits for it (griddepcontrol.wait); drivers
 	   before CUDA 12.0 launch it as an ordinary kernel, which the wait then finds finished */
 	if (l->pdl && d->version >= 12000) {
-		attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-		attr.value.programmaticStreamSerializationAllowed = 1;
-		cfg.attrs = &attr;
-		cfg.numAttrs = 1;
+		attr[cfg.numAttrs].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+		attr[cfg.numAttrs++].value.programmaticStreamSerializationAllowed = 1;
 	}
+	if (l->cluster > 1) {   /* the kernel's __cluster_dims__, said again for the occupancy query */
+		attr[cfg.numAttrs].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+		attr[cfg.numAttrs].value.clusterDim.x = (unsigned)l->cluster;
+		attr[cfg.numAttrs].value.clusterDim.y = attr[cfg.numAttrs].value.clusterDim.z = 1;
+		cfg.numAttrs++;
+	}
+	if ((s = persistent_grid(c, l, *state, &cfg, x, plan.tiles, &grid)) != WSF_OK)
+		goto done;
+	cfg.gridDimX = (unsigned)grid;
 	s = rt_check(c, d, d->cuLaunchKernelEx(&cfg, (*state)->fn, kargs, NULL), "cuLaunchKernelEx");
 done:
 	free(maps);

@@ -136,6 +136,7 @@ int rt_write_file(const char *path, const void *data, size_t n, unsigned flags);
 	X(cuFuncGetAttribute, 2020) \
 	X(cuLaunchKernelEx, 11060) \
 	X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050) \
+	X(cuOccupancyMaxActiveClusters, 11070) \
 	X(cuTensorMapEncodeTiled, 12000) \
 	X(cuMemAlloc, 3020) \
 	X(cuMemFree, 3020) \

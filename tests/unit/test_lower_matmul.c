@@ -23,12 +23,13 @@
 
 #define HEAD "fusion: gemm\nsizes: {M: 4096, N: 4096, K: 4096}\n"
 
+/* one CTA a cluster: 4096^3 would take clusters of two by default (cluster_pairs) */
 static const char gemm_bias_gelu[] =
 	HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
 	"  bias: {dtype: bf16, shape: [N]}\n"
 	"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n"
 	"  - {out: z, op: add, in: [y, bias]}\n  - {out: o, op: gelu, in: [z], approximate: tanh}\n"
-	"outputs:\n  o: {dtype: bf16}\n";
+	"outputs:\n  o: {dtype: bf16}\nschedule: {cluster: [1, 1]}\n";
 
 static const char gemm_bias_gelu_pp[] =
 	HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
@@ -208,7 +209,7 @@ lowered_mn_major(void **state)
 	Fixture *t = *state;
 	Kernel *k = kernel_of(t, HEAD "inputs:\n  a: {dtype: bf16, shape: [K, M]}\n  w: {dtype: bf16, shape: [K, N]}\n"
 	                      "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_a: true}\noutputs:\n  y: {}\n"
-	                      "schedule: {tile: [128, 128, 64]}\n");
+	                      "schedule: {tile: [128, 128, 64], cluster: [1, 1]}\n");
 	Stmt *ld[8], *mma, *roles, *tl, *kl;
 	int i, n;
 
@@ -999,6 +1000,109 @@ pr3843_cases(void **state)
 	(void)state;
 }
 
+/* The statements of kind KIND in S, in order, at most N of them into OUT; how many there are. */
+static int
+stmts_of(Stmt *s, StmtKind kind, Stmt **out, int n)
+{
+	int i, got = 0;
+
+	if (!s)
+		return 0;
+	if (s->kind == kind) {
+		if (n > 0)
+			out[0] = s;
+		return 1 + stmts_of(s->orelse, kind, out + 1, n - 1);
+	}
+	for (i = 0; i < s->nbody; i++)
+		got += stmts_of(s->body[i], kind, out + got, n - got);
+	return got + stmts_of(s->orelse, kind, out + got, n - got);
+}
+
+/*
+ * Clusters of two CTAs: by default for more than two waves of tiles, else
+ * by the hint.  [2, 1] shares B: each CTA loads its half of B's slice (a
+ * box of BN / 2 rows, at its rank's offset) as a multicast to both, and A
+ * alone; [1, 2] the other way round.  The stage-release barrier counts a
+ * warpgroup of each CTA (2 x 2 cooperative, 1 x 2 ping-pong), a cluster
+ * barrier follows the barrier init and ends the kernel, and the tile loop
+ * walks cluster tiles (cta / 2).  The CUDA says __cluster_dims__, and the
+ * launch the cluster's size.
+ */
+static void
+cluster_pairs(void **state)
+{
+	static const struct {
+		const char *sizes, *sched;
+		int cm, cn, arrivals;
+	} cases[] = {
+		{"{M: 4096, N: 4096, K: 4096}", "", 2, 1, 4},
+		{"{M: 4096, N: 4096, K: 4096}", "schedule: {cluster: [1, 2]}\n", 1, 2, 4},
+		{"{M: 4096, N: 4096, K: 4096}", "schedule: {cluster: [2, 1], consumers: pingpong}\n", 2, 1, 2},
+		{"{M: 2048, N: 2048, K: 2048}", "", 1, 1, 256},
+		{"{M: 2048, N: 2048, K: 2048}", "schedule: {cluster: [2, 1]}\n", 2, 1, 4},
+		{"{M: 4096, N: 4096, K: 4096}", "schedule: {signal: per_tile}\n", 1, 1, 256},
+	};
+	int i, j;
+
+	for (i = 0; i < (int)countof(cases); i++) {
+		Fixture *t;
+		Kernel *k;
+		Stmt *ld[8], *sync[4], *roles;
+		const KBar *empty = NULL;
+		Launch *l;
+		Buf out;
+		char spec[1024];
+		int n, share, cs = cases[i].cm * cases[i].cn;
+
+		snprintf(spec, sizeof spec, "fusion: g\nsizes: %s\ninputs:\n  x: {dtype: bf16, shape: [M, K]}\n"
+		         "  w: {dtype: bf16, shape: [N, K]}\nops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n"
+		         "outputs:\n  y: {dtype: bf16}\n%s", cases[i].sizes, cases[i].sched);
+		if (setup((void **)&t) < 0)
+			fail_msg("setup");
+		if (!(k = kernel_of(t, spec)))
+			fail_msg("case %d: %s", i, t->msg);
+		if (k->cluster[0] != cases[i].cm || k->cluster[1] != cases[i].cn)
+			fail_msg("case %d: cluster [%d, %d], expected [%d, %d]", i, k->cluster[0], k->cluster[1], cases[i].cm,
+			         cases[i].cn);
+		for (j = 1; j < k->nbar; j++)
+			if (strcmp(k->bar[j].name, "empty") == 0)
+				empty = &k->bar[j];
+		assert_non_null(empty);
+		assert_int_equal(empty->arrivals, k->pingpong && cs == 1 ? 128 : cases[i].arrivals);
+		assert_int_equal(empty->cluster, cs > 1);
+		/* the producer's loads: A alone, B as two halves' multicast ([2, 1]); the other way for [1, 2] */
+		roles = find_kind(k->body, ST_ROLES, 0);
+		n = stmts_of(roles->body[0], ST_TMA_LOAD, ld, 8);
+		assert_int_equal(n, 2);
+		for (j = 0; j < 2; j++) {
+			share = k->cluster[j ? 0 : 1];   /* A is shared along N, B along M */
+			assert_int_equal(ld[j]->n, share > 1 ? 3 : 0);
+			assert_int_equal(k->param[ld[j]->param].box[0], (j ? k->tile_cols : k->tile_rows) / share);
+			if (share > 1)
+				assert_non_null(strstr(expr(t, ld[j]->off), "rank"));
+		}
+		/* a cluster barrier after the barrier init and one at the end, and nothing else like it */
+		n = stmts_of(k->body, ST_CLUSTER_SYNC, sync, 4);
+		assert_int_equal(n, cs > 1 ? 2 : 0);
+		if (cs > 1) {
+			assert_ptr_equal(k->body->body[1], sync[0]);
+			assert_ptr_equal(k->body->body[k->body->nbody - 1], sync[1]);
+			assert_null(find_kind(k->body, ST_SYNC, 0));   /* the CTA barrier after init is the cluster's */
+		}
+		buf_init(&out, t->c.arena);
+		assert_int_equal(codegen_emit(&t->c, &out, &l), 0);
+		assert_int_equal(l->cluster, cs);
+		assert_int_equal(count(buf_str(&out), "__cluster_dims__(2, 1, 1)"), cs > 1);
+		assert_int_equal(count(buf_str(&out), "wsf_tma_load_2d_multicast(tile_"), cs > 1);
+		/* the first stages' arrivals, then a k-step's release (ping-pong: and a tile's last) */
+		assert_int_equal(count(buf_str(&out), "wsf_mbar_arrive_cluster(&empty["), cs > 1 ? 2 + k->pingpong : 0);
+		if (cs > 1)
+			assert_non_null(strstr(buf_str(&out), "(long long)blockIdx.x / 2LL)"));
+		teardown((void **)&t);
+	}
+	(void)state;
+}
+
 /* What this version does not lower yet: exit status 6, with the reason at the op. */
 static void
 refused_forms(void **state)
@@ -1052,6 +1156,18 @@ refused_forms(void **state)
 		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_b: true}\n  - {out: z, op: add, in: [y, r]}\n"
 		 "outputs:\n  y: {}\n  z: {}\nschedule: {signal: {per_tile, consumer: z}}\n",
 		 "the signal consumer reading input 'r' is not implemented yet"},
+		{HEAD "inputs:\n  a: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_b: true}\noutputs:\n  y: {}\n"
+		 "schedule: {cluster: [2, 2]}\n",
+		 "a matmul cluster of 2 x 2 CTAs is not implemented yet: [2, 1] (two row tiles share B)"},
+		{HEAD "inputs:\n  a: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_b: true}\noutputs:\n  y: {}\n"
+		 "schedule: {cluster: [2, 1], signal: per_tile}\n",
+		 "'cluster' with 'signal: per_tile' is not implemented yet"},
+		{HEAD "inputs:\n  a: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [K, N]}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [a, w]}\noutputs:\n  y: {}\n"
+		 "schedule: {cluster: [2, 1], tile: [128, 64, 64]}\n",
+		 "cluster [2, 1] shares B, which matmul 'y' reads N-major: each CTA would load 32 of its 64 rows"},
 		{"fusion: pw\nsizes: {M: 256, N: 256}\ninputs:\n  a: {dtype: bf16, shape: [M, N]}\n"
 		 "ops:\n  - {out: y, op: relu, in: [a]}\n  - {out: z, op: neg, in: [y]}\n"
 		 "outputs:\n  y: {}\n  z: {}\nschedule: {signal: {per_tile, consumer: z}}\n",
@@ -1090,6 +1206,7 @@ main(void)
 		cmocka_unit_test(signal_consumer_role),
 		cmocka_unit_test(pdl_launch),
 		cmocka_unit_test(tile_narrows),
+		cmocka_unit_test(cluster_pairs),
 		cmocka_unit_test(refused_forms),
 	};
 
