@@ -1,7 +1,7 @@
 """cluster_ab.py: matmul clusters of two CTAs (TMA multicast of the shared operand, issue 17) against one.
 
 On a GPU from the repository root (build/libwsfuse.so built): `python3 bench/ab/cluster_ab.py [ROUNDS]`.
-Each shape compiled three times in one process, the default tile each time: without a cluster,
+Each shape compiled three times in one process, the default tile each time: `cluster: [1, 1]`,
 `cluster: [2, 1]` (two row tiles share B's slice) and `cluster: [1, 2]` (two column tiles share A's);
 and torch.mm (cuBLAS).  Rounds alternate the order; medians of do_bench(rep=200).  Every kernel's
 output is checked against torch first.
@@ -26,7 +26,7 @@ for (m, n, k) in SHAPES:
     y = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
     flop = 2 * m * n * k
     with wsfuse.Context(sizes={"M": m, "N": n, "K": k}) as ctx:
-        ks = {"c1x1": ctx.compile_string(SPEC.format(sched=""), name="a.yaml"),
+        ks = {"c1x1": ctx.compile_string(SPEC.format(sched="schedule: {cluster: [1, 1]}\n"), name="a.yaml"),
               "c2x1": ctx.compile_string(SPEC.format(sched="schedule: {cluster: [2, 1]}\n"), name="b.yaml"),
               "c1x2": ctx.compile_string(SPEC.format(sched="schedule: {cluster: [1, 2]}\n"), name="c.yaml")}
         ref = (x.float() @ w.float().t())
