@@ -97,8 +97,10 @@ struct EmitFamily {
 extern const EmitFamily emit_pointwise_family, emit_reduction_family, emit_matmul_family;
 /* The texts of codegen/device.cuh, device_reduction.cuh and device_matmul.cuh (embedded at build time). */
 extern const char codegen_device_cuh[], codegen_device_reduction_cuh[], codegen_device_matmul_cuh[];
-/* emit_matmul.c: an ST_MMA (wgmma over the k-tile, each consumer warpgroup its 64 rows). */
+/* emit_matmul.c: an ST_MMA (wgmma over the k-tile, each consumer warpgroup its 64 rows, or 128). */
 void emit_mma(Emit *e, const Stmt *s);
+/* The registers a consumer thread holds of accumulator ACC: its fragment of each of its 64-row blocks. */
+int emit_acc_regs(const Kernel *k, int acc);
 
 /* One line of code at the current depth. */
 void emit_line(Emit *e, const char *fmt, ...) PRINTF_LIKE(2, 3);

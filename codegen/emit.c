@@ -684,7 +684,7 @@ emit_stmt(Emit *e, const Stmt *s)
 		if (s->n == 0)   /* the accumulators hold the results now: no read of them moves above the wait */
 			for (i = 1; i < k->nacc; i++)
 				if (!k->acc[i].alias)
-					emit_line(e, "wsf_acc_fence<%d>(%s);", k->acc[i].cols / 2,
+					emit_line(e, "wsf_acc_fence<%d>(%s);", emit_acc_regs(k, i),
 				          emit_tname(e, PFX_ACC, k->acc[i].tensor));
 		break;
 	case ST_MMA:

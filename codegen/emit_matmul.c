@@ -28,6 +28,12 @@ enum {
 	COL_VALUES = 2     /* the distinct rows, in every subtile: wr + 8 h, at h = (jj >> 1) & 1 */
 };
 
+int
+emit_acc_regs(const Kernel *k, int acc)
+{
+	return k->acc[acc].cols / 2 * k->row_blocks;
+}
+
 static const char *
 acc_name(Emit *e, int acc)
 {
@@ -48,7 +54,7 @@ frame(Emit *e)
 			          emit_tname(e, PFX_AHEAD, e->f->input[i]), ROW_VALUES, p->name);
 		if (p->kind == PK_PTR && p->view == VIEW_COL)
 			emit_line(e, "float %s[%d];   // %s at this thread's rows of the tile, loaded at its first subtile",
-			          emit_tname(e, PFX_HERE, e->f->input[i]), COL_VALUES, p->name);
+			          emit_tname(e, PFX_HERE, e->f->input[i]), COL_VALUES * e->k->row_blocks, p->name);
 	}
 	for (i = 1; i < e->k->nacc; i++)
 		if (e->k->acc[i].col)   /* side by side with the first of its group: read as its columns */
@@ -56,12 +62,13 @@ frame(Emit *e)
 			          acc_name(e, e->k->acc[i].alias));
 		else if (e->k->acc[i].alias)   /* a later mainloop's: it runs after the first's epilogue has read it */
 			emit_line(e, "float (&%s)[%d] = %s;   // %s's registers, reused once its epilogue has read them",
-			          acc_name(e, i), e->k->acc[i].cols / 2, acc_name(e, e->k->acc[i].alias),
+			          acc_name(e, i), emit_acc_regs(e->k, i), acc_name(e, e->k->acc[i].alias),
 			          acc_name(e, e->k->acc[i].alias));
 		else
-			emit_line(e, "float %s[%d];   // this thread's part of the %d x %d %s accumulator", acc_name(e, i),
-			          e->k->acc[i].cols / 2, e->k->acc[i].rows, e->k->acc[i].cols,
-			          dtype_info[e->k->acc[i].dtype].name);
+			emit_line(e, "float %s[%d];   // this thread's part of the %d x %d %s accumulator%s", acc_name(e, i),
+			          emit_acc_regs(e->k, i), e->k->acc[i].rows, e->k->acc[i].cols,
+			          dtype_info[e->k->acc[i].dtype].name, e->k->row_blocks > 1 ?
+			          arena_printf(e->c->arena, ", %d blocks of 64 rows", e->k->row_blocks) : "");
 }
 
 /* The kernel's mma statement (lowering makes one). */
@@ -137,12 +144,12 @@ emit_mma(Emit *e, const Stmt *s)
 	int bytes = dtype_info[k->buf[s->reads[0].buf].dtype].bytes;
 	/* a consumer warpgroup's 64 rows of A: 64 K-major rows, or one 64-wide M chunk; a k16 step in each */
 	int wg_rows = m->a_kmajor ? 64 * m->k * bytes : m->k * 128;
-	int astep = m->a_kmajor ? 16 * bytes : 16 * 128, bstep = m->b_kmajor ? 16 * bytes : 16 * 128;
+	int astep = m->a_kmajor ? 16 * bytes : 16 * 128, bstep = m->b_kmajor ? 16 * bytes : 16 * 128, h;
 
 	emit_line(e, "{   // mma %s += %s x %s, %d x %d x %d", acc_name(e, s->writes[0].acc), k->buf[s->reads[0].buf].name,
 	          k->buf[s->reads[1].buf].name, m->m, m->n, m->k);
 	e->depth++;
-	if (k->pingpong)   /* the warpgroup's own tile: all 64 rows of A */
+	if (k->pingpong)   /* the warpgroup's own tile: all of A's rows */
 		emit_line(e, "const char *a = (const char *)(%s);", emit_buf_at(e, s->reads[0].buf, s->reads[0].slot));
 	else
 		emit_line(e, "const char *a = (const char *)(%s) + (threadIdx.x / 128) * %d;   // this warpgroup's 64 rows",
@@ -150,10 +157,18 @@ emit_mma(Emit *e, const Stmt *s)
 	emit_line(e, "const char *b = (const char *)(%s);", emit_buf_at(e, s->reads[1].buf, s->reads[1].slot));
 	emit_line(e, "const int first = %s;", s->cond ? emit_expr_str(e, s->cond) : "0");
 	emit_line(e, "#pragma unroll");
-	emit_line(e, "for (int k16 = 0; k16 < %d; k16++)", m->k / 16);
-	emit_line(e, "    wsf_wgmma(%s, %s, %s, k16 > 0 || !first);", acc_name(e, s->writes[0].acc),
-	          desc(e, m->a_kmajor, m->k, arena_printf(e->c->arena, "a + %d * k16", astep)),
-	          desc(e, m->b_kmajor, m->k, arena_printf(e->c->arena, "b + %d * k16", bstep)));
+	emit_line(e, "for (int k16 = 0; k16 < %d; k16++)%s", m->k / 16, k->row_blocks > 1 ? " {" : "");
+	/* a 128-row warpgroup tile: a wgmma for each 64-row block, into its own half of the registers */
+	for (h = 0; h < k->row_blocks; h++)
+		emit_line(e, "    wsf_wgmma(%s%s, %s, %s, k16 > 0 || !first);%s", acc_name(e, s->writes[0].acc),
+		          h ? arena_printf(e->c->arena, " + %d", h * m->n / 2) : "",
+		          desc(e, m->a_kmajor, m->k, arena_printf(e->c->arena, "a + %s%d * k16",
+		                                                 h ? arena_printf(e->c->arena, "%d + ", h * wg_rows) : "",
+		                                                 astep)),
+		          desc(e, m->b_kmajor, m->k, arena_printf(e->c->arena, "b + %d * k16", bstep)),
+		          k->row_blocks > 1 ? arena_printf(e->c->arena, "   // rows %d..%d", 64 * h, 64 * h + 63) : "");
+	if (k->row_blocks > 1)
+		emit_line(e, "}");
 	e->depth--;
 	emit_line(e, "}");
 }
@@ -204,8 +219,9 @@ staged_inputs(Emit *e, const Stmt *s, int nsub, const bool *needed)
 		} else if (p->view == VIEW_COL) {
 			emit_line(e, "if (sub == 0) {   // the tile's first subtile: this thread's rows");
 			emit_line(e, "    #pragma unroll");
-			emit_line(e, "    for (int h = 0; h < %d; h++) {", COL_VALUES);
-			emit_line(e, "        const long long row = top + wt + 8 * h;");
+			emit_line(e, "    for (int h = 0; h < %d; h++) {", COL_VALUES * e->k->row_blocks);
+			emit_line(e, "        const long long row = top + wt + %s;", e->k->row_blocks > 1 ?
+			          "64 * (h / 2) + 8 * (h % 2)   /* its rows of each 64-row block */" : "8 * h");
 			emit_line(e, "        %s[h] = %s;", here, load_text(e, p, "row < rows",
 			          s->z ? arena_printf(e->c->arena, "%s * rows + row", emit_expr_str(e, s->z)) : "row"));
 			emit_line(e, "    }");
@@ -256,7 +272,8 @@ compute(Emit *e, const Stmt *s)
 	const Kernel *k = e->k;
 	Fusion *f = e->f;
 	bool *needed = cone(e, s);
-	int i, acc = 0;
+	int i, acc = 0, H = k->row_blocks;   /* H: the 64-row blocks of a warpgroup's rows */
+	const char *blk;
 
 	if (e->role && k->role[e->role].kind == ROLE_SIGNAL) {
 		consume(e, s);
@@ -271,20 +288,25 @@ compute(Emit *e, const Stmt *s)
 	emit_line(e, "const long long top = %s, left = %s;", emit_expr_str(e, s->a), emit_expr_str(e, s->b));
 	/* wr: the thread's first row in the staging subtile (its warpgroup's 64 rows, its warp's 16, its lane's);
 	   wt: in the output tile at top, which is the warpgroup's own when it owns the tile (ping-pong) */
-	emit_line(e, "const int sub = (int)(%s), wr = 64 * (threadIdx.x / 128) + 16 * ((threadIdx.x / 32) %% 4) + "
-	          "(threadIdx.x %% 32) / 4, wc = 2 * (threadIdx.x %% 4);", emit_expr_str(e, s->pass));
-	emit_line(e, "const int wt = %s;", k->pingpong ? "wr - 64 * (threadIdx.x / 128)" : "wr");
+	emit_line(e, "const int sub = (int)(%s), wr = %d * (threadIdx.x / 128) + 16 * ((threadIdx.x / 32) %% 4) + "
+	          "(threadIdx.x %% 32) / 4, wc = 2 * (threadIdx.x %% 4);", emit_expr_str(e, s->pass), 64 * H);
+	emit_line(e, "const int wt = %s;", k->pingpong ? arena_printf(e->c->arena, "wr - %d * (threadIdx.x / 128)", 64 * H) : "wr");
 	for (i = 0; i < s->nwrites; i++)
 		emit_line(e, "%s *%s = %s;", emit_type(k->buf[s->writes[i].buf].dtype), emit_curname(e, s->writes[i].buf),
 		          emit_buf_at(e, s->writes[i].buf, s->writes[i].slot));
 	staged_inputs(e, s, k->tile_cols / SUB, needed);
+	if (H > 1) {   /* a 128-row warpgroup tile: the subtile's rows in each 64-row block, in turn */
+		emit_line(e, "#pragma unroll");
+		emit_line(e, "for (int hb = 0; hb < %d; hb++) {   // the warpgroup's 64-row blocks", H);
+		e->depth++;
+	}
 	for (i = 0; i < s->nwrites; i++)   /* each output's values, stored in pairs after the loop */
 		emit_line(e, "float %s[%d];", emit_tname(e, PFX_RESULT, k->buf[s->writes[i].buf].tensor), SUB / 2);
 	emit_line(e, "#pragma unroll");
 	emit_line(e, "for (int jj = 0; jj < %d; jj++) {", SUB / 2);
 	e->depth++;
 	emit_line(e, "const int c = 8 * (jj >> 2) + wc + (jj & 1);");
-	emit_line(e, "const long long row = top + wt + 8 * ((jj >> 1) & 1), col = left + c;");
+	emit_line(e, "const long long row = top + wt + %s8 * ((jj >> 1) & 1), col = left + c;", H > 1 ? "64 * hb + " : "");
 	/* the matmul's value is the accumulator's element; the other inputs are read where they are */
 	for (i = 0; i < f->ninput; i++) {
 		int t = f->input[i];
@@ -296,7 +318,8 @@ compute(Emit *e, const Stmt *s)
 		e->value[t] = emit_tname(e, PFX_VALUE, t);
 		if (p->view == VIEW_ROW || p->view == VIEW_COL) {   /* loaded before the subtile (staged_inputs) */
 			emit_line(e, "const float %s = %s[%s];%s", e->value[t], emit_tname(e, PFX_HERE, t),
-			          p->view == VIEW_ROW ? "2 * (jj >> 2) + (jj & 1)" : "(jj >> 1) & 1", emit_pos(e, f->tensor[t].pos));
+			          p->view == VIEW_ROW ? "2 * (jj >> 2) + (jj & 1)" : H > 1 ? "2 * hb + ((jj >> 1) & 1)" :
+			          "(jj >> 1) & 1", emit_pos(e, f->tensor[t].pos));
 			continue;
 		}
 		/* what is left: a full input, guarded by both dims (batched: rows are one batch's), or a scalar */
@@ -320,11 +343,14 @@ compute(Emit *e, const Stmt *s)
 				;
 			if (a == k->nacc)
 				a = acc;
+			/* a 64-row block's registers follow the block before's (emit_mma) */
+			blk = H > 1 ? arena_printf(e->c->arena, "%d * hb + ", k->acc[k->acc[a].col ? k->acc[a].alias : a].cols / 2)
+			            : "";
 			if (k->acc[a].col)   /* its columns of the group's accumulator: col / 2 registers on */
-				emit_line(e, "const float %s = %s[%d + %d * sub + jj];%s", v, acc_name(e, k->acc[a].alias),
+				emit_line(e, "const float %s = %s[%s%d + %d * sub + jj];%s", v, acc_name(e, k->acc[a].alias), blk,
 				          k->acc[a].col / 2, SUB / 2, emit_pos(e, o->pos));
 			else
-				emit_line(e, "const float %s = %s[%d * sub + jj];%s", v, acc_name(e, a), SUB / 2,
+				emit_line(e, "const float %s = %s[%s%d * sub + jj];%s", v, acc_name(e, a), blk, SUB / 2,
 				          emit_pos(e, o->pos));
 			continue;
 		}
@@ -340,7 +366,7 @@ compute(Emit *e, const Stmt *s)
 	/* elements jj and jj + 1 (jj even) are columns c and c + 1 of one row: one store for both */
 	emit_line(e, "#pragma unroll");
 	emit_line(e, "for (int jj = 0; jj < %d; jj += 2) {", SUB / 2);
-	emit_line(e, "    const int r = wr + 8 * ((jj >> 1) & 1), c = 8 * (jj >> 2) + wc;");
+	emit_line(e, "    const int r = wr + %s8 * ((jj >> 1) & 1), c = 8 * (jj >> 2) + wc;", H > 1 ? "64 * hb + " : "");
 	for (i = 0; i < s->nwrites; i++) {
 		const KBuf *b = &k->buf[s->writes[i].buf];
 		const char *o = emit_tname(e, PFX_RESULT, b->tensor), *at = arena_printf(e->c->arena, "r * %d + c", b->cols);
@@ -351,6 +377,10 @@ compute(Emit *e, const Stmt *s)
 		          emit_curname(e, s->writes[i].buf), at, o, o);
 	}
 	emit_line(e, "}");
+	if (H > 1) {
+		e->depth--;
+		emit_line(e, "}");
+	}
 	e->depth--;
 	emit_line(e, "}");
 }

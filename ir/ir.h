@@ -774,6 +774,9 @@ struct Kernel {
 	bool pdl;                /* launched as a programmatic dependent (ST_GRID_DEP): it may start while the
 	                            grid before it in the stream finishes, and waits for it before touching
 	                            global memory */
+	int row_blocks;          /* a matmul: the 64-row blocks of the tile a consumer warpgroup computes, each a
+	                            wgmma of its own into its own N / 2 accumulator registers: 1, or 2 for a
+	                            ping-pong warpgroup's 128-row tile */
 	int cluster[2];          /* CTAs a cluster along M and N, launched as clusters of cluster[0] x cluster[1]
 	                            CTAs (1-D, each CTA's rank EX_RANK) that take one cluster tile at a time and
 	                            multicast the operand they share ({1, 1}: no cluster) */

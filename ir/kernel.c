@@ -25,6 +25,7 @@ kernel_new(Comp *c, Fusion *f)
 	VEC_PUSH(c->arena, k->role, k->nrole, k->caprole);
 	k->body = st_block(c);
 	k->cluster[0] = k->cluster[1] = 1;
+	k->row_blocks = 1;
 	return k;
 }
 

@@ -144,7 +144,7 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, int mm, in
 	int m = pingpong ? BM / 2 : BM;   /* ping-pong: a warpgroup's own tile, 64 rows */
 	int64_t rows = 1, cols = dim_value(f, d->dim[d->rank - 1]);
 	/* clusters along M multicast half of B's rows a CTA: of an N-major B, whole 64-wide chunks */
-	int i, least = h->cluster[0] > 1 && !f->op[mm].transpose_b ? 2 * CHUNK : CHUNK;
+	int i, per, least = h->cluster[0] > 1 && !f->op[mm].transpose_b ? 2 * CHUNK : CHUNK;
 
 	/* a thread holds N / 2 accumulator registers a matmul: several share the budget */
 	*bm = m, *bn = BN / nmm / CHUNK * CHUNK, *bk = BK;
@@ -162,16 +162,22 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, int mm, in
 			*bn /= 2;
 		return 0;
 	}
-	if (h->ntile == 3 && nmm * h->tile[1] / 2 > ACC_REGS)
-		return diag_error(c, h->tile_pos, "matmul tile N %d holds %d accumulator registers a thread for each of "
-		                  "the %d matmuls, more than the %d that fit; use N = %d", h->tile[1], h->tile[1] / 2, nmm,
-		                  ACC_REGS, *bn);
 	if (h->ntile != 3)
 		return diag_error(c, h->tile_pos, "a matmul tile is [M, N, K], 3 extents; saw %d", h->ntile);
+	/* ping-pong: a warpgroup's tile of 64 rows, or of 128 (two 64-row wgmma blocks, twice the registers) */
+	if (pingpong && h->tile[0] == 2 * m)
+		m = 2 * m;
+	/* the tile's accumulators spread over the threads that compute it: both warpgroups, or one (ping-pong) */
+	per = pingpong ? 128 : 256;
+	if (nmm * m * h->tile[1] / per > ACC_REGS)
+		return diag_error(c, h->tile_pos, "matmul tile %d x %d holds %d accumulator registers a thread for each "
+		                  "of the %d matmuls, more than the %d that fit; use N = %d", m, h->tile[1],
+		                  m * h->tile[1] / per, nmm, ACC_REGS, ACC_REGS * per / m / nmm / CHUNK * CHUNK);
 	if (h->tile[0] != m)
-		return unbuilt(c, h->tile_pos, "a matmul tile of %d rows is not implemented yet: %s, so M is %d",
-		               h->tile[0], pingpong ? "with consumers: pingpong each consumer warpgroup owns a tile of "
-		               "64 rows" : "the two consumer warpgroups hold 64 rows each", m);
+		return unbuilt(c, h->tile_pos, "a matmul tile of %d rows is not implemented yet: %s", h->tile[0],
+		               pingpong ? "with consumers: pingpong each consumer warpgroup owns a tile of 64 or 128 rows" :
+		               "the two consumer warpgroups hold 64 rows each, so M is 128");
+	*bm = m;
 	if (h->tile[1] % CHUNK || h->tile[1] > 256)
 		return diag_error(c, h->tile_pos, "matmul tile N is %d; it must be a multiple of %d up to 256 "
 		                  "(wgmma's N, and the 64-wide chunks of an N-major operand)", h->tile[1], CHUNK);
@@ -644,6 +650,10 @@ lower_matmul(Comp *c, Fusion *f)
 		return -1;
 	if (choose_cluster(c, f, d, k, &t, op) < 0)
 		return -1;
+	k->row_blocks = k->pingpong ? t.bm / 64 : 1;
+	if (k->row_blocks > 1 && f->sched.consumer_pos.line)
+		return unbuilt(c, f->sched.tile_pos, "a ping-pong tile of %d rows with a signal consumer role is not "
+		               "implemented yet: use 64 rows", t.bm);
 	for (j = 0; j < f->nout; j++)
 		if (!lower_same_shape(&f->tensor[f->out[j].tensor], d))
 			return diag_error(c, f->out[j].pos, "cannot place output '%s' in the matmul kernel: its shape "

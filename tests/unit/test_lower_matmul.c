@@ -1000,6 +1000,59 @@ pr3843_cases(void **state)
 	(void)state;
 }
 
+/*
+ * Ping-pong warpgroups with 128-row tiles (tile: [128, N, 64]): two 64-row
+ * blocks a warpgroup (Kernel.row_blocks), each a wgmma of its own per k16
+ * into its own N / 2 registers; the epilogue walks the blocks of each
+ * subtile; the staging copy holds both warpgroups' 128 rows.  N = 256 would
+ * need 256 registers a thread: an error at the hint that says which N fits.
+ */
+static void
+tall_pingpong(void **state)
+{
+	static const char spec[] =
+		HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		"  s: {dtype: f32, shape: [M, 1]}\n"
+		"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: z, op: mul, in: [y, s]}\n"
+		"outputs:\n  z: {dtype: bf16}\nschedule: {consumers: pingpong, tile: [%d, %d, 64], cluster: [1, 1]}\n";
+	Fixture *t;
+	Kernel *k;
+	const char *cu;
+	char text[1024];
+	int i;
+
+	if (setup((void **)&t) < 0)
+		fail_msg("setup");
+	snprintf(text, sizeof text, spec, 128, 128);
+	if (!(k = kernel_of(t, text)))
+		fail_msg("%s", t->msg);
+	assert_true(k->pingpong);
+	assert_int_equal(k->row_blocks, 2);
+	assert_int_equal(k->tile_rows, 128);
+	assert_int_equal(k->buf[1].rows, 128);                          /* A: the warpgroup's 128 rows a stage */
+	for (i = 1; i < k->nbuf && k->buf[i].kind != BUF_STAGING; i++)
+		;
+	assert_int_equal(k->buf[i].rows, 256);                          /* both warpgroups' subtiles */
+	cu = cuda_of(t);
+	assert_int_equal(count(cu, "float acc_y[128];"), 1);             /* 2 blocks x 64 */
+	assert_int_equal(count(cu, "wsf_wgmma(acc_y, wsf_mma_desc(a + 32 * k16)"), 1);
+	assert_int_equal(count(cu, "wsf_wgmma(acc_y + 64, wsf_mma_desc(a + 8192 + 32 * k16)"), 1);
+	assert_int_equal(count(cu, "for (int hb = 0; hb < 2; hb++)"), 1);
+	assert_int_equal(count(cu, "acc_y[64 * hb + 16 * sub + jj]"), 1);
+	assert_int_equal(count(cu, "here_s[2 * hb + ((jj >> 1) & 1)]"), 1);   /* the column input's 4 rows */
+	assert_int_equal(count(cu, "wsf_acc_fence<128>(acc_y);"), 1);
+	teardown((void **)&t);
+
+	if (setup((void **)&t) < 0)
+		fail_msg("setup");
+	snprintf(text, sizeof text, spec, 128, 256);
+	assert_null(kernel_of(t, text));
+	assert_non_null(strstr(t->msg, "matmul tile 128 x 256 holds 256 accumulator registers a thread"));
+	assert_non_null(strstr(t->msg, "use N = 128"));
+	teardown((void **)&t);
+	(void)state;
+}
+
 /* The statements of kind KIND in S, in order, at most N of them into OUT; how many there are. */
 static int
 stmts_of(Stmt *s, StmtKind kind, Stmt **out, int n)
@@ -1116,8 +1169,9 @@ refused_forms(void **state)
 		 "a matmul tile of 64 rows is not implemented yet"},
 		{HEAD "inputs:\n  a: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
 		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_b: true}\noutputs:\n  y: {}\n"
-		 "schedule: {consumers: pingpong, tile: [128, 256, 64]}\n",
-		 "a matmul tile of 128 rows is not implemented yet: with consumers: pingpong"},
+		 "schedule: {consumers: pingpong, tile: [256, 128, 64]}\n",
+		 "a matmul tile of 256 rows is not implemented yet: with consumers: pingpong each consumer warpgroup "
+		 "owns a tile of 64 or 128 rows"},
 		{HEAD "inputs:\n  a: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
 		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_b: true}\noutputs:\n  y: {}\n"
 		 "schedule: {warp_specialize: false}\n",
@@ -1207,6 +1261,7 @@ main(void)
 		cmocka_unit_test(pdl_launch),
 		cmocka_unit_test(tile_narrows),
 		cmocka_unit_test(cluster_pairs),
+		cmocka_unit_test(tall_pingpong),
 		cmocka_unit_test(refused_forms),
 	};
 
