@@ -374,6 +374,29 @@ __device__ __forceinline__ void wsf_signal(unsigned *flag, unsigned epoch)
 {
 	asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(flag), "r"(epoch) : "memory");
 }
+// The same at system scope (signal: {per_tile, scope: system}): for a reader
+// on another GPU (the flag in its memory, over NVLink) or the host.
+__device__ __forceinline__ void wsf_signal_system(unsigned *flag, unsigned epoch)
+{
+	asm volatile("st.release.sys.global.u32 [%0], %1;" :: "l"(flag), "r"(epoch) : "memory");
+}
+// Waits until *FLAG is EPOCH (an input's tile has been written: wait:
+// per_tile), acquire at system scope, so what its writer stored before
+// releasing the flag, on any GPU, is visible to this thread, and through
+// the barrier after it to the others.  Backs off while it spins.
+__device__ __forceinline__ void wsf_flag_wait(const unsigned *flag, unsigned epoch)
+{
+	unsigned v, ns = 32;
+
+	for (;;) {
+		asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
+		if (v == epoch)
+			return;
+		__nanosleep(ns);
+		if (ns < 1024)
+			ns *= 2;
+	}
+}
 
 // Testing the signal's consumers (option store-delay): one call in four, by a
 // hash of SEED, sleeps up to NS nanoseconds before its store.

@@ -696,9 +696,13 @@ emit_stmt(Emit *e, const Stmt *s)
 	case ST_SIGNAL:
 		if (!s->param)   /* to the consumer role: an arrive (release at CTA scope) */
 			emit_line(e, "wsf_mbar_arrive(%s);%s", bar_at(e, s->bar, s->barslot), comment(e, s));
-		else
-			emit_line(e, "wsf_signal(%s + %s, (unsigned)epoch);%s", k->param[s->param].name,
-			          emit_expr_str(e, s->a), comment(e, s));
+		else   /* released at gpu scope, or (scope: system) for another GPU or the host */
+			emit_line(e, "wsf_signal%s(%s + %s, (unsigned)epoch);%s", e->f->sched.system ? "_system" : "",
+			          k->param[s->param].name, emit_expr_str(e, s->a), comment(e, s));
+		break;
+	case ST_FLAG_WAIT:
+		emit_line(e, "wsf_flag_wait(%s + %s, (unsigned)epoch);%s", k->param[s->param].name, emit_expr_str(e, s->a),
+		          comment(e, s));
 		break;
 	case ST_SYNC:
 		if (s->n == 0)
@@ -742,6 +746,11 @@ emit_params(Emit *e)
 			          p->view == VIEW_ROW ? "row" : "full");
 			break;
 		case PK_PTR:
+			if (p->arg < e->f->ninput && e->f->tensor[p->tensor].wait_pos.line) {   /* others write it meanwhile */
+				emit_line(e, "const %s *const %s%s   // input %s, its tiles written while the kernel runs",
+				          emit_type(p->dtype), emit_param_name(e, p), sep, dtype_info[p->dtype].name);
+				break;
+			}
 			if (p->readback) {   /* not restrict, nor read through the read-only path: TMA stores write it */
 				emit_line(e, "const %s *const %s%s   // output %s, read back by the signal consumer",
 				          emit_type(p->dtype), emit_param_name(e, p), sep, dtype_info[p->dtype].name);
@@ -757,6 +766,10 @@ emit_params(Emit *e)
 		case PK_FLAGS:   /* not restrict: other kernels read them while this one sets them */
 			emit_line(e, "unsigned *const %s%s   // a flag a tile, set to epoch once the tile is stored", p->name,
 			          sep);
+			break;
+		case PK_WAIT:    /* others set them while this kernel reads them */
+			emit_line(e, "const unsigned *const %s%s   // a flag a tile of each input that waits: the tile is "
+			          "written once it is epoch", p->name, sep);
 			break;
 		default:
 			break;

@@ -177,9 +177,12 @@ emit_mma(Emit *e, const Stmt *s)
 static const char *
 load_text(Emit *e, const KParam *p, const char *cond, const char *idx)
 {
-	return arena_printf(e->c->arena, "%s%s%s(%s + %s)%s", cond ? cond : "", cond ? " ? " : "",
-	                    p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", emit_param_name(e, p), idx,
-	                    cond ? " : 0.0f" : "");
+	/* an input that arrives while the kernel runs (wait: per_tile): from L2, never a stale L1 line */
+	bool late = e->f->tensor[p->tensor].wait_pos.line > 0;
+
+	return arena_printf(e->c->arena, "%s%s%s%s(%s + %s)%s", cond ? cond : "", cond ? " ? " : "",
+	                    late ? "wsf_load1_cg" : "wsf_load1", p->dtype == DT_F16 ? "_f16" : "", emit_param_name(e, p),
+	                    idx, cond ? " : 0.0f" : "");
 }
 
 /*

@@ -1027,6 +1027,7 @@ wsf_kernel_launch_ex(WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int n
 	x.flags = opts->flags;
 	x.epoch = opts->epoch;
 	x.max_ctas = opts->max_ctas;
+	x.wait_flags = opts->wait_flags;
 	s = rt_launch(&c, k->launch, &k->loaded, k->text[WSF_STAGE_CUBIN], args, nargs, (CUstream)opts->stream, &x);
 	return call_end(ctx, &c, s);
 }
@@ -1051,9 +1052,9 @@ wsf_kernel_signal_layout(WsfContext *ctx, const WsfKernel *k, const WsfTensor *a
 		           "role, not to flags: it has no flag layout", k->comp.fusion->name);
 		return call_end(ctx, &c, WSF_ERR_USAGE);
 	}
-	if (!k->comp.kernel->signal) {
-		diag_error(&c, k->comp.fusion->pos, "kernel '%s' does not signal its tiles (schedule: {signal: per_tile} "
-		           "makes it)", k->comp.fusion->name);
+	if (!k->comp.kernel->signal && !k->comp.kernel->waits) {
+		diag_error(&c, k->comp.fusion->pos, "kernel '%s' neither signals its tiles (schedule: {signal: per_tile} "
+		           "makes it) nor waits for an input's (wait: per_tile)", k->comp.fusion->name);
 		return call_end(ctx, &c, WSF_ERR_USAGE);
 	}
 	if ((s = rt_launch_plan(&c, k->launch, args, nargs, &plan)) == WSF_OK) {
@@ -1067,6 +1068,7 @@ wsf_kernel_signal_layout(WsfContext *ctx, const WsfKernel *k, const WsfTensor *a
 		out->flags = plan.tiles;
 		out->view_rows = plan.rows;
 		out->view_cols = plan.cols;
+		out->waits = kk->waits;
 	}
 	return call_end(ctx, &c, s);
 }

@@ -88,7 +88,7 @@ static const char tensor_scope[] = "tensor";
 static const char size_scope[] = "size";
 
 static const char *const spec_keys[] = {"fusion", "sizes", "inputs", "ops", "outputs", "schedule"};
-static const char *const input_keys[] = {"dtype", "shape"};
+static const char *const input_keys[] = {"dtype", "shape", "wait"};
 static const char *const output_keys[] = {"dtype"};
 static const char *const schedule_keys[] = {
 	"tile", "stages", "warp_specialize", "persistent", "cluster", "consumers", "signal", "store",
@@ -1007,10 +1007,11 @@ read_shape(Reader *r, int t, const Node *n, const char *where)
 static int
 read_input(Reader *r, const Node *key, const Node *n)
 {
+	static const char *const waits[] = {"per_tile"};
 	const char *name = read_name(r, key, "an input"), *where;
-	const Node *dt, *shape;
+	const Node *dt, *shape, *w;
 	Dtype d;
-	int t;
+	int t, word;
 
 	if (!name)
 		return -1;
@@ -1021,6 +1022,11 @@ read_input(Reader *r, const Node *key, const Node *n)
 	    read_dtype(r, dt, &d) < 0 || (t = define_tensor(r, name, TK_INPUT, key->pos)) < 0)
 		return -1;
 	r->f->tensor[t].dtype = d;
+	if ((w = map_get(n, "wait"))) {   /* wait: per_tile */
+		if (read_word(r, w, words(r, "'wait' of %s", where), waits, countof(waits), &word) < 0)
+			return -1;
+		r->f->tensor[t].wait_pos = w->pos;
+	}
 	return read_shape(r, t, shape, where);
 }
 
@@ -1405,9 +1411,9 @@ read_consumer_output(Reader *r, const Node *n)
 static int
 read_signal(Reader *r, const Node *n)
 {
-	static const char *const keys[] = {"per_tile", "consumer"};
+	static const char *const keys[] = {"per_tile", "consumer", "scope"}, *const scopes[] = {"gpu", "system"};
 	const Node *v;
-	int i;
+	int i, word = 0;
 
 	if (check_keys(r, n, "'signal'", keys, countof(keys)) < 0)
 		return -1;
@@ -1417,6 +1423,12 @@ read_signal(Reader *r, const Node *n)
 	if (v->type != SC_NULL && !(v->type == SC_BOOL && (v->text[0] == 't' || v->text[0] == 'T')))
 		return diag_error(r->c, v->pos, "expected per_tile with no value, or per_tile: true, saw %s (to raise "
 		                  "no signal, leave out 'signal')", describe(r, v));
+	if ((v = map_get(n, "scope"))) {   /* who reads the flags: this GPU (gpu) or another, or the host */
+		if (read_word(r, v, "the 'scope' of 'signal'", scopes, countof(scopes), &word) < 0)
+			return -1;
+		r->f->sched.system = word == 2;
+		r->f->sched.scope_pos = v->pos;
+	}
 	if (!(v = map_get(n, "consumer")))
 		return 0;   /* {per_tile}: the same as signal: per_tile */
 	r->f->sched.consumer_pos = v->pos;
@@ -1434,7 +1446,8 @@ read_signal(Reader *r, const Node *n)
 
 /* schedule: { tile: [EXTENT, ...], stages: INT, warp_specialize: BOOL, persistent: BOOL,
  *             cluster: [X, Y], consumers: cooperative | pingpong,
- *             signal: per_tile | {per_tile, consumer: NAME | [NAME, ...]}, store: vector | tma } */
+ *             signal: per_tile | {per_tile, consumer: NAME | [NAME, ...], scope: gpu | system},
+ *             store: vector | tma } */
 static int
 read_schedule(Reader *r, const Node *key, const Node *n)
 {

@@ -314,6 +314,8 @@ typedef struct WsfLaunchOptions {
 	uint32_t *flags;   /* signal: per_tile: device memory of WsfSignalLayout.flags words; else NULL */
 	uint32_t epoch;    /* the value each flag becomes: nonzero, new for each launch on the same words */
 	int max_ctas;      /* a persistent kernel starts at most this many CTAs; 0: as many as the GPU holds */
+	const uint32_t *wait_flags;   /* inputs with wait: per_tile: device memory of WsfSignalLayout.waits x
+	                                 .flags words, [input][tile]; else NULL */
 } WsfLaunchOptions;
 
 /* As wsf_kernel_launch, with OPTS; a kernel that signals its tiles needs flags and an epoch. */
@@ -334,12 +336,25 @@ typedef struct WsfSignalLayout {
 	int tile_rows, tile_cols;            /* an output tile, of the view */
 	int64_t row_tiles, col_tiles, batch;
 	int64_t view_rows, view_cols;        /* the view */
+	int waits;                           /* inputs with wait: per_tile (their wait_flags: waits x flags words) */
 } WsfSignalLayout;
 
 /*
  * Fills *OUT for launches of K on ARGS (the tensors a launch takes; their
- * shapes are checked as a launch checks them).  WSF_ERR_USAGE when K does
- * not signal its tiles to flags.
+ * shapes are checked as a launch checks them).  WSF_ERR_USAGE when K
+ * neither signals its tiles to flags nor waits for an input's.
+ *
+ * Waiting for inputs (wait: per_tile on a matmul's full [M, N] epilogue
+ * input): the input's tiles arrive while the kernel runs, written by
+ * another kernel, a peer GPU (over NVLink) or the host, each published by
+ * a flag word set to the launch's epoch with a release at system scope
+ * (a signalling kernel with signal: {per_tile, scope: system} writes
+ * them).  Before a tile's epilogue reads such an input, one thread waits
+ * for word (input's rank among the waiting inputs) x flags + the tile's
+ * index, the layout above, with ld.acquire.sys, and the input is read
+ * through L2 (ld.global.cg).  The writer's kernel must be able to make
+ * progress while this one waits: on one GPU, give them SMs of their own
+ * (max_ctas) or launch the writer first.
  */
 WsfStatus wsf_kernel_signal_layout(WsfContext *ctx, const WsfKernel *k, const WsfTensor *args, int nargs,
                                    WsfSignalLayout *out);

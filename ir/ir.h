@@ -298,6 +298,8 @@ typedef struct Tensor {
 	int def;            /* defining op, 0 for inputs */
 	Pos pos;
 	Pos shape_pos;      /* an input's shape list (line 0 for values) */
+	Pos wait_pos;       /* an input with wait: per_tile (line 0: none): its tiles arrive while the kernel runs,
+	                       each published by a flag word the kernel waits on before reading the tile */
 } Tensor;
 
 /* An op input: tensor TENSOR, or the number LIT when TENSOR is 0. */
@@ -352,6 +354,9 @@ typedef struct Schedule {
 	Pos stages_pos, tile_pos, ws_pos;
 	Pos cluster_pos, consumers_pos, signal_pos, store_pos;   /* line 0: not given */
 	Pos consumer_pos;      /* signal: {per_tile, consumer: ...}: where the consumer's outputs are named */
+	bool system;           /* signal: {per_tile, scope: system}: flags released at system scope, for a
+	                          reader on another GPU or the host (else gpu) */
+	Pos scope_pos;
 } Schedule;
 
 /* The kernel families; the scheduler picks one per fusion. */
@@ -451,7 +456,9 @@ typedef enum ParamKind {
 	PK_TMAP,     /* a CUtensorMap of argument ARG, by value */
 	PK_PTR,      /* the device pointer of argument ARG */
 	PK_SIZE,     /* a runtime extent: ROWS or COLS of the 2-D view (var holds it) */
-	PK_FLAGS     /* signal: per_tile: the caller's 32-bit flag words, one an output tile */
+	PK_FLAGS,    /* signal: per_tile: the caller's 32-bit flag words, one an output tile */
+	PK_WAIT      /* inputs with wait: per_tile: the caller's flag words, for each such input (in spec order)
+	                one a tile, laid out as PK_FLAGS; a tile of the input is read once its word is the epoch */
 } ParamKind;
 
 /* How a tensor maps onto the kernel's 2-D [rows, cols] view of the domain. */
@@ -596,6 +603,8 @@ typedef enum StmtKind {
 	                      griddepcontrol.launch_dependents (the next grid may launch) */
 	ST_CLUSTER_SYNC,   /* barrier.cluster: every thread of every CTA of the cluster (arrive.release, then
 	                      wait.acquire) */
+	ST_FLAG_WAIT,      /* until param (PK_WAIT)[a] is the epoch, acquire at system scope: the tile of an input
+	                      with wait: per_tile has been written (by another kernel, GPU or the host) */
 	ST_SIGNAL          /* the output tile a is in global memory: param (PK_FLAGS)[a] = the epoch, with release
 	                      semantics at gpu scope; or, for the kernel's consumer role (no param), an arrive
 	                      on bar[barslot] (release at CTA scope).  flag: it is the tile of the loop iteration
@@ -771,6 +780,8 @@ struct Kernel {
 	                            tiles run over every batch, and operands and outputs have 3-D maps */
 	bool signal;             /* signal: per_tile: each output tile's flag is set once its stores have
 	                            landed (ST_SIGNAL), flags row-major over [batch, row tiles, col tiles] */
+	int waits;               /* inputs with wait: per_tile: before a tile's epilogue reads them, the kernel waits
+	                            on each one's flag word for the tile (ST_FLAG_WAIT, param PK_WAIT) */
 	bool pdl;                /* launched as a programmatic dependent (ST_GRID_DEP): it may start while the
 	                            grid before it in the stream finishes, and waits for it before touching
 	                            global memory */

@@ -230,6 +230,11 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 	case ST_CLUSTER_SYNC:
 		buf_puts(b, "barrier.cluster");
 		break;
+	case ST_FLAG_WAIT:
+		buf_printf(b, "flag.wait %s[", k->param[s->param].name);
+		expr_print(b, k, s->a);
+		buf_puts(b, "] == epoch");
+		break;
 	case ST_FENCE_PROXY_ASYNC:
 		buf_puts(b, "fence.proxy.async");
 		break;
@@ -406,6 +411,10 @@ kernel_print(Buf *b, const Kernel *k)
 			break;
 		case PK_FLAGS:
 			buf_printf(b, "  param %s: u32 flags, one an output tile\n", p->name);
+			break;
+		case PK_WAIT:
+			buf_printf(b, "  param %s: u32 flags a tile of each input that waits, read once they are the epoch\n",
+			           p->name);
 			break;
 		default:
 			break;

@@ -270,6 +270,11 @@ check_stmt(Check *v, const Stmt *s)
 		check_expr(v, s->a);
 		check_expr(v, s->barslot);
 		break;
+	case ST_FLAG_WAIT:
+		if (s->param <= 0 || s->param >= k->nparam || k->param[s->param].kind != PK_WAIT || !s->a)
+			fail(v, "flag wait without a wait-flags param or a word");
+		check_expr(v, s->a);
+		break;
 	case ST_MMA:
 		if (s->nreads != 2 || s->nwrites != 1 || !s->mma)
 			fail(v, "mma without two operands, one accumulator and a shape");

@@ -116,7 +116,8 @@ print_schedule(Buf *b, const Schedule *s)
 	if (s->consumers)
 		buf_printf(b, " consumers=%s", s->consumers == CONSUMERS_PINGPONG ? "pingpong" : "cooperative");
 	if (s->signal)
-		buf_puts(b, s->consumer_pos.line ? " signal=per_tile+consumer" : " signal=per_tile");
+		buf_printf(b, "%s%s", s->consumer_pos.line ? " signal=per_tile+consumer" : " signal=per_tile",
+		           s->system ? " scope=system" : "");
 	if (s->store)
 		buf_printf(b, " store=%s", s->store == STORE_TMA ? "tma" : "vector");
 	end_line(b, start, s->pos);
@@ -150,6 +151,8 @@ fusion_print(Buf *b, const Fusion *f)
 		start = b->len;
 		buf_printf(b, "  input %s: ", t->name);
 		shape_print(b, f, t);
+		if (t->wait_pos.line)
+			buf_puts(b, " wait=per_tile");
 		end_line(b, start, t->pos);
 	}
 	for (i = 1; i < f->nop; i++) {

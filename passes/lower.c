@@ -290,6 +290,32 @@ tile_consumer_loop(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr 
 	k->tile_consumer = cl;
 }
 
+/* The epoch size param, added once: a kernel that signals and waits sets and waits for the same epoch. */
+int
+lower_epoch(Comp *c, Kernel *k)
+{
+	int e;
+
+	for (e = 1; e < k->nparam; e++)
+		if (k->param[e].kind == PK_SIZE && k->param[e].size == SZ_EPOCH)
+			return e;
+	e = kernel_add_param(c, k, PK_SIZE, "epoch");
+	k->param[e].size = SZ_EPOCH;
+	k->param[e].var = kernel_add_var(c, k, "epoch");
+	return e;
+}
+
+Expr *
+lower_flag_index(Comp *c, const Kernel *k, Expr *row0, Expr *col0, Expr *bt, Expr *batch_tiles)
+{
+	/* bt * batch_tiles + (row0 / BM) * col_tiles + col0 / BN, col_tiles = ceildiv(cols, BN) */
+	Expr *flag = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, row0, ex_int(c, k->tile_rows)),
+	                                      ex_bin(c, EX_CEILDIV, ex_var(c, k->cols_var), ex_int(c, k->tile_cols))),
+	                    ex_bin(c, EX_DIV, col0, ex_int(c, k->tile_cols)));
+
+	return bt ? ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, bt, batch_tiles), flag) : flag;
+}
+
 void
 lower_signal(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr *bt, Expr *batch_tiles, Stmt *kloop,
              Expr *ktiles)
@@ -302,19 +328,10 @@ lower_signal(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr *bt, E
 		/* the producer warpgroup's warps but the first, which issues the loads */
 		tile_consumer_loop(c, k, loop, row0, col0, bt, k->threads - k->consumer_threads - 32, &landed, &taken);
 	} else {
-		int e;
-
 		p = kernel_add_param(c, k, PK_FLAGS, "flags");
-		e = kernel_add_param(c, k, PK_SIZE, "epoch");
+		lower_epoch(c, k);
 		k->signal = true;
-		k->param[e].size = SZ_EPOCH;
-		k->param[e].var = kernel_add_var(c, k, "epoch");
-		/* bt * batch_tiles + (row0 / BM) * col_tiles + col0 / BN, col_tiles = ceildiv(cols, BN) */
-		flag = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, row0, ex_int(c, k->tile_rows)),
-		                                ex_bin(c, EX_CEILDIV, ex_var(c, k->cols_var), ex_int(c, k->tile_cols))),
-		              ex_bin(c, EX_DIV, col0, ex_int(c, k->tile_cols)));
-		if (bt)
-			flag = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, bt, batch_tiles), flag);
+		flag = lower_flag_index(c, k, row0, col0, bt, batch_tiles);
 	}
 	if (!k->persistent) {
 		prev = st_if(c, ex_leaf(c, EX_ELECT));
@@ -372,7 +389,15 @@ int
 lower_refuse_hints(Comp *c, const Fusion *f, const char *family, bool rows)
 {
 	const Schedule *s = &f->sched;
+	int i;
 
+	for (i = 0; i < f->ninput; i++)
+		if (f->tensor[f->input[i]].wait_pos.line) {
+			diag_error(c, f->tensor[f->input[i]].wait_pos, "'wait: per_tile' (input '%s') is implemented for a "
+			           "matmul's epilogue inputs only, not yet for %s kernels", f->tensor[f->input[i]].name, family);
+			c->status = WSF_ERR_UNSUPPORTED;
+			return -1;
+		}
 	if (s->cluster_pos.line) {
 		diag_error(c, s->cluster_pos, "'cluster' is not implemented for %s kernels yet: they launch "
 		           "single CTAs", family);

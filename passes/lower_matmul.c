@@ -540,6 +540,57 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 }
 
 /*
+ * Inputs with wait: per_tile (Kernel.waits): their tiles arrive while the
+ * kernel runs, each published by the writer's flag word (a peer GPU's
+ * epilogue, over NVLink, or a kernel on another stream).  Before the
+ * tile's first epilogue, after its mainloop (which runs while the tile is
+ * still on its way), one thread of those that compute the tile waits for
+ * each such input's word of the tile, the caller's wait_flags laid out
+ * [input][tile] as the signal's flags are; a barrier then gives the other
+ * threads what the acquire made visible.
+ */
+static void
+wait_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Expr *batch, Expr *batch_tiles)
+{
+	Stmt *one = st_if(c, ex_leaf(c, EX_ELECT)), *sync = st_new(c, ST_SYNC);
+	Expr *tiles, *tile;
+	int p, i, w = 0, at;
+
+	p = kernel_add_param(c, k, PK_WAIT, "wait_flags");
+	lower_epoch(c, k);
+	tiles = ex_bin(c, EX_MUL, ex_bin(c, EX_CEILDIV, ex_var(c, k->rows_var), ex_int(c, k->tile_rows)),
+	               ex_bin(c, EX_CEILDIV, ex_var(c, k->cols_var), ex_int(c, k->tile_cols)));
+	if (batch)
+		tiles = ex_bin(c, EX_MUL, tiles, batch);
+	tile = lower_flag_index(c, k, t->row0, t->col0, t->bt, batch_tiles);
+	one->comment = "one thread waits for the tiles of the inputs that arrive while the kernel runs";
+	for (i = 0; i < f->ninput; i++) {
+		const Tensor *x = &f->tensor[f->input[i]];
+		Stmt *s;
+
+		if (!x->wait_pos.line)
+			continue;
+		s = st_new(c, ST_FLAG_WAIT);
+		s->param = p;
+		s->a = w ? ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, ex_int(c, w), tiles), tile) : tile;
+		s->pos = x->wait_pos;
+		s->comment = arena_printf(c->arena, "this tile of '%s' has been written", x->name);
+		st_append(c, one, s);
+		w++;
+	}
+	sync->comment = "what the wait made visible, to every thread that computes the tile";
+	/* before the first epilogue loop of the tile (after its k loop) */
+	for (at = 0; at < t->loop->nbody; at++) {
+		const Stmt *x = t->loop->body[at];
+
+		if (x->kind == ST_LOOP && strcmp(k->var[x->var].name, "e") == 0)
+			break;
+	}
+	st_insert(c, t->loop, at, sync);
+	st_insert(c, t->loop, at, one);
+}
+
+/*
  * schedule: cluster [x, y]: CTAs along M and N that launch as one cluster
  * and take one cluster tile at a time.  [2, 1] pairs two tiles of the same
  * columns, whose B slices each CTA loads half of and multicasts to both
@@ -568,7 +619,7 @@ choose_cluster(Comp *c, const Fusion *f, const Tensor *d, Kernel *k, const Tile 
 			rows_t = dim_value(f, d->dim[i]) > 0 && rows_t <= INT64_MAX / dim_value(f, d->dim[i]) ?
 			         rows_t * dim_value(f, d->dim[i]) : 0;
 		rows_t = (rows_t + t->bm - 1) / t->bm;
-		if (h->signal || k->pingpong || k->batched || rows_t < 2 || cols <= 0 ||
+		if (h->signal || k->waits || k->pingpong || k->batched || rows_t < 2 || cols <= 0 ||
 		    rows_t * ((cols + t->bn - 1) / t->bn) <= CLUSTER_TILES || (!t->bkm && t->bn / 2 % CHUNK))
 			return 0;
 		x = 2, y = 1;
@@ -580,9 +631,10 @@ choose_cluster(Comp *c, const Fusion *f, const Tensor *d, Kernel *k, const Tile 
 	if (x * y != 2)
 		return unbuilt(c, h->cluster_pos, "a matmul cluster of %d x %d CTAs is not implemented yet: [2, 1] (two "
 		               "row tiles share B), [1, 2] (two column tiles share A) or [1, 1]", x, y);
-	if (h->signal)
-		return unbuilt(c, h->cluster_pos, "'cluster' with 'signal: per_tile' is not implemented yet: a cluster's "
-		               "second tile may lie past the output, with no flag to set");
+	if (h->signal || k->waits)
+		return unbuilt(c, h->cluster_pos, "'cluster' with %s is not implemented yet: a cluster's second tile "
+		               "may lie past the output, with no flag", h->signal ? "'signal: per_tile'" :
+		               "an input that waits per tile");
 	if (!kmajor && rows / 2 % CHUNK)
 		return unbuilt(c, h->cluster_pos, "cluster [%d, %d] shares %s, which matmul '%s' reads %s-major: each CTA "
 		               "would load %d of its %d rows, not a whole number of 64-wide chunks; use a wider tile or "
@@ -646,6 +698,11 @@ lower_matmul(Comp *c, Fusion *f)
 	if (k->pingpong && ng > 1)
 		return unbuilt(c, f->sched.consumers_pos, "consumers: pingpong with independent matmuls in one kernel is "
 		               "not implemented yet");
+	for (j = 0; j < f->ninput; j++)
+		k->waits += f->tensor[f->input[j]].wait_pos.line > 0;
+	if (f->sched.system && f->sched.consumer_pos.line)
+		return diag_error(c, f->sched.scope_pos, "'scope' applies to flags, and with 'consumer' the tiles are "
+		                  "signalled to the kernel's own consumer role: leave out 'scope'");
 	if (choose_tile(c, f, d, k->pingpong, g[0].mm[0], g[0].n, &t.bm, &t.bn, &t.bk))
 		return -1;
 	if (choose_cluster(c, f, d, k, &t, op) < 0)
@@ -697,6 +754,15 @@ lower_matmul(Comp *c, Fusion *f)
 		if (v == VIEW_NONE)
 			return diag_error(c, x->pos, "cannot read '%s' in the matmul's epilogue: over its output [M, N] an "
 			                  "input must be full, a row [N], a column [M, 1] or a scalar", x->name);
+		if (x->wait_pos.line && (as_a || as_b))
+			return unbuilt(c, x->wait_pos, "'%s' waits per tile (wait: per_tile), which is implemented for the "
+			               "matmul's epilogue inputs, not yet for its operands (a TMA load that waits)", x->name);
+		if (x->wait_pos.line && v != VIEW_FULL)
+			return diag_error(c, x->wait_pos, "'%s' waits per tile (wait: per_tile), but it is not a full [M, N] "
+			                  "input over the matmul's output: its tiles are not the output's", x->name);
+		if (x->wait_pos.line && f->sched.consumer_pos.line)
+			return unbuilt(c, x->wait_pos, "an input that waits per tile in a kernel with a signal consumer "
+			               "role is not implemented yet");
 		p = kernel_add_param(c, k, as_a || as_b ? PK_TMAP : PK_PTR, x->name);
 		k->param[p].arg = j;
 		k->param[p].tensor = f->input[j];
@@ -845,6 +911,8 @@ lower_matmul(Comp *c, Fusion *f)
 		if (gi == 0)
 			first_kloop = kloop;
 	}
+	if (k->waits)
+		wait_inputs(c, f, k, &t, batch, batch_tiles);
 	if (f->sched.signal == SIGNAL_PER_TILE)
 		lower_signal(c, k, t.loop, t.row0, t.col0, t.bt, batch_tiles,
 		             f->sched.consumer_pos.line ? first_kloop : NULL, t.ktiles);

@@ -89,6 +89,13 @@ int lower_stage_output(Comp *c, Kernel *k, int j, int rows, int cols, int copies
  * body, and its tile's coordinates; WHOLE_ROWS: a tile is one row.
  */
 Stmt *lower_tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **col0);
+/* The epoch param (SZ_EPOCH), added on first use; its index. */
+int lower_epoch(Comp *c, Kernel *k);
+/*
+ * The flag word of the tile at (ROW0, COL0) of batch BT (NULL: none; BATCH_TILES
+ * tiles a batch): row-major over [batch, row tiles, col tiles] of CTA tiles.
+ */
+Expr *lower_flag_index(Comp *c, const Kernel *k, Expr *row0, Expr *col0, Expr *bt, Expr *batch_tiles);
 /* In clusters (Kernel.cluster): this CTA's first row (AXIS 0) or column (1) in cluster tile row or column AT. */
 Expr *lower_rank_at(Comp *c, const Kernel *k, Expr *at, int axis);
 /*

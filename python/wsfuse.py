@@ -31,13 +31,14 @@ _DUMP_FN = ctypes.CFUNCTYPE(None, c_void_p, c_char_p, c_char_p)
 
 
 class _LaunchOptions(ctypes.Structure):
-    _fields_ = [("stream", c_void_p), ("flags", c_void_p), ("epoch", ctypes.c_uint32), ("max_ctas", ctypes.c_int)]
+    _fields_ = [("stream", c_void_p), ("flags", c_void_p), ("epoch", ctypes.c_uint32), ("max_ctas", ctypes.c_int),
+                ("wait_flags", c_void_p)]
 
 
 class _SignalLayout(ctypes.Structure):
     _fields_ = [("flags", c_int64), ("tile_rows", ctypes.c_int), ("tile_cols", ctypes.c_int),
                 ("row_tiles", c_int64), ("col_tiles", c_int64), ("batch", c_int64),
-                ("view_rows", c_int64), ("view_cols", c_int64)]
+                ("view_rows", c_int64), ("view_cols", c_int64), ("waits", ctypes.c_int)]
 
 
 class _Tensor(ctypes.Structure):
@@ -335,33 +336,39 @@ class Kernel:
             shapes.append(tuple(shape))
         return bound, shapes
 
-    def launch(self, *tensors, stream=None, flags=None, epoch=0, max_ctas=0):
+    def launch(self, *tensors, stream=None, flags=None, epoch=0, max_ctas=0, wait_flags=None):
         """Launches on torch CUDA tensors (contiguous), inputs then outputs, on STREAM
         (a torch.cuda.Stream or a raw CUstream int; default: torch's current stream).
 
         A kernel compiled with schedule: {signal: per_tile} needs FLAGS, an int32 CUDA
         tensor of signal_layout(...)["flags"] words, and EPOCH, nonzero and new each
         launch: each tile's word becomes EPOCH once the tile is in global memory
-        (wsfuse.h says the protocol).  MAX_CTAS caps a persistent grid."""
+        (wsfuse.h says the protocol).  A kernel with inputs marked wait: per_tile needs
+        WAIT_FLAGS, an int32 CUDA tensor of waits x flags words ([input][tile]), and
+        EPOCH: it reads an input's tile once its word is EPOCH.  MAX_CTAS caps a
+        persistent grid."""
         import torch
         args, keep, device = self._args(tensors)
-        if flags is not None and (not isinstance(flags, torch.Tensor) or flags.dtype != torch.int32 or
-                                  not flags.is_cuda or not flags.is_contiguous()):
-            raise Error("WSF_ERR_INPUT", "flags: expected a contiguous int32 CUDA tensor")
+        for name, f in (("flags", flags), ("wait_flags", wait_flags)):
+            if f is not None and (not isinstance(f, torch.Tensor) or f.dtype != torch.int32 or
+                                  not f.is_cuda or not f.is_contiguous()):
+                raise Error("WSF_ERR_INPUT", f"{name}: expected a contiguous int32 CUDA tensor")
         with torch.cuda.device(device):
             handle = getattr(stream, "cuda_stream", stream) if stream is not None \
                 else torch.cuda.current_stream().cuda_stream
-            if flags is None and not epoch and not max_ctas:
+            if flags is None and wait_flags is None and not epoch and not max_ctas:
                 self._ctx._call(self._lib.wsf_kernel_launch, self._ptr, args, len(tensors), c_void_p(handle))
                 return
             opts = _LaunchOptions(c_void_p(handle), c_void_p(flags.data_ptr() if flags is not None else 0),
-                                  epoch & 0xffffffff, max_ctas)
+                                  epoch & 0xffffffff, max_ctas,
+                                  c_void_p(wait_flags.data_ptr() if wait_flags is not None else 0))
             self._ctx._call(self._lib.wsf_kernel_launch_ex, self._ptr, args, len(tensors), ctypes.byref(opts))
 
     def signal_layout(self, *tensors):
-        """For a kernel that signals its tiles, where a launch on TENSORS (inputs then
-        outputs) puts each tile's flag: a dict of flags (words), tile_rows, tile_cols,
-        row_tiles, col_tiles, batch, view_rows, view_cols; word (b * row_tiles + r) *
+        """For a kernel that signals its tiles or waits for its inputs', where a launch on
+        TENSORS (inputs then outputs) puts each tile's flag: a dict of flags (words),
+        tile_rows, tile_cols, row_tiles, col_tiles, batch, view_rows, view_cols, waits
+        (inputs that wait: wait_flags holds waits x flags words); word (b * row_tiles + r) *
         col_tiles + c covers rows [r * tile_rows, ...) and columns [c * tile_cols, ...)
         of the output seen as [batch, view_rows, view_cols]."""
         args, keep, device = self._args(tensors)

@@ -459,6 +459,15 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 		                  l->fusion->name, k->tile_consumer ? "it signals its tiles to its own consumer role"
 		                                                    : "schedule: {signal: per_tile} makes it"),
 		       WSF_ERR_USAGE;
+	if (k->waits && (!x || !x->wait_flags || !x->epoch))
+		return diag_error(c, l->fusion->pos, "kernel '%s' waits for the tiles of %d input%s (wait: per_tile): "
+		                  "launch it with wait_flags and a nonzero epoch (wsf_kernel_launch_ex)", l->fusion->name,
+		                  k->waits, k->waits == 1 ? "" : "s"),
+		       WSF_ERR_USAGE;
+	if (!k->waits && x && x->wait_flags)
+		return diag_error(c, l->fusion->pos, "kernel '%s' waits for no input (wait: per_tile makes it): launch it "
+		                  "without wait_flags", l->fusion->name),
+		       WSF_ERR_USAGE;
 	if (x && x->max_ctas < 0)
 		return diag_error(c, l->fusion->pos, "max_ctas is %d; it must be 0 (no cap) or more", x->max_ctas),
 		       WSF_ERR_USAGE;
@@ -491,6 +500,9 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 			break;
 		case PK_FLAGS:
 			kargs[i - 1] = (void *)&x->flags;
+			break;
+		case PK_WAIT:
+			kargs[i - 1] = (void *)&x->wait_flags;
 			break;
 		default:
 			break;

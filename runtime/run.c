@@ -252,6 +252,7 @@ rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRun
 	CUevent *ev = NULL;
 	float *ms = NULL;
 	CUdeviceptr flags = 0;   /* signal: per_tile */
+	CUdeviceptr waits = 0;   /* inputs with wait: per_tile */
 	LaunchExtra ext = {0};
 	LaunchPlan plan;
 
@@ -315,7 +316,14 @@ rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRun
 	if (s == WSF_OK && l->kernel->signal && (s = rt_launch_plan(c, l, t, nargs, &plan)) == WSF_OK &&
 	    (s = rt_check(c, d, d->cuMemAlloc(&flags, (size_t)plan.tiles * 4), "cuMemAlloc (flags)")) == WSF_OK)
 		s = rt_check(c, d, d->cuMemsetD8(flags, 0, (size_t)plan.tiles * 4), "cuMemsetD8 (flags)");
+	/* a kernel that waits for inputs: their flags, set to epoch 1 (every tile written, the inputs uploaded) */
+	if (s == WSF_OK && l->kernel->waits && (s = rt_launch_plan(c, l, t, nargs, &plan)) == WSF_OK &&
+	    (s = rt_check(c, d, d->cuMemAlloc(&waits, (size_t)(plan.tiles * l->kernel->waits) * 4),
+	                  "cuMemAlloc (wait flags)")) == WSF_OK)
+		s = rt_check(c, d, d->cuMemsetD32(waits, 1, (size_t)(plan.tiles * l->kernel->waits)),
+		             "cuMemsetD32 (wait flags)");
 	ext.flags = (uint32_t *)flags;
+	ext.wait_flags = (const uint32_t *)waits;
 	ext.epoch = 1;
 	if (s == WSF_OK)
 		s = rt_launch(c, l, state, cubin, t, nargs, NULL, &ext);
@@ -362,11 +370,12 @@ rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRun
 		for (i = 0; i < iters * 2 && s == WSF_OK; i++)
 			s = rt_check(c, d, d->cuEventCreate(&ev[i], CU_EVENT_DEFAULT), "cuEventCreate");
 		for (i = 0; i < WARMUP && s == WSF_OK; i++) {
-			ext.epoch++;   /* each launch its own: the flags need no reset */
+			ext.epoch += !l->kernel->waits;   /* each launch its own: the flags need no reset (but the
+			                                     wait flags, which keep epoch 1) */
 			s = rt_launch(c, l, state, cubin, t, nargs, NULL, &ext);
 		}
 		for (i = 0; i < iters && s == WSF_OK; i++) {
-			ext.epoch++;
+			ext.epoch += !l->kernel->waits;
 			d->cuEventRecord(ev[2 * i], NULL);
 			s = rt_launch(c, l, state, cubin, t, nargs, NULL, &ext);
 			d->cuEventRecord(ev[2 * i + 1], NULL);
@@ -388,6 +397,8 @@ rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRun
 	free(ms);
 	if (flags)
 		d->cuMemFree(flags);
+	if (waits)
+		d->cuMemFree(waits);
 	for (i = 0; i < nargs; i++) {
 		if (arg[i].dev)
 			d->cuMemFree(arg[i].dev);

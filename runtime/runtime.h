@@ -143,6 +143,7 @@ int rt_write_file(const char *path, const void *data, size_t n, unsigned flags);
 	X(cuMemcpyHtoD, 3020) \
 	X(cuMemcpyDtoH, 3020) \
 	X(cuMemsetD8, 3020) \
+	X(cuMemsetD32, 3020) \
 	X(cuStreamSynchronize, 2000) \
 	X(cuEventCreate, 2000) \
 	X(cuEventRecord, 2000) \
@@ -279,6 +280,7 @@ typedef struct LaunchExtra {
 	uint32_t *flags;    /* signal: per_tile: the caller's flag words, one an output tile */
 	uint32_t epoch;     /* the value they are set to, not 0 */
 	int max_ctas;       /* a persistent grid's cap; 0: as many CTAs as the GPU holds */
+	const uint32_t *wait_flags;   /* inputs with wait: per_tile: the words their tiles are published by */
 } LaunchExtra;
 
 /* X: flags, epoch and a grid cap (NULL: none; a kernel that signals needs flags). */

@@ -436,6 +436,12 @@ signal_launch_checks(void **state)
 		"inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
 		"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: z, op: cast, in: [y], to: bf16}\n"
 		"outputs:\n  y: {dtype: bf16}\n  z: {dtype: bf16}\nschedule: {signal: {per_tile, consumer: z}}\n";
+	static const char waits[] =
+		"fusion: waits\nsizes: {M: 1000, N: 1032, K: 200}\n"
+		"inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		"  p: {dtype: bf16, shape: [M, N], wait: per_tile}\n"
+		"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: z, op: add, in: [y, p]}\n"
+		"outputs:\n  z: {dtype: bf16}\nschedule: {tile: [128, 256, 64]}\n";
 	WsfContext *ctx = wsf_context_new();
 	WsfKernel *k = NULL, *plain = NULL;
 	int64_t xs[] = {1000, 200}, ws[] = {1032, 200}, ys[] = {1000, 1032};
@@ -475,7 +481,7 @@ signal_launch_checks(void **state)
 	assert_int_equal(wsf_kernel_signal_layout(ctx, k, args, 2, &lay), WSF_ERR_INPUT);   /* the tensors are checked */
 	assert_int_equal(wsf_compile_string(ctx, "api.yaml", spec, strlen(spec), &plain), WSF_OK);
 	assert_int_equal(wsf_kernel_signal_layout(ctx, plain, args, 3, &lay), WSF_ERR_USAGE);
-	assert_non_null(strstr(wsf_context_last_error(ctx), "does not signal its tiles"));
+	assert_non_null(strstr(wsf_context_last_error(ctx), "neither signals its tiles"));
 	o.max_ctas = 0;
 	assert_int_equal(wsf_kernel_launch_ex(ctx, plain, args, 3, &o), WSF_ERR_USAGE);   /* flags it never sets */
 	assert_non_null(strstr(wsf_context_last_error(ctx), "kernel 'api' sets no flags"));
@@ -486,6 +492,25 @@ signal_launch_checks(void **state)
 	assert_non_null(strstr(wsf_context_last_error(ctx), "signals its tiles to its own consumer role"));
 	assert_int_equal(wsf_kernel_launch_ex(ctx, plain, args, 4, &o), WSF_ERR_USAGE);
 	assert_non_null(strstr(wsf_context_last_error(ctx), "launch it without a flags buffer"));
+	wsf_kernel_delete(plain);
+	/* an input that waits per tile: wait_flags and an epoch, and a layout that counts the inputs */
+	assert_int_equal(wsf_compile_string(ctx, "waits.yaml", waits, strlen(waits), &plain), WSF_OK);
+	assert_int_equal(wsf_kernel_signal_layout(ctx, plain, args, 4, &lay), WSF_OK);
+	assert_int_equal(lay.waits, 1);
+	assert_int_equal(lay.flags, 40);
+	o.flags = NULL;
+	assert_int_equal(wsf_kernel_launch_ex(ctx, plain, args, 4, &o), WSF_ERR_USAGE);
+	assert_non_null(strstr(wsf_context_last_error(ctx), "kernel 'waits' waits for the tiles of 1 input "
+	                       "(wait: per_tile): launch it with wait_flags and a nonzero epoch"));
+	assert_int_equal(wsf_kernel_launch(ctx, plain, args, 4, NULL), WSF_ERR_USAGE);
+	o.wait_flags = (const uint32_t *)(uintptr_t)0x7f0000300000ull;
+	o.epoch = 0;
+	assert_int_equal(wsf_kernel_launch_ex(ctx, plain, args, 4, &o), WSF_ERR_USAGE);
+	assert_non_null(strstr(wsf_context_last_error(ctx), "a nonzero epoch"));
+	o.epoch = 1;
+	o.flags = (uint32_t *)(uintptr_t)0x7f0000300000ull;
+	assert_int_equal(wsf_kernel_launch_ex(ctx, k, args, 3, &o), WSF_ERR_USAGE);   /* waits it never does */
+	assert_non_null(strstr(wsf_context_last_error(ctx), "kernel 'sig' waits for no input"));
 	wsf_kernel_delete(plain);
 	wsf_kernel_delete(k);
 	wsf_context_delete(ctx);

@@ -1156,6 +1156,112 @@ cluster_pairs(void **state)
 	(void)state;
 }
 
+/*
+ * wait: per_tile on epilogue inputs: a PK_WAIT param and the epoch (one,
+ * shared with the signal's), and in the tile loop, after the k loop and
+ * before the first epilogue subtile, one elected thread waiting for each
+ * input's word ([input][tile], the second input's tiles after the first's),
+ * then the consumers' barrier.  The CUDA reads the inputs through L2
+ * (wsf_load1_cg) from parameters that are not __restrict__.  What is not
+ * built (an operand that waits, a cluster, a signal consumer role, another
+ * family) is exit status 6; an input that is not full [M, N] an error.
+ */
+static void
+wait_per_tile(void **state)
+{
+	static const char spec[] =
+		HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		"  p: {dtype: f32, shape: [M, N], wait: per_tile}\n  q: {dtype: bf16, shape: [M, N], wait: per_tile}\n"
+		"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: a, op: add, in: [y, p]}\n"
+		"  - {out: o, op: add, in: [a, q]}\noutputs:\n  o: {dtype: bf16}\n"
+		"schedule: {signal: {per_tile, scope: system}}\n";
+	static const struct {
+		const char *spec, *msg;
+		bool unbuilt;
+	} bad[] = {
+		{HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K], wait: per_tile}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\noutputs:\n  y: {}\n",
+		 "'x' waits per tile (wait: per_tile), which is implemented for the matmul's epilogue inputs, not yet for "
+		 "its operands", true},
+		{HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		 "  b: {dtype: bf16, shape: [N], wait: per_tile}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: o, op: add, in: [y, b]}\n"
+		 "outputs:\n  o: {}\n",
+		 "'b' waits per tile (wait: per_tile), but it is not a full [M, N] input", false},
+		{HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		 "  p: {dtype: bf16, shape: [M, N], wait: per_tile}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: o, op: add, in: [y, p]}\n"
+		 "outputs:\n  o: {}\nschedule: {cluster: [2, 1]}\n",
+		 "'cluster' with an input that waits per tile is not implemented yet", true},
+		{"fusion: pw\nsizes: {M: 64, N: 64}\ninputs:\n  a: {dtype: bf16, shape: [M, N], wait: per_tile}\n"
+		 "ops:\n  - {out: y, op: relu, in: [a]}\noutputs:\n  y: {}\n",
+		 "'wait: per_tile' (input 'a') is implemented for a matmul's epilogue inputs only", true},
+	};
+	Fixture *t;
+	Kernel *k;
+	Stmt *waits[4], *tl = NULL, *syncs[8];
+	const char *cu;
+	int i, pw = 0, epochs = 0, n, at_wait = -1, at_e = -1;
+
+	if (setup((void **)&t) < 0)
+		fail_msg("setup");
+	if (!(k = kernel_of(t, spec)))
+		fail_msg("%s", t->msg);
+	assert_int_equal(k->waits, 2);
+	assert_int_equal(k->cluster[0] * k->cluster[1], 1);   /* no default cluster for a kernel that waits */
+	for (i = 1; i < k->nparam; i++) {
+		pw += k->param[i].kind == PK_WAIT;
+		epochs += k->param[i].kind == PK_SIZE && k->param[i].size == SZ_EPOCH;
+	}
+	assert_int_equal(pw, 1);
+	assert_int_equal(epochs, 1);
+	n = stmts_of(k->body, ST_FLAG_WAIT, waits, 4);
+	assert_int_equal(n, 2);
+	assert_string_equal(expr(t, waits[0]->a), "(((row0 / 128) * ceildiv(cols, 256)) + (col0 / 256))");
+	assert_non_null(strstr(expr(t, waits[1]->a), "(1 * (ceildiv(rows, 128) * ceildiv(cols, 256))) + "));
+	/* in the consumers' tile loop: the elected waits, the barrier, then (after the mma wait) the epilogue */
+	{
+		Stmt *roles = find_kind(k->body, ST_ROLES, 0);
+
+		for (i = 0; i < roles->body[1]->nbody && !tl; i++)
+			if (roles->body[1]->body[i]->kind == ST_LOOP && roles->body[1]->body[i]->loop == LOOP_TILE)
+				tl = roles->body[1]->body[i];
+	}
+	assert_non_null(tl);
+	for (i = 0; i < tl->nbody; i++) {
+		Stmt *x = tl->body[i];
+
+		if (x->kind == ST_IF && x->nbody == 2 && x->body[0]->kind == ST_FLAG_WAIT)
+			at_wait = i;
+		if (x->kind == ST_LOOP && strcmp(k->var[x->var].name, "e") == 0 && at_e < 0)
+			at_e = i;
+	}
+	assert_true(at_wait > 0 && at_e > at_wait);
+	assert_int_equal(tl->body[at_wait - 1]->kind, ST_LOOP);        /* the k loop before it */
+	assert_int_equal(tl->body[at_wait + 1]->kind, ST_SYNC);        /* the consumers' barrier after it */
+	assert_int_equal(tl->body[at_wait + 1]->n, 1);
+	assert_int_equal(stmts_of(tl->body[at_wait], ST_SYNC, syncs, 8), 0);
+	cu = cuda_of(t);
+	assert_int_equal(count(cu, "wsf_flag_wait(wait_flags + "), 2);
+	assert_int_equal(count(cu, "wsf_load1_cg(in_p + row * cols + col)"), 1);
+	assert_int_equal(count(cu, "wsf_load1_cg(in_q + row * cols + col)"), 1);
+	assert_int_equal(count(cu, "const float *const in_p,"), 1);
+	assert_int_equal(count(cu, "wsf_signal_system(flags + "), 2);   /* the tile before, the last */
+	teardown((void **)&t);
+
+	for (i = 0; i < (int)countof(bad); i++) {
+		if (setup((void **)&t) < 0)
+			fail_msg("setup");
+		if (kernel_of(t, bad[i].spec))
+			fail_msg("case %d was lowered", i);
+		if (!strstr(t->msg, bad[i].msg))
+			fail_msg("case %d: '%s' lacks '%s'", i, t->msg, bad[i].msg);
+		assert_int_equal(t->c.status == WSF_ERR_UNSUPPORTED, bad[i].unbuilt);
+		teardown((void **)&t);
+	}
+	(void)state;
+}
+
 /* What this version does not lower yet: exit status 6, with the reason at the op. */
 static void
 refused_forms(void **state)
@@ -1262,6 +1368,7 @@ main(void)
 		cmocka_unit_test(tile_narrows),
 		cmocka_unit_test(cluster_pairs),
 		cmocka_unit_test(tall_pingpong),
+		cmocka_unit_test(wait_per_tile),
 		cmocka_unit_test(refused_forms),
 	};
 

@@ -448,7 +448,7 @@ static const struct {
 	{"fusion: \"a\\0b\"\n", 1, 9, "NUL character"},
 	{HEAD OPS OUTS "tilee: 1\n", 9, 1, "unknown key 'tilee' in the spec: expected fusion, sizes"},
 	{"fusion: f\ninputs:\n  a: {dtype: bf16, shape: [M], layout: row}\n" OPS OUTS, 3, 32,
-	 "unknown key 'layout' in input 'a': expected dtype or shape"},
+	 "unknown key 'layout' in input 'a': expected dtype, shape or wait"},
 	{HEAD "ops:\n  - {out: c, op: add, in: [a, b], keepdims: true}\n" OUTS, 6, 35,
 	 "unknown key 'keepdims' in op 'add': expected out, op or in"},
 	{HEAD "ops:\n  - {out: c, op: sum, in: [a], keepdims: true}\n" OUTS, 6, 32,
