@@ -1,0 +1,133 @@
+"""gemm_rs.py BUILD: GEMM + reduce-scatter tile by tile, the single-GPU form
+(make check-gpu runs it when torch imports).
+
+Two ranks stand in for two GPUs, each a stream on this one, their buffers in
+its memory where a real run has peer memory (NVLink).  Rank r holds X_r [M, K / 2]
+and W_r [N, K / 2] (K split between them); the result Y = X_0 W_0^T + X_1 W_1^T
+is scattered by rows: owner o keeps rows [o M / 2, (o + 1) M / 2).  Each rank
+first runs its GEMM on the other owner's rows ("send": an f32 partial stored
+into that owner's receive buffer, each tile's flag set with a system-scope
+release, schedule: {signal: {per_tile, scope: system}}), then its own rows
+("own": the same GEMM plus the receive buffer, an input with wait: per_tile:
+each tile waits for the peer's flag before its epilogue reads the peer's
+partial).  The own GEMMs start at once, on streams of their own; the sends
+start later, so the owners wait.
+
+The receive buffers are filled with NaN before every launch and the send
+kernels are compiled with option store-delay (one TMA store in four sleeps up
+to 20 us first), so an epilogue that read a partial before its flag would
+put NaN or a stale value in Y.  Checked against torch: Y in f32 from the
+same bf16 inputs, relative error norm below 1e-2, every row written (NaN
+nowhere), for LAUNCHES launches with new epochs.  Then a negative control:
+the same launches with the own kernels' wait flags already set (as if every
+tile had landed) must fail in some launch, or the test cannot tell a wait
+from none.  Grids are capped at a quarter of the SMs each so that the four
+kernels are resident together (on one GPU, a kernel that waits must not hold
+the SMs its writer needs).  Prints one line a case and "N passed, N failed".
+"""
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import wsfuse  # noqa: E402
+
+LAUNCHES = 20
+TILE = "tile: [128, 256, 64]"   # send and own must tile the rows alike: their flags are one layout
+
+SEND = """\
+fusion: rs_send
+sizes: {{M: {m}, N: {n}, K: {k}}}
+inputs:
+  x: {{dtype: bf16, shape: [M, K]}}
+  w: {{dtype: bf16, shape: [N, K]}}
+ops:
+  - {{out: part, op: matmul, in: [x, w], transpose_b: true}}
+outputs:
+  part: {{dtype: f32}}
+schedule: {{signal: {{per_tile, scope: system}}, {tile}}}
+"""
+OWN = """\
+fusion: rs_own
+sizes: {{M: {m}, N: {n}, K: {k}}}
+inputs:
+  x: {{dtype: bf16, shape: [M, K]}}
+  w: {{dtype: bf16, shape: [N, K]}}
+  peer: {{dtype: f32, shape: [M, N], wait: per_tile}}
+ops:
+  - {{out: mine, op: matmul, in: [x, w], transpose_b: true}}
+  - {{out: y, op: add, in: [mine, peer]}}
+outputs:
+  y: {{dtype: bf16}}
+schedule: {{{tile}}}
+"""
+CASES = [   # rows an owner keeps, N, K (split in two)
+    (1024, 2048, 2048),
+    (1000, 1032, 1040),   # ragged tiles
+    (256, 8192, 4096),
+]
+
+
+def run(lib, mo, n, k, check_waits):
+    """LAUNCHES launches of the four kernels; the first launch that fails, or None."""
+    kh = k // 2
+    sm = torch.cuda.get_device_properties(0).multi_processor_count
+    x = [torch.randn(2 * mo, kh, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
+    w = [torch.randn(n, kh, device="cuda", dtype=torch.bfloat16) / k ** 0.5 for _ in range(2)]
+    ref = (x[0].float() @ w[0].float().t() + x[1].float() @ w[1].float().t())
+    with wsfuse.Context(sizes={"M": mo, "N": n, "K": kh}, lib=lib, cache="0", store_delay="20000") as slow, \
+         wsfuse.Context(sizes={"M": mo, "N": n, "K": kh}, lib=lib, cache="0") as ctx:
+        send = slow.compile_string(SEND.format(m=mo, n=n, k=kh, tile=TILE), name="rs_send.yaml")
+        own = ctx.compile_string(OWN.format(m=mo, n=n, k=kh, tile=TILE), name="rs_own.yaml")
+        recv = [torch.empty(mo, n, device="cuda", dtype=torch.float32) for _ in range(2)]
+        y = [torch.empty(mo, n, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
+        lay = send.signal_layout(x[0][:mo], w[0], recv[0])
+        assert own.signal_layout(x[0][:mo], w[0], recv[0], y[0])["flags"] == lay["flags"], "send and own tile alike"
+        flags = [torch.zeros(lay["flags"], device="cuda", dtype=torch.int32) for _ in range(2)]
+        ready = torch.empty(lay["flags"], device="cuda", dtype=torch.int32)
+        sends, owns = [torch.cuda.Stream() for _ in range(2)], [torch.cuda.Stream() for _ in range(2)]
+        cap = (sm - 2) // 4   # the four kernels resident together, beside the two sleeps
+        for epoch in range(1, LAUNCHES + 1):
+            for o in range(2):
+                recv[o].fill_(float("nan"))
+                y[o].fill_(float("nan"))
+            ready.fill_(epoch)
+            torch.cuda.synchronize()
+            for r in range(2):   # rank r sends the other owner's rows, late: the owners wait for them
+                o = 1 - r
+                with torch.cuda.stream(sends[r]):
+                    torch.cuda._sleep(50000 * (1 + r))
+                    send.launch(x[r][o * mo:(o + 1) * mo], w[r], recv[o], flags=flags[o], epoch=epoch,
+                                max_ctas=cap)
+            for r in range(2):   # and computes its own rows at once, adding the peer's partial tile by tile
+                with torch.cuda.stream(owns[r]):
+                    own.launch(x[r][r * mo:(r + 1) * mo], w[r], recv[r], y[r], epoch=epoch, max_ctas=cap,
+                               wait_flags=flags[r] if check_waits else ready)
+            torch.cuda.synchronize()
+            got = torch.cat(y).float()
+            err = ((got - ref).norm() / ref.norm()).item()
+            if not (err < 1e-2) or torch.isnan(got).any():
+                return f"launch {epoch}: rel err {err:.2e}, {int(torch.isnan(got).sum())} NaN"
+    return None
+
+
+def main():
+    lib = wsfuse.load(os.path.join(sys.argv[1], "libwsfuse.so")) if len(sys.argv) > 1 else None
+    passed = failed = 0
+    for mo, n, k in CASES:
+        bad = run(lib, mo, n, k, True)
+        print(f"{'ok  ' if bad is None else 'FAIL'} gemm_rs {2 * mo}x{n}x{k}, {LAUNCHES} launches"
+              + ("" if bad is None else f": {bad}"), flush=True)
+        passed, failed = passed + (bad is None), failed + (bad is not None)
+    # negative control: without the waits the check must see the peer's partial missing
+    bad = run(lib, *CASES[0], False)
+    print(f"{'ok  ' if bad else 'FAIL'} negative control (wait flags preset): "
+          + (f"caught at {bad}" if bad else f"{LAUNCHES} launches passed: the check cannot tell"), flush=True)
+    passed, failed = passed + bool(bad), failed + (not bad)
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
