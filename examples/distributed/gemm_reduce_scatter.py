@@ -1,0 +1,158 @@
+"""GEMM + reduce-scatter across GPUs, tile by tile (a row-parallel linear layer).
+
+    NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \\
+        torchrun --nproc-per-node 2 examples/distributed/gemm_reduce_scatter.py [--bench]
+
+Each of the W ranks holds X_r [M, K / W] and W_r [N, K / W] (K split between
+them); Y = sum_r X_r W_r^T is scattered by rows, rank o keeping rows
+[o M / W, (o + 1) M / W).  With wsfuse each rank runs, for every other owner o
+in turn, a GEMM on o's rows whose epilogue stores f32 partial tiles straight
+into o's receive buffer (peer memory from torch SymmetricMemory, over NVLink)
+and sets each tile's flag there with a system-scope release (schedule:
+{signal: {per_tile, scope: system}}); then its own rows, whose epilogue adds
+the W - 1 received partials, each tile waiting for its flag (wait: per_tile).
+No collective runs: the transfer is the stores of the other GEMMs, and the
+reduction is the own GEMM's epilogue.
+
+Checked against NCCL's reduce-scatter of each rank's cuBLAS GEMM (the f32
+partial sums), relative error norm below 1e-2.  --bench times it against
+that unfused pair and against torch's async-TP fused_matmul_reduce_scatter
+where it runs.  Never uses NVLink multicast (NVLS).
+
+Status: written for a machine of two or more GPUs and not yet run on one
+(the sessions so far had one GPU); tests/gpu/gemm_rs.py runs the same
+kernels and protocol on one GPU, two streams standing in for two ranks.
+"""
+import argparse
+import os
+
+import torch
+import torch.distributed as dist
+import torch.distributed._symmetric_memory as symm_mem
+
+import wsfuse
+
+TILE = "tile: [128, 256, 64]"   # every rank's kernels tile the rows alike: one flag layout
+
+SEND = """\
+fusion: rs_send
+inputs:
+  x: {{dtype: bf16, shape: [M, K]}}
+  w: {{dtype: bf16, shape: [N, K]}}
+ops:
+  - {{out: part, op: matmul, in: [x, w], transpose_b: true}}
+outputs:
+  part: {{dtype: f32}}
+schedule: {{signal: {{per_tile, scope: system}}, {tile}}}
+"""
+
+
+def own_spec(peers):
+    """The owner's GEMM: its partial plus the PEERS partials received, each waited for per tile."""
+    inputs = "".join(f"  p{i}: {{dtype: f32, shape: [M, N], wait: per_tile}}\n" for i in range(peers))
+    ops, acc = "", "mine"
+    for i in range(peers):
+        ops += f"  - {{out: s{i}, op: add, in: [{acc}, p{i}]}}\n"
+        acc = f"s{i}"
+    return ("fusion: rs_own\ninputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+            + inputs + "ops:\n  - {out: mine, op: matmul, in: [x, w], transpose_b: true}\n" + ops
+            + f"  - {{out: y, op: cast, in: [{acc}], to: bf16}}\noutputs:\n  y: {{dtype: bf16}}\n"
+            + f"schedule: {{{TILE}}}\n")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--m", type=int, default=8192)
+    ap.add_argument("--n", type=int, default=8192)
+    ap.add_argument("--k", type=int, default=8192)
+    ap.add_argument("--bench", action="store_true")
+    args = ap.parse_args()
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+    os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+    dist.init_process_group("nccl")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)))
+    dev = torch.device("cuda", torch.cuda.current_device())
+    mo, n, kr = args.m // world, args.n, args.k // world
+    torch.manual_seed(rank)
+    x = torch.randn(args.m, kr, device=dev, dtype=torch.bfloat16)
+    w = torch.randn(n, kr, device=dev, dtype=torch.bfloat16) / args.k ** 0.5
+
+    # peer-visible memory: W - 1 receive slots of f32 partials, and their flags ([slot][tile])
+    recv = symm_mem.empty((world - 1, mo, n), dtype=torch.float32, device=dev)
+    ctx = wsfuse.Context(sizes={"M": mo, "N": n, "K": kr})
+    send = ctx.compile_string(SEND.format(tile=TILE), name="rs_send.yaml")
+    own = ctx.compile_string(own_spec(world - 1), name="rs_own.yaml")
+    tiles = send.signal_layout(x[:mo], w, recv[0])["flags"]
+    flags = symm_mem.empty(((world - 1) * tiles,), dtype=torch.int32, device=dev)
+    flags.zero_()
+    recv_h = symm_mem.rendezvous(recv, dist.group.WORLD)
+    flags_h = symm_mem.rendezvous(flags, dist.group.WORLD)
+    y = torch.empty(mo, n, device=dev, dtype=torch.bfloat16)
+    epoch = [0]
+
+    def slot(sender, owner):
+        """Where SENDER's partial lands among OWNER's receive slots (its W - 1 peers, in ring order)."""
+        return (sender - owner - 1) % world
+
+    def fused():
+        epoch[0] += 1
+        for step in range(1, world):   # the other owners, nearest first, so each owner's partials spread in time
+            o = (rank + step) % world
+            peer_recv = recv_h.get_buffer(o, recv.shape, recv.dtype)
+            peer_flags = flags_h.get_buffer(o, flags.shape, flags.dtype)
+            s = slot(rank, o)
+            send.launch(x[o * mo:(o + 1) * mo], w, peer_recv[s], flags=peer_flags[s * tiles:(s + 1) * tiles],
+                        epoch=epoch[0])
+        own.launch(x[rank * mo:(rank + 1) * mo], w, *[recv[i] for i in range(world - 1)], y,
+                   epoch=epoch[0], wait_flags=flags)
+
+    def unfused():
+        """The reference: each rank's GEMM in f32, NCCL's reduce-scatter of the partials."""
+        part = x.float() @ w.float().t()
+        out = torch.empty(mo, n, device=dev, dtype=torch.float32)
+        dist.reduce_scatter_tensor(out, part)
+        return out
+
+    recv_h.barrier()
+    fused()
+    torch.cuda.synchronize()
+    ref = unfused()
+    err = ((y.float() - ref).norm() / ref.norm()).item()
+    ok = torch.tensor([err < 1e-2], device=dev, dtype=torch.int32)
+    dist.all_reduce(ok, op=dist.ReduceOp.MIN)
+    if rank == 0:
+        print(f"gemm_reduce_scatter {args.m}x{n}x{args.k} on {world} GPUs: rel err {err:.2e} "
+              f"({'ok' if ok.item() else 'FAIL'})", flush=True)
+    if args.bench:
+        import triton
+
+        def cublas_nccl():
+            part = torch.mm(x, w.t())
+            out = torch.empty(mo, n, device=dev, dtype=torch.bfloat16)
+            dist.reduce_scatter_tensor(out, part)
+
+        def step(fn):
+            def run():
+                recv_h.barrier()   # every rank's flags and slots free before the next round's stores
+                fn()
+            return run
+
+        t = {"wsfuse": triton.testing.do_bench(step(fused), rep=200, return_mode="median"),
+             "cublas+nccl": triton.testing.do_bench(step(cublas_nccl), rep=200, return_mode="median")}
+        try:
+            op = torch.ops.symm_mem.fused_matmul_reduce_scatter
+            t["async-tp"] = triton.testing.do_bench(
+                step(lambda: op(x, w.t(), "sum", scatter_dim=0, group_name=dist.group.WORLD.group_name)),
+                rep=200, return_mode="median")
+        except (AttributeError, RuntimeError) as e:
+            if rank == 0:
+                print(f"async-TP fused_matmul_reduce_scatter not run: {e}")
+        if rank == 0:
+            print(" ".join(f"{k} {v:.3f} ms" for k, v in t.items()) + " -> " +
+                  " ".join(f"{k}/wsfuse {v / t['wsfuse']:.3f}" for k, v in t.items() if k != "wsfuse"))
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
