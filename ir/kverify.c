@@ -233,6 +233,9 @@ check_stmt(Check *v, const Stmt *s)
 			fail(v, "TMA statement at an offset into its copy that may break its alignment");
 		else if (s->kind == ST_TMA_LOAD)
 			check_load(v, s);
+		if (s->n && (s->kind != ST_TMA_LOAD || k->param[s->param].kind != PK_TMAP ||
+		             s->n >= (1 << k->cluster[0] * k->cluster[1]) || k->cluster[0] * k->cluster[1] < 2))
+			fail(v, "a multicast that is not a tensor-map load to CTAs of the kernel's cluster");
 		check_expr(v, s->a);
 		check_expr(v, s->b);
 		check_expr(v, s->slot);
@@ -269,6 +272,10 @@ check_stmt(Check *v, const Stmt *s)
 			fail(v, "signal without a tile");
 		check_expr(v, s->a);
 		check_expr(v, s->barslot);
+		break;
+	case ST_CLUSTER_SYNC:
+		if (k->cluster[0] * k->cluster[1] < 2 || v->in_roles)
+			fail(v, "a cluster barrier in a kernel without clusters, or inside its roles");
 		break;
 	case ST_FLAG_WAIT:
 		if (s->param <= 0 || s->param >= k->nparam || k->param[s->param].kind != PK_WAIT || !s->a)
@@ -377,6 +384,13 @@ kernel_verify(Comp *c, const Kernel *k, const char *after)
 		                        k->acc[i].col < 0 || k->acc[i].col % 8 ||
 		                        k->acc[i].col + k->acc[i].cols > k->acc[k->acc[i].alias].cols))
 			fail(&v, "accumulator '%s' shares the registers of a bad accumulator", k->acc[i].name);
+	for (i = 1; i < k->nbar; i++)
+		if (k->bar[i].cluster && k->cluster[0] * k->cluster[1] < 2)
+			fail(&v, "mbarrier '%s' counts a cluster's arrivals in a kernel without clusters", k->bar[i].name);
+	if (k->cluster[0] < 1 || k->cluster[1] < 1 || k->cluster[0] * k->cluster[1] > 2 || k->row_blocks < 1 ||
+	    k->row_blocks > 2 || (k->row_blocks > 1 && !k->pingpong))
+		fail(&v, "a cluster of %d x %d CTAs, or %d row blocks a warpgroup, which codegen does not build",
+		     k->cluster[0], k->cluster[1], k->row_blocks);
 	check_roles(&v);
 	check_stmt(&v, k->body);
 	return v.err ? -1 : 0;
