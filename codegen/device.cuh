@@ -397,6 +397,14 @@ __device__ __forceinline__ void wsf_flag_wait(const unsigned *flag, unsigned epo
 			ns *= 2;
 	}
 }
+// The same before TMA loads of what the flag publishes: the acquire orders
+// this thread's generic-proxy view; the fence extends it to the async proxy
+// its cp.async.bulk.tensor loads read through.
+__device__ __forceinline__ void wsf_flag_wait_tma(const unsigned *flag, unsigned epoch)
+{
+	wsf_flag_wait(flag, epoch);
+	asm volatile("fence.proxy.async.global;" ::: "memory");
+}
 
 // Testing the signal's consumers (option store-delay): one call in four, by a
 // hash of SEED, sleeps up to NS nanoseconds before its store.

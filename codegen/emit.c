@@ -700,9 +700,11 @@ emit_stmt(Emit *e, const Stmt *s)
 			emit_line(e, "wsf_signal%s(%s + %s, (unsigned)epoch);%s", e->f->sched.system ? "_system" : "",
 			          k->param[s->param].name, emit_expr_str(e, s->a), comment(e, s));
 		break;
-	case ST_FLAG_WAIT:
-		emit_line(e, "wsf_flag_wait(%s + %s, (unsigned)epoch);%s", k->param[s->param].name, emit_expr_str(e, s->a),
-		          comment(e, s));
+	case ST_FLAG_WAIT:   /* an operand's (flag): its TMA loads read after it, through the async proxy */
+		if (s->cond)
+			emit_line(e, "if (%s)", emit_expr_str(e, s->cond));
+		emit_line(e, "%swsf_flag_wait%s(%s + %s, (unsigned)epoch);%s", s->cond ? "    " : "", s->flag ? "_tma" : "",
+		          k->param[s->param].name, emit_expr_str(e, s->a), comment(e, s));
 		break;
 	case ST_SYNC:
 		if (s->n == 0)

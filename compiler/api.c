@@ -1069,6 +1069,7 @@ wsf_kernel_signal_layout(WsfContext *ctx, const WsfKernel *k, const WsfTensor *a
 		out->view_rows = plan.rows;
 		out->view_cols = plan.cols;
 		out->waits = kk->waits;
+		out->wait_words = rt_wait_words(kk, &plan);
 	}
 	return call_end(ctx, &c, s);
 }

@@ -314,8 +314,8 @@ typedef struct WsfLaunchOptions {
 	uint32_t *flags;   /* signal: per_tile: device memory of WsfSignalLayout.flags words; else NULL */
 	uint32_t epoch;    /* the value each flag becomes: nonzero, new for each launch on the same words */
 	int max_ctas;      /* a persistent kernel starts at most this many CTAs; 0: as many as the GPU holds */
-	const uint32_t *wait_flags;   /* inputs with wait: per_tile: device memory of WsfSignalLayout.waits x
-	                                 .flags words, [input][tile]; else NULL */
+	const uint32_t *wait_flags;   /* inputs with wait: per_tile: device memory of WsfSignalLayout.wait_words
+	                                 words; else NULL */
 } WsfLaunchOptions;
 
 /* As wsf_kernel_launch, with OPTS; a kernel that signals its tiles needs flags and an epoch. */
@@ -336,7 +336,11 @@ typedef struct WsfSignalLayout {
 	int tile_rows, tile_cols;            /* an output tile, of the view */
 	int64_t row_tiles, col_tiles, batch;
 	int64_t view_rows, view_cols;        /* the view */
-	int waits;                           /* inputs with wait: per_tile (their wait_flags: waits x flags words) */
+	int waits;                           /* inputs with wait: per_tile */
+	int64_t wait_words;                  /* the words wait_flags holds: input after input in spec order, an
+	                                        epilogue input's flags words (the layout above), an operand A's
+	                                        batch x row_tiles (a row tile's rows arrive together), B's
+	                                        batch x col_tiles */
 } WsfSignalLayout;
 
 /*
@@ -345,16 +349,19 @@ typedef struct WsfSignalLayout {
  * neither signals its tiles to flags nor waits for an input's.
  *
  * Waiting for inputs (wait: per_tile on a matmul's full [M, N] epilogue
- * input): the input's tiles arrive while the kernel runs, written by
- * another kernel, a peer GPU (over NVLink) or the host, each published by
- * a flag word set to the launch's epoch with a release at system scope
- * (a signalling kernel with signal: {per_tile, scope: system} writes
- * them).  Before a tile's epilogue reads such an input, one thread waits
- * for word (input's rank among the waiting inputs) x flags + the tile's
- * index, the layout above, with ld.acquire.sys, and the input is read
- * through L2 (ld.global.cg).  The writer's kernel must be able to make
- * progress while this one waits: on one GPU, give them SMs of their own
- * (max_ctas) or launch the writer first.
+ * input, or on an operand): the input arrives while the kernel runs,
+ * written by another kernel, a peer GPU (over NVLink) or the host, each
+ * part published by a flag word set to the launch's epoch with a release
+ * at system scope (a signalling kernel with signal: {per_tile, scope:
+ * system} writes them).  An epilogue input's parts are the output's tiles
+ * (the layout above): before a tile's epilogue reads it, one thread waits
+ * for the tile's word with ld.acquire.sys, and the input is read through
+ * L2 (ld.global.cg).  An operand's parts are row tiles of A (tile_rows
+ * rows, every K) or column tiles of B: the thread that issues its TMA
+ * loads waits before a tile's first, then fences the async proxy.  The
+ * words of the waiting inputs follow one another in spec order
+ * (wait_words).  The writer must be able to make progress while this
+ * kernel waits: on one GPU, give each its own SMs (max_ctas).
  */
 WsfStatus wsf_kernel_signal_layout(WsfContext *ctx, const WsfKernel *k, const WsfTensor *args, int nargs,
                                    WsfSignalLayout *out);

@@ -604,7 +604,9 @@ typedef enum StmtKind {
 	ST_CLUSTER_SYNC,   /* barrier.cluster: every thread of every CTA of the cluster (arrive.release, then
 	                      wait.acquire) */
 	ST_FLAG_WAIT,      /* until param (PK_WAIT)[a] is the epoch, acquire at system scope: the tile of an input
-	                      with wait: per_tile has been written (by another kernel, GPU or the host) */
+	                      with wait: per_tile has been written (by another kernel, GPU or the host); only
+	                      when cond holds (NULL: always).  flag: the producer's, before TMA loads of an
+	                      operand that waits (fence.proxy.async.global after it, for the async proxy) */
 	ST_SIGNAL          /* the output tile a is in global memory: param (PK_FLAGS)[a] = the epoch, with release
 	                      semantics at gpu scope; or, for the kernel's consumer role (no param), an arrive
 	                      on bar[barslot] (release at CTA scope).  flag: it is the tile of the loop iteration
@@ -780,8 +782,11 @@ struct Kernel {
 	                            tiles run over every batch, and operands and outputs have 3-D maps */
 	bool signal;             /* signal: per_tile: each output tile's flag is set once its stores have
 	                            landed (ST_SIGNAL), flags row-major over [batch, row tiles, col tiles] */
-	int waits;               /* inputs with wait: per_tile: before a tile's epilogue reads them, the kernel waits
-	                            on each one's flag word for the tile (ST_FLAG_WAIT, param PK_WAIT) */
+	int waits;               /* inputs with wait: per_tile (ST_FLAG_WAIT, param PK_WAIT): the kernel waits on each
+	                            one's flag word for a tile before the tile's epilogue reads it, or (an operand)
+	                            before the producer loads it; wait_flags holds, input after input in spec order,
+	                            a word an output tile (an epilogue input), a row tile (A) or a column tile (B) */
+	int wait_rows, wait_cols;   /* of them, operands A (a word a row tile) and B (a column tile) */
 	bool pdl;                /* launched as a programmatic dependent (ST_GRID_DEP): it may start while the
 	                            grid before it in the stream finishes, and waits for it before touching
 	                            global memory */

@@ -231,7 +231,12 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 		buf_puts(b, "barrier.cluster");
 		break;
 	case ST_FLAG_WAIT:
-		buf_printf(b, "flag.wait %s[", k->param[s->param].name);
+		if (s->cond) {
+			buf_puts(b, "if ");
+			expr_print(b, k, s->cond);
+			buf_puts(b, ": ");
+		}
+		buf_printf(b, "flag.wait%s %s[", s->flag ? ".tma" : "", k->param[s->param].name);
 		expr_print(b, k, s->a);
 		buf_puts(b, "] == epoch");
 		break;

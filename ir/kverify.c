@@ -281,6 +281,7 @@ check_stmt(Check *v, const Stmt *s)
 		if (s->param <= 0 || s->param >= k->nparam || k->param[s->param].kind != PK_WAIT || !s->a)
 			fail(v, "flag wait without a wait-flags param or a word");
 		check_expr(v, s->a);
+		check_expr(v, s->cond);
 		break;
 	case ST_MMA:
 		if (s->nreads != 2 || s->nwrites != 1 || !s->mma)

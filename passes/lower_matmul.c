@@ -542,52 +542,93 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 /*
  * Inputs with wait: per_tile (Kernel.waits): their tiles arrive while the
  * kernel runs, each published by the writer's flag word (a peer GPU's
- * epilogue, over NVLink, or a kernel on another stream).  Before the
- * tile's first epilogue, after its mainloop (which runs while the tile is
- * still on its way), one thread of those that compute the tile waits for
- * each such input's word of the tile, the caller's wait_flags laid out
- * [input][tile] as the signal's flags are; a barrier then gives the other
- * threads what the acquire made visible.
+ * epilogue, over NVLink, or a kernel on another stream).  Their words in
+ * the caller's wait_flags follow one another in spec order: an epilogue
+ * input's one an output tile (the signal's layout), an operand's one a row
+ * tile of A or a column tile of B (times the batch).
+ *
+ * An epilogue input: before the tile's first epilogue, after its mainloop
+ * (which runs while the tile is still on its way), one thread of those that
+ * compute the tile waits for the word; a barrier then gives the other
+ * threads what the acquire made visible.  An operand (the load side of
+ * all-gather + GEMM): the thread that issues its loads waits, at the
+ * tile's first k-step, before the loads, and fences the async proxy, so
+ * its TMA reads what the acquire saw.
  */
 static void
 wait_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Expr *batch, Expr *batch_tiles)
 {
 	Stmt *one = st_if(c, ex_leaf(c, EX_ELECT)), *sync = st_new(c, ST_SYNC);
-	Expr *tiles, *tile;
-	int p, i, w = 0, at;
+	Expr *rows_t, *cols_t, *at = ex_int(c, 0), *tile;
+	int p, i, j, e, n;
 
 	p = kernel_add_param(c, k, PK_WAIT, "wait_flags");
 	lower_epoch(c, k);
-	tiles = ex_bin(c, EX_MUL, ex_bin(c, EX_CEILDIV, ex_var(c, k->rows_var), ex_int(c, k->tile_rows)),
-	               ex_bin(c, EX_CEILDIV, ex_var(c, k->cols_var), ex_int(c, k->tile_cols)));
-	if (batch)
-		tiles = ex_bin(c, EX_MUL, tiles, batch);
+	rows_t = ex_bin(c, EX_CEILDIV, ex_var(c, k->rows_var), ex_int(c, k->tile_rows));
+	cols_t = ex_bin(c, EX_CEILDIV, ex_var(c, k->cols_var), ex_int(c, k->tile_cols));
 	tile = lower_flag_index(c, k, t->row0, t->col0, t->bt, batch_tiles);
 	one->comment = "one thread waits for the tiles of the inputs that arrive while the kernel runs";
 	for (i = 0; i < f->ninput; i++) {
 		const Tensor *x = &f->tensor[f->input[i]];
+		Expr *words, *word;
 		Stmt *s;
+		int q;
 
 		if (!x->wait_pos.line)
 			continue;
+		for (q = 1; q < k->nparam && !(k->param[q].arg == i && k->param[q].tensor == f->input[i]); q++)
+			;
 		s = st_new(c, ST_FLAG_WAIT);
 		s->param = p;
-		s->a = w ? ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, ex_int(c, w), tiles), tile) : tile;
 		s->pos = x->wait_pos;
-		s->comment = arena_printf(c->arena, "this tile of '%s' has been written", x->name);
-		st_append(c, one, s);
-		w++;
+		if (k->param[q].kind == PK_TMAP) {   /* an operand: A by row tiles, B by column tiles */
+			bool is_a = k->buf[t->abuf].param == q;
+			Expr *idx = ex_bin(c, EX_DIV, is_a ? t->row0 : t->col0, ex_int(c, is_a ? k->tile_rows : k->tile_cols));
+
+			if (t->bt)
+				idx = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, t->bt, is_a ? rows_t : cols_t), idx);
+			words = is_a ? rows_t : cols_t;
+			word = idx;
+			s->flag = true;
+			s->comment = arena_printf(c->arena, "the %s of '%s' this tile reads have been written",
+			                          is_a ? "rows" : "columns", x->name);
+			/* before the loads of every k loop that loads it, at the tile's first k-step */
+			for (j = 0; j < t->loop->nbody; j++) {
+				Stmt *kl = t->loop->body[j], *w;
+
+				if (kl->kind != ST_LOOP || !kernel_loads_from(k, kl, 0, q))
+					continue;
+				for (e = 0; e < kl->nbody && !(kl->body[e]->kind == ST_IF && kernel_loads_from(k, kl->body[e], 0, q)); e++)
+					;
+				w = st_clone(c, s, 0, NULL);
+				w->a = at->kind == EX_INT && at->ival == 0 ? word : ex_bin(c, EX_ADD, at, word);
+				w->cond = ex_bin(c, EX_EQ, ex_var(c, kl->var), ex_int(c, 0));
+				for (n = 0; n < kl->body[e]->nbody && kl->body[e]->body[n]->kind == ST_FLAG_WAIT; n++)
+					;   /* after the waits of the inputs before it */
+				st_insert(c, kl->body[e], n, w);
+			}
+		} else {
+			words = ex_bin(c, EX_MUL, rows_t, cols_t);
+			s->a = at->kind == EX_INT && at->ival == 0 ? tile : ex_bin(c, EX_ADD, at, tile);
+			s->comment = arena_printf(c->arena, "this tile of '%s' has been written", x->name);
+			st_append(c, one, s);
+		}
+		if (batch)
+			words = ex_bin(c, EX_MUL, words, batch);
+		at = ex_bin(c, EX_ADD, at, words);
 	}
+	if (!one->nbody)
+		return;
 	sync->comment = "what the wait made visible, to every thread that computes the tile";
 	/* before the first epilogue loop of the tile (after its k loop) */
-	for (at = 0; at < t->loop->nbody; at++) {
-		const Stmt *x = t->loop->body[at];
+	for (j = 0; j < t->loop->nbody; j++) {
+		const Stmt *x = t->loop->body[j];
 
 		if (x->kind == ST_LOOP && strcmp(k->var[x->var].name, "e") == 0)
 			break;
 	}
-	st_insert(c, t->loop, at, sync);
-	st_insert(c, t->loop, at, one);
+	st_insert(c, t->loop, j, sync);
+	st_insert(c, t->loop, j, one);
 }
 
 /*
@@ -754,9 +795,12 @@ lower_matmul(Comp *c, Fusion *f)
 		if (v == VIEW_NONE)
 			return diag_error(c, x->pos, "cannot read '%s' in the matmul's epilogue: over its output [M, N] an "
 			                  "input must be full, a row [N], a column [M, 1] or a scalar", x->name);
-		if (x->wait_pos.line && (as_a || as_b))
-			return unbuilt(c, x->wait_pos, "'%s' waits per tile (wait: per_tile), which is implemented for the "
-			               "matmul's epilogue inputs, not yet for its operands (a TMA load that waits)", x->name);
+		if (x->wait_pos.line && as_a && as_b)
+			return unbuilt(c, x->wait_pos, "'%s' waits per tile and is both operands of the kernel's matmuls, "
+			               "whose tiles it would arrive in both by rows and by columns: not implemented yet",
+			               x->name);
+		k->wait_rows += x->wait_pos.line && as_a;
+		k->wait_cols += x->wait_pos.line && as_b;
 		if (x->wait_pos.line && v != VIEW_FULL)
 			return diag_error(c, x->wait_pos, "'%s' waits per tile (wait: per_tile), but it is not a full [M, N] "
 			                  "input over the matmul's output: its tiles are not the output's", x->name);

@@ -121,8 +121,8 @@ slice(Comp *c, const Stmt *s, bool *used)
 	int i, n = 0;
 	Stmt **kept;
 
-	if (s->kind == ST_TMA_LOAD || s->kind == ST_EXPECT_TX) {
-		mark_stmt(s, used);
+	if (s->kind == ST_TMA_LOAD || s->kind == ST_EXPECT_TX || (s->kind == ST_FLAG_WAIT && s->flag)) {
+		mark_stmt(s, used);   /* (a wait for an operand's rows goes with its loads) */
 		return st_clone(c, s, 0, NULL);
 	}
 	if (!kir_has_load(s) || (s->kind != ST_IF && s->kind != ST_LOOP && s->kind != ST_BLOCK))

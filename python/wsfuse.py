@@ -38,7 +38,7 @@ class _LaunchOptions(ctypes.Structure):
 class _SignalLayout(ctypes.Structure):
     _fields_ = [("flags", c_int64), ("tile_rows", ctypes.c_int), ("tile_cols", ctypes.c_int),
                 ("row_tiles", c_int64), ("col_tiles", c_int64), ("batch", c_int64),
-                ("view_rows", c_int64), ("view_cols", c_int64), ("waits", ctypes.c_int)]
+                ("view_rows", c_int64), ("view_cols", c_int64), ("waits", ctypes.c_int), ("wait_words", c_int64)]
 
 
 class _Tensor(ctypes.Structure):
@@ -344,8 +344,8 @@ class Kernel:
         tensor of signal_layout(...)["flags"] words, and EPOCH, nonzero and new each
         launch: each tile's word becomes EPOCH once the tile is in global memory
         (wsfuse.h says the protocol).  A kernel with inputs marked wait: per_tile needs
-        WAIT_FLAGS, an int32 CUDA tensor of waits x flags words ([input][tile]), and
-        EPOCH: it reads an input's tile once its word is EPOCH.  MAX_CTAS caps a
+        WAIT_FLAGS, an int32 CUDA tensor of signal_layout(...)["wait_words"] words, and
+        EPOCH: it reads a part of such an input once the part's word is EPOCH.  MAX_CTAS caps a
         persistent grid."""
         import torch
         args, keep, device = self._args(tensors)
@@ -368,7 +368,7 @@ class Kernel:
         """For a kernel that signals its tiles or waits for its inputs', where a launch on
         TENSORS (inputs then outputs) puts each tile's flag: a dict of flags (words),
         tile_rows, tile_cols, row_tiles, col_tiles, batch, view_rows, view_cols, waits
-        (inputs that wait: wait_flags holds waits x flags words); word (b * row_tiles + r) *
+        (inputs that wait), wait_words (the words of their wait_flags); word (b * row_tiles + r) *
         col_tiles + c covers rows [r * tile_rows, ...) and columns [c * tile_cols, ...)
         of the output seen as [batch, view_rows, view_cols]."""
         args, keep, device = self._args(tensors)

@@ -397,6 +397,16 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 	return WSF_OK;
 }
 
+int64_t
+rt_wait_words(const Kernel *k, const LaunchPlan *p)
+{
+	int64_t rows_t = (p->rows + k->tile_rows - 1) / k->tile_rows, cols_t = (p->cols + k->tile_cols - 1) / k->tile_cols;
+
+	/* an epilogue input a word an output tile, an operand A a row tile, B a column tile */
+	return ((k->waits - k->wait_rows - k->wait_cols) * rows_t * cols_t + k->wait_rows * rows_t +
+	        k->wait_cols * cols_t) * p->batch;
+}
+
 /*
  * The grid: a CTA a tile (a cluster a cluster tile), at most as many as can
  * be resident at once when the kernel is persistent (SMs x CTAs an SM; in

@@ -318,9 +318,9 @@ rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRun
 		s = rt_check(c, d, d->cuMemsetD8(flags, 0, (size_t)plan.tiles * 4), "cuMemsetD8 (flags)");
 	/* a kernel that waits for inputs: their flags, set to epoch 1 (every tile written, the inputs uploaded) */
 	if (s == WSF_OK && l->kernel->waits && (s = rt_launch_plan(c, l, t, nargs, &plan)) == WSF_OK &&
-	    (s = rt_check(c, d, d->cuMemAlloc(&waits, (size_t)(plan.tiles * l->kernel->waits) * 4),
+	    (s = rt_check(c, d, d->cuMemAlloc(&waits, (size_t)rt_wait_words(l->kernel, &plan) * 4),
 	                  "cuMemAlloc (wait flags)")) == WSF_OK)
-		s = rt_check(c, d, d->cuMemsetD32(waits, 1, (size_t)(plan.tiles * l->kernel->waits)),
+		s = rt_check(c, d, d->cuMemsetD32(waits, 1, (size_t)rt_wait_words(l->kernel, &plan)),
 		             "cuMemsetD32 (wait flags)");
 	ext.flags = (uint32_t *)flags;
 	ext.wait_flags = (const uint32_t *)waits;

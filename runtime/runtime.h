@@ -267,6 +267,8 @@ typedef struct LaunchPlan {
  * and dim at fault; a null ARGS or shape is WSF_ERR_USAGE.
  */
 WsfStatus rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, LaunchPlan *p);
+/* The words a launch planned as P needs in wait_flags: each waiting input's (Kernel.waits), 0 if none. */
+int64_t rt_wait_words(const Kernel *k, const LaunchPlan *p);
 
 /*
  * Launches the kernel L describes on STREAM with the caller's tensors:

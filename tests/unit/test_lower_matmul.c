@@ -1179,10 +1179,10 @@ wait_per_tile(void **state)
 		const char *spec, *msg;
 		bool unbuilt;
 	} bad[] = {
-		{HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K], wait: per_tile}\n  w: {dtype: bf16, shape: [N, K]}\n"
-		 "ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\noutputs:\n  y: {}\n",
-		 "'x' waits per tile (wait: per_tile), which is implemented for the matmul's epilogue inputs, not yet for "
-		 "its operands", true},
+		{HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K], wait: per_tile}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [x, x], transpose_b: true}\noutputs:\n  y: {}\n"
+		 "schedule: {tile: [128, 128, 64]}\n",
+		 "'x' waits per tile and is both operands of the kernel's matmuls", true},
 		{HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
 		 "  b: {dtype: bf16, shape: [N], wait: per_tile}\n"
 		 "ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: o, op: add, in: [y, b]}\n"
@@ -1218,7 +1218,7 @@ wait_per_tile(void **state)
 	n = stmts_of(k->body, ST_FLAG_WAIT, waits, 4);
 	assert_int_equal(n, 2);
 	assert_string_equal(expr(t, waits[0]->a), "(((row0 / 128) * ceildiv(cols, 256)) + (col0 / 256))");
-	assert_non_null(strstr(expr(t, waits[1]->a), "(1 * (ceildiv(rows, 128) * ceildiv(cols, 256))) + "));
+	assert_non_null(strstr(expr(t, waits[1]->a), "((ceildiv(rows, 128) * ceildiv(cols, 256)) + "));   /* after p's */
 	/* in the consumers' tile loop: the elected waits, the barrier, then (after the mma wait) the epilogue */
 	{
 		Stmt *roles = find_kind(k->body, ST_ROLES, 0);
@@ -1259,6 +1259,65 @@ wait_per_tile(void **state)
 		assert_int_equal(t->c.status == WSF_ERR_UNSUPPORTED, bad[i].unbuilt);
 		teardown((void **)&t);
 	}
+	(void)state;
+}
+
+/*
+ * Operands that wait (the load side of all-gather + GEMM): the producer's
+ * elected thread, at a tile's first k-step and before the stage's empty
+ * wait and loads, waits for A's row tile (B's column tile), the words of
+ * the waiting inputs one after another in spec order (A's row tiles, then
+ * B's column tiles, then an epilogue input's tiles); the consumers keep
+ * only the epilogue input's wait.  The CUDA fences the async proxy after
+ * the producer's waits (wsf_flag_wait_tma).
+ */
+static void
+operand_wait(void **state)
+{
+	static const char spec[] =
+		HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K], wait: per_tile}\n  w: {dtype: bf16, shape: [N, K], "
+		"wait: per_tile}\n  p: {dtype: f32, shape: [M, N], wait: per_tile}\n"
+		"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: o, op: add, in: [y, p]}\n"
+		"outputs:\n  o: {dtype: bf16}\n";
+	Fixture *t;
+	Kernel *k;
+	Stmt *w[4], *roles, *issue = NULL;
+	const char *cu;
+	int n, i;
+
+	if (setup((void **)&t) < 0)
+		fail_msg("setup");
+	if (!(k = kernel_of(t, spec)))
+		fail_msg("%s", t->msg);
+	assert_int_equal(k->waits, 3);
+	assert_int_equal(k->wait_rows, 1);
+	assert_int_equal(k->wait_cols, 1);
+	roles = find_kind(k->body, ST_ROLES, 0);
+	n = stmts_of(roles->body[0], ST_FLAG_WAIT, w, 4);   /* the producer's */
+	assert_int_equal(n, 2);
+	for (i = 0; i < 2; i++) {
+		assert_true(w[i]->flag);
+		assert_string_equal(expr(t, w[i]->cond), "((q % ktiles) == 0)");
+	}
+	assert_string_equal(expr(t, w[0]->a), "(row0 / 128)");
+	assert_string_equal(expr(t, w[1]->a), "(ceildiv(rows, 128) + (col0 / 256))");
+	/* in the issue block, before the empty wait and the loads */
+	n = stmts_of(roles->body[0], ST_IF, &issue, 1);
+	assert_true(n >= 1);
+	while (issue && issue->nbody && issue->body[0]->kind != ST_FLAG_WAIT)
+		issue = issue->nbody && issue->body[issue->nbody - 1]->kind == ST_IF ? issue->body[issue->nbody - 1] : NULL;
+	assert_non_null(issue);
+	assert_int_equal(issue->body[1]->kind, ST_FLAG_WAIT);
+	assert_int_equal(issue->body[2]->kind, ST_MBAR_WAIT);
+	n = stmts_of(roles->body[1], ST_FLAG_WAIT, w, 4);   /* the consumers': the epilogue input's */
+	assert_int_equal(n, 1);
+	assert_false(w[0]->flag);
+	assert_string_equal(expr(t, w[0]->a), "((ceildiv(rows, 128) + ceildiv(cols, 256)) + "
+	                    "(((row0 / 128) * ceildiv(cols, 256)) + (col0 / 256)))");
+	cu = cuda_of(t);
+	assert_int_equal(count(cu, "    wsf_flag_wait_tma(wait_flags + "), 2);
+	assert_int_equal(count(cu, "wsf_flag_wait(wait_flags + "), 1);
+	teardown((void **)&t);
 	(void)state;
 }
 
@@ -1369,6 +1428,7 @@ main(void)
 		cmocka_unit_test(cluster_pairs),
 		cmocka_unit_test(tall_pingpong),
 		cmocka_unit_test(wait_per_tile),
+		cmocka_unit_test(operand_wait),
 		cmocka_unit_test(refused_forms),
 	};
 
