@@ -12,7 +12,10 @@ before its flag would put NaN in y.  Checked against torch (relative error
 norm below 1e-2, no NaN) for LAUNCHES launches with new epochs; then a
 negative control, the words already set, must fail.  The GEMM leaves SMs to
 the copies (max_ctas): on one GPU a waiting kernel must not hold the SMs its
-writer needs.  Prints one line a case and "N passed, N failed".
+writer needs, and the writer's kernels are loaded (CUDA's lazy module
+loading waits for the work in flight on a kernel's first launch) and
+enqueued before the GEMM: torch launches on another stream after the
+waiting GEMM's launch blocked the host here.  Prints one line a case and "N passed, N failed".
 """
 import os
 import sys
@@ -60,19 +63,27 @@ def run(lib, m, n, k, sched, check_waits):
         flags = torch.zeros(lay["wait_words"], device="cuda", dtype=torch.int32)
         ready = torch.empty_like(flags)
         gather, gemm = torch.cuda.Stream(), torch.cuda.Stream()
+        # torch's kernels used below, loaded before the GEMM runs: CUDA loads a module on a kernel's first
+        # launch (lazy loading), which waits for the work in flight, here a GEMM waiting for that kernel
+        with torch.cuda.stream(gather):
+            torch.cuda._sleep(1)
+            x[:rows].copy_(src[:rows])
+            flags[:1].fill_(LAUNCHES + 1)   # not 0: torch clears memory with a memset, not this kernel
+            flags.zero_()
+        torch.cuda.synchronize()
         for epoch in range(1, LAUNCHES + 1):
             x.fill_(float("nan"))
             o.fill_(float("nan"))
             ready.fill_(epoch)
             torch.cuda.synchronize()
-            with torch.cuda.stream(gemm):
-                kern.launch(x, w, o, epoch=epoch, max_ctas=sm - 8, wait_flags=flags if check_waits else ready)
             order = torch.randperm(lay["row_tiles"], generator=torch.Generator().manual_seed(epoch)).tolist()
-            with torch.cuda.stream(gather):
+            with torch.cuda.stream(gather):   # enqueued first: it starts sleeping, the GEMM then waits for it
                 for i in order:   # the peers' row tiles, one by one
                     torch.cuda._sleep(20000)
                     x[i * rows:(i + 1) * rows].copy_(src[i * rows:(i + 1) * rows])
                     flags[i:i + 1].fill_(epoch)
+            with torch.cuda.stream(gemm):
+                kern.launch(x, w, o, epoch=epoch, max_ctas=sm - 8, wait_flags=flags if check_waits else ready)
             torch.cuda.synchronize()
             err = ((o.float() - ref).norm() / ref.norm()).item()
             if not (err < 1e-2) or torch.isnan(o).any():
