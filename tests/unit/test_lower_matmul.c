@@ -1163,8 +1163,9 @@ cluster_pairs(void **state)
  * input's word ([input][tile], the second input's tiles after the first's),
  * then the consumers' barrier.  The CUDA reads the inputs through L2
  * (wsf_load1_cg) from parameters that are not __restrict__.  What is not
- * built (an operand that waits, a cluster, a signal consumer role, another
- * family) is exit status 6; an input that is not full [M, N] an error.
+ * built (an input that waits and is both operands, a cluster, another
+ * family) is exit status 6; an epilogue input that is not full [M, N] an
+ * error.
  */
 static void
 wait_per_tile(void **state)
