@@ -13,6 +13,7 @@
 # (the per-tile signal's consumer role inside the kernel, under late stores),
 # pdl_chain.py (kernels back to back under programmatic dependent launch),
 # gemm_rs.py (GEMM + reduce-scatter tile by tile, two ranks on one GPU),
+# ag_gemm.py (all-gather + GEMM's load side: a GEMM whose A arrives by row tiles),
 # tests/python/test_torch.py --gpu (the torch custom op), one count per test,
 # and with triton signal_consumer.py (the per-tile signal under a consumer
 # kernel on another stream).
@@ -116,6 +117,7 @@ if python3 -c 'import torch' 2>/dev/null; then
 	py_check tile_consumer.py
 	py_check pdl_chain.py
 	py_check gemm_rs.py
+	py_check ag_gemm.py
 	torch_tests
 	if python3 -c 'import triton' 2>/dev/null; then
 		py_check signal_consumer.py
@@ -124,8 +126,8 @@ if python3 -c 'import torch' 2>/dev/null; then
 		echo "skipped gpu: $here/signal_consumer.py: no triton"
 	fi
 else
-	skip=$((skip + 5))
-	echo "skipped gpu: $here/ragged_row.py, $here/tile_consumer.py, $here/pdl_chain.py, $here/gemm_rs.py, tests/python/test_torch.py: no torch"
+	skip=$((skip + 6))
+	echo "skipped gpu: $here/ragged_row.py, $here/tile_consumer.py, $here/pdl_chain.py, $here/gemm_rs.py, $here/ag_gemm.py, tests/python/test_torch.py: no torch"
 fi
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail = 0 ]
