@@ -14,6 +14,7 @@
 # pdl_chain.py (kernels back to back under programmatic dependent launch),
 # gemm_rs.py (GEMM + reduce-scatter tile by tile, two ranks on one GPU),
 # ag_gemm.py (all-gather + GEMM's load side: a GEMM whose A arrives by row tiles),
+# examples/distributed/gemm_reduce_scatter.py on 2 GPUs where there are 2,
 # tests/python/test_torch.py --gpu (the torch custom op), one count per test,
 # and with triton signal_consumer.py (the per-tile signal under a consumer
 # kernel on another stream).
@@ -118,6 +119,23 @@ if python3 -c 'import torch' 2>/dev/null; then
 	py_check pdl_chain.py
 	py_check gemm_rs.py
 	py_check ag_gemm.py
+	# GEMM + reduce-scatter across 2 GPUs (torchrun), where there are 2; never NVLink multicast
+	if [ "$(grep -c '^GPU ' <<<"$gpus")" -ge 2 ] && command -v torchrun >/dev/null; then
+		t0=$SECONDS
+		if NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 WSFUSE_LIB="$b/libwsfuse.so" \
+			PYTHONPATH="$here/../../python${PYTHONPATH:+:$PYTHONPATH}" timeout "$limit" torchrun --nproc-per-node 2 \
+			"$here/../../examples/distributed/gemm_reduce_scatter.py" --m 4096 --n 4096 --k 4096 >"$out" 2>&1; then
+			pass=$((pass + 1))
+			echo "ok   $((SECONDS - t0))s examples/distributed/gemm_reduce_scatter.py (2 GPUs)"
+		else
+			fail=$((fail + 1))
+			echo "FAIL gpu: examples/distributed/gemm_reduce_scatter.py (2 GPUs)"
+			tail -n 8 "$out" | sed 's/^/    /'
+		fi
+	else
+		skip=$((skip + 1))
+		echo "skipped gpu: examples/distributed/gemm_reduce_scatter.py: needs 2 GPUs and torchrun"
+	fi
 	torch_tests
 	if python3 -c 'import triton' 2>/dev/null; then
 		py_check signal_consumer.py
@@ -126,8 +144,8 @@ if python3 -c 'import torch' 2>/dev/null; then
 		echo "skipped gpu: $here/signal_consumer.py: no triton"
 	fi
 else
-	skip=$((skip + 6))
-	echo "skipped gpu: $here/ragged_row.py, $here/tile_consumer.py, $here/pdl_chain.py, $here/gemm_rs.py, $here/ag_gemm.py, tests/python/test_torch.py: no torch"
+	skip=$((skip + 7))
+	echo "skipped gpu: $here/ragged_row.py, $here/tile_consumer.py, $here/pdl_chain.py, $here/gemm_rs.py, $here/ag_gemm.py, examples/distributed/gemm_reduce_scatter.py, tests/python/test_torch.py: no torch"
 fi
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail = 0 ]
