@@ -379,9 +379,10 @@ lower_signal(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr *bt, E
 
 /*
  * A hint this family's lowering cannot honour is an error at the hint
- * (SPEC.md), never dropped in silence: clusters are not built yet for any
- * family, nor completion signals for row reductions (exit status "not
- * implemented"); `consumers` splits a matmul tile, and a row-reduction
+ * (SPEC.md), never dropped in silence: clusters and inputs that wait are
+ * built for matmul kernels only, completion signals not for row
+ * reductions (exit status "not implemented"); `consumers` splits a matmul
+ * tile, and a row-reduction
  * kernel's tile (a row) and its stores (from registers) are the
  * compiler's, so those hints are errors in the spec.
  */
