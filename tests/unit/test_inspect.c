@@ -148,6 +148,10 @@ compile_to(WsfContext *ctx, const char *stop, const char *text)
 static void
 kernel_stats(void **state)
 {
+	static const char gemm[] =
+		"fusion: g\nsizes: {M: 4096, N: 4096, K: 4096}\ninputs:\n  x: {dtype: bf16, shape: [M, K]}\n"
+		"  w: {dtype: bf16, shape: [N, K]}\nops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n"
+		"outputs:\n  y: {dtype: bf16}\n";
 	WsfContext *ctx = wsf_context_new();
 	WsfKernelStats st, ir;
 	WsfKernel *k;
@@ -175,6 +179,15 @@ kernel_stats(void **state)
 	assert_int_equal(ir.persistent, 0);
 	assert_true(ir.tiles >= 1 && ir.tiles <= 64 * 128 / 8);
 	assert_int_equal(ir.grid, ir.tiles);
+	assert_int_equal(ir.cluster, 1);
+	wsf_kernel_delete(k);
+
+	/* a GEMM of more than two waves of tiles runs in clusters of two: its tiles count both CTAs' */
+	k = compile_to(ctx, "kernel-ir", gemm);
+	assert_int_equal(wsf_kernel_stats(k, &st), WSF_OK);
+	assert_int_equal(st.cluster, 2);
+	assert_int_equal(st.persistent, 1);
+	assert_int_equal(st.tiles, 32 * 16);   /* 4096 / 128 row tiles x 4096 / 256 column tiles */
 	wsf_kernel_delete(k);
 
 	/* a size bound nowhere: the tiles are not known */
