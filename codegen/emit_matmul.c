@@ -152,8 +152,8 @@ emit_mma(Emit *e, const Stmt *s)
 	if (k->pingpong)   /* the warpgroup's own tile: all of A's rows */
 		emit_line(e, "const char *a = (const char *)(%s);", emit_buf_at(e, s->reads[0].buf, s->reads[0].slot));
 	else
-		emit_line(e, "const char *a = (const char *)(%s) + (threadIdx.x / 128) * %d;   // this warpgroup's 64 rows",
-		          emit_buf_at(e, s->reads[0].buf, s->reads[0].slot), wg_rows);
+		emit_line(e, "const char *a = (const char *)(%s) + (threadIdx.x / 128) * %d;   // this warpgroup's %d rows",
+		          emit_buf_at(e, s->reads[0].buf, s->reads[0].slot), wg_rows * k->row_blocks, 64 * k->row_blocks);
 	emit_line(e, "const char *b = (const char *)(%s);", emit_buf_at(e, s->reads[1].buf, s->reads[1].slot));
 	emit_line(e, "const int first = %s;", s->cond ? emit_expr_str(e, s->cond) : "0");
 	emit_line(e, "#pragma unroll");

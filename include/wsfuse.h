@@ -273,7 +273,10 @@ typedef struct WsfTensor {
  * elements or bytes or more is WSF_ERR_INPUT naming the tensor and dim, a
  * null ARGS or shape WSF_ERR_USAGE; all are checked before the driver is
  * touched.  The module is loaded into the current (or primary) context on
- * first use.  Diagnostics go to CTX.
+ * first use.  K keeps the TMA tensor maps of its last launch and reuses
+ * each one whose tensor has the same address, shape and strides (a model's
+ * step after step on the same buffers), and the cluster occupancy it asked
+ * the driver once.  Diagnostics go to CTX.
  */
 WsfStatus wsf_kernel_launch(WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int nargs,
                             void *stream);

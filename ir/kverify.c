@@ -389,7 +389,7 @@ kernel_verify(Comp *c, const Kernel *k, const char *after)
 		if (k->bar[i].cluster && k->cluster[0] * k->cluster[1] < 2)
 			fail(&v, "mbarrier '%s' counts a cluster's arrivals in a kernel without clusters", k->bar[i].name);
 	if (k->cluster[0] < 1 || k->cluster[1] < 1 || k->cluster[0] * k->cluster[1] > 2 || k->row_blocks < 1 ||
-	    k->row_blocks > 2 || (k->row_blocks > 1 && !k->pingpong))
+	    k->row_blocks > 2)
 		fail(&v, "a cluster of %d x %d CTAs, or %d row blocks a warpgroup, which codegen does not build",
 		     k->cluster[0], k->cluster[1], k->row_blocks);
 	check_roles(&v);

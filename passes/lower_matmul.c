@@ -164,19 +164,27 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, int mm, in
 	}
 	if (h->ntile != 3)
 		return diag_error(c, h->tile_pos, "a matmul tile is [M, N, K], 3 extents; saw %d", h->ntile);
-	/* ping-pong: a warpgroup's tile of 64 rows, or of 128 (two 64-row wgmma blocks, twice the registers) */
-	if (pingpong && h->tile[0] == 2 * m)
+	/*
+	 * Two 64-row wgmma blocks a warpgroup: ping-pong's tile of 128 rows, or
+	 * a cooperative tile of 256 rows (each warpgroup 128 of them), at twice
+	 * the registers a column.
+	 */
+	if (h->tile[0] == 2 * m)
 		m = 2 * m;
 	/* the tile's accumulators spread over the threads that compute it: both warpgroups, or one (ping-pong) */
 	per = pingpong ? 128 : 256;
-	if (nmm * m * h->tile[1] / per > ACC_REGS)
+	if (nmm * m * h->tile[1] / per > ACC_REGS) {
+		int fit = ACC_REGS * per / m / nmm / CHUNK * CHUNK;
+
 		return diag_error(c, h->tile_pos, "matmul tile %d x %d holds %d accumulator registers a thread for each "
-		                  "of the %d matmuls, more than the %d that fit; use N = %d", m, h->tile[1],
-		                  m * h->tile[1] / per, nmm, ACC_REGS, ACC_REGS * per / m / nmm / CHUNK * CHUNK);
+		                  "of the %d matmuls, more than the %d that fit; %s", m, h->tile[1], m * h->tile[1] / per,
+		                  nmm, ACC_REGS, fit ? arena_printf(c->arena, "use N = %d", fit) :
+		                  arena_printf(c->arena, "use %d rows", m / 2));
+	}
 	if (h->tile[0] != m)
 		return unbuilt(c, h->tile_pos, "a matmul tile of %d rows is not implemented yet: %s", h->tile[0],
 		               pingpong ? "with consumers: pingpong each consumer warpgroup owns a tile of 64 or 128 rows" :
-		               "the two consumer warpgroups hold 64 rows each, so M is 128");
+		               "the two consumer warpgroups hold 64 or 128 rows each, so M is 128 or 256");
 	*bm = m;
 	if (h->tile[1] % CHUNK || h->tile[1] > 256)
 		return diag_error(c, h->tile_pos, "matmul tile N is %d; it must be a multiple of %d up to 256 "
@@ -748,10 +756,10 @@ lower_matmul(Comp *c, Fusion *f)
 		return -1;
 	if (choose_cluster(c, f, d, k, &t, op) < 0)
 		return -1;
-	k->row_blocks = k->pingpong ? t.bm / 64 : 1;
+	k->row_blocks = t.bm / (k->pingpong ? 64 : 128);
 	if (k->row_blocks > 1 && f->sched.consumer_pos.line)
-		return unbuilt(c, f->sched.tile_pos, "a ping-pong tile of %d rows with a signal consumer role is not "
-		               "implemented yet: use 64 rows", t.bm);
+		return unbuilt(c, f->sched.tile_pos, "a tile of %d rows with a signal consumer role is not implemented "
+		               "yet: use %d rows", t.bm, t.bm / 2);
 	for (j = 0; j < f->nout; j++)
 		if (!lower_same_shape(&f->tensor[f->out[j].tensor], d))
 			return diag_error(c, f->out[j].pos, "cannot place output '%s' in the matmul kernel: its shape "

@@ -41,6 +41,30 @@ class _SignalLayout(ctypes.Structure):
                 ("view_rows", c_int64), ("view_cols", c_int64), ("waits", ctypes.c_int), ("wait_words", c_int64)]
 
 
+_I64 = [c_int64 * r for r in range(9)]   # a shape or strides of rank r (WSF_MAX_RANK is 8)
+_codes = None
+
+
+def _dtype_codes(torch):
+    """torch dtype -> WsfDtype, made once."""
+    global _codes
+    if _codes is None:
+        _codes = {getattr(torch, _TORCH_DTYPES[n]): c for c, n in DTYPES.items() if hasattr(torch, _TORCH_DTYPES[n])}
+    return _codes
+
+
+def _current_device(torch):
+    """torch's current CUDA device index (torch._C's getter where there is one: a launch's rate)."""
+    get = getattr(torch._C, "_cuda_getDevice", None)
+    return get() if get else torch.cuda.current_device()
+
+
+def _current_stream(torch, index):
+    """The raw CUstream torch launches on for device INDEX now."""
+    get = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return get(index) if get else torch.cuda.current_stream(index).cuda_stream
+
+
 class _Tensor(ctypes.Structure):
     """struct WsfTensor."""
     _fields_ = [("data", c_void_p), ("dtype", c_int), ("ndim", c_int),
@@ -353,9 +377,15 @@ class Kernel:
             if f is not None and (not isinstance(f, torch.Tensor) or f.dtype != torch.int32 or
                                   not f.is_cuda or not f.is_contiguous()):
                 raise Error("WSF_ERR_INPUT", f"{name}: expected a contiguous int32 CUDA tensor")
-        with torch.cuda.device(device):
+        # the tensors' device current while the driver launches (its context); switched only when it is not
+        index = device.index if device is not None else _current_device(torch)
+        switch = index != _current_device(torch)
+        if switch:
+            guard = torch.cuda.device(device)
+            guard.__enter__()
+        try:
             handle = getattr(stream, "cuda_stream", stream) if stream is not None \
-                else torch.cuda.current_stream().cuda_stream
+                else _current_stream(torch, index)
             if flags is None and wait_flags is None and not epoch and not max_ctas:
                 self._ctx._call(self._lib.wsf_kernel_launch, self._ptr, args, len(tensors), c_void_p(handle))
                 return
@@ -363,6 +393,9 @@ class Kernel:
                                   epoch & 0xffffffff, max_ctas,
                                   c_void_p(wait_flags.data_ptr() if wait_flags is not None else 0))
             self._ctx._call(self._lib.wsf_kernel_launch_ex, self._ptr, args, len(tensors), ctypes.byref(opts))
+        finally:
+            if switch:
+                guard.__exit__(None, None, None)
 
     def signal_layout(self, *tensors):
         """For a kernel that signals its tiles or waits for its inputs', where a launch on
@@ -379,7 +412,20 @@ class Kernel:
     def _args(self, tensors):
         """The WsfTensor array of torch CUDA TENSORS, what keeps its shapes alive, and their device."""
         import torch
-        codes = {getattr(torch, _TORCH_DTYPES[n], None): c for c, n in DTYPES.items()}
+        codes = _dtype_codes(torch)
+        args, keep = (_Tensor * len(tensors))(), []
+        try:   # the common case at a launch's rate: CUDA tensors of wsfuse's dtypes, all on one device
+            device, index = tensors[0].device, tensors[0].get_device()
+            for i, t in enumerate(tensors):
+                if t.get_device() != index or index < 0:
+                    raise ValueError
+                r = t.dim()
+                shape, strides = _I64[r](*t.shape), _I64[r](*t.stride())
+                keep.append((shape, strides))   # alive until the call returns
+                args[i] = _Tensor(t.data_ptr(), codes[t.dtype], r, shape, strides)
+            return args, keep, device
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError):
+            pass   # the checks below say which argument is wrong
         args, keep, device = (_Tensor * len(tensors))(), [], None
         for i, t in enumerate(tensors):
             name = self.arg_names[i] if i < self.num_args else f"#{i}"

@@ -19,6 +19,15 @@ struct Loaded {
 	CUmodule mod;
 	CUfunction fn;
 	int ctas_per_sm;   /* resident CTAs per SM: the persistent grid is SMs x this */
+	int clusters;      /* clusters resident at once (cuOccupancyMaxActiveClusters); 0: not asked yet */
+	/*
+	 * The tensor maps of the last launch, by param id, and what each was
+	 * encoded from: a launch on the same tensors as the one before (a
+	 * model's step after step) reuses them instead of encoding again.
+	 */
+	CUtensorMap *maps;
+	TmapParams *map_of;
+	void **map_addr;
 };
 
 void
@@ -28,6 +37,9 @@ rt_unload(Loaded *st)
 		return;
 	if (st->mod && st->drv)
 		st->drv->cuModuleUnload(st->mod);
+	free(st->maps);
+	free(st->map_of);
+	free(st->map_addr);
 	rt_driver_close(st->drv);
 	free(st);
 }
@@ -428,9 +440,11 @@ persistent_grid(Comp *c, const Launch *l, Loaded *st, const CUlaunchConfig *cfg,
 		CUlaunchConfig q = *cfg;
 
 		q.gridDimX = (unsigned)n;
-		if ((s = rt_check(c, d, d->cuOccupancyMaxActiveClusters(&clusters, st->fn, &q),
-		                  "cuOccupancyMaxActiveClusters")) != WSF_OK)
+		/* the answer depends on the kernel, its block and shared memory, and the cluster: asked once */
+		if (!st->clusters && (s = rt_check(c, d, d->cuOccupancyMaxActiveClusters(&st->clusters, st->fn, &q),
+		                                   "cuOccupancyMaxActiveClusters")) != WSF_OK)
 			return s;
+		clusters = st->clusters;
 		if (clusters < 1)
 			return diag_error(c, l->fusion->sched.cluster_pos, "kernel '%s': no cluster of %lld CTAs (%d threads, "
 			                  "%d bytes of shared memory each) fits this GPU at once", l->fusion->name, (long long)n,
@@ -441,6 +455,48 @@ persistent_grid(Comp *c, const Launch *l, Loaded *st, const CUlaunchConfig *cfg,
 	if (x && x->max_ctas && most > x->max_ctas)
 		most = x->max_ctas / n * n > 0 ? x->max_ctas / n * n : n;
 	*grid = tiles * n < most || !l->kernel->persistent ? tiles * n : most;
+	return WSF_OK;
+}
+
+static WsfStatus
+map_cache(Loaded *st, int nparam)
+{
+	if (!(st->maps = aligned_alloc(64, (size_t)nparam * sizeof *st->maps)) ||
+	    !(st->map_of = calloc((size_t)nparam, sizeof *st->map_of)) ||
+	    !(st->map_addr = calloc((size_t)nparam, sizeof *st->map_addr))) {
+		free(st->maps), free(st->map_of), free(st->map_addr);
+		st->maps = NULL, st->map_of = NULL, st->map_addr = NULL;
+		return WSF_ERR_NOMEM;
+	}
+	return WSF_OK;
+}
+
+static bool
+same_map(const TmapParams *a, const TmapParams *b)
+{
+	int i;
+
+	if (a->dtype != b->dtype || a->rank != b->rank || a->swizzle != b->swizzle)
+		return false;
+	for (i = 0; i < a->rank; i++)
+		if (a->dims[i] != b->dims[i] || a->box[i] != b->box[i] || (i + 1 < a->rank && a->strides[i] != b->strides[i]))
+			return false;
+	return true;
+}
+
+/* The tensor map of param I for P at ADDR in ST->maps[I]: the last launch's when it was made from the same. */
+static WsfStatus
+cached_map(Comp *c, Loaded *st, int i, const char *name, const TmapParams *p, void *addr)
+{
+	WsfStatus s;
+
+	if (st->map_addr[i] && st->map_addr[i] == addr && same_map(&st->map_of[i], p))
+		return WSF_OK;
+	st->map_addr[i] = NULL;   /* until the encode succeeds */
+	if ((s = rt_tmap_encode(c, st->drv, name, p, addr, &st->maps[i])) != WSF_OK)
+		return s;
+	st->map_of[i] = *p;
+	st->map_addr[i] = addr;
 	return WSF_OK;
 }
 
@@ -487,8 +543,9 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 		return s;
 	if ((s = load_module(c, l, *state, cubin)) != WSF_OK)
 		return s;
-	if (!(maps = aligned_alloc(64, (size_t)k->nparam * sizeof *maps)))
-		return WSF_ERR_NOMEM;
+	if (!(*state)->maps && (s = map_cache(*state, k->nparam)) != WSF_OK)
+		return s;
+	maps = (*state)->maps;
 	kargs = arena_alloc(c->arena, (size_t)k->nparam * sizeof *kargs);
 	sizes = arena_alloc(c->arena, (size_t)k->nparam * sizeof *sizes);
 	for (i = 1; i < k->nparam; i++) {
@@ -496,8 +553,8 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 
 		switch (p->kind) {
 		case PK_TMAP:
-			if ((s = rt_tmap_encode(c, d, p->name, &plan.tmap[i], args[p->arg].data, &maps[i])) != WSF_OK)
-				goto done;
+			if ((s = cached_map(c, *state, i, p->name, &plan.tmap[i], args[p->arg].data)) != WSF_OK)
+				return s;
 			kargs[i - 1] = &maps[i];
 			break;
 		case PK_PTR:
@@ -538,10 +595,7 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 		cfg.numAttrs++;
 	}
 	if ((s = persistent_grid(c, l, *state, &cfg, x, plan.tiles, &grid)) != WSF_OK)
-		goto done;
+		return s;
 	cfg.gridDimX = (unsigned)grid;
-	s = rt_check(c, d, d->cuLaunchKernelEx(&cfg, (*state)->fn, kargs, NULL), "cuLaunchKernelEx");
-done:
-	free(maps);
-	return s;
+	return rt_check(c, d, d->cuLaunchKernelEx(&cfg, (*state)->fn, kargs, NULL), "cuLaunchKernelEx");
 }

@@ -1053,6 +1053,60 @@ tall_pingpong(void **state)
 	(void)state;
 }
 
+/*
+ * A cooperative tile of 256 rows (tile: [256, N, 64]): each consumer
+ * warpgroup takes 128 rows, two 64-row blocks (Kernel.row_blocks), A's
+ * copy holds all 256; the warpgroup's A starts 128 rows (16384 bytes) on;
+ * the staging copy is the tile's 256 rows.  N = 256 does not fit, nor do
+ * three matmuls at N = 64: the error says what does.
+ */
+static void
+cooperative_256(void **state)
+{
+	static const char spec[] =
+		HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		"  s: {dtype: f32, shape: [M, 1]}\n"
+		"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: z, op: mul, in: [y, s]}\n"
+		"outputs:\n  z: {dtype: bf16}\nschedule: {tile: [256, %d, 64], cluster: [1, 2]}\n";
+	Fixture *t;
+	Kernel *k;
+	const char *cu;
+	char text[1024];
+	int i;
+
+	if (setup((void **)&t) < 0)
+		fail_msg("setup");
+	snprintf(text, sizeof text, spec, 128);
+	if (!(k = kernel_of(t, text)))
+		fail_msg("%s", t->msg);
+	assert_false(k->pingpong);
+	assert_int_equal(k->row_blocks, 2);
+	assert_int_equal(k->tile_rows, 256);
+	assert_int_equal(k->cluster[1], 2);
+	assert_int_equal(k->buf[1].rows, 256);                          /* A: both warpgroups' rows a stage */
+	for (i = 1; i < k->nbuf && k->buf[i].kind != BUF_STAGING; i++)
+		;
+	assert_int_equal(k->buf[i].rows, 256);
+	cu = cuda_of(t);
+	assert_int_equal(count(cu, "float acc_y[128];"), 1);             /* 2 blocks x 64 */
+	assert_int_equal(count(cu, "+ (threadIdx.x / 128) * 16384;   // this warpgroup's 128 rows"), 1);
+	assert_int_equal(count(cu, "wsf_wgmma(acc_y, wsf_mma_desc(a + 32 * k16)"), 1);
+	assert_int_equal(count(cu, "wsf_wgmma(acc_y + 64, wsf_mma_desc(a + 8192 + 32 * k16)"), 1);
+	assert_int_equal(count(cu, "wr = 128 * (threadIdx.x / 128)"), 1);
+	assert_int_equal(count(cu, "const int wt = wr;"), 1);
+	assert_int_equal(count(cu, "here_s[2 * hb + ((jj >> 1) & 1)]"), 1);
+	teardown((void **)&t);
+
+	if (setup((void **)&t) < 0)
+		fail_msg("setup");
+	snprintf(text, sizeof text, spec, 256);
+	assert_null(kernel_of(t, text));
+	assert_non_null(strstr(t->msg, "matmul tile 256 x 256 holds 256 accumulator registers a thread"));
+	assert_non_null(strstr(t->msg, "use N = 128"));
+	teardown((void **)&t);
+	(void)state;
+}
+
 /* The statements of kind KIND in S, in order, at most N of them into OUT; how many there are. */
 static int
 stmts_of(Stmt *s, StmtKind kind, Stmt **out, int n)
@@ -1428,6 +1482,7 @@ main(void)
 		cmocka_unit_test(tile_narrows),
 		cmocka_unit_test(cluster_pairs),
 		cmocka_unit_test(tall_pingpong),
+		cmocka_unit_test(cooperative_256),
 		cmocka_unit_test(wait_per_tile),
 		cmocka_unit_test(operand_wait),
 		cmocka_unit_test(refused_forms),
