@@ -1,0 +1,56 @@
+"""graph_time.py: GPU time a launch without the host's, for shapes whose kernels are shorter than a launch.
+
+On a GPU from the repository root: `python3 bench/ab/graph_time.py 16x8192x4096,1024x1024x1024 "default=;c128=tile: [128, 64, 64]"`.
+Each variant (name=schedule body; empty: the default) and torch.mm: 20 launches captured in a CUDA
+graph, replayed 7 times and timed by events (median / 20), two rounds in alternating order, the
+best round reported with cuBLAS / variant.  Launches back to back: each starts while the one
+before ends (wsfuse's programmatic dependent launch), and L2 holds what the one before left.
+"""
+import sys; sys.path.insert(0, "python")
+import torch, wsfuse
+SPEC = """fusion: gemm
+inputs:
+  x: {{dtype: bf16, shape: [M, K]}}
+  w: {{dtype: bf16, shape: [N, K]}}
+ops:
+  - {{out: y, op: matmul, in: [x, w], transpose_b: true}}
+outputs:
+  y: {{dtype: bf16}}
+{sched}"""
+V = dict(v.split("=", 1) for v in sys.argv[2].split(";")) if len(sys.argv) > 2 else {"default": ""}
+V = {a: (b and "schedule: {" + b + "}\n") for a, b in V.items()}
+def graph_us(fn, reps=20):
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        fn(); fn()
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(reps): fn()
+    t = []
+    for _ in range(7):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record(); g.replay(); b.record(); torch.cuda.synchronize()
+        t.append(a.elapsed_time(b) * 1000 / reps)
+    return sorted(t)[3]
+for sh in sys.argv[1].split(","):
+    m, n, k = map(int, sh.split("x"))
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k ** 0.5
+    y = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+    ref = x.float() @ w.float().t()
+    res = {}
+    with wsfuse.Context(sizes={"M": m, "N": n, "K": k}, cache="0") as ctx:
+        ks = {}
+        for v, s in V.items():
+            try: ks[v] = ctx.compile_string(SPEC.format(sched=s), name=f"{v}.yaml")
+            except wsfuse.Error as e: print(v, "ERR", str(e).splitlines()[0][:150])
+        for v, kk in ks.items():
+            y.fill_(float("nan")); kk.launch(x, w, y); torch.cuda.synchronize()
+            e = ((y.float() - ref).norm() / ref.norm()).item(); assert e < 1e-2, (v, e)
+        for r in range(2):
+            for v, kk in (ks.items() if r == 0 else reversed(list(ks.items()))):
+                res.setdefault(v, []).append(graph_us(lambda kk=kk: kk.launch(x, w, y)))
+            res.setdefault("cublas", []).append(graph_us(lambda: torch.mm(x, w.t(), out=y)))
+    cb = min(res["cublas"])
+    print(f"{sh}: cuBLAS {cb:.1f}us | " + " ".join(f"{v} {min(t):.1f}({cb/min(t):.2f})" for v, t in res.items() if v != "cublas"), flush=True)
