@@ -57,7 +57,8 @@ enum {
 	CHUNK = 64,                    /* an MN-major operand's box: 64 elements, the 128-byte swizzle span */
 	ACC_REGS = 128,                /* a consumer thread's accumulator registers, all matmuls together */
 	EPI_COLS = 32,                 /* an epilogue subtile is BM x EPI_COLS */
-	GROUP = 8,                     /* tile rows a group of the raster holds */
+	GROUP = 16,                    /* tile rows a group of the raster holds (8 of 2-CTA clusters: the 66
+	                                  clusters at work are about 8 x 8 cluster tiles; docs/perf.md) */
 	TILE_TARGET = 132,             /* the default tile narrows while its tiles stay within this: an H100's or
 	                                  H200's SMs */
 	CLUSTER_TILES = 2 * TILE_TARGET,   /* clusters of two by default above this many tiles */

@@ -88,8 +88,8 @@ wsfuse_gemm_tile_consumer(
         if (threadIdx.x >= 288) {   // 96 signal consumer threads
             for (long long j = 0LL; j < my_tiles; j++) {   // the signal consumer: each of the CTA's tiles once it is in global memory
                 const long long tile = ((long long)blockIdx.x + (j * (long long)gridDim.x));
-                const long long row0 = (((wsf_udiv(tile, (8LL * col_tiles)) * 8LL) + wsf_umod(wsf_umod(tile, (8LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (8LL * col_tiles)) * 8LL)), 8LL))) * 128LL);
-                const long long col0 = (wsf_udiv(wsf_umod(tile, (8LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (8LL * col_tiles)) * 8LL)), 8LL)) * 256LL);
+                const long long row0 = (((wsf_udiv(tile, (16LL * col_tiles)) * 16LL) + wsf_umod(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL))) * 128LL);
+                const long long col0 = (wsf_udiv(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL)) * 256LL);
                 wsf_mbar_wait(&landed[(j % 4LL)], (unsigned)((j / 4LL) & 1LL));   // the tile's stores have landed
                 {   // the signal consumer: y_copy, y_relu from y, the tile (row0, col0) read back
                     const int t = threadIdx.x - 288;   // of 96: columns 8 (t % 32) on, every 3-th row from t / 32
@@ -146,8 +146,8 @@ wsfuse_gemm_tile_consumer(
                 if (threadIdx.x == 256) {   // one thread loads the k-step's operands
                     wsf_mbar_wait(&empty[(q % 4LL)], (unsigned)((q / 4LL) & 1LL));   // wait until consumers released the slot
                     wsf_mbar_expect_tx(&full[(q % 4LL)], 49152);
-                    wsf_tma_load_2d(tile_x + ((q % 4LL)) * 8192, &in_x, (wsf_umod(q, ktiles) * 64LL), (((wsf_udiv(((long long)blockIdx.x + (wsf_udiv(q, ktiles) * (long long)gridDim.x)), (8LL * col_tiles)) * 8LL) + wsf_umod(wsf_umod(((long long)blockIdx.x + (wsf_udiv(q, ktiles) * (long long)gridDim.x)), (8LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(((long long)blockIdx.x + (wsf_udiv(q, ktiles) * (long long)gridDim.x)), (8LL * col_tiles)) * 8LL)), 8LL))) * 128LL), &full[(q % 4LL)]);  // tests/golden/gemm_tile_consumer.yaml:10
-                    wsf_tma_load_2d(tile_w + ((q % 4LL)) * 16384, &in_w, (wsf_umod(q, ktiles) * 64LL), (wsf_udiv(wsf_umod(((long long)blockIdx.x + (wsf_udiv(q, ktiles) * (long long)gridDim.x)), (8LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(((long long)blockIdx.x + (wsf_udiv(q, ktiles) * (long long)gridDim.x)), (8LL * col_tiles)) * 8LL)), 8LL)) * 256LL), &full[(q % 4LL)]);  // tests/golden/gemm_tile_consumer.yaml:10
+                    wsf_tma_load_2d(tile_x + ((q % 4LL)) * 8192, &in_x, (wsf_umod(q, ktiles) * 64LL), (((wsf_udiv(((long long)blockIdx.x + (wsf_udiv(q, ktiles) * (long long)gridDim.x)), (16LL * col_tiles)) * 16LL) + wsf_umod(wsf_umod(((long long)blockIdx.x + (wsf_udiv(q, ktiles) * (long long)gridDim.x)), (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(((long long)blockIdx.x + (wsf_udiv(q, ktiles) * (long long)gridDim.x)), (16LL * col_tiles)) * 16LL)), 16LL))) * 128LL), &full[(q % 4LL)]);  // tests/golden/gemm_tile_consumer.yaml:10
+                    wsf_tma_load_2d(tile_w + ((q % 4LL)) * 16384, &in_w, (wsf_umod(q, ktiles) * 64LL), (wsf_udiv(wsf_umod(((long long)blockIdx.x + (wsf_udiv(q, ktiles) * (long long)gridDim.x)), (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(((long long)blockIdx.x + (wsf_udiv(q, ktiles) * (long long)gridDim.x)), (16LL * col_tiles)) * 16LL)), 16LL)) * 256LL), &full[(q % 4LL)]);  // tests/golden/gemm_tile_consumer.yaml:10
                 }
             }
         }
@@ -159,8 +159,8 @@ wsfuse_gemm_tile_consumer(
         // circular buffer: 4 stages, prefetch 2
         for (long long i = 0LL; i < my_tiles; i++) {   // consumers: compute every tile
             const long long tile = ((long long)blockIdx.x + (i * (long long)gridDim.x));
-            const long long row0 = (((wsf_udiv(tile, (8LL * col_tiles)) * 8LL) + wsf_umod(wsf_umod(tile, (8LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (8LL * col_tiles)) * 8LL)), 8LL))) * 128LL);
-            const long long col0 = (wsf_udiv(wsf_umod(tile, (8LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (8LL * col_tiles)) * 8LL)), 8LL)) * 256LL);
+            const long long row0 = (((wsf_udiv(tile, (16LL * col_tiles)) * 16LL) + wsf_umod(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL))) * 128LL);
+            const long long col0 = (wsf_udiv(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL)) * 256LL);
             for (long long kk = 0LL; kk < ktiles; kk++) {   // the k-steps of this tile
                 if ((kk == wsf_min(4LL, (ktiles - 1LL)))) {   // a few k-steps into the tile: the stores of the tile before have landed by now
                     if (threadIdx.x == 0) {   // the thread that stored the tiles signals them
