@@ -8,17 +8,8 @@ output is checked against torch first.
 """
 import sys; sys.path.insert(0, "python")
 import torch, triton, wsfuse
-def bench(fn): return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
+from abcommon import bench, gemm_spec
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 4
-SPEC = """fusion: gemm
-inputs:
-  x: {{dtype: bf16, shape: [M, K]}}
-  w: {{dtype: bf16, shape: [N, K]}}
-ops:
-  - {{out: y, op: matmul, in: [x, w], transpose_b: true}}
-outputs:
-  y: {{dtype: bf16}}
-{sched}"""
 SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096), (8192, 14336, 4096), (16384, 1024, 8192), (2048, 2048, 2048)]
 for (m, n, k) in SHAPES:
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
@@ -26,9 +17,9 @@ for (m, n, k) in SHAPES:
     y = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
     flop = 2 * m * n * k
     with wsfuse.Context(sizes={"M": m, "N": n, "K": k}) as ctx:
-        ks = {"c1x1": ctx.compile_string(SPEC.format(sched="schedule: {cluster: [1, 1]}\n"), name="a.yaml"),
-              "c2x1": ctx.compile_string(SPEC.format(sched="schedule: {cluster: [2, 1]}\n"), name="b.yaml"),
-              "c1x2": ctx.compile_string(SPEC.format(sched="schedule: {cluster: [1, 2]}\n"), name="c.yaml")}
+        ks = {"c1x1": ctx.compile_string(gemm_spec("schedule: {cluster: [1, 1]}\n"), name="a.yaml"),
+              "c2x1": ctx.compile_string(gemm_spec("schedule: {cluster: [2, 1]}\n"), name="b.yaml"),
+              "c1x2": ctx.compile_string(gemm_spec("schedule: {cluster: [1, 2]}\n"), name="c.yaml")}
         ref = (x.float() @ w.float().t())
         for nm, kern in ks.items():
             y.fill_(float("nan"))

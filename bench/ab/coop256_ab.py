@@ -6,17 +6,8 @@ checked first, then three rounds alternating the order (do_bench rep=200, median
 8192x14336x4096 with tile [256, 64, 64] the same way against torch.compile.
 """
 import sys; sys.path.insert(0, "python")
-import torch, triton, wsfuse, torch.nn.functional as F
-def bench(fn): return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
-SPEC = """fusion: gemm
-inputs:
-  x: {{dtype: bf16, shape: [M, K]}}
-  w: {{dtype: bf16, shape: [N, K]}}
-ops:
-  - {{out: y, op: matmul, in: [x, w], transpose_b: true}}
-outputs:
-  y: {{dtype: bf16}}
-{sched}"""
+import torch, wsfuse, torch.nn.functional as F
+from abcommon import bench, gemm_spec
 V = {"default": "", "t256c11": "schedule: {tile: [256, 128, 64], cluster: [1, 1]}\n",
      "t256c12": "schedule: {tile: [256, 128, 64], cluster: [1, 2]}\n",
      "t256c21": "schedule: {tile: [256, 128, 64], cluster: [2, 1]}\n"}
@@ -26,7 +17,7 @@ for (m, n, k) in shapes:
     w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k ** 0.5
     y = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
     with wsfuse.Context(sizes={"M": m, "N": n, "K": k}, cache="0") as ctx:
-        ks = {v: ctx.compile_string(SPEC.format(sched=s), name=f"{v}.yaml") for v, s in V.items()}
+        ks = {v: ctx.compile_string(gemm_spec(s), name=f"{v}.yaml") for v, s in V.items()}
         ref = x.float() @ w.float().t()
         for v, kk in ks.items():
             y.fill_(float("nan")); kk.launch(x, w, y); torch.cuda.synchronize()

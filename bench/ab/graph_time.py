@@ -8,15 +8,7 @@ before ends (wsfuse's programmatic dependent launch), and L2 holds what the one 
 """
 import sys; sys.path.insert(0, "python")
 import torch, wsfuse
-SPEC = """fusion: gemm
-inputs:
-  x: {{dtype: bf16, shape: [M, K]}}
-  w: {{dtype: bf16, shape: [N, K]}}
-ops:
-  - {{out: y, op: matmul, in: [x, w], transpose_b: true}}
-outputs:
-  y: {{dtype: bf16}}
-{sched}"""
+from abcommon import gemm_spec
 V = dict(v.split("=", 1) for v in sys.argv[2].split(";")) if len(sys.argv) > 2 else {"default": ""}
 V = {a: (b and "schedule: {" + b + "}\n") for a, b in V.items()}
 def graph_us(fn, reps=20):
@@ -43,7 +35,7 @@ for sh in sys.argv[1].split(","):
     with wsfuse.Context(sizes={"M": m, "N": n, "K": k}, cache="0") as ctx:
         ks = {}
         for v, s in V.items():
-            try: ks[v] = ctx.compile_string(SPEC.format(sched=s), name=f"{v}.yaml")
+            try: ks[v] = ctx.compile_string(gemm_spec(s), name=f"{v}.yaml")
             except wsfuse.Error as e: print(v, "ERR", str(e).splitlines()[0][:150])
         for v, kk in ks.items():
             y.fill_(float("nan")); kk.launch(x, w, y); torch.cuda.synchronize()

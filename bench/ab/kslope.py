@@ -7,17 +7,8 @@ alternating the order (do_bench rep=150, median), then a line fit over K >= 1024
 the k loop's rate, the intercept what does not grow with K (prologue, epilogue, tail).
 """
 import sys; sys.path.insert(0, "python")
-import torch, triton, wsfuse
-def bench(fn): return triton.testing.do_bench(fn, warmup=25, rep=150, return_mode="median")
-SPEC = """fusion: gemm
-inputs:
-  x: {{dtype: bf16, shape: [M, K]}}
-  w: {{dtype: bf16, shape: [N, K]}}
-ops:
-  - {{out: y, op: matmul, in: [x, w], transpose_b: true}}
-outputs:
-  y: {{dtype: bf16}}
-{sched}"""
+import torch, wsfuse
+from abcommon import bench, gemm_spec
 V = {"default": "", "c11": "schedule: {cluster: [1, 1]}\n", "t256c12": "schedule: {tile: [256, 128, 64], cluster: [1, 2]}\n"}
 m = n = 4096
 res = {}
@@ -26,11 +17,11 @@ for k in [256, 512, 1024, 2048, 4096, 8192]:
     w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k ** 0.5
     y = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
     with wsfuse.Context(sizes={"M": m, "N": n, "K": k}, cache="0") as ctx:
-        ks = {v: ctx.compile_string(SPEC.format(sched=s), name=f"{v}.yaml") for v, s in V.items()}
+        ks = {v: ctx.compile_string(gemm_spec(s), name=f"{v}.yaml") for v, s in V.items()}
         ks["cublas"] = None
         for r in range(3):
             for v, kk in (ks.items() if r % 2 == 0 else reversed(list(ks.items()))):
-                t = bench((lambda kk=kk: kk.launch(x, w, y)) if kk else (lambda: torch.mm(x, w.t(), out=y))) * 1000
+                t = bench((lambda kk=kk: kk.launch(x, w, y)) if kk else (lambda: torch.mm(x, w.t(), out=y)), rep=150) * 1000
                 res.setdefault((v, k), []).append(t)
     print(f"K={k}: " + " ".join(f"{v} {sorted(res[(v,k)])[1]:.1f}" for v in ks), flush=True)
 import numpy as np

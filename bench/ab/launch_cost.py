@@ -8,15 +8,7 @@ call alone, and torch.mm for comparison.  WSFUSE_PY names another folder holding
 """
 import os, sys, time; sys.path.insert(0, os.environ.get("WSFUSE_PY", "python"))
 import torch, wsfuse, ctypes
-SPEC = """fusion: gemm
-inputs:
-  x: {dtype: bf16, shape: [M, K]}
-  w: {dtype: bf16, shape: [N, K]}
-ops:
-  - {out: y, op: matmul, in: [x, w], transpose_b: true}
-outputs:
-  y: {dtype: bf16}
-"""
+from abcommon import gemm_spec
 def per(fn, n=2000):
     for _ in range(50): fn()
     torch.cuda.synchronize()
@@ -28,7 +20,7 @@ for (m, n, k, cl) in [(128, 128, 128, ""), (1024, 1024, 1024, "schedule: {cluste
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16); w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
     y = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
     with wsfuse.Context(sizes={"M": m, "N": n, "K": k}) as ctx:
-        kern = ctx.compile_string(SPEC + cl, name="g.yaml")
+        kern = ctx.compile_string(gemm_spec(cl), name="g.yaml")
         args, keep, dev = kern._args((x, w, y))
         h = torch.cuda.current_stream().cuda_stream
         r = {

@@ -7,16 +7,8 @@ rounds alternating the order (do_bench rep=100, median) with torch.mm in each.
 """
 import sys; sys.path.insert(0, "python")
 import torch, triton, wsfuse
+from abcommon import gemm_spec
 def bench(fn): return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
-SPEC = """fusion: gemm
-inputs:
-  x: {{dtype: bf16, shape: [M, K]}}
-  w: {{dtype: bf16, shape: [N, K]}}
-ops:
-  - {{out: y, op: matmul, in: [x, w], transpose_b: true}}
-outputs:
-  y: {{dtype: bf16}}
-{sched}"""
 VARIANTS = {"default": "", "coop": "schedule: {consumers: cooperative}\n", "pp64x64": "schedule: {consumers: pingpong, tile: [64, 64, 64]}\n",
             "pp64x128": "schedule: {consumers: pingpong, tile: [64, 128, 64]}\n", "pp64x256": "schedule: {consumers: pingpong}\n",
             "n128": "schedule: {tile: [128, 128, 64]}\n"}
@@ -25,7 +17,7 @@ for (m, n, k) in [(64, 8192, 4096), (16, 8192, 4096), (128, 8192, 4096)]:
     w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k ** 0.5
     y = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
     with wsfuse.Context(sizes={"M": m, "N": n, "K": k}) as ctx:
-        ks = {v: ctx.compile_string(SPEC.format(sched=s), name=f"{v}.yaml") for v, s in VARIANTS.items()}
+        ks = {v: ctx.compile_string(gemm_spec(s), name=f"{v}.yaml") for v, s in VARIANTS.items()}
         ref = x.float() @ w.float().t()
         for v, kk in ks.items():
             y.fill_(float("nan")); kk.launch(x, w, y); torch.cuda.synchronize()

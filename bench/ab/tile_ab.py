@@ -7,23 +7,14 @@ alternating the order, medians of do_bench(rep=200).
 """
 import sys; sys.path.insert(0, "python")
 import torch, triton, wsfuse
-def bench(fn): return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
-SPEC = """fusion: gemm
-inputs:
-  x: {{dtype: bf16, shape: [M, K]}}
-  w: {{dtype: bf16, shape: [N, K]}}
-ops:
-  - {{out: y, op: matmul, in: [x, w], transpose_b: true}}
-outputs:
-  y: {{dtype: bf16}}
-{sched}"""
+from abcommon import bench, gemm_spec
 for (m, n, k) in [(1024, 1024, 1024), (2048, 2048, 2048), (64, 8192, 4096), (16, 8192, 4096), (1024, 4096, 4096)]:
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k ** 0.5
     y = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
     with wsfuse.Context(sizes={"M": m, "N": n, "K": k}) as ctx:
-        kd = ctx.compile_string(SPEC.format(sched=""), name="d.yaml")
-        kw = ctx.compile_string(SPEC.format(sched="schedule: {tile: [128, 256, 64]}\n"), name="w.yaml")
+        kd = ctx.compile_string(gemm_spec(""), name="d.yaml")
+        kw = ctx.compile_string(gemm_spec("schedule: {tile: [128, 256, 64]}\n"), name="w.yaml")
         tile = kd.text("kernel-ir").splitlines()[0].split("tile=")[1].split("]")[0] + "]"
         kd.launch(x, w, y); torch.cuda.synchronize()
         ref = x.float() @ w.float().t()
