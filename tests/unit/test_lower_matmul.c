@@ -1397,6 +1397,11 @@ refused_forms(void **state)
 		 "schedule: {warp_specialize: false}\n",
 		 "a matmul without warp specialization is not implemented yet"},
 		{HEAD "inputs:\n  a: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_b: true}\n  - {out: y2, op: cast, in: [y], to: bf16}\n"
+		 "outputs:\n  y: {}\n  y2: {dtype: bf16}\n"
+		 "schedule: {tile: [256, 128, 64], signal: {per_tile, consumer: y2}}\n",
+		 "a tile of 256 rows with a signal consumer role is not implemented yet: use 128 rows"},
+		{HEAD "inputs:\n  a: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
 		 "  b: {dtype: bf16, shape: [M, K]}\n"
 		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_b: true}\n"
 		 "  - {out: g, op: matmul, in: [b, w], transpose_b: true}\n  - {out: o, op: mul, in: [y, g]}\n"
