@@ -15,7 +15,12 @@
  *             that loop merge into one serial loop over their product on
  *             this side (nvFuser #3941): barriers and phases run on across
  *             tiles with no gap at a tile's end.  Per-tile loads outside the
- *             inner loop run in its first iteration.
+ *             inner loop run in its first iteration.  Not for a matmul: its
+ *             producer keeps tile { k loop }, whose stage counter runs on
+ *             across tiles the same, so that the tile's place in the raster
+ *             (divisions) is computed once a tile, not once a k-step, where
+ *             it slowed the one thread that issues the loads (1% on the
+ *             large GEMMs; docs/perf.md).
  *   consumer  the loop without its loads, followed by every statement that
  *             came after it in its block: tile { k loop; epilogue } is kept
  *             as it was, derived from the same loop, not inlined with the
@@ -347,7 +352,9 @@ pass_warp_specialize(Comp *c)
 		return diag_internal(c, "warp_specialize", "setmaxnreg needs whole warpgroups in every role");
 	loop = w.parent->body[w.index];
 
-	producer = merge_loops(c, k, ws_load_slice(c, k, loop));
+	producer = ws_load_slice(c, k, loop);
+	if (k->family != FAM_MATMUL)
+		producer = merge_loops(c, k, producer);
 	set_part(producer, CB_PRODUCER);
 	producer->comment = "producer: issue the loads of every tile";
 

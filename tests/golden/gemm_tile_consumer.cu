@@ -142,12 +142,14 @@ wsfuse_gemm_tile_consumer(
             }
         } else {   // producer warp: TMA issue only
             // circular buffer: 4 stages, prefetch 2
-            for (long long q = 0LL; q < (my_tiles * ktiles); q++) {   // producer: issue the loads of every tile
-                if (threadIdx.x == 256) {   // one thread loads the k-step's operands
-                    wsf_mbar_wait(&empty[(q % 4LL)], (unsigned)((q / 4LL) & 1LL));   // wait until consumers released the slot
-                    wsf_mbar_expect_tx(&full[(q % 4LL)], 49152);
-                    wsf_tma_load_2d(tile_x + ((q % 4LL)) * 8192, &in_x, (wsf_umod(q, ktiles) * 64LL), (((wsf_udiv(((long long)blockIdx.x + (wsf_udiv(q, ktiles) * (long long)gridDim.x)), (16LL * col_tiles)) * 16LL) + wsf_umod(wsf_umod(((long long)blockIdx.x + (wsf_udiv(q, ktiles) * (long long)gridDim.x)), (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(((long long)blockIdx.x + (wsf_udiv(q, ktiles) * (long long)gridDim.x)), (16LL * col_tiles)) * 16LL)), 16LL))) * 128LL), &full[(q % 4LL)]);  // tests/golden/gemm_tile_consumer.yaml:10
-                    wsf_tma_load_2d(tile_w + ((q % 4LL)) * 16384, &in_w, (wsf_umod(q, ktiles) * 64LL), (wsf_udiv(wsf_umod(((long long)blockIdx.x + (wsf_udiv(q, ktiles) * (long long)gridDim.x)), (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(((long long)blockIdx.x + (wsf_udiv(q, ktiles) * (long long)gridDim.x)), (16LL * col_tiles)) * 16LL)), 16LL)) * 256LL), &full[(q % 4LL)]);  // tests/golden/gemm_tile_consumer.yaml:10
+            for (long long i = 0LL; i < my_tiles; i++) {   // producer: issue the loads of every tile
+                for (long long kk = 0LL; kk < ktiles; kk++) {   // the k-steps of this tile
+                    if (threadIdx.x == 256) {   // one thread loads the k-step's operands
+                        wsf_mbar_wait(&empty[(((i * ktiles) + kk) % 4LL)], (unsigned)((((i * ktiles) + kk) / 4LL) & 1LL));   // wait until consumers released the slot
+                        wsf_mbar_expect_tx(&full[(((i * ktiles) + kk) % 4LL)], 49152);
+                        wsf_tma_load_2d(tile_x + ((((i * ktiles) + kk) % 4LL)) * 8192, &in_x, (kk * 64LL), (((wsf_udiv(((long long)blockIdx.x + (i * (long long)gridDim.x)), (16LL * col_tiles)) * 16LL) + wsf_umod(wsf_umod(((long long)blockIdx.x + (i * (long long)gridDim.x)), (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(((long long)blockIdx.x + (i * (long long)gridDim.x)), (16LL * col_tiles)) * 16LL)), 16LL))) * 128LL), &full[(((i * ktiles) + kk) % 4LL)]);  // tests/golden/gemm_tile_consumer.yaml:10
+                        wsf_tma_load_2d(tile_w + ((((i * ktiles) + kk) % 4LL)) * 16384, &in_w, (kk * 64LL), (wsf_udiv(wsf_umod(((long long)blockIdx.x + (i * (long long)gridDim.x)), (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(((long long)blockIdx.x + (i * (long long)gridDim.x)), (16LL * col_tiles)) * 16LL)), 16LL)) * 256LL), &full[(((i * ktiles) + kk) % 4LL)]);  // tests/golden/gemm_tile_consumer.yaml:10
+                    }
                 }
             }
         }
