@@ -46,7 +46,7 @@ frame(Emit *e)
 {
 	int i;
 
-	for (i = 0; i < e->f->ninput; i++) {
+	for (i = 0; i < e->f->ninput && !e->k->swap_ab; i++) {   /* a swapped tile reads its inputs in place */
 		const KParam *p = emit_param_of(e, e->f->input[i], false);
 
 		if (p->kind == PK_PTR && p->view == VIEW_ROW)
@@ -268,6 +268,90 @@ op_value(Emit *e, const Op *o)
 	          emit_pos(e, o->pos));
 }
 
+/*
+ * The epilogue of a swapped matmul (Kernel.swap_ab) over its whole tile at
+ * (s->a, s->b): the accumulator is the tile transposed, 64 columns of
+ * tile_rows rows, so thread (warp w, lane l) holds the output's column 16
+ * (w % 4) + l / 4 + 8 ((j >> 1) & 1) at row 8 (j >> 2) + 2 (l % 4) + (j &
+ * 1) in its element j.  Inputs are read where each element needs them (a
+ * tile is computed once, and holds at most 32 values a thread); each
+ * output's value is written to its staging tile [rows][64] an element at a
+ * time (the two of a thread in a row are 8 columns apart), the warpgroup's
+ * own rows of the copy both share.
+ */
+static void
+compute_swapped(Emit *e, const Stmt *s, const bool *needed, int acc)
+{
+	const Kernel *k = e->k;
+	Fusion *f = e->f;
+	int i, n = emit_acc_regs(k, acc);
+
+	emit_line(e, "{   // compute tile (row0, col0) = (%s, %s), transposed in the accumulator: %s",
+	          emit_expr_str(e, s->a), emit_expr_str(e, s->b), s->comment ? s->comment : "");
+	e->depth++;
+	emit_line(e, "const long long top = %s, left = %s;", emit_expr_str(e, s->a), emit_expr_str(e, s->b));
+	/* wc: the thread's first column of the tile, wr: its first row; ws: its warpgroup's rows of the staging copy */
+	emit_line(e, "const int wc = 16 * ((threadIdx.x / 32) %% 4) + (threadIdx.x %% 32) / 4, wr = 2 * (threadIdx.x %% 4), "
+	          "ws = %d * (threadIdx.x / 128);", k->tile_rows);
+	for (i = 0; i < s->nwrites; i++) {
+		emit_line(e, "%s *%s = %s;", emit_type(k->buf[s->writes[i].buf].dtype), emit_curname(e, s->writes[i].buf),
+		          emit_buf_at(e, s->writes[i].buf, s->writes[i].slot));
+		emit_line(e, "float %s[%d];", emit_tname(e, PFX_RESULT, k->buf[s->writes[i].buf].tensor), n);
+	}
+	emit_line(e, "#pragma unroll");
+	emit_line(e, "for (int jj = 0; jj < %d; jj++) {", n);
+	e->depth++;
+	emit_line(e, "const long long row = top + wr + 8 * (jj >> 2) + (jj & 1), col = left + wc + 8 * ((jj >> 1) & 1);");
+	for (i = 0; i < f->ninput; i++) {
+		int t = f->input[i];
+		const KParam *p = emit_param_of(e, t, false);
+		const char *cond = NULL, *idx = "0";
+
+		if (p->kind == PK_TMAP || !needed[t])
+			continue;   /* an operand */
+		if (p->view == VIEW_ROW)
+			cond = "col < cols", idx = "col";
+		else if (p->view == VIEW_COL)
+			cond = "row < rows", idx = "row";
+		else if (p->view == VIEW_FULL)
+			cond = "row < rows && col < cols", idx = "row * cols + col";
+		e->value[t] = emit_tname(e, PFX_VALUE, t);
+		emit_line(e, "const float %s = %s;%s", e->value[t], load_text(e, p, cond, idx), emit_pos(e, f->tensor[t].pos));
+	}
+	for (i = 1; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+
+		if (!needed[o->out])
+			continue;
+		e->value[o->out] = emit_tname(e, PFX_VALUE, o->out);
+		if (op_info[o->kind].cls == CLS_MATMUL)
+			emit_line(e, "const float %s = %s[jj];%s", e->value[o->out], acc_name(e, acc), emit_pos(e, o->pos));
+		else
+			op_value(e, o);
+	}
+	for (i = 0; i < s->nwrites; i++) {
+		const KBuf *b = &k->buf[s->writes[i].buf];
+
+		emit_line(e, "%s[jj] = %s;", emit_tname(e, PFX_RESULT, b->tensor), e->value[b->tensor]);
+	}
+	e->depth--;
+	emit_line(e, "}");
+	emit_line(e, "#pragma unroll");
+	emit_line(e, "for (int jj = 0; jj < %d; jj++) {", n);
+	emit_line(e, "    const int at = (ws + wr + 8 * (jj >> 2) + (jj & 1)) * %d + wc + 8 * ((jj >> 1) & 1);",
+	          k->tile_cols);
+	for (i = 0; i < s->nwrites; i++) {
+		const KBuf *b = &k->buf[s->writes[i].buf];
+
+		emit_line(e, "    %s(%s + %s, %s[jj]);", b->dtype == DT_F16 ? "wsf_store1_f16" : "wsf_store1",
+		          emit_curname(e, s->writes[i].buf), b->swizzle ? arena_printf(e->c->arena, "wsf_swizzle<%d, %d>(at)",
+		          b->swizzle, dtype_info[b->dtype].bytes) : "at", emit_tname(e, PFX_RESULT, b->tensor));
+	}
+	emit_line(e, "}");
+	e->depth--;
+	emit_line(e, "}");
+}
+
 /* The epilogue over one subtile: s->b is its first column, s->pass its index in the tile. */
 static void
 compute(Emit *e, const Stmt *s)
@@ -285,6 +369,10 @@ compute(Emit *e, const Stmt *s)
 	for (i = 0; i < s->nreads; i++)
 		if (s->reads[i].acc)
 			acc = s->reads[i].acc;
+	if (k->swap_ab) {
+		compute_swapped(e, s, needed, acc);
+		return;
+	}
 	emit_line(e, "{   // compute subtile (row0, col) = (%s, %s): %s", emit_expr_str(e, s->a), emit_expr_str(e, s->b),
 	          s->comment ? s->comment : "");
 	e->depth++;

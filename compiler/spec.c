@@ -91,7 +91,7 @@ static const char *const spec_keys[] = {"fusion", "sizes", "inputs", "ops", "out
 static const char *const input_keys[] = {"dtype", "shape", "wait"};
 static const char *const output_keys[] = {"dtype"};
 static const char *const schedule_keys[] = {
-	"tile", "stages", "warp_specialize", "persistent", "cluster", "consumers", "signal", "store",
+	"tile", "stages", "warp_specialize", "persistent", "cluster", "consumers", "signal", "store", "swap_ab",
 };
 
 /* Op attribute keys and the A_* bit an op must have to take them. */
@@ -1447,7 +1447,7 @@ read_signal(Reader *r, const Node *n)
 /* schedule: { tile: [EXTENT, ...], stages: INT, warp_specialize: BOOL, persistent: BOOL,
  *             cluster: [X, Y], consumers: cooperative | pingpong,
  *             signal: per_tile | {per_tile, consumer: NAME | [NAME, ...], scope: gpu | system},
- *             store: vector | tma } */
+ *             store: vector | tma, swap_ab: BOOL } */
 static int
 read_schedule(Reader *r, const Node *key, const Node *n)
 {
@@ -1506,6 +1506,11 @@ read_schedule(Reader *r, const Node *key, const Node *n)
 				return -1;
 			s->store = word == 2 ? STORE_TMA : STORE_VECTOR;
 			s->store_pos = val->pos;
+		} else if (strcmp(k, "swap_ab") == 0) {
+			if (read_bool(r, val, "'swap_ab'", &b) < 0)
+				return -1;
+			s->swap_ab = b ? 2 : 1;
+			s->swap_pos = val->pos;
 		}
 	}
 	return 0;

@@ -350,8 +350,9 @@ typedef struct Schedule {
 	Consumers consumers;
 	Signal signal;
 	StoreKind store;
+	int swap_ab;           /* 0 unset, 1 no, 2 yes: a matmul computes D^T = B A^T (docs/spec.md) */
 	Pos pos;
-	Pos stages_pos, tile_pos, ws_pos;
+	Pos stages_pos, tile_pos, ws_pos, swap_pos;
 	Pos cluster_pos, consumers_pos, signal_pos, store_pos;   /* line 0: not given */
 	Pos consumer_pos;      /* signal: {per_tile, consumer: ...}: where the consumer's outputs are named */
 	bool system;           /* signal: {per_tile, scope: system}: flags released at system scope, for a
@@ -790,6 +791,9 @@ struct Kernel {
 	bool pdl;                /* launched as a programmatic dependent (ST_GRID_DEP): it may start while the
 	                            grid before it in the stream finishes, and waits for it before touching
 	                            global memory */
+	bool swap_ab;            /* a matmul of few rows computed transposed, D^T = B A^T: B's 64 rows of a tile
+	                            fill wgmma's M and A's tile_rows rows its N, so the accumulator holds the
+	                            output tile transposed (ping-pong, one epilogue subtile a tile) */
 	int row_blocks;          /* a matmul: the 64-row blocks of the tile a consumer warpgroup computes, each a
 	                            wgmma of its own into its own N / 2 accumulator registers: 1, or 2 for a
 	                            ping-pong warpgroup's 128-row tile */

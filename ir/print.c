@@ -96,7 +96,7 @@ print_schedule(Buf *b, const Schedule *s)
 	int i;
 
 	if (!s->ntile && !s->stages && !s->warp_specialize && !s->persistent && !s->cluster[0] &&
-	    !s->consumers && !s->signal && !s->store)
+	    !s->consumers && !s->signal && !s->store && !s->swap_ab)
 		return;
 	buf_puts(b, "  schedule");
 	if (s->ntile) {
@@ -120,6 +120,8 @@ print_schedule(Buf *b, const Schedule *s)
 		           s->system ? " scope=system" : "");
 	if (s->store)
 		buf_printf(b, " store=%s", s->store == STORE_TMA ? "tma" : "vector");
+	if (s->swap_ab)
+		buf_printf(b, " swap_ab=%s", tri[s->swap_ab]);
 	end_line(b, start, s->pos);
 }
 

@@ -27,10 +27,12 @@
  * warp-specialized kernel the outermost (barriers are initialised once and
  * phases run across the whole persistent loop).
  *
- * S and P: the schedule's `stages`, or as many as fit the kernel's
- * shared-memory target (at least 2, at most 8; the target leaves room for
- * several CTAs per SM, which measured faster than deeper pipelines in fewer
- * CTAs for streaming kernels, docs/perf.md), never more than the budget;
+ * S and P: the schedule's `stages`, or the kernel's default
+ * (Kernel.stages_default: a swapped matmul's 16), or as many as fit the
+ * kernel's shared-memory target (at least 2, at most 8; the target leaves
+ * room for several CTAs per SM, which measured faster than deeper
+ * pipelines in fewer CTAs for streaming kernels, docs/perf.md), never more
+ * than the budget;
  * memory is counted as codegen lays it out, each copy padded to its
  * alignment (kbuf_copy).
  * P = S - 1 when compute is synchronous: a stage is free as soon as the
@@ -247,9 +249,11 @@ retarget(Rewrite *r, Stmt *s, Expr *lin, bool tx_done)
 		s->slot = slot_of(r, lin);
 		s->bar = r->full;
 		s->barslot = s->slot;
-		s->a = ex_inline_lets(r->c, r->loop, s->a);
-		s->b = ex_inline_lets(r->c, r->loop, s->b);
-		s->z = ex_inline_lets(r->c, r->loop, s->z);
+		if (!r->k->warp_specialize) {   /* the prologue's copies of the loads go before the loop's lets */
+			s->a = ex_inline_lets(r->c, r->loop, s->a);
+			s->b = ex_inline_lets(r->c, r->loop, s->b);
+			s->z = ex_inline_lets(r->c, r->loop, s->z);
+		}
 		r->k->buf[s->buf].full_bar = r->full;
 		return;
 	}
@@ -466,8 +470,13 @@ cb_smem_at(Kernel *k, const Stmt *loop, int stages)
 static int
 choose_stages(Comp *c, Kernel *k, const bool *bufs, int *stages)
 {
-	int b, fit = 0, limit = k->stages_hint > MAX_STAGES ? k->stages_hint : MAX_STAGES;
+	int b, fit = 0, limit = MAX_STAGES;
 	int64_t stage = 0;
+
+	if (k->stages_hint > limit)
+		limit = k->stages_hint;
+	if (k->stages_default > limit)
+		limit = k->stages_default;
 
 	for (b = 1; b < k->nbuf; b++)
 		if (bufs[b])

@@ -66,7 +66,9 @@ enum {
 	PRODUCER_REGS = 40, CONSUMER_REGS = 232,   /* 128 x 40 + 256 x 232 fits 64K registers */
 	SIGNAL_PRODUCER_REGS = 88, SIGNAL_CONSUMER_REGS = 208,   /* with a signal consumer role: 128 x 88 + 256 x 208,
 	                                                            for its loads in flight (emit_matmul.c) */
-	SMEM_BUDGET = 227 * 1024                   /* sm_90's dynamic shared memory a CTA */
+	SMEM_BUDGET = 227 * 1024,                  /* sm_90's dynamic shared memory a CTA */
+	SWAP_STAGES = 16                           /* swap_ab's stages by default: a tile's k loop streams B from
+	                                              DRAM, and each stage holds little of it (docs/perf.md) */
 };
 
 /* A valid spec this version cannot lower: exit status 6, at POS. */
@@ -194,6 +196,77 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, int mm, in
 		return diag_error(c, h->tile_pos, "matmul tile K is %d; it must be %d (a 128-byte swizzled row of "
 		                  "2-byte elements)", h->tile[2], BK);
 	*bn = h->tile[1];
+	return 0;
+}
+
+/*
+ * schedule: swap_ab.  An output of few rows (a decode step's tokens) fills
+ * a 64-row wgmma tile mostly with nothing, and a tile of 64 x 64 loads as
+ * much A as B at each k-step.  Swapped, the kernel computes D^T = B A^T:
+ * 64 of B's rows (the output's columns) are wgmma's M, and the output's
+ * rows, rounded up to 8, its N (8 to 64); the accumulator holds the tile
+ * transposed, and the epilogue writes it back transposed into a staging
+ * tile [rows][64].  Ping-pong consumers, each its own tile, as for a small
+ * M unswapped.  On by default where ping-pong's 64-row tiles would be
+ * (few_rows) and nothing below rules it out; `swap_ab: true` asks for it
+ * at any M (tiles of 64 rows then), false keeps the kernel unswapped.
+ * Sets *SWAP; 0 or -1.
+ */
+static int
+choose_swap(Comp *c, const Fusion *f, const Tensor *d, const Group *g, int ng, const Op *op, bool *swap)
+{
+	const Schedule *h = &f->sched;
+	bool ask = h->swap_ab == 2;
+	const char *why = NULL, *then = "";
+
+	*swap = false;
+	if (h->swap_ab == 1 || (!ask && (h->ntile || h->consumers || !few_rows(f, d))))
+		return 0;
+	if (ng > 1 || g[0].n > 1)
+		why = "with several matmuls in one kernel";
+	else if (op->transpose_a)
+		why = "with A read M-major (transpose_a)", then = ": its tile would be whole 64-wide chunks of M";
+	else if (f->tensor[op->in[1].tensor].rank > 2)
+		why = "for a batched matmul";
+	else if (h->consumers == CONSUMERS_COOPERATIVE)
+		why = "with consumers: cooperative", then = ": a swapped tile is one warpgroup's, as in ping-pong";
+	else if (h->cluster_pos.line && h->cluster[0] * h->cluster[1] > 1)
+		why = "in clusters";
+	else if (h->signal)
+		why = "with 'signal: per_tile'";
+	else
+		for (int j = 0; j < f->ninput && !why; j++)
+			if (f->tensor[f->input[j]].wait_pos.line)
+				why = "with an input that waits per tile";
+	if (why && ask)
+		return unbuilt(c, h->swap_pos, "swap_ab %s is not implemented yet%s", why, then);
+	*swap = !why;
+	return 0;
+}
+
+/*
+ * The tile of a swapped matmul (choose_swap): [rows, 64, 64], rows the
+ * hint's or the output's rows at its compile-time sizes rounded up to 8,
+ * at most 64.
+ */
+static int
+swap_tile(Comp *c, const Fusion *f, const Tensor *d, int *bm, int *bn, int *bk)
+{
+	const Schedule *h = &f->sched;
+	int64_t rows = 1;
+	int i;
+
+	*bn = CHUNK, *bk = BK;
+	if (h->ntile) {
+		if (h->ntile != 3 || h->tile[0] % 8 || h->tile[0] > 64 || h->tile[1] != CHUNK || h->tile[2] != BK)
+			return diag_error(c, h->tile_pos, "a swap_ab tile is [M, %d, %d] with M a multiple of 8 up to 64 "
+			                  "(wgmma's N; B's 64 rows are its M)", CHUNK, BK);
+		*bm = h->tile[0];
+		return 0;
+	}
+	for (i = 0; i + 1 < d->rank && rows > 0 && rows <= 64; i++)
+		rows = dim_value(f, d->dim[i]) > 0 ? rows * dim_value(f, d->dim[i]) : 0;
+	*bm = rows > 0 && rows <= 64 ? (int)(rows + 7) / 8 * 8 : 64;
 	return 0;
 }
 
@@ -470,7 +543,7 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 	const Tensor *a = &f->tensor[op->in[0].tensor], *b = &f->tensor[op->in[1].tensor];
 	Stmt *kloop, *issue, *eloop, *compute, *store;
 	Expr *kk, *ecol;
-	int m, j;
+	int m, j, ecols = k->swap_ab ? t->bn : EPI_COLS;
 
 	kloop = st_loop(c, kernel_add_var(c, k, "kk"), ex_int(c, 0), t->ktiles, LOOP_SERIAL);
 	kloop->comment = n > 1 ? arena_printf(c->arena, "the k-steps of this tile of %s", f->tensor[op->out].name)
@@ -487,13 +560,15 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 		load_operand(c, k, issue, t->bbuf, m * t->bn * t->bk, pb[m], t->bkm, t->bn, t->bk, t->col0, kk,
 		             b->rank > 2 ? t->bt : NULL, k->cluster[0], f->op[g->mm[m]].pos);
 	{
+		/* swapped (swap_ab), the mma's A is B's tile and its B is A's: D^T = B A^T */
 		Stmt *mma = st_new(c, ST_MMA);
 
 		mma->mma = arena_alloc(c->arena, sizeof *mma->mma);
-		*mma->mma = (MmaShape){t->bm, g->n * t->bn, t->bk, t->akm, t->bkm};
-		VEC_PUSH(c->arena, mma->reads, mma->nreads, mma->capreads)->buf = t->abuf;
+		*mma->mma = k->swap_ab ? (MmaShape){t->bn, t->bm, t->bk, t->bkm, t->akm}
+		                       : (MmaShape){t->bm, g->n * t->bn, t->bk, t->akm, t->bkm};
+		VEC_PUSH(c->arena, mma->reads, mma->nreads, mma->capreads)->buf = k->swap_ab ? t->bbuf : t->abuf;
 		mma->reads[0].slot = ex_int(c, 0);
-		VEC_PUSH(c->arena, mma->reads, mma->nreads, mma->capreads)->buf = t->bbuf;
+		VEC_PUSH(c->arena, mma->reads, mma->nreads, mma->capreads)->buf = k->swap_ab ? t->abuf : t->bbuf;
 		mma->reads[1].slot = ex_int(c, 0);
 		VEC_PUSH(c->arena, mma->writes, mma->nwrites, mma->capwrites)->acc = g->acc[0];
 		mma->cond = ex_bin(c, EX_EQ, kk, ex_int(c, 0));
@@ -501,11 +576,15 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 		st_append(c, kloop, mma);
 	}
 
-	/* the epilogue: subtiles of BM x EPI_COLS, each computed into a staging copy and stored by TMA */
-	eloop = st_loop(c, kernel_add_var(c, k, "e"), ex_int(c, 0), ex_int(c, t->bn / EPI_COLS), LOOP_SERIAL);
-	eloop->comment = "the epilogue, a subtile at a time";
+	/*
+	 * The epilogue: subtiles of BM x EPI_COLS, each computed into a staging
+	 * copy and stored by TMA; swapped, one subtile of the whole tile, each
+	 * thread's values lying down its columns.
+	 */
+	eloop = st_loop(c, kernel_add_var(c, k, "e"), ex_int(c, 0), ex_int(c, t->bn / ecols), LOOP_SERIAL);
+	eloop->comment = k->swap_ab ? "the epilogue, the whole tile at once" : "the epilogue, a subtile at a time";
 	st_append(c, t->loop, eloop);
-	ecol = ex_bin(c, EX_ADD, t->col0, ex_bin(c, EX_MUL, ex_var(c, eloop->var), ex_int(c, EPI_COLS)));
+	ecol = ex_bin(c, EX_ADD, t->col0, ex_bin(c, EX_MUL, ex_var(c, eloop->var), ex_int(c, ecols)));
 	compute = st_new(c, ST_COMPUTE);
 	compute->a = t->row0;
 	compute->b = ecol;
@@ -523,16 +602,18 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 
 		if (k->param[j].kind != PK_TMAP || k->param[j].arg < f->ninput || out_group[k->param[j].arg - f->ninput] != gi)
 			continue;
-		sb = lower_stage_output(c, k, j, k->pingpong ? 2 * t->bm : t->bm, EPI_COLS, 2, ex_var(c, eloop->var), t->row0,
-		                        ecol, compute, store);
+		/* two copies, the next subtile's written while the last one's store reads; a swapped tile's one */
+		sb = lower_stage_output(c, k, j, k->pingpong ? 2 * t->bm : t->bm, ecols, k->swap_ab ? 1 : 2,
+		                        ex_var(c, eloop->var), t->row0, ecol, compute, store);
 		/*
 		 * Swizzled as TMA reads it (the map's swizzle follows its inner box:
 		 * 64 bytes of 2-byte elements, 128 of f32): the 8 rows a warp writes
 		 * at once land in 8 different 16-byte chunks, where row-major they
-		 * shared 2 (4-way bank conflicts; 8-way for f32).
+		 * shared 2 (4-way bank conflicts; 8-way for f32).  A swapped tile's
+		 * rows of 64 f32 are past the widest swizzle (128 bytes): row-major.
 		 */
-		row_bytes = EPI_COLS * dtype_info[k->buf[sb].dtype].bytes;
-		if (row_bytes >= 64)
+		row_bytes = ecols * dtype_info[k->buf[sb].dtype].bytes;
+		if (row_bytes >= 64 && row_bytes <= 128)
 			k->buf[sb].swizzle = row_bytes;
 	}
 	for (j = 0; j < store->nbody; j++) {
@@ -542,7 +623,7 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 			continue;
 		st->z = t->bt;   /* a batched output's map is 3-D */
 		if (k->pingpong)   /* a staging copy holds both warpgroups' subtiles; each stores its own */
-			st->off = ex_bin(c, EX_MUL, ex_leaf(c, EX_WG), ex_int(c, t->bm * EPI_COLS));
+			st->off = ex_bin(c, EX_MUL, ex_leaf(c, EX_WG), ex_int(c, t->bm * ecols));
 	}
 	st_append(c, eloop, store);
 	return kloop;
@@ -743,7 +824,9 @@ lower_matmul(Comp *c, Fusion *f)
 		               "epilogue stores through staging subtiles and TMA");
 	if (f->sched.warp_specialize == 1)
 		return unbuilt(c, f->sched.ws_pos, "a matmul without warp specialization is not implemented yet");
-	k->pingpong = f->sched.consumers == CONSUMERS_PINGPONG ||
+	if (choose_swap(c, f, d, g, ng, op, &k->swap_ab) < 0)
+		return -1;
+	k->pingpong = k->swap_ab || f->sched.consumers == CONSUMERS_PINGPONG ||
 	              (!f->sched.consumers && !f->sched.ntile && ng == 1 && g[0].n == 1 && few_rows(f, d));
 	if (k->pingpong && ng > 1)
 		return unbuilt(c, f->sched.consumers_pos, "consumers: pingpong with independent matmuls in one kernel is "
@@ -753,11 +836,12 @@ lower_matmul(Comp *c, Fusion *f)
 	if (f->sched.system && f->sched.consumer_pos.line)
 		return diag_error(c, f->sched.scope_pos, "'scope' applies to flags, and with 'consumer' the tiles are "
 		                  "signalled to the kernel's own consumer role: leave out 'scope'");
-	if (choose_tile(c, f, d, k->pingpong, g[0].mm[0], g[0].n, &t.bm, &t.bn, &t.bk))
+	if (k->swap_ab ? swap_tile(c, f, d, &t.bm, &t.bn, &t.bk)
+	               : choose_tile(c, f, d, k->pingpong, g[0].mm[0], g[0].n, &t.bm, &t.bn, &t.bk))
 		return -1;
 	if (choose_cluster(c, f, d, k, &t, op) < 0)
 		return -1;
-	k->row_blocks = t.bm / (k->pingpong ? 64 : 128);
+	k->row_blocks = k->swap_ab ? 1 : t.bm / (k->pingpong ? 64 : 128);
 	if (k->row_blocks > 1 && f->sched.consumer_pos.line)
 		return unbuilt(c, f->sched.tile_pos, "a tile of %d rows with a signal consumer role is not implemented "
 		               "yet: use %d rows", t.bm, t.bm / 2);
@@ -783,6 +867,7 @@ lower_matmul(Comp *c, Fusion *f)
 	k->tile_pos = f->sched.ntile ? f->sched.tile_pos : (Pos){0};
 	k->smem_budget = SMEM_BUDGET;
 	k->stages_hint = f->sched.stages;
+	k->stages_default = k->swap_ab ? SWAP_STAGES : 0;
 	k->stages_pos = f->sched.stages ? f->sched.stages_pos : f->pos;
 
 	/* parameters: the operands (tensor maps of 128-byte swizzled boxes), the epilogue's inputs, the outputs */
@@ -846,9 +931,9 @@ lower_matmul(Comp *c, Fusion *f)
 		k->param[p].tensor = f->out[j].tensor;
 		k->param[p].dtype = f->out[j].dtype;
 		k->param[p].view = VIEW_FULL;
-		if (!f->out[j].consumer) {
+		if (!f->out[j].consumer) {   /* a staging subtile (group_tile) */
 			k->param[p].box[0] = t.bm;
-			k->param[p].box[1] = EPI_COLS;
+			k->param[p].box[1] = k->swap_ab ? t.bn : EPI_COLS;
 		}
 	}
 	if (f->sched.consumer_pos.line && consumer_reads(c, f, k) < 0)
@@ -887,12 +972,14 @@ lower_matmul(Comp *c, Fusion *f)
 	 * A group's accumulator is one tile of n x BN columns, its matmuls'
 	 * side by side (quack's layout for SwiGLU's gate and up): the first
 	 * names the whole, the others are its columns from m x BN on.
+	 * Swapped, it is the tile transposed: BN rows of BM.
 	 */
 	for (gi = 0; gi < ng; gi++)
 		for (m = 0; m < g[gi].n; m++) {
 			const Op *o = &f->op[g[gi].mm[m]];
 			int x = kernel_add_acc(c, k, arena_printf(c->arena, "acc_%s", f->tensor[o->out].name),
-			                       o->acc ? o->acc : DT_F32, t.bm, m ? t.bn : g[gi].n * t.bn);
+			                       o->acc ? o->acc : DT_F32, k->swap_ab ? t.bn : t.bm,
+			                       k->swap_ab ? t.bm : m ? t.bn : g[gi].n * t.bn);
 
 			k->acc[x].tensor = o->out;
 			k->acc[x].alias = gi ? g[0].acc[0] : m ? g[gi].acc[0] : 0;

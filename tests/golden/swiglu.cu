@@ -82,13 +82,16 @@ wsfuse_swiglu(
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         // circular buffer: 4 stages, prefetch 2
         for (long long i = 0LL; i < my_tiles; i++) {   // producer: issue the loads of every tile
+            const long long tile = (((long long)blockIdx.x / 2LL) + (i * ((long long)gridDim.x / 2LL)));
+            const long long row0 = ((((wsf_udiv(tile, (8LL * col_tiles)) * 8LL) + wsf_umod(wsf_umod(tile, (8LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 256LL) - (wsf_udiv(tile, (8LL * col_tiles)) * 8LL)), 8LL))) * 256LL) + ((long long)wsf_cluster_rank() * 128LL));
+            const long long col0 = (wsf_udiv(wsf_umod(tile, (8LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 256LL) - (wsf_udiv(tile, (8LL * col_tiles)) * 8LL)), 8LL)) * 128LL);
             for (long long kk = 0LL; kk < ktiles; kk++) {   // the k-steps of this tile
                 if (threadIdx.x == 256) {   // one thread loads the k-step's operands
                     wsf_mbar_wait(&empty[(((i * ktiles) + kk) % 4LL)], (unsigned)((((i * ktiles) + kk) / 4LL) & 1LL));   // wait until consumers released the slot
                     wsf_mbar_expect_tx(&full[(((i * ktiles) + kk) % 4LL)], 49152);
-                    wsf_tma_load_2d(tile_x + ((((i * ktiles) + kk) % 4LL)) * 8192, &in_x, (kk * 64LL), ((((wsf_udiv((((long long)blockIdx.x / 2LL) + (i * ((long long)gridDim.x / 2LL))), (8LL * col_tiles)) * 8LL) + wsf_umod(wsf_umod((((long long)blockIdx.x / 2LL) + (i * ((long long)gridDim.x / 2LL))), (8LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 256LL) - (wsf_udiv((((long long)blockIdx.x / 2LL) + (i * ((long long)gridDim.x / 2LL))), (8LL * col_tiles)) * 8LL)), 8LL))) * 256LL) + ((long long)wsf_cluster_rank() * 128LL)), &full[(((i * ktiles) + kk) % 4LL)]);  // examples/swiglu.yaml:21
-                    wsf_tma_load_2d_multicast(tile_wg + ((((i * ktiles) + kk) % 4LL)) * 16384 + (((long long)wsf_cluster_rank() * 64LL) * 64LL), &in_wg, (kk * 64LL), ((wsf_udiv(wsf_umod((((long long)blockIdx.x / 2LL) + (i * ((long long)gridDim.x / 2LL))), (8LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 256LL) - (wsf_udiv((((long long)blockIdx.x / 2LL) + (i * ((long long)gridDim.x / 2LL))), (8LL * col_tiles)) * 8LL)), 8LL)) * 128LL) + ((long long)wsf_cluster_rank() * 64LL)), &full[(((i * ktiles) + kk) % 4LL)], 0x3);  // examples/swiglu.yaml:21
-                    wsf_tma_load_2d_multicast(tile_wg + ((((i * ktiles) + kk) % 4LL)) * 16384 + (8192LL + (((long long)wsf_cluster_rank() * 64LL) * 64LL)), &in_wu, (kk * 64LL), ((wsf_udiv(wsf_umod((((long long)blockIdx.x / 2LL) + (i * ((long long)gridDim.x / 2LL))), (8LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 256LL) - (wsf_udiv((((long long)blockIdx.x / 2LL) + (i * ((long long)gridDim.x / 2LL))), (8LL * col_tiles)) * 8LL)), 8LL)) * 128LL) + ((long long)wsf_cluster_rank() * 64LL)), &full[(((i * ktiles) + kk) % 4LL)], 0x3);  // examples/swiglu.yaml:22
+                    wsf_tma_load_2d(tile_x + ((((i * ktiles) + kk) % 4LL)) * 8192, &in_x, (kk * 64LL), row0, &full[(((i * ktiles) + kk) % 4LL)]);  // examples/swiglu.yaml:21
+                    wsf_tma_load_2d_multicast(tile_wg + ((((i * ktiles) + kk) % 4LL)) * 16384 + (((long long)wsf_cluster_rank() * 64LL) * 64LL), &in_wg, (kk * 64LL), (col0 + ((long long)wsf_cluster_rank() * 64LL)), &full[(((i * ktiles) + kk) % 4LL)], 0x3);  // examples/swiglu.yaml:21
+                    wsf_tma_load_2d_multicast(tile_wg + ((((i * ktiles) + kk) % 4LL)) * 16384 + (8192LL + (((long long)wsf_cluster_rank() * 64LL) * 64LL)), &in_wu, (kk * 64LL), (col0 + ((long long)wsf_cluster_rank() * 64LL)), &full[(((i * ktiles) + kk) % 4LL)], 0x3);  // examples/swiglu.yaml:22
                 }
             }
         }

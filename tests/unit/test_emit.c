@@ -50,7 +50,12 @@ ident_char(char ch)
 	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_';
 }
 
-/* Every "NAME + (SLOT) * N" in CU: a copy's address; checks N and keeps the stride in B. */
+/*
+ * Every "NAME + (SLOT) * N" in CU: a copy's address; checks N and keeps the
+ * stride in B.  "NAME + (X * N)" is a place inside a buffer of one copy (a
+ * ping-pong warpgroup's half of a staging copy): N elements must be a
+ * multiple of 128 bytes, where TMA reads and writes shared memory.
+ */
 static void
 check_copies(const char *what, const char *cu, SmemBuf *b, int elem)
 {
@@ -66,6 +71,17 @@ check_copies(const char *what, const char *cu, SmemBuf *b, int elem)
 			continue;
 		for (q += 4; *q && depth; q++)
 			depth += *q == '(' ? 1 : *q == ')' ? -1 : 0;
+		if (*q == ')' && q[-1] == ')' && q - 3 > p) {   /* (X * N): an offset in the one copy */
+			const char *m = q - 2;
+
+			while (m > p && (*m == 'L' || (*m >= '0' && *m <= '9')))
+				m--;
+			if (strncmp(m - 2, " * ", 3) != 0 || sscanf(m + 1, "%lld", &stride) != 1)
+				fail_msg("%s: a place in '%s' without a multiplier: %.60s", what, b->name, p);
+			if (stride * elem % 128)
+				fail_msg("%s: a place in '%s' %lld bytes on: not a multiple of 128", what, b->name, stride * elem);
+			continue;
+		}
 		if (sscanf(q, " * %lld", &stride) != 1)
 			fail_msg("%s: a copy of '%s' without a stride: %.60s", what, b->name, p);
 		stride *= elem;

@@ -298,7 +298,7 @@ lowered_batched(void **state)
 		assert_int_equal(n, i == 1 ? 1 : 4);   /* A K-major: one box; B [K, N]: four 64-wide chunks */
 		for (j = 0; j < n; j++) {
 			assert_non_null(ld[j]->z);
-			assert_non_null(strstr(expr(t, ld[j]->z), "batch_tiles"));   /* the merged loop's tile / batch_tiles */
+			assert_string_equal(expr(t, ld[j]->z), "bt");   /* the producer's tile / batch_tiles, as the consumers' */
 		}
 	}
 	tl = find_kind(roles->body[1], ST_LOOP, 1);
@@ -877,26 +877,34 @@ pdl_launch(void **state)
  * tiles after halving still fit one wave of 132: 1024^3 (32 tiles of 128 x
  * 256) gets 128 x 64; 2048^3 (128 tiles) keeps 256, since 256 tiles of
  * 128 x 128 would take two waves; M = 64 with N = 8192 gets 64; a tile
- * hint is kept as it is.  An output of at most 64 rows takes ping-pong's
- * 64-row tiles unless the spec says which consumers or which tile.
+ * hint is kept as it is.  An output of at most 64 rows is computed
+ * transposed (swap_ab) in tiles of its rows rounded up to 8 by 64, unless
+ * the spec says which consumers or which tile or swap_ab: false (ping-pong's
+ * 64-row tiles then); swap_ab: true takes 64-row tiles at any M.
  */
 static void
 tile_narrows(void **state)
 {
 	static const struct {
 		const char *sizes, *sched;
-		int bn;
-		bool pingpong;
+		int bm, bn;
+		bool pingpong, swap;
 	} cases[] = {
-		{"{M: 1024, N: 1024, K: 1024}", "", 64, false},
-		{"{M: 2048, N: 2048, K: 2048}", "", 256, false},
-		{"{M: 64, N: 8192, K: 4096}", "", 64, true},
-		{"{M: 16, N: 8192, K: 4096}", "", 64, true},
-		{"{M: 65, N: 8192, K: 4096}", "", 64, false},
-		{"{M: 64, N: 8192, K: 4096}", "schedule: {consumers: cooperative}\n", 64, false},
-		{"{M: 1024, N: 4096, K: 4096}", "", 256, false},
-		{"{M: 256, N: 8192, K: 64}", "", 128, false},
-		{"{M: 1024, N: 1024, K: 1024}", "schedule: {tile: [128, 256, 64]}\n", 256, false},
+		{"{M: 1024, N: 1024, K: 1024}", "", 128, 64, false, false},
+		{"{M: 2048, N: 2048, K: 2048}", "", 128, 256, false, false},
+		{"{M: 64, N: 8192, K: 4096}", "", 64, 64, true, true},
+		{"{M: 16, N: 8192, K: 4096}", "", 16, 64, true, true},
+		{"{M: 1, N: 8192, K: 4096}", "", 8, 64, true, true},
+		{"{M: 33, N: 8192, K: 4096}", "", 40, 64, true, true},
+		{"{M: 16, N: 8192, K: 4096}", "schedule: {swap_ab: false}\n", 64, 64, true, false},
+		{"{M: 16, N: 8192, K: 4096}", "schedule: {consumers: pingpong}\n", 64, 64, true, false},
+		{"{M: 16, N: 8192, K: 4096}", "schedule: {swap_ab: true, tile: [32, 64, 64]}\n", 32, 64, true, true},
+		{"{M: 4096, N: 8192, K: 4096}", "schedule: {swap_ab: true}\n", 64, 64, true, true},
+		{"{M: 65, N: 8192, K: 4096}", "", 128, 64, false, false},
+		{"{M: 64, N: 8192, K: 4096}", "schedule: {consumers: cooperative}\n", 128, 64, false, false},
+		{"{M: 1024, N: 4096, K: 4096}", "", 128, 256, false, false},
+		{"{M: 256, N: 8192, K: 64}", "", 128, 128, false, false},
+		{"{M: 1024, N: 1024, K: 1024}", "schedule: {tile: [128, 256, 64]}\n", 128, 256, false, false},
 	};
 	int i;
 
@@ -914,9 +922,9 @@ tile_narrows(void **state)
 			fail_msg("%s", t->msg);
 		if (k->tile_cols != cases[i].bn)
 			fail_msg("case %d (%s): tile N %d, expected %d", i, cases[i].sizes, k->tile_cols, cases[i].bn);
-		if (k->pingpong != cases[i].pingpong || k->tile_rows != (cases[i].pingpong ? 64 : 128))
-			fail_msg("case %d (%s): %s, %d rows", i, cases[i].sizes, k->pingpong ? "ping-pong" : "cooperative",
-			         k->tile_rows);
+		if (k->pingpong != cases[i].pingpong || k->swap_ab != cases[i].swap || k->tile_rows != cases[i].bm)
+			fail_msg("case %d (%s): %s%s, %d rows", i, cases[i].sizes, k->pingpong ? "ping-pong" : "cooperative",
+			         k->swap_ab ? " swapped" : "", k->tile_rows);
 		teardown((void **)&t);
 	}
 	(void)state;
@@ -1380,6 +1388,113 @@ operand_wait(void **state)
 }
 
 /* What this version does not lower yet: exit status 6, with the reason at the op. */
+/* The first statement of KIND in S, depth first, or NULL. */
+static Stmt *
+find_stmt(Stmt *s, StmtKind kind)
+{
+	Stmt *x;
+	int i;
+
+	if (!s || s->kind == kind)
+		return s;
+	for (i = 0; i < s->nbody; i++)
+		if ((x = find_stmt(s->body[i], kind)))
+			return x;
+	return find_stmt(s->orelse, kind);
+}
+
+/*
+ * swap_ab (M = 16): the mma reads B's stage as its A (64 rows of w) and A's
+ * as its B (x's 16 rows), m64n16k64, into an accumulator of 64 x 16; 16
+ * stages by default; one staging copy a tile of [2 x 16][64] (both
+ * warpgroups'), swizzled for a bf16 output and row-major for f32 (256-byte
+ * rows); the output's box is the whole tile; one epilogue subtile.  In the
+ * CUDA, the wgmma is m64n16k16 and the epilogue writes single elements.
+ * Then the forms it refuses, where it is asked for.
+ */
+static void
+swapped(void **state)
+{
+	static const char spec[] =
+		"fusion: g\nsizes: {M: 16, N: 8192, K: 4096}\ninputs:\n  x: {dtype: bf16, shape: [M, K]}\n"
+		"  w: {dtype: bf16, shape: [N, K]}\n  bias: {dtype: bf16, shape: [N]}\n"
+		"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: z, op: add, in: [y, bias]}\n"
+		"outputs:\n  z: {dtype: bf16}\n  y: {dtype: f32}\n";
+	static const struct {
+		const char *sched, *msg;
+		bool unbuilt;
+	} refused[] = {
+		{"{swap_ab: true, consumers: cooperative}", "swap_ab with consumers: cooperative is not implemented yet: a "
+		 "swapped tile is one warpgroup's, as in ping-pong", true},
+		{"{swap_ab: true, cluster: [2, 1]}", "swap_ab in clusters is not implemented yet", true},
+		{"{swap_ab: true, signal: per_tile}", "swap_ab with 'signal: per_tile' is not implemented yet", true},
+		{"{swap_ab: true, tile: [16, 128, 64]}", "a swap_ab tile is [M, 64, 64] with M a multiple of 8 up to 64",
+		 false},
+		{"{swap_ab: true, tile: [12, 64, 64]}", "a swap_ab tile is [M, 64, 64]", false},
+		{"{swap_ab: 1}", "'swap_ab'", false},
+	};
+	Fixture *t;
+	Kernel *k;
+	Stmt *mma;
+	const char *cu;
+	int i, b, staging = 0;
+
+	if (setup((void **)&t) < 0)
+		fail_msg("setup");
+	if (!(k = kernel_of(t, spec)))
+		fail_msg("%s", t->msg);
+	assert_true(k->swap_ab && k->pingpong);
+	assert_int_equal(k->tile_rows, 16);
+	assert_int_equal(k->tile_cols, 64);
+	assert_int_equal(census(k->body).kind[ST_MMA], 1);
+	mma = find_stmt(k->body, ST_MMA);
+	assert_non_null(mma);
+	assert_string_equal(k->buf[mma->reads[0].buf].name, "tile_w");
+	assert_string_equal(k->buf[mma->reads[1].buf].name, "tile_x");
+	assert_int_equal(mma->mma->m, 64);
+	assert_int_equal(mma->mma->n, 16);
+	assert_int_equal(k->acc[mma->writes[0].acc].rows, 64);
+	assert_int_equal(k->acc[mma->writes[0].acc].cols, 16);
+	assert_int_equal(k->buf[mma->reads[0].buf].stages, 16);
+	for (b = 1; b < k->nbuf; b++) {
+		if (k->buf[b].kind != BUF_STAGING)
+			continue;
+		staging++;
+		assert_int_equal(k->buf[b].rows, 32);
+		assert_int_equal(k->buf[b].cols, 64);
+		assert_int_equal(k->buf[b].stages, 1);
+		assert_int_equal(k->buf[b].swizzle, k->buf[b].dtype == DT_F32 ? 0 : 128);
+	}
+	assert_int_equal(staging, 2);
+	for (i = 1; i < k->nparam; i++)
+		if (k->param[i].kind == PK_TMAP && k->param[i].arg >= 3) {
+			assert_int_equal(k->param[i].box[0], 16);
+			assert_int_equal(k->param[i].box[1], 64);
+		}
+	cu = cuda_of(t);
+	assert_non_null(strstr(cu, "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16"));
+	assert_non_null(strstr(cu, "for (long long e = 0LL; e < 1LL; e++) {   // the epilogue, the whole tile at once"));
+	assert_non_null(strstr(cu, "transposed in the accumulator"));
+	assert_int_equal(count(cu, "wsf_store1(cur_stage_"), 2);
+	assert_int_equal(count(cu, "wsf_store2(cur_stage_"), 0);
+	teardown((void **)&t);
+
+	for (i = 0; i < (int)countof(refused); i++) {
+		char text[1024];
+
+		snprintf(text, sizeof text, "%sschedule: %s\n", spec, refused[i].sched);
+		if (setup((void **)&t) < 0)
+			fail_msg("setup");
+		if (kernel_of(t, text))
+			fail_msg("case %d was lowered", i);
+		if (!strstr(t->msg, refused[i].msg))
+			fail_msg("case %d: '%s' lacks '%s'", i, t->msg, refused[i].msg);
+		assert_int_equal(t->c.status == WSF_ERR_UNSUPPORTED, refused[i].unbuilt);   /* exit status 6, or an input error */
+		teardown((void **)&t);
+	}
+	(void)state;
+}
+
 static void
 refused_forms(void **state)
 {
@@ -1450,6 +1565,16 @@ refused_forms(void **state)
 		 "ops:\n  - {out: y, op: matmul, in: [a, w]}\noutputs:\n  y: {}\n"
 		 "schedule: {cluster: [2, 1], tile: [128, 64, 64]}\n",
 		 "cluster [2, 1] shares B, which matmul 'y' reads N-major: each CTA would load 32 of its 64 rows"},
+		{HEAD "inputs:\n  a: {dtype: bf16, shape: [K, M]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_a: true, transpose_b: true}\noutputs:\n  y: {}\n"
+		 "schedule: {swap_ab: true}\n",
+		 "swap_ab with A read M-major (transpose_a) is not implemented yet"},
+		{HEAD "inputs:\n  a: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		 "  u: {dtype: bf16, shape: [N, K]}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_b: true}\n"
+		 "  - {out: z, op: matmul, in: [a, u], transpose_b: true}\noutputs:\n  y: {}\n  z: {}\n"
+		 "schedule: {swap_ab: true}\n",
+		 "swap_ab with several matmuls in one kernel is not implemented yet"},
 		{"fusion: pw\nsizes: {M: 256, N: 256}\ninputs:\n  a: {dtype: bf16, shape: [M, N]}\n"
 		 "ops:\n  - {out: y, op: relu, in: [a]}\n  - {out: z, op: neg, in: [y]}\n"
 		 "outputs:\n  y: {}\n  z: {}\nschedule: {signal: {per_tile, consumer: z}}\n",
@@ -1490,6 +1615,7 @@ main(void)
 		cmocka_unit_test(tile_narrows),
 		cmocka_unit_test(cluster_pairs),
 		cmocka_unit_test(tall_pingpong),
+		cmocka_unit_test(swapped),
 		cmocka_unit_test(cooperative_256),
 		cmocka_unit_test(wait_per_tile),
 		cmocka_unit_test(operand_wait),
