@@ -226,9 +226,11 @@ bulk_in(const Kernel *k, const Stmt *s)
 /*
  * Points every load and stage read under S at slot lin % S and full[lin % S],
  * puts one expect_tx before the first load (or loop of chunk loads) of each
- * issuing block unless TX_DONE says the caller placed it, and makes
- * load coordinates independent of the buffered loop's lets (so the loads can
- * be cloned elsewhere).  An inner loop that issues loads advances the linear
+ * issuing block unless TX_DONE says the caller placed it, and, in a kernel
+ * that is not warp-specialized, makes load coordinates independent of the
+ * buffered loop's lets (its prologue's copies of the loads go before them).
+ * A warp-specialized producer keeps the lets its loads use (warp_specialize's
+ * slice), computed once a tile, not once a load (docs/perf.md).  An inner loop that issues loads advances the linear
  * counter; it must start at 0 and have a trip count its own index does not
  * change.
  */

@@ -8,23 +8,9 @@ before ends (wsfuse's programmatic dependent launch), and L2 holds what the one 
 """
 import sys; sys.path.insert(0, "python")
 import torch, wsfuse
-from abcommon import gemm_spec
+from abcommon import gemm_spec, graph_us
 V = dict(v.split("=", 1) for v in sys.argv[2].split(";")) if len(sys.argv) > 2 else {"default": ""}
 V = {a: (b and "schedule: {" + b + "}\n") for a, b in V.items()}
-def graph_us(fn, reps=20):
-    s = torch.cuda.Stream()
-    with torch.cuda.stream(s):
-        fn(); fn()
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(reps): fn()
-    t = []
-    for _ in range(7):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record(); g.replay(); b.record(); torch.cuda.synchronize()
-        t.append(a.elapsed_time(b) * 1000 / reps)
-    return sorted(t)[3]
 for sh in sys.argv[1].split(","):
     m, n, k = map(int, sh.split("x"))
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
