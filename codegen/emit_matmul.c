@@ -273,11 +273,12 @@ op_value(Emit *e, const Op *o)
  * (s->a, s->b): the accumulator is the tile transposed, 64 columns of
  * tile_rows rows, so thread (warp w, lane l) holds the output's column 16
  * (w % 4) + l / 4 + 8 ((j >> 1) & 1) at row 8 (j >> 2) + 2 (l % 4) + (j &
- * 1) in its element j.  Inputs are read where each element needs them (a
+ * 1) in its element j (cooperative: 64 columns on for the second
+ * warpgroup).  Inputs are read where each element needs them (a
  * tile is computed once, and holds at most 32 values a thread); each
  * output's value is written to its staging tile [rows][64] an element at a
- * time (the two of a thread in a row are 8 columns apart), the warpgroup's
- * own rows of the copy both share.
+ * time (the two of a thread in a row are 8 columns apart); ping-pong
+ * warpgroups each write their own rows of the copy both share.
  */
 static void
 compute_swapped(Emit *e, const Stmt *s, const bool *needed, int acc)
@@ -290,9 +291,14 @@ compute_swapped(Emit *e, const Stmt *s, const bool *needed, int acc)
 	          emit_expr_str(e, s->a), emit_expr_str(e, s->b), s->comment ? s->comment : "");
 	e->depth++;
 	emit_line(e, "const long long top = %s, left = %s;", emit_expr_str(e, s->a), emit_expr_str(e, s->b));
-	/* wc: the thread's first column of the tile, wr: its first row; ws: its warpgroup's rows of the staging copy */
-	emit_line(e, "const int wc = 16 * ((threadIdx.x / 32) %% 4) + (threadIdx.x %% 32) / 4, wr = 2 * (threadIdx.x %% 4), "
-	          "ws = %d * (threadIdx.x / 128);", k->tile_rows);
+	/*
+	 * wc: the thread's first column of the tile (a cooperative warpgroup's
+	 * 64 columns of 128), wr: its first row; ws: its warpgroup's rows of the
+	 * staging copy (a ping-pong warpgroup's own tile)
+	 */
+	emit_line(e, "const int wc = %s16 * ((threadIdx.x / 32) %% 4) + (threadIdx.x %% 32) / 4, wr = 2 * (threadIdx.x %% 4), "
+	          "ws = %s;", k->pingpong ? "" : "64 * (threadIdx.x / 128) + ",
+	          k->pingpong ? arena_printf(e->c->arena, "%d * (threadIdx.x / 128)", k->tile_rows) : "0");
 	for (i = 0; i < s->nwrites; i++) {
 		emit_line(e, "%s *%s = %s;", emit_type(k->buf[s->writes[i].buf].dtype), emit_curname(e, s->writes[i].buf),
 		          emit_buf_at(e, s->writes[i].buf, s->writes[i].slot));

@@ -206,11 +206,11 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, int mm, in
  * 64 of B's rows (the output's columns) are wgmma's M, and the output's
  * rows, rounded up to 8, its N (8 to 64); the accumulator holds the tile
  * transposed, and the epilogue writes it back transposed into a staging
- * tile [rows][64].  Ping-pong consumers, each its own tile, as for a small
- * M unswapped.  On by default where ping-pong's 64-row tiles would be
- * (few_rows) and nothing below rules it out; `swap_ab: true` asks for it
- * at any M (tiles of 64 rows then), false keeps the kernel unswapped.
- * Sets *SWAP; 0 or -1.
+ * tile [rows][columns].  Ping-pong consumers, each its own tile of 64
+ * columns, or cooperative ones on a tile of 128 (swap_tile).  On by
+ * default where ping-pong's 64-row tiles would be (few_rows) and nothing
+ * below rules it out; `swap_ab: true` asks for it at any M (tiles of 64
+ * rows then), false keeps the kernel unswapped.  Sets *SWAP; 0 or -1.
  */
 static int
 choose_swap(Comp *c, const Fusion *f, const Tensor *d, const Group *g, int ng, const Op *op, bool *swap)
@@ -228,8 +228,6 @@ choose_swap(Comp *c, const Fusion *f, const Tensor *d, const Group *g, int ng, c
 		why = "with A read M-major (transpose_a)", then = ": its tile would be whole 64-wide chunks of M";
 	else if (f->tensor[op->in[1].tensor].rank > 2)
 		why = "for a batched matmul";
-	else if (h->consumers == CONSUMERS_COOPERATIVE)
-		why = "with consumers: cooperative", then = ": a swapped tile is one warpgroup's, as in ping-pong";
 	else if (h->cluster_pos.line && h->cluster[0] * h->cluster[1] > 1)
 		why = "in clusters";
 	else if (h->signal)
@@ -245,28 +243,45 @@ choose_swap(Comp *c, const Fusion *f, const Tensor *d, const Group *g, int ng, c
 }
 
 /*
- * The tile of a swapped matmul (choose_swap): [rows, 64, 64], rows the
+ * The tile of a swapped matmul (choose_swap): [rows, cols, 64], rows the
  * hint's or the output's rows at its compile-time sizes rounded up to 8,
- * at most 64.
+ * at most 64; cols 64, one ping-pong warpgroup's (*PINGPONG), or 128, 64
+ * a cooperative warpgroup.  Without a hint, 128 when the output still has
+ * a wave of such tiles (TILE_TARGET) at its compile-time sizes: then a
+ * stage holds twice B's rows for the same slice of A, as cuBLAS's 128 x
+ * 16 tile for 16 x 28672 x 4096 does (docs/perf.md).
  */
 static int
-swap_tile(Comp *c, const Fusion *f, const Tensor *d, int *bm, int *bn, int *bk)
+swap_tile(Comp *c, const Fusion *f, const Tensor *d, bool *pingpong, int *bm, int *bn, int *bk)
 {
 	const Schedule *h = &f->sched;
-	int64_t rows = 1;
+	int64_t rows = 1, cols = dim_value(f, d->dim[d->rank - 1]);
 	int i;
 
 	*bn = CHUNK, *bk = BK;
 	if (h->ntile) {
-		if (h->ntile != 3 || h->tile[0] % 8 || h->tile[0] > 64 || h->tile[1] != CHUNK || h->tile[2] != BK)
-			return diag_error(c, h->tile_pos, "a swap_ab tile is [M, %d, %d] with M a multiple of 8 up to 64 "
-			                  "(wgmma's N; B's 64 rows are its M)", CHUNK, BK);
+		if (h->ntile != 3 || h->tile[0] % 8 || h->tile[0] > 64 || (h->tile[1] != CHUNK && h->tile[1] != 2 * CHUNK) ||
+		    h->tile[2] != BK)
+			return diag_error(c, h->tile_pos, "a swap_ab tile is [M, %d, %d] or [M, %d, %d] with M a multiple of "
+			                  "8 up to 64 (wgmma's N; %d of B's rows are a warpgroup's M)", CHUNK, BK, 2 * CHUNK,
+			                  BK, CHUNK);
+		if (h->consumers && (h->consumers == CONSUMERS_PINGPONG) != (h->tile[1] == CHUNK))
+			return diag_error(c, h->tile_pos, "a swap_ab tile with consumers: %s is [M, %d, %d]",
+			                  h->consumers == CONSUMERS_PINGPONG ? "pingpong" : "cooperative",
+			                  h->consumers == CONSUMERS_PINGPONG ? CHUNK : 2 * CHUNK, BK);
 		*bm = h->tile[0];
+		*bn = h->tile[1];
+		*pingpong = *bn == CHUNK;
 		return 0;
 	}
 	for (i = 0; i + 1 < d->rank && rows > 0 && rows <= 64; i++)
 		rows = dim_value(f, d->dim[i]) > 0 ? rows * dim_value(f, d->dim[i]) : 0;
 	*bm = rows > 0 && rows <= 64 ? (int)(rows + 7) / 8 * 8 : 64;
+	if (h->consumers)
+		*pingpong = h->consumers == CONSUMERS_PINGPONG;
+	else
+		*pingpong = !(rows > 0 && rows <= 64 && cols > 0 && (cols + 2 * CHUNK - 1) / (2 * CHUNK) >= TILE_TARGET);
+	*bn = *pingpong ? CHUNK : 2 * CHUNK;
 	return 0;
 }
 
@@ -824,10 +839,12 @@ lower_matmul(Comp *c, Fusion *f)
 		               "epilogue stores through staging subtiles and TMA");
 	if (f->sched.warp_specialize == 1)
 		return unbuilt(c, f->sched.ws_pos, "a matmul without warp specialization is not implemented yet");
-	if (choose_swap(c, f, d, g, ng, op, &k->swap_ab) < 0)
+	if (choose_swap(c, f, d, g, ng, op, &k->swap_ab) < 0 ||
+	    (k->swap_ab && swap_tile(c, f, d, &k->pingpong, &t.bm, &t.bn, &t.bk) < 0))
 		return -1;
-	k->pingpong = k->swap_ab || f->sched.consumers == CONSUMERS_PINGPONG ||
-	              (!f->sched.consumers && !f->sched.ntile && ng == 1 && g[0].n == 1 && few_rows(f, d));
+	if (!k->swap_ab)
+		k->pingpong = f->sched.consumers == CONSUMERS_PINGPONG ||
+		              (!f->sched.consumers && !f->sched.ntile && ng == 1 && g[0].n == 1 && few_rows(f, d));
 	if (k->pingpong && ng > 1)
 		return unbuilt(c, f->sched.consumers_pos, "consumers: pingpong with independent matmuls in one kernel is "
 		               "not implemented yet");
@@ -836,8 +853,7 @@ lower_matmul(Comp *c, Fusion *f)
 	if (f->sched.system && f->sched.consumer_pos.line)
 		return diag_error(c, f->sched.scope_pos, "'scope' applies to flags, and with 'consumer' the tiles are "
 		                  "signalled to the kernel's own consumer role: leave out 'scope'");
-	if (k->swap_ab ? swap_tile(c, f, d, &t.bm, &t.bn, &t.bk)
-	               : choose_tile(c, f, d, k->pingpong, g[0].mm[0], g[0].n, &t.bm, &t.bn, &t.bk))
+	if (!k->swap_ab && choose_tile(c, f, d, k->pingpong, g[0].mm[0], g[0].n, &t.bm, &t.bn, &t.bk))
 		return -1;
 	if (choose_cluster(c, f, d, k, &t, op) < 0)
 		return -1;

@@ -878,7 +878,8 @@ pdl_launch(void **state)
  * 256) gets 128 x 64; 2048^3 (128 tiles) keeps 256, since 256 tiles of
  * 128 x 128 would take two waves; M = 64 with N = 8192 gets 64; a tile
  * hint is kept as it is.  An output of at most 64 rows is computed
- * transposed (swap_ab) in tiles of its rows rounded up to 8 by 64, unless
+ * transposed (swap_ab) in tiles of its rows rounded up to 8 by 64 (by 128
+ * on cooperative warpgroups where that still makes a wave of 132), unless
  * the spec says which consumers or which tile or swap_ab: false (ping-pong's
  * 64-row tiles then); swap_ab: true takes 64-row tiles at any M.
  */
@@ -899,6 +900,11 @@ tile_narrows(void **state)
 		{"{M: 16, N: 8192, K: 4096}", "schedule: {swap_ab: false}\n", 64, 64, true, false},
 		{"{M: 16, N: 8192, K: 4096}", "schedule: {consumers: pingpong}\n", 64, 64, true, false},
 		{"{M: 16, N: 8192, K: 4096}", "schedule: {swap_ab: true, tile: [32, 64, 64]}\n", 32, 64, true, true},
+		{"{M: 16, N: 28672, K: 4096}", "", 16, 128, false, true},
+		{"{M: 16, N: 16768, K: 4096}", "", 16, 64, true, true},
+		{"{M: 16, N: 16896, K: 4096}", "", 16, 128, false, true},
+		{"{M: 16, N: 8192, K: 4096}", "schedule: {swap_ab: true, consumers: cooperative}\n", 16, 128, false, true},
+		{"{M: 16, N: 28672, K: 4096}", "schedule: {swap_ab: true, tile: [16, 64, 64]}\n", 16, 64, true, true},
 		{"{M: 4096, N: 8192, K: 4096}", "schedule: {swap_ab: true}\n", 64, 64, true, true},
 		{"{M: 65, N: 8192, K: 4096}", "", 128, 64, false, false},
 		{"{M: 64, N: 8192, K: 4096}", "schedule: {consumers: cooperative}\n", 128, 64, false, false},
@@ -1424,12 +1430,14 @@ swapped(void **state)
 		const char *sched, *msg;
 		bool unbuilt;
 	} refused[] = {
-		{"{swap_ab: true, consumers: cooperative}", "swap_ab with consumers: cooperative is not implemented yet: a "
-		 "swapped tile is one warpgroup's, as in ping-pong", true},
+		{"{swap_ab: true, consumers: cooperative, tile: [16, 64, 64]}", "a swap_ab tile with consumers: "
+		 "cooperative is [M, 128, 64]", false},
+		{"{swap_ab: true, consumers: pingpong, tile: [16, 128, 64]}", "a swap_ab tile with consumers: "
+		 "pingpong is [M, 64, 64]", false},
 		{"{swap_ab: true, cluster: [2, 1]}", "swap_ab in clusters is not implemented yet", true},
 		{"{swap_ab: true, signal: per_tile}", "swap_ab with 'signal: per_tile' is not implemented yet", true},
-		{"{swap_ab: true, tile: [16, 128, 64]}", "a swap_ab tile is [M, 64, 64] with M a multiple of 8 up to 64",
-		 false},
+		{"{swap_ab: true, tile: [16, 256, 64]}", "a swap_ab tile is [M, 64, 64] or [M, 128, 64] with M a multiple "
+		 "of 8 up to 64", false},
 		{"{swap_ab: true, tile: [12, 64, 64]}", "a swap_ab tile is [M, 64, 64]", false},
 		{"{swap_ab: 1}", "'swap_ab'", false},
 	};
@@ -1478,6 +1486,30 @@ swapped(void **state)
 	assert_int_equal(count(cu, "wsf_store1(cur_stage_"), 2);
 	assert_int_equal(count(cu, "wsf_store2(cur_stage_"), 0);
 	teardown((void **)&t);
+
+	/* N = 28672: 224 tiles of 128 columns, a cooperative warpgroup's 64 each, B's rows offset by warpgroup */
+	{
+		const char *at = strstr(spec, "8192");
+		char wide[1024];
+
+		snprintf(wide, sizeof wide, "%.*s28672%s", (int)(at - spec), spec, at + 4);
+		if (setup((void **)&t) < 0)
+			fail_msg("setup");
+		if (!(k = kernel_of(t, wide)))
+			fail_msg("%s", t->msg);
+		assert_true(k->swap_ab && !k->pingpong);
+		assert_int_equal(k->tile_cols, 128);
+		mma = find_stmt(k->body, ST_MMA);
+		assert_int_equal(mma->mma->m, 128);
+		assert_int_equal(mma->mma->n, 16);
+		assert_int_equal(k->buf[mma->reads[0].buf].stages, 11);   /* 18 KiB stages: the most that fit */
+		cu = cuda_of(t);
+		assert_non_null(strstr(cu, "const char *a = (const char *)(tile_w + ((((i * ktiles) + kk) % 11LL)) * 8192) + "
+		                           "(threadIdx.x / 128) * 8192;   // this warpgroup's 64 rows"));
+		assert_non_null(strstr(cu, "const int wc = 64 * (threadIdx.x / 128) + 16 * ((threadIdx.x / 32) % 4)"));
+		assert_non_null(strstr(cu, "ws = 0;"));
+		teardown((void **)&t);
+	}
 
 	for (i = 0; i < (int)countof(refused); i++) {
 		char text[1024];
