@@ -29,7 +29,10 @@
  *    a register target a multiple of 8 in [24, 256] and only for whole
  *    warpgroups; `roles` holds one branch per role, each role once;
  *  - an mma reads two shared buffers and writes an accumulator; a compute's
- *    accumulator ids are in range.
+ *    accumulator ids are in range;
+ *  - a swapped matmul (swap_ab) has tiles of 8..64 rows (a multiple of 8)
+ *    by 64 columns on ping-pong consumers or 128 on cooperative ones, one
+ *    row block, and no cluster.
  * The first violation is reported, as an internal error naming the pass.
  */
 #include <string.h>
@@ -392,6 +395,11 @@ kernel_verify(Comp *c, const Kernel *k, const char *after)
 	    k->row_blocks > 2)
 		fail(&v, "a cluster of %d x %d CTAs, or %d row blocks a warpgroup, which codegen does not build",
 		     k->cluster[0], k->cluster[1], k->row_blocks);
+	if (k->swap_ab && (k->tile_rows < 8 || k->tile_rows > 64 || k->tile_rows % 8 || k->row_blocks != 1 ||
+	                   k->tile_cols != (k->pingpong ? 64 : 128) || k->cluster[0] * k->cluster[1] > 1))
+		fail(&v, "a swapped matmul tile of %d x %d%s, %d row blocks, a cluster of %d x %d, which codegen does "
+		     "not build", k->tile_rows, k->tile_cols, k->pingpong ? " (ping-pong)" : "", k->row_blocks,
+		     k->cluster[0], k->cluster[1]);
 	check_roles(&v);
 	check_stmt(&v, k->body);
 	return v.err ? -1 : 0;

@@ -203,6 +203,13 @@ static void b_role_overlap(Fixture *t, Kernel *k) { (void)t; role(k, ROLE_CONSUM
 static void b_role_bar(Fixture *t, Kernel *k) { (void)t; role(k, ROLE_CONSUMER)->bar_id = 0; }
 static void b_role_regs(Fixture *t, Kernel *k) { (void)t; role(k, ROLE_PRODUCER)->regs = 40; /* one warp */ }
 static void b_role_regs_step(Fixture *t, Kernel *k) { (void)t; role(k, ROLE_CONSUMER)->regs = 230; }
+static void b_swap_tile(Fixture *t, Kernel *k)
+{
+	(void)t;
+	k->swap_ab = k->pingpong = true;   /* ping-pong's swapped tile is 64 columns wide */
+	k->tile_rows = 16;
+	k->tile_cols = 128;
+}
 static void b_role_twice(Fixture *t, Kernel *k)
 {
 	Stmt *roles = first(k, ST_ROLES, CB_NONE);
@@ -266,6 +273,8 @@ static const struct {
 	{"a register target is a multiple of 8", true, b_role_regs_step,
 	 "role 2's register target 230 is not a multiple of 8 in [24, 256] for whole warpgroups"},
 	{"one branch a role", true, b_role_twice, "role 1 has two branches"},
+	{"a swapped tile codegen builds", true, b_swap_tile, "a swapped matmul tile of 16 x 128 (ping-pong), 1 row "
+	 "blocks, a cluster of 1 x 1, which codegen does not build"},
 };
 
 /* Builds the kernel of case I, breaks it and verifies; false, after saying why, unless refused as expected. */
