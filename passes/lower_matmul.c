@@ -756,7 +756,8 @@ choose_cluster(Comp *c, const Fusion *f, const Tensor *d, Kernel *k, const Tile 
 		 * Without a hint: [2, 1] for an output of more than two waves of
 		 * tiles at its compile-time sizes (docs/perf.md: 1-3% on the large
 		 * shapes, 1-2% lost at 2048^3, one wave), where each CTA would
-		 * otherwise read B's slice from L2 for itself.
+
+
 		 */
 		int64_t rows_t = 1, cols = dim_value(f, d->dim[d->rank - 1]);
 		int i;
@@ -765,7 +766,7 @@ choose_cluster(Comp *c, const Fusion *f, const Tensor *d, Kernel *k, const Tile 
 			rows_t = dim_value(f, d->dim[i]) > 0 && rows_t <= INT64_MAX / dim_value(f, d->dim[i]) ?
 			         rows_t * dim_value(f, d->dim[i]) : 0;
 		rows_t = (rows_t + t->bm - 1) / t->bm;
-		if (h->signal || k->waits || k->pingpong || k->batched || rows_t < 2 || cols <= 0 ||
+		if (h->signal || k->waits || k->pingpong || k->swap_ab || k->batched || rows_t < 2 || cols <= 0 ||
 		    rows_t * ((cols + t->bn - 1) / t->bn) <= CLUSTER_TILES || (!t->bkm && t->bn / 2 % CHUNK))
 			return 0;
 		x = 2, y = 1;
