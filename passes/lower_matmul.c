@@ -756,8 +756,8 @@ choose_cluster(Comp *c, const Fusion *f, const Tensor *d, Kernel *k, const Tile 
 		 * Without a hint: [2, 1] for an output of more than two waves of
 		 * tiles at its compile-time sizes (docs/perf.md: 1-3% on the large
 		 * shapes, 1-2% lost at 2048^3, one wave), where each CTA would
-
-
+		 * otherwise read B's slice from L2 for itself.  Not for a swapped
+		 * kernel: its clusters are not built (kverify).
 		 */
 		int64_t rows_t = 1, cols = dim_value(f, d->dim[d->rank - 1]);
 		int i;
