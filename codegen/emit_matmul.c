@@ -268,6 +268,21 @@ op_value(Emit *e, const Op *o)
 	          emit_pos(e, o->pos));
 }
 
+/* Each output's value of element jj into its result array, ending the loop over the elements. */
+static void
+results(Emit *e, const Stmt *s)
+{
+	int i;
+
+	for (i = 0; i < s->nwrites; i++) {
+		const KBuf *b = &e->k->buf[s->writes[i].buf];
+
+		emit_line(e, "%s[jj] = %s;", emit_tname(e, PFX_RESULT, b->tensor), e->value[b->tensor]);
+	}
+	e->depth--;
+	emit_line(e, "}");
+}
+
 /*
  * The epilogue of a swapped matmul (Kernel.swap_ab) over its whole tile at
  * (s->a, s->b): the accumulator is the tile transposed, 64 columns of
@@ -335,13 +350,7 @@ compute_swapped(Emit *e, const Stmt *s, const bool *needed, int acc)
 		else
 			op_value(e, o);
 	}
-	for (i = 0; i < s->nwrites; i++) {
-		const KBuf *b = &k->buf[s->writes[i].buf];
-
-		emit_line(e, "%s[jj] = %s;", emit_tname(e, PFX_RESULT, b->tensor), e->value[b->tensor]);
-	}
-	e->depth--;
-	emit_line(e, "}");
+	results(e, s);
 	emit_line(e, "#pragma unroll");
 	emit_line(e, "for (int jj = 0; jj < %d; jj++) {", n);
 	emit_line(e, "    const int at = (ws + wr + 8 * (jj >> 2) + (jj & 1)) * %d + wc + 8 * ((jj >> 1) & 1);",
@@ -453,13 +462,7 @@ compute(Emit *e, const Stmt *s)
 		}
 		op_value(e, o);
 	}
-	for (i = 0; i < s->nwrites; i++) {
-		const KBuf *b = &k->buf[s->writes[i].buf];
-
-		emit_line(e, "%s[jj] = %s;", emit_tname(e, PFX_RESULT, b->tensor), e->value[b->tensor]);
-	}
-	e->depth--;
-	emit_line(e, "}");
+	results(e, s);
 	/* elements jj and jj + 1 (jj even) are columns c and c + 1 of one row: one store for both */
 	emit_line(e, "#pragma unroll");
 	emit_line(e, "for (int jj = 0; jj < %d; jj += 2) {", SUB / 2);
