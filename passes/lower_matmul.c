@@ -61,7 +61,6 @@ enum {
 	                                  clusters at work are about 8 x 8 cluster tiles; docs/perf.md) */
 	TILE_TARGET = 132,             /* the default tile narrows while its tiles stay within this: an H100's or
 	                                  H200's SMs */
-	CLUSTER_TILES = 2 * TILE_TARGET,   /* clusters of two by default above this many tiles */
 	PRODUCER_THREADS = 128, CONSUMER_THREADS = 256,
 	PRODUCER_REGS = 40, CONSUMER_REGS = 232,   /* 128 x 40 + 256 x 232 fits 64K registers */
 	SIGNAL_PRODUCER_REGS = 88, SIGNAL_CONSUMER_REGS = 208,   /* with a signal consumer role: 128 x 88 + 256 x 208,
@@ -744,33 +743,21 @@ wait_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Expr *batch, Exp
  * [1, 2] pairs two of the same rows and shares A.  0 or -1.
  */
 static int
-choose_cluster(Comp *c, const Fusion *f, const Tensor *d, Kernel *k, const Tile *t, const Op *op)
+choose_cluster(Comp *c, const Fusion *f, Kernel *k, const Tile *t, const Op *op)
 {
 	const Schedule *h = &f->sched;
 	int x = h->cluster[0], y = h->cluster[1];
 	bool kmajor;
 	int rows;
 
-	if (!h->cluster_pos.line) {
-		/*
-		 * Without a hint: [2, 1] for an output of more than two waves of
-		 * tiles at its compile-time sizes (docs/perf.md: 1-3% on the large
-		 * shapes, 1-2% lost at 2048^3, one wave), where each CTA would
-		 * otherwise read B's slice from L2 for itself.  Not for a swapped
-		 * kernel: its clusters are not built (kverify).
-		 */
-		int64_t rows_t = 1, cols = dim_value(f, d->dim[d->rank - 1]);
-		int i;
-
-		for (i = 0; i + 1 < d->rank && rows_t > 0; i++)
-			rows_t = dim_value(f, d->dim[i]) > 0 && rows_t <= INT64_MAX / dim_value(f, d->dim[i]) ?
-			         rows_t * dim_value(f, d->dim[i]) : 0;
-		rows_t = (rows_t + t->bm - 1) / t->bm;
-		if (h->signal || k->waits || k->pingpong || k->swap_ab || k->batched || rows_t < 2 || cols <= 0 ||
-		    rows_t * ((cols + t->bn - 1) / t->bn) <= CLUSTER_TILES || (!t->bkm && t->bn / 2 % CHUNK))
-			return 0;
-		x = 2, y = 1;
-	}
+	/*
+	 * Without a hint, one CTA: clusters of two measured 1-3% faster on the
+	 * large shapes while the producer recomputed the raster at every
+	 * k-step, and 2% slower at 8192^3 and 8192 x 14336 x 4096 once it kept
+	 * the tile's lets (docs/perf.md, fourteenth session).
+	 */
+	if (!h->cluster_pos.line)
+		return 0;
 	if (x * y == 1)
 		return 0;
 	kmajor = x > 1 ? t->bkm : t->akm;
@@ -856,7 +843,7 @@ lower_matmul(Comp *c, Fusion *f)
 		                  "signalled to the kernel's own consumer role: leave out 'scope'");
 	if (!k->swap_ab && choose_tile(c, f, d, k->pingpong, g[0].mm[0], g[0].n, &t.bm, &t.bn, &t.bk))
 		return -1;
-	if (choose_cluster(c, f, d, k, &t, op) < 0)
+	if (choose_cluster(c, f, k, &t, op) < 0)
 		return -1;
 	k->row_blocks = k->swap_ab ? 1 : t.bm / (k->pingpong ? 64 : 128);
 	if (k->row_blocks > 1 && f->sched.consumer_pos.line)

@@ -151,7 +151,7 @@ kernel_stats(void **state)
 	static const char gemm[] =
 		"fusion: g\nsizes: {M: 4096, N: 4096, K: 4096}\ninputs:\n  x: {dtype: bf16, shape: [M, K]}\n"
 		"  w: {dtype: bf16, shape: [N, K]}\nops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n"
-		"outputs:\n  y: {dtype: bf16}\n";
+		"outputs:\n  y: {dtype: bf16}\nschedule: {cluster: [2, 1]}\n";
 	WsfContext *ctx = wsf_context_new();
 	WsfKernelStats st, ir;
 	WsfKernel *k;
@@ -182,7 +182,7 @@ kernel_stats(void **state)
 	assert_int_equal(ir.cluster, 1);
 	wsf_kernel_delete(k);
 
-	/* a GEMM of more than two waves of tiles runs in clusters of two: its tiles count both CTAs' */
+	/* a GEMM in clusters of two: its tiles count both CTAs' */
 	k = compile_to(ctx, "kernel-ir", gemm);
 	assert_int_equal(wsf_kernel_stats(k, &st), WSF_OK);
 	assert_int_equal(st.cluster, 2);

@@ -1143,8 +1143,8 @@ stmts_of(Stmt *s, StmtKind kind, Stmt **out, int n)
 }
 
 /*
- * Clusters of two CTAs: by default for more than two waves of tiles, else
- * by the hint.  [2, 1] shares B: each CTA loads its half of B's slice (a
+ * Clusters of two CTAs, by the hint only (without one, one CTA at any
+ * size: docs/perf.md).  [2, 1] shares B: each CTA loads its half of B's slice (a
  * box of BN / 2 rows, at its rank's offset) as a multicast to both, and A
  * alone; [1, 2] the other way round.  The stage-release barrier counts a
  * warpgroup of each CTA (2 x 2 cooperative, 1 x 2 ping-pong), a cluster
@@ -1159,7 +1159,8 @@ cluster_pairs(void **state)
 		const char *sizes, *sched;
 		int cm, cn, arrivals;
 	} cases[] = {
-		{"{M: 4096, N: 4096, K: 4096}", "", 2, 1, 4},
+		{"{M: 4096, N: 4096, K: 4096}", "", 1, 1, 256},
+		{"{M: 4096, N: 4096, K: 4096}", "schedule: {cluster: [2, 1]}\n", 2, 1, 4},
 		{"{M: 4096, N: 4096, K: 4096}", "schedule: {cluster: [1, 2]}\n", 1, 2, 4},
 		{"{M: 4096, N: 4096, K: 4096}", "schedule: {cluster: [2, 1], consumers: pingpong}\n", 2, 1, 2},
 		{"{M: 2048, N: 2048, K: 2048}", "", 1, 1, 256},
