@@ -19,6 +19,8 @@
  * accumulator that shares another's registers (KAcc.alias) is a reference
  * to it (a later mainloop's) or its columns from KAcc.col on (matmuls side
  * by side in one mma); an epilogue computes only what its outputs need.
+ * A swapped matmul (Kernel.swap_ab) holds its tile transposed, and its
+ * epilogue (compute_swapped) writes the whole tile at once.
  */
 #include "codegen.h"
 
@@ -285,15 +287,15 @@ results(Emit *e, const Stmt *s)
 
 /*
  * The epilogue of a swapped matmul (Kernel.swap_ab) over its whole tile at
- * (s->a, s->b): the accumulator is the tile transposed, 64 columns of
- * tile_rows rows, so thread (warp w, lane l) holds the output's column 16
- * (w % 4) + l / 4 + 8 ((j >> 1) & 1) at row 8 (j >> 2) + 2 (l % 4) + (j &
- * 1) in its element j (cooperative: 64 columns on for the second
- * warpgroup).  Inputs are read where each element needs them (a
- * tile is computed once, and holds at most 32 values a thread); each
- * output's value is written to its staging tile [rows][64] an element at a
- * time (the two of a thread in a row are 8 columns apart); ping-pong
- * warpgroups each write their own rows of the copy both share.
+ * (s->a, s->b): the accumulator is the warpgroup's 64 columns of the tile
+ * transposed, tile_rows rows, so thread (warp w, lane l) holds the
+ * output's column 16 (w % 4) + l / 4 + 8 ((j >> 1) & 1) at row 8 (j >> 2)
+ * + 2 (l % 4) + (j & 1) in its element j (cooperative: 64 columns on for
+ * the second warpgroup).  Inputs are read where each element needs them
+ * (a tile is computed once, and holds at most 32 values a thread); each
+ * output's value is written to its staging tile [rows][tile_cols] an
+ * element at a time (the two of a thread in a row are 8 columns apart);
+ * ping-pong warpgroups each write their own rows of the copy both share.
  */
 static void
 compute_swapped(Emit *e, const Stmt *s, const bool *needed, int acc)

@@ -791,9 +791,10 @@ struct Kernel {
 	bool pdl;                /* launched as a programmatic dependent (ST_GRID_DEP): it may start while the
 	                            grid before it in the stream finishes, and waits for it before touching
 	                            global memory */
-	bool swap_ab;            /* a matmul of few rows computed transposed, D^T = B A^T: B's 64 rows of a tile
-	                            fill wgmma's M and A's tile_rows rows its N, so the accumulator holds the
-	                            output tile transposed (ping-pong, one epilogue subtile a tile) */
+	bool swap_ab;            /* a matmul of few rows computed transposed, D^T = B A^T: 64 of B's rows fill a
+	                            warpgroup's wgmma M and A's tile_rows rows its N, so the accumulator holds
+	                            the output tile transposed (ping-pong tiles of 64 columns, cooperative ones
+	                            of 128; one epilogue subtile a tile) */
 	int row_blocks;          /* a matmul: the 64-row blocks of the tile a consumer warpgroup computes, each a
 	                            wgmma of its own into its own N / 2 accumulator registers: 1, or 2 for a
 	                            ping-pong warpgroup's 128-row tile */

@@ -230,9 +230,9 @@ bulk_in(const Kernel *k, const Stmt *s)
  * that is not warp-specialized, makes load coordinates independent of the
  * buffered loop's lets (its prologue's copies of the loads go before them).
  * A warp-specialized producer keeps the lets its loads use (warp_specialize's
- * slice), computed once a tile, not once a load (docs/perf.md).  An inner loop that issues loads advances the linear
- * counter; it must start at 0 and have a trip count its own index does not
- * change.
+ * slice), computed once a tile, not once a load (docs/perf.md).  An inner
+ * loop that issues loads advances the linear counter; it must start at 0
+ * and have a trip count its own index does not change.
  */
 static void
 retarget(Rewrite *r, Stmt *s, Expr *lin, bool tx_done)
