@@ -8,10 +8,10 @@ against cuBLAS and torch.compile in that process; ratios above 1: wsfuse faster.
 """
 import sys, os, subprocess
 sys.path.insert(0, "python")
-import torch, triton
+import torch
 import torch.nn.functional as F
-def bench(fn):
-    return triton.testing.do_bench(fn, warmup=25, rep=300, return_mode="median")
+from abcommon import gemm_spec, bench as bench_rep
+def bench(fn): return bench_rep(fn, rep=300)
 mode = sys.argv[1] if len(sys.argv) > 1 else "drive"
 if mode == "drive":
     for r in range(3):
@@ -22,15 +22,7 @@ if mode == "drive":
     sys.exit(0)
 import wsfuse
 SPEC = open("examples/gemm_bias_gelu.yaml").read()
-PLAIN = """fusion: gemm
-inputs:
-  x: {dtype: bf16, shape: [M, K]}
-  w: {dtype: bf16, shape: [N, K]}
-ops:
-  - {out: y, op: matmul, in: [x, w], transpose_b: true}
-outputs:
-  y: {dtype: bf16}
-"""
+PLAIN = gemm_spec()
 m = n = k = 8192
 x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
 w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k ** 0.5

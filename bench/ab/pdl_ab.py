@@ -7,17 +7,9 @@ default: each may start while the one before finishes, and waits for it in gridd
 and pdl=0 (ordinary launches), and torch.mm into the same y. Six rounds alternating the order.
 """
 import sys; sys.path.insert(0, "python")
-import torch, triton, wsfuse
-def bench(fn): return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
-SPEC = """fusion: gemm
-inputs:
-  x: {dtype: bf16, shape: [M, K]}
-  w: {dtype: bf16, shape: [N, K]}
-ops:
-  - {out: y, op: matmul, in: [x, w], transpose_b: true}
-outputs:
-  y: {dtype: bf16}
-"""
+import torch, wsfuse
+from abcommon import bench, gemm_spec
+SPEC = gemm_spec()
 CHAIN = 8
 for (m, n, k) in [(2048, 2048, 2048), (4096, 4096, 1024), (1024, 1024, 1024)]:
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)

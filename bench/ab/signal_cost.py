@@ -5,24 +5,15 @@ gemm bf16 8192^3 and 4096^3 with and without the signal in one process, six roun
 order alternating; the signalling kernel gets a new epoch every launch (its flags never reset).
 """
 import sys; sys.path.insert(0, "python")
-import torch, triton, wsfuse
-def bench(fn): return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
-SPEC = """fusion: gemm{name}
-inputs:
-  x: {{dtype: bf16, shape: [M, K]}}
-  w: {{dtype: bf16, shape: [N, K]}}
-ops:
-  - {{out: y, op: matmul, in: [x, w], transpose_b: true}}
-outputs:
-  y: {{dtype: bf16}}
-{sched}"""
+import torch, wsfuse
+from abcommon import bench, gemm_spec
 for (m, n, k) in [(8192, 8192, 8192), (4096, 4096, 4096)]:
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k ** 0.5
     y = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
     with wsfuse.Context(sizes={"M": m, "N": n, "K": k}) as ctx:
-        kp = ctx.compile_string(SPEC.format(name="", sched=""), name="g.yaml")
-        ks = ctx.compile_string(SPEC.format(name="_sig", sched="schedule: {signal: per_tile}\n"), name="s.yaml")
+        kp = ctx.compile_string(gemm_spec(), name="g.yaml")
+        ks = ctx.compile_string(gemm_spec("schedule: {signal: per_tile}\n"), name="s.yaml")
         flags = torch.zeros(ks.signal_layout(x, w, y)["flags"], device="cuda", dtype=torch.int32)
         ep = [1]
         def sig():

@@ -570,6 +570,26 @@ find_deep(Stmt *s, StmtKind kind)
 	return find_deep(s->orelse, kind);
 }
 
+/*
+ * SPEC (case I of a table) is not lowered, with an error that holds MSG:
+ * exit status 6 when UNBUILT (valid input this version cannot build), else
+ * an input error.
+ */
+static void
+refused_with(int i, const char *spec, const char *msg, bool unbuilt)
+{
+	Fixture *t;
+
+	if (setup((void **)&t) < 0)
+		fail_msg("setup");
+	if (kernel_of(t, spec))
+		fail_msg("case %d was lowered", i);
+	if (!strstr(t->msg, msg))
+		fail_msg("case %d: '%s' lacks '%s'", i, t->msg, msg);
+	assert_int_equal(t->c.status == WSF_ERR_UNSUPPORTED, unbuilt);
+	teardown((void **)&t);
+}
+
 /* The block around statement X inside S, or NULL. */
 static Stmt *
 parent_of(Stmt *s, const Stmt *x)
@@ -1322,16 +1342,8 @@ wait_per_tile(void **state)
 	assert_int_equal(count(cu, "wsf_signal_system(flags + "), 2);   /* the tile before, the last */
 	teardown((void **)&t);
 
-	for (i = 0; i < (int)countof(bad); i++) {
-		if (setup((void **)&t) < 0)
-			fail_msg("setup");
-		if (kernel_of(t, bad[i].spec))
-			fail_msg("case %d was lowered", i);
-		if (!strstr(t->msg, bad[i].msg))
-			fail_msg("case %d: '%s' lacks '%s'", i, t->msg, bad[i].msg);
-		assert_int_equal(t->c.status == WSF_ERR_UNSUPPORTED, bad[i].unbuilt);
-		teardown((void **)&t);
-	}
+	for (i = 0; i < (int)countof(bad); i++)
+		refused_with(i, bad[i].spec, bad[i].msg, bad[i].unbuilt);
 	(void)state;
 }
 
@@ -1395,21 +1407,6 @@ operand_wait(void **state)
 }
 
 /* What this version does not lower yet: exit status 6, with the reason at the op. */
-/* The first statement of KIND in S, depth first, or NULL. */
-static Stmt *
-find_stmt(Stmt *s, StmtKind kind)
-{
-	Stmt *x;
-	int i;
-
-	if (!s || s->kind == kind)
-		return s;
-	for (i = 0; i < s->nbody; i++)
-		if ((x = find_stmt(s->body[i], kind)))
-			return x;
-	return find_stmt(s->orelse, kind);
-}
-
 /*
  * swap_ab (M = 16): the mma reads B's stage as its A (64 rows of w) and A's
  * as its B (x's 16 rows), m64n16k64, into an accumulator of 64 x 16; 16
@@ -1456,7 +1453,7 @@ swapped(void **state)
 	assert_int_equal(k->tile_rows, 16);
 	assert_int_equal(k->tile_cols, 64);
 	assert_int_equal(census(k->body).kind[ST_MMA], 1);
-	mma = find_stmt(k->body, ST_MMA);
+	mma = find_deep(k->body, ST_MMA);
 	assert_non_null(mma);
 	assert_string_equal(k->buf[mma->reads[0].buf].name, "tile_w");
 	assert_string_equal(k->buf[mma->reads[1].buf].name, "tile_x");
@@ -1500,7 +1497,7 @@ swapped(void **state)
 			fail_msg("%s", t->msg);
 		assert_true(k->swap_ab && !k->pingpong);
 		assert_int_equal(k->tile_cols, 128);
-		mma = find_stmt(k->body, ST_MMA);
+		mma = find_deep(k->body, ST_MMA);
 		assert_int_equal(mma->mma->m, 128);
 		assert_int_equal(mma->mma->n, 16);
 		assert_int_equal(k->buf[mma->reads[0].buf].stages, 11);   /* 18 KiB stages: the most that fit */
@@ -1516,14 +1513,7 @@ swapped(void **state)
 		char text[1024];
 
 		snprintf(text, sizeof text, "%sschedule: %s\n", spec, refused[i].sched);
-		if (setup((void **)&t) < 0)
-			fail_msg("setup");
-		if (kernel_of(t, text))
-			fail_msg("case %d was lowered", i);
-		if (!strstr(t->msg, refused[i].msg))
-			fail_msg("case %d: '%s' lacks '%s'", i, t->msg, refused[i].msg);
-		assert_int_equal(t->c.status == WSF_ERR_UNSUPPORTED, refused[i].unbuilt);   /* exit status 6, or an input error */
-		teardown((void **)&t);
+		refused_with(i, text, refused[i].msg, refused[i].unbuilt);
 	}
 	(void)state;
 }
@@ -1615,18 +1605,8 @@ refused_forms(void **state)
 	};
 	int i;
 
-	for (i = 0; i < (int)countof(cases); i++) {
-		Fixture *t;
-
-		if (setup((void **)&t) < 0)
-			fail_msg("setup");
-		if (kernel_of(t, cases[i].spec))
-			fail_msg("case %d was lowered", i);
-		if (!strstr(t->msg, cases[i].msg))
-			fail_msg("case %d: '%s' lacks '%s'", i, t->msg, cases[i].msg);
-		assert_int_equal(t->c.status, WSF_ERR_UNSUPPORTED);
-		teardown((void **)&t);
-	}
+	for (i = 0; i < (int)countof(cases); i++)
+		refused_with(i, cases[i].spec, cases[i].msg, true);
 	(void)state;
 }
 
