@@ -49,7 +49,7 @@ enum { VEC = 8 };   /* elements a thread takes at a time: 16-byte shared loads a
 enum {
 	PFX_VALUE, PFX_ROW, PFX_ACC, PFX_CNT, PFX_RAW, PFX_IN, PFX_OUT,   /* + a tensor's base name */
 	PFX_HERE, PFX_AHEAD, PFX_RESULT, PFX_MEM,
-	PFX_TILE, PFX_CHUNK, PFX_ROWBUF, PFX_STAGE,   /* buffers (lowering's names): + a tensor's name */
+	PFX_TILE, PFX_CHUNK, PFX_ROWBUF, PFX_STAGE, PFX_PART,   /* buffers (lowering's names): + a tensor's name */
 	PFX_CUR,                                      /* a buffer's current copy: + the buffer's name */
 	PFX_KERNEL,                                   /* the kernel: + the fusion's name */
 	PFX_COUNT
@@ -99,6 +99,7 @@ extern const EmitFamily emit_pointwise_family, emit_reduction_family, emit_matmu
 extern const char codegen_device_cuh[], codegen_device_reduction_cuh[], codegen_device_matmul_cuh[];
 /* emit_matmul.c: an ST_MMA (wgmma over the k-tile, each consumer warpgroup its 64 rows, or 128). */
 void emit_mma(Emit *e, const Stmt *s);
+void emit_split_reduce(Emit *e, const Stmt *s);
 /* The registers a consumer thread holds of accumulator ACC: its fragment of each of its 64-row blocks. */
 int emit_acc_regs(const Kernel *k, int acc);
 

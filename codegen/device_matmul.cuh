@@ -141,6 +141,43 @@ __device__ __forceinline__ void wsf_mbar_arrive_cluster(wsf_u64 *bar, unsigned l
 	             "@p mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
 	             "}" :: "r"(wsf_smem_addr(bar)), "r"(lane), "r"(n) : "memory");
 }
+// ---- a K-split's reduction (schedule: split_k) ------------------------------
+
+// As wsf_mbar_wait, acquiring at cluster scope: what the other CTAs of the
+// cluster wrote before their arrivals (released at cluster scope) is
+// visible after it.
+__device__ __forceinline__ void wsf_mbar_wait_cluster(wsf_u64 *bar, unsigned parity)
+{
+	asm volatile(
+		"{\n"
+		".reg .pred done;\n"
+		"wsf_wait_%=:\n"
+		"mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+		"@!done bra wsf_wait_%=;\n"
+		"}\n" :: "r"(wsf_smem_addr(bar)), "r"(parity) : "memory");
+}
+// Arrives on the copy of BAR (this CTA's shared-memory address) in the CTA
+// of rank RANK, releasing at cluster scope: this thread's memory accesses
+// before it (a partial sum written, or another CTA's read) are done for
+// whoever's wait the arrival completes.
+__device__ __forceinline__ void wsf_mbar_arrive_remote(wsf_u64 *bar, unsigned rank)
+{
+	asm volatile("{\n"
+	             ".reg .b32 remote;\n"
+	             "mapa.shared::cluster.u32 remote, %0, %1;\n"
+	             "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+	             "}" :: "r"(wsf_smem_addr(bar)), "r"(rank) : "memory");
+}
+// The address of P (in this CTA's shared memory) in the shared memory of
+// the CTA of rank RANK: a generic pointer, whose loads the compiler
+// schedules as any others (all of them in flight at once).
+__device__ __forceinline__ const float4 *wsf_map_rank(const float4 *p, unsigned rank)
+{
+	unsigned long long r;
+	asm("mapa.u64 %0, %1, %2;" : "=l"(r) : "l"((unsigned long long)p), "r"(rank));
+	return (const float4 *)r;
+}
+
 // The TMA loads as multicasts: the box lands at DST, and completes on BAR,
 // in every CTA of the cluster whose rank is a bit of MASK.
 __device__ __forceinline__ void wsf_tma_load_2d_multicast(void *dst, const WsfTensorMap *map, long long col,

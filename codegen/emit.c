@@ -181,6 +181,7 @@ static const char *const prefixes[PFX_COUNT] = {
 	[PFX_CHUNK] = "chunk_",  /* a chunk of an input row (a row streamed in chunks) */
 	[PFX_ROWBUF] = "row_",   /* an input row (a row reduction) */
 	[PFX_STAGE] = "stage_",  /* an output's staging tile for TMA stores */
+	[PFX_PART] = "part_",    /* a matmul's partial sums, a K-split's (split_k) */
 	[PFX_CUR] = "cur_",      /* the copy of a buffer the compute reads or writes */
 	[PFX_KERNEL] = "wsfuse_",
 };
@@ -258,7 +259,7 @@ check_names(Emit *e)
 			return diag_internal(e->c, "codegen", "mbarrier '%s' begins with a name prefix", k->bar[i].name);
 	for (i = 1; i < k->nbuf; i++) {
 		pfx = prefixed(k->buf[i].name);
-		if (pfx < PFX_TILE || pfx > PFX_STAGE ||
+		if (pfx < PFX_TILE || pfx > PFX_PART ||
 		    strcmp(k->buf[i].name + strlen(prefixes[pfx]), e->f->tensor[k->buf[i].tensor].name) != 0)
 			return diag_internal(e->c, "codegen", "buffer '%s' is not a buffer prefix and its tensor's name",
 			                     k->buf[i].name);
@@ -690,6 +691,9 @@ emit_stmt(Emit *e, const Stmt *s)
 	case ST_MMA:
 		emit_mma(e, s);
 		break;
+	case ST_SPLIT_REDUCE:
+		emit_split_reduce(e, s);
+		break;
 	case ST_GRID_DEP:
 		emit_line(e, "%s%s", s->flag ? "wsf_grid_launch_dependents();" : "wsf_grid_wait();", comment(e, s));
 		break;
@@ -992,6 +996,8 @@ codegen_emit(Comp *c, Buf *b, Launch **launch)
 	           k->warp_specialize ? ", warp-specialized" : "");
 	if (k->cluster[0] * k->cluster[1] > 1)
 		buf_printf(b, ", clusters of %d x %d CTAs", k->cluster[0], k->cluster[1]);
+	if (k->splits > 1)
+		buf_printf(b, ", K split over clusters of %d CTAs", k->splits);
 	buf_puts(b, ".\n");
 	/* the header inlined: the file compiles as it is, with NVRTC or nvcc -arch=sm_90a */
 	buf_printf(b, "\n%s\n%s%s\n\n", CODEGEN_DEVICE_BEGIN, codegen_device_header(c, k), CODEGEN_DEVICE_END);
@@ -999,8 +1005,8 @@ codegen_emit(Comp *c, Buf *b, Launch **launch)
 		e.fam->helpers(&e);
 	emit_compute_function(&e);
 	emit_line(&e, "extern \"C\" __global__ void __launch_bounds__(%d, %d)%s", k->threads, e.fam->min_ctas(k),
-	          k->cluster[0] * k->cluster[1] > 1 ? arena_printf(c->arena, " __cluster_dims__(%d, 1, 1)",
-	                                                          k->cluster[0] * k->cluster[1]) : "");
+	          kernel_cluster_ctas(k) > 1 ? arena_printf(c->arena, " __cluster_dims__(%d, 1, 1)",
+	                                                    kernel_cluster_ctas(k)) : "");
 	emit_line(&e, "%s(", entry);
 	e.depth = 1;
 	emit_params(&e);
@@ -1010,7 +1016,7 @@ codegen_emit(Comp *c, Buf *b, Launch **launch)
 	l = arena_alloc(c->arena, sizeof *l);
 	l->smem_bytes = emit_smem(&e);
 	l->pdl = k->pdl && !c->no_pdl;
-	l->cluster = k->cluster[0] * k->cluster[1];
+	l->cluster = kernel_cluster_ctas(k);
 	if (e.fam->frame)
 		e.fam->frame(&e);
 	for (i = 1; i < k->nparam; i++)

@@ -175,6 +175,55 @@ emit_mma(Emit *e, const Stmt *s)
 	emit_line(e, "}");
 }
 
+/*
+ * A K-split's reduction (ST_SPLIT_REDUCE): the warpgroup's fragment of the
+ * partial sum goes, 16 bytes at a time, to its row of the partial buffer
+ * (register-major: thread t's registers 4q .. 4q + 3 at float4 q x 128 +
+ * t), which rank 0 reads from each other rank's shared memory and adds in
+ * rank order, so the sum does not depend on which CTA finishes first.
+ */
+void
+emit_split_reduce(Emit *e, const Stmt *s)
+{
+	const Kernel *k = e->k;
+	const char *acc = acc_name(e, s->reads[0].acc), *full = k->bar[s->bar].name, *free_ = k->bar[s->bar + 1].name;
+	int n = emit_acc_regs(k, s->reads[0].acc);
+
+	emit_line(e, "{   // %s: %d CTAs each summed a share of the k-steps", s->comment ? s->comment : "split-K", k->splits);
+	e->depth++;
+	emit_line(e, "const unsigned parity = (unsigned)(%s);", emit_expr_str(e, s->a));
+	emit_line(e, "const int parts = (int)(%s);   // the ranks with k-steps", emit_expr_str(e, s->b));
+	emit_line(e, "const int w = threadIdx.x / 128;   // the consumer warpgroup");
+	emit_line(e, "float4 *const mine = (float4 *)(%s) + w * %d + threadIdx.x %% 128;", emit_buf_at(e, s->buf, NULL),
+	          n / 4 * 128);
+	emit_line(e, "if (wsf_cluster_rank() != 0) {");
+	emit_line(e, "    wsf_mbar_wait(&%s[w], parity ^ 1u);   // rank 0 has read this warpgroup's partial before", free_);
+	emit_line(e, "    #pragma unroll");
+	emit_line(e, "    for (int q = 0; q < %d; q++)", n / 4);
+	emit_line(e, "        mine[128 * q] = make_float4(%s[4 * q], %s[4 * q + 1], %s[4 * q + 2], %s[4 * q + 3]);", acc,
+	          acc, acc, acc);
+	emit_line(e, "    wsf_mbar_arrive_remote(&%s[w], 0);   // released to rank 0: the partial is in place", full);
+	emit_line(e, "} else {");
+	emit_line(e, "    wsf_mbar_wait_cluster(&%s[w], parity);   // every other rank's partial is in place", full);
+	emit_line(e, "    #pragma unroll");
+	emit_line(e, "    for (int r = 1; r < %d; r++) {   // a rank without k-steps adds nothing", k->splits);
+	emit_line(e, "        const float4 *theirs = wsf_map_rank(mine, r);");
+	emit_line(e, "        const bool has = r < parts;   // else its registers were never written: not even 0 x them");
+	emit_line(e, "        #pragma unroll");
+	emit_line(e, "        for (int q = 0; q < %d; q++) {", n / 4);
+	emit_line(e, "            const float4 v = theirs[128 * q];");
+	emit_line(e, "            %s[4 * q] += has ? v.x : 0.0f, %s[4 * q + 1] += has ? v.y : 0.0f, %s[4 * q + 2] += has ? "
+	          "v.z : 0.0f, %s[4 * q + 3] += has ? v.w : 0.0f;", acc, acc, acc, acc);
+	emit_line(e, "        }");
+	emit_line(e, "    }");
+	emit_line(e, "    #pragma unroll");
+	emit_line(e, "    for (int r = 1; r < %d; r++)", k->splits);
+	emit_line(e, "        wsf_mbar_arrive_remote(&%s[w], r);   // rank r's partial is read: it may write its next", free_);
+	emit_line(e, "}");
+	e->depth--;
+	emit_line(e, "}");
+}
+
 /* A load of input P at index IDX as f32, 0 where COND (if any) fails. */
 static const char *
 load_text(Emit *e, const KParam *p, const char *cond, const char *idx)

@@ -41,6 +41,7 @@ enum {
 	MAX_TILE = 65536,   /* a schedule tile extent beyond this is not a hint */
 	MAX_STAGES = 16,
 	MAX_CLUSTER = 16,   /* CTAs in a cluster (Hopper, non-portable size) */
+	MAX_SPLIT_K = 8,    /* CTAs that split a matmul tile's K: a cluster of them, of a portable size */
 	MAX_SHOWN = 40,     /* bytes of user text quoted in a message */
 	SMALL_MAP = 8       /* keys of a map checked for duplicates without the name table */
 };
@@ -92,6 +93,7 @@ static const char *const input_keys[] = {"dtype", "shape", "wait"};
 static const char *const output_keys[] = {"dtype"};
 static const char *const schedule_keys[] = {
 	"tile", "stages", "warp_specialize", "persistent", "cluster", "consumers", "signal", "store", "swap_ab",
+	"split_k",
 };
 
 /* Op attribute keys and the A_* bit an op must have to take them. */
@@ -1447,7 +1449,7 @@ read_signal(Reader *r, const Node *n)
 /* schedule: { tile: [EXTENT, ...], stages: INT, warp_specialize: BOOL, persistent: BOOL,
  *             cluster: [X, Y], consumers: cooperative | pingpong,
  *             signal: per_tile | {per_tile, consumer: NAME | [NAME, ...], scope: gpu | system},
- *             store: vector | tma, swap_ab: BOOL } */
+ *             store: vector | tma, swap_ab: BOOL, split_k: INT } */
 static int
 read_schedule(Reader *r, const Node *key, const Node *n)
 {
@@ -1511,6 +1513,11 @@ read_schedule(Reader *r, const Node *key, const Node *n)
 				return -1;
 			s->swap_ab = b ? 2 : 1;
 			s->swap_pos = val->pos;
+		} else if (strcmp(k, "split_k") == 0) {
+			if (read_int(r, val, "'split_k'", 1, MAX_SPLIT_K, &v) < 0)
+				return -1;
+			s->split_k = (int)v;
+			s->split_pos = val->pos;
 		}
 	}
 	return 0;

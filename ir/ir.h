@@ -351,8 +351,9 @@ typedef struct Schedule {
 	Signal signal;
 	StoreKind store;
 	int swap_ab;           /* 0 unset, 1 no, 2 yes: a matmul computes D^T = B A^T (docs/spec.md) */
+	int split_k;           /* 0 unset, else the CTAs that share a matmul tile's K (1: no split) */
 	Pos pos;
-	Pos stages_pos, tile_pos, ws_pos, swap_pos;
+	Pos stages_pos, tile_pos, ws_pos, swap_pos, split_pos;
 	Pos cluster_pos, consumers_pos, signal_pos, store_pos;   /* line 0: not given */
 	Pos consumer_pos;      /* signal: {per_tile, consumer: ...}: where the consumer's outputs are named */
 	bool system;           /* signal: {per_tile, scope: system}: flags released at system scope, for a
@@ -500,7 +501,9 @@ typedef struct KParam {
 typedef enum BufKind {
 	BUF_NONE,
 	BUF_TILE,      /* an input tile written by TMA loads */
-	BUF_STAGING    /* an output tile written by compute, read by a TMA store */
+	BUF_STAGING,   /* an output tile written by compute, read by a TMA store */
+	BUF_PARTIAL    /* a K-split's partial accumulator: each consumer warpgroup's fragment (a row of
+	                  the buffer, register-major), which rank 0 of the cluster reads (ST_SPLIT_REDUCE) */
 } BufKind;
 
 /*
@@ -608,6 +611,12 @@ typedef enum StmtKind {
 	                      with wait: per_tile has been written (by another kernel, GPU or the host); only
 	                      when cond holds (NULL: always).  flag: the producer's, before TMA loads of an
 	                      operand that waits (fence.proxy.async.global after it, for the async proxy) */
+	ST_SPLIT_REDUCE,   /* a K-split (Kernel.splits): the cluster's CTAs each hold a partial sum of one tile in
+	                      reads[0].acc; ranks 1.. write theirs to buf (BUF_PARTIAL) and arrive on rank 0's
+	                      bar[wg] (release at cluster scope); rank 0 waits there (acquire), adds the
+	                      partials of ranks 1 .. b - 1 (those with k-steps) in rank order, and arrives on
+	                      each one's bar + 1 [wg], which it waits on before its next write.  a: the phase
+	                      parity of this warpgroup's reduction */
 	ST_SIGNAL          /* the output tile a is in global memory: param (PK_FLAGS)[a] = the epoch, with release
 	                      semantics at gpu scope; or, for the kernel's consumer role (no param), an arrive
 	                      on bar[barslot] (release at CTA scope).  flag: it is the tile of the loop iteration
@@ -801,6 +810,9 @@ struct Kernel {
 	int cluster[2];          /* CTAs a cluster along M and N, launched as clusters of cluster[0] x cluster[1]
 	                            CTAs (1-D, each CTA's rank EX_RANK) that take one cluster tile at a time and
 	                            multicast the operand they share ({1, 1}: no cluster) */
+	int splits;              /* CTAs that share each tile's k-steps (a split-K matmul: one cluster of them a tile,
+	                            ST_SPLIT_REDUCE sums the partials into rank 0, which alone runs the epilogue);
+	                            1: none.  Not with cluster[] > 1 */
 	Stmt *tile_consumer;     /* signal: {per_tile, consumer: ...}: the consumer role's loop over the CTA's
 	                            tiles (each waited for, its outputs computed, released), which lowering
 	                            makes and warp_specialize places in the role; NULL: none */
@@ -822,6 +834,8 @@ int kernel_add_bar(Comp *c, Kernel *k, const char *name, int count, int arrivals
 int kernel_add_acc(Comp *c, Kernel *k, const char *name, Dtype dt, int rows, int cols);
 /* A role of threads [FIRST, FIRST + THREADS); a consumer role gets the next named-barrier id. */
 int kernel_add_role(Comp *c, Kernel *k, RoleKind kind, int first, int threads);
+/* CTAs a cluster: the tile's (cluster[]) times the K-split's; 1 when the kernel launches no clusters. */
+int kernel_cluster_ctas(const Kernel *k);
 
 /*
  * Where the copies of a buffer go.  TMA writes and reads shared memory at

@@ -25,8 +25,15 @@ kernel_new(Comp *c, Fusion *f)
 	VEC_PUSH(c->arena, k->role, k->nrole, k->caprole);
 	k->body = st_block(c);
 	k->cluster[0] = k->cluster[1] = 1;
+	k->splits = 1;
 	k->row_blocks = 1;
 	return k;
+}
+
+int
+kernel_cluster_ctas(const Kernel *k)
+{
+	return k->cluster[0] * k->cluster[1] * k->splits;
 }
 
 int

@@ -230,6 +230,13 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 	case ST_CLUSTER_SYNC:
 		buf_puts(b, "barrier.cluster");
 		break;
+	case ST_SPLIT_REDUCE:
+		buf_printf(b, "split_k.reduce %s into rank 0 via %s[wg] on %s[wg] / %s[wg], parity ",
+		           k->acc[s->reads[0].acc].name, k->buf[s->buf].name, k->bar[s->bar].name, k->bar[s->bar + 1].name);
+		expr_print(b, k, s->a);
+		buf_puts(b, ", ranks with k-steps ");
+		expr_print(b, k, s->b);
+		break;
 	case ST_FLAG_WAIT:
 		if (s->cond) {
 			buf_puts(b, "if ");
@@ -381,6 +388,8 @@ kernel_print(Buf *b, const Kernel *k)
 	           k->tile_rows, k->tile_cols);
 	if (k->cluster[0] * k->cluster[1] > 1)
 		buf_printf(b, " cluster=[%d, %d]", k->cluster[0], k->cluster[1]);
+	if (k->splits > 1)
+		buf_printf(b, " split_k=%d", k->splits);
 	buf_printf(b, "%s%s%s%s%s\n", k->persistent ? "" : " one_tile_per_cta",
 	           k->flat ? " flat" : "", k->warp_specialize ? " warp_specialized" : "",
 	           k->tma_store ? " tma_store" : "", k->swap_ab ? " swap_ab" : "");
@@ -435,7 +444,10 @@ kernel_print(Buf *b, const Kernel *k)
 			buf_printf(b, " swizzle=%dB", u->swizzle);
 		if (l.stride != l.bytes)  /* padded to the alignment: copies lie further apart than their bytes */
 			buf_printf(b, " stride=%lld", (long long)l.stride);
-		buf_printf(b, " %s %s", u->kind == BUF_TILE ? "loaded from" : "stored to", k->param[u->param].name);
+		if (u->kind == BUF_PARTIAL)
+			buf_puts(b, " partial sums, read by rank 0 of the cluster");
+		else
+			buf_printf(b, " %s %s", u->kind == BUF_TILE ? "loaded from" : "stored to", k->param[u->param].name);
 		for (j = 1; j < k->nparam; j++)   /* and the other mainloops' operands that share its stages */
 			if (j != u->param && u->kind == BUF_TILE && kernel_loads_from(k, k->body, i, j))
 				buf_printf(b, ", %s", k->param[j].name);

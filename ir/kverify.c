@@ -277,7 +277,7 @@ check_stmt(Check *v, const Stmt *s)
 		check_expr(v, s->barslot);
 		break;
 	case ST_CLUSTER_SYNC:
-		if (k->cluster[0] * k->cluster[1] < 2 || v->in_roles)
+		if (kernel_cluster_ctas(k) < 2 || v->in_roles)
 			fail(v, "a cluster barrier in a kernel without clusters, or inside its roles");
 		break;
 	case ST_FLAG_WAIT:
@@ -296,6 +296,18 @@ check_stmt(Check *v, const Stmt *s)
 				if (s->reads[i].buf <= 0 || s->reads[i].buf >= k->nbuf)
 					fail(v, "mma operand is not a shared buffer");
 		check_expr(v, s->cond);
+		break;
+	case ST_SPLIT_REDUCE:
+		if (k->splits < 2 || s->buf <= 0 || s->buf >= k->nbuf || k->buf[s->buf].kind != BUF_PARTIAL ||
+		    !bar_ok(k, s->bar) || !bar_ok(k, s->bar + 1) || s->nreads != 1 || s->reads[0].acc <= 0 ||
+		    s->reads[0].acc >= k->nacc || !s->a || !s->b)
+			fail(v, "a split-K reduction without a K-split, its partial buffer, its two barriers, an "
+			     "accumulator, a parity or the count of CTAs with k-steps");
+		else if (k->buf[s->buf].cols != 128 * (k->acc[s->reads[0].acc].cols / 2 * k->row_blocks))
+			fail(v, "partial buffer '%s' of %d values a warpgroup does not hold accumulator '%s'",
+			     k->buf[s->buf].name, k->buf[s->buf].cols, k->acc[s->reads[0].acc].name);
+		check_expr(v, s->a);
+		check_expr(v, s->b);
 		break;
 	case ST_COMPUTE:
 		check_expr(v, s->a);
@@ -375,8 +387,9 @@ kernel_verify(Comp *c, const Kernel *k, const char *after)
 			v.defined[k->param[i].var] = true;
 	}
 	for (i = 1; i < k->nbuf; i++) {
-		if (k->buf[i].stages < 1 || k->buf[i].param <= 0 || k->buf[i].param >= k->nparam)
-			fail(&v, "buffer without stages or param");
+		if (k->buf[i].stages < 1 || (k->buf[i].kind == BUF_PARTIAL) != (k->buf[i].param == 0) ||
+		    k->buf[i].param < 0 || k->buf[i].param >= k->nparam)
+			fail(&v, "buffer without stages or param (a partial-sum buffer has none)");
 		else if (k->buf[i].full_bar && !bar_ok(k, k->buf[i].full_bar))
 			fail(&v, "buffer '%s' has a bad full barrier", k->buf[i].name);
 		else if (k->buf[i].swizzle != 0 && k->buf[i].swizzle != 32 && k->buf[i].swizzle != 64 &&
@@ -395,6 +408,10 @@ kernel_verify(Comp *c, const Kernel *k, const char *after)
 	    k->row_blocks > 2)
 		fail(&v, "a cluster of %d x %d CTAs, or %d row blocks a warpgroup, which codegen does not build",
 		     k->cluster[0], k->cluster[1], k->row_blocks);
+	if (k->splits < 1 || k->splits > 8 || (k->splits > 1 && (k->cluster[0] * k->cluster[1] > 1 ||
+	                                                         k->family != FAM_MATMUL)))
+		fail(&v, "a K-split over %d CTAs%s, which codegen does not build", k->splits,
+		     k->cluster[0] * k->cluster[1] > 1 ? " in clusters that share an operand" : "");
 	if (k->swap_ab && (k->tile_rows < 8 || k->tile_rows > 64 || k->tile_rows % 8 || k->row_blocks != 1 ||
 	                   k->tile_cols != (k->pingpong ? 64 : 128) || k->cluster[0] * k->cluster[1] > 1))
 		fail(&v, "a swapped matmul tile of %d x %d%s, %d row blocks, a cluster of %d x %d, which codegen does "

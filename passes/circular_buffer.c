@@ -603,9 +603,10 @@ pass_circular_buffer(Comp *c)
 	}
 	fence = st_new(c, ST_FENCE_MBAR_INIT);
 	st_append(c, init, fence);
-	/* in a cluster, the others' too: their producers multicast into this CTA, their consumers arrive here */
-	sync = st_new(c, k->cluster[0] * k->cluster[1] > 1 ? ST_CLUSTER_SYNC : ST_SYNC);
-	sync->comment = k->cluster[0] * k->cluster[1] > 1 ? "barrier init visible to every thread of the cluster"
+	/* in a cluster, the others' too: their producers multicast into this CTA, their consumers (or a K-split's
+	   ranks) arrive here */
+	sync = st_new(c, kernel_cluster_ctas(k) > 1 ? ST_CLUSTER_SYNC : ST_SYNC);
+	sync->comment = kernel_cluster_ctas(k) > 1 ? "barrier init visible to every thread of the cluster"
 	                                                  : "barrier init visible to all threads";
 	st_insert(c, k->body, 0, sync);
 	st_insert(c, k->body, 0, init);

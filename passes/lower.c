@@ -123,16 +123,17 @@ lower_tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **col0)
 {
 	Stmt *loop;
 	Expr *i, *tile, *ntc = NULL, *ntiles, *cta = ex_leaf(c, EX_CTA), *ncta = ex_leaf(c, EX_NCTA);
-	int cm = k->cluster[0], cn = k->cluster[1];
+	int cm = k->cluster[0], cn = k->cluster[1], n = kernel_cluster_ctas(k);
 
 	/*
 	 * In clusters the unit of work is a cluster tile of cm x cn CTA tiles:
 	 * cluster CTA / (cm cn) takes cluster tiles as a CTA would take tiles,
 	 * and each of its CTAs the CTA tile at its rank (rank % cm, rank / cm).
+	 * A K-split's cluster takes one tile, every CTA of it the same.
 	 */
-	if (cm * cn > 1) {
-		cta = ex_bin(c, EX_DIV, cta, ex_int(c, cm * cn));
-		ncta = ex_bin(c, EX_DIV, ncta, ex_int(c, cm * cn));
+	if (n > 1) {
+		cta = ex_bin(c, EX_DIV, cta, ex_int(c, n));
+		ncta = ex_bin(c, EX_DIV, ncta, ex_int(c, n));
 	}
 	if (whole_rows) {
 		k->ntile_var = k->rows_var;
@@ -156,7 +157,7 @@ lower_tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **col0)
 	                         ex_bin(c, EX_CEILDIV, ex_bin(c, EX_SUB, ex_var(c, k->ntile_var), cta), ncta),
 	                         k->body)->var;
 	loop = st_loop(c, kernel_add_var(c, k, "i"), ex_int(c, 0), ex_var(c, k->niter_var), LOOP_TILE);
-	loop->comment = whole_rows ? "this CTA's rows" : cm * cn > 1 ? "this cluster's tiles" : "this CTA's tiles";
+	loop->comment = whole_rows ? "this CTA's rows" : n > 1 ? "this cluster's tiles" : "this CTA's tiles";
 	st_append(c, k->body, loop);
 	i = ex_var(c, loop->var);
 	tile = ex_bin(c, EX_ADD, cta, ex_bin(c, EX_MUL, i, ncta));
@@ -382,7 +383,7 @@ lower_signal(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr *bt, E
  * (SPEC.md), never dropped in silence: clusters and inputs that wait are
  * built for matmul kernels only, completion signals not for row
  * reductions (exit status "not implemented"); `consumers` splits a matmul
- * tile, and a row-reduction
+ * tile, `swap_ab` and `split_k` change its operands and its K, and a row-reduction
  * kernel's tile (a row) and its stores (from registers) are the
  * compiler's, so those hints are errors in the spec.
  */
@@ -419,6 +420,12 @@ lower_refuse_hints(Comp *c, const Fusion *f, const char *family, bool rows)
 	if (s->consumers_pos.line)
 		return diag_error(c, s->consumers_pos, "'consumers' applies to matmul kernels, whose consumer "
 		                  "warpgroups split a tile; %s kernels have one group of compute threads", family);
+	if (s->swap_pos.line)
+		return diag_error(c, s->swap_pos, "'swap_ab' applies to matmul kernels, whose operands it swaps; "
+		                  "%s kernels have none", family);
+	if (s->split_pos.line)
+		return diag_error(c, s->split_pos, "'split_k' applies to matmul kernels, whose tiles sum over K; "
+		                  "%s kernels have no K to split", family);
 	if (rows && s->ntile)
 		return diag_error(c, s->tile_pos, "'tile' does not apply to %s kernels: a tile is one row, or "
 		                  "its 4096-element chunks when the row is too wide for shared memory", family);

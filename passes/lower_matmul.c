@@ -66,8 +66,14 @@ enum {
 	SIGNAL_PRODUCER_REGS = 88, SIGNAL_CONSUMER_REGS = 208,   /* with a signal consumer role: 128 x 88 + 256 x 208,
 	                                                            for its loads in flight (emit_matmul.c) */
 	SMEM_BUDGET = 227 * 1024,                  /* sm_90's dynamic shared memory a CTA */
-	SWAP_STAGES = 16                           /* swap_ab's stages by default: a tile's k loop streams B from
+	SWAP_STAGES = 16,                          /* swap_ab's stages by default: a tile's k loop streams B from
 	                                              DRAM, and each stage holds little of it (docs/perf.md) */
+	MAX_SPLIT = 4,                             /* CTAs a K-split's cluster by default, at most: clusters of 8
+	                                              of one CTA an SM did not all fit at once (docs/perf.md) */
+	SPLIT_STEPS = 8,                           /* k-steps (of 64) a CTA keeps at least when K is split by
+	                                              default: fewer would spend more on the pipeline's fill and
+	                                              the reduction than the split gains */
+	SPLIT_STAGING = 32 * 1024                  /* what a default K-split leaves for the staging copies */
 };
 
 /* A valid spec this version cannot lower: exit status 6, at POS. */
@@ -538,10 +544,44 @@ typedef struct Tile {
 	const Fusion *f;
 	Stmt *loop;                   /* the tile loop */
 	Expr *row0, *col0, *bt, *ktiles;
+	Expr *k0, *kparts;            /* a K-split (Kernel.splits): this CTA's first k-step, and the cluster's CTAs
+	                                 that have k-steps; NULL without */
 	int bm, bn, bk;
 	bool akm, bkm;                /* is the operand K-major (K its contiguous dim)? */
 	int abuf, bbuf;               /* A's stage, and B's: a group's side by side */
 } Tile;
+
+/*
+ * A K-split's reduction (ST_SPLIT_REDUCE) of group G's accumulator, after
+ * its k loop: each consumer warpgroup's fragment a row of a partial buffer
+ * (f32, register-major: thread t's register r at r x 128 + t, so a warp's
+ * 16-byte accesses are contiguous), written by ranks 1.. and read by rank
+ * 0 through distributed shared memory; split_full[wg] counts the writers'
+ * arrivals (128 threads each), split_free[wg] rank 0's (128) on each
+ * writer's copy.  A warpgroup's reductions alternate phases: its tiles are
+ * every one (cooperative) or every other (ping-pong) of the tile loop's.
+ */
+static Stmt *
+split_reduce(Comp *c, const Tile *t, const Group *g)
+{
+	Kernel *k = t->k;
+	Stmt *s = st_new(c, ST_SPLIT_REDUCE);
+	int acc = g->acc[0], wgs = CONSUMER_THREADS / 128, regs = k->acc[acc].cols / 2 * k->row_blocks;
+	Expr *nth = ex_var(c, t->loop->var);
+
+	if (k->pingpong)
+		nth = ex_bin(c, EX_DIV, nth, ex_int(c, 2));
+	s->buf = kernel_add_buf(c, k, arena_printf(c->arena, "part_%s", t->f->tensor[k->acc[acc].tensor].name),
+	                        BUF_PARTIAL, DT_F32, wgs, 128 * regs);
+	k->buf[s->buf].tensor = k->acc[acc].tensor;
+	s->bar = kernel_add_bar(c, k, "split_full", wgs, 128 * (k->splits - 1));
+	kernel_add_bar(c, k, "split_free", wgs, 128);
+	VEC_PUSH(c->arena, s->reads, s->nreads, s->capreads)->acc = acc;
+	s->a = ex_bin(c, EX_AND, nth, ex_int(c, 1));
+	s->b = t->kparts;
+	s->comment = "the cluster's partial sums of the tile, into rank 0";
+	return s;
+}
 
 /*
  * Group G's part of the tile loop: its k loop (loads of A and of each B,
@@ -556,7 +596,7 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 	const Op *op = &f->op[g->mm[0]];
 	const Tensor *a = &f->tensor[op->in[0].tensor], *b = &f->tensor[op->in[1].tensor];
 	Stmt *kloop, *issue, *eloop, *compute, *store;
-	Expr *kk, *ecol;
+	Expr *kk, *kat, *ecol;
 	int m, j, ecols = k->swap_ab ? t->bn : EPI_COLS;
 
 	kloop = st_loop(c, kernel_add_var(c, k, "kk"), ex_int(c, 0), t->ktiles, LOOP_SERIAL);
@@ -564,14 +604,15 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 	                       : "the k-steps of this tile";
 	st_append(c, t->loop, kloop);
 	kk = ex_var(c, kloop->var);
+	kat = t->k0 ? ex_bin(c, EX_ADD, t->k0, kk) : kk;   /* a K-split's CTA starts at its own k-step */
 	issue = st_if(c, ex_leaf(c, EX_ELECT));
 	issue->comment = "one thread loads the k-step's operands";
 	st_append(c, kloop, issue);
-	load_operand(c, k, issue, t->abuf, 0, pa, t->akm, t->bm, t->bk, t->row0, kk, a->rank > 2 ? t->bt : NULL,
+	load_operand(c, k, issue, t->abuf, 0, pa, t->akm, t->bm, t->bk, t->row0, kat, a->rank > 2 ? t->bt : NULL,
 	             k->cluster[1], op->pos);
 	/* the group's B side by side in one copy: one mma of N = n x BN computes them all */
 	for (m = 0; m < g->n; m++)
-		load_operand(c, k, issue, t->bbuf, m * t->bn * t->bk, pb[m], t->bkm, t->bn, t->bk, t->col0, kk,
+		load_operand(c, k, issue, t->bbuf, m * t->bn * t->bk, pb[m], t->bkm, t->bn, t->bk, t->col0, kat,
 		             b->rank > 2 ? t->bt : NULL, k->cluster[0], f->op[g->mm[m]].pos);
 	{
 		/* swapped (swap_ab), the mma's A is B's tile and its B is A's: D^T = B A^T */
@@ -597,7 +638,17 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 	 */
 	eloop = st_loop(c, kernel_add_var(c, k, "e"), ex_int(c, 0), ex_int(c, t->bn / ecols), LOOP_SERIAL);
 	eloop->comment = k->swap_ab ? "the epilogue, the whole tile at once" : "the epilogue, a subtile at a time";
-	st_append(c, t->loop, eloop);
+	if (k->splits > 1) {
+		/* the cluster's partial sums into rank 0, which alone runs the epilogue */
+		Stmt *lead = st_if(c, ex_bin(c, EX_EQ, ex_leaf(c, EX_RANK), ex_int(c, 0)));
+
+		st_append(c, t->loop, split_reduce(c, t, g));
+		lead->comment = "rank 0 holds the tile's sum: it alone computes and stores the tile";
+		st_append(c, lead, eloop);
+		st_append(c, t->loop, lead);
+	} else {
+		st_append(c, t->loop, eloop);
+	}
 	ecol = ex_bin(c, EX_ADD, t->col0, ex_bin(c, EX_MUL, ex_var(c, eloop->var), ex_int(c, ecols)));
 	compute = st_new(c, ST_COMPUTE);
 	compute->a = t->row0;
@@ -779,6 +830,62 @@ choose_cluster(Comp *c, const Fusion *f, Kernel *k, const Tile *t, const Op *op)
 	return 0;
 }
 
+/*
+ * schedule: split_k N.  A GEMM of fewer tiles than SMs (a decode step's
+ * 16 x 4096 x 14336: 64 swapped tiles for 132 SMs) leaves SMs idle that
+ * could share its long K.  Split, a cluster of N CTAs takes each tile,
+ * every CTA a contiguous share of the k-steps into its own accumulator,
+ * and rank 0 adds the others' through distributed shared memory
+ * (split_reduce) before it alone runs the epilogue: no workspace in global
+ * memory, no flags to reset, the sum in one order whatever finishes first.
+ * Without a hint, a swapped matmul (few rows: what split-K measured faster
+ * for; an unswapped tile of 128 rows did not gain, docs/perf.md) takes the
+ * largest power of two up to MAX_SPLIT that keeps the split tiles within
+ * one wave (TILE_TARGET) and SPLIT_STEPS k-steps a CTA.  Sets k->splits; 0
+ * or -1.
+ */
+static int
+choose_split(Comp *c, const Fusion *f, Kernel *k, const Tile *t, const Group *g, int ng, const Tensor *a,
+             const Tensor *d)
+{
+	const Schedule *h = &f->sched;
+	int64_t rows = 1, cols = dim_value(f, d->dim[d->rank - 1]), K = dim_value(f, a->dim[a->rank - (t->akm ? 1 : 2)]);
+	int64_t tiles, steps;
+	const char *why = NULL;
+	int i, s, nb = ng == 1 ? g->n : 1, regs = (k->swap_ab ? t->bm : nb * t->bn) / 2 * k->row_blocks;
+	int partial = CONSUMER_THREADS * regs * 4, stage = (t->bm + nb * t->bn) * t->bk * 2;
+
+	if (ng > 1)
+		why = "with independent matmuls in one kernel";
+	else if (h->cluster_pos.line && h->cluster[0] * h->cluster[1] > 1)
+		why = "in clusters that share an operand";
+	else if (h->signal)
+		why = "with 'signal: per_tile'";
+	else if (k->waits)
+		why = "with an input that waits per tile";
+	if (h->split_k > 1) {
+		if (why)
+			return unbuilt(c, h->split_pos, "split_k %s is not implemented yet", why);
+		k->splits = h->split_k;
+		return 0;
+	}
+	if (h->split_pos.line || why || k->batched || !k->swap_ab)
+		return 0;
+	for (i = 0; i + 1 < d->rank && rows > 0; i++)
+		rows = dim_value(f, d->dim[i]) > 0 && rows <= INT64_MAX / dim_value(f, d->dim[i]) ?
+		       rows * dim_value(f, d->dim[i]) : 0;
+	if (rows <= 0 || cols <= 0 || K <= 0)
+		return 0;
+	tiles = (rows + t->bm - 1) / t->bm * ((cols + t->bn - 1) / t->bn);
+	steps = (K + t->bk - 1) / t->bk;
+	/* the partial sums must leave shared memory for the stages asked for (or 4) and the staging copies */
+	if (partial + (h->stages > 4 ? h->stages : 4) * stage + SPLIT_STAGING > SMEM_BUDGET)
+		return 0;
+	for (s = 2; s <= MAX_SPLIT && tiles * s <= TILE_TARGET && steps / s >= SPLIT_STEPS; s *= 2)
+		k->splits = s;
+	return 0;
+}
+
 static int
 lower_matmul(Comp *c, Fusion *f)
 {
@@ -846,6 +953,8 @@ lower_matmul(Comp *c, Fusion *f)
 	if (choose_cluster(c, f, k, &t, op) < 0)
 		return -1;
 	k->row_blocks = k->swap_ab ? 1 : t.bm / (k->pingpong ? 64 : 128);
+	if (choose_split(c, f, k, &t, g, ng, a, d) < 0)
+		return -1;
 	if (k->row_blocks > 1 && f->sched.consumer_pos.line)
 		return unbuilt(c, f->sched.tile_pos, "a tile of %d rows with a signal consumer role is not implemented "
 		               "yet: use %d rows", t.bm, t.bm / 2);
@@ -1040,13 +1149,25 @@ lower_matmul(Comp *c, Fusion *f)
 		t.bt = ex_var(c, lower_let(c, k, "bt", ex_bin(c, EX_DIV, ex_var(c, tile->var), batch_tiles), t.loop)->var);
 	}
 	{
-		/* K-steps a tile: a let before the tile loop, which lower_tile_loop appended last */
-		Stmt *let = lower_let(c, k, "ktiles", ex_bin(c, EX_CEILDIV, ex_var(c, k->param[j].var), ex_int(c, t.bk)),
-		                      k->body);
+		/*
+		 * K-steps a tile: lets before the tile loop, which lower_tile_loop
+		 * appended last.  A K-split's CTA takes kper of them from k0 (the
+		 * last ones fewer, or none when K is short), and kparts of the
+		 * cluster's CTAs have any.
+		 */
+		Expr *steps = ex_bin(c, EX_CEILDIV, ex_var(c, k->param[j].var), ex_int(c, t.bk));
 
-		k->body->body[k->body->nbody - 2] = let;
-		k->body->body[k->body->nbody - 1] = t.loop;
-		t.ktiles = ex_var(c, let->var);
+		k->body->nbody--;
+		if (k->splits > 1) {
+			Expr *all = ex_var(c, lower_let(c, k, "ksteps", steps, k->body)->var), *per;
+
+			per = ex_var(c, lower_let(c, k, "kper", ex_bin(c, EX_CEILDIV, all, ex_int(c, k->splits)), k->body)->var);
+			t.k0 = ex_var(c, lower_let(c, k, "k0", ex_bin(c, EX_MUL, ex_leaf(c, EX_RANK), per), k->body)->var);
+			t.kparts = ex_var(c, lower_let(c, k, "kparts", ex_bin(c, EX_CEILDIV, all, per), k->body)->var);
+			steps = ex_bin(c, EX_MAX, ex_bin(c, EX_MIN, ex_bin(c, EX_SUB, all, t.k0), per), ex_int(c, 0));
+		}
+		t.ktiles = ex_var(c, lower_let(c, k, "ktiles", steps, k->body)->var);
+		st_append(c, k->body, t.loop);
 	}
 	/* in the tile loop, each group's k loop and epilogue */
 	for (gi = 0; gi < ng; gi++) {

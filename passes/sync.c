@@ -156,6 +156,9 @@ accesses(const Kernel *k, const Stmt *s, Acc *out)
 		for (i = 0; i < s->nwrites && n < MAXACC; i++)
 			out[n++] = (Acc){.acc = s->writes[i].acc, .write = true, .via = VIA_MMA};
 		break;
+	case ST_SPLIT_REDUCE:   /* reads the partial sum in registers (and adds the others' to it) */
+		out[n++] = (Acc){.acc = s->reads[0].acc};
+		break;
 	case ST_COMPUTE:
 		for (i = 0; i < s->nreads && n < MAXACC; i++)
 			out[n++] = (Acc){.buf = s->reads[i].buf, .acc = s->reads[i].acc, .slot = s->reads[i].slot};
@@ -797,7 +800,7 @@ pingpong_last(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop, const C
 	Comp *c = y->c;
 	int S = outer->cb->stages;
 	Expr *end = ex_subst(c, loop->lin, loop->var, loop->hi);   /* the counter after the last k-step */
-	Stmt *w = st_new(c, ST_MMA_WAIT), *next;
+	Stmt *w = st_new(c, ST_MMA_WAIT), *next, *last;
 	int at = *j + 1;
 
 	retire_groups(st, VIA_MMA, st->mma - 1, false);
@@ -814,9 +817,17 @@ pingpong_last(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop, const C
 	next = at < block->nbody ? block->body[at] : NULL;
 	if (next && next->kind == ST_IF && next->nbody == 1 && next->body[0]->kind == ST_SYNC && next->body[0]->flag)
 		at++;
-	st_insert(c, block, at, mbar(c, ST_MBAR_ARRIVE, outer->cb->empty_bar,
-	                                 ex_bin(c, EX_MOD, ex_bin(c, EX_ADD, end, ex_int(c, S - 1)), ex_int(c, S)),
-	                                 NULL, "release the tile's last k-step to the producer"));
+	last = mbar(c, ST_MBAR_ARRIVE, outer->cb->empty_bar,
+	            ex_bin(c, EX_MOD, ex_bin(c, EX_ADD, end, ex_int(c, S - 1)), ex_int(c, S)), NULL,
+	            "release the tile's last k-step to the producer");
+	if (y->k->splits > 1) {
+		/* a K-split's CTA may have no k-steps (K short): then it has no last one to release */
+		Stmt *any = st_if(c, ex_bin(c, EX_LT, loop->lo, loop->hi));
+
+		st_append(c, any, last);
+		last = any;
+	}
+	st_insert(c, block, at, last);
 	*j = at;
 }
 
@@ -1014,7 +1025,7 @@ walk_body(Sync *y, Stmt *loop, State *st, const Cb *cb)
 	place_all(y, fr);
 }
 
-/* Does a compute in S read accumulator ACC? */
+/* Does a compute (or a split-K reduction) in S read accumulator ACC? */
 static bool
 reads_acc(const Stmt *s, int acc)
 {
@@ -1022,7 +1033,7 @@ reads_acc(const Stmt *s, int acc)
 
 	if (!s)
 		return false;
-	if (s->kind == ST_COMPUTE)
+	if (s->kind == ST_COMPUTE || s->kind == ST_SPLIT_REDUCE)
 		for (i = 0; i < s->nreads; i++)
 			if (s->reads[i].acc == acc)
 				return true;

@@ -381,8 +381,8 @@ pass_warp_specialize(Comp *c)
 		st_append(c, cbranch, w.parent->body[i]);
 	w.parent->body[w.index] = roles;
 	w.parent->nbody = w.index + 1;
-	if (k->cluster[0] * k->cluster[1] > 1) {
-		/* no CTA leaves while another of its cluster may still arrive on its barriers */
+	if (kernel_cluster_ctas(k) > 1) {
+		/* no CTA leaves while another of its cluster may still arrive on its barriers (or read its partial sums) */
 		Stmt *end = st_new(c, ST_CLUSTER_SYNC);
 
 		end->comment = "the cluster's CTAs leave together: none arrives on a barrier of one that has left";

@@ -61,7 +61,9 @@ for spec in "tests/gpu/specs/relu_chain.yaml -D N=300001" "tests/gpu/specs/relu_
 	"tests/gpu/specs/gemm_wait.yaml -D M=200 -D N=264 -D K=72" "tests/gpu/specs/gemm_wait_pp.yaml -D M=200 -D N=264 -D K=72" \
 	"tests/gpu/specs/gemm_wait_ab.yaml -D M=200 -D N=264 -D K=72" \
 	"tests/gpu/specs/gemm_swap.yaml -D M=40 -D N=264 -D K=200" "tests/gpu/specs/gemm_swap_forced.yaml -D B=2 -D M=1500 -D N=264 -D K=72" \
-	"tests/gpu/specs/gemm_swap_coop.yaml -D M=1000 -D N=520 -D K=72"; do
+	"tests/gpu/specs/gemm_swap_coop.yaml -D M=1000 -D N=520 -D K=72" \
+	"tests/gpu/specs/gemm_split.yaml -D M=129 -D N=136 -D K=72" "tests/gpu/specs/gemm_split_pp.yaml -D M=300 -D N=264 -D K=704" \
+	"tests/gpu/specs/gemm_split_swap.yaml -D M=3 -D N=200 -D K=520" "tests/gpu/specs/gemm_split_glu.yaml -D M=136 -D F=200 -D K=1000"; do
 	for tool in memcheck racecheck synccheck; do
 		# shellcheck disable=SC2086
 		sanitize $tool "$b/wsfuse" run --check --no-cache $spec
