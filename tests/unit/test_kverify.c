@@ -210,6 +210,20 @@ static void b_swap_tile(Fixture *t, Kernel *k)
 	k->tile_rows = 16;
 	k->tile_cols = 128;
 }
+static void b_split_family(Fixture *t, Kernel *k)
+{
+	(void)t;
+	k->splits = 2;   /* only a matmul's tiles have a K to split */
+}
+static void b_split_reduce(Fixture *t, Kernel *k)
+{
+	Stmt *s = st_new(&t->c, ST_SPLIT_REDUCE);
+
+	k->family = FAM_MATMUL;
+	k->splits = 2;
+	s->buf = 1;   /* a tile buffer, not a partial-sum one; and no accumulator, barriers or parity */
+	st_append(&t->c, k->body, s);
+}
 static void b_role_twice(Fixture *t, Kernel *k)
 {
 	Stmt *roles = first(k, ST_ROLES, CB_NONE);
@@ -273,6 +287,10 @@ static const struct {
 	{"a register target is a multiple of 8", true, b_role_regs_step,
 	 "role 2's register target 230 is not a multiple of 8 in [24, 256] for whole warpgroups"},
 	{"one branch a role", true, b_role_twice, "role 1 has two branches"},
+	{"a K-split is a matmul's", false, b_split_family, "a K-split over 2 CTAs, which codegen does not build"},
+	{"a split-K reduction has its buffer, barriers and accumulator", false, b_split_reduce, "a split-K reduction "
+	 "without a K-split, its partial buffer, its two barriers, an accumulator, a parity or the count of CTAs "
+	 "with k-steps"},
 	{"a swapped tile codegen builds", true, b_swap_tile, "a swapped matmul tile of 16 x 128 (ping-pong), 1 row "
 	 "blocks, a cluster of 1 x 1, which codegen does not build"},
 };

@@ -1408,6 +1408,135 @@ operand_wait(void **state)
 
 /* What this version does not lower yet: exit status 6, with the reason at the op. */
 /*
+ * split_k: a decode step's 16 x 4096 x 4096 is 64 swapped tiles for 132 SMs,
+ * so by default clusters of 2 CTAs share each tile's K.  The lets give each
+ * CTA its k-steps (k0 on, ktiles of them) and both roles use them; in the
+ * consumers' tile loop the reduction comes after the k loop's one wait for
+ * the mma (none inside it, none after) and before rank 0's epilogue, which
+ * no other rank runs; its partial buffer holds each warpgroup's fragment
+ * (8 registers of 128 threads); its barriers count the other ranks' 128
+ * arrivals and rank 0's.  The kernel launches clusters of 2.  Then the
+ * defaults (4 for 16 tiles; none for 128 or unswapped), the ping-pong
+ * release a CTA without k-steps skips, and the forms refused.
+ */
+static void
+split_k(void **state)
+{
+	static const char spec[] =
+		"fusion: g\nsizes: {M: 16, N: 4096, K: 4096}\ninputs:\n  x: {dtype: bf16, shape: [M, K]}\n"
+		"  w: {dtype: bf16, shape: [N, K]}\n"
+		"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: o, op: relu, in: [y]}\n"
+		"outputs:\n  o: {dtype: bf16}\n";
+	static const struct {
+		const char *sizes;
+		int splits;
+	} defaults[] = {
+		{"{M: 16, N: 1024, K: 4096}", 4},     /* 16 tiles: 4 (8 would not fit at once) */
+		{"{M: 16, N: 8192, K: 4096}", 1},     /* 128 tiles: a wave already */
+		{"{M: 1, N: 4096, K: 256}", 1},       /* 4 k-steps: too few to share */
+		{"{M: 128, N: 1024, K: 8192}", 1},    /* unswapped: measured no faster */
+	};
+	static const struct {
+		const char *sched, *msg;
+		bool unbuilt;
+	} refused[] = {
+		{"{split_k: 2, signal: per_tile}", "split_k with 'signal: per_tile' is not implemented yet", true},
+		{"{split_k: 2, swap_ab: false, cluster: [2, 1]}", "split_k in clusters that share an operand is not "
+		 "implemented yet", true},
+		{"{split_k: 9}", "expected an integer from 1 to 8 for 'split_k', saw '9'", false},
+		{"{split_k: 0}", "expected an integer from 1 to 8 for 'split_k'", false},
+	};
+	Fixture *t;
+	Kernel *k;
+	Stmt *roles, *loop, *red, *lead, *kloop, *w[4];
+	const char *cu;
+	int i, at, b, n, parts = 0;
+
+	if (setup((void **)&t) < 0)
+		fail_msg("setup");
+	if (!(k = kernel_of(t, spec)))
+		fail_msg("%s", t->msg);
+	assert_true(k->swap_ab && k->pingpong);
+	assert_int_equal(k->splits, 2);
+	assert_int_equal(kernel_cluster_ctas(k), 2);
+	assert_int_equal(census(k->body).kind[ST_SPLIT_REDUCE], 1);
+	roles = find_kind(k->body, ST_ROLES, 0);
+	assert_non_null(roles);
+	/* the producer loads from k0 on, ktiles of them */
+	n = stmts_of(roles->body[0], ST_TMA_LOAD, w, 4);
+	assert_int_equal(n, 2);
+	for (i = 0; i < n; i++)
+		assert_string_equal(expr(t, w[i]->b), "((k0 + kk) * 64)");
+	/* the consumers' tile loop: k loop, its wait, the reduction, then rank 0's epilogue */
+	loop = NULL;
+	for (i = 0; i < roles->body[1]->nbody; i++)
+		if (roles->body[1]->body[i]->kind == ST_LOOP && roles->body[1]->body[i]->loop == LOOP_TILE)
+			loop = roles->body[1]->body[i];
+	assert_non_null(loop);
+	for (at = 0; at < loop->nbody && loop->body[at]->kind != ST_LOOP; at++)
+		;
+	kloop = loop->body[at];
+	assert_string_equal(expr(t, kloop->hi), "ktiles");
+	assert_int_equal(census(kloop).kind[ST_MMA_WAIT], 1);   /* wait_group 1 for the stage released */
+	red = find_kind(loop, ST_SPLIT_REDUCE, 0);
+	assert_non_null(red);
+	for (i = at + 1; loop->body[i] != red; i++)
+		assert_false(loop->body[i]->kind == ST_MMA_WAIT && loop->body[i]->n != 0);
+	assert_non_null(find_kind(loop, ST_MMA_WAIT, 0));
+	assert_int_equal(find_kind(loop, ST_MMA_WAIT, 0)->n, 0);
+	assert_null(find_kind(loop, ST_MMA_WAIT, 1));
+	lead = loop->body[loop->nbody - 1];
+	assert_true(lead->kind == ST_IF && lead->body[0]->kind == ST_LOOP);
+	assert_string_equal(expr(t, lead->cond), "(rank == 0)");
+	assert_int_equal(census(lead).kind[ST_COMPUTE], 1);
+	assert_int_equal(census(lead).kind[ST_MMA_WAIT], 0);
+	assert_string_equal(expr(t, red->a), "((i / 2) & 1)");
+	assert_string_equal(expr(t, red->b), "kparts");
+	assert_int_equal(k->buf[red->buf].kind, BUF_PARTIAL);
+	assert_int_equal(k->buf[red->buf].rows, 2);
+	assert_int_equal(k->buf[red->buf].cols, 128 * 8);
+	assert_string_equal(k->bar[red->bar].name, "split_full");
+	assert_int_equal(k->bar[red->bar].arrivals, 128);
+	assert_string_equal(k->bar[red->bar + 1].name, "split_free");
+	assert_int_equal(k->bar[red->bar + 1].arrivals, 128);
+	/* the ping-pong release of the last k-step, only where there was one */
+	for (i = 0; i < loop->nbody; i++)
+		if (loop->body[i]->kind == ST_IF && loop->body[i]->nbody == 1 && loop->body[i]->body[0]->kind == ST_MBAR_ARRIVE)
+			assert_string_equal(expr(t, loop->body[i]->cond), "(0 < ktiles)");
+	for (b = 1; b < k->nbuf; b++)
+		parts += k->buf[b].kind == BUF_PARTIAL;
+	assert_int_equal(parts, 1);
+	cu = cuda_of(t);
+	assert_non_null(strstr(cu, "__cluster_dims__(2, 1, 1)"));
+	assert_non_null(strstr(cu, "wsf_mbar_wait_cluster(&split_full[w], parity);"));
+	assert_int_equal(count(cu, "wsf_mbar_arrive_remote(&"), 2);
+	assert_non_null(strstr(cu, "const float4 v = theirs[128 * q];"));
+	teardown((void **)&t);
+
+	for (i = 0; i < (int)countof(defaults); i++) {
+		char text[1024];
+		const char *at_sizes = strstr(spec, "{M: 16"), *end = strchr(at_sizes, '}');
+
+		snprintf(text, sizeof text, "%.*s%s%s", (int)(at_sizes - spec), spec, defaults[i].sizes, end + 1);
+		if (setup((void **)&t) < 0)
+			fail_msg("setup");
+		if (!(k = kernel_of(t, text)))
+			fail_msg("%s: %s", defaults[i].sizes, t->msg);
+		if (k->splits != defaults[i].splits)
+			fail_msg("%s: split %d, expected %d", defaults[i].sizes, k->splits, defaults[i].splits);
+		assert_int_equal(census(k->body).kind[ST_SPLIT_REDUCE], k->splits > 1);
+		teardown((void **)&t);
+	}
+	for (i = 0; i < (int)countof(refused); i++) {
+		char text[1024];
+
+		snprintf(text, sizeof text, "%sschedule: %s\n", spec, refused[i].sched);
+		refused_with(i, text, refused[i].msg, refused[i].unbuilt);
+	}
+	(void)state;
+}
+
+/*
  * swap_ab (M = 16): the mma reads B's stage as its A (64 rows of w) and A's
  * as its B (x's 16 rows), m64n16k64, into an accumulator of 64 x 16; 16
  * stages by default; one staging copy a tile of [2 x 16][64] (both
@@ -1629,6 +1758,7 @@ main(void)
 		cmocka_unit_test(cluster_pairs),
 		cmocka_unit_test(tall_pingpong),
 		cmocka_unit_test(swapped),
+		cmocka_unit_test(split_k),
 		cmocka_unit_test(cooperative_256),
 		cmocka_unit_test(wait_per_tile),
 		cmocka_unit_test(operand_wait),
