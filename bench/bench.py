@@ -546,6 +546,9 @@ def print_flop_table(rows):
     cols = ["case", "TFLOP", "wsfuse ms", "TFLOP/s"]
     for p in peers:
         cols += [f"{PEERS[p]} ms", f"{PEERS[p]}/wsfuse"]
+    rounds = any("rounds" in r for r in rows)   # --rounds: torch.compile / wsfuse over the interleaved rounds
+    if rounds:
+        cols.append("rounds: compile/wsfuse median (range)")
     cols.append("check")
     lines = []
     for r in rows:
@@ -554,6 +557,9 @@ def print_flop_table(rows):
         for p in peers:
             t = r.get(f"{p}_ms")
             line += [fmt(t, ".4f"), fmt(t and w and t / w, ".3f") + ("x" if t and w else "")]
+        if rounds:
+            line.append(f"{r['rounds_ratio']:.4f}x ({r['rounds_min']:.4f}-{r['rounds_max']:.4f})"
+                        if "rounds" in r else "-")
         line.append(r["check"].splitlines()[0][:60])
         lines.append(line)
     print_aligned(cols, lines)
