@@ -34,6 +34,7 @@ struct WsfContext {
 	int lineinfo;        /* 0: as $WSFUSE_LINEINFO says (default off), 1: off, 2: on */
 	int store_delay;     /* Comp.store_delay: testing the per-tile signal */
 	bool no_pdl;         /* Comp.no_pdl: option pdl=0 */
+	int tune;            /* option tune: 0 as $WSFUSE_TUNE says (default off), 1 off, 2 on */
 	WsfStage stop;
 	char *last_error;
 	char *environment;   /* the last wsf_environment text */
@@ -348,10 +349,10 @@ wsf_set_option(WsfContext *ctx, const char *name, const char *value)
 			                 (int)strcspn(bad, ","), bad, DUMP_NAMES);
 		return set_string(&ctx->dump_list, value);
 	}
-	if (strcmp(name, "cache") == 0 || strcmp(name, "lineinfo") == 0) {
+	if (strcmp(name, "cache") == 0 || strcmp(name, "lineinfo") == 0 || strcmp(name, "tune") == 0) {
 		if (!value || (strcmp(value, "0") && strcmp(value, "1")))
 			return ctx_error(ctx, WSF_ERR_USAGE, "error: option '%s' takes 0 or 1", name);
-		*(name[0] == 'c' ? &ctx->cache : &ctx->lineinfo) = value[0] == '0' ? 1 : 2;
+		*(name[0] == 'c' ? &ctx->cache : name[0] == 'l' ? &ctx->lineinfo : &ctx->tune) = value[0] == '0' ? 1 : 2;
 		return WSF_OK;
 	}
 	if (strcmp(name, "pdl") == 0) {
@@ -387,7 +388,8 @@ rt_options(const WsfContext *ctx)
 
 /* The variables that change what wsfuse does, shown by wsf_environment. */
 static const char *const env_vars[] = {
-	"WSFUSE_CACHE", "WSFUSE_CACHE_DIR", "WSFUSE_DUMP", "WSFUSE_DUMP_DIR", "WSFUSE_LINEINFO", "WSFUSE_NVRTC_PATH", "WSFUSE_LIBCUDA_PATH",
+	"WSFUSE_CACHE", "WSFUSE_CACHE_DIR", "WSFUSE_DUMP", "WSFUSE_DUMP_DIR", "WSFUSE_LINEINFO", "WSFUSE_TUNE",
+	"WSFUSE_NVRTC_PATH", "WSFUSE_LIBCUDA_PATH",
 	"XDG_CACHE_HOME", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH",
 };
 
@@ -446,6 +448,11 @@ struct WsfKernel {
 	size_t len[WSF_STAGE_COUNT];
 	Launch *launch;   /* what codegen says the kernel needs at launch */
 	Loaded *loaded;   /* module and driver, once launched */
+	/* option tune: the candidates are timed at the first launch (tune_kernel) */
+	bool tune;
+	SizeBinding *bind;   /* the bindings it was compiled with, for the candidates (in the arena) */
+	int nbind;
+	char *choice;        /* malloc'ed: what the first launch chose, once tuned */
 };
 
 static void
@@ -455,6 +462,7 @@ kernel_free(WsfKernel *k)
 		return;
 	rt_unload(k->loaded);
 	arena_free(k->comp.arena);
+	free(k->choice);
 	free(k);
 }
 
@@ -528,6 +536,15 @@ again:
 	return WSF_OK;
 }
 
+/* Option tune, else $WSFUSE_TUNE (on unless empty or "0"): is a measured choice wanted? */
+static bool
+tune_wanted(const WsfContext *ctx)
+{
+	const char *v = getenv("WSFUSE_TUNE");
+
+	return ctx->tune ? ctx->tune == 2 : v && *v && strcmp(v, "0") != 0;
+}
+
 static void
 forward_dump(void *user, const char *pass, const char *text)
 {
@@ -593,7 +610,7 @@ dump_kernel(WsfContext *ctx, WsfKernel *k, unsigned mask)
 }
 
 static WsfStatus
-compile(WsfContext *ctx, const char *name, const char *text, size_t len, WsfKernel **out)
+compile(WsfContext *ctx, const char *name, const char *text, size_t len, const Schedule *sched, WsfKernel **out)
 {
 	WsfKernel *k;
 	Comp *c;
@@ -639,7 +656,13 @@ compile(WsfContext *ctx, const char *name, const char *text, size_t len, WsfKern
 	c->no_pdl = ctx->no_pdl;
 	c->dump = forward_dump;
 	c->dump_user = ctx;
-	if (spec_read(c) || passes_run(c, WSF_STAGE_FUSION_IR)) {
+	if (spec_read(c)) {
+		s = c->status ? c->status : WSF_ERR_INPUT;
+		goto fail;
+	}
+	if (sched)   /* a candidate of the measured choice: the spec under another schedule */
+		c->fusion->sched = *sched;
+	if (passes_run(c, WSF_STAGE_FUSION_IR)) {
 		s = c->status ? c->status : WSF_ERR_INPUT;
 		goto fail;
 	}
@@ -652,7 +675,16 @@ compile(WsfContext *ctx, const char *name, const char *text, size_t len, WsfKern
 	if (ctx->stop > WSF_STAGE_FUSION_IR && (s = compile_kernel(ctx, k)) != WSF_OK)
 		goto fail;
 	dump_kernel(ctx, k, dump);
-	/* the bindings belong to the context, which may change them later */
+	/* the bindings belong to the context, which may change them later: a kernel to tune keeps a copy */
+	if (tune_wanted(ctx) && ctx->stop >= WSF_STAGE_CUBIN && lower_matmul_candidates(c->fusion, NULL, 0) > 1) {
+		k->tune = true;
+		k->nbind = c->nbind;
+		k->bind = arena_alloc(c->arena, (size_t)(c->nbind + 1) * sizeof *k->bind);
+		for (int i = 0; i < c->nbind; i++) {
+			k->bind[i] = c->bind[i];
+			k->bind[i].name = arena_strdup(c->arena, c->bind[i].name);
+		}
+	}
 	c->bind = NULL;
 	c->nbind = 0;
 	/* nothing allocates in the kernel's arena after this: calls use scratch arenas */
@@ -679,7 +711,7 @@ wsf_compile_string(WsfContext *ctx, const char *name, const char *text, size_t l
 {
 	if (!ctx || !text || !out)
 		return WSF_ERR_USAGE;
-	return compile(ctx, name ? name : "<string>", text, len, out);
+	return compile(ctx, name ? name : "<string>", text, len, NULL, out);
 }
 
 WsfStatus
@@ -722,7 +754,7 @@ wsf_compile_file(WsfContext *ctx, const char *path, WsfKernel **out)
 		return ctx_error(ctx, WSF_ERR_IO, "%s: error: cannot read: %s", path, strerror(errno));
 	}
 	fclose(fp);
-	s = compile(ctx, path, text ? text : "", len, out);
+	s = compile(ctx, path, text ? text : "", len, NULL, out);
 	free(text);
 	return s;
 }
@@ -995,6 +1027,228 @@ call_end(WsfContext *ctx, Comp *c, WsfStatus s)
 	return s;
 }
 
+/* ---- the measured choice (option tune) -------------------------------- */
+
+enum {
+	TUNE_MAX = 12,       /* candidates (lower_matmul_candidates) */
+	TUNE_WARMUP = 2,     /* launches before the timed ones: the module loads, the maps are made */
+	TUNE_LAUNCHES = 5,   /* launches a timed round, back to back on the caller's stream */
+	TUNE_ROUNDS = 3      /* rounds a candidate; its time is its best round's */
+};
+
+/* The hint candidate S adds to BASE, for the record and wsf_kernel_tuned. */
+static const char *
+tune_text(Arena *a, const Schedule *s, const Schedule *base)
+{
+	if (s->ntile && !base->ntile)
+		return arena_printf(a, "tile: [%d, %d, %d]", s->tile[0], s->tile[1], s->tile[2]);
+	if (s->cluster_pos.line && !base->cluster_pos.line)
+		return arena_printf(a, "cluster: [%d, %d]", s->cluster[0], s->cluster[1]);
+	if (s->split_pos.line && !base->split_pos.line)
+		return arena_printf(a, "split_k: %d", s->split_k);
+	if (s->swap_pos.line && !base->swap_pos.line)
+		return arena_printf(a, "swap_ab: %s", s->swap_ab == 2 ? "true" : "false");
+	return "the spec's schedule";
+}
+
+/* Compiles K's spec again under schedule S, with no diagnostics or dumps; NULL if it does not compile. */
+static WsfKernel *
+tune_candidate(const WsfContext *ctx, const WsfKernel *k, const Schedule *s)
+{
+	WsfContext quiet = *ctx;
+	WsfKernel *out = NULL;
+
+	quiet.diag = NULL;
+	quiet.dump = NULL;
+	quiet.dump_list = "";
+	quiet.dump_after = NULL;
+	quiet.bind = k->bind;
+	quiet.nbind = k->nbind;
+	quiet.tune = 1;
+	quiet.last_error = NULL;
+	quiet.environment = NULL;
+	quiet.stop = WSF_STAGE_CUBIN;
+	(void)compile(&quiet, k->comp.file, k->comp.src, k->comp.srclen, s, &out);
+	free(quiet.last_error);
+	return out;
+}
+
+/* Milliseconds a launch of K takes on STREAM with ARGS: the best of TUNE_ROUNDS rounds; *MS. */
+static WsfStatus
+tune_time(const WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int nargs, CUstream stream, float *ms)
+{
+	Comp c = {0};
+	Driver *d = NULL;
+	CUevent ev[2] = {0};
+	WsfStatus s;
+	int i, r;
+
+	if ((s = call_begin((WsfContext *)ctx, k, &c)) != WSF_OK)
+		return s;
+	c.diag = NULL;
+	if (setjmp(c.oom)) {
+		arena_free(c.arena);
+		return WSF_ERR_NOMEM;
+	}
+	*ms = -1;
+	for (i = 0; i < TUNE_WARMUP && s == WSF_OK; i++)
+		s = rt_launch(&c, k->launch, &k->loaded, k->text[WSF_STAGE_CUBIN], args, nargs, stream, NULL);
+	if (s == WSF_OK)
+		s = rt_loaded_driver(&c, &k->loaded, &d);
+	for (i = 0; i < 2 && s == WSF_OK; i++)
+		s = rt_check(&c, d, d->cuEventCreate(&ev[i], CU_EVENT_DEFAULT), "cuEventCreate");
+	for (r = 0; r < TUNE_ROUNDS && s == WSF_OK; r++) {
+		float t = 0;
+
+		s = rt_check(&c, d, d->cuEventRecord(ev[0], stream), "cuEventRecord");
+		for (i = 0; i < TUNE_LAUNCHES && s == WSF_OK; i++)
+			s = rt_launch(&c, k->launch, &k->loaded, k->text[WSF_STAGE_CUBIN], args, nargs, stream, NULL);
+		if (s == WSF_OK)
+			s = rt_check(&c, d, d->cuEventRecord(ev[1], stream), "cuEventRecord");
+		if (s == WSF_OK)
+			s = rt_check(&c, d, d->cuEventSynchronize(ev[1]), "cuEventSynchronize");
+		if (s == WSF_OK)
+			s = rt_check(&c, d, d->cuEventElapsedTime(&t, ev[0], ev[1]), "cuEventElapsedTime");
+		if (s == WSF_OK && (*ms < 0 || t / TUNE_LAUNCHES < *ms))
+			*ms = t / TUNE_LAUNCHES;
+	}
+	for (i = 0; i < 2 && d; i++)
+		if (ev[i])
+			d->cuEventDestroy(ev[i]);
+	arena_free(c.arena);
+	return s;
+}
+
+/* K takes the compiled kernel of FROM, which takes K's and is freed. */
+static void
+tune_take(WsfKernel *k, WsfKernel *from)
+{
+	WsfKernel t = *k;
+
+	k->comp = from->comp;
+	memcpy(k->text, from->text, sizeof k->text);
+	memcpy(k->len, from->len, sizeof k->len);
+	k->launch = from->launch;
+	k->loaded = from->loaded;
+	from->comp = t.comp;
+	memcpy(from->text, t.text, sizeof t.text);
+	memcpy(from->len, t.len, sizeof t.len);
+	from->launch = t.launch;
+	from->loaded = t.loaded;
+	kernel_free(from);
+}
+
+/*
+ * The measured choice, at K's first launch with option tune: the record
+ * of an earlier choice for this spec, bindings, argument shapes and GPU
+ * (in the cache folder's tune/), else each candidate schedule compiled,
+ * launched on the call's own tensors (outputs written, inputs only read)
+ * and timed on its stream, the fastest kept and recorded.  K becomes the
+ * kernel chosen.  Not while the stream is being captured into a graph
+ * (the choice waits for a launch outside one); any failure leaves K as
+ * compiled.  Diagnostics of candidates that do not compile are dropped:
+ * the spec's own schedule compiled.
+ */
+static void
+tune_kernel(WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int nargs, CUstream stream)
+{
+	Comp c = {0};
+	RtOptions ro = rt_options(ctx);
+	Schedule cand[TUNE_MAX];
+	WsfKernel *kern[TUNE_MAX] = {0};
+	float ms[TUNE_MAX];
+	Driver *d = NULL;
+	CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+	LaunchPlan plan;
+	const char *dir, *path = NULL;
+	char name[256] = "?", key[65];
+	Buf b;
+	int n, i, j, best = 0;
+
+	if (call_begin(ctx, k, &c) != WSF_OK)
+		return;
+	c.diag = NULL;
+	if (setjmp(c.oom))
+		goto done;
+	if (rt_launch_plan(&c, k->launch, args, nargs, &plan) != WSF_OK ||   /* bad arguments: the launch says */
+	    rt_loaded_driver(&c, &k->loaded, &d) != WSF_OK ||
+	    d->cuStreamIsCapturing(stream, &cap) != CUDA_SUCCESS || cap != CU_STREAM_CAPTURE_STATUS_NONE)
+		goto done;
+	n = lower_matmul_candidates(k->comp.fusion, cand, TUNE_MAX);
+	/* the record's key: the version, the GPU, the spec, its bindings, the arguments' shapes */
+	d->cuDeviceGetName(name, (int)sizeof name - 1, d->device);
+	buf_init(&b, c.arena);
+	buf_printf(&b, "wsfuse %s\ngpu %s, %d SMs\nspec %zu\n", WSF_VERSION_STRING, name, d->sm_count, k->comp.srclen);
+	buf_putn(&b, k->comp.src, k->comp.srclen);
+	for (i = 0; i < k->nbind; i++)
+		buf_printf(&b, "\n-D %s=%lld", k->bind[i].name, (long long)k->bind[i].value);
+	for (i = 0; i < nargs; i++)
+		for (j = 0; j < args[i].ndim; j++)
+			buf_printf(&b, "%s%lld", j ? "x" : "\narg ", (long long)args[i].shape[j]);
+	rt_sha256_hex(buf_str(&b), b.len, key);
+	if ((dir = rt_cache_dir(&c, &ro))) {
+		FILE *f;
+
+		path = arena_printf(c.arena, "%s/tune/%s", dir, key);
+		if ((f = fopen(path, "r"))) {
+			int was = -1;
+
+			if (fscanf(f, "wsfuse tune 1 choice %d", &was) == 1 && was >= 0 && was < n)
+				best = was;
+			fclose(f);
+			if (best == 0 || (kern[best] = tune_candidate(ctx, k, &cand[best]))) {
+				n = 0;   /* chosen before: nothing to time */
+				goto take;
+			}
+		}
+	}
+	for (i = 0; i < n; i++) {
+		ms[i] = -1;
+		if (i && !(kern[i] = tune_candidate(ctx, k, &cand[i])))
+			continue;
+		for (j = 0; j < i && kern[i]; j++)   /* the same kernel as an earlier candidate: not timed again */
+			if ((j == 0 || kern[j]) && strcmp((j ? kern[j] : k)->text[WSF_STAGE_CUDA] ?
+			                                  (j ? kern[j] : k)->text[WSF_STAGE_CUDA] : "",
+			                                  kern[i]->text[WSF_STAGE_CUDA] ? kern[i]->text[WSF_STAGE_CUDA] : "") == 0)
+				break;
+		if (j < i)
+			continue;
+		if (tune_time(ctx, i ? kern[i] : k, args, nargs, stream, &ms[i]) != WSF_OK)
+			ms[i] = -1;
+		if (ms[i] >= 0 && (ms[best] < 0 || ms[i] < ms[best]))
+			best = i;
+	}
+	if (ms[best] < 0)
+		goto done;
+	buf_init(&b, c.arena);
+	buf_printf(&b, "wsfuse tune 1 choice %d\n# %s: %s\n", best, k->comp.file, tune_text(c.arena, &cand[best], &cand[0]));
+	for (i = 0; i < n; i++)
+		if (ms[i] >= 0)
+			buf_printf(&b, "# %.4f ms: %s\n", ms[i], tune_text(c.arena, &cand[i], &cand[0]));
+	if (path)
+		(void)rt_write_file(path, buf_str(&b), b.len, RT_WRITE_MKDIRS);
+take:
+	free(k->choice);
+	k->choice = strdup(tune_text(c.arena, &cand[best], &cand[0]));
+	if (best) {
+		tune_take(k, kern[best]);
+		kern[best] = NULL;
+	}
+	k->tune = false;   /* its bindings lived in the arena it had */
+	k->bind = NULL;
+	k->nbind = 0;
+done:
+	for (i = 1; i < TUNE_MAX; i++)
+		kernel_free(kern[i]);
+	arena_free(c.arena);
+}
+
+const char *
+wsf_kernel_tuned(const WsfKernel *k)
+{
+	return k ? k->choice : NULL;
+}
+
 WsfStatus
 wsf_kernel_launch(WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int nargs, void *stream)
 {
@@ -1003,6 +1257,8 @@ wsf_kernel_launch(WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int narg
 
 	if (!ctx || !k || (nargs && !args))
 		return WSF_ERR_USAGE;
+	if (k->tune)
+		tune_kernel(ctx, k, args, nargs, (CUstream)stream);
 	if ((s = call_begin(ctx, k, &c)) != WSF_OK)
 		return s;
 	if (setjmp(c.oom))
@@ -1020,6 +1276,8 @@ wsf_kernel_launch_ex(WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int n
 
 	if (!ctx || !k || (nargs && !args) || !opts)
 		return WSF_ERR_USAGE;
+	if (k->tune)   /* only kernels that neither signal nor wait tune: opts has nothing they need */
+		tune_kernel(ctx, k, args, nargs, (CUstream)opts->stream);
 	if ((s = call_begin(ctx, k, &c)) != WSF_OK)
 		return s;
 	if (setjmp(c.oom))

@@ -155,6 +155,18 @@ WsfStatus wsf_set_size(WsfContext *ctx, const char *name, int64_t value);
  *                 dependents (a kernel may start while the one before it in the
  *                 stream finishes, and waits for it with griddepcontrol.wait
  *                 before touching global memory); "0": as ordinary launches
+ *   "tune"        "1": a measured choice.  A matmul kernel compiled while it is on
+ *                 times a few schedules at its first launch (the spec's own, then
+ *                 each with one hint it leaves open: a tile, a cluster, a K split,
+ *                 swap_ab off), on that launch's own tensors and stream, and keeps
+ *                 the fastest; the choice is recorded per spec, bindings, argument
+ *                 shapes and GPU in the cache folder (tune/) and read back by later
+ *                 kernels instead of timing again.  The first launch compiles and
+ *                 runs the candidates (seconds), writes the outputs many times and
+ *                 must not be captured into a graph (it then waits for a launch
+ *                 that is not); an output must not alias an input.  "0" (the
+ *                 default; unset, $WSFUSE_TUNE decides): the spec's schedule, the
+ *                 same CUDA on every machine
  * WSF_ERR_USAGE for an unknown name or a bad value (one longer than 4096 bytes).
  */
 WsfStatus wsf_set_option(WsfContext *ctx, const char *name, const char *value);
@@ -226,6 +238,13 @@ typedef struct WsfKernelStats {
  * else they are -1.  WSF_ERR_USAGE when K stopped at the fusion IR.
  */
 WsfStatus wsf_kernel_stats(const WsfKernel *k, WsfKernelStats *stats);
+
+/*
+ * What the measured choice (option tune) chose at K's first launch: "the
+ * spec's schedule", or the hint it added ("split_k: 2"); NULL before it
+ * chose, or when K does not tune.
+ */
+const char *wsf_kernel_tuned(const WsfKernel *k);
 
 /* Argument order for launches: the inputs in spec order, then the outputs. */
 int wsf_kernel_num_args(const WsfKernel *k);

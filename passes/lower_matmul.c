@@ -73,7 +73,8 @@ enum {
 	SPLIT_STEPS = 8,                           /* k-steps (of 64) a CTA keeps at least when K is split by
 	                                              default: fewer would spend more on the pipeline's fill and
 	                                              the reduction than the split gains */
-	SPLIT_STAGING = 32 * 1024                  /* what a default K-split leaves for the staging copies */
+	SPLIT_STAGING = 32 * 1024,                 /* what a default K-split leaves for the staging copies */
+	TUNE_COUNT = 12                            /* lower_matmul_candidates' schedules, at most */
 };
 
 /* A valid spec this version cannot lower: exit status 6, at POS. */
@@ -1182,6 +1183,51 @@ lower_matmul(Comp *c, Fusion *f)
 		lower_signal(c, k, t.loop, t.row0, t.col0, t.bt, batch_tiles,
 		             f->sched.consumer_pos.line ? first_kloop : NULL, t.ktiles);
 	return 0;
+}
+
+int
+lower_matmul_candidates(const Fusion *f, Schedule *out, int max)
+{
+	static const int tiles[][3] = {{128, 128, 64}, {128, 256, 64}, {256, 128, 64}};
+	const Schedule *h = &f->sched;
+	Schedule s;
+	int i, n = 0, waits = 0;
+
+	Schedule scratch[TUNE_COUNT];
+
+	if (!out || max < 1)   /* how many there are */
+		out = scratch, max = TUNE_COUNT;
+	out[n++] = *h;
+	for (i = 0; i < f->ninput; i++)
+		waits += f->tensor[f->input[i]].wait_pos.line > 0;
+	if (f->family != FAM_MATMUL || h->signal || waits)
+		return n;
+	for (i = 0; i < (int)countof(tiles) && !h->ntile && !h->consumers && !h->swap_ab && n < max; i++) {
+		s = *h;
+		memcpy(s.tile, tiles[i], sizeof s.tile);
+		s.ntile = 3;
+		s.tile_pos = f->pos;
+		out[n++] = s;
+	}
+	if (!h->cluster_pos.line && n < max) {
+		s = *h;
+		s.cluster[0] = 2, s.cluster[1] = 1;
+		s.cluster_pos = f->pos;
+		out[n++] = s;
+	}
+	for (i = 1; i <= 4 && !h->split_pos.line && n < max; i *= 2) {
+		s = *h;
+		s.split_k = i;
+		s.split_pos = f->pos;
+		out[n++] = s;
+	}
+	if (!h->swap_pos.line && n < max) {
+		s = *h;
+		s.swap_ab = 1;
+		s.swap_pos = f->pos;
+		out[n++] = s;
+	}
+	return n;
 }
 
 const LowerFamily lower_matmul_family = {lower_matmul, "use a smaller tile or fewer stages"};

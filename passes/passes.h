@@ -56,6 +56,16 @@ typedef struct LowerFamily {
 extern const LowerFamily lower_pointwise_family, lower_reduction_family, lower_matmul_family;
 /* Family F's rules; a family with no lowering yet (matmul) reports "not implemented yet". */
 const LowerFamily *lower_family(Family f);
+/*
+ * The schedules a measured choice (option tune) times for matmul fusion F,
+ * at most MAX into OUT: F's own first, then each with one more hint that F
+ * leaves to the scheduler (a tile, a cluster, a K split, swap_ab off).
+ * Some may not compile (the caller skips those) or compile to the same
+ * kernel.  Only F's own for other families, and for kernels that signal or
+ * wait, whose launches are not theirs to repeat.  Returns the count (with
+ * OUT NULL, only that).
+ */
+int lower_matmul_candidates(const Fusion *f, Schedule *out, int max);
 
 enum {
 	LOWER_THREADS = 256,            /* compute threads per CTA */

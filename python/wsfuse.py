@@ -98,6 +98,7 @@ _SIGNATURES = {
     "wsf_kernel_launch": (c_int, [c_void_p, c_void_p, POINTER(_Tensor), c_int, c_void_p]),
     "wsf_kernel_launch_ex": (c_int, [c_void_p, c_void_p, POINTER(_Tensor), c_int, c_void_p]),
     "wsf_kernel_signal_layout": (c_int, [c_void_p, c_void_p, POINTER(_Tensor), c_int, c_void_p]),
+    "wsf_kernel_tuned": (c_char_p, [c_void_p]),
 }
 _libs = {}     # path -> CDLL; with _nvrtc, the only module state
 _nvrtc = None  # the NVRTC libraries _preload_nvrtc loaded, once it has run
@@ -287,6 +288,13 @@ class Kernel:
     @property
     def num_args(self):
         return len(self.arg_names)
+
+    @property
+    def tuned(self):
+        """What the measured choice (Context(tune=1)) chose at the first launch: "the spec's
+        schedule" or the hint it added ("split_k: 2"); None before, or for a kernel that does not tune."""
+        t = self._lib.wsf_kernel_tuned(self._ptr)
+        return t.decode() if t else None
 
     def text(self, stage):
         """The text of STAGE ('fusion-ir', 'kernel-ir', 'cuda', 'ptx'; 'cubin' gives bytes),

@@ -368,6 +368,10 @@ refusals(void **state)
 	assert_int_equal(wsf_set_option(ctx, "pdl", NULL), WSF_ERR_USAGE);
 	assert_int_equal(wsf_set_option(ctx, "pdl", "0"), WSF_OK);
 	assert_int_equal(wsf_set_option(ctx, "pdl", "1"), WSF_OK);
+	assert_int_equal(wsf_set_option(ctx, "tune", "yes"), WSF_ERR_USAGE);
+	assert_int_equal(wsf_set_option(ctx, "tune", NULL), WSF_ERR_USAGE);
+	assert_int_equal(wsf_set_option(ctx, "tune", "0"), WSF_OK);
+	assert_null(wsf_kernel_tuned(NULL));
 	assert_int_equal(wsf_set_option(ctx, "dump-after", "expand,nope"), WSF_ERR_USAGE);
 	assert_int_equal(wsf_set_option(ctx, "dump-after", "expand,sync"), WSF_OK);
 	assert_int_equal(wsf_compile_file(ctx, "/nonexistent/spec.yaml", &k), WSF_ERR_IO);

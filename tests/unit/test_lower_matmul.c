@@ -1536,6 +1536,67 @@ split_k(void **state)
 	(void)state;
 }
 
+/* Does SPEC lower through every kernel pass under schedule S (in place of its own)? */
+static bool
+lowers_as(const char *spec, const Schedule *s)
+{
+	Fixture *t;
+	bool ok;
+
+	if (setup((void **)&t) < 0)
+		fail_msg("setup");
+	if (setjmp(t->c.oom))
+		fail_msg("out of memory");
+	t->c.src = spec;
+	t->c.srclen = strlen(spec);
+	if (spec_read(&t->c))
+		fail_msg("%s", t->msg);
+	t->c.fusion->sched = *s;
+	ok = !passes_run(&t->c, WSF_STAGE_FUSION_IR) && !passes_run(&t->c, WSF_STAGE_KERNEL_IR);
+	teardown((void **)&t);
+	return ok;
+}
+
+/*
+ * The measured choice's candidates: the spec's schedule first, then one
+ * more hint each where the spec leaves it open (three tiles, a cluster,
+ * three K splits, swap_ab off: 9 for a plain gemm); a tile hint removes the
+ * tiles, a kernel that signals has only its own.  Each candidate that the
+ * spec's sizes allow lowers (a K split of 4 with a 128 x 256 tile, say,
+ * need not: the stages may not fit).
+ */
+static void
+tune_candidates(void **state)
+{
+	static const char *const sched[] = {"", "schedule: {tile: [128, 128, 64]}\n", "schedule: {signal: per_tile}\n"};
+	static const int want[] = {9, 6, 1};
+	Schedule cand[12];
+	Fixture *t;
+	Kernel *k;
+	int i, j, n, lowered;
+
+	for (i = 0; i < (int)countof(sched); i++) {
+		char text[1024];
+
+		/* gemm_bias_gelu_pp asks for ping-pong consumers: the tiles' candidates need none asked */
+		snprintf(text, sizeof text, "%.*s%s", (int)(strstr(gemm_bias_gelu_pp, "schedule:") - gemm_bias_gelu_pp),
+		         gemm_bias_gelu_pp, sched[i]);
+		if (setup((void **)&t) < 0)
+			fail_msg("setup");
+		if (!(k = kernel_of(t, text)))
+			fail_msg("%s", t->msg);
+		n = lower_matmul_candidates(t->c.fusion, cand, 12);
+		assert_int_equal(n, want[i]);
+		assert_int_equal(lower_matmul_candidates(t->c.fusion, NULL, 0), n);
+		assert_memory_equal(&cand[0], &t->c.fusion->sched, sizeof cand[0]);
+		teardown((void **)&t);
+		for (j = 1, lowered = 0; j < n; j++)
+			lowered += lowers_as(text, &cand[j]);
+		assert_true(lowered >= n - 2);
+	}
+	(void)state;
+}
+
 /*
  * swap_ab (M = 16): the mma reads B's stage as its A (64 rows of w) and A's
  * as its B (x's 16 rows), m64n16k64, into an accumulator of 64 x 16; 16
@@ -1759,6 +1820,7 @@ main(void)
 		cmocka_unit_test(tall_pingpong),
 		cmocka_unit_test(swapped),
 		cmocka_unit_test(split_k),
+		cmocka_unit_test(tune_candidates),
 		cmocka_unit_test(cooperative_256),
 		cmocka_unit_test(wait_per_tile),
 		cmocka_unit_test(operand_wait),
