@@ -590,6 +590,26 @@ refused_with(int i, const char *spec, const char *msg, bool unbuilt)
 	teardown((void **)&t);
 }
 
+/* A spec's schedule that is refused: the hint, the message, exit status 6 (UNBUILT) or an input error. */
+typedef struct Refusal {
+	const char *sched, *msg;
+	bool unbuilt;
+} Refusal;
+
+/* SPEC with each schedule of R (N of them) is refused as it says (refused_with). */
+static void
+refused_schedules(const char *spec, const Refusal *r, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		char text[1024];
+
+		snprintf(text, sizeof text, "%sschedule: %s\n", spec, r[i].sched);
+		refused_with(i, text, r[i].msg, r[i].unbuilt);
+	}
+}
+
 /* The block around statement X inside S, or NULL. */
 static Stmt *
 parent_of(Stmt *s, const Stmt *x)
@@ -1436,10 +1456,7 @@ split_k(void **state)
 		{"{M: 1, N: 4096, K: 256}", 1},       /* 4 k-steps: too few to share */
 		{"{M: 128, N: 1024, K: 8192}", 1},    /* unswapped: measured no faster */
 	};
-	static const struct {
-		const char *sched, *msg;
-		bool unbuilt;
-	} refused[] = {
+	static const Refusal refused[] = {
 		{"{split_k: 2, signal: per_tile}", "split_k with 'signal: per_tile' is not implemented yet", true},
 		{"{split_k: 2, swap_ab: false, cluster: [2, 1]}", "split_k in clusters that share an operand is not "
 		 "implemented yet", true},
@@ -1527,12 +1544,7 @@ split_k(void **state)
 		assert_int_equal(census(k->body).kind[ST_SPLIT_REDUCE], k->splits > 1);
 		teardown((void **)&t);
 	}
-	for (i = 0; i < (int)countof(refused); i++) {
-		char text[1024];
-
-		snprintf(text, sizeof text, "%sschedule: %s\n", spec, refused[i].sched);
-		refused_with(i, text, refused[i].msg, refused[i].unbuilt);
-	}
+	refused_schedules(spec, refused, countof(refused));
 	(void)state;
 }
 
@@ -1614,10 +1626,7 @@ swapped(void **state)
 		"  w: {dtype: bf16, shape: [N, K]}\n  bias: {dtype: bf16, shape: [N]}\n"
 		"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: z, op: add, in: [y, bias]}\n"
 		"outputs:\n  z: {dtype: bf16}\n  y: {dtype: f32}\n";
-	static const struct {
-		const char *sched, *msg;
-		bool unbuilt;
-	} refused[] = {
+	static const Refusal refused[] = {
 		{"{swap_ab: true, consumers: cooperative, tile: [16, 64, 64]}", "a swap_ab tile with consumers: "
 		 "cooperative is [M, 128, 64]", false},
 		{"{swap_ab: true, consumers: pingpong, tile: [16, 128, 64]}", "a swap_ab tile with consumers: "
@@ -1699,12 +1708,7 @@ swapped(void **state)
 		teardown((void **)&t);
 	}
 
-	for (i = 0; i < (int)countof(refused); i++) {
-		char text[1024];
-
-		snprintf(text, sizeof text, "%sschedule: %s\n", spec, refused[i].sched);
-		refused_with(i, text, refused[i].msg, refused[i].unbuilt);
-	}
+	refused_schedules(spec, refused, countof(refused));
 	(void)state;
 }
 
