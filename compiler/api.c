@@ -873,7 +873,7 @@ wsf_kernel_stats(const WsfKernel *k, WsfKernelStats *st)
 	if (!(l = k->launch)) {
 		/* compiled to the kernel IR: what codegen would lay out */
 		fake = (Launch){NULL, kern, k->comp.fusion, kern->threads, (int)kernel_smem_bytes(kern), kern->pdl,
-		                kern->cluster[0] * kern->cluster[1]};
+		                kernel_cluster_ctas(kern)};
 		l = &fake;
 	}
 	if (k->text[WSF_STAGE_PTXAS])
@@ -887,9 +887,9 @@ wsf_kernel_stats(const WsfKernel *k, WsfKernelStats *st)
 	st->stack_bytes = px.stack;
 	st->ctas_per_sm = px.registers >= 0 ? ctas_per_sm(l->threads, px.registers, l->smem_bytes + px.smem) : -1;
 	st->persistent = kern->persistent;
-	st->cluster = kern->cluster[0] * kern->cluster[1];
+	st->cluster = kernel_cluster_ctas(kern);
 	st->tiles = compiled_tiles(k, l);
-	if (st->tiles > 0)   /* the launch plan counts cluster tiles */
+	if (st->tiles > 0)   /* the launch plan counts cluster tiles (a K split's: output tiles) */
 		st->tiles *= st->cluster;
 	st->grid = kern->persistent || st->tiles < 0 ? -1 : st->tiles;
 	return WSF_OK;

@@ -227,8 +227,9 @@ typedef struct WsfKernelStats {
 	                       sizes the kernel was compiled with; -1 when a size is unbound */
 	int64_t grid;       /* CTAs a launch at those sizes starts: TILES for one CTA a tile; -1 when a
 	                       size is unbound, or persistent (it depends on the GPU's SM count) */
-	int cluster;        /* CTAs a thread-block cluster (a matmul's schedule: cluster): 1, or 2; in
-	                       clusters TILES counts each cluster tile's CTA tiles, past the output or not */
+	int cluster;        /* CTAs a thread-block cluster (a matmul's schedule: cluster, or split_k): 1, 2,
+	                       or a K split's 2 to 8; in clusters TILES counts each cluster tile's CTA tiles,
+	                       past the output or not (a K split: each output tile's CTAs, one a share of K) */
 } WsfKernelStats;
 
 /*

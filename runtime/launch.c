@@ -446,7 +446,8 @@ persistent_grid(Comp *c, const Launch *l, Loaded *st, const CUlaunchConfig *cfg,
 			return s;
 		clusters = st->clusters;
 		if (clusters < 1)
-			return diag_error(c, l->fusion->sched.cluster_pos, "kernel '%s': no cluster of %lld CTAs (%d threads, "
+			return diag_error(c, l->fusion->sched.cluster_pos.line ? l->fusion->sched.cluster_pos :
+			                  l->fusion->sched.split_pos, "kernel '%s': no cluster of %lld CTAs (%d threads, "
 			                  "%d bytes of shared memory each) fits this GPU at once", l->fusion->name, (long long)n,
 			                  l->threads, l->smem_bytes),
 			       WSF_ERR_INPUT;
