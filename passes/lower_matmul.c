@@ -37,6 +37,9 @@
  * columns are theirs in turn (the tile's N divided among them).  Matmuls
  * with no A in common (independent) run one after the other in every tile,
  * each its k loop and epilogue, through the same stages and registers.
+ * Split-K (choose_split): a cluster of CTAs shares each tile's k-steps,
+ * and rank 0 adds the others' partial sums (split_reduce) before its
+ * epilogue.
  */
 #include <stdarg.h>
 #include <stdio.h>
