@@ -77,6 +77,8 @@ enum {
 	                                              default: fewer would spend more on the pipeline's fill and
 	                                              the reduction than the split gains */
 	SPLIT_STAGING = 32 * 1024,                 /* what a default K-split leaves for the staging copies */
+	WIDE_STEPS = 128,                          /* k-steps an unswapped GEMM of few tiles has at least for its
+	                                              default split (K >= 8192; at 4096, 200 x 1000 lost) */
 	TUNE_COUNT = 12                            /* lower_matmul_candidates' schedules, at most */
 };
 
@@ -842,14 +844,14 @@ choose_cluster(Comp *c, const Fusion *f, Kernel *k, const Tile *t, const Op *op)
  * and rank 0 adds the others' through distributed shared memory
  * (split_reduce) before it alone runs the epilogue: no workspace in global
  * memory, no flags to reset, the sum in one order whatever finishes first.
- * Without a hint, a swapped matmul (few rows: what split-K measured faster
- * for; an unswapped tile of 128 rows did not gain, docs/perf.md) takes the
- * largest power of two up to MAX_SPLIT that keeps the split tiles within
- * one wave (TILE_TARGET) and SPLIT_STEPS k-steps a CTA.  Sets k->splits; 0
- * or -1.
+ * Without a hint, a swapped matmul (few rows) takes the largest power of
+ * two up to MAX_SPLIT that keeps the split tiles within one wave
+ * (TILE_TARGET) and SPLIT_STEPS k-steps a CTA; an unswapped one only when
+ * it has very few tiles and a long K (below), widening its tile.  Sets
+ * k->splits (and T's columns); 0 or -1.
  */
 static int
-choose_split(Comp *c, const Fusion *f, Kernel *k, const Tile *t, const Group *g, int ng, const Tensor *a,
+choose_split(Comp *c, const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const Tensor *a,
              const Tensor *d)
 {
 	const Schedule *h = &f->sched;
@@ -873,7 +875,7 @@ choose_split(Comp *c, const Fusion *f, Kernel *k, const Tile *t, const Group *g,
 		k->splits = h->split_k;
 		return 0;
 	}
-	if (h->split_pos.line || why || k->batched || !k->swap_ab)
+	if (h->split_pos.line || why || k->batched)
 		return 0;
 	for (i = 0; i + 1 < d->rank && rows > 0; i++)
 		rows = dim_value(f, d->dim[i]) > 0 && rows <= INT64_MAX / dim_value(f, d->dim[i]) ?
@@ -882,6 +884,26 @@ choose_split(Comp *c, const Fusion *f, Kernel *k, const Tile *t, const Group *g,
 		return 0;
 	tiles = (rows + t->bm - 1) / t->bm * ((cols + t->bn - 1) / t->bn);
 	steps = (K + t->bk - 1) / t->bk;
+	if (!k->swap_ab) {
+		/*
+		 * Unswapped, only a GEMM that the narrowest default tile (128 x 64)
+		 * leaves at most a quarter wave, with a long K: its tile widens to
+		 * 128 x 128 (A's slices read again from L2 half as often) and its K
+		 * splits, to at most one wave (256 x 1024 x 8192: 0.47x -> 0.64x
+		 * cuBLAS; 128 x 4096 x 4096, 64 tiles, and 200 x 1000 x 4096 lost:
+		 * docs/perf.md).
+		 */
+		int64_t wide = (rows + BM - 1) / BM * ((cols + 2 * CHUNK - 1) / (2 * CHUNK));
+
+		if (h->ntile || h->consumers || g->n > 1 || t->bm != BM || t->bn != CHUNK || tiles > TILE_TARGET / 4 ||
+		    steps < WIDE_STEPS)
+			return 0;
+		for (s = 2; s <= MAX_SPLIT && wide * s <= TILE_TARGET && steps / s >= WIDE_STEPS / MAX_SPLIT; s *= 2)
+			k->splits = s;
+		if (k->splits > 1)
+			t->bn = 2 * CHUNK;
+		return 0;
+	}
 	/* the partial sums must leave shared memory for the stages asked for (or 4) and the staging copies */
 	if (partial + (h->stages > 4 ? h->stages : 4) * stage + SPLIT_STAGING > SMEM_BUDGET)
 		return 0;

@@ -1436,7 +1436,8 @@ operand_wait(void **state)
  * no other rank runs; its partial buffer holds each warpgroup's fragment
  * (8 registers of 128 threads); its barriers count the other ranks' 128
  * arrivals and rank 0's.  The kernel launches clusters of 2.  Then the
- * defaults (4 for 16 tiles; none for 128 or unswapped), the ping-pong
+ * defaults (4 for 16 tiles; none for 128; unswapped only for a quarter
+ * wave and a long K, the tile widened to 128 x 128), the ping-pong
  * release a CTA without k-steps skips, and the forms refused.
  */
 static void
@@ -1454,7 +1455,9 @@ split_k(void **state)
 		{"{M: 16, N: 1024, K: 4096}", 4},     /* 16 tiles: 4 (8 would not fit at once) */
 		{"{M: 16, N: 8192, K: 4096}", 1},     /* 128 tiles: a wave already */
 		{"{M: 1, N: 4096, K: 256}", 1},       /* 4 k-steps: too few to share */
-		{"{M: 128, N: 1024, K: 8192}", 1},    /* unswapped: measured no faster */
+		{"{M: 128, N: 4096, K: 4096}", 1},    /* unswapped, 64 tiles of 128 x 64: measured no faster */
+		{"{M: 256, N: 1024, K: 8192}", 4},    /* unswapped, 32 tiles: 16 of 128 x 128, split 4 */
+		{"{M: 200, N: 1000, K: 4096}", 1},    /* unswapped, K short */
 	};
 	static const Refusal refused[] = {
 		{"{split_k: 2, signal: per_tile}", "split_k with 'signal: per_tile' is not implemented yet", true},
@@ -1542,6 +1545,8 @@ split_k(void **state)
 		if (k->splits != defaults[i].splits)
 			fail_msg("%s: split %d, expected %d", defaults[i].sizes, k->splits, defaults[i].splits);
 		assert_int_equal(census(k->body).kind[ST_SPLIT_REDUCE], k->splits > 1);
+		if (!k->swap_ab)
+			assert_int_equal(k->tile_cols, k->splits > 1 ? 128 : 64);
 		teardown((void **)&t);
 	}
 	refused_schedules(spec, refused, countof(refused));
