@@ -1175,6 +1175,7 @@ tune_kernel(WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int nargs, CUs
 	    d->cuStreamIsCapturing(stream, &cap) != CUDA_SUCCESS || cap != CU_STREAM_CAPTURE_STATUS_NONE)
 		goto done;
 	n = lower_matmul_candidates(k->comp.fusion, cand, TUNE_MAX);
+	kern[0] = k;   /* the spec's own schedule (compiled to a cubin, as every candidate: each has its CUDA) */
 	/* the record's key: the version, the GPU, the spec, its bindings, the arguments' shapes */
 	d->cuDeviceGetName(name, (int)sizeof name - 1, d->device);
 	buf_init(&b, c.arena);
@@ -1206,14 +1207,11 @@ tune_kernel(WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int nargs, CUs
 		ms[i] = -1;
 		if (i && !(kern[i] = tune_candidate(ctx, k, &cand[i])))
 			continue;
-		for (j = 0; j < i && kern[i]; j++)   /* the same kernel as an earlier candidate: not timed again */
-			if ((j == 0 || kern[j]) && strcmp((j ? kern[j] : k)->text[WSF_STAGE_CUDA] ?
-			                                  (j ? kern[j] : k)->text[WSF_STAGE_CUDA] : "",
-			                                  kern[i]->text[WSF_STAGE_CUDA] ? kern[i]->text[WSF_STAGE_CUDA] : "") == 0)
-				break;
-		if (j < i)
+		for (j = 0; j < i && !(kern[j] && strcmp(kern[j]->text[WSF_STAGE_CUDA], kern[i]->text[WSF_STAGE_CUDA]) == 0); j++)
+			;
+		if (j < i)   /* the same kernel as an earlier candidate: not timed again */
 			continue;
-		if (tune_time(ctx, i ? kern[i] : k, args, nargs, stream, &ms[i]) != WSF_OK)
+		if (tune_time(ctx, kern[i], args, nargs, stream, &ms[i]) != WSF_OK)
 			ms[i] = -1;
 		if (ms[i] >= 0 && (ms[best] < 0 || ms[i] < ms[best]))
 			best = i;

@@ -140,6 +140,19 @@ few_rows(const Fusion *f, const Tensor *d)
 	return true;
 }
 
+/* Output D's rows at its compile-time sizes (its dims before the last together); 0 when unknown or past 2^63. */
+static int64_t
+out_rows(const Fusion *f, const Tensor *d)
+{
+	int64_t rows = 1;
+	int i;
+
+	for (i = 0; i + 1 < d->rank && rows > 0; i++)
+		rows = dim_value(f, d->dim[i]) > 0 && rows <= INT64_MAX / dim_value(f, d->dim[i]) ?
+		       rows * dim_value(f, d->dim[i]) : 0;
+	return rows;
+}
+
 /*
  * The tile: the hint [M, N, K] checked against what the mma and TMA take, or
  * the default.  Without a hint, N halves (256, 128, 64) while the output D
@@ -156,9 +169,9 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, int mm, in
 {
 	const Schedule *h = &f->sched;
 	int m = pingpong ? BM / 2 : BM;   /* ping-pong: a warpgroup's own tile, 64 rows */
-	int64_t rows = 1, cols = dim_value(f, d->dim[d->rank - 1]);
+	int64_t rows, cols = dim_value(f, d->dim[d->rank - 1]);
 	/* clusters along M multicast half of B's rows a CTA: of an N-major B, whole 64-wide chunks */
-	int i, per, least = h->cluster[0] > 1 && !f->op[mm].transpose_b ? 2 * CHUNK : CHUNK;
+	int per, least = h->cluster[0] > 1 && !f->op[mm].transpose_b ? 2 * CHUNK : CHUNK;
 
 	/* a thread holds N / 2 accumulator registers a matmul: several share the budget */
 	*bm = m, *bn = BN / nmm / CHUNK * CHUNK, *bk = BK;
@@ -168,9 +181,7 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, int mm, in
 	if (!h->ntile) {
 		if (h->consumer_pos.line)
 			return 0;   /* a signal consumer's role spills at narrower tiles (ptxas; emit_matmul.c) */
-		for (i = 0; i + 1 < d->rank && rows > 0; i++)
-			rows = dim_value(f, d->dim[i]) > 0 && rows <= INT64_MAX / dim_value(f, d->dim[i]) ?
-			       rows * dim_value(f, d->dim[i]) : 0;
+		rows = out_rows(f, d);
 		while (*bn > least && rows > 0 && cols > 0 && (rows + m - 1) / m * ((cols + *bn / 2 - 1) / (*bn / 2)) <=
 		                                                 TILE_TARGET)
 			*bn /= 2;
@@ -855,10 +866,10 @@ choose_split(Comp *c, const Fusion *f, Kernel *k, Tile *t, const Group *g, int n
              const Tensor *d)
 {
 	const Schedule *h = &f->sched;
-	int64_t rows = 1, cols = dim_value(f, d->dim[d->rank - 1]), K = dim_value(f, a->dim[a->rank - (t->akm ? 1 : 2)]);
+	int64_t rows, cols = dim_value(f, d->dim[d->rank - 1]), K = dim_value(f, a->dim[a->rank - (t->akm ? 1 : 2)]);
 	int64_t tiles, steps;
 	const char *why = NULL;
-	int i, s, nb = ng == 1 ? g->n : 1, regs = (k->swap_ab ? t->bm : nb * t->bn) / 2 * k->row_blocks;
+	int s, nb = ng == 1 ? g->n : 1, regs = (k->swap_ab ? t->bm : nb * t->bn) / 2 * k->row_blocks;
 	int partial = CONSUMER_THREADS * regs * 4, stage = (t->bm + nb * t->bn) * t->bk * 2;
 
 	if (ng > 1)
@@ -877,9 +888,7 @@ choose_split(Comp *c, const Fusion *f, Kernel *k, Tile *t, const Group *g, int n
 	}
 	if (h->split_pos.line || why || k->batched)
 		return 0;
-	for (i = 0; i + 1 < d->rank && rows > 0; i++)
-		rows = dim_value(f, d->dim[i]) > 0 && rows <= INT64_MAX / dim_value(f, d->dim[i]) ?
-		       rows * dim_value(f, d->dim[i]) : 0;
+	rows = out_rows(f, d);
 	if (rows <= 0 || cols <= 0 || K <= 0)
 		return 0;
 	tiles = (rows + t->bm - 1) / t->bm * ((cols + t->bn - 1) / t->bn);

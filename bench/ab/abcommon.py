@@ -18,6 +18,34 @@ def gemm_spec(sched=""):
     return _GEMM.format(sched=sched)
 
 
+def gemm_operands(m, n, k):
+    """Fresh random x [M, K], w [N, K] (scaled by K^-1/2) and an output y [M, N], bf16 on the GPU."""
+    import torch
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k ** 0.5
+    return x, w, torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+
+
+def checked_gemms(ctx, variants, x, w, y, skip_errors=False):
+    """Each variant's GEMM (name -> `schedule:` line, gemm_spec) compiled in CTX and checked before
+    it is timed: y NaN-poisoned, launched, x w^T within 1e-2 (relative error norm).  With SKIP_ERRORS
+    a variant that does not compile is printed and left out.  Returns {name: kernel}."""
+    import torch, wsfuse
+    ref, ks = x.float() @ w.float().t(), {}
+    for v, s in variants.items():
+        try:
+            ks[v] = ctx.compile_string(gemm_spec(s), name=f"{v}.yaml")
+        except wsfuse.Error as e:
+            if not skip_errors:
+                raise
+            print(v, "ERR", str(e).splitlines()[0][:150])
+    for v, kk in ks.items():
+        y.fill_(float("nan")); kk.launch(x, w, y); torch.cuda.synchronize()
+        e = ((y.float() - ref).norm() / ref.norm()).item()
+        assert e < 1e-2, (v, e)
+    return ks
+
+
 def bench(fn, rep=200):
     """Median milliseconds of FN by triton.testing.do_bench (L2 flushed before each call)."""
     import triton

@@ -7,22 +7,15 @@ checked first, then three rounds alternating the order (do_bench rep=200, median
 """
 import sys; sys.path.insert(0, "python")
 import torch, wsfuse, torch.nn.functional as F
-from abcommon import bench, gemm_spec
+from abcommon import bench, checked_gemms, gemm_operands
 V = {"default": "", "t256c11": "schedule: {tile: [256, 128, 64], cluster: [1, 1]}\n",
      "t256c12": "schedule: {tile: [256, 128, 64], cluster: [1, 2]}\n",
      "t256c21": "schedule: {tile: [256, 128, 64], cluster: [2, 1]}\n"}
 shapes = [tuple(map(int, a.split("x"))) for a in sys.argv[1:]] or [(4096,)*3, (8192,)*3, (8192, 14336, 4096), (16384, 1024, 8192), (2048,)*3]
 for (m, n, k) in shapes:
-    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k ** 0.5
-    y = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+    x, w, y = gemm_operands(m, n, k)
     with wsfuse.Context(sizes={"M": m, "N": n, "K": k}, cache="0") as ctx:
-        ks = {v: ctx.compile_string(gemm_spec(s), name=f"{v}.yaml") for v, s in V.items()}
-        ref = x.float() @ w.float().t()
-        for v, kk in ks.items():
-            y.fill_(float("nan")); kk.launch(x, w, y); torch.cuda.synchronize()
-            e = ((y.float() - ref).norm() / ref.norm()).item()
-            assert e < 1e-2, (v, e)
+        ks = checked_gemms(ctx, V, x, w, y)
         for r in range(3):
             t = {v: bench(lambda kk=kk: kk.launch(x, w, y)) * 1000 for v, kk in (ks.items() if r % 2 == 0 else reversed(list(ks.items())))}
             tc = bench(lambda: torch.mm(x, w.t(), out=y)) * 1000
