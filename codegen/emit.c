@@ -316,8 +316,8 @@ emit_expr(Emit *e, const Expr *x)
 		else
 			buf_printf(b, "threadIdx.x == %d", e->role ? e->k->role[e->role].first : 0);
 		break;
-	case EX_WG:
-		buf_puts(b, "(long long)(threadIdx.x / 128)");
+	case EX_WG:   /* wsf_wg: the matmul frame's warp-uniform copy of threadIdx.x / 128 */
+		buf_puts(b, "(long long)wsf_wg");
 		break;
 	case EX_RANK:
 		buf_puts(b, "(long long)wsf_cluster_rank()");

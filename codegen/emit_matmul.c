@@ -48,6 +48,14 @@ frame(Emit *e)
 {
 	int i;
 
+	/*
+	 * The consumer warpgroup, read through a shuffle: the compiler then
+	 * knows it is the same across the warp and keeps what derives from it
+	 * (a ping-pong warpgroup's tile and stage counters, the mma
+	 * descriptors) in uniform registers, which wgmma's descriptors must
+	 * be, instead of recomputing them per thread at every k-step.
+	 */
+	emit_line(e, "const int wsf_wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);   // the warpgroup, warp-uniform");
 	for (i = 0; i < e->f->ninput && !e->k->swap_ab; i++) {   /* a swapped tile reads its inputs in place */
 		const KParam *p = emit_param_of(e, e->f->input[i], false);
 
@@ -151,23 +159,35 @@ emit_mma(Emit *e, const Stmt *s)
 	emit_line(e, "{   // mma %s += %s x %s, %d x %d x %d", acc_name(e, s->writes[0].acc), k->buf[s->reads[0].buf].name,
 	          k->buf[s->reads[1].buf].name, m->m, m->n, m->k);
 	e->depth++;
+	/*
+	 * The descriptors once a k-step, then offsets: a descriptor's low bits
+	 * are the address / 16, and shared addresses stay below 2^18, so +N
+	 * bytes is +N / 16 with no carry out of the field.  Everything here is
+	 * warp-uniform (wsf_wg included): the compiler keeps it in the uniform
+	 * registers wgmma reads its descriptors from.
+	 */
 	if (k->pingpong)   /* the warpgroup's own tile: all of A's rows */
-		emit_line(e, "const char *a = (const char *)(%s);", emit_buf_at(e, s->reads[0].buf, s->reads[0].slot));
+		emit_line(e, "const wsf_u64 da = %s;", desc(e, m->a_kmajor, m->k,
+		          emit_buf_at(e, s->reads[0].buf, s->reads[0].slot)));
 	else
-		emit_line(e, "const char *a = (const char *)(%s) + (threadIdx.x / 128) * %d;   // this warpgroup's %d rows",
-		          emit_buf_at(e, s->reads[0].buf, s->reads[0].slot), wg_rows * k->row_blocks, 64 * k->row_blocks);
-	emit_line(e, "const char *b = (const char *)(%s);", emit_buf_at(e, s->reads[1].buf, s->reads[1].slot));
+		emit_line(e, "const wsf_u64 da = %s;   // this warpgroup's %d rows", desc(e, m->a_kmajor, m->k,
+		          arena_printf(e->c->arena, "(const char *)(%s) + wsf_wg * %d",
+		                       emit_buf_at(e, s->reads[0].buf, s->reads[0].slot), wg_rows * k->row_blocks)),
+		          64 * k->row_blocks);
+	emit_line(e, "const wsf_u64 db = %s;", desc(e, m->b_kmajor, m->k, emit_buf_at(e, s->reads[1].buf,
+	                                                                            s->reads[1].slot)));
 	emit_line(e, "const int first = %s;", s->cond ? emit_expr_str(e, s->cond) : "0");
 	emit_line(e, "#pragma unroll");
 	emit_line(e, "for (int k16 = 0; k16 < %d; k16++)%s", m->k / 16, k->row_blocks > 1 ? " {" : "");
-	/* a 128-row warpgroup tile: a wgmma for each 64-row block, into its own half of the registers */
+	/*
+	 * A 128-row warpgroup tile: a wgmma for each 64-row block, into its own
+	 * half of the registers (the blocks inside the k16 loop or outside it
+	 * measured the same; docs/perf.md).
+	 */
 	for (h = 0; h < k->row_blocks; h++)
-		emit_line(e, "    wsf_wgmma(%s%s, %s, %s, k16 > 0 || !first);%s", acc_name(e, s->writes[0].acc),
-		          h ? arena_printf(e->c->arena, " + %d", h * m->n / 2) : "",
-		          desc(e, m->a_kmajor, m->k, arena_printf(e->c->arena, "a + %s%d * k16",
-		                                                 h ? arena_printf(e->c->arena, "%d + ", h * wg_rows) : "",
-		                                                 astep)),
-		          desc(e, m->b_kmajor, m->k, arena_printf(e->c->arena, "b + %d * k16", bstep)),
+		emit_line(e, "    wsf_wgmma(%s%s, da + %s%d * k16, db + %d * k16, k16 > 0 || !first);%s",
+		          acc_name(e, s->writes[0].acc), h ? arena_printf(e->c->arena, " + %d", h * m->n / 2) : "",
+		          h ? arena_printf(e->c->arena, "%d + ", h * wg_rows / 16) : "", astep / 16, bstep / 16,
 		          k->row_blocks > 1 ? arena_printf(e->c->arena, "   // rows %d..%d", 64 * h, 64 * h + 63) : "");
 	if (k->row_blocks > 1)
 		emit_line(e, "}");

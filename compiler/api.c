@@ -1041,7 +1041,8 @@ static const char *
 tune_text(Arena *a, const Schedule *s, const Schedule *base)
 {
 	if (s->ntile && !base->ntile)
-		return arena_printf(a, "tile: [%d, %d, %d]", s->tile[0], s->tile[1], s->tile[2]);
+		return arena_printf(a, "%stile: [%d, %d, %d]", s->consumers == CONSUMERS_PINGPONG && !base->consumers ?
+		                    "consumers: pingpong, " : "", s->tile[0], s->tile[1], s->tile[2]);
 	if (s->cluster_pos.line && !base->cluster_pos.line)
 		return arena_printf(a, "cluster: [%d, %d]", s->cluster[0], s->cluster[1]);
 	if (s->split_pos.line && !base->split_pos.line)

@@ -58,7 +58,7 @@ typedef struct Group {
 enum {
 	BM = 128, BN = 256, BK = 64,   /* the default CTA tile; each consumer warpgroup holds 64 x BN of it */
 	CHUNK = 64,                    /* an MN-major operand's box: 64 elements, the 128-byte swizzle span */
-	ACC_REGS = 128,                /* a consumer thread's accumulator registers, all matmuls together */
+	ACC_REGS = 192,                /* a consumer thread's accumulator registers, all matmuls together */
 	EPI_COLS = 32,                 /* an epilogue subtile is BM x EPI_COLS */
 	GROUP = 16,                    /* tile rows a group of the raster holds (8 of 2-CTA clusters: the 66
 	                                  clusters at work are about 8 x 8 cluster tiles; docs/perf.md) */
@@ -165,7 +165,8 @@ out_rows(const Fusion *f, const Tensor *d)
  * (matmul MM) stop at 128.
  */
 static int
-choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, int mm, int nmm, int *bm, int *bn, int *bk)
+choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, int mm, int nmm, bool kmajor_b, int *bm, int *bn,
+            int *bk)
 {
 	const Schedule *h = &f->sched;
 	int m = pingpong ? BM / 2 : BM;   /* ping-pong: a warpgroup's own tile, 64 rows */
@@ -199,7 +200,7 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, int mm, in
 	/* the tile's accumulators spread over the threads that compute it: both warpgroups, or one (ping-pong) */
 	per = pingpong ? 128 : 256;
 	if (nmm * m * h->tile[1] / per > ACC_REGS) {
-		int fit = ACC_REGS * per / m / nmm / CHUNK * CHUNK;
+		int step = kmajor_b ? EPI_COLS : CHUNK, fit = ACC_REGS * per / m / nmm / step * step;
 
 		return diag_error(c, h->tile_pos, "matmul tile %d x %d holds %d accumulator registers a thread for each "
 		                  "of the %d matmuls, more than the %d that fit; %s", m, h->tile[1], m * h->tile[1] / per,
@@ -211,9 +212,14 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, int mm, in
 		               pingpong ? "with consumers: pingpong each consumer warpgroup owns a tile of 64 or 128 rows" :
 		               "the two consumer warpgroups hold 64 or 128 rows each, so M is 128 or 256");
 	*bm = m;
-	if (h->tile[1] % CHUNK || h->tile[1] > 256)
-		return diag_error(c, h->tile_pos, "matmul tile N is %d; it must be a multiple of %d up to 256 "
-		                  "(wgmma's N, and the 64-wide chunks of an N-major operand)", h->tile[1], CHUNK);
+	if (nmm > 1 && nmm * h->tile[1] > 256)   /* a group's matmuls are side by side in one wgmma's N */
+		return diag_error(c, h->tile_pos, "the %d matmuls sharing A compute side by side, one wgmma of N = %d x "
+		                  "%d, more than wgmma's 256; use N = %d", nmm, nmm, h->tile[1],
+		                  256 / nmm / (kmajor_b ? EPI_COLS : CHUNK) * (kmajor_b ? EPI_COLS : CHUNK));
+	if (h->tile[1] % (kmajor_b ? EPI_COLS : CHUNK) || h->tile[1] <= 0 || h->tile[1] > 256)
+		return diag_error(c, h->tile_pos, "matmul tile N is %d; it must be a multiple of %d up to 256 (%s)",
+		                  h->tile[1], kmajor_b ? EPI_COLS : CHUNK, kmajor_b ? "the epilogue's subtiles of "
+		                  "32 columns" : "wgmma's N, and the 64-wide chunks of an N-major B");
 	if (h->tile[2] != BK)
 		return diag_error(c, h->tile_pos, "matmul tile K is %d; it must be %d (a 128-byte swizzled row of "
 		                  "2-byte elements)", h->tile[2], BK);
@@ -932,6 +938,7 @@ lower_matmul(Comp *c, Fusion *f)
 	Expr *batch = NULL, *batch_tiles = NULL;
 	Stmt *first_kloop = NULL;
 	int ng, gi, m, j, pa[MAXMM] = {0}, pb[MAXMM][MAXMM] = {{0}}, *out_group;
+	bool kmajor_b = true;   /* every B of the first mainloop K-major (transpose_b) */
 
 	c->kernel = k;
 	if ((ng = the_matmuls(c, f, g)) < 0)
@@ -983,7 +990,9 @@ lower_matmul(Comp *c, Fusion *f)
 	if (f->sched.system && f->sched.consumer_pos.line)
 		return diag_error(c, f->sched.scope_pos, "'scope' applies to flags, and with 'consumer' the tiles are "
 		                  "signalled to the kernel's own consumer role: leave out 'scope'");
-	if (!k->swap_ab && choose_tile(c, f, d, k->pingpong, g[0].mm[0], g[0].n, &t.bm, &t.bn, &t.bk))
+	for (j = 0; j < g[0].n; j++)
+		kmajor_b &= f->op[g[0].mm[j]].transpose_b;
+	if (!k->swap_ab && choose_tile(c, f, d, k->pingpong, g[0].mm[0], g[0].n, kmajor_b, &t.bm, &t.bn, &t.bk))
 		return -1;
 	if (choose_cluster(c, f, k, &t, op) < 0)
 		return -1;
@@ -1241,6 +1250,16 @@ lower_matmul_candidates(const Fusion *f, Schedule *out, int max)
 		memcpy(s.tile, tiles[i], sizeof s.tile);
 		s.ntile = 3;
 		s.tile_pos = f->pos;
+		out[n++] = s;
+	}
+	/* quack's default on sm_90: ping-pong warpgroups, each its own 128 x 192 tile (a K-major B only) */
+	if (!h->ntile && !h->consumers && !h->swap_ab && n < max) {
+		s = *h;
+		s.tile[0] = 128, s.tile[1] = 192, s.tile[2] = 64;
+		s.ntile = 3;
+		s.tile_pos = f->pos;
+		s.consumers = CONSUMERS_PINGPONG;
+		s.consumers_pos = f->pos;
 		out[n++] = s;
 	}
 	if (!h->cluster_pos.line && n < max) {

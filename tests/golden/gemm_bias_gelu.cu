@@ -54,6 +54,7 @@ wsfuse_gemm_bias_gelu(
     wsf_bf16 *const stage_o = (wsf_bf16 *)(wsf_smem + 196608);   // [2 stages][128][32] bf16
     wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 212992);   // 4 mbarriers
     wsf_u64 *const empty = (wsf_u64 *)(wsf_smem + 213024);   // 4 mbarriers
+    const int wsf_wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);   // the warpgroup, warp-uniform
     float ahead_bias[8];   // the next subtile's bias, loaded while this one is computed
     float acc_y[128];   // this thread's part of the 128 x 256 f32 accumulator
     if (threadIdx.x == 0)
@@ -106,12 +107,12 @@ wsfuse_gemm_bias_gelu(
                 wsf_mbar_wait(&full[(((i * ktiles) + kk) % 4LL)], (unsigned)((((i * ktiles) + kk) / 4LL) & 1LL));   // wait until the stage's loads have landed
                 wsf_mma_fence();
                 {   // mma acc_y += tile_x x tile_w, 128 x 256 x 64
-                    const char *a = (const char *)(tile_x + ((((i * ktiles) + kk) % 4LL)) * 8192) + (threadIdx.x / 128) * 8192;   // this warpgroup's 64 rows
-                    const char *b = (const char *)(tile_w + ((((i * ktiles) + kk) % 4LL)) * 16384);
+                    const wsf_u64 da = wsf_mma_desc((const char *)(tile_x + ((((i * ktiles) + kk) % 4LL)) * 8192) + wsf_wg * 8192);   // this warpgroup's 64 rows
+                    const wsf_u64 db = wsf_mma_desc(tile_w + ((((i * ktiles) + kk) % 4LL)) * 16384);
                     const int first = (kk == 0LL);
                     #pragma unroll
                     for (int k16 = 0; k16 < 4; k16++)
-                        wsf_wgmma(acc_y, wsf_mma_desc(a + 32 * k16), wsf_mma_desc(b + 32 * k16), k16 > 0 || !first);
+                        wsf_wgmma(acc_y, da + 2 * k16, db + 2 * k16, k16 > 0 || !first);
                 }
                 wsf_mma_commit();
                 wsf_mma_wait<1>();   // the mma reads of the stage released next are done

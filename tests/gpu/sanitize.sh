@@ -7,8 +7,10 @@
 # every CTA cycles through all its stages),
 # at sizes small enough for the tools.  Prints one line per tool and case and
 # "N passed, N failed"; skips without a GPU or without compute-sanitizer.
+# With PATTERN, only the cases whose spec line contains it (grep -E).
 set -u
-b=${1:?usage: sanitize.sh BUILD}
+b=${1:?usage: sanitize.sh BUILD [PATTERN]}
+only=${2:-}
 if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then echo "skipped: no GPU"; exit 0; fi
 cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 [ -x "$cs" ] || { echo "skipped: no compute-sanitizer"; exit 0; }
@@ -63,14 +65,17 @@ for spec in "tests/gpu/specs/relu_chain.yaml -D N=300001" "tests/gpu/specs/relu_
 	"tests/gpu/specs/gemm_swap.yaml -D M=40 -D N=264 -D K=200" "tests/gpu/specs/gemm_swap_forced.yaml -D B=2 -D M=1500 -D N=264 -D K=72" \
 	"tests/gpu/specs/gemm_swap_coop.yaml -D M=1000 -D N=520 -D K=72" \
 	"tests/gpu/specs/gemm_split.yaml -D M=129 -D N=136 -D K=72" "tests/gpu/specs/gemm_split_pp.yaml -D M=300 -D N=264 -D K=704" \
-	"tests/gpu/specs/gemm_split_swap.yaml -D M=3 -D N=200 -D K=520" "tests/gpu/specs/gemm_split_glu.yaml -D M=136 -D F=200 -D K=1000"; do
+	"tests/gpu/specs/gemm_split_swap.yaml -D M=3 -D N=200 -D K=520" "tests/gpu/specs/gemm_split_glu.yaml -D M=136 -D F=200 -D K=1000" \
+	"tests/gpu/specs/gemm_pingpong_wide.yaml -D M=300 -D N=200 -D K=200" "tests/gpu/specs/gemm_tile_n96.yaml -D M=200 -D N=200 -D K=72" \
+	"tests/gpu/specs/swiglu_pingpong.yaml -D M=300 -D K=72 -D F=200"; do
+	[ -z "$only" ] || echo "$spec" | grep -Eq "$only" || continue
 	for tool in memcheck racecheck synccheck; do
 		# shellcheck disable=SC2086
 		sanitize $tool "$b/wsfuse" run --check --no-cache $spec
 	done
 done
 # single ragged rows through the python binding (with torch)
-if python3 -c 'import torch' 2>/dev/null; then
+if [ -z "$only" ] && python3 -c 'import torch' 2>/dev/null; then
 	for tool in memcheck racecheck synccheck; do
 		sanitize $tool python3 "${0%/*}/ragged_row.py" "$b"
 	done

@@ -1,0 +1,30 @@
+"""sched_ab.py: schedule variants of the plain GEMM against cuBLAS on large shapes, L2 flushed (issue 17).
+
+On a GPU from the repository root: `python3 bench/ab/sched_ab.py 8192x8192x8192,4096x4096x4096
+"default=;pp192=consumers: pingpong, tile: [128, 192, 64]" [ROUNDS]`.  Each variant (name=schedule
+body; empty: the default) compiled in one process and checked (abcommon.checked_gemms), then ROUNDS
+(default 3) rounds alternating the order, do_bench's median (rep=200) each; prints cuBLAS / variant
+per round and the median over the rounds.
+"""
+import sys; sys.path.insert(0, "python")
+import statistics, torch, wsfuse
+from abcommon import bench, checked_gemms, gemm_operands
+V = dict(v.split("=", 1) for v in sys.argv[2].split(";")) if len(sys.argv) > 2 else {"default": ""}
+V = {a: (b and "schedule: {" + b + "}\n") for a, b in V.items()}
+rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+for sh in sys.argv[1].split(","):
+    m, n, k = map(int, sh.split("x"))
+    x, w, y = gemm_operands(m, n, k)
+    ratio = {}
+    with wsfuse.Context(sizes={"M": m, "N": n, "K": k}, cache="0") as ctx:
+        ks = checked_gemms(ctx, V, x, w, y, skip_errors=True)
+        for r in range(rounds):
+            items = list(ks.items()) if r % 2 == 0 else list(reversed(ks.items()))
+            t = {v: bench(lambda kk=kk: kk.launch(x, w, y)) * 1000 for v, kk in items}
+            tc = bench(lambda: torch.mm(x, w.t(), out=y)) * 1000
+            for v, u in t.items():
+                ratio.setdefault(v, []).append(tc / u)
+            print(f"{sh} r{r}: cuBLAS {tc:.1f}us {2*m*n*k/tc/1e6:.0f}TF | " +
+                  " ".join(f"{v} {u:.1f}({tc/u:.3f})" for v, u in t.items()), flush=True)
+    print(f"{sh} median cuBLAS/variant: " + " ".join(f"{v} {statistics.median(q):.3f} ({min(q):.3f}-{max(q):.3f})"
+                                                   for v, q in ratio.items()), flush=True)
