@@ -324,23 +324,41 @@ typedef struct MatmulJob {
 	int64_t ai, ak, kk, nn;
 } MatmulJob;
 
-/* Rows [lo, hi) of a matmul: each row as the serial loop computes it, so any split gives the same result. */
+/*
+ * Rows [lo, hi) of a matmul.  Each element sums its k terms in order from
+ * zero, as the plain triple loop does, so any split (and this blocking)
+ * gives the same result.  Blocked for the cache: a block of MM_KB rows of B
+ * by MM_CB columns (1 MiB of doubles) serves every row of the range before
+ * the next is read.  Row by row, each row streamed all of B from memory
+ * (an 8192^3 check: 512 MiB a row, 73 s on 16 cores).
+ */
+enum { MM_KB = 256, MM_CB = 512 };
+
 static void
 matmul_rows(void *ctx, int64_t lo, int64_t hi)
 {
 	const MatmulJob *j = ctx;
-	int64_t i, k, c;
+	int64_t i, k, c, k0, c0;
 
-	for (i = lo; i < hi; i++) {
-		double *row = j->out + i * j->nn;
+	for (i = lo; i < hi; i++)
+		memset(j->out + i * j->nn, 0, (size_t)j->nn * sizeof(double));
+	for (c0 = 0; c0 < j->nn; c0 += MM_CB) {
+		int64_t c1 = c0 + MM_CB < j->nn ? c0 + MM_CB : j->nn;
 
-		memset(row, 0, (size_t)j->nn * sizeof *row);
-		for (k = 0; k < j->kk; k++) {
-			double x = j->a[i * j->ai + k * j->ak];
-			const double *brow = j->b + k * j->nn;
+		for (k0 = 0; k0 < j->kk; k0 += MM_KB) {
+			int64_t k1 = k0 + MM_KB < j->kk ? k0 + MM_KB : j->kk;
 
-			for (c = 0; c < j->nn; c++)
-				row[c] += x * brow[c];
+			for (i = lo; i < hi; i++) {
+				double *row = j->out + i * j->nn;
+
+				for (k = k0; k < k1; k++) {
+					double x = j->a[i * j->ai + k * j->ak];
+					const double *brow = j->b + k * j->nn;
+
+					for (c = c0; c < c1; c++)
+						row[c] += x * brow[c];
+				}
+			}
 		}
 	}
 }
