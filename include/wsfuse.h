@@ -157,8 +157,8 @@ WsfStatus wsf_set_size(WsfContext *ctx, const char *name, int64_t value);
  *                 before touching global memory); "0": as ordinary launches
  *   "tune"        "1": a measured choice.  A matmul kernel compiled while it is on
  *                 times a few schedules at its first launch (the spec's own, then
- *                 each with one hint it leaves open: a tile, a cluster, a K split,
- *                 swap_ab off), on that launch's own tensors and stream, and keeps
+ *                 each with one hint it leaves open: a tile, ping-pong 128 x 192,
+ *                 a cluster, a K split, swap_ab off), on that launch's own tensors and stream, and keeps
  *                 the fastest; the choice is recorded per spec, bindings, argument
  *                 shapes and GPU in the cache folder (tune/) and read back by later
  *                 kernels instead of timing again.  The first launch compiles and
