@@ -18,6 +18,14 @@ def gemm_spec(sched=""):
     return _GEMM.format(sched=sched)
 
 
+def variants(arg):
+    """Schedule variants from the command line: "name=body;name=body", each body that of a
+    `schedule: {...}` (empty: the default); None gives {"default": ""}.  Returns {name: the whole
+    `schedule:` line, or ""}, as gemm_spec takes it."""
+    v = dict(x.split("=", 1) for x in arg.split(";")) if arg else {"default": ""}
+    return {a: (b and "schedule: {" + b + "}\n") for a, b in v.items()}
+
+
 def gemm_operands(m, n, k):
     """Fresh random x [M, K], w [N, K] (scaled by K^-1/2) and an output y [M, N], bf16 on the GPU."""
     import torch
@@ -44,6 +52,18 @@ def checked_gemms(ctx, variants, x, w, y, skip_errors=False):
         e = ((y.float() - ref).norm() / ref.norm()).item()
         assert e < 1e-2, (v, e)
     return ks
+
+
+def shape_variants(shapes, variants):
+    """For each "MxNxK" of the comma-separated SHAPES: (shape text, x, w, y, {name: kernel}), the
+    operands fresh (gemm_operands) and each variant compiled in a Context of those sizes and checked
+    (checked_gemms, variants that do not compile left out); the kernels live until the next shape."""
+    import wsfuse
+    for sh in shapes.split(","):
+        m, n, k = map(int, sh.split("x"))
+        x, w, y = gemm_operands(m, n, k)
+        with wsfuse.Context(sizes={"M": m, "N": n, "K": k}, cache="0") as ctx:
+            yield sh, x, w, y, checked_gemms(ctx, variants, x, w, y, skip_errors=True)
 
 
 def bench(fn, rep=200):

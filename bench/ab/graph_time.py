@@ -7,19 +7,13 @@ best round reported with cuBLAS / variant.  Launches back to back: each starts w
 before ends (wsfuse's programmatic dependent launch), and L2 holds what the one before left.
 """
 import sys; sys.path.insert(0, "python")
-import torch, wsfuse
-from abcommon import checked_gemms, gemm_operands, graph_us
-V = dict(v.split("=", 1) for v in sys.argv[2].split(";")) if len(sys.argv) > 2 else {"default": ""}
-V = {a: (b and "schedule: {" + b + "}\n") for a, b in V.items()}
-for sh in sys.argv[1].split(","):
-    m, n, k = map(int, sh.split("x"))
-    x, w, y = gemm_operands(m, n, k)
+import torch
+from abcommon import graph_us, shape_variants, variants
+for sh, x, w, y, ks in shape_variants(sys.argv[1], variants(sys.argv[2] if len(sys.argv) > 2 else None)):
     res = {}
-    with wsfuse.Context(sizes={"M": m, "N": n, "K": k}, cache="0") as ctx:
-        ks = checked_gemms(ctx, V, x, w, y, skip_errors=True)
-        for r in range(2):
-            for v, kk in (ks.items() if r == 0 else reversed(list(ks.items()))):
-                res.setdefault(v, []).append(graph_us(lambda kk=kk: kk.launch(x, w, y)))
-            res.setdefault("cublas", []).append(graph_us(lambda: torch.mm(x, w.t(), out=y)))
+    for r in range(2):
+        for v, kk in (ks.items() if r == 0 else reversed(list(ks.items()))):
+            res.setdefault(v, []).append(graph_us(lambda kk=kk: kk.launch(x, w, y)))
+        res.setdefault("cublas", []).append(graph_us(lambda: torch.mm(x, w.t(), out=y)))
     cb = min(res["cublas"])
     print(f"{sh}: cuBLAS {cb:.1f}us | " + " ".join(f"{v} {min(t):.1f}({cb/min(t):.2f})" for v, t in res.items() if v != "cublas"), flush=True)

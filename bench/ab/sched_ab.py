@@ -7,24 +7,19 @@ body; empty: the default) compiled in one process and checked (abcommon.checked_
 per round and the median over the rounds.
 """
 import sys; sys.path.insert(0, "python")
-import statistics, torch, wsfuse
-from abcommon import bench, checked_gemms, gemm_operands
-V = dict(v.split("=", 1) for v in sys.argv[2].split(";")) if len(sys.argv) > 2 else {"default": ""}
-V = {a: (b and "schedule: {" + b + "}\n") for a, b in V.items()}
+import statistics, torch
+from abcommon import bench, shape_variants, variants
 rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
-for sh in sys.argv[1].split(","):
+for sh, x, w, y, ks in shape_variants(sys.argv[1], variants(sys.argv[2] if len(sys.argv) > 2 else None)):
     m, n, k = map(int, sh.split("x"))
-    x, w, y = gemm_operands(m, n, k)
     ratio = {}
-    with wsfuse.Context(sizes={"M": m, "N": n, "K": k}, cache="0") as ctx:
-        ks = checked_gemms(ctx, V, x, w, y, skip_errors=True)
-        for r in range(rounds):
-            items = list(ks.items()) if r % 2 == 0 else list(reversed(ks.items()))
-            t = {v: bench(lambda kk=kk: kk.launch(x, w, y)) * 1000 for v, kk in items}
-            tc = bench(lambda: torch.mm(x, w.t(), out=y)) * 1000
-            for v, u in t.items():
-                ratio.setdefault(v, []).append(tc / u)
-            print(f"{sh} r{r}: cuBLAS {tc:.1f}us {2*m*n*k/tc/1e6:.0f}TF | " +
-                  " ".join(f"{v} {u:.1f}({tc/u:.3f})" for v, u in t.items()), flush=True)
+    for r in range(rounds):
+        items = list(ks.items()) if r % 2 == 0 else list(reversed(ks.items()))
+        t = {v: bench(lambda kk=kk: kk.launch(x, w, y)) * 1000 for v, kk in items}
+        tc = bench(lambda: torch.mm(x, w.t(), out=y)) * 1000
+        for v, u in t.items():
+            ratio.setdefault(v, []).append(tc / u)
+        print(f"{sh} r{r}: cuBLAS {tc:.1f}us {2*m*n*k/tc/1e6:.0f}TF | " +
+              " ".join(f"{v} {u:.1f}({tc/u:.3f})" for v, u in t.items()), flush=True)
     print(f"{sh} median cuBLAS/variant: " + " ".join(f"{v} {statistics.median(q):.3f} ({min(q):.3f}-{max(q):.3f})"
                                                    for v, q in ratio.items()), flush=True)
