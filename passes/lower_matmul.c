@@ -58,7 +58,8 @@ typedef struct Group {
 enum {
 	BM = 128, BN = 256, BK = 64,   /* the default CTA tile; each consumer warpgroup holds 64 x BN of it */
 	CHUNK = 64,                    /* an MN-major operand's box: 64 elements, the 128-byte swizzle span */
-	ACC_REGS = 192,                /* a consumer thread's accumulator registers, all matmuls together */
+	ACC_REGS = 192,                /* a consumer thread's accumulator registers, all matmuls together: a
+	                                  ping-pong 128 x 192 tile (quack's default) within setmaxnreg's 232 */
 	EPI_COLS = 32,                 /* an epilogue subtile is BM x EPI_COLS */
 	GROUP = 16,                    /* tile rows a group of the raster holds (8 of 2-CTA clusters: the 66
 	                                  clusters at work are about 8 x 8 cluster tiles; docs/perf.md) */
