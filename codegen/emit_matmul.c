@@ -213,7 +213,7 @@ emit_split_reduce(Emit *e, const Stmt *s)
 	e->depth++;
 	emit_line(e, "const unsigned parity = (unsigned)(%s);", emit_expr_str(e, s->a));
 	emit_line(e, "const int parts = (int)(%s);   // the ranks with k-steps", emit_expr_str(e, s->b));
-	emit_line(e, "const int w = threadIdx.x / 128;   // the consumer warpgroup");
+	emit_line(e, "const int w = wsf_wg;   // the consumer warpgroup");
 	emit_line(e, "float4 *const mine = (float4 *)(%s) + w * %d + threadIdx.x %% 128;", emit_buf_at(e, s->buf, NULL),
 	          n / 4 * 128);
 	emit_line(e, "if (wsf_cluster_rank() != 0) {");

@@ -174,6 +174,8 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, int mm, in
 	int64_t rows, cols = dim_value(f, d->dim[d->rank - 1]);
 	/* clusters along M multicast half of B's rows a CTA: of an N-major B, whole 64-wide chunks */
 	int per, least = h->cluster[0] > 1 && !f->op[mm].transpose_b ? 2 * CHUNK : CHUNK;
+	/* a hint's N: whole epilogue subtiles of a K-major B, whole 64-wide chunks of an N-major one */
+	int step = kmajor_b ? EPI_COLS : CHUNK;
 
 	/* a thread holds N / 2 accumulator registers a matmul: several share the budget */
 	*bm = m, *bn = BN / nmm / CHUNK * CHUNK, *bk = BK;
@@ -201,7 +203,7 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, int mm, in
 	/* the tile's accumulators spread over the threads that compute it: both warpgroups, or one (ping-pong) */
 	per = pingpong ? 128 : 256;
 	if (nmm * m * h->tile[1] / per > ACC_REGS) {
-		int step = kmajor_b ? EPI_COLS : CHUNK, fit = ACC_REGS * per / m / nmm / step * step;
+		int fit = ACC_REGS * per / m / nmm / step * step;
 
 		return diag_error(c, h->tile_pos, "matmul tile %d x %d holds %d accumulator registers a thread for each "
 		                  "of the %d matmuls, more than the %d that fit; %s", m, h->tile[1], m * h->tile[1] / per,
@@ -215,12 +217,11 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, int mm, in
 	*bm = m;
 	if (nmm > 1 && nmm * h->tile[1] > 256)   /* a group's matmuls are side by side in one wgmma's N */
 		return diag_error(c, h->tile_pos, "the %d matmuls sharing A compute side by side, one wgmma of N = %d x "
-		                  "%d, more than wgmma's 256; use N = %d", nmm, nmm, h->tile[1],
-		                  256 / nmm / (kmajor_b ? EPI_COLS : CHUNK) * (kmajor_b ? EPI_COLS : CHUNK));
-	if (h->tile[1] % (kmajor_b ? EPI_COLS : CHUNK) || h->tile[1] <= 0 || h->tile[1] > 256)
+		                  "%d, more than wgmma's 256; use N = %d", nmm, nmm, h->tile[1], 256 / nmm / step * step);
+	if (h->tile[1] % step || h->tile[1] <= 0 || h->tile[1] > 256)
 		return diag_error(c, h->tile_pos, "matmul tile N is %d; it must be a multiple of %d up to 256 (%s)",
-		                  h->tile[1], kmajor_b ? EPI_COLS : CHUNK, kmajor_b ? "the epilogue's subtiles of "
-		                  "32 columns" : "wgmma's N, and the 64-wide chunks of an N-major B");
+		                  h->tile[1], step, kmajor_b ? "the epilogue's subtiles of 32 columns" :
+		                  "wgmma's N, and the 64-wide chunks of an N-major B");
 	if (h->tile[2] != BK)
 		return diag_error(c, h->tile_pos, "matmul tile K is %d; it must be %d (a 128-byte swizzled row of "
 		                  "2-byte elements)", h->tile[2], BK);
