@@ -807,16 +807,16 @@ pingpong_last(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop, const C
 	if (y->dry)
 		return;
 	/*
-	 * Before the other warpgroup's go (warp_specialize): a bar.arrive
-	 * between a wgmma and its wait makes ptxas serialize the wgmmas (C7514),
-	 * so the other k loop starts once these mmas are done.
+	 * After the other warpgroup's go (warp_specialize), as CUTLASS's
+	 * ping-pong does: its k loop starts while these mmas drain, and the
+	 * tensor pipe has no gap between the two.
 	 */
-	w->n = 0;
-	w->comment = "this tile's mmas are done: the accumulator is complete, its last stage free";
-	st_insert(c, block, at++, w);
 	next = at < block->nbody ? block->body[at] : NULL;
 	if (next && next->kind == ST_IF && next->nbody == 1 && next->body[0]->kind == ST_SYNC && next->body[0]->flag)
 		at++;
+	w->n = 0;
+	w->comment = "this tile's mmas are done: the accumulator is complete, its last stage free";
+	st_insert(c, block, at++, w);
 	last = mbar(c, ST_MBAR_ARRIVE, outer->cb->empty_bar,
 	            ex_bin(c, EX_MOD, ex_bin(c, EX_ADD, end, ex_int(c, S - 1)), ex_int(c, S)), NULL,
 	            "release the tile's last k-step to the producer");

@@ -357,12 +357,12 @@ lowered_pingpong(void **state)
 	assert_int_equal(x->kind, ST_IF);
 	assert_string_equal(expr(t, x->cond), "(kk >= 1)");
 	assert_int_equal(x->body[0]->kind, ST_MBAR_ARRIVE);
-	assert_int_equal(tl->body[i + 1]->kind, ST_MMA_WAIT);
-	assert_int_equal(tl->body[i + 1]->n, 0);
-	x = tl->body[i + 2];   /* the other warpgroup's turn */
+	x = tl->body[i + 1];   /* the other warpgroup's turn, while these mmas drain */
 	assert_int_equal(x->body[0]->kind, ST_SYNC);
 	assert_true(x->body[0]->flag);
 	assert_string_equal(expr(t, x->body[0]->a), "(4 - wg)");
+	assert_int_equal(tl->body[i + 2]->kind, ST_MMA_WAIT);
+	assert_int_equal(tl->body[i + 2]->n, 0);
 	assert_int_equal(tl->body[i + 3]->kind, ST_MBAR_ARRIVE);   /* the tile's last k-step */
 	el = tl->body[i + 4];
 	assert_int_equal(el->kind, ST_LOOP);
