@@ -1331,6 +1331,20 @@ wsf_kernel_signal_layout(WsfContext *ctx, const WsfKernel *k, const WsfTensor *a
 	return call_end(ctx, &c, s);
 }
 
+/* What rt_with_args hands the measured choice of a kernel that wsf_kernel_run runs. */
+typedef struct TuneRun {
+	WsfContext *ctx;
+	WsfKernel *k;
+} TuneRun;
+
+static void
+tune_on_args(void *user, const WsfTensor *args, int nargs)
+{
+	TuneRun *tr = user;
+
+	tune_kernel(tr->ctx, tr->k, args, nargs, NULL);
+}
+
 WsfStatus
 wsf_kernel_run(WsfContext *ctx, WsfKernel *k, const WsfRunOptions *opts, WsfRunReport *report)
 {
@@ -1341,6 +1355,20 @@ wsf_kernel_run(WsfContext *ctx, WsfKernel *k, const WsfRunOptions *opts, WsfRunR
 	if (!ctx || !k || !report)
 		return WSF_ERR_USAGE;
 	memset(report, 0, sizeof *report);
+	/*
+	 * The measured choice (option tune) before the run, on random arguments
+	 * of its shapes, so that the run checks and times the kernel chosen.  A
+	 * failure leaves the kernel as compiled, and the run says what failed.
+	 */
+	if (k->tune && call_begin(ctx, k, &c) == WSF_OK) {
+		TuneRun tr = {ctx, k};
+
+		c.diag = NULL;
+		if (!setjmp(c.oom))
+			(void)rt_with_args(&c, k->launch, opts ? opts : &none, tune_on_args, &tr);
+		arena_free(c.arena);
+		memset(&c, 0, sizeof c);
+	}
 	if ((s = call_begin(ctx, k, &c)) != WSF_OK)
 		return s;
 	if (setjmp(c.oom))

@@ -93,7 +93,8 @@ enum {
 	OPT_BENCH,
 	OPT_ITERS,
 	OPT_SEED,
-	OPT_SCALE
+	OPT_SCALE,
+	OPT_TUNE
 };
 
 /* Every option: NAME the long name (NULL: short only), CODE its letter or OPT_*, CMDS who takes it. */
@@ -136,6 +137,10 @@ static const struct Opt {
 	 "seed of the random inputs, 0..2^64-1 (default 0, which\nstands for a fixed seed)"},
 	{"scale", OPT_SCALE, required_argument, RUNS, "X", "a number",
 	 "multiply the random inputs by X, up to 1e38 (large\nvalues test overflow)"},
+	{"tune", OPT_TUNE, no_argument, RUNS, NULL, NULL,
+	 "a measured choice: a matmul's schedule candidates are\n"
+	 "timed on the GPU first and the fastest runs (kept in the\n"
+	 "cache's tune/ folder for the next run; $WSFUSE_TUNE=1 too)"},
 	{"help", 'h', no_argument, ~0u, NULL, NULL, "print this help"},
 };
 
@@ -146,9 +151,10 @@ static const char footer[] =
 	"exit status: 0 ok, 1 bad input, 2 usage, 3 no GPU, 4 check failed,\n"
 	"             5 internal, NVRTC or CUDA error, 6 kernel family not built yet\n"
 	"\n"
-	"environment: WSFUSE_CACHE_DIR, WSFUSE_CACHE=0, WSFUSE_LINEINFO=1, WSFUSE_LIBCUDA_PATH,\n"
-	"             WSFUSE_NVRTC_PATH, WSFUSE_DUMP=OUTPUT,... (write those outputs to\n"
-	"             WSFUSE_DUMP_DIR/NAME.EXT on every compile; all: every one)\n";
+	"environment: WSFUSE_CACHE_DIR, WSFUSE_CACHE=0, WSFUSE_LINEINFO=1, WSFUSE_TUNE=1,\n"
+	"             WSFUSE_LIBCUDA_PATH, WSFUSE_NVRTC_PATH, WSFUSE_DUMP=OUTPUT,... (write\n"
+	"             those outputs to WSFUSE_DUMP_DIR/NAME.EXT on every compile; all: every\n"
+	"             one)\n";
 
 typedef struct Args {
 	Cmd cmd;
@@ -156,7 +162,7 @@ typedef struct Args {
 	const char *out;
 	const char *emit;
 	char iters_opt[48];     /* --iters as written, for the message when --bench is absent */
-	int check, bench, iters, help, lineinfo, verbose;
+	int check, bench, iters, help, lineinfo, verbose, tune;
 	uint64_t seed;
 	double scale;
 } Args;
@@ -791,6 +797,10 @@ take_option(WsfContext *ctx, Args *a, int code, const char *arg, const char *spe
 			return rc;
 		a->seed = v;
 		return 0;
+	case OPT_TUNE:
+		a->tune = 1;
+		wsf_set_option(ctx, "tune", "1");
+		return 0;
 	case OPT_SCALE:
 		/* [-2, 2] times the scale stays finite in f32 */
 		return parse_real("--scale", arg, 1e38, "a positive number up to 1e38 (such as 1000 or 2.5e3)",
@@ -1031,6 +1041,9 @@ cmd_run(WsfContext *ctx, Args *a)
 		wsf_kernel_delete(k);
 		return exit_code(s);
 	}
+	if (a->tune)   /* what the measured choice ran, as a schedule line to keep in the spec */
+		printf("tune %s: %s\n", wsf_kernel_name(k),
+		       wsf_kernel_tuned(k) ? wsf_kernel_tuned(k) : "nothing to choose (one schedule for this kernel)");
 	for (i = 0; o.check && i < r.noutputs; i++)
 		printf("check %-16s rel_err %.3e (tolerance %.1e)%s\n",
 		       wsf_kernel_arg_name(k, wsf_kernel_num_args(k) - r.noutputs + i), r.rel_err[i],

@@ -417,8 +417,11 @@ typedef struct WsfRunReport {
  * Runs K once on fresh random inputs (sizes from the context's bindings and the
  * spec's defaults), with every output poisoned first; with opts->check, compares
  * against the host reference evaluator of the fusion IR; with opts->bench, times
- * it.  WSF_ERR_NO_GPU when no CUDA device is usable.  The report is filled as far
- * as the run got.  A failed check is WSF_OK with report->passed == 0.
+ * it.  A kernel compiled with option "tune" makes its measured choice first, on
+ * random arguments of the run's sizes, so that the run checks and times the
+ * kernel chosen (wsf_kernel_tuned).  WSF_ERR_NO_GPU when no CUDA device is usable.
+ * The report is filled as far as the run got.  A failed check is WSF_OK with
+ * report->passed == 0.
  */
 WsfStatus wsf_kernel_run(WsfContext *ctx, WsfKernel *k, const WsfRunOptions *opts,
                          WsfRunReport *report);

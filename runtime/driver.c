@@ -133,8 +133,28 @@ pick_context(Comp *c, Driver *d)
 
 	if ((st = init_check(c, d, d->cuCtxGetCurrent(&d->ctx), "cuCtxGetCurrent")) != WSF_OK)
 		return st;
-	if (d->ctx)
-		return init_check(c, d, d->cuCtxGetDevice(&d->device), "cuCtxGetDevice");
+	if (d->ctx) {
+		CUcontext primary = NULL;
+		unsigned flags;
+		int active = 0;
+
+		if ((st = init_check(c, d, d->cuCtxGetDevice(&d->device), "cuCtxGetDevice")) != WSF_OK)
+			return st;
+		/*
+		 * The device's primary context, current (another driver of this
+		 * process, or the caller's runtime, made it so), is retained as if
+		 * it were not: each driver releases its own count, and one closed
+		 * first does not destroy the context under the others.
+		 */
+		if (d->cuDevicePrimaryCtxGetState(d->device, &flags, &active) == CUDA_SUCCESS && active &&
+		    d->cuDevicePrimaryCtxRetain(&primary, d->device) == CUDA_SUCCESS) {
+			if (primary == d->ctx)
+				d->retained = true;
+			else
+				d->cuDevicePrimaryCtxRelease(d->device);
+		}
+		return WSF_OK;
+	}
 	if ((st = init_check(c, d, d->cuDeviceGetCount(&n), "cuDeviceGetCount")) != WSF_OK)
 		return st;
 	if (n == 0)
@@ -232,11 +252,14 @@ rt_driver_close(Driver *d)
 		return;
 	if (d->retained) {
 		CUcontext cur = NULL;
+		unsigned flags;
+		int active = 1;
 
-		/* leave no dangling current context behind if the release destroys it */
-		if (d->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == d->ctx)
-			d->cuCtxSetCurrent(NULL);
+		(void)d->cuCtxGetCurrent(&cur);
 		d->cuDevicePrimaryCtxRelease(d->device);
+		/* the last count destroyed it: leave no dangling current context behind */
+		if (cur == d->ctx && d->cuDevicePrimaryCtxGetState(d->device, &flags, &active) == CUDA_SUCCESS && !active)
+			d->cuCtxSetCurrent(NULL);
 	}
 	if (d->lib)
 		dlclose(d->lib);

@@ -238,35 +238,15 @@ check_flags(Comp *c, Driver *d, const Launch *l, CUdeviceptr flags, int64_t tile
 	return s;
 }
 
-WsfStatus
-rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRunOptions *o, WsfRunReport *r)
+/*
+ * The arguments of F at the bound sizes, in ARG and T (NARGS of them, the
+ * inputs first): their shapes and element counts, *BYTES all of theirs.
+ */
+static WsfStatus
+args_shape(Comp *c, const Fusion *f, Arg *arg, WsfTensor *t, double *bytes)
 {
-	Fusion *f = (Fusion *)l->fusion;
-	int nargs = f->ninput + f->nout, i, j, iters = o->iters > 0 ? o->iters : DEFAULT_ITERS;
-	Arg *arg;
-	WsfTensor *t;
-	Driver *d;
-	WsfStatus s;
-	uint64_t seed = o->seed ? o->seed : 0x5eed;
-	double lo, hi;
-	CUevent *ev = NULL;
-	float *ms = NULL;
-	CUdeviceptr flags = 0;   /* signal: per_tile */
-	CUdeviceptr waits = 0;   /* inputs with wait: per_tile */
-	LaunchExtra ext = {0};
-	LaunchPlan plan;
+	int nargs = f->ninput + f->nout, i, j;
 
-	if ((s = size_values(c, f)) != WSF_OK)
-		return s;
-	if (f->nout > WSF_MAX_REPORT_OUTPUTS)
-		return diag_error(c, f->pos, "run reports at most %d outputs", WSF_MAX_REPORT_OUTPUTS), WSF_ERR_USAGE;
-	arg = arena_alloc(c->arena, (size_t)nargs * sizeof *arg);
-	t = arena_alloc(c->arena, (size_t)nargs * sizeof *t);
-	input_range(f, &lo, &hi);
-	if (o->scale > 0) {
-		lo *= o->scale;
-		hi *= o->scale;
-	}
 	for (i = 0; i < nargs; i++) {
 		Arg *a = &arg[i];
 		const Tensor *x;
@@ -285,11 +265,29 @@ rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRun
 		t[i].dtype = (WsfDtype)a->dtype;
 		t[i].ndim = x->rank;
 		t[i].shape = a->shape;
-		r->bytes += (double)a->numel * dtype_info[a->dtype].bytes;
+		*bytes += (double)a->numel * dtype_info[a->dtype].bytes;
 	}
-	/* the sizes are checked; now the device */
-	if ((s = rt_loaded_driver(c, state, &d)) != WSF_OK)
-		return s;
+	return WSF_OK;
+}
+
+/*
+ * The arguments on the GPU (D): the inputs random from O's seed and scale,
+ * rounded to their dtype (and kept as doubles in each Arg's host with
+ * HOST), the outputs poisoned.  args_free frees them, on failure too.
+ */
+static WsfStatus
+args_upload(Comp *c, const Fusion *f, Driver *d, const WsfRunOptions *o, bool host, Arg *arg, WsfTensor *t)
+{
+	int nargs = f->ninput + f->nout, i;
+	uint64_t seed = o->seed ? o->seed : 0x5eed;
+	double lo, hi;
+	WsfStatus s = WSF_OK;
+
+	input_range(f, &lo, &hi);
+	if (o->scale > 0) {
+		lo *= o->scale;
+		hi *= o->scale;
+	}
 	for (i = 0; i < nargs && s == WSF_OK; i++) {
 		Arg *a = &arg[i];
 		size_t bytes = (size_t)a->numel * dtype_info[a->dtype].bytes;
@@ -298,8 +296,7 @@ rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRun
 			break;
 		t[i].data = (void *)a->dev;
 		/* host copies of every value only when the reference needs them */
-		if (!(a->packed = malloc(bytes)) ||
-		    (o->check && !(a->host = malloc((size_t)a->numel * sizeof *a->host)))) {
+		if (!(a->packed = malloc(bytes)) || (host && !(a->host = malloc((size_t)a->numel * sizeof *a->host)))) {
 			diag_error(c, f->pos, "out of host memory for %lld elements of '%s'", (long long)a->numel,
 			           f->tensor[a->tensor].name);
 			s = WSF_ERR_NOMEM;
@@ -312,6 +309,78 @@ rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRun
 		rt_fill_random(a->dtype, a->numel, splitmix(&seed), lo, hi, a->packed, a->host);
 		s = rt_check(c, d, d->cuMemcpyHtoD(a->dev, a->packed, bytes), "cuMemcpyHtoD");
 	}
+	return s;
+}
+
+static void
+args_free(Driver *d, Arg *arg, int nargs)
+{
+	int i;
+
+	for (i = 0; i < nargs; i++) {
+		if (arg[i].dev)
+			d->cuMemFree(arg[i].dev);
+		free(arg[i].packed);
+		free(arg[i].host);
+	}
+}
+
+WsfStatus
+rt_with_args(Comp *c, const Launch *l, const WsfRunOptions *o,
+             void (*fn)(void *user, const WsfTensor *args, int nargs), void *user)
+{
+	Fusion *f = (Fusion *)l->fusion;
+	int nargs = f->ninput + f->nout;
+	Arg *arg;
+	WsfTensor *t;
+	Loaded *own = NULL;   /* a driver of their own: FN may free L's */
+	Driver *d;
+	double bytes = 0;
+	WsfStatus s;
+
+	if ((s = size_values(c, f)) != WSF_OK)
+		return s;
+	arg = arena_alloc(c->arena, (size_t)nargs * sizeof *arg);
+	t = arena_alloc(c->arena, (size_t)nargs * sizeof *t);
+	if ((s = args_shape(c, f, arg, t, &bytes)) != WSF_OK)
+		return s;
+	if ((s = rt_loaded_driver(c, &own, &d)) == WSF_OK) {
+		if ((s = args_upload(c, f, d, o, false, arg, t)) == WSF_OK)
+			fn(user, t, nargs);
+		args_free(d, arg, nargs);
+	}
+	rt_unload(own);
+	return s;
+}
+
+WsfStatus
+rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRunOptions *o, WsfRunReport *r)
+{
+	Fusion *f = (Fusion *)l->fusion;
+	int nargs = f->ninput + f->nout, i, iters = o->iters > 0 ? o->iters : DEFAULT_ITERS;
+	Arg *arg;
+	WsfTensor *t;
+	Driver *d;
+	WsfStatus s;
+	CUevent *ev = NULL;
+	float *ms = NULL;
+	CUdeviceptr flags = 0;   /* signal: per_tile */
+	CUdeviceptr waits = 0;   /* inputs with wait: per_tile */
+	LaunchExtra ext = {0};
+	LaunchPlan plan;
+
+	if ((s = size_values(c, f)) != WSF_OK)
+		return s;
+	if (f->nout > WSF_MAX_REPORT_OUTPUTS)
+		return diag_error(c, f->pos, "run reports at most %d outputs", WSF_MAX_REPORT_OUTPUTS), WSF_ERR_USAGE;
+	arg = arena_alloc(c->arena, (size_t)nargs * sizeof *arg);
+	t = arena_alloc(c->arena, (size_t)nargs * sizeof *t);
+	if ((s = args_shape(c, f, arg, t, &r->bytes)) != WSF_OK)
+		return s;
+	/* the sizes are checked; now the device */
+	if ((s = rt_loaded_driver(c, state, &d)) != WSF_OK)
+		return s;
+	s = args_upload(c, f, d, o, o->check, arg, t);
 	/* a kernel that signals its tiles: flag words, zeroed, and epoch 1 for the checked launch */
 	if (s == WSF_OK && l->kernel->signal && (s = rt_launch_plan(c, l, t, nargs, &plan)) == WSF_OK &&
 	    (s = rt_check(c, d, d->cuMemAlloc(&flags, (size_t)plan.tiles * 4), "cuMemAlloc (flags)")) == WSF_OK)
@@ -399,11 +468,6 @@ rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRun
 		d->cuMemFree(flags);
 	if (waits)
 		d->cuMemFree(waits);
-	for (i = 0; i < nargs; i++) {
-		if (arg[i].dev)
-			d->cuMemFree(arg[i].dev);
-		free(arg[i].packed);
-		free(arg[i].host);
-	}
+	args_free(d, arg, nargs);
 	return s;
 }

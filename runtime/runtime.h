@@ -125,6 +125,7 @@ int rt_write_file(const char *path, const void *data, size_t n, unsigned flags);
 	X(cuDeviceGetName, 2000) \
 	X(cuDevicePrimaryCtxRetain, 7000) \
 	X(cuDevicePrimaryCtxRelease, 11000) \
+	X(cuDevicePrimaryCtxGetState, 7000) \
 	X(cuCtxGetCurrent, 4000) \
 	X(cuCtxSetCurrent, 4000) \
 	X(cuCtxGetDevice, 2000) \
@@ -159,7 +160,7 @@ typedef struct Driver {
 	int version;          /* cuDriverGetVersion */
 	CUdevice device;
 	CUcontext ctx;        /* current or primary context of DEVICE */
-	bool retained;        /* ctx is a primary context we retained */
+	bool retained;        /* ctx is a primary context we retained (each driver of one its own count) */
 	int sm_count;
 	int smem_optin;       /* CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
 	int cc_major, cc_minor;
@@ -309,6 +310,14 @@ void rt_fill_random(Dtype dt, int64_t n, uint64_t seed, double lo, double hi, vo
  */
 WsfStatus rt_compare(Dtype dt, int64_t n, const void *packed, const double *want, double *rel_err,
                      bool *unwritten);
+/*
+ * Random arguments of L at the bound sizes on the GPU, drawn as rt_run
+ * draws them (O's seed and scale; outputs poisoned), given to FN with
+ * USER and freed when it returns.  Their driver is their own, not L's
+ * kernel's, which FN may replace (wsf_kernel_run's measured choice).
+ */
+WsfStatus rt_with_args(Comp *c, const Launch *l, const WsfRunOptions *o,
+                       void (*fn)(void *user, const WsfTensor *args, int nargs), void *user);
 /* wsf_kernel_run: random inputs, poisoned outputs, launch, check, time. */
 WsfStatus rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin,
                  const WsfRunOptions *o, WsfRunReport *r);

@@ -181,6 +181,8 @@ cli run "$tmp/none.yaml" --bench --iters=2147483647 --seed=18446744073709551615 
 expect "good values" 1 "$tmp/none.yaml: error: cannot open"
 cli run "$tmp/none.yaml" --seed=0 --seed 7
 expect "--seed N" 1 "$tmp/none.yaml: error: cannot open"
+cli bench "$tmp/none.yaml" --tune
+expect "--tune" 1 "$tmp/none.yaml: error: cannot open"
 
 # ---- conventions: getopt_long, per-command help, did-you-mean, refused options ----
 
@@ -269,6 +271,8 @@ cli compile "$spec" --check
 expect "compile --check" 2 "wsfuse: '--check' is not an option of compile: run, check and bench take it"
 cli compile "$spec" --seed=1
 expect "compile --seed" 2 "wsfuse: '--seed' is not an option of compile: run, check and bench take it"
+cli compile "$spec" --tune
+expect "compile --tune" 2 "wsfuse: '--tune' is not an option of compile: run, check and bench take it"
 cli run "$spec" -o x.cu
 expect "run -o" 2 "wsfuse: '-o' is not an option of run: compile takes it"
 cli check "$spec" --emit=cuda

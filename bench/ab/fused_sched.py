@@ -9,6 +9,8 @@ cuBLASLt's fused bias + gelu(tanh) epilogue (torch._addmm_activation).  Each var
 body of its `schedule: {...}`; empty: the example's own) is checked against an f32 reference
 (relative error norm under 1e-2), then ROUNDS interleaved rounds (the order alternating), one
 process, do_bench's median (abcommon.bench); prints each round and the median peer / variant.
+A fourth argument MxNxK sets the sizes (swiglu: N is F); the body `auto` drops the example's
+schedule (wsfuse's built-in choice).
 """
 import sys, statistics
 sys.path.insert(0, "python"); sys.path.insert(0, "bench/ab")
@@ -17,9 +19,10 @@ from abcommon import bench
 case = sys.argv[1]
 V = dict(v.split("=", 1) for v in sys.argv[2].split(";")) if len(sys.argv) > 2 else {"default": ""}
 rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 4
+shape = tuple(map(int, sys.argv[4].split("x"))) if len(sys.argv) > 4 else None
 if case == "swiglu":
-    base, sizes = open("examples/swiglu.yaml").read(), {"M": 8192, "F": 14336, "K": 4096}
-    m, n, k = 8192, 14336, 4096
+    m, n, k = shape or (8192, 14336, 4096)
+    base, sizes = open("examples/swiglu.yaml").read(), {"M": m, "F": n, "K": k}
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     a = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k ** 0.5
     b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k ** 0.5
@@ -28,8 +31,8 @@ if case == "swiglu":
     comp = torch.compile(lambda x, a, b: F.silu(F.linear(x, a)) * F.linear(x, b))
     peers = {"compile": lambda: comp(*args)}
 else:
-    base, sizes = open("examples/gemm_bias_gelu.yaml").read(), {"M": 8192, "N": 8192, "K": 8192}
-    m = n = k = 8192
+    m, n, k = shape or (8192, 8192, 8192)
+    base, sizes = open("examples/gemm_bias_gelu.yaml").read(), {"M": m, "N": n, "K": k}
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     a = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k ** 0.5
     b = torch.randn(n, device="cuda", dtype=torch.bfloat16)
@@ -42,7 +45,7 @@ head = base[:base.index("schedule:")]
 ks = {}
 with wsfuse.Context(sizes=sizes, cache="0") as ctx:
     for name, body in V.items():
-        spec = base if not body else head + "schedule: {" + body + "}\n"
+        spec = base if not body else head if body == "auto" else head + "schedule: {" + body + "}\n"
         try:
             ks[name] = ctx.compile_string(spec, name=f"{name}.yaml")
         except wsfuse.Error as e:
@@ -62,4 +65,4 @@ with wsfuse.Context(sizes=sizes, cache="0") as ctx:
             line.append(f"{nm} {t:.3f} ({flop / t / 1e9:.0f} TF, {tp['compile'] / t:.3f}x)")
         print(" | ".join(line), flush=True)
     for (p, nm), rs in ratio.items():
-        print(f"{nm}: {p}/wsfuse median {statistics.median(rs):.4f} ({min(rs):.4f}-{max(rs):.4f})", flush=True)
+        print(f"{m}x{n}x{k} {nm}: {p}/wsfuse median {statistics.median(rs):.4f} ({min(rs):.4f}-{max(rs):.4f})", flush=True)

@@ -69,6 +69,27 @@ if [ -f "$sweep" ]; then
 	done <"$sweep"
 	set +f
 fi
+# the CLI's measured choice: `run --check --tune` into an empty cache folder
+# times the candidates, checks the kernel chosen and says which (a line
+# `tune NAME: CHOICE`), and leaves the record under tune/; a second run reads
+# the record back and chooses the same
+tune_cli() {
+	local dir t0=$SECONDS first
+	dir=$(mktemp -d) || return
+	if check --tune --cache-dir="$dir" examples/gemm_bias_gelu.yaml -D M=1000 -D N=3000 -D K=1000 &&
+		first=$(grep '^tune gemm_bias_gelu: ' "$out") && [ -n "$(ls "$dir/tune" 2>/dev/null)" ] &&
+		check --tune --cache-dir="$dir" examples/gemm_bias_gelu.yaml -D M=1000 -D N=3000 -D K=1000 &&
+		[ "$(grep '^tune gemm_bias_gelu: ' "$out")" = "$first" ]; then
+		echo "ok   $((SECONDS - t0))s run --tune: $first, read back"
+	elif [ $rc = 0 ]; then   # both runs passed their check: what the tune line or record lacked
+		fail=$((fail + 1))
+		echo "FAIL gpu: run --tune: no tune line, no record in $dir/tune, or a different choice read back"
+		sed 's/^/    /' "$out"
+	fi
+	rm -rf "$dir"
+}
+tune_cli
+
 # torch_tests: tests/python/test_torch.py --gpu (the torch custom op: compile,
 # CUDA graphs, empty inputs, requires grad), one count per TAP line
 torch_tests() {

@@ -56,6 +56,39 @@ test_open(void **state)
 	arena_free(c.arena);
 }
 
+/*
+ * Two drivers of one process share the device's primary context (the
+ * first makes it current, the second finds it so); closing the first must
+ * not destroy it under the second, which still allocates (the measured
+ * choice of wsf_kernel_run frees its arguments' driver before the run).
+ */
+static void
+test_two_drivers(void **state)
+{
+	Driver *a = NULL, *b = NULL;
+	CUdeviceptr p = 0;
+	CUcontext cur = NULL;
+	Comp c;
+
+	COMP_INIT(c);
+	unsetenv("WSFUSE_LIBCUDA_PATH");
+	if (rt_driver_open(&c, &a) != WSF_OK) {
+		arena_free(c.arena);
+		skip();
+	}
+	assert_int_equal(rt_driver_open(&c, &b), WSF_OK);
+	assert_ptr_equal(a->ctx, b->ctx);
+	rt_driver_close(a);
+	assert_int_equal(b->cuCtxGetCurrent(&cur), CUDA_SUCCESS);
+	assert_ptr_equal(cur, b->ctx);
+	assert_int_equal(b->cuMemAlloc(&p, 4096), CUDA_SUCCESS);
+	assert_int_equal(b->cuMemsetD8(p, 0, 4096), CUDA_SUCCESS);
+	assert_int_equal(b->cuCtxSynchronize(), CUDA_SUCCESS);
+	assert_int_equal(b->cuMemFree(p), CUDA_SUCCESS);
+	rt_driver_close(b);
+	arena_free(c.arena);
+}
+
 static void
 test_bad_libcuda_path(void **state)
 {
@@ -273,6 +306,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open),
+		cmocka_unit_test(test_two_drivers),
 		cmocka_unit_test(test_bad_libcuda_path),
 		cmocka_unit_test(test_stub_libcuda),
 		cmocka_unit_test(test_tma_kernel_compiles),
