@@ -390,9 +390,9 @@ kernel_print(Buf *b, const Kernel *k)
 		buf_printf(b, " cluster=[%d, %d]", k->cluster[0], k->cluster[1]);
 	if (k->splits > 1)
 		buf_printf(b, " split_k=%d", k->splits);
-	buf_printf(b, "%s%s%s%s%s\n", k->persistent ? "" : " one_tile_per_cta",
+	buf_printf(b, "%s%s%s%s%s%s\n", k->persistent ? "" : " one_tile_per_cta",
 	           k->flat ? " flat" : "", k->warp_specialize ? " warp_specialized" : "",
-	           k->tma_store ? " tma_store" : "", k->swap_ab ? " swap_ab" : "");
+	           k->pingpong ? " pingpong" : "", k->tma_store ? " tma_store" : "", k->swap_ab ? " swap_ab" : "");
 	if (k->row.cap && k->row.steps)
 		buf_printf(b, "  rows: up to %d wide, in registers (%d step%s of 8 a thread)%s\n", k->row.cap, k->row.steps,
 		           k->row.steps == 1 ? "" : "s",

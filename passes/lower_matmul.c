@@ -63,6 +63,7 @@ enum {
 	EPI_COLS = 32,                 /* an epilogue subtile is BM x EPI_COLS */
 	GROUP = 16,                    /* tile rows a group of the raster holds (8 of 2-CTA clusters: the 66
 	                                  clusters at work are about 8 x 8 cluster tiles; docs/perf.md) */
+	GROUP_PP_TILES = 1024,         /* group_default: ping-pong from this many tiles */
 	TILE_TARGET = 132,             /* the default tile narrows while its tiles stay within this: an H100's or
 	                                  H200's SMs */
 	PRODUCER_THREADS = 128, CONSUMER_THREADS = 256,
@@ -929,8 +930,57 @@ choose_split(Comp *c, const Fusion *f, Kernel *k, Tile *t, const Group *g, int n
 	return 0;
 }
 
+/*
+ * The default of two matmuls sharing A (SwiGLU's gate and up) on K-major
+ * Bs, when the schedule leaves how to compute them open: ping-pong
+ * warpgroups, each its own 128-row tile of 96 columns a matmul, one wgmma
+ * of N = 192 (quack's 128 x 192 tile), so that one warpgroup's epilogue
+ * (silu and the product) runs while the other's k loop does.  SwiGLU at
+ * 8192 x 14336 x 4096 and 4096 x 11008 x 4096 ran 4% faster than the
+ * cooperative 128 x 128 a matmul, and tied at 2048 x 8192 x 4096 (1376
+ * tiles; docs/perf.md); under GROUP_PP_TILES tiles, not measured, the
+ * cooperative tile stays, as it does with any hint that bears on the
+ * choice.  Written into F's schedule as hints at no position;
+ * lower_matmul puts the spec's back.
+ */
+static void
+group_default(Fusion *f, const Group *g, int ng, const Tensor *d)
+{
+	Schedule *h = &f->sched;
+	int64_t rows = out_rows(f, d), cols = dim_value(f, d->dim[d->rank - 1]);
+	int j, bn = 96;
+
+	if (ng != 1 || g->n != 2 || h->ntile || h->consumers || h->stages || h->swap_pos.line || h->split_pos.line ||
+	    h->cluster_pos.line || h->signal || h->consumer_pos.line)
+		return;
+	for (j = 0; j < f->ninput; j++)
+		if (f->tensor[f->input[j]].wait_pos.line)
+			return;
+	for (j = 0; j < g->n; j++)
+		if (!f->op[g->mm[j]].transpose_b)
+			return;
+	if (rows <= 0 || cols <= 0 || (rows + 127) / 128 * ((cols + bn - 1) / bn) < GROUP_PP_TILES)
+		return;
+	h->tile[0] = 128, h->tile[1] = bn, h->tile[2] = BK;
+	h->ntile = 3;
+	h->consumers = CONSUMERS_PINGPONG;
+}
+
+static int lower_matmul_kernel(Comp *c, Fusion *f);
+
+/* The matmul kernel, under the group default (group_default) where it applies. */
 static int
 lower_matmul(Comp *c, Fusion *f)
+{
+	Schedule spec = f->sched;
+	int r = lower_matmul_kernel(c, f);
+
+	f->sched = spec;
+	return r;
+}
+
+static int
+lower_matmul_kernel(Comp *c, Fusion *f)
 {
 	Kernel *k = kernel_new(c, f);
 	const Op *op;
@@ -949,6 +999,7 @@ lower_matmul(Comp *c, Fusion *f)
 	a = &f->tensor[op->in[0].tensor];
 	b = &f->tensor[op->in[1].tensor];
 	d = &f->tensor[op->out];
+	group_default(f, g, ng, d);
 	t.akm = !op->transpose_a;
 	t.bkm = op->transpose_b;
 	/*
@@ -1230,6 +1281,21 @@ lower_matmul(Comp *c, Fusion *f)
 	return 0;
 }
 
+/* The matmuls whose first operand is the first matmul's (a group: they compute side by side). */
+static int
+shared_a(const Fusion *f)
+{
+	int i, n = 0, a = -1;
+
+	for (i = 1; i < f->nop; i++)
+		if (op_info[f->op[i].kind].cls == CLS_MATMUL) {
+			if (a < 0)
+				a = f->op[i].in[0].tensor;
+			n += f->op[i].in[0].tensor == a;
+		}
+	return n > 0 ? n : 1;
+}
+
 int
 lower_matmul_candidates(const Fusion *f, Schedule *out, int max)
 {
@@ -1254,10 +1320,11 @@ lower_matmul_candidates(const Fusion *f, Schedule *out, int max)
 		s.tile_pos = f->pos;
 		out[n++] = s;
 	}
-	/* quack's default on sm_90: ping-pong warpgroups, each its own 128 x 192 tile (a K-major B only) */
+	/* quack's default on sm_90: ping-pong warpgroups, each its own 128 x 192 tile (a K-major B only);
+	   matmuls sharing A divide the 192 columns of one wgmma */
 	if (!h->ntile && !h->consumers && !h->swap_ab && n < max) {
 		s = *h;
-		s.tile[0] = 128, s.tile[1] = 192, s.tile[2] = 64;
+		s.tile[0] = 128, s.tile[1] = 192 / shared_a(f) / EPI_COLS * EPI_COLS, s.tile[2] = 64;
 		s.ntile = 3;
 		s.tile_pos = f->pos;
 		s.consumers = CONSUMERS_PINGPONG;

@@ -411,6 +411,50 @@ cuda_of(Fixture *t)
  * wait_group 1 in the k loop, 1 wait_group 0 before the epilogue.  mma -> add -> gelu: the one wait is before the
  * subtile loop whose compute does the add.
  */
+/*
+ * Two matmuls sharing A on K-major Bs with no hint on how to compute them
+ * (group_default): ping-pong warpgroups, each its own 128 x 96 tile of both,
+ * one mma of N = 192, from GROUP_PP_TILES tiles on; fewer tiles, an N-major
+ * B or a hint keep the cooperative tile of 128 columns each.  The spec's
+ * schedule is left as written (the tune candidates read it).
+ */
+static void
+group_pingpong_default(void **state)
+{
+	Fixture *t = *state;
+	static const char *const cases[][2] = {
+		{"sizes: {M: 8192, N: 14336, K: 4096}\n", ""},
+		{"sizes: {M: 1024, N: 4096, K: 4096}\n", ""},           /* 8 x 43 tiles of 96 columns */
+		{"sizes: {M: 8192, N: 14336, K: 4096}\n", "schedule: {stages: 3}\n"},
+		{"sizes: {M: 8192, N: 14336, K: 4096}\n", "schedule: {consumers: pingpong}\n"},
+	};
+	static const int want_pp[] = {1, 0, 0, 1}, want_cols[] = {96, 128, 128, 128}, want_rows[] = {128, 128, 128, 64};
+	int i;
+
+	for (i = 0; i < (int)countof(cases); i++) {
+		const char *spec = arena_printf(t->c.arena,
+			"fusion: swiglu\n%sinputs:\n  x: {dtype: bf16, shape: [M, K]}\n  wg: {dtype: bf16, shape: [N, K]}\n"
+			"  wu: {dtype: bf16, shape: [N, K]}\nops:\n  - {out: g, op: matmul, in: [x, wg], transpose_b: true}\n"
+			"  - {out: u, op: matmul, in: [x, wu], transpose_b: true}\n  - {out: sg, op: silu, in: [g]}\n"
+			"  - {out: h, op: mul, in: [sg, u]}\noutputs:\n  h: {dtype: bf16}\n%s", cases[i][0], cases[i][1]);
+		Kernel *k = kernel_of(t, spec);
+
+		if (!k)
+			fail_msg("case %d: %s", i, t->msg);
+		assert_int_equal(k->pingpong, want_pp[i]);
+		assert_int_equal(k->tile_cols, want_cols[i]);
+		assert_int_equal(k->tile_rows, want_rows[i]);
+		if (i == 0) {
+			Stmt *kl = find_kind(find_kind(find_kind(k->body, ST_ROLES, 0)->body[1], ST_LOOP, 0), ST_LOOP, 0);
+
+			assert_int_equal(find_kind(kl, ST_MMA, 0)->mma->n, 192);
+			assert_int_equal(k->row_blocks, 2);
+			assert_int_equal(t->c.fusion->sched.ntile, 0);   /* the spec's schedule, as written */
+			assert_int_equal(t->c.fusion->sched.consumers, 0);
+		}
+	}
+}
+
 static void
 minimal_mma_sync(void **state)
 {
@@ -419,7 +463,7 @@ minimal_mma_sync(void **state)
 		HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  wg: {dtype: bf16, shape: [N, K]}\n"
 		"  wu: {dtype: bf16, shape: [N, K]}\nops:\n  - {out: g, op: matmul, in: [x, wg], transpose_b: true}\n"
 		"  - {out: u, op: matmul, in: [x, wu], transpose_b: true}\n  - {out: sg, op: silu, in: [g]}\n"
-		"  - {out: h, op: mul, in: [sg, u]}\noutputs:\n  h: {dtype: bf16}\n";
+		"  - {out: h, op: mul, in: [sg, u]}\noutputs:\n  h: {dtype: bf16}\nschedule: {consumers: cooperative}\n";
 	Kernel *k = kernel_of(t, swiglu);
 	Stmt *roles, *tl, *kl, *el;
 	const char *cu;
@@ -1820,6 +1864,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(lowered_batched, setup, teardown),
 		cmocka_unit_test_setup_teardown(lowered_pingpong, setup, teardown),
 		cmocka_unit_test_setup_teardown(minimal_mma_sync, setup, teardown),
+		cmocka_unit_test_setup_teardown(group_pingpong_default, setup, teardown),
 		cmocka_unit_test_setup_teardown(independent_matmuls, setup, teardown),
 		cmocka_unit_test(pr3843_cases),
 		cmocka_unit_test(signal_per_tile),
