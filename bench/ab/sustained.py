@@ -1,0 +1,47 @@
+"""sustained.py: a GEMM run long enough to reach the GPU's power cap, with the SM clock and power it
+settles at (issue 17: under the cap the figure is energy a multiply-add, not cycles).
+
+On a GPU from the repository root: `python3 bench/ab/sustained.py 8192x8192x8192 cublas quack
+"" "consumers: pingpong, tile: [128, 192, 64]"`.  Each variant (cublas, quack where it imports, or a
+wsfuse schedule body, "" the default) in turn: checked against f32 (wsfuse's), 200 launches to warm
+up, then 1500 back to back timed by events, the SM clock (MHz) and board power (W) read through NVML
+while they run.  Prints a line a variant: time a launch, TFLOP/s, clock, power, J/TFLOP.
+"""
+import sys, time; sys.path.insert(0, "python")
+import torch
+from abcommon import gemm_spec, gemm_operands
+
+m, n, k = map(int, sys.argv[1].split("x"))
+x, w, y = gemm_operands(m, n, k)
+ref = x.float() @ w.float().t()
+for v in sys.argv[2:]:
+    if v == "cublas":
+        f = lambda: torch.mm(x, w.t(), out=y)
+    elif v == "quack":
+        try:
+            from quack import gemm_interface as q
+        except Exception as e:
+            print(f"quack: does not import ({type(e).__name__})"); continue
+        f = lambda: q.gemm(x, w.t(), tuned=False)
+    else:
+        import wsfuse
+        ctx = wsfuse.Context(sizes={"M": m, "N": n, "K": k}, cache="0")
+        kern = ctx.compile_string(gemm_spec(v and "schedule: {" + v + "}\n"), name="sustained.yaml")
+        y.fill_(float("nan")); kern.launch(x, w, y); torch.cuda.synchronize()
+        err = ((y.float() - ref).norm() / ref.norm()).item(); assert err < 1e-2, (v, err)
+        f = lambda kern=kern: kern.launch(x, w, y)
+    for _ in range(200):
+        f()
+    torch.cuda.synchronize()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    for _ in range(1500):
+        f()
+    e.record()
+    time.sleep(0.8)   # the launches are queued; read the clock and power while they run
+    clk, pw = torch.cuda.clock_rate(), torch.cuda.power_draw() / 1000
+    e.synchronize()
+    ms = s.elapsed_time(e) / 1500
+    tf = 2 * m * n * k / ms / 1e9
+    print(f"{v or 'default':48s} {ms * 1e3:8.1f} us {tf:6.0f} TFLOP/s  {clk} MHz  {pw:.0f} W  "
+          f"{pw / tf:.3f} J/TFLOP", flush=True)
