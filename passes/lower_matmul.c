@@ -935,13 +935,13 @@ choose_split(Comp *c, const Fusion *f, Kernel *k, Tile *t, const Group *g, int n
  * Bs, when the schedule leaves how to compute them open: ping-pong
  * warpgroups, each its own 128-row tile of 96 columns a matmul, one wgmma
  * of N = 192 (quack's 128 x 192 tile), so that one warpgroup's epilogue
- * (silu and the product) runs while the other's k loop does.  SwiGLU at
- * 8192 x 14336 x 4096 and 4096 x 11008 x 4096 ran 4% faster than the
- * cooperative 128 x 128 a matmul, and tied at 2048 x 8192 x 4096 (1376
- * tiles; docs/perf.md); under GROUP_PP_TILES tiles, not measured, the
- * cooperative tile stays, as it does with any hint that bears on the
- * choice.  Written into F's schedule as hints at no position;
- * lower_matmul puts the spec's back.
+ * (silu and the product) runs while the other's k loop does.  SwiGLU ran
+ * 2% faster than on the cooperative 128 x 128 a matmul at 8192 x 14336 x
+ * 4096 (the median of five runs, -2% to +7%), 4% at 4096 x 11008 x 4096,
+ * and tied at 2048 x 8192 x 4096 (1376 tiles) and at 1024 x 4096 x 4096
+ * (344; docs/perf.md); under GROUP_PP_TILES tiles the cooperative tile
+ * stays, as it does with any hint that bears on the choice.  Written into
+ * F's schedule as hints at no position; lower_matmul puts the spec's back.
  */
 static void
 group_default(Fusion *f, const Group *g, int ng, const Tensor *d)
