@@ -63,7 +63,8 @@ enum {
 	EPI_COLS = 32,                 /* an epilogue subtile is BM x EPI_COLS */
 	GROUP = 16,                    /* tile rows a group of the raster holds (8 of 2-CTA clusters: the 66
 	                                  clusters at work are about 8 x 8 cluster tiles; docs/perf.md) */
-	GROUP_PP_TILES = 1024,         /* group_default: ping-pong from this many tiles */
+	GROUP_PP_TILES = 1024,         /* group_pingpong: ping-pong from this many tiles, */
+	GROUP_PP_N = 96,               /* 128 x 96 a matmul */
 	TILE_TARGET = 132,             /* the default tile narrows while its tiles stay within this: an H100's or
 	                                  H200's SMs */
 	PRODUCER_THREADS = 128, CONSUMER_THREADS = 256,
@@ -167,8 +168,8 @@ out_rows(const Fusion *f, const Tensor *d)
  * (matmul MM) stop at 128.
  */
 static int
-choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, int mm, int nmm, bool kmajor_b, int *bm, int *bn,
-            int *bk)
+choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group_pp, int mm, int nmm, bool kmajor_b,
+            int *bm, int *bn, int *bk)
 {
 	const Schedule *h = &f->sched;
 	int m = pingpong ? BM / 2 : BM;   /* ping-pong: a warpgroup's own tile, 64 rows */
@@ -186,6 +187,10 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, int mm, in
 	if (!h->ntile) {
 		if (h->consumer_pos.line)
 			return 0;   /* a signal consumer's role spills at narrower tiles (ptxas; emit_matmul.c) */
+		if (group_pp) {   /* a 128-row ping-pong tile of GROUP_PP_N columns a matmul (group_pingpong) */
+			*bm = 2 * m, *bn = GROUP_PP_N;
+			return 0;
+		}
 		rows = out_rows(f, d);
 		while (*bn > least && rows > 0 && cols > 0 && (rows + m - 1) / m * ((cols + *bn / 2 - 1) / (*bn / 2)) <=
 		                                                 TILE_TARGET)
@@ -933,54 +938,36 @@ choose_split(Comp *c, const Fusion *f, Kernel *k, Tile *t, const Group *g, int n
 /*
  * The default of two matmuls sharing A (SwiGLU's gate and up) on K-major
  * Bs, when the schedule leaves how to compute them open: ping-pong
- * warpgroups, each its own 128-row tile of 96 columns a matmul, one wgmma
- * of N = 192 (quack's 128 x 192 tile), so that one warpgroup's epilogue
- * (silu and the product) runs while the other's k loop does.  SwiGLU ran
- * 2% faster than on the cooperative 128 x 128 a matmul at 8192 x 14336 x
- * 4096 (the median of five runs, -2% to +7%), 4% at 4096 x 11008 x 4096,
- * and tied at 2048 x 8192 x 4096 (1376 tiles) and at 1024 x 4096 x 4096
- * (344; docs/perf.md); under GROUP_PP_TILES tiles the cooperative tile
- * stays, as it does with any hint that bears on the choice.  Written into
- * F's schedule as hints at no position; lower_matmul puts the spec's back.
+ * warpgroups, each its own 128-row tile of GROUP_PP_N columns a matmul, one
+ * wgmma of N = 192 (quack's 128 x 192 tile), so that one warpgroup's
+ * epilogue (silu and the product) runs while the other's k loop does.
+ * SwiGLU ran 2% faster than on the cooperative 128 x 128 a matmul at 8192 x
+ * 14336 x 4096 (the median of five runs, -2% to +7%), 4% at 4096 x 11008 x
+ * 4096, and tied at 2048 x 8192 x 4096 (1376 tiles) and at 1024 x 4096 x
+ * 4096 (344; docs/perf.md); under GROUP_PP_TILES tiles the cooperative
+ * tile stays, as it does with any hint that bears on the choice.
  */
-static void
-group_default(Fusion *f, const Group *g, int ng, const Tensor *d)
+static bool
+group_pingpong(const Fusion *f, const Group *g, int ng, const Tensor *d)
 {
-	Schedule *h = &f->sched;
+	const Schedule *h = &f->sched;
 	int64_t rows = out_rows(f, d), cols = dim_value(f, d->dim[d->rank - 1]);
-	int j, bn = 96;
+	int j;
 
 	if (ng != 1 || g->n != 2 || h->ntile || h->consumers || h->stages || h->swap_pos.line || h->split_pos.line ||
 	    h->cluster_pos.line || h->signal || h->consumer_pos.line)
-		return;
+		return false;
 	for (j = 0; j < f->ninput; j++)
 		if (f->tensor[f->input[j]].wait_pos.line)
-			return;
+			return false;
 	for (j = 0; j < g->n; j++)
 		if (!f->op[g->mm[j]].transpose_b)
-			return;
-	if (rows <= 0 || cols <= 0 || (rows + 127) / 128 * ((cols + bn - 1) / bn) < GROUP_PP_TILES)
-		return;
-	h->tile[0] = 128, h->tile[1] = bn, h->tile[2] = BK;
-	h->ntile = 3;
-	h->consumers = CONSUMERS_PINGPONG;
+			return false;
+	return rows > 0 && cols > 0 && (rows + BM - 1) / BM * ((cols + GROUP_PP_N - 1) / GROUP_PP_N) >= GROUP_PP_TILES;
 }
 
-static int lower_matmul_kernel(Comp *c, Fusion *f);
-
-/* The matmul kernel, under the group default (group_default) where it applies. */
 static int
 lower_matmul(Comp *c, Fusion *f)
-{
-	Schedule spec = f->sched;
-	int r = lower_matmul_kernel(c, f);
-
-	f->sched = spec;
-	return r;
-}
-
-static int
-lower_matmul_kernel(Comp *c, Fusion *f)
 {
 	Kernel *k = kernel_new(c, f);
 	const Op *op;
@@ -991,6 +978,7 @@ lower_matmul_kernel(Comp *c, Fusion *f)
 	Stmt *first_kloop = NULL;
 	int ng, gi, m, j, pa[MAXMM] = {0}, pb[MAXMM][MAXMM] = {{0}}, *out_group;
 	bool kmajor_b = true;   /* every B of the first mainloop K-major (transpose_b) */
+	bool group_pp;          /* group_pingpong's default */
 
 	c->kernel = k;
 	if ((ng = the_matmuls(c, f, g)) < 0)
@@ -999,7 +987,6 @@ lower_matmul_kernel(Comp *c, Fusion *f)
 	a = &f->tensor[op->in[0].tensor];
 	b = &f->tensor[op->in[1].tensor];
 	d = &f->tensor[op->out];
-	group_default(f, g, ng, d);
 	t.akm = !op->transpose_a;
 	t.bkm = op->transpose_b;
 	/*
@@ -1029,11 +1016,12 @@ lower_matmul_kernel(Comp *c, Fusion *f)
 		               "epilogue stores through staging subtiles and TMA");
 	if (f->sched.warp_specialize == 1)
 		return unbuilt(c, f->sched.ws_pos, "a matmul without warp specialization is not implemented yet");
+	group_pp = group_pingpong(f, g, ng, d);
 	if (choose_swap(c, f, d, g, ng, op, &k->swap_ab) < 0 ||
 	    (k->swap_ab && swap_tile(c, f, d, &k->pingpong, &t.bm, &t.bn, &t.bk) < 0))
 		return -1;
 	if (!k->swap_ab)
-		k->pingpong = f->sched.consumers == CONSUMERS_PINGPONG ||
+		k->pingpong = f->sched.consumers == CONSUMERS_PINGPONG || group_pp ||
 		              (!f->sched.consumers && !f->sched.ntile && ng == 1 && g[0].n == 1 && few_rows(f, d));
 	if (k->pingpong && ng > 1)
 		return unbuilt(c, f->sched.consumers_pos, "consumers: pingpong with independent matmuls in one kernel is "
@@ -1045,7 +1033,7 @@ lower_matmul_kernel(Comp *c, Fusion *f)
 		                  "signalled to the kernel's own consumer role: leave out 'scope'");
 	for (j = 0; j < g[0].n; j++)
 		kmajor_b &= f->op[g[0].mm[j]].transpose_b;
-	if (!k->swap_ab && choose_tile(c, f, d, k->pingpong, g[0].mm[0], g[0].n, kmajor_b, &t.bm, &t.bn, &t.bk))
+	if (!k->swap_ab && choose_tile(c, f, d, k->pingpong, group_pp, g[0].mm[0], g[0].n, kmajor_b, &t.bm, &t.bn, &t.bk))
 		return -1;
 	if (choose_cluster(c, f, k, &t, op) < 0)
 		return -1;
