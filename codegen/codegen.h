@@ -100,6 +100,7 @@ extern const char codegen_device_cuh[], codegen_device_reduction_cuh[], codegen_
 /* emit_matmul.c: an ST_MMA (wgmma over the k-tile, each consumer warpgroup its 64 rows, or 128). */
 void emit_mma(Emit *e, const Stmt *s);
 void emit_split_reduce(Emit *e, const Stmt *s);
+void emit_stream_k(Emit *e, const Stmt *s);
 /* The registers a consumer thread holds of accumulator ACC: its fragment of each of its 64-row blocks. */
 int emit_acc_regs(const Kernel *k, int acc);
 

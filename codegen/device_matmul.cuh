@@ -200,3 +200,33 @@ __device__ __forceinline__ void wsf_tma_load_3d_multicast(void *dst, const WsfTe
 		   "r"(wsf_smem_addr(bar)), "h"(mask)
 		: "memory");
 }
+
+// ---- stream-K (schedule: stream_k) ------------------------------------------
+
+// CTA C's flag in the workspace WS: after gridDim.x slots of SLOT bytes.
+__device__ __forceinline__ unsigned *wsf_sk_flag(unsigned char *ws, int slot, long long c)
+{
+	return (unsigned *)(ws + (long long)gridDim.x * slot) + c;
+}
+// Sets FLAG to 1, a release at gpu scope: what the CTA's consumers wrote
+// before the barrier this thread passed is visible to whoever acquires it.
+__device__ __forceinline__ void wsf_sk_post(unsigned *flag)
+{
+	asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(flag), "r"(1u) : "memory");
+}
+// Waits until FLAG is 1 (acquire at gpu scope), then sets it back to 0:
+// each flag is taken once a launch, so every launch starts on zeros.
+__device__ __forceinline__ void wsf_sk_take(unsigned *flag)
+{
+	unsigned v, ns = 32;
+
+	for (;;) {
+		asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
+		if (v)
+			break;
+		__nanosleep(ns);
+		if (ns < 512)
+			ns *= 2;
+	}
+	asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(flag), "r"(0u) : "memory");
+}

@@ -694,6 +694,10 @@ emit_stmt(Emit *e, const Stmt *s)
 	case ST_SPLIT_REDUCE:
 		emit_split_reduce(e, s);
 		break;
+	case ST_SK_STORE:
+	case ST_SK_REDUCE:
+		emit_stream_k(e, s);
+		break;
 	case ST_GRID_DEP:
 		emit_line(e, "%s%s", s->flag ? "wsf_grid_launch_dependents();" : "wsf_grid_wait();", comment(e, s));
 		break;
@@ -776,6 +780,10 @@ emit_params(Emit *e)
 		case PK_WAIT:    /* others set them while this kernel reads them */
 			emit_line(e, "const unsigned *const %s%s   // a flag a tile of each input that waits: the tile is "
 			          "written once it is epoch", p->name, sep);
+			break;
+		case PK_WORKSPACE:   /* other CTAs write and read it while this one does */
+			emit_line(e, "unsigned char *const %s%s   // stream-K: a slot of %d bytes a CTA, then a u32 flag a CTA",
+			          p->name, sep, k->sk_slot);
 			break;
 		default:
 			break;

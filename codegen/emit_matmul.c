@@ -244,6 +244,58 @@ emit_split_reduce(Emit *e, const Stmt *s)
 	emit_line(e, "}");
 }
 
+/*
+ * Stream-K's meeting of a tile's parts (ST_SK_STORE, ST_SK_REDUCE): the
+ * partial sums of a part that starts inside its tile go, 16 bytes at a
+ * time, to the CTA's slot of the workspace (register-major: consumer
+ * thread t's registers 4q .. 4q + 3 at float4 q x 256 + t, so a warp's
+ * stores are contiguous), and a barrier of the consumers orders them
+ * before one thread's release of the CTA's flag; the tile's owner takes
+ * the CTAs after it in order, each flag acquired (and reset for the next
+ * launch) by one thread, a barrier, then every thread's adds from L2:
+ * the sum does not depend on which CTA finishes first.
+ */
+void
+emit_stream_k(Emit *e, const Stmt *s)
+{
+	const Kernel *k = e->k;
+	const char *acc = acc_name(e, s->reads[0].acc), *ws = k->param[s->param].name;
+	int n = emit_acc_regs(k, s->reads[0].acc), t = k->consumer_threads;
+
+	emit_line(e, "if (%s) {   // stream-K: %s", emit_expr_str(e, s->cond), s->comment ? s->comment : "");
+	e->depth++;
+	if (s->kind == ST_SK_STORE) {
+		emit_line(e, "float4 *const part = (float4 *)(%s + (long long)blockIdx.x * %d) + threadIdx.x;", ws,
+		          k->sk_slot);
+		emit_line(e, "#pragma unroll");
+		emit_line(e, "for (int q = 0; q < %d; q++)", n / 4);
+		emit_line(e, "    part[%d * q] = make_float4(%s[4 * q], %s[4 * q + 1], %s[4 * q + 2], %s[4 * q + 3]);", t,
+		          acc, acc, acc, acc);
+		emit_line(e, "wsf_bar_sync(1, %d);   // every consumer thread's sums written", t);
+		emit_line(e, "if (threadIdx.x == 0)");
+		emit_line(e, "    wsf_sk_post(wsf_sk_flag(%s, %d, blockIdx.x));   // released to the owner (gpu scope)", ws,
+		          k->sk_slot);
+	} else {
+		emit_line(e, "const long long n = %s;", emit_expr_str(e, s->b));
+		emit_line(e, "for (long long h = 1; h <= n; h++) {");
+		emit_line(e, "    const long long cta = (long long)blockIdx.x + h;");
+		emit_line(e, "    if (threadIdx.x == 0)");
+		emit_line(e, "        wsf_sk_take(wsf_sk_flag(%s, %d, cta));   // its sums are in place (acquire), the flag "
+		          "reset for the next launch", ws, k->sk_slot);
+		emit_line(e, "    wsf_bar_sync(1, %d);   // what the acquire made visible, to every consumer thread", t);
+		emit_line(e, "    const float4 *const part = (const float4 *)(%s + cta * %d) + threadIdx.x;", ws, k->sk_slot);
+		emit_line(e, "    #pragma unroll");
+		emit_line(e, "    for (int q = 0; q < %d; q++) {", n / 4);
+		emit_line(e, "        const uint4 v = wsf_ldcg16(part + %d * q);", t);
+		emit_line(e, "        %s[4 * q] += __uint_as_float(v.x), %s[4 * q + 1] += __uint_as_float(v.y), "
+		          "%s[4 * q + 2] += __uint_as_float(v.z), %s[4 * q + 3] += __uint_as_float(v.w);", acc, acc, acc, acc);
+		emit_line(e, "    }");
+		emit_line(e, "}");
+	}
+	e->depth--;
+	emit_line(e, "}");
+}
+
 /* A load of input P at index IDX as f32, 0 where COND (if any) fails. */
 static const char *
 load_text(Emit *e, const KParam *p, const char *cond, const char *idx)

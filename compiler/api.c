@@ -888,6 +888,7 @@ wsf_kernel_stats(const WsfKernel *k, WsfKernelStats *st)
 	st->ctas_per_sm = px.registers >= 0 ? ctas_per_sm(l->threads, px.registers, l->smem_bytes + px.smem) : -1;
 	st->persistent = kern->persistent;
 	st->cluster = kernel_cluster_ctas(kern);
+	st->workspace = kern->sk_slot ? kern->sk_slot + 4 : 0;
 	st->tiles = compiled_tiles(k, l);
 	if (st->tiles > 0)   /* the launch plan counts cluster tiles (a K split's: output tiles) */
 		st->tiles *= st->cluster;
@@ -1049,6 +1050,8 @@ tune_text(Arena *a, const Schedule *s, const Schedule *base)
 		return arena_printf(a, "split_k: %d", s->split_k);
 	if (s->swap_pos.line && !base->swap_pos.line)
 		return arena_printf(a, "swap_ab: %s", s->swap_ab == 2 ? "true" : "false");
+	if (s->sk_pos.line && !base->sk_pos.line)
+		return arena_printf(a, "stream_k: %s", s->stream_k == 2 ? "true" : "false");
 	return "the spec's schedule";
 }
 

@@ -970,6 +970,9 @@ print_stats(const WsfKernel *k)
 		fprintf(stderr, "  grid: %" PRId64 " CTA%s, one a tile, at%s\n", st.grid, st.grid == 1 ? "" : "s", sizes);
 	if (st.cluster > 1)
 		fprintf(stderr, "  clusters of %d CTAs: the persistent grid is the clusters that fit at once\n", st.cluster);
+	if (st.workspace)
+		fprintf(stderr, "  stream-K: the last wave's tiles split over the CTAs by k-steps; a workspace of %d "
+		        "bytes a CTA for each stream it is launched on\n", st.workspace);
 }
 
 static int

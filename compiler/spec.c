@@ -93,7 +93,7 @@ static const char *const input_keys[] = {"dtype", "shape", "wait"};
 static const char *const output_keys[] = {"dtype"};
 static const char *const schedule_keys[] = {
 	"tile", "stages", "warp_specialize", "persistent", "cluster", "consumers", "signal", "store", "swap_ab",
-	"split_k",
+	"split_k", "stream_k",
 };
 
 /* Op attribute keys and the A_* bit an op must have to take them. */
@@ -1449,7 +1449,7 @@ read_signal(Reader *r, const Node *n)
 /* schedule: { tile: [EXTENT, ...], stages: INT, warp_specialize: BOOL, persistent: BOOL,
  *             cluster: [X, Y], consumers: cooperative | pingpong,
  *             signal: per_tile | {per_tile, consumer: NAME | [NAME, ...], scope: gpu | system},
- *             store: vector | tma, swap_ab: BOOL, split_k: INT } */
+ *             store: vector | tma, swap_ab: BOOL, split_k: INT, stream_k: BOOL } */
 static int
 read_schedule(Reader *r, const Node *key, const Node *n)
 {
@@ -1518,6 +1518,11 @@ read_schedule(Reader *r, const Node *key, const Node *n)
 				return -1;
 			s->split_k = (int)v;
 			s->split_pos = val->pos;
+		} else if (strcmp(k, "stream_k") == 0) {
+			if (read_bool(r, val, "'stream_k'", &b) < 0)
+				return -1;
+			s->stream_k = b ? 2 : 1;
+			s->sk_pos = val->pos;
 		}
 	}
 	return 0;

@@ -230,6 +230,9 @@ typedef struct WsfKernelStats {
 	int cluster;        /* CTAs a thread-block cluster (a matmul's schedule: cluster, or split_k): 1, 2,
 	                       or a K split's 2 to 8; in clusters TILES counts each cluster tile's CTA tiles,
 	                       past the output or not (a K split: each output tile's CTAs, one a share of K) */
+	int workspace;      /* stream-K (a matmul's last partial wave split over the CTAs by k-steps): bytes a
+	                       CTA of the grid (a slot of partial sums and a flag) in the workspace the runtime
+	                       makes for each stream the kernel is launched on; 0: none */
 } WsfKernelStats;
 
 /*
@@ -296,7 +299,11 @@ typedef struct WsfTensor {
  * first use.  K keeps the TMA tensor maps of its last launch and reuses
  * each one whose tensor has the same address, shape and strides (a model's
  * step after step on the same buffers), and the cluster occupancy it asked
- * the driver once.  Diagnostics go to CTX.
+ * the driver once.  A kernel with schedule: {stream_k: true} also keeps a
+ * workspace for each stream it is launched on (WsfKernelStats.workspace
+ * bytes a CTA), made at the first launch there: a stream being captured
+ * into a CUDA graph cannot make one, so launch such a kernel once on that
+ * stream before the capture (else WSF_ERR_USAGE).  Diagnostics go to CTX.
  */
 WsfStatus wsf_kernel_launch(WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int nargs,
                             void *stream);

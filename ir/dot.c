@@ -270,6 +270,10 @@ walk(Picture *p, const Stmt *s, int role)
 		if (s->bar)   /* to the consumer role: a stored tile has landed */
 			edge(p, r, node(p, 'm', s->bar), "signal", "style=dotted");
 		break;
+	case ST_SK_STORE:
+	case ST_SK_REDUCE:
+		access_edges(p, s->reads, s->nreads, role, false);
+		break;
 	case ST_SPLIT_REDUCE:
 		access_edges(p, s->reads, s->nreads, role, false);
 		edge(p, r, node(p, 'b', s->buf), "partial sums", NULL);

@@ -352,8 +352,9 @@ typedef struct Schedule {
 	StoreKind store;
 	int swap_ab;           /* 0 unset, 1 no, 2 yes: a matmul computes D^T = B A^T (docs/spec.md) */
 	int split_k;           /* 0 unset, else the CTAs that share a matmul tile's K (1: no split) */
+	int stream_k;          /* 0 unset, 1 no, 2 yes: a matmul's last partial wave split into runs of k-steps */
 	Pos pos;
-	Pos stages_pos, tile_pos, ws_pos, swap_pos, split_pos;
+	Pos stages_pos, tile_pos, ws_pos, swap_pos, split_pos, sk_pos;
 	Pos cluster_pos, consumers_pos, signal_pos, store_pos;   /* line 0: not given */
 	Pos consumer_pos;      /* signal: {per_tile, consumer: ...}: where the consumer's outputs are named */
 	bool system;           /* signal: {per_tile, scope: system}: flags released at system scope, for a
@@ -459,8 +460,10 @@ typedef enum ParamKind {
 	PK_PTR,      /* the device pointer of argument ARG */
 	PK_SIZE,     /* a runtime extent: ROWS or COLS of the 2-D view (var holds it) */
 	PK_FLAGS,    /* signal: per_tile: the caller's 32-bit flag words, one an output tile */
-	PK_WAIT      /* inputs with wait: per_tile: the caller's flag words, for each such input (in spec order)
+	PK_WAIT,     /* inputs with wait: per_tile: the caller's flag words, for each such input (in spec order)
 	                one a tile, laid out as PK_FLAGS; a tile of the input is read once its word is the epoch */
+	PK_WORKSPACE /* stream-K (Kernel.sk_slot): the runtime's workspace for the launch's stream, zeroed when
+	                made: gridDim.x slots of sk_slot bytes (a CTA's partial sums), then a 32-bit flag a CTA */
 } ParamKind;
 
 /* How a tensor maps onto the kernel's 2-D [rows, cols] view of the domain. */
@@ -617,6 +620,14 @@ typedef enum StmtKind {
 	                      partials of ranks 1 .. b - 1 (those with k-steps) in rank order, and arrives on
 	                      each one's bar + 1 [wg], which it waits on before its next write.  a: the phase
 	                      parity of this warpgroup's reduction */
+	ST_SK_STORE,       /* stream-K: this CTA's share of a tile's k-steps, not from the tile's first, is
+	                      reads[0].acc: written to the CTA's slot of param (PK_WORKSPACE), register-major
+	                      (consumer thread t's registers 4q .. 4q + 3 at float4 q x threads + t), then the
+	                      CTA's flag set to 1 with release semantics at gpu scope */
+	ST_SK_REDUCE,      /* stream-K: the tile's owner (the CTA with its first k-step) adds to reads[0].acc the
+	                      slots of the b CTAs after it (they took the rest of its k-steps), in CTA order: for
+	                      each, one thread acquires its flag (gpu scope) and resets it to 0, a barrier of the
+	                      consumers, and every consumer thread adds its registers' partial sums */
 	ST_SIGNAL          /* the output tile a is in global memory: param (PK_FLAGS)[a] = the epoch, with release
 	                      semantics at gpu scope; or, for the kernel's consumer role (no param), an arrive
 	                      on bar[barslot] (release at CTA scope).  flag: it is the tile of the loop iteration
@@ -810,6 +821,9 @@ struct Kernel {
 	int cluster[2];          /* CTAs a cluster along M and N, launched as clusters of cluster[0] x cluster[1]
 	                            CTAs (1-D, each CTA's rank EX_RANK) that take one cluster tile at a time and
 	                            multicast the operand they share ({1, 1}: no cluster) */
+	int sk_slot;             /* stream-K: bytes of one CTA's partial sums in the workspace (param PK_WORKSPACE);
+	                            0: none.  The tiles of the last, partial wave are split into runs of k-steps
+	                            over the CTAs (lower_matmul.c stream_k), whose sums meet in the tile's owner */
 	int splits;              /* CTAs that share each tile's k-steps (a split-K matmul: one cluster of them a tile,
 	                            ST_SPLIT_REDUCE sums the partials into rank 0, which alone runs the epilogue);
 	                            1: none.  Not with cluster[] > 1 */

@@ -237,6 +237,20 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 		buf_puts(b, ", ranks with k-steps ");
 		expr_print(b, k, s->b);
 		break;
+	case ST_SK_STORE:
+		buf_puts(b, "if ");
+		expr_print(b, k, s->cond);
+		buf_printf(b, ": stream_k.store %s to %s[cta], flag[cta] = 1 (release)", k->acc[s->reads[0].acc].name,
+		           k->param[s->param].name);
+		break;
+	case ST_SK_REDUCE:
+		buf_puts(b, "if ");
+		expr_print(b, k, s->cond);
+		buf_printf(b, ": stream_k.reduce %s += %s[cta + 1 ..], for ", k->acc[s->reads[0].acc].name,
+		           k->param[s->param].name);
+		expr_print(b, k, s->b);
+		buf_puts(b, " CTAs (acquire flag, reset it)");
+		break;
 	case ST_FLAG_WAIT:
 		if (s->cond) {
 			buf_puts(b, "if ");
@@ -390,6 +404,8 @@ kernel_print(Buf *b, const Kernel *k)
 		buf_printf(b, " cluster=[%d, %d]", k->cluster[0], k->cluster[1]);
 	if (k->splits > 1)
 		buf_printf(b, " split_k=%d", k->splits);
+	if (k->sk_slot)
+		buf_printf(b, " stream_k=%d", k->sk_slot);
 	buf_printf(b, "%s%s%s%s%s%s\n", k->persistent ? "" : " one_tile_per_cta",
 	           k->flat ? " flat" : "", k->warp_specialize ? " warp_specialized" : "",
 	           k->pingpong ? " pingpong" : "", k->tma_store ? " tma_store" : "", k->swap_ab ? " swap_ab" : "");
@@ -429,6 +445,9 @@ kernel_print(Buf *b, const Kernel *k)
 		case PK_WAIT:
 			buf_printf(b, "  param %s: u32 flags a tile of each input that waits, read once they are the epoch\n",
 			           p->name);
+			break;
+		case PK_WORKSPACE:
+			buf_printf(b, "  param %s: workspace, a slot of %d bytes and a u32 flag a CTA\n", p->name, k->sk_slot);
 			break;
 		default:
 			break;

@@ -297,6 +297,19 @@ check_stmt(Check *v, const Stmt *s)
 					fail(v, "mma operand is not a shared buffer");
 		check_expr(v, s->cond);
 		break;
+	case ST_SK_STORE:
+	case ST_SK_REDUCE:
+		if (!k->sk_slot || s->param <= 0 || s->param >= k->nparam || k->param[s->param].kind != PK_WORKSPACE ||
+		    s->nreads != 1 || s->reads[0].acc <= 0 || s->reads[0].acc >= k->nacc || !s->cond ||
+		    (s->kind == ST_SK_REDUCE && !s->b))
+			fail(v, "a stream-K %s without stream-K, its workspace param, an accumulator, a condition%s",
+			     s->kind == ST_SK_STORE ? "store" : "reduction", s->kind == ST_SK_STORE ? "" : " or its CTA count");
+		else if (k->sk_slot != k->consumer_threads * 4 * (k->acc[s->reads[0].acc].cols / 2 * k->row_blocks))
+			fail(v, "stream-K slot of %d bytes does not hold accumulator '%s'", k->sk_slot,
+			     k->acc[s->reads[0].acc].name);
+		check_expr(v, s->cond);
+		check_expr(v, s->b);
+		break;
 	case ST_SPLIT_REDUCE:
 		if (k->splits < 2 || s->buf <= 0 || s->buf >= k->nbuf || k->buf[s->buf].kind != BUF_PARTIAL ||
 		    !bar_ok(k, s->bar) || !bar_ok(k, s->bar + 1) || s->nreads != 1 || s->reads[0].acc <= 0 ||

@@ -11,7 +11,9 @@
  * retarget; a loop of chunks fills pieces of one copy) and is
  * preceded, in the same issuing block, by one arrive_expect_tx of the
  * stage's bytes (several inner loops that load, one after the other, take
- * the counter in turn: lin * (n1 + n2) + n1 + i in the second); the
+ * the counter in turn: lin * (n1 + n2) + n1 + i in the second; an inner
+ * loop whose lin lowering set keeps it: stream-K's parts, each of its own
+ * length, run the counter on from the part's kbase); the
  * barriers are initialised once before any loop, fenced, and followed by
  * a CTA barrier; the buffered loop carries CbInfo.
  *   plain:              prologue  for i in [0, min(P, n)): load(i)
@@ -302,10 +304,13 @@ retarget(Rewrite *r, Stmt *s, Expr *lin, bool tx_done)
 				                       "an inner loop that issues loads must run over [0, n)");
 				return;
 			}
-			x->lin = ex_bin(r->c, EX_MUL, lin, trips);   /* one such loop: lin * n + i */
-			if (before)
-				x->lin = ex_bin(r->c, EX_ADD, x->lin, before);
-			x->lin = ex_bin(r->c, EX_ADD, x->lin, ex_var(r->c, x->var));
+			/* a counter lowering gave the loop (stream-K's parts, of any length) is kept */
+			if (!x->lin) {
+				x->lin = ex_bin(r->c, EX_MUL, lin, trips);   /* one such loop: lin * n + i */
+				if (before)
+					x->lin = ex_bin(r->c, EX_ADD, x->lin, before);
+				x->lin = ex_bin(r->c, EX_ADD, x->lin, ex_var(r->c, x->var));
+			}
 			before = before ? ex_bin(r->c, EX_ADD, before, x->hi) : x->hi;
 			retarget(r, x, x->lin, false);
 			continue;

@@ -383,7 +383,7 @@ lower_signal(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr *bt, E
  * (SPEC.md), never dropped in silence: clusters and inputs that wait are
  * built for matmul kernels only, completion signals not for row
  * reductions (exit status "not implemented"); `consumers` splits a matmul
- * tile, `swap_ab` and `split_k` change its operands and its K, and a row-reduction
+ * tile, `swap_ab`, `split_k` and `stream_k` change its operands and its K, and a row-reduction
  * kernel's tile (a row) and its stores (from registers) are the
  * compiler's, so those hints are errors in the spec.
  */
@@ -425,6 +425,9 @@ lower_refuse_hints(Comp *c, const Fusion *f, const char *family, bool rows)
 		                  "%s kernels have none", family);
 	if (s->split_pos.line)
 		return diag_error(c, s->split_pos, "'split_k' applies to matmul kernels, whose tiles sum over K; "
+		                  "%s kernels have no K to split", family);
+	if (s->sk_pos.line)
+		return diag_error(c, s->sk_pos, "'stream_k' applies to matmul kernels, whose tiles sum over K; "
 		                  "%s kernels have no K to split", family);
 	if (rows && s->ntile)
 		return diag_error(c, s->tile_pos, "'tile' does not apply to %s kernels: a tile is one row, or "

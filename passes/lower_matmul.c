@@ -39,7 +39,9 @@
  * each its k loop and epilogue, through the same stages and registers.
  * Split-K (choose_split): a cluster of CTAs shares each tile's k-steps,
  * and rank 0 adds the others' partial sums (split_reduce) before its
- * epilogue.
+ * epilogue.  Stream-K (stream_k_plan): the tiles of a last, partial wave
+ * are cut into runs of k-steps over every CTA, whose partial sums meet in
+ * each tile's owner through a workspace in global memory.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -82,6 +84,9 @@ enum {
 	SPLIT_STAGING = 32 * 1024,                 /* what a default K-split leaves for the staging copies */
 	WIDE_STEPS = 128,                          /* k-steps an unswapped GEMM of few tiles has at least for its
 	                                              default split (K >= 8192; at 4096, 200 x 1000 lost) */
+	SK_PARTS = 4,                              /* stream-K: a run is at least 1 / SK_PARTS of a tile's */
+	SK_MIN_STEPS = 4,                          /* k-steps, and at least this many (stream_k_plan) */
+	SK_LEFT_NUM = 5, SK_LEFT_DEN = 8,          /* stream-K when the last wave holds at most 5 / 8 of the CTAs */
 	TUNE_COUNT = 12                            /* lower_matmul_candidates' schedules, at most */
 };
 
@@ -576,7 +581,9 @@ typedef struct Tile {
 	Stmt *loop;                   /* the tile loop */
 	Expr *row0, *col0, *bt, *ktiles;
 	Expr *k0, *kparts;            /* a K-split (Kernel.splits): this CTA's first k-step, and the cluster's CTAs
-	                                 that have k-steps; NULL without */
+	                                 that have k-steps; NULL without.  Stream-K: k0 is the part's first */
+	Expr *kn, *kbase, *help;      /* stream-K (stream_k_plan): the part's k-steps, the stage counter at its
+	                                 first, and the CTAs after this one whose sums its tile's owner adds */
 	int bm, bn, bk;
 	bool akm, bkm;                /* is the operand K-major (K its contiguous dim)? */
 	int abuf, bbuf;               /* A's stage, and B's: a group's side by side */
@@ -615,6 +622,197 @@ split_reduce(Comp *c, const Tile *t, const Group *g)
 }
 
 /*
+ * Stream-K for the last wave (schedule: stream_k).  A persistent GEMM of
+ * T tiles on G CTAs runs ceil(T / G) waves; when T % G tiles are left for
+ * the last, the other CTAs idle through it: at 8192^3, 2048 tiles of 128 x
+ * 256 on 132 SMs are 15.5 waves, and ncu saw the tensor pipe busy 90.9% of
+ * the cycles against 94.0% at 8448 x 8192 x 8192, 16 whole waves, which
+ * took fewer cycles for 3% more work (docs/perf.md).  Here those tiles'
+ * k-steps, in tile order, are cut into runs of sk_len over sk_ctas CTAs:
+ * CTA b takes [b sk_len, (b + 1) sk_len) after its whole tiles.  A run is
+ * shorter than a tile, so it crosses at most one tile boundary and has one
+ * or two parts (tile loop iterations); a part that starts inside its tile
+ * leaves its sums to the tile's owner, the CTA whose part starts the tile
+ * (stream_k_meet).  A helper's part is the first of its run and the
+ * owner's the last of its, so the sums are in place about when the owner
+ * looks.  Runs are at least 1 / SK_PARTS of a tile and SK_MIN_STEPS long:
+ * few CTAs share a tile when few tiles are left.  Only when the last wave
+ * holds at most SK_LEFT_NUM / SK_LEFT_DEN of the CTAs: the runs start at
+ * k-steps all different, so the CTAs at work in the split wave share no
+ * operand slices in L2 as a wave of whole tiles does (L2 moved 360 MB more
+ * at 4096^3, 116 tiles of 132 left, and took 3.7% more cycles; 2% fewer
+ * at 8192^3, 68 left; docs/perf.md).  The plan is lets of gridDim.x: with
+ * no partial wave, or none split, sk_ctas is 0 and every CTA runs whole
+ * tiles as before.  The stage counter runs on through parts of any length
+ * (kbase, the k loop's lin).
+ */
+static int
+stream_k_plan(Comp *c, Kernel *k, Tile *t)
+{
+	Expr *G = ex_leaf(c, EX_NCTA), *b = ex_leaf(c, EX_CTA), *kt = t->ktiles, *tiles = ex_var(c, k->ntile_var);
+	Expr *left, *steps, *runs, *len, *ctas, *dp, *mydp, *lo, *hi, *i, *sk, *j, *at, *whole, *part;
+	Stmt *mine = NULL, *tile = NULL;
+	int n;
+
+	/* the counts of tiles come first; my_tiles (lower_tile_loop's) now follows the plan */
+	for (n = 0; n < k->body->nbody; n++)
+		if (k->body->body[n]->kind == ST_LET && k->body->body[n]->var == k->niter_var)
+			mine = k->body->body[n];
+	for (n = 0; n < t->loop->nbody; n++)
+		if (t->loop->body[n]->kind == ST_LET && strcmp(k->var[t->loop->body[n]->var].name, "tile") == 0)
+			tile = t->loop->body[n];
+	if (!mine || !tile)
+		return diag_internal(c, "lower_matmul", "stream-K: the tile loop has no my_tiles or tile");
+	for (n = 0; k->body->body[n] != mine; n++)
+		;
+	memmove(&k->body->body[n], &k->body->body[n + 1], (size_t)(k->body->nbody - n - 1) * sizeof *k->body->body);
+	k->body->nbody--;
+
+	left = ex_var(c, lower_let(c, k, "sk_tiles", ex_bin(c, EX_MOD, tiles, G), k->body)->var);
+	k->body->body[k->body->nbody - 1]->comment = "stream-K: the last wave's tiles";
+	steps = ex_bin(c, EX_MUL, left, kt);
+	runs = ex_bin(c, EX_MAX, ex_bin(c, EX_MIN, G, ex_bin(c, EX_DIV, steps, ex_bin(c, EX_MAX, ex_bin(c, EX_DIV, kt,
+	                                                                         ex_int(c, SK_PARTS)), ex_int(c, SK_MIN_STEPS)))),
+	              ex_int(c, 1));
+	len = ex_var(c, lower_let(c, k, "sk_len", ex_bin(c, EX_MAX, ex_bin(c, EX_CEILDIV, steps, runs), ex_int(c, 1)),
+	                          k->body)->var);
+	k->body->body[k->body->nbody - 1]->comment = "the k-steps of a run";
+	runs = ex_bin(c, EX_CEILDIV, steps, len);
+	ctas = ex_var(c, lower_let(c, k, "sk_ctas", ex_bin(c, EX_MUL, ex_bin(c, EX_MUL, runs, ex_bin(c, EX_LT, left, runs)),
+	                                                   ex_bin(c, EX_GE, ex_bin(c, EX_MUL, G, ex_int(c, SK_LEFT_NUM)),
+	                                                          ex_bin(c, EX_MUL, left, ex_int(c, SK_LEFT_DEN)))),
+	                           k->body)->var);
+	k->body->body[k->body->nbody - 1]->comment = "the CTAs that run them; 0: none split, all whole";
+	dp = ex_var(c, lower_let(c, k, "dp_tiles", ex_bin(c, EX_SUB, tiles, ex_bin(c, EX_MUL, ex_bin(c, EX_LT,
+	                                                   ex_int(c, 0), ctas), left)), k->body)->var);
+	k->body->body[k->body->nbody - 1]->comment = "the tiles CTAs take whole";
+	mydp = ex_var(c, lower_let(c, k, "my_dp", ex_bin(c, EX_CEILDIV, ex_bin(c, EX_SUB, dp, b), G), k->body)->var);
+	k->body->body[k->body->nbody - 1]->comment = "this CTA's whole tiles";
+	lo = ex_var(c, lower_let(c, k, "sk_lo", ex_bin(c, EX_MUL, b, len), k->body)->var);
+	hi = ex_var(c, lower_let(c, k, "sk_hi", ex_bin(c, EX_MIN, ex_bin(c, EX_ADD, lo, len), steps), k->body)->var);
+	k->body->body[k->body->nbody - 1]->comment = "this CTA's run of the last wave's k-steps, [sk_lo, sk_hi)";
+	/* one part, or two when the run crosses the end of its first tile */
+	part = ex_bin(c, EX_ADD, ex_int(c, 1), ex_bin(c, EX_LT, ex_bin(c, EX_MUL, ex_bin(c, EX_ADD, ex_bin(c, EX_DIV, lo, kt),
+	                                                                               ex_int(c, 1)), kt), hi));
+	mine->a = ex_bin(c, EX_ADD, mydp, ex_bin(c, EX_MUL, ex_bin(c, EX_LT, b, ctas), part));
+	mine->comment = "whole tiles, then the parts of this CTA's run";
+	st_append(c, k->body, mine);
+
+	/* in the tile loop: iteration my_dp + j is part j of the run */
+	i = ex_var(c, t->loop->var);
+	sk = ex_var(c, lower_let(c, k, "sk", ex_bin(c, EX_GE, i, mydp), t->loop)->var);
+	t->loop->body[t->loop->nbody - 1]->comment = "a part of a run, not a whole tile";
+	j = ex_bin(c, EX_MUL, ex_bin(c, EX_SUB, i, mydp), sk);
+	at = ex_var(c, lower_let(c, k, "sk_at", ex_bin(c, EX_ADD, lo, ex_bin(c, EX_MUL, j, ex_bin(c, EX_SUB, kt,
+	                                                     ex_bin(c, EX_MOD, lo, kt)))), t->loop)->var);
+	t->loop->body[t->loop->nbody - 1]->comment = "the part's first k-step among the last wave's";
+	whole = tile->a;
+	tile->a = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, ex_bin(c, EX_SUB, ex_int(c, 1), sk), whole),
+	                 ex_bin(c, EX_MUL, sk, ex_bin(c, EX_ADD, dp, ex_bin(c, EX_DIV, at, kt))));
+	/* the lets before the tile's (row0, col0) use it: sk and sk_at go first */
+	for (n = 0; t->loop->body[n] != tile; n++)
+		;
+	memmove(&t->loop->body[n], &t->loop->body[n + 1], (size_t)(t->loop->nbody - n - 1) * sizeof *t->loop->body);
+	t->loop->nbody--;
+	{
+		Stmt *x = t->loop->body[t->loop->nbody - 2], *y = t->loop->body[t->loop->nbody - 1];
+
+		memmove(&t->loop->body[2], &t->loop->body[0], (size_t)(t->loop->nbody - 2) * sizeof *t->loop->body);
+		t->loop->body[0] = x;
+		t->loop->body[1] = y;
+		st_insert(c, t->loop, 2, tile);
+	}
+	t->k0 = ex_var(c, lower_let(c, k, "kb", ex_bin(c, EX_MUL, sk, ex_bin(c, EX_MOD, at, kt)), t->loop)->var);
+	t->loop->body[t->loop->nbody - 1]->comment = "the part's first k-step in its tile";
+	t->kn = ex_var(c, lower_let(c, k, "kn", ex_bin(c, EX_ADD, kt, ex_bin(c, EX_MUL, sk, ex_bin(c, EX_SUB,
+	                              ex_bin(c, EX_MIN, ex_bin(c, EX_SUB, hi, at), ex_bin(c, EX_SUB, kt, t->k0)), kt))),
+	                              t->loop)->var);
+	t->loop->body[t->loop->nbody - 1]->comment = "and its k-steps";
+	t->kbase = ex_var(c, lower_let(c, k, "kbase", ex_bin(c, EX_SUB, ex_bin(c, EX_MUL, i, kt),
+	                                                       ex_bin(c, EX_MUL, j, ex_bin(c, EX_MOD, lo, kt))),
+	                                 t->loop)->var);
+	t->loop->body[t->loop->nbody - 1]->comment = "the stage counter at its first";
+	t->help = ex_var(c, lower_let(c, k, "sk_help", ex_bin(c, EX_MUL, sk, ex_bin(c, EX_SUB, ex_bin(c, EX_DIV,
+	                                ex_bin(c, EX_SUB, ex_bin(c, EX_ADD, at, kt), ex_int(c, 1)), len), b)), t->loop)->var);
+	t->loop->body[t->loop->nbody - 1]->comment = "an owner's part: the CTAs after this one that hold the rest";
+	return 0;
+}
+
+/*
+ * Does the matmul take stream-K (stream_k_plan)?  Only when the schedule
+ * asks: ncu counted 1.5-2% fewer cycles at 8192^3 and 8192 x 14336 x 4096
+ * in one launch, but back to back, where the H200 runs at its power cap
+ * and an idle SM saves power the others spend, the default and stream-K
+ * tied within 1.2% either way (docs/perf.md), while a stream-K kernel
+ * needs a workspace for each stream, which a stream being captured into a
+ * CUDA graph cannot allocate.  Built for one persistent mainloop of
+ * cooperative warpgroups, unswapped, with no cluster, split, signal or
+ * input that waits.  1, 0, or -1 for a hint it cannot honour.
+ */
+static int
+choose_stream_k(Comp *c, const Fusion *f, const Kernel *k, int ng)
+{
+	const Schedule *h = &f->sched;
+	const char *why = NULL;
+
+	if (h->stream_k != 2)
+		return 0;
+	if (!k->persistent)
+		why = "with one CTA a tile (persistent: false)";
+	else if (ng > 1)
+		why = "with independent matmuls in one kernel";
+	else if (k->swap_ab)
+		why = "on a swapped matmul (swap_ab)";
+	else if (k->pingpong)
+		why = "with ping-pong consumers";
+	else if (k->cluster[0] * k->cluster[1] > 1)
+		why = "in clusters that share an operand";
+	else if (k->splits > 1)
+		why = "with split_k";
+	else if (h->signal)
+		why = "with 'signal: per_tile'";
+	else if (k->waits)
+		why = "with an input that waits per tile";
+	if (why)
+		return unbuilt(c, h->sk_pos, "stream_k %s is not implemented yet", why);
+	return 1;
+}
+
+/*
+ * Stream-K's meeting of a tile's parts, after a part's k loop: a part that
+ * starts inside its tile (k0 > 0) leaves its sums to the tile's owner
+ * through its slot of the workspace (ST_SK_STORE); the owner, whose part
+ * starts the tile (and every whole tile), adds those of the CTAs after it
+ * (ST_SK_REDUCE: none for a whole tile) and alone runs EPILOGUE.  Both at
+ * the tile loop's level, each under its condition, so that sync's wait for
+ * the mma comes before either.
+ */
+static void
+stream_k_meet(Comp *c, const Tile *t, const Group *g, Stmt *epilogue)
+{
+	Kernel *k = t->k;
+	Stmt *put = st_new(c, ST_SK_STORE), *add = st_new(c, ST_SK_REDUCE);
+	Stmt *own = st_if(c, ex_bin(c, EX_EQ, t->k0, ex_int(c, 0)));
+	int p;
+
+	for (p = 1; p < k->nparam && k->param[p].kind != PK_WORKSPACE; p++)
+		;
+	put->param = add->param = p;
+	VEC_PUSH(c->arena, put->reads, put->nreads, put->capreads)->acc = g->acc[0];
+	VEC_PUSH(c->arena, add->reads, add->nreads, add->capreads)->acc = g->acc[0];
+	put->cond = ex_bin(c, EX_LT, ex_int(c, 0), t->k0);
+	put->comment = "a part from inside the tile: its sums to the CTA's slot, for the tile's owner";
+	add->cond = own->cond;
+	add->b = t->help;
+	add->comment = "the tile's owner: the sums of the CTAs that took the rest of its k-steps, in CTA order";
+	own->comment = "the owner holds the tile's sum: it alone computes and stores the tile";
+	st_append(c, t->loop, put);
+	st_append(c, t->loop, add);
+	st_append(c, own, epilogue);
+	st_append(c, t->loop, own);
+}
+
+/*
  * Group G's part of the tile loop: its k loop (loads of A and of each B,
  * side by side, from params PA and PB; one mma for them all) and its
  * epilogue, which writes the outputs OUT_GROUP gives it.  N: the groups.
@@ -630,11 +828,13 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 	Expr *kk, *kat, *ecol;
 	int m, j, ecols = k->swap_ab ? t->bn : EPI_COLS;
 
-	kloop = st_loop(c, kernel_add_var(c, k, "kk"), ex_int(c, 0), t->ktiles, LOOP_SERIAL);
+	kloop = st_loop(c, kernel_add_var(c, k, "kk"), ex_int(c, 0), t->kn ? t->kn : t->ktiles, LOOP_SERIAL);
 	kloop->comment = n > 1 ? arena_printf(c->arena, "the k-steps of this tile of %s", f->tensor[op->out].name)
-	                       : "the k-steps of this tile";
+	                 : t->kn ? "this part's k-steps of the tile" : "the k-steps of this tile";
 	st_append(c, t->loop, kloop);
 	kk = ex_var(c, kloop->var);
+	if (t->kbase)   /* parts of tiles differ in length: the stage counter is the plan's, not i x ktiles + kk */
+		kloop->lin = ex_bin(c, EX_ADD, t->kbase, kk);
 	kat = t->k0 ? ex_bin(c, EX_ADD, t->k0, kk) : kk;   /* a K-split's CTA starts at its own k-step */
 	issue = st_if(c, ex_leaf(c, EX_ELECT));
 	issue->comment = "one thread loads the k-step's operands";
@@ -677,6 +877,8 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 		lead->comment = "rank 0 holds the tile's sum: it alone computes and stores the tile";
 		st_append(c, lead, eloop);
 		st_append(c, t->loop, lead);
+	} else if (k->sk_slot) {
+		stream_k_meet(c, t, g, eloop);
 	} else {
 		st_append(c, t->loop, eloop);
 	}
@@ -1054,6 +1256,10 @@ lower_matmul(Comp *c, Fusion *f)
 	k->domain = op->out;
 	k->warp_specialize = true;
 	k->persistent = f->sched.persistent != 1;   /* persistent: false runs one CTA a tile */
+	if ((j = choose_stream_k(c, f, k, ng)) < 0)
+		return -1;
+	if (j)   /* a consumer thread's accumulator registers, f32 */
+		k->sk_slot = CONSUMER_THREADS * 4 * (g[0].n * t.bn / 2 * k->row_blocks);
 	k->tma_store = true;
 	k->consumer_threads = CONSUMER_THREADS;
 	k->threads = CONSUMER_THREADS + PRODUCER_THREADS;
@@ -1136,6 +1342,8 @@ lower_matmul(Comp *c, Fusion *f)
 	}
 	if (f->sched.consumer_pos.line && consumer_reads(c, f, k) < 0)
 		return -1;
+	if (k->sk_slot)
+		kernel_add_param(c, k, PK_WORKSPACE, "sk_work");
 	lower_size_params(c, k);
 	if (k->batched) {
 		int p = kernel_add_param(c, k, PK_SIZE, "batch");
@@ -1252,6 +1460,8 @@ lower_matmul(Comp *c, Fusion *f)
 			steps = ex_bin(c, EX_MAX, ex_bin(c, EX_MIN, ex_bin(c, EX_SUB, all, t.k0), per), ex_int(c, 0));
 		}
 		t.ktiles = ex_var(c, lower_let(c, k, "ktiles", steps, k->body)->var);
+		if (k->sk_slot && stream_k_plan(c, k, &t) < 0)
+			return -1;
 		st_append(c, k->body, t.loop);
 	}
 	/* in the tile loop, each group's k loop and epilogue */
@@ -1335,6 +1545,13 @@ lower_matmul_candidates(const Fusion *f, Schedule *out, int max)
 		s = *h;
 		s.swap_ab = 1;
 		s.swap_pos = f->pos;
+		out[n++] = s;
+	}
+	/* stream-K's last wave, where the GPU is not held to its power cap (choose_stream_k) */
+	if (!h->sk_pos.line && n < max) {
+		s = *h;
+		s.stream_k = 2;
+		s.sk_pos = f->pos;
 		out[n++] = s;
 	}
 	return n;

@@ -157,6 +157,8 @@ accesses(const Kernel *k, const Stmt *s, Acc *out)
 			out[n++] = (Acc){.acc = s->writes[i].acc, .write = true, .via = VIA_MMA};
 		break;
 	case ST_SPLIT_REDUCE:   /* reads the partial sum in registers (and adds the others' to it) */
+	case ST_SK_STORE:       /* stream-K: reads it into the workspace */
+	case ST_SK_REDUCE:      /* or adds the others' from there */
 		out[n++] = (Acc){.acc = s->reads[0].acc};
 		break;
 	case ST_COMPUTE:
@@ -1025,7 +1027,7 @@ walk_body(Sync *y, Stmt *loop, State *st, const Cb *cb)
 	place_all(y, fr);
 }
 
-/* Does a compute (or a split-K reduction) in S read accumulator ACC? */
+/* Does a compute (or a split-K or stream-K reduction) in S read accumulator ACC? */
 static bool
 reads_acc(const Stmt *s, int acc)
 {
@@ -1033,7 +1035,7 @@ reads_acc(const Stmt *s, int acc)
 
 	if (!s)
 		return false;
-	if (s->kind == ST_COMPUTE || s->kind == ST_SPLIT_REDUCE)
+	if (s->kind == ST_COMPUTE || s->kind == ST_SPLIT_REDUCE || s->kind == ST_SK_STORE || s->kind == ST_SK_REDUCE)
 		for (i = 0; i < s->nreads; i++)
 			if (s->reads[i].acc == acc)
 				return true;

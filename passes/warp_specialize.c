@@ -112,6 +112,7 @@ mark_stmt(const Stmt *s, bool *used)
 	mark_vars(s->barslot, used);
 	mark_vars(s->off, used);
 	mark_vars(s->z, used);
+	mark_vars(s->lin, used);   /* a stage counter lowering gave (stream-K's kbase) */
 }
 
 /*
@@ -195,6 +196,9 @@ merge_loops(Comp *c, Kernel *k, Stmt *loop)
 	if (!inner || inner->lo->kind != EX_INT || inner->lo->ival != 0 || loop->lo->kind != EX_INT ||
 	    loop->lo->ival != 0 || ex_uses_var(inner->hi, loop->var))
 		return loop;
+	for (i = 0; i < loop->nbody; i++)   /* a trip count of the tile's (stream-K's parts): no fixed K to merge by */
+		if (loop->body[i]->kind == ST_LET && ex_uses_var(inner->hi, loop->body[i]->var))
+			return loop;
 	v = kernel_add_var(c, k, "q");
 	q = ex_var(c, v);
 	t = ex_bin(c, EX_DIV, q, inner->hi);

@@ -14,6 +14,13 @@
 
 #include "runtime.h"
 
+/* Stream-K's workspace for the launches on one stream (stream_workspace). */
+typedef struct Workspace {
+	CUstream stream;
+	CUdeviceptr ptr;
+	size_t bytes;
+} Workspace;
+
 struct Loaded {
 	Driver *drv;
 	CUmodule mod;
@@ -28,6 +35,8 @@ struct Loaded {
 	CUtensorMap *maps;
 	TmapParams *map_of;
 	void **map_addr;
+	Workspace *ws;     /* stream-K: a workspace a stream launched on */
+	int nws;
 };
 
 void
@@ -37,6 +46,10 @@ rt_unload(Loaded *st)
 		return;
 	if (st->mod && st->drv)
 		st->drv->cuModuleUnload(st->mod);
+	for (int i = 0; i < st->nws && st->drv; i++)
+		if (st->ws[i].ptr)
+			st->drv->cuMemFree(st->ws[i].ptr);
+	free(st->ws);
 	free(st->maps);
 	free(st->map_of);
 	free(st->map_addr);
@@ -501,6 +514,68 @@ cached_map(Comp *c, Loaded *st, int i, const char *name, const TmapParams *p, vo
 	return WSF_OK;
 }
 
+/*
+ * Stream-K's workspace (PK_WORKSPACE) for a launch of GRID CTAs on STREAM:
+ * a slot of Kernel.sk_slot bytes and a 32-bit flag a CTA, the flags zero
+ * before the first launch (a memset on STREAM) and left zero by every
+ * launch, which takes each flag it waits on back to 0.  One a stream:
+ * launches on one stream run in turn, while two streams' could run at
+ * once and share the flags.  A larger grid than before (max_ctas raised)
+ * gets a new one once the stream's launches are done.  A stream that is
+ * being captured into a CUDA graph cannot allocate: a first launch must
+ * come before the capture.
+ */
+static WsfStatus
+stream_workspace(Comp *c, const Launch *l, Loaded *st, CUstream stream, int64_t grid, CUdeviceptr *out)
+{
+	Driver *d = st->drv;
+	size_t need = (size_t)grid * ((size_t)l->kernel->sk_slot + 4);
+	CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+	Workspace *w = NULL;
+	WsfStatus s;
+	int i;
+
+	for (i = 0; i < st->nws; i++)
+		if (st->ws[i].stream == stream)
+			w = &st->ws[i];
+	if (w && w->bytes >= need) {
+		*out = w->ptr;
+		return WSF_OK;
+	}
+	if (d->cuStreamIsCapturing && d->cuStreamIsCapturing(stream, &cap) == CUDA_SUCCESS &&
+	    cap != CU_STREAM_CAPTURE_STATUS_NONE)
+		return diag_error(c, l->fusion->pos, "kernel '%s' takes stream-K, whose workspace (%zu bytes) a stream "
+		                  "being captured into a CUDA graph cannot allocate: launch it once on this stream before "
+		                  "the capture, or write schedule: {stream_k: false}", l->fusion->name, need),
+		       WSF_ERR_USAGE;
+	if (!w) {
+		Workspace *more = realloc(st->ws, (size_t)(st->nws + 1) * sizeof *more);
+
+		if (!more)
+			return WSF_ERR_NOMEM;
+		st->ws = more;
+		w = &st->ws[st->nws++];
+		*w = (Workspace){.stream = stream};
+	}
+	if (w->ptr) {   /* the launches that use the smaller one are done before it goes */
+		if ((s = rt_check(c, d, d->cuStreamSynchronize(stream), "cuStreamSynchronize")) != WSF_OK)
+			return s;
+		d->cuMemFree(w->ptr);
+		w->ptr = 0;
+		w->bytes = 0;
+	}
+	if ((s = rt_check(c, d, d->cuMemAlloc(&w->ptr, need), "cuMemAlloc (stream-K's workspace)")) != WSF_OK)
+		return s;
+	if ((s = rt_check(c, d, d->cuMemsetD8Async(w->ptr, 0, need, stream), "cuMemsetD8Async")) != WSF_OK) {
+		d->cuMemFree(w->ptr);
+		w->ptr = 0;
+		return s;
+	}
+	w->bytes = need;
+	*out = w->ptr;
+	return WSF_OK;
+}
+
 WsfStatus
 rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfTensor *args, int nargs,
           CUstream stream, const LaunchExtra *x)
@@ -512,6 +587,7 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 	int64_t *sizes, grid;
 	CUlaunchConfig cfg;
 	CUlaunchAttribute attr[2];
+	CUdeviceptr work = 0;
 	Driver *d;
 	WsfStatus s;
 	int i;
@@ -572,6 +648,9 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 		case PK_WAIT:
 			kargs[i - 1] = (void *)&x->wait_flags;
 			break;
+		case PK_WORKSPACE:   /* once the grid is known, below */
+			kargs[i - 1] = &work;
+			break;
 		default:
 			break;
 		}
@@ -598,5 +677,13 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 	if ((s = persistent_grid(c, l, *state, &cfg, x, plan.tiles, &grid)) != WSF_OK)
 		return s;
 	cfg.gridDimX = (unsigned)grid;
+	/* stream-K's plan divides k-step counts up to (grid + 1) x ktiles in 32 bits (emit.c's wsf_udiv) */
+	if (k->sk_slot && (grid + 1) * plan.inner >= ((int64_t)1 << 31))
+		return diag_error(c, l->fusion->pos, "kernel '%s': K of %lld is too long for stream-K on %lld CTAs (at most "
+		                  "%lld); write schedule: {stream_k: false}", l->fusion->name, (long long)plan.inner,
+		                  (long long)grid, (long long)((((int64_t)1 << 31) - 1) / (grid + 1))),
+		       WSF_ERR_INPUT;
+	if (k->sk_slot && (s = stream_workspace(c, l, *state, stream, grid, &work)) != WSF_OK)
+		return s;
 	return rt_check(c, d, d->cuLaunchKernelEx(&cfg, (*state)->fn, kargs, NULL), "cuLaunchKernelEx");
 }

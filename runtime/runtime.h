@@ -144,6 +144,7 @@ int rt_write_file(const char *path, const void *data, size_t n, unsigned flags);
 	X(cuMemcpyHtoD, 3020) \
 	X(cuMemcpyDtoH, 3020) \
 	X(cuMemsetD8, 3020) \
+	X(cuMemsetD8Async, 3020) \
 	X(cuMemsetD32, 3020) \
 	X(cuStreamSynchronize, 2000) \
 	X(cuStreamIsCapturing, 10000) \

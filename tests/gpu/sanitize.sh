@@ -4,7 +4,8 @@
 # one CTA per tile, one-row tiles moved by bulk copies, row reductions whole
 # and streamed in chunks, the warp-specialized matmul (wgmma, two pipelines' worth of barriers,
 # staging subtiles), copies narrower than 128 bytes in pipelines whose
-# every CTA cycles through all its stages),
+# every CTA cycles through all its stages, stream-K's parts meeting through
+# the workspace: 136 tiles for 132 SMs),
 # at sizes small enough for the tools.  Prints one line per tool and case and
 # "N passed, N failed"; skips without a GPU or without compute-sanitizer.
 # With PATTERN, only the cases whose spec line contains it (grep -E).
@@ -67,7 +68,8 @@ for spec in "tests/gpu/specs/relu_chain.yaml -D N=300001" "tests/gpu/specs/relu_
 	"tests/gpu/specs/gemm_split.yaml -D M=129 -D N=136 -D K=72" "tests/gpu/specs/gemm_split_pp.yaml -D M=300 -D N=264 -D K=704" \
 	"tests/gpu/specs/gemm_split_swap.yaml -D M=3 -D N=200 -D K=520" "tests/gpu/specs/gemm_split_glu.yaml -D M=136 -D F=200 -D K=1000" \
 	"tests/gpu/specs/gemm_pingpong_wide.yaml -D M=300 -D N=200 -D K=200" "tests/gpu/specs/gemm_tile_n96.yaml -D M=200 -D N=200 -D K=72" \
-	"tests/gpu/specs/swiglu_pingpong.yaml -D M=300 -D K=72 -D F=200"; do
+	"tests/gpu/specs/swiglu_pingpong.yaml -D M=300 -D K=72 -D F=200" \
+	"tests/gpu/specs/gemm_streamk_gelu.yaml" "tests/gpu/specs/gemm_streamk.yaml -D M=2176 -D N=1024 -D K=520"; do
 	[ -z "$only" ] || echo "$spec" | grep -Eq "$only" || continue
 	for tool in memcheck racecheck synccheck; do
 		# shellcheck disable=SC2086
