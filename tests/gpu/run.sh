@@ -14,6 +14,7 @@
 # pdl_chain.py (kernels back to back under programmatic dependent launch),
 # launch_path.py (the binding's fast path and the tensor maps kept between launches),
 # tune.py (the measured choice: candidates timed at the first launch, the record read back),
+# stream_k.py (stream-K's workspace: a stream each, a larger grid, CUDA graph capture),
 # gemm_rs.py (GEMM + reduce-scatter tile by tile, two ranks on one GPU),
 # ag_gemm.py (all-gather + GEMM's load side: a GEMM whose A arrives by row tiles),
 # examples/distributed/gemm_reduce_scatter.py on 2 GPUs where there are 2,
@@ -142,6 +143,7 @@ if python3 -c 'import torch' 2>/dev/null; then
 	py_check pdl_chain.py
 	py_check launch_path.py
 	py_check tune.py
+	py_check stream_k.py
 	py_check gemm_rs.py
 	py_check ag_gemm.py
 	# GEMM + reduce-scatter across 2 GPUs (torchrun), where there are 2; never NVLink multicast
@@ -170,7 +172,7 @@ if python3 -c 'import torch' 2>/dev/null; then
 	fi
 else
 	skip=$((skip + 8))
-	echo "skipped gpu: $here/ragged_row.py, $here/tile_consumer.py, $here/pdl_chain.py, $here/launch_path.py, $here/tune.py, $here/gemm_rs.py, $here/ag_gemm.py, examples/distributed/gemm_reduce_scatter.py, tests/python/test_torch.py: no torch"
+	echo "skipped gpu: $here/ragged_row.py, $here/tile_consumer.py, $here/pdl_chain.py, $here/launch_path.py, $here/tune.py, $here/stream_k.py, $here/gemm_rs.py, $here/ag_gemm.py, examples/distributed/gemm_reduce_scatter.py, tests/python/test_torch.py: no torch"
 fi
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail = 0 ]

@@ -1,0 +1,104 @@
+"""stream_k.py BUILD: stream-K's workspace through the python binding (make check-gpu runs it when
+torch imports).
+
+A kernel with schedule: {stream_k: true} at 2176 x 2048 x 320 (136 tiles of 128 x 256: on 132 SMs, 4
+left for a last wave split into runs of k-steps) keeps a workspace for each stream it is launched on.
+Each case poisons the outputs with NaN first and compares with torch in f32 (relative error norm
+below 1e-2):
+  streams   two side streams, each its own tensors, 20 launches each interleaved without waiting:
+            each stream's launches take turns on its own workspace (flags left zero by each);
+  max_ctas  100 CTAs (36 tiles left, split), then all the GPU holds: the workspace grows;
+  capture   a first launch on a stream being captured into a CUDA graph: a wsfuse.Error that says
+            to launch once before the capture; after one launch on that stream, captured and replayed.
+Prints one line a case and "N passed, N failed"; exits 1 on a failure.
+"""
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import wsfuse  # noqa: E402
+
+M, N, K = 2176, 2048, 320
+GEMM = f"""\
+fusion: gemm_sk
+sizes: {{M: {M}, N: {N}, K: {K}}}
+inputs:
+  x: {{dtype: bf16, shape: [M, K]}}
+  w: {{dtype: bf16, shape: [N, K]}}
+ops:
+  - {{out: y, op: matmul, in: [x, w], transpose_b: true}}
+outputs:
+  y: {{dtype: bf16}}
+schedule: {{stream_k: true}}
+"""
+
+
+def rel(got, x, w):
+    want = x.float() @ w.float().t()
+    return ((got.float() - want).norm() / want.norm()).item()
+
+
+def main():
+    lib = wsfuse.load(os.path.join(sys.argv[1], "libwsfuse.so")) if len(sys.argv) > 1 else None
+    d = lambda *s: torch.randn(*s, device="cuda", dtype=torch.bfloat16)   # noqa: E731
+    nan = lambda: torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)   # noqa: E731
+    passed = failed = 0
+
+    def report(name, ok, what):
+        nonlocal passed, failed
+        passed += ok
+        failed += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} {name}: {what}", flush=True)
+
+    with wsfuse.Context(lib=lib) as ctx:
+        g = ctx.compile_string(GEMM, name="gemm_sk.yaml")
+        streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+        xs, ws, ys = [d(M, K) for _ in streams], [d(N, K) / K ** 0.5 for _ in streams], [nan() for _ in streams]
+        torch.cuda.synchronize()
+        for _ in range(20):
+            for s, x, w, y in zip(streams, xs, ws, ys):
+                with torch.cuda.stream(s):
+                    g.launch(x, w, y)
+        torch.cuda.synchronize()
+        e = max(rel(y, x, w) for x, w, y in zip(xs, ws, ys))
+        report("streams", e < 1e-2, f"2 streams x 20 launches, worst relative error {e:.1e}")
+
+        x, w = xs[0], ws[0]
+        errs = []
+        for cap in (100, 0):
+            y = nan()
+            g.launch(x, w, y, max_ctas=cap)
+            torch.cuda.synchronize()
+            errs.append(rel(y, x, w))
+        report("max_ctas", max(errs) < 1e-2, f"100 CTAs then all, relative errors {errs[0]:.1e}, {errs[1]:.1e}")
+
+        side, y = torch.cuda.Stream(), nan()
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(graph, stream=side):
+                g.launch(x, w, y)
+            report("capture", False, "a first launch under capture gave no error")
+        except wsfuse.Error as err:
+            report("capture", "before the capture" in str(err), str(err).splitlines()[0][:120])
+        torch.cuda.synchronize()
+        with torch.cuda.stream(side):
+            g.launch(x, w, y)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=side):
+            g.launch(x, w, y)
+        y.fill_(float("nan"))
+        for _ in range(3):
+            graph.replay()
+        torch.cuda.synchronize()
+        e = rel(y, x, w)
+        report("capture", e < 1e-2, f"launched once on the stream, then captured and replayed 3 times, "
+               f"relative error {e:.1e}")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
