@@ -203,10 +203,16 @@ __device__ __forceinline__ void wsf_tma_load_3d_multicast(void *dst, const WsfTe
 
 // ---- stream-K (schedule: stream_k) ------------------------------------------
 
-// CTA C's flag in the workspace WS: after gridDim.x slots of SLOT bytes.
-__device__ __forceinline__ unsigned *wsf_sk_flag(unsigned char *ws, int slot, long long c)
+// The workspace WS begins with a 32-bit flag a CTA, FLAGS of them (the
+// most a grid may have, so that they stay put whatever the grid), and then
+// each CTA's slot of SLOT bytes.
+__device__ __forceinline__ unsigned *wsf_sk_flag(unsigned char *ws, long long c)
 {
-	return (unsigned *)(ws + (long long)gridDim.x * slot) + c;
+	return (unsigned *)ws + c;
+}
+__device__ __forceinline__ unsigned char *wsf_sk_slot(unsigned char *ws, int flags, int slot, long long c)
+{
+	return ws + 4LL * flags + c * slot;
 }
 // Sets FLAG to 1, a release at gpu scope: what the CTA's consumers wrote
 // before the barrier this thread passed is visible to whoever acquires it.

@@ -782,8 +782,8 @@ emit_params(Emit *e)
 			          "written once it is epoch", p->name, sep);
 			break;
 		case PK_WORKSPACE:   /* other CTAs write and read it while this one does */
-			emit_line(e, "unsigned char *const %s%s   // stream-K: a slot of %d bytes a CTA, then a u32 flag a CTA",
-			          p->name, sep, k->sk_slot);
+			emit_line(e, "unsigned char *const %s%s   // stream-K: a u32 flag a CTA (%d), then a slot of %d bytes a CTA",
+			          p->name, sep, SK_MAX_CTAS, k->sk_slot);
 			break;
 		default:
 			break;

@@ -265,25 +265,25 @@ emit_stream_k(Emit *e, const Stmt *s)
 	emit_line(e, "if (%s) {   // stream-K: %s", emit_expr_str(e, s->cond), s->comment ? s->comment : "");
 	e->depth++;
 	if (s->kind == ST_SK_STORE) {
-		emit_line(e, "float4 *const part = (float4 *)(%s + (long long)blockIdx.x * %d) + threadIdx.x;", ws,
-		          k->sk_slot);
+		emit_line(e, "float4 *const part = (float4 *)wsf_sk_slot(%s, %d, %d, blockIdx.x) + threadIdx.x;", ws,
+		          SK_MAX_CTAS, k->sk_slot);
 		emit_line(e, "#pragma unroll");
 		emit_line(e, "for (int q = 0; q < %d; q++)", n / 4);
 		emit_line(e, "    part[%d * q] = make_float4(%s[4 * q], %s[4 * q + 1], %s[4 * q + 2], %s[4 * q + 3]);", t,
 		          acc, acc, acc, acc);
 		emit_line(e, "wsf_bar_sync(1, %d);   // every consumer thread's sums written", t);
 		emit_line(e, "if (threadIdx.x == 0)");
-		emit_line(e, "    wsf_sk_post(wsf_sk_flag(%s, %d, blockIdx.x));   // released to the owner (gpu scope)", ws,
-		          k->sk_slot);
+		emit_line(e, "    wsf_sk_post(wsf_sk_flag(%s, blockIdx.x));   // released to the owner (gpu scope)", ws);
 	} else {
 		emit_line(e, "const long long n = %s;", emit_expr_str(e, s->b));
 		emit_line(e, "for (long long h = 1; h <= n; h++) {");
 		emit_line(e, "    const long long cta = (long long)blockIdx.x + h;");
 		emit_line(e, "    if (threadIdx.x == 0)");
-		emit_line(e, "        wsf_sk_take(wsf_sk_flag(%s, %d, cta));   // its sums are in place (acquire), the flag "
-		          "reset for the next launch", ws, k->sk_slot);
+		emit_line(e, "        wsf_sk_take(wsf_sk_flag(%s, cta));   // its sums are in place (acquire), the flag "
+		          "reset for the next launch", ws);
 		emit_line(e, "    wsf_bar_sync(1, %d);   // what the acquire made visible, to every consumer thread", t);
-		emit_line(e, "    const float4 *const part = (const float4 *)(%s + cta * %d) + threadIdx.x;", ws, k->sk_slot);
+		emit_line(e, "    const float4 *const part = (const float4 *)wsf_sk_slot(%s, %d, %d, cta) + threadIdx.x;", ws,
+		          SK_MAX_CTAS, k->sk_slot);
 		emit_line(e, "    #pragma unroll");
 		emit_line(e, "    for (int q = 0; q < %d; q++) {", n / 4);
 		emit_line(e, "        const uint4 v = wsf_ldcg16(part + %d * q);", t);

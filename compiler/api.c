@@ -888,7 +888,7 @@ wsf_kernel_stats(const WsfKernel *k, WsfKernelStats *st)
 	st->ctas_per_sm = px.registers >= 0 ? ctas_per_sm(l->threads, px.registers, l->smem_bytes + px.smem) : -1;
 	st->persistent = kern->persistent;
 	st->cluster = kernel_cluster_ctas(kern);
-	st->workspace = kern->sk_slot ? kern->sk_slot + 4 : 0;
+	st->workspace = kern->sk_slot;
 	st->tiles = compiled_tiles(k, l);
 	if (st->tiles > 0)   /* the launch plan counts cluster tiles (a K split's: output tiles) */
 		st->tiles *= st->cluster;

@@ -231,8 +231,8 @@ typedef struct WsfKernelStats {
 	                       or a K split's 2 to 8; in clusters TILES counts each cluster tile's CTA tiles,
 	                       past the output or not (a K split: each output tile's CTAs, one a share of K) */
 	int workspace;      /* stream-K (a matmul's last partial wave split over the CTAs by k-steps): bytes a
-	                       CTA of the grid (a slot of partial sums and a flag) in the workspace the runtime
-	                       makes for each stream the kernel is launched on; 0: none */
+	                       CTA of the grid (its slot of partial sums) in the workspace the runtime makes for
+	                       each stream the kernel is launched on, after 4 KiB of flags; 0: none */
 } WsfKernelStats;
 
 /*

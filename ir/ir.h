@@ -463,7 +463,8 @@ typedef enum ParamKind {
 	PK_WAIT,     /* inputs with wait: per_tile: the caller's flag words, for each such input (in spec order)
 	                one a tile, laid out as PK_FLAGS; a tile of the input is read once its word is the epoch */
 	PK_WORKSPACE /* stream-K (Kernel.sk_slot): the runtime's workspace for the launch's stream, zeroed when
-	                made: gridDim.x slots of sk_slot bytes (a CTA's partial sums), then a 32-bit flag a CTA */
+	                made: a 32-bit flag for each of SK_MAX_CTAS CTAs, then a slot of sk_slot bytes (its partial
+	                sums) a CTA of the grid; the flags stay where they are whatever the grid */
 } ParamKind;
 
 /* How a tensor maps onto the kernel's 2-D [rows, cols] view of the domain. */
@@ -474,6 +475,9 @@ typedef enum View {
 	VIEW_COL,    /* [rows, 1]: broadcast over cols (a per-row scale) */
 	VIEW_SCALAR  /* one element */
 } View;
+
+/* Stream-K's workspace: the CTAs a grid may have, whose flags come first (PK_WORKSPACE). */
+enum { SK_MAX_CTAS = 1024 };
 
 /* The runtime extent a PK_SIZE param holds: of the 2-D view [rows, cols], or a matmul's K. */
 typedef enum SizeOf {

@@ -447,7 +447,8 @@ kernel_print(Buf *b, const Kernel *k)
 			           p->name);
 			break;
 		case PK_WORKSPACE:
-			buf_printf(b, "  param %s: workspace, a slot of %d bytes and a u32 flag a CTA\n", p->name, k->sk_slot);
+			buf_printf(b, "  param %s: workspace, a u32 flag a CTA (%d), then a slot of %d bytes a CTA\n", p->name,
+			           SK_MAX_CTAS, k->sk_slot);
 			break;
 		default:
 			break;

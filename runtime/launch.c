@@ -516,20 +516,20 @@ cached_map(Comp *c, Loaded *st, int i, const char *name, const TmapParams *p, vo
 
 /*
  * Stream-K's workspace (PK_WORKSPACE) for a launch of GRID CTAs on STREAM:
- * a slot of Kernel.sk_slot bytes and a 32-bit flag a CTA, the flags zero
- * before the first launch (a memset on STREAM) and left zero by every
- * launch, which takes each flag it waits on back to 0.  One a stream:
- * launches on one stream run in turn, while two streams' could run at
- * once and share the flags.  A larger grid than before (max_ctas raised)
- * gets a new one once the stream's launches are done.  A stream that is
- * being captured into a CUDA graph cannot allocate: a first launch must
- * come before the capture.
+ * SK_MAX_CTAS 32-bit flags, then a slot of Kernel.sk_slot bytes a CTA; the
+ * flags zero before the first launch (a memset on STREAM) and left zero by
+ * every launch, which takes each flag set back to 0, so that a later
+ * launch of any grid finds them so.  One a stream: launches on one stream
+ * run in turn, while two streams' could run at once and share the flags.
+ * A larger grid than before (max_ctas raised) gets a larger one once the
+ * stream's launches are done.  A stream that is being captured into a
+ * CUDA graph cannot allocate: a first launch must come before the capture.
  */
 static WsfStatus
 stream_workspace(Comp *c, const Launch *l, Loaded *st, CUstream stream, int64_t grid, CUdeviceptr *out)
 {
 	Driver *d = st->drv;
-	size_t need = (size_t)grid * ((size_t)l->kernel->sk_slot + 4);
+	size_t need = 4 * (size_t)SK_MAX_CTAS + (size_t)grid * (size_t)l->kernel->sk_slot;
 	CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
 	Workspace *w = NULL;
 	WsfStatus s;
@@ -678,6 +678,11 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 		return s;
 	cfg.gridDimX = (unsigned)grid;
 	/* stream-K's plan divides k-step counts up to (grid + 1) x ktiles in 32 bits (emit.c's wsf_udiv) */
+	if (k->sk_slot && grid > SK_MAX_CTAS)
+		return diag_error(c, l->fusion->pos, "kernel '%s': stream-K takes at most %d CTAs, and this GPU holds %lld; "
+		                  "launch it with max_ctas, or write schedule: {stream_k: false}", l->fusion->name,
+		                  SK_MAX_CTAS, (long long)grid),
+		       WSF_ERR_INPUT;
 	if (k->sk_slot && (grid + 1) * plan.inner >= ((int64_t)1 << 31))
 		return diag_error(c, l->fusion->pos, "kernel '%s': K of %lld is too long for stream-K on %lld CTAs (at most "
 		                  "%lld); write schedule: {stream_k: false}", l->fusion->name, (long long)plan.inner,

@@ -7,7 +7,9 @@ Each case poisons the outputs with NaN first and compares with torch in f32 (rel
 below 1e-2):
   streams   two side streams, each its own tensors, 20 launches each interleaved without waiting:
             each stream's launches take turns on its own workspace (flags left zero by each);
-  max_ctas  100 CTAs (36 tiles left, split), then all the GPU holds: the workspace grows;
+  max_ctas  all the CTAs the GPU holds, 100 (36 tiles left, split), all again: the flags stay at
+            their place in the workspace whatever the grid; on a new stream 100, then all: the
+            workspace grows;
   capture   a first launch on a stream being captured into a CUDA graph: a wsfuse.Error that says
             to launch once before the capture; after one launch on that stream, captured and replayed.
 Prints one line a case and "N passed, N failed"; exits 1 on a failure.
@@ -67,12 +69,22 @@ def main():
 
         x, w = xs[0], ws[0]
         errs = []
-        for cap in (100, 0):
+        for cap in (0, 100, 0, 100):
             y = nan()
             g.launch(x, w, y, max_ctas=cap)
             torch.cuda.synchronize()
             errs.append(rel(y, x, w))
-        report("max_ctas", max(errs) < 1e-2, f"100 CTAs then all, relative errors {errs[0]:.1e}, {errs[1]:.1e}")
+        report("max_ctas", max(errs) < 1e-2, "all, 100, all, 100 CTAs, relative errors " +
+               ", ".join(f"{e:.1e}" for e in errs))
+        grow, errs = torch.cuda.Stream(), []
+        for cap in (100, 0):   # a new stream's workspace made for 100 CTAs, then a larger one for all
+            y = nan()
+            with torch.cuda.stream(grow):
+                g.launch(x, w, y, max_ctas=cap)
+            torch.cuda.synchronize()
+            errs.append(rel(y, x, w))
+        report("max_ctas", max(errs) < 1e-2, f"a new stream: 100 CTAs, then all (a larger workspace), relative "
+               f"errors {errs[0]:.1e}, {errs[1]:.1e}")
 
         side, y = torch.cuda.Stream(), nan()
         graph = torch.cuda.CUDAGraph()

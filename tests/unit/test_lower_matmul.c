@@ -1732,8 +1732,9 @@ stream_k(void **state)
 	/* CUDA: the slot written 16 bytes a thread, the flag released and taken */
 	cu = cuda_of(t);
 	assert_non_null(strstr(cu, "unsigned char *const sk_work,"));
-	assert_non_null(strstr(cu, "wsf_sk_post(wsf_sk_flag(sk_work, 131072, blockIdx.x));"));
-	assert_non_null(strstr(cu, "wsf_sk_take(wsf_sk_flag(sk_work, 131072, cta));"));
+	assert_non_null(strstr(cu, "wsf_sk_post(wsf_sk_flag(sk_work, blockIdx.x));"));
+	assert_non_null(strstr(cu, "wsf_sk_take(wsf_sk_flag(sk_work, cta));"));
+	assert_non_null(strstr(cu, "(const float4 *)wsf_sk_slot(sk_work, 1024, 131072, cta) + threadIdx.x;"));
 	assert_non_null(strstr(cu, "for (long long kk = 0LL; kk < kn; kk++)"));
 	teardown(state);
 
