@@ -260,7 +260,8 @@ emit_stream_k(Emit *e, const Stmt *s)
 {
 	const Kernel *k = e->k;
 	const char *acc = acc_name(e, s->reads[0].acc), *ws = k->param[s->param].name;
-	int n = emit_acc_regs(k, s->reads[0].acc), t = k->consumer_threads;
+	const KRole *r = &k->role[e->role];   /* the consumers: their named barrier, their threads */
+	int n = emit_acc_regs(k, s->reads[0].acc), t = r->threads;
 
 	emit_line(e, "if (%s) {   // stream-K: %s", emit_expr_str(e, s->cond), s->comment ? s->comment : "");
 	e->depth++;
@@ -271,7 +272,7 @@ emit_stream_k(Emit *e, const Stmt *s)
 		emit_line(e, "for (int q = 0; q < %d; q++)", n / 4);
 		emit_line(e, "    part[%d * q] = make_float4(%s[4 * q], %s[4 * q + 1], %s[4 * q + 2], %s[4 * q + 3]);", t,
 		          acc, acc, acc, acc);
-		emit_line(e, "wsf_bar_sync(1, %d);   // every consumer thread's sums written", t);
+		emit_line(e, "wsf_bar_sync(%d, %d);   // every consumer thread's sums written", r->bar_id, t);
 		emit_line(e, "if (threadIdx.x == 0)");
 		emit_line(e, "    wsf_sk_post(wsf_sk_flag(%s, blockIdx.x));   // released to the owner (gpu scope)", ws);
 	} else {
@@ -281,7 +282,8 @@ emit_stream_k(Emit *e, const Stmt *s)
 		emit_line(e, "    if (threadIdx.x == 0)");
 		emit_line(e, "        wsf_sk_take(wsf_sk_flag(%s, cta));   // its sums are in place (acquire), the flag "
 		          "reset for the next launch", ws);
-		emit_line(e, "    wsf_bar_sync(1, %d);   // what the acquire made visible, to every consumer thread", t);
+		emit_line(e, "    wsf_bar_sync(%d, %d);   // what the acquire made visible, to every consumer thread", r->bar_id,
+		          t);
 		emit_line(e, "    const float4 *const part = (const float4 *)wsf_sk_slot(%s, %d, %d, cta) + threadIdx.x;", ws,
 		          SK_MAX_CTAS, k->sk_slot);
 		emit_line(e, "    #pragma unroll");

@@ -646,95 +646,91 @@ split_reduce(Comp *c, const Tile *t, const Group *g)
  * tiles as before.  The stage counter runs on through parts of any length
  * (kbase, the k loop's lin).
  */
+/* A let of E called NAME at index AT of BLOCK, with COMMENT; its variable. */
+static Expr *
+let_at(Comp *c, Kernel *k, Stmt *block, int at, const char *name, Expr *e, const char *comment)
+{
+	Stmt *s = st_new(c, ST_LET);
+
+	s->var = kernel_add_var(c, k, name);
+	s->a = e;
+	s->comment = comment;
+	st_insert(c, block, at, s);
+	return ex_var(c, s->var);
+}
+
 static int
 stream_k_plan(Comp *c, Kernel *k, Tile *t)
 {
 	Expr *G = ex_leaf(c, EX_NCTA), *b = ex_leaf(c, EX_CTA), *kt = t->ktiles, *tiles = ex_var(c, k->ntile_var);
-	Expr *left, *steps, *runs, *len, *ctas, *dp, *mydp, *lo, *hi, *i, *sk, *j, *at, *whole, *part;
-	Stmt *mine = NULL, *tile = NULL;
-	int n;
+	Expr *left, *steps, *runs, *len, *ctas, *dp, *mydp, *lo, *hi, *i, *sk, *j, *at, *part;
+	Stmt *body = k->body, *loop = t->loop, *mine = NULL, *tile = NULL;
+	int n, at_tile = 0;
 
-	/* the counts of tiles come first; my_tiles (lower_tile_loop's) now follows the plan */
-	for (n = 0; n < k->body->nbody; n++)
-		if (k->body->body[n]->kind == ST_LET && k->body->body[n]->var == k->niter_var)
-			mine = k->body->body[n];
-	for (n = 0; n < t->loop->nbody; n++)
-		if (t->loop->body[n]->kind == ST_LET && strcmp(k->var[t->loop->body[n]->var].name, "tile") == 0)
-			tile = t->loop->body[n];
+	/* my_tiles (lower_tile_loop's) moves after the plan, which needs ktiles, a let after it */
+	for (n = 0; n < body->nbody; n++)
+		if (body->body[n]->kind == ST_LET && body->body[n]->var == k->niter_var)
+			mine = body->body[n];
+	for (n = 0; n < loop->nbody; n++)
+		if (loop->body[n]->kind == ST_LET && strcmp(k->var[loop->body[n]->var].name, "tile") == 0)
+			tile = loop->body[at_tile = n];
 	if (!mine || !tile)
 		return diag_internal(c, "lower_matmul", "stream-K: the tile loop has no my_tiles or tile");
-	for (n = 0; k->body->body[n] != mine; n++)
+	for (n = 0; body->body[n] != mine; n++)
 		;
-	memmove(&k->body->body[n], &k->body->body[n + 1], (size_t)(k->body->nbody - n - 1) * sizeof *k->body->body);
-	k->body->nbody--;
+	memmove(&body->body[n], &body->body[n + 1], (size_t)(body->nbody - n - 1) * sizeof *body->body);
+	body->nbody--;
 
-	left = ex_var(c, lower_let(c, k, "sk_tiles", ex_bin(c, EX_MOD, tiles, G), k->body)->var);
-	k->body->body[k->body->nbody - 1]->comment = "stream-K: the last wave's tiles";
+	left = let_at(c, k, body, body->nbody, "sk_tiles", ex_bin(c, EX_MOD, tiles, G), "stream-K: the last wave's tiles");
 	steps = ex_bin(c, EX_MUL, left, kt);
 	runs = ex_bin(c, EX_MAX, ex_bin(c, EX_MIN, G, ex_bin(c, EX_DIV, steps, ex_bin(c, EX_MAX, ex_bin(c, EX_DIV, kt,
 	                                                                         ex_int(c, SK_PARTS)), ex_int(c, SK_MIN_STEPS)))),
 	              ex_int(c, 1));
-	len = ex_var(c, lower_let(c, k, "sk_len", ex_bin(c, EX_MAX, ex_bin(c, EX_CEILDIV, steps, runs), ex_int(c, 1)),
-	                          k->body)->var);
-	k->body->body[k->body->nbody - 1]->comment = "the k-steps of a run";
+	len = let_at(c, k, body, body->nbody, "sk_len", ex_bin(c, EX_MAX, ex_bin(c, EX_CEILDIV, steps, runs), ex_int(c, 1)),
+	             "the k-steps of a run");
 	runs = ex_bin(c, EX_CEILDIV, steps, len);
-	ctas = ex_var(c, lower_let(c, k, "sk_ctas", ex_bin(c, EX_MUL, ex_bin(c, EX_MUL, runs, ex_bin(c, EX_LT, left, runs)),
-	                                                   ex_bin(c, EX_GE, ex_bin(c, EX_MUL, G, ex_int(c, SK_LEFT_NUM)),
-	                                                          ex_bin(c, EX_MUL, left, ex_int(c, SK_LEFT_DEN)))),
-	                           k->body)->var);
-	k->body->body[k->body->nbody - 1]->comment = "the CTAs that run them; 0: none split, all whole";
-	dp = ex_var(c, lower_let(c, k, "dp_tiles", ex_bin(c, EX_SUB, tiles, ex_bin(c, EX_MUL, ex_bin(c, EX_LT,
-	                                                   ex_int(c, 0), ctas), left)), k->body)->var);
-	k->body->body[k->body->nbody - 1]->comment = "the tiles CTAs take whole";
-	mydp = ex_var(c, lower_let(c, k, "my_dp", ex_bin(c, EX_CEILDIV, ex_bin(c, EX_SUB, dp, b), G), k->body)->var);
-	k->body->body[k->body->nbody - 1]->comment = "this CTA's whole tiles";
-	lo = ex_var(c, lower_let(c, k, "sk_lo", ex_bin(c, EX_MUL, b, len), k->body)->var);
-	hi = ex_var(c, lower_let(c, k, "sk_hi", ex_bin(c, EX_MIN, ex_bin(c, EX_ADD, lo, len), steps), k->body)->var);
-	k->body->body[k->body->nbody - 1]->comment = "this CTA's run of the last wave's k-steps, [sk_lo, sk_hi)";
+	ctas = let_at(c, k, body, body->nbody, "sk_ctas",
+	              ex_bin(c, EX_MUL, ex_bin(c, EX_MUL, runs, ex_bin(c, EX_LT, left, runs)),
+	                     ex_bin(c, EX_GE, ex_bin(c, EX_MUL, G, ex_int(c, SK_LEFT_NUM)),
+	                            ex_bin(c, EX_MUL, left, ex_int(c, SK_LEFT_DEN)))),
+	              "the CTAs that run them; 0: none split, all whole");
+	dp = let_at(c, k, body, body->nbody, "dp_tiles",
+	            ex_bin(c, EX_SUB, tiles, ex_bin(c, EX_MUL, ex_bin(c, EX_LT, ex_int(c, 0), ctas), left)),
+	            "the tiles CTAs take whole");
+	mydp = let_at(c, k, body, body->nbody, "my_dp", ex_bin(c, EX_CEILDIV, ex_bin(c, EX_SUB, dp, b), G),
+	              "this CTA's whole tiles");
+	lo = let_at(c, k, body, body->nbody, "sk_lo", ex_bin(c, EX_MUL, b, len), NULL);
+	hi = let_at(c, k, body, body->nbody, "sk_hi", ex_bin(c, EX_MIN, ex_bin(c, EX_ADD, lo, len), steps),
+	            "this CTA's run of the last wave's k-steps, [sk_lo, sk_hi)");
 	/* one part, or two when the run crosses the end of its first tile */
 	part = ex_bin(c, EX_ADD, ex_int(c, 1), ex_bin(c, EX_LT, ex_bin(c, EX_MUL, ex_bin(c, EX_ADD, ex_bin(c, EX_DIV, lo, kt),
 	                                                                               ex_int(c, 1)), kt), hi));
 	mine->a = ex_bin(c, EX_ADD, mydp, ex_bin(c, EX_MUL, ex_bin(c, EX_LT, b, ctas), part));
 	mine->comment = "whole tiles, then the parts of this CTA's run";
-	st_append(c, k->body, mine);
+	st_append(c, body, mine);
 
-	/* in the tile loop: iteration my_dp + j is part j of the run */
-	i = ex_var(c, t->loop->var);
-	sk = ex_var(c, lower_let(c, k, "sk", ex_bin(c, EX_GE, i, mydp), t->loop)->var);
-	t->loop->body[t->loop->nbody - 1]->comment = "a part of a run, not a whole tile";
+	/* in the tile loop, before the tile (which row0 and col0 use): iteration my_dp + j is part j of the run */
+	i = ex_var(c, loop->var);
+	sk = let_at(c, k, loop, at_tile++, "sk", ex_bin(c, EX_GE, i, mydp), "a part of a run, not a whole tile");
 	j = ex_bin(c, EX_MUL, ex_bin(c, EX_SUB, i, mydp), sk);
-	at = ex_var(c, lower_let(c, k, "sk_at", ex_bin(c, EX_ADD, lo, ex_bin(c, EX_MUL, j, ex_bin(c, EX_SUB, kt,
-	                                                     ex_bin(c, EX_MOD, lo, kt)))), t->loop)->var);
-	t->loop->body[t->loop->nbody - 1]->comment = "the part's first k-step among the last wave's";
-	whole = tile->a;
-	tile->a = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, ex_bin(c, EX_SUB, ex_int(c, 1), sk), whole),
+	at = let_at(c, k, loop, at_tile++, "sk_at",
+	            ex_bin(c, EX_ADD, lo, ex_bin(c, EX_MUL, j, ex_bin(c, EX_SUB, kt, ex_bin(c, EX_MOD, lo, kt)))),
+	            "the part's first k-step among the last wave's");
+	tile->a = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, ex_bin(c, EX_SUB, ex_int(c, 1), sk), tile->a),
 	                 ex_bin(c, EX_MUL, sk, ex_bin(c, EX_ADD, dp, ex_bin(c, EX_DIV, at, kt))));
-	/* the lets before the tile's (row0, col0) use it: sk and sk_at go first */
-	for (n = 0; t->loop->body[n] != tile; n++)
-		;
-	memmove(&t->loop->body[n], &t->loop->body[n + 1], (size_t)(t->loop->nbody - n - 1) * sizeof *t->loop->body);
-	t->loop->nbody--;
-	{
-		Stmt *x = t->loop->body[t->loop->nbody - 2], *y = t->loop->body[t->loop->nbody - 1];
-
-		memmove(&t->loop->body[2], &t->loop->body[0], (size_t)(t->loop->nbody - 2) * sizeof *t->loop->body);
-		t->loop->body[0] = x;
-		t->loop->body[1] = y;
-		st_insert(c, t->loop, 2, tile);
-	}
-	t->k0 = ex_var(c, lower_let(c, k, "kb", ex_bin(c, EX_MUL, sk, ex_bin(c, EX_MOD, at, kt)), t->loop)->var);
-	t->loop->body[t->loop->nbody - 1]->comment = "the part's first k-step in its tile";
-	t->kn = ex_var(c, lower_let(c, k, "kn", ex_bin(c, EX_ADD, kt, ex_bin(c, EX_MUL, sk, ex_bin(c, EX_SUB,
-	                              ex_bin(c, EX_MIN, ex_bin(c, EX_SUB, hi, at), ex_bin(c, EX_SUB, kt, t->k0)), kt))),
-	                              t->loop)->var);
-	t->loop->body[t->loop->nbody - 1]->comment = "and its k-steps";
-	t->kbase = ex_var(c, lower_let(c, k, "kbase", ex_bin(c, EX_SUB, ex_bin(c, EX_MUL, i, kt),
-	                                                       ex_bin(c, EX_MUL, j, ex_bin(c, EX_MOD, lo, kt))),
-	                                 t->loop)->var);
-	t->loop->body[t->loop->nbody - 1]->comment = "the stage counter at its first";
-	t->help = ex_var(c, lower_let(c, k, "sk_help", ex_bin(c, EX_MUL, sk, ex_bin(c, EX_SUB, ex_bin(c, EX_DIV,
-	                                ex_bin(c, EX_SUB, ex_bin(c, EX_ADD, at, kt), ex_int(c, 1)), len), b)), t->loop)->var);
-	t->loop->body[t->loop->nbody - 1]->comment = "an owner's part: the CTAs after this one that hold the rest";
+	t->k0 = let_at(c, k, loop, loop->nbody, "kb", ex_bin(c, EX_MUL, sk, ex_bin(c, EX_MOD, at, kt)),
+	               "the part's first k-step in its tile");
+	t->kn = let_at(c, k, loop, loop->nbody, "kn",
+	               ex_bin(c, EX_ADD, kt, ex_bin(c, EX_MUL, sk, ex_bin(c, EX_SUB, ex_bin(c, EX_MIN, ex_bin(c, EX_SUB, hi, at),
+	                                                                                ex_bin(c, EX_SUB, kt, t->k0)), kt))),
+	               "and its k-steps");
+	t->kbase = let_at(c, k, loop, loop->nbody, "kbase",
+	                  ex_bin(c, EX_SUB, ex_bin(c, EX_MUL, i, kt), ex_bin(c, EX_MUL, j, ex_bin(c, EX_MOD, lo, kt))),
+	                  "the stage counter at its first");
+	t->help = let_at(c, k, loop, loop->nbody, "sk_help",
+	                 ex_bin(c, EX_MUL, sk, ex_bin(c, EX_SUB, ex_bin(c, EX_DIV, ex_bin(c, EX_SUB, ex_bin(c, EX_ADD, at, kt),
+	                                                                                   ex_int(c, 1)), len), b)),
+	                 "an owner's part: the CTAs after this one that hold the rest");
 	return 0;
 }
 

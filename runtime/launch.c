@@ -542,8 +542,7 @@ stream_workspace(Comp *c, const Launch *l, Loaded *st, CUstream stream, int64_t 
 		*out = w->ptr;
 		return WSF_OK;
 	}
-	if (d->cuStreamIsCapturing && d->cuStreamIsCapturing(stream, &cap) == CUDA_SUCCESS &&
-	    cap != CU_STREAM_CAPTURE_STATUS_NONE)
+	if (d->cuStreamIsCapturing(stream, &cap) == CUDA_SUCCESS && cap != CU_STREAM_CAPTURE_STATUS_NONE)
 		return diag_error(c, l->fusion->pos, "kernel '%s' takes stream-K, whose workspace (%zu bytes) a stream "
 		                  "being captured into a CUDA graph cannot allocate: launch it once on this stream before "
 		                  "the capture, or write schedule: {stream_k: false}", l->fusion->name, need),
