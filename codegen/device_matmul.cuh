@@ -65,6 +65,42 @@ __device__ __forceinline__ void wsf_bar_arrive(int id, int threads)
 	asm volatile("bar.arrive %0, %1;" :: "r"(id), "r"(threads) : "memory");
 }
 
+// Two adjacent elements of an epilogue's full input, one global load: an
+// epilogue thread's columns c and c + 1 of a row (fragment elements j and
+// j + 1 for even j).  P is aligned to the pair.  The _cg forms read L2 only
+// (an input that arrives while the kernel runs: no stale L1 line).
+__device__ __forceinline__ void wsf_load2(const float *p, float &a, float &b)
+{
+	const float2 v = *(const float2 *)p;
+	a = v.x, b = v.y;
+}
+__device__ __forceinline__ void wsf_load2(const wsf_bf16 *p, float &a, float &b)
+{
+	const unsigned u = *(const unsigned *)p;
+	a = __uint_as_float(u << 16), b = __uint_as_float(u & 0xffff0000u);
+}
+__device__ __forceinline__ void wsf_load2_f16(const wsf_f16 *p, float &a, float &b)
+{
+	const unsigned u = *(const unsigned *)p;
+	a = wsf_f16_to_f32((wsf_f16)(u & 0xffffu)), b = wsf_f16_to_f32((wsf_f16)(u >> 16));
+}
+__device__ __forceinline__ void wsf_load2_cg(const float *p, float &a, float &b)
+{
+	asm volatile("ld.global.cg.v2.f32 {%0, %1}, [%2];" : "=f"(a), "=f"(b) : "l"(p));
+}
+__device__ __forceinline__ void wsf_load2_cg(const wsf_bf16 *p, float &a, float &b)
+{
+	unsigned u;
+	asm volatile("ld.global.cg.b32 %0, [%1];" : "=r"(u) : "l"(p));
+	a = __uint_as_float(u << 16), b = __uint_as_float(u & 0xffff0000u);
+}
+__device__ __forceinline__ void wsf_load2_cg_f16(const wsf_f16 *p, float &a, float &b)
+{
+	unsigned u;
+	asm volatile("ld.global.cg.b32 %0, [%1];" : "=r"(u) : "l"(p));
+	a = wsf_f16_to_f32((wsf_f16)(u & 0xffffu)), b = wsf_f16_to_f32((wsf_f16)(u >> 16));
+}
+
 // Two adjacent elements of a staging subtile, one shared-memory store: an
 // epilogue thread holds columns c and c + 1 of a row (fragment elements j and
 // j + 1 for even j).  P is aligned to the pair.

@@ -27,7 +27,8 @@
 enum {
 	SUB = 32,          /* an epilogue subtile's columns: 16 fragment elements a thread */
 	ROW_VALUES = 8,    /* of them, the distinct columns: 8 (jj >> 2) + wc + (jj & 1), at q = 2 (jj >> 2) + (jj & 1) */
-	COL_VALUES = 2     /* the distinct rows, in every subtile: wr + 8 h, at h = (jj >> 1) & 1 */
+	COL_VALUES = 2,    /* the distinct rows, in every subtile: wr + 8 h, at h = (jj >> 1) & 1 */
+	PRELOAD_REGS = 176 /* full inputs are loaded before use while the accumulators and they fit (full_preload) */
 };
 
 int
@@ -492,6 +493,97 @@ compute_swapped(Emit *e, const Stmt *s, const bool *needed, int acc)
 	emit_line(e, "}");
 }
 
+/* The element of a full input at (R, C) of the subtile S (batched: rows are one batch's). */
+static const char *
+full_at(Emit *e, const Stmt *s, const char *r, const char *c)
+{
+	return s->z ? arena_printf(e->c->arena, "(%s * rows + %s) * cols + %s", emit_expr_str(e, s->z), r, c)
+	            : arena_printf(e->c->arena, "%s * cols + %s", r, c);
+}
+
+/*
+ * A thread's 16 elements of full input P in the subtile S, into DST: a
+ * pair of columns a load where the thread's rows and the subtile lie
+ * inside the tensor and every row starts at a pair (cols even: the launch
+ * checks that the pointer is 16-byte aligned); at the ragged edge an
+ * element at a time, guarded.  ROWB: the 64-row block's first row in the
+ * warpgroup's ("" for the first).
+ */
+static void
+load_full(Emit *e, const Stmt *s, const KParam *p, const char *dst, const char *rowb)
+{
+	const char *name = emit_param_name(e, p);
+	/* an input that arrives while the kernel runs (wait: per_tile): from L2, never a stale L1 line */
+	bool late = e->f->tensor[p->tensor].wait_pos.line > 0;
+
+	emit_line(e, "if (top + wt + %s8 < rows && left + %d <= cols && cols %% 2 == 0) {   // inside: a load a pair of "
+	          "columns", rowb, SUB);
+	emit_line(e, "    #pragma unroll");
+	emit_line(e, "    for (int q = 0; q < %d; q++)", SUB / 4);
+	emit_line(e, "        wsf_load2%s%s(%s + %s, %s[2 * q], %s[2 * q + 1]);", late ? "_cg" : "",
+	          p->dtype == DT_F16 ? "_f16" : "", name,
+	          full_at(e, s, arena_printf(e->c->arena, "(top + wt + %s8 * (q & 1))", rowb),
+	                  "(left + 8 * (q >> 1) + wc)"), dst, dst);
+	emit_line(e, "} else {");
+	emit_line(e, "    #pragma unroll");
+	emit_line(e, "    for (int jj = 0; jj < %d; jj++) {", SUB / 2);
+	emit_line(e, "        const long long row = top + wt + %s8 * ((jj >> 1) & 1), col = left + 8 * (jj >> 2) + wc + (jj & 1);",
+	          rowb);
+	emit_line(e, "        %s[jj] = %s;", dst, load_text(e, p, "row < rows && col < cols", full_at(e, s, "row", "col")));
+	emit_line(e, "    }");
+	emit_line(e, "}");
+}
+
+/*
+ * Are the full inputs loaded before their elements are used (full_inputs)?
+ * Each holds 16 registers a thread through the subtile: where the
+ * accumulators leave too few (192 a thread: ping-pong 128 x 192), ptxas
+ * spilled 2.5 KB with two, against 0.9 KB loaded where used.
+ */
+static bool
+full_preload(Emit *e)
+{
+	const Kernel *k = e->k;
+	int i, regs = 0;
+
+	for (i = 1; i < k->nacc; i++)
+		if (!k->acc[i].alias)
+			regs += emit_acc_regs(k, i);
+	for (i = 0; i < e->f->ninput; i++) {
+		const KParam *p = emit_param_of(e, e->f->input[i], false);
+
+		if (p->kind == PK_PTR && p->view == VIEW_FULL)
+			regs += SUB / 2;
+	}
+	return regs <= PRELOAD_REGS;
+}
+
+/*
+ * The full inputs [M, N] of the subtile's epilogue, a thread's 16 elements
+ * loaded before any is used, into here_x.  Loaded where each was used,
+ * they went out a few at a time, each few a round trip (ptxas interleaved
+ * a guarded load with its use): 32 round trips a tile of 8 subtiles, and
+ * a GEMM + residual 12-24% slower than the GEMM (docs/perf.md).  Loading
+ * the next subtile's too, as a row input's, measured no faster.  ROWB as
+ * load_full's.
+ */
+static void
+full_inputs(Emit *e, const Stmt *s, const bool *needed, const char *rowb)
+{
+	int i;
+
+	for (i = 0; i < e->f->ninput; i++) {
+		int t = e->f->input[i];
+		const KParam *p = emit_param_of(e, t, false);
+		const char *here = emit_tname(e, PFX_HERE, t);
+
+		if (p->kind != PK_PTR || p->view != VIEW_FULL || !needed[t] || !full_preload(e))
+			continue;
+		emit_line(e, "float %s[%d];   // %s at this thread's elements of the subtile", here, SUB / 2, p->name);
+		load_full(e, s, p, here, rowb);
+	}
+}
+
 /* The epilogue over one subtile: s->b is its first column, s->pass its index in the tile. */
 static void
 compute(Emit *e, const Stmt *s)
@@ -531,6 +623,7 @@ compute(Emit *e, const Stmt *s)
 		emit_line(e, "for (int hb = 0; hb < %d; hb++) {   // the warpgroup's 64-row blocks", H);
 		e->depth++;
 	}
+	full_inputs(e, s, needed, H > 1 ? "64 * hb + " : "");
 	for (i = 0; i < s->nwrites; i++)   /* each output's values, stored in pairs after the loop */
 		emit_line(e, "float %s[%d];", emit_tname(e, PFX_RESULT, k->buf[s->writes[i].buf].tensor), SUB / 2);
 	emit_line(e, "#pragma unroll");
@@ -547,10 +640,11 @@ compute(Emit *e, const Stmt *s)
 		if (p->kind == PK_TMAP || !needed[t])
 			continue;   /* an operand, or another epilogue's */
 		e->value[t] = emit_tname(e, PFX_VALUE, t);
-		if (p->view == VIEW_ROW || p->view == VIEW_COL) {   /* loaded before the subtile (staged_inputs) */
+		if (p->view == VIEW_ROW || p->view == VIEW_COL || (p->view == VIEW_FULL && full_preload(e))) {
+			/* loaded before the subtile (staged_inputs) or before its elements (full_inputs) */
 			emit_line(e, "const float %s = %s[%s];%s", e->value[t], emit_tname(e, PFX_HERE, t),
-			          p->view == VIEW_ROW ? "2 * (jj >> 2) + (jj & 1)" : H > 1 ? "2 * hb + ((jj >> 1) & 1)" :
-			          "(jj >> 1) & 1", emit_pos(e, f->tensor[t].pos));
+			          p->view == VIEW_ROW ? "2 * (jj >> 2) + (jj & 1)" : p->view == VIEW_FULL ? "jj" :
+			          H > 1 ? "2 * hb + ((jj >> 1) & 1)" : "(jj >> 1) & 1", emit_pos(e, f->tensor[t].pos));
 			continue;
 		}
 		/* what is left: a full input, guarded by both dims (batched: rows are one batch's), or a scalar */

@@ -53,6 +53,7 @@ for spec in "tests/gpu/specs/relu_chain.yaml -D N=300001" "tests/gpu/specs/relu_
 	"examples/swiglu.yaml -D M=200 -D K=136 -D F=264" "tests/gpu/specs/gemm_qkv.yaml -D M=130 -D D=200 -D E=72" \
 	"tests/gpu/specs/gemm_two.yaml -D M=200 -D K=136 -D N=264" "tests/gpu/specs/gemm_three.yaml -D M=136 -D K=72 -D N=200" \
 	"tests/gpu/specs/swiglu_kn.yaml -D M=136 -D K=72 -D F=200" "tests/gpu/specs/gemm_add_relu.yaml -D M=130 -D K=72 -D N=136" \
+	"tests/gpu/specs/gemm_residual.yaml -D M=130 -D N=136 -D K=72" \
 	"tests/gpu/specs/gemm_signal.yaml -D B=2 -D M=130 -D N=264 -D K=72" "tests/gpu/specs/gemm_signal_pp.yaml -D M=200 -D N=136 -D K=72" \
 	"tests/gpu/specs/pw_signal_ws.yaml -D M=100 -D N=1032" "tests/gpu/specs/pw_signal_p.yaml -D M=100 -D N=1032" \
 	"tests/gpu/specs/gemm_consumer.yaml -D M=300 -D N=520 -D K=72" "tests/gpu/specs/gemm_consumer_pp.yaml -D M=200 -D N=136 -D K=72" \

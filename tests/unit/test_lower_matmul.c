@@ -1131,8 +1131,9 @@ tall_pingpong(void **state)
 {
 	static const char spec[] =
 		HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
-		"  s: {dtype: f32, shape: [M, 1]}\n"
-		"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: z, op: mul, in: [y, s]}\n"
+		"  s: {dtype: f32, shape: [M, 1]}\n  r: {dtype: f16, shape: [M, N]}\n"
+		"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: z0, op: mul, in: [y, s]}\n"
+		"  - {out: z, op: add, in: [z0, r]}\n"
 		"outputs:\n  z: {dtype: bf16}\nschedule: {consumers: pingpong, tile: [%d, %d, 64], cluster: [1, 1]}\n";
 	Fixture *t;
 	Kernel *k;
@@ -1159,6 +1160,12 @@ tall_pingpong(void **state)
 	assert_int_equal(count(cu, "for (int hb = 0; hb < 2; hb++)"), 1);
 	assert_int_equal(count(cu, "acc_y[64 * hb + 16 * sub + jj]"), 1);
 	assert_int_equal(count(cu, "here_s[2 * hb + ((jj >> 1) & 1)]"), 1);   /* the column input's 4 rows */
+	/* the residual's 16 elements of each block, before any is used: pairs inside, elements at the edge */
+	assert_int_equal(count(cu, "if (top + wt + 64 * hb + 8 < rows && left + 32 <= cols && cols % 2 == 0) {"), 1);
+	assert_int_equal(count(cu, "wsf_load2_f16(in_r + (top + wt + 64 * hb + 8 * (q & 1)) * cols + "
+	                           "(left + 8 * (q >> 1) + wc), here_r[2 * q], here_r[2 * q + 1]);"), 1);
+	assert_int_equal(count(cu, "here_r[jj] = row < rows && col < cols ? wsf_load1_f16(in_r + row * cols + col)"), 1);
+	assert_int_equal(count(cu, "const float v_r = here_r[jj];"), 1);
 	assert_int_equal(count(cu, "wsf_acc_fence<128>(acc_y);"), 1);
 	teardown((void **)&t);
 
@@ -1418,8 +1425,10 @@ wait_per_tile(void **state)
 	assert_int_equal(stmts_of(tl->body[at_wait], ST_SYNC, syncs, 8), 0);
 	cu = cuda_of(t);
 	assert_int_equal(count(cu, "wsf_flag_wait(wait_flags + "), 2);
-	assert_int_equal(count(cu, "wsf_load1_cg(in_p + row * cols + col)"), 1);
+	assert_int_equal(count(cu, "wsf_load1_cg(in_p + row * cols + col)"), 1);   /* at the edge */
 	assert_int_equal(count(cu, "wsf_load1_cg(in_q + row * cols + col)"), 1);
+	assert_int_equal(count(cu, "wsf_load2_cg(in_p + (top + wt + 8 * (q & 1)) * cols"), 1);   /* inside, a pair */
+	assert_int_equal(count(cu, "wsf_load2_cg(in_q + (top + wt + 8 * (q & 1)) * cols"), 1);
 	assert_int_equal(count(cu, "const float *const in_p,"), 1);
 	assert_int_equal(count(cu, "wsf_signal_system(flags + "), 2);   /* the tile before, the last */
 	teardown((void **)&t);
