@@ -15,13 +15,11 @@ NaN first and compares with torch in f32 (relative error norm below 1e-2):
             arguments: each a wsfuse.Error naming the problem.
 Prints one line a case and "N passed, N failed"; exits 1 on a failure.
 """
-import os
 import sys
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-import wsfuse  # noqa: E402
+from gpucheck import Tally, bf16, gemm_error, library, poisoned, wsfuse
 
 GEMM = """\
 fusion: gemm
@@ -36,50 +34,32 @@ outputs:
 """
 
 
-def rel(got, x, w):
-    want = x.float() @ w.float().t()
-    return ((got.float() - want).norm() / want.norm()).item()
-
-
-def poisoned(m, n):
-    return torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-
-
 def main():
-    lib = wsfuse.load(os.path.join(sys.argv[1], "libwsfuse.so")) if len(sys.argv) > 1 else None
-    d = lambda *s: torch.randn(*s, device="cuda", dtype=torch.bfloat16)   # noqa: E731
-    passed = failed = 0
-
-    def report(name, ok, what):
-        nonlocal passed, failed
-        passed += ok
-        failed += not ok
-        print(f"{'ok  ' if ok else 'FAIL'} {name}: {what}", flush=True)
-
+    lib, report = library(), Tally()
     with wsfuse.Context(lib=lib) as ctx:
         g = ctx.compile_string(GEMM, name="gemm.yaml")
         worst = 0.0
         for _ in range(4):
-            x, w = d(300, 128), d(200, 128)
+            x, w = bf16(300, 128), bf16(200, 128)
             for _ in range(2):
                 y = poisoned(300, 200)
                 g.launch(x, w, y)
                 torch.cuda.synchronize()
-                worst = max(worst, rel(y, x, w))
+                worst = max(worst, gemm_error(y, x, w))
         report("maps", worst < 1e-2, f"8 launches on 4 pairs of tensors, worst relative error {worst:.1e}")
 
-        x2 = d(64, 128)
+        x2 = bf16(64, 128)
         y2 = poisoned(64, 200)
         g.launch(x2, w, y2)
         torch.cuda.synchronize()
-        e = rel(y2, x2, w)
+        e = gemm_error(y2, x2, w)
         report("shape", e < 1e-2, f"64 rows after 300, relative error {e:.1e}")
 
         y, z = poisoned(300, 200), poisoned(300, 200)
         g.launch(x, w, y)
         g.launch(x, w, z)
         torch.cuda.synchronize()
-        e = max(rel(y, x, w), rel(z, x, w))
+        e = max(gemm_error(y, x, w), gemm_error(z, x, w))
         report("alias", e < 1e-2, f"the output moved between two launches, relative error {e:.1e}")
 
         y = poisoned(300, 200)
@@ -93,7 +73,7 @@ def main():
         y.fill_(float("nan"))
         graph.replay()
         torch.cuda.synchronize()
-        e = rel(y, x, w)
+        e = gemm_error(y, x, w)
         report("graph", e < 1e-2, f"captured and replayed, relative error {e:.1e}")
 
         y = poisoned(300, 200)
@@ -101,7 +81,7 @@ def main():
             g.launch(x, w, y)
         torch.cuda.current_stream().wait_stream(side)
         torch.cuda.synchronize()
-        e = rel(y, x, w)
+        e = gemm_error(y, x, w)
         report("stream", e < 1e-2, f"on a side stream, relative error {e:.1e}")
 
         cases = [(lambda: g.launch(x.cpu(), w, y), "argument 'x': expected a CUDA torch tensor"),
@@ -115,8 +95,7 @@ def main():
                 report("errors", False, f"no error, expected {want!r}")
             except wsfuse.Error as err:
                 report("errors", want in str(err), f"{str(err).splitlines()[0][:110]}")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return report.done()
 
 
 if __name__ == "__main__":

@@ -14,13 +14,11 @@ below 1e-2):
             to launch once before the capture; after one launch on that stream, captured and replayed.
 Prints one line a case and "N passed, N failed"; exits 1 on a failure.
 """
-import os
 import sys
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-import wsfuse  # noqa: E402
+from gpucheck import Tally, bf16, gemm_error, library, poisoned, wsfuse
 
 M, N, K = 2176, 2048, 320
 GEMM = f"""\
@@ -37,34 +35,20 @@ schedule: {{stream_k: true}}
 """
 
 
-def rel(got, x, w):
-    want = x.float() @ w.float().t()
-    return ((got.float() - want).norm() / want.norm()).item()
-
-
 def main():
-    lib = wsfuse.load(os.path.join(sys.argv[1], "libwsfuse.so")) if len(sys.argv) > 1 else None
-    d = lambda *s: torch.randn(*s, device="cuda", dtype=torch.bfloat16)   # noqa: E731
-    nan = lambda: torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)   # noqa: E731
-    passed = failed = 0
-
-    def report(name, ok, what):
-        nonlocal passed, failed
-        passed += ok
-        failed += not ok
-        print(f"{'ok  ' if ok else 'FAIL'} {name}: {what}", flush=True)
-
+    lib, report = library(), Tally()
+    nan = lambda: poisoned(M, N)   # noqa: E731
     with wsfuse.Context(lib=lib) as ctx:
         g = ctx.compile_string(GEMM, name="gemm_sk.yaml")
         streams = [torch.cuda.Stream(), torch.cuda.Stream()]
-        xs, ws, ys = [d(M, K) for _ in streams], [d(N, K) / K ** 0.5 for _ in streams], [nan() for _ in streams]
+        xs, ws, ys = [bf16(M, K) for _ in streams], [bf16(N, K) / K ** 0.5 for _ in streams], [nan() for _ in streams]
         torch.cuda.synchronize()
         for _ in range(20):
             for s, x, w, y in zip(streams, xs, ws, ys):
                 with torch.cuda.stream(s):
                     g.launch(x, w, y)
         torch.cuda.synchronize()
-        e = max(rel(y, x, w) for x, w, y in zip(xs, ws, ys))
+        e = max(gemm_error(y, x, w) for x, w, y in zip(xs, ws, ys))
         report("streams", e < 1e-2, f"2 streams x 20 launches, worst relative error {e:.1e}")
 
         x, w = xs[0], ws[0]
@@ -73,7 +57,7 @@ def main():
             y = nan()
             g.launch(x, w, y, max_ctas=cap)
             torch.cuda.synchronize()
-            errs.append(rel(y, x, w))
+            errs.append(gemm_error(y, x, w))
         report("max_ctas", max(errs) < 1e-2, "all, 100, all, 100 CTAs, relative errors " +
                ", ".join(f"{e:.1e}" for e in errs))
         grow, errs = torch.cuda.Stream(), []
@@ -82,7 +66,7 @@ def main():
             with torch.cuda.stream(grow):
                 g.launch(x, w, y, max_ctas=cap)
             torch.cuda.synchronize()
-            errs.append(rel(y, x, w))
+            errs.append(gemm_error(y, x, w))
         report("max_ctas", max(errs) < 1e-2, f"a new stream: 100 CTAs, then all (a larger workspace), relative "
                f"errors {errs[0]:.1e}, {errs[1]:.1e}")
 
@@ -105,11 +89,10 @@ def main():
         for _ in range(3):
             graph.replay()
         torch.cuda.synchronize()
-        e = rel(y, x, w)
+        e = gemm_error(y, x, w)
         report("capture", e < 1e-2, f"launched once on the stream, then captured and replayed 3 times, "
                f"relative error {e:.1e}")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return report.done()
 
 
 if __name__ == "__main__":

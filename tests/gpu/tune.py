@@ -17,8 +17,7 @@ import tempfile
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-import wsfuse  # noqa: E402
+from gpucheck import library, rel, wsfuse
 
 GEMM = """\
 fusion: g
@@ -33,12 +32,8 @@ outputs:
 """
 
 
-def rel(got, want):
-    return ((got.float() - want).norm() / want.norm()).item()
-
-
 def main():
-    lib = wsfuse.load(os.path.join(sys.argv[1], "libwsfuse.so")) if len(sys.argv) > 1 else None
+    lib = library()
     passed = failed = 0
 
     def report(ok, what):
