@@ -39,6 +39,20 @@ __device__ __forceinline__ void wsf_acc_fence(float *d)
 		asm volatile("" : "+f"(d[i])::"memory");
 }
 
+// Pulls the box at (col, row) of MAP (batch Z: a 3-D map) into L2, where the
+// loads that read it soon find it: a hint, which completes on nothing.
+__device__ __forceinline__ void wsf_tma_prefetch_2d(const WsfTensorMap *map, long long col, long long row)
+{
+	asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];"
+	             :: "l"(map), "r"((int)col), "r"((int)row) : "memory");
+}
+__device__ __forceinline__ void wsf_tma_prefetch_3d(const WsfTensorMap *map, long long col, long long row,
+                                                    long long z)
+{
+	asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];"
+	             :: "l"(map), "r"((int)col), "r"((int)row), "r"((int)z) : "memory");
+}
+
 // The 3-D forms of the TMA load and store (device.cuh), for a batched
 // matmul's maps [batch, rows, cols]: the box at (col, row) of batch Z.
 __device__ __forceinline__ void wsf_tma_load_3d(void *dst, const WsfTensorMap *map, long long col,

@@ -177,6 +177,7 @@ static const char *const prefixes[PFX_COUNT] = {
 	[PFX_AHEAD] = "ahead_",  /* ... and in the next subtile, loaded one subtile ahead */
 	[PFX_RESULT] = "res_",   /* a matmul epilogue output's values in a subtile, a thread's, stored in pairs */
 	[PFX_MEM] = "mem_",      /* a stored output as the signal consumer reads it back from global memory */
+	[PFX_MAP] = "map_",      /* an epilogue input's tensor map, its tiles prefetched into L2 (KParam.prefetch) */
 	[PFX_TILE] = "tile_",    /* a tile of an input (pointwise) */
 	[PFX_CHUNK] = "chunk_",  /* a chunk of an input row (a row streamed in chunks) */
 	[PFX_ROWBUF] = "row_",   /* an input row (a row reduction) */
@@ -457,7 +458,7 @@ emit_param_of(Emit *e, int t, bool output)
 	for (i = 1; i < e->k->nparam; i++) {
 		const KParam *p = &e->k->param[i];
 
-		if (p->tensor == t && p->kind != PK_SIZE && (p->arg >= e->f->ninput) == output)
+		if (p->tensor == t && p->kind != PK_SIZE && !p->prefetch && (p->arg >= e->f->ninput) == output)
 			return p;
 	}
 	return NULL;
@@ -482,6 +483,8 @@ emit_param_name(Emit *e, const KParam *p)
 		return e->k->var[p->var].name;
 	if (p->readback)
 		return emit_tname(e, PFX_MEM, p->tensor);
+	if (p->prefetch)
+		return emit_tname(e, PFX_MAP, p->tensor);
 	return emit_tname(e, p->arg < e->f->ninput ? PFX_IN : PFX_OUT, p->tensor);
 }
 
@@ -708,6 +711,13 @@ emit_stmt(Emit *e, const Stmt *s)
 			emit_line(e, "wsf_signal%s(%s + %s, (unsigned)epoch);%s", e->f->sched.system ? "_system" : "",
 			          k->param[s->param].name, emit_expr_str(e, s->a), comment(e, s));
 		break;
+	case ST_TMA_PREFETCH:
+		if (s->cond)
+			emit_line(e, "if (%s)", emit_expr_str(e, s->cond));
+		emit_line(e, "%swsf_tma_prefetch_%dd(&%s, %s, %s%s%s);%s (%s:%d)", s->cond ? "    " : "", s->z ? 3 : 2,
+		          emit_param_name(e, &k->param[s->param]), emit_expr_str(e, s->b), emit_expr_str(e, s->a),
+		          s->z ? ", " : "", s->z ? emit_expr_str(e, s->z) : "", comment(e, s), e->file, s->pos.line);
+		break;
 	case ST_FLAG_WAIT:   /* an operand's (flag): its TMA loads read after it, through the async proxy */
 		if (s->cond)
 			emit_line(e, "if (%s)", emit_expr_str(e, s->cond));
@@ -751,9 +761,9 @@ emit_params(Emit *e)
 
 		switch (p->kind) {
 		case PK_TMAP:
-			emit_line(e, "const __grid_constant__ WsfTensorMap %s%s   // %s %s, %s view",
+			emit_line(e, "const __grid_constant__ WsfTensorMap %s%s   // %s %s, %s view%s",
 			          emit_param_name(e, p), sep, p->arg < e->f->ninput ? "input" : "output", dtype_info[p->dtype].name,
-			          p->view == VIEW_ROW ? "row" : "full");
+			          p->view == VIEW_ROW ? "row" : "full", p->prefetch ? ", its tiles prefetched into L2" : "");
 			break;
 		case PK_PTR:
 			if (p->arg < e->f->ninput && e->f->tensor[p->tensor].wait_pos.line) {   /* others write it meanwhile */

@@ -257,6 +257,10 @@ walk(Picture *p, const Stmt *s, int role)
 		     arena_printf(p->arena, "TMA store%s", by(p, role)), NULL);
 		p->stored[s->param] = true;
 		break;
+	case ST_TMA_PREFETCH:   /* the tensor's tiles into L2 ahead of the loads that read them */
+		edge(p, node(p, 'p', s->param), r, arena_printf(p->arena, "L2 prefetch%s", by(p, role)), "style=dashed");
+		p->loaded[s->param] = true;
+		break;
 	case ST_EXPECT_TX:
 		edge(p, r, node(p, 'm', s->bar), "expect_tx", "style=dotted");
 		break;

@@ -501,6 +501,8 @@ typedef struct KParam {
 	int box[2];       /* PK_TMAP: box rows, box cols */
 	bool readback;    /* PK_PTR of an output the epilogue stores through a tensor map: the signal's
 	                     consumer role reads the stored tiles through it */
+	bool prefetch;    /* PK_TMAP of an epilogue input read through its pointer: the map its tiles are
+	                     prefetched into L2 with (ST_TMA_PREFETCH), box the output tile */
 	int var;          /* PK_SIZE: the variable that holds it */
 	SizeOf size;      /* PK_SIZE: which extent it holds */
 } KParam;
@@ -590,6 +592,8 @@ typedef enum StmtKind {
 	                      n: a multicast's CTA mask, the box written at the same place (and completed on
 	                      the same barrier) in each CTA of the cluster it names; 0: this CTA alone */
 	ST_TMA_STORE,      /* param at (row a, col b) <- buf[slot] */
+	ST_TMA_PREFETCH,   /* param's (a PK_TMAP) box at (row a, col b), batch z if set, into L2: a hint, no
+	                      buffer, no barrier, nothing waits for it */
 	ST_EXPECT_TX,      /* mbarrier.arrive.expect_tx bar[barslot], n bytes plus a (runtime) if set; the
 	                      fill of stage counter lin (its slot is lin % S) */
 	ST_MBAR_INIT,      /* all of bar[], once, by one thread */

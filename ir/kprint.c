@@ -69,6 +69,21 @@ slot_print(Buf *b, const Kernel *k, const char *name, const Expr *slot)
 	buf_puts(b, "]");
 }
 
+/* A TMA statement's coordinates: [row, col], or [batch, row, col] for a 3-D map. */
+static void
+at_print(Buf *b, const Kernel *k, const Stmt *s)
+{
+	buf_puts(b, "[");
+	if (s->z) {
+		expr_print(b, k, s->z);
+		buf_puts(b, ", ");
+	}
+	expr_print(b, k, s->a);
+	buf_puts(b, ", ");
+	expr_print(b, k, s->b);
+	buf_puts(b, "]");
+}
+
 static void stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth);
 
 static void
@@ -164,15 +179,8 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 			buf_puts(b, " + ");
 			expr_print(b, k, s->off);
 		}
-		buf_printf(b, " <- %s[", k->param[s->param].name);
-		if (s->z) {
-			expr_print(b, k, s->z);
-			buf_puts(b, ", ");
-		}
-		expr_print(b, k, s->a);
-		buf_puts(b, ", ");
-		expr_print(b, k, s->b);
-		buf_puts(b, "]");
+		buf_printf(b, " <- %s", k->param[s->param].name);
+		at_print(b, k, s);
 		if (s->n)
 			buf_printf(b, " multicast=0x%llx", (unsigned long long)s->n);
 		if (s->bar) {
@@ -180,17 +188,20 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 			slot_print(b, k, k->bar[s->bar].name, s->barslot);
 		}
 		break;
-	case ST_TMA_STORE:
-		buf_printf(b, "%s %s[", k->param[s->param].kind == PK_PTR ? "bulk_store" : "tma_store",
-		           k->param[s->param].name);
-		if (s->z) {
-			expr_print(b, k, s->z);
-			buf_puts(b, ", ");
+	case ST_TMA_PREFETCH:
+		if (s->cond) {
+			buf_puts(b, "if ");
+			expr_print(b, k, s->cond);
+			buf_puts(b, ": ");
 		}
-		expr_print(b, k, s->a);
-		buf_puts(b, ", ");
-		expr_print(b, k, s->b);
-		buf_puts(b, "] <- ");
+		buf_printf(b, "tma_prefetch L2 <- %s", k->param[s->param].name);
+		at_print(b, k, s);
+		break;
+	case ST_TMA_STORE:
+		buf_printf(b, "%s %s", k->param[s->param].kind == PK_PTR ? "bulk_store" : "tma_store",
+		           k->param[s->param].name);
+		at_print(b, k, s);
+		buf_puts(b, " <- ");
 		slot_print(b, k, k->buf[s->buf].name, s->slot);
 		if (s->off) {
 			buf_puts(b, " + ");
@@ -427,7 +438,8 @@ kernel_print(Buf *b, const Kernel *k)
 		case PK_TMAP:
 			buf_printf(b, "  param %s: %stmap %s ", p->name, role, dtype_info[p->dtype].name);
 			shape_print_dims(b, k, p);
-			buf_printf(b, " %s box=[%d, %d]\n", view_name[p->view], p->box[0], p->box[1]);
+			buf_printf(b, " %s box=[%d, %d]%s\n", view_name[p->view], p->box[0], p->box[1],
+			           p->prefetch ? ", its tiles prefetched into L2" : "");
 			break;
 		case PK_PTR:
 			buf_printf(b, "  param %s: %sptr %s ", p->name, role, dtype_info[p->dtype].name);

@@ -246,6 +246,13 @@ check_stmt(Check *v, const Stmt *s)
 		check_expr(v, s->z);
 		check_expr(v, s->barslot);
 		break;
+	case ST_TMA_PREFETCH:
+		if (s->param <= 0 || s->param >= k->nparam || k->param[s->param].kind != PK_TMAP)
+			fail(v, "a prefetch from a param that is not a tensor map");
+		check_expr(v, s->a);
+		check_expr(v, s->b);
+		check_expr(v, s->z);
+		break;
 	case ST_MBAR_INIT:
 	case ST_MBAR_ARRIVE:
 	case ST_MBAR_WAIT:

@@ -343,8 +343,9 @@ cb_strip_loads(Stmt *s)
 	for (i = 0; i < s->nbody; i++) {
 		Stmt *x = s->body[i];
 
-		if (x->kind == ST_TMA_LOAD || x->kind == ST_EXPECT_TX || (x->kind == ST_FLAG_WAIT && x->flag))
-			continue;   /* (and the producer's waits for an operand's rows) */
+		if (x->kind == ST_TMA_LOAD || x->kind == ST_EXPECT_TX || x->kind == ST_TMA_PREFETCH ||
+		    (x->kind == ST_FLAG_WAIT && x->flag))
+			continue;   /* (and the producer's waits for an operand's rows, its prefetches) */
 		cb_strip_loads(x);
 		if ((x->kind == ST_IF || (x->kind == ST_LOOP && x->loop == LOOP_CHUNK)) && x->nbody == 0 &&
 		    (!x->orelse || !x->orelse->nbody))

@@ -20,7 +20,8 @@
  * into one, and two consumer warpgroups (raised to 232) that keep
  * tile { k loop; epilogue }; sync places every wait.  Epilogue inputs (a
  * bias [N], a scale [M, 1], a residual [M, N], scalars) are read from global
- * memory by the compute for now.
+ * memory by the compute, a residual's tile prefetched into L2 by the
+ * producer first (prefetch_inputs).
  *
  * What this version takes: one matmul of bf16 or f16 operands, A [..., M, K]
  * or with transpose_a [K, M], B [N, K] with transpose_b (the nn.Linear
@@ -1016,6 +1017,59 @@ wait_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Expr *batch, Exp
 }
 
 /*
+ * The epilogue's full inputs [M, N] (a residual), which the consumers read
+ * through their pointers: the producer pulls each one's box of the tile
+ * into L2 with one TMA prefetch, issued with its last k-step's loads for
+ * the tile, which is a few k-steps before the
+ * consumers' epilogue (the producer runs ahead by the stages).  The
+ * epilogue's loads then find the tile in L2, not in DRAM, whose round
+ * trip a subtile the consumers waited out with the tensor pipe idle: a
+ * GEMM + residual 2-4% faster; two k-steps earlier measured slower
+ * (docs/perf.md).  The map (KParam.prefetch) is the tensor's domain view,
+ * one box the output tile.  Not for inputs that wait per tile (their
+ * tiles arrive while the kernel runs), nor where the k loop is not the
+ * tile's whole (a K-split, stream-K) or is one of several (independent
+ * matmuls), nor swapped (few rows).
+ */
+static void
+prefetch_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Stmt *kloop)
+{
+	Stmt *issue = NULL;
+	int q, i, n = k->nparam;
+
+	if (k->swap_ab || k->splits > 1 || k->sk_slot)
+		return;
+	for (i = 0; i < kloop->nbody && !issue; i++)
+		if (kloop->body[i]->kind == ST_IF && kir_has_load(kloop->body[i]))
+			issue = kloop->body[i];
+	for (q = 1; q < n && issue; q++) {
+		const KParam *x = &k->param[q];
+		const Tensor *in = &f->tensor[x->tensor];
+		Stmt *s;
+		int p;
+
+		if (x->kind != PK_PTR || x->view != VIEW_FULL || x->arg < 0 || x->arg >= f->ninput || in->wait_pos.line)
+			continue;
+		p = kernel_add_param(c, k, PK_TMAP, x->name);
+		k->param[p] = k->param[q];
+		k->param[p].kind = PK_TMAP;
+		k->param[p].box[0] = t->bm;
+		k->param[p].box[1] = t->bn;
+		k->param[p].prefetch = true;
+		s = st_new(c, ST_TMA_PREFETCH);
+		s->param = p;
+		s->a = t->row0;
+		s->b = t->col0;
+		s->z = k->batched && in->rank > 2 ? t->bt : NULL;
+		s->cond = ex_bin(c, EX_EQ, ex_var(c, kloop->var), ex_bin(c, EX_SUB, t->ktiles, ex_int(c, 1)));
+		s->pos = in->pos;
+		s->comment = arena_printf(c->arena, "the tile's '%s' into L2, where the epilogue's loads find it a few "
+		                          "k-steps from now", in->name);
+		st_insert(c, issue, 0, s);
+	}
+}
+
+/*
  * schedule: cluster [x, y]: CTAs along M and N that launch as one cluster
  * and take one cluster tile at a time.  [2, 1] pairs two tiles of the same
  * columns, whose B slices each CTA loads half of and multicasts to both
@@ -1467,6 +1521,8 @@ lower_matmul(Comp *c, Fusion *f)
 		if (gi == 0)
 			first_kloop = kloop;
 	}
+	if (ng == 1)
+		prefetch_inputs(c, f, k, &t, first_kloop);
 	if (k->waits)
 		wait_inputs(c, f, k, &t, batch, batch_tiles);
 	if (f->sched.signal == SIGNAL_PER_TILE)

@@ -7,9 +7,10 @@
  * loop.  Guarantees: the role table holds a producer role (the threads after
  * the consumers') and a consumer role (threads [0, consumer_threads), named
  * barrier 1); the loop is replaced by ST_ROLES with one ST_ROLE branch each.
- *   producer  the load slice of the loop: its loads and expect_tx, the ifs
- *             and loops around them and the lets their expressions use,
- *             nothing else (no compute, no mma, no epilogue).  When the
+ *   producer  the load slice of the loop: its loads, expect_tx and L2
+ *             prefetches, the ifs and loops around them and the lets
+ *             their expressions use, nothing else (no compute, no mma, no
+ *             epilogue).  When the
  *             loads all sit in one inner loop that advances the stage
  *             counter (a k loop inside the tile loop), the tile loop and
  *             that loop merge into one serial loop over their product on
@@ -127,8 +128,9 @@ slice(Comp *c, const Stmt *s, bool *used)
 	int i, n = 0;
 	Stmt **kept;
 
-	if (s->kind == ST_TMA_LOAD || s->kind == ST_EXPECT_TX || (s->kind == ST_FLAG_WAIT && s->flag)) {
-		mark_stmt(s, used);   /* (a wait for an operand's rows goes with its loads) */
+	if (s->kind == ST_TMA_LOAD || s->kind == ST_EXPECT_TX || s->kind == ST_TMA_PREFETCH ||
+	    (s->kind == ST_FLAG_WAIT && s->flag)) {
+		mark_stmt(s, used);   /* (a wait for an operand's rows, and an epilogue input's prefetch, go with the loads) */
 		return st_clone(c, s, 0, NULL);
 	}
 	if (!kir_has_load(s) || (s->kind != ST_IF && s->kind != ST_LOOP && s->kind != ST_BLOCK))

@@ -46,7 +46,8 @@ wsfuse_gemm_residual(
     const __grid_constant__ WsfTensorMap out_o,   // output bf16, full view
     const long long rows,
     const long long cols,
-    const long long inner)
+    const long long inner,
+    const __grid_constant__ WsfTensorMap map_r)   // input bf16, full view, its tiles prefetched into L2
 {
     extern __shared__ __align__(1024) unsigned char wsf_smem[];
     wsf_bf16 *const tile_x = (wsf_bf16 *)(wsf_smem + 0);   // [4 stages][128][64] bf16
@@ -62,6 +63,8 @@ wsfuse_gemm_residual(
         wsf_prefetch_tmap(&in_w);
     if (threadIdx.x == 0)
         wsf_prefetch_tmap(&out_o);
+    if (threadIdx.x == 0)
+        wsf_prefetch_tmap(&map_r);
     if (threadIdx.x == 0) {   // one thread initialises the stage barriers
         for (int s = 0; s < 4; s++)
             wsf_mbar_init(&full[s], 1);
@@ -85,6 +88,8 @@ wsfuse_gemm_residual(
             const long long col0 = (wsf_udiv(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL)) * 256LL);
             for (long long kk = 0LL; kk < ktiles; kk++) {   // the k-steps of this tile
                 if (threadIdx.x == 256) {   // one thread loads the k-step's operands
+                    if ((kk == (ktiles - 1LL)))
+                        wsf_tma_prefetch_2d(&map_r, col0, row0);   // the tile's 'r' into L2, where the epilogue's loads find it a few k-steps from now (tests/golden/gemm_residual.yaml:9)
                     wsf_mbar_wait(&empty[(((i * ktiles) + kk) % 4LL)], (unsigned)((((i * ktiles) + kk) / 4LL) & 1LL));   // wait until consumers released the slot
                     wsf_mbar_expect_tx(&full[(((i * ktiles) + kk) % 4LL)], 49152);
                     wsf_tma_load_2d(tile_x + ((((i * ktiles) + kk) % 4LL)) * 8192, &in_x, (kk * 64LL), row0, &full[(((i * ktiles) + kk) % 4LL)]);  // tests/golden/gemm_residual.yaml:11

@@ -1179,6 +1179,125 @@ tall_pingpong(void **state)
 	(void)state;
 }
 
+/* The prefetches under S, appended to OUT[N..] (room for 8); the new count.  IN_ROLE: the kind of role they sit in. */
+static int
+prefetches_of(const Kernel *k, const Stmt *s, Stmt **out, int n, RoleKind *in_role, RoleKind role)
+{
+	int i;
+
+	if (s->kind == ST_ROLE)
+		role = k->role[s->role].kind;
+	if (s->kind == ST_TMA_PREFETCH && n < 8) {
+		in_role[n] = role;
+		out[n] = (Stmt *)s;
+		return n + 1;
+	}
+	for (i = 0; i < s->nbody; i++)
+		n = prefetches_of(k, s->body[i], out, n, in_role, role);
+	return s->orelse ? prefetches_of(k, s->orelse, out, n, in_role, role) : n;
+}
+
+/*
+ * An epilogue's full input (a residual) is read through its pointer, and
+ * the producer prefetches the tile's box of it into L2 by TMA: a tensor
+ * map of its own (KParam.prefetch, box the output tile) and one prefetch
+ * in the producer's k loop, the first statement of the block that issues
+ * the k-step's loads, at the tile's last k-step; none in the consumers.
+ * A batched tensor's carries the batch.  None for an input that waits per
+ * tile, a swapped matmul, a K-split or independent matmuls; a row input
+ * (a bias) has none.
+ */
+static void
+residual_prefetch(void **state)
+{
+	static const struct {
+		const char *sizes, *inputs, *ops, *sched;
+		int prefetches;       /* in the producer */
+		const char *cuda;     /* the prefetch's call, when there is one */
+	} cases[] = {
+		{"{M: 4096, N: 4096, K: 4096}", "  r: {dtype: bf16, shape: [M, N]}\n  b: {dtype: bf16, shape: [N]}\n",
+		 "  - {out: z0, op: add, in: [y, b]}\n  - {out: z, op: add, in: [z0, r]}\n", "{cluster: [1, 1]}", 1,
+		 "wsf_tma_prefetch_2d(&map_r, col0, row0);"},
+		{"{M: 4096, N: 4096, K: 4096}", "  r: {dtype: f32, shape: [M, N]}\n  q: {dtype: f16, shape: [M, N]}\n",
+		 "  - {out: z0, op: add, in: [y, q]}\n  - {out: z, op: add, in: [z0, r]}\n",
+		 "{consumers: pingpong, tile: [128, 128, 64]}", 2, "wsf_tma_prefetch_2d(&map_q, col0, row0);"},
+		{"{M: 4096, N: 4096, K: 4096}", "  r: {dtype: bf16, shape: [M, N], wait: per_tile}\n",
+		 "  - {out: z, op: add, in: [y, r]}\n", "{cluster: [1, 1]}", 0, NULL},
+		{"{M: 16, N: 8192, K: 4096}", "  r: {dtype: bf16, shape: [M, N]}\n", "  - {out: z, op: add, in: [y, r]}\n",
+		 "{swap_ab: true}", 0, NULL},
+		{"{M: 4096, N: 4096, K: 4096}", "  r: {dtype: bf16, shape: [M, N]}\n", "  - {out: z, op: add, in: [y, r]}\n",
+		 "{split_k: 2, swap_ab: false, cluster: [1, 1]}", 0, NULL},
+	};
+	static const char spec[] =
+		"fusion: gemm\nsizes: %s\ninputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n%s"
+		"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n%s"
+		"outputs:\n  z: {dtype: bf16}\nschedule: %s\n";
+	Fixture *t;
+	Kernel *k;
+	Stmt *pf[8];
+	RoleKind role[8];
+	char text[1024];
+	size_t ci;
+	int i, n, maps;
+
+	for (ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+		if (setup((void **)&t) < 0)
+			fail_msg("setup");
+		snprintf(text, sizeof text, spec, cases[ci].sizes, cases[ci].inputs, cases[ci].ops, cases[ci].sched);
+		if (!(k = kernel_of(t, text)))
+			fail_msg("case %zu: %s", ci, t->msg);
+		n = prefetches_of(k, k->body, pf, 0, role, ROLE_NONE);
+		assert_int_equal(n, cases[ci].prefetches);
+		for (maps = 0, i = 1; i < k->nparam; i++) {
+			const KParam *p = &k->param[i];
+			int j;
+
+			if (!p->prefetch)
+				continue;
+			maps++;
+			assert_int_equal(p->kind, PK_TMAP);
+			assert_int_equal(p->view, VIEW_FULL);
+			assert_int_equal(p->box[0], k->tile_rows);
+			assert_int_equal(p->box[1], k->tile_cols);
+			for (j = 1; j < k->nparam && !(k->param[j].kind == PK_PTR && k->param[j].tensor == p->tensor); j++)
+				;
+			assert_true(j < k->nparam);                       /* the consumers still read its pointer */
+			assert_int_equal(k->param[j].arg, p->arg);
+		}
+		assert_int_equal(maps, n);
+		for (i = 0; i < n; i++) {
+			assert_int_equal(role[i], ROLE_PRODUCER);
+			assert_true(k->param[pf[i]->param].prefetch);
+			assert_string_equal(expr(t, pf[i]->cond), "(kk == (ktiles - 1))");
+			assert_string_equal(expr(t, pf[i]->a), "row0");
+			assert_string_equal(expr(t, pf[i]->b), "col0");
+			assert_null(pf[i]->z);
+		}
+		if (cases[ci].cuda) {
+			const char *cu = cuda_of(t);
+
+			assert_int_equal(count(cu, cases[ci].cuda), 1);
+			assert_int_equal(count(cu, "wsf_tma_prefetch_2d(&map_"), n);
+			assert_int_equal(count(cu, "const __grid_constant__ WsfTensorMap map_"), n);
+		}
+		teardown((void **)&t);
+	}
+
+	/* batched: the prefetch carries the tile's batch, as the loads do */
+	if (setup((void **)&t) < 0)
+		fail_msg("setup");
+	if (!(k = kernel_of(t, HEAD "inputs:\n  a: {dtype: bf16, shape: [2, M, K]}\n  w: {dtype: bf16, shape: [2, K, N]}\n"
+	                    "  r: {dtype: bf16, shape: [2, M, N]}\n"
+	                    "ops:\n  - {out: y, op: matmul, in: [a, w]}\n  - {out: z, op: add, in: [y, r]}\n"
+	                    "outputs:\n  z: {dtype: bf16}\n")))
+		fail_msg("%s", t->msg);
+	assert_int_equal(prefetches_of(k, k->body, pf, 0, role, ROLE_NONE), 1);
+	assert_string_equal(expr(t, pf[0]->z), "bt");
+	assert_int_equal(count(cuda_of(t), "wsf_tma_prefetch_3d(&map_r, col0, row0, bt);"), 1);
+	teardown((void **)&t);
+	(void)state;
+}
+
 /*
  * A cooperative tile of 256 rows (tile: [256, N, 64]): each consumer
  * warpgroup takes 128 rows, two 64-row blocks (Kernel.row_blocks), A's
@@ -2178,6 +2297,7 @@ main(void)
 		cmocka_unit_test(tile_narrows),
 		cmocka_unit_test(cluster_pairs),
 		cmocka_unit_test(tall_pingpong),
+		cmocka_unit_test(residual_prefetch),
 		cmocka_unit_test(swapped),
 		cmocka_unit_test(split_k),
 		cmocka_unit_test_setup_teardown(stream_k, setup, teardown),
