@@ -1019,17 +1019,16 @@ wait_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Expr *batch, Exp
 /*
  * The epilogue's full inputs [M, N] (a residual), which the consumers read
  * through their pointers: the producer pulls each one's box of the tile
- * into L2 with one TMA prefetch, issued with its last k-step's loads for
- * the tile, which is a few k-steps before the
- * consumers' epilogue (the producer runs ahead by the stages).  The
- * epilogue's loads then find the tile in L2, not in DRAM, whose round
- * trip a subtile the consumers waited out with the tensor pipe idle: a
- * GEMM + residual 2-4% faster; two k-steps earlier measured slower
- * (docs/perf.md).  The map (KParam.prefetch) is the tensor's domain view,
- * one box the output tile.  Not for inputs that wait per tile (their
- * tiles arrive while the kernel runs), nor where the k loop is not the
- * tile's whole (a K-split, stream-K) or is one of several (independent
- * matmuls), nor swapped (few rows).
+ * into L2 with one TMA prefetch, issued with the tile's last k-step's
+ * loads, a few k-steps before the consumers' epilogue (the producer runs
+ * ahead by the stages).  The epilogue's loads then find the tile in L2,
+ * not in DRAM, whose round trip a subtile the consumers waited out with
+ * the tensor pipe idle: a GEMM + residual 1.4-3.1% faster; two k-steps
+ * earlier measured slower (docs/perf.md).  The map (KParam.prefetch) is
+ * the tensor's domain view, one box the output tile.  Not for inputs that
+ * wait per tile (their tiles arrive while the kernel runs), nor where the
+ * k loop is not the tile's whole (a K-split, stream-K) or is one of
+ * several (independent matmuls), nor swapped (few rows).
  */
 static void
 prefetch_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Stmt *kloop)
