@@ -99,6 +99,11 @@ static const char *const specs[] = {
 	"  w: {dtype: bf16, shape: [N, K]}\n  b: {dtype: bf16, shape: [N]}\n"
 	"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: o, op: add, in: [y, b]}\n"
 	"outputs:\n  o: {dtype: bf16}\n",
+	/* a matmul with a residual: its pointer, and its map of output tiles that the producer prefetches */
+	"fusion: mmres\nsizes: {M: 256, N: 256, K: 4096}\ninputs:\n  x: {dtype: bf16, shape: [M, K]}\n"
+	"  w: {dtype: bf16, shape: [N, K]}\n  r: {dtype: f32, shape: [M, N]}\n"
+	"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: o, op: add, in: [y, r]}\n"
+	"outputs:\n  o: {dtype: bf16}\n",
 };
 
 typedef struct Kern {
