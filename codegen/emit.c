@@ -711,13 +711,17 @@ emit_stmt(Emit *e, const Stmt *s)
 			emit_line(e, "wsf_signal%s(%s + %s, (unsigned)epoch);%s", e->f->sched.system ? "_system" : "",
 			          k->param[s->param].name, emit_expr_str(e, s->a), comment(e, s));
 		break;
-	case ST_TMA_PREFETCH:
+	case ST_TMA_PREFETCH: {   /* why, and the spec line of the input it prefetches */
+		const char *why = !s->comment ? emit_pos(e, s->pos) : !s->pos.line ? comment(e, s) :
+		                  arena_printf(e->c->arena, "%s (%s:%d)", comment(e, s), e->file, s->pos.line);
+
 		if (s->cond)
 			emit_line(e, "if (%s)", emit_expr_str(e, s->cond));
-		emit_line(e, "%swsf_tma_prefetch_%dd(&%s, %s, %s%s%s);%s (%s:%d)", s->cond ? "    " : "", s->z ? 3 : 2,
+		emit_line(e, "%swsf_tma_prefetch_%dd(&%s, %s, %s%s%s);%s", s->cond ? "    " : "", s->z ? 3 : 2,
 		          emit_param_name(e, &k->param[s->param]), emit_expr_str(e, s->b), emit_expr_str(e, s->a),
-		          s->z ? ", " : "", s->z ? emit_expr_str(e, s->z) : "", comment(e, s), e->file, s->pos.line);
+		          s->z ? ", " : "", s->z ? emit_expr_str(e, s->z) : "", why);
 		break;
+	}
 	case ST_FLAG_WAIT:   /* an operand's (flag): its TMA loads read after it, through the async proxy */
 		if (s->cond)
 			emit_line(e, "if (%s)", emit_expr_str(e, s->cond));

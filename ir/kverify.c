@@ -249,6 +249,7 @@ check_stmt(Check *v, const Stmt *s)
 	case ST_TMA_PREFETCH:
 		if (s->param <= 0 || s->param >= k->nparam || k->param[s->param].kind != PK_TMAP)
 			fail(v, "a prefetch from a param that is not a tensor map");
+		check_expr(v, s->cond);
 		check_expr(v, s->a);
 		check_expr(v, s->b);
 		check_expr(v, s->z);

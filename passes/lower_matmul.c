@@ -1042,15 +1042,15 @@ prefetch_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Stmt *kloop)
 		if (kloop->body[i]->kind == ST_IF && kir_has_load(kloop->body[i]))
 			issue = kloop->body[i];
 	for (q = 1; q < n && issue; q++) {
-		const KParam *x = &k->param[q];
-		const Tensor *in = &f->tensor[x->tensor];
+		const KParam x = k->param[q];   /* a copy: adding a param may move the table */
+		const Tensor *in = &f->tensor[x.tensor];
 		Stmt *s;
 		int p;
 
-		if (x->kind != PK_PTR || x->view != VIEW_FULL || x->arg < 0 || x->arg >= f->ninput || in->wait_pos.line)
+		if (x.kind != PK_PTR || x.view != VIEW_FULL || x.arg < 0 || x.arg >= f->ninput || in->wait_pos.line)
 			continue;
-		p = kernel_add_param(c, k, PK_TMAP, x->name);
-		k->param[p] = k->param[q];
+		p = kernel_add_param(c, k, PK_TMAP, x.name);
+		k->param[p] = x;
 		k->param[p].kind = PK_TMAP;
 		k->param[p].box[0] = t->bm;
 		k->param[p].box[1] = t->bn;
