@@ -1,7 +1,7 @@
 """GEMM + reduce-scatter across GPUs, tile by tile (a row-parallel linear layer).
 
     PYTHONPATH=python NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \\
-        torchrun --nproc-per-node 2 examples/distributed/gemm_reduce_scatter.py [--bench]
+        torchrun --nproc-per-node 2 examples/distributed/gemm_reduce_scatter.py [--shape MxNxK] [--bench]
 
 Each of the W ranks holds X_r [M, K / W] and W_r [N, K / W] (K split between
 them); Y = sum_r X_r W_r^T is scattered by rows, rank o keeping rows
@@ -20,9 +20,10 @@ sums), relative error norm below 1e-2 on every rank; exits 1 otherwise
 that unfused pair and against torch's async-TP fused_matmul_reduce_scatter
 where it runs.  Never uses NVLink multicast (NVLS).
 
-Status: written for a machine of two or more GPUs and not yet run on one
-(the sessions so far had one GPU); tests/gpu/gemm_rs.py runs the same
-kernels and protocol on one GPU, two streams standing in for two ranks.
+Status: run on 2 H200s (twentieth session): correct at 4096^3, 8192^3 and
+8192x14336x4096; not yet faster than the peers there (docs/perf.md).
+tests/gpu/gemm_rs.py runs the same kernels and protocol on one GPU, two
+streams standing in for two ranks.
 """
 import argparse
 import os
@@ -63,11 +64,11 @@ def own_spec(peers):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--m", type=int, default=8192)
-    ap.add_argument("--n", type=int, default=8192)
-    ap.add_argument("--k", type=int, default=8192)
+    # (one --shape, not --m: torchrun takes an abbreviation of its own options for its own)
+    ap.add_argument("--shape", default="8192x8192x8192", help="MxNxK of the whole layer")
     ap.add_argument("--bench", action="store_true")
     args = ap.parse_args()
+    args.m, args.n, args.k = map(int, args.shape.split("x"))
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
     dist.init_process_group("nccl")
@@ -126,7 +127,22 @@ def main():
         print(f"gemm_reduce_scatter {args.m}x{n}x{args.k} on {world} GPUs: rel err {err:.2e} "
               f"({'ok' if ok.item() else 'FAIL'})", flush=True)
     if args.bench:
-        import triton
+        def timed(fn, iters=20, warmup=3):
+            """Milliseconds a call, the slowest rank's: every rank runs the same count (do_bench picks its
+            own from its first runs, and ranks that disagree wait on each other's flags for ever)."""
+            for _ in range(warmup):
+                fn()
+            torch.cuda.synchronize()
+            dist.barrier()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(iters):
+                fn()
+            end.record()
+            torch.cuda.synchronize()
+            ms = torch.tensor([start.elapsed_time(end) / iters], device=dev)
+            dist.all_reduce(ms, op=dist.ReduceOp.MAX)
+            return ms.item()
 
         def cublas_nccl():
             part = torch.mm(x, w.t())
@@ -139,13 +155,11 @@ def main():
                 fn()
             return run
 
-        t = {"wsfuse": triton.testing.do_bench(step(fused), rep=200, return_mode="median"),
-             "cublas+nccl": triton.testing.do_bench(step(cublas_nccl), rep=200, return_mode="median")}
+        t = {"wsfuse": timed(step(fused)), "cublas+nccl": timed(step(cublas_nccl))}
         try:
             op = torch.ops.symm_mem.fused_matmul_reduce_scatter
-            t["async-tp"] = triton.testing.do_bench(
-                step(lambda: op(x, w.t(), "sum", scatter_dim=0, group_name=dist.group.WORLD.group_name)),
-                rep=200, return_mode="median")
+            t["async-tp"] = timed(step(lambda: op(x, w.t(), "sum", scatter_dim=0,
+                                                  group_name=dist.group.WORLD.group_name)))
         except (AttributeError, RuntimeError) as e:
             if rank == 0:
                 print(f"async-TP fused_matmul_reduce_scatter not run: {e}")

@@ -151,7 +151,7 @@ if python3 -c 'import torch' 2>/dev/null; then
 		t0=$SECONDS
 		if NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 WSFUSE_LIB="$b/libwsfuse.so" \
 			PYTHONPATH="$here/../../python${PYTHONPATH:+:$PYTHONPATH}" timeout "$limit" torchrun --nproc-per-node 2 \
-			"$here/../../examples/distributed/gemm_reduce_scatter.py" --m 4096 --n 4096 --k 4096 >"$out" 2>&1; then
+			"$here/../../examples/distributed/gemm_reduce_scatter.py" --shape 4096x4096x4096 >"$out" 2>&1; then
 			pass=$((pass + 1))
 			echo "ok   $((SECONDS - t0))s examples/distributed/gemm_reduce_scatter.py (2 GPUs)"
 		else
