@@ -9,13 +9,11 @@ each shape's time and ratio (above 1 wsfuse is faster).
 """
 import sys; sys.path.insert(0, "python")
 import torch, wsfuse
-from abcommon import gemm_spec, bench, graph_us
+from abcommon import gemm_operands, gemm_spec, bench, graph_us
 out = []
 for sh in sys.argv[2].split(","):
     m, n, k = map(int, sh.split("x"))
-    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k ** 0.5
-    y = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+    x, w, y = gemm_operands(m, n, k)
     with wsfuse.Context(sizes={"M": m, "N": n, "K": k}, cache="0") as ctx:
         kern = ctx.compile_string(gemm_spec(""), name="gemm.yaml")
         y.fill_(float("nan")); kern.launch(x, w, y); torch.cuda.synchronize()

@@ -12,7 +12,7 @@ body too: `... TAG SHAPES "pp192=consumers: pingpong, tile: [128, 192, 64]"`.
 """
 import sys; sys.path.insert(0, "python")
 import torch, wsfuse
-from abcommon import bench, gemm_spec, variants
+from abcommon import bench, gemm_operands, gemm_spec, variants
 
 RES = """fusion: gemm_res
 inputs:
@@ -37,11 +37,9 @@ extra = {v: s for v, s in variants(sys.argv[3]).items() if s} if len(sys.argv) >
 out = []
 for sh in sys.argv[2].split(","):
     m, n, k = map(int, sh.split("x"))
-    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k ** 0.5
+    x, w, o = gemm_operands(m, n, k)
     r16 = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
     r32 = torch.randn(m, n, device="cuda", dtype=torch.float32)
-    o = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
     ref = x.float() @ w.float().t()
     with wsfuse.Context(sizes={"M": m, "N": n, "K": k}, cache="0") as ctx:
         plain = ctx.compile_string(gemm_spec(""), name="gemm.yaml")
