@@ -1,12 +1,14 @@
 """GEMM + reduce-scatter across GPUs, tile by tile (a row-parallel linear layer).
 
     PYTHONPATH=python NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \\
-        torchrun --nproc-per-node 2 examples/distributed/gemm_reduce_scatter.py [--shape MxNxK] [--bench]
+        torchrun --nproc-per-node 2 examples/distributed/gemm_reduce_scatter.py [--shape MxNxK]
+        [--partials bf16|f32] [--bench]
 
 Each of the W ranks holds X_r [M, K / W] and W_r [N, K / W] (K split between
 them); Y = sum_r X_r W_r^T is scattered by rows, rank o keeping rows
 [o M / W, (o + 1) M / W).  With wsfuse each rank runs, for every other owner o
-in turn, a GEMM on o's rows whose epilogue stores f32 partial tiles straight
+in turn, a GEMM on o's rows whose epilogue stores partial tiles (bf16, as
+cuBLAS + NCCL and async-TP reduce them; --partials f32 for f32) straight
 into o's receive buffer (peer memory from torch SymmetricMemory, over NVLink)
 and sets each tile's flag there with a system-scope release (schedule:
 {signal: {per_tile, scope: system}}); then its own rows, whose epilogue adds
@@ -20,8 +22,11 @@ sums), relative error norm below 1e-2 on every rank; exits 1 otherwise
 that unfused pair and against torch's async-TP fused_matmul_reduce_scatter
 where it runs.  Never uses NVLink multicast (NVLS).
 
-Status: run on 2 H200s (twentieth session): correct at 4096^3, 8192^3 and
-8192x14336x4096; not yet faster than the peers there (docs/perf.md).
+Both GEMMs run on ping-pong consumers with 128 x 128 tiles: one warpgroup's
+epilogue (its stores over NVLink, or its loads of the received partials)
+runs while the other's k loop does, where the cooperative 128 x 256 tile
+stalls its k loop for them (on two H200s: sends 0.46 ms against 0.49 to the
+peer, fused 0.89-0.91 against 0.96 ms at 8192^3; docs/perf.md).
 tests/gpu/gemm_rs.py runs the same kernels and protocol on one GPU, two
 streams standing in for two ranks.
 """
@@ -34,7 +39,8 @@ import torch.distributed._symmetric_memory as symm_mem
 
 import wsfuse
 
-TILE = "tile: [128, 256, 64]"   # every rank's kernels tile the rows alike: one flag layout
+# every rank's kernels tile the rows alike (one flag layout), on ping-pong consumers (above)
+TILE = "tile: [128, 128, 64], consumers: pingpong"
 
 SEND = """\
 fusion: rs_send
@@ -44,14 +50,16 @@ inputs:
 ops:
   - {{out: part, op: matmul, in: [x, w], transpose_b: true}}
 outputs:
-  part: {{dtype: f32}}
+  part: {{dtype: {part}}}
 schedule: {{signal: {{per_tile, scope: system}}, {tile}}}
 """
 
 
-def own_spec(peers):
-    """The owner's GEMM: its partial plus the PEERS partials received, each waited for per tile."""
-    inputs = "".join(f"  p{i}: {{dtype: f32, shape: [M, N], wait: per_tile}}\n" for i in range(peers))
+def own_spec(peers, part, wait=True, tile=TILE):
+    """The owner's GEMM: its partial plus the PEERS partials (dtype PART) received, each waited for per tile
+    (WAIT false: read at once, as bench/ab/rs_breakdown.py times it)."""
+    flag = ", wait: per_tile" if wait else ""
+    inputs = "".join(f"  p{i}: {{dtype: {part}, shape: [M, N]{flag}}}\n" for i in range(peers))
     ops, acc = "", "mine"
     for i in range(peers):
         ops += f"  - {{out: s{i}, op: add, in: [{acc}, p{i}]}}\n"
@@ -59,13 +67,15 @@ def own_spec(peers):
     return ("fusion: rs_own\ninputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
             + inputs + "ops:\n  - {out: mine, op: matmul, in: [x, w], transpose_b: true}\n" + ops
             + f"  - {{out: y, op: cast, in: [{acc}], to: bf16}}\noutputs:\n  y: {{dtype: bf16}}\n"
-            + f"schedule: {{{TILE}}}\n")
+            + f"schedule: {{{tile}}}\n")
 
 
 def main():
     ap = argparse.ArgumentParser()
     # (one --shape, not --m: torchrun takes an abbreviation of its own options for its own)
     ap.add_argument("--shape", default="8192x8192x8192", help="MxNxK of the whole layer")
+    ap.add_argument("--partials", choices=("bf16", "f32"), default="bf16",
+                    help="the dtype of the partial sums that cross NVLink")
     ap.add_argument("--bench", action="store_true")
     args = ap.parse_args()
     args.m, args.n, args.k = map(int, args.shape.split("x"))
@@ -80,11 +90,12 @@ def main():
     x = torch.randn(args.m, kr, device=dev, dtype=torch.bfloat16)
     w = torch.randn(n, kr, device=dev, dtype=torch.bfloat16) / args.k ** 0.5
 
-    # peer-visible memory: W - 1 receive slots of f32 partials, and their flags ([slot][tile])
-    recv = symm_mem.empty((world - 1, mo, n), dtype=torch.float32, device=dev)
+    # peer-visible memory: W - 1 receive slots of partials, and their flags ([slot][tile])
+    part = {"bf16": torch.bfloat16, "f32": torch.float32}[args.partials]
+    recv = symm_mem.empty((world - 1, mo, n), dtype=part, device=dev)
     ctx = wsfuse.Context(sizes={"M": mo, "N": n, "K": kr})
-    send = ctx.compile_string(SEND.format(tile=TILE), name="rs_send.yaml")
-    own = ctx.compile_string(own_spec(world - 1), name="rs_own.yaml")
+    send = ctx.compile_string(SEND.format(part=args.partials, tile=TILE), name="rs_send.yaml")
+    own = ctx.compile_string(own_spec(world - 1, args.partials), name="rs_own.yaml")
     tiles = send.signal_layout(x[:mo], w, recv[0])["flags"]
     flags = symm_mem.empty(((world - 1) * tiles,), dtype=torch.int32, device=dev)
     flags.zero_()
@@ -124,7 +135,8 @@ def main():
     ok = torch.tensor([err < 1e-2], device=dev, dtype=torch.int32)
     dist.all_reduce(ok, op=dist.ReduceOp.MIN)
     if rank == 0:
-        print(f"gemm_reduce_scatter {args.m}x{n}x{args.k} on {world} GPUs: rel err {err:.2e} "
+        print(f"gemm_reduce_scatter {args.m}x{n}x{args.k} on {world} GPUs, {args.partials} partials: "
+              f"rel err {err:.2e} "
               f"({'ok' if ok.item() else 'FAIL'})", flush=True)
     if args.bench:
         def timed(fn, iters=20, warmup=3):

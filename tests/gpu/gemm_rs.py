@@ -5,8 +5,9 @@ Two ranks stand in for two GPUs, each a stream on this one, their buffers in
 its memory where a real run has peer memory (NVLink).  Rank r holds X_r [M, K / 2]
 and W_r [N, K / 2] (K split between them); the result Y = X_0 W_0^T + X_1 W_1^T
 is scattered by rows: owner o keeps rows [o M / 2, (o + 1) M / 2).  Each rank
-first runs its GEMM on the other owner's rows ("send": an f32 partial stored
-into that owner's receive buffer, each tile's flag set with a system-scope
+first runs its GEMM on the other owner's rows ("send": a partial, f32 or
+bf16 (the 2-GPU example's default, on ping-pong consumers), stored into
+that owner's receive buffer, each tile's flag set with a system-scope
 release, schedule: {signal: {per_tile, scope: system}}), then its own rows
 ("own": the same GEMM plus the receive buffer, an input with wait: per_tile:
 each tile waits for the peer's flag before its epilogue reads the peer's
@@ -34,7 +35,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import wsfuse  # noqa: E402
 
 LAUNCHES = 20
-TILE = "tile: [128, 256, 64]"   # send and own must tile the rows alike: their flags are one layout
+COOP = "tile: [128, 256, 64]"   # send and own must tile the rows alike: their flags are one layout
+PINGPONG = "tile: [128, 128, 64], consumers: pingpong"   # the 2-GPU example's (and bf16 partials)
 
 SEND = """\
 fusion: rs_send
@@ -45,7 +47,7 @@ inputs:
 ops:
   - {{out: part, op: matmul, in: [x, w], transpose_b: true}}
 outputs:
-  part: {{dtype: f32}}
+  part: {{dtype: {part}}}
 schedule: {{signal: {{per_tile, scope: system}}, {tile}}}
 """
 OWN = """\
@@ -54,7 +56,7 @@ sizes: {{M: {m}, N: {n}, K: {k}}}
 inputs:
   x: {{dtype: bf16, shape: [M, K]}}
   w: {{dtype: bf16, shape: [N, K]}}
-  peer: {{dtype: f32, shape: [M, N], wait: per_tile}}
+  peer: {{dtype: {part}, shape: [M, N], wait: per_tile}}
 ops:
   - {{out: mine, op: matmul, in: [x, w], transpose_b: true}}
   - {{out: y, op: add, in: [mine, peer]}}
@@ -62,14 +64,16 @@ outputs:
   y: {{dtype: bf16}}
 schedule: {{{tile}}}
 """
-CASES = [   # rows an owner keeps, N, K (split in two)
-    (1024, 2048, 2048),
-    (1000, 1032, 1040),   # ragged tiles
-    (256, 8192, 4096),
+CASES = [   # rows an owner keeps, N, K (split in two), the partials' dtype, the tile
+    (1024, 2048, 2048, "f32", COOP),
+    (1000, 1032, 1040, "f32", COOP),   # ragged tiles
+    (256, 8192, 4096, "f32", COOP),
+    (1024, 2048, 2048, "bf16", PINGPONG),
+    (1000, 1032, 1040, "bf16", PINGPONG),
 ]
 
 
-def run(lib, mo, n, k, check_waits):
+def run(lib, mo, n, k, part, tile, check_waits):
     """LAUNCHES launches of the four kernels; the first launch that fails, or None."""
     kh = k // 2
     sm = torch.cuda.get_device_properties(0).multi_processor_count
@@ -78,9 +82,10 @@ def run(lib, mo, n, k, check_waits):
     ref = (x[0].float() @ w[0].float().t() + x[1].float() @ w[1].float().t())
     with wsfuse.Context(sizes={"M": mo, "N": n, "K": kh}, lib=lib, cache="0", store_delay="20000") as slow, \
          wsfuse.Context(sizes={"M": mo, "N": n, "K": kh}, lib=lib, cache="0") as ctx:
-        send = slow.compile_string(SEND.format(m=mo, n=n, k=kh, tile=TILE), name="rs_send.yaml")
-        own = ctx.compile_string(OWN.format(m=mo, n=n, k=kh, tile=TILE), name="rs_own.yaml")
-        recv = [torch.empty(mo, n, device="cuda", dtype=torch.float32) for _ in range(2)]
+        send = slow.compile_string(SEND.format(m=mo, n=n, k=kh, part=part, tile=tile), name="rs_send.yaml")
+        own = ctx.compile_string(OWN.format(m=mo, n=n, k=kh, part=part, tile=tile), name="rs_own.yaml")
+        dtype = torch.float32 if part == "f32" else torch.bfloat16
+        recv = [torch.empty(mo, n, device="cuda", dtype=dtype) for _ in range(2)]
         y = [torch.empty(mo, n, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
         lay = send.signal_layout(x[0][:mo], w[0], recv[0])
         assert own.signal_layout(x[0][:mo], w[0], recv[0], y[0])["flags"] == lay["flags"], "send and own tile alike"
@@ -115,16 +120,18 @@ def run(lib, mo, n, k, check_waits):
 def main():
     lib = wsfuse.load(os.path.join(sys.argv[1], "libwsfuse.so")) if len(sys.argv) > 1 else None
     passed = failed = 0
-    for mo, n, k in CASES:
-        bad = run(lib, mo, n, k, True)
-        print(f"{'ok  ' if bad is None else 'FAIL'} gemm_rs {2 * mo}x{n}x{k}, {LAUNCHES} launches"
+    for mo, n, k, part, tile in CASES:
+        bad = run(lib, mo, n, k, part, tile, True)
+        print(f"{'ok  ' if bad is None else 'FAIL'} gemm_rs {2 * mo}x{n}x{k}, {part} partials, "
+              f"{'ping-pong' if 'pingpong' in tile else 'cooperative'}, {LAUNCHES} launches"
               + ("" if bad is None else f": {bad}"), flush=True)
         passed, failed = passed + (bad is None), failed + (bad is not None)
-    # negative control: without the waits the check must see the peer's partial missing
-    bad = run(lib, *CASES[0], False)
-    print(f"{'ok  ' if bad else 'FAIL'} negative control (wait flags preset): "
-          + (f"caught at {bad}" if bad else f"{LAUNCHES} launches passed: the check cannot tell"), flush=True)
-    passed, failed = passed + bool(bad), failed + (not bad)
+    # negative controls: without the waits the check must see the peer's partial missing, in both forms
+    for case in (CASES[0], CASES[3]):
+        bad = run(lib, *case, False)
+        print(f"{'ok  ' if bad else 'FAIL'} negative control ({case[3]} partials, wait flags preset): "
+              + (f"caught at {bad}" if bad else f"{LAUNCHES} launches passed: the check cannot tell"), flush=True)
+        passed, failed = passed + bool(bad), failed + (not bad)
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
 

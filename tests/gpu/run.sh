@@ -147,22 +147,25 @@ if python3 -c 'import torch' 2>/dev/null; then
 	py_check gemm_rs.py
 	py_check ag_gemm.py
 	# GEMM + reduce-scatter across 2 GPUs (torchrun), where there are 2; never NVLink multicast
-	if [ "$(grep -c '^GPU ' <<<"$gpus")" -ge 2 ] && command -v torchrun >/dev/null; then
-		t0=$SECONDS
-		if NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 WSFUSE_LIB="$b/libwsfuse.so" \
-			PYTHONPATH="$here/../../python${PYTHONPATH:+:$PYTHONPATH}" timeout "$limit" torchrun --nproc-per-node 2 \
-			"$here/../../examples/distributed/gemm_reduce_scatter.py" --shape 4096x4096x4096 >"$out" 2>&1; then
-			pass=$((pass + 1))
-			echo "ok   $((SECONDS - t0))s examples/distributed/gemm_reduce_scatter.py (2 GPUs)"
+	for part in bf16 f32; do
+		if [ "$(grep -c '^GPU ' <<<"$gpus")" -ge 2 ] && command -v torchrun >/dev/null; then
+			t0=$SECONDS
+			if NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
+				WSFUSE_LIB="$b/libwsfuse.so" PYTHONPATH="$here/../../python${PYTHONPATH:+:$PYTHONPATH}" \
+				timeout "$limit" torchrun --nproc-per-node 2 "$here/../../examples/distributed/gemm_reduce_scatter.py" \
+				--shape 4096x4096x4096 --partials $part >"$out" 2>&1; then
+				pass=$((pass + 1))
+				echo "ok   $((SECONDS - t0))s examples/distributed/gemm_reduce_scatter.py --partials $part (2 GPUs)"
+			else
+				fail=$((fail + 1))
+				echo "FAIL gpu: examples/distributed/gemm_reduce_scatter.py --partials $part (2 GPUs)"
+				tail -n 8 "$out" | sed 's/^/    /'
+			fi
 		else
-			fail=$((fail + 1))
-			echo "FAIL gpu: examples/distributed/gemm_reduce_scatter.py (2 GPUs)"
-			tail -n 8 "$out" | sed 's/^/    /'
+			skip=$((skip + 1))
+			echo "skipped gpu: examples/distributed/gemm_reduce_scatter.py --partials $part: needs 2 GPUs and torchrun"
 		fi
-	else
-		skip=$((skip + 1))
-		echo "skipped gpu: examples/distributed/gemm_reduce_scatter.py: needs 2 GPUs and torchrun"
-	fi
+	done
 	torch_tests
 	if python3 -c 'import triton' 2>/dev/null; then
 		py_check signal_consumer.py
