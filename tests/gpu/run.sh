@@ -17,7 +17,7 @@
 # stream_k.py (stream-K's workspace: a stream each, a larger grid, CUDA graph capture),
 # gemm_rs.py (GEMM + reduce-scatter tile by tile, two ranks on one GPU),
 # ag_gemm.py (all-gather + GEMM's load side: a GEMM whose A arrives by row tiles),
-# examples/distributed/gemm_reduce_scatter.py on 2 GPUs where there are 2,
+# examples/distributed/gemm_reduce_scatter.py (bf16 and f32 partials) and ag_gemm.py on 2 GPUs where there are 2,
 # tests/python/test_torch.py --gpu (the torch custom op), one count per test,
 # and with triton signal_consumer.py (the per-tile signal under a consumer
 # kernel on another stream).
@@ -147,23 +147,24 @@ if python3 -c 'import torch' 2>/dev/null; then
 	py_check gemm_rs.py
 	py_check ag_gemm.py
 	# GEMM + reduce-scatter across 2 GPUs (torchrun), where there are 2; never NVLink multicast
-	for part in bf16 f32; do
+	for ex in "gemm_reduce_scatter.py --partials bf16" "gemm_reduce_scatter.py --partials f32" "ag_gemm.py"; do
 		if [ "$(grep -c '^GPU ' <<<"$gpus")" -ge 2 ] && command -v torchrun >/dev/null; then
 			t0=$SECONDS
+			# shellcheck disable=SC2086 # the example's name, then its options
 			if NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
 				WSFUSE_LIB="$b/libwsfuse.so" PYTHONPATH="$here/../../python${PYTHONPATH:+:$PYTHONPATH}" \
-				timeout "$limit" torchrun --nproc-per-node 2 "$here/../../examples/distributed/gemm_reduce_scatter.py" \
-				--shape 4096x4096x4096 --partials $part >"$out" 2>&1; then
+				timeout "$limit" torchrun --nproc-per-node 2 "$here/../../examples/distributed/"$ex \
+				--shape 4096x4096x4096 >"$out" 2>&1; then
 				pass=$((pass + 1))
-				echo "ok   $((SECONDS - t0))s examples/distributed/gemm_reduce_scatter.py --partials $part (2 GPUs)"
+				echo "ok   $((SECONDS - t0))s examples/distributed/$ex (2 GPUs)"
 			else
 				fail=$((fail + 1))
-				echo "FAIL gpu: examples/distributed/gemm_reduce_scatter.py --partials $part (2 GPUs)"
+				echo "FAIL gpu: examples/distributed/$ex (2 GPUs)"
 				tail -n 8 "$out" | sed 's/^/    /'
 			fi
 		else
 			skip=$((skip + 1))
-			echo "skipped gpu: examples/distributed/gemm_reduce_scatter.py --partials $part: needs 2 GPUs and torchrun"
+			echo "skipped gpu: examples/distributed/$ex: needs 2 GPUs and torchrun"
 		fi
 	done
 	torch_tests
@@ -175,7 +176,7 @@ if python3 -c 'import torch' 2>/dev/null; then
 	fi
 else
 	skip=$((skip + 8))
-	echo "skipped gpu: $here/ragged_row.py, $here/tile_consumer.py, $here/pdl_chain.py, $here/launch_path.py, $here/tune.py, $here/stream_k.py, $here/gemm_rs.py, $here/ag_gemm.py, examples/distributed/gemm_reduce_scatter.py, tests/python/test_torch.py: no torch"
+	echo "skipped gpu: $here/ragged_row.py, $here/tile_consumer.py, $here/pdl_chain.py, $here/launch_path.py, $here/tune.py, $here/stream_k.py, $here/gemm_rs.py, $here/ag_gemm.py, examples/distributed/gemm_reduce_scatter.py, examples/distributed/ag_gemm.py, tests/python/test_torch.py: no torch"
 fi
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail = 0 ]
