@@ -23,7 +23,8 @@ standing in for the peers.
 
 Status: written in the twenty-first session when no machine of two GPUs was
 lent; not yet run on two (the waiting kernel and its protocol are the ones
-tests/gpu/ag_gemm.py runs).
+tests/gpu/ag_gemm.py runs).  On one (--nproc-per-node 1, the own rows' GEMM
+alone): 4096^3 correct (rel err 1.66e-03), --bench ran.
 """
 import argparse
 import os
