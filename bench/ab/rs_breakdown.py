@@ -23,6 +23,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [here, os.path.join(here, "..", "..", "examples", "distributed")]
 import abcommon  # noqa: E402
 import gemm_reduce_scatter as ex  # noqa: E402
+import tpcommon  # noqa: E402
 import wsfuse  # noqa: E402
 
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
@@ -32,10 +33,7 @@ def main():
     m, n, k = map(int, sys.argv[1].split("x"))
     tile = sys.argv[2] if len(sys.argv) > 2 else ex.TILE
     only = os.environ.get("ONLY")
-    dist.init_process_group("nccl")
-    rank, world = dist.get_rank(), dist.get_world_size()
-    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)))
-    dev = torch.device("cuda", torch.cuda.current_device())
+    rank, world, dev = tpcommon.setup()
     mo, kr = m // world, k // world
     torch.manual_seed(rank)
     x = torch.randn(m, kr, device=dev, dtype=torch.bfloat16)

@@ -27,12 +27,12 @@ tests/gpu/ag_gemm.py runs).  On one (--nproc-per-node 1, the own rows' GEMM
 alone): 4096^3 correct (rel err 1.66e-03), --bench ran.
 """
 import argparse
-import os
 
 import torch
 import torch.distributed as dist
 import torch.distributed._symmetric_memory as symm_mem
 
+import tpcommon
 import wsfuse
 
 TILE = "tile: [128, 256, 64]"
@@ -58,12 +58,7 @@ def main():
     ap.add_argument("--bench", action="store_true")
     args = ap.parse_args()
     m, n, k = map(int, args.shape.split("x"))
-    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
-    os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
-    dist.init_process_group("nccl")
-    rank, world = dist.get_rank(), dist.get_world_size()
-    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)))
-    dev = torch.device("cuda", torch.cuda.current_device())
+    rank, world, dev = tpcommon.setup()
     mo, nr = m // world, n // world
     torch.manual_seed(rank)
     x = torch.randn(mo, k, device=dev, dtype=torch.bfloat16)
@@ -126,44 +121,20 @@ def main():
         print(f"ag_gemm {m}x{n}x{k} on {world} GPUs, {len(pieces)} pieces a peer: rel err {err:.2e} "
               f"({'ok' if ok.item() else 'FAIL'})", flush=True)
     if args.bench:
-        def timed(fn, iters=20, warmup=3):
-            """Milliseconds a call, the slowest rank's mean over a fixed count (every rank the same)."""
-            for _ in range(warmup):
-                fn()
-            torch.cuda.synchronize()
-            dist.barrier()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(iters):
-                fn()
-            end.record()
-            torch.cuda.synchronize()
-            ms = torch.tensor([start.elapsed_time(end) / iters], device=dev)
-            dist.all_reduce(ms, op=dist.ReduceOp.MAX)
-            return ms.item()
-
         def nccl_cublas():
             xs = torch.empty(m, k, device=dev, dtype=torch.bfloat16)
             dist.all_gather_into_tensor(xs, x)
             torch.mm(xs, w.t())
 
-        def step(fn):
-            def run():
-                flags_h.barrier()   # every rank's gather buffer and flags free before the next round's copies
-                fn()
-            return run
-
-        t = {"wsfuse": timed(step(fused)), "nccl+cublas": timed(step(nccl_cublas))}
+        t = {"wsfuse": tpcommon.timed(fused, flags_h), "nccl+cublas": tpcommon.timed(nccl_cublas, flags_h)}
         try:
             op = torch.ops.symm_mem.fused_all_gather_matmul
-            t["async-tp"] = timed(step(lambda: op(x, [w.t()], gather_dim=0,
-                                                  group_name=dist.group.WORLD.group_name)))
+            t["async-tp"] = tpcommon.timed(lambda: op(x, [w.t()], gather_dim=0,
+                                                      group_name=dist.group.WORLD.group_name), flags_h)
         except (AttributeError, RuntimeError) as e:
             if rank == 0:
                 print(f"async-TP fused_all_gather_matmul not run: {e}")
-        if rank == 0:
-            print(" ".join(f"{a} {v:.3f} ms" for a, v in t.items()) + " -> " +
-                  " ".join(f"{a}/wsfuse {v / t['wsfuse']:.3f}" for a, v in t.items() if a != "wsfuse"))
+        tpcommon.report(t, rank)
     dist.destroy_process_group()
     return 0 if ok.item() else 1
 

@@ -31,12 +31,12 @@ tests/gpu/gemm_rs.py runs the same kernels and protocol on one GPU, two
 streams standing in for two ranks.
 """
 import argparse
-import os
 
 import torch
 import torch.distributed as dist
 import torch.distributed._symmetric_memory as symm_mem
 
+import tpcommon
 import wsfuse
 
 # every rank's kernels tile the rows alike (one flag layout), on ping-pong consumers (above)
@@ -79,12 +79,7 @@ def main():
     ap.add_argument("--bench", action="store_true")
     args = ap.parse_args()
     args.m, args.n, args.k = map(int, args.shape.split("x"))
-    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
-    os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
-    dist.init_process_group("nccl")
-    rank, world = dist.get_rank(), dist.get_world_size()
-    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)))
-    dev = torch.device("cuda", torch.cuda.current_device())
+    rank, world, dev = tpcommon.setup()
     mo, n, kr = args.m // world, args.n, args.k // world
     torch.manual_seed(rank)
     x = torch.randn(args.m, kr, device=dev, dtype=torch.bfloat16)
@@ -139,45 +134,20 @@ def main():
               f"rel err {err:.2e} "
               f"({'ok' if ok.item() else 'FAIL'})", flush=True)
     if args.bench:
-        def timed(fn, iters=20, warmup=3):
-            """Milliseconds a call, the slowest rank's: every rank runs the same count (do_bench picks its
-            own from its first runs, and ranks that disagree wait on each other's flags for ever)."""
-            for _ in range(warmup):
-                fn()
-            torch.cuda.synchronize()
-            dist.barrier()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(iters):
-                fn()
-            end.record()
-            torch.cuda.synchronize()
-            ms = torch.tensor([start.elapsed_time(end) / iters], device=dev)
-            dist.all_reduce(ms, op=dist.ReduceOp.MAX)
-            return ms.item()
-
         def cublas_nccl():
             part = torch.mm(x, w.t())
             out = torch.empty(mo, n, device=dev, dtype=torch.bfloat16)
             dist.reduce_scatter_tensor(out, part)
 
-        def step(fn):
-            def run():
-                recv_h.barrier()   # every rank's flags and slots free before the next round's stores
-                fn()
-            return run
-
-        t = {"wsfuse": timed(step(fused)), "cublas+nccl": timed(step(cublas_nccl))}
+        t = {"wsfuse": tpcommon.timed(fused, recv_h), "cublas+nccl": tpcommon.timed(cublas_nccl, recv_h)}
         try:
             op = torch.ops.symm_mem.fused_matmul_reduce_scatter
-            t["async-tp"] = timed(step(lambda: op(x, w.t(), "sum", scatter_dim=0,
-                                                  group_name=dist.group.WORLD.group_name)))
+            t["async-tp"] = tpcommon.timed(lambda: op(x, w.t(), "sum", scatter_dim=0,
+                                                      group_name=dist.group.WORLD.group_name), recv_h)
         except (AttributeError, RuntimeError) as e:
             if rank == 0:
                 print(f"async-TP fused_matmul_reduce_scatter not run: {e}")
-        if rank == 0:
-            print(" ".join(f"{k} {v:.3f} ms" for k, v in t.items()) + " -> " +
-                  " ".join(f"{k}/wsfuse {v / t['wsfuse']:.3f}" for k, v in t.items() if k != "wsfuse"))
+        tpcommon.report(t, rank)
     dist.destroy_process_group()
     return 0 if ok.item() else 1
 
