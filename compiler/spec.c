@@ -1005,15 +1005,53 @@ read_shape(Reader *r, int t, const Node *n, const char *where)
 	return 0;
 }
 
-/* input: NAME: {dtype: DTYPE, shape: [NAME | EXTENT, ...]} */
+/*
+ * wait: per_tile | {per_tile, tile: [R, C]}: T's tiles arrive while the
+ * kernel runs; with a tile, its writer's, whose flag layout the words follow.
+ */
+static int
+read_wait(Reader *r, int t, const Node *n, const char *where)
+{
+	static const char *const waits[] = {"per_tile"}, *const keys[] = {"per_tile", "tile"};
+	Tensor *x = &r->f->tensor[t];
+	const Node *v;
+	int64_t e;
+	int i, word;
+
+	x->wait_pos = n->pos;
+	if (n->kind != N_MAP)
+		return read_word(r, n, words(r, "'wait' of %s", where), waits, countof(waits), &word);
+	if (check_keys(r, n, words(r, "'wait' of %s", where), keys, countof(keys)) < 0)
+		return -1;
+	if (!(v = map_get(n, "per_tile")))
+		return diag_error(r->c, n->pos, "expected per_tile in the 'wait' of %s ({per_tile, tile: [R, C]})", where);
+	if (v->type != SC_NULL && !(v->type == SC_BOOL && (v->text[0] == 't' || v->text[0] == 'T')))
+		return diag_error(r->c, v->pos, "expected per_tile with no value, or per_tile: true, saw %s (to wait for "
+		                  "nothing, leave out 'wait')", describe(r, v));
+	if (!(v = map_get(n, "tile")))
+		return 0;   /* {per_tile}: the same as wait: per_tile */
+	if (need_kind(r, v, N_LIST, "a list [rows, cols] for the writer's 'tile'") < 0)
+		return -1;
+	if (v->nkid != 2)
+		return diag_error(r->c, v->pos, "expected the writer's tile as [rows, cols], saw %d entr%s", v->nkid,
+		                  v->nkid == 1 ? "y" : "ies");
+	for (i = 0; i < 2; i++) {
+		if (read_int(r, v->kid[i], "a writer's tile extent", 1, MAX_TILE, &e) < 0)
+			return -1;
+		x->wait_tile[i] = (int)e;
+	}
+	x->wait_tile_pos = v->pos;
+	return 0;
+}
+
+/* input: NAME: {dtype: DTYPE, shape: [NAME | EXTENT, ...], wait: ...} */
 static int
 read_input(Reader *r, const Node *key, const Node *n)
 {
-	static const char *const waits[] = {"per_tile"};
 	const char *name = read_name(r, key, "an input"), *where;
 	const Node *dt, *shape, *w;
 	Dtype d;
-	int t, word;
+	int t;
 
 	if (!name)
 		return -1;
@@ -1024,11 +1062,8 @@ read_input(Reader *r, const Node *key, const Node *n)
 	    read_dtype(r, dt, &d) < 0 || (t = define_tensor(r, name, TK_INPUT, key->pos)) < 0)
 		return -1;
 	r->f->tensor[t].dtype = d;
-	if ((w = map_get(n, "wait"))) {   /* wait: per_tile */
-		if (read_word(r, w, words(r, "'wait' of %s", where), waits, countof(waits), &word) < 0)
-			return -1;
-		r->f->tensor[t].wait_pos = w->pos;
-	}
+	if ((w = map_get(n, "wait")) && read_wait(r, t, w, where) < 0)
+		return -1;
 	return read_shape(r, t, shape, where);
 }
 

@@ -300,6 +300,9 @@ typedef struct Tensor {
 	Pos shape_pos;      /* an input's shape list (line 0 for values) */
 	Pos wait_pos;       /* an input with wait: per_tile (line 0: none): its tiles arrive while the kernel runs,
 	                       each published by a flag word the kernel waits on before reading the tile */
+	int wait_tile[2];   /* wait: {per_tile, tile: [R, C]}: its writer's tile, whose flag layout the words
+	                       follow (0: the reading kernel's own tile) */
+	Pos wait_tile_pos;
 } Tensor;
 
 /* An op input: tensor TENSOR, or the number LIT when TENSOR is 0. */
@@ -816,6 +819,9 @@ struct Kernel {
 	                            before the producer loads it; wait_flags holds, input after input in spec order,
 	                            a word an output tile (an epilogue input), a row tile (A) or a column tile (B) */
 	int wait_rows, wait_cols;   /* of them, operands A (a word a row tile) and B (a column tile) */
+	int wait_tile[2];        /* the writer's tile of the epilogue inputs that wait, when it is not the kernel's
+	                            own (wait: {per_tile, tile: [R, C]}): a word an R x C tile, and a tile of the
+	                            kernel waits for each of the writer's it covers (0: the kernel's own) */
 	bool pdl;                /* launched as a programmatic dependent (ST_GRID_DEP): it may start while the
 	                            grid before it in the stream finishes, and waits for it before touching
 	                            global memory */

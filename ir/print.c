@@ -155,6 +155,8 @@ fusion_print(Buf *b, const Fusion *f)
 		shape_print(b, f, t);
 		if (t->wait_pos.line)
 			buf_puts(b, " wait=per_tile");
+		if (t->wait_tile[0])
+			buf_printf(b, " wait_tile=%dx%d", t->wait_tile[0], t->wait_tile[1]);
 		end_line(b, start, t->pos);
 	}
 	for (i = 1; i < f->nop; i++) {

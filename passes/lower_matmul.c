@@ -925,6 +925,75 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 }
 
 /*
+ * The writer's tile of epilogue input X that waits (wait: {per_tile, tile:
+ * [R, C]}), into Kernel.wait_tile: each of the kernel's tiles must cover
+ * whole writer tiles, and the kernel's epilogue inputs that wait must
+ * share one writer tile (a layout of words for them all): FIRST, X is the
+ * first of them.
+ */
+static int
+wait_tile(Comp *c, Kernel *k, const Tile *t, const Tensor *x, bool first)
+{
+	const int *w = x->wait_tile;
+
+	if (w[0] && (t->bm % w[0] || t->bn % w[1]))
+		return diag_error(c, x->wait_tile_pos, "the writer's tile %d x %d of '%s' does not divide the kernel's "
+		                  "tile %d x %d: each kernel tile must cover whole writer tiles (give the kernel a tile "
+		                  "whose rows are a multiple of %d and columns of %d, or the writer one that divides "
+		                  "%d x %d)", w[0], w[1], x->name, t->bm, t->bn, w[0], w[1], t->bm, t->bn);
+	if (!first && (k->wait_tile[0] != w[0] || k->wait_tile[1] != w[1]))
+		return unbuilt(c, x->wait_tile_pos.line ? x->wait_tile_pos : x->wait_pos, "epilogue inputs that wait "
+		               "with different writer tiles in one kernel ('%s' and one before it) are not implemented "
+		               "yet", x->name);
+	k->wait_tile[0] = w[0];
+	k->wait_tile[1] = w[1];
+	return 0;
+}
+
+/*
+ * An epilogue input whose writer's tile R x C (Kernel.wait_tile) is finer
+ * than the kernel's: the words follow the writer's layout, [batch, row
+ * tiles, column tiles] of R x C, and the tile waits (WAIT, cloned into ONE)
+ * for each writer tile it covers that lies inside the output, the first
+ * always.  NAME: the input's; its words start at AT.  Returns how many it
+ * has (a batch's).
+ */
+static Expr *
+wait_words(Comp *c, const Kernel *k, const Tile *t, Stmt *one, const Stmt *wait, const char *name, Expr *at)
+{
+	int r = k->wait_tile[0], cw = k->wait_tile[1], i, j;
+	Expr *rows = ex_var(c, k->rows_var), *cols = ex_var(c, k->cols_var);
+	Expr *rows_w = ex_bin(c, EX_CEILDIV, rows, ex_int(c, r)), *cols_w = ex_bin(c, EX_CEILDIV, cols, ex_int(c, cw));
+	Expr *words = ex_bin(c, EX_MUL, rows_w, cols_w);
+
+	for (i = 0; i < t->bm / r; i++)
+		for (j = 0; j < t->bn / cw; j++) {
+			Stmt *w = st_clone(c, wait, 0, NULL);
+			Expr *row = ex_bin(c, EX_ADD, ex_bin(c, EX_DIV, t->row0, ex_int(c, r)), ex_int(c, i));
+			Expr *col = ex_bin(c, EX_ADD, ex_bin(c, EX_DIV, t->col0, ex_int(c, cw)), ex_int(c, j));
+			Expr *word = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, row, cols_w), col), *in = NULL;
+
+			if (t->bt)
+				word = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, t->bt, words), word);
+			if (!(at->kind == EX_INT && at->ival == 0))
+				word = ex_bin(c, EX_ADD, at, word);
+			if (i)
+				in = ex_bin(c, EX_LT, ex_bin(c, EX_ADD, t->row0, ex_int(c, i * r)), rows);
+			if (j) {
+				Expr *x = ex_bin(c, EX_LT, ex_bin(c, EX_ADD, t->col0, ex_int(c, j * cw)), cols);
+
+				in = in ? ex_bin(c, EX_AND, in, x) : x;
+			}
+			w->a = word;
+			w->cond = in;
+			w->comment = arena_printf(c->arena, "the writer's %d x %d tile %d, %d of this tile of '%s' has been "
+			                          "written", r, cw, i, j, name);
+			st_append(c, one, w);
+		}
+	return words;
+}
+
+/*
  * Inputs with wait: per_tile (Kernel.waits): their tiles arrive while the
  * kernel runs, each published by the writer's flag word (a peer GPU's
  * epilogue, over NVLink, or a kernel on another stream).  Their words in
@@ -992,6 +1061,8 @@ wait_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Expr *batch, Exp
 					;   /* after the waits of the inputs before it */
 				st_insert(c, kl->body[e], n, w);
 			}
+		} else if (k->wait_tile[0]) {
+			words = wait_words(c, k, t, one, s, x->name, at);
 		} else {
 			words = ex_bin(c, EX_MUL, rows_t, cols_t);
 			s->a = at->kind == EX_INT && at->ival == 0 ? tile : ex_bin(c, EX_ADD, at, tile);
@@ -1227,7 +1298,7 @@ lower_matmul(Comp *c, Fusion *f)
 	Tile t = {.k = k, .f = f};
 	Expr *batch = NULL, *batch_tiles = NULL;
 	Stmt *first_kloop = NULL;
-	int ng, gi, m, j, pa[MAXMM] = {0}, pb[MAXMM][MAXMM] = {{0}}, *out_group;
+	int ng, gi, m, j, epi_waits = 0, pa[MAXMM] = {0}, pb[MAXMM][MAXMM] = {{0}}, *out_group;
 	bool kmajor_b = true;   /* every B of the first mainloop K-major (transpose_b) */
 	bool group_pp;          /* group_pingpong's default */
 
@@ -1354,6 +1425,11 @@ lower_matmul(Comp *c, Fusion *f)
 		if (x->wait_pos.line && f->sched.consumer_pos.line)
 			return unbuilt(c, x->wait_pos, "an input that waits per tile in a kernel with a signal consumer "
 			               "role is not implemented yet");
+		if (x->wait_pos.line && !(as_a || as_b) && wait_tile(c, k, &t, x, epi_waits++ == 0) < 0)
+			return -1;
+		if (x->wait_tile[0] && (as_a || as_b))
+			return unbuilt(c, x->wait_tile_pos, "a writer's tile for an operand that waits ('%s', which waits by "
+			               "%s tiles) is not implemented yet", x->name, as_a ? "row" : "column");
 		p = kernel_add_param(c, k, as_a || as_b ? PK_TMAP : PK_PTR, x->name);
 		k->param[p].arg = j;
 		k->param[p].tensor = f->input[j];

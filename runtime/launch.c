@@ -426,10 +426,12 @@ int64_t
 rt_wait_words(const Kernel *k, const LaunchPlan *p)
 {
 	int64_t rows_t = (p->rows + k->tile_rows - 1) / k->tile_rows, cols_t = (p->cols + k->tile_cols - 1) / k->tile_cols;
+	int64_t er = k->wait_tile[0] ? k->wait_tile[0] : k->tile_rows, ec = k->wait_tile[1] ? k->wait_tile[1] : k->tile_cols;
 
-	/* an epilogue input a word an output tile, an operand A a row tile, B a column tile */
-	return ((k->waits - k->wait_rows - k->wait_cols) * rows_t * cols_t + k->wait_rows * rows_t +
-	        k->wait_cols * cols_t) * p->batch;
+	/* an epilogue input a word a tile of its writer's (the kernel's own by default), an operand A a row
+	   tile, B a column tile */
+	return ((k->waits - k->wait_rows - k->wait_cols) * ((p->rows + er - 1) / er) * ((p->cols + ec - 1) / ec) +
+	        k->wait_rows * rows_t + k->wait_cols * cols_t) * p->batch;
 }
 
 /*

@@ -56,7 +56,7 @@ sizes: {{M: {m}, N: {n}, K: {k}}}
 inputs:
   x: {{dtype: bf16, shape: [M, K]}}
   w: {{dtype: bf16, shape: [N, K]}}
-  peer: {{dtype: {part}, shape: [M, N], wait: per_tile}}
+  peer: {{dtype: {part}, shape: [M, N], wait: {wait}}}
 ops:
   - {{out: mine, op: matmul, in: [x, w], transpose_b: true}}
   - {{out: y, op: add, in: [mine, peer]}}
@@ -64,16 +64,19 @@ outputs:
   y: {{dtype: bf16}}
 schedule: {{{tile}}}
 """
-CASES = [   # rows an owner keeps, N, K (split in two), the partials' dtype, the tile
-    (1024, 2048, 2048, "f32", COOP),
-    (1000, 1032, 1040, "f32", COOP),   # ragged tiles
-    (256, 8192, 4096, "f32", COOP),
-    (1024, 2048, 2048, "bf16", PINGPONG),
-    (1000, 1032, 1040, "bf16", PINGPONG),
+CASES = [   # rows an owner keeps, N, K (split in two), the partials' dtype, the send's tile, the owner's
+    (1024, 2048, 2048, "f32", COOP, COOP),
+    (1000, 1032, 1040, "f32", COOP, COOP),   # ragged tiles
+    (256, 8192, 4096, "f32", COOP, COOP),
+    (1024, 2048, 2048, "bf16", PINGPONG, PINGPONG),
+    (1000, 1032, 1040, "bf16", PINGPONG, PINGPONG),
+    # the owner on its own tile, waiting for the two 128 x 128 send tiles each covers (wait: {tile})
+    (1024, 2048, 2048, "bf16", PINGPONG, COOP),
+    (1000, 1096, 1040, "bf16", PINGPONG, COOP),   # ragged: a last column of one send tile, not two
 ]
 
 
-def run(lib, mo, n, k, part, tile, check_waits):
+def run(lib, mo, n, k, part, tile, own_tile, check_waits):
     """LAUNCHES launches of the four kernels; the first launch that fails, or None."""
     kh = k // 2
     sm = torch.cuda.get_device_properties(0).multi_processor_count
@@ -83,12 +86,14 @@ def run(lib, mo, n, k, part, tile, check_waits):
     with wsfuse.Context(sizes={"M": mo, "N": n, "K": kh}, lib=lib, cache="0", store_delay="20000") as slow, \
          wsfuse.Context(sizes={"M": mo, "N": n, "K": kh}, lib=lib, cache="0") as ctx:
         send = slow.compile_string(SEND.format(m=mo, n=n, k=kh, part=part, tile=tile), name="rs_send.yaml")
-        own = ctx.compile_string(OWN.format(m=mo, n=n, k=kh, part=part, tile=tile), name="rs_own.yaml")
+        wait = "per_tile" if own_tile == tile else "{per_tile, tile: [128, 128]}"
+        own = ctx.compile_string(OWN.format(m=mo, n=n, k=kh, part=part, tile=own_tile, wait=wait),
+                                 name="rs_own.yaml")
         dtype = torch.float32 if part == "f32" else torch.bfloat16
         recv = [torch.empty(mo, n, device="cuda", dtype=dtype) for _ in range(2)]
         y = [torch.empty(mo, n, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
         lay = send.signal_layout(x[0][:mo], w[0], recv[0])
-        assert own.signal_layout(x[0][:mo], w[0], recv[0], y[0])["flags"] == lay["flags"], "send and own tile alike"
+        assert own.signal_layout(x[0][:mo], w[0], recv[0], y[0])["wait_words"] == lay["flags"], "one flag layout"
         flags = [torch.zeros(lay["flags"], device="cuda", dtype=torch.int32) for _ in range(2)]
         ready = torch.empty(lay["flags"], device="cuda", dtype=torch.int32)
         sends, owns = [torch.cuda.Stream() for _ in range(2)], [torch.cuda.Stream() for _ in range(2)]
@@ -120,16 +125,18 @@ def run(lib, mo, n, k, part, tile, check_waits):
 def main():
     lib = wsfuse.load(os.path.join(sys.argv[1], "libwsfuse.so")) if len(sys.argv) > 1 else None
     passed = failed = 0
-    for mo, n, k, part, tile in CASES:
-        bad = run(lib, mo, n, k, part, tile, True)
+    kind = {COOP: "cooperative", PINGPONG: "ping-pong"}
+    for mo, n, k, part, tile, own_tile in CASES:
+        bad = run(lib, mo, n, k, part, tile, own_tile, True)
         print(f"{'ok  ' if bad is None else 'FAIL'} gemm_rs {2 * mo}x{n}x{k}, {part} partials, "
-              f"{'ping-pong' if 'pingpong' in tile else 'cooperative'}, {LAUNCHES} launches"
+              f"send {kind[tile]}, owner {kind[own_tile]}, {LAUNCHES} launches"
               + ("" if bad is None else f": {bad}"), flush=True)
         passed, failed = passed + (bad is None), failed + (bad is not None)
-    # negative controls: without the waits the check must see the peer's partial missing, in both forms
-    for case in (CASES[0], CASES[3]):
+    # negative controls: without the waits the check must see the peer's partial missing, in each form
+    for case in (CASES[0], CASES[3], CASES[5]):
         bad = run(lib, *case, False)
-        print(f"{'ok  ' if bad else 'FAIL'} negative control ({case[3]} partials, wait flags preset): "
+        print(f"{'ok  ' if bad else 'FAIL'} negative control ({case[3]} partials, send {kind[case[4]]}, owner "
+              f"{kind[case[5]]}, wait flags preset): "
               + (f"caught at {bad}" if bad else f"{LAUNCHES} launches passed: the check cannot tell"), flush=True)
         passed, failed = passed + bool(bad), failed + (not bad)
     print(f"{passed} passed, {failed} failed")

@@ -502,6 +502,20 @@ signal_launch_checks(void **state)
 	assert_int_equal(wsf_kernel_signal_layout(ctx, plain, args, 4, &lay), WSF_OK);
 	assert_int_equal(lay.waits, 1);
 	assert_int_equal(lay.flags, 40);
+	assert_int_equal(lay.wait_words, 40);
+	{   /* a writer of 128 x 128 tiles: its layout, 8 x ceil(1032 / 128) words */
+		char fine[sizeof waits + 32];
+		WsfKernel *kf = NULL;
+		const char *at = strstr(waits, "wait: per_tile");
+
+		snprintf(fine, sizeof fine, "%.*swait: {per_tile, tile: [128, 128]}%s", (int)(at - waits), waits,
+		         at + strlen("wait: per_tile"));
+		assert_int_equal(wsf_compile_string(ctx, "fine.yaml", fine, strlen(fine), &kf), WSF_OK);
+		assert_int_equal(wsf_kernel_signal_layout(ctx, kf, args, 4, &lay), WSF_OK);
+		assert_int_equal(lay.waits, 1);
+		assert_int_equal(lay.wait_words, 72);
+		wsf_kernel_delete(kf);
+	}
 	o.flags = NULL;
 	assert_int_equal(wsf_kernel_launch_ex(ctx, plain, args, 4, &o), WSF_ERR_USAGE);
 	assert_non_null(strstr(wsf_context_last_error(ctx), "kernel 'waits' waits for the tiles of 1 input "

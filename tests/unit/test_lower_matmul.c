@@ -2278,6 +2278,77 @@ refused_forms(void **state)
 	(void)state;
 }
 
+/*
+ * wait: {per_tile, tile: [R, C]}: the words follow the writer's R x C tiles
+ * (Kernel.wait_tile), and a tile of the kernel waits for each writer tile
+ * it covers, every one but the first only where it lies inside the output.
+ * A 128 x 256 tile over 128 x 128 writer tiles: two waits; over 64 x 64:
+ * eight.  Refused: a writer tile that does not divide the kernel's, two
+ * inputs with different ones (not built), an operand's (not built).
+ */
+static void
+wait_writer_tile(void **state)
+{
+	static const char spec[] =
+		HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		"  p: {dtype: bf16, shape: [M, N], wait: {per_tile, tile: [%d, %d]}}\n"
+		"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: o, op: add, in: [y, p]}\n"
+		"outputs:\n  o: {dtype: bf16}\nschedule: {tile: [128, 256, 64]}\n";
+	static const struct {
+		const char *spec, *msg;
+		bool unbuilt;
+	} bad[] = {
+		{HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		 "  p: {dtype: bf16, shape: [M, N], wait: {per_tile, tile: [128, 128]}}\n"
+		 "  q: {dtype: bf16, shape: [M, N], wait: per_tile}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: o0, op: add, in: [y, p]}\n"
+		 "  - {out: o, op: add, in: [o0, q]}\noutputs:\n  o: {}\nschedule: {tile: [128, 256, 64]}\n",
+		 "epilogue inputs that wait with different writer tiles in one kernel ('q' and one before it)", true},
+		{HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K], wait: {per_tile, tile: [128, 128]}}\n"
+		 "  w: {dtype: bf16, shape: [N, K]}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\noutputs:\n  y: {}\n",
+		 "a writer's tile for an operand that waits ('x', which waits by row tiles)", true},
+		{HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		 "  p: {dtype: bf16, shape: [M, N], wait: {per_tile, tile: [256, 128]}}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: o, op: add, in: [y, p]}\n"
+		 "outputs:\n  o: {}\nschedule: {tile: [128, 256, 64]}\n",
+		 "the writer's tile 256 x 128 of 'p' does not divide the kernel's tile 128 x 256", false},
+	};
+	static const int tiles[][3] = {{128, 128, 2}, {64, 64, 8}};   /* the writer's, and the waits a tile */
+	Fixture *t;
+	Kernel *k;
+	Stmt *w[8];
+	char text[1024];
+	int i, j, n;
+
+	for (i = 0; i < (int)countof(tiles); i++) {
+		if (setup((void **)&t) < 0)
+			fail_msg("setup");
+		snprintf(text, sizeof text, spec, tiles[i][0], tiles[i][1]);
+		if (!(k = kernel_of(t, text)))
+			fail_msg("%s", t->msg);
+		assert_int_equal(k->wait_tile[0], tiles[i][0]);
+		assert_int_equal(k->wait_tile[1], tiles[i][1]);
+		n = stmts_of(k->body, ST_FLAG_WAIT, w, 8);
+		assert_int_equal(n, tiles[i][2]);
+		assert_null(w[0]->cond);   /* the first lies inside the output: the tile does */
+		for (j = 1; j < n; j++)
+			assert_non_null(w[j]->cond);
+		if (tiles[i][0] == 128) {
+			assert_string_equal(expr(t, w[0]->a), "(((row0 / 128) * ceildiv(cols, 128)) + (col0 / 128))");
+			assert_string_equal(expr(t, w[1]->a), "(((row0 / 128) * ceildiv(cols, 128)) + ((col0 / 128) + 1))");
+			assert_string_equal(expr(t, w[1]->cond), "((col0 + 128) < cols)");
+			assert_int_equal(count(cuda_of(t), "wsf_flag_wait(wait_flags + "), 2);
+		} else {   /* the last: one row and three columns on */
+			assert_string_equal(expr(t, w[7]->cond), "(((row0 + 64) < rows) & ((col0 + 192) < cols))");
+		}
+		teardown((void **)&t);
+	}
+	for (i = 0; i < (int)countof(bad); i++)
+		refused_with(i, bad[i].spec, bad[i].msg, bad[i].unbuilt);
+	(void)state;
+}
+
 int
 main(void)
 {
@@ -2298,6 +2369,7 @@ main(void)
 		cmocka_unit_test(cluster_pairs),
 		cmocka_unit_test(tall_pingpong),
 		cmocka_unit_test(residual_prefetch),
+		cmocka_unit_test(wait_writer_tile),
 		cmocka_unit_test(swapped),
 		cmocka_unit_test(split_k),
 		cmocka_unit_test_setup_teardown(stream_k, setup, teardown),
