@@ -8,7 +8,8 @@ specs, its tile unless TILE is given, a `schedule:` body): one rank's GEMM of
 an owner's rows, by cuBLAS and by wsfuse; the send GEMM storing its partial
 (bf16, f32) into a local buffer and into the peer's over NVLink; the owner's
 GEMM reading a partial without waiting; the two in a row, with and without the
-waits; and the peers (cuBLAS + NCCL, NCCL's reduce-scatter alone, async-TP).
+waits (and, on the example's tile, the owner on the cooperative tile); and the
+peers (cuBLAS + NCCL, NCCL's reduce-scatter alone, async-TP).
 ONLY=a,b keeps the rows whose name holds a or b.  Each figure: 20 calls, each
 after a symmetric-memory barrier, the median, the slowest rank's (µs).
 """
@@ -40,8 +41,10 @@ def main():
     w = torch.randn(n, kr, device=dev, dtype=torch.bfloat16) / k ** 0.5
     ctx = wsfuse.Context(sizes={"M": mo, "N": n, "K": kr})
     send = {d: ctx.compile_string(ex.SEND.format(part=d, tile=tile), name=f"send_{d}.yaml") for d in DTYPES}
-    own = {(d, wt): ctx.compile_string(ex.own_spec(world - 1, d, wt, tile), name=f"own_{d}_{wt}.yaml")
+    own = {(d, wt): ctx.compile_string(ex.own_spec(world - 1, d, "per_tile" if wt else None, tile),
+                                       name=f"own_{d}_{wt}.yaml")
            for d in DTYPES for wt in (True, False)}
+    coop = ctx.compile_string(ex.own_spec(world - 1, "bf16", ex.WAIT_COOP, ex.OWNER_COOP), name="own_coop.yaml")
     plain = ctx.compile_string(abcommon.gemm_spec("schedule: {" + tile + "}\n"), name="plain.yaml")
     recv = {d: symm_mem.empty((world - 1, mo, n), dtype=t, device=dev) for d, t in DTYPES.items()}
     tiles = send["f32"].signal_layout(x[:mo], w, recv["f32"][0])["flags"]
@@ -106,6 +109,14 @@ def main():
         row(f"own {d}, no wait", lambda d=d: own[d, False].launch(xm, w, recv[d][0], y))
         row(f"send + own {d}, no wait", lambda: fused(False))
         row(f"fused {d} (send + own, waits)", lambda: fused(True))
+
+    def fused_coop():
+        e = bump()
+        peer = recv_h["bf16"].get_buffer(o, recv["bf16"].shape, recv["bf16"].dtype)[0]
+        send["bf16"].launch(xo, w, peer, flags=peer_flags, epoch=e)
+        coop.launch(xm, w, recv["bf16"][0], y, epoch=e, wait_flags=flags[:tiles])
+    if tile == ex.TILE:   # the sends' 128 x 128 flags, the owner's 128 x 256 tiles
+        row("fused bf16, owner cooperative", fused_coop)
 
     def cublas_nccl():
         part = torch.mm(x, w.t())

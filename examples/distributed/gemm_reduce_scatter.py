@@ -2,7 +2,7 @@
 
     PYTHONPATH=python NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \\
         torchrun --nproc-per-node 2 examples/distributed/gemm_reduce_scatter.py [--shape MxNxK]
-        [--partials bf16|f32] [--bench]
+        [--partials bf16|f32] [--owner pingpong|cooperative] [--bench]
 
 Each of the W ranks holds X_r [M, K / W] and W_r [N, K / W] (K split between
 them); Y = sum_r X_r W_r^T is scattered by rows, rank o keeping rows
@@ -26,7 +26,10 @@ Both GEMMs run on ping-pong consumers with 128 x 128 tiles: one warpgroup's
 epilogue (its stores over NVLink, or its loads of the received partials)
 runs while the other's k loop does, where the cooperative 128 x 256 tile
 stalls its k loop for them (on two H200s: sends 0.46 ms against 0.49 to the
-peer, fused 0.89-0.91 against 0.96 ms at 8192^3; docs/perf.md).
+peer, fused 0.89-0.91 against 0.96 ms at 8192^3; docs/perf.md).  With
+--owner cooperative the owner's GEMM runs on the cooperative 128 x 256 tile,
+whose k loop is faster, each tile waiting for the two send tiles it covers
+(wait: {per_tile, tile: [128, 128]}); not yet measured on two GPUs.
 tests/gpu/gemm_rs.py runs the same kernels and protocol on one GPU, two
 streams standing in for two ranks.
 """
@@ -55,10 +58,16 @@ schedule: {{signal: {{per_tile, scope: system}}, {tile}}}
 """
 
 
-def own_spec(peers, part, wait=True, tile=TILE):
-    """The owner's GEMM: its partial plus the PEERS partials (dtype PART) received, each waited for per tile
-    (WAIT false: read at once, as bench/ab/rs_breakdown.py times it)."""
-    flag = ", wait: per_tile" if wait else ""
+# --owner cooperative: the owner's GEMM on the cooperative tile, each of its tiles waiting for the two
+# 128 x 128 send tiles it covers (wait: {per_tile, tile: [128, 128]})
+OWNER_COOP = "tile: [128, 256, 64]"
+WAIT_COOP = "{per_tile, tile: [128, 128]}"
+
+
+def own_spec(peers, part, wait="per_tile", tile=TILE):
+    """The owner's GEMM: its partial plus the PEERS partials (dtype PART) received, each waited for as WAIT
+    says (None: read at once, as bench/ab/rs_breakdown.py times it)."""
+    flag = f", wait: {wait}" if wait else ""
     inputs = "".join(f"  p{i}: {{dtype: {part}, shape: [M, N]{flag}}}\n" for i in range(peers))
     ops, acc = "", "mine"
     for i in range(peers):
@@ -76,6 +85,8 @@ def main():
     ap.add_argument("--shape", default="8192x8192x8192", help="MxNxK of the whole layer")
     ap.add_argument("--partials", choices=("bf16", "f32"), default="bf16",
                     help="the dtype of the partial sums that cross NVLink")
+    ap.add_argument("--owner", choices=("pingpong", "cooperative"), default="pingpong",
+                    help="the owner's GEMM on the sends' ping-pong 128 x 128 tiles or on cooperative 128 x 256")
     ap.add_argument("--bench", action="store_true")
     args = ap.parse_args()
     args.m, args.n, args.k = map(int, args.shape.split("x"))
@@ -90,7 +101,9 @@ def main():
     recv = symm_mem.empty((world - 1, mo, n), dtype=part, device=dev)
     ctx = wsfuse.Context(sizes={"M": mo, "N": n, "K": kr})
     send = ctx.compile_string(SEND.format(part=args.partials, tile=TILE), name="rs_send.yaml")
-    own = ctx.compile_string(own_spec(world - 1, args.partials), name="rs_own.yaml")
+    own = ctx.compile_string(own_spec(world - 1, args.partials, *(("per_tile", TILE) if args.owner == "pingpong"
+                                                                  else (WAIT_COOP, OWNER_COOP))),
+                             name="rs_own.yaml")
     tiles = send.signal_layout(x[:mo], w, recv[0])["flags"]
     flags = symm_mem.empty(((world - 1) * tiles,), dtype=torch.int32, device=dev)
     flags.zero_()
@@ -130,7 +143,8 @@ def main():
     ok = torch.tensor([err < 1e-2], device=dev, dtype=torch.int32)
     dist.all_reduce(ok, op=dist.ReduceOp.MIN)
     if rank == 0:
-        print(f"gemm_reduce_scatter {args.m}x{n}x{args.k} on {world} GPUs, {args.partials} partials: "
+        print(f"gemm_reduce_scatter {args.m}x{n}x{args.k} on {world} GPUs, {args.partials} partials, "
+              f"{args.owner} owner: "
               f"rel err {err:.2e} "
               f"({'ok' if ok.item() else 'FAIL'})", flush=True)
     if args.bench:
