@@ -1006,6 +1006,23 @@ read_shape(Reader *r, int t, const Node *n, const char *where)
 }
 
 /*
+ * The per_tile key of map N ({per_tile, ...}), with no value or true: else
+ * "expected per_tile WHERE", or for another value the hint NONE.
+ */
+static int
+read_per_tile(const Reader *r, const Node *n, const char *where, const char *none)
+{
+	const Node *v = map_get(n, "per_tile");
+
+	if (!v)
+		return diag_error(r->c, n->pos, "expected per_tile %s", where);
+	if (v->type != SC_NULL && !(v->type == SC_BOOL && (v->text[0] == 't' || v->text[0] == 'T')))
+		return diag_error(r->c, v->pos, "expected per_tile with no value, or per_tile: true, saw %s (%s)",
+		                  describe(r, v), none);
+	return 0;
+}
+
+/*
  * wait: per_tile | {per_tile, tile: [R, C]}: T's tiles arrive while the
  * kernel runs; with a tile, its writer's, whose flag layout the words follow.
  */
@@ -1023,11 +1040,9 @@ read_wait(Reader *r, int t, const Node *n, const char *where)
 		return read_word(r, n, words(r, "'wait' of %s", where), waits, countof(waits), &word);
 	if (check_keys(r, n, words(r, "'wait' of %s", where), keys, countof(keys)) < 0)
 		return -1;
-	if (!(v = map_get(n, "per_tile")))
-		return diag_error(r->c, n->pos, "expected per_tile in the 'wait' of %s ({per_tile, tile: [R, C]})", where);
-	if (v->type != SC_NULL && !(v->type == SC_BOOL && (v->text[0] == 't' || v->text[0] == 'T')))
-		return diag_error(r->c, v->pos, "expected per_tile with no value, or per_tile: true, saw %s (to wait for "
-		                  "nothing, leave out 'wait')", describe(r, v));
+	if (read_per_tile(r, n, words(r, "in the 'wait' of %s ({per_tile, tile: [R, C]})", where),
+	                  "to wait for nothing, leave out 'wait'") < 0)
+		return -1;
 	if (!(v = map_get(n, "tile")))
 		return 0;   /* {per_tile}: the same as wait: per_tile */
 	if (need_kind(r, v, N_LIST, "a list [rows, cols] for the writer's 'tile'") < 0)
@@ -1454,12 +1469,9 @@ read_signal(Reader *r, const Node *n)
 
 	if (check_keys(r, n, "'signal'", keys, countof(keys)) < 0)
 		return -1;
-	if (!(v = map_get(n, "per_tile")))
-		return diag_error(r->c, n->pos, "expected per_tile in 'signal' ({per_tile, consumer: [...]}): the "
-		                  "signal is raised per output tile");
-	if (v->type != SC_NULL && !(v->type == SC_BOOL && (v->text[0] == 't' || v->text[0] == 'T')))
-		return diag_error(r->c, v->pos, "expected per_tile with no value, or per_tile: true, saw %s (to raise "
-		                  "no signal, leave out 'signal')", describe(r, v));
+	if (read_per_tile(r, n, "in 'signal' ({per_tile, consumer: [...]}): the signal is raised per output tile",
+	                  "to raise no signal, leave out 'signal'") < 0)
+		return -1;
 	if ((v = map_get(n, "scope"))) {   /* who reads the flags: this GPU (gpu) or another, or the host */
 		if (read_word(r, v, "the 'scope' of 'signal'", scopes, countof(scopes), &word) < 0)
 			return -1;

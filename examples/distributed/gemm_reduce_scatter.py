@@ -64,6 +64,7 @@ schedule: {{signal: {{per_tile, scope: system}}, {tile}}}
 # 128 x 128 send tiles it covers (wait: {per_tile, tile: [128, 128]})
 OWNER_COOP = "tile: [128, 256, 64]"
 WAIT_COOP = "{per_tile, tile: [128, 128]}"
+OWNERS = {"pingpong": ("per_tile", TILE), "cooperative": (WAIT_COOP, OWNER_COOP)}   # --owner: wait, tile
 
 
 def own_spec(peers, part, wait="per_tile", tile=TILE):
@@ -87,7 +88,7 @@ def main():
     ap.add_argument("--shape", default="8192x8192x8192", help="MxNxK of the whole layer")
     ap.add_argument("--partials", choices=("bf16", "f32"), default="bf16",
                     help="the dtype of the partial sums that cross NVLink")
-    ap.add_argument("--owner", choices=("pingpong", "cooperative"), default="pingpong",
+    ap.add_argument("--owner", choices=tuple(OWNERS), default="pingpong",
                     help="the owner's GEMM on the sends' ping-pong 128 x 128 tiles or on cooperative 128 x 256")
     ap.add_argument("--bench", action="store_true")
     args = ap.parse_args()
@@ -103,9 +104,7 @@ def main():
     recv = symm_mem.empty((world - 1, mo, n), dtype=part, device=dev)
     ctx = wsfuse.Context(sizes={"M": mo, "N": n, "K": kr})
     send = ctx.compile_string(SEND.format(part=args.partials, tile=TILE), name="rs_send.yaml")
-    own = ctx.compile_string(own_spec(world - 1, args.partials, *(("per_tile", TILE) if args.owner == "pingpong"
-                                                                  else (WAIT_COOP, OWNER_COOP))),
-                             name="rs_own.yaml")
+    own = ctx.compile_string(own_spec(world - 1, args.partials, *OWNERS[args.owner]), name="rs_own.yaml")
     tiles = send.signal_layout(x[:mo], w, recv[0])["flags"]
     flags = symm_mem.empty(((world - 1) * tiles,), dtype=torch.int32, device=dev)
     flags.zero_()
