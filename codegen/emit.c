@@ -788,8 +788,8 @@ emit_params(Emit *e)
 			emit_line(e, "const long long %s%s", k->var[p->var].name, sep);
 			break;
 		case PK_FLAGS:   /* not restrict: other kernels read them while this one sets them */
-			emit_line(e, "unsigned *const %s%s   // a flag a tile, set to epoch once the tile is stored", p->name,
-			          sep);
+			emit_line(e, "unsigned *const %s%s   // a flag a tile, set to epoch once the tile is %s", p->name, sep,
+			          k->tile_consumer ? "stored and the consumer role has written its outputs" : "stored");
 			break;
 		case PK_WAIT:    /* others set them while this kernel reads them */
 			emit_line(e, "const unsigned *const %s%s   // a flag a tile of each input that waits: the tile is "

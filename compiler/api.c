@@ -1307,9 +1307,9 @@ wsf_kernel_signal_layout(WsfContext *ctx, const WsfKernel *k, const WsfTensor *a
 		return s;
 	if (setjmp(c.oom))
 		return call_end(ctx, &c, WSF_ERR_NOMEM);
-	if (k->comp.kernel->tile_consumer) {
+	if (k->comp.kernel->tile_consumer && !k->comp.kernel->signal) {
 		diag_error(&c, k->comp.fusion->sched.consumer_pos, "kernel '%s' signals its tiles to its own consumer "
-		           "role, not to flags: it has no flag layout", k->comp.fusion->name);
+		           "role, not to flags (unless 'flags: true'): it has no flag layout", k->comp.fusion->name);
 		return call_end(ctx, &c, WSF_ERR_USAGE);
 	}
 	if (!k->comp.kernel->signal && !k->comp.kernel->waits) {

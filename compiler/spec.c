@@ -1456,14 +1456,15 @@ read_consumer_output(Reader *r, const Node *n)
 }
 
 /*
- * signal: { per_tile, consumer: NAME | [NAME, ...] }   (per_tile with no
- * value, or true): the outputs the kernel's consumer role computes from each
- * stored tile.
+ * signal: { per_tile, consumer: NAME | [NAME, ...], flags: BOOL, scope: gpu |
+ * system }   (per_tile with no value, or true): the outputs the kernel's
+ * consumer role computes from each stored tile, and whether the role raises
+ * each tile's flag when it has written them.
  */
 static int
 read_signal(Reader *r, const Node *n)
 {
-	static const char *const keys[] = {"per_tile", "consumer", "scope"}, *const scopes[] = {"gpu", "system"};
+	static const char *const keys[] = {"per_tile", "consumer", "scope", "flags"}, *const scopes[] = {"gpu", "system"};
 	const Node *v;
 	int i, word = 0;
 
@@ -1477,6 +1478,14 @@ read_signal(Reader *r, const Node *n)
 			return -1;
 		r->f->sched.system = word == 2;
 		r->f->sched.scope_pos = v->pos;
+	}
+	if ((v = map_get(n, "flags"))) {   /* with a consumer: does its role raise the tiles' flags */
+		if (read_bool(r, v, "'flags' of 'signal'", &r->f->sched.consumer_flags) < 0)
+			return -1;
+		r->f->sched.flags_pos = v->pos;
+		if (!map_get(n, "consumer"))
+			return diag_error(r->c, v->pos, "'flags' says whether the signal's consumer role raises the tiles' "
+			                  "flags; without 'consumer' the epilogue raises them: leave out 'flags'");
 	}
 	if (!(v = map_get(n, "consumer")))
 		return 0;   /* {per_tile}: the same as signal: per_tile */
@@ -1495,7 +1504,7 @@ read_signal(Reader *r, const Node *n)
 
 /* schedule: { tile: [EXTENT, ...], stages: INT, warp_specialize: BOOL, persistent: BOOL,
  *             cluster: [X, Y], consumers: cooperative | pingpong,
- *             signal: per_tile | {per_tile, consumer: NAME | [NAME, ...], scope: gpu | system},
+ *             signal: per_tile | {per_tile, consumer: NAME | [NAME, ...], flags: BOOL, scope: gpu | system},
  *             store: vector | tma, swap_ab: BOOL, split_k: INT, stream_k: BOOL } */
 static int
 read_schedule(Reader *r, const Node *key, const Node *n)

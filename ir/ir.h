@@ -363,6 +363,10 @@ typedef struct Schedule {
 	bool system;           /* signal: {per_tile, scope: system}: flags released at system scope, for a
 	                          reader on another GPU or the host (else gpu) */
 	Pos scope_pos;
+	bool consumer_flags;   /* signal: {per_tile, consumer: ..., flags: true}: the consumer role raises each
+	                          tile's flag once it has written its outputs of the tile (a peer's buffer over
+	                          NVLink, say); else a kernel with a consumer sets no flags */
+	Pos flags_pos;
 } Schedule;
 
 /* The kernel families; the scheduler picks one per fusion. */

@@ -202,7 +202,8 @@ lower_rank_at(Comp *c, const Kernel *k, Expr *at, int axis)
  * it signals its tile at the end of it.
  *
  * With a consumer (signal: {per_tile, consumer: [...]}) the signal goes to
- * the kernel's consumer role instead of flags: the CTA's tile j (its loop
+ * the kernel's consumer role instead of flags (which, with flags: true, the
+ * role raises once it has written a tile's outputs): the CTA's tile j (its loop
  * iteration) arrives on landed[j % SIGNAL_SLOTS] once the consumer has taken
  * tile j - SIGNAL_SLOTS (a wait on taken[]), and the consumer role's loop
  * (Kernel.tile_consumer, which warp_specialize places) walks the same tiles:
@@ -260,7 +261,7 @@ publish(Comp *c, Stmt *in, int p, Expr *flag, int landed, int taken, Expr *j, bo
  */
 static void
 tile_consumer_loop(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr *bt, int threads, int *landed,
-                   int *taken)
+                   int *taken, int flags, Expr *flag)
 {
 	Stmt *cl = st_loop(c, kernel_add_var(c, k, "j"), ex_int(c, 0), loop->hi, LOOP_SERIAL);
 	Expr *j = ex_var(c, cl->var), *slot = ex_bin(c, EX_MOD, j, ex_int(c, SIGNAL_SLOTS));
@@ -284,6 +285,18 @@ tile_consumer_loop(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr 
 	x->z = bt;
 	x->comment = "the signal consumer's outputs, from the stored tile";
 	st_append(c, cl, x);
+	if (flags) {
+		/* flags: true: the role's barrier orders every thread's stores before one thread's release */
+		Stmt *bar = st_new(c, ST_SYNC), *one = st_if(c, ex_leaf(c, EX_ELECT)), *sig = st_new(c, ST_SIGNAL);
+
+		bar->comment = "every thread of the role has written its part of the tile";
+		sig->param = flags;
+		sig->a = flag;
+		sig->comment = "the tile's consumer outputs are written";
+		st_append(c, one, sig);
+		st_append(c, cl, bar);
+		st_append(c, cl, one);
+	}
 	a->bar = *taken;
 	a->barslot = slot;
 	a->comment = "the tile is read: its slot may take another";
@@ -326,8 +339,18 @@ lower_signal(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr *bt, E
 	int p = 0, landed = 0, taken = 0;
 
 	if (k->fusion->sched.consumer_pos.line) {
+		int fp = 0;
+		Expr *fl = NULL;
+
+		if (k->fusion->sched.consumer_flags) {   /* flags: true: the role raises them */
+			fp = kernel_add_param(c, k, PK_FLAGS, "flags");
+			lower_epoch(c, k);
+			k->signal = true;
+			fl = lower_flag_index(c, k, row0, col0, bt, batch_tiles);
+		}
 		/* the producer warpgroup's warps but the first, which issues the loads */
-		tile_consumer_loop(c, k, loop, row0, col0, bt, k->threads - k->consumer_threads - 32, &landed, &taken);
+		tile_consumer_loop(c, k, loop, row0, col0, bt, k->threads - k->consumer_threads - 32, &landed, &taken,
+		                   fp, fl);
 	} else {
 		p = kernel_add_param(c, k, PK_FLAGS, "flags");
 		lower_epoch(c, k);

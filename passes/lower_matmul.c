@@ -1350,9 +1350,10 @@ lower_matmul(Comp *c, Fusion *f)
 		               "not implemented yet");
 	for (j = 0; j < f->ninput; j++)
 		k->waits += f->tensor[f->input[j]].wait_pos.line > 0;
-	if (f->sched.system && f->sched.consumer_pos.line)
+	if (f->sched.system && f->sched.consumer_pos.line && !f->sched.consumer_flags)
 		return diag_error(c, f->sched.scope_pos, "'scope' applies to flags, and with 'consumer' the tiles are "
-		                  "signalled to the kernel's own consumer role: leave out 'scope'");
+		                  "signalled to the kernel's own consumer role: leave out 'scope', or add 'flags: true' "
+		                  "for the role to raise each tile's flag once it has written the tile");
 	for (j = 0; j < g[0].n; j++)
 		kmajor_b &= f->op[g[0].mm[j]].transpose_b;
 	if (!k->swap_ab && choose_tile(c, f, d, k->pingpong, group_pp, g[0].mm[0], g[0].n, kmajor_b, &t.bm, &t.bn, &t.bk))

@@ -41,6 +41,9 @@
  */
 #include "passes.h"
 
+/* The signal role's named barrier: past the consumers' (1, or 1 and 2 ping-pong) and ping-pong's turns (3, 4). */
+enum { SIGNAL_ROLE_BAR = 5 };
+
 typedef struct Where {
 	Stmt *parent;
 	int index;
@@ -333,6 +336,8 @@ split_producer(Comp *c, Kernel *k, Stmt *pbranch, Stmt *producer)
 
 	sig = role_branch(c, k, ROLE_SIGNAL, first + 32, threads - 32, 0);
 	load = role_branch(c, k, ROLE_PRODUCER, first, 32, 0);
+	if (k->signal)   /* flags: true: the role's barrier before it raises a tile's flag */
+		k->role[sig->role].bar_id = SIGNAL_ROLE_BAR;
 	k->role[sig->role].parent = k->role[load->role].parent = parent;
 	st_append(c, sig, k->tile_consumer);
 	st_append(c, load, producer);

@@ -600,7 +600,8 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 		       WSF_ERR_USAGE;
 	if (!k->signal && x && x->flags)
 		return diag_error(c, l->fusion->pos, "kernel '%s' sets no flags (%s): launch it without a flags buffer",
-		                  l->fusion->name, k->tile_consumer ? "it signals its tiles to its own consumer role"
+		                  l->fusion->name, k->tile_consumer ? "it signals its tiles to its own consumer role, "
+		                                                      "which raises flags with 'flags: true'"
 		                                                    : "schedule: {signal: per_tile} makes it"),
 		       WSF_ERR_USAGE;
 	if (k->waits && (!x || !x->wait_flags || !x->epoch))

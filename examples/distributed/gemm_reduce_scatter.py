@@ -2,7 +2,7 @@
 
     PYTHONPATH=python NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \\
         torchrun --nproc-per-node 2 examples/distributed/gemm_reduce_scatter.py [--shape MxNxK]
-        [--partials bf16|f32] [--owner pingpong|cooperative] [--bench]
+        [--partials bf16|f32] [--owner pingpong|cooperative] [--send epilogue|role] [--bench]
 
 Each of the W ranks holds X_r [M, K / W] and W_r [N, K / W] (K split between
 them); Y = sum_r X_r W_r^T is scattered by rows, rank o keeping rows
@@ -32,6 +32,11 @@ whose k loop is faster, each tile waiting for the two send tiles it covers
 (wait: {per_tile, tile: [128, 128]}).  On one H200 that owner alone tied the
 ping-pong one at 4096x8192x4096 and was 13% slower at 4096x14336x2048 (its
 k loop stalls for the partial's loads); not yet measured on two GPUs.
+With --send role the send GEMMs run on the cooperative 128 x 256 tile and
+store their partials locally; the kernel's consumer role (warps of the
+producer warpgroup) copies each stored tile to its owner over NVLink and
+raises its flag (signal: {per_tile, consumer: sent, flags: true}), so the k
+loop never waits for the peer's memory; the owner runs on the same tile.
 tests/gpu/gemm_rs.py runs the same kernels and protocol on one GPU, two
 streams standing in for two ranks.
 """
@@ -59,12 +64,27 @@ outputs:
 schedule: {{signal: {{per_tile, scope: system}}, {tile}}}
 """
 
+# --send role: stored locally (part), copied to the owner by the consumer role, which raises the flags
+SEND_ROLE = """\
+fusion: rs_send_role
+inputs:
+  x: {{dtype: bf16, shape: [M, K]}}
+  w: {{dtype: bf16, shape: [N, K]}}
+ops:
+  - {{out: part, op: matmul, in: [x, w], transpose_b: true}}
+  - {{out: sent, op: cast, in: [part], to: {part}}}
+outputs:
+  part: {{dtype: {part}}}
+  sent: {{dtype: {part}}}
+schedule: {{signal: {{per_tile, consumer: sent, flags: true, scope: system}}, {tile}}}
+"""
 
 # --owner cooperative: the owner's GEMM on the cooperative tile, each of its tiles waiting for the two
 # 128 x 128 send tiles it covers (wait: {per_tile, tile: [128, 128]})
 OWNER_COOP = "tile: [128, 256, 64]"
 WAIT_COOP = "{per_tile, tile: [128, 128]}"
 OWNERS = {"pingpong": ("per_tile", TILE), "cooperative": (WAIT_COOP, OWNER_COOP)}   # --owner: wait, tile
+SENDS = {"epilogue": (SEND, TILE), "role": (SEND_ROLE, OWNER_COOP)}   # --send: spec, tile
 
 
 def own_spec(peers, part, wait="per_tile", tile=TILE):
@@ -88,10 +108,16 @@ def main():
     ap.add_argument("--shape", default="8192x8192x8192", help="MxNxK of the whole layer")
     ap.add_argument("--partials", choices=("bf16", "f32"), default="bf16",
                     help="the dtype of the partial sums that cross NVLink")
-    ap.add_argument("--owner", choices=tuple(OWNERS), default="pingpong",
-                    help="the owner's GEMM on the sends' ping-pong 128 x 128 tiles or on cooperative 128 x 256")
+    ap.add_argument("--owner", choices=tuple(OWNERS),
+                    help="the owner's GEMM on the sends' ping-pong 128 x 128 tiles (the default) or on "
+                         "cooperative 128 x 256 (with --send role, the only choice)")
+    ap.add_argument("--send", choices=tuple(SENDS), default="epilogue",
+                    help="the partials cross NVLink in the epilogue's stores, or in the consumer role's copies")
     ap.add_argument("--bench", action="store_true")
     args = ap.parse_args()
+    if args.send == "role" and args.owner == "pingpong":
+        ap.error("--send role tiles the rows 128 x 256: the owner runs on the same tile (--owner cooperative)")
+    args.owner = args.owner or ("cooperative" if args.send == "role" else "pingpong")
     args.m, args.n, args.k = map(int, args.shape.split("x"))
     rank, world, dev = tpcommon.setup()
     mo, n, kr = args.m // world, args.n, args.k // world
@@ -103,9 +129,13 @@ def main():
     part = {"bf16": torch.bfloat16, "f32": torch.float32}[args.partials]
     recv = symm_mem.empty((world - 1, mo, n), dtype=part, device=dev)
     ctx = wsfuse.Context(sizes={"M": mo, "N": n, "K": kr})
-    send = ctx.compile_string(SEND.format(part=args.partials, tile=TILE), name="rs_send.yaml")
-    own = ctx.compile_string(own_spec(world - 1, args.partials, *OWNERS[args.owner]), name="rs_own.yaml")
-    tiles = send.signal_layout(x[:mo], w, recv[0])["flags"]
+    spec, tile = SENDS[args.send]
+    send = ctx.compile_string(spec.format(part=args.partials, tile=tile), name="rs_send.yaml")
+    # a send tile each owner tile (--send role), or the owner's tile covering send tiles
+    wait, own_tile = ("per_tile", OWNER_COOP) if args.send == "role" else OWNERS[args.owner]
+    own = ctx.compile_string(own_spec(world - 1, args.partials, wait, own_tile), name="rs_own.yaml")
+    local = [torch.empty(mo, n, dtype=part, device=dev)] if args.send == "role" else []   # the role's copies' source
+    tiles = send.signal_layout(x[:mo], w, *local, recv[0])["flags"]
     flags = symm_mem.empty(((world - 1) * tiles,), dtype=torch.int32, device=dev)
     flags.zero_()
     recv_h = symm_mem.rendezvous(recv, dist.group.WORLD)
@@ -124,8 +154,8 @@ def main():
             peer_recv = recv_h.get_buffer(o, recv.shape, recv.dtype)
             peer_flags = flags_h.get_buffer(o, flags.shape, flags.dtype)
             s = slot(rank, o)
-            send.launch(x[o * mo:(o + 1) * mo], w, peer_recv[s], flags=peer_flags[s * tiles:(s + 1) * tiles],
-                        epoch=epoch[0])
+            send.launch(x[o * mo:(o + 1) * mo], w, *local, peer_recv[s],
+                        flags=peer_flags[s * tiles:(s + 1) * tiles], epoch=epoch[0])
         own.launch(x[rank * mo:(rank + 1) * mo], w, *[recv[i] for i in range(world - 1)], y,
                    epoch=epoch[0], wait_flags=flags)
 
@@ -145,7 +175,7 @@ def main():
     dist.all_reduce(ok, op=dist.ReduceOp.MIN)
     if rank == 0:
         print(f"gemm_reduce_scatter {args.m}x{n}x{args.k} on {world} GPUs, {args.partials} partials, "
-              f"{args.owner} owner: "
+              f"{args.owner} owner, sent by the {args.send}: "
               f"rel err {err:.2e} "
               f"({'ok' if ok.item() else 'FAIL'})", flush=True)
     if args.bench:

@@ -8,7 +8,9 @@ is scattered by rows: owner o keeps rows [o M / 2, (o + 1) M / 2).  Each rank
 first runs its GEMM on the other owner's rows ("send": a partial, f32 or
 bf16 (the 2-GPU example's default, on ping-pong consumers), stored into
 that owner's receive buffer, each tile's flag set with a system-scope
-release, schedule: {signal: {per_tile, scope: system}}), then its own rows
+release, schedule: {signal: {per_tile, scope: system}}; or stored locally,
+and the kernel's consumer role copies each tile to the owner and raises
+its flag, signal: {per_tile, consumer: sent, flags: true}), then its own rows
 ("own": the same GEMM plus the receive buffer, an input with wait: per_tile:
 each tile waits for the peer's flag before its epilogue reads the peer's
 partial).  The own GEMMs start at once, on streams of their own; the sends
@@ -64,6 +66,23 @@ outputs:
   y: {{dtype: bf16}}
 schedule: {{{tile}}}
 """
+# the send's consumer role copies each stored tile to the owner and raises its flag (flags: true): the mma
+# warpgroups store the partial locally (their k loop never waits on the peer's memory)
+ROLE = "role"
+SEND_ROLE = """\
+fusion: rs_send_role
+sizes: {{M: {m}, N: {n}, K: {k}}}
+inputs:
+  x: {{dtype: bf16, shape: [M, K]}}
+  w: {{dtype: bf16, shape: [N, K]}}
+ops:
+  - {{out: part, op: matmul, in: [x, w], transpose_b: true}}
+  - {{out: sent, op: cast, in: [part], to: {part}}}
+outputs:
+  part: {{dtype: {part}}}
+  sent: {{dtype: {part}}}
+schedule: {{signal: {{per_tile, consumer: sent, flags: true, scope: system}}, {tile}}}
+"""
 CASES = [   # rows an owner keeps, N, K (split in two), the partials' dtype, the send's tile, the owner's
     (1024, 2048, 2048, "f32", COOP, COOP),
     (1000, 1032, 1040, "f32", COOP, COOP),   # ragged tiles
@@ -73,6 +92,10 @@ CASES = [   # rows an owner keeps, N, K (split in two), the partials' dtype, the
     # the owner on its own tile, waiting for the two 128 x 128 send tiles each covers (wait: {tile})
     (1024, 2048, 2048, "bf16", PINGPONG, COOP),
     (1000, 1096, 1040, "bf16", PINGPONG, COOP),   # ragged: a last column of one send tile, not two
+    # the send's consumer role sends (cooperative 128 x 256 tiles on both sides)
+    (1024, 2048, 2048, "bf16", ROLE, COOP),
+    (1000, 1032, 1040, "bf16", ROLE, COOP),
+    (512, 4096, 2048, "f32", ROLE, COOP),
 ]
 
 
@@ -85,14 +108,18 @@ def run(lib, mo, n, k, part, tile, own_tile, check_waits):
     ref = (x[0].float() @ w[0].float().t() + x[1].float() @ w[1].float().t())
     with wsfuse.Context(sizes={"M": mo, "N": n, "K": kh}, lib=lib, cache="0", store_delay="20000") as slow, \
          wsfuse.Context(sizes={"M": mo, "N": n, "K": kh}, lib=lib, cache="0") as ctx:
-        send = slow.compile_string(SEND.format(m=mo, n=n, k=kh, part=part, tile=tile), name="rs_send.yaml")
-        wait = "per_tile" if own_tile == tile else "{per_tile, tile: [128, 128]}"
+        role = tile == ROLE
+        send = slow.compile_string((SEND_ROLE if role else SEND).format(m=mo, n=n, k=kh, part=part,
+                                                                        tile=COOP if role else tile),
+                                   name="rs_send.yaml")
+        wait = "per_tile" if own_tile == (COOP if role else tile) else "{per_tile, tile: [128, 128]}"
         own = ctx.compile_string(OWN.format(m=mo, n=n, k=kh, part=part, tile=own_tile, wait=wait),
                                  name="rs_own.yaml")
         dtype = torch.float32 if part == "f32" else torch.bfloat16
         recv = [torch.empty(mo, n, device="cuda", dtype=dtype) for _ in range(2)]
         y = [torch.empty(mo, n, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
-        lay = send.signal_layout(x[0][:mo], w[0], recv[0])
+        local = [torch.empty(mo, n, device="cuda", dtype=dtype)] if role else []   # the role's send: stored here first
+        lay = send.signal_layout(x[0][:mo], w[0], *local, recv[0])
         assert own.signal_layout(x[0][:mo], w[0], recv[0], y[0])["wait_words"] == lay["flags"], "one flag layout"
         flags = [torch.zeros(lay["flags"], device="cuda", dtype=torch.int32) for _ in range(2)]
         ready = torch.empty(lay["flags"], device="cuda", dtype=torch.int32)
@@ -108,7 +135,7 @@ def run(lib, mo, n, k, part, tile, own_tile, check_waits):
                 o = 1 - r
                 with torch.cuda.stream(sends[r]):
                     torch.cuda._sleep(50000 * (1 + r))
-                    send.launch(x[r][o * mo:(o + 1) * mo], w[r], recv[o], flags=flags[o], epoch=epoch,
+                    send.launch(x[r][o * mo:(o + 1) * mo], w[r], *local, recv[o], flags=flags[o], epoch=epoch,
                                 max_ctas=cap)
             for r in range(2):   # and computes its own rows at once, adding the peer's partial tile by tile
                 with torch.cuda.stream(owns[r]):
@@ -125,7 +152,7 @@ def run(lib, mo, n, k, part, tile, own_tile, check_waits):
 def main():
     lib = wsfuse.load(os.path.join(sys.argv[1], "libwsfuse.so")) if len(sys.argv) > 1 else None
     passed = failed = 0
-    kind = {COOP: "cooperative", PINGPONG: "ping-pong"}
+    kind = {COOP: "cooperative", PINGPONG: "ping-pong", ROLE: "cooperative through its consumer role"}
     for mo, n, k, part, tile, own_tile in CASES:
         bad = run(lib, mo, n, k, part, tile, own_tile, True)
         print(f"{'ok  ' if bad is None else 'FAIL'} gemm_rs {2 * mo}x{n}x{k}, {part} partials, "
@@ -133,7 +160,7 @@ def main():
               + ("" if bad is None else f": {bad}"), flush=True)
         passed, failed = passed + (bad is None), failed + (bad is not None)
     # negative controls: without the waits the check must see the peer's partial missing, in each form
-    for case in (CASES[0], CASES[3], CASES[5]):
+    for case in (CASES[0], CASES[3], CASES[5], CASES[7]):
         bad = run(lib, *case, False)
         print(f"{'ok  ' if bad else 'FAIL'} negative control ({case[3]} partials, send {kind[case[4]]}, owner "
               f"{kind[case[5]]}, wait flags preset): "

@@ -59,6 +59,7 @@ for spec in "tests/gpu/specs/relu_chain.yaml -D N=300001" "tests/gpu/specs/relu_
 	"tests/gpu/specs/gemm_consumer.yaml -D M=300 -D N=520 -D K=72" "tests/gpu/specs/gemm_consumer_pp.yaml -D M=200 -D N=136 -D K=72" \
 	"tests/gpu/specs/gemm_consumer_bmm.yaml -D B=2 -D M=130 -D N=264 -D K=72" "tests/gpu/specs/gemm_consumer_1.yaml -D M=200 -D N=264 -D K=64" \
 	"tests/gpu/specs/gemm_consumer_two.yaml -D M=136 -D K=72 -D N=264" "tests/gpu/specs/swiglu_consumer.yaml -D M=136 -D K=72 -D F=264" \
+	"tests/gpu/specs/gemm_consumer_flags.yaml -D M=300 -D N=520 -D K=72" \
 	"tests/gpu/specs/gemm_cluster.yaml -D M=300 -D N=520 -D K=200" "tests/gpu/specs/gemm_cluster_n.yaml -D M=264 -D N=520 -D K=200" \
 	"tests/gpu/specs/gemm_cluster_pp.yaml -D M=300 -D N=520 -D K=200" "tests/gpu/specs/swiglu_cluster.yaml -D M=136 -D K=72 -D F=264" \
 	"tests/gpu/specs/gemm_pingpong_tall.yaml -D M=300 -D N=264 -D K=200" "tests/gpu/specs/gemm_coop256.yaml -D M=600 -D N=264 -D K=200" "tests/gpu/specs/gemm_pingpong_tall_c.yaml -D M=304 -D N=264 -D K=200" \

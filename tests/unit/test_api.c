@@ -497,6 +497,21 @@ signal_launch_checks(void **state)
 	assert_int_equal(wsf_kernel_launch_ex(ctx, plain, args, 4, &o), WSF_ERR_USAGE);
 	assert_non_null(strstr(wsf_context_last_error(ctx), "launch it without a flags buffer"));
 	wsf_kernel_delete(plain);
+	{   /* flags: true: the role raises the flags, which the launch then needs, in the tile loop's layout */
+		char raised[sizeof cons + 16];
+		const char *at = strstr(cons, "consumer: z}");
+
+		snprintf(raised, sizeof raised, "%.*sconsumer: z, flags: true}%s", (int)(at - cons), cons,
+		         at + strlen("consumer: z}"));
+		assert_int_equal(wsf_compile_string(ctx, "raised.yaml", raised, strlen(raised), &plain), WSF_OK);
+		assert_int_equal(wsf_kernel_signal_layout(ctx, plain, args, 4, &lay), WSF_OK);
+		assert_int_equal(lay.flags, 40);
+		o.flags = NULL;
+		assert_int_equal(wsf_kernel_launch_ex(ctx, plain, args, 4, &o), WSF_ERR_USAGE);
+		assert_non_null(strstr(wsf_context_last_error(ctx), "kernel 'cons' signals each output tile"));
+		o.flags = (uint32_t *)(uintptr_t)0x7f0000300000ull;
+		wsf_kernel_delete(plain);
+	}
 	/* an input that waits per tile: wait_flags and an epoch, and a layout that counts the inputs */
 	assert_int_equal(wsf_compile_string(ctx, "waits.yaml", waits, strlen(waits), &plain), WSF_OK);
 	assert_int_equal(wsf_kernel_signal_layout(ctx, plain, args, 4, &lay), WSF_OK);

@@ -927,6 +927,79 @@ signal_consumer_role(void **state)
 }
 
 /*
+ * signal: {per_tile, consumer: [...], flags: true}: the consumer role raises
+ * the flags (the reduce-scatter's send: the mma warpgroups store the tile
+ * locally, the role copies it to a peer and publishes it).  The kernel
+ * signals (flags and epoch params); the role's loop is lets; wait landed;
+ * compute; its named barrier 5 over its 96 threads; one thread's release of
+ * the tile's flag (the tile loop's layout, at system scope with scope:
+ * system); arrive taken.  The mma warpgroups still only arrive on landed.
+ * Checked to fail with the role's barrier left out of lowering.
+ */
+static void
+signal_consumer_flags(void **state)
+{
+	static const char *const spec =
+		HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n"
+		"  - {out: sent, op: cast, in: [y], to: bf16}\n"
+		"outputs:\n  y: {dtype: bf16}\n  sent: {dtype: bf16}\n"
+		"schedule: {signal: {per_tile, consumer: sent, flags: true, scope: system}}\n";
+	Fixture *t;
+	Kernel *k;
+	Stmt *roles, *sig_role, *cons, *cl, *x;
+	const char *cu;
+	int i, flags = 0, epoch = 0;
+
+	if (setup((void **)&t) < 0)
+		fail_msg("setup");
+	if (!(k = kernel_of(t, spec)))
+		fail_msg("%s", t->msg);
+	assert_true(k->signal);
+	assert_non_null(k->tile_consumer);
+	for (i = 1; i < k->nparam; i++) {
+		if (k->param[i].kind == PK_FLAGS)
+			flags = i;
+		if (k->param[i].kind == PK_SIZE && k->param[i].size == SZ_EPOCH)
+			epoch = i;
+	}
+	assert_true(flags && epoch);
+	roles = find_deep(k->body, ST_ROLES);
+	sig_role = roles->body[0]->body[1]->body[0];
+	assert_int_equal(k->role[sig_role->role].kind, ROLE_SIGNAL);
+	assert_int_equal(k->role[sig_role->role].bar_id, 5);
+	cl = find_kind(sig_role, ST_LOOP, 0);
+	for (i = 0; i < cl->nbody && cl->body[i]->kind == ST_LET; i++)
+		;
+	assert_int_equal(cl->nbody - i, 5);
+	assert_int_equal(cl->body[i]->kind, ST_MBAR_WAIT);
+	assert_int_equal(cl->body[i + 1]->kind, ST_COMPUTE);
+	x = cl->body[i + 2];
+	assert_int_equal(x->kind, ST_SYNC);
+	assert_int_equal(x->n, 5);
+	assert_int_equal(x->threads, 96);
+	x = cl->body[i + 3];
+	assert_int_equal(x->kind, ST_IF);
+	assert_int_equal(x->cond->kind, EX_ELECT);
+	assert_int_equal(x->nbody, 1);
+	assert_int_equal(x->body[0]->kind, ST_SIGNAL);
+	assert_int_equal(x->body[0]->param, flags);
+	assert_string_equal(expr(t, x->body[0]->a), "(((row0 / 128) * ceildiv(cols, 256)) + (col0 / 256))");
+	assert_int_equal(cl->body[i + 4]->kind, ST_MBAR_ARRIVE);
+	assert_int_equal(census(sig_role).kind[ST_SIGNAL], 1);
+	cons = roles->body[1];
+	assert_int_equal(census(cons).kind[ST_SIGNAL], 2);
+
+	cu = cuda_of(t);
+	assert_int_equal(count(cu, "wsf_bar_sync(5, 96);"), 1);
+	assert_int_equal(count(cu, "if (threadIdx.x == 288) {"), 1);
+	assert_int_equal(count(cu, "wsf_signal_system(flags + "), 1);
+	assert_int_equal(count(cu, "wsf_mbar_arrive(&landed["), 2);
+	teardown((void **)&t);
+	(void)state;
+}
+
+/*
  * Programmatic dependent launch: a matmul kernel lets the next grid launch
  * and waits for the one before, both once, at the top level after the
  * barrier init (every thread, before the roles: nothing before them touches
@@ -2364,6 +2437,7 @@ main(void)
 		cmocka_unit_test(pr3843_cases),
 		cmocka_unit_test(signal_per_tile),
 		cmocka_unit_test(signal_consumer_role),
+		cmocka_unit_test(signal_consumer_flags),
 		cmocka_unit_test(pdl_launch),
 		cmocka_unit_test(tile_narrows),
 		cmocka_unit_test(cluster_pairs),
