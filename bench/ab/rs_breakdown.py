@@ -8,7 +8,9 @@ specs, its tile unless TILE is given, a `schedule:` body): one rank's GEMM of
 an owner's rows, by cuBLAS and by wsfuse; the send GEMM storing its partial
 (bf16, f32) into a local buffer and into the peer's over NVLink; the owner's
 GEMM reading a partial without waiting; the two in a row, with and without the
-waits (and, on the example's tile, the owner on the cooperative tile); and the
+waits (and, on the example's tile, the owner on the cooperative tile); the
+send through the consumer role (--send role: cooperative 128 x 256, stored
+locally, copied to the peer by the role) and the pair with it; and the
 peers (cuBLAS + NCCL, NCCL's reduce-scatter alone, async-TP).
 ONLY=a,b keeps the rows whose name holds a or b.  Each figure: 20 calls, each
 after a symmetric-memory barrier, the median, the slowest rank's (µs).
@@ -117,6 +119,25 @@ def main():
         coop.launch(xm, w, recv["bf16"][0], y, epoch=e, wait_flags=flags[:tiles])
     if tile == ex.TILE:   # the sends' 128 x 128 flags, the owner's 128 x 256 tiles
         row("fused bf16, owner cooperative", fused_coop)
+
+    # --send role: cooperative 128 x 256 sends stored locally, the consumer role copying each tile to the owner
+    role = ctx.compile_string(ex.SEND_ROLE.format(part="bf16", tile=ex.OWNER_COOP), name="send_role.yaml")
+    own_role = ctx.compile_string(ex.own_spec(world - 1, "bf16", "per_tile", ex.OWNER_COOP), name="own_role.yaml")
+    part = torch.empty(mo, n, device=dev, dtype=torch.bfloat16)
+    rtiles = role.signal_layout(xo, w, part, recv["bf16"][0])["flags"]
+
+    def send_role(to_peer):
+        dst = recv_h["bf16"].get_buffer(o, recv["bf16"].shape, recv["bf16"].dtype)[0] if to_peer else recv["bf16"][0]
+        role.launch(xo, w, part, dst, flags=peer_flags[:rtiles] if to_peer else local_flags[:rtiles], epoch=bump())
+
+    def fused_role():
+        e = bump()
+        peer = recv_h["bf16"].get_buffer(o, recv["bf16"].shape, recv["bf16"].dtype)[0]
+        role.launch(xo, w, part, peer, flags=peer_flags[:rtiles], epoch=e)
+        own_role.launch(xm, w, recv["bf16"][0], y, epoch=e, wait_flags=flags[:rtiles])
+    row("send role bf16 -> local", lambda: send_role(False))
+    row("send role bf16 -> peer", lambda: send_role(True))
+    row("fused bf16, send role, owner coop", fused_role)
 
     def cublas_nccl():
         part = torch.mm(x, w.t())

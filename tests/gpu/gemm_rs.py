@@ -118,8 +118,9 @@ def run(lib, mo, n, k, part, tile, own_tile, check_waits):
         dtype = torch.float32 if part == "f32" else torch.bfloat16
         recv = [torch.empty(mo, n, device="cuda", dtype=dtype) for _ in range(2)]
         y = [torch.empty(mo, n, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
-        local = [torch.empty(mo, n, device="cuda", dtype=dtype)] if role else []   # the role's send: stored here first
-        lay = send.signal_layout(x[0][:mo], w[0], *local, recv[0])
+        # with the role, each rank's send stores its partial here first (a rank's own memory)
+        local = [[torch.empty(mo, n, device="cuda", dtype=dtype)] if role else [] for _ in range(2)]
+        lay = send.signal_layout(x[0][:mo], w[0], *local[0], recv[0])
         assert own.signal_layout(x[0][:mo], w[0], recv[0], y[0])["wait_words"] == lay["flags"], "one flag layout"
         flags = [torch.zeros(lay["flags"], device="cuda", dtype=torch.int32) for _ in range(2)]
         ready = torch.empty(lay["flags"], device="cuda", dtype=torch.int32)
@@ -135,7 +136,7 @@ def run(lib, mo, n, k, part, tile, own_tile, check_waits):
                 o = 1 - r
                 with torch.cuda.stream(sends[r]):
                     torch.cuda._sleep(50000 * (1 + r))
-                    send.launch(x[r][o * mo:(o + 1) * mo], w[r], *local, recv[o], flags=flags[o], epoch=epoch,
+                    send.launch(x[r][o * mo:(o + 1) * mo], w[r], *local[r], recv[o], flags=flags[o], epoch=epoch,
                                 max_ctas=cap)
             for r in range(2):   # and computes its own rows at once, adding the peer's partial tile by tile
                 with torch.cuda.stream(owns[r]):
