@@ -926,21 +926,24 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 
 /*
  * The writer's tile of epilogue input X that waits (wait: {per_tile, tile:
- * [R, C]}), into Kernel.wait_tile: each of the kernel's tiles must cover
- * whole writer tiles, and the kernel's epilogue inputs that wait must
- * share one writer tile (a layout of words for them all): FIRST, X is the
- * first of them.
+ * [R, C]}), into Kernel.wait_tile: in each dim one of the kernel's tile
+ * and the writer's must divide the other, so that each kernel tile covers
+ * whole writer tiles, or lies inside one, or (a finer writer along one
+ * dim, a coarser along the other) both; and the kernel's epilogue inputs
+ * that wait must share one writer tile (a layout of words for them all):
+ * FIRST, X is the first of them.
  */
 static int
 wait_tile(Comp *c, Kernel *k, const Tile *t, const Tensor *x, bool first)
 {
 	const int *w = x->wait_tile;
 
-	if (w[0] && (t->bm % w[0] || t->bn % w[1]))
-		return diag_error(c, x->wait_tile_pos, "the writer's tile %d x %d of '%s' does not divide the kernel's "
-		                  "tile %d x %d: each kernel tile must cover whole writer tiles (give the kernel a tile "
-		                  "whose rows are a multiple of %d and columns of %d, or the writer one that divides "
-		                  "%d x %d)", w[0], w[1], x->name, t->bm, t->bn, w[0], w[1], t->bm, t->bn);
+	if (w[0] && ((t->bm % w[0] && w[0] % t->bm) || (t->bn % w[1] && w[1] % t->bn)))
+		return diag_error(c, x->wait_tile_pos, "the writer's tile %d x %d of '%s' and the kernel's tile %d x %d "
+		                  "do not nest: in each dim one extent must divide the other, so that each kernel tile "
+		                  "covers whole writer tiles or lies inside one (give the writer a tile whose rows divide "
+		                  "or are a multiple of %d and whose columns divide or are a multiple of %d)", w[0], w[1],
+		                  x->name, t->bm, t->bn, t->bm, t->bn);
 	if (!first && (k->wait_tile[0] != w[0] || k->wait_tile[1] != w[1]))
 		return unbuilt(c, x->wait_tile_pos.line ? x->wait_tile_pos : x->wait_pos, "epilogue inputs that wait "
 		               "with different writer tiles in one kernel ('%s' and one before it) are not implemented "
@@ -951,12 +954,14 @@ wait_tile(Comp *c, Kernel *k, const Tile *t, const Tensor *x, bool first)
 }
 
 /*
- * An epilogue input whose writer's tile R x C (Kernel.wait_tile) is finer
- * than the kernel's: the words follow the writer's layout, [batch, row
- * tiles, column tiles] of R x C, and the tile waits (WAIT, cloned into ONE)
- * for each writer tile it covers that lies inside the output, the first
- * always.  NAME: the input's; its words start at AT.  Returns how many it
- * has (a batch's).
+ * An epilogue input whose writer's tile R x C (Kernel.wait_tile) is not
+ * the kernel's: the words follow the writer's layout, [batch, row tiles,
+ * column tiles] of R x C, and the tile waits (WAIT, cloned into ONE) for
+ * each writer tile it overlaps that lies inside the output, the first
+ * always: BM / R x BN / C of them where the writer's are finer, one along
+ * a dim where the writer's is as coarse or coarser (the one holding the
+ * tile: row0 / R).  NAME: the input's; its words start at AT.  Returns how
+ * many it has (a batch's).
  */
 static Expr *
 wait_words(Comp *c, const Kernel *k, const Tile *t, Stmt *one, const Stmt *wait, const char *name, Expr *at)
@@ -966,8 +971,8 @@ wait_words(Comp *c, const Kernel *k, const Tile *t, Stmt *one, const Stmt *wait,
 	Expr *rows_w = ex_bin(c, EX_CEILDIV, rows, ex_int(c, r)), *cols_w = ex_bin(c, EX_CEILDIV, cols, ex_int(c, cw));
 	Expr *words = ex_bin(c, EX_MUL, rows_w, cols_w);
 
-	for (i = 0; i < t->bm / r; i++)
-		for (j = 0; j < t->bn / cw; j++) {
+	for (i = 0; i < (t->bm > r ? t->bm / r : 1); i++)
+		for (j = 0; j < (t->bn > cw ? t->bn / cw : 1); j++) {
 			Stmt *w = st_clone(c, wait, 0, NULL);
 			Expr *row = ex_bin(c, EX_ADD, ex_bin(c, EX_DIV, t->row0, ex_int(c, r)), ex_int(c, i));
 			Expr *col = ex_bin(c, EX_ADD, ex_bin(c, EX_DIV, t->col0, ex_int(c, cw)), ex_int(c, j));

@@ -36,7 +36,9 @@ With --send role the send GEMMs run on the cooperative 128 x 256 tile and
 store their partials locally; the kernel's consumer role (warps of the
 producer warpgroup) copies each stored tile to its owner over NVLink and
 raises its flag (signal: {per_tile, consumer: sent, flags: true}), so the k
-loop never waits for the peer's memory; the owner runs on the same tile.
+loop never waits for the peer's memory; the owner runs on the same tile, or
+with --owner pingpong on 128 x 128 tiles, each inside one send tile (wait:
+{per_tile, tile: [128, 256]}).
 tests/gpu/gemm_rs.py runs the same kernels and protocol on one GPU, two
 streams standing in for two ranks.
 """
@@ -109,14 +111,12 @@ def main():
     ap.add_argument("--partials", choices=("bf16", "f32"), default="bf16",
                     help="the dtype of the partial sums that cross NVLink")
     ap.add_argument("--owner", choices=tuple(OWNERS),
-                    help="the owner's GEMM on the sends' ping-pong 128 x 128 tiles (the default) or on "
-                         "cooperative 128 x 256 (with --send role, the only choice)")
+                    help="the owner's GEMM on ping-pong 128 x 128 tiles (the default with --send epilogue) or "
+                         "on cooperative 128 x 256 (the default with --send role)")
     ap.add_argument("--send", choices=tuple(SENDS), default="epilogue",
                     help="the partials cross NVLink in the epilogue's stores, or in the consumer role's copies")
     ap.add_argument("--bench", action="store_true")
     args = ap.parse_args()
-    if args.send == "role" and args.owner == "pingpong":
-        ap.error("--send role tiles the rows 128 x 256: the owner runs on the same tile (--owner cooperative)")
     args.owner = args.owner or ("cooperative" if args.send == "role" else "pingpong")
     args.m, args.n, args.k = map(int, args.shape.split("x"))
     rank, world, dev = tpcommon.setup()
@@ -131,8 +131,11 @@ def main():
     ctx = wsfuse.Context(sizes={"M": mo, "N": n, "K": kr})
     spec, tile = SENDS[args.send]
     send = ctx.compile_string(spec.format(part=args.partials, tile=tile), name="rs_send.yaml")
-    # a send tile each owner tile (--send role), or the owner's tile covering send tiles
-    wait, own_tile = ("per_tile", OWNER_COOP) if args.send == "role" else OWNERS[args.owner]
+    # the owner waits on the send's tiles: its own, or each covering two (owner cooperative, sends ping-pong),
+    # or each inside one (owner ping-pong, sends by the role on 128 x 256)
+    wait, own_tile = OWNERS[args.owner]
+    if args.send == "role":
+        wait = "per_tile" if args.owner == "cooperative" else "{per_tile, tile: [128, 256]}"
     own = ctx.compile_string(own_spec(world - 1, args.partials, wait, own_tile), name="rs_own.yaml")
     local = [torch.empty(mo, n, dtype=part, device=dev)] if args.send == "role" else []   # the role's copies' source
     tiles = send.signal_layout(x[:mo], w, *local, recv[0])["flags"]

@@ -96,6 +96,9 @@ CASES = [   # rows an owner keeps, N, K (split in two), the partials' dtype, the
     (1024, 2048, 2048, "bf16", ROLE, COOP),
     (1000, 1032, 1040, "bf16", ROLE, COOP),
     (512, 4096, 2048, "f32", ROLE, COOP),
+    # and the ping-pong owner, each of its 128 x 128 tiles inside one 128 x 256 send tile
+    (1024, 2048, 2048, "bf16", ROLE, PINGPONG),
+    (1000, 1096, 1040, "bf16", ROLE, PINGPONG),
 ]
 
 
@@ -112,7 +115,9 @@ def run(lib, mo, n, k, part, tile, own_tile, check_waits):
         send = slow.compile_string((SEND_ROLE if role else SEND).format(m=mo, n=n, k=kh, part=part,
                                                                         tile=COOP if role else tile),
                                    name="rs_send.yaml")
-        wait = "per_tile" if own_tile == (COOP if role else tile) else "{per_tile, tile: [128, 128]}"
+        # the owner waits on the send's tiles: its own, or those of a finer or coarser writer (wait: {tile})
+        wait = ("per_tile" if own_tile == (COOP if role else tile)
+                else "{per_tile, tile: [128, 128]}" if tile == PINGPONG else "{per_tile, tile: [128, 256]}")
         own = ctx.compile_string(OWN.format(m=mo, n=n, k=kh, part=part, tile=own_tile, wait=wait),
                                  name="rs_own.yaml")
         dtype = torch.float32 if part == "f32" else torch.bfloat16
@@ -161,7 +166,7 @@ def main():
               + ("" if bad is None else f": {bad}"), flush=True)
         passed, failed = passed + (bad is None), failed + (bad is not None)
     # negative controls: without the waits the check must see the peer's partial missing, in each form
-    for case in (CASES[0], CASES[3], CASES[5], CASES[7]):
+    for case in (CASES[0], CASES[3], CASES[5], CASES[7], CASES[10]):
         bad = run(lib, *case, False)
         print(f"{'ok  ' if bad else 'FAIL'} negative control ({case[3]} partials, send {kind[case[4]]}, owner "
               f"{kind[case[5]]}, wait flags preset): "

@@ -530,6 +530,13 @@ signal_launch_checks(void **state)
 		assert_int_equal(lay.waits, 1);
 		assert_int_equal(lay.wait_words, 72);
 		wsf_kernel_delete(kf);
+		/* a coarser writer, 256 x 512: its layout, ceil(1000 / 256) x ceil(1032 / 512) words */
+		snprintf(fine, sizeof fine, "%.*swait: {per_tile, tile: [256, 512]}%s", (int)(at - waits), waits,
+		         at + strlen("wait: per_tile"));
+		assert_int_equal(wsf_compile_string(ctx, "coarse.yaml", fine, strlen(fine), &kf), WSF_OK);
+		assert_int_equal(wsf_kernel_signal_layout(ctx, kf, args, 4, &lay), WSF_OK);
+		assert_int_equal(lay.wait_words, 12);
+		wsf_kernel_delete(kf);
 	}
 	o.flags = NULL;
 	assert_int_equal(wsf_kernel_launch_ex(ctx, plain, args, 4, &o), WSF_ERR_USAGE);

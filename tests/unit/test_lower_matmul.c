@@ -2356,8 +2356,10 @@ refused_forms(void **state)
  * (Kernel.wait_tile), and a tile of the kernel waits for each writer tile
  * it covers, every one but the first only where it lies inside the output.
  * A 128 x 256 tile over 128 x 128 writer tiles: two waits; over 64 x 64:
- * eight.  Refused: a writer tile that does not divide the kernel's, two
- * inputs with different ones (not built), an operand's (not built).
+ * eight; inside a 256 x 512 one: one, that tile's word; over 256 x 128
+ * (coarser along M, finer along N): two.  Refused: a writer tile that does
+ * not nest with the kernel's (192 x 128), two inputs with different ones
+ * (not built), an operand's (not built).
  */
 static void
 wait_writer_tile(void **state)
@@ -2382,12 +2384,13 @@ wait_writer_tile(void **state)
 		 "ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\noutputs:\n  y: {}\n",
 		 "a writer's tile for an operand that waits ('x', which waits by row tiles)", true},
 		{HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
-		 "  p: {dtype: bf16, shape: [M, N], wait: {per_tile, tile: [256, 128]}}\n"
+		 "  p: {dtype: bf16, shape: [M, N], wait: {per_tile, tile: [192, 128]}}\n"
 		 "ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: o, op: add, in: [y, p]}\n"
 		 "outputs:\n  o: {}\nschedule: {tile: [128, 256, 64]}\n",
-		 "the writer's tile 256 x 128 of 'p' does not divide the kernel's tile 128 x 256", false},
+		 "the writer's tile 192 x 128 of 'p' and the kernel's tile 128 x 256 do not nest", false},
 	};
-	static const int tiles[][3] = {{128, 128, 2}, {64, 64, 8}};   /* the writer's, and the waits a tile */
+	/* the writer's tile, and the waits a tile: finer, coarser (one word, the tile's), and coarser along M only */
+	static const int tiles[][3] = {{128, 128, 2}, {64, 64, 8}, {256, 512, 1}, {256, 128, 2}};
 	Fixture *t;
 	Kernel *k;
 	Stmt *w[8];
@@ -2412,8 +2415,13 @@ wait_writer_tile(void **state)
 			assert_string_equal(expr(t, w[1]->a), "(((row0 / 128) * ceildiv(cols, 128)) + ((col0 / 128) + 1))");
 			assert_string_equal(expr(t, w[1]->cond), "((col0 + 128) < cols)");
 			assert_int_equal(count(cuda_of(t), "wsf_flag_wait(wait_flags + "), 2);
-		} else {   /* the last: one row and three columns on */
+		} else if (tiles[i][0] == 64) {   /* the last: one row and three columns on */
 			assert_string_equal(expr(t, w[7]->cond), "(((row0 + 64) < rows) & ((col0 + 192) < cols))");
+		} else if (tiles[i][1] == 512) {   /* the one writer tile that holds this one */
+			assert_string_equal(expr(t, w[0]->a), "(((row0 / 256) * ceildiv(cols, 512)) + (col0 / 512))");
+		} else {   /* one writer row tile, two of its column tiles */
+			assert_string_equal(expr(t, w[1]->a), "(((row0 / 256) * ceildiv(cols, 128)) + ((col0 / 128) + 1))");
+			assert_string_equal(expr(t, w[1]->cond), "((col0 + 128) < cols)");
 		}
 		teardown((void **)&t);
 	}
