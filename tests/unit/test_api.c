@@ -421,6 +421,16 @@ launch_refuses_bad_shapes(void **state)
 	wsf_context_delete(ctx);
 }
 
+/* SRC with its first OLD replaced by NEW, into OUT of N bytes (a spec that differs in one key). */
+static void
+replaced(char *out, size_t n, const char *src, const char *old, const char *new_)
+{
+	const char *at = strstr(src, old);
+
+	assert_non_null(at);
+	snprintf(out, n, "%.*s%s%s", (int)(at - src), src, new_, at + strlen(old));
+}
+
 /*
  * signal: per_tile from the C API, before any driver call (no GPU needed):
  * the layout of the flags for given tensors; a plain launch, a launch
@@ -499,10 +509,8 @@ signal_launch_checks(void **state)
 	wsf_kernel_delete(plain);
 	{   /* flags: true: the role raises the flags, which the launch then needs, in the tile loop's layout */
 		char raised[sizeof cons + 16];
-		const char *at = strstr(cons, "consumer: z}");
 
-		snprintf(raised, sizeof raised, "%.*sconsumer: z, flags: true}%s", (int)(at - cons), cons,
-		         at + strlen("consumer: z}"));
+		replaced(raised, sizeof raised, cons, "consumer: z}", "consumer: z, flags: true}");
 		assert_int_equal(wsf_compile_string(ctx, "raised.yaml", raised, strlen(raised), &plain), WSF_OK);
 		assert_int_equal(wsf_kernel_signal_layout(ctx, plain, args, 4, &lay), WSF_OK);
 		assert_int_equal(lay.flags, 40);
@@ -521,18 +529,15 @@ signal_launch_checks(void **state)
 	{   /* a writer of 128 x 128 tiles: its layout, 8 x ceil(1032 / 128) words */
 		char fine[sizeof waits + 32];
 		WsfKernel *kf = NULL;
-		const char *at = strstr(waits, "wait: per_tile");
 
-		snprintf(fine, sizeof fine, "%.*swait: {per_tile, tile: [128, 128]}%s", (int)(at - waits), waits,
-		         at + strlen("wait: per_tile"));
+		replaced(fine, sizeof fine, waits, "wait: per_tile", "wait: {per_tile, tile: [128, 128]}");
 		assert_int_equal(wsf_compile_string(ctx, "fine.yaml", fine, strlen(fine), &kf), WSF_OK);
 		assert_int_equal(wsf_kernel_signal_layout(ctx, kf, args, 4, &lay), WSF_OK);
 		assert_int_equal(lay.waits, 1);
 		assert_int_equal(lay.wait_words, 72);
 		wsf_kernel_delete(kf);
 		/* a coarser writer, 256 x 512: its layout, ceil(1000 / 256) x ceil(1032 / 512) words */
-		snprintf(fine, sizeof fine, "%.*swait: {per_tile, tile: [256, 512]}%s", (int)(at - waits), waits,
-		         at + strlen("wait: per_tile"));
+		replaced(fine, sizeof fine, waits, "wait: per_tile", "wait: {per_tile, tile: [256, 512]}");
 		assert_int_equal(wsf_compile_string(ctx, "coarse.yaml", fine, strlen(fine), &kf), WSF_OK);
 		assert_int_equal(wsf_kernel_signal_layout(ctx, kf, args, 4, &lay), WSF_OK);
 		assert_int_equal(lay.wait_words, 12);
