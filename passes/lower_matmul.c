@@ -1101,10 +1101,17 @@ wait_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Expr *batch, Exp
  * not in DRAM, whose round trip a subtile the consumers waited out with
  * the tensor pipe idle: a GEMM + residual 1.4-3.1% faster; two k-steps
  * earlier measured slower (docs/perf.md).  The map (KParam.prefetch) is
- * the tensor's domain view, one box the output tile.  Not for inputs that
- * wait per tile (their tiles arrive while the kernel runs), nor where the
- * k loop is not the tile's whole (a K-split, stream-K) or is one of
- * several (independent matmuls), nor swapped (few rows).
+ * the tensor's domain view, one box the output tile.  An input that waits
+ * per tile (its tiles arrive while the kernel runs) too on cooperative
+ * consumers, whose epilogue holds up the k loop: the prefetch may find the
+ * tile not yet written, but L2 is where a writer's stores land (another
+ * kernel's, or a peer GPU's over NVLink), so what it brings is never
+ * read stale, and the epilogue reads through L2 only after the flag (the
+ * reduce-scatter's owner on one H200, flags preset: 7-9% faster); not on
+ * ping-pong ones, whose epilogue runs beside the other's k loop (-8% to
+ * +1% there; docs/perf.md).  Not where the k loop is not the tile's whole
+ * (a K-split, stream-K) or is one of several (independent matmuls), nor
+ * swapped (few rows).
  */
 static void
 prefetch_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Stmt *kloop)
@@ -1123,7 +1130,7 @@ prefetch_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Stmt *kloop)
 		Stmt *s;
 		int p;
 
-		if (x.kind != PK_PTR || x.view != VIEW_FULL || x.arg < 0 || x.arg >= f->ninput || in->wait_pos.line)
+		if (x.kind != PK_PTR || x.view != VIEW_FULL || x.arg < 0 || x.arg >= f->ninput || (in->wait_pos.line && k->pingpong))
 			continue;
 		p = kernel_add_param(c, k, PK_TMAP, x.name);
 		k->param[p] = x;

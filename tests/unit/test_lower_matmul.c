@@ -1276,9 +1276,9 @@ prefetches_of(const Kernel *k, const Stmt *s, Stmt **out, int n, RoleKind *in_ro
  * map of its own (KParam.prefetch, box the output tile) and one prefetch
  * in the producer's k loop, the first statement of the block that issues
  * the k-step's loads, at the tile's last k-step; none in the consumers.
- * A batched tensor's carries the batch.  None for an input that waits per
- * tile, a swapped matmul, a K-split or independent matmuls; a row input
- * (a bias) has none.
+ * A batched tensor's carries the batch.  An input that waits per tile has
+ * one on cooperative consumers, none on ping-pong ones; none for a swapped
+ * matmul, a K-split or independent matmuls; a row input (a bias) has none.
  */
 static void
 residual_prefetch(void **state)
@@ -1295,7 +1295,9 @@ residual_prefetch(void **state)
 		 "  - {out: z0, op: add, in: [y, q]}\n  - {out: z, op: add, in: [z0, r]}\n",
 		 "{consumers: pingpong, tile: [128, 128, 64]}", 2, "wsf_tma_prefetch_2d(&map_q, col0, row0);"},
 		{"{M: 4096, N: 4096, K: 4096}", "  r: {dtype: bf16, shape: [M, N], wait: per_tile}\n",
-		 "  - {out: z, op: add, in: [y, r]}\n", "{cluster: [1, 1]}", 0, NULL},
+		 "  - {out: z, op: add, in: [y, r]}\n", "{cluster: [1, 1]}", 1, "wsf_tma_prefetch_2d(&map_r, col0, row0);"},
+		{"{M: 4096, N: 4096, K: 4096}", "  r: {dtype: bf16, shape: [M, N], wait: per_tile}\n",
+		 "  - {out: z, op: add, in: [y, r]}\n", "{consumers: pingpong, tile: [128, 128, 64]}", 0, NULL},
 		{"{M: 16, N: 8192, K: 4096}", "  r: {dtype: bf16, shape: [M, N]}\n", "  - {out: z, op: add, in: [y, r]}\n",
 		 "{swap_ab: true}", 0, NULL},
 		{"{M: 4096, N: 4096, K: 4096}", "  r: {dtype: bf16, shape: [M, N]}\n", "  - {out: z, op: add, in: [y, r]}\n",
@@ -1635,9 +1637,10 @@ wait_per_tile(void **state)
  * elected thread, at a tile's first k-step and before the stage's empty
  * wait and loads, waits for A's row tile (B's column tile), the words of
  * the waiting inputs one after another in spec order (A's row tiles, then
- * B's column tiles, then an epilogue input's tiles); the consumers keep
- * only the epilogue input's wait.  The CUDA fences the async proxy after
- * the producer's waits (wsf_flag_wait_tma).
+ * B's column tiles, then an epilogue input's tiles), then the epilogue
+ * input's L2 prefetch (at the tile's last k-step); the consumers keep only
+ * the epilogue input's wait.  The CUDA fences the async proxy after the
+ * producer's waits (wsf_flag_wait_tma).
  */
 static void
 operand_wait(void **state)
@@ -1676,7 +1679,8 @@ operand_wait(void **state)
 		issue = issue->nbody && issue->body[issue->nbody - 1]->kind == ST_IF ? issue->body[issue->nbody - 1] : NULL;
 	assert_non_null(issue);
 	assert_int_equal(issue->body[1]->kind, ST_FLAG_WAIT);
-	assert_int_equal(issue->body[2]->kind, ST_MBAR_WAIT);
+	assert_int_equal(issue->body[2]->kind, ST_TMA_PREFETCH);
+	assert_int_equal(issue->body[3]->kind, ST_MBAR_WAIT);
 	n = stmts_of(roles->body[1], ST_FLAG_WAIT, w, 4);   /* the consumers': the epilogue input's */
 	assert_int_equal(n, 1);
 	assert_false(w[0]->flag);
