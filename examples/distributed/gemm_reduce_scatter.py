@@ -29,9 +29,10 @@ stalls its k loop for them (on two H200s: sends 0.46 ms against 0.49 to the
 peer, fused 0.89-0.91 against 0.96 ms at 8192^3; docs/perf.md).  With
 --owner cooperative the owner's GEMM runs on the cooperative 128 x 256 tile,
 whose k loop is faster, each tile waiting for the two send tiles it covers
-(wait: {per_tile, tile: [128, 128]}).  On one H200 that owner alone tied the
-ping-pong one at 4096x8192x4096 and was 13% slower at 4096x14336x2048 (its
-k loop stalls for the partial's loads); not yet measured on two GPUs.
+(wait: {per_tile, tile: [128, 128]}).  On one H200 that owner alone (its
+producer prefetching each tile of the partial into L2) ran 4% faster than
+the ping-pong one at 4096x8192x4096 and 2% slower at 4096x14336x2048; not
+yet measured on two GPUs.
 With --send role the send GEMMs run on the cooperative 128 x 256 tile and
 store their partials locally; the kernel's consumer role (warps of the
 producer warpgroup) copies each stored tile to its owner over NVLink and
