@@ -1482,7 +1482,6 @@ read_signal(Reader *r, const Node *n)
 	if ((v = map_get(n, "flags"))) {   /* with a consumer: does its role raise the tiles' flags */
 		if (read_bool(r, v, "'flags' of 'signal'", &r->f->sched.consumer_flags) < 0)
 			return -1;
-		r->f->sched.flags_pos = v->pos;
 		if (!map_get(n, "consumer"))
 			return diag_error(r->c, v->pos, "'flags' says whether the signal's consumer role raises the tiles' "
 			                  "flags; without 'consumer' the epilogue raises them: leave out 'flags'");

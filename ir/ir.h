@@ -366,7 +366,6 @@ typedef struct Schedule {
 	bool consumer_flags;   /* signal: {per_tile, consumer: ..., flags: true}: the consumer role raises each
 	                          tile's flag once it has written its outputs of the tile (a peer's buffer over
 	                          NVLink, say); else a kernel with a consumer sets no flags */
-	Pos flags_pos;
 } Schedule;
 
 /* The kernel families; the scheduler picks one per fusion. */

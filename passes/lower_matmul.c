@@ -1130,7 +1130,8 @@ prefetch_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Stmt *kloop)
 		Stmt *s;
 		int p;
 
-		if (x.kind != PK_PTR || x.view != VIEW_FULL || x.arg < 0 || x.arg >= f->ninput || (in->wait_pos.line && k->pingpong))
+		if (x.kind != PK_PTR || x.view != VIEW_FULL || x.arg < 0 || x.arg >= f->ninput ||
+		    (in->wait_pos.line && k->pingpong))
 			continue;
 		p = kernel_add_param(c, k, PK_TMAP, x.name);
 		k->param[p] = x;

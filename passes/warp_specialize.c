@@ -35,7 +35,8 @@
  * consumers); it needs whole warpgroups on both sides.  A kernel whose
  * per-tile signal has a consumer role (Kernel.tile_consumer) splits the
  * producer warpgroup: a ROLE_GROUP holding the setmaxnreg, its first warp
- * the producer, the other three the signal role running that loop.  No
+ * the producer, the other three the signal role running that loop (with
+ * named barrier SIGNAL_ROLE_BAR when it raises flags: flags: true).  No
  * CTA-wide barrier may follow inside the roles: ws_name_barriers makes each
  * the role's named barrier.  Invalidates: nothing.
  */
