@@ -212,6 +212,14 @@ __device__ __forceinline__ void wsf_tma_store_2d(const WsfTensorMap *map, long l
 	asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
 	             :: "l"(map), "r"((int)col), "r"((int)row), "r"(wsf_smem_addr(src)) : "memory");
 }
+// Adds SRC to the box at (col, row) of MAP, element by element (an accumulating
+// output: the TMA unit's reduce-add, atomic with other adds to the elements).
+__device__ __forceinline__ void wsf_tma_add_2d(const WsfTensorMap *map, long long col, long long row,
+                                               const void *src)
+{
+	asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2}], [%3];"
+	             :: "l"(map), "r"((int)col), "r"((int)row), "r"(wsf_smem_addr(src)) : "memory");
+}
 // Copies BYTES (a multiple of 16; both addresses 16-byte aligned) from shared SRC
 // to global DST, a 1-D bulk copy by the TMA unit; one bulk async-group per commit.
 __device__ __forceinline__ void wsf_bulk_store(void *dst, const void *src, unsigned bytes)

@@ -53,7 +53,7 @@ __device__ __forceinline__ void wsf_tma_prefetch_3d(const WsfTensorMap *map, lon
 	             :: "l"(map), "r"((int)col), "r"((int)row), "r"((int)z) : "memory");
 }
 
-// The 3-D forms of the TMA load and store (device.cuh), for a batched
+// The 3-D forms of the TMA load, store and add (device.cuh), for a batched
 // matmul's maps [batch, rows, cols]: the box at (col, row) of batch Z.
 __device__ __forceinline__ void wsf_tma_load_3d(void *dst, const WsfTensorMap *map, long long col,
                                                 long long row, long long z, wsf_u64 *bar)
@@ -69,6 +69,12 @@ __device__ __forceinline__ void wsf_tma_store_3d(const WsfTensorMap *map, long l
                                                  long long z, const void *src)
 {
 	asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
+	             :: "l"(map), "r"((int)col), "r"((int)row), "r"((int)z), "r"(wsf_smem_addr(src)) : "memory");
+}
+__device__ __forceinline__ void wsf_tma_add_3d(const WsfTensorMap *map, long long col, long long row,
+                                               long long z, const void *src)
+{
+	asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
 	             :: "l"(map), "r"((int)col), "r"((int)row), "r"((int)z), "r"(wsf_smem_addr(src)) : "memory");
 }
 

@@ -628,7 +628,8 @@ emit_stmt(Emit *e, const Stmt *s)
 		if ((k->signal || k->tile_consumer) && e->c->store_delay)
 			emit_line(e, "wsf_store_delay(%s * 131071LL + %s, %d);", emit_expr_str(e, s->a), emit_expr_str(e, s->b),
 			          e->c->store_delay);
-		emit_line(e, "wsf_tma_store_%dd(&%s, %s, %s%s%s, %s%s%s);%s", s->z ? 3 : 2, emit_param_name(e, &k->param[s->param]),
+		emit_line(e, "wsf_tma_%s_%dd(&%s, %s, %s%s%s, %s%s%s);%s", s->flag ? "add" : "store", s->z ? 3 : 2,
+		          emit_param_name(e, &k->param[s->param]),
 		          emit_expr_str(e, s->b), emit_expr_str(e, s->a), s->z ? ", " : "", s->z ? emit_expr_str(e, s->z) : "",
 		          emit_buf_at(e, s->buf, s->slot), s->off ? " + " : "", s->off ? emit_expr_str(e, s->off) : "",
 		          emit_pos(e, s->pos));
@@ -722,10 +723,11 @@ emit_stmt(Emit *e, const Stmt *s)
 		          s->z ? ", " : "", s->z ? emit_expr_str(e, s->z) : "", why);
 		break;
 	}
-	case ST_FLAG_WAIT:   /* an operand's (flag): its TMA loads read after it, through the async proxy */
+	case ST_FLAG_WAIT:   /* an operand's (flag), an output's (n): TMA loads or stores after it, in the async proxy */
 		if (s->cond)
 			emit_line(e, "if (%s)", emit_expr_str(e, s->cond));
-		emit_line(e, "%swsf_flag_wait%s(%s + %s, (unsigned)epoch);%s", s->cond ? "    " : "", s->flag ? "_tma" : "",
+		emit_line(e, "%swsf_flag_wait%s(%s + %s, (unsigned)epoch);%s", s->cond ? "    " : "",
+		          s->flag || s->n ? "_tma" : "",
 		          k->param[s->param].name, emit_expr_str(e, s->a), comment(e, s));
 		break;
 	case ST_SYNC:

@@ -90,7 +90,7 @@ static const char size_scope[] = "size";
 
 static const char *const spec_keys[] = {"fusion", "sizes", "inputs", "ops", "outputs", "schedule"};
 static const char *const input_keys[] = {"dtype", "shape", "wait"};
-static const char *const output_keys[] = {"dtype"};
+static const char *const output_keys[] = {"dtype", "accumulate", "wait"};
 static const char *const schedule_keys[] = {
 	"tile", "stages", "warp_specialize", "persistent", "cluster", "consumers", "signal", "store", "swap_ab",
 	"split_k", "stream_k",
@@ -1328,14 +1328,15 @@ read_ops(Reader *r, const Node *n)
 	return 0;
 }
 
-/* output: NAME: {dtype: DTYPE} | {} | nothing   NAME is an op's output */
+/* output: NAME: {dtype: DTYPE, accumulate: BOOL, wait: ...} | {} | nothing   NAME is an op's output */
 static int
 read_output(Reader *r, const Node *key, const Node *n)
 {
 	const char *name = read_name(r, key, "an output"), *where;
-	const Node *dt;
+	const Node *dt, *acc = NULL, *w;
 	Output *o;
 	Dtype d = DT_NONE;
+	bool accumulate = false;
 	int t;
 
 	if (!name)
@@ -1360,11 +1361,19 @@ read_output(Reader *r, const Node *key, const Node *n)
 			return -1;
 		if ((dt = map_get(n, "dtype")) && read_dtype(r, dt, &d) < 0)
 			return -1;
+		if ((acc = map_get(n, "accumulate")) &&
+		    read_bool(r, acc, words(r, "'accumulate' of %s", where), &accumulate) < 0)
+			return -1;
+		if ((w = map_get(n, "wait")) && read_wait(r, t, w, where) < 0)
+			return -1;
 	}
 	o = VEC_PUSH(r->c->arena, r->f->out, r->f->nout, r->f->capout);
 	o->tensor = t;
 	o->dtype = d;
 	o->pos = key->pos;
+	o->accumulate = accumulate;
+	if (acc)
+		o->accumulate_pos = acc->pos;
 	return 0;
 }
 

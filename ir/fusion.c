@@ -174,3 +174,19 @@ fusion_output_of(const Fusion *f, int t)
 			return i;
 	return -1;
 }
+
+int
+fusion_arg_tensor(const Fusion *f, int i)
+{
+	return i < f->ninput ? f->input[i] : f->out[i - f->ninput].tensor;
+}
+
+int
+fusion_waits(const Fusion *f)
+{
+	int i, n = 0;
+
+	for (i = 0; i < f->ninput + f->nout; i++)
+		n += f->tensor[fusion_arg_tensor(f, i)].wait_pos.line > 0;
+	return n;
+}

@@ -299,7 +299,8 @@ typedef struct Tensor {
 	Pos pos;
 	Pos shape_pos;      /* an input's shape list (line 0 for values) */
 	Pos wait_pos;       /* an input with wait: per_tile (line 0: none): its tiles arrive while the kernel runs,
-	                       each published by a flag word the kernel waits on before reading the tile */
+	                       each published by a flag word the kernel waits on before reading the tile; an
+	                       output's: the kernel waits for a tile's word before it writes the tile */
 	int wait_tile[2];   /* wait: {per_tile, tile: [R, C]}: its writer's tile, whose flag layout the words
 	                       follow (0: the reading kernel's own tile) */
 	Pos wait_tile_pos;
@@ -335,6 +336,9 @@ typedef struct Output {
 	Pos pos;
 	bool consumer;      /* signal: {per_tile, consumer: [...]}: computed by the kernel's consumer role from
 	                       the tiles the epilogue stored, each once it is in global memory */
+	bool accumulate;    /* accumulate: true: each tile is added to what the output's memory holds (a TMA
+	                       reduce-add, element by element atomic with other adds), not stored over it */
+	Pos accumulate_pos;
 } Output;
 
 typedef enum Consumers { CONSUMERS_NONE = 0, CONSUMERS_COOPERATIVE, CONSUMERS_PINGPONG } Consumers;
@@ -407,6 +411,10 @@ bool dim_is_one(Dim d);
 int64_t tensor_numel(const Fusion *f, const Tensor *t);
 /* Index into f->out of the output storing tensor T, or -1. */
 int fusion_output_of(const Fusion *f, int t);
+/* The tensor of kernel argument I: the inputs in spec order, then the outputs. */
+int fusion_arg_tensor(const Fusion *f, int i);
+/* The arguments with wait: per_tile (inputs, then outputs). */
+int fusion_waits(const Fusion *f);
 
 /* ---- verify.c --------------------------------------------------------- */
 
@@ -597,7 +605,8 @@ typedef enum StmtKind {
 	                      param: a 1-D bulk copy of the row segment [b, min(b + copy cols, cols)).
 	                      n: a multicast's CTA mask, the box written at the same place (and completed on
 	                      the same barrier) in each CTA of the cluster it names; 0: this CTA alone */
-	ST_TMA_STORE,      /* param at (row a, col b) <- buf[slot] */
+	ST_TMA_STORE,      /* param at (row a, col b) <- buf[slot]; flag: added to what global memory holds
+	                      there (an accumulating output: cp.reduce.async.bulk.tensor .add) */
 	ST_TMA_PREFETCH,   /* param's (a PK_TMAP) box at (row a, col b), batch z if set, into L2: a hint, no
 	                      buffer, no barrier, nothing waits for it */
 	ST_EXPECT_TX,      /* mbarrier.arrive.expect_tx bar[barslot], n bytes plus a (runtime) if set; the
@@ -627,7 +636,8 @@ typedef enum StmtKind {
 	ST_FLAG_WAIT,      /* until param (PK_WAIT)[a] is the epoch, acquire at system scope: the tile of an input
 	                      with wait: per_tile has been written (by another kernel, GPU or the host); only
 	                      when cond holds (NULL: always).  flag: the producer's, before TMA loads of an
-	                      operand that waits (fence.proxy.async.global after it, for the async proxy) */
+	                      operand that waits (fence.proxy.async.global after it, for the async proxy); n:
+	                      the consumers' wait for an output's tile, fenced so too, for the TMA stores */
 	ST_SPLIT_REDUCE,   /* a K-split (Kernel.splits): the cluster's CTAs each hold a partial sum of one tile in
 	                      reads[0].acc; ranks 1.. write theirs to buf (BUF_PARTIAL) and arrive on rank 0's
 	                      bar[wg] (release at cluster scope); rank 0 waits there (acquire), adds the
@@ -752,7 +762,8 @@ struct Stmt {
 	int64_t n;            /* bytes for EXPECT_TX, N for BULK_WAIT, regs, barrier id */
 	int threads;          /* ST_SYNC threads; ST_ROLES producer threads */
 	bool flag;            /* BULK_WAIT .read; SETMAXNREG inc; COMPUTE: every read of its stages
-	                         comes before a CTA barrier inside it, which so releases them */
+	                         comes before a CTA barrier inside it, which so releases them; TMA_STORE: an
+	                         add; FLAG_WAIT: the producer's */
 	/* ST_COMPUTE */
 	RowPhase phase;       /* a row streamed in chunks: which part of its work; ROW_WHOLE otherwise */
 	Expr *pass;           /* ROW_CHUNK, ROW_PASS_END: the pass over the row (0-based); a matmul's

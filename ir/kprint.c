@@ -198,7 +198,7 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 		at_print(b, k, s);
 		break;
 	case ST_TMA_STORE:
-		buf_printf(b, "%s %s", k->param[s->param].kind == PK_PTR ? "bulk_store" : "tma_store",
+		buf_printf(b, "%s %s", k->param[s->param].kind == PK_PTR ? "bulk_store" : s->flag ? "tma_add" : "tma_store",
 		           k->param[s->param].name);
 		at_print(b, k, s);
 		buf_puts(b, " <- ");
@@ -268,7 +268,7 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 			expr_print(b, k, s->cond);
 			buf_puts(b, ": ");
 		}
-		buf_printf(b, "flag.wait%s %s[", s->flag ? ".tma" : "", k->param[s->param].name);
+		buf_printf(b, "flag.wait%s %s[", s->flag || s->n ? ".tma" : "", k->param[s->param].name);
 		expr_print(b, k, s->a);
 		buf_puts(b, "] == epoch");
 		break;

@@ -178,10 +178,15 @@ fusion_print(Buf *b, const Fusion *f)
 	}
 	for (i = 0; i < f->nout; i++) {
 		const Output *o = &f->out[i];
+		const Tensor *t = &f->tensor[o->tensor];
 
 		start = b->len;
-		buf_printf(b, "  output %s: %s%s", f->tensor[o->tensor].name,
-		           o->dtype ? dtype_info[o->dtype].name : "?", o->consumer ? " by the signal consumer" : "");
+		buf_printf(b, "  output %s: %s%s%s", t->name, o->dtype ? dtype_info[o->dtype].name : "?",
+		           o->consumer ? " by the signal consumer" : "", o->accumulate ? " accumulate" : "");
+		if (t->wait_pos.line)
+			buf_puts(b, " wait=per_tile");
+		if (t->wait_tile[0])
+			buf_printf(b, " wait_tile=%dx%d", t->wait_tile[0], t->wait_tile[1]);
 		end_line(b, start, o->pos);
 	}
 	print_schedule(b, &f->sched);

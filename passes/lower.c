@@ -114,6 +114,7 @@ lower_stage_output(Comp *c, Kernel *k, int j, int rows, int cols, int copies, Ex
 	st->a = row;
 	st->b = col;
 	st->pos = f->out[p->arg - f->ninput].pos;
+	st->flag = f->out[p->arg - f->ninput].accumulate;   /* an add to what the output holds */
 	st_append(c, store, st);
 	return b;
 }
@@ -416,10 +417,11 @@ lower_refuse_hints(Comp *c, const Fusion *f, const char *family, bool rows)
 	const Schedule *s = &f->sched;
 	int i;
 
-	for (i = 0; i < f->ninput; i++)
-		if (f->tensor[f->input[i]].wait_pos.line) {
-			diag_error(c, f->tensor[f->input[i]].wait_pos, "'wait: per_tile' (input '%s') is implemented for a "
-			           "matmul's epilogue inputs only, not yet for %s kernels", f->tensor[f->input[i]].name, family);
+	for (i = 0; i < f->ninput + f->nout; i++)
+		if (f->tensor[fusion_arg_tensor(f, i)].wait_pos.line) {
+			diag_error(c, f->tensor[fusion_arg_tensor(f, i)].wait_pos, "'wait: per_tile' (%s '%s') is implemented "
+			           "for matmul kernels only, not yet for %s kernels", i < f->ninput ? "input" : "output",
+			           f->tensor[fusion_arg_tensor(f, i)].name, family);
 			c->status = WSF_ERR_UNSUPPORTED;
 			return -1;
 		}
@@ -483,13 +485,77 @@ lower_family(Family f)
 	return families[f];
 }
 
+/* Does S hold a TMA add (an accumulating output's store) to param P? */
+static bool
+adds_to(const Stmt *s, int p)
+{
+	int i;
+
+	if (!s)
+		return false;
+	if (s->kind == ST_TMA_STORE && s->param == p && s->flag)
+		return true;
+	for (i = 0; i < s->nbody; i++)
+		if (adds_to(s->body[i], p))
+			return true;
+	return adds_to(s->orelse, p);
+}
+
+/*
+ * Accumulating outputs (accumulate: true): their dtype one the TMA unit adds
+ * (before lowering, PRE), and each stored by TMA adds, which is where
+ * lowering made them (after).
+ */
+static int
+check_accumulate(Comp *c, const Fusion *f, const Kernel *k, bool pre)
+{
+	int i, j;
+
+	for (i = 0; i < f->nout; i++) {
+		const Output *o = &f->out[i];
+		const char *name = f->tensor[o->tensor].name, *why = NULL;
+		bool added = false;
+
+		if (!o->accumulate)
+			continue;
+		if (pre) {
+			if (o->dtype != DT_F32 && o->dtype != DT_F16 && o->dtype != DT_BF16)
+				return diag_error(c, o->accumulate_pos, "output '%s' accumulates, but its dtype %s is not one "
+				                  "the TMA unit adds (f32, f16, bf16): store it as one of those, or leave out "
+				                  "'accumulate'", name, dtype_info[o->dtype].name);
+			continue;
+		}
+		for (j = 1; j < k->nparam; j++) {
+			if (k->param[j].tensor != o->tensor)
+				continue;
+			added |= k->param[j].arg == f->ninput + i && adds_to(k->body, j);
+			if (k->param[j].readback)
+				why = "an output the signal's consumer role reads back (it would read the sum, not the tile)";
+		}
+		if (o->consumer)
+			why = "an output of the signal's consumer role, which stores from registers";
+		else if (!why && !added)
+			why = f->family == FAM_REDUCTION ? "row-reduction kernels, whose outputs leave from registers" :
+			      "outputs stored from registers (store: vector)";
+		if (why) {
+			diag_error(c, o->accumulate_pos, "'accumulate' (output '%s') is implemented for outputs the kernel "
+			           "stores by TMA, not yet for %s", name, why);
+			c->status = WSF_ERR_UNSUPPORTED;
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int
 pass_lower(Comp *c)
 {
 	Fusion *f = c->fusion;
 	int j;
 
-	if (lower_family(f->family)->lower(c, f))
+	if (check_accumulate(c, f, NULL, true) ||
+	    lower_family(f->family)->lower(c, f) ||
+	    check_accumulate(c, f, c->kernel, false))
 		return -1;
 	/* every tensor parameter carries its argument's full shape */
 	for (j = 1; j < c->kernel->nparam; j++) {

@@ -274,10 +274,8 @@ choose_swap(Comp *c, const Fusion *f, const Tensor *d, const Group *g, int ng, c
 		why = "in clusters";
 	else if (h->signal)
 		why = "with 'signal: per_tile'";
-	else
-		for (int j = 0; j < f->ninput && !why; j++)
-			if (f->tensor[f->input[j]].wait_pos.line)
-				why = "with an input that waits per tile";
+	else if (fusion_waits(f))
+		why = "with an input or output that waits per tile";
 	if (why && ask)
 		return unbuilt(c, h->swap_pos, "swap_ab %s is not implemented yet%s", why, then);
 	*swap = !why;
@@ -769,7 +767,7 @@ choose_stream_k(Comp *c, const Fusion *f, const Kernel *k, int ng)
 	else if (h->signal)
 		why = "with 'signal: per_tile'";
 	else if (k->waits)
-		why = "with an input that waits per tile";
+		why = "with an input or output that waits per tile";
 	if (why)
 		return unbuilt(c, h->sk_pos, "stream_k %s is not implemented yet", why);
 	return 1;
@@ -925,13 +923,13 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 }
 
 /*
- * The writer's tile of epilogue input X that waits (wait: {per_tile, tile:
- * [R, C]}), into Kernel.wait_tile: in each dim one of the kernel's tile
- * and the writer's must divide the other, so that each kernel tile covers
- * whole writer tiles, or lies inside one, or (a finer writer along one
- * dim, a coarser along the other) both; and the kernel's epilogue inputs
- * that wait must share one writer tile (a layout of words for them all):
- * FIRST, X is the first of them.
+ * The writer's tile of epilogue input (or output) X that waits (wait:
+ * {per_tile, tile: [R, C]}), into Kernel.wait_tile: in each dim one of the
+ * kernel's tile and the writer's must divide the other, so that each
+ * kernel tile covers whole writer tiles, or lies inside one, or (a finer
+ * writer along one dim, a coarser along the other) both; and the kernel's
+ * epilogue inputs and outputs that wait must share one writer tile (a
+ * layout of words for them all): FIRST, X is the first of them.
  */
 static int
 wait_tile(Comp *c, Kernel *k, const Tile *t, const Tensor *x, bool first)
@@ -945,9 +943,9 @@ wait_tile(Comp *c, Kernel *k, const Tile *t, const Tensor *x, bool first)
 		                  "or are a multiple of %d and whose columns divide or are a multiple of %d)", w[0], w[1],
 		                  x->name, t->bm, t->bn, t->bm, t->bn);
 	if (!first && (k->wait_tile[0] != w[0] || k->wait_tile[1] != w[1]))
-		return unbuilt(c, x->wait_tile_pos.line ? x->wait_tile_pos : x->wait_pos, "epilogue inputs that wait "
-		               "with different writer tiles in one kernel ('%s' and one before it) are not implemented "
-		               "yet", x->name);
+		return unbuilt(c, x->wait_tile_pos.line ? x->wait_tile_pos : x->wait_pos, "epilogue inputs (or outputs) "
+		               "that wait with different writer tiles in one kernel ('%s' and one before it) are not "
+		               "implemented yet", x->name);
 	k->wait_tile[0] = w[0];
 	k->wait_tile[1] = w[1];
 	return 0;
@@ -1012,7 +1010,12 @@ wait_words(Comp *c, const Kernel *k, const Tile *t, Stmt *one, const Stmt *wait,
  * threads what the acquire made visible.  An operand (the load side of
  * all-gather + GEMM): the thread that issues its loads waits, at the
  * tile's first k-step, before the loads, and fences the async proxy, so
- * its TMA reads what the acquire saw.
+ * its TMA reads what the acquire saw.  An output that waits (an
+ * accumulating output whose tile another kernel writes first: the
+ * reduce-scatter's owner) is waited for as an epilogue input is, after
+ * the inputs' words, and the waiting thread fences the async proxy before
+ * the barrier, so the epilogue's TMA stores (or adds) come after what the
+ * acquire saw.
  */
 static void
 wait_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Expr *batch, Expr *batch_tiles)
@@ -1027,20 +1030,25 @@ wait_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Expr *batch, Exp
 	cols_t = ex_bin(c, EX_CEILDIV, ex_var(c, k->cols_var), ex_int(c, k->tile_cols));
 	tile = lower_flag_index(c, k, t->row0, t->col0, t->bt, batch_tiles);
 	one->comment = "one thread waits for the tiles of the inputs that arrive while the kernel runs";
-	for (i = 0; i < f->ninput; i++) {
-		const Tensor *x = &f->tensor[f->input[i]];
+	for (i = 0; i < f->ninput + f->nout; i++) {
+		const Tensor *x = &f->tensor[fusion_arg_tensor(f, i)];
 		Expr *words, *word;
 		Stmt *s;
 		int q;
 
 		if (!x->wait_pos.line)
 			continue;
-		for (q = 1; q < k->nparam && !(k->param[q].arg == i && k->param[q].tensor == f->input[i]); q++)
+		for (q = 1; q < k->nparam && !(k->param[q].arg == i && k->param[q].tensor == fusion_arg_tensor(f, i)); q++)
 			;
 		s = st_new(c, ST_FLAG_WAIT);
 		s->param = p;
 		s->pos = x->wait_pos;
-		if (k->param[q].kind == PK_TMAP) {   /* an operand: A by row tiles, B by column tiles */
+		if (i >= f->ninput) {   /* an output: its stores (the async proxy) are ordered after the acquire */
+			s->n = 1;
+			one->comment = "one thread waits for the tiles of the inputs that arrive, and of the outputs that may "
+			               "be written, while the kernel runs";
+		}
+		if (k->param[q].kind == PK_TMAP && i < f->ninput) {   /* an operand: A by row tiles, B by column tiles */
 			bool is_a = k->buf[t->abuf].param == q;
 			Expr *idx = ex_bin(c, EX_DIV, is_a ? t->row0 : t->col0, ex_int(c, is_a ? k->tile_rows : k->tile_cols));
 
@@ -1071,7 +1079,8 @@ wait_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Expr *batch, Exp
 		} else {
 			words = ex_bin(c, EX_MUL, rows_t, cols_t);
 			s->a = at->kind == EX_INT && at->ival == 0 ? tile : ex_bin(c, EX_ADD, at, tile);
-			s->comment = arena_printf(c->arena, "this tile of '%s' has been written", x->name);
+			s->comment = arena_printf(c->arena, i < f->ninput ? "this tile of '%s' has been written" :
+			                          "this tile of '%s' may be written", x->name);
 			st_append(c, one, s);
 		}
 		if (batch)
@@ -1185,7 +1194,7 @@ choose_cluster(Comp *c, const Fusion *f, Kernel *k, const Tile *t, const Op *op)
 	if (h->signal || k->waits)
 		return unbuilt(c, h->cluster_pos, "'cluster' with %s is not implemented yet: a cluster's second tile "
 		               "may lie past the output, with no flag", h->signal ? "'signal: per_tile'" :
-		               "an input that waits per tile");
+		               "an input or output that waits per tile");
 	if (!kmajor && rows / 2 % CHUNK)
 		return unbuilt(c, h->cluster_pos, "cluster [%d, %d] shares %s, which matmul '%s' reads %s-major: each CTA "
 		               "would load %d of its %d rows, not a whole number of 64-wide chunks; use a wider tile or "
@@ -1228,7 +1237,7 @@ choose_split(Comp *c, const Fusion *f, Kernel *k, Tile *t, const Group *g, int n
 	else if (h->signal)
 		why = "with 'signal: per_tile'";
 	else if (k->waits)
-		why = "with an input that waits per tile";
+		why = "with an input or output that waits per tile";
 	if (h->split_k > 1) {
 		if (why)
 			return unbuilt(c, h->split_pos, "split_k %s is not implemented yet", why);
@@ -1290,11 +1299,8 @@ group_pingpong(const Fusion *f, const Group *g, int ng, const Tensor *d)
 	int j;
 
 	if (ng != 1 || g->n != 2 || h->ntile || h->consumers || h->stages || h->swap_pos.line || h->split_pos.line ||
-	    h->cluster_pos.line || h->signal || h->consumer_pos.line)
+	    h->cluster_pos.line || h->signal || h->consumer_pos.line || fusion_waits(f))
 		return false;
-	for (j = 0; j < f->ninput; j++)
-		if (f->tensor[f->input[j]].wait_pos.line)
-			return false;
 	for (j = 0; j < g->n; j++)
 		if (!f->op[g->mm[j]].transpose_b)
 			return false;
@@ -1361,8 +1367,7 @@ lower_matmul(Comp *c, Fusion *f)
 	if (k->pingpong && ng > 1)
 		return unbuilt(c, f->sched.consumers_pos, "consumers: pingpong with independent matmuls in one kernel is "
 		               "not implemented yet");
-	for (j = 0; j < f->ninput; j++)
-		k->waits += f->tensor[f->input[j]].wait_pos.line > 0;
+	k->waits = fusion_waits(f);
 	if (f->sched.system && f->sched.consumer_pos.line && !f->sched.consumer_flags)
 		return diag_error(c, f->sched.scope_pos, "'scope' applies to flags, and with 'consumer' the tiles are "
 		                  "signalled to the kernel's own consumer role: leave out 'scope', or add 'flags: true' "
@@ -1468,7 +1473,16 @@ lower_matmul(Comp *c, Fusion *f)
 	}
 	/* an output the epilogue stores is a tensor map of subtile boxes; the signal consumer's, a pointer */
 	for (j = 0; j < f->nout; j++) {
-		int p = kernel_add_param(c, k, f->out[j].consumer ? PK_PTR : PK_TMAP, f->tensor[f->out[j].tensor].name);
+		const Tensor *x = &f->tensor[f->out[j].tensor];
+		int p;
+
+		/* an output that waits: the tile's word before its first store (wait_inputs) */
+		if (x->wait_pos.line && (f->out[j].consumer || f->sched.consumer_pos.line))
+			return unbuilt(c, x->wait_pos, "an output that waits per tile in a kernel with a signal consumer "
+			               "role is not implemented yet");
+		if (x->wait_pos.line && wait_tile(c, k, &t, x, epi_waits++ == 0) < 0)
+			return -1;
+		p = kernel_add_param(c, k, f->out[j].consumer ? PK_PTR : PK_TMAP, x->name);
 
 		k->param[p].arg = f->ninput + j;
 		k->param[p].tensor = f->out[j].tensor;
@@ -1641,16 +1655,14 @@ lower_matmul_candidates(const Fusion *f, Schedule *out, int max)
 	static const int tiles[][3] = {{128, 128, 64}, {128, 256, 64}, {256, 128, 64}};
 	const Schedule *h = &f->sched;
 	Schedule s;
-	int i, n = 0, waits = 0;
+	int i, n = 0;
 
 	Schedule scratch[TUNE_COUNT];
 
 	if (!out || max < 1)   /* how many there are */
 		out = scratch, max = TUNE_COUNT;
 	out[n++] = *h;
-	for (i = 0; i < f->ninput; i++)
-		waits += f->tensor[f->input[i]].wait_pos.line > 0;
-	if (f->family != FAM_MATMUL || h->signal || waits)
+	if (f->family != FAM_MATMUL || h->signal || fusion_waits(f))
 		return n;
 	for (i = 0; i < (int)countof(tiles) && !h->ntile && !h->consumers && !h->swap_ab && n < max; i++) {
 		s = *h;

@@ -428,8 +428,8 @@ rt_wait_words(const Kernel *k, const LaunchPlan *p)
 	int64_t rows_t = (p->rows + k->tile_rows - 1) / k->tile_rows, cols_t = (p->cols + k->tile_cols - 1) / k->tile_cols;
 	int64_t er = k->wait_tile[0] ? k->wait_tile[0] : k->tile_rows, ec = k->wait_tile[1] ? k->wait_tile[1] : k->tile_cols;
 
-	/* an epilogue input a word a tile of its writer's (the kernel's own by default), an operand A a row
-	   tile, B a column tile */
+	/* an epilogue input or an output a word a tile of its writer's (the kernel's own by default), an
+	   operand A a row tile, B a column tile */
 	return ((k->waits - k->wait_rows - k->wait_cols) * ((p->rows + er - 1) / er) * ((p->cols + ec - 1) / ec) +
 	        k->wait_rows * rows_t + k->wait_cols * cols_t) * p->batch;
 }
@@ -605,12 +605,12 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 		                                                    : "schedule: {signal: per_tile} makes it"),
 		       WSF_ERR_USAGE;
 	if (k->waits && (!x || !x->wait_flags || !x->epoch))
-		return diag_error(c, l->fusion->pos, "kernel '%s' waits for the tiles of %d input%s (wait: per_tile): "
-		                  "launch it with wait_flags and a nonzero epoch (wsf_kernel_launch_ex)", l->fusion->name,
-		                  k->waits, k->waits == 1 ? "" : "s"),
+		return diag_error(c, l->fusion->pos, "kernel '%s' waits for the tiles of %d input%s or output%s (wait: "
+		                  "per_tile): launch it with wait_flags and a nonzero epoch (wsf_kernel_launch_ex)",
+		                  l->fusion->name, k->waits, k->waits == 1 ? "" : "s", k->waits == 1 ? "" : "s"),
 		       WSF_ERR_USAGE;
 	if (!k->waits && x && x->wait_flags)
-		return diag_error(c, l->fusion->pos, "kernel '%s' waits for no input (wait: per_tile makes it): launch it "
+		return diag_error(c, l->fusion->pos, "kernel '%s' waits for no input or output (wait: per_tile makes it): launch it "
 		                  "without wait_flags", l->fusion->name),
 		       WSF_ERR_USAGE;
 	if (x && x->max_ctas < 0)

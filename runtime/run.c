@@ -30,6 +30,7 @@ typedef struct Arg {
 	int64_t shape[MAX_RANK];
 	CUdeviceptr dev;
 	double *host;     /* input values / reference output */
+	double *init;     /* an accumulating output's values before the launch (with host copies) */
 	void *packed;
 } Arg;
 
@@ -135,12 +136,12 @@ rt_fill_random(Dtype dt, int64_t n, uint64_t seed, double lo, double hi, void *p
 	rt_par_for((n + CHUNK - 1) / CHUNK, 16, fill_range, &p);
 }
 
-/* Comparing one output (rt_compare): a sum of squares per chunk. */
+/* Comparing one output (rt_compare): a sum of squares per chunk, and whether a value is unwritten. */
 typedef struct Compare {
 	Dtype dt;
 	int64_t n;
 	const void *packed;
-	const double *want;
+	const double *want, *init;
 	double *num, *den;      /* per chunk: sum of (got - want)^2, of want^2 */
 	unsigned char *nan;     /* per chunk: a NaN where the reference has none */
 } Compare;
@@ -153,6 +154,9 @@ compare_range(void *ctx, int64_t lo, int64_t hi)
 	size_t size = (size_t)dtype_info[p->dt].bytes;
 	int64_t k;
 
+	/* an accumulating output's element left as it was: further from its sum than 4 ulps of the dtype */
+	double ulps = 4 * (p->dt == DT_F32 ? 0x1p-23 : p->dt == DT_F16 ? 0x1p-10 : 0x1p-7);
+
 	for (k = lo; k < hi; k++) {
 		int64_t e0 = k * CHUNK, n = p->n - e0 < CHUNK ? p->n - e0 : CHUNK, j;
 		double num = 0, den = 0;
@@ -163,6 +167,9 @@ compare_range(void *ctx, int64_t lo, int64_t hi)
 
 			if (isnan(got[j]) && !isnan(want))
 				p->nan[k] = 1;
+			if (p->init && got[j] == p->init[e0 + j] &&
+			    fabs(want - got[j]) > ulps * fmax(fabs(want), fabs(got[j])))
+				p->nan[k] = 1;
 			num += (got[j] - want) * (got[j] - want);
 			den += want * want;
 		}
@@ -172,10 +179,11 @@ compare_range(void *ctx, int64_t lo, int64_t hi)
 }
 
 WsfStatus
-rt_compare(Dtype dt, int64_t n, const void *packed, const double *want, double *rel_err, bool *unwritten)
+rt_compare(Dtype dt, int64_t n, const void *packed, const double *want, const double *init, double *rel_err,
+           bool *unwritten)
 {
 	int64_t nchunks = (n + CHUNK - 1) / CHUNK, k;
-	Compare p = {dt, n, packed, want, calloc((size_t)nchunks + 1, sizeof *p.num),
+	Compare p = {dt, n, packed, want, init, calloc((size_t)nchunks + 1, sizeof *p.num),
 	             calloc((size_t)nchunks + 1, sizeof *p.den), calloc((size_t)nchunks + 1, 1)};
 	double num = 0, den = 0;
 
@@ -302,11 +310,18 @@ args_upload(Comp *c, const Fusion *f, Driver *d, const WsfRunOptions *o, bool ho
 			s = WSF_ERR_NOMEM;
 			break;
 		}
-		if (i >= f->ninput) {
+		if (i >= f->ninput && !f->out[i - f->ninput].accumulate) {
 			s = rt_check(c, d, d->cuMemsetD8(a->dev, 0xff, bytes), "cuMemsetD8 (poison)");
 			continue;
 		}
-		rt_fill_random(a->dtype, a->numel, splitmix(&seed), lo, hi, a->packed, a->host);
+		/* an input, or an accumulating output's values before the launch, which it adds to */
+		if (i >= f->ninput && host && !(a->init = malloc((size_t)a->numel * sizeof *a->init))) {
+			diag_error(c, f->pos, "out of host memory for %lld elements of '%s'", (long long)a->numel,
+			           f->tensor[a->tensor].name);
+			s = WSF_ERR_NOMEM;
+			break;
+		}
+		rt_fill_random(a->dtype, a->numel, splitmix(&seed), lo, hi, a->packed, i < f->ninput ? a->host : a->init);
 		s = rt_check(c, d, d->cuMemcpyHtoD(a->dev, a->packed, bytes), "cuMemcpyHtoD");
 	}
 	return s;
@@ -322,6 +337,7 @@ args_free(Driver *d, Arg *arg, int nargs)
 			d->cuMemFree(arg[i].dev);
 		free(arg[i].packed);
 		free(arg[i].host);
+		free(arg[i].init);
 	}
 }
 
@@ -414,8 +430,11 @@ rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRun
 			size_t bytes = (size_t)a->numel * dtype_info[a->dtype].bytes;
 			bool unwritten = false;
 
+			for (int64_t e = 0; a->init && e < a->numel; e++)   /* an accumulating output: what it held, plus */
+				a->host[e] += a->init[e];
 			if ((s = rt_check(c, d, d->cuMemcpyDtoH(a->packed, a->dev, bytes), "cuMemcpyDtoH")) == WSF_OK &&
-			    (s = rt_compare(a->dtype, a->numel, a->packed, a->host, &r->rel_err[i], &unwritten)) == WSF_OK) {
+			    (s = rt_compare(a->dtype, a->numel, a->packed, a->host, a->init, &r->rel_err[i], &unwritten)) ==
+			    WSF_OK) {
 				r->unwritten[i] = unwritten;
 				r->tolerance[i] = tolerance(a->dtype);
 				/* a signal consumer computes from stored values: their rounding is in its outputs too */

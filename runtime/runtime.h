@@ -307,10 +307,13 @@ void rt_fill_random(Dtype dt, int64_t n, uint64_t seed, double lo, double hi, vo
 /*
  * The N values of DT in PACKED against WANT rounded to DT: *REL_ERR, the
  * norm of the difference over the norm of WANT; *UNWRITTEN, whether a value
- * is NaN where WANT is not (outputs are poisoned with NaN before a launch).
+ * is NaN where WANT is not (outputs are poisoned with NaN before a launch),
+ * or, with INIT (an accumulating output's values before the launch, WANT
+ * holding them plus the result), whether a value is still its INIT where
+ * WANT is more than 4 units in the last place of DT away from it.
  */
-WsfStatus rt_compare(Dtype dt, int64_t n, const void *packed, const double *want, double *rel_err,
-                     bool *unwritten);
+WsfStatus rt_compare(Dtype dt, int64_t n, const void *packed, const double *want, const double *init,
+                     double *rel_err, bool *unwritten);
 /*
  * Random arguments of L at the bound sizes on the GPU, drawn as rt_run
  * draws them (O's seed and scale; outputs poisoned), given to FN with

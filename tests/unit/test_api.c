@@ -545,7 +545,7 @@ signal_launch_checks(void **state)
 	}
 	o.flags = NULL;
 	assert_int_equal(wsf_kernel_launch_ex(ctx, plain, args, 4, &o), WSF_ERR_USAGE);
-	assert_non_null(strstr(wsf_context_last_error(ctx), "kernel 'waits' waits for the tiles of 1 input "
+	assert_non_null(strstr(wsf_context_last_error(ctx), "kernel 'waits' waits for the tiles of 1 input or output "
 	                       "(wait: per_tile): launch it with wait_flags and a nonzero epoch"));
 	assert_int_equal(wsf_kernel_launch(ctx, plain, args, 4, NULL), WSF_ERR_USAGE);
 	o.wait_flags = (const uint32_t *)(uintptr_t)0x7f0000300000ull;

@@ -1568,10 +1568,10 @@ wait_per_tile(void **state)
 		 "  p: {dtype: bf16, shape: [M, N], wait: per_tile}\n"
 		 "ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: o, op: add, in: [y, p]}\n"
 		 "outputs:\n  o: {}\nschedule: {cluster: [2, 1]}\n",
-		 "'cluster' with an input that waits per tile is not implemented yet", true},
+		 "'cluster' with an input or output that waits per tile is not implemented yet", true},
 		{"fusion: pw\nsizes: {M: 64, N: 64}\ninputs:\n  a: {dtype: bf16, shape: [M, N], wait: per_tile}\n"
 		 "ops:\n  - {out: y, op: relu, in: [a]}\noutputs:\n  y: {}\n",
-		 "'wait: per_tile' (input 'a') is implemented for a matmul's epilogue inputs only", true},
+		 "'wait: per_tile' (input 'a') is implemented for matmul kernels only", true},
 	};
 	Fixture *t;
 	Kernel *k;
@@ -2382,7 +2382,7 @@ wait_writer_tile(void **state)
 		 "  q: {dtype: bf16, shape: [M, N], wait: per_tile}\n"
 		 "ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: o0, op: add, in: [y, p]}\n"
 		 "  - {out: o, op: add, in: [o0, q]}\noutputs:\n  o: {}\nschedule: {tile: [128, 256, 64]}\n",
-		 "epilogue inputs that wait with different writer tiles in one kernel ('q' and one before it)", true},
+		 "epilogue inputs (or outputs) that wait with different writer tiles in one kernel ('q' and one before it)", true},
 		{HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K], wait: {per_tile, tile: [128, 128]}}\n"
 		 "  w: {dtype: bf16, shape: [N, K]}\n"
 		 "ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\noutputs:\n  y: {}\n",

@@ -67,23 +67,56 @@ compare_errors_and_poison(void **state)
 	for (i = 0; i < N; i++)
 		want[i] = (double)(float)(sin((double)i) + 2.0);
 	rt_pack(DT_F32, want, N, got);
-	assert_int_equal(rt_compare(DT_F32, N, got, want, &err, &unwritten), WSF_OK);
+	assert_int_equal(rt_compare(DT_F32, N, got, want, NULL, &err, &unwritten), WSF_OK);
 	assert_true(err == 0.0);
 	assert_false(unwritten);
 	for (i = 0; i < N; i++)
 		got[i] = (float)(want[i] * (1.0 + 1e-4));
-	assert_int_equal(rt_compare(DT_F32, N, got, want, &err, &unwritten), WSF_OK);
+	assert_int_equal(rt_compare(DT_F32, N, got, want, NULL, &err, &unwritten), WSF_OK);
 	assert_true(fabs(err - 1e-4) < 1e-6);
 	assert_false(unwritten);
 	rt_pack(DT_F32, want, N, got);
 	memset(&got[N - 1], 0xff, sizeof got[0]);  /* the last element of the short last chunk kept the poison */
-	assert_int_equal(rt_compare(DT_F32, N, got, want, &err, &unwritten), WSF_OK);
+	assert_int_equal(rt_compare(DT_F32, N, got, want, NULL, &err, &unwritten), WSF_OK);
 	assert_true(unwritten);
 	want[N - 1] = NAN;  /* where the reference is NaN too, a NaN is no sign of an unwritten element */
-	assert_int_equal(rt_compare(DT_F32, N, got, want, &err, &unwritten), WSF_OK);
+	assert_int_equal(rt_compare(DT_F32, N, got, want, NULL, &err, &unwritten), WSF_OK);
 	assert_false(unwritten);
 	free(got);
 	free(want);
+}
+
+/*
+ * rt_compare of an accumulating output (INIT): an element still at its
+ * value before the launch is unwritten where the sum is more than 4 ulps
+ * from it, and a written one, or one whose sum rounds to it, is not.
+ */
+static void
+compare_accumulated(void **state)
+{
+	float *got = malloc(N * sizeof *got);
+	double *want = malloc(N * sizeof *want), *init = malloc(N * sizeof *init), err;
+	bool unwritten;
+	int64_t i;
+
+	(void)state;
+	for (i = 0; i < N; i++) {
+		init[i] = (double)(float)(cos((double)i) + 2.0);
+		want[i] = init[i] + (double)(float)(sin((double)i) + 2.0);
+	}
+	rt_pack(DT_F32, want, N, got);
+	assert_int_equal(rt_compare(DT_F32, N, got, want, init, &err, &unwritten), WSF_OK);
+	assert_true(err < 1e-7);
+	assert_false(unwritten);
+	got[N / 2] = (float)init[N / 2];   /* one element the kernel never added to */
+	assert_int_equal(rt_compare(DT_F32, N, got, want, init, &err, &unwritten), WSF_OK);
+	assert_true(unwritten);
+	want[N / 2] = init[N / 2] * (1 + 0x1p-24);   /* its sum rounds to what it held: no sign */
+	assert_int_equal(rt_compare(DT_F32, N, got, want, init, &err, &unwritten), WSF_OK);
+	assert_false(unwritten);
+	free(got);
+	free(want);
+	free(init);
 }
 
 int
@@ -92,6 +125,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(fill_is_deterministic_and_rounded),
 		cmocka_unit_test(compare_errors_and_poison),
+		cmocka_unit_test(compare_accumulated),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
