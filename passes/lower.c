@@ -502,12 +502,12 @@ adds_to(const Stmt *s, int p)
 }
 
 /*
- * Accumulating outputs (accumulate: true): their dtype one the TMA unit adds
- * (before lowering, PRE), and each stored by TMA adds, which is where
- * lowering made them (after).
+ * Accumulating outputs (accumulate: true) must be stored by TMA adds, which
+ * lowering makes of the TMA stores of a matmul's epilogue or a pointwise
+ * tile (the TMA unit adds each dtype there is: f32, f16, bf16).
  */
 static int
-check_accumulate(Comp *c, const Fusion *f, const Kernel *k, bool pre)
+check_accumulate(Comp *c, const Fusion *f, const Kernel *k)
 {
 	int i, j;
 
@@ -518,13 +518,6 @@ check_accumulate(Comp *c, const Fusion *f, const Kernel *k, bool pre)
 
 		if (!o->accumulate)
 			continue;
-		if (pre) {
-			if (o->dtype != DT_F32 && o->dtype != DT_F16 && o->dtype != DT_BF16)
-				return diag_error(c, o->accumulate_pos, "output '%s' accumulates, but its dtype %s is not one "
-				                  "the TMA unit adds (f32, f16, bf16): store it as one of those, or leave out "
-				                  "'accumulate'", name, dtype_info[o->dtype].name);
-			continue;
-		}
 		for (j = 1; j < k->nparam; j++) {
 			if (k->param[j].tensor != o->tensor)
 				continue;
@@ -553,9 +546,7 @@ pass_lower(Comp *c)
 	Fusion *f = c->fusion;
 	int j;
 
-	if (check_accumulate(c, f, NULL, true) ||
-	    lower_family(f->family)->lower(c, f) ||
-	    check_accumulate(c, f, c->kernel, false))
+	if (lower_family(f->family)->lower(c, f) || check_accumulate(c, f, c->kernel))
 		return -1;
 	/* every tensor parameter carries its argument's full shape */
 	for (j = 1; j < c->kernel->nparam; j++) {

@@ -5,7 +5,7 @@
 # layer shapes of docs/perf.md, examples/distributed/ag_gemm.py, and bench/ab/rs_breakdown.py at
 # 8192^3; one log a run under OUTDIR ($OUT on the device, else .), a summary line each on stdout.
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0 and the rest): it can take a host's GPUs out
-# of service.  About 8 minutes on two H200s.
+# of service.  About 10 minutes on two H200s: split it where a call's limit is shorter.
 b=${1:?usage: tp2.sh BUILD [OUTDIR]}
 o=${2:-${OUT:-.}}
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -22,6 +22,9 @@ run() {
 	grep -E "rel err|x cuBLAS|async-tp|wsfuse|ms|us$" "$o/$n-$name.log" | grep -v "^\[" | head -n 12
 }
 for shape in 8192x8192x8192 8192x14336x4096 4096x4096x4096; do
+	run rs-add 150 "$here/examples/distributed/gemm_reduce_scatter.py" --shape $shape --send add --bench
+	run rs-add-pp 150 "$here/examples/distributed/gemm_reduce_scatter.py" --shape $shape --send add \
+		--owner pingpong --bench
 	run rs-epilogue 150 "$here/examples/distributed/gemm_reduce_scatter.py" --shape $shape --bench
 	run rs-role 150 "$here/examples/distributed/gemm_reduce_scatter.py" --shape $shape --send role --bench
 	run rs-role-pp 150 "$here/examples/distributed/gemm_reduce_scatter.py" --shape $shape --send role \

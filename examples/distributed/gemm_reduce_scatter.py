@@ -2,7 +2,7 @@
 
     PYTHONPATH=python NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \\
         torchrun --nproc-per-node 2 examples/distributed/gemm_reduce_scatter.py [--shape MxNxK]
-        [--partials bf16|f32] [--owner pingpong|cooperative] [--send epilogue|role] [--bench]
+        [--partials bf16|f32] [--owner pingpong|cooperative] [--send epilogue|role|add] [--bench]
 
 Each of the W ranks holds X_r [M, K / W] and W_r [N, K / W] (K split between
 them); Y = sum_r X_r W_r^T is scattered by rows, rank o keeping rows
@@ -40,6 +40,14 @@ raises its flag (signal: {per_tile, consumer: sent, flags: true}), so the k
 loop never waits for the peer's memory; the owner runs on the same tile, or
 with --owner pingpong on 128 x 128 tiles, each inside one send tile (wait:
 {per_tile, tile: [128, 256]}).
+With --send add the reduction is in the sender's stores instead: each rank
+first computes its own rows into Y (cooperative 128 x 256, or ping-pong 128
+x 128 with --owner pingpong) and signals each tile; then, for every other
+owner, its GEMM on that owner's rows (ping-pong 128 x 128) adds its partial
+into the owner's Y by TMA (outputs: {y: {accumulate: true, wait: ...}}: a
+reduce-add over NVLink, each tile once the owner's flag says its own store
+is done).  The owner's GEMM reads no partial and waits for nothing; Y is
+done when the senders' kernels are (the next symmetric-memory barrier).
 tests/gpu/gemm_rs.py runs the same kernels and protocol on one GPU, two
 streams standing in for two ranks.
 """
@@ -87,7 +95,35 @@ schedule: {{signal: {{per_tile, consumer: sent, flags: true, scope: system}}, {t
 OWNER_COOP = "tile: [128, 256, 64]"
 WAIT_COOP = "{per_tile, tile: [128, 128]}"
 OWNERS = {"pingpong": ("per_tile", TILE), "cooperative": (WAIT_COOP, OWNER_COOP)}   # --owner: wait, tile
-SENDS = {"epilogue": (SEND, TILE), "role": (SEND_ROLE, OWNER_COOP)}   # --send: spec, tile
+
+# --send add: the reduction in the sender's stores.  Each owner first computes its own rows into Y and
+# signals each tile (MINE); then each sender adds its partial into the owner's Y by TMA (accumulate:
+# true, a reduce-add over NVLink), each tile once the owner's flag says its store is done (the output
+# waits on the owner's flags, read over NVLink).  Nothing to reduce afterwards: the owner's Y is done
+# when the last sender's kernel is.
+MINE = """\
+fusion: rs_mine
+inputs:
+  x: {{dtype: bf16, shape: [M, K]}}
+  w: {{dtype: bf16, shape: [N, K]}}
+ops:
+  - {{out: y, op: matmul, in: [x, w], transpose_b: true}}
+outputs:
+  y: {{dtype: bf16}}
+schedule: {{signal: {{per_tile, scope: system}}, {tile}}}
+"""
+SEND_ADD = """\
+fusion: rs_send_add
+inputs:
+  x: {{dtype: bf16, shape: [M, K]}}
+  w: {{dtype: bf16, shape: [N, K]}}
+ops:
+  - {{out: y, op: matmul, in: [x, w], transpose_b: true}}
+outputs:
+  y: {{dtype: bf16, accumulate: true, wait: {wait}}}
+schedule: {{{tile}}}
+"""
+SENDS = {"epilogue": (SEND, TILE), "role": (SEND_ROLE, OWNER_COOP), "add": (SEND_ADD, TILE)}   # --send: spec, tile
 
 
 def own_spec(peers, part, wait="per_tile", tile=TILE):
@@ -113,12 +149,13 @@ def main():
                     help="the dtype of the partial sums that cross NVLink")
     ap.add_argument("--owner", choices=tuple(OWNERS),
                     help="the owner's GEMM on ping-pong 128 x 128 tiles (the default with --send epilogue) or "
-                         "on cooperative 128 x 256 (the default with --send role)")
+                         "on cooperative 128 x 256 (the default with --send role or add)")
     ap.add_argument("--send", choices=tuple(SENDS), default="epilogue",
-                    help="the partials cross NVLink in the epilogue's stores, or in the consumer role's copies")
+                    help="the partials cross NVLink in the epilogue's stores, in the consumer role's copies, or "
+                         "as TMA adds into the owner's output")
     ap.add_argument("--bench", action="store_true")
     args = ap.parse_args()
-    args.owner = args.owner or ("cooperative" if args.send == "role" else "pingpong")
+    args.owner = args.owner or ("cooperative" if args.send in ("role", "add") else "pingpong")
     args.m, args.n, args.k = map(int, args.shape.split("x"))
     rank, world, dev = tpcommon.setup()
     mo, n, kr = args.m // world, args.n, args.k // world
@@ -126,6 +163,79 @@ def main():
     x = torch.randn(args.m, kr, device=dev, dtype=torch.bfloat16)
     w = torch.randn(n, kr, device=dev, dtype=torch.bfloat16) / args.k ** 0.5
 
+    if args.send == "add":
+        if args.partials != "bf16":
+            ap.error("--send add adds bf16 partials into the owner's bf16 output: leave out --partials f32")
+        fused, y, handle = add_form(args, rank, world, dev, x, w, mo, n, kr)
+    else:
+        fused, y, handle = receive_form(args, rank, world, dev, x, w, mo, n, kr)
+
+    def unfused():
+        """The reference: each rank's GEMM in f32, NCCL's reduce-scatter of the partials."""
+        part = x.float() @ w.float().t()
+        out = torch.empty(mo, n, device=dev, dtype=torch.float32)
+        dist.reduce_scatter_tensor(out, part)
+        return out
+
+    handle.barrier()
+    fused()
+    handle.barrier()   # the peers' kernels, which write into y with --send add, are done
+    torch.cuda.synchronize()
+    ref = unfused()
+    err = ((y.float() - ref).norm() / ref.norm()).item()
+    ok = torch.tensor([err < 1e-2], device=dev, dtype=torch.int32)
+    dist.all_reduce(ok, op=dist.ReduceOp.MIN)
+    if rank == 0:
+        print(f"gemm_reduce_scatter {args.m}x{n}x{args.k} on {world} GPUs, {args.partials} partials, "
+              f"{args.owner} owner, sent by the {args.send}: "
+              f"rel err {err:.2e} "
+              f"({'ok' if ok.item() else 'FAIL'})", flush=True)
+    if args.bench:
+        def cublas_nccl():
+            part = torch.mm(x, w.t())
+            out = torch.empty(mo, n, device=dev, dtype=torch.bfloat16)
+            dist.reduce_scatter_tensor(out, part)
+
+        t = {"wsfuse": tpcommon.timed(fused, handle), "cublas+nccl": tpcommon.timed(cublas_nccl, handle)}
+        try:
+            op = torch.ops.symm_mem.fused_matmul_reduce_scatter
+            t["async-tp"] = tpcommon.timed(lambda: op(x, w.t(), "sum", scatter_dim=0,
+                                                      group_name=dist.group.WORLD.group_name), handle)
+        except (AttributeError, RuntimeError) as e:
+            if rank == 0:
+                print(f"async-TP fused_matmul_reduce_scatter not run: {e}")
+        tpcommon.report(t, rank)
+    dist.destroy_process_group()
+    return 0 if ok.item() else 1
+
+
+def add_form(args, rank, world, dev, x, w, mo, n, kr):
+    """--send add: (fused, y, handle), y and the owners' flags in peer-visible memory."""
+    ctx = wsfuse.Context(sizes={"M": mo, "N": n, "K": kr})
+    own_tile = OWNERS[args.owner][1]
+    mine = ctx.compile_string(MINE.format(tile=own_tile), name="rs_mine.yaml")
+    # each send tile waits for the owner's tile that holds it: the same, or a cooperative 128 x 256
+    wait = "per_tile" if own_tile == TILE else "{per_tile, tile: [128, 256]}"
+    send = ctx.compile_string(SEND_ADD.format(tile=TILE, wait=wait), name="rs_send_add.yaml")
+    y = symm_mem.empty((mo, n), dtype=torch.bfloat16, device=dev)
+    flags = symm_mem.empty((mine.signal_layout(x[:mo], w, y)["flags"],), dtype=torch.int32, device=dev)
+    flags.zero_()
+    y_h = symm_mem.rendezvous(y, dist.group.WORLD)
+    flags_h = symm_mem.rendezvous(flags, dist.group.WORLD)
+    epoch = [0]
+
+    def fused():
+        epoch[0] += 1
+        mine.launch(x[rank * mo:(rank + 1) * mo], w, y, flags=flags, epoch=epoch[0])
+        for step in range(1, world):   # the other owners, nearest first
+            o = (rank + step) % world
+            send.launch(x[o * mo:(o + 1) * mo], w, y_h.get_buffer(o, y.shape, y.dtype),
+                        wait_flags=flags_h.get_buffer(o, flags.shape, flags.dtype), epoch=epoch[0])
+    return fused, y, y_h
+
+
+def receive_form(args, rank, world, dev, x, w, mo, n, kr):
+    """--send epilogue | role: (fused, y, handle), the partials received into peer-visible memory."""
     # peer-visible memory: W - 1 receive slots of partials, and their flags ([slot][tile])
     part = {"bf16": torch.bfloat16, "f32": torch.float32}[args.partials]
     recv = symm_mem.empty((world - 1, mo, n), dtype=part, device=dev)
@@ -162,43 +272,7 @@ def main():
                         flags=peer_flags[s * tiles:(s + 1) * tiles], epoch=epoch[0])
         own.launch(x[rank * mo:(rank + 1) * mo], w, *[recv[i] for i in range(world - 1)], y,
                    epoch=epoch[0], wait_flags=flags)
-
-    def unfused():
-        """The reference: each rank's GEMM in f32, NCCL's reduce-scatter of the partials."""
-        part = x.float() @ w.float().t()
-        out = torch.empty(mo, n, device=dev, dtype=torch.float32)
-        dist.reduce_scatter_tensor(out, part)
-        return out
-
-    recv_h.barrier()
-    fused()
-    torch.cuda.synchronize()
-    ref = unfused()
-    err = ((y.float() - ref).norm() / ref.norm()).item()
-    ok = torch.tensor([err < 1e-2], device=dev, dtype=torch.int32)
-    dist.all_reduce(ok, op=dist.ReduceOp.MIN)
-    if rank == 0:
-        print(f"gemm_reduce_scatter {args.m}x{n}x{args.k} on {world} GPUs, {args.partials} partials, "
-              f"{args.owner} owner, sent by the {args.send}: "
-              f"rel err {err:.2e} "
-              f"({'ok' if ok.item() else 'FAIL'})", flush=True)
-    if args.bench:
-        def cublas_nccl():
-            part = torch.mm(x, w.t())
-            out = torch.empty(mo, n, device=dev, dtype=torch.bfloat16)
-            dist.reduce_scatter_tensor(out, part)
-
-        t = {"wsfuse": tpcommon.timed(fused, recv_h), "cublas+nccl": tpcommon.timed(cublas_nccl, recv_h)}
-        try:
-            op = torch.ops.symm_mem.fused_matmul_reduce_scatter
-            t["async-tp"] = tpcommon.timed(lambda: op(x, w.t(), "sum", scatter_dim=0,
-                                                      group_name=dist.group.WORLD.group_name), recv_h)
-        except (AttributeError, RuntimeError) as e:
-            if rank == 0:
-                print(f"async-TP fused_matmul_reduce_scatter not run: {e}")
-        tpcommon.report(t, rank)
-    dist.destroy_process_group()
-    return 0 if ok.item() else 1
+    return fused, y, recv_h
 
 
 if __name__ == "__main__":

@@ -29,7 +29,9 @@ kernels are resident together (on one GPU, a kernel that waits must not hold
 the SMs its writer needs).  Prints one line a case and "N passed, N failed".
 """
 import os
+import shutil
 import sys
+import tempfile
 
 import torch
 
@@ -37,6 +39,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import wsfuse  # noqa: E402
 
 LAUNCHES = 20
+CACHE = tempfile.mkdtemp(prefix="gemm_rs.")   # this run's own kernel cache: a negative control reuses its case's
 COOP = "tile: [128, 256, 64]"   # send and own must tile the rows alike: their flags are one layout
 PINGPONG = "tile: [128, 128, 64], consumers: pingpong"   # the 2-GPU example's (and bf16 partials)
 
@@ -83,6 +86,39 @@ outputs:
   sent: {{dtype: {part}}}
 schedule: {{signal: {{per_tile, consumer: sent, flags: true, scope: system}}, {tile}}}
 """
+# the reduce in the sender's stores: the owner stores its own partial and signals each tile (MINE); the
+# sender adds its partial into the owner's output by TMA (accumulate: true), each tile once the owner's
+# flag says its store is done (the output waits)
+MINE = """\
+fusion: rs_mine
+sizes: {{M: {m}, N: {n}, K: {k}}}
+inputs:
+  x: {{dtype: bf16, shape: [M, K]}}
+  w: {{dtype: bf16, shape: [N, K]}}
+ops:
+  - {{out: y, op: matmul, in: [x, w], transpose_b: true}}
+outputs:
+  y: {{dtype: bf16}}
+schedule: {{signal: {{per_tile, scope: system}}, {tile}}}
+"""
+SEND_ADD = """\
+fusion: rs_send_add
+sizes: {{M: {m}, N: {n}, K: {k}}}
+inputs:
+  x: {{dtype: bf16, shape: [M, K]}}
+  w: {{dtype: bf16, shape: [N, K]}}
+ops:
+  - {{out: y, op: matmul, in: [x, w], transpose_b: true}}
+outputs:
+  y: {{dtype: bf16, accumulate: true, wait: {wait}}}
+schedule: {{{tile}}}
+"""
+ADD_CASES = [   # rows an owner keeps, N, K (split in two), the owner's tile, the sender's
+    (1024, 2048, 2048, COOP, COOP),
+    (1000, 1032, 1040, COOP, COOP),   # ragged tiles
+    (1024, 2048, 2048, COOP, PINGPONG),   # each send tile inside one of the owner's (wait: {tile})
+    (1000, 1096, 1040, COOP, PINGPONG),
+]
 CASES = [   # rows an owner keeps, N, K (split in two), the partials' dtype, the send's tile, the owner's
     (1024, 2048, 2048, "f32", COOP, COOP),
     (1000, 1032, 1040, "f32", COOP, COOP),   # ragged tiles
@@ -109,8 +145,9 @@ def run(lib, mo, n, k, part, tile, own_tile, check_waits):
     x = [torch.randn(2 * mo, kh, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
     w = [torch.randn(n, kh, device="cuda", dtype=torch.bfloat16) / k ** 0.5 for _ in range(2)]
     ref = (x[0].float() @ w[0].float().t() + x[1].float() @ w[1].float().t())
-    with wsfuse.Context(sizes={"M": mo, "N": n, "K": kh}, lib=lib, cache="0", store_delay="20000") as slow, \
-         wsfuse.Context(sizes={"M": mo, "N": n, "K": kh}, lib=lib, cache="0") as ctx:
+    sizes = {"M": mo, "N": n, "K": kh}
+    with wsfuse.Context(sizes=sizes, lib=lib, cache_dir=CACHE, store_delay="20000") as slow, \
+         wsfuse.Context(sizes=sizes, lib=lib, cache_dir=CACHE) as ctx:
         role = tile == ROLE
         send = slow.compile_string((SEND_ROLE if role else SEND).format(m=mo, n=n, k=kh, part=part,
                                                                         tile=COOP if role else tile),
@@ -155,6 +192,51 @@ def run(lib, mo, n, k, part, tile, own_tile, check_waits):
     return None
 
 
+def run_add(lib, mo, n, k, own_tile, send_tile, check_waits):
+    """LAUNCHES launches of the reduce in the sender's stores (MINE, then SEND_ADD into the owner's y); the
+    first launch that fails, or None.  The senders start at once and the owners late, their stores slowed
+    now and then: an add that did not wait for the owner's store would be overwritten by it."""
+    kh = k // 2
+    sm = torch.cuda.get_device_properties(0).multi_processor_count
+    x = [torch.randn(2 * mo, kh, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
+    w = [torch.randn(n, kh, device="cuda", dtype=torch.bfloat16) / k ** 0.5 for _ in range(2)]
+    ref = (x[0].float() @ w[0].float().t() + x[1].float() @ w[1].float().t())
+    sizes = {"M": mo, "N": n, "K": kh}
+    with wsfuse.Context(sizes=sizes, lib=lib, cache_dir=CACHE, store_delay="20000") as slow, \
+         wsfuse.Context(sizes=sizes, lib=lib, cache_dir=CACHE) as ctx:
+        mine = slow.compile_string(MINE.format(m=mo, n=n, k=kh, tile=own_tile), name="rs_mine.yaml")
+        wait = "per_tile" if own_tile == send_tile else "{per_tile, tile: [128, 256]}"
+        send = ctx.compile_string(SEND_ADD.format(m=mo, n=n, k=kh, tile=send_tile, wait=wait),
+                                  name="rs_send_add.yaml")
+        y = [torch.empty(mo, n, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
+        tiles = mine.signal_layout(x[0][:mo], w[0], y[0])["flags"]
+        assert send.signal_layout(x[0][:mo], w[0], y[0])["wait_words"] == tiles, "one flag layout"
+        flags = [torch.zeros(tiles, device="cuda", dtype=torch.int32) for _ in range(2)]
+        ready = torch.empty(tiles, device="cuda", dtype=torch.int32)
+        sends, owns = [torch.cuda.Stream() for _ in range(2)], [torch.cuda.Stream() for _ in range(2)]
+        cap = (sm - 2) // 4
+        for epoch in range(1, LAUNCHES + 1):
+            for o in range(2):
+                y[o].fill_(float("nan"))
+            ready.fill_(epoch)
+            torch.cuda.synchronize()
+            for r in range(2):   # rank r adds into the other owner's rows at once, each tile after its store
+                o = 1 - r
+                with torch.cuda.stream(sends[r]):
+                    send.launch(x[r][o * mo:(o + 1) * mo], w[r], y[o], epoch=epoch, max_ctas=cap,
+                                wait_flags=flags[o] if check_waits else ready)
+            for r in range(2):   # and stores its own rows late
+                with torch.cuda.stream(owns[r]):
+                    torch.cuda._sleep(50000 * (1 + r))
+                    mine.launch(x[r][r * mo:(r + 1) * mo], w[r], y[r], flags=flags[r], epoch=epoch, max_ctas=cap)
+            torch.cuda.synchronize()
+            got = torch.cat(y).float()
+            err = ((got - ref).norm() / ref.norm()).item()
+            if not (err < 1e-2) or torch.isnan(got).any():
+                return f"launch {epoch}: rel err {err:.2e}, {int(torch.isnan(got).sum())} NaN"
+    return None
+
+
 def main():
     lib = wsfuse.load(os.path.join(sys.argv[1], "libwsfuse.so")) if len(sys.argv) > 1 else None
     passed = failed = 0
@@ -165,6 +247,17 @@ def main():
               f"send {kind[tile]}, owner {kind[own_tile]}, {LAUNCHES} launches"
               + ("" if bad is None else f": {bad}"), flush=True)
         passed, failed = passed + (bad is None), failed + (bad is not None)
+    for mo, n, k, own_tile, send_tile in ADD_CASES:
+        bad = run_add(lib, mo, n, k, own_tile, send_tile, True)
+        print(f"{'ok  ' if bad is None else 'FAIL'} gemm_rs {2 * mo}x{n}x{k}, bf16, owner {kind[own_tile]} stores, "
+              f"send {kind[send_tile]} adds, {LAUNCHES} launches" + ("" if bad is None else f": {bad}"), flush=True)
+        passed, failed = passed + (bad is None), failed + (bad is not None)
+    for case in (ADD_CASES[0], ADD_CASES[2]):
+        bad = run_add(lib, *case, False)
+        print(f"{'ok  ' if bad else 'FAIL'} negative control (owner {kind[case[3]]} stores, send {kind[case[4]]} "
+              f"adds, wait flags preset): "
+              + (f"caught at {bad}" if bad else f"{LAUNCHES} launches passed: the check cannot tell"), flush=True)
+        passed, failed = passed + bool(bad), failed + (not bad)
     # negative controls: without the waits the check must see the peer's partial missing, in each form
     for case in (CASES[0], CASES[3], CASES[5], CASES[7], CASES[10]):
         bad = run(lib, *case, False)
@@ -173,6 +266,7 @@ def main():
               + (f"caught at {bad}" if bad else f"{LAUNCHES} launches passed: the check cannot tell"), flush=True)
         passed, failed = passed + bool(bad), failed + (not bad)
     print(f"{passed} passed, {failed} failed")
+    shutil.rmtree(CACHE, ignore_errors=True)
     sys.exit(1 if failed else 0)
 
 

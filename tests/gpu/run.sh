@@ -149,7 +149,8 @@ if python3 -c 'import torch' 2>/dev/null; then
 	# GEMM + reduce-scatter across 2 GPUs (torchrun), where there are 2; never NVLink multicast
 	for ex in "gemm_reduce_scatter.py --partials bf16" "gemm_reduce_scatter.py --partials f32" \
 		"gemm_reduce_scatter.py --owner cooperative" "gemm_reduce_scatter.py --send role" \
-		"gemm_reduce_scatter.py --send role --owner pingpong" "ag_gemm.py"; do
+		"gemm_reduce_scatter.py --send role --owner pingpong" "gemm_reduce_scatter.py --send add" \
+		"gemm_reduce_scatter.py --send add --owner pingpong" "ag_gemm.py"; do
 		if [ "$(grep -c '^GPU ' <<<"$gpus")" -ge 2 ] && command -v torchrun >/dev/null; then
 			t0=$SECONDS
 			# shellcheck disable=SC2086 # the example's name, then its options

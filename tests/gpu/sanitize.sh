@@ -65,6 +65,8 @@ for spec in "tests/gpu/specs/relu_chain.yaml -D N=300001" "tests/gpu/specs/relu_
 	"tests/gpu/specs/gemm_pingpong_tall.yaml -D M=300 -D N=264 -D K=200" "tests/gpu/specs/gemm_coop256.yaml -D M=600 -D N=264 -D K=200" "tests/gpu/specs/gemm_pingpong_tall_c.yaml -D M=304 -D N=264 -D K=200" \
 	"tests/gpu/specs/gemm_wait.yaml -D M=200 -D N=264 -D K=72" "tests/gpu/specs/gemm_wait_pp.yaml -D M=200 -D N=264 -D K=72" \
 	"tests/gpu/specs/gemm_wait_ab.yaml -D M=200 -D N=264 -D K=72" \
+	"tests/gpu/specs/gemm_accumulate.yaml -D M=200 -D N=264 -D K=72" "tests/gpu/specs/gemm_accumulate_pp.yaml -D M=200 -D N=264 -D K=72" \
+	"tests/gpu/specs/relu_accumulate.yaml -D M=100 -D N=1032" \
 	"tests/gpu/specs/gemm_swap.yaml -D M=40 -D N=264 -D K=200" "tests/gpu/specs/gemm_swap_forced.yaml -D B=2 -D M=1500 -D N=264 -D K=72" \
 	"tests/gpu/specs/gemm_swap_coop.yaml -D M=1000 -D N=520 -D K=72" \
 	"tests/gpu/specs/gemm_split.yaml -D M=129 -D N=136 -D K=72" "tests/gpu/specs/gemm_split_pp.yaml -D M=300 -D N=264 -D K=704" \

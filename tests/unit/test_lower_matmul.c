@@ -1633,6 +1633,115 @@ wait_per_tile(void **state)
 }
 
 /*
+ * Outputs that accumulate (accumulate: true) and wait (the reduce-scatter's
+ * sender adding its partial into the owner's output once the owner has
+ * stored the tile): each epilogue store is a TMA add, the output's wait is
+ * the consumers' (one thread, before the tile's first epilogue, after the
+ * input's word) and fences the async proxy for the adds; an output that
+ * accumulates without waiting keeps no wait.  Refused: outputs stored from
+ * registers, the signal consumer's outputs and those it reads back, and
+ * waiting outputs outside matmuls.
+ */
+static void
+accumulate_output(void **state)
+{
+	static const char spec[] =
+		HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		"  p: {dtype: bf16, shape: [M, N], wait: per_tile}\n"
+		"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: o, op: add, in: [y, p]}\n"
+		"outputs:\n  o: {dtype: bf16, accumulate: true, wait: per_tile}\n  y: {dtype: f32}\n";
+	static const char plain[] =
+		HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n"
+		"outputs:\n  y: {dtype: bf16, accumulate: true}\n";
+	static const struct {
+		const char *spec, *msg;
+		bool unbuilt;
+	} bad[] = {
+		{"fusion: pw\nsizes: {M: 64, N: 64}\ninputs:\n  a: {dtype: bf16, shape: [M, N]}\n"
+		 "ops:\n  - {out: y, op: relu, in: [a]}\noutputs:\n  y: {accumulate: true}\nschedule: {store: vector}\n",
+		 "not yet for outputs stored from registers (store: vector)", true},
+		{"fusion: rd\nsizes: {M: 64, N: 64}\ninputs:\n  a: {dtype: f32, shape: [M, N]}\n"
+		 "ops:\n  - {out: y, op: sum, in: [a], axis: -1}\noutputs:\n  y: {accumulate: true}\n",
+		 "not yet for row-reduction kernels", true},
+		{HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: z, op: cast, in: [y], to: bf16}\n"
+		 "outputs:\n  y: {dtype: bf16}\n  z: {dtype: bf16, accumulate: true}\n"
+		 "schedule: {signal: {per_tile, consumer: z}}\n",
+		 "not yet for an output of the signal's consumer role", true},
+		{HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: z, op: relu, in: [y]}\n"
+		 "outputs:\n  y: {dtype: bf16, accumulate: true}\n  z: {dtype: bf16}\n"
+		 "schedule: {signal: {per_tile, consumer: z}}\n",
+		 "not yet for an output the signal's consumer role reads back", true},
+		{"fusion: pw\nsizes: {M: 64, N: 64}\ninputs:\n  a: {dtype: bf16, shape: [M, N]}\n"
+		 "ops:\n  - {out: y, op: relu, in: [a]}\noutputs:\n  y: {wait: per_tile}\n",
+		 "'wait: per_tile' (output 'y') is implemented for matmul kernels only", true},
+	};
+	Fixture *t;
+	Kernel *k;
+	Stmt *waits[4], *stores[4], *tl = NULL;
+	const char *cu;
+	int i, n, at_wait = -1, at_e = -1;
+
+	if (setup((void **)&t) < 0)
+		fail_msg("setup");
+	if (!(k = kernel_of(t, spec)))
+		fail_msg("%s", t->msg);
+	assert_int_equal(k->waits, 2);
+	n = stmts_of(k->body, ST_TMA_STORE, stores, 4);
+	assert_int_equal(n, 2);
+	for (i = 0; i < n; i++)   /* o's stores add, y's overwrite */
+		assert_int_equal(stores[i]->flag, strcmp(k->param[stores[i]->param].name, "o") == 0);
+	n = stmts_of(k->body, ST_FLAG_WAIT, waits, 4);
+	assert_int_equal(n, 2);
+	assert_int_equal(waits[0]->n, 0);   /* p's: the epilogue's loads need no proxy fence */
+	assert_int_equal(waits[1]->n, 1);   /* o's: fenced for the adds */
+	assert_false(waits[1]->flag);       /* the consumers', not the producer's */
+	assert_non_null(strstr(expr(t, waits[1]->a), "((ceildiv(rows, 128) * ceildiv(cols, 256)) + "));   /* after p's */
+	{
+		Stmt *roles = find_kind(k->body, ST_ROLES, 0);
+
+		for (i = 0; i < roles->body[1]->nbody && !tl; i++)
+			if (roles->body[1]->body[i]->kind == ST_LOOP && roles->body[1]->body[i]->loop == LOOP_TILE)
+				tl = roles->body[1]->body[i];
+	}
+	assert_non_null(tl);
+	for (i = 0; i < tl->nbody; i++) {
+		Stmt *x = tl->body[i];
+
+		if (x->kind == ST_IF && x->nbody == 2 && x->body[1] == waits[1])
+			at_wait = i;
+		if (x->kind == ST_LOOP && strcmp(k->var[x->var].name, "e") == 0 && at_e < 0)
+			at_e = i;
+	}
+	assert_true(at_wait > 0 && at_e > at_wait);   /* before the tile's epilogue, */
+	assert_int_equal(tl->body[at_wait - 1]->kind, ST_LOOP);   /* after its k loop */
+	assert_int_equal(tl->body[at_wait + 1]->kind, ST_SYNC);   /* the barrier passes both on */
+	cu = cuda_of(t);
+	assert_int_equal(count(cu, "wsf_flag_wait(wait_flags + "), 1);
+	assert_int_equal(count(cu, "wsf_flag_wait_tma(wait_flags + "), 1);
+	assert_int_equal(count(cu, "wsf_tma_add_2d(&out_o, "), 1);
+	assert_int_equal(count(cu, "wsf_tma_store_2d(&out_y, "), 1);
+	teardown((void **)&t);
+
+	if (setup((void **)&t) < 0)
+		fail_msg("setup");
+	if (!(k = kernel_of(t, plain)))
+		fail_msg("%s", t->msg);
+	assert_int_equal(k->waits, 0);
+	assert_int_equal(stmts_of(k->body, ST_FLAG_WAIT, waits, 4), 0);
+	cu = cuda_of(t);
+	assert_int_equal(count(cu, "wsf_tma_add_2d(&out_y, "), 1);
+	assert_int_equal(count(cu, "wsf_tma_store_2d(&"), 0);
+	teardown((void **)&t);
+
+	for (i = 0; i < (int)countof(bad); i++)
+		refused_with(i, bad[i].spec, bad[i].msg, bad[i].unbuilt);
+	(void)state;
+}
+
+/*
  * Operands that wait (the load side of all-gather + GEMM): the producer's
  * elected thread, at a tile's first k-step and before the stage's empty
  * wait and loads, waits for A's row tile (B's column tile), the words of
@@ -2463,6 +2572,7 @@ main(void)
 		cmocka_unit_test(cooperative_256),
 		cmocka_unit_test(wait_per_tile),
 		cmocka_unit_test(operand_wait),
+		cmocka_unit_test(accumulate_output),
 		cmocka_unit_test(refused_forms),
 	};
 
