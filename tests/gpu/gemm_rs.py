@@ -16,6 +16,13 @@ each tile waits for the peer's flag before its epilogue reads the peer's
 partial).  The own GEMMs start at once, on streams of their own; the sends
 start later, so the owners wait.
 
+The add form (the 2-GPU example's --send add): each rank stores its own
+rows and signals each tile (MINE), and the other rank's GEMM adds its
+partial into them by TMA (SEND_ADD: an output with accumulate: true that
+waits per tile for the owner's flag before its adds).  There the senders
+start at once and the owners later, their stores slowed now and then, so
+an add that did not wait would be overwritten by the owner's store.
+
 The receive buffers are filled with NaN before every launch and the send
 kernels are compiled with option store-delay (one TMA store in four sleeps up
 to 20 us first), so an epilogue that read a partial before its flag would
