@@ -1,4 +1,4 @@
-"""gemm_rs.py BUILD: GEMM + reduce-scatter tile by tile, the single-GPU form
+"""gemm_rs.py BUILD [receive] [add]: GEMM + reduce-scatter tile by tile, the single-GPU form
 (make check-gpu runs it when torch imports).
 
 Two ranks stand in for two GPUs, each a stream on this one, their buffers in
@@ -34,6 +34,8 @@ tile had landed) must fail in some launch, or the test cannot tell a wait
 from none.  Grids are capped at a quarter of the SMs each so that the four
 kernels are resident together (on one GPU, a kernel that waits must not hold
 the SMs its writer needs).  Prints one line a case and "N passed, N failed".
+BUILD's libwsfuse.so; then the forms to run, receive and add (both by
+default).
 """
 import os
 import shutil
@@ -227,15 +229,17 @@ def run_add(lib, mo, n, k, own_tile, send_tile, check_waits):
                 y[o].fill_(float("nan"))
             ready.fill_(epoch)
             torch.cuda.synchronize()
-            for r in range(2):   # rank r adds into the other owner's rows at once, each tile after its store
+            # (the owners' launches first on the host: a kernel's first launch loads its module, which
+            # waits for the work in flight, and the senders in flight wait for the owners)
+            for r in range(2):   # rank r stores its own rows late
+                with torch.cuda.stream(owns[r]):
+                    torch.cuda._sleep(50000 * (1 + r))
+                    mine.launch(x[r][r * mo:(r + 1) * mo], w[r], y[r], flags=flags[r], epoch=epoch, max_ctas=cap)
+            for r in range(2):   # and adds into the other owner's rows at once, each tile after its store
                 o = 1 - r
                 with torch.cuda.stream(sends[r]):
                     send.launch(x[r][o * mo:(o + 1) * mo], w[r], y[o], epoch=epoch, max_ctas=cap,
                                 wait_flags=flags[o] if check_waits else ready)
-            for r in range(2):   # and stores its own rows late
-                with torch.cuda.stream(owns[r]):
-                    torch.cuda._sleep(50000 * (1 + r))
-                    mine.launch(x[r][r * mo:(r + 1) * mo], w[r], y[r], flags=flags[r], epoch=epoch, max_ctas=cap)
             torch.cuda.synchronize()
             got = torch.cat(y).float()
             err = ((got - ref).norm() / ref.norm()).item()
@@ -246,27 +250,28 @@ def run_add(lib, mo, n, k, own_tile, send_tile, check_waits):
 
 def main():
     lib = wsfuse.load(os.path.join(sys.argv[1], "libwsfuse.so")) if len(sys.argv) > 1 else None
+    forms = sys.argv[2:] or ["receive", "add"]   # which forms to run (both by default)
     passed = failed = 0
     kind = {COOP: "cooperative", PINGPONG: "ping-pong", ROLE: "cooperative through its consumer role"}
-    for mo, n, k, part, tile, own_tile in CASES:
+    for mo, n, k, part, tile, own_tile in CASES if "receive" in forms else []:
         bad = run(lib, mo, n, k, part, tile, own_tile, True)
         print(f"{'ok  ' if bad is None else 'FAIL'} gemm_rs {2 * mo}x{n}x{k}, {part} partials, "
               f"send {kind[tile]}, owner {kind[own_tile]}, {LAUNCHES} launches"
               + ("" if bad is None else f": {bad}"), flush=True)
         passed, failed = passed + (bad is None), failed + (bad is not None)
-    for mo, n, k, own_tile, send_tile in ADD_CASES:
+    for mo, n, k, own_tile, send_tile in ADD_CASES if "add" in forms else []:
         bad = run_add(lib, mo, n, k, own_tile, send_tile, True)
         print(f"{'ok  ' if bad is None else 'FAIL'} gemm_rs {2 * mo}x{n}x{k}, bf16, owner {kind[own_tile]} stores, "
               f"send {kind[send_tile]} adds, {LAUNCHES} launches" + ("" if bad is None else f": {bad}"), flush=True)
         passed, failed = passed + (bad is None), failed + (bad is not None)
-    for case in (ADD_CASES[0], ADD_CASES[2]):
+    for case in (ADD_CASES[0], ADD_CASES[2]) if "add" in forms else []:
         bad = run_add(lib, *case, False)
         print(f"{'ok  ' if bad else 'FAIL'} negative control (owner {kind[case[3]]} stores, send {kind[case[4]]} "
               f"adds, wait flags preset): "
               + (f"caught at {bad}" if bad else f"{LAUNCHES} launches passed: the check cannot tell"), flush=True)
         passed, failed = passed + bool(bad), failed + (not bad)
     # negative controls: without the waits the check must see the peer's partial missing, in each form
-    for case in (CASES[0], CASES[3], CASES[5], CASES[7], CASES[10]):
+    for case in (CASES[0], CASES[3], CASES[5], CASES[7], CASES[10]) if "receive" in forms else []:
         bad = run(lib, *case, False)
         print(f"{'ok  ' if bad else 'FAIL'} negative control ({case[3]} partials, send {kind[case[4]]}, owner "
               f"{kind[case[5]]}, wait flags preset): "
