@@ -126,15 +126,11 @@ def main():
             dist.all_gather_into_tensor(xs, x)
             torch.mm(xs, w.t())
 
-        t = {"wsfuse": tpcommon.timed(fused, flags_h), "nccl+cublas": tpcommon.timed(nccl_cublas, flags_h)}
-        try:
-            op = torch.ops.symm_mem.fused_all_gather_matmul
-            t["async-tp"] = tpcommon.timed(lambda: op(x, [w.t()], gather_dim=0,
-                                                      group_name=dist.group.WORLD.group_name), flags_h)
-        except (AttributeError, RuntimeError) as e:
-            if rank == 0:
-                print(f"async-TP fused_all_gather_matmul not run: {e}")
-        tpcommon.report(t, rank)
+        def async_tp():
+            torch.ops.symm_mem.fused_all_gather_matmul(x, [w.t()], gather_dim=0,
+                                                       group_name=dist.group.WORLD.group_name)
+
+        tpcommon.bench(flags_h, rank, [("wsfuse", fused), ("nccl+cublas", nccl_cublas), ("async-tp", async_tp)])
     dist.destroy_process_group()
     return 0 if ok.item() else 1
 

@@ -196,15 +196,11 @@ def main():
             out = torch.empty(mo, n, device=dev, dtype=torch.bfloat16)
             dist.reduce_scatter_tensor(out, part)
 
-        t = {"wsfuse": tpcommon.timed(fused, handle), "cublas+nccl": tpcommon.timed(cublas_nccl, handle)}
-        try:
-            op = torch.ops.symm_mem.fused_matmul_reduce_scatter
-            t["async-tp"] = tpcommon.timed(lambda: op(x, w.t(), "sum", scatter_dim=0,
-                                                      group_name=dist.group.WORLD.group_name), handle)
-        except (AttributeError, RuntimeError) as e:
-            if rank == 0:
-                print(f"async-TP fused_matmul_reduce_scatter not run: {e}")
-        tpcommon.report(t, rank)
+        def async_tp():
+            torch.ops.symm_mem.fused_matmul_reduce_scatter(x, w.t(), "sum", scatter_dim=0,
+                                                           group_name=dist.group.WORLD.group_name)
+
+        tpcommon.bench(handle, rank, [("wsfuse", fused), ("cublas+nccl", cublas_nccl), ("async-tp", async_tp)])
     dist.destroy_process_group()
     return 0 if ok.item() else 1
 

@@ -1,5 +1,5 @@
 """What the tensor-parallel examples of this folder share: the process group's setup with NVLink
-multicast off, a timer that every rank runs alike, and the lines of a --bench report."""
+multicast off, a timer that every rank runs alike, and a --bench report against the peers."""
 import os
 
 import torch
@@ -38,6 +38,20 @@ def timed(fn, handle, iters=20, warmup=3):
     ms = torch.tensor([start.elapsed_time(end) / iters], device=torch.cuda.current_device())
     dist.all_reduce(ms, op=dist.ReduceOp.MAX)
     return ms.item()
+
+
+def bench(handle, rank, runs):
+    """Times each of RUNS ((name, fn) pairs, "wsfuse" first) with timed(fn, HANDLE) and prints the report
+    on rank 0.  A run that raises AttributeError or RuntimeError (an op this torch lacks, or one that
+    cannot run here, as async-TP's on some builds) is said not to have run and left out."""
+    times = {}
+    for name, fn in runs:
+        try:
+            times[name] = timed(fn, handle)
+        except (AttributeError, RuntimeError) as e:
+            if rank == 0:
+                print(f"{name} not run: {e}", flush=True)
+    report(times, rank)
 
 
 def report(times, rank):
