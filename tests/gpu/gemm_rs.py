@@ -147,13 +147,28 @@ CASES = [   # rows an owner keeps, N, K (split in two), the partials' dtype, the
 ]
 
 
-def run(lib, mo, n, k, part, tile, own_tile, check_waits):
-    """LAUNCHES launches of the four kernels; the first launch that fails, or None."""
+def operands(mo, n, k):
+    """K / 2, each rank's X_r [2 MO, K / 2] and W_r [N, K / 2] (fresh random bf16), Y in f32."""
     kh = k // 2
-    sm = torch.cuda.get_device_properties(0).multi_processor_count
     x = [torch.randn(2 * mo, kh, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
     w = [torch.randn(n, kh, device="cuda", dtype=torch.bfloat16) / k ** 0.5 for _ in range(2)]
-    ref = (x[0].float() @ w[0].float().t() + x[1].float() @ w[1].float().t())
+    return kh, x, w, x[0].float() @ w[0].float().t() + x[1].float() @ w[1].float().t()
+
+
+def verdict(y, ref, epoch):
+    """What is wrong with the owners' rows Y after launch EPOCH, or None: a relative error norm of 1e-2 or
+    more, or a NaN (a row never written)."""
+    got = torch.cat(y).float()
+    err = ((got - ref).norm() / ref.norm()).item()
+    if not (err < 1e-2) or torch.isnan(got).any():
+        return f"launch {epoch}: rel err {err:.2e}, {int(torch.isnan(got).sum())} NaN"
+    return None
+
+
+def run(lib, mo, n, k, part, tile, own_tile, check_waits):
+    """LAUNCHES launches of the four kernels; the first launch that fails, or None."""
+    kh, x, w, ref = operands(mo, n, k)
+    sm = torch.cuda.get_device_properties(0).multi_processor_count
     sizes = {"M": mo, "N": n, "K": kh}
     with wsfuse.Context(sizes=sizes, lib=lib, cache_dir=CACHE, store_delay="20000") as slow, \
          wsfuse.Context(sizes=sizes, lib=lib, cache_dir=CACHE) as ctx:
@@ -194,10 +209,8 @@ def run(lib, mo, n, k, part, tile, own_tile, check_waits):
                     own.launch(x[r][r * mo:(r + 1) * mo], w[r], recv[r], y[r], epoch=epoch, max_ctas=cap,
                                wait_flags=flags[r] if check_waits else ready)
             torch.cuda.synchronize()
-            got = torch.cat(y).float()
-            err = ((got - ref).norm() / ref.norm()).item()
-            if not (err < 1e-2) or torch.isnan(got).any():
-                return f"launch {epoch}: rel err {err:.2e}, {int(torch.isnan(got).sum())} NaN"
+            if (bad := verdict(y, ref, epoch)):
+                return bad
     return None
 
 
@@ -205,11 +218,8 @@ def run_add(lib, mo, n, k, own_tile, send_tile, check_waits):
     """LAUNCHES launches of the reduce in the sender's stores (MINE, then SEND_ADD into the owner's y); the
     first launch that fails, or None.  The senders start at once and the owners late, their stores slowed
     now and then: an add that did not wait for the owner's store would be overwritten by it."""
-    kh = k // 2
+    kh, x, w, ref = operands(mo, n, k)
     sm = torch.cuda.get_device_properties(0).multi_processor_count
-    x = [torch.randn(2 * mo, kh, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
-    w = [torch.randn(n, kh, device="cuda", dtype=torch.bfloat16) / k ** 0.5 for _ in range(2)]
-    ref = (x[0].float() @ w[0].float().t() + x[1].float() @ w[1].float().t())
     sizes = {"M": mo, "N": n, "K": kh}
     with wsfuse.Context(sizes=sizes, lib=lib, cache_dir=CACHE, store_delay="20000") as slow, \
          wsfuse.Context(sizes=sizes, lib=lib, cache_dir=CACHE) as ctx:
@@ -241,10 +251,8 @@ def run_add(lib, mo, n, k, own_tile, send_tile, check_waits):
                     send.launch(x[r][o * mo:(o + 1) * mo], w[r], y[o], epoch=epoch, max_ctas=cap,
                                 wait_flags=flags[o] if check_waits else ready)
             torch.cuda.synchronize()
-            got = torch.cat(y).float()
-            err = ((got - ref).norm() / ref.norm()).item()
-            if not (err < 1e-2) or torch.isnan(got).any():
-                return f"launch {epoch}: rel err {err:.2e}, {int(torch.isnan(got).sum())} NaN"
+            if (bad := verdict(y, ref, epoch)):
+                return bad
     return None
 
 

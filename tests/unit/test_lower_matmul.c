@@ -1445,6 +1445,41 @@ stmts_of(Stmt *s, StmtKind kind, Stmt **out, int n)
 	return got + stmts_of(s->orelse, kind, out + got, n - got);
 }
 
+/* The consumers' persistent tile loop of warp-specialized K (its second role's), or NULL. */
+static Stmt *
+consumer_tiles(Kernel *k)
+{
+	Stmt *roles = find_kind(k->body, ST_ROLES, 0);
+	int i;
+
+	for (i = 0; roles && i < roles->body[1]->nbody; i++)
+		if (roles->body[1]->body[i]->kind == ST_LOOP && roles->body[1]->body[i]->loop == LOOP_TILE)
+			return roles->body[1]->body[i];
+	return NULL;
+}
+
+/*
+ * In the tile loop TL of K: *AT_WAIT, the index of the elected block that
+ * holds the flag wait W, and *AT_E, that of the first epilogue loop (-1:
+ * none).
+ */
+static void
+wait_and_epilogue(Kernel *k, Stmt *tl, Stmt *w, int *at_wait, int *at_e)
+{
+	int i, j;
+
+	*at_wait = *at_e = -1;
+	for (i = 0; i < tl->nbody; i++) {
+		Stmt *x = tl->body[i];
+
+		for (j = 0; x->kind == ST_IF && j < x->nbody; j++)
+			if (x->body[j] == w)
+				*at_wait = i;
+		if (x->kind == ST_LOOP && strcmp(k->var[x->var].name, "e") == 0 && *at_e < 0)
+			*at_e = i;
+	}
+}
+
 /*
  * Clusters of two CTAs, by the hint only (without one, one CTA at any
  * size: docs/perf.md).  [2, 1] shares B: each CTA loads its half of B's slice (a
@@ -1596,23 +1631,10 @@ wait_per_tile(void **state)
 	assert_string_equal(expr(t, waits[0]->a), "(((row0 / 128) * ceildiv(cols, 256)) + (col0 / 256))");
 	assert_non_null(strstr(expr(t, waits[1]->a), "((ceildiv(rows, 128) * ceildiv(cols, 256)) + "));   /* after p's */
 	/* in the consumers' tile loop: the elected waits, the barrier, then (after the mma wait) the epilogue */
-	{
-		Stmt *roles = find_kind(k->body, ST_ROLES, 0);
-
-		for (i = 0; i < roles->body[1]->nbody && !tl; i++)
-			if (roles->body[1]->body[i]->kind == ST_LOOP && roles->body[1]->body[i]->loop == LOOP_TILE)
-				tl = roles->body[1]->body[i];
-	}
-	assert_non_null(tl);
-	for (i = 0; i < tl->nbody; i++) {
-		Stmt *x = tl->body[i];
-
-		if (x->kind == ST_IF && x->nbody == 2 && x->body[0]->kind == ST_FLAG_WAIT)
-			at_wait = i;
-		if (x->kind == ST_LOOP && strcmp(k->var[x->var].name, "e") == 0 && at_e < 0)
-			at_e = i;
-	}
+	assert_non_null(tl = consumer_tiles(k));
+	wait_and_epilogue(k, tl, waits[0], &at_wait, &at_e);
 	assert_true(at_wait > 0 && at_e > at_wait);
+	assert_int_equal(tl->body[at_wait]->nbody, 2);   /* both inputs' waits in one block */
 	assert_int_equal(tl->body[at_wait - 1]->kind, ST_LOOP);        /* the k loop before it */
 	assert_int_equal(tl->body[at_wait + 1]->kind, ST_SYNC);        /* the consumers' barrier after it */
 	assert_int_equal(tl->body[at_wait + 1]->n, 1);
@@ -1699,23 +1721,10 @@ accumulate_output(void **state)
 	assert_int_equal(waits[1]->n, 1);   /* o's: fenced for the adds */
 	assert_false(waits[1]->flag);       /* the consumers', not the producer's */
 	assert_non_null(strstr(expr(t, waits[1]->a), "((ceildiv(rows, 128) * ceildiv(cols, 256)) + "));   /* after p's */
-	{
-		Stmt *roles = find_kind(k->body, ST_ROLES, 0);
-
-		for (i = 0; i < roles->body[1]->nbody && !tl; i++)
-			if (roles->body[1]->body[i]->kind == ST_LOOP && roles->body[1]->body[i]->loop == LOOP_TILE)
-				tl = roles->body[1]->body[i];
-	}
-	assert_non_null(tl);
-	for (i = 0; i < tl->nbody; i++) {
-		Stmt *x = tl->body[i];
-
-		if (x->kind == ST_IF && x->nbody == 2 && x->body[1] == waits[1])
-			at_wait = i;
-		if (x->kind == ST_LOOP && strcmp(k->var[x->var].name, "e") == 0 && at_e < 0)
-			at_e = i;
-	}
+	assert_non_null(tl = consumer_tiles(k));
+	wait_and_epilogue(k, tl, waits[1], &at_wait, &at_e);
 	assert_true(at_wait > 0 && at_e > at_wait);   /* before the tile's epilogue, */
+	assert_int_equal(tl->body[at_wait]->body[0], waits[0]);   /* in p's block, after p's wait */
 	assert_int_equal(tl->body[at_wait - 1]->kind, ST_LOOP);   /* after its k loop */
 	assert_int_equal(tl->body[at_wait + 1]->kind, ST_SYNC);   /* the barrier passes both on */
 	cu = cuda_of(t);
@@ -2142,11 +2151,7 @@ split_k(void **state)
 	for (i = 0; i < n; i++)
 		assert_string_equal(expr(t, w[i]->b), "((k0 + kk) * 64)");
 	/* the consumers' tile loop: k loop, its wait, the reduction, then rank 0's epilogue */
-	loop = NULL;
-	for (i = 0; i < roles->body[1]->nbody; i++)
-		if (roles->body[1]->body[i]->kind == ST_LOOP && roles->body[1]->body[i]->loop == LOOP_TILE)
-			loop = roles->body[1]->body[i];
-	assert_non_null(loop);
+	assert_non_null(loop = consumer_tiles(k));
 	for (at = 0; at < loop->nbody && loop->body[at]->kind != ST_LOOP; at++)
 		;
 	kloop = loop->body[at];
