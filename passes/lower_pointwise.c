@@ -266,15 +266,16 @@ lower_pointwise(Comp *c, Fusion *f)
 	 * relu(a*b+c) at 102% of the copy rate where 16-byte stores from
 	 * registers reached 70%), and so do f32 outputs (H200 silu(x+b)*y f32:
 	 * 16-byte stores 5% slower).  One CTA per tile writing only 2-byte
-	 * outputs stores from registers: silu(x+b)*y bf16 ran 0.4% faster so on
+	 * outputs (none of them accumulating, which TMA adds) stores from
+	 * registers: silu(x+b)*y bf16 ran 0.4% faster so on
 	 * both devices (against torch.compile, medians of 8 interleaved rounds:
 	 * H200 0.9966x to 1.0002x against 0.9919x to 0.9934x, H100 0.9997x to
 	 * 1.0006x against 0.9953x to 0.9967x), relu(a*b+c) bf16 the same
 	 * (1.0020x against 1.0026x, 1.0028x against 1.0019x; docs/perf.md).
 	 */
 	narrow = true;
-	for (j = 0; j < f->nout; j++)
-		narrow = narrow && dtype_info[f->out[j].dtype].bytes == 2;
+	for (j = 0; j < f->nout; j++)   /* (an output that accumulates is added by TMA: not narrow) */
+		narrow = narrow && dtype_info[f->out[j].dtype].bytes == 2 && !f->out[j].accumulate;
 	tma_store = f->sched.store == STORE_TMA ||
 	            (f->sched.store != STORE_VECTOR && (k->persistent || !narrow || f->sched.signal_pos.line));
 	if (f->sched.signal_pos.line && !tma_store) {   /* the signal waits for the stores' bulk groups */

@@ -587,7 +587,8 @@ lower_views(void **state)
 
 /*
  * The store kind by default: TMA stores, but for one CTA a tile writing
- * only 2-byte outputs, which stores from registers; `store:` says which.
+ * only 2-byte outputs, none accumulating (TMA adds them), which stores
+ * from registers; `store:` says which.
  */
 static void
 lower_store_kind_default(void **state)
@@ -606,6 +607,8 @@ lower_store_kind_default(void **state)
 		{F32_OUT("schedule: {persistent: true}\n"), true},
 		{F32_OUT("schedule: {store: vector}\n"), false},
 		{F32_OUT("schedule: {store: tma}\n"), true},
+		{"fusion: st\nsizes: {N: 4096}\ninputs:\n  a: {dtype: bf16, shape: [N]}\n"
+		 "ops:\n  - {out: o, op: relu, in: [a]}\noutputs:\n  o: {dtype: bf16, accumulate: true}\n", true},
 	};
 #undef F32_OUT
 	int i;
