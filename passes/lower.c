@@ -417,14 +417,16 @@ lower_refuse_hints(Comp *c, const Fusion *f, const char *family, bool rows)
 	const Schedule *s = &f->sched;
 	int i;
 
-	for (i = 0; i < f->ninput + f->nout; i++)
-		if (f->tensor[fusion_arg_tensor(f, i)].wait_pos.line) {
-			diag_error(c, f->tensor[fusion_arg_tensor(f, i)].wait_pos, "'wait: per_tile' (%s '%s') is implemented "
-			           "for matmul kernels only, not yet for %s kernels", i < f->ninput ? "input" : "output",
-			           f->tensor[fusion_arg_tensor(f, i)].name, family);
+	for (i = 0; i < f->ninput + f->nout; i++) {
+		const Tensor *x = &f->tensor[fusion_arg_tensor(f, i)];
+
+		if (x->wait_pos.line) {
+			diag_error(c, x->wait_pos, "'wait: per_tile' (%s '%s') is implemented for matmul kernels only, not "
+			           "yet for %s kernels", i < f->ninput ? "input" : "output", x->name, family);
 			c->status = WSF_ERR_UNSUPPORTED;
 			return -1;
 		}
+	}
 	if (s->cluster_pos.line) {
 		diag_error(c, s->cluster_pos, "'cluster' is not implemented for %s kernels yet: they launch "
 		           "single CTAs", family);
