@@ -202,7 +202,64 @@ emit_mma(Emit *e, const Stmt *s)
  * (register-major: thread t's registers 4q .. 4q + 3 at float4 q x 128 +
  * t), which rank 0 reads from each other rank's shared memory and adds in
  * rank order, so the sum does not depend on which CTA finishes first.
+ * With Kernel.split_scatter, a reduce-scatter: each rank writes the
+ * registers of the subtiles it does not store, and adds into its own
+ * subtiles' registers the others' partials of them (its own first, then
+ * the others in rank order), so each rank reads 1 / splits of what rank 0
+ * alone read, all at once.
  */
+static void
+split_reduce_scatter(Emit *e, const Stmt *s, const char *acc, int n)
+{
+	const Kernel *k = e->k;
+	const KAcc *a = &k->acc[s->reads[0].acc];
+	const char *full = k->bar[s->bar].name, *free_ = k->bar[s->bar + 1].name, *q = "q", *own;
+
+	/* float4 q's subtile (left to right: % and / bind alike): its 8 columns start at 8 q of its 64-row
+	   block, of its matmul (side by side) */
+	if (k->row_blocks > 1)
+		q = arena_printf(e->c->arena, "q %% %d", a->cols / 8);
+	if (a->cols != k->tile_cols)
+		q = arena_printf(e->c->arena, "%s %% %d", q, k->tile_cols / 8);
+	own = arena_printf(e->c->arena, "%s / %d %% %d", q, SUB / 8, k->splits);
+	emit_line(e, "const int me = (int)wsf_cluster_rank();   // stores subtiles me, me + %d, ...", k->splits);
+	emit_line(e, "wsf_mbar_wait(&%s[w], parity ^ 1u);   // the other ranks have read this warpgroup's partial before",
+	          free_);
+	emit_line(e, "#pragma unroll");
+	emit_line(e, "for (int q = 0; q < %d; q++)   // registers 4q .. 4q + 3: their subtile is rank %s's", n / 4, own);
+	emit_line(e, "    if (%s != me)   // another rank's subtile: for it to read", own);
+	emit_line(e, "        mine[128 * q] = make_float4(%s[4 * q], %s[4 * q + 1], %s[4 * q + 2], %s[4 * q + 3]);", acc, acc,
+	          acc, acc);
+	emit_line(e, "#pragma unroll");
+	emit_line(e, "for (int r = 0; r < %d; r++)", k->splits);
+	emit_line(e, "    if (r != me)");
+	emit_line(e, "        wsf_mbar_arrive_remote(&%s[w], r);   // released to rank r: its subtiles' partials are in place",
+	          full);
+	emit_line(e, "wsf_mbar_wait_cluster(&%s[w], parity);   // the other ranks' partials of this rank's subtiles are in place",
+	          full);
+	emit_line(e, "#pragma unroll");
+	emit_line(e, "for (int q = 0; q < %d; q++)", n / 4);
+	emit_line(e, "    if (%s == me && me >= parts)   // no k-steps here: the mma never wrote them", own);
+	emit_line(e, "        %s[4 * q] = %s[4 * q + 1] = %s[4 * q + 2] = %s[4 * q + 3] = 0.0f;", acc, acc, acc, acc);
+	emit_line(e, "#pragma unroll");
+	emit_line(e, "for (int r = 0; r < %d; r++) {   // in rank order; a rank without k-steps adds nothing", k->splits);
+	emit_line(e, "    if (r == me || r >= parts)");
+	emit_line(e, "        continue;");
+	emit_line(e, "    const float4 *theirs = wsf_map_rank(mine, r);");
+	emit_line(e, "    #pragma unroll");
+	emit_line(e, "    for (int q = 0; q < %d; q++)", n / 4);
+	emit_line(e, "        if (%s == me) {", own);
+	emit_line(e, "            const float4 v = theirs[128 * q];");
+	emit_line(e, "            %s[4 * q] += v.x, %s[4 * q + 1] += v.y, %s[4 * q + 2] += v.z, %s[4 * q + 3] += v.w;", acc, acc,
+	          acc, acc);
+	emit_line(e, "        }");
+	emit_line(e, "}");
+	emit_line(e, "#pragma unroll");
+	emit_line(e, "for (int r = 0; r < %d; r++)", k->splits);
+	emit_line(e, "    if (r != me)");
+	emit_line(e, "        wsf_mbar_arrive_remote(&%s[w], r);   // rank r's partial is read: it may write its next", free_);
+}
+
 void
 emit_split_reduce(Emit *e, const Stmt *s)
 {
@@ -217,6 +274,12 @@ emit_split_reduce(Emit *e, const Stmt *s)
 	emit_line(e, "const int w = wsf_wg;   // the consumer warpgroup");
 	emit_line(e, "float4 *const mine = (float4 *)(%s) + w * %d + threadIdx.x %% 128;", emit_buf_at(e, s->buf, NULL),
 	          n / 4 * 128);
+	if (k->split_scatter) {
+		split_reduce_scatter(e, s, acc, n);
+		e->depth--;
+		emit_line(e, "}");
+		return;
+	}
 	emit_line(e, "if (wsf_cluster_rank() != 0) {");
 	emit_line(e, "    wsf_mbar_wait(&%s[w], parity ^ 1u);   // rank 0 has read this warpgroup's partial before", free_);
 	emit_line(e, "    #pragma unroll");
@@ -317,12 +380,16 @@ load_text(Emit *e, const KParam *p, const char *cond, const char *idx)
  * would pay in turn.  A row input [N] has 8 distinct columns in a
  * subtile, a thread's; those of the next subtile are loaded into ahead_x
  * while this one computes.  A column input [M, 1] has 2 distinct rows in
- * the whole tile, loaded at its first subtile.  NSUB: subtiles a tile.
+ * the whole tile, loaded at its first subtile.  NSUB: subtiles a tile.  A
+ * K-split's rank that shares the epilogue (Kernel.split_scatter) computes
+ * subtiles rank, rank + splits, ...: its first is below splits, and its
+ * next is splits on.
  */
 static void
 staged_inputs(Emit *e, const Stmt *s, int nsub, const bool *needed)
 {
-	int i;
+	int i, step = e->k->split_scatter ? e->k->splits : 1;   /* a K-split's rank stores every splits-th subtile */
+	const char *first = step > 1 ? arena_printf(e->c->arena, "sub < %d", step) : "sub == 0";
 
 	for (i = 0; i < e->f->ninput; i++) {
 		int t = e->f->input[i];
@@ -336,17 +403,18 @@ staged_inputs(Emit *e, const Stmt *s, int nsub, const bool *needed)
 			emit_line(e, "#pragma unroll");
 			emit_line(e, "for (int q = 0; q < %d; q++) {", ROW_VALUES);
 			emit_line(e, "    const long long col = left + 8 * (q >> 1) + wc + (q & 1);");
-			emit_line(e, "    %s[q] = sub == 0 ? (%s) : %s[q];", here, load_text(e, p, "col < cols", "col"), ahead);
+			emit_line(e, "    %s[q] = %s ? (%s) : %s[q];", here, first, load_text(e, p, "col < cols", "col"), ahead);
 			emit_line(e, "}");
-			emit_line(e, "if (sub + 1 < %d) {   // the next subtile's, %d columns on", nsub, SUB);
+			emit_line(e, "if (sub + %d < %d) {   // the next subtile's, %d columns on", step, nsub, step * SUB);
 			emit_line(e, "    #pragma unroll");
 			emit_line(e, "    for (int q = 0; q < %d; q++) {", ROW_VALUES);
-			emit_line(e, "        const long long col = left + %d + 8 * (q >> 1) + wc + (q & 1);", SUB);
+			emit_line(e, "        const long long col = left + %d + 8 * (q >> 1) + wc + (q & 1);", step * SUB);
 			emit_line(e, "        %s[q] = %s;", ahead, load_text(e, p, "col < cols", "col"));
 			emit_line(e, "    }");
 			emit_line(e, "}");
 		} else if (p->view == VIEW_COL) {
-			emit_line(e, "if (sub == 0) {   // the tile's first subtile: this thread's rows");
+			emit_line(e, "if (%s) {   // the tile's first subtile%s: this thread's rows", first,
+			          step > 1 ? " this rank stores" : "");
 			emit_line(e, "    #pragma unroll");
 			emit_line(e, "    for (int h = 0; h < %d; h++) {", COL_VALUES * e->k->row_blocks);
 			emit_line(e, "        const long long row = top + wt + %s;", e->k->row_blocks > 1 ?

@@ -642,8 +642,12 @@ typedef enum StmtKind {
 	                      reads[0].acc; ranks 1.. write theirs to buf (BUF_PARTIAL) and arrive on rank 0's
 	                      bar[wg] (release at cluster scope); rank 0 waits there (acquire), adds the
 	                      partials of ranks 1 .. b - 1 (those with k-steps) in rank order, and arrives on
-	                      each one's bar + 1 [wg], which it waits on before its next write.  a: the phase
-	                      parity of this warpgroup's reduction */
+	                      each one's bar + 1 [wg], which it waits on before its next write.  With
+	                      Kernel.split_scatter a reduce-scatter instead: every rank writes the registers of
+	                      the subtiles others own, arrives on each other rank's bar[wg], and adds into its
+	                      own subtiles' registers the others' partials (those with k-steps) in rank order,
+	                      then arrives on each other rank's bar + 1 [wg].  a: the phase parity of this
+	                      warpgroup's reduction */
 	ST_SK_STORE,       /* stream-K: this CTA's share of a tile's k-steps, not from the tile's first, is
 	                      reads[0].acc: written to the CTA's slot of param (PK_WORKSPACE), register-major
 	                      (consumer thread t's registers 4q .. 4q + 3 at float4 q x threads + t), then the
@@ -855,6 +859,9 @@ struct Kernel {
 	int splits;              /* CTAs that share each tile's k-steps (a split-K matmul: one cluster of them a tile,
 	                            ST_SPLIT_REDUCE sums the partials into rank 0, which alone runs the epilogue);
 	                            1: none.  Not with cluster[] > 1 */
+	bool split_scatter;      /* a K-split whose ranks share the epilogue: rank r sums and stores the tile's
+	                            subtiles r, r + splits, ... (ST_SPLIT_REDUCE's reduce-scatter); false: rank 0
+	                            sums and stores them all (a swapped tile is one subtile) */
 	Stmt *tile_consumer;     /* signal: {per_tile, consumer: ...}: the consumer role's loop over the CTA's
 	                            tiles (each waited for, its outputs computed, released), which lowering
 	                            makes and warp_specialize places in the role; NULL: none */

@@ -242,8 +242,10 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 		buf_puts(b, "barrier.cluster");
 		break;
 	case ST_SPLIT_REDUCE:
-		buf_printf(b, "split_k.reduce %s into rank 0 via %s[wg] on %s[wg] / %s[wg], parity ",
-		           k->acc[s->reads[0].acc].name, k->buf[s->buf].name, k->bar[s->bar].name, k->bar[s->bar + 1].name);
+		buf_printf(b, "split_k.%s %s %s via %s[wg] on %s[wg] / %s[wg], parity ",
+		           k->split_scatter ? "reduce_scatter" : "reduce", k->acc[s->reads[0].acc].name,
+		           k->split_scatter ? "into each rank's subtiles" : "into rank 0", k->buf[s->buf].name,
+		           k->bar[s->bar].name, k->bar[s->bar + 1].name);
 		expr_print(b, k, s->a);
 		buf_puts(b, ", ranks with k-steps ");
 		expr_print(b, k, s->b);
@@ -477,7 +479,8 @@ kernel_print(Buf *b, const Kernel *k)
 		if (l.stride != l.bytes)  /* padded to the alignment: copies lie further apart than their bytes */
 			buf_printf(b, " stride=%lld", (long long)l.stride);
 		if (u->kind == BUF_PARTIAL)
-			buf_puts(b, " partial sums, read by rank 0 of the cluster");
+			buf_puts(b, k->split_scatter ? " partial sums, each subtile's read by the rank that stores it"
+			                             : " partial sums, read by rank 0 of the cluster");
 		else
 			buf_printf(b, " %s %s", u->kind == BUF_TILE ? "loaded from" : "stored to", k->param[u->param].name);
 		for (j = 1; j < k->nparam; j++)   /* and the other mainloops' operands that share its stages */

@@ -39,8 +39,9 @@
  * with no A in common (independent) run one after the other in every tile,
  * each its k loop and epilogue, through the same stages and registers.
  * Split-K (choose_split): a cluster of CTAs shares each tile's k-steps,
- * and rank 0 adds the others' partial sums (split_reduce) before its
- * epilogue.  Stream-K (stream_k_plan): the tiles of a last, partial wave
+ * and each rank adds the others' partial sums of its share of the
+ * epilogue's subtiles (split_reduce, a reduce-scatter) before computing
+ * and storing them; a swapped tile, one subtile, is rank 0's.  Stream-K (stream_k_plan): the tiles of a last, partial wave
  * are cut into runs of k-steps over every CTA, whose partial sums meet in
  * each tile's owner through a workspace in global memory.
  */
@@ -588,6 +589,18 @@ typedef struct Tile {
 	int abuf, bbuf;               /* A's stage, and B's: a group's side by side */
 } Tile;
 
+/* A K-split rank's test for its subtiles of the epilogue loop ELOOP (Kernel.split_scatter), appended to it. */
+static Stmt *
+mine(Comp *c, const Tile *t, Stmt *eloop, const char *comment)
+{
+	Stmt *s = st_if(c, ex_bin(c, EX_EQ, ex_bin(c, EX_MOD, ex_var(c, eloop->var), ex_int(c, t->k->splits)),
+	                          ex_leaf(c, EX_RANK)));
+
+	s->comment = comment;
+	st_append(c, eloop, s);
+	return s;
+}
+
 /*
  * A K-split's reduction (ST_SPLIT_REDUCE) of group G's accumulator, after
  * its k loop: each consumer warpgroup's fragment a row of a partial buffer
@@ -595,8 +608,11 @@ typedef struct Tile {
  * 16-byte accesses are contiguous), written by ranks 1.. and read by rank
  * 0 through distributed shared memory; split_full[wg] counts the writers'
  * arrivals (128 threads each), split_free[wg] rank 0's (128) on each
- * writer's copy.  A warpgroup's reductions alternate phases: its tiles are
- * every one (cooperative) or every other (ping-pong) of the tile loop's.
+ * writer's copy.  A reduce-scatter (Kernel.split_scatter) instead: every
+ * rank writes, reads the others' registers of its own subtiles, and counts
+ * the other ranks' arrivals on both barriers.  A warpgroup's reductions
+ * alternate phases: its tiles are every one (cooperative) or every other
+ * (ping-pong) of the tile loop's.
  */
 static Stmt *
 split_reduce(Comp *c, const Tile *t, const Group *g)
@@ -612,11 +628,12 @@ split_reduce(Comp *c, const Tile *t, const Group *g)
 	                        BUF_PARTIAL, DT_F32, wgs, 128 * regs);
 	k->buf[s->buf].tensor = k->acc[acc].tensor;
 	s->bar = kernel_add_bar(c, k, "split_full", wgs, 128 * (k->splits - 1));
-	kernel_add_bar(c, k, "split_free", wgs, 128);
+	kernel_add_bar(c, k, "split_free", wgs, 128 * (k->split_scatter ? k->splits - 1 : 1));
 	VEC_PUSH(c->arena, s->reads, s->nreads, s->capreads)->acc = acc;
 	s->a = ex_bin(c, EX_AND, nth, ex_int(c, 1));
 	s->b = t->kparts;
-	s->comment = "the cluster's partial sums of the tile, into rank 0";
+	s->comment = k->split_scatter ? "the cluster's partial sums of the tile, each rank's subtiles into it"
+	                              : "the cluster's partial sums of the tile, into rank 0";
 	return s;
 }
 
@@ -864,7 +881,16 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 	 */
 	eloop = st_loop(c, kernel_add_var(c, k, "e"), ex_int(c, 0), ex_int(c, t->bn / ecols), LOOP_SERIAL);
 	eloop->comment = k->swap_ab ? "the epilogue, the whole tile at once" : "the epilogue, a subtile at a time";
-	if (k->splits > 1) {
+	if (k->split_scatter) {
+		/*
+		 * Each rank sums its share of the subtiles (a reduce-scatter in
+		 * the cluster), computes and stores them: the compute and the
+		 * store each under the rank's test, so that the barrier between
+		 * them (sync.c) lies between the two, taken by every rank.
+		 */
+		st_append(c, t->loop, split_reduce(c, t, g));
+		st_append(c, t->loop, eloop);
+	} else if (k->splits > 1) {
 		/* the cluster's partial sums into rank 0, which alone runs the epilogue */
 		Stmt *lead = st_if(c, ex_bin(c, EX_EQ, ex_leaf(c, EX_RANK), ex_int(c, 0)));
 
@@ -887,7 +913,8 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 	                         : arena_printf(c->arena, "the epilogue of %s", f->name);
 	for (m = 0; m < g->n; m++)
 		VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->acc = g->acc[m];
-	st_append(c, eloop, compute);
+	st_append(c, k->split_scatter ? mine(c, t, eloop, "this rank's subtile: it holds the cluster's sum of it") : eloop,
+	          compute);
 	store = st_if(c, ex_leaf(c, EX_ELECT));
 	store->comment = "one thread stores the subtile";
 	for (j = 1; j < k->nparam; j++) {
@@ -918,7 +945,7 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 		if (k->pingpong)   /* a staging copy holds both warpgroups' subtiles; each stores its own */
 			st->off = ex_bin(c, EX_MUL, ex_leaf(c, EX_WG), ex_int(c, t->bm * ecols));
 	}
-	st_append(c, eloop, store);
+	st_append(c, k->split_scatter ? mine(c, t, eloop, "this rank's subtile: one thread stores it") : eloop, store);
 	return kloop;
 }
 
@@ -1210,9 +1237,10 @@ choose_cluster(Comp *c, const Fusion *f, Kernel *k, const Tile *t, const Op *op)
  * 16 x 4096 x 14336: 64 swapped tiles for 132 SMs) leaves SMs idle that
  * could share its long K.  Split, a cluster of N CTAs takes each tile,
  * every CTA a contiguous share of the k-steps into its own accumulator,
- * and rank 0 adds the others' through distributed shared memory
- * (split_reduce) before it alone runs the epilogue: no workspace in global
- * memory, no flags to reset, the sum in one order whatever finishes first.
+ * and each rank adds the others' sums of the subtiles it stores through
+ * distributed shared memory (split_reduce; a swapped tile: rank 0 all)
+ * before its share of the epilogue: no workspace in global memory, no
+ * flags to reset, the sum in one order whatever finishes first.
  * Without a hint, a swapped matmul (few rows) takes the largest power of
  * two up to MAX_SPLIT that keeps the split tiles within one wave
  * (TILE_TARGET) and SPLIT_STEPS k-steps a CTA; an unswapped one only when
@@ -1381,6 +1409,14 @@ lower_matmul(Comp *c, Fusion *f)
 	k->row_blocks = k->swap_ab ? 1 : t.bm / (k->pingpong ? 64 : 128);
 	if (choose_split(c, f, k, &t, g, ng, a, d) < 0)
 		return -1;
+	/*
+	 * A split's ranks share the epilogue's subtiles: rank 0 alone read all
+	 * the others' partials through distributed shared memory, which moves
+	 * about 26 bytes a nanosecond into one SM (H200: 2.4 us for each 64
+	 * KiB partial of a 128 x 128 tile, docs/perf.md), so each rank sums and
+	 * stores its own share.  A swapped tile is one subtile: rank 0's.
+	 */
+	k->split_scatter = k->splits > 1 && !k->swap_ab;
 	if (k->row_blocks > 1 && f->sched.consumer_pos.line)
 		return unbuilt(c, f->sched.tile_pos, "a tile of %d rows with a signal consumer role is not implemented "
 		               "yet: use %d rows", t.bm, t.bm / 2);

@@ -2091,6 +2091,60 @@ stream_k(void **state)
 }
 
 /*
+ * An unswapped K-split's reduce-scatter (Kernel.split_scatter): the
+ * reduction, then the epilogue loop over the tile's four subtiles, whose
+ * compute and store each sit under the rank's test, with the staging
+ * barrier between them outside both; both barriers count the other three
+ * ranks' 128 arrivals; every rank writes, arrives on the others' barriers
+ * (two remote arrivals in the code) and stores subtiles rank, rank + 4.
+ */
+static void
+split_scatter(Fixture *t, Kernel *k)
+{
+	Stmt *loop = consumer_tiles(k), *red, *eloop = NULL, *first = NULL, *last = NULL;
+	const char *cu;
+	int i, at = -1, sync = -1;
+
+	assert_non_null(loop);
+	red = find_kind(loop, ST_SPLIT_REDUCE, 0);
+	assert_non_null(red);
+	for (i = 0; i < loop->nbody; i++)
+		if (loop->body[i] == red)
+			at = i;
+	assert_true(at >= 0 && at + 1 < loop->nbody);
+	eloop = loop->body[at + 1];
+	assert_int_equal(eloop->kind, ST_LOOP);
+	assert_string_equal(expr(t, eloop->hi), "4");
+	for (i = 0; i < eloop->nbody; i++) {
+		Stmt *x = eloop->body[i];
+
+		if (x->kind == ST_IF && !strcmp(expr(t, x->cond), "((e % 4) == rank)")) {
+			if (!first)
+				first = x;
+			last = x;
+		} else if (x->kind == ST_SYNC && first && last == first) {
+			sync = i;
+		}
+	}
+	assert_non_null(first);
+	assert_true(first != last && sync > 0);
+	assert_int_equal(first->nbody, 1);
+	assert_int_equal(first->body[0]->kind, ST_COMPUTE);
+	assert_int_equal(last->body[0]->kind, ST_IF);
+	assert_int_equal(last->body[0]->cond->kind, EX_ELECT);
+	assert_int_equal(census(last).kind[ST_TMA_STORE], 1);
+	assert_int_equal(census(eloop).kind[ST_COMPUTE], 1);
+	assert_int_equal(k->bar[red->bar].arrivals, 3 * 128);
+	assert_int_equal(k->bar[red->bar + 1].arrivals, 3 * 128);
+	for (i = 0; i < loop->nbody; i++)   /* no rank 0 alone */
+		assert_false(loop->body[i]->kind == ST_IF && !strcmp(expr(t, loop->body[i]->cond), "(rank == 0)"));
+	cu = cuda_of(t);
+	assert_non_null(strstr(cu, "stores subtiles me, me + 4, ..."));
+	assert_non_null(strstr(cu, "if (q / 4 % 4 == me) {"));
+	assert_int_equal(count(cu, "wsf_mbar_arrive_remote(&"), 2);
+}
+
+/*
  * split_k: a decode step's 16 x 4096 x 4096 is 64 swapped tiles for 132 SMs,
  * so by default clusters of 2 CTAs share each tile's K.  The lets give each
  * CTA its k-steps (k0 on, ktiles of them) and both roles use them; in the
@@ -2100,8 +2154,9 @@ stream_k(void **state)
  * (8 registers of 128 threads); its barriers count the other ranks' 128
  * arrivals and rank 0's.  The kernel launches clusters of 2.  Then the
  * defaults (4 for 16 tiles; none for 128; unswapped only for a quarter
- * wave and a long K, the tile widened to 128 x 128), the ping-pong
- * release a CTA without k-steps skips, and the forms refused.
+ * wave and a long K, the tile widened to 128 x 128, its ranks sharing
+ * the epilogue: split_scatter), the ping-pong release a CTA without
+ * k-steps skips, and the forms refused.
  */
 static void
 split_k(void **state)
@@ -2206,6 +2261,9 @@ split_k(void **state)
 		assert_int_equal(census(k->body).kind[ST_SPLIT_REDUCE], k->splits > 1);
 		if (!k->swap_ab)
 			assert_int_equal(k->tile_cols, k->splits > 1 ? 128 : 64);
+		assert_int_equal(k->split_scatter, k->splits > 1 && !k->swap_ab);
+		if (k->split_scatter)
+			split_scatter(t, k);
 		teardown((void **)&t);
 	}
 	refused_schedules(spec, refused, countof(refused));
