@@ -41,9 +41,10 @@
  * Split-K (choose_split): a cluster of CTAs shares each tile's k-steps,
  * and each rank adds the others' partial sums of its share of the
  * epilogue's subtiles (split_reduce, a reduce-scatter) before computing
- * and storing them; a swapped tile, one subtile, is rank 0's.  Stream-K (stream_k_plan): the tiles of a last, partial wave
- * are cut into runs of k-steps over every CTA, whose partial sums meet in
- * each tile's owner through a workspace in global memory.
+ * and storing them; a swapped tile, one subtile, is rank 0's.  Stream-K
+ * (stream_k_plan): the tiles of a last, partial wave are cut into runs of
+ * k-steps over every CTA, whose partial sums meet in each tile's owner
+ * through a workspace in global memory.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -591,7 +592,7 @@ typedef struct Tile {
 
 /* A K-split rank's test for its subtiles of the epilogue loop ELOOP (Kernel.split_scatter), appended to it. */
 static Stmt *
-mine(Comp *c, const Tile *t, Stmt *eloop, const char *comment)
+own_subtile(Comp *c, const Tile *t, Stmt *eloop, const char *comment)
 {
 	Stmt *s = st_if(c, ex_bin(c, EX_EQ, ex_bin(c, EX_MOD, ex_var(c, eloop->var), ex_int(c, t->k->splits)),
 	                          ex_leaf(c, EX_RANK)));
@@ -913,7 +914,7 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 	                         : arena_printf(c->arena, "the epilogue of %s", f->name);
 	for (m = 0; m < g->n; m++)
 		VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->acc = g->acc[m];
-	st_append(c, k->split_scatter ? mine(c, t, eloop, "this rank's subtile: it holds the cluster's sum of it") : eloop,
+	st_append(c, k->split_scatter ? own_subtile(c, t, eloop, "this rank's subtile: it holds the cluster's sum of it") : eloop,
 	          compute);
 	store = st_if(c, ex_leaf(c, EX_ELECT));
 	store->comment = "one thread stores the subtile";
@@ -945,7 +946,7 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 		if (k->pingpong)   /* a staging copy holds both warpgroups' subtiles; each stores its own */
 			st->off = ex_bin(c, EX_MUL, ex_leaf(c, EX_WG), ex_int(c, t->bm * ecols));
 	}
-	st_append(c, k->split_scatter ? mine(c, t, eloop, "this rank's subtile: one thread stores it") : eloop, store);
+	st_append(c, k->split_scatter ? own_subtile(c, t, eloop, "this rank's subtile: one thread stores it") : eloop, store);
 	return kloop;
 }
 
