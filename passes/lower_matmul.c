@@ -87,6 +87,9 @@ enum {
 	SPLIT_STAGING = 32 * 1024,                 /* what a default K-split leaves for the staging copies */
 	WIDE_STEPS = 128,                          /* k-steps an unswapped GEMM of few tiles has at least for its
 	                                              default split (K >= 8192; at 4096, 200 x 1000 lost) */
+	RESIDENT_4 = 30,                           /* clusters of 4 CTAs of one an SM resident at once on an H200
+	                                              (cudaOccupancyMaxActiveClusters; clusters of 2: 66, the SMs'
+	                                              pairs): the GPCs' SMs are not all multiples of 4 */
 	SK_PARTS = 4,                              /* stream-K: a run is at least 1 / SK_PARTS of a tile's */
 	SK_MIN_STEPS = 4,                          /* k-steps, and at least this many (stream_k_plan) */
 	SK_LEFT_NUM = 5, SK_LEFT_DEN = 8,          /* stream-K when the last wave holds at most 5 / 8 of the CTAs */
@@ -1234,6 +1237,20 @@ choose_cluster(Comp *c, const Fusion *f, Kernel *k, const Tile *t, const Op *op)
 }
 
 /*
+ * Do TILES clusters of S CTAs, one an SM, all run at once?  Not only a
+ * question of SMs: a cluster's CTAs share a GPC, and an H200 holds 66
+ * clusters of 2 (132 CTAs) but 30 of 4 (120) and 15 of 8 (120).  At 32
+ * swapped tiles of 32 x 64 (32 x 2048 x 8192), 32 clusters of 4 ran in two
+ * waves: 0.78x cuBLAS, where clusters of 2 ran 0.82x (CUDA-graph replays;
+ * 0.94x and 1.04x with the weights cold in DRAM; docs/perf.md).
+ */
+static bool
+in_wave(int64_t tiles, int s)
+{
+	return tiles * s <= TILE_TARGET && (s < 4 || tiles <= RESIDENT_4 * 4 / s);
+}
+
+/*
  * schedule: split_k N.  A GEMM of fewer tiles than SMs (a decode step's
  * 16 x 4096 x 14336: 64 swapped tiles for 132 SMs) leaves SMs idle that
  * could share its long K.  Split, a cluster of N CTAs takes each tile,
@@ -1244,7 +1261,7 @@ choose_cluster(Comp *c, const Fusion *f, Kernel *k, const Tile *t, const Op *op)
  * flags to reset, the sum in one order whatever finishes first.
  * Without a hint, a swapped matmul (few rows) takes the largest power of
  * two up to MAX_SPLIT that keeps the split tiles within one wave
- * (TILE_TARGET) and SPLIT_STEPS k-steps a CTA; an unswapped one only when
+ * (in_wave) and SPLIT_STEPS k-steps a CTA; an unswapped one only when
  * it has very few tiles and a long K (below), widening its tile.  Sets
  * k->splits (and T's columns); 0 or -1.
  */
@@ -1294,7 +1311,7 @@ choose_split(Comp *c, const Fusion *f, Kernel *k, Tile *t, const Group *g, int n
 		if (h->ntile || h->consumers || g->n > 1 || t->bm != BM || t->bn != CHUNK || tiles > TILE_TARGET / 4 ||
 		    steps < WIDE_STEPS)
 			return 0;
-		for (s = 2; s <= MAX_SPLIT && wide * s <= TILE_TARGET && steps / s >= WIDE_STEPS / MAX_SPLIT; s *= 2)
+		for (s = 2; s <= MAX_SPLIT && in_wave(wide, s) && steps / s >= WIDE_STEPS / MAX_SPLIT; s *= 2)
 			k->splits = s;
 		if (k->splits > 1)
 			t->bn = 2 * CHUNK;
@@ -1303,7 +1320,7 @@ choose_split(Comp *c, const Fusion *f, Kernel *k, Tile *t, const Group *g, int n
 	/* the partial sums must leave shared memory for the stages asked for (or 4) and the staging copies */
 	if (partial + (h->stages > 4 ? h->stages : 4) * stage + SPLIT_STAGING > SMEM_BUDGET)
 		return 0;
-	for (s = 2; s <= MAX_SPLIT && tiles * s <= TILE_TARGET && steps / s >= SPLIT_STEPS; s *= 2)
+	for (s = 2; s <= MAX_SPLIT && in_wave(tiles, s) && steps / s >= SPLIT_STEPS; s *= 2)
 		k->splits = s;
 	return 0;
 }

@@ -2171,6 +2171,8 @@ split_k(void **state)
 		int splits;
 	} defaults[] = {
 		{"{M: 16, N: 1024, K: 4096}", 4},     /* 16 tiles: 4 (8 would not fit at once) */
+		{"{M: 32, N: 2048, K: 8192}", 2},     /* 32 tiles: 30 clusters of 4 are resident, 66 of 2 */
+		{"{M: 24, N: 1920, K: 8192}", 4},     /* 30 tiles: clusters of 4 all resident */
 		{"{M: 16, N: 8192, K: 4096}", 1},     /* 128 tiles: a wave already */
 		{"{M: 1, N: 4096, K: 256}", 1},       /* 4 k-steps: too few to share */
 		{"{M: 128, N: 4096, K: 4096}", 1},    /* unswapped, 64 tiles of 128 x 64: measured no faster */
