@@ -52,76 +52,16 @@ CACHE = tempfile.mkdtemp(prefix="gemm_rs.")   # this run's own kernel cache: a n
 COOP = "tile: [128, 256, 64]"   # send and own must tile the rows alike: their flags are one layout
 PINGPONG = "tile: [128, 128, 64], consumers: pingpong"   # the 2-GPU example's (and bf16 partials)
 
-SEND = """\
-fusion: rs_send
-sizes: {{M: {m}, N: {n}, K: {k}}}
-inputs:
-  x: {{dtype: bf16, shape: [M, K]}}
-  w: {{dtype: bf16, shape: [N, K]}}
-ops:
-  - {{out: part, op: matmul, in: [x, w], transpose_b: true}}
-outputs:
-  part: {{dtype: {part}}}
-schedule: {{signal: {{per_tile, scope: system}}, {tile}}}
-"""
-OWN = """\
-fusion: rs_own
-sizes: {{M: {m}, N: {n}, K: {k}}}
-inputs:
-  x: {{dtype: bf16, shape: [M, K]}}
-  w: {{dtype: bf16, shape: [N, K]}}
-  peer: {{dtype: {part}, shape: [M, N], wait: {wait}}}
-ops:
-  - {{out: mine, op: matmul, in: [x, w], transpose_b: true}}
-  - {{out: y, op: add, in: [mine, peer]}}
-outputs:
-  y: {{dtype: bf16}}
-schedule: {{{tile}}}
-"""
-# the send's consumer role copies each stored tile to the owner and raises its flag (flags: true): the mma
-# warpgroups store the partial locally (their k loop never waits on the peer's memory)
+# the 2-GPU example's specs (sizes bound by the Contexts below): SEND (to the owner, each tile's flag
+# raised), SEND_ROLE (stored locally; the consumer role copies each tile to the owner and raises its flag,
+# so the mma warpgroups' k loop never waits on the peer's memory), own_spec (the owner's GEMM plus the
+# received partial, each tile waiting for its flag); and the reduce in the sender's stores: MINE (the
+# owner stores its own rows and signals each tile) and SEND_ADD (the sender adds its partial into the
+# owner's output by TMA, each tile once the owner's flag says its store is done)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "distributed"))
+from gemm_reduce_scatter import MINE, SEND, SEND_ADD, SEND_ROLE, own_spec  # noqa: E402
+
 ROLE = "role"
-SEND_ROLE = """\
-fusion: rs_send_role
-sizes: {{M: {m}, N: {n}, K: {k}}}
-inputs:
-  x: {{dtype: bf16, shape: [M, K]}}
-  w: {{dtype: bf16, shape: [N, K]}}
-ops:
-  - {{out: part, op: matmul, in: [x, w], transpose_b: true}}
-  - {{out: sent, op: cast, in: [part], to: {part}}}
-outputs:
-  part: {{dtype: {part}}}
-  sent: {{dtype: {part}}}
-schedule: {{signal: {{per_tile, consumer: sent, flags: true, scope: system}}, {tile}}}
-"""
-# the reduce in the sender's stores: the owner stores its own partial and signals each tile (MINE); the
-# sender adds its partial into the owner's output by TMA (accumulate: true), each tile once the owner's
-# flag says its store is done (the output waits)
-MINE = """\
-fusion: rs_mine
-sizes: {{M: {m}, N: {n}, K: {k}}}
-inputs:
-  x: {{dtype: bf16, shape: [M, K]}}
-  w: {{dtype: bf16, shape: [N, K]}}
-ops:
-  - {{out: y, op: matmul, in: [x, w], transpose_b: true}}
-outputs:
-  y: {{dtype: bf16}}
-schedule: {{signal: {{per_tile, scope: system}}, {tile}}}
-"""
-SEND_ADD = """\
-fusion: rs_send_add
-sizes: {{M: {m}, N: {n}, K: {k}}}
-inputs:
-  x: {{dtype: bf16, shape: [M, K]}}
-  w: {{dtype: bf16, shape: [N, K]}}
-ops:
-  - {{out: y, op: matmul, in: [x, w], transpose_b: true}}
-outputs:
-  y: {{dtype: bf16, accumulate: true, wait: {wait}}}
-schedule: {{{tile}}}
-"""
 ADD_CASES = [   # rows an owner keeps, N, K (split in two), the owner's tile, the sender's
     (1024, 2048, 2048, COOP, COOP),
     (1000, 1032, 1040, COOP, COOP),   # ragged tiles
@@ -173,14 +113,12 @@ def run(lib, mo, n, k, part, tile, own_tile, check_waits):
     with wsfuse.Context(sizes=sizes, lib=lib, cache_dir=CACHE, store_delay="20000") as slow, \
          wsfuse.Context(sizes=sizes, lib=lib, cache_dir=CACHE) as ctx:
         role = tile == ROLE
-        send = slow.compile_string((SEND_ROLE if role else SEND).format(m=mo, n=n, k=kh, part=part,
-                                                                        tile=COOP if role else tile),
+        send = slow.compile_string((SEND_ROLE if role else SEND).format(part=part, tile=COOP if role else tile),
                                    name="rs_send.yaml")
         # the owner waits on the send's tiles: its own, or those of a finer or coarser writer (wait: {tile})
         wait = ("per_tile" if own_tile == (COOP if role else tile)
                 else "{per_tile, tile: [128, 128]}" if tile == PINGPONG else "{per_tile, tile: [128, 256]}")
-        own = ctx.compile_string(OWN.format(m=mo, n=n, k=kh, part=part, tile=own_tile, wait=wait),
-                                 name="rs_own.yaml")
+        own = ctx.compile_string(own_spec(1, part, wait, own_tile), name="rs_own.yaml")
         dtype = torch.float32 if part == "f32" else torch.bfloat16
         recv = [torch.empty(mo, n, device="cuda", dtype=dtype) for _ in range(2)]
         y = [torch.empty(mo, n, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
@@ -223,10 +161,9 @@ def run_add(lib, mo, n, k, own_tile, send_tile, check_waits):
     sizes = {"M": mo, "N": n, "K": kh}
     with wsfuse.Context(sizes=sizes, lib=lib, cache_dir=CACHE, store_delay="20000") as slow, \
          wsfuse.Context(sizes=sizes, lib=lib, cache_dir=CACHE) as ctx:
-        mine = slow.compile_string(MINE.format(m=mo, n=n, k=kh, tile=own_tile), name="rs_mine.yaml")
+        mine = slow.compile_string(MINE.format(tile=own_tile), name="rs_mine.yaml")
         wait = "per_tile" if own_tile == send_tile else "{per_tile, tile: [128, 256]}"
-        send = ctx.compile_string(SEND_ADD.format(m=mo, n=n, k=kh, tile=send_tile, wait=wait),
-                                  name="rs_send_add.yaml")
+        send = ctx.compile_string(SEND_ADD.format(tile=send_tile, wait=wait), name="rs_send_add.yaml")
         y = [torch.empty(mo, n, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
         tiles = mine.signal_layout(x[0][:mo], w[0], y[0])["flags"]
         assert send.signal_layout(x[0][:mo], w[0], y[0])["wait_words"] == tiles, "one flag layout"
