@@ -75,14 +75,15 @@ def bench(fn, rep=200):
 def graph_us(fn, reps=20):
     """GPU microseconds a call of FN: REPS calls captured in a CUDA graph, replayed 7 times and timed by
     events (median / REPS).  Calls back to back, free of the host's launch cost; L2 holds what the call
-    before left."""
+    before left.  The warm-up calls run on the capturing stream (a stream-K kernel's workspace is its
+    stream's, made at its first launch there)."""
     import torch
     s = torch.cuda.Stream()
     with torch.cuda.stream(s):
         fn(); fn()
     torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
+    with torch.cuda.graph(g, stream=s):
         for _ in range(reps):
             fn()
     t = []

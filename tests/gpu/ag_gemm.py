@@ -7,7 +7,8 @@ row tile's flag word before the tile's first k-step (then fences the async
 proxy).  A second stream stands in for the peers of an all-gather: it copies
 each row tile of x into place in a shuffled order, a sleep between copies,
 and sets the tile's word to the epoch after its copy (stream order makes the
-copy visible first).  x is filled with NaN before every launch, so a load
+copy visible first); it starts when the host opens a gate 5 ms after the
+GEMM's launch (gpucheck.Gate), so the GEMM waits for every tile.  x is filled with NaN before every launch, so a load
 before its flag would read NaN, and y would be wrong (relu makes it 0).  Checked against torch (relative error
 norm below 1e-2, no NaN) for LAUNCHES launches with new epochs; then a
 negative control, the words already set, must fail.  The GEMM leaves SMs to
@@ -22,8 +23,7 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-import wsfuse  # noqa: E402
+from gpucheck import Gate, wsfuse
 
 LAUNCHES = 10
 
@@ -63,6 +63,7 @@ def run(lib, m, n, k, sched, check_waits):
         flags = torch.zeros(lay["wait_words"], device="cuda", dtype=torch.int32)
         ready = torch.empty_like(flags)
         gather, gemm = torch.cuda.Stream(), torch.cuda.Stream()
+        gate = Gate(LAUNCHES)
         # the writer launches no kernel but the sleep, loaded here: copies and flag words go by the copy
         # engine (cudaMemcpyAsync).  CUDA loads a kernel's module at its first launch, lazily, and that
         # waits for the work in flight: here a GEMM waiting for that very writer.
@@ -78,11 +79,13 @@ def run(lib, m, n, k, sched, check_waits):
             with torch.cuda.stream(gemm):   # first: it waits for the rows the copies below bring
                 kern.launch(x, w, o, epoch=epoch, max_ctas=sm - 8, wait_flags=flags if check_waits else ready)
             order = torch.randperm(lay["row_tiles"], generator=torch.Generator().manual_seed(epoch)).tolist()
+            gate.hold(gather, epoch)
             with torch.cuda.stream(gather):
                 for i in order:   # the peers' row tiles, one by one, each flagged after its copy
                     torch.cuda._sleep(20000)
                     x[i * rows:(i + 1) * rows].copy_(src[i * rows:(i + 1) * rows], non_blocking=True)
                     flags[i:i + 1].copy_(epochs[epoch:epoch + 1], non_blocking=True)
+            gate.open(epoch)
             torch.cuda.synchronize()
             err = ((o.float() - ref).norm() / ref.norm()).item()
             if not (err < 1e-2) or torch.isnan(o).any():

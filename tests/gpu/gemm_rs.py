@@ -14,14 +14,17 @@ its flag, signal: {per_tile, consumer: sent, flags: true}), then its own rows
 ("own": the same GEMM plus the receive buffer, an input with wait: per_tile:
 each tile waits for the peer's flag before its epilogue reads the peer's
 partial).  The own GEMMs start at once, on streams of their own; the sends
-start later, so the owners wait.
+are held until the host opens a gate 5 ms later (gpucheck.Gate), so the
+owners wait, and without their waits would read the peer's partial before
+any of it was sent.
 
 The add form (the 2-GPU example's --send add): each rank stores its own
 rows and signals each tile (MINE), and the other rank's GEMM adds its
 partial into them by TMA (SEND_ADD: an output with accumulate: true that
 waits per tile for the owner's flag before its adds).  There the senders
-start at once and the owners later, their stores slowed now and then, so
-an add that did not wait would be overwritten by the owner's store.
+start at once and the owners are held by the gate, their stores slowed now
+and then, so an add that did not wait would be overwritten by the owner's
+store.
 
 The receive buffers are filled with NaN before every launch and the send
 kernels are compiled with option store-delay (one TMA store in four sleeps up
@@ -31,7 +34,9 @@ same bf16 inputs, relative error norm below 1e-2, every row written (NaN
 nowhere), for LAUNCHES launches with new epochs.  Then a negative control:
 the same launches with the own kernels' wait flags already set (as if every
 tile had landed) must fail in some launch, or the test cannot tell a wait
-from none.  Grids are capped at a quarter of the SMs each so that the four
+from none.  Each run first launches its kernels once, unchecked, to load
+their modules (a first launch waits for the work in flight: a held send).
+Grids are capped at a quarter of the SMs each so that the four
 kernels are resident together (on one GPU, a kernel that waits must not hold
 the SMs its writer needs).  Prints one line a case and "N passed, N failed".
 BUILD's libwsfuse.so; then the forms to run, receive and add (both by
@@ -44,10 +49,10 @@ import tempfile
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-import wsfuse  # noqa: E402
+from gpucheck import Gate, wsfuse
 
 LAUNCHES = 20
+WARM = LAUNCHES + 1   # the epoch of the launch that loads a run's modules, before the checked ones
 CACHE = tempfile.mkdtemp(prefix="gemm_rs.")   # this run's own kernel cache: a negative control reuses its case's
 COOP = "tile: [128, 256, 64]"   # send and own must tile the rows alike: their flags are one layout
 PINGPONG = "tile: [128, 128, 64], consumers: pingpong"   # the 2-GPU example's (and bf16 partials)
@@ -129,23 +134,32 @@ def run(lib, mo, n, k, part, tile, own_tile, check_waits):
         flags = [torch.zeros(lay["flags"], device="cuda", dtype=torch.int32) for _ in range(2)]
         ready = torch.empty(lay["flags"], device="cuda", dtype=torch.int32)
         sends, owns = [torch.cuda.Stream() for _ in range(2)], [torch.cuda.Stream() for _ in range(2)]
-        cap = (sm - 2) // 4   # the four kernels resident together, beside the two sleeps
+        cap = sm // 4   # the four kernels resident together
+        gate = Gate(LAUNCHES)
+
+        def launch(epoch, wait):
+            for r in range(2):   # rank r computes its own rows at once, adding the peer's partial tile by tile
+                with torch.cuda.stream(owns[r]):
+                    own.launch(x[r][r * mo:(r + 1) * mo], w[r], recv[r], y[r], epoch=epoch, max_ctas=cap,
+                               wait_flags=flags[r] if wait else ready)
+            for r in range(2):   # and sends the other owner's rows once the gate opens: the owners wait for them
+                o = 1 - r
+                if epoch != WARM:
+                    gate.hold(sends[r], epoch)
+                with torch.cuda.stream(sends[r]):
+                    send.launch(x[r][o * mo:(o + 1) * mo], w[r], *local[r], recv[o], flags=flags[o], epoch=epoch,
+                                max_ctas=cap)
+
+        ready.fill_(WARM)
+        launch(WARM, False)
         for epoch in range(1, LAUNCHES + 1):
             for o in range(2):
                 recv[o].fill_(float("nan"))
                 y[o].fill_(float("nan"))
             ready.fill_(epoch)
             torch.cuda.synchronize()
-            for r in range(2):   # rank r sends the other owner's rows, late: the owners wait for them
-                o = 1 - r
-                with torch.cuda.stream(sends[r]):
-                    torch.cuda._sleep(50000 * (1 + r))
-                    send.launch(x[r][o * mo:(o + 1) * mo], w[r], *local[r], recv[o], flags=flags[o], epoch=epoch,
-                                max_ctas=cap)
-            for r in range(2):   # and computes its own rows at once, adding the peer's partial tile by tile
-                with torch.cuda.stream(owns[r]):
-                    own.launch(x[r][r * mo:(r + 1) * mo], w[r], recv[r], y[r], epoch=epoch, max_ctas=cap,
-                               wait_flags=flags[r] if check_waits else ready)
+            launch(epoch, check_waits)
+            gate.open(epoch)
             torch.cuda.synchronize()
             if (bad := verdict(y, ref, epoch)):
                 return bad
@@ -154,8 +168,8 @@ def run(lib, mo, n, k, part, tile, own_tile, check_waits):
 
 def run_add(lib, mo, n, k, own_tile, send_tile, check_waits):
     """LAUNCHES launches of the reduce in the sender's stores (MINE, then SEND_ADD into the owner's y); the
-    first launch that fails, or None.  The senders start at once and the owners late, their stores slowed
-    now and then: an add that did not wait for the owner's store would be overwritten by it."""
+    first launch that fails, or None.  The senders start at once and the owners once the gate opens, their
+    stores slowed now and then: an add that did not wait for the owner's store would be overwritten by it."""
     kh, x, w, ref = operands(mo, n, k)
     sm = torch.cuda.get_device_properties(0).multi_processor_count
     sizes = {"M": mo, "N": n, "K": kh}
@@ -170,23 +184,30 @@ def run_add(lib, mo, n, k, own_tile, send_tile, check_waits):
         flags = [torch.zeros(tiles, device="cuda", dtype=torch.int32) for _ in range(2)]
         ready = torch.empty(tiles, device="cuda", dtype=torch.int32)
         sends, owns = [torch.cuda.Stream() for _ in range(2)], [torch.cuda.Stream() for _ in range(2)]
-        cap = (sm - 2) // 4
+        cap = sm // 4
+        gate = Gate(LAUNCHES)
+
+        def launch(epoch, wait):
+            for r in range(2):   # rank r adds into the other owner's rows at once, each tile after its store
+                o = 1 - r
+                with torch.cuda.stream(sends[r]):
+                    send.launch(x[r][o * mo:(o + 1) * mo], w[r], y[o], epoch=epoch, max_ctas=cap,
+                                wait_flags=flags[o] if wait else ready)
+            for r in range(2):   # and stores its own rows once the gate opens
+                if epoch != WARM:
+                    gate.hold(owns[r], epoch)
+                with torch.cuda.stream(owns[r]):
+                    mine.launch(x[r][r * mo:(r + 1) * mo], w[r], y[r], flags=flags[r], epoch=epoch, max_ctas=cap)
+
+        ready.fill_(WARM)
+        launch(WARM, False)
         for epoch in range(1, LAUNCHES + 1):
             for o in range(2):
                 y[o].fill_(float("nan"))
             ready.fill_(epoch)
             torch.cuda.synchronize()
-            # (the owners' launches first on the host: a kernel's first launch loads its module, which
-            # waits for the work in flight, and the senders in flight wait for the owners)
-            for r in range(2):   # rank r stores its own rows late
-                with torch.cuda.stream(owns[r]):
-                    torch.cuda._sleep(50000 * (1 + r))
-                    mine.launch(x[r][r * mo:(r + 1) * mo], w[r], y[r], flags=flags[r], epoch=epoch, max_ctas=cap)
-            for r in range(2):   # and adds into the other owner's rows at once, each tile after its store
-                o = 1 - r
-                with torch.cuda.stream(sends[r]):
-                    send.launch(x[r][o * mo:(o + 1) * mo], w[r], y[o], epoch=epoch, max_ctas=cap,
-                                wait_flags=flags[o] if check_waits else ready)
+            launch(epoch, check_waits)
+            gate.open(epoch)
             torch.cuda.synchronize()
             if (bad := verdict(y, ref, epoch)):
                 return bad

@@ -1,8 +1,11 @@
 """gpucheck.py: what the python GPU tests of this folder share (launch_path.py and stream_k.py;
-tune.py its library and rel): the library of the build run.sh names, bf16 tensors on the GPU, outputs poisoned with
-NaN, the relative error against an f32 reference, and the tally of checks they print."""
+tune.py its library and rel; gemm_rs.py and ag_gemm.py the gate): the library of the build run.sh names, bf16
+tensors on the GPU, outputs poisoned with NaN, the relative error against an f32 reference, the tally of checks
+they print, and a gate that holds a stream's work until the host opens it."""
+import ctypes
 import os
 import sys
+import time
 
 import torch
 
@@ -50,3 +53,35 @@ class Tally:
     def done(self):
         print(f"{self.passed} passed, {self.failed} failed")
         return 1 if self.failed else 0
+
+
+class Gate:
+    """Holds a stream's next work until the host opens the gate, so that a test can order two kernels on
+    one GPU without timing them: hold(stream, epoch) makes STREAM wait until a word on the GPU reaches
+    EPOCH (cuStreamWaitValue32: the stream waits in the GPU's front end, no kernel runs, no SM is held);
+    open(epoch) pauses the host PAUSE seconds, then writes EPOCH into the word by the copy engine (no kernel:
+    a kernel's first launch loads its module, which waits for the work in flight, here the held stream).
+    What was launched before the hold has long run by then, or is waiting for the held work.  Epochs
+    1..ROUNDS, rising: the word keeps the last."""
+
+    def __init__(self, rounds, pause=0.005):
+        self.word = torch.zeros(1, device="cuda", dtype=torch.int32)
+        self.epochs = torch.arange(rounds + 1, dtype=torch.int32).pin_memory()
+        self.stream = torch.cuda.Stream()
+        self.pause = pause
+        cuda = ctypes.CDLL("libcuda.so.1")   # the driver torch runs on
+        self.wait = getattr(cuda, "cuStreamWaitValue32_v2", None) or cuda.cuStreamWaitValue32
+        self.wait.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint]
+        self.wait.restype = ctypes.c_int
+
+    def hold(self, stream, epoch):
+        """STREAM's work enqueued after this waits until the word is at least EPOCH."""
+        err = self.wait(ctypes.c_void_p(stream.cuda_stream), self.word.data_ptr(), epoch, 0)  # CU_STREAM_WAIT_VALUE_GEQ
+        if err:
+            raise RuntimeError(f"cuStreamWaitValue32 failed with CUresult {err}")
+
+    def open(self, epoch):
+        """After PAUSE seconds on the host, lets the work held for EPOCH (and before) go."""
+        time.sleep(self.pause)
+        with torch.cuda.stream(self.stream):
+            self.word.copy_(self.epochs[epoch:epoch + 1], non_blocking=True)
