@@ -85,8 +85,8 @@ enum {
 	                                              default: fewer would spend more on the pipeline's fill and
 	                                              the reduction than the split gains */
 	SPLIT_STAGING = 32 * 1024,                 /* what a default K-split leaves for the staging copies */
-	WIDE_STEPS = 128,                          /* k-steps an unswapped GEMM of few tiles has at least for its
-	                                              default split (K >= 8192; at 4096, 200 x 1000 lost) */
+	FEW_STEPS = 16,                            /* k-steps a CTA keeps at least in an unswapped GEMM's default
+	                                              split: at 8 (256 x 1024 x 1024) the split lost */
 	RESIDENT_4 = 30,                           /* clusters of 4 CTAs of one an SM resident at once on an H200
 	                                              (cudaOccupancyMaxActiveClusters; clusters of 2: 66, the SMs'
 	                                              pairs): the GPCs' SMs are not all multiples of 4 */
@@ -1261,8 +1261,8 @@ in_wave(int64_t tiles, int s)
  * Without a hint, a swapped matmul (few rows) takes the largest power of
  * two up to MAX_SPLIT that keeps the split tiles within one wave
  * (in_wave) and SPLIT_STEPS k-steps a CTA; an unswapped one only when
- * it has very few tiles and a long K (below), widening its tile.  Sets
- * k->splits (and T's columns); 0 or -1.
+ * it has few tiles (below), on ping-pong's 64-row tiles.  Sets k->splits
+ * (and T's tile and K->pingpong); 0 or -1.
  */
 static int
 choose_split(Comp *c, const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const Tensor *a,
@@ -1298,22 +1298,28 @@ choose_split(Comp *c, const Fusion *f, Kernel *k, Tile *t, const Group *g, int n
 	steps = (K + t->bk - 1) / t->bk;
 	if (!k->swap_ab) {
 		/*
-		 * Unswapped, only a GEMM that the narrowest default tile (128 x 64)
-		 * leaves at most a quarter wave, with a long K: its tile widens to
-		 * 128 x 128 (A's slices read again from L2 half as often) and its K
-		 * splits, to at most one wave (256 x 1024 x 8192: 0.47x -> 0.64x
-		 * cuBLAS; 128 x 4096 x 4096, 64 tiles, and 200 x 1000 x 4096 lost:
-		 * docs/perf.md).
+		 * Unswapped, a GEMM of at most half a wave of 64 x 128 tiles runs
+		 * on ping-pong's 64-row tiles (a CTA has one: one warpgroup
+		 * computes, the stages hold twice the k-steps of a 128-row tile's)
+		 * 64 or 128 wide, the narrower whose tiles split by 2 or 4 still fit
+		 * one wave (in_wave), each CTA keeping FEW_STEPS k-steps: cuBLAS's
+		 * design for these shapes (64 x 64 tiles, a K split), more SMs
+		 * loading less each.  On an H200, cuBLAS / wsfuse: 256 x 1024 x 8192
+		 * 0.72 -> 0.85, 256 x 1024 x 4096 0.65 -> 0.95, 128 x 512 x 8192
+		 * (split 4) 0.53 -> 0.82, 128 x 4096 x 4096 (64 x 128) 0.94 -> 1.02;
+		 * a tie at 200 x 1000 x 8192 (docs/perf.md).  Not with a hint that
+		 * bears on it, nor with stream-K (cooperative only) or a signal
+		 * consumer role (its 128 x 256 tile).
 		 */
-		int64_t wide = (rows + BM - 1) / BM * ((cols + 2 * CHUNK - 1) / (2 * CHUNK));
+		int64_t rt = (rows + BM / 2 - 1) / (BM / 2);
+		int n;
 
-		if (h->ntile || h->consumers || g->n > 1 || t->bm != BM || t->bn != CHUNK || tiles > TILE_TARGET / 4 ||
-		    steps < WIDE_STEPS)
+		if (h->ntile || h->consumers || h->consumer_pos.line || h->stream_k == 2 || g->n > 1 || k->pingpong ||
+		    t->bm != BM)
 			return 0;
-		for (s = 2; s <= MAX_SPLIT && in_wave(wide, s) && steps / s >= WIDE_STEPS / MAX_SPLIT; s *= 2)
-			k->splits = s;
-		if (k->splits > 1)
-			t->bn = 2 * CHUNK;
+		for (n = CHUNK; n <= 2 * CHUNK && k->splits < 2; n *= 2)
+			for (s = 2; s <= MAX_SPLIT && in_wave(rt * ((cols + n - 1) / n), s) && steps / s >= FEW_STEPS; s *= 2)
+				k->splits = s, t->bm = BM / 2, t->bn = n, k->pingpong = true;
 		return 0;
 	}
 	/* the partial sums must leave shared memory for the stages asked for (or 4) and the staging copies */

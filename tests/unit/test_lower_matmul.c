@@ -2092,18 +2092,20 @@ stream_k(void **state)
 
 /*
  * An unswapped K-split's reduce-scatter (Kernel.split_scatter): the
- * reduction, then the epilogue loop over the tile's four subtiles, whose
- * compute and store each sit under the rank's test, with the staging
- * barrier between them outside both; both barriers count the other three
+ * reduction, then the epilogue loop over the tile's subtiles (32 columns
+ * each), whose compute and store each sit under the rank's test, with the
+ * staging barrier between them outside both; both barriers count the other
  * ranks' 128 arrivals; every rank writes, arrives on the others' barriers
- * (two remote arrivals in the code) and stores subtiles rank, rank + 4.
+ * (two remote arrivals in the code) and stores subtiles rank, rank + splits
+ * (none where the subtiles are fewer than the ranks).
  */
 static void
 split_scatter(Fixture *t, Kernel *k)
 {
 	Stmt *loop = consumer_tiles(k), *red, *eloop = NULL, *first = NULL, *last = NULL;
 	const char *cu;
-	int i, at = -1, sync = -1;
+	char want[64];
+	int i, at = -1, sync = -1, s = k->splits;
 
 	assert_non_null(loop);
 	red = find_kind(loop, ST_SPLIT_REDUCE, 0);
@@ -2114,11 +2116,13 @@ split_scatter(Fixture *t, Kernel *k)
 	assert_true(at >= 0 && at + 1 < loop->nbody);
 	eloop = loop->body[at + 1];
 	assert_int_equal(eloop->kind, ST_LOOP);
-	assert_string_equal(expr(t, eloop->hi), "4");
+	snprintf(want, sizeof want, "%d", k->tile_cols / 32);
+	assert_string_equal(expr(t, eloop->hi), want);
+	snprintf(want, sizeof want, "((e %% %d) == rank)", s);
 	for (i = 0; i < eloop->nbody; i++) {
 		Stmt *x = eloop->body[i];
 
-		if (x->kind == ST_IF && !strcmp(expr(t, x->cond), "((e % 4) == rank)")) {
+		if (x->kind == ST_IF && !strcmp(expr(t, x->cond), want)) {
 			if (!first)
 				first = x;
 			last = x;
@@ -2134,13 +2138,15 @@ split_scatter(Fixture *t, Kernel *k)
 	assert_int_equal(last->body[0]->cond->kind, EX_ELECT);
 	assert_int_equal(census(last).kind[ST_TMA_STORE], 1);
 	assert_int_equal(census(eloop).kind[ST_COMPUTE], 1);
-	assert_int_equal(k->bar[red->bar].arrivals, 3 * 128);
-	assert_int_equal(k->bar[red->bar + 1].arrivals, 3 * 128);
+	assert_int_equal(k->bar[red->bar].arrivals, (s - 1) * 128);
+	assert_int_equal(k->bar[red->bar + 1].arrivals, (s - 1) * 128);
 	for (i = 0; i < loop->nbody; i++)   /* no rank 0 alone */
 		assert_false(loop->body[i]->kind == ST_IF && !strcmp(expr(t, loop->body[i]->cond), "(rank == 0)"));
 	cu = cuda_of(t);
-	assert_non_null(strstr(cu, "stores subtiles me, me + 4, ..."));
-	assert_non_null(strstr(cu, "if (q / 4 % 4 == me) {"));
+	snprintf(want, sizeof want, "stores subtiles me, me + %d, ...", s);
+	assert_non_null(strstr(cu, want));
+	snprintf(want, sizeof want, "if (q / 4 %% %d == me) {", s);
+	assert_non_null(strstr(cu, want));
 	assert_int_equal(count(cu, "wsf_mbar_arrive_remote(&"), 2);
 }
 
@@ -2153,10 +2159,10 @@ split_scatter(Fixture *t, Kernel *k)
  * no other rank runs; its partial buffer holds each warpgroup's fragment
  * (8 registers of 128 threads); its barriers count the other ranks' 128
  * arrivals and rank 0's.  The kernel launches clusters of 2.  Then the
- * defaults (4 for 16 tiles; none for 128; unswapped only for a quarter
- * wave and a long K, the tile widened to 128 x 128, its ranks sharing
- * the epilogue: split_scatter), the ping-pong release a CTA without
- * k-steps skips, and the forms refused.
+ * defaults (4 for 16 tiles; none for 128; unswapped for at most half a
+ * wave of 64 x 128 tiles, on ping-pong's 64-row tiles 64 or 128 wide,
+ * its ranks sharing the epilogue: split_scatter), the ping-pong release a
+ * CTA without k-steps skips, and the forms refused.
  */
 static void
 split_k(void **state)
@@ -2168,16 +2174,22 @@ split_k(void **state)
 		"outputs:\n  o: {dtype: bf16}\n";
 	static const struct {
 		const char *sizes;
-		int splits;
+		int splits, cols;   /* cols: an unswapped tile's (64 rows where split, else 128 x 64) */
 	} defaults[] = {
-		{"{M: 16, N: 1024, K: 4096}", 4},     /* 16 tiles: 4 (8 would not fit at once) */
-		{"{M: 32, N: 2048, K: 8192}", 2},     /* 32 tiles: 30 clusters of 4 are resident, 66 of 2 */
-		{"{M: 24, N: 1920, K: 8192}", 4},     /* 30 tiles: clusters of 4 all resident */
-		{"{M: 16, N: 8192, K: 4096}", 1},     /* 128 tiles: a wave already */
-		{"{M: 1, N: 4096, K: 256}", 1},       /* 4 k-steps: too few to share */
-		{"{M: 128, N: 4096, K: 4096}", 1},    /* unswapped, 64 tiles of 128 x 64: measured no faster */
-		{"{M: 256, N: 1024, K: 8192}", 4},    /* unswapped, 32 tiles: 16 of 128 x 128, split 4 */
-		{"{M: 200, N: 1000, K: 4096}", 1},    /* unswapped, K short */
+		{"{M: 16, N: 1024, K: 4096}", 4, 0},     /* 16 tiles: 4 (8 would not fit at once) */
+		{"{M: 32, N: 2048, K: 8192}", 2, 0},     /* 32 tiles: 30 clusters of 4 are resident, 66 of 2 */
+		{"{M: 24, N: 1920, K: 8192}", 4, 0},     /* 30 tiles: clusters of 4 all resident */
+		{"{M: 16, N: 8192, K: 4096}", 1, 0},     /* 128 tiles: a wave already */
+		{"{M: 1, N: 4096, K: 256}", 1, 0},       /* 4 k-steps: too few to share */
+		{"{M: 256, N: 1024, K: 8192}", 2, 64},   /* unswapped, 64 tiles of 64 x 64 */
+		{"{M: 200, N: 1000, K: 4096}", 2, 64},   /* ragged: 4 x 16 tiles */
+		{"{M: 128, N: 512, K: 8192}", 4, 64},    /* 16 tiles: clusters of 4, two subtiles for four ranks */
+		{"{M: 256, N: 512, K: 8192}", 2, 64},    /* 32 tiles: 4 would not fit at once */
+		{"{M: 128, N: 4096, K: 4096}", 2, 128},  /* 128 tiles of 64 x 64 would not, 64 of 64 x 128 do */
+		{"{M: 384, N: 768, K: 8192}", 2, 128},
+		{"{M: 256, N: 4096, K: 4096}", 1, 64},   /* 128 tiles of 64 x 128: 128 x 64 as ever */
+		{"{M: 256, N: 1024, K: 1024}", 1, 64},   /* 8 k-steps a CTA: too few */
+		{"{M: 256, N: 1024, K: 2048}", 2, 64},   /* 16 */
 	};
 	static const Refusal refused[] = {
 		{"{split_k: 2, signal: per_tile}", "split_k with 'signal: per_tile' is not implemented yet", true},
@@ -2261,11 +2273,30 @@ split_k(void **state)
 		if (k->splits != defaults[i].splits)
 			fail_msg("%s: split %d, expected %d", defaults[i].sizes, k->splits, defaults[i].splits);
 		assert_int_equal(census(k->body).kind[ST_SPLIT_REDUCE], k->splits > 1);
-		if (!k->swap_ab)
-			assert_int_equal(k->tile_cols, k->splits > 1 ? 128 : 64);
+		if (!k->swap_ab) {
+			assert_int_equal(k->tile_rows, k->splits > 1 ? 64 : 128);
+			assert_int_equal(k->pingpong, k->splits > 1);
+			assert_int_equal(k->tile_cols, defaults[i].cols);
+		}
 		assert_int_equal(k->split_scatter, k->splits > 1 && !k->swap_ab);
 		if (k->split_scatter)
 			split_scatter(t, k);
+		teardown((void **)&t);
+	}
+	/* asked for stream-K (cooperative only), a GEMM of few tiles keeps its 128 x 64 tile, unsplit */
+	{
+		char text[1024];
+		const char *at_sizes = strstr(spec, "{M: 16"), *end = strchr(at_sizes, '}');
+
+		snprintf(text, sizeof text, "%.*s{M: 256, N: 1024, K: 8192}%sschedule: {stream_k: true}\n",
+		         (int)(at_sizes - spec), spec, end + 1);
+		if (setup((void **)&t) < 0)
+			fail_msg("setup");
+		if (!(k = kernel_of(t, text)))
+			fail_msg("stream_k: %s", t->msg);
+		assert_int_equal(k->splits, 1);
+		assert_false(k->pingpong);
+		assert_int_equal(k->tile_rows, 128);
 		teardown((void **)&t);
 	}
 	refused_schedules(spec, refused, countof(refused));
