@@ -87,9 +87,9 @@ enum {
 	SPLIT_STAGING = 32 * 1024,                 /* what a default K-split leaves for the staging copies */
 	FEW_STEPS = 16,                            /* k-steps a CTA keeps at least in an unswapped GEMM's default
 	                                              split: at 8 (256 x 1024 x 1024) the split lost */
-	RESIDENT_4 = 30,                           /* clusters of 4 CTAs of one an SM resident at once on an H200
-	                                              (cudaOccupancyMaxActiveClusters; clusters of 2: 66, the SMs'
-	                                              pairs): the GPCs' SMs are not all multiples of 4 */
+	RESIDENT_3 = 39, RESIDENT_4 = 30,          /* clusters of 3 and 4 CTAs of one an SM resident at once on an
+	                                              H200 (cudaOccupancyMaxActiveClusters; clusters of 2: 66, the
+	                                              SMs' pairs): the GPCs' SMs are not all multiples of 3 or 4 */
 	SK_PARTS = 4,                              /* stream-K: a run is at least 1 / SK_PARTS of a tile's */
 	SK_MIN_STEPS = 4,                          /* k-steps, and at least this many (stream_k_plan) */
 	SK_LEFT_NUM = 5, SK_LEFT_DEN = 8,          /* stream-K when the last wave holds at most 5 / 8 of the CTAs */
@@ -1239,14 +1239,15 @@ choose_cluster(Comp *c, const Fusion *f, Kernel *k, const Tile *t, const Op *op)
 /*
  * Do TILES clusters of S CTAs, one an SM, all run at once?  Not only a
  * question of SMs: a cluster's CTAs share a GPC, and an H200 holds 66
- * clusters of 2 (132 CTAs) but 30 of 4 (120) and 15 of 8 (120).  At 32
- * swapped tiles of 32 x 64 (32 x 2048 x 8192), 32 clusters of 4 ran in two
- * waves: 14.1 us, where 32 clusters of 2 took 13.4 (docs/perf.md).
+ * clusters of 2 (132 CTAs) but 39 of 3 (117), 30 of 4 (120) and 15 of 8
+ * (120).  At 32 swapped tiles of 32 x 64 (32 x 2048 x 8192), 32 clusters of
+ * 4 ran in two waves: 14.2 us, where clusters of 2 took 13.6 and of 3 10.8;
+ * 40 clusters of 3 took 17.1 us at 16 x 2560 x 8192 (docs/perf.md).
  */
 static bool
 in_wave(int64_t tiles, int s)
 {
-	return tiles * s <= TILE_TARGET && (s < 4 || tiles <= RESIDENT_4 * 4 / s);
+	return tiles * s <= TILE_TARGET && tiles <= (s == 3 ? RESIDENT_3 : s >= 4 ? RESIDENT_4 * 4 / s : TILE_TARGET);
 }
 
 /*
@@ -1258,9 +1259,9 @@ in_wave(int64_t tiles, int s)
  * distributed shared memory (split_reduce; a swapped tile: rank 0 all)
  * before its share of the epilogue: no workspace in global memory, no
  * flags to reset, the sum in one order whatever finishes first.
- * Without a hint, a swapped matmul (few rows) takes the largest power of
- * two up to MAX_SPLIT that keeps the split tiles within one wave
- * (in_wave) and SPLIT_STEPS k-steps a CTA; an unswapped one only when
+ * Without a hint, a swapped matmul (few rows) takes the largest split up
+ * to MAX_SPLIT that keeps the split tiles within one wave (in_wave) and
+ * SPLIT_STEPS k-steps a CTA; an unswapped one only when
  * it has few tiles (below), on ping-pong's 64-row tiles.  Sets k->splits
  * (and T's tile and K->pingpong); 0 or -1.
  */
@@ -1301,7 +1302,7 @@ choose_split(Comp *c, const Fusion *f, Kernel *k, Tile *t, const Group *g, int n
 		 * Unswapped, a GEMM of at most half a wave of 64 x 128 tiles runs
 		 * on ping-pong's 64-row tiles (a CTA has one: one warpgroup
 		 * computes, the stages hold twice the k-steps of a 128-row tile's)
-		 * 64 or 128 wide, the narrower whose tiles split by 2 or 4 still fit
+		 * 64 or 128 wide, the narrower whose tiles split by 2 to 4 still fit
 		 * one wave (in_wave), each CTA keeping FEW_STEPS k-steps: cuBLAS's
 		 * design for these shapes (64 x 64 tiles, a K split), more SMs
 		 * loading less each.  On an H200, cuBLAS / wsfuse: 256 x 1024 x 8192
@@ -1318,14 +1319,14 @@ choose_split(Comp *c, const Fusion *f, Kernel *k, Tile *t, const Group *g, int n
 		    t->bm != BM)
 			return 0;
 		for (n = CHUNK; n <= 2 * CHUNK && k->splits < 2; n *= 2)
-			for (s = 2; s <= MAX_SPLIT && in_wave(rt * ((cols + n - 1) / n), s) && steps / s >= FEW_STEPS; s *= 2)
+			for (s = 2; s <= MAX_SPLIT && in_wave(rt * ((cols + n - 1) / n), s) && steps / s >= FEW_STEPS; s++)
 				k->splits = s, t->bm = BM / 2, t->bn = n, k->pingpong = true;
 		return 0;
 	}
 	/* the partial sums must leave shared memory for the stages asked for (or 4) and the staging copies */
 	if (partial + (h->stages > 4 ? h->stages : 4) * stage + SPLIT_STAGING > SMEM_BUDGET)
 		return 0;
-	for (s = 2; s <= MAX_SPLIT && in_wave(tiles, s) && steps / s >= SPLIT_STEPS; s *= 2)
+	for (s = 2; s <= MAX_SPLIT && in_wave(tiles, s) && steps / s >= SPLIT_STEPS; s++)
 		k->splits = s;
 	return 0;
 }

@@ -73,6 +73,7 @@ for spec in "tests/gpu/specs/relu_chain.yaml -D N=300001" "tests/gpu/specs/relu_
 	"tests/gpu/specs/gemm_split_swap.yaml -D M=3 -D N=200 -D K=520" "tests/gpu/specs/gemm_split_glu.yaml -D M=136 -D F=200 -D K=1000" \
 	"tests/gpu/specs/gemm_split_wide.yaml -D M=200 -D N=400 -D K=1000" "tests/gpu/specs/gemm_split_wide.yaml -D M=130 -D N=200 -D K=72" \
 	"tests/gpu/specs/gemm_kn.yaml -D M=136 -D N=512 -D K=2048" "tests/gpu/specs/gemm_epilogue.yaml -D M=128 -D N=512 -D K=4096" \
+	"tests/gpu/specs/gemm_epilogue.yaml -D M=128 -D N=384 -D K=3072" "tests/gpu/specs/gemm_swap.yaml -D M=32 -D N=2048 -D K=1536" \
 	"tests/gpu/specs/gemm_pingpong_wide.yaml -D M=300 -D N=200 -D K=200" "tests/gpu/specs/gemm_tile_n96.yaml -D M=200 -D N=200 -D K=72" \
 	"tests/gpu/specs/swiglu_pingpong.yaml -D M=300 -D K=72 -D F=200" \
 	"tests/gpu/specs/gemm_streamk_gelu.yaml" "tests/gpu/specs/gemm_streamk.yaml -D M=2176 -D N=1024 -D K=520"; do

@@ -2177,16 +2177,17 @@ split_k(void **state)
 		int splits, cols;   /* cols: an unswapped tile's (64 rows where split, else 128 x 64) */
 	} defaults[] = {
 		{"{M: 16, N: 1024, K: 4096}", 4, 0},     /* 16 tiles: 4 (8 would not fit at once) */
-		{"{M: 32, N: 2048, K: 8192}", 2, 0},     /* 32 tiles: 30 clusters of 4 are resident, 66 of 2 */
+		{"{M: 32, N: 2048, K: 8192}", 3, 0},     /* 32 tiles: 30 clusters of 4 are resident, 39 of 3 */
+		{"{M: 16, N: 2560, K: 8192}", 2, 0},     /* 40 tiles: 66 clusters of 2 */
 		{"{M: 24, N: 1920, K: 8192}", 4, 0},     /* 30 tiles: clusters of 4 all resident */
 		{"{M: 16, N: 8192, K: 4096}", 1, 0},     /* 128 tiles: a wave already */
 		{"{M: 1, N: 4096, K: 256}", 1, 0},       /* 4 k-steps: too few to share */
 		{"{M: 256, N: 1024, K: 8192}", 2, 64},   /* unswapped, 64 tiles of 64 x 64 */
 		{"{M: 200, N: 1000, K: 4096}", 2, 64},   /* ragged: 4 x 16 tiles */
 		{"{M: 128, N: 512, K: 8192}", 4, 64},    /* 16 tiles: clusters of 4, two subtiles for four ranks */
-		{"{M: 256, N: 512, K: 8192}", 2, 64},    /* 32 tiles: 4 would not fit at once */
+		{"{M: 256, N: 512, K: 8192}", 3, 64},    /* 32 tiles: 4 would not fit at once */
 		{"{M: 128, N: 4096, K: 4096}", 2, 128},  /* 128 tiles of 64 x 64 would not, 64 of 64 x 128 do */
-		{"{M: 384, N: 768, K: 8192}", 2, 128},
+		{"{M: 384, N: 768, K: 8192}", 3, 128},   /* 72 of 64 x 64 would not fit split, 36 of 64 x 128 by 3 do */
 		{"{M: 256, N: 4096, K: 4096}", 1, 64},   /* 128 tiles of 64 x 128: 128 x 64 as ever */
 		{"{M: 256, N: 1024, K: 1024}", 1, 64},   /* 8 k-steps a CTA: too few */
 		{"{M: 256, N: 1024, K: 2048}", 2, 64},   /* 16 */
