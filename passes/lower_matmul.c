@@ -1261,9 +1261,9 @@ in_wave(int64_t tiles, int s)
  * flags to reset, the sum in one order whatever finishes first.
  * Without a hint, a swapped matmul (few rows) takes the largest split up
  * to MAX_SPLIT that keeps the split tiles within one wave (in_wave) and
- * SPLIT_STEPS k-steps a CTA; an unswapped one only when
- * it has few tiles (below), on ping-pong's 64-row tiles.  Sets k->splits
- * (and T's tile and K->pingpong); 0 or -1.
+ * SPLIT_STEPS k-steps a CTA; an unswapped one only when it has few tiles
+ * (below), on ping-pong's 64-row tiles.  Sets k->splits (and T's tile and
+ * K->pingpong); 0 or -1.
  */
 static int
 choose_split(Comp *c, const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const Tensor *a,
@@ -1306,11 +1306,12 @@ choose_split(Comp *c, const Fusion *f, Kernel *k, Tile *t, const Group *g, int n
 		 * one wave (in_wave), each CTA keeping FEW_STEPS k-steps: cuBLAS's
 		 * design for these shapes (64 x 64 tiles, a K split), more SMs
 		 * loading less each.  On an H200, cuBLAS / wsfuse: 256 x 1024 x 8192
-		 * 0.72 -> 0.85, 256 x 1024 x 4096 0.65 -> 0.95, 128 x 512 x 8192
-		 * (split 4) 0.53 -> 0.82, 128 x 4096 x 4096 (64 x 128) 0.94 -> 1.02;
-		 * a tie at 200 x 1000 x 8192 (docs/perf.md).  Not with a hint that
-		 * bears on it, nor with stream-K (cooperative only) or a signal
-		 * consumer role (its 128 x 256 tile).
+		 * 0.70 -> 0.85, 256 x 1024 x 4096 0.64 -> 0.95, 128 x 512 x 8192
+		 * (split 4) 0.53 -> 0.81, 128 x 4096 x 4096 (64 x 128) 0.95 -> 1.05;
+		 * 8% slower at 200 x 1000 x 8192, whose last row tile, 8 rows, runs
+		 * slow (docs/perf.md).  Not with a hint that bears on it, nor with
+		 * stream-K (cooperative only) or a signal consumer role (its 128 x
+		 * 256 tile).
 		 */
 		int64_t rt = (rows + BM / 2 - 1) / (BM / 2);
 		int n;
