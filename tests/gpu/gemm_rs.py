@@ -152,6 +152,7 @@ def run(lib, mo, n, k, part, tile, own_tile, check_waits):
 
         ready.fill_(WARM)
         launch(WARM, False)
+        torch.cuda.synchronize()
         for epoch in range(1, LAUNCHES + 1):
             for o in range(2):
                 recv[o].fill_(float("nan"))
@@ -201,6 +202,7 @@ def run_add(lib, mo, n, k, own_tile, send_tile, check_waits):
 
         ready.fill_(WARM)
         launch(WARM, False)
+        torch.cuda.synchronize()
         for epoch in range(1, LAUNCHES + 1):
             for o in range(2):
                 y[o].fill_(float("nan"))
