@@ -110,6 +110,27 @@ def verdict(y, ref, epoch):
     return None
 
 
+def checked(launch, gate, ready, poisoned, y, ref, check_waits):
+    """LAUNCH(epoch, wait) once unchecked (epoch WARM: it loads the kernels' modules, and a first launch waits
+    for the work in flight, here held by GATE), then for epochs 1..LAUNCHES: POISONED filled with NaN, READY
+    with the epoch (the wait flags a launch without waits reads), the launch, the gate opened, Y checked.
+    The first launch that fails, or None."""
+    ready.fill_(WARM)
+    launch(WARM, False)
+    torch.cuda.synchronize()
+    for epoch in range(1, LAUNCHES + 1):
+        for t in poisoned:
+            t.fill_(float("nan"))
+        ready.fill_(epoch)
+        torch.cuda.synchronize()
+        launch(epoch, check_waits)
+        gate.open(epoch)
+        torch.cuda.synchronize()
+        if (bad := verdict(y, ref, epoch)):
+            return bad
+    return None
+
+
 def run(lib, mo, n, k, part, tile, own_tile, check_waits):
     """LAUNCHES launches of the four kernels; the first launch that fails, or None."""
     kh, x, w, ref = operands(mo, n, k)
@@ -150,21 +171,7 @@ def run(lib, mo, n, k, part, tile, own_tile, check_waits):
                     send.launch(x[r][o * mo:(o + 1) * mo], w[r], *local[r], recv[o], flags=flags[o], epoch=epoch,
                                 max_ctas=cap)
 
-        ready.fill_(WARM)
-        launch(WARM, False)
-        torch.cuda.synchronize()
-        for epoch in range(1, LAUNCHES + 1):
-            for o in range(2):
-                recv[o].fill_(float("nan"))
-                y[o].fill_(float("nan"))
-            ready.fill_(epoch)
-            torch.cuda.synchronize()
-            launch(epoch, check_waits)
-            gate.open(epoch)
-            torch.cuda.synchronize()
-            if (bad := verdict(y, ref, epoch)):
-                return bad
-    return None
+        return checked(launch, gate, ready, recv + y, y, ref, check_waits)
 
 
 def run_add(lib, mo, n, k, own_tile, send_tile, check_waits):
@@ -200,20 +207,7 @@ def run_add(lib, mo, n, k, own_tile, send_tile, check_waits):
                 with torch.cuda.stream(owns[r]):
                     mine.launch(x[r][r * mo:(r + 1) * mo], w[r], y[r], flags=flags[r], epoch=epoch, max_ctas=cap)
 
-        ready.fill_(WARM)
-        launch(WARM, False)
-        torch.cuda.synchronize()
-        for epoch in range(1, LAUNCHES + 1):
-            for o in range(2):
-                y[o].fill_(float("nan"))
-            ready.fill_(epoch)
-            torch.cuda.synchronize()
-            launch(epoch, check_waits)
-            gate.open(epoch)
-            torch.cuda.synchronize()
-            if (bad := verdict(y, ref, epoch)):
-                return bad
-    return None
+        return checked(launch, gate, ready, y, y, ref, check_waits)
 
 
 def main():
