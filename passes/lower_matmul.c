@@ -578,6 +578,48 @@ raster(Comp *c, Kernel *k, Stmt *loop, Expr *batch_tiles)
 	col0->a = lower_rank_at(c, k, ex_bin(c, EX_DIV, in, height), 1);
 }
 
+/*
+ * A ragged last tile moved inside the output: where M (N) is not a multiple
+ * of the tile's rows (columns), the last row (column) of tiles starts at
+ * M - BM (N - BN) instead, overlapping the tiles before it, so that every
+ * TMA box of A (B) lies inside its tensor.  Boxes that lie mostly outside
+ * slow every CTA's loads, not only theirs: on an H200, 64 x 64 tiles split
+ * by 2 took 15.4 us at 256 x 1024 x 8192 and 19.0 at 200 x 1024 x 8192,
+ * where timer stamps a CTA found the k loops of all four rows of tiles
+ * slower, the last one most; with its boxes moved inside, 15.3 (docs/perf.md).
+ * The rows two tiles share are computed by both and stored by both, the
+ * same values.  Not where a tile's place means more than its outputs: the
+ * per-tile flags of a signal or of inputs that wait count tiles by
+ * row0 / BM, and an output that accumulates would add the shared rows
+ * twice.  The loop's row0 and col0 lets (raster's) become
+ * min(x0, max(extent - tile, 0)): a tile (or a cluster's CTA) wholly past
+ * the end repeats the last one instead of loading nothing but zeros.
+ */
+static void
+tile_inside(Comp *c, const Fusion *f, Kernel *k, Stmt *loop)
+{
+	int i, j;
+
+	if (k->waits || f->sched.signal == SIGNAL_PER_TILE)
+		return;
+	for (j = 0; j < f->nout; j++)
+		if (f->out[j].accumulate)
+			return;
+	for (i = 0; i < loop->nbody; i++) {
+		Stmt *x = loop->body[i];
+		const char *name = x->kind == ST_LET ? k->var[x->var].name : "";
+		bool row = strcmp(name, "row0") == 0;
+
+		if (!row && strcmp(name, "col0") != 0)
+			continue;
+		x->comment = row ? "a ragged last row of tiles inside the output: A's boxes in the tensor" :
+		                   "a ragged last column of tiles inside the output: B's boxes in the tensor";
+		x->a = ex_bin(c, EX_MIN, x->a,
+		              ex_bin(c, EX_MAX, ex_bin(c, EX_SUB, ex_var(c, row ? k->rows_var : k->cols_var),
+		                                       ex_int(c, row ? k->tile_rows : k->tile_cols)), ex_int(c, 0)));
+	}
+}
+
 /* What every group's mainloop and epilogue share: the tile, the operand buffers, where the tile is. */
 typedef struct Tile {
 	Kernel *k;
@@ -1655,6 +1697,7 @@ lower_matmul(Comp *c, Fusion *f)
 			return diag_internal(c, "lower_matmul", "the tile loop has no tile");
 		t.bt = ex_var(c, lower_let(c, k, "bt", ex_bin(c, EX_DIV, ex_var(c, tile->var), batch_tiles), t.loop)->var);
 	}
+	tile_inside(c, f, k, t.loop);
 	{
 		/*
 		 * K-steps a tile: lets before the tile loop, which lower_tile_loop

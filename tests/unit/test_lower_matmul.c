@@ -2640,6 +2640,80 @@ wait_writer_tile(void **state)
 	(void)state;
 }
 
+/* The ST_LETs named NAME under S, in order, at most N of them into OUT; how many there are. */
+static int
+lets_named(const Kernel *k, Stmt *s, const char *name, Stmt **out, int n)
+{
+	Stmt *lets[64];
+	int i, m = stmts_of(s, ST_LET, lets, 64), got = 0;
+
+	for (i = 0; i < m && i < 64; i++)
+		if (strcmp(k->var[lets[i]->var].name, name) == 0 && got++ < n)
+			out[got - 1] = lets[i];
+	return got;
+}
+
+/*
+ * A ragged last tile moved inside the output (tile_inside): every row0 and
+ * col0 let (the producer's and the consumers') is min(x0, max(extent -
+ * tile, 0)), with the kernel's tile: 128 x 256 cooperative, 64 x 64
+ * ping-pong split by 2, a swapped tile of 16 rows.  Not with an output that
+ * accumulates, a per-tile signal or an input that waits: their lets are
+ * the raster's alone.
+ */
+static void
+ragged_inside(void **state)
+{
+#define PLAIN "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n" \
+	"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n"
+	static const struct {
+		const char *spec;
+		int rows, cols;   /* the tile the lets name; 0: no clamp */
+	} cases[] = {
+		{HEAD PLAIN "outputs:\n  y: {dtype: bf16}\nschedule: {cluster: [1, 1]}\n", 128, 256},
+		{"fusion: gemm\nsizes: {M: 200, N: 1000, K: 8192}\n" PLAIN "outputs:\n  y: {dtype: bf16}\n", 64, 64},
+		{"fusion: gemm\nsizes: {M: 16, N: 4096, K: 4096}\n" PLAIN "outputs:\n  y: {dtype: bf16}\n", 16, 64},
+		{HEAD PLAIN "outputs:\n  y: {dtype: bf16, accumulate: true}\n", 0, 0},
+		{HEAD PLAIN "outputs:\n  y: {dtype: bf16}\nschedule: {signal: per_tile}\n", 0, 0},
+		{HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		 "  p: {dtype: bf16, shape: [M, N], wait: per_tile}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: o, op: add, in: [y, p]}\n"
+		 "outputs:\n  o: {dtype: bf16}\n", 0, 0},
+	};
+	char want[64];
+	Fixture *t;
+	Kernel *k;
+	Stmt *r[4], *c[4];
+	int i, j, n;
+
+	for (i = 0; i < (int)countof(cases); i++) {
+		if (setup((void **)&t) < 0)
+			fail_msg("setup");
+		if (!(k = kernel_of(t, cases[i].spec)))
+			fail_msg("case %d: %s", i, t->msg);
+		n = lets_named(k, k->body, "row0", r, 4);
+		assert_int_equal(lets_named(k, k->body, "col0", c, 4), n);
+		assert_int_equal(n, 2);   /* the producer's tile loop and the consumers' */
+		for (j = 0; j < n; j++) {
+			const char *re = expr(t, r[j]->a), *ce = expr(t, c[j]->a);
+
+			if (!cases[i].rows) {
+				assert_null(strstr(re, "max((rows"));
+				assert_null(strstr(ce, "max((cols"));
+				continue;
+			}
+			assert_true(strncmp(re, "min(", 4) == 0);
+			snprintf(want, sizeof want, ", max((rows - %d), 0))", cases[i].rows);
+			assert_string_equal(re + strlen(re) - strlen(want), want);
+			snprintf(want, sizeof want, ", max((cols - %d), 0))", cases[i].cols);
+			assert_string_equal(ce + strlen(ce) - strlen(want), want);
+		}
+		teardown((void **)&t);
+	}
+	(void)state;
+#undef PLAIN
+}
+
 int
 main(void)
 {
@@ -2671,6 +2745,7 @@ main(void)
 		cmocka_unit_test(operand_wait),
 		cmocka_unit_test(accumulate_output),
 		cmocka_unit_test(refused_forms),
+		cmocka_unit_test(ragged_inside),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
