@@ -584,11 +584,13 @@ raster(Comp *c, Kernel *k, Stmt *loop, Expr *batch_tiles)
  * M - BM (N - BN) instead, overlapping the tiles before it, so that every
  * TMA box of A (B) lies inside its tensor.  Boxes that lie mostly outside
  * slow every CTA's loads, not only theirs: on an H200, 64 x 64 tiles split
- * by 2 took 15.4 us at 256 x 1024 x 8192 and 19.0 at 200 x 1024 x 8192,
- * where timer stamps a CTA found the k loops of all four rows of tiles
- * slower, the last one most; with its boxes moved inside, 15.3 (docs/perf.md).
- * The rows two tiles share are computed by both and stored by both, the
- * same values.  Not where a tile's place means more than its outputs: the
+ * by 2 took 15.2 us at 256 x 1024 x 8192 and 19.2-19.4 at 200 x 1024 x
+ * 8192, where timer stamps a CTA found the k loops of all four rows of
+ * tiles slower, the last one most; moved inside, 15.3-15.4 (docs/perf.md).
+ * The rows two tiles share are computed by both and stored by both, with
+ * the same bits (tests/gpu/ragged_tiles.py: each element's k-steps are
+ * summed in one order wherever its tile starts).  Not where a tile's place
+ * means more than its outputs: the
  * per-tile flags of a signal or of inputs that wait count tiles by
  * row0 / BM, and an output that accumulates would add the shared rows
  * twice.  The loop's row0 and col0 lets (raster's) become
@@ -1350,10 +1352,10 @@ choose_split(Comp *c, const Fusion *f, Kernel *k, Tile *t, const Group *g, int n
 		 * loading less each.  On an H200, cuBLAS / wsfuse: 256 x 1024 x 8192
 		 * 0.70 -> 0.85, 256 x 1024 x 4096 0.64 -> 0.95, 128 x 512 x 8192
 		 * (split 4) 0.53 -> 0.81, 128 x 4096 x 4096 (64 x 128) 0.95 -> 1.05;
-		 * 8% slower at 200 x 1000 x 8192, whose last row tile, 8 rows, runs
-		 * slow (docs/perf.md).  Not with a hint that bears on it, nor with
-		 * stream-K (cooperative only) or a signal consumer role (its 128 x
-		 * 256 tile).
+		 * 200 x 1000 x 8192 0.61 -> 0.78 with its ragged last row of tiles
+		 * moved inside (tile_inside; 0.57 before that).  Not with a hint
+		 * that bears on it, nor with stream-K (cooperative only) or a
+		 * signal consumer role (its 128 x 256 tile).
 		 */
 		int64_t rt = (rows + BM / 2 - 1) / (BM / 2);
 		int n;

@@ -78,8 +78,8 @@ wsfuse_swiglu(
         // circular buffer: 4 stages, prefetch 2
         for (long long i = 0LL; i < my_tiles; i++) {   // producer: issue the loads of every tile
             const long long tile = ((long long)blockIdx.x + (i * (long long)gridDim.x));
-            const long long row0 = wsf_min((((wsf_udiv(tile, (16LL * col_tiles)) * 16LL) + wsf_umod(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL))) * 128LL), wsf_max((rows - 128LL), 0LL));
-            const long long col0 = wsf_min((wsf_udiv(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL)) * 96LL), wsf_max((cols - 96LL), 0LL));
+            const long long row0 = wsf_min((((wsf_udiv(tile, (16LL * col_tiles)) * 16LL) + wsf_umod(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL))) * 128LL), wsf_max((rows - 128LL), 0LL));   // a ragged last row of tiles inside the output: A's boxes in the tensor
+            const long long col0 = wsf_min((wsf_udiv(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL)) * 96LL), wsf_max((cols - 96LL), 0LL));   // a ragged last column of tiles inside the output: B's boxes in the tensor
             for (long long kk = 0LL; kk < ktiles; kk++) {   // the k-steps of this tile
                 if (threadIdx.x == 256) {   // one thread loads the k-step's operands
                     wsf_mbar_wait(&empty[(((i * ktiles) + kk) % 4LL)], (unsigned)((((i * ktiles) + kk) / 4LL) & 1LL));   // wait until consumers released the slot
@@ -100,8 +100,8 @@ wsfuse_swiglu(
         // circular buffer: 4 stages, prefetch 2
         for (long long i = (long long)wsf_wg; i < my_tiles; i += 2LL) {   // consumers: compute every tile
             const long long tile = ((long long)blockIdx.x + (i * (long long)gridDim.x));
-            const long long row0 = wsf_min((((wsf_udiv(tile, (16LL * col_tiles)) * 16LL) + wsf_umod(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL))) * 128LL), wsf_max((rows - 128LL), 0LL));
-            const long long col0 = wsf_min((wsf_udiv(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL)) * 96LL), wsf_max((cols - 96LL), 0LL));
+            const long long row0 = wsf_min((((wsf_udiv(tile, (16LL * col_tiles)) * 16LL) + wsf_umod(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL))) * 128LL), wsf_max((rows - 128LL), 0LL));   // a ragged last row of tiles inside the output: A's boxes in the tensor
+            const long long col0 = wsf_min((wsf_udiv(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL)) * 96LL), wsf_max((cols - 96LL), 0LL));   // a ragged last column of tiles inside the output: B's boxes in the tensor
             if ((i >= 1LL)) {
                 wsf_bar_sync((int)(3LL + (long long)wsf_wg), 256);   // wait for the other warpgroup's k loop
             }
