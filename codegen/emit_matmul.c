@@ -427,6 +427,26 @@ staged_inputs(Emit *e, const Stmt *s, int nsub, const bool *needed)
 	}
 }
 
+/* The views of the epilogue inputs of NEEDED read from global memory: a bit (1 << view) each. */
+static unsigned
+input_views(Emit *e, const bool *needed)
+{
+	unsigned v = 0;
+	int i;
+
+	for (i = 0; i < e->f->ninput; i++) {
+		const KParam *p = emit_param_of(e, e->f->input[i], false);
+
+		if (p->kind != PK_TMAP && needed[e->f->input[i]])
+			v |= 1u << p->view;
+	}
+	return v;
+}
+
+/* Of input_views V: is an element's row (col) named, by a column (row) input or a full one? */
+#define READS_ROW(v) ((v) & (1u << VIEW_COL | 1u << VIEW_FULL))
+#define READS_COL(v) ((v) & (1u << VIEW_ROW | 1u << VIEW_FULL))
+
 /*
  * The tensors the outputs S writes depend on: an epilogue computes only
  * those (independent matmuls each have their own epilogue, over their own
@@ -495,11 +515,16 @@ compute_swapped(Emit *e, const Stmt *s, const bool *needed, int acc)
 	const Kernel *k = e->k;
 	Fusion *f = e->f;
 	int i, n = emit_acc_regs(k, acc);
+	unsigned views = input_views(e, needed);
 
 	emit_line(e, "{   // compute tile (row0, col0) = (%s, %s), transposed in the accumulator: %s",
 	          emit_expr_str(e, s->a), emit_expr_str(e, s->b), s->comment ? s->comment : "");
 	e->depth++;
-	emit_line(e, "const long long top = %s, left = %s;", emit_expr_str(e, s->a), emit_expr_str(e, s->b));
+	/* the tile's place, where an input is read by row or column (input_views; else NVRTC warns of it unused) */
+	if (READS_ROW(views))
+		emit_line(e, "const long long top = %s;", emit_expr_str(e, s->a));
+	if (READS_COL(views))
+		emit_line(e, "const long long left = %s;", emit_expr_str(e, s->b));
 	/*
 	 * wc: the thread's first column of the tile (a cooperative warpgroup's
 	 * 64 columns of 128), wr: its first row; ws: its warpgroup's rows of the
@@ -516,7 +541,10 @@ compute_swapped(Emit *e, const Stmt *s, const bool *needed, int acc)
 	emit_line(e, "#pragma unroll");
 	emit_line(e, "for (int jj = 0; jj < %d; jj++) {", n);
 	e->depth++;
-	emit_line(e, "const long long row = top + wr + 8 * (jj >> 2) + (jj & 1), col = left + wc + 8 * ((jj >> 1) & 1);");
+	if (READS_ROW(views))
+		emit_line(e, "const long long row = top + wr + 8 * (jj >> 2) + (jj & 1);");
+	if (READS_COL(views))
+		emit_line(e, "const long long col = left + wc + 8 * ((jj >> 1) & 1);");
 	for (i = 0; i < f->ninput; i++) {
 		int t = f->input[i];
 		const KParam *p = emit_param_of(e, t, false);
@@ -659,6 +687,7 @@ compute(Emit *e, const Stmt *s)
 	const Kernel *k = e->k;
 	Fusion *f = e->f;
 	bool *needed = cone(e, s);
+	unsigned views = input_views(e, needed);
 	int i, acc = 0, H = k->row_blocks;   /* H: the 64-row blocks of a warpgroup's rows */
 	const char *blk;
 
@@ -676,12 +705,18 @@ compute(Emit *e, const Stmt *s)
 	emit_line(e, "{   // compute subtile (row0, col) = (%s, %s): %s", emit_expr_str(e, s->a), emit_expr_str(e, s->b),
 	          s->comment ? s->comment : "");
 	e->depth++;
-	emit_line(e, "const long long top = %s, left = %s;", emit_expr_str(e, s->a), emit_expr_str(e, s->b));
+	/* the subtile's place, where an input is read by row or column (input_views; else NVRTC warns of it unused) */
+	if (READS_ROW(views))
+		emit_line(e, "const long long top = %s;", emit_expr_str(e, s->a));
+	if (READS_COL(views))
+		emit_line(e, "const long long left = %s;", emit_expr_str(e, s->b));
 	/* wr: the thread's first row in the staging subtile (its warpgroup's 64 rows, its warp's 16, its lane's);
 	   wt: in the output tile at top, which is the warpgroup's own when it owns the tile (ping-pong) */
 	emit_line(e, "const int sub = (int)(%s), wr = %d * (threadIdx.x / 128) + 16 * ((threadIdx.x / 32) %% 4) + "
 	          "(threadIdx.x %% 32) / 4, wc = 2 * (threadIdx.x %% 4);", emit_expr_str(e, s->pass), 64 * H);
-	emit_line(e, "const int wt = %s;", k->pingpong ? arena_printf(e->c->arena, "wr - %d * (threadIdx.x / 128)", 64 * H) : "wr");
+	if (READS_ROW(views))
+		emit_line(e, "const int wt = %s;",
+		          k->pingpong ? arena_printf(e->c->arena, "wr - %d * (threadIdx.x / 128)", 64 * H) : "wr");
 	for (i = 0; i < s->nwrites; i++)
 		emit_line(e, "%s *%s = %s;", emit_type(k->buf[s->writes[i].buf].dtype), emit_curname(e, s->writes[i].buf),
 		          emit_buf_at(e, s->writes[i].buf, s->writes[i].slot));
@@ -697,8 +732,10 @@ compute(Emit *e, const Stmt *s)
 	emit_line(e, "#pragma unroll");
 	emit_line(e, "for (int jj = 0; jj < %d; jj++) {", SUB / 2);
 	e->depth++;
-	emit_line(e, "const int c = 8 * (jj >> 2) + wc + (jj & 1);");
-	emit_line(e, "const long long row = top + wt + %s8 * ((jj >> 1) & 1), col = left + c;", H > 1 ? "64 * hb + " : "");
+	if ((views & 1u << VIEW_FULL) && !full_preload(e)) {   /* a full input read here, by row and col */
+		emit_line(e, "const int c = 8 * (jj >> 2) + wc + (jj & 1);");
+		emit_line(e, "const long long row = top + wt + %s8 * ((jj >> 1) & 1), col = left + c;", H > 1 ? "64 * hb + " : "");
+	}
 	/* the matmul's value is the accumulator's element; the other inputs are read where they are */
 	for (i = 0; i < f->ninput; i++) {
 		int t = f->input[i];

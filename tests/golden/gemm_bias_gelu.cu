@@ -123,9 +123,8 @@ wsfuse_gemm_bias_gelu(
             #pragma unroll   // the accumulators' registers are indexed by constants
             for (long long e = 0LL; e < 8LL; e++) {   // the epilogue, a subtile at a time
                 {   // compute subtile (row0, col) = (row0, (col0 + (e * 32LL))): the epilogue of gemm_bias_gelu
-                    const long long top = row0, left = (col0 + (e * 32LL));
+                    const long long left = (col0 + (e * 32LL));
                     const int sub = (int)(e), wr = 64 * (threadIdx.x / 128) + 16 * ((threadIdx.x / 32) % 4) + (threadIdx.x % 32) / 4, wc = 2 * (threadIdx.x % 4);
-                    const int wt = wr;
                     wsf_bf16 *cur_stage_o = stage_o + ((e % 2LL)) * 4096;
                     float here_bias[8];
                     #pragma unroll
@@ -143,8 +142,6 @@ wsfuse_gemm_bias_gelu(
                     float res_o[16];
                     #pragma unroll
                     for (int jj = 0; jj < 16; jj++) {
-                        const int c = 8 * (jj >> 2) + wc + (jj & 1);
-                        const long long row = top + wt + 8 * ((jj >> 1) & 1), col = left + c;
                         const float v_bias = here_bias[2 * (jj >> 2) + (jj & 1)];  // examples/gemm_bias_gelu.yaml:15
                         const float v_y = acc_y[16 * sub + jj];  // examples/gemm_bias_gelu.yaml:17
                         const float v_z = v_y + v_bias;  // examples/gemm_bias_gelu.yaml:18

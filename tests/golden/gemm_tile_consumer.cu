@@ -196,15 +196,11 @@ wsfuse_gemm_tile_consumer(
             #pragma unroll   // the accumulators' registers are indexed by constants
             for (long long e = 0LL; e < 8LL; e++) {   // the epilogue, a subtile at a time
                 {   // compute subtile (row0, col) = (row0, (col0 + (e * 32LL))): the epilogue of gemm_tile_consumer
-                    const long long top = row0, left = (col0 + (e * 32LL));
                     const int sub = (int)(e), wr = 64 * (threadIdx.x / 128) + 16 * ((threadIdx.x / 32) % 4) + (threadIdx.x % 32) / 4, wc = 2 * (threadIdx.x % 4);
-                    const int wt = wr;
                     wsf_bf16 *cur_stage_y = stage_y + ((e % 2LL)) * 4096;
                     float res_y[16];
                     #pragma unroll
                     for (int jj = 0; jj < 16; jj++) {
-                        const int c = 8 * (jj >> 2) + wc + (jj & 1);
-                        const long long row = top + wt + 8 * ((jj >> 1) & 1), col = left + c;
                         const float v_y = acc_y[16 * sub + jj];  // tests/golden/gemm_tile_consumer.yaml:10
                         res_y[jj] = v_y;
                     }

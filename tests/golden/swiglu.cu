@@ -133,17 +133,13 @@ wsfuse_swiglu(
             #pragma unroll   // the accumulators' registers are indexed by constants
             for (long long e = 0LL; e < 3LL; e++) {   // the epilogue, a subtile at a time
                 {   // compute subtile (row0, col) = (row0, (col0 + (e * 32LL))): the epilogue of swiglu
-                    const long long top = row0, left = (col0 + (e * 32LL));
                     const int sub = (int)(e), wr = 128 * (threadIdx.x / 128) + 16 * ((threadIdx.x / 32) % 4) + (threadIdx.x % 32) / 4, wc = 2 * (threadIdx.x % 4);
-                    const int wt = wr - 128 * (threadIdx.x / 128);
                     wsf_bf16 *cur_stage_h = stage_h + ((e % 2LL)) * 8192;
                     #pragma unroll
                     for (int hb = 0; hb < 2; hb++) {   // the warpgroup's 64-row blocks
                         float res_h[16];
                         #pragma unroll
                         for (int jj = 0; jj < 16; jj++) {
-                            const int c = 8 * (jj >> 2) + wc + (jj & 1);
-                            const long long row = top + wt + 64 * hb + 8 * ((jj >> 1) & 1), col = left + c;
                             const float v_g = acc_g[96 * hb + 16 * sub + jj];  // examples/swiglu.yaml:21
                             const float v_u = acc_g[96 * hb + 48 + 16 * sub + jj];  // examples/swiglu.yaml:22
                             const float v_sg = __fdividef(v_g, 1.0f + __expf(-v_g));  // examples/swiglu.yaml:23
