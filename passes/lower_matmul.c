@@ -590,12 +590,13 @@ raster(Comp *c, Kernel *k, Stmt *loop, Expr *batch_tiles)
  * The rows two tiles share are computed by both and stored by both, with
  * the same bits (tests/gpu/ragged_tiles.py: each element's k-steps are
  * summed in one order wherever its tile starts).  Not where a tile's place
- * means more than its outputs: the
- * per-tile flags of a signal or of inputs that wait count tiles by
- * row0 / BM, and an output that accumulates would add the shared rows
- * twice.  The loop's row0 and col0 lets (raster's) become
- * min(x0, max(extent - tile, 0)): a tile (or a cluster's CTA) wholly past
- * the end repeats the last one instead of loading nothing but zeros.
+ * means more than its outputs: the per-tile flags of a signal or of inputs
+ * that wait count tiles by row0 / BM, and an output that accumulates would
+ * add the shared rows twice.  The loop's row0 and col0 lets (raster's)
+ * become min(x0, max(extent - tile, 0)): a tile (or a cluster's CTA) wholly
+ * past the end repeats the last one instead of loading nothing but zeros.
+ * The shift is a function of the coordinate alone, so a cluster's CTAs that
+ * share an operand's box (multicast) still agree on where it is.
  */
 static void
 tile_inside(Comp *c, const Fusion *f, Kernel *k, Stmt *loop)
