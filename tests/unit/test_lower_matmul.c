@@ -24,6 +24,9 @@
 #include "have_nvrtc.h"
 
 #define HEAD "fusion: gemm\nsizes: {M: 4096, N: 4096, K: 4096}\n"
+/* the operands of y = x w^T, and its op (the newer tests' specs are built of these) */
+#define GEMM_IN "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+#define GEMM_MM "  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n"
 
 /* one CTA a cluster: 4096^3 would take clusters of two by default (cluster_pairs) */
 static const char gemm_bias_gelu[] =
@@ -2666,8 +2669,7 @@ lets_named(const Kernel *k, Stmt *s, const char *name, Stmt **out, int n)
 static void
 ragged_inside(void **state)
 {
-#define PLAIN "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n" \
-	"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n"
+#define PLAIN GEMM_IN "ops:\n" GEMM_MM
 	static const struct {
 		const char *spec;
 		int rows, cols;   /* the tile the lets name; 0: no clamp */
@@ -2677,10 +2679,8 @@ ragged_inside(void **state)
 		{"fusion: gemm\nsizes: {M: 16, N: 4096, K: 4096}\n" PLAIN "outputs:\n  y: {dtype: bf16}\n", 16, 64},
 		{HEAD PLAIN "outputs:\n  y: {dtype: bf16, accumulate: true}\n", 0, 0},
 		{HEAD PLAIN "outputs:\n  y: {dtype: bf16}\nschedule: {signal: per_tile}\n", 0, 0},
-		{HEAD "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
-		 "  p: {dtype: bf16, shape: [M, N], wait: per_tile}\n"
-		 "ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: o, op: add, in: [y, p]}\n"
-		 "outputs:\n  o: {dtype: bf16}\n", 0, 0},
+		{HEAD GEMM_IN "  p: {dtype: bf16, shape: [M, N], wait: per_tile}\n"
+		 "ops:\n" GEMM_MM "  - {out: o, op: add, in: [y, p]}\noutputs:\n  o: {dtype: bf16}\n", 0, 0},
 	};
 	char want[64];
 	Fixture *t;
@@ -2726,20 +2726,18 @@ ragged_inside(void **state)
 static void
 epilogue_no_warnings(void **state)
 {
-#define IN "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
-#define MM "  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n"
 	static const char *const specs[] = {
-		HEAD IN "ops:\n" MM "outputs:\n  y: {dtype: bf16}\n",
+		HEAD GEMM_IN "ops:\n" GEMM_MM "outputs:\n  y: {dtype: bf16}\n",
 		gemm_bias_gelu,
 		gemm_bias_gelu_pp,
-		HEAD IN "  s: {dtype: f32, shape: [M, 1]}\nops:\n" MM "  - {out: o, op: mul, in: [y, s]}\n"
+		HEAD GEMM_IN "  s: {dtype: f32, shape: [M, 1]}\nops:\n" GEMM_MM "  - {out: o, op: mul, in: [y, s]}\n"
 		"outputs:\n  o: {dtype: bf16}\n",
-		HEAD IN "  r: {dtype: bf16, shape: [M, N]}\nops:\n" MM "  - {out: o, op: add, in: [y, r]}\n"
+		HEAD GEMM_IN "  r: {dtype: bf16, shape: [M, N]}\nops:\n" GEMM_MM "  - {out: o, op: add, in: [y, r]}\n"
 		"outputs:\n  o: {dtype: bf16}\nschedule: {consumers: pingpong, tile: [128, 192, 64]}\n",
-		HEAD IN "  a: {dtype: f32, shape: []}\nops:\n" MM "  - {out: o, op: mul, in: [y, a]}\n"
+		HEAD GEMM_IN "  a: {dtype: f32, shape: []}\nops:\n" GEMM_MM "  - {out: o, op: mul, in: [y, a]}\n"
 		"outputs:\n  o: {dtype: f32}\n",
-		"fusion: gemm\nsizes: {M: 16, N: 4096, K: 4096}\n" IN "ops:\n" MM "outputs:\n  y: {dtype: bf16}\n",
-		"fusion: gemm\nsizes: {M: 16, N: 4096, K: 4096}\n" IN "  b: {dtype: bf16, shape: [N]}\nops:\n" MM
+		"fusion: gemm\nsizes: {M: 16, N: 4096, K: 4096}\n" GEMM_IN "ops:\n" GEMM_MM "outputs:\n  y: {dtype: bf16}\n",
+		"fusion: gemm\nsizes: {M: 16, N: 4096, K: 4096}\n" GEMM_IN "  b: {dtype: bf16, shape: [N]}\nops:\n" GEMM_MM
 		"  - {out: o, op: add, in: [y, b]}\noutputs:\n  o: {dtype: bf16}\n",
 	};
 	RtOptions o = {NULL, 1, NULL, false};   /* no cache: the log is NVRTC's own */
@@ -2760,8 +2758,6 @@ epilogue_no_warnings(void **state)
 		teardown((void **)&t);
 	}
 	(void)state;
-#undef IN
-#undef MM
 }
 
 int
