@@ -1282,6 +1282,48 @@ choose_cluster(Comp *c, const Fusion *f, Kernel *k, const Tile *t, const Op *op)
 }
 
 /*
+ * Without a cluster hint, an operand whose rows do not start 128-byte
+ * aligned at the spec's sizes (bf16 K = 4040: rows of 8080 bytes) runs in a
+ * cluster of two that shares it.  Each 128-byte row of such a box spans two
+ * lines of L2, and the kernel ran at half the rate of K = 4096 where the
+ * boxes were the same (1024 x 1024 x 4040 on an H200: 30.3 us against
+ * 16.1; the same rows at a 8192-byte stride ran 15.6); cuBLAS, which lost
+ * 5-25% there, runs such shapes in clusters of two.  Sharing the operand
+ * with more rows in the tile halves the box rows each SM asks of L2
+ * (cluster [2, 1] shares B, [1, 2] A); the other operand when the first's
+ * half would not be whole 64-wide chunks.  Only where a hint's cluster
+ * would build: one CTA a tile, neither swapped, split, stream-K, batched,
+ * signalled nor waiting.  The choice is made at the spec's sizes, like the
+ * tile's; a kernel launched at another K keeps it.
+ */
+static void
+misaligned_cluster(const Fusion *f, Kernel *k, const Tile *t, const Group *g, int ng, const Tensor *a,
+                   const Tensor *b)
+{
+	const Schedule *h = &f->sched;
+	int bytes = dtype_info[a->dtype].bytes, brows = g->n * t->bn, i;
+	int64_t ia = dim_value(f, a->dim[a->rank - 1]), ib = dim_value(f, b->dim[b->rank - 1]);
+	bool ma = ia > 0 && ia * bytes % 128 != 0, mb = ib > 0 && ib * bytes % 128 != 0;
+	bool order[2];
+
+	if (h->cluster_pos.line || ng != 1 || k->batched || k->swap_ab || k->splits > 1 || h->stream_k == 2 ||
+	    h->signal || h->consumer_pos.line || k->waits || (!ma && !mb))
+		return;
+	order[0] = mb && (!ma || brows >= t->bm);   /* true: share B first */
+	order[1] = !order[0];
+	for (i = 0; i < 2; i++) {
+		bool share_b = order[i];
+
+		/* each CTA loads half of each matmul's box: of an M- or N-major operand, whole 64-wide chunks */
+		if (share_b ? !t->bkm && t->bn / 2 % CHUNK : !t->akm && t->bm / 2 % CHUNK)
+			continue;
+		k->cluster[0] = share_b ? 2 : 1;
+		k->cluster[1] = share_b ? 1 : 2;
+		return;
+	}
+}
+
+/*
  * Do TILES clusters of S CTAs, one an SM, all run at once?  Not only a
  * question of SMs: a cluster's CTAs share a GPC, and an H200 holds 66
  * clusters of 2 (132 CTAs) but 39 of 3 (117), 30 of 4 (120) and 15 of 8
@@ -1479,6 +1521,7 @@ lower_matmul(Comp *c, Fusion *f)
 	k->row_blocks = k->swap_ab ? 1 : t.bm / (k->pingpong ? 64 : 128);
 	if (choose_split(c, f, k, &t, g, ng, a, d) < 0)
 		return -1;
+	misaligned_cluster(f, k, &t, g, ng, a, b);
 	/*
 	 * A split's ranks share the epilogue's subtiles: rank 0 alone read all
 	 * the others' partials through distributed shared memory, which moves

@@ -53,8 +53,9 @@ ident_char(char ch)
 /*
  * Every "NAME + (SLOT) * N" in CU: a copy's address; checks N and keeps the
  * stride in B.  "NAME + (X * N)" is a place inside a buffer of one copy (a
- * ping-pong warpgroup's half of a staging copy): N elements must be a
- * multiple of 128 bytes, where TMA reads and writes shared memory.
+ * ping-pong warpgroup's half of a staging copy, a cluster rank's half of a
+ * one-stage operand): N elements must be a multiple of 128 bytes, where TMA
+ * reads and writes shared memory.
  */
 static void
 check_copies(const char *what, const char *cu, SmemBuf *b, int elem)
@@ -71,7 +72,7 @@ check_copies(const char *what, const char *cu, SmemBuf *b, int elem)
 			continue;
 		for (q += 4; *q && depth; q++)
 			depth += *q == '(' ? 1 : *q == ')' ? -1 : 0;
-		if (*q == ')' && q[-1] == ')' && q - 3 > p) {   /* (X * N): an offset in the one copy */
+		if (strncmp(q, " * ", 3) != 0 && q - 3 > p) {   /* (X * N): an offset in the one copy */
 			const char *m = q - 2;
 
 			while (m > p && (*m == 'L' || (*m >= '0' && *m <= '9')))

@@ -2717,6 +2717,75 @@ ragged_inside(void **state)
 }
 
 /*
+ * An operand whose rows are not 128-byte aligned at the spec's sizes (K =
+ * 4040 of bf16) runs without a hint in a cluster of two that shares the
+ * operand with more rows in the tile (misaligned_cluster): 128 x 64 shares
+ * A, 128 x 256 and SwiGLU's ping-pong 128 x 96 pair share B; an M-major A
+ * of M = 1000 is shared, an N-major B of N = 4040 too, but not N-major Bs
+ * whose halves would not be whole 64-wide chunks (A instead).  Aligned rows, a
+ * cluster hint, a split, a swapped tile, a batched matmul, a signal or
+ * stream-K keep one CTA.
+ */
+static void
+misaligned_rows(void **state)
+{
+#define PLAIN GEMM_IN "ops:\n" GEMM_MM "outputs:\n  y: {dtype: bf16}\n"
+#define SIZES(m, n, k) "fusion: gemm\nsizes: {M: " #m ", N: " #n ", K: " #k "}\n"
+	static const struct {
+		const char *spec;
+		int cm, cn, splits;
+	} cases[] = {
+		{SIZES(1024, 1024, 4040) PLAIN, 1, 2, 1},
+		{SIZES(4096, 4096, 4040) PLAIN, 2, 1, 1},
+		{SIZES(4096, 4096, 4088) PLAIN, 2, 1, 1},
+		{SIZES(4096, 4096, 4096) PLAIN, 1, 1, 1},
+		{SIZES(4096, 4096, 4032) PLAIN, 1, 1, 1},
+		{SIZES(4096, 4096, 4040) PLAIN "schedule: {cluster: [1, 1]}\n", 1, 1, 1},
+		{SIZES(4096, 4096, 4040) PLAIN "schedule: {cluster: [1, 2]}\n", 1, 2, 1},
+		{SIZES(4096, 4096, 4040) PLAIN "schedule: {signal: per_tile}\n", 1, 1, 1},
+		{SIZES(4096, 4096, 4040) PLAIN "schedule: {stream_k: true}\n", 1, 1, 1},
+		{SIZES(256, 1024, 4040) PLAIN, 1, 1, 2},
+		{SIZES(16, 4096, 4040) PLAIN, 1, 1, 2},
+		{SIZES(1000, 4096, 4096) "inputs:\n  a: {dtype: bf16, shape: [K, M]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_a: true, transpose_b: true}\n"
+		 "outputs:\n  y: {dtype: bf16}\n", 1, 2, 1},
+		{SIZES(4096, 4040, 4096) "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [K, N]}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [x, w]}\noutputs:\n  y: {dtype: bf16}\n", 2, 1, 1},
+		{"fusion: swiglu\nsizes: {M: 8192, N: 14336, K: 4040}\ninputs:\n  x: {dtype: bf16, shape: [M, K]}\n"
+		 "  wg: {dtype: bf16, shape: [N, K]}\n  wu: {dtype: bf16, shape: [N, K]}\n"
+		 "ops:\n  - {out: g, op: matmul, in: [x, wg], transpose_b: true}\n"
+		 "  - {out: u, op: matmul, in: [x, wu], transpose_b: true}\n  - {out: sg, op: silu, in: [g]}\n"
+		 "  - {out: h, op: mul, in: [sg, u]}\noutputs:\n  h: {dtype: bf16}\n", 2, 1, 1},
+		/* N-major Bs of a 64-wide tile each: half of each would not be a whole chunk, so A */
+		{"fusion: swiglu\nsizes: {M: 600, N: 392, K: 328}\ninputs:\n  x: {dtype: f16, shape: [K, M]}\n"
+		 "  wg: {dtype: f16, shape: [K, N]}\n  wu: {dtype: f16, shape: [K, N]}\n"
+		 "ops:\n  - {out: g, op: matmul, in: [x, wg], transpose_a: true}\n"
+		 "  - {out: u, op: matmul, in: [x, wu], transpose_a: true}\n  - {out: sg, op: silu, in: [g]}\n"
+		 "  - {out: h, op: mul, in: [sg, u]}\noutputs:\n  h: {dtype: f16}\n", 1, 2, 1},
+		{SIZES(4096, 4096, 4040) "inputs:\n  x: {dtype: bf16, shape: [8, M, K]}\n  w: {dtype: bf16, shape: [8, N, K]}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\noutputs:\n  y: {dtype: bf16}\n", 1, 1, 1},
+	};
+	int i;
+
+	for (i = 0; i < (int)countof(cases); i++) {
+		Fixture *t;
+		Kernel *k;
+
+		if (setup((void **)&t) < 0)
+			fail_msg("setup");
+		if (!(k = kernel_of(t, cases[i].spec)))
+			fail_msg("case %d: %s", i, t->msg);
+		if (k->cluster[0] != cases[i].cm || k->cluster[1] != cases[i].cn || k->splits != cases[i].splits)
+			fail_msg("case %d: cluster [%d, %d] split %d, expected [%d, %d] split %d", i, k->cluster[0],
+			         k->cluster[1], k->splits, cases[i].cm, cases[i].cn, cases[i].splits);
+		teardown((void **)&t);
+	}
+	(void)state;
+#undef SIZES
+#undef PLAIN
+}
+
+/*
  * The epilogue names an element's place (top, left, wt, row, col) only
  * where an input is read by it: NVRTC compiles each form below without a
  * warning (it warned of variables never used in every matmul kernel).
@@ -2792,6 +2861,7 @@ main(void)
 		cmocka_unit_test(accumulate_output),
 		cmocka_unit_test(refused_forms),
 		cmocka_unit_test(ragged_inside),
+		cmocka_unit_test(misaligned_rows),
 		cmocka_unit_test(epilogue_no_warnings),
 	};
 
