@@ -1290,11 +1290,12 @@ choose_cluster(Comp *c, const Fusion *f, Kernel *k, const Tile *t, const Op *op)
  * 16.1; the same rows at a 8192-byte stride ran 15.6); cuBLAS, which lost
  * 5-25% there, runs such shapes in clusters of two.  Sharing the operand
  * with more rows in the tile halves the box rows each SM asks of L2
- * (cluster [2, 1] shares B, [1, 2] A); the other operand when the first's
- * half would not be whole 64-wide chunks.  Only where a hint's cluster
- * would build: one CTA a tile, neither swapped, split, stream-K, batched,
- * signalled nor waiting.  The choice is made at the spec's sizes, like the
- * tile's; a kernel launched at another K keeps it.
+ * (cluster [2, 1] shares B, [1, 2] A); the other operand, if misaligned
+ * too, when the first's half would not be whole 64-wide chunks (sharing an
+ * aligned operand would spare no misaligned row).  Only where a hint's
+ * cluster would build: one CTA a tile, neither swapped, split, stream-K,
+ * batched, signalled nor waiting.  The choice is made at the spec's sizes,
+ * like the tile's; a kernel launched at another K keeps it.
  */
 static void
 misaligned_cluster(const Fusion *f, Kernel *k, const Tile *t, const Group *g, int ng, const Tensor *a,
@@ -1304,16 +1305,16 @@ misaligned_cluster(const Fusion *f, Kernel *k, const Tile *t, const Group *g, in
 	int bytes = dtype_info[a->dtype].bytes, brows = g->n * t->bn, i;
 	int64_t ia = dim_value(f, a->dim[a->rank - 1]), ib = dim_value(f, b->dim[b->rank - 1]);
 	bool ma = ia > 0 && ia * bytes % 128 != 0, mb = ib > 0 && ib * bytes % 128 != 0;
-	bool order[2];
+	bool b_first = mb && (!ma || brows >= t->bm);   /* of the misaligned, the one with more rows */
 
 	if (h->cluster_pos.line || ng != 1 || k->batched || k->swap_ab || k->splits > 1 || h->stream_k == 2 ||
-	    h->signal || h->consumer_pos.line || k->waits || (!ma && !mb))
+	    h->signal || h->consumer_pos.line || k->waits)
 		return;
-	order[0] = mb && (!ma || brows >= t->bm);   /* true: share B first */
-	order[1] = !order[0];
 	for (i = 0; i < 2; i++) {
-		bool share_b = order[i];
+		bool share_b = i == 0 ? b_first : !b_first;
 
+		if (!(share_b ? mb : ma))
+			continue;
 		/* each CTA loads half of each matmul's box: of an M- or N-major operand, whole 64-wide chunks */
 		if (share_b ? !t->bkm && t->bn / 2 % CHUNK : !t->akm && t->bm / 2 % CHUNK)
 			continue;

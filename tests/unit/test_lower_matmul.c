@@ -2722,7 +2722,8 @@ ragged_inside(void **state)
  * operand with more rows in the tile (misaligned_cluster): 128 x 64 shares
  * A, 128 x 256 and SwiGLU's ping-pong 128 x 96 pair share B; an M-major A
  * of M = 1000 is shared, an N-major B of N = 4040 too, but not N-major Bs
- * whose halves would not be whole 64-wide chunks (A instead).  Aligned rows, a
+ * whose halves would not be whole 64-wide chunks (A instead), nor an aligned
+ * B when the misaligned A's half would not be.  Aligned rows, a
  * cluster hint, a split, a swapped tile, a batched matmul, a signal or
  * stream-K keep one CTA.
  */
@@ -2749,6 +2750,10 @@ misaligned_rows(void **state)
 		{SIZES(1000, 4096, 4096) "inputs:\n  a: {dtype: bf16, shape: [K, M]}\n  w: {dtype: bf16, shape: [N, K]}\n"
 		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_a: true, transpose_b: true}\n"
 		 "outputs:\n  y: {dtype: bf16}\n", 1, 2, 1},
+		/* A alone misaligned, M-major on 64-row tiles: its half is no whole chunk, and B's rows are aligned */
+		{SIZES(1000, 4096, 4096) "inputs:\n  a: {dtype: bf16, shape: [K, M]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_a: true, transpose_b: true}\n"
+		 "outputs:\n  y: {dtype: bf16}\nschedule: {consumers: pingpong, tile: [64, 256, 64]}\n", 1, 1, 1},
 		{SIZES(4096, 4040, 4096) "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [K, N]}\n"
 		 "ops:\n  - {out: y, op: matmul, in: [x, w]}\noutputs:\n  y: {dtype: bf16}\n", 2, 1, 1},
 		{"fusion: swiglu\nsizes: {M: 8192, N: 14336, K: 4040}\ninputs:\n  x: {dtype: bf16, shape: [M, K]}\n"
