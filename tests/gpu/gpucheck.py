@@ -1,7 +1,8 @@
 """gpucheck.py: what the python GPU tests of this folder share (launch_path.py and stream_k.py;
 tune.py its library and rel; gemm_rs.py and ag_gemm.py the gate): the library of the build run.sh names, bf16
-tensors on the GPU, outputs poisoned with NaN, the relative error against an f32 reference, the tally of checks
-they print, and a gate that holds a stream's work until the host opens it."""
+tensors on the GPU, outputs poisoned with NaN, the relative error against an f32 reference, the plain GEMM's spec
+(ragged_tiles.py, stream_k.py, misaligned_k.py), the tally of checks they print, and a gate that holds a stream's
+work until the host opens it."""
 import ctypes
 import os
 import sys
@@ -26,6 +27,24 @@ def bf16(*shape):
 def poisoned(m, n):
     """An [m, n] bf16 output filled with NaN, so that an element left unwritten fails."""
     return torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+
+
+GEMM = """\
+fusion: {name}
+inputs:
+  x: {{dtype: bf16, shape: [M, K]}}
+  w: {{dtype: bf16, shape: [N, K]}}
+ops:
+  - {{out: y, op: matmul, in: [x, w], transpose_b: true}}
+outputs:
+  y: {{dtype: bf16}}
+{sched}"""
+
+
+def gemm_spec(sched="", name="gemm"):
+    """The spec of y = x w^T (bf16, nn.Linear's layout) named NAME, with SCHED the body of its
+    `schedule: {...}` (empty: none)."""
+    return GEMM.format(name=name, sched=sched and "schedule: {" + sched + "}\n")
 
 
 def rel(got, want):

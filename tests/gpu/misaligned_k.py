@@ -14,7 +14,7 @@ import sys
 
 import torch
 
-from gpucheck import Tally, bf16, library, poisoned, rel, wsfuse
+from gpucheck import Tally, bf16, gemm_spec, library, poisoned, rel, wsfuse
 
 MM = """\
 fusion: mm
@@ -56,7 +56,7 @@ outputs:
   h: {dtype: bf16}
 """
 
-NT = MM.format(a="[M, K]", b="[N, K]", t=", transpose_b: true")   # nn.Linear: both K-major
+NT = gemm_spec()   # nn.Linear: both K-major
 TN = MM.format(a="[K, M]", b="[N, K]", t=", transpose_a: true, transpose_b: true")   # A M-major
 NN = MM.format(a="[M, K]", b="[K, N]", t="")   # B N-major
 

@@ -14,18 +14,7 @@ import sys
 
 import torch
 
-from gpucheck import Tally, bf16, gemm_error, library, poisoned, wsfuse
-
-GEMM = """\
-fusion: gemm
-inputs:
-  x: {{dtype: bf16, shape: [M, K]}}
-  w: {{dtype: bf16, shape: [N, K]}}
-ops:
-  - {{out: y, op: matmul, in: [x, w], transpose_b: true}}
-outputs:
-  y: {{dtype: bf16}}
-{sched}"""
+from gpucheck import Tally, bf16, gemm_error, gemm_spec, library, poisoned, wsfuse
 
 # schedule, the ragged M x N x K, the shape up (M x N) to compare bit for bit with, or None
 CASES = [
@@ -47,7 +36,7 @@ CASES = [
 def run(lib, sched, m, n, k, x, w):
     """The schedule's kernel at M x N x K, launched twice on X, W into fresh poisoned outputs."""
     with wsfuse.Context(lib=lib, sizes={"M": m, "N": n, "K": k}, cache="0") as ctx:
-        g = ctx.compile_string(GEMM.format(sched=sched and "schedule: {" + sched + "}\n"), name="ragged.yaml")
+        g = ctx.compile_string(gemm_spec(sched), name="ragged.yaml")
         ys = [poisoned(m, n), poisoned(m, n)]
         for y in ys:
             g.launch(x, w, y)

@@ -18,27 +18,16 @@ import sys
 
 import torch
 
-from gpucheck import Tally, bf16, gemm_error, library, poisoned, wsfuse
+from gpucheck import Tally, bf16, gemm_error, gemm_spec, library, poisoned, wsfuse
 
 M, N, K = 2176, 2048, 320
-GEMM = f"""\
-fusion: gemm_sk
-sizes: {{M: {M}, N: {N}, K: {K}}}
-inputs:
-  x: {{dtype: bf16, shape: [M, K]}}
-  w: {{dtype: bf16, shape: [N, K]}}
-ops:
-  - {{out: y, op: matmul, in: [x, w], transpose_b: true}}
-outputs:
-  y: {{dtype: bf16}}
-schedule: {{stream_k: true}}
-"""
+GEMM = gemm_spec("stream_k: true", "gemm_sk")
 
 
 def main():
     lib, report = library(), Tally()
     nan = lambda: poisoned(M, N)   # noqa: E731
-    with wsfuse.Context(lib=lib) as ctx:
+    with wsfuse.Context(lib=lib, sizes={"M": M, "N": N, "K": K}) as ctx:
         g = ctx.compile_string(GEMM, name="gemm_sk.yaml")
         streams = [torch.cuda.Stream(), torch.cuda.Stream()]
         xs, ws, ys = [bf16(M, K) for _ in streams], [bf16(N, K) / K ** 0.5 for _ in streams], [nan() for _ in streams]
