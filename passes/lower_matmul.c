@@ -168,6 +168,49 @@ out_rows(const Fusion *f, const Tensor *d)
 }
 
 /*
+ * The width of a default 128-row cooperative tile whose last wave leaves
+ * fewer SMs idle.  2048 x 1280 x 8192 has 80 tiles of 128 x 256 for 132
+ * SMs, one wave 61% full, while 128 of 128 x 160 fill it: 1.34x faster on
+ * an H200, though a narrower tile computes at a lower rate (fewer
+ * multiply-adds for each byte a stage brings; RATE, per mille of 256's,
+ * from 8192^3 and from 512 x 6144 x 4096).  A width's cost is its waves
+ * times N / RATE, in hundredths of a wave: a lone partial wave costs a
+ * whole one; a partial wave after full ones LAST_WAVE, plus the rest of a
+ * wave in proportion to its tiles (its SMs run faster while the others
+ * idle: fitted to 8192 x 1280 x 8192, which tied at 128 x 224 where whole
+ * waves predicted 12%, and to 512 x 28672 x 4096, which gained 4%).  A
+ * narrower width must save GAIN % of 256's cost (docs/perf.md, twenty-
+ * eighth session).  Widths are whole multiples of STEP (choose_tile's:
+ * an N-major B takes 256 or 192).
+ */
+static int
+fill_waves(int64_t rows, int64_t cols, int step)
+{
+	static const struct {
+		int n, rate;
+	} width[] = {{BN, 1000}, {224, 960}, {192, 890}, {160, 845}};
+	enum { LAST_WAVE = 55, GAIN = 3 };
+	int64_t cost, best = 0, tiles, full, left;
+	int i, bn = BN;
+
+	if (rows > 1 << 24 || cols > 1 << 24)   /* thousands of waves, whatever the width; and no overflow below */
+		return BN;
+	for (i = 0; i < countof(width); i++) {
+		if (width[i].n % step)
+			continue;
+		tiles = (rows + BM - 1) / BM * ((cols + width[i].n - 1) / width[i].n);
+		full = tiles / TILE_TARGET, left = tiles % TILE_TARGET;
+		cost = full * 100 + (left == 0 ? 0 : full == 0 ? 100 : LAST_WAVE + (100 - LAST_WAVE) * left / TILE_TARGET);
+		cost = cost * width[i].n * 1000 / width[i].rate;
+		if (i == 0)
+			best = cost * (100 - GAIN) / 100;
+		else if (cost < best)
+			best = cost, bn = width[i].n;
+	}
+	return bn;
+}
+
+/*
  * The tile: the hint [M, N, K] checked against what the mma and TMA take, or
  * the default.  Without a hint, N halves (256, 128, 64) while the output D
  * at its compile-time sizes still has at most TILE_TARGET tiles (the SMs of
@@ -206,6 +249,8 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group
 		while (*bn > least && rows > 0 && cols > 0 && (rows + m - 1) / m * ((cols + *bn / 2 - 1) / (*bn / 2)) <=
 		                                                 TILE_TARGET)
 			*bn /= 2;
+		if (*bn == BN && !pingpong && nmm == 1 && !h->cluster_pos.line && rows > 0 && cols > 0)
+			*bn = fill_waves(rows, cols, step);
 		return 0;
 	}
 	if (h->ntile != 3)

@@ -1,7 +1,8 @@
 """gpucheck.py: what the python GPU tests of this folder share (launch_path.py and stream_k.py;
 tune.py its library and rel; gemm_rs.py and ag_gemm.py the gate): the library of the build run.sh names, bf16
 tensors on the GPU, outputs poisoned with NaN, the relative error against an f32 reference, the plain GEMM's spec
-(ragged_tiles.py, stream_k.py, misaligned_k.py), the tally of checks they print, and a gate that holds a stream's
+(ragged_tiles.py, stream_k.py, misaligned_k.py), one matmul's layouts and two fused forms with their
+references (misaligned_k.py, wave_tiles.py), the tally of checks they print, and a gate that holds a stream's
 work until the host opens it."""
 import ctypes
 import os
@@ -104,3 +105,67 @@ class Gate:
         time.sleep(self.pause)
         with torch.cuda.stream(self.stream):
             self.word.copy_(self.epochs[epoch:epoch + 1], non_blocking=True)
+
+
+# One matmul in the layouts users write and two fused forms, sizes M, N, K bound at compile
+MM = """\
+fusion: mm
+inputs:
+  a: {{dtype: bf16, shape: {a}}}
+  b: {{dtype: bf16, shape: {b}}}
+ops:
+  - {{out: y, op: matmul, in: [a, b]{t}}}
+outputs:
+  y: {{dtype: bf16}}
+"""
+
+BIAS_GELU = """\
+fusion: bias_gelu
+inputs:
+  a: {dtype: bf16, shape: [M, K]}
+  b: {dtype: bf16, shape: [N, K]}
+  bias: {dtype: bf16, shape: [N]}
+ops:
+  - {out: y, op: matmul, in: [a, b], transpose_b: true}
+  - {out: z, op: add, in: [y, bias]}
+  - {out: o, op: gelu, in: [z], approximate: tanh}
+outputs:
+  o: {dtype: bf16}
+"""
+
+SWIGLU = """\
+fusion: swiglu
+inputs:
+  x: {dtype: bf16, shape: [M, K]}
+  wg: {dtype: bf16, shape: [N, K]}
+  wu: {dtype: bf16, shape: [N, K]}
+ops:
+  - {out: g, op: matmul, in: [x, wg], transpose_b: true}
+  - {out: u, op: matmul, in: [x, wu], transpose_b: true}
+  - {out: sg, op: silu, in: [g]}
+  - {out: h, op: mul, in: [sg, u]}
+outputs:
+  h: {dtype: bf16}
+"""
+
+NT = GEMM.format(name="gemm", sched="")   # nn.Linear: both K-major
+TN = MM.format(a="[K, M]", b="[N, K]", t=", transpose_a: true, transpose_b: true")   # A M-major
+NN = MM.format(a="[M, K]", b="[K, N]", t="")   # B N-major
+
+
+def mm_operands(spec, m, n, k):
+    """Fresh inputs for SPEC (NT, TN, NN, BIAS_GELU or SWIGLU) at M x N x K (B scaled by K^-1/2), and the f32 reference of its output."""
+    a, b = bf16(m, k), bf16(n, k) / k ** 0.5
+    if spec is SWIGLU:
+        u = bf16(n, k) / k ** 0.5
+        g = a.float() @ b.float().t()
+        return [a, b, u], torch.nn.functional.silu(g) * (a.float() @ u.float().t())
+    ref = a.float() @ b.float().t()
+    if spec is BIAS_GELU:
+        bias = bf16(n)
+        return [a, b, bias], torch.nn.functional.gelu(ref + bias.float(), approximate="tanh")
+    if spec is TN:
+        return [a.t().contiguous(), b], ref
+    if spec is NN:
+        return [a, b.t().contiguous()], ref
+    return [a, b], ref

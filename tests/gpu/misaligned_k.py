@@ -14,51 +14,7 @@ import sys
 
 import torch
 
-from gpucheck import Tally, bf16, gemm_spec, library, poisoned, rel, wsfuse
-
-MM = """\
-fusion: mm
-inputs:
-  a: {{dtype: bf16, shape: {a}}}
-  b: {{dtype: bf16, shape: {b}}}
-ops:
-  - {{out: y, op: matmul, in: [a, b]{t}}}
-outputs:
-  y: {{dtype: bf16}}
-"""
-
-BIAS_GELU = """\
-fusion: bias_gelu
-inputs:
-  a: {dtype: bf16, shape: [M, K]}
-  b: {dtype: bf16, shape: [N, K]}
-  bias: {dtype: bf16, shape: [N]}
-ops:
-  - {out: y, op: matmul, in: [a, b], transpose_b: true}
-  - {out: z, op: add, in: [y, bias]}
-  - {out: o, op: gelu, in: [z], approximate: tanh}
-outputs:
-  o: {dtype: bf16}
-"""
-
-SWIGLU = """\
-fusion: swiglu
-inputs:
-  x: {dtype: bf16, shape: [M, K]}
-  wg: {dtype: bf16, shape: [N, K]}
-  wu: {dtype: bf16, shape: [N, K]}
-ops:
-  - {out: g, op: matmul, in: [x, wg], transpose_b: true}
-  - {out: u, op: matmul, in: [x, wu], transpose_b: true}
-  - {out: sg, op: silu, in: [g]}
-  - {out: h, op: mul, in: [sg, u]}
-outputs:
-  h: {dtype: bf16}
-"""
-
-NT = gemm_spec()   # nn.Linear: both K-major
-TN = MM.format(a="[K, M]", b="[N, K]", t=", transpose_a: true, transpose_b: true")   # A M-major
-NN = MM.format(a="[M, K]", b="[K, N]", t="")   # B N-major
+from gpucheck import BIAS_GELU, NN, NT, SWIGLU, TN, Tally, library, mm_operands, poisoned, rel, wsfuse
 
 # spec, compile sizes (M, N, K), launch sizes or None (the same), the cluster its IR names (None: none)
 CASES = [
@@ -76,24 +32,6 @@ CASES = [
 ]
 
 
-def operands(spec, m, n, k):
-    """Fresh inputs for SPEC at M x N x K (B scaled by K^-1/2), and the f32 reference of its output."""
-    a, b = bf16(m, k), bf16(n, k) / k ** 0.5
-    if spec is SWIGLU:
-        u = bf16(n, k) / k ** 0.5
-        g = a.float() @ b.float().t()
-        return [a, b, u], torch.nn.functional.silu(g) * (a.float() @ u.float().t())
-    ref = a.float() @ b.float().t()
-    if spec is BIAS_GELU:
-        bias = bf16(n)
-        return [a, b, bias], torch.nn.functional.gelu(ref + bias.float(), approximate="tanh")
-    if spec is TN:
-        return [a.t().contiguous(), b], ref
-    if spec is NN:
-        return [a, b.t().contiguous()], ref
-    return [a, b], ref
-
-
 def main():
     lib, report = library(), Tally()
     torch.manual_seed(0)
@@ -104,7 +42,7 @@ def main():
             kern = ctx.compile_string(spec, name="misaligned.yaml")
             got = re.search(r"cluster=\[(\d+), (\d+)\]", kern.text("kernel-ir").splitlines()[0])
             cluster = got and (int(got.group(1)), int(got.group(2)))
-            ins, ref = operands(spec, lm, ln, lk)
+            ins, ref = mm_operands(spec, lm, ln, lk)
             out = poisoned(lm, ln)
             kern.launch(*ins, out)
             torch.cuda.synchronize()

@@ -17,6 +17,7 @@
 # stream_k.py (stream-K's workspace: a stream each, a larger grid, CUDA graph capture),
 # ragged_tiles.py (a ragged last row or column of tiles moved inside: bit for bit the shape up's),
 # misaligned_k.py (operands whose rows are not 128-byte aligned: the cluster chosen, the result),
+# wave_tiles.py (the default tile narrowed to fill the last wave: the width chosen, the result),
 # gemm_rs.py (GEMM + reduce-scatter tile by tile, two ranks on one GPU),
 # ag_gemm.py (all-gather + GEMM's load side: a GEMM whose A arrives by row tiles),
 # examples/distributed/gemm_reduce_scatter.py (bf16 and f32 partials) and ag_gemm.py on 2 GPUs where there are 2,
@@ -148,6 +149,7 @@ if python3 -c 'import torch' 2>/dev/null; then
 	py_check stream_k.py
 	py_check ragged_tiles.py
 	py_check misaligned_k.py
+	py_check wave_tiles.py
 	py_check gemm_rs.py
 	py_check ag_gemm.py
 	# GEMM + reduce-scatter across 2 GPUs (torchrun), where there are 2; never NVLink multicast

@@ -2791,6 +2791,66 @@ misaligned_rows(void **state)
 }
 
 /*
+ * Without a tile hint, a cooperative matmul whose 128 x 256 tiles leave
+ * most SMs idle in the last wave takes the width that costs the fewest
+ * waves (fill_waves): 2048 x 1280 one wave of 128 x 160 where 128 x 256
+ * filled 61% of one, 512 x 6144 192, 512 x 28672 and 2048 x 7168 224 (3.9
+ * waves where 256 had 3.4), an N-major B 192 (whole 64-wide chunks).  A
+ * full last wave keeps 256 (4096^3, 3072 x 1280), as does 8192 x 1280,
+ * where 224 saves too little; a hint, ping-pong, a cluster hint and a
+ * GEMM the width already halved for (1024 x 1280: 128) are left alone.
+ */
+static void
+wave_tiles(void **state)
+{
+#define PLAIN GEMM_IN "ops:\n" GEMM_MM "outputs:\n  y: {dtype: bf16}\n"
+#define SIZES(m, n, k) "fusion: gemm\nsizes: {M: " #m ", N: " #n ", K: " #k "}\n"
+#define NMAJOR "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [K, N]}\n" \
+	       "ops:\n  - {out: y, op: matmul, in: [x, w]}\noutputs:\n  y: {dtype: bf16}\n"
+	static const struct {
+		const char *spec;
+		int bm, bn;
+	} cases[] = {
+		{SIZES(2048, 1280, 8192) PLAIN, 128, 160},
+		{SIZES(4096, 1280, 8192) PLAIN, 128, 160},
+		{SIZES(2048, 1200, 4096) PLAIN, 128, 160},
+		{SIZES(512, 6144, 4096) PLAIN, 128, 192},
+		{SIZES(500, 6144, 4096) PLAIN, 128, 192},
+		{SIZES(512, 28672, 4096) PLAIN, 128, 224},
+		{SIZES(2048, 7168, 8192) PLAIN, 128, 224},
+		{SIZES(2048, 1280, 4096) NMAJOR, 128, 192},
+		{SIZES(512, 7168, 4096) NMAJOR, 128, 256},   /* 224 is no whole chunk, 192 takes 2 waves */
+		{SIZES(4096, 4096, 4096) PLAIN, 128, 256},
+		{SIZES(3072, 1280, 8192) PLAIN, 128, 256},
+		{SIZES(8192, 1280, 8192) PLAIN, 128, 256},
+		{SIZES(8192, 8192, 8192) PLAIN, 128, 256},
+		{SIZES(1024, 1280, 8192) PLAIN, 128, 128},
+		{SIZES(2048, 1280, 8192) PLAIN "schedule: {tile: [128, 256, 64]}\n", 128, 256},
+		{SIZES(2048, 1280, 8192) PLAIN "schedule: {cluster: [2, 1]}\n", 128, 256},
+		{SIZES(2048, 1280, 8192) PLAIN "schedule: {consumers: pingpong}\n", 64, 256},
+	};
+	int i;
+
+	for (i = 0; i < (int)countof(cases); i++) {
+		Fixture *t;
+		Kernel *k;
+
+		if (setup((void **)&t) < 0)
+			fail_msg("setup");
+		if (!(k = kernel_of(t, cases[i].spec)))
+			fail_msg("case %d: %s", i, t->msg);
+		if (k->tile_rows != cases[i].bm || k->tile_cols != cases[i].bn)
+			fail_msg("case %d: tile %d x %d, expected %d x %d", i, k->tile_rows, k->tile_cols, cases[i].bm,
+			         cases[i].bn);
+		teardown((void **)&t);
+	}
+	(void)state;
+#undef NMAJOR
+#undef SIZES
+#undef PLAIN
+}
+
+/*
  * The epilogue names an element's place (top, left, wt, row, col) only
  * where an input is read by it: NVRTC compiles each form below without a
  * warning (it warned of variables never used in every matmul kernel).
@@ -2867,6 +2927,7 @@ main(void)
 		cmocka_unit_test(refused_forms),
 		cmocka_unit_test(ragged_inside),
 		cmocka_unit_test(misaligned_rows),
+		cmocka_unit_test(wave_tiles),
 		cmocka_unit_test(epilogue_no_warnings),
 	};
 
