@@ -167,47 +167,72 @@ out_rows(const Fusion *f, const Tensor *d)
 	return rows;
 }
 
+/* Does an epilogue read an input of whole tiles (a residual [M, N]), not a row or a column broadcast? */
+static bool
+full_inputs(const Fusion *f)
+{
+	int i, j, n;
+
+	for (i = 0; i < f->ninput; i++) {
+		const Tensor *t = &f->tensor[f->input[i]];
+		bool operand = false;
+
+		for (j = 1; j < f->nop && !operand; j++)
+			for (n = 0; n < 2 && op_info[f->op[j].kind].cls == CLS_MATMUL; n++)
+				operand |= f->op[j].in[n].tensor == f->input[i];
+		if (!operand && t->rank >= 2 && dim_value(f, t->dim[t->rank - 1]) != 1 &&
+		    dim_value(f, t->dim[t->rank - 2]) != 1)
+			return true;
+	}
+	return false;
+}
+
 /*
- * The width of a default 128-row cooperative tile whose last wave leaves
- * fewer SMs idle.  2048 x 1280 x 8192 has 80 tiles of 128 x 256 for 132
- * SMs, one wave 61% full, while 128 of 128 x 160 fill it: 1.34x faster on
- * an H200, though a narrower tile computes at a lower rate (fewer
- * multiply-adds for each byte a stage brings; RATE, per mille of 256's,
- * from 8192^3 and from 512 x 6144 x 4096).  A width's cost is its waves
- * times N / RATE, in hundredths of a wave: a lone partial wave costs a
- * whole one; a partial wave after full ones LAST_WAVE, plus the rest of a
- * wave in proportion to its tiles (its SMs run faster while the others
- * idle: fitted to 8192 x 1280 x 8192, which tied at 128 x 224 where whole
- * waves predicted 12%, and to 512 x 28672 x 4096, which gained 4%).  A
- * narrower width must save GAIN % of 256's cost (docs/perf.md, twenty-
- * eighth session).  Widths are whole multiples of STEP (choose_tile's:
- * an N-major B takes 256 or 192).
+ * The default cooperative tile whose last wave leaves fewer SMs idle.
+ * 2048 x 1280 x 8192 has 80 tiles of 128 x 256 for 132 SMs, one wave 61%
+ * full, while 128 of 128 x 160 fill it: 1.34x faster on an H200; 8192 x
+ * 1280 x 8192 runs 256 of 256 x 160 in 1.9 waves where 128 x 256 took
+ * 2.4: 1.12x.  A tile computes at its own rate a multiply-add (fewer
+ * multiply-adds for each byte a stage brings at 128 x 160; RATE, per mille
+ * of 128 x 256's, from 8192^3, 8192 x 14336 x 4096 and 512 x 6144 x 4096).
+ * A tile's cost is its waves times its area / RATE, in hundredths of a
+ * wave: a lone partial wave costs a whole one; a partial wave after full
+ * ones LAST_WAVE, plus the rest of a wave in proportion to its tiles (its
+ * SMs run faster while the others idle: fitted to 8192 x 1280 x 8192,
+ * which tied at 128 x 224 where whole waves predicted 12%, and to 512 x
+ * 28672 x 4096, which gained 4%).  Another tile must save GAIN % of 128 x
+ * 256's cost (docs/perf.md, twenty-eighth session).  Its N is a whole
+ * multiple of STEP (choose_tile's: an N-major B takes 256 or 192).  The
+ * 256-row tiles only where TALL (each consumer thread holds 160 or 192
+ * accumulators: ptxas spilled an epilogue that adds a residual, and one
+ * of two independent matmuls).  Sets *BM and *BN.
  */
-static int
-fill_waves(int64_t rows, int64_t cols, int step)
+static void
+fill_waves(int64_t rows, int64_t cols, int step, bool tall, int *bm, int *bn)
 {
 	static const struct {
-		int n, rate;
-	} width[] = {{BN, 1000}, {224, 960}, {192, 890}, {160, 845}};
+		int m, n, rate;
+	} tile[] = {{BM, BN, 1000}, {BM, 224, 960}, {BM, 192, 890}, {BM, 160, 845}, {2 * BM, 192, 1000},
+	            {2 * BM, 160, 985}};
 	enum { LAST_WAVE = 55, GAIN = 3 };
 	int64_t cost, best = 0, tiles, full, left;
-	int i, bn = BN;
+	int i;
 
-	if (rows > 1 << 24 || cols > 1 << 24)   /* thousands of waves, whatever the width; and no overflow below */
-		return BN;
-	for (i = 0; i < countof(width); i++) {
-		if (width[i].n % step)
+	*bm = BM, *bn = BN;
+	if (rows > 1 << 24 || cols > 1 << 24)   /* thousands of waves, whatever the tile; and no overflow below */
+		return;
+	for (i = 0; i < countof(tile); i++) {
+		if (tile[i].n % step || (tile[i].m > BM && !tall))
 			continue;
-		tiles = (rows + BM - 1) / BM * ((cols + width[i].n - 1) / width[i].n);
+		tiles = (rows + tile[i].m - 1) / tile[i].m * ((cols + tile[i].n - 1) / tile[i].n);
 		full = tiles / TILE_TARGET, left = tiles % TILE_TARGET;
 		cost = full * 100 + (left == 0 ? 0 : full == 0 ? 100 : LAST_WAVE + (100 - LAST_WAVE) * left / TILE_TARGET);
-		cost = cost * width[i].n * 1000 / width[i].rate;
+		cost = cost * tile[i].m * tile[i].n / tile[i].rate;
 		if (i == 0)
 			best = cost * (100 - GAIN) / 100;
 		else if (cost < best)
-			best = cost, bn = width[i].n;
+			best = cost, *bm = tile[i].m, *bn = tile[i].n;
 	}
-	return bn;
 }
 
 /*
@@ -223,7 +248,7 @@ fill_waves(int64_t rows, int64_t cols, int step)
  */
 static int
 choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group_pp, int mm, int nmm, bool kmajor_b,
-            int *bm, int *bn, int *bk)
+            bool tall, int *bm, int *bn, int *bk)
 {
 	const Schedule *h = &f->sched;
 	int m = pingpong ? BM / 2 : BM;   /* ping-pong: a warpgroup's own tile, 64 rows */
@@ -249,8 +274,14 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group
 		while (*bn > least && rows > 0 && cols > 0 && (rows + m - 1) / m * ((cols + *bn / 2 - 1) / (*bn / 2)) <=
 		                                                 TILE_TARGET)
 			*bn /= 2;
-		if (*bn == BN && !pingpong && nmm == 1 && !h->cluster_pos.line && rows > 0 && cols > 0)
-			*bn = fill_waves(rows, cols, step);
+		/*
+		 * Not where another kernel's tiles must line up with these (a
+		 * signal, an input that waits), nor with a hint the tile bears on
+		 * (a cluster's halves, a split's partial sums, the stages, stream-K)
+		 */
+		if (*bn == BN && !pingpong && nmm == 1 && !h->cluster_pos.line && !h->signal && !fusion_waits(f) &&
+		    !h->split_pos.line && !h->stages && !h->sk_pos.line && rows > 0 && cols > 0)
+			fill_waves(rows, cols, step, tall, bm, bn);
 		return 0;
 	}
 	if (h->ntile != 3)
@@ -1560,7 +1591,8 @@ lower_matmul(Comp *c, Fusion *f)
 		                  "for the role to raise each tile's flag once it has written the tile");
 	for (j = 0; j < g[0].n; j++)
 		kmajor_b &= f->op[g[0].mm[j]].transpose_b;
-	if (!k->swap_ab && choose_tile(c, f, d, k->pingpong, group_pp, g[0].mm[0], g[0].n, kmajor_b, &t.bm, &t.bn, &t.bk))
+	if (!k->swap_ab && choose_tile(c, f, d, k->pingpong, group_pp, g[0].mm[0], g[0].n, kmajor_b,
+	                               ng == 1 && !full_inputs(f), &t.bm, &t.bn, &t.bk))
 		return -1;
 	if (choose_cluster(c, f, k, &t, op) < 0)
 		return -1;

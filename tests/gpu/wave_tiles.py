@@ -1,11 +1,11 @@
 """wave_tiles.py BUILD: default tiles narrowed to fill the last wave (make check-gpu runs it when torch imports).
 
 Without a tile hint, a cooperative matmul whose 128 x 256 tiles would leave most SMs idle in the last wave
-takes a narrower width, 224, 192 or 160 (passes/lower_matmul.c, fill_waves).  For each case: the kernel
-compiled at the sizes given, its kernel IR naming the tile (and cluster) expected, then launched on fresh
-random operands of the launch sizes (which may differ: the choice is the compile's) into a NaN-poisoned
-output, within 1e-2 of the f32 reference (relative error norm).  The widths' last column of tiles is
-ragged where N is not a multiple of them, and a ragged M's last row too.
+takes another, 128 x 224, 192 or 160, or 256 x 160 (passes/lower_matmul.c, fill_waves).  For each case:
+the kernel compiled at the sizes given, its kernel IR naming the tile (and cluster) expected, then launched
+on fresh random operands of the launch sizes (which may differ: the choice is the compile's) into a
+NaN-poisoned output, within 1e-2 of the f32 reference (relative error norm).  The last column of tiles is
+ragged where N is not a multiple of the width, and the last row where M is not of the rows.
 Prints one line a case and "N passed, N failed"; exits 1 on a failure.
 """
 import re
@@ -15,36 +15,41 @@ import torch
 
 from gpucheck import BIAS_GELU, NN, NT, TN, Tally, library, mm_operands, poisoned, rel, wsfuse
 
-# spec, compile sizes (M, N, K), launch sizes or None (the same), the tile N and cluster its IR names
+# spec, compile sizes (M, N, K), launch sizes or None (the same), the tile and cluster its IR names
 CASES = [
-    (NT, (2048, 1280, 8192), None, 160, None),
-    (NT, (4096, 1280, 8192), None, 160, None),                 # two waves, the second 94% full
-    (NT, (2048, 1200, 4096), None, 160, None),                 # a ragged last column: 1200 = 7 x 160 + 80
-    (NT, (2048, 1280, 8192), (2000, 1304, 8192), 160, None),   # compiled whole, run ragged both ways
-    (NT, (500, 6144, 4096), None, 192, None),                  # a ragged last row
-    (NT, (2048, 7168, 2048), None, 224, None),
-    (NT, (512, 28672, 1024), None, 224, None),
-    (NT, (2048, 7168, 2040), None, 224, (2, 1)),                # misaligned K: B shared, 112 rows a CTA
-    (NN, (2048, 1280, 4096), None, 192, None),                 # an N-major B: whole 64-wide chunks
-    (NN, (512, 6144, 4096), None, 192, None),
-    (TN, (2048, 1280, 4096), None, 160, None),
-    (BIAS_GELU, (2048, 1280, 4096), None, 160, None),
-    (BIAS_GELU, (512, 7000, 4096), None, 224, None),
-    (NT, (4096, 4096, 4096), None, 256, None),                 # controls: a full last wave keeps 256
-    (NT, (8192, 1280, 8192), None, 256, None),
+    (NT, (2048, 1280, 8192), None, (128, 160), None),
+    (NT, (4096, 1280, 8192), None, (256, 160), None),            # one wave of 256-row tiles
+    (NT, (8192, 1280, 8192), None, (256, 160), None),            # 1.9 waves where 128 x 256 took 2.4
+    (NT, (8000, 1240, 4096), None, (256, 160), None),            # ragged both ways
+    (NT, (2048, 1200, 4096), None, (128, 160), None),            # a ragged last column: 1200 = 7 x 160 + 80
+    (NT, (2048, 1280, 8192), (2000, 1304, 8192), (128, 160), None),   # compiled whole, run ragged both ways
+    (NT, (500, 6144, 4096), None, (128, 192), None),             # a ragged last row
+    (NT, (2048, 7168, 2048), None, (128, 224), None),
+    (NT, (512, 28672, 1024), None, (128, 224), None),
+    (NT, (2048, 7168, 2040), None, (128, 224), (2, 1)),          # misaligned K: B shared, 112 rows a CTA
+    (NT, (8192, 1280, 2040), None, (256, 160), (1, 2)),          # A shared, 128 rows a CTA
+    (NN, (2048, 1280, 4096), None, (128, 192), None),            # an N-major B: whole 64-wide chunks
+    (NN, (512, 6144, 4096), None, (128, 192), None),
+    (TN, (2048, 1280, 4096), None, (128, 160), None),
+    (TN, (8192, 1280, 4096), None, (256, 160), None),
+    (BIAS_GELU, (2048, 1280, 4096), None, (128, 160), None),
+    (BIAS_GELU, (8192, 1280, 4096), None, (256, 160), None),
+    (BIAS_GELU, (512, 7000, 4096), None, (128, 224), None),
+    (NT, (4096, 4096, 4096), None, (128, 256), None),            # controls: a full last wave keeps 128 x 256
+    (NT, (6144, 1280, 8192), None, (128, 256), None),
 ]
 
 
 def main():
     lib, report = library(), Tally()
     torch.manual_seed(0)
-    for spec, (m, n, k), at, want_n, want_cluster in CASES:
+    for spec, (m, n, k), at, want_tile, want_cluster in CASES:
         lm, ln, lk = at or (m, n, k)
         name = spec[8:spec.index("\n")] + f" compiled at {m} x {n} x {k}" + (f", run at {lm} x {ln} x {lk}" if at else "")
         with wsfuse.Context(lib=lib, sizes={"M": m, "N": n, "K": k}, cache="0") as ctx:
             kern = ctx.compile_string(spec, name="wave.yaml")
             head = kern.text("kernel-ir").splitlines()[0]
-            tile = int(re.search(r"tile=\[\d+, (\d+)\]", head).group(1))
+            tile = tuple(map(int, re.search(r"tile=\[(\d+), (\d+)\]", head).groups()))
             got = re.search(r"cluster=\[(\d+), (\d+)\]", head)
             cluster = got and (int(got.group(1)), int(got.group(2)))
             ins, ref = mm_operands(spec, lm, ln, lk)
@@ -52,8 +57,8 @@ def main():
             kern.launch(*ins, out)
             torch.cuda.synchronize()
         e = rel(out, ref)
-        report(name, e < 1e-2 and tile == want_n and cluster == want_cluster,
-               f"tile N {tile} (expected {want_n}), cluster {cluster} (expected {want_cluster}), relative error {e:.1e}")
+        report(name, e < 1e-2 and tile == want_tile and cluster == want_cluster,
+               f"tile {tile} (expected {want_tile}), cluster {cluster} (expected {want_cluster}), relative error {e:.1e}")
     return report.done()
 
 

@@ -2792,13 +2792,16 @@ misaligned_rows(void **state)
 
 /*
  * Without a tile hint, a cooperative matmul whose 128 x 256 tiles leave
- * most SMs idle in the last wave takes the width that costs the fewest
+ * most SMs idle in the last wave takes the tile that costs the fewest
  * waves (fill_waves): 2048 x 1280 one wave of 128 x 160 where 128 x 256
- * filled 61% of one, 512 x 6144 192, 512 x 28672 and 2048 x 7168 224 (3.9
- * waves where 256 had 3.4), an N-major B 192 (whole 64-wide chunks).  A
- * full last wave keeps 256 (4096^3, 3072 x 1280), as does 8192 x 1280,
- * where 224 saves too little; a hint, ping-pong, a cluster hint and a
- * GEMM the width already halved for (1024 x 1280: 128) are left alone.
+ * filled 61% of one, 4096 and 8192 x 1280 256 x 160 (one wave, and 1.9
+ * where 128 x 256 took 1.2 and 2.4), 512 x 6144 192, 512 x 28672 and 2048
+ * x 7168 224 (3.9 waves where 256 had 3.4), an N-major B 192 (whole
+ * 64-wide chunks).  256 rows not with a residual to add (ptxas spilled) or
+ * independent matmuls.  A full last wave keeps 128 x 256 (4096^3, 3072 x
+ * 1280, 6144 x 1280); so do a tile, cluster, split, stages or stream-K
+ * hint, a signal, ping-pong, and a GEMM the width already halved for
+ * (1024 x 1280: 128).
  */
 static void
 wave_tiles(void **state)
@@ -2812,7 +2815,12 @@ wave_tiles(void **state)
 		int bm, bn;
 	} cases[] = {
 		{SIZES(2048, 1280, 8192) PLAIN, 128, 160},
-		{SIZES(4096, 1280, 8192) PLAIN, 128, 160},
+		{SIZES(4096, 1280, 8192) PLAIN, 256, 160},
+		{SIZES(8192, 1280, 8192) PLAIN, 256, 160},
+		{SIZES(8192, 1280, 8192) GEMM_IN "  r: {dtype: bf16, shape: [M, N]}\nops:\n" GEMM_MM
+		 "  - {out: z, op: add, in: [y, r]}\noutputs:\n  z: {dtype: bf16}\n", 128, 256},
+		{SIZES(8192, 1280, 8192) GEMM_IN "  b: {dtype: bf16, shape: [N]}\nops:\n" GEMM_MM
+		 "  - {out: z, op: add, in: [y, b]}\noutputs:\n  z: {dtype: bf16}\n", 256, 160},
 		{SIZES(2048, 1200, 4096) PLAIN, 128, 160},
 		{SIZES(512, 6144, 4096) PLAIN, 128, 192},
 		{SIZES(500, 6144, 4096) PLAIN, 128, 192},
@@ -2822,12 +2830,16 @@ wave_tiles(void **state)
 		{SIZES(512, 7168, 4096) NMAJOR, 128, 256},   /* 224 is no whole chunk, 192 takes 2 waves */
 		{SIZES(4096, 4096, 4096) PLAIN, 128, 256},
 		{SIZES(3072, 1280, 8192) PLAIN, 128, 256},
-		{SIZES(8192, 1280, 8192) PLAIN, 128, 256},
+		{SIZES(6144, 1280, 8192) PLAIN, 128, 256},
 		{SIZES(8192, 8192, 8192) PLAIN, 128, 256},
 		{SIZES(1024, 1280, 8192) PLAIN, 128, 128},
 		{SIZES(2048, 1280, 8192) PLAIN "schedule: {tile: [128, 256, 64]}\n", 128, 256},
 		{SIZES(2048, 1280, 8192) PLAIN "schedule: {cluster: [2, 1]}\n", 128, 256},
 		{SIZES(2048, 1280, 8192) PLAIN "schedule: {consumers: pingpong}\n", 64, 256},
+		{SIZES(2048, 1280, 8192) PLAIN "schedule: {stages: 3}\n", 128, 256},
+		{SIZES(2048, 1280, 8192) PLAIN "schedule: {split_k: 1}\n", 128, 256},
+		{SIZES(2048, 1280, 8192) PLAIN "schedule: {stream_k: true}\n", 128, 256},
+		{SIZES(2048, 1280, 8192) PLAIN "schedule: {signal: per_tile}\n", 128, 256},
 	};
 	int i;
 
