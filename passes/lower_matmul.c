@@ -203,17 +203,18 @@ full_inputs(const Fusion *f)
  * 28672 x 4096, which gained 4%).  Another tile must save GAIN % of 128 x
  * 256's cost (docs/perf.md, twenty-eighth session).  Its N is a whole
  * multiple of STEP (choose_tile's: an N-major B takes 256 or 192).  The
- * 256-row tiles only where TALL (each consumer thread holds 160 or 192
+ * 256-row tile only where TALL (each consumer thread holds 160
  * accumulators: ptxas spilled an epilogue that adds a residual, and one
- * of two independent matmuls).  Sets *BM and *BN.
+ * of two independent matmuls; at 256 x 192, as fast as 128 x 256 at
+ * 8192^3, it spilled gelu's epilogue and an M-major A's).  Sets *BM and
+ * *BN.
  */
 static void
 fill_waves(int64_t rows, int64_t cols, int step, bool tall, int *bm, int *bn)
 {
 	static const struct {
 		int m, n, rate;
-	} tile[] = {{BM, BN, 1000}, {BM, 224, 960}, {BM, 192, 890}, {BM, 160, 845}, {2 * BM, 192, 1000},
-	            {2 * BM, 160, 985}};
+	} tile[] = {{BM, BN, 1000}, {BM, 224, 960}, {BM, 192, 890}, {BM, 160, 845}, {2 * BM, 160, 985}};
 	enum { LAST_WAVE = 55, GAIN = 3 };
 	int64_t cost, best = 0, tiles, full, left;
 	int i;
