@@ -243,9 +243,10 @@ fill_waves(int64_t rows, int64_t cols, int step, bool tall, int *bm, int *bn)
  * an H100 or H200: one wave) after halving: a small GEMM then spreads over
  * the SMs instead of leaving most of them idle (1024^3: 32 tiles of 128 x
  * 256 become 128 of 128 x 64, 1.39x faster).  Narrower tiles that would take
- * a second wave lose (2048^3 at 128 x 128: 0.75x; docs/perf.md).  A kernel
+ * a second wave lose (2048^3 at 128 x 128: 0.75x; docs/perf.md).  Where N
+ * stays 256, the tile that fills the last wave best (fill_waves).  A kernel
  * with a signal consumer role keeps 256; clusters along M of an N-major B
- * (matmul MM) stop at 128.
+ * (matmul MM) stop at 128.  TALL: a 256-row tile may be chosen.
  */
 static int
 choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group_pp, int mm, int nmm, bool kmajor_b,

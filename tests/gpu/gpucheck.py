@@ -1,11 +1,12 @@
 """gpucheck.py: what the python GPU tests of this folder share (launch_path.py and stream_k.py;
 tune.py its library and rel; gemm_rs.py and ag_gemm.py the gate): the library of the build run.sh names, bf16
 tensors on the GPU, outputs poisoned with NaN, the relative error against an f32 reference, the plain GEMM's spec
-(ragged_tiles.py, stream_k.py, misaligned_k.py), one matmul's layouts and two fused forms with their
-references (misaligned_k.py, wave_tiles.py), the tally of checks they print, and a gate that holds a stream's
-work until the host opens it."""
+(ragged_tiles.py, stream_k.py, misaligned_k.py), one matmul's layouts and two fused forms with their references
+and one launch of a case (run_mm; misaligned_k.py, wave_tiles.py), the tally of checks they print, and a gate that
+holds a stream's work until the host opens it."""
 import ctypes
 import os
+import re
 import sys
 import time
 
@@ -169,3 +170,22 @@ def mm_operands(spec, m, n, k):
     if spec is NN:
         return [a, b.t().contiguous()], ref
     return [a, b], ref
+
+
+def run_mm(lib, spec, size, at=None):
+    """SPEC (a form of mm_operands) compiled with LIB at SIZE (M, N, K), launched at AT (or SIZE) on fresh
+    operands into a NaN-poisoned output.  Returns (the case's name, the kernel IR's first line, its tile
+    (rows, cols), its cluster (x, y) or None, the relative error against the f32 reference)."""
+    m, n, k = size
+    lm, ln, lk = at or size
+    name = spec[8:spec.index("\n")] + f" compiled at {m} x {n} x {k}" + (f", run at {lm} x {ln} x {lk}" if at else "")
+    with wsfuse.Context(lib=lib, sizes={"M": m, "N": n, "K": k}, cache="0") as ctx:
+        kern = ctx.compile_string(spec, name="mm.yaml")
+        head = kern.text("kernel-ir").splitlines()[0]
+        ins, ref = mm_operands(spec, lm, ln, lk)
+        out = poisoned(lm, ln)
+        kern.launch(*ins, out)
+        torch.cuda.synchronize()
+    tile = tuple(map(int, re.search(r"tile=\[(\d+), (\d+)\]", head).groups()))
+    got = re.search(r"cluster=\[(\d+), (\d+)\]", head)
+    return name, head, tile, got and (int(got.group(1)), int(got.group(2))), rel(out, ref)

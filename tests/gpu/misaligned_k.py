@@ -9,12 +9,11 @@ choice is the compile's, the kernel serves any K) into a NaN-poisoned output, wi
 reference (relative error norm).
 Prints one line a case and "N passed, N failed"; exits 1 on a failure.
 """
-import re
 import sys
 
 import torch
 
-from gpucheck import BIAS_GELU, NN, NT, SWIGLU, TN, Tally, library, mm_operands, poisoned, rel, wsfuse
+from gpucheck import BIAS_GELU, NN, NT, SWIGLU, TN, Tally, library, run_mm
 
 # spec, compile sizes (M, N, K), launch sizes or None (the same), the cluster its IR names (None: none)
 CASES = [
@@ -35,18 +34,8 @@ CASES = [
 def main():
     lib, report = library(), Tally()
     torch.manual_seed(0)
-    for spec, (m, n, k), at, want in CASES:
-        lm, ln, lk = at or (m, n, k)
-        name = spec[8:spec.index("\n")] + f" compiled at {m} x {n} x {k}" + (f", run at {lm} x {ln} x {lk}" if at else "")
-        with wsfuse.Context(lib=lib, sizes={"M": m, "N": n, "K": k}, cache="0") as ctx:
-            kern = ctx.compile_string(spec, name="misaligned.yaml")
-            got = re.search(r"cluster=\[(\d+), (\d+)\]", kern.text("kernel-ir").splitlines()[0])
-            cluster = got and (int(got.group(1)), int(got.group(2)))
-            ins, ref = mm_operands(spec, lm, ln, lk)
-            out = poisoned(lm, ln)
-            kern.launch(*ins, out)
-            torch.cuda.synchronize()
-        e = rel(out, ref)
+    for spec, size, at, want in CASES:
+        name, _, _, cluster, e = run_mm(lib, spec, size, at)
         report(name, e < 1e-2 and cluster == want, f"cluster {cluster} (expected {want}), relative error {e:.1e}")
     return report.done()
 

@@ -8,12 +8,11 @@ NaN-poisoned output, within 1e-2 of the f32 reference (relative error norm).  Th
 ragged where N is not a multiple of the width, and the last row where M is not of the rows.
 Prints one line a case and "N passed, N failed"; exits 1 on a failure.
 """
-import re
 import sys
 
 import torch
 
-from gpucheck import BIAS_GELU, NN, NT, TN, Tally, library, mm_operands, poisoned, rel, wsfuse
+from gpucheck import BIAS_GELU, NN, NT, TN, Tally, library, run_mm
 
 # spec, compile sizes (M, N, K), launch sizes or None (the same), the tile and cluster its IR names
 CASES = [
@@ -43,20 +42,8 @@ CASES = [
 def main():
     lib, report = library(), Tally()
     torch.manual_seed(0)
-    for spec, (m, n, k), at, want_tile, want_cluster in CASES:
-        lm, ln, lk = at or (m, n, k)
-        name = spec[8:spec.index("\n")] + f" compiled at {m} x {n} x {k}" + (f", run at {lm} x {ln} x {lk}" if at else "")
-        with wsfuse.Context(lib=lib, sizes={"M": m, "N": n, "K": k}, cache="0") as ctx:
-            kern = ctx.compile_string(spec, name="wave.yaml")
-            head = kern.text("kernel-ir").splitlines()[0]
-            tile = tuple(map(int, re.search(r"tile=\[(\d+), (\d+)\]", head).groups()))
-            got = re.search(r"cluster=\[(\d+), (\d+)\]", head)
-            cluster = got and (int(got.group(1)), int(got.group(2)))
-            ins, ref = mm_operands(spec, lm, ln, lk)
-            out = poisoned(lm, ln)
-            kern.launch(*ins, out)
-            torch.cuda.synchronize()
-        e = rel(out, ref)
+    for spec, size, at, want_tile, want_cluster in CASES:
+        name, _, tile, cluster, e = run_mm(lib, spec, size, at)
         report(name, e < 1e-2 and tile == want_tile and cluster == want_cluster,
                f"tile {tile} (expected {want_tile}), cluster {cluster} (expected {want_cluster}), relative error {e:.1e}")
     return report.done()
