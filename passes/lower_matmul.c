@@ -167,21 +167,20 @@ out_rows(const Fusion *f, const Tensor *d)
 	return rows;
 }
 
-/* Does an epilogue read an input of whole tiles (a residual [M, N]), not a row or a column broadcast? */
+/* Does the epilogue read an input of whole tiles (epilogue_view's full: a residual), not a row, column or scalar? */
 static bool
-full_inputs(const Fusion *f)
+full_inputs(const Fusion *f, const Group *g, int ng, const Tensor *d)
 {
-	int i, j, n;
+	int i, gi, m;
 
 	for (i = 0; i < f->ninput; i++) {
-		const Tensor *t = &f->tensor[f->input[i]];
 		bool operand = false;
 
-		for (j = 1; j < f->nop && !operand; j++)
-			for (n = 0; n < 2 && op_info[f->op[j].kind].cls == CLS_MATMUL; n++)
-				operand |= f->op[j].in[n].tensor == f->input[i];
-		if (!operand && t->rank >= 2 && dim_value(f, t->dim[t->rank - 1]) != 1 &&
-		    dim_value(f, t->dim[t->rank - 2]) != 1)
+		for (gi = 0; gi < ng; gi++)
+			for (m = 0; m < g[gi].n; m++)
+				operand |= f->input[i] == f->op[g[gi].mm[m]].in[0].tensor ||
+				           f->input[i] == f->op[g[gi].mm[m]].in[1].tensor;
+		if (!operand && epilogue_view(&f->tensor[f->input[i]], d) == VIEW_FULL)
 			return true;
 	}
 	return false;
@@ -1594,7 +1593,7 @@ lower_matmul(Comp *c, Fusion *f)
 	for (j = 0; j < g[0].n; j++)
 		kmajor_b &= f->op[g[0].mm[j]].transpose_b;
 	if (!k->swap_ab && choose_tile(c, f, d, k->pingpong, group_pp, g[0].mm[0], g[0].n, kmajor_b,
-	                               ng == 1 && !full_inputs(f), &t.bm, &t.bn, &t.bk))
+	                               ng == 1 && !full_inputs(f, g, ng, d), &t.bm, &t.bn, &t.bk))
 		return -1;
 	if (choose_cluster(c, f, k, &t, op) < 0)
 		return -1;
