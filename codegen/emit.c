@@ -292,7 +292,7 @@ emit_expr(Emit *e, const Expr *x)
 	Buf *b = e->b;
 	static const char *const op[] = {
 		[EX_ADD] = "+", [EX_SUB] = "-", [EX_MUL] = "*", [EX_DIV] = "/", [EX_MOD] = "%",
-		[EX_LT] = "<", [EX_GE] = ">=", [EX_EQ] = "==", [EX_AND] = "&", [EX_XOR] = "^",
+		[EX_LT] = "<", [EX_GE] = ">=", [EX_EQ] = "==", [EX_AND] = "&", [EX_XOR] = "^", [EX_SHL] = "<<",
 	};
 
 	switch (x->kind) {
@@ -611,11 +611,12 @@ emit_stmt(Emit *e, const Stmt *s)
 			break;
 		}
 		/* a multicast: the box lands at the same place, and completes on the same barrier, in each CTA of the mask */
-		emit_line(e, "wsf_tma_load_%dd%s(%s%s%s, &%s, %s, %s%s%s, %s%s);%s", s->z ? 3 : 2, s->n ? "_multicast" : "",
+		emit_line(e, "wsf_tma_load_%dd%s(%s%s%s, &%s, %s, %s%s%s, %s%s);%s", s->z ? 3 : 2, s->mcast ? "_multicast" : "",
 		          emit_buf_at(e, s->buf, s->slot), s->off ? " + " : "", s->off ? emit_expr_str(e, s->off) : "",
 		          emit_param_name(e, &k->param[s->param]), emit_expr_str(e, s->b), emit_expr_str(e, s->a),
 		          s->z ? ", " : "", s->z ? emit_expr_str(e, s->z) : "", bar_at(e, s->bar, s->barslot),
-		          s->n ? arena_printf(e->c->arena, ", 0x%llx", (unsigned long long)s->n) : "", emit_pos(e, s->pos));
+		          !s->mcast ? "" : s->mcast->kind == EX_INT ? arena_printf(e->c->arena, ", 0x%llx", (unsigned long long)s->mcast->ival)
+		          : arena_printf(e->c->arena, ", (unsigned short)(%s)", emit_expr_str(e, s->mcast)), emit_pos(e, s->pos));
 		break;
 	case ST_TMA_STORE:
 		if (k->param[s->param].kind == PK_PTR) {   /* a 1-D bulk copy, as for loads */

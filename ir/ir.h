@@ -450,7 +450,7 @@ typedef enum ExprKind {
 	EX_CTA,      /* blockIdx.x */
 	EX_NCTA,     /* gridDim.x */
 	EX_ADD, EX_SUB, EX_MUL, EX_DIV, EX_MOD, EX_MIN, EX_MAX, EX_CEILDIV,
-	EX_LT, EX_GE, EX_EQ, EX_AND, EX_XOR,
+	EX_LT, EX_GE, EX_EQ, EX_AND, EX_XOR, EX_SHL,
 	EX_ELECT,    /* true in one thread of the executing group */
 	EX_WG,       /* the consumer warpgroup a thread is in, threadIdx.x / 128 */
 	EX_RANK      /* the CTA's rank in its cluster (%cluster_ctarank; blockIdx.x % the cluster's CTAs) */
@@ -603,8 +603,9 @@ typedef enum StmtKind {
 	ST_TMA_LOAD,       /* buf[slot] <- param at (row a, col b); completes on bar[barslot].  From a
 	                      PK_TMAP param: the copy's box, out-of-bounds parts zero-filled; from a PK_PTR
 	                      param: a 1-D bulk copy of the row segment [b, min(b + copy cols, cols)).
-	                      n: a multicast's CTA mask, the box written at the same place (and completed on
-	                      the same barrier) in each CTA of the cluster it names; 0: this CTA alone */
+	                      mcast: a multicast's CTA mask (bit r: rank r), the box written at the same
+	                      place (and completed on the same barrier) in each CTA of the cluster it
+	                      names; an expression of the rank in a 2-D cluster; NULL: this CTA alone */
 	ST_TMA_STORE,      /* param at (row a, col b) <- buf[slot]; flag: added to what global memory holds
 	                      there (an accumulating output: cp.reduce.async.bulk.tensor .add) */
 	ST_TMA_PREFETCH,   /* param's (a PK_TMAP) box at (row a, col b), batch z if set, into L2: a hint, no
@@ -763,6 +764,7 @@ struct Stmt {
 	Expr *off;            /* TMA load/store: element offset into the buffer copy (NULL: 0) */
 	Expr *z;              /* TMA load/store: the batch coordinate of a 3-D map [batch, rows, cols]; a
 	                         batched matmul's epilogue compute: its batch (NULL: 2-D, no batch) */
+	Expr *mcast;          /* TMA load: a multicast's CTA mask (NULL: this CTA alone) */
 	int64_t n;            /* bytes for EXPECT_TX, N for BULK_WAIT, regs, barrier id */
 	int threads;          /* ST_SYNC threads; ST_ROLES producer threads */
 	bool flag;            /* BULK_WAIT .read; SETMAXNREG inc; COMPUTE: every read of its stages

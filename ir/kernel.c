@@ -208,10 +208,11 @@ ex_bin(Comp *c, ExprKind kind, Expr *a, Expr *b)
 		case EX_MOD: return ex_int(c, x % y);
 		case EX_MIN: return ex_int(c, x < y ? x : y);
 		case EX_MAX: return ex_int(c, x > y ? x : y);
+		case EX_SHL: return ex_int(c, x << y);
 		default: break;
 		}
 	}
-	if ((kind == EX_ADD || kind == EX_SUB) && b->kind == EX_INT && b->ival == 0)
+	if ((kind == EX_ADD || kind == EX_SUB || kind == EX_SHL) && b->kind == EX_INT && b->ival == 0)
 		return a;
 	if (kind == EX_ADD && a->kind == EX_INT && a->ival == 0)
 		return b;
@@ -366,6 +367,7 @@ st_clone(Comp *c, const Stmt *s, int var, Expr *with)
 	r->slot = ex_subst(c, s->slot, var, with);
 	r->off = ex_subst(c, s->off, var, with);
 	r->z = ex_subst(c, s->z, var, with);
+	r->mcast = ex_subst(c, s->mcast, var, with);
 	r->barslot = ex_subst(c, s->barslot, var, with);
 	r->pass = ex_subst(c, s->pass, var, with);
 	r->reads = clone_access(c, s->reads, s->nreads, var, with);

@@ -7,7 +7,7 @@
 
 static const char *const binop[] = {
 	[EX_ADD] = "+", [EX_SUB] = "-", [EX_MUL] = "*", [EX_DIV] = "/", [EX_MOD] = "%",
-	[EX_LT] = "<", [EX_GE] = ">=", [EX_EQ] = "==", [EX_AND] = "&", [EX_XOR] = "^",
+	[EX_LT] = "<", [EX_GE] = ">=", [EX_EQ] = "==", [EX_AND] = "&", [EX_XOR] = "^", [EX_SHL] = "<<",
 };
 
 void
@@ -181,8 +181,12 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 		}
 		buf_printf(b, " <- %s", k->param[s->param].name);
 		at_print(b, k, s);
-		if (s->n)
-			buf_printf(b, " multicast=0x%llx", (unsigned long long)s->n);
+		if (s->mcast && s->mcast->kind == EX_INT) {
+			buf_printf(b, " multicast=0x%llx", (unsigned long long)s->mcast->ival);
+		} else if (s->mcast) {
+			buf_puts(b, " multicast=");
+			expr_print(b, k, s->mcast);
+		}
 		if (s->bar) {
 			buf_puts(b, " on ");
 			slot_print(b, k, k->bar[s->bar].name, s->barslot);

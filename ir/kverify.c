@@ -236,9 +236,11 @@ check_stmt(Check *v, const Stmt *s)
 			fail(v, "TMA statement at an offset into its copy that may break its alignment");
 		else if (s->kind == ST_TMA_LOAD)
 			check_load(v, s);
-		if (s->n && (s->kind != ST_TMA_LOAD || k->param[s->param].kind != PK_TMAP ||
-		             s->n >= (1 << k->cluster[0] * k->cluster[1]) || k->cluster[0] * k->cluster[1] < 2))
+		if (s->mcast && (s->kind != ST_TMA_LOAD || k->param[s->param].kind != PK_TMAP ||
+		                 k->cluster[0] * k->cluster[1] < 2 || (s->mcast->kind == EX_INT &&
+		                 (s->mcast->ival <= 0 || s->mcast->ival >= 1 << k->cluster[0] * k->cluster[1]))))
 			fail(v, "a multicast that is not a tensor-map load to CTAs of the kernel's cluster");
+		check_expr(v, s->mcast);
 		check_expr(v, s->a);
 		check_expr(v, s->b);
 		check_expr(v, s->slot);
@@ -425,7 +427,7 @@ kernel_verify(Comp *c, const Kernel *k, const char *after)
 	for (i = 1; i < k->nbar; i++)
 		if (k->bar[i].cluster && k->cluster[0] * k->cluster[1] < 2)
 			fail(&v, "mbarrier '%s' counts a cluster's arrivals in a kernel without clusters", k->bar[i].name);
-	if (k->cluster[0] < 1 || k->cluster[1] < 1 || k->cluster[0] * k->cluster[1] > 2 || k->row_blocks < 1 ||
+	if (k->cluster[0] < 1 || k->cluster[1] < 1 || k->cluster[0] * k->cluster[1] > 8 || k->row_blocks < 1 ||
 	    k->row_blocks > 2)
 		fail(&v, "a cluster of %d x %d CTAs, or %d row blocks a warpgroup, which codegen does not build",
 		     k->cluster[0], k->cluster[1], k->row_blocks);

@@ -84,6 +84,10 @@ enum {
 	SPLIT_STEPS = 8,                           /* k-steps (of 64) a CTA keeps at least when K is split by
 	                                              default: fewer would spend more on the pipeline's fill and
 	                                              the reduction than the split gains */
+	MAX_CLUSTER = 8,                           /* CTAs a matmul cluster (the portable cluster size) */
+	ROW_CLUSTER = 4,                           /* row_cluster: CTAs along N that share A, */
+	ROW_TILES = 80,                            /* from this many tiles (to the clusters resident at once) */
+	ROW_STEPS = 64,                            /* and k-steps */
 	SPLIT_STAGING = 32 * 1024,                 /* what a default K-split leaves for the staging copies */
 	FEW_STEPS = 16,                            /* k-steps a CTA keeps at least in an unswapped GEMM's default
 	                                              split: at 8 (256 x 1024 x 1024) the split lost */
@@ -254,8 +258,8 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group
 	const Schedule *h = &f->sched;
 	int m = pingpong ? BM / 2 : BM;   /* ping-pong: a warpgroup's own tile, 64 rows */
 	int64_t rows, cols = dim_value(f, d->dim[d->rank - 1]);
-	/* clusters along M multicast half of B's rows a CTA: of an N-major B, whole 64-wide chunks */
-	int per, least = h->cluster[0] > 1 && !f->op[mm].transpose_b ? 2 * CHUNK : CHUNK;
+	/* clusters of x along M multicast 1 / x of B's rows a CTA: of an N-major B, whole 64-wide chunks */
+	int per, least = h->cluster[0] > 1 && !f->op[mm].transpose_b ? h->cluster[0] * CHUNK : CHUNK;
 	/* a hint's N: whole epilogue subtiles of a K-major B, whole 64-wide chunks of an N-major one */
 	int step = kmajor_b ? EPI_COLS : CHUNK;
 
@@ -416,20 +420,37 @@ swap_tile(Comp *c, const Fusion *f, const Tensor *d, bool *pingpong, int *bm, in
  * rows, so operands loaded at BASE = ROWS x BK apart lie side by side as
  * one operand of their rows together.  BT: the batch of a 3-D map.
  *
- * SHARE CTAs of a cluster (1 or 2) need the same slice: each loads its
- * rank's ROWS / SHARE rows of it, multicast to them all, so every CTA's
- * copy fills and L2 delivers the slice once.
+ * In a cluster the CTAs along the other operand's axis (AXIS 1 for A, the
+ * tiles of one row; 0 for B) need the same slice: each loads its part,
+ * ROWS / their count, multicast to them all, so every CTA's copy fills and
+ * L2 delivers the slice once.  A CTA's place in the cluster is (rank % cm,
+ * rank / cm) (lower_rank_at): its part is its place along AXIS, and the
+ * CTAs it shares with are those of its place on the other axis.
  */
 static void
 load_operand(Comp *c, Kernel *k, Stmt *issue, int buf, int base, int p, bool kmajor, int rows, int bk, Expr *x0,
-             Expr *kk, Expr *bt, int share, Pos pos)
+             Expr *kk, Expr *bt, int axis, Pos pos)
 {
-	int h, n;
-	Expr *at = ex_int(c, base);
+	int h, n, cm = k->cluster[0], share = k->cluster[axis], j;
+	Expr *at = ex_int(c, base), *mask = NULL;
 
 	if (share > 1) {
-		Expr *part = ex_bin(c, EX_MUL, ex_leaf(c, EX_RANK), ex_int(c, rows / share));
+		Expr *rank = ex_leaf(c, EX_RANK), *place, *part;
+		int64_t bits = 0;
 
+		/* A: the CTAs of one tile row, ranks x + cm j; B: of one tile column, ranks cm y + i */
+		for (j = 0; j < share; j++)
+			bits |= (int64_t)1 << (axis ? cm * j : j);
+		if (axis)
+			place = cm > 1 ? ex_bin(c, EX_DIV, rank, ex_int(c, cm)) : rank;
+		else
+			place = k->cluster[1] > 1 ? ex_bin(c, EX_MOD, rank, ex_int(c, cm)) : rank;
+		mask = ex_int(c, bits);
+		if (k->cluster[1 - axis] > 1)
+			mask = ex_bin(c, EX_SHL, mask, axis ? ex_bin(c, EX_MOD, rank, ex_int(c, cm))
+			                                     : ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, rank, ex_int(c, cm)),
+			                                              ex_int(c, cm)));
+		part = ex_bin(c, EX_MUL, place, ex_int(c, rows / share));
 		rows /= share;
 		x0 = ex_bin(c, EX_ADD, x0, part);
 		at = ex_bin(c, EX_ADD, at, ex_bin(c, EX_MUL, part, ex_int(c, bk)));
@@ -447,7 +468,7 @@ load_operand(Comp *c, Kernel *k, Stmt *issue, int buf, int base, int p, bool kma
 			ld->b = h ? ex_bin(c, EX_ADD, x0, ex_int(c, h * CHUNK)) : x0;
 		}
 		ld->off = off->kind == EX_INT && off->ival == 0 ? NULL : off;
-		ld->n = share > 1 ? (1 << share) - 1 : 0;
+		ld->mcast = mask;
 		ld->z = bt;
 		ld->pos = pos;
 		st_append(c, issue, ld);
@@ -977,12 +998,12 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 	issue = st_if(c, ex_leaf(c, EX_ELECT));
 	issue->comment = "one thread loads the k-step's operands";
 	st_append(c, kloop, issue);
-	load_operand(c, k, issue, t->abuf, 0, pa, t->akm, t->bm, t->bk, t->row0, kat, a->rank > 2 ? t->bt : NULL,
-	             k->cluster[1], op->pos);
+	load_operand(c, k, issue, t->abuf, 0, pa, t->akm, t->bm, t->bk, t->row0, kat, a->rank > 2 ? t->bt : NULL, 1,
+	             op->pos);
 	/* the group's B side by side in one copy: one mma of N = n x BN computes them all */
 	for (m = 0; m < g->n; m++)
 		load_operand(c, k, issue, t->bbuf, m * t->bn * t->bk, pb[m], t->bkm, t->bn, t->bk, t->col0, kat,
-		             b->rank > 2 ? t->bt : NULL, k->cluster[0], f->op[g->mm[m]].pos);
+		             b->rank > 2 ? t->bt : NULL, 0, f->op[g->mm[m]].pos);
 	{
 		/* swapped (swap_ab), the mma's A is B's tile and its B is A's: D^T = B A^T */
 		Stmt *mma = st_new(c, ST_MMA);
@@ -1319,15 +1340,18 @@ prefetch_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Stmt *kloop)
  * and take one cluster tile at a time.  [2, 1] pairs two tiles of the same
  * columns, whose B slices each CTA loads half of and multicasts to both
  * (L2 delivers B once for two tiles, as fast.cu's and quack's kernels do);
- * [1, 2] pairs two of the same rows and shares A.  0 or -1.
+ * [1, 2] pairs two of the same rows and shares A; [2, 4] shares B among
+ * the two tiles of each column and A among the four of each row (cuBLAS's
+ * design for GEMMs of few rows and long K).  At most 8 CTAs, the portable
+ * cluster size.  Each CTA loads its part of a shared operand's rows: of a
+ * K-major operand a multiple of 8 (the 128-byte swizzle's atom), of an
+ * MN-major one whole 64-wide chunks.  0 or -1.
  */
 static int
 choose_cluster(Comp *c, const Fusion *f, Kernel *k, const Tile *t, const Op *op)
 {
 	const Schedule *h = &f->sched;
-	int x = h->cluster[0], y = h->cluster[1];
-	bool kmajor;
-	int rows;
+	int x = h->cluster[0], y = h->cluster[1], i;
 
 	/*
 	 * Without a hint, one CTA: clusters of two measured 1-3% faster on the
@@ -1339,23 +1363,61 @@ choose_cluster(Comp *c, const Fusion *f, Kernel *k, const Tile *t, const Op *op)
 		return 0;
 	if (x * y == 1)
 		return 0;
-	kmajor = x > 1 ? t->bkm : t->akm;
-	rows = x > 1 ? t->bn : t->bm;
-	if (x * y != 2)
-		return unbuilt(c, h->cluster_pos, "a matmul cluster of %d x %d CTAs is not implemented yet: [2, 1] (two "
-		               "row tiles share B), [1, 2] (two column tiles share A) or [1, 1]", x, y);
+	if (x * y > MAX_CLUSTER)
+		return unbuilt(c, h->cluster_pos, "a matmul cluster of %d x %d CTAs is not implemented yet: at most %d "
+		               "CTAs (the portable cluster size), such as [2, 1], [1, 4] or [2, 4]", x, y, MAX_CLUSTER);
 	if (h->signal || k->waits)
 		return unbuilt(c, h->cluster_pos, "'cluster' with %s is not implemented yet: a cluster's second tile "
 		               "may lie past the output, with no flag", h->signal ? "'signal: per_tile'" :
 		               "an input or output that waits per tile");
-	if (!kmajor && rows / 2 % CHUNK)
-		return unbuilt(c, h->cluster_pos, "cluster [%d, %d] shares %s, which matmul '%s' reads %s-major: each CTA "
-		               "would load %d of its %d rows, not a whole number of 64-wide chunks; use a wider tile or "
-		               "cluster [%d, %d]", x, y, x > 1 ? "B" : "A", f->tensor[op->out].name, x > 1 ? "N" : "M",
-		               rows / 2, rows, y, x);
+	for (i = 0; i < 2; i++) {   /* B, shared by the x CTAs of a tile column; A, by the y of a row */
+		int share = i ? y : x, rows = i ? t->bm : t->bn, atom = (i ? t->akm : t->bkm) ? 8 : CHUNK;
+
+		if (share > 1 && (rows % share || rows / share % atom))
+			return unbuilt(c, h->cluster_pos, "cluster [%d, %d] shares %s among %d CTAs, each %d of its %d rows, "
+			               "not a multiple of %d (matmul '%s' reads it %s-major); use a wider tile or fewer "
+			               "CTAs along %s", x, y, i ? "A" : "B", share, rows / share, rows, atom,
+			               f->tensor[op->out].name, atom == 8 ? "K" : i ? "M" : "N", i ? "N" : "M");
+	}
 	k->cluster[0] = x;
 	k->cluster[1] = y;
 	return 0;
+}
+
+/*
+ * Without a hint, a GEMM of one row of 128-row tiles (65 to 128 rows: fewer
+ * are swapped) whose ROW_TILES to 4 x RESIDENT_4 tiles stream a long K
+ * (ROW_STEPS k-steps or more) runs in clusters of four tiles along N that
+ * share A, as cuBLAS does there (nvjet_..._128x64_64x8_4x2 at 128 x 7168 x
+ * 8192: four column tiles and two halves of M share).  Each CTA loads a
+ * quarter of A's rows and multicasts them: L2 serves A's slice once for
+ * four tiles instead of four times, and a box of A that lies past M (96
+ * rows of 128) is one CTA's quarter, not every CTA's last rows.  On an
+ * H200, cuBLAS / wsfuse (CUDA-graph replays): 128 x 7168 x 8192 0.85 ->
+ * 0.94, 128 x 5120 x 8192 0.72 -> 0.79, 128 x 6144 x 8192 0.80 -> 0.87,
+ * 128 x 7168 x 16384 0.95 -> 1.03, 96 x 7168 x 8192 0.61 -> 0.91, 80 x 6144
+ * x 8192 0.51 -> 0.81.  It lost at 64 tiles (128 x 4096 x 8192 0.91 ->
+ * 0.80), where 32 clusters of four do not all fit at once (128 x 8192 x
+ * 8192 0.92 -> 0.58) and at two rows of tiles (256 x 4096 x 8192); it tied
+ * at K = 4096 but for 128 x 5120 (0.70 -> 0.75; docs/perf.md).  Only the
+ * default cooperative tile of a K-major A, one matmul, no hint that bears
+ * on the tile or the cluster, nothing that waits or signals.
+ */
+static void
+row_cluster(const Fusion *f, Kernel *k, const Tile *t, const Group *g, int ng, const Tensor *a, const Tensor *d)
+{
+	const Schedule *h = &f->sched;
+	int64_t rows = out_rows(f, d), cols = dim_value(f, d->dim[d->rank - 1]), tiles;
+	int64_t K = dim_value(f, a->dim[a->rank - 1]);
+
+	if (h->cluster_pos.line || h->ntile || h->consumers || h->stages || h->split_pos.line || h->sk_pos.line ||
+	    h->signal || h->consumer_pos.line || k->waits || ng != 1 || g->n != 1 || k->batched || k->swap_ab ||
+	    k->pingpong || k->splits > 1 || t->bm != BM || !t->akm || rows <= 0 || rows > BM || cols <= 0 || K <= 0)
+		return;
+	tiles = (cols + t->bn - 1) / t->bn;
+	if (tiles < ROW_TILES || tiles > (int64_t)ROW_CLUSTER * RESIDENT_4 || (K + t->bk - 1) / t->bk < ROW_STEPS)
+		return;
+	k->cluster[1] = ROW_CLUSTER;
 }
 
 /*
@@ -1385,7 +1447,7 @@ misaligned_cluster(const Fusion *f, Kernel *k, const Tile *t, const Group *g, in
 	bool b_first = mb && (!ma || brows >= t->bm);   /* of the misaligned, the one with more rows */
 
 	if (h->cluster_pos.line || ng != 1 || k->batched || k->swap_ab || k->splits > 1 || h->stream_k == 2 ||
-	    h->signal || h->consumer_pos.line || k->waits)
+	    h->signal || h->consumer_pos.line || k->waits || kernel_cluster_ctas(k) > 1)
 		return;
 	for (i = 0; i < 2; i++) {
 		bool share_b = i == 0 ? b_first : !b_first;
@@ -1600,6 +1662,7 @@ lower_matmul(Comp *c, Fusion *f)
 	k->row_blocks = k->swap_ab ? 1 : t.bm / (k->pingpong ? 64 : 128);
 	if (choose_split(c, f, k, &t, g, ng, a, d) < 0)
 		return -1;
+	row_cluster(f, k, &t, g, ng, a, d);
 	misaligned_cluster(f, k, &t, g, ng, a, b);
 	/*
 	 * A split's ranks share the epilogue's subtiles: rank 0 alone read all

@@ -1544,7 +1544,7 @@ cluster_pairs(void **state)
 		assert_int_equal(n, 2);
 		for (j = 0; j < 2; j++) {
 			share = k->cluster[j ? 0 : 1];   /* A is shared along N, B along M */
-			assert_int_equal(ld[j]->n, share > 1 ? 3 : 0);
+			assert_int_equal(ld[j]->mcast ? ld[j]->mcast->ival : 0, share > 1 ? 3 : 0);
 			assert_int_equal(k->param[ld[j]->param].box[0], (j ? k->tile_cols : k->tile_rows) / share);
 			if (share > 1)
 				assert_non_null(strstr(expr(t, ld[j]->off), "rank"));
@@ -1569,6 +1569,110 @@ cluster_pairs(void **state)
 		teardown((void **)&t);
 	}
 	(void)state;
+}
+
+/*
+ * Clusters of up to 8 CTAs, in one or two dimensions.  A CTA's place is
+ * (rank % x, rank / x): it loads its part of A (the row's y CTAs share it)
+ * at (rank / x) x BM / y, multicast to the ranks of its row (x + x j), and
+ * its part of B at (rank % x) x BN / x, to the ranks of its column; in one
+ * dimension the mask is a constant.  The stage release counts a warpgroup
+ * of every CTA of the cluster.  Without a hint, a GEMM of one row of 80 to
+ * 120 tiles over 64 k-steps or more runs in clusters of four sharing A
+ * (row_cluster); not at 128 tiles (32 clusters of four do not all fit at
+ * once), two rows of tiles, K = 2048, an M-major A (its 32-row parts
+ * would be no whole 64-wide chunks), nor with a tile or cluster hint; a
+ * bias does not stop it.
+ */
+static void
+cluster_grid(void **state)
+{
+#define SIZES(m, n, k) "fusion: g\nsizes: {M: " #m ", N: " #n ", K: " #k "}\n"
+#define PLAIN GEMM_IN "ops:\n" GEMM_MM "outputs:\n  y: {dtype: bf16}\n"
+	static const struct {
+		const char *spec;
+		int cm, cn;
+		const char *amask, *bmask;   /* NULL: no multicast */
+		int abox, bbox, arrivals;
+		const char *aat, *bat;       /* a shared operand's box: its first row */
+	} cases[] = {
+		{SIZES(128, 7168, 8192) PLAIN, 1, 4, "15", NULL, 32, 64, 8, "(row0 + (rank * 32))", NULL},
+		{SIZES(96, 7168, 8192) PLAIN, 1, 4, "15", NULL, 32, 64, 8, "(row0 + (rank * 32))", NULL},
+		{SIZES(128, 5120, 4096) PLAIN, 1, 4, "15", NULL, 32, 64, 8, "(row0 + (rank * 32))", NULL},
+		{SIZES(128, 7000, 8192) GEMM_IN "  b: {dtype: bf16, shape: [N]}\nops:\n" GEMM_MM
+		 "  - {out: z, op: add, in: [y, b]}\noutputs:\n  z: {dtype: bf16}\n", 1, 4, "15", NULL, 32, 64, 8,
+		 "(row0 + (rank * 32))", NULL},
+		{SIZES(128, 8192, 8192) PLAIN, 1, 1, NULL, NULL, 128, 64, 256, NULL, NULL},
+		{SIZES(128, 7168, 2048) PLAIN, 1, 1, NULL, NULL, 128, 64, 256, NULL, NULL},
+		{SIZES(256, 7168, 8192) PLAIN, 1, 1, NULL, NULL, 128, 128, 256, NULL, NULL},
+		{SIZES(128, 7168, 8192) "inputs:\n  x: {dtype: bf16, shape: [K, M]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [x, w], transpose_a: true, transpose_b: true}\n"
+		 "outputs:\n  y: {dtype: bf16}\n", 1, 1, NULL, NULL, 64, 64, 256, NULL, NULL},
+		{SIZES(128, 7168, 8192) PLAIN "schedule: {cluster: [1, 1]}\n", 1, 1, NULL, NULL, 128, 64, 256, NULL, NULL},
+		{SIZES(128, 7168, 8192) PLAIN "schedule: {tile: [128, 64, 64]}\n", 1, 1, NULL, NULL, 128, 64, 256, NULL, NULL},
+		{SIZES(4096, 4096, 4096) PLAIN "schedule: {cluster: [1, 8]}\n", 1, 8, "255", NULL, 16, 256, 16,
+		 "(row0 + (rank * 16))", NULL},
+		{SIZES(4096, 4096, 4096) PLAIN "schedule: {cluster: [4, 2]}\n", 4, 2, "(17 << (rank % 4))",
+		 "(15 << ((rank / 4) * 4))", 64, 64, 16, "(row0 + ((rank / 4) * 64))", "(col0 + ((rank % 4) * 64))"},
+		{SIZES(4096, 4096, 4096) PLAIN "schedule: {cluster: [2, 4], tile: [64, 128, 64], consumers: pingpong}\n",
+		 2, 4, "(85 << (rank % 2))", "(3 << ((rank / 2) * 2))", 16, 64, 8, "(row0 + ((rank / 2) * 16))",
+		 "(col0 + ((rank % 2) * 64))"},
+	};
+	int i, j;
+
+	for (i = 0; i < (int)countof(cases); i++) {
+		Fixture *t;
+		Kernel *k;
+		Stmt *ld[8], *roles;
+		const KBar *empty = NULL;
+		const char *cu;
+		int n, cs = cases[i].cm * cases[i].cn;
+
+		if (setup((void **)&t) < 0)
+			fail_msg("setup");
+		if (!(k = kernel_of(t, cases[i].spec)))
+			fail_msg("case %d: %s", i, t->msg);
+		if (k->cluster[0] != cases[i].cm || k->cluster[1] != cases[i].cn)
+			fail_msg("case %d: cluster [%d, %d], expected [%d, %d]", i, k->cluster[0], k->cluster[1], cases[i].cm,
+			         cases[i].cn);
+		for (j = 1; j < k->nbar; j++)
+			if (strcmp(k->bar[j].name, "empty") == 0)
+				empty = &k->bar[j];
+		assert_non_null(empty);
+		if (empty->arrivals != cases[i].arrivals)
+			fail_msg("case %d: the stage release counts %d arrivals, expected %d", i, empty->arrivals,
+			         cases[i].arrivals);
+		roles = find_kind(k->body, ST_ROLES, 0);
+		/* A's boxes (two 64-wide chunks of an M-major A), then B's */
+		if ((n = stmts_of(roles->body[0], ST_TMA_LOAD, ld, 8)) != 2 + !strstr(cases[i].spec, "[M, K]"))
+			fail_msg("case %d: the producer issues %d loads", i, n);
+		ld[1] = ld[n - 1];
+		for (j = 0; j < 2; j++) {
+			const char *want = j ? cases[i].bmask : cases[i].amask;
+			int share = k->cluster[j ? 0 : 1];
+
+			if (!want != !ld[j]->mcast || (want && strcmp(expr(t, ld[j]->mcast), want)))
+				fail_msg("case %d: %s's multicast %s, expected %s", i, j ? "B" : "A",
+				         ld[j]->mcast ? expr(t, ld[j]->mcast) : "none", want ? want : "none");
+			if (k->param[ld[j]->param].box[0] != (j ? cases[i].bbox : cases[i].abox))
+				fail_msg("case %d: %s's box of %d rows, expected %d", i, j ? "B" : "A",
+				         k->param[ld[j]->param].box[0], j ? cases[i].bbox : cases[i].abox);
+			/* a part at the CTA's place along the sharing axis: a box's first row, A's or B's */
+			if (share > 1 && strcmp(expr(t, ld[j]->a), j ? cases[i].bat : cases[i].aat))
+				fail_msg("case %d: %s's part at %s, expected %s", i, j ? "B" : "A", expr(t, ld[j]->a),
+				         j ? cases[i].bat : cases[i].aat);
+		}
+		cu = cuda_of(t);
+		assert_int_equal(count(cu, arena_printf(t->c.arena, "__cluster_dims__(%d, 1, 1)", cs)), cs > 1);
+		assert_int_equal(count(cu, arena_printf(t->c.arena, "wsf_mbar_arrive_cluster(&empty[s], threadIdx.x %% 128, "
+		                                        "%d);", cs)), cs > 1);
+		if (cases[i].bmask)   /* a mask of the rank: a 16-bit operand */
+			assert_int_equal(count(cu, "(unsigned short)(("), 2);
+		teardown((void **)&t);
+	}
+	(void)state;
+#undef PLAIN
+#undef SIZES
 }
 
 /*
@@ -2534,8 +2638,8 @@ refused_forms(void **state)
 		 "the signal consumer reading input 'r' is not implemented yet"},
 		{HEAD "inputs:\n  a: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
 		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_b: true}\noutputs:\n  y: {}\n"
-		 "schedule: {cluster: [2, 2]}\n",
-		 "a matmul cluster of 2 x 2 CTAs is not implemented yet: [2, 1] (two row tiles share B)"},
+		 "schedule: {cluster: [4, 4]}\n",
+		 "a matmul cluster of 4 x 4 CTAs is not implemented yet: at most 8 CTAs (the portable cluster size)"},
 		{HEAD "inputs:\n  a: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
 		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_b: true}\noutputs:\n  y: {}\n"
 		 "schedule: {cluster: [2, 1], signal: per_tile}\n",
@@ -2543,7 +2647,18 @@ refused_forms(void **state)
 		{HEAD "inputs:\n  a: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [K, N]}\n"
 		 "ops:\n  - {out: y, op: matmul, in: [a, w]}\noutputs:\n  y: {}\n"
 		 "schedule: {cluster: [2, 1], tile: [128, 64, 64]}\n",
-		 "cluster [2, 1] shares B, which matmul 'y' reads N-major: each CTA would load 32 of its 64 rows"},
+		 "cluster [2, 1] shares B among 2 CTAs, each 32 of its 64 rows, not a multiple of 64 (matmul 'y' reads it "
+		 "N-major)"},
+		{HEAD "inputs:\n  a: {dtype: bf16, shape: [K, M]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_a: true, transpose_b: true}\noutputs:\n  y: {}\n"
+		 "schedule: {cluster: [1, 4]}\n",
+		 "cluster [1, 4] shares A among 4 CTAs, each 32 of its 128 rows, not a multiple of 64 (matmul 'y' reads it "
+		 "M-major); use a wider tile or fewer CTAs along N"},
+		{HEAD "inputs:\n  a: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_b: true}\noutputs:\n  y: {}\n"
+		 "schedule: {cluster: [8, 1], tile: [128, 32, 64]}\n",
+		 "cluster [8, 1] shares B among 8 CTAs, each 4 of its 32 rows, not a multiple of 8 (matmul 'y' reads it "
+		 "K-major)"},
 		{HEAD "inputs:\n  a: {dtype: bf16, shape: [K, M]}\n  w: {dtype: bf16, shape: [N, K]}\n"
 		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_a: true, transpose_b: true}\noutputs:\n  y: {}\n"
 		 "schedule: {swap_ab: true}\n",
@@ -2940,6 +3055,7 @@ main(void)
 		cmocka_unit_test(ragged_inside),
 		cmocka_unit_test(misaligned_rows),
 		cmocka_unit_test(wave_tiles),
+		cmocka_unit_test(cluster_grid),
 		cmocka_unit_test(epilogue_no_warnings),
 	};
 
