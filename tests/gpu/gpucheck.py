@@ -172,15 +172,18 @@ def mm_operands(spec, m, n, k):
     return [a, b], ref
 
 
-def run_mm(lib, spec, size, at=None):
-    """SPEC (a form of mm_operands) compiled with LIB at SIZE (M, N, K), launched at AT (or SIZE) on fresh
-    operands into a NaN-poisoned output.  Returns (the case's name, the kernel IR's first line, its tile
-    (rows, cols), its cluster (x, y) or None, the relative error against the f32 reference)."""
+def run_mm(lib, spec, size, at=None, sched=""):
+    """SPEC (a form of mm_operands) compiled with LIB at SIZE (M, N, K), with SCHED the body of a
+    `schedule: {...}` (empty: none), launched at AT (or SIZE) on fresh operands into a NaN-poisoned
+    output.  Returns (the case's name, the kernel IR's first line, its tile (rows, cols), its cluster
+    (x, y) or None, the relative error against the f32 reference)."""
     m, n, k = size
     lm, ln, lk = at or size
     name = spec[8:spec.index("\n")] + f" compiled at {m} x {n} x {k}" + (f", run at {lm} x {ln} x {lk}" if at else "")
+    text = spec + ("schedule: {" + sched + "}\n" if sched else "")
+    name += f" {{{sched}}}" if sched else ""
     with wsfuse.Context(lib=lib, sizes={"M": m, "N": n, "K": k}, cache="0") as ctx:
-        kern = ctx.compile_string(spec, name="mm.yaml")
+        kern = ctx.compile_string(text, name="mm.yaml")
         head = kern.text("kernel-ir").splitlines()[0]
         ins, ref = mm_operands(spec, lm, ln, lk)
         out = poisoned(lm, ln)

@@ -18,6 +18,7 @@
 # ragged_tiles.py (a ragged last row or column of tiles moved inside: bit for bit the shape up's),
 # misaligned_k.py (operands whose rows are not 128-byte aligned: the cluster chosen, the result),
 # wave_tiles.py (the default tile narrowed to fill the last wave: the width chosen, the result),
+# clusters.py (clusters of up to 8 CTAs in one or two dimensions, hinted and by default: the cluster, the result),
 # gemm_rs.py (GEMM + reduce-scatter tile by tile, two ranks on one GPU),
 # ag_gemm.py (all-gather + GEMM's load side: a GEMM whose A arrives by row tiles),
 # examples/distributed/gemm_reduce_scatter.py (bf16 and f32 partials) and ag_gemm.py on 2 GPUs where there are 2,
@@ -150,6 +151,7 @@ if python3 -c 'import torch' 2>/dev/null; then
 	py_check ragged_tiles.py
 	py_check misaligned_k.py
 	py_check wave_tiles.py
+	py_check clusters.py
 	py_check gemm_rs.py
 	py_check ag_gemm.py
 	# GEMM + reduce-scatter across 2 GPUs (torchrun), where there are 2; never NVLink multicast

@@ -5,7 +5,8 @@
 # and streamed in chunks, the warp-specialized matmul (wgmma, two pipelines' worth of barriers,
 # staging subtiles), copies narrower than 128 bytes in pipelines whose
 # every CTA cycles through all its stages, stream-K's parts meeting through
-# the workspace: 136 tiles for 132 SMs; the default tile narrowed to 160, 192 and 224, or 256 x 160, to fill the last wave),
+# the workspace: 136 tiles for 132 SMs; the default tile narrowed to 160, 192 and 224, or 256 x 160, to fill the last wave;
+# clusters of 8 CTAs in two dimensions, [4, 2] and ping-pong [2, 4], and the default [1, 4] of one row of tiles),
 # at sizes small enough for the tools.  Prints one line per tool and case and
 # "N passed, N failed"; skips without a GPU or without compute-sanitizer.
 # With PATTERN, only the cases whose spec line contains it (grep -E).
@@ -79,7 +80,9 @@ for spec in "tests/gpu/specs/relu_chain.yaml -D N=300001" "tests/gpu/specs/relu_
 	"tests/gpu/specs/gemm_streamk_gelu.yaml" "tests/gpu/specs/gemm_streamk.yaml -D M=2176 -D N=1024 -D K=520" \
 	"tests/gpu/specs/gemm_epilogue.yaml -D M=2048 -D N=1280 -D K=128" "tests/gpu/specs/gemm_add_relu.yaml -D M=2048 -D N=1280 -D K=200" \
 	"tests/gpu/specs/gemm_kn.yaml -D M=512 -D N=6144 -D K=128" "tests/gpu/specs/gemm_epilogue.yaml -D M=500 -D N=7000 -D K=72" \
-	"tests/gpu/specs/gemm_f16_f32out.yaml -D M=4096 -D N=1280 -D K=128" "tests/gpu/specs/gemm_ta.yaml -D M=4096 -D N=1280 -D K=136"; do
+	"tests/gpu/specs/gemm_f16_f32out.yaml -D M=4096 -D N=1280 -D K=128" "tests/gpu/specs/gemm_ta.yaml -D M=4096 -D N=1280 -D K=136" \
+	"tests/gpu/specs/gemm_cluster_2d.yaml" "tests/gpu/specs/gemm_cluster_pp24.yaml -D M=100 -D N=1000 -D K=520" \
+	"tests/gpu/specs/gemm_epilogue.yaml -D M=96 -D N=5120 -D K=4096"; do
 	[ -z "$only" ] || echo "$spec" | grep -Eq "$only" || continue
 	for tool in memcheck racecheck synccheck; do
 		# shellcheck disable=SC2086
