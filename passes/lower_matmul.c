@@ -87,7 +87,8 @@ enum {
 	MAX_CLUSTER = 8,                           /* CTAs a matmul cluster (the portable cluster size) */
 	ROW_CLUSTER = 4,                           /* row_cluster: CTAs along N that share a ragged row's A, */
 	ROW_TILES = 80,                            /* from this many tiles (to the clusters resident at once) */
-	ROW_STEPS = 64,                            /* and k-steps */
+	ROW_STEPS = 64,                            /* and k-steps, */
+	ROW_PAST = 16,                             /* A's box at least this many rows past M */
 	SPLIT_STAGING = 32 * 1024,                 /* what a default K-split leaves for the staging copies */
 	FEW_STEPS = 16,                            /* k-steps a CTA keeps at least in an unswapped GEMM's default
 	                                              split: at 8 (256 x 1024 x 1024) the split lost */
@@ -1385,8 +1386,8 @@ choose_cluster(Comp *c, const Fusion *f, Kernel *k, const Tile *t, const Op *op)
 }
 
 /*
- * Without a hint, a GEMM of one ragged row of 128-row tiles (65 to 127
- * rows: fewer are swapped) whose ROW_TILES to 4 x RESIDENT_4 tiles stream
+ * Without a hint, a GEMM of one ragged row of 128-row tiles, 65 to 112
+ * rows (fewer are swapped), whose ROW_TILES to 4 x RESIDENT_4 tiles stream
  * a long K (ROW_STEPS k-steps or more) runs in clusters of four tiles along
  * N that share A, as cuBLAS runs few-row GEMMs (nvjet_..._128x64_64x8_4x2
  * at 128 x 7168 x 8192: four column tiles share A).  Each CTA loads a
@@ -1394,13 +1395,14 @@ choose_cluster(Comp *c, const Fusion *f, Kernel *k, const Tile *t, const Op *op)
  * lies past M (32 rows of 128 at M = 96), which TMA fills with zeros at
  * the cost of a read, is one CTA's quarter instead of every CTA's last
  * rows, and L2 serves A's slice once for four tiles.  On an H200, cuBLAS /
- * wsfuse: 96 x 7168 x 8192 0.62 -> 0.90 (CUDA-graph replays; 0.79 -> 0.93
- * with L2 flushed), 80 x 6144 x 8192 0.50 -> 0.82, 100 x 5120 x 4096 0.47
- * -> 0.70.  At a whole row of 128 the replays gained (128 x 7168 x 8192
- * 0.84 -> 0.93) but with L2 flushed it tied there and lost at 128 x 6144 x
- * 8192 (0.94 -> 0.89) and with bias + gelu (0.95 -> 0.93): one CTA.  It
- * lost at 64 tiles (128 x 4096 x 8192 0.91 -> 0.80) and where 32 clusters
- * of four do not all fit at once (128 x 8192 x 8192 0.92 -> 0.58;
+ * wsfuse, CUDA-graph replays and (in brackets) with L2 flushed: 96 x 7168 x
+ * 8192 0.62 -> 0.90 (0.79 -> 0.93), 72 x 5120 x 8192 0.51 -> 0.87 (0.70 ->
+ * 0.89), 112 x 7168 x 8192 0.77 -> 0.92 (0.93 -> 0.93), 100 x 7168 x 4096
+ * 0.72 -> 0.93 (0.87 -> 0.91).  With fewer rows past M the replays still
+ * gained but the flushed runs lost: 120 x 6144 x 8192 0.92 -> 0.88, 127 x
+ * 7168 x 8192 0.97 -> 0.95, a whole row of 128 x 6144 x 8192 0.94 -> 0.89.
+ * It lost at 64 tiles (128 x 4096 x 8192 0.91 -> 0.80) and where 32
+ * clusters of four do not all fit at once (128 x 8192 x 8192 0.92 -> 0.58;
  * docs/perf.md).  Only the default cooperative tile of a K-major A, one
  * matmul, no hint that bears on the tile or the cluster, nothing that
  * waits or signals.
@@ -1414,7 +1416,8 @@ row_cluster(const Fusion *f, Kernel *k, const Tile *t, const Group *g, int ng, c
 
 	if (h->cluster_pos.line || h->ntile || h->consumers || h->stages || h->split_pos.line || h->sk_pos.line ||
 	    h->signal || h->consumer_pos.line || k->waits || ng != 1 || g->n != 1 || k->batched || k->swap_ab ||
-	    k->pingpong || k->splits > 1 || t->bm != BM || !t->akm || rows <= 0 || rows >= BM || cols <= 0 || K <= 0)
+	    k->pingpong || k->splits > 1 || t->bm != BM || !t->akm || rows <= 0 || rows > BM - ROW_PAST || cols <= 0 ||
+	    K <= 0)
 		return;
 	tiles = (cols + t->bn - 1) / t->bn;
 	if (tiles < ROW_TILES || tiles > (int64_t)ROW_CLUSTER * RESIDENT_4 || (K + t->bk - 1) / t->bk < ROW_STEPS)

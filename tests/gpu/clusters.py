@@ -2,7 +2,7 @@
 
 A cluster [x, y] shares B among the x CTAs of a tile column and A among the y of a tile row: each CTA loads
 its part of the shared operand's slice and multicasts it to the CTAs it shares with, a mask of its rank in
-a 2-D cluster (passes/lower_matmul.c, load_operand).  Without a hint, one ragged row (65 to 127) of 80 to 120
+a 2-D cluster (passes/lower_matmul.c, load_operand).  Without a hint, one ragged row (65 to 112) of 80 to 120
 tiles over a long K runs in clusters of four sharing A (row_cluster).  For each case: the kernel compiled at the sizes given
 (with the schedule given), its kernel IR naming the tile and cluster expected, then launched on fresh random
 operands of the launch sizes into a NaN-poisoned output, within 1e-2 of the f32 reference (relative error
@@ -21,12 +21,13 @@ PP = "consumers: pingpong, tile: [64, 128, 64]"
 CASES = [
     (NT, (96, 7168, 8192), None, "", (128, 64), (1, 4)),           # the default of one ragged row of 112 tiles:
     (NT, (72, 7168, 4096), None, "", (128, 64), (1, 4)),           # rank 3's quarter of A past M, most of 2's
-    (NT, (120, 7000, 4096), None, "", (128, 64), (1, 4)),          # 110 column tiles: 2 CTAs past N
+    (NT, (112, 7000, 4096), None, "", (128, 64), (1, 4)),          # 110 column tiles: 2 CTAs past N
     (NT, (100, 7168, 4040), None, "", (128, 64), (1, 4)),          # misaligned K
     (NT, (96, 7168, 8192), (128, 6000, 8192), "", (128, 64), (1, 4)),   # run at a whole row
     (NN, (112, 6144, 4096), None, "", (128, 64), (1, 4)),          # an N-major B (not shared)
     (BIAS_GELU, (100, 5120, 4096), None, "", (128, 64), (1, 4)),
-    (NT, (128, 7168, 8192), None, "", (128, 64), None),            # controls: a whole row of 128;
+    (NT, (128, 7168, 8192), None, "", (128, 64), None),            # controls: a whole row of 128,
+    (NT, (120, 7168, 8192), None, "", (128, 64), None),            # 8 rows past M;
     (NT, (96, 8192, 8192), None, "", (128, 64), None),             # 32 clusters of 4 do not all fit at once;
     (TN, (128, 7168, 4096), None, "", (128, 64), None),            # an M-major A
     (NT, (128, 7168, 8192), None, "cluster: [2, 4], " + PP, (64, 128), (2, 4)),   # cuBLAS's 2-D cluster

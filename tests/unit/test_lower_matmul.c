@@ -1578,8 +1578,9 @@ cluster_pairs(void **state)
  * its part of B at (rank % x) x BN / x, to the ranks of its column; in one
  * dimension the mask is a constant.  The stage release counts a warpgroup
  * of every CTA of the cluster.  Without a hint, a GEMM of one ragged row of
- * 80 to 120 tiles over 64 k-steps or more runs in clusters of four sharing
- * A (row_cluster); not at a whole row of 128, 128 tiles (32 clusters of
+ * 80 to 120 tiles over 64 k-steps or more, 16 of A's 128 rows past M or
+ * more, runs in clusters of four sharing A (row_cluster); not at 113 rows
+ * or a whole row of 128, 128 tiles (32 clusters of
  * four do not all fit at once), two rows of tiles, K = 2048, an M-major A
  * (its 32-row parts would be no whole 64-wide chunks: its rows of 96 are
  * misaligned, and a cluster of two shares it), nor with a tile or cluster
@@ -1599,11 +1600,12 @@ cluster_grid(void **state)
 	} cases[] = {
 		{SIZES(96, 7168, 8192) PLAIN, 1, 4, "15", NULL, 32, 64, 8, "(row0 + (rank * 32))", NULL},
 		{SIZES(100, 5120, 4096) PLAIN, 1, 4, "15", NULL, 32, 64, 8, "(row0 + (rank * 32))", NULL},
-		{SIZES(127, 7168, 4096) PLAIN, 1, 4, "15", NULL, 32, 64, 8, "(row0 + (rank * 32))", NULL},
-		{SIZES(120, 7000, 8192) GEMM_IN "  b: {dtype: bf16, shape: [N]}\nops:\n" GEMM_MM
+		{SIZES(112, 7168, 4096) PLAIN, 1, 4, "15", NULL, 32, 64, 8, "(row0 + (rank * 32))", NULL},
+		{SIZES(104, 7000, 8192) GEMM_IN "  b: {dtype: bf16, shape: [N]}\nops:\n" GEMM_MM
 		 "  - {out: z, op: add, in: [y, b]}\noutputs:\n  z: {dtype: bf16}\n", 1, 4, "15", NULL, 32, 64, 8,
 		 "(row0 + (rank * 32))", NULL},
 		{SIZES(128, 7168, 8192) PLAIN, 1, 1, NULL, NULL, 128, 64, 256, NULL, NULL},
+		{SIZES(113, 7168, 8192) PLAIN, 1, 1, NULL, NULL, 128, 64, 256, NULL, NULL},
 		{SIZES(96, 8192, 8192) PLAIN, 1, 1, NULL, NULL, 128, 64, 256, NULL, NULL},
 		{SIZES(96, 7168, 2048) PLAIN, 1, 1, NULL, NULL, 128, 64, 256, NULL, NULL},
 		{SIZES(200, 7168, 8192) PLAIN, 1, 1, NULL, NULL, 128, 128, 256, NULL, NULL},
