@@ -1486,6 +1486,31 @@ wait_and_epilogue(Kernel *k, Stmt *tl, Stmt *w, int *at_wait, int *at_e)
 }
 
 /*
+ * SPEC (case I) lowered into a fresh fixture *T, its kernel in clusters of
+ * CM x CN CTAs (else the case fails); returns the kernel's stage-release
+ * barrier ("empty").
+ */
+static const KBar *
+clustered(Fixture **t, int i, const char *spec, int cm, int cn, Kernel **out)
+{
+	Kernel *k;
+	int j;
+
+	if (setup((void **)t) < 0)
+		fail_msg("setup");
+	if (!(k = kernel_of(*t, spec)))
+		fail_msg("case %d: %s", i, (*t)->msg);
+	if (k->cluster[0] != cm || k->cluster[1] != cn)
+		fail_msg("case %d: cluster [%d, %d], expected [%d, %d]", i, k->cluster[0], k->cluster[1], cm, cn);
+	*out = k;
+	for (j = 1; j < k->nbar; j++)
+		if (strcmp(k->bar[j].name, "empty") == 0)
+			return &k->bar[j];
+	fail_msg("case %d: no stage-release barrier", i);
+	return NULL;
+}
+
+/*
  * Clusters of two CTAs, by the hint only (without one, one CTA at any
  * size: docs/perf.md).  [2, 1] shares B: each CTA loads its half of B's slice (a
  * box of BN / 2 rows, at its rank's offset) as a multicast to both, and A
@@ -1525,17 +1550,7 @@ cluster_pairs(void **state)
 		snprintf(spec, sizeof spec, "fusion: g\nsizes: %s\ninputs:\n  x: {dtype: bf16, shape: [M, K]}\n"
 		         "  w: {dtype: bf16, shape: [N, K]}\nops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n"
 		         "outputs:\n  y: {dtype: bf16}\n%s", cases[i].sizes, cases[i].sched);
-		if (setup((void **)&t) < 0)
-			fail_msg("setup");
-		if (!(k = kernel_of(t, spec)))
-			fail_msg("case %d: %s", i, t->msg);
-		if (k->cluster[0] != cases[i].cm || k->cluster[1] != cases[i].cn)
-			fail_msg("case %d: cluster [%d, %d], expected [%d, %d]", i, k->cluster[0], k->cluster[1], cases[i].cm,
-			         cases[i].cn);
-		for (j = 1; j < k->nbar; j++)
-			if (strcmp(k->bar[j].name, "empty") == 0)
-				empty = &k->bar[j];
-		assert_non_null(empty);
+		empty = clustered(&t, i, spec, cases[i].cm, cases[i].cn, &k);
 		assert_int_equal(empty->arrivals, k->pingpong && cs == 1 ? 128 : cases[i].arrivals);
 		assert_int_equal(empty->cluster, cs > 1);
 		/* the producer's loads: A alone, B as two halves' multicast ([2, 1]); the other way for [1, 2] */
@@ -1632,17 +1647,7 @@ cluster_grid(void **state)
 		const char *cu;
 		int n, cs = cases[i].cm * cases[i].cn;
 
-		if (setup((void **)&t) < 0)
-			fail_msg("setup");
-		if (!(k = kernel_of(t, cases[i].spec)))
-			fail_msg("case %d: %s", i, t->msg);
-		if (k->cluster[0] != cases[i].cm || k->cluster[1] != cases[i].cn)
-			fail_msg("case %d: cluster [%d, %d], expected [%d, %d]", i, k->cluster[0], k->cluster[1], cases[i].cm,
-			         cases[i].cn);
-		for (j = 1; j < k->nbar; j++)
-			if (strcmp(k->bar[j].name, "empty") == 0)
-				empty = &k->bar[j];
-		assert_non_null(empty);
+		empty = clustered(&t, i, cases[i].spec, cases[i].cm, cases[i].cn, &k);
 		if (empty->arrivals != cases[i].arrivals)
 			fail_msg("case %d: the stage release counts %d arrivals, expected %d", i, empty->arrivals,
 			         cases[i].arrivals);
