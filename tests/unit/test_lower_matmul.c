@@ -58,6 +58,19 @@ kernel_of(Fixture *t, const char *spec)
 	return c->kernel;
 }
 
+/* Case I of a table: SPEC lowered into a fresh fixture *T (else the case fails); its kernel. */
+static Kernel *
+lowered(Fixture **t, int i, const char *spec)
+{
+	Kernel *k;
+
+	if (setup((void **)t) < 0)
+		fail_msg("setup");
+	if (!(k = kernel_of(*t, spec)))
+		fail_msg("case %d: %s", i, (*t)->msg);
+	return k;
+}
+
 static Stmt *
 find_kind(Stmt *block, StmtKind kind, int nth)
 {
@@ -1493,13 +1506,9 @@ wait_and_epilogue(Kernel *k, Stmt *tl, Stmt *w, int *at_wait, int *at_e)
 static const KBar *
 clustered(Fixture **t, int i, const char *spec, int cm, int cn, Kernel **out)
 {
-	Kernel *k;
+	Kernel *k = lowered(t, i, spec);
 	int j;
 
-	if (setup((void **)t) < 0)
-		fail_msg("setup");
-	if (!(k = kernel_of(*t, spec)))
-		fail_msg("case %d: %s", i, (*t)->msg);
 	if (k->cluster[0] != cm || k->cluster[1] != cn)
 		fail_msg("case %d: cluster [%d, %d], expected [%d, %d]", i, k->cluster[0], k->cluster[1], cm, cn);
 	*out = k;
@@ -2813,10 +2822,7 @@ ragged_inside(void **state)
 	int i, j, n;
 
 	for (i = 0; i < (int)countof(cases); i++) {
-		if (setup((void **)&t) < 0)
-			fail_msg("setup");
-		if (!(k = kernel_of(t, cases[i].spec)))
-			fail_msg("case %d: %s", i, t->msg);
+		k = lowered(&t, i, cases[i].spec);
 		n = lets_named(k, k->body, "row0", r, 4);
 		assert_int_equal(lets_named(k, k->body, "col0", c, 4), n);
 		assert_int_equal(n, 2);   /* the producer's tile loop and the consumers' */
@@ -2900,10 +2906,7 @@ misaligned_rows(void **state)
 		Fixture *t;
 		Kernel *k;
 
-		if (setup((void **)&t) < 0)
-			fail_msg("setup");
-		if (!(k = kernel_of(t, cases[i].spec)))
-			fail_msg("case %d: %s", i, t->msg);
+		k = lowered(&t, i, cases[i].spec);
 		if (k->cluster[0] != cases[i].cm || k->cluster[1] != cases[i].cn || k->splits != cases[i].splits)
 			fail_msg("case %d: cluster [%d, %d] split %d, expected [%d, %d] split %d", i, k->cluster[0],
 			         k->cluster[1], k->splits, cases[i].cm, cases[i].cn, cases[i].splits);
@@ -2971,10 +2974,7 @@ wave_tiles(void **state)
 		Fixture *t;
 		Kernel *k;
 
-		if (setup((void **)&t) < 0)
-			fail_msg("setup");
-		if (!(k = kernel_of(t, cases[i].spec)))
-			fail_msg("case %d: %s", i, t->msg);
+		k = lowered(&t, i, cases[i].spec);
 		if (k->tile_rows != cases[i].bm || k->tile_cols != cases[i].bn)
 			fail_msg("case %d: tile %d x %d, expected %d x %d", i, k->tile_rows, k->tile_cols, cases[i].bm,
 			         cases[i].bn);
