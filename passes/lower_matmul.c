@@ -1843,19 +1843,18 @@ lower_matmul(Comp *c, Fusion *f)
 		}
 
 	/*
-	 * Launched as a programmatic dependent: the next grid may launch at
-	 * once (its CTAs start as this one's leave the SMs, and wait for it),
-	 * and every thread waits for the grid before before anything touches
-	 * global memory, after what needs none (barrier init, map prefetch).
+	 * Launched as a programmatic dependent: every thread waits for the
+	 * grid before it before anything touches global memory, after what
+	 * needs none (barrier init, map prefetch); the next grid may launch
+	 * once each CTA's consumers are past their last tile (lower_matmul's
+	 * end), as quack does.  Launched at once, at the top, it cost 8-12%
+	 * on one wave of long k loops (1024 x 1024 x 8192; docs/perf.md).
 	 */
 	k->pdl = true;
 	{
-		Stmt *go = st_new(c, ST_GRID_DEP), *wait = st_new(c, ST_GRID_DEP);
+		Stmt *wait = st_new(c, ST_GRID_DEP);
 
-		go->flag = true;
-		go->comment = "the next kernel in the stream may launch: it waits for this one";
 		wait->comment = "the kernel before in the stream has finished, its writes visible";
-		st_append(c, k->body, go);
 		st_append(c, k->body, wait);
 	}
 
@@ -1928,6 +1927,14 @@ lower_matmul(Comp *c, Fusion *f)
 	if (f->sched.signal == SIGNAL_PER_TILE)
 		lower_signal(c, k, t.loop, t.row0, t.col0, t.bt, batch_tiles,
 		             f->sched.consumer_pos.line ? first_kloop : NULL, t.ktiles);
+	{
+		/* after the tile loop: warp_specialize gives it to the consumers, after their last tile */
+		Stmt *go = st_new(c, ST_GRID_DEP);
+
+		go->flag = true;
+		go->comment = "the next kernel in the stream may launch (its CTAs start as this one's leave, and wait for it)";
+		st_append(c, k->body, go);
+	}
 	return 0;
 }
 

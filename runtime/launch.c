@@ -438,7 +438,8 @@ rt_wait_words(const Kernel *k, const LaunchPlan *p)
  * The grid: a CTA a tile (a cluster a cluster tile), at most as many as can
  * be resident at once when the kernel is persistent (SMs x CTAs an SM; in
  * clusters, the clusters that fit, which the GPCs' SM counts decide), and
- * at most the caller's MAX_CTAS (rounded down to whole clusters).
+ * at most the caller's MAX_CTAS (rounded down to whole clusters); a
+ * stream-K kernel's is all of those, however few the tiles.
  */
 static WsfStatus
 persistent_grid(Comp *c, const Launch *l, Loaded *st, const CUlaunchConfig *cfg, const LaunchExtra *x,
@@ -470,7 +471,8 @@ persistent_grid(Comp *c, const Launch *l, Loaded *st, const CUlaunchConfig *cfg,
 	}
 	if (x && x->max_ctas && most > x->max_ctas)
 		most = x->max_ctas / n * n > 0 ? x->max_ctas / n * n : n;
-	*grid = tiles * n < most || !l->kernel->persistent ? tiles * n : most;
+	/* stream-K spreads the k-steps of fewer tiles than CTAs over them all (stream_k_plan) */
+	*grid = (tiles * n < most && !l->kernel->sk_slot) || !l->kernel->persistent ? tiles * n : most;
 	return WSF_OK;
 }
 

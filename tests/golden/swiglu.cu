@@ -67,7 +67,6 @@ wsfuse_swiglu(
         wsf_fence_mbar_init();
     }
     __syncthreads();   // barrier init visible to all threads
-    wsf_grid_launch_dependents();   // the next kernel in the stream may launch: it waits for this one
     wsf_grid_wait();   // the kernel before in the stream has finished, its writes visible
     const long long col_tiles = wsf_ceildiv(cols, 96LL);
     const long long tiles = (wsf_ceildiv(rows, 128LL) * col_tiles);
@@ -164,6 +163,7 @@ wsfuse_swiglu(
                 }
             }
         }
+        wsf_grid_launch_dependents();   // the next kernel in the stream may launch (its CTAs start as this one's leave, and wait for it)
         if (threadIdx.x % 128 == 0) {
             wsf_bulk_wait<0>();   // every store has landed
         }

@@ -1018,11 +1018,12 @@ signal_consumer_flags(void **state)
 }
 
 /*
- * Programmatic dependent launch: a matmul kernel lets the next grid launch
- * and waits for the one before, both once, at the top level after the
- * barrier init (every thread, before the roles: nothing before them touches
- * global memory), and its launch asks for programmatic stream serialization
- * unless option pdl=0 (Comp.no_pdl) says not to.
+ * Programmatic dependent launch: a matmul kernel waits for the grid before
+ * it once, at the top level after the barrier init (every thread, before
+ * the roles: nothing before them touches global memory), and lets the next
+ * grid launch once, last in the consumer role, after its tile loop; its
+ * launch asks for programmatic stream serialization unless option pdl=0
+ * (Comp.no_pdl) says not to.
  */
 static void
 pdl_launch(void **state)
@@ -1035,7 +1036,9 @@ pdl_launch(void **state)
 		Stmt *b;
 		Buf out;
 		Launch *l;
-		int i, go = -1, wait = -1, roles = -1, sync = -1;
+		int i, wait = -1, roles = -1, sync = -1;
+		Stmt *cons = NULL;
+		int loop = -1, go = -1;
 
 		if (setup((void **)&t) < 0)
 			fail_msg("setup");
@@ -1045,17 +1048,26 @@ pdl_launch(void **state)
 		assert_true(k->pdl);
 		b = k->body;
 		for (i = 0; i < b->nbody; i++) {
-			if (b->body[i]->kind == ST_GRID_DEP && b->body[i]->flag)
-				go = i;
-			else if (b->body[i]->kind == ST_GRID_DEP)
+			assert_false(b->body[i]->kind == ST_GRID_DEP && b->body[i]->flag);
+			if (b->body[i]->kind == ST_GRID_DEP)
 				wait = i;
 			else if (b->body[i]->kind == ST_ROLES)
 				roles = i;
 			else if (b->body[i]->kind == ST_SYNC && sync < 0)
 				sync = i;
 		}
-		assert_true(sync >= 0 && sync < go && go < wait && wait < roles);
+		assert_true(sync >= 0 && sync < wait && wait < roles);
 		assert_int_equal(census(b).kind[ST_GRID_DEP], 2);
+		for (i = 0; i < b->body[roles]->nbody; i++)
+			if (k->role[b->body[roles]->body[i]->role].kind == ROLE_CONSUMER)
+				cons = b->body[roles]->body[i];
+		assert_non_null(cons);
+		for (i = 0; i < cons->nbody; i++)
+			if (cons->body[i]->kind == ST_LOOP)
+				loop = i;
+			else if (cons->body[i]->kind == ST_GRID_DEP && cons->body[i]->flag)
+				go = i;
+		assert_true(loop >= 0 && go == loop + 1);   /* the tile loop, then the launch (then the stores' drain) */
 		buf_init(&out, t->c.arena);
 		assert_int_equal(codegen_emit(&t->c, &out, &l), 0);
 		assert_int_equal(l->pdl, v == 0);
