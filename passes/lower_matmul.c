@@ -801,7 +801,9 @@ split_reduce(Comp *c, const Tile *t, const Group *g)
  * owner's the last of its, so the sums are in place about when the owner
  * looks.  Runs are at least 1 / SK_PARTS of a tile and SK_MIN_STEPS long:
  * few CTAs share a tile when few tiles are left.  Only when the last wave
- * holds at most SK_LEFT_NUM / SK_LEFT_DEN of the CTAs: the runs start at
+ * holds at most SK_LEFT_NUM / SK_LEFT_DEN of the CTAs (with fewer tiles
+ * than CTAs the runtime still launches every CTA, so that all the tiles
+ * are that wave and split; persistent_grid): the runs start at
  * k-steps all different, so the CTAs at work in the split wave share no
  * operand slices in L2 as a wave of whole tiles does (L2 moved 360 MB more
  * at 4096^3, 116 tiles of 132 left, and took 3.7% more cycles; 2% fewer
