@@ -971,8 +971,9 @@ print_stats(const WsfKernel *k)
 	if (st.cluster > 1)
 		fprintf(stderr, "  clusters of %d CTAs: the persistent grid is the clusters that fit at once\n", st.cluster);
 	if (st.workspace)
-		fprintf(stderr, "  stream-K: the last wave's tiles split over the CTAs by k-steps; a workspace of %d "
-		        "bytes a CTA and 4 KiB of flags for each stream it is launched on\n", st.workspace);
+		fprintf(stderr, "  stream-K: the last wave's tiles (all, when fewer than the CTAs) split over the CTAs by "
+		        "k-steps; a workspace of %d bytes a CTA and 4 KiB of flags for each stream it is launched on\n",
+		        st.workspace);
 }
 
 static int

@@ -299,11 +299,14 @@ typedef struct WsfTensor {
  * first use.  K keeps the TMA tensor maps of its last launch and reuses
  * each one whose tensor has the same address, shape and strides (a model's
  * step after step on the same buffers), and the cluster occupancy it asked
- * the driver once.  A kernel with schedule: {stream_k: true} also keeps a
- * workspace for each stream it is launched on (WsfKernelStats.workspace
- * bytes a CTA), made at the first launch there: a stream being captured
- * into a CUDA graph cannot make one, so launch such a kernel once on that
- * stream before the capture (else WSF_ERR_USAGE).  Diagnostics go to CTX.
+ * the driver once.  A kernel that takes stream-K (schedule: {stream_k:
+ * true}, or by default for few tiles of a long K) also keeps a workspace
+ * for each stream it is launched on (WsfKernelStats.workspace bytes a CTA),
+ * made at the first launch there.  A stream being captured into a CUDA
+ * graph cannot make one: launch such a kernel once on that stream before
+ * the capture; else a first launch under capture runs every tile whole
+ * (slower, no workspace) where stream-K was the default, and is
+ * WSF_ERR_USAGE where the schedule asked for it.  Diagnostics go to CTX.
  */
 WsfStatus wsf_kernel_launch(WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int nargs,
                             void *stream);

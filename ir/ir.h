@@ -500,7 +500,10 @@ typedef enum SizeOf {
 	SZ_COLS,
 	SZ_INNER,        /* a matmul's K, the dim its operands share */
 	SZ_BATCH,        /* a batched matmul's batch: the product of the dims before M and N */
-	SZ_EPOCH         /* signal: per_tile: the value a tile's flag is set to, the caller's, new each launch */
+	SZ_EPOCH,        /* signal: per_tile: the value a tile's flag is set to, the caller's, new each launch */
+	SZ_SK_ON         /* stream-K: 1 when the launch has a workspace (PK_WORKSPACE), 0 when it has none and
+	                    every tile runs whole (a default stream-K kernel's first launch under a CUDA-graph
+	                    capture) */
 } SizeOf;
 
 typedef struct KParam {
@@ -858,6 +861,7 @@ struct Kernel {
 	int sk_slot;             /* stream-K: bytes of one CTA's partial sums in the workspace (param PK_WORKSPACE);
 	                            0: none.  The tiles of the last, partial wave are split into runs of k-steps
 	                            over the CTAs (lower_matmul.c stream_k), whose sums meet in the tile's owner */
+	int sk_parts;            /* stream-K: a run is at least 1 / sk_parts of a tile's k-steps (0: no stream-K) */
 	int splits;              /* CTAs that share each tile's k-steps (a split-K matmul: one cluster of them a tile,
 	                            ST_SPLIT_REDUCE sums the partials into rank 0, which alone runs the epilogue);
 	                            1: none.  Not with cluster[] > 1 */

@@ -455,7 +455,7 @@ kernel_print(Buf *b, const Kernel *k)
 		case PK_SIZE:
 			buf_printf(b, "  param %s: size %s\n", p->name,
 			           p->size == SZ_ROWS ? "rows" : p->size == SZ_COLS ? "cols" : p->size == SZ_BATCH ? "batch" :
-			           p->size == SZ_EPOCH ? "epoch" : "inner");
+			           p->size == SZ_EPOCH ? "epoch" : p->size == SZ_SK_ON ? "stream-K on (a workspace)" : "inner");
 			break;
 		case PK_FLAGS:
 			buf_printf(b, "  param %s: u32 flags, one an output tile\n", p->name);

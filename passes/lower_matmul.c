@@ -98,6 +98,10 @@ enum {
 	SK_PARTS = 4,                              /* stream-K: a run is at least 1 / SK_PARTS of a tile's */
 	SK_MIN_STEPS = 4,                          /* k-steps, and at least this many (stream_k_plan) */
 	SK_LEFT_NUM = 5, SK_LEFT_DEN = 8,          /* stream-K when the last wave holds at most 5 / 8 of the CTAs */
+	SK_MOST_PARTS = 16,                        /* long_k_stream: runs of at least 1 / 16 of a tile */
+	SK_RUN_STEPS = 64,                         /* and this many k-steps, */
+	SK_FEW_TILES = 8,                          /* on this many tiles or more, */
+	SK_FILL = 80,                              /* whose runs are this many or more: at 64 it tied the default */
 	TUNE_COUNT = 12                            /* lower_matmul_candidates' schedules, at most */
 };
 
@@ -286,7 +290,7 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group
 		 * (a cluster's halves, a split's partial sums, the stages, stream-K)
 		 */
 		if (*bn == BN && !pingpong && nmm == 1 && !h->cluster_pos.line && !h->signal && !fusion_waits(f) &&
-		    !h->split_pos.line && !h->stages && !h->sk_pos.line && rows > 0 && cols > 0)
+		    !h->split_pos.line && !h->stages && h->stream_k != 2 && rows > 0 && cols > 0)
 			fill_waves(rows, cols, step, tall, bm, bn);
 		return 0;
 	}
@@ -799,8 +803,9 @@ split_reduce(Comp *c, const Tile *t, const Group *g)
  * leaves its sums to the tile's owner, the CTA whose part starts the tile
  * (stream_k_meet).  A helper's part is the first of its run and the
  * owner's the last of its, so the sums are in place about when the owner
- * looks.  Runs are at least 1 / SK_PARTS of a tile and SK_MIN_STEPS long:
- * few CTAs share a tile when few tiles are left.  Only when the last wave
+ * looks.  Runs are at least 1 / Kernel.sk_parts of a tile (SK_PARTS when
+ * asked, more on few tiles: long_k_stream) and SK_MIN_STEPS long: few
+ * CTAs share a tile when few tiles are left.  Only when the last wave
  * holds at most SK_LEFT_NUM / SK_LEFT_DEN of the CTAs (with fewer tiles
  * than CTAs the runtime still launches every CTA, so that all the tiles
  * are that wave and split; persistent_grid): the runs start at
@@ -808,8 +813,9 @@ split_reduce(Comp *c, const Tile *t, const Group *g)
  * operand slices in L2 as a wave of whole tiles does (L2 moved 360 MB more
  * at 4096^3, 116 tiles of 132 left, and took 3.7% more cycles; 2% fewer
  * at 8192^3, 68 left; docs/perf.md).  The plan is lets of gridDim.x: with
- * no partial wave, or none split, sk_ctas is 0 and every CTA runs whole
- * tiles as before.  The stage counter runs on through parts of any length
+ * no partial wave, or none split, or a launch without a workspace (sk_on
+ * 0: launch.c's fallback for a default stream-K kernel), sk_ctas is 0 and
+ * every CTA runs whole tiles as before.  The stage counter runs on through parts of any length
  * (kbase, the k loop's lin).
  */
 /* A let of E called NAME at index AT of BLOCK, with COMMENT; its variable. */
@@ -830,9 +836,15 @@ stream_k_plan(Comp *c, Kernel *k, Tile *t)
 {
 	Expr *G = ex_leaf(c, EX_NCTA), *b = ex_leaf(c, EX_CTA), *kt = t->ktiles, *tiles = ex_var(c, k->ntile_var);
 	Expr *left, *steps, *runs, *len, *ctas, *dp, *mydp, *lo, *hi, *i, *sk, *j, *at, *part;
+	Expr *on = NULL;
 	Stmt *body = k->body, *loop = t->loop, *mine = NULL, *tile = NULL;
 	int n, at_tile = 0;
 
+	for (n = 1; n < k->nparam; n++)
+		if (k->param[n].kind == PK_SIZE && k->param[n].size == SZ_SK_ON)
+			on = ex_var(c, k->param[n].var);
+	if (!on)
+		return diag_internal(c, "lower_matmul", "stream-K: no sk_on param");
 	/* my_tiles (lower_tile_loop's) moves after the plan, which needs ktiles, a let after it */
 	for (n = 0; n < body->nbody; n++)
 		if (body->body[n]->kind == ST_LET && body->body[n]->var == k->niter_var)
@@ -850,15 +862,16 @@ stream_k_plan(Comp *c, Kernel *k, Tile *t)
 	left = let_at(c, k, body, body->nbody, "sk_tiles", ex_bin(c, EX_MOD, tiles, G), "stream-K: the last wave's tiles");
 	steps = ex_bin(c, EX_MUL, left, kt);
 	runs = ex_bin(c, EX_MAX, ex_bin(c, EX_MIN, G, ex_bin(c, EX_DIV, steps, ex_bin(c, EX_MAX, ex_bin(c, EX_DIV, kt,
-	                                                                         ex_int(c, SK_PARTS)), ex_int(c, SK_MIN_STEPS)))),
+	                                                                         ex_int(c, k->sk_parts)), ex_int(c, SK_MIN_STEPS)))),
 	              ex_int(c, 1));
 	len = let_at(c, k, body, body->nbody, "sk_len", ex_bin(c, EX_MAX, ex_bin(c, EX_CEILDIV, steps, runs), ex_int(c, 1)),
 	             "the k-steps of a run");
 	runs = ex_bin(c, EX_CEILDIV, steps, len);
 	ctas = let_at(c, k, body, body->nbody, "sk_ctas",
-	              ex_bin(c, EX_MUL, ex_bin(c, EX_MUL, runs, ex_bin(c, EX_LT, left, runs)),
-	                     ex_bin(c, EX_GE, ex_bin(c, EX_MUL, G, ex_int(c, SK_LEFT_NUM)),
-	                            ex_bin(c, EX_MUL, left, ex_int(c, SK_LEFT_DEN)))),
+	              ex_bin(c, EX_MUL, ex_bin(c, EX_MUL, ex_bin(c, EX_MUL, runs, ex_bin(c, EX_LT, left, runs)),
+	                                       ex_bin(c, EX_GE, ex_bin(c, EX_MUL, G, ex_int(c, SK_LEFT_NUM)),
+	                                              ex_bin(c, EX_MUL, left, ex_int(c, SK_LEFT_DEN)))),
+	                     on),
 	              "the CTAs that run them; 0: none split, all whole");
 	dp = let_at(c, k, body, body->nbody, "dp_tiles",
 	            ex_bin(c, EX_SUB, tiles, ex_bin(c, EX_MUL, ex_bin(c, EX_LT, ex_int(c, 0), ctas), left)),
@@ -901,15 +914,15 @@ stream_k_plan(Comp *c, Kernel *k, Tile *t)
 }
 
 /*
- * Does the matmul take stream-K (stream_k_plan)?  Only when the schedule
- * asks: ncu counted 1.5-2% fewer cycles at 8192^3 and 8192 x 14336 x 4096
- * in one launch, but back to back, where the H200 runs at its power cap
- * and an idle SM saves power the others spend, the default and stream-K
- * tied within 1.2% either way (docs/perf.md), while a stream-K kernel
- * needs a workspace for each stream, which a stream being captured into a
- * CUDA graph cannot allocate.  Built for one persistent mainloop of
- * cooperative warpgroups, unswapped, with no cluster, split, signal or
- * input that waits.  1, 0, or -1 for a hint it cannot honour.
+ * Does the matmul take stream-K (stream_k_plan)?  When the schedule asks,
+ * or by default for few tiles of a long K (long_k_stream); not for the last
+ * wave of many tiles: ncu counted 1.5-2% fewer cycles at 8192^3 and 8192 x
+ * 14336 x 4096 in one launch, but back to back, where the H200 runs at its
+ * power cap and an idle SM saves power the others spend, the default and
+ * stream-K tied within 1.2% either way (docs/perf.md).  Built for one
+ * persistent mainloop of cooperative warpgroups, unswapped, with no
+ * cluster, split, signal or input that waits.  1, 0, or -1 for a hint it
+ * cannot honour.
  */
 static int
 choose_stream_k(Comp *c, const Fusion *f, const Kernel *k, int ng)
@@ -917,7 +930,7 @@ choose_stream_k(Comp *c, const Fusion *f, const Kernel *k, int ng)
 	const Schedule *h = &f->sched;
 	const char *why = NULL;
 
-	if (h->stream_k != 2)
+	if (!k->sk_parts)
 		return 0;
 	if (!k->persistent)
 		why = "with one CTA a tile (persistent: false)";
@@ -938,6 +951,56 @@ choose_stream_k(Comp *c, const Fusion *f, const Kernel *k, int ng)
 	if (why)
 		return unbuilt(c, h->sk_pos, "stream_k %s is not implemented yet", why);
 	return 1;
+}
+
+/*
+ * Stream-K without a hint, for few tiles of a long K: a weight gradient's
+ * 1024 x 1024 x 65536 is 32 tiles of 128 x 256 for 132 SMs, each of 1024
+ * k-steps, and a tile a CTA leaves most SMs idle however the tile is cut
+ * (cuBLAS splits K there: 256 x 128 tiles in clusters of two and a reduce
+ * kernel).  The tile is the narrower of 128 x 128 and 128 x 256 whose
+ * tiles, SK_PARTS parts each, fit TILE_TARGET, and the parts as many as
+ * fill the SMs (TILE_TARGET / tiles, at most SK_MOST_PARTS) with runs of
+ * SK_RUN_STEPS k-steps or more: a tile's owner adds the other parts' sums
+ * one after another (64 KiB each at 128 x 128), which cost as much as it
+ * saved at runs of 32 (256 x 512 x 32768 in sixteenths: 0.645 -> 0.628x
+ * cuBLAS).  Only where the runs are SK_FILL or more (at 64 it tied split-K
+ * or whole tiles: 256 x 512 x 32768, 512 x 512 x 16384) and the tiles
+ * SK_FEW_TILES or more.  With L2 flushed, cuBLAS / wsfuse on an H200:
+ * 1024 x 1024 x 16384 0.72 -> 0.94, x 65536 0.60 -> 0.93, 512 x 512 x
+ * 65536 (eighths) 0.47 -> 0.73, 128 x 1280 x 32768 0.66 -> 0.83
+ * (docs/perf.md).  A single matmul, neither swapped, ping-pong nor
+ * batched, with no hint that bears on it, and rows that start 128-byte
+ * aligned (else misaligned_cluster's cluster).  The choice is made at the
+ * spec's sizes, like the tile's.  Sets T's tile and K->sk_parts.
+ */
+static void
+long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const Tensor *a, const Tensor *b,
+              const Tensor *d)
+{
+	const Schedule *h = &f->sched;
+	int64_t rows = out_rows(f, d), cols = dim_value(f, d->dim[d->rank - 1]), tiles = 0, parts;
+	int64_t steps = (dim_value(f, a->dim[a->rank - (t->akm ? 1 : 2)]) + BK - 1) / BK;
+	int64_t ia = dim_value(f, a->dim[a->rank - 1]), ib = dim_value(f, b->dim[b->rank - 1]);
+	int bytes = dtype_info[a->dtype].bytes, bn;
+
+	if (h->sk_pos.line || h->ntile || h->consumers || h->cluster_pos.line || h->split_pos.line || h->swap_pos.line ||
+	    h->signal || h->consumer_pos.line || h->persistent == 1 || fusion_waits(f) || ng != 1 || g->n != 1 ||
+	    k->batched || rows <= 0 || cols <= 0 || steps <= 0 || ia <= 0 || ib <= 0 || ia * bytes % 128 ||
+	    ib * bytes % 128)
+		return;
+	for (bn = BN / 2; bn <= BN; bn *= 2)
+		if ((tiles = (rows + BM - 1) / BM * ((cols + bn - 1) / bn)) * SK_PARTS <= TILE_TARGET)
+			break;
+	if (bn > BN || tiles < SK_FEW_TILES)
+		return;
+	parts = TILE_TARGET / tiles < SK_MOST_PARTS ? TILE_TARGET / tiles : SK_MOST_PARTS;
+	parts = steps / SK_RUN_STEPS < parts ? steps / SK_RUN_STEPS : parts;
+	if (parts < SK_PARTS || tiles * parts < SK_FILL)
+		return;
+	t->bm = BM;
+	t->bn = bn;
+	k->sk_parts = (int)parts;
 }
 
 /*
@@ -1416,7 +1479,7 @@ row_cluster(const Fusion *f, Kernel *k, const Tile *t, const Group *g, int ng, c
 	int64_t rows = out_rows(f, d), cols = dim_value(f, d->dim[d->rank - 1]), tiles;
 	int64_t K = dim_value(f, a->dim[a->rank - 1]);
 
-	if (h->cluster_pos.line || h->ntile || h->consumers || h->stages || h->split_pos.line || h->sk_pos.line ||
+	if (h->cluster_pos.line || h->ntile || h->consumers || h->stages || h->split_pos.line || k->sk_parts ||
 	    h->signal || h->consumer_pos.line || k->waits || ng != 1 || g->n != 1 || k->batched || k->swap_ab ||
 	    k->pingpong || k->splits > 1 || t->bm != BM || !t->akm || rows <= 0 || rows > BM - ROW_PAST || cols <= 0 ||
 	    K <= 0)
@@ -1453,7 +1516,7 @@ misaligned_cluster(const Fusion *f, Kernel *k, const Tile *t, const Group *g, in
 	bool ma = ia > 0 && ia * bytes % 128 != 0, mb = ib > 0 && ib * bytes % 128 != 0;
 	bool b_first = mb && (!ma || brows >= t->bm);   /* of the misaligned, the one with more rows */
 
-	if (h->cluster_pos.line || ng != 1 || k->batched || k->swap_ab || k->splits > 1 || h->stream_k == 2 ||
+	if (h->cluster_pos.line || ng != 1 || k->batched || k->swap_ab || k->splits > 1 || k->sk_parts ||
 	    h->signal || h->consumer_pos.line || k->waits || kernel_cluster_ctas(k) > 1)
 		return;
 	for (i = 0; i < 2; i++) {
@@ -1550,7 +1613,7 @@ choose_split(Comp *c, const Fusion *f, Kernel *k, Tile *t, const Group *g, int n
 		int64_t rt = (rows + BM / 2 - 1) / (BM / 2);
 		int n;
 
-		if (h->ntile || h->consumers || h->consumer_pos.line || h->stream_k == 2 || g->n > 1 || k->pingpong ||
+		if (h->ntile || h->consumers || h->consumer_pos.line || k->sk_parts || g->n > 1 || k->pingpong ||
 		    t->bm != BM)
 			return 0;
 		for (n = CHUNK; n <= 2 * CHUNK && k->splits < 2; n *= 2)
@@ -1664,6 +1727,10 @@ lower_matmul(Comp *c, Fusion *f)
 	if (!k->swap_ab && choose_tile(c, f, d, k->pingpong, group_pp, g[0].mm[0], g[0].n, kmajor_b,
 	                               ng == 1 && !full_inputs(f, g, ng, d), &t.bm, &t.bn, &t.bk))
 		return -1;
+	if (f->sched.stream_k == 2)
+		k->sk_parts = SK_PARTS;
+	else if (!k->swap_ab && !k->pingpong)
+		long_k_stream(f, k, &t, g, ng, a, b, d);
 	if (choose_cluster(c, f, k, &t, op) < 0)
 		return -1;
 	k->row_blocks = k->swap_ab ? 1 : t.bm / (k->pingpong ? 64 : 128);
@@ -1793,8 +1860,12 @@ lower_matmul(Comp *c, Fusion *f)
 	}
 	if (f->sched.consumer_pos.line && consumer_reads(c, f, k) < 0)
 		return -1;
-	if (k->sk_slot)
+	if (k->sk_slot) {
 		kernel_add_param(c, k, PK_WORKSPACE, "sk_work");
+		j = kernel_add_param(c, k, PK_SIZE, "sk_on");
+		k->param[j].size = SZ_SK_ON;
+		k->param[j].var = kernel_add_var(c, k, "sk_on");
+	}
 	lower_size_params(c, k);
 	if (k->batched) {
 		int p = kernel_add_param(c, k, PK_SIZE, "batch");
@@ -2006,10 +2077,11 @@ lower_matmul_candidates(const Fusion *f, Schedule *out, int max)
 		s.swap_pos = f->pos;
 		out[n++] = s;
 	}
-	/* stream-K's last wave, where the GPU is not held to its power cap (choose_stream_k) */
-	if (!h->sk_pos.line && n < max) {
+	/* stream-K's last wave, where the GPU is not held to its power cap (choose_stream_k); and none, where
+	   the default takes it (long_k_stream) */
+	for (i = 2; i >= 1 && !h->sk_pos.line && n < max; i--) {
 		s = *h;
-		s.stream_k = 2;
+		s.stream_k = i;
 		s.sk_pos = f->pos;
 		out[n++] = s;
 	}

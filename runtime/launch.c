@@ -527,7 +527,9 @@ cached_map(Comp *c, Loaded *st, int i, const char *name, const TmapParams *p, vo
  * run in turn, while two streams' could run at once and share the flags.
  * A larger grid than before (max_ctas raised) gets a larger one once the
  * stream's launches are done.  A stream that is being captured into a
- * CUDA graph cannot allocate: a first launch must come before the capture.
+ * CUDA graph cannot allocate: a first launch must come before the capture,
+ * else *OUT is 0 when the kernel took stream-K by default (the launch then
+ * runs every tile whole: sk_on 0), and an error when the schedule asked.
  */
 static WsfStatus
 stream_workspace(Comp *c, const Launch *l, Loaded *st, CUstream stream, int64_t grid, CUdeviceptr *out)
@@ -546,7 +548,11 @@ stream_workspace(Comp *c, const Launch *l, Loaded *st, CUstream stream, int64_t 
 		*out = w->ptr;
 		return WSF_OK;
 	}
-	if (d->cuStreamIsCapturing(stream, &cap) == CUDA_SUCCESS && cap != CU_STREAM_CAPTURE_STATUS_NONE)
+	*out = 0;
+	if (d->cuStreamIsCapturing(stream, &cap) == CUDA_SUCCESS && cap != CU_STREAM_CAPTURE_STATUS_NONE &&
+	    l->fusion->sched.stream_k != 2)
+		return WSF_OK;
+	if (cap != CU_STREAM_CAPTURE_STATUS_NONE)
 		return diag_error(c, l->fusion->pos, "kernel '%s' takes stream-K, whose workspace (%zu bytes) a stream "
 		                  "being captured into a CUDA graph cannot allocate: launch it once on this stream before "
 		                  "the capture, or write schedule: {stream_k: false}", l->fusion->name, need),
@@ -579,6 +585,42 @@ stream_workspace(Comp *c, const Launch *l, Loaded *st, CUstream stream, int64_t 
 	return WSF_OK;
 }
 
+/*
+ * Stream-K's part of a launch on GRID CTAs (persistent_grid: all the GPU
+ * holds): the workspace in *WORK, or 0 with *GRID the whole tiles' grid
+ * where a kernel that took stream-K by default cannot have one (a first
+ * launch under a CUDA-graph capture) or its plan cannot run (more CTAs
+ * than SK_MAX_CTAS, or a K too long for its 32-bit division): its tiles
+ * then run whole, as without stream-K.  Where the schedule asked for it,
+ * those are errors.
+ */
+static WsfStatus
+stream_k_launch(Comp *c, const Launch *l, Loaded *st, CUstream stream, const LaunchPlan *plan, int64_t *grid,
+                CUdeviceptr *work)
+{
+	bool asked = l->fusion->sched.stream_k == 2;
+	/* the plan divides k-step counts up to (grid + 1) x ktiles in 32 bits (emit.c's wsf_udiv) */
+	bool many = *grid > SK_MAX_CTAS, long_k = (*grid + 1) * plan->inner >= ((int64_t)1 << 31);
+	WsfStatus s;
+
+	*work = 0;
+	if (asked && many)
+		return diag_error(c, l->fusion->pos, "kernel '%s': stream-K takes at most %d CTAs, and this GPU holds %lld; "
+		                  "launch it with max_ctas, or write schedule: {stream_k: false}", l->fusion->name,
+		                  SK_MAX_CTAS, (long long)*grid),
+		       WSF_ERR_INPUT;
+	if (asked && long_k)
+		return diag_error(c, l->fusion->pos, "kernel '%s': K of %lld is too long for stream-K on %lld CTAs (at most "
+		                  "%lld); write schedule: {stream_k: false}", l->fusion->name, (long long)plan->inner,
+		                  (long long)*grid, (long long)((((int64_t)1 << 31) - 1) / (*grid + 1))),
+		       WSF_ERR_INPUT;
+	if (!many && !long_k && (s = stream_workspace(c, l, st, stream, *grid, work)) != WSF_OK)
+		return s;
+	if (!*work && plan->tiles < *grid)   /* whole tiles: one CTA each */
+		*grid = plan->tiles;
+	return WSF_OK;
+}
+
 WsfStatus
 rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfTensor *args, int nargs,
           CUstream stream, const LaunchExtra *x)
@@ -587,7 +629,7 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 	LaunchPlan plan;
 	CUtensorMap *maps = NULL;
 	void **kargs;
-	int64_t *sizes, grid;
+	int64_t *sizes, grid, sk_on = 0;
 	CUlaunchConfig cfg;
 	CUlaunchAttribute attr[2];
 	CUdeviceptr work = 0;
@@ -642,6 +684,10 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 			kargs[i - 1] = (void *)&args[p->arg].data;
 			break;
 		case PK_SIZE:
+			if (p->size == SZ_SK_ON) {   /* once the workspace is known, below */
+				kargs[i - 1] = &sk_on;
+				break;
+			}
 			sizes[i] = p->size == SZ_ROWS ? plan.rows : p->size == SZ_INNER ? plan.inner :
 			           p->size == SZ_BATCH ? plan.batch : p->size == SZ_EPOCH ? (int64_t)x->epoch : plan.cols;
 			kargs[i - 1] = &sizes[i];
@@ -680,19 +726,9 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 	}
 	if ((s = persistent_grid(c, l, *state, &cfg, x, plan.tiles, &grid)) != WSF_OK)
 		return s;
-	cfg.gridDimX = (unsigned)grid;
-	/* stream-K's plan divides k-step counts up to (grid + 1) x ktiles in 32 bits (emit.c's wsf_udiv) */
-	if (k->sk_slot && grid > SK_MAX_CTAS)
-		return diag_error(c, l->fusion->pos, "kernel '%s': stream-K takes at most %d CTAs, and this GPU holds %lld; "
-		                  "launch it with max_ctas, or write schedule: {stream_k: false}", l->fusion->name,
-		                  SK_MAX_CTAS, (long long)grid),
-		       WSF_ERR_INPUT;
-	if (k->sk_slot && (grid + 1) * plan.inner >= ((int64_t)1 << 31))
-		return diag_error(c, l->fusion->pos, "kernel '%s': K of %lld is too long for stream-K on %lld CTAs (at most "
-		                  "%lld); write schedule: {stream_k: false}", l->fusion->name, (long long)plan.inner,
-		                  (long long)grid, (long long)((((int64_t)1 << 31) - 1) / (grid + 1))),
-		       WSF_ERR_INPUT;
-	if (k->sk_slot && (s = stream_workspace(c, l, *state, stream, grid, &work)) != WSF_OK)
+	if (k->sk_slot && (s = stream_k_launch(c, l, *state, stream, &plan, &grid, &work)) != WSF_OK)
 		return s;
+	sk_on = work != 0;
+	cfg.gridDimX = (unsigned)grid;
 	return rt_check(c, d, d->cuLaunchKernelEx(&cfg, (*state)->fn, kargs, NULL), "cuLaunchKernelEx");
 }

@@ -12,6 +12,9 @@ below 1e-2):
             workspace grows;
   capture   a first launch on a stream being captured into a CUDA graph: a wsfuse.Error that says
             to launch once before the capture; after one launch on that stream, captured and replayed.
+  default   without a hint, 512 x 1024 x 16384 takes stream-K (32 tiles of 128 x 128 in quarters):
+            a first launch under capture runs every tile whole (no workspace, no error), replayed;
+            launched on a stream (split), then captured there and replayed (split, its workspace).
 Prints one line a case and "N passed, N failed"; exits 1 on a failure.
 """
 import sys
@@ -81,6 +84,30 @@ def main():
         e = gemm_error(y, x, w)
         report("capture", e < 1e-2, f"launched once on the stream, then captured and replayed 3 times, "
                f"relative error {e:.1e}")
+
+    m, n, k = 512, 1024, 16384
+    with wsfuse.Context(lib=lib, sizes={"M": m, "N": n, "K": k}) as ctx:
+        g = ctx.compile_string(gemm_spec(name="gemm_long_k"), name="gemm_long_k.yaml")
+        report("default", "sk_on" in g.text("cuda"), f"{m} x {n} x {k} without a hint takes stream-K")
+        x, w = bf16(m, k), bf16(n, k) / k ** 0.5
+        errs, side = [], torch.cuda.Stream()
+        for first in (True, False):   # a stream with no workspace; then one launched on first
+            y = poisoned(m, n)
+            if not first:
+                with torch.cuda.stream(side):
+                    g.launch(x, w, y)
+                torch.cuda.synchronize()
+                errs.append(gemm_error(y, x, w))
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, stream=side):
+                g.launch(x, w, y)
+            y.fill_(float("nan"))
+            for _ in range(3):
+                graph.replay()
+            torch.cuda.synchronize()
+            errs.append(gemm_error(y, x, w))
+        report("default", max(errs) < 1e-2, "captured first (whole tiles), launched, captured again (split), "
+               "relative errors " + ", ".join(f"{e:.1e}" for e in errs))
     return report.done()
 
 

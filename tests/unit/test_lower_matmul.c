@@ -2043,19 +2043,23 @@ stream_k(void **state)
 	static const struct {
 		int64_t m, n, k, grid;
 		bool split;   /* some tile is split into parts */
+		bool off;     /* launched without a workspace: sk_on 0 */
 	} runs[] = {
-		{8192, 8192, 8192, 132, true},      /* 2048 tiles: 15 waves and 68 */
-		{4096, 4096, 4096, 132, false},     /* 512: 3 and 116, more than 5 / 8 of the CTAs: whole */
-		{8192, 14336, 4096, 132, true},     /* 3584: 27 and 20, runs of 16 k-steps (a quarter) over 80 CTAs */
-		{16384, 1024, 8192, 132, false},    /* 512 */
-		{8448, 8192, 8192, 132, false},     /* 2112: 16 whole waves */
-		{8192, 8192, 8192, 100, true},      /* 48 left */
-		{1000, 3000, 640, 13, true},        /* edges: 8 x 12 tiles, 5 left, 10 k-steps */
-		{300, 5000, 4160, 7, true},         /* 60 tiles: 4 left, 65 k-steps */
-		{128, 256, 64, 1, false},           /* one tile */
-		{4096, 4096, 128, 100, false},      /* 2 k-steps: runs of 4 would be whole tiles */
-		{4096, 4096, 1024, 100, true},      /* 12 left, runs of 4 over 48 CTAs */
-		{640, 768, 8192, 6, true},          /* 15 tiles: 3 left */
+		{8192, 8192, 8192, 132, true, false},      /* 2048 tiles: 15 waves and 68 */
+		{4096, 4096, 4096, 132, false, false},     /* 512: 3 and 116, more than 5 / 8 of the CTAs: whole */
+		{8192, 14336, 4096, 132, true, false},     /* 3584: 27 and 20, runs of 16 k-steps (a quarter) over 80 CTAs */
+		{16384, 1024, 8192, 132, false, false},    /* 512 */
+		{8448, 8192, 8192, 132, false, false},     /* 2112: 16 whole waves */
+		{8192, 8192, 8192, 100, true, false},      /* 48 left */
+		{1000, 3000, 640, 13, true, false},        /* edges: 8 x 12 tiles, 5 left, 10 k-steps */
+		{300, 5000, 4160, 7, true, false},         /* 60 tiles: 4 left, 65 k-steps */
+		{128, 256, 64, 1, false, false},           /* one tile */
+		{4096, 4096, 128, 100, false, false},      /* 2 k-steps: runs of 4 would be whole tiles */
+		{4096, 4096, 1024, 100, true, false},      /* 12 left, runs of 4 over 48 CTAs */
+		{640, 768, 8192, 6, true, false},          /* 15 tiles: 3 left */
+		{8192, 8192, 8192, 132, false, true},      /* no workspace: all whole */
+		{1024, 1024, 65536, 32, false, true},      /* 32 tiles on 32 CTAs (launch.c's grid without one) */
+		{1024, 1024, 65536, 132, true, false},     /* on 132: all split */
 	};
 	static const Refusal refused[] = {
 		{"{stream_k: true, consumers: pingpong}", "stream_k with ping-pong consumers is not implemented yet", true},
@@ -2079,7 +2083,8 @@ stream_k(void **state)
 	if (!k)
 		fail_msg("%s", t->msg);
 	assert_int_equal(k->sk_slot, 256 * 128 * 4);   /* 128 accumulator registers a consumer thread */
-	assert_int_equal(k->param[k->nparam - 4].kind, PK_WORKSPACE);
+	assert_int_equal(k->param[k->nparam - 5].kind, PK_WORKSPACE);
+	assert_int_equal(k->param[k->nparam - 4].size, SZ_SK_ON);   /* 0: no workspace, every tile whole */
 	roles = find_kind(k->body, ST_ROLES, 0);
 	tl = find_kind(roles->body[1], ST_LOOP, 1);
 	kl = find_kind(tl, ST_LOOP, 0);
@@ -2109,7 +2114,7 @@ stream_k(void **state)
 
 		tiles = (M + 127) / 128 * ((N + 255) / 256);
 		kt = (K + 63) / 64;
-		grid = tiles < runs[r].grid ? tiles : runs[r].grid;
+		grid = runs[r].grid;   /* every CTA, however few the tiles (launch.c persistent_grid) */
 		cover = calloc((size_t)(tiles * kt), sizeof *cover);
 		owner = calloc((size_t)tiles, sizeof *owner);
 		help = calloc((size_t)tiles, sizeof *help);
@@ -2127,8 +2132,9 @@ stream_k(void **state)
 			env.v[k->rows_var] = M, env.set[k->rows_var] = true;
 			env.v[k->cols_var] = N, env.set[k->cols_var] = true;
 			for (i = 1; i < k->nparam; i++)
-				if (k->param[i].kind == PK_SIZE && k->param[i].size == SZ_INNER)
-					env.v[k->param[i].var] = K, env.set[k->param[i].var] = true;
+				if (k->param[i].kind == PK_SIZE && (k->param[i].size == SZ_INNER || k->param[i].size == SZ_SK_ON))
+					env.v[k->param[i].var] = k->param[i].size == SZ_INNER ? K : !runs[r].off,
+					env.set[k->param[i].var] = true;
 			for (i = 0; i < k->body->nbody; i++)
 				if (k->body->body[i]->kind == ST_LET)
 					let_in(k, k->body->body[i], &env);
@@ -2467,7 +2473,8 @@ lowers_as(const char *spec, const Schedule *s)
 /*
  * The measured choice's candidates: the spec's schedule first, then one
  * more hint each where the spec leaves it open (three tiles, ping-pong
- * 128 x 192, a cluster, three K splits, swap_ab off: 10 for a plain gemm);
+ * 128 x 192, a cluster, three K splits, swap_ab off, stream-K on and off:
+ * 12 for a plain gemm);
  * a tile hint removes the tiles and the ping-pong one, a kernel that
  * signals has only its own.  Each candidate that the
  * spec's sizes allow lowers (a K split of 4 with a 128 x 256 tile, say,
@@ -2477,7 +2484,7 @@ static void
 tune_candidates(void **state)
 {
 	static const char *const sched[] = {"", "schedule: {tile: [128, 128, 64]}\n", "schedule: {signal: per_tile}\n"};
-	static const int want[] = {11, 7, 1};
+	static const int want[] = {12, 8, 1};
 	Schedule cand[12];
 	Fixture *t;
 	Kernel *k;
@@ -2978,6 +2985,7 @@ wave_tiles(void **state)
 		{SIZES(2048, 1280, 8192) PLAIN "schedule: {stages: 3}\n", 128, 256},
 		{SIZES(2048, 1280, 8192) PLAIN "schedule: {split_k: 1}\n", 128, 256},
 		{SIZES(2048, 1280, 8192) PLAIN "schedule: {stream_k: true}\n", 128, 256},
+		{SIZES(2048, 1280, 8192) PLAIN "schedule: {stream_k: false}\n", 128, 160},   /* the default's */
 		{SIZES(2048, 1280, 8192) PLAIN "schedule: {signal: per_tile}\n", 128, 256},
 	};
 	int i;
@@ -2993,6 +3001,86 @@ wave_tiles(void **state)
 		teardown((void **)&t);
 	}
 	(void)state;
+#undef NMAJOR
+#undef SIZES
+#undef PLAIN
+}
+
+/*
+ * long_k_stream: without a hint, stream-K for 8 to 33 tiles (of 128 x 128,
+ * else 128 x 256), in runs of 1 / parts of a tile with tiles x parts about
+ * the SMs (132 / tiles, 4 to 16) and runs of 64 k-steps or more, 80 runs
+ * or more; not on more tiles, fewer, a shorter K, fewer runs, rows that do
+ * not start 128-byte aligned (a cluster instead), a swapped GEMM, one CTA
+ * a tile, or a hint that bears on it.
+ */
+static void
+long_k_default(void **state)
+{
+#define PLAIN GEMM_IN "ops:\n" GEMM_MM "outputs:\n  y: {dtype: bf16}\n"
+#define SIZES(m, n, k) "fusion: gemm\nsizes: {M: " #m ", N: " #n ", K: " #k "}\n"
+#define NMAJOR "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [K, N]}\n" \
+	       "ops:\n  - {out: y, op: matmul, in: [x, w]}\noutputs:\n  y: {dtype: bf16}\n"
+#define WGRAD "inputs:\n  x: {dtype: bf16, shape: [K, M]}\n  w: {dtype: bf16, shape: [K, N]}\n" \
+	      "ops:\n  - {out: y, op: matmul, in: [x, w], transpose_a: true}\noutputs:\n  y: {dtype: bf16}\n"
+	static const struct {
+		const char *spec;
+		int parts, bn;   /* parts 0: no stream-K */
+	} cases[] = {
+		{SIZES(1024, 1024, 65536) PLAIN, 4, 256},      /* 32 tiles: 128 CTAs */
+		{SIZES(1024, 1024, 16384) PLAIN, 4, 256},
+		{SIZES(512, 1024, 65536) PLAIN, 4, 128},       /* 32 of 128 x 128 */
+		{SIZES(512, 512, 65536) PLAIN, 8, 128},        /* 16: eighths */
+		{SIZES(256, 512, 65536) PLAIN, 16, 128},       /* 8: sixteenths */
+		{SIZES(128, 1280, 32768) PLAIN, 8, 128},       /* 10: eighths (runs of 64 k-steps), 80 runs */
+		{SIZES(256, 512, 32768) PLAIN, 0, 0},          /* eighths, 64 runs */
+		{SIZES(512, 512, 16384) PLAIN, 0, 0},          /* quarters, 64 runs */
+		{SIZES(1000, 1000, 20480) PLAIN, 4, 256},      /* 8 x 4 ragged tiles */
+		{SIZES(1024, 1024, 65536) NMAJOR, 4, 256},
+		{SIZES(1024, 1024, 65536) WGRAD, 4, 256},      /* A M-major, B N-major: a weight gradient */
+		{SIZES(1024, 1024, 65536) GEMM_IN "  b: {dtype: bf16, shape: [N]}\nops:\n" GEMM_MM
+		 "  - {out: z, op: add, in: [y, b]}\noutputs:\n  z: {dtype: bf16}\n", 4, 256},
+		{SIZES(1024, 1024, 8192) PLAIN, 0, 0},         /* K short of 16384 */
+		{SIZES(1024, 1024, 16320) PLAIN, 0, 0},
+		{SIZES(256, 256, 65536) PLAIN, 0, 0},          /* 4 tiles */
+		{SIZES(2048, 1024, 32768) PLAIN, 0, 0},        /* 64 tiles of 128 x 256 */
+		{SIZES(1024, 2048, 16384) PLAIN, 0, 0},
+		{SIZES(1024, 1024, 16392) PLAIN, 0, 0},        /* rows of 32784 bytes: a cluster */
+		{SIZES(16, 4096, 65536) PLAIN, 0, 0},          /* swapped */
+		{SIZES(1024, 1024, 65536) PLAIN "schedule: {stream_k: false}\n", 0, 0},
+		{SIZES(1024, 1024, 65536) PLAIN "schedule: {tile: [128, 256, 64]}\n", 0, 0},
+		{SIZES(1024, 1024, 65536) PLAIN "schedule: {split_k: 1}\n", 0, 0},
+		{SIZES(1024, 1024, 65536) PLAIN "schedule: {persistent: false}\n", 0, 0},
+		{SIZES(1024, 1024, 65536) PLAIN "schedule: {cluster: [1, 1]}\n", 0, 0},
+		{SIZES(1024, 1024, 65536) PLAIN "schedule: {signal: per_tile}\n", 0, 0},
+		{SIZES(1024, 1024, 65536) PLAIN "schedule: {stream_k: true}\n", 4, 64},    /* the hint: the default tile */
+	};
+	int i;
+
+	for (i = 0; i < (int)countof(cases); i++) {
+		Fixture *t;
+		Kernel *k = lowered(&t, i, cases[i].spec);
+
+		if (k->sk_parts != cases[i].parts || (k->sk_slot > 0) != (cases[i].parts > 0) ||
+		    (cases[i].parts && (k->tile_rows != 128 || k->tile_cols != cases[i].bn || k->splits != 1 ||
+		                        k->cluster[0] * k->cluster[1] != 1 || k->pingpong || k->swap_ab)))
+			fail_msg("case %d: parts %d, slot %d, tile %d x %d, splits %d, cluster %d x %d; expected parts %d at "
+			         "128 x %d", i, k->sk_parts, k->sk_slot, k->tile_rows, k->tile_cols, k->splits, k->cluster[0],
+			         k->cluster[1], cases[i].parts, cases[i].bn);
+		if (cases[i].parts) {   /* the plan cuts runs of 1 / parts of a tile */
+			char want[64];
+			Buf b;
+
+			buf_init(&b, t->c.arena);
+			kernel_print(&b, k);
+			snprintf(want, sizeof want, "(ktiles / %d)", cases[i].parts);
+			if (!strstr(buf_str(&b), want))
+				fail_msg("case %d: no %s in\n%s", i, want, buf_str(&b));
+		}
+		teardown((void **)&t);
+	}
+	(void)state;
+#undef WGRAD
 #undef NMAJOR
 #undef SIZES
 #undef PLAIN
@@ -3067,6 +3155,7 @@ main(void)
 		cmocka_unit_test(swapped),
 		cmocka_unit_test(split_k),
 		cmocka_unit_test_setup_teardown(stream_k, setup, teardown),
+		cmocka_unit_test(long_k_default),
 		cmocka_unit_test(tune_candidates),
 		cmocka_unit_test(cooperative_256),
 		cmocka_unit_test(wait_per_tile),
