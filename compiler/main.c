@@ -960,6 +960,9 @@ print_stats(const WsfKernel *k)
 	if (st.tiles < 0)
 		fprintf(stderr, "  grid: %s; the tiles depend on sizes not bound here:%s\n",
 		        st.persistent ? "persistent over tiles" : "one CTA a tile", sizes);
+	else if (st.persistent && st.workspace && st.ctas_per_sm >= 0)   /* stream-K: every CTA (launch.c) */
+		fprintf(stderr, "  grid: SMs x %d CTAs, persistent over %" PRId64 " tiles, at%s\n", st.ctas_per_sm,
+		        st.tiles, sizes);
 	else if (st.persistent && st.ctas_per_sm >= 0)
 		fprintf(stderr, "  grid: min(%" PRId64 " tiles, SMs x %d) CTAs, persistent over tiles, at%s\n",
 		        st.tiles, st.ctas_per_sm, sizes);
