@@ -815,8 +815,8 @@ split_reduce(Comp *c, const Tile *t, const Group *g)
  * at 8192^3, 68 left; docs/perf.md).  The plan is lets of gridDim.x: with
  * no partial wave, or none split, or a launch without a workspace (sk_on
  * 0: launch.c's fallback for a default stream-K kernel), sk_ctas is 0 and
- * every CTA runs whole tiles as before.  The stage counter runs on through parts of any length
- * (kbase, the k loop's lin).
+ * every CTA runs whole tiles as before.  The stage counter runs on
+ * through parts of any length (kbase, the k loop's lin).
  */
 /* A let of E called NAME at index AT of BLOCK, with COMMENT; its variable. */
 static Expr *
@@ -861,8 +861,10 @@ stream_k_plan(Comp *c, Kernel *k, Tile *t)
 
 	left = let_at(c, k, body, body->nbody, "sk_tiles", ex_bin(c, EX_MOD, tiles, G), "stream-K: the last wave's tiles");
 	steps = ex_bin(c, EX_MUL, left, kt);
-	runs = ex_bin(c, EX_MAX, ex_bin(c, EX_MIN, G, ex_bin(c, EX_DIV, steps, ex_bin(c, EX_MAX, ex_bin(c, EX_DIV, kt,
-	                                                                         ex_int(c, k->sk_parts)), ex_int(c, SK_MIN_STEPS)))),
+	/* runs of at least 1 / sk_parts of a tile and SK_MIN_STEPS */
+	runs = ex_bin(c, EX_MAX, ex_bin(c, EX_MIN, G, ex_bin(c, EX_DIV, steps,
+	                                                     ex_bin(c, EX_MAX, ex_bin(c, EX_DIV, kt, ex_int(c, k->sk_parts)),
+	                                                            ex_int(c, SK_MIN_STEPS)))),
 	              ex_int(c, 1));
 	len = let_at(c, k, body, body->nbody, "sk_len", ex_bin(c, EX_MAX, ex_bin(c, EX_CEILDIV, steps, runs), ex_int(c, 1)),
 	             "the k-steps of a run");

@@ -27,6 +27,19 @@ M, N, K = 2176, 2048, 320
 GEMM = gemm_spec("stream_k: true", "gemm_sk")
 
 
+def replayed(g, x, w, y, stream):
+    """G's launch on x, w into y captured into a CUDA graph on STREAM, y poisoned, the graph replayed 3
+    times; the relative error of y."""
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        g.launch(x, w, y)
+    y.fill_(float("nan"))
+    for _ in range(3):
+        graph.replay()
+    torch.cuda.synchronize()
+    return gemm_error(y, x, w)
+
+
 def main():
     lib, report = library(), Tally()
     nan = lambda: poisoned(M, N)   # noqa: E731
@@ -74,14 +87,7 @@ def main():
         with torch.cuda.stream(side):
             g.launch(x, w, y)
         torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=side):
-            g.launch(x, w, y)
-        y.fill_(float("nan"))
-        for _ in range(3):
-            graph.replay()
-        torch.cuda.synchronize()
-        e = gemm_error(y, x, w)
+        e = replayed(g, x, w, y, side)
         report("capture", e < 1e-2, f"launched once on the stream, then captured and replayed 3 times, "
                f"relative error {e:.1e}")
 
@@ -98,14 +104,7 @@ def main():
                     g.launch(x, w, y)
                 torch.cuda.synchronize()
                 errs.append(gemm_error(y, x, w))
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, stream=side):
-                g.launch(x, w, y)
-            y.fill_(float("nan"))
-            for _ in range(3):
-                graph.replay()
-            torch.cuda.synchronize()
-            errs.append(gemm_error(y, x, w))
+            errs.append(replayed(g, x, w, y, side))
         report("default", max(errs) < 1e-2, "captured first (whole tiles), launched, captured again (split), "
                "relative errors " + ", ".join(f"{e:.1e}" for e in errs))
     return report.done()

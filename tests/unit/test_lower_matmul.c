@@ -27,6 +27,11 @@
 /* the operands of y = x w^T, and its op (the newer tests' specs are built of these) */
 #define GEMM_IN "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
 #define GEMM_MM "  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n"
+/* a plain GEMM y = x w^T named gemm at sizes M, N, K; with w [K, N] (N-major) */
+#define GEMM_PLAIN GEMM_IN "ops:\n" GEMM_MM "outputs:\n  y: {dtype: bf16}\n"
+#define GEMM_SIZES(m, n, k) "fusion: gemm\nsizes: {M: " #m ", N: " #n ", K: " #k "}\n"
+#define GEMM_NMAJOR "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [K, N]}\n" \
+	"ops:\n  - {out: y, op: matmul, in: [x, w]}\noutputs:\n  y: {dtype: bf16}\n"
 
 /* one CTA a cluster: 4096^3 would take clusters of two by default (cluster_pairs) */
 static const char gemm_bias_gelu[] =
@@ -2879,31 +2884,29 @@ ragged_inside(void **state)
 static void
 misaligned_rows(void **state)
 {
-#define PLAIN GEMM_IN "ops:\n" GEMM_MM "outputs:\n  y: {dtype: bf16}\n"
-#define SIZES(m, n, k) "fusion: gemm\nsizes: {M: " #m ", N: " #n ", K: " #k "}\n"
 	static const struct {
 		const char *spec;
 		int cm, cn, splits;
 	} cases[] = {
-		{SIZES(1024, 1024, 4040) PLAIN, 1, 2, 1},
-		{SIZES(4096, 4096, 4040) PLAIN, 2, 1, 1},
-		{SIZES(4096, 4096, 4088) PLAIN, 2, 1, 1},
-		{SIZES(4096, 4096, 4096) PLAIN, 1, 1, 1},
-		{SIZES(4096, 4096, 4032) PLAIN, 1, 1, 1},
-		{SIZES(4096, 4096, 4040) PLAIN "schedule: {cluster: [1, 1]}\n", 1, 1, 1},
-		{SIZES(4096, 4096, 4040) PLAIN "schedule: {cluster: [1, 2]}\n", 1, 2, 1},
-		{SIZES(4096, 4096, 4040) PLAIN "schedule: {signal: per_tile}\n", 1, 1, 1},
-		{SIZES(4096, 4096, 4040) PLAIN "schedule: {stream_k: true}\n", 1, 1, 1},
-		{SIZES(256, 1024, 4040) PLAIN, 1, 1, 2},
-		{SIZES(16, 4096, 4040) PLAIN, 1, 1, 2},
-		{SIZES(1000, 4096, 4096) "inputs:\n  a: {dtype: bf16, shape: [K, M]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		{GEMM_SIZES(1024, 1024, 4040) GEMM_PLAIN, 1, 2, 1},
+		{GEMM_SIZES(4096, 4096, 4040) GEMM_PLAIN, 2, 1, 1},
+		{GEMM_SIZES(4096, 4096, 4088) GEMM_PLAIN, 2, 1, 1},
+		{GEMM_SIZES(4096, 4096, 4096) GEMM_PLAIN, 1, 1, 1},
+		{GEMM_SIZES(4096, 4096, 4032) GEMM_PLAIN, 1, 1, 1},
+		{GEMM_SIZES(4096, 4096, 4040) GEMM_PLAIN "schedule: {cluster: [1, 1]}\n", 1, 1, 1},
+		{GEMM_SIZES(4096, 4096, 4040) GEMM_PLAIN "schedule: {cluster: [1, 2]}\n", 1, 2, 1},
+		{GEMM_SIZES(4096, 4096, 4040) GEMM_PLAIN "schedule: {signal: per_tile}\n", 1, 1, 1},
+		{GEMM_SIZES(4096, 4096, 4040) GEMM_PLAIN "schedule: {stream_k: true}\n", 1, 1, 1},
+		{GEMM_SIZES(256, 1024, 4040) GEMM_PLAIN, 1, 1, 2},
+		{GEMM_SIZES(16, 4096, 4040) GEMM_PLAIN, 1, 1, 2},
+		{GEMM_SIZES(1000, 4096, 4096) "inputs:\n  a: {dtype: bf16, shape: [K, M]}\n  w: {dtype: bf16, shape: [N, K]}\n"
 		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_a: true, transpose_b: true}\n"
 		 "outputs:\n  y: {dtype: bf16}\n", 1, 2, 1},
 		/* A alone misaligned, M-major on 64-row tiles: its half is no whole chunk, and B's rows are aligned */
-		{SIZES(1000, 4096, 4096) "inputs:\n  a: {dtype: bf16, shape: [K, M]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		{GEMM_SIZES(1000, 4096, 4096) "inputs:\n  a: {dtype: bf16, shape: [K, M]}\n  w: {dtype: bf16, shape: [N, K]}\n"
 		 "ops:\n  - {out: y, op: matmul, in: [a, w], transpose_a: true, transpose_b: true}\n"
 		 "outputs:\n  y: {dtype: bf16}\nschedule: {consumers: pingpong, tile: [64, 256, 64]}\n", 1, 1, 1},
-		{SIZES(4096, 4040, 4096) "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [K, N]}\n"
+		{GEMM_SIZES(4096, 4040, 4096) "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [K, N]}\n"
 		 "ops:\n  - {out: y, op: matmul, in: [x, w]}\noutputs:\n  y: {dtype: bf16}\n", 2, 1, 1},
 		{"fusion: swiglu\nsizes: {M: 8192, N: 14336, K: 4040}\ninputs:\n  x: {dtype: bf16, shape: [M, K]}\n"
 		 "  wg: {dtype: bf16, shape: [N, K]}\n  wu: {dtype: bf16, shape: [N, K]}\n"
@@ -2916,7 +2919,7 @@ misaligned_rows(void **state)
 		 "ops:\n  - {out: g, op: matmul, in: [x, wg], transpose_a: true}\n"
 		 "  - {out: u, op: matmul, in: [x, wu], transpose_a: true}\n  - {out: sg, op: silu, in: [g]}\n"
 		 "  - {out: h, op: mul, in: [sg, u]}\noutputs:\n  h: {dtype: f16}\n", 1, 2, 1},
-		{SIZES(4096, 4096, 4040) "inputs:\n  x: {dtype: bf16, shape: [8, M, K]}\n  w: {dtype: bf16, shape: [8, N, K]}\n"
+		{GEMM_SIZES(4096, 4096, 4040) "inputs:\n  x: {dtype: bf16, shape: [8, M, K]}\n  w: {dtype: bf16, shape: [8, N, K]}\n"
 		 "ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\noutputs:\n  y: {dtype: bf16}\n", 1, 1, 1},
 	};
 	int i;
@@ -2932,8 +2935,6 @@ misaligned_rows(void **state)
 		teardown((void **)&t);
 	}
 	(void)state;
-#undef SIZES
-#undef PLAIN
 }
 
 /*
@@ -2952,41 +2953,37 @@ misaligned_rows(void **state)
 static void
 wave_tiles(void **state)
 {
-#define PLAIN GEMM_IN "ops:\n" GEMM_MM "outputs:\n  y: {dtype: bf16}\n"
-#define SIZES(m, n, k) "fusion: gemm\nsizes: {M: " #m ", N: " #n ", K: " #k "}\n"
-#define NMAJOR "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [K, N]}\n" \
-	       "ops:\n  - {out: y, op: matmul, in: [x, w]}\noutputs:\n  y: {dtype: bf16}\n"
 	static const struct {
 		const char *spec;
 		int bm, bn;
 	} cases[] = {
-		{SIZES(2048, 1280, 8192) PLAIN, 128, 160},
-		{SIZES(4096, 1280, 8192) PLAIN, 256, 160},
-		{SIZES(8192, 1280, 8192) PLAIN, 256, 160},
-		{SIZES(8192, 1280, 8192) GEMM_IN "  r: {dtype: bf16, shape: [M, N]}\nops:\n" GEMM_MM
+		{GEMM_SIZES(2048, 1280, 8192) GEMM_PLAIN, 128, 160},
+		{GEMM_SIZES(4096, 1280, 8192) GEMM_PLAIN, 256, 160},
+		{GEMM_SIZES(8192, 1280, 8192) GEMM_PLAIN, 256, 160},
+		{GEMM_SIZES(8192, 1280, 8192) GEMM_IN "  r: {dtype: bf16, shape: [M, N]}\nops:\n" GEMM_MM
 		 "  - {out: z, op: add, in: [y, r]}\noutputs:\n  z: {dtype: bf16}\n", 128, 256},
-		{SIZES(8192, 1280, 8192) GEMM_IN "  b: {dtype: bf16, shape: [N]}\nops:\n" GEMM_MM
+		{GEMM_SIZES(8192, 1280, 8192) GEMM_IN "  b: {dtype: bf16, shape: [N]}\nops:\n" GEMM_MM
 		 "  - {out: z, op: add, in: [y, b]}\noutputs:\n  z: {dtype: bf16}\n", 256, 160},
-		{SIZES(2048, 1200, 4096) PLAIN, 128, 160},
-		{SIZES(512, 6144, 4096) PLAIN, 128, 192},
-		{SIZES(500, 6144, 4096) PLAIN, 128, 192},
-		{SIZES(512, 28672, 4096) PLAIN, 128, 224},
-		{SIZES(2048, 7168, 8192) PLAIN, 128, 224},
-		{SIZES(2048, 1280, 4096) NMAJOR, 128, 192},
-		{SIZES(512, 7168, 4096) NMAJOR, 128, 256},   /* 224 is no whole chunk, 192 takes 2 waves */
-		{SIZES(4096, 4096, 4096) PLAIN, 128, 256},
-		{SIZES(3072, 1280, 8192) PLAIN, 128, 256},
-		{SIZES(6144, 1280, 8192) PLAIN, 128, 256},
-		{SIZES(8192, 8192, 8192) PLAIN, 128, 256},
-		{SIZES(1024, 1280, 8192) PLAIN, 128, 128},
-		{SIZES(2048, 1280, 8192) PLAIN "schedule: {tile: [128, 256, 64]}\n", 128, 256},
-		{SIZES(2048, 1280, 8192) PLAIN "schedule: {cluster: [2, 1]}\n", 128, 256},
-		{SIZES(2048, 1280, 8192) PLAIN "schedule: {consumers: pingpong}\n", 64, 256},
-		{SIZES(2048, 1280, 8192) PLAIN "schedule: {stages: 3}\n", 128, 256},
-		{SIZES(2048, 1280, 8192) PLAIN "schedule: {split_k: 1}\n", 128, 256},
-		{SIZES(2048, 1280, 8192) PLAIN "schedule: {stream_k: true}\n", 128, 256},
-		{SIZES(2048, 1280, 8192) PLAIN "schedule: {stream_k: false}\n", 128, 160},   /* the default's */
-		{SIZES(2048, 1280, 8192) PLAIN "schedule: {signal: per_tile}\n", 128, 256},
+		{GEMM_SIZES(2048, 1200, 4096) GEMM_PLAIN, 128, 160},
+		{GEMM_SIZES(512, 6144, 4096) GEMM_PLAIN, 128, 192},
+		{GEMM_SIZES(500, 6144, 4096) GEMM_PLAIN, 128, 192},
+		{GEMM_SIZES(512, 28672, 4096) GEMM_PLAIN, 128, 224},
+		{GEMM_SIZES(2048, 7168, 8192) GEMM_PLAIN, 128, 224},
+		{GEMM_SIZES(2048, 1280, 4096) GEMM_NMAJOR, 128, 192},
+		{GEMM_SIZES(512, 7168, 4096) GEMM_NMAJOR, 128, 256},   /* 224 is no whole chunk, 192 takes 2 waves */
+		{GEMM_SIZES(4096, 4096, 4096) GEMM_PLAIN, 128, 256},
+		{GEMM_SIZES(3072, 1280, 8192) GEMM_PLAIN, 128, 256},
+		{GEMM_SIZES(6144, 1280, 8192) GEMM_PLAIN, 128, 256},
+		{GEMM_SIZES(8192, 8192, 8192) GEMM_PLAIN, 128, 256},
+		{GEMM_SIZES(1024, 1280, 8192) GEMM_PLAIN, 128, 128},
+		{GEMM_SIZES(2048, 1280, 8192) GEMM_PLAIN "schedule: {tile: [128, 256, 64]}\n", 128, 256},
+		{GEMM_SIZES(2048, 1280, 8192) GEMM_PLAIN "schedule: {cluster: [2, 1]}\n", 128, 256},
+		{GEMM_SIZES(2048, 1280, 8192) GEMM_PLAIN "schedule: {consumers: pingpong}\n", 64, 256},
+		{GEMM_SIZES(2048, 1280, 8192) GEMM_PLAIN "schedule: {stages: 3}\n", 128, 256},
+		{GEMM_SIZES(2048, 1280, 8192) GEMM_PLAIN "schedule: {split_k: 1}\n", 128, 256},
+		{GEMM_SIZES(2048, 1280, 8192) GEMM_PLAIN "schedule: {stream_k: true}\n", 128, 256},
+		{GEMM_SIZES(2048, 1280, 8192) GEMM_PLAIN "schedule: {stream_k: false}\n", 128, 160},   /* the default's */
+		{GEMM_SIZES(2048, 1280, 8192) GEMM_PLAIN "schedule: {signal: per_tile}\n", 128, 256},
 	};
 	int i;
 
@@ -3001,9 +2998,6 @@ wave_tiles(void **state)
 		teardown((void **)&t);
 	}
 	(void)state;
-#undef NMAJOR
-#undef SIZES
-#undef PLAIN
 }
 
 /*
@@ -3017,43 +3011,39 @@ wave_tiles(void **state)
 static void
 long_k_default(void **state)
 {
-#define PLAIN GEMM_IN "ops:\n" GEMM_MM "outputs:\n  y: {dtype: bf16}\n"
-#define SIZES(m, n, k) "fusion: gemm\nsizes: {M: " #m ", N: " #n ", K: " #k "}\n"
-#define NMAJOR "inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [K, N]}\n" \
-	       "ops:\n  - {out: y, op: matmul, in: [x, w]}\noutputs:\n  y: {dtype: bf16}\n"
 #define WGRAD "inputs:\n  x: {dtype: bf16, shape: [K, M]}\n  w: {dtype: bf16, shape: [K, N]}\n" \
 	      "ops:\n  - {out: y, op: matmul, in: [x, w], transpose_a: true}\noutputs:\n  y: {dtype: bf16}\n"
 	static const struct {
 		const char *spec;
 		int parts, bn;   /* parts 0: no stream-K */
 	} cases[] = {
-		{SIZES(1024, 1024, 65536) PLAIN, 4, 256},      /* 32 tiles: 128 CTAs */
-		{SIZES(1024, 1024, 16384) PLAIN, 4, 256},
-		{SIZES(512, 1024, 65536) PLAIN, 4, 128},       /* 32 of 128 x 128 */
-		{SIZES(512, 512, 65536) PLAIN, 8, 128},        /* 16: eighths */
-		{SIZES(256, 512, 65536) PLAIN, 16, 128},       /* 8: sixteenths */
-		{SIZES(128, 1280, 32768) PLAIN, 8, 128},       /* 10: eighths (runs of 64 k-steps), 80 runs */
-		{SIZES(256, 512, 32768) PLAIN, 0, 0},          /* eighths, 64 runs */
-		{SIZES(512, 512, 16384) PLAIN, 0, 0},          /* quarters, 64 runs */
-		{SIZES(1000, 1000, 20480) PLAIN, 4, 256},      /* 8 x 4 ragged tiles */
-		{SIZES(1024, 1024, 65536) NMAJOR, 4, 256},
-		{SIZES(1024, 1024, 65536) WGRAD, 4, 256},      /* A M-major, B N-major: a weight gradient */
-		{SIZES(1024, 1024, 65536) GEMM_IN "  b: {dtype: bf16, shape: [N]}\nops:\n" GEMM_MM
+		{GEMM_SIZES(1024, 1024, 65536) GEMM_PLAIN, 4, 256},      /* 32 tiles: 128 CTAs */
+		{GEMM_SIZES(1024, 1024, 16384) GEMM_PLAIN, 4, 256},
+		{GEMM_SIZES(512, 1024, 65536) GEMM_PLAIN, 4, 128},       /* 32 of 128 x 128 */
+		{GEMM_SIZES(512, 512, 65536) GEMM_PLAIN, 8, 128},        /* 16: eighths */
+		{GEMM_SIZES(256, 512, 65536) GEMM_PLAIN, 16, 128},       /* 8: sixteenths */
+		{GEMM_SIZES(128, 1280, 32768) GEMM_PLAIN, 8, 128},       /* 10: eighths (runs of 64 k-steps), 80 runs */
+		{GEMM_SIZES(256, 512, 32768) GEMM_PLAIN, 0, 0},          /* eighths, 64 runs */
+		{GEMM_SIZES(512, 512, 16384) GEMM_PLAIN, 0, 0},          /* quarters, 64 runs */
+		{GEMM_SIZES(1000, 1000, 20480) GEMM_PLAIN, 4, 256},      /* 8 x 4 ragged tiles */
+		{GEMM_SIZES(1024, 1024, 65536) GEMM_NMAJOR, 4, 256},
+		{GEMM_SIZES(1024, 1024, 65536) WGRAD, 4, 256},      /* A M-major, B N-major: a weight gradient */
+		{GEMM_SIZES(1024, 1024, 65536) GEMM_IN "  b: {dtype: bf16, shape: [N]}\nops:\n" GEMM_MM
 		 "  - {out: z, op: add, in: [y, b]}\noutputs:\n  z: {dtype: bf16}\n", 4, 256},
-		{SIZES(1024, 1024, 8192) PLAIN, 0, 0},         /* K short of 16384 */
-		{SIZES(1024, 1024, 16320) PLAIN, 0, 0},
-		{SIZES(256, 256, 65536) PLAIN, 0, 0},          /* 4 tiles */
-		{SIZES(2048, 1024, 32768) PLAIN, 0, 0},        /* 64 tiles of 128 x 256 */
-		{SIZES(1024, 2048, 16384) PLAIN, 0, 0},
-		{SIZES(1024, 1024, 16392) PLAIN, 0, 0},        /* rows of 32784 bytes: a cluster */
-		{SIZES(16, 4096, 65536) PLAIN, 0, 0},          /* swapped */
-		{SIZES(1024, 1024, 65536) PLAIN "schedule: {stream_k: false}\n", 0, 0},
-		{SIZES(1024, 1024, 65536) PLAIN "schedule: {tile: [128, 256, 64]}\n", 0, 0},
-		{SIZES(1024, 1024, 65536) PLAIN "schedule: {split_k: 1}\n", 0, 0},
-		{SIZES(1024, 1024, 65536) PLAIN "schedule: {persistent: false}\n", 0, 0},
-		{SIZES(1024, 1024, 65536) PLAIN "schedule: {cluster: [1, 1]}\n", 0, 0},
-		{SIZES(1024, 1024, 65536) PLAIN "schedule: {signal: per_tile}\n", 0, 0},
-		{SIZES(1024, 1024, 65536) PLAIN "schedule: {stream_k: true}\n", 4, 64},    /* the hint: the default tile */
+		{GEMM_SIZES(1024, 1024, 8192) GEMM_PLAIN, 0, 0},         /* K short of 16384 */
+		{GEMM_SIZES(1024, 1024, 16320) GEMM_PLAIN, 0, 0},
+		{GEMM_SIZES(256, 256, 65536) GEMM_PLAIN, 0, 0},          /* 4 tiles */
+		{GEMM_SIZES(2048, 1024, 32768) GEMM_PLAIN, 0, 0},        /* 64 tiles of 128 x 256 */
+		{GEMM_SIZES(1024, 2048, 16384) GEMM_PLAIN, 0, 0},
+		{GEMM_SIZES(1024, 1024, 16392) GEMM_PLAIN, 0, 0},        /* rows of 32784 bytes: a cluster */
+		{GEMM_SIZES(16, 4096, 65536) GEMM_PLAIN, 0, 0},          /* swapped */
+		{GEMM_SIZES(1024, 1024, 65536) GEMM_PLAIN "schedule: {stream_k: false}\n", 0, 0},
+		{GEMM_SIZES(1024, 1024, 65536) GEMM_PLAIN "schedule: {tile: [128, 256, 64]}\n", 0, 0},
+		{GEMM_SIZES(1024, 1024, 65536) GEMM_PLAIN "schedule: {split_k: 1}\n", 0, 0},
+		{GEMM_SIZES(1024, 1024, 65536) GEMM_PLAIN "schedule: {persistent: false}\n", 0, 0},
+		{GEMM_SIZES(1024, 1024, 65536) GEMM_PLAIN "schedule: {cluster: [1, 1]}\n", 0, 0},
+		{GEMM_SIZES(1024, 1024, 65536) GEMM_PLAIN "schedule: {signal: per_tile}\n", 0, 0},
+		{GEMM_SIZES(1024, 1024, 65536) GEMM_PLAIN "schedule: {stream_k: true}\n", 4, 64},    /* the hint: the default tile */
 	};
 	int i;
 
@@ -3081,9 +3071,6 @@ long_k_default(void **state)
 	}
 	(void)state;
 #undef WGRAD
-#undef NMAJOR
-#undef SIZES
-#undef PLAIN
 }
 
 /*
