@@ -99,7 +99,8 @@ enum {
 	SK_MIN_STEPS = 4,                          /* k-steps, and at least this many (stream_k_plan) */
 	SK_LEFT_NUM = 5, SK_LEFT_DEN = 8,          /* stream-K when the last wave holds at most 5 / 8 of the CTAs */
 	SK_MOST_PARTS = 16,                        /* long_k_stream: runs of at least 1 / 16 of a tile */
-	SK_RUN_STEPS = 64,                         /* and this many k-steps, */
+	SK_RUN_STEPS = 32,                         /* and this many k-steps (128 x 128 in quarters; twice that at
+	                                              128 x 256 or in more parts), */
 	SK_FEW_TILES = 8,                          /* on this many tiles or more, */
 	SK_FILL = 80,                              /* whose runs are this many or more: at 64 it tied the default */
 	TUNE_COUNT = 12                            /* lower_matmul_candidates' schedules, at most */
@@ -962,15 +963,21 @@ choose_stream_k(Comp *c, const Fusion *f, const Kernel *k, int ng)
  * (cuBLAS splits K there: 256 x 128 tiles in clusters of two and a reduce
  * kernel).  The tile is the narrower of 128 x 128 and 128 x 256 whose
  * tiles, SK_PARTS parts each, fit TILE_TARGET, and the parts as many as
- * fill the SMs (TILE_TARGET / tiles, at most SK_MOST_PARTS) with runs of
- * SK_RUN_STEPS k-steps or more: a tile's owner adds the other parts' sums
- * one after another (64 KiB each at 128 x 128), which cost as much as it
- * saved at runs of 32 (256 x 512 x 32768 in sixteenths: 0.645 -> 0.628x
- * cuBLAS).  Only where the runs are SK_FILL or more (at 64 it tied split-K
- * or whole tiles: 256 x 512 x 32768, 512 x 512 x 16384) and the tiles
- * SK_FEW_TILES or more.  With L2 flushed, cuBLAS / wsfuse on an H200:
- * 1024 x 1024 x 16384 0.72 -> 0.94, x 65536 0.60 -> 0.93, 512 x 512 x
- * 65536 (eighths) 0.47 -> 0.73, 128 x 1280 x 32768 0.66 -> 0.83
+ * fill the SMs (TILE_TARGET / tiles, at most SK_MOST_PARTS).  A tile's
+ * owner adds the other parts' sums one after another (64 KiB each at 128
+ * x 128), so runs must be long enough to pay for it: quarters of
+ * SK_RUN_STEPS k-steps at 128 x 128 won (512 x 1024 x 8192: 0.76 -> 0.85x
+ * cuBLAS, 256 x 2048 x 8192 0.74 -> 0.90) and of 16 lost (K = 4096); at
+ * 128 x 256 runs of 32 lost to the narrower default tiles' full wave
+ * (1024 x 1024 x 8192 0.88 -> 0.84) and of 64 won; sixteenths of 32 lost
+ * (256 x 512 x 32768: 0.645 -> 0.628) and of 64 won.  So runs of run =
+ * SK_RUN_STEPS at 128 x 128, twice at 128 x 256, and twice that in more
+ * than four parts or on one row of tiles (128 x 4096 x 8192 in quarters of
+ * 32: 0.87 -> 0.89 with L2 flushed, but 26.0 -> 27.9 us back to back).  Only where the runs are SK_FILL or more (at 64 it
+ * tied split-K or whole tiles: 256 x 512 x 32768, 512 x 512 x 16384) and
+ * the tiles SK_FEW_TILES or more.  With L2 flushed, cuBLAS / wsfuse on an
+ * H200: 1024 x 1024 x 16384 0.72 -> 0.94, x 65536 0.60 -> 0.93, 512 x 512
+ * x 65536 (eighths) 0.47 -> 0.73, 128 x 1280 x 32768 0.66 -> 0.83
  * (docs/perf.md).  A single matmul, neither swapped, ping-pong nor
  * batched, with no hint that bears on it, and rows that start 128-byte
  * aligned (else misaligned_cluster's cluster).  The choice is made at the
@@ -981,7 +988,7 @@ long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const
               const Tensor *d)
 {
 	const Schedule *h = &f->sched;
-	int64_t rows = out_rows(f, d), cols = dim_value(f, d->dim[d->rank - 1]), tiles = 0, parts;
+	int64_t rows = out_rows(f, d), cols = dim_value(f, d->dim[d->rank - 1]), tiles = 0, parts, run;
 	int64_t steps = (dim_value(f, a->dim[a->rank - (t->akm ? 1 : 2)]) + BK - 1) / BK;
 	int64_t ia = dim_value(f, a->dim[a->rank - 1]), ib = dim_value(f, b->dim[b->rank - 1]);
 	int bytes = dtype_info[a->dtype].bytes, bn;
@@ -996,9 +1003,13 @@ long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const
 			break;
 	if (bn > BN || tiles < SK_FEW_TILES)
 		return;
+	run = SK_RUN_STEPS * bn / (BN / 2);
 	parts = TILE_TARGET / tiles < SK_MOST_PARTS ? TILE_TARGET / tiles : SK_MOST_PARTS;
-	parts = steps / SK_RUN_STEPS < parts ? steps / SK_RUN_STEPS : parts;
-	if (parts < SK_PARTS || tiles * parts < SK_FILL)
+	parts = steps / (2 * run) < parts ? steps / (2 * run) : parts;   /* more than quarters: runs of 2 run */
+	parts = parts > SK_PARTS ? parts : SK_PARTS;
+	if (parts > SK_PARTS || rows <= BM)   /* one row of tiles: 128 x 4096 x 8192 lost in quarters of 32 */
+		run *= 2;
+	if (steps < parts * run || tiles * parts < SK_FILL)
 		return;
 	t->bm = BM;
 	t->bn = bn;

@@ -3003,8 +3003,10 @@ wave_tiles(void **state)
 /*
  * long_k_stream: without a hint, stream-K for 8 to 33 tiles (of 128 x 128,
  * else 128 x 256), in runs of 1 / parts of a tile with tiles x parts about
- * the SMs (132 / tiles, 4 to 16) and runs of 64 k-steps or more, 80 runs
- * or more; not on more tiles, fewer, a shorter K, fewer runs, rows that do
+ * the SMs (132 / tiles, 4 to 16), runs of 32 k-steps or more at 128 x 128
+ * in quarters, twice at 128 x 256 and twice that in more parts or on one
+ * row of tiles, 80 runs or
+ * more; not on more tiles, fewer, a shorter K, fewer runs, rows that do
  * not start 128-byte aligned (a cluster instead), a swapped GEMM, one CTA
  * a tile, or a hint that bears on it.
  */
@@ -3030,7 +3032,13 @@ long_k_default(void **state)
 		{GEMM_SIZES(1024, 1024, 65536) WGRAD, 4, 256},      /* A M-major, B N-major: a weight gradient */
 		{GEMM_SIZES(1024, 1024, 65536) GEMM_IN "  b: {dtype: bf16, shape: [N]}\nops:\n" GEMM_MM
 		 "  - {out: z, op: add, in: [y, b]}\noutputs:\n  z: {dtype: bf16}\n", 4, 256},
-		{GEMM_SIZES(1024, 1024, 8192) GEMM_PLAIN, 0, 0},         /* K short of 16384 */
+		{GEMM_SIZES(512, 1024, 8192) GEMM_PLAIN, 4, 128},        /* quarters of 32 k-steps */
+		{GEMM_SIZES(512, 768, 8192) GEMM_PLAIN, 4, 128},         /* 24 tiles, quarters: 96 runs */
+		{GEMM_SIZES(128, 4096, 16384) GEMM_PLAIN, 4, 128},       /* one row of tiles: quarters of 64 */
+		{GEMM_SIZES(128, 4096, 8192) GEMM_PLAIN, 0, 0},          /* not of 32 */
+		{GEMM_SIZES(512, 1024, 4096) GEMM_PLAIN, 0, 0},          /* runs of 16 */
+		{GEMM_SIZES(1024, 1024, 8192) GEMM_PLAIN, 0, 0},         /* 128 x 256 in runs of 32 */
+		{GEMM_SIZES(1024, 1024, 12288) GEMM_PLAIN, 0, 0},        /* of 48 */
 		{GEMM_SIZES(1024, 1024, 16320) GEMM_PLAIN, 0, 0},
 		{GEMM_SIZES(256, 256, 65536) GEMM_PLAIN, 0, 0},          /* 4 tiles */
 		{GEMM_SIZES(2048, 1024, 32768) GEMM_PLAIN, 0, 0},        /* 64 tiles of 128 x 256 */
