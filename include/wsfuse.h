@@ -302,9 +302,10 @@ typedef struct WsfTensor {
  * the driver once.  A kernel that takes stream-K (schedule: {stream_k:
  * true}, or by default for few tiles of a long K) also keeps a workspace
  * for each stream it is launched on (WsfKernelStats.workspace bytes a CTA),
- * made at the first launch there.  A stream being captured into a CUDA
- * graph cannot make one: launch such a kernel once on that stream before
- * the capture; else a first launch under capture runs every tile whole
+ * made at the first launch there, and one spare.  A stream being captured
+ * into a CUDA graph cannot make one: the first stream captured without one
+ * takes the spare, so launch such a kernel once (on any stream) before the
+ * capture; with neither, a launch under capture runs every tile whole
  * (slower, no workspace) where stream-K was the default, and is
  * WSF_ERR_USAGE where the schedule asked for it.  Diagnostics go to CTX.
  */

@@ -19,6 +19,7 @@ typedef struct Workspace {
 	CUstream stream;
 	CUdeviceptr ptr;
 	size_t bytes;
+	bool spare;   /* on no stream yet: the first stream captured without one takes it */
 } Workspace;
 
 struct Loaded {
@@ -518,6 +519,46 @@ cached_map(Comp *c, Loaded *st, int i, const char *name, const TmapParams *p, vo
 	return WSF_OK;
 }
 
+/* NEED bytes of zeros on the GPU in *PTR, zeroed on STREAM. */
+static WsfStatus
+ws_alloc(Comp *c, Driver *d, CUstream stream, size_t need, CUdeviceptr *ptr)
+{
+	WsfStatus s;
+
+	if ((s = rt_check(c, d, d->cuMemAlloc(ptr, need), "cuMemAlloc (stream-K's workspace)")) != WSF_OK)
+		return s;
+	if ((s = rt_check(c, d, d->cuMemsetD8Async(*ptr, 0, need, stream), "cuMemsetD8Async")) != WSF_OK) {
+		d->cuMemFree(*ptr);
+		*ptr = 0;
+	}
+	return s;
+}
+
+/* ST's workspace on STREAM, or its spare (SPARE); NULL if none. */
+static Workspace *
+ws_find(Loaded *st, CUstream stream, bool spare)
+{
+	int i;
+
+	for (i = 0; i < st->nws; i++)
+		if (st->ws[i].spare == spare && (spare || st->ws[i].stream == stream))
+			return &st->ws[i];
+	return NULL;
+}
+
+/* A new workspace entry of ST, all zero (no memory yet); NULL when out of memory. */
+static Workspace *
+ws_add(Loaded *st)
+{
+	Workspace *more = realloc(st->ws, (size_t)(st->nws + 1) * sizeof *more);
+
+	if (!more)
+		return NULL;
+	st->ws = more;
+	st->ws[st->nws] = (Workspace){0};
+	return &st->ws[st->nws++];
+}
+
 /*
  * Stream-K's workspace (PK_WORKSPACE) for a launch of GRID CTAs on STREAM:
  * SK_MAX_CTAS 32-bit flags, then a slot of Kernel.sk_slot bytes a CTA; the
@@ -527,9 +568,13 @@ cached_map(Comp *c, Loaded *st, int i, const char *name, const TmapParams *p, vo
  * run in turn, while two streams' could run at once and share the flags.
  * A larger grid than before (max_ctas raised) gets a larger one once the
  * stream's launches are done.  A stream that is being captured into a
- * CUDA graph cannot allocate: a first launch must come before the capture,
- * else *OUT is 0 when the kernel took stream-K by default (the launch then
- * runs every tile whole: sk_on 0), and an error when the schedule asked.
+ * CUDA graph cannot allocate, and is often not one launched on before
+ * (torch.cuda.graph captures on a stream of its own after warm-up on
+ * another): so a launch outside a capture also makes a spare, zeroed
+ * before it returns, which the first stream captured without a workspace
+ * takes.  With neither, *OUT is 0 when the kernel took stream-K by default
+ * (the launch then runs every tile whole: sk_on 0), and an error when the
+ * schedule asked for it.
  */
 static WsfStatus
 stream_workspace(Comp *c, const Launch *l, Loaded *st, CUstream stream, int64_t grid, CUdeviceptr *out)
@@ -537,35 +582,33 @@ stream_workspace(Comp *c, const Launch *l, Loaded *st, CUstream stream, int64_t 
 	Driver *d = st->drv;
 	size_t need = 4 * (size_t)SK_MAX_CTAS + (size_t)grid * (size_t)l->kernel->sk_slot;
 	CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
-	Workspace *w = NULL;
+	Workspace *w = ws_find(st, stream, false), *spare = ws_find(st, stream, true);
 	WsfStatus s;
-	int i;
 
-	for (i = 0; i < st->nws; i++)
-		if (st->ws[i].stream == stream)
-			w = &st->ws[i];
+	*out = 0;
 	if (w && w->bytes >= need) {
 		*out = w->ptr;
 		return WSF_OK;
 	}
-	*out = 0;
-	if (d->cuStreamIsCapturing(stream, &cap) == CUDA_SUCCESS && cap != CU_STREAM_CAPTURE_STATUS_NONE &&
-	    l->fusion->sched.stream_k != 2)
-		return WSF_OK;
-	if (cap != CU_STREAM_CAPTURE_STATUS_NONE)
+	if (d->cuStreamIsCapturing(stream, &cap) == CUDA_SUCCESS && cap != CU_STREAM_CAPTURE_STATUS_NONE) {
+		if (!w && spare && spare->bytes >= need) {
+			spare->spare = false;
+			spare->stream = stream;
+			*out = spare->ptr;
+			return WSF_OK;
+		}
+		if (l->fusion->sched.stream_k != 2)
+			return WSF_OK;
 		return diag_error(c, l->fusion->pos, "kernel '%s' takes stream-K, whose workspace (%zu bytes) a stream "
-		                  "being captured into a CUDA graph cannot allocate: launch it once on this stream before "
-		                  "the capture, or write schedule: {stream_k: false}", l->fusion->name, need),
+		                  "being captured into a CUDA graph cannot allocate: launch it once before the capture "
+		                  "(a launch keeps a spare for the next stream captured), or write schedule: {stream_k: "
+		                  "false}", l->fusion->name, need),
 		       WSF_ERR_USAGE;
-	if (!w) {
-		Workspace *more = realloc(st->ws, (size_t)(st->nws + 1) * sizeof *more);
-
-		if (!more)
-			return WSF_ERR_NOMEM;
-		st->ws = more;
-		w = &st->ws[st->nws++];
-		*w = (Workspace){.stream = stream};
 	}
+	if (!w && !(w = ws_add(st)))
+		return WSF_ERR_NOMEM;
+	w->stream = stream;
+	spare = ws_find(st, stream, true);   /* ws_add may have moved it */
 	if (w->ptr) {   /* the launches that use the smaller one are done before it goes */
 		if ((s = rt_check(c, d, d->cuStreamSynchronize(stream), "cuStreamSynchronize")) != WSF_OK)
 			return s;
@@ -573,15 +616,34 @@ stream_workspace(Comp *c, const Launch *l, Loaded *st, CUstream stream, int64_t 
 		w->ptr = 0;
 		w->bytes = 0;
 	}
-	if ((s = rt_check(c, d, d->cuMemAlloc(&w->ptr, need), "cuMemAlloc (stream-K's workspace)")) != WSF_OK)
+	if ((s = ws_alloc(c, d, stream, need, &w->ptr)) != WSF_OK)
 		return s;
-	if ((s = rt_check(c, d, d->cuMemsetD8Async(w->ptr, 0, need, stream), "cuMemsetD8Async")) != WSF_OK) {
-		d->cuMemFree(w->ptr);
-		w->ptr = 0;
-		return s;
-	}
 	w->bytes = need;
 	*out = w->ptr;
+	if (spare && spare->bytes >= need)
+		return WSF_OK;
+	/* the spare, zeroed before a capture on another stream can take it (no launch uses it yet); at best:
+	   without one a capture runs whole tiles */
+	if (!spare) {
+		if (!(spare = ws_add(st)))
+			return WSF_OK;
+		spare->spare = true;
+	}
+	if (spare->ptr)
+		d->cuMemFree(spare->ptr);
+	spare->ptr = 0;
+	spare->bytes = 0;
+	if (d->cuMemAlloc(&spare->ptr, need) != CUDA_SUCCESS) {
+		spare->ptr = 0;
+		return WSF_OK;
+	}
+	if (d->cuMemsetD8Async(spare->ptr, 0, need, stream) != CUDA_SUCCESS ||
+	    d->cuStreamSynchronize(stream) != CUDA_SUCCESS) {
+		d->cuMemFree(spare->ptr);
+		spare->ptr = 0;
+		return WSF_OK;
+	}
+	spare->bytes = need;
 	return WSF_OK;
 }
 

@@ -10,11 +10,14 @@ below 1e-2):
   max_ctas  all the CTAs the GPU holds, 100 (36 tiles left, split), all again: the flags stay at
             their place in the workspace whatever the grid; on a new stream 100, then all: the
             workspace grows;
-  capture   a first launch on a stream being captured into a CUDA graph: a wsfuse.Error that says
-            to launch once before the capture; after one launch on that stream, captured and replayed.
+  capture   a first launch on a new stream being captured into a CUDA graph takes the spare
+            workspace the launches before made, replayed; on a second new stream there is none: a
+            wsfuse.Error that says to launch once before the capture; after one launch on that
+            stream, captured and replayed.
   default   without a hint, 512 x 1024 x 16384 takes stream-K (32 tiles of 128 x 128 in quarters):
-            a first launch under capture runs every tile whole (no workspace, no error), replayed;
-            launched on a stream (split), then captured there and replayed (split, its workspace).
+            a first launch ever, under capture, runs every tile whole (no workspace, no error),
+            replayed; launched on that stream (split); captured on a new stream (the spare: split),
+            on another new one (none: whole), each replayed.
 Prints one line a case and "N passed, N failed"; exits 1 on a failure.
 """
 import sys
@@ -75,12 +78,15 @@ def main():
         report("max_ctas", max(errs) < 1e-2, f"a new stream: 100 CTAs, then all (a larger workspace), relative "
                f"errors {errs[0]:.1e}, {errs[1]:.1e}")
 
+        e = replayed(g, x, w, nan(), torch.cuda.Stream())
+        report("capture", e < 1e-2, f"a new stream captured takes the spare workspace, replayed 3 times, "
+               f"relative error {e:.1e}")
         side, y = torch.cuda.Stream(), nan()
         graph = torch.cuda.CUDAGraph()
         try:
             with torch.cuda.graph(graph, stream=side):
                 g.launch(x, w, y)
-            report("capture", False, "a first launch under capture gave no error")
+            report("capture", False, "a launch under capture with no workspace left gave no error")
         except wsfuse.Error as err:
             report("capture", "before the capture" in str(err), str(err).splitlines()[0][:120])
         torch.cuda.synchronize()
@@ -96,17 +102,16 @@ def main():
         g = ctx.compile_string(gemm_spec(name="gemm_long_k"), name="gemm_long_k.yaml")
         report("default", "sk_on" in g.text("cuda"), f"{m} x {n} x {k} without a hint takes stream-K")
         x, w = bf16(m, k), bf16(n, k) / k ** 0.5
-        errs, side = [], torch.cuda.Stream()
-        for first in (True, False):   # a stream with no workspace; then one launched on first
-            y = poisoned(m, n)
-            if not first:
-                with torch.cuda.stream(side):
-                    g.launch(x, w, y)
-                torch.cuda.synchronize()
-                errs.append(gemm_error(y, x, w))
-            errs.append(replayed(g, x, w, y, side))
-        report("default", max(errs) < 1e-2, "captured first (whole tiles), launched, captured again (split), "
-               "relative errors " + ", ".join(f"{e:.1e}" for e in errs))
+        side = torch.cuda.Stream()
+        errs = [replayed(g, x, w, poisoned(m, n), side)]   # no workspace, no spare: whole tiles
+        y = poisoned(m, n)
+        with torch.cuda.stream(side):
+            g.launch(x, w, y)
+        torch.cuda.synchronize()
+        errs.append(gemm_error(y, x, w))
+        errs += [replayed(g, x, w, poisoned(m, n), torch.cuda.Stream()) for _ in range(2)]   # the spare, then none
+        report("default", max(errs) < 1e-2, "captured first (whole tiles), launched, captured on a new stream "
+               "(the spare), on another (whole tiles), relative errors " + ", ".join(f"{e:.1e}" for e in errs))
     return report.done()
 
 
