@@ -1,5 +1,5 @@
 """gpucheck.py: what the python GPU tests of this folder share (launch_path.py and stream_k.py;
-tune.py its library and rel; gemm_rs.py and ag_gemm.py the gate): the library of the build run.sh names, bf16
+tune.py and pdl_chain.py its library and rel, pdl_chain.py the plain GEMM's spec too; gemm_rs.py and ag_gemm.py the gate): the library of the build run.sh names, bf16
 tensors on the GPU, outputs poisoned with NaN, the relative error against an f32 reference, the plain GEMM's spec
 (ragged_tiles.py, stream_k.py, misaligned_k.py), one matmul's layouts and two fused forms with their references
 and one launch of a case (run_mm; misaligned_k.py, wave_tiles.py), the tally of checks they print, and a gate that

@@ -16,25 +16,13 @@ Each result is checked against torch from the kernels' own inputs (relative
 error norm below 1e-2).  Prints one line a case and "N passed, N failed";
 exits 1 on a failure.
 """
-import os
 import sys
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-import wsfuse  # noqa: E402
+from gpucheck import gemm_spec, library, rel, wsfuse
 
 ROUNDS = 20
-GEMM = """\
-fusion: {name}
-inputs:
-  a: {{dtype: bf16, shape: [M, K]}}
-  b: {{dtype: bf16, shape: [N, K]}}
-ops:
-  - {{out: y, op: matmul, in: [a, b], transpose_b: true}}
-outputs:
-  y: {{dtype: bf16}}
-"""
 RELU = """\
 fusion: relu
 inputs:
@@ -46,12 +34,8 @@ outputs:
 """
 
 
-def rel(got, want):
-    return ((got.float() - want).norm() / want.norm()).item()
-
-
 def main():
-    lib = wsfuse.load(os.path.join(sys.argv[1], "libwsfuse.so")) if len(sys.argv) > 1 else None
+    lib = library()
     n = 2048
     d = lambda *s: torch.randn(*s, device="cuda", dtype=torch.bfloat16)   # noqa: E731
     x, w1, w2, w3 = d(n, 4096), d(n, 4096) / 64, d(n, n) / 45, d(n, n) / 45
@@ -60,7 +44,7 @@ def main():
     z = torch.empty_like(x)
     failed = passed = 0
     with wsfuse.Context(lib=lib) as ctx:
-        g = ctx.compile_string(GEMM.format(name="gemm"), name="gemm.yaml")
+        g = ctx.compile_string(gemm_spec(), name="gemm.yaml")
         r = ctx.compile_string(RELU, name="relu.yaml")
         cases = {"raw chain": [], "war": [], "after pointwise": []}
         for _ in range(ROUNDS):
