@@ -103,6 +103,7 @@ enum {
 	                                              128 x 256 or in more parts), */
 	SK_FEW_TILES = 8,                          /* on this many tiles or more, */
 	SK_FILL = 80,                              /* whose runs are this many or more: at 64 it tied the default */
+	SK_WAVE_FILL = 120,                        /* in halves or thirds, this many: at 96 it lost back to back */
 	TUNE_COUNT = 12                            /* lower_matmul_candidates' schedules, at most */
 };
 
@@ -957,38 +958,91 @@ choose_stream_k(Comp *c, const Fusion *f, const Kernel *k, int ng)
 }
 
 /*
+ * The parts of stream-K's quarters rule (long_k_stream) for a matmul of
+ * ROWS x COLS x STEPS k-steps, 0 where it does not apply; sets *BN.  The
+ * tile is the narrower of 128 x 128 and 128 x 256 whose tiles, SK_PARTS
+ * parts each, fit TILE_TARGET, and the parts as many as fill the SMs
+ * (TILE_TARGET / tiles, at most SK_MOST_PARTS).  A tile's owner adds the
+ * other parts' sums one after another (64 KiB each at 128 x 128), so runs
+ * must be long enough to pay for it: quarters of SK_RUN_STEPS k-steps at
+ * 128 x 128 won (512 x 1024 x 8192: 0.76 -> 0.85x cuBLAS, 256 x 2048 x
+ * 8192 0.74 -> 0.90) and of 16 lost (K = 4096); at 128 x 256 runs of 32
+ * lost to the narrower default tiles' full wave (1024 x 1024 x 8192 0.88
+ * -> 0.84) and of 64 won; sixteenths of 32 lost (256 x 512 x 32768: 0.645
+ * -> 0.628) and of 64 won.  So runs of run = SK_RUN_STEPS at 128 x 128,
+ * twice at 128 x 256, and twice that in more than four parts or on one row
+ * of tiles (128 x 4096 x 8192 in quarters of 32: 0.87 -> 0.89 with L2
+ * flushed, but 26.0 -> 27.9 us back to back).  Only where the runs are
+ * SK_FILL or more (at 64 it tied split-K or whole tiles: 256 x 512 x
+ * 32768, 512 x 512 x 16384) and the tiles SK_FEW_TILES or more.
+ */
+static int64_t
+quarter_parts(int64_t rows, int64_t cols, int64_t steps, int *bn)
+{
+	int64_t tiles = 0, parts, run;
+
+	for (*bn = BN / 2; *bn <= BN; *bn *= 2)
+		if ((tiles = (rows + BM - 1) / BM * ((cols + *bn - 1) / *bn)) * SK_PARTS <= TILE_TARGET)
+			break;
+	if (*bn > BN || tiles < SK_FEW_TILES)
+		return 0;
+	run = SK_RUN_STEPS * *bn / (BN / 2);
+	parts = TILE_TARGET / tiles < SK_MOST_PARTS ? TILE_TARGET / tiles : SK_MOST_PARTS;
+	parts = steps / (2 * run) < parts ? steps / (2 * run) : parts;   /* more than quarters: runs of 2 run */
+	parts = parts > SK_PARTS ? parts : SK_PARTS;
+	if (parts > SK_PARTS || rows <= BM)   /* one row of tiles: 128 x 4096 x 8192 lost in quarters of 32 */
+		run *= 2;
+	return steps < parts * run || tiles * parts < SK_FILL ? 0 : parts;
+}
+
+/*
+ * The parts of stream-K's halves rule (long_k_stream), 0 where it does
+ * not apply: 128 x 128 tiles that number a half or a third of the SMs, at
+ * least SK_WAVE_FILL runs of 2 SK_RUN_STEPS k-steps or more, on more than
+ * one row of tiles.  The default there is 128 x 64 tiles, one a CTA,
+ * whose k loops ask L2 for 24 KiB a k-step of 128 x 64 x 64: 128 of them
+ * at once (1024 x 1024 x 8192) are bound by L2's bandwidth (ncu: 7.9 TB/s,
+ * cuBLAS moving 199 MB to our 278 in its clusters of 1 x 2).  Two halves of
+ * a 128 x 128 tile ask for 32 KiB a k-step of twice the work, a third
+ * less, and the owner adds one 64 KiB part.  On an H200, CUDA-graph
+ * replays, cuBLAS / wsfuse: 1024 x 1024 x 8192 0.70 -> 0.82, 2048 x 512 x
+ * 8192 0.65 -> 1.00, 1024 x 1024 x 12288 0.70 -> 0.98, 512 x 1280 x 12288
+ * (thirds) 0.70 -> 0.94; at 96 runs (768 x 1024 x 8192) it lost 4%, at
+ * K = 4096 (runs of 32) 15% (docs/perf.md).
+ */
+static int64_t
+half_parts(int64_t rows, int64_t cols, int64_t steps)
+{
+	int64_t tiles = (rows + BM - 1) / BM * ((cols + BN / 2 - 1) / (BN / 2)), parts = TILE_TARGET / tiles;
+
+	if (rows <= BM || parts < 2 || parts >= SK_PARTS || steps < parts * 2 * SK_RUN_STEPS ||
+	    tiles * parts < SK_WAVE_FILL)
+		return 0;
+	return parts;
+}
+
+/*
  * Stream-K without a hint, for few tiles of a long K: a weight gradient's
  * 1024 x 1024 x 65536 is 32 tiles of 128 x 256 for 132 SMs, each of 1024
  * k-steps, and a tile a CTA leaves most SMs idle however the tile is cut
  * (cuBLAS splits K there: 256 x 128 tiles in clusters of two and a reduce
- * kernel).  The tile is the narrower of 128 x 128 and 128 x 256 whose
- * tiles, SK_PARTS parts each, fit TILE_TARGET, and the parts as many as
- * fill the SMs (TILE_TARGET / tiles, at most SK_MOST_PARTS).  A tile's
- * owner adds the other parts' sums one after another (64 KiB each at 128
- * x 128), so runs must be long enough to pay for it: quarters of
- * SK_RUN_STEPS k-steps at 128 x 128 won (512 x 1024 x 8192: 0.76 -> 0.85x
- * cuBLAS, 256 x 2048 x 8192 0.74 -> 0.90) and of 16 lost (K = 4096); at
- * 128 x 256 runs of 32 lost to the narrower default tiles' full wave
- * (1024 x 1024 x 8192 0.88 -> 0.84) and of 64 won; sixteenths of 32 lost
- * (256 x 512 x 32768: 0.645 -> 0.628) and of 64 won.  So runs of run =
- * SK_RUN_STEPS at 128 x 128, twice at 128 x 256, and twice that in more
- * than four parts or on one row of tiles (128 x 4096 x 8192 in quarters of
- * 32: 0.87 -> 0.89 with L2 flushed, but 26.0 -> 27.9 us back to back).  Only where the runs are SK_FILL or more (at 64 it
- * tied split-K or whole tiles: 256 x 512 x 32768, 512 x 512 x 16384) and
- * the tiles SK_FEW_TILES or more.  With L2 flushed, cuBLAS / wsfuse on an
- * H200: 1024 x 1024 x 16384 0.72 -> 0.94, x 65536 0.60 -> 0.93, 512 x 512
- * x 65536 (eighths) 0.47 -> 0.73, 128 x 1280 x 32768 0.66 -> 0.83
- * (docs/perf.md).  A single matmul, neither swapped, ping-pong nor
- * batched, with no hint that bears on it, and rows that start 128-byte
- * aligned (else misaligned_cluster's cluster).  The choice is made at the
- * spec's sizes, like the tile's.  Sets T's tile and K->sk_parts.
+ * kernel).  Quarters or more of a tile where four parts of its tiles fit
+ * the SMs (quarter_parts), else halves or thirds of 128 x 128 tiles that
+ * fill them (half_parts).  With L2 flushed, cuBLAS / wsfuse on an H200:
+ * 1024 x 1024 x 16384 0.72 -> 0.94, x 65536 0.60 -> 0.93, 512 x 512 x
+ * 65536 (eighths) 0.47 -> 0.73, 128 x 1280 x 32768 0.66 -> 0.83, 1024 x
+ * 1024 x 12288 (halves) 0.81 -> 0.99 (docs/perf.md).  A single matmul,
+ * neither swapped, ping-pong nor batched, with no hint that bears on it,
+ * and rows that start 128-byte aligned (else misaligned_cluster's
+ * cluster).  The choice is made at the spec's sizes, like the tile's.
+ * Sets T's tile and K->sk_parts.
  */
 static void
 long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const Tensor *a, const Tensor *b,
               const Tensor *d)
 {
 	const Schedule *h = &f->sched;
-	int64_t rows = out_rows(f, d), cols = dim_value(f, d->dim[d->rank - 1]), tiles = 0, parts, run;
+	int64_t rows = out_rows(f, d), cols = dim_value(f, d->dim[d->rank - 1]), parts;
 	int64_t steps = (dim_value(f, a->dim[a->rank - (t->akm ? 1 : 2)]) + BK - 1) / BK;
 	int64_t ia = dim_value(f, a->dim[a->rank - 1]), ib = dim_value(f, b->dim[b->rank - 1]);
 	int bytes = dtype_info[a->dtype].bytes, bn;
@@ -998,18 +1052,9 @@ long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const
 	    k->batched || rows <= 0 || cols <= 0 || steps <= 0 || ia <= 0 || ib <= 0 || ia * bytes % 128 ||
 	    ib * bytes % 128)
 		return;
-	for (bn = BN / 2; bn <= BN; bn *= 2)
-		if ((tiles = (rows + BM - 1) / BM * ((cols + bn - 1) / bn)) * SK_PARTS <= TILE_TARGET)
-			break;
-	if (bn > BN || tiles < SK_FEW_TILES)
-		return;
-	run = SK_RUN_STEPS * bn / (BN / 2);
-	parts = TILE_TARGET / tiles < SK_MOST_PARTS ? TILE_TARGET / tiles : SK_MOST_PARTS;
-	parts = steps / (2 * run) < parts ? steps / (2 * run) : parts;   /* more than quarters: runs of 2 run */
-	parts = parts > SK_PARTS ? parts : SK_PARTS;
-	if (parts > SK_PARTS || rows <= BM)   /* one row of tiles: 128 x 4096 x 8192 lost in quarters of 32 */
-		run *= 2;
-	if (steps < parts * run || tiles * parts < SK_FILL)
+	if (!(parts = quarter_parts(rows, cols, steps, &bn)) && (parts = half_parts(rows, cols, steps)))
+		bn = BN / 2;
+	if (!parts)
 		return;
 	t->bm = BM;
 	t->bn = bn;

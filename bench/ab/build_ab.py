@@ -7,14 +7,15 @@ against f32 first, then cuBLAS / wsfuse: GPU time from CUDA-graph replays (graph
 where a launch outlasts the kernel, else do_bench's median with L2 flushed.  Prints one line: TAG, then
 each shape's time and ratio (above 1 wsfuse is faster).  An optional third argument, "name=body;...",
 times those schedule variants instead of the default (abcommon.variants), one entry a shape and variant.
+AB_FLUSH=1 times every shape with do_bench (L2 flushed) instead of the replays.
 """
 import sys; sys.path.insert(0, "python")
-import torch
+import os, torch
 from abcommon import bench, graph_us, shape_variants, variants
 out = []
 for sh, x, w, y, ks in shape_variants(sys.argv[2], variants(sys.argv[3] if len(sys.argv) > 3 else None)):
     m, n, k = map(int, sh.split("x"))
-    time = graph_us if m * n * k < 2 ** 34 else (lambda fn: bench(fn) * 1000)
+    time = graph_us if m * n * k < 2 ** 34 and os.environ.get("AB_FLUSH") != "1" else (lambda fn: bench(fn) * 1000)
     tc = time(lambda: torch.mm(x, w.t(), out=y))
     for v, kern in ks.items():
         tw = time(lambda: kern.launch(x, w, y))

@@ -3005,10 +3005,11 @@ wave_tiles(void **state)
  * else 128 x 256), in runs of 1 / parts of a tile with tiles x parts about
  * the SMs (132 / tiles, 4 to 16), runs of 32 k-steps or more at 128 x 128
  * in quarters, twice at 128 x 256 and twice that in more parts or on one
- * row of tiles, 80 runs or
- * more; not on more tiles, fewer, a shorter K, fewer runs, rows that do
- * not start 128-byte aligned (a cluster instead), a swapped GEMM, one CTA
- * a tile, or a hint that bears on it.
+ * row of tiles, 80 runs or more; else halves or thirds of 34 to 66 tiles
+ * of 128 x 128 in 120 runs or more of 64 k-steps or more, on more than one
+ * row of tiles; not on more tiles, fewer, a shorter K, fewer runs, rows
+ * that do not start 128-byte aligned (a cluster instead), a swapped GEMM,
+ * one CTA a tile, or a hint that bears on it.
  */
 static void
 long_k_default(void **state)
@@ -3037,9 +3038,18 @@ long_k_default(void **state)
 		{GEMM_SIZES(128, 4096, 16384) GEMM_PLAIN, 4, 128},       /* one row of tiles: quarters of 64 */
 		{GEMM_SIZES(128, 4096, 8192) GEMM_PLAIN, 0, 0},          /* not of 32 */
 		{GEMM_SIZES(512, 1024, 4096) GEMM_PLAIN, 0, 0},          /* runs of 16 */
-		{GEMM_SIZES(1024, 1024, 8192) GEMM_PLAIN, 0, 0},         /* 128 x 256 in runs of 32 */
-		{GEMM_SIZES(1024, 1024, 12288) GEMM_PLAIN, 0, 0},        /* of 48 */
-		{GEMM_SIZES(1024, 1024, 16320) GEMM_PLAIN, 0, 0},
+		{GEMM_SIZES(1024, 1024, 8192) GEMM_PLAIN, 2, 128},       /* not 128 x 256 in runs of 32: halves, 128 runs */
+		{GEMM_SIZES(1024, 1024, 12288) GEMM_PLAIN, 2, 128},      /* not of 48: halves of 96 */
+		{GEMM_SIZES(1024, 1024, 16320) GEMM_PLAIN, 2, 128},
+		{GEMM_SIZES(2048, 512, 8192) GEMM_PLAIN, 2, 128},        /* 64 tiles, tall */
+		{GEMM_SIZES(1000, 1000, 8192) GEMM_PLAIN, 2, 128},       /* 8 x 8 ragged tiles */
+		{GEMM_SIZES(512, 1280, 12288) GEMM_PLAIN, 3, 128},       /* 40 tiles: thirds of 64, 120 runs */
+		{GEMM_SIZES(512, 1280, 8192) GEMM_PLAIN, 0, 0},          /* thirds of 42 */
+		{GEMM_SIZES(768, 1024, 8192) GEMM_PLAIN, 0, 0},          /* 48 tiles: 96 runs */
+		{GEMM_SIZES(1024, 1024, 4096) GEMM_PLAIN, 0, 0},         /* halves of 32 */
+		{GEMM_SIZES(128, 8192, 8192) GEMM_PLAIN, 0, 0},          /* one row of 64 tiles */
+		{GEMM_SIZES(1152, 1024, 8192) GEMM_PLAIN, 0, 0},         /* 72 tiles */
+		{GEMM_SIZES(1024, 1024, 8192) GEMM_PLAIN "schedule: {stages: 4}\n", 2, 128},   /* stages bear on neither */
 		{GEMM_SIZES(256, 256, 65536) GEMM_PLAIN, 0, 0},          /* 4 tiles */
 		{GEMM_SIZES(2048, 1024, 32768) GEMM_PLAIN, 0, 0},        /* 64 tiles of 128 x 256 */
 		{GEMM_SIZES(1024, 2048, 16384) GEMM_PLAIN, 0, 0},
