@@ -103,7 +103,8 @@ enum {
 	                                              128 x 256 or in more parts), */
 	SK_FEW_TILES = 8,                          /* on this many tiles or more, */
 	SK_FILL = 80,                              /* whose runs are this many or more: at 64 it tied the default */
-	SK_WAVE_FILL = 120,                        /* in halves or thirds, this many: at 96 it lost back to back */
+	SK_WAVE_FILL = 120,                        /* in halves or thirds, this many: at 96 it lost back to back; */
+	SK_IDLE_NUM = 4, SK_IDLE_DEN = 5,          /* where 128 x 128 tiles fill at most 4 / 5 of the SMs */
 	TUNE_COUNT = 12                            /* lower_matmul_candidates' schedules, at most */
 };
 
@@ -997,28 +998,39 @@ quarter_parts(int64_t rows, int64_t cols, int64_t steps, int *bn)
 
 /*
  * The parts of stream-K's halves rule (long_k_stream), 0 where it does
- * not apply: 128 x 128 tiles that number a half or a third of the SMs, at
- * least SK_WAVE_FILL runs of 2 SK_RUN_STEPS k-steps or more, on more than
- * one row of tiles.  The default there is 128 x 64 tiles, one a CTA,
- * whose k loops ask L2 for 24 KiB a k-step of 128 x 64 x 64: 128 of them
- * at once (1024 x 1024 x 8192) are bound by L2's bandwidth (ncu: 7.9 TB/s,
- * cuBLAS moving 199 MB to our 278 in its clusters of 1 x 2).  Two halves of
- * a 128 x 128 tile ask for 32 KiB a k-step of twice the work, a third
- * less, and the owner adds one 64 KiB part.  On an H200, CUDA-graph
- * replays, cuBLAS / wsfuse: 1024 x 1024 x 8192 0.70 -> 0.82, 2048 x 512 x
- * 8192 0.65 -> 1.00, 1024 x 1024 x 12288 0.70 -> 0.98, 512 x 1280 x 12288
- * (thirds) 0.70 -> 0.94; at 96 runs (768 x 1024 x 8192) it lost 4%, at
- * K = 4096 (runs of 32) 15% (docs/perf.md).
+ * not apply; sets *BN.  Where 128 x 128 tiles fill at most SK_IDLE_NUM /
+ * SK_IDLE_DEN of the SMs, on more than one row of them: tiles 128 wide,
+ * else wider by STEP up to 256 (the narrowest that fits), that number a
+ * half or a third of the SMs, at least SK_WAVE_FILL runs of 2
+ * SK_RUN_STEPS k-steps or more.  Of 34 to 66 tiles of 128 x 128 the
+ * default is 128 x 64 tiles, one a CTA, whose k loops ask L2 for 24 KiB a
+ * k-step of 128 x 64 x 64: 128 of them at once (1024 x 1024 x 8192) move
+ * 278 MB to cuBLAS's 199 in its clusters of 1 x 2 (ncu); two halves of a
+ * 128 x 128 tile ask for 32 KiB a k-step of twice the work, a third less,
+ * and the owner adds one 64 KiB part.  Of 67 to 105 the default is a
+ * 128 x 128 tile a CTA, the other SMs idle; halves of 128 x 160 to 224
+ * fill them.  On an H200, CUDA-graph replays, cuBLAS / wsfuse: 1024 x 1024
+ * x 8192 0.70 -> 0.82, 2048 x 512 x 8192 0.65 -> 1.00, 1024 x 1024 x 12288
+ * 0.70 -> 0.98, 512 x 1280 x 12288 (thirds) 0.70 -> 0.94, 1152 x 1024 x
+ * 8192 (160) 0.88 -> 1.15, 1280 x 1024 x 8192 (192) 0.67 -> 0.76; 1536 x
+ * 1024 x 8192 (224) gained 4%, 2048 x 1024 x 8192 (128 tiles, at 256)
+ * lost 4.5%, at 96 runs (768 x 1024 x 8192) it lost 4%, at K = 4096 (runs
+ * of 32) 15% (docs/perf.md).
  */
 static int64_t
-half_parts(int64_t rows, int64_t cols, int64_t steps)
+half_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn)
 {
-	int64_t tiles = (rows + BM - 1) / BM * ((cols + BN / 2 - 1) / (BN / 2)), parts = TILE_TARGET / tiles;
+	int64_t tiles = (rows + BM - 1) / BM * ((cols + BN / 2 - 1) / (BN / 2)), parts;
 
-	if (rows <= BM || parts < 2 || parts >= SK_PARTS || steps < parts * 2 * SK_RUN_STEPS ||
-	    tiles * parts < SK_WAVE_FILL)
+	if (rows <= BM || tiles * SK_IDLE_DEN > TILE_TARGET * SK_IDLE_NUM)
 		return 0;
-	return parts;
+	for (*bn = BN / 2; *bn <= BN; *bn += step) {
+		tiles = (rows + BM - 1) / BM * ((cols + *bn - 1) / *bn);
+		parts = TILE_TARGET / tiles;
+		if (parts >= 2 && parts < SK_PARTS && steps >= parts * 2 * SK_RUN_STEPS && tiles * parts >= SK_WAVE_FILL)
+			return parts;
+	}
+	return 0;
 }
 
 /*
@@ -1052,9 +1064,9 @@ long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const
 	    k->batched || rows <= 0 || cols <= 0 || steps <= 0 || ia <= 0 || ib <= 0 || ia * bytes % 128 ||
 	    ib * bytes % 128)
 		return;
-	if (!(parts = quarter_parts(rows, cols, steps, &bn)) && (parts = half_parts(rows, cols, steps)))
-		bn = BN / 2;
-	if (!parts)
+	/* N whole epilogue subtiles of a K-major B, whole 64-wide chunks of an N-major one (choose_tile) */
+	if (!(parts = quarter_parts(rows, cols, steps, &bn)) &&
+	    !(parts = half_parts(rows, cols, steps, f->op[g->mm[0]].transpose_b ? EPI_COLS : CHUNK, &bn)))
 		return;
 	t->bm = BM;
 	t->bn = bn;

@@ -2948,7 +2948,7 @@ misaligned_rows(void **state)
  * independent matmuls.  A full last wave keeps 128 x 256 (4096^3, 3072 x
  * 1280, 6144 x 1280); so do a tile, cluster, split, stages or stream-K
  * hint, a signal, ping-pong, and a GEMM the width already halved for
- * (1024 x 1280: 128).
+ * (1024 x 1280 x 4096: 128).
  */
 static void
 wave_tiles(void **state)
@@ -2975,7 +2975,7 @@ wave_tiles(void **state)
 		{GEMM_SIZES(3072, 1280, 8192) GEMM_PLAIN, 128, 256},
 		{GEMM_SIZES(6144, 1280, 8192) GEMM_PLAIN, 128, 256},
 		{GEMM_SIZES(8192, 8192, 8192) GEMM_PLAIN, 128, 256},
-		{GEMM_SIZES(1024, 1280, 8192) GEMM_PLAIN, 128, 128},
+		{GEMM_SIZES(1024, 1280, 4096) GEMM_PLAIN, 128, 128},   /* at K = 8192 stream-K's halves of 128 x 160 */
 		{GEMM_SIZES(2048, 1280, 8192) GEMM_PLAIN "schedule: {tile: [128, 256, 64]}\n", 128, 256},
 		{GEMM_SIZES(2048, 1280, 8192) GEMM_PLAIN "schedule: {cluster: [2, 1]}\n", 128, 256},
 		{GEMM_SIZES(2048, 1280, 8192) GEMM_PLAIN "schedule: {consumers: pingpong}\n", 64, 256},
@@ -3005,9 +3005,10 @@ wave_tiles(void **state)
  * else 128 x 256), in runs of 1 / parts of a tile with tiles x parts about
  * the SMs (132 / tiles, 4 to 16), runs of 32 k-steps or more at 128 x 128
  * in quarters, twice at 128 x 256 and twice that in more parts or on one
- * row of tiles, 80 runs or more; else halves or thirds of 34 to 66 tiles
- * of 128 x 128 in 120 runs or more of 64 k-steps or more, on more than one
- * row of tiles; not on more tiles, fewer, a shorter K, fewer runs, rows
+ * row of tiles, 80 runs or more; else, where 128 x 128 tiles fill at most
+ * 4 / 5 of the SMs on more than one row, halves or thirds of tiles 128
+ * wide, else 160 to 256 (64-wide chunks of an N-major B), in 120 runs or
+ * more of 64 k-steps or more; not on more tiles, fewer, a shorter K, fewer runs, rows
  * that do not start 128-byte aligned (a cluster instead), a swapped GEMM,
  * one CTA a tile, or a hint that bears on it.
  */
@@ -3048,8 +3049,16 @@ long_k_default(void **state)
 		{GEMM_SIZES(768, 1024, 8192) GEMM_PLAIN, 0, 0},          /* 48 tiles: 96 runs */
 		{GEMM_SIZES(1024, 1024, 4096) GEMM_PLAIN, 0, 0},         /* halves of 32 */
 		{GEMM_SIZES(128, 8192, 8192) GEMM_PLAIN, 0, 0},          /* one row of 64 tiles */
-		{GEMM_SIZES(1152, 1024, 8192) GEMM_PLAIN, 0, 0},         /* 72 tiles */
 		{GEMM_SIZES(1024, 1024, 8192) GEMM_PLAIN "schedule: {stages: 4}\n", 2, 128},   /* stages bear on neither */
+		{GEMM_SIZES(1152, 1024, 8192) GEMM_PLAIN, 2, 160},       /* 72 tiles of 128 x 128: halves of 63 */
+		{GEMM_SIZES(1280, 1024, 8192) GEMM_PLAIN, 2, 192},       /* 80: of 60, a ragged last column */
+		{GEMM_SIZES(1280, 1024, 8192) GEMM_NMAJOR, 2, 192},      /* 64-wide chunks: 192, not 160 */
+		{GEMM_SIZES(1152, 1024, 8192) GEMM_NMAJOR, 0, 0},        /* 54 of 128 x 192: 108 runs */
+		{GEMM_SIZES(1536, 1024, 8192) GEMM_PLAIN, 2, 224},       /* 96: of 60 */
+		{GEMM_SIZES(1280, 1280, 8192) GEMM_PLAIN, 2, 224},       /* 100 */
+		{GEMM_SIZES(2048, 1024, 8192) GEMM_PLAIN, 0, 0},         /* 128 fill the SMs */
+		{GEMM_SIZES(1792, 1024, 8192) GEMM_PLAIN, 0, 0},         /* 112 */
+		{GEMM_SIZES(1024, 1280, 8192) GEMM_PLAIN, 2, 160},       /* 80 */
 		{GEMM_SIZES(256, 256, 65536) GEMM_PLAIN, 0, 0},          /* 4 tiles */
 		{GEMM_SIZES(2048, 1024, 32768) GEMM_PLAIN, 0, 0},        /* 64 tiles of 128 x 256 */
 		{GEMM_SIZES(1024, 2048, 16384) GEMM_PLAIN, 0, 0},
