@@ -1039,8 +1039,8 @@ half_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn)
  * k-steps, and a tile a CTA leaves most SMs idle however the tile is cut
  * (cuBLAS splits K there: 256 x 128 tiles in clusters of two and a reduce
  * kernel).  Quarters or more of a tile where four parts of its tiles fit
- * the SMs (quarter_parts), else halves or thirds of 128 x 128 tiles that
- * fill them (half_parts).  With L2 flushed, cuBLAS / wsfuse on an H200:
+ * the SMs (quarter_parts), else halves or thirds of tiles 128 to 256 wide
+ * that fill them (half_parts).  With L2 flushed, cuBLAS / wsfuse on an H200:
  * 1024 x 1024 x 16384 0.72 -> 0.94, x 65536 0.60 -> 0.93, 512 x 512 x
  * 65536 (eighths) 0.47 -> 0.73, 128 x 1280 x 32768 0.66 -> 0.83, 1024 x
  * 1024 x 12288 (halves) 0.81 -> 0.99 (docs/perf.md).  A single matmul,
@@ -1062,7 +1062,7 @@ long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const
 	if (h->sk_pos.line || h->ntile || h->consumers || h->cluster_pos.line || h->split_pos.line || h->swap_pos.line ||
 	    h->signal || h->consumer_pos.line || h->persistent == 1 || fusion_waits(f) || ng != 1 || g->n != 1 ||
 	    k->batched || rows <= 0 || cols <= 0 || steps <= 0 || ia <= 0 || ib <= 0 || ia * bytes % 128 ||
-	    ib * bytes % 128)
+	    ib * bytes % 128 || rows > 1 << 24 || cols > 1 << 24)   /* many waves; and no overflow in the counts */
 		return;
 	/* N whole epilogue subtiles of a K-major B, whole 64-wide chunks of an N-major one (choose_tile) */
 	if (!(parts = quarter_parts(rows, cols, steps, &bn)) &&
