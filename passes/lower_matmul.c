@@ -1044,8 +1044,8 @@ half_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn)
  * 1024 x 1024 x 16384 0.72 -> 0.94, x 65536 0.60 -> 0.93, 512 x 512 x
  * 65536 (eighths) 0.47 -> 0.73, 128 x 1280 x 32768 0.66 -> 0.83, 1024 x
  * 1024 x 12288 (halves) 0.81 -> 0.99 (docs/perf.md).  A single matmul,
- * neither swapped, ping-pong nor batched, with no hint that bears on it,
- * and rows that start 128-byte aligned (else misaligned_cluster's
+ * neither swapped, ping-pong nor batched, with no hint that bears on it
+ * (stages sized for the default tile would not fit a wider one), and rows that start 128-byte aligned (else misaligned_cluster's
  * cluster).  The choice is made at the spec's sizes, like the tile's.
  * Sets T's tile and K->sk_parts.
  */
@@ -1060,8 +1060,8 @@ long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const
 	int bytes = dtype_info[a->dtype].bytes, bn;
 
 	if (h->sk_pos.line || h->ntile || h->consumers || h->cluster_pos.line || h->split_pos.line || h->swap_pos.line ||
-	    h->signal || h->consumer_pos.line || h->persistent == 1 || fusion_waits(f) || ng != 1 || g->n != 1 ||
-	    k->batched || rows <= 0 || cols <= 0 || steps <= 0 || ia <= 0 || ib <= 0 || ia * bytes % 128 ||
+	    h->signal || h->consumer_pos.line || h->persistent == 1 || h->stages || fusion_waits(f) || ng != 1 ||
+	    g->n != 1 || k->batched || rows <= 0 || cols <= 0 || steps <= 0 || ia <= 0 || ib <= 0 || ia * bytes % 128 ||
 	    ib * bytes % 128 || rows > 1 << 24 || cols > 1 << 24)   /* many waves; and no overflow in the counts */
 		return;
 	/* N whole epilogue subtiles of a K-major B, whole 64-wide chunks of an N-major one (choose_tile) */

@@ -3049,7 +3049,8 @@ long_k_default(void **state)
 		{GEMM_SIZES(768, 1024, 8192) GEMM_PLAIN, 0, 0},          /* 48 tiles: 96 runs */
 		{GEMM_SIZES(1024, 1024, 4096) GEMM_PLAIN, 0, 0},         /* halves of 32 */
 		{GEMM_SIZES(128, 8192, 8192) GEMM_PLAIN, 0, 0},          /* one row of 64 tiles */
-		{GEMM_SIZES(1024, 1024, 8192) GEMM_PLAIN "schedule: {stages: 4}\n", 2, 128},   /* stages bear on neither */
+		{GEMM_SIZES(1536, 1024, 8192) GEMM_PLAIN "schedule: {stages: 5}\n", 0, 0},   /* 5 of 128 x 224 do not fit */
+		{GEMM_SIZES(1024, 1024, 65536) GEMM_PLAIN "schedule: {stages: 4}\n", 0, 0},
 		{GEMM_SIZES(1152, 1024, 8192) GEMM_PLAIN, 2, 160},       /* 72 tiles of 128 x 128: halves of 63 */
 		{GEMM_SIZES(1280, 1024, 8192) GEMM_PLAIN, 2, 192},       /* 80: of 60, a ragged last column */
 		{GEMM_SIZES(1280, 1024, 8192) GEMM_NMAJOR, 2, 192},      /* 64-wide chunks: 192, not 160 */
