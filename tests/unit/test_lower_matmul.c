@@ -3008,9 +3008,9 @@ wave_tiles(void **state)
  * row of tiles, 80 runs or more; else, where 128 x 128 tiles fill at most
  * 4 / 5 of the SMs on more than one row, halves or thirds of tiles 128
  * wide, else 160 to 256 (64-wide chunks of an N-major B), in 120 runs or
- * more of 64 k-steps or more; not on more tiles, fewer, a shorter K, fewer runs, rows
- * that do not start 128-byte aligned (a cluster instead), a swapped GEMM,
- * one CTA a tile, or a hint that bears on it.
+ * more of 64 k-steps or more; not on more tiles, fewer, a shorter K,
+ * fewer runs, rows that do not start 128-byte aligned (a cluster instead),
+ * a swapped GEMM, one CTA a tile, or a hint that bears on it (stages too).
  */
 static void
 long_k_default(void **state)
