@@ -650,12 +650,22 @@ emit_stmt(Emit *e, const Stmt *s)
 		break;
 	case ST_MBAR_ARRIVE:
 		if (k->bar[s->bar].cluster) {
-			/* the warpgroup's arrival on each CTA's copy, lane r of its first warp for rank r */
+			/*
+			 * The warpgroup's arrival on each CTA's copy, lane r of its first
+			 * warp for rank r; under a K-split, on the copies of the CTAs of
+			 * its split rank, ranks n x (rank / n) on (lower_split_rank).
+			 */
 			int n = k->cluster[0] * k->cluster[1];
+			const char *cmt = s->comment ? arena_printf(e->c->arena, "   // %s, on each CTA's copy", s->comment) :
+			                               "   // on each CTA's copy";
 
-			emit_line(e, "wsf_mbar_arrive_cluster(%s, threadIdx.x %% 128, %d);%s", bar_at(e, s->bar, s->barslot), n,
-			          s->comment ? arena_printf(e->c->arena, "   // %s, on each CTA's copy", s->comment) :
-			                       "   // on each CTA's copy");
+			if (k->splits > 1)
+				emit_line(e, "wsf_mbar_arrive_cluster(%s, threadIdx.x %% 128 + %d * (wsf_cluster_rank() / %d), "
+				          "%d * (wsf_cluster_rank() / %d + 1));%s", bar_at(e, s->bar, s->barslot), n, n, n, n,
+				          arena_printf(e->c->arena, "%s of its split rank", cmt));
+			else
+				emit_line(e, "wsf_mbar_arrive_cluster(%s, threadIdx.x %% 128, %d);%s", bar_at(e, s->bar, s->barslot),
+				          n, cmt);
 			break;
 		}
 		emit_line(e, "wsf_mbar_arrive(%s);%s", bar_at(e, s->bar, s->barslot), comment(e, s));
@@ -1019,9 +1029,12 @@ codegen_emit(Comp *c, Buf *b, Launch **launch)
 	           k->consumer_threads, k->tile_rows, k->tile_cols,
 	           k->persistent ? "persistent over tiles" : "one CTA per tile",
 	           k->warp_specialize ? ", warp-specialized" : "");
-	if (k->cluster[0] * k->cluster[1] > 1)
+	if (k->cluster[0] * k->cluster[1] > 1 && k->splits > 1)
+		buf_printf(b, ", clusters of %d x %d CTAs, each its own of K's %d parts", k->cluster[0], k->cluster[1],
+		           k->splits);
+	else if (k->cluster[0] * k->cluster[1] > 1)
 		buf_printf(b, ", clusters of %d x %d CTAs", k->cluster[0], k->cluster[1]);
-	if (k->splits > 1)
+	else if (k->splits > 1)
 		buf_printf(b, ", K split over clusters of %d CTAs", k->splits);
 	buf_puts(b, ".\n");
 	/* the header inlined: the file compiles as it is, with NVRTC or nvcc -arch=sm_90a */

@@ -213,7 +213,8 @@ split_reduce_scatter(Emit *e, const Stmt *s, const char *acc, int n)
 {
 	const Kernel *k = e->k;
 	const KAcc *a = &k->acc[s->reads[0].acc];
-	const char *full = k->bar[s->bar].name, *free_ = k->bar[s->bar + 1].name, *q = "q", *own;
+	const char *full = k->bar[s->bar].name, *free_ = k->bar[s->bar + 1].name, *q = "q", *own, *peer = "r";
+	int sh = k->cluster[0] * k->cluster[1];
 
 	/* float4 q's subtile (left to right: % and / bind alike): its 8 columns start at 8 q of its 64-row
 	   block, of its matmul (side by side) */
@@ -222,7 +223,14 @@ split_reduce_scatter(Emit *e, const Stmt *s, const char *acc, int n)
 	if (a->cols != k->tile_cols)
 		q = arena_printf(e->c->arena, "%s %% %d", q, k->tile_cols / 8);
 	own = arena_printf(e->c->arena, "%s / %d %% %d", q, SUB / 8, k->splits);
-	emit_line(e, "const int me = (int)wsf_cluster_rank();   // stores subtiles me, me + %d, ...", k->splits);
+	if (sh > 1) {   /* rank = split rank x sh + place (lower_split_rank): rank r's CTA of this tile is sh r + at */
+		emit_line(e, "const int me = (int)wsf_cluster_rank() / %d, at = (int)wsf_cluster_rank() %% %d;   "
+		          "// split rank me stores subtiles me, me + %d, ...; at: the tile's place in the cluster", sh, sh,
+		          k->splits);
+		peer = arena_printf(e->c->arena, "%d * r + at", sh);
+	} else {
+		emit_line(e, "const int me = (int)wsf_cluster_rank();   // stores subtiles me, me + %d, ...", k->splits);
+	}
 	emit_line(e, "wsf_mbar_wait(&%s[w], parity ^ 1u);   // the other ranks have read this warpgroup's partial before",
 	          free_);
 	emit_line(e, "#pragma unroll");
@@ -233,8 +241,8 @@ split_reduce_scatter(Emit *e, const Stmt *s, const char *acc, int n)
 	emit_line(e, "#pragma unroll");
 	emit_line(e, "for (int r = 0; r < %d; r++)", k->splits);
 	emit_line(e, "    if (r != me)");
-	emit_line(e, "        wsf_mbar_arrive_remote(&%s[w], r);   // released to rank r: its subtiles' partials are in place",
-	          full);
+	emit_line(e, "        wsf_mbar_arrive_remote(&%s[w], %s);   // released to rank r: its subtiles' partials are in place",
+	          full, peer);
 	emit_line(e, "wsf_mbar_wait_cluster(&%s[w], parity);   // the other ranks' partials of this rank's subtiles are in place",
 	          full);
 	emit_line(e, "#pragma unroll");
@@ -245,7 +253,7 @@ split_reduce_scatter(Emit *e, const Stmt *s, const char *acc, int n)
 	emit_line(e, "for (int r = 0; r < %d; r++) {   // in rank order; a rank without k-steps adds nothing", k->splits);
 	emit_line(e, "    if (r == me || r >= parts)");
 	emit_line(e, "        continue;");
-	emit_line(e, "    const float4 *theirs = wsf_map_rank(mine, r);");
+	emit_line(e, "    const float4 *theirs = wsf_map_rank(mine, %s);", peer);
 	emit_line(e, "    #pragma unroll");
 	emit_line(e, "    for (int q = 0; q < %d; q++)", n / 4);
 	emit_line(e, "        if (%s == me) {", own);
@@ -257,7 +265,8 @@ split_reduce_scatter(Emit *e, const Stmt *s, const char *acc, int n)
 	emit_line(e, "#pragma unroll");
 	emit_line(e, "for (int r = 0; r < %d; r++)", k->splits);
 	emit_line(e, "    if (r != me)");
-	emit_line(e, "        wsf_mbar_arrive_remote(&%s[w], r);   // rank r's partial is read: it may write its next", free_);
+	emit_line(e, "        wsf_mbar_arrive_remote(&%s[w], %s);   // rank r's partial is read: it may write its next", free_,
+	          peer);
 }
 
 void

@@ -186,9 +186,25 @@ lower_rank_at(Comp *c, const Kernel *k, Expr *at, int axis)
 
 	if (k->cluster[axis] == 1)
 		return x;
-	r = ex_leaf(c, EX_RANK);
+	r = lower_share_rank(c, k);
 	r = axis ? (cm > 1 ? ex_bin(c, EX_DIV, r, ex_int(c, cm)) : r) : (cn > 1 ? ex_bin(c, EX_MOD, r, ex_int(c, cm)) : r);
 	return ex_bin(c, EX_ADD, x, ex_bin(c, EX_MUL, r, ex_int(c, ext)));
+}
+
+Expr *
+lower_share_rank(Comp *c, const Kernel *k)
+{
+	int n = k->cluster[0] * k->cluster[1];
+
+	return k->splits > 1 && n > 1 ? ex_bin(c, EX_MOD, ex_leaf(c, EX_RANK), ex_int(c, n)) : ex_leaf(c, EX_RANK);
+}
+
+Expr *
+lower_split_rank(Comp *c, const Kernel *k)
+{
+	int n = k->cluster[0] * k->cluster[1];
+
+	return n > 1 ? ex_bin(c, EX_DIV, ex_leaf(c, EX_RANK), ex_int(c, n)) : ex_leaf(c, EX_RANK);
 }
 
 /*

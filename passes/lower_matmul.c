@@ -443,7 +443,7 @@ load_operand(Comp *c, Kernel *k, Stmt *issue, int buf, int base, int p, bool kma
 	Expr *at = ex_int(c, base), *mask = NULL;
 
 	if (share > 1) {
-		Expr *rank = ex_leaf(c, EX_RANK), *place, *part;
+		Expr *rank = lower_share_rank(c, k), *place, *part;
 		int64_t bits = 0;
 
 		/* A: the CTAs of one tile row, ranks x + cm j; B: of one tile column, ranks cm y + i */
@@ -458,6 +458,9 @@ load_operand(Comp *c, Kernel *k, Stmt *issue, int buf, int base, int p, bool kma
 			mask = ex_bin(c, EX_SHL, mask, axis ? ex_bin(c, EX_MOD, rank, ex_int(c, cm))
 			                                     : ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, rank, ex_int(c, cm)),
 			                                              ex_int(c, cm)));
+		if (k->splits > 1)   /* the CTAs of this CTA's K-split rank (lower_split_rank) */
+			mask = ex_bin(c, EX_SHL, mask, ex_bin(c, EX_MUL, lower_split_rank(c, k),
+			                                      ex_int(c, k->cluster[0] * k->cluster[1])));
 		part = ex_bin(c, EX_MUL, place, ex_int(c, rows / share));
 		rows /= share;
 		x0 = ex_bin(c, EX_ADD, x0, part);
@@ -749,7 +752,7 @@ static Stmt *
 own_subtile(Comp *c, const Tile *t, Stmt *eloop, const char *comment)
 {
 	Stmt *s = st_if(c, ex_bin(c, EX_EQ, ex_bin(c, EX_MOD, ex_var(c, eloop->var), ex_int(c, t->k->splits)),
-	                          ex_leaf(c, EX_RANK)));
+	                          lower_split_rank(c, t->k)));
 
 	s->comment = comment;
 	st_append(c, eloop, s);
@@ -1034,19 +1037,57 @@ half_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn)
 }
 
 /*
+ * The parts of stream-K's rule for narrow tiles (long_k_stream), 0 where
+ * it does not apply; sets *BN.  Where neither rule above does, on at
+ * least one whole row of 128-row tiles: tiles of 128 x 64 in quarters,
+ * else halves, that make SK_FILL to TILE_TARGET runs of SK_RUN_STEPS
+ * k-steps or more, each run 1 / P of its tile (the runs aligned to the
+ * tiles).  The default there was ping-pong's 64-row tiles split by 2 to
+ * 4 (choose_split), whose CTAs each take a 64 x 64 tile's k-steps: 16 KiB
+ * a k-step for a quarter of the work of a 128 x 128 one, and an SM takes
+ * them in no faster than about 16 KiB in 225 ns however many SMs share
+ * L2's reads (clusters of 2 x 2 that multicast both operands ran no
+ * faster).  A 128 x 64 tile asks 24 KiB a k-step for twice the work, and
+ * a tile's owner adds the other parts' 32 KiB each.  On an H200, cuBLAS /
+ * wsfuse, CUDA-graph replays and L2 flushed: 128 x 1280 x 8192 0.68 ->
+ * 0.79 and 0.77 -> 0.87, x 16384 0.58 -> 0.73 and 0.70 -> 0.86; 128 x
+ * 2048 x 8192 1.03 -> 1.20 and 0.90 -> 1.02; 256 x 1024 x 8192 0.90 ->
+ * 1.06 and 0.83 -> 0.92; 200 x 1000 x 8192 0.80 -> 0.90 and 0.78 -> 0.87;
+ * in halves, 128 x 4096 x 4096 1.03 -> 1.17 and 0.82 -> 0.95.  Runs of 16
+ * (K = 4096 in quarters) lost, as did 64 runs (128 x 1024 x 8192), and
+ * runs that did not align to the tiles (384 x 768 x 8192: 132 runs of 35
+ * k-steps); one ragged row (96 x 1280 x 8192), whose A box TMA fills past
+ * M with zeros for every part, lost back to back (docs/perf.md).
+ */
+static int64_t
+narrow_parts(int64_t rows, int64_t cols, int64_t steps, int *bn)
+{
+	int64_t tiles = (rows + BM - 1) / BM * ((cols + CHUNK - 1) / CHUNK), parts;
+
+	*bn = CHUNK;
+	if (rows < BM)
+		return 0;
+	for (parts = SK_PARTS; parts >= 2; parts /= 2)
+		if (tiles * parts >= SK_FILL && tiles * parts <= TILE_TARGET && steps >= parts * SK_RUN_STEPS)
+			return parts;
+	return 0;
+}
+
+/*
  * Stream-K without a hint, for few tiles of a long K: a weight gradient's
  * 1024 x 1024 x 65536 is 32 tiles of 128 x 256 for 132 SMs, each of 1024
  * k-steps, and a tile a CTA leaves most SMs idle however the tile is cut
  * (cuBLAS splits K there: 256 x 128 tiles in clusters of two and a reduce
  * kernel).  Quarters or more of a tile where four parts of its tiles fit
  * the SMs (quarter_parts), else halves or thirds of tiles 128 to 256 wide
- * that fill them (half_parts).  With L2 flushed, cuBLAS / wsfuse on an H200:
+ * that fill them (half_parts), else quarters or halves of 128 x 64 tiles
+ * (narrow_parts).  With L2 flushed, cuBLAS / wsfuse on an H200:
  * 1024 x 1024 x 16384 0.72 -> 0.94, x 65536 0.60 -> 0.93, 512 x 512 x
  * 65536 (eighths) 0.47 -> 0.73, 128 x 1280 x 32768 0.66 -> 0.83, 1024 x
  * 1024 x 12288 (halves) 0.81 -> 0.99 (docs/perf.md).  A single matmul,
  * neither swapped, ping-pong nor batched, with no hint that bears on it
- * (stages sized for the default tile would not fit a wider one), and rows that start 128-byte aligned (else misaligned_cluster's
- * cluster).  The choice is made at the spec's sizes, like the tile's.
+ * (stages sized for the default tile would not fit a wider one), and rows
+ * that start 128-byte aligned (else misaligned_cluster's cluster).  The choice is made at the spec's sizes, like the tile's.
  * Sets T's tile and K->sk_parts.
  */
 static void
@@ -1066,7 +1107,8 @@ long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const
 		return;
 	/* N whole epilogue subtiles of a K-major B, whole 64-wide chunks of an N-major one (choose_tile) */
 	if (!(parts = quarter_parts(rows, cols, steps, &bn)) &&
-	    !(parts = half_parts(rows, cols, steps, f->op[g->mm[0]].transpose_b ? EPI_COLS : CHUNK, &bn)))
+	    !(parts = half_parts(rows, cols, steps, f->op[g->mm[0]].transpose_b ? EPI_COLS : CHUNK, &bn)) &&
+	    !(parts = narrow_parts(rows, cols, steps, &bn)))
 		return;
 	t->bm = BM;
 	t->bn = bn;
@@ -1175,7 +1217,7 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 		st_append(c, t->loop, eloop);
 	} else if (k->splits > 1) {
 		/* the cluster's partial sums into rank 0, which alone runs the epilogue */
-		Stmt *lead = st_if(c, ex_bin(c, EX_EQ, ex_leaf(c, EX_RANK), ex_int(c, 0)));
+		Stmt *lead = st_if(c, ex_bin(c, EX_EQ, lower_split_rank(c, k), ex_int(c, 0)));
 
 		st_append(c, t->loop, split_reduce(c, t, g));
 		lead->comment = "rank 0 holds the tile's sum: it alone computes and stores the tile";
@@ -1642,11 +1684,10 @@ choose_split(Comp *c, const Fusion *f, Kernel *k, Tile *t, const Group *g, int n
 	const char *why = NULL;
 	int s, nb = ng == 1 ? g->n : 1, regs = (k->swap_ab ? t->bm : nb * t->bn) / 2 * k->row_blocks;
 	int partial = CONSUMER_THREADS * regs * 4, stage = (t->bm + nb * t->bn) * t->bk * 2;
+	int share = k->cluster[0] * k->cluster[1];   /* a hinted cluster's CTAs that share operands */
 
 	if (ng > 1)
 		why = "with independent matmuls in one kernel";
-	else if (h->cluster_pos.line && h->cluster[0] * h->cluster[1] > 1)
-		why = "in clusters that share an operand";
 	else if (h->signal)
 		why = "with 'signal: per_tile'";
 	else if (k->waits)
@@ -1654,10 +1695,15 @@ choose_split(Comp *c, const Fusion *f, Kernel *k, Tile *t, const Group *g, int n
 	if (h->split_k > 1) {
 		if (why)
 			return unbuilt(c, h->split_pos, "split_k %s is not implemented yet", why);
+		if (share * h->split_k > MAX_CLUSTER)
+			return unbuilt(c, h->split_pos, "split_k %d in clusters of %d x %d CTAs makes clusters of %d CTAs, "
+			               "which is not implemented yet: at most %d (the portable cluster size); split by at "
+			               "most %d or share among fewer CTAs", h->split_k, k->cluster[0], k->cluster[1],
+			               share * h->split_k, MAX_CLUSTER, MAX_CLUSTER / share);
 		k->splits = h->split_k;
 		return 0;
 	}
-	if (h->split_pos.line || why || k->batched)
+	if (h->split_pos.line || why || k->batched || share > 1)
 		return 0;
 	rows = out_rows(f, d);
 	if (rows <= 0 || cols <= 0 || K <= 0)
@@ -2047,7 +2093,7 @@ lower_matmul(Comp *c, Fusion *f)
 			Expr *all = ex_var(c, lower_let(c, k, "ksteps", steps, k->body)->var), *per;
 
 			per = ex_var(c, lower_let(c, k, "kper", ex_bin(c, EX_CEILDIV, all, ex_int(c, k->splits)), k->body)->var);
-			t.k0 = ex_var(c, lower_let(c, k, "k0", ex_bin(c, EX_MUL, ex_leaf(c, EX_RANK), per), k->body)->var);
+			t.k0 = ex_var(c, lower_let(c, k, "k0", ex_bin(c, EX_MUL, lower_split_rank(c, k), per), k->body)->var);
 			t.kparts = ex_var(c, lower_let(c, k, "kparts", ex_bin(c, EX_CEILDIV, all, per), k->body)->var);
 			steps = ex_bin(c, EX_MAX, ex_bin(c, EX_MIN, ex_bin(c, EX_SUB, all, t.k0), per), ex_int(c, 0));
 		}

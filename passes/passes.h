@@ -109,6 +109,13 @@ Expr *lower_flag_index(Comp *c, const Kernel *k, Expr *row0, Expr *col0, Expr *b
 /* In clusters (Kernel.cluster): this CTA's first row (AXIS 0) or column (1) in cluster tile row or column AT. */
 Expr *lower_rank_at(Comp *c, const Kernel *k, Expr *at, int axis);
 /*
+ * A cluster of cm x cn CTAs that share operands, each group of them a
+ * K-split rank (Kernel.splits): rank = split rank x cm cn + place.  This
+ * CTA's place among those it shares operands with, and its split rank.
+ */
+Expr *lower_share_rank(Comp *c, const Kernel *k);
+Expr *lower_split_rank(Comp *c, const Kernel *k);
+/*
  * Errors for the hints FAMILY (its name in messages) cannot honour; ROWS:
  * a tile is a row, whose tile and stores are the compiler's.  0 or -1.
  */

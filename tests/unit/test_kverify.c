@@ -215,6 +215,13 @@ static void b_split_family(Fixture *t, Kernel *k)
 	(void)t;
 	k->splits = 2;   /* only a matmul's tiles have a K to split */
 }
+static void b_split_cluster(Fixture *t, Kernel *k)
+{
+	(void)t;
+	k->family = FAM_MATMUL;
+	k->splits = 4;   /* 4 x 2 x 2: past the portable cluster size */
+	k->cluster[0] = k->cluster[1] = 2;
+}
 static void b_split_reduce(Fixture *t, Kernel *k)
 {
 	Stmt *s = st_new(&t->c, ST_SPLIT_REDUCE);
@@ -288,6 +295,8 @@ static const struct {
 	 "role 2's register target 230 is not a multiple of 8 in [24, 256] for whole warpgroups"},
 	{"one branch a role", true, b_role_twice, "role 1 has two branches"},
 	{"a K-split is a matmul's", false, b_split_family, "a K-split over 2 CTAs, which codegen does not build"},
+	{"a K-split's cluster holds at most 8 CTAs", false, b_split_cluster, "a K-split over 4 CTAs in clusters that "
+	 "share an operand, more than 8 CTAs a cluster, which codegen does not build"},
 	{"a split-K reduction has its buffer, barriers and accumulator", false, b_split_reduce, "a split-K reduction "
 	 "without a K-split, its partial buffer, its two barriers, an accumulator, a parity or the count of CTAs "
 	 "with k-steps"},

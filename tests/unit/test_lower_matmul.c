@@ -2300,6 +2300,57 @@ split_scatter(Fixture *t, Kernel *k)
 	assert_int_equal(count(cu, "wsf_mbar_arrive_remote(&"), 2);
 }
 
+static int lets_named(const Kernel *k, Stmt *s, const char *name, Stmt **out, int n);
+
+/*
+ * split_k in clusters that share operands: [2, 2] x split 2 is a cluster
+ * of 8 CTAs, rank = split rank x 4 + place.  The place (rank % 4) picks the
+ * CTA's tile in the cluster tile and its part of each shared box; the
+ * multicast masks are the place's row or column shifted to the CTAs of its
+ * split rank (rank / 4), whose k-steps start at k0 = (rank / 4) x kper; the
+ * empty barrier counts one warpgroup of each of the 4 CTAs it shares a
+ * stage with, and the reduction's peers are rank 4 r + place.
+ */
+static void
+split_in_clusters(void **state)
+{
+	static const char spec[] = GEMM_SIZES(128, 1280, 8192) GEMM_PLAIN
+		"schedule: {consumers: pingpong, tile: [64, 64, 64], split_k: 2, cluster: [2, 2]}\n";
+	Fixture *t;
+	Kernel *k;
+	Stmt *roles, *ld[4], *k0[2];
+	const char *cu;
+	int b, n;
+
+	k = lowered(&t, 0, spec);
+	assert_int_equal(k->splits, 2);
+	assert_int_equal(k->cluster[0] * k->cluster[1], 4);
+	assert_int_equal(kernel_cluster_ctas(k), 8);
+	assert_true(k->split_scatter && k->pingpong);
+	roles = find_kind(k->body, ST_ROLES, 0);
+	n = stmts_of(roles->body[0], ST_TMA_LOAD, ld, 4);
+	assert_int_equal(n, 2);
+	assert_string_equal(expr(t, ld[0]->mcast), "((5 << ((rank % 4) % 2)) << ((rank / 4) * 4))");   /* A: a row */
+	assert_string_equal(expr(t, ld[1]->mcast), "((3 << (((rank % 4) / 2) * 2)) << ((rank / 4) * 4))");   /* B */
+	assert_int_equal(lets_named(k, k->body, "k0", k0, 2), 1);
+	assert_string_equal(expr(t, k0[0]->a), "((rank / 4) * kper)");
+	for (b = 1; b < k->nbar && strcmp(k->bar[b].name, "empty") != 0; b++)
+		;
+	assert_true(b < k->nbar && k->bar[b].cluster);
+	assert_int_equal(k->bar[b].arrivals, 4);
+	cu = cuda_of(t);
+	assert_non_null(strstr(cu, "__cluster_dims__(8, 1, 1)"));
+	assert_int_equal(count(cu, "threadIdx.x % 128 + 4 * (wsf_cluster_rank() / 4), 4 * (wsf_cluster_rank() / 4 + 1));"),
+	                 3);   /* the first stages' arrivals, a k-step's release and a tile's last */
+	assert_non_null(strstr(cu, "const int me = (int)wsf_cluster_rank() / 4, at = (int)wsf_cluster_rank() % 4;"));
+	assert_non_null(strstr(cu, "wsf_map_rank(mine, 4 * r + at)"));
+	assert_int_equal(count(cu, "wsf_mbar_arrive_remote(&split_"), 2);
+	assert_int_equal(count(cu, "[w], 4 * r + at);"), 2);
+	assert_non_null(strstr(cu, "if (((e % 2LL) == ((long long)wsf_cluster_rank() / 4LL)))"));
+	teardown((void **)&t);
+	(void)state;
+}
+
 /*
  * split_k: a decode step's 16 x 4096 x 4096 is 64 swapped tiles for 132 SMs,
  * so by default clusters of 2 CTAs share each tile's K.  The lets give each
@@ -2332,11 +2383,11 @@ split_k(void **state)
 		{"{M: 24, N: 1920, K: 8192}", 4, 0},     /* 30 tiles: clusters of 4 all resident */
 		{"{M: 16, N: 8192, K: 4096}", 1, 0},     /* 128 tiles: a wave already */
 		{"{M: 1, N: 4096, K: 256}", 1, 0},       /* 4 k-steps: too few to share */
-		{"{M: 256, N: 1024, K: 8192}", 2, 64},   /* unswapped, 64 tiles of 64 x 64 */
+		{"{M: 256, N: 1024, K: 4096}", 2, 64},   /* unswapped, 64 tiles of 64 x 64 (at K = 8192 stream-K) */
 		{"{M: 200, N: 1000, K: 4096}", 2, 64},   /* ragged: 4 x 16 tiles */
 		{"{M: 128, N: 512, K: 8192}", 4, 64},    /* 16 tiles: clusters of 4, two subtiles for four ranks */
 		{"{M: 256, N: 512, K: 8192}", 3, 64},    /* 32 tiles: 4 would not fit at once */
-		{"{M: 128, N: 4096, K: 4096}", 2, 128},  /* 128 tiles of 64 x 64 would not, 64 of 64 x 128 do */
+		{"{M: 128, N: 4096, K: 2048}", 2, 128},  /* 128 tiles of 64 x 64 would not, 64 of 64 x 128 do */
 		{"{M: 384, N: 768, K: 8192}", 3, 128},   /* 72 of 64 x 64 would not fit split, 36 of 64 x 128 by 3 do */
 		{"{M: 256, N: 4096, K: 4096}", 1, 64},   /* 128 tiles of 64 x 128: 128 x 64 as ever */
 		{"{M: 256, N: 1024, K: 1024}", 1, 64},   /* 8 k-steps a CTA: too few */
@@ -2344,8 +2395,9 @@ split_k(void **state)
 	};
 	static const Refusal refused[] = {
 		{"{split_k: 2, signal: per_tile}", "split_k with 'signal: per_tile' is not implemented yet", true},
-		{"{split_k: 2, swap_ab: false, cluster: [2, 1]}", "split_k in clusters that share an operand is not "
-		 "implemented yet", true},
+		{"{split_k: 3, swap_ab: false, cluster: [2, 2]}", "split_k 3 in clusters of 2 x 2 CTAs makes clusters of 12 "
+		 "CTAs, which is not implemented yet: at most 8 (the portable cluster size); split by at most 2 or share "
+		 "among fewer CTAs", true},
 		{"{split_k: 9}", "expected an integer from 1 to 8 for 'split_k', saw '9'", false},
 		{"{split_k: 0}", "expected an integer from 1 to 8 for 'split_k'", false},
 	};
@@ -2832,7 +2884,7 @@ ragged_inside(void **state)
 		int rows, cols;   /* the tile the lets name; 0: no clamp */
 	} cases[] = {
 		{HEAD PLAIN "outputs:\n  y: {dtype: bf16}\nschedule: {cluster: [1, 1]}\n", 128, 256},
-		{"fusion: gemm\nsizes: {M: 200, N: 1000, K: 8192}\n" PLAIN "outputs:\n  y: {dtype: bf16}\n", 64, 64},
+		{"fusion: gemm\nsizes: {M: 200, N: 1000, K: 4096}\n" PLAIN "outputs:\n  y: {dtype: bf16}\n", 64, 64},
 		{"fusion: gemm\nsizes: {M: 16, N: 4096, K: 4096}\n" PLAIN "outputs:\n  y: {dtype: bf16}\n", 16, 64},
 		{HEAD PLAIN "outputs:\n  y: {dtype: bf16, accumulate: true}\n", 0, 0},
 		{HEAD PLAIN "outputs:\n  y: {dtype: bf16}\nschedule: {signal: per_tile}\n", 0, 0},
@@ -3008,7 +3060,9 @@ wave_tiles(void **state)
  * row of tiles, 80 runs or more; else, where 128 x 128 tiles fill at most
  * 4 / 5 of the SMs on more than one row, halves or thirds of tiles 128
  * wide, else 160 to 256 (64-wide chunks of an N-major B), in 120 runs or
- * more of 64 k-steps or more; not on more tiles, fewer, a shorter K,
+ * more of 64 k-steps or more; else quarters or halves of 128 x 64 tiles,
+ * 80 to 132 runs of 32 k-steps or more, on a whole row of tiles or more;
+ * not on more tiles, fewer, a shorter K,
  * fewer runs, rows that do not start 128-byte aligned (a cluster instead),
  * a swapped GEMM, one CTA a tile, or a hint that bears on it (stages too).
  */
@@ -3028,7 +3082,7 @@ long_k_default(void **state)
 		{GEMM_SIZES(256, 512, 65536) GEMM_PLAIN, 16, 128},       /* 8: sixteenths */
 		{GEMM_SIZES(128, 1280, 32768) GEMM_PLAIN, 8, 128},       /* 10: eighths (runs of 64 k-steps), 80 runs */
 		{GEMM_SIZES(256, 512, 32768) GEMM_PLAIN, 0, 0},          /* eighths, 64 runs */
-		{GEMM_SIZES(512, 512, 16384) GEMM_PLAIN, 0, 0},          /* quarters, 64 runs */
+		{GEMM_SIZES(512, 512, 16384) GEMM_PLAIN, 4, 64},         /* quarters of 128 x 128: 64 runs; of 128 x 64 */
 		{GEMM_SIZES(1000, 1000, 20480) GEMM_PLAIN, 4, 256},      /* 8 x 4 ragged tiles */
 		{GEMM_SIZES(1024, 1024, 65536) GEMM_NMAJOR, 4, 256},
 		{GEMM_SIZES(1024, 1024, 65536) WGRAD, 4, 256},      /* A M-major, B N-major: a weight gradient */
@@ -3037,8 +3091,18 @@ long_k_default(void **state)
 		{GEMM_SIZES(512, 1024, 8192) GEMM_PLAIN, 4, 128},        /* quarters of 32 k-steps */
 		{GEMM_SIZES(512, 768, 8192) GEMM_PLAIN, 4, 128},         /* 24 tiles, quarters: 96 runs */
 		{GEMM_SIZES(128, 4096, 16384) GEMM_PLAIN, 4, 128},       /* one row of tiles: quarters of 64 */
-		{GEMM_SIZES(128, 4096, 8192) GEMM_PLAIN, 0, 0},          /* not of 32 */
-		{GEMM_SIZES(512, 1024, 4096) GEMM_PLAIN, 0, 0},          /* runs of 16 */
+		{GEMM_SIZES(128, 4096, 8192) GEMM_PLAIN, 2, 64},         /* not of 32: halves of 128 x 64, 128 runs */
+		{GEMM_SIZES(512, 1024, 4096) GEMM_PLAIN, 2, 64},         /* runs of 16; 128 x 64 halves of 32 */
+		{GEMM_SIZES(128, 1280, 8192) GEMM_PLAIN, 4, 64},         /* 20 tiles of 128 x 64: 80 runs of 32 */
+		{GEMM_SIZES(128, 1280, 16384) GEMM_PLAIN, 4, 64},
+		{GEMM_SIZES(256, 1024, 8192) GEMM_NMAJOR, 4, 64},        /* 64-wide chunks: 64 */
+		{GEMM_SIZES(200, 1000, 8192) GEMM_PLAIN, 4, 64},         /* ragged, 2 x 16 tiles */
+		{GEMM_SIZES(128, 4096, 4096) GEMM_PLAIN, 2, 64},         /* 64 tiles: halves */
+		{GEMM_SIZES(128, 1280, 4096) GEMM_PLAIN, 0, 0},          /* runs of 16, or 40 */
+		{GEMM_SIZES(128, 1024, 8192) GEMM_PLAIN, 0, 0},          /* 64 runs */
+		{GEMM_SIZES(384, 768, 8192) GEMM_PLAIN, 0, 0},           /* 36 tiles: 144 runs, or 72 */
+		{GEMM_SIZES(96, 1280, 8192) GEMM_PLAIN, 0, 0},           /* one ragged row of tiles */
+		{GEMM_SIZES(128, 2048, 2048) GEMM_PLAIN, 0, 0},          /* 32 k-steps */
 		{GEMM_SIZES(1024, 1024, 8192) GEMM_PLAIN, 2, 128},       /* not 128 x 256 in runs of 32: halves, 128 runs */
 		{GEMM_SIZES(1024, 1024, 12288) GEMM_PLAIN, 2, 128},      /* not of 48: halves of 96 */
 		{GEMM_SIZES(1024, 1024, 16320) GEMM_PLAIN, 2, 128},
@@ -3169,6 +3233,7 @@ main(void)
 		cmocka_unit_test(wait_writer_tile),
 		cmocka_unit_test(swapped),
 		cmocka_unit_test(split_k),
+		cmocka_unit_test(split_in_clusters),
 		cmocka_unit_test_setup_teardown(stream_k, setup, teardown),
 		cmocka_unit_test(long_k_default),
 		cmocka_unit_test(tune_candidates),
