@@ -431,8 +431,9 @@ kernel_verify(Comp *c, const Kernel *k, const char *after)
 	    k->row_blocks > 2)
 		fail(&v, "a cluster of %d x %d CTAs, or %d row blocks a warpgroup, which codegen does not build",
 		     k->cluster[0], k->cluster[1], k->row_blocks);
-	if (k->splits < 1 || k->splits > 8 || (k->splits > 1 && (kernel_cluster_ctas(k) > 8 || k->swap_ab * k->cluster[0] *
-	                                                         k->cluster[1] > 1 || k->family != FAM_MATMUL)))
+	if (k->splits < 1 || k->splits > 8 ||
+	    (k->splits > 1 && (kernel_cluster_ctas(k) > 8 || (k->swap_ab && k->cluster[0] * k->cluster[1] > 1) ||
+	                       k->family != FAM_MATMUL)))
 		fail(&v, "a K-split over %d CTAs%s%s, which codegen does not build", k->splits,
 		     k->cluster[0] * k->cluster[1] > 1 ? " in clusters that share an operand" : "",
 		     k->swap_ab ? ", swapped" : kernel_cluster_ctas(k) > 8 ? ", more than 8 CTAs a cluster" : "");

@@ -1049,11 +1049,13 @@ half_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn)
  * L2's reads (clusters of 2 x 2 that multicast both operands ran no
  * faster).  A 128 x 64 tile asks 24 KiB a k-step for twice the work, and
  * a tile's owner adds the other parts' 32 KiB each.  On an H200, cuBLAS /
- * wsfuse, CUDA-graph replays and L2 flushed: 128 x 1280 x 8192 0.68 ->
- * 0.79 and 0.77 -> 0.87, x 16384 0.58 -> 0.73 and 0.70 -> 0.86; 128 x
- * 2048 x 8192 1.03 -> 1.20 and 0.90 -> 1.02; 256 x 1024 x 8192 0.90 ->
- * 1.06 and 0.83 -> 0.92; 200 x 1000 x 8192 0.80 -> 0.90 and 0.78 -> 0.87;
- * in halves, 128 x 4096 x 4096 1.03 -> 1.17 and 0.82 -> 0.95.  Runs of 16
+ * wsfuse, CUDA-graph replays and L2 flushed: 128 x 1280 x 8192 0.66 ->
+ * 0.73 and 0.78 -> 0.87, x 16384 0.52 -> 0.67-0.79 and 0.71 -> 0.87;
+ * 128 x 2048 x 8192 1.05 -> 1.19 and 0.88 -> 0.99; 256 x 1024 x 8192
+ * 0.93 -> 1.06 and 0.83 -> 0.93; 200 x 1000 x 8192 0.82 -> 0.94 and 0.77
+ * -> 0.89; in halves, 128 x 4096 x 4096 1.01 -> 1.09 and 0.85 -> 0.93, x
+ * 8192 0.96-0.98 -> 1.05-1.09 and 0.85-0.89 -> 0.94-0.99; 512 x 512 x
+ * 16384 0.65 -> 0.63 and 0.75 -> 0.81 (runs of 64).  Runs of 16
  * (K = 4096 in quarters) lost, as did 64 runs (128 x 1024 x 8192), and
  * runs that did not align to the tiles (384 x 768 x 8192: 132 runs of 35
  * k-steps); one ragged row (96 x 1280 x 8192), whose A box TMA fills past
@@ -1087,8 +1089,9 @@ narrow_parts(int64_t rows, int64_t cols, int64_t steps, int *bn)
  * 1024 x 12288 (halves) 0.81 -> 0.99 (docs/perf.md).  A single matmul,
  * neither swapped, ping-pong nor batched, with no hint that bears on it
  * (stages sized for the default tile would not fit a wider one), and rows
- * that start 128-byte aligned (else misaligned_cluster's cluster).  The choice is made at the spec's sizes, like the tile's.
- * Sets T's tile and K->sk_parts.
+ * that start 128-byte aligned (else misaligned_cluster's cluster).  The
+ * choice is made at the spec's sizes, like the tile's.  Sets T's tile and
+ * K->sk_parts.
  */
 static void
 long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const Tensor *a, const Tensor *b,
