@@ -105,6 +105,7 @@ enum {
 	SK_FILL = 80,                              /* whose runs are this many or more: at 64 it tied the default */
 	SK_WAVE_FILL = 120,                        /* in halves or thirds, this many: at 96 it lost back to back; */
 	SK_IDLE_NUM = 4, SK_IDLE_DEN = 5,          /* where 128 x 128 tiles fill at most 4 / 5 of the SMs */
+	SK_NARROW_ROWS = 4,                        /* narrow_parts: on at most this many rows of tiles */
 	TUNE_COUNT = 12                            /* lower_matmul_candidates' schedules, at most */
 };
 
@@ -1038,8 +1039,8 @@ half_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn)
 
 /*
  * The parts of stream-K's rule for narrow tiles (long_k_stream), 0 where
- * it does not apply; sets *BN.  Where neither rule above does, on at
- * least one whole row of 128-row tiles: tiles of 128 x 64 in quarters,
+ * it does not apply; sets *BN.  Where neither rule above does, on one to
+ * SK_NARROW_ROWS whole rows of 128-row tiles: tiles of 128 x 64 in quarters,
  * else halves, that make SK_FILL to TILE_TARGET runs of SK_RUN_STEPS
  * k-steps or more, each run 1 / P of its tile (the runs aligned to the
  * tiles).  The default there was ping-pong's 64-row tiles split by 2 to
@@ -1059,7 +1060,10 @@ half_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn)
  * (K = 4096 in quarters) lost, as did 64 runs (128 x 1024 x 8192), and
  * runs that did not align to the tiles (384 x 768 x 8192: 132 runs of 35
  * k-steps); one ragged row (96 x 1280 x 8192), whose A box TMA fills past
- * M with zeros for every part, lost back to back (docs/perf.md).
+ * M with zeros for every part, lost back to back, as did taller outputs
+ * of few columns (640 x 384 x 8192 and 1024 x 256 x 8192 8-10%, 1024 x 512
+ * x 4096 15%; with L2 flushed ties and 5%), where A is the larger operand
+ * (docs/perf.md).
  */
 static int64_t
 narrow_parts(int64_t rows, int64_t cols, int64_t steps, int *bn)
@@ -1067,7 +1071,7 @@ narrow_parts(int64_t rows, int64_t cols, int64_t steps, int *bn)
 	int64_t tiles = (rows + BM - 1) / BM * ((cols + CHUNK - 1) / CHUNK), parts;
 
 	*bn = CHUNK;
-	if (rows < BM)
+	if (rows < BM || rows > SK_NARROW_ROWS * BM)
 		return 0;
 	for (parts = SK_PARTS; parts >= 2; parts /= 2)
 		if (tiles * parts >= SK_FILL && tiles * parts <= TILE_TARGET && steps >= parts * SK_RUN_STEPS)

@@ -3061,7 +3061,7 @@ wave_tiles(void **state)
  * 4 / 5 of the SMs on more than one row, halves or thirds of tiles 128
  * wide, else 160 to 256 (64-wide chunks of an N-major B), in 120 runs or
  * more of 64 k-steps or more; else quarters or halves of 128 x 64 tiles,
- * 80 to 132 runs of 32 k-steps or more, on a whole row of tiles or more;
+ * 80 to 132 runs of 32 k-steps or more, on one to four rows of tiles;
  * not on more tiles, fewer, a shorter K,
  * fewer runs, rows that do not start 128-byte aligned (a cluster instead),
  * a swapped GEMM, one CTA a tile, or a hint that bears on it (stages too).
@@ -3103,6 +3103,9 @@ long_k_default(void **state)
 		{GEMM_SIZES(384, 768, 8192) GEMM_PLAIN, 0, 0},           /* 36 tiles: 144 runs, or 72 */
 		{GEMM_SIZES(96, 1280, 8192) GEMM_PLAIN, 0, 0},           /* one ragged row of tiles */
 		{GEMM_SIZES(128, 2048, 2048) GEMM_PLAIN, 0, 0},          /* 32 k-steps */
+		{GEMM_SIZES(512, 768, 4096) GEMM_PLAIN, 2, 64},          /* 4 rows of tiles: 48 tiles, halves */
+		{GEMM_SIZES(640, 384, 8192) GEMM_PLAIN, 0, 0},           /* 5 rows of tiles */
+		{GEMM_SIZES(1024, 256, 8192) GEMM_PLAIN, 0, 0},          /* 8 */
 		{GEMM_SIZES(1024, 1024, 8192) GEMM_PLAIN, 2, 128},       /* not 128 x 256 in runs of 32: halves, 128 runs */
 		{GEMM_SIZES(1024, 1024, 12288) GEMM_PLAIN, 2, 128},      /* not of 48: halves of 96 */
 		{GEMM_SIZES(1024, 1024, 16320) GEMM_PLAIN, 2, 128},
