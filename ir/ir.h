@@ -862,9 +862,12 @@ struct Kernel {
 	                            0: none.  The tiles of the last, partial wave are split into runs of k-steps
 	                            over the CTAs (lower_matmul.c stream_k), whose sums meet in the tile's owner */
 	int sk_parts;            /* stream-K: a run is at least 1 / sk_parts of a tile's k-steps (0: no stream-K) */
+	bool raster_rows;        /* the tiles in order along each row of tiles (consecutive tiles share A), not in
+	                            groups of rows walked column by column (lower_matmul.c raster) */
 	int splits;              /* CTAs that share each tile's k-steps (a split-K matmul: one cluster of them a tile,
 	                            ST_SPLIT_REDUCE sums the partials into rank 0, which alone runs the epilogue);
-	                            1: none.  Not with cluster[] > 1 */
+	                            1: none.  With cluster[] > 1, clusters of cluster[0] x cluster[1] x splits CTAs,
+	                            rank = split rank x cluster[0] cluster[1] + place (lower_split_rank) */
 	bool split_scatter;      /* a K-split whose ranks share the epilogue: rank r sums and stores the tile's
 	                            subtiles r, r + splits, ... (ST_SPLIT_REDUCE's reduce-scatter); false: rank 0
 	                            sums and stores them all (a swapped tile is one subtile) */

@@ -651,14 +651,15 @@ consumer_reads(Comp *c, const Fusion *f, Kernel *k)
  * The order of the tiles: groups of GROUP tile rows walked column by column
  * (within a group, down the rows first), so the CTAs working at once share
  * the same few B column tiles and A row tiles in L2 instead of sweeping all
- * of B for every row of tiles.  Rewrites the tile loop's row0 and col0.
+ * of B for every row of tiles; or, with Kernel.raster_rows, along each row
+ * of tiles (a group of one row).  Rewrites the tile loop's row0 and col0.
  */
 static void
 raster(Comp *c, Kernel *k, Stmt *loop, Expr *batch_tiles)
 {
 	Stmt *tile = NULL, *row0 = NULL, *col0 = NULL;
 	Expr *ntc = NULL, *rows_t, *span, *first, *height, *in, *t;
-	int i, group = GROUP / k->cluster[0] > 0 ? GROUP / k->cluster[0] : 1;
+	int i, group = k->raster_rows ? 1 : GROUP / k->cluster[0] > 0 ? GROUP / k->cluster[0] : 1;
 
 	for (i = 0; i < loop->nbody; i++) {
 		Stmt *x = loop->body[i];
@@ -684,6 +685,11 @@ raster(Comp *c, Kernel *k, Stmt *loop, Expr *batch_tiles)
 	first = ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, t, span), ex_int(c, group));
 	height = ex_bin(c, EX_MIN, ex_bin(c, EX_SUB, rows_t, first), ex_int(c, group));   /* the last group may be short */
 	in = ex_bin(c, EX_MOD, t, span);
+	if (group == 1) {   /* along each row of tiles */
+		row0->a = lower_rank_at(c, k, ex_bin(c, EX_DIV, t, ntc), 0);
+		col0->a = lower_rank_at(c, k, ex_bin(c, EX_MOD, t, ntc), 1);
+		return;
+	}
 	row0->a = lower_rank_at(c, k, ex_bin(c, EX_ADD, first, ex_bin(c, EX_MOD, in, height)), 0);
 	col0->a = lower_rank_at(c, k, ex_bin(c, EX_DIV, in, height), 1);
 }
@@ -1040,7 +1046,9 @@ half_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn)
 /*
  * The parts of stream-K's rule for narrow tiles (long_k_stream), 0 where
  * it does not apply; sets *BN.  Where neither rule above does, on one to
- * SK_NARROW_ROWS whole rows of 128-row tiles: tiles of 128 x 64 in quarters,
+ * SK_NARROW_ROWS whole rows of 128-row tiles, or more where the output is
+ * taller than wide (its tiles then in order along rows: raster_rows, so
+ * that the CTAs at work share A, the larger): tiles of 128 x 64 in quarters,
  * else halves, that make SK_FILL to TILE_TARGET runs of SK_RUN_STEPS
  * k-steps or more, each run 1 / P of its tile (the runs aligned to the
  * tiles).  The default there was ping-pong's 64-row tiles split by 2 to
@@ -1060,10 +1068,11 @@ half_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn)
  * (K = 4096 in quarters) lost, as did 64 runs (128 x 1024 x 8192), and
  * runs that did not align to the tiles (384 x 768 x 8192: 132 runs of 35
  * k-steps); one ragged row (96 x 1280 x 8192), whose A box TMA fills past
- * M with zeros for every part, lost back to back, as did taller outputs
- * of few columns (640 x 384 x 8192 and 1024 x 256 x 8192 8-10%, 1024 x 512
- * x 4096 15%; with L2 flushed ties and 5%), where A is the larger operand
- * (docs/perf.md).
+ * M with zeros for every part, lost back to back.  Taller outputs lost
+ * 8-15% with the tiles in groups of 16 rows walked down the rows first (640
+ * x 384 x 8192, 1024 x 256 x 8192, 1024 x 512 x 4096), and gained 1-19%
+ * along rows (640 x 384 x 8192 15.4 -> 14.8 us, flushed 21.7 -> 18.9; 512
+ * x 448 x 8192 16.6 -> 13.9, 20.0 -> 18.6; docs/perf.md).
  */
 static int64_t
 narrow_parts(int64_t rows, int64_t cols, int64_t steps, int *bn)
@@ -1071,7 +1080,7 @@ narrow_parts(int64_t rows, int64_t cols, int64_t steps, int *bn)
 	int64_t tiles = (rows + BM - 1) / BM * ((cols + CHUNK - 1) / CHUNK), parts;
 
 	*bn = CHUNK;
-	if (rows < BM || rows > SK_NARROW_ROWS * BM)
+	if (rows < BM || (rows > SK_NARROW_ROWS * BM && rows <= cols))
 		return 0;
 	for (parts = SK_PARTS; parts >= 2; parts /= 2)
 		if (tiles * parts >= SK_FILL && tiles * parts <= TILE_TARGET && steps >= parts * SK_RUN_STEPS)
@@ -1120,6 +1129,7 @@ long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const
 	t->bm = BM;
 	t->bn = bn;
 	k->sk_parts = (int)parts;
+	k->raster_rows = bn == CHUNK && rows > cols;   /* narrow_parts: consecutive parts' tiles share A, the larger */
 }
 
 /*

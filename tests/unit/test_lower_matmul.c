@@ -3061,7 +3061,8 @@ wave_tiles(void **state)
  * 4 / 5 of the SMs on more than one row, halves or thirds of tiles 128
  * wide, else 160 to 256 (64-wide chunks of an N-major B), in 120 runs or
  * more of 64 k-steps or more; else quarters or halves of 128 x 64 tiles,
- * 80 to 132 runs of 32 k-steps or more, on one to four rows of tiles;
+ * 80 to 132 runs of 32 k-steps or more, on one to four rows of tiles or
+ * an output taller than wide, whose tiles then go along rows (raster_rows);
  * not on more tiles, fewer, a shorter K,
  * fewer runs, rows that do not start 128-byte aligned (a cluster instead),
  * a swapped GEMM, one CTA a tile, or a hint that bears on it (stages too).
@@ -3104,8 +3105,10 @@ long_k_default(void **state)
 		{GEMM_SIZES(96, 1280, 8192) GEMM_PLAIN, 0, 0},           /* one ragged row of tiles */
 		{GEMM_SIZES(128, 2048, 2048) GEMM_PLAIN, 0, 0},          /* 32 k-steps */
 		{GEMM_SIZES(512, 768, 4096) GEMM_PLAIN, 2, 64},          /* 4 rows of tiles: 48 tiles, halves */
-		{GEMM_SIZES(640, 384, 8192) GEMM_PLAIN, 0, 0},           /* 5 rows of tiles */
-		{GEMM_SIZES(1024, 256, 8192) GEMM_PLAIN, 0, 0},          /* 8 */
+		{GEMM_SIZES(640, 384, 8192) GEMM_PLAIN, 4, 64},          /* 5 rows of tiles, taller than wide */
+		{GEMM_SIZES(1024, 256, 8192) GEMM_PLAIN, 4, 64},         /* 8 */
+		{GEMM_SIZES(1024, 512, 4096) GEMM_PLAIN, 2, 64},
+		{GEMM_SIZES(640, 704, 4096) GEMM_PLAIN, 0, 0},           /* 5 rows of 11 tiles, not taller than wide */
 		{GEMM_SIZES(1024, 1024, 8192) GEMM_PLAIN, 2, 128},       /* not 128 x 256 in runs of 32: halves, 128 runs */
 		{GEMM_SIZES(1024, 1024, 12288) GEMM_PLAIN, 2, 128},      /* not of 48: halves of 96 */
 		{GEMM_SIZES(1024, 1024, 16320) GEMM_PLAIN, 2, 128},
@@ -3140,6 +3143,17 @@ long_k_default(void **state)
 		{GEMM_SIZES(1024, 1024, 65536) GEMM_PLAIN "schedule: {signal: per_tile}\n", 0, 0},
 		{GEMM_SIZES(1024, 1024, 65536) GEMM_PLAIN "schedule: {stream_k: true}\n", 4, 64},    /* the hint: the default tile */
 	};
+	static const struct {
+		const char *spec;
+		bool rows;   /* Kernel.raster_rows */
+	} order[] = {
+		{GEMM_SIZES(1024, 256, 8192) GEMM_PLAIN, true},
+		{GEMM_SIZES(512, 384, 8192) GEMM_PLAIN, true},       /* 4 rows of 6 tiles */
+		{GEMM_SIZES(256, 768, 8192) GEMM_PLAIN, false},      /* wider than tall */
+		{GEMM_SIZES(512, 512, 16384) GEMM_PLAIN, false},     /* square */
+		{GEMM_SIZES(2048, 256, 8192) GEMM_PLAIN, false},     /* quarters of 128 x 128 */
+		{GEMM_SIZES(1024, 256, 2048) GEMM_PLAIN, false},     /* no stream-K */
+	};
 	int i;
 
 	for (i = 0; i < (int)countof(cases); i++) {
@@ -3162,6 +3176,13 @@ long_k_default(void **state)
 			if (!strstr(buf_str(&b), want))
 				fail_msg("case %d: no %s in\n%s", i, want, buf_str(&b));
 		}
+		teardown((void **)&t);
+	}
+	for (i = 0; i < (int)countof(order); i++) {   /* the narrow rule's tiles along rows where A is the larger */
+		Fixture *t;
+		Kernel *k = lowered(&t, i, order[i].spec);
+
+		assert_int_equal(k->raster_rows, order[i].rows);
 		teardown((void **)&t);
 	}
 	(void)state;
