@@ -682,14 +682,14 @@ raster(Comp *c, Kernel *k, Stmt *loop, Expr *batch_tiles)
 	/* in clusters, a group is GROUP tile rows of cluster tiles (lower_tile_loop) */
 	rows_t = ex_bin(c, EX_CEILDIV, ex_var(c, k->rows_var), ex_int(c, k->tile_rows * k->cluster[0]));
 	span = ex_bin(c, EX_MUL, ex_int(c, group), ntc);            /* tiles in a group */
-	first = ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, t, span), ex_int(c, group));
-	height = ex_bin(c, EX_MIN, ex_bin(c, EX_SUB, rows_t, first), ex_int(c, group));   /* the last group may be short */
-	in = ex_bin(c, EX_MOD, t, span);
 	if (group == 1) {   /* along each row of tiles */
 		row0->a = lower_rank_at(c, k, ex_bin(c, EX_DIV, t, ntc), 0);
 		col0->a = lower_rank_at(c, k, ex_bin(c, EX_MOD, t, ntc), 1);
 		return;
 	}
+	first = ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, t, span), ex_int(c, group));
+	height = ex_bin(c, EX_MIN, ex_bin(c, EX_SUB, rows_t, first), ex_int(c, group));   /* the last group may be short */
+	in = ex_bin(c, EX_MOD, t, span);
 	row0->a = lower_rank_at(c, k, ex_bin(c, EX_ADD, first, ex_bin(c, EX_MOD, in, height)), 0);
 	col0->a = lower_rank_at(c, k, ex_bin(c, EX_DIV, in, height), 1);
 }
@@ -1122,14 +1122,16 @@ long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const
 	    ib * bytes % 128 || rows > 1 << 24 || cols > 1 << 24)   /* many waves; and no overflow in the counts */
 		return;
 	/* N whole epilogue subtiles of a K-major B, whole 64-wide chunks of an N-major one (choose_tile) */
-	if (!(parts = quarter_parts(rows, cols, steps, &bn)) &&
-	    !(parts = half_parts(rows, cols, steps, f->op[g->mm[0]].transpose_b ? EPI_COLS : CHUNK, &bn)) &&
-	    !(parts = narrow_parts(rows, cols, steps, &bn)))
+	if ((parts = quarter_parts(rows, cols, steps, &bn)) ||
+	    (parts = half_parts(rows, cols, steps, f->op[g->mm[0]].transpose_b ? EPI_COLS : CHUNK, &bn)))
+		;
+	else if ((parts = narrow_parts(rows, cols, steps, &bn)))
+		k->raster_rows = rows > cols;   /* consecutive parts' tiles share A, the larger operand */
+	else
 		return;
 	t->bm = BM;
 	t->bn = bn;
 	k->sk_parts = (int)parts;
-	k->raster_rows = bn == CHUNK && rows > cols;   /* narrow_parts: consecutive parts' tiles share A, the larger */
 }
 
 /*
