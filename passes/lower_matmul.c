@@ -167,6 +167,13 @@ few_rows(const Fusion *f, const Tensor *d)
 	return true;
 }
 
+/* The tiles of M x N that cover ROWS x COLS (both positive). */
+static int64_t
+grid_tiles(int64_t rows, int64_t cols, int m, int n)
+{
+	return (rows + m - 1) / m * ((cols + n - 1) / n);
+}
+
 /* Output D's rows at its compile-time sizes (its dims before the last together); 0 when unknown or past 2^63. */
 static int64_t
 out_rows(const Fusion *f, const Tensor *d)
@@ -237,7 +244,7 @@ fill_waves(int64_t rows, int64_t cols, int step, bool tall, int *bm, int *bn)
 	for (i = 0; i < countof(tile); i++) {
 		if (tile[i].n % step || (tile[i].m > BM && !tall))
 			continue;
-		tiles = (rows + tile[i].m - 1) / tile[i].m * ((cols + tile[i].n - 1) / tile[i].n);
+		tiles = grid_tiles(rows, cols, tile[i].m, tile[i].n);
 		full = tiles / TILE_TARGET, left = tiles % TILE_TARGET;
 		cost = full * 100 + (left == 0 ? 0 : full == 0 ? 100 : LAST_WAVE + (100 - LAST_WAVE) * left / TILE_TARGET);
 		cost = cost * tile[i].m * tile[i].n / tile[i].rate;
@@ -285,8 +292,7 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group
 			return 0;
 		}
 		rows = out_rows(f, d);
-		while (*bn > least && rows > 0 && cols > 0 && (rows + m - 1) / m * ((cols + *bn / 2 - 1) / (*bn / 2)) <=
-		                                                 TILE_TARGET)
+		while (*bn > least && rows > 0 && cols > 0 && grid_tiles(rows, cols, m, *bn / 2) <= TILE_TARGET)
 			*bn /= 2;
 		/*
 		 * Not where another kernel's tiles must line up with these (a
@@ -993,7 +999,7 @@ quarter_parts(int64_t rows, int64_t cols, int64_t steps, int *bn)
 	int64_t tiles = 0, parts, run;
 
 	for (*bn = BN / 2; *bn <= BN; *bn *= 2)
-		if ((tiles = (rows + BM - 1) / BM * ((cols + *bn - 1) / *bn)) * SK_PARTS <= TILE_TARGET)
+		if ((tiles = grid_tiles(rows, cols, BM, *bn)) * SK_PARTS <= TILE_TARGET)
 			break;
 	if (*bn > BN || tiles < SK_FEW_TILES)
 		return 0;
@@ -1030,12 +1036,12 @@ quarter_parts(int64_t rows, int64_t cols, int64_t steps, int *bn)
 static int64_t
 half_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn)
 {
-	int64_t tiles = (rows + BM - 1) / BM * ((cols + BN / 2 - 1) / (BN / 2)), parts;
+	int64_t tiles = grid_tiles(rows, cols, BM, BN / 2), parts;
 
 	if (rows <= BM || tiles * SK_IDLE_DEN > TILE_TARGET * SK_IDLE_NUM)
 		return 0;
 	for (*bn = BN / 2; *bn <= BN; *bn += step) {
-		tiles = (rows + BM - 1) / BM * ((cols + *bn - 1) / *bn);
+		tiles = grid_tiles(rows, cols, BM, *bn);
 		parts = TILE_TARGET / tiles;
 		if (parts >= 2 && parts < SK_PARTS && steps >= parts * 2 * SK_RUN_STEPS && tiles * parts >= SK_WAVE_FILL)
 			return parts;
@@ -1077,7 +1083,7 @@ half_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn)
 static int64_t
 narrow_parts(int64_t rows, int64_t cols, int64_t steps, int *bn)
 {
-	int64_t tiles = (rows + BM - 1) / BM * ((cols + CHUNK - 1) / CHUNK), parts;
+	int64_t tiles = grid_tiles(rows, cols, BM, CHUNK), parts;
 
 	*bn = CHUNK;
 	if (rows < BM || (rows > SK_NARROW_ROWS * BM && rows <= cols))
@@ -1727,7 +1733,7 @@ choose_split(Comp *c, const Fusion *f, Kernel *k, Tile *t, const Group *g, int n
 	rows = out_rows(f, d);
 	if (rows <= 0 || cols <= 0 || K <= 0)
 		return 0;
-	tiles = (rows + t->bm - 1) / t->bm * ((cols + t->bn - 1) / t->bn);
+	tiles = grid_tiles(rows, cols, t->bm, t->bn);
 	steps = (K + t->bk - 1) / t->bk;
 	if (!k->swap_ab) {
 		/*
@@ -1745,14 +1751,13 @@ choose_split(Comp *c, const Fusion *f, Kernel *k, Tile *t, const Group *g, int n
 		 * that bears on it, nor with stream-K (cooperative only) or a
 		 * signal consumer role (its 128 x 256 tile).
 		 */
-		int64_t rt = (rows + BM / 2 - 1) / (BM / 2);
 		int n;
 
 		if (h->ntile || h->consumers || h->consumer_pos.line || k->sk_parts || g->n > 1 || k->pingpong ||
 		    t->bm != BM)
 			return 0;
 		for (n = CHUNK; n <= 2 * CHUNK && k->splits < 2; n *= 2)
-			for (s = 2; s <= MAX_SPLIT && in_wave(rt * ((cols + n - 1) / n), s) && steps / s >= FEW_STEPS; s++)
+			for (s = 2; s <= MAX_SPLIT && in_wave(grid_tiles(rows, cols, BM / 2, n), s) && steps / s >= FEW_STEPS; s++)
 				k->splits = s, t->bm = BM / 2, t->bn = n, k->pingpong = true;
 		return 0;
 	}
@@ -1789,7 +1794,7 @@ group_pingpong(const Fusion *f, const Group *g, int ng, const Tensor *d)
 	for (j = 0; j < g->n; j++)
 		if (!f->op[g->mm[j]].transpose_b)
 			return false;
-	return rows > 0 && cols > 0 && (rows + BM - 1) / BM * ((cols + GROUP_PP_N - 1) / GROUP_PP_N) >= GROUP_PP_TILES;
+	return rows > 0 && cols > 0 && grid_tiles(rows, cols, BM, GROUP_PP_N) >= GROUP_PP_TILES;
 }
 
 static int
