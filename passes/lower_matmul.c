@@ -68,6 +68,8 @@ enum {
 	EPI_COLS = 32,                 /* an epilogue subtile is BM x EPI_COLS */
 	GROUP = 16,                    /* tile rows a group of the raster holds (8 of 2-CTA clusters: the 66
 	                                  clusters at work are about 8 x 8 cluster tiles; docs/perf.md) */
+	WAVE_N = 96,                   /* between 128 and 64 wide: 128 x 96 tiles fill the wave that 128 x 128
+	                                  leave part idle where 128 x 64 would take two (choose_tile) */
 	GROUP_PP_TILES = 1024,         /* group_pingpong: ping-pong from this many tiles, */
 	GROUP_PP_N = 96,               /* 128 x 96 a matmul */
 	TILE_TARGET = 132,             /* the default tile narrows while its tiles stay within this: an H100's or
@@ -172,6 +174,22 @@ static int64_t
 grid_tiles(int64_t rows, int64_t cols, int m, int n)
 {
 	return (rows + m - 1) / m * ((cols + n - 1) / n);
+}
+
+/* Do both operands of matmul MM have rows that start 128-byte aligned at the spec's sizes (K-major: K x bytes)? */
+static bool
+rows_aligned(const Fusion *f, int mm)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		const Tensor *x = &f->tensor[f->op[mm].in[i].tensor];
+		int64_t n = dim_value(f, x->dim[x->rank - 1]);
+
+		if (n <= 0 || n * dtype_info[x->dtype].bytes % 128)
+			return false;
+	}
+	return true;
 }
 
 /* Output D's rows at its compile-time sizes (its dims before the last together); 0 when unknown or past 2^63. */
@@ -299,9 +317,27 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group
 		 * signal, an input that waits), nor with a hint the tile bears on
 		 * (a cluster's halves, a split's partial sums, the stages, stream-K)
 		 */
-		if (*bn == BN && !pingpong && nmm == 1 && !h->cluster_pos.line && !h->signal && !fusion_waits(f) &&
-		    !h->split_pos.line && !h->stages && h->stream_k != 2 && rows > 0 && cols > 0)
+		if (pingpong || nmm != 1 || h->cluster_pos.line || h->signal || fusion_waits(f) || h->split_pos.line ||
+		    h->stages || h->stream_k == 2 || rows <= 0 || cols <= 0)
+			return 0;
+		if (*bn == BN)
 			fill_waves(rows, cols, step, tall, bm, bn);
+		/*
+		 * Where 128 x 64 tiles would take a second wave, 128 x 96 ones
+		 * (whole subtiles of a K-major B) that still fit the first.  On an
+		 * H200, the build before against this one, CUDA-graph replays,
+		 * cuBLAS / wsfuse: 1536 x 1024 x 4096 (96 tiles of 128 x 128, 132
+		 * of 128 x 96) 0.86-0.89 -> 0.97-1.00, 1152 x 1280 x 4096 0.93-0.96
+		 * -> 1.06, 768 x 2048 x 2048 0.81 -> 0.92, 1280 x 1024 x 4096 (80
+		 * tiles, 110) 23 -> 20.4 us; 2048 x 768 x 4096 lost 3% in replays
+		 * and gained 9% with L2 flushed (docs/perf.md).  Not on one row of
+		 * tiles, nor of operands whose rows are not 128-byte aligned:
+		 * there a default cluster of two CTAs along N (row_cluster,
+		 * misaligned_cluster) would take a second wave.
+		 */
+		else if (*bn == 2 * CHUNK && step == EPI_COLS && rows > BM && rows_aligned(f, mm) &&
+		         grid_tiles(rows, cols, m, WAVE_N) <= TILE_TARGET)
+			*bn = WAVE_N;
 		return 0;
 	}
 	if (h->ntile != 3)

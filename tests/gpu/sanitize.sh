@@ -5,7 +5,7 @@
 # and streamed in chunks, the warp-specialized matmul (wgmma, two pipelines' worth of barriers,
 # staging subtiles), copies narrower than 128 bytes in pipelines whose
 # every CTA cycles through all its stages, stream-K's parts meeting through
-# the workspace: 136 tiles for 132 SMs; the default tile narrowed to 160, 192 and 224, or 256 x 160, to fill the last wave;
+# the workspace: 136 tiles for 132 SMs; the default tile narrowed to 160, 192 and 224, or 256 x 160, to fill the last wave, or to 96 to fill the one;
 # clusters of 8 CTAs in two dimensions, [4, 2] and ping-pong [2, 4], and the default [1, 4] of one row of tiles),
 # at sizes small enough for the tools.  Prints one line per tool and case and
 # "N passed, N failed"; skips without a GPU or without compute-sanitizer.
@@ -87,7 +87,7 @@ for spec in "tests/gpu/specs/relu_chain.yaml -D N=300001" "tests/gpu/specs/relu_
 	"tests/gpu/specs/gemm_swap.yaml -D M=1000 -D N=1000 -D K=8192" "tests/gpu/specs/gemm_epilogue.yaml -D M=1280 -D N=1024 -D K=8192" \
 	"tests/gpu/specs/gemm_split_cluster.yaml" "tests/gpu/specs/gemm_split_cluster_kn.yaml -D M=128 -D N=128 -D K=136" \
 	"tests/gpu/specs/gemm_epilogue.yaml -D M=128 -D N=1280 -D K=8192" "tests/gpu/specs/gemm_kn.yaml -D M=128 -D N=4096 -D K=4096" \
-	"tests/gpu/specs/gemm_kn.yaml -D M=640 -D N=512 -D K=4096"; do
+	"tests/gpu/specs/gemm_kn.yaml -D M=640 -D N=512 -D K=4096" "tests/gpu/specs/gemm_epilogue.yaml -D M=1280 -D N=1000 -D K=128"; do
 	[ -z "$only" ] || echo "$spec" | grep -Eq "$only" || continue
 	for tool in memcheck racecheck synccheck; do
 		# shellcheck disable=SC2086

@@ -1,7 +1,8 @@
 """wave_tiles.py BUILD: default tiles narrowed to fill the last wave (make check-gpu runs it when torch imports).
 
 Without a tile hint, a cooperative matmul whose 128 x 256 tiles would leave most SMs idle in the last wave
-takes another, 128 x 224, 192 or 160, or 256 x 160 (passes/lower_matmul.c, fill_waves).  For each case:
+takes another, 128 x 224, 192 or 160, or 256 x 160 (passes/lower_matmul.c, fill_waves); one whose 128 x
+128 tiles leave SMs idle where 128 x 64 would take a second wave takes 128 x 96 (choose_tile).  For each case:
 the kernel compiled at the sizes given, its kernel IR naming the tile (and cluster) expected, then launched
 on fresh random operands of the launch sizes (which may differ: the choice is the compile's) into a
 NaN-poisoned output, within 1e-2 of the f32 reference (relative error norm).  The last column of tiles is
@@ -34,6 +35,12 @@ CASES = [
     (BIAS_GELU, (2048, 1280, 4096), None, (128, 160), None),
     (BIAS_GELU, (8192, 1280, 4096), None, (256, 160), None),
     (BIAS_GELU, (512, 7000, 4096), None, (128, 224), None),
+    (NT, (1536, 1024, 4096), None, (128, 96), None),             # 132 tiles where 128 x 128 made 96
+    (NT, (1280, 1000, 2048), None, (128, 96), None),             # ragged last column: 1000 = 10 x 96 + 40
+    (NT, (1536, 1024, 4096), (1500, 1096, 4096), (128, 96), None),   # compiled whole, run ragged both ways
+    (TN, (1152, 1280, 2048), None, (128, 96), None),             # an M-major A
+    (BIAS_GELU, (1024, 1280, 4096), None, (128, 96), None),
+    (NT, (1664, 1024, 4096), None, (128, 128), None),            # 143 tiles of 128 x 96: keeps 128 x 128
     (NT, (4096, 4096, 4096), None, (128, 256), None),            # controls: a full last wave keeps 128 x 256
     (NT, (6144, 1280, 8192), None, (128, 256), None),
 ]

@@ -2999,8 +2999,10 @@ misaligned_rows(void **state)
  * 64-wide chunks).  256 rows not with a residual to add (ptxas spilled) or
  * independent matmuls.  A full last wave keeps 128 x 256 (4096^3, 3072 x
  * 1280, 6144 x 1280); so do a tile, cluster, split, stages or stream-K
- * hint, a signal, ping-pong, and a GEMM the width already halved for
- * (1024 x 1280 x 4096: 128).
+ * hint, a signal, ping-pong.  A GEMM the width already halved for to 128
+ * takes 96 where those tiles still fit one wave (1024 x 1280 and 1536 x
+ * 1024 x 4096), not where they would take two (1664 x 1024), an N-major
+ * B, operand rows misaligned, one row of tiles or a stages hint.
  */
 static void
 wave_tiles(void **state)
@@ -3027,7 +3029,13 @@ wave_tiles(void **state)
 		{GEMM_SIZES(3072, 1280, 8192) GEMM_PLAIN, 128, 256},
 		{GEMM_SIZES(6144, 1280, 8192) GEMM_PLAIN, 128, 256},
 		{GEMM_SIZES(8192, 8192, 8192) GEMM_PLAIN, 128, 256},
-		{GEMM_SIZES(1024, 1280, 4096) GEMM_PLAIN, 128, 128},   /* at K = 8192 stream-K's halves of 128 x 160 */
+		{GEMM_SIZES(1024, 1280, 4096) GEMM_PLAIN, 128, 96},    /* 112 tiles; at K = 8192 stream-K's halves of 128 x 160 */
+		{GEMM_SIZES(1536, 1024, 4096) GEMM_PLAIN, 128, 96},    /* 96 tiles of 128 x 128, 132 of 128 x 96 */
+		{GEMM_SIZES(1664, 1024, 4096) GEMM_PLAIN, 128, 128},   /* 143 of 128 x 96: a second wave */
+		{GEMM_SIZES(1536, 1024, 4040) GEMM_PLAIN, 128, 128},   /* misaligned rows: a cluster of two instead */
+		{GEMM_SIZES(1536, 1024, 4096) GEMM_NMAJOR, 128, 128},  /* 96 is no whole 64-wide chunk */
+		{GEMM_SIZES(128, 11008, 4096) GEMM_PLAIN, 128, 128},   /* one row of tiles: row_cluster's */
+		{GEMM_SIZES(1536, 1024, 4096) GEMM_PLAIN "schedule: {stages: 4}\n", 128, 128},
 		{GEMM_SIZES(2048, 1280, 8192) GEMM_PLAIN "schedule: {tile: [128, 256, 64]}\n", 128, 256},
 		{GEMM_SIZES(2048, 1280, 8192) GEMM_PLAIN "schedule: {cluster: [2, 1]}\n", 128, 256},
 		{GEMM_SIZES(2048, 1280, 8192) GEMM_PLAIN "schedule: {consumers: pingpong}\n", 64, 256},
