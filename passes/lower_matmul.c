@@ -335,7 +335,7 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group
 		 * there a default cluster of two CTAs along N (row_cluster,
 		 * misaligned_cluster) would take a second wave.
 		 */
-		else if (*bn == 2 * CHUNK && step == EPI_COLS && rows > BM && rows_aligned(f, mm) &&
+		else if (*bn == BN / 2 && step == EPI_COLS && rows > BM && rows_aligned(f, mm) &&
 		         grid_tiles(rows, cols, m, WAVE_N) <= TILE_TARGET)
 			*bn = WAVE_N;
 		return 0;
@@ -1149,19 +1149,17 @@ narrow_parts(int64_t rows, int64_t cols, int64_t steps, int *bn)
  * K->sk_parts.
  */
 static void
-long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const Tensor *a, const Tensor *b,
-              const Tensor *d)
+long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const Tensor *a, const Tensor *d)
 {
 	const Schedule *h = &f->sched;
 	int64_t rows = out_rows(f, d), cols = dim_value(f, d->dim[d->rank - 1]), parts;
 	int64_t steps = (dim_value(f, a->dim[a->rank - (t->akm ? 1 : 2)]) + BK - 1) / BK;
-	int64_t ia = dim_value(f, a->dim[a->rank - 1]), ib = dim_value(f, b->dim[b->rank - 1]);
-	int bytes = dtype_info[a->dtype].bytes, bn;
+	int bn;
 
 	if (h->sk_pos.line || h->ntile || h->consumers || h->cluster_pos.line || h->split_pos.line || h->swap_pos.line ||
 	    h->signal || h->consumer_pos.line || h->persistent == 1 || h->stages || fusion_waits(f) || ng != 1 ||
-	    g->n != 1 || k->batched || rows <= 0 || cols <= 0 || steps <= 0 || ia <= 0 || ib <= 0 || ia * bytes % 128 ||
-	    ib * bytes % 128 || rows > 1 << 24 || cols > 1 << 24)   /* many waves; and no overflow in the counts */
+	    g->n != 1 || k->batched || rows <= 0 || cols <= 0 || steps <= 0 || !rows_aligned(f, g->mm[0]) ||
+	    rows > 1 << 24 || cols > 1 << 24)   /* many waves; and no overflow in the counts */
 		return;
 	/* N whole epilogue subtiles of a K-major B, whole 64-wide chunks of an N-major one (choose_tile) */
 	if ((parts = quarter_parts(rows, cols, steps, &bn)) ||
@@ -1906,7 +1904,7 @@ lower_matmul(Comp *c, Fusion *f)
 	if (f->sched.stream_k == 2)
 		k->sk_parts = SK_PARTS;
 	else if (!k->swap_ab && !k->pingpong)
-		long_k_stream(f, k, &t, g, ng, a, b, d);
+		long_k_stream(f, k, &t, g, ng, a, d);
 	if (choose_cluster(c, f, k, &t, op) < 0)
 		return -1;
 	k->row_blocks = k->swap_ab ? 1 : t.bm / (k->pingpong ? 64 : 128);
