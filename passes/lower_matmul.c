@@ -331,9 +331,10 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group
 		 * -> 1.06, 768 x 2048 x 2048 0.81 -> 0.92, 1280 x 1024 x 4096 (80
 		 * tiles, 110) 23 -> 20.4 us; 2048 x 768 x 4096 lost 3% in replays
 		 * and gained 9% with L2 flushed (docs/perf.md).  Not on one row of
-		 * tiles, nor of operands whose rows are not 128-byte aligned:
-		 * there a default cluster of two CTAs along N (row_cluster,
-		 * misaligned_cluster) would take a second wave.
+		 * tiles, where row_cluster's clusters share A (not measured with
+		 * 96), nor of operands whose rows are not 128-byte aligned, where
+		 * misaligned_cluster's pairs along N would take a second wave (1536
+		 * x 1024: 72 clusters of 192 columns, 144 CTAs).
 		 */
 		else if (*bn == BN / 2 && step == EPI_COLS && rows > BM && rows_aligned(f, mm) &&
 		         grid_tiles(rows, cols, m, WAVE_N) <= TILE_TARGET)

@@ -3034,7 +3034,8 @@ wave_tiles(void **state)
 		{GEMM_SIZES(1664, 1024, 4096) GEMM_PLAIN, 128, 128},   /* 143 of 128 x 96: a second wave */
 		{GEMM_SIZES(1536, 1024, 4040) GEMM_PLAIN, 128, 128},   /* misaligned rows: a cluster of two instead */
 		{GEMM_SIZES(1536, 1024, 4096) GEMM_NMAJOR, 128, 128},  /* 96 is no whole 64-wide chunk */
-		{GEMM_SIZES(128, 11008, 4096) GEMM_PLAIN, 128, 128},   /* one row of tiles: row_cluster's */
+		{GEMM_SIZES(128, 11008, 4096) GEMM_PLAIN, 128, 128},   /* one row of tiles (115 of 96) */
+		{GEMM_SIZES(100, 11008, 4096) GEMM_PLAIN, 128, 128},   /* and row_cluster's [1, 4] */
 		{GEMM_SIZES(1536, 1024, 4096) GEMM_PLAIN "schedule: {stages: 4}\n", 128, 128},
 		{GEMM_SIZES(2048, 1280, 8192) GEMM_PLAIN "schedule: {tile: [128, 256, 64]}\n", 128, 256},
 		{GEMM_SIZES(2048, 1280, 8192) GEMM_PLAIN "schedule: {cluster: [2, 1]}\n", 128, 256},
