@@ -176,20 +176,22 @@ grid_tiles(int64_t rows, int64_t cols, int m, int n)
 	return (rows + m - 1) / m * ((cols + n - 1) / n);
 }
 
-/* Do both operands of matmul MM have rows that start 128-byte aligned at the spec's sizes (K-major: K x bytes)? */
+/* The bytes of a row of X (its last dim) at the spec's sizes, 0 when unknown: rows start that far apart. */
+static int64_t
+row_bytes(const Fusion *f, const Tensor *x)
+{
+	int64_t n = dim_value(f, x->dim[x->rank - 1]);
+
+	return n > 0 ? n * dtype_info[x->dtype].bytes : 0;
+}
+
+/* Do both operands of matmul MM have rows that start 128-byte aligned at the spec's sizes? */
 static bool
 rows_aligned(const Fusion *f, int mm)
 {
-	int i;
+	int64_t a = row_bytes(f, &f->tensor[f->op[mm].in[0].tensor]), b = row_bytes(f, &f->tensor[f->op[mm].in[1].tensor]);
 
-	for (i = 0; i < 2; i++) {
-		const Tensor *x = &f->tensor[f->op[mm].in[i].tensor];
-		int64_t n = dim_value(f, x->dim[x->rank - 1]);
-
-		if (n <= 0 || n * dtype_info[x->dtype].bytes % 128)
-			return false;
-	}
-	return true;
+	return a > 0 && a % 128 == 0 && b > 0 && b % 128 == 0;
 }
 
 /* Output D's rows at its compile-time sizes (its dims before the last together); 0 when unknown or past 2^63. */
@@ -1683,9 +1685,9 @@ misaligned_cluster(const Fusion *f, Kernel *k, const Tile *t, const Group *g, in
                    const Tensor *b)
 {
 	const Schedule *h = &f->sched;
-	int bytes = dtype_info[a->dtype].bytes, brows = g->n * t->bn, i;
-	int64_t ia = dim_value(f, a->dim[a->rank - 1]), ib = dim_value(f, b->dim[b->rank - 1]);
-	bool ma = ia > 0 && ia * bytes % 128 != 0, mb = ib > 0 && ib * bytes % 128 != 0;
+	int brows = g->n * t->bn, i;
+	int64_t ra = row_bytes(f, a), rb = row_bytes(f, b);
+	bool ma = ra > 0 && ra % 128 != 0, mb = rb > 0 && rb % 128 != 0;
 	bool b_first = mb && (!ma || brows >= t->bm);   /* of the misaligned, the one with more rows */
 
 	if (h->cluster_pos.line || ng != 1 || k->batched || k->swap_ab || k->splits > 1 || k->sk_parts ||
