@@ -29,6 +29,7 @@ struct WsfContext {
 	char *dump_after;
 	char *cache_dir;
 	char *dump_dir;
+	char *override_dir;  /* option override-dir (NULL: $WSFUSE_OVERRIDE_DIR) */
 	char *dump_list;     /* outputs to write on every compile (option dump; NULL: $WSFUSE_DUMP) */
 	int cache;           /* RtOptions.cache */
 	int lineinfo;        /* 0: as $WSFUSE_LINEINFO says (default off), 1: off, 2: on */
@@ -141,6 +142,7 @@ wsf_context_delete(WsfContext *ctx)
 	free(ctx->dump_after);
 	free(ctx->cache_dir);
 	free(ctx->dump_dir);
+	free(ctx->override_dir);
 	free(ctx->dump_list);
 	free(ctx->last_error);
 	free(ctx->environment);
@@ -340,6 +342,8 @@ wsf_set_option(WsfContext *ctx, const char *name, const char *value)
 		return set_string(&ctx->cache_dir, value);
 	if (strcmp(name, "dump-dir") == 0)
 		return set_string(&ctx->dump_dir, value);
+	if (strcmp(name, "override-dir") == 0)
+		return set_string(&ctx->override_dir, value);
 	if (strcmp(name, "dump") == 0) {
 		unsigned mask;
 		const char *bad;
@@ -388,7 +392,8 @@ rt_options(const WsfContext *ctx)
 
 /* The variables that change what wsfuse does, shown by wsf_environment. */
 static const char *const env_vars[] = {
-	"WSFUSE_CACHE", "WSFUSE_CACHE_DIR", "WSFUSE_DUMP", "WSFUSE_DUMP_DIR", "WSFUSE_LINEINFO", "WSFUSE_TUNE",
+	"WSFUSE_CACHE", "WSFUSE_CACHE_DIR", "WSFUSE_DUMP", "WSFUSE_DUMP_DIR", "WSFUSE_OVERRIDE_DIR",
+	"WSFUSE_LINEINFO", "WSFUSE_TUNE",
 	"WSFUSE_NVRTC_PATH", "WSFUSE_LIBCUDA_PATH",
 	"XDG_CACHE_HOME", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH",
 };
@@ -479,6 +484,69 @@ set_text(WsfKernel *k, WsfStage s, const char *text, size_t len)
 	k->len[s] = len;
 }
 
+enum { MAX_OVERRIDE_BYTES = 16 << 20 };   /* a generated kernel is a few hundred KiB at most */
+
+/*
+ * Option override-dir, else $WSFUSE_OVERRIDE_DIR: where DIR/NAME.cu exists
+ * (NAME the fusion's, as WSFUSE_DUMP names the CUDA it writes), its text
+ * replaces the generated CUDA in *B, for experiments on a hand-edited
+ * kernel (Triton's TRITON_OVERRIDE_DIR).  The launch still passes what
+ * codegen planned (grid, block, shared memory, arguments), so the edit
+ * keeps the entry point, its parameters and the shared-memory layout.  A
+ * note says so on every compile.  No such file: the generated CUDA, no
+ * note.  A file that cannot be read is WSF_ERR_IO; one over 16 MiB, or
+ * with a NUL byte, WSF_ERR_INPUT.
+ */
+static void ctx_notify(WsfContext *ctx, WsfSeverity sev, const char *msg);
+
+static WsfStatus
+cuda_override(WsfContext *ctx, Comp *c, Buf *b)
+{
+	bool opt = ctx->override_dir && *ctx->override_dir;
+	const char *dir = opt ? ctx->override_dir : getenv("WSFUSE_OVERRIDE_DIR");
+	const char *who = opt ? "override-dir" : "WSFUSE_OVERRIDE_DIR", *path, *shown;
+	char chunk[65536], *nul;
+	size_t len = 0, n;
+	FILE *fp;
+	Buf t;
+
+	if (!dir || !*dir)
+		return WSF_OK;
+	path = arena_printf(c->arena, "%s/%s.cu", dir, c->fusion->name);
+	buf_init(&t, c->arena);
+	rt_put_text(&t, path);
+	shown = buf_str(&t);
+	if (!(fp = fopen(path, "rb")) && errno == ENOENT)
+		return WSF_OK;
+	if (!fp)
+		return diag_error(c, (Pos){0}, "%s: cannot open %s: %s", who, shown, strerror(errno)), WSF_ERR_IO;
+	buf_init(b, c->arena);
+	while (len <= MAX_OVERRIDE_BYTES && (n = fread(chunk, 1, sizeof chunk, fp)) > 0) {
+		if ((nul = memchr(chunk, 0, n))) {
+			fclose(fp);
+			return diag_error(c, (Pos){0}, "%s: %s has a NUL byte at offset %zu: CUDA source is text", who,
+			                  shown, len + (size_t)(nul - chunk)),
+			       WSF_ERR_INPUT;
+		}
+		buf_putn(b, chunk, n);
+		len += n;
+	}
+	if (ferror(fp)) {
+		diag_error(c, (Pos){0}, "%s: cannot read %s: %s", who, shown, strerror(errno));
+		fclose(fp);
+		return WSF_ERR_IO;
+	}
+	fclose(fp);
+	if (len > MAX_OVERRIDE_BYTES)
+		return diag_error(c, (Pos){0}, "%s: %s is longer than the limit of 16 MiB", who, shown), WSF_ERR_INPUT;
+	buf_init(&t, c->arena);
+	buf_puts(&t, "note: kernel '");
+	rt_put_text(&t, c->fusion->name);
+	buf_printf(&t, "' compiled from %s (%s), not from its generated CUDA", shown, who);
+	ctx_notify(ctx, WSF_SEV_NOTE, buf_str(&t));
+	return WSF_OK;
+}
+
 /*
  * The stages past the fusion passes: kernel passes, CUDA, NVRTC.
  *
@@ -515,6 +583,8 @@ again:
 	buf_init(&b, c->arena);
 	if (codegen_emit(c, &b, &k->launch))
 		return c->status ? c->status : WSF_ERR_INTERNAL;
+	if ((s = cuda_override(ctx, c, &b)) != WSF_OK)
+		return s;
 	if (ctx->stop >= WSF_STAGE_CUDA)
 		set_text(k, WSF_STAGE_CUDA, buf_str(&b), b.len);
 	if (ctx->stop < WSF_STAGE_PTX && !probe)

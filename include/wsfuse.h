@@ -145,6 +145,14 @@ WsfStatus wsf_set_size(WsfContext *ctx, const char *name, int64_t value);
  *   "dump-dir"    the dump folder (made if missing; unset: $WSFUSE_DUMP_DIR, else the
  *                 current folder); also where a source NVRTC refuses is written (else
  *                 the cache's failed/ folder, or /tmp)
+ *   "override-dir" a folder of hand-edited kernels (unset: $WSFUSE_OVERRIDE_DIR): where
+ *                 DIR/NAME.cu exists (NAME the fusion's, as "dump" names its CUDA), it
+ *                 is compiled in place of the generated CUDA, and a note says so.  The
+ *                 launch still passes what codegen planned (grid, block, shared memory,
+ *                 arguments): an edit keeps the entry point and its parameters.  A file
+ *                 that cannot be read fails the compile with WSF_ERR_IO; one over 16 MiB
+ *                 or with a NUL byte with WSF_ERR_INPUT.  For experiments (what a
+ *                 change to the kernel would gain) before a pass makes it
  *   "lineinfo"    "1" compiles with -lineinfo (line tables that profilers such as
  *                 Nsight Compute map to the CUDA's lines), "0" without; unset,
  *                 $WSFUSE_LINEINFO decides (on unless empty or "0")

@@ -369,6 +369,37 @@ if cmp -s "$tmp/k.dot" "$tmp/dump/pointwise_chain.kernel.dot"; then ok; else bad
 WSFUSE_DUMP=kernel-ir,cdua cli compile --emit=kernel-ir "$spec"
 expect "WSFUSE_DUMP=cdua" 2 "error: unknown output 'cdua' in WSFUSE_DUMP (expected fusion-ir, kernel-ir, cuda"
 
+# ---- WSFUSE_OVERRIDE_DIR: a hand-edited kernel compiled in place of the generated one ----
+
+mkdir -p "$tmp/ovr"
+WSFUSE_OVERRIDE_DIR=$tmp/ovr cli compile --emit=cuda "$spec"
+expect "WSFUSE_OVERRIDE_DIR, no file" 0 ""
+same "WSFUSE_OVERRIDE_DIR, no file" "$tmp/out"
+WSFUSE_DUMP=cuda WSFUSE_DUMP_DIR=$tmp/ovr cli compile --emit=cuda "$spec"
+sed 's|^extern "C" __global__|__device__ int wsf_override_marker;  // hand-edited\n&|' "$tmp/ovr/pointwise_chain.cu" >"$tmp/edited.cu"
+cp "$tmp/edited.cu" "$tmp/ovr/pointwise_chain.cu"
+WSFUSE_OVERRIDE_DIR=$tmp/ovr cli compile --emit=cuda "$spec"
+expect "WSFUSE_OVERRIDE_DIR" 0 "note: kernel 'pointwise_chain' compiled from $tmp/ovr/pointwise_chain.cu (WSFUSE_OVERRIDE_DIR), not from its generated CUDA"
+if cmp -s "$tmp/out" "$tmp/edited.cu" && ! cmp -s "$tmp/out" "$tmp/want.cu"; then ok; else
+	bad "WSFUSE_OVERRIDE_DIR" "--emit=cuda did not print the edited file"; fi
+if "$wsfuse" --version | grep -q '^nvrtc: none'; then
+	skipped "WSFUSE_OVERRIDE_DIR --emit=ptx" "no NVRTC here"
+else
+	WSFUSE_OVERRIDE_DIR=$tmp/ovr cli compile --emit=ptx "$spec"
+	expect "WSFUSE_OVERRIDE_DIR --emit=ptx" 0 "compiled from $tmp/ovr/pointwise_chain.cu"
+	if grep -q "wsf_override_marker" "$tmp/out"; then ok; else bad "WSFUSE_OVERRIDE_DIR --emit=ptx" "the PTX is not the edited kernel's"; fi
+	echo 'garbage(' >"$tmp/ovr/pointwise_chain.cu"
+	WSFUSE_OVERRIDE_DIR=$tmp/ovr cli compile --emit=ptx "$spec"
+	expect "WSFUSE_OVERRIDE_DIR, bad CUDA" 5 "pointwise_chain.cu(1): error"
+fi
+printf 'int a;\0' >"$tmp/ovr/pointwise_chain.cu"
+WSFUSE_OVERRIDE_DIR=$tmp/ovr cli compile --emit=cuda "$spec"
+expect "WSFUSE_OVERRIDE_DIR, NUL byte" 1 "WSFUSE_OVERRIDE_DIR: $tmp/ovr/pointwise_chain.cu has a NUL byte at offset 6: CUDA source is text"
+rm "$tmp/ovr/pointwise_chain.cu" && mkdir "$tmp/ovr/pointwise_chain.cu"
+WSFUSE_OVERRIDE_DIR=$tmp/ovr cli compile --emit=cuda "$spec"
+expect "WSFUSE_OVERRIDE_DIR, a folder" 1 "WSFUSE_OVERRIDE_DIR: cannot read $tmp/ovr/pointwise_chain.cu: Is a directory"
+if [ ! -s "$tmp/out" ]; then ok; else bad "WSFUSE_OVERRIDE_DIR, a folder" "wrote CUDA anyway"; fi
+
 # ---- -v and --emit=ptxas: what the kernel takes ----
 
 cli compile -v --emit=kernel-ir "$spec"
