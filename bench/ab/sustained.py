@@ -2,8 +2,10 @@
 settles at (issue 17: under the cap the figure is energy a multiply-add, not cycles).
 
 On a GPU from the repository root: `python3 bench/ab/sustained.py 8192x8192x8192 cublas quack
-"" "consumers: pingpong, tile: [128, 192, 64]"`.  Each variant (cublas, quack where it imports, or a
-wsfuse schedule body, "" the default) in turn: checked against f32 (wsfuse's), 200 launches to warm
+"" "consumers: pingpong, tile: [128, 192, 64]" "diag:no epilogue"`.  Each variant (cublas, quack where
+it imports, a wsfuse schedule body, "" the default, or "diag:PART": the default with a part taken
+out, as bench/ab/kloop_diag.py makes it, compiled through WSFUSE_OVERRIDE_DIR, its result wrong by
+design and not checked) in turn: checked against f32 (wsfuse's), 200 launches to warm
 up, then 1500 back to back timed by events, the SM clock (MHz) and board power (W) read through NVML
 while they run.  Prints a line a variant: time a launch, TFLOP/s, clock, power, J/TFLOP.
 """
@@ -23,6 +25,19 @@ for v in sys.argv[2:]:
         except Exception as e:
             print(f"quack: does not import ({type(e).__name__})"); continue
         f = lambda: q.gemm(x, w.t(), tuned=False)
+    elif v.startswith("diag:"):
+        import os, tempfile, wsfuse
+        from kloop_diag import stripped
+        sizes = {"M": m, "N": n, "K": k}
+        with wsfuse.Context(sizes=sizes, cache="0") as c0:
+            text = stripped(c0.compile_string(gemm_spec(""), name="sustained.yaml").text("cuda"))[v[5:]]
+        assert "\n" in text, (v, text)   # else the reason the kernel lacks that part
+        d = tempfile.mkdtemp(prefix="sustained.")
+        with open(os.path.join(d, "gemm.cu"), "w") as fp:
+            fp.write(text)
+        ctx = wsfuse.Context(sizes=sizes, cache="0", override_dir=d)
+        kern = ctx.compile_string(gemm_spec(""), name="sustained.yaml")
+        f = lambda kern=kern: kern.launch(x, w, y)
     else:
         import wsfuse
         ctx = wsfuse.Context(sizes={"M": m, "N": n, "K": k}, cache="0")
