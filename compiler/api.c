@@ -493,7 +493,8 @@ enum { MAX_OVERRIDE_BYTES = 16 << 20 };   /* a generated kernel is a few hundred
  * kernel (Triton's TRITON_OVERRIDE_DIR).  The launch still passes what
  * codegen planned (grid, block, shared memory, arguments), so the edit
  * keeps the entry point, its parameters and the shared-memory layout.  A
- * note says so on every compile.  No such file: the generated CUDA, no
+ * note says so on every compile.  Not for the candidates of a measured
+ * choice, which run under other schedules (CANDIDATE to compile_kernel).  No such file: the generated CUDA, no
  * note.  A file that cannot be read is WSF_ERR_IO; one over 16 MiB, or
  * with a NUL byte, WSF_ERR_INPUT.
  */
@@ -556,9 +557,11 @@ cuda_override(WsfContext *ctx, Comp *c, Buf *b)
  * again (Comp.row_fallback): 32 elements a thread drop to 16, and 16 to the
  * persistent pipeline unless the schedule asked for one CTA a row.  So every
  * stage shows the kernel that runs.  Every compile goes through the cache.
+ * CANDIDATE (a measured choice's, under another schedule) is compiled as
+ * generated, whatever option override-dir says.
  */
 static WsfStatus
-compile_kernel(WsfContext *ctx, WsfKernel *k)
+compile_kernel(WsfContext *ctx, WsfKernel *k, bool candidate)
 {
 	Comp *c = &k->comp;
 	RtOptions ro = rt_options(ctx);
@@ -583,7 +586,7 @@ again:
 	buf_init(&b, c->arena);
 	if (codegen_emit(c, &b, &k->launch))
 		return c->status ? c->status : WSF_ERR_INTERNAL;
-	if ((s = cuda_override(ctx, c, &b)) != WSF_OK)
+	if (!candidate && (s = cuda_override(ctx, c, &b)) != WSF_OK)
 		return s;
 	if (ctx->stop >= WSF_STAGE_CUDA)
 		set_text(k, WSF_STAGE_CUDA, buf_str(&b), b.len);
@@ -742,7 +745,7 @@ compile(WsfContext *ctx, const char *name, const char *text, size_t len, const S
 	buf_init(&b, c->arena);
 	fusion_dot(&b, c->fusion);
 	set_text(k, WSF_STAGE_DOT, buf_str(&b), b.len);
-	if (ctx->stop > WSF_STAGE_FUSION_IR && (s = compile_kernel(ctx, k)) != WSF_OK)
+	if (ctx->stop > WSF_STAGE_FUSION_IR && (s = compile_kernel(ctx, k, sched != NULL)) != WSF_OK)
 		goto fail;
 	dump_kernel(ctx, k, dump);
 	/* the bindings belong to the context, which may change them later: a kernel to tune keeps a copy */

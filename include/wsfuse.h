@@ -152,7 +152,8 @@ WsfStatus wsf_set_size(WsfContext *ctx, const char *name, int64_t value);
  *                 arguments): an edit keeps the entry point and its parameters.  A file
  *                 that cannot be read fails the compile with WSF_ERR_IO; one over 16 MiB
  *                 or with a NUL byte with WSF_ERR_INPUT.  For experiments (what a
- *                 change to the kernel would gain) before a pass makes it
+ *                 change to the kernel would gain) before a pass makes it; the
+ *                 candidates that option "tune" times are compiled as generated
  *   "lineinfo"    "1" compiles with -lineinfo (line tables that profilers such as
  *                 Nsight Compute map to the CUDA's lines), "0" without; unset,
  *                 $WSFUSE_LINEINFO decides (on unless empty or "0")

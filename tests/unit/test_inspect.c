@@ -445,6 +445,74 @@ dump_through_the_environment(void **state)
 	assert_int_equal(system(path), 0);
 }
 
+/*
+ * Option override-dir and $WSFUSE_OVERRIDE_DIR: DIR/NAME.cu, where it exists,
+ * is the kernel's CUDA (the option before the variable), with one note,
+ * through the cache too; without the file, the generated CUDA and no note.
+ */
+static void
+override_dir(void **state)
+{
+	static const char edit[] = "// hand-edited\n";
+	char dir[] = "/tmp/wsfuse-test-override-XXXXXX", path[128], cache[64];
+	WsfContext *ctx = wsf_context_new();
+	WsfKernel *k;
+	Notes n = {0};
+	const char *t;
+	char *gen;
+	size_t len = 0, glen;
+	FILE *f;
+	int round;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(cache, sizeof cache, "%s/cache", dir);
+	wsf_set_diagnostic_handler(ctx, take_notes, &n);
+	assert_int_equal(wsf_set_option(ctx, "cache-dir", cache), WSF_OK);
+	assert_int_equal(wsf_set_option(ctx, "cache", "1"), WSF_OK);
+	k = compile_to(ctx, "cuda", spec);
+	t = wsf_kernel_text(k, WSF_STAGE_CUDA, &glen);
+	gen = strndup(t, glen);
+	wsf_kernel_delete(k);
+
+	/* the variable names a folder without inspect.cu: the generated CUDA */
+	setenv("WSFUSE_OVERRIDE_DIR", dir, 1);
+	n = (Notes){0};
+	k = compile_to(ctx, "cuda", spec);
+	t = wsf_kernel_text(k, WSF_STAGE_CUDA, &len);
+	assert_true(len == glen && memcmp(t, gen, len) == 0);
+	assert_int_equal(n.notes + n.warnings + n.errors, 0);
+	wsf_kernel_delete(k);
+
+	/* the option's folder holds it: that text, a miss and a hit of the cache */
+	snprintf(path, sizeof path, "%s/mine", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(wsf_set_option(ctx, "override-dir", path), WSF_OK);
+	snprintf(path, sizeof path, "%s/mine/inspect.cu", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(edit, f);
+	fwrite(gen, 1, glen, f);
+	fclose(f);
+	for (round = 0; round < 2; round++) {
+		n = (Notes){0};
+		k = compile_to(ctx, have_nvrtc() ? "ptx" : "cuda", spec);
+		t = wsf_kernel_text(k, WSF_STAGE_CUDA, &len);
+		assert_true(len == glen + strlen(edit) && memcmp(t, edit, strlen(edit)) == 0);
+		assert_int_equal(n.notes, 1);
+		assert_int_equal(n.warnings + n.errors, 0);
+		assert_non_null(strstr(n.note, "note: kernel 'inspect' compiled from "));
+		assert_non_null(strstr(n.note, "/mine/inspect.cu (override-dir), not from its generated CUDA"));
+		wsf_kernel_delete(k);
+	}
+
+	unsetenv("WSFUSE_OVERRIDE_DIR");
+	wsf_context_delete(ctx);
+	free(gen);
+	snprintf(path, sizeof path, "rm -rf '%s'", dir);
+	assert_int_equal(system(path), 0);
+}
+
 /* The pictures are outputs like the others: made with their stage, named, dumped. */
 static void
 pictures(void **state)
@@ -490,6 +558,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(environment),
+		cmocka_unit_test(override_dir),
 		cmocka_unit_test(pass_names),
 		cmocka_unit_test(kernel_stats),
 		cmocka_unit_test(ptxas_report),
