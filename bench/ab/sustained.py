@@ -6,13 +6,16 @@ On a GPU from the repository root: `python3 bench/ab/sustained.py 8192x8192x8192
 it imports, a wsfuse schedule body, "" the default, or "diag:PART": the default with a part taken
 out, as bench/ab/kloop_diag.py makes it, compiled through WSFUSE_OVERRIDE_DIR, its result wrong by
 design and not checked) in turn: checked against f32 (wsfuse's), 200 launches to warm
-up, then 1500 back to back timed by events, the SM clock (MHz) and board power (W) read through NVML
-while they run.  Prints a line a variant: time a launch, TFLOP/s, clock, power, J/TFLOP.
+up, then back to back for 3 s or more (1500 launches at least) timed by events, the SM clock (MHz)
+and board power (W) read through NVML every 0.1 s after the first second of them (medians; one
+reading after the launches had been queued read an idle GPU once a run ended sooner).  Prints a
+line a variant: time a launch, TFLOP/s, clock, power, J/TFLOP.
 """
-import sys, time; sys.path.insert(0, "python")
+import sys, threading, time; sys.path.insert(0, "python")
 import torch
 from abcommon import gemm_spec, gemm_operands
 
+SECONDS = 3   # how long each variant runs, at least
 m, n, k = map(int, sys.argv[1].split("x"))
 x, w, y = gemm_operands(m, n, k)
 ref = x.float() @ w.float().t()
@@ -48,15 +51,37 @@ for v in sys.argv[2:]:
     for _ in range(200):
         f()
     torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(20):
+        f()
+    torch.cuda.synchronize()
+    reps = max(1500, int(SECONDS * 20 / (time.perf_counter() - t0)))   # at least SECONDS of launches
+    samples, running = [], threading.Event()
+
+    def sample():   # the clock and power every 0.1 s while the launches run, past the first second
+        time.sleep(1.0)
+        while running.is_set():
+            samples.append((torch.cuda.clock_rate(), torch.cuda.power_draw() / 1000))
+            time.sleep(0.1)
+
     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    running.set()
+    th = threading.Thread(target=sample)
+    th.start()
     s.record()
-    for _ in range(1500):
+    for _ in range(reps):
         f()
     e.record()
-    time.sleep(0.8)   # the launches are queued; read the clock and power while they run
-    clk, pw = torch.cuda.clock_rate(), torch.cuda.power_draw() / 1000
     e.synchronize()
-    ms = s.elapsed_time(e) / 1500
+    running.clear()
+    th.join()
+    ms = s.elapsed_time(e) / reps
     tf = 2 * m * n * k / ms / 1e9
-    print(f"{v or 'default':48s} {ms * 1e3:8.1f} us {tf:6.0f} TFLOP/s  {clk} MHz  {pw:.0f} W  "
-          f"{pw / tf:.3f} J/TFLOP", flush=True)
+    if samples:
+        clk = sorted(c for c, _ in samples)[len(samples) // 2]
+        pw = sorted(p for _, p in samples)[len(samples) // 2]
+        print(f"{v or 'default':48s} {ms * 1e3:8.1f} us {tf:6.0f} TFLOP/s  {clk} MHz  {pw:.0f} W  "
+              f"{pw / tf:.3f} J/TFLOP  ({reps} launches, {len(samples)} samples)", flush=True)
+    else:
+        print(f"{v or 'default':48s} {ms * 1e3:8.1f} us {tf:6.0f} TFLOP/s  (ran under a second: no samples)",
+              flush=True)
