@@ -66,6 +66,8 @@ class Case:
     family: str = "pointwise"   # one of FAMILIES, for --family
     peers: Callable = None      # (*inputs) -> {name: fn}: peers beyond eager and torch.compile that run here
     tolerance: Callable = None  # sizes -> the relative tolerance of check_close, which then checks every variant
+    bars: dict = None           # {peer: the peer/wsfuse ratio wsfuse must reach} (issue 17; --rounds times them)
+    replay: bool = False        # time by CUDA-graph replays: a kernel shorter than a launch from Python
 
     def spec_text(self):
         return string.Template(self.spec).substitute(dt=self.dtype, name=self.name)
@@ -260,11 +262,11 @@ def gemm_tolerance(s):
     return 2 ** -6 + s["K"] * 2 ** -24
 
 
-def _gemm_case(name, spec, m, n, k, quick, bias):
+def _gemm_case(name, spec, m, n, k, quick, bias, bars=None, replay=False):
     return Case(name, spec, "bf16", {"M": m, "N": n, "K": k}, quick, _gemm_inputs(bias),
                 _gemm_bias_gelu if bias else _gemm, flops=lambda s: 2 * s["M"] * s["N"] * s["K"],
                 family="matmul", peers=_gemm_bias_gelu_peers if bias else _gemm_peers,
-                tolerance=gemm_tolerance)
+                tolerance=gemm_tolerance, bars=bars, replay=replay)
 
 
 def _norm_inputs(n):
@@ -331,20 +333,30 @@ CASES += [
          _norm_inputs(2), _layernorm, family="reduction"),
 ]
 
-# matmuls (issue 14), bf16, C = X W^T (nn.Linear's layout), named M x N x K: against cuBLAS,
-# torch.compile, cuBLASLt's fused epilogue and quack
+# matmuls (issue 14), bf16, C = X W^T (nn.Linear's layout), named M x N x K: against cuBLAS
+# (eager), torch.compile, cuBLASLt's fused epilogue and quack.  BARS are issue 17's: the ratio
+# peer / wsfuse each must reach; --rounds times wsfuse against each of them in interleaved rounds
+# and the bars table says which hold.  The shapes of a few microseconds run as CUDA-graph replays.
+LARGE, SMALL = {"eager": 1.03, "quack": 1.0}, {"eager": 1.0}
 CASES += [
-    _gemm_case("gemm_8192x8192x8192", GEMM, 8192, 8192, 8192, {"M": 512, "N": 512, "K": 512}, False),
-    _gemm_case("gemm_4096x4096x4096", GEMM, 4096, 4096, 4096, {"M": 256, "N": 256, "K": 512}, False),
-    _gemm_case("gemm_8192x14336x4096", GEMM, 8192, 14336, 4096, {"M": 512, "N": 1024, "K": 256}, False),
+    _gemm_case("gemm_8192x8192x8192", GEMM, 8192, 8192, 8192, {"M": 512, "N": 512, "K": 512}, False, LARGE),
+    _gemm_case("gemm_4096x4096x4096", GEMM, 4096, 4096, 4096, {"M": 256, "N": 256, "K": 512}, False, LARGE),
+    _gemm_case("gemm_8192x14336x4096", GEMM, 8192, 14336, 4096, {"M": 512, "N": 1024, "K": 256}, False, LARGE),
+    _gemm_case("gemm_16384x1024x8192", GEMM, 16384, 1024, 8192, {"M": 1024, "N": 256, "K": 512}, False, LARGE),
+    _gemm_case("gemm_2048x2048x2048", GEMM, 2048, 2048, 2048, {"M": 256, "N": 256, "K": 256}, False, SMALL,
+               replay=True),
+    # a decode step's few rows (swap_ab)
+    _gemm_case("gemm_16x8192x4096", GEMM, 16, 8192, 4096, {"M": 16, "N": 512, "K": 256}, False, SMALL, replay=True),
+    _gemm_case("gemm_64x8192x4096", GEMM, 64, 8192, 4096, {"M": 64, "N": 512, "K": 256}, False, SMALL, replay=True),
     _gemm_case("gemm_bias_gelu_8192x8192x8192", GEMM_BIAS_GELU, 8192, 8192, 8192,
-               {"M": 512, "N": 512, "K": 512}, True),
+               {"M": 512, "N": 512, "K": 512}, True, {"compile": 1.1, "cublaslt": 1.0}),
     _gemm_case("gemm_bias_gelu_8192x14336x4096", GEMM_BIAS_GELU, 8192, 14336, 4096,
                {"M": 512, "N": 1024, "K": 256}, True),
     # two matmuls sharing x in one mainloop (issue 15), named M x F x K
     Case("swiglu_8192x14336x4096", SWIGLU, "bf16", {"M": 8192, "F": 14336, "K": 4096},
          {"M": 512, "F": 1024, "K": 256}, _swiglu_inputs, _swiglu,
-         flops=lambda s: 4 * s["M"] * s["F"] * s["K"], family="matmul", tolerance=gemm_tolerance),
+         flops=lambda s: 4 * s["M"] * s["F"] * s["K"], family="matmul", tolerance=gemm_tolerance,
+         bars={"compile": 1.15}),
 ]
 
 # wsfuse vs the float32 reference rounded to the output dtype: at most an ulp or so apart
@@ -388,6 +400,32 @@ def make_timer():
         torch.cuda.synchronize()
         return statistics.median(s.elapsed_time(e) for s, e in pairs)
     return "CUDA events, median", events
+
+
+def graph_timer(fn, reps=50, replays=9):
+    """Median ms of a call of FN from CUDA-graph replays: REPS calls captured in one graph, replayed
+    REPLAYS times and timed by events, the median over REPS.  The calls run back to back, free of
+    the host's launch cost (wsfuse's programmatic dependent launch overlaps each with the one
+    before), and L2 holds what the call before left.  The warm-up calls run on the capturing
+    stream (a stream-K kernel's workspace is made at its first launch on a stream)."""
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        fn()
+        fn()
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=s):
+        for _ in range(reps):
+            fn()
+    times = []
+    for _ in range(replays):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        g.replay()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / reps)
+    return statistics.median(times)
 
 
 def as_tuple(x):
@@ -456,10 +494,15 @@ def time_copy(nbytes, timer):
 def run_case(case, sizes, timer, rounds=0):
     """Checks and times one case; returns its result row (check holds 'ok' or the failure).
 
-    ROUNDS > 0 also times wsfuse and torch.compile in that many interleaved rounds, the order
-    alternating, and keeps the median and range of the per-round ratios: drift in clocks or
-    power then moves both sides alike, and a difference of 0.1% stands out of the noise.
+    ROUNDS > 0 also times wsfuse against torch.compile, and against each peer the case has a bar
+    for, in that many interleaved rounds, the order alternating, and keeps the median and range
+    of the per-round ratios: drift in clocks or power then moves both sides alike, and a
+    difference of 0.1% stands out of the noise.  A case marked replay is timed by CUDA-graph
+    replays (graph_timer), each of its variants alike.
     """
+    copy_timer = timer
+    if case.replay:
+        timer = graph_timer
     torch._dynamo.reset()
     row = {"case": case.name, "family": case.family, "sizes": sizes}
     t0 = time.perf_counter()
@@ -498,18 +541,20 @@ def run_case(case, sizes, timer, rounds=0):
     for name, fn in peers.items():
         row[f"{name}_ms"] = timer(fn)
     if rounds and row["wsfuse_ms"]:
-        ratios = []
+        # each round: wsfuse, then the peers; the next round in the reverse order
+        order = [("wsfuse", lambda: k.launch(*inputs, *outs))]
+        order += [(p, peers[p]) for p in peers if p == "compile" or p in (case.bars or {})]
+        ratios = {p: [] for p, _ in order[1:]}
         for r in range(rounds):
-            if r % 2:
-                c = timer(lambda: compiled(*inputs))
-                w = timer(lambda: k.launch(*inputs, *outs))
-            else:
-                w = timer(lambda: k.launch(*inputs, *outs))
-                c = timer(lambda: compiled(*inputs))
-            ratios.append(c / w)
-        row.update(rounds=rounds, rounds_ratio=statistics.median(ratios), rounds_min=min(ratios),
-                   rounds_max=max(ratios))
-    row["copy_ms"] = time_copy(row["bytes"], timer)
+            t = {p: timer(fn) for p, fn in (order if r % 2 == 0 else order[::-1])}
+            for p in ratios:
+                ratios[p].append(t[p] / t["wsfuse"])
+        row.update(rounds=rounds, rounds_peers={p: [statistics.median(v), min(v), max(v)] for p, v in ratios.items()})
+        if "compile" in ratios:   # the columns of the tables: torch.compile's
+            row.update(zip(("rounds_ratio", "rounds_min", "rounds_max"), row["rounds_peers"]["compile"]))
+    if case.bars:
+        row["bars"] = case.bars
+    row["copy_ms"] = time_copy(row["bytes"], copy_timer)
     w, c, cp = row["wsfuse_ms"], row["compile_ms"], row["copy_ms"]
     row["wsfuse_gbps"] = row["bytes"] / w / 1e6 if w else None
     row["copy_gbps"] = row["bytes"] / cp / 1e6
@@ -559,10 +604,37 @@ def print_flop_table(rows):
             line += [fmt(t, ".4f"), fmt(t and w and t / w, ".3f") + ("x" if t and w else "")]
         if rounds:
             line.append(f"{r['rounds_ratio']:.4f}x ({r['rounds_min']:.4f}-{r['rounds_max']:.4f})"
-                        if "rounds" in r else "-")
+                        if "rounds_ratio" in r else "-")
         line.append(r["check"].splitlines()[0][:60])
         lines.append(line)
     print_aligned(cols, lines)
+
+
+def bar_verdict(ratio, bar):
+    """'met' at or above BAR, 'tie' within 1% below it (the issue's rule), else how far short."""
+    if ratio >= bar:
+        return "met"
+    return "tie" if ratio >= 0.99 * bar else f"short by {100 * (1 - ratio / bar):.1f}%"
+
+
+def print_bars_table(rows):
+    """Each bar of each case that has one: the peer, the bar, the ratio peer / wsfuse (the median and
+    range of the interleaved rounds where --rounds timed them, else the single timing) and the verdict."""
+    lines = []
+    for r in rows:
+        for p, bar in (r.get("bars") or {}).items():
+            rp = (r.get("rounds_peers") or {}).get(p)
+            single = r.get(f"{p}_ms") and r.get("wsfuse_ms") and r[f"{p}_ms"] / r["wsfuse_ms"]
+            if rp:
+                ratio, shown = rp[0], f"{rp[0]:.3f}x ({rp[1]:.3f}-{rp[2]:.3f}, {r['rounds']} rounds)"
+            elif single:
+                ratio, shown = single, f"{single:.3f}x (one timing)"
+            else:
+                ratio, shown = None, "-"
+            lines.append([r["case"], PEERS.get(p, p), f"{bar:.2f}x", shown,
+                          bar_verdict(ratio, bar) if ratio else "not timed"])
+    if lines:
+        print_aligned(["case", "peer", "bar", "peer/wsfuse", "verdict"], lines)
 
 
 def print_table(rows):
@@ -574,6 +646,9 @@ def print_table(rows):
         if mem_rows:
             print()
         print_flop_table(flop_rows)
+    if any(r.get("bars") for r in rows):
+        print()
+        print_bars_table(rows)
     for r in rows:   # peers whose results were wrong, or that could not run: not timed
         for line in r.get("peer_checks", ()):
             print(f"{r['case']}: peer {line.splitlines()[0][:200]}", file=sys.stderr)
@@ -591,7 +666,7 @@ def print_byte_table(rows):
         cols.insert(8, "rounds: median (range)")
         for r, line in zip(rows, lines):
             line.insert(8, f"{r['rounds_ratio']:.4f}x ({r['rounds_min']:.4f}-{r['rounds_max']:.4f})"
-                        if "rounds" in r else "-")
+                        if "rounds_ratio" in r else "-")
     print_aligned(cols, lines)
 
 
@@ -678,7 +753,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="small sizes: a smoke run, not a measurement")
     ap.add_argument("--compile-only", action="store_true", help="only compile each spec to cubin")
     ap.add_argument("--rounds", type=int, default=0, metavar="N",
-                    help="also time wsfuse and torch.compile in N interleaved rounds (median ratio and range)")
+                    help="also time wsfuse against torch.compile and the peers of its bars in N interleaved "
+                         "rounds (median ratio and range)")
     ap.add_argument("--plot", metavar="FILE.png",
                     help="also plot each case's rates against the copy rate and the tensor-core roof (matplotlib)")
     ap.add_argument("--from-json", metavar="FILE",

@@ -93,11 +93,33 @@ def test_matmul_table_from_json():
         assert rc == 2 and "unknown family gpu; known: pointwise, reduction, matmul" in out, (rc, out)
 
 
+def test_bars_table_from_json():
+    """The bars table: a bar met, tied (within 1% below), short, timed once, and not timed."""
+    row = dict(RESULTS["results"][3], bars={"eager": 1.03, "quack": 1.0, "compile": 1.1, "cublaslt": 1.0},
+               rounds=4, rounds_peers={"eager": [1.0250, 1.01, 1.04], "quack": [1.0, 0.99, 1.01],
+                                       "compile": [0.9, 0.88, 0.95]})
+    lt = dict(RESULTS["results"][4], bars={"cublaslt": 1.0, "quack": 1.0})   # no rounds; quack failed its check
+    with tempfile.TemporaryDirectory() as d:
+        rc, out = bench("--from-json", results_file(d, dict(RESULTS, results=[row, lt])))
+        assert rc == 0, out
+        lines = [line.split() for line in out.splitlines()]
+        head = next(i for i, line in enumerate(lines) if line[:2] == ["case", "peer"])
+        bars = lines[head + 2:head + 8]
+        assert bars[0][:4] == ["gemm_4096x4096x4096", "eager", "1.03x", "1.025x"] and bars[0][-1] == "tie", bars
+        assert bars[1][1:4] == ["quack", "1.00x", "1.000x"] and bars[1][-1] == "met", bars
+        assert bars[2][1] == "compile" and bars[2][-3:] == ["short", "by", "18.2%"], bars   # 0.9 / 1.1
+        assert bars[3][1:] == ["cuBLASLt", "1.00x", "-", "not", "timed"], bars   # no cublaslt_ms in that row
+        assert bars[4][:5] == ["gemm_bias_gelu_8192x8192x8192", "cuBLASLt", "1.00x", "1.008x", "(one"], bars
+        assert bars[4][-1] == "met" and bars[5][1:] == ["quack", "1.00x", "-", "not", "timed"], bars
+        assert "rounds: compile/wsfuse" in out and "0.9000x (0.8800-0.9500)" not in out, out
+
+
 def test_list_without_torch():
     rc, out = bench("--list", "--family", "matmul", pre="import sys; sys.modules['torch'] = None")
     assert rc == 0, out
     names = [line.split()[0] for line in out.splitlines()[2:]]
     assert names == ["gemm_8192x8192x8192", "gemm_4096x4096x4096", "gemm_8192x14336x4096",
+                     "gemm_16384x1024x8192", "gemm_2048x2048x2048", "gemm_16x8192x4096", "gemm_64x8192x4096",
                      "gemm_bias_gelu_8192x8192x8192", "gemm_bias_gelu_8192x14336x4096",
                      "swiglu_8192x14336x4096"], out
     assert "M=8192 N=14336 K=4096" in out, out
