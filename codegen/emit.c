@@ -325,6 +325,12 @@ emit_expr(Emit *e, const Expr *x)
 		break;
 	case EX_DIV:
 	case EX_MOD:
+		if (x->u32 && x->b->kind == EX_INT) {   /* below 2^32 (ex_stage_slot): a 32-bit division */
+			buf_puts(b, "(long long)((unsigned)");
+			emit_expr(e, x->a);
+			buf_printf(b, " %s %lldu)", op[x->kind], (long long)x->b->ival);
+			break;
+		}
 		if (x->b->kind == EX_INT)
 			goto infix;
 		/* a tile index over a runtime count: 32 bits suffice (launch.c checks) */

@@ -460,6 +460,7 @@ typedef struct Expr {
 	ExprKind kind;
 	int64_t ival;
 	int var;
+	bool u32;    /* EX_DIV, EX_MOD by a constant: the dividend is below 2^32 (ex_stage_slot): 32-bit division */
 	struct Expr *a, *b;
 } Expr;
 
@@ -935,6 +936,8 @@ bool ex_uses_var(const Expr *e, int var);
 Expr *ex_inline_lets(Comp *c, const Stmt *block, Expr *e);
 /* Structurally equal (so equal in value)? */
 bool ex_equal(const Expr *a, const Expr *b);
+Expr *ex_stage_slot(Comp *c, const Kernel *k, Expr *lin, int64_t off, int stages);
+Expr *ex_stage_parity(Comp *c, const Kernel *k, Expr *lin, int stages);
 
 Stmt *st_new(Comp *c, StmtKind kind);
 Stmt *st_block(Comp *c);

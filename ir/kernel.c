@@ -382,9 +382,85 @@ ex_equal(const Expr *a, const Expr *b)
 {
 	if (!a || !b)
 		return a == b;
-	if (a->kind != b->kind || a->ival != b->ival || a->var != b->var)
+	if (a->kind != b->kind || a->ival != b->ival || a->var != b->var || a->u32 != b->u32)
 		return false;
 	return ex_equal(a->a, b->a) && ex_equal(a->b, b->b);
+}
+
+/*
+ * A 32-bit division of X (below 2^32) by the constant S: Expr.u32.  A
+ * 64-bit division by a constant that is not a power of two is a chain of
+ * 64-bit multiplies, which a matmul's k loop ran several times a k-step
+ * (docs/perf.md: 1.5-4.5% at 3, 5 and 7 stages).
+ */
+static Expr *
+div32(Comp *c, ExprKind kind, Expr *x, int S)
+{
+	Expr *e = ex_bin(c, kind, x, ex_int(c, S));
+
+	if (e->kind == kind)
+		e->u32 = true;
+	return e;
+}
+
+/*
+ * A matmul's stage counter LIN over S stages that are not a power of two,
+ * as OUTER * TRIPS + V (or V alone; stage_counter makes it so: V the
+ * buffered loop's index, or its trip count after the last step): Q =
+ * OUTER * TRIPS, computed once a tile (ptxas hoists it from the k loop),
+ * and Q % S + V, below 2^32: V is below 2^31, as every loop of a kernel
+ * runs fewer times (tiles below 2^31, launch.c; k-steps below 2^26, TMA's
+ * dims of 2^32 elements).  False otherwise: a power of two (a mask), the
+ * other families (emit_reduction reads the counter back from its slot
+ * lin % S), or another shape of counter.
+ */
+static bool
+split_counter(const Kernel *k, Expr *lin, int S, Expr **q, Expr **v)
+{
+	if (k->family != FAM_MATMUL || S <= 1 || !(S & (S - 1)))
+		return false;
+	if (lin->kind == EX_VAR) {
+		*q = NULL, *v = lin;
+		return true;
+	}
+	if (lin->kind != EX_ADD || lin->a->kind != EX_MUL || lin->b->kind != EX_VAR)
+		return false;
+	*q = lin->a, *v = lin->b;
+	return true;
+}
+
+/*
+ * The slot (LIN + OFF) % S of stage counter LIN over S stages in kernel K
+ * (OFF >= 0).  Split (split_counter): (Q % S + V + OFF) % S in 32 bits.
+ */
+Expr *
+ex_stage_slot(Comp *c, const Kernel *k, Expr *lin, int64_t off, int S)
+{
+	Expr *q, *v, *u;
+
+	off %= S;
+	if (!split_counter(k, lin, S, &q, &v))
+		return ex_bin(c, EX_MOD, ex_bin(c, EX_ADD, lin, ex_int(c, off)), ex_int(c, S));
+	u = q ? ex_bin(c, EX_ADD, ex_bin(c, EX_MOD, q, ex_int(c, S)), v) : v;
+	return div32(c, EX_MOD, ex_bin(c, EX_ADD, u, ex_int(c, off)), S);
+}
+
+/*
+ * The phase (LIN / S) & 1 of stage counter LIN over S stages.  Split
+ * (split_counter): (Q / S + (Q % S + V) / S) & 1, the second in 32 bits.
+ */
+Expr *
+ex_stage_parity(Comp *c, const Kernel *k, Expr *lin, int S)
+{
+	Expr *q, *v, *u, *n;
+
+	if (!split_counter(k, lin, S, &q, &v))
+		return ex_bin(c, EX_AND, ex_bin(c, EX_DIV, lin, ex_int(c, S)), ex_int(c, 1));
+	u = q ? ex_bin(c, EX_ADD, ex_bin(c, EX_MOD, q, ex_int(c, S)), v) : v;
+	n = div32(c, EX_DIV, u, S);
+	if (q)
+		n = ex_bin(c, EX_ADD, ex_bin(c, EX_DIV, q, ex_int(c, S)), n);
+	return ex_bin(c, EX_AND, n, ex_int(c, 1));
 }
 
 CbInfo *

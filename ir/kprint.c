@@ -53,7 +53,13 @@ expr_print(Buf *b, const Kernel *k, const Expr *e)
 		break;
 	default:
 		buf_puts(b, "(");
-		expr_print(b, k, e->a);
+		if (e->u32) {   /* a 32-bit division (ex_stage_slot) */
+			buf_puts(b, "u32(");
+			expr_print(b, k, e->a);
+			buf_puts(b, ")");
+		} else {
+			expr_print(b, k, e->a);
+		}
 		buf_printf(b, " %s ", binop[e->kind] ? binop[e->kind] : "?");
 		expr_print(b, k, e->b);
 		buf_puts(b, ")");

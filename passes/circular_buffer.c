@@ -182,7 +182,7 @@ loads_into(const Stmt *s, const bool *bufs)
 static Expr *
 slot_of(Rewrite *r, Expr *lin)
 {
-	return ex_bin(r->c, EX_MOD, lin, ex_int(r->c, r->stages));
+	return ex_stage_slot(r->c, r->k, lin, 0, r->stages);
 }
 
 /*

@@ -175,12 +175,6 @@ accesses(const Kernel *k, const Stmt *s, Acc *out)
 
 /* ---- small builders ---------------------------------------------------- */
 
-static Expr *
-parity(Comp *c, Expr *i, int S)
-{
-	return ex_bin(c, EX_AND, ex_bin(c, EX_DIV, i, ex_int(c, S)), ex_int(c, 1));
-}
-
 static Stmt *
 mbar(Comp *c, StmtKind kind, int bar, Expr *slot, Expr *par, const char *why)
 {
@@ -351,7 +345,7 @@ push_stage(Sync *y, State *st, int full, Expr *slot, Expr *lin, bool producer)
 		p.id = ++y->ids;
 		p.bar = producer ? info->empty_bar : full;
 		p.barslot = slot;
-		p.parity = parity(y->c, lin, info->stages);
+		p.parity = ex_stage_parity(y->c, y->k, lin, info->stages);
 		push(y, st, p);
 	}
 }
@@ -384,7 +378,7 @@ stage_arrives(Sync *y, State *st, const Stmt *body, const Cb *cb)
 	if (cb->cb->part == CB_PRODUCER)
 		producer_fills(y, st, body);
 	else
-		push_stage(y, st, cb->cb->full_bar, ex_bin(y->c, EX_MOD, cb->lin, ex_int(y->c, cb->cb->stages)),
+		push_stage(y, st, cb->cb->full_bar, ex_stage_slot(y->c, y->k, cb->lin, 0, cb->cb->stages),
 		           cb->lin, false);
 }
 
@@ -777,13 +771,13 @@ release_stage(Sync *y, Stmt *body, const Cb *cb, State *st)
 		 * tiles, so a warpgroup releases only its own: the k-step before
 		 * (after the wait above), the tile's last after its loop (pingpong_last).
 		 */
-		Expr *prev = ex_bin(c, EX_MOD, ex_bin(c, EX_ADD, cb->lin, ex_int(c, S - 1)), ex_int(c, S));
+		Expr *prev = ex_stage_slot(c, y->k, cb->lin, S - 1, S);
 
 		rel = st_if(c, ex_bin(c, EX_GE, ex_var(c, body->var), ex_int(c, 1)));
 		st_append(c, rel, mbar(c, ST_MBAR_ARRIVE, info->empty_bar, prev, NULL,
 		                       "release this warpgroup's k-step before to the producer"));
 	} else {
-		Expr *next = ex_bin(c, EX_MOD, ex_bin(c, EX_ADD, cb->lin, ex_int(c, info->prefetch + 1)), ex_int(c, S));
+		Expr *next = ex_stage_slot(c, y->k, cb->lin, info->prefetch + 1, S);
 
 		rel = mbar(c, ST_MBAR_ARRIVE, info->empty_bar, next, NULL, "release the oldest stage to the producer");
 	}
@@ -820,7 +814,7 @@ pingpong_last(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop, const C
 	w->comment = "this tile's mmas are done: the accumulator is complete, its last stage free";
 	st_insert(c, block, at++, w);
 	last = mbar(c, ST_MBAR_ARRIVE, outer->cb->empty_bar,
-	            ex_bin(c, EX_MOD, ex_bin(c, EX_ADD, end, ex_int(c, S - 1)), ex_int(c, S)), NULL,
+	            ex_stage_slot(c, y->k, end, S - 1, S), NULL,
 	            "release the tile's last k-step to the producer");
 	if (y->k->splits > 1) {
 		/* a K-split's CTA may have no k-steps (K short): then it has no last one to release */

@@ -443,6 +443,54 @@ cuda_of(Fixture *t)
 }
 
 /*
+ * A stage counter's slot and phase over S stages, S not a power of two
+ * (5 at 128 x 160): the tile's part Q = i * ktiles divided in 64 bits, the
+ * rest, Q % S + kk, below 2^32, in 32 (ex_stage_slot): a 64-bit % S or / S
+ * each k-step is a chain of 64-bit multiplies (docs/perf.md: 1.5-4.5%).  A
+ * power of two keeps the plain (lin % S) and (lin / S) & 1.
+ */
+static int stmts_of(Stmt *s, StmtKind kind, Stmt **out, int n);
+
+static void
+stage_division_in_32_bits(void **state)
+{
+	Fixture *t = *state;
+	Kernel *k = kernel_of(t, GEMM_SIZES(2048, 1280, 8192) GEMM_PLAIN "schedule: {tile: [128, 160, 64]}\n");
+	const char *cu;
+	Stmt *w[8];
+	int i, n;
+
+	if (!k)
+		fail_msg("%s", t->msg);
+	assert_int_equal(k->buf[1].stages, 5);
+	n = stmts_of(k->body, ST_MBAR_WAIT, w, 8);   /* the producer's empty wait, the consumers' full wait */
+	assert_int_equal(n, 2);
+	for (i = 0; i < n; i++) {
+		assert_string_equal(expr(t, w[i]->barslot), "(u32((((i * ktiles) % 5) + kk)) % 5)");
+		assert_string_equal(expr(t, w[i]->a), "((((i * ktiles) / 5) + (u32((((i * ktiles) % 5) + kk)) / 5)) & 1)");
+	}
+	cu = cuda_of(t);
+	assert_true(count(cu, "[(long long)((unsigned)(((i * ktiles) % 5LL) + kk) % 5u)]") >= 4);
+	assert_int_equal(count(cu, "(long long)((unsigned)(((i * ktiles) % 5LL) + kk) / 5u)"), 2);
+	assert_int_equal(count(cu, "(long long)((unsigned)((((i * ktiles) % 5LL) + kk) + 4LL) % 5u)"), 1);   /* release */
+	assert_int_equal(count(cu, "((i * ktiles) + kk)"), 0);
+	teardown((void **)&t);
+	if (setup((void **)&t) < 0)
+		fail_msg("setup");
+	*state = t;
+	if (!(k = kernel_of(t, GEMM_SIZES(4096, 4096, 4096) GEMM_PLAIN "schedule: {tile: [128, 256, 64]}\n")))
+		fail_msg("%s", t->msg);
+	assert_int_equal(k->buf[1].stages, 4);
+	n = stmts_of(k->body, ST_MBAR_WAIT, w, 8);
+	assert_int_equal(n, 2);
+	for (i = 0; i < n; i++) {
+		assert_string_equal(expr(t, w[i]->barslot), "(((i * ktiles) + kk) % 4)");
+		assert_string_equal(expr(t, w[i]->a), "((((i * ktiles) + kk) / 4) & 1)");
+	}
+	assert_int_equal(count(cuda_of(t), "(long long)((unsigned)"), 0);
+}
+
+/*
  * The minimal wgmma RAW sync (nvFuser #3843), in the kernel IR and in the
  * CUDA: one commit group a k-step whatever the number of mmas in it, one
  * wgmma.wait_group 0 before the first read of the accumulators and none
@@ -1993,6 +2041,8 @@ eval(const Expr *e, const Env *env)
 	case EX_MOD:
 		if (e->b->kind != EX_INT && (a < 0 || a >= ((int64_t)1 << 32) || b <= 0 || b >= ((int64_t)1 << 32)))
 			fail_msg("wsf_udiv(%lld, %lld): out of 32 bits", (long long)a, (long long)b);
+		if (e->u32 && (a < 0 || a >= ((int64_t)1 << 32)))   /* ex_stage_slot's 32-bit division */
+			fail_msg("u32(%lld): out of 32 bits", (long long)a);
 		assert_true(b > 0);
 		return e->kind == EX_DIV ? a / b : a % b;
 	case EX_MIN: return a < b ? a : b;
@@ -2661,8 +2711,9 @@ swapped(void **state)
 		assert_int_equal(mma->mma->n, 16);
 		assert_int_equal(k->buf[mma->reads[0].buf].stages, 11);   /* 18 KiB stages: the most that fit */
 		cu = cuda_of(t);
-		assert_non_null(strstr(cu, "const wsf_u64 da = wsf_mma_desc((const char *)(tile_w + ((((i * ktiles) + kk) "
-		                           "% 11LL)) * 8192) + wsf_wg * 8192);   // this warpgroup's 64 rows"));
+		assert_non_null(strstr(cu, "const wsf_u64 da = wsf_mma_desc((const char *)(tile_w + ((long long)((unsigned)"
+		                           "(((i * ktiles) % 11LL) + kk) % 11u)) * 8192) + wsf_wg * 8192);   // this warpgroup's "
+		                           "64 rows"));
 		assert_non_null(strstr(cu, "const int wc = 64 * (threadIdx.x / 128) + 16 * ((threadIdx.x / 32) % 4)"));
 		assert_non_null(strstr(cu, "ws = 0;"));
 		teardown((void **)&t);
@@ -3247,6 +3298,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(lowered_gemm, setup, teardown),
+		cmocka_unit_test_setup_teardown(stage_division_in_32_bits, setup, teardown),
 		cmocka_unit_test_setup_teardown(lowered_mn_major, setup, teardown),
 		cmocka_unit_test_setup_teardown(lowered_batch_a, setup, teardown),
 		cmocka_unit_test_setup_teardown(lowered_batched, setup, teardown),
