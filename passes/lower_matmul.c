@@ -233,7 +233,9 @@ full_inputs(const Fusion *f, const Group *g, int ng, const Tensor *d)
  * 1280 x 8192 runs 256 of 256 x 160 in 1.9 waves where 128 x 256 took
  * 2.4: 1.12x.  A tile computes at its own rate a multiply-add (fewer
  * multiply-adds for each byte a stage brings at 128 x 160; RATE, per mille
- * of 128 x 256's, from 8192^3, 8192 x 14336 x 4096 and 512 x 6144 x 4096).
+ * of 128 x 256's, from 8192^3 and 8192 x 14336 x 4096, measured again once
+ * the five and three stages of 128 x 192, 128 x 160 and 256 x 160 divided
+ * their stage counters in 32 bits, docs/perf.md, thirty-sixth session).
  * A tile's cost is its waves times its area / RATE, in hundredths of a
  * wave: a lone partial wave costs a whole one; a partial wave after full
  * ones LAST_WAVE, plus the rest of a wave in proportion to its tiles (its
@@ -253,7 +255,7 @@ fill_waves(int64_t rows, int64_t cols, int step, bool tall, int *bm, int *bn)
 {
 	static const struct {
 		int m, n, rate;
-	} tile[] = {{BM, BN, 1000}, {BM, 224, 960}, {BM, 192, 890}, {BM, 160, 845}, {2 * BM, 160, 985}};
+	} tile[] = {{BM, BN, 1000}, {BM, 224, 960}, {BM, 192, 950}, {BM, 160, 925}, {2 * BM, 160, 995}};
 	enum { LAST_WAVE = 55, GAIN = 3 };
 	int64_t cost, best = 0, tiles, full, left;
 	int i;

@@ -3046,7 +3046,8 @@ misaligned_rows(void **state)
  * waves (fill_waves): 2048 x 1280 one wave of 128 x 160 where 128 x 256
  * filled 61% of one, 4096 and 8192 x 1280 256 x 160 (one wave, and 1.9
  * where 128 x 256 took 1.2 and 2.4), 512 x 6144 192, 512 x 28672 and 2048
- * x 7168 224 (3.9 waves where 256 had 3.4), an N-major B 192 (whole
+ * x 7168 224 (3.9 waves where 256 had 3.4), 3072^2 and 6144 x 1536 x
+ * 4096 192, 6144 x 2560 x 4096 256 x 160, an N-major B 192 (whole
  * 64-wide chunks).  256 rows not with a residual to add (ptxas spilled) or
  * independent matmuls.  A full last wave keeps 128 x 256 (4096^3, 3072 x
  * 1280, 6144 x 1280); so do a tile, cluster, split, stages or stream-K
@@ -3074,6 +3075,10 @@ wave_tiles(void **state)
 		{GEMM_SIZES(500, 6144, 4096) GEMM_PLAIN, 128, 192},
 		{GEMM_SIZES(512, 28672, 4096) GEMM_PLAIN, 128, 224},
 		{GEMM_SIZES(2048, 7168, 8192) GEMM_PLAIN, 128, 224},
+		/* since the stage slots divide in 32 bits (rates measured again): 256 x 160 took these */
+		{GEMM_SIZES(3072, 3072, 4096) GEMM_PLAIN, 128, 192},
+		{GEMM_SIZES(6144, 1536, 4096) GEMM_PLAIN, 128, 192},
+		{GEMM_SIZES(6144, 2560, 4096) GEMM_PLAIN, 256, 160},   /* and 128 x 256 this one */
 		{GEMM_SIZES(2048, 1280, 4096) GEMM_NMAJOR, 128, 192},
 		{GEMM_SIZES(512, 7168, 4096) GEMM_NMAJOR, 128, 256},   /* 224 is no whole chunk, 192 takes 2 waves */
 		{GEMM_SIZES(4096, 4096, 4096) GEMM_PLAIN, 128, 256},
