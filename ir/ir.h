@@ -936,6 +936,7 @@ bool ex_uses_var(const Expr *e, int var);
 Expr *ex_inline_lets(Comp *c, const Stmt *block, Expr *e);
 /* Structurally equal (so equal in value)? */
 bool ex_equal(const Expr *a, const Expr *b);
+/* A stage counter LIN's slot (LIN + OFF) % STAGES and phase (LIN / STAGES) & 1 (a matmul's in 32 bits) */
 Expr *ex_stage_slot(Comp *c, const Kernel *k, Expr *lin, int64_t off, int stages);
 Expr *ex_stage_parity(Comp *c, const Kernel *k, Expr *lin, int stages);
 
