@@ -405,25 +405,21 @@ div32(Comp *c, ExprKind kind, Expr *x, int S)
 
 /*
  * A matmul's stage counter LIN over S stages that are not a power of two,
- * as OUTER * TRIPS + V (or V alone; stage_counter makes it so: V the
- * buffered loop's index, or its trip count after the last step): Q =
- * OUTER * TRIPS, computed once a tile (ptxas hoists it from the k loop),
- * and Q % S + V, below 2^32: V is below 2^31, as every loop of a kernel
- * runs fewer times (tiles below 2^31, launch.c; k-steps below 2^26, TMA's
- * dims of 2^32 elements).  False otherwise: a power of two (a mask), the
- * other families (emit_reduction reads the counter back from its slot
- * lin % S), or another shape of counter.
+ * as Q + V, V a variable: the buffered loop's index, or its trip count
+ * after the last step, and Q the count before the loop (stage_counter's
+ * OUTER * TRIPS, stream-K's kbase), the same through the loop, so computed
+ * once a tile (ptxas hoists it).  Q % S + V is below 2^32: a k loop runs
+ * at most 2^26 times (K is at most TMA's 2^32 elements, 64 a k-step), a
+ * loop over tiles fewer than 2^31 (launch.c refuses more tiles).  False
+ * otherwise: a power of two (a mask), the other families (emit_reduction
+ * reads the counter back from its slot lin % S), a counter that is a
+ * variable alone (a producer's merged loop over all of a CTA's k-steps,
+ * which nothing bounds below 2^32), or another shape.
  */
 static bool
 split_counter(const Kernel *k, Expr *lin, int S, Expr **q, Expr **v)
 {
-	if (k->family != FAM_MATMUL || S <= 1 || !(S & (S - 1)))
-		return false;
-	if (lin->kind == EX_VAR) {
-		*q = NULL, *v = lin;
-		return true;
-	}
-	if (lin->kind != EX_ADD || lin->a->kind != EX_MUL || lin->b->kind != EX_VAR)
+	if (k->family != FAM_MATMUL || S <= 1 || !(S & (S - 1)) || lin->kind != EX_ADD || lin->b->kind != EX_VAR)
 		return false;
 	*q = lin->a, *v = lin->b;
 	return true;
@@ -441,7 +437,7 @@ ex_stage_slot(Comp *c, const Kernel *k, Expr *lin, int64_t off, int S)
 	off %= S;
 	if (!split_counter(k, lin, S, &q, &v))
 		return ex_bin(c, EX_MOD, ex_bin(c, EX_ADD, lin, ex_int(c, off)), ex_int(c, S));
-	u = q ? ex_bin(c, EX_ADD, ex_bin(c, EX_MOD, q, ex_int(c, S)), v) : v;
+	u = ex_bin(c, EX_ADD, ex_bin(c, EX_MOD, q, ex_int(c, S)), v);
 	return div32(c, EX_MOD, ex_bin(c, EX_ADD, u, ex_int(c, off)), S);
 }
 
@@ -456,10 +452,8 @@ ex_stage_parity(Comp *c, const Kernel *k, Expr *lin, int S)
 
 	if (!split_counter(k, lin, S, &q, &v))
 		return ex_bin(c, EX_AND, ex_bin(c, EX_DIV, lin, ex_int(c, S)), ex_int(c, 1));
-	u = q ? ex_bin(c, EX_ADD, ex_bin(c, EX_MOD, q, ex_int(c, S)), v) : v;
-	n = div32(c, EX_DIV, u, S);
-	if (q)
-		n = ex_bin(c, EX_ADD, ex_bin(c, EX_DIV, q, ex_int(c, S)), n);
+	u = ex_bin(c, EX_ADD, ex_bin(c, EX_MOD, q, ex_int(c, S)), v);
+	n = ex_bin(c, EX_ADD, ex_bin(c, EX_DIV, q, ex_int(c, S)), div32(c, EX_DIV, u, S));
 	return ex_bin(c, EX_AND, n, ex_int(c, 1));
 }
 

@@ -446,8 +446,9 @@ cuda_of(Fixture *t)
  * A stage counter's slot and phase over S stages, S not a power of two
  * (5 at 128 x 160): the tile's part Q = i * ktiles divided in 64 bits, the
  * rest, Q % S + kk, below 2^32, in 32 (ex_stage_slot): a 64-bit % S or / S
- * each k-step is a chain of 64-bit multiplies (docs/perf.md: 1.5-4.5%).  A
- * power of two keeps the plain (lin % S) and (lin / S) & 1.
+ * each k-step is a chain of 64-bit multiplies (docs/perf.md: 1.5-4.5%).
+ * Stream-K's counter, kbase + kk, the same way.  A power of two keeps the
+ * plain (lin % S) and (lin / S) & 1.
  */
 static int stmts_of(Stmt *s, StmtKind kind, Stmt **out, int n);
 
@@ -474,6 +475,19 @@ stage_division_in_32_bits(void **state)
 	assert_int_equal(count(cu, "(long long)((unsigned)(((i * ktiles) % 5LL) + kk) / 5u)"), 2);
 	assert_int_equal(count(cu, "(long long)((unsigned)((((i * ktiles) % 5LL) + kk) + 4LL) % 5u)"), 1);   /* release */
 	assert_int_equal(count(cu, "((i * ktiles) + kk)"), 0);
+	teardown((void **)&t);
+	if (setup((void **)&t) < 0)
+		fail_msg("setup");
+	*state = t;
+	/* stream-K's parts count on from their kbase: split there, the same way */
+	if (!(k = kernel_of(t, GEMM_SIZES(1280, 1024, 8192) GEMM_PLAIN)))
+		fail_msg("%s", t->msg);
+	assert_true(k->sk_slot > 0);
+	assert_int_equal(k->buf[1].stages, 5);
+	n = stmts_of(k->body, ST_MBAR_WAIT, w, 8);
+	assert_true(n >= 2);
+	assert_string_equal(expr(t, w[0]->barslot), "(u32(((kbase % 5) + kk)) % 5)");
+	assert_string_equal(expr(t, w[0]->a), "(((kbase / 5) + (u32(((kbase % 5) + kk)) / 5)) & 1)");
 	teardown((void **)&t);
 	if (setup((void **)&t) < 0)
 		fail_msg("setup");
