@@ -447,8 +447,8 @@ cuda_of(Fixture *t)
  * (5 at 128 x 160): the tile's part Q = i * ktiles divided in 64 bits, the
  * rest, Q % S + kk, below 2^32, in 32 (ex_stage_slot): a 64-bit % S or / S
  * each k-step is a chain of 64-bit multiplies (docs/perf.md: 1.5-4.5%).
- * Stream-K's counter, kbase + kk, the same way.  A power of two keeps the
- * plain (lin % S) and (lin / S) & 1.
+ * Stream-K's counter, kbase + kk, stays in 64 bits (split_counter).  A
+ * power of two keeps the plain (lin % S) and (lin / S) & 1.
  */
 static int stmts_of(Stmt *s, StmtKind kind, Stmt **out, int n);
 
@@ -479,15 +479,15 @@ stage_division_in_32_bits(void **state)
 	if (setup((void **)&t) < 0)
 		fail_msg("setup");
 	*state = t;
-	/* stream-K's parts count on from their kbase: split there, the same way */
+	/* stream-K's parts count on from their kbase: kept in 64 bits (split_counter) */
 	if (!(k = kernel_of(t, GEMM_SIZES(1280, 1024, 8192) GEMM_PLAIN)))
 		fail_msg("%s", t->msg);
 	assert_true(k->sk_slot > 0);
 	assert_int_equal(k->buf[1].stages, 5);
 	n = stmts_of(k->body, ST_MBAR_WAIT, w, 8);
 	assert_true(n >= 2);
-	assert_string_equal(expr(t, w[0]->barslot), "(u32(((kbase % 5) + kk)) % 5)");
-	assert_string_equal(expr(t, w[0]->a), "(((kbase / 5) + (u32(((kbase % 5) + kk)) / 5)) & 1)");
+	assert_string_equal(expr(t, w[0]->barslot), "((kbase + kk) % 5)");
+	assert_string_equal(expr(t, w[0]->a), "(((kbase + kk) / 5) & 1)");
 	teardown((void **)&t);
 	if (setup((void **)&t) < 0)
 		fail_msg("setup");
