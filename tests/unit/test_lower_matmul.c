@@ -2065,6 +2065,7 @@ eval(const Expr *e, const Env *env)
 	case EX_LT: return a < b;
 	case EX_GE: return a >= b;
 	case EX_EQ: return a == b;
+	case EX_AND: return a & b;
 	default:
 		fail_msg("unexpected expression kind %d", e->kind);
 	}
@@ -2091,6 +2092,61 @@ var_named(const Kernel *k, const Env *env, const char *name)
 			return env->v[v];
 	fail_msg("no variable '%s' set", name);
 	return 0;
+}
+
+/*
+ * stage_division_in_32_bits's split slot and phase have the values of the
+ * plain (lin % S) and (lin / S) & 1, lin = i * ktiles + kk, over tiles and
+ * k-steps of 3, 5 and 7 stages, the 32-bit part checked below 2^32 (eval),
+ * with a counter far past 2^32 (i * ktiles) too.
+ */
+static void
+stage_division_values(void **state)
+{
+	static const struct {
+		const char *tile;
+		int stages;
+	} cases[] = {{"[256, 160, 64]", 3}, {"[128, 160, 64]", 5}, {"[128, 96, 64]", 7}};
+	static const int64_t tiles[] = {0, 1, 2, 3, 7, 131, 1000003, (int64_t)1 << 40}, ksteps[] = {1, 5, 7, 64, 129};
+	char spec[512];
+	int c, a, b, kk, v, vi, vk, vkk;
+
+	for (c = 0; c < (int)countof(cases); c++) {
+		Fixture *t;
+		Kernel *k;
+		Stmt *w[8];
+		Env env;
+
+		snprintf(spec, sizeof spec, "%s%sschedule: {tile: %s}\n", GEMM_SIZES(4096, 4096, 8192), GEMM_PLAIN,
+		         cases[c].tile);
+		k = lowered(&t, c, spec);
+		assert_int_equal(k->buf[1].stages, cases[c].stages);
+		assert_int_equal(stmts_of(k->body, ST_MBAR_WAIT, w, 8), 2);
+		env = (Env){arena_alloc(t->c.arena, (size_t)k->nvar * sizeof *env.v),
+		            arena_alloc(t->c.arena, (size_t)k->nvar * sizeof *env.set), 0, 1};
+		vi = vk = vkk = 0;
+		for (v = 1; v < k->nvar; v++) {
+			env.set[v] = false;
+			vi = strcmp(k->var[v].name, "i") == 0 ? v : vi;
+			vk = strcmp(k->var[v].name, "ktiles") == 0 ? v : vk;
+			vkk = strcmp(k->var[v].name, "kk") == 0 ? v : vkk;
+		}
+		assert_true(vi && vk && vkk);
+		env.set[vi] = env.set[vk] = env.set[vkk] = true;
+		for (a = 0; a < (int)countof(tiles); a++)
+			for (b = 0; b < (int)countof(ksteps); b++)
+				for (kk = 0; kk < ksteps[b]; kk++) {
+					int64_t lin = tiles[a] * ksteps[b] + kk, S = cases[c].stages;
+
+					env.v[vi] = tiles[a], env.v[vk] = ksteps[b], env.v[vkk] = kk;
+					for (v = 0; v < 2; v++) {
+						assert_int_equal(eval(w[v]->barslot, &env), lin % S);
+						assert_int_equal(eval(w[v]->a, &env), (lin / S) & 1);
+					}
+				}
+		teardown((void **)&t);
+	}
+	(void)state;
 }
 
 /*
@@ -3318,6 +3374,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(lowered_gemm, setup, teardown),
 		cmocka_unit_test_setup_teardown(stage_division_in_32_bits, setup, teardown),
+		cmocka_unit_test(stage_division_values),
 		cmocka_unit_test_setup_teardown(lowered_mn_major, setup, teardown),
 		cmocka_unit_test_setup_teardown(lowered_batch_a, setup, teardown),
 		cmocka_unit_test_setup_teardown(lowered_batched, setup, teardown),
