@@ -391,7 +391,7 @@ ex_equal(const Expr *a, const Expr *b)
  * A 32-bit division of X (below 2^32) by the constant S: Expr.u32.  A
  * 64-bit division by a constant that is not a power of two is a chain of
  * 64-bit multiplies, which a matmul's k loop ran several times a k-step
- * (docs/perf.md: 1.5-4.5% at 3, 5 and 7 stages).
+ * (docs/perf.md: 0.8-3.4% at 3, 5, 7 and 11 stages).
  */
 static Expr *
 div32(Comp *c, ExprKind kind, Expr *x, int S)
@@ -416,15 +416,16 @@ div32(Comp *c, ExprKind kind, Expr *x, int S)
  * (a producer's merged loop over all of a CTA's k-steps, which nothing
  * bounds below 2^32), or another shape.  Not stream-K's kbase + kk: split
  * so, 1024 x 1024 x 8192 ran 7% slower, for no reason its k loop shows
- * (docs/perf.md).
+ * (docs/perf.md).  Sets *Q and *U = Q % S + V.
  */
 static bool
-split_counter(const Kernel *k, Expr *lin, int S, Expr **q, Expr **v)
+split_counter(Comp *c, const Kernel *k, Expr *lin, int S, Expr **q, Expr **u)
 {
 	if (k->family != FAM_MATMUL || S <= 1 || !(S & (S - 1)) || lin->kind != EX_ADD || lin->a->kind != EX_MUL ||
 	    lin->b->kind != EX_VAR)
 		return false;
-	*q = lin->a, *v = lin->b;
+	*q = lin->a;
+	*u = ex_bin(c, EX_ADD, ex_bin(c, EX_MOD, lin->a, ex_int(c, S)), lin->b);
 	return true;
 }
 
@@ -435,12 +436,11 @@ split_counter(const Kernel *k, Expr *lin, int S, Expr **q, Expr **v)
 Expr *
 ex_stage_slot(Comp *c, const Kernel *k, Expr *lin, int64_t off, int S)
 {
-	Expr *q, *v, *u;
+	Expr *q, *u;
 
 	off %= S;
-	if (!split_counter(k, lin, S, &q, &v))
+	if (!split_counter(c, k, lin, S, &q, &u))
 		return ex_bin(c, EX_MOD, ex_bin(c, EX_ADD, lin, ex_int(c, off)), ex_int(c, S));
-	u = ex_bin(c, EX_ADD, ex_bin(c, EX_MOD, q, ex_int(c, S)), v);
 	return div32(c, EX_MOD, ex_bin(c, EX_ADD, u, ex_int(c, off)), S);
 }
 
@@ -451,11 +451,10 @@ ex_stage_slot(Comp *c, const Kernel *k, Expr *lin, int64_t off, int S)
 Expr *
 ex_stage_parity(Comp *c, const Kernel *k, Expr *lin, int S)
 {
-	Expr *q, *v, *u, *n;
+	Expr *q, *u, *n;
 
-	if (!split_counter(k, lin, S, &q, &v))
+	if (!split_counter(c, k, lin, S, &q, &u))
 		return ex_bin(c, EX_AND, ex_bin(c, EX_DIV, lin, ex_int(c, S)), ex_int(c, 1));
-	u = ex_bin(c, EX_ADD, ex_bin(c, EX_MOD, q, ex_int(c, S)), v);
 	n = ex_bin(c, EX_ADD, ex_bin(c, EX_DIV, q, ex_int(c, S)), div32(c, EX_DIV, u, S));
 	return ex_bin(c, EX_AND, n, ex_int(c, 1));
 }

@@ -446,7 +446,7 @@ cuda_of(Fixture *t)
  * A stage counter's slot and phase over S stages, S not a power of two
  * (5 at 128 x 160): the tile's part Q = i * ktiles divided in 64 bits, the
  * rest, Q % S + kk, below 2^32, in 32 (ex_stage_slot): a 64-bit % S or / S
- * each k-step is a chain of 64-bit multiplies (docs/perf.md: 1.5-4.5%).
+ * each k-step is a chain of 64-bit multiplies (docs/perf.md: 0.8-3.4%).
  * Stream-K's counter, kbase + kk, stays in 64 bits (split_counter).  A
  * power of two keeps the plain (lin % S) and (lin / S) & 1.
  */
