@@ -244,6 +244,79 @@ merge_loops(Comp *c, Kernel *k, Stmt *loop)
 	return m;
 }
 
+/*
+ * Does all that S's body does lie under elect(): lets, elect() branches, and
+ * loops and ifs whose own bodies do the same?  (An else, or any other
+ * statement, runs in every thread: no.)
+ */
+static bool
+only_elected(const Stmt *s)
+{
+	int i;
+
+	for (i = 0; i < s->nbody; i++) {
+		const Stmt *x = s->body[i];
+
+		if (x->kind == ST_LET)
+			continue;
+		if (x->kind == ST_IF && x->orelse)
+			return false;
+		if (x->kind == ST_IF && x->cond->kind == EX_ELECT)
+			continue;
+		if ((x->kind != ST_LOOP && x->kind != ST_IF && x->kind != ST_BLOCK) || !only_elected(x))
+			return false;
+	}
+	return true;
+}
+
+/* S's body with each elect() branch in it replaced by that branch's statements. */
+static void
+unelect(Comp *c, Stmt *s)
+{
+	Stmt **body = s->body;
+	int i, j, n = s->nbody;
+
+	s->body = NULL;
+	s->nbody = s->capbody = 0;
+	for (i = 0; i < n; i++) {
+		Stmt *x = body[i];
+
+		if (x->kind == ST_IF && x->cond->kind == EX_ELECT) {
+			for (j = 0; j < x->nbody; j++)
+				st_append(c, s, x->body[j]);
+			continue;
+		}
+		if (x->kind == ST_LOOP || x->kind == ST_IF || x->kind == ST_BLOCK)
+			unelect(c, x);
+		st_append(c, s, x);
+	}
+}
+
+/*
+ * A matmul's producer nest, PRODUCER, whose loads lowering put under
+ * elect() one k-step at a time, under one elect() as a whole when all it
+ * does is elected.  Else the threads of the producer role run the loops
+ * with nothing to do, and those of the electing thread's warp diverge from
+ * it: while the thread waits for a stage to empty, the other 31 run on
+ * through every iteration of the nest, and the thread issues its next load
+ * only when they are done (on an H200, 95-100K cycles in a CTA's first
+ * tile, 2-3% of a large GEMM: docs/perf.md).  The other families keep the
+ * nest as it is (not measured).
+ */
+static Stmt *
+elect_producer(Comp *c, const Kernel *k, Stmt *producer)
+{
+	Stmt *one;
+
+	if (k->family != FAM_MATMUL || !only_elected(producer))
+		return producer;
+	unelect(c, producer);
+	one = st_if(c, ex_leaf(c, EX_ELECT));
+	one->comment = "one thread issues every load";
+	st_append(c, one, producer);
+	return one;
+}
+
 /* Marks every pipeline's loop in S as PART of a role. */
 static void
 set_part(Stmt *s, CbPart part)
@@ -369,6 +442,7 @@ pass_warp_specialize(Comp *c)
 		producer = merge_loops(c, k, producer);
 	set_part(producer, CB_PRODUCER);
 	producer->comment = "producer: issue the loads of every tile";
+	producer = elect_producer(c, k, producer);
 
 	consumer = loop;
 	cb_strip_loads(consumer);

@@ -80,13 +80,13 @@ wsfuse_gemm_residual(
     const long long ktiles = wsf_ceildiv(inner, 64LL);
     if (threadIdx.x >= 256) {   // producer warps: TMA issue only
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-        // circular buffer: 4 stages, prefetch 2
-        for (long long i = 0LL; i < my_tiles; i++) {   // producer: issue the loads of every tile
-            const long long tile = ((long long)blockIdx.x + (i * (long long)gridDim.x));
-            const long long row0 = wsf_min((((wsf_udiv(tile, (16LL * col_tiles)) * 16LL) + wsf_umod(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL))) * 128LL), wsf_max((rows - 128LL), 0LL));   // a ragged last row of tiles inside the output: A's boxes in the tensor
-            const long long col0 = wsf_min((wsf_udiv(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL)) * 256LL), wsf_max((cols - 256LL), 0LL));   // a ragged last column of tiles inside the output: B's boxes in the tensor
-            for (long long kk = 0LL; kk < ktiles; kk++) {   // the k-steps of this tile
-                if (threadIdx.x == 256) {   // one thread loads the k-step's operands
+        if (threadIdx.x == 256) {   // one thread issues every load
+            // circular buffer: 4 stages, prefetch 2
+            for (long long i = 0LL; i < my_tiles; i++) {   // producer: issue the loads of every tile
+                const long long tile = ((long long)blockIdx.x + (i * (long long)gridDim.x));
+                const long long row0 = wsf_min((((wsf_udiv(tile, (16LL * col_tiles)) * 16LL) + wsf_umod(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL))) * 128LL), wsf_max((rows - 128LL), 0LL));   // a ragged last row of tiles inside the output: A's boxes in the tensor
+                const long long col0 = wsf_min((wsf_udiv(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL)) * 256LL), wsf_max((cols - 256LL), 0LL));   // a ragged last column of tiles inside the output: B's boxes in the tensor
+                for (long long kk = 0LL; kk < ktiles; kk++) {   // the k-steps of this tile
                     if ((kk == (ktiles - 1LL)))
                         wsf_tma_prefetch_2d(&map_r, col0, row0);   // the tile's 'r' into L2, where the epilogue's loads find it a few k-steps from now (tests/golden/gemm_residual.yaml:9)
                     wsf_mbar_wait(&empty[(((i * ktiles) + kk) % 4LL)], (unsigned)((((i * ktiles) + kk) / 4LL) & 1LL));   // wait until consumers released the slot

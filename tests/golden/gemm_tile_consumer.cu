@@ -141,13 +141,13 @@ wsfuse_gemm_tile_consumer(
                 wsf_mbar_arrive(&taken[(j % 4LL)]);   // the tile is read: its slot may take another
             }
         } else {   // producer warp: TMA issue only
-            // circular buffer: 4 stages, prefetch 2
-            for (long long i = 0LL; i < my_tiles; i++) {   // producer: issue the loads of every tile
-                const long long tile = ((long long)blockIdx.x + (i * (long long)gridDim.x));
-                const long long row0 = (((wsf_udiv(tile, (16LL * col_tiles)) * 16LL) + wsf_umod(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL))) * 128LL);
-                const long long col0 = (wsf_udiv(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL)) * 256LL);
-                for (long long kk = 0LL; kk < ktiles; kk++) {   // the k-steps of this tile
-                    if (threadIdx.x == 256) {   // one thread loads the k-step's operands
+            if (threadIdx.x == 256) {   // one thread issues every load
+                // circular buffer: 4 stages, prefetch 2
+                for (long long i = 0LL; i < my_tiles; i++) {   // producer: issue the loads of every tile
+                    const long long tile = ((long long)blockIdx.x + (i * (long long)gridDim.x));
+                    const long long row0 = (((wsf_udiv(tile, (16LL * col_tiles)) * 16LL) + wsf_umod(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL))) * 128LL);
+                    const long long col0 = (wsf_udiv(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL)) * 256LL);
+                    for (long long kk = 0LL; kk < ktiles; kk++) {   // the k-steps of this tile
                         wsf_mbar_wait(&empty[(((i * ktiles) + kk) % 4LL)], (unsigned)((((i * ktiles) + kk) / 4LL) & 1LL));   // wait until consumers released the slot
                         wsf_mbar_expect_tx(&full[(((i * ktiles) + kk) % 4LL)], 49152);
                         wsf_tma_load_2d(tile_x + ((((i * ktiles) + kk) % 4LL)) * 8192, &in_x, (kk * 64LL), row0, &full[(((i * ktiles) + kk) % 4LL)]);  // tests/golden/gemm_tile_consumer.yaml:10

@@ -158,10 +158,15 @@ lowered_gemm(void **state)
 	assert_int_equal(cr->regs, 232);
 	assert_int_equal(cr->bar_id, 1);
 
-	/* the producer: setmaxnreg.dec, the tile loop around the k loop of loads (not merged into one loop
-	   over both: the tile's place is computed once a tile), and nothing else */
+	/* the producer: setmaxnreg.dec, then one elected thread alone runs the tile loop around the k loop of
+	   loads (not merged into one loop over both: the tile's place is computed once a tile), and nothing
+	   else; no elect() inside, where the other lanes of its warp would run on through the loops */
+	assert_int_equal(prod->nbody, 2);
 	assert_int_equal(prod->body[0]->kind, ST_SETMAXNREG);
-	pl = prod->body[1];
+	assert_int_equal(prod->body[1]->kind, ST_IF);
+	assert_int_equal(prod->body[1]->cond->kind, EX_ELECT);
+	assert_int_equal(prod->body[1]->nbody, 1);
+	pl = prod->body[1]->body[0];
 	assert_int_equal(pl->cb->part, CB_PRODUCER);
 	assert_string_equal(expr(t, pl->hi), "my_tiles");
 	assert_non_null(find_kind(pl, ST_LOOP, 0));
@@ -171,6 +176,7 @@ lowered_gemm(void **state)
 	assert_int_equal(n.kind[ST_TMA_LOAD], 2);
 	assert_int_equal(n.kind[ST_EXPECT_TX], 1);
 	assert_int_equal(n.kind[ST_MBAR_WAIT], 1);
+	assert_int_equal(n.kind[ST_IF], 0);
 	assert_int_equal(n.kind[ST_MMA] + n.kind[ST_COMPUTE] + n.kind[ST_TMA_STORE], 0);
 
 	/* the consumers: P + 1 pre-arrives, then tile { k loop; one wait; the epilogue's subtiles } */
@@ -1996,12 +2002,13 @@ operand_wait(void **state)
 	}
 	assert_string_equal(expr(t, w[0]->a), "(row0 / 128)");
 	assert_string_equal(expr(t, w[1]->a), "(ceildiv(rows, 128) + (col0 / 256))");
-	/* in the issue block, before the empty wait and the loads */
-	n = stmts_of(roles->body[0], ST_IF, &issue, 1);
-	assert_true(n >= 1);
-	while (issue && issue->nbody && issue->body[0]->kind != ST_FLAG_WAIT)
-		issue = issue->nbody && issue->body[issue->nbody - 1]->kind == ST_IF ? issue->body[issue->nbody - 1] : NULL;
+	/* in the k loop, which the elected thread alone runs, before the empty wait and the loads */
+	issue = roles->body[0]->body[1];
+	assert_int_equal(issue->kind, ST_IF);
+	assert_int_equal(issue->cond->kind, EX_ELECT);
+	issue = find_kind(issue->body[0], ST_LOOP, 0);
 	assert_non_null(issue);
+	assert_int_equal(issue->body[0]->kind, ST_FLAG_WAIT);
 	assert_int_equal(issue->body[1]->kind, ST_FLAG_WAIT);
 	assert_int_equal(issue->body[2]->kind, ST_TMA_PREFETCH);
 	assert_int_equal(issue->body[3]->kind, ST_MBAR_WAIT);
