@@ -872,6 +872,9 @@ struct Kernel {
 	bool split_scatter;      /* a K-split whose ranks share the epilogue: rank r sums and stores the tile's
 	                            subtiles r, r + splits, ... (ST_SPLIT_REDUCE's reduce-scatter); false: rank 0
 	                            sums and stores them all (a swapped tile is one subtile) */
+	bool elect_nest;         /* the producer's elected thread alone runs its whole loop nest, not the role's
+	                            threads with an elect() a k-step (warp_specialize.c elect_producer): a
+	                            matmul whose CTAs take several whole tiles each at the spec's sizes */
 	Stmt *tile_consumer;     /* signal: {per_tile, consumer: ...}: the consumer role's loop over the CTA's
 	                            tiles (each waited for, its outputs computed, released), which lowering
 	                            makes and warp_specialize places in the role; NULL: none */

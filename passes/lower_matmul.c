@@ -1809,6 +1809,28 @@ choose_split(Comp *c, const Fusion *f, Kernel *k, Tile *t, const Group *g, int n
 }
 
 /*
+ * Do K's CTAs each take several whole tiles at the spec's sizes (more
+ * tiles of the output D than TILE_TARGET, no stream-K runs, no K split)?
+ * Then the producer's elected thread runs its loop nest alone
+ * (Kernel.elect_nest): with an elect() a k-step, while that thread waited
+ * for a stage to empty the other lanes of its warp ran on through the
+ * nest's every iteration, and its next load waited for them (on an H200,
+ * 95-100K cycles in a CTA's first tile at 8192^3: 1.5-3% of the large
+ * GEMMs).  Where a CTA takes one tile or part of one, the nest under one
+ * elect() ran 3-12% slower in CUDA-graph replays (1536 x 1024 x 4096,
+ * 1152 x 1280 x 4096, stream-K's 1024 x 1024 x 8192), for no cause found
+ * (docs/perf.md, thirty-seventh session): those keep an elect() a k-step.
+ */
+static bool
+many_tiles(const Fusion *f, const Tensor *d, const Kernel *k)
+{
+	int64_t rows = out_rows(f, d), cols = dim_value(f, d->dim[d->rank - 1]);
+
+	return !k->sk_slot && k->splits <= 1 && rows > 0 && cols > 0 &&
+	       grid_tiles(rows, cols, k->tile_rows, k->tile_cols) > TILE_TARGET;
+}
+
+/*
  * The default of two matmuls sharing A (SwiGLU's gate and up) on K-major
  * Bs, when the schedule leaves how to compute them open: ping-pong
  * warpgroups, each its own 128-row tile of GROUP_PP_N columns a matmul, one
@@ -2179,6 +2201,7 @@ lower_matmul(Comp *c, Fusion *f)
 	if (f->sched.signal == SIGNAL_PER_TILE)
 		lower_signal(c, k, t.loop, t.row0, t.col0, t.bt, batch_tiles,
 		             f->sched.consumer_pos.line ? first_kloop : NULL, t.ktiles);
+	k->elect_nest = many_tiles(f, d, k);
 	{
 		/* after the tile loop: warp_specialize gives it to the consumers, after their last tile */
 		Stmt *go = st_new(c, ST_GRID_DEP);

@@ -293,22 +293,22 @@ unelect(Comp *c, Stmt *s)
 }
 
 /*
- * A matmul's producer nest, PRODUCER, whose loads lowering put under
- * elect() one k-step at a time, under one elect() as a whole when all it
- * does is elected.  Else the threads of the producer role run the loops
- * with nothing to do, and those of the electing thread's warp diverge from
- * it: while the thread waits for a stage to empty, the other 31 run on
- * through every iteration of the nest, and the thread issues its next load
- * only when they are done (on an H200, 95-100K cycles in a CTA's first
- * tile, 2-3% of a large GEMM: docs/perf.md).  The other families keep the
- * nest as it is (not measured).
+ * The producer nest PRODUCER, whose loads lowering put under elect() one
+ * k-step at a time, under one elect() as a whole where lowering asks for it
+ * (Kernel.elect_nest: a matmul whose CTAs take several tiles each) and all
+ * the nest does is elected.  Else the threads of the producer role run the
+ * loops with nothing to do, and those of the electing thread's warp may
+ * diverge from it: while the thread waits for a stage to empty, the other
+ * 31 run on through every iteration of the nest, and the thread issues its
+ * next load only when they are done (lower_matmul.c many_tiles).  The
+ * other families keep the nest as it is (not measured).
  */
 static Stmt *
 elect_producer(Comp *c, const Kernel *k, Stmt *producer)
 {
 	Stmt *one;
 
-	if (k->family != FAM_MATMUL || !only_elected(producer))
+	if (!k->elect_nest || !only_elected(producer))
 		return producer;
 	unelect(c, producer);
 	one = st_if(c, ex_leaf(c, EX_ELECT));

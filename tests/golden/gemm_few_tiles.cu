@@ -69,18 +69,18 @@ wsfuse_gemm_few_tiles(
     const long long my_tiles = (my_dp + (((long long)blockIdx.x < sk_ctas) * (1LL + (((wsf_udiv(sk_lo, ktiles) + 1LL) * ktiles) < sk_hi))));   // whole tiles, then the parts of this CTA's run
     if (threadIdx.x >= 256) {   // producer warps: TMA issue only
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-        if (threadIdx.x == 256) {   // one thread issues every load
-            // circular buffer: 8 stages, prefetch 6
-            for (long long i = 0LL; i < my_tiles; i++) {   // producer: issue the loads of every tile
-                const long long sk = (i >= my_dp);   // a part of a run, not a whole tile
-                const long long sk_at = (sk_lo + (((i - my_dp) * sk) * (ktiles - wsf_umod(sk_lo, ktiles))));   // the part's first k-step among the last wave's
-                const long long tile = (((1LL - sk) * ((long long)blockIdx.x + (i * (long long)gridDim.x))) + (sk * (dp_tiles + wsf_udiv(sk_at, ktiles))));
-                const long long row0 = wsf_min((((wsf_udiv(tile, (16LL * col_tiles)) * 16LL) + wsf_umod(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL))) * 128LL), wsf_max((rows - 128LL), 0LL));   // a ragged last row of tiles inside the output: A's boxes in the tensor
-                const long long col0 = wsf_min((wsf_udiv(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL)) * 64LL), wsf_max((cols - 64LL), 0LL));   // a ragged last column of tiles inside the output: B's boxes in the tensor
-                const long long kb = (sk * wsf_umod(sk_at, ktiles));   // the part's first k-step in its tile
-                const long long kn = (ktiles + (sk * (wsf_min((sk_hi - sk_at), (ktiles - kb)) - ktiles)));   // and its k-steps
-                const long long kbase = ((i * ktiles) - (((i - my_dp) * sk) * wsf_umod(sk_lo, ktiles)));   // the stage counter at its first
-                for (long long kk = 0LL; kk < kn; kk++) {   // this part's k-steps of the tile
+        // circular buffer: 8 stages, prefetch 6
+        for (long long i = 0LL; i < my_tiles; i++) {   // producer: issue the loads of every tile
+            const long long sk = (i >= my_dp);   // a part of a run, not a whole tile
+            const long long sk_at = (sk_lo + (((i - my_dp) * sk) * (ktiles - wsf_umod(sk_lo, ktiles))));   // the part's first k-step among the last wave's
+            const long long tile = (((1LL - sk) * ((long long)blockIdx.x + (i * (long long)gridDim.x))) + (sk * (dp_tiles + wsf_udiv(sk_at, ktiles))));
+            const long long row0 = wsf_min((((wsf_udiv(tile, (16LL * col_tiles)) * 16LL) + wsf_umod(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL))) * 128LL), wsf_max((rows - 128LL), 0LL));   // a ragged last row of tiles inside the output: A's boxes in the tensor
+            const long long col0 = wsf_min((wsf_udiv(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL)) * 64LL), wsf_max((cols - 64LL), 0LL));   // a ragged last column of tiles inside the output: B's boxes in the tensor
+            const long long kb = (sk * wsf_umod(sk_at, ktiles));   // the part's first k-step in its tile
+            const long long kn = (ktiles + (sk * (wsf_min((sk_hi - sk_at), (ktiles - kb)) - ktiles)));   // and its k-steps
+            const long long kbase = ((i * ktiles) - (((i - my_dp) * sk) * wsf_umod(sk_lo, ktiles)));   // the stage counter at its first
+            for (long long kk = 0LL; kk < kn; kk++) {   // this part's k-steps of the tile
+                if (threadIdx.x == 256) {   // one thread loads the k-step's operands
                     wsf_mbar_wait(&empty[((kbase + kk) % 8LL)], (unsigned)(((kbase + kk) / 8LL) & 1LL));   // wait until consumers released the slot
                     wsf_mbar_expect_tx(&full[((kbase + kk) % 8LL)], 24576);
                     wsf_tma_load_2d(tile_x + (((kbase + kk) % 8LL)) * 8192, &in_x, ((kb + kk) * 64LL), row0, &full[((kbase + kk) % 8LL)]);  // tests/golden/gemm_few_tiles.yaml:14

@@ -69,13 +69,13 @@ wsfuse_gemm_split_cluster(
     const long long ktiles = wsf_max(wsf_min((ksteps - k0), kper), 0LL);
     if (threadIdx.x >= 256) {   // producer warps: TMA issue only
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-        if (threadIdx.x == 256) {   // one thread issues every load
-            // circular buffer: 8 stages, prefetch 6
-            for (long long i = 0LL; i < my_tiles; i++) {   // producer: issue the loads of every tile
-                const long long tile = (((long long)blockIdx.x / 8LL) + (i * ((long long)gridDim.x / 8LL)));
-                const long long row0 = wsf_min(((((wsf_udiv(tile, (8LL * col_tiles)) * 8LL) + wsf_umod(wsf_umod(tile, (8LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (8LL * col_tiles)) * 8LL)), 8LL))) * 128LL) + ((((long long)wsf_cluster_rank() % 4LL) % 2LL) * 64LL)), wsf_max((rows - 64LL), 0LL));   // a ragged last row of tiles inside the output: A's boxes in the tensor
-                const long long col0 = wsf_min(((wsf_udiv(wsf_umod(tile, (8LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (8LL * col_tiles)) * 8LL)), 8LL)) * 128LL) + ((((long long)wsf_cluster_rank() % 4LL) / 2LL) * 64LL)), wsf_max((cols - 64LL), 0LL));   // a ragged last column of tiles inside the output: B's boxes in the tensor
-                for (long long kk = 0LL; kk < ktiles; kk++) {   // the k-steps of this tile
+        // circular buffer: 8 stages, prefetch 6
+        for (long long i = 0LL; i < my_tiles; i++) {   // producer: issue the loads of every tile
+            const long long tile = (((long long)blockIdx.x / 8LL) + (i * ((long long)gridDim.x / 8LL)));
+            const long long row0 = wsf_min(((((wsf_udiv(tile, (8LL * col_tiles)) * 8LL) + wsf_umod(wsf_umod(tile, (8LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (8LL * col_tiles)) * 8LL)), 8LL))) * 128LL) + ((((long long)wsf_cluster_rank() % 4LL) % 2LL) * 64LL)), wsf_max((rows - 64LL), 0LL));   // a ragged last row of tiles inside the output: A's boxes in the tensor
+            const long long col0 = wsf_min(((wsf_udiv(wsf_umod(tile, (8LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (8LL * col_tiles)) * 8LL)), 8LL)) * 128LL) + ((((long long)wsf_cluster_rank() % 4LL) / 2LL) * 64LL)), wsf_max((cols - 64LL), 0LL));   // a ragged last column of tiles inside the output: B's boxes in the tensor
+            for (long long kk = 0LL; kk < ktiles; kk++) {   // the k-steps of this tile
+                if (threadIdx.x == 256) {   // one thread loads the k-step's operands
                     wsf_mbar_wait(&empty[(((i * ktiles) + kk) % 8LL)], (unsigned)((((i * ktiles) + kk) / 8LL) & 1LL));   // wait until consumers released the slot
                     wsf_mbar_expect_tx(&full[(((i * ktiles) + kk) % 8LL)], 16384);
                     wsf_tma_load_2d_multicast(tile_x + ((((i * ktiles) + kk) % 8LL)) * 4096 + (((((long long)wsf_cluster_rank() % 4LL) / 2LL) * 32LL) * 64LL), &in_x, ((k0 + kk) * 64LL), (row0 + ((((long long)wsf_cluster_rank() % 4LL) / 2LL) * 32LL)), &full[(((i * ktiles) + kk) % 8LL)], (unsigned short)(((5LL << (((long long)wsf_cluster_rank() % 4LL) % 2LL)) << (((long long)wsf_cluster_rank() / 4LL) * 4LL))));  // tests/golden/gemm_split_cluster.yaml:12

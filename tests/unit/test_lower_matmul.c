@@ -2102,6 +2102,63 @@ var_named(const Kernel *k, const Env *env, const char *name)
 }
 
 /*
+ * The producer's loop nest under one elect() where the CTAs take several
+ * tiles each at the spec's sizes (Kernel.elect_nest): 8192^3 (2048 tiles
+ * of 128 x 256) and ping-pong's 128 x 192 at 8192^3; an elect() a k-step,
+ * inside the k loop, where a CTA takes one tile (1536 x 1024 x 4096: 132
+ * tiles of 128 x 96) or runs of stream-K (1024 x 1024 x 8192).
+ */
+static void
+producer_elect_nest(void **state)
+{
+	static const struct {
+		const char *spec;
+		bool nest, stream_k;
+	} cases[] = {
+		{GEMM_SIZES(8192, 8192, 8192) GEMM_PLAIN, true, false},
+		{GEMM_SIZES(8192, 8192, 8192) GEMM_PLAIN "schedule: {consumers: pingpong, tile: [128, 192, 64]}\n", true,
+		 false},
+		{GEMM_SIZES(1536, 1024, 4096) GEMM_PLAIN, false, false},
+		{GEMM_SIZES(1024, 1024, 8192) GEMM_PLAIN, false, true},
+	};
+	Fixture *t;
+	int i, j;
+
+	(void)state;
+	for (i = 0; i < (int)countof(cases); i++) {
+		Kernel *k = lowered(&t, i, cases[i].spec);
+		Stmt *prod, *nest, *kl = NULL;
+
+		assert_int_equal(k->elect_nest, cases[i].nest);
+		assert_int_equal(k->sk_slot != 0, cases[i].stream_k);
+		prod = find_kind(k->body, ST_ROLES, 0)->body[0];
+		assert_int_equal(prod->nbody, 2);   /* setmaxnreg, then the nest */
+		nest = prod->body[1];
+		if (cases[i].nest) {
+			assert_int_equal(nest->kind, ST_IF);
+			assert_int_equal(nest->cond->kind, EX_ELECT);
+			assert_int_equal(nest->nbody, 1);
+			nest = nest->body[0];
+			assert_int_equal(census(nest).kind[ST_IF], 0);
+		}
+		assert_int_equal(nest->kind, ST_LOOP);   /* the tile loop, around the k loop */
+		for (j = 0; j < nest->nbody && !kl; j++)
+			if (nest->body[j]->kind == ST_LOOP)
+				kl = nest->body[j];
+		assert_non_null(kl);
+		if (cases[i].nest) {
+			assert_int_equal(kl->body[0]->kind, ST_MBAR_WAIT);
+		} else {
+			assert_int_equal(kl->nbody, 1);
+			assert_int_equal(kl->body[0]->kind, ST_IF);
+			assert_int_equal(kl->body[0]->cond->kind, EX_ELECT);
+			assert_int_equal(census(kl->body[0]).kind[ST_TMA_LOAD], 2);
+		}
+		teardown((void **)&t);
+	}
+}
+
+/*
  * stage_division_in_32_bits's split slot and phase have the values of the
  * plain (lin % S) and (lin / S) & 1, lin = i * ktiles + kk, over tiles and
  * k-steps of 3, 5 and 7 stages, the 32-bit part checked below 2^32 (eval),
@@ -3382,6 +3439,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(lowered_gemm, setup, teardown),
 		cmocka_unit_test_setup_teardown(stage_division_in_32_bits, setup, teardown),
 		cmocka_unit_test(stage_division_values),
+		cmocka_unit_test(producer_elect_nest),
 		cmocka_unit_test_setup_teardown(lowered_mn_major, setup, teardown),
 		cmocka_unit_test_setup_teardown(lowered_batch_a, setup, teardown),
 		cmocka_unit_test_setup_teardown(lowered_batched, setup, teardown),
