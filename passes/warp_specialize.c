@@ -21,7 +21,10 @@
  *             across tiles the same, so that the tile's place in the raster
  *             (divisions) is computed once a tile, not once a k-step, where
  *             it slowed the one thread that issues the loads (1% on the
- *             large GEMMs; docs/perf.md).
+ *             large GEMMs; docs/perf.md).  Where lowering asks for it
+ *             (Kernel.elect_nest) and all the nest does is elected, the
+ *             whole nest runs under one elect(), not one a k-step
+ *             (elect_producer).
  *   consumer  the loop without its loads, followed by every statement that
  *             came after it in its block: tile { k loop; epilogue } is kept
  *             as it was, derived from the same loop, not inlined with the
