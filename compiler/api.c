@@ -496,12 +496,75 @@ enum { MAX_OVERRIDE_BYTES = 16 << 20 };   /* a generated kernel is a few hundred
  * note says so on every compile.  Not for the candidates of a measured
  * choice, which run under other schedules (CANDIDATE to compile_kernel).  No such file: the generated CUDA, no
  * note.  A file that cannot be read is WSF_ERR_IO; one over 16 MiB, or
- * with a NUL byte, WSF_ERR_INPUT.
+ * with a NUL byte, WSF_ERR_INPUT.  A line of the file that reads
+ * "// wsfuse-override: smem_bytes = N" launches it with N bytes of dynamic
+ * shared memory instead (override_directives).
  */
 static void ctx_notify(WsfContext *ctx, WsfSeverity sev, const char *msg);
 
+enum { MAX_OVERRIDE_SMEM = 1 << 20 };   /* past any GPU's; the driver refuses what the device lacks */
+
+/*
+ * The directives of hand-edited kernel TEXT (LEN bytes; SHOWN its path in
+ * messages, WHO the option or variable that named it): each line whose
+ * first non-blank characters are "// wsfuse-override:" says
+ * "smem_bytes = N", N from 1 to 1 MiB, the dynamic shared memory L launches
+ * it with (an edit that adds a stage, or a scratch area of its own); the
+ * last such line wins.  Anything else after the colon is WSF_ERR_INPUT at
+ * its line.
+ */
 static WsfStatus
-cuda_override(WsfContext *ctx, Comp *c, Buf *b)
+override_directives(Comp *c, const char *who, const char *shown, const char *text, size_t len, Launch *l)
+{
+	static const char tag[] = "// wsfuse-override:", key[] = "smem_bytes";
+	const char *p = text, *end = text + len;
+	int line = 1;
+
+	for (; p < end; line++) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p)), *q = p;
+		long long n = 0;
+		int digits = 0;
+
+		if (!eol)
+			eol = end;
+		while (q < eol && (*q == ' ' || *q == '\t'))
+			q++;
+		if ((size_t)(eol - q) >= sizeof tag - 1 && memcmp(q, tag, sizeof tag - 1) == 0) {
+			q += sizeof tag - 1;
+			while (q < eol && (*q == ' ' || *q == '\t'))
+				q++;
+			if ((size_t)(eol - q) < sizeof key - 1 || memcmp(q, key, sizeof key - 1) != 0)
+				goto bad;
+			q += sizeof key - 1;
+			while (q < eol && (*q == ' ' || *q == '\t'))
+				q++;
+			if (q == eol || *q++ != '=')
+				goto bad;
+			while (q < eol && (*q == ' ' || *q == '\t'))
+				q++;
+			for (; q < eol && *q >= '0' && *q <= '9' && digits < 18; q++, digits++)
+				n = n * 10 + (*q - '0');
+			while (q < eol && (*q == ' ' || *q == '\t' || *q == '\r'))
+				q++;
+			if (!digits || q != eol)
+				goto bad;
+			if (n < 1 || n > MAX_OVERRIDE_SMEM)
+				return diag_error(c, (Pos){0}, "%s: %s:%d: smem_bytes %lld is out of range: 1 to %d bytes", who,
+				                  shown, line, n, MAX_OVERRIDE_SMEM),
+				       WSF_ERR_INPUT;
+			l->smem_bytes = (int)n;
+		}
+		p = eol + 1;
+	}
+	return WSF_OK;
+bad:
+	return diag_error(c, (Pos){0}, "%s: %s:%d: expected 'smem_bytes = N' (bytes of dynamic shared memory) after "
+	                  "'wsfuse-override:'", who, shown, line),
+	       WSF_ERR_INPUT;
+}
+
+static WsfStatus
+cuda_override(WsfContext *ctx, Comp *c, Buf *b, Launch *l)
 {
 	bool opt = ctx->override_dir && *ctx->override_dir;
 	const char *dir = opt ? ctx->override_dir : getenv("WSFUSE_OVERRIDE_DIR");
@@ -510,6 +573,7 @@ cuda_override(WsfContext *ctx, Comp *c, Buf *b)
 	size_t len = 0, n;
 	FILE *fp;
 	Buf t;
+	WsfStatus s;
 
 	if (!dir || !*dir)
 		return WSF_OK;
@@ -540,6 +604,8 @@ cuda_override(WsfContext *ctx, Comp *c, Buf *b)
 	fclose(fp);
 	if (len > MAX_OVERRIDE_BYTES)
 		return diag_error(c, (Pos){0}, "%s: %s is longer than the limit of 16 MiB", who, shown), WSF_ERR_INPUT;
+	if ((s = override_directives(c, who, shown, buf_str(b), b->len, l)) != WSF_OK)
+		return s;
 	buf_init(&t, c->arena);
 	buf_puts(&t, "note: kernel '");
 	rt_put_text(&t, c->fusion->name);
@@ -586,7 +652,7 @@ again:
 	buf_init(&b, c->arena);
 	if (codegen_emit(c, &b, &k->launch))
 		return c->status ? c->status : WSF_ERR_INTERNAL;
-	if (!candidate && (s = cuda_override(ctx, c, &b)) != WSF_OK)
+	if (!candidate && (s = cuda_override(ctx, c, &b, k->launch)) != WSF_OK)
 		return s;
 	if (ctx->stop >= WSF_STAGE_CUDA)
 		set_text(k, WSF_STAGE_CUDA, buf_str(&b), b.len);

@@ -149,11 +149,15 @@ WsfStatus wsf_set_size(WsfContext *ctx, const char *name, int64_t value);
  *                 DIR/NAME.cu exists (NAME the fusion's, as "dump" names its CUDA), it
  *                 is compiled in place of the generated CUDA, and a note says so.  The
  *                 launch still passes what codegen planned (grid, block, shared memory,
- *                 arguments): an edit keeps the entry point and its parameters.  A file
- *                 that cannot be read fails the compile with WSF_ERR_IO; one over 16 MiB
- *                 or with a NUL byte with WSF_ERR_INPUT.  For experiments (what a
- *                 change to the kernel would gain) before a pass makes it; the
- *                 candidates that option "tune" times are compiled as generated
+ *                 arguments): an edit keeps the entry point and its parameters; a line
+ *                 of the file whose first non-blank characters are "// wsfuse-override:
+ *                 smem_bytes = N" (N 1 to 1 MiB) launches it with N bytes of dynamic
+ *                 shared memory instead, and any other such directive fails the compile
+ *                 with WSF_ERR_INPUT at its line.  A file that cannot be read fails the
+ *                 compile with WSF_ERR_IO; one over 16 MiB or with a NUL byte with
+ *                 WSF_ERR_INPUT.  For experiments (what a change to the kernel would
+ *                 gain) before a pass makes it; the candidates that option "tune" times
+ *                 are compiled as generated
  *   "lineinfo"    "1" compiles with -lineinfo (line tables that profilers such as
  *                 Nsight Compute map to the CUDA's lines), "0" without; unset,
  *                 $WSFUSE_LINEINFO decides (on unless empty or "0")

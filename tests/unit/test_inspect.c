@@ -446,6 +446,77 @@ dump_through_the_environment(void **state)
 }
 
 /*
+ * A hand-edited kernel's directive "// wsfuse-override: smem_bytes = N" (its
+ * first non-blank characters, anywhere in the file) sets the dynamic shared
+ * memory the launch asks for (the kernel's stats show it); a directive of
+ * anything else, or N out of 1..1 MiB, fails the compile with
+ * WSF_ERR_INPUT at its line.
+ */
+static void
+override_smem(void **state)
+{
+	static const struct {
+		const char *line;
+		WsfStatus status;
+		const char *error;
+	} cases[] = {
+		{"// wsfuse-override: smem_bytes = 54321\n", WSF_OK, NULL},
+		{"  // wsfuse-override:smem_bytes=54321  \n", WSF_OK, NULL},
+		{"// wsfuse-override: smem_bytes = 0\n", WSF_ERR_INPUT, "inspect.cu:2: smem_bytes 0 is out of range: 1 to 1048576 bytes"},
+		{"// wsfuse-override: smem_bytes = 99999999999\n", WSF_ERR_INPUT, "inspect.cu:2: smem_bytes 99999999999 is out of range"},
+		{"// wsfuse-override: stages = 5\n", WSF_ERR_INPUT, "inspect.cu:2: expected 'smem_bytes = N'"},
+		{"// wsfuse-override: smem_bytes 54321\n", WSF_ERR_INPUT, "inspect.cu:2: expected 'smem_bytes = N'"},
+		{"// wsfuse-override: smem_bytes = 5k\n", WSF_ERR_INPUT, "inspect.cu:2: expected 'smem_bytes = N'"},
+		{"// wsfuse override: smem_bytes = 5k\n", WSF_OK, NULL},   /* not the directive: a comment */
+	};
+	char dir[] = "/tmp/wsfuse-test-override-smem-XXXXXX", path[128];
+	WsfContext *ctx = wsf_context_new();
+	WsfKernel *k;
+	WsfKernelStats st;
+	const char *t;
+	char *gen;
+	size_t glen;
+	FILE *f;
+	int i, planned;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(wsf_set_option(ctx, "cache", "0"), WSF_OK);
+	k = compile_to(ctx, "cuda", spec);
+	t = wsf_kernel_text(k, WSF_STAGE_CUDA, &glen);
+	gen = strndup(t, glen);
+	assert_int_equal(wsf_kernel_stats(k, &st), WSF_OK);
+	planned = st.smem_dynamic;
+	assert_true(planned != 54321);
+	wsf_kernel_delete(k);
+	assert_int_equal(wsf_set_option(ctx, "override-dir", dir), WSF_OK);
+	snprintf(path, sizeof path, "%s/inspect.cu", dir);
+	for (i = 0; i < (int)countof(cases); i++) {
+		f = fopen(path, "w");
+		assert_non_null(f);
+		fputs("// hand-edited\n", f);
+		fputs(cases[i].line, f);
+		fwrite(gen, 1, glen, f);
+		fclose(f);
+		k = NULL;
+		assert_int_equal(wsf_set_option(ctx, "stop-after", "cuda"), WSF_OK);
+		assert_int_equal(wsf_compile_string(ctx, "inspect.yaml", spec, strlen(spec), &k), cases[i].status);
+		if (cases[i].error) {
+			assert_null(k);
+			assert_non_null(strstr(wsf_context_last_error(ctx), cases[i].error));
+			continue;
+		}
+		assert_int_equal(wsf_kernel_stats(k, &st), WSF_OK);
+		assert_int_equal(st.smem_dynamic, i == 7 ? planned : 54321);
+		wsf_kernel_delete(k);
+	}
+	wsf_context_delete(ctx);
+	free(gen);
+	snprintf(path, sizeof path, "rm -rf '%s'", dir);
+	assert_int_equal(system(path), 0);
+}
+
+/*
  * Option override-dir and $WSFUSE_OVERRIDE_DIR: DIR/NAME.cu, where it exists,
  * is the kernel's CUDA (the option before the variable), with one note,
  * through the cache too; without the file, the generated CUDA and no note.
@@ -559,6 +630,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(environment),
 		cmocka_unit_test(override_dir),
+		cmocka_unit_test(override_smem),
 		cmocka_unit_test(pass_names),
 		cmocka_unit_test(kernel_stats),
 		cmocka_unit_test(ptxas_report),
