@@ -407,7 +407,9 @@ def graph_timer(fn, reps=50, replays=9):
     REPLAYS times and timed by events, the median over REPS.  The calls run back to back, free of
     the host's launch cost (wsfuse's programmatic dependent launch overlaps each with the one
     before), and L2 holds what the call before left.  The warm-up calls run on the capturing
-    stream (a stream-K kernel's workspace is made at its first launch on a stream)."""
+    stream (a stream-K kernel's workspace is made at its first launch on a stream).  bench/ab's
+    scripts time by it too (abcommon.graph_us), so it imports torch itself."""
+    import torch
     s = torch.cuda.Stream()
     with torch.cuda.stream(s):
         fn()

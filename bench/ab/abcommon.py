@@ -73,22 +73,20 @@ def bench(fn, rep=200):
 
 
 def graph_us(fn, reps=20):
-    """GPU microseconds a call of FN: REPS calls captured in a CUDA graph, replayed 7 times and timed by
-    events (median / REPS).  Calls back to back, free of the host's launch cost; L2 holds what the call
-    before left.  The warm-up calls run on the capturing stream (a stream-K kernel's workspace is its
-    stream's, made at its first launch there)."""
-    import torch
-    s = torch.cuda.Stream()
-    with torch.cuda.stream(s):
-        fn(); fn()
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, stream=s):
-        for _ in range(reps):
-            fn()
-    t = []
-    for _ in range(7):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record(); g.replay(); b.record(); torch.cuda.synchronize()
-        t.append(a.elapsed_time(b) * 1000 / reps)
-    return sorted(t)[3]
+    """GPU microseconds a call of FN, by bench.py's graph_timer: REPS calls captured in a CUDA graph,
+    replayed 7 times and timed by events (the median / REPS).  Calls back to back, free of the host's
+    launch cost; L2 holds what the call before left."""
+    return _bench_py().graph_timer(fn, reps=reps, replays=7) * 1000
+
+
+def _bench_py():
+    """bench/bench.py as a module (loaded once; not by name: this folder's scripts call `bench`)."""
+    import importlib.util, os, sys
+    m = sys.modules.get("wsfuse_bench")
+    if m is None:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench.py")
+        spec = importlib.util.spec_from_file_location("wsfuse_bench", path)
+        m = importlib.util.module_from_spec(spec)
+        sys.modules["wsfuse_bench"] = m
+        spec.loader.exec_module(m)
+    return m
