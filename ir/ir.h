@@ -548,6 +548,8 @@ typedef struct KBuf {
 	int param;        /* the tensor-map param it is loaded from / stored to */
 	int tensor;       /* fusion tensor */
 	int full_bar;     /* BUF_TILE after circular buffering: its full mbarrier array */
+	int ring;         /* BUF_STAGING: the most copies circular buffering may give it from the shared
+	                     memory the stages leave (its slot the counter mod its copies); 0: as lowered */
 } KBuf;
 
 /*

@@ -522,6 +522,81 @@ choose_stages(Comp *c, Kernel *k, const bool *bufs, int *stages)
 	return 0;
 }
 
+typedef struct Ring {
+	Comp *c;
+	int buf, copies;
+} Ring;
+
+/* SLOT, COUNTER % the old copies (lower_stage_output), as COUNTER % R->copies */
+static Expr *
+ring_slot(const Ring *r, Expr *slot)
+{
+	return slot && slot->kind == EX_MOD ? ex_bin(r->c, EX_MOD, slot->a, ex_int(r->c, r->copies)) : slot;
+}
+
+/* S writes or stores staging buffer R->buf: its slot follows the copies */
+static void
+reslot(Stmt *s, void *user)
+{
+	const Ring *r = user;
+	int i;
+
+	if (s->kind == ST_TMA_STORE && s->buf == r->buf)
+		s->slot = ring_slot(r, s->slot);
+	if (s->kind == ST_COMPUTE)
+		for (i = 0; i < s->nwrites; i++)
+			if (s->writes[i].buf == r->buf)
+				s->writes[i].slot = ring_slot(r, s->writes[i].slot);
+}
+
+/* Gives each staging buffer lowering lets grow (KBuf.ring) COPIES copies */
+static void
+set_copies(Kernel *k, int copies)
+{
+	int b;
+
+	for (b = 1; b < k->nbuf; b++)
+		if (k->buf[b].kind == BUF_STAGING && k->buf[b].ring)
+			k->buf[b].stages = copies;
+}
+
+/*
+ * The staging buffers lowering lets grow (KBuf.ring) take one more copy
+ * each, all together, while the shared memory the stages leave holds them
+ * and none passes its ring: the stages come first, and copies alike keep
+ * one read-wait for all of a subtile's stores (sync.c; two outputs of 4
+ * and 3 copies took a barrier more a subtile).  Their slots (the counter
+ * mod the copies) follow.
+ */
+static void
+grow_staging(Comp *c, Kernel *k)
+{
+	int b, copies = 0, most = 0;
+
+	for (b = 1; b < k->nbuf; b++) {
+		const KBuf *u = &k->buf[b];
+
+		if (u->kind != BUF_STAGING || !u->ring)
+			continue;
+		if (copies && u->stages != copies)
+			return;   /* lowered unlike: left as they are */
+		copies = u->stages;
+		most = most && most < u->ring ? most : u->ring;
+	}
+	if (copies < 2)
+		return;
+	for (; copies < most; copies++) {
+		set_copies(k, copies + 1);
+		if (kernel_smem_bytes(k) > k->smem_budget) {
+			set_copies(k, copies);
+			break;
+		}
+	}
+	for (b = 1; b < k->nbuf; b++)
+		if (k->buf[b].kind == BUF_STAGING && k->buf[b].ring)
+			st_walk(k->body, reslot, &(Ring){c, b, copies});
+}
+
 int
 pass_circular_buffer(Comp *c)
 {
@@ -598,6 +673,8 @@ pass_circular_buffer(Comp *c)
 			                               k->consumer_threads);
 		}
 	}
+
+	grow_staging(c, k);
 
 	/* barrier init, once, before everything: the stages' (and lowering's: the signal consumer's) */
 	init = st_if(c, ex_leaf(c, EX_ELECT));

@@ -92,6 +92,9 @@ enum {
 	ROW_STEPS = 64,                            /* and k-steps, */
 	ROW_PAST = 16,                             /* A's box at least this many rows past M */
 	SPLIT_STAGING = 32 * 1024,                 /* what a default K-split leaves for the staging copies */
+	STAGING_RING = 4,                          /* a cooperative tile's staging copies where the stages leave
+	                                              room (KBuf.ring): a subtile's store may still read two
+	                                              copies while the next is written (docs/perf.md) */
 	FEW_STEPS = 16,                            /* k-steps a CTA keeps at least in an unswapped GEMM's default
 	                                              split: at 8 (256 x 1024 x 1024) the split lost */
 	RESIDENT_3 = 39, RESIDENT_4 = 30,          /* clusters of 3 and 4 CTAs of one an SM resident at once on an
@@ -1324,6 +1327,18 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 		row_bytes = ecols * dtype_info[k->buf[sb].dtype].bytes;
 		if (row_bytes >= 64 && row_bytes <= 128)
 			k->buf[sb].swizzle = row_bytes;
+		/*
+		 * With two copies a subtile's writers wait for the store of the
+		 * one before to finish reading it; with four, for the store of
+		 * three before (ncu cycles, 4096^3: 292.9K -> 286.2K, 16384 x 1024
+		 * x 8192 563.1K -> 555.9K, 8192^3 2.218M -> 2.199M).  Where one
+		 * cooperative tile's epilogue runs alone: not ping-pong's halves,
+		 * a swapped tile's one copy, a split's or stream-K's sums, nor
+		 * independent matmuls' epilogues one after another (the first's
+		 * read-wait took a barrier of its own).
+		 */
+		if (!k->pingpong && !k->swap_ab && k->splits <= 1 && !k->split_scatter && !k->sk_slot && n == 1)
+			k->buf[sb].ring = t->bn / ecols < STAGING_RING ? t->bn / ecols : STAGING_RING;
 	}
 	for (j = 0; j < store->nbody; j++) {
 		Stmt *st = store->body[j];

@@ -51,9 +51,9 @@ wsfuse_gemm_bias_gelu(
     extern __shared__ __align__(1024) unsigned char wsf_smem[];
     wsf_bf16 *const tile_x = (wsf_bf16 *)(wsf_smem + 0);   // [4 stages][128][64] bf16
     wsf_bf16 *const tile_w = (wsf_bf16 *)(wsf_smem + 65536);   // [4 stages][256][64] bf16
-    wsf_bf16 *const stage_o = (wsf_bf16 *)(wsf_smem + 196608);   // [2 stages][128][32] bf16
-    wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 212992);   // 4 mbarriers
-    wsf_u64 *const empty = (wsf_u64 *)(wsf_smem + 213024);   // 4 mbarriers
+    wsf_bf16 *const stage_o = (wsf_bf16 *)(wsf_smem + 196608);   // [4 stages][128][32] bf16
+    wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 229376);   // 4 mbarriers
+    wsf_u64 *const empty = (wsf_u64 *)(wsf_smem + 229408);   // 4 mbarriers
     const int wsf_wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);   // the warpgroup, warp-uniform
     float ahead_bias[8];   // the next subtile's bias, loaded while this one is computed
     float acc_y[128];   // this thread's part of the 128 x 256 f32 accumulator
@@ -124,7 +124,7 @@ wsfuse_gemm_bias_gelu(
                 {   // compute subtile (row0, col) = (row0, (col0 + (e * 32LL))): the epilogue of gemm_bias_gelu
                     const long long left = (col0 + (e * 32LL));
                     const int sub = (int)(e), wr = 64 * (threadIdx.x / 128) + 16 * ((threadIdx.x / 32) % 4) + (threadIdx.x % 32) / 4, wc = 2 * (threadIdx.x % 4);
-                    wsf_bf16 *cur_stage_o = stage_o + ((e % 2LL)) * 4096;
+                    wsf_bf16 *cur_stage_o = stage_o + ((e % 4LL)) * 4096;
                     float here_bias[8];
                     #pragma unroll
                     for (int q = 0; q < 8; q++) {
@@ -155,11 +155,11 @@ wsfuse_gemm_bias_gelu(
                 }
                 wsf_fence_proxy_async();
                 if (threadIdx.x == 0) {
-                    wsf_bulk_wait_read<0>();   // the staging copy the next tile writes has been read
+                    wsf_bulk_wait_read<2>();   // the staging copy the next tile writes has been read
                 }
                 wsf_bar_sync(1, 256);   // staging tile complete before the store reads it
                 if (threadIdx.x == 0) {   // one thread stores the subtile
-                    wsf_tma_store_2d(&out_o, (col0 + (e * 32LL)), row0, stage_o + ((e % 2LL)) * 4096);  // examples/gemm_bias_gelu.yaml:21
+                    wsf_tma_store_2d(&out_o, (col0 + (e * 32LL)), row0, stage_o + ((e % 4LL)) * 4096);  // examples/gemm_bias_gelu.yaml:21
                     wsf_bulk_commit();
                 }
             }

@@ -53,11 +53,11 @@ wsfuse_gemm_tile_consumer(
     extern __shared__ __align__(1024) unsigned char wsf_smem[];
     wsf_bf16 *const tile_x = (wsf_bf16 *)(wsf_smem + 0);   // [4 stages][128][64] bf16
     wsf_bf16 *const tile_w = (wsf_bf16 *)(wsf_smem + 65536);   // [4 stages][256][64] bf16
-    wsf_bf16 *const stage_y = (wsf_bf16 *)(wsf_smem + 196608);   // [2 stages][128][32] bf16
-    wsf_u64 *const landed = (wsf_u64 *)(wsf_smem + 212992);   // 4 mbarriers
-    wsf_u64 *const taken = (wsf_u64 *)(wsf_smem + 213024);   // 4 mbarriers
-    wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 213056);   // 4 mbarriers
-    wsf_u64 *const empty = (wsf_u64 *)(wsf_smem + 213088);   // 4 mbarriers
+    wsf_bf16 *const stage_y = (wsf_bf16 *)(wsf_smem + 196608);   // [4 stages][128][32] bf16
+    wsf_u64 *const landed = (wsf_u64 *)(wsf_smem + 229376);   // 4 mbarriers
+    wsf_u64 *const taken = (wsf_u64 *)(wsf_smem + 229408);   // 4 mbarriers
+    wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 229440);   // 4 mbarriers
+    wsf_u64 *const empty = (wsf_u64 *)(wsf_smem + 229472);   // 4 mbarriers
     const int wsf_wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);   // the warpgroup, warp-uniform
     float acc_y[128];   // this thread's part of the 128 x 256 f32 accumulator
     if (threadIdx.x == 0)
@@ -196,7 +196,7 @@ wsfuse_gemm_tile_consumer(
             for (long long e = 0LL; e < 8LL; e++) {   // the epilogue, a subtile at a time
                 {   // compute subtile (row0, col) = (row0, (col0 + (e * 32LL))): the epilogue of gemm_tile_consumer
                     const int sub = (int)(e), wr = 64 * (threadIdx.x / 128) + 16 * ((threadIdx.x / 32) % 4) + (threadIdx.x % 32) / 4, wc = 2 * (threadIdx.x % 4);
-                    wsf_bf16 *cur_stage_y = stage_y + ((e % 2LL)) * 4096;
+                    wsf_bf16 *cur_stage_y = stage_y + ((e % 4LL)) * 4096;
                     float res_y[16];
                     #pragma unroll
                     for (int jj = 0; jj < 16; jj++) {
@@ -211,11 +211,11 @@ wsfuse_gemm_tile_consumer(
                 }
                 wsf_fence_proxy_async();
                 if (threadIdx.x == 0) {
-                    wsf_bulk_wait_read<0>();   // the staging copy the next tile writes has been read
+                    wsf_bulk_wait_read<2>();   // the staging copy the next tile writes has been read
                 }
                 wsf_bar_sync(1, 256);   // staging tile complete before the store reads it
                 if (threadIdx.x == 0) {   // one thread stores the subtile
-                    wsf_tma_store_2d(&out_y, (col0 + (e * 32LL)), row0, stage_y + ((e % 2LL)) * 4096);  // tests/golden/gemm_tile_consumer.yaml:14
+                    wsf_tma_store_2d(&out_y, (col0 + (e * 32LL)), row0, stage_y + ((e % 4LL)) * 4096);  // tests/golden/gemm_tile_consumer.yaml:14
                     wsf_bulk_commit();
                 }
             }

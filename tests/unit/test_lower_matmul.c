@@ -131,7 +131,7 @@ lowered_gemm(void **state)
 	assert_true(S >= 3);
 	assert_int_equal(k->buf[3].kind, BUF_STAGING);
 	assert_int_equal(k->buf[3].cols, 32);
-	assert_int_equal(k->buf[3].stages, 2);
+	assert_int_equal(k->buf[3].stages, 4);   /* the room the stages leave (staging_ring) */
 	assert_true(kernel_smem_bytes(k) <= k->smem_budget);
 	assert_int_equal(k->nacc, 2);
 	assert_int_equal(k->acc[1].dtype, DT_F32);
@@ -210,14 +210,15 @@ lowered_gemm(void **state)
 	assert_int_equal(tl->body[i + 1]->n, 0);
 	assert_ptr_equal(tl->body[i + 2], el);
 	assert_int_equal(census(el).kind[ST_MMA_WAIT], 0);
-	/* a subtile: compute, fence, the read-wait on the store's named barrier, the store and its commit */
+	/* a subtile: compute, fence, the read-wait on the store's named barrier, the store and its commit;
+	   of four copies the two stores before may still read theirs */
 	i = 0;
 	assert_int_equal(el->body[i++]->kind, ST_COMPUTE);
 	assert_int_equal(el->body[i++]->kind, ST_FENCE_PROXY_ASYNC);
 	x = el->body[i++];
 	assert_int_equal(x->body[0]->kind, ST_BULK_WAIT);
 	assert_true(x->body[0]->flag);
-	assert_int_equal(x->body[0]->n, 0);
+	assert_int_equal(x->body[0]->n, 2);
 	x = el->body[i++];
 	assert_int_equal(x->kind, ST_SYNC);
 	assert_int_equal(x->n, 1);
@@ -2158,6 +2159,84 @@ producer_elect_nest(void **state)
 	}
 }
 
+/* The read-waits (bulk_wait .read) under S, into *W (up to 4); their count */
+static int
+read_waits(Stmt *s, const Stmt **w, int n)
+{
+	int i;
+
+	if (s->kind == ST_BULK_WAIT && s->flag && n < 4)
+		w[n++] = s;
+	for (i = 0; i < s->nbody; i++)
+		n = read_waits(s->body[i], w, n);
+	return s->orelse ? read_waits(s->orelse, w, n) : n;
+}
+
+/*
+ * A cooperative tile's staging buffer takes up to four copies from the
+ * shared memory its stages leave (KBuf.ring, circular_buffer.c
+ * grow_staging), its slot the subtile mod the copies, and the subtile's
+ * read-wait lets the stores of the copies - 2 subtiles before read on:
+ * 128 x 256 (4 stages of 48 KiB) four; 128 x 192 (5 of 40 KiB) three; an
+ * f32 output (subtiles of 16 KiB) two, the room its stages leave less than
+ * a copy; a bf16 and an f32 output three each; 128 x 64, two subtiles,
+ * two.  Ping-pong, stream-K, a K-split and two matmuls' epilogues keep
+ * two.  Every kernel within the budget.
+ */
+static void
+staging_ring(void **state)
+{
+	static const char f32_out[] = GEMM_SIZES(4096, 4096, 4096) GEMM_IN "ops:\n" GEMM_MM
+	                              "outputs:\n  y: {dtype: f32}\nschedule: {cluster: [1, 1]}\n";
+	static const char two_out[] = GEMM_SIZES(4096, 4096, 4096) GEMM_IN "ops:\n" GEMM_MM
+	                              "  - {out: r, op: relu, in: [y]}\noutputs:\n  y: {dtype: bf16}\n  r: {dtype: f32}\n";
+	static const char two_mm[] = GEMM_SIZES(4096, 4096, 4096) GEMM_IN "  u: {dtype: bf16, shape: [M, K]}\n"
+	                             "  v: {dtype: bf16, shape: [N, K]}\nops:\n" GEMM_MM
+	                             "  - {out: z, op: matmul, in: [u, v], transpose_b: true}\n"
+	                             "outputs:\n  y: {dtype: bf16}\n  z: {dtype: bf16}\nschedule: {stages: 3}\n";
+	static const struct {
+		const char *spec;
+		int copies, wait;   /* wait: the epilogue's read-wait leaves this many groups reading; -1: not checked */
+	} cases[] = {
+		{GEMM_SIZES(4096, 4096, 4096) GEMM_PLAIN, 4, 2},
+		{GEMM_SIZES(4096, 4096, 4096) GEMM_PLAIN "schedule: {tile: [128, 192, 64]}\n", 3, 1},
+		{f32_out, 2, 0},
+		{two_out, 3, 1},   /* two outputs, copies alike: a bf16 one alone would take four */
+		{two_mm, 2, -1},   /* two matmuls' epilogues one after another: 3 stages of 48 KiB leave room */
+		{GEMM_SIZES(4096, 4096, 4096) GEMM_PLAIN "schedule: {tile: [128, 64, 64]}\n", 2, 0},
+		{GEMM_SIZES(4096, 4096, 4096) GEMM_PLAIN "schedule: {consumers: pingpong, tile: [128, 192, 64]}\n", 2, -1},
+		{GEMM_SIZES(1024, 1024, 8192) GEMM_PLAIN, 2, -1},   /* stream-K by default */
+		{GEMM_SIZES(256, 1024, 8192) GEMM_PLAIN "schedule: {split_k: 2}\n", 2, -1},
+	};
+	Fixture *t;
+	int i, b;
+
+	(void)state;
+	for (i = 0; i < (int)countof(cases); i++) {
+		Kernel *k = lowered(&t, i, cases[i].spec);
+		const Stmt *w[4];
+		Stmt *cons;
+		int staging = 0;
+
+		for (b = 1; b < k->nbuf; b++)
+			if (k->buf[b].kind == BUF_STAGING) {
+				staging++;
+				if (k->buf[b].stages != cases[i].copies)
+					fail_msg("case %d: %s has %d copies, expected %d", i, k->buf[b].name,
+					         k->buf[b].stages, cases[i].copies);
+			}
+		assert_true(staging > 0);
+		assert_true(kernel_smem_bytes(k) <= k->smem_budget);
+		if (cases[i].wait >= 0) {
+			cons = find_kind(k->body, ST_ROLES, 0)->body[1];
+			/* the subtile's wait, and the consumers' last (every store landed: not .read) */
+			assert_int_equal(read_waits(cons, w, 0), 1);
+			assert_int_equal(w[0]->n, cases[i].wait);
+		}
+		teardown((void **)&t);
+	}
+}
+
 /*
  * stage_division_in_32_bits's split slot and phase have the values of the
  * plain (lin % S) and (lin / S) & 1, lin = i * ktiles + kk, over tiles and
@@ -3440,6 +3519,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(stage_division_in_32_bits, setup, teardown),
 		cmocka_unit_test(stage_division_values),
 		cmocka_unit_test(producer_elect_nest),
+		cmocka_unit_test(staging_ring),
 		cmocka_unit_test_setup_teardown(lowered_mn_major, setup, teardown),
 		cmocka_unit_test_setup_teardown(lowered_batch_a, setup, teardown),
 		cmocka_unit_test_setup_teardown(lowered_batched, setup, teardown),
