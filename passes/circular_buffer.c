@@ -581,7 +581,8 @@ grow_staging(Comp *c, Kernel *k)
 		if (copies && u->stages != copies)
 			return;   /* lowered unlike: left as they are */
 		copies = u->stages;
-		most = most && most < u->ring ? most : u->ring;
+		if (!most || u->ring < most)
+			most = u->ring;
 	}
 	if (copies < 2)
 		return;
