@@ -3,9 +3,10 @@ settles at (issue 17: under the cap the figure is energy a multiply-add, not cyc
 
 On a GPU from the repository root: `python3 bench/ab/sustained.py 8192x8192x8192 cublas quack
 "" "consumers: pingpong, tile: [128, 192, 64]" "diag:no epilogue"`.  Each variant (cublas, quack where
-it imports, a wsfuse schedule body, "" the default, or "diag:PART": the default with a part taken
+it imports, a wsfuse schedule body, "" the default, "diag:PART": the default with a part taken
 out, as bench/ab/kloop_diag.py makes it, compiled through WSFUSE_OVERRIDE_DIR, its result wrong by
-design and not checked) in turn: checked against f32 (wsfuse's), 200 launches to warm
+design and not checked, or "override:DIR": the default's spec compiled from DIR/gemm.cu, a
+hand-edited kernel) in turn: checked against f32 (wsfuse's but diag's), 200 launches to warm
 up, then back to back for 3 s or more (1500 launches at least) timed by events, the SM clock (MHz)
 and board power (W) read through NVML every 0.1 s after the first second of them (medians; one
 reading after the launches had been queued read an idle GPU once a run ended sooner).  Prints a
@@ -43,8 +44,9 @@ for v in sys.argv[2:]:
         f = lambda kern=kern: kern.launch(x, w, y)
     else:
         import wsfuse
-        ctx = wsfuse.Context(sizes={"M": m, "N": n, "K": k}, cache="0")
-        kern = ctx.compile_string(gemm_spec(v and "schedule: {" + v + "}\n"), name="sustained.yaml")
+        over = {"override_dir": v[9:]} if v.startswith("override:") else {}
+        ctx = wsfuse.Context(sizes={"M": m, "N": n, "K": k}, cache="0", **over)
+        kern = ctx.compile_string(gemm_spec(v and not over and "schedule: {" + v + "}\n" or ""), name="sustained.yaml")
         y.fill_(float("nan")); kern.launch(x, w, y); torch.cuda.synchronize()
         err = ((y.float() - ref).norm() / ref.norm()).item(); assert err < 1e-2, (v, err)
         f = lambda kern=kern: kern.launch(x, w, y)
