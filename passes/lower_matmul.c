@@ -110,7 +110,8 @@ enum {
 	SK_FILL = 80,                              /* whose runs are this many or more: at 64 it tied the default */
 	SK_WAVE_FILL = 120,                        /* in halves or thirds, this many: at 96 it lost back to back; */
 	SK_IDLE_NUM = 4, SK_IDLE_DEN = 5,          /* where 128 x 128 tiles fill at most 4 / 5 of the SMs */
-	SK_NARROW_ROWS = 4,                        /* narrow_parts: on at most this many rows of tiles */
+	SK_NARROW_ROWS = 4,                        /* narrow_parts: on at most this many rows of tiles, */
+	SK_NARROW_WIDE = 96,                       /* else halves this wide where 128 x 64's are too many */
 	TUNE_COUNT = 12                            /* lower_matmul_candidates' schedules, at most */
 };
 
@@ -1123,9 +1124,24 @@ half_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn)
  * x 384 x 8192, 1024 x 256 x 8192, 1024 x 512 x 4096), and gained 1-19%
  * along rows (640 x 384 x 8192 15.4 -> 14.8 us, flushed 21.7 -> 18.9; 512
  * x 448 x 8192 16.6 -> 13.9, 20.0 -> 18.6; docs/perf.md).
+ *
+ * Where halves of 128 x 64 would be more runs than SMs (67 to 99 tiles:
+ * the default ran them one a CTA, as many CTAs as tiles, each taking in
+ * 24 KiB a k-step no faster than L2 serves it), halves of 128 x 96 tiles
+ * (SK_NARROW_WIDE; whole subtiles of a K-major B), SK_FILL to TILE_TARGET
+ * runs of 2 SK_RUN_STEPS k-steps or more, on two to four rows of tiles: 28
+ * KiB a k-step for half again the work.  On an H200, cuBLAS / wsfuse,
+ * CUDA-graph replays and L2 flushed: 512 x 1280 x 8192 (Llama 3 70B's qkv
+ * at tensor parallel 8) 0.81-0.82 -> 0.90 and 0.84 -> 0.94, 256 x 2560 x
+ * 8192 0.91-0.93 -> 1.04-1.05 and 0.86 -> 0.97-0.98, 384 x 2048 x 8192
+ * 1.01-1.03 -> 1.14-1.15 and 0.91-0.92 -> 1.04-1.05, 384 x 1536 x 8192
+ * 0.74 -> 0.81-0.82 and 0.85-0.86 -> 0.95-0.99.  Runs of 32 (K = 4096)
+ * did not gain (512 x 1280 x 4096 0.76-0.77 -> 0.75 and 0.81-0.86 ->
+ * 0.80-0.81), and one row of tiles lost at 128 x 6144 x 8192 (flushed
+ * 0.93-0.95 -> 0.91).
  */
 static int64_t
-narrow_parts(int64_t rows, int64_t cols, int64_t steps, int *bn)
+narrow_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn)
 {
 	int64_t tiles = grid_tiles(rows, cols, BM, CHUNK), parts;
 
@@ -1135,7 +1151,13 @@ narrow_parts(int64_t rows, int64_t cols, int64_t steps, int *bn)
 	for (parts = SK_PARTS; parts >= 2; parts /= 2)
 		if (tiles * parts >= SK_FILL && tiles * parts <= TILE_TARGET && steps >= parts * SK_RUN_STEPS)
 			return parts;
-	return 0;
+	/* halves of 128 x 64 more than the SMs: halves of 128 x 96 on two to four rows, runs of 2 SK_RUN_STEPS */
+	tiles = grid_tiles(rows, cols, BM, SK_NARROW_WIDE);
+	if (rows <= BM || rows > SK_NARROW_ROWS * BM || SK_NARROW_WIDE % step || tiles * 2 < SK_FILL ||
+	    tiles * 2 > TILE_TARGET || steps < 2 * 2 * SK_RUN_STEPS)
+		return 0;
+	*bn = SK_NARROW_WIDE;
+	return 2;
 }
 
 /*
@@ -1145,8 +1167,9 @@ narrow_parts(int64_t rows, int64_t cols, int64_t steps, int *bn)
  * (cuBLAS splits K there: 256 x 128 tiles in clusters of two and a reduce
  * kernel).  Quarters or more of a tile where four parts of its tiles fit
  * the SMs (quarter_parts), else halves or thirds of tiles 128 to 256 wide
- * that fill them (half_parts), else quarters or halves of 128 x 64 tiles
- * (narrow_parts).  With L2 flushed, cuBLAS / wsfuse on an H200:
+ * that fill them (half_parts), else quarters or halves of 128 x 64 tiles,
+ * or halves of 128 x 96 (narrow_parts).  With L2 flushed, cuBLAS / wsfuse
+ * on an H200:
  * 1024 x 1024 x 16384 0.72 -> 0.94, x 65536 0.60 -> 0.93, 512 x 512 x
  * 65536 (eighths) 0.47 -> 0.73, 128 x 1280 x 32768 0.66 -> 0.83, 1024 x
  * 1024 x 12288 (halves) 0.81 -> 0.99 (docs/perf.md).  A single matmul,
@@ -1162,7 +1185,7 @@ long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const
 	const Schedule *h = &f->sched;
 	int64_t rows = out_rows(f, d), cols = dim_value(f, d->dim[d->rank - 1]), parts;
 	int64_t steps = (dim_value(f, a->dim[a->rank - (t->akm ? 1 : 2)]) + BK - 1) / BK;
-	int bn;
+	int bn, step = f->op[g->mm[0]].transpose_b ? EPI_COLS : CHUNK;
 
 	if (h->sk_pos.line || h->ntile || h->consumers || h->cluster_pos.line || h->split_pos.line || h->swap_pos.line ||
 	    h->signal || h->consumer_pos.line || h->persistent == 1 || h->stages || fusion_waits(f) || ng != 1 ||
@@ -1170,10 +1193,9 @@ long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const
 	    rows > 1 << 24 || cols > 1 << 24)   /* many waves; and no overflow in the counts */
 		return;
 	/* N whole epilogue subtiles of a K-major B, whole 64-wide chunks of an N-major one (choose_tile) */
-	if ((parts = quarter_parts(rows, cols, steps, &bn)) ||
-	    (parts = half_parts(rows, cols, steps, f->op[g->mm[0]].transpose_b ? EPI_COLS : CHUNK, &bn)))
+	if ((parts = quarter_parts(rows, cols, steps, &bn)) || (parts = half_parts(rows, cols, steps, step, &bn)))
 		;
-	else if ((parts = narrow_parts(rows, cols, steps, &bn)))
+	else if ((parts = narrow_parts(rows, cols, steps, step, &bn)))
 		k->raster_rows = rows > cols;   /* consecutive parts' tiles share A, the larger operand */
 	else
 		return;

@@ -3340,7 +3340,8 @@ wave_tiles(void **state)
  * wide, else 160 to 256 (64-wide chunks of an N-major B), in 120 runs or
  * more of 64 k-steps or more; else quarters or halves of 128 x 64 tiles,
  * 80 to 132 runs of 32 k-steps or more, on one to four rows of tiles or
- * an output taller than wide, whose tiles then go along rows (raster_rows);
+ * an output taller than wide, whose tiles then go along rows (raster_rows),
+ * else halves of 128 x 96 (of a K-major B) in runs of 64 on two to four rows;
  * not on more tiles, fewer, a shorter K,
  * fewer runs, rows that do not start 128-byte aligned (a cluster instead),
  * a swapped GEMM, one CTA a tile, or a hint that bears on it (stages too).
@@ -3393,7 +3394,14 @@ long_k_default(void **state)
 		{GEMM_SIZES(2048, 512, 8192) GEMM_PLAIN, 2, 128},        /* 64 tiles, tall */
 		{GEMM_SIZES(1000, 1000, 8192) GEMM_PLAIN, 2, 128},       /* 8 x 8 ragged tiles */
 		{GEMM_SIZES(512, 1280, 12288) GEMM_PLAIN, 3, 128},       /* 40 tiles: thirds of 64, 120 runs */
-		{GEMM_SIZES(512, 1280, 8192) GEMM_PLAIN, 0, 0},          /* thirds of 42 */
+		{GEMM_SIZES(512, 1280, 8192) GEMM_PLAIN, 2, 96},         /* thirds of 42; 80 of 128 x 64: halves of 96 */
+		{GEMM_SIZES(384, 2048, 8192) GEMM_PLAIN, 2, 96},         /* 66 tiles of 128 x 96, 132 runs */
+		{GEMM_SIZES(256, 2560, 8192) GEMM_PLAIN, 2, 96},         /* 2 x 27 ragged */
+		{GEMM_SIZES(512, 1280, 4096) GEMM_PLAIN, 0, 0},          /* runs of 32 */
+		{GEMM_SIZES(128, 6144, 8192) GEMM_PLAIN, 0, 0},          /* one row of tiles */
+		{GEMM_SIZES(512, 1280, 8192) GEMM_NMAJOR, 0, 0},         /* 96 is not whole 64-wide chunks */
+		{GEMM_SIZES(512, 1792, 8192) GEMM_PLAIN, 0, 0},          /* 76 tiles: 152 runs */
+		{GEMM_SIZES(640, 1280, 8192) GEMM_PLAIN, 0, 0},          /* 5 rows of tiles */
 		{GEMM_SIZES(768, 1024, 8192) GEMM_PLAIN, 0, 0},          /* 48 tiles: 96 runs */
 		{GEMM_SIZES(1024, 1024, 4096) GEMM_PLAIN, 0, 0},         /* halves of 32 */
 		{GEMM_SIZES(128, 8192, 8192) GEMM_PLAIN, 0, 0},          /* one row of 64 tiles */
