@@ -1,4 +1,4 @@
-"""llm_panel.py: the plain GEMM against cuBLAS at LLM layer shapes, each timed both ways (issue 17).
+"""llm_panel.py: the plain GEMM against cuBLAS at LLM layer shapes (issue 17).
 
 On a GPU from the repository root: `python3 bench/ab/llm_panel.py [--flush] [--rounds R] [--shapes
 MxNxK,...] [--variants "name=body;..."]`.  The shapes (without --shapes): Llama 3 8B's qkv (N 6144,
@@ -9,10 +9,11 @@ compiled and checked against f32 first.  Timed by CUDA-graph replays (back to ba
 the call before left, as when one layer's weights are reused) below 2^34 multiply-adds, else by
 do_bench with L2 flushed; --flush times every shape flushed (a decode step's weights come from DRAM).
 cuBLAS is timed before and after the variants (both printed; the ratio is to their mean).  Prints a
-line a shape and round as it goes, then each variant's geometric mean and its five worst shapes.
+line a shape and round as it goes, then each variant's geometric mean over the shapes (each shape's
+median over the rounds) and its five worst shapes.
 """
 import sys; sys.path.insert(0, "python")
-import argparse, math, torch
+import argparse, math, statistics, torch
 from abcommon import bench, graph_us, shape_variants, variants
 
 LAYERS = [(6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336),
@@ -39,7 +40,7 @@ for sh, x, w, y, ks in shape_variants(a.shapes, variants(a.variants)):
         print(f"{sh} r{r}: cuBLAS {before:.1f}/{after:.1f}us | " +
               " ".join(f"{v} {u:.1f}us ({tc / u:.3f})" for v, u in t.items()), flush=True)
 for v, per in ratios.items():
-    med = {sh: sorted(q)[len(q) // 2] for sh, q in per.items()}
+    med = {sh: statistics.median(q) for sh, q in per.items()}
     gm = math.exp(sum(math.log(q) for q in med.values()) / len(med))
     worst = sorted(med.items(), key=lambda kv: kv[1])[:5]
     print(f"{v}: geometric mean cuBLAS / {v} {gm:.3f} over {len(med)} shapes; worst " +
