@@ -292,3 +292,28 @@ __device__ __forceinline__ void wsf_sk_take(unsigned *flag)
 	}
 	asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(flag), "r"(0u) : "memory");
 }
+// Stream-K in fractions of a tile: one of a tile's parts has written its
+// slot; COUNT (the tile's first CTA's flag) counts them, a release at gpu
+// scope as wsf_sk_post's.
+__device__ __forceinline__ void wsf_sk_arrive(unsigned *count)
+{
+	asm volatile("red.release.gpu.global.add.u32 [%0], %1;" :: "l"(count), "r"(1u) : "memory");
+}
+// Waits until all N parts of the tile have arrived on COUNT (acquire at gpu
+// scope; polled without a pause: the parts end their k loops together, and
+// a sleep's wake-up cost 0.5 us of 13 at 128 x 1280 x 8192, docs/perf.md).
+// DONE (the next flag, a part's that counts none) counts the READERS that
+// wait; the last sets both back to 0, after every reader has seen N, so
+// every launch starts on zeros.
+__device__ __forceinline__ void wsf_sk_gather(unsigned *count, unsigned n, unsigned *done, unsigned readers)
+{
+	unsigned v;
+
+	do
+		asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(count) : "memory");
+	while (v != n);
+	if (atomicAdd(done, 1u) == readers - 1) {
+		asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(count), "r"(0u) : "memory");
+		asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(done), "r"(0u) : "memory");
+	}
+}

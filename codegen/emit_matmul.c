@@ -22,6 +22,8 @@
  * A swapped matmul (Kernel.swap_ab) holds its tile transposed, and its
  * epilogue (compute_swapped) writes the whole tile at once.
  */
+#include <string.h>
+
 #include "codegen.h"
 
 enum {
@@ -328,6 +330,70 @@ emit_split_reduce(Emit *e, const Stmt *s)
  * launch) by one thread, a barrier, then every thread's adds from L2:
  * the sum does not depend on which CTA finishes first.
  */
+/*
+ * Stream-K in fractions of a tile (Kernel.sk_scatter): a part writes to
+ * its slot the registers of the subtiles other parts own (float4 q's
+ * subtile is q / (SUB / 8), part subtile % parts's) and arrives on the
+ * count at its tile's first CTA's flag; a part that owns subtiles waits
+ * for all the tile's parts to arrive, then adds the others' sums of its
+ * subtiles, part by part in order, their loads all in flight.
+ */
+enum { SK_LOADS = 16 };   /* stream_k_scatter's float4 loads in flight: 64 registers beside 128 x 256's 128 */
+
+static void
+stream_k_scatter(Emit *e, const Stmt *s, const char *acc, const char *ws, int n, int bar, int t)
+{
+	const Kernel *k = e->k;
+	int nsub = k->tile_cols / SUB, group = n / 4 < SK_LOADS ? n / 4 : SK_LOADS;
+
+	emit_line(e, "const long long me = %s, parts = %s;   // this part of the tile's", emit_expr_str(e, s->a),
+	          emit_expr_str(e, s->b));
+	if (s->kind == ST_SK_STORE) {
+		emit_line(e, "float4 *const part = (float4 *)wsf_sk_slot(%s, %d, %d, blockIdx.x) + threadIdx.x;", ws,
+		          SK_MAX_CTAS, k->sk_slot);
+		emit_line(e, "#pragma unroll");
+		emit_line(e, "for (int q = 0; q < %d; q++)   // registers 4q .. 4q + 3, of subtile q / %d", n / 4, SUB / 8);
+		emit_line(e, "    if (q / %d %% parts != me)   // another part's subtile: for it to read", SUB / 8);
+		emit_line(e, "        part[%d * q] = make_float4(%s[4 * q], %s[4 * q + 1], %s[4 * q + 2], %s[4 * q + 3]);", t,
+		          acc, acc, acc, acc);
+		emit_line(e, "wsf_bar_sync(%d, %d);   // every consumer thread's sums written", bar, t);
+		emit_line(e, "if (threadIdx.x == 0)");
+		emit_line(e, "    wsf_sk_arrive(wsf_sk_flag(%s, blockIdx.x - me));   // counted at the tile's first CTA "
+		          "(release, gpu scope)", ws);
+		return;
+	}
+	emit_line(e, "const long long first = (long long)blockIdx.x - me;   // the tile's first part's CTA");
+	emit_line(e, "if (threadIdx.x == 0)   // every part's sums are in place (acquire); the last of the %s that own "
+	          "subtiles resets the count", nsub > 1 ? "parts" : "part");
+	emit_line(e, "    wsf_sk_gather(wsf_sk_flag(%s, first), (unsigned)parts, wsf_sk_flag(%s, first + 1), "
+	          "(unsigned)wsf_min(parts, %dLL));", ws, ws, nsub);
+	emit_line(e, "wsf_bar_sync(%d, %d);   // what the acquire made visible, to every consumer thread", bar, t);
+	if (n / 4 > group) {   /* registers: the loads in flight at once are a group of float4s' */
+		emit_line(e, "#pragma unroll");
+		emit_line(e, "for (int g = 0; g < %d; g += %d)   // %d registers' loads in flight at a time", n / 4, group,
+		          4 * group);
+	} else {
+		emit_line(e, "const int g = 0;");
+	}
+	emit_line(e, "for (long long h = 0; h < parts; h++) {   // in part order");
+	emit_line(e, "    if (h == me)");
+	emit_line(e, "        continue;");
+	emit_line(e, "    const float4 *const part = (const float4 *)wsf_sk_slot(%s, %d, %d, first + h) + threadIdx.x;", ws,
+	          SK_MAX_CTAS, k->sk_slot);
+	emit_line(e, "    uint4 v[%d];", group);
+	emit_line(e, "    #pragma unroll");
+	emit_line(e, "    for (int q = 0; q < %d; q++)   // this part's subtiles' registers", group);
+	emit_line(e, "        if ((g + q) / %d %% parts == me)", SUB / 8);
+	emit_line(e, "            v[q] = wsf_ldcg16(part + %d * (g + q));", t);
+	emit_line(e, "    #pragma unroll");
+	emit_line(e, "    for (int q = 0; q < %d; q++)", group);
+	emit_line(e, "        if ((g + q) / %d %% parts == me)", SUB / 8);
+	emit_line(e, "            %s[4 * (g + q)] += __uint_as_float(v[q].x), %s[4 * (g + q) + 1] += __uint_as_float(v[q].y), "
+	          "%s[4 * (g + q) + 2] += __uint_as_float(v[q].z), %s[4 * (g + q) + 3] += __uint_as_float(v[q].w);",
+	          acc, acc, acc, acc);
+	emit_line(e, "}");
+}
+
 void
 emit_stream_k(Emit *e, const Stmt *s)
 {
@@ -338,7 +404,9 @@ emit_stream_k(Emit *e, const Stmt *s)
 
 	emit_line(e, "if (%s) {   // stream-K: %s", emit_expr_str(e, s->cond), s->comment ? s->comment : "");
 	e->depth++;
-	if (s->kind == ST_SK_STORE) {
+	if (k->sk_scatter) {
+		stream_k_scatter(e, s, acc, ws, n, r->bar_id, t);
+	} else if (s->kind == ST_SK_STORE) {
 		emit_line(e, "float4 *const part = (float4 *)wsf_sk_slot(%s, %d, %d, blockIdx.x) + threadIdx.x;", ws,
 		          SK_MAX_CTAS, k->sk_slot);
 		emit_line(e, "#pragma unroll");
@@ -397,8 +465,13 @@ load_text(Emit *e, const KParam *p, const char *cond, const char *idx)
 static void
 staged_inputs(Emit *e, const Stmt *s, int nsub, const bool *needed)
 {
-	int i, step = e->k->split_scatter ? e->k->splits : 1;   /* a K-split's rank stores every splits-th subtile */
-	const char *first = step > 1 ? arena_printf(e->c->arena, "sub < %d", step) : "sub == 0";
+	/* a K-split's rank stores every splits-th subtile, a stream-K part every parts-th (Stmt.pass) */
+	const char *step = s->step ? emit_expr_str(e, s->step)
+	                   : arena_printf(e->c->arena, "%d", e->k->split_scatter ? e->k->splits : 1);
+	const char *first = strcmp(step, "1") ? arena_printf(e->c->arena, "sub < %s", step) : "sub == 0";
+	const char *over = s->step ? arena_printf(e->c->arena, "%s * %d", step, SUB)   /* the next subtile's columns */
+	                   : arena_printf(e->c->arena, "%d", (e->k->split_scatter ? e->k->splits : 1) * SUB);
+	int i;
 
 	for (i = 0; i < e->f->ninput; i++) {
 		int t = e->f->input[i];
@@ -414,16 +487,16 @@ staged_inputs(Emit *e, const Stmt *s, int nsub, const bool *needed)
 			emit_line(e, "    const long long col = left + 8 * (q >> 1) + wc + (q & 1);");
 			emit_line(e, "    %s[q] = %s ? (%s) : %s[q];", here, first, load_text(e, p, "col < cols", "col"), ahead);
 			emit_line(e, "}");
-			emit_line(e, "if (sub + %d < %d) {   // the next subtile's, %d columns on", step, nsub, step * SUB);
+			emit_line(e, "if (sub + %s < %d) {   // the next subtile's, %s columns on", step, nsub, over);
 			emit_line(e, "    #pragma unroll");
 			emit_line(e, "    for (int q = 0; q < %d; q++) {", ROW_VALUES);
-			emit_line(e, "        const long long col = left + %d + 8 * (q >> 1) + wc + (q & 1);", step * SUB);
+			emit_line(e, "        const long long col = left + %s + 8 * (q >> 1) + wc + (q & 1);", over);
 			emit_line(e, "        %s[q] = %s;", ahead, load_text(e, p, "col < cols", "col"));
 			emit_line(e, "    }");
 			emit_line(e, "}");
 		} else if (p->view == VIEW_COL) {
 			emit_line(e, "if (%s) {   // the tile's first subtile%s: this thread's rows", first,
-			          step > 1 ? " this rank stores" : "");
+			          s->step ? " this part stores" : strcmp(step, "1") ? " this rank stores" : "");
 			emit_line(e, "    #pragma unroll");
 			emit_line(e, "    for (int h = 0; h < %d; h++) {", COL_VALUES * e->k->row_blocks);
 			emit_line(e, "        const long long row = top + wt + %s;", e->k->row_blocks > 1 ?

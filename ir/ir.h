@@ -658,11 +658,17 @@ typedef enum StmtKind {
 	ST_SK_STORE,       /* stream-K: this CTA's share of a tile's k-steps, not from the tile's first, is
 	                      reads[0].acc: written to the CTA's slot of param (PK_WORKSPACE), register-major
 	                      (consumer thread t's registers 4q .. 4q + 3 at float4 q x threads + t), then the
-	                      CTA's flag set to 1 with release semantics at gpu scope */
+	                      CTA's flag set to 1 with release semantics at gpu scope.  With Kernel.sk_scatter,
+	                      part a of the tile's b (consecutive CTAs, the first's flag counting them): the
+	                      registers of the subtiles other parts own (subtile s is part s % b's), then one
+	                      arrival on the count (release, gpu scope) */
 	ST_SK_REDUCE,      /* stream-K: the tile's owner (the CTA with its first k-step) adds to reads[0].acc the
 	                      slots of the b CTAs after it (they took the rest of its k-steps), in CTA order: for
 	                      each, one thread acquires its flag (gpu scope) and resets it to 0, a barrier of the
-	                      consumers, and every consumer thread adds its registers' partial sums */
+	                      consumers, and every consumer thread adds its registers' partial sums.  With
+	                      Kernel.sk_scatter, part a of the tile's b: one thread waits for the count to reach
+	                      b (acquire; the last of the tile's parts that own subtiles resets it), a barrier,
+	                      and the others' sums of this part's subtiles added in part order */
 	ST_SIGNAL          /* the output tile a is in global memory: param (PK_FLAGS)[a] = the epoch, with release
 	                      semantics at gpu scope; or, for the kernel's consumer role (no param), an arrive
 	                      on bar[barslot] (release at CTA scope).  flag: it is the tile of the loop iteration
@@ -751,7 +757,7 @@ struct Stmt {
 	/* ST_LOOP */
 	int var;
 	Expr *lo, *hi;
-	Expr *step;           /* NULL: 1 (a ping-pong consumer walks every other tile) */
+	Expr *step;           /* NULL: 1 (a ping-pong consumer walks every other tile); ST_COMPUTE: see pass */
 	LoopKind loop;
 	CbInfo *cb;
 	/*
@@ -779,7 +785,8 @@ struct Stmt {
 	/* ST_COMPUTE */
 	RowPhase phase;       /* a row streamed in chunks: which part of its work; ROW_WHOLE otherwise */
 	Expr *pass;           /* ROW_CHUNK, ROW_PASS_END: the pass over the row (0-based); a matmul's
-	                         epilogue: which subtile of the accumulator it computes */
+	                         epilogue: which subtile of the accumulator it computes (and step: the
+	                         subtiles from one this CTA computes to its next, NULL: 1) */
 	Access *reads;  int nreads, capreads;
 	Access *writes; int nwrites, capwrites;  /* staging buffers; none: vector stores to global */
 	/* ST_MMA */
@@ -865,6 +872,11 @@ struct Kernel {
 	                            0: none.  The tiles of the last, partial wave are split into runs of k-steps
 	                            over the CTAs (lower_matmul.c stream_k), whose sums meet in the tile's owner */
 	int sk_parts;            /* stream-K: a run is at least 1 / sk_parts of a tile's k-steps (0: no stream-K) */
+	bool sk_scatter;         /* stream-K in whole fractions of a tile (the default for few tiles of a long K):
+	                            each of the last wave's tiles is sk_parts parts or fewer, one a CTA, that
+	                            share its epilogue's subtiles as a K-split's ranks do (split_scatter), each
+	                            summing and storing its own; else runs over the CTAs that cross tiles, each
+	                            tile's owner summing it alone */
 	bool raster_rows;        /* the tiles in order along each row of tiles (consecutive tiles share A), not in
 	                            groups of rows walked column by column (lower_matmul.c raster) */
 	int splits;              /* CTAs that share each tile's k-steps (a split-K matmul: one cluster of them a tile,

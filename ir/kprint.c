@@ -263,12 +263,36 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 	case ST_SK_STORE:
 		buf_puts(b, "if ");
 		expr_print(b, k, s->cond);
+		if (k->sk_scatter) {   /* part a of the tile's b: the others' subtiles, counted at its first CTA */
+			buf_printf(b, ": stream_k.store %s's subtiles s with s %% ", k->acc[s->reads[0].acc].name);
+			expr_print(b, k, s->b);
+			buf_puts(b, " != ");
+			expr_print(b, k, s->a);
+			buf_printf(b, " to %s[cta], flag[cta - ", k->param[s->param].name);
+			expr_print(b, k, s->a);
+			buf_puts(b, "] += 1 (release)");
+			break;
+		}
 		buf_printf(b, ": stream_k.store %s to %s[cta], flag[cta] = 1 (release)", k->acc[s->reads[0].acc].name,
 		           k->param[s->param].name);
 		break;
 	case ST_SK_REDUCE:
 		buf_puts(b, "if ");
 		expr_print(b, k, s->cond);
+		if (k->sk_scatter) {
+			buf_printf(b, ": stream_k.reduce_scatter %s's subtiles s with s %% ", k->acc[s->reads[0].acc].name);
+			expr_print(b, k, s->b);
+			buf_puts(b, " == ");
+			expr_print(b, k, s->a);
+			buf_printf(b, " += the other parts' from %s[cta - ", k->param[s->param].name);
+			expr_print(b, k, s->a);
+			buf_puts(b, " ..], once flag[cta - ");
+			expr_print(b, k, s->a);
+			buf_puts(b, "] == ");
+			expr_print(b, k, s->b);
+			buf_puts(b, " (acquire; reset by the last reader)");
+			break;
+		}
 		buf_printf(b, ": stream_k.reduce %s += %s[cta + 1 ..], for ", k->acc[s->reads[0].acc].name,
 		           k->param[s->param].name);
 		expr_print(b, k, s->b);
@@ -428,7 +452,7 @@ kernel_print(Buf *b, const Kernel *k)
 	if (k->splits > 1)
 		buf_printf(b, " split_k=%d", k->splits);
 	if (k->sk_slot)
-		buf_printf(b, " stream_k=%d", k->sk_slot);
+		buf_printf(b, " stream_k=%d%s", k->sk_slot, k->sk_scatter ? " in_fractions" : "");
 	buf_printf(b, "%s%s%s%s%s%s\n", k->persistent ? "" : " one_tile_per_cta",
 	           k->flat ? " flat" : "", k->warp_specialize ? " warp_specialized" : "",
 	           k->pingpong ? " pingpong" : "", k->tma_store ? " tma_store" : "", k->swap_ab ? " swap_ab" : "");

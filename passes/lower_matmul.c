@@ -800,17 +800,25 @@ typedef struct Tile {
 	                                 that have k-steps; NULL without.  Stream-K: k0 is the part's first */
 	Expr *kn, *kbase, *help;      /* stream-K (stream_k_plan): the part's k-steps, the stage counter at its
 	                                 first, and the CTAs after this one whose sums its tile's owner adds */
+	Expr *ski, *sknp;             /* stream-K in fractions of a tile (Kernel.sk_scatter): the part's index
+	                                 among its tile's, and their number (0 and 1 for a whole tile) */
 	int bm, bn, bk;
 	bool akm, bkm;                /* is the operand K-major (K its contiguous dim)? */
 	int abuf, bbuf;               /* A's stage, and B's: a group's side by side */
 } Tile;
 
-/* A K-split rank's test for its subtiles of the epilogue loop ELOOP (Kernel.split_scatter), appended to it. */
+/*
+ * A K-split rank's test for its subtiles of the epilogue loop ELOOP
+ * (Kernel.split_scatter), or a stream-K part's (Kernel.sk_scatter: every
+ * subtile of a whole tile), appended to it.
+ */
 static Stmt *
 own_subtile(Comp *c, const Tile *t, Stmt *eloop, const char *comment)
 {
-	Stmt *s = st_if(c, ex_bin(c, EX_EQ, ex_bin(c, EX_MOD, ex_var(c, eloop->var), ex_int(c, t->k->splits)),
-	                          lower_split_rank(c, t->k)));
+	Expr *e = ex_var(c, eloop->var);
+	Stmt *s = st_if(c, t->k->sk_scatter ? ex_bin(c, EX_EQ, ex_bin(c, EX_MOD, e, t->sknp), t->ski)
+	                                    : ex_bin(c, EX_EQ, ex_bin(c, EX_MOD, e, ex_int(c, t->k->splits)),
+	                                             lower_split_rank(c, t->k)));
 
 	s->comment = comment;
 	st_append(c, eloop, s);
@@ -895,6 +903,72 @@ let_at(Comp *c, Kernel *k, Stmt *block, int at, const char *name, Expr *e, const
 	return ex_var(c, s->var);
 }
 
+/*
+ * Stream-K in fractions of a tile (Kernel.sk_scatter: long_k_stream's
+ * rules): the last wave's tiles each cut into sk_np parts of about kt /
+ * sk_np k-steps, part j of tile T on CTA T sk_np + j after the whole
+ * tiles, so a tile's parts are consecutive CTAs and every run lies in one
+ * tile.  sk_np is sk_parts, or fewer where the grid or the k-steps are
+ * fewer (at the spec's sizes the rule's; at others whatever fits, at least
+ * SK_MIN_STEPS k-steps a part), and none are split under stream_k_plan's
+ * conditions.  The parts then share the tile's epilogue (stream_k_meet):
+ * each stores the subtiles it owns, so no CTA adds every other part's
+ * sums (128 x 1280 x 8192 in quarters of 128 x 64 tiles on an H200:
+ * 13.2 us, 9.9 with the owner's adds taken out; docs/perf.md).  MINE: the
+ * my_tiles let, set here; TILE: the tile loop's let of the tile, at index
+ * AT of its body.
+ */
+static int
+fraction_plan(Comp *c, Kernel *k, Tile *t, Expr *on, Stmt *mine, Stmt *tile, int at)
+{
+	Expr *G = ex_leaf(c, EX_NCTA), *b = ex_leaf(c, EX_CTA), *kt = t->ktiles, *tiles = ex_var(c, k->ntile_var);
+	Expr *left, *np, *ctas, *dp, *mydp, *i, *sk;
+	Stmt *body = k->body, *loop = t->loop;
+
+	left = let_at(c, k, body, body->nbody, "sk_tiles", ex_bin(c, EX_MOD, tiles, G), "stream-K: the last wave's tiles");
+	np = let_at(c, k, body, body->nbody, "sk_np",
+	            ex_bin(c, EX_MAX, ex_bin(c, EX_MIN, ex_bin(c, EX_MIN, ex_int(c, k->sk_parts),
+	                                                       ex_bin(c, EX_DIV, G, ex_bin(c, EX_MAX, left, ex_int(c, 1)))),
+	                                     ex_bin(c, EX_DIV, kt, ex_int(c, SK_MIN_STEPS))),
+	                   ex_int(c, 1)),
+	            "the parts of each, as many as the CTAs and k-steps allow");
+	ctas = let_at(c, k, body, body->nbody, "sk_ctas",
+	              ex_bin(c, EX_MUL, ex_bin(c, EX_MUL, ex_bin(c, EX_MUL, ex_bin(c, EX_MUL, left, np),
+	                                                         ex_bin(c, EX_LT, ex_int(c, 1), np)),
+	                                       ex_bin(c, EX_GE, ex_bin(c, EX_MUL, G, ex_int(c, SK_LEFT_NUM)),
+	                                              ex_bin(c, EX_MUL, left, ex_int(c, SK_LEFT_DEN)))),
+	                     on),
+	              "the CTAs that run them, a tile's parts side by side; 0: none split, all whole");
+	dp = let_at(c, k, body, body->nbody, "dp_tiles",
+	            ex_bin(c, EX_SUB, tiles, ex_bin(c, EX_MUL, ex_bin(c, EX_LT, ex_int(c, 0), ctas), left)),
+	            "the tiles CTAs take whole");
+	mydp = let_at(c, k, body, body->nbody, "my_dp", ex_bin(c, EX_CEILDIV, ex_bin(c, EX_SUB, dp, b), G),
+	              "this CTA's whole tiles");
+	mine->a = ex_bin(c, EX_ADD, mydp, ex_bin(c, EX_LT, b, ctas));
+	mine->comment = "whole tiles, then this CTA's part of a tile";
+	st_append(c, body, mine);
+
+	/* in the tile loop, before the tile: iteration my_dp is the part */
+	i = ex_var(c, loop->var);
+	sk = let_at(c, k, loop, at++, "sk", ex_bin(c, EX_GE, i, mydp), "a part of a tile, not a whole one");
+	t->ski = let_at(c, k, loop, at++, "sk_i", ex_bin(c, EX_MUL, sk, ex_bin(c, EX_MOD, b, np)),
+	                "the part's index among its tile's (0 for a whole tile)");
+	t->sknp = let_at(c, k, loop, at++, "sk_n", ex_bin(c, EX_ADD, ex_int(c, 1), ex_bin(c, EX_MUL, sk,
+	                                                                               ex_bin(c, EX_SUB, np, ex_int(c, 1)))),
+	                 "and their number (1)");
+	tile->a = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, ex_bin(c, EX_SUB, ex_int(c, 1), sk), tile->a),
+	                 ex_bin(c, EX_MUL, sk, ex_bin(c, EX_ADD, dp, ex_bin(c, EX_DIV, b, np))));
+	t->k0 = let_at(c, k, loop, loop->nbody, "kb", ex_bin(c, EX_DIV, ex_bin(c, EX_MUL, t->ski, kt), t->sknp),
+	               "the part's first k-step in its tile");
+	t->kn = let_at(c, k, loop, loop->nbody, "kn",
+	               ex_bin(c, EX_SUB, ex_bin(c, EX_DIV, ex_bin(c, EX_MUL, ex_bin(c, EX_ADD, t->ski, ex_int(c, 1)), kt),
+	                                        t->sknp), t->k0),
+	               "and its k-steps");
+	/* the part is the CTA's last tile: its stage counter runs on from the whole ones' (the k loop's lin) */
+	t->kbase = let_at(c, k, loop, loop->nbody, "kbase", ex_bin(c, EX_MUL, i, kt), "the stage counter at its first");
+	return 0;
+}
+
 static int
 stream_k_plan(Comp *c, Kernel *k, Tile *t)
 {
@@ -922,6 +996,8 @@ stream_k_plan(Comp *c, Kernel *k, Tile *t)
 		;
 	memmove(&body->body[n], &body->body[n + 1], (size_t)(body->nbody - n - 1) * sizeof *body->body);
 	body->nbody--;
+	if (k->sk_scatter)
+		return fraction_plan(c, k, t, on, mine, tile, at_tile);
 
 	left = let_at(c, k, body, body->nbody, "sk_tiles", ex_bin(c, EX_MOD, tiles, G), "stream-K: the last wave's tiles");
 	steps = ex_bin(c, EX_MUL, left, kt);
@@ -1202,6 +1278,7 @@ long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const
 	t->bm = BM;
 	t->bn = bn;
 	k->sk_parts = (int)parts;
+	k->sk_scatter = true;   /* fractions of a tile that share its epilogue (fraction_plan) */
 }
 
 /*
@@ -1226,6 +1303,19 @@ stream_k_meet(Comp *c, const Tile *t, const Group *g, Stmt *epilogue)
 	put->param = add->param = p;
 	VEC_PUSH(c->arena, put->reads, put->nreads, put->capreads)->acc = g->acc[0];
 	VEC_PUSH(c->arena, add->reads, add->nreads, add->capreads)->acc = g->acc[0];
+	if (k->sk_scatter) {
+		/* every part of a split tile leaves the others their subtiles; a part that owns some adds theirs */
+		put->cond = ex_bin(c, EX_LT, ex_int(c, 1), t->sknp);
+		put->comment = "a part of a tile: its sums of the subtiles the others own, to the CTA's slot";
+		add->cond = ex_bin(c, EX_MUL, put->cond, ex_bin(c, EX_LT, t->ski, ex_int(c, t->bn / EPI_COLS)));
+		add->comment = "a part that owns subtiles: the other parts' sums of them, in part order";
+		put->a = add->a = t->ski;
+		put->b = add->b = t->sknp;
+		st_append(c, t->loop, put);
+		st_append(c, t->loop, add);
+		st_append(c, t->loop, epilogue);
+		return;
+	}
 	put->cond = ex_bin(c, EX_LT, ex_int(c, 0), t->k0);
 	put->comment = "a part from inside the tile: its sums to the CTA's slot, for the tile's owner";
 	add->cond = own->cond;
@@ -1327,7 +1417,11 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 	                         : arena_printf(c->arena, "the epilogue of %s", f->name);
 	for (m = 0; m < g->n; m++)
 		VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->acc = g->acc[m];
-	st_append(c, k->split_scatter ? own_subtile(c, t, eloop, "this rank's subtile: it holds the cluster's sum of it") : eloop,
+	if (k->sk_scatter)
+		compute->step = t->sknp;
+	st_append(c, k->split_scatter ? own_subtile(c, t, eloop, "this rank's subtile: it holds the cluster's sum of it")
+	             : k->sk_scatter ? own_subtile(c, t, eloop, "this part's subtile: it holds the tile's sum of it")
+	             : eloop,
 	          compute);
 	store = st_if(c, ex_leaf(c, EX_ELECT));
 	store->comment = "one thread stores the subtile";
@@ -1371,7 +1465,9 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 		if (k->pingpong)   /* a staging copy holds both warpgroups' subtiles; each stores its own */
 			st->off = ex_bin(c, EX_MUL, ex_leaf(c, EX_WG), ex_int(c, t->bm * ecols));
 	}
-	st_append(c, k->split_scatter ? own_subtile(c, t, eloop, "this rank's subtile: one thread stores it") : eloop, store);
+	st_append(c, k->split_scatter ? own_subtile(c, t, eloop, "this rank's subtile: one thread stores it")
+	             : k->sk_scatter ? own_subtile(c, t, eloop, "this part's subtile: one thread stores it") : eloop,
+	          store);
 	return kloop;
 }
 

@@ -60,25 +60,24 @@ wsfuse_gemm_few_tiles(
     const long long tiles = (wsf_ceildiv(rows, 128LL) * col_tiles);
     const long long ktiles = wsf_ceildiv(inner, 64LL);
     const long long sk_tiles = wsf_umod(tiles, (long long)gridDim.x);   // stream-K: the last wave's tiles
-    const long long sk_len = wsf_max(wsf_ceildiv((sk_tiles * ktiles), wsf_max(wsf_min((long long)gridDim.x, wsf_udiv((sk_tiles * ktiles), wsf_max((ktiles / 4LL), 4LL))), 1LL)), 1LL);   // the k-steps of a run
-    const long long sk_ctas = (((wsf_ceildiv((sk_tiles * ktiles), sk_len) * (sk_tiles < wsf_ceildiv((sk_tiles * ktiles), sk_len))) * (((long long)gridDim.x * 5LL) >= (sk_tiles * 8LL))) * sk_on);   // the CTAs that run them; 0: none split, all whole
+    const long long sk_np = wsf_max(wsf_min(wsf_min(4LL, wsf_udiv((long long)gridDim.x, wsf_max(sk_tiles, 1LL))), (ktiles / 4LL)), 1LL);   // the parts of each, as many as the CTAs and k-steps allow
+    const long long sk_ctas = ((((sk_tiles * sk_np) * (1LL < sk_np)) * (((long long)gridDim.x * 5LL) >= (sk_tiles * 8LL))) * sk_on);   // the CTAs that run them, a tile's parts side by side; 0: none split, all whole
     const long long dp_tiles = (tiles - ((0LL < sk_ctas) * sk_tiles));   // the tiles CTAs take whole
     const long long my_dp = wsf_ceildiv((dp_tiles - (long long)blockIdx.x), (long long)gridDim.x);   // this CTA's whole tiles
-    const long long sk_lo = ((long long)blockIdx.x * sk_len);
-    const long long sk_hi = wsf_min((sk_lo + sk_len), (sk_tiles * ktiles));   // this CTA's run of the last wave's k-steps, [sk_lo, sk_hi)
-    const long long my_tiles = (my_dp + (((long long)blockIdx.x < sk_ctas) * (1LL + (((wsf_udiv(sk_lo, ktiles) + 1LL) * ktiles) < sk_hi))));   // whole tiles, then the parts of this CTA's run
+    const long long my_tiles = (my_dp + ((long long)blockIdx.x < sk_ctas));   // whole tiles, then this CTA's part of a tile
     if (threadIdx.x >= 256) {   // producer warps: TMA issue only
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         // circular buffer: 8 stages, prefetch 6
         for (long long i = 0LL; i < my_tiles; i++) {   // producer: issue the loads of every tile
-            const long long sk = (i >= my_dp);   // a part of a run, not a whole tile
-            const long long sk_at = (sk_lo + (((i - my_dp) * sk) * (ktiles - wsf_umod(sk_lo, ktiles))));   // the part's first k-step among the last wave's
-            const long long tile = (((1LL - sk) * ((long long)blockIdx.x + (i * (long long)gridDim.x))) + (sk * (dp_tiles + wsf_udiv(sk_at, ktiles))));
+            const long long sk = (i >= my_dp);   // a part of a tile, not a whole one
+            const long long sk_i = (sk * wsf_umod((long long)blockIdx.x, sk_np));   // the part's index among its tile's (0 for a whole tile)
+            const long long sk_n = (1LL + (sk * (sk_np - 1LL)));   // and their number (1)
+            const long long tile = (((1LL - sk) * ((long long)blockIdx.x + (i * (long long)gridDim.x))) + (sk * (dp_tiles + wsf_udiv((long long)blockIdx.x, sk_np))));
             const long long row0 = wsf_min((((wsf_udiv(tile, (16LL * col_tiles)) * 16LL) + wsf_umod(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL))) * 128LL), wsf_max((rows - 128LL), 0LL));   // a ragged last row of tiles inside the output: A's boxes in the tensor
             const long long col0 = wsf_min((wsf_udiv(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL)) * 64LL), wsf_max((cols - 64LL), 0LL));   // a ragged last column of tiles inside the output: B's boxes in the tensor
-            const long long kb = (sk * wsf_umod(sk_at, ktiles));   // the part's first k-step in its tile
-            const long long kn = (ktiles + (sk * (wsf_min((sk_hi - sk_at), (ktiles - kb)) - ktiles)));   // and its k-steps
-            const long long kbase = ((i * ktiles) - (((i - my_dp) * sk) * wsf_umod(sk_lo, ktiles)));   // the stage counter at its first
+            const long long kb = wsf_udiv((sk_i * ktiles), sk_n);   // the part's first k-step in its tile
+            const long long kn = (wsf_udiv(((sk_i + 1LL) * ktiles), sk_n) - kb);   // and its k-steps
+            const long long kbase = (i * ktiles);   // the stage counter at its first
             for (long long kk = 0LL; kk < kn; kk++) {   // this part's k-steps of the tile
                 if (threadIdx.x == 256) {   // one thread loads the k-step's operands
                     wsf_mbar_wait(&empty[((kbase + kk) % 8LL)], (unsigned)(((kbase + kk) / 8LL) & 1LL));   // wait until consumers released the slot
@@ -95,15 +94,15 @@ wsfuse_gemm_few_tiles(
         }
         // circular buffer: 8 stages, prefetch 6
         for (long long i = 0LL; i < my_tiles; i++) {   // consumers: compute every tile
-            const long long sk = (i >= my_dp);   // a part of a run, not a whole tile
-            const long long sk_at = (sk_lo + (((i - my_dp) * sk) * (ktiles - wsf_umod(sk_lo, ktiles))));   // the part's first k-step among the last wave's
-            const long long tile = (((1LL - sk) * ((long long)blockIdx.x + (i * (long long)gridDim.x))) + (sk * (dp_tiles + wsf_udiv(sk_at, ktiles))));
+            const long long sk = (i >= my_dp);   // a part of a tile, not a whole one
+            const long long sk_i = (sk * wsf_umod((long long)blockIdx.x, sk_np));   // the part's index among its tile's (0 for a whole tile)
+            const long long sk_n = (1LL + (sk * (sk_np - 1LL)));   // and their number (1)
+            const long long tile = (((1LL - sk) * ((long long)blockIdx.x + (i * (long long)gridDim.x))) + (sk * (dp_tiles + wsf_udiv((long long)blockIdx.x, sk_np))));
             const long long row0 = wsf_min((((wsf_udiv(tile, (16LL * col_tiles)) * 16LL) + wsf_umod(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL))) * 128LL), wsf_max((rows - 128LL), 0LL));   // a ragged last row of tiles inside the output: A's boxes in the tensor
             const long long col0 = wsf_min((wsf_udiv(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL)) * 64LL), wsf_max((cols - 64LL), 0LL));   // a ragged last column of tiles inside the output: B's boxes in the tensor
-            const long long kb = (sk * wsf_umod(sk_at, ktiles));   // the part's first k-step in its tile
-            const long long kn = (ktiles + (sk * (wsf_min((sk_hi - sk_at), (ktiles - kb)) - ktiles)));   // and its k-steps
-            const long long kbase = ((i * ktiles) - (((i - my_dp) * sk) * wsf_umod(sk_lo, ktiles)));   // the stage counter at its first
-            const long long sk_help = (sk * (wsf_udiv(((sk_at + ktiles) - 1LL), sk_len) - (long long)blockIdx.x));   // an owner's part: the CTAs after this one that hold the rest
+            const long long kb = wsf_udiv((sk_i * ktiles), sk_n);   // the part's first k-step in its tile
+            const long long kn = (wsf_udiv(((sk_i + 1LL) * ktiles), sk_n) - kb);   // and its k-steps
+            const long long kbase = (i * ktiles);   // the stage counter at its first
             for (long long kk = 0LL; kk < kn; kk++) {   // this part's k-steps of the tile
                 wsf_mbar_wait(&full[((kbase + kk) % 8LL)], (unsigned)(((kbase + kk) / 8LL) & 1LL));   // wait until the stage's loads have landed
                 wsf_mma_fence();
@@ -121,33 +120,42 @@ wsfuse_gemm_few_tiles(
             }
             wsf_mma_wait<0>();   // the mma results are in registers
             wsf_acc_fence<32>(acc_y);
-            if ((0LL < kb)) {   // stream-K: a part from inside the tile: its sums to the CTA's slot, for the tile's owner
+            if ((1LL < sk_n)) {   // stream-K: a part of a tile: its sums of the subtiles the others own, to the CTA's slot
+                const long long me = sk_i, parts = sk_n;   // this part of the tile's
                 float4 *const part = (float4 *)wsf_sk_slot(sk_work, 1024, 32768, blockIdx.x) + threadIdx.x;
                 #pragma unroll
-                for (int q = 0; q < 8; q++)
-                    part[256 * q] = make_float4(acc_y[4 * q], acc_y[4 * q + 1], acc_y[4 * q + 2], acc_y[4 * q + 3]);
+                for (int q = 0; q < 8; q++)   // registers 4q .. 4q + 3, of subtile q / 4
+                    if (q / 4 % parts != me)   // another part's subtile: for it to read
+                        part[256 * q] = make_float4(acc_y[4 * q], acc_y[4 * q + 1], acc_y[4 * q + 2], acc_y[4 * q + 3]);
                 wsf_bar_sync(1, 256);   // every consumer thread's sums written
                 if (threadIdx.x == 0)
-                    wsf_sk_post(wsf_sk_flag(sk_work, blockIdx.x));   // released to the owner (gpu scope)
+                    wsf_sk_arrive(wsf_sk_flag(sk_work, blockIdx.x - me));   // counted at the tile's first CTA (release, gpu scope)
             }
-            if ((kb == 0LL)) {   // stream-K: the tile's owner: the sums of the CTAs that took the rest of its k-steps, in CTA order
-                const long long n = sk_help;
-                for (long long h = 1; h <= n; h++) {
-                    const long long cta = (long long)blockIdx.x + h;
-                    if (threadIdx.x == 0)
-                        wsf_sk_take(wsf_sk_flag(sk_work, cta));   // its sums are in place (acquire), the flag reset for the next launch
-                    wsf_bar_sync(1, 256);   // what the acquire made visible, to every consumer thread
-                    const float4 *const part = (const float4 *)wsf_sk_slot(sk_work, 1024, 32768, cta) + threadIdx.x;
+            if (((1LL < sk_n) * (sk_i < 2LL))) {   // stream-K: a part that owns subtiles: the other parts' sums of them, in part order
+                const long long me = sk_i, parts = sk_n;   // this part of the tile's
+                const long long first = (long long)blockIdx.x - me;   // the tile's first part's CTA
+                if (threadIdx.x == 0)   // every part's sums are in place (acquire); the last of the parts that own subtiles resets the count
+                    wsf_sk_gather(wsf_sk_flag(sk_work, first), (unsigned)parts, wsf_sk_flag(sk_work, first + 1), (unsigned)wsf_min(parts, 2LL));
+                wsf_bar_sync(1, 256);   // what the acquire made visible, to every consumer thread
+                const int g = 0;
+                for (long long h = 0; h < parts; h++) {   // in part order
+                    if (h == me)
+                        continue;
+                    const float4 *const part = (const float4 *)wsf_sk_slot(sk_work, 1024, 32768, first + h) + threadIdx.x;
+                    uint4 v[8];
                     #pragma unroll
-                    for (int q = 0; q < 8; q++) {
-                        const uint4 v = wsf_ldcg16(part + 256 * q);
-                        acc_y[4 * q] += __uint_as_float(v.x), acc_y[4 * q + 1] += __uint_as_float(v.y), acc_y[4 * q + 2] += __uint_as_float(v.z), acc_y[4 * q + 3] += __uint_as_float(v.w);
-                    }
+                    for (int q = 0; q < 8; q++)   // this part's subtiles' registers
+                        if ((g + q) / 4 % parts == me)
+                            v[q] = wsf_ldcg16(part + 256 * (g + q));
+                    #pragma unroll
+                    for (int q = 0; q < 8; q++)
+                        if ((g + q) / 4 % parts == me)
+                            acc_y[4 * (g + q)] += __uint_as_float(v[q].x), acc_y[4 * (g + q) + 1] += __uint_as_float(v[q].y), acc_y[4 * (g + q) + 2] += __uint_as_float(v[q].z), acc_y[4 * (g + q) + 3] += __uint_as_float(v[q].w);
                 }
             }
-            if ((kb == 0LL)) {   // the owner holds the tile's sum: it alone computes and stores the tile
-                #pragma unroll   // the accumulators' registers are indexed by constants
-                for (long long e = 0LL; e < 2LL; e++) {   // the epilogue, a subtile at a time
+            #pragma unroll   // the accumulators' registers are indexed by constants
+            for (long long e = 0LL; e < 2LL; e++) {   // the epilogue, a subtile at a time
+                if ((wsf_umod(e, sk_n) == sk_i)) {   // this part's subtile: it holds the tile's sum of it
                     {   // compute subtile (row0, col) = (row0, (col0 + (e * 32LL))): the epilogue of gemm_few_tiles
                         const long long left = (col0 + (e * 32LL));
                         const int sub = (int)(e), wr = 64 * (threadIdx.x / 128) + 16 * ((threadIdx.x / 32) % 4) + (threadIdx.x % 32) / 4, wc = 2 * (threadIdx.x % 4);
@@ -156,12 +164,12 @@ wsfuse_gemm_few_tiles(
                         #pragma unroll
                         for (int q = 0; q < 8; q++) {
                             const long long col = left + 8 * (q >> 1) + wc + (q & 1);
-                            here_b[q] = sub == 0 ? (col < cols ? wsf_load1(in_b + col) : 0.0f) : ahead_b[q];
+                            here_b[q] = sub < sk_n ? (col < cols ? wsf_load1(in_b + col) : 0.0f) : ahead_b[q];
                         }
-                        if (sub + 1 < 2) {   // the next subtile's, 32 columns on
+                        if (sub + sk_n < 2) {   // the next subtile's, sk_n * 32 columns on
                             #pragma unroll
                             for (int q = 0; q < 8; q++) {
-                                const long long col = left + 32 + 8 * (q >> 1) + wc + (q & 1);
+                                const long long col = left + sk_n * 32 + 8 * (q >> 1) + wc + (q & 1);
                                 ahead_b[q] = col < cols ? wsf_load1(in_b + col) : 0.0f;
                             }
                         }
@@ -179,11 +187,13 @@ wsfuse_gemm_few_tiles(
                             wsf_store2(cur_stage_o + wsf_swizzle<64, 2>(r * 32 + c), res_o[jj], res_o[jj + 1]);
                         }
                     }
-                    wsf_fence_proxy_async();
-                    if (threadIdx.x == 0) {
-                        wsf_bulk_wait_read<0>();   // the staging copy the next tile writes has been read
-                    }
-                    wsf_bar_sync(1, 256);   // staging tile complete before the store reads it
+                }
+                wsf_fence_proxy_async();
+                if (threadIdx.x == 0) {
+                    wsf_bulk_wait_read<0>();   // the staging copy the next tile writes has been read
+                }
+                wsf_bar_sync(1, 256);   // staging tile complete before the store reads it
+                if ((wsf_umod(e, sk_n) == sk_i)) {   // this part's subtile: one thread stores it
                     if (threadIdx.x == 0) {   // one thread stores the subtile
                         wsf_tma_store_2d(&out_o, (col0 + (e * 32LL)), row0, stage_o + ((e % 2LL)) * 4096);  // tests/golden/gemm_few_tiles.yaml:17
                         wsf_bulk_commit();

@@ -2293,6 +2293,132 @@ stage_division_values(void **state)
 }
 
 /*
+ * Stream-K in fractions of a tile (Kernel.sk_scatter, fraction_plan), the
+ * default rules' kernel of 128 x 64 tiles in quarters run at other sizes
+ * and grids as each CTA would: every k-step of every tile computed once;
+ * a split tile's parts on consecutive CTAs, part i on its first + i, all
+ * of one count (at most the rule's 4, each at least 4 k-steps) and the
+ * whole tiles with sk_i 0 of 1; the stage counter runs on.  Then the
+ * meeting: every part of a split tile writes (1 < sk_n), those that own
+ * a subtile of the two add, and the epilogue's compute and store each
+ * under the part's subtile test, the compute's step sk_n.
+ */
+static void
+stream_k_fractions(void **state)
+{
+	Fixture *t = *state;
+	static const struct {
+		int64_t m, n, k, grid, parts;   /* parts: of each split tile, 1: none split */
+		bool off;                       /* launched without a workspace: sk_on 0 */
+	} runs[] = {
+		{128, 1280, 8192, 132, 4, false},    /* the spec's sizes: 20 tiles on 80 CTAs */
+		{256, 1024, 8192, 132, 4, false},    /* 32 on 128 */
+		{128, 1280, 8192, 40, 2, false},     /* a smaller grid: halves */
+		{128, 1280, 8200, 132, 4, false},    /* 129 k-steps: parts of 32 and 33 */
+		{128, 1280, 1000, 132, 4, false},    /* 16 k-steps: parts of 4 */
+		{128, 1280, 448, 132, 1, false},     /* 7: none split */
+		{1024, 1280, 8192, 132, 4, false},   /* 160 tiles: a wave, then 28 in quarters after */
+		{4096, 4096, 8192, 132, 1, false},   /* 68 left: no room for two parts each */
+		{128, 1280, 8192, 132, 1, true},     /* no workspace: all whole */
+	};
+	Kernel *k = kernel_of(t, GEMM_SIZES(128, 1280, 8192) GEMM_PLAIN);
+	Stmt *tl, *eloop = NULL, *put, *add;
+	const char *cu;
+	int r, i, tests = 0;
+
+	if (!k)
+		fail_msg("%s", t->msg);
+	assert_true(k->sk_scatter && k->sk_parts == 4 && k->tile_cols == 64);
+	tl = consumer_tiles(k);
+	for (r = 0; r < (int)countof(runs); r++) {
+		int64_t M = runs[r].m, N = runs[r].n, K = runs[r].k, tiles = (M + 127) / 128 * ((N + 63) / 64);
+		int64_t kt = (K + 63) / 64, b, *cover = calloc((size_t)(tiles * kt), sizeof *cover);
+		int64_t *first = calloc((size_t)tiles, sizeof *first), *nparts = calloc((size_t)tiles, sizeof *nparts);
+		Env env = {arena_alloc(t->c.arena, (size_t)k->nvar * sizeof *env.v),
+		           arena_alloc(t->c.arena, (size_t)k->nvar * sizeof *env.set), 0, 0};
+
+		for (b = 0; b < tiles; b++)
+			first[b] = -1;
+		for (b = 0; b < runs[r].grid; b++) {
+			int64_t it, counter = 0;
+
+			memset(env.set, 0, (size_t)k->nvar * sizeof *env.set);
+			env.cta = b;
+			env.ncta = runs[r].grid;
+			env.v[k->rows_var] = M, env.set[k->rows_var] = true;
+			env.v[k->cols_var] = N, env.set[k->cols_var] = true;
+			for (i = 1; i < k->nparam; i++)
+				if (k->param[i].kind == PK_SIZE && (k->param[i].size == SZ_INNER || k->param[i].size == SZ_SK_ON))
+					env.v[k->param[i].var] = k->param[i].size == SZ_INNER ? K : !runs[r].off,
+					env.set[k->param[i].var] = true;
+			for (i = 0; i < k->body->nbody; i++)
+				if (k->body->body[i]->kind == ST_LET)
+					let_in(k, k->body->body[i], &env);
+			for (it = 0; it < env.v[k->niter_var]; it++) {
+				int64_t tile, kb, kn, ski, skn, j;
+
+				env.v[tl->var] = it, env.set[tl->var] = true;
+				for (i = 0; i < tl->nbody; i++)
+					if (tl->body[i]->kind == ST_LET)
+						let_in(k, tl->body[i], &env);
+				tile = var_named(k, &env, "tile"), kb = var_named(k, &env, "kb"), kn = var_named(k, &env, "kn");
+				ski = var_named(k, &env, "sk_i"), skn = var_named(k, &env, "sk_n");
+				if (tile < 0 || tile >= tiles || kn < 1 || kb < 0 || kb + kn > kt || ski >= skn)
+					fail_msg("run %d cta %lld tile %lld: k-steps [%lld, %lld) of %lld, part %lld of %lld", r,
+					         (long long)b, (long long)tile, (long long)kb, (long long)(kb + kn), (long long)kt,
+					         (long long)ski, (long long)skn);
+				assert_int_equal(var_named(k, &env, "kbase"), counter);   /* the stage counter runs on */
+				counter += kn;
+				for (j = kb; j < kb + kn; j++)
+					cover[tile * kt + j]++;
+				if (skn > 1) {   /* part ski of a split tile: its first part's CTA + ski */
+					assert_true(kn >= 4 && skn <= 4 && skn == runs[r].parts);
+					if (first[tile] < 0)
+						first[tile] = b - ski, nparts[tile] = skn;
+					assert_int_equal(b - ski, first[tile]);
+					assert_int_equal(skn, nparts[tile]);
+					tests++;
+				}
+			}
+		}
+		for (i = 0; i < tiles * kt; i++)
+			if (cover[i] != 1)
+				fail_msg("run %d: tile %lld k-step %lld computed %lld times", r, (long long)(i / kt),
+				         (long long)(i % kt), (long long)cover[i]);
+		if (runs[r].parts == 1)
+			for (i = 0; i < tiles; i++)
+				assert_int_equal(first[i], -1);
+		free(cover), free(first), free(nparts);
+	}
+	assert_true(tests > 0);
+
+	/* the meeting, then the epilogue's subtiles shared among the parts */
+	put = find_kind(tl, ST_SK_STORE, 0);
+	add = find_kind(tl, ST_SK_REDUCE, 0);
+	assert_non_null(put);
+	assert_non_null(add);
+	assert_string_equal(expr(t, put->cond), "(1 < sk_n)");
+	assert_string_equal(expr(t, add->cond), "((1 < sk_n) * (sk_i < 2))");
+	assert_string_equal(expr(t, add->a), "sk_i");
+	assert_string_equal(expr(t, add->b), "sk_n");
+	for (i = 0; i < tl->nbody; i++)
+		if (tl->body[i] == add && i + 1 < tl->nbody)
+			eloop = tl->body[i + 1];
+	assert_true(eloop && eloop->kind == ST_LOOP);
+	for (i = r = 0; i < eloop->nbody; i++)
+		if (eloop->body[i]->kind == ST_IF && !strcmp(expr(t, eloop->body[i]->cond), "((e % sk_n) == sk_i)"))
+			r++;
+	assert_int_equal(r, 2);
+	assert_string_equal(expr(t, find_deep(eloop, ST_COMPUTE)->step), "sk_n");
+	assert_int_equal(census(eloop).kind[ST_TMA_STORE], 1);
+	cu = cuda_of(t);
+	assert_non_null(strstr(cu, "wsf_sk_arrive(wsf_sk_flag(sk_work, blockIdx.x - me));"));
+	assert_non_null(strstr(cu, "wsf_sk_gather(wsf_sk_flag(sk_work, first), (unsigned)parts, "
+	                           "wsf_sk_flag(sk_work, first + 1), (unsigned)wsf_min(parts, 2LL));"));
+	assert_null(strstr(cu, "wsf_sk_take(wsf_sk_flag"));   /* no owner adds every part alone */
+}
+
+/*
  * stream_k: the plan's lets run as each CTA of a grid would, over shapes
  * and grids with and without a partial last wave: every k-step of every
  * tile is computed by exactly one part; a tile split into parts has one
@@ -3452,13 +3578,15 @@ long_k_default(void **state)
 			fail_msg("case %d: parts %d, slot %d, tile %d x %d, splits %d, cluster %d x %d; expected parts %d at "
 			         "128 x %d", i, k->sk_parts, k->sk_slot, k->tile_rows, k->tile_cols, k->splits, k->cluster[0],
 			         k->cluster[1], cases[i].parts, cases[i].bn);
+		/* the rules cut whole fractions of a tile (fraction_plan); the hint, runs across tiles */
+		assert_int_equal(k->sk_scatter, cases[i].parts > 0 && !strstr(cases[i].spec, "stream_k: true"));
 		if (cases[i].parts) {   /* the plan cuts runs of 1 / parts of a tile */
 			char want[64];
 			Buf b;
 
 			buf_init(&b, t->c.arena);
 			kernel_print(&b, k);
-			snprintf(want, sizeof want, "(ktiles / %d)", cases[i].parts);
+			snprintf(want, sizeof want, k->sk_scatter ? "min(min(%d, " : "(ktiles / %d)", cases[i].parts);
 			if (!strstr(buf_str(&b), want))
 				fail_msg("case %d: no %s in\n%s", i, want, buf_str(&b));
 		}
@@ -3550,6 +3678,7 @@ main(void)
 		cmocka_unit_test(split_in_clusters),
 		cmocka_unit_test_setup_teardown(stream_k, setup, teardown),
 		cmocka_unit_test(long_k_default),
+		cmocka_unit_test_setup_teardown(stream_k_fractions, setup, teardown),
 		cmocka_unit_test(tune_candidates),
 		cmocka_unit_test(cooperative_256),
 		cmocka_unit_test(wait_per_tile),
