@@ -112,6 +112,8 @@ enum {
 	SK_IDLE_NUM = 4, SK_IDLE_DEN = 5,          /* where 128 x 128 tiles fill at most 4 / 5 of the SMs */
 	SK_NARROW_ROWS = 4,                        /* narrow_parts: on at most this many rows of tiles, */
 	SK_NARROW_WIDE = 96,                       /* else halves this wide where 128 x 64's are too many */
+	SK_ROW_PARTS = 6, SK_ROW_MOST = 8,         /* one row of 128 x 64 tiles: this many parts or more fill
+	                                              the SMs where quarters leave a third idle */
 	TUNE_COUNT = 12                            /* lower_matmul_candidates' schedules, at most */
 };
 
@@ -1215,6 +1217,25 @@ half_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn)
  * did not gain (512 x 1280 x 4096 0.76-0.77 -> 0.75 and 0.81-0.86 ->
  * 0.80-0.81), and one row of tiles lost at 128 x 6144 x 8192 (flushed
  * 0.93-0.95 -> 0.91).
+ *
+ * Since a tile's parts share its epilogue (fraction_plan), two more on one
+ * row of 128-row tiles: of 16 to 22 tiles of 128 x 64, as many parts as
+ * fill the SMs (6 to 8, SK_ROW_PARTS to SK_ROW_MOST; runs of SK_RUN_STEPS
+ * / 2 or more), where quarters left a third of them idle; and halves of
+ * 128 x 96 where a 128 x 64 tile a CTA would leave more than 3 / 8 of the
+ * SMs idle (67 to 82 tiles).  On an H200, cuBLAS / wsfuse, CUDA-graph
+ * replays and L2 flushed, the build before (parts that share the epilogue
+ * already) against the rule: 128 x 1280 x 8192 0.81-0.84 -> 0.91-0.92 and
+ * 0.89-0.91 -> 0.88-0.92, x 16384 0.74-0.80 -> 0.95-0.96 and 0.86 ->
+ * 0.94-0.96, 128 x 1024 x 8192 (which ran ping-pong's 64 x 64 tiles split
+ * by 3) 0.79-0.80 -> 0.86-0.87 and 0.81-0.85 -> 0.85; 128 x 4608 x 8192
+ * 0.82 -> 0.92 and 0.87 -> 0.94-0.95, 128 x 5120 x 16384 0.91 -> 1.07 and
+ * 0.90 -> 0.97-0.98.  Not taken: 5 parts (128 x 1536 x 8192: replays 6%
+ * faster, flushed 3% slower), more rows (256 x 640 x 8192 in sixths and
+ * 384 x 512 x 8192 in fifths: 1-11% slower in replays), runs of 10
+ * (128 x 1280 x 4096), halves of 128 x 96 of 96 tiles (128 x 6144 x
+ * 8192, flushed 2% slower) and of 128 x 128 or quarters of 128 x 256 on
+ * one row (128 x 7168 x 8192: 4-24% slower).
  */
 static int64_t
 narrow_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn)
@@ -1224,13 +1245,23 @@ narrow_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn)
 	*bn = CHUNK;
 	if (rows < BM || (rows > SK_NARROW_ROWS * BM && rows <= cols))
 		return 0;
+	/* one row of 16 to 22 tiles: as many parts as fill the SMs, of SK_RUN_STEPS / 2 k-steps or more */
+	parts = TILE_TARGET / tiles;
+	if (rows == BM && parts >= SK_ROW_PARTS && parts <= SK_ROW_MOST && steps >= parts * SK_RUN_STEPS / 2)
+		return parts;
 	for (parts = SK_PARTS; parts >= 2; parts /= 2)
 		if (tiles * parts >= SK_FILL && tiles * parts <= TILE_TARGET && steps >= parts * SK_RUN_STEPS)
 			return parts;
-	/* halves of 128 x 64 more than the SMs: halves of 128 x 96 on two to four rows, runs of 2 SK_RUN_STEPS */
+	/*
+	 * Halves of 128 x 64 more than the SMs: halves of 128 x 96 on one to
+	 * four rows, runs of 2 SK_RUN_STEPS; on one row only where a 128 x 64
+	 * tile a CTA leaves more than 1 - SK_LEFT_NUM / SK_LEFT_DEN of the SMs idle.
+	 */
+	if (rows == BM && tiles * SK_LEFT_DEN > TILE_TARGET * SK_LEFT_NUM)
+		return 0;
 	tiles = grid_tiles(rows, cols, BM, SK_NARROW_WIDE);
-	if (rows <= BM || rows > SK_NARROW_ROWS * BM || SK_NARROW_WIDE % step || tiles * 2 < SK_FILL ||
-	    tiles * 2 > TILE_TARGET || steps < 2 * 2 * SK_RUN_STEPS)
+	if (rows > SK_NARROW_ROWS * BM || SK_NARROW_WIDE % step || tiles * 2 < SK_FILL || tiles * 2 > TILE_TARGET ||
+	    steps < 2 * 2 * SK_RUN_STEPS)
 		return 0;
 	*bn = SK_NARROW_WIDE;
 	return 2;

@@ -60,7 +60,7 @@ wsfuse_gemm_few_tiles(
     const long long tiles = (wsf_ceildiv(rows, 128LL) * col_tiles);
     const long long ktiles = wsf_ceildiv(inner, 64LL);
     const long long sk_tiles = wsf_umod(tiles, (long long)gridDim.x);   // stream-K: the last wave's tiles
-    const long long sk_np = wsf_max(wsf_min(wsf_min(4LL, wsf_udiv((long long)gridDim.x, wsf_max(sk_tiles, 1LL))), (ktiles / 4LL)), 1LL);   // the parts of each, as many as the CTAs and k-steps allow
+    const long long sk_np = wsf_max(wsf_min(wsf_min(6LL, wsf_udiv((long long)gridDim.x, wsf_max(sk_tiles, 1LL))), (ktiles / 4LL)), 1LL);   // the parts of each, as many as the CTAs and k-steps allow
     const long long sk_ctas = ((((sk_tiles * sk_np) * (1LL < sk_np)) * (((long long)gridDim.x * 5LL) >= (sk_tiles * 8LL))) * sk_on);   // the CTAs that run them, a tile's parts side by side; 0: none split, all whole
     const long long dp_tiles = (tiles - ((0LL < sk_ctas) * sk_tiles));   // the tiles CTAs take whole
     const long long my_dp = wsf_ceildiv((dp_tiles - (long long)blockIdx.x), (long long)gridDim.x);   // this CTA's whole tiles

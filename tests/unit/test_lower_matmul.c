@@ -2294,7 +2294,7 @@ stage_division_values(void **state)
 
 /*
  * Stream-K in fractions of a tile (Kernel.sk_scatter, fraction_plan), the
- * default rules' kernel of 128 x 64 tiles in quarters run at other sizes
+ * default rules' kernel of 128 x 64 tiles in quarters (256 x 1024 x 8192) run at other sizes
  * and grids as each CTA would: every k-step of every tile computed once;
  * a split tile's parts on consecutive CTAs, part i on its first + i, all
  * of one count (at most the rule's 4, each at least 4 k-steps) and the
@@ -2311,8 +2311,8 @@ stream_k_fractions(void **state)
 		int64_t m, n, k, grid, parts;   /* parts: of each split tile, 1: none split */
 		bool off;                       /* launched without a workspace: sk_on 0 */
 	} runs[] = {
-		{128, 1280, 8192, 132, 4, false},    /* the spec's sizes: 20 tiles on 80 CTAs */
-		{256, 1024, 8192, 132, 4, false},    /* 32 on 128 */
+		{256, 1024, 8192, 132, 4, false},    /* the spec's sizes: 32 tiles on 128 CTAs */
+		{128, 1280, 8192, 132, 4, false},    /* 20 on 80 */
 		{128, 1280, 8192, 40, 2, false},     /* a smaller grid: halves */
 		{128, 1280, 8200, 132, 4, false},    /* 129 k-steps: parts of 32 and 33 */
 		{128, 1280, 1000, 132, 4, false},    /* 16 k-steps: parts of 4 */
@@ -2321,7 +2321,7 @@ stream_k_fractions(void **state)
 		{4096, 4096, 8192, 132, 1, false},   /* 68 left: no room for two parts each */
 		{128, 1280, 8192, 132, 1, true},     /* no workspace: all whole */
 	};
-	Kernel *k = kernel_of(t, GEMM_SIZES(128, 1280, 8192) GEMM_PLAIN);
+	Kernel *k = kernel_of(t, GEMM_SIZES(256, 1024, 8192) GEMM_PLAIN);
 	Stmt *tl, *eloop = NULL, *put, *add;
 	const char *cu;
 	int r, i, tests = 0;
@@ -3499,13 +3499,15 @@ long_k_default(void **state)
 		{GEMM_SIZES(128, 4096, 16384) GEMM_PLAIN, 4, 128},       /* one row of tiles: quarters of 64 */
 		{GEMM_SIZES(128, 4096, 8192) GEMM_PLAIN, 2, 64},         /* not of 32: halves of 128 x 64, 128 runs */
 		{GEMM_SIZES(512, 1024, 4096) GEMM_PLAIN, 2, 64},         /* runs of 16; 128 x 64 halves of 32 */
-		{GEMM_SIZES(128, 1280, 8192) GEMM_PLAIN, 4, 64},         /* 20 tiles of 128 x 64: 80 runs of 32 */
-		{GEMM_SIZES(128, 1280, 16384) GEMM_PLAIN, 4, 64},
+		{GEMM_SIZES(128, 1280, 8192) GEMM_PLAIN, 6, 64},         /* one row of 20 tiles of 128 x 64: sixths, 120 runs */
+		{GEMM_SIZES(128, 1280, 16384) GEMM_PLAIN, 6, 64},
+		{GEMM_SIZES(128, 1536, 8192) GEMM_PLAIN, 4, 64},         /* 24 tiles: 5 parts not, quarters */
 		{GEMM_SIZES(256, 1024, 8192) GEMM_NMAJOR, 4, 64},        /* 64-wide chunks: 64 */
 		{GEMM_SIZES(200, 1000, 8192) GEMM_PLAIN, 4, 64},         /* ragged, 2 x 16 tiles */
 		{GEMM_SIZES(128, 4096, 4096) GEMM_PLAIN, 2, 64},         /* 64 tiles: halves */
 		{GEMM_SIZES(128, 1280, 4096) GEMM_PLAIN, 0, 0},          /* runs of 16, or 40 */
-		{GEMM_SIZES(128, 1024, 8192) GEMM_PLAIN, 0, 0},          /* 64 runs */
+		{GEMM_SIZES(128, 1024, 8192) GEMM_PLAIN, 8, 64},         /* 16 tiles: eighths of 16 k-steps, not 64 runs */
+		{GEMM_SIZES(128, 768, 8192) GEMM_PLAIN, 0, 0},           /* 12 tiles: 11 parts of 11 */
 		{GEMM_SIZES(384, 768, 8192) GEMM_PLAIN, 0, 0},           /* 36 tiles: 144 runs, or 72 */
 		{GEMM_SIZES(96, 1280, 8192) GEMM_PLAIN, 0, 0},           /* one ragged row of tiles */
 		{GEMM_SIZES(128, 2048, 2048) GEMM_PLAIN, 0, 0},          /* 32 k-steps */
@@ -3524,7 +3526,9 @@ long_k_default(void **state)
 		{GEMM_SIZES(384, 2048, 8192) GEMM_PLAIN, 2, 96},         /* 66 tiles of 128 x 96, 132 runs */
 		{GEMM_SIZES(256, 2560, 8192) GEMM_PLAIN, 2, 96},         /* 2 x 27 ragged */
 		{GEMM_SIZES(512, 1280, 4096) GEMM_PLAIN, 0, 0},          /* runs of 32 */
-		{GEMM_SIZES(128, 6144, 8192) GEMM_PLAIN, 0, 0},          /* one row of tiles */
+		{GEMM_SIZES(128, 6144, 8192) GEMM_PLAIN, 0, 0},          /* one row of 96 tiles of 128 x 64: 3 / 4 of the SMs */
+		{GEMM_SIZES(128, 4608, 8192) GEMM_PLAIN, 2, 96},         /* one row of 72: halves of 48 of 128 x 96 */
+		{GEMM_SIZES(128, 5120, 16384) GEMM_PLAIN, 2, 96},        /* 80 */
 		{GEMM_SIZES(512, 1280, 8192) GEMM_NMAJOR, 0, 0},         /* 96 is not whole 64-wide chunks */
 		{GEMM_SIZES(512, 1792, 8192) GEMM_PLAIN, 0, 0},          /* 76 tiles: 152 runs */
 		{GEMM_SIZES(640, 1280, 8192) GEMM_PLAIN, 0, 0},          /* 5 rows of tiles */
