@@ -1317,9 +1317,13 @@ long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const
  * starts inside its tile (k0 > 0) leaves its sums to the tile's owner
  * through its slot of the workspace (ST_SK_STORE); the owner, whose part
  * starts the tile (and every whole tile), adds those of the CTAs after it
- * (ST_SK_REDUCE: none for a whole tile) and alone runs EPILOGUE.  Both at
- * the tile loop's level, each under its condition, so that sync's wait for
- * the mma comes before either.
+ * (ST_SK_REDUCE: none for a whole tile) and alone runs EPILOGUE.  In
+ * fractions of a tile (Kernel.sk_scatter) every part of a split tile
+ * leaves the others its sums of their subtiles, each part that owns a
+ * subtile adds the others' sums of its own, and each runs EPILOGUE for its
+ * own subtiles (own_subtile; every subtile of a whole tile).  All at the
+ * tile loop's level, each under its condition, so that sync's wait for the
+ * mma comes before any.
  */
 static void
 stream_k_meet(Comp *c, const Tile *t, const Group *g, Stmt *epilogue)
