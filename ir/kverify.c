@@ -317,7 +317,11 @@ check_stmt(Check *v, const Stmt *s)
 		else if (k->sk_slot != k->consumer_threads * 4 * (k->acc[s->reads[0].acc].cols / 2 * k->row_blocks))
 			fail(v, "stream-K slot of %d bytes does not hold accumulator '%s'", k->sk_slot,
 			     k->acc[s->reads[0].acc].name);
+		if (k->sk_scatter && (!s->a || !s->b))
+			fail(v, "a stream-K part's %s without its index among the tile's parts or their number",
+			     s->kind == ST_SK_STORE ? "store" : "reduction");
 		check_expr(v, s->cond);
+		check_expr(v, s->a);
 		check_expr(v, s->b);
 		break;
 	case ST_SPLIT_REDUCE:
