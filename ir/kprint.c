@@ -116,6 +116,16 @@ access_print(Buf *b, const Kernel *k, const Access *a, int n)
 	}
 }
 
+/* ": WHAT acc's subtiles s with s % b OP a": the subtiles of stream-K's part a of b (Kernel.sk_scatter) */
+static void
+part_subtiles(Buf *b, const Kernel *k, const Stmt *s, const char *what, const char *op)
+{
+	buf_printf(b, ": %s %s's subtiles s with s %% ", what, k->acc[s->reads[0].acc].name);
+	expr_print(b, k, s->b);
+	buf_printf(b, " %s ", op);
+	expr_print(b, k, s->a);
+}
+
 static const char *const role_name[] = {"", "producer", "consumer", "signal", "warpgroup"};
 
 static const char *const cb_part[] = {"", "prologue", "main", "epilogue", "producer", "consumer"};
@@ -264,10 +274,7 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 		buf_puts(b, "if ");
 		expr_print(b, k, s->cond);
 		if (k->sk_scatter) {   /* part a of the tile's b: the others' subtiles, counted at its first CTA */
-			buf_printf(b, ": stream_k.store %s's subtiles s with s %% ", k->acc[s->reads[0].acc].name);
-			expr_print(b, k, s->b);
-			buf_puts(b, " != ");
-			expr_print(b, k, s->a);
+			part_subtiles(b, k, s, "stream_k.store", "!=");
 			buf_printf(b, " to %s[cta], flag[cta - ", k->param[s->param].name);
 			expr_print(b, k, s->a);
 			buf_puts(b, "] += 1 (release)");
@@ -280,10 +287,7 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 		buf_puts(b, "if ");
 		expr_print(b, k, s->cond);
 		if (k->sk_scatter) {
-			buf_printf(b, ": stream_k.reduce_scatter %s's subtiles s with s %% ", k->acc[s->reads[0].acc].name);
-			expr_print(b, k, s->b);
-			buf_puts(b, " == ");
-			expr_print(b, k, s->a);
+			part_subtiles(b, k, s, "stream_k.reduce_scatter", "==");
 			buf_printf(b, " += the other parts' from %s[cta - ", k->param[s->param].name);
 			expr_print(b, k, s->a);
 			buf_puts(b, " ..], once flag[cta - ");

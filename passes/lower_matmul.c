@@ -906,6 +906,31 @@ let_at(Comp *c, Kernel *k, Stmt *block, int at, const char *name, Expr *e, const
 }
 
 /*
+ * The lets of both stream-K plans after the last wave's tiles LEFT:
+ * sk_ctas, the CTAs of its parts, SPLIT where the last wave holds at most
+ * SK_LEFT_NUM / SK_LEFT_DEN of the CTAs and the launch has a workspace
+ * (ON), else 0, with COMMENT; dp_tiles, the tiles taken whole (*DP); and
+ * my_dp, this CTA's of them, returned.  Sets *CTAS.
+ */
+static Expr *
+wave_lets(Comp *c, Kernel *k, Expr *left, Expr *split, Expr *on, const char *comment, Expr **ctas, Expr **dp)
+{
+	Expr *G = ex_leaf(c, EX_NCTA), *tiles = ex_var(c, k->ntile_var);
+	Stmt *body = k->body;
+
+	*ctas = let_at(c, k, body, body->nbody, "sk_ctas",
+	               ex_bin(c, EX_MUL, ex_bin(c, EX_MUL, split, ex_bin(c, EX_GE, ex_bin(c, EX_MUL, G, ex_int(c, SK_LEFT_NUM)),
+	                                                                  ex_bin(c, EX_MUL, left, ex_int(c, SK_LEFT_DEN)))),
+	                      on),
+	               comment);
+	*dp = let_at(c, k, body, body->nbody, "dp_tiles",
+	             ex_bin(c, EX_SUB, tiles, ex_bin(c, EX_MUL, ex_bin(c, EX_LT, ex_int(c, 0), *ctas), left)),
+	             "the tiles CTAs take whole");
+	return let_at(c, k, body, body->nbody, "my_dp", ex_bin(c, EX_CEILDIV, ex_bin(c, EX_SUB, *dp, ex_leaf(c, EX_CTA)), G),
+	              "this CTA's whole tiles");
+}
+
+/*
  * Stream-K in fractions of a tile (Kernel.sk_scatter: long_k_stream's
  * rules): the last wave's tiles each cut into sk_np parts of about kt /
  * sk_np k-steps, part j of tile T on CTA T sk_np + j after the whole
@@ -934,18 +959,8 @@ fraction_plan(Comp *c, Kernel *k, Tile *t, Expr *on, Stmt *mine, Stmt *tile, int
 	                                     ex_bin(c, EX_DIV, kt, ex_int(c, SK_MIN_STEPS))),
 	                   ex_int(c, 1)),
 	            "the parts of each, as many as the CTAs and k-steps allow");
-	ctas = let_at(c, k, body, body->nbody, "sk_ctas",
-	              ex_bin(c, EX_MUL, ex_bin(c, EX_MUL, ex_bin(c, EX_MUL, ex_bin(c, EX_MUL, left, np),
-	                                                         ex_bin(c, EX_LT, ex_int(c, 1), np)),
-	                                       ex_bin(c, EX_GE, ex_bin(c, EX_MUL, G, ex_int(c, SK_LEFT_NUM)),
-	                                              ex_bin(c, EX_MUL, left, ex_int(c, SK_LEFT_DEN)))),
-	                     on),
-	              "the CTAs that run them, a tile's parts side by side; 0: none split, all whole");
-	dp = let_at(c, k, body, body->nbody, "dp_tiles",
-	            ex_bin(c, EX_SUB, tiles, ex_bin(c, EX_MUL, ex_bin(c, EX_LT, ex_int(c, 0), ctas), left)),
-	            "the tiles CTAs take whole");
-	mydp = let_at(c, k, body, body->nbody, "my_dp", ex_bin(c, EX_CEILDIV, ex_bin(c, EX_SUB, dp, b), G),
-	              "this CTA's whole tiles");
+	mydp = wave_lets(c, k, left, ex_bin(c, EX_MUL, ex_bin(c, EX_MUL, left, np), ex_bin(c, EX_LT, ex_int(c, 1), np)),
+	                 on, "the CTAs that run them, a tile's parts side by side; 0: none split, all whole", &ctas, &dp);
 	mine->a = ex_bin(c, EX_ADD, mydp, ex_bin(c, EX_LT, b, ctas));
 	mine->comment = "whole tiles, then this CTA's part of a tile";
 	st_append(c, body, mine);
@@ -1011,17 +1026,8 @@ stream_k_plan(Comp *c, Kernel *k, Tile *t)
 	len = let_at(c, k, body, body->nbody, "sk_len", ex_bin(c, EX_MAX, ex_bin(c, EX_CEILDIV, steps, runs), ex_int(c, 1)),
 	             "the k-steps of a run");
 	runs = ex_bin(c, EX_CEILDIV, steps, len);
-	ctas = let_at(c, k, body, body->nbody, "sk_ctas",
-	              ex_bin(c, EX_MUL, ex_bin(c, EX_MUL, ex_bin(c, EX_MUL, runs, ex_bin(c, EX_LT, left, runs)),
-	                                       ex_bin(c, EX_GE, ex_bin(c, EX_MUL, G, ex_int(c, SK_LEFT_NUM)),
-	                                              ex_bin(c, EX_MUL, left, ex_int(c, SK_LEFT_DEN)))),
-	                     on),
-	              "the CTAs that run them; 0: none split, all whole");
-	dp = let_at(c, k, body, body->nbody, "dp_tiles",
-	            ex_bin(c, EX_SUB, tiles, ex_bin(c, EX_MUL, ex_bin(c, EX_LT, ex_int(c, 0), ctas), left)),
-	            "the tiles CTAs take whole");
-	mydp = let_at(c, k, body, body->nbody, "my_dp", ex_bin(c, EX_CEILDIV, ex_bin(c, EX_SUB, dp, b), G),
-	              "this CTA's whole tiles");
+	mydp = wave_lets(c, k, left, ex_bin(c, EX_MUL, runs, ex_bin(c, EX_LT, left, runs)), on,
+	                 "the CTAs that run them; 0: none split, all whole", &ctas, &dp);
 	lo = let_at(c, k, body, body->nbody, "sk_lo", ex_bin(c, EX_MUL, b, len), NULL);
 	hi = let_at(c, k, body, body->nbody, "sk_hi", ex_bin(c, EX_MIN, ex_bin(c, EX_ADD, lo, len), steps),
 	            "this CTA's run of the last wave's k-steps, [sk_lo, sk_hi)");

@@ -2103,6 +2103,28 @@ var_named(const Kernel *k, const Env *env, const char *name)
 }
 
 /*
+ * ENV as CTA of a GRID of stream-K kernel K would start: the sizes M x N x
+ * K (a workspace unless OFF), then the lets before the tile loop.
+ */
+static void
+plan_env(const Kernel *k, Env *env, int64_t M, int64_t N, int64_t K, int64_t cta, int64_t grid, bool off)
+{
+	int i;
+
+	memset(env->set, 0, (size_t)k->nvar * sizeof *env->set);
+	env->cta = cta;
+	env->ncta = grid;
+	env->v[k->rows_var] = M, env->set[k->rows_var] = true;
+	env->v[k->cols_var] = N, env->set[k->cols_var] = true;
+	for (i = 1; i < k->nparam; i++)
+		if (k->param[i].kind == PK_SIZE && (k->param[i].size == SZ_INNER || k->param[i].size == SZ_SK_ON))
+			env->v[k->param[i].var] = k->param[i].size == SZ_INNER ? K : !off, env->set[k->param[i].var] = true;
+	for (i = 0; i < k->body->nbody; i++)
+		if (k->body->body[i]->kind == ST_LET)
+			let_in(k, k->body->body[i], env);
+}
+
+/*
  * The producer's loop nest under one elect() where the CTAs take several
  * tiles each at the spec's sizes (Kernel.elect_nest): 8192^3 (2048 tiles
  * of 128 x 256) and ping-pong's 128 x 192 at 8192^3; an elect() a k-step,
@@ -2342,18 +2364,7 @@ stream_k_fractions(void **state)
 		for (b = 0; b < runs[r].grid; b++) {
 			int64_t it, counter = 0;
 
-			memset(env.set, 0, (size_t)k->nvar * sizeof *env.set);
-			env.cta = b;
-			env.ncta = runs[r].grid;
-			env.v[k->rows_var] = M, env.set[k->rows_var] = true;
-			env.v[k->cols_var] = N, env.set[k->cols_var] = true;
-			for (i = 1; i < k->nparam; i++)
-				if (k->param[i].kind == PK_SIZE && (k->param[i].size == SZ_INNER || k->param[i].size == SZ_SK_ON))
-					env.v[k->param[i].var] = k->param[i].size == SZ_INNER ? K : !runs[r].off,
-					env.set[k->param[i].var] = true;
-			for (i = 0; i < k->body->nbody; i++)
-				if (k->body->body[i]->kind == ST_LET)
-					let_in(k, k->body->body[i], &env);
+			plan_env(k, &env, M, N, K, b, runs[r].grid, runs[r].off);
 			for (it = 0; it < env.v[k->niter_var]; it++) {
 				int64_t tile, kb, kn, ski, skn, j;
 
@@ -2520,18 +2531,7 @@ stream_k(void **state)
 		for (b = 0; b < grid; b++) {
 			int64_t my, it, counter = 0, from_inside = 0;
 
-			memset(env.set, 0, (size_t)k->nvar * sizeof *env.set);
-			env.cta = b;
-			env.ncta = grid;
-			env.v[k->rows_var] = M, env.set[k->rows_var] = true;
-			env.v[k->cols_var] = N, env.set[k->cols_var] = true;
-			for (i = 1; i < k->nparam; i++)
-				if (k->param[i].kind == PK_SIZE && (k->param[i].size == SZ_INNER || k->param[i].size == SZ_SK_ON))
-					env.v[k->param[i].var] = k->param[i].size == SZ_INNER ? K : !runs[r].off,
-					env.set[k->param[i].var] = true;
-			for (i = 0; i < k->body->nbody; i++)
-				if (k->body->body[i]->kind == ST_LET)
-					let_in(k, k->body->body[i], &env);
+			plan_env(k, &env, M, N, K, b, grid, runs[r].off);
 			assert_int_equal(var_named(k, &env, "tiles"), tiles);
 			assert_int_equal(var_named(k, &env, "ktiles"), kt);
 			len = var_named(k, &env, "sk_len");
