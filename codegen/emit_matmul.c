@@ -346,7 +346,8 @@ stream_k_scatter(Emit *e, const Stmt *s, const char *acc, const char *ws, int n,
 	const Kernel *k = e->k;
 	int nsub = k->tile_cols / SUB, group = n / 4 < SK_LOADS ? n / 4 : SK_LOADS;
 
-	emit_line(e, "const long long me = %s, parts = %s;   // this part of the tile's", emit_expr_str(e, s->a),
+	emit_line(e, "const long long me = %s, parts = %s;   // this part's index among its tile's, and their number",
+	          emit_expr_str(e, s->a),
 	          emit_expr_str(e, s->b));
 	if (s->kind == ST_SK_STORE) {
 		emit_line(e, "float4 *const part = (float4 *)wsf_sk_slot(%s, %d, %d, blockIdx.x) + threadIdx.x;", ws,
@@ -364,7 +365,7 @@ stream_k_scatter(Emit *e, const Stmt *s, const char *acc, const char *ws, int n,
 	}
 	emit_line(e, "const long long first = (long long)blockIdx.x - me;   // the tile's first part's CTA");
 	emit_line(e, "if (threadIdx.x == 0)   // every part's sums are in place (acquire); the last of the %s that own "
-	          "subtiles resets the count", nsub > 1 ? "parts" : "part");
+	          "subtiles (counted at first + 1) resets the count", nsub > 1 ? "parts" : "part");
 	emit_line(e, "    wsf_sk_gather(wsf_sk_flag(%s, first), (unsigned)parts, wsf_sk_flag(%s, first + 1), "
 	          "(unsigned)wsf_min(parts, %dLL));", ws, ws, nsub);
 	emit_line(e, "wsf_bar_sync(%d, %d);   // what the acquire made visible, to every consumer thread", bar, t);

@@ -121,7 +121,7 @@ wsfuse_gemm_few_tiles(
             wsf_mma_wait<0>();   // the mma results are in registers
             wsf_acc_fence<32>(acc_y);
             if ((1LL < sk_n)) {   // stream-K: a part of a tile: its sums of the subtiles the others own, to the CTA's slot
-                const long long me = sk_i, parts = sk_n;   // this part of the tile's
+                const long long me = sk_i, parts = sk_n;   // this part's index among its tile's, and their number
                 float4 *const part = (float4 *)wsf_sk_slot(sk_work, 1024, 32768, blockIdx.x) + threadIdx.x;
                 #pragma unroll
                 for (int q = 0; q < 8; q++)   // registers 4q .. 4q + 3, of subtile q / 4
@@ -132,9 +132,9 @@ wsfuse_gemm_few_tiles(
                     wsf_sk_arrive(wsf_sk_flag(sk_work, blockIdx.x - me));   // counted at the tile's first CTA (release, gpu scope)
             }
             if (((1LL < sk_n) * (sk_i < 2LL))) {   // stream-K: a part that owns subtiles: the other parts' sums of them, in part order
-                const long long me = sk_i, parts = sk_n;   // this part of the tile's
+                const long long me = sk_i, parts = sk_n;   // this part's index among its tile's, and their number
                 const long long first = (long long)blockIdx.x - me;   // the tile's first part's CTA
-                if (threadIdx.x == 0)   // every part's sums are in place (acquire); the last of the parts that own subtiles resets the count
+                if (threadIdx.x == 0)   // every part's sums are in place (acquire); the last of the parts that own subtiles (counted at first + 1) resets the count
                     wsf_sk_gather(wsf_sk_flag(sk_work, first), (unsigned)parts, wsf_sk_flag(sk_work, first + 1), (unsigned)wsf_min(parts, 2LL));
                 wsf_bar_sync(1, 256);   // what the acquire made visible, to every consumer thread
                 const int g = 0;
