@@ -319,17 +319,8 @@ emit_split_reduce(Emit *e, const Stmt *s)
 	emit_line(e, "}");
 }
 
-/*
- * Stream-K's meeting of a tile's parts (ST_SK_STORE, ST_SK_REDUCE): the
- * partial sums of a part that starts inside its tile go, 16 bytes at a
- * time, to the CTA's slot of the workspace (register-major: consumer
- * thread t's registers 4q .. 4q + 3 at float4 q x 256 + t, so a warp's
- * stores are contiguous), and a barrier of the consumers orders them
- * before one thread's release of the CTA's flag; the tile's owner takes
- * the CTAs after it in order, each flag acquired (and reset for the next
- * launch) by one thread, a barrier, then every thread's adds from L2:
- * the sum does not depend on which CTA finishes first.
- */
+enum { SK_LOADS = 16 };   /* stream_k_scatter's float4 loads in flight: 64 registers beside 128 x 256's 128 */
+
 /*
  * Stream-K in fractions of a tile (Kernel.sk_scatter): a part writes to
  * its slot the registers of the subtiles other parts own (float4 q's
@@ -338,8 +329,6 @@ emit_split_reduce(Emit *e, const Stmt *s)
  * for all the tile's parts to arrive, then adds the others' sums of its
  * subtiles, part by part in order, their loads all in flight.
  */
-enum { SK_LOADS = 16 };   /* stream_k_scatter's float4 loads in flight: 64 registers beside 128 x 256's 128 */
-
 static void
 stream_k_scatter(Emit *e, const Stmt *s, const char *acc, const char *ws, int n, int bar, int t)
 {
@@ -395,6 +384,17 @@ stream_k_scatter(Emit *e, const Stmt *s, const char *acc, const char *ws, int n,
 	emit_line(e, "}");
 }
 
+/*
+ * Stream-K's meeting of a tile's parts (ST_SK_STORE, ST_SK_REDUCE): the
+ * partial sums of a part that starts inside its tile go, 16 bytes at a
+ * time, to the CTA's slot of the workspace (register-major: consumer
+ * thread t's registers 4q .. 4q + 3 at float4 q x 256 + t, so a warp's
+ * stores are contiguous), and a barrier of the consumers orders them
+ * before one thread's release of the CTA's flag; the tile's owner takes
+ * the CTAs after it in order, each flag acquired (and reset for the next
+ * launch) by one thread, a barrier, then every thread's adds from L2:
+ * the sum does not depend on which CTA finishes first.
+ */
 void
 emit_stream_k(Emit *e, const Stmt *s)
 {
