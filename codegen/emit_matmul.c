@@ -327,7 +327,7 @@ enum { SK_LOADS = 16 };   /* stream_k_scatter's float4 loads in flight: 64 regis
  * subtile is q / (SUB / 8), part subtile % parts's) and arrives on the
  * count at its tile's first CTA's flag; a part that owns subtiles waits
  * for all the tile's parts to arrive, then adds the others' sums of its
- * subtiles, part by part in order, their loads all in flight.
+ * subtiles, part by part in order, up to SK_LOADS float4 loads in flight.
  */
 static void
 stream_k_scatter(Emit *e, const Stmt *s, const char *acc, const char *ws, int n, int bar, int t)
