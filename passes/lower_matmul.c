@@ -890,7 +890,9 @@ split_reduce(Comp *c, const Tile *t, const Group *g)
  * no partial wave, or none split, or a launch without a workspace (sk_on
  * 0: launch.c's fallback for a default stream-K kernel), sk_ctas is 0 and
  * every CTA runs whole tiles as before.  The stage counter runs on
- * through parts of any length (kbase, the k loop's lin).
+ * through parts of any length (kbase, the k loop's lin).  The default
+ * rules' kernels (Kernel.sk_scatter) cut whole fractions of each tile
+ * instead, whose parts share its epilogue (fraction_plan).
  */
 /* A let of E called NAME at index AT of BLOCK, with COMMENT; its variable. */
 static Expr *
