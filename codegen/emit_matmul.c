@@ -333,7 +333,9 @@ static void
 stream_k_scatter(Emit *e, const Stmt *s, const char *acc, const char *ws, int n, int bar, int t)
 {
 	const Kernel *k = e->k;
-	int nsub = k->tile_cols / SUB, group = n / 4 < SK_LOADS ? n / 4 : SK_LOADS;
+	int nsub = k->tile_cols / SUB, group = n / 4 < SK_LOADS ? n / 4 : SK_LOADS, cl = kernel_cluster_ctas(k);
+	/* in clusters (fraction_plan), part h of the tile of this CTA's rank is on CTA first + h cl */
+	const char *by = cl > 1 ? arena_printf(e->c->arena, " * %d", cl) : "";
 
 	emit_line(e, "const long long me = %s, parts = %s;   // this part's index among its tile's, and their number",
 	          emit_expr_str(e, s->a),
@@ -348,15 +350,16 @@ stream_k_scatter(Emit *e, const Stmt *s, const char *acc, const char *ws, int n,
 		          acc, acc, acc, acc);
 		emit_line(e, "wsf_bar_sync(%d, %d);   // every consumer thread's sums written", bar, t);
 		emit_line(e, "if (threadIdx.x == 0)");
-		emit_line(e, "    wsf_sk_arrive(wsf_sk_flag(%s, blockIdx.x - me));   // counted at the tile's first CTA "
-		          "(release, gpu scope)", ws);
+		emit_line(e, "    wsf_sk_arrive(wsf_sk_flag(%s, blockIdx.x - me%s));   // counted at the tile's first CTA "
+		          "(release, gpu scope)", ws, by);
 		return;
 	}
-	emit_line(e, "const long long first = (long long)blockIdx.x - me;   // the tile's first part's CTA");
+	emit_line(e, "const long long first = (long long)blockIdx.x - me%s;   // the tile's first part's CTA", by);
 	emit_line(e, "if (threadIdx.x == 0)   // every part's sums are in place (acquire); the last of the %s that own "
-	          "subtiles (counted at first + 1) resets the count", nsub > 1 ? "parts" : "part");
-	emit_line(e, "    wsf_sk_gather(wsf_sk_flag(%s, first), (unsigned)parts, wsf_sk_flag(%s, first + 1), "
-	          "(unsigned)wsf_min(parts, %dLL));", ws, ws, nsub);
+	          "subtiles (counted at first + %d) resets the count", nsub > 1 ? "parts" : "part",
+	          cl);
+	emit_line(e, "    wsf_sk_gather(wsf_sk_flag(%s, first), (unsigned)parts, wsf_sk_flag(%s, first + %d), "
+	          "(unsigned)wsf_min(parts, %dLL));", ws, ws, cl, nsub);
 	emit_line(e, "wsf_bar_sync(%d, %d);   // what the acquire made visible, to every consumer thread", bar, t);
 	if (n / 4 > group) {   /* registers: the loads in flight at once are a group of float4s' */
 		emit_line(e, "#pragma unroll");
@@ -368,8 +371,8 @@ stream_k_scatter(Emit *e, const Stmt *s, const char *acc, const char *ws, int n,
 	emit_line(e, "for (long long h = 0; h < parts; h++) {   // in part order");
 	emit_line(e, "    if (h == me)");
 	emit_line(e, "        continue;");
-	emit_line(e, "    const float4 *const part = (const float4 *)wsf_sk_slot(%s, %d, %d, first + h) + threadIdx.x;", ws,
-	          SK_MAX_CTAS, k->sk_slot);
+	emit_line(e, "    const float4 *const part = (const float4 *)wsf_sk_slot(%s, %d, %d, first + h%s) + threadIdx.x;", ws,
+	          SK_MAX_CTAS, k->sk_slot, by);
 	emit_line(e, "    uint4 v[%d];", group);
 	emit_line(e, "    #pragma unroll");
 	emit_line(e, "    for (int q = 0; q < %d; q++)   // this part's subtiles' registers", group);

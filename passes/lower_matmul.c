@@ -110,6 +110,8 @@ enum {
 	SK_FILL = 80,                              /* whose runs are this many or more: at 64 it tied the default */
 	SK_WAVE_FILL = 120,                        /* in halves or thirds, this many: at 96 it lost back to back; */
 	SK_IDLE_NUM = 4, SK_IDLE_DEN = 5,          /* where 128 x 128 tiles fill at most 4 / 5 of the SMs */
+	SK_THIRDS_FROM = 192,                      /* halves of tiles this wide or wider: thirds of 128 x 256 */
+	SK_CLUSTER_RUN = 128,                      /* runs of 128 x 128 this long: in clusters of two */
 	SK_NARROW_ROWS = 4,                        /* narrow_parts: on at most this many rows of tiles, */
 	SK_NARROW_WIDE = 96,                       /* else halves this wide where 128 x 64's are too many */
 	SK_ROW_PARTS = 6, SK_ROW_MOST = 8,         /* one row of 128 x 64 tiles: this many parts or more fill
@@ -914,10 +916,23 @@ let_at(Comp *c, Kernel *k, Stmt *block, int at, const char *name, Expr *e, const
  * (ON), else 0, with COMMENT; dp_tiles, the tiles taken whole (*DP); and
  * my_dp, this CTA's of them, returned.  Sets *CTAS.
  */
+/*
+ * Stream-K's unit of work, a CTA or (in clusters: fraction_plan) a cluster,
+ * whose CTAs take the same part of their cluster tile's CTA tiles: LEAF,
+ * EX_CTA or EX_NCTA, in those units.
+ */
+static Expr *
+sk_unit(Comp *c, const Kernel *k, int leaf)
+{
+	int n = kernel_cluster_ctas(k);
+
+	return n > 1 ? ex_bin(c, EX_DIV, ex_leaf(c, leaf), ex_int(c, n)) : ex_leaf(c, leaf);
+}
+
 static Expr *
 wave_lets(Comp *c, Kernel *k, Expr *left, Expr *split, Expr *on, const char *comment, Expr **ctas, Expr **dp)
 {
-	Expr *G = ex_leaf(c, EX_NCTA), *tiles = ex_var(c, k->ntile_var);
+	Expr *G = sk_unit(c, k, EX_NCTA), *tiles = ex_var(c, k->ntile_var);
 	Stmt *body = k->body;
 
 	*ctas = let_at(c, k, body, body->nbody, "sk_ctas",
@@ -928,8 +943,8 @@ wave_lets(Comp *c, Kernel *k, Expr *left, Expr *split, Expr *on, const char *com
 	*dp = let_at(c, k, body, body->nbody, "dp_tiles",
 	             ex_bin(c, EX_SUB, tiles, ex_bin(c, EX_MUL, ex_bin(c, EX_LT, ex_int(c, 0), *ctas), left)),
 	             "the tiles CTAs take whole");
-	return let_at(c, k, body, body->nbody, "my_dp", ex_bin(c, EX_CEILDIV, ex_bin(c, EX_SUB, *dp, ex_leaf(c, EX_CTA)), G),
-	              "this CTA's whole tiles");
+	return let_at(c, k, body, body->nbody, "my_dp", ex_bin(c, EX_CEILDIV, ex_bin(c, EX_SUB, *dp, sk_unit(c, k, EX_CTA)), G),
+	              kernel_cluster_ctas(k) > 1 ? "this cluster's whole tiles" : "this CTA's whole tiles");
 }
 
 /*
@@ -950,7 +965,7 @@ wave_lets(Comp *c, Kernel *k, Expr *left, Expr *split, Expr *on, const char *com
 static int
 fraction_plan(Comp *c, Kernel *k, Tile *t, Expr *on, Stmt *mine, Stmt *tile, int at)
 {
-	Expr *G = ex_leaf(c, EX_NCTA), *b = ex_leaf(c, EX_CTA), *kt = t->ktiles, *tiles = ex_var(c, k->ntile_var);
+	Expr *G = sk_unit(c, k, EX_NCTA), *b = sk_unit(c, k, EX_CTA), *kt = t->ktiles, *tiles = ex_var(c, k->ntile_var);
 	Expr *left, *np, *ctas, *dp, *mydp, *i, *sk;
 	Stmt *body = k->body, *loop = t->loop;
 
@@ -1092,7 +1107,7 @@ choose_stream_k(Comp *c, const Fusion *f, const Kernel *k, int ng)
 		why = "on a swapped matmul (swap_ab)";
 	else if (k->pingpong)
 		why = "with ping-pong consumers";
-	else if (k->cluster[0] * k->cluster[1] > 1)
+	else if (k->cluster[0] * k->cluster[1] > 1 && !k->sk_scatter)   /* fraction_plan's parts are clusters' */
 		why = "in clusters that share an operand";
 	else if (k->splits > 1)
 		why = "with split_k";
@@ -1175,9 +1190,18 @@ half_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn)
 		tiles = grid_tiles(rows, cols, BM, *bn);
 		parts = TILE_TARGET / tiles;
 		if (parts >= 2 && parts < SK_PARTS && steps >= parts * 2 * SK_RUN_STEPS && tiles * parts >= SK_WAVE_FILL)
-			return parts;
+			break;
 	}
-	return 0;
+	if (*bn > BN)
+		return 0;
+	/* halves of SK_THIRDS_FROM or wider: thirds of 128 x 256 where they fill the SMs, runs of SK_RUN_STEPS */
+	tiles = grid_tiles(rows, cols, BM, BN);
+	if (parts == 2 && *bn >= SK_THIRDS_FROM && BN % step == 0 && tiles * 3 <= TILE_TARGET &&
+	    tiles * 3 >= SK_WAVE_FILL && steps >= 3 * SK_RUN_STEPS) {
+		*bn = BN;
+		return 3;
+	}
+	return parts;
 }
 
 /*
@@ -1308,7 +1332,11 @@ long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const
 	    rows > 1 << 24 || cols > 1 << 24)   /* many waves; and no overflow in the counts */
 		return;
 	/* N whole epilogue subtiles of a K-major B, whole 64-wide chunks of an N-major one (choose_tile) */
-	if ((parts = quarter_parts(rows, cols, steps, &bn)) || (parts = half_parts(rows, cols, steps, step, &bn)))
+	if ((parts = quarter_parts(rows, cols, steps, &bn))) {
+		/* runs of SK_CLUSTER_RUN k-steps of 128 x 128: clusters of two tile rows that share B */
+		if (bn == BN / 2 && (rows + BM - 1) / BM % 2 == 0 && steps / parts >= SK_CLUSTER_RUN)
+			k->cluster[0] = 2;
+	} else if ((parts = half_parts(rows, cols, steps, step, &bn)))
 		;
 	else if ((parts = narrow_parts(rows, cols, steps, step, &bn)))
 		k->raster_rows = rows > cols;   /* consecutive parts' tiles share A, the larger operand */

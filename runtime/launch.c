@@ -663,6 +663,7 @@ stream_k_launch(Comp *c, const Launch *l, Loaded *st, CUstream stream, const Lau
 	bool asked = l->fusion->sched.stream_k == 2;
 	/* the plan divides k-step counts up to (grid + 1) x ktiles in 32 bits (emit.c's wsf_udiv) */
 	bool many = *grid > SK_MAX_CTAS, long_k = (*grid + 1) * plan->inner >= ((int64_t)1 << 31);
+	int64_t n = l->cluster > 1 ? l->cluster : 1;   /* plan->tiles counts cluster tiles */
 	WsfStatus s;
 
 	*work = 0;
@@ -678,8 +679,8 @@ stream_k_launch(Comp *c, const Launch *l, Loaded *st, CUstream stream, const Lau
 		       WSF_ERR_INPUT;
 	if (!many && !long_k && (s = stream_workspace(c, l, st, stream, *grid, work)) != WSF_OK)
 		return s;
-	if (!*work && plan->tiles < *grid)   /* whole tiles: one CTA each */
-		*grid = plan->tiles;
+	if (!*work && plan->tiles * n < *grid)   /* whole tiles: one CTA (cluster) each */
+		*grid = plan->tiles * n;
 	return WSF_OK;
 }
 

@@ -487,7 +487,7 @@ stage_division_in_32_bits(void **state)
 		fail_msg("setup");
 	*state = t;
 	/* stream-K's parts count on from their kbase: kept in 64 bits (split_counter) */
-	if (!(k = kernel_of(t, GEMM_SIZES(1280, 1024, 8192) GEMM_PLAIN)))
+	if (!(k = kernel_of(t, GEMM_SIZES(1152, 1024, 8192) GEMM_PLAIN)))   /* halves of 128 x 160 */
 		fail_msg("%s", t->msg);
 	assert_true(k->sk_slot > 0);
 	assert_int_equal(k->buf[1].stages, 5);
@@ -2031,7 +2031,7 @@ operand_wait(void **state)
 typedef struct Env {
 	int64_t *v;
 	bool *set;
-	int64_t cta, ncta;
+	int64_t cta, ncta, rank;   /* rank: in its cluster */
 } Env;
 
 static int64_t
@@ -2050,6 +2050,8 @@ eval(const Expr *e, const Env *env)
 		return env->cta;
 	case EX_NCTA:
 		return env->ncta;
+	case EX_RANK:
+		return env->rank;
 	default:
 		break;
 	}
@@ -2114,6 +2116,7 @@ plan_env(const Kernel *k, Env *env, int64_t M, int64_t N, int64_t K, int64_t cta
 	memset(env->set, 0, (size_t)k->nvar * sizeof *env->set);
 	env->cta = cta;
 	env->ncta = grid;
+	env->rank = cta % kernel_cluster_ctas(k);
 	env->v[k->rows_var] = M, env->set[k->rows_var] = true;
 	env->v[k->cols_var] = N, env->set[k->cols_var] = true;
 	for (i = 1; i < k->nparam; i++)
@@ -2288,7 +2291,7 @@ stage_division_values(void **state)
 		assert_int_equal(k->buf[1].stages, cases[c].stages);
 		assert_int_equal(stmts_of(k->body, ST_MBAR_WAIT, w, 8), 2);
 		env = (Env){arena_alloc(t->c.arena, (size_t)k->nvar * sizeof *env.v),
-		            arena_alloc(t->c.arena, (size_t)k->nvar * sizeof *env.set), 0, 1};
+		            arena_alloc(t->c.arena, (size_t)k->nvar * sizeof *env.set), 0, 1, 0};
 		vi = vk = vkk = 0;
 		for (v = 1; v < k->nvar; v++) {
 			env.set[v] = false;
@@ -2357,7 +2360,7 @@ stream_k_fractions(void **state)
 		int64_t kt = (K + 63) / 64, b, *cover = calloc((size_t)(tiles * kt), sizeof *cover);
 		int64_t *first = calloc((size_t)tiles, sizeof *first), *nparts = calloc((size_t)tiles, sizeof *nparts);
 		Env env = {arena_alloc(t->c.arena, (size_t)k->nvar * sizeof *env.v),
-		           arena_alloc(t->c.arena, (size_t)k->nvar * sizeof *env.set), 0, 0};
+		           arena_alloc(t->c.arena, (size_t)k->nvar * sizeof *env.set), 0, 0, 0};
 
 		for (b = 0; b < tiles; b++)
 			first[b] = -1;
@@ -2427,6 +2430,108 @@ stream_k_fractions(void **state)
 	assert_non_null(strstr(cu, "wsf_sk_gather(wsf_sk_flag(sk_work, first), (unsigned)parts, "
 	                           "wsf_sk_flag(sk_work, first + 1), (unsigned)wsf_min(parts, 2LL));"));
 	assert_null(strstr(cu, "wsf_sk_take(wsf_sk_flag"));   /* no owner adds every part alone */
+}
+
+/*
+ * Stream-K's fractions in clusters of two tile rows that share B (long
+ * runs of 128 x 128 tiles: 512 x 512 x 65536 in eighths), run at other
+ * sizes and grids as each CTA would: a cluster takes a part of a cluster
+ * tile, both its CTAs the same k-steps (B's slices multicast to both) of
+ * the CTA tile at their rank; every k-step of every CTA tile once; a
+ * tile's parts on the CTAs of its rank in consecutive clusters (part i on
+ * first + 2 i), the stage counter running on.  Then the CUDA's flags and
+ * slots at those CTAs.
+ */
+static void
+stream_k_cluster_fractions(void **state)
+{
+	Fixture *t = *state;
+	static const struct {
+		int64_t m, n, k, grid, parts;   /* parts: of each split tile, 1: none split */
+		bool off;                       /* launched without a workspace: sk_on 0 */
+	} runs[] = {
+		{512, 512, 65536, 132, 8, false},    /* the spec's sizes: 8 cluster tiles on 64 clusters */
+		{512, 512, 8192, 132, 8, false},     /* parts of 16 k-steps */
+		{1000, 512, 32768, 132, 4, false},   /* 16 cluster tiles, the last row's ragged */
+		{512, 512, 65536, 64, 4, false},     /* 32 clusters */
+		{4608, 512, 8192, 132, 8, false},    /* 72 cluster tiles: a wave, then 6 in eighths */
+		{4096, 512, 8192, 132, 1, false},    /* 64: none split */
+		{512, 512, 65536, 132, 1, true},     /* no workspace: all whole */
+	};
+	Kernel *k = kernel_of(t, GEMM_SIZES(512, 512, 65536) GEMM_PLAIN);
+	Stmt *tl;
+	const char *cu;
+	int r, i, tests = 0;
+
+	if (!k)
+		fail_msg("%s", t->msg);
+	assert_true(k->sk_scatter && k->sk_parts == 8 && k->tile_cols == 128);
+	assert_true(k->cluster[0] == 2 && k->cluster[1] == 1);
+	tl = consumer_tiles(k);
+	for (r = 0; r < (int)countof(runs); r++) {
+		int64_t M = runs[r].m, N = runs[r].n, K = runs[r].k, ctiles = (M + 255) / 256 * ((N + 127) / 128);
+		int64_t kt = (K + 63) / 64, b, *cover = calloc((size_t)(2 * ctiles * kt), sizeof *cover);
+		int64_t *first = calloc((size_t)(2 * ctiles), sizeof *first), *seq = calloc(64, sizeof *seq);
+		Env env = {arena_alloc(t->c.arena, (size_t)k->nvar * sizeof *env.v),
+		           arena_alloc(t->c.arena, (size_t)k->nvar * sizeof *env.set), 0, 0, 0};
+
+		for (b = 0; b < 2 * ctiles; b++)
+			first[b] = -1;
+		for (b = 0; b < runs[r].grid; b++) {
+			int64_t it, counter = 0, rank = b % 2;
+
+			plan_env(k, &env, M, N, K, b, runs[r].grid, runs[r].off);
+			assert_true(env.v[k->niter_var] <= 16);
+			for (it = 0; it < env.v[k->niter_var]; it++) {
+				int64_t tile, kb, kn, ski, skn, ct, j;
+
+				env.v[tl->var] = it, env.set[tl->var] = true;
+				for (i = 0; i < tl->nbody; i++)
+					if (tl->body[i]->kind == ST_LET)
+						let_in(k, tl->body[i], &env);
+				tile = var_named(k, &env, "tile"), kb = var_named(k, &env, "kb"), kn = var_named(k, &env, "kn");
+				ski = var_named(k, &env, "sk_i"), skn = var_named(k, &env, "sk_n");
+				if (tile < 0 || tile >= ctiles || kn < 1 || kb < 0 || kb + kn > kt || ski >= skn)
+					fail_msg("run %d cta %lld tile %lld: k-steps [%lld, %lld) of %lld, part %lld of %lld", r,
+					         (long long)b, (long long)tile, (long long)kb, (long long)(kb + kn), (long long)kt,
+					         (long long)ski, (long long)skn);
+				/* the cluster's two CTAs: the same cluster tile and k-steps */
+				if (rank == 0)
+					seq[4 * it] = tile, seq[4 * it + 1] = kb, seq[4 * it + 2] = kn, seq[4 * it + 3] = ski;
+				else if (seq[4 * it] != tile || seq[4 * it + 1] != kb || seq[4 * it + 2] != kn ||
+				         seq[4 * it + 3] != ski)
+					fail_msg("run %d cta %lld: not its cluster's part", r, (long long)b);
+				assert_int_equal(var_named(k, &env, "kbase"), counter);
+				counter += kn;
+				ct = 2 * tile + rank;   /* the CTA tile at this rank */
+				for (j = kb; j < kb + kn; j++)
+					cover[ct * kt + j]++;
+				if (skn > 1) {   /* part ski of a split tile: on its first part's CTA + 2 ski */
+					assert_true(kn >= 4 && skn == runs[r].parts);
+					if (first[ct] < 0)
+						first[ct] = b - 2 * ski;
+					assert_int_equal(b - 2 * ski, first[ct]);
+					assert_int_equal(first[ct] % 2, rank);
+					tests++;
+				}
+			}
+		}
+		for (i = 0; i < 2 * ctiles * kt; i++)
+			if (cover[i] != 1)
+				fail_msg("run %d: CTA tile %lld k-step %lld computed %lld times", r, (long long)(i / kt),
+				         (long long)(i % kt), (long long)cover[i]);
+		if (runs[r].parts == 1)
+			for (i = 0; i < 2 * ctiles; i++)
+				assert_int_equal(first[i], -1);
+		free(cover), free(first), free(seq);
+	}
+	assert_true(tests > 0);
+	cu = cuda_of(t);
+	assert_non_null(strstr(cu, "wsf_sk_arrive(wsf_sk_flag(sk_work, blockIdx.x - me * 2));"));
+	assert_non_null(strstr(cu, "const long long first = (long long)blockIdx.x - me * 2;"));
+	assert_non_null(strstr(cu, "wsf_sk_flag(sk_work, first + 2), (unsigned)wsf_min(parts, 4LL));"));
+	assert_non_null(strstr(cu, "wsf_sk_slot(sk_work, 1024, 65536, first + h * 2)"));
+	assert_non_null(strstr(cu, "wsf_tma_load_2d_multicast(tile_w + "));   /* B, shared by the two tile rows */
 }
 
 /*
@@ -2515,7 +2620,7 @@ stream_k(void **state)
 		int64_t M = runs[r].m, N = runs[r].n, K = runs[r].k, tiles, kt, grid, b, len = 0, ctas = 0, most = 0;
 		int64_t *cover, *owner, *help, *helpers, *first, *last;
 		Env env = {arena_alloc(t->c.arena, (size_t)k->nvar * sizeof *env.v),
-		           arena_alloc(t->c.arena, (size_t)k->nvar * sizeof *env.set), 0, 0};
+		           arena_alloc(t->c.arena, (size_t)k->nvar * sizeof *env.set), 0, 0, 0};
 
 		tiles = (M + 127) / 128 * ((N + 255) / 256);
 		kt = (K + 63) / 64;
@@ -3538,8 +3643,10 @@ long_k_default(void **state)
 		{GEMM_SIZES(1536, 1024, 8192) GEMM_PLAIN "schedule: {stages: 5}\n", 0, 0},   /* 5 of 128 x 224 do not fit */
 		{GEMM_SIZES(1024, 1024, 65536) GEMM_PLAIN "schedule: {stages: 4}\n", 0, 0},
 		{GEMM_SIZES(1152, 1024, 8192) GEMM_PLAIN, 2, 160},       /* 72 tiles of 128 x 128: halves of 63 */
-		{GEMM_SIZES(1280, 1024, 8192) GEMM_PLAIN, 2, 192},       /* 80: of 60, a ragged last column */
-		{GEMM_SIZES(1280, 1024, 8192) GEMM_NMAJOR, 2, 192},      /* 64-wide chunks: 192, not 160 */
+		{GEMM_SIZES(1280, 1024, 8192) GEMM_PLAIN, 3, 256},       /* 80: not halves of 60 of 128 x 192, thirds of 40 */
+		{GEMM_SIZES(1280, 1024, 8192) GEMM_NMAJOR, 3, 256},      /* 64-wide chunks */
+		{GEMM_SIZES(1408, 1024, 8192) GEMM_PLAIN, 3, 256},       /* 88: 132 runs */
+		{GEMM_SIZES(1280, 1024, 4096) GEMM_PLAIN, 0, 0},         /* thirds of 21 */
 		{GEMM_SIZES(1152, 1024, 8192) GEMM_NMAJOR, 0, 0},        /* 54 of 128 x 192: 108 runs */
 		{GEMM_SIZES(1536, 1024, 8192) GEMM_PLAIN, 2, 224},       /* 96: of 60 */
 		{GEMM_SIZES(1280, 1280, 8192) GEMM_PLAIN, 2, 224},       /* 100 */
@@ -3561,6 +3668,22 @@ long_k_default(void **state)
 	};
 	static const struct {
 		const char *spec;
+		int cm;   /* clusters of cm x 1 CTAs */
+	} pairs[] = {   /* runs of 128 k-steps or more of 128 x 128 tiles whose rows pair up */
+		{GEMM_SIZES(512, 1024, 65536) GEMM_PLAIN, 2},    /* quarters of 256 */
+		{GEMM_SIZES(512, 1024, 32768) GEMM_PLAIN, 2},    /* of 128 */
+		{GEMM_SIZES(512, 512, 65536) GEMM_PLAIN, 2},     /* eighths of 128 */
+		{GEMM_SIZES(256, 1024, 65536) GEMM_PLAIN, 2},
+		{GEMM_SIZES(1000, 512, 32768) GEMM_PLAIN, 2},    /* 8 rows, the last ragged */
+		{GEMM_SIZES(512, 1024, 65536) WGRAD, 2},     /* A M-major, B N-major */
+		{GEMM_SIZES(384, 1024, 65536) GEMM_PLAIN, 1},    /* 3 rows */
+		{GEMM_SIZES(256, 512, 65536) GEMM_PLAIN, 1},     /* sixteenths of 64 */
+		{GEMM_SIZES(512, 1024, 16384) GEMM_PLAIN, 1},    /* quarters of 64 */
+		{GEMM_SIZES(128, 1280, 32768) GEMM_PLAIN, 1},    /* one row */
+		{GEMM_SIZES(1024, 1024, 65536) GEMM_PLAIN, 1},   /* 128 x 256 */
+	};
+	static const struct {
+		const char *spec;
 		bool rows;   /* Kernel.raster_rows */
 	} order[] = {
 		{GEMM_SIZES(1024, 256, 8192) GEMM_PLAIN, true},
@@ -3578,7 +3701,7 @@ long_k_default(void **state)
 
 		if (k->sk_parts != cases[i].parts || (k->sk_slot > 0) != (cases[i].parts > 0) ||
 		    (cases[i].parts && (k->tile_rows != 128 || k->tile_cols != cases[i].bn || k->splits != 1 ||
-		                        k->cluster[0] * k->cluster[1] != 1 || k->pingpong || k->swap_ab)))
+		                        k->cluster[1] != 1 || k->pingpong || k->swap_ab)))
 			fail_msg("case %d: parts %d, slot %d, tile %d x %d, splits %d, cluster %d x %d; expected parts %d at "
 			         "128 x %d", i, k->sk_parts, k->sk_slot, k->tile_rows, k->tile_cols, k->splits, k->cluster[0],
 			         k->cluster[1], cases[i].parts, cases[i].bn);
@@ -3594,6 +3717,15 @@ long_k_default(void **state)
 			if (!strstr(buf_str(&b), want))
 				fail_msg("case %d: no %s in\n%s", i, want, buf_str(&b));
 		}
+		teardown((void **)&t);
+	}
+	for (i = 0; i < (int)countof(pairs); i++) {
+		Fixture *t;
+		Kernel *k = lowered(&t, i, pairs[i].spec);
+
+		if (!k->sk_scatter || k->cluster[0] != pairs[i].cm || k->cluster[1] != 1)
+			fail_msg("pair %d: cluster %d x %d, in fractions %d; expected %d x 1", i, k->cluster[0], k->cluster[1],
+			         k->sk_scatter, pairs[i].cm);
 		teardown((void **)&t);
 	}
 	for (i = 0; i < (int)countof(order); i++) {   /* the narrow rule's tiles along rows where A is the larger */
@@ -3683,6 +3815,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(stream_k, setup, teardown),
 		cmocka_unit_test(long_k_default),
 		cmocka_unit_test_setup_teardown(stream_k_fractions, setup, teardown),
+		cmocka_unit_test_setup_teardown(stream_k_cluster_fractions, setup, teardown),
 		cmocka_unit_test(tune_candidates),
 		cmocka_unit_test(cooperative_256),
 		cmocka_unit_test(wait_per_tile),
