@@ -328,13 +328,14 @@ enum { SK_LOADS = 16 };   /* stream_k_scatter's float4 loads in flight: 64 regis
  * count at its tile's first CTA's flag; a part that owns subtiles waits
  * for all the tile's parts to arrive, then adds the others' sums of its
  * subtiles, part by part in order, up to SK_LOADS float4 loads in flight.
+ * In clusters a tile's parts are its rank's CTAs of consecutive clusters:
+ * part h on the tile's first CTA + h x the cluster's CTAs.
  */
 static void
 stream_k_scatter(Emit *e, const Stmt *s, const char *acc, const char *ws, int n, int bar, int t)
 {
 	const Kernel *k = e->k;
 	int nsub = k->tile_cols / SUB, group = n / 4 < SK_LOADS ? n / 4 : SK_LOADS, cl = kernel_cluster_ctas(k);
-	/* in clusters (fraction_plan), part h of the tile of this CTA's rank is on CTA first + h cl */
 	const char *by = cl > 1 ? arena_printf(e->c->arena, " * %d", cl) : "";
 
 	emit_line(e, "const long long me = %s, parts = %s;   // this part's index among its tile's, and their number",

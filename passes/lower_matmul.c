@@ -943,7 +943,8 @@ wave_lets(Comp *c, Kernel *k, Expr *left, Expr *split, Expr *on, const char *com
 	*dp = let_at(c, k, body, body->nbody, "dp_tiles",
 	             ex_bin(c, EX_SUB, tiles, ex_bin(c, EX_MUL, ex_bin(c, EX_LT, ex_int(c, 0), *ctas), left)),
 	             "the tiles CTAs take whole");
-	return let_at(c, k, body, body->nbody, "my_dp", ex_bin(c, EX_CEILDIV, ex_bin(c, EX_SUB, *dp, sk_unit(c, k, EX_CTA)), G),
+	return let_at(c, k, body, body->nbody, "my_dp",
+	              ex_bin(c, EX_CEILDIV, ex_bin(c, EX_SUB, *dp, sk_unit(c, k, EX_CTA)), G),
 	              kernel_cluster_ctas(k) > 1 ? "this cluster's whole tiles" : "this CTA's whole tiles");
 }
 
@@ -958,9 +959,14 @@ wave_lets(Comp *c, Kernel *k, Expr *left, Expr *split, Expr *on, const char *com
  * conditions.  The parts then share the tile's epilogue (stream_k_meet):
  * each stores the subtiles it owns, so no CTA adds every other part's
  * sums (128 x 1280 x 8192 in quarters of 128 x 64 tiles on an H200:
- * 13.2 us, 9.9 with the owner's adds taken out; docs/perf.md).  MINE: the
- * my_tiles let, set here; TILE: the tile loop's let of the tile, at index
- * AT of its body.
+ * 13.2 us, 9.9 with the owner's adds taken out; docs/perf.md).  In
+ * clusters (long_k_stream's pairs of tile rows) the unit is a cluster, as
+ * lower_tile_loop's is: cluster C takes part j of cluster tile T, and each
+ * of its CTAs the CTA tile at its rank, so the two run the same k-steps
+ * (the multicasts of B's slices need both) and part j of a CTA tile is on
+ * its rank's CTA of the j-th cluster after the first (stream_k_scatter).
+ * MINE: the my_tiles let, set here; TILE: the tile loop's let of the tile,
+ * at index AT of its body.
  */
 static int
 fraction_plan(Comp *c, Kernel *k, Tile *t, Expr *on, Stmt *mine, Stmt *tile, int at)
@@ -1088,8 +1094,8 @@ stream_k_plan(Comp *c, Kernel *k, Tile *t)
  * power cap and an idle SM saves power the others spend, the default and
  * stream-K tied within 1.2% either way (docs/perf.md).  Built for one
  * persistent mainloop of cooperative warpgroups, unswapped, with no
- * cluster, split, signal or input that waits.  1, 0, or -1 for a hint it
- * cannot honour.
+ * split, signal or input that waits, nor a cluster but the default's own
+ * (fraction_plan).  1, 0, or -1 for a hint it cannot honour.
  */
 static int
 choose_stream_k(Comp *c, const Fusion *f, const Kernel *k, int ng)
@@ -1177,7 +1183,16 @@ quarter_parts(int64_t rows, int64_t cols, int64_t steps, int *bn)
  * 8192 (160) 0.88 -> 1.15, 1280 x 1024 x 8192 (192) 0.67 -> 0.76; 1536 x
  * 1024 x 8192 (224) gained 4%, 2048 x 1024 x 8192 (128 tiles, at 256)
  * lost 4.5%, at 96 runs (768 x 1024 x 8192) it lost 4%, at K = 4096 (runs
- * of 32) 15% (docs/perf.md).
+ * of 32) 15% (docs/perf.md).  Halves of SK_THIRDS_FROM or wider give way
+ * to thirds of 128 x 256 where those make SK_WAVE_FILL to TILE_TARGET runs
+ * of SK_RUN_STEPS or more: a CTA's k loop is then 89% of a 128 x 192
+ * half's work, on the wider tile's faster k-steps, and 1024 columns take
+ * 4 tiles of 256 where 6 of 192 padded them by 1 / 8.  On an H200, cuBLAS
+ * / wsfuse, CUDA-graph replays and L2 flushed: 1280 x 1024 x 8192
+ * 0.75-0.77 -> 0.80-0.84 and 0.79-0.80 -> 0.83-0.85, x 16384 0.82-0.87 ->
+ * 0.94-0.98 and 0.80-0.81 -> 0.88-0.90; 1408 x 1024 x 8192 (132 runs)
+ * 39.5-40.4 -> 37.0-37.4 us; where halves were 128 x 160 the thirds lost
+ * 5-9% (1152 x 1024, 1024 x 1280, 640 x 2048 x 8192).
  */
 static int64_t
 half_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn)
@@ -1307,16 +1322,29 @@ narrow_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn)
  * kernel).  Quarters or more of a tile where four parts of its tiles fit
  * the SMs (quarter_parts), else halves or thirds of tiles 128 to 256 wide
  * that fill them (half_parts), else quarters or halves of 128 x 64 tiles,
- * or halves of 128 x 96 (narrow_parts).  With L2 flushed, cuBLAS / wsfuse
- * on an H200:
+ * or halves of 128 x 96 (narrow_parts).  Parts of SK_CLUSTER_RUN k-steps
+ * or more of 128 x 128 tiles on an even number of tile rows run in
+ * clusters of two tile rows that share B (fraction_plan takes a cluster as
+ * its unit): each k-step asks L2 for B's slice once for the two, and a
+ * part's k loop, 128 k-steps of 32 KiB each, was bound by what L2 served
+ * (ncu at 512 x 512 x 65536: 20.3M L2 sectors against cuBLAS's 9.5M in its
+ * clusters of 2 x 1, each CTA taking in the same 540 MB).  On an H200,
+ * cuBLAS / wsfuse, CUDA-graph replays and L2 flushed: 512 x 512 x 65536
+ * 0.71-0.73 -> 0.87 and 0.72-0.73 -> 0.87, 256 x 1024 x 65536 0.73 ->
+ * 0.90 and 0.74 -> 0.90-0.91, 512 x 1024 x 65536 0.73-0.75 -> 0.91-0.94
+ * and 0.82-0.87 -> 0.89; in runs of 32 (512 x 1024 x 8192: 10% faster in
+ * replays, 2% slower flushed; 256 x 2048 x 8192 2-3% slower), runs of 64
+ * in halves (1024 x 1024 x 8192) and `[1, 2]` on odd rows (384 x 1024 x
+ * 16384: 5% slower flushed) it did not pay, nor at 128 x 256 (1024 x 1024
+ * x 65536).  With L2 flushed, cuBLAS / wsfuse on an H200:
  * 1024 x 1024 x 16384 0.72 -> 0.94, x 65536 0.60 -> 0.93, 512 x 512 x
  * 65536 (eighths) 0.47 -> 0.73, 128 x 1280 x 32768 0.66 -> 0.83, 1024 x
  * 1024 x 12288 (halves) 0.81 -> 0.99 (docs/perf.md).  A single matmul,
  * neither swapped, ping-pong nor batched, with no hint that bears on it
  * (stages sized for the default tile would not fit a wider one), and rows
  * that start 128-byte aligned (else misaligned_cluster's cluster).  The
- * choice is made at the spec's sizes, like the tile's.  Sets T's tile and
- * K->sk_parts.
+ * choice is made at the spec's sizes, like the tile's.  Sets T's tile,
+ * K->sk_parts and K's cluster.
  */
 static void
 long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const Tensor *a, const Tensor *d)
