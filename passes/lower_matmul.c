@@ -1361,9 +1361,12 @@ long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const
 		return;
 	/* N whole epilogue subtiles of a K-major B, whole 64-wide chunks of an N-major one (choose_tile) */
 	if ((parts = quarter_parts(rows, cols, steps, &bn))) {
-		/* runs of SK_CLUSTER_RUN k-steps of 128 x 128: clusters of two tile rows that share B */
-		if (bn == BN / 2 && (rows + BM - 1) / BM % 2 == 0 && steps / parts >= SK_CLUSTER_RUN)
+		/* runs of SK_CLUSTER_RUN k-steps of 128 x 128: clusters of two tile rows that share B, else of two
+		   tile columns that share A */
+		if (bn == BN / 2 && steps / parts >= SK_CLUSTER_RUN && (rows + BM - 1) / BM % 2 == 0)
 			k->cluster[0] = 2;
+		else if (bn == BN / 2 && steps / parts >= SK_CLUSTER_RUN && (cols + bn - 1) / bn % 2 == 0)
+			k->cluster[1] = 2;
 	} else if ((parts = half_parts(rows, cols, steps, step, &bn)))
 		;
 	else if ((parts = narrow_parts(rows, cols, steps, step, &bn)))

@@ -2433,14 +2433,15 @@ stream_k_fractions(void **state)
 }
 
 /*
- * Stream-K's fractions in clusters of two tile rows that share B (long
- * runs of 128 x 128 tiles: 512 x 512 x 65536 in eighths), run at other
- * sizes and grids as each CTA would: a cluster takes a part of a cluster
- * tile, both its CTAs the same k-steps (B's slices multicast to both) of
- * the CTA tile at their rank; every k-step of every CTA tile once; a
- * tile's parts on the CTAs of its rank in consecutive clusters (part i on
- * first + 2 i), the stage counter running on.  Then the CUDA's flags and
- * slots at those CTAs.
+ * Stream-K's fractions in clusters of two (long runs of 128 x 128 tiles):
+ * two tile rows that share B (512 x 512 x 65536 in eighths), else two tile
+ * columns that share A (384 x 1024 x 65536 in fifths), run at other sizes
+ * and grids as each CTA would: a cluster takes a part of a cluster tile,
+ * both its CTAs the same k-steps (the shared operand's slices multicast to
+ * both) of the CTA tile at their rank; every k-step of every CTA tile
+ * once; a tile's parts on the CTAs of its rank in consecutive clusters
+ * (part i on first + 2 i), the stage counter running on.  Then the CUDA's
+ * flags and slots at those CTAs, and the multicast operand.
  */
 static void
 stream_k_cluster_fractions(void **state)
@@ -2449,89 +2450,116 @@ stream_k_cluster_fractions(void **state)
 	static const struct {
 		int64_t m, n, k, grid, parts;   /* parts: of each split tile, 1: none split */
 		bool off;                       /* launched without a workspace: sk_on 0 */
+		int spec;                       /* of specs[] */
 	} runs[] = {
-		{512, 512, 65536, 132, 8, false},    /* the spec's sizes: 8 cluster tiles on 64 clusters */
-		{512, 512, 8192, 132, 8, false},     /* parts of 16 k-steps */
-		{1000, 512, 32768, 132, 4, false},   /* 16 cluster tiles, the last row's ragged */
-		{512, 512, 65536, 64, 4, false},     /* 32 clusters */
-		{4608, 512, 8192, 132, 8, false},    /* 72 cluster tiles: a wave, then 6 in eighths */
-		{4096, 512, 8192, 132, 1, false},    /* 64: none split */
-		{512, 512, 65536, 132, 1, true},     /* no workspace: all whole */
+		{512, 512, 65536, 132, 8, false, 0},    /* the spec's sizes: 8 cluster tiles on 64 clusters */
+		{512, 512, 8192, 132, 8, false, 0},     /* parts of 16 k-steps */
+		{1000, 512, 32768, 132, 4, false, 0},   /* 16 cluster tiles, the last row's ragged */
+		{512, 512, 65536, 64, 4, false, 0},     /* 32 clusters */
+		{4608, 512, 8192, 132, 8, false, 0},    /* 72 cluster tiles: a wave, then 6 in eighths */
+		{4096, 512, 8192, 132, 1, false, 0},    /* 64: none split */
+		{512, 512, 65536, 132, 1, true, 0},     /* no workspace: all whole */
+		{384, 1024, 65536, 132, 5, false, 1},   /* the spec's sizes: 12 cluster tiles on 60 clusters */
+		{128, 4096, 65536, 132, 4, false, 1},   /* one row of 16 */
+		{384, 1000, 65536, 132, 5, false, 1},   /* the last column ragged */
+		{384, 1024, 65536, 132, 1, true, 1},
 	};
-	Kernel *k = kernel_of(t, GEMM_SIZES(512, 512, 65536) GEMM_PLAIN);
-	Stmt *tl;
-	const char *cu;
-	int r, i, tests = 0;
+	static const struct {
+		const char *spec, *shared;
+		int parts, cm, cn;
+	} specs[] = {
+		{GEMM_SIZES(512, 512, 65536) GEMM_PLAIN, "wsf_tma_load_2d_multicast(tile_w + ", 8, 2, 1},
+		{GEMM_SIZES(384, 1024, 65536) GEMM_PLAIN, "wsf_tma_load_2d_multicast(tile_x + ", 5, 1, 2},
+	};
+	int r, i, s, tests = 0;
 
-	if (!k)
-		fail_msg("%s", t->msg);
-	assert_true(k->sk_scatter && k->sk_parts == 8 && k->tile_cols == 128);
-	assert_true(k->cluster[0] == 2 && k->cluster[1] == 1);
-	tl = consumer_tiles(k);
-	for (r = 0; r < (int)countof(runs); r++) {
-		int64_t M = runs[r].m, N = runs[r].n, K = runs[r].k, ctiles = (M + 255) / 256 * ((N + 127) / 128);
-		int64_t kt = (K + 63) / 64, b, *cover = calloc((size_t)(2 * ctiles * kt), sizeof *cover);
-		int64_t *first = calloc((size_t)(2 * ctiles), sizeof *first), *seq = calloc(64, sizeof *seq);
-		Env env = {arena_alloc(t->c.arena, (size_t)k->nvar * sizeof *env.v),
-		           arena_alloc(t->c.arena, (size_t)k->nvar * sizeof *env.set), 0, 0, 0};
+	for (s = 0; s < (int)countof(specs); s++) {
+		Kernel *k;
+		Stmt *tl;
+		const char *cu;
 
-		for (b = 0; b < 2 * ctiles; b++)
-			first[b] = -1;
-		for (b = 0; b < runs[r].grid; b++) {
-			int64_t it, counter = 0, rank = b % 2;
+		if (s > 0) {
+			teardown((void **)&t);
+			if (setup((void **)&t) < 0)
+				fail_msg("setup");
+			*state = t;
+		}
+		if (!(k = kernel_of(t, specs[s].spec)))
+			fail_msg("%s", t->msg);
+		assert_true(k->sk_scatter && k->sk_parts == specs[s].parts && k->tile_cols == 128);
+		assert_true(k->cluster[0] == specs[s].cm && k->cluster[1] == specs[s].cn);
+		tl = consumer_tiles(k);
+		for (r = 0; r < (int)countof(runs); r++) {
+			int64_t M = runs[r].m, N = runs[r].n, K = runs[r].k, kt = (K + 63) / 64, b;
+			int64_t ctiles = (M + 128 * specs[s].cm - 1) / (128 * specs[s].cm) *
+			                 ((N + 128 * specs[s].cn - 1) / (128 * specs[s].cn));
+			int64_t *cover, *first, *seq;
+			Env env = {arena_alloc(t->c.arena, (size_t)k->nvar * sizeof *env.v),
+			           arena_alloc(t->c.arena, (size_t)k->nvar * sizeof *env.set), 0, 0, 0};
 
-			plan_env(k, &env, M, N, K, b, runs[r].grid, runs[r].off);
-			assert_true(env.v[k->niter_var] <= 16);
-			for (it = 0; it < env.v[k->niter_var]; it++) {
-				int64_t tile, kb, kn, ski, skn, ct, j;
+			if (runs[r].spec != s)
+				continue;
+			cover = calloc((size_t)(2 * ctiles * kt), sizeof *cover);
+			first = calloc((size_t)(2 * ctiles), sizeof *first), seq = calloc(64, sizeof *seq);
+			for (b = 0; b < 2 * ctiles; b++)
+				first[b] = -1;
+			for (b = 0; b < runs[r].grid; b++) {
+				int64_t it, counter = 0, rank = b % 2;
 
-				env.v[tl->var] = it, env.set[tl->var] = true;
-				for (i = 0; i < tl->nbody; i++)
-					if (tl->body[i]->kind == ST_LET)
-						let_in(k, tl->body[i], &env);
-				tile = var_named(k, &env, "tile"), kb = var_named(k, &env, "kb"), kn = var_named(k, &env, "kn");
-				ski = var_named(k, &env, "sk_i"), skn = var_named(k, &env, "sk_n");
-				if (tile < 0 || tile >= ctiles || kn < 1 || kb < 0 || kb + kn > kt || ski >= skn)
-					fail_msg("run %d cta %lld tile %lld: k-steps [%lld, %lld) of %lld, part %lld of %lld", r,
-					         (long long)b, (long long)tile, (long long)kb, (long long)(kb + kn), (long long)kt,
-					         (long long)ski, (long long)skn);
-				/* the cluster's two CTAs: the same cluster tile and k-steps */
-				if (rank == 0)
-					seq[4 * it] = tile, seq[4 * it + 1] = kb, seq[4 * it + 2] = kn, seq[4 * it + 3] = ski;
-				else if (seq[4 * it] != tile || seq[4 * it + 1] != kb || seq[4 * it + 2] != kn ||
-				         seq[4 * it + 3] != ski)
-					fail_msg("run %d cta %lld: not its cluster's part", r, (long long)b);
-				assert_int_equal(var_named(k, &env, "kbase"), counter);
-				counter += kn;
-				ct = 2 * tile + rank;   /* the CTA tile at this rank */
-				for (j = kb; j < kb + kn; j++)
-					cover[ct * kt + j]++;
-				if (skn > 1) {   /* part ski of a split tile: on its first part's CTA + 2 ski */
-					assert_true(kn >= 4 && skn == runs[r].parts);
-					if (first[ct] < 0)
-						first[ct] = b - 2 * ski;
-					assert_int_equal(b - 2 * ski, first[ct]);
-					assert_int_equal(first[ct] % 2, rank);
-					tests++;
+				plan_env(k, &env, M, N, K, b, runs[r].grid, runs[r].off);
+				assert_true(env.v[k->niter_var] <= 16);
+				for (it = 0; it < env.v[k->niter_var]; it++) {
+					int64_t tile, kb, kn, ski, skn, ct, j;
+
+					env.v[tl->var] = it, env.set[tl->var] = true;
+					for (i = 0; i < tl->nbody; i++)
+						if (tl->body[i]->kind == ST_LET)
+							let_in(k, tl->body[i], &env);
+					tile = var_named(k, &env, "tile"), kb = var_named(k, &env, "kb");
+					kn = var_named(k, &env, "kn");
+					ski = var_named(k, &env, "sk_i"), skn = var_named(k, &env, "sk_n");
+					if (tile < 0 || tile >= ctiles || kn < 1 || kb < 0 || kb + kn > kt || ski >= skn)
+						fail_msg("run %d cta %lld tile %lld: k-steps [%lld, %lld) of %lld, part %lld of %lld", r,
+						         (long long)b, (long long)tile, (long long)kb, (long long)(kb + kn),
+						         (long long)kt, (long long)ski, (long long)skn);
+					/* the cluster's two CTAs: the same cluster tile and k-steps */
+					if (rank == 0)
+						seq[4 * it] = tile, seq[4 * it + 1] = kb, seq[4 * it + 2] = kn, seq[4 * it + 3] = ski;
+					else if (seq[4 * it] != tile || seq[4 * it + 1] != kb || seq[4 * it + 2] != kn ||
+					         seq[4 * it + 3] != ski)
+						fail_msg("run %d cta %lld: not its cluster's part", r, (long long)b);
+					assert_int_equal(var_named(k, &env, "kbase"), counter);
+					counter += kn;
+					ct = 2 * tile + rank;   /* the CTA tile at this rank */
+					for (j = kb; j < kb + kn; j++)
+						cover[ct * kt + j]++;
+					if (skn > 1) {   /* part ski of a split tile: on its first part's CTA + 2 ski */
+						assert_true(kn >= 4 && skn == runs[r].parts);
+						if (first[ct] < 0)
+							first[ct] = b - 2 * ski;
+						assert_int_equal(b - 2 * ski, first[ct]);
+						assert_int_equal(first[ct] % 2, rank);
+						tests++;
+					}
 				}
 			}
+			for (i = 0; i < 2 * ctiles * kt; i++)
+				if (cover[i] != 1)
+					fail_msg("run %d: CTA tile %lld k-step %lld computed %lld times", r, (long long)(i / kt),
+					         (long long)(i % kt), (long long)cover[i]);
+			if (runs[r].parts == 1)
+				for (i = 0; i < 2 * ctiles; i++)
+					assert_int_equal(first[i], -1);
+			free(cover), free(first), free(seq);
 		}
-		for (i = 0; i < 2 * ctiles * kt; i++)
-			if (cover[i] != 1)
-				fail_msg("run %d: CTA tile %lld k-step %lld computed %lld times", r, (long long)(i / kt),
-				         (long long)(i % kt), (long long)cover[i]);
-		if (runs[r].parts == 1)
-			for (i = 0; i < 2 * ctiles; i++)
-				assert_int_equal(first[i], -1);
-		free(cover), free(first), free(seq);
+		cu = cuda_of(t);
+		assert_non_null(strstr(cu, "wsf_sk_arrive(wsf_sk_flag(sk_work, blockIdx.x - me * 2));"));
+		assert_non_null(strstr(cu, "const long long first = (long long)blockIdx.x - me * 2;"));
+		assert_non_null(strstr(cu, "wsf_sk_flag(sk_work, first + 2), (unsigned)wsf_min(parts, 4LL));"));
+		assert_non_null(strstr(cu, "wsf_sk_slot(sk_work, 1024, 65536, first + h * 2)"));
+		assert_non_null(strstr(cu, specs[s].shared));   /* the operand the two share */
 	}
 	assert_true(tests > 0);
-	cu = cuda_of(t);
-	assert_non_null(strstr(cu, "wsf_sk_arrive(wsf_sk_flag(sk_work, blockIdx.x - me * 2));"));
-	assert_non_null(strstr(cu, "const long long first = (long long)blockIdx.x - me * 2;"));
-	assert_non_null(strstr(cu, "wsf_sk_flag(sk_work, first + 2), (unsigned)wsf_min(parts, 4LL));"));
-	assert_non_null(strstr(cu, "wsf_sk_slot(sk_work, 1024, 65536, first + h * 2)"));
-	assert_non_null(strstr(cu, "wsf_tma_load_2d_multicast(tile_w + "));   /* B, shared by the two tile rows */
 }
 
 /*
@@ -3668,19 +3696,23 @@ long_k_default(void **state)
 	};
 	static const struct {
 		const char *spec;
-		int cm;   /* clusters of cm x 1 CTAs */
-	} pairs[] = {   /* runs of 128 k-steps or more of 128 x 128 tiles whose rows pair up */
-		{GEMM_SIZES(512, 1024, 65536) GEMM_PLAIN, 2},    /* quarters of 256 */
-		{GEMM_SIZES(512, 1024, 32768) GEMM_PLAIN, 2},    /* of 128 */
-		{GEMM_SIZES(512, 512, 65536) GEMM_PLAIN, 2},     /* eighths of 128 */
-		{GEMM_SIZES(256, 1024, 65536) GEMM_PLAIN, 2},
-		{GEMM_SIZES(1000, 512, 32768) GEMM_PLAIN, 2},    /* 8 rows, the last ragged */
-		{GEMM_SIZES(512, 1024, 65536) WGRAD, 2},     /* A M-major, B N-major */
-		{GEMM_SIZES(384, 1024, 65536) GEMM_PLAIN, 1},    /* 3 rows */
-		{GEMM_SIZES(256, 512, 65536) GEMM_PLAIN, 1},     /* sixteenths of 64 */
-		{GEMM_SIZES(512, 1024, 16384) GEMM_PLAIN, 1},    /* quarters of 64 */
-		{GEMM_SIZES(128, 1280, 32768) GEMM_PLAIN, 1},    /* one row */
-		{GEMM_SIZES(1024, 1024, 65536) GEMM_PLAIN, 1},   /* 128 x 256 */
+		int cm, cn;   /* clusters of cm x cn CTAs */
+	} pairs[] = {   /* runs of 128 k-steps or more of 128 x 128 tiles whose rows, else columns, pair up */
+		{GEMM_SIZES(512, 1024, 65536) GEMM_PLAIN, 2, 1},    /* quarters of 256 */
+		{GEMM_SIZES(512, 1024, 32768) GEMM_PLAIN, 2, 1},    /* of 128 */
+		{GEMM_SIZES(512, 512, 65536) GEMM_PLAIN, 2, 1},     /* eighths of 128 */
+		{GEMM_SIZES(256, 1024, 65536) GEMM_PLAIN, 2, 1},
+		{GEMM_SIZES(1000, 512, 32768) GEMM_PLAIN, 2, 1},    /* 8 rows, the last ragged */
+		{GEMM_SIZES(512, 1024, 65536) WGRAD, 2, 1},         /* A M-major, B N-major */
+		{GEMM_SIZES(384, 1024, 65536) GEMM_PLAIN, 1, 2},    /* 3 rows of 8: columns */
+		{GEMM_SIZES(128, 4096, 65536) GEMM_PLAIN, 1, 2},    /* one row */
+		{GEMM_SIZES(384, 1000, 65536) GEMM_PLAIN, 1, 2},    /* 3 rows of 8, the last column ragged */
+		{GEMM_SIZES(384, 896, 65536) GEMM_PLAIN, 1, 1},     /* 3 rows of 7 */
+		{GEMM_SIZES(256, 512, 65536) GEMM_PLAIN, 1, 1},     /* sixteenths of 64 */
+		{GEMM_SIZES(512, 1024, 16384) GEMM_PLAIN, 1, 1},    /* quarters of 64 */
+		{GEMM_SIZES(128, 1280, 32768) GEMM_PLAIN, 1, 1},    /* one row, eighths of 64 */
+		{GEMM_SIZES(384, 512, 65536) GEMM_PLAIN, 1, 1},     /* 12 tiles: 11 parts of 93 */
+		{GEMM_SIZES(1024, 1024, 65536) GEMM_PLAIN, 1, 1},   /* 128 x 256 */
 	};
 	static const struct {
 		const char *spec;
@@ -3723,9 +3755,9 @@ long_k_default(void **state)
 		Fixture *t;
 		Kernel *k = lowered(&t, i, pairs[i].spec);
 
-		if (!k->sk_scatter || k->cluster[0] != pairs[i].cm || k->cluster[1] != 1)
-			fail_msg("pair %d: cluster %d x %d, in fractions %d; expected %d x 1", i, k->cluster[0], k->cluster[1],
-			         k->sk_scatter, pairs[i].cm);
+		if (!k->sk_scatter || k->cluster[0] != pairs[i].cm || k->cluster[1] != pairs[i].cn)
+			fail_msg("pair %d: cluster %d x %d, in fractions %d; expected %d x %d", i, k->cluster[0],
+			         k->cluster[1], k->sk_scatter, pairs[i].cm, pairs[i].cn);
 		teardown((void **)&t);
 	}
 	for (i = 0; i < (int)countof(order); i++) {   /* the narrow rule's tiles along rows where A is the larger */
