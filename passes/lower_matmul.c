@@ -1323,20 +1323,23 @@ narrow_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn)
  * the SMs (quarter_parts), else halves or thirds of tiles 128 to 256 wide
  * that fill them (half_parts), else quarters or halves of 128 x 64 tiles,
  * or halves of 128 x 96 (narrow_parts).  Parts of SK_CLUSTER_RUN k-steps
- * or more of 128 x 128 tiles on an even number of tile rows run in
- * clusters of two tile rows that share B (fraction_plan takes a cluster as
- * its unit): each k-step asks L2 for B's slice once for the two, and a
+ * or more of 128 x 128 tiles run in clusters of two tile rows that share B
+ * on an even number of tile rows, else of two tile columns that share A
+ * (fraction_plan takes a cluster as its unit): each k-step asks L2 for the
+ * shared operand's slice once for the two, and a
  * part's k loop, 128 k-steps of 32 KiB each, was bound by what L2 served
  * (ncu at 512 x 512 x 65536: 20.3M L2 sectors against cuBLAS's 9.5M in its
  * clusters of 2 x 1, each CTA taking in the same 540 MB).  On an H200,
  * cuBLAS / wsfuse, CUDA-graph replays and L2 flushed: 512 x 512 x 65536
  * 0.71-0.73 -> 0.87 and 0.72-0.73 -> 0.87, 256 x 1024 x 65536 0.73 ->
  * 0.90 and 0.74 -> 0.90-0.91, 512 x 1024 x 65536 0.73-0.75 -> 0.91-0.94
- * and 0.82-0.87 -> 0.89; in runs of 32 (512 x 1024 x 8192: 10% faster in
- * replays, 2% slower flushed; 256 x 2048 x 8192 2-3% slower), runs of 64
- * in halves (1024 x 1024 x 8192) and `[1, 2]` on odd rows (384 x 1024 x
- * 16384: 5% slower flushed) it did not pay, nor at 128 x 256 (1024 x 1024
- * x 65536).  With L2 flushed, cuBLAS / wsfuse on an H200:
+ * and 0.82-0.87 -> 0.89; in `[1, 2]`, 384 x 1024 x 65536 0.71-0.73 -> 0.81
+ * and 0.75-0.76 -> 0.81, 128 x 4096 x 65536 0.96 -> 1.01-1.02 and
+ * 0.97-0.98 -> 1.01.  In runs of 32 (512 x 1024 x 8192: 10% faster in
+ * replays, 2% slower flushed; 256 x 2048 x 8192 2-3% slower), 51 (384 x
+ * 1024 x 16384, `[1, 2]`: 5% slower flushed), 64 in halves (1024 x 1024 x
+ * 8192) and 93 (384 x 512 x 65536, a tie) it did not pay, nor at 128 x 256
+ * (1024 x 1024 x 65536).  With L2 flushed, cuBLAS / wsfuse on an H200:
  * 1024 x 1024 x 16384 0.72 -> 0.94, x 65536 0.60 -> 0.93, 512 x 512 x
  * 65536 (eighths) 0.47 -> 0.73, 128 x 1280 x 32768 0.66 -> 0.83, 1024 x
  * 1024 x 12288 (halves) 0.81 -> 0.99 (docs/perf.md).  A single matmul,
