@@ -2127,6 +2127,18 @@ plan_env(const Kernel *k, Env *env, int64_t M, int64_t N, int64_t K, int64_t cta
 			let_in(k, k->body->body[i], env);
 }
 
+/* ENV at iteration IT of tile loop TL of K: its lets, as the CTA would run them. */
+static void
+tile_env(const Kernel *k, const Stmt *tl, Env *env, int64_t it)
+{
+	int i;
+
+	env->v[tl->var] = it, env->set[tl->var] = true;
+	for (i = 0; i < tl->nbody; i++)
+		if (tl->body[i]->kind == ST_LET)
+			let_in(k, tl->body[i], env);
+}
+
 /*
  * The producer's loop nest under one elect() where the CTAs take several
  * tiles each at the spec's sizes (Kernel.elect_nest): 8192^3 (2048 tiles
@@ -2371,10 +2383,7 @@ stream_k_fractions(void **state)
 			for (it = 0; it < env.v[k->niter_var]; it++) {
 				int64_t tile, kb, kn, ski, skn, j;
 
-				env.v[tl->var] = it, env.set[tl->var] = true;
-				for (i = 0; i < tl->nbody; i++)
-					if (tl->body[i]->kind == ST_LET)
-						let_in(k, tl->body[i], &env);
+				tile_env(k, tl, &env, it);
 				tile = var_named(k, &env, "tile"), kb = var_named(k, &env, "kb"), kn = var_named(k, &env, "kn");
 				ski = var_named(k, &env, "sk_i"), skn = var_named(k, &env, "sk_n");
 				if (tile < 0 || tile >= tiles || kn < 1 || kb < 0 || kb + kn > kt || ski >= skn)
@@ -2511,10 +2520,7 @@ stream_k_cluster_fractions(void **state)
 				for (it = 0; it < env.v[k->niter_var]; it++) {
 					int64_t tile, kb, kn, ski, skn, ct, j;
 
-					env.v[tl->var] = it, env.set[tl->var] = true;
-					for (i = 0; i < tl->nbody; i++)
-						if (tl->body[i]->kind == ST_LET)
-							let_in(k, tl->body[i], &env);
+					tile_env(k, tl, &env, it);
 					tile = var_named(k, &env, "tile"), kb = var_named(k, &env, "kb");
 					kn = var_named(k, &env, "kn");
 					ski = var_named(k, &env, "sk_i"), skn = var_named(k, &env, "sk_n");
@@ -2673,10 +2679,7 @@ stream_k(void **state)
 			for (it = 0; it < my; it++) {
 				int64_t tile, kb, kn, kbase, j;
 
-				env.v[tl->var] = it, env.set[tl->var] = true;
-				for (i = 0; i < tl->nbody; i++)
-					if (tl->body[i]->kind == ST_LET)
-						let_in(k, tl->body[i], &env);
+				tile_env(k, tl, &env, it);
 				tile = var_named(k, &env, "tile");
 				kb = var_named(k, &env, "kb");
 				kn = var_named(k, &env, "kn");
