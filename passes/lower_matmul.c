@@ -910,13 +910,6 @@ let_at(Comp *c, Kernel *k, Stmt *block, int at, const char *name, Expr *e, const
 }
 
 /*
- * The lets of both stream-K plans after the last wave's tiles LEFT:
- * sk_ctas, the CTAs of its parts, SPLIT where the last wave holds at most
- * SK_LEFT_NUM / SK_LEFT_DEN of the CTAs and the launch has a workspace
- * (ON), else 0, with COMMENT; dp_tiles, the tiles taken whole (*DP); and
- * my_dp, this CTA's of them, returned.  Sets *CTAS.
- */
-/*
  * Stream-K's unit of work, a CTA or (in clusters: fraction_plan) a cluster,
  * whose CTAs take the same part of their cluster tile's CTA tiles: LEAF,
  * EX_CTA or EX_NCTA, in those units.
@@ -929,6 +922,13 @@ sk_unit(Comp *c, const Kernel *k, int leaf)
 	return n > 1 ? ex_bin(c, EX_DIV, ex_leaf(c, leaf), ex_int(c, n)) : ex_leaf(c, leaf);
 }
 
+/*
+ * The lets of both stream-K plans after the last wave's tiles LEFT:
+ * sk_ctas, the CTAs (or clusters: sk_unit) of its parts, SPLIT where the
+ * last wave holds at most SK_LEFT_NUM / SK_LEFT_DEN of them and the launch
+ * has a workspace (ON), else 0, with COMMENT; dp_tiles, the tiles taken
+ * whole (*DP); and my_dp, this CTA's of them, returned.  Sets *CTAS.
+ */
 static Expr *
 wave_lets(Comp *c, Kernel *k, Expr *left, Expr *split, Expr *on, const char *comment, Expr **ctas, Expr **dp)
 {
@@ -960,11 +960,12 @@ wave_lets(Comp *c, Kernel *k, Expr *left, Expr *split, Expr *on, const char *com
  * each stores the subtiles it owns, so no CTA adds every other part's
  * sums (128 x 1280 x 8192 in quarters of 128 x 64 tiles on an H200:
  * 13.2 us, 9.9 with the owner's adds taken out; docs/perf.md).  In
- * clusters (long_k_stream's pairs of tile rows) the unit is a cluster, as
- * lower_tile_loop's is: cluster C takes part j of cluster tile T, and each
- * of its CTAs the CTA tile at its rank, so the two run the same k-steps
- * (the multicasts of B's slices need both) and part j of a CTA tile is on
- * its rank's CTA of the j-th cluster after the first (stream_k_scatter).
+ * clusters (long_k_stream's pairs of tile rows or columns) the unit is a
+ * cluster, as lower_tile_loop's is: cluster C takes part j of cluster tile
+ * T, and each of its CTAs the CTA tile at its rank, so the two run the
+ * same k-steps (the multicasts of the shared operand's slices need both)
+ * and part j of a CTA tile is on its rank's CTA of the j-th cluster after
+ * the first (stream_k_scatter).
  * MINE: the my_tiles let, set here; TILE: the tile loop's let of the tile,
  * at index AT of its body.
  */
@@ -1326,10 +1327,10 @@ narrow_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn)
  * or more of 128 x 128 tiles run in clusters of two tile rows that share B
  * on an even number of tile rows, else of two tile columns that share A
  * (fraction_plan takes a cluster as its unit): each k-step asks L2 for the
- * shared operand's slice once for the two, and a
- * part's k loop, 128 k-steps of 32 KiB each, was bound by what L2 served
- * (ncu at 512 x 512 x 65536: 20.3M L2 sectors against cuBLAS's 9.5M in its
- * clusters of 2 x 1, each CTA taking in the same 540 MB).  On an H200,
+ * shared operand's slice once for the two, and a part's k loop, 128
+ * k-steps of 32 KiB each, was bound by what L2 served (ncu at 512 x 512 x
+ * 65536: 20.3M L2 sectors against cuBLAS's 9.5M in its clusters of 2 x 1,
+ * each CTA taking in the same 540 MB).  On an H200,
  * cuBLAS / wsfuse, CUDA-graph replays and L2 flushed: 512 x 512 x 65536
  * 0.71-0.73 -> 0.87 and 0.72-0.73 -> 0.87, 256 x 1024 x 65536 0.73 ->
  * 0.90 and 0.74 -> 0.90-0.91, 512 x 1024 x 65536 0.73-0.75 -> 0.91-0.94
