@@ -14,7 +14,8 @@
 # pdl_chain.py (kernels back to back under programmatic dependent launch),
 # launch_path.py (the binding's fast path and the tensor maps kept between launches),
 # tune.py (the measured choice: candidates timed at the first launch, the record read back),
-# stream_k.py (stream-K's workspace: a stream each, a larger grid, CUDA graph capture),
+# stream_k.py (stream-K's workspace: a stream each, a larger grid, CUDA graph capture; the default's
+# clusters at other sizes),
 # ragged_tiles.py (a ragged last row or column of tiles moved inside: bit for bit the shape up's),
 # misaligned_k.py (operands whose rows are not 128-byte aligned: the cluster chosen, the result),
 # wave_tiles.py (the default tile narrowed to fill the last wave: the width chosen, the result),
