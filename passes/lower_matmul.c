@@ -1324,8 +1324,9 @@ narrow_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn)
  * the SMs (quarter_parts), else halves or thirds of tiles 128 to 256 wide
  * that fill them (half_parts), else quarters or halves of 128 x 64 tiles,
  * or halves of 128 x 96 (narrow_parts).  Parts of SK_CLUSTER_RUN k-steps
- * or more of 128 x 128 tiles run in clusters of two tile rows that share B
- * on an even number of tile rows, else of two tile columns that share A
+ * or more of 128 x 128 tiles (half that in more than quarters) run in
+ * clusters of two tile rows that share B on an even number of tile rows;
+ * else, of SK_CLUSTER_RUN or more, of two tile columns that share A
  * (fraction_plan takes a cluster as its unit): each k-step asks L2 for the
  * shared operand's slice once for the two, and a part's k loop, 128
  * k-steps of 32 KiB each, was bound by what L2 served (ncu at 512 x 512 x
@@ -1336,11 +1337,15 @@ narrow_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn)
  * 0.90 and 0.74 -> 0.90-0.91, 512 x 1024 x 65536 0.73-0.75 -> 0.91-0.94
  * and 0.82-0.87 -> 0.89; in `[1, 2]`, 384 x 1024 x 65536 0.71-0.73 -> 0.81
  * and 0.75-0.76 -> 0.81, 128 x 4096 x 65536 0.96 -> 1.01-1.02 and
- * 0.97-0.98 -> 1.01.  In runs of 32 (512 x 1024 x 8192: 10% faster in
- * replays, 2% slower flushed; 256 x 2048 x 8192 2-3% slower), 51 (384 x
- * 1024 x 16384, `[1, 2]`: 5% slower flushed), 64 in halves (1024 x 1024 x
- * 8192) and 93 (384 x 512 x 65536, a tie) it did not pay, nor at 128 x 256
- * (1024 x 1024 x 65536).  With L2 flushed, cuBLAS / wsfuse on an H200:
+ * 0.97-0.98 -> 1.01; in parts of 64, 256 x 512 x 65536 (sixteenths)
+ * 51.7-51.8 -> 44.4-44.5 us and 57.7 -> 51.3-51.6, 256 x 1024 x 32768
+ * (eighths) 41.4-43.5 -> 35.3-35.4 and 48.0-48.6 -> 42.9.  In quarters of 32 (512 x
+ * 1024 x 8192: 10% faster in replays, 2% slower flushed; 256 x 2048 x
+ * 8192 2-3% slower) or 64 (512 x 1024 x 16384: a tie), halves of 64 (1024
+ * x 1024 x 8192), and `[1, 2]` in parts of 51 (384 x 1024 x 16384: 5%
+ * slower flushed), 64 (128 x 2048 x 32768, 128 x 4096 x 16384: ties) or
+ * 93 (384 x 512 x 65536, a tie) it did not pay, nor at 128 x 256 (1024 x
+ * 1024 x 65536).  With L2 flushed, cuBLAS / wsfuse on an H200:
  * 1024 x 1024 x 16384 0.72 -> 0.94, x 65536 0.60 -> 0.93, 512 x 512 x
  * 65536 (eighths) 0.47 -> 0.73, 128 x 1280 x 32768 0.66 -> 0.83, 1024 x
  * 1024 x 12288 (halves) 0.81 -> 0.99 (docs/perf.md).  A single matmul,
@@ -1354,7 +1359,7 @@ static void
 long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const Tensor *a, const Tensor *d)
 {
 	const Schedule *h = &f->sched;
-	int64_t rows = out_rows(f, d), cols = dim_value(f, d->dim[d->rank - 1]), parts;
+	int64_t rows = out_rows(f, d), cols = dim_value(f, d->dim[d->rank - 1]), parts, run;
 	int64_t steps = (dim_value(f, a->dim[a->rank - (t->akm ? 1 : 2)]) + BK - 1) / BK;
 	int bn, step = f->op[g->mm[0]].transpose_b ? EPI_COLS : CHUNK;
 
@@ -1365,11 +1370,12 @@ long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const
 		return;
 	/* N whole epilogue subtiles of a K-major B, whole 64-wide chunks of an N-major one (choose_tile) */
 	if ((parts = quarter_parts(rows, cols, steps, &bn))) {
-		/* runs of SK_CLUSTER_RUN k-steps of 128 x 128: clusters of two tile rows that share B, else of two
-		   tile columns that share A */
-		if (bn == BN / 2 && steps / parts >= SK_CLUSTER_RUN && (rows + BM - 1) / BM % 2 == 0)
+		/* runs of SK_CLUSTER_RUN k-steps of 128 x 128 (half that in more than quarters): clusters of two
+		   tile rows that share B; of SK_CLUSTER_RUN, else of two tile columns that share A */
+		run = bn == BN / 2 ? steps / parts : 0;
+		if ((rows + BM - 1) / BM % 2 == 0 && (run >= SK_CLUSTER_RUN || (run >= SK_CLUSTER_RUN / 2 && parts > SK_PARTS)))
 			k->cluster[0] = 2;
-		else if (bn == BN / 2 && steps / parts >= SK_CLUSTER_RUN && (cols + bn - 1) / bn % 2 == 0)
+		else if (run >= SK_CLUSTER_RUN && (cols + bn - 1) / bn % 2 == 0)
 			k->cluster[1] = 2;
 	} else if ((parts = half_parts(rows, cols, steps, step, &bn)))
 		;

@@ -3700,7 +3700,8 @@ long_k_default(void **state)
 	static const struct {
 		const char *spec;
 		int cm, cn;   /* clusters of cm x cn CTAs */
-	} pairs[] = {   /* runs of 128 k-steps or more of 128 x 128 tiles whose rows, else columns, pair up */
+	} pairs[] = {   /* runs of 128 k-steps or more of 128 x 128 tiles (or 64 in more than quarters) whose rows pair
+	                   up, else of 128 or more whose columns pair up */
 		{GEMM_SIZES(512, 1024, 65536) GEMM_PLAIN, 2, 1},    /* quarters of 256 */
 		{GEMM_SIZES(512, 1024, 32768) GEMM_PLAIN, 2, 1},    /* of 128 */
 		{GEMM_SIZES(512, 512, 65536) GEMM_PLAIN, 2, 1},     /* eighths of 128 */
@@ -3711,9 +3712,11 @@ long_k_default(void **state)
 		{GEMM_SIZES(128, 4096, 65536) GEMM_PLAIN, 1, 2},    /* one row */
 		{GEMM_SIZES(384, 1000, 65536) GEMM_PLAIN, 1, 2},    /* 3 rows of 8, the last column ragged */
 		{GEMM_SIZES(384, 896, 65536) GEMM_PLAIN, 1, 1},     /* 3 rows of 7 */
-		{GEMM_SIZES(256, 512, 65536) GEMM_PLAIN, 1, 1},     /* sixteenths of 64 */
+		{GEMM_SIZES(256, 512, 65536) GEMM_PLAIN, 2, 1},     /* sixteenths of 64: more than quarters */
+		{GEMM_SIZES(256, 1024, 32768) GEMM_PLAIN, 2, 1},    /* eighths of 64 */
 		{GEMM_SIZES(512, 1024, 16384) GEMM_PLAIN, 1, 1},    /* quarters of 64 */
-		{GEMM_SIZES(128, 1280, 32768) GEMM_PLAIN, 1, 1},    /* one row, eighths of 64 */
+		{GEMM_SIZES(128, 1280, 32768) GEMM_PLAIN, 1, 1},    /* one row, eighths of 64: not for A */
+		{GEMM_SIZES(384, 512, 32768) GEMM_PLAIN, 1, 1},     /* 3 rows, 11 parts of 46 */
 		{GEMM_SIZES(384, 512, 65536) GEMM_PLAIN, 1, 1},     /* 12 tiles: 11 parts of 93 */
 		{GEMM_SIZES(1024, 1024, 65536) GEMM_PLAIN, 1, 1},   /* 128 x 256 */
 	};
