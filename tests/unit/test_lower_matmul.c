@@ -3607,6 +3607,10 @@ wave_tiles(void **state)
  * not on more tiles, fewer, a shorter K,
  * fewer runs, rows that do not start 128-byte aligned (a cluster instead),
  * a swapped GEMM, one CTA a tile, or a hint that bears on it (stages too).
+ * Halves of 128 x 192 give way to thirds of 128 x 256 where those fill the
+ * SMs; parts of 128 k-steps or more of 128 x 128 tiles (64 in more than
+ * quarters) run in clusters of two tile rows, else (128 or more) of two
+ * tile columns, where those pair up.
  */
 static void
 long_k_default(void **state)
