@@ -116,6 +116,17 @@ access_print(Buf *b, const Kernel *k, const Access *a, int n)
 	}
 }
 
+/* The CTA of the first part of a stream-K part's tile (S->a the part's index): in clusters a tile's parts are
+   its rank's CTAs of consecutive clusters. */
+static void
+first_part(Buf *b, const Kernel *k, const Stmt *s)
+{
+	buf_puts(b, "cta - ");
+	expr_print(b, k, s->a);
+	if (kernel_cluster_ctas(k) > 1)
+		buf_printf(b, " * %d", kernel_cluster_ctas(k));
+}
+
 /* ": WHAT acc's subtiles s with s % b OP a": the subtiles of stream-K's part a of b (Kernel.sk_scatter) */
 static void
 part_subtiles(Buf *b, const Kernel *k, const Stmt *s, const char *what, const char *op)
@@ -275,8 +286,8 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 		expr_print(b, k, s->cond);
 		if (k->sk_scatter) {   /* part a of the tile's b: the others' subtiles, counted at its first CTA */
 			part_subtiles(b, k, s, "stream_k.store", "!=");
-			buf_printf(b, " to %s[cta], flag[cta - ", k->param[s->param].name);
-			expr_print(b, k, s->a);
+			buf_printf(b, " to %s[cta], flag[", k->param[s->param].name);
+			first_part(b, k, s);
 			buf_puts(b, "] += 1 (release)");
 			break;
 		}
@@ -288,10 +299,10 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 		expr_print(b, k, s->cond);
 		if (k->sk_scatter) {
 			part_subtiles(b, k, s, "stream_k.reduce_scatter", "==");
-			buf_printf(b, " += the other parts' from %s[cta - ", k->param[s->param].name);
-			expr_print(b, k, s->a);
-			buf_puts(b, " ..], once flag[cta - ");
-			expr_print(b, k, s->a);
+			buf_printf(b, " += the other parts' from %s[", k->param[s->param].name);
+			first_part(b, k, s);
+			buf_puts(b, kernel_cluster_ctas(k) > 1 ? " .., a cluster apart], once flag[" : " ..], once flag[");
+			first_part(b, k, s);
 			buf_puts(b, "] == ");
 			expr_print(b, k, s->b);
 			buf_puts(b, " (acquire; reset by the last reader)");

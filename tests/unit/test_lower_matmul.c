@@ -2564,6 +2564,15 @@ stream_k_cluster_fractions(void **state)
 		assert_non_null(strstr(cu, "wsf_sk_flag(sk_work, first + 2), (unsigned)wsf_min(parts, 4LL));"));
 		assert_non_null(strstr(cu, "wsf_sk_slot(sk_work, 1024, 65536, first + h * 2)"));
 		assert_non_null(strstr(cu, specs[s].shared));   /* the operand the two share */
+		{   /* the printed IR says where the parts are, as the CUDA does */
+			Buf pb;
+
+			buf_init(&pb, t->c.arena);
+			kernel_print(&pb, k);
+			assert_non_null(strstr(buf_str(&pb), "flag[cta - sk_i * 2] += 1 (release)"));
+			assert_non_null(strstr(buf_str(&pb), "from sk_work[cta - sk_i * 2 .., a cluster apart], once "
+			                                     "flag[cta - sk_i * 2] == sk_n"));
+		}
 	}
 	assert_true(tests > 0);
 }
