@@ -123,7 +123,7 @@ Stmt *
 lower_tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **col0)
 {
 	Stmt *loop;
-	Expr *i, *tile, *ntc = NULL, *ntiles, *cta = ex_leaf(c, EX_CTA), *ncta = ex_leaf(c, EX_NCTA);
+	Expr *i, *tile, *ntc = NULL, *ntiles, *cta, *ncta;
 	int cm = k->cluster[0], cn = k->cluster[1], n = kernel_cluster_ctas(k);
 
 	/*
@@ -132,10 +132,8 @@ lower_tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **col0)
 	 * and each of its CTAs the CTA tile at its rank (rank % cm, rank / cm).
 	 * A K-split's cluster takes one tile, every CTA of it the same.
 	 */
-	if (n > 1) {
-		cta = ex_bin(c, EX_DIV, cta, ex_int(c, n));
-		ncta = ex_bin(c, EX_DIV, ncta, ex_int(c, n));
-	}
+	cta = lower_unit(c, k, EX_CTA);
+	ncta = lower_unit(c, k, EX_NCTA);
 	if (whole_rows) {
 		k->ntile_var = k->rows_var;
 	} else {
@@ -171,6 +169,14 @@ lower_tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **col0)
 	*row0 = ex_var(c, lower_let(c, k, "row0", lower_rank_at(c, k, ex_bin(c, EX_DIV, tile, ntc), 0), loop)->var);
 	*col0 = ex_var(c, lower_let(c, k, "col0", lower_rank_at(c, k, ex_bin(c, EX_MOD, tile, ntc), 1), loop)->var);
 	return loop;
+}
+
+Expr *
+lower_unit(Comp *c, const Kernel *k, int leaf)
+{
+	int n = kernel_cluster_ctas(k);
+
+	return n > 1 ? ex_bin(c, EX_DIV, ex_leaf(c, leaf), ex_int(c, n)) : ex_leaf(c, leaf);
 }
 
 /*

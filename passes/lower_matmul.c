@@ -910,21 +910,8 @@ let_at(Comp *c, Kernel *k, Stmt *block, int at, const char *name, Expr *e, const
 }
 
 /*
- * Stream-K's unit of work, a CTA or (in clusters: fraction_plan) a cluster,
- * whose CTAs take the same part of their cluster tile's CTA tiles: LEAF,
- * EX_CTA or EX_NCTA, in those units.
- */
-static Expr *
-sk_unit(Comp *c, const Kernel *k, int leaf)
-{
-	int n = kernel_cluster_ctas(k);
-
-	return n > 1 ? ex_bin(c, EX_DIV, ex_leaf(c, leaf), ex_int(c, n)) : ex_leaf(c, leaf);
-}
-
-/*
  * The lets of both stream-K plans after the last wave's tiles LEFT:
- * sk_ctas, the CTAs (or clusters: sk_unit) of its parts, SPLIT where the
+ * sk_ctas, the CTAs (or clusters: lower_unit) of its parts, SPLIT where the
  * last wave holds at most SK_LEFT_NUM / SK_LEFT_DEN of them and the launch
  * has a workspace (ON), else 0, with COMMENT; dp_tiles, the tiles taken
  * whole (*DP); and my_dp, this CTA's of them, returned.  Sets *CTAS.
@@ -932,7 +919,7 @@ sk_unit(Comp *c, const Kernel *k, int leaf)
 static Expr *
 wave_lets(Comp *c, Kernel *k, Expr *left, Expr *split, Expr *on, const char *comment, Expr **ctas, Expr **dp)
 {
-	Expr *G = sk_unit(c, k, EX_NCTA), *tiles = ex_var(c, k->ntile_var);
+	Expr *G = lower_unit(c, k, EX_NCTA), *tiles = ex_var(c, k->ntile_var);
 	Stmt *body = k->body;
 
 	*ctas = let_at(c, k, body, body->nbody, "sk_ctas",
@@ -944,7 +931,7 @@ wave_lets(Comp *c, Kernel *k, Expr *left, Expr *split, Expr *on, const char *com
 	             ex_bin(c, EX_SUB, tiles, ex_bin(c, EX_MUL, ex_bin(c, EX_LT, ex_int(c, 0), *ctas), left)),
 	             "the tiles CTAs take whole");
 	return let_at(c, k, body, body->nbody, "my_dp",
-	              ex_bin(c, EX_CEILDIV, ex_bin(c, EX_SUB, *dp, sk_unit(c, k, EX_CTA)), G),
+	              ex_bin(c, EX_CEILDIV, ex_bin(c, EX_SUB, *dp, lower_unit(c, k, EX_CTA)), G),
 	              kernel_cluster_ctas(k) > 1 ? "this cluster's whole tiles" : "this CTA's whole tiles");
 }
 
@@ -972,7 +959,8 @@ wave_lets(Comp *c, Kernel *k, Expr *left, Expr *split, Expr *on, const char *com
 static int
 fraction_plan(Comp *c, Kernel *k, Tile *t, Expr *on, Stmt *mine, Stmt *tile, int at)
 {
-	Expr *G = sk_unit(c, k, EX_NCTA), *b = sk_unit(c, k, EX_CTA), *kt = t->ktiles, *tiles = ex_var(c, k->ntile_var);
+	Expr *G = lower_unit(c, k, EX_NCTA), *b = lower_unit(c, k, EX_CTA), *kt = t->ktiles;
+	Expr *tiles = ex_var(c, k->ntile_var);
 	Expr *left, *np, *ctas, *dp, *mydp, *i, *sk;
 	Stmt *body = k->body, *loop = t->loop;
 

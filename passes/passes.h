@@ -106,6 +106,8 @@ int lower_epoch(Comp *c, Kernel *k);
  * tiles a batch): row-major over [batch, row tiles, col tiles] of CTA tiles.
  */
 Expr *lower_flag_index(Comp *c, const Kernel *k, Expr *row0, Expr *col0, Expr *bt, Expr *batch_tiles);
+/* The tile loop's unit of work, a CTA or in clusters a cluster: LEAF (EX_CTA or EX_NCTA) in those units. */
+Expr *lower_unit(Comp *c, const Kernel *k, int leaf);
 /* In clusters (Kernel.cluster): this CTA's first row (AXIS 0) or column (1) in cluster tile row or column AT. */
 Expr *lower_rank_at(Comp *c, const Kernel *k, Expr *at, int axis);
 /*
