@@ -8,12 +8,14 @@
  * (l % 4) + (j & 1)).  An mma over a 64-wide k-tile is four m64nNk16
  * instructions (wsf_wgmma, written for the kernel's N and operand majors),
  * the descriptors stepping 32 bytes inside the 128-byte swizzled rows of a
- * K-major operand, or 16 rows (2048 bytes) of an MN-major one.  An epilogue subtile of 32 columns is
- * the 16 fragment elements j = 16 sub + jj of every thread: the fused ops
- * run on each in f32, inputs read from global memory (a bias row, a column,
- * a full tensor, a scalar) with the ragged edge guarded, and each output is
- * written to its staging subtile [128][32] (after the subtile's values,
- * two adjacent columns a shared-memory store), which a TMA store then takes
+ * K-major operand, or 16 rows (2048 bytes) of an MN-major one.  An
+ * epilogue subtile of 32 columns (Kernel.epi_cols; 16 in a tile whose N is
+ * an odd multiple of 16) is the 16 (8) fragment elements j = 16 sub + jj
+ * (8 sub + jj) of every thread: the fused ops run on each in f32, inputs
+ * read from global memory (a bias row, a column, a full tensor, a scalar)
+ * with the ragged edge guarded, and each output is written to its staging
+ * subtile [128][32] ([128][16]; after the subtile's values, two adjacent
+ * columns a shared-memory store), which a TMA store then takes
  * (clipping rows and columns past the tensor).  Loops over fragments are
  * unrolled (emit.c), so the registers are indexed by constants.  An
  * accumulator that shares another's registers (KAcc.alias) is a reference
@@ -27,8 +29,8 @@
 #include "codegen.h"
 
 enum {
-	SUB = 32,          /* an epilogue subtile's columns: 16 fragment elements a thread */
-	ROW_VALUES = 8,    /* of them, the distinct columns: 8 (jj >> 2) + wc + (jj & 1), at q = 2 (jj >> 2) + (jj & 1) */
+	/* an epilogue subtile's columns are Kernel.epi_cols (32, or 16): epi_cols / 2 fragment elements a thread,
+	   epi_cols / 4 distinct columns of them, 8 (jj >> 2) + wc + (jj & 1), at q = 2 (jj >> 2) + (jj & 1) */
 	COL_VALUES = 2,    /* the distinct rows, in every subtile: wr + 8 h, at h = (jj >> 1) & 1 */
 	PRELOAD_REGS = 176 /* full inputs are loaded before use while the accumulators and they fit (full_preload) */
 };
@@ -64,7 +66,7 @@ frame(Emit *e)
 
 		if (p->kind == PK_PTR && p->view == VIEW_ROW)
 			emit_line(e, "float %s[%d];   // the next subtile's %s, loaded while this one is computed",
-			          emit_tname(e, PFX_AHEAD, e->f->input[i]), ROW_VALUES, p->name);
+			          emit_tname(e, PFX_AHEAD, e->f->input[i]), e->k->epi_cols / 4, p->name);
 		if (p->kind == PK_PTR && p->view == VIEW_COL)
 			emit_line(e, "float %s[%d];   // %s at this thread's rows of the tile, loaded at its first subtile",
 			          emit_tname(e, PFX_HERE, e->f->input[i]), COL_VALUES * e->k->row_blocks, p->name);
@@ -224,7 +226,7 @@ split_reduce_scatter(Emit *e, const Stmt *s, const char *acc, int n)
 		q = arena_printf(e->c->arena, "q %% %d", a->cols / 8);
 	if (a->cols != k->tile_cols)
 		q = arena_printf(e->c->arena, "%s %% %d", q, k->tile_cols / 8);
-	own = arena_printf(e->c->arena, "%s / %d %% %d", q, SUB / 8, k->splits);
+	own = arena_printf(e->c->arena, "%s / %d %% %d", q, k->epi_cols / 8, k->splits);
 	if (sh > 1) {   /* rank = split rank x sh + place (lower_split_rank): rank r's CTA of this tile is sh r + at */
 		emit_line(e, "const int me = (int)wsf_cluster_rank() / %d, at = (int)wsf_cluster_rank() %% %d;   "
 		          "// split rank me stores subtiles me, me + %d, ...; at: the tile's place in the cluster", sh, sh,
@@ -324,7 +326,7 @@ enum { SK_LOADS = 16 };   /* stream_k_scatter's float4 loads in flight: 64 regis
 /*
  * Stream-K in fractions of a tile (Kernel.sk_scatter): a part writes to
  * its slot the registers of the subtiles other parts own (float4 q's
- * subtile is q / (SUB / 8), part subtile % parts's) and arrives on the
+ * subtile is q / (epi_cols / 8), part subtile % parts's) and arrives on the
  * count at its tile's first CTA's flag; a part that owns subtiles waits
  * for all the tile's parts to arrive, then adds the others' sums of its
  * subtiles, part by part in order, up to SK_LOADS float4 loads in flight.
@@ -335,7 +337,7 @@ static void
 stream_k_scatter(Emit *e, const Stmt *s, const char *acc, const char *ws, int n, int bar, int t)
 {
 	const Kernel *k = e->k;
-	int nsub = k->tile_cols / SUB, group = n / 4 < SK_LOADS ? n / 4 : SK_LOADS, cl = kernel_cluster_ctas(k);
+	int nsub = k->tile_cols / k->epi_cols, group = n / 4 < SK_LOADS ? n / 4 : SK_LOADS, cl = kernel_cluster_ctas(k);
 	const char *by = cl > 1 ? arena_printf(e->c->arena, " * %d", cl) : "";
 
 	emit_line(e, "const long long me = %s, parts = %s;   // this part's index among its tile's, and their number",
@@ -345,8 +347,8 @@ stream_k_scatter(Emit *e, const Stmt *s, const char *acc, const char *ws, int n,
 		emit_line(e, "float4 *const part = (float4 *)wsf_sk_slot(%s, %d, %d, blockIdx.x) + threadIdx.x;", ws,
 		          SK_MAX_CTAS, k->sk_slot);
 		emit_line(e, "#pragma unroll");
-		emit_line(e, "for (int q = 0; q < %d; q++)   // registers 4q .. 4q + 3, of subtile q / %d", n / 4, SUB / 8);
-		emit_line(e, "    if (q / %d %% parts != me)   // another part's subtile: for it to read", SUB / 8);
+		emit_line(e, "for (int q = 0; q < %d; q++)   // registers 4q .. 4q + 3, of subtile q / %d", n / 4, k->epi_cols / 8);
+		emit_line(e, "    if (q / %d %% parts != me)   // another part's subtile: for it to read", k->epi_cols / 8);
 		emit_line(e, "        part[%d * q] = make_float4(%s[4 * q], %s[4 * q + 1], %s[4 * q + 2], %s[4 * q + 3]);", t,
 		          acc, acc, acc, acc);
 		emit_line(e, "wsf_bar_sync(%d, %d);   // every consumer thread's sums written", bar, t);
@@ -377,11 +379,11 @@ stream_k_scatter(Emit *e, const Stmt *s, const char *acc, const char *ws, int n,
 	emit_line(e, "    uint4 v[%d];", group);
 	emit_line(e, "    #pragma unroll");
 	emit_line(e, "    for (int q = 0; q < %d; q++)   // this part's subtiles' registers", group);
-	emit_line(e, "        if ((g + q) / %d %% parts == me)", SUB / 8);
+	emit_line(e, "        if ((g + q) / %d %% parts == me)", k->epi_cols / 8);
 	emit_line(e, "            v[q] = wsf_ldcg16(part + %d * (g + q));", t);
 	emit_line(e, "    #pragma unroll");
 	emit_line(e, "    for (int q = 0; q < %d; q++)", group);
-	emit_line(e, "        if ((g + q) / %d %% parts == me)", SUB / 8);
+	emit_line(e, "        if ((g + q) / %d %% parts == me)", k->epi_cols / 8);
 	emit_line(e, "            %s[4 * (g + q)] += __uint_as_float(v[q].x), %s[4 * (g + q) + 1] += __uint_as_float(v[q].y), "
 	          "%s[4 * (g + q) + 2] += __uint_as_float(v[q].z), %s[4 * (g + q) + 3] += __uint_as_float(v[q].w);",
 	          acc, acc, acc, acc);
@@ -460,7 +462,7 @@ load_text(Emit *e, const KParam *p, const char *cond, const char *idx)
  * The row and column inputs of the epilogue, loaded ahead of their use: a
  * global load costs a round trip to L2, which eight subtiles in a row
  * would pay in turn.  A row input [N] has 8 distinct columns in a
- * subtile, a thread's; those of the next subtile are loaded into ahead_x
+ * subtile (4 in one of 16 columns), a thread's; those of the next subtile are loaded into ahead_x
  * while this one computes.  A column input [M, 1] has 2 distinct rows in
  * the whole tile, loaded at its first subtile.  NSUB: subtiles a tile.  A
  * K-split's rank that shares the epilogue (Kernel.split_scatter) computes
@@ -474,8 +476,8 @@ staged_inputs(Emit *e, const Stmt *s, int nsub, const bool *needed)
 	const char *step = s->step ? emit_expr_str(e, s->step)
 	                   : arena_printf(e->c->arena, "%d", e->k->split_scatter ? e->k->splits : 1);
 	const char *first = strcmp(step, "1") ? arena_printf(e->c->arena, "sub < %s", step) : "sub == 0";
-	const char *over = s->step ? arena_printf(e->c->arena, "%s * %d", step, SUB)   /* the next subtile's columns */
-	                   : arena_printf(e->c->arena, "%d", (e->k->split_scatter ? e->k->splits : 1) * SUB);
+	const char *over = s->step ? arena_printf(e->c->arena, "%s * %d", step, e->k->epi_cols)   /* the next subtile's columns */
+	                   : arena_printf(e->c->arena, "%d", (e->k->split_scatter ? e->k->splits : 1) * e->k->epi_cols);
 	int i;
 
 	for (i = 0; i < e->f->ninput; i++) {
@@ -486,15 +488,15 @@ staged_inputs(Emit *e, const Stmt *s, int nsub, const bool *needed)
 		if (p->kind != PK_PTR || !needed[t])
 			continue;
 		if (p->view == VIEW_ROW) {
-			emit_line(e, "float %s[%d];", here, ROW_VALUES);
+			emit_line(e, "float %s[%d];", here, e->k->epi_cols / 4);
 			emit_line(e, "#pragma unroll");
-			emit_line(e, "for (int q = 0; q < %d; q++) {", ROW_VALUES);
+			emit_line(e, "for (int q = 0; q < %d; q++) {", e->k->epi_cols / 4);
 			emit_line(e, "    const long long col = left + 8 * (q >> 1) + wc + (q & 1);");
 			emit_line(e, "    %s[q] = %s ? (%s) : %s[q];", here, first, load_text(e, p, "col < cols", "col"), ahead);
 			emit_line(e, "}");
 			emit_line(e, "if (sub + %s < %d) {   // the next subtile's, %s columns on", step, nsub, over);
 			emit_line(e, "    #pragma unroll");
-			emit_line(e, "    for (int q = 0; q < %d; q++) {", ROW_VALUES);
+			emit_line(e, "    for (int q = 0; q < %d; q++) {", e->k->epi_cols / 4);
 			emit_line(e, "        const long long col = left + %s + 8 * (q >> 1) + wc + (q & 1);", over);
 			emit_line(e, "        %s[q] = %s;", ahead, load_text(e, p, "col < cols", "col"));
 			emit_line(e, "    }");
@@ -685,7 +687,7 @@ full_at(Emit *e, const Stmt *s, const char *r, const char *c)
 }
 
 /*
- * A thread's 16 elements of full input P in the subtile S, into DST: a
+ * A thread's 16 (8) elements of full input P in the subtile S, into DST: a
  * pair of columns a load where the thread's rows and the subtile lie
  * inside the tensor and every row starts at a pair (cols even: the launch
  * checks that the pointer is 16-byte aligned); at the ragged edge an
@@ -700,16 +702,16 @@ load_full(Emit *e, const Stmt *s, const KParam *p, const char *dst, const char *
 	bool late = e->f->tensor[p->tensor].wait_pos.line > 0;
 
 	emit_line(e, "if (top + wt + %s8 < rows && left + %d <= cols && cols %% 2 == 0) {   // inside: a load a pair of "
-	          "columns", rowb, SUB);
+	          "columns", rowb, e->k->epi_cols);
 	emit_line(e, "    #pragma unroll");
-	emit_line(e, "    for (int q = 0; q < %d; q++)", SUB / 4);
+	emit_line(e, "    for (int q = 0; q < %d; q++)", e->k->epi_cols / 4);
 	emit_line(e, "        wsf_load2%s%s(%s + %s, %s[2 * q], %s[2 * q + 1]);", late ? "_cg" : "",
 	          p->dtype == DT_F16 ? "_f16" : "", name,
 	          full_at(e, s, arena_printf(e->c->arena, "(top + wt + %s8 * (q & 1))", rowb),
 	                  "(left + 8 * (q >> 1) + wc)"), dst, dst);
 	emit_line(e, "} else {");
 	emit_line(e, "    #pragma unroll");
-	emit_line(e, "    for (int jj = 0; jj < %d; jj++) {", SUB / 2);
+	emit_line(e, "    for (int jj = 0; jj < %d; jj++) {", e->k->epi_cols / 2);
 	emit_line(e, "        const long long row = top + wt + %s8 * ((jj >> 1) & 1), col = left + 8 * (jj >> 2) + wc + (jj & 1);",
 	          rowb);
 	emit_line(e, "        %s[jj] = %s;", dst, load_text(e, p, "row < rows && col < cols", full_at(e, s, "row", "col")));
@@ -719,7 +721,7 @@ load_full(Emit *e, const Stmt *s, const KParam *p, const char *dst, const char *
 
 /*
  * Are the full inputs loaded before their elements are used (full_inputs)?
- * Each holds 16 registers a thread through the subtile: where the
+ * Each holds 16 registers a thread through the subtile (8 of 16 columns): where the
  * accumulators leave too few (192 a thread: ping-pong 128 x 192), ptxas
  * spilled 2.5 KB with two, against 0.9 KB loaded where used.
  */
@@ -736,13 +738,13 @@ full_preload(Emit *e)
 		const KParam *p = emit_param_of(e, e->f->input[i], false);
 
 		if (p->kind == PK_PTR && p->view == VIEW_FULL)
-			regs += SUB / 2;
+			regs += k->epi_cols / 2;
 	}
 	return regs <= PRELOAD_REGS;
 }
 
 /*
- * The full inputs [M, N] of the subtile's epilogue, a thread's 16 elements
+ * The full inputs [M, N] of the subtile's epilogue, a thread's 16 (8) elements
  * loaded before any is used, into here_x.  Loaded where each was used,
  * they went out a few at a time, each few a round trip (ptxas interleaved
  * a guarded load with its use): 32 round trips a tile of 8 subtiles, and
@@ -762,7 +764,7 @@ full_inputs(Emit *e, const Stmt *s, const bool *needed, const char *rowb)
 
 		if (p->kind != PK_PTR || p->view != VIEW_FULL || !needed[t] || !full_preload(e))
 			continue;
-		emit_line(e, "float %s[%d];   // %s at this thread's elements of the subtile", here, SUB / 2, p->name);
+		emit_line(e, "float %s[%d];   // %s at this thread's elements of the subtile", here, e->k->epi_cols / 2, p->name);
 		load_full(e, s, p, here, rowb);
 	}
 }
@@ -807,7 +809,7 @@ compute(Emit *e, const Stmt *s)
 	for (i = 0; i < s->nwrites; i++)
 		emit_line(e, "%s *%s = %s;", emit_type(k->buf[s->writes[i].buf].dtype), emit_curname(e, s->writes[i].buf),
 		          emit_buf_at(e, s->writes[i].buf, s->writes[i].slot));
-	staged_inputs(e, s, k->tile_cols / SUB, needed);
+	staged_inputs(e, s, k->tile_cols / k->epi_cols, needed);
 	if (H > 1) {   /* a 128-row warpgroup tile: the subtile's rows in each 64-row block, in turn */
 		emit_line(e, "#pragma unroll");
 		emit_line(e, "for (int hb = 0; hb < %d; hb++) {   // the warpgroup's 64-row blocks", H);
@@ -815,9 +817,9 @@ compute(Emit *e, const Stmt *s)
 	}
 	full_inputs(e, s, needed, H > 1 ? "64 * hb + " : "");
 	for (i = 0; i < s->nwrites; i++)   /* each output's values, stored in pairs after the loop */
-		emit_line(e, "float %s[%d];", emit_tname(e, PFX_RESULT, k->buf[s->writes[i].buf].tensor), SUB / 2);
+		emit_line(e, "float %s[%d];", emit_tname(e, PFX_RESULT, k->buf[s->writes[i].buf].tensor), k->epi_cols / 2);
 	emit_line(e, "#pragma unroll");
-	emit_line(e, "for (int jj = 0; jj < %d; jj++) {", SUB / 2);
+	emit_line(e, "for (int jj = 0; jj < %d; jj++) {", k->epi_cols / 2);
 	e->depth++;
 	if ((views & 1u << VIEW_FULL) && !full_preload(e)) {   /* a full input read here, by row and col */
 		emit_line(e, "const int c = 8 * (jj >> 2) + wc + (jj & 1);");
@@ -865,9 +867,9 @@ compute(Emit *e, const Stmt *s)
 			            : "";
 			if (k->acc[a].col)   /* its columns of the group's accumulator: col / 2 registers on */
 				emit_line(e, "const float %s = %s[%s%d + %d * sub + jj];%s", v, acc_name(e, k->acc[a].alias), blk,
-				          k->acc[a].col / 2, SUB / 2, emit_pos(e, o->pos));
+				          k->acc[a].col / 2, k->epi_cols / 2, emit_pos(e, o->pos));
 			else
-				emit_line(e, "const float %s = %s[%s%d * sub + jj];%s", v, acc_name(e, a), blk, SUB / 2,
+				emit_line(e, "const float %s = %s[%s%d * sub + jj];%s", v, acc_name(e, a), blk, k->epi_cols / 2,
 				          emit_pos(e, o->pos));
 			continue;
 		}
@@ -876,7 +878,7 @@ compute(Emit *e, const Stmt *s)
 	results(e, s);
 	/* elements jj and jj + 1 (jj even) are columns c and c + 1 of one row: one store for both */
 	emit_line(e, "#pragma unroll");
-	emit_line(e, "for (int jj = 0; jj < %d; jj += 2) {", SUB / 2);
+	emit_line(e, "for (int jj = 0; jj < %d; jj += 2) {", k->epi_cols / 2);
 	emit_line(e, "    const int r = wr + %s8 * ((jj >> 1) & 1), c = 8 * (jj >> 2) + wc;", H > 1 ? "64 * hb + " : "");
 	for (i = 0; i < s->nwrites; i++) {
 		const KBuf *b = &k->buf[s->writes[i].buf];

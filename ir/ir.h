@@ -834,6 +834,8 @@ struct Kernel {
 	int threads;             /* per CTA */
 	int consumer_threads;    /* threads that compute */
 	int tile_rows, tile_cols;
+	int epi_cols;            /* a matmul: an epilogue subtile's columns (its staging copy's, its output maps'
+	                            box): 32, or 16 where tile_cols is an odd multiple of 16; swapped, tile_cols */
 	bool flat;               /* every input is full or scalar: any 2-D view will do */
 	bool warp_specialize;    /* chosen by the schedule */
 	int producer_regs;       /* warp-specialized: setmaxnreg targets of the producer and the consumer */

@@ -66,10 +66,11 @@ enum {
 	ACC_REGS = 192,                /* a consumer thread's accumulator registers, all matmuls together: a
 	                                  ping-pong 128 x 192 tile (quack's default) within setmaxnreg's 232 */
 	EPI_COLS = 32,                 /* an epilogue subtile is BM x EPI_COLS */
+	EPI_NARROW = 16,               /* or BM x EPI_NARROW, of a tile whose N is an odd multiple of 16 */
 	GROUP = 16,                    /* tile rows a group of the raster holds (8 of 2-CTA clusters: the 66
 	                                  clusters at work are about 8 x 8 cluster tiles; docs/perf.md) */
-	WAVE_N = 96,                   /* between 128 and 64 wide: 128 x 96 tiles fill the wave that 128 x 128
-	                                  leave part idle where 128 x 64 would take two (choose_tile) */
+	WAVE_N = 80,                   /* one wave's tile narrows to no less than 128 x WAVE_N (choose_tile), */
+	TALL_WAVE_N = 96,              /* and a taller output's 128 x 128 to 128 x TALL_WAVE_N */
 	GROUP_PP_TILES = 1024,         /* group_pingpong: ping-pong from this many tiles, */
 	GROUP_PP_N = 96,               /* 128 x 96 a matmul */
 	TILE_TARGET = 132,             /* the default tile narrows while its tiles stay within this: an H100's or
@@ -307,7 +308,7 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group
 	/* clusters of x along M multicast 1 / x of B's rows a CTA: of an N-major B, whole 64-wide chunks */
 	int per, least = h->cluster[0] > 1 && !f->op[mm].transpose_b ? h->cluster[0] * CHUNK : CHUNK;
 	/* a hint's N: whole epilogue subtiles of a K-major B, whole 64-wide chunks of an N-major one */
-	int step = kmajor_b ? EPI_COLS : CHUNK;
+	int step = kmajor_b ? EPI_NARROW : CHUNK;
 
 	/* a thread holds N / 2 accumulator registers a matmul: several share the budget */
 	*bm = m, *bn = BN / nmm / CHUNK * CHUNK, *bk = BK;
@@ -335,22 +336,38 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group
 		if (*bn == BN)
 			fill_waves(rows, cols, step, tall, bm, bn);
 		/*
-		 * Where 128 x 64 tiles would take a second wave, 128 x 96 ones
-		 * (whole subtiles of a K-major B) that still fit the first.  On an
-		 * H200, the build before against this one, CUDA-graph replays,
-		 * cuBLAS / wsfuse: 1536 x 1024 x 4096 (96 tiles of 128 x 128, 132
-		 * of 128 x 96) 0.86-0.89 -> 0.97-1.00, 1152 x 1280 x 4096 0.93-0.96
-		 * -> 1.06, 768 x 2048 x 2048 0.81 -> 0.92, 1280 x 1024 x 4096 (80
-		 * tiles, 110) 23 -> 20.4 us; 2048 x 768 x 4096 lost 3% in replays
-		 * and gained 9% with L2 flushed (docs/perf.md).  Not on one row of
-		 * tiles, where row_cluster's clusters share A (not measured with
-		 * 96), nor of operands whose rows are not 128-byte aligned, where
-		 * misaligned_cluster's pairs along N would take a second wave (1536
-		 * x 1024: 72 clusters of 192 columns, 144 CTAs).
+		 * A tile of 128 rows whose tiles fit one wave narrows to the least
+		 * multiple of 16 (whole subtiles of a K-major B: 32 columns, or 16)
+		 * from WAVE_N up whose tiles still do: the wave's time is its
+		 * tile's.  Not where the output is taller than wide: each column of
+		 * tiles reads all of A, the larger operand there, and narrower
+		 * tiles lost (on an H200, CUDA-graph replays / L2 flushed: 1536 x
+		 * 768 x 4096 at 128 x 80 against 96 11% / 10% slower, 1664 x 768
+		 * 5% / 8%, 1280 x 1024, 1280 x 960, 1280 x 1040 3-10% / 0-6%, 1664
+		 * x 1024 at 112 against 128 3-7% / 0-2%): its 128 x 128 narrows to
+		 * 128 x TALL_WAVE_N alone (1536 x 1024 x 4096: 96 tiles of 128 x
+		 * 128, 132 of 128 x 96, 0.86-0.89 -> 0.97-1.00x cuBLAS; 2048 x 768
+		 * lost 3% in replays and gained 9% flushed).  Where the output is
+		 * as wide or wider, 128 x 96 -> 128 x 80 at 384 x 3072, 512 x
+		 * 2560, 640 x 2048, 768 x 1536, 896 x 1280 and 1024 x 1280 x 4096
+		 * 10-14% / 1-10% faster, 128 x 128 -> 112, 160 -> 144, 192 -> 176,
+		 * 224 -> 208, 256 -> 240 at fourteen shapes 0-10% / 0-8%
+		 * (docs/perf.md, forty-second session).  Not on one row of tiles,
+		 * where row_cluster's clusters share A, nor of operands whose rows
+		 * are not 128-byte aligned, where misaligned_cluster's pairs along
+		 * N would take a second wave (1536 x 1024: 72 clusters of 192
+		 * columns, 144 CTAs), nor where 128 x 64 already fits.
 		 */
-		else if (*bn == BN / 2 && step == EPI_COLS && rows > BM && rows_aligned(f, mm) &&
-		         grid_tiles(rows, cols, m, WAVE_N) <= TILE_TARGET)
-			*bn = WAVE_N;
+		if (*bm == BM && *bn > WAVE_N && kmajor_b && rows > BM && rows_aligned(f, mm) &&
+		    grid_tiles(rows, cols, m, *bn) <= TILE_TARGET) {
+			/* taller than wide, 128 x 128 alone narrows, to TALL_WAVE_N, in whole subtiles of 32 columns */
+			int n = rows <= cols ? WAVE_N : *bn == BN / 2 ? TALL_WAVE_N : *bn;
+			int by = rows <= cols ? EPI_NARROW : EPI_COLS;
+
+			while (n < *bn && grid_tiles(rows, cols, m, n) > TILE_TARGET)
+				n += by;
+			*bn = n;
+		}
 		return 0;
 	}
 	if (h->ntile != 3)
@@ -382,7 +399,7 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group
 		                  "%d, more than wgmma's 256; use N = %d", nmm, nmm, h->tile[1], 256 / nmm / step * step);
 	if (h->tile[1] % step || h->tile[1] <= 0 || h->tile[1] > 256)
 		return diag_error(c, h->tile_pos, "matmul tile N is %d; it must be a multiple of %d up to 256 (%s)",
-		                  h->tile[1], step, kmajor_b ? "the epilogue's subtiles of 32 columns" :
+		                  h->tile[1], step, kmajor_b ? "wgmma's N, and the epilogue's subtiles of 32 or 16 columns" :
 		                  "wgmma's N, and the 64-wide chunks of an N-major B");
 	if (h->tile[2] != BK)
 		return diag_error(c, h->tile_pos, "matmul tile K is %d; it must be %d (a 128-byte swizzled row of "
@@ -1407,7 +1424,7 @@ stream_k_meet(Comp *c, const Tile *t, const Group *g, Stmt *epilogue)
 		/* every part of a split tile leaves the others their subtiles; a part that owns some adds theirs */
 		put->cond = ex_bin(c, EX_LT, ex_int(c, 1), t->sknp);
 		put->comment = "a part of a tile: its sums of the subtiles the others own, to the CTA's slot";
-		add->cond = ex_bin(c, EX_MUL, put->cond, ex_bin(c, EX_LT, t->ski, ex_int(c, t->bn / EPI_COLS)));
+		add->cond = ex_bin(c, EX_MUL, put->cond, ex_bin(c, EX_LT, t->ski, ex_int(c, t->bn / k->epi_cols)));
 		add->comment = "a part that owns subtiles: the other parts' sums of them, in part order";
 		put->a = add->a = t->ski;
 		put->b = add->b = t->sknp;
@@ -1442,7 +1459,7 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 	const Tensor *a = &f->tensor[op->in[0].tensor], *b = &f->tensor[op->in[1].tensor];
 	Stmt *kloop, *issue, *eloop, *compute, *store;
 	Expr *kk, *kat, *ecol;
-	int m, j, ecols = k->swap_ab ? t->bn : EPI_COLS;
+	int m, j, ecols = k->epi_cols;
 
 	kloop = st_loop(c, kernel_add_var(c, k, "kk"), ex_int(c, 0), t->kn ? t->kn : t->ktiles, LOOP_SERIAL);
 	kloop->comment = n > 1 ? arena_printf(c->arena, "the k-steps of this tile of %s", f->tensor[op->out].name)
@@ -1535,13 +1552,14 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 		                        ex_var(c, eloop->var), t->row0, ecol, compute, store);
 		/*
 		 * Swizzled as TMA reads it (the map's swizzle follows its inner box:
-		 * 64 bytes of 2-byte elements, 128 of f32): the 8 rows a warp writes
-		 * at once land in 8 different 16-byte chunks, where row-major they
-		 * shared 2 (4-way bank conflicts; 8-way for f32).  A swapped tile's
+		 * 64 bytes of 2-byte elements, 128 of f32; half that in subtiles of
+		 * EPI_NARROW): the 8 rows a warp writes at once land in 8 different
+		 * 16-byte chunks of the banks, where row-major they shared 2 (4-way
+		 * bank conflicts; 8-way for f32; 2-way in rows of 32 bytes).  A swapped tile's
 		 * rows of 64 f32 are past the widest swizzle (128 bytes): row-major.
 		 */
 		row_bytes = ecols * dtype_info[k->buf[sb].dtype].bytes;
-		if (row_bytes >= 64 && row_bytes <= 128)
+		if (row_bytes >= 32 && row_bytes <= 128)
 			k->buf[sb].swizzle = row_bytes;
 		/*
 		 * With two copies a subtile's writers wait for the store of the
@@ -2206,6 +2224,7 @@ lower_matmul(Comp *c, Fusion *f)
 	k->consumer_regs = f->sched.consumer_pos.line ? SIGNAL_CONSUMER_REGS : CONSUMER_REGS;
 	k->tile_rows = t.bm;
 	k->tile_cols = t.bn;
+	k->epi_cols = k->swap_ab ? t.bn : t.bn % EPI_COLS ? EPI_NARROW : EPI_COLS;
 	k->tile_pos = f->sched.ntile ? f->sched.tile_pos : (Pos){0};
 	k->smem_budget = SMEM_BUDGET;
 	k->stages_hint = f->sched.stages;
@@ -2289,7 +2308,7 @@ lower_matmul(Comp *c, Fusion *f)
 		k->param[p].view = VIEW_FULL;
 		if (!f->out[j].consumer) {   /* a staging subtile (group_tile) */
 			k->param[p].box[0] = t.bm;
-			k->param[p].box[1] = k->swap_ab ? t.bn : EPI_COLS;
+			k->param[p].box[1] = k->epi_cols;
 		}
 	}
 	if (f->sched.consumer_pos.line && consumer_reads(c, f, k) < 0)

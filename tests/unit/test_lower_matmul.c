@@ -1718,7 +1718,7 @@ cluster_grid(void **state)
 		{SIZES(113, 7168, 8192) PLAIN, 1, 1, NULL, NULL, 128, 64, 256, NULL, NULL},
 		{SIZES(96, 8192, 8192) PLAIN, 1, 1, NULL, NULL, 128, 64, 256, NULL, NULL},
 		{SIZES(96, 7168, 2048) PLAIN, 1, 1, NULL, NULL, 128, 64, 256, NULL, NULL},
-		{SIZES(200, 7168, 8192) PLAIN, 1, 1, NULL, NULL, 128, 128, 256, NULL, NULL},
+		{SIZES(200, 7168, 8192) PLAIN, 1, 1, NULL, NULL, 128, 112, 256, NULL, NULL},   /* one wave of 128 x 112 */
 		{SIZES(96, 7168, 8192) "inputs:\n  x: {dtype: bf16, shape: [K, M]}\n  w: {dtype: bf16, shape: [N, K]}\n"
 		 "ops:\n  - {out: y, op: matmul, in: [x, w], transpose_a: true, transpose_b: true}\n"
 		 "outputs:\n  y: {dtype: bf16}\n", 1, 2, "3", NULL, 64, 64, 4, "(kk * 64)", NULL},   /* misaligned_cluster's */
@@ -3569,7 +3569,17 @@ wave_tiles(void **state)
 		{GEMM_SIZES(3072, 1280, 8192) GEMM_PLAIN, 128, 256},
 		{GEMM_SIZES(6144, 1280, 8192) GEMM_PLAIN, 128, 256},
 		{GEMM_SIZES(8192, 8192, 8192) GEMM_PLAIN, 128, 256},
-		{GEMM_SIZES(1024, 1280, 4096) GEMM_PLAIN, 128, 96},    /* 112 tiles; at K = 8192 stream-K's halves of 128 x 160 */
+		/* one wave narrows in 16s from 80 where the output is as wide or wider, else 128 to 96 alone */
+		{GEMM_SIZES(1024, 1280, 4096) GEMM_PLAIN, 128, 80},    /* 128 tiles; at K = 8192 stream-K's halves of 128 x 160 */
+		{GEMM_SIZES(384, 3072, 4096) GEMM_PLAIN, 128, 80},     /* 117 tiles, of 96 99 */
+		{GEMM_SIZES(1280, 1280, 4096) GEMM_PLAIN, 128, 112},   /* 120 tiles, of 128 100 */
+		{GEMM_SIZES(1280, 3072, 4096) GEMM_PLAIN, 128, 240},   /* 130 tiles, of 256 120 */
+		{GEMM_SIZES(1536, 1536, 8192) GEMM_PLAIN, 128, 144},   /* fill_waves's 160 */
+		{GEMM_SIZES(1280, 1024, 4096) GEMM_PLAIN, 128, 96},    /* taller: 96, not 80 */
+		{GEMM_SIZES(1536, 768, 4096) GEMM_PLAIN, 128, 96},
+		{GEMM_SIZES(1664, 1024, 4096) GEMM_PLAIN, 128, 128},   /* taller: 128, not 112 */
+		{GEMM_SIZES(768, 1024, 4096) GEMM_PLAIN, 128, 64},     /* 128 x 64 fits */
+		{GEMM_SIZES(1024, 1280, 4096) GEMM_NMAJOR, 128, 128},  /* 80 is no whole 64-wide chunk */
 		{GEMM_SIZES(1536, 1024, 4096) GEMM_PLAIN, 128, 96},    /* 96 tiles of 128 x 128, 132 of 128 x 96 */
 		{GEMM_SIZES(1664, 1024, 4096) GEMM_PLAIN, 128, 128},   /* 143 of 128 x 96: a second wave */
 		{GEMM_SIZES(1536, 1024, 4040) GEMM_PLAIN, 128, 128},   /* misaligned rows: a cluster of two instead */
@@ -3596,6 +3606,89 @@ wave_tiles(void **state)
 		if (k->tile_rows != cases[i].bm || k->tile_cols != cases[i].bn)
 			fail_msg("case %d: tile %d x %d, expected %d x %d", i, k->tile_rows, k->tile_cols, cases[i].bm,
 			         cases[i].bn);
+		teardown((void **)&t);
+	}
+	(void)state;
+}
+
+/*
+ * A tile whose N is an odd multiple of 16 (a hint's: a K-major B takes any
+ * multiple of 16 up to 256) runs its epilogue in subtiles of 16 columns
+ * (Kernel.epi_cols), 32 otherwise: the epilogue loop's extent, the staging
+ * copies' columns and swizzle (32-byte rows of bf16, 64-byte of f32), the
+ * output maps' box, and the CUDA's 8 fragment elements a subtile (the
+ * accumulator's from 8 sub on), a bias row's 4 distinct columns and the
+ * next subtile's 16 columns on, a K-split rank's subtiles (float4 q's is
+ * q / 2), ping-pong's halves of a staging copy (128 x 16 elements apart).
+ */
+/* The loops over variable NAME in S, the last into *LAST: how many. */
+static int
+loops_named(const Kernel *k, const Stmt *s, const char *name, Stmt **last)
+{
+	int i, n = 0;
+
+	if (!s)
+		return 0;
+	if (s->kind == ST_LOOP && strcmp(k->var[s->var].name, name) == 0) {
+		*last = (Stmt *)s;
+		n++;
+	}
+	for (i = 0; i < s->nbody; i++)
+		n += loops_named(k, s->body[i], name, last);
+	return n + loops_named(k, s->orelse, name, last);
+}
+
+static void
+narrow_subtiles(void **state)
+{
+	static const struct {
+		const char *sched;
+		int bn, epi;
+		const char *cuda[3];
+	} cases[] = {
+		{"{tile: [128, 80, 64]}", 80, 16,
+		 {"wsf_swizzle<32, 2>(r * 16 + c)", "wsf_swizzle<64, 4>(r * 16 + c)", "acc_y[8 * sub + jj]"}},
+		{"{tile: [128, 96, 64]}", 96, 32,
+		 {"wsf_swizzle<64, 2>(r * 32 + c)", "wsf_swizzle<128, 4>(r * 32 + c)", "acc_y[16 * sub + jj]"}},
+		{"{tile: [128, 48, 64], split_k: 3}", 48, 16,
+		 {"if (q / 2 % 3 != me)", "for (int q = 0; q < 4; q++) {", "const long long col = left + 48 + 8 * (q >> 1)"}},
+		{"{tile: [128, 112, 64], stream_k: true}", 112, 16,
+		 {"acc_y[8 * sub + jj]", "for (int jj = 0; jj < 8; jj += 2) {", "const long long col = left + 16 + 8 * (q >> 1)"}},
+		{"{tile: [128, 112, 64], consumers: pingpong}", 112, 16,
+		 {"((long long)wsf_wg * 2048LL)", "acc_y[56 * hb + 8 * sub + jj]", "wsf_swizzle<32, 2>(r * 16 + c)"}},
+	};
+	char text[1024];
+	int i, j;
+
+	for (i = 0; i < (int)countof(cases); i++) {
+		Fixture *t;
+		Kernel *k;
+		Stmt *el = NULL;
+		const char *cu;
+		int b, staged = 0;
+
+		snprintf(text, sizeof text, "%s%sschedule: %s\n", GEMM_SIZES(1000, 1000, 1000), GEMM_IN
+		         "  b: {dtype: bf16, shape: [N]}\nops:\n" GEMM_MM "  - {out: z, op: add, in: [y, b]}\n"
+		         "outputs:\n  z: {dtype: bf16}\n  y: {dtype: f32}\n", cases[i].sched);
+		k = lowered(&t, i, text);
+		assert_int_equal(k->tile_cols, cases[i].bn);
+		assert_int_equal(k->epi_cols, cases[i].epi);
+		assert_int_equal(loops_named(k, k->body, "e", &el), 1);
+		assert_string_equal(expr(t, el->hi), arena_printf(t->c.arena, "%d", cases[i].bn / cases[i].epi));
+		for (b = 1; b < k->nbuf; b++)
+			if (k->buf[b].kind == BUF_STAGING) {   /* z's bf16 copy, then y's f32 */
+				assert_int_equal(k->buf[b].cols, cases[i].epi);
+				assert_int_equal(k->buf[b].swizzle, cases[i].epi * 2 * (staged + 1));
+				staged++;
+			}
+		assert_int_equal(staged, 2);
+		for (j = 1; j < k->nparam; j++)
+			if (k->param[j].kind == PK_TMAP && k->param[j].arg >= t->c.fusion->ninput)
+				assert_int_equal(k->param[j].box[1], cases[i].epi);
+		cu = cuda_of(t);
+		for (j = 0; j < 3; j++)
+			if (!strstr(cu, cases[i].cuda[j]))
+				fail_msg("case %d: no '%s' in the CUDA", i, cases[i].cuda[j]);
 		teardown((void **)&t);
 	}
 	(void)state;
@@ -3876,6 +3969,7 @@ main(void)
 		cmocka_unit_test(ragged_inside),
 		cmocka_unit_test(misaligned_rows),
 		cmocka_unit_test(wave_tiles),
+		cmocka_unit_test(narrow_subtiles),
 		cmocka_unit_test(cluster_grid),
 		cmocka_unit_test(epilogue_no_warnings),
 	};
