@@ -476,8 +476,9 @@ staged_inputs(Emit *e, const Stmt *s, int nsub, const bool *needed)
 	const char *step = s->step ? emit_expr_str(e, s->step)
 	                   : arena_printf(e->c->arena, "%d", e->k->split_scatter ? e->k->splits : 1);
 	const char *first = strcmp(step, "1") ? arena_printf(e->c->arena, "sub < %s", step) : "sub == 0";
-	const char *over = s->step ? arena_printf(e->c->arena, "%s * %d", step, e->k->epi_cols)   /* the next subtile's columns */
-	                   : arena_printf(e->c->arena, "%d", (e->k->split_scatter ? e->k->splits : 1) * e->k->epi_cols);
+	int cols = e->k->epi_cols;
+	const char *over = s->step ? arena_printf(e->c->arena, "%s * %d", step, cols)   /* the next subtile's columns */
+	                   : arena_printf(e->c->arena, "%d", (e->k->split_scatter ? e->k->splits : 1) * cols);
 	int i;
 
 	for (i = 0; i < e->f->ninput; i++) {

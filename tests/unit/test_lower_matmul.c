@@ -3644,18 +3644,21 @@ narrow_subtiles(void **state)
 	static const struct {
 		const char *sched;
 		int bn, epi;
-		const char *cuda[3];
+		const char *cuda[4];
 	} cases[] = {
 		{"{tile: [128, 80, 64]}", 80, 16,
-		 {"wsf_swizzle<32, 2>(r * 16 + c)", "wsf_swizzle<64, 4>(r * 16 + c)", "acc_y[8 * sub + jj]"}},
+		 {"wsf_swizzle<32, 2>(r * 16 + c)", "wsf_swizzle<64, 4>(r * 16 + c)", "acc_y[8 * sub + jj]", "float here_b[4];"}},
 		{"{tile: [128, 96, 64]}", 96, 32,
-		 {"wsf_swizzle<64, 2>(r * 32 + c)", "wsf_swizzle<128, 4>(r * 32 + c)", "acc_y[16 * sub + jj]"}},
+		 {"wsf_swizzle<64, 2>(r * 32 + c)", "wsf_swizzle<128, 4>(r * 32 + c)", "acc_y[16 * sub + jj]", "float here_b[8];"}},
 		{"{tile: [128, 48, 64], split_k: 3}", 48, 16,
-		 {"if (q / 2 % 3 != me)", "for (int q = 0; q < 4; q++) {", "const long long col = left + 48 + 8 * (q >> 1)"}},
+		 {"if (q / 2 % 3 != me)", "for (int q = 0; q < 4; q++) {", "const long long col = left + 48 + 8 * (q >> 1)",
+		  "float ahead_b[4];"}},
 		{"{tile: [128, 112, 64], stream_k: true}", 112, 16,
-		 {"acc_y[8 * sub + jj]", "for (int jj = 0; jj < 8; jj += 2) {", "const long long col = left + 16 + 8 * (q >> 1)"}},
+		 {"acc_y[8 * sub + jj]", "for (int jj = 0; jj < 8; jj += 2) {", "const long long col = left + 16 + 8 * (q >> 1)",
+		  "float here_b[4];"}},
 		{"{tile: [128, 112, 64], consumers: pingpong}", 112, 16,
-		 {"((long long)wsf_wg * 2048LL)", "acc_y[56 * hb + 8 * sub + jj]", "wsf_swizzle<32, 2>(r * 16 + c)"}},
+		 {"((long long)wsf_wg * 2048LL)", "acc_y[56 * hb + 8 * sub + jj]", "wsf_swizzle<32, 2>(r * 16 + c)",
+		  "float here_b[4];"}},
 	};
 	char text[1024];
 	int i, j;
@@ -3686,7 +3689,7 @@ narrow_subtiles(void **state)
 			if (k->param[j].kind == PK_TMAP && k->param[j].arg >= t->c.fusion->ninput)
 				assert_int_equal(k->param[j].box[1], cases[i].epi);
 		cu = cuda_of(t);
-		for (j = 0; j < 3; j++)
+		for (j = 0; j < 4; j++)
 			if (!strstr(cu, cases[i].cuda[j]))
 				fail_msg("case %d: no '%s' in the CUDA", i, cases[i].cuda[j]);
 		teardown((void **)&t);
