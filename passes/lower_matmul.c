@@ -69,8 +69,7 @@ enum {
 	EPI_NARROW = 16,               /* or BM x EPI_NARROW, of a tile whose N is an odd multiple of 16 */
 	GROUP = 16,                    /* tile rows a group of the raster holds (8 of 2-CTA clusters: the 66
 	                                  clusters at work are about 8 x 8 cluster tiles; docs/perf.md) */
-	WAVE_N = 80,                   /* one wave's tile narrows to no less than 128 x WAVE_N (choose_tile), */
-	TALL_WAVE_N = 96,              /* and a taller output's 128 x 128 to 128 x TALL_WAVE_N */
+	WAVE_N = 80,                   /* one wave's tile narrows to no less than 128 x WAVE_N (choose_tile) */
 	GROUP_PP_TILES = 1024,         /* group_pingpong: ping-pong from this many tiles, */
 	GROUP_PP_N = 96,               /* 128 x 96 a matmul */
 	TILE_TARGET = 132,             /* the default tile narrows while its tiles stay within this: an H100's or
@@ -296,11 +295,13 @@ fill_waves(int64_t rows, int64_t cols, int step, bool tall, int *bm, int *bn)
  * a second wave lose (2048^3 at 128 x 128: 0.75x; docs/perf.md).  Where N
  * stays 256, the tile that fills the last wave best (fill_waves).  A kernel
  * with a signal consumer role keeps 256; clusters along M of an N-major B
- * (matmul MM) stop at 128.  TALL: a 256-row tile may be chosen.
+ * (matmul MM) stop at 128.  TALL: a 256-row tile may be chosen.  Sets
+ * *ALONG_ROWS where the tiles should go in order along each row of tiles
+ * (Kernel.raster_rows).
  */
 static int
 choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group_pp, int mm, int nmm, bool kmajor_b,
-            bool tall, int *bm, int *bn, int *bk)
+            bool tall, int *bm, int *bn, int *bk, bool *along_rows)
 {
 	const Schedule *h = &f->sched;
 	int m = pingpong ? BM / 2 : BM;   /* ping-pong: a warpgroup's own tile, 64 rows */
@@ -339,33 +340,34 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group
 		 * A tile of 128 rows whose tiles fit one wave narrows to the least
 		 * multiple of 16 (whole subtiles of a K-major B: 32 columns, or 16)
 		 * from WAVE_N up whose tiles still do: the wave's time is its
-		 * tile's.  Not where the output is taller than wide: each column of
-		 * tiles reads all of A, the larger operand there, and narrower
-		 * tiles lost (on an H200, CUDA-graph replays / L2 flushed: 1536 x
-		 * 768 x 4096 at 128 x 80 against 96 11% / 10% slower, 1664 x 768
-		 * 5% / 8%, 1280 x 1024, 1280 x 960, 1280 x 1040 3-10% / 0-6%, 1664
-		 * x 1024 at 112 against 128 3-7% / 0-2%): its 128 x 128 narrows to
-		 * 128 x TALL_WAVE_N alone (1536 x 1024 x 4096: 96 tiles of 128 x
-		 * 128, 132 of 128 x 96, 0.86-0.89 -> 0.97-1.00x cuBLAS; 2048 x 768
-		 * lost 3% in replays and gained 9% flushed).  Where the output is
-		 * as wide or wider, 128 x 96 -> 128 x 80 at 384 x 3072, 512 x
-		 * 2560, 640 x 2048, 768 x 1536, 896 x 1280 and 1024 x 1280 x 4096
-		 * 10-14% / 1-10% faster, 128 x 128 -> 112, 160 -> 144, 192 -> 176,
-		 * 224 -> 208, 256 -> 240 at fourteen shapes 0-10% / 0-8%
-		 * (docs/perf.md, forty-second session).  Not on one row of tiles,
-		 * where row_cluster's clusters share A, nor of operands whose rows
-		 * are not 128-byte aligned, where misaligned_cluster's pairs along
-		 * N would take a second wave (1536 x 1024: 72 clusters of 192
-		 * columns, 144 CTAs), nor where 128 x 64 already fits.
+		 * tile's.  Where the output is taller than wide, the narrowed
+		 * tiles go in order along each row of tiles (along_rows), so that
+		 * CTAs started together share A, the larger operand: in groups
+		 * walked down the columns they lost (on an H200, CUDA-graph
+		 * replays / L2 flushed, 1536 x 768 x 4096 at 128 x 80 against 96
+		 * 11% / 10% slower, 1280 x 1024, 1280 x 960 and 1280 x 1040 3-10% /
+		 * 0-6%, 1664 x 1024 at 112 against 128 3-7% / 0-2%); along the rows
+		 * they gained 3-12% / 4-11% (and lost 9-18% where the output is
+		 * wider, whose order stays).  The build before against this one:
+		 * 128 x 96 -> 128 x 80 at 384 x 3072, 640 x 2048, 768 x 1536 and
+		 * 1024 x 1280 x 4096 10-12% / 5-8% faster, 128 x 128 -> 112, 160 ->
+		 * 144, 224 -> 208 at 1280 x 1280 x 4096, 1536 x 1536 x 8192 and
+		 * 1664 x 2048 x 4096 5-7% / 4-6%, 256 -> 240 0-2% (docs/perf.md,
+		 * forty-second session; 1536 x 1024 x 4096's 132 tiles of 128 x 96
+		 * where 128 x 128 made 96: 0.86-0.89 -> 0.97-1.00x cuBLAS).  Not on
+		 * one row of tiles, where row_cluster's clusters share A, nor of
+		 * operands whose rows are not 128-byte aligned, where
+		 * misaligned_cluster's pairs along N would take a second wave (1536
+		 * x 1024: 72 clusters of 192 columns, 144 CTAs), nor where 128 x 64
+		 * already fits.
 		 */
 		if (*bm == BM && *bn > WAVE_N && kmajor_b && rows > BM && rows_aligned(f, mm) &&
 		    grid_tiles(rows, cols, m, *bn) <= TILE_TARGET) {
-			/* taller than wide, 128 x 128 alone narrows, to TALL_WAVE_N, in whole subtiles of 32 columns */
-			int n = rows <= cols ? WAVE_N : *bn == BN / 2 ? TALL_WAVE_N : *bn;
-			int by = rows <= cols ? EPI_NARROW : EPI_COLS;
+			int n = WAVE_N;
 
 			while (n < *bn && grid_tiles(rows, cols, m, n) > TILE_TARGET)
-				n += by;
+				n += EPI_NARROW;
+			*along_rows = n < *bn && rows > cols;
 			*bn = n;
 		}
 		return 0;
@@ -2121,6 +2123,7 @@ lower_matmul(Comp *c, Fusion *f)
 	Stmt *first_kloop = NULL;
 	int ng, gi, m, j, epi_waits = 0, pa[MAXMM] = {0}, pb[MAXMM][MAXMM] = {{0}}, *out_group;
 	bool kmajor_b = true;   /* every B of the first mainloop K-major (transpose_b) */
+	bool along_rows = false;   /* choose_tile's order of the tiles */
 	bool group_pp;          /* group_pingpong's default */
 
 	c->kernel = k;
@@ -2177,7 +2180,7 @@ lower_matmul(Comp *c, Fusion *f)
 	for (j = 0; j < g[0].n; j++)
 		kmajor_b &= f->op[g[0].mm[j]].transpose_b;
 	if (!k->swap_ab && choose_tile(c, f, d, k->pingpong, group_pp, g[0].mm[0], g[0].n, kmajor_b,
-	                               ng == 1 && !full_inputs(f, g, ng, d), &t.bm, &t.bn, &t.bk))
+	                               ng == 1 && !full_inputs(f, g, ng, d), &t.bm, &t.bn, &t.bk, &along_rows))
 		return -1;
 	if (f->sched.stream_k == 2)
 		k->sk_parts = SK_PARTS;
@@ -2190,6 +2193,8 @@ lower_matmul(Comp *c, Fusion *f)
 		return -1;
 	row_cluster(f, k, &t, g, ng, a, d);
 	misaligned_cluster(f, k, &t, g, ng, a, b);
+	if (along_rows && !k->sk_parts && kernel_cluster_ctas(k) == 1)   /* a narrowed one-wave tile's order */
+		k->raster_rows = true;
 	/*
 	 * A split's ranks share the epilogue's subtiles: rank 0 alone read all
 	 * the others' partials through distributed shared memory, which moves

@@ -3,7 +3,7 @@
 Without a tile hint, a cooperative matmul whose 128 x 256 tiles would leave most SMs idle in the last wave
 takes another, 128 x 224, 192 or 160, or 256 x 160 (passes/lower_matmul.c, fill_waves); one whose 128 x
 128 tiles leave SMs idle where 128 x 64 would take a second wave takes the narrowest multiple of 16 from 80
-whose tiles fit one wave, or where the output is taller than wide 128 x 96 (choose_tile).  For each case:
+whose tiles fit one wave, along each row of tiles where the output is taller than wide (choose_tile).  For each case:
 the kernel compiled at the sizes given, its kernel IR naming the tile (and cluster) expected, then launched
 on fresh random operands of the launch sizes (which may differ: the choice is the compile's) into a
 NaN-poisoned output, within 1e-2 of the f32 reference (relative error norm).  The last column of tiles is
@@ -43,8 +43,9 @@ CASES = [
     (BIAS_GELU, (1024, 1280, 4096), None, (128, 80), None),       # 128 tiles of 80, subtiles of 16 columns
     (NT, (1280, 1280, 4096), None, (128, 112), None),            # 120 tiles where 128 x 128 made 100
     (NT, (640, 2000, 4096), (600, 2048, 4096), (128, 80), None),  # compiled ragged, run ragged the other way
-    (NT, (1280, 1024, 4096), None, (128, 96), None),             # taller than wide: 96, not 80
-    (NT, (1664, 1024, 4096), None, (128, 128), None),            # 143 tiles of 128 x 96: keeps 128 x 128
+    (NT, (1280, 1024, 4096), None, (128, 80), None),             # taller than wide: along each row of tiles
+    (NT, (1664, 1000, 4096), (1600, 1024, 4096), (128, 112), None),   # and ragged both ways
+    (NT, (1792, 1024, 4096), None, (128, 128), None),            # 140 tiles of 128 x 112: keeps 128 x 128
     (NT, (4096, 4096, 4096), None, (128, 256), None),            # controls: a full last wave keeps 128 x 256
     (NT, (6144, 1280, 8192), None, (128, 256), None),
 ]

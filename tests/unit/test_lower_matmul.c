@@ -3569,19 +3569,19 @@ wave_tiles(void **state)
 		{GEMM_SIZES(3072, 1280, 8192) GEMM_PLAIN, 128, 256},
 		{GEMM_SIZES(6144, 1280, 8192) GEMM_PLAIN, 128, 256},
 		{GEMM_SIZES(8192, 8192, 8192) GEMM_PLAIN, 128, 256},
-		/* one wave narrows in 16s from 80 where the output is as wide or wider, else 128 to 96 alone */
+		/* one wave narrows in 16s from 80; taller than wide, its tiles go along each row */
 		{GEMM_SIZES(1024, 1280, 4096) GEMM_PLAIN, 128, 80},    /* 128 tiles; at K = 8192 stream-K's halves of 128 x 160 */
 		{GEMM_SIZES(384, 3072, 4096) GEMM_PLAIN, 128, 80},     /* 117 tiles, of 96 99 */
 		{GEMM_SIZES(1280, 1280, 4096) GEMM_PLAIN, 128, 112},   /* 120 tiles, of 128 100 */
 		{GEMM_SIZES(1280, 3072, 4096) GEMM_PLAIN, 128, 240},   /* 130 tiles, of 256 120 */
 		{GEMM_SIZES(1536, 1536, 8192) GEMM_PLAIN, 128, 144},   /* fill_waves's 160 */
-		{GEMM_SIZES(1280, 1024, 4096) GEMM_PLAIN, 128, 96},    /* taller: 96, not 80 */
-		{GEMM_SIZES(1536, 768, 4096) GEMM_PLAIN, 128, 96},
-		{GEMM_SIZES(1664, 1024, 4096) GEMM_PLAIN, 128, 128},   /* taller: 128, not 112 */
+		{GEMM_SIZES(1280, 1024, 4096) GEMM_PLAIN, 128, 80},
+		{GEMM_SIZES(1536, 768, 4096) GEMM_PLAIN, 128, 80},
+		{GEMM_SIZES(1664, 1024, 4096) GEMM_PLAIN, 128, 112},
 		{GEMM_SIZES(768, 1024, 4096) GEMM_PLAIN, 128, 64},     /* 128 x 64 fits */
 		{GEMM_SIZES(1024, 1280, 4096) GEMM_NMAJOR, 128, 128},  /* 80 is no whole 64-wide chunk */
 		{GEMM_SIZES(1536, 1024, 4096) GEMM_PLAIN, 128, 96},    /* 96 tiles of 128 x 128, 132 of 128 x 96 */
-		{GEMM_SIZES(1664, 1024, 4096) GEMM_PLAIN, 128, 128},   /* 143 of 128 x 96: a second wave */
+		{GEMM_SIZES(1792, 1024, 4096) GEMM_PLAIN, 128, 128},   /* 112 of 128 x 128; 140 of 128 x 112 */
 		{GEMM_SIZES(1536, 1024, 4040) GEMM_PLAIN, 128, 128},   /* misaligned rows: a cluster of two instead */
 		{GEMM_SIZES(1536, 1024, 4096) GEMM_NMAJOR, 128, 128},  /* 96 is no whole 64-wide chunk */
 		{GEMM_SIZES(128, 11008, 4096) GEMM_PLAIN, 128, 128},   /* one row of tiles (115 of 96) */
@@ -3596,6 +3596,20 @@ wave_tiles(void **state)
 		{GEMM_SIZES(2048, 1280, 8192) GEMM_PLAIN "schedule: {stream_k: false}\n", 128, 160},   /* the default's */
 		{GEMM_SIZES(2048, 1280, 8192) GEMM_PLAIN "schedule: {signal: per_tile}\n", 128, 256},
 	};
+	static const struct {
+		const char *spec;
+		bool along_rows;
+	} order[] = {
+		{GEMM_SIZES(1280, 1024, 4096) GEMM_PLAIN, true},    /* 96 -> 80 */
+		{GEMM_SIZES(1536, 1024, 4096) GEMM_PLAIN, true},    /* 128 -> 96 */
+		{GEMM_SIZES(1664, 1024, 4096) GEMM_PLAIN, true},    /* 128 -> 112 */
+		{GEMM_SIZES(1024, 1280, 4096) GEMM_PLAIN, false},   /* wider */
+		{GEMM_SIZES(1280, 1280, 4096) GEMM_PLAIN, false},   /* square */
+		{GEMM_SIZES(2048, 1280, 8192) GEMM_PLAIN "schedule: {stream_k: false}\n", false},   /* 160: not narrowed */
+		{GEMM_SIZES(1536, 1024, 4040) GEMM_PLAIN, false},   /* misaligned rows: a cluster, no narrowing */
+		{GEMM_SIZES(1536, 1024, 4096) GEMM_PLAIN "schedule: {stages: 4}\n", false},
+		{GEMM_SIZES(8192, 8192, 8192) GEMM_PLAIN, false},
+	};
 	int i;
 
 	for (i = 0; i < (int)countof(cases); i++) {
@@ -3606,6 +3620,16 @@ wave_tiles(void **state)
 		if (k->tile_rows != cases[i].bm || k->tile_cols != cases[i].bn)
 			fail_msg("case %d: tile %d x %d, expected %d x %d", i, k->tile_rows, k->tile_cols, cases[i].bm,
 			         cases[i].bn);
+		teardown((void **)&t);
+	}
+	/* a narrowed one-wave tile of an output taller than wide goes along each row of tiles; the rest keep groups */
+	for (i = 0; i < (int)countof(order); i++) {
+		Fixture *t;
+		Kernel *k;
+
+		k = lowered(&t, i, order[i].spec);
+		if (k->raster_rows != order[i].along_rows)
+			fail_msg("order case %d: along rows %d, expected %d", i, k->raster_rows, order[i].along_rows);
 		teardown((void **)&t);
 	}
 	(void)state;
