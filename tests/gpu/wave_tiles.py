@@ -37,7 +37,7 @@ CASES = [
     (BIAS_GELU, (8192, 1280, 4096), None, (256, 160), None),
     (BIAS_GELU, (512, 7000, 4096), None, (128, 224), None),
     (NT, (1536, 1024, 4096), None, (128, 96), None),             # 132 tiles where 128 x 128 made 96
-    (NT, (1280, 1000, 2048), None, (128, 96), None),             # ragged last column: 1000 = 10 x 96 + 40
+    (NT, (1280, 1000, 2048), None, (128, 80), None),             # ragged last column: 1000 = 12 x 80 + 40, along rows
     (NT, (1536, 1024, 4096), (1500, 1096, 4096), (128, 96), None),   # compiled whole, run ragged both ways
     (TN, (1152, 1280, 2048), None, (128, 96), None),             # an M-major A
     (BIAS_GELU, (1024, 1280, 4096), None, (128, 80), None),       # 128 tiles of 80, subtiles of 16 columns
