@@ -347,13 +347,16 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group
 		 * replays / L2 flushed, 1536 x 768 x 4096 at 128 x 80 against 96
 		 * 11% / 10% slower, 1280 x 1024, 1280 x 960 and 1280 x 1040 3-10% /
 		 * 0-6%, 1664 x 1024 at 112 against 128 3-7% / 0-2%); along the rows
-		 * they gained 3-12% / 4-11% (and lost 9-18% where the output is
-		 * wider, whose order stays).  The build before against this one:
+		 * they gained (and lost 9-18% where the output is wider, whose
+		 * order stays).  The build before against this one, taller: 2048 x
+		 * 768 and 1536 x 1024 x 4096 at 96 along rows 16-30% / 11-24%
+		 * faster, 1536 x 768, 1280 x 960, 1664 x 1024 and 1408 x 1280 x
+		 * 4096 narrowed 5-12% / 4-12%, 1280 x 1024 -1% / 4%; wider:
 		 * 128 x 96 -> 128 x 80 at 384 x 3072, 640 x 2048, 768 x 1536 and
 		 * 1024 x 1280 x 4096 10-12% / 5-8% faster, 128 x 128 -> 112, 160 ->
 		 * 144, 224 -> 208 at 1280 x 1280 x 4096, 1536 x 1536 x 8192 and
 		 * 1664 x 2048 x 4096 5-7% / 4-6%, 256 -> 240 0-2% (docs/perf.md,
-		 * forty-second session; 1536 x 1024 x 4096's 132 tiles of 128 x 96
+		 * forty-second session; thirty-fourth: 1536 x 1024 x 4096's 132 tiles of 128 x 96
 		 * where 128 x 128 made 96: 0.86-0.89 -> 0.97-1.00x cuBLAS).  Not on
 		 * one row of tiles, where row_cluster's clusters share A, nor of
 		 * operands whose rows are not 128-byte aligned, where
