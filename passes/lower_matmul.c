@@ -340,10 +340,13 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group
 		 * A tile of 128 rows whose tiles fit one wave narrows to the least
 		 * multiple of 16 (whole subtiles of a K-major B: 32 columns, or 16)
 		 * from WAVE_N up whose tiles still do: the wave's time is its
-		 * tile's.  Where the output is taller than wide, the narrowed
-		 * tiles go in order along each row of tiles (along_rows), so that
-		 * CTAs started together share A, the larger operand: in groups
-		 * walked down the columns they lost (on an H200, CUDA-graph
+		 * tile's.  Where the output is taller than wide, one wave's tiles
+		 * go in order along each row of tiles (along_rows), so that CTAs
+		 * started together share A, the larger operand (128 x 128 at 4096 x
+		 * 512, 3072 x 640, 2048 x 1024, 1920 x 1024 and 1792 x 1024 x 4096
+		 * 5-10% faster in replays, 1-10% flushed; 128 x 160 at 2048 x 1280
+		 * x 8192 a tie): narrowed tiles in groups walked down the columns
+		 * lost (on an H200, CUDA-graph
 		 * replays / L2 flushed, 1536 x 768 x 4096 at 128 x 80 against 96
 		 * 11% / 10% slower, 1280 x 1024, 1280 x 960 and 1280 x 1040 3-10% /
 		 * 0-6%, 1664 x 1024 at 112 against 128 3-7% / 0-2%); along the rows
@@ -370,7 +373,7 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group
 
 			while (n < *bn && grid_tiles(rows, cols, m, n) > TILE_TARGET)
 				n += EPI_NARROW;
-			*along_rows = n < *bn && rows > cols;
+			*along_rows = rows > cols;
 			*bn = n;
 		}
 		return 0;

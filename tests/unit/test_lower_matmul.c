@@ -3605,7 +3605,10 @@ wave_tiles(void **state)
 		{GEMM_SIZES(1664, 1024, 4096) GEMM_PLAIN, true},    /* 128 -> 112 */
 		{GEMM_SIZES(1024, 1280, 4096) GEMM_PLAIN, false},   /* wider */
 		{GEMM_SIZES(1280, 1280, 4096) GEMM_PLAIN, false},   /* square */
-		{GEMM_SIZES(2048, 1280, 8192) GEMM_PLAIN "schedule: {stream_k: false}\n", false},   /* 160: not narrowed */
+		{GEMM_SIZES(2048, 1280, 8192) GEMM_PLAIN "schedule: {stream_k: false}\n", true},   /* 160: not narrowed */
+		{GEMM_SIZES(1792, 1024, 4096) GEMM_PLAIN, true},    /* 128 */
+		{GEMM_SIZES(4096, 4096, 4096) GEMM_PLAIN, false},   /* more than a wave */
+		{GEMM_SIZES(4096, 1280, 8192) GEMM_PLAIN, false},   /* one wave of 256 x 160 */
 		{GEMM_SIZES(1536, 1024, 4040) GEMM_PLAIN, false},   /* misaligned rows: a cluster, no narrowing */
 		{GEMM_SIZES(1536, 1024, 4096) GEMM_PLAIN "schedule: {stages: 4}\n", false},
 		{GEMM_SIZES(8192, 8192, 8192) GEMM_PLAIN, false},
@@ -3622,7 +3625,7 @@ wave_tiles(void **state)
 			         cases[i].bn);
 		teardown((void **)&t);
 	}
-	/* a narrowed one-wave tile of an output taller than wide goes along each row of tiles; the rest keep groups */
+	/* one wave's tiles of 128 rows of an output taller than wide go along each row of tiles; the rest keep groups */
 	for (i = 0; i < (int)countof(order); i++) {
 		Fixture *t;
 		Kernel *k;
