@@ -342,10 +342,11 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group
 		 * from WAVE_N up whose tiles still do: the wave's time is its
 		 * tile's.  Where the output is taller than wide, one wave's tiles
 		 * go in order along each row of tiles (along_rows), so that CTAs
-		 * started together share A, the larger operand (128 x 128 at 4096 x
-		 * 512, 3072 x 640, 2048 x 1024, 1920 x 1024 and 1792 x 1024 x 4096
-		 * 5-10% faster in replays, 1-10% flushed; 128 x 160 at 2048 x 1280
-		 * x 8192 a tie): narrowed tiles in groups walked down the columns
+		 * started together share A, the larger operand (the build before
+		 * against this one, 128 x 128 at 8192 x 256, 2048 x 1024, 4096 x
+		 * 512 and 1792 x 1024 x 4096 3-11% faster in replays, 0-9% flushed;
+		 * 256 wide at 4096 x 1024 and 8192 x 512 1-2%; a tie at 6144 x
+		 * 512): narrowed tiles in groups walked down the columns
 		 * lost (on an H200, CUDA-graph
 		 * replays / L2 flushed, 1536 x 768 x 4096 at 128 x 80 against 96
 		 * 11% / 10% slower, 1280 x 1024, 1280 x 960 and 1280 x 1040 3-10% /
