@@ -112,6 +112,7 @@ enum {
 	SK_IDLE_NUM = 4, SK_IDLE_DEN = 5,          /* where 128 x 128 tiles fill at most 4 / 5 of the SMs */
 	SK_THIRDS_FROM = 192,                      /* halves of tiles this wide or wider: thirds of 128 x 256 */
 	SK_CLUSTER_RUN = 128,                      /* runs of 128 x 128 this long: in clusters of two */
+	SK_ALONG_ROWS = 128,                       /* a taller output's one wave along rows up to this many k-steps */
 	SK_NARROW_ROWS = 4,                        /* narrow_parts: on at most this many rows of tiles, */
 	SK_NARROW_WIDE = 96,                       /* else halves this wide where 128 x 64's are too many */
 	SK_ROW_PARTS = 6, SK_ROW_MOST = 8,         /* one row of 128 x 64 tiles: this many parts or more fill
@@ -1366,11 +1367,13 @@ narrow_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn)
  * neither swapped, ping-pong nor batched, with no hint that bears on it
  * (stages sized for the default tile would not fit a wider one), and rows
  * that start 128-byte aligned (else misaligned_cluster's cluster).  The
- * choice is made at the spec's sizes, like the tile's.  Sets T's tile,
- * K->sk_parts and K's cluster.
+ * choice is made at the spec's sizes, like the tile's; ALONG_ROWS:
+ * choose_tile's one wave along the rows of a taller output.  Sets T's
+ * tile, K->sk_parts and K's cluster.
  */
 static void
-long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const Tensor *a, const Tensor *d)
+long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const Tensor *a, const Tensor *d,
+              bool along_rows)
 {
 	const Schedule *h = &f->sched;
 	int64_t rows = out_rows(f, d), cols = dim_value(f, d->dim[d->rank - 1]), parts, run;
@@ -1381,6 +1384,18 @@ long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const
 	    h->signal || h->consumer_pos.line || h->persistent == 1 || h->stages || fusion_waits(f) || ng != 1 ||
 	    g->n != 1 || k->batched || rows <= 0 || cols <= 0 || steps <= 0 || !rows_aligned(f, g->mm[0]) ||
 	    rows > 1 << 24 || cols > 1 << 24)   /* many waves; and no overflow in the counts */
+		return;
+	/*
+	 * A taller output whose tiles choose_tile put in one wave along the
+	 * rows keeps them up to SK_ALONG_ROWS k-steps (halves of 64, thirds of
+	 * 42): on an H200, CUDA-graph replays / L2 flushed, against the halves
+	 * or thirds at K = 8192, 1536 x 1024 15% / 17% faster, 2048 x 768 8% /
+	 * 12%, 1280 x 1024 6-8% / 12%, 1536 x 768 5% / 10%, 1664 x 1024 4% /
+	 * 8%, 1280 x 960 2% / 11%, 1152 x 1024 4% slower / 7% faster; at K =
+	 * 16384, 1280 x 1024 10% / 8% slower, 1536 x 1024 9% / 6% faster
+	 * (docs/perf.md, forty-second session).
+	 */
+	if (along_rows && steps <= SK_ALONG_ROWS)
 		return;
 	/* N whole epilogue subtiles of a K-major B, whole 64-wide chunks of an N-major one (choose_tile) */
 	if ((parts = quarter_parts(rows, cols, steps, &bn))) {
@@ -2192,7 +2207,7 @@ lower_matmul(Comp *c, Fusion *f)
 	if (f->sched.stream_k == 2)
 		k->sk_parts = SK_PARTS;
 	else if (!k->swap_ab && !k->pingpong)
-		long_k_stream(f, k, &t, g, ng, a, d);
+		long_k_stream(f, k, &t, g, ng, a, d, along_rows);
 	if (choose_cluster(c, f, k, &t, op) < 0)
 		return -1;
 	k->row_blocks = k->swap_ab ? 1 : t.bm / (k->pingpong ? 64 : 128);

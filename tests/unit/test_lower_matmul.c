@@ -487,7 +487,7 @@ stage_division_in_32_bits(void **state)
 		fail_msg("setup");
 	*state = t;
 	/* stream-K's parts count on from their kbase: kept in 64 bits (split_counter) */
-	if (!(k = kernel_of(t, GEMM_SIZES(1152, 1024, 8192) GEMM_PLAIN)))   /* halves of 128 x 160 */
+	if (!(k = kernel_of(t, GEMM_SIZES(1024, 1280, 8192) GEMM_PLAIN)))   /* halves of 128 x 160 */
 		fail_msg("%s", t->msg);
 	assert_true(k->sk_slot > 0);
 	assert_int_equal(k->buf[1].stages, 5);
@@ -3809,13 +3809,18 @@ long_k_default(void **state)
 		{GEMM_SIZES(128, 8192, 8192) GEMM_PLAIN, 0, 0},          /* one row of 64 tiles */
 		{GEMM_SIZES(1536, 1024, 8192) GEMM_PLAIN "schedule: {stages: 5}\n", 0, 0},   /* 5 of 128 x 224 do not fit */
 		{GEMM_SIZES(1024, 1024, 65536) GEMM_PLAIN "schedule: {stages: 4}\n", 0, 0},
-		{GEMM_SIZES(1152, 1024, 8192) GEMM_PLAIN, 2, 160},       /* 72 tiles of 128 x 128: halves of 63 */
-		{GEMM_SIZES(1280, 1024, 8192) GEMM_PLAIN, 3, 256},       /* 80: not halves of 60 of 128 x 192, thirds of 40 */
-		{GEMM_SIZES(1280, 1024, 8192) GEMM_NMAJOR, 3, 256},      /* 64-wide chunks */
-		{GEMM_SIZES(1408, 1024, 8192) GEMM_PLAIN, 3, 256},       /* 88: 132 runs */
+		/* taller than wide, up to 128 k-steps: choose_tile's one wave of narrowed tiles along the rows */
+		{GEMM_SIZES(1152, 1024, 8192) GEMM_PLAIN, 0, 0},         /* 117 of 128 x 80, not halves of 128 x 160 */
+		{GEMM_SIZES(1280, 1024, 8192) GEMM_PLAIN, 0, 0},         /* 130 of 128 x 80, not thirds of 128 x 256 */
+		{GEMM_SIZES(1408, 1024, 8192) GEMM_PLAIN, 0, 0},         /* 121 of 128 x 96 */
+		{GEMM_SIZES(1280, 1024, 12288) GEMM_PLAIN, 3, 256},      /* 80: not halves of 60 of 128 x 192, thirds of 40 x 256 */
+		{GEMM_SIZES(1280, 1024, 16384) GEMM_PLAIN, 3, 256},
+		{GEMM_SIZES(1280, 1024, 8192) GEMM_NMAJOR, 3, 256},      /* 64-wide chunks (no narrowing) */
+		{GEMM_SIZES(1408, 1024, 12288) GEMM_PLAIN, 3, 256},      /* 88: 132 runs of 64 */
 		{GEMM_SIZES(1280, 1024, 4096) GEMM_PLAIN, 0, 0},         /* thirds of 21 */
 		{GEMM_SIZES(1152, 1024, 8192) GEMM_NMAJOR, 0, 0},        /* 54 of 128 x 192: 108 runs */
-		{GEMM_SIZES(1536, 1024, 8192) GEMM_PLAIN, 2, 224},       /* 96: of 60 */
+		{GEMM_SIZES(1536, 1024, 8192) GEMM_PLAIN, 0, 0},         /* 132 of 128 x 96 along rows */
+		{GEMM_SIZES(1536, 1024, 16384) GEMM_PLAIN, 2, 224},      /* 96: of 60 */
 		{GEMM_SIZES(1280, 1280, 8192) GEMM_PLAIN, 2, 224},       /* 100 */
 		{GEMM_SIZES(2048, 1024, 8192) GEMM_PLAIN, 0, 0},         /* 128 fill the SMs */
 		{GEMM_SIZES(1792, 1024, 8192) GEMM_PLAIN, 0, 0},         /* 112 */
