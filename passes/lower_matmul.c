@@ -341,33 +341,26 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group
 		 * A tile of 128 rows whose tiles fit one wave narrows to the least
 		 * multiple of 16 (whole subtiles of a K-major B: 32 columns, or 16)
 		 * from WAVE_N up whose tiles still do: the wave's time is its
-		 * tile's.  Where the output is taller than wide, one wave's tiles
+		 * tile's.  Where the output is taller than wide, the wave's tiles
 		 * go in order along each row of tiles (along_rows), so that CTAs
-		 * started together share A, the larger operand (the build before
-		 * against this one, 128 x 128 at 8192 x 256, 2048 x 1024, 4096 x
-		 * 512 and 1792 x 1024 x 4096 3-11% faster in replays, 0-9% flushed;
-		 * 256 wide at 4096 x 1024 and 8192 x 512 1-2%; a tie at 6144 x
-		 * 512): narrowed tiles in groups walked down the columns
-		 * lost (on an H200, CUDA-graph
-		 * replays / L2 flushed, 1536 x 768 x 4096 at 128 x 80 against 96
-		 * 11% / 10% slower, 1280 x 1024, 1280 x 960 and 1280 x 1040 3-10% /
-		 * 0-6%, 1664 x 1024 at 112 against 128 3-7% / 0-2%); along the rows
-		 * they gained (and lost 9-18% where the output is wider, whose
-		 * order stays).  The build before against this one, taller: 2048 x
-		 * 768 and 1536 x 1024 x 4096 at 96 along rows 16-30% / 11-24%
-		 * faster, 1536 x 768, 1280 x 960, 1664 x 1024 and 1408 x 1280 x
-		 * 4096 narrowed 5-12% / 4-12%, 1280 x 1024 -1% / 4%; wider:
-		 * 128 x 96 -> 128 x 80 at 384 x 3072, 640 x 2048, 768 x 1536 and
-		 * 1024 x 1280 x 4096 10-12% / 5-8% faster, 128 x 128 -> 112, 160 ->
-		 * 144, 224 -> 208 at 1280 x 1280 x 4096, 1536 x 1536 x 8192 and
-		 * 1664 x 2048 x 4096 5-7% / 4-6%, 256 -> 240 0-2% (docs/perf.md,
-		 * forty-second session; thirty-fourth: 1536 x 1024 x 4096's 132 tiles of 128 x 96
-		 * where 128 x 128 made 96: 0.86-0.89 -> 0.97-1.00x cuBLAS).  Not on
-		 * one row of tiles, where row_cluster's clusters share A, nor of
-		 * operands whose rows are not 128-byte aligned, where
-		 * misaligned_cluster's pairs along N would take a second wave (1536
-		 * x 1024: 72 clusters of 192 columns, 144 CTAs), nor where 128 x 64
-		 * already fits.
+		 * started together share A, the larger operand; in groups walked
+		 * down the columns the narrowed ones lost there (1536 x 768 x 4096
+		 * at 128 x 80 against 96 11%), and along the rows a wider output's
+		 * lost (1024 x 1280 x 4096 at 80 18%).  On an H200, the build before
+		 * against this one, CUDA-graph replays / L2 flushed: wider, 128 x
+		 * 96 -> 80 at 384 x 3072, 640 x 2048, 768 x 1536 and 1024 x 1280 x
+		 * 4096 10-12% / 5-8% faster, 128 -> 112, 160 -> 144, 224 -> 208 at
+		 * 1280 x 1280 x 4096, 1536 x 1536 x 8192 and 1664 x 2048 x 4096
+		 * 5-7% / 4-6%, 256 -> 240 0-2%; taller, along the rows, 2048 x 768
+		 * and 1536 x 1024 x 4096 (128 x 96) 16-30% / 11-24%, 1536 x 768,
+		 * 1280 x 960, 1664 x 1024 and 1408 x 1280 x 4096 (narrowed) 5-12% /
+		 * 4-12%, 8192 x 256, 2048 x 1024, 4096 x 512 and 1792 x 1024 x 4096
+		 * (128 x 128) 3-11% / 0-9%, 1280 x 1024 x 4096 -1% / 4%, 6144 x 512
+		 * a tie (docs/perf.md, forty-second session).  Not on one row of
+		 * tiles, where row_cluster's clusters share A, nor of operands whose
+		 * rows are not 128-byte aligned, where misaligned_cluster's pairs
+		 * along N would take a second wave (1536 x 1024: 72 clusters of 192
+		 * columns, 144 CTAs), nor where 128 x 64 already fits.
 		 */
 		if (*bm == BM && *bn > WAVE_N && kmajor_b && rows > BM && rows_aligned(f, mm) &&
 		    grid_tiles(rows, cols, m, *bn) <= TILE_TARGET) {
@@ -1579,8 +1572,9 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 		 * 64 bytes of 2-byte elements, 128 of f32; half that in subtiles of
 		 * EPI_NARROW): the 8 rows a warp writes at once land in 8 different
 		 * 16-byte chunks of the banks, where row-major they shared 2 (4-way
-		 * bank conflicts; 8-way for f32; 2-way in rows of 32 bytes).  A swapped tile's
-		 * rows of 64 f32 are past the widest swizzle (128 bytes): row-major.
+		 * bank conflicts; 8-way for f32; 2-way in rows of 32 bytes).  A
+		 * swapped tile's rows of 64 f32 are past the widest swizzle (128
+		 * bytes): row-major.
 		 */
 		row_bytes = ecols * dtype_info[k->buf[sb].dtype].bytes;
 		if (row_bytes >= 32 && row_bytes <= 128)
@@ -2215,7 +2209,7 @@ lower_matmul(Comp *c, Fusion *f)
 		return -1;
 	row_cluster(f, k, &t, g, ng, a, d);
 	misaligned_cluster(f, k, &t, g, ng, a, b);
-	if (along_rows && !k->sk_parts && kernel_cluster_ctas(k) == 1)   /* a narrowed one-wave tile's order */
+	if (along_rows && !k->sk_parts && kernel_cluster_ctas(k) == 1)   /* a taller output's one wave (choose_tile) */
 		k->raster_rows = true;
 	/*
 	 * A split's ranks share the epilogue's subtiles: rank 0 alone read all
