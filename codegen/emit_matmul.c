@@ -347,7 +347,8 @@ stream_k_scatter(Emit *e, const Stmt *s, const char *acc, const char *ws, int n,
 		emit_line(e, "float4 *const part = (float4 *)wsf_sk_slot(%s, %d, %d, blockIdx.x) + threadIdx.x;", ws,
 		          SK_MAX_CTAS, k->sk_slot);
 		emit_line(e, "#pragma unroll");
-		emit_line(e, "for (int q = 0; q < %d; q++)   // registers 4q .. 4q + 3, of subtile q / %d", n / 4, k->epi_cols / 8);
+		emit_line(e, "for (int q = 0; q < %d; q++)   // registers 4q .. 4q + 3, of subtile q / %d", n / 4,
+		          k->epi_cols / 8);
 		emit_line(e, "    if (q / %d %% parts != me)   // another part's subtile: for it to read", k->epi_cols / 8);
 		emit_line(e, "        part[%d * q] = make_float4(%s[4 * q], %s[4 * q + 1], %s[4 * q + 2], %s[4 * q + 3]);", t,
 		          acc, acc, acc, acc);
@@ -462,8 +463,8 @@ load_text(Emit *e, const KParam *p, const char *cond, const char *idx)
  * The row and column inputs of the epilogue, loaded ahead of their use: a
  * global load costs a round trip to L2, which eight subtiles in a row
  * would pay in turn.  A row input [N] has 8 distinct columns in a
- * subtile (4 in one of 16 columns), a thread's; those of the next subtile are loaded into ahead_x
- * while this one computes.  A column input [M, 1] has 2 distinct rows in
+ * subtile (4 in one of 16 columns), a thread's; those of the next subtile
+ * are loaded into ahead_x while this one computes.  A column input [M, 1] has 2 distinct rows in
  * the whole tile, loaded at its first subtile.  NSUB: subtiles a tile.  A
  * K-split's rank that shares the epilogue (Kernel.split_scatter) computes
  * subtiles rank, rank + splits, ...: its first is below splits, and its
