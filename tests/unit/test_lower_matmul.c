@@ -3638,16 +3638,6 @@ wave_tiles(void **state)
 	(void)state;
 }
 
-/*
- * A tile whose N is an odd multiple of 16 (a hint's: a K-major B takes any
- * multiple of 16 up to 256) runs its epilogue in subtiles of 16 columns
- * (Kernel.epi_cols), 32 otherwise: the epilogue loop's extent, the staging
- * copies' columns and swizzle (32-byte rows of bf16, 64-byte of f32), the
- * output maps' box, and the CUDA's 8 fragment elements a subtile (the
- * accumulator's from 8 sub on), a bias row's 4 distinct columns and the
- * next subtile's 16 columns on, a K-split rank's subtiles (float4 q's is
- * q / 2), ping-pong's halves of a staging copy (128 x 16 elements apart).
- */
 /* The loops over variable NAME in S, the last into *LAST: how many. */
 static int
 loops_named(const Kernel *k, const Stmt *s, const char *name, Stmt **last)
@@ -3665,6 +3655,16 @@ loops_named(const Kernel *k, const Stmt *s, const char *name, Stmt **last)
 	return n + loops_named(k, s->orelse, name, last);
 }
 
+/*
+ * A tile whose N is an odd multiple of 16 (a hint's: a K-major B takes any
+ * multiple of 16 up to 256) runs its epilogue in subtiles of 16 columns
+ * (Kernel.epi_cols), 32 otherwise: the epilogue loop's extent, the staging
+ * copies' columns and swizzle (32-byte rows of bf16, 64-byte of f32), the
+ * output maps' box, and the CUDA's 8 fragment elements a subtile (the
+ * accumulator's from 8 sub on), a bias row's 4 distinct columns and the
+ * next subtile's 16 columns on, a K-split rank's subtiles (float4 q's is
+ * q / 2), ping-pong's halves of a staging copy (128 x 16 elements apart).
+ */
 static void
 narrow_subtiles(void **state)
 {
