@@ -48,7 +48,7 @@ enum { VEC = 8 };   /* elements a thread takes at a time: 16-byte shared loads a
 /* The name prefixes ("Names" in emit.c, which spells them in prefixes[]). */
 enum {
 	PFX_VALUE, PFX_ROW, PFX_ACC, PFX_CNT, PFX_RAW, PFX_IN, PFX_OUT,   /* + a tensor's base name */
-	PFX_HERE, PFX_AHEAD, PFX_RESULT, PFX_MEM, PFX_MAP,
+	PFX_HERE, PFX_AHEAD, PFX_FETCH, PFX_RESULT, PFX_MEM, PFX_MAP,
 	PFX_TILE, PFX_CHUNK, PFX_ROWBUF, PFX_STAGE, PFX_PART,   /* buffers (lowering's names): + a tensor's name */
 	PFX_CUR,                                      /* a buffer's current copy: + the buffer's name */
 	PFX_KERNEL,                                   /* the kernel: + the fusion's name */
@@ -101,6 +101,8 @@ extern const char codegen_device_cuh[], codegen_device_reduction_cuh[], codegen_
 void emit_mma(Emit *e, const Stmt *s);
 void emit_split_reduce(Emit *e, const Stmt *s);
 void emit_stream_k(Emit *e, const Stmt *s);
+/* emit_matmul.c: an epilogue row input's copy through a register a thread (ST_ROW_FETCH, ST_ROW_PUT). */
+void emit_row_copy(Emit *e, const Stmt *s);
 /* The registers a consumer thread holds of accumulator ACC: its fragment of each of its 64-row blocks. */
 int emit_acc_regs(const Kernel *k, int acc);
 
@@ -122,8 +124,8 @@ const char *emit_pos(Emit *e, Pos p);
 const char *emit_buf_at(Emit *e, int buf, const Expr *slot);
 /* A number operand as the exact CUDA f32 literal. */
 const char *emit_literal(Emit *e, double v);
-/* The f32 expression of op O on operands A and B (C text). */
-const char *emit_op_text(Emit *e, const Op *o, const char *a, const char *b);
+/* The f32 expression of op O on operands A and B (C text); FORM, where not NULL, in place of the op's own. */
+const char *emit_op_text(Emit *e, const Op *o, const char *a, const char *b, const char *form);
 /* The input (or, with OUTPUT, output) parameter of fusion tensor T, or NULL. */
 const KParam *emit_param_of(Emit *e, int t, bool output);
 /* The tile buffer loaded with fusion tensor T; k->nbuf when there is none. */

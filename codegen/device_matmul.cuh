@@ -27,6 +27,57 @@ __device__ __forceinline__ wsf_u64 wsf_mma_desc_mn(const void *p)
 	return ((a & 0x3FFFF) >> 4) | ((wsf_u64)(CHUNK >> 4) << 16) | ((wsf_u64)64 << 32) | ((wsf_u64)1 << 62);
 }
 
+// Two adjacent columns of an epilogue row input that the consumers copied
+// to shared memory (lower_matmul.c, stage_rows), as f32: one 4-byte load of
+// a 2-byte pair at an even column, 8 bytes of f32.
+__device__ __forceinline__ void wsf_row_pair(const wsf_bf16 *p, float &a, float &b)
+{
+	const unsigned w = *(const unsigned *)p;
+
+	a = __uint_as_float(w << 16);
+	b = __uint_as_float(w & 0xffff0000u);
+}
+__device__ __forceinline__ void wsf_row_pair_f16(const wsf_f16 *p, float &a, float &b)
+{
+	const unsigned w = *(const unsigned *)p;
+
+	a = wsf_f16_to_f32((wsf_f16)(w & 0xffffu));
+	b = wsf_f16_to_f32((wsf_f16)(w >> 16));
+}
+__device__ __forceinline__ void wsf_row_pair(const float *p, float &a, float &b)
+{
+	const float2 v = *(const float2 *)p;
+
+	a = v.x;
+	b = v.y;
+}
+
+// The activations on the hardware tanh (MUFU.TANH, relative error at most
+// 2^-11), one special-function instruction an element: the epilogue's forms
+// where every output is 2-byte (emit_matmul.c, fast_form).  gelu's tanh
+// form is 0.5 x (1 + tanh(x (sqrt(2/pi) + 0.044715 sqrt(2/pi) x^2))), the
+// logistic 0.5 (1 + tanh(x / 2)).
+__device__ __forceinline__ float wsf_tanh_approx(float x)
+{
+	float y;
+
+	asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+	return y;
+}
+__device__ __forceinline__ float wsf_gelu_tanh_fast(float x)
+{
+	const float h = 0.5f * x;
+
+	return fmaf(h, wsf_tanh_approx(x * fmaf(0.0356774081f, x * x, 0.797884561f)), h);
+}
+__device__ __forceinline__ float wsf_sigmoid_fast(float x) { return fmaf(0.5f, wsf_tanh_approx(0.5f * x), 0.5f); }
+__device__ __forceinline__ float wsf_silu_fast(float x)
+{
+	const float h = 0.5f * x;
+
+	return fmaf(h, wsf_tanh_approx(h), h);
+}
+
 // The compiler sees a wgmma write its accumulator registers when it issues,
 // not when wgmma.wait_group shows them written: this empty asm, which
 // "writes" each of the N registers after the wait, keeps every read of them

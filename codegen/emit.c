@@ -175,6 +175,7 @@ static const char *const prefixes[PFX_COUNT] = {
 	[PFX_OUT] = "out_",      /* an output parameter */
 	[PFX_HERE] = "here_",    /* a matmul epilogue input's values in this subtile (or tile), a thread's */
 	[PFX_AHEAD] = "ahead_",  /* ... and in the next subtile, loaded one subtile ahead */
+	[PFX_FETCH] = "fetch_",  /* a matmul epilogue row input's column at the tile's start, a thread's (ST_ROW_FETCH) */
 	[PFX_RESULT] = "res_",   /* a matmul epilogue output's values in a subtile, a thread's, stored in pairs */
 	[PFX_MEM] = "mem_",      /* a stored output as the signal consumer reads it back from global memory */
 	[PFX_MAP] = "map_",      /* an epilogue input's tensor map, its tiles prefetched into L2 (KParam.prefetch) */
@@ -435,15 +436,17 @@ emit_literal(Emit *e, double v)
 	return arena_printf(e->c->arena, "%sf", s);
 }
 
-/* Substitutes $a and $b in the op's template. */
+/* Substitutes $a and $b in the op's template: cuda_expr[]'s row, or FORM where not NULL. */
 const char *
-emit_op_text(Emit *e, const Op *o, const char *a, const char *b)
+emit_op_text(Emit *e, const Op *o, const char *a, const char *b, const char *form)
 {
 	const char *t = o->kind == OP_GELU && o->approx == APPROX_TANH ? gelu_tanh : cuda_expr[o->kind];
 	Buf out;
 
 	if (o->kind == OP_CAST)
 		t = o->to == DT_BF16 ? "wsf_round_bf16($a)" : o->to == DT_F16 ? "wsf_round_f16($a)" : "$a";
+	if (form)
+		t = form;
 	buf_init(&out, e->c->arena);
 	for (; *t; t++) {
 		if (t[0] == '$' && (t[1] == 'a' || t[1] == 'b')) {
@@ -714,6 +717,10 @@ emit_stmt(Emit *e, const Stmt *s)
 		break;
 	case ST_SPLIT_REDUCE:
 		emit_split_reduce(e, s);
+		break;
+	case ST_ROW_FETCH:
+	case ST_ROW_PUT:
+		emit_row_copy(e, s);
 		break;
 	case ST_SK_STORE:
 	case ST_SK_REDUCE:

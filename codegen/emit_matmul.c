@@ -47,6 +47,18 @@ acc_name(Emit *e, int acc)
 	return emit_tname(e, PFX_ACC, e->k->acc[acc].tensor);
 }
 
+/* Is input tensor T copied to a row buffer (BUF_ROW), so that no subtile loads it from global memory? */
+static bool
+row_staged(const Kernel *k, int t)
+{
+	int b;
+
+	for (b = 1; b < k->nbuf; b++)
+		if (k->buf[b].kind == BUF_ROW && k->buf[b].tensor == t)
+			return true;
+	return false;
+}
+
 /* A warpgroup's fragment of every accumulator, declared where the kernel starts. */
 static void
 frame(Emit *e)
@@ -64,7 +76,7 @@ frame(Emit *e)
 	for (i = 0; i < e->f->ninput && !e->k->swap_ab; i++) {   /* a swapped tile reads its inputs in place */
 		const KParam *p = emit_param_of(e, e->f->input[i], false);
 
-		if (p->kind == PK_PTR && p->view == VIEW_ROW)
+		if (p->kind == PK_PTR && p->view == VIEW_ROW && !row_staged(e->k, e->f->input[i]))
 			emit_line(e, "float %s[%d];   // the next subtile's %s, loaded while this one is computed",
 			          emit_tname(e, PFX_AHEAD, e->f->input[i]), e->k->epi_cols / 4, p->name);
 		if (p->kind == PK_PTR && p->view == VIEW_COL)
@@ -459,6 +471,46 @@ load_text(Emit *e, const KParam *p, const char *cond, const char *idx)
 	                    idx, cond ? " : 0.0f" : "");
 }
 
+/* The row buffer (BUF_ROW) of input tensor T that compute S reads, or NULL. */
+static const Access *
+row_copy(Emit *e, const Stmt *s, int t)
+{
+	int i;
+
+	for (i = 0; i < s->nreads; i++)
+		if (s->reads[i].buf && e->k->buf[s->reads[i].buf].kind == BUF_ROW && e->k->buf[s->reads[i].buf].tensor == t)
+			return &s->reads[i];
+	return NULL;
+}
+
+/*
+ * An epilogue row input's copy (lower_matmul.c, stage_rows): ST_ROW_FETCH
+ * loads consumer thread t's column of the tile into a register, where the
+ * tile starts (the k loop after it hides the load), and ST_ROW_PUT writes
+ * it to the tile's copy of the row buffer after the k loop; columns past
+ * the row's end are 0.
+ */
+void
+emit_row_copy(Emit *e, const Stmt *s)
+{
+	const KBuf *b = &e->k->buf[s->buf];
+	const KParam *p = &e->k->param[b->param];
+	const char *v = emit_tname(e, PFX_FETCH, b->tensor), *type = emit_type(b->dtype);
+	bool narrow = b->cols < e->k->consumer_threads;   /* a tile narrower than the consumers: some have no column */
+
+	if (s->kind == ST_ROW_FETCH) {
+		emit_line(e, "const %s %s = %s%s + threadIdx.x < cols ? %s[%s + threadIdx.x] : (%s)0;   // %s%s", type, v,
+		          narrow ? arena_printf(e->c->arena, "threadIdx.x < %d && ", b->cols) : "", emit_expr_str(e, s->b),
+		          emit_param_name(e, p), emit_expr_str(e, s->b), type, s->comment ? s->comment : "",
+		          emit_pos(e, s->pos));
+		return;
+	}
+	if (narrow)
+		emit_line(e, "if (threadIdx.x < %d)", b->cols);
+	emit_line(e, "%s(%s)[threadIdx.x] = %s;   // %s", narrow ? "    " : "", emit_buf_at(e, s->buf, s->slot), v,
+	          s->comment ? s->comment : "");
+}
+
 /*
  * The row and column inputs of the epilogue, loaded ahead of their use: a
  * global load costs a round trip to L2, which eight subtiles in a row
@@ -473,6 +525,7 @@ load_text(Emit *e, const KParam *p, const char *cond, const char *idx)
 static void
 staged_inputs(Emit *e, const Stmt *s, int nsub, const bool *needed)
 {
+	const Access *r;
 	/* a K-split's rank stores every splits-th subtile, a stream-K part every parts-th (Stmt.pass) */
 	const char *step = s->step ? emit_expr_str(e, s->step)
 	                   : arena_printf(e->c->arena, "%d", e->k->split_scatter ? e->k->splits : 1);
@@ -489,7 +542,13 @@ staged_inputs(Emit *e, const Stmt *s, int nsub, const bool *needed)
 
 		if (p->kind != PK_PTR || !needed[t])
 			continue;
-		if (p->view == VIEW_ROW) {
+		if (p->view == VIEW_ROW && (r = row_copy(e, s, t))) {   /* the tile's columns in shared memory */
+			emit_line(e, "float %s[%d];", here, e->k->epi_cols / 4);
+			emit_line(e, "#pragma unroll");
+			emit_line(e, "for (int q = 0; q < %d; q += 2)   // two adjacent columns a load", e->k->epi_cols / 4);
+			emit_line(e, "    wsf_row_pair%s(%s + sub * %d + 8 * (q >> 1) + wc, %s[q], %s[q + 1]);",
+			          p->dtype == DT_F16 ? "_f16" : "", emit_buf_at(e, r->buf, r->slot), cols, here, here);
+		} else if (p->view == VIEW_ROW) {
 			emit_line(e, "float %s[%d];", here, e->k->epi_cols / 4);
 			emit_line(e, "#pragma unroll");
 			emit_line(e, "for (int q = 0; q < %d; q++) {", e->k->epi_cols / 4);
@@ -518,9 +577,9 @@ staged_inputs(Emit *e, const Stmt *s, int nsub, const bool *needed)
 	}
 }
 
-/* The views of the epilogue inputs of NEEDED read from global memory: a bit (1 << view) each. */
+/* The views of the epilogue inputs of NEEDED that compute S reads from global memory: a bit (1 << view) each. */
 static unsigned
-input_views(Emit *e, const bool *needed)
+input_views(Emit *e, const Stmt *s, const bool *needed)
 {
 	unsigned v = 0;
 	int i;
@@ -528,7 +587,7 @@ input_views(Emit *e, const bool *needed)
 	for (i = 0; i < e->f->ninput; i++) {
 		const KParam *p = emit_param_of(e, e->f->input[i], false);
 
-		if (p->kind != PK_TMAP && needed[e->f->input[i]])
+		if (p->kind != PK_TMAP && needed[e->f->input[i]] && !row_copy(e, s, e->f->input[i]))
 			v |= 1u << p->view;
 	}
 	return v;
@@ -563,13 +622,47 @@ cone(Emit *e, const Stmt *s)
 
 static void consume(Emit *e, const Stmt *s);
 
+/*
+ * The hardware tanh's forms of the activations (device_matmul.cuh), where
+ * every output of the fusion is 2-byte (fast_forms): one MUFU instruction an
+ * element where the exponential and division forms take two, which bound
+ * an activation's epilogue (16 MUFU results a clock an SM: gelu's two over
+ * a 128 x 256 tile are 4K cycles of tensor cores idle).  tanh.approx.f32's
+ * relative error is at most 2^-11 (the PTX ISA), under half of bf16's
+ * rounding and within f16's check; in 1 + tanh it is absolute (2^-12 |x|
+ * at most in gelu and silu, 2^-12 in the logistic), so in the far negative
+ * tail, where those are small, many ulps of them (docs/spec.md).  quack's
+ * epilogues compute them so.  An f32 output keeps the forms of emit.c.
+ */
+static const char *const fast_form[OP_COUNT] = {
+	[OP_TANH] = "wsf_tanh_approx($a)",
+	[OP_SIGMOID] = "wsf_sigmoid_fast($a)",
+	[OP_SILU] = "wsf_silu_fast($a)",
+};
+
+static bool
+fast_forms(const Fusion *f)
+{
+	int i;
+
+	for (i = 0; i < f->nout; i++)
+		if (f->out[i].dtype != DT_BF16 && f->out[i].dtype != DT_F16)
+			return false;
+	return true;
+}
+
 /* The f32 value of pointwise op O, from its operands' values (e->value) or literals, as v_OUT. */
 static void
 op_value(Emit *e, const Op *o)
 {
+	const char *form = !fast_forms(e->f) ? NULL
+	                   : o->kind == OP_GELU ? (o->approx == APPROX_TANH ? "wsf_gelu_tanh_fast($a)" : NULL)
+	                   : fast_form[o->kind];
+
 	emit_line(e, "const float %s = %s;%s", e->value[o->out],
 	          emit_op_text(e, o, o->in[0].tensor ? e->value[o->in[0].tensor] : emit_literal(e, o->in[0].lit),
-	                       o->nin < 2 ? "" : o->in[1].tensor ? e->value[o->in[1].tensor] : emit_literal(e, o->in[1].lit)),
+	                       o->nin < 2 ? "" : o->in[1].tensor ? e->value[o->in[1].tensor] : emit_literal(e, o->in[1].lit),
+	                       form),
 	          emit_pos(e, o->pos));
 }
 
@@ -606,7 +699,7 @@ compute_swapped(Emit *e, const Stmt *s, const bool *needed, int acc)
 	const Kernel *k = e->k;
 	Fusion *f = e->f;
 	int i, n = emit_acc_regs(k, acc);
-	unsigned views = input_views(e, needed);
+	unsigned views = input_views(e, s, needed);
 
 	emit_line(e, "{   // compute tile (row0, col0) = (%s, %s), transposed in the accumulator: %s",
 	          emit_expr_str(e, s->a), emit_expr_str(e, s->b), s->comment ? s->comment : "");
@@ -778,7 +871,7 @@ compute(Emit *e, const Stmt *s)
 	const Kernel *k = e->k;
 	Fusion *f = e->f;
 	bool *needed = cone(e, s);
-	unsigned views = input_views(e, needed);
+	unsigned views = input_views(e, s, needed);
 	int i, acc = 0, H = k->row_blocks;   /* H: the 64-row blocks of a warpgroup's rows */
 	const char *blk;
 

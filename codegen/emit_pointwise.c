@@ -89,7 +89,7 @@ emit_compute(Emit *e, const Stmt *s)
 		const Op *o = &f->op[i];
 
 		emit_line(e, "%s[v] = %s;   // %s%s%s", e->value[o->out],
-		          emit_op_text(e, o, operand(e, &o->in[0]), o->nin > 1 ? operand(e, &o->in[1]) : ""),
+		          emit_op_text(e, o, operand(e, &o->in[0]), o->nin > 1 ? operand(e, &o->in[1]) : "", NULL),
 		          op_info[o->kind].name, o->origin ? " of " : "", o->origin ? o->origin : "");
 	}
 	e->depth--;

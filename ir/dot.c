@@ -257,6 +257,11 @@ walk(Picture *p, const Stmt *s, int role)
 		     arena_printf(p->arena, "TMA store%s", by(p, role)), NULL);
 		p->stored[s->param] = true;
 		break;
+	case ST_ROW_FETCH:   /* a row input through the consumers' registers into its row buffer */
+		edge(p, node(p, 'p', s->param), node(p, 'b', s->buf), arena_printf(p->arena, "row copy%s", by(p, role)),
+		     NULL);
+		p->loaded[s->param] = true;
+		break;
 	case ST_TMA_PREFETCH:   /* the tensor's tiles into L2 ahead of the loads that read them */
 		edge(p, node(p, 'p', s->param), r, arena_printf(p->arena, "L2 prefetch%s", by(p, role)), "style=dashed");
 		p->loaded[s->param] = true;

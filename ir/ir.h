@@ -529,8 +529,12 @@ typedef enum BufKind {
 	BUF_NONE,
 	BUF_TILE,      /* an input tile written by TMA loads */
 	BUF_STAGING,   /* an output tile written by compute, read by a TMA store */
-	BUF_PARTIAL    /* a K-split's partial accumulator: each consumer warpgroup's fragment (a row of
+	BUF_PARTIAL,   /* a K-split's partial accumulator: each consumer warpgroup's fragment (a row of
 	                  the buffer, register-major), which rank 0 of the cluster reads (ST_SPLIT_REDUCE) */
+	BUF_ROW        /* an epilogue's row input (param, a PK_PTR bias [N]) over the tile's columns: copied
+	                  by the consumers, a column a thread, from global memory (ST_ROW_FETCH, at the
+	                  tile's start) to a copy of it (ST_ROW_PUT, after the k loop), read by the
+	                  epilogue's compute; two copies, alternating by tile */
 } BufKind;
 
 /*
@@ -669,6 +673,12 @@ typedef enum StmtKind {
 	                      Kernel.sk_scatter, part a of the tile's b: one thread waits for the count to reach
 	                      b (acquire; the last of the tile's parts that own subtiles resets it), a barrier,
 	                      and the others' sums of this part's subtiles added in part order */
+	ST_ROW_FETCH,      /* the consumer threads load the columns [b, b + buf's cols) of param (a PK_PTR row
+	                      input), thread t the columns t, t + threads, ..., into registers, 0 past the
+	                      row's end: a load whose latency the k loop after it hides */
+	ST_ROW_PUT,        /* those registers (the ST_ROW_FETCH of buf before it in the block) into buf[slot]:
+	                      a shared-memory write by every consumer thread, which the compute that reads
+	                      the copy waits for with a barrier (sync.c) */
 	ST_SIGNAL          /* the output tile a is in global memory: param (PK_FLAGS)[a] = the epoch, with release
 	                      semantics at gpu scope; or, for the kernel's consumer role (no param), an arrive
 	                      on bar[barslot] (release at CTA scope).  flag: it is the tile of the loop iteration

@@ -332,6 +332,16 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 	case ST_BULK_WAIT:
 		buf_printf(b, "bulk.wait_group%s %lld", s->flag ? ".read" : "", (long long)s->n);
 		break;
+	case ST_ROW_FETCH:   /* a column a consumer thread, into registers */
+		buf_printf(b, "row.fetch %s[", k->param[s->param].name);
+		expr_print(b, k, s->b);
+		buf_printf(b, " ..+%d) -> registers, a column a thread", k->buf[s->buf].cols);
+		break;
+	case ST_ROW_PUT:
+		buf_puts(b, "row.put ");
+		slot_print(b, k, k->buf[s->buf].name, s->slot);
+		buf_puts(b, " <- registers");
+		break;
 	case ST_SIGNAL:
 		if (!s->param) {   /* to the consumer role */
 			buf_printf(b, "signal.arrive %s[", k->bar[s->bar].name);
@@ -530,6 +540,8 @@ kernel_print(Buf *b, const Kernel *k)
 		if (u->kind == BUF_PARTIAL)
 			buf_puts(b, k->split_scatter ? " partial sums, each subtile's read by the rank that stores it"
 			                             : " partial sums, read by rank 0 of the cluster");
+		else if (u->kind == BUF_ROW)
+			buf_printf(b, " the tile's columns of %s, a copy a tile", k->param[u->param].name);
 		else
 			buf_printf(b, " %s %s", u->kind == BUF_TILE ? "loaded from" : "stored to", k->param[u->param].name);
 		for (j = 1; j < k->nparam; j++)   /* and the other mainloops' operands that share its stages */

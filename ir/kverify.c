@@ -277,6 +277,15 @@ check_stmt(Check *v, const Stmt *s)
 		if (s->role <= 0 || s->role >= k->nrole)
 			fail(v, "role branch with a bad role");
 		break;
+	case ST_ROW_FETCH:
+	case ST_ROW_PUT:
+		if (s->buf <= 0 || s->buf >= k->nbuf || k->buf[s->buf].kind != BUF_ROW ||
+		    (s->kind == ST_ROW_FETCH ? !s->b || s->param != k->buf[s->buf].param : !s->slot))
+			fail(v, "a row %s without its row buffer%s", s->kind == ST_ROW_FETCH ? "fetch" : "put",
+			     s->kind == ST_ROW_FETCH ? ", that buffer's param or a first column" : " or a copy");
+		check_expr(v, s->b);
+		check_expr(v, s->slot);
+		break;
 	case ST_SIGNAL:
 		if (s->param ? s->param >= k->nparam || k->param[s->param].kind != PK_FLAGS || s->bar
 		             : !bar_ok(k, s->bar) || !s->barslot)
@@ -417,6 +426,9 @@ kernel_verify(Comp *c, const Kernel *k, const char *after)
 		if (k->buf[i].stages < 1 || (k->buf[i].kind == BUF_PARTIAL) != (k->buf[i].param == 0) ||
 		    k->buf[i].param < 0 || k->buf[i].param >= k->nparam)
 			fail(&v, "buffer without stages or param (a partial-sum buffer has none)");
+		else if (k->buf[i].kind == BUF_ROW && (k->param[k->buf[i].param].kind != PK_PTR ||
+		                                       k->param[k->buf[i].param].view != VIEW_ROW || k->buf[i].rows != 1))
+			fail(&v, "row buffer '%s' does not hold one row of a row input", k->buf[i].name);
 		else if (k->buf[i].full_bar && !bar_ok(k, k->buf[i].full_bar))
 			fail(&v, "buffer '%s' has a bad full barrier", k->buf[i].name);
 		else if (k->buf[i].swizzle != 0 && k->buf[i].swizzle != 32 && k->buf[i].swizzle != 64 &&

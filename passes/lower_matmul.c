@@ -1846,6 +1846,98 @@ prefetch_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Stmt *kloop)
 	}
 }
 
+/* The epilogue compute of the tile loop's statement S (the first, depth first), or NULL. */
+static Stmt *
+epilogue_compute(Stmt *s)
+{
+	Stmt *x;
+	int i;
+
+	if (s->kind == ST_COMPUTE)
+		return s;
+	for (i = 0; i < s->nbody; i++)
+		if ((x = epilogue_compute(s->body[i])))
+			return x;
+	return NULL;
+}
+
+/* Does an op of F read tensor T? */
+static bool
+op_reads(const Fusion *f, int t)
+{
+	int i, j;
+
+	for (i = 1; i < f->nop; i++)
+		for (j = 0; j < f->op[i].nin; j++)
+			if (f->op[i].in[j].tensor == t)
+				return true;
+	return false;
+}
+
+/*
+ * The epilogue's row inputs (a bias [N]) through shared memory (BUF_ROW):
+ * each consumer thread loads a column of the tile's before its k loop
+ * (ST_ROW_FETCH), whose latency the k loop hides, and writes it to the
+ * tile's copy after (ST_ROW_PUT); a barrier (sync.c) and the epilogue's
+ * subtiles read their columns from there.  Read from global memory in the
+ * epilogue instead, ahead of each subtile (emit_matmul.c, staged_inputs),
+ * a bias cost the 128 x 256 tile 2-4% over the plain GEMM at 8192^3, 4096^3
+ * and 8192 x 14336 x 4096: each subtile's fence.proxy.async waits for the
+ * next subtile's loads in flight (ptxas puts a MEMBAR.ALL.CTA before it),
+ * and 64-bit bounds tests cost 50 instructions a subtile; staged (by hand,
+ * through cp.async), 0-1.2% (docs/perf.md).  Two copies, by the tile loop's count: the barrier
+ * before a tile's epilogue comes after every thread's reads of the copy
+ * before, so the copy a tile writes was last read two tiles back, behind
+ * that barrier.  One cooperative mainloop with whole tiles: not ping-pong
+ * (a warpgroup's tiles are every other), swapped (the tile transposed), a
+ * K-split or stream-K (the epilogue a part's), several independent
+ * matmuls, inputs that wait (the fetch would run ahead of the wait) or a
+ * signal's consumer role; those read in the epilogue as before.
+ */
+static void
+stage_rows(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Stmt *kloop, int ng)
+{
+	Stmt *compute = epilogue_compute(t->loop);
+	Expr *slot = ex_bin(c, EX_MOD, ex_var(c, t->loop->var), ex_int(c, 2));
+	int j, at;
+
+	if (ng != 1 || k->swap_ab || k->pingpong || k->splits > 1 || k->split_scatter || k->sk_slot || k->waits ||
+	    f->sched.consumer_pos.line || !compute || t->bn > k->consumer_threads)
+		return;
+	for (at = 0; at < t->loop->nbody && t->loop->body[at] != kloop; at++)
+		;
+	if (at == t->loop->nbody)
+		return;
+	for (j = 1; j < k->nparam; j++) {
+		const KParam *p = &k->param[j];
+		Stmt *fetch, *put;
+		Access *r;
+		int b;
+
+		if (p->kind != PK_PTR || p->view != VIEW_ROW || p->arg < 0 || p->arg >= f->ninput || !op_reads(f, p->tensor))
+			continue;
+		b = kernel_add_buf(c, k, arena_printf(c->arena, "row_%s", p->name), BUF_ROW, p->dtype, 1, t->bn);
+		k->buf[b].param = j;
+		k->buf[b].tensor = p->tensor;
+		k->buf[b].stages = 2;
+		fetch = st_new(c, ST_ROW_FETCH);
+		fetch->buf = b;
+		fetch->param = j;
+		fetch->b = t->col0;
+		fetch->pos = f->tensor[p->tensor].pos;
+		fetch->comment = "the tile's columns, landing while the k loop runs";
+		st_insert(c, t->loop, at++, fetch);
+		put = st_new(c, ST_ROW_PUT);
+		put->buf = b;
+		put->slot = slot;
+		put->comment = "for the epilogue's subtiles";
+		st_insert(c, t->loop, at + 1, put);
+		r = VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads);
+		r->buf = b;
+		r->slot = slot;
+	}
+}
+
 /*
  * schedule: cluster [x, y]: CTAs along M and N that launch as one cluster
  * and take one cluster tile at a time.  [2, 1] pairs two tiles of the same
@@ -2469,6 +2561,7 @@ lower_matmul(Comp *c, Fusion *f)
 	}
 	if (ng == 1)
 		prefetch_inputs(c, f, k, &t, first_kloop);
+	stage_rows(c, f, k, &t, first_kloop, ng);
 	if (k->waits)
 		wait_inputs(c, f, k, &t, batch, batch_tiles);
 	if (f->sched.signal == SIGNAL_PER_TILE)

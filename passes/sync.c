@@ -22,6 +22,9 @@
  *     no .read) where the kernel or role ends, and before a signal
  *     publishes it (ST_SIGNAL: bulk.wait_group N, no .read, N the groups
  *     of the tile after it, which stay in flight; signal_wait);
+ *   - a row buffer's copy (BUF_ROW) is written by every consumer thread
+ *     and read by every one: a barrier between, before the epilogue loop
+ *     that reads it (hoist_row_barrier);
  *   - a barrier the kernel already has between the two accesses serves: the
  *     fence or the issuer's wait goes right before it (with N counted there),
  *     even in the loop iteration before the conflicting access;
@@ -155,6 +158,9 @@ accesses(const Kernel *k, const Stmt *s, Acc *out)
 			out[n++] = (Acc){.buf = s->reads[i].buf, .slot = s->reads[i].slot, .via = VIA_MMA};
 		for (i = 0; i < s->nwrites && n < MAXACC; i++)
 			out[n++] = (Acc){.acc = s->writes[i].acc, .write = true, .via = VIA_MMA};
+		break;
+	case ST_ROW_PUT:        /* every consumer thread writes its columns of the copy */
+		out[n++] = (Acc){.buf = s->buf, .slot = s->slot, .write = true};
 		break;
 	case ST_SPLIT_REDUCE:   /* reads the partial sum in registers (and adds the others' to it) */
 	case ST_SK_STORE:       /* stream-K: reads it into the workspace */
@@ -557,6 +563,16 @@ conflict(Sync *y, Frame *fr, State *st, Stmt *block, int *j, Stmt *top, const Ac
 			if (!a->write && a->via != VIA_NONE && !p.one && p.a.buf &&
 			    y->k->buf[p.a.buf].kind == BUF_STAGING) {
 				need(y, fr, REQ_FENCE, &p, top);
+				drop(st, i);
+			}
+			/* a row buffer every thread wrote, read by every thread: a barrier between (most often
+			   hoisted before the epilogue loop, hoist_row_barrier) */
+			if (!a->write && a->via == VIA_NONE && !p.one && p.a.buf && y->k->buf[p.a.buf].kind == BUF_ROW) {
+				if (!y->dry) {
+					st_insert(c, block, *j, barrier(c, "the tile's row inputs in shared memory before its "
+					                                "epilogue reads them"));
+					(*j)++;
+				}
 				drop(st, i);
 			}
 			break;
@@ -1039,6 +1055,51 @@ reads_acc(const Stmt *s, int acc)
 	return reads_acc(s->orelse, acc);
 }
 
+/* Does a compute in S read buffer BUF? */
+static bool
+reads_buf(const Stmt *s, int buf)
+{
+	int i;
+
+	if (!s)
+		return false;
+	for (i = 0; s->kind == ST_COMPUTE && i < s->nreads; i++)
+		if (s->reads[i].buf == buf)
+			return true;
+	for (i = 0; i < s->nbody; i++)
+		if (reads_buf(s->body[i], buf))
+			return true;
+	return reads_buf(s->orelse, buf);
+}
+
+/*
+ * A row buffer's copy (BUF_ROW) that every consumer thread wrote and a
+ * compute in LOOP (at BLOCK->body[*J]) reads: one barrier before the loop,
+ * not one a subtile.  Its copies alternate by tile, so the barrier also
+ * orders the reads of the copy two tiles back before its next write
+ * (lower_matmul.c, stage_rows).
+ */
+static void
+hoist_row_barrier(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop)
+{
+	bool have = false;
+	int i;
+
+	for (i = st->n - 1; i >= 0; i--) {
+		const Pend *p = &st->p[i];
+
+		if (p->a.via != VIA_NONE || !p->a.write || p->one || !p->a.buf || y->k->buf[p->a.buf].kind != BUF_ROW ||
+		    !reads_buf(loop, p->a.buf))
+			continue;
+		have = true;
+		drop(st, i);
+	}
+	if (have && !y->dry) {
+		st_insert(y->c, block, *j, barrier(y->c, "the tile's row inputs in shared memory before its epilogue reads them"));
+		(*j)++;
+	}
+}
+
 /*
  * An accumulator that LOOP (at BLOCK->body[*J]) reads while an mma from
  * before the loop may still write it: one wait before the loop, not one in
@@ -1122,6 +1183,7 @@ walk_loop(Sync *y, Frame *fr, State *st, Stmt *block, int *j, const Cb *outer)
 	if (cb && loop->cb && loop->cb->part == CB_CONSUMER && !loop->cb->inner && !y->dry)
 		pre_arrive(y, block, j, loop, loop);
 	hoist_mma_wait(y, st, block, j, loop);
+	hoist_row_barrier(y, st, block, j, loop);
 
 	/* the effects from before the loop: a loop that continues the last one's counter meets them one iteration on */
 	copy_state(entry, st);

@@ -52,10 +52,10 @@ wsfuse_gemm_bias_gelu(
     wsf_bf16 *const tile_x = (wsf_bf16 *)(wsf_smem + 0);   // [4 stages][128][64] bf16
     wsf_bf16 *const tile_w = (wsf_bf16 *)(wsf_smem + 65536);   // [4 stages][256][64] bf16
     wsf_bf16 *const stage_o = (wsf_bf16 *)(wsf_smem + 196608);   // [4 stages][128][32] bf16
-    wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 229376);   // 4 mbarriers
-    wsf_u64 *const empty = (wsf_u64 *)(wsf_smem + 229408);   // 4 mbarriers
+    wsf_bf16 *const row_bias = (wsf_bf16 *)(wsf_smem + 229376);   // [2 stages][1][256] bf16
+    wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 230400);   // 4 mbarriers
+    wsf_u64 *const empty = (wsf_u64 *)(wsf_smem + 230432);   // 4 mbarriers
     const int wsf_wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);   // the warpgroup, warp-uniform
-    float ahead_bias[8];   // the next subtile's bias, loaded while this one is computed
     float acc_y[128];   // this thread's part of the 128 x 256 f32 accumulator
     if (threadIdx.x == 0)
         wsf_prefetch_tmap(&in_x);
@@ -102,6 +102,7 @@ wsfuse_gemm_bias_gelu(
             const long long tile = ((long long)blockIdx.x + (i * (long long)gridDim.x));
             const long long row0 = wsf_min((((wsf_udiv(tile, (16LL * col_tiles)) * 16LL) + wsf_umod(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL))) * 128LL), wsf_max((rows - 128LL), 0LL));   // a ragged last row of tiles inside the output: A's boxes in the tensor
             const long long col0 = wsf_min((wsf_udiv(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL)) * 256LL), wsf_max((cols - 256LL), 0LL));   // a ragged last column of tiles inside the output: B's boxes in the tensor
+            const wsf_bf16 fetch_bias = col0 + threadIdx.x < cols ? in_bias[col0 + threadIdx.x] : (wsf_bf16)0;   // the tile's columns, landing while the k loop runs  // examples/gemm_bias_gelu.yaml:15
             for (long long kk = 0LL; kk < ktiles; kk++) {   // the k-steps of this tile
                 wsf_mbar_wait(&full[(((i * ktiles) + kk) % 4LL)], (unsigned)((((i * ktiles) + kk) / 4LL) & 1LL));   // wait until the stage's loads have landed
                 wsf_mma_fence();
@@ -117,34 +118,26 @@ wsfuse_gemm_bias_gelu(
                 wsf_mma_wait<1>();   // the mma reads of the stage released next are done
                 wsf_mbar_arrive(&empty[((((i * ktiles) + kk) + 3LL) % 4LL)]);   // release the oldest stage to the producer
             }
+            (row_bias + ((i % 2LL)) * 256)[threadIdx.x] = fetch_bias;   // for the epilogue's subtiles
             wsf_mma_wait<0>();   // the mma results are in registers
             wsf_acc_fence<128>(acc_y);
+            wsf_bar_sync(1, 256);   // the tile's row inputs in shared memory before its epilogue reads them
             #pragma unroll   // the accumulators' registers are indexed by constants
             for (long long e = 0LL; e < 8LL; e++) {   // the epilogue, a subtile at a time
                 {   // compute subtile (row0, col) = (row0, (col0 + (e * 32LL))): the epilogue of gemm_bias_gelu
-                    const long long left = (col0 + (e * 32LL));
                     const int sub = (int)(e), wr = 64 * (threadIdx.x / 128) + 16 * ((threadIdx.x / 32) % 4) + (threadIdx.x % 32) / 4, wc = 2 * (threadIdx.x % 4);
                     wsf_bf16 *cur_stage_o = stage_o + ((e % 4LL)) * 4096;
                     float here_bias[8];
                     #pragma unroll
-                    for (int q = 0; q < 8; q++) {
-                        const long long col = left + 8 * (q >> 1) + wc + (q & 1);
-                        here_bias[q] = sub == 0 ? (col < cols ? wsf_load1(in_bias + col) : 0.0f) : ahead_bias[q];
-                    }
-                    if (sub + 1 < 8) {   // the next subtile's, 32 columns on
-                        #pragma unroll
-                        for (int q = 0; q < 8; q++) {
-                            const long long col = left + 32 + 8 * (q >> 1) + wc + (q & 1);
-                            ahead_bias[q] = col < cols ? wsf_load1(in_bias + col) : 0.0f;
-                        }
-                    }
+                    for (int q = 0; q < 8; q += 2)   // two adjacent columns a load
+                        wsf_row_pair(row_bias + ((i % 2LL)) * 256 + sub * 32 + 8 * (q >> 1) + wc, here_bias[q], here_bias[q + 1]);
                     float res_o[16];
                     #pragma unroll
                     for (int jj = 0; jj < 16; jj++) {
                         const float v_bias = here_bias[2 * (jj >> 2) + (jj & 1)];  // examples/gemm_bias_gelu.yaml:15
                         const float v_y = acc_y[16 * sub + jj];  // examples/gemm_bias_gelu.yaml:17
                         const float v_z = v_y + v_bias;  // examples/gemm_bias_gelu.yaml:18
-                        const float v_o = __fdividef(v_z, 1.0f + __expf(-1.5957691216057307f * (v_z + 0.044715f * v_z * v_z * v_z)));  // examples/gemm_bias_gelu.yaml:19
+                        const float v_o = wsf_gelu_tanh_fast(v_z);  // examples/gemm_bias_gelu.yaml:19
                         res_o[jj] = v_o;
                     }
                     #pragma unroll

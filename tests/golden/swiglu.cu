@@ -141,7 +141,7 @@ wsfuse_swiglu(
                         for (int jj = 0; jj < 16; jj++) {
                             const float v_g = acc_g[96 * hb + 16 * sub + jj];  // examples/swiglu.yaml:21
                             const float v_u = acc_g[96 * hb + 48 + 16 * sub + jj];  // examples/swiglu.yaml:22
-                            const float v_sg = __fdividef(v_g, 1.0f + __expf(-v_g));  // examples/swiglu.yaml:23
+                            const float v_sg = wsf_silu_fast(v_g);  // examples/swiglu.yaml:23
                             const float v_h = v_sg * v_u;  // examples/swiglu.yaml:24
                             res_h[jj] = v_h;
                         }

@@ -6,7 +6,8 @@
 # staging subtiles), copies narrower than 128 bytes in pipelines whose
 # every CTA cycles through all its stages, stream-K's parts meeting through
 # the workspace: 136 tiles for 132 SMs; staging rings of four and three copies (two outputs) over two tiles a CTA; the default tile narrowed to 160, 192 and 224, or 256 x 160, to fill the last wave, or to 96 to fill the one;
-# clusters of 8 CTAs in two dimensions, [4, 2] and ping-pong [2, 4], and the default [1, 4] of one row of tiles),
+# clusters of 8 CTAs in two dimensions, [4, 2] and ping-pong [2, 4], and the default [1, 4] of one row of tiles;
+# row inputs copied to row buffers over two tiles a CTA, both copies),
 # at sizes small enough for the tools.  Prints one line per tool and case and
 # "N passed, N failed"; skips without a GPU or without compute-sanitizer.
 # With PATTERN, only the cases whose spec line contains it (grep -E).
@@ -77,7 +78,7 @@ for spec in "tests/gpu/specs/relu_chain.yaml -D N=300001" "tests/gpu/specs/relu_
 	"tests/gpu/specs/gemm_epilogue.yaml -D M=128 -D N=384 -D K=3072" "tests/gpu/specs/gemm_swap.yaml -D M=32 -D N=2048 -D K=1536" \
 	"tests/gpu/specs/gemm_pingpong_wide.yaml -D M=300 -D N=200 -D K=200" "tests/gpu/specs/gemm_tile_n96.yaml -D M=200 -D N=200 -D K=72" \
 	"tests/gpu/specs/swiglu_pingpong.yaml -D M=300 -D K=72 -D F=200" \
-	"examples/gemm_bias_gelu.yaml -D M=2048 -D N=4096 -D K=128" "tests/gpu/specs/gemm_accumulate.yaml -D M=2048 -D N=4096 -D K=72" \
+	"examples/gemm_bias_gelu.yaml -D M=2048 -D N=4096 -D K=128" "tests/gpu/specs/gemm_rows.yaml -D M=2048 -D N=4096 -D K=64" "tests/gpu/specs/gemm_accumulate.yaml -D M=2048 -D N=4096 -D K=72" \
 	"tests/gpu/specs/gemm_streamk_gelu.yaml" "tests/gpu/specs/gemm_streamk.yaml -D M=2176 -D N=1024 -D K=520" \
 	"tests/gpu/specs/gemm_epilogue.yaml -D M=2048 -D N=1280 -D K=128" "tests/gpu/specs/gemm_add_relu.yaml -D M=2048 -D N=1280 -D K=200" \
 	"tests/gpu/specs/gemm_kn.yaml -D M=512 -D N=6144 -D K=128" "tests/gpu/specs/gemm_epilogue.yaml -D M=500 -D N=7000 -D K=72" \

@@ -203,12 +203,17 @@ lowered_gemm(void **state)
 	assert_int_equal(kl->body[i]->kind, ST_MBAR_ARRIVE);
 	assert_int_equal(kl->body[i++]->bar, tl->cb->empty_bar);
 	assert_int_equal(kl->nbody, i);
-	/* one wait_group 0 between the k loop and the epilogue, none in the subtiles */
+	/* the bias's columns fetched before the k loop and put in the row buffer after it; then one
+	   wait_group 0 and one barrier (the row's copy, every thread's) before the epilogue, none in it */
 	for (i = 0; tl->body[i] != kl; i++)
 		;
-	assert_int_equal(tl->body[i + 1]->kind, ST_MMA_WAIT);
-	assert_int_equal(tl->body[i + 1]->n, 0);
-	assert_ptr_equal(tl->body[i + 2], el);
+	assert_int_equal(tl->body[i - 1]->kind, ST_ROW_FETCH);
+	assert_int_equal(tl->body[i + 1]->kind, ST_ROW_PUT);
+	assert_int_equal(tl->body[i + 2]->kind, ST_MMA_WAIT);
+	assert_int_equal(tl->body[i + 2]->n, 0);
+	assert_int_equal(tl->body[i + 3]->kind, ST_SYNC);
+	assert_int_equal(tl->body[i + 3]->n, 1);
+	assert_ptr_equal(tl->body[i + 4], el);
 	assert_int_equal(census(el).kind[ST_MMA_WAIT], 0);
 	/* a subtile: compute, fence, the read-wait on the store's named barrier, the store and its commit;
 	   of four copies the two stores before may still read theirs */
@@ -3725,6 +3730,115 @@ narrow_subtiles(void **state)
 }
 
 /*
+ * An epilogue's row inputs through shared memory (lower_matmul.c,
+ * stage_rows): on one cooperative mainloop of whole tiles each row input
+ * has a row buffer of the tile's columns in two copies; the consumers'
+ * tile loop fetches them before its k loop and puts them in the tile's
+ * copy (i % 2) after it, then one wait_group 0 and one barrier (sync.c)
+ * come before the epilogue loop, which reads the copy and holds no
+ * barrier but its staging tile's; the CUDA reads a subtile's columns from
+ * the copy in pairs and loads none from global memory.  A tile narrower
+ * than the consumers guards the fetch and the put.  Ping-pong, a swapped
+ * matmul, a K-split, stream-K, independent matmuls and an input that waits
+ * keep reading in the subtiles (ahead_b).
+ */
+static void
+row_inputs_staged(void **state)
+{
+	static const struct {
+		const char *sizes, *inputs, *ops, *sched;
+		int rows, cols;   /* row buffers and their columns (0: none) */
+		Dtype dt;
+		const char *cuda;
+	} cases[] = {
+		{GEMM_SIZES(4096, 4096, 4096), "  b: {dtype: bf16, shape: [N]}\n", "  - {out: z, op: add, in: [y, b]}\n", "",
+		 1, 256, DT_BF16, "wsf_row_pair(row_b + ((i % 2LL)) * 256 + sub * 32 + 8 * (q >> 1) + wc, here_b[q], here_b[q + 1]);"},
+		{GEMM_SIZES(4096, 4096, 4096), "  b: {dtype: f32, shape: [N]}\n", "  - {out: z, op: add, in: [y, b]}\n", "",
+		 1, 256, DT_F32, "const float fetch_b = col0 + threadIdx.x < cols ? in_b[col0 + threadIdx.x] : (float)0;"},
+		{GEMM_SIZES(4096, 4096, 4096), "  b: {dtype: f16, shape: [N]}\n", "  - {out: z, op: add, in: [y, b]}\n", "",
+		 1, 256, DT_F16, "wsf_row_pair_f16(row_b + "},
+		{GEMM_SIZES(1000, 1000, 1000), "  b: {dtype: bf16, shape: [N]}\n", "  - {out: z, op: add, in: [y, b]}\n",
+		 "schedule: {tile: [128, 80, 64]}\n", 1, 80, DT_BF16, "if (threadIdx.x < 80)\n"},
+		{GEMM_SIZES(4096, 4096, 4096), "  b: {dtype: bf16, shape: [N]}\n  c: {dtype: f32, shape: [N]}\n",
+		 "  - {out: u, op: add, in: [y, b]}\n  - {out: z, op: mul, in: [u, c]}\n", "", 2, 256, DT_BF16,
+		 "wsf_row_pair(row_c + ((i % 2LL)) * 256"},
+		{GEMM_SIZES(4096, 4096, 4096), "  b: {dtype: bf16, shape: [N]}\n", "  - {out: z, op: add, in: [y, b]}\n",
+		 "schedule: {consumers: pingpong, tile: [128, 192, 64]}\n", 0, 0, DT_BF16, "ahead_b"},
+		{GEMM_SIZES(16, 4096, 4096), "  b: {dtype: bf16, shape: [N]}\n", "  - {out: z, op: add, in: [y, b]}\n", "",
+		 0, 0, DT_BF16, "in_b"},
+		{GEMM_SIZES(256, 1024, 4096), "  b: {dtype: bf16, shape: [N]}\n", "  - {out: z, op: add, in: [y, b]}\n",
+		 "schedule: {tile: [128, 128, 64], split_k: 2}\n", 0, 0, DT_BF16, "ahead_b"},
+		{GEMM_SIZES(4096, 4096, 4096), "  b: {dtype: bf16, shape: [N]}\n", "  - {out: z, op: add, in: [y, b]}\n",
+		 "schedule: {stream_k: true}\n", 0, 0, DT_BF16, "ahead_b"},
+		{GEMM_SIZES(4096, 4096, 4096), "  b: {dtype: bf16, shape: [N]}\n  r: {dtype: bf16, shape: [M, N], wait: per_tile}\n",
+		 "  - {out: u, op: add, in: [y, b]}\n  - {out: z, op: add, in: [u, r]}\n", "", 0, 0, DT_BF16, "ahead_b"},
+	};
+	char text[1024];
+	int i, j;
+
+	for (i = 0; i < (int)countof(cases); i++) {
+		Fixture *t;
+		Kernel *k;
+		Stmt *tl, *kl, *el, *compute;
+		const char *cu;
+		int b, rows = 0, at, reads = 0;
+
+		snprintf(text, sizeof text, "%s%s%sops:\n%s%soutputs:\n  z: {dtype: bf16}\n%s", cases[i].sizes, GEMM_IN,
+		         cases[i].inputs, GEMM_MM, cases[i].ops, cases[i].sched);
+		k = lowered(&t, i, text);
+		for (b = 1; b < k->nbuf; b++)
+			if (k->buf[b].kind == BUF_ROW) {
+				assert_int_equal(k->buf[b].rows, 1);
+				assert_int_equal(k->buf[b].cols, cases[i].cols);
+				assert_int_equal(k->buf[b].stages, 2);
+				assert_int_equal(k->param[k->buf[b].param].view, VIEW_ROW);
+				if (!rows++)
+					assert_int_equal(k->buf[b].dtype, cases[i].dt);
+			}
+		assert_int_equal(rows, cases[i].rows);
+		cu = cuda_of(t);
+		if (!strstr(cu, cases[i].cuda))
+			fail_msg("case %d: no '%s' in the CUDA", i, cases[i].cuda);
+		if (!rows) {
+			assert_null(strstr(cu, " fetch_b = "));
+			teardown((void **)&t);
+			continue;
+		}
+		assert_null(strstr(cu, "ahead_"));   /* no subtile loads a row input */
+		tl = consumer_tiles(k);
+		assert_non_null(tl);
+		kl = find_kind(tl, ST_LOOP, 0);
+		el = epilogue_of(k, tl);
+		assert_non_null(kl);
+		assert_non_null(el);
+		for (at = 0; tl->body[at] != kl; at++)
+			;
+		for (j = 1; j <= rows; j++) {
+			assert_int_equal(tl->body[at - j]->kind, ST_ROW_FETCH);
+			assert_string_equal(expr(t, tl->body[at - j]->b), "col0");
+			assert_int_equal(tl->body[at + j]->kind, ST_ROW_PUT);
+			assert_string_equal(expr(t, tl->body[at + j]->slot), "(i % 2)");
+		}
+		assert_int_equal(tl->body[at + rows + 1]->kind, ST_MMA_WAIT);
+		assert_int_equal(tl->body[at + rows + 2]->kind, ST_SYNC);
+		assert_int_equal(tl->body[at + rows + 2]->n, 1);   /* the consumers' named barrier */
+		assert_ptr_equal(tl->body[at + rows + 3], el);
+		assert_int_equal(census(tl).kind[ST_SYNC], 2);     /* that one and the staging tile's */
+		assert_int_equal(census(el).kind[ST_SYNC], 1);
+		compute = find_kind(el, ST_COMPUTE, 0);
+		assert_non_null(compute);
+		for (j = 0; j < compute->nreads; j++)
+			if (compute->reads[j].buf && k->buf[compute->reads[j].buf].kind == BUF_ROW) {
+				assert_string_equal(expr(t, compute->reads[j].slot), "(i % 2)");
+				reads++;
+			}
+		assert_int_equal(reads, rows);
+		teardown((void **)&t);
+	}
+	(void)state;
+}
+
+/*
  * long_k_stream: without a hint, stream-K for 8 to 33 tiles (of 128 x 128,
  * else 128 x 256), in runs of 1 / parts of a tile with tiles x parts about
  * the SMs (132 / tiles, 4 to 16), runs of 32 k-steps or more at 128 x 128
@@ -4005,6 +4119,7 @@ main(void)
 		cmocka_unit_test(misaligned_rows),
 		cmocka_unit_test(wave_tiles),
 		cmocka_unit_test(narrow_subtiles),
+		cmocka_unit_test(row_inputs_staged),
 		cmocka_unit_test(cluster_grid),
 		cmocka_unit_test(epilogue_no_warnings),
 	};
