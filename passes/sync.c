@@ -1055,23 +1055,6 @@ reads_acc(const Stmt *s, int acc)
 	return reads_acc(s->orelse, acc);
 }
 
-/* Does a compute in S read buffer BUF? */
-static bool
-reads_buf(const Stmt *s, int buf)
-{
-	int i;
-
-	if (!s)
-		return false;
-	for (i = 0; s->kind == ST_COMPUTE && i < s->nreads; i++)
-		if (s->reads[i].buf == buf)
-			return true;
-	for (i = 0; i < s->nbody; i++)
-		if (reads_buf(s->body[i], buf))
-			return true;
-	return reads_buf(s->orelse, buf);
-}
-
 /*
  * A row buffer's copy (BUF_ROW) that every consumer thread wrote and a
  * compute in LOOP (at BLOCK->body[*J]) reads: one barrier before the loop,
@@ -1089,7 +1072,7 @@ hoist_row_barrier(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop)
 		const Pend *p = &st->p[i];
 
 		if (p->a.via != VIA_NONE || !p->a.write || p->one || !p->a.buf || y->k->buf[p->a.buf].kind != BUF_ROW ||
-		    !reads_buf(loop, p->a.buf))
+		    !st_reads_buf(loop, p->a.buf))
 			continue;
 		have = true;
 		drop(st, i);
