@@ -674,8 +674,8 @@ typedef enum StmtKind {
 	                      b (acquire; the last of the tile's parts that own subtiles resets it), a barrier,
 	                      and the others' sums of this part's subtiles added in part order */
 	ST_ROW_FETCH,      /* the consumer threads load the columns [b, b + buf's cols) of param (a PK_PTR row
-	                      input), thread t the columns t, t + threads, ..., into registers, 0 past the
-	                      row's end: a load whose latency the k loop after it hides */
+	                      input), thread t column b + t (buf's cols are at most the consumer threads), into
+	                      a register, 0 past the row's end: a load whose latency the k loop after it hides */
 	ST_ROW_PUT,        /* those registers (the ST_ROW_FETCH of buf before it in the block) into buf[slot]:
 	                      a shared-memory write by every consumer thread, which the compute that reads
 	                      the copy waits for with a barrier (sync.c) */

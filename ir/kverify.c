@@ -427,8 +427,10 @@ kernel_verify(Comp *c, const Kernel *k, const char *after)
 		    k->buf[i].param < 0 || k->buf[i].param >= k->nparam)
 			fail(&v, "buffer without stages or param (a partial-sum buffer has none)");
 		else if (k->buf[i].kind == BUF_ROW && (k->param[k->buf[i].param].kind != PK_PTR ||
-		                                       k->param[k->buf[i].param].view != VIEW_ROW || k->buf[i].rows != 1))
-			fail(&v, "row buffer '%s' does not hold one row of a row input", k->buf[i].name);
+		                                       k->param[k->buf[i].param].view != VIEW_ROW || k->buf[i].rows != 1 ||
+		                                       k->buf[i].cols > k->consumer_threads))
+			fail(&v, "row buffer '%s' does not hold one row of a row input, a column a consumer thread",
+			     k->buf[i].name);
 		else if (k->buf[i].full_bar && !bar_ok(k, k->buf[i].full_bar))
 			fail(&v, "buffer '%s' has a bad full barrier", k->buf[i].name);
 		else if (k->buf[i].swizzle != 0 && k->buf[i].swizzle != 32 && k->buf[i].swizzle != 64 &&
