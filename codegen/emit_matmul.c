@@ -98,21 +98,6 @@ frame(Emit *e)
 			          arena_printf(e->c->arena, ", %d blocks of 64 rows", e->k->row_blocks) : "");
 }
 
-/* The kernel's mma statement (lowering makes one). */
-static const Stmt *
-find_mma(const Stmt *s)
-{
-	const Stmt *m;
-	int i;
-
-	if (s->kind == ST_MMA)
-		return s;
-	for (i = 0; i < s->nbody; i++)
-		if ((m = find_mma(s->body[i])))
-			return m;
-	return s->orelse ? find_mma(s->orelse) : NULL;
-}
-
 /*
  * The wgmma instruction of this kernel, m64nNk16 with N the tile's columns,
  * as a function: its operand list (N / 2 accumulator registers) and its
@@ -121,7 +106,7 @@ find_mma(const Stmt *s)
 static void
 helpers(Emit *e)
 {
-	const Stmt *s = find_mma(e->k->body);
+	const Stmt *s = st_first(e->k->body, ST_MMA);   /* lowering makes one */
 	const MmaShape *m;
 	const char *dt;
 	int n, i;

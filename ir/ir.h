@@ -980,6 +980,8 @@ Stmt *st_if(Comp *c, Expr *cond);
 Stmt *st_clone(Comp *c, const Stmt *s, int var, Expr *with);
 /* The pipeline whose full barrier is BAR, or NULL. */
 CbInfo *kernel_pipe_of(const Kernel *k, int bar);
+/* The first statement of KIND in S (S itself, then its body and else branch, depth first), or NULL. */
+Stmt *st_first(const Stmt *s, StmtKind kind);
 /* Does S (or anything in it) read / write buffer BUF? */
 bool st_reads_buf(const Stmt *s, int buf);
 bool st_writes_buf(const Stmt *s, int buf);

@@ -470,6 +470,22 @@ kernel_pipe_of(const Kernel *k, int bar)
 	return NULL;
 }
 
+Stmt *
+st_first(const Stmt *s, StmtKind kind)
+{
+	Stmt *x;
+	int i;
+
+	if (!s)
+		return NULL;
+	if (s->kind == kind)
+		return (Stmt *)s;
+	for (i = 0; i < s->nbody; i++)
+		if ((x = st_first(s->body[i], kind)))
+			return x;
+	return st_first(s->orelse, kind);
+}
+
 bool
 st_reads_buf(const Stmt *s, int buf)
 {

@@ -1846,21 +1846,6 @@ prefetch_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Stmt *kloop)
 	}
 }
 
-/* The epilogue compute of the tile loop's statement S (the first, depth first), or NULL. */
-static Stmt *
-epilogue_compute(Stmt *s)
-{
-	Stmt *x;
-	int i;
-
-	if (s->kind == ST_COMPUTE)
-		return s;
-	for (i = 0; i < s->nbody; i++)
-		if ((x = epilogue_compute(s->body[i])))
-			return x;
-	return NULL;
-}
-
 /* Does an op of F read tensor T? */
 static bool
 op_reads(const Fusion *f, int t)
@@ -1897,7 +1882,7 @@ op_reads(const Fusion *f, int t)
 static void
 stage_rows(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Stmt *kloop, int ng)
 {
-	Stmt *compute = epilogue_compute(t->loop);
+	Stmt *compute = st_first(t->loop, ST_COMPUTE);   /* the epilogue's (one matmul group: one) */
 	Expr *slot = ex_bin(c, EX_MOD, ex_var(c, t->loop->var), ex_int(c, 2));
 	int j, at;
 
