@@ -27,8 +27,9 @@ __device__ __forceinline__ wsf_u64 wsf_mma_desc_mn(const void *p)
 	return ((a & 0x3FFFF) >> 4) | ((wsf_u64)(CHUNK >> 4) << 16) | ((wsf_u64)64 << 32) | ((wsf_u64)1 << 62);
 }
 
-// Two adjacent columns of an epilogue row input that the consumers copied
-// to shared memory (lower_matmul.c, stage_rows), as f32: one 4-byte load of
+// Two adjacent columns of an epilogue input in shared memory, as f32: a row
+// input the consumers copied there (lower_matmul.c, stage_rows), or a full
+// input's subtile a staging copy carries (KBuf.preload).  One 4-byte load of
 // a 2-byte pair at an even column, 8 bytes of f32.
 __device__ __forceinline__ void wsf_row_pair(const wsf_bf16 *p, float &a, float &b)
 {

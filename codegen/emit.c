@@ -179,6 +179,7 @@ static const char *const prefixes[PFX_COUNT] = {
 	[PFX_RESULT] = "res_",   /* a matmul epilogue output's values in a subtile, a thread's, stored in pairs */
 	[PFX_MEM] = "mem_",      /* a stored output as the signal consumer reads it back from global memory */
 	[PFX_MAP] = "map_",      /* an epilogue input's tensor map, its tiles prefetched into L2 (KParam.prefetch) */
+	[PFX_SUB] = "sub_",      /* ... and its subtiles loaded into an output's staging copies (KParam.preload) */
 	[PFX_TILE] = "tile_",    /* a tile of an input (pointwise) */
 	[PFX_CHUNK] = "chunk_",  /* a chunk of an input row (a row streamed in chunks) */
 	[PFX_ROWBUF] = "row_",   /* an input row (a row reduction) */
@@ -467,7 +468,7 @@ emit_param_of(Emit *e, int t, bool output)
 	for (i = 1; i < e->k->nparam; i++) {
 		const KParam *p = &e->k->param[i];
 
-		if (p->tensor == t && p->kind != PK_SIZE && !p->prefetch && (p->arg >= e->f->ninput) == output)
+		if (p->tensor == t && p->kind != PK_SIZE && !p->prefetch && !p->preload && (p->arg >= e->f->ninput) == output)
 			return p;
 	}
 	return NULL;
@@ -494,6 +495,8 @@ emit_param_name(Emit *e, const KParam *p)
 		return emit_tname(e, PFX_MEM, p->tensor);
 	if (p->prefetch)
 		return emit_tname(e, PFX_MAP, p->tensor);
+	if (p->preload)
+		return emit_tname(e, PFX_SUB, p->tensor);
 	return emit_tname(e, p->arg < e->f->ninput ? PFX_IN : PFX_OUT, p->tensor);
 }
 
@@ -793,7 +796,8 @@ emit_params(Emit *e)
 		case PK_TMAP:
 			emit_line(e, "const __grid_constant__ WsfTensorMap %s%s   // %s %s, %s view%s",
 			          emit_param_name(e, p), sep, p->arg < e->f->ninput ? "input" : "output", dtype_info[p->dtype].name,
-			          p->view == VIEW_ROW ? "row" : "full", p->prefetch ? ", its tiles prefetched into L2" : "");
+			          p->view == VIEW_ROW ? "row" : "full", p->prefetch ? ", its tiles prefetched into L2"
+			          : p->preload ? ", its subtiles loaded into an output's staging copies" : "");
 			break;
 		case PK_PTR:
 			if (p->arg < e->f->ninput && e->f->tensor[p->tensor].wait_pos.line) {   /* others write it meanwhile */

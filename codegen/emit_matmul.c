@@ -468,6 +468,21 @@ row_copy(Emit *e, const Stmt *s, int t)
 	return NULL;
 }
 
+/* The staging copy (its buffer's Access) that carries full input T (KBuf.preload) which compute S reads, or NULL. */
+static const Access *
+carried(Emit *e, const Stmt *s, int t)
+{
+	int i;
+
+	for (i = 0; i < s->nreads; i++) {
+		const KBuf *b = s->reads[i].buf ? &e->k->buf[s->reads[i].buf] : NULL;
+
+		if (b && b->kind == BUF_STAGING && b->preload && e->k->param[b->preload].tensor == t)
+			return &s->reads[i];
+	}
+	return NULL;
+}
+
 /*
  * An epilogue row input's copy (lower_matmul.c, stage_rows): ST_ROW_FETCH
  * loads consumer thread t's column of the tile into a register, where the
@@ -572,7 +587,8 @@ input_views(Emit *e, const Stmt *s, const bool *needed)
 	for (i = 0; i < e->f->ninput; i++) {
 		const KParam *p = emit_param_of(e, e->f->input[i], false);
 
-		if (p->kind != PK_TMAP && needed[e->f->input[i]] && !row_copy(e, s, e->f->input[i]))
+		if (p->kind != PK_TMAP && needed[e->f->input[i]] && !row_copy(e, s, e->f->input[i]) &&
+		    !carried(e, s, e->f->input[i]))
 			v |= 1u << p->view;
 	}
 	return v;
@@ -824,6 +840,27 @@ full_preload(Emit *e)
 }
 
 /*
+ * A full input's subtile that the staging copy A carries (KBuf.preload), a
+ * thread's 16 (8) elements into DST, two adjacent columns a 4-byte load:
+ * the elements the thread writes in the copy after (the same rows and
+ * columns as the results' stores, swizzled alike), so that no other
+ * thread's write can come before its read.  ROWB as load_full's.
+ */
+static void
+load_carried(Emit *e, const KParam *p, const Access *a, const char *dst, const char *rowb)
+{
+	const KBuf *b = &e->k->buf[a->buf];
+	const char *at = arena_printf(e->c->arena, "(wr + %s8 * (q & 1)) * %d + 8 * (q >> 1) + wc", rowb, b->cols);
+
+	if (b->swizzle)
+		at = arena_printf(e->c->arena, "wsf_swizzle<%d, %d>(%s)", b->swizzle, dtype_info[b->dtype].bytes, at);
+	emit_line(e, "#pragma unroll");
+	emit_line(e, "for (int q = 0; q < %d; q++)   // from the staging copy that carries it", e->k->epi_cols / 4);
+	emit_line(e, "    wsf_row_pair%s(%s + %s, %s[2 * q], %s[2 * q + 1]);", p->dtype == DT_F16 ? "_f16" : "",
+	          emit_curname(e, a->buf), at, dst, dst);
+}
+
+/*
  * The full inputs [M, N] of the subtile's epilogue, a thread's 16 (8) elements
  * loaded before any is used, into here_x.  Loaded where each was used,
  * they went out a few at a time, each few a round trip (ptxas interleaved
@@ -842,10 +879,15 @@ full_inputs(Emit *e, const Stmt *s, const bool *needed, const char *rowb)
 		const KParam *p = emit_param_of(e, t, false);
 		const char *here = emit_tname(e, PFX_HERE, t);
 
-		if (p->kind != PK_PTR || p->view != VIEW_FULL || !needed[t] || !full_preload(e))
+		const Access *a = carried(e, s, t);
+
+		if (p->kind != PK_PTR || p->view != VIEW_FULL || !needed[t] || (!full_preload(e) && !a))
 			continue;
 		emit_line(e, "float %s[%d];   // %s at this thread's elements of the subtile", here, e->k->epi_cols / 2, p->name);
-		load_full(e, s, p, here, rowb);
+		if (a)
+			load_carried(e, p, a, here, rowb);
+		else
+			load_full(e, s, p, here, rowb);
 	}
 }
 
@@ -914,7 +956,7 @@ compute(Emit *e, const Stmt *s)
 		if (p->kind == PK_TMAP || !needed[t])
 			continue;   /* an operand, or another epilogue's */
 		e->value[t] = emit_tname(e, PFX_VALUE, t);
-		if (p->view == VIEW_ROW || p->view == VIEW_COL || (p->view == VIEW_FULL && full_preload(e))) {
+		if (p->view == VIEW_ROW || p->view == VIEW_COL || (p->view == VIEW_FULL && (full_preload(e) || carried(e, s, t)))) {
 			/* loaded before the subtile (staged_inputs) or before its elements (full_inputs) */
 			emit_line(e, "const float %s = %s[%s];%s", e->value[t], emit_tname(e, PFX_HERE, t),
 			          p->view == VIEW_ROW ? "2 * (jj >> 2) + (jj & 1)" : p->view == VIEW_FULL ? "jj" :

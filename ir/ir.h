@@ -521,6 +521,8 @@ typedef struct KParam {
 	                     consumer role reads the stored tiles through it */
 	bool prefetch;    /* PK_TMAP of an epilogue input read through its pointer: the map its tiles are
 	                     prefetched into L2 with (ST_TMA_PREFETCH), box the output tile */
+	bool preload;     /* PK_TMAP of an epilogue input TMA loads into an output's staging copies
+	                     (KBuf.preload), box one copy: the epilogue's subtile */
 	int var;          /* PK_SIZE: the variable that holds it */
 	SizeOf size;      /* PK_SIZE: which extent it holds */
 } KParam;
@@ -554,6 +556,13 @@ typedef struct KBuf {
 	int full_bar;     /* BUF_TILE after circular buffering: its full mbarrier array */
 	int ring;         /* BUF_STAGING: the most copies circular buffering may give it from the shared
 	                     memory the stages leave (its slot the counter mod its copies); 0: as lowered */
+	int preload;      /* BUF_STAGING: an epilogue input of the output's element size whose subtile a TMA
+	                     load puts in each copy before the compute that writes the copy reads it there,
+	                     each thread its own elements (a residual, as CUTLASS's epilogue loads C into the
+	                     smem D reuses): lowering's candidate, its PK_PTR param; from circular buffering on
+	                     the PK_TMAP param the loads read (KParam.preload), or 0: none */
+	int preload_bar;  /* with preload, after circular buffering: the mbarriers the loads complete on, one a
+	                     copy (sync.c, place_preloads, issues the loads and their waits) */
 } KBuf;
 
 /*
@@ -611,7 +620,8 @@ typedef enum StmtKind {
 	ST_ROLE,           /* the statements role `role` runs */
 	ST_LET,            /* var = a */
 	ST_TMA_LOAD,       /* buf[slot] <- param at (row a, col b); completes on bar[barslot].  From a
-	                      PK_TMAP param: the copy's box, out-of-bounds parts zero-filled; from a PK_PTR
+	                      PK_TMAP param: the copy's box, out-of-bounds parts zero-filled (into a staging
+	                      copy: its preload, KBuf.preload); from a PK_PTR
 	                      param: a 1-D bulk copy of the row segment [b, min(b + copy cols, cols)).
 	                      mcast: a multicast's CTA mask (bit r: rank r), the box written at the same
 	                      place (and completed on the same barrier) in each CTA of the cluster it

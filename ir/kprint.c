@@ -500,7 +500,8 @@ kernel_print(Buf *b, const Kernel *k)
 			buf_printf(b, "  param %s: %stmap %s ", p->name, role, dtype_info[p->dtype].name);
 			shape_print_dims(b, k, p);
 			buf_printf(b, " %s box=[%d, %d]%s\n", view_name[p->view], p->box[0], p->box[1],
-			           p->prefetch ? ", its tiles prefetched into L2" : "");
+			           p->prefetch ? ", its tiles prefetched into L2"
+			           : p->preload ? ", its subtiles loaded into an output's staging copies" : "");
 			break;
 		case PK_PTR:
 			buf_printf(b, "  param %s: %sptr %s ", p->name, role, dtype_info[p->dtype].name);
@@ -544,6 +545,9 @@ kernel_print(Buf *b, const Kernel *k)
 			buf_printf(b, " the tile's columns of %s, a copy a tile", k->param[u->param].name);
 		else
 			buf_printf(b, " %s %s", u->kind == BUF_TILE ? "loaded from" : "stored to", k->param[u->param].name);
+		if (u->preload)   /* lowering's candidate (a pointer), or the input the copies carry */
+			buf_printf(b, ", %s %s", k->param[u->preload].kind == PK_PTR ? "may carry" : "carries",
+			           k->param[u->preload].name);
 		for (j = 1; j < k->nparam; j++)   /* and the other mainloops' operands that share its stages */
 			if (j != u->param && u->kind == BUF_TILE && kernel_loads_from(k, k->body, i, j))
 				buf_printf(b, ", %s", k->param[j].name);

@@ -150,6 +150,12 @@ check_load(Check *v, const Stmt *s)
 	/* in a nest of several pipelines (a merged producer loop) a load may fill another one of them */
 	if (cb && own)
 		cb = own;
+	if (b->kind == BUF_STAGING && b->preload) {   /* an epilogue input a staging copy carries, on the copy's barrier */
+		if (!b->preload || s->param != b->preload || !k->param[s->param].preload || !b->preload_bar ||
+		    s->bar != b->preload_bar)
+			fail(v, "TMA load into staging buffer '%s' that is not its preload on its barrier", b->name);
+		return;
+	}
 	if (b->kind != BUF_TILE)
 		fail(v, "TMA load into a buffer that is not a tile buffer");
 	else if (s->bar && !bar_ok(k, s->bar))
@@ -404,6 +410,21 @@ check_roles(Check *v)
 	}
 }
 
+/* An epilogue input staging buffer B carries (KBuf.preload): lowering's candidate, or the kept one's map and barriers */
+static bool
+preload_ok(const Kernel *k, const KBuf *b)
+{
+	const KParam *p = b->preload > 0 && b->preload < k->nparam ? &k->param[b->preload] : NULL;
+
+	if (!p || b->kind != BUF_STAGING || p->view != VIEW_FULL || p->arg < 0 || p->arg >= k->param[b->param].arg ||
+	    dtype_info[p->dtype].bytes != dtype_info[b->dtype].bytes)
+		return false;
+	if (p->kind == PK_PTR)
+		return !b->preload_bar;
+	return p->kind == PK_TMAP && p->preload && p->box[0] == b->rows && p->box[1] == b->cols && bar_ok(k, b->preload_bar) &&
+	       k->bar[b->preload_bar].count == b->stages && k->bar[b->preload_bar].arrivals == 1;
+}
+
 int
 kernel_verify(Comp *c, const Kernel *k, const char *after)
 {
@@ -431,6 +452,9 @@ kernel_verify(Comp *c, const Kernel *k, const char *after)
 		                                       k->buf[i].cols > k->consumer_threads))
 			fail(&v, "row buffer '%s' does not hold one row of a row input, a column a consumer thread",
 			     k->buf[i].name);
+		else if (k->buf[i].preload && !preload_ok(k, &k->buf[i]))
+			fail(&v, "staging buffer '%s' carries an input that is not a full input of its element size (a "
+			     "candidate's pointer, or a tensor map of one copy's box with a barrier a copy)", k->buf[i].name);
 		else if (k->buf[i].full_bar && !bar_ok(k, k->buf[i].full_bar))
 			fail(&v, "buffer '%s' has a bad full barrier", k->buf[i].name);
 		else if (k->buf[i].swizzle != 0 && k->buf[i].swizzle != 32 && k->buf[i].swizzle != 64 &&

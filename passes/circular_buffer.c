@@ -549,6 +549,17 @@ reslot(Stmt *s, void *user)
 				s->writes[i].slot = ring_slot(r, s->writes[i].slot);
 }
 
+/* The staging buffers lowering marked to carry an epilogue input (KBuf.preload) */
+static int
+preloads(const Kernel *k)
+{
+	int b, n = 0;
+
+	for (b = 1; b < k->nbuf; b++)
+		n += k->buf[b].kind == BUF_STAGING && k->buf[b].preload;
+	return n;
+}
+
 /* Gives each staging buffer lowering lets grow (KBuf.ring) COPIES copies */
 static void
 set_copies(Kernel *k, int copies)
@@ -588,7 +599,8 @@ grow_staging(Comp *c, Kernel *k)
 		return;
 	for (; copies < most; copies++) {
 		set_copies(k, copies + 1);
-		if (kernel_smem_bytes(k) > k->smem_budget) {
+		/* with a barrier a copy for each input the copies may carry (keep_preloads) */
+		if (kernel_smem_bytes(k) + 8 * (copies + 1) * preloads(k) > k->smem_budget) {
 			set_copies(k, copies);
 			break;
 		}
@@ -596,6 +608,87 @@ grow_staging(Comp *c, Kernel *k)
 	for (b = 1; b < k->nbuf; b++)
 		if (k->buf[b].kind == BUF_STAGING && k->buf[b].ring)
 			st_walk(k->body, reslot, &(Ring){c, b, copies});
+}
+
+/* S, the compute that writes staging buffer R->buf, reads its copy too: the input preloaded there */
+static void
+read_preload(Stmt *s, void *user)
+{
+	const Ring *r = user;
+	Access *a;
+	int i;
+
+	if (s->kind != ST_COMPUTE)
+		return;
+	for (i = 0; i < s->nwrites; i++)
+		if (s->writes[i].buf == r->buf) {
+			a = VEC_PUSH(r->c->arena, s->reads, s->nreads, s->capreads);
+			a->buf = r->buf;
+			a->slot = s->writes[i].slot;
+			return;
+		}
+}
+
+/* The trips of the loop in S whose body holds the compute that writes buffer B, if constant; else 0 */
+static int64_t
+subtiles(const Stmt *s, int b)
+{
+	int64_t n;
+	int i, w;
+
+	for (i = 0; s && i < s->nbody; i++) {
+		const Stmt *x = s->body[i];
+
+		if (s->kind == ST_LOOP && x->kind == ST_COMPUTE)
+			for (w = 0; w < x->nwrites; w++)
+				if (x->writes[w].buf == b)
+					return s->lo->kind == EX_INT && s->hi->kind == EX_INT && !s->step ? s->hi->ival - s->lo->ival : 0;
+		if ((n = subtiles(x, b)))
+			return n;
+	}
+	return 0;
+}
+
+/*
+ * The staging copies lowering marked to carry an epilogue input
+ * (KBuf.preload, lower_matmul.c preload_inputs) carry it where they are
+ * at least three and divide the subtiles (a copy's use is then counted
+ * as a pipeline's stage is): a copy's load is issued as the store of the copy
+ * before it is (sync.c, place_preloads), so with three or more one
+ * subtile or more runs between a load and its use; with two the load's
+ * round trip would come between every subtile and the next.  A kept one
+ * gets the tensor map its loads read (the input's, box one copy), a
+ * barrier a copy, and the compute's read of the copy it writes; the
+ * others stay read through their pointers.
+ */
+static void
+keep_preloads(Comp *c, Kernel *k)
+{
+	int b;
+
+	for (b = 1; b < k->nbuf; b++) {
+		KBuf *u = &k->buf[b];
+		KParam x;
+		int p;
+
+		if (u->kind != BUF_STAGING || !u->preload)
+			continue;
+		if (u->stages < 3 || !subtiles(k->body, b) || subtiles(k->body, b) % u->stages) {
+			u->preload = 0;
+			continue;
+		}
+		x = k->param[u->preload];   /* a copy: adding a param may move the table */
+		p = kernel_add_param(c, k, PK_TMAP, x.name);
+		k->param[p] = x;
+		k->param[p].kind = PK_TMAP;
+		k->param[p].box[0] = u->rows;
+		k->param[p].box[1] = u->cols;
+		k->param[p].preload = true;
+		u->preload = p;
+		u->preload_bar = kernel_add_bar(c, k, arena_printf(c->arena, "carry_%s", c->fusion->tensor[u->tensor].name),
+		                                u->stages, 1);
+		st_walk(k->body, read_preload, &(Ring){c, b, u->stages});
+	}
 }
 
 int
@@ -676,6 +769,7 @@ pass_circular_buffer(Comp *c)
 	}
 
 	grow_staging(c, k);
+	keep_preloads(c, k);
 
 	/* barrier init, once, before everything: the stages' (and lowering's: the signal consumer's) */
 	init = st_if(c, ex_leaf(c, EX_ELECT));

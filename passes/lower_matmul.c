@@ -1924,6 +1924,51 @@ stage_rows(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Stmt *kloop, int 
 }
 
 /*
+ * The epilogue's full inputs [M, N] (a residual) that the output staging
+ * copies can carry: each copy's subtile of the input is loaded by TMA
+ * before the compute writes the copy, and the compute reads each element
+ * it writes from there first (its thread's own elements: no barrier), as
+ * CUTLASS's epilogue loads C into the shared memory its D reuses.  Read
+ * through the pointer in each subtile instead, a residual cost the 128 x
+ * 256 tile 4.5% over the plain GEMM at 8192^3, 8.5% at 4096^3 and 12% at
+ * 8192 x 14336 x 4096, through the staging copies 1.1%, 3.4% and 4.2%
+ * (hand-edited, docs/perf.md).  Marked here (KBuf.preload, the input's
+ * PK_PTR param) on the first copy of the input's element size not yet
+ * taken; circular buffering keeps it where the copies are at least three,
+ * sync places the loads and their waits (place_preloads).  Only on one
+ * cooperative mainloop of whole tiles whose copies are a ring (as
+ * stage_rows: not ping-pong, swapped, K-split, stream-K, independent
+ * matmuls, inputs that wait or a signal's consumer role), not batched
+ * (the maps are 2-D).
+ */
+static void
+preload_inputs(const Fusion *f, Kernel *k, const Tile *t, int ng)
+{
+	Stmt *compute = st_first(t->loop, ST_COMPUTE);
+	int j, w;
+
+	if (ng != 1 || k->swap_ab || k->pingpong || k->splits > 1 || k->split_scatter || k->sk_slot || k->waits ||
+	    k->batched || f->sched.consumer_pos.line || !compute)
+		return;
+	for (j = 1; j < k->nparam; j++) {
+		const KParam *p = &k->param[j];
+
+		if (p->kind != PK_PTR || p->view != VIEW_FULL || p->arg < 0 || p->arg >= f->ninput ||
+		    f->tensor[p->tensor].rank != 2 || !op_reads(f, p->tensor))
+			continue;
+		for (w = 0; w < compute->nwrites; w++) {
+			KBuf *b = &k->buf[compute->writes[w].buf];
+
+			if (b->kind == BUF_STAGING && b->ring && !b->preload &&
+			    dtype_info[b->dtype].bytes == dtype_info[p->dtype].bytes) {
+				b->preload = j;
+				break;
+			}
+		}
+	}
+}
+
+/*
  * schedule: cluster [x, y]: CTAs along M and N that launch as one cluster
  * and take one cluster tile at a time.  [2, 1] pairs two tiles of the same
  * columns, whose B slices each CTA loads half of and multicasts to both
@@ -2547,6 +2592,7 @@ lower_matmul(Comp *c, Fusion *f)
 	if (ng == 1)
 		prefetch_inputs(c, f, k, &t, first_kloop);
 	stage_rows(c, f, k, &t, first_kloop, ng);
+	preload_inputs(f, k, &t, ng);
 	if (k->waits)
 		wait_inputs(c, f, k, &t, batch, batch_tiles);
 	if (f->sched.signal == SIGNAL_PER_TILE)

@@ -550,8 +550,11 @@ conflict(Sync *y, Frame *fr, State *st, Stmt *block, int *j, Stmt *top, const Ac
 			break;
 		case VIA_BULK:
 			/* a staging copy rewritten while a store may still read it (its group is closed: the
-			   store sits in an issuing block that commits, or came from an earlier iteration) */
-			if (a->write && !a->param && p.committed) {
+			   store sits in an issuing block that commits, or came from an earlier iteration); the
+			   compute's write of a copy that carries an input follows the wait for its load, which
+			   went out after the store before read it (place_preloads) */
+			if (a->write && !a->param && p.committed &&
+			    !(a->via == VIA_NONE && y->k->buf[a->buf].preload)) {   /* a carried input's copy: its load waited */
 				need(y, fr, REQ_BULK_READ, &p, top);
 				if (!read || p.group > bulk)
 					bulk = p.group;
@@ -1251,12 +1254,140 @@ walk_top(Sync *y, Stmt *block, State *st)
 	finish(y, block, st);
 }
 
+/* The first loop in BLOCK's body (not nested deeper) that holds a statement of KIND, or NULL. */
+static Stmt *
+loop_with(Stmt *block, StmtKind kind)
+{
+	int i;
+
+	for (i = 0; i < block->nbody; i++)
+		if (block->body[i]->kind == ST_LOOP && st_first(block->body[i], kind))
+			return block->body[i];
+	return NULL;
+}
+
+/* Buffer B's copy SLOT <- its preload's subtile at (ROW, COL), on B's barrier of the copy: expect_tx, then the load. */
+static void
+preload_copy(Comp *c, const Kernel *k, Stmt *block, int b, Expr *slot, Expr *row, Expr *col, Pos pos)
+{
+	const KBuf *u = &k->buf[b];
+	Stmt *tx = mbar(c, ST_EXPECT_TX, u->preload_bar, slot, NULL, NULL), *ld = st_new(c, ST_TMA_LOAD);
+
+	tx->n = kbuf_copy(u).bytes;
+	st_append(c, block, tx);
+	ld->buf = b;
+	ld->slot = slot;
+	ld->param = u->preload;
+	ld->a = row;
+	ld->b = col;
+	ld->bar = u->preload_bar;
+	ld->barslot = slot;
+	ld->pos = pos;
+	st_append(c, block, ld);
+}
+
+/*
+ * The loads of the epilogue inputs the staging copies carry (KBuf.preload,
+ * circular_buffer.c keep_preloads), issued by the consumers' thread that
+ * stores, whose bulk groups say when a copy's store has read it.  The
+ * tile's first S subtiles (S copies) go out at its k loop's last k-step
+ * but one, after bulk.wait_group.read 0 (the tile before's stores, a k
+ * loop ago, have read their copies); the others, subtile e + S - 1 at
+ * subtile e (from the second), before e's store, after the same wait (the
+ * store of e - 1, which read that copy, is done): S - 2 subtiles run
+ * between a load and its use.  Every consumer thread waits on the copy's
+ * barrier before the compute that reads it, with the parity of the copy's
+ * use, i x E / S + e / S (E subtiles a tile, a multiple of S).  A copy is
+ * rewritten only after its load landed, which is after the store before
+ * read it: the read-wait sync places before a copy's compute otherwise is
+ * never needed, and the walk finds none.  Issued at the last k-step, the
+ * first loads' round trip cost 0.5-3% (docs/perf.md).
+ */
+static int
+place_preloads(Comp *c, Kernel *k)
+{
+	Stmt *roles = st_first(k->body, ST_ROLES), *tile = NULL, *kloop, *eloop, *compute, *store = NULL;
+	int r, b, i, w;
+
+	for (b = 1; b < k->nbuf && !(k->buf[b].kind == BUF_STAGING && k->buf[b].preload); b++)
+		;
+	if (b == k->nbuf)
+		return 0;
+	for (r = 0; roles && r < roles->nbody && !tile; r++)
+		if (k->role[roles->body[r]->role].kind == ROLE_CONSUMER)
+			tile = loop_with(roles->body[r], ST_MMA);
+	if (!tile || tile->loop != LOOP_TILE || !(kloop = loop_with(tile, ST_MMA)) ||
+	    !(eloop = loop_with(tile, ST_COMPUTE)) || eloop->hi->kind != EX_INT || eloop->lo->kind != EX_INT ||
+	    eloop->lo->ival != 0 || !(compute = st_first(eloop, ST_COMPUTE)))
+		return diag_internal(c, "sync", "staging copies carry an epilogue input, but the consumers have no tile loop "
+		                     "with a k loop and an epilogue loop of whole subtiles");
+	for (i = 0; i < eloop->nbody && !store; i++)
+		if (eloop->body[i]->kind == ST_IF && eloop->body[i]->cond->kind == EX_ELECT &&
+		    st_first(eloop->body[i], ST_TMA_STORE))
+			store = eloop->body[i];
+	if (!store)
+		return diag_internal(c, "sync", "an epilogue loop that carries an input has no elected store");
+	{
+		int64_t E = eloop->hi->ival;
+		Expr *e = ex_var(c, eloop->var);
+		Stmt *lead = st_if(c, ex_leaf(c, EX_ELECT)), *at = st_if(c, ex_bin(c, EX_EQ, ex_var(c, kloop->var),
+		                     ex_bin(c, EX_MAX, ex_bin(c, EX_SUB, kloop->hi, ex_int(c, 2)), ex_int(c, 0))));
+		Stmt *st0 = st_first(store, ST_TMA_STORE);
+
+		at->comment = "the epilogue's first subtiles of its inputs, landing while the last k-steps run";
+		st_append(c, at, bulk_wait(c, 0, true, "the tile before's stores have read their copies"));
+		for (b = 1; b < k->nbuf; b++) {
+			const KBuf *u = &k->buf[b];
+			Expr *slot = NULL, *ahead;
+			Pos pos = c->fusion->tensor[k->param[u->preload].tensor].pos;
+			Stmt *next;
+			int S = u->stages, q;
+
+			if (u->kind != BUF_STAGING || !u->preload)
+				continue;
+			for (w = 0; w < compute->nwrites; w++)
+				if (compute->writes[w].buf == b)
+					slot = compute->writes[w].slot;
+			if (!slot || E % S || E < S)
+				return diag_internal(c, "sync", "staging buffer '%s' carries an input but its %d copies do not "
+				                     "divide the %lld subtiles its compute writes", u->name, S, (long long)E);
+			for (q = 0; q < S; q++)
+				preload_copy(c, k, at, b, ex_int(c, q), compute->a, ex_subst(c, compute->b, eloop->var, ex_int(c, q)),
+				             pos);
+			/* subtile e's copy has landed: the copy's use i E / S + e / S, a linear count of its subtiles */
+			{
+				Stmt *wait = mbar(c, ST_MBAR_WAIT, u->preload_bar, slot,
+				                  ex_stage_parity(c, k, ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, ex_var(c, tile->var),
+				                                                                 ex_int(c, E)), e), S),
+				                  arena_printf(c->arena, "the copy's '%s' has landed", k->param[u->preload].name));
+
+				st_insert(c, eloop, index_of(eloop, compute), wait);
+			}
+			/* at subtile e >= 1, subtile e + S - 1's, into the copy e - 1's store read */
+			if (E == S)
+				continue;   /* the first loads were all */
+			ahead = ex_bin(c, EX_ADD, e, ex_int(c, S - 1));
+			next = st_if(c, ex_bin(c, EX_AND, ex_bin(c, EX_GE, e, ex_int(c, 1)), ex_bin(c, EX_LT, ahead, ex_int(c, E))));
+			next->comment = "a later subtile's, into the copy the store before read";
+			st_append(c, next, bulk_wait(c, 0, true, "the store before has read its copy"));
+			preload_copy(c, k, next, b, ex_subst(c, slot, eloop->var, ahead), compute->a,
+			             ex_subst(c, compute->b, eloop->var, ahead), pos);
+			st_insert(c, store, index_of(store, st0), next);
+		}
+		st_append(c, lead, at);
+		st_append(c, kloop, lead);
+	}
+	return 0;
+}
+
 int
 pass_sync(Comp *c)
 {
 	Sync y = {c, c->kernel, false, 0, 0};
 	State *st = arena_alloc(c->arena, sizeof *st);
 
+	if (place_preloads(c, c->kernel))
+		return -1;
 	walk_top(&y, c->kernel->body, st);
 	if (y.err)
 		return -1;

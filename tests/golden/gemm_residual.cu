@@ -43,11 +43,14 @@ wsfuse_gemm_residual(
     const __grid_constant__ WsfTensorMap in_x,   // input bf16, full view
     const __grid_constant__ WsfTensorMap in_w,   // input bf16, full view
     const wsf_bf16 *__restrict__ in_r,   // input bf16
+    const float *__restrict__ in_q,   // input f32
     const __grid_constant__ WsfTensorMap out_o,   // output bf16, full view
     const long long rows,
     const long long cols,
     const long long inner,
-    const __grid_constant__ WsfTensorMap map_r)   // input bf16, full view, its tiles prefetched into L2
+    const __grid_constant__ WsfTensorMap map_r,   // input bf16, full view, its tiles prefetched into L2
+    const __grid_constant__ WsfTensorMap map_q,   // input f32, full view, its tiles prefetched into L2
+    const __grid_constant__ WsfTensorMap sub_r)   // input bf16, full view, its subtiles loaded into an output's staging copies
 {
     extern __shared__ __align__(1024) unsigned char wsf_smem[];
     wsf_bf16 *const tile_x = (wsf_bf16 *)(wsf_smem + 0);   // [4 stages][128][64] bf16
@@ -55,6 +58,7 @@ wsfuse_gemm_residual(
     wsf_bf16 *const stage_o = (wsf_bf16 *)(wsf_smem + 196608);   // [4 stages][128][32] bf16
     wsf_u64 *const full = (wsf_u64 *)(wsf_smem + 229376);   // 4 mbarriers
     wsf_u64 *const empty = (wsf_u64 *)(wsf_smem + 229408);   // 4 mbarriers
+    wsf_u64 *const carry_o = (wsf_u64 *)(wsf_smem + 229440);   // 4 mbarriers
     const int wsf_wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);   // the warpgroup, warp-uniform
     float acc_y[128];   // this thread's part of the 128 x 256 f32 accumulator
     if (threadIdx.x == 0)
@@ -65,11 +69,17 @@ wsfuse_gemm_residual(
         wsf_prefetch_tmap(&out_o);
     if (threadIdx.x == 0)
         wsf_prefetch_tmap(&map_r);
+    if (threadIdx.x == 0)
+        wsf_prefetch_tmap(&map_q);
+    if (threadIdx.x == 0)
+        wsf_prefetch_tmap(&sub_r);
     if (threadIdx.x == 0) {   // one thread initialises the stage barriers
         for (int s = 0; s < 4; s++)
             wsf_mbar_init(&full[s], 1);
         for (int s = 0; s < 4; s++)
             wsf_mbar_init(&empty[s], 256);
+        for (int s = 0; s < 4; s++)
+            wsf_mbar_init(&carry_o[s], 1);
         wsf_fence_mbar_init();
     }
     __syncthreads();   // barrier init visible to all threads
@@ -88,11 +98,13 @@ wsfuse_gemm_residual(
                 const long long col0 = wsf_min((wsf_udiv(wsf_umod(tile, (16LL * col_tiles)), wsf_min((wsf_ceildiv(rows, 128LL) - (wsf_udiv(tile, (16LL * col_tiles)) * 16LL)), 16LL)) * 256LL), wsf_max((cols - 256LL), 0LL));   // a ragged last column of tiles inside the output: B's boxes in the tensor
                 for (long long kk = 0LL; kk < ktiles; kk++) {   // the k-steps of this tile
                     if ((kk == (ktiles - 1LL)))
-                        wsf_tma_prefetch_2d(&map_r, col0, row0);   // the tile's 'r' into L2, where the epilogue's loads find it a few k-steps from now (tests/golden/gemm_residual.yaml:9)
+                        wsf_tma_prefetch_2d(&map_q, col0, row0);   // the tile's 'q' into L2, where the epilogue's loads find it a few k-steps from now (tests/golden/gemm_residual.yaml:14)
+                    if ((kk == (ktiles - 1LL)))
+                        wsf_tma_prefetch_2d(&map_r, col0, row0);   // the tile's 'r' into L2, where the epilogue's loads find it a few k-steps from now (tests/golden/gemm_residual.yaml:13)
                     wsf_mbar_wait(&empty[(((i * ktiles) + kk) % 4LL)], (unsigned)((((i * ktiles) + kk) / 4LL) & 1LL));   // wait until consumers released the slot
                     wsf_mbar_expect_tx(&full[(((i * ktiles) + kk) % 4LL)], 49152);
-                    wsf_tma_load_2d(tile_x + ((((i * ktiles) + kk) % 4LL)) * 8192, &in_x, (kk * 64LL), row0, &full[(((i * ktiles) + kk) % 4LL)]);  // tests/golden/gemm_residual.yaml:11
-                    wsf_tma_load_2d(tile_w + ((((i * ktiles) + kk) % 4LL)) * 16384, &in_w, (kk * 64LL), col0, &full[(((i * ktiles) + kk) % 4LL)]);  // tests/golden/gemm_residual.yaml:11
+                    wsf_tma_load_2d(tile_x + ((((i * ktiles) + kk) % 4LL)) * 8192, &in_x, (kk * 64LL), row0, &full[(((i * ktiles) + kk) % 4LL)]);  // tests/golden/gemm_residual.yaml:16
+                    wsf_tma_load_2d(tile_w + ((((i * ktiles) + kk) % 4LL)) * 16384, &in_w, (kk * 64LL), col0, &full[(((i * ktiles) + kk) % 4LL)]);  // tests/golden/gemm_residual.yaml:16
                 }
             }
         }
@@ -117,6 +129,19 @@ wsfuse_gemm_residual(
                     for (int k16 = 0; k16 < 4; k16++)
                         wsf_wgmma(acc_y, da + 2 * k16, db + 2 * k16, k16 > 0 || !first);
                 }
+                if (threadIdx.x == 0) {
+                    if ((kk == wsf_max((ktiles - 2LL), 0LL))) {   // the epilogue's first subtiles of its inputs, landing while the last k-steps run
+                        wsf_bulk_wait_read<0>();   // the tile before's stores have read their copies
+                        wsf_mbar_expect_tx(&carry_o[0LL], 8192);
+                        wsf_tma_load_2d(stage_o + (0LL) * 4096, &sub_r, col0, row0, &carry_o[0LL]);  // tests/golden/gemm_residual.yaml:13
+                        wsf_mbar_expect_tx(&carry_o[1LL], 8192);
+                        wsf_tma_load_2d(stage_o + (1LL) * 4096, &sub_r, (col0 + 32LL), row0, &carry_o[1LL]);  // tests/golden/gemm_residual.yaml:13
+                        wsf_mbar_expect_tx(&carry_o[2LL], 8192);
+                        wsf_tma_load_2d(stage_o + (2LL) * 4096, &sub_r, (col0 + 64LL), row0, &carry_o[2LL]);  // tests/golden/gemm_residual.yaml:13
+                        wsf_mbar_expect_tx(&carry_o[3LL], 8192);
+                        wsf_tma_load_2d(stage_o + (3LL) * 4096, &sub_r, (col0 + 96LL), row0, &carry_o[3LL]);  // tests/golden/gemm_residual.yaml:13
+                    }
+                }
                 wsf_mma_commit();
                 wsf_mma_wait<1>();   // the mma reads of the stage released next are done
                 wsf_mbar_arrive(&empty[((((i * ktiles) + kk) + 3LL) % 4LL)]);   // release the oldest stage to the producer
@@ -125,6 +150,7 @@ wsfuse_gemm_residual(
             wsf_acc_fence<128>(acc_y);
             #pragma unroll   // the accumulators' registers are indexed by constants
             for (long long e = 0LL; e < 8LL; e++) {   // the epilogue, a subtile at a time
+                wsf_mbar_wait(&carry_o[(e % 4LL)], (unsigned)((((i * 8LL) + e) / 4LL) & 1LL));   // the copy's 'r' has landed
                 {   // compute subtile (row0, col) = (row0, (col0 + (e * 32LL))): the epilogue of gemm_residual
                     const long long top = row0;
                     const long long left = (col0 + (e * 32LL));
@@ -132,23 +158,29 @@ wsfuse_gemm_residual(
                     const int wt = wr;
                     wsf_bf16 *cur_stage_o = stage_o + ((e % 4LL)) * 4096;
                     float here_r[16];   // r at this thread's elements of the subtile
+                    #pragma unroll
+                    for (int q = 0; q < 8; q++)   // from the staging copy that carries it
+                        wsf_row_pair(cur_stage_o + wsf_swizzle<64, 2>((wr + 8 * (q & 1)) * 32 + 8 * (q >> 1) + wc), here_r[2 * q], here_r[2 * q + 1]);
+                    float here_q[16];   // q at this thread's elements of the subtile
                     if (top + wt + 8 < rows && left + 32 <= cols && cols % 2 == 0) {   // inside: a load a pair of columns
                         #pragma unroll
                         for (int q = 0; q < 8; q++)
-                            wsf_load2(in_r + (top + wt + 8 * (q & 1)) * cols + (left + 8 * (q >> 1) + wc), here_r[2 * q], here_r[2 * q + 1]);
+                            wsf_load2(in_q + (top + wt + 8 * (q & 1)) * cols + (left + 8 * (q >> 1) + wc), here_q[2 * q], here_q[2 * q + 1]);
                     } else {
                         #pragma unroll
                         for (int jj = 0; jj < 16; jj++) {
                             const long long row = top + wt + 8 * ((jj >> 1) & 1), col = left + 8 * (jj >> 2) + wc + (jj & 1);
-                            here_r[jj] = row < rows && col < cols ? wsf_load1(in_r + row * cols + col) : 0.0f;
+                            here_q[jj] = row < rows && col < cols ? wsf_load1(in_q + row * cols + col) : 0.0f;
                         }
                     }
                     float res_o[16];
                     #pragma unroll
                     for (int jj = 0; jj < 16; jj++) {
-                        const float v_r = here_r[jj];  // tests/golden/gemm_residual.yaml:9
-                        const float v_y = acc_y[16 * sub + jj];  // tests/golden/gemm_residual.yaml:11
-                        const float v_o = v_y + v_r;  // tests/golden/gemm_residual.yaml:12
+                        const float v_r = here_r[jj];  // tests/golden/gemm_residual.yaml:13
+                        const float v_q = here_q[jj];  // tests/golden/gemm_residual.yaml:14
+                        const float v_y = acc_y[16 * sub + jj];  // tests/golden/gemm_residual.yaml:16
+                        const float v_a = v_y + v_r;  // tests/golden/gemm_residual.yaml:17
+                        const float v_o = v_a - v_q;  // tests/golden/gemm_residual.yaml:18
                         res_o[jj] = v_o;
                     }
                     #pragma unroll
@@ -158,12 +190,14 @@ wsfuse_gemm_residual(
                     }
                 }
                 wsf_fence_proxy_async();
-                if (threadIdx.x == 0) {
-                    wsf_bulk_wait_read<2>();   // the staging copy the next tile writes has been read
-                }
                 wsf_bar_sync(1, 256);   // staging tile complete before the store reads it
                 if (threadIdx.x == 0) {   // one thread stores the subtile
-                    wsf_tma_store_2d(&out_o, (col0 + (e * 32LL)), row0, stage_o + ((e % 4LL)) * 4096);  // tests/golden/gemm_residual.yaml:14
+                    if (((e >= 1LL) & ((e + 3LL) < 8LL))) {   // a later subtile's, into the copy the store before read
+                        wsf_bulk_wait_read<0>();   // the store before has read its copy
+                        wsf_mbar_expect_tx(&carry_o[((e + 3LL) % 4LL)], 8192);
+                        wsf_tma_load_2d(stage_o + (((e + 3LL) % 4LL)) * 4096, &sub_r, (col0 + ((e + 3LL) * 32LL)), row0, &carry_o[((e + 3LL) % 4LL)]);  // tests/golden/gemm_residual.yaml:13
+                    }
+                    wsf_tma_store_2d(&out_o, (col0 + (e * 32LL)), row0, stage_o + ((e % 4LL)) * 4096);  // tests/golden/gemm_residual.yaml:20
                     wsf_bulk_commit();
                 }
             }

@@ -90,7 +90,9 @@ for spec in "tests/gpu/specs/relu_chain.yaml -D N=300001" "tests/gpu/specs/relu_
 	"tests/gpu/specs/gemm_split_cluster.yaml" "tests/gpu/specs/gemm_split_cluster_kn.yaml -D M=128 -D N=128 -D K=136" \
 	"tests/gpu/specs/gemm_epilogue.yaml -D M=128 -D N=1280 -D K=8192" "tests/gpu/specs/gemm_kn.yaml -D M=128 -D N=4096 -D K=4096" \
 	"tests/gpu/specs/gemm_kn.yaml -D M=640 -D N=512 -D K=4096" "tests/gpu/specs/gemm_epilogue.yaml -D M=1280 -D N=1000 -D K=128" \
-	"tests/gpu/specs/gemm_batch_a.yaml -D B=4 -D M=384 -D N=1000 -D K=256"; do
+	"tests/gpu/specs/gemm_batch_a.yaml -D B=4 -D M=384 -D N=1000 -D K=256" \
+	"tests/gpu/specs/gemm_carry.yaml -D M=2048 -D N=4096 -D K=64" "tests/gpu/specs/gemm_carry.yaml -D M=3000 -D N=3000 -D K=128" \
+	"tests/gpu/specs/gemm_carry_f16.yaml" "tests/gpu/specs/gemm_carry_256.yaml -D M=1024 -D N=1024 -D K=64"; do
 	[ -z "$only" ] || echo "$spec" | grep -Eq "$only" || continue
 	for tool in memcheck racecheck synccheck; do
 		# shellcheck disable=SC2086

@@ -155,6 +155,30 @@ static void b_let_var(Fixture *t, Kernel *k)
 	st_append(&t->c, k->body, let);
 }
 static void b_load_kind(Fixture *t, Kernel *k) { (void)t; k->buf[load(k)->buf].kind = BUF_STAGING; }
+/* The first load's buffer a staging copy that carries in1 (a full input before it, box one copy): on BAR */
+static Stmt *
+carry(Fixture *t, Kernel *k, int bar)
+{
+	Stmt *ld = load(k);
+	KBuf *b = &k->buf[ld->buf];
+	int p = k->buf[2].param;
+
+	b->kind = BUF_STAGING;
+	k->param[b->param].arg = 1;
+	k->param[p].arg = 0;
+	k->param[p].view = VIEW_FULL;
+	k->param[p].preload = true;
+	k->param[p].box[0] = b->rows;
+	k->param[p].box[1] = b->cols;
+	b->preload = p;
+	b->preload_bar = kernel_add_bar(&t->c, k, "carry", b->stages, 1);
+	ld->param = p;
+	ld->bar = bar ? bar : b->preload_bar;
+	return ld;
+}
+static void b_carry_bar(Fixture *t, Kernel *k) { carry(t, k, k->buf[1].full_bar); }
+static void b_carry_box(Fixture *t, Kernel *k) { carry(t, k, 0); k->param[k->buf[2].param].box[1] /= 2; }
+static void b_carry_bars(Fixture *t, Kernel *k) { carry(t, k, 0); k->bar[k->buf[1].preload_bar].count++; }
 static void b_load_no_bar(Fixture *t, Kernel *k)
 {
 	(void)t;
@@ -267,6 +291,14 @@ static const struct {
 	{"set before use: a loop's stage counter", false, b_use_lin, "variable 'ghost' used before it is set"},
 	{"set before use: an if's condition", false, b_use_cond, "variable 'ghost' used before it is set"},
 	{"a TMA load fills a tile buffer", false, b_load_kind, "TMA load into a buffer that is not a tile buffer"},
+	{"a staging copy's load is of the input it carries, on its barrier", false, b_carry_bar,
+	 "TMA load into staging buffer 'in0_tile' that is not its preload on its barrier"},
+	{"a carried input's map has one copy's box", false, b_carry_box, "staging buffer 'in0_tile' carries an input "
+	 "that is not a full input of its element size (a candidate's pointer, or a tensor map of one copy's box with a "
+	 "barrier a copy)"},
+	{"a carried input has a barrier a copy", false, b_carry_bars, "staging buffer 'in0_tile' carries an input "
+	 "that is not a full input of its element size (a candidate's pointer, or a tensor map of one copy's box with a "
+	 "barrier a copy)"},
 	{"a buffered load names a barrier", false, b_load_no_bar,
 	 "TMA load of 'in0_tile' in a circular-buffered loop completes on no barrier"},
 	{"a load completes on its buffer's full barrier", false, b_load_other_bar,

@@ -3839,6 +3839,152 @@ row_inputs_staged(void **state)
 }
 
 /*
+ * full_inputs_carried: a full epilogue input [M, N] of the output's element
+ * size (bf16, f16) rides in the output's staging copies on one cooperative
+ * mainloop whose copies are a ring of three or more that divides the
+ * subtiles: a tensor map of one copy's box, a barrier a copy, the compute
+ * reading the copy it writes; the consumers' k loop issues the tile's
+ * first copies' loads at its last k-step but one (one thread, after a
+ * read-wait for every store), each subtile from the second issues subtile
+ * e + S - 1's before its store, every thread waits on the copy's barrier
+ * right before the compute, and no read-wait comes before the subtile's
+ * barrier.  Two copies (256 x 128's), f32 under a bf16 output, ping-pong,
+ * a K-split and a second residual keep the pointer loads.
+ */
+static void
+full_inputs_carried(void **state)
+{
+	static const struct {
+		const char *sizes, *inputs, *ops, *sched;
+		int carried, copies, subtiles;   /* carried: inputs the copies carry */
+		const char *cuda;
+	} cases[] = {
+		{GEMM_SIZES(4096, 4096, 4096), "  r: {dtype: bf16, shape: [M, N]}\n", "  - {out: z, op: add, in: [y, r]}\n", "",
+		 1, 4, 8, "wsf_tma_load_2d(stage_z + (((e + 3LL) % 4LL)) * 4096, &sub_r, (col0 + ((e + 3LL) * 32LL)), row0, "
+		 "&carry_z[((e + 3LL) % 4LL)]);"},
+		{GEMM_SIZES(4096, 4096, 4096), "  r: {dtype: f16, shape: [M, N]}\n", "  - {out: z, op: add, in: [y, r]}\n", "",
+		 1, 4, 8, "wsf_row_pair_f16(cur_stage_z + wsf_swizzle<64, 2>((wr + 8 * (q & 1)) * 32 + 8 * (q >> 1) + wc), "
+		 "here_r[2 * q], here_r[2 * q + 1]);"},
+		{GEMM_SIZES(1000, 1000, 1000), "  r: {dtype: bf16, shape: [M, N]}\n", "  - {out: z, op: mul, in: [y, r]}\n",
+		 "schedule: {tile: [128, 128, 64]}\n", 1, 4, 4, "wsf_mbar_wait(&carry_z[(e % 4LL)], "},
+		{GEMM_SIZES(4096, 4096, 4096), "  r: {dtype: bf16, shape: [M, N]}\n", "  - {out: z, op: add, in: [y, r]}\n",
+		 "schedule: {tile: [256, 128, 64]}\n", 0, 0, 0, "in_r + "},   /* two copies of 256 x 32 */
+		{GEMM_SIZES(4096, 4096, 4096), "  r: {dtype: bf16, shape: [M, N]}\n", "  - {out: z, op: add, in: [y, r]}\n",
+		 "schedule: {tile: [256, 128, 64], stages: 3}\n", 1, 4, 4, "(wr + 64 * hb + 8 * (q & 1)) * 32"},
+		{GEMM_SIZES(4096, 4096, 4096), "  r: {dtype: bf16, shape: [M, N]}\n  q: {dtype: bf16, shape: [M, N]}\n",
+		 "  - {out: u, op: add, in: [y, r]}\n  - {out: z, op: add, in: [u, q]}\n", "", 1, 4, 8, "wsf_load2(in_q + "},
+		{GEMM_SIZES(4096, 4096, 4096), "  r: {dtype: f32, shape: [M, N]}\n", "  - {out: z, op: add, in: [y, r]}\n", "",
+		 0, 0, 0, "wsf_load2(in_r + "},
+		{GEMM_SIZES(4096, 4096, 4096), "  r: {dtype: bf16, shape: [M, N]}\n", "  - {out: z, op: add, in: [y, r]}\n",
+		 "schedule: {consumers: pingpong, tile: [128, 192, 64]}\n", 0, 0, 0, "in_r + "},
+		{GEMM_SIZES(256, 1024, 4096), "  r: {dtype: bf16, shape: [M, N]}\n", "  - {out: z, op: add, in: [y, r]}\n",
+		 "schedule: {tile: [128, 128, 64], split_k: 2}\n", 0, 0, 0, "in_r + "},
+	};
+	char text[1024];
+	int i, j;
+
+	for (i = 0; i < (int)countof(cases); i++) {
+		Fixture *t;
+		Kernel *k;
+		Stmt *tl, *kl, *el, *compute, *lead, *at, *wait;
+		const char *cu;
+		int b, sb = 0, carried = 0, n;
+
+		snprintf(text, sizeof text, "%s%s%sops:\n%s%soutputs:\n  z: {dtype: bf16}\n%s", cases[i].sizes, GEMM_IN,
+		         cases[i].inputs, GEMM_MM, cases[i].ops, cases[i].sched);
+		k = lowered(&t, i, text);
+		for (b = 1; b < k->nbuf; b++)
+			if (k->buf[b].kind == BUF_STAGING && k->buf[b].preload) {
+				const KParam *p = &k->param[k->buf[b].preload];
+
+				sb = b;
+				carried++;
+				assert_int_equal(p->kind, PK_TMAP);
+				assert_true(p->preload);
+				assert_string_equal(p->name, "r");
+				assert_int_equal(p->box[0], k->buf[b].rows);
+				assert_int_equal(p->box[1], k->buf[b].cols);
+				assert_int_equal(k->buf[b].stages, cases[i].copies);
+				assert_int_equal(k->bar[k->buf[b].preload_bar].count, cases[i].copies);
+				assert_int_equal(k->bar[k->buf[b].preload_bar].arrivals, 1);
+			}
+		assert_int_equal(carried, cases[i].carried);
+		cu = cuda_of(t);
+		if (!strstr(cu, cases[i].cuda))
+			fail_msg("case %d: no '%s' in the CUDA", i, cases[i].cuda);
+		if (!carried) {
+			assert_null(strstr(cu, "sub_r"));
+			teardown((void **)&t);
+			continue;
+		}
+		tl = consumer_tiles(k);
+		assert_non_null(tl);
+		kl = find_kind(tl, ST_LOOP, 0);
+		el = epilogue_of(k, tl);
+		assert_non_null(kl);
+		assert_non_null(el);
+		assert_int_equal(el->hi->ival, cases[i].subtiles);
+		/* the k loop: its one if issues the first copies' loads at the last k-step but one */
+		for (n = 0; n < kl->nbody && kl->body[n]->kind != ST_IF; n++)
+			;
+		assert_true(n < kl->nbody);
+		lead = kl->body[n];
+		assert_int_equal(lead->cond->kind, EX_ELECT);
+		at = lead->body[0];
+		assert_string_equal(expr(t, at->cond), "(kk == max((ktiles - 2), 0))");
+		assert_int_equal(at->body[0]->kind, ST_BULK_WAIT);
+		assert_true(at->body[0]->flag);
+		assert_int_equal(at->body[0]->n, 0);
+		assert_int_equal(census(at).kind[ST_TMA_LOAD], cases[i].copies);
+		assert_int_equal(census(at).kind[ST_EXPECT_TX], cases[i].copies);
+		for (j = 0; j < cases[i].copies; j++) {
+			Stmt *ld = at->body[2 + 2 * j];
+
+			assert_int_equal(ld->kind, ST_TMA_LOAD);
+			assert_int_equal(ld->buf, sb);
+			assert_int_equal(ld->bar, k->buf[sb].preload_bar);
+			assert_int_equal(ld->slot->ival, j);
+		}
+		assert_int_equal(census(kl).kind[ST_TMA_LOAD], cases[i].copies);
+		/* the epilogue: the copy's wait right before the compute, which reads the copy it writes */
+		compute = find_kind(el, ST_COMPUTE, 0);
+		for (n = 0; el->body[n] != compute; n++)
+			;
+		assert_true(n > 0);
+		wait = el->body[n - 1];
+		assert_int_equal(wait->kind, ST_MBAR_WAIT);
+		assert_int_equal(wait->bar, k->buf[sb].preload_bar);
+		assert_string_equal(expr(t, wait->barslot), "(e % 4)");
+		assert_string_equal(expr(t, wait->a), cases[i].subtiles == 8 ? "((((i * 8) + e) / 4) & 1)"
+		                                                               : "((((i * 4) + e) / 4) & 1)");
+		for (j = 0; j < compute->nreads && compute->reads[j].buf != sb; j++)
+			;
+		assert_true(j < compute->nreads);
+		assert_string_equal(expr(t, compute->reads[j].slot), "(e % 4)");
+		/* one read-wait a subtile, before a later subtile's load, none before the barrier */
+		assert_int_equal(census(el).kind[ST_TMA_LOAD], cases[i].subtiles > cases[i].copies);
+		assert_int_equal(census(el).kind[ST_BULK_WAIT], cases[i].subtiles > cases[i].copies);
+		assert_int_equal(census(el).kind[ST_SYNC], 1);
+		for (n = 0; el->body[n]->kind != ST_SYNC; n++)
+			assert_false(el->body[n]->kind == ST_IF && find_kind(el->body[n], ST_BULK_WAIT, 0));
+		if (cases[i].subtiles > cases[i].copies) {
+			Stmt *store = el->body[n + 1], *next = store->body[0];
+
+			assert_int_equal(store->kind, ST_IF);
+			assert_int_equal(next->kind, ST_IF);
+			assert_string_equal(expr(t, next->cond), "((e >= 1) & ((e + 3) < 8))");
+			assert_int_equal(next->body[0]->kind, ST_BULK_WAIT);
+			assert_true(next->body[0]->flag);
+			assert_int_equal(next->body[0]->n, 0);
+			assert_string_equal(expr(t, next->body[2]->slot), "((e + 3) % 4)");
+			assert_int_equal(store->body[1]->kind, ST_TMA_STORE);
+		}
+		teardown((void **)&t);
+	}
+	(void)state;
+}
+
+/*
  * long_k_stream: without a hint, stream-K for 8 to 33 tiles (of 128 x 128,
  * else 128 x 256), in runs of 1 / parts of a tile with tiles x parts about
  * the SMs (132 / tiles, 4 to 16), runs of 32 k-steps or more at 128 x 128
@@ -4120,6 +4266,7 @@ main(void)
 		cmocka_unit_test(wave_tiles),
 		cmocka_unit_test(narrow_subtiles),
 		cmocka_unit_test(row_inputs_staged),
+		cmocka_unit_test(full_inputs_carried),
 		cmocka_unit_test(cluster_grid),
 		cmocka_unit_test(epilogue_no_warnings),
 	};
