@@ -927,6 +927,8 @@ struct Kernel {
 Kernel *kernel_new(Comp *c, Fusion *f);
 int kernel_add_var(Comp *c, Kernel *k, const char *name);
 int kernel_add_param(Comp *c, Kernel *k, ParamKind kind, const char *name);
+/* A tensor map of pointer param PTR's argument (its copy, a PK_TMAP), box ROWS x COLS: its index. */
+int kernel_add_map(Comp *c, Kernel *k, int ptr, int rows, int cols);
 int kernel_add_buf(Comp *c, Kernel *k, const char *name, BufKind kind, Dtype dt, int rows, int cols);
 int kernel_add_bar(Comp *c, Kernel *k, const char *name, int count, int arrivals);
 int kernel_add_acc(Comp *c, Kernel *k, const char *name, Dtype dt, int rows, int cols);

@@ -55,6 +55,19 @@ kernel_add_param(Comp *c, Kernel *k, ParamKind kind, const char *name)
 }
 
 int
+kernel_add_map(Comp *c, Kernel *k, int ptr, int rows, int cols)
+{
+	const KParam x = k->param[ptr];   /* a copy: adding a param may move the table */
+	int p = kernel_add_param(c, k, PK_TMAP, x.name);
+
+	k->param[p] = x;
+	k->param[p].kind = PK_TMAP;
+	k->param[p].box[0] = rows;
+	k->param[p].box[1] = cols;
+	return p;
+}
+
+int
 kernel_add_buf(Comp *c, Kernel *k, const char *name, BufKind kind, Dtype dt, int rows, int cols)
 {
 	KBuf *b = VEC_PUSH(c->arena, k->buf, k->nbuf, k->capbuf);

@@ -668,7 +668,6 @@ keep_preloads(Comp *c, Kernel *k)
 
 	for (b = 1; b < k->nbuf; b++) {
 		KBuf *u = &k->buf[b];
-		KParam x;
 		int p;
 
 		if (u->kind != BUF_STAGING || !u->preload)
@@ -677,12 +676,7 @@ keep_preloads(Comp *c, Kernel *k)
 			u->preload = 0;
 			continue;
 		}
-		x = k->param[u->preload];   /* a copy: adding a param may move the table */
-		p = kernel_add_param(c, k, PK_TMAP, x.name);
-		k->param[p] = x;
-		k->param[p].kind = PK_TMAP;
-		k->param[p].box[0] = u->rows;
-		k->param[p].box[1] = u->cols;
+		p = kernel_add_map(c, k, u->preload, u->rows, u->cols);
 		k->param[p].preload = true;
 		u->preload = p;
 		u->preload_bar = kernel_add_bar(c, k, arena_printf(c->arena, "carry_%s", c->fusion->tensor[u->tensor].name),

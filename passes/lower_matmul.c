@@ -1827,11 +1827,7 @@ prefetch_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Stmt *kloop)
 		if (x.kind != PK_PTR || x.view != VIEW_FULL || x.arg < 0 || x.arg >= f->ninput ||
 		    (in->wait_pos.line && k->pingpong))
 			continue;
-		p = kernel_add_param(c, k, PK_TMAP, x.name);
-		k->param[p] = x;
-		k->param[p].kind = PK_TMAP;
-		k->param[p].box[0] = t->bm;
-		k->param[p].box[1] = t->bn;
+		p = kernel_add_map(c, k, q, t->bm, t->bn);
 		k->param[p].prefetch = true;
 		s = st_new(c, ST_TMA_PREFETCH);
 		s->param = p;
