@@ -151,8 +151,7 @@ check_load(Check *v, const Stmt *s)
 	if (cb && own)
 		cb = own;
 	if (b->kind == BUF_STAGING && b->preload) {   /* an epilogue input a staging copy carries, on the copy's barrier */
-		if (!b->preload || s->param != b->preload || !k->param[s->param].preload || !b->preload_bar ||
-		    s->bar != b->preload_bar)
+		if (s->param != b->preload || !k->param[s->param].preload || !b->preload_bar || s->bar != b->preload_bar)
 			fail(v, "TMA load into staging buffer '%s' that is not its preload on its barrier", b->name);
 		return;
 	}

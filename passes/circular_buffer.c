@@ -653,10 +653,11 @@ subtiles(const Stmt *s, int b)
  * The staging copies lowering marked to carry an epilogue input
  * (KBuf.preload, lower_matmul.c preload_inputs) carry it where they are
  * at least three and divide the subtiles (a copy's use is then counted
- * as a pipeline's stage is): a copy's load is issued as the store of the copy
- * before it is (sync.c, place_preloads), so with three or more one
- * subtile or more runs between a load and its use; with two the load's
- * round trip would come between every subtile and the next.  A kept one
+ * as a pipeline's stage is): a subtile's load goes out with the store of
+ * the subtile S - 1 before it (sync.c, place_preloads), so with three
+ * copies or more one subtile or more runs between a load and its use;
+ * with two the load's round trip would come between every subtile and
+ * the next.  A kept one
  * gets the tensor map its loads read (the input's, box one copy), a
  * barrier a copy, and the compute's read of the copy it writes; the
  * others stay read through their pointers.

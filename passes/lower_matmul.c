@@ -1930,8 +1930,9 @@ stage_rows(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Stmt *kloop, int 
  * 8192 x 14336 x 4096, through the staging copies 1.1%, 3.4% and 4.2%
  * (hand-edited, docs/perf.md).  Marked here (KBuf.preload, the input's
  * PK_PTR param) on the first copy of the input's element size not yet
- * taken; circular buffering keeps it where the copies are at least three,
- * sync places the loads and their waits (place_preloads).  Only on one
+ * taken; circular buffering keeps it where the copies are three or more
+ * and divide the subtiles (keep_preloads), sync places the loads and their
+ * waits (place_preloads).  Only on one
  * cooperative mainloop of whole tiles whose copies are a ring (as
  * stage_rows: not ping-pong, swapped, K-split, stream-K, independent
  * matmuls, inputs that wait or a signal's consumer role), not batched

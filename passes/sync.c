@@ -1344,12 +1344,13 @@ place_preloads(Comp *c, Kernel *k)
 		for (b = 1; b < k->nbuf; b++) {
 			const KBuf *u = &k->buf[b];
 			Expr *slot = NULL, *ahead;
-			Pos pos = c->fusion->tensor[k->param[u->preload].tensor].pos;
 			Stmt *next;
+			Pos pos;
 			int S = u->stages, q;
 
 			if (u->kind != BUF_STAGING || !u->preload)
 				continue;
+			pos = c->fusion->tensor[k->param[u->preload].tensor].pos;   /* the input's spec line */
 			for (w = 0; w < compute->nwrites; w++)
 				if (compute->writes[w].buf == b)
 					slot = compute->writes[w].slot;
