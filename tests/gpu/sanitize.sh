@@ -7,7 +7,8 @@
 # every CTA cycles through all its stages, stream-K's parts meeting through
 # the workspace: 136 tiles for 132 SMs; staging rings of four and three copies (two outputs) over two tiles a CTA; the default tile narrowed to 160, 192 and 224, or 256 x 160, to fill the last wave, or to 96 to fill the one;
 # clusters of 8 CTAs in two dimensions, [4, 2] and ping-pong [2, 4], and the default [1, 4] of one row of tiles;
-# row inputs copied to row buffers over two tiles a CTA, both copies),
+# row inputs copied to row buffers over two tiles a CTA, both copies;
+# residuals the staging copies carry: bf16, f16 and f32, three and four copies, 256 x 128),
 # at sizes small enough for the tools.  Prints one line per tool and case and
 # "N passed, N failed"; skips without a GPU or without compute-sanitizer.
 # With PATTERN, only the cases whose spec line contains it (grep -E).
@@ -92,7 +93,8 @@ for spec in "tests/gpu/specs/relu_chain.yaml -D N=300001" "tests/gpu/specs/relu_
 	"tests/gpu/specs/gemm_kn.yaml -D M=640 -D N=512 -D K=4096" "tests/gpu/specs/gemm_epilogue.yaml -D M=1280 -D N=1000 -D K=128" \
 	"tests/gpu/specs/gemm_batch_a.yaml -D B=4 -D M=384 -D N=1000 -D K=256" \
 	"tests/gpu/specs/gemm_carry.yaml -D M=2048 -D N=4096 -D K=64" "tests/gpu/specs/gemm_carry.yaml -D M=3000 -D N=3000 -D K=128" \
-	"tests/gpu/specs/gemm_carry_f16.yaml" "tests/gpu/specs/gemm_carry_256.yaml -D M=1024 -D N=1024 -D K=64"; do
+	"tests/gpu/specs/gemm_carry_f16.yaml" "tests/gpu/specs/gemm_carry_256.yaml -D M=1024 -D N=1024 -D K=64" \
+	"tests/gpu/specs/gemm_carry_f32.yaml -D M=1000 -D N=1000 -D K=136"; do
 	[ -z "$only" ] || echo "$spec" | grep -Eq "$only" || continue
 	for tool in memcheck racecheck synccheck; do
 		# shellcheck disable=SC2086
