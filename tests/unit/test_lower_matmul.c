@@ -462,6 +462,17 @@ cuda_of(Fixture *t)
  * Stream-K's counter, kbase + kk, stays in 64 bits (split_counter).  A
  * power of two keeps the plain (lin % S) and (lin / S) & 1.
  */
+/* The CUDA of case I's kernel (cuda_of), which must hold WANT. */
+static const char *
+cuda_with(Fixture *t, int i, const char *want)
+{
+	const char *cu = cuda_of(t);
+
+	if (!strstr(cu, want))
+		fail_msg("case %d: no '%s' in the CUDA", i, want);
+	return cu;
+}
+
 static int stmts_of(Stmt *s, StmtKind kind, Stmt **out, int n);
 
 static void
@@ -3796,9 +3807,7 @@ row_inputs_staged(void **state)
 					assert_int_equal(k->buf[b].dtype, cases[i].dt);
 			}
 		assert_int_equal(rows, cases[i].rows);
-		cu = cuda_of(t);
-		if (!strstr(cu, cases[i].cuda))
-			fail_msg("case %d: no '%s' in the CUDA", i, cases[i].cuda);
+		cu = cuda_with(t, i, cases[i].cuda);
 		if (!rows) {
 			assert_null(strstr(cu, " fetch_b = "));
 			teardown((void **)&t);
@@ -3909,9 +3918,7 @@ full_inputs_carried(void **state)
 				assert_int_equal(k->bar[k->buf[b].preload_bar].arrivals, 1);
 			}
 		assert_int_equal(carried, cases[i].carried);
-		cu = cuda_of(t);
-		if (!strstr(cu, cases[i].cuda))
-			fail_msg("case %d: no '%s' in the CUDA", i, cases[i].cuda);
+		cu = cuda_with(t, i, cases[i].cuda);
 		if (!carried) {
 			assert_null(strstr(cu, "sub_r"));
 			teardown((void **)&t);
