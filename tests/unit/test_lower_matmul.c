@@ -3740,6 +3740,17 @@ narrow_subtiles(void **state)
 	(void)state;
 }
 
+/* Case I's kernel: y = x w^T (GEMM_IN and GEMM_MM at SIZES) with INPUTS and the epilogue OPS into a bf16 z, SCHED. */
+static Kernel *
+epilogue_gemm(Fixture **t, int i, const char *sizes, const char *inputs, const char *ops, const char *sched)
+{
+	char text[1024];
+
+	snprintf(text, sizeof text, "%s%s%sops:\n%s%soutputs:\n  z: {dtype: bf16}\n%s", sizes, GEMM_IN, inputs, GEMM_MM,
+	         ops, sched);
+	return lowered(t, i, text);
+}
+
 /*
  * An epilogue's row inputs through shared memory (lower_matmul.c,
  * stage_rows): on one cooperative mainloop of whole tiles each row input
@@ -3784,7 +3795,6 @@ row_inputs_staged(void **state)
 		{GEMM_SIZES(4096, 4096, 4096), "  b: {dtype: bf16, shape: [N]}\n  r: {dtype: bf16, shape: [M, N], wait: per_tile}\n",
 		 "  - {out: u, op: add, in: [y, b]}\n  - {out: z, op: add, in: [u, r]}\n", "", 0, 0, DT_BF16, "ahead_b"},
 	};
-	char text[1024];
 	int i, j;
 
 	for (i = 0; i < (int)countof(cases); i++) {
@@ -3794,9 +3804,7 @@ row_inputs_staged(void **state)
 		const char *cu;
 		int b, rows = 0, at, reads = 0;
 
-		snprintf(text, sizeof text, "%s%s%sops:\n%s%soutputs:\n  z: {dtype: bf16}\n%s", cases[i].sizes, GEMM_IN,
-		         cases[i].inputs, GEMM_MM, cases[i].ops, cases[i].sched);
-		k = lowered(&t, i, text);
+		k = epilogue_gemm(&t, i, cases[i].sizes, cases[i].inputs, cases[i].ops, cases[i].sched);
 		for (b = 1; b < k->nbuf; b++)
 			if (k->buf[b].kind == BUF_ROW) {
 				assert_int_equal(k->buf[b].rows, 1);
@@ -3889,7 +3897,6 @@ full_inputs_carried(void **state)
 		{GEMM_SIZES(256, 1024, 4096), "  r: {dtype: bf16, shape: [M, N]}\n", "  - {out: z, op: add, in: [y, r]}\n",
 		 "schedule: {tile: [128, 128, 64], split_k: 2}\n", 0, 0, 0, "in_r + "},
 	};
-	char text[1024];
 	int i, j;
 
 	for (i = 0; i < (int)countof(cases); i++) {
@@ -3899,9 +3906,7 @@ full_inputs_carried(void **state)
 		const char *cu;
 		int b, sb = 0, carried = 0, n;
 
-		snprintf(text, sizeof text, "%s%s%sops:\n%s%soutputs:\n  z: {dtype: bf16}\n%s", cases[i].sizes, GEMM_IN,
-		         cases[i].inputs, GEMM_MM, cases[i].ops, cases[i].sched);
-		k = lowered(&t, i, text);
+		k = epilogue_gemm(&t, i, cases[i].sizes, cases[i].inputs, cases[i].ops, cases[i].sched);
 		for (b = 1; b < k->nbuf; b++)
 			if (k->buf[b].kind == BUF_STAGING && k->buf[b].preload) {
 				const KParam *p = &k->param[k->buf[b].preload];
