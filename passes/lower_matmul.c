@@ -382,20 +382,24 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group
 	 */
 	if (h->tile[0] == 2 * m)
 		m = 2 * m;
+	if (h->tile[0] != m)
+		return unbuilt(c, h->tile_pos, "a matmul tile of %d rows is not implemented yet: %s", h->tile[0],
+		               pingpong ? "with consumers: pingpong each consumer warpgroup owns a tile of 64 or 128 rows" :
+		               "the two consumer warpgroups hold 64 or 128 rows each, so M is 128 or 256");
 	/* the tile's accumulators spread over the threads that compute it: both warpgroups, or one (ping-pong) */
 	per = pingpong ? 128 : 256;
 	if (nmm * m * h->tile[1] / per > ACC_REGS) {
 		int fit = ACC_REGS * per / m / nmm / step * step;
 
-		return diag_error(c, h->tile_pos, "matmul tile %d x %d holds %d accumulator registers a thread for each "
-		                  "of the %d matmuls, more than the %d that fit; %s", m, h->tile[1], m * h->tile[1] / per,
-		                  nmm, ACC_REGS, fit ? arena_printf(c->arena, "use N = %d", fit) :
+		if (nmm > 1 && fit > 256 / nmm / step * step)   /* and side by side within one wgmma's N, below */
+			fit = 256 / nmm / step * step;
+		return diag_error(c, h->tile_pos, "matmul tile %d x %d holds %d accumulator registers a thread%s, more "
+		                  "than the %d that fit; %s", m, h->tile[1], nmm * m * h->tile[1] / per,
+		                  nmm > 1 ? arena_printf(c->arena, " (%d for each of the %d matmuls)",
+		                                         m * h->tile[1] / per, nmm) : "",
+		                  ACC_REGS, fit ? arena_printf(c->arena, "use N = %d", fit) :
 		                  arena_printf(c->arena, "use %d rows", m / 2));
 	}
-	if (h->tile[0] != m)
-		return unbuilt(c, h->tile_pos, "a matmul tile of %d rows is not implemented yet: %s", h->tile[0],
-		               pingpong ? "with consumers: pingpong each consumer warpgroup owns a tile of 64 or 128 rows" :
-		               "the two consumer warpgroups hold 64 or 128 rows each, so M is 128 or 256");
 	*bm = m;
 	if (nmm > 1 && nmm * h->tile[1] > 256)   /* a group's matmuls are side by side in one wgmma's N */
 		return diag_error(c, h->tile_pos, "the %d matmuls sharing A compute side by side, one wgmma of N = %d x "
