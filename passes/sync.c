@@ -788,6 +788,14 @@ release_stage(Sync *y, Stmt *body, const Cb *cb, State *st)
 		if (!async && body->body[last]->kind == ST_COMPUTE && body->body[last]->flag)
 			return;  /* the compute's own barrier releases the stage */
 		rel = barrier(c, "release the stage: the next load refills it");
+	} else if (y->k->pingpong && body->kind == ST_LOOP && !body->cb && S - 1 - info->prefetch <= 0) {
+		/*
+		 * Ping-pong whose wait above leaves no mma in flight (one stage): the
+		 * k-step's own stage, now, for the producer cannot load the next
+		 * k-step into it before (pingpong_last then releases nothing)
+		 */
+		rel = mbar(c, ST_MBAR_ARRIVE, info->empty_bar, ex_stage_slot(c, y->k, cb->lin, 0, S), NULL,
+		           "release this warpgroup's k-step to the producer: its mma is done");
 	} else if (y->k->pingpong && body->kind == ST_LOOP && !body->cb) {
 		/*
 		 * Ping-pong: the other warpgroup reads the stages between this one's
@@ -836,6 +844,10 @@ pingpong_last(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop, const C
 	w->n = 0;
 	w->comment = "this tile's mmas are done: the accumulator is complete, its last stage free";
 	st_insert(c, block, at++, w);
+	if (S - 1 - outer->cb->prefetch <= 0) {   /* its k loop released every k-step (release_stage) */
+		*j = at - 1;
+		return;
+	}
 	last = mbar(c, ST_MBAR_ARRIVE, outer->cb->empty_bar,
 	            ex_stage_slot(c, y->k, end, S - 1, S), NULL,
 	            "release the tile's last k-step to the producer");

@@ -430,6 +430,47 @@ lowered_pingpong(void **state)
 	assert_string_equal(expr(t, x->body[0]->off), "(wg * 2048)");
 }
 
+/*
+ * Ping-pong on one stage: the k loop's wait leaves no mma in flight, and the
+ * producer cannot load the next k-step before the stage is free, so each
+ * k-step releases its own stage at once, unconditionally (releasing the one
+ * before, as with more stages, deadlocked: the GPU hung), and nothing is
+ * released after the loop; the loop's wait is wait_group 0.
+ */
+static void
+pingpong_one_stage(void **state)
+{
+	Fixture *t = *state;
+	char spec[sizeof gemm_bias_gelu_pp + 32];
+	Kernel *k;
+	Stmt *roles, *tl, *kl, *x;
+	int i;
+
+	snprintf(spec, sizeof spec, "%.*sschedule: {consumers: pingpong, stages: 1}\n",
+	         (int)(strstr(gemm_bias_gelu_pp, "schedule:") - gemm_bias_gelu_pp), gemm_bias_gelu_pp);
+	k = kernel_of(t, spec);
+	if (!k)
+		fail_msg("%s", t->msg);
+	assert_true(k->pingpong);
+	assert_int_equal(k->buf[1].stages, 1);
+	roles = find_kind(k->body, ST_ROLES, 0);
+	tl = find_kind(roles->body[1], ST_LOOP, 0);
+	for (i = 0; tl->body[i]->kind != ST_LOOP; i++)
+		;
+	kl = tl->body[i];
+	assert_int_equal(census(kl).kind[ST_MBAR_ARRIVE], 1);
+	assert_int_equal(census(kl).kind[ST_IF], 0);
+	x = kl->body[kl->nbody - 1];
+	assert_int_equal(x->kind, ST_MBAR_ARRIVE);
+	assert_int_equal(x->bar, tl->cb->empty_bar);
+	x = kl->body[kl->nbody - 2];
+	assert_int_equal(x->kind, ST_MMA_WAIT);
+	assert_int_equal(x->n, 0);
+	assert_int_equal(tl->body[i + 2]->kind, ST_MMA_WAIT);   /* after the other warpgroup's turn */
+	assert_int_not_equal(tl->body[i + 3]->kind, ST_MBAR_ARRIVE);
+	assert_int_equal(census(tl).kind[ST_MBAR_ARRIVE], 1);
+}
+
 /* Occurrences of NEEDLE in HAY. */
 static int
 count(const char *hay, const char *needle)
@@ -4254,6 +4295,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(lowered_batch_a, setup, teardown),
 		cmocka_unit_test_setup_teardown(lowered_batched, setup, teardown),
 		cmocka_unit_test_setup_teardown(lowered_pingpong, setup, teardown),
+		cmocka_unit_test_setup_teardown(pingpong_one_stage, setup, teardown),
 		cmocka_unit_test_setup_teardown(minimal_mma_sync, setup, teardown),
 		cmocka_unit_test_setup_teardown(group_pingpong_default, setup, teardown),
 		cmocka_unit_test_setup_teardown(independent_matmuls, setup, teardown),
