@@ -1158,6 +1158,94 @@ pre_arrive(Sync *y, Stmt *block, int *j, const Stmt *loop, const Stmt *s)
 		pre_arrive(y, block, j, loop, s->body[i]);
 }
 
+/* Is SLOT LOOP's counter % the copies? */
+static bool
+counter_slot(const Stmt *loop, const Expr *slot)
+{
+	return slot && slot->kind == EX_MOD && slot->a->kind == EX_VAR && slot->a->var == loop->var;
+}
+
+/* Does S, or a statement inside it, write a copy of staging buffer BUF (a compute's result) named by LOOP's counter? */
+static bool
+writes_copy(const Stmt *loop, const Stmt *s, int buf)
+{
+	int i;
+
+	if (s->kind == ST_COMPUTE)
+		for (i = 0; i < s->nwrites; i++)
+			if (s->writes[i].buf == buf && counter_slot(loop, s->writes[i].slot))
+				return true;
+	for (i = 0; i < s->nbody; i++)
+		if (writes_copy(loop, s->body[i], buf))
+			return true;
+	return s->orelse && writes_copy(loop, s->orelse, buf);
+}
+
+/*
+ * Does LOOP, entered again, meet the copies of staging buffer B in the order
+ * it left them?  Its counter restarts at 0, so its copy counter % S
+ * continues the last run's only where the run is a whole number of rings:
+ * from 0 by 1 to a multiple of S.  (Then the read-waits inside, placed for
+ * the copy S iterations back, serve across the runs too.)
+ */
+static bool
+meets_in_order(const Kernel *k, const Stmt *loop, int b)
+{
+	int S = k->buf[b].stages;
+
+	return loop->lo->kind == EX_INT && loop->lo->ival == 0 && (!loop->step || (loop->step->kind == EX_INT &&
+	       loop->step->ival == 1)) && loop->hi->kind == EX_INT && loop->hi->ival % S == 0;
+}
+
+/*
+ * Before LOOP (BLOCK->body[*J]), which writes the staging copies that
+ * stores from an earlier run of it may still read (STATE), named by its
+ * counter: where the runs do not meet the copies in order (a tile of 1, 3
+ * or 5 subtiles over 2 or 4 copies writes copy 0 first again while the
+ * last store reads it), the storing thread waits for every store's reads
+ * and a barrier lets the writers go, once a run (the barrier already
+ * before the loop, if there is one).  The analysis inside the
+ * loop names copies by the counter, which a run alone does not restart.
+ */
+static void
+restart_wait(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop)
+{
+	Comp *c = y->c;
+	const Kernel *k = y->k;
+	bool need = false;
+	int i;
+
+	if (loop->cb)
+		return;
+	for (i = 0; i < st->n && !need; i++) {
+		const Pend *p = &st->p[i];
+		const Expr *slot = p->a.slot;
+		int b = p->a.buf;
+
+		if (p->a.via != VIA_BULK || p->a.write || !b || k->buf[b].kind != BUF_STAGING ||
+		    k->buf[b].preload)
+			continue;   /* a carried copy's loads wait for its stores (place_preloads) */
+		if (slot && !counter_slot(loop, slot))
+			continue;   /* a copy named otherwise (none: the copy an outer loop's back edge left unnamed) */
+		need = writes_copy(loop, loop, b) && !meets_in_order(k, loop, b);
+	}
+	if (!need)
+		return;
+	if (!y->dry) {
+		/* before the barrier right before the loop, if any (a row buffer's: hoist_row_barrier) */
+		int at = *j > 0 && is_barrier(block->body[*j - 1]) ? *j - 1 : *j;
+
+		if (at == *j) {
+			st_insert(c, block, at, barrier(c, "writers may reuse the staging copies"));
+			(*j)++;
+		}
+		st_insert(c, block, at, elect_block(c, bulk_wait(c, 0, true, "the stores of the run before have read "
+		                                                 "the staging copies: this one starts again at copy 0")));
+		(*j)++;
+	}
+	retire_groups(st, VIA_BULK, st->bulk - 1, true);
+}
+
 /*
  * The loop at BLOCK->body[*J]: walked with its back edge (see the file
  * comment), its waits placed; STATE becomes what it leaves pending.
@@ -1166,12 +1254,13 @@ static void
 walk_loop(Sync *y, Frame *fr, State *st, Stmt *block, int *j, const Cb *outer)
 {
 	Comp *c = y->c;
-	Stmt *loop = block->body[*j];
+	Stmt *loop;
 	State *entry = arena_alloc(c->arena, sizeof *entry), *run = arena_alloc(c->arena, sizeof *run);
 	Cb here = {0}, *cb = NULL;
 	bool was_dry = y->dry;
 	int per_bulk, per_mma;
 
+	loop = block->body[*j];
 	if (loop->cb && loop->cb->part != CB_PROLOGUE) {
 		here.cb = loop->cb;
 		here.lin = loop->lin ? loop->lin : ex_var(c, loop->var);
@@ -1186,6 +1275,7 @@ walk_loop(Sync *y, Frame *fr, State *st, Stmt *block, int *j, const Cb *outer)
 		pre_arrive(y, block, j, loop, loop);
 	hoist_mma_wait(y, st, block, j, loop);
 	hoist_row_barrier(y, st, block, j, loop);
+	restart_wait(y, st, block, j, loop);
 
 	/* the effects from before the loop: a loop that continues the last one's counter meets them one iteration on */
 	copy_state(entry, st);

@@ -129,6 +129,10 @@ wsfuse_swiglu(
             wsf_mma_wait<0>();   // this tile's mmas are done: the accumulator is complete, its last stage free
             wsf_acc_fence<192>(acc_g);
             wsf_mbar_arrive(&empty[((((i * ktiles) + ktiles) + 3LL) % 4LL)]);   // release the tile's last k-step to the producer
+            if (threadIdx.x % 128 == 0) {
+                wsf_bulk_wait_read<0>();   // the stores of the run before have read the staging copies: this one starts again at copy 0
+            }
+            wsf_bar_sync((int)(1LL + (long long)wsf_wg), 128);   // writers may reuse the staging copies
             #pragma unroll   // the accumulators' registers are indexed by constants
             for (long long e = 0LL; e < 3LL; e++) {   // the epilogue, a subtile at a time
                 {   // compute subtile (row0, col) = (row0, (col0 + (e * 32LL))): the epilogue of swiglu

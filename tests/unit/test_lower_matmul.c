@@ -2275,7 +2275,11 @@ read_waits(Stmt *s, const Stmt **w, int n)
  * f32 output (subtiles of 16 KiB) two, the room its stages leave less than
  * a copy; a bf16 and an f32 output three each; 128 x 64, two subtiles,
  * two.  Ping-pong, stream-K, a K-split and two matmuls' epilogues keep
- * two.  Every kernel within the budget.
+ * two.  Every kernel within the budget.  Where the copies do not divide
+ * the subtiles (three copies of eight), the next tile's first subtile
+ * would write the copy the tile's last but two still stores: one more
+ * read-wait, of every store, before the epilogue loop (sync.c
+ * restart_wait), and one barrier.
  */
 static void
 staging_ring(void **state)
@@ -2291,13 +2295,16 @@ staging_ring(void **state)
 	static const struct {
 		const char *spec;
 		int copies, wait;   /* wait: the epilogue's read-wait leaves this many groups reading; -1: not checked */
+		int restart;        /* a read-wait before the epilogue loop (0 groups reading) */
 	} cases[] = {
 		{GEMM_SIZES(4096, 4096, 4096) GEMM_PLAIN, 4, 2},
 		{GEMM_SIZES(4096, 4096, 4096) GEMM_PLAIN "schedule: {tile: [128, 192, 64]}\n", 3, 1},
 		{f32_out, 2, 0},
-		{two_out, 3, 1},   /* two outputs, copies alike: a bf16 one alone would take four */
+		{two_out, 3, 1, 1},   /* two outputs, copies alike: a bf16 one alone would take four */
 		{two_mm, 2, -1},   /* two matmuls' epilogues one after another: 3 stages of 48 KiB leave room */
 		{GEMM_SIZES(4096, 4096, 4096) GEMM_PLAIN "schedule: {tile: [128, 64, 64]}\n", 2, 0},
+		/* one subtile a tile over two copies: each tile's writes copy 0 after the tile before's store of it */
+		{GEMM_SIZES(4096, 4096, 4096) GEMM_PLAIN "schedule: {tile: [128, 32, 64]}\n", 2, 0, 1},
 		{GEMM_SIZES(4096, 4096, 4096) GEMM_PLAIN "schedule: {consumers: pingpong, tile: [128, 192, 64]}\n", 2, -1},
 		{GEMM_SIZES(1024, 1024, 8192) GEMM_PLAIN, 2, -1},   /* stream-K by default */
 		{GEMM_SIZES(256, 1024, 8192) GEMM_PLAIN "schedule: {split_k: 2}\n", 2, -1},
@@ -2323,9 +2330,13 @@ staging_ring(void **state)
 		assert_true(kernel_smem_bytes(k) <= k->smem_budget);
 		if (cases[i].wait >= 0) {
 			cons = find_kind(k->body, ST_ROLES, 0)->body[1];
-			/* the subtile's wait, and the consumers' last (every store landed: not .read) */
-			assert_int_equal(read_waits(cons, w, 0), 1);
-			assert_int_equal(w[0]->n, cases[i].wait);
+			/* the subtile's wait (after the tile's, if any), and the consumers' last (every store landed:
+			   not .read) */
+			assert_int_equal(read_waits(cons, w, 0), 1 + cases[i].restart);
+			if (cases[i].restart)
+				assert_int_equal(w[0]->n, 0);
+			assert_int_equal(w[cases[i].restart]->n, cases[i].wait);
+			assert_int_equal(census(cons).kind[ST_SYNC], 1 + cases[i].restart);
 		}
 		teardown((void **)&t);
 	}
@@ -3848,7 +3859,7 @@ row_inputs_staged(void **state)
 	for (i = 0; i < (int)countof(cases); i++) {
 		Fixture *t;
 		Kernel *k;
-		Stmt *tl, *kl, *el, *compute;
+		Stmt *tl, *kl, *el, *compute, *x;
 		const char *cu;
 		int b, rows = 0, at, reads = 0;
 
@@ -3885,6 +3896,21 @@ row_inputs_staged(void **state)
 			assert_string_equal(expr(t, tl->body[at + j]->slot), "(i % 2)");
 		}
 		assert_int_equal(tl->body[at + rows + 1]->kind, ST_MMA_WAIT);
+		/*
+		 * Where the copies do not divide the subtiles (128 x 80: five over
+		 * four; two row buffers leave room for three copies of eight), the
+		 * next tile's first waits for every store (restart_wait), before
+		 * the same barrier
+		 */
+		for (b = 1; k->buf[b].kind != BUF_STAGING; b++)
+			;
+		if (el->hi->ival % k->buf[b].stages) {
+			x = tl->body[at + rows + 2];
+			assert_int_equal(x->kind, ST_IF);
+			assert_int_equal(x->body[0]->kind, ST_BULK_WAIT);
+			assert_int_equal(x->body[0]->n, 0);
+			at++;
+		}
 		assert_int_equal(tl->body[at + rows + 2]->kind, ST_SYNC);
 		assert_int_equal(tl->body[at + rows + 2]->n, 1);   /* the consumers' named barrier */
 		assert_ptr_equal(tl->body[at + rows + 3], el);
