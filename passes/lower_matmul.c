@@ -2232,7 +2232,12 @@ many_tiles(const Fusion *f, const Tensor *d, const Kernel *k)
  * 14336 x 4096 (the median of five runs, -2% to +7%), 4% at 4096 x 11008 x
  * 4096, and tied at 2048 x 8192 x 4096 (1376 tiles) and at 1024 x 4096 x
  * 4096 (344; docs/perf.md); under GROUP_PP_TILES tiles the cooperative
- * tile stays, as it does with any hint that bears on the choice.
+ * tile stays, as it does with any hint that bears on the choice, and with
+ * a residual to add: ping-pong's 192 accumulator registers and the
+ * residual's spilled (388 bytes), and the cooperative tile's staging
+ * copies carry it (preload_inputs): 7% faster at 8192 x 14336 x 4096 and
+ * 4096 x 11008 x 4096 on an H200, where a bias row, a column scale or gelu
+ * after the product ran 1-2% slower on it (docs/perf.md).
  */
 static bool
 group_pingpong(const Fusion *f, const Group *g, int ng, const Tensor *d)
@@ -2242,7 +2247,7 @@ group_pingpong(const Fusion *f, const Group *g, int ng, const Tensor *d)
 	int j;
 
 	if (ng != 1 || g->n != 2 || h->ntile || h->consumers || h->stages || h->swap_pos.line || h->split_pos.line ||
-	    h->cluster_pos.line || h->signal || h->consumer_pos.line || fusion_waits(f))
+	    h->cluster_pos.line || h->signal || h->consumer_pos.line || fusion_waits(f) || full_inputs(f, g, ng, d))
 		return false;
 	for (j = 0; j < g->n; j++)
 		if (!f->op[g->mm[j]].transpose_b)

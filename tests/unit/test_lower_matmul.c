@@ -582,8 +582,10 @@ stage_division_in_32_bits(void **state)
  * Two matmuls sharing A on K-major Bs with no hint on how to compute them
  * (group_default): ping-pong warpgroups, each its own 128 x 96 tile of both,
  * one mma of N = 192, from GROUP_PP_TILES tiles on; fewer tiles, an N-major
- * B or a hint keep the cooperative tile of 128 columns each.  The spec's
- * schedule is left as written (the tune candidates read it).
+ * B or a hint keep the cooperative tile of 128 columns each, as a residual
+ * to add does (its staging copies carry it; ping-pong spilled), where a
+ * bias row keeps ping-pong.  The spec's schedule is left as written (the
+ * tune candidates read it).
  */
 static void
 group_pingpong_default(void **state)
@@ -619,6 +621,33 @@ group_pingpong_default(void **state)
 			assert_int_equal(t->c.fusion->sched.ntile, 0);   /* the spec's schedule, as written */
 			assert_int_equal(t->c.fusion->sched.consumers, 0);
 		}
+		teardown(state);
+		if (setup(state) < 0)
+			fail_msg("setup");
+		t = *state;
+	}
+	for (i = 0; i < 2; i++) {
+		const char *spec = arena_printf(t->c.arena,
+			"fusion: swiglu\nsizes: {M: 8192, N: 14336, K: 4096}\ninputs:\n  x: {dtype: bf16, shape: [M, K]}\n"
+			"  wg: {dtype: bf16, shape: [N, K]}\n  wu: {dtype: bf16, shape: [N, K]}\n  r: {dtype: bf16, shape: %s}\n"
+			"ops:\n  - {out: g, op: matmul, in: [x, wg], transpose_b: true}\n"
+			"  - {out: u, op: matmul, in: [x, wu], transpose_b: true}\n  - {out: sg, op: silu, in: [g]}\n"
+			"  - {out: h, op: mul, in: [sg, u]}\n  - {out: o, op: add, in: [h, r]}\noutputs:\n  o: {dtype: bf16}\n",
+			i ? "[N]" : "[M, N]");
+		Kernel *k = kernel_of(t, spec);
+		int b, carried = 0;
+
+		if (!k)
+			fail_msg("case %d: %s", i, t->msg);
+		assert_int_equal(k->pingpong, i);   /* a residual: cooperative; a bias row: ping-pong */
+		assert_int_equal(k->tile_cols, i ? 96 : 128);
+		for (b = 1; b < k->nbuf; b++)
+			carried += k->buf[b].kind == BUF_STAGING && k->buf[b].preload;
+		assert_int_equal(carried, !i);
+		teardown(state);
+		if (setup(state) < 0)
+			fail_msg("setup");
+		t = *state;
 	}
 }
 
