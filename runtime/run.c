@@ -76,6 +76,32 @@ tolerance(Dtype dt)
 	}
 }
 
+/*
+ * An f32 output's tolerance where the fusion sums K products in a matmul
+ * (the longest K): a sum rounded K times in f32 is off by about sqrt(K)
+ * ulps of its size, and a saturating function after it (tanh, sigmoid,
+ * gelu) keeps that error at the sums near zero while its own size stops
+ * growing with the sums' spread (sqrt(K)): K^(3/4) ulps, four times over
+ * (tanh after K = 8192 measured 3.1e-5 on an H200 against 2.0e-4), and
+ * never under tolerance().  2-byte outputs' own rounding is larger.
+ */
+static double
+output_tolerance(const Fusion *f, Dtype dt)
+{
+	int64_t k = 0;
+	int i;
+
+	for (i = 1; i < f->nop && dt == DT_F32; i++)
+		if (f->op[i].kind == OP_MATMUL && f->op[i].nin == 2) {
+			const Tensor *a = &f->tensor[f->op[i].in[0].tensor];
+			int64_t ka = dim_value(f, a->dim[a->rank - (f->op[i].transpose_a ? 2 : 1)]);
+
+			if (ka > k)
+				k = ka;
+		}
+	return fmax(tolerance(dt), 4 * 0x1p-24 * pow((double)k, 0.75));
+}
+
 /* Size values: the compile-time ones, then the context's bindings. */
 static WsfStatus
 size_values(Comp *c, Fusion *f)
@@ -156,6 +182,8 @@ compare_range(void *ctx, int64_t lo, int64_t hi)
 
 	/* an accumulating output's element left as it was: further from its sum than 4 ulps of the dtype */
 	double ulps = 4 * (p->dt == DT_F32 ? 0x1p-23 : p->dt == DT_F16 ? 0x1p-10 : 0x1p-7);
+	/* the largest finite value */
+	double big = p->dt == DT_F16 ? 65504.0 : p->dt == DT_BF16 ? 0x1.fep127 : 0x1.fffffep127;
 
 	for (k = lo; k < hi; k++) {
 		int64_t e0 = k * CHUNK, n = p->n - e0 < CHUNK ? p->n - e0 : CHUNK, j;
@@ -165,13 +193,17 @@ compare_range(void *ctx, int64_t lo, int64_t hi)
 		for (j = 0; j < n; j++) {
 			double want = rt_round(p->dt, p->want[e0 + j]);
 
+			/* both past the dtype's range, the same way (f16's 65504: a product of two long sums) */
+			if (fabs(want) >= big && fabs(got[j]) >= big && signbit(want) == signbit(got[j]))
+				continue;
+
 			if (isnan(got[j]) && !isnan(want))
 				p->nan[k] = 1;
 			if (p->init && got[j] == p->init[e0 + j] &&
 			    fabs(want - got[j]) > ulps * fmax(fabs(want), fabs(got[j])))
 				p->nan[k] = 1;
 			num += (got[j] - want) * (got[j] - want);
-			den += want * want;
+			den += isinf(want) ? 0 : want * want;   /* an overflow the kernel missed: an infinite error, not inf / inf */
 		}
 		p->num[k] = num;
 		p->den[k] = den;
@@ -436,11 +468,11 @@ rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRun
 			    (s = rt_compare(a->dtype, a->numel, a->packed, a->host, a->init, &r->rel_err[i], &unwritten)) ==
 			    WSF_OK) {
 				r->unwritten[i] = unwritten;
-				r->tolerance[i] = tolerance(a->dtype);
+				r->tolerance[i] = output_tolerance(f, a->dtype);
 				/* a signal consumer computes from stored values: their rounding is in its outputs too */
 				for (int q = 0; f->out[i].consumer && q < f->nout; q++)
-					if (!f->out[q].consumer && tolerance(f->out[q].dtype) > r->tolerance[i])
-						r->tolerance[i] = tolerance(f->out[q].dtype);
+					if (!f->out[q].consumer && output_tolerance(f, f->out[q].dtype) > r->tolerance[i])
+						r->tolerance[i] = output_tolerance(f, f->out[q].dtype);
 				if (r->unwritten[i] || !(r->rel_err[i] <= r->tolerance[i]))
 					r->passed = 0;
 			}

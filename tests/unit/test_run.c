@@ -87,6 +87,43 @@ compare_errors_and_poison(void **state)
 }
 
 /*
+ * rt_compare of an f16 output past its range: where the reference rounds
+ * to infinity (or to 65504) and the kernel's value did too, the same sign,
+ * the element agrees and leaves the norms (a product of two long sums
+ * overflows f16 on both sides); a finite value where the reference
+ * overflowed, or the other sign, is an infinite error.
+ */
+static void
+compare_overflow(void **state)
+{
+	uint16_t *got = malloc(N * sizeof *got);
+	double *want = malloc(N * sizeof *want), *back = malloc(N * sizeof *back), err;
+	bool unwritten;
+	int64_t i;
+
+	(void)state;
+	for (i = 0; i < N; i++)
+		want[i] = i % 7 == 0 ? 1e6 * (i % 2 ? -1 : 1) : i % 11 == 0 ? 65510.0 : sin((double)i) * 100;
+	for (i = 0; i < N; i++)
+		back[i] = i % 7 == 0 ? want[i] * 2 : want[i];   /* the kernel's sums, larger still: the same infinities */
+	rt_pack(DT_F16, back, N, got);
+	assert_int_equal(rt_compare(DT_F16, N, got, want, NULL, &err, &unwritten), WSF_OK);
+	assert_true(err < 1e-3);
+	assert_false(unwritten);
+	back[7] = -back[7];   /* the other infinity */
+	rt_pack(DT_F16, back, N, got);
+	assert_int_equal(rt_compare(DT_F16, N, got, want, NULL, &err, &unwritten), WSF_OK);
+	assert_true(isinf(err));
+	back[7] = 100.0;      /* finite where the reference overflowed */
+	rt_pack(DT_F16, back, N, got);
+	assert_int_equal(rt_compare(DT_F16, N, got, want, NULL, &err, &unwritten), WSF_OK);
+	assert_true(isinf(err));
+	free(got);
+	free(want);
+	free(back);
+}
+
+/*
  * rt_compare of an accumulating output (INIT): an element still at its
  * value before the launch is unwritten where the sum is more than 4 ulps
  * from it, and a written one, or one whose sum rounds to it, is not.
@@ -125,6 +162,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(fill_is_deterministic_and_rounded),
 		cmocka_unit_test(compare_errors_and_poison),
+		cmocka_unit_test(compare_overflow),
 		cmocka_unit_test(compare_accumulated),
 	};
 
