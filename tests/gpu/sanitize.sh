@@ -95,7 +95,9 @@ for spec in "tests/gpu/specs/relu_chain.yaml -D N=300001" "tests/gpu/specs/relu_
 	"tests/gpu/specs/gemm_carry.yaml -D M=2048 -D N=4096 -D K=64" "tests/gpu/specs/gemm_carry.yaml -D M=3000 -D N=3000 -D K=128" \
 	"tests/gpu/specs/gemm_carry_f16.yaml" "tests/gpu/specs/gemm_carry_256.yaml -D M=1024 -D N=1024 -D K=64" \
 	"tests/gpu/specs/gemm_carry_f32.yaml -D M=1000 -D N=1000 -D K=136" \
-	"tests/gpu/specs/gemm_carry_bias.yaml -D M=2048 -D N=4096 -D K=64"; do
+	"tests/gpu/specs/gemm_carry_bias.yaml -D M=2048 -D N=4096 -D K=64" \
+	"tests/gpu/specs/gemm_ring_odd_cluster.yaml" "tests/gpu/specs/gemm_pingpong_stage1.yaml" \
+	"tests/gpu/specs/gemm_pingpong_stage1_cluster.yaml"; do
 	[ -z "$only" ] || echo "$spec" | grep -Eq "$only" || continue
 	for tool in memcheck racecheck synccheck; do
 		# shellcheck disable=SC2086
