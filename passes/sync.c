@@ -18,6 +18,9 @@
  *     and read by one (async proxy): fence.proxy.async and a barrier before
  *     the store; a copy rewritten while a store may still read it: the
  *     issuing thread waits with bulk.wait_group.read N, then a barrier;
+ *     a loop whose counter names the copies and whose runs are not whole
+ *     rings (a tile's 3 subtiles over 2 copies) waits for every store's
+ *     reads once before each run, as its counter restarts (restart_wait);
  *     the global data the stores write is waited for (bulk.wait_group 0,
  *     no .read) where the kernel or role ends, and before a signal
  *     publishes it (ST_SIGNAL: bulk.wait_group N, no .read, N the groups
@@ -41,7 +44,8 @@
  *     iterations ago completed.  Ping-pong consumers read every other
  *     tile's stages, so a warpgroup releases only its own: the k-step
  *     before (from the second), and the tile's last after the k loop's
- *     mma.wait_group 0 (pingpong_last); all S stages start empty.  An
+ *     mma.wait_group 0 (pingpong_last), or on one stage each k-step its own
+ *     after its wait; all S stages start empty.  An
  *     epilogue loop releases nothing inside; when its pipeline runs again
  *     (it sits in another loop), one barrier after it releases the stages
  *     it read.
@@ -1254,13 +1258,12 @@ static void
 walk_loop(Sync *y, Frame *fr, State *st, Stmt *block, int *j, const Cb *outer)
 {
 	Comp *c = y->c;
-	Stmt *loop;
+	Stmt *loop = block->body[*j];
 	State *entry = arena_alloc(c->arena, sizeof *entry), *run = arena_alloc(c->arena, sizeof *run);
 	Cb here = {0}, *cb = NULL;
 	bool was_dry = y->dry;
 	int per_bulk, per_mma;
 
-	loop = block->body[*j];
 	if (loop->cb && loop->cb->part != CB_PROLOGUE) {
 		here.cb = loop->cb;
 		here.lin = loop->lin ? loop->lin : ex_var(c, loop->var);
