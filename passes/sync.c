@@ -749,6 +749,13 @@ mma_reads_stage(const Kernel *k, const Stmt *s, int full)
 	return false;
 }
 
+/* Does pipeline INFO's mma wait in the k loop (wait_group S - 1 - P) leave no mma in flight (one stage)? */
+static bool
+drains_each_step(const CbInfo *info)
+{
+	return info->stages - 1 - info->prefetch <= 0;
+}
+
 /*
  * Releases the stage BODY (an iteration of pipeline CB) read, where its reads
  * complete: after the last synchronous reader, or after the mma wait that
@@ -792,7 +799,7 @@ release_stage(Sync *y, Stmt *body, const Cb *cb, State *st)
 		if (!async && body->body[last]->kind == ST_COMPUTE && body->body[last]->flag)
 			return;  /* the compute's own barrier releases the stage */
 		rel = barrier(c, "release the stage: the next load refills it");
-	} else if (y->k->pingpong && body->kind == ST_LOOP && !body->cb && S - 1 - info->prefetch <= 0) {
+	} else if (y->k->pingpong && body->kind == ST_LOOP && !body->cb && drains_each_step(info)) {
 		/*
 		 * Ping-pong whose wait above leaves no mma in flight (one stage): the
 		 * k-step's own stage, now, for the producer cannot load the next
@@ -848,7 +855,7 @@ pingpong_last(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop, const C
 	w->n = 0;
 	w->comment = "this tile's mmas are done: the accumulator is complete, its last stage free";
 	st_insert(c, block, at++, w);
-	if (S - 1 - outer->cb->prefetch <= 0) {   /* its k loop released every k-step (release_stage) */
+	if (drains_each_step(outer->cb)) {   /* its k loop released every k-step (release_stage) */
 		*j = at - 1;
 		return;
 	}
