@@ -325,6 +325,16 @@ diag_warn(Comp *c, Pos p, const char *fmt, ...)
 	va_end(ap);
 }
 
+void
+diag_note(Comp *c, Pos p, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	report(c, WSF_SEV_NOTE, p, fmt, ap);
+	va_end(ap);
+}
+
 int
 diag_internal(Comp *c, const char *who, const char *fmt, ...)
 {

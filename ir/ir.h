@@ -153,8 +153,9 @@ typedef struct Comp {
 /* Reports an error at P (P.line 0: no position); always returns -1. */
 int diag_error(Comp *c, Pos p, const char *fmt, ...) PRINTF_LIKE(3, 4);
 int diag_verror(Comp *c, Pos p, const char *fmt, va_list ap);
-/* Reports a warning or note the same way. */
+/* Reports a warning, or a note, the same way. */
 void diag_warn(Comp *c, Pos p, const char *fmt, ...) PRINTF_LIKE(3, 4);
+void diag_note(Comp *c, Pos p, const char *fmt, ...) PRINTF_LIKE(3, 4);
 /* An internal error: a broken invariant, named by pass and what broke. */
 int diag_internal(Comp *c, const char *who, const char *fmt, ...) PRINTF_LIKE(3, 4);
 /*

@@ -162,14 +162,15 @@ rt_fill_random(Dtype dt, int64_t n, uint64_t seed, double lo, double hi, void *p
 	rt_par_for((n + CHUNK - 1) / CHUNK, 16, fill_range, &p);
 }
 
-/* Comparing one output (rt_compare): a sum of squares per chunk, and whether a value is unwritten. */
+/* Comparing one output (rt_compare): a sum of squares per chunk, and its unwritten values. */
 typedef struct Compare {
 	Dtype dt;
 	int64_t n;
 	const void *packed;
 	const double *want, *init;
+	double floor;           /* an accumulated value at its init is unwritten only this far from WANT */
 	double *num, *den;      /* per chunk: sum of (got - want)^2, of want^2 */
-	unsigned char *nan;     /* per chunk: a NaN where the reference has none */
+	int64_t *miss, *first;  /* per chunk: unwritten values (rt_compare), the first one's index */
 } Compare;
 
 static void
@@ -189,6 +190,7 @@ compare_range(void *ctx, int64_t lo, int64_t hi)
 		int64_t e0 = k * CHUNK, n = p->n - e0 < CHUNK ? p->n - e0 : CHUNK, j;
 		double num = 0, den = 0;
 
+		p->first[k] = -1;
 		rt_unpack(p->dt, (const char *)p->packed + (size_t)e0 * size, (size_t)n, got);
 		for (j = 0; j < n; j++) {
 			double want = rt_round(p->dt, p->want[e0 + j]);
@@ -197,11 +199,12 @@ compare_range(void *ctx, int64_t lo, int64_t hi)
 			if (fabs(want) >= big && fabs(got[j]) >= big && signbit(want) == signbit(got[j]))
 				continue;
 
-			if (isnan(got[j]) && !isnan(want))
-				p->nan[k] = 1;
-			if (p->init && got[j] == p->init[e0 + j] &&
-			    fabs(want - got[j]) > ulps * fmax(fabs(want), fabs(got[j])))
-				p->nan[k] = 1;
+			if ((isnan(got[j]) && !isnan(want)) ||
+			    (p->init && got[j] == p->init[e0 + j] &&
+			     fabs(want - got[j]) > fmax(ulps * fmax(fabs(want), fabs(got[j])), p->floor))) {
+				if (p->miss[k]++ == 0)
+					p->first[k] = e0 + j;
+			}
 			num += (got[j] - want) * (got[j] - want);
 			den += isinf(want) ? 0 : want * want;   /* an overflow the kernel missed: an infinite error, not inf / inf */
 		}
@@ -211,31 +214,40 @@ compare_range(void *ctx, int64_t lo, int64_t hi)
 }
 
 WsfStatus
-rt_compare(Dtype dt, int64_t n, const void *packed, const double *want, const double *init, double *rel_err,
-           bool *unwritten)
+rt_compare(Dtype dt, int64_t n, const void *packed, const double *want, const double *init, double floor,
+           double *rel_err, RtMiss *miss)
 {
 	int64_t nchunks = (n + CHUNK - 1) / CHUNK, k;
-	Compare p = {dt, n, packed, want, init, calloc((size_t)nchunks + 1, sizeof *p.num),
-	             calloc((size_t)nchunks + 1, sizeof *p.den), calloc((size_t)nchunks + 1, 1)};
+	Compare p = {dt, n, packed, want, init, floor, calloc((size_t)nchunks + 1, sizeof *p.num),
+	             calloc((size_t)nchunks + 1, sizeof *p.den), calloc((size_t)nchunks + 1, sizeof *p.miss),
+	             calloc((size_t)nchunks + 1, sizeof *p.first)};
 	double num = 0, den = 0;
 
-	*unwritten = false;
-	if (!p.num || !p.den || !p.nan) {
+	*miss = (RtMiss){0, -1, 0, 0};
+	if (!p.num || !p.den || !p.miss || !p.first) {
 		free(p.num);
 		free(p.den);
-		free(p.nan);
+		free(p.miss);
+		free(p.first);
 		return WSF_ERR_NOMEM;
 	}
 	rt_par_for(nchunks, 16, compare_range, &p);
 	for (k = 0; k < nchunks; k++) {  /* in chunk order: the same sums on any number of threads */
 		num += p.num[k];
 		den += p.den[k];
-		*unwritten |= p.nan[k] != 0;
+		if (p.miss[k] && miss->count == 0)
+			miss->first = p.first[k];
+		miss->count += p.miss[k];
+	}
+	if (miss->count) {   /* the first unwritten value, as the note names it */
+		rt_unpack(dt, (const char *)packed + (size_t)miss->first * dtype_info[dt].bytes, 1, &miss->got);
+		miss->want = rt_round(dt, want[miss->first]);
 	}
 	*rel_err = den > 0 ? sqrt(num / den) : sqrt(num);
 	free(p.num);
 	free(p.den);
-	free(p.nan);
+	free(p.miss);
+	free(p.first);
 	return WSF_OK;
 }
 
@@ -276,6 +288,36 @@ check_flags(Comp *c, Driver *d, const Launch *l, CUdeviceptr flags, int64_t tile
 	}
 	free(w);
 	return s;
+}
+
+/*
+ * A note that names where output A was left unwritten: how many of its
+ * values, the first one's index in its shape, its value and the
+ * reference's (and, accumulating, what it held before the launch).
+ */
+static void
+note_miss(Comp *c, const Fusion *f, const Arg *a, const RtMiss *m)
+{
+	const Tensor *x = &f->tensor[a->tensor];
+	char got[NUM_MAX], want[NUM_MAX], held[NUM_MAX] = "";
+	int64_t idx[MAX_RANK], rest = m->first;
+	Buf at;
+	int j;
+
+	for (j = x->rank - 1; j >= 0; j--) {   /* row-major: the last dim varies fastest */
+		idx[j] = a->shape[j] > 0 ? rest % a->shape[j] : 0;
+		rest = a->shape[j] > 0 ? rest / a->shape[j] : 0;
+	}
+	buf_init(&at, c->arena);
+	for (j = 0; j < x->rank; j++)
+		buf_printf(&at, j ? ", %lld" : "%lld", (long long)idx[j]);
+	num_snprintf(got, sizeof got, "%.6g", m->got);
+	num_snprintf(want, sizeof want, "%.6g", m->want);
+	if (a->init)
+		num_snprintf(held, sizeof held, "%.6g", a->init[m->first]);
+	diag_note(c, x->pos, "output '%s': %lld of %lld values not written; the first at [%s]: %s, the reference %s%s%s",
+	          x->name, (long long)m->count, (long long)a->numel, buf_str(&at), got, want,
+	          a->init ? ", before the launch " : "", held);
 }
 
 /*
@@ -460,15 +502,20 @@ rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRun
 		for (i = 0; i < f->nout && s == WSF_OK; i++) {
 			Arg *a = &arg[f->ninput + i];
 			size_t bytes = (size_t)a->numel * dtype_info[a->dtype].bytes;
-			bool unwritten = false;
+			double sq = 0;
+			RtMiss miss;
 
-			for (int64_t e = 0; a->init && e < a->numel; e++)   /* an accumulating output: what it held, plus */
+			r->tolerance[i] = output_tolerance(f, a->dtype);
+			for (int64_t e = 0; a->init && e < a->numel; e++) {   /* an accumulating output: what it held, plus */
+				sq += a->host[e] * a->host[e];
 				a->host[e] += a->init[e];
+			}
 			if ((s = rt_check(c, d, d->cuMemcpyDtoH(a->packed, a->dev, bytes), "cuMemcpyDtoH")) == WSF_OK &&
-			    (s = rt_compare(a->dtype, a->numel, a->packed, a->host, a->init, &r->rel_err[i], &unwritten)) ==
-			    WSF_OK) {
-				r->unwritten[i] = unwritten;
-				r->tolerance[i] = output_tolerance(f, a->dtype);
+			    (s = rt_compare(a->dtype, a->numel, a->packed, a->host, a->init,
+			                    r->tolerance[i] * sqrt(sq / (double)a->numel), &r->rel_err[i], &miss)) == WSF_OK) {
+				r->unwritten[i] = miss.count > 0;
+				if (miss.count)
+					note_miss(c, f, a, &miss);
 				/* a signal consumer computes from stored values: their rounding is in its outputs too */
 				for (int q = 0; f->out[i].consumer && q < f->nout; q++)
 					if (!f->out[q].consumer && output_tolerance(f, f->out[q].dtype) > r->tolerance[i])

@@ -306,14 +306,22 @@ WsfStatus rt_loaded_driver(Comp *c, Loaded **state, Driver **d);
 void rt_fill_random(Dtype dt, int64_t n, uint64_t seed, double lo, double hi, void *packed, double *host);
 /*
  * The N values of DT in PACKED against WANT rounded to DT: *REL_ERR, the
- * norm of the difference over the norm of WANT; *UNWRITTEN, whether a value
- * is NaN where WANT is not (outputs are poisoned with NaN before a launch),
- * or, with INIT (an accumulating output's values before the launch, WANT
- * holding them plus the result), whether a value is still its INIT where
- * WANT is more than 4 units in the last place of DT away from it.
+ * norm of the difference over the norm of WANT; *MISS, the values left
+ * unwritten: NaN where WANT is not (outputs are poisoned with NaN before a
+ * launch), or, with INIT (an accumulating output's values before the launch,
+ * WANT holding them plus the result), still their INIT where WANT is more
+ * than 4 units in the last place of DT and more than FLOOR away from it.  A
+ * result within FLOOR of 0 (the check's tolerance times the results' RMS:
+ * an activation's far tail, which its fast forms round to 0) leaves a value
+ * as it was, written or not.
  */
+typedef struct RtMiss {
+	int64_t count;          /* unwritten values */
+	int64_t first;          /* the first one's index (-1: none) */
+	double got, want;       /* its value, and the reference's rounded to DT */
+} RtMiss;
 WsfStatus rt_compare(Dtype dt, int64_t n, const void *packed, const double *want, const double *init,
-                     double *rel_err, bool *unwritten);
+                     double floor, double *rel_err, RtMiss *miss);
 /*
  * Random arguments of L at the bound sizes on the GPU, drawn as rt_run
  * draws them (O's seed and scale; outputs poisoned), given to FN with

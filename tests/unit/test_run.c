@@ -60,28 +60,34 @@ compare_errors_and_poison(void **state)
 {
 	float *got = malloc(N * sizeof *got);
 	double *want = malloc(N * sizeof *want), err;
-	bool unwritten;
+	RtMiss miss;
 	int64_t i;
 
 	(void)state;
 	for (i = 0; i < N; i++)
 		want[i] = (double)(float)(sin((double)i) + 2.0);
 	rt_pack(DT_F32, want, N, got);
-	assert_int_equal(rt_compare(DT_F32, N, got, want, NULL, &err, &unwritten), WSF_OK);
+	assert_int_equal(rt_compare(DT_F32, N, got, want, NULL, 0, &err, &miss), WSF_OK);
 	assert_true(err == 0.0);
-	assert_false(unwritten);
+	assert_int_equal(miss.count, 0);
 	for (i = 0; i < N; i++)
 		got[i] = (float)(want[i] * (1.0 + 1e-4));
-	assert_int_equal(rt_compare(DT_F32, N, got, want, NULL, &err, &unwritten), WSF_OK);
+	assert_int_equal(rt_compare(DT_F32, N, got, want, NULL, 0, &err, &miss), WSF_OK);
 	assert_true(fabs(err - 1e-4) < 1e-6);
-	assert_false(unwritten);
+	assert_int_equal(miss.count, 0);
 	rt_pack(DT_F32, want, N, got);
 	memset(&got[N - 1], 0xff, sizeof got[0]);  /* the last element of the short last chunk kept the poison */
-	assert_int_equal(rt_compare(DT_F32, N, got, want, NULL, &err, &unwritten), WSF_OK);
-	assert_true(unwritten);
+	memset(&got[N / 3], 0xff, sizeof got[0]);  /* and one in another chunk: the note names the first */
+	assert_int_equal(rt_compare(DT_F32, N, got, want, NULL, 0, &err, &miss), WSF_OK);
+	assert_int_equal(miss.count, 2);
+	assert_int_equal(miss.first, N / 3);
+	assert_true(isnan(miss.got));
+	assert_true(miss.want == want[N / 3]);
+	rt_pack(DT_F32, want, N, got);
+	memset(&got[N - 1], 0xff, sizeof got[0]);
 	want[N - 1] = NAN;  /* where the reference is NaN too, a NaN is no sign of an unwritten element */
-	assert_int_equal(rt_compare(DT_F32, N, got, want, NULL, &err, &unwritten), WSF_OK);
-	assert_false(unwritten);
+	assert_int_equal(rt_compare(DT_F32, N, got, want, NULL, 0, &err, &miss), WSF_OK);
+	assert_int_equal(miss.count, 0);
 	free(got);
 	free(want);
 }
@@ -98,7 +104,7 @@ compare_overflow(void **state)
 {
 	uint16_t *got = malloc(N * sizeof *got);
 	double *want = malloc(N * sizeof *want), *back = malloc(N * sizeof *back), err;
-	bool unwritten;
+	RtMiss miss;
 	int64_t i;
 
 	(void)state;
@@ -107,16 +113,16 @@ compare_overflow(void **state)
 	for (i = 0; i < N; i++)
 		back[i] = i % 7 == 0 ? want[i] * 2 : want[i];   /* the kernel's sums, larger still: the same infinities */
 	rt_pack(DT_F16, back, N, got);
-	assert_int_equal(rt_compare(DT_F16, N, got, want, NULL, &err, &unwritten), WSF_OK);
+	assert_int_equal(rt_compare(DT_F16, N, got, want, NULL, 0, &err, &miss), WSF_OK);
 	assert_true(err < 1e-3);
-	assert_false(unwritten);
+	assert_int_equal(miss.count, 0);
 	back[7] = -back[7];   /* the other infinity */
 	rt_pack(DT_F16, back, N, got);
-	assert_int_equal(rt_compare(DT_F16, N, got, want, NULL, &err, &unwritten), WSF_OK);
+	assert_int_equal(rt_compare(DT_F16, N, got, want, NULL, 0, &err, &miss), WSF_OK);
 	assert_true(isinf(err));
 	back[7] = 100.0;      /* finite where the reference overflowed */
 	rt_pack(DT_F16, back, N, got);
-	assert_int_equal(rt_compare(DT_F16, N, got, want, NULL, &err, &unwritten), WSF_OK);
+	assert_int_equal(rt_compare(DT_F16, N, got, want, NULL, 0, &err, &miss), WSF_OK);
 	assert_true(isinf(err));
 	free(got);
 	free(want);
@@ -126,14 +132,15 @@ compare_overflow(void **state)
 /*
  * rt_compare of an accumulating output (INIT): an element still at its
  * value before the launch is unwritten where the sum is more than 4 ulps
- * from it, and a written one, or one whose sum rounds to it, is not.
+ * and more than the floor from it, and a written one, or one whose sum
+ * rounds to it, is not.
  */
 static void
 compare_accumulated(void **state)
 {
 	float *got = malloc(N * sizeof *got);
 	double *want = malloc(N * sizeof *want), *init = malloc(N * sizeof *init), err;
-	bool unwritten;
+	RtMiss miss;
 	int64_t i;
 
 	(void)state;
@@ -142,15 +149,26 @@ compare_accumulated(void **state)
 		want[i] = init[i] + (double)(float)(sin((double)i) + 2.0);
 	}
 	rt_pack(DT_F32, want, N, got);
-	assert_int_equal(rt_compare(DT_F32, N, got, want, init, &err, &unwritten), WSF_OK);
+	assert_int_equal(rt_compare(DT_F32, N, got, want, init, 0, &err, &miss), WSF_OK);
 	assert_true(err < 1e-7);
-	assert_false(unwritten);
+	assert_int_equal(miss.count, 0);
 	got[N / 2] = (float)init[N / 2];   /* one element the kernel never added to */
-	assert_int_equal(rt_compare(DT_F32, N, got, want, init, &err, &unwritten), WSF_OK);
-	assert_true(unwritten);
+	assert_int_equal(rt_compare(DT_F32, N, got, want, init, 0, &err, &miss), WSF_OK);
+	assert_int_equal(miss.count, 1);
+	assert_int_equal(miss.first, N / 2);
+	assert_true(miss.got == init[N / 2] && miss.want == (double)(float)want[N / 2]);
 	want[N / 2] = init[N / 2] * (1 + 0x1p-24);   /* its sum rounds to what it held: no sign */
-	assert_int_equal(rt_compare(DT_F32, N, got, want, init, &err, &unwritten), WSF_OK);
-	assert_false(unwritten);
+	assert_int_equal(rt_compare(DT_F32, N, got, want, init, 0, &err, &miss), WSF_OK);
+	assert_int_equal(miss.count, 0);
+	init[N / 2] = got[N / 2] = 1e-4f;   /* a tiny value plus an activation's far tail (gelu(-6) in f32: 0) */
+	want[N / 2] = init[N / 2] - 5.9e-9;
+	assert_int_equal(rt_compare(DT_F32, N, got, want, init, 0, &err, &miss), WSF_OK);
+	assert_int_equal(miss.count, 1);
+	assert_int_equal(rt_compare(DT_F32, N, got, want, init, 1e-8, &err, &miss), WSF_OK);   /* within the floor */
+	assert_int_equal(miss.count, 0);
+	want[N / 2] = init[N / 2] - 2e-8;   /* past it: unwritten */
+	assert_int_equal(rt_compare(DT_F32, N, got, want, init, 1e-8, &err, &miss), WSF_OK);
+	assert_int_equal(miss.count, 1);
 	free(got);
 	free(want);
 	free(init);
