@@ -290,34 +290,28 @@ check_flags(Comp *c, Driver *d, const Launch *l, CUdeviceptr flags, int64_t tile
 	return s;
 }
 
-/*
- * A note that names where output A was left unwritten: how many of its
- * values, the first one's index in its shape, its value and the
- * reference's (and, accumulating, what it held before the launch).
- */
-static void
-note_miss(Comp *c, const Fusion *f, const Arg *a, const RtMiss *m)
+void
+rt_note_miss(Comp *c, const Tensor *x, const int64_t *shape, int64_t numel, const RtMiss *m, const double *init)
 {
-	const Tensor *x = &f->tensor[a->tensor];
 	char got[NUM_MAX], want[NUM_MAX], held[NUM_MAX] = "";
 	int64_t idx[MAX_RANK], rest = m->first;
 	Buf at;
 	int j;
 
 	for (j = x->rank - 1; j >= 0; j--) {   /* row-major: the last dim varies fastest */
-		idx[j] = a->shape[j] > 0 ? rest % a->shape[j] : 0;
-		rest = a->shape[j] > 0 ? rest / a->shape[j] : 0;
+		idx[j] = shape[j] > 0 ? rest % shape[j] : 0;
+		rest = shape[j] > 0 ? rest / shape[j] : 0;
 	}
 	buf_init(&at, c->arena);
 	for (j = 0; j < x->rank; j++)
 		buf_printf(&at, j ? ", %lld" : "%lld", (long long)idx[j]);
 	num_snprintf(got, sizeof got, "%.6g", m->got);
 	num_snprintf(want, sizeof want, "%.6g", m->want);
-	if (a->init)
-		num_snprintf(held, sizeof held, "%.6g", a->init[m->first]);
+	if (init)
+		num_snprintf(held, sizeof held, "%.6g", init[m->first]);
 	diag_note(c, x->pos, "output '%s': %lld of %lld values not written; the first at [%s]: %s, the reference %s%s%s",
-	          x->name, (long long)m->count, (long long)a->numel, buf_str(&at), got, want,
-	          a->init ? ", before the launch " : "", held);
+	          x->name, (long long)m->count, (long long)numel, buf_str(&at), got, want,
+	          init ? ", before the launch " : "", held);
 }
 
 /*
@@ -515,7 +509,7 @@ rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRun
 			                    r->tolerance[i] * sqrt(sq / (double)a->numel), &r->rel_err[i], &miss)) == WSF_OK) {
 				r->unwritten[i] = miss.count > 0;
 				if (miss.count)
-					note_miss(c, f, a, &miss);
+					rt_note_miss(c, &f->tensor[a->tensor], a->shape, a->numel, &miss, a->init);
 				/* a signal consumer computes from stored values: their rounding is in its outputs too */
 				for (int q = 0; f->out[i].consumer && q < f->nout; q++)
 					if (!f->out[q].consumer && output_tolerance(f, f->out[q].dtype) > r->tolerance[i])

@@ -323,6 +323,13 @@ typedef struct RtMiss {
 WsfStatus rt_compare(Dtype dt, int64_t n, const void *packed, const double *want, const double *init,
                      double floor, double *rel_err, RtMiss *miss);
 /*
+ * The note that names where output X (of SHAPE, NUMEL values) was left
+ * unwritten, at X's line: how many values, the first one's index in SHAPE,
+ * its value and the reference's, and with INIT (accumulating) what it held
+ * before the launch.
+ */
+void rt_note_miss(Comp *c, const Tensor *x, const int64_t *shape, int64_t numel, const RtMiss *m, const double *init);
+/*
  * Random arguments of L at the bound sizes on the GPU, drawn as rt_run
  * draws them (O's seed and scale; outputs poisoned), given to FN with
  * USER and freed when it returns.  Their driver is their own, not L's

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../../runtime/runtime.h"
+#include "comp_init.h"
 
 enum { N = 1000003 };  /* 245 chunks of 4096, the last one short */
 
@@ -174,6 +175,41 @@ compare_accumulated(void **state)
 	free(init);
 }
 
+/* The note of a check's unwritten values: the count, the first one's index in the shape, both values. */
+static const char *last_note;
+
+static void
+keep_note(void *user, WsfSeverity sev, const char *msg)
+{
+	(void)user;
+	if (sev == WSF_SEV_NOTE)
+		last_note = msg;
+}
+
+static void
+note_names_the_first(void **state)
+{
+	static const int64_t shape[2] = {4, 5};
+	double init[20] = {0};
+	Tensor x = {.name = "e1", .rank = 2, .pos = {.line = 8, .col = 11, .file = "spec.yaml"}};
+	RtMiss m = {2, 13, NAN, 0.5};
+	Comp c;
+
+	(void)state;
+	COMP_INIT(c);
+	c.diag = keep_note;
+	init[13] = 0.25;
+	rt_note_miss(&c, &x, shape, 20, &m, NULL);
+	assert_contains(last_note, "spec.yaml:8:11: note: output 'e1': 2 of 20 values not written; the first at [2, 3]: "
+	                           "nan, the reference 0.5");
+	assert_null(strstr(last_note, "before the launch"));
+	m.got = 0.25;
+	rt_note_miss(&c, &x, shape, 20, &m, init);   /* accumulating: what it held */
+	assert_contains(last_note, "the first at [2, 3]: 0.25, the reference 0.5, before the launch 0.25");
+	assert_int_equal(c.nerrors, 0);
+	arena_free(c.arena);
+}
+
 int
 main(void)
 {
@@ -182,6 +218,7 @@ main(void)
 		cmocka_unit_test(compare_errors_and_poison),
 		cmocka_unit_test(compare_overflow),
 		cmocka_unit_test(compare_accumulated),
+		cmocka_unit_test(note_names_the_first),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
