@@ -2,7 +2,8 @@
 """matmul_combos.py: random matmul specs, to hold the compiler to SPEC.md's promises over the hints' combinations.
 
 Each spec draws operand layouts (transposed A or B, batched A), one matmul or two sharing A (SwiGLU),
-an epilogue of 0 to 3 steps (a bias row, a column scale, a residual, an activation, a scalar), output
+or three sharing A (QKV), or two independent ones, an epilogue of 0 to 3 steps (a bias row, a column scale,
+a residual, which may arrive while the kernel runs, an activation, a scalar), output
 dtypes (accumulate or not, a second output), schedule hints (consumers, tile, stages, cluster, split_k,
 stream_k, swap_ab, persistent, signal, store) and sizes, ragged ones among them.
 
@@ -22,10 +23,15 @@ CAP = 0
 ACTS = ["relu", "silu", "sigmoid", "tanh", "gelu", "gelu_tanh"]
 
 
-def gen(rnd, name):
+def gen(rnd, more, name):
+    """A spec's text.  RND draws what the first version drew, in its order (a seed gives the specs it
+    gave); MORE, a stream of its own, what came later: three matmuls sharing A (QKV) or two independent
+    ones in place of one, and inputs that arrive while the kernel runs (wait: per_tile)."""
     lines, inputs, ops = [], [], []
     batched = rnd.random() < 0.12
     glu = rnd.random() < 0.15
+    form = more.random()
+    form = "" if glu else "qkv" if form < 0.07 else "two" if form < 0.14 else ""
     ta = rnd.random() < 0.12
     tb = rnd.random() < 0.8
     dt = rnd.choice(["bf16"] * 4 + ["f16"])
@@ -40,7 +46,17 @@ def gen(rnd, name):
         attrs.append("transpose_b: true")
     at = (", " + ", ".join(attrs)) if attrs else ""
     ops.append(f"{{out: y, op: matmul, in: [x, w]{at}}}")
-    cur = "y"
+    cur, extra = "y", []
+    if form == "qkv":   # two more matmuls of x, each its own output
+        for j in (2, 3):
+            inputs.append((f"w{j}", dt, wshape))
+            ops.append(f"{{out: y{j}, op: matmul, in: [x, w{j}]{at}}}")
+            extra.append(f"y{j}")
+    elif form == "two":   # a matmul of other operands, after the first in each tile
+        inputs.append(("x2", dt, bdim + (["K", "M"] if ta else ["M", "K"])))
+        inputs.append(("w2", dt, wshape))
+        ops.append(f"{{out: z, op: matmul, in: [x2, w2]{at}}}")
+        extra.append("z")
     if glu:
         inputs.append(("w2", dt, wshape))
         ops.append(f"{{out: y2, op: matmul, in: [x, w2]{at}}}")
@@ -59,7 +75,8 @@ def gen(rnd, name):
             inputs.append((f"c{n}", rnd.choice(["bf16", "f32"]), bdim + ["M", 1]))
             ops.append(f"{{out: {o}, op: mul, in: [{cur}, c{n}]}}")
         elif kind == "res":
-            inputs.append((f"r{n}", rnd.choice(["bf16", "bf16", "f16", "f32"]), bdim + ["M", "N"]))
+            inputs.append((f"r{n}", rnd.choice(["bf16", "bf16", "f16", "f32"]), bdim + ["M", "N"],
+                           ", wait: per_tile" if more.random() < 0.2 else ""))
             ops.append(f"{{out: {o}, op: add, in: [{cur}, r{n}]}}")
         elif kind == "scalar":
             ops.append(f"{{out: {o}, op: mul, in: [{cur}, 0.5]}}")
@@ -73,6 +90,7 @@ def gen(rnd, name):
     outs = [(cur, rnd.choice(["bf16", "bf16", "f16", "f32"]), rnd.random() < 0.06)]
     if rnd.random() < 0.1 and cur != "y" and not glu:
         outs.append(("y", rnd.choice(["bf16", "f32"]), False))
+    outs += [(e, more.choice(["bf16", "f16", "f32"]), False) for e in extra]
     sched = []
     r = rnd.random
     if r() < 0.3:
@@ -107,8 +125,8 @@ def gen(rnd, name):
     while CAP and sizes["M"] * sizes["N"] * sizes["K"] > CAP and sizes["K"] > 64:
         sizes["K"] = max(64, sizes["K"] // 2 // 8 * 8)
     t = [f"fusion: {name}", "sizes: {" + ", ".join(f"{k}: {v}" for k, v in sizes.items()) + "}", "inputs:"]
-    for nm, d, sh in inputs:
-        t.append(f"  {nm}: {{dtype: {d}, shape: [{', '.join(map(str, sh))}]}}")
+    for nm, d, sh, *attr in inputs:
+        t.append(f"  {nm}: {{dtype: {d}, shape: [{', '.join(map(str, sh))}]{''.join(attr)}}}")
     t.append("ops:")
     t += [f"  - {o}" for o in ops]
     t.append("outputs:")
@@ -125,10 +143,10 @@ def main():
         seed, count, d = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
         CAP = int(sys.argv[5]) if len(sys.argv) > 5 else 0
         os.makedirs(d, exist_ok=True)
-        rnd = random.Random(seed)
+        rnd, more = random.Random(seed), random.Random(f"more {seed}")
         for i in range(count):
             with open(os.path.join(d, f"c{i:04d}.yaml"), "w") as fp:
-                fp.write(gen(rnd, f"c{i:04d}"))
+                fp.write(gen(rnd, more, f"c{i:04d}"))
         return
     d, exe = sys.argv[2], sys.argv[3]
     emit = sys.argv[4] if len(sys.argv) > 4 else "cuda"
