@@ -430,7 +430,7 @@ typedef struct WsfRunReport {
 	int noutputs;
 	double rel_err[WSF_MAX_REPORT_OUTPUTS];   /* ||out - ref|| / ||ref|| per output */
 	double tolerance[WSF_MAX_REPORT_OUTPUTS]; /* the bound it was held to */
-	int unwritten[WSF_MAX_REPORT_OUTPUTS];    /* 1 if some element kept the poison value */
+	int unwritten[WSF_MAX_REPORT_OUTPUTS];    /* 1 if some element was left unwritten (a note names the first) */
 	int passed;         /* every output within tolerance and written */
 	double ms;          /* median time of one launch, bench only */
 	double bytes;       /* bytes the kernel must move: inputs read once, outputs written once */
@@ -445,7 +445,10 @@ typedef struct WsfRunReport {
  * random arguments of the run's sizes, so that the run checks and times the
  * kernel chosen (wsf_kernel_tuned).  WSF_ERR_NO_GPU when no CUDA device is usable.
  * The report is filled as far as the run got.  A failed check is WSF_OK with
- * report->passed == 0.
+ * report->passed == 0; an output left unwritten in places (still poisoned, or,
+ * accumulating, still its value before the launch where the result is more
+ * than the tolerance times the results' RMS) also gets a note, at the line of
+ * the op that makes it, with how many and the first one's index and values.
  */
 WsfStatus wsf_kernel_run(WsfContext *ctx, WsfKernel *k, const WsfRunOptions *opts,
                          WsfRunReport *report);
