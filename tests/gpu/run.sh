@@ -8,7 +8,8 @@
 # this version cannot build yet is counted as skipped.  Without a GPU (nvidia-smi
 # missing, failing or listing none) it prints "skipped: no GPU" and exits 0.
 # GPU_TIMEOUT (seconds, default 300) bounds each run; SWEEP names another
-# sweep file (default: tests/gpu/sweep.txt).  With torch importable it also runs
+# sweep file (default: tests/gpu/sweep.txt); GPU_JOBS (default 8) runs that
+# many of these cases at a time on the one GPU (cases.sh; 1: one by one).  With torch importable it also runs
 # ragged_row.py (single rows through the python binding), tile_consumer.py
 # (the per-tile signal's consumer role inside the kernel, under late stores),
 # pdl_chain.py (kernels back to back under programmatic dependent launch),
@@ -36,7 +37,7 @@ if ! gpus=$(nvidia-smi -L 2>/dev/null) || ! grep -q '^GPU ' <<<"$gpus"; then
 fi
 [ -x "$b/wsfuse" ] || { echo "FAIL $b/wsfuse: not built"; echo "0 passed, 1 failed"; exit 1; }
 out=$(mktemp) || exit 1
-trap 'rm -f "$out" "$out.spec-md.yaml"' EXIT
+trap 'rm -f "$out" "$out.list" "$out.list.yaml" "$out.cases"' EXIT
 pass=0 fail=0 skip=0
 
 # check SPEC [ARGS...]: one `wsfuse run --check` case
@@ -58,23 +59,13 @@ check() {
 	fi
 }
 
-for y in examples/*.yaml; do
-	[ -f "$y" ] && check "$y"
-done
-# the opening example of docs/spec.md runs as it is
-awk '/^```yaml$/ { f = 1; next } f && /^```$/ { exit } f' docs/spec.md >"$out.spec-md.yaml"
-check "$out.spec-md.yaml"
-sweep=${SWEEP:-$here/sweep.txt}
-if [ -f "$sweep" ]; then
-	set -f  # the sweep's words are not globs
-	while IFS= read -r line; do
-		line=${line%%#*}
-		[ -n "${line// /}" ] || continue
-		# shellcheck disable=SC2086
-		check $line
-	done <"$sweep"
-	set +f
-fi
+# the examples, docs/spec.md's opening example and the sweep's lines
+# (cases.sh), GPU_JOBS at a time
+. "$here/cases.sh"
+gpu_cases "$b" "${GPU_JOBS:-8}" . "$out.list" "$out.cases" show
+pass=$cases_pass fail=$cases_fail skip=$cases_skip
+rm -f "$out.list" "$out.cases"
+
 # the CLI's measured choice: `run --check --tune` into an empty cache folder
 # times the candidates, checks the kernel chosen and says which (a line
 # `tune NAME: CHOICE`), and leaves the record under tune/; a second run reads
