@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034 # cases_* are the caller's
 # cases.sh: sourced by run.sh and psweep.sh.  The GPU cases of record: every
 # example, the opening example of docs/spec.md, and each line of the sweep file
 # (SWEEP, default tests/gpu/sweep.txt: `SPEC [-D NAME=VALUE]... [flags]`, '#'

@@ -13,6 +13,7 @@ if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then echo "skipped: no GPU"; e
 [ -x "$b/wsfuse" ] || { echo "FAIL $b/wsfuse: not built"; exit 1; }
 list=$(mktemp) && log=${LOG:-$(mktemp)} || exit 1
 trap 'rm -f "$list" "$list.yaml"' EXIT
+# shellcheck source=tests/gpu/cases.sh
 . "$here/cases.sh"
 gpu_cases "$b" "${2:-8}" "${3:-.}" "$list" "$log"
 grep -A5 '^FAIL' "$log"

@@ -61,6 +61,7 @@ check() {
 
 # the examples, docs/spec.md's opening example and the sweep's lines
 # (cases.sh), GPU_JOBS at a time
+# shellcheck source=tests/gpu/cases.sh
 . "$here/cases.sh"
 gpu_cases "$b" "${GPU_JOBS:-8}" . "$out.list" "$out.cases" show
 pass=$cases_pass fail=$cases_fail skip=$cases_skip
@@ -182,4 +183,4 @@ else
 	echo "skipped gpu: $here/ragged_row.py, $here/tile_consumer.py, $here/pdl_chain.py, $here/launch_path.py, $here/tune.py, $here/stream_k.py, $here/gemm_rs.py, $here/ag_gemm.py, examples/distributed/gemm_reduce_scatter.py, examples/distributed/ag_gemm.py, tests/python/test_torch.py: no torch"
 fi
 echo "$pass passed, $fail failed, $skip skipped"
-[ $fail = 0 ]
+[ "$fail" = 0 ]
