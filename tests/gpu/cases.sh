@@ -27,8 +27,9 @@ gpu_case() {
 # gpu_cases BUILD JOBS PATTERN SCRATCH LOG [show]: the cases whose line
 # matches PATTERN (grep -E), JOBS at a time.  The list goes to the file
 # SCRATCH and the spec.md example to SCRATCH.yaml (the caller removes
-# them); LOG receives every case's lines in the order they end (with show, standard
-# output too, as they end).  Sets cases_pass, cases_fail and cases_skip.
+# them); LOG receives every case's lines in the order they end (with show,
+# standard output too, as they end).  Sets cases_pass, cases_fail and
+# cases_skip.
 gpu_cases() {
 	local b=$1 jobs=$2 pattern=$3 scratch=$4 log=$5 show=${6:-} here=${BASH_SOURCE[0]%/*}
 	local sweep=${SWEEP:-$here/sweep.txt}
@@ -39,11 +40,10 @@ gpu_cases() {
 	  [ ! -f "$sweep" ] || sed 's/#.*//' "$sweep" | grep -v '^ *$'; } | grep -E -- "$pattern" >"$scratch"
 	export -f gpu_case
 	export GPU_BUILD=$b
-	set -f   # the sweep's words are not globs
+	# each case in a shell of its own, where the line's words are not globs
 	# shellcheck disable=SC2016 # $1 is the inner shell's
-	tr '\n' '\0' <"$scratch" | xargs -0 -P "$jobs" -I{} bash -c 'gpu_case "$1"' _ {} 2>&1 |
+	tr '\n' '\0' <"$scratch" | xargs -0 -P "$jobs" -I{} bash -c 'set -f; gpu_case "$1"' _ {} 2>&1 |
 		if [ -n "$show" ]; then tee "$log"; else cat >"$log"; fi
-	set +f
 	rm -f "$scratch.yaml"
 	cases_pass=$(grep -c '^ok' "$log")
 	cases_fail=$(grep -c '^FAIL' "$log")
