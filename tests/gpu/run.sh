@@ -11,7 +11,8 @@
 # sweep file (default: tests/gpu/sweep.txt); GPU_JOBS (default 8) runs that
 # many of these cases at a time on the one GPU (cases.sh; 1: one by one).
 # With torch importable it also runs ragged_row.py (single rows through the
-# python binding), tile_consumer.py (the per-tile signal's consumer role inside the kernel, under late stores),
+# python binding), tile_consumer.py (the per-tile signal's consumer role
+# inside the kernel, under late stores),
 # pdl_chain.py (kernels back to back under programmatic dependent launch),
 # launch_path.py (the binding's fast path and the tensor maps kept between launches),
 # tune.py (the measured choice: candidates timed at the first launch, the record read back),
