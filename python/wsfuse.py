@@ -20,7 +20,7 @@ import os
 import sys
 from ctypes import POINTER, c_char_p, c_int, c_int64, c_size_t, c_void_p
 
-__all__ = ["Error", "Context", "Kernel", "load", "version", "torch_op"]
+__all__ = ["Error", "Context", "Kernel", "load", "version", "environment", "torch_op"]
 
 DTYPES = {1: "f32", 2: "f16", 3: "bf16", 4: "fp8e4m3", 5: "fp8e5m2"}   # WsfDtype -> spec name
 _TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16",
@@ -39,6 +39,55 @@ class _SignalLayout(ctypes.Structure):
     _fields_ = [("flags", c_int64), ("tile_rows", ctypes.c_int), ("tile_cols", ctypes.c_int),
                 ("row_tiles", c_int64), ("col_tiles", c_int64), ("batch", c_int64),
                 ("view_rows", c_int64), ("view_cols", c_int64), ("waits", ctypes.c_int), ("wait_words", c_int64)]
+
+
+class _KernelStats(ctypes.Structure):
+    """struct WsfKernelStats."""
+    _fields_ = [(n, c_int) for n in ("threads", "smem_dynamic", "smem_static", "registers", "spill_stores",
+                                     "spill_loads", "stack_bytes", "ctas_per_sm", "persistent")] + \
+        [("tiles", c_int64), ("grid", c_int64), ("cluster", c_int), ("workspace", c_int)]
+
+
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+_INT32 = (-(1 << 31), (1 << 31) - 1)
+_UINT32 = (0, (1 << 32) - 1)
+_UINTPTR = (0, (1 << 64) - 1)
+
+
+def _int(value, what, limits=_INT64):
+    """VALUE as an int that fits the C type of LIMITS (lo, hi), for argument WHAT.
+    ctypes would wrap (2**64 + 256 is 256) and int() would truncate (1.9 is 1):
+    bools and non-integers are a TypeError, values out of range a ValueError."""
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+        raise TypeError(f"{what}: expected an integer, saw {type(value).__name__} {value!r}")
+    v = value.__index__()
+    if not limits[0] <= v <= limits[1]:
+        raise ValueError(f"{what}: {v} is out of range [{limits[0]}, {limits[1]}]")
+    return v
+
+
+def _cstr(value, what):
+    """VALUE (str, or bytes) as the bytes of a C string for argument WHAT: a NUL
+    would end the string there, so one inside it is a ValueError."""
+    data = value.encode() if isinstance(value, str) else value
+    if not isinstance(data, bytes):
+        raise TypeError(f"{what}: expected a string, saw {type(value).__name__} {value!r}")
+    if b"\0" in data:
+        raise ValueError(f"{what}: {value!r} holds a NUL character")
+    return data
+
+
+def _option_value(value, what):
+    """An option's value as C reads it: a string, a path, an int, or a bool ("1"/"0")."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return b"1" if value else b"0"
+    if isinstance(value, os.PathLike):
+        return _cstr(os.fsencode(value), what)
+    if isinstance(value, (str, bytes)):
+        return _cstr(value, what)
+    return str(_int(value, what)).encode()
 
 
 _I64 = [c_int64 * r for r in range(9)]   # a shape or strides of rank r (WSF_MAX_RANK is 8)
@@ -99,6 +148,8 @@ _SIGNATURES = {
     "wsf_kernel_launch_ex": (c_int, [c_void_p, c_void_p, POINTER(_Tensor), c_int, c_void_p]),
     "wsf_kernel_signal_layout": (c_int, [c_void_p, c_void_p, POINTER(_Tensor), c_int, c_void_p]),
     "wsf_kernel_tuned": (c_char_p, [c_void_p]),
+    "wsf_kernel_stats": (c_int, [c_void_p, c_void_p]),
+    "wsf_environment": (c_char_p, [c_void_p, c_int]),
 }
 _libs = {}     # path -> CDLL; with _nvrtc, the only module state
 _nvrtc = None  # the NVRTC libraries _preload_nvrtc loaded, once it has run
@@ -179,6 +230,24 @@ def version():
     return load().wsf_version().decode()
 
 
+def environment(full=False):
+    """What `wsfuse --version` (FULL: `wsfuse --version -v`) prints: wsfuse's
+    version, the NVRTC and driver found and their paths, each GPU; with FULL
+    also the build, the NVRTC options, the cache folder and the environment
+    variables wsfuse reads.  Needs no GPU (wsf_environment)."""
+    lib = load()
+    ctx = lib.wsf_context_new()
+    if not ctx:
+        raise MemoryError("wsf_context_new failed")
+    try:
+        text = lib.wsf_environment(ctx, 1 if full else 0)
+        if text is None:
+            raise MemoryError("wsf_environment failed")
+        return text.decode("utf-8", "replace")
+    finally:
+        lib.wsf_context_delete(ctx)
+
+
 class Error(Exception):
     """A failed call: status (e.g. "WSF_ERR_INPUT"), message (the library's last
     error, or the status text) and diagnostics [(severity, text)] from that call."""
@@ -236,12 +305,15 @@ class Context:
                         msg or self._lib.wsf_status_message(status).decode(), new)
 
     def set_size(self, name, value):
-        """Binds size NAME to VALUE for later compiles (overrides the spec's default)."""
-        self._call(self._lib.wsf_set_size, name.encode(), int(value))
+        """Binds size NAME to VALUE, an int (overrides the spec's default).  A bool, a
+        float or a value outside int64 is a TypeError or ValueError, not rounded or wrapped."""
+        self._call(self._lib.wsf_set_size, _cstr(name, "size name"), _int(value, f"size {name}"))
 
     def set_option(self, name, value):
-        """Sets option NAME ("stop-after", "cache", "cache-dir", "dump-after", "dump-dir")."""
-        self._call(self._lib.wsf_set_option, name.encode(), None if value is None else str(value).encode())
+        """Sets option NAME ("stop-after", "cache", "cache-dir", "dump-after", "dump-dir", ...)
+        to VALUE: a string, a path, an int, a bool (1 or 0) or None (unset)."""
+        self._call(self._lib.wsf_set_option, _cstr(name, "option name"),
+                   _option_value(value, f"option {name}"))
 
     def _compile(self, fn, *args):
         out = c_void_p()
@@ -250,12 +322,12 @@ class Context:
 
     def compile_file(self, path):
         """Compiles the spec in file PATH; returns a Kernel."""
-        return self._compile(self._lib.wsf_compile_file, os.fsencode(path))
+        return self._compile(self._lib.wsf_compile_file, _cstr(os.fsencode(path), "spec path"))
 
     def compile_string(self, text, name="<string>"):
         """Compiles spec TEXT (NAME appears in diagnostics); returns a Kernel."""
         data = text.encode() if isinstance(text, str) else bytes(text)
-        return self._compile(self._lib.wsf_compile_string, name.encode(), data, len(data))
+        return self._compile(self._lib.wsf_compile_string, _cstr(name, "spec name"), data, len(data))
 
     def close(self):
         """Frees the WsfContext (kernels stay valid but can no longer be launched)."""
@@ -297,10 +369,25 @@ class Kernel:
         t = self._lib.wsf_kernel_tuned(self._ptr)
         return t.decode() if t else None
 
+    @property
+    def stats(self):
+        """What the kernel takes of the GPU, as `wsfuse compile -v` prints it: a dict of
+        threads, smem_dynamic, smem_static, registers, spill_stores, spill_loads,
+        stack_bytes, ctas_per_sm, persistent, tiles, grid, cluster, workspace
+        (wsfuse.h's WsfKernelStats).  The ptxas figures (registers, spills, stack,
+        static shared memory, CTAs an SM) are -1 for a kernel compiled no further
+        than its CUDA; a kernel stopped at the fusion IR is an Error."""
+        out = _KernelStats()
+        status = self._lib.wsf_kernel_stats(self._ptr, ctypes.byref(out))
+        if status:
+            raise Error(self._lib.wsf_status_name(status).decode(),
+                        f"kernel '{self.name}' has no stats: it was compiled no further than its fusion IR")
+        return {name: getattr(out, name) for name, _ in _KernelStats._fields_}
+
     def text(self, stage):
         """The text of STAGE ('fusion-ir', 'kernel-ir', 'cuda', 'ptx'; 'cubin' gives bytes),
         or None if compilation stopped before it."""
-        code = self._lib.wsf_stage_from_name(stage.encode())
+        code = self._lib.wsf_stage_from_name(_cstr(stage, "stage"))
         if not code:
             raise ValueError(f"unknown stage {stage!r}")
         size = c_size_t()
@@ -378,8 +465,12 @@ class Kernel:
         launch: each tile's word becomes EPOCH once the tile is in global memory
         (wsfuse.h says the protocol).  A kernel with inputs marked wait: per_tile needs
         WAIT_FLAGS, an int32 CUDA tensor of signal_layout(...)["wait_words"] words, and
-        EPOCH: it reads a part of such an input once the part's word is EPOCH.  MAX_CTAS caps a
-        persistent grid."""
+        EPOCH: it reads a part of such an input once the part's word is EPOCH.  EPOCH is a
+        uint32 (1 to 2**32 - 1: a counter past that must start over, not wrap to 0) and
+        MAX_CTAS, an int32, caps a persistent grid."""
+        epoch, max_ctas = _int(epoch, "epoch", _UINT32), _int(max_ctas, "max_ctas", _INT32)
+        if stream is not None:
+            stream = _int(getattr(stream, "cuda_stream", stream), "stream", _UINTPTR)
         import torch
         args, keep, device = self._args(tensors)
         for name, f in (("flags", flags), ("wait_flags", wait_flags)):
@@ -393,13 +484,12 @@ class Kernel:
             guard = torch.cuda.device(device)
             guard.__enter__()
         try:
-            handle = getattr(stream, "cuda_stream", stream) if stream is not None \
-                else _current_stream(torch, index)
+            handle = stream if stream is not None else _current_stream(torch, index)
             if flags is None and wait_flags is None and not epoch and not max_ctas:
                 self._ctx._call(self._lib.wsf_kernel_launch, self._ptr, args, len(tensors), c_void_p(handle))
                 return
             opts = _LaunchOptions(c_void_p(handle), c_void_p(flags.data_ptr() if flags is not None else 0),
-                                  epoch & 0xffffffff, max_ctas,
+                                  epoch, max_ctas,
                                   c_void_p(wait_flags.data_ptr() if wait_flags is not None else 0))
             self._ctx._call(self._lib.wsf_kernel_launch_ex, self._ptr, args, len(tensors), ctypes.byref(opts))
         finally:
@@ -521,7 +611,7 @@ def torch_op(spec, name=None, sizes=None, **options):
     else:
         text = spec.decode() if isinstance(spec, bytes) else str(spec)
         filename = "<string>"
-    sizes = {k: int(v) for k, v in (sizes or {}).items()}
+    sizes = {k: _int(v, f"size {k}") for k, v in (sizes or {}).items()}
     state = _TorchOp(text, filename, sizes, options)
     qualname = name or state.spec.name
     if "::" not in qualname:

@@ -68,6 +68,91 @@ def test_cubin_through_nvrtc():
     assert k.cubin()[:4] == b"\x7fELF"
 
 
+def raises(kind, fn, *words):
+    """FN() raises KIND whose message holds every one of WORDS."""
+    try:
+        fn()
+    except kind as e:
+        assert all(w in str(e) for w in words), f"{type(e).__name__}: {e}"
+    else:
+        raise AssertionError(f"no {kind.__name__}")
+
+
+class Index:
+    """An integer that is not an int (numpy's are such): taken through __index__."""
+
+    def __index__(self):
+        return 96
+
+
+def test_sizes_are_whole_int64():
+    ctx = wsfuse.Context(stop_after="kernel-ir")
+    for v in (2 ** 64 + 256, 2 ** 63, -(2 ** 63) - 1):   # ctypes would wrap them
+        raises(ValueError, lambda: ctx.set_size("N", v), "size N", str(v), "out of range")
+    for v in (1.9, 2.0, True, "64", None):   # int() would round 1.9 to 1
+        raises(TypeError, lambda: ctx.set_size("N", v), "size N", "expected an integer", type(v).__name__)
+    raises(TypeError, lambda: wsfuse.Context(sizes={"M": 1.5}), "size M")
+    ctx.set_size("N", Index())
+    assert ctx.compile_string(SPEC).output_shapes((7, 96), (96,)) == [(7, 96)]
+    k = wsfuse.Context(sizes={"N": Index()}, stop_after="kernel-ir").compile_string(SPEC)
+    assert k.stats["tiles"] > 0
+
+
+def test_launch_ints_fit_their_c_types():
+    # refused before the launch needs torch or a GPU
+    k = wsfuse.Context(stop_after="kernel-ir").compile_string(SPEC)
+    raises(ValueError, lambda: k.launch(epoch=2 ** 32), "epoch", "out of range")
+    raises(ValueError, lambda: k.launch(epoch=-1), "epoch")
+    raises(TypeError, lambda: k.launch(epoch=1.0), "epoch")
+    raises(ValueError, lambda: k.launch(max_ctas=2 ** 31), "max_ctas")
+    raises(TypeError, lambda: k.launch(max_ctas=True), "max_ctas")
+    raises(ValueError, lambda: k.launch(stream=2 ** 64), "stream")
+    raises(TypeError, lambda: k.launch(stream="0"), "stream")
+
+
+def test_strings_with_nul_are_refused():
+    # C would read each up to its NUL: another name, option or file
+    ctx = wsfuse.Context(stop_after="kernel-ir")
+    raises(ValueError, lambda: ctx.set_size("N\0x", 64), "size name", "NUL")
+    raises(ValueError, lambda: ctx.set_option("cache\0", "0"), "option name", "NUL")
+    raises(ValueError, lambda: ctx.set_option("stop-after", "cuda\0ptx"), "option stop-after", "NUL")
+    raises(ValueError, lambda: wsfuse.Context(dump_dir=b"/tmp\0/x"), "option dump-dir", "NUL")
+    raises(ValueError, lambda: ctx.compile_string(SPEC, name="bind.yaml\0x"), "spec name", "NUL")
+    raises(ValueError, lambda: ctx.compile_file("/dev/null\0.yaml"), "spec path", "NUL")
+    raises(ValueError, lambda: ctx.compile_string(SPEC).text("cuda\0"), "stage", "NUL")
+
+
+def test_option_values():
+    # bools are on/off ("1"/"0"), paths and ints as text; a float means nothing here
+    import pathlib
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        k = wsfuse.Context(cache=True, cache_dir=pathlib.Path(d), stop_after="cuda").compile_string(SPEC)
+        assert k.name == "bind"
+        wsfuse.Context(cache=False, lineinfo=0)
+    raises(TypeError, lambda: wsfuse.Context(cache=1.0), "option cache", "float")
+    raises(TypeError, lambda: wsfuse.Context(dump_after=["all"]), "option dump-after")
+
+
+def test_stats():
+    k = wsfuse.Context(stop_after="kernel-ir").compile_string(SPEC)
+    s = k.stats
+    assert s["threads"] > 0 and s["smem_dynamic"] > 0 and s["tiles"] > 0 and s["cluster"] == 1, s
+    assert s["registers"] == -1 and s["spill_stores"] == -1 and s["ctas_per_sm"] == -1, s   # no ptxas yet
+    s = wsfuse.Context(stop_after="ptx", cache="0").compile_string(SPEC).stats   # NVRTC, no GPU
+    assert s["registers"] > 0 and s["spill_stores"] == 0 and s["ctas_per_sm"] > 0, s
+    k = wsfuse.Context(stop_after="fusion-ir").compile_string(SPEC)
+    raises(wsfuse.Error, lambda: k.stats, "WSF_ERR_USAGE", "fusion IR")
+
+
+def test_environment():
+    short, full = wsfuse.environment(), wsfuse.environment(full=True)
+    assert short.startswith(f"wsfuse {wsfuse.version()}\n"), short
+    for what in ("nvrtc:", "driver:"):
+        assert any(line.startswith(what) for line in short.splitlines()), short
+    assert full.startswith(short.splitlines()[0]) and len(full) > len(short), full
+
+
 TESTS = [v for n, v in sorted(globals().items()) if n.startswith("test_")]
 
 if __name__ == "__main__":
