@@ -1,16 +1,21 @@
 """wsfuse_build: the PEP 517 build backend named by pyproject.toml.
 
 `pip install .` and `pip wheel .` call build_wheel.  It builds libwsfuse.so
-with the Makefile (in build/, or the folder the config setting build-dir
-names: `pip wheel . -C build-dir=build-x`), then writes a wheel that holds
-the binding (python/*.py) and the library as wsfuse.libs/libwsfuse.so.0,
-where wsfuse.load() looks first.  The library links libyaml statically and
-dlopens NVRTC and the CUDA driver at run time, so the wheel needs nothing
-installed but glibc; it holds machine code, so its tag names this platform
-(py3-none-linux_x86_64: any Python 3, since the binding is ctypes).
+and the wsfuse command with the Makefile (in build/, or the folder the config
+setting build-dir names: `pip wheel . -C build-dir=build-x`), then writes a
+wheel that holds the binding (python/*.py), the library as
+wsfuse.libs/libwsfuse.so.0, where wsfuse.load() looks first, and the command
+as a script (pip puts it in the environment's bin/).  Both are stripped of
+what linking does not need (strip --strip-unneeded; -C strip=0 keeps their
+symbols and debug information).  They link libyaml statically and dlopen
+NVRTC and the CUDA driver at run time, so the wheel needs nothing installed
+but glibc; it holds machine code, so its tag names this platform
+(py3-none-linux_x86_64: any Python 3, since the binding is ctypes).  The
+extra wsfuse[torch] adds torch, which launches and torch_op need.
 
 build_editable installs a .pth that puts python/ on sys.path, so that
-`import wsfuse` runs the checkout's binding with its build/libwsfuse.so.
+`import wsfuse` runs the checkout's binding with its build/libwsfuse.so,
+and a wsfuse script that runs the checkout's build/wsfuse.
 build_sdist archives the files git tracks.  The version is the one in
 include/wsfuse.h.  Standard library only, so that `requires = []` builds
 offline, with or without build isolation.
@@ -31,6 +36,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NAME = "wsfuse"
 SUMMARY = "A fusion compiler for Hopper GPUs: YAML fusion specs to CUDA kernels, built by NVRTC at run time"
 REQUIRES_PYTHON = ">=3.8"
+EXTRAS = {"torch": ["torch>=2.4"]}   # launches, Kernel.__call__ and torch_op (torch.library.custom_op)
 
 
 def _version():
@@ -46,15 +52,36 @@ def _epoch():
     return int(os.environ.get("SOURCE_DATE_EPOCH", time.time()))
 
 
-def _make_library(config_settings):
-    """Runs make for libwsfuse.so; returns the path of the library file."""
+def _make(config_settings):
+    """Runs make for libwsfuse.so and the wsfuse command; returns their paths."""
     b = (config_settings or {}).get("build-dir", "build")
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
-    cmd = ["make", f"-j{os.cpu_count() or 1}", f"B={b}", f"{b}/libwsfuse.so"]
+    cmd = ["make", f"-j{os.cpu_count() or 1}", f"B={b}", f"{b}/libwsfuse.so", f"{b}/wsfuse"]
     print("wsfuse_build: " + " ".join(cmd), file=sys.stderr)
     # make's output goes to stderr: pip shows it when the build fails (and with -v)
     subprocess.run(cmd, cwd=ROOT, env=env, stdout=sys.stderr, check=True)
-    return os.path.realpath(os.path.join(ROOT, b, "libwsfuse.so"))
+    return (os.path.realpath(os.path.join(ROOT, b, "libwsfuse.so")),
+            os.path.realpath(os.path.join(ROOT, b, "wsfuse")))
+
+
+def _stripped(path, config_settings):
+    """The bytes of the binary at PATH without what linking does not need (its
+    symbol table, debug information), or as built where config setting strip is
+    "0" or no strip runs (a note says so)."""
+    if (config_settings or {}).get("strip", "1") != "0":
+        tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.strip.{os.getpid()}")
+        try:
+            subprocess.run([os.environ.get("STRIP", "strip"), "--strip-unneeded", "-o", tmp, path],
+                           stdout=sys.stderr, check=True)
+            with open(tmp, "rb") as f:
+                return f.read()
+        except (OSError, subprocess.CalledProcessError) as e:
+            print(f"wsfuse_build: note: {path} is not stripped ({e})", file=sys.stderr)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def _tag():
@@ -65,8 +92,10 @@ def _tag():
 def _metadata(version):
     with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
         readme = f.read()
+    extras = "".join(f"Provides-Extra: {x}\n" + "".join(f'Requires-Dist: {r}; extra == "{x}"\n' for r in reqs)
+                     for x, reqs in EXTRAS.items())
     return (f"Metadata-Version: 2.1\nName: {NAME}\nVersion: {version}\nSummary: {SUMMARY}\n"
-            f"License: Apache-2.0\nRequires-Python: {REQUIRES_PYTHON}\n"
+            f"License: Apache-2.0\nRequires-Python: {REQUIRES_PYTHON}\n{extras}"
             f"Description-Content-Type: text/markdown\n\n{readme}")
 
 
@@ -129,17 +158,24 @@ def get_requires_for_build_sdist(config_settings=None):
     return []
 
 
+def _scripts(version):
+    return f"{NAME}-{version}.data/scripts"
+
+
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    lib = _make_library(config_settings)
-    with open(lib, "rb") as f:
-        data = f.read()
-    return _write_wheel(wheel_directory, _python_files() + [("wsfuse.libs/libwsfuse.so.0", data, 0o755)])
+    lib, cli = _make(config_settings)
+    return _write_wheel(wheel_directory, _python_files() + [
+        ("wsfuse.libs/libwsfuse.so.0", _stripped(lib, config_settings), 0o755),
+        (f"{_scripts(_version())}/wsfuse", _stripped(cli, config_settings), 0o755)])
 
 
 def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
-    _make_library(config_settings)
+    _, cli = _make(config_settings)
     pth = os.path.join(ROOT, "python") + "\n"
-    return _write_wheel(wheel_directory, [("wsfuse_editable.pth", pth.encode(), 0o644)])
+    quoted = "'" + cli.replace("'", "'\\''") + "'"
+    script = f'#!/bin/sh\n# the wsfuse command of the checkout {ROOT}\nexec {quoted} "$@"\n'
+    return _write_wheel(wheel_directory, [("wsfuse_editable.pth", pth.encode(), 0o644),
+                                          (f"{_scripts(_version())}/wsfuse", script.encode(), 0o755)])
 
 
 def build_sdist(sdist_directory, config_settings=None):

@@ -1,23 +1,29 @@
 #!/bin/bash
 # run_wheel.sh BUILD: the Python package, in a fresh venv and offline:
 #   wheel     `pip wheel` of this checkout (its library is BUILD's) holds
-#             wsfuse.py and wsfuse.libs/libwsfuse.so.0
+#             wsfuse.py, wsfuse.libs/libwsfuse.so.0 and the wsfuse command
+#   stripped  the library and the command in it have no symbol table and no
+#             debug information, and the library still exports the API
+#   extra     its METADATA declares the extra wsfuse[torch]
 #   install   `pip install` of that wheel
 #   import    from another folder, `import wsfuse` is the venv's and loads the
 #             bundled library, whose wsf_version() is the header's; a spec
 #             compiles to CUDA
+#   command   the venv's bin/wsfuse says the header's version and compiles a
+#             spec to CUDA
 #   nvrtc     the search of nvidia-cuda-nvrtc wheels finds the newest NVRTC
 #   nvrtc-wheel  with no NVRTC found by soname, the binding loads one from a
 #             wheel's folder and NVRTC builds a cubin (skipped where the system's
 #             NVRTC cannot be hidden: in ld.so.cache and no `unshare -m`)
-#   editable  `pip install -e .` runs the checkout's python/wsfuse.py
+#   editable  `pip install -e .` runs the checkout's python/wsfuse.py, and its
+#             bin/wsfuse the checkout's command
 #   sdist     the backend's sdist holds the tracked files and PKG-INFO
 # Each case counts once.  No python3, no venv module (Debian: python3-venv),
 # or a sanitized build (whose library needs the sanitizer runtimes) skips them
 # all.  Ends with "N passed, N failed[, N skipped]".
 set -u
 b=${1:?usage: run_wheel.sh BUILD}
-cases=7
+cases=10
 pass=0 fail=0 skip=0
 ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL wheel: $1: $2"; }
@@ -65,9 +71,10 @@ if "$py" -m pip wheel --no-deps --no-build-isolation --config-settings build-dir
 	whl=$(ls "$tmp"/dist/wsfuse-"$version"-py3-none-*.whl 2>/dev/null | head -n 1)
 	if [ -z "$whl" ]; then
 		bad wheel "no wsfuse-$version-py3-none-*.whl in $(ls "$tmp/dist")"
-	elif ! held=$("$py" -m zipfile -l "$whl") ||
-		! grep -q '^wsfuse\.py ' <<<"$held" || ! grep -q '^wsfuse\.libs/libwsfuse\.so\.0 ' <<<"$held"; then
-		bad wheel "$whl lacks wsfuse.py or wsfuse.libs/libwsfuse.so.0"
+	elif ! held=$("$py" -m zipfile -l "$whl") || ! grep -q '^wsfuse\.py ' <<<"$held" ||
+		! grep -q '^wsfuse\.libs/libwsfuse\.so\.0 ' <<<"$held" ||
+		! grep -q "^wsfuse-$version\.data/scripts/wsfuse " <<<"$held"; then
+		bad wheel "$whl lacks wsfuse.py, wsfuse.libs/libwsfuse.so.0 or the wsfuse script"
 	else
 		ok
 	fi
@@ -77,7 +84,34 @@ else
 fi
 
 if [ -z "$whl" ]; then
-	skipped 2 "install, import: no wheel"
+	skipped 2 "stripped, extra: no wheel"
+else
+	# ".symtab" and ".debug_info" are section names only an unstripped ELF file holds
+	if pyrun -c "import zipfile
+z = zipfile.ZipFile('$whl')
+for f in ('wsfuse.libs/libwsfuse.so.0', 'wsfuse-$version.data/scripts/wsfuse'):
+    data = z.read(f)
+    full = [s.decode() for s in (b'.symtab', b'.debug_info') if s + b'\\0' in data]
+    if data[:4] != b'\\x7fELF' or full: print(f, 'is not ELF' if data[:4] != b'\\x7fELF' else 'holds', *full)
+if b'wsf_compile_string' not in z.read('wsfuse.libs/libwsfuse.so.0'): print('no wsf_compile_string')" &&
+		[ ! -s "$tmp/out" ]; then
+		ok
+	else
+		bad stripped "$(cat "$tmp/out")"
+	fi
+	if pyrun -c "import zipfile
+meta = zipfile.ZipFile('$whl').read('wsfuse-$version.dist-info/METADATA').decode()
+print([l for l in meta.splitlines() if l.startswith(('Provides-Extra:', 'Requires-Dist:'))])" &&
+		[ "$(cat "$tmp/out")" = "['Provides-Extra: torch', 'Requires-Dist: torch>=2.4; extra == \"torch\"']" ]; then
+		ok
+	else
+		bad extra "$(cat "$tmp/out")"
+	fi
+fi
+
+printf '%b' "$spec" >"$tmp/elsewhere/hello.yaml"
+if [ -z "$whl" ]; then
+	skipped 3 "install, import, command: no wheel"
 elif "$py" -m pip install --no-deps "$whl" >"$tmp/log" 2>&1; then
 	ok
 	site=$("$py" -c 'import sysconfig; print(sysconfig.get_path("platlib"))')
@@ -90,9 +124,17 @@ print(wsfuse.__file__, wsfuse.load()._name, wsfuse.version(), k.name)"; then
 	else
 		bad import "$(tail -n 3 "$tmp/out")"
 	fi
+	# the command the venv's bin/ holds, run by its path (the venv not activated)
+	if inpy env -u WSFUSE_LIB "$tmp/venv/bin/wsfuse" --version && [ "$(head -n 1 "$tmp/out")" = "wsfuse $version" ] &&
+		inpy "$tmp/venv/bin/wsfuse" compile --emit=cuda hello.yaml -o hello.cu &&
+		grep -q 'wsfuse_hello' "$tmp/elsewhere/hello.cu"; then
+		ok
+	else
+		bad command "$(tail -n 3 "$tmp/out")"
+	fi
 else
 	bad install "pip install: $(grep -m3 -i error "$tmp/log")"
-	skipped 1 "import: nothing installed"
+	skipped 2 "import, command: nothing installed"
 fi
 
 # ---- NVRTC from nvidia-cuda-nvrtc wheels ----
@@ -152,7 +194,9 @@ fi
 if "$py" -m pip install --no-deps --no-build-isolation --config-settings build-dir="$b" -e . >"$tmp/log" 2>&1; then
 	if WSFUSE_LIB=$root/$b/libwsfuse.so pyrun -c "import wsfuse
 print(wsfuse.__file__, wsfuse.Context(stop_after='cuda').compile_string('$spec').name)" &&
-		[ "$(cat "$tmp/out")" = "$root/python/wsfuse.py hello" ]; then
+		[ "$(cat "$tmp/out")" = "$root/python/wsfuse.py hello" ] &&
+		inpy "$tmp/venv/bin/wsfuse" --version && [ "$(head -n 1 "$tmp/out")" = "wsfuse $version" ] &&
+		grep -qF "$root/$b/wsfuse" "$tmp/venv/bin/wsfuse"; then
 		ok
 	else
 		bad editable "$(tail -n 3 "$tmp/out")"
