@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """wsfuse against torch eager, torch.compile and a device copy, in one process on one GPU.
 
-Method (PERF.md in shared/): every case runs on random inputs (never zeros) larger than L2;
+Method (docs/perf.md): every case runs on random inputs (never zeros) larger than L2;
 wsfuse's outputs are poisoned with NaN, computed, and checked against the eager
 expression evaluated in float32 on the same inputs (wsfuse computes in float32 and
 rounds once at the output, so that is the reference it should match to an ulp); then each variant is
@@ -11,8 +11,8 @@ copy moving the same number of bytes (half read, half written): the bandwidth ce
 
 The matmul cases (family matmul) count FLOPs and have peers of their own: eager is cuBLAS
 (F.linear, and for gemm_bias_gelu a separate gelu after it), cuBLASLt's fused bias+gelu
-epilogue (torch._addmm_activation) and quack's GEMMs where quack imports (PERF.md says how to
-load it).  Every variant's result, not only wsfuse's, is checked against the float32
+epilogue (torch._addmm_activation) and quack's GEMMs where quack imports (docs/python.md says
+how to load it).  Every variant's result, not only wsfuse's, is checked against the float32
 reference (TF32 off) with a relative tolerance that grows with K; a peer whose result is wrong
 is reported and not timed.  Their table gives TFLOP/s (2*M*N*K / time) and peer/wsfuse.
 
@@ -26,14 +26,21 @@ is reported and not timed.  Their table gives TFLOP/s (2*M*N*K / time) and peer/
     python3 bench/bench.py --json out.json --plot out.png        # + each case's rates against its roofs
     python3 bench/bench.py --from-json out.json --plot out.png   # the table and plot of earlier results
 
+--json's file starts with where the figures came from (provenance): the commit and whether the
+tree was dirty, the command line, the date, wsfuse's version and library, NVRTC, the driver, the
+GPU and its power limit, and the versions of CUDA, torch, triton and quack.
+
 To add a case, add a row to CASES.
 """
 import argparse
 import datetime
+import importlib.metadata
 import json
 import os
+import shlex
 import statistics
 import string
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -202,7 +209,7 @@ _quack = None
 
 
 def quack_gemm_interface():
-    """quack.gemm_interface, or None where quack does not import (PERF.md: how to load it)."""
+    """quack.gemm_interface, or None where quack does not import (docs/python.md: how to load it)."""
     global _quack
     if _quack is None:
         try:
@@ -812,9 +819,9 @@ def main():
         triton_version = triton.__version__
     except ImportError:
         triton_version = None
-    header = {"device": prop.name, "torch": torch.__version__, "triton": triton_version,
-              "cuda": torch.version.cuda, "timer": timer_name, "quick": args.quick,
-              "date": datetime.datetime.now().isoformat(timespec="seconds")}
+    header = {**provenance(sys.argv), "device": prop.name, "torch": torch.__version__,
+              "triton": triton_version, "cuda": torch.version.cuda, "timer": timer_name,
+              "quick": args.quick, "rounds": args.rounds}
     print(" ".join(f"{k}={v}" for k, v in header.items()))
     l2 = getattr(prop, "L2_cache_size", 0)
     rows = []
@@ -847,6 +854,45 @@ def main():
         if r["check"] != "ok":
             print(f"{r['case']}: {r['check']}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _run(cmd):
+    """The stripped stdout of CMD, or None when it cannot run or fails."""
+    try:
+        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return p.stdout.strip() if p.returncode == 0 else None
+
+
+def _dist_version(*names):
+    """The installed version of the first distribution of NAMES there is, or None."""
+    for n in names:
+        try:
+            return importlib.metadata.version(n)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return None
+
+
+def provenance(argv):
+    """What a result needs to be reproduced and compared, torch and the GPU aside: the
+    commit (and whether tracked files differ from it), the command line ARGV, the date,
+    wsfuse's version, its library, and the NVRTC and driver that wsfuse finds; the GPU's
+    power limit where nvidia-smi reports it.  No key is missing: an unknown is None."""
+    env = dict(line.split(": ", 1) for line in wsfuse.environment().splitlines() if ": " in line)
+    dirty = _run(["git", "status", "--porcelain", "--untracked-files=no"])
+    smi = _run(["nvidia-smi", "--query-gpu=name,driver_version,power.limit", "--format=csv,noheader"])
+    return {"commit": _run(["git", "rev-parse", "HEAD"]), "dirty": None if dirty is None else dirty != "",
+            "command": shlex.join([os.path.relpath(argv[0], ROOT) if argv[0].endswith("bench.py") else argv[0],
+                                   *argv[1:]]),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "wsfuse": wsfuse.version(), "library": wsfuse.load()._name,
+            "nvrtc": env.get("nvrtc"), "driver": env.get("driver"),
+            "power_limit": smi.splitlines()[0].split(", ")[-1] if smi else None,
+            "python": sys.version.split()[0],
+            "quack": _dist_version("quack-kernels", "quack"),
+            "cutlass_dsl": _dist_version("nvidia-cutlass-dsl")}
 
 
 def row_family(r):

@@ -1,5 +1,19 @@
 """abcommon.py: what the A/B scripts of this folder share (newer ones import it): the plain GEMM
-spec with a schedule slot, and the timer (PERF.md: do_bench's median)."""
+spec with a schedule slot, the timer (docs/perf.md: do_bench's median) and --help."""
+import sys
+
+
+def usage(doc, nargs=0):
+    """-h or --help prints DOC (the script's docstring: what it times, how to run it) and exits; fewer
+    than NARGS arguments print it to stderr and exit 2.  Each script calls it before importing torch,
+    so that its help reads on a machine without torch."""
+    if "-h" in sys.argv[1:] or "--help" in sys.argv[1:]:
+        print(doc.strip())
+        sys.exit(0)
+    if len(sys.argv) - 1 < nargs:
+        print(f"{doc.strip()}\n\n{sys.argv[0]}: expected {nargs} argument{'s' if nargs > 1 else ''}, "
+              f"saw {len(sys.argv) - 1}", file=sys.stderr)
+        sys.exit(2)
 
 # y = x w^T, bf16, sizes bound at compile; SCHED is a whole `schedule: {...}` line or empty
 _GEMM = """fusion: gemm

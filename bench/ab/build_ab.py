@@ -9,6 +9,7 @@ each shape's time and ratio (above 1 wsfuse is faster).  An optional third argum
 times those schedule variants instead of the default (abcommon.variants), one entry a shape and variant.
 AB_FLUSH=1 times every shape with do_bench (L2 flushed) instead of the replays.
 """
+from abcommon import usage; usage(__doc__, 2)
 import sys; sys.path.insert(0, "python")
 import os, torch
 from abcommon import bench, graph_us, shape_variants, variants

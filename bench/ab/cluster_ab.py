@@ -6,6 +6,7 @@ Each shape compiled three times in one process, the default tile each time: `clu
 and torch.mm (cuBLAS).  Rounds alternate the order; medians of do_bench(rep=200).  Every kernel's
 output is checked against torch first.
 """
+from abcommon import usage; usage(__doc__)
 import sys; sys.path.insert(0, "python")
 import torch, triton, wsfuse
 from abcommon import bench, gemm_spec

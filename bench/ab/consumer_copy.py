@@ -8,6 +8,7 @@ bf16 8192^3 and 4096^3, one process, six rounds with the order alternating:
   separate  the same GEMM without the consumer, then y2.copy_(y) (torch's copy kernel);
   gemm      the GEMM alone, the floor the fused kernel is measured against.
 """
+from abcommon import usage; usage(__doc__)
 import sys; sys.path.insert(0, "python")
 import torch, triton, wsfuse
 def bench(fn): return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")

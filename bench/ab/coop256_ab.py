@@ -5,6 +5,7 @@ with the default, tile [256, 128, 64] at clusters [1, 1], [1, 2], [2, 1], and to
 checked first, then three rounds alternating the order (do_bench rep=200, median); then SwiGLU
 8192x14336x4096 with tile [256, 64, 64] the same way against torch.compile.
 """
+from abcommon import usage; usage(__doc__)
 import sys; sys.path.insert(0, "python")
 import torch, wsfuse, torch.nn.functional as F
 from abcommon import bench, checked_gemms, gemm_operands

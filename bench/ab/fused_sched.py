@@ -12,6 +12,7 @@ process, do_bench's median (abcommon.bench); prints each round and the median pe
 A fourth argument MxNxK sets the sizes (swiglu: N is F); the body `auto` drops the example's
 schedule (wsfuse's built-in choice).
 """
+from abcommon import usage; usage(__doc__, 1)
 import sys, statistics
 sys.path.insert(0, "python"); sys.path.insert(0, "bench/ab")
 import torch, torch.nn.functional as F, wsfuse

@@ -6,6 +6,7 @@ new one into build, then on a GPU from the repository root: `python3 bench/ab/ge
 Each round runs each build in a process of its own (old first), which times the wsfuse kernels
 against cuBLAS and torch.compile in that process; ratios above 1: wsfuse faster.
 """
+from abcommon import usage; usage(__doc__)
 import sys, os, subprocess
 sys.path.insert(0, "python")
 import torch

@@ -6,6 +6,7 @@ graph, replayed 7 times and timed by events (median / 20), two rounds in alterna
 best round reported with cuBLAS / variant.  Launches back to back: each starts while the one
 before ends (wsfuse's programmatic dependent launch), and L2 holds what the one before left.
 """
+from abcommon import usage; usage(__doc__, 1)
 import sys; sys.path.insert(0, "python")
 import torch
 from abcommon import graph_us, shape_variants, variants

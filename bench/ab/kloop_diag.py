@@ -20,6 +20,9 @@ the others compute wrong results by design.  Times are CUDA-graph replays
 whose pattern the kernel lacks (a ping-pong or stream-K kernel is written
 differently) is left out with a line that says so.
 """
+if __name__ == "__main__":
+    from abcommon import usage
+    usage(__doc__, 1)
 import os, re, sys, tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -6,6 +6,7 @@ the 256 x 128 tile with cluster [1, 2] (cuBLAS's choice at this shape) and torch
 alternating the order (do_bench rep=150, median), then a line fit over K >= 1024: the slope is
 the k loop's rate, the intercept what does not grow with K (prologue, epilogue, tail).
 """
+from abcommon import usage; usage(__doc__)
 import sys; sys.path.insert(0, "python")
 import torch, wsfuse
 from abcommon import bench, gemm_spec

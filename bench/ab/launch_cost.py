@@ -6,6 +6,7 @@ GEMM whose kernel is shorter than its launch, timed on the host: the whole bindi
 call alone, and torch.mm for comparison.  WSFUSE_PY names another folder holding wsfuse.py
 (with WSFUSE_LIB another library): an older build to compare with, in a process of its own.
 """
+from abcommon import usage; usage(__doc__)
 import os, sys, time; sys.path.insert(0, os.environ.get("WSFUSE_PY", "python"))
 import torch, wsfuse, ctypes
 from abcommon import gemm_spec

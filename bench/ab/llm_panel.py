@@ -13,7 +13,7 @@ line a shape and round as it goes, then each variant's geometric mean over the s
 median over the rounds) and its five worst shapes.
 """
 import sys; sys.path.insert(0, "python")
-import argparse, math, statistics, torch
+import argparse, math, statistics
 from abcommon import bench, graph_us, shape_variants, variants
 
 LAYERS = [(6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336),
@@ -26,6 +26,7 @@ p.add_argument("--rounds", type=int, default=1)
 p.add_argument("--shapes", default=",".join(f"{m}x{n}x{k}" for m in TOKENS for n, k in LAYERS))
 p.add_argument("--variants", default=None)
 a = p.parse_args()
+import torch   # after --help, which needs no torch
 ratios = {}
 for sh, x, w, y, ks in shape_variants(a.shapes, variants(a.variants)):
     m, n, k = map(int, sh.split("x"))

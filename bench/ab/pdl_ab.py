@@ -6,6 +6,7 @@ do_bench(rep=200, median) and divided by eight; the same kernel with option pdl=
 default: each may start while the one before finishes, and waits for it in griddepcontrol.wait)
 and pdl=0 (ordinary launches), and torch.mm into the same y. Six rounds alternating the order.
 """
+from abcommon import usage; usage(__doc__)
 import sys; sys.path.insert(0, "python")
 import torch, wsfuse
 from abcommon import bench, gemm_spec

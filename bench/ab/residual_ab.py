@@ -10,6 +10,7 @@ shape's wsfuse times and the ratios mm / gemm, addmm / gemm+r (above 1 wsfuse is
 third argument, "name=body;name=body" (abcommon.variants), times the residual GEMMs under each schedule
 body too: `... TAG SHAPES "pp192=consumers: pingpong, tile: [128, 192, 64]"`.
 """
+from abcommon import usage; usage(__doc__, 2)
 import sys; sys.path.insert(0, "python")
 import torch, wsfuse
 from abcommon import bench, gemm_operands, gemm_spec, variants

@@ -15,6 +15,9 @@ peers (cuBLAS + NCCL, NCCL's reduce-scatter alone, async-TP).
 ONLY=a,b keeps the rows whose name holds a or b.  Each figure: 20 calls, each
 after a symmetric-memory barrier, the median, the slowest rank's (µs).
 """
+if __name__ == "__main__":
+    from abcommon import usage
+    usage(__doc__, 1)
 import os
 import sys
 

@@ -7,6 +7,7 @@ body; empty: the default) compiled in one process and checked (abcommon.checked_
 per round and the median over the rounds; quack's GEMM (tuned=False, its default 128 x 192 ping-pong)
 as one more variant where quack imports.
 """
+from abcommon import usage; usage(__doc__, 1)
 import sys; sys.path.insert(0, "python")
 import statistics, torch
 from abcommon import bench, shape_variants, variants

@@ -4,6 +4,7 @@ On a GPU from the repository root (build/libwsfuse.so built): `python3 bench/ab/
 gemm bf16 8192^3 and 4096^3 with and without the signal in one process, six rounds with the
 order alternating; the signalling kernel gets a new epoch every launch (its flags never reset).
 """
+from abcommon import usage; usage(__doc__)
 import sys; sys.path.insert(0, "python")
 import torch, wsfuse
 from abcommon import bench, gemm_spec

@@ -5,6 +5,7 @@ x [M, 4096] by w [8192, 4096]^T for M = 64, 16, 128: the default (ping-pong 64-r
 cooperative, ping-pong at three tile widths and a 128 x 128 tile, each checked first, then three
 rounds alternating the order (do_bench rep=100, median) with torch.mm in each.
 """
+from abcommon import usage; usage(__doc__)
 import sys; sys.path.insert(0, "python")
 import torch, wsfuse
 from abcommon import bench, checked_gemms, gemm_operands

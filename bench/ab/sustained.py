@@ -12,6 +12,7 @@ and board power (W) read through NVML every 0.1 s after the first second of them
 reading after the launches had been queued read an idle GPU once a run ended sooner).  Prints a
 line a variant: time a launch, TFLOP/s, clock, power, J/TFLOP.
 """
+from abcommon import usage; usage(__doc__, 1)
 import sys, threading, time; sys.path.insert(0, "python")
 import torch
 from abcommon import gemm_spec, gemm_operands

@@ -5,6 +5,7 @@ Four rounds, the order of the builds alternating, each build in a process of its
 times the SwiGLU kernel, torch.compile (two cuBLAS GEMMs and a fused silu * mul) and the plain
 gemm of one of its matmuls ("mainloop/plain": the SwiGLU's rate against the plain gemm's).
 """
+from abcommon import usage; usage(__doc__)
 import sys, os, subprocess
 sys.path.insert(0, "python")
 mode = sys.argv[1] if len(sys.argv) > 1 else "drive"

@@ -5,6 +5,7 @@ Each shape compiled twice in one process: the default (N narrowed to 128 or 64 w
 fewer than 132 tiles) and `tile: [128, 256, 64]` (the old default), and torch.mm; six rounds
 alternating the order, medians of do_bench(rep=200).
 """
+from abcommon import usage; usage(__doc__)
 import sys; sys.path.insert(0, "python")
 import torch, triton, wsfuse
 from abcommon import bench, gemm_spec

@@ -22,6 +22,9 @@ structure (cooperative warpgroups, a tile loop, one epilogue loop over
 subtiles of acc_y); other kernels are refused with the pattern they lack.
 A method of docs/perf.md (thirty-seventh and thirty-eighth sessions).
 """
+if __name__ == "__main__":
+    from abcommon import usage
+    usage(__doc__, 1)
 import os, re, statistics, sys, tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

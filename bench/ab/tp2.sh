@@ -6,6 +6,10 @@
 # 8192^3; one log a run under OUTDIR ($OUT on the device, else .), a summary line each on stdout.
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0 and the rest): it can take a host's GPUs out
 # of service.  About 10 minutes on two H200s: split it where a call's limit is shorter.
+case ${1:-} in -h | --help)
+	sed -n '2,8s/^# //p' "$0"
+	exit 0 ;;
+esac
 b=${1:?usage: tp2.sh BUILD [OUTDIR]}
 o=${2:-${OUT:-.}}
 here=$(cd "$(dirname "$0")/../.." && pwd)

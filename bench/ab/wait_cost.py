@@ -6,6 +6,7 @@ p with wait: per_tile (its flags already the epoch: the waits find them set), an
 with signal: per_tile at gpu and at system scope.  Rounds alternate the order; medians of
 do_bench(rep=200); every output checked against torch first.
 """
+from abcommon import usage; usage(__doc__)
 import sys; sys.path.insert(0, "python")
 import torch, wsfuse
 from abcommon import bench, gemm_spec

@@ -6,18 +6,25 @@ check failed, a case that counts FLOPs from before families, matmuls with
 their peers, one peer's result wrong), then runs bench.py --from-json on it:
 the tables, --plot (a PNG; skipped without matplotlib), --cases and --family
 as filters, and the errors for a missing matplotlib and for a file that holds
-no results.  --list and its --family filter run without torch too.
+no results.  --list and its --family filter run without torch too, and so do
+the provenance --json records and every bench/ab script's --help.  On a GPU
+with torch, a --quick run's --json file carries that provenance.
 Prints TAP, one line per test, for tests/run_unit.sh.
 """
+import glob
 import importlib.util
 import json
 import os
+import runpy
 import subprocess
 import sys
 import tempfile
 import traceback
 
-BENCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "bench.py")
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+BENCH = os.path.join(ROOT, "bench", "bench.py")
+PROVENANCE = ("commit", "dirty", "command", "date", "wsfuse", "library", "nvrtc", "driver", "power_limit",
+              "python", "quack", "cutlass_dsl")
 HAVE_MPL = importlib.util.find_spec("matplotlib") is not None
 
 RESULTS = {
@@ -163,6 +170,63 @@ def test_from_json_of_something_else():
         rc, out = bench("--from-json", results_file(d), "--list")
         assert rc == 2 and "--from-json runs nothing" in out, (rc, out)
 
+
+def test_provenance_without_torch():
+    sys.modules["torch"] = None   # provenance() must not need it
+    try:
+        p = runpy.run_path(BENCH)["provenance"]([BENCH, "--cases", "gemm_8192x8192x8192", "--json", "a b.json"])
+    finally:
+        del sys.modules["torch"]
+    assert tuple(p) == PROVENANCE, p
+    assert p["command"] == "bench/bench.py --cases gemm_8192x8192x8192 --json 'a b.json'", p
+    assert p["wsfuse"] == runpy.run_path(BENCH)["wsfuse"].version() and p["nvrtc"] and p["driver"], p
+    assert p["date"].endswith("+00:00"), p
+    if os.path.exists(os.path.join(ROOT, ".git")):
+        assert len(p["commit"]) == 40 and isinstance(p["dirty"], bool), p
+
+
+def test_json_records_provenance_on_a_gpu():
+    try:
+        import torch
+    except ImportError:
+        return "no torch"
+    if not torch.cuda.is_available():
+        return "no GPU"
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "r.json")
+        rc, text = bench("--quick", "--cases", "relu_chain_bf16", "--json", out)
+        assert rc == 0, text
+        with open(out) as f:
+            data = json.load(f)
+        for key in PROVENANCE + ("device", "torch", "triton", "cuda", "timer"):
+            assert key in data, (key, sorted(data))
+        assert data["device"] and data["torch"] and "--quick" in data["command"], data
+
+
+def test_ab_scripts_help_without_torch():
+    # torch, triton and quack whose import fails: --help must answer before any of them is imported
+    scripts = sorted(glob.glob(os.path.join(ROOT, "bench", "ab", "*.py")))
+    assert len(scripts) > 10, scripts
+    with tempfile.TemporaryDirectory() as d:
+        for m in ("torch", "triton", "quack"):
+            os.mkdir(os.path.join(d, m))
+            with open(os.path.join(d, m, "__init__.py"), "w") as f:
+                f.write(f"raise ImportError('{m} is not installed here')\n")
+        env = dict(os.environ, PYTHONPATH=d)
+        for path in scripts:
+            if os.path.basename(path) == "abcommon.py":
+                continue
+            with open(path) as f:
+                first = f.read().split('"""')[1].splitlines()[0]
+            p = subprocess.run([sys.executable, path, "--help"], capture_output=True, text=True, timeout=60,
+                               cwd=ROOT, env=env)
+            assert p.returncode == 0 and first in p.stdout, (path, p.returncode, p.stdout[-300:], p.stderr[-500:])
+        p = subprocess.run(["bash", os.path.join(ROOT, "bench", "ab", "tp2.sh"), "--help"], capture_output=True,
+                           text=True, timeout=60)
+        assert p.returncode == 0 and p.stdout.startswith("tp2.sh BUILD [OUTDIR]"), (p.returncode, p.stdout)
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "ab", "build_ab.py"), "tag"],
+                           capture_output=True, text=True, timeout=60, cwd=ROOT, env=env)
+        assert p.returncode == 2 and "expected 2 arguments, saw 1" in p.stderr, (p.returncode, p.stderr[-300:])
 
 TESTS = [v for n, v in sorted(globals().items()) if n.startswith("test_")]
 
