@@ -468,7 +468,8 @@ class Kernel:
         EPOCH: it reads a part of such an input once the part's word is EPOCH.  EPOCH is a
         uint32 (1 to 2**32 - 1: a counter past that must start over, not wrap to 0) and
         MAX_CTAS, an int32, caps a persistent grid."""
-        epoch, max_ctas = _int(epoch, "epoch", _UINT32), _int(max_ctas, "max_ctas", _INT32)
+        if epoch or max_ctas:   # the common launch passes neither
+            epoch, max_ctas = _int(epoch, "epoch", _UINT32), _int(max_ctas, "max_ctas", _INT32)
         if stream is not None:
             stream = _int(getattr(stream, "cuda_stream", stream), "stream", _UINTPTR)
         import torch
