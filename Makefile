@@ -43,6 +43,10 @@ yaml_a      = $(firstword $(wildcard $(shell pkg-config --variable=libdir yaml-0
 YAML_LIBS   = $(eval YAML_LIBS := $(or $(yaml_a),$(shell pkg-config --libs yaml-0.1 2>/dev/null),-lyaml))$(YAML_LIBS)
 YAML_CFLAGS = $(eval YAML_CFLAGS := $(shell pkg-config --cflags yaml-0.1 2>/dev/null))$(YAML_CFLAGS)
 LIBS        = $(YAML_LIBS) -ldl -lm -lpthread
+# What a program linking libwsfuse.a adds (no libyaml where the archive
+# carries it), kept in $(B)/libs.private for the CLI and wsfuse.pc.
+ARCHIVE_LIBS = $(if $(yaml_a),,$(YAML_LIBS)) -ldl -lm -lpthread
+OBJCOPY     ?= objcopy
 # The headers each goal needs (HEADER=Debian package); tests.mk adds cmocka's.
 DEPS        := yaml.h=libyaml-dev
 
@@ -86,7 +90,18 @@ $(B)/codegen/device_header.c: $(DEVICE_CUH) tools/embed.sh
 $(B)/codegen/device_header.o: $(B)/codegen/device_header.c | check-deps
 	$(CC) $(ALLCFLAGS) -Wno-overlength-strings -c $< -o $@
 
-$(B)/libwsfuse.a: $(OBJS)
+# The shipped archive is one object: the library and libyaml.a (where it
+# exists, as in libwsfuse.so) linked together, every global but wsf_* made
+# local, so that neither can clash with a program's own symbols.  The unit
+# tests call internals: they link libwsfuse_internal.a, the objects as built.
+$(B)/libwsfuse.a: $(OBJS) Makefile
+	@rm -f $@
+	$(CC) $(CFLAGS) -nostdlib -r -o $(B)/libwsfuse.o $(OBJS) $(yaml_a)
+	$(OBJCOPY) --wildcard --keep-global-symbol='wsf_*' $(B)/libwsfuse.o
+	ar rcs $@ $(B)/libwsfuse.o
+	echo '$(strip $(ARCHIVE_LIBS))' > $(B)/libs.private
+
+$(B)/libwsfuse_internal.a: $(OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
@@ -98,7 +113,7 @@ $(B)/libwsfuse.so: $(OBJS) pkg/libwsfuse.map
 	ln -sf libwsfuse.so.$(VERSION) $@
 
 $(B)/wsfuse: $(B)/compiler/main.o $(B)/libwsfuse.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ `cat $(B)/libs.private`
 
 # The README's first command: emit and compile a kernel; on a GPU also run and check it.
 EXAMPLE ?= examples/pointwise_chain.yaml
@@ -133,7 +148,8 @@ pc_dir    = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
 from_cmake = $(shell realpath -ms --relative-to='$(CMAKEDIR)' '$(1)')
 SUBST     = -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(call pc_dir,$(LIBDIR))|g' \
             -e 's|@INCLUDEDIR@|$(call pc_dir,$(INCLUDEDIR))|g' -e 's|@VERSION@|$(VERSION)|g' \
-            -e 's|@SOMAJOR@|$(SOMAJOR)|g' -e 's|@CMAKE_TO_LIBDIR@|$(call from_cmake,$(LIBDIR))|g' \
+            -e 's|@SOMAJOR@|$(SOMAJOR)|g' -e "s|@LIBS_PRIVATE@|`cat $(B)/libs.private`|g" \
+            -e 's|@CMAKE_TO_LIBDIR@|$(call from_cmake,$(LIBDIR))|g' \
             -e 's|@CMAKE_TO_INCLUDEDIR@|$(call from_cmake,$(INCLUDEDIR))|g'
 
 .PHONY: all check-deps example install clean

@@ -1054,7 +1054,7 @@ codegen_emit(Comp *c, Buf *b, Launch **launch)
 	else if (k->splits > 1)
 		buf_printf(b, ", K split over clusters of %d CTAs", k->splits);
 	buf_puts(b, ".\n");
-	/* the header inlined: the file compiles as it is, with NVRTC or nvcc -arch=sm_90a */
+	/* the header inlined: the file compiles as it is, with NVRTC or nvcc (README.md) */
 	buf_printf(b, "\n%s\n%s%s\n\n", CODEGEN_DEVICE_BEGIN, codegen_device_header(c, k), CODEGEN_DEVICE_END);
 	if (e.fam->helpers)
 		e.fam->helpers(&e);

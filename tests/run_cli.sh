@@ -6,8 +6,8 @@
 # is read whole and range-checked; a bad one is a usage error naming it),
 # the conventions of the options (getopt_long spellings, --, help per
 # command, did-you-mean, options a command does not take), --version and
-# env, and the self-contained --emit=cuda (nvcc compiles it; skipped without
-# nvcc).  Each case counts once; a failing one prints "FAIL cli: CASE: why".
+# env, and the self-contained --emit=cuda (README.md's nvcc command compiles
+# it, matmul too; skipped without nvcc).  Each case counts once; a failing one prints "FAIL cli: CASE: why".
 # Ends with "N passed, N failed[, N skipped]".
 set -u
 b=${1:?usage: run_cli.sh BUILD}
@@ -456,10 +456,23 @@ for f in $(grep -o '`[A-Za-z0-9_.-]*/[A-Za-z0-9_./-]*\.[a-z]*`' docs/spec.md | t
 	if [ -e "$f" ]; then ok; else bad "docs/spec.md" "cites $f, which is not in the repository"; fi
 done
 
-# ---- --emit=cuda is self-contained: no #include, and nvcc compiles it as it is ----
+# ---- --emit=cuda is self-contained: no #include, and README.md's nvcc command compiles it ----
 
+# that command, read from the page (NAME.cu its file), is the only one the docs give
 nvcc=$(command -v nvcc || echo "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc")
-for y in "$spec" examples/layernorm.yaml; do
+doc_nvcc=$(tr '\n' ' ' <README.md | grep -o '`nvcc [^`]*NAME\.cu`' | head -n 1 | tr -d '`')
+if [ -n "$doc_nvcc" ]; then ok; else bad "README.md" "gives no \`nvcc ... NAME.cu\` command"; fi
+for f in README.md docs/*.md; do
+	tr '\n' ' ' <"$f" | grep -o '`nvcc [^`]*`' | tr -d '`' | while read -r c; do
+		case "$doc_nvcc" in
+		"$c"*) ;;
+		*) echo "$c" ;;
+		esac
+	done >"$tmp/nvcc.docs"
+	if [ ! -s "$tmp/nvcc.docs" ]; then ok; else bad "$f" "an nvcc command other than README.md's: $(head -n 1 "$tmp/nvcc.docs")"; fi
+done
+# a pointwise, a row and two matmul kernels (wgmma, setmaxnreg, clusters)
+for y in "$spec" examples/layernorm.yaml examples/gemm_bias_gelu.yaml tests/golden/gemm_split_cluster.yaml; do
 	n=${y##*/}
 	n=${n%.yaml}
 	cli compile --emit=cuda "$y" -o "$tmp/$n.cu"
@@ -467,10 +480,14 @@ for y in "$spec" examples/layernorm.yaml; do
 	if ! grep -q '^[[:space:]]*#[[:space:]]*include' "$tmp/$n.cu"; then ok; else bad "$n.cu" "has an #include"; fi
 	if [ ! -x "$nvcc" ]; then
 		skipped "nvcc $n.cu" "no nvcc (set CUDA_HOME)"
-	elif timeout 300 "$nvcc" -arch=sm_90a -c "$tmp/$n.cu" -o "$tmp/$n.o" >"$tmp/nvcc.log" 2>&1; then
+		continue
+	fi
+	read -r -a words <<<"${doc_nvcc/#nvcc/$nvcc}"
+	words=("${words[@]/#NAME.cu/$tmp/$n.cu}")
+	if timeout 300 "${words[@]}" -o "$tmp/$n.o" >"$tmp/nvcc.log" 2>&1; then
 		ok
 	else
-		bad "nvcc $n.cu" "$(head -c 600 "$tmp/nvcc.log")"
+		bad "nvcc $n.cu" "${words[*]}: $(head -c 600 "$tmp/nvcc.log")"
 	fi
 done
 

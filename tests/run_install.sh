@@ -1,9 +1,12 @@
 #!/bin/bash
 # run_install.sh BUILD: `make install` of BUILD into a temporary prefix (with
 # an INCLUDEDIR of its own), then what an embedder does with it:
-# libwsfuse.so exports only wsf_* (nm -D); tests/install/hello.c builds
-# through pkg-config, shared and static, and through CMake's
-# find_package(wsfuse) after the tree has moved, and each program runs.
+# libwsfuse.so exports only wsf_* (nm -D) and libwsfuse.a defines no other
+# global (nm); tests/install/clash.c, with functions named as the library's
+# internals and libyaml's, links statically and runs; tests/install/hello.c
+# builds through pkg-config with only wsfuse.pc to read, shared and static,
+# and through CMake's find_package(wsfuse) after the tree has moved, and
+# each program runs.
 # Each case counts once; a missing tool (nm, pkg-config, cmake) skips the
 # cases that need it, and a sanitized build skips them all (its library
 # needs the sanitizer runtimes; make test runs them).
@@ -20,7 +23,7 @@ finish() {
 }
 
 if nm -D "$b/libwsfuse.so" 2>/dev/null | grep -q __asan_; then
-	skipped 6 "$b is a sanitized build"
+	skipped 9 "$b is a sanitized build"
 	finish
 fi
 tmp=$(mktemp -d) || exit 1
@@ -55,23 +58,56 @@ if command -v nm >/dev/null; then
 	if [ -n "$extra" ]; then bad "nm -D" "exports other than wsf_*: $(echo "$extra" | tr "\n" " " | head -c 300)"
 	elif [ "$n" -lt 10 ]; then bad "nm -D" "only $n wsf_ symbols"
 	else ok; fi
+	# the archive: one object, whose only defined globals are wsf_*
+	extra=$(nm -g --defined-only "$p/lib/libwsfuse.a" | awk 'NF == 3 && $3 !~ /^wsf_/ { print $3 }')
+	n=$(nm -g --defined-only "$p/lib/libwsfuse.a" | grep -c ' wsf_')
+	if [ -n "$extra" ]; then bad "nm libwsfuse.a" "globals other than wsf_*: $(echo "$extra" | tr "\n" " " | head -c 300)"
+	elif [ "$n" -lt 10 ]; then bad "nm libwsfuse.a" "only $n wsf_ symbols"
+	else ok; fi
 else
-	skipped 1 "nm -D: no nm (binutils)"
+	skipped 2 "nm -D, nm libwsfuse.a: no nm (binutils)"
+fi
+
+# a program with its own buf_init, intern, kernel_new (and yaml_parser_initialize
+# where the archive carries libyaml: then wsfuse.pc's Libs.private names none)
+private=$(sed -n 's/^Libs.private: *//p' "$p/lib/pkgconfig/wsfuse.pc")
+# clash CASE CFLAGS...: builds clash.c against the archive and runs it
+clash() {
+	local c=$1
+	shift
+	# shellcheck disable=SC2086 # Libs.private's words
+	if ${CC:-cc} "$@" -o "$tmp/clash" tests/install/clash.c -I"$p/include/wsfuse" "$p/lib/libwsfuse.a" \
+		$private 2>"$tmp/log"; then
+		runs "$tmp/clash" "$c"
+	else
+		bad "$c" "cc ... libwsfuse.a $private: $(head -c 400 "$tmp/log")"
+	fi
+}
+clash "static link, own buf_init"
+if grep -q yaml <<<"$private"; then
+	skipped 1 "static link, own yaml_*: libwsfuse.a does not carry libyaml (no libyaml.a at build time)"
+else
+	clash "static link, own yaml_*" -DOWN_YAML
 fi
 
 if command -v pkg-config >/dev/null; then
-	export PKG_CONFIG_PATH=$p/lib/pkgconfig
-	# shellcheck disable=SC2046 # pkg-config's words
-	if ${CC:-cc} -o "$tmp/hello" tests/install/hello.c $(pkg-config --cflags --libs wsfuse) \
+	# wsfuse.pc alone: it needs no other package's .pc (libyaml's)
+	export PKG_CONFIG_LIBDIR=$p/lib/pkgconfig
+	unset PKG_CONFIG_PATH
+	# shellcheck disable=SC2086 # pkg-config's words
+	if ! flags=$(pkg-config --cflags --libs wsfuse 2>&1); then
+		bad "pkg-config" "pkg-config --cflags --libs wsfuse: $flags"
+	elif ${CC:-cc} -o "$tmp/hello" tests/install/hello.c $flags \
 		-Wl,-rpath,"$(pkg-config --variable=libdir wsfuse)" 2>"$tmp/log"; then
 		runs "$tmp/hello" "pkg-config"
 	else
-		bad "pkg-config" "cc: $(head -c 400 "$tmp/log")"
+		bad "pkg-config" "cc ... $flags: $(head -c 400 "$tmp/log")"
 	fi
-	# the archive with the libraries it needs (Requires.private, Libs.private)
-	libs=$(pkg-config --static --libs wsfuse)
-	# shellcheck disable=SC2046,SC2086
-	if ${CC:-cc} -o "$tmp/hello-static" tests/install/hello.c $(pkg-config --cflags wsfuse) \
+	# the archive with the libraries it needs (Libs.private)
+	# shellcheck disable=SC2086 # pkg-config's words
+	if ! libs=$(pkg-config --cflags --static --libs wsfuse 2>&1); then
+		bad "pkg-config --static" "pkg-config --cflags --static --libs wsfuse: $libs"
+	elif ${CC:-cc} -o "$tmp/hello-static" tests/install/hello.c \
 		${libs/-lwsfuse/-Wl,-Bstatic -lwsfuse -Wl,-Bdynamic} 2>"$tmp/log"; then
 		if readelf -d "$tmp/hello-static" 2>/dev/null | grep -q 'NEEDED.*libwsfuse'; then
 			bad "pkg-config --static" "hello-static needs libwsfuse.so"
@@ -81,7 +117,7 @@ if command -v pkg-config >/dev/null; then
 	else
 		bad "pkg-config --static" "cc ... $libs: $(head -c 400 "$tmp/log")"
 	fi
-	unset PKG_CONFIG_PATH
+	unset PKG_CONFIG_LIBDIR
 else
 	skipped 2 "pkg-config: no pkg-config"
 fi

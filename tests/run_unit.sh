@@ -4,7 +4,9 @@
 # case), then replays every file of tests/fuzz/regress/ and
 # tests/fuzz/corpus/ through BUILD/tests/replay, and of tests/fuzz/launch/
 # through BUILD/tests/replay_launch (one count per file).
-# Prints one line per failure and ends with "N passed, N failed[, N skipped]".
+# Prints one line per failure, one per skip reason of each program ("# SKIP
+# CASE: WHY" or a "# skip: WHY" line before it; a skip with neither
+# fails), and ends with "N passed, N failed[, N skipped]".
 # TEST_TIMEOUT (seconds, default 300) bounds each program.
 set -u
 b=${1:?usage: run_unit.sh BUILD}
@@ -61,11 +63,33 @@ for t in "$b"/tests/test_* tests/python/test_*.py; do
 		/^(not )?ok [0-9]+ # SKIP/ { next }
 		/^not ok [0-9]/ { c = $0; sub(/^not ok [0-9]+ - /, "", c); loc = why = ""; next }
 		c != "" && /^# .*: error: / { loc = $0; sub(/^# /, "", loc); sub(/: error: .*/, "", loc); next }
-		c != "" && /^#/ && why == "" { why = $0; sub(/^# */, "", why) }
+		c != "" && /^#/ && !/^# skip: / && why == "" { why = $0; sub(/^# */, "", why) }
 		END { flush() }' "$out"
+	# each skip's reason, the cases that share one on one line
+	reasons=$(awk -v t="$name" '
+		/^# skip: / { r = $0; sub(/^# skip: /, "", r); next }
+		/^(not )?ok [0-9]+ # SKIP/ {
+			s = $0; sub(/^(not )?ok [0-9]+ # SKIP */, "", s)
+			w = r
+			r = ""
+			if (match(s, /: /)) { w = substr(s, RSTART + 2); s = substr(s, 1, RSTART - 1) }
+			if (w == "") { print "FAIL " t ": " s ": skipped without a reason (skip_because)"; next }
+			if (!(w in n)) order[++k] = w
+			if (!n[w]++) first[w] = s
+			next
+		}
+		/^(not )?ok [0-9]/ { r = "" }
+		END {
+			for (i = 1; i <= k; i++) {
+				w = order[i]
+				print "skipped " t ": " first[w] (n[w] > 1 ? " and " n[w] - 1 " more" : "") ": " w
+			}
+		}' "$out")
+	[ -n "$reasons" ] && printf '%s\n' "$reasons"
+	unexplained=$(grep -c '^FAIL ' <<<"$reasons")
 	pass=$((pass + ok))
-	fail=$((fail + bad))
-	skip=$((skip + skipped))
+	fail=$((fail + bad + unexplained))
+	skip=$((skip + skipped - unexplained))
 	ok=$((ok + skipped))
 	# a crash or a timeout cuts the plan short: count what never ran as failed
 	if [ $((ok + bad)) -lt "$plan" ] || { [ "$rc" != 0 ] && [ "$bad" = 0 ]; }; then

@@ -29,10 +29,10 @@ $(B)/locale/de_DE.UTF-8:
 	@rm -rf $@.tmp
 	@localedef -i de_DE -f UTF-8 $@.tmp >/dev/null 2>&1 && mv $@.tmp $@ || rm -rf $@.tmp
 
-# Each unit test is a standalone cmocka program over the static library.
-$(B)/tests/test_%: tests/unit/test_%.c $(B)/libwsfuse.a $(TEST_HDRS) | check-deps
+# Each unit test is a standalone cmocka program over the library's objects.
+$(B)/tests/test_%: tests/unit/test_%.c $(B)/libwsfuse_internal.a $(TEST_HDRS) | check-deps
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLCFLAGS) $(LDFLAGS) -o $@ $< $(B)/libwsfuse.a -lcmocka $(LIBS)
+	$(CC) $(ALLCFLAGS) $(LDFLAGS) -o $@ $< $(B)/libwsfuse_internal.a -lcmocka $(LIBS)
 
 # A stand-in NVRTC whose log is $$FAKE_NVRTC_LOG: test_nvrtc makes ptxas "say"
 # each warning wsfuse fails a compile on, and loads it from its own folder.
@@ -42,13 +42,13 @@ $(B)/tests/fake_nvrtc.so: tests/unit/fake_nvrtc.c | check-deps
 	$(CC) $(ALLCFLAGS) $(LDFLAGS) -shared -o $@ $<
 
 # The fuzz entry points without libFuzzer, for replaying inputs.
-$(B)/tests/replay: tests/fuzz/replay.c tests/fuzz/fuzz_spec.c include/wsfuse.h $(B)/libwsfuse.a
+$(B)/tests/replay: tests/fuzz/replay.c tests/fuzz/fuzz_spec.c include/wsfuse.h $(B)/libwsfuse_internal.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLCFLAGS) $(LDFLAGS) -o $@ tests/fuzz/replay.c tests/fuzz/fuzz_spec.c $(B)/libwsfuse.a $(LIBS)
+	$(CC) $(ALLCFLAGS) $(LDFLAGS) -o $@ tests/fuzz/replay.c tests/fuzz/fuzz_spec.c $(B)/libwsfuse_internal.a $(LIBS)
 
-$(B)/tests/replay_launch: tests/fuzz/replay.c tests/fuzz/fuzz_launch.c $(TEST_HDRS) $(B)/libwsfuse.a
+$(B)/tests/replay_launch: tests/fuzz/replay.c tests/fuzz/fuzz_launch.c $(TEST_HDRS) $(B)/libwsfuse_internal.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLCFLAGS) $(LDFLAGS) -o $@ tests/fuzz/replay.c tests/fuzz/fuzz_launch.c $(B)/libwsfuse.a $(LIBS)
+	$(CC) $(ALLCFLAGS) $(LDFLAGS) -o $@ tests/fuzz/replay.c tests/fuzz/fuzz_launch.c $(B)/libwsfuse_internal.a $(LIBS)
 
 update-golden: all
 	@bash tests/run_golden.sh -u $(if $(T),-t $(T)) $(B)

@@ -1,11 +1,16 @@
 /*
  * have_nvrtc.h: whether NVRTC can be loaded, for the unit tests that skip
- * without it (the same library names runtime/nvrtc.c tries).
+ * without it (the same library names runtime/nvrtc.c tries), and why they
+ * skip: skip_because(NO_NVRTC).  Include it after <cmocka.h>.
  */
 #ifndef WSFUSE_TEST_HAVE_NVRTC_H
 #define WSFUSE_TEST_HAVE_NVRTC_H
 
 #include <dlfcn.h>
+
+#include "skip_because.h"
+
+#define NO_NVRTC "no NVRTC (libnvrtc.so.13 or .12 not found by dlopen)"
 
 static inline int
 have_nvrtc(void)

@@ -122,7 +122,7 @@ row_outputs_are_stored_once(void **state)
 
 	(void)state;
 	if (!have_nvrtc())  /* a one-CTA-a-row kernel is compiled to check its registers */
-		skip();
+		skip_because(NO_NVRTC);
 	assert_int_equal(wsf_set_option(ctx, "stop-after", "cuda"), WSF_OK);
 	for (i = 0; i < 2; i++) {
 		WsfKernel *k = NULL;
@@ -167,7 +167,7 @@ direct_rows_load_from_global(void **state)
 
 	(void)state;
 	if (!have_nvrtc())  /* a one-CTA-a-row kernel is compiled to check its registers */
-		skip();
+		skip_because(NO_NVRTC);
 	assert_int_equal(wsf_set_option(ctx, "stop-after", "cuda"), WSF_OK);
 	snprintf(spec_text, sizeof spec_text, fmt, "schedule: {persistent: false}\n");
 	assert_int_equal(wsf_compile_string(ctx, "direct.yaml", spec_text, strlen(spec_text), &k), WSF_OK);
@@ -258,7 +258,7 @@ spilling_direct_rows_take_the_pipeline(void **state)
 
 	(void)state;
 	if (!have_nvrtc())
-		skip();
+		skip_because(NO_NVRTC);
 	for (i = 0; i < (int)(sizeof stops / sizeof stops[0]); i++) {
 		bool cuda = i > 0;
 
@@ -408,7 +408,7 @@ launch_refuses_bad_shapes(void **state)
 
 	(void)state;
 	if (!have_nvrtc())  /* runs and launches need a cubin */
-		skip();
+		skip_because(NO_NVRTC);
 	assert_int_equal(wsf_set_option(ctx, "cache", "0"), WSF_OK);
 	assert_int_equal(wsf_compile_string(ctx, "api.yaml", spec, strlen(spec), &k), WSF_OK);
 	assert_int_equal(wsf_set_size(ctx, "M", (int64_t)1 << 40), WSF_OK);
@@ -468,7 +468,7 @@ signal_launch_checks(void **state)
 
 	(void)state;
 	if (!have_nvrtc())  /* launches need a cubin */
-		skip();
+		skip_because(NO_NVRTC);
 	assert_int_equal(wsf_set_option(ctx, "cache", "0"), WSF_OK);
 	assert_int_equal(wsf_compile_string(ctx, "sig.yaml", sig, strlen(sig), &k), WSF_OK);
 	assert_int_equal(wsf_kernel_signal_layout(ctx, k, args, 3, &lay), WSF_OK);

@@ -164,7 +164,7 @@ colliding_names_compile(void **state)
 
 	(void)state;
 	if (!have_nvrtc())
-		skip();
+		skip_because(NO_NVRTC);
 	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		WsfKernel *k;
 

@@ -24,6 +24,7 @@
 #include "../../runtime/runtime.h"
 
 #include "comp_init.h"
+#include "skip_because.h"
 
 static void
 test_open(void **state)
@@ -56,6 +57,20 @@ test_open(void **state)
 	arena_free(c.arena);
 }
 
+/* Skips a GPU case, with why the driver did not open (its error, not the hint after ";"). */
+static void
+no_driver(Comp *c)
+{
+	const char *e = c->last_error ? c->last_error : "the driver did not open";
+	char why[256];
+
+	if (strstr(e, "error: "))
+		e = strstr(e, "error: ") + strlen("error: ");
+	snprintf(why, sizeof why, "%.*s", (int)strcspn(e, ";\n"), e);
+	arena_free(c->arena);
+	skip_because("%s", why);
+}
+
 /*
  * Two drivers of one process share the device's primary context (the
  * first makes it current, the second finds it so); closing the first must
@@ -72,10 +87,8 @@ test_two_drivers(void **state)
 
 	COMP_INIT(c);
 	unsetenv("WSFUSE_LIBCUDA_PATH");
-	if (rt_driver_open(&c, &a) != WSF_OK) {
-		arena_free(c.arena);
-		skip();
-	}
+	if (rt_driver_open(&c, &a) != WSF_OK)
+		no_driver(&c);
 	assert_int_equal(rt_driver_open(&c, &b), WSF_OK);
 	assert_ptr_equal(a->ctx, b->ctx);
 	rt_driver_close(a);
@@ -136,7 +149,7 @@ test_stub_libcuda(void **state)
 			expect_stub_refused(stubs[i]);
 			return;
 		}
-	skip();
+	skip_because("no stub libcuda.so under /usr/local/cuda");
 }
 
 /* ---- on a GPU ---- */
@@ -252,10 +265,8 @@ test_gpu_tma_copy(void **state)
 
 	memset(&g, 0, sizeof g);
 	COMP_INIT(g.c);
-	if (rt_driver_open(&g.c, &g.d) != WSF_OK) {
-		arena_free(g.c.arena);
-		skip();
-	}
+	if (rt_driver_open(&g.c, &g.d) != WSF_OK)
+		no_driver(&g.c);
 	d = g.d;
 	assert_int_equal(rt_compile(&g.c, &o, "tma_copy", tma_src, NULL, 0, &bin), WSF_OK);
 	assert_int_equal(rt_check(&g.c, d, d->cuModuleLoadData(&g.mod, bin.cubin), "cuModuleLoadData"),
@@ -294,7 +305,7 @@ test_tma_kernel_compiles(void **state)
 	if (rt_compile(&c, &o, "tma_copy", tma_src, NULL, 0, &bin) != WSF_OK &&
 	    strstr(c.last_error, "cannot load NVRTC")) {
 		arena_free(c.arena);
-		skip();
+		skip_because("no NVRTC (cannot load it)");
 	}
 	assert_int_equal(c.nerrors, 0);
 	assert_memory_equal(bin.cubin, "\x7f" "ELF", 4);

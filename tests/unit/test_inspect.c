@@ -208,7 +208,7 @@ kernel_stats(void **state)
 
 	if (!have_nvrtc()) {
 		wsf_context_delete(ctx);
-		skip();
+		skip_because(NO_NVRTC);
 	}
 	k = compile_to(ctx, "ptxas", spec);   /* ptxas: stops after the PTX and cubin */
 	assert_non_null(wsf_kernel_text(k, WSF_STAGE_CUBIN, NULL));

@@ -22,6 +22,7 @@
 #include "../../passes/passes.h"
 
 #include "fixture.h"
+#include "skip_because.h"
 
 /*
  * for i in [0, n): { if elect() { load in0, in1 }; compute reading them },
@@ -427,7 +428,7 @@ examples_verify(void **state)
 		struct dirent *e;
 
 		if (!dir)
-			skip();  /* not run from the repository root */
+			skip_because("no folder %s: not run from the repository root", dirs[d]);
 		while (!why[0] && (e = readdir(dir))) {
 			size_t len = strlen(e->d_name);
 

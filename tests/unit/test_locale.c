@@ -22,6 +22,8 @@
 
 #include "../../ir/ir.h"
 
+#include "skip_because.h"
+
 static char locpath[4096];  /* BUILD/locale, from argv[0] */
 
 static void
@@ -129,7 +131,7 @@ comma_locale_numbers(void **state)
 
 	(void)state;
 	if (!comma_locale())
-		skip();
+		skip_because("no comma-decimal locale (de_DE.UTF-8 or fr_FR.UTF-8; the locales package)");
 	snprintf(s, sizeof s, "%g", 0.001);
 	assert_string_equal(s, "0,001");  /* the C library follows the locale ... */
 	numbers();                        /* ... wsfuse does not */
@@ -156,7 +158,7 @@ comma_locale_compile(void **state)
 
 	(void)state;
 	if (!comma_locale())
-		skip();
+		skip_because("no comma-decimal locale (de_DE.UTF-8 or fr_FR.UTF-8; the locales package)");
 	ctx = wsf_context_new();
 	assert_int_equal(wsf_set_option(ctx, "stop-after", "cuda"), WSF_OK);
 	assert_int_equal(wsf_compile_string(ctx, "loc.yaml", spec, strlen(spec), &k), WSF_OK);

@@ -4323,7 +4323,7 @@ epilogue_no_warnings(void **state)
 	int i;
 
 	if (!have_nvrtc())
-		skip();
+		skip_because(NO_NVRTC);
 	for (i = 0; i < (int)countof(specs); i++) {
 		if (setup((void **)&t) < 0)
 			fail_msg("setup");

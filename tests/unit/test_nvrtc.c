@@ -179,7 +179,7 @@ test_compile_then_hit(void **state)
 	Comp c;
 
 	if (!have_nvrtc())
-		skip();
+		skip_because(NO_NVRTC);
 	COMP_INIT(c);
 	assert_int_equal(rt_compile(&c, &o, "k", good_src, &header, 1, &a), WSF_OK);
 	assert_false(a.cache_hit);
@@ -238,7 +238,7 @@ test_cache_off(void **state)
 	Comp c;
 
 	if (!have_nvrtc())
-		skip();
+		skip_because(NO_NVRTC);
 	COMP_INIT(c);
 	assert_int_equal(rt_compile(&c, &o, "k", good_src, &header, 1, &a), WSF_OK);
 	assert_int_equal(rt_compile(&c, &o, "k", good_src, &header, 1, &a), WSF_OK);
@@ -258,7 +258,7 @@ test_syntax_error(void **state)
 	Comp c;
 
 	if (!have_nvrtc())
-		skip();
+		skip_because(NO_NVRTC);
 	COMP_INIT(c);
 	assert_int_equal(rt_compile(&c, &o, "bad", bad_src, &header, 1, &a), WSF_ERR_NVRTC);
 	assert_int_equal(c.nerrors, 1);
@@ -287,7 +287,7 @@ test_error_dump_without_dump_dir(void **state)
 	Comp c;
 
 	if (!have_nvrtc())
-		skip();
+		skip_because(NO_NVRTC);
 	COMP_INIT(c);
 	assert_int_equal(rt_compile(&c, &o, "bad", bad_src, &header, 1, &a), WSF_ERR_NVRTC);
 	snprintf(path, sizeof path, "source: %s/failed/bad-", d->cache);
@@ -305,7 +305,7 @@ test_missing_header(void **state)
 	Comp c;
 
 	if (!have_nvrtc())
-		skip();
+		skip_because(NO_NVRTC);
 	COMP_INIT(c);
 	assert_int_equal(rt_compile(&c, &o, "k", good_src, NULL, 0, &a), WSF_ERR_NVRTC);
 	assert_contains(c.last_error, "wsf_test.cuh");
@@ -321,7 +321,7 @@ test_ignored_setmaxnreg_is_an_error(void **state)
 	Comp c;
 
 	if (!have_nvrtc())
-		skip();
+		skip_because(NO_NVRTC);
 	COMP_INIT(c);
 	assert_int_equal(rt_compile(&c, &o, "smr", setmaxnreg_src, NULL, 0, &a), WSF_ERR_NVRTC);
 	assert_contains(c.last_error, "ptxas: setmaxnreg ignored, which wsfuse treats as an error");
@@ -342,7 +342,7 @@ test_serialized_wgmma_is_an_error(void **state)
 	Comp c;
 
 	if (!have_nvrtc())
-		skip();
+		skip_because(NO_NVRTC);
 	COMP_INIT(c);
 	assert_int_equal(rt_compile(&c, &o, "wg", wgmma_src, NULL, 0, &a), WSF_ERR_NVRTC);
 	assert_contains(c.last_error, "ptxas: wgmma serialized, which wsfuse treats as an error");

@@ -24,6 +24,7 @@
 #include "../../runtime/runtime.h"
 
 #include "comp_init.h"
+#include "skip_because.h"
 
 /* A compilation and the fusion being built in it. */
 typedef struct Env {
@@ -703,7 +704,7 @@ test_out_of_memory(void **state)
 #if defined(__SANITIZE_ADDRESS__)
 	/* ASan aborts on an impossible allocation unless told to fail it (make check-asan does) */
 	if (!getenv("ASAN_OPTIONS") || !strstr(getenv("ASAN_OPTIONS"), "allocator_may_return_null=1"))
-		skip();
+		skip_because("ASAN_OPTIONS lacks allocator_may_return_null=1 (make check-asan sets it)");
 #endif
 	COMP_INIT(e.c);
 	env_fusion(&e);
