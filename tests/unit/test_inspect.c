@@ -281,7 +281,7 @@ ptxas_report(void **state)
 	assert_int_equal(r.spill_loads, -1);
 	/* the largest count read, summed over many functions: saturated, never wrapped negative */
 	{
-		static char big[400 * 80];
+		static char big[400 * 128];   /* 96 bytes a function */
 		int i;
 
 		for (i = 0; i < 400; i++)
