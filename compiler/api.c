@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 
 #include "../codegen/codegen.h"
@@ -301,6 +302,30 @@ dump_outputs(const char *list, unsigned *mask)
 	return NULL;
 }
 
+/*
+ * The error for BAD, a name in the dump list from WHERE that is no output:
+ * quoted up to MAX_SHOWN bytes (cut at a character, "..." where it was),
+ * control characters shown as '?'.
+ */
+static WsfStatus
+unknown_output(WsfContext *ctx, const char *bad, const char *where)
+{
+	size_t n = strcspn(bad, ","), i;
+	char shown[MAX_SHOWN + 4];
+
+	if (n > MAX_SHOWN) {
+		for (i = MAX_SHOWN; i > 0 && ((unsigned char)bad[i] & 0xc0) == 0x80; i--)
+			;
+		memcpy(shown + i, "...", 4);
+	} else {
+		i = n;
+		shown[i] = 0;
+	}
+	while (i-- > 0)
+		shown[i] = (unsigned char)bad[i] < 0x20 || bad[i] == 0x7f ? '?' : bad[i];
+	return ctx_error(ctx, WSF_ERR_USAGE, "error: unknown output '%s' in %s (expected %s)", shown, where, DUMP_NAMES);
+}
+
 /* The dump folder: the option dump-dir, else $WSFUSE_DUMP_DIR; NULL when neither is set. */
 static const char *
 dump_dir(const WsfContext *ctx)
@@ -349,8 +374,7 @@ wsf_set_option(WsfContext *ctx, const char *name, const char *value)
 		const char *bad;
 
 		if (value && (bad = dump_outputs(value, &mask)))
-			return ctx_error(ctx, WSF_ERR_USAGE, "error: unknown output '%.*s' in option 'dump' (expected %s)",
-			                 (int)strcspn(bad, ","), bad, DUMP_NAMES);
+			return unknown_output(ctx, bad, "option 'dump'");
 		return set_string(&ctx->dump_list, value);
 	}
 	if (strcmp(name, "cache") == 0 || strcmp(name, "lineinfo") == 0 || strcmp(name, "tune") == 0) {
@@ -384,10 +408,54 @@ static RtOptions
 rt_options(const WsfContext *ctx)
 {
 	const char *v = getenv("WSFUSE_LINEINFO");
-	RtOptions ro = {ctx->cache_dir, ctx->cache, dump_dir(ctx), false};
+	RtOptions ro = {ctx->cache_dir, ctx->cache, dump_dir(ctx), false, NULL};
 
 	ro.lineinfo = ctx->lineinfo ? ctx->lineinfo == 2 : v && *v && strcmp(v, "0") != 0;
 	return ro;
+}
+
+/*
+ * The folder C's dumps go to: DIR/NAME-KEY (dump_folder), DIR the dump
+ * folder (none: the current one), NAME-KEY (kernel_folder) the fusion's
+ * name and 16 hex digits of a hash of what picks the kernel (the version,
+ * the spec's text, its bindings in name order, the options that change the
+ * code), as Triton's dumps have a folder a kernel.  So compiles of one spec
+ * at other sizes keep their own files, and an override folder can hold
+ * one edit a kernel.  Needs C's bindings, which the compile holds until it
+ * ends.
+ */
+static const char *
+kernel_folder(const WsfContext *ctx, const Comp *c)
+{
+	const char *prev = NULL, *next;
+	RtOptions ro = rt_options(ctx);
+	char key[65];
+	Buf b;
+	int i, j;
+
+	buf_init(&b, c->arena);
+	buf_printf(&b, "wsfuse %s\nlineinfo %d\nstore-delay %d\npdl %d\nspec %zu\n", WSF_VERSION_STRING, ro.lineinfo,
+	           c->store_delay, !c->no_pdl, c->srclen);
+	buf_putn(&b, c->src, c->srclen);
+	for (i = 0; i < c->nbind; i++) {
+		for (next = NULL, j = 0; j < c->nbind; j++)
+			if ((!prev || strcmp(c->bind[j].name, prev) > 0) && (!next || strcmp(c->bind[j].name, next) < 0))
+				next = c->bind[j].name;
+		for (j = 0; j < c->nbind && next; j++)
+			if (strcmp(c->bind[j].name, next) == 0)
+				buf_printf(&b, "\n-D %s=%lld", next, (long long)c->bind[j].value);
+		prev = next;
+	}
+	rt_sha256_hex(buf_str(&b), b.len, key);
+	return arena_printf(c->arena, "%s-%.16s", c->fusion->name, key);
+}
+
+static const char *
+dump_folder(const WsfContext *ctx, const Comp *c)
+{
+	const char *dir = dump_dir(ctx);
+
+	return arena_printf(c->arena, "%s%s%s", dir ? dir : "", dir ? "/" : "", kernel_folder(ctx, c));
 }
 
 /* The variables that change what wsfuse does, shown by wsf_environment. */
@@ -487,16 +555,19 @@ set_text(WsfKernel *k, WsfStage s, const char *text, size_t len)
 enum { MAX_OVERRIDE_BYTES = 16 << 20 };   /* a generated kernel is a few hundred KiB at most */
 
 /*
- * Option override-dir, else $WSFUSE_OVERRIDE_DIR: where DIR/NAME.cu exists
- * (NAME the fusion's, as WSFUSE_DUMP names the CUDA it writes), its text
- * replaces the generated CUDA in *B, for experiments on a hand-edited
- * kernel (Triton's TRITON_OVERRIDE_DIR).  The launch still passes what
- * codegen planned (grid, block, shared memory, arguments), so the edit
- * keeps the entry point, its parameters and the shared-memory layout.  A
- * note says so on every compile.  Not for the candidates of a measured
- * choice, which run under other schedules (CANDIDATE to compile_kernel).  No such file: the generated CUDA, no
- * note.  A file that cannot be read is WSF_ERR_IO; one over 16 MiB, or
- * with a NUL byte, WSF_ERR_INPUT.  A line of the file that reads
+ * Option override-dir, else $WSFUSE_OVERRIDE_DIR: where DIR/NAME-KEY/NAME.cu
+ * (the kernel's folder, as WSFUSE_DUMP names it), else DIR/NAME.cu (NAME
+ * the fusion's), exists, its text replaces the generated CUDA in *B, for
+ * experiments on a hand-edited kernel (Triton's TRITON_OVERRIDE_DIR).  The
+ * launch still passes what codegen planned (grid, block, shared memory,
+ * arguments), so the edit keeps the entry point, its parameters and the
+ * shared-memory layout.  A note says so on every compile, and *USED names
+ * the file.  Not for the candidates of a measured choice, which run under
+ * other schedules (CANDIDATE to compile_kernel).  No such file: the
+ * generated CUDA, no note.  A file that cannot be read, a dangling link or
+ * no regular file (a FIFO is refused, never waited on) is WSF_ERR_IO; one
+ * over 16 MiB, with a NUL byte, or whose PTX lacks the entry point
+ * (override_entry), WSF_ERR_INPUT.  A line of the file that reads
  * "// wsfuse-override: smem_bytes = N" launches it with N bytes of dynamic
  * shared memory instead (override_directives).
  */
@@ -564,54 +635,78 @@ bad:
 }
 
 static WsfStatus
-cuda_override(WsfContext *ctx, Comp *c, Buf *b, Launch *l)
+cuda_override(WsfContext *ctx, Comp *c, Buf *b, Launch *l, const char **used)
 {
 	bool opt = ctx->override_dir && *ctx->override_dir;
 	const char *dir = opt ? ctx->override_dir : getenv("WSFUSE_OVERRIDE_DIR");
-	const char *who = opt ? "override-dir" : "WSFUSE_OVERRIDE_DIR", *path, *shown;
-	char chunk[65536], *nul;
-	size_t len = 0, n;
-	FILE *fp;
+	const char *who = opt ? "override-dir" : "WSFUSE_OVERRIDE_DIR", *path, *shown, *nul;
+	struct stat st;
+	char *text;
+	size_t len;
 	Buf t;
 	WsfStatus s;
+	int r, i;
 
+	*used = NULL;
 	if (!dir || !*dir)
 		return WSF_OK;
-	path = arena_printf(c->arena, "%s/%s.cu", dir, c->fusion->name);
-	buf_init(&t, c->arena);
-	rt_put_text(&t, path);
-	shown = buf_str(&t);
-	if (!(fp = fopen(path, "rb")) && errno == ENOENT)
+	for (i = 0; i < 2; i++) {
+		path = arena_printf(c->arena, "%s/%s%s%s.cu", dir, i ? "" : kernel_folder(ctx, c), i ? "" : "/",
+		                    c->fusion->name);
+		buf_init(&t, c->arena);
+		rt_put_text(&t, path);
+		shown = buf_str(&t);
+		r = rt_read_file(c, path, MAX_OVERRIDE_BYTES, &text, &len);
+		if (r == -1 && errno == ENOENT && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+			return diag_error(c, (Pos){0}, "%s: %s is a symbolic link to a file that does not exist", who,
+			                  shown),
+			       WSF_ERR_IO;
+		if (r != -1 || errno != ENOENT)
+			break;
+	}
+	if (i == 2)
 		return WSF_OK;
-	if (!fp)
-		return diag_error(c, (Pos){0}, "%s: cannot open %s: %s", who, shown, strerror(errno)), WSF_ERR_IO;
-	buf_init(b, c->arena);
-	while (len <= MAX_OVERRIDE_BYTES && (n = fread(chunk, 1, sizeof chunk, fp)) > 0) {
-		if ((nul = memchr(chunk, 0, n))) {
-			fclose(fp);
-			return diag_error(c, (Pos){0}, "%s: %s has a NUL byte at offset %zu: CUDA source is text", who,
-			                  shown, len + (size_t)(nul - chunk)),
-			       WSF_ERR_INPUT;
-		}
-		buf_putn(b, chunk, n);
-		len += n;
-	}
-	if (ferror(fp)) {
-		diag_error(c, (Pos){0}, "%s: cannot read %s: %s", who, shown, strerror(errno));
-		fclose(fp);
-		return WSF_ERR_IO;
-	}
-	fclose(fp);
-	if (len > MAX_OVERRIDE_BYTES)
+	if (r == -1)
+		return diag_error(c, (Pos){0}, "%s: cannot read %s: %s", who, shown, strerror(errno)), WSF_ERR_IO;
+	if (r == RT_READ_IRREGULAR)
+		return diag_error(c, (Pos){0}, "%s: %s is not a regular file (a FIFO, device or socket)", who, shown),
+		       WSF_ERR_IO;
+	if (r == RT_READ_TOO_LONG)
 		return diag_error(c, (Pos){0}, "%s: %s is longer than the limit of 16 MiB", who, shown), WSF_ERR_INPUT;
-	if ((s = override_directives(c, who, shown, buf_str(b), b->len, l)) != WSF_OK)
+	if ((nul = memchr(text, 0, len)))
+		return diag_error(c, (Pos){0}, "%s: %s has a NUL byte at offset %zu: CUDA source is text", who, shown,
+		                  (size_t)(nul - text)),
+		       WSF_ERR_INPUT;
+	if ((s = override_directives(c, who, shown, text, len, l)) != WSF_OK)
 		return s;
+	buf_init(b, c->arena);
+	buf_putn(b, text, len);
 	buf_init(&t, c->arena);
 	buf_puts(&t, "note: kernel '");
 	rt_put_text(&t, c->fusion->name);
 	buf_printf(&t, "' compiled from %s (%s), not from its generated CUDA", shown, who);
 	ctx_notify(ctx, WSF_SEV_NOTE, buf_str(&t));
+	*used = arena_printf(c->arena, "%s: %s", who, shown);
 	return WSF_OK;
+}
+
+/*
+ * An override compiled, its PTX must define the kernel the launch looks
+ * up: else the compile fails here, naming USED (who and file), not at the
+ * first launch.
+ */
+static WsfStatus
+override_entry(Comp *c, const char *used, const Launch *l, const Cubin *bin)
+{
+	size_t n = strlen(l->entry);
+	const char *p;
+
+	for (p = bin->ptx; (p = strstr(p, ".entry ")); p++)
+		if (strncmp(p + 7, l->entry, n) == 0 && (p[7 + n] == '(' || p[7 + n] == ' ' || p[7 + n] == '\n'))
+			return WSF_OK;
+	return diag_error(c, (Pos){0}, "%s defines no kernel '%s', the entry point the launch looks up: keep "
+	                  "its 'extern \"C\" __global__ void %s(...)' and its parameters", used, l->entry, l->entry),
+	       WSF_ERR_INPUT;
 }
 
 /*
@@ -635,7 +730,12 @@ compile_kernel(WsfContext *ctx, WsfKernel *k, bool candidate)
 	Buf b;
 	WsfStatus s;
 	bool probe;
+	const char *used = NULL;   /* the override compiled, if any */
 
+	/* the line tables and a refused source name the kernel's dump folder */
+	ro.line_dir = dump_folder(ctx, c);
+	if (ro.dump_dir)
+		ro.dump_dir = ro.line_dir;
 again:
 	if (passes_run(c, WSF_STAGE_KERNEL_IR))
 		return c->status ? c->status : WSF_ERR_INPUT;
@@ -652,7 +752,7 @@ again:
 	buf_init(&b, c->arena);
 	if (codegen_emit(c, &b, &k->launch))
 		return c->status ? c->status : WSF_ERR_INTERNAL;
-	if (!candidate && (s = cuda_override(ctx, c, &b, k->launch)) != WSF_OK)
+	if (!candidate && (s = cuda_override(ctx, c, &b, k->launch, &used)) != WSF_OK)
 		return s;
 	if (ctx->stop >= WSF_STAGE_CUDA)
 		set_text(k, WSF_STAGE_CUDA, buf_str(&b), b.len);
@@ -660,6 +760,8 @@ again:
 		return WSF_OK;
 	s = rt_compile(c, &ro, c->fusion->name, buf_str(&b), NULL, 0, &bin);
 	if (s != WSF_OK)
+		return s;
+	if (used && (s = override_entry(c, used, k->launch, &bin)) != WSF_OK)
 		return s;
 	if (probe && rt_spill_bytes(bin.log) > 0) {
 		c->row_fallback = c->kernel->row.deep || c->kernel->row.reread ? ROW_FB_HELD : ROW_FB_PIPELINE;
@@ -711,26 +813,26 @@ ctx_notify(WsfContext *ctx, WsfSeverity sev, const char *msg)
 }
 
 /*
- * Writes the outputs of K in MASK that the compile made to DIR/NAME.EXT
- * (DIR the dump folder, else the current one), through rt_write_file, and
- * says which in a note; a file that cannot be written is a warning, never a
- * failed compile.
+ * Writes the outputs of K in MASK that the compile made to FOLDER/NAME.EXT
+ * (dump_folder), through rt_write_file, and says which in a note; a file
+ * that cannot be written is a warning, never a failed compile.
  */
 static void
 dump_kernel(WsfContext *ctx, WsfKernel *k, unsigned mask)
 {
 	Comp *c = &k->comp;
-	const char *dir = dump_dir(ctx), *path;
+	const char *dir, *path;
 	Buf wrote;
 	int st;
 
 	if (!mask || !c->fusion)
 		return;
+	dir = dump_folder(ctx, c);
 	buf_init(&wrote, c->arena);
 	for (st = 1; st < WSF_STAGE_COUNT; st++) {
 		if (!(mask & (1u << st)) || !k->text[st])
 			continue;
-		path = arena_printf(c->arena, "%s%s%s.%s", dir ? dir : "", dir ? "/" : "", c->fusion->name, dump_ext[st]);
+		path = arena_printf(c->arena, "%s/%s.%s", dir, c->fusion->name, dump_ext[st]);
 		if (rt_write_file(path, k->text[st], k->len[st], RT_WRITE_MKDIRS) < 0) {
 			Buf b;
 
@@ -768,9 +870,7 @@ compile(WsfContext *ctx, const char *name, const char *text, size_t len, const S
 	if (!(list = ctx->dump_list ? ctx->dump_list : getenv("WSFUSE_DUMP")))
 		list = "";
 	if ((bad = dump_outputs(list, &dump)))
-		return ctx_error(ctx, WSF_ERR_USAGE, "error: unknown output '%.*s' in %s (expected %s)",
-		                 (int)strcspn(bad, ","), bad, ctx->dump_list ? "option 'dump'" : "WSFUSE_DUMP",
-		                 DUMP_NAMES);
+		return unknown_output(ctx, bad, ctx->dump_list ? "option 'dump'" : "WSFUSE_DUMP");
 	if (!(k = calloc(1, sizeof *k)))
 		return ctx_error(ctx, WSF_ERR_NOMEM, "error: out of memory");
 	c = &k->comp;
@@ -1194,6 +1294,84 @@ tune_text(Arena *a, const Schedule *s, const Schedule *base)
 	return "the spec's schedule";
 }
 
+/* A tune record over this is no record wsfuse wrote (a line a candidate). */
+enum { TUNE_RECORD_MAX = 64 << 10 };
+
+int
+tune_parse_record(const char *text, size_t len, const char *const *cand, int n, const char **why)
+{
+	static const char head[] = "wsfuse tune 1 choice ";
+	const char *p = text + sizeof head - 1, *end = text + len, *eol, *q;
+	long v = 0;
+
+	if (strlen(text) != len || strncmp(text, head, sizeof head - 1) != 0)
+		return *why = "it does not start 'wsfuse tune 1 choice N'", -1;
+	/* digits only, no sign or leading zero; each step checked, so no count overflows into range */
+	for (q = p; q < end && *q >= '0' && *q <= '9' && v < n; q++)
+		v = v * 10 + (*q - '0');
+	if (q == p || (*p == '0' && q - p > 1) || (q < end && *q >= '0' && *q <= '9') || v >= n)
+		return *why = "its choice is no candidate's number", -1;
+	if (q == end || *q != '\n')
+		return *why = "its choice is not a number alone on its line", -1;
+	/* the choice must have a time: a line "# MS ms: TEXT", MS digits '.' digits, TEXT the candidate's */
+	for (p = q + 1; p < end; p = eol + 1) {
+		if (!(eol = memchr(p, '\n', (size_t)(end - p))))
+			eol = end;
+		if (*p++ != '#' || *p++ != ' ')
+			continue;
+		for (q = p; q < eol && *q >= '0' && *q <= '9'; q++)
+			;
+		if (q == p || q == eol || *q++ != '.')
+			continue;
+		for (p = q; q < eol && *q >= '0' && *q <= '9'; q++)
+			;
+		if (q > p && (size_t)(eol - q) == strlen(cand[v]) + 5 && strncmp(q, " ms: ", 5) == 0 &&
+		    strncmp(q + 5, cand[v], strlen(cand[v])) == 0)
+			return (int)v;
+	}
+	return *why = "it has no time for its choice", -1;
+}
+
+/*
+ * The choice the tune record at PATH holds among the N candidates CAND
+ * (cand[0] K's own schedule), or -1: no record, or one that is not what
+ * tune_kernel writes, which is ignored with a note (the candidates are
+ * timed again and the record rewritten).  Read with rt_read_file: a FIFO
+ * planted there is refused, not waited on.
+ */
+static int
+tune_record(WsfContext *ctx, Comp *c, const char *path, const Schedule *cand, int n)
+{
+	const char **text = arena_alloc(c->arena, (size_t)(n > 0 ? n : 1) * sizeof *text), *why = NULL;
+	char *rec;
+	size_t len;
+	int i, r, choice = -1;
+	Buf b;
+
+	r = rt_read_file(c, path, TUNE_RECORD_MAX, &rec, &len);
+	if (r == -1 && errno == ENOENT)
+		return -1;
+	if (r == -1)
+		why = arena_printf(c->arena, "it cannot be read: %s", strerror(errno));
+	else if (r == RT_READ_IRREGULAR)
+		why = "it is not a regular file";
+	else if (r == RT_READ_TOO_LONG)
+		why = "it is longer than a record is";
+	else {
+		for (i = 0; i < n; i++)
+			text[i] = tune_text(c->arena, &cand[i], &cand[0]);
+		choice = tune_parse_record(rec, len, text, n, &why);
+	}
+	if (choice < 0) {
+		buf_init(&b, c->arena);
+		buf_puts(&b, "note: option tune: ignoring the record ");
+		rt_put_text(&b, path);
+		buf_printf(&b, ": %s; timing the candidates again", why);
+		ctx_notify(ctx, WSF_SEV_NOTE, buf_str(&b));
+	}
+	return choice;
+}
+
 /* Compiles K's spec again under schedule S, with no diagnostics or dumps; NULL if it does not compile. */
 static WsfKernel *
 tune_candidate(const WsfContext *ctx, const WsfKernel *k, const Schedule *s)
@@ -1331,20 +1509,13 @@ tune_kernel(WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int nargs, CUs
 			buf_printf(&b, "%s%lld", j ? "x" : "\narg ", (long long)args[i].shape[j]);
 	rt_sha256_hex(buf_str(&b), b.len, key);
 	if ((dir = rt_cache_dir(&c, &ro))) {
-		FILE *f;
-
 		path = arena_printf(c.arena, "%s/tune/%s", dir, key);
-		if ((f = fopen(path, "r"))) {
-			int was = -1;
-
-			if (fscanf(f, "wsfuse tune 1 choice %d", &was) == 1 && was >= 0 && was < n)
-				best = was;
-			fclose(f);
-			if (best == 0 || (kern[best] = tune_candidate(ctx, k, &cand[best]))) {
-				n = 0;   /* chosen before: nothing to time */
-				goto take;
-			}
+		if ((best = tune_record(ctx, &c, path, cand, n)) == 0 ||
+		    (best > 0 && (kern[best] = tune_candidate(ctx, k, &cand[best])))) {
+			n = 0;   /* chosen before: nothing to time */
+			goto take;
 		}
+		best = 0;
 	}
 	for (i = 0; i < n; i++) {
 		ms[i] = -1;

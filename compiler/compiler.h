@@ -22,4 +22,12 @@
  */
 int spec_read(Comp *c);
 
+/*
+ * api.c: the choice a tune record (TEXT, LEN bytes) holds among the N
+ * candidates whose descriptions are CAND: its "choice N" (digits, below N)
+ * with a "# MS ms: CAND[N]" line saying it was timed; else -1 and *WHY.
+ * Exposed for tests.
+ */
+int tune_parse_record(const char *text, size_t len, const char *const *cand, int n, const char **why);
+
 #endif

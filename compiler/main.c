@@ -153,8 +153,8 @@ static const char footer[] =
 	"\n"
 	"environment: WSFUSE_CACHE_DIR, WSFUSE_CACHE=0, WSFUSE_LINEINFO=1, WSFUSE_TUNE=1,\n"
 	"             WSFUSE_LIBCUDA_PATH, WSFUSE_NVRTC_PATH, WSFUSE_DUMP=OUTPUT,... (write\n"
-	"             those outputs to WSFUSE_DUMP_DIR/NAME.EXT on every compile; all: every\n"
-	"             one)\n";
+	"             those outputs to WSFUSE_DUMP_DIR/NAME-KEY/NAME.EXT on every compile;\n"
+	"             all: every one)\n";
 
 typedef struct Args {
 	Cmd cmd;

@@ -138,23 +138,30 @@ WsfStatus wsf_set_size(WsfContext *ctx, const char *name, int64_t value);
  *   "cache"       "0" disables the cache, "1" enables it
  *   "dump"        outputs to write to the dump folder on every compile, cache hits
  *                 included: a comma list of fusion-ir, kernel-ir, cuda, ptx, cubin,
- *                 ptxas, or all; each output the compile made goes to DIR/NAME.EXT
- *                 (.fir .kir .cu .ptx .cubin .ptxas), with a note to the callback.
+ *                 ptxas, or all; each output the compile made goes to
+ *                 DIR/NAME-KEY/NAME.EXT (.fir .kir .cu .ptx .cubin .ptxas; KEY 16 hex
+ *                 digits of a hash of the spec, its sizes and the options that change
+ *                 the code: a folder a kernel), with a note to the callback.
  *                 Unset, $WSFUSE_DUMP says (a name there that is no output makes
  *                 every compile fail with WSF_ERR_USAGE)
  *   "dump-dir"    the dump folder (made if missing; unset: $WSFUSE_DUMP_DIR, else the
  *                 current folder); also where a source NVRTC refuses is written (else
- *                 the cache's failed/ folder, or /tmp)
+ *                 the cache's failed/ folder, or $TMPDIR, default /tmp).  With option
+ *                 lineinfo, a folder whose path holds '"' or a control character
+ *                 fails the compile with WSF_ERR_USAGE (ptxas cannot read the name)
  *   "override-dir" a folder of hand-edited kernels (unset: $WSFUSE_OVERRIDE_DIR): where
- *                 DIR/NAME.cu exists (NAME the fusion's, as "dump" names its CUDA), it
- *                 is compiled in place of the generated CUDA, and a note says so.  The
+ *                 DIR/NAME-KEY/NAME.cu (the kernel's folder, as "dump" names it), else
+ *                 DIR/NAME.cu (NAME the fusion's), exists, it is compiled in place of
+ *                 the generated CUDA, and a note says so.  The
  *                 launch still passes what codegen planned (grid, block, shared memory,
  *                 arguments): an edit keeps the entry point and its parameters; a line
  *                 of the file whose first non-blank characters are "// wsfuse-override:
  *                 smem_bytes = N" (N 1 to 1 MiB) launches it with N bytes of dynamic
  *                 shared memory instead, and any other such directive fails the compile
- *                 with WSF_ERR_INPUT at its line.  A file that cannot be read fails the
- *                 compile with WSF_ERR_IO; one over 16 MiB or with a NUL byte with
+ *                 with WSF_ERR_INPUT at its line.  A file that cannot be read, is no
+ *                 regular file (a FIFO is refused, never waited on) or is a dangling
+ *                 symbolic link fails the compile with WSF_ERR_IO; one over 16 MiB,
+ *                 with a NUL byte, or whose PTX lacks the entry point with
  *                 WSF_ERR_INPUT.  For experiments (what a change to the kernel would
  *                 gain) before a pass makes it; the candidates that option "tune" times
  *                 are compiled as generated

@@ -19,11 +19,9 @@
  * dependency; it runs once per compile over a few hundred kilobytes at most.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime.h"
@@ -31,7 +29,7 @@
 /* The record's and the meta file's first field; bump it when either changes. */
 #define CACHE_FORMAT "wsfuse-cache-v1"
 /* A cache file larger than this is corrupt, not a kernel. */
-#define CACHE_FILE_MAX ((off_t)1 << 30)
+#define CACHE_FILE_MAX ((size_t)1 << 30)
 
 /* ---- SHA-256 (FIPS 180-4, section 6.2) ---- */
 
@@ -250,41 +248,13 @@ entry_path(Comp *c, const char *dir, const char *key, const char *file)
 	return arena_printf(c->arena, "%s/v1/%.2s/%s/%s", dir, key, key, file);
 }
 
-/* ---- files ---- */
-
-/*
- * The whole of regular file PATH in C's arena, NUL-terminated; NULL if
- * unreadable or not a regular file.  O_NONBLOCK: opening a FIFO planted in
- * the cache must not wait for a writer (regular files ignore the flag).
- */
+/* The whole of regular file PATH in C's arena, NUL-terminated; NULL if unreadable (rt_read_file). */
 static char *
 read_all(Comp *c, const char *path, size_t *len)
 {
-	struct stat st;
-	char *p = NULL;
-	size_t got = 0;
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	char *p;
 
-	if (fd < 0)
-		return NULL;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > CACHE_FILE_MAX)
-		goto close_fd;
-	p = arena_alloc(c->arena, (size_t)st.st_size + 1);
-	while (got < (size_t)st.st_size) {
-		ssize_t k = read(fd, p + got, (size_t)st.st_size - got);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			break;
-		got += (size_t)k;
-	}
-	if (got != (size_t)st.st_size)
-		p = NULL;
-	*len = got;
-close_fd:
-	close(fd);
-	return p;
+	return rt_read_file(c, path, CACHE_FILE_MAX, &p, len) == 0 ? p : NULL;
 }
 
 /* ---- entries ---- */

@@ -1,7 +1,14 @@
 /*
- * files.c: writing a file whole or not at all (rt_write_file).  Every file
- * wsfuse writes goes through it: -o outputs, cache entries, the dumps of a
- * failed compile.
+ * files.c: writing a file whole or not at all (rt_write_file), and reading
+ * one that may have been planted (rt_read_file).  Every file wsfuse writes
+ * goes through the first: -o outputs, cache entries, dumps.  Every file it
+ * finds rather than is handed goes through the second: cache entries, tune
+ * records, override sources.  A spec the user names is read as the shell
+ * gives it, a FIFO or /dev/stdin included.
+ *
+ * A found file must be a regular file: it is opened with O_NONBLOCK, so a
+ * FIFO planted at its path does not wait for a writer, and refused by fstat
+ * before anything is read; a device or socket is refused the same way.
  *
  * A regular file is replaced, never rewritten in place.  The bytes go to a
  * temp file next to it, PATH.tmp.PID.XXXXXX, created with O_CREAT|O_EXCL
@@ -230,6 +237,53 @@ open_temp(const char *path, char **tmp)
 		errno = err;
 	}
 	return fd;
+}
+
+int
+rt_read_file(Comp *c, const char *path, size_t max, char **text, size_t *len)
+{
+	struct stat st;
+	size_t got = 0;
+	char *p;
+	int fd, err;
+
+	*text = NULL;
+	*len = 0;
+	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)) < 0)
+		return -1;
+	if (fstat(fd, &st) < 0) {
+		err = errno;
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode) || (uintmax_t)st.st_size > max) {
+		close(fd);
+		errno = EISDIR;
+		return S_ISDIR(st.st_mode) ? -1 : S_ISREG(st.st_mode) ? RT_READ_TOO_LONG : RT_READ_IRREGULAR;
+	}
+	p = arena_alloc(c->arena, (size_t)st.st_size + 1);
+	/* a file that shrinks meanwhile is read to its end; one that grows, to its size at fstat */
+	while (got < (size_t)st.st_size) {
+		ssize_t k = read(fd, p + got, (size_t)st.st_size - got);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			err = errno;
+			close(fd);
+			errno = err;
+			return -1;
+		}
+		if (k == 0)
+			break;
+		got += (size_t)k;
+	}
+	close(fd);
+	p[got] = 0;
+	*text = p;
+	*len = got;
+	return 0;
 }
 
 int

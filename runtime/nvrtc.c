@@ -21,6 +21,7 @@
 #define _GNU_SOURCE  /* dladdr: the file NVRTC was loaded from, for bug reports */
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,12 +215,14 @@ static const char *
 dump_base(Job *j)
 {
 	Comp *c = j->c;
+	const char *tmp;
 
 	if (j->o && j->o->dump_dir && *j->o->dump_dir)
 		return arena_printf(c->arena, "%s/%s-%.16s", j->o->dump_dir, j->name, j->key);
 	if (j->cache_dir)
 		return arena_printf(c->arena, "%s/failed/%s-%.16s", j->cache_dir, j->name, j->key);
-	return arena_printf(c->arena, "/tmp/wsfuse-%s-%.16s", j->name, j->key);
+	tmp = getenv("TMPDIR");
+	return arena_printf(c->arena, "%s/wsfuse-%s-%.16s", tmp && *tmp ? tmp : "/tmp", j->name, j->key);
 }
 
 /* Appends the "log:" and "source:" lines, writing the source and the log out. */
@@ -439,21 +442,47 @@ destroy:
 	return st;
 }
 
+/*
+ * A count in a ptxas log is at most this: past any register file, shared
+ * memory or stack frame, and small enough that sums and products of a few
+ * stay in an int.  A longer number is a log not from ptxas, and not read.
+ */
+#define PTXAS_COUNT_MAX (1 << 24)
+
+/* The count in the digits just before Q (none before LINE), or -1: no digits, a sign, or over PTXAS_COUNT_MAX. */
+static int
+count_before(const char *line, const char *q)
+{
+	const char *d = q;
+	long v = 0;
+
+	while (d > line && d[-1] >= '0' && d[-1] <= '9')
+		d--;
+	if (d == q || (d > line && d[-1] == '-'))
+		return -1;
+	for (; d < q && v <= PTXAS_COUNT_MAX; d++)
+		v = v * 10 + (*d - '0');
+	return v <= PTXAS_COUNT_MAX ? (int)v : -1;
+}
+
+/* A + B, counts of the same log: at most INT_MAX, never wrapped. */
+static int
+add_count(int a, int b)
+{
+	return a > INT_MAX - b ? INT_MAX : a + b;
+}
+
 long
 rt_spill_bytes(const char *log)
 {
 	static const char what[] = " bytes spill stores";
 	const char *p, *q;
-	long n = 0;
+	int n = 0, v;
 
 	/* ptxas --verbose: "    32 bytes stack frame, 52 bytes spill stores, 28 bytes spill loads" */
-	for (p = log; (q = strstr(p, what)); p = q + sizeof what - 1) {
-		const char *d = q;
-
-		while (d > log && d[-1] >= '0' && d[-1] <= '9')
-			d--;
-		n += strtol(d, NULL, 10);
-	}
+	for (p = log; (q = strstr(p, what)); p = q + sizeof what - 1)
+		if ((v = count_before(log, q)) > 0)
+			n = add_count(n, v);
 	return n;
 }
 
@@ -500,16 +529,14 @@ rt_nvrtc_describe(Comp *c, const RtOptions *o, Buf *b, bool full)
 static int
 number_before(const char *line, size_t n, const char *what)
 {
-	const char *q = line, *d;
+	const char *q = line;
 
 	for (;;) {
 		q = strstr(q, what);
 		if (!q || q >= line + n)
 			return -1;
-		for (d = q; d > line && d[-1] >= '0' && d[-1] <= '9'; d--)
-			;
-		if (d < q)
-			return (int)strtol(d, NULL, 10);
+		if (q > line && q[-1] >= '0' && q[-1] <= '9')
+			return count_before(line, q);
 		q++;
 	}
 }
@@ -537,9 +564,9 @@ rt_ptxas_report(const char *log, const char *entry, RtPtxas *r)
 		else if ((q = strstr(p, "Function properties for ")) && q < p + n)
 			props = q + strlen("Function properties for ");
 		if ((v = number_before(p, n, " bytes spill stores")) >= 0)
-			r->spill_stores = (r->spill_stores > 0 ? r->spill_stores : 0) + v;
+			r->spill_stores = add_count(r->spill_stores > 0 ? r->spill_stores : 0, v);
 		if ((v = number_before(p, n, " bytes spill loads")) >= 0)
-			r->spill_loads = (r->spill_loads > 0 ? r->spill_loads : 0) + v;
+			r->spill_loads = add_count(r->spill_loads > 0 ? r->spill_loads : 0, v);
 		if ((v = number_before(p, n, " bytes stack frame")) >= 0 && strncmp(props, entry, elen) == 0 &&
 		    (props[elen] == '\n' || props[elen] == 0))
 			r->stack = v;
@@ -555,14 +582,14 @@ rt_ptxas_report(const char *log, const char *entry, RtPtxas *r)
 /*
  * The name NVRTC compiles NAME's source as.  Line tables hold it, made
  * absolute, and profilers look for the source there: so with -lineinfo it
- * is the full path of DUMP_DIR/NAME.cu (the current directory when none is
+ * is the full path of LINE_DIR/NAME.cu (the current directory when none is
  * set), where WSFUSE_DUMP=cuda writes the source, and the cache key holds
  * it, so a cubin cached elsewhere does not point at another folder.
  */
 static const char *
 program_name(Comp *c, const RtOptions *o, const char *name)
 {
-	const char *dir = o && o->dump_dir && *o->dump_dir ? o->dump_dir : ".";
+	const char *dir = o && o->line_dir && *o->line_dir ? o->line_dir : ".";
 	char cwd[4096];
 
 	if (!o || !o->lineinfo)
@@ -572,6 +599,31 @@ program_name(Comp *c, const RtOptions *o, const char *name)
 	if (strcmp(dir, ".") == 0)
 		return arena_printf(c->arena, "%s/%s.cu", cwd, name);
 	return arena_printf(c->arena, "%s/%s/%s.cu", cwd, dir, name);
+}
+
+/*
+ * NVRTC writes the program name into the PTX's .file directive escaping
+ * backslashes but not quotes, and ptxas fails on the quote at its line: a
+ * path with a quote or a control character is refused here, clearly.
+ */
+static WsfStatus
+check_program_name(Comp *c, const RtOptions *o, const char *prog)
+{
+	const char *p;
+	Buf b;
+
+	if (!o || !o->lineinfo)
+		return WSF_OK;
+	for (p = prog; *p && *p != '"' && (unsigned char)*p >= 0x20 && *p != 0x7f; p++)
+		;
+	if (!*p)
+		return WSF_OK;
+	buf_init(&b, c->arena);
+	rt_put_text(&b, prog);
+	diag_error(c, (Pos){0}, "-lineinfo: the line tables would name '%s', and ptxas takes no '\"' or control "
+	           "character in a file name; set the dump folder (WSFUSE_DUMP_DIR, option dump-dir) to one "
+	           "without them", buf_str(&b));
+	return WSF_ERR_USAGE;
 }
 
 WsfStatus
@@ -586,6 +638,8 @@ rt_compile(Comp *c, const RtOptions *o, const char *name, const char *src, const
 	if ((st = nvrtc_open(&j)) != WSF_OK)
 		goto close;
 	j.prog = program_name(c, o, name);
+	if ((st = check_program_name(c, o, j.prog)) != WSF_OK)
+		goto close;
 	j.cache_dir = rt_cache_dir(c, o);
 	j.key = rt_cache_key(c, j.prog, src, hdr, nhdr, j.opts, j.nopts, nvrtc_version(&j));
 	if (j.cache_dir && rt_cache_load(c, j.cache_dir, j.key, out))

@@ -31,6 +31,7 @@ typedef struct RtOptions {
 	int cache;             /* 0: as $WSFUSE_CACHE says (default on), 1: off, 2: on */
 	const char *dump_dir;  /* where a failing source is written; NULL: cache dir or /tmp */
 	bool lineinfo;         /* -lineinfo: line tables in the PTX and cubin, for profilers */
+	const char *line_dir;  /* with lineinfo: the folder the line tables name NAME.cu in; NULL: the current one */
 } RtOptions;
 
 /* One header NVRTC sees, as #include "NAME". */
@@ -112,6 +113,18 @@ typedef enum RtWrite {
  * behind.
  */
 int rt_write_file(const char *path, const void *data, size_t n, unsigned flags);
+
+/* rt_read_file's failures other than -1 (errno) */
+enum { RT_READ_IRREGULAR = -2, RT_READ_TOO_LONG = -3 };
+
+/*
+ * Reads the whole of PATH, a file wsfuse found rather than was handed, into
+ * C's arena, NUL-terminated: *TEXT and *LEN.  Never blocks: a FIFO, device or
+ * socket is RT_READ_IRREGULAR, unread; a file over MAX bytes RT_READ_TOO_LONG.
+ * 0, or -1 with errno set (ENOENT: nothing there, or a dangling link;
+ * EISDIR: a folder).
+ */
+int rt_read_file(Comp *c, const char *path, size_t max, char **text, size_t *len);
 
 /* ---- driver.c ---------------------------------------------------------- */
 

@@ -334,12 +334,12 @@ else
 		rc=$?
 		cp "$tmp/$d/err" "$tmp/err"
 		expect "--lineinfo in $d" 0 ""
-		# the cache keeps one cubin a folder: each names the file where it was compiled
-		if grep -q "^[[:space:]]*\.file[[:space:]]*1 \"$tmp/$d/pointwise_chain.cu\"" "$tmp/$d/out" &&
-			grep -q '^[[:space:]]*\.loc' "$tmp/$d/out"; then
+		# the cache keeps one cubin a folder: each names the file where it was compiled, in its dump folder
+		if grep -q "^[[:space:]]*\.file[[:space:]]*1 \"$tmp/$d/pointwise_chain-[0-9a-f]\{16\}/pointwise_chain.cu\"" \
+			"$tmp/$d/out" && grep -q '^[[:space:]]*\.loc' "$tmp/$d/out"; then
 			ok
 		else
-			bad "--lineinfo in $d" "no .loc, or .file is not $tmp/$d/pointwise_chain.cu: $(grep '\.file' "$tmp/$d/out")"
+			bad "--lineinfo in $d" "no .loc, or .file is not $tmp/$d/pointwise_chain-KEY/pointwise_chain.cu: $(grep '\.file' "$tmp/$d/out")"
 		fi
 	done
 	WSFUSE_LINEINFO=1 cli compile --emit=ptx "$spec"
@@ -363,9 +363,14 @@ expect "--emit=ddot" 2 "did you mean 'dot'?"
 # ---- WSFUSE_DUMP: the library writes outputs of every compile, the CLI's too ----
 
 WSFUSE_DUMP=kernel-ir,fusion-ir,kernel-dot WSFUSE_DUMP_DIR=$tmp/dump cli compile --emit=kernel-ir "$spec"
-expect "WSFUSE_DUMP" 0 "note: WSFUSE_DUMP wrote $tmp/dump/pointwise_chain.fir, $tmp/dump/pointwise_chain.kir, $tmp/dump/pointwise_chain.kernel.dot"
-if cmp -s "$tmp/out" "$tmp/dump/pointwise_chain.kir"; then ok; else bad "WSFUSE_DUMP" "the .kir is not what --emit printed"; fi
-if cmp -s "$tmp/k.dot" "$tmp/dump/pointwise_chain.kernel.dot"; then ok; else bad "WSFUSE_DUMP" "the .kernel.dot differs"; fi
+kdir=$(ls -d "$tmp"/dump/pointwise_chain-* 2>/dev/null | head -n 1)
+expect "WSFUSE_DUMP" 0 "note: WSFUSE_DUMP wrote $kdir/pointwise_chain.fir, $kdir/pointwise_chain.kir, $kdir/pointwise_chain.kernel.dot"
+if cmp -s "$tmp/out" "$kdir/pointwise_chain.kir"; then ok; else bad "WSFUSE_DUMP" "the .kir is not what --emit printed"; fi
+if cmp -s "$tmp/k.dot" "$kdir/pointwise_chain.kernel.dot"; then ok; else bad "WSFUSE_DUMP" "the .kernel.dot differs"; fi
+# a folder a kernel: the spec at other sizes dumps beside it, not over it
+WSFUSE_DUMP=kernel-ir WSFUSE_DUMP_DIR=$tmp/dump cli compile --emit=kernel-ir -D M=64 "$spec"
+if [ "$rc" = 0 ] && [ "$(ls -d "$tmp"/dump/pointwise_chain-*/pointwise_chain.kir | wc -l)" = 2 ]; then ok; else
+	bad "WSFUSE_DUMP, other sizes" "not two folders: $(ls "$tmp/dump")"; fi
 WSFUSE_DUMP=kernel-ir,cdua cli compile --emit=kernel-ir "$spec"
 expect "WSFUSE_DUMP=cdua" 2 "error: unknown output 'cdua' in WSFUSE_DUMP (expected fusion-ir, kernel-ir, cuda"
 
@@ -375,8 +380,8 @@ mkdir -p "$tmp/ovr"
 WSFUSE_OVERRIDE_DIR=$tmp/ovr cli compile --emit=cuda "$spec"
 expect "WSFUSE_OVERRIDE_DIR, no file" 0 ""
 same "WSFUSE_OVERRIDE_DIR, no file" "$tmp/out"
-WSFUSE_DUMP=cuda WSFUSE_DUMP_DIR=$tmp/ovr cli compile --emit=cuda "$spec"
-sed 's|^extern "C" __global__|__device__ int wsf_override_marker;  // hand-edited\n&|' "$tmp/ovr/pointwise_chain.cu" >"$tmp/edited.cu"
+WSFUSE_DUMP=cuda WSFUSE_DUMP_DIR=$tmp/dumped cli compile --emit=cuda "$spec"
+sed 's|^extern "C" __global__|__device__ int wsf_override_marker;  // hand-edited\n&|' "$tmp"/dumped/pointwise_chain-*/pointwise_chain.cu >"$tmp/edited.cu"
 cp "$tmp/edited.cu" "$tmp/ovr/pointwise_chain.cu"
 WSFUSE_OVERRIDE_DIR=$tmp/ovr cli compile --emit=cuda "$spec"
 expect "WSFUSE_OVERRIDE_DIR" 0 "note: kernel 'pointwise_chain' compiled from $tmp/ovr/pointwise_chain.cu (WSFUSE_OVERRIDE_DIR), not from its generated CUDA"

@@ -7,11 +7,16 @@ capture: one there must leave the kernel untuned and still compute) times
 the candidates and keeps one, whose result must match torch (outputs NaN-
 poisoned before each launch, relative error norm below 1e-2); the record
 appears under the cache's tune/; a second context's kernel reads it back
-(the same choice, the record not rewritten) and computes the same.  A
+(the same choice, the record not rewritten) and computes the same; a
+record replaced by a FIFO, an overflowing choice or a choice with no time
+is ignored (promptly: alarm() fails a hang), the candidates timed again and
+the record rewritten.  A
 kernel compiled without tune reports no choice.  Prints one line a case and
 "N passed, N failed"; exits 1 on a failure.
 """
 import os
+import signal
+import stat
 import sys
 import tempfile
 
@@ -86,6 +91,27 @@ def main():
                     report(again.tuned == first and os.stat(path).st_mtime_ns == stamp and rel(o, want) < 1e-2,
                            f"{m}x{n}x{k}: a new kernel read the record back ({again.tuned!r}), "
                            f"error {rel(o, want):.1e}")
+                # a record planted or mangled: ignored (a FIFO never waited on), timed again, rewritten
+                for bad in (None, "wsfuse tune 1 choice 4294967296\n", "wsfuse tune 1 choice 1\n# 0.1 ms: nothing\n"):
+                    os.unlink(path)
+                    if bad is None:
+                        os.mkfifo(path)
+                    else:
+                        with open(path, "w") as f:
+                            f.write(bad)
+                    signal.alarm(300)   # a launch that opens the FIFO blocking hangs: fail instead
+                    with wsfuse.Context(sizes=sizes, lib=lib, tune=1, cache_dir=cache) as ctx:
+                        again = ctx.compile_string(GEMM, name="g.yaml")
+                        o.fill_(float("nan"))
+                        again.launch(x, w, o)
+                        torch.cuda.synchronize()
+                    signal.alarm(0)
+                    with open(path) as f:
+                        rec = f.read()
+                    report(stat.S_ISREG(os.stat(path).st_mode) and rec.startswith("wsfuse tune 1 choice ") and
+                           " ms: " in rec and again.tuned is not None and rel(o, want) < 1e-2,
+                           f"{m}x{n}x{k}: record {'a FIFO' if bad is None else repr(bad)} ignored, timed again "
+                           f"({again.tuned!r}), error {rel(o, want):.1e}")
     with wsfuse.Context(sizes={"M": 16, "N": 4096, "K": 4096}, lib=lib, tune=0) as ctx:
         plain = ctx.compile_string(GEMM, name="g.yaml")
         x = torch.randn(16, 4096, device="cuda", dtype=torch.bfloat16)

@@ -257,7 +257,7 @@ run_tma_copy(Gpu *g, CUfunction fn)
 static void
 test_gpu_tma_copy(void **state)
 {
-	RtOptions o = {NULL, 1, "/tmp", false};
+	RtOptions o = {NULL, 1, "/tmp", false, NULL};
 	CUfunction fn;
 	Cubin bin;
 	Gpu g;
@@ -296,7 +296,7 @@ test_gpu_tma_copy(void **state)
 static void
 test_tma_kernel_compiles(void **state)
 {
-	RtOptions o = {NULL, 1, "/tmp", false};
+	RtOptions o = {NULL, 1, "/tmp", false, NULL};
 	Cubin bin;
 	Comp c;
 

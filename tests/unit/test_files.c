@@ -2,7 +2,9 @@
  * test_files.c: runtime/files.c, rt_write_file: what lands where for every
  * kind of thing a path can name (a new or existing file, a symbolic link, a
  * dangling link, a loop of links, a FIFO, a device, a directory), that a
- * replaced file keeps its mode, and that no temp file is left behind.
+ * replaced file keeps its mode, and that no temp file is left behind; and
+ * rt_read_file, which reads a regular file whole and refuses the rest
+ * without waiting (a FIFO with no writer, a device, a directory).
  *
  * The FIFO tests fork a reader; alarm() turns a hang into a failure.  The
  * suite runs as root on CI, so nothing here writes to a device but through
@@ -28,6 +30,8 @@
 #include <unistd.h>
 
 #include "../../runtime/runtime.h"
+
+#include "comp_init.h"
 
 /* Seconds a test may take before SIGALRM fails it: a FIFO opened the wrong way blocks forever. */
 #define HANG_LIMIT 20
@@ -275,6 +279,51 @@ test_device(void **state)
 	}
 }
 
+/* rt_read_file: a regular file whole, NUL-terminated; anything else refused at once. */
+static void
+test_read(void **state)
+{
+	const char *dir = *state;
+	char *text, *fifo = strdup(at(dir, "fifo"));
+	size_t len;
+	Comp c;
+	int fd;
+
+	COMP_INIT(c);
+	assert_int_equal(rt_write_file(at(dir, "f"), "abc\0def", 7, RT_WRITE_NONE), 0);
+	assert_int_equal(rt_read_file(&c, at(dir, "f"), 7, &text, &len), 0);
+	assert_int_equal(len, 7);
+	assert_memory_equal(text, "abc\0def", 8);
+	assert_int_equal(rt_read_file(&c, at(dir, "f"), 6, &text, &len), RT_READ_TOO_LONG);
+	assert_null(text);
+	assert_int_equal(rt_write_file(at(dir, "empty"), "", 0, RT_WRITE_NONE), 0);
+	assert_int_equal(rt_read_file(&c, at(dir, "empty"), 0, &text, &len), 0);
+	assert_int_equal(len, 0);
+	assert_string_equal(text, "");
+	/* a link to a file is followed; one to nothing is ENOENT, as no file is */
+	assert_int_equal(symlink("f", at(dir, "link")), 0);
+	assert_int_equal(rt_read_file(&c, at(dir, "link"), 7, &text, &len), 0);
+	assert_int_equal(len, 7);
+	assert_int_equal(symlink("none", at(dir, "dangling")), 0);
+	assert_int_equal(rt_read_file(&c, at(dir, "dangling"), 7, &text, &len), -1);
+	assert_int_equal(errno, ENOENT);
+	assert_int_equal(rt_read_file(&c, at(dir, "none"), 7, &text, &len), -1);
+	assert_int_equal(errno, ENOENT);
+	/* a FIFO with no writer, and one with a writer that never writes: refused, not waited on (alarm) */
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(rt_read_file(&c, fifo, 1 << 20, &text, &len), RT_READ_IRREGULAR);
+	assert_null(text);
+	fd = open(fifo, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(rt_read_file(&c, fifo, 1 << 20, &text, &len), RT_READ_IRREGULAR);
+	close(fd);
+	assert_int_equal(rt_read_file(&c, "/dev/zero", 1 << 20, &text, &len), RT_READ_IRREGULAR);
+	assert_int_equal(rt_read_file(&c, dir, 1 << 20, &text, &len), -1);
+	assert_int_equal(errno, EISDIR);
+	free(fifo);
+	arena_free(c.arena);
+}
+
 int
 main(void)
 {
@@ -284,6 +333,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_symlinks, make_tmp, remove_tmp),
 		cmocka_unit_test_setup_teardown(test_fifo, make_tmp, remove_tmp),
 		cmocka_unit_test(test_device),
+		cmocka_unit_test_setup_teardown(test_read, make_tmp, remove_tmp),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

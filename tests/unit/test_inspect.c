@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <glob.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -269,6 +270,26 @@ ptxas_report(void **state)
 	rt_ptxas_report("", "e", &r);
 	assert_int_equal(r.registers, -1);
 	assert_int_equal(r.spill_stores, -1);
+	/* a log not from ptxas (a planted compile.log): counts too long to be ptxas's, or signed, unread */
+	rt_ptxas_report("ptxas info    : Compiling entry function 'e' for 'sm_90a'\n"
+	                "ptxas info    : Function properties for e\n"
+	                "    4294967296 bytes stack frame, 99999999999999999999 bytes spill stores, -8 bytes spill loads\n"
+	                "ptxas info    : Used 2147483648 registers, used 1 barriers, 4294967040 bytes smem\n", "e", &r);
+	assert_int_equal(r.registers, -1);
+	assert_int_equal(r.stack, -1);
+	assert_int_equal(r.spill_stores, -1);
+	assert_int_equal(r.spill_loads, -1);
+	/* the largest count read, summed over many functions: saturated, never wrapped negative */
+	{
+		static char big[400 * 128];   /* 96 bytes a function */
+		int i;
+
+		for (i = 0; i < 400; i++)
+			strcat(big, "ptxas info    : Function properties for f\n"
+			            "    0 bytes stack frame, 16777216 bytes spill stores\n");
+		rt_ptxas_report(big, "e", &r);
+		assert_int_equal(r.spill_stores, 2147483647);
+	}
 }
 
 typedef struct Notes {
@@ -317,10 +338,24 @@ exists(const char *path)
 	return stat(path, &st) == 0;
 }
 
+/* In PATH: the file DIR/NAME-KEY/NAME.EXT a dump wrote (the first folder of NAME's), else where none is. */
+static void
+dumped(char *path, size_t size, const char *dir, const char *name, const char *ext)
+{
+	glob_t g;
+
+	snprintf(path, size, "%s/%s-*/%s.%s", dir, name, name, ext);
+	if (glob(path, 0, NULL, &g) == 0 && g.gl_pathc > 0)
+		snprintf(path, size, "%s", g.gl_pathv[0]);
+	else
+		snprintf(path, size, "%s/%s-none/%s.%s", dir, name, name, ext);
+	globfree(&g);
+}
+
 /*
  * WSFUSE_DUMP=cuda,kernel-ir,ptx,ptxas and WSFUSE_DUMP_DIR, as a program
  * embedding the library meets them: each output the compile made lands in
- * DIR/NAME.EXT, on a cache hit too, with a note; the option dump overrides
+ * DIR/NAME-KEY/NAME.EXT, on a cache hit too, with a note; the option dump overrides
  * the variable; a name that is no output is an error, a folder that cannot
  * be written a warning; a compile that fails still dumps what it made.
  */
@@ -332,7 +367,7 @@ dump_through_the_environment(void **state)
 		"inputs:\n  x: {dtype: f32, shape: [M, N]}\n  y: {dtype: f32, shape: [M, N]}\n"
 		"ops:\n  - {out: z, op: add, in: [x, y]}\noutputs:\n  z: {dtype: f32}\n"
 		"schedule:\n  tile: [256, 256]\n";
-	char dir[] = "/tmp/wsfuse-test-dump-XXXXXX", sub[64], cache[64], path[128];
+	char dir[] = "/tmp/wsfuse-test-dump-XXXXXX", sub[64], cache[64], path[256];
 	const char *stop = have_nvrtc() ? "cubin" : "cuda";
 	WsfContext *ctx = wsf_context_new();
 	WsfKernel *k = NULL;
@@ -358,21 +393,21 @@ dump_through_the_environment(void **state)
 		k = compile_to(ctx, stop, spec);
 		assert_int_equal(n.errors + n.warnings, 0);
 		assert_int_equal(n.notes, 1);
-		snprintf(path, sizeof path, "%s/inspect.cu", sub);
+		dumped(path, sizeof path, sub, "inspect", "cu");
 		assert_non_null(strstr(n.note, "note: WSFUSE_DUMP wrote "));
 		assert_non_null(strstr(n.note, path));
 		t = wsf_kernel_text(k, WSF_STAGE_CUDA, &len);
 		assert_true(file_holds(path, t, len));
-		snprintf(path, sizeof path, "%s/inspect.kir", sub);
+		dumped(path, sizeof path, sub, "inspect", "kir");
 		t = wsf_kernel_text(k, WSF_STAGE_KERNEL_IR, &len);
 		assert_true(file_holds(path, t, len));
-		snprintf(path, sizeof path, "%s/inspect.fir", sub);
+		dumped(path, sizeof path, sub, "inspect", "fir");
 		assert_false(exists(path));   /* not asked for */
-		snprintf(path, sizeof path, "%s/inspect.ptx", sub);
+		dumped(path, sizeof path, sub, "inspect", "ptx");
 		if (have_nvrtc()) {
 			t = wsf_kernel_text(k, WSF_STAGE_PTX, &len);
 			assert_true(file_holds(path, t, len));
-			snprintf(path, sizeof path, "%s/inspect.ptxas", sub);
+			dumped(path, sizeof path, sub, "inspect", "ptxas");
 			t = wsf_kernel_text(k, WSF_STAGE_PTXAS, &len);
 			assert_non_null(strstr(t, "Used"));
 			assert_true(file_holds(path, t, len));
@@ -385,17 +420,17 @@ dump_through_the_environment(void **state)
 	/* the option overrides the variable; all is every output made */
 	assert_int_equal(wsf_set_option(ctx, "dump", "fusion-ir"), WSF_OK);
 	k = compile_to(ctx, "kernel-ir", spec);
-	snprintf(path, sizeof path, "%s/inspect.fir", sub);
+	dumped(path, sizeof path, sub, "inspect", "fir");
 	t = wsf_kernel_text(k, WSF_STAGE_FUSION_IR, &len);
 	assert_true(file_holds(path, t, len));
-	snprintf(path, sizeof path, "%s/inspect.kir", sub);
+	dumped(path, sizeof path, sub, "inspect", "kir");
 	assert_false(exists(path));
 	wsf_kernel_delete(k);
 	assert_int_equal(wsf_set_option(ctx, "dump", "all"), WSF_OK);
 	k = compile_to(ctx, "kernel-ir", spec);
-	snprintf(path, sizeof path, "%s/inspect.fir", sub);
+	dumped(path, sizeof path, sub, "inspect", "fir");
 	assert_true(exists(path) && unlink(path) == 0);
-	snprintf(path, sizeof path, "%s/inspect.kir", sub);
+	dumped(path, sizeof path, sub, "inspect", "kir");
 	assert_true(exists(path) && unlink(path) == 0);
 	wsf_kernel_delete(k);
 	assert_int_equal(wsf_set_option(ctx, "dump", "cuda,ptc"), WSF_ERR_USAGE);
@@ -408,9 +443,9 @@ dump_through_the_environment(void **state)
 	assert_int_equal(wsf_compile_string(ctx, "big.yaml", too_big, strlen(too_big), &k), WSF_ERR_INPUT);
 	assert_null(k);
 	assert_int_equal(n.errors, 1);
-	snprintf(path, sizeof path, "%s/big.fir", sub);
+	dumped(path, sizeof path, sub, "big", "fir");
 	assert_true(exists(path) && unlink(path) == 0);
-	snprintf(path, sizeof path, "%s/big.kir", sub);
+	dumped(path, sizeof path, sub, "big", "kir");
 	assert_false(exists(path));
 	assert_non_null(strstr(wsf_context_last_error(ctx), "needs 768 KiB of shared memory"));
 
@@ -421,6 +456,20 @@ dump_through_the_environment(void **state)
 	assert_null(k);
 	assert_int_equal(n.errors, 1);
 	assert_non_null(strstr(wsf_context_last_error(ctx), "error: unknown output 'cdua' in WSFUSE_DUMP (expected "));
+
+	/* a long name is quoted cut, as other long quoted spans are; a control character as '?' */
+	{
+		static char list[8192] = "cuda,\t";
+
+		memset(list + 6, 'x', sizeof list - 7);
+		setenv("WSFUSE_DUMP", list, 1);
+		assert_int_equal(wsf_compile_string(ctx, "inspect.yaml", spec, strlen(spec), &k), WSF_ERR_USAGE);
+		t = wsf_context_last_error(ctx);
+		assert_non_null(strstr(t, "error: unknown output '?xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...' in WSFUSE_DUMP"));
+		assert_true(strlen(t) < 300);
+		assert_int_equal(wsf_set_option(ctx, "dump", list + 5000), WSF_ERR_USAGE);
+		assert_non_null(strstr(wsf_context_last_error(ctx), "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...' in option"));
+	}
 
 	/* a folder that cannot be made: a warning, and the kernel */
 	setenv("WSFUSE_DUMP", "cuda", 1);
@@ -435,11 +484,69 @@ dump_through_the_environment(void **state)
 	assert_int_equal(n.errors, 0);
 	assert_int_equal(n.warnings, 1);
 	assert_non_null(strstr(n.warning, "warning: WSFUSE_DUMP: cannot write "));
-	assert_non_null(strstr(n.warning, "/file/sub/inspect.cu: Not a directory"));
+	assert_non_null(strstr(n.warning, "/file/sub/inspect-"));
+	assert_non_null(strstr(n.warning, "/inspect.cu: Not a directory"));
 	wsf_kernel_delete(k);
 
 	unsetenv("WSFUSE_DUMP");
 	unsetenv("WSFUSE_DUMP_DIR");
+	wsf_context_delete(ctx);
+	snprintf(path, sizeof path, "rm -rf '%s'", dir);
+	assert_int_equal(system(path), 0);
+}
+
+/*
+ * A dump folder a kernel: two compiles of one spec at other sizes (bound in
+ * either order) keep their own files, and the note names each folder; the
+ * same sizes again write the same folder.
+ */
+static void
+dump_folder_per_kernel(void **state)
+{
+	char dir[] = "/tmp/wsfuse-test-dumpkey-XXXXXX", path[256], note[2][2048];
+	WsfContext *ctx = wsf_context_new();
+	WsfKernel *k;
+	Notes n = {0};
+	glob_t g;
+	int i;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	wsf_set_diagnostic_handler(ctx, take_notes, &n);
+	assert_int_equal(wsf_set_option(ctx, "dump", "cuda"), WSF_OK);
+	assert_int_equal(wsf_set_option(ctx, "dump-dir", dir), WSF_OK);
+	for (i = 0; i < 2; i++) {
+		n = (Notes){0};
+		assert_int_equal(wsf_set_size(ctx, "M", i ? 4096 : 64), WSF_OK);
+		k = compile_to(ctx, "cuda", spec);
+		assert_int_equal(n.notes, 1);
+		snprintf(note[i], sizeof note[i], "%s", n.note);
+		wsf_kernel_delete(k);
+	}
+	snprintf(path, sizeof path, "%s/inspect-*/inspect.cu", dir);
+	assert_int_equal(glob(path, 0, NULL, &g), 0);
+	assert_int_equal(g.gl_pathc, 2);
+	for (i = 0; i < 2; i++)
+		assert_true(strstr(note[0], g.gl_pathv[i]) || strstr(note[1], g.gl_pathv[i]));
+	assert_string_not_equal(note[0], note[1]);
+	globfree(&g);
+
+	/* the same bindings set in either order: the same kernel, the same folder */
+	for (i = 0; i < 2; i++) {
+		wsf_context_delete(ctx);
+		ctx = wsf_context_new();
+		wsf_set_diagnostic_handler(ctx, take_notes, &n);
+		assert_int_equal(wsf_set_option(ctx, "dump", "cuda"), WSF_OK);
+		assert_int_equal(wsf_set_option(ctx, "dump-dir", dir), WSF_OK);
+		assert_int_equal(wsf_set_size(ctx, i ? "M" : "N", i ? 4096 : 128), WSF_OK);
+		assert_int_equal(wsf_set_size(ctx, i ? "N" : "M", i ? 128 : 4096), WSF_OK);
+		n = (Notes){0};
+		k = compile_to(ctx, "cuda", spec);
+		snprintf(note[i], sizeof note[i], "%s", n.note);
+		wsf_kernel_delete(k);
+	}
+	assert_string_equal(note[0], note[1]);
+
 	wsf_context_delete(ctx);
 	snprintf(path, sizeof path, "rm -rf '%s'", dir);
 	assert_int_equal(system(path), 0);
@@ -519,13 +626,14 @@ override_smem(void **state)
 /*
  * Option override-dir and $WSFUSE_OVERRIDE_DIR: DIR/NAME.cu, where it exists,
  * is the kernel's CUDA (the option before the variable), with one note,
- * through the cache too; without the file, the generated CUDA and no note.
+ * through the cache too; DIR/NAME-KEY/NAME.cu, the kernel's dump folder
+ * there, before it; without either, the generated CUDA and no note.
  */
 static void
 override_dir(void **state)
 {
 	static const char edit[] = "// hand-edited\n";
-	char dir[] = "/tmp/wsfuse-test-override-XXXXXX", path[128], cache[64];
+	char dir[] = "/tmp/wsfuse-test-override-XXXXXX", path[256], cache[64];
 	WsfContext *ctx = wsf_context_new();
 	WsfKernel *k;
 	Notes n = {0};
@@ -577,11 +685,132 @@ override_dir(void **state)
 		wsf_kernel_delete(k);
 	}
 
+	/* a dump into the folder (DIR/NAME-KEY/NAME.cu) is this kernel's override, before DIR/NAME.cu */
+	snprintf(path, sizeof path, "%s/mine", dir);
+	assert_int_equal(wsf_set_option(ctx, "dump-dir", path), WSF_OK);
+	assert_int_equal(wsf_set_option(ctx, "dump", "cuda"), WSF_OK);
+	n = (Notes){0};
+	k = compile_to(ctx, "cuda", spec);
+	assert_non_null(strstr(n.note, "/mine/inspect-"));   /* the dump's note: the override is DIR/NAME.cu */
+	wsf_kernel_delete(k);
+	assert_int_equal(wsf_set_option(ctx, "dump", NULL), WSF_OK);
+	n = (Notes){0};
+	k = compile_to(ctx, "cuda", spec);
+	assert_int_equal(n.notes, 1);
+	assert_non_null(strstr(n.note, "/mine/inspect-"));
+	assert_non_null(strstr(n.note, "/inspect.cu (override-dir), not from its generated CUDA"));
+	t = wsf_kernel_text(k, WSF_STAGE_CUDA, &len);
+	assert_true(len == glen + strlen(edit) && memcmp(t, edit, strlen(edit)) == 0);
+	wsf_kernel_delete(k);
+
 	unsetenv("WSFUSE_OVERRIDE_DIR");
 	wsf_context_delete(ctx);
 	free(gen);
 	snprintf(path, sizeof path, "rm -rf '%s'", dir);
 	assert_int_equal(system(path), 0);
+}
+
+/*
+ * An override that is there but unusable fails the compile, naming the
+ * file, never waiting or passing it by: a FIFO (refused at once; alarm()
+ * turns a hang into a failure), a folder, a dangling symbolic link, in
+ * the override folder or in the kernel's folder there; with
+ * NVRTC, a file whose kernel is not the entry point the launch looks up.
+ * A link to a file is followed.
+ */
+static void
+override_unusable(void **state)
+{
+	char dir[] = "/tmp/wsfuse-test-ovbad-XXXXXX", path[128], cmd[256];
+	WsfContext *ctx = wsf_context_new();
+	WsfKernel *k = NULL;
+	Notes n = {0};
+	const char *t;
+	char *gen, *at;
+	size_t glen;
+	FILE *f;
+
+	(void)state;
+	alarm(20);
+	assert_non_null(mkdtemp(dir));
+	wsf_set_diagnostic_handler(ctx, take_notes, &n);
+	assert_int_equal(wsf_set_option(ctx, "cache", "0"), WSF_OK);
+	k = compile_to(ctx, "cuda", spec);
+	t = wsf_kernel_text(k, WSF_STAGE_CUDA, &glen);
+	gen = strndup(t, glen);
+	wsf_kernel_delete(k);
+	assert_int_equal(wsf_set_option(ctx, "override-dir", dir), WSF_OK);
+	snprintf(path, sizeof path, "%s/inspect.cu", dir);
+
+	assert_int_equal(mkfifo(path, 0600), 0);
+	n = (Notes){0};
+	assert_int_equal(wsf_compile_string(ctx, "inspect.yaml", spec, strlen(spec), &k), WSF_ERR_IO);
+	assert_null(k);
+	assert_non_null(strstr(wsf_context_last_error(ctx), "/inspect.cu is not a regular file"));
+	assert_int_equal(unlink(path), 0);
+	/* the kernel's own folder there (as a dump names it) is looked in first */
+	assert_int_equal(wsf_set_option(ctx, "dump", "cuda"), WSF_OK);
+	assert_int_equal(wsf_set_option(ctx, "dump-dir", dir), WSF_OK);
+	wsf_kernel_delete(compile_to(ctx, "cuda", spec));
+	assert_int_equal(wsf_set_option(ctx, "dump", NULL), WSF_OK);
+	assert_int_equal(wsf_set_option(ctx, "dump-dir", NULL), WSF_OK);
+	snprintf(cmd, sizeof cmd, "%s/inspect-*/inspect.cu", dir);
+	{
+		glob_t g;
+
+		assert_int_equal(glob(cmd, 0, NULL, &g), 0);
+		snprintf(cmd, sizeof cmd, "%s", g.gl_pathv[0]);
+		globfree(&g);
+	}
+	assert_int_equal(unlink(cmd), 0);
+	assert_int_equal(mkfifo(cmd, 0600), 0);
+	assert_int_equal(wsf_compile_string(ctx, "inspect.yaml", spec, strlen(spec), &k), WSF_ERR_IO);
+	assert_non_null(strstr(wsf_context_last_error(ctx), "/inspect.cu is not a regular file"));
+	assert_non_null(strstr(wsf_context_last_error(ctx), "/inspect-"));
+	assert_int_equal(unlink(cmd), 0);
+
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(wsf_compile_string(ctx, "inspect.yaml", spec, strlen(spec), &k), WSF_ERR_IO);
+	assert_non_null(strstr(wsf_context_last_error(ctx), "/inspect.cu: Is a directory"));
+	assert_int_equal(rmdir(path), 0);
+
+	assert_int_equal(symlink("edited.cu", path), 0);
+	assert_int_equal(wsf_compile_string(ctx, "inspect.yaml", spec, strlen(spec), &k), WSF_ERR_IO);
+	assert_non_null(strstr(wsf_context_last_error(ctx),
+	                       "override-dir: " ));
+	assert_non_null(strstr(wsf_context_last_error(ctx),
+	                       "/inspect.cu is a symbolic link to a file that does not exist"));
+
+	/* the link's file made: it is compiled */
+	snprintf(cmd, sizeof cmd, "%s/edited.cu", dir);
+	assert_non_null(f = fopen(cmd, "w"));
+	fwrite(gen, 1, glen, f);
+	fclose(f);
+	n = (Notes){0};
+	k = compile_to(ctx, "cuda", spec);
+	assert_int_equal(n.notes, 1);
+	wsf_kernel_delete(k);
+
+	/* the entry point renamed: ptxas compiles it, the launch would not find it */
+	if (have_nvrtc()) {
+		assert_non_null(at = strstr(gen, "wsfuse_inspect("));
+		memcpy(at, "wsfuse_inspekt", 14);
+		assert_non_null(f = fopen(cmd, "w"));
+		fwrite(gen, 1, glen, f);
+		fclose(f);
+		assert_int_equal(wsf_set_option(ctx, "stop-after", "ptx"), WSF_OK);
+		assert_int_equal(wsf_compile_string(ctx, "inspect.yaml", spec, strlen(spec), &k), WSF_ERR_INPUT);
+		assert_null(k);
+		t = wsf_context_last_error(ctx);
+		assert_non_null(strstr(t, "override-dir: "));
+		assert_non_null(strstr(t, "/inspect.cu defines no kernel 'wsfuse_inspect', the entry point"));
+	}
+
+	alarm(0);
+	wsf_context_delete(ctx);
+	free(gen);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
 }
 
 /* The pictures are outputs like the others: made with their stage, named, dumped. */
@@ -631,10 +860,12 @@ main(void)
 		cmocka_unit_test(environment),
 		cmocka_unit_test(override_dir),
 		cmocka_unit_test(override_smem),
+		cmocka_unit_test(override_unusable),
 		cmocka_unit_test(pass_names),
 		cmocka_unit_test(kernel_stats),
 		cmocka_unit_test(ptxas_report),
 		cmocka_unit_test(dump_through_the_environment),
+		cmocka_unit_test(dump_folder_per_kernel),
 		cmocka_unit_test(pictures),
 	};
 

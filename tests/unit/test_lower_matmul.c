@@ -4317,7 +4317,7 @@ epilogue_no_warnings(void **state)
 		"fusion: gemm\nsizes: {M: 16, N: 4096, K: 4096}\n" GEMM_IN "  b: {dtype: bf16, shape: [N]}\nops:\n" GEMM_MM
 		"  - {out: o, op: add, in: [y, b]}\noutputs:\n  o: {dtype: bf16}\n",
 	};
-	RtOptions o = {NULL, 1, NULL, false};   /* no cache: the log is NVRTC's own */
+	RtOptions o = {NULL, 1, NULL, false, NULL};   /* no cache: the log is NVRTC's own */
 	Fixture *t;
 	Cubin bin;
 	int i;

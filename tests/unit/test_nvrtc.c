@@ -174,7 +174,7 @@ static void
 test_compile_then_hit(void **state)
 {
 	Dirs *d = *state;
-	RtOptions o = {d->cache, 2, d->dump, false};
+	RtOptions o = {d->cache, 2, d->dump, false, NULL};
 	Cubin a, b;
 	Comp c;
 
@@ -226,13 +226,25 @@ test_spill_bytes(void **state)
 	                                "ptxas info    : Function properties for b\n"
 	                                "    8 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads\n"),
 	                 60);
+	/* counts no ptxas writes: too long to be one, or signed, are not read; sums do not wrap */
+	assert_int_equal(rt_spill_bytes("    0 bytes stack frame, 99999999999999999999 bytes spill stores\n"), 0);
+	assert_int_equal(rt_spill_bytes("    0 bytes stack frame, 4294967296 bytes spill stores\n"), 0);
+	assert_int_equal(rt_spill_bytes("    0 bytes stack frame, -8 bytes spill stores\n"), 0);
+	{
+		static char log[200 * 32];
+		int i;
+
+		for (i = 0; i < 200; i++)
+			strcat(log, "16777216 bytes spill stores\n");   /* 28 bytes */
+		assert_int_equal(rt_spill_bytes(log), 2147483647);
+	}
 }
 
 static void
 test_cache_off(void **state)
 {
 	Dirs *d = *state;
-	RtOptions o = {d->cache, 1, d->dump, false};
+	RtOptions o = {d->cache, 1, d->dump, false, NULL};
 	struct stat st;
 	Cubin a;
 	Comp c;
@@ -251,7 +263,7 @@ static void
 test_syntax_error(void **state)
 {
 	Dirs *d = *state;
-	RtOptions o = {d->cache, 2, d->dump, false};
+	RtOptions o = {d->cache, 2, d->dump, false, NULL};
 	const char *msg, *src;
 	char path[256];
 	Cubin a;
@@ -281,7 +293,7 @@ static void
 test_error_dump_without_dump_dir(void **state)
 {
 	Dirs *d = *state;
-	RtOptions o = {d->cache, 2, NULL, false};
+	RtOptions o = {d->cache, 2, NULL, false, NULL};
 	char path[256];
 	Cubin a;
 	Comp c;
@@ -296,11 +308,72 @@ test_error_dump_without_dump_dir(void **state)
 	arena_free(c.arena);
 }
 
+/* No dump folder and no cache: a refused source goes to $TMPDIR (else /tmp). */
+static void
+test_error_dump_to_tmpdir(void **state)
+{
+	Dirs *d = *state;
+	RtOptions o = {NULL, 1, NULL, false, NULL};
+	char *keep, path[256];
+	Cubin a;
+	Comp c;
+
+	if (!have_nvrtc())
+		skip();
+	COMP_INIT(c);
+	keep = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
+	setenv("TMPDIR", d->dump, 1);
+	assert_int_equal(rt_compile(&c, &o, "bad", bad_src, &header, 1, &a), WSF_ERR_NVRTC);
+	if (keep)
+		setenv("TMPDIR", keep, 1);
+	else
+		unsetenv("TMPDIR");
+	free(keep);
+	snprintf(path, sizeof path, "source: %s/wsfuse-bad-", d->dump);
+	assert_contains(c.last_error, path);
+	assert_true(file_has(strstr(c.last_error, "source: ") + 8, "extern"));
+	arena_free(c.arena);
+}
+
+/*
+ * -lineinfo names the source in the PTX's .file directive: NVRTC escapes a
+ * backslash there but not a quote, on which ptxas fails.  A folder with a
+ * backslash compiles and is named; one with a quote is refused, clearly,
+ * before NVRTC.
+ */
+static void
+test_lineinfo_folder_names(void **state)
+{
+	Dirs *d = *state;
+	RtOptions o = {d->cache, 1, NULL, true, NULL};
+	char dir[160];
+	Cubin a;
+	Comp c;
+
+	if (!have_nvrtc())
+		skip();
+	COMP_INIT(c);
+	snprintf(dir, sizeof dir, "%s/back\\slash", d->dump);
+	o.line_dir = dir;
+	assert_int_equal(rt_compile(&c, &o, "k", good_src, &header, 1, &a), WSF_OK);
+	assert_contains(a.ptx, ".file");
+	assert_contains(a.ptx, "/back\\\\slash/k.cu\"");
+	snprintf(dir, sizeof dir, "%s/qu\"ote\\", d->dump);
+	assert_int_equal(rt_compile(&c, &o, "k", good_src, &header, 1, &a), WSF_ERR_USAGE);
+	assert_int_equal(c.nerrors, 1);
+	assert_contains(c.last_error, "-lineinfo: the line tables would name '");
+	assert_contains(c.last_error, "/qu\"ote\\/k.cu', and ptxas takes no '\"'");
+	/* the same without line tables: the name is not in the PTX */
+	o.lineinfo = false;
+	assert_int_equal(rt_compile(&c, &o, "k", good_src, &header, 1, &a), WSF_OK);
+	arena_free(c.arena);
+}
+
 static void
 test_missing_header(void **state)
 {
 	Dirs *d = *state;
-	RtOptions o = {d->cache, 2, d->dump, false};
+	RtOptions o = {d->cache, 2, d->dump, false, NULL};
 	Cubin a;
 	Comp c;
 
@@ -316,7 +389,7 @@ static void
 test_ignored_setmaxnreg_is_an_error(void **state)
 {
 	Dirs *d = *state;
-	RtOptions o = {d->cache, 2, d->dump, false};
+	RtOptions o = {d->cache, 2, d->dump, false, NULL};
 	Cubin a;
 	Comp c;
 
@@ -337,7 +410,7 @@ static void
 test_serialized_wgmma_is_an_error(void **state)
 {
 	Dirs *d = *state;
-	RtOptions o = {d->cache, 2, d->dump, false};
+	RtOptions o = {d->cache, 2, d->dump, false, NULL};
 	Cubin a;
 	Comp c;
 
@@ -409,7 +482,7 @@ static void
 test_ptxas_warnings_fail_the_compile(void **state)
 {
 	Dirs *d = *state;
-	RtOptions o = {d->cache, 1, d->dump, false};
+	RtOptions o = {d->cache, 1, d->dump, false, NULL};
 	char fake[4096];
 	Cubin a;
 	Comp c;
@@ -441,7 +514,7 @@ static void
 test_bad_nvrtc_path(void **state)
 {
 	Dirs *d = *state;
-	RtOptions o = {d->cache, 2, d->dump, false};
+	RtOptions o = {d->cache, 2, d->dump, false, NULL};
 	Cubin a;
 	Comp c;
 
@@ -463,6 +536,8 @@ main(void)
 		cmocka_unit_test(test_spill_bytes),
 		cmocka_unit_test_setup_teardown(test_syntax_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_error_dump_without_dump_dir, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_error_dump_to_tmpdir, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lineinfo_folder_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_header, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ignored_setmaxnreg_is_an_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_serialized_wgmma_is_an_error, setup, teardown),
