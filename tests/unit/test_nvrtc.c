@@ -319,7 +319,7 @@ test_error_dump_to_tmpdir(void **state)
 	Comp c;
 
 	if (!have_nvrtc())
-		skip();
+		skip_because(NO_NVRTC);
 	COMP_INIT(c);
 	keep = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
 	setenv("TMPDIR", d->dump, 1);
@@ -351,7 +351,7 @@ test_lineinfo_folder_names(void **state)
 	Comp c;
 
 	if (!have_nvrtc())
-		skip();
+		skip_because(NO_NVRTC);
 	COMP_INIT(c);
 	snprintf(dir, sizeof dir, "%s/back\\slash", d->dump);
 	o.line_dir = dir;
