@@ -9,6 +9,7 @@
 #   check-sanitize  compute-sanitizer memcheck/racecheck/synccheck on the kernel variants
 #   fuzz            libFuzzer on the front end for SECONDS seconds (default 60)
 #   fuzz-launch     libFuzzer on the launch checks (shapes, strides, dtypes) for SECONDS seconds
+#   cuda-diff       the generated CUDA of every spec and size, BASE's compiler against this tree's
 
 TEST_SRCS := $(wildcard tests/unit/test_*.c)
 TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(B)/tests/%)
@@ -81,6 +82,13 @@ check-corpus: all
 check-sanitize: all
 	@bash tests/gpu/sanitize.sh $(B)
 
+# BASE=COMMIT's CUDA against the working tree's (HEAD=COMMIT: that commit's) over
+# every example, spec, sweep line and more size sets; CUDA_DIFF_FLAGS='-k --ptx -j N'
+# (tools/cuda_diff.sh -h).  Exit 0 only when nothing differs.
+cuda-diff:
+	@test -n '$(BASE)' || { echo 'usage: make cuda-diff BASE=COMMIT [HEAD=COMMIT] [CUDA_DIFF_FLAGS=...]' >&2; exit 2; }
+	@bash tools/cuda_diff.sh $(CUDA_DIFF_FLAGS) '$(BASE)' $(if $(HEAD),'$(HEAD)')
+
 # libFuzzer needs clang.  Every library source but the CLI is compiled into the
 # target directly, so that the front end is instrumented for coverage.
 SECONDS   ?= 60
@@ -127,4 +135,4 @@ fuzz-launch: build-fuzz/fuzz_launch
 	  "(build-fuzz/fuzz_launch -minimize_crash=1 -runs=100000 FILE) and add it to tests/fuzz/launch/ as regress-NAME"; fi; \
 	exit $$rc
 
-.PHONY: test update-golden check-asan check-valgrind check-gpu check-sanitize check-corpus fuzz fuzz-launch
+.PHONY: test update-golden check-asan check-valgrind check-gpu check-sanitize check-corpus fuzz fuzz-launch cuda-diff
