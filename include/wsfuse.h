@@ -263,7 +263,7 @@ WsfStatus wsf_kernel_stats(const WsfKernel *k, WsfKernelStats *stats);
  */
 const char *wsf_kernel_tuned(const WsfKernel *k);
 
-/* Argument order for launches: the inputs in spec order, then the outputs. */
+/* Argument order for launches: the inputs in spec order (one no op reads too), then the outputs. */
 int wsf_kernel_num_args(const WsfKernel *k);
 const char *wsf_kernel_arg_name(const WsfKernel *k, int i);
 /* 1 if argument i is an output, 0 if an input, -1 if out of range. */

@@ -715,6 +715,89 @@ kernel_write(void **state)
 	wsf_context_delete(ctx);
 }
 
+/* A matmul with an input no op reads. */
+static const char mm_unread[] =
+	"fusion: mmu\n"
+	"sizes: {M: 128, N: 128, K: 128}\n"
+	"inputs:\n"
+	"  x: {dtype: bf16, shape: [M, K]}\n"
+	"  w: {dtype: bf16, shape: [N, K]}\n"
+	"  extra: {dtype: bf16, shape: [K]}\n"
+	"ops:\n"
+	"  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n"
+	"outputs:\n"
+	"  y: {dtype: bf16}\n";
+
+/*
+ * An input no op reads is a warning at the input, not an error about
+ * where the kernel would read it: it stays an argument (the launch's
+ * arity is the spec's inputs and outputs), with no parameter, load or
+ * alignment rule of its own, in each family.
+ */
+static void
+unread_inputs_warn_and_stay_arguments(void **state)
+{
+	static const char pw[] =
+		"fusion: pwu\n"
+		"sizes: {M: 64, N: 128, K: 8}\n"
+		"inputs:\n"
+		"  a: {dtype: bf16, shape: [M, N]}\n"
+		"  extra: {dtype: f32, shape: [K, M]}\n"
+		"ops:\n"
+		"  - {out: y, op: relu, in: [a]}\n"
+		"outputs:\n"
+		"  y: {dtype: bf16}\n";
+	static const char red[] =
+		"fusion: redu\n"
+		"sizes: {M: 64, N: 128}\n"
+		"inputs:\n"
+		"  a: {dtype: bf16, shape: [M, N]}\n"
+		"  extra: {dtype: f32, shape: [3, 5]}\n"
+		"ops:\n"
+		"  - {out: s, op: sum, in: [a], axis: -1}\n"
+		"outputs:\n"
+		"  s: {dtype: f32}\n";
+	static const struct {
+		const char *name, *text, *where;
+		int nargs;
+	} cases[] = {
+		{"mmu.yaml", mm_unread, "mmu.yaml:6:3: warning: input 'extra' is not read by any op", 4},
+		{"pwu.yaml", pw, "pwu.yaml:5:3: warning: input 'extra' is not read by any op", 3},
+		{"redu.yaml", red, "redu.yaml:5:3: warning: input 'extra' is not read by any op", 3},
+	};
+	char waits[512];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		WsfContext *ctx = wsf_context_new();
+		WsfKernel *k = NULL;
+		Seen seen = {0};
+
+		wsf_set_diagnostic_handler(ctx, on_diag, &seen);
+		assert_int_equal(wsf_set_option(ctx, "stop-after", "cuda"), WSF_OK);
+		if (wsf_compile_string(ctx, cases[i].name, cases[i].text, strlen(cases[i].text), &k) != WSF_OK)
+			fail_msg("%s: %s", cases[i].name, wsf_context_last_error(ctx));
+		assert_int_equal(seen.errors, 0);
+		assert_non_null(strstr(seen.last, cases[i].where));
+		assert_int_equal(wsf_kernel_num_args(k), cases[i].nargs);
+		assert_string_equal(wsf_kernel_arg_name(k, cases[i].nargs - 2), "extra");
+		assert_null(strstr(generated(wsf_kernel_text(k, WSF_STAGE_CUDA, NULL)), "extra"));
+		wsf_kernel_delete(k);
+		wsf_context_delete(ctx);
+	}
+	/* waiting for the tiles of an input nothing reads is an error at the wait */
+	{
+		WsfContext *ctx = wsf_context_new();
+		WsfKernel *k = NULL;
+
+		replaced(waits, sizeof waits, mm_unread, "shape: [K]}", "shape: [M, N], wait: per_tile}");
+		assert_int_equal(wsf_compile_string(ctx, "w.yaml", waits, strlen(waits), &k), WSF_ERR_INPUT);
+		assert_non_null(strstr(wsf_context_last_error(ctx), "w.yaml:6:45: error: input 'extra' waits for its tiles"));
+		wsf_context_delete(ctx);
+	}
+}
+
 int
 main(void)
 {
@@ -733,6 +816,7 @@ main(void)
 		cmocka_unit_test(specs_longer_than_the_limit),
 		cmocka_unit_test(user_strings_are_bounded),
 		cmocka_unit_test(kernel_write),
+		cmocka_unit_test(unread_inputs_warn_and_stay_arguments),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
