@@ -254,7 +254,8 @@ typedef struct WsfKernelStats {
 	int persistent;     /* 1: SMs x ctas_per_sm CTAs (at most one a tile) loop over the tiles;
 	                       0: one CTA a tile */
 	int64_t tiles;      /* tiles (a CTA's piece of work: a tile, or a row of a row reduction) at the
-	                       sizes the kernel was compiled with; -1 when a size is unbound */
+	                       sizes the kernel was compiled with; -1 when a size is unbound, or a launch
+	                       at those sizes is refused (2^31 tiles or more) */
 	int64_t grid;       /* CTAs a launch at those sizes starts: TILES for one CTA a tile; -1 when a
 	                       size is unbound, or persistent (it depends on the GPU's SM count) */
 	int cluster;        /* CTAs a thread-block cluster (a matmul's schedule: cluster, or split_k): 1, 2,
