@@ -76,6 +76,8 @@ frame(Emit *e)
 	for (i = 0; i < e->f->ninput && !e->k->swap_ab; i++) {   /* a swapped tile reads its inputs in place */
 		const KParam *p = emit_param_of(e, e->f->input[i], false);
 
+		if (!p)   /* an input no op reads (Tensor.unread) */
+			continue;
 		if (p->kind == PK_PTR && p->view == VIEW_ROW && !row_staged(e->k, e->f->input[i]))
 			emit_line(e, "float %s[%d];   // the next subtile's %s, loaded while this one is computed",
 			          emit_tname(e, PFX_AHEAD, e->f->input[i]), e->k->epi_cols / 4, p->name);
@@ -540,7 +542,7 @@ staged_inputs(Emit *e, const Stmt *s, int nsub, const bool *needed)
 		const KParam *p = emit_param_of(e, t, false);
 		const char *here = emit_tname(e, PFX_HERE, t), *ahead = emit_tname(e, PFX_AHEAD, t);
 
-		if (p->kind != PK_PTR || !needed[t])
+		if (!p || p->kind != PK_PTR || !needed[t])   /* !p: an input no op reads (Tensor.unread) */
 			continue;
 		if (p->view == VIEW_ROW && (r = row_copy(e, s, t))) {   /* the tile's columns in shared memory */
 			emit_line(e, "float %s[%d];", here, e->k->epi_cols / 4);
@@ -587,7 +589,7 @@ input_views(Emit *e, const Stmt *s, const bool *needed)
 	for (i = 0; i < e->f->ninput; i++) {
 		const KParam *p = emit_param_of(e, e->f->input[i], false);
 
-		if (p->kind != PK_TMAP && needed[e->f->input[i]] && !row_copy(e, s, e->f->input[i]) &&
+		if (p && p->kind != PK_TMAP && needed[e->f->input[i]] && !row_copy(e, s, e->f->input[i]) &&
 		    !carried(e, s, e->f->input[i]))
 			v |= 1u << p->view;
 	}
@@ -735,8 +737,8 @@ compute_swapped(Emit *e, const Stmt *s, const bool *needed, int acc)
 		const KParam *p = emit_param_of(e, t, false);
 		const char *cond = NULL, *idx = "0";
 
-		if (p->kind == PK_TMAP || !needed[t])
-			continue;   /* an operand */
+		if (!p || p->kind == PK_TMAP || !needed[t])
+			continue;   /* an operand, or an input no op reads */
 		if (p->view == VIEW_ROW)
 			cond = "col < cols", idx = "col";
 		else if (p->view == VIEW_COL)
@@ -833,7 +835,7 @@ full_preload(Emit *e)
 	for (i = 0; i < e->f->ninput; i++) {
 		const KParam *p = emit_param_of(e, e->f->input[i], false);
 
-		if (p->kind == PK_PTR && p->view == VIEW_FULL)
+		if (p && p->kind == PK_PTR && p->view == VIEW_FULL)
 			regs += k->epi_cols / 2;
 	}
 	return regs <= PRELOAD_REGS;
@@ -881,7 +883,7 @@ full_inputs(Emit *e, const Stmt *s, const bool *needed, const char *rowb)
 
 		const Access *a = carried(e, s, t);
 
-		if (p->kind != PK_PTR || p->view != VIEW_FULL || !needed[t] || (!full_preload(e) && !a))
+		if (!p || p->kind != PK_PTR || p->view != VIEW_FULL || !needed[t] || (!full_preload(e) && !a))
 			continue;
 		emit_line(e, "float %s[%d];   // %s at this thread's elements of the subtile", here, e->k->epi_cols / 2, p->name);
 		if (a)
@@ -953,8 +955,8 @@ compute(Emit *e, const Stmt *s)
 		const KParam *p = emit_param_of(e, t, false);
 		const char *idx;
 
-		if (p->kind == PK_TMAP || !needed[t])
-			continue;   /* an operand, or another epilogue's */
+		if (!p || p->kind == PK_TMAP || !needed[t])
+			continue;   /* an operand, another epilogue's, or an input no op reads */
 		e->value[t] = emit_tname(e, PFX_VALUE, t);
 		if (p->view == VIEW_ROW || p->view == VIEW_COL || (p->view == VIEW_FULL && (full_preload(e) || carried(e, s, t)))) {
 			/* loaded before the subtile (staged_inputs) or before its elements (full_inputs) */

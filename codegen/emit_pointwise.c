@@ -50,8 +50,11 @@ emit_compute(Emit *e, const Stmt *s)
 		int t = f->input[i];
 		const KParam *p = emit_param_of(e, t, false);
 		const char *v = emit_tname(e, PFX_VALUE, t);
-		const char *suf = emit_suffix(p->dtype);
+		const char *suf;
 
+		if (!p)   /* an input no op reads (Tensor.unread) */
+			continue;
+		suf = emit_suffix(p->dtype);
 		e->value[t] = v;
 		emit_line(e, "float %s[%d];%s", v, VEC, emit_pos(e, f->tensor[t].pos));
 		if (emit_buf_of(k, t) < k->nbuf) {   /* staged: a tile buffer */

@@ -379,7 +379,7 @@ emit_row_inputs(Emit *e, bool *done)
 		int t = f->input[i];
 		const KParam *p = emit_param_of(e, t, false);
 
-		if (row_full(e->k, t))
+		if (!p || row_full(e->k, t))   /* !p: an input no op reads (Tensor.unread) */
 			continue;
 		emit_line(e, "const float %s = %s(%s + %s);%s", emit_tname(e, PFX_ROW, t),
 		          p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", emit_param_name(e, p),

@@ -40,6 +40,8 @@ struct WsfContext {
 	WsfStage stop;
 	char *last_error;
 	char *environment;   /* the last wsf_environment text */
+	int busy;            /* calls in progress (ctx_enter): a handler's wsf_context_delete waits for them */
+	bool deleted;        /* deleted from a handler: the outermost call frees it as it returns */
 };
 
 static const char *const status_names[WSF_STATUS_COUNT] = {
@@ -130,13 +132,11 @@ wsf_context_new(void)
 	return ctx;
 }
 
-void
-wsf_context_delete(WsfContext *ctx)
+static void
+context_free(WsfContext *ctx)
 {
 	int i;
 
-	if (!ctx)
-		return;
 	for (i = 0; i < ctx->nbind; i++)
 		free((char *)ctx->bind[i].name);
 	free(ctx->bind);
@@ -148,6 +148,17 @@ wsf_context_delete(WsfContext *ctx)
 	free(ctx->last_error);
 	free(ctx->environment);
 	free(ctx);
+}
+
+void
+wsf_context_delete(WsfContext *ctx)
+{
+	if (!ctx)
+		return;
+	if (ctx->busy)
+		ctx->deleted = true;
+	else
+		context_free(ctx);
 }
 
 void
@@ -198,6 +209,43 @@ ctx_error(WsfContext *ctx, WsfStatus s, const char *fmt, ...)
 	return s;
 }
 
+/* A null argument ARG of public call FN: WSF_ERR_USAGE, and a message naming both. */
+static WsfStatus
+null_arg(WsfContext *ctx, const char *fn, const char *arg)
+{
+	return ctx_error(ctx, WSF_ERR_USAGE, "%s: error: argument '%s' is NULL", fn, arg);
+}
+
+/*
+ * The settings a compile works on: CTX's, copied into arena A as it
+ * begins, so that a diagnostic handler that changes them (wsf_set_size
+ * reallocates the bindings, wsf_set_option frees a string) changes the
+ * next call's, not this one's.
+ */
+static WsfContext *
+ctx_copy(const WsfContext *ctx, Arena *a)
+{
+	WsfContext *v = arena_alloc(a, sizeof *v);
+	SizeBinding *b = arena_alloc(a, (size_t)(ctx->nbind + 1) * sizeof *b);
+	char **str[] = {&v->dump_after, &v->cache_dir, &v->dump_dir, &v->override_dir, &v->dump_list};
+	int i;
+
+	*v = *ctx;
+	for (i = 0; i < ctx->nbind; i++) {
+		b[i].name = arena_strdup(a, ctx->bind[i].name);
+		b[i].value = ctx->bind[i].value;
+	}
+	v->bind = b;
+	for (i = 0; i < countof(str); i++)
+		if (*str[i])
+			*str[i] = arena_strdup(a, *str[i]);
+	v->last_error = NULL;
+	v->environment = NULL;
+	v->busy = 0;
+	v->deleted = false;
+	return v;
+}
+
 /* Bytes of a user's string quoted in a message. */
 #define MAX_SHOWN 40
 /*
@@ -225,8 +273,10 @@ wsf_set_size(WsfContext *ctx, const char *name, int64_t value)
 	char *copy;
 	int i;
 
-	if (!ctx || !name)
+	if (!ctx)
 		return WSF_ERR_USAGE;
+	if (!name)
+		return null_arg(ctx, __func__, "name");
 	if (!is_identifier(name))
 		return ctx_error(ctx, WSF_ERR_INPUT, "error: size name '%.*s%s' is not an identifier",
 		                 MAX_SHOWN, name, strlen(name) > MAX_SHOWN ? "..." : "");
@@ -245,10 +295,10 @@ wsf_set_size(WsfContext *ctx, const char *name, int64_t value)
 		}
 	b = realloc(ctx->bind, (size_t)(ctx->nbind + 1) * sizeof *b);
 	if (!b)
-		return WSF_ERR_NOMEM;
+		return ctx_error(ctx, WSF_ERR_NOMEM, "wsf_set_size: error: out of memory");
 	ctx->bind = b;
 	if (!(copy = strdup(name)))
-		return WSF_ERR_NOMEM;
+		return ctx_error(ctx, WSF_ERR_NOMEM, "wsf_set_size: error: out of memory");
 	b[ctx->nbind].name = copy;
 	b[ctx->nbind].value = value;
 	ctx->nbind++;
@@ -256,12 +306,12 @@ wsf_set_size(WsfContext *ctx, const char *name, int64_t value)
 }
 
 static WsfStatus
-set_string(char **dst, const char *value)
+set_string(WsfContext *ctx, char **dst, const char *value)
 {
 	char *s = value ? strdup(value) : NULL;
 
 	if (value && !s)
-		return WSF_ERR_NOMEM;
+		return ctx_error(ctx, WSF_ERR_NOMEM, "wsf_set_option: error: out of memory");
 	free(*dst);
 	*dst = s;
 	return WSF_OK;
@@ -340,8 +390,10 @@ dump_dir(const WsfContext *ctx)
 WsfStatus
 wsf_set_option(WsfContext *ctx, const char *name, const char *value)
 {
-	if (!ctx || !name)
+	if (!ctx)
 		return WSF_ERR_USAGE;
+	if (!name)
+		return null_arg(ctx, __func__, "name");
 	if (value && strlen(value) > MAX_STRING)
 		return ctx_error(ctx, WSF_ERR_USAGE,
 		                 "error: the value of option '%.*s' is %zu bytes long, more than the limit of %d",
@@ -351,7 +403,7 @@ wsf_set_option(WsfContext *ctx, const char *name, const char *value)
 			return ctx_error(ctx, WSF_ERR_USAGE,
 			                 "error: unknown pass in dump-after '%s' (see wsfuse --help for pass names)",
 			                 value);
-		return set_string(&ctx->dump_after, value);
+		return set_string(ctx, &ctx->dump_after, value);
 	}
 	if (strcmp(name, "stop-after") == 0) {
 		WsfStage s = wsf_stage_from_name(value);
@@ -364,18 +416,18 @@ wsf_set_option(WsfContext *ctx, const char *name, const char *value)
 		return WSF_OK;
 	}
 	if (strcmp(name, "cache-dir") == 0)
-		return set_string(&ctx->cache_dir, value);
+		return set_string(ctx, &ctx->cache_dir, value);
 	if (strcmp(name, "dump-dir") == 0)
-		return set_string(&ctx->dump_dir, value);
+		return set_string(ctx, &ctx->dump_dir, value);
 	if (strcmp(name, "override-dir") == 0)
-		return set_string(&ctx->override_dir, value);
+		return set_string(ctx, &ctx->override_dir, value);
 	if (strcmp(name, "dump") == 0) {
 		unsigned mask;
 		const char *bad;
 
 		if (value && (bad = dump_outputs(value, &mask)))
 			return unknown_output(ctx, bad, "option 'dump'");
-		return set_string(&ctx->dump_list, value);
+		return set_string(ctx, &ctx->dump_list, value);
 	}
 	if (strcmp(name, "cache") == 0 || strcmp(name, "lineinfo") == 0 || strcmp(name, "tune") == 0) {
 		if (!value || (strcmp(value, "0") && strcmp(value, "1")))
@@ -526,6 +578,8 @@ struct WsfKernel {
 	SizeBinding *bind;   /* the bindings it was compiled with, for the candidates (in the arena) */
 	int nbind;
 	char *choice;        /* malloc'ed: what the first launch chose, once tuned */
+	int busy;            /* launches and runs of it in progress (ctx_enter) */
+	bool deleted;        /* deleted from a handler: the outermost call frees it as it returns */
 };
 
 static void
@@ -542,7 +596,41 @@ kernel_free(WsfKernel *k)
 void
 wsf_kernel_delete(WsfKernel *k)
 {
-	kernel_free(k);
+	if (k && k->busy)
+		k->deleted = true;
+	else
+		kernel_free(k);
+}
+
+/*
+ * A call on CTX (and K) that may run the diagnostic handler and go on
+ * after it returns: a handler's wsf_context_delete or wsf_kernel_delete of
+ * either waits for the outermost such call to return (ctx_leave).
+ */
+static void
+ctx_enter(WsfContext *ctx, WsfKernel *k)
+{
+	ctx->busy++;
+	if (k)
+		k->busy++;
+}
+
+static WsfStatus
+ctx_leave(WsfContext *ctx, WsfKernel *k, WsfStatus s)
+{
+	if (k && --k->busy == 0 && k->deleted)
+		kernel_free(k);
+	if (--ctx->busy == 0 && ctx->deleted)
+		context_free(ctx);
+	return s;
+}
+
+/* A launch or run of K from a handler of a call on K: its launch state is in use. */
+static WsfStatus
+kernel_in_use(WsfContext *ctx, const char *fn, const WsfKernel *k)
+{
+	return ctx_error(ctx, WSF_ERR_USAGE, "%s: error: kernel '%s' is in a call already: a diagnostic handler "
+	                 "cannot launch or run the kernel whose call it is told of", fn, wsf_kernel_name(k));
 }
 
 static void
@@ -854,6 +942,7 @@ static WsfStatus
 compile(WsfContext *ctx, const char *name, const char *text, size_t len, const Schedule *sched, WsfKernel **out)
 {
 	WsfKernel *k;
+	WsfContext *volatile set = NULL;   /* CTX's settings as the compile began (ctx_copy) */
 	Comp *c;
 	Buf b;
 	const char *list, *bad;
@@ -882,19 +971,20 @@ compile(WsfContext *ctx, const char *name, const char *text, size_t len, const S
 		s = WSF_ERR_NOMEM;
 		goto fail;
 	}
+	set = ctx_copy(ctx, c->arena);
 	c->strs = strtab_new(c->arena);
 	c->file = arena_strdup(c->arena, name);  /* diag and codegen escape it where they show it */
 	c->src = arena_strndup(c->arena, text, len);
 	c->srclen = len;
-	c->diag = ctx->diag;
-	c->diag_user = ctx->diag_user;
-	c->bind = ctx->bind;
-	c->nbind = ctx->nbind;
-	c->dump_after = ctx->dump_after;
-	c->store_delay = ctx->store_delay;
-	c->no_pdl = ctx->no_pdl;
+	c->diag = set->diag;
+	c->diag_user = set->diag_user;
+	c->bind = set->bind;
+	c->nbind = set->nbind;
+	c->dump_after = set->dump_after;
+	c->store_delay = set->store_delay;
+	c->no_pdl = set->no_pdl;
 	c->dump = forward_dump;
-	c->dump_user = ctx;
+	c->dump_user = set;
 	if (spec_read(c)) {
 		s = c->status ? c->status : WSF_ERR_INPUT;
 		goto fail;
@@ -911,11 +1001,11 @@ compile(WsfContext *ctx, const char *name, const char *text, size_t len, const S
 	buf_init(&b, c->arena);
 	fusion_dot(&b, c->fusion);
 	set_text(k, WSF_STAGE_DOT, buf_str(&b), b.len);
-	if (ctx->stop > WSF_STAGE_FUSION_IR && (s = compile_kernel(ctx, k, sched != NULL)) != WSF_OK)
+	if (set->stop > WSF_STAGE_FUSION_IR && (s = compile_kernel(set, k, sched != NULL)) != WSF_OK)
 		goto fail;
-	dump_kernel(ctx, k, dump);
+	dump_kernel(set, k, dump);
 	/* the bindings belong to the context, which may change them later: a kernel to tune keeps a copy */
-	if (tune_wanted(ctx) && ctx->stop >= WSF_STAGE_CUBIN && lower_matmul_candidates(c->fusion, NULL, 0) > 1) {
+	if (tune_wanted(set) && set->stop >= WSF_STAGE_CUBIN && lower_matmul_candidates(c->fusion, NULL, 0) > 1) {
 		k->tune = true;
 		k->nbind = c->nbind;
 		k->bind = arena_alloc(c->arena, (size_t)(c->nbind + 1) * sizeof *k->bind);
@@ -933,14 +1023,15 @@ compile(WsfContext *ctx, const char *name, const char *text, size_t len, const S
 fail:
 	free(ctx->last_error);
 	ctx->last_error = NULL;
-	if (s == WSF_ERR_NOMEM) {
+	if (s == WSF_ERR_NOMEM)
 		ctx_error(ctx, s, "%s: error: out of memory", name);
-	} else if (c->last_error) {
+	else if (c->last_error)
 		ctx->last_error = strdup(c->last_error);
-	}
+	else   /* a failure no diagnostic told of */
+		ctx_error(ctx, s, "%s: error: %s", name, wsf_status_message(s));
 	/* what the compile made before it failed, a kernel IR that NVRTC refused, say */
-	if (s != WSF_ERR_NOMEM)
-		dump_kernel(ctx, k, dump);
+	if (s != WSF_ERR_NOMEM && set)
+		dump_kernel(set, k, dump);
 	kernel_free(k);
 	return s;
 }
@@ -948,22 +1039,24 @@ fail:
 WsfStatus
 wsf_compile_string(WsfContext *ctx, const char *name, const char *text, size_t len, WsfKernel **out)
 {
-	if (!ctx || !text || !out)
+	if (!ctx)
 		return WSF_ERR_USAGE;
-	return compile(ctx, name ? name : "<string>", text, len, NULL, out);
+	if (out)
+		*out = NULL;
+	if (!text || !out)
+		return null_arg(ctx, __func__, text ? "out" : "text");
+	ctx_enter(ctx, NULL);
+	return ctx_leave(ctx, NULL, compile(ctx, name ? name : "<string>", text, len, NULL, out));
 }
 
-WsfStatus
-wsf_compile_file(WsfContext *ctx, const char *path, WsfKernel **out)
+static WsfStatus
+compile_path(WsfContext *ctx, const char *path, WsfKernel **out)
 {
 	FILE *fp;
 	char *text = NULL;
 	size_t len = 0, cap = 0, n;
 	WsfStatus s;
 
-	if (!ctx || !path || !out)
-		return WSF_ERR_USAGE;
-	*out = NULL;
 	if (!(fp = fopen(path, "rb")))
 		return ctx_error(ctx, WSF_ERR_IO, "%s: error: cannot open: %s", path, strerror(errno));
 	/* one byte past the limit tells a spec at the limit from a longer one */
@@ -998,6 +1091,19 @@ wsf_compile_file(WsfContext *ctx, const char *path, WsfKernel **out)
 	return s;
 }
 
+WsfStatus
+wsf_compile_file(WsfContext *ctx, const char *path, WsfKernel **out)
+{
+	if (!ctx)
+		return WSF_ERR_USAGE;
+	if (out)
+		*out = NULL;
+	if (!path || !out)
+		return null_arg(ctx, __func__, path ? "out" : "path");
+	ctx_enter(ctx, NULL);
+	return ctx_leave(ctx, NULL, compile_path(ctx, path, out));
+}
+
 const char *
 wsf_kernel_name(const WsfKernel *k)
 {
@@ -1020,8 +1126,12 @@ wsf_kernel_write(WsfContext *ctx, const WsfKernel *k, WsfStage stage, const char
 	const char *text;
 	size_t len = 0;
 
-	if (!ctx || !k || !path)
+	if (!ctx)
 		return WSF_ERR_USAGE;
+	if (!k || !path)
+		return null_arg(ctx, __func__, k ? "path" : "k");
+	if ((unsigned)stage >= WSF_STAGE_COUNT || stage == WSF_STAGE_NONE)
+		return ctx_error(ctx, WSF_ERR_USAGE, "%s: error: stage %d is none of the stages", __func__, (int)stage);
 	if (!(text = wsf_kernel_text(k, stage, &len)))
 		return ctx_error(ctx, WSF_ERR_USAGE,
 		                 "error: kernel '%s' has no %s: compilation stopped before it (option stop-after)",
@@ -1561,14 +1671,12 @@ wsf_kernel_tuned(const WsfKernel *k)
 	return k ? k->choice : NULL;
 }
 
-WsfStatus
-wsf_kernel_launch(WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int nargs, void *stream)
+static WsfStatus
+kernel_launch(WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int nargs, void *stream)
 {
 	Comp c = {0};
 	WsfStatus s;
 
-	if (!ctx || !k || (nargs && !args))
-		return WSF_ERR_USAGE;
 	if (k->tune)
 		tune_kernel(ctx, k, args, nargs, (CUstream)stream);
 	if ((s = call_begin(ctx, k, &c)) != WSF_OK)
@@ -1580,14 +1688,25 @@ wsf_kernel_launch(WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int narg
 }
 
 WsfStatus
-wsf_kernel_launch_ex(WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int nargs, const WsfLaunchOptions *opts)
+wsf_kernel_launch(WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int nargs, void *stream)
+{
+	if (!ctx)
+		return WSF_ERR_USAGE;
+	if (!k || (nargs && !args))
+		return null_arg(ctx, __func__, k ? "args" : "k");
+	if (k->busy)
+		return kernel_in_use(ctx, __func__, k);
+	ctx_enter(ctx, k);
+	return ctx_leave(ctx, k, kernel_launch(ctx, k, args, nargs, stream));
+}
+
+static WsfStatus
+kernel_launch_ex(WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int nargs, const WsfLaunchOptions *opts)
 {
 	Comp c = {0};
 	LaunchExtra x = {0};
 	WsfStatus s;
 
-	if (!ctx || !k || (nargs && !args) || !opts)
-		return WSF_ERR_USAGE;
 	if (k->tune)   /* only kernels that neither signal nor wait tune: opts has nothing they need */
 		tune_kernel(ctx, k, args, nargs, (CUstream)opts->stream);
 	if ((s = call_begin(ctx, k, &c)) != WSF_OK)
@@ -1603,15 +1722,25 @@ wsf_kernel_launch_ex(WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int n
 }
 
 WsfStatus
-wsf_kernel_signal_layout(WsfContext *ctx, const WsfKernel *k, const WsfTensor *args, int nargs,
-                         WsfSignalLayout *out)
+wsf_kernel_launch_ex(WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int nargs, const WsfLaunchOptions *opts)
+{
+	if (!ctx)
+		return WSF_ERR_USAGE;
+	if (!k || (nargs && !args) || !opts)
+		return null_arg(ctx, __func__, !k ? "k" : !opts ? "opts" : "args");
+	if (k->busy)
+		return kernel_in_use(ctx, __func__, k);
+	ctx_enter(ctx, k);
+	return ctx_leave(ctx, k, kernel_launch_ex(ctx, k, args, nargs, opts));
+}
+
+static WsfStatus
+signal_layout(WsfContext *ctx, const WsfKernel *k, const WsfTensor *args, int nargs, WsfSignalLayout *out)
 {
 	Comp c = {0};
 	LaunchPlan plan;
 	WsfStatus s;
 
-	if (!ctx || !k || (nargs && !args) || !out)
-		return WSF_ERR_USAGE;
 	memset(out, 0, sizeof *out);
 	if ((s = call_begin(ctx, (WsfKernel *)k, &c)) != WSF_OK)
 		return s;
@@ -1644,6 +1773,19 @@ wsf_kernel_signal_layout(WsfContext *ctx, const WsfKernel *k, const WsfTensor *a
 	return call_end(ctx, &c, s);
 }
 
+WsfStatus
+wsf_kernel_signal_layout(WsfContext *ctx, const WsfKernel *k, const WsfTensor *args, int nargs,
+                         WsfSignalLayout *out)
+{
+	if (!ctx)
+		return WSF_ERR_USAGE;
+	if (!k || (nargs && !args) || !out)
+		return null_arg(ctx, __func__, !k ? "k" : !out ? "out" : "args");
+	/* it only reads K: a handler may ask it of a kernel in any call, but not delete it meanwhile */
+	ctx_enter(ctx, (WsfKernel *)k);
+	return ctx_leave(ctx, (WsfKernel *)k, signal_layout(ctx, k, args, nargs, out));
+}
+
 /* What rt_with_args hands the measured choice of a kernel that wsf_kernel_run runs. */
 typedef struct TuneRun {
 	WsfContext *ctx;
@@ -1658,15 +1800,13 @@ tune_on_args(void *user, const WsfTensor *args, int nargs)
 	tune_kernel(tr->ctx, tr->k, args, nargs, NULL);
 }
 
-WsfStatus
-wsf_kernel_run(WsfContext *ctx, WsfKernel *k, const WsfRunOptions *opts, WsfRunReport *report)
+static WsfStatus
+kernel_run(WsfContext *ctx, WsfKernel *k, const WsfRunOptions *opts, WsfRunReport *report)
 {
 	Comp c = {0};
 	WsfRunOptions none = {0};
 	WsfStatus s;
 
-	if (!ctx || !k || !report)
-		return WSF_ERR_USAGE;
 	memset(report, 0, sizeof *report);
 	/*
 	 * The measured choice (option tune) before the run, on random arguments
@@ -1686,6 +1826,23 @@ wsf_kernel_run(WsfContext *ctx, WsfKernel *k, const WsfRunOptions *opts, WsfRunR
 		return s;
 	if (setjmp(c.oom))
 		return call_end(ctx, &c, WSF_ERR_NOMEM);
+	/* the bindings as the run began: a handler's wsf_set_size reallocates the context's */
+	if (c.nbind)
+		c.bind = memcpy(arena_alloc(c.arena, (size_t)c.nbind * sizeof *c.bind), c.bind,
+		                (size_t)c.nbind * sizeof *c.bind);
 	s = rt_run(&c, k->launch, &k->loaded, k->text[WSF_STAGE_CUBIN], opts ? opts : &none, report);
 	return call_end(ctx, &c, s);
+}
+
+WsfStatus
+wsf_kernel_run(WsfContext *ctx, WsfKernel *k, const WsfRunOptions *opts, WsfRunReport *report)
+{
+	if (!ctx)
+		return WSF_ERR_USAGE;
+	if (!k || !report)
+		return null_arg(ctx, __func__, k ? "report" : "k");
+	if (k->busy)
+		return kernel_in_use(ctx, __func__, k);
+	ctx_enter(ctx, k);
+	return ctx_leave(ctx, k, kernel_run(ctx, k, opts, report));
 }

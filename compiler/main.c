@@ -923,24 +923,26 @@ static void
 print_stats(const WsfKernel *k)
 {
 	WsfKernelStats st;
-	char sizes[512] = "";
+	char sizes[512] = "", unbound[512] = "";
 	int i, d, n = wsf_kernel_num_args(k);
 
 	if (wsf_kernel_stats(k, &st) != WSF_OK)
 		return;
-	/* the sizes it was compiled at, each once */
+	/* the sizes it was compiled at, each once; apart, those with no value */
 	for (i = 0; i < n; i++)
 		for (d = 0; d < wsf_kernel_arg_rank(k, i); d++) {
 			const char *name = wsf_kernel_arg_dim_name(k, i, d);
-			char item[96];
+			int64_t v = wsf_kernel_arg_dim(k, i, d);
+			char item[96], *list = v < 0 ? unbound : sizes;
 
 			if (!name)
 				continue;
-			snprintf(item, sizeof item, " %s=%" PRId64, name, wsf_kernel_arg_dim(k, i, d));
-			if (wsf_kernel_arg_dim(k, i, d) < 0)
-				snprintf(item, sizeof item, " %s unbound", name);
-			if (!strstr(sizes, item) && strlen(sizes) + strlen(item) < sizeof sizes)
-				strcat(sizes, item);
+			if (v < 0)
+				snprintf(item, sizeof item, " %s", name);
+			else
+				snprintf(item, sizeof item, " %s=%" PRId64, name, v);
+			if (!strstr(list, item) && strlen(list) + strlen(item) < sizeof sizes)
+				strcat(list, item);
 		}
 	fprintf(stderr, "kernel wsfuse_%s\n", wsf_kernel_name(k));
 	fprintf(stderr, "  threads: %d a CTA\n", st.threads);
@@ -957,8 +959,11 @@ print_stats(const WsfKernel *k)
 		        st.smem_dynamic);
 	if (st.ctas_per_sm >= 0)
 		fprintf(stderr, "  occupancy: %d CTAs an SM (sm_90's limits)\n", st.ctas_per_sm);
-	if (st.tiles < 0)
-		fprintf(stderr, "  grid: %s; the tiles depend on sizes not bound here:%s\n",
+	if (st.tiles < 0 && *unbound)
+		fprintf(stderr, "  grid: %s; the tiles depend on sizes with no value here (-D gives one):%s\n",
+		        st.persistent ? "persistent over tiles" : "one CTA a tile", unbound);
+	else if (st.tiles < 0)   /* every size has a value, but a launch would refuse them (wsf_kernel_launch) */
+		fprintf(stderr, "  grid: %s; none at%s: a launch at these sizes is refused\n",
 		        st.persistent ? "persistent over tiles" : "one CTA a tile", sizes);
 	else if (st.persistent && st.workspace && st.ctas_per_sm >= 0)   /* stream-K: every CTA (launch.c) */
 		fprintf(stderr, "  grid: SMs x %d CTAs, persistent over %" PRId64 " tiles, at%s\n", st.ctas_per_sm,

@@ -100,7 +100,8 @@ typedef struct WsfKernel WsfKernel;
 
 /* A new context, or NULL when out of memory.  The caller owns it. */
 WsfContext *wsf_context_new(void);
-/* Frees the context.  Kernels compiled by it stay valid. NULL is ignored. */
+/* Frees the context.  Kernels compiled by it stay valid. NULL is ignored.
+ * From a diagnostic handler, the call in progress frees it as it returns. */
 void wsf_context_delete(WsfContext *ctx);
 
 /*
@@ -116,11 +117,26 @@ void wsf_context_delete(WsfContext *ctx);
  */
 const char *wsf_environment(WsfContext *ctx, int full);
 
-/* Installs the diagnostics callback (NULL: keep messages only as last error). */
+/*
+ * Installs the diagnostics callback (NULL: keep messages only as last
+ * error).  It (and the dump handler) runs inside the call that reports, and
+ * may call any function of this API, on this context too: a call works on
+ * the settings (sizes, options, handlers) it began with, so what a handler
+ * changes is the next call's; a wsf_context_delete of the context, or a
+ * wsf_kernel_delete of a kernel the call works on, takes effect when the
+ * call returns; a launch or run of a kernel from a handler of a call on
+ * that kernel is WSF_ERR_USAGE.
+ */
 void wsf_set_diagnostic_handler(WsfContext *ctx, WsfDiagFn fn, void *user);
 /* Installs the callback for IR dumps (NULL: dumps are dropped). */
 void wsf_set_dump_handler(WsfContext *ctx, WsfDumpFn fn, void *user);
-/* The full text of the last error reported by this context, or "". */
+/*
+ * The full text of the error of the last call on this context that failed,
+ * or "".  Every call given CTX that fails sets it, and passes it to the
+ * handler: a null argument names the call and the argument
+ * ("wsf_set_size: error: argument 'name' is NULL").  A call that succeeds
+ * leaves it.  The text lives until the next call that fails.
+ */
 const char *wsf_context_last_error(const WsfContext *ctx);
 
 /*
@@ -209,7 +225,8 @@ WsfStatus wsf_compile_file(WsfContext *ctx, const char *path, WsfKernel **out);
 WsfStatus wsf_compile_string(WsfContext *ctx, const char *name, const char *text, size_t len,
                              WsfKernel **out);
 
-/* Frees a kernel (and unloads its module, if loaded).  NULL is ignored. */
+/* Frees a kernel (and unloads its module, if loaded).  NULL is ignored.
+ * From a diagnostic handler of a call on K, that call frees it as it returns. */
 void wsf_kernel_delete(WsfKernel *k);
 /* The fusion's name as the spec writes it (the CUDA entry point is "wsfuse_" and this name). */
 const char *wsf_kernel_name(const WsfKernel *k);
@@ -244,7 +261,8 @@ typedef struct WsfKernelStats {
 	int persistent;     /* 1: SMs x ctas_per_sm CTAs (at most one a tile) loop over the tiles;
 	                       0: one CTA a tile */
 	int64_t tiles;      /* tiles (a CTA's piece of work: a tile, or a row of a row reduction) at the
-	                       sizes the kernel was compiled with; -1 when a size is unbound */
+	                       sizes the kernel was compiled with; -1 when a size is unbound, or a launch
+	                       at those sizes is refused (2^31 tiles or more) */
 	int64_t grid;       /* CTAs a launch at those sizes starts: TILES for one CTA a tile; -1 when a
 	                       size is unbound, or persistent (it depends on the GPU's SM count) */
 	int cluster;        /* CTAs a thread-block cluster (a matmul's schedule: cluster, or split_k): 1, 2,
@@ -270,7 +288,7 @@ WsfStatus wsf_kernel_stats(const WsfKernel *k, WsfKernelStats *stats);
  */
 const char *wsf_kernel_tuned(const WsfKernel *k);
 
-/* Argument order for launches: the inputs in spec order, then the outputs. */
+/* Argument order for launches: the inputs in spec order (one no op reads too), then the outputs. */
 int wsf_kernel_num_args(const WsfKernel *k);
 const char *wsf_kernel_arg_name(const WsfKernel *k, int i);
 /* 1 if argument i is an output, 0 if an input, -1 if out of range. */

@@ -305,6 +305,7 @@ typedef struct Tensor {
 	int wait_tile[2];   /* wait: {per_tile, tile: [R, C]}: its writer's tile, whose flag layout the words
 	                       follow (0: the reading kernel's own tile) */
 	Pos wait_tile_pos;
+	bool unread;        /* an input no op reads (infer): still an argument, but no kernel parameter */
 } Tensor;
 
 /* An op input: tensor TENSOR, or the number LIT when TENSOR is 0. */

@@ -6,8 +6,8 @@
  * 0..rank-1; every output has a stored dtype; every tensor whose sizes are
  * bound counts its elements and bytes in 64 bits.  Errors: operands that
  * cannot broadcast, matmul inner-dimension mismatches, reduction axes out of
- * range, ops applied to literals only, shapes too big to count.  Invalidates
- * nothing.
+ * range, ops applied to literals only, shapes too big to count.  Marks the
+ * inputs no op reads (Tensor.unread) with a warning.  Invalidates nothing.
  *
  * Dtypes follow torch: a pointwise result has its tensor operands' dtype when
  * they agree and f32 otherwise; literals do not promote; cast gives `to`.
@@ -253,6 +253,35 @@ check_sizes(Comp *c, const Fusion *f)
 	return 0;
 }
 
+/*
+ * An input no op reads stays an argument (a launch takes the spec's
+ * inputs, in order), but lowering gives it no parameter: nothing loads it
+ * and its shape need not fit the kernel's.
+ */
+static int
+mark_unread(Comp *c, Fusion *f)
+{
+	int i, j, m;
+
+	for (i = 0; i < f->ninput; i++) {
+		Tensor *t = &f->tensor[f->input[i]];
+		bool read = false;
+
+		for (j = 1; j < f->nop && !read; j++)
+			for (m = 0; m < f->op[j].nin; m++)
+				read |= f->op[j].in[m].tensor == f->input[i];
+		if (read)
+			continue;
+		if (t->wait_pos.line)
+			return diag_error(c, t->wait_pos, "input '%s' waits for its tiles (wait: per_tile), but no op reads it",
+			                  t->name);
+		t->unread = true;
+		diag_warn(c, t->pos, "input '%s' is not read by any op; it stays an argument of the kernel, unread",
+		          t->name);
+	}
+	return 0;
+}
+
 int
 pass_infer(Comp *c)
 {
@@ -280,8 +309,8 @@ pass_infer(Comp *c)
 			return diag_internal(c, "infer", "op '%s' reached inference", op_info[o->kind].name);
 		}
 	}
-	if (rc)
-		return rc;
+	if (rc || mark_unread(c, f))
+		return -1;
 	for (i = 0; i < f->nout; i++)
 		if (f->out[i].dtype == DT_NONE)
 			f->out[i].dtype = f->tensor[f->out[i].tensor].dtype;

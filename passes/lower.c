@@ -15,8 +15,8 @@
  * TMA store).  No mbarrier and no sync exists yet: circular_buffer.c and
  * sync.c add them.  A tile leaves room for one stage and the output staging
  * copies in shared memory; a tile hint that does not is an error at the
- * hint that names one that does.  Each family's file says what its tiles
- * are.
+ * hint that names one that does.  An input no op reads (Tensor.unread) has
+ * no parameter.  Each family's file says what its tiles are.
  */
 #include <string.h>
 

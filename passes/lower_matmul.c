@@ -229,7 +229,7 @@ full_inputs(const Fusion *f, const Group *g, int ng, const Tensor *d)
 			for (m = 0; m < g[gi].n; m++)
 				operand |= f->input[i] == f->op[g[gi].mm[m]].in[0].tensor ||
 				           f->input[i] == f->op[g[gi].mm[m]].in[1].tensor;
-		if (!operand && epilogue_view(&f->tensor[f->input[i]], d) == VIEW_FULL)
+		if (!operand && !f->tensor[f->input[i]].unread && epilogue_view(&f->tensor[f->input[i]], d) == VIEW_FULL)
 			return true;
 	}
 	return false;
@@ -2387,6 +2387,8 @@ lower_matmul(Comp *c, Fusion *f)
 		View v;
 		int p;
 
+		if (x->unread)
+			continue;
 		for (gi = 0; gi < ng; gi++)
 			for (m = 0; m < g[gi].n; m++) {
 				as_a |= f->input[j] == f->op[g[gi].mm[m]].in[0].tensor;

@@ -298,6 +298,8 @@ lower_pointwise(Comp *c, Fusion *f)
 		View v = classify(t, d);
 		int p;
 
+		if (t->unread)
+			continue;
 		if (v == VIEW_NONE)
 			return diag_error(c, t->pos,
 			                  "cannot place input '%s' in a pointwise kernel over %s: it broadcasts along "

@@ -185,7 +185,7 @@ lower_reduction(Comp *c, Fusion *f)
 	/* every tensor is a full row, a per-row value, a broadcast row or a scalar */
 	k->row.view = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *k->row.view);
 	for (j = 1; j < f->ntensor; j++)
-		if ((k->row.view[j] = classify_row(&f->tensor[j], d)) == VIEW_NONE)
+		if (!f->tensor[j].unread && (k->row.view[j] = classify_row(&f->tensor[j], d)) == VIEW_NONE)
 			return diag_error(c, f->tensor[j].pos,
 			                  "cannot place '%s' in the row-reduction kernel over '%s': its shape is "
 			                  "neither a full row, a value per row, a row broadcast over rows, nor a scalar",
@@ -288,7 +288,11 @@ lower_reduction(Comp *c, Fusion *f)
 
 	for (j = 0; j < f->ninput; j++) {
 		const Tensor *t = &f->tensor[f->input[j]];
-		int p = kernel_add_param(c, k, PK_PTR, t->name);
+		int p;
+
+		if (t->unread)
+			continue;
+		p = kernel_add_param(c, k, PK_PTR, t->name);
 
 		k->param[p].arg = j;
 		k->param[p].tensor = f->input[j];

@@ -148,7 +148,7 @@ pass_schedule(Comp *c)
 	for (i = 0; i < f->ninput; i++) {
 		const Tensor *t = &f->tensor[f->input[i]];
 
-		if (check_alignment(c, f, f->input[i], t->dtype, "input", t->pos))
+		if (!t->unread && check_alignment(c, f, f->input[i], t->dtype, "input", t->pos))
 			return -1;
 	}
 	for (i = 0; i < f->nout; i++)

@@ -413,6 +413,21 @@ for t in "kernel wsfuse_pointwise_chain" "  registers: not known: ptxas counts t
 	"  grid: 8192 CTAs, one a tile, at M=8192 N=4096"; do
 	if grep -qF -- "$t" "$tmp/err"; then ok; else bad "-v --emit=kernel-ir" "no '$t': $(head -c 400 "$tmp/err")"; fi
 done
+# -v names as unbound only the sizes with no value (from sizes: or -D), and
+# says when a launch would refuse sizes that all have one (issue 63)
+sed 's/^  N: 4096 .*//' "$spec" >"$tmp/nodefault.yaml"
+for c in "|no value here (-D gives one): N|M=" "-D M=64|no value here (-D gives one): N|M=" \
+	"-D N=64|one a tile, at M=8192 N=64|unbound" \
+	"-D M=1099511627776 -D N=1024|none at M=1099511627776 N=1024: a launch at these sizes is refused|no value"; do
+	IFS='|' read -r defs want unwanted <<<"$c"
+	# shellcheck disable=SC2086 # DEFS is words
+	cli compile -v --emit=kernel-ir -o /dev/null $defs "$tmp/nodefault.yaml"
+	if [ "$rc" = 0 ] && grep -qF -- "$want" "$tmp/err" && ! grep "grid:" "$tmp/err" | grep -qF -- "$unwanted"; then
+		ok
+	else
+		bad "-v $defs" "exit $rc: $(head -c 400 "$tmp/err")"
+	fi
+done
 if "$wsfuse" --version | grep -q '^nvrtc: none'; then
 	skipped "-v" "no NVRTC"
 	skipped "--emit=ptxas" "no NVRTC"

@@ -715,6 +715,301 @@ kernel_write(void **state)
 	wsf_context_delete(ctx);
 }
 
+/*
+ * Every failing call with a context makes its last error its own, and
+ * tells the handler: a usage error names the call and the argument, and
+ * never leaves the previous call's message behind.
+ */
+static void
+usage_errors_name_the_call(void **state)
+{
+	WsfContext *ctx = wsf_context_new();
+	WsfKernel *k = NULL, *none = NULL;
+	WsfTensor arg = {0};
+	WsfLaunchOptions lo = {0};
+	WsfSignalLayout lay;
+	WsfRunReport rep;
+	Seen seen = {0};
+	int errors;
+
+	(void)state;
+	wsf_set_diagnostic_handler(ctx, on_diag, &seen);
+	assert_int_equal(wsf_set_option(ctx, "stop-after", "cuda"), WSF_OK);
+	assert_int_equal(wsf_compile_string(ctx, "api.yaml", spec, strlen(spec), &k), WSF_OK);
+	/* each: a call that fails first, then the usage error, whose message must replace its */
+#define USAGE(call, want)                                                                             \
+	do {                                                                                          \
+		assert_int_equal(wsf_set_option(ctx, "no-such-option", "1"), WSF_ERR_USAGE);          \
+		errors = seen.errors;                                                                 \
+		assert_int_equal((call), WSF_ERR_USAGE);                                              \
+		if (!strstr(wsf_context_last_error(ctx), want))                                       \
+			fail_msg("%s: last error '%s', expected '%s'", #call, wsf_context_last_error(ctx), want); \
+		assert_int_equal(seen.errors, errors + 1);                                            \
+		assert_string_equal(seen.last, wsf_context_last_error(ctx));                          \
+	} while (0)
+	USAGE(wsf_set_size(ctx, NULL, 1), "wsf_set_size: error: argument 'name' is NULL");
+	USAGE(wsf_set_option(ctx, NULL, "1"), "wsf_set_option: error: argument 'name' is NULL");
+	USAGE(wsf_compile_string(ctx, "x", NULL, 0, &none), "wsf_compile_string: error: argument 'text' is NULL");
+	USAGE(wsf_compile_string(ctx, "x", spec, strlen(spec), NULL), "wsf_compile_string: error: argument 'out'");
+	USAGE(wsf_compile_file(ctx, NULL, &none), "wsf_compile_file: error: argument 'path' is NULL");
+	USAGE(wsf_compile_file(ctx, "x.yaml", NULL), "wsf_compile_file: error: argument 'out' is NULL");
+	USAGE(wsf_kernel_write(ctx, NULL, WSF_STAGE_CUDA, "x.cu"), "wsf_kernel_write: error: argument 'k' is NULL");
+	USAGE(wsf_kernel_write(ctx, k, WSF_STAGE_CUDA, NULL), "wsf_kernel_write: error: argument 'path' is NULL");
+	USAGE(wsf_kernel_write(ctx, k, (WsfStage)99, "x.cu"), "wsf_kernel_write: error: stage 99 is none of the stages");
+	USAGE(wsf_kernel_write(ctx, k, WSF_STAGE_CUBIN, "x.cubin"), "kernel 'api' has no cubin");
+	USAGE(wsf_kernel_launch(ctx, NULL, NULL, 0, NULL), "wsf_kernel_launch: error: argument 'k' is NULL");
+	USAGE(wsf_kernel_launch(ctx, k, NULL, 3, NULL), "wsf_kernel_launch: error: argument 'args' is NULL");
+	USAGE(wsf_kernel_launch(ctx, k, &arg, 1, NULL), "not compiled to a cubin");
+	USAGE(wsf_kernel_launch_ex(ctx, NULL, &arg, 1, &lo), "wsf_kernel_launch_ex: error: argument 'k' is NULL");
+	USAGE(wsf_kernel_launch_ex(ctx, k, NULL, 3, &lo), "wsf_kernel_launch_ex: error: argument 'args' is NULL");
+	USAGE(wsf_kernel_launch_ex(ctx, k, &arg, 1, NULL), "wsf_kernel_launch_ex: error: argument 'opts' is NULL");
+	USAGE(wsf_kernel_signal_layout(ctx, NULL, &arg, 1, &lay), "wsf_kernel_signal_layout: error: argument 'k'");
+	USAGE(wsf_kernel_signal_layout(ctx, k, NULL, 3, &lay), "wsf_kernel_signal_layout: error: argument 'args'");
+	USAGE(wsf_kernel_signal_layout(ctx, k, &arg, 1, NULL), "wsf_kernel_signal_layout: error: argument 'out'");
+	USAGE(wsf_kernel_run(ctx, NULL, NULL, &rep), "wsf_kernel_run: error: argument 'k' is NULL");
+	USAGE(wsf_kernel_run(ctx, k, NULL, NULL), "wsf_kernel_run: error: argument 'report' is NULL");
+	USAGE(wsf_kernel_run(ctx, k, NULL, &rep), "not compiled to a cubin");
+#undef USAGE
+	wsf_kernel_delete(k);
+	wsf_context_delete(ctx);
+}
+
+/* What the meddling handler does, and to what. */
+typedef struct Meddle {
+	WsfContext *ctx;
+	WsfKernel *k;          /* launched again and deleted from the handler, when set */
+	WsfStatus again;       /* what that launch returned */
+	bool delete_ctx;       /* delete the context from the handler */
+	int calls, depth, sizes, dumps;
+	char dir[64];          /* under which the paths it sets lie */
+} Meddle;
+
+static void
+count_dumps(void *user, const char *pass, const char *text)
+{
+	(void)pass;
+	(void)text;
+	((Meddle *)user)->dumps++;
+}
+
+/*
+ * A handler that changes everything it can on the context of the call it
+ * is told of: new size names (the bindings reallocate), every option that
+ * is a string (each freed), the handlers, a compile of its own on the same
+ * context; it launches and deletes the kernel being launched, and deletes
+ * the context.
+ */
+static void
+meddle(void *user, WsfSeverity sev, const char *msg)
+{
+	Meddle *m = user;
+	WsfKernel *k = NULL;
+	char name[16], path[128];
+	int i;
+
+	(void)sev;
+	(void)msg;
+	m->calls++;
+	if (m->depth++ == 0) {
+		for (i = 0; i < 16; i++) {
+			snprintf(name, sizeof name, "S%d", m->sizes++);
+			assert_int_equal(wsf_set_size(m->ctx, name, 64), WSF_OK);
+		}
+		snprintf(path, sizeof path, "%s/elsewhere%d", m->dir, m->calls);
+		assert_int_equal(wsf_set_option(m->ctx, "cache-dir", path), WSF_OK);
+		assert_int_equal(wsf_set_option(m->ctx, "dump-dir", path), WSF_OK);
+		assert_int_equal(wsf_set_option(m->ctx, "override-dir", path), WSF_OK);
+		assert_int_equal(wsf_set_option(m->ctx, "dump-after", "expand"), WSF_OK);
+		assert_int_equal(wsf_set_option(m->ctx, "dump", "ptx"), WSF_OK);
+		assert_int_equal(wsf_set_option(m->ctx, "stop-after", "fusion-ir"), WSF_OK);
+		wsf_set_diagnostic_handler(m->ctx, meddle, m);
+		wsf_set_dump_handler(m->ctx, NULL, NULL);
+		/* its own compile fails: the spec has none of the sizes S0... */
+		assert_int_equal(wsf_compile_string(m->ctx, "nested.yaml", spec, strlen(spec), &k), WSF_ERR_INPUT);
+		assert_null(k);
+		if (m->k) {
+			m->again = wsf_kernel_launch(m->ctx, m->k, NULL, 0, NULL);
+			wsf_kernel_delete(m->k);
+			m->k = NULL;
+		}
+		if (m->delete_ctx)
+			wsf_context_delete(m->ctx);
+	}
+	m->depth--;
+}
+
+/* A matmul with an input no op reads: its warning comes from the infer pass, before the kernel passes. */
+static const char mm_unread[] =
+	"fusion: mmu\n"
+	"sizes: {M: 128, N: 128, K: 128}\n"
+	"inputs:\n"
+	"  x: {dtype: bf16, shape: [M, K]}\n"
+	"  w: {dtype: bf16, shape: [N, K]}\n"
+	"  extra: {dtype: bf16, shape: [K]}\n"
+	"ops:\n"
+	"  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n"
+	"outputs:\n"
+	"  y: {dtype: bf16}\n";
+
+/* A new context whose handler is meddle, with settings for it to change. */
+static WsfContext *
+meddled(Meddle *m, const char *dir)
+{
+	char path[128];
+
+	memset(m, 0, sizeof *m);
+	snprintf(m->dir, sizeof m->dir, "%s", dir);
+	m->ctx = wsf_context_new();
+	wsf_set_diagnostic_handler(m->ctx, meddle, m);
+	wsf_set_dump_handler(m->ctx, count_dumps, m);
+	snprintf(path, sizeof path, "%s/cache", dir);
+	assert_int_equal(wsf_set_option(m->ctx, "cache-dir", path), WSF_OK);
+	snprintf(path, sizeof path, "%s/dump", dir);
+	assert_int_equal(wsf_set_option(m->ctx, "dump-dir", path), WSF_OK);
+	assert_int_equal(wsf_set_option(m->ctx, "dump-after", "all"), WSF_OK);
+	assert_int_equal(wsf_set_size(m->ctx, "K", 128), WSF_OK);
+	return m->ctx;
+}
+
+/*
+ * Issue 63: a diagnostic handler may call back into the context of the
+ * call it is told of.  The call goes on with the settings it began with
+ * (changes are the next call's), a wsf_context_delete or wsf_kernel_delete
+ * of what it works on waits until it returns, and a launch of the kernel
+ * being launched is refused.  Under ASan this is the use-after-free test.
+ */
+static void
+handlers_may_call_back_into_the_context(void **state)
+{
+	char dir[] = "/tmp/wsfuse-test-meddle-XXXXXX", cmd[128];
+	WsfRunOptions opts = {1, 0, 0, 0, 0};
+	WsfRunReport rep;
+	WsfKernel *k = NULL, *k2 = NULL;
+	WsfContext *ctx;
+	Meddle m;
+	int npass = 0;
+
+	(void)state;
+	while (wsf_pass_name(npass))
+		npass++;
+	assert_non_null(mkdtemp(dir));
+	/* a warning in the fusion passes: every pass is still dumped, the kernel IR made */
+	ctx = meddled(&m, dir);
+	assert_int_equal(wsf_set_option(ctx, "stop-after", "kernel-ir"), WSF_OK);
+	assert_int_equal(wsf_compile_string(ctx, "mmu.yaml", mm_unread, strlen(mm_unread), &k), WSF_OK);
+	assert_int_equal(m.dumps, npass);
+	assert_non_null(wsf_kernel_text(k, WSF_STAGE_KERNEL_IR, NULL));
+	/* and the next call has what the handler set: stop-after fusion-ir, sizes S0... */
+	assert_int_equal(wsf_compile_string(ctx, "mmu.yaml", mm_unread, strlen(mm_unread), &k2), WSF_ERR_INPUT);
+	assert_non_null(strstr(wsf_context_last_error(ctx), "size 'S0' given with -D is not used by the spec"));
+	wsf_kernel_delete(k);
+	wsf_context_delete(ctx);
+	/* the context deleted by the handler of a compile that goes on, and of one that fails */
+	ctx = meddled(&m, dir);
+	m.delete_ctx = true;
+	assert_int_equal(wsf_compile_string(ctx, "mmu.yaml", mm_unread, strlen(mm_unread), &k), WSF_OK);
+	assert_string_equal(wsf_kernel_name(k), "mmu");
+	wsf_kernel_delete(k);
+	ctx = meddled(&m, dir);
+	m.delete_ctx = true;
+	assert_int_equal(wsf_compile_string(ctx, "bad.yaml", "fusion: [", 9, &k), WSF_ERR_INPUT);
+	assert_null(k);
+	if (have_nvrtc()) {
+		/* to a cubin, measured choice on, CUDA dumped: notes after NVRTC's cache is named */
+		ctx = meddled(&m, dir);
+		assert_int_equal(wsf_set_option(ctx, "tune", "1"), WSF_OK);
+		assert_int_equal(wsf_set_option(ctx, "dump", "cuda"), WSF_OK);
+		assert_int_equal(wsf_compile_string(ctx, "mmu.yaml", mm_unread, strlen(mm_unread), &k), WSF_OK);
+		assert_non_null(wsf_kernel_text(k, WSF_STAGE_CUBIN, NULL));
+		/* a launch that fails before the driver: the handler launches K again, deletes it and the context */
+		m.k = k;
+		m.delete_ctx = true;
+		assert_int_equal(wsf_kernel_launch(ctx, k, NULL, 0, NULL), WSF_ERR_INPUT);
+		assert_int_equal(m.again, WSF_ERR_USAGE);
+		/* a run at sizes no host holds, the same */
+		ctx = meddled(&m, dir);
+		assert_int_equal(wsf_compile_string(ctx, "mmu.yaml", mm_unread, strlen(mm_unread), &k), WSF_OK);
+		assert_int_equal(wsf_set_size(ctx, "M", (int64_t)1 << 40), WSF_OK);
+		assert_int_equal(wsf_set_size(ctx, "N", (int64_t)1 << 40), WSF_OK);
+		m.k = k;
+		m.delete_ctx = true;
+		assert_int_equal(wsf_kernel_run(ctx, k, &opts, &rep), WSF_ERR_INPUT);
+		assert_int_equal(m.again, WSF_ERR_USAGE);
+	}
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+/*
+ * An input no op reads is a warning at the input, not an error about
+ * where the kernel would read it: it stays an argument (the launch's
+ * arity is the spec's inputs and outputs), with no parameter, load or
+ * alignment rule of its own, in each family.
+ */
+static void
+unread_inputs_warn_and_stay_arguments(void **state)
+{
+	static const char pw[] =
+		"fusion: pwu\n"
+		"sizes: {M: 64, N: 128, K: 8}\n"
+		"inputs:\n"
+		"  a: {dtype: bf16, shape: [M, N]}\n"
+		"  extra: {dtype: f32, shape: [K, M]}\n"
+		"ops:\n"
+		"  - {out: y, op: relu, in: [a]}\n"
+		"outputs:\n"
+		"  y: {dtype: bf16}\n";
+	static const char red[] =
+		"fusion: redu\n"
+		"sizes: {M: 64, N: 128}\n"
+		"inputs:\n"
+		"  a: {dtype: bf16, shape: [M, N]}\n"
+		"  extra: {dtype: f32, shape: [3, 5]}\n"
+		"ops:\n"
+		"  - {out: s, op: sum, in: [a], axis: -1}\n"
+		"outputs:\n"
+		"  s: {dtype: f32}\n";
+	static const struct {
+		const char *name, *text, *where;
+		int nargs;
+	} cases[] = {
+		{"mmu.yaml", mm_unread, "mmu.yaml:6:3: warning: input 'extra' is not read by any op", 4},
+		{"pwu.yaml", pw, "pwu.yaml:5:3: warning: input 'extra' is not read by any op", 3},
+		{"redu.yaml", red, "redu.yaml:5:3: warning: input 'extra' is not read by any op", 3},
+	};
+	char waits[512];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		WsfContext *ctx = wsf_context_new();
+		WsfKernel *k = NULL;
+		Seen seen = {0};
+
+		wsf_set_diagnostic_handler(ctx, on_diag, &seen);
+		assert_int_equal(wsf_set_option(ctx, "stop-after", "cuda"), WSF_OK);
+		if (wsf_compile_string(ctx, cases[i].name, cases[i].text, strlen(cases[i].text), &k) != WSF_OK)
+			fail_msg("%s: %s", cases[i].name, wsf_context_last_error(ctx));
+		assert_int_equal(seen.errors, 0);
+		assert_non_null(strstr(seen.last, cases[i].where));
+		assert_int_equal(wsf_kernel_num_args(k), cases[i].nargs);
+		assert_string_equal(wsf_kernel_arg_name(k, cases[i].nargs - 2), "extra");
+		assert_null(strstr(generated(wsf_kernel_text(k, WSF_STAGE_CUDA, NULL)), "extra"));
+		wsf_kernel_delete(k);
+		wsf_context_delete(ctx);
+	}
+	/* waiting for the tiles of an input nothing reads is an error at the wait */
+	{
+		WsfContext *ctx = wsf_context_new();
+		WsfKernel *k = NULL;
+
+		replaced(waits, sizeof waits, mm_unread, "shape: [K]}", "shape: [M, N], wait: per_tile}");
+		assert_int_equal(wsf_compile_string(ctx, "w.yaml", waits, strlen(waits), &k), WSF_ERR_INPUT);
+		assert_non_null(strstr(wsf_context_last_error(ctx), "w.yaml:6:45: error: input 'extra' waits for its tiles"));
+		wsf_context_delete(ctx);
+	}
+}
+
 int
 main(void)
 {
@@ -733,6 +1028,9 @@ main(void)
 		cmocka_unit_test(specs_longer_than_the_limit),
 		cmocka_unit_test(user_strings_are_bounded),
 		cmocka_unit_test(kernel_write),
+		cmocka_unit_test(usage_errors_name_the_call),
+		cmocka_unit_test(handlers_may_call_back_into_the_context),
+		cmocka_unit_test(unread_inputs_warn_and_stay_arguments),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
