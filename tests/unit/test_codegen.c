@@ -264,6 +264,48 @@ cuda_grows_linearly(void **state)
 	assert_true(big <= small * 21 / 10);
 }
 
+/*
+ * wait: {per_tile, tile: [1, 1]} once unrolled a flag wait for each writer
+ * tile a kernel tile covers: 16384 waits, 4 MB of CUDA, NVRTC past minutes.
+ * They are waited for in a loop: the CUDA of the finest writer's tile is
+ * within a few hundred bytes of the plain per_tile wait's, and compiles.
+ */
+static void
+wait_tile_hint_is_a_loop(void **state)
+{
+	static const char spec[] =
+		"fusion: wait_tile\nsizes: {M: 1000, N: 1032, K: 520}\n"
+		"inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		"  p: {dtype: f32, shape: [M, N], wait: %s}\n  q: {dtype: bf16, shape: [M, N], wait: %s}\n"
+		"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: a, op: add, in: [y, p]}\n"
+		"  - {out: o, op: sub, in: [a, q]}\noutputs:\n  o: {dtype: bf16, accumulate: true, wait: %s}\n";
+	static const char *const hints[] = {"{per_tile, tile: [1, 1]}", "{per_tile, tile: [1, 64]}",
+	                                    "{per_tile, tile: [2, 1]}"};
+	char text[1024];
+	WsfKernel *k;
+	size_t plain, n, i;
+
+	(void)state;
+	snprintf(text, sizeof text, spec, "per_tile", "per_tile", "per_tile");
+	k = compile("wait_tile.yaml", text, "cuda");
+	plain = strlen(wsf_kernel_text(k, WSF_STAGE_CUDA, NULL));
+	wsf_kernel_delete(k);
+	for (i = 0; i < sizeof hints / sizeof hints[0]; i++) {
+		snprintf(text, sizeof text, spec, hints[i], hints[i], hints[i]);
+		k = compile("wait_tile.yaml", text, "cuda");
+		n = strlen(wsf_kernel_text(k, WSF_STAGE_CUDA, NULL));
+		wsf_kernel_delete(k);
+		if (n > plain + 2048)
+			fail_msg("%s: %zu bytes of CUDA, the plain per_tile wait %zu", hints[i], n, plain);
+	}
+	if (have_nvrtc()) {   /* after the sizes: the unrolled form took NVRTC minutes */
+		snprintf(text, sizeof text, spec, hints[0], hints[0], hints[0]);
+		k = compile("wait_tile.yaml", text, "cubin");
+		assert_non_null(wsf_kernel_text(k, WSF_STAGE_CUBIN, NULL));
+		wsf_kernel_delete(k);
+	}
+}
+
 int
 main(void)
 {
@@ -271,6 +313,7 @@ main(void)
 		cmocka_unit_test(colliding_names_compile),
 		cmocka_unit_test(names_in_comments_are_escaped),
 		cmocka_unit_test(cuda_grows_linearly),
+		cmocka_unit_test(wait_tile_hint_is_a_loop),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
