@@ -931,6 +931,13 @@ int kernel_add_var(Comp *c, Kernel *k, const char *name);
 int kernel_add_param(Comp *c, Kernel *k, ParamKind kind, const char *name);
 /* A tensor map of pointer param PTR's argument (its copy, a PK_TMAP), box ROWS x COLS: its index. */
 int kernel_add_map(Comp *c, Kernel *k, int ptr, int rows, int cols);
+/*
+ * The bytes of a kernel's parameters CUDA takes (12.1 and later, sm_70 and
+ * later), and those params 1 .. N - 1 take as CUDA lays them out: a tensor
+ * map 128 bytes at a multiple of 64, anything else 8.
+ */
+enum { KERNEL_PARAM_MAX = 32764 };
+int64_t kernel_param_bytes(const Kernel *k, int n);
 int kernel_add_buf(Comp *c, Kernel *k, const char *name, BufKind kind, Dtype dt, int rows, int cols);
 int kernel_add_bar(Comp *c, Kernel *k, const char *name, int count, int arrivals);
 int kernel_add_acc(Comp *c, Kernel *k, const char *name, Dtype dt, int rows, int cols);

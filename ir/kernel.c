@@ -67,6 +67,17 @@ kernel_add_map(Comp *c, Kernel *k, int ptr, int rows, int cols)
 	return p;
 }
 
+int64_t
+kernel_param_bytes(const Kernel *k, int n)
+{
+	int64_t end = 0;
+	int i;
+
+	for (i = 1; i < n; i++)
+		end = k->param[i].kind == PK_TMAP ? (end + 63) / 64 * 64 + 128 : end + 8;
+	return end;
+}
+
 int
 kernel_add_buf(Comp *c, Kernel *k, const char *name, BufKind kind, Dtype dt, int rows, int cols)
 {

@@ -673,7 +673,8 @@ keep_preloads(Comp *c, Kernel *k)
 
 		if (u->kind != BUF_STAGING || !u->preload)
 			continue;
-		if (u->stages < 3 || !subtiles(k->body, b) || subtiles(k->body, b) % u->stages) {
+		if (u->stages < 3 || !subtiles(k->body, b) || subtiles(k->body, b) % u->stages ||
+		    (kernel_param_bytes(k, k->nparam) + 63) / 64 * 64 + 128 > KERNEL_PARAM_MAX) {   /* no room for its map */
 			u->preload = 0;
 			continue;
 		}

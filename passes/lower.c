@@ -16,7 +16,9 @@
  * sync.c add them.  A tile leaves room for one stage and the output staging
  * copies in shared memory; a tile hint that does not is an error at the
  * hint that names one that does.  An input no op reads (Tensor.unread) has
- * no parameter.  Each family's file says what its tiles are.
+ * no parameter.  Its parameters fit CUDA's space for them
+ * (KERNEL_PARAM_MAX); a spec that overflows it is an error at the tensor
+ * that does not fit.  Each family's file says what its tiles are.
  */
 #include <string.h>
 
@@ -564,13 +566,39 @@ check_accumulate(Comp *c, const Fusion *f, const Kernel *k)
 	return 0;
 }
 
+/*
+ * The kernel's parameters must fit the space CUDA gives them
+ * (KERNEL_PARAM_MAX), checked here, before the passes whose cost grows
+ * with the tensors: refused at the tensor whose parameter crosses it (or,
+ * past the tensors, the last tensor's).  circular_buffer.c adds a map for
+ * a preload only where it still fits.
+ */
+static int
+check_params(Comp *c, const Fusion *f, const Kernel *k)
+{
+	int i, last = 0;
+
+	if (kernel_param_bytes(k, k->nparam) <= KERNEL_PARAM_MAX)
+		return 0;
+	for (i = 1; kernel_param_bytes(k, i + 1) <= KERNEL_PARAM_MAX; i++)
+		;
+	for (; i > 0 && !last; i--)
+		if (k->param[i].kind == PK_TMAP || k->param[i].kind == PK_PTR)
+			last = k->param[i].tensor;
+	return diag_error(c, f->tensor[last].pos, "%s '%s' does not fit in the kernel's parameters: with it they pass "
+	                  "the %d bytes CUDA gives a kernel (they need %lld in all, 128 for each tensor map at a "
+	                  "multiple of 64 and 8 for each pointer and size); split the fusion into smaller ones",
+	                  f->tensor[last].kind == TK_INPUT ? "input" : "output", f->tensor[last].name, KERNEL_PARAM_MAX,
+	                  (long long)kernel_param_bytes(k, k->nparam));
+}
+
 int
 pass_lower(Comp *c)
 {
 	Fusion *f = c->fusion;
 	int j;
 
-	if (lower_family(f->family)->lower(c, f) || check_accumulate(c, f, c->kernel))
+	if (lower_family(f->family)->lower(c, f) || check_accumulate(c, f, c->kernel) || check_params(c, f, c->kernel))
 		return -1;
 	/* every tensor parameter carries its argument's full shape */
 	for (j = 1; j < c->kernel->nparam; j++) {

@@ -1647,41 +1647,55 @@ wait_tile(Comp *c, Kernel *k, const Tile *t, const Tensor *x, bool first)
  * each writer tile it overlaps that lies inside the output, the first
  * always: BM / R x BN / C of them where the writer's are finer, one along
  * a dim where the writer's is as coarse or coarser (the one holding the
- * tile: row0 / R).  NAME: the input's; its words start at AT.  Returns how
- * many it has (a batch's).
+ * tile: row0 / R).  Several are waited for in a loop, so the CUDA does not
+ * grow with the hint (a 1 x 1 writer tile is 32768 words a tile).  NAME:
+ * the input's; its words start at AT.  Returns how many it has (a batch's).
  */
 static Expr *
-wait_words(Comp *c, const Kernel *k, const Tile *t, Stmt *one, const Stmt *wait, const char *name, Expr *at)
+wait_words(Comp *c, Kernel *k, const Tile *t, Stmt *one, const Stmt *wait, const char *name, Expr *at)
 {
-	int r = k->wait_tile[0], cw = k->wait_tile[1], i, j;
+	int r = k->wait_tile[0], cw = k->wait_tile[1];
+	int ni = t->bm > r ? t->bm / r : 1, nj = t->bn > cw ? t->bn / cw : 1;
 	Expr *rows = ex_var(c, k->rows_var), *cols = ex_var(c, k->cols_var);
 	Expr *rows_w = ex_bin(c, EX_CEILDIV, rows, ex_int(c, r)), *cols_w = ex_bin(c, EX_CEILDIV, cols, ex_int(c, cw));
-	Expr *words = ex_bin(c, EX_MUL, rows_w, cols_w);
+	Expr *words = ex_bin(c, EX_MUL, rows_w, cols_w), *i = ex_int(c, 0), *j = ex_int(c, 0);
+	Expr *row, *col, *word, *in = NULL;
+	Stmt *w = st_clone(c, wait, 0, NULL), *loop = NULL;
 
-	for (i = 0; i < (t->bm > r ? t->bm / r : 1); i++)
-		for (j = 0; j < (t->bn > cw ? t->bn / cw : 1); j++) {
-			Stmt *w = st_clone(c, wait, 0, NULL);
-			Expr *row = ex_bin(c, EX_ADD, ex_bin(c, EX_DIV, t->row0, ex_int(c, r)), ex_int(c, i));
-			Expr *col = ex_bin(c, EX_ADD, ex_bin(c, EX_DIV, t->col0, ex_int(c, cw)), ex_int(c, j));
-			Expr *word = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, row, cols_w), col), *in = NULL;
+	if (ni * nj > 1) {
+		int v = kernel_add_var(c, k, "wt");
 
-			if (t->bt)
-				word = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, t->bt, words), word);
-			if (!(at->kind == EX_INT && at->ival == 0))
-				word = ex_bin(c, EX_ADD, at, word);
-			if (i)
-				in = ex_bin(c, EX_LT, ex_bin(c, EX_ADD, t->row0, ex_int(c, i * r)), rows);
-			if (j) {
-				Expr *x = ex_bin(c, EX_LT, ex_bin(c, EX_ADD, t->col0, ex_int(c, j * cw)), cols);
+		loop = st_loop(c, v, ex_int(c, 0), ex_int(c, ni * nj), LOOP_SERIAL);
+		loop->comment = arena_printf(c->arena, "the writer's %d x %d tiles this tile of '%s' overlaps, %d x %d",
+		                             r, cw, name, ni, nj);
+		if (ni > 1)
+			i = nj > 1 ? ex_bin(c, EX_DIV, ex_var(c, v), ex_int(c, nj)) : ex_var(c, v);
+		if (nj > 1)
+			j = ni > 1 ? ex_bin(c, EX_MOD, ex_var(c, v), ex_int(c, nj)) : ex_var(c, v);
+		if (ni > 1)
+			in = ex_bin(c, EX_LT, ex_bin(c, EX_ADD, t->row0, ex_bin(c, EX_MUL, i, ex_int(c, r))), rows);
+		if (nj > 1) {
+			Expr *x = ex_bin(c, EX_LT, ex_bin(c, EX_ADD, t->col0, ex_bin(c, EX_MUL, j, ex_int(c, cw))), cols);
 
-				in = in ? ex_bin(c, EX_AND, in, x) : x;
-			}
-			w->a = word;
-			w->cond = in;
-			w->comment = arena_printf(c->arena, "the writer's %d x %d tile %d, %d of this tile of '%s' has been "
-			                          "written", r, cw, i, j, name);
-			st_append(c, one, w);
+			in = in ? ex_bin(c, EX_AND, in, x) : x;
 		}
+	}
+	row = ex_bin(c, EX_ADD, ex_bin(c, EX_DIV, t->row0, ex_int(c, r)), i);
+	col = ex_bin(c, EX_ADD, ex_bin(c, EX_DIV, t->col0, ex_int(c, cw)), j);
+	word = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, row, cols_w), col);
+	if (t->bt)
+		word = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, t->bt, words), word);
+	if (!(at->kind == EX_INT && at->ival == 0))
+		word = ex_bin(c, EX_ADD, at, word);
+	w->a = word;
+	w->cond = in;
+	w->comment = arena_printf(c->arena, "the writer's %d x %d tile%s of this tile of '%s' %s been written", r, cw,
+	                          loop ? "s" : "", name, loop ? "have" : "has");
+	if (loop) {
+		st_append(c, loop, w);
+		w = loop;
+	}
+	st_append(c, one, w);
 	return words;
 }
 

@@ -68,8 +68,6 @@
  */
 #include "passes.h"
 
-enum { MAXACC = 64, MAXPEND = 256, MAXREQ = 64 };
-
 /* How an access completes. */
 typedef enum Via {
 	VIA_NONE,     /* when the statement ends (synchronous) */
@@ -100,9 +98,10 @@ typedef struct Pend {
 	Expr *barslot, *parity;
 } Pend;
 
+/* Arrays grow: a kernel's inputs, each an effect, are as many as the spec has. */
 typedef struct State {
-	Pend p[MAXPEND];
-	int n;
+	Pend *p;
+	int n, cap;
 	int bulk, mma;   /* groups committed on this path */
 } State;
 
@@ -129,6 +128,8 @@ typedef struct Sync {
 	bool dry;        /* walk without placing anything */
 	int ids;
 	int err;
+	Acc *acc;        /* the accesses of the statement being walked */
+	int capacc;
 } Sync;
 
 /* The frame of one block: its requirements and where its iterations start counting groups. */
@@ -136,16 +137,21 @@ typedef struct Frame {
 	Stmt *block;
 	bool loop;       /* a loop body: requirements may be met in the iteration before */
 	int bulk0;       /* State.bulk at the start of this iteration */
-	Req req[MAXREQ];
-	int nreq;
+	Req *req;
+	int nreq, capreq;
 } Frame;
 
 /* ---- the table -------------------------------------------------------- */
 
 static int
-accesses(const Kernel *k, const Stmt *s, Acc *out)
+accesses(Sync *y, const Stmt *s)
 {
+	const Kernel *k = y->k;
 	int n = 0, i, b;
+	Acc *out;
+
+	y->acc = arena_grow(y->c->arena, y->acc, &y->capacc, 2 + k->nbuf + s->nreads + s->nwrites, sizeof *y->acc);
+	out = y->acc;
 
 	switch (s->kind) {
 	case ST_TMA_LOAD:
@@ -153,7 +159,7 @@ accesses(const Kernel *k, const Stmt *s, Acc *out)
 		break;
 	case ST_EXPECT_TX:
 		/* arms the stage's barrier: the producer's first touch of the stage */
-		for (b = 1; b < k->nbuf && n < MAXACC; b++)
+		for (b = 1; b < k->nbuf; b++)
 			if (k->buf[b].full_bar == s->bar)
 				out[n++] = (Acc){.buf = b, .slot = s->barslot, .write = true};
 		break;
@@ -162,9 +168,9 @@ accesses(const Kernel *k, const Stmt *s, Acc *out)
 		out[n++] = (Acc){.param = s->param, .write = true, .via = VIA_BULK};
 		break;
 	case ST_MMA:
-		for (i = 0; i < s->nreads && n < MAXACC; i++)
+		for (i = 0; i < s->nreads; i++)
 			out[n++] = (Acc){.buf = s->reads[i].buf, .slot = s->reads[i].slot, .via = VIA_MMA};
-		for (i = 0; i < s->nwrites && n < MAXACC; i++)
+		for (i = 0; i < s->nwrites; i++)
 			out[n++] = (Acc){.acc = s->writes[i].acc, .write = true, .via = VIA_MMA};
 		break;
 	case ST_ROW_PUT:        /* every consumer thread writes its columns of the copy */
@@ -176,9 +182,9 @@ accesses(const Kernel *k, const Stmt *s, Acc *out)
 		out[n++] = (Acc){.acc = s->reads[0].acc};
 		break;
 	case ST_COMPUTE:
-		for (i = 0; i < s->nreads && n < MAXACC; i++)
+		for (i = 0; i < s->nreads; i++)
 			out[n++] = (Acc){.buf = s->reads[i].buf, .acc = s->reads[i].acc, .slot = s->reads[i].slot};
-		for (i = 0; i < s->nwrites && n < MAXACC; i++)
+		for (i = 0; i < s->nwrites; i++)
 			out[n++] = (Acc){.buf = s->writes[i].buf, .slot = s->writes[i].slot, .write = true};
 		break;
 	default:
@@ -305,12 +311,7 @@ is_barrier(const Stmt *s)
 static void
 push(Sync *y, State *st, Pend p)
 {
-	if (st->n == MAXPEND) {
-		if (!y->err)
-			y->err = diag_internal(y->c, "sync", "more than %d asynchronous effects pending", MAXPEND);
-		return;
-	}
-	st->p[st->n++] = p;
+	*VEC_PUSH(y->c->arena, st->p, st->n, st->cap) = p;
 }
 
 static void
@@ -419,12 +420,7 @@ need(Sync *y, Frame *fr, ReqKind kind, const Pend *p, Stmt *at)
 			return;
 		}
 	}
-	if (fr->nreq == MAXREQ) {
-		if (!y->err)
-			y->err = diag_internal(y->c, "sync", "more than %d placed syncs in one block", MAXREQ);
-		return;
-	}
-	r = &fr->req[fr->nreq++];
+	r = VEC_PUSH(y->c->arena, fr->req, fr->nreq, fr->capreq);
 	r->kind = kind;
 	r->from = p->at;
 	r->dist = p->dist;
@@ -654,7 +650,6 @@ walk_stmts(Sync *y, Frame *fr, State *st, Stmt *block, Stmt *top, bool one, cons
 	for (j = 0; j < block->nbody && !y->err; j++) {
 		Stmt *x = block->body[j];
 		Stmt *t = top ? top : x;
-		Acc acc[MAXACC];
 		int n, i;
 
 		switch (x->kind) {
@@ -692,9 +687,9 @@ walk_stmts(Sync *y, Frame *fr, State *st, Stmt *block, Stmt *top, bool one, cons
 		default:
 			break;
 		}
-		n = accesses(y->k, x, acc);
+		n = accesses(y, x);
 		for (i = 0; i < n; i++)
-			conflict(y, fr, st, block, &j, t, &acc[i]);
+			conflict(y, fr, st, block, &j, t, &y->acc[i]);
 		/* a chain of mmas starts with a fence: earlier register and generic writes ordered before it */
 		if (x->kind == ST_MMA && !y->dry && (j == 0 || (block->body[j - 1]->kind != ST_MMA &&
 		                                                block->body[j - 1]->kind != ST_MMA_FENCE))) {
@@ -706,11 +701,11 @@ walk_stmts(Sync *y, Frame *fr, State *st, Stmt *block, Stmt *top, bool one, cons
 		for (i = 0; i < n; i++) {
 			Pend p = {0};
 
-			if (acc[i].via == VIA_NONE && !(acc[i].write && acc[i].buf))
+			if (y->acc[i].via == VIA_NONE && !(y->acc[i].write && y->acc[i].buf))
 				continue;  /* only a shared-memory write by every thread stays of interest */
-			if (acc[i].via == VIA_NONE && x->kind == ST_EXPECT_TX)
+			if (y->acc[i].via == VIA_NONE && x->kind == ST_EXPECT_TX)
 				continue;
-			p.a = acc[i];
+			p.a = y->acc[i];
 			p.id = ++y->ids;
 			p.at = t;
 			p.one = one;
@@ -1019,10 +1014,12 @@ leave(State *st, const State *outer, Stmt *loop)
 }
 
 static void
-copy_state(State *to, const State *from)
+copy_state(Comp *c, State *to, const State *from)
 {
 	int i;
 
+	if (to->cap < from->n)
+		to->p = arena_grow(c->arena, to->p, &to->cap, from->n, sizeof *to->p);
 	to->n = from->n;
 	to->bulk = from->bulk;
 	to->mma = from->mma;
@@ -1288,7 +1285,7 @@ walk_loop(Sync *y, Frame *fr, State *st, Stmt *block, int *j, const Cb *outer)
 	restart_wait(y, st, block, j, loop);
 
 	/* the effects from before the loop: a loop that continues the last one's counter meets them one iteration on */
-	copy_state(entry, st);
+	copy_state(c, entry, st);
 	enter(entry, 0);
 	for (int i = 0; i < entry->n; i++)
 		if (entry->p[i].a.via == VIA_MBAR)
@@ -1299,7 +1296,7 @@ walk_loop(Sync *y, Frame *fr, State *st, Stmt *block, int *j, const Cb *outer)
 			entry->p[i].dist = 1;
 
 	/* once to learn what an iteration leaves pending */
-	copy_state(run, entry);
+	copy_state(c, run, entry);
 	y->dry = true;
 	walk_body(y, loop, run, cb);
 	per_bulk = run->bulk - entry->bulk;
@@ -1307,13 +1304,13 @@ walk_loop(Sync *y, Frame *fr, State *st, Stmt *block, int *j, const Cb *outer)
 	{
 		State *next = arena_alloc(c->arena, sizeof *next);
 
-		copy_state(next, entry);
+		copy_state(c, next, entry);
 		carry(y, next, run, entry, per_bulk, per_mma);
 		/* again, placing, with that carried in; then, placing nothing, for what the loop leaves */
 		y->dry = was_dry;
-		copy_state(run, next);
+		copy_state(c, run, next);
 		walk_body(y, loop, run, cb);
-		copy_state(run, next);
+		copy_state(c, run, next);
 		y->dry = true;
 		walk_body(y, loop, run, cb);
 		y->dry = was_dry;
@@ -1321,7 +1318,7 @@ walk_loop(Sync *y, Frame *fr, State *st, Stmt *block, int *j, const Cb *outer)
 	leave(run, st, loop);
 	run->bulk = st->bulk + per_bulk;
 	run->mma = st->mma + per_mma;
-	copy_state(st, run);
+	copy_state(c, st, run);
 	if (y->k->pingpong && outer && loop->lin && !loop->cb && outer->cb->part == CB_CONSUMER)
 		pingpong_last(y, st, block, j, loop, outer);
 
@@ -1361,7 +1358,7 @@ walk_top(Sync *y, Stmt *block, State *st)
 			for (int r = 0; r < roles->nbody; r++) {
 				State *mine = arena_alloc(y->c->arena, sizeof *mine);
 
-				copy_state(mine, st);
+				copy_state(y->c, mine, st);
 				walk_top(y, roles->body[r], mine);
 			}
 			return;  /* nothing runs after the roles */
@@ -1501,7 +1498,7 @@ place_preloads(Comp *c, Kernel *k)
 int
 pass_sync(Comp *c)
 {
-	Sync y = {c, c->kernel, false, 0, 0};
+	Sync y = {.c = c, .k = c->kernel};
 	State *st = arena_alloc(c->arena, sizeof *st);
 
 	if (place_preloads(c, c->kernel))

@@ -264,6 +264,124 @@ cuda_grows_linearly(void **state)
 	assert_true(big <= small * 21 / 10);
 }
 
+/*
+ * wait: {per_tile, tile: [1, 1]} once unrolled a flag wait for each writer
+ * tile a kernel tile covers: 16384 waits, 4 MB of CUDA, NVRTC past minutes.
+ * They are waited for in a loop: the CUDA of the finest writer's tile is
+ * within a few hundred bytes of the plain per_tile wait's, and compiles.
+ */
+static void
+wait_tile_hint_is_a_loop(void **state)
+{
+	static const char spec[] =
+		"fusion: wait_tile\nsizes: {M: 1000, N: 1032, K: 520}\n"
+		"inputs:\n  x: {dtype: bf16, shape: [M, K]}\n  w: {dtype: bf16, shape: [N, K]}\n"
+		"  p: {dtype: f32, shape: [M, N], wait: %s}\n  q: {dtype: bf16, shape: [M, N], wait: %s}\n"
+		"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: a, op: add, in: [y, p]}\n"
+		"  - {out: o, op: sub, in: [a, q]}\noutputs:\n  o: {dtype: bf16, accumulate: true, wait: %s}\n";
+	static const char *const hints[] = {"{per_tile, tile: [1, 1]}", "{per_tile, tile: [1, 64]}",
+	                                    "{per_tile, tile: [2, 1]}"};
+	char text[1024];
+	WsfKernel *k;
+	size_t plain, n, i;
+
+	(void)state;
+	snprintf(text, sizeof text, spec, "per_tile", "per_tile", "per_tile");
+	k = compile("wait_tile.yaml", text, "cuda");
+	plain = strlen(wsf_kernel_text(k, WSF_STAGE_CUDA, NULL));
+	wsf_kernel_delete(k);
+	for (i = 0; i < sizeof hints / sizeof hints[0]; i++) {
+		snprintf(text, sizeof text, spec, hints[i], hints[i], hints[i]);
+		k = compile("wait_tile.yaml", text, "cuda");
+		n = strlen(wsf_kernel_text(k, WSF_STAGE_CUDA, NULL));
+		wsf_kernel_delete(k);
+		if (n > plain + 2048)
+			fail_msg("%s: %zu bytes of CUDA, the plain per_tile wait %zu", hints[i], n, plain);
+	}
+	if (have_nvrtc()) {   /* after the sizes: the unrolled form took NVRTC minutes */
+		snprintf(text, sizeof text, spec, hints[0], hints[0], hints[0]);
+		k = compile("wait_tile.yaml", text, "cubin");
+		assert_non_null(wsf_kernel_text(k, WSF_STAGE_CUBIN, NULL));
+		wsf_kernel_delete(k);
+	}
+}
+
+/*
+ * A spec of N full [M, N] inputs (TMA: a 128-byte map each) chained by
+ * adds; with MIXED each followed by a per-row [M, 1] one (a pointer: the
+ * next map starts 64 bytes on, not 8); with MATMUL, the epilogue of a
+ * matmul (a residual: a pointer and a map for its prefetch).
+ */
+static char *
+many_inputs(int n, bool mixed, bool matmul)
+{
+	size_t cap = 512 + (size_t)n * 192;
+	char *s = malloc(cap), prev[16], term[16];
+	size_t len;
+	int i, j, terms = 0;
+
+	assert_non_null(s);
+	len = (size_t)snprintf(s, cap, "fusion: many\nsizes: {M: 256, N: 256, K: 64}\ninputs:\n%s",
+	                       matmul ? "  a: {dtype: bf16, shape: [M, K]}\n  b: {dtype: bf16, shape: [N, K]}\n" : "");
+	for (i = 0; i < n; i++) {
+		len += (size_t)snprintf(s + len, cap - len, "  x%d: {dtype: f32, shape: [M, N]}\n", i);
+		if (mixed)
+			len += (size_t)snprintf(s + len, cap - len, "  c%d: {dtype: f32, shape: [M, 1]}\n", i);
+	}
+	len += (size_t)snprintf(s + len, cap - len, "ops:\n%s",
+	                        matmul ? "  - {out: y, op: matmul, in: [a, b], transpose_b: true}\n" : "");
+	snprintf(prev, sizeof prev, matmul ? "y" : "x0");
+	for (i = matmul ? 0 : 1, j = 0; i < n || (mixed && j < n); ) {
+		if (mixed && j < i)
+			snprintf(term, sizeof term, "c%d", j++);
+		else
+			snprintf(term, sizeof term, "x%d", i++);
+		len += (size_t)snprintf(s + len, cap - len, "  - {out: v%d, op: add, in: [%s, %s]}\n", terms, prev, term);
+		snprintf(prev, sizeof prev, "v%d", terms++);
+	}
+	snprintf(s + len, cap - len, "outputs:\n  %s: {dtype: f32}\n", prev);
+	return s;
+}
+
+/*
+ * A kernel's parameters take at most 32764 bytes, laid out as ptxas lays
+ * them out (a map at a multiple of 64): the most inputs of each layout that
+ * fit compile through NVRTC, and one more is refused at the input that
+ * does not fit (not NVRTC's "parameter space overflowed", nor sync's
+ * "more than 256 effects").
+ */
+static void
+params_fit_or_are_refused(void **state)
+{
+	static const struct {
+		int n;
+		bool mixed, matmul, cubin;
+		const char *refused;   /* the message of n + 1 */
+	} cases[] = {
+		{254, false, false, true, "output 'v253' does not fit in the kernel's parameters"},
+		{169, true, false, true, "output 'v338' does not fit in the kernel's parameters"},
+		{237, false, true, false, "input 'x237' does not fit in the kernel's parameters"},   /* NVRTC: 17 s */
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		WsfContext *ctx = wsf_context_new();
+		char *spec = many_inputs(cases[i].n, cases[i].mixed, cases[i].matmul);
+		WsfKernel *k = compile("many.yaml", spec, cases[i].cubin && have_nvrtc() ? "cubin" : "cuda");
+
+		wsf_kernel_delete(k);
+		free(spec);
+		spec = many_inputs(cases[i].n + 1, cases[i].mixed, cases[i].matmul);
+		assert_int_equal(wsf_set_option(ctx, "stop-after", "cuda"), WSF_OK);
+		assert_int_equal(wsf_compile_string(ctx, "many.yaml", spec, strlen(spec), &k), WSF_ERR_INPUT);
+		if (!strstr(wsf_context_last_error(ctx), cases[i].refused))
+			fail_msg("%d: %s", cases[i].n + 1, wsf_context_last_error(ctx));
+		free(spec);
+		wsf_context_delete(ctx);
+	}
+}
+
 int
 main(void)
 {
@@ -271,6 +389,8 @@ main(void)
 		cmocka_unit_test(colliding_names_compile),
 		cmocka_unit_test(names_in_comments_are_escaped),
 		cmocka_unit_test(cuda_grows_linearly),
+		cmocka_unit_test(wait_tile_hint_is_a_loop),
+		cmocka_unit_test(params_fit_or_are_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3417,12 +3417,13 @@ refused_forms(void **state)
 /*
  * wait: {per_tile, tile: [R, C]}: the words follow the writer's R x C tiles
  * (Kernel.wait_tile), and a tile of the kernel waits for each writer tile
- * it covers, every one but the first only where it lies inside the output.
- * A 128 x 256 tile over 128 x 128 writer tiles: two waits; over 64 x 64:
- * eight; inside a 256 x 512 one: one, that tile's word; over 256 x 128
- * (coarser along M, finer along N): two.  Refused: a writer tile that does
- * not nest with the kernel's (192 x 128), two inputs with different ones
- * (not built), an operand's (not built).
+ * it covers, in a loop (never unrolled: a 1 x 1 writer tile is 32768 words
+ * a tile), where it lies inside the output.  A 128 x 256 tile over 128 x
+ * 128 writer tiles: a loop of two; over 64 x 64: eight; over 1 x 1: 32768;
+ * inside a 256 x 512 one: one wait, that tile's word, no loop; over 256 x
+ * 128 (coarser along M, finer along N): two.  Refused: a writer tile that
+ * does not nest with the kernel's (192 x 128), two inputs with different
+ * ones (not built), an operand's (not built).
  */
 static void
 wait_writer_tile(void **state)
@@ -3453,12 +3454,12 @@ wait_writer_tile(void **state)
 		 "the writer's tile 192 x 128 of 'p' and the kernel's tile 128 x 256 do not nest", false},
 	};
 	/* the writer's tile, and the waits a tile: finer, coarser (one word, the tile's), and coarser along M only */
-	static const int tiles[][3] = {{128, 128, 2}, {64, 64, 8}, {256, 512, 1}, {256, 128, 2}};
+	static const int tiles[][3] = {{128, 128, 2}, {64, 64, 8}, {256, 512, 1}, {256, 128, 2}, {1, 1, 32768}};
 	Fixture *t;
 	Kernel *k;
-	Stmt *w[8];
+	Stmt *w[8], *loop;
 	char text[1024];
-	int i, j, n;
+	int i;
 
 	for (i = 0; i < (int)countof(tiles); i++) {
 		if (setup((void **)&t) < 0)
@@ -3468,23 +3469,32 @@ wait_writer_tile(void **state)
 			fail_msg("%s", t->msg);
 		assert_int_equal(k->wait_tile[0], tiles[i][0]);
 		assert_int_equal(k->wait_tile[1], tiles[i][1]);
-		n = stmts_of(k->body, ST_FLAG_WAIT, w, 8);
-		assert_int_equal(n, tiles[i][2]);
-		assert_null(w[0]->cond);   /* the first lies inside the output: the tile does */
-		for (j = 1; j < n; j++)
-			assert_non_null(w[j]->cond);
-		if (tiles[i][0] == 128) {
-			assert_string_equal(expr(t, w[0]->a), "(((row0 / 128) * ceildiv(cols, 128)) + (col0 / 128))");
-			assert_string_equal(expr(t, w[1]->a), "(((row0 / 128) * ceildiv(cols, 128)) + ((col0 / 128) + 1))");
-			assert_string_equal(expr(t, w[1]->cond), "((col0 + 128) < cols)");
-			assert_int_equal(count(cuda_of(t), "wsf_flag_wait(wait_flags + "), 2);
-		} else if (tiles[i][0] == 64) {   /* the last: one row and three columns on */
-			assert_string_equal(expr(t, w[7]->cond), "(((row0 + 64) < rows) & ((col0 + 192) < cols))");
-		} else if (tiles[i][1] == 512) {   /* the one writer tile that holds this one */
+		assert_int_equal(stmts_of(k->body, ST_FLAG_WAIT, w, 8), 1);
+		loop = parent_of(k->body, w[0]);
+		assert_non_null(loop);
+		if (tiles[i][2] == 1) {   /* the one writer tile that holds this one */
+			assert_int_not_equal(loop->kind, ST_LOOP);
+			assert_null(w[0]->cond);
 			assert_string_equal(expr(t, w[0]->a), "(((row0 / 256) * ceildiv(cols, 512)) + (col0 / 512))");
-		} else {   /* one writer row tile, two of its column tiles */
-			assert_string_equal(expr(t, w[1]->a), "(((row0 / 256) * ceildiv(cols, 128)) + ((col0 / 128) + 1))");
-			assert_string_equal(expr(t, w[1]->cond), "((col0 + 128) < cols)");
+			teardown((void **)&t);
+			continue;
+		}
+		assert_int_equal(loop->kind, ST_LOOP);
+		assert_string_equal(expr(t, loop->hi), arena_printf(t->c.arena, "%d", tiles[i][2]));
+		assert_non_null(w[0]->cond);
+		if (tiles[i][0] == 128) {
+			assert_string_equal(expr(t, w[0]->a), "(((row0 / 128) * ceildiv(cols, 128)) + ((col0 / 128) + wt))");
+			assert_string_equal(expr(t, w[0]->cond), "((col0 + (wt * 128)) < cols)");
+			assert_int_equal(count(cuda_of(t), "wsf_flag_wait(wait_flags + "), 1);
+		} else if (tiles[i][0] == 64) {   /* four column tiles a row */
+			assert_string_equal(expr(t, w[0]->cond),
+			                    "(((row0 + ((wt / 4) * 64)) < rows) & ((col0 + ((wt % 4) * 64)) < cols))");
+		} else if (tiles[i][0] == 256) {   /* one writer row tile, two of its column tiles */
+			assert_string_equal(expr(t, w[0]->a), "(((row0 / 256) * ceildiv(cols, 128)) + ((col0 / 128) + wt))");
+			assert_string_equal(expr(t, w[0]->cond), "((col0 + (wt * 128)) < cols)");
+		} else {   /* every word of the tile, and the CUDA stays small */
+			assert_string_equal(expr(t, w[0]->a), "(((row0 + (wt / 256)) * cols) + (col0 + (wt % 256)))");
+			assert_true(strlen(cuda_of(t)) < 64 * 1024);
 		}
 		teardown((void **)&t);
 	}

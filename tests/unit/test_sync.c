@@ -664,6 +664,53 @@ passes_matmul_two_pipelines(void **state)
 	assert_int_equal(census(tl).kind[ST_MBAR_ARRIVE], 2);
 }
 
+/*
+ * As many effects and accesses as the spec has inputs: 300 TMA stores in
+ * flight (600 effects; a fixed table of 256 was an internal error), then a
+ * compute that reads 70 other buffers before it writes the first store's
+ * copy (a table of 64 accesses dropped the write, and with it the wait).
+ */
+static void
+sync_many_effects(void **state)
+{
+	Fixture *t = *state;
+	Comp *c = &t->c;
+	Kernel *k = c->kernel = mma_kernel(c, 1);
+	Stmt *stores = st_if(c, ex_leaf(c, EX_ELECT)), *compute = st_new(c, ST_COMPUTE), *body = k->body;
+	int i, first = 0, at;
+
+	for (i = 0; i < 300; i++) {
+		int b = kernel_add_buf(c, k, "staged", BUF_STAGING, DT_F32, 16, 16);
+		Stmt *st = st_new(c, ST_TMA_STORE);
+
+		st->buf = b;
+		st->param = kernel_add_param(c, k, PK_TMAP, "out");
+		k->buf[b].param = st->param;
+		k->buf[b].stages = 1;
+		st->a = st->b = ex_int(c, 0);
+		st_append(c, stores, st);
+		first = first ? first : b;
+	}
+	st_append(c, body, stores);
+	for (i = 0; i < 70; i++) {
+		int b = kernel_add_buf(c, k, "read", BUF_STAGING, DT_F32, 16, 16);
+
+		k->buf[b].param = 1;
+		k->buf[b].stages = 1;
+		VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->buf = b;
+	}
+	VEC_PUSH(c->arena, compute->writes, compute->nwrites, compute->capwrites)->buf = first;
+	compute->a = compute->b = ex_int(c, 0);
+	st_append(c, body, compute);
+	run_sync(t);
+
+	at = index_of(body, ST_COMPUTE, 0);
+	assert_true(at >= 2);
+	assert_int_equal(body->body[at - 1]->kind, ST_SYNC);   /* the elected wait, then the CTA barrier */
+	assert_int_equal(body->body[at - 2]->kind, ST_IF);
+	assert_int_equal(body->body[at - 2]->body[0]->kind, ST_BULK_WAIT);
+}
+
 int
 main(void)
 {
@@ -671,6 +718,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(sync_two_mma_two_epilogues, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_two_mma_one_mainloop, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_mma_add_relu, setup, teardown),
+		cmocka_unit_test_setup_teardown(sync_many_effects, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_matmul_nest, setup, teardown),
 		cmocka_unit_test_setup_teardown(passes_matmul_nest, setup, teardown),
 		cmocka_unit_test_setup_teardown(passes_matmul_two_pipelines, setup, teardown),
