@@ -1,0 +1,189 @@
+/*
+ * test_fake_gpu.c: the launch and tune paths on fake_cuda.so, a stand-in
+ * libcuda that checks every tensor map and launch against the driver's
+ * documented rules (tests/unit/fake_cuda.c), loaded from this program's
+ * folder through WSFUSE_LIBCUDA_PATH.  Real specs compile through NVRTC
+ * (skipped without it) and launch through wsf_kernel_launch on fake
+ * device pointers, which nothing dereferences.  The kernel cache is
+ * BUILD/tests/fake_gpu.cache, so a second run compiles nothing.
+ */
+#include <dlfcn.h>
+#include <glob.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "wsfuse.h"
+
+#include "have_nvrtc.h"
+
+#define DEV(n) ((void *)(uintptr_t)(0x7f0000000000ull + (uint64_t)(n) * ((uint64_t)1 << 36)))
+
+static long long (*fake_get)(const char *);
+static void (*fake_set)(const char *, long long);
+static const char *(*fake_last)(void);
+static char cache[4096];
+
+/* PATH with this program's folder in place of its name's. */
+static void
+beside(char *path, size_t size, const char *name)
+{
+	ssize_t n = readlink("/proc/self/exe", path, size - strlen(name) - 1);
+	char *slash;
+
+	assert_true(n > 0);
+	path[n] = 0;
+	slash = strrchr(path, '/');
+	assert_non_null(slash);
+	strcpy(slash + 1, name);
+}
+
+static int
+setup(void **state)
+{
+	char lib[4096];
+	void *h;
+
+	beside(lib, sizeof lib, "fake_cuda.so");
+	beside(cache, sizeof cache, "fake_gpu.cache");
+	setenv("WSFUSE_LIBCUDA_PATH", lib, 1);
+	unsetenv("WSFUSE_TUNE");
+	/* the library's dlopen of the same path shares this copy: its counters are what the library did */
+	if (!(h = dlopen(lib, RTLD_NOW | RTLD_LOCAL)))
+		return -1;
+	*(void **)&fake_get = dlsym(h, "fake_cuda_get");
+	*(void **)&fake_set = dlsym(h, "fake_cuda_set");
+	*(void **)&fake_last = dlsym(h, "fake_cuda_last_violation");
+	return fake_get && fake_set && fake_last ? 0 : -1;
+}
+
+typedef struct Seen {
+	char last[4096];
+} Seen;
+
+static void
+on_diag(void *user, WsfSeverity sev, const char *msg)
+{
+	Seen *s = user;
+
+	if (sev == WSF_SEV_ERROR)
+		snprintf(s->last, sizeof s->last, "%s", msg);
+}
+
+static WsfContext *
+new_ctx(Seen *seen)
+{
+	WsfContext *ctx = wsf_context_new();
+
+	assert_non_null(ctx);
+	memset(seen, 0, sizeof *seen);
+	wsf_set_diagnostic_handler(ctx, on_diag, seen);
+	assert_int_equal(wsf_set_option(ctx, "cache-dir", cache), WSF_OK);
+	return ctx;
+}
+
+static WsfKernel *
+compile_file(WsfContext *ctx, const char *path)
+{
+	WsfKernel *k = NULL;
+	WsfStatus s = wsf_compile_file(ctx, path, &k);
+
+	if (s != WSF_OK)
+		fail_msg("%s: %s", path, wsf_context_last_error(ctx));
+	return k;
+}
+
+/* Arguments for K at its compiled sizes; SHAPES [i] overrides argument i's shape where not NULL. */
+typedef struct Args {
+	WsfTensor t[16];
+	int64_t shape[16][8];
+	int n;
+} Args;
+
+static void
+args_for(const WsfKernel *k, Args *a, const int64_t *const *shapes)
+{
+	int i, d;
+
+	a->n = wsf_kernel_num_args(k);
+	assert_true(a->n <= 16);
+	for (i = 0; i < a->n; i++) {
+		WsfTensor *t = &a->t[i];
+
+		t->data = DEV(i + 1);
+		t->dtype = wsf_kernel_arg_dtype(k, i);
+		t->ndim = wsf_kernel_arg_rank(k, i);
+		t->strides = NULL;
+		for (d = 0; d < t->ndim; d++)
+			a->shape[i][d] = shapes && shapes[i] ? shapes[i][d] : wsf_kernel_arg_dim(k, i, d);
+		t->shape = a->shape[i];
+	}
+}
+
+static void
+expect_clean(const char *what, long long violations)
+{
+	if (fake_get("violations") != violations)
+		fail_msg("%s: the fake libcuda says: %s", what, fake_last());
+}
+
+/*
+ * Every example, and a few specs of each matmul variant, launched twice
+ * (the second reuses the tensor maps): every encode and launch keeps the
+ * driver's rules, and each launch reaches the driver.
+ */
+static void
+test_specs(void **state)
+{
+	static const char *const more[] = {
+		"tests/gpu/specs/gemm_streamk.yaml", "tests/gpu/specs/gemm_cluster.yaml",
+		"tests/gpu/specs/gemm_split.yaml", "tests/gpu/specs/gemm_pingpong.yaml",
+		"tests/gpu/specs/gemm_bmm.yaml", "tests/gpu/specs/gemm_swap.yaml",
+	};
+	Seen seen;
+	WsfContext *ctx;
+	glob_t g;
+	size_t i;
+	int n = 0;
+
+	if (!have_nvrtc())
+		skip();
+	ctx = new_ctx(&seen);
+	assert_int_equal(glob("examples/*.yaml", 0, NULL, &g), 0);
+	for (i = 0; i < g.gl_pathc + sizeof more / sizeof more[0]; i++) {
+		const char *path = i < g.gl_pathc ? g.gl_pathv[i] : more[i - g.gl_pathc];
+		WsfKernel *k = compile_file(ctx, path);
+		long long launches = fake_get("launches");
+		Args a;
+
+		args_for(k, &a, NULL);
+		for (int r = 0; r < 2; r++)
+			if (wsf_kernel_launch(ctx, k, a.t, a.n, NULL) != WSF_OK)
+				fail_msg("%s: %s (the fake libcuda: %s)", path, wsf_context_last_error(ctx), fake_last());
+		expect_clean(path, 0);
+		assert_int_equal(fake_get("launches"), launches + 2);
+		wsf_kernel_delete(k);
+		n++;
+	}
+	print_message("    %d specs launched\n", n);
+	assert_int_equal(fake_get("modules"), 0);   /* each kernel's module unloaded with it */
+	globfree(&g);
+	wsf_context_delete(ctx);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_specs),
+	};
+
+	return cmocka_run_group_tests(tests, setup, NULL);
+}
