@@ -178,11 +178,59 @@ test_specs(void **state)
 	wsf_context_delete(ctx);
 }
 
+/*
+ * The measured choice keeps a candidate compiled apart; its schedule's
+ * positions (a hint it adds is at the fusion's) must be its own, not the
+ * first kernel's, which is freed: a cluster that fits no more at a later
+ * launch is reported at that position (under ASan, a read of freed memory
+ * without the fix).  The first kernel times the candidates (clusters
+ * made fastest) and records the choice; the second reads the record.
+ */
+static void
+test_tune_positions(void **state)
+{
+	const char *spec = "examples/gemm_bias_gelu.yaml";
+	char rm[4200];
+	Seen seen;
+	WsfContext *ctx;
+	WsfKernel *k;
+	Args a;
+
+	if (!have_nvrtc())
+		skip();
+	snprintf(rm, sizeof rm, "rm -rf '%s/tune'", cache);
+	assert_int_equal(system(rm), 0);
+	ctx = new_ctx(&seen);
+	assert_int_equal(wsf_set_option(ctx, "tune", "1"), WSF_OK);
+	fake_set("cluster_us", 1);
+	k = compile_file(ctx, spec);
+	args_for(k, &a, NULL);
+	assert_int_equal(wsf_kernel_launch(ctx, k, a.t, a.n, NULL), WSF_OK);
+	fake_set("cluster_us", 10);
+	assert_non_null(wsf_kernel_tuned(k));
+	print_message("    chose %s\n", wsf_kernel_tuned(k));
+	assert_non_null(strstr(wsf_kernel_tuned(k), "cluster"));
+	wsf_kernel_delete(k);
+
+	k = compile_file(ctx, spec);
+	fake_set("max_clusters", 0);
+	assert_int_equal(wsf_kernel_launch(ctx, k, a.t, a.n, NULL), WSF_ERR_INPUT);
+	fake_set("max_clusters", -1);
+	assert_non_null(strstr(wsf_kernel_tuned(k), "cluster"));
+	assert_non_null(strstr(seen.last, "no cluster of"));
+	if (strncmp(seen.last, "examples/gemm_bias_gelu.yaml:", strlen("examples/gemm_bias_gelu.yaml:")) != 0)
+		fail_msg("the diagnostic is not at the spec's position: %s", seen.last);
+	wsf_kernel_delete(k);
+	expect_clean(spec, 0);
+	wsf_context_delete(ctx);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_specs),
+		cmocka_unit_test(test_tune_positions),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
