@@ -314,11 +314,14 @@ typedef struct WsfTensor {
  * step after step on the same buffers), and the cluster occupancy it asked
  * the driver once.  A kernel that takes stream-K (schedule: {stream_k:
  * true}, or by default for few tiles of a long K) also keeps a workspace
- * for each stream it is launched on (WsfKernelStats.workspace bytes a CTA),
- * made at the first launch there, and one spare.  A stream being captured
- * into a CUDA graph cannot make one: the first stream captured without one
- * takes the spare, so launch such a kernel once (on any stream) before the
- * capture; with neither, a launch under capture runs every tile whole
+ * for each of the last 4 streams it was launched on (WsfKernelStats.workspace
+ * bytes a CTA), made at the first launch there, and one spare; a fifth
+ * stream takes the least recently launched one's once the launches queued
+ * with it are done (the host waits on an event recorded after them).  A
+ * stream being captured into a CUDA graph cannot make one: the first
+ * stream captured without one takes the spare (the graph's from then on,
+ * until K is deleted), so launch such a kernel once (on any stream) before
+ * the capture; with neither, a launch under capture runs every tile whole
  * (slower, no workspace) where stream-K was the default, and is
  * WSF_ERR_USAGE where the schedule asked for it.  Diagnostics go to CTX.
  */

@@ -225,12 +225,90 @@ test_tune_positions(void **state)
 	wsf_context_delete(ctx);
 }
 
+/*
+ * Stream-K keeps a workspace for a few streams, not each stream ever seen:
+ * 500 streams hold what 6 do (WS_KEEP, the spare, and slack), and a
+ * stream taken back after its workspace went to another still launches.
+ */
+static void
+test_stream_k_workspaces(void **state)
+{
+	Seen seen;
+	WsfContext *ctx;
+	WsfKernel *k;
+	long long one, peak;
+	Args a;
+	int i;
+
+	if (!have_nvrtc())
+		skip();
+	ctx = new_ctx(&seen);
+	k = compile_file(ctx, "tests/gpu/specs/gemm_streamk.yaml");
+	args_for(k, &a, NULL);
+	fake_set("max_held", (long long)1 << 30);   /* without a bound, 500 workspaces would take 8 GB */
+	fake_set("reset", 0);
+	assert_int_equal(wsf_kernel_launch(ctx, k, a.t, a.n, (void *)(uintptr_t)16), WSF_OK);
+	one = fake_get("held");   /* the first stream's and the spare */
+	assert_true(one > 0);
+	for (i = 1; i < 500; i++)
+		if (wsf_kernel_launch(ctx, k, a.t, a.n, (void *)(uintptr_t)(16 + 16 * i)) != WSF_OK)
+			fail_msg("stream %d: %s", i, wsf_context_last_error(ctx));
+	assert_int_equal(wsf_kernel_launch(ctx, k, a.t, a.n, (void *)(uintptr_t)16), WSF_OK);
+	peak = fake_get("peak");
+	print_message("    one stream: %lld bytes; 500 streams: at most %lld\n", one, peak);
+	assert_true(peak <= 3 * one);
+	expect_clean("500 streams", 0);
+	wsf_kernel_delete(k);
+	assert_int_equal(fake_get("held"), 0);
+	fake_set("max_held", -1);
+	wsf_context_delete(ctx);
+}
+
+/*
+ * A workspace a capture took is the graph's: however many streams come
+ * after, it is neither taken by another nor freed, so the kernel holds the
+ * four streams' (WS_KEEP), the spare and the graph's.
+ */
+static void
+test_stream_k_capture(void **state)
+{
+	Seen seen;
+	WsfContext *ctx;
+	WsfKernel *k;
+	long long ws;
+	Args a;
+	int i;
+
+	if (!have_nvrtc())
+		skip();
+	ctx = new_ctx(&seen);
+	k = compile_file(ctx, "tests/gpu/specs/gemm_streamk.yaml");
+	args_for(k, &a, NULL);
+	assert_int_equal(wsf_kernel_launch(ctx, k, a.t, a.n, (void *)(uintptr_t)16), WSF_OK);
+	ws = fake_get("held") / 2;   /* the stream's and the spare */
+	fake_set("capturing", 32);
+	assert_int_equal(wsf_kernel_launch(ctx, k, a.t, a.n, (void *)(uintptr_t)32), WSF_OK);
+	assert_int_equal(fake_get("held"), 2 * ws);   /* the spare taken, none made under the capture */
+	fake_set("capturing", 0);
+	for (i = 0; i < 10; i++)
+		assert_int_equal(wsf_kernel_launch(ctx, k, a.t, a.n, (void *)(uintptr_t)(48 + 16 * i)), WSF_OK);
+	assert_int_equal(fake_get("held"), 6 * ws);
+	assert_int_equal(wsf_kernel_launch(ctx, k, a.t, a.n, (void *)(uintptr_t)32), WSF_OK);
+	assert_int_equal(fake_get("held"), 6 * ws);
+	expect_clean("capture", 0);
+	wsf_kernel_delete(k);
+	assert_int_equal(fake_get("held"), 0);
+	wsf_context_delete(ctx);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_specs),
 		cmocka_unit_test(test_tune_positions),
+		cmocka_unit_test(test_stream_k_workspaces),
+		cmocka_unit_test(test_stream_k_capture),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
