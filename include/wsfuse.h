@@ -305,10 +305,11 @@ typedef struct WsfTensor {
  * Launches K on STREAM (a CUstream; NULL is the legacy default stream).  ARGS
  * holds wsf_kernel_num_args(K) tensors in argument order.  Size variables are
  * taken from the tensors' shapes, checked against each other and against the
- * alignment rules; a mismatch, an extent outside 1..2^40 or a tensor of 2^63
- * elements or bytes or more is WSF_ERR_INPUT naming the tensor and dim, a
- * null ARGS or shape WSF_ERR_USAGE; all are checked before the driver is
- * touched.  The module is loaded into the current (or primary) context on
+ * alignment rules; a mismatch, an extent outside 1..2^40, a tensor of 2^63
+ * elements or bytes or more, or one that TMA moves with more than 2^31 rows
+ * or last-dim elements (docs/spec.md) is WSF_ERR_INPUT naming the tensor and
+ * dim, a null ARGS or shape WSF_ERR_USAGE; all are checked before the
+ * driver is touched.  The module is loaded into the current (or primary) context on
  * first use.  K keeps the TMA tensor maps of its last launch and reuses
  * each one whose tensor has the same address, shape and strides (a model's
  * step after step on the same buffers), and the cluster occupancy it asked

@@ -302,6 +302,37 @@ check_rows(Comp *c, const Fusion *f, const KParam *p, int64_t cols)
 }
 
 /*
+ * TMA's coordinates are signed 32-bit, so a tensor map reaches 2^31
+ * elements a dim, though the driver encodes dims up to 2^32: a coordinate
+ * past it wraps negative and the copy faults, killing the context.
+ * Checked for the map's SHAPE (RANK 2 or 3, outermost first) of param P,
+ * in the tensor's terms; rt_tmap_params checks it again.
+ */
+static WsfStatus
+check_coords(Comp *c, const Fusion *f, const KParam *p, int rank, const int64_t *shape, bool own)
+{
+	bool in = p->arg < f->ninput;
+	Pos pos = in ? f->tensor[p->tensor].pos : f->out[p->arg - f->ninput].pos;
+	int d;
+
+	for (d = 0; d < rank; d++) {
+		const char *what = !own && rank == 2 ? (d ? "columns in the kernel's 2-D view of it" :
+		                                              "rows in the kernel's 2-D view of it") :
+		                   d == rank - 1 ? "elements in its last dim" :
+		                   rank == 3 && d == 0 ? "batches (its dims but the last two, multiplied)" :
+		                   "rows (its dims but the last, multiplied)";
+
+		if (shape[d] > TMA_MAX_COORD)
+			return diag_error(c, pos, "%s '%s': %lld %s are more than 2^31 (%lld), the most a tensor map "
+			                  "reaches (TMA coordinates are signed 32-bit); launch it on fewer at a time",
+			                  in ? "input" : "output", p->name, (long long)shape[d], what,
+			                  (long long)TMA_MAX_COORD),
+			       WSF_ERR_INPUT;
+	}
+	return WSF_OK;
+}
+
+/*
  * The tensor-map parameters of param P over the 2-D view; a single row gets a
  * padded stride.  OWN: a map of the argument's own shape, 2-D [all but its
  * last dim, its last dim], or with BATCHED (a batched matmul's tensor with
@@ -324,7 +355,7 @@ map_params(Comp *c, const Launch *l, const KParam *p, const WsfTensor *a, int64_
 		box[0] = 1;
 		box[1] = p->box[0];
 		box[2] = p->box[1];
-		if ((s = check_rows(c, l->fusion, p, shape[2])) ||
+		if ((s = check_rows(c, l->fusion, p, shape[2])) || (s = check_coords(c, l->fusion, p, 3, shape, own)) ||
 		    (s = rt_tmap_params(c, p->name, p->dtype, 3, shape, box, (uint64_t)a->data, tp)))
 			return s;
 		if (!own)   /* an output: its staging subtiles are row-major */
@@ -344,6 +375,8 @@ map_params(Comp *c, const Launch *l, const KParam *p, const WsfTensor *a, int64_
 		return s;
 	shape[0] = rows;
 	shape[1] = cols;
+	if ((s = check_coords(c, l->fusion, p, 2, shape, own)))
+		return s;
 	if (own)
 		return rt_tmap_params(c, p->name, p->dtype, 2, shape, box, (uint64_t)a->data, tp);
 	if (rows == 1) {

@@ -198,6 +198,9 @@ WsfStatus rt_check(Comp *c, const Driver *d, CUresult r, const char *call);
 
 /* ---- tmap.c ------------------------------------------------------------ */
 
+/* The largest dim of a tensor map: the driver encodes 2^32, but coordinates are signed 32-bit. */
+#define TMA_MAX_COORD ((int64_t)1 << 31)
+
 /* cuTensorMapEncodeTiled's arguments, innermost dimension first. */
 typedef struct TmapParams {
 	Dtype dtype;

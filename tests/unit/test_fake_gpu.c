@@ -25,6 +25,7 @@
 #include "have_nvrtc.h"
 
 #define DEV(n) ((void *)(uintptr_t)(0x7f0000000000ull + (uint64_t)(n) * ((uint64_t)1 << 36)))
+#define BIG(n) (((int64_t)1 << 31) + (n))
 
 static long long (*fake_get)(const char *);
 static void (*fake_set)(const char *, long long);
@@ -97,6 +98,16 @@ compile_file(WsfContext *ctx, const char *path)
 
 	if (s != WSF_OK)
 		fail_msg("%s: %s", path, wsf_context_last_error(ctx));
+	return k;
+}
+
+static WsfKernel *
+compile_text(WsfContext *ctx, const char *text)
+{
+	WsfKernel *k = NULL;
+
+	if (wsf_compile_string(ctx, "huge.yaml", text, strlen(text), &k) != WSF_OK)
+		fail_msg("%s", wsf_context_last_error(ctx));
 	return k;
 }
 
@@ -301,6 +312,95 @@ test_stream_k_capture(void **state)
 	wsf_context_delete(ctx);
 }
 
+static const char bias_add[] =
+	"fusion: bias_add\nsizes: {M: 64, N: 8}\ninputs:\n  x: {dtype: bf16, shape: [M, N]}\n"
+	"  b: {dtype: bf16, shape: [N]}\nops:\n  - {out: y, op: add, in: [x, b]}\noutputs:\n  y: {dtype: bf16}\n";
+static const char flat_add[] =
+	"fusion: flat_add\nsizes: {M: 64, N: 8}\ninputs:\n  x: {dtype: bf16, shape: [M, N]}\n"
+	"  z: {dtype: bf16, shape: [M, N]}\nops:\n  - {out: y, op: add, in: [x, z]}\noutputs:\n  y: {dtype: bf16}\n";
+static const char gemm[] =
+	"fusion: gemm\nsizes: {M: 256, N: 256, K: 128}\ninputs:\n  x: {dtype: bf16, shape: [M, K]}\n"
+	"  w: {dtype: bf16, shape: [N, K]}\nops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n"
+	"outputs:\n  y: {dtype: bf16}\n";
+static const char rms[] =
+	"fusion: rms\nsizes: {M: 64, N: 4096}\ninputs:\n  x: {dtype: bf16, shape: [M, N]}\n"
+	"  w: {dtype: bf16, shape: [N]}\nops:\n  - {out: y, op: rmsnorm, in: [x, w], eps: 1e-6}\n"
+	"outputs:\n  y: {dtype: bf16}\n";
+
+/* K launched on SHAPES: WSF_OK with no violation, or WSF_ERR_INPUT with each of WANT in the message. */
+static void
+expect_launch(WsfContext *ctx, Seen *seen, WsfKernel *k, const int64_t *const *shapes, const char *const *want)
+{
+	long long before = fake_get("violations");
+	WsfStatus s;
+	Args a;
+
+	args_for(k, &a, shapes);
+	seen->last[0] = 0;
+	s = wsf_kernel_launch(ctx, k, a.t, a.n, NULL);
+	expect_clean(wsf_kernel_name(k), before);
+	if (!want) {
+		if (s != WSF_OK)
+			fail_msg("%s: %s", wsf_kernel_name(k), wsf_context_last_error(ctx));
+		return;
+	}
+	assert_int_equal(s, WSF_ERR_INPUT);
+	for (; *want; want++)
+		if (!strstr(seen->last, *want))
+			fail_msg("'%s' is not in: %s", *want, seen->last);
+}
+
+/*
+ * TMA's coordinates are signed 32-bit: a tensor map past 2^31 rows (a row
+ * broadcast of [2^31 + 64, 8] has no flat view) is refused, naming the
+ * tensor, its size and the limit; the flat view of the same elements, and
+ * exactly 2^31 rows, launch.  Matmul M, N and K, and row reductions, too.
+ */
+static void
+test_huge_dims(void **state)
+{
+	int64_t x_big[] = {BIG(64), 8}, b8[] = {8}, x_edge[] = {BIG(0), 8}, odd[] = {1, BIG(1)};
+	int64_t a_m[] = {BIG(128), 128}, w_n[] = {256, 128}, y_m[] = {BIG(128), 256};
+	int64_t a_k[] = {256, BIG(64)}, w_k[] = {256, BIG(64)}, y_k[] = {256, 256};
+	int64_t a_n[] = {256, 128}, w_big[] = {BIG(64), 128}, y_n[] = {256, BIG(64)};
+	int64_t r_x[] = {BIG(1), 4096}, r_w[] = {4096};
+	Seen seen;
+	WsfContext *ctx;
+	WsfKernel *k;
+
+	if (!have_nvrtc())
+		skip();
+	ctx = new_ctx(&seen);
+	k = compile_text(ctx, bias_add);
+	expect_launch(ctx, &seen, k, (const int64_t *const[]){x_big, b8, x_big},
+	              (const char *const[]){"huge.yaml:4:", "input 'x'", "2147483712 rows", "2^31 (2147483648)",
+	                                    "signed 32-bit", NULL});
+	expect_launch(ctx, &seen, k, (const int64_t *const[]){x_edge, b8, x_edge}, NULL);
+	wsf_kernel_delete(k);
+
+	k = compile_text(ctx, flat_add);
+	expect_launch(ctx, &seen, k, (const int64_t *const[]){x_big, x_big, x_big}, NULL);
+	/* 2^31 + 1 elements have no factor of 8: one row, too long */
+	expect_launch(ctx, &seen, k, (const int64_t *const[]){odd, odd, odd},
+	              (const char *const[]){"input 'x'", "2147483649 columns in the kernel's 2-D view", NULL});
+	wsf_kernel_delete(k);
+
+	k = compile_text(ctx, gemm);
+	expect_launch(ctx, &seen, k, (const int64_t *const[]){a_m, w_n, y_m},
+	              (const char *const[]){"input 'x'", "2147483776 rows", "2^31", NULL});
+	expect_launch(ctx, &seen, k, (const int64_t *const[]){a_n, w_big, y_n},
+	              (const char *const[]){"input 'w'", "2147483712 rows", "2^31", NULL});
+	expect_launch(ctx, &seen, k, (const int64_t *const[]){a_k, w_k, y_k},
+	              (const char *const[]){"input 'x'", "2147483712 elements in its last dim", "2^31", NULL});
+	wsf_kernel_delete(k);
+
+	k = compile_text(ctx, rms);
+	expect_launch(ctx, &seen, k, (const int64_t *const[]){r_x, r_w, r_x},
+	              (const char *const[]){"2147483649", "2^31", NULL});
+	wsf_kernel_delete(k);
+	wsf_context_delete(ctx);
+}
+
 int
 main(void)
 {
@@ -309,6 +409,7 @@ main(void)
 		cmocka_unit_test(test_tune_positions),
 		cmocka_unit_test(test_stream_k_workspaces),
 		cmocka_unit_test(test_stream_k_capture),
+		cmocka_unit_test(test_huge_dims),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
