@@ -8,6 +8,7 @@
  * BUILD/tests/fake_gpu.cache, so a second run compiles nothing.
  */
 #include <dlfcn.h>
+#include <elf.h>
 #include <glob.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +20,9 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
 
 #include "wsfuse.h"
 
@@ -138,11 +142,142 @@ args_for(const WsfKernel *k, Args *a, const int64_t *const *shapes)
 	}
 }
 
+/* K launched on A, with wait flags where it waits, and flags where it signals (epoch EPOCH). */
+static WsfStatus
+launch(WsfContext *ctx, WsfKernel *k, const Args *a, uint32_t epoch)
+{
+	WsfLaunchOptions o = {0};
+	WsfSignalLayout lay;
+	WsfStatus s;
+
+	if (wsf_kernel_signal_layout(ctx, k, a->t, a->n, &lay) != WSF_OK)
+		return wsf_kernel_launch(ctx, k, a->t, a->n, NULL);
+	o.wait_flags = lay.waits ? DEV(15) : NULL;
+	o.epoch = epoch;
+	if ((s = wsf_kernel_launch_ex(ctx, k, a->t, a->n, &o)) != WSF_ERR_USAGE)
+		return s;
+	o.flags = DEV(14);   /* the layout says where flags go, not whether the kernel sets them */
+	return wsf_kernel_launch_ex(ctx, k, a->t, a->n, &o);
+}
+
 static void
 expect_clean(const char *what, long long violations)
 {
 	if (fake_get("violations") != violations)
 		fail_msg("%s: the fake libcuda says: %s", what, fake_last());
+}
+
+typedef CUresult (*GetProc)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+
+static void *
+proc(const char *name)
+{
+	static GetProc get;
+	char lib[4096];
+	void *p = NULL;
+
+	if (!get) {
+		beside(lib, sizeof lib, "fake_cuda.so");
+		*(void **)&get = dlsym(dlopen(lib, RTLD_NOW | RTLD_LOCAL), "cuGetProcAddress_v2");
+		assert_non_null(get);
+	}
+	assert_int_equal(get(name, &p, 12000, 0, NULL), CUDA_SUCCESS);
+	return p;
+}
+
+/* F becomes the fake's entry point NAME (ISO C casts no void * to a function pointer). */
+#define PROC(f, name) (*(void **)&(f) = proc(name))
+
+/* CALL must be refused as a broken rule, and counted. */
+#define REFUSED(call)                                              \
+	do {                                                           \
+		long long v = fake_get("violations");                      \
+		assert_int_not_equal((call), CUDA_SUCCESS);                \
+		assert_int_equal(fake_get("violations"), v + 1);           \
+	} while (0)
+
+/* The double itself: each documented rule it checks refuses an argument that breaks it. */
+static void
+test_fake_rules(void **state)
+{
+	PFN_cuTensorMapEncodeTiled_v12000 encode;
+	PFN_cuDevicePrimaryCtxRetain_v7000 retain;
+	PFN_cuDevicePrimaryCtxRelease_v11000 release;
+	PFN_cuCtxSetCurrent_v4000 set_current;
+	PFN_cuModuleLoadData_v2000 load;
+	PFN_cuModuleGetFunction_v2000 get_fn;
+	PFN_cuModuleUnload_v2000 unload;
+	PFN_cuFuncSetAttribute_v9000 set_attr;
+	PFN_cuLaunchKernelEx_v11060 launch_ex;
+	PFN_cuInit_v2000 init;
+	static CUtensorMap map;
+	static struct {
+		Elf64_Ehdr h;
+		char names[16];
+	} image = {.h = {.e_ident = {0x7f, 'E', 'L', 'F', ELFCLASS64}, .e_machine = EM_CUDA,
+	                 .e_shoff = sizeof(Elf64_Ehdr) + 16}, .names = "\0kern\0"};
+	const cuuint64_t dims[2] = {64, 64}, strides[1] = {128}, odd[1] = {120}, zero[2] = {0, 64};
+	const cuuint32_t box[2] = {64, 64}, wide[2] = {300, 1}, ones[2] = {1, 1}, nine[2] = {9, 1};
+	void *addr = (void *)(uintptr_t)0x10000;
+	CUlaunchAttribute attr = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
+	CUlaunchConfig cfg = {132, 1, 1, 128, 1, 1, 0, NULL, NULL, 0};
+	void *params[1] = {NULL};
+	CUcontext ctx;
+	CUmodule mod;
+	CUfunction fn;
+
+	PROC(encode, "cuTensorMapEncodeTiled");
+	PROC(retain, "cuDevicePrimaryCtxRetain");
+	PROC(release, "cuDevicePrimaryCtxRelease");
+	PROC(set_current, "cuCtxSetCurrent");
+	PROC(load, "cuModuleLoadData");
+	PROC(get_fn, "cuModuleGetFunction");
+	PROC(unload, "cuModuleUnload");
+	PROC(set_attr, "cuFuncSetAttribute");
+	PROC(launch_ex, "cuLaunchKernelEx");
+	PROC(init, "cuInit");
+#define ENC(r, a, d, st, b, es, sw) \
+	encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, r, a, d, st, b, es, CU_TENSOR_MAP_INTERLEAVE_NONE, sw, \
+	       CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+	assert_int_equal(ENC(2, addr, dims, strides, box, ones, CU_TENSOR_MAP_SWIZZLE_NONE), CUDA_SUCCESS);
+	REFUSED(ENC(6, addr, dims, strides, box, ones, CU_TENSOR_MAP_SWIZZLE_NONE));
+	REFUSED(ENC(2, (char *)addr + 8, dims, strides, box, ones, CU_TENSOR_MAP_SWIZZLE_NONE));
+	REFUSED(ENC(2, addr, zero, strides, box, ones, CU_TENSOR_MAP_SWIZZLE_NONE));
+	REFUSED(ENC(2, addr, dims, odd, box, ones, CU_TENSOR_MAP_SWIZZLE_NONE));
+	REFUSED(ENC(2, addr, dims, strides, wide, ones, CU_TENSOR_MAP_SWIZZLE_NONE));
+	REFUSED(ENC(2, addr, dims, strides, box, nine, CU_TENSOR_MAP_SWIZZLE_NONE));
+	REFUSED(ENC(2, addr, dims, strides, box, ones, CU_TENSOR_MAP_SWIZZLE_64B));   /* 128-byte inner box */
+#undef ENC
+
+	assert_int_equal(init(0), CUDA_SUCCESS);
+	assert_int_equal(retain(&ctx, 0), CUDA_SUCCESS);
+	assert_int_equal(set_current(ctx), CUDA_SUCCESS);
+	assert_int_equal(load(&mod, &image), CUDA_SUCCESS);
+	REFUSED(get_fn(&fn, mod, "other"));
+	assert_int_equal(get_fn(&fn, mod, "kern"), CUDA_SUCCESS);
+	assert_int_equal(launch_ex(&cfg, fn, params, NULL), CUDA_SUCCESS);
+	cfg.blockDimX = 2048;
+	REFUSED(launch_ex(&cfg, fn, params, NULL));
+	cfg.blockDimX = 128;
+	cfg.sharedMemBytes = 64 * 1024;   /* above the default 48 KiB, not raised */
+	REFUSED(launch_ex(&cfg, fn, params, NULL));
+	assert_int_equal(set_attr(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 64 * 1024), CUDA_SUCCESS);
+	assert_int_equal(launch_ex(&cfg, fn, params, NULL), CUDA_SUCCESS);
+	REFUSED(set_attr(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 228 * 1024));
+	cfg.attrs = &attr;
+	cfg.numAttrs = 1;
+	attr.value.clusterDim.x = 16, attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
+	cfg.gridDimX = 128;
+	REFUSED(launch_ex(&cfg, fn, params, NULL));   /* 16 CTAs: not portable */
+	attr.value.clusterDim.x = 3;
+	REFUSED(launch_ex(&cfg, fn, params, NULL));   /* 128 CTAs in clusters of 3 */
+	attr.value.clusterDim.x = 2;
+	assert_int_equal(launch_ex(&cfg, fn, params, NULL), CUDA_SUCCESS);
+	assert_int_equal(unload(mod), CUDA_SUCCESS);
+	REFUSED(launch_ex(&cfg, fn, params, NULL));   /* its module is gone */
+	assert_int_equal(set_current(NULL), CUDA_SUCCESS);
+	assert_int_equal(release(0), CUDA_SUCCESS);
+	fake_set("reset", 0);
 }
 
 /*
@@ -157,6 +292,14 @@ test_specs(void **state)
 		"tests/gpu/specs/gemm_streamk.yaml", "tests/gpu/specs/gemm_cluster.yaml",
 		"tests/gpu/specs/gemm_split.yaml", "tests/gpu/specs/gemm_pingpong.yaml",
 		"tests/gpu/specs/gemm_bmm.yaml", "tests/gpu/specs/gemm_swap.yaml",
+		"tests/gpu/specs/gemm_kn.yaml", "tests/gpu/specs/gemm_ta.yaml",
+		"tests/gpu/specs/gemm_bmm_t.yaml", "tests/gpu/specs/gemm_cluster_2d.yaml",
+		"tests/gpu/specs/gemm_split_cluster.yaml", "tests/gpu/specs/gemm_accumulate.yaml",
+		"tests/gpu/specs/gemm_consumer.yaml", "tests/gpu/specs/gemm_signal.yaml",
+		"tests/gpu/specs/gemm_wait.yaml", "tests/gpu/specs/gemm_streamk_bmm.yaml",
+		"tests/gpu/specs/swiglu_pingpong.yaml", "tests/gpu/specs/norm_layernorm.yaml",
+		"tests/gpu/specs/relu_chain_tma_ws.yaml", "tests/gpu/specs/pw_signal_ws.yaml",
+		"tests/gpu/specs/stages4_ws_tma.yaml",
 	};
 	Seen seen;
 	WsfContext *ctx;
@@ -176,7 +319,7 @@ test_specs(void **state)
 
 		args_for(k, &a, NULL);
 		for (int r = 0; r < 2; r++)
-			if (wsf_kernel_launch(ctx, k, a.t, a.n, NULL) != WSF_OK)
+			if (launch(ctx, k, &a, r + 1) != WSF_OK)
 				fail_msg("%s: %s (the fake libcuda: %s)", path, wsf_context_last_error(ctx), fake_last());
 		expect_clean(path, 0);
 		assert_int_equal(fake_get("launches"), launches + 2);
@@ -405,6 +548,7 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fake_rules),
 		cmocka_unit_test(test_specs),
 		cmocka_unit_test(test_tune_positions),
 		cmocka_unit_test(test_stream_k_workspaces),
