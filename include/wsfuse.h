@@ -317,8 +317,9 @@ typedef struct WsfTensor {
  * true}, or by default for few tiles of a long K) also keeps a workspace
  * for each of the last 4 streams it was launched on (WsfKernelStats.workspace
  * bytes a CTA), made at the first launch there, and one spare; a fifth
- * stream takes the least recently launched one's once the launches queued
- * with it are done (the host waits on an event recorded after them).  A
+ * stream takes the least recently launched one's, its launches ordered
+ * after those queued with it (an event recorded after each, waited for
+ * on the device).  A
  * stream being captured into a CUDA graph cannot make one: the first
  * stream captured without one takes the spare (the graph's from then on,
  * until K is deleted), so launch such a kernel once (on any stream) before

@@ -614,18 +614,15 @@ ws_find(Loaded *st, CUstream stream, bool spare)
 }
 
 /*
- * A workspace for a stream that has none: with WS_KEEP streams' already,
- * the least recently launched one's (pinned ones aside), once the work
- * queued on it is done (its event: that stream may be gone by now); else
- * *OUT is NULL.
+ * A workspace for a stream that has none, with WS_KEEP streams' already:
+ * the least recently launched one's (pinned ones aside); else NULL.
  */
-static WsfStatus
-ws_evict(Comp *c, Loaded *st, Workspace **out)
+static Workspace *
+ws_evict(Loaded *st)
 {
 	Workspace *lru = NULL;
 	int i, n = 0;
 
-	*out = NULL;
 	for (i = 0; i < st->nws; i++) {
 		Workspace *w = &st->ws[i];
 
@@ -635,10 +632,7 @@ ws_evict(Comp *c, Loaded *st, Workspace **out)
 		if (!lru || w->used < lru->used)
 			lru = w;
 	}
-	if (n < WS_KEEP)
-		return WSF_OK;
-	*out = lru;
-	return ws_idle(c, st->drv, lru);
+	return n < WS_KEEP ? NULL : lru;
 }
 
 /* A new workspace entry of ST, all zero (no memory yet); NULL when out of memory. */
@@ -663,9 +657,12 @@ ws_add(Loaded *st)
  * so.  One a stream: launches on one stream run in turn, while two
  * streams' could run at once and share the flags.  At most WS_KEEP
  * streams keep one: a new stream beyond takes the least recently launched
- * one's once its queued work is done (ws_evict; an event, not the stream,
- * which its owner may have destroyed).  A larger grid than before
- * (max_ctas raised) gets a larger one the same way.  A stream that is
+ * one's (ws_evict), its launches ordered after the work queued with it on
+ * the other stream by an event recorded after each (the device waits, not
+ * the host, which could wait for ever on a stream held by a later event;
+ * the event, not that stream, which its owner may have destroyed).  A
+ * larger grid than before (max_ctas raised) gets a larger one once the
+ * host has waited for that work.  A stream that is
  * being captured into a CUDA graph cannot allocate, and is often not one
  * launched on before (torch.cuda.graph captures on a stream of its own
  * after warm-up on another): so a launch outside a capture also makes a
@@ -712,7 +709,9 @@ stream_workspace(Comp *c, const Launch *l, Loaded *st, CUstream stream, int64_t 
 		w->retired = true;
 		w = NULL;
 	}
-	if (!w && (s = ws_evict(c, st, &w)) != WSF_OK)
+	/* another stream's: this stream's launches start once those queued with it there are done */
+	if (!w && (w = ws_evict(st)) && w->done &&
+	    (s = rt_check(c, d, d->cuStreamWaitEvent(stream, w->done, 0), "cuStreamWaitEvent")) != WSF_OK)
 		return s;
 	if (!w && !(w = ws_add(st)))
 		return WSF_ERR_NOMEM;

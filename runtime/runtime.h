@@ -147,6 +147,7 @@ int rt_write_file(const char *path, const void *data, size_t n, unsigned flags);
 	X(cuMemsetD8Async, 3020) \
 	X(cuMemsetD32, 3020) \
 	X(cuStreamSynchronize, 2000) \
+	X(cuStreamWaitEvent, 3020) \
 	X(cuStreamIsCapturing, 10000) \
 	X(cuEventCreate, 2000) \
 	X(cuEventRecord, 2000) \

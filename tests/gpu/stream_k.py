@@ -9,7 +9,7 @@ below 1e-2):
   streams   two side streams, each its own tensors, 20 launches each interleaved without waiting:
             each stream's launches take turns on its own workspace (flags left zero by each); then
             nine, 6 launches each: four keep a workspace, and a fifth takes the least recently
-            launched one's once its launches are done;
+            launched one's, its launches ordered after those queued with it (an event);
   max_ctas  all the CTAs the GPU holds, 100 (36 tiles left, split), all again: the flags stay at
             their place in the workspace whatever the grid; on a new stream 100, then all: the
             workspace grows;
@@ -78,7 +78,7 @@ def main():
         torch.cuda.synchronize()
         e = max(gemm_error(y, x, w) for x, w, y in zip(xs9, ws9, ys9))
         report("streams", e < 1e-2, f"9 streams x 6 launches (4 keep a workspace: each new one waits for the "
-               f"least recent's), worst relative error {e:.1e}")
+               f"launches of the one it takes it from), worst relative error {e:.1e}")
 
         x, w = xs[0], ws[0]
         errs = []

@@ -52,7 +52,7 @@ static struct {
 	int nfunc;
 	int modules;                 /* loaded now */
 	Alloc alloc[MAX_ALLOCS];
-	long long held, peak, allocs, frees, syncs, launches, encodes, violations;
+	long long held, peak, allocs, frees, syncs, waits, launches, encodes, violations;
 	double clock_us;
 	/* the last launch */
 	long long grid, block, smem, cluster;
@@ -118,7 +118,7 @@ fake_cuda_get(const char *what)
 		long long *v;
 	} t[] = {
 		{"held", &fk.held}, {"peak", &fk.peak}, {"allocs", &fk.allocs}, {"frees", &fk.frees},
-		{"syncs", &fk.syncs}, {"launches", &fk.launches}, {"encodes", &fk.encodes},
+		{"syncs", &fk.syncs}, {"waits", &fk.waits}, {"launches", &fk.launches}, {"encodes", &fk.encodes},
 		{"violations", &fk.violations}, {"grid", &fk.grid}, {"block", &fk.block}, {"smem", &fk.smem},
 		{"cluster", &fk.cluster},
 	};
@@ -156,7 +156,7 @@ fake_cuda_set(const char *knob, long long value)
 		fk.max_held = value;
 	else if (strcmp(knob, "reset") == 0) {
 		fk.peak = fk.held;
-		fk.allocs = fk.frees = fk.syncs = fk.launches = fk.encodes = fk.violations = 0;
+		fk.allocs = fk.frees = fk.syncs = fk.waits = fk.launches = fk.encodes = fk.violations = 0;
 		fk.last[0] = 0;
 	}
 }
@@ -754,6 +754,14 @@ f_memset32(CUdeviceptr p, unsigned v, size_t n)
 
 /* ---- streams and events ----------------------------------------------- */
 
+typedef struct Event {
+	int magic;
+	bool recorded;
+	double us;
+} Event;
+
+#define EVENT_MAGIC 0x45564e54
+
 static CUresult
 f_stream_sync(CUstream s)
 {
@@ -763,20 +771,25 @@ f_stream_sync(CUstream s)
 }
 
 static CUresult
+f_stream_wait(CUstream s, CUevent e, unsigned flags)
+{
+	Event *ev = (Event *)e;
+
+	(void)s;
+	if (!ev || ev->magic != EVENT_MAGIC || flags)
+		return violation("cuStreamWaitEvent: %p is no event, or flags %u", (void *)e, flags),
+		       CUDA_ERROR_INVALID_HANDLE;
+	fk.waits++;
+	return CUDA_SUCCESS;
+}
+
+static CUresult
 f_stream_capturing(CUstream s, CUstreamCaptureStatus *st)
 {
 	*st = fk.capturing && (uintptr_t)s == (uintptr_t)fk.capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE :
 	                                                                CU_STREAM_CAPTURE_STATUS_NONE;
 	return CUDA_SUCCESS;
 }
-
-typedef struct Event {
-	int magic;
-	bool recorded;
-	double us;
-} Event;
-
-#define EVENT_MAGIC 0x45564e54
 
 static CUresult
 f_event_create(CUevent *e, unsigned flags)
@@ -884,7 +897,8 @@ static const struct {
 	F(cuOccupancyMaxActiveClusters, f_occupancy_clusters), F(cuTensorMapEncodeTiled, f_encode),
 	F(cuMemAlloc, f_alloc), F(cuMemFree, f_free), F(cuMemcpyHtoD, f_htod), F(cuMemcpyDtoH, f_dtoh),
 	F(cuMemsetD8, f_memset8), F(cuMemsetD8Async, f_memset8_async), F(cuMemsetD32, f_memset32),
-	F(cuStreamSynchronize, f_stream_sync), F(cuStreamIsCapturing, f_stream_capturing),
+	F(cuStreamSynchronize, f_stream_sync), F(cuStreamWaitEvent, f_stream_wait),
+	F(cuStreamIsCapturing, f_stream_capturing),
 	F(cuEventCreate, f_event_create), F(cuEventRecord, f_event_record), F(cuEventSynchronize, f_event_sync),
 	F(cuEventElapsedTime, f_event_elapsed), F(cuEventDestroy, f_event_destroy),
 	F(cuGetErrorName, f_error_name), F(cuGetErrorString, f_error_string),

@@ -381,8 +381,9 @@ test_tune_positions(void **state)
 
 /*
  * Stream-K keeps a workspace for a few streams, not each stream ever seen:
- * 500 streams hold what 6 do (WS_KEEP, the spare, and slack), and a
- * stream taken back after its workspace went to another still launches.
+ * 500 streams hold what 6 do (WS_KEEP, the spare, and slack), each new
+ * one ordered after the launches of the one whose workspace it takes, and
+ * a stream taken back after its workspace went to another still launches.
  */
 static void
 test_stream_k_workspaces(void **state)
@@ -411,6 +412,9 @@ test_stream_k_workspaces(void **state)
 	peak = fake_get("peak");
 	print_message("    one stream: %lld bytes; 500 streams: at most %lld\n", one, peak);
 	assert_true(peak <= 3 * one);
+	/* a stream that takes another's waits for that one's launches on the device, not the host */
+	assert_true(fake_get("waits") >= 496);
+	assert_true(fake_get("syncs") < 10);
 	expect_clean("500 streams", 0);
 	wsf_kernel_delete(k);
 	assert_int_equal(fake_get("held"), 0);
