@@ -530,7 +530,7 @@ check_launch(Func *f, const CUlaunchConfig *cfg, void **params, void **extra, co
 		       CUDA_ERROR_INVALID_CLUSTER_SIZE;
 	if (size > 1 && fk.max_clusters == 0)
 		return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
-	if ((unsigned long long)ctas_per_sm(threads, cfg->sharedMemBytes) < 1)
+	if (ctas_per_sm(threads, cfg->sharedMemBytes) < 1)
 		return violation("%s: %u threads with %u bytes of shared memory fit no SM", call, threads,
 		                 cfg->sharedMemBytes), CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
 	fk.launches++;
