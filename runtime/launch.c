@@ -520,6 +520,11 @@ persistent_grid(Comp *c, const Launch *l, Loaded *st, const CUlaunchConfig *cfg,
 		most = x->max_ctas / n * n > 0 ? x->max_ctas / n * n : n;
 	/* stream-K spreads the k-steps of fewer tiles than CTAs over them all (stream_k_plan) */
 	*grid = (tiles * n < most && !l->kernel->sk_slot) || !l->kernel->persistent ? tiles * n : most;
+	if (*grid > INT32_MAX)   /* a grid's x: fewer than 2^31 tiles, but in clusters */
+		return diag_error(c, l->fusion->pos, "kernel '%s': a grid of %lld CTAs (%lld tiles of %lld CTAs); at most "
+		                  "2^31 - 1 launch at once", l->fusion->name, (long long)*grid, (long long)tiles,
+		                  (long long)n),
+		       WSF_ERR_INPUT;
 	return WSF_OK;
 }
 

@@ -469,6 +469,10 @@ static const char gemm[] =
 	"fusion: gemm\nsizes: {M: 256, N: 256, K: 128}\ninputs:\n  x: {dtype: bf16, shape: [M, K]}\n"
 	"  w: {dtype: bf16, shape: [N, K]}\nops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n"
 	"outputs:\n  y: {dtype: bf16}\n";
+static const char gemm_np[] =
+	"fusion: gemm_np\nsizes: {M: 1024, N: 1024, K: 256}\ninputs:\n  x: {dtype: bf16, shape: [M, K]}\n"
+	"  w: {dtype: bf16, shape: [N, K]}\nops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n"
+	"outputs:\n  y: {dtype: bf16}\nschedule: {persistent: false, cluster: [2, 1]}\n";
 static const char rms[] =
 	"fusion: rms\nsizes: {M: 64, N: 4096}\ninputs:\n  x: {dtype: bf16, shape: [M, N]}\n"
 	"  w: {dtype: bf16, shape: [N]}\nops:\n  - {out: y, op: rmsnorm, in: [x, w], eps: 1e-6}\n"
@@ -511,6 +515,7 @@ test_huge_dims(void **state)
 	int64_t a_k[] = {256, BIG(64)}, w_k[] = {256, BIG(64)}, y_k[] = {256, 256};
 	int64_t a_n[] = {256, 128}, w_big[] = {BIG(64), 128}, y_n[] = {256, BIG(64)};
 	int64_t r_x[] = {BIG(1), 4096}, r_w[] = {4096};
+	int64_t np_x[] = {BIG(0), 8}, np_w[] = {8192, 8}, np_y[] = {BIG(0), 8192};
 	Seen seen;
 	WsfContext *ctx;
 	WsfKernel *k;
@@ -539,6 +544,12 @@ test_huge_dims(void **state)
 	              (const char *const[]){"input 'w'", "2147483712 rows", "2^31", NULL});
 	expect_launch(ctx, &seen, k, (const int64_t *const[]){a_k, w_k, y_k},
 	              (const char *const[]){"input 'x'", "2147483712 elements in its last dim", "2^31", NULL});
+	wsf_kernel_delete(k);
+
+	/* 2^30 cluster tiles of 2 CTAs, one a tile: more than a grid holds */
+	k = compile_text(ctx, gemm_np);
+	expect_launch(ctx, &seen, k, (const int64_t *const[]){np_x, np_w, np_y},
+	              (const char *const[]){"a grid of 2147483648 CTAs", "2^31 - 1", NULL});
 	wsf_kernel_delete(k);
 
 	k = compile_text(ctx, rms);
