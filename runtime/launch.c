@@ -667,16 +667,16 @@ ws_add(Loaded *st)
  * the host, which could wait for ever on a stream held by a later event;
  * the event, not that stream, which its owner may have destroyed).  A
  * larger grid than before (max_ctas raised) gets a larger one once the
- * host has waited for that work.  A stream that is
- * being captured into a CUDA graph cannot allocate, and is often not one
- * launched on before (torch.cuda.graph captures on a stream of its own
- * after warm-up on another): so a launch outside a capture also makes a
- * spare, zeroed before it returns, which the first stream captured without
- * a workspace takes.  A workspace used under a capture is pinned: the
- * graph may replay at any time, so it is neither moved nor freed until
- * the kernel is.  With neither, *OUT is -1 when the kernel took stream-K
- * by default (the launch then runs every tile whole: sk_on 0), and an
- * error when the schedule asked for it.
+ * host has waited for that work.  A stream that is being captured into a
+ * CUDA graph cannot allocate, and is often not one launched on before
+ * (torch.cuda.graph captures on a stream of its own after warm-up on
+ * another): so a launch outside a capture also makes a spare, zeroed
+ * before it returns, which the first stream captured without a workspace
+ * takes.  A workspace used under a capture is pinned: the graph may
+ * replay at any time, so it is neither moved nor freed until the kernel
+ * is.  With neither, *OUT is -1 when the kernel took stream-K by default
+ * (the launch then runs every tile whole: sk_on 0), and an error when the
+ * schedule asked for it.
  */
 static WsfStatus
 stream_workspace(Comp *c, const Launch *l, Loaded *st, CUstream stream, int64_t grid, int *out)
