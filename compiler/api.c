@@ -883,6 +883,23 @@ forward_dump(void *user, const char *pass, const char *text)
 		ctx->dump(ctx->dump_user, pass, text);
 }
 
+/*
+ * *TO becomes FROM, a schedule of another compile of the same spec, with
+ * its positions in FILE, this compile's copy of the name: the candidate
+ * the measured choice keeps outlives the kernel FROM's positions were in.
+ */
+static void
+sched_own(Schedule *to, const Schedule *from, const char *file)
+{
+	Pos *pos[] = {&to->pos, &to->stages_pos, &to->tile_pos, &to->ws_pos, &to->swap_pos, &to->split_pos,
+	              &to->sk_pos, &to->cluster_pos, &to->consumers_pos, &to->signal_pos, &to->store_pos,
+	              &to->consumer_pos, &to->scope_pos};
+
+	*to = *from;
+	for (int i = 0; i < countof(pos); i++)
+		pos[i]->file = file;
+}
+
 static WsfStatus
 too_long(WsfContext *ctx, const char *name)
 {
@@ -990,7 +1007,7 @@ compile(WsfContext *ctx, const char *name, const char *text, size_t len, const S
 		goto fail;
 	}
 	if (sched)   /* a candidate of the measured choice: the spec under another schedule */
-		c->fusion->sched = *sched;
+		sched_own(&c->fusion->sched, sched, c->file);
 	if (passes_run(c, WSF_STAGE_FUSION_IR)) {
 		s = c->status ? c->status : WSF_ERR_INPUT;
 		goto fail;

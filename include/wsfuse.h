@@ -330,20 +330,25 @@ typedef struct WsfTensor {
  * Launches K on STREAM (a CUstream; NULL is the legacy default stream).  ARGS
  * holds wsf_kernel_num_args(K) tensors in argument order.  Size variables are
  * taken from the tensors' shapes, checked against each other and against the
- * alignment rules; a mismatch, an extent outside 1..2^40 or a tensor of 2^63
- * elements or bytes or more is WSF_ERR_INPUT naming the tensor and dim, a
- * null ARGS or shape WSF_ERR_USAGE; all are checked before the driver is
- * touched.  The module is loaded into the current (or primary) context on
+ * alignment rules; a mismatch, an extent outside 1..2^40, a tensor of 2^63
+ * elements or bytes or more, or one that TMA moves with more than 2^31 rows
+ * or last-dim elements (docs/spec.md) is WSF_ERR_INPUT naming the tensor and
+ * dim, a null ARGS or shape WSF_ERR_USAGE; all are checked before the
+ * driver is touched.  The module is loaded into the current (or primary) context on
  * first use.  K keeps the TMA tensor maps of its last launch and reuses
  * each one whose tensor has the same address, shape and strides (a model's
  * step after step on the same buffers), and the cluster occupancy it asked
  * the driver once.  A kernel that takes stream-K (schedule: {stream_k:
  * true}, or by default for few tiles of a long K) also keeps a workspace
- * for each stream it is launched on (WsfKernelStats.workspace bytes a CTA),
- * made at the first launch there, and one spare.  A stream being captured
- * into a CUDA graph cannot make one: the first stream captured without one
- * takes the spare, so launch such a kernel once (on any stream) before the
- * capture; with neither, a launch under capture runs every tile whole
+ * for each of the last 4 streams it was launched on (WsfKernelStats.workspace
+ * bytes a CTA), made at the first launch there, and one spare; a fifth
+ * stream takes the least recently launched one's, its launches ordered
+ * after those queued with it (an event recorded after each, waited for
+ * on the device).  A
+ * stream being captured into a CUDA graph cannot make one: the first
+ * stream captured without one takes the spare (the graph's from then on,
+ * until K is deleted), so launch such a kernel once (on any stream) before
+ * the capture; with neither, a launch under capture runs every tile whole
  * (slower, no workspace) where stream-K was the default, and is
  * WSF_ERR_USAGE where the schedule asked for it.  Diagnostics go to CTX.
  */

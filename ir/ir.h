@@ -348,7 +348,7 @@ typedef enum Signal { SIGNAL_NONE = 0, SIGNAL_PER_TILE } Signal;
 /* How outputs leave: 16-byte stores from registers, or a staging buffer and a TMA store. */
 typedef enum StoreKind { STORE_NONE = 0, STORE_VECTOR, STORE_TMA } StoreKind;
 
-/* Schedule hints; 0 means "the scheduler decides" for every field. */
+/* Schedule hints; 0 means "the scheduler decides" for every field.  api.c's sched_own lists its Pos fields. */
 typedef struct Schedule {
 	int tile[3];
 	int ntile;

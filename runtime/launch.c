@@ -19,8 +19,15 @@ typedef struct Workspace {
 	CUstream stream;
 	CUdeviceptr ptr;
 	size_t bytes;
-	bool spare;   /* on no stream yet: the first stream captured without one takes it */
+	bool spare;      /* on no stream yet: the first stream captured without one takes it */
+	bool pinned;     /* used under a capture: a graph holds its address, so it is never freed or moved */
+	bool retired;    /* pinned, then outgrown: kept for the graph, found by no stream */
+	CUevent done;    /* recorded after the last work queued on it: once done, it is idle (flags zero) */
+	uint64_t used;   /* Loaded.tick of its last launch: the least recent goes first */
 } Workspace;
+
+/* Streams with a workspace at once, pinned ones aside: a new stream beyond takes the least recent's. */
+enum { WS_KEEP = 4 };
 
 struct Loaded {
 	Driver *drv;
@@ -38,6 +45,7 @@ struct Loaded {
 	void **map_addr;
 	Workspace *ws;     /* stream-K: a workspace a stream launched on */
 	int nws;
+	uint64_t tick;     /* stream-K launches so far */
 };
 
 void
@@ -47,9 +55,14 @@ rt_unload(Loaded *st)
 		return;
 	if (st->mod && st->drv)
 		st->drv->cuModuleUnload(st->mod);
-	for (int i = 0; i < st->nws && st->drv; i++)
+	for (int i = 0; i < st->nws && st->drv; i++) {
+		if (st->ws[i].done) {   /* the launches that use it end before it goes */
+			st->drv->cuEventSynchronize(st->ws[i].done);
+			st->drv->cuEventDestroy(st->ws[i].done);
+		}
 		if (st->ws[i].ptr)
 			st->drv->cuMemFree(st->ws[i].ptr);
+	}
 	free(st->ws);
 	free(st->maps);
 	free(st->map_of);
@@ -289,6 +302,37 @@ check_rows(Comp *c, const Fusion *f, const KParam *p, int64_t cols)
 }
 
 /*
+ * TMA's coordinates are signed 32-bit, so a tensor map reaches 2^31
+ * elements a dim, though the driver encodes dims up to 2^32: a coordinate
+ * past it wraps negative and the copy faults, killing the context.
+ * Checked for the map's SHAPE (RANK 2 or 3, outermost first) of param P,
+ * in the tensor's terms; rt_tmap_params checks it again.
+ */
+static WsfStatus
+check_coords(Comp *c, const Fusion *f, const KParam *p, int rank, const int64_t *shape, bool own)
+{
+	bool in = p->arg < f->ninput;
+	Pos pos = in ? f->tensor[p->tensor].pos : f->out[p->arg - f->ninput].pos;
+	int d;
+
+	for (d = 0; d < rank; d++) {
+		const char *what = !own && rank == 2 ? (d ? "columns in the kernel's 2-D view of it" :
+		                                              "rows in the kernel's 2-D view of it") :
+		                   d == rank - 1 ? "elements in its last dim" :
+		                   rank == 3 && d == 0 ? "batches (its dims but the last two, multiplied)" :
+		                   "rows (its dims but the last, multiplied)";
+
+		if (shape[d] > TMA_MAX_COORD)
+			return diag_error(c, pos, "%s '%s': %lld %s are more than 2^31 (%lld), the most a tensor map "
+			                  "reaches (TMA coordinates are signed 32-bit); launch it on fewer at a time",
+			                  in ? "input" : "output", p->name, (long long)shape[d], what,
+			                  (long long)TMA_MAX_COORD),
+			       WSF_ERR_INPUT;
+	}
+	return WSF_OK;
+}
+
+/*
  * The tensor-map parameters of param P over the 2-D view; a single row gets a
  * padded stride.  OWN: a map of the argument's own shape, 2-D [all but its
  * last dim, its last dim], or with BATCHED (a batched matmul's tensor with
@@ -311,7 +355,7 @@ map_params(Comp *c, const Launch *l, const KParam *p, const WsfTensor *a, int64_
 		box[0] = 1;
 		box[1] = p->box[0];
 		box[2] = p->box[1];
-		if ((s = check_rows(c, l->fusion, p, shape[2])) ||
+		if ((s = check_rows(c, l->fusion, p, shape[2])) || (s = check_coords(c, l->fusion, p, 3, shape, own)) ||
 		    (s = rt_tmap_params(c, p->name, p->dtype, 3, shape, box, (uint64_t)a->data, tp)))
 			return s;
 		if (!own)   /* an output: its staging subtiles are row-major */
@@ -331,6 +375,8 @@ map_params(Comp *c, const Launch *l, const KParam *p, const WsfTensor *a, int64_
 		return s;
 	shape[0] = rows;
 	shape[1] = cols;
+	if ((s = check_coords(c, l->fusion, p, 2, shape, own)))
+		return s;
 	if (own)
 		return rt_tmap_params(c, p->name, p->dtype, 2, shape, box, (uint64_t)a->data, tp);
 	if (rows == 1) {
@@ -474,6 +520,11 @@ persistent_grid(Comp *c, const Launch *l, Loaded *st, const CUlaunchConfig *cfg,
 		most = x->max_ctas / n * n > 0 ? x->max_ctas / n * n : n;
 	/* stream-K spreads the k-steps of fewer tiles than CTAs over them all (stream_k_plan) */
 	*grid = (tiles * n < most && !l->kernel->sk_slot) || !l->kernel->persistent ? tiles * n : most;
+	if (*grid > INT32_MAX)   /* a grid's x: fewer than 2^31 tiles, but in clusters */
+		return diag_error(c, l->fusion->pos, "kernel '%s': a grid of %lld CTAs (%lld tiles of %lld CTAs); at most "
+		                  "2^31 - 1 launch at once", l->fusion->name, (long long)*grid, (long long)tiles,
+		                  (long long)n),
+		       WSF_ERR_INPUT;
 	return WSF_OK;
 }
 
@@ -519,19 +570,40 @@ cached_map(Comp *c, Loaded *st, int i, const char *name, const TmapParams *p, vo
 	return WSF_OK;
 }
 
-/* NEED bytes of zeros on the GPU in *PTR, zeroed on STREAM. */
+/* W's work queued on STREAM so far: W->done is recorded after it. */
 static WsfStatus
-ws_alloc(Comp *c, Driver *d, CUstream stream, size_t need, CUdeviceptr *ptr)
+ws_queued(Comp *c, Driver *d, Workspace *w, CUstream stream)
 {
 	WsfStatus s;
 
-	if ((s = rt_check(c, d, d->cuMemAlloc(ptr, need), "cuMemAlloc (stream-K's workspace)")) != WSF_OK)
+	if (!w->done && (s = rt_check(c, d, d->cuEventCreate(&w->done, CU_EVENT_DISABLE_TIMING), "cuEventCreate")))
 		return s;
-	if ((s = rt_check(c, d, d->cuMemsetD8Async(*ptr, 0, need, stream), "cuMemsetD8Async")) != WSF_OK) {
-		d->cuMemFree(*ptr);
-		*ptr = 0;
+	return rt_check(c, d, d->cuEventRecord(w->done, stream), "cuEventRecord");
+}
+
+/* Waits until the work queued on W is done: its memory is then idle, its flags zero. */
+static WsfStatus
+ws_idle(Comp *c, Driver *d, Workspace *w)
+{
+	return w->done ? rt_check(c, d, d->cuEventSynchronize(w->done), "cuEventSynchronize") : WSF_OK;
+}
+
+/* NEED bytes of zeros on the GPU in W, zeroed on STREAM. */
+static WsfStatus
+ws_alloc(Comp *c, Driver *d, Workspace *w, CUstream stream, size_t need)
+{
+	WsfStatus s;
+
+	if ((s = rt_check(c, d, d->cuMemAlloc(&w->ptr, need), "cuMemAlloc (stream-K's workspace)")) != WSF_OK)
+		return s;
+	if ((s = rt_check(c, d, d->cuMemsetD8Async(w->ptr, 0, need, stream), "cuMemsetD8Async")) != WSF_OK ||
+	    (s = ws_queued(c, d, w, stream)) != WSF_OK) {
+		d->cuMemFree(w->ptr);
+		w->ptr = 0;
+		return s;
 	}
-	return s;
+	w->bytes = need;
+	return WSF_OK;
 }
 
 /* ST's workspace on STREAM, or its spare (SPARE); NULL if none. */
@@ -541,9 +613,31 @@ ws_find(Loaded *st, CUstream stream, bool spare)
 	int i;
 
 	for (i = 0; i < st->nws; i++)
-		if (st->ws[i].spare == spare && (spare || st->ws[i].stream == stream))
+		if (st->ws[i].spare == spare && !st->ws[i].retired && (spare || st->ws[i].stream == stream))
 			return &st->ws[i];
 	return NULL;
+}
+
+/*
+ * A workspace for a stream that has none, with WS_KEEP streams' already:
+ * the least recently launched one's (pinned ones aside); else NULL.
+ */
+static Workspace *
+ws_evict(Loaded *st)
+{
+	Workspace *lru = NULL;
+	int i, n = 0;
+
+	for (i = 0; i < st->nws; i++) {
+		Workspace *w = &st->ws[i];
+
+		if (w->spare || w->pinned)
+			continue;
+		n++;
+		if (!lru || w->used < lru->used)
+			lru = w;
+	}
+	return n < WS_KEEP ? NULL : lru;
 }
 
 /* A new workspace entry of ST, all zero (no memory yet); NULL when out of memory. */
@@ -560,24 +654,32 @@ ws_add(Loaded *st)
 }
 
 /*
- * Stream-K's workspace (PK_WORKSPACE) for a launch of GRID CTAs on STREAM:
- * SK_MAX_CTAS 32-bit flags, then a slot of Kernel.sk_slot bytes a CTA; the
- * flags zero before the first launch (a memset on STREAM) and left zero by
- * every launch, which takes each flag set back to 0, so that a later
- * launch of any grid finds them so.  One a stream: launches on one stream
- * run in turn, while two streams' could run at once and share the flags.
- * A larger grid than before (max_ctas raised) gets a larger one once the
- * stream's launches are done.  A stream that is being captured into a
+ * Stream-K's workspace (PK_WORKSPACE) for a launch of GRID CTAs on STREAM,
+ * as an index of ST->ws in *OUT (-1: none): SK_MAX_CTAS 32-bit flags, then
+ * a slot of Kernel.sk_slot bytes a CTA; the flags zero before the first
+ * launch (a memset on STREAM) and left zero by every launch, which takes
+ * each flag set back to 0, so that a later launch of any grid finds them
+ * so.  One a stream: launches on one stream run in turn, while two
+ * streams' could run at once and share the flags.  At most WS_KEEP
+ * streams keep one: a new stream beyond takes the least recently launched
+ * one's (ws_evict), its launches ordered after the work queued with it on
+ * the other stream by an event recorded after each (the device waits, not
+ * the host, which could wait for ever on a stream held by a later event;
+ * the event, not that stream, which its owner may have destroyed).  A
+ * larger grid than before (max_ctas raised) gets a larger one once the
+ * host has waited for that work.  A stream that is being captured into a
  * CUDA graph cannot allocate, and is often not one launched on before
  * (torch.cuda.graph captures on a stream of its own after warm-up on
  * another): so a launch outside a capture also makes a spare, zeroed
  * before it returns, which the first stream captured without a workspace
- * takes.  With neither, *OUT is 0 when the kernel took stream-K by default
+ * takes.  A workspace used under a capture is pinned: the graph may
+ * replay at any time, so it is neither moved nor freed until the kernel
+ * is.  With neither, *OUT is -1 when the kernel took stream-K by default
  * (the launch then runs every tile whole: sk_on 0), and an error when the
  * schedule asked for it.
  */
 static WsfStatus
-stream_workspace(Comp *c, const Launch *l, Loaded *st, CUstream stream, int64_t grid, CUdeviceptr *out)
+stream_workspace(Comp *c, const Launch *l, Loaded *st, CUstream stream, int64_t grid, int *out)
 {
 	Driver *d = st->drv;
 	size_t need = 4 * (size_t)SK_MAX_CTAS + (size_t)grid * (size_t)l->kernel->sk_slot;
@@ -585,16 +687,19 @@ stream_workspace(Comp *c, const Launch *l, Loaded *st, CUstream stream, int64_t 
 	Workspace *w = ws_find(st, stream, false), *spare = ws_find(st, stream, true);
 	WsfStatus s;
 
-	*out = 0;
-	if (w && w->bytes >= need) {
-		*out = w->ptr;
-		return WSF_OK;
-	}
-	if (d->cuStreamIsCapturing(stream, &cap) == CUDA_SUCCESS && cap != CU_STREAM_CAPTURE_STATUS_NONE) {
+	*out = -1;
+	if (d->cuStreamIsCapturing(stream, &cap) != CUDA_SUCCESS)
+		cap = CU_STREAM_CAPTURE_STATUS_NONE;
+	if (cap != CU_STREAM_CAPTURE_STATUS_NONE) {
 		if (!w && spare && spare->bytes >= need) {
 			spare->spare = false;
 			spare->stream = stream;
-			*out = spare->ptr;
+			w = spare;
+		}
+		if (w && w->bytes >= need) {
+			w->pinned = true;
+			w->used = ++st->tick;
+			*out = (int)(w - st->ws);
 			return WSF_OK;
 		}
 		if (l->fusion->sched.stream_k != 2)
@@ -605,21 +710,29 @@ stream_workspace(Comp *c, const Launch *l, Loaded *st, CUstream stream, int64_t 
 		                  "false}", l->fusion->name, need),
 		       WSF_ERR_USAGE;
 	}
+	if (w && w->pinned && w->bytes < need) {   /* outgrown: the graph keeps it, the stream gets another */
+		w->retired = true;
+		w = NULL;
+	}
+	/* another stream's: this stream's launches start once those queued with it there are done */
+	if (!w && (w = ws_evict(st)) && w->done &&
+	    (s = rt_check(c, d, d->cuStreamWaitEvent(stream, w->done, 0), "cuStreamWaitEvent")) != WSF_OK)
+		return s;
 	if (!w && !(w = ws_add(st)))
 		return WSF_ERR_NOMEM;
 	w->stream = stream;
-	spare = ws_find(st, stream, true);   /* ws_add may have moved it */
-	if (w->ptr) {   /* the launches that use the smaller one are done before it goes */
-		if ((s = rt_check(c, d, d->cuStreamSynchronize(stream), "cuStreamSynchronize")) != WSF_OK)
+	w->used = ++st->tick;
+	if (w->ptr && w->bytes < need) {   /* the launches that use the smaller one are done before it goes */
+		if ((s = ws_idle(c, d, w)) != WSF_OK)
 			return s;
 		d->cuMemFree(w->ptr);
 		w->ptr = 0;
 		w->bytes = 0;
 	}
-	if ((s = ws_alloc(c, d, stream, need, &w->ptr)) != WSF_OK)
+	if (!w->ptr && (s = ws_alloc(c, d, w, stream, need)) != WSF_OK)
 		return s;
-	w->bytes = need;
-	*out = w->ptr;
+	*out = (int)(w - st->ws);
+	spare = ws_find(st, stream, true);
 	if (spare && spare->bytes >= need)
 		return WSF_OK;
 	/* the spare, zeroed before a capture on another stream can take it (no launch uses it yet); at best:
@@ -658,7 +771,7 @@ stream_workspace(Comp *c, const Launch *l, Loaded *st, CUstream stream, int64_t 
  */
 static WsfStatus
 stream_k_launch(Comp *c, const Launch *l, Loaded *st, CUstream stream, const LaunchPlan *plan, int64_t *grid,
-                CUdeviceptr *work)
+                int *ws, CUdeviceptr *work)
 {
 	bool asked = l->fusion->sched.stream_k == 2;
 	/* the plan divides k-step counts up to (grid + 1) x ktiles in 32 bits (emit.c's wsf_udiv) */
@@ -667,6 +780,7 @@ stream_k_launch(Comp *c, const Launch *l, Loaded *st, CUstream stream, const Lau
 	WsfStatus s;
 
 	*work = 0;
+	*ws = -1;
 	if (asked && many)
 		return diag_error(c, l->fusion->pos, "kernel '%s': stream-K takes at most %d CTAs, and this GPU holds %lld; "
 		                  "launch it with max_ctas, or write schedule: {stream_k: false}", l->fusion->name,
@@ -677,8 +791,10 @@ stream_k_launch(Comp *c, const Launch *l, Loaded *st, CUstream stream, const Lau
 		                  "%lld); write schedule: {stream_k: false}", l->fusion->name, (long long)plan->inner,
 		                  (long long)*grid, (long long)((((int64_t)1 << 31) - 1) / (*grid + 1))),
 		       WSF_ERR_INPUT;
-	if (!many && !long_k && (s = stream_workspace(c, l, st, stream, *grid, work)) != WSF_OK)
+	if (!many && !long_k && (s = stream_workspace(c, l, st, stream, *grid, ws)) != WSF_OK)
 		return s;
+	if (*ws >= 0)
+		*work = st->ws[*ws].ptr;
 	if (!*work && plan->tiles * n < *grid)   /* whole tiles: one CTA (cluster) each */
 		*grid = plan->tiles * n;
 	return WSF_OK;
@@ -698,7 +814,7 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 	CUdeviceptr work = 0;
 	Driver *d;
 	WsfStatus s;
-	int i;
+	int i, ws = -1;
 
 	if (k->signal && (!x || !x->flags || !x->epoch))
 		return diag_error(c, l->fusion->sched.signal_pos, "kernel '%s' signals each output tile (schedule: "
@@ -789,9 +905,14 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 	}
 	if ((s = persistent_grid(c, l, *state, &cfg, x, plan.tiles, &grid)) != WSF_OK)
 		return s;
-	if (k->sk_slot && (s = stream_k_launch(c, l, *state, stream, &plan, &grid, &work)) != WSF_OK)
+	if (k->sk_slot && (s = stream_k_launch(c, l, *state, stream, &plan, &grid, &ws, &work)) != WSF_OK)
 		return s;
 	sk_on = work != 0;
 	cfg.gridDimX = (unsigned)grid;
-	return rt_check(c, d, d->cuLaunchKernelEx(&cfg, (*state)->fn, kargs, NULL), "cuLaunchKernelEx");
+	if ((s = rt_check(c, d, d->cuLaunchKernelEx(&cfg, (*state)->fn, kargs, NULL), "cuLaunchKernelEx")) != WSF_OK)
+		return s;
+	/* what a stream that takes this workspace next waits for (a pinned one is never taken) */
+	if (ws >= 0 && !(*state)->ws[ws].pinned)
+		return ws_queued(c, d, &(*state)->ws[ws], stream);
+	return WSF_OK;
 }

@@ -160,6 +160,7 @@ int rt_read_file(Comp *c, const char *path, size_t max, char **text, size_t *len
 	X(cuMemsetD8Async, 3020) \
 	X(cuMemsetD32, 3020) \
 	X(cuStreamSynchronize, 2000) \
+	X(cuStreamWaitEvent, 3020) \
 	X(cuStreamIsCapturing, 10000) \
 	X(cuEventCreate, 2000) \
 	X(cuEventRecord, 2000) \
@@ -210,6 +211,9 @@ void rt_put_text(Buf *b, const char *s);
 WsfStatus rt_check(Comp *c, const Driver *d, CUresult r, const char *call);
 
 /* ---- tmap.c ------------------------------------------------------------ */
+
+/* The largest dim of a tensor map: the driver encodes 2^32, but coordinates are signed 32-bit. */
+#define TMA_MAX_COORD ((int64_t)1 << 31)
 
 /* cuTensorMapEncodeTiled's arguments, innermost dimension first. */
 typedef struct TmapParams {

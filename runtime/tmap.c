@@ -21,7 +21,6 @@
 #include "runtime.h"
 
 #define TMA_MAX_RANK 5
-#define TMA_MAX_DIM ((uint64_t)1 << 32)
 #define TMA_MAX_STRIDE ((uint64_t)1 << 40)
 #define TMA_MAX_BOX 256
 #define TMA_ALIGN 16
@@ -75,10 +74,10 @@ check_dims(Comp *c, const char *name, int rank, const int64_t *shape)
 	for (d = 0; d < rank; d++) {
 		if (shape[d] <= 0)
 			return tmap_error(c, name, "dim %d extent %" PRId64 " is not positive", d, shape[d]);
-		if ((uint64_t)shape[d] > TMA_MAX_DIM)
+		if (shape[d] > TMA_MAX_COORD)
 			return tmap_error(c, name,
-			                  "dim %d extent %" PRId64 " is more than TMA's limit of 2^32 "
-			                  "elements per dim; split dim %d",
+			                  "dim %d extent %" PRId64 " is more than 2^31, the most TMA's "
+			                  "signed 32-bit coordinates reach; split dim %d",
 			                  d, shape[d], d);
 	}
 	return WSF_OK;

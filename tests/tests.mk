@@ -42,6 +42,13 @@ $(B)/tests/fake_nvrtc.so: tests/unit/fake_nvrtc.c | check-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) $(LDFLAGS) -shared -o $@ $<
 
+# A stand-in libcuda that checks every tensor map and launch against the
+# driver's documented rules: test_fake_gpu loads it from its own folder.
+$(B)/tests/test_fake_gpu: $(B)/tests/fake_cuda.so
+$(B)/tests/fake_cuda.so: tests/unit/fake_cuda.c | check-deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) $(LDFLAGS) -shared -o $@ $<
+
 # The fuzz entry points without libFuzzer, for replaying inputs.
 $(B)/tests/replay: tests/fuzz/replay.c tests/fuzz/fuzz_spec.c include/wsfuse.h $(B)/libwsfuse_internal.a
 	@mkdir -p $(dir $@)

@@ -262,7 +262,7 @@ check_plan(const Launch *l, const WsfTensor *a, int nargs, const LaunchPlan *p)
 			    tp->box[0] * (uint64_t)dtype_info[q->dtype].bytes % 16)
 				broken("a tensor map off TMA's rules", q->name);
 			for (j = 0; j < tp->rank; j++)
-				if (tp->dims[j] < 1 || tp->dims[j] > ((uint64_t)1 << 32) || tp->box[j] < 1 || tp->box[j] > 256 ||
+				if (tp->dims[j] < 1 || tp->dims[j] > ((uint64_t)1 << 31) || tp->box[j] < 1 || tp->box[j] > 256 ||
 				    (j + 1 < tp->rank && (tp->strides[j] % 16 || tp->strides[j] >= ((uint64_t)1 << 40))))
 					broken("a tensor map off TMA's rules", q->name);
 		}

@@ -18,6 +18,7 @@
 # tune.py (the measured choice: candidates timed at the first launch, the record read back),
 # stream_k.py (stream-K's workspace: a stream each, a larger grid, CUDA graph capture; the default's
 # clusters at other sizes),
+# huge_dims.py (tensors past 2^31 rows: refused where TMA's coordinates end, right where a view fits),
 # ragged_tiles.py (a ragged last row or column of tiles moved inside: bit for bit the shape up's),
 # misaligned_k.py (operands whose rows are not 128-byte aligned: the cluster chosen, the result),
 # wave_tiles.py (the default tile narrowed to fill the last wave: the width chosen, the result),
@@ -142,6 +143,7 @@ if python3 -c 'import torch' 2>/dev/null; then
 	py_check launch_path.py
 	py_check tune.py
 	py_check stream_k.py
+	py_check huge_dims.py
 	py_check ragged_tiles.py
 	py_check misaligned_k.py
 	py_check wave_tiles.py

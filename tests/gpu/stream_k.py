@@ -2,11 +2,14 @@
 torch imports).
 
 A kernel with schedule: {stream_k: true} at 2176 x 2048 x 320 (136 tiles of 128 x 256: on 132 SMs, 4
-left for a last wave split into runs of k-steps) keeps a workspace for each stream it is launched on.
+left for a last wave split into runs of k-steps) keeps a workspace for each of the last four streams it
+is launched on.
 Each case poisons the outputs with NaN first and compares with torch in f32 (relative error norm
 below 1e-2):
   streams   two side streams, each its own tensors, 20 launches each interleaved without waiting:
-            each stream's launches take turns on its own workspace (flags left zero by each);
+            each stream's launches take turns on its own workspace (flags left zero by each); then
+            nine, 6 launches each: four keep a workspace, and a fifth takes the least recently
+            launched one's, its launches ordered after those queued with it (an event);
   max_ctas  all the CTAs the GPU holds, 100 (36 tiles left, split), all again: the flags stay at
             their place in the workspace whatever the grid; on a new stream 100, then all: the
             workspace grows;
@@ -65,6 +68,17 @@ def main():
         torch.cuda.synchronize()
         e = max(gemm_error(y, x, w) for x, w, y in zip(xs, ws, ys))
         report("streams", e < 1e-2, f"2 streams x 20 launches, worst relative error {e:.1e}")
+        many = [torch.cuda.Stream() for _ in range(9)]
+        xs9, ws9, ys9 = [bf16(M, K) for _ in many], [bf16(N, K) / K ** 0.5 for _ in many], [nan() for _ in many]
+        torch.cuda.synchronize()
+        for _ in range(6):
+            for s, x, w, y in zip(many, xs9, ws9, ys9):
+                with torch.cuda.stream(s):
+                    g.launch(x, w, y)
+        torch.cuda.synchronize()
+        e = max(gemm_error(y, x, w) for x, w, y in zip(xs9, ws9, ys9))
+        report("streams", e < 1e-2, f"9 streams x 6 launches (4 keep a workspace: each new one waits for the "
+               f"launches of the one it takes it from), worst relative error {e:.1e}")
 
         x, w = xs[0], ws[0]
         errs = []

@@ -117,15 +117,15 @@ test_rank(void **state)
 static void
 test_dims(void **state)
 {
-	int64_t zero[2] = {0, 16}, huge[2] = {((int64_t)1 << 32) + 1, 16}, box[2] = {1, 16};
-	int64_t edge[2] = {(int64_t)1 << 32, 16};
+	int64_t zero[2] = {0, 16}, huge[2] = {((int64_t)1 << 31) + 1, 16}, box[2] = {1, 16};
+	int64_t edge[2] = {(int64_t)1 << 31, 16};
 	TmapParams p;
 	Comp c;
 
 	expect_error(DT_F32, 2, zero, box, 0,
 	             (const char *const[]){"dim 0 extent 0", "not positive", NULL});
 	expect_error(DT_F32, 2, huge, box, 0,
-	             (const char *const[]){"dim 0 extent 4294967297", "2^32", "split dim 0", NULL});
+	             (const char *const[]){"dim 0 extent 2147483649", "2^31", "signed 32-bit", "split dim 0", NULL});
 	COMP_INIT(c);
 	assert_int_equal(rt_tmap_params(&c, "e", DT_F32, 2, edge, box, 0, &p), WSF_OK);
 	arena_free(c.arena);
