@@ -308,7 +308,7 @@ test_specs(void **state)
 	int n = 0;
 
 	if (!have_nvrtc())
-		skip();
+		skip_because(NO_NVRTC);
 	ctx = new_ctx(&seen);
 	assert_int_equal(glob("examples/*.yaml", 0, NULL, &g), 0);
 	for (i = 0; i < g.gl_pathc + sizeof more / sizeof more[0]; i++) {
@@ -351,7 +351,7 @@ test_tune_positions(void **state)
 	Args a;
 
 	if (!have_nvrtc())
-		skip();
+		skip_because(NO_NVRTC);
 	snprintf(rm, sizeof rm, "rm -rf '%s/tune'", cache);
 	assert_int_equal(system(rm), 0);
 	ctx = new_ctx(&seen);
@@ -396,7 +396,7 @@ test_stream_k_workspaces(void **state)
 	int i;
 
 	if (!have_nvrtc())
-		skip();
+		skip_because(NO_NVRTC);
 	ctx = new_ctx(&seen);
 	k = compile_file(ctx, "tests/gpu/specs/gemm_streamk.yaml");
 	args_for(k, &a, NULL);
@@ -438,7 +438,7 @@ test_stream_k_capture(void **state)
 	int i;
 
 	if (!have_nvrtc())
-		skip();
+		skip_because(NO_NVRTC);
 	ctx = new_ctx(&seen);
 	k = compile_file(ctx, "tests/gpu/specs/gemm_streamk.yaml");
 	args_for(k, &a, NULL);
@@ -521,7 +521,7 @@ test_huge_dims(void **state)
 	WsfKernel *k;
 
 	if (!have_nvrtc())
-		skip();
+		skip_because(NO_NVRTC);
 	ctx = new_ctx(&seen);
 	k = compile_text(ctx, bias_add);
 	expect_launch(ctx, &seen, k, (const int64_t *const[]){x_big, b8, x_big},
