@@ -75,10 +75,14 @@ enum {
 	TILE_TARGET = 132,             /* the default tile narrows while its tiles stay within this: an H100's or
 	                                  H200's SMs */
 	PRODUCER_THREADS = 128, CONSUMER_THREADS = 256,
-	PRODUCER_REGS = 40, CONSUMER_REGS = 232,   /* 128 x 40 + 256 x 232 fits 64K registers */
+	PRODUCER_REGS = 40, CONSUMER_REGS = 232,   /* 128 x 40 + 256 x 232: the 384 x 168 registers a CTA */
+	SHARE_PRODUCER_REGS = 56, SHARE_CONSUMER_REGS = 224,   /* in clusters that multicast: ptxas spilled the
+	                                                          producer's loads at 40 (choose_regs) */
+	SHARE_ACC = 160,                           /* accumulator registers a thread that 224 hold unspilled */
 	SIGNAL_PRODUCER_REGS = 88, SIGNAL_CONSUMER_REGS = 208,   /* with a signal consumer role: 128 x 88 + 256 x 208,
 	                                                            for its loads in flight (emit_matmul.c) */
 	SMEM_BUDGET = 227 * 1024,                  /* sm_90's dynamic shared memory a CTA */
+	SMEM_SLACK = 256,                          /* its other barriers and padding, in fit_tile's estimate */
 	SWAP_STAGES = 16,                          /* swap_ab's stages by default: a tile's k loop streams B from
 	                                              DRAM, and each stage holds little of it (docs/perf.md) */
 	MAX_SPLIT = 4,                             /* CTAs a K-split's cluster by default, at most: clusters of 8
@@ -216,9 +220,9 @@ out_rows(const Fusion *f, const Tensor *d)
 	return rows;
 }
 
-/* Does the epilogue read an input of whole tiles (epilogue_view's full: a residual), not a row, column or scalar? */
+/* Does the epilogue read an input of whole tiles (FULL: a residual), or else of any tensor view (a row, a column)? */
 static bool
-full_inputs(const Fusion *f, const Group *g, int ng, const Tensor *d)
+epilogue_inputs(const Fusion *f, const Group *g, int ng, const Tensor *d, bool full)
 {
 	int i, gi, m;
 
@@ -229,7 +233,9 @@ full_inputs(const Fusion *f, const Group *g, int ng, const Tensor *d)
 			for (m = 0; m < g[gi].n; m++)
 				operand |= f->input[i] == f->op[g[gi].mm[m]].in[0].tensor ||
 				           f->input[i] == f->op[g[gi].mm[m]].in[1].tensor;
-		if (!operand && !f->tensor[f->input[i]].unread && epilogue_view(&f->tensor[f->input[i]], d) == VIEW_FULL)
+		if (!operand && !f->tensor[f->input[i]].unread &&
+		    (full ? epilogue_view(&f->tensor[f->input[i]], d) == VIEW_FULL
+		          : epilogue_view(&f->tensor[f->input[i]], d) != VIEW_SCALAR))
 			return true;
 	}
 	return false;
@@ -286,6 +292,61 @@ fill_waves(int64_t rows, int64_t cols, int step, bool tall, int *bm, int *bn)
 	}
 }
 
+static bool op_reads(const Fusion *f, int t);
+
+/*
+ * Shared memory a tile of BM x BN (NMM matmuls side by side) takes besides
+ * its operands' stages: each output's two staging copies of the epilogue's
+ * subtile (ping-pong: both warpgroups' rows; lower_stage_output), and
+ * each row input's two copies of the tile's columns (stage_rows).  One
+ * operand stage in *STAGE.
+ */
+static int64_t
+epilogue_smem(const Fusion *f, const Tensor *d, bool pingpong, int nmm, int bm, int bn, int64_t *stage)
+{
+	int ecols = bn % EPI_COLS ? EPI_NARROW : EPI_COLS, j;
+	int64_t bytes = 0;
+
+	*stage = (int64_t)(bm + nmm * bn) * BK * 2;
+	for (j = 0; j < f->nout; j++)
+		bytes += 2 * (int64_t)(pingpong ? 2 * bm : bm) * ecols * dtype_info[f->out[j].dtype].bytes;
+	for (j = 0; j < f->ninput && !pingpong; j++) {
+		const Tensor *x = &f->tensor[f->input[j]];
+
+		if (epilogue_view(x, d) == VIEW_ROW && op_reads(f, f->input[j]))
+			bytes += 2 * (((int64_t)bn * dtype_info[x->dtype].bytes + 127) / 128 * 128);
+	}
+	return bytes;
+}
+
+/* Do STAGES operand stages of BM x BN fit beside the epilogue's staging (and each stage's barriers)? */
+static bool
+tile_fits(const Fusion *f, const Tensor *d, bool pingpong, int nmm, int bm, int bn, int stages)
+{
+	int64_t stage, rest = epilogue_smem(f, d, pingpong, nmm, bm, bn, &stage);
+
+	return rest + stages * (stage + 16) + SMEM_SLACK <= SMEM_BUDGET;
+}
+
+/*
+ * The default tile's N, narrowed by STEP down to LEAST until two operand
+ * stages fit beside the epilogue's staging copies, else one: six f32
+ * outputs take 192 KiB of copies at 128 x 256, 96 at 128 x 240 (subtiles
+ * of EPI_NARROW columns).  Left as it is where nothing fits (check_fit).
+ */
+static void
+fit_tile(const Fusion *f, const Tensor *d, bool pingpong, int nmm, int step, int least, int bm, int *bn)
+{
+	int want, n;
+
+	for (want = 2; want >= 1; want--)
+		for (n = *bn; n >= least; n -= step)
+			if (tile_fits(f, d, pingpong, nmm, bm, n, want)) {
+				*bn = n;
+				return;
+			}
+}
+
 /*
  * The tile: the hint [M, N, K] checked against what the mma and TMA take, or
  * the default.  Without a hint, N halves (256, 128, 64) while the output D
@@ -322,6 +383,7 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group
 			return 0;   /* a signal consumer's role spills at narrower tiles (ptxas; emit_matmul.c) */
 		if (group_pp) {   /* a 128-row ping-pong tile of GROUP_PP_N columns a matmul (group_pingpong) */
 			*bm = 2 * m, *bn = GROUP_PP_N;
+			fit_tile(f, d, pingpong, nmm, step, least, *bm, bn);
 			return 0;
 		}
 		rows = out_rows(f, d);
@@ -333,8 +395,10 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group
 		 * (a cluster's halves, a split's partial sums, the stages, stream-K)
 		 */
 		if (pingpong || nmm != 1 || h->cluster_pos.line || h->signal || fusion_waits(f) || h->split_pos.line ||
-		    h->stages || h->stream_k == 2 || rows <= 0 || cols <= 0)
+		    h->stages || h->stream_k == 2 || rows <= 0 || cols <= 0) {
+			fit_tile(f, d, pingpong, nmm, step, least, *bm, bn);
 			return 0;
+		}
 		if (*bn == BN)
 			fill_waves(rows, cols, step, tall, bm, bn);
 		/*
@@ -371,6 +435,7 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group
 			*along_rows = rows > cols;
 			*bn = n;
 		}
+		fit_tile(f, d, pingpong, nmm, step, least, *bm, bn);
 		return 0;
 	}
 	if (h->ntile != 3)
@@ -1409,6 +1474,11 @@ long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const
 		k->raster_rows = rows > cols;   /* consecutive parts' tiles share A, the larger operand */
 	else
 		return;
+	if (!tile_fits(f, d, false, 1, BM, bn, 2)) {   /* the epilogue's staging first (fit_tile) */
+		k->cluster[0] = k->cluster[1] = 1;
+		k->raster_rows = false;
+		return;
+	}
 	t->bm = BM;
 	t->bn = bn;
 	k->sk_parts = (int)parts;
@@ -2072,6 +2142,41 @@ row_cluster(const Fusion *f, Kernel *k, const Tile *t, const Group *g, int ng, c
 	k->cluster[1] = ROW_CLUSTER;
 }
 
+/* A consumer thread's accumulator registers: the widest group's tile, over the threads that compute it. */
+static int
+acc_regs(const Kernel *k, const Tile *t, const Group *g, int ng)
+{
+	int i, n = 0;
+
+	for (i = 0; i < ng; i++)
+		if (g[i].n > n)
+			n = g[i].n;
+	return n * t->bm * t->bn / (k->pingpong ? 128 : 256);
+}
+
+/*
+ * The roles' registers (setmaxnreg).  A signal consumer role shares the
+ * producer's warpgroup and needs more than copies do.  A producer that
+ * multicasts a shared operand's part in a cluster keeps its rank's offsets
+ * besides the tile's coordinates, and ptxas spilled it at 40 registers
+ * (4-24 bytes: 8192 x 8192 x 8120, SwiGLU and QKV over K = 264 or 2040);
+ * at 56 none spilled, where the consumers' 224 hold the accumulators
+ * (SHARE_ACC; 192 spilled).  Else 40 and 232, CUTLASS's.
+ */
+static void
+choose_regs(const Fusion *f, Kernel *k, const Tile *t, const Group *g, int ng)
+{
+	k->producer_regs = PRODUCER_REGS;
+	k->consumer_regs = CONSUMER_REGS;
+	if (f->sched.consumer_pos.line) {
+		k->producer_regs = SIGNAL_PRODUCER_REGS;
+		k->consumer_regs = SIGNAL_CONSUMER_REGS;
+	} else if (k->cluster[0] * k->cluster[1] > 1 && acc_regs(k, t, g, ng) <= SHARE_ACC) {
+		k->producer_regs = SHARE_PRODUCER_REGS;
+		k->consumer_regs = SHARE_CONSUMER_REGS;
+	}
+}
+
 /*
  * Without a cluster hint, an operand whose rows do not start 128-byte
  * aligned at the spec's sizes (bf16 K = 4040: rows of 8080 bytes) runs in a
@@ -2085,8 +2190,10 @@ row_cluster(const Fusion *f, Kernel *k, const Tile *t, const Group *g, int ng, c
  * too, when the first's half would not be whole 64-wide chunks (sharing an
  * aligned operand would spare no misaligned row).  Only where a hint's
  * cluster would build: one CTA a tile, neither swapped, split, stream-K,
- * batched, signalled nor waiting.  The choice is made at the spec's sizes,
- * like the tile's; a kernel launched at another K keeps it.
+ * batched, signalled nor waiting, nor where the consumers hold more than
+ * SHARE_ACC accumulators a thread (SwiGLU's ping-pong tiles), which would
+ * leave the producer too few registers (choose_regs).  The choice is made at
+ * the spec's sizes, like the tile's; a kernel launched at another K keeps it.
  */
 static void
 misaligned_cluster(const Fusion *f, Kernel *k, const Tile *t, const Group *g, int ng, const Tensor *a,
@@ -2099,7 +2206,8 @@ misaligned_cluster(const Fusion *f, Kernel *k, const Tile *t, const Group *g, in
 	bool b_first = mb && (!ma || brows >= t->bm);   /* of the misaligned, the one with more rows */
 
 	if (h->cluster_pos.line || ng != 1 || k->batched || k->swap_ab || k->splits > 1 || k->sk_parts ||
-	    h->signal || h->consumer_pos.line || k->waits || kernel_cluster_ctas(k) > 1)
+	    h->signal || h->consumer_pos.line || k->waits || kernel_cluster_ctas(k) > 1 ||
+	    acc_regs(k, t, g, ng) > SHARE_ACC)
 		return;
 	for (i = 0; i < 2; i++) {
 		bool share_b = i == 0 ? b_first : !b_first;
@@ -2251,7 +2359,8 @@ many_tiles(const Fusion *f, const Tensor *d, const Kernel *k)
  * residual's spilled (388 bytes), and the cooperative tile's staging
  * copies carry it (preload_inputs): 7% faster at 8192 x 14336 x 4096 and
  * 4096 x 11008 x 4096 on an H200, where a bias row, a column scale or gelu
- * after the product ran 1-2% slower on it (docs/perf.md).
+ * after the product ran 1-2% slower on it (docs/perf.md).  Nor with a bias
+ * row or a column scale, which spilled too (16-144 bytes).
  */
 static bool
 group_pingpong(const Fusion *f, const Group *g, int ng, const Tensor *d)
@@ -2261,12 +2370,57 @@ group_pingpong(const Fusion *f, const Group *g, int ng, const Tensor *d)
 	int j;
 
 	if (ng != 1 || g->n != 2 || h->ntile || h->consumers || h->stages || h->swap_pos.line || h->split_pos.line ||
-	    h->cluster_pos.line || h->signal || h->consumer_pos.line || fusion_waits(f) || full_inputs(f, g, ng, d))
+	    h->cluster_pos.line || h->signal || h->consumer_pos.line || fusion_waits(f) ||
+	    epilogue_inputs(f, g, ng, d, false))
 		return false;
 	for (j = 0; j < g->n; j++)
 		if (!f->op[g->mm[j]].transpose_b)
 			return false;
 	return rows > 0 && cols > 0 && grid_tiles(rows, cols, BM, GROUP_PP_N) >= GROUP_PP_TILES;
+}
+
+/*
+ * Does one stage of the operands fit beside the epilogue's staging copies
+ * and row inputs?  choose_tile sized a default tile so; a hinted one that
+ * does not is refused here, at the hint, with what takes the shared memory
+ * (circular buffering could name only the stage).  0 or -1.
+ */
+static int
+check_fit(Comp *c, const Fusion *f, Kernel *k, const Tensor *d, int nmm, int step)
+{
+	Buf out = {.arena = c->arena};
+	int64_t stage = 0, staging = 0, rows = 0, need = kernel_smem_bytes(k) + 16;
+	int b, nrow = 0, n = k->tile_cols;
+	bool fits;
+
+	if (need <= k->smem_budget)
+		return 0;
+	for (b = 1; b < k->nbuf; b++) {
+		const KBuf *kb = &k->buf[b];
+		int64_t bytes = kbuf_copy(kb).stride * kb->stages;
+
+		if (kb->kind == BUF_TILE)
+			stage += bytes;
+		else if (kb->kind == BUF_ROW)
+			rows += bytes, nrow++;
+		else if (kb->kind == BUF_STAGING) {
+			staging += bytes;
+			buf_printf(&out, "%s'%s' %lld", staging == bytes ? "" : ", ", f->tensor[kb->tensor].name,
+			           (long long)bytes);
+		}
+	}
+	fit_tile(f, d, k->pingpong, nmm, step, step, k->tile_rows, &n);
+	fits = n < k->tile_cols && tile_fits(f, d, k->pingpong, nmm, k->tile_rows, n, 1);
+	if (nrow)
+		buf_printf(&out, "), the copies of %d row input%s %lld", nrow, nrow == 1 ? "" : "s", (long long)rows);
+	else
+		buf_printf(&out, ")");
+	return diag_error(c, k->tile_pos.line ? k->tile_pos : f->pos,
+	                  "matmul tile %d x %d needs %lld bytes of shared memory at one stage, more than the %d-byte "
+	                  "budget: the operands' stage %lld, the outputs' staging copies %lld (%s; %s",
+	                  k->tile_rows, k->tile_cols, (long long)need, k->smem_budget, (long long)stage,
+	                  (long long)staging, out.s, fits ? arena_printf(c->arena, "N = %d fits", n) :
+	                  "use fewer outputs or row inputs");
 }
 
 static int
@@ -2338,7 +2492,7 @@ lower_matmul(Comp *c, Fusion *f)
 	for (j = 0; j < g[0].n; j++)
 		kmajor_b &= f->op[g[0].mm[j]].transpose_b;
 	if (!k->swap_ab && choose_tile(c, f, d, k->pingpong, group_pp, g[0].mm[0], g[0].n, kmajor_b,
-	                               ng == 1 && !full_inputs(f, g, ng, d), &t.bm, &t.bn, &t.bk, &along_rows))
+	                               ng == 1 && !epilogue_inputs(f, g, ng, d, true), &t.bm, &t.bn, &t.bk, &along_rows))
 		return -1;
 	if (f->sched.stream_k == 2)
 		k->sk_parts = SK_PARTS;
@@ -2382,9 +2536,7 @@ lower_matmul(Comp *c, Fusion *f)
 	k->tma_store = true;
 	k->consumer_threads = CONSUMER_THREADS;
 	k->threads = CONSUMER_THREADS + PRODUCER_THREADS;
-	/* a signal consumer role shares the producer's warpgroup, and needs more than copies do */
-	k->producer_regs = f->sched.consumer_pos.line ? SIGNAL_PRODUCER_REGS : PRODUCER_REGS;
-	k->consumer_regs = f->sched.consumer_pos.line ? SIGNAL_CONSUMER_REGS : CONSUMER_REGS;
+	choose_regs(f, k, &t, g, ng);
 	k->tile_rows = t.bm;
 	k->tile_cols = t.bn;
 	k->epi_cols = k->swap_ab ? t.bn : t.bn % EPI_COLS ? EPI_NARROW : EPI_COLS;
@@ -2621,6 +2773,8 @@ lower_matmul(Comp *c, Fusion *f)
 		lower_signal(c, k, t.loop, t.row0, t.col0, t.bt, batch_tiles,
 		             f->sched.consumer_pos.line ? first_kloop : NULL, t.ktiles);
 	k->elect_nest = many_tiles(f, d, k);
+	if (check_fit(c, f, k, d, g[0].n, kmajor_b ? EPI_NARROW : CHUNK) < 0)
+		return -1;
 	{
 		/* after the tile loop: warp_specialize gives it to the consumers, after their last tile */
 		Stmt *go = st_new(c, ST_GRID_DEP);

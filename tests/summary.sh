@@ -3,6 +3,7 @@
 # run_unit.sh (cmocka unit tests, fuzz replays), run_golden.sh (golden
 # files, cubins), run_cli.sh (the command line's files, streams and option
 # values), run_combos.sh (random matmul specs through the compiler),
+# run_spills.sh (default matmul schedules through ptxas: no spill),
 # run_install.sh (make install, and programs built against the
 # installed library), then run_wheel.sh (the Python wheel in a venv).  Their
 # failure lines pass through; their count lines are added up into the one
@@ -14,7 +15,7 @@ here=${0%/*}
 pass=0 fail=0 skip=0
 re='^([0-9]+) passed, ([0-9]+) failed(, ([0-9]+) skipped)?$'
 
-for runner in run_unit.sh run_golden.sh run_cli.sh run_combos.sh run_install.sh run_wheel.sh; do
+for runner in run_unit.sh run_golden.sh run_cli.sh run_combos.sh run_spills.sh run_install.sh run_wheel.sh; do
 	counted=0 rc=0
 	while IFS= read -r line; do
 		case $line in

@@ -68,7 +68,7 @@ wsfuse_gemm_split_cluster(
     const long long kparts = wsf_ceildiv(ksteps, kper);
     const long long ktiles = wsf_max(wsf_min((ksteps - k0), kper), 0LL);
     if (threadIdx.x >= 256) {   // producer warps: TMA issue only
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 56;");
         // circular buffer: 8 stages, prefetch 6
         for (long long i = 0LL; i < my_tiles; i++) {   // producer: issue the loads of every tile
             const long long tile = (((long long)blockIdx.x / 8LL) + (i * ((long long)gridDim.x / 8LL)));
@@ -84,7 +84,7 @@ wsfuse_gemm_split_cluster(
             }
         }
     } else {   // 256 consumer threads
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 224;");
         if (((long long)wsf_wg == 0LL)) {
             for (long long s = 0LL; s < 8LL; s++) {   // every stage starts empty (one warpgroup's arrivals)
                 wsf_mbar_arrive_cluster(&empty[s], threadIdx.x % 128 + 4 * (wsf_cluster_rank() / 4), 4 * (wsf_cluster_rank() / 4 + 1));   // on each CTA's copy of its split rank

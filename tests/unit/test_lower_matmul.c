@@ -583,9 +583,9 @@ stage_division_in_32_bits(void **state)
  * (group_default): ping-pong warpgroups, each its own 128 x 96 tile of both,
  * one mma of N = 192, from GROUP_PP_TILES tiles on; fewer tiles, an N-major
  * B or a hint keep the cooperative tile of 128 columns each, as a residual
- * to add does (its staging copies carry it; ping-pong spilled), where a
- * bias row keeps ping-pong.  The spec's schedule is left as written (the
- * tune candidates read it).
+ * to add (its staging copies carry it) and a bias row do (ping-pong
+ * spilled).  The spec's schedule is left as written (the tune candidates
+ * read it).
  */
 static void
 group_pingpong_default(void **state)
@@ -639,8 +639,8 @@ group_pingpong_default(void **state)
 
 		if (!k)
 			fail_msg("case %d: %s", i, t->msg);
-		assert_int_equal(k->pingpong, i);   /* a residual: cooperative; a bias row: ping-pong */
-		assert_int_equal(k->tile_cols, i ? 96 : 128);
+		assert_int_equal(k->pingpong, 0);   /* a residual or a bias row: cooperative (ping-pong spilled) */
+		assert_int_equal(k->tile_cols, 128);
 		for (b = 1; b < k->nbuf; b++)
 			carried += k->buf[b].kind == BUF_STAGING && k->buf[b].preload;
 		assert_int_equal(carried, !i);
@@ -3579,8 +3579,9 @@ ragged_inside(void **state)
  * of M = 1000 is shared, an N-major B of N = 4040 too, but not N-major Bs
  * whose halves would not be whole 64-wide chunks (A instead), nor an aligned
  * B when the misaligned A's half would not be.  Aligned rows, a
- * cluster hint, a split, a swapped tile, a batched matmul, a signal or
- * stream-K keep one CTA.
+ * cluster hint, a split, a swapped tile, a batched matmul, a signal,
+ * stream-K or SwiGLU's ping-pong tiles (192 accumulators a thread: the
+ * producer would spill, choose_regs) keep one CTA.
  */
 static void
 misaligned_rows(void **state)
@@ -3613,7 +3614,7 @@ misaligned_rows(void **state)
 		 "  wg: {dtype: bf16, shape: [N, K]}\n  wu: {dtype: bf16, shape: [N, K]}\n"
 		 "ops:\n  - {out: g, op: matmul, in: [x, wg], transpose_b: true}\n"
 		 "  - {out: u, op: matmul, in: [x, wu], transpose_b: true}\n  - {out: sg, op: silu, in: [g]}\n"
-		 "  - {out: h, op: mul, in: [sg, u]}\noutputs:\n  h: {dtype: bf16}\n", 2, 1, 1},
+		 "  - {out: h, op: mul, in: [sg, u]}\noutputs:\n  h: {dtype: bf16}\n", 1, 1, 1},
 		/* N-major Bs of a 64-wide tile each: half of each would not be a whole chunk, so A */
 		{"fusion: swiglu\nsizes: {M: 600, N: 392, K: 328}\ninputs:\n  x: {dtype: f16, shape: [K, M]}\n"
 		 "  wg: {dtype: f16, shape: [K, N]}\n  wu: {dtype: f16, shape: [K, N]}\n"
@@ -3633,6 +3634,120 @@ misaligned_rows(void **state)
 		if (k->cluster[0] != cases[i].cm || k->cluster[1] != cases[i].cn || k->splits != cases[i].splits)
 			fail_msg("case %d: cluster [%d, %d] split %d, expected [%d, %d] split %d", i, k->cluster[0],
 			         k->cluster[1], k->splits, cases[i].cm, cases[i].cn, cases[i].splits);
+		teardown((void **)&t);
+	}
+	(void)state;
+}
+
+/*
+ * The roles' registers (choose_regs): a cluster whose producer multicasts
+ * a shared operand gives it 56 (ptxas spilled it at 40), its consumers 224,
+ * where those hold the accumulators; else 40 and 232.
+ */
+static void
+cluster_registers(void **state)
+{
+	static const struct {
+		const char *spec;
+		int cm, cn, producer, consumer;
+	} cases[] = {
+		{GEMM_SIZES(8192, 8192, 8120) GEMM_PLAIN, 2, 1, 56, 224},
+		{GEMM_SIZES(1024, 1024, 4040) GEMM_PLAIN, 1, 2, 56, 224},
+		{GEMM_SIZES(4096, 4096, 4096) GEMM_PLAIN, 1, 1, 40, 232},
+		{GEMM_SIZES(4096, 4096, 4096) GEMM_PLAIN "schedule: {cluster: [2, 1]}\n", 2, 1, 56, 224},
+		/* 256 x 192: 192 accumulators a thread, more than 224 registers hold unspilled */
+		{GEMM_SIZES(4096, 4096, 4096) GEMM_PLAIN "schedule: {cluster: [2, 1], tile: [256, 192, 64]}\n", 2, 1,
+		 40, 232},
+	};
+	int i;
+
+	for (i = 0; i < (int)countof(cases); i++) {
+		Fixture *t;
+		Kernel *k;
+
+		k = lowered(&t, i, cases[i].spec);
+		if (k->cluster[0] != cases[i].cm || k->cluster[1] != cases[i].cn ||
+		    k->producer_regs != cases[i].producer || k->consumer_regs != cases[i].consumer)
+			fail_msg("case %d: cluster [%d, %d] registers %d / %d, expected [%d, %d] %d / %d", i, k->cluster[0],
+			         k->cluster[1], k->producer_regs, k->consumer_regs, cases[i].cm, cases[i].cn,
+			         cases[i].producer, cases[i].consumer);
+		assert_true(128 * k->producer_regs + 256 * k->consumer_regs <= 384 * 168);
+		teardown((void **)&t);
+	}
+	(void)state;
+}
+
+/* y = x w^T at 4096^3 and N outputs of DT (y and its multiples), with BIAS bias rows of f32 added first */
+static char *
+many_outputs(Arena *a, int n, const char *dt, int bias, const char *sched)
+{
+	Buf b = {.arena = a};
+	int i;
+
+	buf_printf(&b, "fusion: many\nsizes: {M: 4096, N: 4096, K: 4096}\ninputs:\n  x: {dtype: bf16, shape: [M, K]}\n"
+	           "  w: {dtype: bf16, shape: [N, K]}\n");
+	for (i = 0; i < bias; i++)
+		buf_printf(&b, "  b%d: {dtype: f32, shape: [N]}\n", i);
+	buf_printf(&b, "ops:\n  - {out: s0, op: matmul, in: [x, w], transpose_b: true}\n");
+	for (i = 0; i < bias; i++)
+		buf_printf(&b, "  - {out: s%d, op: add, in: [s%d, b%d]}\n", i + 1, i, i);
+	for (i = 1; i < n; i++)
+		buf_printf(&b, "  - {out: o%d, op: mul, in: [s%d, %d.0]}\n", i, bias, i + 1);
+	buf_printf(&b, "outputs:\n  s%d: {dtype: %s}\n", bias, dt);
+	for (i = 1; i < n; i++)
+		buf_printf(&b, "  o%d: {dtype: %s}\n", i, dt);
+	if (sched)
+		buf_printf(&b, "schedule: %s\n", sched);
+	return b.s;
+}
+
+/*
+ * Without a tile hint the tile narrows until two stages of its operands
+ * fit beside its outputs' staging copies and row inputs (fit_tile): six f32
+ * outputs and twelve bf16 ones at 128 x 240 (subtiles of 16 columns), 200
+ * bias rows narrower still.  A hinted tile that cannot fit is refused at
+ * the hint with what takes the shared memory, and a tile that fits.
+ */
+static void
+staging_fits(void **state)
+{
+	static const struct {
+		int n;
+		const char *dt;
+		int bias;
+		const char *sched, *msg;
+	} cases[] = {
+		{6, "f32", 0, NULL, NULL},
+		{12, "bf16", 0, NULL, NULL},
+		{1, "bf16", 200, NULL, NULL},
+		{3, "f32", 40, NULL, NULL},
+		{6, "f32", 0, "{tile: [128, 128, 64]}", NULL},
+		{6, "f32", 0, "{tile: [128, 256, 64]}",
+		 "matmul tile 128 x 256 needs 245776 bytes of shared memory at one stage, more than the 232448-byte "
+		 "budget: the operands' stage 49152, the outputs' staging copies 196608 ('s0' 32768, 'o1' 32768, 'o2' "
+		 "32768, 'o3' 32768, 'o4' 32768, 'o5' 32768); N = 240 fits"},
+		{1, "bf16", 200, "{tile: [128, 256, 64]}",
+		 "the copies of 200 row inputs 409600; N = 96 fits"},
+		{40, "f32", 0, "{tile: [128, 64, 64]}", "use fewer outputs or row inputs"},
+	};
+	int i;
+
+	for (i = 0; i < (int)countof(cases); i++) {
+		Fixture *t;
+		Kernel *k;
+
+		if (setup((void **)&t) < 0)
+			fail_msg("setup");
+		k = kernel_of(t, many_outputs(t->c.arena, cases[i].n, cases[i].dt, cases[i].bias, cases[i].sched));
+		if (!cases[i].msg) {
+			if (!k)
+				fail_msg("case %d: %s", i, t->msg);
+			assert_true(kernel_smem_bytes(k) <= k->smem_budget);
+			if (!cases[i].sched && k->tile_cols >= 256)
+				fail_msg("case %d: tile N %d, expected narrower", i, k->tile_cols);
+		} else if (k || !strstr(t->msg, cases[i].msg)) {
+			fail_msg("case %d: %s, expected \"%s\"", i, k ? "compiled" : t->msg, cases[i].msg);
+		}
 		teardown((void **)&t);
 	}
 	(void)state;
@@ -4389,6 +4504,8 @@ main(void)
 		cmocka_unit_test(refused_forms),
 		cmocka_unit_test(ragged_inside),
 		cmocka_unit_test(misaligned_rows),
+		cmocka_unit_test(cluster_registers),
+		cmocka_unit_test(staging_fits),
 		cmocka_unit_test(wave_tiles),
 		cmocka_unit_test(narrow_subtiles),
 		cmocka_unit_test(row_inputs_staged),
