@@ -55,7 +55,7 @@ COMPILER_OBJS := spec api
 PASSES_OBJS   := pipeline expand infer schedule lower lower_pointwise lower_reduction lower_matmul circular_buffer \
                  warp_specialize sync
 CODEGEN_OBJS  := emit emit_pointwise emit_reduction device_header emit_matmul
-RUNTIME_OBJS  := nvrtc cache files driver tmap hostfp parallel reference launch run
+RUNTIME_OBJS  := nvrtc cache files driver tmap hostfp parallel reference launch run timing
 
 OBJS := $(IR_OBJS:%=$(B)/ir/%.o) $(COMPILER_OBJS:%=$(B)/compiler/%.o) \
         $(PASSES_OBJS:%=$(B)/passes/%.o) $(CODEGEN_OBJS:%=$(B)/codegen/%.o) \

@@ -11,6 +11,7 @@
  *   hostfp.c     f16/bf16/fp8 <-> double conversions on the host
  *   launch.c     argument checks, 2-D views, tensor maps, module load, launch
  *   run.c        random inputs, poisoned outputs, check against reference.c, timing
+ *   timing.c     the measured choice's clock: launches timed between events
  *
  * Every function reports failures through diag_error on the Comp it is given
  * (a launch makes a short-lived Comp for that) and returns a WsfStatus.
@@ -357,5 +358,27 @@ WsfStatus rt_with_args(Comp *c, const Launch *l, const WsfRunOptions *o,
 /* wsf_kernel_run: random inputs, poisoned outputs, launch, check, time. */
 WsfStatus rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin,
                  const WsfRunOptions *o, WsfRunReport *r);
+
+/* ---- timing.c --------------------------------------------------------- */
+
+/* How rt_time_launches times a kernel. */
+typedef struct RtTiming {
+	int warmup;     /* launches before the timed ones: the module loads, the maps are made */
+	int launches;   /* launches a timed round, back to back on the stream */
+	int rounds;     /* rounds; the time is the best round's */
+} RtTiming;
+/*
+ * Milliseconds a launch of the kernel L describes takes on STREAM with
+ * ARGS (as rt_launch takes them), timed as T says, in *MS (-1 until a
+ * round completes).
+ */
+WsfStatus rt_time_launches(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfTensor *args,
+                           int nargs, CUstream stream, const RtTiming *t, float *ms);
+/*
+ * Whether STREAM may be timed on (the driver of *STATE opens and the
+ * stream is not being captured into a graph); if so "NAME, N SMs", the
+ * GPU's, is appended to GPU, for a tune record's key.
+ */
+bool rt_timing_gpu(Comp *c, Loaded **state, CUstream stream, Buf *gpu);
 
 #endif
