@@ -51,7 +51,7 @@ OBJCOPY     ?= objcopy
 DEPS        := yaml.h=libyaml-dev
 
 IR_OBJS       := arena diag number fusion verify print kernel kverify kprint dot
-COMPILER_OBJS := spec api
+COMPILER_OBJS := spec context compile tune launch
 PASSES_OBJS   := pipeline expand infer schedule lower lower_pointwise lower_reduction lower_matmul circular_buffer \
                  warp_specialize sync
 CODEGEN_OBJS  := emit emit_pointwise emit_reduction device_header emit_matmul

@@ -13,7 +13,7 @@
  *
  * Memory: everything a compilation makes lives in one Arena owned by its Comp.
  * Nothing is freed piecemeal; arena_free() releases it all.  An allocation that
- * fails jumps to the Comp's out-of-memory handler (set in compiler/api.c), so
+ * fails jumps to the Comp's out-of-memory handler (set in compiler/), so
  * no caller checks for NULL.
  *
  * Ids: tensors, ops and size variables live in arrays and are named by small
@@ -107,7 +107,8 @@ typedef struct SizeBinding {
 
 /*
  * How far lowering falls back after a direct row kernel spilled registers
- * (Comp.row_fallback; compile_kernel reads ptxas's count and lowers again).
+ * (Comp.row_fallback; the compile driver reads ptxas's count and lowers again:
+ * LowerFamily.spill_retry).
  */
 typedef enum RowFallback {
 	ROW_FB_NONE,     /* the row forms lowering prefers (RowPlan.deep, reread) */
@@ -117,7 +118,7 @@ typedef enum RowFallback {
 
 /*
  * One compilation: its arena, its source text, its diagnostics and the IR it
- * builds.  Made and freed by compiler/api.c; every pass takes one.
+ * builds.  Made and freed by compiler/compile.c; every pass takes one.
  */
 typedef struct Comp {
 	Arena *arena;
@@ -147,7 +148,7 @@ typedef struct Comp {
 
 	Fusion *fusion;         /* set by the front end */
 	Kernel *kernel;         /* set by lowering */
-	RowFallback row_fallback; /* set by compile_kernel when a direct row kernel spilled registers */
+	RowFallback row_fallback; /* set by row_spill_retry when a direct row kernel spilled registers */
 } Comp;
 
 /* Reports an error at P (P.line 0: no position); always returns -1. */
@@ -348,7 +349,7 @@ typedef enum Signal { SIGNAL_NONE = 0, SIGNAL_PER_TILE } Signal;
 /* How outputs leave: 16-byte stores from registers, or a staging buffer and a TMA store. */
 typedef enum StoreKind { STORE_NONE = 0, STORE_VECTOR, STORE_TMA } StoreKind;
 
-/* Schedule hints; 0 means "the scheduler decides" for every field.  api.c's sched_own lists its Pos fields. */
+/* Schedule hints; 0 means "the scheduler decides" for every field.  compile.c's sched_own lists its Pos fields. */
 typedef struct Schedule {
 	int tile[3];
 	int ntile;

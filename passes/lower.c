@@ -496,7 +496,7 @@ lower_unbuilt(Comp *c, Fusion *f)
 	return diag_internal(c, "lower", "fusion '%s' has no kernel family (no schedule ran)", f->name);
 }
 
-static const LowerFamily unbuilt = {lower_unbuilt, "use a smaller tile"};
+static const LowerFamily unbuilt = {lower_unbuilt, "use a smaller tile", NULL, NULL};
 
 static const LowerFamily *const families[] = {
 	[FAM_NONE] = &unbuilt,   /* no schedule ran */

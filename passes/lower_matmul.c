@@ -2863,4 +2863,4 @@ lower_matmul_candidates(const Fusion *f, Schedule *out, int max)
 	return n;
 }
 
-const LowerFamily lower_matmul_family = {lower_matmul, "use a smaller tile or fewer stages"};
+const LowerFamily lower_matmul_family = {lower_matmul, "use a smaller tile or fewer stages", NULL, NULL};

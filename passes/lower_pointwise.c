@@ -370,4 +370,4 @@ lower_pointwise(Comp *c, Fusion *f)
 	return 0;
 }
 
-const LowerFamily lower_pointwise_family = {lower_pointwise, "use a smaller tile"};
+const LowerFamily lower_pointwise_family = {lower_pointwise, "use a smaller tile", NULL, NULL};

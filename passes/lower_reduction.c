@@ -239,8 +239,8 @@ lower_reduction(Comp *c, Fusion *f)
 		 * 32768x4096).  It is the default for a row that fits in
 		 * registers, unless `persistent:` or `stages:` says otherwise, or
 		 * the compiled kernel spilled registers in every direct form
-		 * (c->row_fallback ROW_FB_PIPELINE, set by compile_kernel, which
-		 * then lowers again): spills cost more than the pipeline gains
+		 * (c->row_fallback ROW_FB_PIPELINE, set by row_spill_retry when the driver
+		 * lowered it again): spills cost more than the pipeline gains
 		 * (layernorm, H200: 0.19 against 0.153 ms).
 		 */
 		direct = !f->sched.stages &&
@@ -345,7 +345,28 @@ lower_reduction(Comp *c, Fusion *f)
 	return 0;
 }
 
+/*
+ * A direct kernel (one CTA a row, the row in registers) in a form with a
+ * fallback: compiled to see whether ptxas spilled its registers.
+ */
+static bool
+row_spill_check(const Comp *c)
+{
+	const Kernel *k = c->kernel;
+
+	return k->row.direct && (k->row.deep || k->row.reread || c->fusion->sched.persistent == 0);
+}
+
+/* It spilled: 32 elements a thread drop to 16, and 16 to the persistent pipeline (unless persistent: false). */
+static void
+row_spill_retry(Comp *c)
+{
+	c->row_fallback = c->kernel->row.deep || c->kernel->row.reread ? ROW_FB_HELD : ROW_FB_PIPELINE;
+}
+
 const LowerFamily lower_reduction_family = {
 	lower_reduction,
-	"a row-reduction kernel stages every input that is a full row: use fewer of them"
+	"a row-reduction kernel stages every input that is a full row: use fewer of them",
+	row_spill_check,
+	row_spill_retry,
 };

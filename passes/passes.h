@@ -51,6 +51,14 @@ int pass_sync(Comp *c);
 typedef struct LowerFamily {
 	int (*lower)(Comp *c, Fusion *f);   /* makes c->kernel as pass_lower promises; 0 or -1 */
 	const char *stage_advice;            /* circular_buffer.c's advice when one stage does not fit */
+	/*
+	 * The register-spill retry (NULL: none): spill_check says c->kernel must
+	 * go through ptxas whatever stage was asked, to see whether it spills;
+	 * if it did, spill_retry records how to lower it next (Comp.row_fallback)
+	 * and the compile driver runs the kernel passes again.
+	 */
+	bool (*spill_check)(const Comp *c);
+	void (*spill_retry)(Comp *c);
 } LowerFamily;
 
 extern const LowerFamily lower_pointwise_family, lower_reduction_family, lower_matmul_family;
