@@ -835,6 +835,7 @@ again:
 	buf_init(&b, c->arena);
 	kernel_dot(&b, c->kernel);
 	set_text(k, WSF_STAGE_KERNEL_DOT, buf_str(&b), b.len);
+	k->launch = launch_describe(c, c->kernel, NULL);   /* codegen_emit's names the entry point */
 	if (ctx->stop < WSF_STAGE_CUDA && !probe)
 		return WSF_OK;
 	buf_init(&b, c->arena);
@@ -1227,21 +1228,14 @@ done:
 WsfStatus
 wsf_kernel_stats(const WsfKernel *k, WsfKernelStats *st)
 {
-	const Kernel *kern;
 	const Launch *l;
-	Launch fake;
 	RtPtxas px = {-1, -1, -1, -1, -1};
 
 	if (!k || !st)
 		return WSF_ERR_USAGE;
-	if (!(kern = k->comp.kernel) || !k->text[WSF_STAGE_KERNEL_IR])
+	/* compiled to the kernel IR at least: a launch description (without an entry point short of CUDA) */
+	if (!(l = k->launch) || !k->text[WSF_STAGE_KERNEL_IR])
 		return WSF_ERR_USAGE;
-	if (!(l = k->launch)) {
-		/* compiled to the kernel IR: what codegen would lay out */
-		fake = (Launch){NULL, kern, k->comp.fusion, kern->threads, (int)kernel_smem_bytes(kern), kern->pdl,
-		                kernel_cluster_ctas(kern)};
-		l = &fake;
-	}
 	if (k->text[WSF_STAGE_PTXAS])
 		rt_ptxas_report(k->text[WSF_STAGE_PTXAS], l->entry, &px);
 	st->threads = l->threads;
@@ -1252,13 +1246,13 @@ wsf_kernel_stats(const WsfKernel *k, WsfKernelStats *st)
 	st->spill_loads = px.spill_loads;
 	st->stack_bytes = px.stack;
 	st->ctas_per_sm = px.registers >= 0 ? ctas_per_sm(l->threads, px.registers, l->smem_bytes + px.smem) : -1;
-	st->persistent = kern->persistent;
-	st->cluster = kernel_cluster_ctas(kern);
-	st->workspace = kern->sk_slot;
+	st->persistent = l->grid != GRID_PER_TILE;
+	st->cluster = l->cluster;
+	st->workspace = l->workspace_slot;
 	st->tiles = compiled_tiles(k, l);
 	if (st->tiles > 0)   /* the launch plan counts cluster tiles (a K split's: output tiles) */
 		st->tiles *= st->cluster;
-	st->grid = kern->persistent || st->tiles < 0 ? -1 : st->tiles;
+	st->grid = st->persistent || st->tiles < 0 ? -1 : st->tiles;
 	return WSF_OK;
 }
 
@@ -1763,18 +1757,18 @@ signal_layout(WsfContext *ctx, const WsfKernel *k, const WsfTensor *args, int na
 		return s;
 	if (setjmp(c.oom))
 		return call_end(ctx, &c, WSF_ERR_NOMEM);
-	if (k->comp.kernel->tile_consumer && !k->comp.kernel->signal) {
+	if (k->launch->tile_consumer && !k->launch->signal) {
 		diag_error(&c, k->comp.fusion->sched.consumer_pos, "kernel '%s' signals its tiles to its own consumer "
 		           "role, not to flags (unless 'flags: true'): it has no flag layout", k->comp.fusion->name);
 		return call_end(ctx, &c, WSF_ERR_USAGE);
 	}
-	if (!k->comp.kernel->signal && !k->comp.kernel->waits) {
+	if (!k->launch->signal && !k->launch->waits) {
 		diag_error(&c, k->comp.fusion->pos, "kernel '%s' neither signals its tiles (schedule: {signal: per_tile} "
 		           "makes it) nor waits for an input's (wait: per_tile)", k->comp.fusion->name);
 		return call_end(ctx, &c, WSF_ERR_USAGE);
 	}
 	if ((s = rt_launch_plan(&c, k->launch, args, nargs, &plan)) == WSF_OK) {
-		const Kernel *kk = k->comp.kernel;
+		const Launch *kk = k->launch;
 
 		out->tile_rows = kk->tile_rows;
 		out->tile_cols = kk->tile_cols;
