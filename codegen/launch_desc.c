@@ -95,6 +95,7 @@ launch_describe(Comp *c, const Kernel *k, const char *entry)
 	l->row_cap = k->row.cap;
 	l->grid = grid_rule(k);
 	l->workspace_slot = k->sk_slot;
+	l->workspace_asked = k->sk_slot && k->fusion->sched.stream_k == 2;
 	l->signal = k->signal;
 	l->tile_consumer = k->tile_consumer != NULL;
 	l->waits = k->waits;

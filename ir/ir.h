@@ -1082,6 +1082,8 @@ typedef struct Launch {
 	int row_cap;            /* the widest row the kernel keeps in shared memory; 0: no bound */
 	GridRule grid;
 	int64_t workspace_slot; /* stream-K: bytes a CTA of the workspace (PK_WORKSPACE); 0: none */
+	bool workspace_asked;   /* the schedule asked for stream-K: a launch without its workspace is an error,
+	                           where a default one runs its tiles whole */
 	/* tile signals (wsf_kernel_launch_ex's flags) */
 	bool signal;            /* sets a flag an output tile: a launch needs flags and an epoch */
 	bool tile_consumer;     /* signals to its own consumer role (which may raise flags itself) */

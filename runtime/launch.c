@@ -673,7 +673,7 @@ stream_workspace(Comp *c, const Launch *l, Loaded *st, CUstream stream, int64_t 
 			*out = (int)(w - st->ws);
 			return WSF_OK;
 		}
-		if (l->fusion->sched.stream_k != 2)
+		if (!l->workspace_asked)
 			return WSF_OK;
 		return diag_error(c, l->fusion->pos, "kernel '%s' takes stream-K, whose workspace (%zu bytes) a stream "
 		                  "being captured into a CUDA graph cannot allocate: launch it once before the capture "
@@ -744,7 +744,7 @@ static WsfStatus
 stream_k_launch(Comp *c, const Launch *l, Loaded *st, CUstream stream, const LaunchPlan *plan, int64_t *grid,
                 int *ws, CUdeviceptr *work)
 {
-	bool asked = l->fusion->sched.stream_k == 2;
+	bool asked = l->workspace_asked;
 	/* the plan divides k-step counts up to (grid + 1) x ktiles in 32 bits (emit.c's wsf_udiv) */
 	bool many = *grid > SK_MAX_CTAS, long_k = (*grid + 1) * plan->inner >= ((int64_t)1 << 31);
 	int64_t n = l->cluster > 1 ? l->cluster : 1;   /* plan->tiles counts cluster tiles */

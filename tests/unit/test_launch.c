@@ -593,6 +593,7 @@ describe_stream_k(void **state)
 	const Launch *l = build(t, GEMM("{M: 2176, N: 4096, K: 520}", "{tile: [128, 128, 64], stages: 3, stream_k: true}"));
 	assert_int_equal(l->grid, GRID_ALL);
 	assert_int_equal(l->workspace_slot, 128 * 128 * 4);   /* a tile's f32 partial sums */
+	assert_true(l->workspace_asked);
 	assert_int_equal(l->cluster, 1);
 	assert_int_equal(l->nparam, 9);
 	expect_param(l, 4, PK_WORKSPACE, "sk_work", -1);
