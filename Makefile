@@ -54,7 +54,7 @@ IR_OBJS       := arena diag number fusion verify print kernel kverify kprint dot
 COMPILER_OBJS := spec context compile tune launch
 PASSES_OBJS   := pipeline expand infer schedule lower lower_pointwise lower_reduction lower_matmul circular_buffer \
                  warp_specialize sync
-CODEGEN_OBJS  := emit emit_pointwise emit_reduction device_header emit_matmul
+CODEGEN_OBJS  := emit emit_pointwise emit_reduction device_header emit_matmul launch_desc
 RUNTIME_OBJS  := nvrtc cache files driver tmap hostfp parallel reference launch run timing
 
 OBJS := $(IR_OBJS:%=$(B)/ir/%.o) $(COMPILER_OBJS:%=$(B)/compiler/%.o) \

@@ -8,6 +8,8 @@
  *   emit_pointwise.c      the pointwise family's compute (a tile)
  *   emit_reduction.c      the row-reduction family's compute (a row, or its
  *                         chunks)
+ *   launch_desc.c         the launch description (Launch): all the runtime
+ *                         reads of a compiled kernel
  *   device.cuh            the device helpers every kernel gets (mbarriers,
  *                         TMA, bulk copies, fences, wgmma groups, conversions,
  *                         16-byte loads and stores)
@@ -40,6 +42,12 @@ const char *codegen_device_header(Comp *c, const Kernel *k);
  * *launch (arena memory).  0, or -1 after a diagnostic.
  */
 int codegen_emit(Comp *c, Buf *b, Launch **launch);
+/*
+ * The launch description of kernel K (through every pass), entry point
+ * ENTRY (NULL: not emitted): the only reader of K's fields for a launch.
+ * Arena memory.
+ */
+Launch *launch_describe(Comp *c, const Kernel *k, const char *entry);
 
 /* ---- emit.c: what the emitter and each family's compute share ---------- */
 

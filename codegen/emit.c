@@ -835,8 +835,8 @@ emit_params(Emit *e)
 	}
 }
 
-/* Carves the dynamic shared memory into buffers and barriers as ir/kernel.c lays them out; returns its size. */
-static int
+/* Carves the dynamic shared memory into buffers and barriers as ir/kernel.c lays them out (kernel_smem_bytes). */
+static void
 emit_smem(Emit *e)
 {
 	Kernel *k = e->k;
@@ -864,7 +864,6 @@ emit_smem(Emit *e)
 		          (long long)off, k->bar[i].count);
 		off += 8 * k->bar[i].count;
 	}
-	return (int)off;
 }
 
 typedef struct Computes {
@@ -1020,7 +1019,6 @@ codegen_emit(Comp *c, Buf *b, Launch **launch)
 {
 	Emit e = {0};
 	Kernel *k = c->kernel;
-	Launch *l;
 	const char *entry;
 	int i;
 
@@ -1068,10 +1066,7 @@ codegen_emit(Comp *c, Buf *b, Launch **launch)
 	e.depth = 0;
 	emit_line(&e, "{");
 	e.depth = 1;
-	l = arena_alloc(c->arena, sizeof *l);
-	l->smem_bytes = emit_smem(&e);
-	l->pdl = k->pdl && !c->no_pdl;
-	l->cluster = kernel_cluster_ctas(k);
+	emit_smem(&e);
 	if (e.fam->frame)
 		e.fam->frame(&e);
 	for (i = 1; i < k->nparam; i++)
@@ -1082,10 +1077,6 @@ codegen_emit(Comp *c, Buf *b, Launch **launch)
 	emit_stmt(&e, k->body);
 	e.depth = 0;
 	emit_line(&e, "}");
-	l->entry = entry;
-	l->kernel = k;
-	l->fusion = e.f;
-	l->threads = k->threads;
-	*launch = l;
+	*launch = launch_describe(c, k, entry);
 	return 0;
 }

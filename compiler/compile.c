@@ -300,6 +300,7 @@ again:
 	buf_init(&b, c->arena);
 	kernel_dot(&b, c->kernel);
 	set_text(k, WSF_STAGE_KERNEL_DOT, buf_str(&b), b.len);
+	k->launch = launch_describe(c, c->kernel, NULL);   /* codegen_emit's names the entry point */
 	if (ctx->stop < WSF_STAGE_CUDA && !probe)
 		return WSF_OK;
 	buf_init(&b, c->arena);

@@ -593,21 +593,14 @@ done:
 WsfStatus
 wsf_kernel_stats(const WsfKernel *k, WsfKernelStats *st)
 {
-	const Kernel *kern;
 	const Launch *l;
-	Launch fake;
 	RtPtxas px = {-1, -1, -1, -1, -1};
 
 	if (!k || !st)
 		return WSF_ERR_USAGE;
-	if (!(kern = k->comp.kernel) || !k->text[WSF_STAGE_KERNEL_IR])
+	/* compiled to the kernel IR at least: a launch description (without an entry point short of CUDA) */
+	if (!(l = k->launch) || !k->text[WSF_STAGE_KERNEL_IR])
 		return WSF_ERR_USAGE;
-	if (!(l = k->launch)) {
-		/* compiled to the kernel IR: what codegen would lay out */
-		fake = (Launch){NULL, kern, k->comp.fusion, kern->threads, (int)kernel_smem_bytes(kern), kern->pdl,
-		                kernel_cluster_ctas(kern)};
-		l = &fake;
-	}
 	if (k->text[WSF_STAGE_PTXAS])
 		rt_ptxas_report(k->text[WSF_STAGE_PTXAS], l->entry, &px);
 	st->threads = l->threads;
@@ -618,13 +611,13 @@ wsf_kernel_stats(const WsfKernel *k, WsfKernelStats *st)
 	st->spill_loads = px.spill_loads;
 	st->stack_bytes = px.stack;
 	st->ctas_per_sm = px.registers >= 0 ? ctas_per_sm(l->threads, px.registers, l->smem_bytes + px.smem) : -1;
-	st->persistent = kern->persistent;
-	st->cluster = kernel_cluster_ctas(kern);
-	st->workspace = kern->sk_slot;
+	st->persistent = l->grid != GRID_PER_TILE;
+	st->cluster = l->cluster;
+	st->workspace = l->workspace_slot;
 	st->tiles = compiled_tiles(k, l);
 	if (st->tiles > 0)   /* the launch plan counts cluster tiles (a K split's: output tiles) */
 		st->tiles *= st->cluster;
-	st->grid = kern->persistent || st->tiles < 0 ? -1 : st->tiles;
+	st->grid = st->persistent || st->tiles < 0 ? -1 : st->tiles;
 	return WSF_OK;
 }
 

@@ -130,18 +130,18 @@ signal_layout(WsfContext *ctx, const WsfKernel *k, const WsfTensor *args, int na
 		return s;
 	if (setjmp(c.oom))
 		return call_end(ctx, &c, WSF_ERR_NOMEM);
-	if (k->comp.kernel->tile_consumer && !k->comp.kernel->signal) {
+	if (k->launch->tile_consumer && !k->launch->signal) {
 		diag_error(&c, k->comp.fusion->sched.consumer_pos, "kernel '%s' signals its tiles to its own consumer "
 		           "role, not to flags (unless 'flags: true'): it has no flag layout", k->comp.fusion->name);
 		return call_end(ctx, &c, WSF_ERR_USAGE);
 	}
-	if (!k->comp.kernel->signal && !k->comp.kernel->waits) {
+	if (!k->launch->signal && !k->launch->waits) {
 		diag_error(&c, k->comp.fusion->pos, "kernel '%s' neither signals its tiles (schedule: {signal: per_tile} "
 		           "makes it) nor waits for an input's (wait: per_tile)", k->comp.fusion->name);
 		return call_end(ctx, &c, WSF_ERR_USAGE);
 	}
 	if ((s = rt_launch_plan(&c, k->launch, args, nargs, &plan)) == WSF_OK) {
-		const Kernel *kk = k->comp.kernel;
+		const Launch *kk = k->launch;
 
 		out->tile_rows = kk->tile_rows;
 		out->tile_cols = kk->tile_cols;

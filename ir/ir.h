@@ -1030,18 +1030,67 @@ bool kir_row_kept(const Fusion *f, int t);
 void st_walk(Stmt *s, void (*fn)(Stmt *s, void *user), void *user);
 
 /*
- * What a launch needs, as codegen/emit.c laid the kernel out: the entry
- * point, the parameters in order, the CTA shape and shared memory.  The
- * runtime builds the argument buffer from this and the caller's tensors.
+ * The launch description: all the runtime reads of a compiled kernel
+ * (runtime/launch.c, run.c), built once by launch_describe
+ * (codegen/launch_desc.c), the only reader of the kernel IR for a launch.
+ * The runtime builds the argument buffer, the tensor maps and the grid from
+ * this and the caller's tensors.
  */
+
+/* One kernel parameter as the launch passes it (a KParam's launch half). */
+typedef struct LaunchParam {
+	ParamKind kind;
+	const char *name;
+	int arg;            /* the caller's argument it comes from (inputs, then outputs); -1: none */
+	int tensor;         /* fusion tensor */
+	Dtype dtype;        /* element type in memory */
+	View view;          /* how the kernel reads it over the domain's 2-D view */
+	int rank;           /* PK_TMAP, PK_PTR: the argument's shape, outermost first; PK_SIZE SZ_INNER: */
+	Dim dim[MAX_RANK];  /* dim[0] is the size it holds */
+	int box[2];         /* PK_TMAP: box rows, box cols (one batch deep when 3-D) */
+	bool own_view;      /* PK_TMAP through a swizzled buffer: mapped over its own shape, [all but its last
+	                       dim, its last dim] (3-D with a batch), keeping the swizzle its inner box gives
+	                       (rt_tmap_params); else over the domain's view, unswizzled */
+	bool bulk;          /* PK_PTR moved by 1-D bulk row copies: rows of a multiple of 16 bytes */
+	SizeOf size;        /* PK_SIZE: which extent it holds */
+} LaunchParam;
+
+/* How many CTAs a launch of T tiles (C CTAs a cluster) takes; the GPU holds H at once. */
+typedef enum GridRule {
+	GRID_PER_TILE,     /* T x C: one CTA (cluster) a tile */
+	GRID_PERSISTENT,   /* min(T x C, H): each CTA loops over tiles */
+	GRID_ALL           /* H: stream-K spreads fewer tiles' k-steps over every CTA (or T x C without a
+	                      workspace: whole tiles) */
+} GridRule;
+
 typedef struct Launch {
-	const char *entry;
-	const Kernel *kernel;   /* params, tile shape, flat */
-	const Fusion *fusion;   /* the shapes the arguments must have */
-	int threads;
+	const char *entry;      /* the kernel's name in the cubin */
+	const Fusion *fusion;   /* the shapes the arguments must have; the diagnostics' positions */
+	int threads;            /* a CTA */
 	int smem_bytes;         /* dynamic shared memory */
 	bool pdl;               /* launch with programmatic stream serialization (Kernel.pdl, unless option pdl=0) */
 	int cluster;            /* CTAs a cluster (Kernel.cluster's product): the grid is a multiple of it */
+	int nparam;             /* param[1..nparam-1], in the kernel's order; param[0] unused */
+	const LaunchParam *param;
+	/* the 2-D view of the domain and its tiles */
+	int domain;             /* fusion tensor whose shape the view is of */
+	bool flat;              /* any factorisation of the element count: rows as wide as a tile */
+	bool batched;           /* a batched matmul's [batch, rows, cols]: rows are one batch's */
+	bool row_tiles;         /* a tile is a row (a row reduction); else tile_rows x tile_cols */
+	int tile_rows, tile_cols;
+	int cluster_rows, cluster_cols;   /* a cluster's tiles, which count as one */
+	int row_chunk;          /* a streamed row's chunk: rows up to INT32_MAX - it wide; 0: none */
+	int row_cap;            /* the widest row the kernel keeps in shared memory; 0: no bound */
+	GridRule grid;
+	int64_t workspace_slot; /* stream-K: bytes a CTA of the workspace (PK_WORKSPACE); 0: none */
+	bool workspace_asked;   /* the schedule asked for stream-K: a launch without its workspace is an error,
+	                           where a default one runs its tiles whole */
+	/* tile signals (wsf_kernel_launch_ex's flags) */
+	bool signal;            /* sets a flag an output tile: a launch needs flags and an epoch */
+	bool tile_consumer;     /* signals to its own consumer role (which may raise flags itself) */
+	int waits;              /* inputs and outputs whose tiles it waits for (wait_flags); 0: none */
+	int wait_rows, wait_cols;   /* of them, operands A (a word a row tile) and B (a column tile) */
+	int wait_tile[2];       /* the epilogue inputs' writer's tile; 0: the kernel's */
 } Launch;
 
 /* Loaded module state, owned by the runtime (runtime/launch.c). */

@@ -1,6 +1,9 @@
 /*
  * launch.c: from the caller's tensors to a launched kernel.
  *
+ * Requires the kernel's launch description (Launch, codegen/launch_desc.c)
+ * and its cubin; reads nothing of the kernel IR.
+ *
  * The kernel works on a 2-D [rows, cols] view of its domain (the outputs'
  * shape).  Here the sizes bind from the tensors' shapes, every argument is
  * checked against the spec (dtype, rank, extents that name the same size
@@ -215,10 +218,10 @@ bind_args(Comp *c, const Fusion *f, const WsfTensor *args, int nargs, int64_t *v
  * of two), so its element count is checked here too.
  */
 static WsfStatus
-choose_view(Comp *cp, const Kernel *k, const Fusion *f, const int64_t *val, int64_t *rows, int64_t *cols,
-            int64_t *batch)
+choose_view(Comp *cp, const Launch *l, const int64_t *val, int64_t *rows, int64_t *cols, int64_t *batch)
 {
-	const Tensor *t = &f->tensor[k->domain];
+	const Fusion *f = l->fusion;
+	const Tensor *t = &f->tensor[l->domain];
 	int64_t n = 1, c;
 	int i;
 
@@ -229,17 +232,17 @@ choose_view(Comp *cp, const Kernel *k, const Fusion *f, const int64_t *val, int6
 			       WSF_ERR_INPUT;
 	*cols = t->rank ? (t->dim[t->rank - 1].sym ? val[t->dim[t->rank - 1].sym] : t->dim[t->rank - 1].ext) : 1;
 	*rows = n / *cols;
-	if (k->batched) {   /* [batch, rows, cols]: rows are one batch's */
+	if (l->batched) {   /* [batch, rows, cols]: rows are one batch's */
 		*rows = t->dim[t->rank - 2].sym ? val[t->dim[t->rank - 2].sym] : t->dim[t->rank - 2].ext;
 		*batch = n / (*rows * *cols);
 	}
-	if (!k->flat)
+	if (!l->flat)
 		return WSF_OK;
 	/*
 	 * Rows as wide as a tile make every tile one contiguous run of memory; a
 	 * narrower power of two that divides n still keeps TMA's 16-byte strides.
 	 */
-	for (c = k->tile_cols; c >= 8; c /= 2)
+	for (c = l->tile_cols; c >= 8; c /= 2)
 		if (n % c == 0) {
 			*rows = n / c;
 			*cols = c;
@@ -251,24 +254,6 @@ choose_view(Comp *cp, const Kernel *k, const Fusion *f, const int64_t *val, int6
 }
 
 /*
- * Does param I move through a swizzled buffer (a matmul operand, loaded by
- * any of the mainloops that share the buffer; a matmul output's staging
- * subtiles)?  Its map is then of its own 2-D view, [all but its last dim,
- * its last dim], not the domain's, and keeps the swizzle its inner box
- * gives (rt_tmap_params), which is the buffer's.
- */
-static bool
-swizzled(const Kernel *k, int i)
-{
-	int b;
-
-	for (b = 1; b < k->nbuf; b++)
-		if (k->buf[b].swizzle && (k->buf[b].param == i || kernel_loads_from(k, k->body, b, i)))
-			return true;
-	return false;
-}
-
-/*
  * TMA's row rule for tensor P mapped with rows of COLS, its last dim: a
  * multiple of 16 bytes.  Checked here, where the spec's dims are known, to
  * say it as the compile-time check does (the size's name, not "dim 1" of a
@@ -276,7 +261,7 @@ swizzled(const Kernel *k, int i)
  * rt_tmap_params says that case.
  */
 static WsfStatus
-check_rows(Comp *c, const Fusion *f, const KParam *p, int64_t cols)
+check_rows(Comp *c, const Fusion *f, const LaunchParam *p, int64_t cols)
 {
 	Dim last = p->dim[p->rank - 1];
 	int bytes = dtype_info[p->dtype].bytes;
@@ -309,7 +294,7 @@ check_rows(Comp *c, const Fusion *f, const KParam *p, int64_t cols)
  * in the tensor's terms; rt_tmap_params checks it again.
  */
 static WsfStatus
-check_coords(Comp *c, const Fusion *f, const KParam *p, int rank, const int64_t *shape, bool own)
+check_coords(Comp *c, const Fusion *f, const LaunchParam *p, int rank, const int64_t *shape, bool own)
 {
 	bool in = p->arg < f->ninput;
 	Pos pos = in ? f->tensor[p->tensor].pos : f->out[p->arg - f->ninput].pos;
@@ -339,7 +324,7 @@ check_coords(Comp *c, const Fusion *f, const KParam *p, int rank, const int64_t 
  * batch dims) 3-D [its batch dims, its last two], whose box is one batch deep.
  */
 static WsfStatus
-map_params(Comp *c, const Launch *l, const KParam *p, const WsfTensor *a, int64_t rows, int64_t cols, bool own,
+map_params(Comp *c, const Launch *l, const LaunchParam *p, const WsfTensor *a, int64_t rows, int64_t cols, bool own,
            bool batched,
            TmapParams *tp)
 {
@@ -371,7 +356,7 @@ map_params(Comp *c, const Launch *l, const KParam *p, const WsfTensor *a, int64_
 		rows = 1;
 	}
 	/* an operand's own map has a row stride even with one row; a domain view of one row is 1-D */
-	if ((own || (p->view == VIEW_FULL && !l->kernel->flat && rows > 1)) && (s = check_rows(c, l->fusion, p, cols)))
+	if ((own || (p->view == VIEW_FULL && !l->flat && rows > 1)) && (s = check_rows(c, l->fusion, p, cols)))
 		return s;
 	shape[0] = rows;
 	shape[1] = cols;
@@ -394,23 +379,9 @@ map_params(Comp *c, const Launch *l, const KParam *p, const WsfTensor *a, int64_
 	return WSF_OK;
 }
 
-/* Is param I moved by 1-D bulk copies (a pointer with a tile or staging buffer)? */
-static bool
-bulk_copied(const Kernel *k, int i)
-{
-	int b;
-
-	for (b = 1; b < k->nbuf; b++)
-		if (k->buf[b].param == i && (k->buf[b].kind == BUF_TILE || k->buf[b].kind == BUF_STAGING) &&
-		    k->param[i].kind == PK_PTR)
-			return true;
-	return false;
-}
-
 WsfStatus
 rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, LaunchPlan *p)
 {
-	const Kernel *k = l->kernel;
 	const Fusion *f = l->fusion;
 	int64_t *val = arena_alloc(c->arena, (size_t)f->nsym * sizeof *val);
 	WsfStatus s;
@@ -419,27 +390,27 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 	p->inner = 0;
 	p->batch = 1;
 	if ((s = bind_args(c, f, args, nargs, val)) != WSF_OK ||
-	    (s = choose_view(c, k, f, val, &p->rows, &p->cols, &p->batch)))
+	    (s = choose_view(c, l, val, &p->rows, &p->cols, &p->batch)))
 		return s;
-	if (k->row.chunk && p->cols > INT32_MAX - k->row.chunk)
+	if (l->row_chunk && p->cols > INT32_MAX - l->row_chunk)
 		return diag_error(c, f->pos, "kernel '%s' streams rows of up to %d elements (32-bit element indices); "
-		                  "these rows have %lld", f->name, INT32_MAX - k->row.chunk, (long long)p->cols),
+		                  "these rows have %lld", f->name, INT32_MAX - l->row_chunk, (long long)p->cols),
 		       WSF_ERR_INPUT;
-	if (k->row.cap && p->cols > k->row.cap)
+	if (l->row_cap && p->cols > l->row_cap)
 		return diag_error(c, f->pos,
 		                  "kernel '%s' keeps rows of up to %d elements in shared memory; these rows have %lld: "
-		                  "compile it with the wider size bound (-D)", f->name, k->row.cap, (long long)p->cols),
+		                  "compile it with the wider size bound (-D)", f->name, l->row_cap, (long long)p->cols),
 		       WSF_ERR_INPUT;
-	for (i = 1; i < k->nparam; i++)   /* a matmul's K: the dim lowering named, bound by the arguments */
-		if (k->param[i].kind == PK_SIZE && k->param[i].size == SZ_INNER)
-			p->inner = k->param[i].dim[0].sym ? val[k->param[i].dim[0].sym] : k->param[i].dim[0].ext;
-	p->tmap = arena_alloc(c->arena, (size_t)k->nparam * sizeof *p->tmap);
-	for (i = 1; i < k->nparam; i++) {
-		const KParam *q = &k->param[i];
+	for (i = 1; i < l->nparam; i++)   /* a matmul's K: the dim lowering named, bound by the arguments */
+		if (l->param[i].kind == PK_SIZE && l->param[i].size == SZ_INNER)
+			p->inner = l->param[i].dim[0].sym ? val[l->param[i].dim[0].sym] : l->param[i].dim[0].ext;
+	p->tmap = arena_alloc(c->arena, (size_t)l->nparam * sizeof *p->tmap);
+	for (i = 1; i < l->nparam; i++) {
+		const LaunchParam *q = &l->param[i];
 		const WsfTensor *a = q->arg >= 0 ? &args[q->arg] : NULL;
 
-		if (q->kind == PK_TMAP && (s = map_params(c, l, q, a, p->rows, p->cols, swizzled(k, i),
-		                                          k->batched && a->ndim > 2, &p->tmap[i])) != WSF_OK)
+		if (q->kind == PK_TMAP && (s = map_params(c, l, q, a, p->rows, p->cols, q->own_view,
+		                                          l->batched && a->ndim > 2, &p->tmap[i])) != WSF_OK)
 			return s;
 		/* 16-byte loads and stores from registers and bulk row copies need 16-byte aligned rows */
 		if (q->kind == PK_PTR && (q->view == VIEW_FULL || q->view == VIEW_ROW) && (uintptr_t)a->data % 16)
@@ -449,7 +420,7 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 			                  f->tensor[q->tensor].name, a->data),
 			       WSF_ERR_INPUT;
 		/* rows > 1: a row stride; bulk row copies also need 16-byte sizes, even for one row */
-		if (q->kind == PK_PTR && ((q->view == VIEW_FULL && p->rows > 1) || bulk_copied(k, i)) &&
+		if (q->kind == PK_PTR && ((q->view == VIEW_FULL && p->rows > 1) || q->bulk) &&
 		    p->cols * dtype_info[q->dtype].bytes % 16)
 			return diag_error(c, f->tensor[q->tensor].pos,
 			                  "argument '%s': rows of %lld %s elements are %lld bytes, not a multiple of 16 "
@@ -459,26 +430,26 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 			       WSF_ERR_INPUT;
 	}
 	/* in clusters, tiles of a cluster's CTA tiles together (lower_tile_loop) */
-	p->tiles = k->ntile_var == k->rows_var ? p->rows /* a tile is a row */
-	           : ((p->rows + k->tile_rows * k->cluster[0] - 1) / (k->tile_rows * k->cluster[0])) *
-	             ((p->cols + k->tile_cols * k->cluster[1] - 1) / (k->tile_cols * k->cluster[1])) * p->batch;
+	p->tiles = l->row_tiles ? p->rows /* a tile is a row */
+	           : ((p->rows + l->tile_rows * l->cluster_rows - 1) / (l->tile_rows * l->cluster_rows)) *
+	             ((p->cols + l->tile_cols * l->cluster_cols - 1) / (l->tile_cols * l->cluster_cols)) * p->batch;
 	if (p->tiles >= ((int64_t)1 << 31))
 		return diag_error(c, f->pos, "kernel '%s': %lld tiles of %d x %d; at most 2^31 are supported", f->name,
-		                  (long long)p->tiles, k->tile_rows, k->tile_cols),
+		                  (long long)p->tiles, l->tile_rows, l->tile_cols),
 		       WSF_ERR_INPUT;
 	return WSF_OK;
 }
 
 int64_t
-rt_wait_words(const Kernel *k, const LaunchPlan *p)
+rt_wait_words(const Launch *l, const LaunchPlan *p)
 {
-	int64_t rows_t = (p->rows + k->tile_rows - 1) / k->tile_rows, cols_t = (p->cols + k->tile_cols - 1) / k->tile_cols;
-	int64_t er = k->wait_tile[0] ? k->wait_tile[0] : k->tile_rows, ec = k->wait_tile[1] ? k->wait_tile[1] : k->tile_cols;
+	int64_t rows_t = (p->rows + l->tile_rows - 1) / l->tile_rows, cols_t = (p->cols + l->tile_cols - 1) / l->tile_cols;
+	int64_t er = l->wait_tile[0] ? l->wait_tile[0] : l->tile_rows, ec = l->wait_tile[1] ? l->wait_tile[1] : l->tile_cols;
 
 	/* an epilogue input or an output a word a tile of its writer's (the kernel's own by default), an
 	   operand A a row tile, B a column tile */
-	return ((k->waits - k->wait_rows - k->wait_cols) * ((p->rows + er - 1) / er) * ((p->cols + ec - 1) / ec) +
-	        k->wait_rows * rows_t + k->wait_cols * cols_t) * p->batch;
+	return ((l->waits - l->wait_rows - l->wait_cols) * ((p->rows + er - 1) / er) * ((p->cols + ec - 1) / ec) +
+	        l->wait_rows * rows_t + l->wait_cols * cols_t) * p->batch;
 }
 
 /*
@@ -519,7 +490,7 @@ persistent_grid(Comp *c, const Launch *l, Loaded *st, const CUlaunchConfig *cfg,
 	if (x && x->max_ctas && most > x->max_ctas)
 		most = x->max_ctas / n * n > 0 ? x->max_ctas / n * n : n;
 	/* stream-K spreads the k-steps of fewer tiles than CTAs over them all (stream_k_plan) */
-	*grid = (tiles * n < most && !l->kernel->sk_slot) || !l->kernel->persistent ? tiles * n : most;
+	*grid = l->grid == GRID_PER_TILE || (l->grid == GRID_PERSISTENT && tiles * n < most) ? tiles * n : most;
 	if (*grid > INT32_MAX)   /* a grid's x: fewer than 2^31 tiles, but in clusters */
 		return diag_error(c, l->fusion->pos, "kernel '%s': a grid of %lld CTAs (%lld tiles of %lld CTAs); at most "
 		                  "2^31 - 1 launch at once", l->fusion->name, (long long)*grid, (long long)tiles,
@@ -656,7 +627,7 @@ ws_add(Loaded *st)
 /*
  * Stream-K's workspace (PK_WORKSPACE) for a launch of GRID CTAs on STREAM,
  * as an index of ST->ws in *OUT (-1: none): SK_MAX_CTAS 32-bit flags, then
- * a slot of Kernel.sk_slot bytes a CTA; the flags zero before the first
+ * a slot of Launch.workspace_slot bytes a CTA; the flags zero before the first
  * launch (a memset on STREAM) and left zero by every launch, which takes
  * each flag set back to 0, so that a later launch of any grid finds them
  * so.  One a stream: launches on one stream run in turn, while two
@@ -682,7 +653,7 @@ static WsfStatus
 stream_workspace(Comp *c, const Launch *l, Loaded *st, CUstream stream, int64_t grid, int *out)
 {
 	Driver *d = st->drv;
-	size_t need = 4 * (size_t)SK_MAX_CTAS + (size_t)grid * (size_t)l->kernel->sk_slot;
+	size_t need = 4 * (size_t)SK_MAX_CTAS + (size_t)grid * (size_t)l->workspace_slot;
 	CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
 	Workspace *w = ws_find(st, stream, false), *spare = ws_find(st, stream, true);
 	WsfStatus s;
@@ -702,7 +673,7 @@ stream_workspace(Comp *c, const Launch *l, Loaded *st, CUstream stream, int64_t 
 			*out = (int)(w - st->ws);
 			return WSF_OK;
 		}
-		if (l->fusion->sched.stream_k != 2)
+		if (!l->workspace_asked)
 			return WSF_OK;
 		return diag_error(c, l->fusion->pos, "kernel '%s' takes stream-K, whose workspace (%zu bytes) a stream "
 		                  "being captured into a CUDA graph cannot allocate: launch it once before the capture "
@@ -773,7 +744,7 @@ static WsfStatus
 stream_k_launch(Comp *c, const Launch *l, Loaded *st, CUstream stream, const LaunchPlan *plan, int64_t *grid,
                 int *ws, CUdeviceptr *work)
 {
-	bool asked = l->fusion->sched.stream_k == 2;
+	bool asked = l->workspace_asked;
 	/* the plan divides k-step counts up to (grid + 1) x ktiles in 32 bits (emit.c's wsf_udiv) */
 	bool many = *grid > SK_MAX_CTAS, long_k = (*grid + 1) * plan->inner >= ((int64_t)1 << 31);
 	int64_t n = l->cluster > 1 ? l->cluster : 1;   /* plan->tiles counts cluster tiles */
@@ -804,7 +775,6 @@ WsfStatus
 rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfTensor *args, int nargs,
           CUstream stream, const LaunchExtra *x)
 {
-	const Kernel *k = l->kernel;
 	LaunchPlan plan;
 	CUtensorMap *maps = NULL;
 	void **kargs;
@@ -816,23 +786,23 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 	WsfStatus s;
 	int i, ws = -1;
 
-	if (k->signal && (!x || !x->flags || !x->epoch))
+	if (l->signal && (!x || !x->flags || !x->epoch))
 		return diag_error(c, l->fusion->sched.signal_pos, "kernel '%s' signals each output tile (schedule: "
 		                  "signal): launch it with a flags buffer and a nonzero epoch (wsf_kernel_launch_ex)",
 		                  l->fusion->name),
 		       WSF_ERR_USAGE;
-	if (!k->signal && x && x->flags)
+	if (!l->signal && x && x->flags)
 		return diag_error(c, l->fusion->pos, "kernel '%s' sets no flags (%s): launch it without a flags buffer",
-		                  l->fusion->name, k->tile_consumer ? "it signals its tiles to its own consumer role, "
+		                  l->fusion->name, l->tile_consumer ? "it signals its tiles to its own consumer role, "
 		                                                      "which raises flags with 'flags: true'"
 		                                                    : "schedule: {signal: per_tile} makes it"),
 		       WSF_ERR_USAGE;
-	if (k->waits && (!x || !x->wait_flags || !x->epoch))
+	if (l->waits && (!x || !x->wait_flags || !x->epoch))
 		return diag_error(c, l->fusion->pos, "kernel '%s' waits for the tiles of %d input%s or output%s (wait: "
 		                  "per_tile): launch it with wait_flags and a nonzero epoch (wsf_kernel_launch_ex)",
-		                  l->fusion->name, k->waits, k->waits == 1 ? "" : "s", k->waits == 1 ? "" : "s"),
+		                  l->fusion->name, l->waits, l->waits == 1 ? "" : "s", l->waits == 1 ? "" : "s"),
 		       WSF_ERR_USAGE;
-	if (!k->waits && x && x->wait_flags)
+	if (!l->waits && x && x->wait_flags)
 		return diag_error(c, l->fusion->pos, "kernel '%s' waits for no input or output (wait: per_tile makes it): launch it "
 		                  "without wait_flags", l->fusion->name),
 		       WSF_ERR_USAGE;
@@ -845,13 +815,13 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 		return s;
 	if ((s = load_module(c, l, *state, cubin)) != WSF_OK)
 		return s;
-	if (!(*state)->maps && (s = map_cache(*state, k->nparam)) != WSF_OK)
+	if (!(*state)->maps && (s = map_cache(*state, l->nparam)) != WSF_OK)
 		return s;
 	maps = (*state)->maps;
-	kargs = arena_alloc(c->arena, (size_t)k->nparam * sizeof *kargs);
-	sizes = arena_alloc(c->arena, (size_t)k->nparam * sizeof *sizes);
-	for (i = 1; i < k->nparam; i++) {
-		const KParam *p = &k->param[i];
+	kargs = arena_alloc(c->arena, (size_t)l->nparam * sizeof *kargs);
+	sizes = arena_alloc(c->arena, (size_t)l->nparam * sizeof *sizes);
+	for (i = 1; i < l->nparam; i++) {
+		const LaunchParam *p = &l->param[i];
 
 		switch (p->kind) {
 		case PK_TMAP:
@@ -905,7 +875,7 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 	}
 	if ((s = persistent_grid(c, l, *state, &cfg, x, plan.tiles, &grid)) != WSF_OK)
 		return s;
-	if (k->sk_slot && (s = stream_k_launch(c, l, *state, stream, &plan, &grid, &ws, &work)) != WSF_OK)
+	if (l->workspace_slot && (s = stream_k_launch(c, l, *state, stream, &plan, &grid, &ws, &work)) != WSF_OK)
 		return s;
 	sk_on = work != 0;
 	cfg.gridDimX = (unsigned)grid;

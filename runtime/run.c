@@ -466,14 +466,14 @@ rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRun
 		return s;
 	s = args_upload(c, f, d, o, o->check, arg, t);
 	/* a kernel that signals its tiles: flag words, zeroed, and epoch 1 for the checked launch */
-	if (s == WSF_OK && l->kernel->signal && (s = rt_launch_plan(c, l, t, nargs, &plan)) == WSF_OK &&
+	if (s == WSF_OK && l->signal && (s = rt_launch_plan(c, l, t, nargs, &plan)) == WSF_OK &&
 	    (s = rt_check(c, d, d->cuMemAlloc(&flags, (size_t)plan.tiles * 4), "cuMemAlloc (flags)")) == WSF_OK)
 		s = rt_check(c, d, d->cuMemsetD8(flags, 0, (size_t)plan.tiles * 4), "cuMemsetD8 (flags)");
 	/* a kernel that waits for inputs: their flags, set to epoch 1 (every tile written, the inputs uploaded) */
-	if (s == WSF_OK && l->kernel->waits && (s = rt_launch_plan(c, l, t, nargs, &plan)) == WSF_OK &&
-	    (s = rt_check(c, d, d->cuMemAlloc(&waits, (size_t)rt_wait_words(l->kernel, &plan) * 4),
+	if (s == WSF_OK && l->waits && (s = rt_launch_plan(c, l, t, nargs, &plan)) == WSF_OK &&
+	    (s = rt_check(c, d, d->cuMemAlloc(&waits, (size_t)rt_wait_words(l, &plan) * 4),
 	                  "cuMemAlloc (wait flags)")) == WSF_OK)
-		s = rt_check(c, d, d->cuMemsetD32(waits, 1, (size_t)rt_wait_words(l->kernel, &plan)),
+		s = rt_check(c, d, d->cuMemsetD32(waits, 1, (size_t)rt_wait_words(l, &plan)),
 		             "cuMemsetD32 (wait flags)");
 	ext.flags = (uint32_t *)flags;
 	ext.wait_flags = (const uint32_t *)waits;
@@ -531,12 +531,12 @@ rt_run(Comp *c, const Launch *l, Loaded **state, const void *cubin, const WsfRun
 		for (i = 0; i < iters * 2 && s == WSF_OK; i++)
 			s = rt_check(c, d, d->cuEventCreate(&ev[i], CU_EVENT_DEFAULT), "cuEventCreate");
 		for (i = 0; i < WARMUP && s == WSF_OK; i++) {
-			ext.epoch += !l->kernel->waits;   /* each launch its own: the flags need no reset (but the
+			ext.epoch += !l->waits;   /* each launch its own: the flags need no reset (but the
 			                                     wait flags, which keep epoch 1) */
 			s = rt_launch(c, l, state, cubin, t, nargs, NULL, &ext);
 		}
 		for (i = 0; i < iters && s == WSF_OK; i++) {
-			ext.epoch += !l->kernel->waits;
+			ext.epoch += !l->waits;
 			d->cuEventRecord(ev[2 * i], NULL);
 			s = rt_launch(c, l, state, cubin, t, nargs, NULL, &ext);
 			d->cuEventRecord(ev[2 * i + 1], NULL);

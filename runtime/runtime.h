@@ -15,7 +15,8 @@
  *
  * Every function reports failures through diag_error on the Comp it is given
  * (a launch makes a short-lived Comp for that) and returns a WsfStatus.
- * Nothing here knows the passes; codegen/ tells it what to compile and launch.
+ * Nothing here knows the passes or reads the kernel IR: codegen/ tells it
+ * what to compile, and what to launch (Launch, codegen/launch_desc.c).
  */
 #ifndef WSFUSE_RUNTIME_H
 #define WSFUSE_RUNTIME_H
@@ -272,7 +273,7 @@ WsfStatus rt_reference(Comp *c, const Fusion *f, const double *const *in, double
 /* What a launch passes, worked out on the host before the driver is touched. */
 typedef struct LaunchPlan {
 	int64_t rows, cols;  /* the 2-D view of the domain; a batched matmul's: one batch's */
-	int64_t batch;       /* a batched matmul's batch (Kernel.batched); else 1 */
+	int64_t batch;       /* a batched matmul's batch (Launch.batched); else 1 */
 	int64_t inner;       /* a matmul's K (the dim its SZ_INNER param names); else 0 */
 	int64_t tiles;       /* tiles of that view */
 	TmapParams *tmap;    /* indexed by param id, for PK_TMAP params */
@@ -288,8 +289,8 @@ typedef struct LaunchPlan {
  * and dim at fault; a null ARGS or shape is WSF_ERR_USAGE.
  */
 WsfStatus rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, LaunchPlan *p);
-/* The words a launch planned as P needs in wait_flags: each waiting input's (Kernel.waits), 0 if none. */
-int64_t rt_wait_words(const Kernel *k, const LaunchPlan *p);
+/* The words a launch of L planned as P needs in wait_flags: each waiting input's (Launch.waits), 0 if none. */
+int64_t rt_wait_words(const Launch *l, const LaunchPlan *p);
 
 /*
  * Launches the kernel L describes on STREAM with the caller's tensors:

@@ -211,9 +211,8 @@ typedef struct Arg {
 static void
 check_plan(const Launch *l, const WsfTensor *a, int nargs, const LaunchPlan *p)
 {
-	const Kernel *k = l->kernel;
 	const Fusion *f = l->fusion;
-	const Tensor *d = &f->tensor[k->domain];
+	const Tensor *d = &f->tensor[l->domain];
 	int64_t numel = 1, n, rc;
 	int i, j;
 
@@ -251,10 +250,10 @@ check_plan(const Launch *l, const WsfTensor *a, int nargs, const LaunchPlan *p)
 		broken("the 2-D view does not cover the domain", d->name);
 	if (p->tiles < 1 || p->tiles >= ((int64_t)1 << 31))
 		broken("a tile count out of 1..2^31-1", NULL);
-	if (k->row.cap && p->cols > k->row.cap)
+	if (l->row_cap && p->cols > l->row_cap)
 		broken("rows wider than the compiled capacity", NULL);
-	for (i = 1; i < k->nparam; i++) {
-		const KParam *q = &k->param[i];
+	for (i = 1; i < l->nparam; i++) {
+		const LaunchParam *q = &l->param[i];
 		const TmapParams *tp = &p->tmap[i];
 
 		if (q->kind == PK_TMAP) {

@@ -1,7 +1,8 @@
 /*
  * test_launch.c: the host side of a launch (runtime/launch.c rt_launch_plan),
- * without a GPU: argument checks, the 2-D view a flat kernel chooses, and the
- * tensor-map parameters every tiled tensor gets.  Device pointers are fake
+ * without a GPU: argument checks, the 2-D view a flat kernel chooses, the
+ * tensor-map parameters every tiled tensor gets, and the launch description
+ * they are planned from (codegen/launch_desc.c).  Device pointers are fake
  * (never dereferenced): only their alignment matters here.
  */
 #include <setjmp.h>
@@ -59,11 +60,11 @@ flat_view_wide_rows(void **state)
 	WsfTensor a[2] = {{DEV(1), WSF_DTYPE_BF16, 1, n, NULL}, {DEV(2), WSF_DTYPE_F32, 1, n, NULL}};
 	LaunchPlan p;
 
-	assert_true(l->kernel->flat);
+	assert_true(t->c.kernel->flat);
 	assert_int_equal(rt_launch_plan(&t->c, l, a, 2, &p), WSF_OK);
-	assert_int_equal(p.cols, l->kernel->tile_cols);
-	assert_int_equal(p.rows, (1 << 20) / l->kernel->tile_cols);
-	assert_int_equal(p.tiles, p.rows / l->kernel->tile_rows);
+	assert_int_equal(p.cols, t->c.kernel->tile_cols);
+	assert_int_equal(p.rows, (1 << 20) / t->c.kernel->tile_cols);
+	assert_int_equal(p.tiles, p.rows / t->c.kernel->tile_rows);
 	assert_int_equal(p.tmap[1].rank, 2);
 	assert_int_equal(p.tmap[1].dims[0], p.cols);
 	assert_int_equal(p.tmap[1].strides[0], p.cols * 2);
@@ -99,7 +100,7 @@ row_view(void **state)
 	                  {DEV(3), WSF_DTYPE_BF16, 2, mn, NULL}};
 	LaunchPlan p;
 
-	assert_false(l->kernel->flat);
+	assert_false(t->c.kernel->flat);
 	assert_int_equal(rt_launch_plan(&t->c, l, a, 3, &p), WSF_OK);
 	assert_int_equal(p.rows, 300);
 	assert_int_equal(p.cols, 512);
@@ -183,7 +184,7 @@ row_reduction_checks(void **state)
 	WsfTensor a[2] = {{DEV(1), WSF_DTYPE_BF16, 2, ok, NULL}, {DEV(2), WSF_DTYPE_BF16, 2, ok, NULL}};
 	LaunchPlan p;
 
-	assert_int_equal(l->kernel->family, FAM_REDUCTION);
+	assert_int_equal(t->c.kernel->family, FAM_REDUCTION);
 	assert_int_equal(rt_launch_plan(&t->c, l, a, 2, &p), WSF_OK);
 	assert_int_equal(p.rows, 8);
 	assert_int_equal(p.cols, 4000);
@@ -215,7 +216,7 @@ direct_row_checks(void **state)
 	WsfTensor a[2] = {{DEV(1), WSF_DTYPE_BF16, 2, one, NULL}, {DEV(2), WSF_DTYPE_BF16, 2, one, NULL}};
 	LaunchPlan p;
 
-	assert_true(l->kernel->row.direct);
+	assert_true(t->c.kernel->row.direct);
 	assert_int_equal(rt_launch_plan(&t->c, l, a, 2, &p), WSF_OK);
 	assert_int_equal(p.cols, 4004);
 	a[0].shape = a[1].shape = ragged;
@@ -242,7 +243,7 @@ streamed_row_checks(void **state)
 	                  {DEV(3), WSF_DTYPE_F32, 2, ok, NULL}};
 	LaunchPlan p;
 
-	assert_int_equal(l->kernel->row.chunk, 4096);
+	assert_int_equal(t->c.kernel->row.chunk, 4096);
 	assert_int_equal(rt_launch_plan(&t->c, l, a, 3, &p), WSF_OK);
 	a[0].shape = a[2].shape = wide;   /* wider than compiled: streamed rows have no capacity */
 	a[1].shape = w_wide;
@@ -285,8 +286,8 @@ one_row_tile_checks(void **state)
 	assert_int_equal(p.rows, 300);
 	assert_int_equal(p.cols, 1000);
 	assert_int_equal(p.tiles, 300 * 2);
-	for (i = 1; i < l->kernel->nparam; i++)
-		assert_int_not_equal(l->kernel->param[i].kind, PK_TMAP);
+	for (i = 1; i < t->c.kernel->nparam; i++)
+		assert_int_not_equal(t->c.kernel->param[i].kind, PK_TMAP);
 	a[1].data = (char *)DEV(2) + 8;
 	expect_error(t, l, a, 3, "argument 'b': data pointer");
 	a[1].data = DEV(2);
@@ -322,13 +323,13 @@ matmul_checks(void **state)
 	LaunchPlan p;
 	int i;
 
-	assert_int_equal(l->kernel->family, FAM_MATMUL);
+	assert_int_equal(t->c.kernel->family, FAM_MATMUL);
 	assert_int_equal(rt_launch_plan(&t->c, l, a, 4, &p), WSF_OK);
 	assert_int_equal(p.rows, 300);
 	assert_int_equal(p.cols, 512);
 	assert_int_equal(p.inner, 4096);
-	for (i = 1; i < l->kernel->nparam; i++) {
-		const KParam *q = &l->kernel->param[i];
+	for (i = 1; i < t->c.kernel->nparam; i++) {
+		const KParam *q = &t->c.kernel->param[i];
 
 		if (q->kind != PK_TMAP || q->arg > 1)
 			continue;
@@ -380,15 +381,15 @@ batched_matmul_plan(void **state)
 	LaunchPlan p;
 	int i;
 
-	assert_true(l->kernel->batched);
+	assert_true(t->c.kernel->batched);
 	assert_int_equal(rt_launch_plan(&t->c, l, a, 3, &p), WSF_OK);
 	assert_int_equal(p.rows, 300);
 	assert_int_equal(p.cols, 512);
 	assert_int_equal(p.batch, 6);
 	assert_int_equal(p.inner, 64);
 	assert_int_equal(p.tiles, 3 * 2 * 6);   /* 128 x 256 tiles */
-	for (i = 1; i < l->kernel->nparam; i++) {
-		const KParam *q = &l->kernel->param[i];
+	for (i = 1; i < t->c.kernel->nparam; i++) {
+		const KParam *q = &t->c.kernel->param[i];
 
 		if (q->kind != PK_TMAP)
 			continue;
@@ -414,7 +415,7 @@ batched_transposed_inner(void **state)
 	                  {DEV(3), WSF_DTYPE_F16, 3, y, NULL}};
 	LaunchPlan p;
 
-	assert_true(l->kernel->batched);
+	assert_true(t->c.kernel->batched);
 	assert_int_equal(rt_launch_plan(&t->c, l, a, 3, &p), WSF_OK);
 	assert_int_equal(p.inner, 200);
 	assert_int_equal(p.batch, 5);
@@ -467,8 +468,139 @@ domain_limits(void **state)
 	WsfTensor a[3] = {{DEV(1), WSF_DTYPE_F32, 2, m, NULL}, {DEV(2), WSF_DTYPE_F32, 1, n, NULL},
 	                  {DEV(3), WSF_DTYPE_F32, 2, m, NULL}};
 
-	assert_int_equal(l->kernel->family, FAM_REDUCTION);
+	assert_int_equal(t->c.kernel->family, FAM_REDUCTION);
 	expect_error(t, l, a, 3, "kernel 'd': its domain 's' has 2^63 elements or more at these sizes");
+}
+
+/* A GEMM of sizes SIZES under schedule SCHED, its output y bf16. */
+#define GEMM(sizes, sched) \
+	"fusion: g\nsizes: " sizes "\ninputs:\n  x: {dtype: bf16, shape: [M, K]}\n" \
+	"  w: {dtype: bf16, shape: [N, K]}\nops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n" \
+	"outputs:\n  y: {dtype: bf16}\nschedule: " sched "\n"
+
+/* Param I of L: of KIND, named NAME, from argument ARG. */
+static void
+expect_param(const Launch *l, int i, ParamKind kind, const char *name, int arg)
+{
+	assert_true(i < l->nparam);
+	assert_int_equal(l->param[i].kind, kind);
+	assert_string_equal(l->param[i].name, name);
+	assert_int_equal(l->param[i].arg, arg);
+}
+
+/*
+ * launch_describe: a flat pointwise kernel's description is one CTA a tile
+ * of the domain, maps over its 2-D view (unswizzled, box the tile), the
+ * view's extents, the entry point and shared memory codegen laid out.
+ */
+static void
+describe_pointwise(void **state)
+{
+	Fixture *t = *state;
+	const Launch *l = build(t, relu);
+
+	assert_string_equal(l->entry, "wsfuse_r");
+	assert_int_equal(l->threads, t->c.kernel->threads);
+	assert_int_equal(l->smem_bytes, kernel_smem_bytes(t->c.kernel));
+	assert_int_equal(l->cluster, 1);
+	assert_true(l->flat);
+	assert_false(l->batched);
+	assert_false(l->row_tiles);
+	assert_int_equal(l->grid, GRID_PER_TILE);
+	assert_int_equal(l->workspace_slot, 0);
+	assert_false(l->signal);
+	assert_int_equal(l->waits, 0);
+	assert_string_equal(l->fusion->tensor[l->domain].name, "o");
+	assert_int_equal(l->nparam, 5);
+	expect_param(l, 1, PK_TMAP, "a", 0);
+	expect_param(l, 2, PK_TMAP, "o", 1);
+	expect_param(l, 3, PK_SIZE, "rows", -1);
+	expect_param(l, 4, PK_SIZE, "cols", -1);
+	assert_int_equal(l->param[3].size, SZ_ROWS);
+	assert_int_equal(l->param[4].size, SZ_COLS);
+	assert_false(l->param[1].own_view);
+	assert_int_equal(l->param[1].box[0], l->tile_rows);
+	assert_int_equal(l->param[1].box[1], l->tile_cols);
+}
+
+/*
+ * A persistent row reduction: a tile is a row, its rows held in shared
+ * memory up to the compiled width, its input moved by bulk row copies.
+ */
+static void
+describe_row_reduction(void **state)
+{
+	Fixture *t = *state;
+	static const char spec[] =
+		"fusion: n\nsizes: {M: 8, N: 4000}\ninputs:\n  x: {dtype: bf16, shape: [M, N]}\n"
+		"ops:\n  - {out: y, op: softmax, in: [x]}\noutputs:\n  y: {dtype: bf16}\n"
+		"schedule: {persistent: true}\n";
+	const Launch *l = build(t, spec);
+
+	assert_true(l->row_tiles);
+	assert_int_equal(l->grid, GRID_PERSISTENT);
+	assert_int_equal(l->row_cap, 4096);
+	assert_int_equal(l->row_chunk, 0);
+	assert_false(l->flat);
+	assert_int_equal(l->nparam, 5);
+	expect_param(l, 1, PK_PTR, "x", 0);
+	expect_param(l, 2, PK_PTR, "y", 1);
+	assert_true(l->param[1].bulk);
+	assert_false(l->param[2].bulk);
+	assert_int_equal(l->param[1].view, VIEW_FULL);
+}
+
+/*
+ * Matmuls: a K split over clusters of 2 x 2 (8 CTAs a cluster, cluster
+ * tiles of 2 x 2 tiles), persistent; stream-K (describe_stream_k), whose
+ * grid is every CTA the GPU holds, with a workspace of its partial sums a
+ * CTA.  Operands and the output's staging go through swizzled buffers:
+ * maps of their own views.
+ */
+static void
+describe_split_cluster(void **state)
+{
+	Fixture *t = *state;
+	const Launch *l = build(t, GEMM("{M: 256, N: 512, K: 4096}",
+	                                "{split_k: 2, cluster: [2, 2], consumers: pingpong, tile: [64, 64, 64]}"));
+	int i;
+
+	assert_int_equal(l->cluster, 8);
+	assert_int_equal(l->cluster_rows, 2);
+	assert_int_equal(l->cluster_cols, 2);
+	assert_int_equal(l->tile_rows, 64);
+	assert_int_equal(l->tile_cols, 64);
+	assert_int_equal(l->grid, GRID_PERSISTENT);
+	assert_int_equal(l->workspace_slot, 0);
+	assert_false(l->row_tiles);
+	assert_int_equal(l->nparam, 7);
+	expect_param(l, 1, PK_TMAP, "x", 0);
+	expect_param(l, 2, PK_TMAP, "w", 1);
+	expect_param(l, 3, PK_TMAP, "y", 2);
+	expect_param(l, 6, PK_SIZE, "inner", -1);
+	assert_int_equal(l->param[6].size, SZ_INNER);
+	assert_string_equal(l->fusion->sym[l->param[6].dim[0].sym].name, "K");
+	for (i = 1; i <= 3; i++)
+		assert_true(l->param[i].own_view);
+	assert_int_equal(l->param[1].box[0], 32);   /* a ping-pong tile's operand, multicast in halves */
+	assert_int_equal(l->param[1].box[1], 64);
+}
+
+static void
+describe_stream_k(void **state)
+{
+	Fixture *t = *state;
+	const Launch *l = build(t, GEMM("{M: 2176, N: 4096, K: 520}", "{tile: [128, 128, 64], stages: 3, stream_k: true}"));
+	assert_int_equal(l->grid, GRID_ALL);
+	assert_int_equal(l->workspace_slot, 128 * 128 * 4);   /* a tile's f32 partial sums */
+	assert_true(l->workspace_asked);
+	assert_int_equal(l->cluster, 1);
+	assert_int_equal(l->nparam, 9);
+	expect_param(l, 4, PK_WORKSPACE, "sk_work", -1);
+	expect_param(l, 5, PK_SIZE, "sk_on", -1);
+	assert_int_equal(l->param[5].size, SZ_SK_ON);
+	assert_int_equal(l->param[1].box[0], 128);
+	assert_int_equal(l->param[3].box[1], 32);   /* the output's staging subtile */
 }
 
 int
@@ -489,6 +621,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(batched_transposed_inner, setup, teardown),
 		cmocka_unit_test_setup_teardown(shape_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(domain_limits, setup, teardown),
+		cmocka_unit_test_setup_teardown(describe_pointwise, setup, teardown),
+		cmocka_unit_test_setup_teardown(describe_row_reduction, setup, teardown),
+		cmocka_unit_test_setup_teardown(describe_split_cluster, setup, teardown),
+		cmocka_unit_test_setup_teardown(describe_stream_k, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
