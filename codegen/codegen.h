@@ -8,11 +8,14 @@
  *   emit_pointwise.c      the pointwise family's compute (a tile)
  *   emit_reduction.c      the row-reduction family's compute (a row, or its
  *                         chunks)
+ *   emit_matmul.c         the matmul family's: its accumulators, the mma,
+ *                         the epilogue compute over the fragments
  *   device.cuh            the device helpers every kernel gets (mbarriers,
  *                         TMA, bulk copies, fences, wgmma groups, conversions,
  *                         16-byte loads and stores)
  *   device_reduction.cuh  the row-reduction family's (L2 policies, block
  *                         reductions, online softmax, Welford)
+ *   device_matmul.cuh     the matmul family's (wgmma descriptors)
  *
  * The .cuh files are embedded in the library as strings by tools/embed.sh;
  * a kernel's (device.cuh, then its family's: codegen_device_header) are

@@ -61,7 +61,7 @@ row_staged(const Kernel *k, int t)
 
 /* A warpgroup's fragment of every accumulator, declared where the kernel starts. */
 static void
-frame(Emit *e)
+declare_fragments(Emit *e)
 {
 	int i;
 
@@ -106,7 +106,7 @@ frame(Emit *e)
  * transpose immediates (1: the operand is MN-major) depend on the tile.
  */
 static void
-helpers(Emit *e)
+emit_wgmma_fn(Emit *e)
 {
 	const Stmt *s = st_first(e->k->body, ST_MMA);   /* lowering makes one */
 	const MmaShape *m;
@@ -623,7 +623,7 @@ cone(Emit *e, const Stmt *s)
 	return needed;
 }
 
-static void consume(Emit *e, const Stmt *s);
+static void emit_signal_compute(Emit *e, const Stmt *s);
 
 /*
  * The hardware tanh's forms of the activations (device_matmul.cuh), where
@@ -895,7 +895,7 @@ full_inputs(Emit *e, const Stmt *s, const bool *needed, const char *rowb)
 
 /* The epilogue over one subtile: s->b is its first column, s->pass its index in the tile. */
 static void
-compute(Emit *e, const Stmt *s)
+emit_epilogue(Emit *e, const Stmt *s)
 {
 	const Kernel *k = e->k;
 	Fusion *f = e->f;
@@ -905,7 +905,7 @@ compute(Emit *e, const Stmt *s)
 	const char *blk;
 
 	if (e->role && k->role[e->role].kind == ROLE_SIGNAL) {
-		consume(e, s);
+		emit_signal_compute(e, s);
 		return;
 	}
 	for (i = 0; i < s->nreads; i++)
@@ -1035,7 +1035,7 @@ compute(Emit *e, const Stmt *s)
  * 16-byte multiples), rows past the last not at all.
  */
 static void
-consume(Emit *e, const Stmt *s)
+emit_signal_compute(Emit *e, const Stmt *s)
 {
 	const Kernel *k = e->k;
 	Fusion *f = e->f;
@@ -1231,10 +1231,10 @@ in_place(const Kernel *k)
 }
 
 const EmitFamily emit_matmul_family = {
-	.helpers = helpers,
-	.compute = compute,
+	.helpers = emit_wgmma_fn,
+	.compute = emit_epilogue,
 	.min_ctas = min_ctas,
-	.frame = frame,
+	.frame = declare_fragments,
 	.in_place = in_place,
 	.unit = "tile",
 	.device = codegen_device_matmul_cuh,

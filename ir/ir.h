@@ -773,9 +773,9 @@ struct Stmt {
 	StmtKind kind;
 	Pos pos;              /* spec position it came from, if any */
 	const char *comment;  /* shown in printed IR and CUDA */
-	/* ST_BLOCK; ST_LOOP / ST_IF / ST_ROLES bodies */
+	/* ST_BLOCK; ST_LOOP / ST_IF / ST_ROLES / ST_ROLE bodies */
 	Stmt **body;  int nbody, capbody;
-	Stmt *orelse;         /* ST_IF else, ST_ROLES consumer branch */
+	Stmt *orelse;         /* ST_IF else */
 	/* ST_LOOP */
 	int var;
 	Expr *lo, *hi;
@@ -800,7 +800,7 @@ struct Stmt {
 	                         batched matmul's epilogue compute: its batch (NULL: 2-D, no batch) */
 	Expr *mcast;          /* TMA load: a multicast's CTA mask (NULL: this CTA alone) */
 	int64_t n;            /* bytes for EXPECT_TX, N for BULK_WAIT, regs, barrier id */
-	int threads;          /* ST_SYNC threads; ST_ROLES producer threads */
+	int threads;          /* ST_SYNC threads (a role's are in its KRole) */
 	bool flag;            /* BULK_WAIT .read; SETMAXNREG inc; COMPUTE: every read of its stages
 	                         comes before a CTA barrier inside it, which so releases them; TMA_STORE: an
 	                         add; FLAG_WAIT: the producer's */

@@ -1,5 +1,9 @@
 /*
- * circular_buffer.c: pick the loop to circular-buffer, its stages S and
+ * circular_buffer.c: requires lowered kernel IR, its TMA loads with no
+ * barrier; leaves S copies and mbarriers, CbInfo on the buffered loop;
+ * breaks nothing.
+ *
+ * Pick the loop to circular-buffer, its stages S and
  * prefetch distance P, give every TMA-loaded buffer S copies and a full
  * mbarrier per stage, and (unless the kernel is warp-specialized) rewrite the
  * loop into prologue, main and epilogue.
@@ -687,6 +691,7 @@ keep_preloads(Comp *c, Kernel *k)
 	}
 }
 
+/* requires lower; leaves every TMA load on a stage's copy and full barrier, no waits */
 int
 pass_circular_buffer(Comp *c)
 {

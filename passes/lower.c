@@ -1,24 +1,21 @@
 /*
  * lower.c: fusion IR -> kernel IR: the pass, and what the kernel families'
- * lowerings share.  Each family's rules are a file of their own
- * (lower_pointwise.c, lower_reduction.c; lower_matmul.c to come), reached
- * through the table below (lower_family), not through tests of the family;
- * here are the tile loop, the size parameters, the staged inputs and the
- * hints no family takes yet.
+ * lowerings share.  Requires a scheduled fusion (f->family set); leaves a
+ * kernel of no mbarrier and no sync, its parameters within KERNEL_PARAM_MAX.
  *
- * Contract.  Requires: a scheduled fusion of a family that has a lowering
- * (pointwise or reduction; a matmul is an error, "not implemented yet").
- * Guarantees: a kernel whose body is a loop over this CTA's tiles (a tile a
- * CTA, or persistent); in it, one elected thread issues a TMA load of every
- * staged input into a single-copy shared buffer, then all threads compute
- * and store the outputs (16-byte vector stores, or a staging buffer and a
- * TMA store).  No mbarrier and no sync exists yet: circular_buffer.c and
- * sync.c add them.  A tile leaves room for one stage and the output staging
- * copies in shared memory; a tile hint that does not is an error at the
- * hint that names one that does.  An input no op reads (Tensor.unread) has
- * no parameter.  Its parameters fit CUDA's space for them
- * (KERNEL_PARAM_MAX); a spec that overflows it is an error at the tensor
- * that does not fit.  Each family's file says what its tiles are.
+ * Each family's rules are a file of their own (lower_pointwise.c,
+ * lower_reduction.c, lower_matmul.c), reached through the table below
+ * (lower_family), not through tests of the family; here are the tile loop,
+ * the size parameters, the staged inputs, the per-tile signal and the hints
+ * a family refuses.  Every family leaves a body that is a loop over this
+ * CTA's tiles (a tile a CTA, or persistent) in which one elected thread
+ * issues the TMA loads of the staged inputs into single-copy shared buffers
+ * and the threads compute and store the outputs (16-byte vector stores, or
+ * a staging buffer and a TMA store); circular_buffer.c and sync.c add the
+ * copies, the mbarriers and the waits.  A tile hint that leaves no room for
+ * one stage and the output staging copies is an error at the hint.  An input
+ * no op reads (Tensor.unread) has no parameter; a spec whose parameters
+ * overflow CUDA's space for them is an error at the tensor that does not fit.
  */
 #include <string.h>
 
@@ -592,6 +589,7 @@ check_params(Comp *c, const Fusion *f, const Kernel *k)
 	                  (long long)kernel_param_bytes(k, k->nparam));
 }
 
+/* requires a scheduled fusion; leaves c->kernel, unbuffered and unsynchronised */
 int
 pass_lower(Comp *c)
 {

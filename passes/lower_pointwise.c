@@ -1,6 +1,6 @@
 /*
  * lower_pointwise.c: the pointwise family's lowering, run by lower.c's
- * pass (its contract holds here).
+ * pass: requires and leaves what pass_lower does.
  *
  * The domain is the outputs' shape seen as 2-D [rows, cols] (cols the last
  * dim).  Each input is full ([rows, cols], tiled by TMA), a row ([cols],

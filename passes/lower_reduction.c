@@ -1,6 +1,6 @@
 /*
  * lower_reduction.c: the row-reduction family's lowering, run by lower.c's
- * pass (its contract holds here).
+ * pass: requires and leaves what pass_lower does.
  *
  * A tile is one whole row of the domain [rows, cols] (the input of the
  * first reduction): loaded by one bulk copy and computed by one compute,

@@ -1,5 +1,8 @@
 /*
- * warp_specialize.c: split the circular-buffered loop into a producer
+ * warp_specialize.c: requires circular_buffer; leaves the marked loop split
+ * into ST_ROLES (nothing for a kernel not warp-specialized); breaks nothing.
+ *
+ * Split the circular-buffered loop into a producer
  * sub-loop (TMA issue only) and a consumer sub-loop (everything else), one
  * branch per role of the kernel's role table.
  *
@@ -423,6 +426,7 @@ split_producer(Comp *c, Kernel *k, Stmt *pbranch, Stmt *producer)
 	st_append(c, pbranch, roles);
 }
 
+/* requires circular_buffer; leaves a producer and a consumer role, or a plain kernel as it was */
 int
 pass_warp_specialize(Comp *c)
 {
