@@ -864,12 +864,9 @@ load_carried(Emit *e, const KParam *p, const Access *a, const char *dst, const c
 
 /*
  * The full inputs [M, N] of the subtile's epilogue, a thread's 16 (8) elements
- * loaded before any is used, into here_x.  Loaded where each was used,
- * they went out a few at a time, each few a round trip (ptxas interleaved
- * a guarded load with its use): 32 round trips a tile of 8 subtiles, and
- * a GEMM + residual 12-24% slower than the GEMM (docs/perf.md).  Loading
- * the next subtile's too, as a row input's, measured no faster.  ROWB as
- * load_full's.
+ * loaded before any is used, into here_x: loaded where each was used, they
+ * went out a few at a time, each few a round trip (ptxas interleaved a
+ * guarded load with its use).  ROWB as load_full's.
  */
 static void
 full_inputs(Emit *e, const Stmt *s, const bool *needed, const char *rowb)

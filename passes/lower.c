@@ -142,13 +142,10 @@ lower_tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **col0)
 		k->ntile_var = lower_let(c, k, "tiles", ntiles, k->body)->var;
 	}
 	/*
-	 * One CTA per tile: the launch makes the grid the tile count, so each
-	 * CTA has exactly one, a constant the compiler folds the loop away for.
-	 * The 64-bit division it replaces was a software routine in every
-	 * thread (H200: f32 silu*y with TMA stores 0.7943 -> 0.7327 ms).  A
-	 * matmul keeps the count (1 at run time, one division a CTA): with its
-	 * tile loop folded away ptxas serialized the wgmmas of a K-major B at
-	 * 128 x 256 (C7514, tests/gpu/specs/gemm_one_cta_k.yaml).
+	 * One CTA per tile: the grid is the tile count, so each CTA's count is
+	 * the constant 1 and no 64-bit division runs in every thread.  A matmul
+	 * keeps the count: with its tile loop folded away ptxas serialized the
+	 * wgmmas of a K-major B at 128 x 256 (C7514, gemm_one_cta_k.yaml).
 	 */
 	k->niter_var = lower_let(c, k, whole_rows ? "my_rows" : "my_tiles",
 	                         !k->persistent && k->family != FAM_MATMUL ? ex_int(c, 1) :

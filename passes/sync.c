@@ -3,55 +3,10 @@
  * analysis of their effects.  Requires circular_buffer (and
  * warp_specialize); leaves every wait, release and fence; breaks nothing.
  *
- * Contract.  Requires: circular_buffer.c (and warp_specialize.c when used)
- * ran.  Guarantees: every access that conflicts with an asynchronous effect
- * still pending is preceded by the weakest wait that retires the effect, and
- * every stage of a pipeline is released where its reads complete:
- *   - a read of a stage waits on full[lin % S] with parity (lin / S) & 1, once
- *     per barrier (every load of a stage completes on it), right before the
- *     first statement that reads it; a producer waits on empty[] likewise
- *     before it first touches a slot (its expect_tx);
- *   - an accumulator read waits with mma.wait_group N, N the mma groups
- *     committed after the one that wrote it; mmas of one loop body share one
- *     commit group, issued at the end of the body, and each chain of mmas is
- *     preceded by mma.fence;
- *   - a TMA store's staging copy is written by every thread (generic proxy)
- *     and read by one (async proxy): fence.proxy.async and a barrier before
- *     the store; a copy rewritten while a store may still read it: the
- *     issuing thread waits with bulk.wait_group.read N, then a barrier;
- *     a loop whose counter names the copies and whose runs are not whole
- *     rings (a tile's 3 subtiles over 2 copies) waits for every store's
- *     reads once before each run, as its counter restarts (restart_wait);
- *     the global data the stores write is waited for (bulk.wait_group 0,
- *     no .read) where the kernel or role ends, and before a signal
- *     publishes it (ST_SIGNAL: bulk.wait_group N, no .read, N the groups
- *     of the tile after it, which stay in flight; signal_wait);
- *   - an epilogue input a staging copy carries (KBuf.preload): the storing
- *     thread issues its loads, each after bulk.wait_group.read 0, and every
- *     thread waits on the copy's barrier before the compute that reads it
- *     (place_preloads, before the walk); its copies then need no read-wait;
- *   - a row buffer's copy (BUF_ROW) is written by every consumer thread
- *     and read by every one: a barrier between, before the epilogue loop
- *     that reads it (hoist_row_barrier);
- *   - a barrier the kernel already has between the two accesses serves: the
- *     fence or the issuer's wait goes right before it (with N counted there),
- *     even in the loop iteration before the conflicting access;
- *   - a stage read synchronously is released right after its last reader:
- *     a CTA barrier in a plain main loop (the next iteration's load refills
- *     it), unless that reader is a compute whose own barrier comes after its
- *     reads; in a consumer loop an arrive on empty[(lin + P + 1) % S] after
- *     P + 1 arrivals made before the loop.  A stage read by mma is released
- *     after mma.wait_group S - 1 - P, which shows that the read of P + 1 - S
- *     iterations ago completed.  Ping-pong consumers read every other
- *     tile's stages, so a warpgroup releases only its own: the k-step
- *     before (from the second), and the tile's last after the k loop's
- *     mma.wait_group 0 (pingpong_last), or on one stage each k-step its own
- *     after its wait; all S stages start empty.  An
- *     epilogue loop releases nothing inside; when its pipeline runs again
- *     (it sits in another loop), one barrier after it releases the stages
- *     it read.
- * Barriers inside warp-specialized roles are the role's named barrier.
- * Invalidates: nothing.
+ * Every access that conflicts with an asynchronous effect still pending is
+ * preceded by the weakest wait that retires it, and every stage of a
+ * pipeline is released where its reads complete; docs/ir.md ("The kernel
+ * passes in full") lists each wait, release and fence this places.
  *
  * The analysis.  accesses() is the table: which resource each statement kind
  * touches (a buffer copy, an accumulator, a global tensor), read or write, and
@@ -1414,9 +1369,8 @@ preload_copy(Comp *c, const Kernel *k, Stmt *block, int b, Expr *slot, Expr *row
  * use, i x E / S + e / S (E subtiles a tile, a multiple of S).  A copy is
  * rewritten only after its load landed, which is after the store before
  * read it: the read-wait sync places before a copy's compute otherwise is
- * never needed, and the walk finds none.  Issued at the last k-step, the
- * first loads' round trip cost up to 3% (8192 x 14336 x 4096); the later
- * ones issued after the store instead of before, 0.4-1% (docs/perf.md).
+ * never needed, and the walk finds none.  Issued any later, the loads'
+ * round trip shows (docs/perf_history.md).
  */
 static int
 place_preloads(Comp *c, Kernel *k)
