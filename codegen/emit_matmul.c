@@ -183,11 +183,7 @@ emit_mma(Emit *e, const Stmt *s)
 	emit_line(e, "const int first = %s;", s->cond ? emit_expr_str(e, s->cond) : "0");
 	emit_line(e, "#pragma unroll");
 	emit_line(e, "for (int k16 = 0; k16 < %d; k16++)%s", m->k / 16, k->row_blocks > 1 ? " {" : "");
-	/*
-	 * A 128-row warpgroup tile: a wgmma for each 64-row block, into its own
-	 * half of the registers (the blocks inside the k16 loop or outside it
-	 * measured the same; docs/perf.md).
-	 */
+	/* A 128-row warpgroup tile: a wgmma for each 64-row block, into its own half of the registers. */
 	for (h = 0; h < k->row_blocks; h++)
 		emit_line(e, "    wsf_wgmma(%s%s, da + %s%d * k16, db + %d * k16, k16 > 0 || !first);%s",
 		          acc_name(e, s->writes[0].acc), h ? arena_printf(e->c->arena, " + %d", h * m->n / 2) : "",
@@ -819,9 +815,9 @@ load_full(Emit *e, const Stmt *s, const KParam *p, const char *dst, const char *
 
 /*
  * Are the full inputs loaded before their elements are used (full_inputs)?
- * Each holds 16 registers a thread through the subtile (8 of 16 columns): where the
- * accumulators leave too few (192 a thread: ping-pong 128 x 192), ptxas
- * spilled 2.5 KB with two, against 0.9 KB loaded where used.
+ * Each holds 16 registers a thread through the subtile (8 of 16 columns),
+ * which spill where the accumulators leave too few (192 a thread:
+ * ping-pong 128 x 192; docs/perf_history.md).
  */
 static bool
 full_preload(Emit *e)

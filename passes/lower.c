@@ -233,8 +233,8 @@ lower_split_rank(Comp *c, const Kernel *k)
  * k-step SIGNAL_KSTEP (or the last, when there are fewer): by then the
  * stores have landed, so the wait costs nothing, and the consumer reads the
  * tile while L2 still holds it; at the tile's end it would wait a whole
- * mainloop more, and the tile would come back from DRAM (ncu, 4096^3: 25
- * MB more read).
+ * mainloop more, and the tile would come back from DRAM
+ * (docs/perf_history.md).
  */
 enum {
 	SIGNAL_SLOTS = 4,
