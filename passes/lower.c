@@ -1,7 +1,9 @@
 /*
  * lower.c: fusion IR -> kernel IR: the pass, and what the kernel families'
  * lowerings share.  Requires a scheduled fusion (f->family set); leaves a
- * kernel of no mbarrier and no sync, its parameters within KERNEL_PARAM_MAX.
+ * kernel whose TMA loads have one copy and no barrier, whose asynchronous
+ * copies nothing waits for, its parameters within KERNEL_PARAM_MAX; breaks
+ * nothing.
  *
  * Each family's rules are a file of their own (lower_pointwise.c,
  * lower_reduction.c, lower_matmul.c), reached through the table below
@@ -11,8 +13,10 @@
  * CTA's tiles (a tile a CTA, or persistent) in which one elected thread
  * issues the TMA loads of the staged inputs into single-copy shared buffers
  * and the threads compute and store the outputs (16-byte vector stores, or
- * a staging buffer and a TMA store); circular_buffer.c and sync.c add the
- * copies, the mbarriers and the waits.  A tile hint that leaves no room for
+ * a staging buffer and a TMA store); circular_buffer.c and sync.c add
+ * their copies, mbarriers and waits.  The protocols lowering builds itself
+ * (a per-tile signal's consumer role, a K-split's reduction, inputs that
+ * wait) bring their own barriers.  A tile hint that leaves no room for
  * one stage and the output staging copies is an error at the hint.  An input
  * no op reads (Tensor.unread) has no parameter; a spec whose parameters
  * overflow CUDA's space for them is an error at the tensor that does not fit.
@@ -586,7 +590,7 @@ check_params(Comp *c, const Fusion *f, const Kernel *k)
 	                  (long long)kernel_param_bytes(k, k->nparam));
 }
 
-/* requires a scheduled fusion; leaves c->kernel, unbuffered and unsynchronised */
+/* requires a scheduled fusion; leaves c->kernel, its TMA loads unbuffered and no copy waited for */
 int
 pass_lower(Comp *c)
 {
