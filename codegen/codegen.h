@@ -8,6 +8,8 @@
  *   emit_pointwise.c      the pointwise family's compute (a tile)
  *   emit_reduction.c      the row-reduction family's compute (a row, or its
  *                         chunks)
+ *   emit_matmul.c         the matmul family's: its accumulators, the mma,
+ *                         the epilogue compute over the fragments
  *   launch_desc.c         the launch description (Launch): all the runtime
  *                         reads of a compiled kernel
  *   device.cuh            the device helpers every kernel gets (mbarriers,
@@ -15,6 +17,7 @@
  *                         16-byte loads and stores)
  *   device_reduction.cuh  the row-reduction family's (L2 policies, block
  *                         reductions, online softmax, Welford)
+ *   device_matmul.cuh     the matmul family's (wgmma descriptors)
  *
  * The .cuh files are embedded in the library as strings by tools/embed.sh;
  * a kernel's (device.cuh, then its family's: codegen_device_header) are

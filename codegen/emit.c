@@ -1,7 +1,7 @@
 /*
  * emit.c: kernel IR -> CUDA C++ for sm_90a: statements, expressions, names,
  * the kernel frame and its shared memory.  Each kernel family's compute is
- * its own file (emit_pointwise.c, emit_reduction.c; emit_matmul.c to come),
+ * its own file (emit_pointwise.c, emit_reduction.c, emit_matmul.c),
  * reached through the EmitFamily table below, not through tests of the
  * family.
  *
@@ -990,7 +990,7 @@ emit_compute_function(Emit *e)
 	buf_puts(e->b, "\n");
 }
 
-/* Each family's compute (emit_FAMILY.c); matmul's is to come (emit_matmul.c). */
+/* Each family's compute (emit_FAMILY.c). */
 static const EmitFamily *const families[] = {
 	[FAM_POINTWISE] = &emit_pointwise_family,
 	[FAM_REDUCTION] = &emit_reduction_family,

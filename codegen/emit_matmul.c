@@ -61,7 +61,7 @@ row_staged(const Kernel *k, int t)
 
 /* A warpgroup's fragment of every accumulator, declared where the kernel starts. */
 static void
-frame(Emit *e)
+declare_fragments(Emit *e)
 {
 	int i;
 
@@ -106,7 +106,7 @@ frame(Emit *e)
  * transpose immediates (1: the operand is MN-major) depend on the tile.
  */
 static void
-helpers(Emit *e)
+emit_wgmma_fn(Emit *e)
 {
 	const Stmt *s = st_first(e->k->body, ST_MMA);   /* lowering makes one */
 	const MmaShape *m;
@@ -183,11 +183,7 @@ emit_mma(Emit *e, const Stmt *s)
 	emit_line(e, "const int first = %s;", s->cond ? emit_expr_str(e, s->cond) : "0");
 	emit_line(e, "#pragma unroll");
 	emit_line(e, "for (int k16 = 0; k16 < %d; k16++)%s", m->k / 16, k->row_blocks > 1 ? " {" : "");
-	/*
-	 * A 128-row warpgroup tile: a wgmma for each 64-row block, into its own
-	 * half of the registers (the blocks inside the k16 loop or outside it
-	 * measured the same; docs/perf.md).
-	 */
+	/* A 128-row warpgroup tile: a wgmma for each 64-row block, into its own half of the registers. */
 	for (h = 0; h < k->row_blocks; h++)
 		emit_line(e, "    wsf_wgmma(%s%s, da + %s%d * k16, db + %d * k16, k16 > 0 || !first);%s",
 		          acc_name(e, s->writes[0].acc), h ? arena_printf(e->c->arena, " + %d", h * m->n / 2) : "",
@@ -623,7 +619,7 @@ cone(Emit *e, const Stmt *s)
 	return needed;
 }
 
-static void consume(Emit *e, const Stmt *s);
+static void emit_signal_compute(Emit *e, const Stmt *s);
 
 /*
  * The hardware tanh's forms of the activations (device_matmul.cuh), where
@@ -819,9 +815,9 @@ load_full(Emit *e, const Stmt *s, const KParam *p, const char *dst, const char *
 
 /*
  * Are the full inputs loaded before their elements are used (full_inputs)?
- * Each holds 16 registers a thread through the subtile (8 of 16 columns): where the
- * accumulators leave too few (192 a thread: ping-pong 128 x 192), ptxas
- * spilled 2.5 KB with two, against 0.9 KB loaded where used.
+ * Each holds 16 registers a thread through the subtile (8 of 16 columns),
+ * which spill where the accumulators leave too few (192 a thread:
+ * ping-pong 128 x 192; docs/perf_history.md).
  */
 static bool
 full_preload(Emit *e)
@@ -864,12 +860,9 @@ load_carried(Emit *e, const KParam *p, const Access *a, const char *dst, const c
 
 /*
  * The full inputs [M, N] of the subtile's epilogue, a thread's 16 (8) elements
- * loaded before any is used, into here_x.  Loaded where each was used,
- * they went out a few at a time, each few a round trip (ptxas interleaved
- * a guarded load with its use): 32 round trips a tile of 8 subtiles, and
- * a GEMM + residual 12-24% slower than the GEMM (docs/perf.md).  Loading
- * the next subtile's too, as a row input's, measured no faster.  ROWB as
- * load_full's.
+ * loaded before any is used, into here_x: loaded where each was used, they
+ * went out a few at a time, each few a round trip (ptxas interleaved a
+ * guarded load with its use).  ROWB as load_full's.
  */
 static void
 full_inputs(Emit *e, const Stmt *s, const bool *needed, const char *rowb)
@@ -895,7 +888,7 @@ full_inputs(Emit *e, const Stmt *s, const bool *needed, const char *rowb)
 
 /* The epilogue over one subtile: s->b is its first column, s->pass its index in the tile. */
 static void
-compute(Emit *e, const Stmt *s)
+emit_epilogue(Emit *e, const Stmt *s)
 {
 	const Kernel *k = e->k;
 	Fusion *f = e->f;
@@ -905,7 +898,7 @@ compute(Emit *e, const Stmt *s)
 	const char *blk;
 
 	if (e->role && k->role[e->role].kind == ROLE_SIGNAL) {
-		consume(e, s);
+		emit_signal_compute(e, s);
 		return;
 	}
 	for (i = 0; i < s->nreads; i++)
@@ -1035,7 +1028,7 @@ compute(Emit *e, const Stmt *s)
  * 16-byte multiples), rows past the last not at all.
  */
 static void
-consume(Emit *e, const Stmt *s)
+emit_signal_compute(Emit *e, const Stmt *s)
 {
 	const Kernel *k = e->k;
 	Fusion *f = e->f;
@@ -1231,10 +1224,10 @@ in_place(const Kernel *k)
 }
 
 const EmitFamily emit_matmul_family = {
-	.helpers = helpers,
-	.compute = compute,
+	.helpers = emit_wgmma_fn,
+	.compute = emit_epilogue,
 	.min_ctas = min_ctas,
-	.frame = frame,
+	.frame = declare_fragments,
 	.in_place = in_place,
 	.unit = "tile",
 	.device = codegen_device_matmul_cuh,

@@ -203,14 +203,14 @@ edge(Picture *p, const char *from, const char *to, const char *label, const char
 }
 
 static const char *
-node(Picture *p, char kind, int id)
+node_id(Picture *p, char kind, int id)
 {
 	return arena_printf(p->arena, "%c%d", kind, id);
 }
 
 /* " by producer", or "" outside roles. */
 static const char *
-by(const Picture *p, int role)
+by_role(const Picture *p, int role)
 {
 	return role ? arena_printf(p->arena, " by %s", role_kind[p->k->role[role].kind]) : "";
 }
@@ -218,11 +218,11 @@ by(const Picture *p, int role)
 static void
 access_edges(Picture *p, const Access *a, int n, int role, bool write)
 {
-	const char *r = node(p, 'r', role);
+	const char *r = node_id(p, 'r', role);
 	int i;
 
 	for (i = 0; i < n; i++) {
-		const char *x = a[i].buf ? node(p, 'b', a[i].buf) : node(p, 'a', a[i].acc);
+		const char *x = a[i].buf ? node_id(p, 'b', a[i].buf) : node_id(p, 'a', a[i].acc);
 
 		if (write)
 			edge(p, r, x, a[i].buf ? "write" : "wgmma", NULL);
@@ -232,10 +232,10 @@ access_edges(Picture *p, const Access *a, int n, int role, bool write)
 }
 
 static void
-walk(Picture *p, const Stmt *s, int role)
+draw_stmt(Picture *p, const Stmt *s, int role)
 {
 	const Kernel *k = p->k;
-	const char *r = node(p, 'r', role);
+	const char *r = node_id(p, 'r', role);
 	int i;
 
 	if (!s)
@@ -245,39 +245,39 @@ walk(Picture *p, const Stmt *s, int role)
 		role = s->role;
 		break;
 	case ST_TMA_LOAD:
-		edge(p, node(p, 'p', s->param), node(p, 'b', s->buf),
+		edge(p, node_id(p, 'p', s->param), node_id(p, 'b', s->buf),
 		     arena_printf(p->arena, "%s%s", k->param[s->param].kind == PK_PTR ? "bulk copy" : "TMA load",
-		                  by(p, role)), NULL);
+		                  by_role(p, role)), NULL);
 		if (s->bar)
-			edge(p, node(p, 'b', s->buf), node(p, 'm', s->bar), "complete_tx", "style=dotted");
+			edge(p, node_id(p, 'b', s->buf), node_id(p, 'm', s->bar), "complete_tx", "style=dotted");
 		p->loaded[s->param] = true;
 		break;
 	case ST_TMA_STORE:
-		edge(p, node(p, 'b', s->buf), node(p, 'p', s->param),
-		     arena_printf(p->arena, "TMA store%s", by(p, role)), NULL);
+		edge(p, node_id(p, 'b', s->buf), node_id(p, 'p', s->param),
+		     arena_printf(p->arena, "TMA store%s", by_role(p, role)), NULL);
 		p->stored[s->param] = true;
 		break;
 	case ST_ROW_FETCH:   /* a row input through the consumers' registers into its row buffer */
-		edge(p, node(p, 'p', s->param), node(p, 'b', s->buf), arena_printf(p->arena, "row copy%s", by(p, role)),
+		edge(p, node_id(p, 'p', s->param), node_id(p, 'b', s->buf), arena_printf(p->arena, "row copy%s", by_role(p, role)),
 		     NULL);
 		p->loaded[s->param] = true;
 		break;
 	case ST_TMA_PREFETCH:   /* the tensor's tiles into L2 ahead of the loads that read them */
-		edge(p, node(p, 'p', s->param), r, arena_printf(p->arena, "L2 prefetch%s", by(p, role)), "style=dashed");
+		edge(p, node_id(p, 'p', s->param), r, arena_printf(p->arena, "L2 prefetch%s", by_role(p, role)), "style=dashed");
 		p->loaded[s->param] = true;
 		break;
 	case ST_EXPECT_TX:
-		edge(p, r, node(p, 'm', s->bar), "expect_tx", "style=dotted");
+		edge(p, r, node_id(p, 'm', s->bar), "expect_tx", "style=dotted");
 		break;
 	case ST_MBAR_WAIT:
-		edge(p, node(p, 'm', s->bar), r, "wait", "style=dotted");
+		edge(p, node_id(p, 'm', s->bar), r, "wait", "style=dotted");
 		break;
 	case ST_MBAR_ARRIVE:
-		edge(p, r, node(p, 'm', s->bar), "arrive", "style=dotted");
+		edge(p, r, node_id(p, 'm', s->bar), "arrive", "style=dotted");
 		break;
 	case ST_SIGNAL:
 		if (s->bar)   /* to the consumer role: a stored tile has landed */
-			edge(p, r, node(p, 'm', s->bar), "signal", "style=dotted");
+			edge(p, r, node_id(p, 'm', s->bar), "signal", "style=dotted");
 		break;
 	case ST_SK_STORE:
 	case ST_SK_REDUCE:
@@ -285,7 +285,7 @@ walk(Picture *p, const Stmt *s, int role)
 		break;
 	case ST_SPLIT_REDUCE:
 		access_edges(p, s->reads, s->nreads, role, false);
-		edge(p, r, node(p, 'b', s->buf), "partial sums", NULL);
+		edge(p, r, node_id(p, 'b', s->buf), "partial sums", NULL);
 		break;
 	case ST_COMPUTE:
 	case ST_MMA:
@@ -298,8 +298,8 @@ walk(Picture *p, const Stmt *s, int role)
 		break;
 	}
 	for (i = 0; i < s->nbody; i++)
-		walk(p, s->body[i], role);
-	walk(p, s->orelse, role);
+		draw_stmt(p, s->body[i], role);
+	draw_stmt(p, s->orelse, role);
 }
 
 static void
@@ -384,7 +384,7 @@ kernel_dot(Buf *b, const Kernel *k)
 		buf_printf(b, "  a%d [shape=box, style=dashed, label=\"%s\\n%s[%d, %d] in registers\"];\n", j,
 		           k->acc[j].name, dtype_info[k->acc[j].dtype].name, k->acc[j].rows, k->acc[j].cols);
 
-	walk(&p, k->body, 0);
+	draw_stmt(&p, k->body, 0);
 	/* what no copy moves: loads and stores of the computing threads, straight to global memory */
 	for (i = 1; i < k->nparam; i++) {
 		const KParam *q = &k->param[i];
@@ -400,9 +400,9 @@ kernel_dot(Buf *b, const Kernel *k)
 				if (consumer != (q->readback || (out && f->out[q->arg - f->ninput].consumer)))
 					continue;
 				if (out && !q->readback)
-					edge(&p, node(&p, 'r', j), node(&p, 'p', i), "store", NULL);
+					edge(&p, node_id(&p, 'r', j), node_id(&p, 'p', i), "store", NULL);
 				else
-					edge(&p, node(&p, 'p', i), node(&p, 'r', j), "load", NULL);
+					edge(&p, node_id(&p, 'p', i), node_id(&p, 'r', j), "load", NULL);
 			}
 	}
 

@@ -662,36 +662,18 @@ typedef enum StmtKind {
 	                      when cond holds (NULL: always).  flag: the producer's, before TMA loads of an
 	                      operand that waits (fence.proxy.async.global after it, for the async proxy); n:
 	                      the consumers' wait for an output's tile, fenced so too, for the TMA stores */
-	ST_SPLIT_REDUCE,   /* a K-split (Kernel.splits): the cluster's CTAs each hold a partial sum of one tile in
-	                      reads[0].acc; ranks 1.. write theirs to buf (BUF_PARTIAL) and arrive on rank 0's
-	                      bar[wg] (release at cluster scope); rank 0 waits there (acquire), adds the
-	                      partials of ranks 1 .. b - 1 (those with k-steps) in rank order, and arrives on
-	                      each one's bar + 1 [wg], which it waits on before its next write.  With
-	                      Kernel.split_scatter a reduce-scatter instead: every rank writes the registers of
-	                      the subtiles others own, arrives on each other rank's bar[wg], and adds into its
-	                      own subtiles' registers the others' partials (those with k-steps) in rank order,
-	                      then arrives on each other rank's bar + 1 [wg].  a: the phase parity of this
-	                      warpgroup's reduction */
-	ST_SK_STORE,       /* stream-K: this CTA's share of a tile's k-steps, not from the tile's first, is
-	                      reads[0].acc: written to the CTA's slot of param (PK_WORKSPACE), register-major
-	                      (consumer thread t's registers 4q .. 4q + 3 at float4 q x threads + t), then the
-	                      CTA's flag set to 1 with release semantics at gpu scope.  With Kernel.sk_scatter,
-	                      part a of the tile's b (consecutive CTAs, the first's flag counting them): the
-	                      registers of the subtiles other parts own (subtile s is part s % b's), then one
-	                      arrival on the count (release, gpu scope) */
-	ST_SK_REDUCE,      /* stream-K: the tile's owner (the CTA with its first k-step) adds to reads[0].acc the
-	                      slots of the b CTAs after it (they took the rest of its k-steps), in CTA order: for
-	                      each, one thread acquires its flag (gpu scope) and resets it to 0, a barrier of the
-	                      consumers, and every consumer thread adds its registers' partial sums.  With
-	                      Kernel.sk_scatter, part a of the tile's b: one thread waits for the count to reach
-	                      b (acquire; the last of the tile's parts that own subtiles resets it), a barrier,
-	                      and the others' sums of this part's subtiles added in part order */
-	ST_ROW_FETCH,      /* the consumer threads load the columns [b, b + buf's cols) of param (a PK_PTR row
-	                      input), thread t column b + t (buf's cols are at most the consumer threads), into
-	                      a register, 0 past the row's end: a load whose latency the k loop after it hides */
-	ST_ROW_PUT,        /* those registers (the ST_ROW_FETCH of buf before it in the block) into buf[slot]:
-	                      a shared-memory write by every consumer thread, which the compute that reads
-	                      the copy waits for with a barrier (sync.c) */
+	ST_SPLIT_REDUCE,   /* a K-split (Kernel.splits): the partial sums in reads[0].acc of the cluster's ranks
+	                      1 .. b - 1 added into rank 0's (or, split_scatter, into each subtile's owner)
+	                      through buf (BUF_PARTIAL), on bar[wg] and bar + 1 [wg]; a: the phase parity.
+	                      docs/ir.md, "K split over a cluster" */
+	ST_SK_STORE,       /* stream-K: a part's partial sum (reads[0].acc; sk_scatter: of the subtiles other
+	                      parts own) to its slot of param (PK_WORKSPACE), then its flag released (gpu
+	                      scope); sk_scatter: part a of the tile's b.  docs/ir.md, "Stream-K" */
+	ST_SK_REDUCE,      /* stream-K: the other parts' sums added to reads[0].acc (the tile's owner; with
+	                      sk_scatter, each part its own subtiles) in order, each flag acquired */
+	ST_ROW_FETCH,      /* columns [b, b + buf's cols) of row input param into a register a consumer thread
+	                      (0 past the row's end), ahead of the k loop that hides the load */
+	ST_ROW_PUT,        /* those registers into buf[slot], every consumer thread (sync.c adds the barrier) */
 	ST_SIGNAL          /* the output tile a is in global memory: param (PK_FLAGS)[a] = the epoch, with release
 	                      semantics at gpu scope; or, for the kernel's consumer role (no param), an arrive
 	                      on bar[barslot] (release at CTA scope).  flag: it is the tile of the loop iteration
@@ -774,9 +756,9 @@ struct Stmt {
 	StmtKind kind;
 	Pos pos;              /* spec position it came from, if any */
 	const char *comment;  /* shown in printed IR and CUDA */
-	/* ST_BLOCK; ST_LOOP / ST_IF / ST_ROLES bodies */
+	/* ST_BLOCK; ST_LOOP / ST_IF / ST_ROLES / ST_ROLE bodies */
 	Stmt **body;  int nbody, capbody;
-	Stmt *orelse;         /* ST_IF else, ST_ROLES consumer branch */
+	Stmt *orelse;         /* ST_IF else */
 	/* ST_LOOP */
 	int var;
 	Expr *lo, *hi;
@@ -801,7 +783,7 @@ struct Stmt {
 	                         batched matmul's epilogue compute: its batch (NULL: 2-D, no batch) */
 	Expr *mcast;          /* TMA load: a multicast's CTA mask (NULL: this CTA alone) */
 	int64_t n;            /* bytes for EXPECT_TX, N for BULK_WAIT, regs, barrier id */
-	int threads;          /* ST_SYNC threads; ST_ROLES producer threads */
+	int threads;          /* ST_SYNC threads (a role's are in its KRole) */
 	bool flag;            /* BULK_WAIT .read; SETMAXNREG inc; COMPUTE: every read of its stages
 	                         comes before a CTA barrier inside it, which so releases them; TMA_STORE: an
 	                         add; FLAG_WAIT: the producer's */

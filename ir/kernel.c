@@ -414,8 +414,7 @@ ex_equal(const Expr *a, const Expr *b)
 /*
  * A 32-bit division of X (below 2^32) by the constant S: Expr.u32.  A
  * 64-bit division by a constant that is not a power of two is a chain of
- * 64-bit multiplies, which a matmul's k loop ran several times a k-step
- * (docs/perf.md: 0.8-3.4% at 3, 5, 7 and 11 stages).
+ * 64-bit multiplies, which a matmul's k loop ran several times a k-step.
  */
 static Expr *
 div32(Comp *c, ExprKind kind, Expr *x, int S)
@@ -439,8 +438,8 @@ div32(Comp *c, ExprKind kind, Expr *x, int S)
  * counter back from its slot lin % S), a counter that is a variable alone
  * (a producer's merged loop over all of a CTA's k-steps, which nothing
  * bounds below 2^32), or another shape.  Not stream-K's kbase + kk: split
- * so, 1024 x 1024 x 8192 ran 7% slower, for no reason its k loop shows
- * (docs/perf.md).  Sets *Q and *U = Q % S + V.
+ * so it ran slower, for no reason its k loop shows (docs/perf_history.md).
+ * Sets *Q and *U = Q % S + V.
  */
 static bool
 split_counter(Comp *c, const Kernel *k, Expr *lin, int S, Expr **q, Expr **u)

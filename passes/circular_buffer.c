@@ -1,27 +1,19 @@
 /*
- * circular_buffer.c: pick the loop to circular-buffer, its stages S and
- * prefetch distance P, give every TMA-loaded buffer S copies and a full
- * mbarrier per stage, and (unless the kernel is warp-specialized) rewrite the
- * loop into prologue, main and epilogue.
+ * circular_buffer.c: requires lowered kernel IR, its TMA loads with no
+ * barrier; leaves S copies and mbarriers, CbInfo on the buffered loop;
+ * breaks nothing.
  *
- * Contract.  Requires: kernel IR whose TMA loads have no barrier yet.
- * Guarantees: every TMA load names buffer copy lin % S and full[lin % S]
- * (lin: the stage counter, the loop's index continued across the loops
- * around it and through inner loops that load, see stage_counter and
- * retarget; a loop of chunks fills pieces of one copy) and is
- * preceded, in the same issuing block, by one arrive_expect_tx of the
- * stage's bytes (several inner loops that load, one after the other, take
- * the counter in turn: lin * (n1 + n2) + n1 + i in the second; an inner
- * loop whose lin lowering set keeps it: stream-K's parts, each of its own
- * length, run the counter on from the part's kbase); the
- * barriers are initialised once before any loop, fenced, and followed by
- * a CTA barrier; the buffered loop carries CbInfo.
- *   plain:              prologue  for i in [0, min(P, n)): load(i)
- *                       main      for i in [0, n - P):     load(i + P); body(i)
- *                       epilogue  for i in [max(n - P, 0), n): body(i)
- *   warp-specialized:   the loop is left whole, marked, for warp_specialize.c
- * RAW waits and WAR releases are not placed here: sync.c derives them from
- * CbInfo and the buffer accesses.  Invalidates: nothing.
+ * Picks the loop to circular-buffer, its stages S and prefetch distance P,
+ * gives every TMA-loaded buffer S copies and a full mbarrier per stage, and
+ * (unless the kernel is warp-specialized) rewrites the loop into prologue,
+ * main and epilogue.
+ *
+ * Every TMA load names copy lin % S and full[lin % S], lin the stage
+ * counter (the loop's index continued across the loops around it and
+ * through inner loops that load: stage_counter, retarget), after one
+ * arrive_expect_tx of the stage's bytes; docs/ir.md ("The kernel passes in
+ * full") has the counter's forms and the loop shapes.  Waits and releases
+ * are sync.c's, from CbInfo and the buffer accesses.
  *
  * Loop choice: the loop to buffer encloses a load and the first reader of
  * what it loads; for a plain kernel it is the innermost such serial loop (the
@@ -31,13 +23,9 @@
  *
  * S and P: the schedule's `stages`, or the kernel's default
  * (Kernel.stages_default: a swapped matmul's 16), or as many as fit the
- * kernel's shared-memory target (at least 2, at most 8; the target leaves
- * room for several CTAs per SM, which measured faster than deeper
- * pipelines in fewer CTAs for streaming kernels, docs/perf.md), never more
- * than the budget;
- * memory is counted as codegen lays it out, each copy padded to its
- * alignment (kbuf_copy).
- * P = S - 1 when compute is synchronous: a stage is free as soon as the
+ * kernel's shared-memory target (at least 2, at most 8; several CTAs an SM
+ * beat deeper pipelines in fewer for streaming kernels), never more than
+ * the budget, counted as codegen lays memory out (kbuf_copy).  P = S - 1 when compute is synchronous: a stage is free as soon as the
  * iteration that read it ends; P = S - 2 when an mma reads the stages, whose
  * reads complete one mma group later (sync.c releases a stage after
  * mma.wait_group S - 1 - P).  Stage and parity come from one linear
@@ -687,6 +675,7 @@ keep_preloads(Comp *c, Kernel *k)
 	}
 }
 
+/* requires lower; leaves every TMA load on a stage's copy and full barrier, no waits */
 int
 pass_circular_buffer(Comp *c)
 {

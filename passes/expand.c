@@ -1,5 +1,6 @@
 /*
- * expand.c: composite ops -> primitives.
+ * expand.c: composite ops -> primitives.  Requires a fusion from the front
+ * end; leaves no COMPOSITE op; breaks nothing.
  *
  * Contract.  Requires: a fusion from the front end.  Guarantees: no op of
  * class COMPOSITE remains; every new op keeps the composite's position and
@@ -40,7 +41,7 @@ tensor_operand(int t, Pos p)
  * for a fresh temporary called "<composite out>.<step>".  Returns its tensor.
  */
 static int
-emit(Expander *x, OpKind kind, const char *step, int out, Operand a, Operand *b)
+add_op(Expander *x, OpKind kind, const char *step, int out, Operand a, Operand *b)
 {
 	Fusion *f = x->f;
 	Op *o;
@@ -72,15 +73,15 @@ emit(Expander *x, OpKind kind, const char *step, int out, Operand a, Operand *b)
 }
 
 static int
-emit2(Expander *x, OpKind kind, const char *step, int out, int a, Operand b)
+add_binary(Expander *x, OpKind kind, const char *step, int out, int a, Operand b)
 {
-	return emit(x, kind, step, out, tensor_operand(a, x->old->pos), &b);
+	return add_op(x, kind, step, out, tensor_operand(a, x->old->pos), &b);
 }
 
 static int
-emit1(Expander *x, OpKind kind, const char *step, int out, int a)
+add_unary(Expander *x, OpKind kind, const char *step, int out, int a)
 {
-	return emit(x, kind, step, out, tensor_operand(a, x->old->pos), NULL);
+	return add_op(x, kind, step, out, tensor_operand(a, x->old->pos), NULL);
 }
 
 static Operand
@@ -101,11 +102,11 @@ emit_affine(Expander *x, int n)
 	int out = o->out;
 
 	if (o->nin == 2) {
-		emit2(x, OP_MUL, "scaled", out, n, o->in[1]);
+		add_binary(x, OP_MUL, "scaled", out, n, o->in[1]);
 		return;
 	}
-	n = emit2(x, OP_MUL, "scaled", 0, n, o->in[1]);
-	emit2(x, OP_ADD, "shifted", out, n, o->in[2]);
+	n = add_binary(x, OP_MUL, "scaled", 0, n, o->in[1]);
+	add_binary(x, OP_ADD, "shifted", out, n, o->in[2]);
 }
 
 static void
@@ -117,29 +118,29 @@ expand_one(Expander *x)
 
 	switch (o->kind) {
 	case OP_SOFTMAX:
-		m = emit1(x, OP_MAX, "max", 0, xin);
-		d = emit2(x, OP_SUB, "shifted", 0, xin, tensor_operand(m, p));
-		e = emit1(x, OP_EXP, "exp", 0, d);
-		s = emit1(x, OP_SUM, "sum", 0, e);
-		emit2(x, OP_DIV, "div", o->out, e, tensor_operand(s, p));
+		m = add_unary(x, OP_MAX, "max", 0, xin);
+		d = add_binary(x, OP_SUB, "shifted", 0, xin, tensor_operand(m, p));
+		e = add_unary(x, OP_EXP, "exp", 0, d);
+		s = add_unary(x, OP_SUM, "sum", 0, e);
+		add_binary(x, OP_DIV, "div", o->out, e, tensor_operand(s, p));
 		break;
 	case OP_LAYERNORM:
-		mu = emit1(x, OP_MEAN, "mean", 0, xin);
-		xc = emit2(x, OP_SUB, "centered", 0, xin, tensor_operand(mu, p));
-		s = emit2(x, OP_MUL, "square", 0, xc, tensor_operand(xc, p));
-		var = emit1(x, OP_MEAN, "var", 0, s);
-		var = emit2(x, OP_ADD, "var_eps", 0, var, literal(o->eps, p));
-		r = emit1(x, OP_RSQRT, "rstd", 0, var);
-		n = emit2(x, OP_MUL, "normed", o->nin == 1 ? o->out : 0, xc, tensor_operand(r, p));
+		mu = add_unary(x, OP_MEAN, "mean", 0, xin);
+		xc = add_binary(x, OP_SUB, "centered", 0, xin, tensor_operand(mu, p));
+		s = add_binary(x, OP_MUL, "square", 0, xc, tensor_operand(xc, p));
+		var = add_unary(x, OP_MEAN, "var", 0, s);
+		var = add_binary(x, OP_ADD, "var_eps", 0, var, literal(o->eps, p));
+		r = add_unary(x, OP_RSQRT, "rstd", 0, var);
+		n = add_binary(x, OP_MUL, "normed", o->nin == 1 ? o->out : 0, xc, tensor_operand(r, p));
 		if (o->nin > 1)
 			emit_affine(x, n);
 		break;
 	case OP_RMSNORM:
-		s = emit2(x, OP_MUL, "square", 0, xin, tensor_operand(xin, p));
-		var = emit1(x, OP_MEAN, "ms", 0, s);
-		var = emit2(x, OP_ADD, "ms_eps", 0, var, literal(o->eps, p));
-		r = emit1(x, OP_RSQRT, "rrms", 0, var);
-		n = emit2(x, OP_MUL, "normed", o->nin == 1 ? o->out : 0, xin, tensor_operand(r, p));
+		s = add_binary(x, OP_MUL, "square", 0, xin, tensor_operand(xin, p));
+		var = add_unary(x, OP_MEAN, "ms", 0, s);
+		var = add_binary(x, OP_ADD, "ms_eps", 0, var, literal(o->eps, p));
+		r = add_unary(x, OP_RSQRT, "rrms", 0, var);
+		n = add_binary(x, OP_MUL, "normed", o->nin == 1 ? o->out : 0, xin, tensor_operand(r, p));
 		if (o->nin > 1)
 			emit_affine(x, n);
 		break;
@@ -148,6 +149,7 @@ expand_one(Expander *x)
 	}
 }
 
+/* requires a parsed fusion; leaves primitives only */
 int
 pass_expand(Comp *c)
 {

@@ -1,5 +1,6 @@
 /*
- * infer.c: dtypes, shapes, broadcasts and axes of every value.
+ * infer.c: dtypes, shapes, broadcasts and axes of every value.  Requires no
+ * composites; leaves every tensor typed and shaped; breaks nothing.
  *
  * Contract.  Requires: an expanded fusion (no composites).  Guarantees: every
  * tensor has a dtype and a shape; every reduction axis is normalized to
@@ -282,6 +283,7 @@ mark_unread(Comp *c, Fusion *f)
 	return 0;
 }
 
+/* requires an expanded fusion; leaves dtypes, shapes, axes and Tensor.unread set */
 int
 pass_infer(Comp *c)
 {

@@ -1,24 +1,25 @@
 /*
  * lower.c: fusion IR -> kernel IR: the pass, and what the kernel families'
- * lowerings share.  Each family's rules are a file of their own
- * (lower_pointwise.c, lower_reduction.c; lower_matmul.c to come), reached
- * through the table below (lower_family), not through tests of the family;
- * here are the tile loop, the size parameters, the staged inputs and the
- * hints no family takes yet.
+ * lowerings share.  Requires a scheduled fusion (f->family set); leaves a
+ * kernel whose TMA loads have one copy and no barrier, whose asynchronous
+ * copies nothing waits for, its parameters within KERNEL_PARAM_MAX; breaks
+ * nothing.
  *
- * Contract.  Requires: a scheduled fusion of a family that has a lowering
- * (pointwise or reduction; a matmul is an error, "not implemented yet").
- * Guarantees: a kernel whose body is a loop over this CTA's tiles (a tile a
- * CTA, or persistent); in it, one elected thread issues a TMA load of every
- * staged input into a single-copy shared buffer, then all threads compute
- * and store the outputs (16-byte vector stores, or a staging buffer and a
- * TMA store).  No mbarrier and no sync exists yet: circular_buffer.c and
- * sync.c add them.  A tile leaves room for one stage and the output staging
- * copies in shared memory; a tile hint that does not is an error at the
- * hint that names one that does.  An input no op reads (Tensor.unread) has
- * no parameter.  Its parameters fit CUDA's space for them
- * (KERNEL_PARAM_MAX); a spec that overflows it is an error at the tensor
- * that does not fit.  Each family's file says what its tiles are.
+ * Each family's rules are a file of their own (lower_pointwise.c,
+ * lower_reduction.c, lower_matmul.c), reached through the table below
+ * (lower_family), not through tests of the family; here are the tile loop,
+ * the size parameters, the staged inputs, the per-tile signal and the hints
+ * a family refuses.  Every family leaves a body that is a loop over this
+ * CTA's tiles (a tile a CTA, or persistent) in which one elected thread
+ * issues the TMA loads of the staged inputs into single-copy shared buffers
+ * and the threads compute and store the outputs (16-byte vector stores, or
+ * a staging buffer and a TMA store); circular_buffer.c and sync.c add
+ * their copies, mbarriers and waits.  The protocols lowering builds itself
+ * (a per-tile signal's consumer role, a K-split's reduction, inputs that
+ * wait) bring their own barriers.  A tile hint that leaves no room for
+ * one stage and the output staging copies is an error at the hint.  An input
+ * no op reads (Tensor.unread) has no parameter; a spec whose parameters
+ * overflow CUDA's space for them is an error at the tensor that does not fit.
  */
 #include <string.h>
 
@@ -145,13 +146,10 @@ lower_tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **col0)
 		k->ntile_var = lower_let(c, k, "tiles", ntiles, k->body)->var;
 	}
 	/*
-	 * One CTA per tile: the launch makes the grid the tile count, so each
-	 * CTA has exactly one, a constant the compiler folds the loop away for.
-	 * The 64-bit division it replaces was a software routine in every
-	 * thread (H200: f32 silu*y with TMA stores 0.7943 -> 0.7327 ms).  A
-	 * matmul keeps the count (1 at run time, one division a CTA): with its
-	 * tile loop folded away ptxas serialized the wgmmas of a K-major B at
-	 * 128 x 256 (C7514, tests/gpu/specs/gemm_one_cta_k.yaml).
+	 * One CTA per tile: the grid is the tile count, so each CTA's count is
+	 * the constant 1 and no 64-bit division runs in every thread.  A matmul
+	 * keeps the count: with its tile loop folded away ptxas serialized the
+	 * wgmmas of a K-major B at 128 x 256 (C7514, gemm_one_cta_k.yaml).
 	 */
 	k->niter_var = lower_let(c, k, whole_rows ? "my_rows" : "my_tiles",
 	                         !k->persistent && k->family != FAM_MATMUL ? ex_int(c, 1) :
@@ -239,8 +237,8 @@ lower_split_rank(Comp *c, const Kernel *k)
  * k-step SIGNAL_KSTEP (or the last, when there are fewer): by then the
  * stores have landed, so the wait costs nothing, and the consumer reads the
  * tile while L2 still holds it; at the tile's end it would wait a whole
- * mainloop more, and the tile would come back from DRAM (ncu, 4096^3: 25
- * MB more read).
+ * mainloop more, and the tile would come back from DRAM
+ * (docs/perf_history.md).
  */
 enum {
 	SIGNAL_SLOTS = 4,
@@ -592,6 +590,7 @@ check_params(Comp *c, const Fusion *f, const Kernel *k)
 	                  (long long)kernel_param_bytes(k, k->nparam));
 }
 
+/* requires a scheduled fusion; leaves c->kernel, its TMA loads unbuffered and no copy waited for */
 int
 pass_lower(Comp *c)
 {

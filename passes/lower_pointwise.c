@@ -1,6 +1,6 @@
 /*
  * lower_pointwise.c: the pointwise family's lowering, run by lower.c's
- * pass (its contract holds here).
+ * pass: requires and leaves what pass_lower does.
  *
  * The domain is the outputs' shape seen as 2-D [rows, cols] (cols the last
  * dim).  Each input is full ([rows, cols], tiled by TMA), a row ([cols],
@@ -67,18 +67,10 @@ pow2_floor(int x)
 
 /*
  * Tile shape: 256 columns (a 512-byte bf16 row), rows to fill a stage.  A
- * flat kernel's tile is one contiguous run of memory (launch.c views its
- * elements as rows as wide as a tile); half a stage target there measured
- * faster: 8 CTAs an SM (the thread limit) instead of 7 (shared memory), and
- * half the work in the last wave (relu(a*b+c), against torch.compile in one
- * process, medians of 8 interleaved rounds: H200 bf16 0.9975x to 1.0018x,
- * f32 0.9943x to 0.9996x; H100 bf16 0.9997x to 1.0010x, f32 0.9982x to
- * 1.0000x).  Other kernels' tiles are 512-byte pieces of rows apart in
- * memory, and halving them lost (H200 silu(x+b)*y bf16: 0.9572x against
- * 0.9934x, f32 0.8556x against 1.0043x).  A contiguous run of one row
- * instead (`tile: [1, 2048]`, bulk copies) is the device's call: H100
- * silu(x+b)*y bf16 1.0094x against 0.9992x, H200 0.8703x against 0.9952x;
- * so it is a hint, not a default (docs/perf.md).
+ * flat kernel's tile, one contiguous run of memory (launch.c views its
+ * elements as rows as wide as a tile), fills half a stage: 8 CTAs an SM
+ * (the thread limit) instead of 7.  One row (`tile: [1, 2048]`) is a hint,
+ * not a default: it helps one device and not the other (docs/perf_history.md).
  */
 static void
 choose_tile(Kernel *k, const Fusion *f, int row_bytes, const Tensor *d)
@@ -253,25 +245,15 @@ lower_pointwise(Comp *c, Fusion *f)
 	/*
 	 * One CTA per tile, as Triton does, unless the schedule asks for a
 	 * pipeline (persistent: true, warp_specialize or stages): the CTAs an SM
-	 * holds at once overlap loads and compute, and one stage and one staging
-	 * copy are all a CTA needs.  It measured 3-6% faster than the persistent
-	 * pipelined loop on all four benchmark cases (docs/perf.md).
+	 * holds at once overlap loads and compute.
 	 */
 	k->persistent = f->sched.persistent == 2 ||
 	                (f->sched.persistent == 0 && (k->warp_specialize || f->sched.stages));
 	/*
-	 * Outputs leave through a staging tile and TMA stores, unless the
-	 * schedule says `store: vector`, or one CTA per tile writes only 2-byte
-	 * outputs.  The persistent loop needs TMA stores (on an H200 they moved
-	 * relu(a*b+c) at 102% of the copy rate where 16-byte stores from
-	 * registers reached 70%), and so do f32 outputs (H200 silu(x+b)*y f32:
-	 * 16-byte stores 5% slower).  One CTA per tile writing only 2-byte
-	 * outputs (none of them accumulating, which TMA adds) stores from
-	 * registers: silu(x+b)*y bf16 ran 0.4% faster so on
-	 * both devices (against torch.compile, medians of 8 interleaved rounds:
-	 * H200 0.9966x to 1.0002x against 0.9919x to 0.9934x, H100 0.9997x to
-	 * 1.0006x against 0.9953x to 0.9967x), relu(a*b+c) bf16 the same
-	 * (1.0020x against 1.0026x, 1.0028x against 1.0019x; docs/perf.md).
+	 * Outputs leave through a staging tile and TMA stores, which the
+	 * persistent loop and f32 outputs need to keep up, unless the schedule
+	 * says `store: vector`, or one CTA per tile writes only 2-byte outputs
+	 * (none accumulating, which TMA adds): those store from registers.
 	 */
 	narrow = true;
 	for (j = 0; j < f->nout; j++)   /* (an output that accumulates is added by TMA: not narrow) */

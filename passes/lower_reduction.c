@@ -1,6 +1,6 @@
 /*
  * lower_reduction.c: the row-reduction family's lowering, run by lower.c's
- * pass (its contract holds here).
+ * pass: requires and leaves what pass_lower does.
  *
  * A tile is one whole row of the domain [rows, cols] (the input of the
  * first reduction): loaded by one bulk copy and computed by one compute,
@@ -234,40 +234,29 @@ lower_reduction(Comp *c, Fusion *f)
 		 * One CTA a row, the row loaded straight into registers (no stage,
 		 * no TMA), as Triton does: with 48 warps an SM each keeping its
 		 * 16-byte loads in flight, HBM stays busier than with persistent
-		 * CTAs that prefetch one row ahead through the stages (H200:
-		 * rmsnorm 0.1315 against 0.1460 ms, softmax 0.1359 against 0.1520,
-		 * 32768x4096).  It is the default for a row that fits in
-		 * registers, unless `persistent:` or `stages:` says otherwise, or
-		 * the compiled kernel spilled registers in every direct form
-		 * (c->row_fallback ROW_FB_PIPELINE, set by row_spill_retry when the driver
-		 * lowered it again): spills cost more than the pipeline gains
-		 * (layernorm, H200: 0.19 against 0.153 ms).
+		 * CTAs that prefetch through the stages.  The default for a row
+		 * that fits in registers, unless `persistent:` or `stages:` says
+		 * otherwise, or the kernel spilled in every direct form
+		 * (c->row_fallback ROW_FB_PIPELINE, set by row_spill_retry when
+		 * the driver lowers it again): spills cost more than the pipeline gains.
 		 */
 		direct = !f->sched.stages &&
 		         (f->sched.persistent == 1 || (f->sched.persistent == 0 && c->row_fallback < ROW_FB_PIPELINE));
 		/*
 		 * 16 elements a thread: rows up to 16384 wide stay in registers in two
 		 * steps of 8 (codegen's register mode); wider rows take 1024 threads.
-		 * A direct row with two levels of reductions (a second pass over
-		 * the registers: layernorm's variance) that keeps no computed
-		 * full-row values between its passes holds 32, in four steps, at
-		 * 40 warps an SM (48 registers a thread): its loads are a smaller
-		 * part of its time, so each thread keeps more bytes in flight (H200
-		 * layernorm: 0.1365 against 0.1462 ms at 32768x4096, 0.1370
-		 * against 0.1523 at 16384x8192; H100 within 2%).  softmax keeps
-		 * exp's values (f32, twice a bf16 input's registers) and runs 3%
-		 * slower so on the H200 (16384x8192).
+		 * A direct row with two levels of reductions (layernorm's variance)
+		 * that keeps no computed full-row values between its passes holds
+		 * 32, in four steps, at 40 warps an SM: its loads are a smaller part
+		 * of its time, so each thread keeps more bytes in flight (softmax,
+		 * which keeps exp's f32 values, would lose so).
 		 *
 		 * A direct row with one level of reductions (rmsnorm) loads its
 		 * row again for the output pass instead of holding it across the
-		 * block reduction: the first read asks L2 to keep the row, the
-		 * second to drop it.  With nothing held, 32 registers a thread
-		 * give 64 warps an SM (H200 rmsnorm: 0.1297 against 0.1326 ms at
-		 * 32768x4096, 0.1296 against 0.1360 at 16384x8192, as torch.compile
-		 * does).  With two levels the row is read three times and that
-		 * lost (layernorm 0.1534 against 0.1365 ms, softmax 0.1416 against
-		 * 0.1354).  If either kernel spills, it drops back to 16 elements
-		 * held in registers (c->row_fallback ROW_FB_HELD).
+		 * block reduction (the first read asks L2 to keep the row, the
+		 * second to drop it): 32 registers a thread, 64 warps an SM.  With
+		 * two levels, three reads lost.  If either kernel spills, it drops
+		 * back to 16 elements held (c->row_fallback ROW_FB_HELD).
 		 */
 		levels = kir_row_levels(k, arena_alloc(c->arena, (size_t)f->ntensor * sizeof(int)), NULL);
 		k->row.deep = direct && c->row_fallback == ROW_FB_NONE && cap / 16 <= 1024 && !row_keeps_values(f, k) &&

@@ -1,7 +1,7 @@
 /*
  * passes.h: the internal header of passes/.  Every transformation is one
- * function with one signature, listed in the pipeline table of pipeline.c with
- * its contract; the driver (pipeline.c) runs the verifier after each pass and
+ * function with one signature, listed in the pipeline table of pipeline.c,
+ * its contract above it in its file; the driver (pipeline.c) runs the verifier after each pass and
  * prints the IR after the passes the dump option names.
  *
  *   pipeline.c        the pass table and the driver
@@ -12,6 +12,7 @@
  *                     the pass, the family table, what the families share
  *   lower_pointwise.c the pointwise family: tiles of the outputs' shape
  *   lower_reduction.c the row-reduction family: whole rows, or their chunks
+ *   lower_matmul.c    the matmul family: a persistent wgmma GEMM and its epilogue
  *   circular_buffer.c pick the loop, stages, prefetch; buffers and mbarriers
  *   warp_specialize.c split the buffered loop into producer and consumer roles
  *   sync.c            mbarrier waits and releases, bulk-group waits, fences
@@ -62,7 +63,7 @@ typedef struct LowerFamily {
 } LowerFamily;
 
 extern const LowerFamily lower_pointwise_family, lower_reduction_family, lower_matmul_family;
-/* Family F's rules; a family with no lowering yet (matmul) reports "not implemented yet". */
+/* Family F's rules; FAM_NONE's (no schedule ran) is an internal error. */
 const LowerFamily *lower_family(Family f);
 /*
  * The schedules a measured choice (option tune) times for matmul fusion F,

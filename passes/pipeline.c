@@ -4,8 +4,8 @@
  * Passes run in table order.  After each one the driver runs the verifier of
  * the IR it produced and, when the dump option names it (or says "all"),
  * hands the printed IR to the dump callback.  A pass never verifies or prints
- * itself.  Each pass's contract (requires, guarantees, invalidates) is the
- * comment at the top of its file.
+ * itself.  Each pass's contract (requires, leaves, breaks) is the first
+ * lines of its file and the line above its entry point.
  */
 #include <string.h>
 

@@ -1,56 +1,12 @@
 /*
  * sync.c: the synchronisation of asynchronous operations, as one forward
- * analysis of their effects.
+ * analysis of their effects.  Requires circular_buffer (and
+ * warp_specialize); leaves every wait, release and fence; breaks nothing.
  *
- * Contract.  Requires: circular_buffer.c (and warp_specialize.c when used)
- * ran.  Guarantees: every access that conflicts with an asynchronous effect
- * still pending is preceded by the weakest wait that retires the effect, and
- * every stage of a pipeline is released where its reads complete:
- *   - a read of a stage waits on full[lin % S] with parity (lin / S) & 1, once
- *     per barrier (every load of a stage completes on it), right before the
- *     first statement that reads it; a producer waits on empty[] likewise
- *     before it first touches a slot (its expect_tx);
- *   - an accumulator read waits with mma.wait_group N, N the mma groups
- *     committed after the one that wrote it; mmas of one loop body share one
- *     commit group, issued at the end of the body, and each chain of mmas is
- *     preceded by mma.fence;
- *   - a TMA store's staging copy is written by every thread (generic proxy)
- *     and read by one (async proxy): fence.proxy.async and a barrier before
- *     the store; a copy rewritten while a store may still read it: the
- *     issuing thread waits with bulk.wait_group.read N, then a barrier;
- *     a loop whose counter names the copies and whose runs are not whole
- *     rings (a tile's 3 subtiles over 2 copies) waits for every store's
- *     reads once before each run, as its counter restarts (restart_wait);
- *     the global data the stores write is waited for (bulk.wait_group 0,
- *     no .read) where the kernel or role ends, and before a signal
- *     publishes it (ST_SIGNAL: bulk.wait_group N, no .read, N the groups
- *     of the tile after it, which stay in flight; signal_wait);
- *   - an epilogue input a staging copy carries (KBuf.preload): the storing
- *     thread issues its loads, each after bulk.wait_group.read 0, and every
- *     thread waits on the copy's barrier before the compute that reads it
- *     (place_preloads, before the walk); its copies then need no read-wait;
- *   - a row buffer's copy (BUF_ROW) is written by every consumer thread
- *     and read by every one: a barrier between, before the epilogue loop
- *     that reads it (hoist_row_barrier);
- *   - a barrier the kernel already has between the two accesses serves: the
- *     fence or the issuer's wait goes right before it (with N counted there),
- *     even in the loop iteration before the conflicting access;
- *   - a stage read synchronously is released right after its last reader:
- *     a CTA barrier in a plain main loop (the next iteration's load refills
- *     it), unless that reader is a compute whose own barrier comes after its
- *     reads; in a consumer loop an arrive on empty[(lin + P + 1) % S] after
- *     P + 1 arrivals made before the loop.  A stage read by mma is released
- *     after mma.wait_group S - 1 - P, which shows that the read of P + 1 - S
- *     iterations ago completed.  Ping-pong consumers read every other
- *     tile's stages, so a warpgroup releases only its own: the k-step
- *     before (from the second), and the tile's last after the k loop's
- *     mma.wait_group 0 (pingpong_last), or on one stage each k-step its own
- *     after its wait; all S stages start empty.  An
- *     epilogue loop releases nothing inside; when its pipeline runs again
- *     (it sits in another loop), one barrier after it releases the stages
- *     it read.
- * Barriers inside warp-specialized roles are the role's named barrier.
- * Invalidates: nothing.
+ * Every access that conflicts with an asynchronous effect still pending is
+ * preceded by the weakest wait that retires it, and every stage of a
+ * pipeline is released where its reads complete; docs/ir.md ("The kernel
+ * passes in full") lists each wait, release and fence this places.
  *
  * The analysis.  accesses() is the table: which resource each statement kind
  * touches (a buffer copy, an accumulator, a global tensor), read or write, and
@@ -315,7 +271,7 @@ push(Sync *y, State *st, Pend p)
 }
 
 static void
-drop(State *st, int i)
+drop_pending(State *st, int i)
 {
 	st->p[i] = st->p[--st->n];
 }
@@ -399,9 +355,9 @@ stage_arrives(Sync *y, State *st, const Stmt *body, const Cb *cb)
 
 /* ---- the forward walk ------------------------------------------------- */
 
-
+/* Records that AT needs a wait of KIND for effect P (one a statement); placed by place_all. */
 static void
-need(Sync *y, Frame *fr, ReqKind kind, const Pend *p, Stmt *at)
+require_wait(Sync *y, Frame *fr, ReqKind kind, const Pend *p, Stmt *at)
 {
 	Req *r;
 	int i;
@@ -479,7 +435,7 @@ retire_groups(State *st, Via via, int group, bool read)
 	for (i = st->n - 1; i >= 0; i--)
 		if (st->p[i].a.via == via && st->p[i].committed && st->p[i].group <= group &&
 		    (!read || !st->p[i].a.write))
-			drop(st, i);
+			drop_pending(st, i);
 }
 
 /*
@@ -542,7 +498,7 @@ conflict(Sync *y, Frame *fr, State *st, Stmt *block, int *j, Stmt *top, const Ac
 			}
 			for (q = st->n - 1; q >= 0; q--)
 				if (st->p[q].a.via == VIA_MBAR && st->p[q].bar == p.bar && ex_equal(st->p[q].barslot, p.barslot))
-					drop(st, q);
+					drop_pending(st, q);
 			i = st->n;  /* look again: the drops moved entries */
 			break;
 		case VIA_MMA:
@@ -559,7 +515,7 @@ conflict(Sync *y, Frame *fr, State *st, Stmt *block, int *j, Stmt *top, const Ac
 			   went out after the store before read it (place_preloads) */
 			if (a->write && !a->param && p.committed &&
 			    !(a->via == VIA_NONE && y->k->buf[a->buf].preload)) {   /* a carried input's copy: its load waited */
-				need(y, fr, REQ_BULK_READ, &p, top);
+				require_wait(y, fr, REQ_BULK_READ, &p, top);
 				if (!read || p.group > bulk)
 					bulk = p.group;
 				read = true;
@@ -569,8 +525,8 @@ conflict(Sync *y, Frame *fr, State *st, Stmt *block, int *j, Stmt *top, const Ac
 			/* every thread wrote it (generic proxy), one reads it through the async proxy */
 			if (!a->write && a->via != VIA_NONE && !p.one && p.a.buf &&
 			    y->k->buf[p.a.buf].kind == BUF_STAGING) {
-				need(y, fr, REQ_FENCE, &p, top);
-				drop(st, i);
+				require_wait(y, fr, REQ_FENCE, &p, top);
+				drop_pending(st, i);
 			}
 			/* a row buffer every thread wrote, read by every thread: a barrier between (most often
 			   hoisted before the epilogue loop, hoist_row_barrier) */
@@ -580,7 +536,7 @@ conflict(Sync *y, Frame *fr, State *st, Stmt *block, int *j, Stmt *top, const Ac
 					                                "epilogue reads them"));
 					(*j)++;
 				}
-				drop(st, i);
+				drop_pending(st, i);
 			}
 			break;
 		}
@@ -633,7 +589,7 @@ signal_wait(Sync *y, Frame *fr, State *st, Stmt *block, int *j, Stmt *top, const
 	}
 	for (i = st->n - 1; i >= 0; i--)
 		if (st->p[i].a.via == VIA_BULK && st->p[i].committed && (!s->flag || !this_iteration(&st->p[i]) || n == 0))
-			drop(st, i);
+			drop_pending(st, i);
 }
 
 /*
@@ -682,7 +638,7 @@ walk_stmts(Sync *y, Frame *fr, State *st, Stmt *block, Stmt *top, bool one, cons
 			for (i = st->n - 1; i >= 0; i--)
 				if (st->p[i].a.via == VIA_MBAR && st->p[i].bar == x->bar &&
 				    ex_equal(st->p[i].barslot, x->barslot))
-					drop(st, i);
+					drop_pending(st, i);
 			continue;
 		default:
 			break;
@@ -877,7 +833,7 @@ pingpong_last(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop, const C
  * barrier.
  */
 static void
-place(Sync *y, Frame *fr, const Req *r)
+place_wait(Sync *y, Frame *fr, const Req *r)
 {
 	Comp *c = y->c;
 	Stmt *b = fr->block;
@@ -930,10 +886,10 @@ place_all(Sync *y, Frame *fr)
 		return;
 	for (i = 0; i < fr->nreq; i++)
 		if (fr->req[i].kind == REQ_FENCE)
-			place(y, fr, &fr->req[i]);
+			place_wait(y, fr, &fr->req[i]);
 	for (i = 0; i < fr->nreq; i++)
 		if (fr->req[i].kind == REQ_BULK_READ)
-			place(y, fr, &fr->req[i]);
+			place_wait(y, fr, &fr->req[i]);
 }
 
 /* ---- blocks and loops ------------------------------------------------- */
@@ -952,7 +908,7 @@ walk_block(Sync *y, Stmt *block, State *st)
 
 /* Moves STATE's effects into a loop body's frame: issued before it; DIST iterations back. */
 static void
-enter(State *st, int dist)
+enter_body(State *st, int dist)
 {
 	int i;
 
@@ -967,7 +923,7 @@ enter(State *st, int dist)
  * carried into the next: each to the iteration where it meets its copy again.
  */
 static void
-carry(Sync *y, State *into, const State *end, const State *entry, int per_bulk, int per_mma)
+carry_back_edge(Sync *y, State *into, const State *end, const State *entry, int per_bulk, int per_mma)
 {
 	int i, q;
 
@@ -992,7 +948,7 @@ carry(Sync *y, State *into, const State *end, const State *entry, int per_bulk, 
 
 /* After a loop: its effects were issued by the loop statement; names of copies no longer apply. */
 static void
-leave(State *st, const State *outer, Stmt *loop)
+leave_loop(State *st, const State *outer, Stmt *loop)
 {
 	int i, q;
 
@@ -1059,7 +1015,7 @@ walk_body(Sync *y, Stmt *loop, State *st, const Cb *cb)
 		/* this iteration's stages are done with (a stage nobody read needs no wait) */
 		for (i = st->n - 1; i >= 0; i--)
 			if (st->p[i].a.via == VIA_MBAR && st->p[i].id > mine)
-				drop(st, i);
+				drop_pending(st, i);
 	}
 	place_all(y, fr);
 }
@@ -1102,7 +1058,7 @@ hoist_row_barrier(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop)
 		    !st_reads_buf(loop, p->a.buf))
 			continue;
 		have = true;
-		drop(st, i);
+		drop_pending(st, i);
 	}
 	if (have && !y->dry) {
 		st_insert(y->c, block, *j, barrier(y->c, "the tile's row inputs in shared memory before its epilogue reads them"));
@@ -1286,7 +1242,7 @@ walk_loop(Sync *y, Frame *fr, State *st, Stmt *block, int *j, const Cb *outer)
 
 	/* the effects from before the loop: a loop that continues the last one's counter meets them one iteration on */
 	copy_state(c, entry, st);
-	enter(entry, 0);
+	enter_body(entry, 0);
 	for (int i = 0; i < entry->n; i++)
 		if (entry->p[i].a.via == VIA_MBAR)
 			continue;  /* named by the stage counter: the same in any loop */
@@ -1305,7 +1261,7 @@ walk_loop(Sync *y, Frame *fr, State *st, Stmt *block, int *j, const Cb *outer)
 		State *next = arena_alloc(c->arena, sizeof *next);
 
 		copy_state(c, next, entry);
-		carry(y, next, run, entry, per_bulk, per_mma);
+		carry_back_edge(y, next, run, entry, per_bulk, per_mma);
 		/* again, placing, with that carried in; then, placing nothing, for what the loop leaves */
 		y->dry = was_dry;
 		copy_state(c, run, next);
@@ -1315,7 +1271,7 @@ walk_loop(Sync *y, Frame *fr, State *st, Stmt *block, int *j, const Cb *outer)
 		walk_body(y, loop, run, cb);
 		y->dry = was_dry;
 	}
-	leave(run, st, loop);
+	leave_loop(run, st, loop);
 	run->bulk = st->bulk + per_bulk;
 	run->mma = st->mma + per_mma;
 	copy_state(c, st, run);
@@ -1331,7 +1287,7 @@ walk_loop(Sync *y, Frame *fr, State *st, Stmt *block, int *j, const Cb *outer)
 
 /* The stored data must be in global memory before the kernel (or role) ends: one full wait. */
 static void
-finish(Sync *y, Stmt *block, State *st)
+wait_stores_at_end(Sync *y, Stmt *block, State *st)
 {
 	int i;
 	bool stores = false;
@@ -1364,7 +1320,7 @@ walk_top(Sync *y, Stmt *block, State *st)
 			return;  /* nothing runs after the roles */
 		}
 	walk_block(y, block, st);
-	finish(y, block, st);
+	wait_stores_at_end(y, block, st);
 }
 
 /* The first loop in BLOCK's body (not nested deeper) that holds a statement of KIND, or NULL. */
@@ -1413,9 +1369,8 @@ preload_copy(Comp *c, const Kernel *k, Stmt *block, int b, Expr *slot, Expr *row
  * use, i x E / S + e / S (E subtiles a tile, a multiple of S).  A copy is
  * rewritten only after its load landed, which is after the store before
  * read it: the read-wait sync places before a copy's compute otherwise is
- * never needed, and the walk finds none.  Issued at the last k-step, the
- * first loads' round trip cost up to 3% (8192 x 14336 x 4096); the later
- * ones issued after the store instead of before, 0.4-1% (docs/perf.md).
+ * never needed, and the walk finds none.  Issued any later, the loads'
+ * round trip shows (docs/perf_history.md).
  */
 static int
 place_preloads(Comp *c, Kernel *k)
@@ -1495,6 +1450,7 @@ place_preloads(Comp *c, Kernel *k)
 	return 0;
 }
 
+/* requires circular_buffer and warp_specialize; leaves the kernel synchronised, ready to emit */
 int
 pass_sync(Comp *c)
 {

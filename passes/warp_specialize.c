@@ -1,47 +1,15 @@
 /*
- * warp_specialize.c: split the circular-buffered loop into a producer
- * sub-loop (TMA issue only) and a consumer sub-loop (everything else), one
- * branch per role of the kernel's role table.
+ * warp_specialize.c: requires circular_buffer; leaves the marked loop split
+ * into ST_ROLES (nothing for a kernel not warp-specialized); breaks nothing.
  *
- * Contract.  Requires: circular_buffer.c ran and marked a warp-specialized
- * loop.  Guarantees: the role table holds a producer role (the threads after
- * the consumers') and a consumer role (threads [0, consumer_threads), named
- * barrier 1); the loop is replaced by ST_ROLES with one ST_ROLE branch each.
- *   producer  the load slice of the loop: its loads, expect_tx and L2
- *             prefetches, the ifs and loops around them and the lets
- *             their expressions use, nothing else (no compute, no mma, no
- *             epilogue).  When the
- *             loads all sit in one inner loop that advances the stage
- *             counter (a k loop inside the tile loop), the tile loop and
- *             that loop merge into one serial loop over their product on
- *             this side (nvFuser #3941): barriers and phases run on across
- *             tiles with no gap at a tile's end.  Per-tile loads outside the
- *             inner loop run in its first iteration.  Not for a matmul: its
- *             producer keeps tile { k loop }, whose stage counter runs on
- *             across tiles the same, so that the tile's place in the raster
- *             (divisions) is computed once a tile, not once a k-step, where
- *             it slowed the one thread that issues the loads (1% on the
- *             large GEMMs; docs/perf.md).  Where lowering asks for it
- *             (Kernel.elect_nest) and all the nest does is elected, the
- *             whole nest runs under one elect(), not one a k-step
- *             (elect_producer).
- *   consumer  the loop without its loads, followed by every statement that
- *             came after it in its block: tile { k loop; epilogue } is kept
- *             as it was, derived from the same loop, not inlined with the
- *             producer's.  Ping-pong (Kernel.pingpong): warpgroup wg takes
- *             the tiles wg, wg + 2, ..., its k loop between a wait for the
- *             other's turn and a signal of it (pingpong_consumer), and its
- *             barriers are its own (bar_id + wg, 128 threads).
- * Both sides count stages with the same linear counter, so slot and parity
- * agree.  A role with a register target (Kernel.producer_regs,
- * consumer_regs) starts with setmaxnreg (dec for the producer, inc for the
- * consumers); it needs whole warpgroups on both sides.  A kernel whose
- * per-tile signal has a consumer role (Kernel.tile_consumer) splits the
- * producer warpgroup: a ROLE_GROUP holding the setmaxnreg, its first warp
- * the producer, the other three the signal role running that loop (with
- * named barrier SIGNAL_ROLE_BAR when it raises flags: flags: true).  No
- * CTA-wide barrier may follow inside the roles: ws_name_barriers makes each
- * the role's named barrier.  Invalidates: nothing.
+ * Splits the circular-buffered loop into a producer sub-loop (TMA issue
+ * only) and a consumer sub-loop (everything else), one branch per role of
+ * the kernel's role table.  The producer (threads after the consumers')
+ * gets the loop's load slice, the consumer (threads [0, consumer_threads),
+ * named barrier 1) the loop without its loads and what followed it; both
+ * count stages with the same linear counter, so slot and parity agree.
+ * docs/ir.md ("The kernel passes in full") says what each side holds
+ * (merged loops, elect_producer, ping-pong, setmaxnreg, the signal role).
  */
 #include "passes.h"
 
@@ -423,6 +391,7 @@ split_producer(Comp *c, Kernel *k, Stmt *pbranch, Stmt *producer)
 	st_append(c, pbranch, roles);
 }
 
+/* requires circular_buffer; leaves a producer and a consumer role, or a plain kernel as it was */
 int
 pass_warp_specialize(Comp *c)
 {
