@@ -45,6 +45,11 @@
  * (stream_k_plan): the tiles of a last, partial wave are cut into runs of
  * k-steps over every CTA, whose partial sums meet in each tile's owner
  * through a workspace in global memory.
+ *
+ * What to build is plan_matmul's (plan_matmul.c): lower_matmul copies its
+ * MatmulPlan into the Kernel (set_plan) and builds the nest from it; where
+ * partial sums over K meet is lower_matmul_ksum.c's (a KSum strategy a
+ * row), per-tile waits and staged epilogue inputs lower_matmul_sync.c's.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -132,63 +137,6 @@ load_operand(Comp *c, Kernel *k, Stmt *issue, int buf, int base, int p, bool kma
 		ld->pos = pos;
 		st_append(c, issue, ld);
 	}
-}
-
-/*
- * The matmuls of F in groups, each group one mainloop; the group count, or
- * -1 after an error.  Matmuls that share their first operand form one group
- * (horizontal fusion: SwiGLU's gate and up, a QKV projection): A is loaded
- * once a stage, each B and accumulator is its own.  Matmuls with no operand
- * in common (independent) are a group each: their mainloops run one after
- * the other in every tile, through the same stages and the same accumulator
- * registers, so they must agree on the tile: operand dtype and layouts,
- * output shape and K.
- */
-static int
-the_matmuls(Comp *c, const Fusion *f, Group *g)
-{
-	int i, n = 0, ng = 0;
-	const Op *first = NULL;
-
-	for (i = 1; i < f->nop; i++) {
-		const Op *o = &f->op[i];
-		const Tensor *a, *fa;
-		int j;
-
-		if (op_info[o->kind].cls != CLS_MATMUL)
-			continue;
-		if (n++ == MAXMM)
-			return unbuilt(c, o->pos, "more than %d matmuls in one kernel are not implemented yet", MAXMM);
-		if (!first) {
-			first = o;
-			g[ng++] = (Group){.mm = {i}, .n = 1};
-			continue;
-		}
-		a = &f->tensor[o->in[0].tensor];
-		fa = &f->tensor[first->in[0].tensor];
-		if (o->transpose_a != first->transpose_a || o->transpose_b != first->transpose_b ||
-		    !lower_same_shape(&f->tensor[o->out], &f->tensor[first->out]))
-			return unbuilt(c, o->pos, "matmuls in one kernel that differ in their operands' layouts or their "
-			               "outputs' shapes ('%s', '%s') are not implemented yet", f->tensor[first->out].name,
-			               f->tensor[o->out].name);
-		if (!dim_equal(a->dim[a->rank - (o->transpose_a ? 2 : 1)], fa->dim[fa->rank - (first->transpose_a ? 2 : 1)]))
-			return unbuilt(c, o->pos, "matmuls in one kernel with different K ('%s', '%s') are not implemented "
-			               "yet", f->tensor[first->out].name, f->tensor[o->out].name);
-		for (j = 0; j < ng && f->op[g[j].mm[0]].in[0].tensor != o->in[0].tensor; j++)
-			;
-		if (j < ng)
-			g[j].mm[g[j].n++] = i;
-		else
-			g[ng++] = (Group){.mm = {i}, .n = 1};
-	}
-	if (!n)
-		return diag_internal(c, "lower", "a matmul fusion without a matmul");
-	for (i = 0; ng > 1 && i < ng; i++)
-		if (g[i].n > 1)
-			return unbuilt(c, f->op[g[i].mm[1]].pos, "matmuls that share '%s' in a kernel with a matmul that does "
-			               "not ('%s') are not implemented yet", f->tensor[f->op[g[i].mm[0]].in[0].tensor].name,
-			               f->tensor[f->op[g[i ? 0 : 1].mm[0]].out].name);
-	return ng;
 }
 
 /*
@@ -443,28 +391,7 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 	 */
 	eloop = st_loop(c, kernel_add_var(c, k, "e"), ex_int(c, 0), ex_int(c, t->bn / ecols), LOOP_SERIAL);
 	eloop->comment = k->swap_ab ? "the epilogue, the whole tile at once" : "the epilogue, a subtile at a time";
-	if (k->split_scatter) {
-		/*
-		 * Each rank sums its share of the subtiles (a reduce-scatter in
-		 * the cluster), computes and stores them: the compute and the
-		 * store each under the rank's test, so that the barrier between
-		 * them (sync.c) lies between the two, taken by every rank.
-		 */
-		st_append(c, t->loop, split_reduce(c, t, g));
-		st_append(c, t->loop, eloop);
-	} else if (k->splits > 1) {
-		/* the cluster's partial sums into rank 0, which alone runs the epilogue */
-		Stmt *lead = st_if(c, ex_bin(c, EX_EQ, lower_split_rank(c, k), ex_int(c, 0)));
-
-		st_append(c, t->loop, split_reduce(c, t, g));
-		lead->comment = "rank 0 holds the tile's sum: it alone computes and stores the tile";
-		st_append(c, lead, eloop);
-		st_append(c, t->loop, lead);
-	} else if (k->sk_slot) {
-		stream_k_meet(c, t, g, eloop);
-	} else {
-		st_append(c, t->loop, eloop);
-	}
+	ksum_meet(c, t, g, eloop);
 	ecol = ex_bin(c, EX_ADD, t->col0, ex_bin(c, EX_MUL, ex_var(c, eloop->var), ex_int(c, ecols)));
 	compute = st_new(c, ST_COMPUTE);
 	compute->a = t->row0;
@@ -475,12 +402,9 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 	                         : arena_printf(c->arena, "the epilogue of %s", f->name);
 	for (m = 0; m < g->n; m++)
 		VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->acc = g->acc[m];
-	if (k->sk_scatter)
+	if (t->ksum == KSUM_SK_SCATTER)
 		compute->step = t->sknp;
-	st_append(c, k->split_scatter ? own_subtile(c, t, eloop, "this rank's subtile: it holds the cluster's sum of it")
-	             : k->sk_scatter ? own_subtile(c, t, eloop, "this part's subtile: it holds the tile's sum of it")
-	             : eloop,
-	          compute);
+	st_append(c, ksum_own(c, t, eloop, false), compute);
 	store = st_if(c, ex_leaf(c, EX_ELECT));
 	store->comment = "one thread stores the subtile";
 	for (j = 1; j < k->nparam; j++) {
@@ -513,7 +437,7 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 		 * independent matmuls' epilogues one after another (the first's
 		 * read-wait took a barrier of its own).
 		 */
-		if (!k->pingpong && !k->swap_ab && k->splits <= 1 && !k->split_scatter && !k->sk_slot && n == 1)
+		if (!k->pingpong && !k->swap_ab && !ksum_rule[t->ksum].partial && n == 1)
 			k->buf[sb].ring = t->bn / ecols < STAGING_RING ? t->bn / ecols : STAGING_RING;
 	}
 	for (j = 0; j < store->nbody; j++) {
@@ -525,9 +449,7 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 		if (k->pingpong)   /* a staging copy holds both warpgroups' subtiles; each stores its own */
 			st->off = ex_bin(c, EX_MUL, ex_leaf(c, EX_WG), ex_int(c, t->bm * ecols));
 	}
-	st_append(c, k->split_scatter ? own_subtile(c, t, eloop, "this rank's subtile: one thread stores it")
-	             : k->sk_scatter ? own_subtile(c, t, eloop, "this part's subtile: one thread stores it") : eloop,
-	          store);
+	st_append(c, ksum_own(c, t, eloop, true), store);
 	return kloop;
 }
 
@@ -575,6 +497,36 @@ check_fit(Comp *c, const Fusion *f, Kernel *k, const Tensor *d, int nmm, int ste
 	                  "use fewer outputs or row inputs");
 }
 
+/* Plan P's decisions into kernel K's fields and tile T. */
+static void
+set_plan(Kernel *k, Tile *t, const MatmulPlan *p)
+{
+	k->batched = p->batched;
+	k->waits = p->waits;
+	k->persistent = p->persistent;
+	k->swap_ab = p->swap_ab;
+	k->pingpong = p->pingpong;
+	k->raster_rows = p->raster_rows;
+	k->row_blocks = p->row_blocks;
+	k->cluster[0] = p->cluster[0];
+	k->cluster[1] = p->cluster[1];
+	k->splits = p->splits;
+	k->split_scatter = p->split_scatter;
+	k->sk_parts = p->sk_parts;
+	k->sk_scatter = p->sk_scatter;
+	k->sk_slot = p->sk_slot;
+	k->producer_regs = p->producer_regs;
+	k->consumer_regs = p->consumer_regs;
+	k->tile_rows = p->bm;
+	k->tile_cols = p->bn;
+	k->epi_cols = p->epi_cols;
+	k->stages_default = p->stages_default;
+	k->elect_nest = p->elect_nest;
+	t->bm = p->bm, t->bn = p->bn, t->bk = p->bk;
+	t->akm = p->akm, t->bkm = p->bkm;
+	t->ksum = p->ksum;
+}
+
 static int
 lower_matmul(Comp *c, Fusion *f)
 {
@@ -586,9 +538,7 @@ lower_matmul(Comp *c, Fusion *f)
 	Expr *batch = NULL, *batch_tiles = NULL;
 	Stmt *first_kloop = NULL;
 	int ng, gi, m, j, epi_waits = 0, pa[MAXMM] = {0}, pb[MAXMM][MAXMM] = {{0}}, *out_group;
-	bool kmajor_b = true;   /* every B of the first mainloop K-major (transpose_b) */
-	bool along_rows = false;   /* choose_tile's order of the tiles */
-	bool group_pp;          /* group_pingpong's default */
+	MatmulPlan plan;
 
 	c->kernel = k;
 	if ((ng = the_matmuls(c, f, g)) < 0)
@@ -597,8 +547,6 @@ lower_matmul(Comp *c, Fusion *f)
 	a = &f->tensor[op->in[0].tensor];
 	b = &f->tensor[op->in[1].tensor];
 	d = &f->tensor[op->out];
-	t.akm = !op->transpose_a;
-	t.bkm = op->transpose_b;
 	/*
 	 * Batch dims on A alone with A [..., M, K]: the batch's rows and M are
 	 * the rows of one matrix.  Else (on both, or A [..., K, M]) the kernel
@@ -626,50 +574,9 @@ lower_matmul(Comp *c, Fusion *f)
 		               "epilogue stores through staging subtiles and TMA");
 	if (f->sched.warp_specialize == 1)
 		return unbuilt(c, f->sched.ws_pos, "a matmul without warp specialization is not implemented yet");
-	group_pp = group_pingpong(f, g, ng, d);
-	if (choose_swap(c, f, d, g, ng, op, &k->swap_ab) < 0 ||
-	    (k->swap_ab && swap_tile(c, f, d, &k->pingpong, &t.bm, &t.bn, &t.bk) < 0))
+	if (plan_matmul(c, f, g, ng, &plan) < 0)
 		return -1;
-	if (!k->swap_ab)
-		k->pingpong = f->sched.consumers == CONSUMERS_PINGPONG || group_pp ||
-		              (!f->sched.consumers && !f->sched.ntile && ng == 1 && g[0].n == 1 && few_rows(f, d));
-	if (k->pingpong && ng > 1)
-		return unbuilt(c, f->sched.consumers_pos, "consumers: pingpong with independent matmuls in one kernel is "
-		               "not implemented yet");
-	k->waits = fusion_waits(f);
-	if (f->sched.system && f->sched.consumer_pos.line && !f->sched.consumer_flags)
-		return diag_error(c, f->sched.scope_pos, "'scope' applies to flags, and with 'consumer' the tiles are "
-		                  "signalled to the kernel's own consumer role: leave out 'scope', or add 'flags: true' "
-		                  "for the role to raise each tile's flag once it has written the tile");
-	for (j = 0; j < g[0].n; j++)
-		kmajor_b &= f->op[g[0].mm[j]].transpose_b;
-	if (!k->swap_ab && choose_tile(c, f, d, k->pingpong, group_pp, g[0].mm[0], g[0].n, kmajor_b,
-	                               ng == 1 && !epilogue_inputs(f, g, ng, d, true), &t.bm, &t.bn, &t.bk, &along_rows))
-		return -1;
-	if (f->sched.stream_k == 2)
-		k->sk_parts = SK_PARTS;
-	else if (!k->swap_ab && !k->pingpong)
-		long_k_stream(f, k, &t, g, ng, a, d, along_rows);
-	if (choose_cluster(c, f, k, &t, op) < 0)
-		return -1;
-	k->row_blocks = k->swap_ab ? 1 : t.bm / (k->pingpong ? 64 : 128);
-	if (choose_split(c, f, k, &t, g, ng, a, d) < 0)
-		return -1;
-	row_cluster(f, k, &t, g, ng, a, d);
-	misaligned_cluster(f, k, &t, g, ng, a, b);
-	if (along_rows && !k->sk_parts && kernel_cluster_ctas(k) == 1)   /* a taller output's one wave (choose_tile) */
-		k->raster_rows = true;
-	/*
-	 * A split's ranks share the epilogue's subtiles: rank 0 alone read all
-	 * the others' partials through distributed shared memory, which moves
-	 * about 26 bytes a nanosecond into one SM (H200: 2.4 us for each 64
-	 * KiB partial of a 128 x 128 tile, docs/perf.md), so each rank sums and
-	 * stores its own share.  A swapped tile is one subtile: rank 0's.
-	 */
-	k->split_scatter = k->splits > 1 && !k->swap_ab;
-	if (k->row_blocks > 1 && f->sched.consumer_pos.line)
-		return unbuilt(c, f->sched.tile_pos, "a tile of %d rows with a signal consumer role is not implemented "
-		               "yet: use %d rows", t.bm, t.bm / 2);
+	set_plan(k, &t, &plan);
 	for (j = 0; j < f->nout; j++)
 		if (!lower_same_shape(&f->tensor[f->out[j].tensor], d))
 			return diag_error(c, f->out[j].pos, "cannot place output '%s' in the matmul kernel: its shape "
@@ -680,22 +587,14 @@ lower_matmul(Comp *c, Fusion *f)
 
 	k->domain = op->out;
 	k->warp_specialize = true;
-	k->persistent = f->sched.persistent != 1;   /* persistent: false runs one CTA a tile */
-	if ((j = choose_stream_k(c, f, k, ng)) < 0)
+	if (choose_stream_k(c, f, &plan, ng) < 0)
 		return -1;
-	if (j)   /* a consumer thread's accumulator registers, f32 */
-		k->sk_slot = CONSUMER_THREADS * 4 * (g[0].n * t.bn / 2 * k->row_blocks);
 	k->tma_store = true;
 	k->consumer_threads = CONSUMER_THREADS;
 	k->threads = CONSUMER_THREADS + PRODUCER_THREADS;
-	choose_regs(f, k, &t, g, ng);
-	k->tile_rows = t.bm;
-	k->tile_cols = t.bn;
-	k->epi_cols = k->swap_ab ? t.bn : t.bn % EPI_COLS ? EPI_NARROW : EPI_COLS;
 	k->tile_pos = f->sched.ntile ? f->sched.tile_pos : (Pos){0};
 	k->smem_budget = SMEM_BUDGET;
 	k->stages_hint = f->sched.stages;
-	k->stages_default = k->swap_ab ? SWAP_STAGES : 0;
 	k->stages_pos = f->sched.stages ? f->sched.stages_pos : f->pos;
 
 	/* parameters: the operands (tensor maps of 128-byte swizzled boxes), the epilogue's inputs, the outputs */
@@ -782,7 +681,7 @@ lower_matmul(Comp *c, Fusion *f)
 	}
 	if (f->sched.consumer_pos.line && consumer_reads(c, f, k) < 0)
 		return -1;
-	if (k->sk_slot) {
+	if (ksum_rule[plan.ksum].workspace) {
 		kernel_add_param(c, k, PK_WORKSPACE, "sk_work");
 		j = kernel_add_param(c, k, PK_SIZE, "sk_on");
 		k->param[j].size = SZ_SK_ON;
@@ -895,7 +794,7 @@ lower_matmul(Comp *c, Fusion *f)
 		Expr *steps = ex_bin(c, EX_CEILDIV, ex_var(c, k->param[j].var), ex_int(c, t.bk));
 
 		k->body->nbody--;
-		if (k->splits > 1) {
+		if (ksum_rule[t.ksum].split_cluster) {
 			Expr *all = ex_var(c, lower_let(c, k, "ksteps", steps, k->body)->var), *per;
 
 			per = ex_var(c, lower_let(c, k, "kper", ex_bin(c, EX_CEILDIV, all, ex_int(c, k->splits)), k->body)->var);
@@ -904,7 +803,7 @@ lower_matmul(Comp *c, Fusion *f)
 			steps = ex_bin(c, EX_MAX, ex_bin(c, EX_MIN, ex_bin(c, EX_SUB, all, t.k0), per), ex_int(c, 0));
 		}
 		t.ktiles = ex_var(c, lower_let(c, k, "ktiles", steps, k->body)->var);
-		if (k->sk_slot && stream_k_plan(c, k, &t) < 0)
+		if (ksum_rule[t.ksum].workspace && stream_k_plan(c, k, &t) < 0)
 			return -1;
 		st_append(c, k->body, t.loop);
 	}
@@ -924,8 +823,7 @@ lower_matmul(Comp *c, Fusion *f)
 	if (f->sched.signal == SIGNAL_PER_TILE)
 		lower_signal(c, k, t.loop, t.row0, t.col0, t.bt, batch_tiles,
 		             f->sched.consumer_pos.line ? first_kloop : NULL, t.ktiles);
-	k->elect_nest = many_tiles(f, d, k);
-	if (check_fit(c, f, k, d, g[0].n, kmajor_b ? EPI_NARROW : CHUNK) < 0)
+	if (check_fit(c, f, k, d, g[0].n, plan.kmajor_b ? EPI_NARROW : CHUNK) < 0)
 		return -1;
 	{
 		/* after the tile loop: warp_specialize gives it to the consumers, after their last tile */

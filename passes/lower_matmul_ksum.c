@@ -12,16 +12,28 @@
 
 #include "matmul.h"
 
+const KSumRule ksum_rule[] = {
+	[KSUM_NONE] = {0},
+	[KSUM_SPLIT_RANK0] = {.partial = true, .split_cluster = true},
+	[KSUM_SPLIT_SCATTER] = {.partial = true, .split_cluster = true,
+	                        .own_compute = "this rank's subtile: it holds the cluster's sum of it",
+	                        .own_store = "this rank's subtile: one thread stores it"},
+	[KSUM_SK_OWNER] = {.partial = true, .workspace = true},
+	[KSUM_SK_SCATTER] = {.partial = true, .workspace = true,
+	                     .own_compute = "this part's subtile: it holds the tile's sum of it",
+	                     .own_store = "this part's subtile: one thread stores it"},
+};
+
 /*
  * A K-split rank's test for its subtiles of the epilogue loop ELOOP
  * (Kernel.split_scatter), or a stream-K part's (Kernel.sk_scatter: every
  * subtile of a whole tile), appended to it.
  */
-Stmt *
+static Stmt *
 own_subtile(Comp *c, const Tile *t, Stmt *eloop, const char *comment)
 {
 	Expr *e = ex_var(c, eloop->var);
-	Stmt *s = st_if(c, t->k->sk_scatter ? ex_bin(c, EX_EQ, ex_bin(c, EX_MOD, e, t->sknp), t->ski)
+	Stmt *s = st_if(c, t->ksum == KSUM_SK_SCATTER ? ex_bin(c, EX_EQ, ex_bin(c, EX_MOD, e, t->sknp), t->ski)
 	                                    : ex_bin(c, EX_EQ, ex_bin(c, EX_MOD, e, ex_int(c, t->k->splits)),
 	                                             lower_split_rank(c, t->k)));
 
@@ -43,7 +55,7 @@ own_subtile(Comp *c, const Tile *t, Stmt *eloop, const char *comment)
  * alternate phases: its tiles are every one (cooperative) or every other
  * (ping-pong) of the tile loop's.
  */
-Stmt *
+static Stmt *
 split_reduce(Comp *c, const Tile *t, const Group *g)
 {
 	Kernel *k = t->k;
@@ -57,11 +69,11 @@ split_reduce(Comp *c, const Tile *t, const Group *g)
 	                        BUF_PARTIAL, DT_F32, wgs, 128 * regs);
 	k->buf[s->buf].tensor = k->acc[acc].tensor;
 	s->bar = kernel_add_bar(c, k, "split_full", wgs, 128 * (k->splits - 1));
-	kernel_add_bar(c, k, "split_free", wgs, 128 * (k->split_scatter ? k->splits - 1 : 1));
+	kernel_add_bar(c, k, "split_free", wgs, 128 * (t->ksum == KSUM_SPLIT_SCATTER ? k->splits - 1 : 1));
 	VEC_PUSH(c->arena, s->reads, s->nreads, s->capreads)->acc = acc;
 	s->a = ex_bin(c, EX_AND, nth, ex_int(c, 1));
 	s->b = t->kparts;
-	s->comment = k->split_scatter ? "the cluster's partial sums of the tile, each rank's subtiles into it"
+	s->comment = t->ksum == KSUM_SPLIT_SCATTER ? "the cluster's partial sums of the tile, each rank's subtiles into it"
 	                              : "the cluster's partial sums of the tile, into rank 0";
 	return s;
 }
@@ -226,7 +238,7 @@ stream_k_plan(Comp *c, Kernel *k, Tile *t)
 		;
 	memmove(&body->body[n], &body->body[n + 1], (size_t)(body->nbody - n - 1) * sizeof *body->body);
 	body->nbody--;
-	if (k->sk_scatter)
+	if (t->ksum == KSUM_SK_SCATTER)
 		return fraction_plan(c, k, t, on, mine, tile, at_tile);
 
 	left = let_at(c, k, body, body->nbody, "sk_tiles", ex_bin(c, EX_MOD, tiles, G), "stream-K: the last wave's tiles");
@@ -289,7 +301,7 @@ stream_k_plan(Comp *c, Kernel *k, Tile *t)
  * tile loop's level, each under its condition, so that sync's wait for the
  * mma comes before any.
  */
-void
+static void
 stream_k_meet(Comp *c, const Tile *t, const Group *g, Stmt *epilogue)
 {
 	Kernel *k = t->k;
@@ -302,7 +314,7 @@ stream_k_meet(Comp *c, const Tile *t, const Group *g, Stmt *epilogue)
 	put->param = add->param = p;
 	VEC_PUSH(c->arena, put->reads, put->nreads, put->capreads)->acc = g->acc[0];
 	VEC_PUSH(c->arena, add->reads, add->nreads, add->capreads)->acc = g->acc[0];
-	if (k->sk_scatter) {
+	if (t->ksum == KSUM_SK_SCATTER) {
 		/* every part of a split tile leaves the others their subtiles; a part that owns some adds theirs */
 		put->cond = ex_bin(c, EX_LT, ex_int(c, 1), t->sknp);
 		put->comment = "a part of a tile: its sums of the subtiles the others own, to the CTA's slot";
@@ -325,4 +337,56 @@ stream_k_meet(Comp *c, const Tile *t, const Group *g, Stmt *epilogue)
 	st_append(c, t->loop, add);
 	st_append(c, own, epilogue);
 	st_append(c, t->loop, own);
+}
+
+/*
+ * The epilogue loop ELOOP of group G placed after its k loop in the tile
+ * loop, where its partial sums over K meet: whole (KSUM_NONE); after a
+ * K-split's reduction, under rank 0 or in every rank (split_reduce); or
+ * after stream-K's (stream_k_meet).
+ */
+void
+ksum_meet(Comp *c, const Tile *t, const Group *g, Stmt *eloop)
+{
+	Kernel *k = t->k;
+	Stmt *lead;
+
+	switch (t->ksum) {
+	case KSUM_NONE:
+		st_append(c, t->loop, eloop);
+		break;
+	case KSUM_SPLIT_SCATTER:
+		/*
+		 * Each rank sums its share of the subtiles (a reduce-scatter in
+		 * the cluster), computes and stores them: the compute and the
+		 * store each under the rank's test, so that the barrier between
+		 * them (sync.c) lies between the two, taken by every rank.
+		 */
+		st_append(c, t->loop, split_reduce(c, t, g));
+		st_append(c, t->loop, eloop);
+		break;
+	case KSUM_SPLIT_RANK0:
+		/* the cluster's partial sums into rank 0, which alone runs the epilogue */
+		lead = st_if(c, ex_bin(c, EX_EQ, lower_split_rank(c, k), ex_int(c, 0)));
+		st_append(c, t->loop, split_reduce(c, t, g));
+		lead->comment = "rank 0 holds the tile's sum: it alone computes and stores the tile";
+		st_append(c, lead, eloop);
+		st_append(c, t->loop, lead);
+		break;
+	case KSUM_SK_OWNER:
+	case KSUM_SK_SCATTER:
+		stream_k_meet(c, t, g, eloop);
+		break;
+	}
+}
+
+/* Where the epilogue's compute (or STORE) goes in ELOOP: under the subtile's owner's test, or in ELOOP. */
+Stmt *
+ksum_own(Comp *c, const Tile *t, Stmt *eloop, bool store)
+{
+	const KSumRule *r = &ksum_rule[t->ksum];
+
+	if (!r->own_compute)
+		return eloop;
+	return own_subtile(c, t, eloop, store ? r->own_store : r->own_compute);
 }

@@ -79,6 +79,26 @@ enum {
 	                                              the SMs where quarters leave a third idle */
 	TUNE_COUNT = 12                            /* lower_matmul_candidates' schedules, at most */
 };
+/* How a tile's partial sums over K meet: a row each of lower_matmul_ksum.c's ksum_rule. */
+typedef enum KSum {
+	KSUM_NONE,           /* one CTA holds the whole sum */
+	KSUM_SPLIT_RANK0,    /* a K-split cluster, rank 0 adds the others' sums (a swapped tile) */
+	KSUM_SPLIT_SCATTER,  /* a K-split cluster, each rank adds the others' sums of its subtiles */
+	KSUM_SK_OWNER,       /* stream-K runs, each tile's owner adds the others' sums through the workspace */
+	KSUM_SK_SCATTER      /* stream-K in fractions of a tile, each part adds the others' sums of its subtiles */
+} KSum;
+
+/* What a way of meeting (KSum) builds: lower_matmul_ksum.c's ksum_rule, a row a KSum. */
+typedef struct KSumRule {
+	bool partial;              /* a CTA holds part of a tile's sum: no staging ring, prefetch or preload */
+	bool split_cluster;        /* the CTAs of a cluster (Kernel.splits of them) share the k-steps */
+	bool workspace;            /* the sums meet in global memory, Kernel.sk_slot bytes a CTA */
+	const char *own_compute;   /* each rank or part computes and stores the subtiles it owns (own_subtile), */
+	const char *own_store;     /* these its comments; NULL: the epilogue runs whole where it runs */
+} KSumRule;
+
+extern const KSumRule ksum_rule[];
+
 /* What every group's mainloop and epilogue share: the tile, the operand buffers, where the tile is. */
 typedef struct Tile {
 	Kernel *k;
@@ -91,53 +111,71 @@ typedef struct Tile {
 	                                 first, and the CTAs after this one whose sums its tile's owner adds */
 	Expr *ski, *sknp;             /* stream-K in fractions of a tile (Kernel.sk_scatter): the part's index
 	                                 among its tile's, and their number (0 and 1 for a whole tile) */
+	KSum ksum;                    /* how partial sums over K meet (ksum_rule) */
 	int bm, bn, bk;
 	bool akm, bkm;                /* is the operand K-major (K its contiguous dim)? */
 	int abuf, bbuf;               /* A's stage, and B's: a group's side by side */
 } Tile;
 
+/*
+ * The decisions plan_matmul takes for a matmul fusion, from the fusion, its
+ * schedule and its sizes alone, before any IR is built; lower_matmul copies
+ * them into the Kernel's fields of the same names and builds from them.
+ */
+typedef struct MatmulPlan {
+	/* what the fusion fixes */
+	bool batched;              /* Kernel.batched */
+	int waits;                 /* Kernel.waits */
+	bool persistent;           /* Kernel.persistent */
+	bool akm, bkm;             /* is operand A (B) K-major? */
+	bool kmajor_b;             /* every B of the first mainloop K-major */
+	/* the decisions */
+	bool swap_ab, pingpong;    /* D^T = B A^T; ping-pong consumer warpgroups, each a tile */
+	bool group_pp;             /* group_pingpong's default for matmuls that share A */
+	bool along_rows;           /* choose_tile's one wave along the rows of a taller output */
+	bool raster_rows;          /* Kernel.raster_rows */
+	int bm, bn, bk;            /* the CTA tile */
+	int row_blocks;            /* Kernel.row_blocks */
+	int epi_cols;              /* an epilogue subtile's columns */
+	int stages_default;        /* Kernel.stages_default */
+	int cluster[2];            /* Kernel.cluster */
+	KSum ksum;                 /* how partial sums over K meet, with: */
+	int splits;                /* Kernel.splits, split_scatter */
+	bool split_scatter;
+	int sk_parts, sk_slot;     /* Kernel.sk_parts, sk_slot, sk_scatter */
+	bool sk_scatter;
+	int producer_regs, consumer_regs;
+	bool elect_nest;           /* Kernel.elect_nest (many_tiles) */
+} MatmulPlan;
+
 /* lower_matmul.c */
 int PRINTF_LIKE(3, 4) unbuilt(Comp *c, Pos pos, const char *fmt, ...);
 
 /* plan_matmul.c: the tile, swap, cluster, K split and registers, from the fusion and its sizes */
+int the_matmuls(Comp *c, const Fusion *f, Group *g);
+int plan_matmul(Comp *c, const Fusion *f, const Group *g, int ng, MatmulPlan *p);
+int plan_cluster_ctas(const MatmulPlan *p);
 View epilogue_view(const Tensor *t, const Tensor *d);
-bool few_rows(const Fusion *f, const Tensor *d);
 int64_t grid_tiles(int64_t rows, int64_t cols, int m, int n);
 bool rows_aligned(const Fusion *f, int mm);
 int64_t out_rows(const Fusion *f, const Tensor *d);
-bool epilogue_inputs(const Fusion *f, const Group *g, int ng, const Tensor *d, bool full);
 void fill_waves(int64_t rows, int64_t cols, int step, bool tall, int *bm, int *bn);
 bool tile_fits(const Fusion *f, const Tensor *d, bool pingpong, int nmm, int bm, int bn, int stages);
 void fit_tile(const Fusion *f, const Tensor *d, bool pingpong, int nmm, int step, int least, int bm, int *bn);
-int choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group_pp, int mm, int nmm, bool kmajor_b,
-                bool tall, int *bm, int *bn, int *bk, bool *along_rows);
-int choose_swap(Comp *c, const Fusion *f, const Tensor *d, const Group *g, int ng, const Op *op, bool *swap);
-int swap_tile(Comp *c, const Fusion *f, const Tensor *d, bool *pingpong, int *bm, int *bn, int *bk);
 bool op_reads(const Fusion *f, int t);
-int choose_cluster(Comp *c, const Fusion *f, Kernel *k, const Tile *t, const Op *op);
-void row_cluster(const Fusion *f, Kernel *k, const Tile *t, const Group *g, int ng, const Tensor *a, const Tensor *d);
-void choose_regs(const Fusion *f, Kernel *k, const Tile *t, const Group *g, int ng);
-void misaligned_cluster(const Fusion *f, Kernel *k, const Tile *t, const Group *g, int ng, const Tensor *a,
-                        const Tensor *b);
 bool in_wave(int64_t tiles, int s);
-int choose_split(Comp *c, const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const Tensor *a,
-                 const Tensor *d);
-bool many_tiles(const Fusion *f, const Tensor *d, const Kernel *k);
-bool group_pingpong(const Fusion *f, const Group *g, int ng, const Tensor *d);
 
 /* plan_stream_k.c: the default stream-K parts */
-int choose_stream_k(Comp *c, const Fusion *f, const Kernel *k, int ng);
+int choose_stream_k(Comp *c, const Fusion *f, const MatmulPlan *p, int ng);
 int64_t quarter_parts(int64_t rows, int64_t cols, int64_t steps, int *bn);
 int64_t half_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn);
 int64_t narrow_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn);
-void long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const Tensor *a, const Tensor *d,
-                   bool along_rows);
+void long_k_stream(const Fusion *f, MatmulPlan *p, const Group *g, int ng, const Tensor *a, const Tensor *d);
 
 /* lower_matmul_ksum.c: where a tile's partial sums over K meet */
-Stmt *own_subtile(Comp *c, const Tile *t, Stmt *eloop, const char *comment);
-Stmt *split_reduce(Comp *c, const Tile *t, const Group *g);
+void ksum_meet(Comp *c, const Tile *t, const Group *g, Stmt *eloop);
+Stmt *ksum_own(Comp *c, const Tile *t, Stmt *eloop, bool store);
 int stream_k_plan(Comp *c, Kernel *k, Tile *t);
-void stream_k_meet(Comp *c, const Tile *t, const Group *g, Stmt *epilogue);
 
 /* lower_matmul_sync.c: per-tile waits and signals, epilogue-input staging and preloads */
 int wait_tile(Comp *c, Kernel *k, const Tile *t, const Tensor *x, bool first);

@@ -1,17 +1,75 @@
 /*
- * plan_matmul.c: the matmul family's decisions that lower_matmul takes
- * before it builds IR: whether to swap A and B, the tile, the consumers'
- * order, the cluster, a K split, the roles' registers, and the schedules a
+ * plan_matmul.c: the matmul family's decisions, taken before lower_matmul
+ * builds any IR: the groups of matmuls (the_matmuls), whether to swap A
+ * and B, the tile, the consumers' order, the cluster, a K split, the
+ * roles' registers, into one MatmulPlan (plan_matmul); and the schedules a
  * measured choice times (lower_matmul_candidates).  Requires a fusion of
- * the matmul family with its sizes; builds no IR (the cost model reads the
- * spec's sizes alone), and writes only the plan's Kernel fields and Tile
- * sizes it is given.  The tuned constants are matmul.h's.
+ * the matmul family with its sizes; leaves the plan, and builds no IR (the
+ * cost model reads the spec's sizes alone).  The tuned constants are
+ * matmul.h's.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "matmul.h"
+
+/*
+ * The matmuls of F in groups, each group one mainloop; the group count, or
+ * -1 after an error.  Matmuls that share their first operand form one group
+ * (horizontal fusion: SwiGLU's gate and up, a QKV projection): A is loaded
+ * once a stage, each B and accumulator is its own.  Matmuls with no operand
+ * in common (independent) are a group each: their mainloops run one after
+ * the other in every tile, through the same stages and the same accumulator
+ * registers, so they must agree on the tile: operand dtype and layouts,
+ * output shape and K.
+ */
+int
+the_matmuls(Comp *c, const Fusion *f, Group *g)
+{
+	int i, n = 0, ng = 0;
+	const Op *first = NULL;
+
+	for (i = 1; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+		const Tensor *a, *fa;
+		int j;
+
+		if (op_info[o->kind].cls != CLS_MATMUL)
+			continue;
+		if (n++ == MAXMM)
+			return unbuilt(c, o->pos, "more than %d matmuls in one kernel are not implemented yet", MAXMM);
+		if (!first) {
+			first = o;
+			g[ng++] = (Group){.mm = {i}, .n = 1};
+			continue;
+		}
+		a = &f->tensor[o->in[0].tensor];
+		fa = &f->tensor[first->in[0].tensor];
+		if (o->transpose_a != first->transpose_a || o->transpose_b != first->transpose_b ||
+		    !lower_same_shape(&f->tensor[o->out], &f->tensor[first->out]))
+			return unbuilt(c, o->pos, "matmuls in one kernel that differ in their operands' layouts or their "
+			               "outputs' shapes ('%s', '%s') are not implemented yet", f->tensor[first->out].name,
+			               f->tensor[o->out].name);
+		if (!dim_equal(a->dim[a->rank - (o->transpose_a ? 2 : 1)], fa->dim[fa->rank - (first->transpose_a ? 2 : 1)]))
+			return unbuilt(c, o->pos, "matmuls in one kernel with different K ('%s', '%s') are not implemented "
+			               "yet", f->tensor[first->out].name, f->tensor[o->out].name);
+		for (j = 0; j < ng && f->op[g[j].mm[0]].in[0].tensor != o->in[0].tensor; j++)
+			;
+		if (j < ng)
+			g[j].mm[g[j].n++] = i;
+		else
+			g[ng++] = (Group){.mm = {i}, .n = 1};
+	}
+	if (!n)
+		return diag_internal(c, "lower", "a matmul fusion without a matmul");
+	for (i = 0; ng > 1 && i < ng; i++)
+		if (g[i].n > 1)
+			return unbuilt(c, f->op[g[i].mm[1]].pos, "matmuls that share '%s' in a kernel with a matmul that does "
+			               "not ('%s') are not implemented yet", f->tensor[f->op[g[i].mm[0]].in[0].tensor].name,
+			               f->tensor[f->op[g[i ? 0 : 1].mm[0]].out].name);
+	return ng;
+}
 
 /*
  * The view of an epilogue input over the output [..., M, N], or VIEW_NONE:
@@ -44,7 +102,7 @@ epilogue_view(const Tensor *t, const Tensor *d)
  * would compute at least half its rows for nothing (M = 64 x 8192 x 4096:
  * 0.72x -> 0.93x cuBLAS, M = 16 0.67x -> 0.85x; docs/perf.md).
  */
-bool
+static bool
 few_rows(const Fusion *f, const Tensor *d)
 {
 	int64_t rows = 1;
@@ -95,7 +153,7 @@ out_rows(const Fusion *f, const Tensor *d)
 }
 
 /* Does the epilogue read an input of whole tiles (FULL: a residual), or else of any tensor view (a row, a column)? */
-bool
+static bool
 epilogue_inputs(const Fusion *f, const Group *g, int ng, const Tensor *d, bool full)
 {
 	int i, gi, m;
@@ -233,7 +291,7 @@ fit_tile(const Fusion *f, const Tensor *d, bool pingpong, int nmm, int step, int
  * *ALONG_ROWS where the tiles should go in order along each row of tiles
  * (Kernel.raster_rows).
  */
-int
+static int
 choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group_pp, int mm, int nmm, bool kmajor_b,
             bool tall, int *bm, int *bn, int *bk, bool *along_rows)
 {
@@ -365,7 +423,7 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group
  * below rules it out; `swap_ab: true` asks for it at any M (tiles of 64
  * rows then), false keeps the kernel unswapped.  Sets *SWAP; 0 or -1.
  */
-int
+static int
 choose_swap(Comp *c, const Fusion *f, const Tensor *d, const Group *g, int ng, const Op *op, bool *swap)
 {
 	const Schedule *h = &f->sched;
@@ -402,7 +460,7 @@ choose_swap(Comp *c, const Fusion *f, const Tensor *d, const Group *g, int ng, c
  * stage holds twice B's rows for the same slice of A, as cuBLAS's 128 x
  * 16 tile for 16 x 28672 x 4096 does (docs/perf.md).
  */
-int
+static int
 swap_tile(Comp *c, const Fusion *f, const Tensor *d, bool *pingpong, int *bm, int *bn, int *bk)
 {
 	const Schedule *h = &f->sched;
@@ -461,8 +519,8 @@ op_reads(const Fusion *f, int t)
  * K-major operand a multiple of 8 (the 128-byte swizzle's atom), of an
  * MN-major one whole 64-wide chunks.  0 or -1.
  */
-int
-choose_cluster(Comp *c, const Fusion *f, Kernel *k, const Tile *t, const Op *op)
+static int
+choose_cluster(Comp *c, const Fusion *f, MatmulPlan *p, const Op *op)
 {
 	const Schedule *h = &f->sched;
 	int x = h->cluster[0], y = h->cluster[1], i;
@@ -480,12 +538,12 @@ choose_cluster(Comp *c, const Fusion *f, Kernel *k, const Tile *t, const Op *op)
 	if (x * y > MAX_CLUSTER)
 		return unbuilt(c, h->cluster_pos, "a matmul cluster of %d x %d CTAs is not implemented yet: at most %d "
 		               "CTAs (the portable cluster size), such as [2, 1], [1, 4] or [2, 4]", x, y, MAX_CLUSTER);
-	if (h->signal || k->waits)
+	if (h->signal || p->waits)
 		return unbuilt(c, h->cluster_pos, "'cluster' with %s is not implemented yet: a cluster's second tile "
 		               "may lie past the output, with no flag", h->signal ? "'signal: per_tile'" :
 		               "an input or output that waits per tile");
 	for (i = 0; i < 2; i++) {   /* B, shared by the x CTAs of a tile column; A, by the y of a row */
-		int share = i ? y : x, rows = i ? t->bm : t->bn, atom = (i ? t->akm : t->bkm) ? 8 : CHUNK;
+		int share = i ? y : x, rows = i ? p->bm : p->bn, atom = (i ? p->akm : p->bkm) ? 8 : CHUNK;
 
 		if (share > 1 && (rows % share || rows / share % atom))
 			return unbuilt(c, h->cluster_pos, "cluster [%d, %d] shares %s among %d CTAs, each %d of its %d rows, "
@@ -493,8 +551,8 @@ choose_cluster(Comp *c, const Fusion *f, Kernel *k, const Tile *t, const Op *op)
 			               "CTAs along %s", x, y, i ? "A" : "B", share, rows / share, rows, atom,
 			               f->tensor[op->out].name, atom == 8 ? "K" : i ? "M" : "N", i ? "N" : "M");
 	}
-	k->cluster[0] = x;
-	k->cluster[1] = y;
+	p->cluster[0] = x;
+	p->cluster[1] = y;
 	return 0;
 }
 
@@ -520,34 +578,34 @@ choose_cluster(Comp *c, const Fusion *f, Kernel *k, const Tile *t, const Op *op)
  * matmul, no hint that bears on the tile or the cluster, nothing that
  * waits or signals.
  */
-void
-row_cluster(const Fusion *f, Kernel *k, const Tile *t, const Group *g, int ng, const Tensor *a, const Tensor *d)
+static void
+row_cluster(const Fusion *f, MatmulPlan *p, const Group *g, int ng, const Tensor *a, const Tensor *d)
 {
 	const Schedule *h = &f->sched;
 	int64_t rows = out_rows(f, d), cols = dim_value(f, d->dim[d->rank - 1]), tiles;
 	int64_t K = dim_value(f, a->dim[a->rank - 1]);
 
-	if (h->cluster_pos.line || h->ntile || h->consumers || h->stages || h->split_pos.line || k->sk_parts ||
-	    h->signal || h->consumer_pos.line || k->waits || ng != 1 || g->n != 1 || k->batched || k->swap_ab ||
-	    k->pingpong || k->splits > 1 || t->bm != BM || !t->akm || rows <= 0 || rows > BM - ROW_PAST || cols <= 0 ||
+	if (h->cluster_pos.line || h->ntile || h->consumers || h->stages || h->split_pos.line || p->sk_parts ||
+	    h->signal || h->consumer_pos.line || p->waits || ng != 1 || g->n != 1 || p->batched || p->swap_ab ||
+	    p->pingpong || p->splits > 1 || p->bm != BM || !p->akm || rows <= 0 || rows > BM - ROW_PAST || cols <= 0 ||
 	    K <= 0)
 		return;
-	tiles = (cols + t->bn - 1) / t->bn;
-	if (tiles < ROW_TILES || tiles > (int64_t)ROW_CLUSTER * RESIDENT_4 || (K + t->bk - 1) / t->bk < ROW_STEPS)
+	tiles = (cols + p->bn - 1) / p->bn;
+	if (tiles < ROW_TILES || tiles > (int64_t)ROW_CLUSTER * RESIDENT_4 || (K + p->bk - 1) / p->bk < ROW_STEPS)
 		return;
-	k->cluster[1] = ROW_CLUSTER;
+	p->cluster[1] = ROW_CLUSTER;
 }
 
 /* A consumer thread's accumulator registers: the widest group's tile, over the threads that compute it. */
 static int
-acc_regs(const Kernel *k, const Tile *t, const Group *g, int ng)
+acc_regs(const MatmulPlan *p, const Group *g, int ng)
 {
 	int i, n = 0;
 
 	for (i = 0; i < ng; i++)
 		if (g[i].n > n)
 			n = g[i].n;
-	return n * t->bm * t->bn / (k->pingpong ? 128 : 256);
+	return n * p->bm * p->bn / (p->pingpong ? 128 : 256);
 }
 
 /*
@@ -559,17 +617,17 @@ acc_regs(const Kernel *k, const Tile *t, const Group *g, int ng)
  * at 56 none spilled, where the consumers' 224 hold the accumulators
  * (SHARE_ACC; 192 spilled).  Else 40 and 232, CUTLASS's.
  */
-void
-choose_regs(const Fusion *f, Kernel *k, const Tile *t, const Group *g, int ng)
+static void
+choose_regs(const Fusion *f, MatmulPlan *p, const Group *g, int ng)
 {
-	k->producer_regs = PRODUCER_REGS;
-	k->consumer_regs = CONSUMER_REGS;
+	p->producer_regs = PRODUCER_REGS;
+	p->consumer_regs = CONSUMER_REGS;
 	if (f->sched.consumer_pos.line) {
-		k->producer_regs = SIGNAL_PRODUCER_REGS;
-		k->consumer_regs = SIGNAL_CONSUMER_REGS;
-	} else if (k->cluster[0] * k->cluster[1] > 1 && acc_regs(k, t, g, ng) <= SHARE_ACC) {
-		k->producer_regs = SHARE_PRODUCER_REGS;
-		k->consumer_regs = SHARE_CONSUMER_REGS;
+		p->producer_regs = SIGNAL_PRODUCER_REGS;
+		p->consumer_regs = SIGNAL_CONSUMER_REGS;
+	} else if (p->cluster[0] * p->cluster[1] > 1 && acc_regs(p, g, ng) <= SHARE_ACC) {
+		p->producer_regs = SHARE_PRODUCER_REGS;
+		p->consumer_regs = SHARE_CONSUMER_REGS;
 	}
 }
 
@@ -591,19 +649,18 @@ choose_regs(const Fusion *f, Kernel *k, const Tile *t, const Group *g, int ng)
  * leave the producer too few registers (choose_regs).  The choice is made at
  * the spec's sizes, like the tile's; a kernel launched at another K keeps it.
  */
-void
-misaligned_cluster(const Fusion *f, Kernel *k, const Tile *t, const Group *g, int ng, const Tensor *a,
-                   const Tensor *b)
+static void
+misaligned_cluster(const Fusion *f, MatmulPlan *p, const Group *g, int ng, const Tensor *a, const Tensor *b)
 {
 	const Schedule *h = &f->sched;
-	int brows = g->n * t->bn, i;
+	int brows = g->n * p->bn, i;
 	int64_t ra = row_bytes(f, a), rb = row_bytes(f, b);
 	bool ma = ra > 0 && ra % 128 != 0, mb = rb > 0 && rb % 128 != 0;
-	bool b_first = mb && (!ma || brows >= t->bm);   /* of the misaligned, the one with more rows */
+	bool b_first = mb && (!ma || brows >= p->bm);   /* of the misaligned, the one with more rows */
 
-	if (h->cluster_pos.line || ng != 1 || k->batched || k->swap_ab || k->splits > 1 || k->sk_parts ||
-	    h->signal || h->consumer_pos.line || k->waits || kernel_cluster_ctas(k) > 1 ||
-	    acc_regs(k, t, g, ng) > SHARE_ACC)
+	if (h->cluster_pos.line || ng != 1 || p->batched || p->swap_ab || p->splits > 1 || p->sk_parts ||
+	    h->signal || h->consumer_pos.line || p->waits || plan_cluster_ctas(p) > 1 ||
+	    acc_regs(p, g, ng) > SHARE_ACC)
 		return;
 	for (i = 0; i < 2; i++) {
 		bool share_b = i == 0 ? b_first : !b_first;
@@ -611,10 +668,10 @@ misaligned_cluster(const Fusion *f, Kernel *k, const Tile *t, const Group *g, in
 		if (!(share_b ? mb : ma))
 			continue;
 		/* each CTA loads half of each matmul's box: of an M- or N-major operand, whole 64-wide chunks */
-		if (share_b ? !t->bkm && t->bn / 2 % CHUNK : !t->akm && t->bm / 2 % CHUNK)
+		if (share_b ? !p->bkm && p->bn / 2 % CHUNK : !p->akm && p->bm / 2 % CHUNK)
 			continue;
-		k->cluster[0] = share_b ? 2 : 1;
-		k->cluster[1] = share_b ? 1 : 2;
+		p->cluster[0] = share_b ? 2 : 1;
+		p->cluster[1] = share_b ? 1 : 2;
 		return;
 	}
 }
@@ -648,23 +705,22 @@ in_wave(int64_t tiles, int s)
  * (below), on ping-pong's 64-row tiles.  Sets k->splits (and T's tile and
  * K->pingpong); 0 or -1.
  */
-int
-choose_split(Comp *c, const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const Tensor *a,
-             const Tensor *d)
+static int
+choose_split(Comp *c, const Fusion *f, MatmulPlan *p, const Group *g, int ng, const Tensor *a, const Tensor *d)
 {
 	const Schedule *h = &f->sched;
-	int64_t rows, cols = dim_value(f, d->dim[d->rank - 1]), K = dim_value(f, a->dim[a->rank - (t->akm ? 1 : 2)]);
+	int64_t rows, cols = dim_value(f, d->dim[d->rank - 1]), K = dim_value(f, a->dim[a->rank - (p->akm ? 1 : 2)]);
 	int64_t tiles, steps;
 	const char *why = NULL;
-	int s, nb = ng == 1 ? g->n : 1, regs = (k->swap_ab ? t->bm : nb * t->bn) / 2 * k->row_blocks;
-	int partial = CONSUMER_THREADS * regs * 4, stage = (t->bm + nb * t->bn) * t->bk * 2;
-	int share = k->cluster[0] * k->cluster[1];   /* a hinted cluster's CTAs that share operands */
+	int s, nb = ng == 1 ? g->n : 1, regs = (p->swap_ab ? p->bm : nb * p->bn) / 2 * p->row_blocks;
+	int partial = CONSUMER_THREADS * regs * 4, stage = (p->bm + nb * p->bn) * p->bk * 2;
+	int share = p->cluster[0] * p->cluster[1];   /* a hinted cluster's CTAs that share operands */
 
 	if (ng > 1)
 		why = "with independent matmuls in one kernel";
 	else if (h->signal)
 		why = "with 'signal: per_tile'";
-	else if (k->waits)
+	else if (p->waits)
 		why = "with an input or output that waits per tile";
 	if (h->split_k > 1) {
 		if (why)
@@ -672,19 +728,19 @@ choose_split(Comp *c, const Fusion *f, Kernel *k, Tile *t, const Group *g, int n
 		if (share * h->split_k > MAX_CLUSTER)
 			return unbuilt(c, h->split_pos, "split_k %d in clusters of %d x %d CTAs makes clusters of %d CTAs, "
 			               "which is not implemented yet: at most %d (the portable cluster size); split by at "
-			               "most %d or share among fewer CTAs", h->split_k, k->cluster[0], k->cluster[1],
+			               "most %d or share among fewer CTAs", h->split_k, p->cluster[0], p->cluster[1],
 			               share * h->split_k, MAX_CLUSTER, MAX_CLUSTER / share);
-		k->splits = h->split_k;
+		p->splits = h->split_k;
 		return 0;
 	}
-	if (h->split_pos.line || why || k->batched || share > 1)
+	if (h->split_pos.line || why || p->batched || share > 1)
 		return 0;
 	rows = out_rows(f, d);
 	if (rows <= 0 || cols <= 0 || K <= 0)
 		return 0;
-	tiles = grid_tiles(rows, cols, t->bm, t->bn);
-	steps = (K + t->bk - 1) / t->bk;
-	if (!k->swap_ab) {
+	tiles = grid_tiles(rows, cols, p->bm, p->bn);
+	steps = (K + p->bk - 1) / p->bk;
+	if (!p->swap_ab) {
 		/*
 		 * Unswapped, a GEMM of at most half a wave of 64 x 128 tiles runs
 		 * on ping-pong's 64-row tiles (a CTA has one: one warpgroup
@@ -702,19 +758,19 @@ choose_split(Comp *c, const Fusion *f, Kernel *k, Tile *t, const Group *g, int n
 		 */
 		int n;
 
-		if (h->ntile || h->consumers || h->consumer_pos.line || k->sk_parts || g->n > 1 || k->pingpong ||
-		    t->bm != BM)
+		if (h->ntile || h->consumers || h->consumer_pos.line || p->sk_parts || g->n > 1 || p->pingpong ||
+		    p->bm != BM)
 			return 0;
-		for (n = CHUNK; n <= 2 * CHUNK && k->splits < 2; n *= 2)
+		for (n = CHUNK; n <= 2 * CHUNK && p->splits < 2; n *= 2)
 			for (s = 2; s <= MAX_SPLIT && in_wave(grid_tiles(rows, cols, BM / 2, n), s) && steps / s >= FEW_STEPS; s++)
-				k->splits = s, t->bm = BM / 2, t->bn = n, k->pingpong = true;
+				p->splits = s, p->bm = BM / 2, p->bn = n, p->pingpong = true;
 		return 0;
 	}
 	/* the partial sums must leave shared memory for the stages asked for (or 4) and the staging copies */
 	if (partial + (h->stages > 4 ? h->stages : 4) * stage + SPLIT_STAGING > SMEM_BUDGET)
 		return 0;
 	for (s = 2; s <= MAX_SPLIT && in_wave(tiles, s) && steps / s >= SPLIT_STEPS; s++)
-		k->splits = s;
+		p->splits = s;
 	return 0;
 }
 
@@ -731,13 +787,13 @@ choose_split(Comp *c, const Fusion *f, Kernel *k, Tile *t, const Group *g, int n
  * 1152 x 1280 x 4096, stream-K's 1024 x 1024 x 8192), for no cause found
  * (docs/perf.md, thirty-seventh session): those keep an elect() a k-step.
  */
-bool
-many_tiles(const Fusion *f, const Tensor *d, const Kernel *k)
+static bool
+many_tiles(const Fusion *f, const Tensor *d, const MatmulPlan *p)
 {
 	int64_t rows = out_rows(f, d), cols = dim_value(f, d->dim[d->rank - 1]);
 
-	return !k->sk_slot && k->splits <= 1 && rows > 0 && cols > 0 &&
-	       grid_tiles(rows, cols, k->tile_rows, k->tile_cols) > TILE_TARGET;
+	return !p->sk_slot && p->splits <= 1 && rows > 0 && cols > 0 &&
+	       grid_tiles(rows, cols, p->bm, p->bn) > TILE_TARGET;
 }
 
 /*
@@ -758,7 +814,7 @@ many_tiles(const Fusion *f, const Tensor *d, const Kernel *k)
  * after the product ran 1-2% slower on it (docs/perf.md).  Nor with a bias
  * row or a column scale, which spilled too (16-144 bytes).
  */
-bool
+static bool
 group_pingpong(const Fusion *f, const Group *g, int ng, const Tensor *d)
 {
 	const Schedule *h = &f->sched;
@@ -773,6 +829,98 @@ group_pingpong(const Fusion *f, const Group *g, int ng, const Tensor *d)
 		if (!f->op[g->mm[j]].transpose_b)
 			return false;
 	return rows > 0 && cols > 0 && grid_tiles(rows, cols, BM, GROUP_PP_N) >= GROUP_PP_TILES;
+}
+
+/* The CTAs of plan P's cluster, its K-split's ranks included (kernel_cluster_ctas). */
+int
+plan_cluster_ctas(const MatmulPlan *p)
+{
+	return p->cluster[0] * p->cluster[1] * p->splits;
+}
+
+/* How plan P's partial sums over K meet. */
+static KSum
+plan_ksum(const MatmulPlan *p)
+{
+	if (p->splits > 1)
+		return p->split_scatter ? KSUM_SPLIT_SCATTER : KSUM_SPLIT_RANK0;
+	if (p->sk_parts)
+		return p->sk_scatter ? KSUM_SK_SCATTER : KSUM_SK_OWNER;
+	return KSUM_NONE;
+}
+
+/*
+ * The plan of matmul fusion F, whose matmuls are the NG groups G
+ * (the_matmuls): swap, consumers, tile, stream-K parts, cluster, K split,
+ * raster, registers.  Refuses a hinted combination not built yet, at the
+ * hint; stream-K's are choose_stream_k's, which lower_matmul asks once it
+ * has checked the outputs.  0 or -1.
+ */
+int
+plan_matmul(Comp *c, const Fusion *f, const Group *g, int ng, MatmulPlan *p)
+{
+	const Op *op = &f->op[g[0].mm[0]];
+	const Tensor *a = &f->tensor[op->in[0].tensor], *b = &f->tensor[op->in[1].tensor], *d = &f->tensor[op->out];
+	int j;
+
+	*p = (MatmulPlan){.cluster = {1, 1}, .splits = 1, .row_blocks = 1, .kmajor_b = true};
+	p->akm = !op->transpose_a;
+	p->bkm = op->transpose_b;
+	p->batched = b->rank > 2 || (a->rank > 2 && op->transpose_a);   /* lower_matmul says why */
+	p->persistent = f->sched.persistent != 1;   /* persistent: false runs one CTA a tile */
+	p->group_pp = group_pingpong(f, g, ng, d);
+	if (choose_swap(c, f, d, g, ng, op, &p->swap_ab) < 0 ||
+	    (p->swap_ab && swap_tile(c, f, d, &p->pingpong, &p->bm, &p->bn, &p->bk) < 0))
+		return -1;
+	if (!p->swap_ab)
+		p->pingpong = f->sched.consumers == CONSUMERS_PINGPONG || p->group_pp ||
+		              (!f->sched.consumers && !f->sched.ntile && ng == 1 && g[0].n == 1 && few_rows(f, d));
+	if (p->pingpong && ng > 1)
+		return unbuilt(c, f->sched.consumers_pos, "consumers: pingpong with independent matmuls in one kernel is "
+		               "not implemented yet");
+	p->waits = fusion_waits(f);
+	if (f->sched.system && f->sched.consumer_pos.line && !f->sched.consumer_flags)
+		return diag_error(c, f->sched.scope_pos, "'scope' applies to flags, and with 'consumer' the tiles are "
+		                  "signalled to the kernel's own consumer role: leave out 'scope', or add 'flags: true' "
+		                  "for the role to raise each tile's flag once it has written the tile");
+	for (j = 0; j < g[0].n; j++)
+		p->kmajor_b &= f->op[g[0].mm[j]].transpose_b;
+	if (!p->swap_ab && choose_tile(c, f, d, p->pingpong, p->group_pp, g[0].mm[0], g[0].n, p->kmajor_b,
+	                               ng == 1 && !epilogue_inputs(f, g, ng, d, true), &p->bm, &p->bn, &p->bk,
+	                               &p->along_rows))
+		return -1;
+	if (f->sched.stream_k == 2)
+		p->sk_parts = SK_PARTS;
+	else if (!p->swap_ab && !p->pingpong)
+		long_k_stream(f, p, g, ng, a, d);
+	if (choose_cluster(c, f, p, op) < 0)
+		return -1;
+	p->row_blocks = p->swap_ab ? 1 : p->bm / (p->pingpong ? 64 : 128);
+	if (choose_split(c, f, p, g, ng, a, d) < 0)
+		return -1;
+	row_cluster(f, p, g, ng, a, d);
+	misaligned_cluster(f, p, g, ng, a, b);
+	if (p->along_rows && !p->sk_parts && plan_cluster_ctas(p) == 1)   /* a taller output's one wave (choose_tile) */
+		p->raster_rows = true;
+	/*
+	 * A split's ranks share the epilogue's subtiles: rank 0 alone read all
+	 * the others' partials through distributed shared memory, which moves
+	 * about 26 bytes a nanosecond into one SM (H200: 2.4 us for each 64
+	 * KiB partial of a 128 x 128 tile, docs/perf.md), so each rank sums and
+	 * stores its own share.  A swapped tile is one subtile: rank 0's.
+	 */
+	p->split_scatter = p->splits > 1 && !p->swap_ab;
+	if (p->row_blocks > 1 && f->sched.consumer_pos.line)
+		return unbuilt(c, f->sched.tile_pos, "a tile of %d rows with a signal consumer role is not implemented "
+		               "yet: use %d rows", p->bm, p->bm / 2);
+	if (p->sk_parts)   /* a consumer thread's accumulator registers, f32 */
+		p->sk_slot = CONSUMER_THREADS * 4 * (g[0].n * p->bn / 2 * p->row_blocks);
+	p->ksum = plan_ksum(p);
+	choose_regs(f, p, g, ng);
+	p->epi_cols = p->swap_ab ? p->bn : p->bn % EPI_COLS ? EPI_NARROW : EPI_COLS;
+	p->stages_default = p->swap_ab ? SWAP_STAGES : 0;
+	p->elect_nest = many_tiles(f, d, p);
+	return 0;
 }
 
 /* The matmuls whose first operand is the first matmul's (a group: they compute side by side). */

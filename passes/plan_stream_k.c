@@ -23,28 +23,28 @@
  * (fraction_plan).  1, 0, or -1 for a hint it cannot honour.
  */
 int
-choose_stream_k(Comp *c, const Fusion *f, const Kernel *k, int ng)
+choose_stream_k(Comp *c, const Fusion *f, const MatmulPlan *p, int ng)
 {
 	const Schedule *h = &f->sched;
 	const char *why = NULL;
 
-	if (!k->sk_parts)
+	if (!p->sk_parts)
 		return 0;
-	if (!k->persistent)
+	if (!p->persistent)
 		why = "with one CTA a tile (persistent: false)";
 	else if (ng > 1)
 		why = "with independent matmuls in one kernel";
-	else if (k->swap_ab)
+	else if (p->swap_ab)
 		why = "on a swapped matmul (swap_ab)";
-	else if (k->pingpong)
+	else if (p->pingpong)
 		why = "with ping-pong consumers";
-	else if (k->cluster[0] * k->cluster[1] > 1 && !k->sk_scatter)   /* fraction_plan's parts are clusters' */
+	else if (p->cluster[0] * p->cluster[1] > 1 && !p->sk_scatter)   /* fraction_plan's parts are clusters' */
 		why = "in clusters that share an operand";
-	else if (k->splits > 1)
+	else if (p->splits > 1)
 		why = "with split_k";
 	else if (h->signal)
 		why = "with 'signal: per_tile'";
-	else if (k->waits)
+	else if (p->waits)
 		why = "with an input or output that waits per tile";
 	if (why)
 		return unbuilt(c, h->sk_pos, "stream_k %s is not implemented yet", why);
@@ -281,17 +281,16 @@ narrow_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn)
  * tile, K->sk_parts and K's cluster.
  */
 void
-long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const Tensor *a, const Tensor *d,
-              bool along_rows)
+long_k_stream(const Fusion *f, MatmulPlan *p, const Group *g, int ng, const Tensor *a, const Tensor *d)
 {
 	const Schedule *h = &f->sched;
 	int64_t rows = out_rows(f, d), cols = dim_value(f, d->dim[d->rank - 1]), parts, run;
-	int64_t steps = (dim_value(f, a->dim[a->rank - (t->akm ? 1 : 2)]) + BK - 1) / BK;
+	int64_t steps = (dim_value(f, a->dim[a->rank - (p->akm ? 1 : 2)]) + BK - 1) / BK;
 	int bn, step = f->op[g->mm[0]].transpose_b ? EPI_COLS : CHUNK;
 
 	if (h->sk_pos.line || h->ntile || h->consumers || h->cluster_pos.line || h->split_pos.line || h->swap_pos.line ||
 	    h->signal || h->consumer_pos.line || h->persistent == 1 || h->stages || fusion_waits(f) || ng != 1 ||
-	    g->n != 1 || k->batched || rows <= 0 || cols <= 0 || steps <= 0 || !rows_aligned(f, g->mm[0]) ||
+	    g->n != 1 || p->batched || rows <= 0 || cols <= 0 || steps <= 0 || !rows_aligned(f, g->mm[0]) ||
 	    rows > 1 << 24 || cols > 1 << 24)   /* many waves; and no overflow in the counts */
 		return;
 	/*
@@ -304,7 +303,7 @@ long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const
 	 * 16384, 1280 x 1024 10% / 8% slower, 1536 x 1024 9% / 6% faster
 	 * (docs/perf.md, forty-second session).
 	 */
-	if (along_rows && steps <= SK_ALONG_ROWS)
+	if (p->along_rows && steps <= SK_ALONG_ROWS)
 		return;
 	/* N whole epilogue subtiles of a K-major B, whole 64-wide chunks of an N-major one (choose_tile) */
 	if ((parts = quarter_parts(rows, cols, steps, &bn))) {
@@ -312,22 +311,22 @@ long_k_stream(const Fusion *f, Kernel *k, Tile *t, const Group *g, int ng, const
 		   tile rows that share B; of SK_CLUSTER_RUN, else of two tile columns that share A */
 		run = bn == BN / 2 ? steps / parts : 0;
 		if ((rows + BM - 1) / BM % 2 == 0 && (run >= SK_CLUSTER_RUN || (run >= SK_CLUSTER_RUN / 2 && parts > SK_PARTS)))
-			k->cluster[0] = 2;
+			p->cluster[0] = 2;
 		else if (run >= SK_CLUSTER_RUN && (cols + bn - 1) / bn % 2 == 0)
-			k->cluster[1] = 2;
+			p->cluster[1] = 2;
 	} else if ((parts = half_parts(rows, cols, steps, step, &bn)))
 		;
 	else if ((parts = narrow_parts(rows, cols, steps, step, &bn)))
-		k->raster_rows = rows > cols;   /* consecutive parts' tiles share A, the larger operand */
+		p->raster_rows = rows > cols;   /* consecutive parts' tiles share A, the larger operand */
 	else
 		return;
 	if (!tile_fits(f, d, false, 1, BM, bn, 2)) {   /* the epilogue's staging first (fit_tile) */
-		k->cluster[0] = k->cluster[1] = 1;
-		k->raster_rows = false;
+		p->cluster[0] = p->cluster[1] = 1;
+		p->raster_rows = false;
 		return;
 	}
-	t->bm = BM;
-	t->bn = bn;
-	k->sk_parts = (int)parts;
-	k->sk_scatter = true;   /* fractions of a tile that share its epilogue (fraction_plan) */
+	p->bm = BM;
+	p->bn = bn;
+	p->sk_parts = (int)parts;
+	p->sk_scatter = true;   /* fractions of a tile that share its epilogue (fraction_plan) */
 }
