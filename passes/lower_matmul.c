@@ -497,6 +497,224 @@ check_fit(Comp *c, const Fusion *f, Kernel *k, const Tensor *d, int nmm, int ste
 	                  "use fewer outputs or row inputs");
 }
 
+/* What this version refuses of the NG groups G of F's matmuls before it plans them: 0 or -1. */
+static int
+check_matmuls(Comp *c, const Fusion *f, const Group *g, int ng)
+{
+	const Op *op = &f->op[g[0].mm[0]];
+	const Tensor *a = &f->tensor[op->in[0].tensor], *b = &f->tensor[op->in[1].tensor];
+	int gi, m;
+
+	/*
+	 * Batch dims on A alone with A [..., M, K]: the batch's rows and M are
+	 * the rows of one matrix.  Else (on both, or A [..., K, M]) the kernel
+	 * is batched: its tiles run over every batch, and each tensor with batch
+	 * dims is read and written through a 3-D map [batch, rows, cols].
+	 */
+	if ((b->rank > 2 || (a->rank > 2 && op->transpose_a)) && (ng > 1 || g[0].n > 1))
+		return unbuilt(c, f->op[ng > 1 ? g[1].mm[0] : g[0].mm[1]].pos,
+		               "several batched matmuls in one kernel are not implemented yet");
+	for (gi = 0; gi < ng; gi++)
+		for (m = 0; m < g[gi].n; m++) {
+			const Op *o = &f->op[g[gi].mm[m]];
+			Dtype da = f->tensor[o->in[0].tensor].dtype, db = f->tensor[o->in[1].tensor].dtype;
+
+			if ((da != DT_BF16 && da != DT_F16) || db != da)
+				return diag_error(c, o->pos, "matmul operands must both be bf16 or both f16, saw %s and %s",
+				                  dtype_info[da].name, dtype_info[db].name);
+			if (da != a->dtype)
+				return unbuilt(c, o->pos, "matmuls of %s and %s operands in one kernel are not implemented yet",
+				               dtype_info[a->dtype].name, dtype_info[da].name);
+		}
+	if (f->sched.store == STORE_VECTOR)
+		return unbuilt(c, f->sched.store_pos, "'store: vector' is not implemented for matmul kernels: the "
+		               "epilogue stores through staging subtiles and TMA");
+	if (f->sched.warp_specialize == 1)
+		return unbuilt(c, f->sched.ws_pos, "a matmul without warp specialization is not implemented yet");
+	return 0;
+}
+
+/*
+ * Kernel T->k's params of F's inputs: the operands of the NG groups G
+ * (their params into PA and PB) and the epilogue's inputs, seen over the
+ * output D; *EPI_WAITS counts those that wait per tile.  0 or -1.
+ */
+static int
+input_params(Comp *c, const Fusion *f, Tile *t, const Group *g, int ng, const Tensor *d, int *pa, int pb[][MAXMM],
+             int *epi_waits)
+{
+	Kernel *k = t->k;
+	int j, gi, m;
+
+	for (j = 0; j < f->ninput; j++) {
+		const Tensor *x = &f->tensor[f->input[j]];
+		bool as_a = false, as_b = false;
+		View v;
+		int p;
+
+		if (x->unread)
+			continue;
+		for (gi = 0; gi < ng; gi++)
+			for (m = 0; m < g[gi].n; m++) {
+				as_a |= f->input[j] == f->op[g[gi].mm[m]].in[0].tensor;
+				as_b |= f->input[j] == f->op[g[gi].mm[m]].in[1].tensor;
+			}
+		if (as_a && as_b && (t->akm != t->bkm || t->bm != t->bn))
+			return unbuilt(c, x->pos, "'%s' is both operands of the kernel's matmuls, with different tiles; this "
+			               "is not implemented yet", x->name);
+		v = as_a || as_b ? VIEW_FULL : epilogue_view(x, d);
+		if (v == VIEW_NONE)
+			return diag_error(c, x->pos, "cannot read '%s' in the matmul's epilogue: over its output [M, N] an "
+			                  "input must be full, a row [N], a column [M, 1] or a scalar", x->name);
+		if (x->wait_pos.line && as_a && as_b)
+			return unbuilt(c, x->wait_pos, "'%s' waits per tile and is both operands of the kernel's matmuls, "
+			               "whose tiles it would arrive in both by rows and by columns: not implemented yet",
+			               x->name);
+		k->wait_rows += x->wait_pos.line && as_a;
+		k->wait_cols += x->wait_pos.line && as_b;
+		if (x->wait_pos.line && v != VIEW_FULL)
+			return diag_error(c, x->wait_pos, "'%s' waits per tile (wait: per_tile), but it is not a full [M, N] "
+			                  "input over the matmul's output: its tiles are not the output's", x->name);
+		if (x->wait_pos.line && f->sched.consumer_pos.line)
+			return unbuilt(c, x->wait_pos, "an input that waits per tile in a kernel with a signal consumer "
+			               "role is not implemented yet");
+		if (x->wait_pos.line && !(as_a || as_b) && wait_tile(c, k, t, x, (*epi_waits)++ == 0) < 0)
+			return -1;
+		if (x->wait_tile[0] && (as_a || as_b))
+			return unbuilt(c, x->wait_tile_pos, "a writer's tile for an operand that waits ('%s', which waits by "
+			               "%s tiles) is not implemented yet", x->name, as_a ? "row" : "column");
+		p = kernel_add_param(c, k, as_a || as_b ? PK_TMAP : PK_PTR, x->name);
+		k->param[p].arg = j;
+		k->param[p].tensor = f->input[j];
+		k->param[p].dtype = x->dtype;
+		k->param[p].view = v;
+		/* an operand's box: [rows, BK] K-major, [BK, 64] MN-major (load_operand) */
+		if (as_a) {   /* in a cluster that shares it, each CTA loads its part (load_operand) */
+			k->param[p].box[0] = t->akm ? t->bm / k->cluster[1] : t->bk;
+			k->param[p].box[1] = t->akm ? t->bk : CHUNK;
+		}
+		if (as_b) {
+			k->param[p].box[0] = t->bkm ? t->bn / k->cluster[0] : t->bk;
+			k->param[p].box[1] = t->bkm ? t->bk : CHUNK;
+		}
+		for (gi = 0; gi < ng; gi++) {
+			if (f->input[j] == f->op[g[gi].mm[0]].in[0].tensor)
+				pa[gi] = p;
+			for (m = 0; m < g[gi].n; m++)
+				if (f->input[j] == f->op[g[gi].mm[m]].in[1].tensor)
+					pb[gi][m] = p;
+		}
+	}
+	return 0;
+}
+
+/* Kernel T->k's params of F's outputs; *EPI_WAITS counts the epilogue's params that wait per tile.  0 or -1. */
+static int
+output_params(Comp *c, const Fusion *f, Tile *t, int *epi_waits)
+{
+	Kernel *k = t->k;
+	int j;
+
+	/* an output the epilogue stores is a tensor map of subtile boxes; the signal consumer's, a pointer */
+	for (j = 0; j < f->nout; j++) {
+		const Tensor *x = &f->tensor[f->out[j].tensor];
+		int p;
+
+		/* an output that waits: the tile's word before its first store (wait_inputs) */
+		if (x->wait_pos.line && (f->out[j].consumer || f->sched.consumer_pos.line))
+			return unbuilt(c, x->wait_pos, "an output that waits per tile in a kernel with a signal consumer "
+			               "role is not implemented yet");
+		if (x->wait_pos.line && wait_tile(c, k, t, x, (*epi_waits)++ == 0) < 0)
+			return -1;
+		p = kernel_add_param(c, k, f->out[j].consumer ? PK_PTR : PK_TMAP, x->name);
+
+		k->param[p].arg = f->ninput + j;
+		k->param[p].tensor = f->out[j].tensor;
+		k->param[p].dtype = f->out[j].dtype;
+		k->param[p].view = VIEW_FULL;
+		if (!f->out[j].consumer) {   /* a staging subtile (group_tile) */
+			k->param[p].box[0] = t->bm;
+			k->param[p].box[1] = k->epi_cols;
+		}
+	}
+	return 0;
+}
+
+/* Kernel T->k's stage of each operand (from params PA and PB) and accumulators of the NG groups G. */
+static void
+operand_bufs(Comp *c, const Fusion *f, Tile *t, Group *g, int ng, const int *pa, int pb[][MAXMM])
+{
+	Kernel *k = t->k;
+	const Op *op = &f->op[g[0].mm[0]];
+	const Tensor *a = &f->tensor[op->in[0].tensor], *b = &f->tensor[op->in[1].tensor];
+	int gi, m;
+
+	/*
+	 * Buffers: one stage of each operand (circular_buffer makes S), A's
+	 * shared by a group; an accumulator a matmul.  Independent groups run
+	 * one after the other through the same stages and registers: a later
+	 * group loads into the first's buffers (named after the first's
+	 * operands), and its accumulators are the first's registers
+	 * (KAcc.alias).
+	 */
+	t->abuf = kernel_add_buf(c, k, arena_printf(c->arena, "tile_%s", a->name), BUF_TILE, a->dtype, t->bm, t->bk);
+	k->buf[t->abuf].param = pa[0];
+	k->buf[t->abuf].tensor = op->in[0].tensor;
+	k->buf[t->abuf].swizzle = 128;
+	t->bbuf = kernel_add_buf(c, k, arena_printf(c->arena, "tile_%s", b->name), BUF_TILE, b->dtype,
+	                           g[0].n * t->bn, t->bk);
+	k->buf[t->bbuf].param = pb[0][0];
+	k->buf[t->bbuf].tensor = op->in[1].tensor;
+	k->buf[t->bbuf].swizzle = 128;
+	/*
+	 * A group's accumulator is one tile of n x BN columns, its matmuls'
+	 * side by side (quack's layout for SwiGLU's gate and up): the first
+	 * names the whole, the others are its columns from m x BN on.
+	 * Swapped, it is the tile transposed: BN rows of BM.
+	 */
+	for (gi = 0; gi < ng; gi++)
+		for (m = 0; m < g[gi].n; m++) {
+			const Op *o = &f->op[g[gi].mm[m]];
+			int x = kernel_add_acc(c, k, arena_printf(c->arena, "acc_%s", f->tensor[o->out].name),
+			                       o->acc ? o->acc : DT_F32, k->swap_ab ? t->bn : t->bm,
+			                       k->swap_ab ? t->bm : m ? t->bn : g[gi].n * t->bn);
+
+			k->acc[x].tensor = o->out;
+			k->acc[x].alias = gi ? g[0].acc[0] : m ? g[gi].acc[0] : 0;
+			k->acc[x].col = m * t->bn;
+			g[gi].acc[m] = x;
+		}
+}
+
+/*
+ * K-steps a tile (of INNER, K): lets before the tile loop, which
+ * lower_tile_loop appended last and which goes after them.  A K-split's
+ * CTA takes kper of them from k0 (the last ones fewer, or none when K is
+ * short), and kparts of the cluster's CTAs have any; stream-K's plan
+ * (stream_k_plan).  0 or -1.
+ */
+static int
+k_steps(Comp *c, Tile *t, int inner)
+{
+	Kernel *k = t->k;
+	Expr *steps = ex_bin(c, EX_CEILDIV, ex_var(c, inner), ex_int(c, t->bk));
+
+	k->body->nbody--;
+	if (ksum_rule[t->ksum].split_cluster) {
+		Expr *all = ex_var(c, lower_let(c, k, "ksteps", steps, k->body)->var), *per;
+
+		per = ex_var(c, lower_let(c, k, "kper", ex_bin(c, EX_CEILDIV, all, ex_int(c, k->splits)), k->body)->var);
+		t->k0 = ex_var(c, lower_let(c, k, "k0", ex_bin(c, EX_MUL, lower_split_rank(c, k), per), k->body)->var);
+		t->kparts = ex_var(c, lower_let(c, k, "kparts", ex_bin(c, EX_CEILDIV, all, per), k->body)->var);
+		steps = ex_bin(c, EX_MAX, ex_bin(c, EX_MIN, ex_bin(c, EX_SUB, all, t->k0), per), ex_int(c, 0));
+	}
+	t->ktiles = ex_var(c, lower_let(c, k, "ktiles", steps, k->body)->var);
+	if (ksum_rule[t->ksum].workspace && stream_k_plan(c, k, t) < 0)
+		return -1;
+	st_append(c, k->body, t->loop);
+	return 0;
+}
+
 /* Plan P's decisions into kernel K's fields and tile T. */
 static void
 set_plan(Kernel *k, Tile *t, const MatmulPlan *p)
@@ -532,12 +750,12 @@ lower_matmul(Comp *c, Fusion *f)
 {
 	Kernel *k = kernel_new(c, f);
 	const Op *op;
-	const Tensor *a, *b, *d;
+	const Tensor *a, *d;
 	Group g[MAXMM];
 	Tile t = {.k = k, .f = f};
 	Expr *batch = NULL, *batch_tiles = NULL;
 	Stmt *first_kloop = NULL;
-	int ng, gi, m, j, epi_waits = 0, pa[MAXMM] = {0}, pb[MAXMM][MAXMM] = {{0}}, *out_group;
+	int ng, gi, j, epi_waits = 0, pa[MAXMM] = {0}, pb[MAXMM][MAXMM] = {{0}}, *out_group;
 	MatmulPlan plan;
 
 	c->kernel = k;
@@ -545,35 +763,9 @@ lower_matmul(Comp *c, Fusion *f)
 		return -1;
 	op = &f->op[g[0].mm[0]];
 	a = &f->tensor[op->in[0].tensor];
-	b = &f->tensor[op->in[1].tensor];
 	d = &f->tensor[op->out];
-	/*
-	 * Batch dims on A alone with A [..., M, K]: the batch's rows and M are
-	 * the rows of one matrix.  Else (on both, or A [..., K, M]) the kernel
-	 * is batched: its tiles run over every batch, and each tensor with batch
-	 * dims is read and written through a 3-D map [batch, rows, cols].
-	 */
-	k->batched = b->rank > 2 || (a->rank > 2 && op->transpose_a);
-	if (k->batched && (ng > 1 || g[0].n > 1))
-		return unbuilt(c, f->op[ng > 1 ? g[1].mm[0] : g[0].mm[1]].pos,
-		               "several batched matmuls in one kernel are not implemented yet");
-	for (gi = 0; gi < ng; gi++)
-		for (m = 0; m < g[gi].n; m++) {
-			const Op *o = &f->op[g[gi].mm[m]];
-			Dtype da = f->tensor[o->in[0].tensor].dtype, db = f->tensor[o->in[1].tensor].dtype;
-
-			if ((da != DT_BF16 && da != DT_F16) || db != da)
-				return diag_error(c, o->pos, "matmul operands must both be bf16 or both f16, saw %s and %s",
-				                  dtype_info[da].name, dtype_info[db].name);
-			if (da != a->dtype)
-				return unbuilt(c, o->pos, "matmuls of %s and %s operands in one kernel are not implemented yet",
-				               dtype_info[a->dtype].name, dtype_info[da].name);
-		}
-	if (f->sched.store == STORE_VECTOR)
-		return unbuilt(c, f->sched.store_pos, "'store: vector' is not implemented for matmul kernels: the "
-		               "epilogue stores through staging subtiles and TMA");
-	if (f->sched.warp_specialize == 1)
-		return unbuilt(c, f->sched.ws_pos, "a matmul without warp specialization is not implemented yet");
+	if (check_matmuls(c, f, g, ng) < 0)
+		return -1;
 	if (plan_matmul(c, f, g, ng, &plan) < 0)
 		return -1;
 	set_plan(k, &t, &plan);
@@ -598,87 +790,8 @@ lower_matmul(Comp *c, Fusion *f)
 	k->stages_pos = f->sched.stages ? f->sched.stages_pos : f->pos;
 
 	/* parameters: the operands (tensor maps of 128-byte swizzled boxes), the epilogue's inputs, the outputs */
-	for (j = 0; j < f->ninput; j++) {
-		const Tensor *x = &f->tensor[f->input[j]];
-		bool as_a = false, as_b = false;
-		View v;
-		int p;
-
-		if (x->unread)
-			continue;
-		for (gi = 0; gi < ng; gi++)
-			for (m = 0; m < g[gi].n; m++) {
-				as_a |= f->input[j] == f->op[g[gi].mm[m]].in[0].tensor;
-				as_b |= f->input[j] == f->op[g[gi].mm[m]].in[1].tensor;
-			}
-		if (as_a && as_b && (t.akm != t.bkm || t.bm != t.bn))
-			return unbuilt(c, x->pos, "'%s' is both operands of the kernel's matmuls, with different tiles; this "
-			               "is not implemented yet", x->name);
-		v = as_a || as_b ? VIEW_FULL : epilogue_view(x, d);
-		if (v == VIEW_NONE)
-			return diag_error(c, x->pos, "cannot read '%s' in the matmul's epilogue: over its output [M, N] an "
-			                  "input must be full, a row [N], a column [M, 1] or a scalar", x->name);
-		if (x->wait_pos.line && as_a && as_b)
-			return unbuilt(c, x->wait_pos, "'%s' waits per tile and is both operands of the kernel's matmuls, "
-			               "whose tiles it would arrive in both by rows and by columns: not implemented yet",
-			               x->name);
-		k->wait_rows += x->wait_pos.line && as_a;
-		k->wait_cols += x->wait_pos.line && as_b;
-		if (x->wait_pos.line && v != VIEW_FULL)
-			return diag_error(c, x->wait_pos, "'%s' waits per tile (wait: per_tile), but it is not a full [M, N] "
-			                  "input over the matmul's output: its tiles are not the output's", x->name);
-		if (x->wait_pos.line && f->sched.consumer_pos.line)
-			return unbuilt(c, x->wait_pos, "an input that waits per tile in a kernel with a signal consumer "
-			               "role is not implemented yet");
-		if (x->wait_pos.line && !(as_a || as_b) && wait_tile(c, k, &t, x, epi_waits++ == 0) < 0)
-			return -1;
-		if (x->wait_tile[0] && (as_a || as_b))
-			return unbuilt(c, x->wait_tile_pos, "a writer's tile for an operand that waits ('%s', which waits by "
-			               "%s tiles) is not implemented yet", x->name, as_a ? "row" : "column");
-		p = kernel_add_param(c, k, as_a || as_b ? PK_TMAP : PK_PTR, x->name);
-		k->param[p].arg = j;
-		k->param[p].tensor = f->input[j];
-		k->param[p].dtype = x->dtype;
-		k->param[p].view = v;
-		/* an operand's box: [rows, BK] K-major, [BK, 64] MN-major (load_operand) */
-		if (as_a) {   /* in a cluster that shares it, each CTA loads its part (load_operand) */
-			k->param[p].box[0] = t.akm ? t.bm / k->cluster[1] : t.bk;
-			k->param[p].box[1] = t.akm ? t.bk : CHUNK;
-		}
-		if (as_b) {
-			k->param[p].box[0] = t.bkm ? t.bn / k->cluster[0] : t.bk;
-			k->param[p].box[1] = t.bkm ? t.bk : CHUNK;
-		}
-		for (gi = 0; gi < ng; gi++) {
-			if (f->input[j] == f->op[g[gi].mm[0]].in[0].tensor)
-				pa[gi] = p;
-			for (m = 0; m < g[gi].n; m++)
-				if (f->input[j] == f->op[g[gi].mm[m]].in[1].tensor)
-					pb[gi][m] = p;
-		}
-	}
-	/* an output the epilogue stores is a tensor map of subtile boxes; the signal consumer's, a pointer */
-	for (j = 0; j < f->nout; j++) {
-		const Tensor *x = &f->tensor[f->out[j].tensor];
-		int p;
-
-		/* an output that waits: the tile's word before its first store (wait_inputs) */
-		if (x->wait_pos.line && (f->out[j].consumer || f->sched.consumer_pos.line))
-			return unbuilt(c, x->wait_pos, "an output that waits per tile in a kernel with a signal consumer "
-			               "role is not implemented yet");
-		if (x->wait_pos.line && wait_tile(c, k, &t, x, epi_waits++ == 0) < 0)
-			return -1;
-		p = kernel_add_param(c, k, f->out[j].consumer ? PK_PTR : PK_TMAP, x->name);
-
-		k->param[p].arg = f->ninput + j;
-		k->param[p].tensor = f->out[j].tensor;
-		k->param[p].dtype = f->out[j].dtype;
-		k->param[p].view = VIEW_FULL;
-		if (!f->out[j].consumer) {   /* a staging subtile (group_tile) */
-			k->param[p].box[0] = t.bm;
-			k->param[p].box[1] = k->epi_cols;
-		}
-	}
+	if (input_params(c, f, &t, g, ng, d, pa, pb, &epi_waits) < 0 || output_params(c, f, &t, &epi_waits) < 0)
+		return -1;
 	if (f->sched.consumer_pos.line && consumer_reads(c, f, k) < 0)
 		return -1;
 	if (ksum_rule[plan.ksum].workspace) {
@@ -700,41 +813,7 @@ lower_matmul(Comp *c, Fusion *f)
 	k->param[j].rank = 1;   /* the dim K is, which launch reads from the bound sizes */
 	k->param[j].dim[0] = a->dim[a->rank - (t.akm ? 1 : 2)];
 
-	/*
-	 * Buffers: one stage of each operand (circular_buffer makes S), A's
-	 * shared by a group; an accumulator a matmul.  Independent groups run
-	 * one after the other through the same stages and registers: a later
-	 * group loads into the first's buffers (named after the first's
-	 * operands), and its accumulators are the first's registers
-	 * (KAcc.alias).
-	 */
-	t.abuf = kernel_add_buf(c, k, arena_printf(c->arena, "tile_%s", a->name), BUF_TILE, a->dtype, t.bm, t.bk);
-	k->buf[t.abuf].param = pa[0];
-	k->buf[t.abuf].tensor = op->in[0].tensor;
-	k->buf[t.abuf].swizzle = 128;
-	t.bbuf = kernel_add_buf(c, k, arena_printf(c->arena, "tile_%s", b->name), BUF_TILE, b->dtype,
-	                           g[0].n * t.bn, t.bk);
-	k->buf[t.bbuf].param = pb[0][0];
-	k->buf[t.bbuf].tensor = op->in[1].tensor;
-	k->buf[t.bbuf].swizzle = 128;
-	/*
-	 * A group's accumulator is one tile of n x BN columns, its matmuls'
-	 * side by side (quack's layout for SwiGLU's gate and up): the first
-	 * names the whole, the others are its columns from m x BN on.
-	 * Swapped, it is the tile transposed: BN rows of BM.
-	 */
-	for (gi = 0; gi < ng; gi++)
-		for (m = 0; m < g[gi].n; m++) {
-			const Op *o = &f->op[g[gi].mm[m]];
-			int x = kernel_add_acc(c, k, arena_printf(c->arena, "acc_%s", f->tensor[o->out].name),
-			                       o->acc ? o->acc : DT_F32, k->swap_ab ? t.bn : t.bm,
-			                       k->swap_ab ? t.bm : m ? t.bn : g[gi].n * t.bn);
-
-			k->acc[x].tensor = o->out;
-			k->acc[x].alias = gi ? g[0].acc[0] : m ? g[gi].acc[0] : 0;
-			k->acc[x].col = m * t.bn;
-			g[gi].acc[m] = x;
-		}
+	operand_bufs(c, f, &t, g, ng, pa, pb);
 
 	/*
 	 * Launched as a programmatic dependent: every thread waits for the
@@ -784,29 +863,8 @@ lower_matmul(Comp *c, Fusion *f)
 		t.bt = ex_var(c, lower_let(c, k, "bt", ex_bin(c, EX_DIV, ex_var(c, tile->var), batch_tiles), t.loop)->var);
 	}
 	tile_inside(c, f, k, t.loop);
-	{
-		/*
-		 * K-steps a tile: lets before the tile loop, which lower_tile_loop
-		 * appended last.  A K-split's CTA takes kper of them from k0 (the
-		 * last ones fewer, or none when K is short), and kparts of the
-		 * cluster's CTAs have any.
-		 */
-		Expr *steps = ex_bin(c, EX_CEILDIV, ex_var(c, k->param[j].var), ex_int(c, t.bk));
-
-		k->body->nbody--;
-		if (ksum_rule[t.ksum].split_cluster) {
-			Expr *all = ex_var(c, lower_let(c, k, "ksteps", steps, k->body)->var), *per;
-
-			per = ex_var(c, lower_let(c, k, "kper", ex_bin(c, EX_CEILDIV, all, ex_int(c, k->splits)), k->body)->var);
-			t.k0 = ex_var(c, lower_let(c, k, "k0", ex_bin(c, EX_MUL, lower_split_rank(c, k), per), k->body)->var);
-			t.kparts = ex_var(c, lower_let(c, k, "kparts", ex_bin(c, EX_CEILDIV, all, per), k->body)->var);
-			steps = ex_bin(c, EX_MAX, ex_bin(c, EX_MIN, ex_bin(c, EX_SUB, all, t.k0), per), ex_int(c, 0));
-		}
-		t.ktiles = ex_var(c, lower_let(c, k, "ktiles", steps, k->body)->var);
-		if (ksum_rule[t.ksum].workspace && stream_k_plan(c, k, &t) < 0)
-			return -1;
-		st_append(c, k->body, t.loop);
-	}
+	if (k_steps(c, &t, k->param[j].var) < 0)
+		return -1;
 	/* in the tile loop, each group's k loop and epilogue */
 	for (gi = 0; gi < ng; gi++) {
 		Stmt *kloop = group_tile(c, &t, &g[gi], gi, ng, pa[gi], pb[gi], out_group);
