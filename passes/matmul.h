@@ -148,6 +148,15 @@ typedef struct MatmulPlan {
 	bool elect_nest;           /* Kernel.elect_nest (many_tiles) */
 } MatmulPlan;
 
+/* The defaults that apply only where nothing the plan holds rules them out (plan_rules_out). */
+typedef enum PlanDefault {
+	PD_GROUP_PINGPONG,       /* SwiGLU's ping-pong 128 x 96 a matmul (group_pingpong) */
+	PD_LONG_K_STREAM,        /* stream-K in fractions of a tile on few tiles of a long K */
+	PD_ROW_CLUSTER,          /* clusters of four along N sharing a ragged row's A */
+	PD_MISALIGNED_CLUSTER,   /* a cluster of two sharing an operand whose rows are misaligned */
+	PD_FEW_TILE_SPLIT        /* an unswapped K split on ping-pong's 64-row tiles */
+} PlanDefault;
+
 /* lower_matmul.c */
 int PRINTF_LIKE(3, 4) unbuilt(Comp *c, Pos pos, const char *fmt, ...);
 
@@ -155,6 +164,7 @@ int PRINTF_LIKE(3, 4) unbuilt(Comp *c, Pos pos, const char *fmt, ...);
 int the_matmuls(Comp *c, const Fusion *f, Group *g);
 int plan_matmul(Comp *c, const Fusion *f, const Group *g, int ng, MatmulPlan *p);
 int plan_cluster_ctas(const MatmulPlan *p);
+bool plan_rules_out(const Fusion *f, const MatmulPlan *p, const Group *g, int ng, PlanDefault d);
 View epilogue_view(const Tensor *t, const Tensor *d);
 int64_t grid_tiles(int64_t rows, int64_t cols, int m, int n);
 bool rows_aligned(const Fusion *f, int mm);

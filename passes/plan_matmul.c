@@ -14,6 +14,63 @@
 
 #include "matmul.h"
 
+/* What a plan holds that may rule out a default: a hint, a feature of the fusion, or an earlier decision. */
+enum {
+	PF_TILE_HINT = 1 << 0, PF_CONSUMERS_HINT = 1 << 1, PF_STAGES_HINT = 1 << 2, PF_SPLIT_HINT = 1 << 3,
+	PF_CLUSTER_HINT = 1 << 4, PF_SWAP_HINT = 1 << 5, PF_SK_HINT = 1 << 6,
+	PF_SIGNAL = 1 << 7,            /* signal: per_tile */
+	PF_CONSUMER_ROLE = 1 << 8,     /* a signal consumer role */
+	PF_WAITS = 1 << 9,             /* an input or output that waits per tile */
+	PF_NOT_PERSISTENT = 1 << 10,   /* persistent: false */
+	PF_INDEPENDENT = 1 << 11,      /* matmuls with no A in common */
+	PF_GROUP = 1 << 12,            /* matmuls that share A */
+	PF_BATCHED = 1 << 13,
+	PF_SWAPPED = 1 << 14,
+	PF_PINGPONG = 1 << 15,
+	PF_SPLIT = 1 << 16,            /* a K split */
+	PF_STREAM_K = 1 << 17,
+	PF_CLUSTER = 1 << 18           /* more than one CTA a cluster, a split's included */
+};
+
+/* Each default, and what rules it out: the one table of what the defaults combine with. */
+static const unsigned rules_out[] = {
+	[PD_GROUP_PINGPONG] = PF_TILE_HINT | PF_CONSUMERS_HINT | PF_STAGES_HINT | PF_SWAP_HINT | PF_SPLIT_HINT |
+	                      PF_CLUSTER_HINT | PF_SIGNAL | PF_CONSUMER_ROLE | PF_WAITS | PF_INDEPENDENT,
+	[PD_LONG_K_STREAM] = PF_SK_HINT | PF_TILE_HINT | PF_CONSUMERS_HINT | PF_CLUSTER_HINT | PF_SPLIT_HINT |
+	                     PF_SWAP_HINT | PF_SIGNAL | PF_CONSUMER_ROLE | PF_NOT_PERSISTENT | PF_STAGES_HINT | PF_WAITS |
+	                     PF_INDEPENDENT | PF_GROUP | PF_BATCHED,
+	[PD_ROW_CLUSTER] = PF_CLUSTER_HINT | PF_TILE_HINT | PF_CONSUMERS_HINT | PF_STAGES_HINT | PF_SPLIT_HINT |
+	                   PF_STREAM_K | PF_SIGNAL | PF_CONSUMER_ROLE | PF_WAITS | PF_INDEPENDENT | PF_GROUP | PF_BATCHED |
+	                   PF_SWAPPED | PF_PINGPONG | PF_SPLIT,
+	[PD_MISALIGNED_CLUSTER] = PF_CLUSTER_HINT | PF_INDEPENDENT | PF_BATCHED | PF_SWAPPED | PF_SPLIT | PF_STREAM_K |
+	                          PF_SIGNAL | PF_CONSUMER_ROLE | PF_WAITS | PF_CLUSTER,
+	[PD_FEW_TILE_SPLIT] = PF_TILE_HINT | PF_CONSUMERS_HINT | PF_CONSUMER_ROLE | PF_STREAM_K | PF_GROUP | PF_PINGPONG,
+};
+
+/* What plan P of F's NG groups G holds so far, as PF_ bits. */
+static unsigned
+plan_holds(const Fusion *f, const MatmulPlan *p, const Group *g, int ng)
+{
+	const Schedule *h = &f->sched;
+
+	return (h->ntile ? PF_TILE_HINT : 0) | (h->consumers ? PF_CONSUMERS_HINT : 0) |
+	       (h->stages ? PF_STAGES_HINT : 0) | (h->split_pos.line ? PF_SPLIT_HINT : 0) |
+	       (h->cluster_pos.line ? PF_CLUSTER_HINT : 0) | (h->swap_pos.line ? PF_SWAP_HINT : 0) |
+	       (h->sk_pos.line ? PF_SK_HINT : 0) | (h->signal ? PF_SIGNAL : 0) |
+	       (h->consumer_pos.line ? PF_CONSUMER_ROLE : 0) | (fusion_waits(f) ? PF_WAITS : 0) |
+	       (h->persistent == 1 ? PF_NOT_PERSISTENT : 0) | (ng != 1 ? PF_INDEPENDENT : 0) |
+	       (g->n != 1 ? PF_GROUP : 0) | (p->batched ? PF_BATCHED : 0) | (p->swap_ab ? PF_SWAPPED : 0) |
+	       (p->pingpong ? PF_PINGPONG : 0) | (p->splits > 1 ? PF_SPLIT : 0) | (p->sk_parts ? PF_STREAM_K : 0) |
+	       (plan_cluster_ctas(p) > 1 ? PF_CLUSTER : 0);
+}
+
+/* Does what plan P holds so far rule out default D (rules_out)? */
+bool
+plan_rules_out(const Fusion *f, const MatmulPlan *p, const Group *g, int ng, PlanDefault d)
+{
+	return (plan_holds(f, p, g, ng) & rules_out[d]) != 0;
+}
+
 /*
  * The matmuls of F in groups, each group one mainloop; the group count, or
  * -1 after an error.  Matmuls that share their first operand form one group
@@ -581,14 +638,11 @@ choose_cluster(Comp *c, const Fusion *f, MatmulPlan *p, const Op *op)
 static void
 row_cluster(const Fusion *f, MatmulPlan *p, const Group *g, int ng, const Tensor *a, const Tensor *d)
 {
-	const Schedule *h = &f->sched;
 	int64_t rows = out_rows(f, d), cols = dim_value(f, d->dim[d->rank - 1]), tiles;
 	int64_t K = dim_value(f, a->dim[a->rank - 1]);
 
-	if (h->cluster_pos.line || h->ntile || h->consumers || h->stages || h->split_pos.line || p->sk_parts ||
-	    h->signal || h->consumer_pos.line || p->waits || ng != 1 || g->n != 1 || p->batched || p->swap_ab ||
-	    p->pingpong || p->splits > 1 || p->bm != BM || !p->akm || rows <= 0 || rows > BM - ROW_PAST || cols <= 0 ||
-	    K <= 0)
+	if (plan_rules_out(f, p, g, ng, PD_ROW_CLUSTER) || p->bm != BM || !p->akm || rows <= 0 || rows > BM - ROW_PAST ||
+	    cols <= 0 || K <= 0)
 		return;
 	tiles = (cols + p->bn - 1) / p->bn;
 	if (tiles < ROW_TILES || tiles > (int64_t)ROW_CLUSTER * RESIDENT_4 || (K + p->bk - 1) / p->bk < ROW_STEPS)
@@ -652,15 +706,12 @@ choose_regs(const Fusion *f, MatmulPlan *p, const Group *g, int ng)
 static void
 misaligned_cluster(const Fusion *f, MatmulPlan *p, const Group *g, int ng, const Tensor *a, const Tensor *b)
 {
-	const Schedule *h = &f->sched;
 	int brows = g->n * p->bn, i;
 	int64_t ra = row_bytes(f, a), rb = row_bytes(f, b);
 	bool ma = ra > 0 && ra % 128 != 0, mb = rb > 0 && rb % 128 != 0;
 	bool b_first = mb && (!ma || brows >= p->bm);   /* of the misaligned, the one with more rows */
 
-	if (h->cluster_pos.line || ng != 1 || p->batched || p->swap_ab || p->splits > 1 || p->sk_parts ||
-	    h->signal || h->consumer_pos.line || p->waits || plan_cluster_ctas(p) > 1 ||
-	    acc_regs(p, g, ng) > SHARE_ACC)
+	if (plan_rules_out(f, p, g, ng, PD_MISALIGNED_CLUSTER) || acc_regs(p, g, ng) > SHARE_ACC)
 		return;
 	for (i = 0; i < 2; i++) {
 		bool share_b = i == 0 ? b_first : !b_first;
@@ -758,8 +809,7 @@ choose_split(Comp *c, const Fusion *f, MatmulPlan *p, const Group *g, int ng, co
 		 */
 		int n;
 
-		if (h->ntile || h->consumers || h->consumer_pos.line || p->sk_parts || g->n > 1 || p->pingpong ||
-		    p->bm != BM)
+		if (plan_rules_out(f, p, g, ng, PD_FEW_TILE_SPLIT) || p->bm != BM)
 			return 0;
 		for (n = CHUNK; n <= 2 * CHUNK && p->splits < 2; n *= 2)
 			for (s = 2; s <= MAX_SPLIT && in_wave(grid_tiles(rows, cols, BM / 2, n), s) && steps / s >= FEW_STEPS; s++)
@@ -815,15 +865,12 @@ many_tiles(const Fusion *f, const Tensor *d, const MatmulPlan *p)
  * row or a column scale, which spilled too (16-144 bytes).
  */
 static bool
-group_pingpong(const Fusion *f, const Group *g, int ng, const Tensor *d)
+group_pingpong(const Fusion *f, const MatmulPlan *p, const Group *g, int ng, const Tensor *d)
 {
-	const Schedule *h = &f->sched;
 	int64_t rows = out_rows(f, d), cols = dim_value(f, d->dim[d->rank - 1]);
 	int j;
 
-	if (ng != 1 || g->n != 2 || h->ntile || h->consumers || h->stages || h->swap_pos.line || h->split_pos.line ||
-	    h->cluster_pos.line || h->signal || h->consumer_pos.line || fusion_waits(f) ||
-	    epilogue_inputs(f, g, ng, d, false))
+	if (g->n != 2 || plan_rules_out(f, p, g, ng, PD_GROUP_PINGPONG) || epilogue_inputs(f, g, ng, d, false))
 		return false;
 	for (j = 0; j < g->n; j++)
 		if (!f->op[g->mm[j]].transpose_b)
@@ -868,7 +915,7 @@ plan_matmul(Comp *c, const Fusion *f, const Group *g, int ng, MatmulPlan *p)
 	p->bkm = op->transpose_b;
 	p->batched = b->rank > 2 || (a->rank > 2 && op->transpose_a);   /* lower_matmul says why */
 	p->persistent = f->sched.persistent != 1;   /* persistent: false runs one CTA a tile */
-	p->group_pp = group_pingpong(f, g, ng, d);
+	p->group_pp = group_pingpong(f, p, g, ng, d);
 	if (choose_swap(c, f, d, g, ng, op, &p->swap_ab) < 0 ||
 	    (p->swap_ab && swap_tile(c, f, d, &p->pingpong, &p->bm, &p->bn, &p->bk) < 0))
 		return -1;

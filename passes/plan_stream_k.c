@@ -283,14 +283,12 @@ narrow_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn)
 void
 long_k_stream(const Fusion *f, MatmulPlan *p, const Group *g, int ng, const Tensor *a, const Tensor *d)
 {
-	const Schedule *h = &f->sched;
 	int64_t rows = out_rows(f, d), cols = dim_value(f, d->dim[d->rank - 1]), parts, run;
 	int64_t steps = (dim_value(f, a->dim[a->rank - (p->akm ? 1 : 2)]) + BK - 1) / BK;
 	int bn, step = f->op[g->mm[0]].transpose_b ? EPI_COLS : CHUNK;
 
-	if (h->sk_pos.line || h->ntile || h->consumers || h->cluster_pos.line || h->split_pos.line || h->swap_pos.line ||
-	    h->signal || h->consumer_pos.line || h->persistent == 1 || h->stages || fusion_waits(f) || ng != 1 ||
-	    g->n != 1 || p->batched || rows <= 0 || cols <= 0 || steps <= 0 || !rows_aligned(f, g->mm[0]) ||
+	if (plan_rules_out(f, p, g, ng, PD_LONG_K_STREAM) || rows <= 0 || cols <= 0 || steps <= 0 ||
+	    !rows_aligned(f, g->mm[0]) ||
 	    rows > 1 << 24 || cols > 1 << 24)   /* many waves; and no overflow in the counts */
 		return;
 	/*

@@ -103,6 +103,9 @@ plans(void **state)
 		 false, {1, 1}, KSUM_SPLIT_SCATTER, 2, 0, false, 40, 232, 32},
 		{GEMM_SIZES(8192, 8192, 8192) GEMM_PLAIN "schedule: {stream_k: true}\n", 128, 256, 64, false, false, {1, 1},
 		 KSUM_SK_OWNER, 1, 4, false, 40, 232, 32},
+		/* a hint that bears on it rules a default out (plan_rules_out): no row_cluster with stages asked */
+		{GEMM_SIZES(96, 7168, 8192) GEMM_PLAIN "schedule: {stages: 4}\n", 128, 64, 64, false, false, {1, 1}, KSUM_NONE,
+		 1, 0, false, 40, 232, 32},
 	};
 	int i;
 
