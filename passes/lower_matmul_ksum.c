@@ -1,10 +1,12 @@
 /*
  * lower_matmul_ksum.c: where a tile's partial sums over K meet, for
- * lower_matmul: a K-split cluster's reduction (split_reduce, to rank 0 or
- * a reduce-scatter; own_subtile), and stream-K's plan of parts over the
- * CTAs (stream_k_plan, fraction_plan) and their meeting in each tile's
- * owner through a workspace (stream_k_meet).  Requires the tile loop and a
- * group's k loop built; leaves the statements sync orders.
+ * lower_matmul, one row of ksum_rule a way (KSum): a K-split cluster's
+ * reduction (split_reduce, to rank 0 or a reduce-scatter; own_subtile),
+ * and stream-K's plan of parts over the CTAs (stream_k_plan,
+ * fraction_plan) and their meeting in each tile's owner through a
+ * workspace (stream_k_meet); ksum_meet and ksum_own place the epilogue.
+ * Requires the tile loop and a group's k loop built; leaves the
+ * statements sync orders.
  */
 #include <stdarg.h>
 #include <stdio.h>
