@@ -482,7 +482,7 @@ carried(Emit *e, const Stmt *s, int t)
 }
 
 /*
- * An epilogue row input's copy (lower_matmul.c, stage_rows): ST_ROW_FETCH
+ * An epilogue row input's copy (lower_matmul_sync.c, stage_rows): ST_ROW_FETCH
  * loads consumer thread t's column of the tile into a register, where the
  * tile starts (the k loop after it hides the load), and ST_ROW_PUT writes
  * it to the tile's copy of the row buffer after the k loop; columns past

@@ -639,7 +639,7 @@ subtiles(const Stmt *s, int b)
 
 /*
  * The staging copies lowering marked to carry an epilogue input
- * (KBuf.preload, lower_matmul.c preload_inputs) carry it where they are
+ * (KBuf.preload, lower_matmul_sync.c preload_inputs) carry it where they are
  * at least three and divide the subtiles (a copy's use is then counted
  * as a pipeline's stage is): a subtile's load goes out with the store of
  * the subtile S - 1 before it (sync.c, place_preloads), so with three

@@ -12,7 +12,11 @@
  *                     the pass, the family table, what the families share
  *   lower_pointwise.c the pointwise family: tiles of the outputs' shape
  *   lower_reduction.c the row-reduction family: whole rows, or their chunks
- *   lower_matmul.c    the matmul family: a persistent wgmma GEMM and its epilogue
+ *   plan_matmul.c     the matmul family's plan (tile, cluster, split...) from
+ *                     the fusion and its sizes; plan_stream_k.c, stream-K's
+ *   lower_matmul.c    the matmul family's nest, from its plan (matmul.h);
+ *                     lower_matmul_ksum.c, where partial sums over K meet;
+ *                     lower_matmul_sync.c, per-tile waits, staged inputs
  *   circular_buffer.c pick the loop, stages, prefetch; buffers and mbarriers
  *   warp_specialize.c split the buffered loop into producer and consumer roles
  *   sync.c            mbarrier waits and releases, bulk-group waits, fences

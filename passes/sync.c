@@ -1043,7 +1043,7 @@ reads_acc(const Stmt *s, int acc)
  * compute in LOOP (at BLOCK->body[*J]) reads: one barrier before the loop,
  * not one a subtile.  Its copies alternate by tile, so the barrier also
  * orders the reads of the copy two tiles back before its next write
- * (lower_matmul.c, stage_rows).
+ * (lower_matmul_sync.c, stage_rows).
  */
 static void
 hoist_row_barrier(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop)

@@ -271,7 +271,7 @@ unelect(Comp *c, Stmt *s)
  * loops with nothing to do, and those of the electing thread's warp may
  * diverge from it: while the thread waits for a stage to empty, the other
  * 31 run on through every iteration of the nest, and the thread issues its
- * next load only when they are done (lower_matmul.c many_tiles).  The
+ * next load only when they are done (plan_matmul.c many_tiles).  The
  * other families keep the nest as it is (not measured).
  */
 static Stmt *

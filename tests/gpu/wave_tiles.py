@@ -1,7 +1,7 @@
 """wave_tiles.py BUILD: default tiles narrowed to fill the last wave (make check-gpu runs it when torch imports).
 
 Without a tile hint, a cooperative matmul whose 128 x 256 tiles would leave most SMs idle in the last wave
-takes another, 128 x 224, 192 or 160, or 256 x 160 (passes/lower_matmul.c, fill_waves); one whose 128 x
+takes another, 128 x 224, 192 or 160, or 256 x 160 (passes/plan_matmul.c, fill_waves); one whose 128 x
 128 tiles leave SMs idle where 128 x 64 would take a second wave takes the narrowest multiple of 16 from 80
 whose tiles fit one wave, along each row of tiles where the output is taller than wide (choose_tile).  For each case:
 the kernel compiled at the sizes given, its kernel IR naming the tile (and cluster) expected, then launched
