@@ -154,10 +154,10 @@ epilogue_view(const Tensor *t, const Tensor *d)
 
 /*
  * Does output D, at its compile-time sizes, have at most 64 rows (its dims
- * before the last together: a decode step's tokens)?  Then a single matmul
- * without a hint takes ping-pong's 64-row tiles by default: a 128-row tile
- * would compute at least half its rows for nothing (M = 64 x 8192 x 4096:
- * 0.72x -> 0.93x cuBLAS, M = 16 0.67x -> 0.85x; docs/perf.md).
+ * before the last together: a decode step's tokens)?  Then a single
+ * matmul without a hint takes ping-pong's 64-row tiles by default: a
+ * 128-row tile would compute at least half its rows for nothing
+ * (docs/perf_history.md).
  */
 static bool
 few_rows(const Fusion *f, const Tensor *d)
@@ -231,28 +231,20 @@ epilogue_inputs(const Fusion *f, const Group *g, int ng, const Tensor *d, bool f
 }
 
 /*
- * The default cooperative tile whose last wave leaves fewer SMs idle.
- * 2048 x 1280 x 8192 has 80 tiles of 128 x 256 for 132 SMs, one wave 61%
- * full, while 128 of 128 x 160 fill it: 1.34x faster on an H200; 8192 x
- * 1280 x 8192 runs 256 of 256 x 160 in 1.9 waves where 128 x 256 took
- * 2.4: 1.12x.  A tile computes at its own rate a multiply-add (fewer
- * multiply-adds for each byte a stage brings at 128 x 160; RATE, per mille
- * of 128 x 256's, from 8192^3 and 8192 x 14336 x 4096, measured again once
- * the five and three stages of 128 x 192, 128 x 160 and 256 x 160 divided
- * their stage counters in 32 bits, docs/perf.md, thirty-sixth session).
- * A tile's cost is its waves times its area / RATE, in hundredths of a
- * wave: a lone partial wave costs a whole one; a partial wave after full
- * ones LAST_WAVE, plus the rest of a wave in proportion to its tiles (its
- * SMs run faster while the others idle: fitted to 8192 x 1280 x 8192,
- * which tied at 128 x 224 where whole waves predicted 12%, and to 512 x
- * 28672 x 4096, which gained 4%).  Another tile must save GAIN % of 128 x
- * 256's cost (docs/perf.md, twenty-eighth session).  Its N is a whole
- * multiple of STEP (choose_tile's: an N-major B takes 256 or 192).  The
- * 256-row tile only where TALL (each consumer thread holds 160
- * accumulators: ptxas spilled an epilogue that adds a residual, and one
- * of two independent matmuls; at 256 x 192, as fast as 128 x 256 at
- * 8192^3, it spilled gelu's epilogue and an M-major A's).  Sets *BM and
- * *BN.
+ * The default cooperative tile whose last wave leaves fewer SMs idle (2048
+ * x 1280 x 8192: 80 tiles of 128 x 256 fill 61% of 132 SMs, 128 of 128 x
+ * 160 fill them).  A tile computes at its own rate a multiply-add (RATE,
+ * per mille of 128 x 256's).  A tile's cost is its waves times its area /
+ * RATE, in hundredths of a wave: a lone partial wave costs a whole one; a
+ * partial wave after full ones LAST_WAVE, plus the rest of a wave in
+ * proportion to its tiles (its SMs run faster while the others idle).
+ * Another tile must save GAIN % of 128 x 256's cost.  RATE, LAST_WAVE and
+ * GAIN were fitted to measurements: docs/perf_history.md.  Its N is a
+ * whole multiple of STEP (choose_tile's: an N-major B takes 256 or 192).
+ * The 256-row tile only where TALL (each consumer thread holds 160
+ * accumulators: ptxas spilled an epilogue that adds a residual, one of two
+ * independent matmuls, and at 256 x 192 gelu's epilogue and an M-major
+ * A's).  Sets *BM and *BN.
  */
 void
 fill_waves(int64_t rows, int64_t cols, int step, bool tall, int *bm, int *bn)
@@ -335,18 +327,16 @@ fit_tile(const Fusion *f, const Tensor *d, bool pingpong, int nmm, int step, int
 }
 
 /*
- * The tile: the hint [M, N, K] checked against what the mma and TMA take, or
- * the default.  Without a hint, N halves (256, 128, 64) while the output D
- * at its compile-time sizes still has at most TILE_TARGET tiles (the SMs of
- * an H100 or H200: one wave) after halving: a small GEMM then spreads over
- * the SMs instead of leaving most of them idle (1024^3: 32 tiles of 128 x
- * 256 become 128 of 128 x 64, 1.39x faster).  Narrower tiles that would take
- * a second wave lose (2048^3 at 128 x 128: 0.75x; docs/perf.md).  Where N
- * stays 256, the tile that fills the last wave best (fill_waves).  A kernel
- * with a signal consumer role keeps 256; clusters along M of an N-major B
- * (matmul MM) stop at 128.  TALL: a 256-row tile may be chosen.  Sets
- * *ALONG_ROWS where the tiles should go in order along each row of tiles
- * (Kernel.raster_rows).
+ * The tile: the hint [M, N, K] checked against what the mma and TMA take,
+ * or the default.  Without a hint, N halves (256, 128, 64) while the
+ * output D at its compile-time sizes still has at most TILE_TARGET tiles
+ * (one wave) after halving: a small GEMM then spreads over the SMs instead
+ * of leaving most of them idle; narrower tiles that would take a second
+ * wave lose (docs/perf_history.md).  Where N stays 256, the tile that
+ * fills the last wave best (fill_waves).  A kernel with a signal consumer
+ * role keeps 256; clusters along M of an N-major B (matmul MM) stop at
+ * 128.  TALL: a 256-row tile may be chosen.  Sets *ALONG_ROWS where the
+ * tiles should go in order along each row of tiles (Kernel.raster_rows).
  */
 static int
 choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group_pp, int mm, int nmm, bool kmajor_b,
@@ -389,29 +379,19 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group
 		if (*bn == BN)
 			fill_waves(rows, cols, step, tall, bm, bn);
 		/*
-		 * A tile of 128 rows whose tiles fit one wave narrows to the least
-		 * multiple of 16 (whole subtiles of a K-major B: 32 columns, or 16)
-		 * from WAVE_N up whose tiles still do: the wave's time is its
-		 * tile's.  Where the output is taller than wide, the wave's tiles
-		 * go in order along each row of tiles (along_rows), so that CTAs
-		 * started together share A, the larger operand; in groups walked
-		 * down the columns the narrowed ones lost there (1536 x 768 x 4096
-		 * at 128 x 80 against 96 11%), and along the rows a wider output's
-		 * lost (1024 x 1280 x 4096 at 80 18%).  On an H200, the build before
-		 * against this one, CUDA-graph replays / L2 flushed: wider, 128 x
-		 * 96 -> 80 at 384 x 3072, 640 x 2048, 768 x 1536 and 1024 x 1280 x
-		 * 4096 10-12% / 5-8% faster, 128 -> 112, 160 -> 144, 224 -> 208 at
-		 * 1280 x 1280 x 4096, 1536 x 1536 x 8192 and 1664 x 2048 x 4096
-		 * 5-7% / 4-6%, 256 -> 240 0-2%; taller, along the rows, 2048 x 768
-		 * and 1536 x 1024 x 4096 (128 x 96) 16-30% / 11-24%, 1536 x 768,
-		 * 1280 x 960, 1664 x 1024 and 1408 x 1280 x 4096 (narrowed) 5-12% /
-		 * 4-12%, 8192 x 256, 2048 x 1024, 4096 x 512 and 1792 x 1024 x 4096
-		 * (128 x 128) 3-11% / 0-9%, 1280 x 1024 x 4096 -1% / 4%, 6144 x 512
-		 * a tie (docs/perf.md, forty-second session).  Not on one row of
-		 * tiles, where row_cluster's clusters share A, nor of operands whose
-		 * rows are not 128-byte aligned, where misaligned_cluster's pairs
-		 * along N would take a second wave (1536 x 1024: 72 clusters of 192
-		 * columns, 144 CTAs), nor where 128 x 64 already fits.
+		 * A tile of 128 rows whose tiles fit one wave narrows to
+		 * the least multiple of 16 (whole subtiles of a K-major B:
+		 * 32 columns, or 16) from WAVE_N up whose tiles still do:
+		 * the wave's time is its tile's.  Where the output is
+		 * taller than wide, the wave's tiles go in order along
+		 * each row of tiles (along_rows), so that CTAs started
+		 * together share A, the larger operand; each order lost on
+		 * the other outputs (docs/perf_history.md).  Not on one
+		 * row of tiles, where row_cluster's clusters share A, nor
+		 * of operands whose rows are not 128-byte aligned, where
+		 * misaligned_cluster's pairs along N would take a second
+		 * wave (1536 x 1024: 72 clusters of 192 columns, 144
+		 * CTAs), nor where 128 x 64 already fits.
 		 */
 		if (*bm == BM && *bn > WAVE_N && kmajor_b && rows > BM && rows_aligned(f, mm) &&
 		    grid_tiles(rows, cols, m, *bn) <= TILE_TARGET) {
@@ -511,11 +491,11 @@ choose_swap(Comp *c, const Fusion *f, const Tensor *d, const Group *g, int ng, c
 /*
  * The tile of a swapped matmul (choose_swap): [rows, cols, 64], rows the
  * hint's or the output's rows at its compile-time sizes rounded up to 8,
- * at most 64; cols 64, one ping-pong warpgroup's (*PINGPONG), or 128, 64
- * a cooperative warpgroup.  Without a hint, 128 when the output still has
- * a wave of such tiles (TILE_TARGET) at its compile-time sizes: then a
- * stage holds twice B's rows for the same slice of A, as cuBLAS's 128 x
- * 16 tile for 16 x 28672 x 4096 does (docs/perf.md).
+ * at most 64; cols 64, one ping-pong warpgroup's (*PINGPONG), or 128, 64 a
+ * cooperative warpgroup.  Without a hint, 128 when the output still has a
+ * wave of such tiles (TILE_TARGET) at its compile-time sizes: then a stage
+ * holds twice B's rows for the same slice of A, as cuBLAS's 128 x 16 tile
+ * for 16 x 28672 x 4096 does.
  */
 static int
 swap_tile(Comp *c, const Fusion *f, const Tensor *d, bool *pingpong, int *bm, int *bn, int *bk)
@@ -583,10 +563,8 @@ choose_cluster(Comp *c, const Fusion *f, MatmulPlan *p, const Op *op)
 	int x = h->cluster[0], y = h->cluster[1], i;
 
 	/*
-	 * Without a hint, one CTA: clusters of two measured 1-3% faster on the
-	 * large shapes while the producer recomputed the raster at every
-	 * k-step, and 2% slower at 8192^3 and 8192 x 14336 x 4096 once it kept
-	 * the tile's lets (docs/perf.md, fourteenth session).
+	 * Without a hint, one CTA: clusters of two did not pay on the
+	 * large shapes (docs/perf_history.md).
 	 */
 	if (!h->cluster_pos.line)
 		return 0;
@@ -616,24 +594,15 @@ choose_cluster(Comp *c, const Fusion *f, MatmulPlan *p, const Op *op)
 /*
  * Without a hint, a GEMM of one ragged row of 128-row tiles, 65 to 112
  * rows (fewer are swapped), whose ROW_TILES to 4 x RESIDENT_4 tiles stream
- * a long K (ROW_STEPS k-steps or more) runs in clusters of four tiles along
- * N that share A, as cuBLAS runs few-row GEMMs (nvjet_..._128x64_64x8_4x2
- * at 128 x 7168 x 8192: four column tiles share A).  Each CTA loads a
+ * a long K (ROW_STEPS k-steps or more) runs in clusters of four tiles
+ * along N that share A, as cuBLAS runs few-row GEMMs.  Each CTA loads a
  * quarter of A's rows and multicasts them, so the part of A's box that
- * lies past M (32 rows of 128 at M = 96), which TMA fills with zeros at
- * the cost of a read, is one CTA's quarter instead of every CTA's last
- * rows, and L2 serves A's slice once for four tiles.  On an H200, cuBLAS /
- * wsfuse, CUDA-graph replays and (in brackets) with L2 flushed: 96 x 7168 x
- * 8192 0.62 -> 0.90 (0.79 -> 0.93), 72 x 5120 x 8192 0.51 -> 0.87 (0.70 ->
- * 0.89), 112 x 7168 x 8192 0.77 -> 0.92 (0.93 -> 0.93), 100 x 7168 x 4096
- * 0.72 -> 0.93 (0.87 -> 0.91).  With fewer rows past M the replays still
- * gained but the flushed runs lost: 120 x 6144 x 8192 0.92 -> 0.88, 127 x
- * 7168 x 8192 0.97 -> 0.95, a whole row of 128 x 6144 x 8192 0.94 -> 0.89.
- * It lost at 64 tiles (128 x 4096 x 8192 0.91 -> 0.80) and where 32
- * clusters of four do not all fit at once (128 x 8192 x 8192 0.92 -> 0.58;
- * docs/perf.md).  Only the default cooperative tile of a K-major A, one
- * matmul, no hint that bears on the tile or the cluster, nothing that
- * waits or signals.
+ * lies past M, which TMA fills with zeros at the cost of a read, is one
+ * CTA's quarter instead of every CTA's last rows, and L2 serves A's slice
+ * once for four tiles.  Measurements, and the shapes it lost on:
+ * docs/perf_history.md.  Only the default cooperative tile of a K-major
+ * A, one matmul, no hint that bears on the tile or the cluster, nothing
+ * that waits or signals.
  */
 static void
 row_cluster(const Fusion *f, MatmulPlan *p, const Group *g, int ng, const Tensor *a, const Tensor *d)
@@ -687,21 +656,19 @@ choose_regs(const Fusion *f, MatmulPlan *p, const Group *g, int ng)
 
 /*
  * Without a cluster hint, an operand whose rows do not start 128-byte
- * aligned at the spec's sizes (bf16 K = 4040: rows of 8080 bytes) runs in a
- * cluster of two that shares it.  Each 128-byte row of such a box spans two
- * lines of L2, and the kernel ran at half the rate of K = 4096 where the
- * boxes were the same (1024 x 1024 x 4040 on an H200: 30.3 us against
- * 16.1; the same rows at a 8192-byte stride ran 15.6); cuBLAS, which lost
- * 5-25% there, runs such shapes in clusters of two.  Sharing the operand
- * with more rows in the tile halves the box rows each SM asks of L2
- * (cluster [2, 1] shares B, [1, 2] A); the other operand, if misaligned
- * too, when the first's half would not be whole 64-wide chunks (sharing an
- * aligned operand would spare no misaligned row).  Only where a hint's
- * cluster would build: one CTA a tile, neither swapped, split, stream-K,
- * batched, signalled nor waiting, nor where the consumers hold more than
- * SHARE_ACC accumulators a thread (SwiGLU's ping-pong tiles), which would
- * leave the producer too few registers (choose_regs).  The choice is made at
- * the spec's sizes, like the tile's; a kernel launched at another K keeps it.
+ * aligned at the spec's sizes (bf16 K = 4040: rows of 8080 bytes) runs in
+ * a cluster of two that shares it: each 128-byte row of such a box spans
+ * two lines of L2, and the kernel ran at half the rate of an aligned K
+ * (docs/perf_history.md).  Sharing the operand with more rows in the tile
+ * halves the box rows each SM asks of L2 (cluster [2, 1] shares B, [1, 2]
+ * A); the other operand, if misaligned too, when the first's half would
+ * not be whole 64-wide chunks (sharing an aligned operand would spare no
+ * misaligned row).  Only where a hint's cluster would build: one CTA a
+ * tile, neither swapped, split, stream-K, batched, signalled nor waiting,
+ * nor where the consumers hold more than SHARE_ACC accumulators a thread
+ * (SwiGLU's ping-pong tiles), which would leave the producer too few
+ * registers (choose_regs).  The choice is made at the spec's sizes, like
+ * the tile's; a kernel launched at another K keeps it.
  */
 static void
 misaligned_cluster(const Fusion *f, MatmulPlan *p, const Group *g, int ng, const Tensor *a, const Tensor *b)
@@ -731,9 +698,7 @@ misaligned_cluster(const Fusion *f, MatmulPlan *p, const Group *g, int ng, const
  * Do TILES clusters of S CTAs, one an SM, all run at once?  Not only a
  * question of SMs: a cluster's CTAs share a GPC, and an H200 holds 66
  * clusters of 2 (132 CTAs) but 39 of 3 (117), 30 of 4 (120) and 15 of 8
- * (120).  At 32 swapped tiles of 32 x 64 (32 x 2048 x 8192), 32 clusters of
- * 4 ran in two waves: 14.2 us, where clusters of 2 took 13.6 and of 3 10.8;
- * 40 clusters of 3 took 17.1 us at 16 x 2560 x 8192 (docs/perf.md).
+ * (120) (RESIDENT_*; a second wave of clusters: docs/perf_history.md).
  */
 bool
 in_wave(int64_t tiles, int s)
@@ -793,19 +758,16 @@ choose_split(Comp *c, const Fusion *f, MatmulPlan *p, const Group *g, int ng, co
 	steps = (K + p->bk - 1) / p->bk;
 	if (!p->swap_ab) {
 		/*
-		 * Unswapped, a GEMM of at most half a wave of 64 x 128 tiles runs
-		 * on ping-pong's 64-row tiles (a CTA has one: one warpgroup
-		 * computes, the stages hold twice the k-steps of a 128-row tile's)
-		 * 64 or 128 wide, the narrower whose tiles split by 2 to 4 still fit
-		 * one wave (in_wave), each CTA keeping FEW_STEPS k-steps: cuBLAS's
-		 * design for these shapes (64 x 64 tiles, a K split), more SMs
-		 * loading less each.  On an H200, cuBLAS / wsfuse: 256 x 1024 x 8192
-		 * 0.70 -> 0.85, 256 x 1024 x 4096 0.64 -> 0.95, 128 x 512 x 8192
-		 * (split 4) 0.53 -> 0.81, 128 x 4096 x 4096 (64 x 128) 0.95 -> 1.05;
-		 * 200 x 1000 x 8192 0.61 -> 0.78 with its ragged last row of tiles
-		 * moved inside (tile_inside; 0.57 before that).  Not with a hint
-		 * that bears on it, nor with stream-K (cooperative only) or a
-		 * signal consumer role (its 128 x 256 tile).
+		 * Unswapped, a GEMM of at most half a wave of 64 x 128
+		 * tiles runs on ping-pong's 64-row tiles (a CTA has one:
+		 * one warpgroup computes, the stages hold twice the
+		 * k-steps of a 128-row tile's) 64 or 128 wide, the
+		 * narrower whose tiles split by 2 to 4 still fit one wave
+		 * (in_wave), each CTA keeping FEW_STEPS k-steps: cuBLAS's
+		 * design for these shapes, more SMs loading less each
+		 * (docs/perf_history.md).  Not with a hint that bears on
+		 * it, nor with stream-K (cooperative only) or a signal
+		 * consumer role (its 128 x 256 tile).
 		 */
 		int n;
 
@@ -828,14 +790,11 @@ choose_split(Comp *c, const Fusion *f, MatmulPlan *p, const Group *g, int ng, co
  * Do K's CTAs each take several whole tiles at the spec's sizes (more
  * tiles of the output D than TILE_TARGET, no stream-K runs, no K split)?
  * Then the producer's elected thread runs its loop nest alone
- * (Kernel.elect_nest): with an elect() a k-step, while that thread waited
- * for a stage to empty the other lanes of its warp ran on through the
- * nest's every iteration, and its next load waited for them (on an H200,
- * 95-100K cycles in a CTA's first tile at 8192^3: 1.5-3% of the large
- * GEMMs).  Where a CTA takes one tile or part of one, the nest under one
- * elect() ran 3-12% slower in CUDA-graph replays (1536 x 1024 x 4096,
- * 1152 x 1280 x 4096, stream-K's 1024 x 1024 x 8192), for no cause found
- * (docs/perf.md, thirty-seventh session): those keep an elect() a k-step.
+ * (Kernel.elect_nest): with an elect() a k-step, the other lanes of its
+ * warp ran on through the nest while it waited for a stage, and its next
+ * load waited for them.  Where a CTA takes one tile or part of one, the
+ * nest under one elect() ran slower for no cause found: those keep an
+ * elect() a k-step (docs/perf_history.md).
  */
 static bool
 many_tiles(const Fusion *f, const Tensor *d, const MatmulPlan *p)
@@ -849,20 +808,13 @@ many_tiles(const Fusion *f, const Tensor *d, const MatmulPlan *p)
 /*
  * The default of two matmuls sharing A (SwiGLU's gate and up) on K-major
  * Bs, when the schedule leaves how to compute them open: ping-pong
- * warpgroups, each its own 128-row tile of GROUP_PP_N columns a matmul, one
- * wgmma of N = 192 (quack's 128 x 192 tile), so that one warpgroup's
+ * warpgroups, each its own 128-row tile of GROUP_PP_N columns a matmul,
+ * one wgmma of N = 192 (quack's 128 x 192 tile), so that one warpgroup's
  * epilogue (silu and the product) runs while the other's k loop does.
- * SwiGLU ran 2% faster than on the cooperative 128 x 128 a matmul at 8192 x
- * 14336 x 4096 (the median of five runs, -2% to +7%), 4% at 4096 x 11008 x
- * 4096, and tied at 2048 x 8192 x 4096 (1376 tiles) and at 1024 x 4096 x
- * 4096 (344; docs/perf.md); under GROUP_PP_TILES tiles the cooperative
- * tile stays, as it does with any hint that bears on the choice, and with
- * a residual to add: ping-pong's 192 accumulator registers and the
- * residual's spilled (388 bytes), and the cooperative tile's staging
- * copies carry it (preload_inputs): 7% faster at 8192 x 14336 x 4096 and
- * 4096 x 11008 x 4096 on an H200, where a bias row, a column scale or gelu
- * after the product ran 1-2% slower on it (docs/perf.md).  Nor with a bias
- * row or a column scale, which spilled too (16-144 bytes).
+ * Under GROUP_PP_TILES tiles the cooperative tile stays, as it does with
+ * any hint that bears on the choice, and with a residual to add, a bias
+ * row or a column scale: ping-pong's 192 accumulator registers and theirs
+ * spilled.  Measurements: docs/perf_history.md.
  */
 static bool
 group_pingpong(const Fusion *f, const MatmulPlan *p, const Group *g, int ng, const Tensor *d)
@@ -950,11 +902,11 @@ plan_matmul(Comp *c, const Fusion *f, const Group *g, int ng, MatmulPlan *p)
 	if (p->along_rows && !p->sk_parts && plan_cluster_ctas(p) == 1)   /* a taller output's one wave (choose_tile) */
 		p->raster_rows = true;
 	/*
-	 * A split's ranks share the epilogue's subtiles: rank 0 alone read all
-	 * the others' partials through distributed shared memory, which moves
-	 * about 26 bytes a nanosecond into one SM (H200: 2.4 us for each 64
-	 * KiB partial of a 128 x 128 tile, docs/perf.md), so each rank sums and
-	 * stores its own share.  A swapped tile is one subtile: rank 0's.
+	 * A split's ranks share the epilogue's subtiles: rank 0 alone
+	 * reading all the others' partials through distributed shared
+	 * memory was bound by what one SM takes in (docs/perf_history.md),
+	 * so each rank sums and stores its own share.  A swapped tile is
+	 * one subtile: rank 0's.
 	 */
 	p->split_scatter = p->splits > 1 && !p->swap_ab;
 	if (p->row_blocks > 1 && f->sched.consumer_pos.line)
