@@ -1,8 +1,10 @@
 /*
  * matmul.h: the matmul family's internal header, shared by its planner
  * (plan_matmul.c, plan_stream_k.c) and its lowering (lower_matmul.c,
- * lower_matmul_ksum.c, lower_matmul_sync.c): the tuned constants, the
- * groups of matmuls and the tile they share, and a section a file.
+ * lower_matmul_ksum.c, lower_matmul_sync.c): the tuned constants (the
+ * measurements behind them: docs/perf_history.md), the groups of matmuls
+ * and the tile they share, the plan that carries the planner's decisions
+ * to the lowering, and a section of prototypes a file.
  */
 #ifndef WSFUSE_PASSES_MATMUL_H
 #define WSFUSE_PASSES_MATMUL_H
