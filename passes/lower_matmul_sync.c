@@ -210,21 +210,20 @@ wait_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Expr *batch, Exp
  * through their pointers: the producer pulls each one's box of the tile
  * into L2 with one TMA prefetch, issued with the tile's last k-step's
  * loads, a few k-steps before the consumers' epilogue (the producer runs
- * ahead by the stages).  The epilogue's loads then find the tile in L2,
- * not in DRAM, whose round trip a subtile the consumers waited out with
- * the tensor pipe idle: a GEMM + residual 1.4-3.1% faster; two k-steps
- * earlier measured slower (docs/perf.md).  The map (KParam.prefetch) is
- * the tensor's domain view, one box the output tile.  An input that waits
- * per tile (its tiles arrive while the kernel runs) too on cooperative
- * consumers, whose epilogue holds up the k loop: the prefetch may find the
- * tile not yet written, but L2 is where a writer's stores land (another
- * kernel's, or a peer GPU's over NVLink), so what it brings is never
- * read stale, and the epilogue reads through L2 only after the flag (the
- * reduce-scatter's owner on one H200, flags preset: 7-9% faster); not on
- * ping-pong ones, whose epilogue runs beside the other's k loop (-8% to
- * +1% there; docs/perf.md).  Not where the k loop is not the tile's whole
- * (a K-split, stream-K) or is one of several (independent matmuls), nor
- * swapped (few rows).
+ * ahead by the stages), so that the epilogue's loads find the tile in L2,
+ * not in DRAM (docs/perf_history.md).  An input that waits per tile (its
+ * tiles arrive while the kernel runs) too on cooperative consumers, whose
+ * epilogue holds up the k loop: the prefetch may find the tile not yet
+ * written, but L2 is where a writer's stores land (another kernel's, or a
+ * peer GPU's over NVLink), so what it brings is never read stale, and the
+ * epilogue reads through L2 only after the flag; not on ping-pong ones,
+ * whose epilogue runs beside the other's k loop.  Not where the k loop is
+ * not the tile's whole (a K-split, stream-K) or is one of several
+ * (independent matmuls), nor swapped (few rows).
+ *
+ * Requires KLOOP, the tile's first k loop; leaves a prefetch map
+ * (KParam.prefetch: the tensor's domain view, one box the output tile) and
+ * its ST_TMA_PREFETCH among the producer's loads, at KLOOP's last k-step.
  */
 void
 prefetch_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Stmt *kloop)
@@ -267,19 +266,20 @@ prefetch_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Stmt *kloop)
  * (ST_ROW_FETCH), whose latency the k loop hides, and writes it to the
  * tile's copy after (ST_ROW_PUT); a barrier (sync.c) and the epilogue's
  * subtiles read their columns from there.  Read from global memory in the
- * epilogue instead, ahead of each subtile (emit_matmul.c, staged_inputs),
- * a bias cost the 128 x 256 tile 2-4% over the plain GEMM at 8192^3, 4096^3
- * and 8192 x 14336 x 4096: each subtile's fence.proxy.async waits for the
- * next subtile's loads in flight (ptxas puts a MEMBAR.ALL.CTA before it),
- * and 64-bit bounds tests cost 50 instructions a subtile; staged (by hand,
- * through cp.async), 0-1.2% (docs/perf.md).  Two copies, by the tile loop's count: the barrier
- * before a tile's epilogue comes after every thread's reads of the copy
- * before, so the copy a tile writes was last read two tiles back, behind
- * that barrier.  One cooperative mainloop with whole tiles: not ping-pong
- * (a warpgroup's tiles are every other), swapped (the tile transposed), a
- * K-split or stream-K (the epilogue a part's), several independent
- * matmuls, inputs that wait (the fetch would run ahead of the wait) or a
- * signal's consumer role; those read in the epilogue as before.
+ * epilogue instead (emit_matmul.c, staged_inputs), each subtile's
+ * fence.proxy.async waited for the next subtile's loads in flight, and the
+ * bounds tests cost instructions a subtile (docs/perf_history.md).  Two
+ * copies, by the tile loop's count: the barrier before a tile's epilogue
+ * comes after every thread's reads of the copy before, so the copy a tile
+ * writes was last read two tiles back, behind that barrier.  One
+ * cooperative mainloop with whole tiles: not ping-pong (a warpgroup's
+ * tiles are every other), swapped (the tile transposed), a K-split or
+ * stream-K (the epilogue a part's), several independent matmuls, inputs
+ * that wait (the fetch would run ahead of the wait) or a signal's consumer
+ * role; those read in the epilogue as before.
+ *
+ * Requires the tile loop and KLOOP; leaves the row buffers and their fetch
+ * and put statements.
  */
 void
 stage_rows(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Stmt *kloop, int ng)
@@ -330,19 +330,18 @@ stage_rows(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Stmt *kloop, int 
  * copies can carry: each copy's subtile of the input is loaded by TMA
  * before the compute writes the copy, and the compute reads each element
  * it writes from there first (its thread's own elements: no barrier), as
- * CUTLASS's epilogue loads C into the shared memory its D reuses.  Read
- * through the pointer in each subtile instead, a residual cost the 128 x
- * 256 tile 4.5% over the plain GEMM at 8192^3, 8.5% at 4096^3 and 12% at
- * 8192 x 14336 x 4096, through the staging copies 1.1%, 3.4% and 4.2%
- * (hand-edited, docs/perf.md).  Marked here (KBuf.preload, the input's
+ * CUTLASS's epilogue loads C into the shared memory its D reuses; cheaper
+ * than reading through the pointer in each subtile (docs/perf_history.md).
+ * Only on one cooperative mainloop of whole tiles whose copies are a
+ * ring (as stage_rows: not ping-pong, swapped, K-split, stream-K,
+ * independent matmuls, inputs that wait or a signal's consumer role), not
+ * batched (the maps are 2-D).
+ *
+ * Requires the staging copies placed; leaves KBuf.preload (the input's
  * PK_PTR param) on the first copy of the input's element size not yet
- * taken; circular buffering keeps it where the copies are three or more
- * and divide the subtiles (keep_preloads), sync places the loads and their
- * waits (place_preloads).  Only on one
- * cooperative mainloop of whole tiles whose copies are a ring (as
- * stage_rows: not ping-pong, swapped, K-split, stream-K, independent
- * matmuls, inputs that wait or a signal's consumer role), not batched
- * (the maps are 2-D).
+ * taken, which circular buffering keeps where the copies are three or more
+ * and divide the subtiles (keep_preloads), and sync places the loads and
+ * their waits (place_preloads).
  */
 void
 preload_inputs(const Fusion *f, Kernel *k, const Tile *t, int ng)
