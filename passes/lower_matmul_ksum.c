@@ -81,35 +81,34 @@ split_reduce(Comp *c, const Tile *t, const Group *g)
 }
 
 /*
- * Stream-K for the last wave (schedule: stream_k).  A persistent GEMM of
- * T tiles on G CTAs runs ceil(T / G) waves; when T % G tiles are left for
- * the last, the other CTAs idle through it: at 8192^3, 2048 tiles of 128 x
- * 256 on 132 SMs are 15.5 waves, and ncu saw the tensor pipe busy 90.9% of
- * the cycles against 94.0% at 8448 x 8192 x 8192, 16 whole waves, which
- * took fewer cycles for 3% more work (docs/perf.md).  Here those tiles'
- * k-steps, in tile order, are cut into runs of sk_len over sk_ctas CTAs:
- * CTA b takes [b sk_len, (b + 1) sk_len) after its whole tiles.  A run is
- * shorter than a tile, so it crosses at most one tile boundary and has one
- * or two parts (tile loop iterations); a part that starts inside its tile
- * leaves its sums to the tile's owner, the CTA whose part starts the tile
- * (stream_k_meet).  A helper's part is the first of its run and the
- * owner's the last of its, so the sums are in place about when the owner
- * looks.  Runs are at least 1 / Kernel.sk_parts of a tile (SK_PARTS when
- * asked, more on few tiles: long_k_stream) and SK_MIN_STEPS long: few
- * CTAs share a tile when few tiles are left.  Only when the last wave
- * holds at most SK_LEFT_NUM / SK_LEFT_DEN of the CTAs (with fewer tiles
- * than CTAs the runtime still launches every CTA, so that all the tiles
- * are that wave and split; persistent_grid): the runs start at
- * k-steps all different, so the CTAs at work in the split wave share no
- * operand slices in L2 as a wave of whole tiles does (L2 moved 360 MB more
- * at 4096^3, 116 tiles of 132 left, and took 3.7% more cycles; 2% fewer
- * at 8192^3, 68 left; docs/perf.md).  The plan is lets of gridDim.x: with
- * no partial wave, or none split, or a launch without a workspace (sk_on
- * 0: launch.c's fallback for a default stream-K kernel), sk_ctas is 0 and
- * every CTA runs whole tiles as before.  The stage counter runs on
- * through parts of any length (kbase, the k loop's lin).  The default
- * rules' kernels (Kernel.sk_scatter) cut whole fractions of each tile
- * instead, whose parts share its epilogue (fraction_plan).
+ * stream_k_plan, below: stream-K for the last wave (schedule: stream_k).
+ * A persistent GEMM of T tiles on G CTAs runs ceil(T / G) waves; when T %
+ * G tiles are left for the last, the other CTAs idle through it.  Here
+ * those tiles' k-steps, in tile order, are cut into runs of sk_len over
+ * sk_ctas CTAs: CTA b takes [b sk_len, (b + 1) sk_len) after its whole
+ * tiles.  A run is shorter than a tile, so it crosses at most one tile
+ * boundary and has one or two parts (tile loop iterations); a part that
+ * starts inside its tile leaves its sums to the tile's owner, the CTA
+ * whose part starts the tile (stream_k_meet).  A helper's part is the
+ * first of its run and the owner's the last of its, so the sums are in
+ * place about when the owner looks.  Runs are at least 1 /
+ * Kernel.sk_parts of a tile (SK_PARTS when asked, more on few tiles:
+ * long_k_stream) and SK_MIN_STEPS long: few CTAs share a tile when few
+ * tiles are left.  Only when the last wave holds at most SK_LEFT_NUM /
+ * SK_LEFT_DEN of the CTAs (with fewer tiles than CTAs the runtime still
+ * launches every CTA, so that all the tiles are that wave and split;
+ * persistent_grid): the runs start at k-steps all different, so the CTAs
+ * at work in the split wave share no operand slices in L2 as a wave of
+ * whole tiles does (docs/perf_history.md).  The plan is lets of
+ * gridDim.x: with no partial wave, or none split, or a launch without a
+ * workspace (sk_on 0: launch.c's fallback for a default stream-K kernel),
+ * sk_ctas is 0 and every CTA runs whole tiles as before.  The stage
+ * counter runs on through parts of any length (kbase, the k loop's lin).
+ * The default rules' kernels (Kernel.sk_scatter) cut whole fractions of
+ * each tile instead, whose parts share its epilogue (fraction_plan).
+ *
+ * Requires the tile loop of a plan with sk_parts; leaves its lets and T's
+ * ksum, k0, kn, kbase, help, ski and sknp; 0, or -1 (an internal error).
  */
 /* A let of E called NAME at index AT of BLOCK, with COMMENT; its variable. */
 static Expr *
@@ -160,14 +159,14 @@ wave_lets(Comp *c, Kernel *k, Expr *left, Expr *split, Expr *on, const char *com
  * SK_MIN_STEPS k-steps a part), and none are split under stream_k_plan's
  * conditions.  The parts then share the tile's epilogue (stream_k_meet):
  * each stores the subtiles it owns, so no CTA adds every other part's
- * sums (128 x 1280 x 8192 in quarters of 128 x 64 tiles on an H200:
- * 13.2 us, 9.9 with the owner's adds taken out; docs/perf.md).  In
- * clusters (long_k_stream's pairs of tile rows or columns) the unit is a
- * cluster, as lower_tile_loop's is: cluster C takes part j of cluster tile
- * T, and each of its CTAs the CTA tile at its rank, so the two run the
- * same k-steps (the multicasts of the shared operand's slices need both)
- * and part j of a CTA tile is on its rank's CTA of the j-th cluster after
- * the first (stream_k_scatter).
+ * sums, which cost a third of the kernel's time (docs/perf_history.md).
+ * In clusters (long_k_stream's pairs of tile rows or columns) the unit is
+ * a cluster, as lower_tile_loop's is: cluster C takes part j of cluster
+ * tile T, and each of its CTAs the CTA tile at its rank, so the two run
+ * the same k-steps (the multicasts of the shared operand's slices need
+ * both) and part j of a CTA tile is on its rank's CTA of the j-th cluster
+ * after the first (stream_k_scatter).
+ *
  * MINE: the my_tiles let, set here; TILE: the tile loop's let of the tile,
  * at index AT of its body.
  */
@@ -345,7 +344,8 @@ stream_k_meet(Comp *c, const Tile *t, const Group *g, Stmt *epilogue)
  * The epilogue loop ELOOP of group G placed after its k loop in the tile
  * loop, where its partial sums over K meet: whole (KSUM_NONE); after a
  * K-split's reduction, under rank 0 or in every rank (split_reduce); or
- * after stream-K's (stream_k_meet).
+ * after stream-K's (stream_k_meet).  Requires T's k loop in the tile loop
+ * and T->ksum; leaves ELOOP and its meeting in the tile loop.
  */
 void
 ksum_meet(Comp *c, const Tile *t, const Group *g, Stmt *eloop)
