@@ -1,50 +1,56 @@
 /*
- * lower_matmul.c: the matmul family's lowering, run by lower.c's pass (its
- * contract holds here), as nvFuser #3941 and the fastest Hopper GEMMs shape
- * it (research/hopper_gemm.md): a persistent loop over output tiles of
- * BM x BN; in it a k loop whose iterations load one BK-slice of A and B by
- * TMA (128-byte swizzled, K-major) and run one mma into a register
- * accumulator (zeroed at the first k-step); then the epilogue, the fused
- * pointwise DAG over the accumulator, in subtiles of BM x EPI_COLS, each
- * written to a staging copy and stored by TMA.
+ * lower_matmul.c: the matmul family's lowering, run by lower.c's pass.
+ * Requires a scheduled fusion of the matmul family; leaves lower.c's
+ * kernel (one copy of each stage, no barrier but those of the protocols it
+ * builds) with the MatmulPlan's decisions in its fields.  As nvFuser
+ * #3941 and the fastest Hopper GEMMs shape it (research/hopper_gemm.md): a
+ * persistent loop over output tiles of BM x BN; in it a k loop whose
+ * iterations load one BK-slice of A and B by TMA (128-byte swizzled) and
+ * run one mma into a register accumulator (zeroed at the first k-step);
+ * then the epilogue, the fused pointwise DAG over the accumulator, in
+ * subtiles of BM x EPI_COLS, each written to a staging copy and stored by
+ * TMA.
  *
  *   for i in my_tiles (persistent)            tile = cta + i * ncta
  *     for kk in [0, ktiles)                    elect: load a_tile, b_tile at (row0 | col0, kk * BK)
  *                                              mma acc += a_tile x b_tile, zero first if kk == 0
  *     for e in [0, BN / EPI_COLS)              compute reads acc writes stage_o; elect: store
  *
- * Nothing here is warp-specialized or synchronised: circular_buffer buffers
- * the tile loop (the k-loop operands are its pipeline, the k loop its stage
- * loop, P = S - 2 since an mma reads the stages), warp_specialize makes a
- * producer warpgroup (registers lowered to 40) whose tile and k loops merge
- * into one, and two consumer warpgroups (raised to 232) that keep
- * tile { k loop; epilogue }; sync places every wait.  Epilogue inputs (a
- * bias [N], a scale [M, 1], a residual [M, N], scalars) are read from global
- * memory by the compute, a residual's tile prefetched into L2 by the
- * producer first (prefetch_inputs).
+ * Nothing here is warp-specialized or synchronised: circular_buffer
+ * buffers the tile loop (the k-loop operands are its pipeline, the k loop
+ * its stage loop, P = S - 2 since an mma reads the stages),
+ * warp_specialize makes a producer warpgroup whose tile and k loops merge
+ * into one, and two consumer warpgroups that keep tile { k loop;
+ * epilogue }, their registers the plan's (choose_regs); sync places every
+ * wait.  Epilogue inputs (a bias [N], a scale [M, 1], a residual [M, N],
+ * scalars) are read by the compute from global memory, or where the plan
+ * allows from shared memory (stage_rows, preload_inputs), a residual's
+ * tile prefetched into L2 by the producer first (prefetch_inputs).
  *
- * What this version takes: one matmul of bf16 or f16 operands, A [..., M, K]
- * or with transpose_a [K, M], B [N, K] with transpose_b (the nn.Linear
- * layout) or [K, N]; an operand whose contiguous dim is M or N is loaded
- * MN-major, in 64-wide column chunks, and the mma reads it transposed.
- * Batch dims on A alone (a weight shared by the batch) are rows of one
- * [batch x M, K] matrix; batch dims on both (or A [..., K, M]) make the
- * kernel batched: tiles over every batch, 3-D maps.  Outputs have the
- * matmul's shape.  With consumers: pingpong each consumer warpgroup owns
- * tiles of 64 rows (the CTA tile is 64 x BN) and warp_specialize gives it
- * every other tile.  Several matmuls that share A (SwiGLU's gate and up, a
- * QKV projection) run in one mainloop: A loaded once a stage, their B side
- * by side in one copy, one mma of N = n x BN into one accumulator whose
- * columns are theirs in turn (the tile's N divided among them).  Matmuls
- * with no A in common (independent) run one after the other in every tile,
- * each its k loop and epilogue, through the same stages and registers.
- * Split-K (choose_split): a cluster of CTAs shares each tile's k-steps,
- * and each rank adds the others' partial sums of its share of the
- * epilogue's subtiles (split_reduce, a reduce-scatter) before computing
- * and storing them; a swapped tile, one subtile, is rank 0's.  Stream-K
- * (stream_k_plan): the tiles of a last, partial wave are cut into runs of
- * k-steps over every CTA, whose partial sums meet in each tile's owner
- * through a workspace in global memory.
+ * What it takes: up to MAXMM matmuls whose operands are all bf16 or all
+ * f16, A [..., M, K] or with transpose_a [K, M], B [N, K] with transpose_b
+ * (the nn.Linear layout) or [K, N]; an operand whose contiguous dim is M
+ * or N is loaded MN-major, in 64-wide column chunks, and the mma reads it
+ * transposed.  Batch dims on A alone (a weight shared by the batch) are
+ * rows of one [batch x M, K] matrix; batch dims on both (or A [..., K, M])
+ * make the kernel batched: tiles over every batch, 3-D maps; one matmul
+ * only.  Outputs have the matmul's shape.  With consumers: pingpong each
+ * consumer warpgroup owns tiles of 64 rows (the CTA tile is 64 x BN) and
+ * warp_specialize gives it every other tile.  Several matmuls that share
+ * A (SwiGLU's gate and up, a QKV projection) run in one mainloop: A loaded
+ * once a stage, their B side by side in one copy, one mma of N = n x BN
+ * into one accumulator whose columns are theirs in turn (the tile's N
+ * divided among them).  Matmuls with no A in common (independent) run one
+ * after the other in every tile, each its k loop and epilogue, through the
+ * same stages and registers.  Split-K (choose_split): a cluster of CTAs
+ * shares each tile's k-steps, and each rank adds the others' partial sums
+ * of its share of the epilogue's subtiles (split_reduce, a reduce-scatter)
+ * before computing and storing them; a swapped tile, one subtile, is rank
+ * 0's.  Stream-K (stream_k_plan): the tiles of a last, partial wave are
+ * cut into runs of k-steps over every CTA, whose partial sums meet in each
+ * tile's owner through a workspace in global memory; or, on few tiles of a
+ * long K, each tile into fractions that share its epilogue
+ * (fraction_plan).
  *
  * What to build is plan_matmul's (plan_matmul.c): lower_matmul copies its
  * MatmulPlan into the Kernel (set_plan) and builds the nest from it; where
@@ -290,24 +296,22 @@ raster(Comp *c, Kernel *k, Stmt *loop, Expr *batch_tiles)
 }
 
 /*
- * A ragged last tile moved inside the output: where M (N) is not a multiple
- * of the tile's rows (columns), the last row (column) of tiles starts at
- * M - BM (N - BN) instead, overlapping the tiles before it, so that every
- * TMA box of A (B) lies inside its tensor.  Boxes that lie mostly outside
- * slow every CTA's loads, not only theirs: on an H200, 64 x 64 tiles split
- * by 2 took 15.2 us at 256 x 1024 x 8192 and 19.2-19.4 at 200 x 1024 x
- * 8192, where timer stamps a CTA found the k loops of all four rows of
- * tiles slower, the last one most; moved inside, 15.3-15.4 (docs/perf.md).
- * The rows two tiles share are computed by both and stored by both, with
- * the same bits (tests/gpu/ragged_tiles.py: each element's k-steps are
- * summed in one order wherever its tile starts).  Not where a tile's place
- * means more than its outputs: the per-tile flags of a signal or of inputs
- * that wait count tiles by row0 / BM, and an output that accumulates would
- * add the shared rows twice.  The loop's row0 and col0 lets (raster's)
- * become min(x0, max(extent - tile, 0)): a tile (or a cluster's CTA) wholly
- * past the end repeats the last one instead of loading nothing but zeros.
- * The shift is a function of the coordinate alone, so a cluster's CTAs that
- * share an operand's box (multicast) still agree on where it is.
+ * A ragged last tile moved inside the output: where M (N) is not a
+ * multiple of the tile's rows (columns), the last row (column) of tiles
+ * starts at M - BM (N - BN) instead, overlapping the tiles before it, so
+ * that every TMA box of A (B) lies inside its tensor: boxes that lie
+ * mostly outside slow every CTA's loads, not only theirs
+ * (docs/perf_history.md).  The rows two tiles share are computed by both
+ * and stored by both, with the same bits (tests/gpu/ragged_tiles.py: each
+ * element's k-steps are summed in one order wherever its tile starts).
+ * Not where a tile's place means more than its outputs: the per-tile flags
+ * of a signal or of inputs that wait count tiles by row0 / BM, and an
+ * output that accumulates would add the shared rows twice.  The loop's
+ * row0 and col0 lets (raster's) become min(x0, max(extent - tile, 0)): a
+ * tile (or a cluster's CTA) wholly past the end repeats the last one
+ * instead of loading nothing but zeros.  The shift is a function of the
+ * coordinate alone, so a cluster's CTAs that share an operand's box
+ * (multicast) still agree on where it is.
  */
 static void
 tile_inside(Comp *c, const Fusion *f, Kernel *k, Stmt *loop)
@@ -428,14 +432,14 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 		if (row_bytes >= 32 && row_bytes <= 128)
 			k->buf[sb].swizzle = row_bytes;
 		/*
-		 * With two copies a subtile's writers wait for the store of the
-		 * one before to finish reading it; with four, for the store of
-		 * three before (ncu cycles, 4096^3: 292.9K -> 286.2K, 16384 x 1024
-		 * x 8192 563.1K -> 555.9K, 8192^3 2.218M -> 2.199M).  Where one
-		 * cooperative tile's epilogue runs alone: not ping-pong's halves,
-		 * a swapped tile's one copy, a split's or stream-K's sums, nor
-		 * independent matmuls' epilogues one after another (the first's
-		 * read-wait took a barrier of its own).
+		 * With two copies a subtile's writers wait for the store
+		 * of the one before to finish reading it; with four, for
+		 * the store of three before (fewer cycles:
+		 * docs/perf_history.md).  Where one cooperative tile's
+		 * epilogue runs alone: not ping-pong's halves, a swapped
+		 * tile's one copy, a split's or stream-K's sums, nor
+		 * independent matmuls' epilogues one after another (the
+		 * first's read-wait took a barrier of its own).
 		 */
 		if (!k->pingpong && !k->swap_ab && !ksum_rule[t->ksum].partial && n == 1)
 			k->buf[sb].ring = t->bn / ecols < STAGING_RING ? t->bn / ecols : STAGING_RING;
@@ -818,10 +822,10 @@ lower_matmul(Comp *c, Fusion *f)
 	/*
 	 * Launched as a programmatic dependent: every thread waits for the
 	 * grid before it before anything touches global memory, after what
-	 * needs none (barrier init, map prefetch); the next grid may launch
-	 * once each CTA's consumers are past their last tile (lower_matmul's
-	 * end), as quack does.  Launched at once, at the top, it cost 8-12%
-	 * on one wave of long k loops (1024 x 1024 x 8192; docs/perf.md).
+	 * needs none (barrier init, map prefetch); the next grid may
+	 * launch once each CTA's consumers are past their last tile
+	 * (lower_matmul's end), as quack does.  Launched at once, at the
+	 * top, it slowed long k loops (docs/perf_history.md).
 	 */
 	k->pdl = true;
 	{

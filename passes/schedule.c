@@ -1,10 +1,9 @@
 /*
- * schedule.c: pick the kernel family and check that the fusion fits one kernel.
- *
- * Contract.  Requires: an inferred fusion.  Guarantees: f->family is set; every
- * op can be placed in that family's kernel; every row stride the kernel will
- * hand to TMA is a multiple of 16 bytes for the sizes known now (sizes bound
- * later are checked again at launch).  Invalidates nothing.
+ * schedule.c: pick the kernel family and check that the fusion fits one
+ * kernel.  Requires an inferred fusion; leaves f->family set, every op
+ * placeable in that family's kernel, and every row stride the kernel will
+ * hand to TMA a multiple of 16 bytes at the sizes known now (sizes bound
+ * later are checked again at launch); breaks nothing.
  *
  * Families, by the strongest op present:
  *   matmul     one or more matmuls of fusion inputs, then pointwise epilogue ops
@@ -58,10 +57,10 @@ check_matmul(Comp *c, const Fusion *f)
  * A row reduction kernel makes one pass over a row per level of reductions
  * (a reduction of a value that needs another reduction is one level up),
  * and each pass recomputes the pointwise ops it needs from the row's
- * inputs: its text and time grow as levels x ops.  Capping the levels keeps
- * them linear in the spec; a chain of 240 max/sub pairs had made 2.7 MB of
- * CUDA and NVRTC took minutes and gigabytes over it.  Real fusions nest a
- * few levels (softmax 2, layernorm 2, a layernorm then a softmax 4).
+ * inputs: its text and time grow as levels x ops.  Capping the levels
+ * keeps them linear in the spec (uncapped, a long chain overwhelmed NVRTC:
+ * docs/perf_history.md).  Real fusions nest a few levels (softmax 2,
+ * layernorm 2, a layernorm then a softmax 4).
  */
 enum { MAX_REDUCE_LEVELS = 16 };
 
@@ -128,6 +127,7 @@ check_alignment(Comp *c, const Fusion *f, int t, Dtype dt, const char *role, Pos
 	                  role, x->name, (long long)n, dtype_info[dt].name, (long long)bytes, per);
 }
 
+/* The pass: requires an inferred fusion; leaves f->family set and the fusion checked to fit it, or -1. */
 int
 pass_schedule(Comp *c)
 {
