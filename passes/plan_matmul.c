@@ -851,9 +851,10 @@ plan_ksum(const MatmulPlan *p)
 /*
  * The plan of matmul fusion F, whose matmuls are the NG groups G
  * (the_matmuls): swap, consumers, tile, stream-K parts, cluster, K split,
- * raster, registers.  Refuses a hinted combination not built yet, at the
- * hint; stream-K's are choose_stream_k's, which lower_matmul asks once it
- * has checked the outputs.  0 or -1.
+ * raster, registers.  Requires F scheduled, with its sizes; leaves P
+ * whole and builds no IR.  Refuses a hinted combination not built yet, at
+ * the hint; stream-K's are choose_stream_k's, which lower_matmul asks once
+ * it has checked the outputs.  0 or -1.
  */
 int
 plan_matmul(Comp *c, const Fusion *f, const Group *g, int ng, MatmulPlan *p)
