@@ -1,6 +1,8 @@
 /*
  * spec.c: the front end.  Reads a YAML fusion spec (docs/spec.md) into the
- * fusion IR.
+ * fusion IR: requires the spec's bytes in Comp, leaves c->fusion.  This file
+ * reads the document, its top-level keys, sizes, inputs and outputs;
+ * spec_ops.c reads 'ops' and spec_schedule.c 'schedule' (spec.h is shared).
  *
  * Reading takes three steps.  check_text() makes sure the bytes are UTF-8
  * without NULs, whose lines end in LF or CRLF only, so that an encoding error
@@ -32,78 +34,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <yaml.h>
-
-#include "compiler.h"
-
-enum {
-	MAX_DEPTH = 64,     /* the spec needs 4 levels; anything deeper is refused */
-	MAX_TILE = 65536,   /* a schedule tile extent beyond this is not a hint */
-	MAX_STAGES = 16,
-	MAX_CLUSTER = 16,   /* CTAs in a cluster (Hopper, non-portable size) */
-	MAX_SPLIT_K = 8,    /* CTAs that split a matmul tile's K: a cluster of them, of a portable size */
-	MAX_SHOWN = 40,     /* bytes of user text quoted in a message */
-	SMALL_MAP = 8       /* keys of a map checked for duplicates without the name table */
-};
-
-typedef enum NodeKind { N_NONE, N_SCALAR, N_LIST, N_MAP } NodeKind;
-
-/* How a scalar reads: plain scalars by the YAML 1.2 core schema, quoted ones as strings. */
-typedef enum Scalar { SC_NONE, SC_NULL, SC_BOOL, SC_INT, SC_FLOAT, SC_STR } Scalar;
-
-/* A YAML node.  A map's kids alternate key and value; every key is a scalar. */
-typedef struct Node {
-	NodeKind kind;
-	Scalar type;        /* scalars only */
-	const char *text;   /* scalars only: interned, NUL-terminated */
-	bool quoted;        /* scalars only: written in quotes or as a block */
-	struct Node **kid;
-	int nkid, capkid;
-	Pos pos;            /* where the node starts */
-} Node;
-
-/* One slot of the name table: VAL is a tensor id, a sym id, or a map key's index + 1. */
-typedef struct Entry {
-	const void *scope;
-	const char *name;
-	int val;
-} Entry;
-
-typedef struct Reader {
-	Comp *c;
-	Fusion *f;
-	Entry *names;       /* open addressing; load at most 1/2 */
-	int nnames, capnames;
-	yaml_parser_t parser;
-	yaml_event_t event;
-	bool parsing;       /* parser holds memory that must be given back */
-	jmp_buf oom;        /* arena failures while parsing land here first */
-	Node *stack[MAX_DEPTH];
-	int depth;
-	Node *root;
-	bool done;
-} Reader;
+#include "spec.h"
 
 /* Scopes of the name table besides maps (whose scope is the map node). */
-static const char tensor_scope[] = "tensor";
+const char tensor_scope[] = "tensor";
 static const char size_scope[] = "size";
 
 static const char *const spec_keys[] = {"fusion", "sizes", "inputs", "ops", "outputs", "schedule"};
 static const char *const input_keys[] = {"dtype", "shape", "wait"};
 static const char *const output_keys[] = {"dtype", "accumulate", "wait"};
-static const char *const schedule_keys[] = {
-	"tile", "stages", "warp_specialize", "persistent", "cluster", "consumers", "signal", "store", "swap_ab",
-	"split_k", "stream_k",
-};
-
-/* Op attribute keys and the A_* bit an op must have to take them. */
-static const struct {
-	const char *key;
-	unsigned bit;
-} attr_keys[] = {
-	{"approximate", A_APPROX}, {"to", A_TO}, {"axis", A_AXIS}, {"keepdim", A_KEEPDIM},
-	{"transpose_a", A_TRANSPOSE}, {"transpose_b", A_TRANSPOSE}, {"acc", A_ACC}, {"eps", A_EPS},
-};
 
 /* ---- names ------------------------------------------------------------- */
 
@@ -128,7 +67,7 @@ names_slot(Entry *tab, int cap, const void *scope, const char *name)
 }
 
 /* The value stored for (SCOPE, NAME), or 0. */
-static int
+int
 names_get(const Reader *r, const void *scope, const char *name)
 {
 	return r->capnames ? names_slot(r->names, r->capnames, scope, name)->val : 0;
@@ -258,7 +197,7 @@ mark_pos(const Comp *c, yaml_mark_t m)
 }
 
 /* A short formatted string in the arena, sized to fit (a Buf would reserve 256 bytes). */
-static char * PRINTF_LIKE(2, 3)
+char * PRINTF_LIKE(2, 3)
 words(const Reader *r, const char *fmt, ...)
 {
 	va_list ap;
@@ -310,7 +249,7 @@ offset_pos(const Comp *c, size_t off)
  * "..." where it was cut.  ir/diag.c escapes what it holds that a terminal
  * should not see.
  */
-static const char *
+const char *
 show(const Reader *r, const char *s)
 {
 	size_t n = strcspn(s, "\r\n");
@@ -325,7 +264,7 @@ show(const Reader *r, const char *s)
 }
 
 /* What N is, for "saw ...": "a list", "a mapping", "nothing" or the quoted scalar. */
-static const char *
+const char *
 describe(const Reader *r, const Node *n)
 {
 	if (n->kind == N_LIST)
@@ -340,7 +279,7 @@ describe(const Reader *r, const Node *n)
 }
 
 /* "a, b or c" (CONJ "or"), "a, b and c" (CONJ "and") */
-static const char *
+const char *
 join_words(const Reader *r, const char *const *w, int n, const char *conj)
 {
 	Buf b;
@@ -400,7 +339,7 @@ suggest_try(Suggest *s, const char *cand)
 		s->best = cand, s->dist = d;
 }
 
-static const char *
+const char *
 suggest_among(const char *name, const char *const *cand, int n)
 {
 	Suggest s = {name, NULL, 0};
@@ -670,7 +609,7 @@ map_find(const Node *n, const char *key)
 }
 
 /* The value for KEY in map N, or NULL. */
-static const Node *
+const Node *
 map_get(const Node *n, const char *key)
 {
 	int i = map_find(n, key);
@@ -679,7 +618,7 @@ map_get(const Node *n, const char *key)
 }
 
 /* The value for required KEY in map N of WHERE, or NULL after a diagnostic. */
-static const Node *
+const Node *
 map_need(const Reader *r, const Node *n, const char *key, const char *where)
 {
 	const Node *v = map_get(n, key);
@@ -689,7 +628,7 @@ map_need(const Reader *r, const Node *n, const char *key, const char *where)
 	return v;
 }
 
-static int
+int
 key_unknown(const Reader *r, const Node *key, const char *where, const char *const *allowed, int n)
 {
 	const char *best = suggest_among(key->text, allowed, n);
@@ -702,7 +641,7 @@ key_unknown(const Reader *r, const Node *key, const char *where, const char *con
 }
 
 /* Every key of map N is one of ALLOWED. */
-static int
+int
 check_keys(const Reader *r, const Node *n, const char *where, const char *const *allowed, int nallowed)
 {
 	int i, j;
@@ -718,7 +657,7 @@ check_keys(const Reader *r, const Node *n, const char *where, const char *const 
 }
 
 /* N is a list or map (KIND); else "expected WHAT, saw ..." with WHAT formatted from FMT. */
-static int PRINTF_LIKE(4, 5)
+int PRINTF_LIKE(4, 5)
 need_kind(const Reader *r, const Node *n, NodeKind kind, const char *fmt, ...)
 {
 	va_list ap;
@@ -755,7 +694,7 @@ scalar_int(const Node *n, int64_t *v)
 }
 
 /* A finite number, read the same whatever the locale (num_parse). */
-static bool
+bool
 scalar_number(const Node *n, double *v)
 {
 	*v = 0;
@@ -771,7 +710,7 @@ scalar_number(const Node *n, double *v)
  * f32 values are kept (NVRTC does not flush them without --ftz).  WHAT names
  * the number ("for 'eps'", or "" for an operand); NONZERO: zero is no use.
  */
-static bool
+bool
 nonzero_text(const char *s)
 {
 	for (; *s && *s != 'e' && *s != 'E'; s++)
@@ -780,7 +719,7 @@ nonzero_text(const char *s)
 	return false;
 }
 
-static int
+int
 f32_number(const Reader *r, const Node *n, double v, const char *what, bool nonzero)
 {
 	/*
@@ -800,7 +739,7 @@ f32_number(const Reader *r, const Node *n, double v, const char *what, bool nonz
 }
 
 /* INT in LO..HI */
-static int
+int
 read_int(const Reader *r, const Node *n, const char *what, int64_t lo, int64_t hi, int64_t *v)
 {
 	*v = 0;
@@ -829,7 +768,7 @@ read_extent(const Reader *r, const Node *n, const char *what, int64_t *v)
 }
 
 /* BOOL: true | false */
-static int
+int
 read_bool(const Reader *r, const Node *n, const char *what, bool *v)
 {
 	if (n->type != SC_BOOL)
@@ -840,7 +779,7 @@ read_bool(const Reader *r, const Node *n, const char *what, bool *v)
 }
 
 /* One of the N words in ALLOWED; *V is its index + 1. */
-static int
+int
 read_word(const Reader *r, const Node *n, const char *what, const char *const *allowed, int nallowed,
           int *v)
 {
@@ -869,7 +808,7 @@ check_name_length(const Reader *r, const Node *n, const char *what)
 }
 
 /* NAME: [A-Za-z_][A-Za-z0-9_]* of at most MAX_NAME; the interned name, or NULL after a diagnostic */
-static const char *
+const char *
 read_name(const Reader *r, const Node *n, const char *what)
 {
 	if (n->kind != N_SCALAR || n->type != SC_STR)
@@ -885,7 +824,7 @@ read_name(const Reader *r, const Node *n, const char *what)
 }
 
 /* DTYPE: f32 | f16 | bf16  (the IR knows fp8 types that nothing compiles yet) */
-static int
+int
 read_dtype(const Reader *r, const Node *n, Dtype *v)
 {
 	static const char *const valid[] = {"f32", "f16", "bf16"};
@@ -913,7 +852,7 @@ read_dtype(const Reader *r, const Node *n, Dtype *v)
 /* ---- the spec ---------------------------------------------------------- */
 
 /* Defines tensor NAME at P; ids are unique across inputs and op outputs. */
-static int
+int
 define_tensor(Reader *r, const char *name, TensorKind kind, Pos p)
 {
 	Fusion *f = r->f;
@@ -1009,7 +948,7 @@ read_shape(Reader *r, int t, const Node *n, const char *where)
  * The per_tile key of map N ({per_tile, ...}), with no value or true: else
  * "expected per_tile WHERE", or for another value the hint NONE.
  */
-static int
+int
 read_per_tile(const Reader *r, const Node *n, const char *where, const char *none)
 {
 	const Node *v = map_get(n, "per_tile");
@@ -1096,65 +1035,9 @@ read_inputs(Reader *r, const Node *n)
 	return 0;
 }
 
-/* OPNAME: one of the spellings in ir/ops.h */
-static int
-read_opname(const Reader *r, const Node *n, OpKind *kind)
-{
-	const char *names[OP_COUNT - 1];
-	const char *best;
-	int i;
-
-	if (n->kind != N_SCALAR || n->type == SC_NULL)
-		return diag_error(r->c, n->pos, "expected an op name, saw %s", describe(r, n));
-	*kind = op_from_name(n->text);
-	if (*kind != OP_NONE)
-		return 0;
-	for (i = 1; i < OP_COUNT; i++)
-		names[i - 1] = op_info[i].name;
-	best = suggest_among(n->text, names, OP_COUNT - 1);
-	if (best)
-		return diag_error(r->c, n->pos, "unknown op '%s': did you mean '%s'?", show(r, n->text), best);
-	return diag_error(r->c, n->pos, "unknown op '%s': expected %s", show(r, n->text),
-	                  join_words(r, names, OP_COUNT - 1, "or"));
-}
-
-/* Every key of op N is out, op, in or an attribute that op KIND takes. */
-static int
-check_op_keys(const Reader *r, const Node *n, OpKind kind)
-{
-	const char *allowed[3 + countof(attr_keys)] = {"out", "op", "in"};
-	const char *name = op_info[kind].name, *where;
-	int nallowed = 3, i, j;
-
-	for (j = 0; j < countof(attr_keys); j++)
-		if (op_info[kind].attrs & attr_keys[j].bit)
-			allowed[nallowed++] = attr_keys[j].key;
-	for (i = 0; i < n->nkid; i += 2) {
-		const Node *key = n->kid[i];
-
-		for (j = 0; j < nallowed; j++)
-			if (strcmp(key->text, allowed[j]) == 0)
-				break;
-		if (j < nallowed)
-			continue;
-		for (j = 0; j < countof(attr_keys); j++)
-			if (strcmp(key->text, attr_keys[j].key) == 0)
-				break;
-		if (j == countof(attr_keys)) {
-			where = words(r, "op '%s'", name);
-			return key_unknown(r, key, where, allowed, nallowed);
-		}
-		if (nallowed == 3)
-			return diag_error(r->c, key->pos, "op '%s' does not take '%s': it takes no attributes",
-			                  name, key->text);
-		return diag_error(r->c, key->pos, "op '%s' does not take '%s': its attributes are %s", name,
-		                  key->text, join_words(r, allowed + 3, nallowed - 3, "and"));
-	}
-	return 0;
-}
 
 /* The tensor defined so far whose name is closest to NAME, or NULL. */
-static const char *
+const char *
 suggest_tensor(const Reader *r, const char *name)
 {
 	Suggest s = {name, NULL, 0};
@@ -1163,169 +1046,6 @@ suggest_tensor(const Reader *r, const char *name)
 	for (t = 1; t < r->f->ntensor; t++)
 		suggest_try(&s, r->f->tensor[t].name);
 	return s.best;
-}
-
-/* A name that is not a tensor yet: used before its op, or never defined. */
-static int
-unknown_tensor(const Reader *r, OpKind op, const Node *ops, int i, const Node *n)
-{
-	const char *best;
-	const Node *out;
-	int j;
-
-	for (j = i; j < ops->nkid; j++) {
-		out = map_get(ops->kid[j], "out");
-		if (!out || out->text != n->text)
-			continue;
-		if (j == i)
-			return diag_error(r->c, n->pos, "op '%s' uses its own output '%s' as an input",
-			                  op_info[op].name, show(r, n->text));
-		return diag_error(r->c, n->pos,
-		                  "'%s' is used before it is defined: the op at %d:%d defines it, "
-		                  "and ops run in list order",
-		                  show(r, n->text), ops->kid[j]->pos.line, ops->kid[j]->pos.col);
-	}
-	if ((best = suggest_tensor(r, n->text)))
-		return diag_error(r->c, n->pos, "unknown tensor '%s': did you mean '%s'?", show(r, n->text), best);
-	return diag_error(r->c, n->pos, "unknown tensor '%s': expected an input or an earlier op's output",
-	                  show(r, n->text));
-}
-
-/* in: [NAME | NUMBER, ...]   numbers only in binary ops, and not both operands */
-static int
-read_operands(Reader *r, Op *o, const Node *n, const Node *ops, int i)
-{
-	const OpInfo *info = &op_info[o->kind];
-	int j, nlit = 0;
-
-	if (need_kind(r, n, N_LIST, "a list of inputs for op '%s'", info->name) < 0)
-		return -1;
-	if (n->nkid < info->min_in || n->nkid > info->max_in) {
-		if (info->min_in == info->max_in)
-			return diag_error(r->c, n->pos, "op '%s' takes %d input%s, saw %d", info->name,
-			                  info->min_in, info->min_in == 1 ? "" : "s", n->nkid);
-		return diag_error(r->c, n->pos, "op '%s' takes %d to %d inputs, saw %d", info->name,
-		                  info->min_in, info->max_in, n->nkid);
-	}
-	for (j = 0; j < n->nkid; j++) {
-		const Node *a = n->kid[j];
-		Operand *in = &o->in[j];
-
-		in->pos = a->pos;
-		if (a->type == SC_INT || a->type == SC_FLOAT) {
-			if (!scalar_number(a, &in->lit))
-				return diag_error(r->c, a->pos, "expected a finite number, saw %s", describe(r, a));
-			if (info->cls != CLS_BINARY)
-				return diag_error(r->c, a->pos,
-				                  "op '%s' takes tensors, not the number %s: "
-				                  "name an input or an earlier op's output",
-				                  info->name, show(r, a->text));
-			if (++nlit == 2)
-				return diag_error(r->c, a->pos, "op '%s' needs at least one tensor input, saw two numbers",
-				                  info->name);
-			if (f32_number(r, a, in->lit, "", false))
-				return -1;
-			continue;
-		}
-		if (!read_name(r, a, "a tensor"))
-			return -1;
-		in->tensor = names_get(r, tensor_scope, a->text);
-		if (!in->tensor)
-			return unknown_tensor(r, o->kind, ops, i, a);
-	}
-	o->nin = n->nkid;
-	return 0;
-}
-
-/* ATTR: approximate: none | tanh; to: DTYPE; axis: INT; keepdim, transpose_a, transpose_b: BOOL;
- *       acc: f32; eps: positive NUMBER */
-static int
-read_attr(const Reader *r, Op *o, const Node *key, const Node *v)
-{
-	static const char *const approx[] = {"none", "tanh"};
-	const char *k = key->text, *what;
-	int64_t axis;
-	int word = 0;
-
-	if (strcmp(k, "out") == 0 || strcmp(k, "op") == 0 || strcmp(k, "in") == 0)
-		return 0;
-	what = words(r, "'%s'", k);
-	if (strcmp(k, "approximate") == 0) {
-		if (read_word(r, v, what, approx, countof(approx), &word) < 0)
-			return -1;
-		o->approx = word == 2 ? APPROX_TANH : APPROX_NONE;
-	} else if (strcmp(k, "to") == 0) {
-		return read_dtype(r, v, &o->to);
-	} else if (strcmp(k, "axis") == 0) {
-		if (read_int(r, v, what, -MAX_RANK, MAX_RANK - 1, &axis) < 0)
-			return -1;
-		o->axis = (int)axis;
-	} else if (strcmp(k, "keepdim") == 0) {
-		return read_bool(r, v, what, &o->keepdim);
-	} else if (strcmp(k, "transpose_a") == 0) {
-		return read_bool(r, v, what, &o->transpose_a);
-	} else if (strcmp(k, "transpose_b") == 0) {
-		return read_bool(r, v, what, &o->transpose_b);
-	} else if (strcmp(k, "acc") == 0) {
-		if (read_dtype(r, v, &o->acc) < 0)
-			return -1;
-		if (o->acc != DT_F32)
-			return diag_error(r->c, v->pos,
-			                  "expected acc: f32, saw '%s': matmul accumulates in f32 only for now",
-			                  v->text);
-	} else if (strcmp(k, "eps") == 0) {
-		if (!scalar_number(v, &o->eps) || v->text[0] == '-' || (o->eps == 0 && !nonzero_text(v->text)))
-			return diag_error(r->c, v->pos, "expected a positive number for 'eps', saw %s", describe(r, v));
-		return f32_number(r, v, o->eps, " for 'eps'", true);
-	}
-	return 0;
-}
-
-/* op: { out: NAME, op: OPNAME, in: [NAME | NUMBER, ...], ATTR: VALUE, ... } */
-static int
-read_op(Reader *r, const Node *ops, int i)
-{
-	const Node *n = ops->kid[i], *outn, *inn, *opn;
-	const char *name, *where;
-	OpKind kind;
-	Op *o;
-	int id, t, j;
-
-	if (need_kind(r, n, N_MAP, "an op {out, op, in, ...}") < 0 ||
-	    !(opn = map_need(r, n, "op", "this op")) || read_opname(r, opn, &kind) < 0 ||
-	    check_op_keys(r, n, kind) < 0)
-		return -1;
-	where = words(r, "op '%s'", op_info[kind].name);
-	if (!(outn = map_need(r, n, "out", where)) || !(inn = map_need(r, n, "in", where)) ||
-	    (kind == OP_CAST && !map_need(r, n, "to", where)) ||
-	    !(name = read_name(r, outn, "a tensor")))
-		return -1;
-	id = fusion_add_op(r->c, r->f, kind, n->pos);
-	o = &r->f->op[id];
-	if (read_operands(r, o, inn, ops, i) < 0)
-		return -1;
-	for (j = 0; j < n->nkid; j += 2)
-		if (read_attr(r, o, n->kid[j], n->kid[j + 1]) < 0)
-			return -1;
-	if ((t = define_tensor(r, name, TK_VALUE, outn->pos)) < 0)
-		return -1;
-	r->f->tensor[t].def = id;
-	r->f->op[id].out = t;
-	return 0;
-}
-
-/* ops: [op, ...]   in order: an op may use inputs and the outputs of ops above it */
-static int
-read_ops(Reader *r, const Node *n)
-{
-	int i;
-
-	if (need_kind(r, n, N_LIST, "a list of ops for 'ops'") < 0)
-		return -1;
-	for (i = 0; i < n->nkid; i++)
-		if (read_op(r, n, i) < 0)
-			return -1;
-	return 0;
 }
 
 /* output: NAME: {dtype: DTYPE, accumulate: BOOL, wait: ...} | {} | nothing   NAME is an op's output */
@@ -1394,203 +1114,6 @@ read_outputs(Reader *r, const Node *n)
 	return 0;
 }
 
-/* tile: [EXTENT, ...]   1 to 3 entries */
-static int
-read_tile(Reader *r, Schedule *s, const Node *n)
-{
-	int64_t v;
-	int i;
-
-	if (need_kind(r, n, N_LIST, "a list of 1 to 3 tile extents for 'tile'") < 0)
-		return -1;
-	if (n->nkid < 1 || n->nkid > 3)
-		return diag_error(r->c, n->pos, "expected 1 to 3 tile extents for 'tile', saw %d", n->nkid);
-	for (i = 0; i < n->nkid; i++) {
-		if (read_int(r, n->kid[i], "a tile extent", 1, MAX_TILE, &v) < 0)
-			return -1;
-		s->tile[i] = (int)v;
-	}
-	s->ntile = n->nkid;
-	s->tile_pos = n->pos;
-	return 0;
-}
-
-/* cluster: [X, Y]   at most MAX_CLUSTER CTAs */
-static int
-read_cluster(Reader *r, Schedule *s, const Node *n)
-{
-	int64_t v;
-	int i;
-
-	if (need_kind(r, n, N_LIST, "a list [x, y] for 'cluster'") < 0)
-		return -1;
-	if (n->nkid != 2)
-		return diag_error(r->c, n->pos, "expected [x, y] for 'cluster', saw %d entries", n->nkid);
-	for (i = 0; i < 2; i++) {
-		if (read_int(r, n->kid[i], "a cluster extent", 1, MAX_CLUSTER, &v) < 0)
-			return -1;
-		s->cluster[i] = (int)v;
-	}
-	if (s->cluster[0] * s->cluster[1] > MAX_CLUSTER)
-		return diag_error(r->c, n->pos, "cluster [%d, %d] has %d CTAs, more than the limit of %d",
-		                  s->cluster[0], s->cluster[1], s->cluster[0] * s->cluster[1], MAX_CLUSTER);
-	return 0;
-}
-
-/* One name of the signal's consumer outputs: an output of the spec, named once. */
-static int
-read_consumer_output(Reader *r, const Node *n)
-{
-	const char *name = read_name(r, n, "a signal consumer's output");
-	int j, t;
-
-	if (!name)
-		return -1;
-	t = names_get(r, tensor_scope, name);
-	for (j = 0; j < r->f->nout && r->f->out[j].tensor != t; j++)
-		;
-	if (!t || j == r->f->nout) {
-		const char *best = t ? NULL : suggest_tensor(r, name);
-
-		if (best)
-			return diag_error(r->c, n->pos, "signal consumer '%s' names no tensor: did you mean '%s'?", name,
-			                  best);
-		return diag_error(r->c, n->pos, "signal consumer '%s' is not an output: the consumer computes outputs "
-		                  "(name it under 'outputs')", name);
-	}
-	if (r->f->out[j].consumer)
-		return diag_error(r->c, n->pos, "signal consumer '%s' is named twice", name);
-	r->f->out[j].consumer = true;
-	return 0;
-}
-
-/*
- * signal: { per_tile, consumer: NAME | [NAME, ...], flags: BOOL, scope: gpu |
- * system }   (per_tile with no value, or true): the outputs the kernel's
- * consumer role computes from each stored tile, and whether the role raises
- * each tile's flag when it has written them.
- */
-static int
-read_signal(Reader *r, const Node *n)
-{
-	static const char *const keys[] = {"per_tile", "consumer", "scope", "flags"}, *const scopes[] = {"gpu", "system"};
-	const Node *v;
-	int i, word = 0;
-
-	if (check_keys(r, n, "'signal'", keys, countof(keys)) < 0)
-		return -1;
-	if (read_per_tile(r, n, "in 'signal' ({per_tile, consumer: [...]}): the signal is raised per output tile",
-	                  "to raise no signal, leave out 'signal'") < 0)
-		return -1;
-	if ((v = map_get(n, "scope"))) {   /* who reads the flags: this GPU (gpu) or another, or the host */
-		if (read_word(r, v, "the 'scope' of 'signal'", scopes, countof(scopes), &word) < 0)
-			return -1;
-		r->f->sched.system = word == 2;
-		r->f->sched.scope_pos = v->pos;
-	}
-	if ((v = map_get(n, "flags"))) {   /* with a consumer: does its role raise the tiles' flags */
-		if (read_bool(r, v, "'flags' of 'signal'", &r->f->sched.consumer_flags) < 0)
-			return -1;
-		if (!map_get(n, "consumer"))
-			return diag_error(r->c, v->pos, "'flags' says whether the signal's consumer role raises the tiles' "
-			                  "flags; without 'consumer' the epilogue raises them: leave out 'flags'");
-	}
-	if (!(v = map_get(n, "consumer")))
-		return 0;   /* {per_tile}: the same as signal: per_tile */
-	r->f->sched.consumer_pos = v->pos;
-	if (v->kind == N_SCALAR)
-		return read_consumer_output(r, v);
-	if (need_kind(r, v, N_LIST, "an output name or a list of them for 'consumer'") < 0)
-		return -1;
-	if (v->nkid == 0)
-		return diag_error(r->c, v->pos, "'consumer' names no output: name the outputs the consumer computes");
-	for (i = 0; i < v->nkid; i++)
-		if (read_consumer_output(r, v->kid[i]) < 0)
-			return -1;
-	return 0;
-}
-
-/* schedule: { tile: [EXTENT, ...], stages: INT, warp_specialize: BOOL, persistent: BOOL,
- *             cluster: [X, Y], consumers: cooperative | pingpong,
- *             signal: per_tile | {per_tile, consumer: NAME | [NAME, ...], flags: BOOL, scope: gpu | system},
- *             store: vector | tma, swap_ab: BOOL, split_k: INT, stream_k: BOOL } */
-static int
-read_schedule(Reader *r, const Node *key, const Node *n)
-{
-	static const char *const consumers[] = {"cooperative", "pingpong"};
-	static const char *const signals[] = {"per_tile"};
-	static const char *const stores[] = {"vector", "tma"};
-	Schedule *s = &r->f->sched;
-	int i, word = 0;
-	int64_t v = 0;
-	bool b = false;
-
-	s->pos = key->pos;
-	if (n->type == SC_NULL)
-		return 0;
-	if (need_kind(r, n, N_MAP, "a mapping of schedule hints for 'schedule'") < 0 ||
-	    check_keys(r, n, "'schedule'", schedule_keys, countof(schedule_keys)) < 0)
-		return -1;
-	for (i = 0; i < n->nkid; i += 2) {
-		const char *k = n->kid[i]->text;
-		const Node *val = n->kid[i + 1];
-
-		if (strcmp(k, "tile") == 0) {
-			if (read_tile(r, s, val) < 0)
-				return -1;
-		} else if (strcmp(k, "stages") == 0) {
-			if (read_int(r, val, "'stages'", 1, MAX_STAGES, &v) < 0)
-				return -1;
-			s->stages = (int)v;
-			s->stages_pos = val->pos;
-		} else if (strcmp(k, "warp_specialize") == 0) {
-			if (read_bool(r, val, "'warp_specialize'", &b) < 0)
-				return -1;
-			s->warp_specialize = b ? 2 : 1;
-			s->ws_pos = val->pos;
-		} else if (strcmp(k, "persistent") == 0) {
-			if (read_bool(r, val, "'persistent'", &b) < 0)
-				return -1;
-			s->persistent = b ? 2 : 1;
-		} else if (strcmp(k, "cluster") == 0) {
-			if (read_cluster(r, s, val) < 0)
-				return -1;
-			s->cluster_pos = val->pos;
-		} else if (strcmp(k, "consumers") == 0) {
-			if (read_word(r, val, "'consumers'", consumers, countof(consumers), &word) < 0)
-				return -1;
-			s->consumers = word == 2 ? CONSUMERS_PINGPONG : CONSUMERS_COOPERATIVE;
-			s->consumers_pos = val->pos;
-		} else if (strcmp(k, "signal") == 0) {
-			if (val->kind == N_MAP ? read_signal(r, val) < 0
-			                       : read_word(r, val, "'signal'", signals, countof(signals), &word) < 0)
-				return -1;
-			s->signal = SIGNAL_PER_TILE;
-			s->signal_pos = val->pos;
-		} else if (strcmp(k, "store") == 0) {
-			if (read_word(r, val, "'store'", stores, countof(stores), &word) < 0)
-				return -1;
-			s->store = word == 2 ? STORE_TMA : STORE_VECTOR;
-			s->store_pos = val->pos;
-		} else if (strcmp(k, "swap_ab") == 0) {
-			if (read_bool(r, val, "'swap_ab'", &b) < 0)
-				return -1;
-			s->swap_ab = b ? 2 : 1;
-			s->swap_pos = val->pos;
-		} else if (strcmp(k, "split_k") == 0) {
-			if (read_int(r, val, "'split_k'", 1, MAX_SPLIT_K, &v) < 0)
-				return -1;
-			s->split_k = (int)v;
-			s->split_pos = val->pos;
-		} else if (strcmp(k, "stream_k") == 0) {
-			if (read_bool(r, val, "'stream_k'", &b) < 0)
-				return -1;
-			s->stream_k = b ? 2 : 1;
-			s->sk_pos = val->pos;
-		}
-	}
-	return 0;
-}
 
 /* -D NAME=VALUE overrides the default of a size the spec uses. */
 static int

@@ -675,6 +675,72 @@ keep_preloads(Comp *c, Kernel *k)
 	}
 }
 
+/* Barrier init, once, before everything: the stages' (and lowering's: the signal consumer's). */
+static void
+init_barriers(Comp *c, Kernel *k, Found *fd)
+{
+	Stmt *init, *mbinit, *fence, *sync;
+	int b;
+
+	init = st_if(c, ex_leaf(c, EX_ELECT));
+	init->comment = "one thread initialises the stage barriers";
+	for (b = 1; b < k->nbar; b++) {
+		mbinit = st_new(c, ST_MBAR_INIT);
+		mbinit->bar = b;
+		st_append(c, init, mbinit);
+	}
+	fence = st_new(c, ST_FENCE_MBAR_INIT);
+	st_append(c, init, fence);
+	/* in a cluster, the others' too: their producers multicast into this CTA, their consumers (or a K-split's
+	   ranks) arrive here */
+	sync = st_new(c, kernel_cluster_ctas(k) > 1 ? ST_CLUSTER_SYNC : ST_SYNC);
+	sync->comment = kernel_cluster_ctas(k) > 1 ? "barrier init visible to every thread of the cluster"
+	                                                  : "barrier init visible to all threads";
+	st_insert(c, k->body, 0, sync);
+	st_insert(c, k->body, 0, init);
+	if (fd->parent == k->body)
+		fd->index += 2;
+}
+
+/* Plain pipelining of FD's loop over pipeline CB: a prologue, the main loop, an epilogue. */
+static void
+split_plain(Comp *c, Kernel *k, Found *fd, CbInfo *cb)
+{
+	Expr *i = ex_var(c, fd->loop->var), *n = fd->loop->hi;
+	int P = cb->prefetch, b;
+	Stmt *slice = cb_load_slice(c, fd->loop);
+	Stmt *pro, *epi, *ahead;
+	int pv = kernel_add_var(c, k, "p");
+	Expr *iP = ex_bin(c, EX_ADD, i, ex_int(c, P));
+
+	pro = st_loop(c, pv, ex_int(c, 0), ex_bin(c, EX_MIN, ex_int(c, P), n), LOOP_SERIAL);
+	pro->comment = "prologue: fill the first stages";
+	pro->cb = arena_alloc(c->arena, sizeof *cb);
+	*pro->cb = *cb;
+	pro->cb->part = CB_PROLOGUE;
+	pro->body = st_clone(c, slice, fd->loop->var, ex_var(c, pv))->body;
+	pro->nbody = pro->capbody = slice->nbody;
+
+	epi = st_clone(c, fd->loop, 0, NULL);
+	cb_strip_loads(epi);
+	epi->lo = ex_bin(c, EX_MAX, ex_bin(c, EX_SUB, n, ex_int(c, P)), ex_int(c, 0));
+	epi->comment = "epilogue: the last stages, nothing left to load";
+	epi->cb->part = CB_EPILOGUE;
+
+	cb_strip_loads(fd->loop);
+	ahead = st_clone(c, slice, fd->loop->var, iP);
+	for (b = ahead->nbody - 1; b >= 0; b--)
+		st_insert(c, fd->loop, 0, ahead->body[b]);
+	fd->loop->hi = ex_bin(c, EX_SUB, n, ex_int(c, P));
+	fd->loop->comment = "main: load P tiles ahead, compute this one";
+	cb->part = CB_MAIN;
+
+	if (P > 0)
+		st_insert(c, fd->parent, fd->index, pro);
+	if (P > 0)
+		st_insert(c, fd->parent, fd->index + 2, epi);
+}
+
 /* requires lower; leaves every TMA load on a stage's copy and full barrier, no waits */
 int
 pass_circular_buffer(Comp *c)
@@ -684,9 +750,7 @@ pass_circular_buffer(Comp *c)
 	Rewrite r = {0};
 	Pipe pipe[MAX_PIPES] = {{0}};
 	CbInfo *cb;
-	Stmt *init, *mbinit, *fence, *sync;
-	int b, q, npipe, main_ = 0, first = 0, S, P;
-	Expr *i, *n;
+	int b, q, npipe, main_ = 0, first = 0, S;
 
 	find_loop(k, k->body, NULL, 0, k->warp_specialize, &fd);
 	if (!fd.loop)
@@ -756,27 +820,8 @@ pass_circular_buffer(Comp *c)
 	grow_staging(c, k);
 	keep_preloads(c, k);
 
-	/* barrier init, once, before everything: the stages' (and lowering's: the signal consumer's) */
-	init = st_if(c, ex_leaf(c, EX_ELECT));
-	init->comment = "one thread initialises the stage barriers";
-	for (b = 1; b < k->nbar; b++) {
-		mbinit = st_new(c, ST_MBAR_INIT);
-		mbinit->bar = b;
-		st_append(c, init, mbinit);
-	}
-	fence = st_new(c, ST_FENCE_MBAR_INIT);
-	st_append(c, init, fence);
-	/* in a cluster, the others' too: their producers multicast into this CTA, their consumers (or a K-split's
-	   ranks) arrive here */
-	sync = st_new(c, kernel_cluster_ctas(k) > 1 ? ST_CLUSTER_SYNC : ST_SYNC);
-	sync->comment = kernel_cluster_ctas(k) > 1 ? "barrier init visible to every thread of the cluster"
-	                                                  : "barrier init visible to all threads";
-	st_insert(c, k->body, 0, sync);
-	st_insert(c, k->body, 0, init);
-	if (fd.parent == k->body)
-		fd.index += 2;
+	init_barriers(c, k, &fd);
 
-	i = ex_var(c, fd.loop->var);
 	if (!(fd.loop->lin = stage_counter(c, k, fd.loop)))
 		return -1;
 	for (q = 0; q < npipe; q++) {
@@ -794,8 +839,6 @@ pass_circular_buffer(Comp *c)
 			pipe[q].loop->cb = pipe[q].cb;
 	}
 	cb = pipe[first].cb;
-	S = cb->stages;
-	P = cb->prefetch;
 	fd.loop->cb = cb;
 	if (k->warp_specialize) {
 		for (q = 0; q < npipe; q++)
@@ -803,40 +846,6 @@ pass_circular_buffer(Comp *c)
 		return 0;
 	}
 
-	/* plain pipelining: prologue, main, epilogue */
-	n = fd.loop->hi;
-	{
-		Stmt *slice = cb_load_slice(c, fd.loop);
-		Stmt *pro, *epi, *ahead;
-		int pv = kernel_add_var(c, k, "p");
-		Expr *iP = ex_bin(c, EX_ADD, i, ex_int(c, P));
-
-		pro = st_loop(c, pv, ex_int(c, 0), ex_bin(c, EX_MIN, ex_int(c, P), n), LOOP_SERIAL);
-		pro->comment = "prologue: fill the first stages";
-		pro->cb = arena_alloc(c->arena, sizeof *cb);
-		*pro->cb = *cb;
-		pro->cb->part = CB_PROLOGUE;
-		pro->body = st_clone(c, slice, fd.loop->var, ex_var(c, pv))->body;
-		pro->nbody = pro->capbody = slice->nbody;
-
-		epi = st_clone(c, fd.loop, 0, NULL);
-		cb_strip_loads(epi);
-		epi->lo = ex_bin(c, EX_MAX, ex_bin(c, EX_SUB, n, ex_int(c, P)), ex_int(c, 0));
-		epi->comment = "epilogue: the last stages, nothing left to load";
-		epi->cb->part = CB_EPILOGUE;
-
-		cb_strip_loads(fd.loop);
-		ahead = st_clone(c, slice, fd.loop->var, iP);
-		for (b = ahead->nbody - 1; b >= 0; b--)
-			st_insert(c, fd.loop, 0, ahead->body[b]);
-		fd.loop->hi = ex_bin(c, EX_SUB, n, ex_int(c, P));
-		fd.loop->comment = "main: load P tiles ahead, compute this one";
-		cb->part = CB_MAIN;
-
-		if (P > 0)
-			st_insert(c, fd.parent, fd.index, pro);
-		if (P > 0)
-			st_insert(c, fd.parent, fd.index + 2, epi);
-	}
+	split_plain(c, k, &fd, cb);
 	return 0;
 }

@@ -128,6 +128,117 @@ stream_row(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *nchunks, const char
 	st_append(c, loop, s);
 }
 
+/* A row streamed in chunks, once a pass: its threads, stages and passes. */
+static void
+fit_chunks(Comp *c, Fusion *f, Kernel *k, bool full_out)
+{
+	int maxl;
+
+	/*
+	 * Chunks of 4096 elements, 8 a thread, four stages (a stage holds
+	 * 8 KiB of each staged bf16 tensor): several CTAs per SM keep HBM
+	 * busy.
+	 */
+	k->row.chunk = CHUNK;
+	k->tile_rows = 1;
+	k->tile_cols = CHUNK;
+	k->consumer_threads = k->threads = CHUNK_THREADS;
+	k->stages_default = 4;
+	maxl = kir_row_levels(k, arena_alloc(c->arena, (size_t)f->ntensor * sizeof(int)), NULL);
+	k->row.passes = maxl + full_out;
+}
+
+/* A row of CAP elements in one stage, or in registers (direct): its threads, steps and stages. */
+static void
+fit_row(Comp *c, Fusion *f, Kernel *k, int cap)
+{
+	int j, per, least, levels;
+	bool direct;
+
+	k->row.cap = cap;
+	k->tile_rows = 1;
+	k->tile_cols = cap;
+	/*
+	 * Two stages: one row computed while the next lands.  With 32 warps
+	 * resident that keeps HBM busy, and more stages measured slower
+	 * (docs/perf.md: 2 beat 4 and 6 on every normalization case).
+	 */
+	k->stages_default = 2;
+	/*
+	 * One CTA a row, the row loaded straight into registers (no stage,
+	 * no TMA), as Triton does: with 48 warps an SM each keeping its
+	 * 16-byte loads in flight, HBM stays busier than with persistent
+	 * CTAs that prefetch through the stages.  The default for a row
+	 * that fits in registers, unless `persistent:` or `stages:` says
+	 * otherwise, or the kernel spilled in every direct form
+	 * (c->row_fallback ROW_FB_PIPELINE, set by row_spill_retry when
+	 * the driver lowers it again): spills cost more than the pipeline gains.
+	 */
+	direct = !f->sched.stages &&
+	         (f->sched.persistent == 1 || (f->sched.persistent == 0 && c->row_fallback < ROW_FB_PIPELINE));
+	/*
+	 * 16 elements a thread: rows up to 16384 wide stay in registers in two
+	 * steps of 8 (codegen's register mode); wider rows take 1024 threads.
+	 * A direct row with two levels of reductions (layernorm's variance)
+	 * that keeps no computed full-row values between its passes holds
+	 * 32, in four steps, at 40 warps an SM: its loads are a smaller part
+	 * of its time, so each thread keeps more bytes in flight (softmax,
+	 * which keeps exp's f32 values, would lose so).
+	 *
+	 * A direct row with one level of reductions (rmsnorm) loads its
+	 * row again for the output pass instead of holding it across the
+	 * block reduction (the first read asks L2 to keep the row, the
+	 * second to drop it): 32 registers a thread, 64 warps an SM.  With
+	 * two levels, three reads lost.  If either kernel spills, it drops
+	 * back to 16 elements held (c->row_fallback ROW_FB_HELD).
+	 */
+	levels = kir_row_levels(k, arena_alloc(c->arena, (size_t)f->ntensor * sizeof(int)), NULL);
+	k->row.deep = direct && c->row_fallback == ROW_FB_NONE && cap / 16 <= 1024 && !row_keeps_values(f, k) &&
+	              levels >= 2;
+	per = k->row.deep ? 32 : 16;
+	least = k->row.deep ? 128 : LOWER_THREADS;
+	k->consumer_threads = k->threads = cap / per < least ? least : cap / per > 1024 ? 1024 :
+	                                   (cap / per + 31) / 32 * 32;
+	j = (cap + 8 * k->threads - 1) / (8 * k->threads);
+	k->row.steps = j <= per / 8 ? j : 0;
+	if (direct && k->row.steps)
+		k->persistent = false;
+	k->row.direct = !k->persistent && k->row.steps && !f->sched.stages;
+	k->row.reread = k->row.direct && c->row_fallback == ROW_FB_NONE && levels == 1;
+	if (!k->persistent && !k->stages_hint)
+		k->stages_hint = 1;  /* one row a CTA: one stage (a streamed row pipelines its chunks) */
+}
+
+/* The kernel's pointer parameters: the fusion's inputs that are read, then its outputs. */
+static void
+add_row_params(Comp *c, Fusion *f, Kernel *k)
+{
+	int j;
+
+	for (j = 0; j < f->ninput; j++) {
+		const Tensor *t = &f->tensor[f->input[j]];
+		int p;
+
+		if (t->unread)
+			continue;
+		p = kernel_add_param(c, k, PK_PTR, t->name);
+
+		k->param[p].arg = j;
+		k->param[p].tensor = f->input[j];
+		k->param[p].dtype = t->dtype;
+		k->param[p].view = k->row.view[f->input[j]];
+	}
+	for (j = 0; j < f->nout; j++) {
+		const Tensor *t = &f->tensor[f->out[j].tensor];
+		int p = kernel_add_param(c, k, PK_PTR, t->name);
+
+		k->param[p].arg = f->ninput + j;
+		k->param[p].tensor = f->out[j].tensor;
+		k->param[p].dtype = f->out[j].dtype;
+		k->param[p].view = k->row.view[f->out[j].tensor];
+	}
+}
+
 /*
  * The reduction family: whole rows of the domain [rows, cols] (the input of
  * the first reduction) per CTA iteration.  A row that fits a stage is
@@ -150,9 +261,9 @@ lower_reduction(Comp *c, Fusion *f)
 	Kernel *k;
 	Stmt *loop, *issue, *compute;
 	Expr *row0, *col0;
-	int j, cap, per, least, levels, row_bytes = 0, maxl;
+	int j, cap, row_bytes = 0;
 	int64_t width;
-	bool full_out = false, direct;
+	bool full_out = false;
 
 	for (j = 1; j < f->nop && !d; j++)
 		if (op_info[f->op[j].kind].cls == CLS_REDUCE)
@@ -207,96 +318,12 @@ lower_reduction(Comp *c, Fusion *f)
 
 	cap = (int)((width + ROW_ALIGN - 1) / ROW_ALIGN * ROW_ALIGN);
 	/* a stage of whole rows must fit with its two mbarriers (16 bytes), as circular_buffer.c counts */
-	if (width > MAX_ROW || (int64_t)cap * row_bytes + 16 > LOWER_SMEM_BUDGET) {
-		/*
-		 * Chunks of 4096 elements, 8 a thread, four stages (a stage holds
-		 * 8 KiB of each staged bf16 tensor): several CTAs per SM keep HBM
-		 * busy.
-		 */
-		k->row.chunk = CHUNK;
-		k->tile_rows = 1;
-		k->tile_cols = CHUNK;
-		k->consumer_threads = k->threads = CHUNK_THREADS;
-		k->stages_default = 4;
-		maxl = kir_row_levels(k, arena_alloc(c->arena, (size_t)f->ntensor * sizeof(int)), NULL);
-		k->row.passes = maxl + full_out;
-	} else {
-		k->row.cap = cap;
-		k->tile_rows = 1;
-		k->tile_cols = cap;
-		/*
-		 * Two stages: one row computed while the next lands.  With 32 warps
-		 * resident that keeps HBM busy, and more stages measured slower
-		 * (docs/perf.md: 2 beat 4 and 6 on every normalization case).
-		 */
-		k->stages_default = 2;
-		/*
-		 * One CTA a row, the row loaded straight into registers (no stage,
-		 * no TMA), as Triton does: with 48 warps an SM each keeping its
-		 * 16-byte loads in flight, HBM stays busier than with persistent
-		 * CTAs that prefetch through the stages.  The default for a row
-		 * that fits in registers, unless `persistent:` or `stages:` says
-		 * otherwise, or the kernel spilled in every direct form
-		 * (c->row_fallback ROW_FB_PIPELINE, set by row_spill_retry when
-		 * the driver lowers it again): spills cost more than the pipeline gains.
-		 */
-		direct = !f->sched.stages &&
-		         (f->sched.persistent == 1 || (f->sched.persistent == 0 && c->row_fallback < ROW_FB_PIPELINE));
-		/*
-		 * 16 elements a thread: rows up to 16384 wide stay in registers in two
-		 * steps of 8 (codegen's register mode); wider rows take 1024 threads.
-		 * A direct row with two levels of reductions (layernorm's variance)
-		 * that keeps no computed full-row values between its passes holds
-		 * 32, in four steps, at 40 warps an SM: its loads are a smaller part
-		 * of its time, so each thread keeps more bytes in flight (softmax,
-		 * which keeps exp's f32 values, would lose so).
-		 *
-		 * A direct row with one level of reductions (rmsnorm) loads its
-		 * row again for the output pass instead of holding it across the
-		 * block reduction (the first read asks L2 to keep the row, the
-		 * second to drop it): 32 registers a thread, 64 warps an SM.  With
-		 * two levels, three reads lost.  If either kernel spills, it drops
-		 * back to 16 elements held (c->row_fallback ROW_FB_HELD).
-		 */
-		levels = kir_row_levels(k, arena_alloc(c->arena, (size_t)f->ntensor * sizeof(int)), NULL);
-		k->row.deep = direct && c->row_fallback == ROW_FB_NONE && cap / 16 <= 1024 && !row_keeps_values(f, k) &&
-		              levels >= 2;
-		per = k->row.deep ? 32 : 16;
-		least = k->row.deep ? 128 : LOWER_THREADS;
-		k->consumer_threads = k->threads = cap / per < least ? least : cap / per > 1024 ? 1024 :
-		                                   (cap / per + 31) / 32 * 32;
-		j = (cap + 8 * k->threads - 1) / (8 * k->threads);
-		k->row.steps = j <= per / 8 ? j : 0;
-		if (direct && k->row.steps)
-			k->persistent = false;
-		k->row.direct = !k->persistent && k->row.steps && !f->sched.stages;
-		k->row.reread = k->row.direct && c->row_fallback == ROW_FB_NONE && levels == 1;
-		if (!k->persistent && !k->stages_hint)
-			k->stages_hint = 1;  /* one row a CTA: one stage (a streamed row pipelines its chunks) */
-	}
+	if (width > MAX_ROW || (int64_t)cap * row_bytes + 16 > LOWER_SMEM_BUDGET)
+		fit_chunks(c, f, k, full_out);
+	else
+		fit_row(c, f, k, cap);
 
-	for (j = 0; j < f->ninput; j++) {
-		const Tensor *t = &f->tensor[f->input[j]];
-		int p;
-
-		if (t->unread)
-			continue;
-		p = kernel_add_param(c, k, PK_PTR, t->name);
-
-		k->param[p].arg = j;
-		k->param[p].tensor = f->input[j];
-		k->param[p].dtype = t->dtype;
-		k->param[p].view = k->row.view[f->input[j]];
-	}
-	for (j = 0; j < f->nout; j++) {
-		const Tensor *t = &f->tensor[f->out[j].tensor];
-		int p = kernel_add_param(c, k, PK_PTR, t->name);
-
-		k->param[p].arg = f->ninput + j;
-		k->param[p].tensor = f->out[j].tensor;
-		k->param[p].dtype = f->out[j].dtype;
-		k->param[p].view = k->row.view[f->out[j].tensor];
-	}
+	add_row_params(c, f, k);
 	lower_size_params(c, k);
 
 	if (k->row.chunk) {

@@ -21,81 +21,18 @@
  * the one effect carried by protocol instead: the stage an iteration reads
  * was loaded P iterations earlier, or by the producer role, so every body of
  * a circular-buffered loop begins with that stage pending on its barrier.
+ *
+ * The exceptions.  What cannot yet be an effect of the table is placed by a
+ * named pattern (sync_patterns.c), each called at one point of the walk:
+ * place_preloads (the TMA loads of the epilogue inputs the staging copies
+ * carry, placed before the walk), and, before a loop, pre_arrive (the first
+ * stages start empty), hoist_mma_wait and hoist_row_barrier (one wait or
+ * barrier before the loop instead of one per iteration) and restart_wait
+ * (staging copies met out of order when the loop runs again); after a
+ * ping-pong warpgroup's k loop, pingpong_last (its mmas done, its last stage
+ * released).
  */
-#include "passes.h"
-
-/* How an access completes. */
-typedef enum Via {
-	VIA_NONE,     /* when the statement ends (synchronous) */
-	VIA_MBAR,     /* an mbarrier phase: TMA loads, and a consumer's release of a stage */
-	VIA_BULK,     /* a bulk async-group: TMA stores */
-	VIA_MMA       /* an mma async-group */
-} Via;
-
-/* One access of a statement: a buffer copy (buf, slot), an accumulator or a global tensor (param). */
-typedef struct Acc {
-	int buf, acc, param;
-	Expr *slot;
-	bool write;
-	Via via;
-} Acc;
-
-/* An effect still pending. */
-typedef struct Pend {
-	Acc a;
-	int id;          /* unique; an effect keeps it through the frames it passes */
-	Stmt *at;        /* the statement of the current block that issued it; NULL: before the block */
-	int dist;        /* iterations of the current loop since it was issued */
-	bool one;        /* issued by one elected thread, not by all */
-	int group;       /* VIA_BULK, VIA_MMA, once committed: its group's number on this path (may be
-	                    negative for a group carried in from earlier iterations) */
-	bool committed;
-	int bar;         /* VIA_MBAR: the barrier phase that completes it */
-	Expr *barslot, *parity;
-} Pend;
-
-/* Arrays grow: a kernel's inputs, each an effect, are as many as the spec has. */
-typedef struct State {
-	Pend *p;
-	int n, cap;
-	int bulk, mma;   /* groups committed on this path */
-} State;
-
-/* Syncs a block needs that depend on where barriers are: placed once its walk is done. */
-typedef enum ReqKind { REQ_FENCE = 1, REQ_BULK_READ } ReqKind;
-
-typedef struct Req {
-	ReqKind kind;
-	Stmt *from;      /* the statement that issued the effect; NULL: before the block */
-	int dist;        /* iterations back */
-	Stmt *at;        /* the statement that conflicts */
-	int group;       /* REQ_BULK_READ: the effect's group, counted from this iteration's start */
-} Req;
-
-/* A circular-buffered region: the loop's info and the stage counter of the body being walked. */
-typedef struct Cb {
-	const CbInfo *cb;
-	Expr *lin;
-} Cb;
-
-typedef struct Sync {
-	Comp *c;
-	Kernel *k;
-	bool dry;        /* walk without placing anything */
-	int ids;
-	int err;
-	Acc *acc;        /* the accesses of the statement being walked */
-	int capacc;
-} Sync;
-
-/* The frame of one block: its requirements and where its iterations start counting groups. */
-typedef struct Frame {
-	Stmt *block;
-	bool loop;       /* a loop body: requirements may be met in the iteration before */
-	int bulk0;       /* State.bulk at the start of this iteration */
-	Req *req;
-	int nreq, capreq;
-} Frame;
+#include "sync.h"
 
 /* ---- the table -------------------------------------------------------- */
 
@@ -151,7 +88,7 @@ accesses(Sync *y, const Stmt *s)
 
 /* ---- small builders ---------------------------------------------------- */
 
-static Stmt *
+Stmt *
 mbar(Comp *c, StmtKind kind, int bar, Expr *slot, Expr *par, const char *why)
 {
 	Stmt *s = st_new(c, kind);
@@ -163,7 +100,7 @@ mbar(Comp *c, StmtKind kind, int bar, Expr *slot, Expr *par, const char *why)
 	return s;
 }
 
-static Stmt *
+Stmt *
 elect_block(Comp *c, Stmt *inner)
 {
 	Stmt *s = st_if(c, ex_leaf(c, EX_ELECT));
@@ -172,7 +109,7 @@ elect_block(Comp *c, Stmt *inner)
 	return s;
 }
 
-static Stmt *
+Stmt *
 bulk_wait(Comp *c, int n, bool read, const char *why)
 {
 	Stmt *s = st_new(c, ST_BULK_WAIT);
@@ -183,7 +120,7 @@ bulk_wait(Comp *c, int n, bool read, const char *why)
 	return s;
 }
 
-static Stmt *
+Stmt *
 barrier(Comp *c, const char *why)
 {
 	Stmt *s = st_new(c, ST_SYNC);
@@ -192,7 +129,7 @@ barrier(Comp *c, const char *why)
 	return s;
 }
 
-static int
+int
 index_of(const Stmt *block, const Stmt *s)
 {
 	int i;
@@ -256,7 +193,7 @@ commits_run(const Stmt *block, int end)
 	return n;
 }
 
-static bool
+bool
 is_barrier(const Stmt *s)
 {
 	return s->kind == ST_SYNC && !s->flag;   /* bar.arrive waits for nobody */
@@ -270,7 +207,7 @@ push(Sync *y, State *st, Pend p)
 	*VEC_PUSH(y->c->arena, st->p, st->n, st->cap) = p;
 }
 
-static void
+void
 drop_pending(State *st, int i)
 {
 	st->p[i] = st->p[--st->n];
@@ -427,7 +364,7 @@ commit(Sync *y, State *st, Stmt *where, Via via)
 }
 
 /* Retires every effect completing through VIA that is no younger than GROUP (reads only, if READ). */
-static void
+void
 retire_groups(State *st, Via via, int group, bool read)
 {
 	int i;
@@ -443,7 +380,7 @@ retire_groups(State *st, Via via, int group, bool read)
  * groups committed since its own (closing its group first if it is open);
  * it retires P and every older mma effect.
  */
-static void
+void
 wait_mma(Sync *y, State *st, Stmt *block, int *j, Pend p)
 {
 	Comp *c = y->c;
@@ -701,7 +638,7 @@ mma_reads_stage(const Kernel *k, const Stmt *s, int full)
 }
 
 /* Does pipeline INFO's mma wait in the k loop (wait_group S - 1 - P) leave no mma in flight (one stage)? */
-static bool
+bool
 drains_each_step(const CbInfo *info)
 {
 	return info->stages - 1 - info->prefetch <= 0;
@@ -776,52 +713,6 @@ release_stage(Sync *y, Stmt *body, const Cb *cb, State *st)
 	}
 	if (!y->dry)
 		st_insert(c, body, last + 1, rel);
-}
-
-/*
- * After a ping-pong warpgroup's k loop LOOP (at BLOCK->body[*J]): its mmas
- * done (mma.wait_group 0, which the epilogue would need anyway), and the
- * stage of the tile's last k-step released, the one release_stage leaves.
- */
-static void
-pingpong_last(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop, const Cb *outer)
-{
-	Comp *c = y->c;
-	int S = outer->cb->stages;
-	Expr *end = ex_subst(c, loop->lin, loop->var, loop->hi);   /* the counter after the last k-step */
-	Stmt *w = st_new(c, ST_MMA_WAIT), *next, *last;
-	int at = *j + 1;
-
-	retire_groups(st, VIA_MMA, st->mma - 1, false);
-	if (y->dry)
-		return;
-	/*
-	 * After the other warpgroup's go (warp_specialize), as CUTLASS's
-	 * ping-pong does: its k loop starts while these mmas drain, and the
-	 * tensor pipe has no gap between the two.
-	 */
-	next = at < block->nbody ? block->body[at] : NULL;
-	if (next && next->kind == ST_IF && next->nbody == 1 && next->body[0]->kind == ST_SYNC && next->body[0]->flag)
-		at++;
-	w->n = 0;
-	w->comment = "this tile's mmas are done: the accumulator is complete, its last stage free";
-	st_insert(c, block, at++, w);
-	if (drains_each_step(outer->cb)) {   /* its k loop released every k-step (release_stage) */
-		*j = at - 1;
-		return;
-	}
-	last = mbar(c, ST_MBAR_ARRIVE, outer->cb->empty_bar,
-	            ex_stage_slot(c, y->k, end, S - 1, S), NULL,
-	            "release the tile's last k-step to the producer");
-	if (y->k->splits > 1) {
-		/* a K-split's CTA may have no k-steps (K short): then it has no last one to release */
-		Stmt *any = st_if(c, ex_bin(c, EX_LT, loop->lo, loop->hi));
-
-		st_append(c, any, last);
-		last = any;
-	}
-	st_insert(c, block, at, last);
-	*j = at;
 }
 
 /* ---- placing what depends on barriers ---------------------------------- */
@@ -1020,196 +911,6 @@ walk_body(Sync *y, Stmt *loop, State *st, const Cb *cb)
 	place_all(y, fr);
 }
 
-/* Does a compute (or a split-K or stream-K reduction) in S read accumulator ACC? */
-static bool
-reads_acc(const Stmt *s, int acc)
-{
-	int i;
-
-	if (!s)
-		return false;
-	if (s->kind == ST_COMPUTE || s->kind == ST_SPLIT_REDUCE || s->kind == ST_SK_STORE || s->kind == ST_SK_REDUCE)
-		for (i = 0; i < s->nreads; i++)
-			if (s->reads[i].acc == acc)
-				return true;
-	for (i = 0; i < s->nbody; i++)
-		if (reads_acc(s->body[i], acc))
-			return true;
-	return reads_acc(s->orelse, acc);
-}
-
-/*
- * A row buffer's copy (BUF_ROW) that every consumer thread wrote and a
- * compute in LOOP (at BLOCK->body[*J]) reads: one barrier before the loop,
- * not one a subtile.  Its copies alternate by tile, so the barrier also
- * orders the reads of the copy two tiles back before its next write
- * (lower_matmul_sync.c, stage_rows).
- */
-static void
-hoist_row_barrier(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop)
-{
-	bool have = false;
-	int i;
-
-	for (i = st->n - 1; i >= 0; i--) {
-		const Pend *p = &st->p[i];
-
-		if (p->a.via != VIA_NONE || !p->a.write || p->one || !p->a.buf || y->k->buf[p->a.buf].kind != BUF_ROW ||
-		    !st_reads_buf(loop, p->a.buf))
-			continue;
-		have = true;
-		drop_pending(st, i);
-	}
-	if (have && !y->dry) {
-		st_insert(y->c, block, *j, barrier(y->c, "the tile's row inputs in shared memory before its epilogue reads them"));
-		(*j)++;
-	}
-}
-
-/*
- * An accumulator that LOOP (at BLOCK->body[*J]) reads while an mma from
- * before the loop may still write it: one wait before the loop, not one in
- * every iteration (an epilogue's subtiles).
- */
-static void
-hoist_mma_wait(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop)
-{
-	Pend young = {0};
-	bool have = false;
-	int i;
-
-	for (i = 0; i < st->n; i++) {
-		const Pend *p = &st->p[i];
-
-		if (p->a.via != VIA_MMA || !p->a.acc || !reads_acc(loop, p->a.acc))
-			continue;
-		if (!have || !p->committed || (young.committed && p->group > young.group)) {
-			young = *p;
-			have = true;
-		}
-	}
-	if (have)
-		wait_mma(y, st, block, j, young);
-}
-
-/*
- * Before the consumers' buffered loop LOOP (at BLOCK->body[*J]): the first
- * P + 1 stages of its pipeline, and of each inner one in S, start empty.
- */
-static void
-pre_arrive(Sync *y, Stmt *block, int *j, const Stmt *loop, const Stmt *s)
-{
-	Comp *c = y->c;
-	int i;
-
-	if (s->kind == ST_LOOP && s->cb && (s == loop || s->cb->inner) && s->cb->empty_bar) {
-		int kv = kernel_add_var(c, y->k, "s");
-		bool pp = y->k->pingpong;   /* each stage released once, by the warpgroup that read it: all start empty */
-		Stmt *pre = st_loop(c, kv, ex_int(c, 0), ex_int(c, pp ? s->cb->stages : s->cb->prefetch + 1), LOOP_SERIAL);
-
-		pre->comment = pp ? "every stage starts empty (one warpgroup's arrivals)" : "the first P + 1 stages start empty";
-		st_append(c, pre, mbar(c, ST_MBAR_ARRIVE, s->cb->empty_bar, ex_var(c, kv), NULL, NULL));
-		if (pp) {
-			Stmt *one = st_if(c, ex_bin(c, EX_EQ, ex_leaf(c, EX_WG), ex_int(c, 0)));
-
-			st_append(c, one, pre);
-			pre = one;
-		}
-		st_insert(c, block, *j, pre);
-		(*j)++;
-	}
-	for (i = 0; i < s->nbody; i++)
-		pre_arrive(y, block, j, loop, s->body[i]);
-}
-
-/* Is SLOT LOOP's counter % the copies? */
-static bool
-counter_slot(const Stmt *loop, const Expr *slot)
-{
-	return slot && slot->kind == EX_MOD && slot->a->kind == EX_VAR && slot->a->var == loop->var;
-}
-
-/* Does S, or a statement inside it, write a copy of staging buffer BUF (a compute's result) named by LOOP's counter? */
-static bool
-writes_copy(const Stmt *loop, const Stmt *s, int buf)
-{
-	int i;
-
-	if (s->kind == ST_COMPUTE)
-		for (i = 0; i < s->nwrites; i++)
-			if (s->writes[i].buf == buf && counter_slot(loop, s->writes[i].slot))
-				return true;
-	for (i = 0; i < s->nbody; i++)
-		if (writes_copy(loop, s->body[i], buf))
-			return true;
-	return s->orelse && writes_copy(loop, s->orelse, buf);
-}
-
-/*
- * Does LOOP, entered again, meet the copies of staging buffer B in the order
- * it left them?  Its counter restarts at 0, so its copy counter % S
- * continues the last run's only where the run is a whole number of rings:
- * from 0 by 1 to a multiple of S.  (Then the read-waits inside, placed for
- * the copy S iterations back, serve across the runs too.)
- */
-static bool
-meets_in_order(const Kernel *k, const Stmt *loop, int b)
-{
-	int S = k->buf[b].stages;
-
-	return loop->lo->kind == EX_INT && loop->lo->ival == 0 && (!loop->step || (loop->step->kind == EX_INT &&
-	       loop->step->ival == 1)) && loop->hi->kind == EX_INT && loop->hi->ival % S == 0;
-}
-
-/*
- * Before LOOP (BLOCK->body[*J]), which writes the staging copies that
- * stores from an earlier run of it may still read (STATE), named by its
- * counter: where the runs do not meet the copies in order (a tile of 1, 3
- * or 5 subtiles over 2 or 4 copies writes copy 0 first again while the
- * last store reads it), the storing thread waits for every store's reads
- * and a barrier lets the writers go, once a run (the barrier already
- * before the loop, if there is one).  The analysis inside the
- * loop names copies by the counter, which a run alone does not restart.
- */
-static void
-restart_wait(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop)
-{
-	Comp *c = y->c;
-	const Kernel *k = y->k;
-	bool need = false;
-	int i;
-
-	if (loop->cb)
-		return;
-	for (i = 0; i < st->n && !need; i++) {
-		const Pend *p = &st->p[i];
-		const Expr *slot = p->a.slot;
-		int b = p->a.buf;
-
-		if (p->a.via != VIA_BULK || p->a.write || !b || k->buf[b].kind != BUF_STAGING ||
-		    k->buf[b].preload)
-			continue;   /* a carried copy's loads wait for its stores (place_preloads) */
-		if (slot && !counter_slot(loop, slot))
-			continue;   /* a copy named otherwise (none: the copy an outer loop's back edge left unnamed) */
-		need = writes_copy(loop, loop, b) && !meets_in_order(k, loop, b);
-	}
-	if (!need)
-		return;
-	if (!y->dry) {
-		/* before the barrier right before the loop, if any (a row buffer's: hoist_row_barrier) */
-		int at = *j > 0 && is_barrier(block->body[*j - 1]) ? *j - 1 : *j;
-
-		if (at == *j) {
-			st_insert(c, block, at, barrier(c, "writers may reuse the staging copies"));
-			(*j)++;
-		}
-		st_insert(c, block, at, elect_block(c, bulk_wait(c, 0, true, "the stores of the run before have read "
-		                                                 "the staging copies: this one starts again at copy 0")));
-		(*j)++;
-	}
-	retire_groups(st, VIA_BULK, st->bulk - 1, true);
-}
-
 /*
  * The loop at BLOCK->body[*J]: walked with its back edge (see the file
  * comment), its waits placed; STATE becomes what it leaves pending.
@@ -1321,133 +1022,6 @@ walk_top(Sync *y, Stmt *block, State *st)
 		}
 	walk_block(y, block, st);
 	wait_stores_at_end(y, block, st);
-}
-
-/* The first loop in BLOCK's body (not nested deeper) that holds a statement of KIND, or NULL. */
-static Stmt *
-loop_with(Stmt *block, StmtKind kind)
-{
-	int i;
-
-	for (i = 0; i < block->nbody; i++)
-		if (block->body[i]->kind == ST_LOOP && st_first(block->body[i], kind))
-			return block->body[i];
-	return NULL;
-}
-
-/* Buffer B's copy SLOT <- its preload's subtile at (ROW, COL), on B's barrier of the copy: expect_tx, then the load. */
-static void
-preload_copy(Comp *c, const Kernel *k, Stmt *block, int b, Expr *slot, Expr *row, Expr *col, Pos pos)
-{
-	const KBuf *u = &k->buf[b];
-	Stmt *tx = mbar(c, ST_EXPECT_TX, u->preload_bar, slot, NULL, NULL), *ld = st_new(c, ST_TMA_LOAD);
-
-	tx->n = kbuf_copy(u).bytes;
-	st_append(c, block, tx);
-	ld->buf = b;
-	ld->slot = slot;
-	ld->param = u->preload;
-	ld->a = row;
-	ld->b = col;
-	ld->bar = u->preload_bar;
-	ld->barslot = slot;
-	ld->pos = pos;
-	st_append(c, block, ld);
-}
-
-/*
- * The loads of the epilogue inputs the staging copies carry (KBuf.preload,
- * circular_buffer.c keep_preloads), issued by the consumers' thread that
- * stores, whose bulk groups say when a copy's store has read it.  The
- * tile's first S subtiles (S copies) go out at its k loop's last k-step
- * but one, after bulk.wait_group.read 0 (the tile before's stores, a k
- * loop ago, have read their copies); the others, subtile e + S - 1 at
- * subtile e (from the second), before e's store, after the same wait (the
- * store of e - 1, which read that copy, is done): S - 2 subtiles run
- * between a load and its use.  Every consumer thread waits on the copy's
- * barrier before the compute that reads it, with the parity of the copy's
- * use, i x E / S + e / S (E subtiles a tile, a multiple of S).  A copy is
- * rewritten only after its load landed, which is after the store before
- * read it: the read-wait sync places before a copy's compute otherwise is
- * never needed, and the walk finds none.  Issued any later, the loads'
- * round trip shows (docs/perf_history.md).
- */
-static int
-place_preloads(Comp *c, Kernel *k)
-{
-	Stmt *roles = st_first(k->body, ST_ROLES), *tile = NULL, *kloop, *eloop, *compute, *store = NULL;
-	int r, b, i, w;
-
-	for (b = 1; b < k->nbuf && !(k->buf[b].kind == BUF_STAGING && k->buf[b].preload); b++)
-		;
-	if (b == k->nbuf)
-		return 0;
-	for (r = 0; roles && r < roles->nbody && !tile; r++)
-		if (k->role[roles->body[r]->role].kind == ROLE_CONSUMER)
-			tile = loop_with(roles->body[r], ST_MMA);
-	if (!tile || tile->loop != LOOP_TILE || !(kloop = loop_with(tile, ST_MMA)) ||
-	    !(eloop = loop_with(tile, ST_COMPUTE)) || eloop->hi->kind != EX_INT || eloop->lo->kind != EX_INT ||
-	    eloop->lo->ival != 0 || !(compute = st_first(eloop, ST_COMPUTE)))
-		return diag_internal(c, "sync", "staging copies carry an epilogue input, but the consumers have no tile loop "
-		                     "with a k loop and an epilogue loop of whole subtiles");
-	for (i = 0; i < eloop->nbody && !store; i++)
-		if (eloop->body[i]->kind == ST_IF && eloop->body[i]->cond->kind == EX_ELECT &&
-		    st_first(eloop->body[i], ST_TMA_STORE))
-			store = eloop->body[i];
-	if (!store)
-		return diag_internal(c, "sync", "an epilogue loop that carries an input has no elected store");
-	{
-		int64_t E = eloop->hi->ival;
-		Expr *e = ex_var(c, eloop->var);
-		Stmt *lead = st_if(c, ex_leaf(c, EX_ELECT)), *at = st_if(c, ex_bin(c, EX_EQ, ex_var(c, kloop->var),
-		                     ex_bin(c, EX_MAX, ex_bin(c, EX_SUB, kloop->hi, ex_int(c, 2)), ex_int(c, 0))));
-		Stmt *st0 = st_first(store, ST_TMA_STORE);
-
-		at->comment = "the epilogue's first subtiles of its inputs, landing while the last k-steps run";
-		st_append(c, at, bulk_wait(c, 0, true, "the tile before's stores have read their copies"));
-		for (b = 1; b < k->nbuf; b++) {
-			const KBuf *u = &k->buf[b];
-			Expr *slot = NULL, *ahead;
-			Stmt *next;
-			Pos pos;
-			int S = u->stages, q;
-
-			if (u->kind != BUF_STAGING || !u->preload)
-				continue;
-			pos = c->fusion->tensor[k->param[u->preload].tensor].pos;   /* the input's spec line */
-			for (w = 0; w < compute->nwrites; w++)
-				if (compute->writes[w].buf == b)
-					slot = compute->writes[w].slot;
-			if (!slot || E % S || E < S)
-				return diag_internal(c, "sync", "staging buffer '%s' carries an input but its %d copies do not "
-				                     "divide the %lld subtiles its compute writes", u->name, S, (long long)E);
-			for (q = 0; q < S; q++)
-				preload_copy(c, k, at, b, ex_int(c, q), compute->a, ex_subst(c, compute->b, eloop->var, ex_int(c, q)),
-				             pos);
-			/* subtile e's copy has landed: the copy's use i E / S + e / S, a linear count of its subtiles */
-			{
-				Stmt *wait = mbar(c, ST_MBAR_WAIT, u->preload_bar, slot,
-				                  ex_stage_parity(c, k, ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, ex_var(c, tile->var),
-				                                                                 ex_int(c, E)), e), S),
-				                  arena_printf(c->arena, "the copy's '%s' has landed", k->param[u->preload].name));
-
-				st_insert(c, eloop, index_of(eloop, compute), wait);
-			}
-			/* at subtile e >= 1, subtile e + S - 1's, into the copy e - 1's store read */
-			if (E == S)
-				continue;   /* the first loads were all */
-			ahead = ex_bin(c, EX_ADD, e, ex_int(c, S - 1));
-			next = st_if(c, ex_bin(c, EX_AND, ex_bin(c, EX_GE, e, ex_int(c, 1)), ex_bin(c, EX_LT, ahead, ex_int(c, E))));
-			next->comment = "a later subtile's, into the copy the store before read";
-			st_append(c, next, bulk_wait(c, 0, true, "the store before has read its copy"));
-			preload_copy(c, k, next, b, ex_subst(c, slot, eloop->var, ahead), compute->a,
-			             ex_subst(c, compute->b, eloop->var, ahead), pos);
-			st_insert(c, store, index_of(store, st0), next);
-		}
-		st_append(c, lead, at);
-		st_append(c, kloop, lead);
-	}
-	return 0;
 }
 
 /* requires circular_buffer and warp_specialize; leaves the kernel synchronised, ready to emit */
