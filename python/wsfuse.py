@@ -267,7 +267,8 @@ class Context:
 
     sizes: {name: value} for set_size; options: set_option names with '_' for '-'
     (stop_after="ptx", cache="0", cache_dir=..., dump_after="all", dump_dir=...,
-    override_dir=...: a folder whose NAME.cu replaces a kernel's generated CUDA).
+    override_dir=...: a folder whose NAME-KEY/NAME.cu, else NAME.cu, replaces a
+    kernel's generated CUDA).
     Diagnostics accumulate in .diagnostics as (severity, text); IR dumps in .dumps
     as (pass, text).  Keep the context open while its kernels are launched."""
 
