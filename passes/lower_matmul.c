@@ -111,7 +111,7 @@ load_operand(Comp *c, Kernel *k, Stmt *issue, int buf, int base, int p, bool kma
 			mask = ex_bin(c, EX_SHL, mask, axis ? ex_bin(c, EX_MOD, rank, ex_int(c, cm))
 			                                     : ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, rank, ex_int(c, cm)),
 			                                              ex_int(c, cm)));
-		if (k->splits > 1)   /* the CTAs of this CTA's K-split rank (lower_split_rank) */
+		if (ksum_rule[k->ksum].split_cluster)   /* the CTAs of this CTA's K-split rank (lower_split_rank) */
 			mask = ex_bin(c, EX_SHL, mask, ex_bin(c, EX_MUL, lower_split_rank(c, k),
 			                                      ex_int(c, k->cluster[0] * k->cluster[1])));
 		part = ex_bin(c, EX_MUL, place, ex_int(c, rows / share));
@@ -703,7 +703,7 @@ k_steps(Comp *c, Tile *t, int inner)
 	if (ksum_rule[t->ksum].split_cluster) {
 		Expr *all = ex_var(c, lower_let(c, k, "ksteps", steps, k->body)->var), *per;
 
-		per = ex_var(c, lower_let(c, k, "kper", ex_bin(c, EX_CEILDIV, all, ex_int(c, k->splits)), k->body)->var);
+		per = ex_var(c, lower_let(c, k, "kper", ex_bin(c, EX_CEILDIV, all, ex_int(c, k->ksize.splits)), k->body)->var);
 		t->k0 = ex_var(c, lower_let(c, k, "k0", ex_bin(c, EX_MUL, lower_split_rank(c, k), per), k->body)->var);
 		t->kparts = ex_var(c, lower_let(c, k, "kparts", ex_bin(c, EX_CEILDIV, all, per), k->body)->var);
 		steps = ex_bin(c, EX_MAX, ex_bin(c, EX_MIN, ex_bin(c, EX_SUB, all, t->k0), per), ex_int(c, 0));
@@ -728,11 +728,8 @@ set_plan(Kernel *k, Tile *t, const MatmulPlan *p)
 	k->row_blocks = p->row_blocks;
 	k->cluster[0] = p->cluster[0];
 	k->cluster[1] = p->cluster[1];
-	k->splits = p->splits;
-	k->split_scatter = p->split_scatter;
-	k->sk_parts = p->sk_parts;
-	k->sk_scatter = p->sk_scatter;
-	k->sk_slot = p->sk_slot;
+	k->ksum = p->ksum;
+	k->ksize = (KSumSize){.splits = p->splits, .sk_parts = p->sk_parts, .sk_slot = p->sk_slot};
 	k->producer_regs = p->producer_regs;
 	k->consumer_regs = p->consumer_regs;
 	k->tile_rows = p->bm;
