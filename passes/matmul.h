@@ -77,7 +77,7 @@ enum {
 	SK_NARROW_WIDE = 96,                       /* else halves this wide where 128 x 64's are too many */
 	SK_ROW_PARTS = 6, SK_ROW_MOST = 8,         /* one row of 128 x 64 tiles: this many parts or more fill
 	                                              the SMs where quarters leave a third idle */
-	TUNE_COUNT = 12                            /* lower_matmul_candidates' schedules, at most */
+	TUNE_COUNT = 12                            /* plan_matmul_candidates' schedules, at most */
 };
 /* What every group's mainloop and epilogue share: the tile, the operand buffers, where the tile is. */
 typedef struct Tile {

@@ -78,7 +78,7 @@ const LowerFamily *lower_family(Family f);
  * wait, whose launches are not theirs to repeat.  Returns the count (with
  * OUT NULL, only that).
  */
-int lower_matmul_candidates(const Fusion *f, Schedule *out, int max);
+int plan_matmul_candidates(const Fusion *f, Schedule *out, int max);
 
 enum {
 	LOWER_THREADS = 256,            /* compute threads per CTA */

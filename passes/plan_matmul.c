@@ -986,7 +986,7 @@ shared_a(const Fusion *f)
 }
 
 int
-lower_matmul_candidates(const Fusion *f, Schedule *out, int max)
+plan_matmul_candidates(const Fusion *f, Schedule *out, int max)
 {
 	static const int tiles[][3] = {{128, 128, 64}, {128, 256, 64}, {256, 128, 64}};
 	const Schedule *h = &f->sched;

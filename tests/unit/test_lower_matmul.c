@@ -3188,9 +3188,9 @@ tune_candidates(void **state)
 			fail_msg("setup");
 		if (!(k = kernel_of(t, text)))
 			fail_msg("%s", t->msg);
-		n = lower_matmul_candidates(t->c.fusion, cand, 12);
+		n = plan_matmul_candidates(t->c.fusion, cand, 12);
 		assert_int_equal(n, want[i]);
-		assert_int_equal(lower_matmul_candidates(t->c.fusion, NULL, 0), n);
+		assert_int_equal(plan_matmul_candidates(t->c.fusion, NULL, 0), n);
 		assert_memory_equal(&cand[0], &t->c.fusion->sched, sizeof cand[0]);
 		teardown((void **)&t);
 		for (j = 1, lowered = 0; j < n; j++)
