@@ -402,7 +402,7 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 	                         : arena_printf(c->arena, "the epilogue of %s", f->name);
 	for (m = 0; m < g->n; m++)
 		VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->acc = g->acc[m];
-	if (t->ksum == KSUM_SK_SCATTER)
+	if (t->k->ksum == KSUM_SK_SCATTER)
 		compute->step = t->sknp;
 	st_append(c, ksum_own(c, t, eloop, false), compute);
 	store = st_if(c, ex_leaf(c, EX_ELECT));
@@ -437,7 +437,7 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 		 * independent matmuls' epilogues one after another (the first's
 		 * read-wait took a barrier of its own).
 		 */
-		if (!k->pingpong && !k->swap_ab && !ksum_rule[t->ksum].partial && n == 1)
+		if (!k->pingpong && !k->swap_ab && !ksum_rule[t->k->ksum].partial && n == 1)
 			k->buf[sb].ring = t->bn / ecols < STAGING_RING ? t->bn / ecols : STAGING_RING;
 	}
 	for (j = 0; j < store->nbody; j++) {
@@ -700,7 +700,7 @@ k_steps(Comp *c, Tile *t, int inner)
 	Expr *steps = ex_bin(c, EX_CEILDIV, ex_var(c, inner), ex_int(c, t->bk));
 
 	k->body->nbody--;
-	if (ksum_rule[t->ksum].split_cluster) {
+	if (ksum_rule[t->k->ksum].split_cluster) {
 		Expr *all = ex_var(c, lower_let(c, k, "ksteps", steps, k->body)->var), *per;
 
 		per = ex_var(c, lower_let(c, k, "kper", ex_bin(c, EX_CEILDIV, all, ex_int(c, k->ksize.splits)), k->body)->var);
@@ -709,7 +709,7 @@ k_steps(Comp *c, Tile *t, int inner)
 		steps = ex_bin(c, EX_MAX, ex_bin(c, EX_MIN, ex_bin(c, EX_SUB, all, t->k0), per), ex_int(c, 0));
 	}
 	t->ktiles = ex_var(c, lower_let(c, k, "ktiles", steps, k->body)->var);
-	if (ksum_rule[t->ksum].workspace && stream_k_plan(c, k, t) < 0)
+	if (ksum_rule[t->k->ksum].workspace && stream_k_plan(c, k, t) < 0)
 		return -1;
 	st_append(c, k->body, t->loop);
 	return 0;
@@ -739,7 +739,6 @@ set_plan(Kernel *k, Tile *t, const MatmulPlan *p)
 	k->elect_nest = p->elect_nest;
 	t->bm = p->bm, t->bn = p->bn, t->bk = p->bk;
 	t->akm = p->akm, t->bkm = p->bkm;
-	t->ksum = p->ksum;
 }
 
 static int

@@ -23,7 +23,7 @@ static Stmt *
 own_subtile(Comp *c, const Tile *t, Stmt *eloop, const char *comment)
 {
 	Expr *e = ex_var(c, eloop->var);
-	Stmt *s = st_if(c, t->ksum == KSUM_SK_SCATTER ? ex_bin(c, EX_EQ, ex_bin(c, EX_MOD, e, t->sknp), t->ski)
+	Stmt *s = st_if(c, t->k->ksum == KSUM_SK_SCATTER ? ex_bin(c, EX_EQ, ex_bin(c, EX_MOD, e, t->sknp), t->ski)
 	                                    : ex_bin(c, EX_EQ, ex_bin(c, EX_MOD, e, ex_int(c, t->k->ksize.splits)),
 	                                             lower_split_rank(c, t->k)));
 
@@ -59,11 +59,11 @@ split_reduce(Comp *c, const Tile *t, const Group *g)
 	                        BUF_PARTIAL, DT_F32, wgs, 128 * regs);
 	k->buf[s->buf].tensor = k->acc[acc].tensor;
 	s->bar = kernel_add_bar(c, k, "split_full", wgs, 128 * (k->ksize.splits - 1));
-	kernel_add_bar(c, k, "split_free", wgs, 128 * (t->ksum == KSUM_SPLIT_SCATTER ? k->ksize.splits - 1 : 1));
+	kernel_add_bar(c, k, "split_free", wgs, 128 * (t->k->ksum == KSUM_SPLIT_SCATTER ? k->ksize.splits - 1 : 1));
 	VEC_PUSH(c->arena, s->reads, s->nreads, s->capreads)->acc = acc;
 	s->a = ex_bin(c, EX_AND, nth, ex_int(c, 1));
 	s->b = t->kparts;
-	s->comment = t->ksum == KSUM_SPLIT_SCATTER ? "the cluster's partial sums of the tile, each rank's subtiles into it"
+	s->comment = t->k->ksum == KSUM_SPLIT_SCATTER ? "the cluster's partial sums of the tile, each rank's subtiles into it"
 	                              : "the cluster's partial sums of the tile, into rank 0";
 	return s;
 }
@@ -228,7 +228,7 @@ stream_k_plan(Comp *c, Kernel *k, Tile *t)
 		;
 	memmove(&body->body[n], &body->body[n + 1], (size_t)(body->nbody - n - 1) * sizeof *body->body);
 	body->nbody--;
-	if (t->ksum == KSUM_SK_SCATTER)
+	if (t->k->ksum == KSUM_SK_SCATTER)
 		return fraction_plan(c, k, t, on, mine, tile, at_tile);
 
 	left = let_at(c, k, body, body->nbody, "sk_tiles", ex_bin(c, EX_MOD, tiles, G), "stream-K: the last wave's tiles");
@@ -302,7 +302,7 @@ stream_k_meet(Comp *c, const Tile *t, const Group *g, Stmt *epilogue)
 	put->param = add->param = p;
 	VEC_PUSH(c->arena, put->reads, put->nreads, put->capreads)->acc = g->acc[0];
 	VEC_PUSH(c->arena, add->reads, add->nreads, add->capreads)->acc = g->acc[0];
-	if (t->ksum == KSUM_SK_SCATTER) {
+	if (t->k->ksum == KSUM_SK_SCATTER) {
 		/* every part of a split tile leaves the others their subtiles; a part that owns some adds theirs */
 		put->cond = ex_bin(c, EX_LT, ex_int(c, 1), t->sknp);
 		put->comment = "a part of a tile: its sums of the subtiles the others own, to the CTA's slot";
@@ -339,7 +339,7 @@ ksum_meet(Comp *c, const Tile *t, const Group *g, Stmt *eloop)
 	Kernel *k = t->k;
 	Stmt *lead;
 
-	switch (t->ksum) {
+	switch (t->k->ksum) {
 	case KSUM_NONE:
 		st_append(c, t->loop, eloop);
 		break;
@@ -372,7 +372,7 @@ ksum_meet(Comp *c, const Tile *t, const Group *g, Stmt *eloop)
 Stmt *
 ksum_own(Comp *c, const Tile *t, Stmt *eloop, bool store)
 {
-	const KSumRule *r = &ksum_rule[t->ksum];
+	const KSumRule *r = &ksum_rule[t->k->ksum];
 
 	if (!r->own_compute)
 		return eloop;

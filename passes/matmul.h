@@ -91,7 +91,6 @@ typedef struct Tile {
 	                                 first, and the CTAs after this one whose sums its tile's owner adds */
 	Expr *ski, *sknp;             /* stream-K in fractions of a tile (KSUM_SK_SCATTER): the part's index
 	                                 among its tile's, and their number (0 and 1 for a whole tile) */
-	KSum ksum;                    /* how partial sums over K meet (ksum_rule) */
 	int bm, bn, bk;
 	bool akm, bkm;                /* is the operand K-major (K its contiguous dim)? */
 	int abuf, bbuf;               /* A's stage, and B's: a group's side by side */
