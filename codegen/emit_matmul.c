@@ -201,7 +201,7 @@ emit_mma(Emit *e, const Stmt *s)
  * (register-major: thread t's registers 4q .. 4q + 3 at float4 q x 128 +
  * t), which rank 0 reads from each other rank's shared memory and adds in
  * rank order, so the sum does not depend on which CTA finishes first.
- * With Kernel.split_scatter, a reduce-scatter: each rank writes the
+ * With KSUM_SPLIT_SCATTER, a reduce-scatter: each rank writes the
  * registers of the subtiles it does not store, and adds into its own
  * subtiles' registers the others' partials of them (its own first, then
  * the others in rank order), so each rank reads 1 / splits of what rank 0
@@ -221,14 +221,14 @@ split_reduce_scatter(Emit *e, const Stmt *s, const char *acc, int n)
 		q = arena_printf(e->c->arena, "q %% %d", a->cols / 8);
 	if (a->cols != k->tile_cols)
 		q = arena_printf(e->c->arena, "%s %% %d", q, k->tile_cols / 8);
-	own = arena_printf(e->c->arena, "%s / %d %% %d", q, k->epi_cols / 8, k->splits);
+	own = arena_printf(e->c->arena, "%s / %d %% %d", q, k->epi_cols / 8, k->ksize.splits);
 	if (sh > 1) {   /* rank = split rank x sh + place (lower_split_rank): rank r's CTA of this tile is sh r + at */
 		emit_line(e, "const int me = (int)wsf_cluster_rank() / %d, at = (int)wsf_cluster_rank() %% %d;   "
 		          "// split rank me stores subtiles me, me + %d, ...; at: the tile's place in the cluster", sh, sh,
-		          k->splits);
+		          k->ksize.splits);
 		peer = arena_printf(e->c->arena, "%d * r + at", sh);
 	} else {
-		emit_line(e, "const int me = (int)wsf_cluster_rank();   // stores subtiles me, me + %d, ...", k->splits);
+		emit_line(e, "const int me = (int)wsf_cluster_rank();   // stores subtiles me, me + %d, ...", k->ksize.splits);
 	}
 	emit_line(e, "wsf_mbar_wait(&%s[w], parity ^ 1u);   // the other ranks have read this warpgroup's partial before",
 	          free_);
@@ -238,7 +238,7 @@ split_reduce_scatter(Emit *e, const Stmt *s, const char *acc, int n)
 	emit_line(e, "        mine[128 * q] = make_float4(%s[4 * q], %s[4 * q + 1], %s[4 * q + 2], %s[4 * q + 3]);", acc, acc,
 	          acc, acc);
 	emit_line(e, "#pragma unroll");
-	emit_line(e, "for (int r = 0; r < %d; r++)", k->splits);
+	emit_line(e, "for (int r = 0; r < %d; r++)", k->ksize.splits);
 	emit_line(e, "    if (r != me)");
 	emit_line(e, "        wsf_mbar_arrive_remote(&%s[w], %s);   // released to rank r: its subtiles' partials are in place",
 	          full, peer);
@@ -249,7 +249,8 @@ split_reduce_scatter(Emit *e, const Stmt *s, const char *acc, int n)
 	emit_line(e, "    if (%s == me && me >= parts)   // no k-steps here: the mma never wrote them", own);
 	emit_line(e, "        %s[4 * q] = %s[4 * q + 1] = %s[4 * q + 2] = %s[4 * q + 3] = 0.0f;", acc, acc, acc, acc);
 	emit_line(e, "#pragma unroll");
-	emit_line(e, "for (int r = 0; r < %d; r++) {   // in rank order; a rank without k-steps adds nothing", k->splits);
+	emit_line(e, "for (int r = 0; r < %d; r++) {   // in rank order; a rank without k-steps adds nothing",
+	          k->ksize.splits);
 	emit_line(e, "    if (r == me || r >= parts)");
 	emit_line(e, "        continue;");
 	emit_line(e, "    const float4 *theirs = wsf_map_rank(mine, %s);", peer);
@@ -262,7 +263,7 @@ split_reduce_scatter(Emit *e, const Stmt *s, const char *acc, int n)
 	emit_line(e, "        }");
 	emit_line(e, "}");
 	emit_line(e, "#pragma unroll");
-	emit_line(e, "for (int r = 0; r < %d; r++)", k->splits);
+	emit_line(e, "for (int r = 0; r < %d; r++)", k->ksize.splits);
 	emit_line(e, "    if (r != me)");
 	emit_line(e, "        wsf_mbar_arrive_remote(&%s[w], %s);   // rank r's partial is read: it may write its next", free_,
 	          peer);
@@ -275,14 +276,15 @@ emit_split_reduce(Emit *e, const Stmt *s)
 	const char *acc = acc_name(e, s->reads[0].acc), *full = k->bar[s->bar].name, *free_ = k->bar[s->bar + 1].name;
 	int n = emit_acc_regs(k, s->reads[0].acc);
 
-	emit_line(e, "{   // %s: %d CTAs each summed a share of the k-steps", s->comment ? s->comment : "split-K", k->splits);
+	emit_line(e, "{   // %s: %d CTAs each summed a share of the k-steps", s->comment ? s->comment : "split-K",
+	          k->ksize.splits);
 	e->depth++;
 	emit_line(e, "const unsigned parity = (unsigned)(%s);", emit_expr_str(e, s->a));
 	emit_line(e, "const int parts = (int)(%s);   // the ranks with k-steps", emit_expr_str(e, s->b));
 	emit_line(e, "const int w = wsf_wg;   // the consumer warpgroup");
 	emit_line(e, "float4 *const mine = (float4 *)(%s) + w * %d + threadIdx.x %% 128;", emit_buf_at(e, s->buf, NULL),
 	          n / 4 * 128);
-	if (k->split_scatter) {
+	if (k->ksum == KSUM_SPLIT_SCATTER) {
 		split_reduce_scatter(e, s, acc, n);
 		e->depth--;
 		emit_line(e, "}");
@@ -298,7 +300,7 @@ emit_split_reduce(Emit *e, const Stmt *s)
 	emit_line(e, "} else {");
 	emit_line(e, "    wsf_mbar_wait_cluster(&%s[w], parity);   // every other rank's partial is in place", full);
 	emit_line(e, "    #pragma unroll");
-	emit_line(e, "    for (int r = 1; r < %d; r++) {   // a rank without k-steps adds nothing", k->splits);
+	emit_line(e, "    for (int r = 1; r < %d; r++) {   // a rank without k-steps adds nothing", k->ksize.splits);
 	emit_line(e, "        const float4 *theirs = wsf_map_rank(mine, r);");
 	emit_line(e, "        const bool has = r < parts;   // else its registers were never written: not even 0 x them");
 	emit_line(e, "        #pragma unroll");
@@ -309,7 +311,7 @@ emit_split_reduce(Emit *e, const Stmt *s)
 	emit_line(e, "        }");
 	emit_line(e, "    }");
 	emit_line(e, "    #pragma unroll");
-	emit_line(e, "    for (int r = 1; r < %d; r++)", k->splits);
+	emit_line(e, "    for (int r = 1; r < %d; r++)", k->ksize.splits);
 	emit_line(e, "        wsf_mbar_arrive_remote(&%s[w], r);   // rank r's partial is read: it may write its next", free_);
 	emit_line(e, "}");
 	e->depth--;
@@ -319,7 +321,7 @@ emit_split_reduce(Emit *e, const Stmt *s)
 enum { SK_LOADS = 16 };   /* stream_k_scatter's float4 loads in flight: 64 registers beside 128 x 256's 128 */
 
 /*
- * Stream-K in fractions of a tile (Kernel.sk_scatter): a part writes to
+ * Stream-K in fractions of a tile (KSUM_SK_SCATTER): a part writes to
  * its slot the registers of the subtiles other parts own (float4 q's
  * subtile is q / (epi_cols / 8), part subtile % parts's) and arrives on the
  * count at its tile's first CTA's flag; a part that owns subtiles waits
@@ -340,7 +342,7 @@ stream_k_scatter(Emit *e, const Stmt *s, const char *acc, const char *ws, int n,
 	          emit_expr_str(e, s->b));
 	if (s->kind == ST_SK_STORE) {
 		emit_line(e, "float4 *const part = (float4 *)wsf_sk_slot(%s, %d, %d, blockIdx.x) + threadIdx.x;", ws,
-		          SK_MAX_CTAS, k->sk_slot);
+		          SK_MAX_CTAS, k->ksize.sk_slot);
 		emit_line(e, "#pragma unroll");
 		emit_line(e, "for (int q = 0; q < %d; q++)   // registers 4q .. 4q + 3, of subtile q / %d", n / 4,
 		          k->epi_cols / 8);
@@ -371,7 +373,7 @@ stream_k_scatter(Emit *e, const Stmt *s, const char *acc, const char *ws, int n,
 	emit_line(e, "    if (h == me)");
 	emit_line(e, "        continue;");
 	emit_line(e, "    const float4 *const part = (const float4 *)wsf_sk_slot(%s, %d, %d, first + h%s) + threadIdx.x;", ws,
-	          SK_MAX_CTAS, k->sk_slot, by);
+	          SK_MAX_CTAS, k->ksize.sk_slot, by);
 	emit_line(e, "    uint4 v[%d];", group);
 	emit_line(e, "    #pragma unroll");
 	emit_line(e, "    for (int q = 0; q < %d; q++)   // this part's subtiles' registers", group);
@@ -407,11 +409,11 @@ emit_stream_k(Emit *e, const Stmt *s)
 
 	emit_line(e, "if (%s) {   // stream-K: %s", emit_expr_str(e, s->cond), s->comment ? s->comment : "");
 	e->depth++;
-	if (k->sk_scatter) {
+	if (k->ksum == KSUM_SK_SCATTER) {
 		stream_k_scatter(e, s, acc, ws, n, r->bar_id, t);
 	} else if (s->kind == ST_SK_STORE) {
 		emit_line(e, "float4 *const part = (float4 *)wsf_sk_slot(%s, %d, %d, blockIdx.x) + threadIdx.x;", ws,
-		          SK_MAX_CTAS, k->sk_slot);
+		          SK_MAX_CTAS, k->ksize.sk_slot);
 		emit_line(e, "#pragma unroll");
 		emit_line(e, "for (int q = 0; q < %d; q++)", n / 4);
 		emit_line(e, "    part[%d * q] = make_float4(%s[4 * q], %s[4 * q + 1], %s[4 * q + 2], %s[4 * q + 3]);", t,
@@ -429,7 +431,7 @@ emit_stream_k(Emit *e, const Stmt *s)
 		emit_line(e, "    wsf_bar_sync(%d, %d);   // what the acquire made visible, to every consumer thread", r->bar_id,
 		          t);
 		emit_line(e, "    const float4 *const part = (const float4 *)wsf_sk_slot(%s, %d, %d, cta) + threadIdx.x;", ws,
-		          SK_MAX_CTAS, k->sk_slot);
+		          SK_MAX_CTAS, k->ksize.sk_slot);
 		emit_line(e, "    #pragma unroll");
 		emit_line(e, "    for (int q = 0; q < %d; q++) {", n / 4);
 		emit_line(e, "        const uint4 v = wsf_ldcg16(part + %d * q);", t);
@@ -516,7 +518,7 @@ emit_row_copy(Emit *e, const Stmt *s)
  * subtile (4 in one of 16 columns), a thread's; those of the next subtile
  * are loaded into ahead_x while this one computes.  A column input [M, 1] has 2 distinct rows in
  * the whole tile, loaded at its first subtile.  NSUB: subtiles a tile.  A
- * K-split's rank that shares the epilogue (Kernel.split_scatter) computes
+ * K-split's rank that shares the epilogue (KSUM_SPLIT_SCATTER) computes
  * subtiles rank, rank + splits, ...: its first is below splits, and its
  * next is splits on.
  */
@@ -525,12 +527,12 @@ staged_inputs(Emit *e, const Stmt *s, int nsub, const bool *needed)
 {
 	const Access *r;
 	/* a K-split's rank stores every splits-th subtile, a stream-K part every parts-th (Stmt.pass) */
-	const char *step = s->step ? emit_expr_str(e, s->step)
-	                   : arena_printf(e->c->arena, "%d", e->k->split_scatter ? e->k->splits : 1);
+	int ranks = e->k->ksum == KSUM_SPLIT_SCATTER ? e->k->ksize.splits : 1;
+	const char *step = s->step ? emit_expr_str(e, s->step) : arena_printf(e->c->arena, "%d", ranks);
 	const char *first = strcmp(step, "1") ? arena_printf(e->c->arena, "sub < %s", step) : "sub == 0";
 	int cols = e->k->epi_cols;
 	const char *over = s->step ? arena_printf(e->c->arena, "%s * %d", step, cols)   /* the next subtile's columns */
-	                   : arena_printf(e->c->arena, "%d", (e->k->split_scatter ? e->k->splits : 1) * cols);
+	                   : arena_printf(e->c->arena, "%d", ranks * cols);
 	int i;
 
 	for (i = 0; i < e->f->ninput; i++) {

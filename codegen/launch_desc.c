@@ -46,7 +46,7 @@ grid_rule(const Kernel *k)
 {
 	if (!k->persistent)
 		return GRID_PER_TILE;
-	return k->sk_slot ? GRID_ALL : GRID_PERSISTENT;
+	return ksum_rule[k->ksum].workspace ? GRID_ALL : GRID_PERSISTENT;
 }
 
 Launch *
@@ -94,8 +94,8 @@ launch_describe(Comp *c, const Kernel *k, const char *entry)
 	l->row_chunk = k->row.chunk;
 	l->row_cap = k->row.cap;
 	l->grid = grid_rule(k);
-	l->workspace_slot = k->sk_slot;
-	l->workspace_asked = k->sk_slot && k->fusion->sched.stream_k == 2;
+	l->workspace_slot = k->ksize.sk_slot;
+	l->workspace_asked = ksum_rule[k->ksum].workspace && k->fusion->sched.stream_k == 2;
 	l->signal = k->signal;
 	l->tile_consumer = k->tile_consumer != NULL;
 	l->waits = k->waits;

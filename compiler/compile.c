@@ -504,7 +504,7 @@ compile_spec(WsfContext *ctx, const char *name, const char *text, size_t len, co
 	if (set->stop > WSF_STAGE_FUSION_IR && (s = compile_kernel(set, k, sched != NULL)) != WSF_OK)
 		goto fail;
 	dump_kernel(set, k, dump);
-	if (tune_wanted(set) && set->stop >= WSF_STAGE_CUBIN && lower_matmul_candidates(c->fusion, NULL, 0) > 1)
+	if (tune_wanted(set) && set->stop >= WSF_STAGE_CUBIN && plan_matmul_candidates(c->fusion, NULL, 0) > 1)
 		kernel_keep_bindings(k);
 	c->bind = NULL;
 	c->nbind = 0;

@@ -1,6 +1,6 @@
 /*
  * tune.c: the measured choice (option tune): a matmul kernel's candidate
- * schedules (lower_matmul_candidates) compiled, timed at its first launch
+ * schedules (plan_matmul_candidates) compiled, timed at its first launch
  * on the call's own tensors and stream, the fastest kept and recorded in
  * the cache folder's tune/ for the next process.  The clock is the
  * runtime's (rt_time_launches): nothing here calls the driver.
@@ -14,7 +14,7 @@
 #include "compiler.h"
 
 enum {
-	TUNE_MAX = 12   /* candidates (lower_matmul_candidates) */
+	TUNE_MAX = 12   /* candidates (plan_matmul_candidates) */
 };
 
 /* Two launches load the module and make the maps; a candidate's time is the best of 3 rounds of 5. */
@@ -230,7 +230,7 @@ tune_kernel(WsfContext *ctx, WsfKernel *k, const WsfTensor *args, int nargs, voi
 	if (rt_launch_plan(&c, k->launch, args, nargs, &plan) != WSF_OK ||   /* bad arguments: the launch says */
 	    !rt_timing_gpu(&c, &k->loaded, stream, &gpu))
 		goto done;
-	n = lower_matmul_candidates(k->comp.fusion, cand, TUNE_MAX);
+	n = plan_matmul_candidates(k->comp.fusion, cand, TUNE_MAX);
 	kern[0] = k;   /* the spec's own schedule (compiled to a cubin, as every candidate: each has its CUDA) */
 	if ((dir = rt_cache_dir(&c, &ro))) {
 		path = arena_printf(c.arena, "%s/tune/%s", dir, tune_key(&c, k, buf_str(&gpu), args, nargs));

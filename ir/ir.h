@@ -480,7 +480,7 @@ typedef enum ParamKind {
 	PK_FLAGS,    /* signal: per_tile: the caller's 32-bit flag words, one an output tile */
 	PK_WAIT,     /* inputs with wait: per_tile: the caller's flag words, for each such input (in spec order)
 	                one a tile, laid out as PK_FLAGS; a tile of the input is read once its word is the epoch */
-	PK_WORKSPACE /* stream-K (Kernel.sk_slot): the runtime's workspace for the launch's stream, zeroed when
+	PK_WORKSPACE /* stream-K (KSumSize.sk_slot): the runtime's workspace for the launch's stream, zeroed when
 	                made: a 32-bit flag for each of SK_MAX_CTAS CTAs, then a slot of sk_slot bytes (its partial
 	                sums) a CTA of the grid; the flags stay where they are whatever the grid */
 } ParamKind;
@@ -662,7 +662,7 @@ typedef enum StmtKind {
 	                      when cond holds (NULL: always).  flag: the producer's, before TMA loads of an
 	                      operand that waits (fence.proxy.async.global after it, for the async proxy); n:
 	                      the consumers' wait for an output's tile, fenced so too, for the TMA stores */
-	ST_SPLIT_REDUCE,   /* a K-split (Kernel.splits): the partial sums in reads[0].acc of the cluster's ranks
+	ST_SPLIT_REDUCE,   /* a K-split (KSumSize.splits): the partial sums in reads[0].acc of the cluster's ranks
 	                      1 .. b - 1 added into rank 0's (or, split_scatter, into each subtile's owner)
 	                      through buf (BUF_PARTIAL), on bar[wg] and bar + 1 [wg]; a: the phase parity.
 	                      docs/ir.md, "K split over a cluster" */
@@ -821,6 +821,36 @@ typedef struct RowPlan {
 	View *view;              /* each fusion tensor's view of the row domain */
 } RowPlan;
 
+/* How a matmul tile's partial sums over K meet (Kernel.ksum): a row each of ksum_rule. */
+typedef enum KSum {
+	KSUM_NONE,           /* one CTA holds the whole sum */
+	KSUM_SPLIT_RANK0,    /* a K-split cluster, rank 0 adds the others' sums (a swapped tile) */
+	KSUM_SPLIT_SCATTER,  /* a K-split cluster, each rank adds the others' sums of its subtiles */
+	KSUM_SK_OWNER,       /* stream-K runs, each tile's owner adds the others' sums through the workspace */
+	KSUM_SK_SCATTER      /* stream-K in fractions of a tile, each part adds the others' sums of its subtiles */
+} KSum;
+
+/* What a way of meeting (KSum) builds: ksum_rule (ir/kernel.c), a row a KSum. */
+typedef struct KSumRule {
+	bool partial;              /* a CTA holds part of a tile's sum: no staging ring, prefetch or preload */
+	bool split_cluster;        /* the CTAs of a cluster (KSumSize.splits of them) share the k-steps */
+	bool workspace;            /* the sums meet in global memory, KSumSize.sk_slot bytes a CTA */
+	const char *own_compute;   /* each rank or part computes and stores the subtiles it owns (own_subtile), */
+	const char *own_store;     /* these its comments; NULL: the epilogue runs whole where it runs */
+} KSumRule;
+
+extern const KSumRule ksum_rule[];
+
+/* A matmul's numbers for its K strategy (Kernel.ksum); splits 1 and the rest 0 in other kernels. */
+typedef struct KSumSize {
+	int splits;     /* CTAs that share each tile's k-steps (a split-K matmul: one cluster of them a tile);
+	                   1: none.  With cluster[] > 1, clusters of cluster[0] x cluster[1] x splits CTAs,
+	                   rank = split rank x cluster[0] cluster[1] + place (lower_split_rank) */
+	int sk_parts;   /* stream-K: a run is at least 1 / sk_parts of a tile's k-steps (0: no stream-K) */
+	int sk_slot;    /* stream-K: bytes of one CTA's partial sums in the workspace (param PK_WORKSPACE);
+	                   0: none */
+} KSumSize;
+
 struct Kernel {
 	const char *name;
 	Fusion *fusion;
@@ -875,24 +905,14 @@ struct Kernel {
 	int cluster[2];          /* CTAs a cluster along M and N, launched as clusters of cluster[0] x cluster[1]
 	                            CTAs (1-D, each CTA's rank EX_RANK) that take one cluster tile at a time and
 	                            multicast the operand they share ({1, 1}: no cluster) */
-	int sk_slot;             /* stream-K: bytes of one CTA's partial sums in the workspace (param PK_WORKSPACE);
-	                            0: none.  The tiles of the last, partial wave are split into runs of k-steps
-	                            over the CTAs (lower_matmul.c stream_k), whose sums meet in the tile's owner */
-	int sk_parts;            /* stream-K: a run is at least 1 / sk_parts of a tile's k-steps (0: no stream-K) */
-	bool sk_scatter;         /* stream-K in whole fractions of a tile (the default for few tiles of a long K):
-	                            each of the last wave's tiles is sk_parts parts or fewer, one a CTA, that
-	                            share its epilogue's subtiles as a K-split's ranks do (split_scatter), each
-	                            summing and storing its own; else runs over the CTAs that cross tiles, each
-	                            tile's owner summing it alone */
 	bool raster_rows;        /* the tiles in order along each row of tiles (consecutive tiles share A), not in
 	                            groups of rows walked column by column (lower_matmul.c raster) */
-	int splits;              /* CTAs that share each tile's k-steps (a split-K matmul: one cluster of them a tile,
-	                            ST_SPLIT_REDUCE sums the partials into rank 0, which alone runs the epilogue);
-	                            1: none.  With cluster[] > 1, clusters of cluster[0] x cluster[1] x splits CTAs,
-	                            rank = split rank x cluster[0] cluster[1] + place (lower_split_rank) */
-	bool split_scatter;      /* a K-split whose ranks share the epilogue: rank r sums and stores the tile's
-	                            subtiles r, r + splits, ... (ST_SPLIT_REDUCE's reduce-scatter); false: rank 0
-	                            sums and stores them all (a swapped tile is one subtile) */
+	KSum ksum;               /* a matmul: how a tile's partial sums over K meet (ksum_rule): a K-split
+	                            cluster's ST_SPLIT_REDUCE, into rank 0 or each rank's subtiles; or stream-K,
+	                            the last wave's tiles split into runs of k-steps over the CTAs (or whole
+	                            fractions of a tile, each summing and storing its own subtiles) that meet
+	                            through the workspace */
+	KSumSize ksize;          /* and its numbers */
 	bool elect_nest;         /* the producer's elected thread alone runs its whole loop nest, not the role's
 	                            threads with an elect() a k-step (warp_specialize.c elect_producer): a
 	                            matmul whose CTAs take several whole tiles each at the spec's sizes */

@@ -25,15 +25,28 @@ kernel_new(Comp *c, Fusion *f)
 	VEC_PUSH(c->arena, k->role, k->nrole, k->caprole);
 	k->body = st_block(c);
 	k->cluster[0] = k->cluster[1] = 1;
-	k->splits = 1;
+	k->ksize.splits = 1;
 	k->row_blocks = 1;
 	return k;
 }
 
+/* What each way of meeting builds (ir.h KSumRule); lower_matmul_ksum.c builds it. */
+const KSumRule ksum_rule[] = {
+	[KSUM_NONE] = {0},
+	[KSUM_SPLIT_RANK0] = {.partial = true, .split_cluster = true},
+	[KSUM_SPLIT_SCATTER] = {.partial = true, .split_cluster = true,
+	                        .own_compute = "this rank's subtile: it holds the cluster's sum of it",
+	                        .own_store = "this rank's subtile: one thread stores it"},
+	[KSUM_SK_OWNER] = {.partial = true, .workspace = true},
+	[KSUM_SK_SCATTER] = {.partial = true, .workspace = true,
+	                     .own_compute = "this part's subtile: it holds the tile's sum of it",
+	                     .own_store = "this part's subtile: one thread stores it"},
+};
+
 int
 kernel_cluster_ctas(const Kernel *k)
 {
-	return k->cluster[0] * k->cluster[1] * k->splits;
+	return k->cluster[0] * k->cluster[1] * k->ksize.splits;
 }
 
 int

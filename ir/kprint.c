@@ -127,7 +127,7 @@ first_part(Buf *b, const Kernel *k, const Stmt *s)
 		buf_printf(b, " * %d", kernel_cluster_ctas(k));
 }
 
-/* ": WHAT acc's subtiles s with s % b OP a": the subtiles of stream-K's part a of b (Kernel.sk_scatter) */
+/* ": WHAT acc's subtiles s with s % b OP a": the subtiles of stream-K's part a of b (KSUM_SK_SCATTER) */
 static void
 part_subtiles(Buf *b, const Kernel *k, const Stmt *s, const char *what, const char *op)
 {
@@ -274,8 +274,8 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 		break;
 	case ST_SPLIT_REDUCE:
 		buf_printf(b, "split_k.%s %s %s via %s[wg] on %s[wg] / %s[wg], parity ",
-		           k->split_scatter ? "reduce_scatter" : "reduce", k->acc[s->reads[0].acc].name,
-		           k->split_scatter ? "into each rank's subtiles" : "into rank 0", k->buf[s->buf].name,
+		           k->ksum == KSUM_SPLIT_SCATTER ? "reduce_scatter" : "reduce", k->acc[s->reads[0].acc].name,
+		           k->ksum == KSUM_SPLIT_SCATTER ? "into each rank's subtiles" : "into rank 0", k->buf[s->buf].name,
 		           k->bar[s->bar].name, k->bar[s->bar + 1].name);
 		expr_print(b, k, s->a);
 		buf_puts(b, ", ranks with k-steps ");
@@ -284,7 +284,7 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 	case ST_SK_STORE:
 		buf_puts(b, "if ");
 		expr_print(b, k, s->cond);
-		if (k->sk_scatter) {   /* part a of the tile's b: the others' subtiles, counted at its first CTA */
+		if (k->ksum == KSUM_SK_SCATTER) {   /* part a of the tile's b: the others' subtiles, counted at its first CTA */
 			part_subtiles(b, k, s, "stream_k.store", "!=");
 			buf_printf(b, " to %s[cta], flag[", k->param[s->param].name);
 			first_part(b, k, s);
@@ -297,7 +297,7 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 	case ST_SK_REDUCE:
 		buf_puts(b, "if ");
 		expr_print(b, k, s->cond);
-		if (k->sk_scatter) {
+		if (k->ksum == KSUM_SK_SCATTER) {
 			part_subtiles(b, k, s, "stream_k.reduce_scatter", "==");
 			buf_printf(b, " += the other parts' from %s[", k->param[s->param].name);
 			first_part(b, k, s);
@@ -474,10 +474,10 @@ kernel_print(Buf *b, const Kernel *k)
 	           k->tile_rows, k->tile_cols);
 	if (k->cluster[0] * k->cluster[1] > 1)
 		buf_printf(b, " cluster=[%d, %d]", k->cluster[0], k->cluster[1]);
-	if (k->splits > 1)
-		buf_printf(b, " split_k=%d", k->splits);
-	if (k->sk_slot)
-		buf_printf(b, " stream_k=%d%s", k->sk_slot, k->sk_scatter ? " in_fractions" : "");
+	if (ksum_rule[k->ksum].split_cluster)
+		buf_printf(b, " split_k=%d", k->ksize.splits);
+	if (ksum_rule[k->ksum].workspace)
+		buf_printf(b, " stream_k=%d%s", k->ksize.sk_slot, k->ksum == KSUM_SK_SCATTER ? " in_fractions" : "");
 	buf_printf(b, "%s%s%s%s%s%s\n", k->persistent ? "" : " one_tile_per_cta",
 	           k->flat ? " flat" : "", k->warp_specialize ? " warp_specialized" : "",
 	           k->pingpong ? " pingpong" : "", k->tma_store ? " tma_store" : "", k->swap_ab ? " swap_ab" : "");
@@ -522,7 +522,7 @@ kernel_print(Buf *b, const Kernel *k)
 			break;
 		case PK_WORKSPACE:
 			buf_printf(b, "  param %s: workspace, a u32 flag a CTA (%d), then a slot of %d bytes a CTA\n", p->name,
-			           SK_MAX_CTAS, k->sk_slot);
+			           SK_MAX_CTAS, k->ksize.sk_slot);
 			break;
 		default:
 			break;
@@ -539,7 +539,7 @@ kernel_print(Buf *b, const Kernel *k)
 		if (l.stride != l.bytes)  /* padded to the alignment: copies lie further apart than their bytes */
 			buf_printf(b, " stride=%lld", (long long)l.stride);
 		if (u->kind == BUF_PARTIAL)
-			buf_puts(b, k->split_scatter ? " partial sums, each subtile's read by the rank that stores it"
+			buf_puts(b, k->ksum == KSUM_SPLIT_SCATTER ? " partial sums, each subtile's read by the rank that stores it"
 			                             : " partial sums, read by rank 0 of the cluster");
 		else if (u->kind == BUF_ROW)
 			buf_printf(b, " the tile's columns of %s, a copy a tile", k->param[u->param].name);

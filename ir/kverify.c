@@ -323,15 +323,15 @@ check_stmt(Check *v, const Stmt *s)
 		break;
 	case ST_SK_STORE:
 	case ST_SK_REDUCE:
-		if (!k->sk_slot || s->param <= 0 || s->param >= k->nparam || k->param[s->param].kind != PK_WORKSPACE ||
+		if (!k->ksize.sk_slot || s->param <= 0 || s->param >= k->nparam || k->param[s->param].kind != PK_WORKSPACE ||
 		    s->nreads != 1 || s->reads[0].acc <= 0 || s->reads[0].acc >= k->nacc || !s->cond ||
 		    (s->kind == ST_SK_REDUCE && !s->b))
 			fail(v, "a stream-K %s without stream-K, its workspace param, an accumulator, a condition%s",
 			     s->kind == ST_SK_STORE ? "store" : "reduction", s->kind == ST_SK_STORE ? "" : " or its CTA count");
-		else if (k->sk_slot != k->consumer_threads * 4 * (k->acc[s->reads[0].acc].cols / 2 * k->row_blocks))
-			fail(v, "stream-K slot of %d bytes does not hold accumulator '%s'", k->sk_slot,
+		else if (k->ksize.sk_slot != k->consumer_threads * 4 * (k->acc[s->reads[0].acc].cols / 2 * k->row_blocks))
+			fail(v, "stream-K slot of %d bytes does not hold accumulator '%s'", k->ksize.sk_slot,
 			     k->acc[s->reads[0].acc].name);
-		if (k->sk_scatter && (!s->a || !s->b))
+		if (k->ksum == KSUM_SK_SCATTER && (!s->a || !s->b))
 			fail(v, "a stream-K part's %s without its index among the tile's parts or their number",
 			     s->kind == ST_SK_STORE ? "store" : "reduction");
 		check_expr(v, s->cond);
@@ -339,7 +339,7 @@ check_stmt(Check *v, const Stmt *s)
 		check_expr(v, s->b);
 		break;
 	case ST_SPLIT_REDUCE:
-		if (k->splits < 2 || s->buf <= 0 || s->buf >= k->nbuf || k->buf[s->buf].kind != BUF_PARTIAL ||
+		if (k->ksize.splits < 2 || s->buf <= 0 || s->buf >= k->nbuf || k->buf[s->buf].kind != BUF_PARTIAL ||
 		    !bar_ok(k, s->bar) || !bar_ok(k, s->bar + 1) || s->nreads != 1 || s->reads[0].acc <= 0 ||
 		    s->reads[0].acc >= k->nacc || !s->a || !s->b)
 			fail(v, "a split-K reduction without a K-split, its partial buffer, its two barriers, an "
@@ -472,10 +472,10 @@ kernel_verify(Comp *c, const Kernel *k, const char *after)
 	    k->row_blocks > 2)
 		fail(&v, "a cluster of %d x %d CTAs, or %d row blocks a warpgroup, which codegen does not build",
 		     k->cluster[0], k->cluster[1], k->row_blocks);
-	if (k->splits < 1 || k->splits > 8 ||
-	    (k->splits > 1 && (kernel_cluster_ctas(k) > 8 || (k->swap_ab && k->cluster[0] * k->cluster[1] > 1) ||
+	if (k->ksize.splits < 1 || k->ksize.splits > 8 ||
+	    (k->ksize.splits > 1 && (kernel_cluster_ctas(k) > 8 || (k->swap_ab && k->cluster[0] * k->cluster[1] > 1) ||
 	                       k->family != FAM_MATMUL)))
-		fail(&v, "a K-split over %d CTAs%s%s, which codegen does not build", k->splits,
+		fail(&v, "a K-split over %d CTAs%s%s, which codegen does not build", k->ksize.splits,
 		     k->cluster[0] * k->cluster[1] > 1 ? " in clusters that share an operand" : "",
 		     k->swap_ab ? ", swapped" : kernel_cluster_ctas(k) > 8 ? ", more than 8 CTAs a cluster" : "");
 	if (k->swap_ab && (k->tile_rows < 8 || k->tile_rows > 64 || k->tile_rows % 8 || k->row_blocks != 1 ||

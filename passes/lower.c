@@ -202,7 +202,8 @@ lower_share_rank(Comp *c, const Kernel *k)
 {
 	int n = k->cluster[0] * k->cluster[1];
 
-	return k->splits > 1 && n > 1 ? ex_bin(c, EX_MOD, ex_leaf(c, EX_RANK), ex_int(c, n)) : ex_leaf(c, EX_RANK);
+	return ksum_rule[k->ksum].split_cluster && n > 1 ? ex_bin(c, EX_MOD, ex_leaf(c, EX_RANK), ex_int(c, n))
+	                                                  : ex_leaf(c, EX_RANK);
 }
 
 Expr *

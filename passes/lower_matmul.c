@@ -117,7 +117,7 @@ load_operand(Comp *c, Kernel *k, Stmt *issue, int buf, int base, int p, bool kma
 			mask = ex_bin(c, EX_SHL, mask, axis ? ex_bin(c, EX_MOD, rank, ex_int(c, cm))
 			                                     : ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, rank, ex_int(c, cm)),
 			                                              ex_int(c, cm)));
-		if (k->splits > 1)   /* the CTAs of this CTA's K-split rank (lower_split_rank) */
+		if (ksum_rule[k->ksum].split_cluster)   /* the CTAs of this CTA's K-split rank (lower_split_rank) */
 			mask = ex_bin(c, EX_SHL, mask, ex_bin(c, EX_MUL, lower_split_rank(c, k),
 			                                      ex_int(c, k->cluster[0] * k->cluster[1])));
 		part = ex_bin(c, EX_MUL, place, ex_int(c, rows / share));
@@ -406,7 +406,7 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 	                         : arena_printf(c->arena, "the epilogue of %s", f->name);
 	for (m = 0; m < g->n; m++)
 		VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->acc = g->acc[m];
-	if (t->ksum == KSUM_SK_SCATTER)
+	if (t->k->ksum == KSUM_SK_SCATTER)
 		compute->step = t->sknp;
 	st_append(c, ksum_own(c, t, eloop, false), compute);
 	store = st_if(c, ex_leaf(c, EX_ELECT));
@@ -441,7 +441,7 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 		 * independent matmuls' epilogues one after another (the
 		 * first's read-wait took a barrier of its own).
 		 */
-		if (!k->pingpong && !k->swap_ab && !ksum_rule[t->ksum].partial && n == 1)
+		if (!k->pingpong && !k->swap_ab && !ksum_rule[t->k->ksum].partial && n == 1)
 			k->buf[sb].ring = t->bn / ecols < STAGING_RING ? t->bn / ecols : STAGING_RING;
 	}
 	for (j = 0; j < store->nbody; j++) {
@@ -704,16 +704,16 @@ k_steps(Comp *c, Tile *t, int inner)
 	Expr *steps = ex_bin(c, EX_CEILDIV, ex_var(c, inner), ex_int(c, t->bk));
 
 	k->body->nbody--;
-	if (ksum_rule[t->ksum].split_cluster) {
+	if (ksum_rule[t->k->ksum].split_cluster) {
 		Expr *all = ex_var(c, lower_let(c, k, "ksteps", steps, k->body)->var), *per;
 
-		per = ex_var(c, lower_let(c, k, "kper", ex_bin(c, EX_CEILDIV, all, ex_int(c, k->splits)), k->body)->var);
+		per = ex_var(c, lower_let(c, k, "kper", ex_bin(c, EX_CEILDIV, all, ex_int(c, k->ksize.splits)), k->body)->var);
 		t->k0 = ex_var(c, lower_let(c, k, "k0", ex_bin(c, EX_MUL, lower_split_rank(c, k), per), k->body)->var);
 		t->kparts = ex_var(c, lower_let(c, k, "kparts", ex_bin(c, EX_CEILDIV, all, per), k->body)->var);
 		steps = ex_bin(c, EX_MAX, ex_bin(c, EX_MIN, ex_bin(c, EX_SUB, all, t->k0), per), ex_int(c, 0));
 	}
 	t->ktiles = ex_var(c, lower_let(c, k, "ktiles", steps, k->body)->var);
-	if (ksum_rule[t->ksum].workspace && stream_k_plan(c, k, t) < 0)
+	if (ksum_rule[t->k->ksum].workspace && stream_k_plan(c, k, t) < 0)
 		return -1;
 	st_append(c, k->body, t->loop);
 	return 0;
@@ -732,11 +732,8 @@ set_plan(Kernel *k, Tile *t, const MatmulPlan *p)
 	k->row_blocks = p->row_blocks;
 	k->cluster[0] = p->cluster[0];
 	k->cluster[1] = p->cluster[1];
-	k->splits = p->splits;
-	k->split_scatter = p->split_scatter;
-	k->sk_parts = p->sk_parts;
-	k->sk_scatter = p->sk_scatter;
-	k->sk_slot = p->sk_slot;
+	k->ksum = p->ksum;
+	k->ksize = (KSumSize){.splits = p->splits, .sk_parts = p->sk_parts, .sk_slot = p->sk_slot};
 	k->producer_regs = p->producer_regs;
 	k->consumer_regs = p->consumer_regs;
 	k->tile_rows = p->bm;
@@ -746,7 +743,6 @@ set_plan(Kernel *k, Tile *t, const MatmulPlan *p)
 	k->elect_nest = p->elect_nest;
 	t->bm = p->bm, t->bn = p->bn, t->bk = p->bk;
 	t->akm = p->akm, t->bkm = p->bkm;
-	t->ksum = p->ksum;
 }
 
 static int

@@ -14,29 +14,17 @@
 
 #include "matmul.h"
 
-const KSumRule ksum_rule[] = {
-	[KSUM_NONE] = {0},
-	[KSUM_SPLIT_RANK0] = {.partial = true, .split_cluster = true},
-	[KSUM_SPLIT_SCATTER] = {.partial = true, .split_cluster = true,
-	                        .own_compute = "this rank's subtile: it holds the cluster's sum of it",
-	                        .own_store = "this rank's subtile: one thread stores it"},
-	[KSUM_SK_OWNER] = {.partial = true, .workspace = true},
-	[KSUM_SK_SCATTER] = {.partial = true, .workspace = true,
-	                     .own_compute = "this part's subtile: it holds the tile's sum of it",
-	                     .own_store = "this part's subtile: one thread stores it"},
-};
-
 /*
  * A K-split rank's test for its subtiles of the epilogue loop ELOOP
- * (Kernel.split_scatter), or a stream-K part's (Kernel.sk_scatter: every
+ * (KSUM_SPLIT_SCATTER), or a stream-K part's (KSUM_SK_SCATTER: every
  * subtile of a whole tile), appended to it.
  */
 static Stmt *
 own_subtile(Comp *c, const Tile *t, Stmt *eloop, const char *comment)
 {
 	Expr *e = ex_var(c, eloop->var);
-	Stmt *s = st_if(c, t->ksum == KSUM_SK_SCATTER ? ex_bin(c, EX_EQ, ex_bin(c, EX_MOD, e, t->sknp), t->ski)
-	                                    : ex_bin(c, EX_EQ, ex_bin(c, EX_MOD, e, ex_int(c, t->k->splits)),
+	Stmt *s = st_if(c, t->k->ksum == KSUM_SK_SCATTER ? ex_bin(c, EX_EQ, ex_bin(c, EX_MOD, e, t->sknp), t->ski)
+	                                    : ex_bin(c, EX_EQ, ex_bin(c, EX_MOD, e, ex_int(c, t->k->ksize.splits)),
 	                                             lower_split_rank(c, t->k)));
 
 	s->comment = comment;
@@ -51,7 +39,7 @@ own_subtile(Comp *c, const Tile *t, Stmt *eloop, const char *comment)
  * 16-byte accesses are contiguous), written by ranks 1.. and read by rank
  * 0 through distributed shared memory; split_full[wg] counts the writers'
  * arrivals (128 threads each), split_free[wg] rank 0's (128) on each
- * writer's copy.  A reduce-scatter (Kernel.split_scatter) instead: every
+ * writer's copy.  A reduce-scatter (KSUM_SPLIT_SCATTER) instead: every
  * rank writes, reads the others' registers of its own subtiles, and counts
  * the other ranks' arrivals on both barriers.  A warpgroup's reductions
  * alternate phases: its tiles are every one (cooperative) or every other
@@ -70,12 +58,12 @@ split_reduce(Comp *c, const Tile *t, const Group *g)
 	s->buf = kernel_add_buf(c, k, arena_printf(c->arena, "part_%s", t->f->tensor[k->acc[acc].tensor].name),
 	                        BUF_PARTIAL, DT_F32, wgs, 128 * regs);
 	k->buf[s->buf].tensor = k->acc[acc].tensor;
-	s->bar = kernel_add_bar(c, k, "split_full", wgs, 128 * (k->splits - 1));
-	kernel_add_bar(c, k, "split_free", wgs, 128 * (t->ksum == KSUM_SPLIT_SCATTER ? k->splits - 1 : 1));
+	s->bar = kernel_add_bar(c, k, "split_full", wgs, 128 * (k->ksize.splits - 1));
+	kernel_add_bar(c, k, "split_free", wgs, 128 * (t->k->ksum == KSUM_SPLIT_SCATTER ? k->ksize.splits - 1 : 1));
 	VEC_PUSH(c->arena, s->reads, s->nreads, s->capreads)->acc = acc;
 	s->a = ex_bin(c, EX_AND, nth, ex_int(c, 1));
 	s->b = t->kparts;
-	s->comment = t->ksum == KSUM_SPLIT_SCATTER ? "the cluster's partial sums of the tile, each rank's subtiles into it"
+	s->comment = t->k->ksum == KSUM_SPLIT_SCATTER ? "the cluster's partial sums of the tile, each rank's subtiles into it"
 	                              : "the cluster's partial sums of the tile, into rank 0";
 	return s;
 }
@@ -92,7 +80,7 @@ split_reduce(Comp *c, const Tile *t, const Group *g)
  * whose part starts the tile (stream_k_meet).  A helper's part is the
  * first of its run and the owner's the last of its, so the sums are in
  * place about when the owner looks.  Runs are at least 1 /
- * Kernel.sk_parts of a tile (SK_PARTS when asked, more on few tiles:
+ * KSumSize.sk_parts of a tile (SK_PARTS when asked, more on few tiles:
  * long_k_stream) and SK_MIN_STEPS long: few CTAs share a tile when few
  * tiles are left.  Only when the last wave holds at most SK_LEFT_NUM /
  * SK_LEFT_DEN of the CTAs (with fewer tiles than CTAs the runtime still
@@ -104,7 +92,7 @@ split_reduce(Comp *c, const Tile *t, const Group *g)
  * workspace (sk_on 0: launch.c's fallback for a default stream-K kernel),
  * sk_ctas is 0 and every CTA runs whole tiles as before.  The stage
  * counter runs on through parts of any length (kbase, the k loop's lin).
- * The default rules' kernels (Kernel.sk_scatter) cut whole fractions of
+ * The default rules' kernels (KSUM_SK_SCATTER) cut whole fractions of
  * each tile instead, whose parts share its epilogue (fraction_plan).
  *
  * Requires the tile loop of a plan with sk_parts; leaves its lets and T's
@@ -150,7 +138,7 @@ wave_lets(Comp *c, Kernel *k, Expr *left, Expr *split, Expr *on, const char *com
 }
 
 /*
- * Stream-K in fractions of a tile (Kernel.sk_scatter: long_k_stream's
+ * Stream-K in fractions of a tile (KSUM_SK_SCATTER: long_k_stream's
  * rules): the last wave's tiles each cut into sk_np parts of about kt /
  * sk_np k-steps, part j of tile T on CTA T sk_np + j after the whole
  * tiles, so a tile's parts are consecutive CTAs and every run lies in one
@@ -180,7 +168,7 @@ fraction_plan(Comp *c, Kernel *k, Tile *t, Expr *on, Stmt *mine, Stmt *tile, int
 
 	left = let_at(c, k, body, body->nbody, "sk_tiles", ex_bin(c, EX_MOD, tiles, G), "stream-K: the last wave's tiles");
 	np = let_at(c, k, body, body->nbody, "sk_np",
-	            ex_bin(c, EX_MAX, ex_bin(c, EX_MIN, ex_bin(c, EX_MIN, ex_int(c, k->sk_parts),
+	            ex_bin(c, EX_MAX, ex_bin(c, EX_MIN, ex_bin(c, EX_MIN, ex_int(c, k->ksize.sk_parts),
 	                                                       ex_bin(c, EX_DIV, G, ex_bin(c, EX_MAX, left, ex_int(c, 1)))),
 	                                     ex_bin(c, EX_DIV, kt, ex_int(c, SK_MIN_STEPS))),
 	                   ex_int(c, 1)),
@@ -216,7 +204,7 @@ int
 stream_k_plan(Comp *c, Kernel *k, Tile *t)
 {
 	Expr *G = ex_leaf(c, EX_NCTA), *b = ex_leaf(c, EX_CTA), *kt = t->ktiles, *tiles = ex_var(c, k->ntile_var);
-	Expr *left, *steps, *runs, *len, *ctas, *dp, *mydp, *lo, *hi, *i, *sk, *j, *at, *part;
+	Expr *left, *steps, *least, *runs, *len, *ctas, *dp, *mydp, *lo, *hi, *i, *sk, *j, *at, *part;
 	Expr *on = NULL;
 	Stmt *body = k->body, *loop = t->loop, *mine = NULL, *tile = NULL;
 	int n, at_tile = 0;
@@ -239,16 +227,14 @@ stream_k_plan(Comp *c, Kernel *k, Tile *t)
 		;
 	memmove(&body->body[n], &body->body[n + 1], (size_t)(body->nbody - n - 1) * sizeof *body->body);
 	body->nbody--;
-	if (t->ksum == KSUM_SK_SCATTER)
+	if (t->k->ksum == KSUM_SK_SCATTER)
 		return fraction_plan(c, k, t, on, mine, tile, at_tile);
 
 	left = let_at(c, k, body, body->nbody, "sk_tiles", ex_bin(c, EX_MOD, tiles, G), "stream-K: the last wave's tiles");
 	steps = ex_bin(c, EX_MUL, left, kt);
 	/* runs of at least 1 / sk_parts of a tile and SK_MIN_STEPS */
-	runs = ex_bin(c, EX_MAX, ex_bin(c, EX_MIN, G, ex_bin(c, EX_DIV, steps,
-	                                                     ex_bin(c, EX_MAX, ex_bin(c, EX_DIV, kt, ex_int(c, k->sk_parts)),
-	                                                            ex_int(c, SK_MIN_STEPS)))),
-	              ex_int(c, 1));
+	least = ex_bin(c, EX_MAX, ex_bin(c, EX_DIV, kt, ex_int(c, k->ksize.sk_parts)), ex_int(c, SK_MIN_STEPS));
+	runs = ex_bin(c, EX_MAX, ex_bin(c, EX_MIN, G, ex_bin(c, EX_DIV, steps, least)), ex_int(c, 1));
 	len = let_at(c, k, body, body->nbody, "sk_len", ex_bin(c, EX_MAX, ex_bin(c, EX_CEILDIV, steps, runs), ex_int(c, 1)),
 	             "the k-steps of a run");
 	runs = ex_bin(c, EX_CEILDIV, steps, len);
@@ -295,7 +281,7 @@ stream_k_plan(Comp *c, Kernel *k, Tile *t)
  * through its slot of the workspace (ST_SK_STORE); the owner, whose part
  * starts the tile (and every whole tile), adds those of the CTAs after it
  * (ST_SK_REDUCE: none for a whole tile) and alone runs EPILOGUE.  In
- * fractions of a tile (Kernel.sk_scatter) every part of a split tile
+ * fractions of a tile (KSUM_SK_SCATTER) every part of a split tile
  * leaves the others its sums of their subtiles, each part that owns a
  * subtile adds the others' sums of its own, and each runs EPILOGUE for its
  * own subtiles (own_subtile; every subtile of a whole tile).  All at the
@@ -315,7 +301,7 @@ stream_k_meet(Comp *c, const Tile *t, const Group *g, Stmt *epilogue)
 	put->param = add->param = p;
 	VEC_PUSH(c->arena, put->reads, put->nreads, put->capreads)->acc = g->acc[0];
 	VEC_PUSH(c->arena, add->reads, add->nreads, add->capreads)->acc = g->acc[0];
-	if (t->ksum == KSUM_SK_SCATTER) {
+	if (t->k->ksum == KSUM_SK_SCATTER) {
 		/* every part of a split tile leaves the others their subtiles; a part that owns some adds theirs */
 		put->cond = ex_bin(c, EX_LT, ex_int(c, 1), t->sknp);
 		put->comment = "a part of a tile: its sums of the subtiles the others own, to the CTA's slot";
@@ -353,7 +339,7 @@ ksum_meet(Comp *c, const Tile *t, const Group *g, Stmt *eloop)
 	Kernel *k = t->k;
 	Stmt *lead;
 
-	switch (t->ksum) {
+	switch (t->k->ksum) {
 	case KSUM_NONE:
 		st_append(c, t->loop, eloop);
 		break;
@@ -386,7 +372,7 @@ ksum_meet(Comp *c, const Tile *t, const Group *g, Stmt *eloop)
 Stmt *
 ksum_own(Comp *c, const Tile *t, Stmt *eloop, bool store)
 {
-	const KSumRule *r = &ksum_rule[t->ksum];
+	const KSumRule *r = &ksum_rule[t->k->ksum];
 
 	if (!r->own_compute)
 		return eloop;

@@ -231,7 +231,7 @@ prefetch_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Stmt *kloop)
 	Stmt *issue = NULL;
 	int q, i, n = k->nparam;
 
-	if (k->swap_ab || ksum_rule[t->ksum].partial)
+	if (k->swap_ab || ksum_rule[t->k->ksum].partial)
 		return;
 	for (i = 0; i < kloop->nbody && !issue; i++)
 		if (kloop->body[i]->kind == ST_IF && kir_has_load(kloop->body[i]))
@@ -288,7 +288,7 @@ stage_rows(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Stmt *kloop, int 
 	Expr *slot = ex_bin(c, EX_MOD, ex_var(c, t->loop->var), ex_int(c, 2));
 	int j, at;
 
-	if (ng != 1 || k->swap_ab || k->pingpong || ksum_rule[t->ksum].partial || k->waits ||
+	if (ng != 1 || k->swap_ab || k->pingpong || ksum_rule[t->k->ksum].partial || k->waits ||
 	    f->sched.consumer_pos.line || !compute || t->bn > k->consumer_threads)
 		return;
 	for (at = 0; at < t->loop->nbody && t->loop->body[at] != kloop; at++)
@@ -349,7 +349,7 @@ preload_inputs(const Fusion *f, Kernel *k, const Tile *t, int ng)
 	Stmt *compute = st_first(t->loop, ST_COMPUTE);
 	int j, w;
 
-	if (ng != 1 || k->swap_ab || k->pingpong || ksum_rule[t->ksum].partial || k->waits ||
+	if (ng != 1 || k->swap_ab || k->pingpong || ksum_rule[t->k->ksum].partial || k->waits ||
 	    k->batched || f->sched.consumer_pos.line || !compute)
 		return;
 	for (j = 1; j < k->nparam; j++) {

@@ -79,41 +79,20 @@ enum {
 	SK_NARROW_WIDE = 96,                       /* else halves this wide where 128 x 64's are too many */
 	SK_ROW_PARTS = 6, SK_ROW_MOST = 8,         /* one row of 128 x 64 tiles: this many parts or more fill
 	                                              the SMs where quarters leave a third idle */
-	TUNE_COUNT = 12                            /* lower_matmul_candidates' schedules, at most */
+	TUNE_COUNT = 12                            /* plan_matmul_candidates' schedules, at most */
 };
-/* How a tile's partial sums over K meet: a row each of lower_matmul_ksum.c's ksum_rule. */
-typedef enum KSum {
-	KSUM_NONE,           /* one CTA holds the whole sum */
-	KSUM_SPLIT_RANK0,    /* a K-split cluster, rank 0 adds the others' sums (a swapped tile) */
-	KSUM_SPLIT_SCATTER,  /* a K-split cluster, each rank adds the others' sums of its subtiles */
-	KSUM_SK_OWNER,       /* stream-K runs, each tile's owner adds the others' sums through the workspace */
-	KSUM_SK_SCATTER      /* stream-K in fractions of a tile, each part adds the others' sums of its subtiles */
-} KSum;
-
-/* What a way of meeting (KSum) builds: lower_matmul_ksum.c's ksum_rule, a row a KSum. */
-typedef struct KSumRule {
-	bool partial;              /* a CTA holds part of a tile's sum: no staging ring, prefetch or preload */
-	bool split_cluster;        /* the CTAs of a cluster (Kernel.splits of them) share the k-steps */
-	bool workspace;            /* the sums meet in global memory, Kernel.sk_slot bytes a CTA */
-	const char *own_compute;   /* each rank or part computes and stores the subtiles it owns (own_subtile), */
-	const char *own_store;     /* these its comments; NULL: the epilogue runs whole where it runs */
-} KSumRule;
-
-extern const KSumRule ksum_rule[];
-
 /* What every group's mainloop and epilogue share: the tile, the operand buffers, where the tile is. */
 typedef struct Tile {
 	Kernel *k;
 	const Fusion *f;
 	Stmt *loop;                   /* the tile loop */
 	Expr *row0, *col0, *bt, *ktiles;
-	Expr *k0, *kparts;            /* a K-split (Kernel.splits): this CTA's first k-step, and the cluster's CTAs
+	Expr *k0, *kparts;            /* a K-split (KSumSize.splits): this CTA's first k-step, and the cluster's CTAs
 	                                 that have k-steps; NULL without.  Stream-K: k0 is the part's first */
 	Expr *kn, *kbase, *help;      /* stream-K (stream_k_plan): the part's k-steps, the stage counter at its
 	                                 first, and the CTAs after this one whose sums its tile's owner adds */
-	Expr *ski, *sknp;             /* stream-K in fractions of a tile (Kernel.sk_scatter): the part's index
+	Expr *ski, *sknp;             /* stream-K in fractions of a tile (KSUM_SK_SCATTER): the part's index
 	                                 among its tile's, and their number (0 and 1 for a whole tile) */
-	KSum ksum;                    /* how partial sums over K meet (ksum_rule) */
 	int bm, bn, bk;
 	bool akm, bkm;                /* is the operand K-major (K its contiguous dim)? */
 	int abuf, bbuf;               /* A's stage, and B's: a group's side by side */
@@ -122,7 +101,8 @@ typedef struct Tile {
 /*
  * The decisions plan_matmul takes for a matmul fusion, from the fusion, its
  * schedule and its sizes alone, before any IR is built; lower_matmul copies
- * them into the Kernel's fields of the same names and builds from them.
+ * them into the Kernel's fields of the same names (the K strategy's into
+ * Kernel.ksum and Kernel.ksize) and builds from them.
  */
 typedef struct MatmulPlan {
 	/* what the fusion fixes */
@@ -142,9 +122,9 @@ typedef struct MatmulPlan {
 	int stages_default;        /* Kernel.stages_default */
 	int cluster[2];            /* Kernel.cluster */
 	KSum ksum;                 /* how partial sums over K meet, with: */
-	int splits;                /* Kernel.splits, split_scatter */
+	int splits;                /* KSumSize's, and which KSum */
 	bool split_scatter;
-	int sk_parts, sk_slot;     /* Kernel.sk_parts, sk_slot, sk_scatter */
+	int sk_parts, sk_slot;
 	bool sk_scatter;
 	int producer_regs, consumer_regs;
 	bool elect_nest;           /* Kernel.elect_nest (many_tiles) */

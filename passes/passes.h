@@ -78,7 +78,7 @@ const LowerFamily *lower_family(Family f);
  * wait, whose launches are not theirs to repeat.  Returns the count (with
  * OUT NULL, only that).
  */
-int lower_matmul_candidates(const Fusion *f, Schedule *out, int max);
+int plan_matmul_candidates(const Fusion *f, Schedule *out, int max);
 
 enum {
 	LOWER_THREADS = 256,            /* compute threads per CTA */
@@ -125,7 +125,7 @@ Expr *lower_unit(Comp *c, const Kernel *k, int leaf);
 Expr *lower_rank_at(Comp *c, const Kernel *k, Expr *at, int axis);
 /*
  * A cluster of cm x cn CTAs that share operands, each group of them a
- * K-split rank (Kernel.splits): rank = split rank x cm cn + place.  This
+ * K-split rank (KSumSize.splits): rank = split rank x cm cn + place.  This
  * CTA's place among those it shares operands with, and its split rank.
  */
 Expr *lower_share_rank(Comp *c, const Kernel *k);

@@ -3,7 +3,7 @@
  * builds any IR: the groups of matmuls (the_matmuls), whether to swap A
  * and B, the tile, the consumers' order, the cluster, a K split, the
  * roles' registers, into one MatmulPlan (plan_matmul); and the schedules a
- * measured choice times (lower_matmul_candidates).  Requires a fusion of
+ * measured choice times (plan_matmul_candidates).  Requires a fusion of
  * the matmul family with its sizes; leaves the plan, and builds no IR (the
  * cost model reads the spec's sizes alone).  The tuned constants are
  * matmul.h's.
@@ -939,7 +939,7 @@ shared_a(const Fusion *f)
 }
 
 int
-lower_matmul_candidates(const Fusion *f, Schedule *out, int max)
+plan_matmul_candidates(const Fusion *f, Schedule *out, int max)
 {
 	static const int tiles[][3] = {{128, 128, 64}, {128, 256, 64}, {256, 128, 64}};
 	const Schedule *h = &f->sched;

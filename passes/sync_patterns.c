@@ -230,7 +230,7 @@ pingpong_last(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop, const C
 	last = mbar(c, ST_MBAR_ARRIVE, outer->cb->empty_bar,
 	            ex_stage_slot(c, y->k, end, S - 1, S), NULL,
 	            "release the tile's last k-step to the producer");
-	if (y->k->splits > 1) {
+	if (ksum_rule[y->k->ksum].split_cluster) {
 		/* a K-split's CTA may have no k-steps (K short): then it has no last one to release */
 		Stmt *any = st_if(c, ex_bin(c, EX_LT, loop->lo, loop->hi));
 

@@ -238,13 +238,13 @@ static void b_swap_tile(Fixture *t, Kernel *k)
 static void b_split_family(Fixture *t, Kernel *k)
 {
 	(void)t;
-	k->splits = 2;   /* only a matmul's tiles have a K to split */
+	k->ksize.splits = 2;   /* only a matmul's tiles have a K to split */
 }
 static void b_split_cluster(Fixture *t, Kernel *k)
 {
 	(void)t;
 	k->family = FAM_MATMUL;
-	k->splits = 4;   /* 4 x 2 x 2: past the portable cluster size */
+	k->ksize.splits = 4;   /* 4 x 2 x 2: past the portable cluster size */
 	k->cluster[0] = k->cluster[1] = 2;
 }
 static void b_split_reduce(Fixture *t, Kernel *k)
@@ -252,7 +252,7 @@ static void b_split_reduce(Fixture *t, Kernel *k)
 	Stmt *s = st_new(&t->c, ST_SPLIT_REDUCE);
 
 	k->family = FAM_MATMUL;
-	k->splits = 2;
+	k->ksize.splits = 2;
 	s->buf = 1;   /* a tile buffer, not a partial-sum one; and no accumulator, barriers or parity */
 	st_append(&t->c, k->body, s);
 }

@@ -546,7 +546,7 @@ stage_division_in_32_bits(void **state)
 	/* stream-K's parts count on from their kbase: kept in 64 bits (split_counter) */
 	if (!(k = kernel_of(t, GEMM_SIZES(1024, 1280, 8192) GEMM_PLAIN)))   /* halves of 128 x 160 */
 		fail_msg("%s", t->msg);
-	assert_true(k->sk_slot > 0);
+	assert_true(k->ksize.sk_slot > 0);
 	assert_int_equal(k->buf[1].stages, 5);
 	n = stmts_of(k->body, ST_MBAR_WAIT, w, 8);
 	assert_true(n >= 2);
@@ -2254,7 +2254,7 @@ producer_elect_nest(void **state)
 		Stmt *prod, *nest, *kl = NULL;
 
 		assert_int_equal(k->elect_nest, cases[i].nest);
-		assert_int_equal(k->sk_slot != 0, cases[i].stream_k);
+		assert_int_equal(k->ksize.sk_slot != 0, cases[i].stream_k);
 		prod = find_kind(k->body, ST_ROLES, 0)->body[0];
 		assert_int_equal(prod->nbody, 2);   /* setmaxnreg, then the nest */
 		nest = prod->body[1];
@@ -2462,7 +2462,7 @@ stream_k_fractions(void **state)
 
 	if (!k)
 		fail_msg("%s", t->msg);
-	assert_true(k->sk_scatter && k->sk_parts == 4 && k->tile_cols == 64);
+	assert_true(k->ksum == KSUM_SK_SCATTER && k->ksize.sk_parts == 4 && k->tile_cols == 64);
 	tl = consumer_tiles(k);
 	for (r = 0; r < (int)countof(runs); r++) {
 		int64_t M = runs[r].m, N = runs[r].n, K = runs[r].k, tiles = (M + 127) / 128 * ((N + 63) / 64);
@@ -2592,7 +2592,7 @@ stream_k_cluster_fractions(void **state)
 		}
 		if (!(k = kernel_of(t, specs[s].spec)))
 			fail_msg("%s", t->msg);
-		assert_true(k->sk_scatter && k->sk_parts == specs[s].parts && k->tile_cols == 128);
+		assert_true(k->ksum == KSUM_SK_SCATTER && k->ksize.sk_parts == specs[s].parts && k->tile_cols == 128);
 		assert_true(k->cluster[0] == specs[s].cm && k->cluster[1] == specs[s].cn);
 		tl = consumer_tiles(k);
 		for (r = 0; r < (int)countof(runs); r++) {
@@ -2732,7 +2732,7 @@ stream_k(void **state)
 
 	if (!k)
 		fail_msg("%s", t->msg);
-	assert_int_equal(k->sk_slot, 256 * 128 * 4);   /* 128 accumulator registers a consumer thread */
+	assert_int_equal(k->ksize.sk_slot, 256 * 128 * 4);   /* 128 accumulator registers a consumer thread */
 	assert_int_equal(k->param[k->nparam - 5].kind, PK_WORKSPACE);
 	assert_int_equal(k->param[k->nparam - 4].size, SZ_SK_ON);   /* 0: no workspace, every tile whole */
 	roles = find_kind(k->body, ST_ROLES, 0);
@@ -2855,7 +2855,7 @@ stream_k(void **state)
 			t = *state;
 			if (!(k = kernel_of(t, text)))
 				fail_msg("%s: %s", scheds[i], t->msg);
-			assert_int_equal(k->sk_slot > 0, want[i]);
+			assert_int_equal(k->ksize.sk_slot > 0, want[i]);
 			assert_int_equal(census(k->body).kind[ST_SK_STORE], want[i]);
 			if (!want[i]) {
 				tl = find_kind(find_kind(k->body, ST_ROLES, 0)->body[1], ST_LOOP, 1);
@@ -2886,7 +2886,7 @@ split_scatter(Fixture *t, Kernel *k)
 	Stmt *loop = consumer_tiles(k), *red, *eloop = NULL, *first = NULL, *last = NULL;
 	const char *cu;
 	char want[64];
-	int i, at = -1, sync = -1, s = k->splits;
+	int i, at = -1, sync = -1, s = k->ksize.splits;
 
 	assert_non_null(loop);
 	red = find_kind(loop, ST_SPLIT_REDUCE, 0);
@@ -2954,10 +2954,10 @@ split_in_clusters(void **state)
 	int b, n;
 
 	k = lowered(&t, 0, spec);
-	assert_int_equal(k->splits, 2);
+	assert_int_equal(k->ksize.splits, 2);
 	assert_int_equal(k->cluster[0] * k->cluster[1], 4);
 	assert_int_equal(kernel_cluster_ctas(k), 8);
-	assert_true(k->split_scatter && k->pingpong);
+	assert_true(k->ksum == KSUM_SPLIT_SCATTER && k->pingpong);
 	roles = find_kind(k->body, ST_ROLES, 0);
 	n = stmts_of(roles->body[0], ST_TMA_LOAD, ld, 4);
 	assert_int_equal(n, 2);
@@ -3043,7 +3043,7 @@ split_k(void **state)
 	if (!(k = kernel_of(t, spec)))
 		fail_msg("%s", t->msg);
 	assert_true(k->swap_ab && k->pingpong);
-	assert_int_equal(k->splits, 2);
+	assert_int_equal(k->ksize.splits, 2);
 	assert_int_equal(kernel_cluster_ctas(k), 2);
 	assert_int_equal(census(k->body).kind[ST_SPLIT_REDUCE], 1);
 	roles = find_kind(k->body, ST_ROLES, 0);
@@ -3104,16 +3104,16 @@ split_k(void **state)
 			fail_msg("setup");
 		if (!(k = kernel_of(t, text)))
 			fail_msg("%s: %s", defaults[i].sizes, t->msg);
-		if (k->splits != defaults[i].splits)
-			fail_msg("%s: split %d, expected %d", defaults[i].sizes, k->splits, defaults[i].splits);
-		assert_int_equal(census(k->body).kind[ST_SPLIT_REDUCE], k->splits > 1);
+		if (k->ksize.splits != defaults[i].splits)
+			fail_msg("%s: split %d, expected %d", defaults[i].sizes, k->ksize.splits, defaults[i].splits);
+		assert_int_equal(census(k->body).kind[ST_SPLIT_REDUCE], k->ksize.splits > 1);
 		if (!k->swap_ab) {
-			assert_int_equal(k->tile_rows, k->splits > 1 ? 64 : 128);
-			assert_int_equal(k->pingpong, k->splits > 1);
+			assert_int_equal(k->tile_rows, k->ksize.splits > 1 ? 64 : 128);
+			assert_int_equal(k->pingpong, k->ksize.splits > 1);
 			assert_int_equal(k->tile_cols, defaults[i].cols);
 		}
-		assert_int_equal(k->split_scatter, k->splits > 1 && !k->swap_ab);
-		if (k->split_scatter)
+		assert_int_equal(k->ksum == KSUM_SPLIT_SCATTER, k->ksize.splits > 1 && !k->swap_ab);
+		if (k->ksum == KSUM_SPLIT_SCATTER)
 			split_scatter(t, k);
 		teardown((void **)&t);
 	}
@@ -3128,7 +3128,7 @@ split_k(void **state)
 			fail_msg("setup");
 		if (!(k = kernel_of(t, text)))
 			fail_msg("stream_k: %s", t->msg);
-		assert_int_equal(k->splits, 1);
+		assert_int_equal(k->ksize.splits, 1);
 		assert_false(k->pingpong);
 		assert_int_equal(k->tile_rows, 128);
 		teardown((void **)&t);
@@ -3188,9 +3188,9 @@ tune_candidates(void **state)
 			fail_msg("setup");
 		if (!(k = kernel_of(t, text)))
 			fail_msg("%s", t->msg);
-		n = lower_matmul_candidates(t->c.fusion, cand, 12);
+		n = plan_matmul_candidates(t->c.fusion, cand, 12);
 		assert_int_equal(n, want[i]);
-		assert_int_equal(lower_matmul_candidates(t->c.fusion, NULL, 0), n);
+		assert_int_equal(plan_matmul_candidates(t->c.fusion, NULL, 0), n);
 		assert_memory_equal(&cand[0], &t->c.fusion->sched, sizeof cand[0]);
 		teardown((void **)&t);
 		for (j = 1, lowered = 0; j < n; j++)
@@ -3631,9 +3631,9 @@ misaligned_rows(void **state)
 		Kernel *k;
 
 		k = lowered(&t, i, cases[i].spec);
-		if (k->cluster[0] != cases[i].cm || k->cluster[1] != cases[i].cn || k->splits != cases[i].splits)
+		if (k->cluster[0] != cases[i].cm || k->cluster[1] != cases[i].cn || k->ksize.splits != cases[i].splits)
 			fail_msg("case %d: cluster [%d, %d] split %d, expected [%d, %d] split %d", i, k->cluster[0],
-			         k->cluster[1], k->splits, cases[i].cm, cases[i].cn, cases[i].splits);
+			         k->cluster[1], k->ksize.splits, cases[i].cm, cases[i].cn, cases[i].splits);
 		teardown((void **)&t);
 	}
 	(void)state;
@@ -4378,21 +4378,21 @@ long_k_default(void **state)
 		Fixture *t;
 		Kernel *k = lowered(&t, i, cases[i].spec);
 
-		if (k->sk_parts != cases[i].parts || (k->sk_slot > 0) != (cases[i].parts > 0) ||
-		    (cases[i].parts && (k->tile_rows != 128 || k->tile_cols != cases[i].bn || k->splits != 1 ||
+		if (k->ksize.sk_parts != cases[i].parts || (k->ksize.sk_slot > 0) != (cases[i].parts > 0) ||
+		    (cases[i].parts && (k->tile_rows != 128 || k->tile_cols != cases[i].bn || k->ksize.splits != 1 ||
 		                        k->cluster[1] != 1 || k->pingpong || k->swap_ab)))
 			fail_msg("case %d: parts %d, slot %d, tile %d x %d, splits %d, cluster %d x %d; expected parts %d at "
-			         "128 x %d", i, k->sk_parts, k->sk_slot, k->tile_rows, k->tile_cols, k->splits, k->cluster[0],
+			         "128 x %d", i, k->ksize.sk_parts, k->ksize.sk_slot, k->tile_rows, k->tile_cols, k->ksize.splits, k->cluster[0],
 			         k->cluster[1], cases[i].parts, cases[i].bn);
 		/* the rules cut whole fractions of a tile (fraction_plan); the hint, runs across tiles */
-		assert_int_equal(k->sk_scatter, cases[i].parts > 0 && !strstr(cases[i].spec, "stream_k: true"));
+		assert_int_equal(k->ksum == KSUM_SK_SCATTER, cases[i].parts > 0 && !strstr(cases[i].spec, "stream_k: true"));
 		if (cases[i].parts) {   /* the plan cuts runs of 1 / parts of a tile */
 			char want[64];
 			Buf b;
 
 			buf_init(&b, t->c.arena);
 			kernel_print(&b, k);
-			snprintf(want, sizeof want, k->sk_scatter ? "min(min(%d, " : "(ktiles / %d)", cases[i].parts);
+			snprintf(want, sizeof want, k->ksum == KSUM_SK_SCATTER ? "min(min(%d, " : "(ktiles / %d)", cases[i].parts);
 			if (!strstr(buf_str(&b), want))
 				fail_msg("case %d: no %s in\n%s", i, want, buf_str(&b));
 		}
@@ -4402,9 +4402,9 @@ long_k_default(void **state)
 		Fixture *t;
 		Kernel *k = lowered(&t, i, pairs[i].spec);
 
-		if (!k->sk_scatter || k->cluster[0] != pairs[i].cm || k->cluster[1] != pairs[i].cn)
+		if (k->ksum != KSUM_SK_SCATTER || k->cluster[0] != pairs[i].cm || k->cluster[1] != pairs[i].cn)
 			fail_msg("pair %d: cluster %d x %d, in fractions %d; expected %d x %d", i, k->cluster[0],
-			         k->cluster[1], k->sk_scatter, pairs[i].cm, pairs[i].cn);
+			         k->cluster[1], k->ksum == KSUM_SK_SCATTER, pairs[i].cm, pairs[i].cn);
 		teardown((void **)&t);
 	}
 	for (i = 0; i < (int)countof(order); i++) {   /* the narrow rule's tiles along rows where A is the larger */
