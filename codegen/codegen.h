@@ -10,6 +10,8 @@
  *                         chunks)
  *   emit_matmul.c         the matmul family's: its accumulators, the mma,
  *                         the epilogue compute over the fragments
+ *   emit_matmul_ksum.c    where its partial sums over K meet (a K split's
+ *                         reduction, stream-K's parts)
  *   launch_desc.c         the launch description (Launch): all the runtime
  *                         reads of a compiled kernel
  *   device.cuh            the device helpers every kernel gets (mbarriers,
@@ -110,8 +112,11 @@ extern const EmitFamily emit_pointwise_family, emit_reduction_family, emit_matmu
 extern const char codegen_device_cuh[], codegen_device_reduction_cuh[], codegen_device_matmul_cuh[];
 /* emit_matmul.c: an ST_MMA (wgmma over the k-tile, each consumer warpgroup its 64 rows, or 128). */
 void emit_mma(Emit *e, const Stmt *s);
+/* emit_matmul_ksum.c: a K split's reduction, stream-K's parts meeting. */
 void emit_split_reduce(Emit *e, const Stmt *s);
 void emit_stream_k(Emit *e, const Stmt *s);
+/* emit_matmul.c: the name of accumulator ACC's registers. */
+const char *emit_acc_name(Emit *e, int acc);
 /* emit_matmul.c: an epilogue row input's copy through a register a thread (ST_ROW_FETCH, ST_ROW_PUT). */
 void emit_row_copy(Emit *e, const Stmt *s);
 /* The registers a consumer thread holds of accumulator ACC: its fragment of each of its 64-row blocks. */
