@@ -638,7 +638,9 @@ acc_regs(const MatmulPlan *p, const Group *g, int ng)
  * besides the tile's coordinates, and ptxas spilled it at 40 registers
  * (4-24 bytes: 8192 x 8192 x 8120, SwiGLU and QKV over K = 264 or 2040);
  * at 56 none spilled, where the consumers' 224 hold the accumulators
- * (SHARE_ACC; 192 spilled).  Else 40 and 232, CUTLASS's.
+ * (SHARE_ACC; 192 spilled).  Else 40 and 232, CUTLASS's: over SHARE_ACC
+ * the producer spills 4 bytes, and dropping the cluster instead cost SwiGLU
+ * a third (docs/perf.md); tests/spill_grid.py names this exception.
  */
 static void
 choose_regs(const Fusion *f, MatmulPlan *p, const Group *g, int ng)
@@ -664,10 +666,9 @@ choose_regs(const Fusion *f, MatmulPlan *p, const Group *g, int ng)
  * A); the other operand, if misaligned too, when the first's half would
  * not be whole 64-wide chunks (sharing an aligned operand would spare no
  * misaligned row).  Only where a hint's cluster would build: one CTA a
- * tile, neither swapped, split, stream-K, batched, signalled nor waiting,
- * nor where the consumers hold more than SHARE_ACC accumulators a thread
- * (SwiGLU's ping-pong tiles), which would leave the producer too few
- * registers (choose_regs).  The choice is made at the spec's sizes, like
+ * tile, neither swapped, split, stream-K, batched, signalled nor waiting
+ * (SwiGLU's ping-pong tiles too, whose producer then spills 4 bytes:
+ * choose_regs).  The choice is made at the spec's sizes, like
  * the tile's; a kernel launched at another K keeps it.
  */
 static void
@@ -678,7 +679,7 @@ misaligned_cluster(const Fusion *f, MatmulPlan *p, const Group *g, int ng, const
 	bool ma = ra > 0 && ra % 128 != 0, mb = rb > 0 && rb % 128 != 0;
 	bool b_first = mb && (!ma || brows >= p->bm);   /* of the misaligned, the one with more rows */
 
-	if (plan_rules_out(f, p, g, ng, PD_MISALIGNED_CLUSTER) || acc_regs(p, g, ng) > SHARE_ACC)
+	if (plan_rules_out(f, p, g, ng, PD_MISALIGNED_CLUSTER))
 		return;
 	for (i = 0; i < 2; i++) {
 		bool share_b = i == 0 ? b_first : !b_first;

@@ -3579,9 +3579,8 @@ ragged_inside(void **state)
  * of M = 1000 is shared, an N-major B of N = 4040 too, but not N-major Bs
  * whose halves would not be whole 64-wide chunks (A instead), nor an aligned
  * B when the misaligned A's half would not be.  Aligned rows, a
- * cluster hint, a split, a swapped tile, a batched matmul, a signal,
- * stream-K or SwiGLU's ping-pong tiles (192 accumulators a thread: the
- * producer would spill, choose_regs) keep one CTA.
+ * cluster hint, a split, a swapped tile, a batched matmul, a signal or
+ * stream-K keep one CTA.
  */
 static void
 misaligned_rows(void **state)
@@ -3614,7 +3613,7 @@ misaligned_rows(void **state)
 		 "  wg: {dtype: bf16, shape: [N, K]}\n  wu: {dtype: bf16, shape: [N, K]}\n"
 		 "ops:\n  - {out: g, op: matmul, in: [x, wg], transpose_b: true}\n"
 		 "  - {out: u, op: matmul, in: [x, wu], transpose_b: true}\n  - {out: sg, op: silu, in: [g]}\n"
-		 "  - {out: h, op: mul, in: [sg, u]}\noutputs:\n  h: {dtype: bf16}\n", 1, 1, 1},
+		 "  - {out: h, op: mul, in: [sg, u]}\noutputs:\n  h: {dtype: bf16}\n", 2, 1, 1},   /* ping-pong: 192 acc */
 		/* N-major Bs of a 64-wide tile each: half of each would not be a whole chunk, so A */
 		{"fusion: swiglu\nsizes: {M: 600, N: 392, K: 328}\ninputs:\n  x: {dtype: f16, shape: [K, M]}\n"
 		 "  wg: {dtype: f16, shape: [K, N]}\n  wu: {dtype: f16, shape: [K, N]}\n"
@@ -3642,7 +3641,8 @@ misaligned_rows(void **state)
 /*
  * The roles' registers (choose_regs): a cluster whose producer multicasts
  * a shared operand gives it 56 (ptxas spilled it at 40), its consumers 224,
- * where those hold the accumulators; else 40 and 232.
+ * where those hold the accumulators; else 40 and 232 (SwiGLU's ping-pong
+ * tiles in the default cluster of a misaligned K among them).
  */
 static void
 cluster_registers(void **state)
@@ -3658,6 +3658,12 @@ cluster_registers(void **state)
 		/* 256 x 192: 192 accumulators a thread, more than 224 registers hold unspilled */
 		{GEMM_SIZES(4096, 4096, 4096) GEMM_PLAIN "schedule: {cluster: [2, 1], tile: [256, 192, 64]}\n", 2, 1,
 		 40, 232},
+		/* SwiGLU's ping-pong tiles, misaligned K: the default cluster, 192 accumulators, 40 and 232 */
+		{"fusion: swiglu\nsizes: {M: 4096, N: 8192, K: 4040}\ninputs:\n  x: {dtype: bf16, shape: [M, K]}\n"
+		 "  wg: {dtype: bf16, shape: [N, K]}\n  wu: {dtype: bf16, shape: [N, K]}\n"
+		 "ops:\n  - {out: g, op: matmul, in: [x, wg], transpose_b: true}\n"
+		 "  - {out: u, op: matmul, in: [x, wu], transpose_b: true}\n  - {out: sg, op: silu, in: [g]}\n"
+		 "  - {out: h, op: mul, in: [sg, u]}\noutputs:\n  h: {dtype: bf16}\n", 2, 1, 40, 232},
 	};
 	int i;
 
