@@ -611,7 +611,7 @@ typedef struct KBar {
 	int count;
 	int arrivals;
 	bool cluster;      /* a cluster's stage-release barrier: each of its arrivals is one consumer warpgroup of
-	                      one CTA of the cluster, which arrives on every CTA's copy (Kernel.cluster) */
+	                      one CTA of the cluster, which arrives on every CTA's copy (MatmulPlan.cluster) */
 } KBar;
 
 typedef enum StmtKind {
@@ -821,7 +821,7 @@ typedef struct RowPlan {
 	View *view;              /* each fusion tensor's view of the row domain */
 } RowPlan;
 
-/* How a matmul tile's partial sums over K meet (Kernel.ksum): a row each of ksum_rule. */
+/* How a matmul tile's partial sums over K meet (MatmulPlan.ksum): a row each of ksum_rule. */
 typedef enum KSum {
 	KSUM_NONE,           /* one CTA holds the whole sum */
 	KSUM_SPLIT_RANK0,    /* a K-split cluster, rank 0 adds the others' sums (a swapped tile) */
@@ -841,7 +841,7 @@ typedef struct KSumRule {
 
 extern const KSumRule ksum_rule[];
 
-/* A matmul's numbers for its K strategy (Kernel.ksum); splits 1 and the rest 0 in other kernels. */
+/* A matmul's numbers for its K strategy (MatmulPlan.ksum); splits 1 and the rest 0 without one. */
 typedef struct KSumSize {
 	int splits;     /* CTAs that share each tile's k-steps (a split-K matmul: one cluster of them a tile);
 	                   1: none.  With cluster[] > 1, clusters of cluster[0] x cluster[1] x splits CTAs,
@@ -851,11 +851,82 @@ typedef struct KSumSize {
 	                   0: none */
 } KSumSize;
 
+/*
+ * A matmul kernel's plan: the decisions plan_matmul takes from the fusion,
+ * its schedule and its sizes alone, before any IR is built (plan_matmul.c,
+ * plan_stream_k.c), and what lowering adds (the inputs that wait).  It is
+ * the kernel's own (Kernel.mm): lowering plans into it and builds from it.
+ * A generic pass asks through kernel_mm, which gives another family's
+ * kernel the plan of no matmul (no cluster, split or swap).
+ */
+typedef struct MatmulPlan {
+	/* what the fusion fixes */
+	bool batched;              /* batch dims on both operands: the view is [batch, rows, cols], tiles run
+	                              over every batch, and operands and outputs have 3-D maps */
+	int waits;                 /* inputs with wait: per_tile (ST_FLAG_WAIT, param PK_WAIT): the kernel waits on
+	                              each one's flag word for a tile before the tile's epilogue reads it, or (an
+	                              operand) before the producer loads it; wait_flags holds, input after input in
+	                              spec order, a word an output tile (an epilogue input), a row tile (A) or a
+	                              column tile (B) */
+	int wait_rows, wait_cols;  /* of them, operands A (a word a row tile) and B (a column tile); lowering's */
+	int wait_tile[2];          /* the writer's tile of the epilogue inputs that wait, when it is not the
+	                              kernel's own (wait: {per_tile, tile: [R, C]}): a word an R x C tile, and a tile
+	                              of the kernel waits for each of the writer's it covers (0: the kernel's own);
+	                              lowering's */
+	bool persistent;           /* Kernel.persistent */
+	bool akm, bkm;             /* is operand A (B) K-major? */
+	bool kmajor_b;             /* every B of the first mainloop K-major */
+	/* the decisions */
+	bool swap_ab;              /* few rows computed transposed, D^T = B A^T: 64 of B's rows fill a warpgroup's
+	                              wgmma M and A's tile_rows rows its N, so the accumulator holds the output tile
+	                              transposed (ping-pong tiles of 64 columns, cooperative ones of 128; one
+	                              epilogue subtile a tile) */
+	bool pingpong;             /* consumer warpgroups that each own a tile (64 rows): warpgroup w takes the
+	                              CTA's tiles w, w + 2, ...; their elected threads, barriers and halves of each
+	                              staging copy are their own (the consumer role's KRole.groups) */
+	bool group_pp;             /* group_pingpong's default for matmuls that share A */
+	bool along_rows;           /* choose_tile's one wave along the rows of a taller output */
+	bool raster_rows;          /* the tiles in order along each row of tiles (consecutive tiles share A), not
+	                              in groups of rows walked column by column (lower_matmul.c raster) */
+	int bm, bn, bk;            /* the CTA tile (Kernel.tile_rows, tile_cols) */
+	int row_blocks;            /* the 64-row blocks of the tile a consumer warpgroup computes, each a wgmma of
+	                              its own into its own N / 2 accumulator registers: 1, or 2 for a ping-pong
+	                              warpgroup's 128-row tile */
+	int epi_cols;              /* an epilogue subtile's columns (its staging copy's, its output maps' box): 32,
+	                              or 16 where tile_cols is an odd multiple of 16; swapped, tile_cols */
+	int stages_default;        /* Kernel.stages_default */
+	int cluster[2];            /* CTAs a cluster along M and N, launched as clusters of cluster[0] x cluster[1]
+	                              CTAs (1-D, each CTA's rank EX_RANK) that take one cluster tile at a time and
+	                              multicast the operand they share ({1, 1}: no cluster) */
+	KSum ksum;                 /* how a tile's partial sums over K meet (ksum_rule): a K-split cluster's
+	                              ST_SPLIT_REDUCE, into rank 0 or each rank's subtiles; or stream-K, the last
+	                              wave's tiles split into runs of k-steps over the CTAs (or whole fractions of a
+	                              tile, each summing and storing its own subtiles) that meet through the
+	                              workspace */
+	KSumSize ksize;            /* and its numbers */
+	bool split_scatter;        /* which KSum: a split's into each rank's subtiles, */
+	bool sk_scatter;           /* stream-K's in fractions of a tile */
+	int producer_regs, consumer_regs;   /* Kernel's */
+	bool elect_nest;           /* the producer's elected thread alone runs its whole loop nest, not the role's
+	                              threads with an elect() a k-step (warp_specialize.c elect_producer): CTAs that
+	                              take several whole tiles each at the spec's sizes (many_tiles) */
+} MatmulPlan;
+
+/*
+ * A kernel: what every family has, and its family's plan (the union, by
+ * Kernel.family: a row reduction's RowPlan, a matmul's MatmulPlan; a
+ * pointwise kernel has none).  Passes outside the family read the plan
+ * through kernel_row and kernel_mm.
+ */
 struct Kernel {
 	const char *name;
 	Fusion *fusion;
-	Family family;           /* the fusion's (kernel_new copies it): whose rules lower and emit it */
-	RowPlan row;             /* FAM_REDUCTION's plan */
+	Family family;           /* the fusion's (kernel_new copies it): whose rules lower and emit it, and
+	                            which plan the union holds */
+	union {
+		RowPlan row;     /* FAM_REDUCTION's plan */
+		MatmulPlan mm;   /* FAM_MATMUL's */
+	};
 	int domain;              /* the fusion tensor whose shape the 2-D view is made from */
 	KParam *param;  int nparam, capparam;   /* [0] unused */
 	KBuf *buf;      int nbuf, capbuf;       /* [0] unused */
@@ -869,53 +940,17 @@ struct Kernel {
 	int threads;             /* per CTA */
 	int consumer_threads;    /* threads that compute */
 	int tile_rows, tile_cols;
-	int epi_cols;            /* a matmul: an epilogue subtile's columns (its staging copy's, its output maps'
-	                            box): 32, or 16 where tile_cols is an odd multiple of 16; swapped, tile_cols */
 	bool flat;               /* every input is full or scalar: any 2-D view will do */
 	bool warp_specialize;    /* chosen by the schedule */
 	int producer_regs;       /* warp-specialized: setmaxnreg targets of the producer and the consumer */
 	int consumer_regs;       /* roles (0: leave them; both roles must be whole warpgroups) */
 	bool persistent;         /* a grid of SMs x resident CTAs loops over tiles; else one CTA a tile */
 	bool tma_store;          /* outputs leave through staging buffers and TMA stores */
-	bool pingpong;           /* a matmul whose consumer warpgroups each own a tile (64 rows): warpgroup w
-	                            takes the CTA's tiles w, w + 2, ...; their elected threads, barriers
-	                            and halves of each staging copy are their own */
-	bool batched;            /* a matmul with batch dims on both operands: the view is [batch, rows, cols],
-	                            tiles run over every batch, and operands and outputs have 3-D maps */
 	bool signal;             /* signal: per_tile: each output tile's flag is set once its stores have
 	                            landed (ST_SIGNAL), flags row-major over [batch, row tiles, col tiles] */
-	int waits;               /* inputs with wait: per_tile (ST_FLAG_WAIT, param PK_WAIT): the kernel waits on each
-	                            one's flag word for a tile before the tile's epilogue reads it, or (an operand)
-	                            before the producer loads it; wait_flags holds, input after input in spec order,
-	                            a word an output tile (an epilogue input), a row tile (A) or a column tile (B) */
-	int wait_rows, wait_cols;   /* of them, operands A (a word a row tile) and B (a column tile) */
-	int wait_tile[2];        /* the writer's tile of the epilogue inputs that wait, when it is not the kernel's
-	                            own (wait: {per_tile, tile: [R, C]}): a word an R x C tile, and a tile of the
-	                            kernel waits for each of the writer's it covers (0: the kernel's own) */
 	bool pdl;                /* launched as a programmatic dependent (ST_GRID_DEP): it may start while the
 	                            grid before it in the stream finishes, and waits for it before touching
 	                            global memory */
-	bool swap_ab;            /* a matmul of few rows computed transposed, D^T = B A^T: 64 of B's rows fill a
-	                            warpgroup's wgmma M and A's tile_rows rows its N, so the accumulator holds
-	                            the output tile transposed (ping-pong tiles of 64 columns, cooperative ones
-	                            of 128; one epilogue subtile a tile) */
-	int row_blocks;          /* a matmul: the 64-row blocks of the tile a consumer warpgroup computes, each a
-	                            wgmma of its own into its own N / 2 accumulator registers: 1, or 2 for a
-	                            ping-pong warpgroup's 128-row tile */
-	int cluster[2];          /* CTAs a cluster along M and N, launched as clusters of cluster[0] x cluster[1]
-	                            CTAs (1-D, each CTA's rank EX_RANK) that take one cluster tile at a time and
-	                            multicast the operand they share ({1, 1}: no cluster) */
-	bool raster_rows;        /* the tiles in order along each row of tiles (consecutive tiles share A), not in
-	                            groups of rows walked column by column (lower_matmul.c raster) */
-	KSum ksum;               /* a matmul: how a tile's partial sums over K meet (ksum_rule): a K-split
-	                            cluster's ST_SPLIT_REDUCE, into rank 0 or each rank's subtiles; or stream-K,
-	                            the last wave's tiles split into runs of k-steps over the CTAs (or whole
-	                            fractions of a tile, each summing and storing its own subtiles) that meet
-	                            through the workspace */
-	KSumSize ksize;          /* and its numbers */
-	bool elect_nest;         /* the producer's elected thread alone runs its whole loop nest, not the role's
-	                            threads with an elect() a k-step (warp_specialize.c elect_producer): a
-	                            matmul whose CTAs take several whole tiles each at the spec's sizes */
 	Stmt *tile_consumer;     /* signal: {per_tile, consumer: ...}: the consumer role's loop over the CTA's
 	                            tiles (each waited for, its outputs computed, released), which lowering
 	                            makes and warp_specialize places in the role; NULL: none */
@@ -928,6 +963,14 @@ struct Kernel {
 	int ntile_var;           /* the tile count: a let of the tiles, or rows_var when a tile is a row */
 	int niter_var, rows_var, cols_var;
 };
+
+/* The plan of no matmul: no cluster, split, swap or ping-pong (cluster {1, 1}, 1 split, 1 row block). */
+extern const MatmulPlan matmul_none;
+/* The kernel's row-reduction plan; another family's: all zero. */
+const RowPlan *kernel_row(const Kernel *k);
+/* The kernel's matmul plan; another family's: matmul_none. */
+const MatmulPlan *kernel_mm(const Kernel *k);
+
 
 Kernel *kernel_new(Comp *c, Fusion *f);
 int kernel_add_var(Comp *c, Kernel *k, const char *name);
@@ -948,6 +991,8 @@ int kernel_add_acc(Comp *c, Kernel *k, const char *name, Dtype dt, int rows, int
 int kernel_add_role(Comp *c, Kernel *k, RoleKind kind, int first, int threads);
 /* CTAs a cluster: the tile's (cluster[]) times the K-split's; 1 when the kernel launches no clusters. */
 int kernel_cluster_ctas(const Kernel *k);
+/* CTAs a cluster that share operands: a matmul's cluster[0] x cluster[1]; 1 without. */
+int kernel_share_ctas(const Kernel *k);
 
 /*
  * Where the copies of a buffer go.  TMA writes and reads shared memory at
@@ -1071,7 +1116,7 @@ typedef struct Launch {
 	int threads;            /* a CTA */
 	int smem_bytes;         /* dynamic shared memory */
 	bool pdl;               /* launch with programmatic stream serialization (Kernel.pdl, unless option pdl=0) */
-	int cluster;            /* CTAs a cluster (Kernel.cluster's product): the grid is a multiple of it */
+	int cluster;            /* CTAs a cluster (MatmulPlan.cluster's product): the grid is a multiple of it */
 	int nparam;             /* param[1..nparam-1], in the kernel's order; param[0] unused */
 	const LaunchParam *param;
 	/* the 2-D view of the domain and its tiles */

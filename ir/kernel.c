@@ -24,10 +24,25 @@ kernel_new(Comp *c, Fusion *f)
 	VEC_PUSH(c->arena, k->acc, k->nacc, k->capacc);
 	VEC_PUSH(c->arena, k->role, k->nrole, k->caprole);
 	k->body = st_block(c);
-	k->cluster[0] = k->cluster[1] = 1;
-	k->ksize.splits = 1;
-	k->row_blocks = 1;
+	if (k->family == FAM_MATMUL)
+		k->mm = matmul_none;
 	return k;
+}
+
+const MatmulPlan matmul_none = {.cluster = {1, 1}, .ksize.splits = 1, .row_blocks = 1};
+
+const RowPlan *
+kernel_row(const Kernel *k)
+{
+	static const RowPlan none;
+
+	return k->family == FAM_REDUCTION ? &k->row : &none;
+}
+
+const MatmulPlan *
+kernel_mm(const Kernel *k)
+{
+	return k->family == FAM_MATMUL ? &k->mm : &matmul_none;
 }
 
 /* What each way of meeting builds (ir.h KSumRule); lower_matmul_ksum.c builds it. */
@@ -46,7 +61,15 @@ const KSumRule ksum_rule[] = {
 int
 kernel_cluster_ctas(const Kernel *k)
 {
-	return k->cluster[0] * k->cluster[1] * k->ksize.splits;
+	const MatmulPlan *m = kernel_mm(k);
+
+	return m->cluster[0] * m->cluster[1] * m->ksize.splits;
+}
+
+int
+kernel_share_ctas(const Kernel *k)
+{
+	return kernel_mm(k)->cluster[0] * kernel_mm(k)->cluster[1];
 }
 
 int
@@ -640,7 +663,7 @@ kir_row_levels(const Kernel *k, int *level, int *online)
 	}
 	for (i = 1; i < f->nop; i++) {
 		const Op *o = &f->op[i];
-		int l = 0, m = k->row.chunk ? one_pass_with(f, o) : 0;
+		int l = 0, m = kernel_row(k)->chunk ? one_pass_with(f, o) : 0;
 
 		for (j = 1; j < i && m; j++)  /* one partner a reduction: the first */
 			if (one_pass_with(f, &f->op[j]) == m)

@@ -98,38 +98,6 @@ typedef struct Tile {
 	int abuf, bbuf;               /* A's stage, and B's: a group's side by side */
 } Tile;
 
-/*
- * The decisions plan_matmul takes for a matmul fusion, from the fusion, its
- * schedule and its sizes alone, before any IR is built; lower_matmul copies
- * them into the Kernel's fields of the same names (the K strategy's into
- * Kernel.ksum and Kernel.ksize) and builds from them.
- */
-typedef struct MatmulPlan {
-	/* what the fusion fixes */
-	bool batched;              /* Kernel.batched */
-	int waits;                 /* Kernel.waits */
-	bool persistent;           /* Kernel.persistent */
-	bool akm, bkm;             /* is operand A (B) K-major? */
-	bool kmajor_b;             /* every B of the first mainloop K-major */
-	/* the decisions */
-	bool swap_ab, pingpong;    /* D^T = B A^T; ping-pong consumer warpgroups, each a tile */
-	bool group_pp;             /* group_pingpong's default for matmuls that share A */
-	bool along_rows;           /* choose_tile's one wave along the rows of a taller output */
-	bool raster_rows;          /* Kernel.raster_rows */
-	int bm, bn, bk;            /* the CTA tile */
-	int row_blocks;            /* Kernel.row_blocks */
-	int epi_cols;              /* an epilogue subtile's columns */
-	int stages_default;        /* Kernel.stages_default */
-	int cluster[2];            /* Kernel.cluster */
-	KSum ksum;                 /* how partial sums over K meet, with: */
-	int splits;                /* KSumSize's, and which KSum */
-	bool split_scatter;
-	int sk_parts, sk_slot;
-	bool sk_scatter;
-	int producer_regs, consumer_regs;
-	bool elect_nest;           /* Kernel.elect_nest (many_tiles) */
-} MatmulPlan;
-
 /* The defaults that apply only where nothing the plan holds rules them out (plan_rules_out). */
 typedef enum PlanDefault {
 	PD_GROUP_PINGPONG,       /* SwiGLU's ping-pong 128 x 96 a matmul (group_pingpong) */

@@ -60,7 +60,7 @@ plan_holds(const Fusion *f, const MatmulPlan *p, const Group *g, int ng)
 	       (h->consumer_pos.line ? PF_CONSUMER_ROLE : 0) | (fusion_waits(f) ? PF_WAITS : 0) |
 	       (h->persistent == 1 ? PF_NOT_PERSISTENT : 0) | (ng != 1 ? PF_INDEPENDENT : 0) |
 	       (g->n != 1 ? PF_GROUP : 0) | (p->batched ? PF_BATCHED : 0) | (p->swap_ab ? PF_SWAPPED : 0) |
-	       (p->pingpong ? PF_PINGPONG : 0) | (p->splits > 1 ? PF_SPLIT : 0) | (p->sk_parts ? PF_STREAM_K : 0) |
+	       (p->pingpong ? PF_PINGPONG : 0) | (p->ksize.splits > 1 ? PF_SPLIT : 0) | (p->ksize.sk_parts ? PF_STREAM_K : 0) |
 	       (plan_cluster_ctas(p) > 1 ? PF_CLUSTER : 0);
 }
 
@@ -336,7 +336,7 @@ fit_tile(const Fusion *f, const Tensor *d, bool pingpong, int nmm, int step, int
  * fills the last wave best (fill_waves).  A kernel with a signal consumer
  * role keeps 256; clusters along M of an N-major B (matmul MM) stop at
  * 128.  TALL: a 256-row tile may be chosen.  Sets *ALONG_ROWS where the
- * tiles should go in order along each row of tiles (Kernel.raster_rows).
+ * tiles should go in order along each row of tiles (MatmulPlan.raster_rows).
  */
 static int
 choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group_pp, int mm, int nmm, bool kmajor_b,
@@ -718,7 +718,7 @@ in_wave(int64_t tiles, int s)
  * Without a hint, a swapped matmul (few rows) takes the largest split up
  * to MAX_SPLIT that keeps the split tiles within one wave (in_wave) and
  * SPLIT_STEPS k-steps a CTA; an unswapped one only when it has few tiles
- * (below), on ping-pong's 64-row tiles.  Sets k->splits (and T's tile and
+ * (below), on ping-pong's 64-row tiles.  Sets p->ksize.splits (and T's tile and
  * K->pingpong); 0 or -1.
  */
 static int
@@ -746,7 +746,7 @@ choose_split(Comp *c, const Fusion *f, MatmulPlan *p, const Group *g, int ng, co
 			               "which is not implemented yet: at most %d (the portable cluster size); split by at "
 			               "most %d or share among fewer CTAs", h->split_k, p->cluster[0], p->cluster[1],
 			               share * h->split_k, MAX_CLUSTER, MAX_CLUSTER / share);
-		p->splits = h->split_k;
+		p->ksize.splits = h->split_k;
 		return 0;
 	}
 	if (h->split_pos.line || why || p->batched || share > 1)
@@ -773,16 +773,16 @@ choose_split(Comp *c, const Fusion *f, MatmulPlan *p, const Group *g, int ng, co
 
 		if (plan_rules_out(f, p, g, ng, PD_FEW_TILE_SPLIT) || p->bm != BM)
 			return 0;
-		for (n = CHUNK; n <= 2 * CHUNK && p->splits < 2; n *= 2)
+		for (n = CHUNK; n <= 2 * CHUNK && p->ksize.splits < 2; n *= 2)
 			for (s = 2; s <= MAX_SPLIT && in_wave(grid_tiles(rows, cols, BM / 2, n), s) && steps / s >= FEW_STEPS; s++)
-				p->splits = s, p->bm = BM / 2, p->bn = n, p->pingpong = true;
+				p->ksize.splits = s, p->bm = BM / 2, p->bn = n, p->pingpong = true;
 		return 0;
 	}
 	/* the partial sums must leave shared memory for the stages asked for (or 4) and the staging copies */
 	if (partial + (h->stages > 4 ? h->stages : 4) * stage + SPLIT_STAGING > SMEM_BUDGET)
 		return 0;
 	for (s = 2; s <= MAX_SPLIT && in_wave(tiles, s) && steps / s >= SPLIT_STEPS; s++)
-		p->splits = s;
+		p->ksize.splits = s;
 	return 0;
 }
 
@@ -790,7 +790,7 @@ choose_split(Comp *c, const Fusion *f, MatmulPlan *p, const Group *g, int ng, co
  * Do K's CTAs each take several whole tiles at the spec's sizes (more
  * tiles of the output D than TILE_TARGET, no stream-K runs, no K split)?
  * Then the producer's elected thread runs its loop nest alone
- * (Kernel.elect_nest): with an elect() a k-step, the other lanes of its
+ * (MatmulPlan.elect_nest): with an elect() a k-step, the other lanes of its
  * warp ran on through the nest while it waited for a stage, and its next
  * load waited for them.  Where a CTA takes one tile or part of one, the
  * nest under one elect() ran slower for no cause found: those keep an
@@ -801,7 +801,7 @@ many_tiles(const Fusion *f, const Tensor *d, const MatmulPlan *p)
 {
 	int64_t rows = out_rows(f, d), cols = dim_value(f, d->dim[d->rank - 1]);
 
-	return !p->sk_slot && p->splits <= 1 && rows > 0 && cols > 0 &&
+	return !p->ksize.sk_slot && p->ksize.splits <= 1 && rows > 0 && cols > 0 &&
 	       grid_tiles(rows, cols, p->bm, p->bn) > TILE_TARGET;
 }
 
@@ -834,16 +834,16 @@ group_pingpong(const Fusion *f, const MatmulPlan *p, const Group *g, int ng, con
 int
 plan_cluster_ctas(const MatmulPlan *p)
 {
-	return p->cluster[0] * p->cluster[1] * p->splits;
+	return p->cluster[0] * p->cluster[1] * p->ksize.splits;
 }
 
 /* How plan P's partial sums over K meet. */
 static KSum
 plan_ksum(const MatmulPlan *p)
 {
-	if (p->splits > 1)
+	if (p->ksize.splits > 1)
 		return p->split_scatter ? KSUM_SPLIT_SCATTER : KSUM_SPLIT_RANK0;
-	if (p->sk_parts)
+	if (p->ksize.sk_parts)
 		return p->sk_scatter ? KSUM_SK_SCATTER : KSUM_SK_OWNER;
 	return KSUM_NONE;
 }
@@ -863,7 +863,8 @@ plan_matmul(Comp *c, const Fusion *f, const Group *g, int ng, MatmulPlan *p)
 	const Tensor *a = &f->tensor[op->in[0].tensor], *b = &f->tensor[op->in[1].tensor], *d = &f->tensor[op->out];
 	int j;
 
-	*p = (MatmulPlan){.cluster = {1, 1}, .splits = 1, .row_blocks = 1, .kmajor_b = true};
+	*p = matmul_none;
+	p->kmajor_b = true;
 	p->akm = !op->transpose_a;
 	p->bkm = op->transpose_b;
 	p->batched = b->rank > 2 || (a->rank > 2 && op->transpose_a);   /* lower_matmul says why */
@@ -890,7 +891,7 @@ plan_matmul(Comp *c, const Fusion *f, const Group *g, int ng, MatmulPlan *p)
 	                               &p->along_rows))
 		return -1;
 	if (f->sched.stream_k == 2)
-		p->sk_parts = SK_PARTS;
+		p->ksize.sk_parts = SK_PARTS;
 	else if (!p->swap_ab && !p->pingpong)
 		long_k_stream(f, p, g, ng, a, d);
 	if (choose_cluster(c, f, p, op) < 0)
@@ -900,7 +901,7 @@ plan_matmul(Comp *c, const Fusion *f, const Group *g, int ng, MatmulPlan *p)
 		return -1;
 	row_cluster(f, p, g, ng, a, d);
 	misaligned_cluster(f, p, g, ng, a, b);
-	if (p->along_rows && !p->sk_parts && plan_cluster_ctas(p) == 1)   /* a taller output's one wave (choose_tile) */
+	if (p->along_rows && !p->ksize.sk_parts && plan_cluster_ctas(p) == 1)   /* a taller output's one wave (choose_tile) */
 		p->raster_rows = true;
 	/*
 	 * A split's ranks share the epilogue's subtiles: rank 0 alone
@@ -909,12 +910,12 @@ plan_matmul(Comp *c, const Fusion *f, const Group *g, int ng, MatmulPlan *p)
 	 * so each rank sums and stores its own share.  A swapped tile is
 	 * one subtile: rank 0's.
 	 */
-	p->split_scatter = p->splits > 1 && !p->swap_ab;
+	p->split_scatter = p->ksize.splits > 1 && !p->swap_ab;
 	if (p->row_blocks > 1 && f->sched.consumer_pos.line)
 		return unbuilt(c, f->sched.tile_pos, "a tile of %d rows with a signal consumer role is not implemented "
 		               "yet: use %d rows", p->bm, p->bm / 2);
-	if (p->sk_parts)   /* a consumer thread's accumulator registers, f32 */
-		p->sk_slot = CONSUMER_THREADS * 4 * (g[0].n * p->bn / 2 * p->row_blocks);
+	if (p->ksize.sk_parts)   /* a consumer thread's accumulator registers, f32 */
+		p->ksize.sk_slot = CONSUMER_THREADS * 4 * (g[0].n * p->bn / 2 * p->row_blocks);
 	p->ksum = plan_ksum(p);
 	choose_regs(f, p, g, ng);
 	p->epi_cols = p->swap_ab ? p->bn : p->bn % EPI_COLS ? EPI_NARROW : EPI_COLS;

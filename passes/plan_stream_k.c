@@ -28,7 +28,7 @@ choose_stream_k(Comp *c, const Fusion *f, const MatmulPlan *p, int ng)
 	const Schedule *h = &f->sched;
 	const char *why = NULL;
 
-	if (!p->sk_parts)
+	if (!p->ksize.sk_parts)
 		return 0;
 	if (!p->persistent)
 		why = "with one CTA a tile (persistent: false)";
@@ -40,7 +40,7 @@ choose_stream_k(Comp *c, const Fusion *f, const MatmulPlan *p, int ng)
 		why = "with ping-pong consumers";
 	else if (p->cluster[0] * p->cluster[1] > 1 && !p->sk_scatter)   /* fraction_plan's parts are clusters' */
 		why = "in clusters that share an operand";
-	else if (p->splits > 1)
+	else if (p->ksize.splits > 1)
 		why = "with split_k";
 	else if (h->signal)
 		why = "with 'signal: per_tile'";
@@ -235,6 +235,6 @@ long_k_stream(const Fusion *f, MatmulPlan *p, const Group *g, int ng, const Tens
 	}
 	p->bm = BM;
 	p->bn = bn;
-	p->sk_parts = (int)parts;
+	p->ksize.sk_parts = (int)parts;
 	p->sk_scatter = true;   /* fractions of a tile that share its epilogue (fraction_plan) */
 }

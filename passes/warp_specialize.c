@@ -48,7 +48,7 @@ ws_name_barriers(Comp *c, const Kernel *k, Stmt *s, int role)
 	if (s->kind == ST_SYNC && role && s->n == 0) {
 		s->n = k->role[role].bar_id;
 		s->threads = k->role[role].threads;
-		if (k->pingpong && k->role[role].kind == ROLE_CONSUMER) {
+		if (kernel_mm(k)->pingpong && k->role[role].kind == ROLE_CONSUMER) {
 			/* each warpgroup its own: bar_id + wg over 128 threads (ids 1 and 2) */
 			s->a = ex_bin(c, EX_ADD, ex_int(c, s->n), ex_leaf(c, EX_WG));
 			s->threads = 128;
@@ -266,7 +266,7 @@ unelect(Comp *c, Stmt *s)
 /*
  * The producer nest PRODUCER, whose loads lowering put under elect() one
  * k-step at a time, under one elect() as a whole where lowering asks for it
- * (Kernel.elect_nest: a matmul whose CTAs take several tiles each) and all
+ * (MatmulPlan.elect_nest: a matmul whose CTAs take several tiles each) and all
  * the nest does is elected.  Else the threads of the producer role run the
  * loops with nothing to do, and those of the electing thread's warp may
  * diverge from it: while the thread waits for a stage to empty, the other
@@ -279,7 +279,7 @@ elect_producer(Comp *c, const Kernel *k, Stmt *producer)
 {
 	Stmt *one;
 
-	if (!k->elect_nest || !only_elected(producer))
+	if (!kernel_mm(k)->elect_nest || !only_elected(producer))
 		return producer;
 	unelect(c, producer);
 	one = st_if(c, ex_leaf(c, EX_ELECT));
@@ -418,7 +418,7 @@ pass_warp_specialize(Comp *c)
 
 	consumer = loop;
 	cb_strip_loads(consumer);
-	if (k->pingpong)
+	if (kernel_mm(k)->pingpong)
 		pingpong_consumer(c, consumer);
 	set_part(consumer, CB_CONSUMER);
 	consumer->comment = "consumers: compute every tile";

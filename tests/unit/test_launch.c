@@ -381,7 +381,7 @@ batched_matmul_plan(void **state)
 	LaunchPlan p;
 	int i;
 
-	assert_true(t->c.kernel->batched);
+	assert_true(t->c.kernel->mm.batched);
 	assert_int_equal(rt_launch_plan(&t->c, l, a, 3, &p), WSF_OK);
 	assert_int_equal(p.rows, 300);
 	assert_int_equal(p.cols, 512);
@@ -415,7 +415,7 @@ batched_transposed_inner(void **state)
 	                  {DEV(3), WSF_DTYPE_F16, 3, y, NULL}};
 	LaunchPlan p;
 
-	assert_true(t->c.kernel->batched);
+	assert_true(t->c.kernel->mm.batched);
 	assert_int_equal(rt_launch_plan(&t->c, l, a, 3, &p), WSF_OK);
 	assert_int_equal(p.inner, 200);
 	assert_int_equal(p.batch, 5);
