@@ -314,8 +314,8 @@ emit_expr(Emit *e, const Expr *x)
 		buf_puts(b, "(long long)gridDim.x");
 		break;
 	case EX_ELECT:
-		if (e->role && kernel_mm(e->k)->pingpong && e->k->role[e->role].kind == ROLE_CONSUMER)
-			buf_puts(b, "threadIdx.x % 128 == 0");   /* each warpgroup's first thread */
+		if (e->role && e->k->role[e->role].groups > 1)   /* each group's first thread */
+			buf_printf(b, "threadIdx.x %% %d == 0", e->k->role[e->role].threads / e->k->role[e->role].groups);
 		else
 			buf_printf(b, "threadIdx.x == %d", e->role ? e->k->role[e->role].first : 0);
 		break;

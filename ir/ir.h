@@ -603,6 +603,16 @@ typedef struct KRole {
 	int regs;
 	int bar_id;
 	int parent;        /* the ROLE_GROUP whose threads these are, or 0 */
+	/*
+	 * The consumer order.  A consumer role: GROUPS warpgroups that each own
+	 * a tile, group g taking the CTA's tiles g, g + groups, ... (the tile
+	 * stride), each with its own elected thread and named barrier bar_id + g
+	 * (ping-pong: 2); their k loops take turns, ordered by named barriers
+	 * turn_bar + g.  1: all its threads share every tile (cooperative), and
+	 * turn_bar is 0.  Other roles: 1.
+	 */
+	int groups;
+	int turn_bar;
 } KRole;
 
 /* An array of COUNT mbarriers, each expecting ARRIVALS arrivals per phase. */
@@ -970,6 +980,12 @@ extern const MatmulPlan matmul_none;
 const RowPlan *kernel_row(const Kernel *k);
 /* The kernel's matmul plan; another family's: matmul_none. */
 const MatmulPlan *kernel_mm(const Kernel *k);
+/*
+ * Consumer groups that each own a tile: the consumer role's KRole.groups;
+ * before warp_specialize makes the roles, what it will give it (2 for a
+ * ping-pong matmul, else 1).
+ */
+int kernel_consumer_groups(const Kernel *k);
 
 
 Kernel *kernel_new(Comp *c, Fusion *f);
@@ -987,8 +1003,12 @@ int64_t kernel_param_bytes(const Kernel *k, int n);
 int kernel_add_buf(Comp *c, Kernel *k, const char *name, BufKind kind, Dtype dt, int rows, int cols);
 int kernel_add_bar(Comp *c, Kernel *k, const char *name, int count, int arrivals);
 int kernel_add_acc(Comp *c, Kernel *k, const char *name, Dtype dt, int rows, int cols);
-/* A role of threads [FIRST, FIRST + THREADS); a consumer role gets the next named-barrier id. */
-int kernel_add_role(Comp *c, Kernel *k, RoleKind kind, int first, int threads);
+/*
+ * A role of threads [FIRST, FIRST + THREADS) in GROUPS groups that each own
+ * a tile (KRole.groups; 1 but for a consumer role); a consumer role gets the
+ * next named-barrier ids, one a group.
+ */
+int kernel_add_role(Comp *c, Kernel *k, RoleKind kind, int first, int threads, int groups);
 /* CTAs a cluster: the tile's (cluster[]) times the K-split's; 1 when the kernel launches no clusters. */
 int kernel_cluster_ctas(const Kernel *k);
 /* CTAs a cluster that share operands: a matmul's cluster[0] x cluster[1]; 1 without. */

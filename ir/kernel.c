@@ -152,7 +152,7 @@ kernel_add_acc(Comp *c, Kernel *k, const char *name, Dtype dt, int rows, int col
 }
 
 int
-kernel_add_role(Comp *c, Kernel *k, RoleKind kind, int first, int threads)
+kernel_add_role(Comp *c, Kernel *k, RoleKind kind, int first, int threads, int groups)
 {
 	KRole *r = VEC_PUSH(c->arena, k->role, k->nrole, k->caprole);
 	int i, id = 0;
@@ -160,13 +160,25 @@ kernel_add_role(Comp *c, Kernel *k, RoleKind kind, int first, int threads)
 	r->kind = kind;
 	r->first = first;
 	r->threads = threads;
+	r->groups = groups;
 	if (kind == ROLE_CONSUMER) {
 		for (i = 1; i < k->nrole - 1; i++)
-			if (k->role[i].bar_id > id)
-				id = k->role[i].bar_id;
+			if (k->role[i].bar_id + k->role[i].groups - 1 > id)
+				id = k->role[i].bar_id + k->role[i].groups - 1;
 		r->bar_id = id + 1;
 	}
 	return k->nrole - 1;
+}
+
+int
+kernel_consumer_groups(const Kernel *k)
+{
+	int i;
+
+	for (i = 1; i < k->nrole; i++)
+		if (k->role[i].kind == ROLE_CONSUMER)
+			return k->role[i].groups;
+	return kernel_mm(k)->pingpong ? 2 : 1;
 }
 
 CopyLayout

@@ -393,6 +393,10 @@ check_roles(Check *v)
 			fail(v, "role %d is not whole warps inside the CTA's %d threads", i, k->threads);
 		else if (r->kind == ROLE_CONSUMER && (r->bar_id < 1 || r->bar_id > 15))
 			fail(v, "consumer role %d has no named barrier of its own", i);
+		else if (r->groups < 1 || (r->groups > 1 && (r->kind != ROLE_CONSUMER || r->threads != 128 * r->groups ||
+		                                             r->turn_bar < r->bar_id + r->groups || r->turn_bar + r->groups > 16)))
+			fail(v, "role %d's %d groups that each own a tile are not its warpgroups with turn barriers past their "
+			     "own", i, r->groups);
 		else if (r->regs && (r->regs < 24 || r->regs > 256 || r->regs % 8 || r->threads % 128 || r->first % 128))
 			fail(v, "role %d's register target %d is not a multiple of 8 in [24, 256] for whole warpgroups", i,
 			     r->regs);

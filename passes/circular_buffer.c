@@ -746,7 +746,6 @@ int
 pass_circular_buffer(Comp *c)
 {
 	Kernel *k = c->kernel;
-	const MatmulPlan *m = kernel_mm(k);
 	Found fd = {0};
 	Rewrite r = {0};
 	Pipe pipe[MAX_PIPES] = {{0}};
@@ -796,7 +795,7 @@ pass_circular_buffer(Comp *c)
 		if (q == main_) {
 			cb->full_bar = kernel_add_bar(c, k, "full", S, 1);
 			if (k->warp_specialize)
-				cb->empty_bar = kernel_add_bar(c, k, "empty", S, k->consumer_threads / (m->pingpong ? 2 : 1));
+				cb->empty_bar = kernel_add_bar(c, k, "empty", S, k->consumer_threads / kernel_consumer_groups(k));
 			/*
 			 * In a cluster a producer's multicast fills the stage in every
 			 * CTA, so it may refill one only once all of them have read it:
@@ -804,7 +803,7 @@ pass_circular_buffer(Comp *c)
 			 * CTA's empty barrier (one thread each, after its mma wait).
 			 */
 			if (cb->empty_bar && kernel_share_ctas(k) > 1) {
-				k->bar[cb->empty_bar].arrivals = k->consumer_threads / 128 / (m->pingpong ? 2 : 1) *
+				k->bar[cb->empty_bar].arrivals = k->consumer_threads / 128 / kernel_consumer_groups(k) *
 				                                 kernel_share_ctas(k);
 				k->bar[cb->empty_bar].cluster = true;
 			}

@@ -360,7 +360,7 @@ lower_signal(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr *bt, E
 {
 	Stmt *prev, *last, *in;
 	Expr *i = ex_var(c, loop->var), *flag = NULL, *first, *step, *li;
-	int p = 0, landed = 0, taken = 0;
+	int p = 0, landed = 0, taken = 0, groups = kernel_consumer_groups(k);   /* each group its tiles */
 
 	if (k->fusion->sched.consumer_pos.line) {
 		int fp = 0;
@@ -390,8 +390,8 @@ lower_signal(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr *bt, E
 	}
 	if (flag)
 		flag = ex_inline_lets(c, loop, flag);
-	first = kernel_mm(k)->pingpong ? ex_leaf(c, EX_WG) : ex_int(c, 0);
-	step = ex_int(c, kernel_mm(k)->pingpong ? 2 : 1);
+	first = groups > 1 ? ex_leaf(c, EX_WG) : ex_int(c, 0);
+	step = ex_int(c, groups);
 
 	/* in the loop: the tile before, from the second of this thread's tiles on */
 	prev = st_if(c, ex_leaf(c, EX_ELECT));
@@ -417,7 +417,7 @@ lower_signal(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr *bt, E
 	last = st_if(c, ex_leaf(c, EX_ELECT));
 	in = st_if(c, ex_bin(c, EX_LT, first, loop->hi));
 	st_append(c, last, in);
-	li = kernel_mm(k)->pingpong ? ex_bin(c, EX_ADD, first, ex_bin(c, EX_MUL, step, ex_bin(c, EX_DIV,
+	li = groups > 1 ? ex_bin(c, EX_ADD, first, ex_bin(c, EX_MUL, step, ex_bin(c, EX_DIV,
 	                      ex_bin(c, EX_SUB, ex_bin(c, EX_SUB, loop->hi, ex_int(c, 1)), first), step)))
 	                 : ex_bin(c, EX_SUB, loop->hi, ex_int(c, 1));
 	publish(c, in, p, flag ? ex_subst(c, flag, loop->var, li) : NULL, landed, taken, li, false,

@@ -17,7 +17,8 @@ pre_arrive(Sync *y, Stmt *block, int *j, const Stmt *loop, const Stmt *s)
 
 	if (s->kind == ST_LOOP && s->cb && (s == loop || s->cb->inner) && s->cb->empty_bar) {
 		int kv = kernel_add_var(c, y->k, "s");
-		bool pp = kernel_mm(y->k)->pingpong;   /* each stage released once, by the warpgroup that read it: all start empty */
+		/* consumers in groups that each own a tile: each stage released once, by the group that read it: all start empty */
+		bool pp = kernel_consumer_groups(y->k) > 1;
 		Stmt *pre = st_loop(c, kv, ex_int(c, 0), ex_int(c, pp ? s->cb->stages : s->cb->prefetch + 1), LOOP_SERIAL);
 
 		pre->comment = pp ? "every stage starts empty (one warpgroup's arrivals)" : "the first P + 1 stages start empty";

@@ -226,6 +226,7 @@ static void b_role_warps(Fixture *t, Kernel *k) { (void)t; role(k, ROLE_PRODUCER
 static void b_role_outside(Fixture *t, Kernel *k) { (void)t; role(k, ROLE_PRODUCER)->first = k->threads; }
 static void b_role_overlap(Fixture *t, Kernel *k) { (void)t; role(k, ROLE_CONSUMER)->threads = 288; }
 static void b_role_bar(Fixture *t, Kernel *k) { (void)t; role(k, ROLE_CONSUMER)->bar_id = 0; }
+static void b_role_groups(Fixture *t, Kernel *k) { (void)t; role(k, ROLE_CONSUMER)->groups = 3; }
 static void b_role_regs(Fixture *t, Kernel *k) { (void)t; role(k, ROLE_PRODUCER)->regs = 40; /* one warp */ }
 static void b_role_regs_step(Fixture *t, Kernel *k) { (void)t; role(k, ROLE_CONSUMER)->regs = 230; }
 static void b_swap_tile(Fixture *t, Kernel *k)
@@ -321,6 +322,8 @@ static const struct {
 	{"roles lie inside the CTA", true, b_role_outside, "role 1 is not whole warps inside the CTA's 288 threads"},
 	{"roles share no thread", true, b_role_overlap, "roles 1 and 2 share threads"},
 	{"a consumer role has a named barrier", true, b_role_bar, "consumer role 2 has no named barrier of its own"},
+	{"a consumer group that owns a tile is a warpgroup", true, b_role_groups,
+	 "role 2's 3 groups that each own a tile are not its warpgroups with turn barriers past their own"},
 	{"setmaxnreg needs whole warpgroups", true, b_role_regs,
 	 "role 1's register target 40 is not a multiple of 8 in [24, 256] for whole warpgroups"},
 	{"a register target is a multiple of 8", true, b_role_regs_step,

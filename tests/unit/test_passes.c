@@ -467,7 +467,7 @@ verify_rejects_syncthreads_in_roles(void **state)
 	Kernel *k = c->kernel = new_kernel(c, 1, false);
 	Stmt *roles = st_new(c, ST_ROLES), *branch = st_new(c, ST_ROLE);
 
-	branch->role = kernel_add_role(c, k, ROLE_CONSUMER, 0, 256);
+	branch->role = kernel_add_role(c, k, ROLE_CONSUMER, 0, 256, 1);
 	st_append(c, roles, branch);
 	st_append(c, branch, st_new(c, ST_SYNC));
 	st_append(c, k->body, roles);
