@@ -85,7 +85,7 @@ launch_describe(Comp *c, const Kernel *k, const char *entry)
 	l->nparam = k->nparam;
 	l->param = lp;
 	l->domain = k->domain;
-	l->flat = k->flat;
+	l->flat = kernel_pw(k)->flat;
 	l->batched = m->batched;
 	l->row_tiles = k->ntile_var == k->rows_var;
 	l->tile_rows = k->tile_rows;

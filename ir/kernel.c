@@ -45,6 +45,14 @@ kernel_mm(const Kernel *k)
 	return k->family == FAM_MATMUL ? &k->mm : &matmul_none;
 }
 
+const PointwisePlan *
+kernel_pw(const Kernel *k)
+{
+	static const PointwisePlan none;
+
+	return k->family == FAM_POINTWISE ? &k->pw : &none;
+}
+
 /* What each way of meeting builds (ir.h KSumRule); lower_matmul_ksum.c builds it. */
 const KSumRule ksum_rule[] = {
 	[KSUM_NONE] = {0},

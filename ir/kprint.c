@@ -482,7 +482,7 @@ kernel_print(Buf *b, const Kernel *k)
 	if (ksum_rule[m->ksum].workspace)
 		buf_printf(b, " stream_k=%d%s", m->ksize.sk_slot, m->ksum == KSUM_SK_SCATTER ? " in_fractions" : "");
 	buf_printf(b, "%s%s%s%s%s%s\n", k->persistent ? "" : " one_tile_per_cta",
-	           k->flat ? " flat" : "", k->warp_specialize ? " warp_specialized" : "",
+	           kernel_pw(k)->flat ? " flat" : "", k->warp_specialize ? " warp_specialized" : "",
 	           m->pingpong ? " pingpong" : "", k->tma_store ? " tma_store" : "", m->swap_ab ? " swap_ab" : "");
 	if (r->cap && r->steps)
 		buf_printf(b, "  rows: up to %d wide, in registers (%d step%s of 8 a thread)%s\n", r->cap, r->steps,

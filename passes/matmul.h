@@ -3,8 +3,10 @@
  * (plan_matmul.c, plan_stream_k.c) and its lowering (lower_matmul.c,
  * lower_matmul_ksum.c, lower_matmul_sync.c): the tuned constants (the
  * measurements behind them: docs/perf_history.md), the groups of matmuls
- * and the tile they share, the plan that carries the planner's decisions
- * to the lowering, and a section of prototypes a file.
+ * and the tile they share, the defaults the plan may rule out, and a
+ * section of prototypes a file.  The plan itself, which carries the
+ * planner's decisions to the lowering and on in the kernel (Kernel.mm), is
+ * ir.h's MatmulPlan.
  */
 #ifndef WSFUSE_PASSES_MATMUL_H
 #define WSFUSE_PASSES_MATMUL_H

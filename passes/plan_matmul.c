@@ -2,7 +2,8 @@
  * plan_matmul.c: the matmul family's decisions, taken before lower_matmul
  * builds any IR: the groups of matmuls (the_matmuls), whether to swap A
  * and B, the tile, the consumers' order, the cluster, a K split, the
- * roles' registers, into one MatmulPlan (plan_matmul); and the schedules a
+ * roles' registers, into one MatmulPlan (plan_matmul; lower_matmul's is
+ * the kernel's own, Kernel.mm); and the schedules a
  * measured choice times (plan_matmul_candidates).  Requires a fusion of
  * the matmul family with its sizes; leaves the plan, and builds no IR (the
  * cost model reads the spec's sizes alone).  The tuned constants are
