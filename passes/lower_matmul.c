@@ -769,7 +769,7 @@ lower_matmul(Comp *c, Fusion *f)
 
 	k->domain = op->out;
 	k->warp_specialize = true;
-	if (choose_stream_k(c, f, &k->mm, ng) < 0)
+	if (choose_stream_k(c, f, &k->mm, g, ng) < 0)
 		return -1;
 	k->tma_store = true;
 	k->consumer_threads = CONSUMER_THREADS;

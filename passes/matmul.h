@@ -109,6 +109,15 @@ typedef enum PlanDefault {
 	PD_FEW_TILE_SPLIT        /* an unswapped K split on ping-pong's 64-row tiles */
 } PlanDefault;
 
+/* The features a matmul may ask for that combine with only some others (plan_matmul.c not_with). */
+typedef enum Asked {
+	ASK_SWAP,       /* swap_ab */
+	ASK_PINGPONG,   /* consumers: pingpong */
+	ASK_CLUSTER,    /* cluster */
+	ASK_SPLIT,      /* split_k */
+	ASK_STREAM_K    /* stream_k, or its default */
+} Asked;
+
 /* lower_matmul.c */
 int PRINTF_LIKE(3, 4) unbuilt(Comp *c, Pos pos, const char *fmt, ...);
 
@@ -117,6 +126,13 @@ int the_matmuls(Comp *c, const Fusion *f, Group *g);
 int plan_matmul(Comp *c, const Fusion *f, const Group *g, int ng, MatmulPlan *p);
 int plan_cluster_ctas(const MatmulPlan *p);
 bool plan_rules_out(const Fusion *f, const MatmulPlan *p, const Group *g, int ng, PlanDefault d);
+/*
+ * Is feature A not built with what plan P of F's NG groups G holds so far
+ * (not_with, the one table of which combine)?  When ASK (a hint asked for
+ * it), the refusal at POS (exit status 6) and -1; else 1; 0 where it
+ * combines.
+ */
+int plan_refuse(Comp *c, Pos pos, const Fusion *f, const MatmulPlan *p, const Group *g, int ng, Asked a, bool ask);
 View epilogue_view(const Tensor *t, const Tensor *d);
 int64_t grid_tiles(int64_t rows, int64_t cols, int m, int n);
 bool rows_aligned(const Fusion *f, int mm);
@@ -128,7 +144,7 @@ bool op_reads(const Fusion *f, int t);
 bool in_wave(int64_t tiles, int s);
 
 /* plan_stream_k.c: the default stream-K parts */
-int choose_stream_k(Comp *c, const Fusion *f, const MatmulPlan *p, int ng);
+int choose_stream_k(Comp *c, const Fusion *f, const MatmulPlan *p, const Group *g, int ng);
 int64_t quarter_parts(int64_t rows, int64_t cols, int64_t steps, int *bn);
 int64_t half_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn);
 int64_t narrow_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn);
