@@ -1,6 +1,8 @@
 /*
- * kernel.c: the kernel IR: constructors, expression substitution, statement
- * cloning and the buffer-access queries the passes reason with.
+ * kernel.c: the kernel IR: constructors, the family plans' accessors
+ * (kernel_row, kernel_mm, kernel_pw) and the consumer order's
+ * (kernel_consumer_groups), expression substitution, statement cloning and
+ * the buffer-access queries the passes reason with.
  *
  * Expressions are immutable once built, so they may be shared between
  * statements; statements are owned by one parent and cloned, never shared.

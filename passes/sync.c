@@ -30,7 +30,8 @@
  * barrier before the loop instead of one per iteration) and restart_wait
  * (staging copies met out of order when the loop runs again); after a
  * ping-pong warpgroup's k loop, pingpong_last (its mmas done, its last stage
- * released).
+ * released).  Whether the consumers are ping-pong's it reads from the
+ * consumer role (kernel_consumer_groups), not from the matmul's plan.
  */
 #include "sync.h"
 

@@ -8,6 +8,8 @@
  * gets the loop's load slice, the consumer (threads [0, consumer_threads),
  * named barrier 1) the loop without its loads and what followed it; both
  * count stages with the same linear counter, so slot and parity agree.
+ * The consumer role takes the consumer order (KRole.groups, turn_bar:
+ * ping-pong's warpgroups each own a tile), which later passes read there.
  * docs/ir.md ("The kernel passes in full") says what each side holds
  * (merged loops, elect_producer, ping-pong, setmaxnreg, the signal role).
  */
