@@ -314,8 +314,8 @@ emit_expr(Emit *e, const Expr *x)
 		buf_puts(b, "(long long)gridDim.x");
 		break;
 	case EX_ELECT:
-		if (e->role && e->k->pingpong && e->k->role[e->role].kind == ROLE_CONSUMER)
-			buf_puts(b, "threadIdx.x % 128 == 0");   /* each warpgroup's first thread */
+		if (e->role && e->k->role[e->role].groups > 1)   /* each group's first thread */
+			buf_printf(b, "threadIdx.x %% %d == 0", e->k->role[e->role].threads / e->k->role[e->role].groups);
 		else
 			buf_printf(b, "threadIdx.x == %d", e->role ? e->k->role[e->role].first : 0);
 		break;
@@ -667,11 +667,11 @@ emit_stmt(Emit *e, const Stmt *s)
 			 * warp for rank r; under a K-split, on the copies of the CTAs of
 			 * its split rank, ranks n x (rank / n) on (lower_split_rank).
 			 */
-			int n = k->cluster[0] * k->cluster[1];
+			int n = kernel_share_ctas(k);
 			const char *cmt = s->comment ? arena_printf(e->c->arena, "   // %s, on each CTA's copy", s->comment) :
 			                               "   // on each CTA's copy";
 
-			if (ksum_rule[k->ksum].split_cluster)
+			if (ksum_rule[kernel_mm(k)->ksum].split_cluster)
 				emit_line(e, "wsf_mbar_arrive_cluster(%s, threadIdx.x %% 128 + %d * (wsf_cluster_rank() / %d), "
 				          "%d * (wsf_cluster_rank() / %d + 1));%s", bar_at(e, s->bar, s->barslot), n, n, n, n,
 				          arena_printf(e->c->arena, "%s of its split rank", cmt));
@@ -827,7 +827,7 @@ emit_params(Emit *e)
 			break;
 		case PK_WORKSPACE:   /* other CTAs write and read it while this one does */
 			emit_line(e, "unsigned char *const %s%s   // stream-K: a u32 flag a CTA (%d), then a slot of %d bytes a CTA",
-			          p->name, sep, SK_MAX_CTAS, k->ksize.sk_slot);
+			          p->name, sep, SK_MAX_CTAS, kernel_mm(k)->ksize.sk_slot);
 			break;
 		default:
 			break;
@@ -1019,6 +1019,7 @@ codegen_emit(Comp *c, Buf *b, Launch **launch)
 {
 	Emit e = {0};
 	Kernel *k = c->kernel;
+	const MatmulPlan *m = kernel_mm(k);
 	const char *entry;
 	int i;
 
@@ -1044,13 +1045,13 @@ codegen_emit(Comp *c, Buf *b, Launch **launch)
 	           k->consumer_threads, k->tile_rows, k->tile_cols,
 	           k->persistent ? "persistent over tiles" : "one CTA per tile",
 	           k->warp_specialize ? ", warp-specialized" : "");
-	if (k->cluster[0] * k->cluster[1] > 1 && ksum_rule[k->ksum].split_cluster)
-		buf_printf(b, ", clusters of %d x %d CTAs, each its own of K's %d parts", k->cluster[0], k->cluster[1],
-		           k->ksize.splits);
-	else if (k->cluster[0] * k->cluster[1] > 1)
-		buf_printf(b, ", clusters of %d x %d CTAs", k->cluster[0], k->cluster[1]);
-	else if (ksum_rule[k->ksum].split_cluster)
-		buf_printf(b, ", K split over clusters of %d CTAs", k->ksize.splits);
+	if (kernel_share_ctas(k) > 1 && ksum_rule[m->ksum].split_cluster)
+		buf_printf(b, ", clusters of %d x %d CTAs, each its own of K's %d parts", m->cluster[0], m->cluster[1],
+		           m->ksize.splits);
+	else if (kernel_share_ctas(k) > 1)
+		buf_printf(b, ", clusters of %d x %d CTAs", m->cluster[0], m->cluster[1]);
+	else if (ksum_rule[m->ksum].split_cluster)
+		buf_printf(b, ", K split over clusters of %d CTAs", m->ksize.splits);
 	buf_puts(b, ".\n");
 	/* the header inlined: the file compiles as it is, with NVRTC or nvcc (README.md) */
 	buf_printf(b, "\n%s\n%s%s\n\n", CODEGEN_DEVICE_BEGIN, codegen_device_header(c, k), CODEGEN_DEVICE_END);

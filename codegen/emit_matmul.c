@@ -9,7 +9,7 @@
  * instructions (wsf_wgmma, written for the kernel's N and operand majors),
  * the descriptors stepping 32 bytes inside the 128-byte swizzled rows of a
  * K-major operand, or 16 rows (2048 bytes) of an MN-major one.  An
- * epilogue subtile of 32 columns (Kernel.epi_cols; 16 in a tile whose N is
+ * epilogue subtile of 32 columns (MatmulPlan.epi_cols; 16 in a tile whose N is
  * an odd multiple of 16) is the 16 (8) fragment elements j = 16 sub + jj
  * (8 sub + jj) of every thread: the fused ops run on each in f32, inputs
  * read from global memory (a bias row, a column, a full tensor, a scalar)
@@ -21,7 +21,7 @@
  * accumulator that shares another's registers (KAcc.alias) is a reference
  * to it (a later mainloop's) or its columns from KAcc.col on (matmuls side
  * by side in one mma); an epilogue computes only what its outputs need.
- * A swapped matmul (Kernel.swap_ab) holds its tile transposed, and its
+ * A swapped matmul (MatmulPlan.swap_ab) holds its tile transposed, and its
  * epilogue (compute_swapped) writes the whole tile at once.
  */
 #include <string.h>
@@ -29,7 +29,7 @@
 #include "codegen.h"
 
 enum {
-	/* an epilogue subtile's columns are Kernel.epi_cols (32, or 16): epi_cols / 2 fragment elements a thread,
+	/* an epilogue subtile's columns are MatmulPlan.epi_cols (32, or 16): epi_cols / 2 fragment elements a thread,
 	   epi_cols / 4 distinct columns of them, 8 (jj >> 2) + wc + (jj & 1), at q = 2 (jj >> 2) + (jj & 1) */
 	COL_VALUES = 2,    /* the distinct rows, in every subtile: wr + 8 h, at h = (jj >> 1) & 1 */
 	PRELOAD_REGS = 176 /* full inputs are loaded before use while the accumulators and they fit (full_preload) */
@@ -38,7 +38,7 @@ enum {
 int
 emit_acc_regs(const Kernel *k, int acc)
 {
-	return k->acc[acc].cols / 2 * k->row_blocks;
+	return k->acc[acc].cols / 2 * k->mm.row_blocks;
 }
 
 const char *
@@ -73,17 +73,17 @@ declare_fragments(Emit *e)
 	 * be, instead of recomputing them per thread at every k-step.
 	 */
 	emit_line(e, "const int wsf_wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);   // the warpgroup, warp-uniform");
-	for (i = 0; i < e->f->ninput && !e->k->swap_ab; i++) {   /* a swapped tile reads its inputs in place */
+	for (i = 0; i < e->f->ninput && !e->k->mm.swap_ab; i++) {   /* a swapped tile reads its inputs in place */
 		const KParam *p = emit_param_of(e, e->f->input[i], false);
 
 		if (!p)   /* an input no op reads (Tensor.unread) */
 			continue;
 		if (p->kind == PK_PTR && p->view == VIEW_ROW && !row_staged(e->k, e->f->input[i]))
 			emit_line(e, "float %s[%d];   // the next subtile's %s, loaded while this one is computed",
-			          emit_tname(e, PFX_AHEAD, e->f->input[i]), e->k->epi_cols / 4, p->name);
+			          emit_tname(e, PFX_AHEAD, e->f->input[i]), e->k->mm.epi_cols / 4, p->name);
 		if (p->kind == PK_PTR && p->view == VIEW_COL)
 			emit_line(e, "float %s[%d];   // %s at this thread's rows of the tile, loaded at its first subtile",
-			          emit_tname(e, PFX_HERE, e->f->input[i]), COL_VALUES * e->k->row_blocks, p->name);
+			          emit_tname(e, PFX_HERE, e->f->input[i]), COL_VALUES * e->k->mm.row_blocks, p->name);
 	}
 	for (i = 1; i < e->k->nacc; i++)
 		if (e->k->acc[i].col)   /* side by side with the first of its group: read as its columns */
@@ -96,8 +96,8 @@ declare_fragments(Emit *e)
 		else
 			emit_line(e, "float %s[%d];   // this thread's part of the %d x %d %s accumulator%s", emit_acc_name(e, i),
 			          emit_acc_regs(e->k, i), e->k->acc[i].rows, e->k->acc[i].cols,
-			          dtype_info[e->k->acc[i].dtype].name, e->k->row_blocks > 1 ?
-			          arena_printf(e->c->arena, ", %d blocks of 64 rows", e->k->row_blocks) : "");
+			          dtype_info[e->k->acc[i].dtype].name, e->k->mm.row_blocks > 1 ?
+			          arena_printf(e->c->arena, ", %d blocks of 64 rows", e->k->mm.row_blocks) : "");
 }
 
 /*
@@ -170,26 +170,26 @@ emit_mma(Emit *e, const Stmt *s)
 	 * warp-uniform (wsf_wg included): the compiler keeps it in the uniform
 	 * registers wgmma reads its descriptors from.
 	 */
-	if (k->pingpong)   /* the warpgroup's own tile: all of A's rows */
+	if (k->mm.pingpong)   /* the warpgroup's own tile: all of A's rows */
 		emit_line(e, "const wsf_u64 da = %s;", desc(e, m->a_kmajor, m->k,
 		          emit_buf_at(e, s->reads[0].buf, s->reads[0].slot)));
 	else
 		emit_line(e, "const wsf_u64 da = %s;   // this warpgroup's %d rows", desc(e, m->a_kmajor, m->k,
 		          arena_printf(e->c->arena, "(const char *)(%s) + wsf_wg * %d",
-		                       emit_buf_at(e, s->reads[0].buf, s->reads[0].slot), wg_rows * k->row_blocks)),
-		          64 * k->row_blocks);
+		                       emit_buf_at(e, s->reads[0].buf, s->reads[0].slot), wg_rows * k->mm.row_blocks)),
+		          64 * k->mm.row_blocks);
 	emit_line(e, "const wsf_u64 db = %s;", desc(e, m->b_kmajor, m->k, emit_buf_at(e, s->reads[1].buf,
 	                                                                            s->reads[1].slot)));
 	emit_line(e, "const int first = %s;", s->cond ? emit_expr_str(e, s->cond) : "0");
 	emit_line(e, "#pragma unroll");
-	emit_line(e, "for (int k16 = 0; k16 < %d; k16++)%s", m->k / 16, k->row_blocks > 1 ? " {" : "");
+	emit_line(e, "for (int k16 = 0; k16 < %d; k16++)%s", m->k / 16, k->mm.row_blocks > 1 ? " {" : "");
 	/* A 128-row warpgroup tile: a wgmma for each 64-row block, into its own half of the registers. */
-	for (h = 0; h < k->row_blocks; h++)
+	for (h = 0; h < k->mm.row_blocks; h++)
 		emit_line(e, "    wsf_wgmma(%s%s, da + %s%d * k16, db + %d * k16, k16 > 0 || !first);%s",
 		          emit_acc_name(e, s->writes[0].acc), h ? arena_printf(e->c->arena, " + %d", h * m->n / 2) : "",
 		          h ? arena_printf(e->c->arena, "%d + ", h * wg_rows / 16) : "", astep / 16, bstep / 16,
-		          k->row_blocks > 1 ? arena_printf(e->c->arena, "   // rows %d..%d", 64 * h, 64 * h + 63) : "");
-	if (k->row_blocks > 1)
+		          k->mm.row_blocks > 1 ? arena_printf(e->c->arena, "   // rows %d..%d", 64 * h, 64 * h + 63) : "");
+	if (k->mm.row_blocks > 1)
 		emit_line(e, "}");
 	e->depth--;
 	emit_line(e, "}");
@@ -278,10 +278,10 @@ staged_inputs(Emit *e, const Stmt *s, int nsub, const bool *needed)
 {
 	const Access *r;
 	/* a K-split's rank stores every splits-th subtile, a stream-K part every parts-th (Stmt.pass) */
-	int ranks = e->k->ksum == KSUM_SPLIT_SCATTER ? e->k->ksize.splits : 1;
+	int ranks = e->k->mm.ksum == KSUM_SPLIT_SCATTER ? e->k->mm.ksize.splits : 1;
 	const char *step = s->step ? emit_expr_str(e, s->step) : arena_printf(e->c->arena, "%d", ranks);
 	const char *first = strcmp(step, "1") ? arena_printf(e->c->arena, "sub < %s", step) : "sub == 0";
-	int cols = e->k->epi_cols;
+	int cols = e->k->mm.epi_cols;
 	const char *over = s->step ? arena_printf(e->c->arena, "%s * %d", step, cols)   /* the next subtile's columns */
 	                   : arena_printf(e->c->arena, "%d", ranks * cols);
 	int i;
@@ -294,21 +294,21 @@ staged_inputs(Emit *e, const Stmt *s, int nsub, const bool *needed)
 		if (!p || p->kind != PK_PTR || !needed[t])   /* !p: an input no op reads (Tensor.unread) */
 			continue;
 		if (p->view == VIEW_ROW && (r = row_copy(e, s, t))) {   /* the tile's columns in shared memory */
-			emit_line(e, "float %s[%d];", here, e->k->epi_cols / 4);
+			emit_line(e, "float %s[%d];", here, e->k->mm.epi_cols / 4);
 			emit_line(e, "#pragma unroll");
-			emit_line(e, "for (int q = 0; q < %d; q += 2)   // two adjacent columns a load", e->k->epi_cols / 4);
+			emit_line(e, "for (int q = 0; q < %d; q += 2)   // two adjacent columns a load", e->k->mm.epi_cols / 4);
 			emit_line(e, "    wsf_row_pair%s(%s + sub * %d + 8 * (q >> 1) + wc, %s[q], %s[q + 1]);",
 			          p->dtype == DT_F16 ? "_f16" : "", emit_buf_at(e, r->buf, r->slot), cols, here, here);
 		} else if (p->view == VIEW_ROW) {
-			emit_line(e, "float %s[%d];", here, e->k->epi_cols / 4);
+			emit_line(e, "float %s[%d];", here, e->k->mm.epi_cols / 4);
 			emit_line(e, "#pragma unroll");
-			emit_line(e, "for (int q = 0; q < %d; q++) {", e->k->epi_cols / 4);
+			emit_line(e, "for (int q = 0; q < %d; q++) {", e->k->mm.epi_cols / 4);
 			emit_line(e, "    const long long col = left + 8 * (q >> 1) + wc + (q & 1);");
 			emit_line(e, "    %s[q] = %s ? (%s) : %s[q];", here, first, load_text(e, p, "col < cols", "col"), ahead);
 			emit_line(e, "}");
 			emit_line(e, "if (sub + %s < %d) {   // the next subtile's, %s columns on", step, nsub, over);
 			emit_line(e, "    #pragma unroll");
-			emit_line(e, "    for (int q = 0; q < %d; q++) {", e->k->epi_cols / 4);
+			emit_line(e, "    for (int q = 0; q < %d; q++) {", e->k->mm.epi_cols / 4);
 			emit_line(e, "        const long long col = left + %s + 8 * (q >> 1) + wc + (q & 1);", over);
 			emit_line(e, "        %s[q] = %s;", ahead, load_text(e, p, "col < cols", "col"));
 			emit_line(e, "    }");
@@ -317,8 +317,8 @@ staged_inputs(Emit *e, const Stmt *s, int nsub, const bool *needed)
 			emit_line(e, "if (%s) {   // the tile's first subtile%s: this thread's rows", first,
 			          s->step ? " this part stores" : strcmp(step, "1") ? " this rank stores" : "");
 			emit_line(e, "    #pragma unroll");
-			emit_line(e, "    for (int h = 0; h < %d; h++) {", COL_VALUES * e->k->row_blocks);
-			emit_line(e, "        const long long row = top + wt + %s;", e->k->row_blocks > 1 ?
+			emit_line(e, "    for (int h = 0; h < %d; h++) {", COL_VALUES * e->k->mm.row_blocks);
+			emit_line(e, "        const long long row = top + wt + %s;", e->k->mm.row_blocks > 1 ?
 			          "64 * (h / 2) + 8 * (h % 2)   /* its rows of each 64-row block */" : "8 * h");
 			emit_line(e, "        %s[h] = %s;", here, load_text(e, p, "row < rows",
 			          s->z ? arena_printf(e->c->arena, "%s * rows + row", emit_expr_str(e, s->z)) : "row"));
@@ -434,7 +434,7 @@ results(Emit *e, const Stmt *s)
 }
 
 /*
- * The epilogue of a swapped matmul (Kernel.swap_ab) over its whole tile at
+ * The epilogue of a swapped matmul (MatmulPlan.swap_ab) over its whole tile at
  * (s->a, s->b): the accumulator is the warpgroup's 64 columns of the tile
  * transposed, tile_rows rows, so thread (warp w, lane l) holds the
  * output's column 16 (w % 4) + l / 4 + 8 ((j >> 1) & 1) at row 8 (j >> 2)
@@ -467,8 +467,8 @@ compute_swapped(Emit *e, const Stmt *s, const bool *needed, int acc)
 	 * staging copy (a ping-pong warpgroup's own tile)
 	 */
 	emit_line(e, "const int wc = %s16 * ((threadIdx.x / 32) %% 4) + (threadIdx.x %% 32) / 4, wr = 2 * (threadIdx.x %% 4), "
-	          "ws = %s;", k->pingpong ? "" : "64 * (threadIdx.x / 128) + ",
-	          k->pingpong ? arena_printf(e->c->arena, "%d * (threadIdx.x / 128)", k->tile_rows) : "0");
+	          "ws = %s;", k->mm.pingpong ? "" : "64 * (threadIdx.x / 128) + ",
+	          k->mm.pingpong ? arena_printf(e->c->arena, "%d * (threadIdx.x / 128)", k->tile_rows) : "0");
 	for (i = 0; i < s->nwrites; i++) {
 		emit_line(e, "%s *%s = %s;", emit_type(k->buf[s->writes[i].buf].dtype), emit_curname(e, s->writes[i].buf),
 		          emit_buf_at(e, s->writes[i].buf, s->writes[i].slot));
@@ -549,16 +549,16 @@ load_full(Emit *e, const Stmt *s, const KParam *p, const char *dst, const char *
 	bool late = e->f->tensor[p->tensor].wait_pos.line > 0;
 
 	emit_line(e, "if (top + wt + %s8 < rows && left + %d <= cols && cols %% 2 == 0) {   // inside: a load a pair of "
-	          "columns", rowb, e->k->epi_cols);
+	          "columns", rowb, e->k->mm.epi_cols);
 	emit_line(e, "    #pragma unroll");
-	emit_line(e, "    for (int q = 0; q < %d; q++)", e->k->epi_cols / 4);
+	emit_line(e, "    for (int q = 0; q < %d; q++)", e->k->mm.epi_cols / 4);
 	emit_line(e, "        wsf_load2%s%s(%s + %s, %s[2 * q], %s[2 * q + 1]);", late ? "_cg" : "",
 	          p->dtype == DT_F16 ? "_f16" : "", name,
 	          full_at(e, s, arena_printf(e->c->arena, "(top + wt + %s8 * (q & 1))", rowb),
 	                  "(left + 8 * (q >> 1) + wc)"), dst, dst);
 	emit_line(e, "} else {");
 	emit_line(e, "    #pragma unroll");
-	emit_line(e, "    for (int jj = 0; jj < %d; jj++) {", e->k->epi_cols / 2);
+	emit_line(e, "    for (int jj = 0; jj < %d; jj++) {", e->k->mm.epi_cols / 2);
 	emit_line(e, "        const long long row = top + wt + %s8 * ((jj >> 1) & 1), col = left + 8 * (jj >> 2) + wc + (jj & 1);",
 	          rowb);
 	emit_line(e, "        %s[jj] = %s;", dst, load_text(e, p, "row < rows && col < cols", full_at(e, s, "row", "col")));
@@ -585,7 +585,7 @@ full_preload(Emit *e)
 		const KParam *p = emit_param_of(e, e->f->input[i], false);
 
 		if (p && p->kind == PK_PTR && p->view == VIEW_FULL)
-			regs += k->epi_cols / 2;
+			regs += k->mm.epi_cols / 2;
 	}
 	return regs <= PRELOAD_REGS;
 }
@@ -606,7 +606,7 @@ load_carried(Emit *e, const KParam *p, const Access *a, const char *dst, const c
 	if (b->swizzle)
 		at = arena_printf(e->c->arena, "wsf_swizzle<%d, %d>(%s)", b->swizzle, dtype_info[b->dtype].bytes, at);
 	emit_line(e, "#pragma unroll");
-	emit_line(e, "for (int q = 0; q < %d; q++)   // from the staging copy that carries it", e->k->epi_cols / 4);
+	emit_line(e, "for (int q = 0; q < %d; q++)   // from the staging copy that carries it", e->k->mm.epi_cols / 4);
 	emit_line(e, "    wsf_row_pair%s(%s + %s, %s[2 * q], %s[2 * q + 1]);", p->dtype == DT_F16 ? "_f16" : "",
 	          emit_curname(e, a->buf), at, dst, dst);
 }
@@ -631,7 +631,7 @@ full_inputs(Emit *e, const Stmt *s, const bool *needed, const char *rowb)
 
 		if (!p || p->kind != PK_PTR || p->view != VIEW_FULL || !needed[t] || (!full_preload(e) && !a))
 			continue;
-		emit_line(e, "float %s[%d];   // %s at this thread's elements of the subtile", here, e->k->epi_cols / 2, p->name);
+		emit_line(e, "float %s[%d];   // %s at this thread's elements of the subtile", here, e->k->mm.epi_cols / 2, p->name);
 		if (a)
 			load_carried(e, p, a, here, rowb);
 		else
@@ -647,7 +647,7 @@ emit_epilogue(Emit *e, const Stmt *s)
 	Fusion *f = e->f;
 	bool *needed = cone(e, s);
 	unsigned views = input_views(e, s, needed);
-	int i, acc = 0, H = k->row_blocks;   /* H: the 64-row blocks of a warpgroup's rows */
+	int i, acc = 0, H = k->mm.row_blocks;   /* H: the 64-row blocks of a warpgroup's rows */
 	const char *blk;
 
 	if (e->role && k->role[e->role].kind == ROLE_SIGNAL) {
@@ -657,7 +657,7 @@ emit_epilogue(Emit *e, const Stmt *s)
 	for (i = 0; i < s->nreads; i++)
 		if (s->reads[i].acc)
 			acc = s->reads[i].acc;
-	if (k->swap_ab) {
+	if (k->mm.swap_ab) {
 		compute_swapped(e, s, needed, acc);
 		return;
 	}
@@ -675,11 +675,11 @@ emit_epilogue(Emit *e, const Stmt *s)
 	          "(threadIdx.x %% 32) / 4, wc = 2 * (threadIdx.x %% 4);", emit_expr_str(e, s->pass), 64 * H);
 	if (READS_ROW(views))
 		emit_line(e, "const int wt = %s;",
-		          k->pingpong ? arena_printf(e->c->arena, "wr - %d * (threadIdx.x / 128)", 64 * H) : "wr");
+		          k->mm.pingpong ? arena_printf(e->c->arena, "wr - %d * (threadIdx.x / 128)", 64 * H) : "wr");
 	for (i = 0; i < s->nwrites; i++)
 		emit_line(e, "%s *%s = %s;", emit_type(k->buf[s->writes[i].buf].dtype), emit_curname(e, s->writes[i].buf),
 		          emit_buf_at(e, s->writes[i].buf, s->writes[i].slot));
-	staged_inputs(e, s, k->tile_cols / k->epi_cols, needed);
+	staged_inputs(e, s, k->tile_cols / k->mm.epi_cols, needed);
 	if (H > 1) {   /* a 128-row warpgroup tile: the subtile's rows in each 64-row block, in turn */
 		emit_line(e, "#pragma unroll");
 		emit_line(e, "for (int hb = 0; hb < %d; hb++) {   // the warpgroup's 64-row blocks", H);
@@ -687,9 +687,9 @@ emit_epilogue(Emit *e, const Stmt *s)
 	}
 	full_inputs(e, s, needed, H > 1 ? "64 * hb + " : "");
 	for (i = 0; i < s->nwrites; i++)   /* each output's values, stored in pairs after the loop */
-		emit_line(e, "float %s[%d];", emit_tname(e, PFX_RESULT, k->buf[s->writes[i].buf].tensor), k->epi_cols / 2);
+		emit_line(e, "float %s[%d];", emit_tname(e, PFX_RESULT, k->buf[s->writes[i].buf].tensor), k->mm.epi_cols / 2);
 	emit_line(e, "#pragma unroll");
-	emit_line(e, "for (int jj = 0; jj < %d; jj++) {", k->epi_cols / 2);
+	emit_line(e, "for (int jj = 0; jj < %d; jj++) {", k->mm.epi_cols / 2);
 	e->depth++;
 	if ((views & 1u << VIEW_FULL) && !full_preload(e)) {   /* a full input read here, by row and col */
 		emit_line(e, "const int c = 8 * (jj >> 2) + wc + (jj & 1);");
@@ -737,9 +737,9 @@ emit_epilogue(Emit *e, const Stmt *s)
 			            : "";
 			if (k->acc[a].col)   /* its columns of the group's accumulator: col / 2 registers on */
 				emit_line(e, "const float %s = %s[%s%d + %d * sub + jj];%s", v, emit_acc_name(e, k->acc[a].alias), blk,
-				          k->acc[a].col / 2, k->epi_cols / 2, emit_pos(e, o->pos));
+				          k->acc[a].col / 2, k->mm.epi_cols / 2, emit_pos(e, o->pos));
 			else
-				emit_line(e, "const float %s = %s[%s%d * sub + jj];%s", v, emit_acc_name(e, a), blk, k->epi_cols / 2,
+				emit_line(e, "const float %s = %s[%s%d * sub + jj];%s", v, emit_acc_name(e, a), blk, k->mm.epi_cols / 2,
 				          emit_pos(e, o->pos));
 			continue;
 		}
@@ -748,7 +748,7 @@ emit_epilogue(Emit *e, const Stmt *s)
 	results(e, s);
 	/* elements jj and jj + 1 (jj even) are columns c and c + 1 of one row: one store for both */
 	emit_line(e, "#pragma unroll");
-	emit_line(e, "for (int jj = 0; jj < %d; jj += 2) {", k->epi_cols / 2);
+	emit_line(e, "for (int jj = 0; jj < %d; jj += 2) {", k->mm.epi_cols / 2);
 	emit_line(e, "    const int r = wr + %s8 * ((jj >> 1) & 1), c = 8 * (jj >> 2) + wc;", H > 1 ? "64 * hb + " : "");
 	for (i = 0; i < s->nwrites; i++) {
 		const KBuf *b = &k->buf[s->writes[i].buf];

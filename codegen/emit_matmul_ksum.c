@@ -2,7 +2,7 @@
  * emit_matmul_ksum.c: where a matmul's partial sums over K meet, emitted
  * (ST_SPLIT_REDUCE and ST_SK_*; passes/lower_matmul_ksum.c places them).
  *
- * Requires a kernel whose Kernel.ksum holds partial sums in a CTA
+ * Requires a kernel whose MatmulPlan.ksum holds partial sums in a CTA
  * (ksum_rule[].split_cluster or .workspace); leaves the CUDA that adds them
  * in a fixed order (rank order, part order), so the sum does not depend on
  * which CTA finishes first.
@@ -27,22 +27,22 @@ split_reduce_scatter(Emit *e, const Stmt *s, const char *acc, int n)
 	const Kernel *k = e->k;
 	const KAcc *a = &k->acc[s->reads[0].acc];
 	const char *full = k->bar[s->bar].name, *free_ = k->bar[s->bar + 1].name, *q = "q", *own, *peer = "r";
-	int sh = k->cluster[0] * k->cluster[1];
+	int sh = k->mm.cluster[0] * k->mm.cluster[1];
 
 	/* float4 q's subtile (left to right: % and / bind alike): its 8 columns start at 8 q of its 64-row
 	   block, of its matmul (side by side) */
-	if (k->row_blocks > 1)
+	if (k->mm.row_blocks > 1)
 		q = arena_printf(e->c->arena, "q %% %d", a->cols / 8);
 	if (a->cols != k->tile_cols)
 		q = arena_printf(e->c->arena, "%s %% %d", q, k->tile_cols / 8);
-	own = arena_printf(e->c->arena, "%s / %d %% %d", q, k->epi_cols / 8, k->ksize.splits);
+	own = arena_printf(e->c->arena, "%s / %d %% %d", q, k->mm.epi_cols / 8, k->mm.ksize.splits);
 	if (sh > 1) {   /* rank = split rank x sh + place (lower_split_rank): rank r's CTA of this tile is sh r + at */
 		emit_line(e, "const int me = (int)wsf_cluster_rank() / %d, at = (int)wsf_cluster_rank() %% %d;   "
 		          "// split rank me stores subtiles me, me + %d, ...; at: the tile's place in the cluster", sh, sh,
-		          k->ksize.splits);
+		          k->mm.ksize.splits);
 		peer = arena_printf(e->c->arena, "%d * r + at", sh);
 	} else {
-		emit_line(e, "const int me = (int)wsf_cluster_rank();   // stores subtiles me, me + %d, ...", k->ksize.splits);
+		emit_line(e, "const int me = (int)wsf_cluster_rank();   // stores subtiles me, me + %d, ...", k->mm.ksize.splits);
 	}
 	emit_line(e, "wsf_mbar_wait(&%s[w], parity ^ 1u);   // the other ranks have read this warpgroup's partial before",
 	          free_);
@@ -52,7 +52,7 @@ split_reduce_scatter(Emit *e, const Stmt *s, const char *acc, int n)
 	emit_line(e, "        mine[128 * q] = make_float4(%s[4 * q], %s[4 * q + 1], %s[4 * q + 2], %s[4 * q + 3]);", acc, acc,
 	          acc, acc);
 	emit_line(e, "#pragma unroll");
-	emit_line(e, "for (int r = 0; r < %d; r++)", k->ksize.splits);
+	emit_line(e, "for (int r = 0; r < %d; r++)", k->mm.ksize.splits);
 	emit_line(e, "    if (r != me)");
 	emit_line(e, "        wsf_mbar_arrive_remote(&%s[w], %s);   // released to rank r: its subtiles' partials are in place",
 	          full, peer);
@@ -64,7 +64,7 @@ split_reduce_scatter(Emit *e, const Stmt *s, const char *acc, int n)
 	emit_line(e, "        %s[4 * q] = %s[4 * q + 1] = %s[4 * q + 2] = %s[4 * q + 3] = 0.0f;", acc, acc, acc, acc);
 	emit_line(e, "#pragma unroll");
 	emit_line(e, "for (int r = 0; r < %d; r++) {   // in rank order; a rank without k-steps adds nothing",
-	          k->ksize.splits);
+	          k->mm.ksize.splits);
 	emit_line(e, "    if (r == me || r >= parts)");
 	emit_line(e, "        continue;");
 	emit_line(e, "    const float4 *theirs = wsf_map_rank(mine, %s);", peer);
@@ -77,7 +77,7 @@ split_reduce_scatter(Emit *e, const Stmt *s, const char *acc, int n)
 	emit_line(e, "        }");
 	emit_line(e, "}");
 	emit_line(e, "#pragma unroll");
-	emit_line(e, "for (int r = 0; r < %d; r++)", k->ksize.splits);
+	emit_line(e, "for (int r = 0; r < %d; r++)", k->mm.ksize.splits);
 	emit_line(e, "    if (r != me)");
 	emit_line(e, "        wsf_mbar_arrive_remote(&%s[w], %s);   // rank r's partial is read: it may write its next", free_,
 	          peer);
@@ -91,14 +91,14 @@ emit_split_reduce(Emit *e, const Stmt *s)
 	int n = emit_acc_regs(k, s->reads[0].acc);
 
 	emit_line(e, "{   // %s: %d CTAs each summed a share of the k-steps", s->comment ? s->comment : "split-K",
-	          k->ksize.splits);
+	          k->mm.ksize.splits);
 	e->depth++;
 	emit_line(e, "const unsigned parity = (unsigned)(%s);", emit_expr_str(e, s->a));
 	emit_line(e, "const int parts = (int)(%s);   // the ranks with k-steps", emit_expr_str(e, s->b));
 	emit_line(e, "const int w = wsf_wg;   // the consumer warpgroup");
 	emit_line(e, "float4 *const mine = (float4 *)(%s) + w * %d + threadIdx.x %% 128;", emit_buf_at(e, s->buf, NULL),
 	          n / 4 * 128);
-	if (k->ksum == KSUM_SPLIT_SCATTER) {
+	if (k->mm.ksum == KSUM_SPLIT_SCATTER) {
 		split_reduce_scatter(e, s, acc, n);
 		e->depth--;
 		emit_line(e, "}");
@@ -114,7 +114,7 @@ emit_split_reduce(Emit *e, const Stmt *s)
 	emit_line(e, "} else {");
 	emit_line(e, "    wsf_mbar_wait_cluster(&%s[w], parity);   // every other rank's partial is in place", full);
 	emit_line(e, "    #pragma unroll");
-	emit_line(e, "    for (int r = 1; r < %d; r++) {   // a rank without k-steps adds nothing", k->ksize.splits);
+	emit_line(e, "    for (int r = 1; r < %d; r++) {   // a rank without k-steps adds nothing", k->mm.ksize.splits);
 	emit_line(e, "        const float4 *theirs = wsf_map_rank(mine, r);");
 	emit_line(e, "        const bool has = r < parts;   // else its registers were never written: not even 0 x them");
 	emit_line(e, "        #pragma unroll");
@@ -125,7 +125,7 @@ emit_split_reduce(Emit *e, const Stmt *s)
 	emit_line(e, "        }");
 	emit_line(e, "    }");
 	emit_line(e, "    #pragma unroll");
-	emit_line(e, "    for (int r = 1; r < %d; r++)", k->ksize.splits);
+	emit_line(e, "    for (int r = 1; r < %d; r++)", k->mm.ksize.splits);
 	emit_line(e, "        wsf_mbar_arrive_remote(&%s[w], r);   // rank r's partial is read: it may write its next", free_);
 	emit_line(e, "}");
 	e->depth--;
@@ -148,7 +148,7 @@ static void
 stream_k_scatter(Emit *e, const Stmt *s, const char *acc, const char *ws, int n, int bar, int t)
 {
 	const Kernel *k = e->k;
-	int nsub = k->tile_cols / k->epi_cols, group = n / 4 < SK_LOADS ? n / 4 : SK_LOADS, cl = kernel_cluster_ctas(k);
+	int nsub = k->tile_cols / k->mm.epi_cols, group = n / 4 < SK_LOADS ? n / 4 : SK_LOADS, cl = kernel_cluster_ctas(k);
 	const char *by = cl > 1 ? arena_printf(e->c->arena, " * %d", cl) : "";
 
 	emit_line(e, "const long long me = %s, parts = %s;   // this part's index among its tile's, and their number",
@@ -156,11 +156,11 @@ stream_k_scatter(Emit *e, const Stmt *s, const char *acc, const char *ws, int n,
 	          emit_expr_str(e, s->b));
 	if (s->kind == ST_SK_STORE) {
 		emit_line(e, "float4 *const part = (float4 *)wsf_sk_slot(%s, %d, %d, blockIdx.x) + threadIdx.x;", ws,
-		          SK_MAX_CTAS, k->ksize.sk_slot);
+		          SK_MAX_CTAS, k->mm.ksize.sk_slot);
 		emit_line(e, "#pragma unroll");
 		emit_line(e, "for (int q = 0; q < %d; q++)   // registers 4q .. 4q + 3, of subtile q / %d", n / 4,
-		          k->epi_cols / 8);
-		emit_line(e, "    if (q / %d %% parts != me)   // another part's subtile: for it to read", k->epi_cols / 8);
+		          k->mm.epi_cols / 8);
+		emit_line(e, "    if (q / %d %% parts != me)   // another part's subtile: for it to read", k->mm.epi_cols / 8);
 		emit_line(e, "        part[%d * q] = make_float4(%s[4 * q], %s[4 * q + 1], %s[4 * q + 2], %s[4 * q + 3]);", t,
 		          acc, acc, acc, acc);
 		emit_line(e, "wsf_bar_sync(%d, %d);   // every consumer thread's sums written", bar, t);
@@ -187,15 +187,15 @@ stream_k_scatter(Emit *e, const Stmt *s, const char *acc, const char *ws, int n,
 	emit_line(e, "    if (h == me)");
 	emit_line(e, "        continue;");
 	emit_line(e, "    const float4 *const part = (const float4 *)wsf_sk_slot(%s, %d, %d, first + h%s) + threadIdx.x;", ws,
-	          SK_MAX_CTAS, k->ksize.sk_slot, by);
+	          SK_MAX_CTAS, k->mm.ksize.sk_slot, by);
 	emit_line(e, "    uint4 v[%d];", group);
 	emit_line(e, "    #pragma unroll");
 	emit_line(e, "    for (int q = 0; q < %d; q++)   // this part's subtiles' registers", group);
-	emit_line(e, "        if ((g + q) / %d %% parts == me)", k->epi_cols / 8);
+	emit_line(e, "        if ((g + q) / %d %% parts == me)", k->mm.epi_cols / 8);
 	emit_line(e, "            v[q] = wsf_ldcg16(part + %d * (g + q));", t);
 	emit_line(e, "    #pragma unroll");
 	emit_line(e, "    for (int q = 0; q < %d; q++)", group);
-	emit_line(e, "        if ((g + q) / %d %% parts == me)", k->epi_cols / 8);
+	emit_line(e, "        if ((g + q) / %d %% parts == me)", k->mm.epi_cols / 8);
 	emit_line(e, "            %s[4 * (g + q)] += __uint_as_float(v[q].x), %s[4 * (g + q) + 1] += __uint_as_float(v[q].y), "
 	          "%s[4 * (g + q) + 2] += __uint_as_float(v[q].z), %s[4 * (g + q) + 3] += __uint_as_float(v[q].w);",
 	          acc, acc, acc, acc);
@@ -223,11 +223,11 @@ emit_stream_k(Emit *e, const Stmt *s)
 
 	emit_line(e, "if (%s) {   // stream-K: %s", emit_expr_str(e, s->cond), s->comment ? s->comment : "");
 	e->depth++;
-	if (k->ksum == KSUM_SK_SCATTER) {
+	if (k->mm.ksum == KSUM_SK_SCATTER) {
 		stream_k_scatter(e, s, acc, ws, n, r->bar_id, t);
 	} else if (s->kind == ST_SK_STORE) {
 		emit_line(e, "float4 *const part = (float4 *)wsf_sk_slot(%s, %d, %d, blockIdx.x) + threadIdx.x;", ws,
-		          SK_MAX_CTAS, k->ksize.sk_slot);
+		          SK_MAX_CTAS, k->mm.ksize.sk_slot);
 		emit_line(e, "#pragma unroll");
 		emit_line(e, "for (int q = 0; q < %d; q++)", n / 4);
 		emit_line(e, "    part[%d * q] = make_float4(%s[4 * q], %s[4 * q + 1], %s[4 * q + 2], %s[4 * q + 3]);", t,
@@ -245,7 +245,7 @@ emit_stream_k(Emit *e, const Stmt *s)
 		emit_line(e, "    wsf_bar_sync(%d, %d);   // what the acquire made visible, to every consumer thread", r->bar_id,
 		          t);
 		emit_line(e, "    const float4 *const part = (const float4 *)wsf_sk_slot(%s, %d, %d, cta) + threadIdx.x;", ws,
-		          SK_MAX_CTAS, k->ksize.sk_slot);
+		          SK_MAX_CTAS, k->mm.ksize.sk_slot);
 		emit_line(e, "    #pragma unroll");
 		emit_line(e, "    for (int q = 0; q < %d; q++) {", n / 4);
 		emit_line(e, "        const uint4 v = wsf_ldcg16(part + %d * q);", t);

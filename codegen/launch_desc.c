@@ -46,12 +46,13 @@ grid_rule(const Kernel *k)
 {
 	if (!k->persistent)
 		return GRID_PER_TILE;
-	return ksum_rule[k->ksum].workspace ? GRID_ALL : GRID_PERSISTENT;
+	return ksum_rule[kernel_mm(k)->ksum].workspace ? GRID_ALL : GRID_PERSISTENT;
 }
 
 Launch *
 launch_describe(Comp *c, const Kernel *k, const char *entry)
 {
+	const MatmulPlan *m = kernel_mm(k);
 	Launch *l = arena_alloc(c->arena, sizeof *l);
 	LaunchParam *lp = arena_alloc(c->arena, (size_t)(k->nparam > 0 ? k->nparam : 1) * sizeof *lp);
 	int i;
@@ -84,24 +85,24 @@ launch_describe(Comp *c, const Kernel *k, const char *entry)
 	l->nparam = k->nparam;
 	l->param = lp;
 	l->domain = k->domain;
-	l->flat = k->flat;
-	l->batched = k->batched;
+	l->flat = kernel_pw(k)->flat;
+	l->batched = m->batched;
 	l->row_tiles = k->ntile_var == k->rows_var;
 	l->tile_rows = k->tile_rows;
 	l->tile_cols = k->tile_cols;
-	l->cluster_rows = k->cluster[0];
-	l->cluster_cols = k->cluster[1];
-	l->row_chunk = k->row.chunk;
-	l->row_cap = k->row.cap;
+	l->cluster_rows = m->cluster[0];
+	l->cluster_cols = m->cluster[1];
+	l->row_chunk = kernel_row(k)->chunk;
+	l->row_cap = kernel_row(k)->cap;
 	l->grid = grid_rule(k);
-	l->workspace_slot = k->ksize.sk_slot;
-	l->workspace_asked = ksum_rule[k->ksum].workspace && k->fusion->sched.stream_k == 2;
+	l->workspace_slot = m->ksize.sk_slot;
+	l->workspace_asked = ksum_rule[m->ksum].workspace && k->fusion->sched.stream_k == 2;
 	l->signal = k->signal;
 	l->tile_consumer = k->tile_consumer != NULL;
-	l->waits = k->waits;
-	l->wait_rows = k->wait_rows;
-	l->wait_cols = k->wait_cols;
-	l->wait_tile[0] = k->wait_tile[0];
-	l->wait_tile[1] = k->wait_tile[1];
+	l->waits = m->waits;
+	l->wait_rows = m->wait_rows;
+	l->wait_cols = m->wait_cols;
+	l->wait_tile[0] = m->wait_tile[0];
+	l->wait_tile[1] = m->wait_tile[1];
 	return l;
 }

@@ -603,6 +603,16 @@ typedef struct KRole {
 	int regs;
 	int bar_id;
 	int parent;        /* the ROLE_GROUP whose threads these are, or 0 */
+	/*
+	 * The consumer order.  A consumer role: GROUPS warpgroups that each own
+	 * a tile, group g taking the CTA's tiles g, g + groups, ... (the tile
+	 * stride), each with its own elected thread and named barrier bar_id + g
+	 * (ping-pong: 2); their k loops take turns, ordered by named barriers
+	 * turn_bar + g.  1: all its threads share every tile (cooperative), and
+	 * turn_bar is 0.  Other roles: 1.
+	 */
+	int groups;
+	int turn_bar;
 } KRole;
 
 /* An array of COUNT mbarriers, each expecting ARRIVALS arrivals per phase. */
@@ -611,7 +621,7 @@ typedef struct KBar {
 	int count;
 	int arrivals;
 	bool cluster;      /* a cluster's stage-release barrier: each of its arrivals is one consumer warpgroup of
-	                      one CTA of the cluster, which arrives on every CTA's copy (Kernel.cluster) */
+	                      one CTA of the cluster, which arrives on every CTA's copy (MatmulPlan.cluster) */
 } KBar;
 
 typedef enum StmtKind {
@@ -800,62 +810,24 @@ struct Stmt {
 	int role;
 };
 
+#include "plan.h"   /* the families' plans a Kernel holds: RowPlan, MatmulPlan (and KSum), PointwisePlan */
+
 /*
- * A row-reduction kernel's plan, chosen by lowering: how its rows are held.
- * Zero in every other family's kernel.
+ * A kernel: what every family has, and its family's plan (the union, by
+ * Kernel.family: a row reduction's RowPlan, a matmul's MatmulPlan, a
+ * pointwise kernel's PointwisePlan).  Passes outside the family read the
+ * plan through kernel_row, kernel_mm and kernel_pw.
  */
-typedef struct RowPlan {
-	int cap;                 /* the widest row (elements) the buffers hold */
-	int steps;               /* a row is held in registers, this many steps of 8 elements a thread;
-	                            0: each pass reads it from shared memory again */
-	int chunk;               /* rows stream through the stages in chunks of this many elements,
-	                            each pass reading global memory again (0: whole rows) */
-	int passes;              /* streamed in chunks: passes over each row */
-	bool direct;             /* one CTA a row, whose inputs are loaded straight into registers (no
-	                            stage, no TMA): a row in registers, not persistent */
-	bool deep;               /* direct: 32 elements a thread at 40 warps an SM (48 registers), not 16
-	                            at 48 warps (40) */
-	bool reread;             /* direct: every pass loads the row again (L2 keeps it for the next),
-	                            nothing full-row lives across a block reduction; 64 warps an SM (32
-	                            registers) */
-	View *view;              /* each fusion tensor's view of the row domain */
-} RowPlan;
-
-/* How a matmul tile's partial sums over K meet (Kernel.ksum): a row each of ksum_rule. */
-typedef enum KSum {
-	KSUM_NONE,           /* one CTA holds the whole sum */
-	KSUM_SPLIT_RANK0,    /* a K-split cluster, rank 0 adds the others' sums (a swapped tile) */
-	KSUM_SPLIT_SCATTER,  /* a K-split cluster, each rank adds the others' sums of its subtiles */
-	KSUM_SK_OWNER,       /* stream-K runs, each tile's owner adds the others' sums through the workspace */
-	KSUM_SK_SCATTER      /* stream-K in fractions of a tile, each part adds the others' sums of its subtiles */
-} KSum;
-
-/* What a way of meeting (KSum) builds: ksum_rule (ir/kernel.c), a row a KSum. */
-typedef struct KSumRule {
-	bool partial;              /* a CTA holds part of a tile's sum: no staging ring, prefetch or preload */
-	bool split_cluster;        /* the CTAs of a cluster (KSumSize.splits of them) share the k-steps */
-	bool workspace;            /* the sums meet in global memory, KSumSize.sk_slot bytes a CTA */
-	const char *own_compute;   /* each rank or part computes and stores the subtiles it owns (own_subtile), */
-	const char *own_store;     /* these its comments; NULL: the epilogue runs whole where it runs */
-} KSumRule;
-
-extern const KSumRule ksum_rule[];
-
-/* A matmul's numbers for its K strategy (Kernel.ksum); splits 1 and the rest 0 in other kernels. */
-typedef struct KSumSize {
-	int splits;     /* CTAs that share each tile's k-steps (a split-K matmul: one cluster of them a tile);
-	                   1: none.  With cluster[] > 1, clusters of cluster[0] x cluster[1] x splits CTAs,
-	                   rank = split rank x cluster[0] cluster[1] + place (lower_split_rank) */
-	int sk_parts;   /* stream-K: a run is at least 1 / sk_parts of a tile's k-steps (0: no stream-K) */
-	int sk_slot;    /* stream-K: bytes of one CTA's partial sums in the workspace (param PK_WORKSPACE);
-	                   0: none */
-} KSumSize;
-
 struct Kernel {
 	const char *name;
 	Fusion *fusion;
-	Family family;           /* the fusion's (kernel_new copies it): whose rules lower and emit it */
-	RowPlan row;             /* FAM_REDUCTION's plan */
+	Family family;           /* the fusion's (kernel_new copies it): whose rules lower and emit it, and
+	                            which plan the union holds */
+	union {
+		RowPlan row;         /* FAM_REDUCTION's plan */
+		MatmulPlan mm;       /* FAM_MATMUL's */
+		PointwisePlan pw;    /* FAM_POINTWISE's */
+	};
 	int domain;              /* the fusion tensor whose shape the 2-D view is made from */
 	KParam *param;  int nparam, capparam;   /* [0] unused */
 	KBuf *buf;      int nbuf, capbuf;       /* [0] unused */
@@ -869,53 +841,16 @@ struct Kernel {
 	int threads;             /* per CTA */
 	int consumer_threads;    /* threads that compute */
 	int tile_rows, tile_cols;
-	int epi_cols;            /* a matmul: an epilogue subtile's columns (its staging copy's, its output maps'
-	                            box): 32, or 16 where tile_cols is an odd multiple of 16; swapped, tile_cols */
-	bool flat;               /* every input is full or scalar: any 2-D view will do */
 	bool warp_specialize;    /* chosen by the schedule */
 	int producer_regs;       /* warp-specialized: setmaxnreg targets of the producer and the consumer */
 	int consumer_regs;       /* roles (0: leave them; both roles must be whole warpgroups) */
 	bool persistent;         /* a grid of SMs x resident CTAs loops over tiles; else one CTA a tile */
 	bool tma_store;          /* outputs leave through staging buffers and TMA stores */
-	bool pingpong;           /* a matmul whose consumer warpgroups each own a tile (64 rows): warpgroup w
-	                            takes the CTA's tiles w, w + 2, ...; their elected threads, barriers
-	                            and halves of each staging copy are their own */
-	bool batched;            /* a matmul with batch dims on both operands: the view is [batch, rows, cols],
-	                            tiles run over every batch, and operands and outputs have 3-D maps */
 	bool signal;             /* signal: per_tile: each output tile's flag is set once its stores have
 	                            landed (ST_SIGNAL), flags row-major over [batch, row tiles, col tiles] */
-	int waits;               /* inputs with wait: per_tile (ST_FLAG_WAIT, param PK_WAIT): the kernel waits on each
-	                            one's flag word for a tile before the tile's epilogue reads it, or (an operand)
-	                            before the producer loads it; wait_flags holds, input after input in spec order,
-	                            a word an output tile (an epilogue input), a row tile (A) or a column tile (B) */
-	int wait_rows, wait_cols;   /* of them, operands A (a word a row tile) and B (a column tile) */
-	int wait_tile[2];        /* the writer's tile of the epilogue inputs that wait, when it is not the kernel's
-	                            own (wait: {per_tile, tile: [R, C]}): a word an R x C tile, and a tile of the
-	                            kernel waits for each of the writer's it covers (0: the kernel's own) */
 	bool pdl;                /* launched as a programmatic dependent (ST_GRID_DEP): it may start while the
 	                            grid before it in the stream finishes, and waits for it before touching
 	                            global memory */
-	bool swap_ab;            /* a matmul of few rows computed transposed, D^T = B A^T: 64 of B's rows fill a
-	                            warpgroup's wgmma M and A's tile_rows rows its N, so the accumulator holds
-	                            the output tile transposed (ping-pong tiles of 64 columns, cooperative ones
-	                            of 128; one epilogue subtile a tile) */
-	int row_blocks;          /* a matmul: the 64-row blocks of the tile a consumer warpgroup computes, each a
-	                            wgmma of its own into its own N / 2 accumulator registers: 1, or 2 for a
-	                            ping-pong warpgroup's 128-row tile */
-	int cluster[2];          /* CTAs a cluster along M and N, launched as clusters of cluster[0] x cluster[1]
-	                            CTAs (1-D, each CTA's rank EX_RANK) that take one cluster tile at a time and
-	                            multicast the operand they share ({1, 1}: no cluster) */
-	bool raster_rows;        /* the tiles in order along each row of tiles (consecutive tiles share A), not in
-	                            groups of rows walked column by column (lower_matmul.c raster) */
-	KSum ksum;               /* a matmul: how a tile's partial sums over K meet (ksum_rule): a K-split
-	                            cluster's ST_SPLIT_REDUCE, into rank 0 or each rank's subtiles; or stream-K,
-	                            the last wave's tiles split into runs of k-steps over the CTAs (or whole
-	                            fractions of a tile, each summing and storing its own subtiles) that meet
-	                            through the workspace */
-	KSumSize ksize;          /* and its numbers */
-	bool elect_nest;         /* the producer's elected thread alone runs its whole loop nest, not the role's
-	                            threads with an elect() a k-step (warp_specialize.c elect_producer): a
-	                            matmul whose CTAs take several whole tiles each at the spec's sizes */
 	Stmt *tile_consumer;     /* signal: {per_tile, consumer: ...}: the consumer role's loop over the CTA's
 	                            tiles (each waited for, its outputs computed, released), which lowering
 	                            makes and warp_specialize places in the role; NULL: none */
@@ -928,6 +863,22 @@ struct Kernel {
 	int ntile_var;           /* the tile count: a let of the tiles, or rows_var when a tile is a row */
 	int niter_var, rows_var, cols_var;
 };
+
+/* The plan of no matmul: no cluster, split, swap or ping-pong (cluster {1, 1}, 1 split, 1 row block). */
+extern const MatmulPlan matmul_none;
+/* The kernel's row-reduction plan; another family's: all zero. */
+const RowPlan *kernel_row(const Kernel *k);
+/* The kernel's matmul plan; another family's: matmul_none. */
+const MatmulPlan *kernel_mm(const Kernel *k);
+/* The kernel's pointwise plan; another family's: all zero. */
+const PointwisePlan *kernel_pw(const Kernel *k);
+/*
+ * Consumer groups that each own a tile: the consumer role's KRole.groups;
+ * before warp_specialize makes the roles, what it will give it (2 for a
+ * ping-pong matmul, else 1).
+ */
+int kernel_consumer_groups(const Kernel *k);
+
 
 Kernel *kernel_new(Comp *c, Fusion *f);
 int kernel_add_var(Comp *c, Kernel *k, const char *name);
@@ -944,10 +895,16 @@ int64_t kernel_param_bytes(const Kernel *k, int n);
 int kernel_add_buf(Comp *c, Kernel *k, const char *name, BufKind kind, Dtype dt, int rows, int cols);
 int kernel_add_bar(Comp *c, Kernel *k, const char *name, int count, int arrivals);
 int kernel_add_acc(Comp *c, Kernel *k, const char *name, Dtype dt, int rows, int cols);
-/* A role of threads [FIRST, FIRST + THREADS); a consumer role gets the next named-barrier id. */
-int kernel_add_role(Comp *c, Kernel *k, RoleKind kind, int first, int threads);
+/*
+ * A role of threads [FIRST, FIRST + THREADS) in GROUPS groups that each own
+ * a tile (KRole.groups; 1 but for a consumer role); a consumer role gets the
+ * next named-barrier ids, one a group.
+ */
+int kernel_add_role(Comp *c, Kernel *k, RoleKind kind, int first, int threads, int groups);
 /* CTAs a cluster: the tile's (cluster[]) times the K-split's; 1 when the kernel launches no clusters. */
 int kernel_cluster_ctas(const Kernel *k);
+/* CTAs a cluster that share operands: a matmul's cluster[0] x cluster[1]; 1 without. */
+int kernel_share_ctas(const Kernel *k);
 
 /*
  * Where the copies of a buffer go.  TMA writes and reads shared memory at
@@ -1071,7 +1028,7 @@ typedef struct Launch {
 	int threads;            /* a CTA */
 	int smem_bytes;         /* dynamic shared memory */
 	bool pdl;               /* launch with programmatic stream serialization (Kernel.pdl, unless option pdl=0) */
-	int cluster;            /* CTAs a cluster (Kernel.cluster's product): the grid is a multiple of it */
+	int cluster;            /* CTAs a cluster (MatmulPlan.cluster's product): the grid is a multiple of it */
 	int nparam;             /* param[1..nparam-1], in the kernel's order; param[0] unused */
 	const LaunchParam *param;
 	/* the 2-D view of the domain and its tiles */

@@ -1,6 +1,8 @@
 /*
- * kernel.c: the kernel IR: constructors, expression substitution, statement
- * cloning and the buffer-access queries the passes reason with.
+ * kernel.c: the kernel IR: constructors, the family plans' accessors
+ * (kernel_row, kernel_mm, kernel_pw) and the consumer order's
+ * (kernel_consumer_groups), expression substitution, statement cloning and
+ * the buffer-access queries the passes reason with.
  *
  * Expressions are immutable once built, so they may be shared between
  * statements; statements are owned by one parent and cloned, never shared.
@@ -24,10 +26,33 @@ kernel_new(Comp *c, Fusion *f)
 	VEC_PUSH(c->arena, k->acc, k->nacc, k->capacc);
 	VEC_PUSH(c->arena, k->role, k->nrole, k->caprole);
 	k->body = st_block(c);
-	k->cluster[0] = k->cluster[1] = 1;
-	k->ksize.splits = 1;
-	k->row_blocks = 1;
+	if (k->family == FAM_MATMUL)
+		k->mm = matmul_none;
 	return k;
+}
+
+const MatmulPlan matmul_none = {.cluster = {1, 1}, .ksize.splits = 1, .row_blocks = 1};
+
+const RowPlan *
+kernel_row(const Kernel *k)
+{
+	static const RowPlan none;
+
+	return k->family == FAM_REDUCTION ? &k->row : &none;
+}
+
+const MatmulPlan *
+kernel_mm(const Kernel *k)
+{
+	return k->family == FAM_MATMUL ? &k->mm : &matmul_none;
+}
+
+const PointwisePlan *
+kernel_pw(const Kernel *k)
+{
+	static const PointwisePlan none;
+
+	return k->family == FAM_POINTWISE ? &k->pw : &none;
 }
 
 /* What each way of meeting builds (ir.h KSumRule); lower_matmul_ksum.c builds it. */
@@ -46,7 +71,15 @@ const KSumRule ksum_rule[] = {
 int
 kernel_cluster_ctas(const Kernel *k)
 {
-	return k->cluster[0] * k->cluster[1] * k->ksize.splits;
+	const MatmulPlan *m = kernel_mm(k);
+
+	return m->cluster[0] * m->cluster[1] * m->ksize.splits;
+}
+
+int
+kernel_share_ctas(const Kernel *k)
+{
+	return kernel_mm(k)->cluster[0] * kernel_mm(k)->cluster[1];
 }
 
 int
@@ -129,7 +162,7 @@ kernel_add_acc(Comp *c, Kernel *k, const char *name, Dtype dt, int rows, int col
 }
 
 int
-kernel_add_role(Comp *c, Kernel *k, RoleKind kind, int first, int threads)
+kernel_add_role(Comp *c, Kernel *k, RoleKind kind, int first, int threads, int groups)
 {
 	KRole *r = VEC_PUSH(c->arena, k->role, k->nrole, k->caprole);
 	int i, id = 0;
@@ -137,13 +170,25 @@ kernel_add_role(Comp *c, Kernel *k, RoleKind kind, int first, int threads)
 	r->kind = kind;
 	r->first = first;
 	r->threads = threads;
+	r->groups = groups;
 	if (kind == ROLE_CONSUMER) {
 		for (i = 1; i < k->nrole - 1; i++)
-			if (k->role[i].bar_id > id)
-				id = k->role[i].bar_id;
+			if (k->role[i].bar_id + k->role[i].groups - 1 > id)
+				id = k->role[i].bar_id + k->role[i].groups - 1;
 		r->bar_id = id + 1;
 	}
 	return k->nrole - 1;
+}
+
+int
+kernel_consumer_groups(const Kernel *k)
+{
+	int i;
+
+	for (i = 1; i < k->nrole; i++)
+		if (k->role[i].kind == ROLE_CONSUMER)
+			return k->role[i].groups;
+	return kernel_mm(k)->pingpong ? 2 : 1;
 }
 
 CopyLayout
@@ -640,7 +685,7 @@ kir_row_levels(const Kernel *k, int *level, int *online)
 	}
 	for (i = 1; i < f->nop; i++) {
 		const Op *o = &f->op[i];
-		int l = 0, m = k->row.chunk ? one_pass_with(f, o) : 0;
+		int l = 0, m = kernel_row(k)->chunk ? one_pass_with(f, o) : 0;
 
 		for (j = 1; j < i && m; j++)  /* one partner a reduction: the first */
 			if (one_pass_with(f, &f->op[j]) == m)

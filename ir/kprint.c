@@ -144,6 +144,7 @@ static const char *const cb_part[] = {"", "prologue", "main", "epilogue", "produ
 static void
 stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 {
+	const MatmulPlan *m = kernel_mm(k);
 	size_t start;
 	int i;
 
@@ -274,8 +275,8 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 		break;
 	case ST_SPLIT_REDUCE:
 		buf_printf(b, "split_k.%s %s %s via %s[wg] on %s[wg] / %s[wg], parity ",
-		           k->ksum == KSUM_SPLIT_SCATTER ? "reduce_scatter" : "reduce", k->acc[s->reads[0].acc].name,
-		           k->ksum == KSUM_SPLIT_SCATTER ? "into each rank's subtiles" : "into rank 0", k->buf[s->buf].name,
+		           m->ksum == KSUM_SPLIT_SCATTER ? "reduce_scatter" : "reduce", k->acc[s->reads[0].acc].name,
+		           m->ksum == KSUM_SPLIT_SCATTER ? "into each rank's subtiles" : "into rank 0", k->buf[s->buf].name,
 		           k->bar[s->bar].name, k->bar[s->bar + 1].name);
 		expr_print(b, k, s->a);
 		buf_puts(b, ", ranks with k-steps ");
@@ -284,7 +285,7 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 	case ST_SK_STORE:
 		buf_puts(b, "if ");
 		expr_print(b, k, s->cond);
-		if (k->ksum == KSUM_SK_SCATTER) {   /* part a of the tile's b: the others' subtiles, counted at its first CTA */
+		if (m->ksum == KSUM_SK_SCATTER) {   /* part a of the tile's b: the others' subtiles, counted at its first CTA */
 			part_subtiles(b, k, s, "stream_k.store", "!=");
 			buf_printf(b, " to %s[cta], flag[", k->param[s->param].name);
 			first_part(b, k, s);
@@ -297,7 +298,7 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 	case ST_SK_REDUCE:
 		buf_puts(b, "if ");
 		expr_print(b, k, s->cond);
-		if (k->ksum == KSUM_SK_SCATTER) {
+		if (m->ksum == KSUM_SK_SCATTER) {
 			part_subtiles(b, k, s, "stream_k.reduce_scatter", "==");
 			buf_printf(b, " += the other parts' from %s[", k->param[s->param].name);
 			first_part(b, k, s);
@@ -391,7 +392,7 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 			buf_puts(b, " ");
 		}
 		buf_puts(b, "reads ");
-		if (s->nreads == 0 && k->row.direct)
+		if (s->nreads == 0 && kernel_row(k)->direct)
 			buf_puts(b, "global");  /* the compute loads the row itself */
 		access_print(b, k, s->reads, s->nreads);
 		if (s->nwrites) {
@@ -468,29 +469,31 @@ static const char *const view_name[] = {"", "full", "row", "col", "scalar"};
 void
 kernel_print(Buf *b, const Kernel *k)
 {
+	const RowPlan *r = kernel_row(k);
+	const MatmulPlan *m = kernel_mm(k);
 	int i, j;
 
 	buf_printf(b, "kernel %s threads=%d consumers=%d tile=[%d, %d]", k->name, k->threads, k->consumer_threads,
 	           k->tile_rows, k->tile_cols);
-	if (k->cluster[0] * k->cluster[1] > 1)
-		buf_printf(b, " cluster=[%d, %d]", k->cluster[0], k->cluster[1]);
-	if (ksum_rule[k->ksum].split_cluster)
-		buf_printf(b, " split_k=%d", k->ksize.splits);
-	if (ksum_rule[k->ksum].workspace)
-		buf_printf(b, " stream_k=%d%s", k->ksize.sk_slot, k->ksum == KSUM_SK_SCATTER ? " in_fractions" : "");
+	if (kernel_share_ctas(k) > 1)
+		buf_printf(b, " cluster=[%d, %d]", m->cluster[0], m->cluster[1]);
+	if (ksum_rule[m->ksum].split_cluster)
+		buf_printf(b, " split_k=%d", m->ksize.splits);
+	if (ksum_rule[m->ksum].workspace)
+		buf_printf(b, " stream_k=%d%s", m->ksize.sk_slot, m->ksum == KSUM_SK_SCATTER ? " in_fractions" : "");
 	buf_printf(b, "%s%s%s%s%s%s\n", k->persistent ? "" : " one_tile_per_cta",
-	           k->flat ? " flat" : "", k->warp_specialize ? " warp_specialized" : "",
-	           k->pingpong ? " pingpong" : "", k->tma_store ? " tma_store" : "", k->swap_ab ? " swap_ab" : "");
-	if (k->row.cap && k->row.steps)
-		buf_printf(b, "  rows: up to %d wide, in registers (%d step%s of 8 a thread)%s\n", k->row.cap, k->row.steps,
-		           k->row.steps == 1 ? "" : "s",
-		           k->row.reread ? ", loaded straight from global memory in every pass" :
-		           k->row.direct ? ", loaded straight from global memory" : "");
-	else if (k->row.cap)
-		buf_printf(b, "  rows: up to %d wide, re-read from shared memory by each pass\n", k->row.cap);
-	else if (k->row.chunk)
+	           kernel_pw(k)->flat ? " flat" : "", k->warp_specialize ? " warp_specialized" : "",
+	           m->pingpong ? " pingpong" : "", k->tma_store ? " tma_store" : "", m->swap_ab ? " swap_ab" : "");
+	if (r->cap && r->steps)
+		buf_printf(b, "  rows: up to %d wide, in registers (%d step%s of 8 a thread)%s\n", r->cap, r->steps,
+		           r->steps == 1 ? "" : "s",
+		           r->reread ? ", loaded straight from global memory in every pass" :
+		           r->direct ? ", loaded straight from global memory" : "");
+	else if (r->cap)
+		buf_printf(b, "  rows: up to %d wide, re-read from shared memory by each pass\n", r->cap);
+	else if (r->chunk)
 		buf_printf(b, "  rows: any width, streamed in chunks of %d elements, %d passes over each\n",
-		           k->row.chunk, k->row.passes);
+		           r->chunk, r->passes);
 	for (i = 1; i < k->nparam; i++) {
 		const KParam *p = &k->param[i];
 		const char *role = p->arg < 0 ? "" : k->fusion && p->arg >= k->fusion->ninput ? "output " : "input ";
@@ -522,7 +525,7 @@ kernel_print(Buf *b, const Kernel *k)
 			break;
 		case PK_WORKSPACE:
 			buf_printf(b, "  param %s: workspace, a u32 flag a CTA (%d), then a slot of %d bytes a CTA\n", p->name,
-			           SK_MAX_CTAS, k->ksize.sk_slot);
+			           SK_MAX_CTAS, m->ksize.sk_slot);
 			break;
 		default:
 			break;
@@ -539,7 +542,7 @@ kernel_print(Buf *b, const Kernel *k)
 		if (l.stride != l.bytes)  /* padded to the alignment: copies lie further apart than their bytes */
 			buf_printf(b, " stride=%lld", (long long)l.stride);
 		if (u->kind == BUF_PARTIAL)
-			buf_puts(b, k->ksum == KSUM_SPLIT_SCATTER ? " partial sums, each subtile's read by the rank that stores it"
+			buf_puts(b, m->ksum == KSUM_SPLIT_SCATTER ? " partial sums, each subtile's read by the rank that stores it"
 			                             : " partial sums, read by rank 0 of the cluster");
 		else if (u->kind == BUF_ROW)
 			buf_printf(b, " the tile's columns of %s, a copy a tile", k->param[u->param].name);

@@ -203,6 +203,7 @@ static void
 check_stmt(Check *v, const Stmt *s)
 {
 	const Kernel *k = v->k;
+	const MatmulPlan *m = kernel_mm(k);
 	const CbInfo *outer = v->cb;
 	int i;
 
@@ -242,8 +243,8 @@ check_stmt(Check *v, const Stmt *s)
 		else if (s->kind == ST_TMA_LOAD)
 			check_load(v, s);
 		if (s->mcast && (s->kind != ST_TMA_LOAD || k->param[s->param].kind != PK_TMAP ||
-		                 k->cluster[0] * k->cluster[1] < 2 || (s->mcast->kind == EX_INT &&
-		                 (s->mcast->ival <= 0 || s->mcast->ival >= 1 << k->cluster[0] * k->cluster[1]))))
+		                 kernel_share_ctas(k) < 2 || (s->mcast->kind == EX_INT &&
+		                 (s->mcast->ival <= 0 || s->mcast->ival >= 1 << kernel_share_ctas(k)))))
 			fail(v, "a multicast that is not a tensor-map load to CTAs of the kernel's cluster");
 		check_expr(v, s->mcast);
 		check_expr(v, s->a);
@@ -323,15 +324,15 @@ check_stmt(Check *v, const Stmt *s)
 		break;
 	case ST_SK_STORE:
 	case ST_SK_REDUCE:
-		if (!k->ksize.sk_slot || s->param <= 0 || s->param >= k->nparam || k->param[s->param].kind != PK_WORKSPACE ||
+		if (!m->ksize.sk_slot || s->param <= 0 || s->param >= k->nparam || k->param[s->param].kind != PK_WORKSPACE ||
 		    s->nreads != 1 || s->reads[0].acc <= 0 || s->reads[0].acc >= k->nacc || !s->cond ||
 		    (s->kind == ST_SK_REDUCE && !s->b))
 			fail(v, "a stream-K %s without stream-K, its workspace param, an accumulator, a condition%s",
 			     s->kind == ST_SK_STORE ? "store" : "reduction", s->kind == ST_SK_STORE ? "" : " or its CTA count");
-		else if (k->ksize.sk_slot != k->consumer_threads * 4 * (k->acc[s->reads[0].acc].cols / 2 * k->row_blocks))
-			fail(v, "stream-K slot of %d bytes does not hold accumulator '%s'", k->ksize.sk_slot,
+		else if (m->ksize.sk_slot != k->consumer_threads * 4 * (k->acc[s->reads[0].acc].cols / 2 * m->row_blocks))
+			fail(v, "stream-K slot of %d bytes does not hold accumulator '%s'", m->ksize.sk_slot,
 			     k->acc[s->reads[0].acc].name);
-		if (k->ksum == KSUM_SK_SCATTER && (!s->a || !s->b))
+		if (m->ksum == KSUM_SK_SCATTER && (!s->a || !s->b))
 			fail(v, "a stream-K part's %s without its index among the tile's parts or their number",
 			     s->kind == ST_SK_STORE ? "store" : "reduction");
 		check_expr(v, s->cond);
@@ -339,12 +340,12 @@ check_stmt(Check *v, const Stmt *s)
 		check_expr(v, s->b);
 		break;
 	case ST_SPLIT_REDUCE:
-		if (k->ksize.splits < 2 || s->buf <= 0 || s->buf >= k->nbuf || k->buf[s->buf].kind != BUF_PARTIAL ||
+		if (m->ksize.splits < 2 || s->buf <= 0 || s->buf >= k->nbuf || k->buf[s->buf].kind != BUF_PARTIAL ||
 		    !bar_ok(k, s->bar) || !bar_ok(k, s->bar + 1) || s->nreads != 1 || s->reads[0].acc <= 0 ||
 		    s->reads[0].acc >= k->nacc || !s->a || !s->b)
 			fail(v, "a split-K reduction without a K-split, its partial buffer, its two barriers, an "
 			     "accumulator, a parity or the count of CTAs with k-steps");
-		else if (k->buf[s->buf].cols != 128 * (k->acc[s->reads[0].acc].cols / 2 * k->row_blocks))
+		else if (k->buf[s->buf].cols != 128 * (k->acc[s->reads[0].acc].cols / 2 * m->row_blocks))
 			fail(v, "partial buffer '%s' of %d values a warpgroup does not hold accumulator '%s'",
 			     k->buf[s->buf].name, k->buf[s->buf].cols, k->acc[s->reads[0].acc].name);
 		check_expr(v, s->a);
@@ -355,7 +356,7 @@ check_stmt(Check *v, const Stmt *s)
 		check_expr(v, s->b);
 		check_expr(v, s->pass);
 		check_expr(v, s->z);
-		if ((s->phase != ROW_WHOLE) != (k->row.chunk > 0))
+		if ((s->phase != ROW_WHOLE) != (kernel_row(k)->chunk > 0))
 			fail(v, "a compute's row phase does not match the kernel's row mode");
 		check_access(v, s->reads, s->nreads);
 		check_access(v, s->writes, s->nwrites);
@@ -392,6 +393,10 @@ check_roles(Check *v)
 			fail(v, "role %d is not whole warps inside the CTA's %d threads", i, k->threads);
 		else if (r->kind == ROLE_CONSUMER && (r->bar_id < 1 || r->bar_id > 15))
 			fail(v, "consumer role %d has no named barrier of its own", i);
+		else if (r->groups < 1 || (r->groups > 1 && (r->kind != ROLE_CONSUMER || r->threads != 128 * r->groups ||
+		                                             r->turn_bar < r->bar_id + r->groups || r->turn_bar + r->groups > 16)))
+			fail(v, "role %d's %d groups that each own a tile are not its warpgroups with turn barriers past their "
+			     "own", i, r->groups);
 		else if (r->regs && (r->regs < 24 || r->regs > 256 || r->regs % 8 || r->threads % 128 || r->first % 128))
 			fail(v, "role %d's register target %d is not a multiple of 8 in [24, 256] for whole warpgroups", i,
 			     r->regs);
@@ -427,6 +432,7 @@ preload_ok(const Kernel *k, const KBuf *b)
 int
 kernel_verify(Comp *c, const Kernel *k, const char *after)
 {
+	const MatmulPlan *m = kernel_mm(k);
 	Check v = {0};
 	int i;
 
@@ -466,23 +472,21 @@ kernel_verify(Comp *c, const Kernel *k, const char *after)
 		                        k->acc[i].col + k->acc[i].cols > k->acc[k->acc[i].alias].cols))
 			fail(&v, "accumulator '%s' shares the registers of a bad accumulator", k->acc[i].name);
 	for (i = 1; i < k->nbar; i++)
-		if (k->bar[i].cluster && k->cluster[0] * k->cluster[1] < 2)
+		if (k->bar[i].cluster && kernel_share_ctas(k) < 2)
 			fail(&v, "mbarrier '%s' counts a cluster's arrivals in a kernel without clusters", k->bar[i].name);
-	if (k->cluster[0] < 1 || k->cluster[1] < 1 || k->cluster[0] * k->cluster[1] > 8 || k->row_blocks < 1 ||
-	    k->row_blocks > 2)
+	if (m->cluster[0] < 1 || m->cluster[1] < 1 || kernel_share_ctas(k) > 8 || m->row_blocks < 1 || m->row_blocks > 2)
 		fail(&v, "a cluster of %d x %d CTAs, or %d row blocks a warpgroup, which codegen does not build",
-		     k->cluster[0], k->cluster[1], k->row_blocks);
-	if (k->ksize.splits < 1 || k->ksize.splits > 8 ||
-	    (k->ksize.splits > 1 && (kernel_cluster_ctas(k) > 8 || (k->swap_ab && k->cluster[0] * k->cluster[1] > 1) ||
-	                       k->family != FAM_MATMUL)))
-		fail(&v, "a K-split over %d CTAs%s%s, which codegen does not build", k->ksize.splits,
-		     k->cluster[0] * k->cluster[1] > 1 ? " in clusters that share an operand" : "",
-		     k->swap_ab ? ", swapped" : kernel_cluster_ctas(k) > 8 ? ", more than 8 CTAs a cluster" : "");
-	if (k->swap_ab && (k->tile_rows < 8 || k->tile_rows > 64 || k->tile_rows % 8 || k->row_blocks != 1 ||
-	                   k->tile_cols != (k->pingpong ? 64 : 128) || k->cluster[0] * k->cluster[1] > 1))
+		     m->cluster[0], m->cluster[1], m->row_blocks);
+	if (m->ksize.splits < 1 || m->ksize.splits > 8 ||
+	    (m->ksize.splits > 1 && (kernel_cluster_ctas(k) > 8 || (m->swap_ab && kernel_share_ctas(k) > 1))))
+		fail(&v, "a K-split over %d CTAs%s%s, which codegen does not build", m->ksize.splits,
+		     kernel_share_ctas(k) > 1 ? " in clusters that share an operand" : "",
+		     m->swap_ab ? ", swapped" : kernel_cluster_ctas(k) > 8 ? ", more than 8 CTAs a cluster" : "");
+	if (m->swap_ab && (k->tile_rows < 8 || k->tile_rows > 64 || k->tile_rows % 8 || m->row_blocks != 1 ||
+	                   k->tile_cols != (m->pingpong ? 64 : 128) || kernel_share_ctas(k) > 1))
 		fail(&v, "a swapped matmul tile of %d x %d%s, %d row blocks, a cluster of %d x %d, which codegen does "
-		     "not build", k->tile_rows, k->tile_cols, k->pingpong ? " (ping-pong)" : "", k->row_blocks,
-		     k->cluster[0], k->cluster[1]);
+		     "not build", k->tile_rows, k->tile_cols, m->pingpong ? " (ping-pong)" : "", m->row_blocks,
+		     m->cluster[0], m->cluster[1]);
 	check_roles(&v);
 	check_stmt(&v, k->body);
 	return v.err ? -1 : 0;

@@ -795,16 +795,16 @@ pass_circular_buffer(Comp *c)
 		if (q == main_) {
 			cb->full_bar = kernel_add_bar(c, k, "full", S, 1);
 			if (k->warp_specialize)
-				cb->empty_bar = kernel_add_bar(c, k, "empty", S, k->consumer_threads / (k->pingpong ? 2 : 1));
+				cb->empty_bar = kernel_add_bar(c, k, "empty", S, k->consumer_threads / kernel_consumer_groups(k));
 			/*
 			 * In a cluster a producer's multicast fills the stage in every
 			 * CTA, so it may refill one only once all of them have read it:
 			 * each consumer warpgroup that reads a stage arrives on every
 			 * CTA's empty barrier (one thread each, after its mma wait).
 			 */
-			if (cb->empty_bar && k->cluster[0] * k->cluster[1] > 1) {
-				k->bar[cb->empty_bar].arrivals = k->consumer_threads / 128 / (k->pingpong ? 2 : 1) *
-				                                 k->cluster[0] * k->cluster[1];
+			if (cb->empty_bar && kernel_share_ctas(k) > 1) {
+				k->bar[cb->empty_bar].arrivals = k->consumer_threads / 128 / kernel_consumer_groups(k) *
+				                                 kernel_share_ctas(k);
 				k->bar[cb->empty_bar].cluster = true;
 			}
 		} else {

@@ -127,7 +127,7 @@ lower_tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **col0)
 {
 	Stmt *loop;
 	Expr *i, *tile, *ntc = NULL, *ntiles, *cta, *ncta;
-	int cm = k->cluster[0], cn = k->cluster[1], n = kernel_cluster_ctas(k);
+	int cm = kernel_mm(k)->cluster[0], cn = kernel_mm(k)->cluster[1], n = kernel_cluster_ctas(k);
 
 	/*
 	 * In clusters the unit of work is a cluster tile of cm x cn CTA tiles:
@@ -187,10 +187,10 @@ lower_unit(Comp *c, const Kernel *k, int leaf)
 Expr *
 lower_rank_at(Comp *c, const Kernel *k, Expr *at, int axis)
 {
-	int cm = k->cluster[0], cn = k->cluster[1], ext = axis ? k->tile_cols : k->tile_rows;
-	Expr *x = ex_bin(c, EX_MUL, at, ex_int(c, ext * k->cluster[axis])), *r;
+	int cm = kernel_mm(k)->cluster[0], cn = kernel_mm(k)->cluster[1], ext = axis ? k->tile_cols : k->tile_rows;
+	Expr *x = ex_bin(c, EX_MUL, at, ex_int(c, ext * kernel_mm(k)->cluster[axis])), *r;
 
-	if (k->cluster[axis] == 1)
+	if (kernel_mm(k)->cluster[axis] == 1)
 		return x;
 	r = lower_share_rank(c, k);
 	r = axis ? (cm > 1 ? ex_bin(c, EX_DIV, r, ex_int(c, cm)) : r) : (cn > 1 ? ex_bin(c, EX_MOD, r, ex_int(c, cm)) : r);
@@ -200,16 +200,16 @@ lower_rank_at(Comp *c, const Kernel *k, Expr *at, int axis)
 Expr *
 lower_share_rank(Comp *c, const Kernel *k)
 {
-	int n = k->cluster[0] * k->cluster[1];
+	int n = kernel_share_ctas(k);
 
-	return ksum_rule[k->ksum].split_cluster && n > 1 ? ex_bin(c, EX_MOD, ex_leaf(c, EX_RANK), ex_int(c, n))
+	return ksum_rule[kernel_mm(k)->ksum].split_cluster && n > 1 ? ex_bin(c, EX_MOD, ex_leaf(c, EX_RANK), ex_int(c, n))
 	                                                  : ex_leaf(c, EX_RANK);
 }
 
 Expr *
 lower_split_rank(Comp *c, const Kernel *k)
 {
-	int n = k->cluster[0] * k->cluster[1];
+	int n = kernel_share_ctas(k);
 
 	return n > 1 ? ex_bin(c, EX_DIV, ex_leaf(c, EX_RANK), ex_int(c, n)) : ex_leaf(c, EX_RANK);
 }
@@ -360,7 +360,7 @@ lower_signal(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr *bt, E
 {
 	Stmt *prev, *last, *in;
 	Expr *i = ex_var(c, loop->var), *flag = NULL, *first, *step, *li;
-	int p = 0, landed = 0, taken = 0;
+	int p = 0, landed = 0, taken = 0, groups = kernel_consumer_groups(k);   /* each group its tiles */
 
 	if (k->fusion->sched.consumer_pos.line) {
 		int fp = 0;
@@ -390,8 +390,8 @@ lower_signal(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr *bt, E
 	}
 	if (flag)
 		flag = ex_inline_lets(c, loop, flag);
-	first = k->pingpong ? ex_leaf(c, EX_WG) : ex_int(c, 0);
-	step = ex_int(c, k->pingpong ? 2 : 1);
+	first = groups > 1 ? ex_leaf(c, EX_WG) : ex_int(c, 0);
+	step = ex_int(c, groups);
 
 	/* in the loop: the tile before, from the second of this thread's tiles on */
 	prev = st_if(c, ex_leaf(c, EX_ELECT));
@@ -417,7 +417,7 @@ lower_signal(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr *bt, E
 	last = st_if(c, ex_leaf(c, EX_ELECT));
 	in = st_if(c, ex_bin(c, EX_LT, first, loop->hi));
 	st_append(c, last, in);
-	li = k->pingpong ? ex_bin(c, EX_ADD, first, ex_bin(c, EX_MUL, step, ex_bin(c, EX_DIV,
+	li = groups > 1 ? ex_bin(c, EX_ADD, first, ex_bin(c, EX_MUL, step, ex_bin(c, EX_DIV,
 	                      ex_bin(c, EX_SUB, ex_bin(c, EX_SUB, loop->hi, ex_int(c, 1)), first), step)))
 	                 : ex_bin(c, EX_SUB, loop->hi, ex_int(c, 1));
 	publish(c, in, p, flag ? ex_subst(c, flag, loop->var, li) : NULL, landed, taken, li, false,

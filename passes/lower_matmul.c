@@ -2,7 +2,7 @@
  * lower_matmul.c: the matmul family's lowering, run by lower.c's pass.
  * Requires a scheduled fusion of the matmul family; leaves lower.c's
  * kernel (one copy of each stage, no barrier but those of the protocols it
- * builds) with the MatmulPlan's decisions in its fields.  As nvFuser
+ * builds) whose plan (Kernel.mm) is the MatmulPlan it built from.  As nvFuser
  * #3941 and the fastest Hopper GEMMs shape it (research/hopper_gemm.md): a
  * persistent loop over output tiles of BM x BN; in it a k loop whose
  * iterations load one BK-slice of A and B by TMA (128-byte swizzled) and
@@ -52,8 +52,9 @@
  * long K, each tile into fractions that share its epilogue
  * (fraction_plan).
  *
- * What to build is plan_matmul's (plan_matmul.c): lower_matmul copies its
- * MatmulPlan into the Kernel (set_plan) and builds the nest from it; where
+ * What to build is plan_matmul's (plan_matmul.c): lower_matmul plans into
+ * the Kernel's MatmulPlan (Kernel.mm; set_plan copies the few decisions that
+ * are the generic Kernel's) and builds the nest from it; where
  * partial sums over K meet is lower_matmul_ksum.c's (a KSum strategy a
  * row), per-tile waits and staged epilogue inputs lower_matmul_sync.c's.
  */
@@ -98,7 +99,7 @@ static void
 load_operand(Comp *c, Kernel *k, Stmt *issue, int buf, int base, int p, bool kmajor, int rows, int bk, Expr *x0,
              Expr *kk, Expr *bt, int axis, Pos pos)
 {
-	int h, n, cm = k->cluster[0], share = k->cluster[axis], j;
+	int h, n, cm = k->mm.cluster[0], share = k->mm.cluster[axis], j;
 	Expr *at = ex_int(c, base), *mask = NULL;
 
 	if (share > 1) {
@@ -111,15 +112,15 @@ load_operand(Comp *c, Kernel *k, Stmt *issue, int buf, int base, int p, bool kma
 		if (axis)
 			place = cm > 1 ? ex_bin(c, EX_DIV, rank, ex_int(c, cm)) : rank;
 		else
-			place = k->cluster[1] > 1 ? ex_bin(c, EX_MOD, rank, ex_int(c, cm)) : rank;
+			place = k->mm.cluster[1] > 1 ? ex_bin(c, EX_MOD, rank, ex_int(c, cm)) : rank;
 		mask = ex_int(c, bits);
-		if (k->cluster[1 - axis] > 1)
+		if (k->mm.cluster[1 - axis] > 1)
 			mask = ex_bin(c, EX_SHL, mask, axis ? ex_bin(c, EX_MOD, rank, ex_int(c, cm))
 			                                     : ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, rank, ex_int(c, cm)),
 			                                              ex_int(c, cm)));
-		if (ksum_rule[k->ksum].split_cluster)   /* the CTAs of this CTA's K-split rank (lower_split_rank) */
+		if (ksum_rule[k->mm.ksum].split_cluster)   /* the CTAs of this CTA's K-split rank (lower_split_rank) */
 			mask = ex_bin(c, EX_SHL, mask, ex_bin(c, EX_MUL, lower_split_rank(c, k),
-			                                      ex_int(c, k->cluster[0] * k->cluster[1])));
+			                                      ex_int(c, k->mm.cluster[0] * k->mm.cluster[1])));
 		part = ex_bin(c, EX_MUL, place, ex_int(c, rows / share));
 		rows /= share;
 		x0 = ex_bin(c, EX_ADD, x0, part);
@@ -252,7 +253,7 @@ consumer_reads(Comp *c, const Fusion *f, Kernel *k)
  * The order of the tiles: groups of GROUP tile rows walked column by column
  * (within a group, down the rows first), so the CTAs working at once share
  * the same few B column tiles and A row tiles in L2 instead of sweeping all
- * of B for every row of tiles; or, with Kernel.raster_rows, along each row
+ * of B for every row of tiles; or, with MatmulPlan.raster_rows, along each row
  * of tiles (a group of one row).  Rewrites the tile loop's row0 and col0.
  */
 static void
@@ -260,7 +261,7 @@ raster(Comp *c, Kernel *k, Stmt *loop, Expr *batch_tiles)
 {
 	Stmt *tile = NULL, *row0 = NULL, *col0 = NULL;
 	Expr *ntc = NULL, *rows_t, *span, *first, *height, *in, *t;
-	int i, group = k->raster_rows ? 1 : GROUP / k->cluster[0] > 0 ? GROUP / k->cluster[0] : 1;
+	int i, group = k->mm.raster_rows ? 1 : GROUP / k->mm.cluster[0] > 0 ? GROUP / k->mm.cluster[0] : 1;
 
 	for (i = 0; i < loop->nbody; i++) {
 		Stmt *x = loop->body[i];
@@ -281,7 +282,7 @@ raster(Comp *c, Kernel *k, Stmt *loop, Expr *batch_tiles)
 	if (batch_tiles)   /* a batched matmul: the tile within its batch */
 		t = ex_bin(c, EX_MOD, t, batch_tiles);
 	/* in clusters, a group is GROUP tile rows of cluster tiles (lower_tile_loop) */
-	rows_t = ex_bin(c, EX_CEILDIV, ex_var(c, k->rows_var), ex_int(c, k->tile_rows * k->cluster[0]));
+	rows_t = ex_bin(c, EX_CEILDIV, ex_var(c, k->rows_var), ex_int(c, k->tile_rows * k->mm.cluster[0]));
 	span = ex_bin(c, EX_MUL, ex_int(c, group), ntc);            /* tiles in a group */
 	if (group == 1) {   /* along each row of tiles */
 		row0->a = lower_rank_at(c, k, ex_bin(c, EX_DIV, t, ntc), 0);
@@ -318,7 +319,7 @@ tile_inside(Comp *c, const Fusion *f, Kernel *k, Stmt *loop)
 {
 	int i, j;
 
-	if (k->waits || f->sched.signal == SIGNAL_PER_TILE)
+	if (k->mm.waits || f->sched.signal == SIGNAL_PER_TILE)
 		return;
 	for (j = 0; j < f->nout; j++)
 		if (f->out[j].accumulate)
@@ -352,7 +353,7 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 	const Tensor *a = &f->tensor[op->in[0].tensor], *b = &f->tensor[op->in[1].tensor];
 	Stmt *kloop, *issue, *eloop, *compute, *store;
 	Expr *kk, *kat, *ecol;
-	int m, j, ecols = k->epi_cols;
+	int m, j, ecols = k->mm.epi_cols;
 
 	kloop = st_loop(c, kernel_add_var(c, k, "kk"), ex_int(c, 0), t->kn ? t->kn : t->ktiles, LOOP_SERIAL);
 	kloop->comment = n > 1 ? arena_printf(c->arena, "the k-steps of this tile of %s", f->tensor[op->out].name)
@@ -376,11 +377,11 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 		Stmt *mma = st_new(c, ST_MMA);
 
 		mma->mma = arena_alloc(c->arena, sizeof *mma->mma);
-		*mma->mma = k->swap_ab ? (MmaShape){t->bn, t->bm, t->bk, t->bkm, t->akm}
+		*mma->mma = k->mm.swap_ab ? (MmaShape){t->bn, t->bm, t->bk, t->bkm, t->akm}
 		                       : (MmaShape){t->bm, g->n * t->bn, t->bk, t->akm, t->bkm};
-		VEC_PUSH(c->arena, mma->reads, mma->nreads, mma->capreads)->buf = k->swap_ab ? t->bbuf : t->abuf;
+		VEC_PUSH(c->arena, mma->reads, mma->nreads, mma->capreads)->buf = k->mm.swap_ab ? t->bbuf : t->abuf;
 		mma->reads[0].slot = ex_int(c, 0);
-		VEC_PUSH(c->arena, mma->reads, mma->nreads, mma->capreads)->buf = k->swap_ab ? t->abuf : t->bbuf;
+		VEC_PUSH(c->arena, mma->reads, mma->nreads, mma->capreads)->buf = k->mm.swap_ab ? t->abuf : t->bbuf;
 		mma->reads[1].slot = ex_int(c, 0);
 		VEC_PUSH(c->arena, mma->writes, mma->nwrites, mma->capwrites)->acc = g->acc[0];
 		mma->cond = ex_bin(c, EX_EQ, kk, ex_int(c, 0));
@@ -394,7 +395,7 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 	 * thread's values lying down its columns.
 	 */
 	eloop = st_loop(c, kernel_add_var(c, k, "e"), ex_int(c, 0), ex_int(c, t->bn / ecols), LOOP_SERIAL);
-	eloop->comment = k->swap_ab ? "the epilogue, the whole tile at once" : "the epilogue, a subtile at a time";
+	eloop->comment = k->mm.swap_ab ? "the epilogue, the whole tile at once" : "the epilogue, a subtile at a time";
 	ksum_meet(c, t, g, eloop);
 	ecol = ex_bin(c, EX_ADD, t->col0, ex_bin(c, EX_MUL, ex_var(c, eloop->var), ex_int(c, ecols)));
 	compute = st_new(c, ST_COMPUTE);
@@ -406,7 +407,7 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 	                         : arena_printf(c->arena, "the epilogue of %s", f->name);
 	for (m = 0; m < g->n; m++)
 		VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->acc = g->acc[m];
-	if (t->k->ksum == KSUM_SK_SCATTER)
+	if (t->k->mm.ksum == KSUM_SK_SCATTER)
 		compute->step = t->sknp;
 	st_append(c, ksum_own(c, t, eloop, false), compute);
 	store = st_if(c, ex_leaf(c, EX_ELECT));
@@ -417,7 +418,7 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 		if (k->param[j].kind != PK_TMAP || k->param[j].arg < f->ninput || out_group[k->param[j].arg - f->ninput] != gi)
 			continue;
 		/* two copies, the next subtile's written while the last one's store reads; a swapped tile's one */
-		sb = lower_stage_output(c, k, j, k->pingpong ? 2 * t->bm : t->bm, ecols, k->swap_ab ? 1 : 2,
+		sb = lower_stage_output(c, k, j, k->mm.pingpong ? 2 * t->bm : t->bm, ecols, k->mm.swap_ab ? 1 : 2,
 		                        ex_var(c, eloop->var), t->row0, ecol, compute, store);
 		/*
 		 * Swizzled as TMA reads it (the map's swizzle follows its inner box:
@@ -441,7 +442,7 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 		 * independent matmuls' epilogues one after another (the
 		 * first's read-wait took a barrier of its own).
 		 */
-		if (!k->pingpong && !k->swap_ab && !ksum_rule[t->k->ksum].partial && n == 1)
+		if (!k->mm.pingpong && !k->mm.swap_ab && !ksum_rule[t->k->mm.ksum].partial && n == 1)
 			k->buf[sb].ring = t->bn / ecols < STAGING_RING ? t->bn / ecols : STAGING_RING;
 	}
 	for (j = 0; j < store->nbody; j++) {
@@ -450,7 +451,7 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 		if (st->kind != ST_TMA_STORE)
 			continue;
 		st->z = t->bt;   /* a batched output's map is 3-D */
-		if (k->pingpong)   /* a staging copy holds both warpgroups' subtiles; each stores its own */
+		if (k->mm.pingpong)   /* a staging copy holds both warpgroups' subtiles; each stores its own */
 			st->off = ex_bin(c, EX_MUL, ex_leaf(c, EX_WG), ex_int(c, t->bm * ecols));
 	}
 	st_append(c, ksum_own(c, t, eloop, true), store);
@@ -487,8 +488,8 @@ check_fit(Comp *c, const Fusion *f, Kernel *k, const Tensor *d, int nmm, int ste
 			           (long long)bytes);
 		}
 	}
-	fit_tile(f, d, k->pingpong, nmm, step, step, k->tile_rows, &n);
-	fits = n < k->tile_cols && tile_fits(f, d, k->pingpong, nmm, k->tile_rows, n, 1);
+	fit_tile(f, d, k->mm.pingpong, nmm, step, step, k->tile_rows, &n);
+	fits = n < k->tile_cols && tile_fits(f, d, k->mm.pingpong, nmm, k->tile_rows, n, 1);
 	if (nrow)
 		buf_printf(&out, "), the copies of %d row input%s %lld", nrow, nrow == 1 ? "" : "s", (long long)rows);
 	else
@@ -574,8 +575,8 @@ input_params(Comp *c, const Fusion *f, Tile *t, const Group *g, int ng, const Te
 			return unbuilt(c, x->wait_pos, "'%s' waits per tile and is both operands of the kernel's matmuls, "
 			               "whose tiles it would arrive in both by rows and by columns: not implemented yet",
 			               x->name);
-		k->wait_rows += x->wait_pos.line && as_a;
-		k->wait_cols += x->wait_pos.line && as_b;
+		k->mm.wait_rows += x->wait_pos.line && as_a;
+		k->mm.wait_cols += x->wait_pos.line && as_b;
 		if (x->wait_pos.line && v != VIEW_FULL)
 			return diag_error(c, x->wait_pos, "'%s' waits per tile (wait: per_tile), but it is not a full [M, N] "
 			                  "input over the matmul's output: its tiles are not the output's", x->name);
@@ -594,11 +595,11 @@ input_params(Comp *c, const Fusion *f, Tile *t, const Group *g, int ng, const Te
 		k->param[p].view = v;
 		/* an operand's box: [rows, BK] K-major, [BK, 64] MN-major (load_operand) */
 		if (as_a) {   /* in a cluster that shares it, each CTA loads its part (load_operand) */
-			k->param[p].box[0] = t->akm ? t->bm / k->cluster[1] : t->bk;
+			k->param[p].box[0] = t->akm ? t->bm / k->mm.cluster[1] : t->bk;
 			k->param[p].box[1] = t->akm ? t->bk : CHUNK;
 		}
 		if (as_b) {
-			k->param[p].box[0] = t->bkm ? t->bn / k->cluster[0] : t->bk;
+			k->param[p].box[0] = t->bkm ? t->bn / k->mm.cluster[0] : t->bk;
 			k->param[p].box[1] = t->bkm ? t->bk : CHUNK;
 		}
 		for (gi = 0; gi < ng; gi++) {
@@ -638,7 +639,7 @@ output_params(Comp *c, const Fusion *f, Tile *t, int *epi_waits)
 		k->param[p].view = VIEW_FULL;
 		if (!f->out[j].consumer) {   /* a staging subtile (group_tile) */
 			k->param[p].box[0] = t->bm;
-			k->param[p].box[1] = k->epi_cols;
+			k->param[p].box[1] = k->mm.epi_cols;
 		}
 	}
 	return 0;
@@ -680,8 +681,8 @@ operand_bufs(Comp *c, const Fusion *f, Tile *t, Group *g, int ng, const int *pa,
 		for (m = 0; m < g[gi].n; m++) {
 			const Op *o = &f->op[g[gi].mm[m]];
 			int x = kernel_add_acc(c, k, arena_printf(c->arena, "acc_%s", f->tensor[o->out].name),
-			                       o->acc ? o->acc : DT_F32, k->swap_ab ? t->bn : t->bm,
-			                       k->swap_ab ? t->bm : m ? t->bn : g[gi].n * t->bn);
+			                       o->acc ? o->acc : DT_F32, k->mm.swap_ab ? t->bn : t->bm,
+			                       k->mm.swap_ab ? t->bm : m ? t->bn : g[gi].n * t->bn);
 
 			k->acc[x].tensor = o->out;
 			k->acc[x].alias = gi ? g[0].acc[0] : m ? g[gi].acc[0] : 0;
@@ -704,43 +705,33 @@ k_steps(Comp *c, Tile *t, int inner)
 	Expr *steps = ex_bin(c, EX_CEILDIV, ex_var(c, inner), ex_int(c, t->bk));
 
 	k->body->nbody--;
-	if (ksum_rule[t->k->ksum].split_cluster) {
+	if (ksum_rule[t->k->mm.ksum].split_cluster) {
 		Expr *all = ex_var(c, lower_let(c, k, "ksteps", steps, k->body)->var), *per;
 
-		per = ex_var(c, lower_let(c, k, "kper", ex_bin(c, EX_CEILDIV, all, ex_int(c, k->ksize.splits)), k->body)->var);
+		per = ex_var(c, lower_let(c, k, "kper", ex_bin(c, EX_CEILDIV, all, ex_int(c, k->mm.ksize.splits)), k->body)->var);
 		t->k0 = ex_var(c, lower_let(c, k, "k0", ex_bin(c, EX_MUL, lower_split_rank(c, k), per), k->body)->var);
 		t->kparts = ex_var(c, lower_let(c, k, "kparts", ex_bin(c, EX_CEILDIV, all, per), k->body)->var);
 		steps = ex_bin(c, EX_MAX, ex_bin(c, EX_MIN, ex_bin(c, EX_SUB, all, t->k0), per), ex_int(c, 0));
 	}
 	t->ktiles = ex_var(c, lower_let(c, k, "ktiles", steps, k->body)->var);
-	if (ksum_rule[t->k->ksum].workspace && stream_k_plan(c, k, t) < 0)
+	if (ksum_rule[t->k->mm.ksum].workspace && stream_k_plan(c, k, t) < 0)
 		return -1;
 	st_append(c, k->body, t->loop);
 	return 0;
 }
 
-/* Plan P's decisions into kernel K's fields and tile T. */
+/* The plan's decisions that are the generic Kernel's (K's launch shape and registers) and tile T's. */
 static void
-set_plan(Kernel *k, Tile *t, const MatmulPlan *p)
+set_plan(Kernel *k, Tile *t)
 {
-	k->batched = p->batched;
-	k->waits = p->waits;
+	const MatmulPlan *p = &k->mm;
+
 	k->persistent = p->persistent;
-	k->swap_ab = p->swap_ab;
-	k->pingpong = p->pingpong;
-	k->raster_rows = p->raster_rows;
-	k->row_blocks = p->row_blocks;
-	k->cluster[0] = p->cluster[0];
-	k->cluster[1] = p->cluster[1];
-	k->ksum = p->ksum;
-	k->ksize = (KSumSize){.splits = p->splits, .sk_parts = p->sk_parts, .sk_slot = p->sk_slot};
 	k->producer_regs = p->producer_regs;
 	k->consumer_regs = p->consumer_regs;
 	k->tile_rows = p->bm;
 	k->tile_cols = p->bn;
-	k->epi_cols = p->epi_cols;
 	k->stages_default = p->stages_default;
-	k->elect_nest = p->elect_nest;
 	t->bm = p->bm, t->bn = p->bn, t->bk = p->bk;
 	t->akm = p->akm, t->bkm = p->bkm;
 }
@@ -756,7 +747,6 @@ lower_matmul(Comp *c, Fusion *f)
 	Expr *batch = NULL, *batch_tiles = NULL;
 	Stmt *first_kloop = NULL;
 	int ng, gi, j, epi_waits = 0, pa[MAXMM] = {0}, pb[MAXMM][MAXMM] = {{0}}, *out_group;
-	MatmulPlan plan;
 
 	c->kernel = k;
 	if ((ng = the_matmuls(c, f, g)) < 0)
@@ -766,9 +756,9 @@ lower_matmul(Comp *c, Fusion *f)
 	d = &f->tensor[op->out];
 	if (check_matmuls(c, f, g, ng) < 0)
 		return -1;
-	if (plan_matmul(c, f, g, ng, &plan) < 0)
+	if (plan_matmul(c, f, g, ng, &k->mm) < 0)
 		return -1;
-	set_plan(k, &t, &plan);
+	set_plan(k, &t);
 	for (j = 0; j < f->nout; j++)
 		if (!lower_same_shape(&f->tensor[f->out[j].tensor], d))
 			return diag_error(c, f->out[j].pos, "cannot place output '%s' in the matmul kernel: its shape "
@@ -779,7 +769,7 @@ lower_matmul(Comp *c, Fusion *f)
 
 	k->domain = op->out;
 	k->warp_specialize = true;
-	if (choose_stream_k(c, f, &plan, ng) < 0)
+	if (choose_stream_k(c, f, &k->mm, g, ng) < 0)
 		return -1;
 	k->tma_store = true;
 	k->consumer_threads = CONSUMER_THREADS;
@@ -794,14 +784,14 @@ lower_matmul(Comp *c, Fusion *f)
 		return -1;
 	if (f->sched.consumer_pos.line && consumer_reads(c, f, k) < 0)
 		return -1;
-	if (ksum_rule[plan.ksum].workspace) {
+	if (ksum_rule[k->mm.ksum].workspace) {
 		kernel_add_param(c, k, PK_WORKSPACE, "sk_work");
 		j = kernel_add_param(c, k, PK_SIZE, "sk_on");
 		k->param[j].size = SZ_SK_ON;
 		k->param[j].var = kernel_add_var(c, k, "sk_on");
 	}
 	lower_size_params(c, k);
-	if (k->batched) {
+	if (k->mm.batched) {
 		int p = kernel_add_param(c, k, PK_SIZE, "batch");
 
 		k->param[p].size = SZ_BATCH;
@@ -833,7 +823,7 @@ lower_matmul(Comp *c, Fusion *f)
 
 	/* the persistent tile loop */
 	t.loop = lower_tile_loop(c, k, false, &t.row0, &t.col0);
-	if (k->batched) {
+	if (k->mm.batched) {
 		/* tiles run over the batches: tiles = batch_tiles x batch, and bt is a tile's batch */
 		Stmt *tiles = NULL;
 
@@ -851,7 +841,7 @@ lower_matmul(Comp *c, Fusion *f)
 		tiles->a = ex_bin(c, EX_MUL, batch_tiles, batch);
 	}
 	raster(c, k, t.loop, batch_tiles);
-	if (k->batched) {
+	if (k->mm.batched) {
 		Stmt *tile = NULL;
 		int at;
 
@@ -876,12 +866,12 @@ lower_matmul(Comp *c, Fusion *f)
 		prefetch_inputs(c, f, k, &t, first_kloop);
 	stage_rows(c, f, k, &t, first_kloop, ng);
 	preload_inputs(f, k, &t, ng);
-	if (k->waits)
+	if (k->mm.waits)
 		wait_inputs(c, f, k, &t, batch, batch_tiles);
 	if (f->sched.signal == SIGNAL_PER_TILE)
 		lower_signal(c, k, t.loop, t.row0, t.col0, t.bt, batch_tiles,
 		             f->sched.consumer_pos.line ? first_kloop : NULL, t.ktiles);
-	if (check_fit(c, f, k, d, g[0].n, plan.kmajor_b ? EPI_NARROW : CHUNK) < 0)
+	if (check_fit(c, f, k, d, g[0].n, k->mm.kmajor_b ? EPI_NARROW : CHUNK) < 0)
 		return -1;
 	{
 		/* after the tile loop: warp_specialize gives it to the consumers, after their last tile */

@@ -23,8 +23,8 @@ static Stmt *
 own_subtile(Comp *c, const Tile *t, Stmt *eloop, const char *comment)
 {
 	Expr *e = ex_var(c, eloop->var);
-	Stmt *s = st_if(c, t->k->ksum == KSUM_SK_SCATTER ? ex_bin(c, EX_EQ, ex_bin(c, EX_MOD, e, t->sknp), t->ski)
-	                                    : ex_bin(c, EX_EQ, ex_bin(c, EX_MOD, e, ex_int(c, t->k->ksize.splits)),
+	Stmt *s = st_if(c, t->k->mm.ksum == KSUM_SK_SCATTER ? ex_bin(c, EX_EQ, ex_bin(c, EX_MOD, e, t->sknp), t->ski)
+	                                    : ex_bin(c, EX_EQ, ex_bin(c, EX_MOD, e, ex_int(c, t->k->mm.ksize.splits)),
 	                                             lower_split_rank(c, t->k)));
 
 	s->comment = comment;
@@ -50,21 +50,22 @@ split_reduce(Comp *c, const Tile *t, const Group *g)
 {
 	Kernel *k = t->k;
 	Stmt *s = st_new(c, ST_SPLIT_REDUCE);
-	int acc = g->acc[0], wgs = CONSUMER_THREADS / 128, regs = k->acc[acc].cols / 2 * k->row_blocks;
+	int acc = g->acc[0], wgs = CONSUMER_THREADS / 128, regs = k->acc[acc].cols / 2 * k->mm.row_blocks;
 	Expr *nth = ex_var(c, t->loop->var);
 
-	if (k->pingpong)
+	if (k->mm.pingpong)
 		nth = ex_bin(c, EX_DIV, nth, ex_int(c, 2));
 	s->buf = kernel_add_buf(c, k, arena_printf(c->arena, "part_%s", t->f->tensor[k->acc[acc].tensor].name),
 	                        BUF_PARTIAL, DT_F32, wgs, 128 * regs);
 	k->buf[s->buf].tensor = k->acc[acc].tensor;
-	s->bar = kernel_add_bar(c, k, "split_full", wgs, 128 * (k->ksize.splits - 1));
-	kernel_add_bar(c, k, "split_free", wgs, 128 * (t->k->ksum == KSUM_SPLIT_SCATTER ? k->ksize.splits - 1 : 1));
+	s->bar = kernel_add_bar(c, k, "split_full", wgs, 128 * (k->mm.ksize.splits - 1));
+	kernel_add_bar(c, k, "split_free", wgs, 128 * (t->k->mm.ksum == KSUM_SPLIT_SCATTER ? k->mm.ksize.splits - 1 : 1));
 	VEC_PUSH(c->arena, s->reads, s->nreads, s->capreads)->acc = acc;
 	s->a = ex_bin(c, EX_AND, nth, ex_int(c, 1));
 	s->b = t->kparts;
-	s->comment = t->k->ksum == KSUM_SPLIT_SCATTER ? "the cluster's partial sums of the tile, each rank's subtiles into it"
-	                              : "the cluster's partial sums of the tile, into rank 0";
+	s->comment = t->k->mm.ksum == KSUM_SPLIT_SCATTER
+	             ? "the cluster's partial sums of the tile, each rank's subtiles into it"
+	             : "the cluster's partial sums of the tile, into rank 0";
 	return s;
 }
 
@@ -168,7 +169,7 @@ fraction_plan(Comp *c, Kernel *k, Tile *t, Expr *on, Stmt *mine, Stmt *tile, int
 
 	left = let_at(c, k, body, body->nbody, "sk_tiles", ex_bin(c, EX_MOD, tiles, G), "stream-K: the last wave's tiles");
 	np = let_at(c, k, body, body->nbody, "sk_np",
-	            ex_bin(c, EX_MAX, ex_bin(c, EX_MIN, ex_bin(c, EX_MIN, ex_int(c, k->ksize.sk_parts),
+	            ex_bin(c, EX_MAX, ex_bin(c, EX_MIN, ex_bin(c, EX_MIN, ex_int(c, k->mm.ksize.sk_parts),
 	                                                       ex_bin(c, EX_DIV, G, ex_bin(c, EX_MAX, left, ex_int(c, 1)))),
 	                                     ex_bin(c, EX_DIV, kt, ex_int(c, SK_MIN_STEPS))),
 	                   ex_int(c, 1)),
@@ -227,13 +228,13 @@ stream_k_plan(Comp *c, Kernel *k, Tile *t)
 		;
 	memmove(&body->body[n], &body->body[n + 1], (size_t)(body->nbody - n - 1) * sizeof *body->body);
 	body->nbody--;
-	if (t->k->ksum == KSUM_SK_SCATTER)
+	if (t->k->mm.ksum == KSUM_SK_SCATTER)
 		return fraction_plan(c, k, t, on, mine, tile, at_tile);
 
 	left = let_at(c, k, body, body->nbody, "sk_tiles", ex_bin(c, EX_MOD, tiles, G), "stream-K: the last wave's tiles");
 	steps = ex_bin(c, EX_MUL, left, kt);
 	/* runs of at least 1 / sk_parts of a tile and SK_MIN_STEPS */
-	least = ex_bin(c, EX_MAX, ex_bin(c, EX_DIV, kt, ex_int(c, k->ksize.sk_parts)), ex_int(c, SK_MIN_STEPS));
+	least = ex_bin(c, EX_MAX, ex_bin(c, EX_DIV, kt, ex_int(c, k->mm.ksize.sk_parts)), ex_int(c, SK_MIN_STEPS));
 	runs = ex_bin(c, EX_MAX, ex_bin(c, EX_MIN, G, ex_bin(c, EX_DIV, steps, least)), ex_int(c, 1));
 	len = let_at(c, k, body, body->nbody, "sk_len", ex_bin(c, EX_MAX, ex_bin(c, EX_CEILDIV, steps, runs), ex_int(c, 1)),
 	             "the k-steps of a run");
@@ -301,11 +302,11 @@ stream_k_meet(Comp *c, const Tile *t, const Group *g, Stmt *epilogue)
 	put->param = add->param = p;
 	VEC_PUSH(c->arena, put->reads, put->nreads, put->capreads)->acc = g->acc[0];
 	VEC_PUSH(c->arena, add->reads, add->nreads, add->capreads)->acc = g->acc[0];
-	if (t->k->ksum == KSUM_SK_SCATTER) {
+	if (t->k->mm.ksum == KSUM_SK_SCATTER) {
 		/* every part of a split tile leaves the others their subtiles; a part that owns some adds theirs */
 		put->cond = ex_bin(c, EX_LT, ex_int(c, 1), t->sknp);
 		put->comment = "a part of a tile: its sums of the subtiles the others own, to the CTA's slot";
-		add->cond = ex_bin(c, EX_MUL, put->cond, ex_bin(c, EX_LT, t->ski, ex_int(c, t->bn / k->epi_cols)));
+		add->cond = ex_bin(c, EX_MUL, put->cond, ex_bin(c, EX_LT, t->ski, ex_int(c, t->bn / k->mm.epi_cols)));
 		add->comment = "a part that owns subtiles: the other parts' sums of them, in part order";
 		put->a = add->a = t->ski;
 		put->b = add->b = t->sknp;
@@ -339,7 +340,7 @@ ksum_meet(Comp *c, const Tile *t, const Group *g, Stmt *eloop)
 	Kernel *k = t->k;
 	Stmt *lead;
 
-	switch (t->k->ksum) {
+	switch (t->k->mm.ksum) {
 	case KSUM_NONE:
 		st_append(c, t->loop, eloop);
 		break;
@@ -372,7 +373,7 @@ ksum_meet(Comp *c, const Tile *t, const Group *g, Stmt *eloop)
 Stmt *
 ksum_own(Comp *c, const Tile *t, Stmt *eloop, bool store)
 {
-	const KSumRule *r = &ksum_rule[t->k->ksum];
+	const KSumRule *r = &ksum_rule[t->k->mm.ksum];
 
 	if (!r->own_compute)
 		return eloop;

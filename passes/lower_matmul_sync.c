@@ -14,7 +14,7 @@
 
 /*
  * The writer's tile of epilogue input (or output) X that waits (wait:
- * {per_tile, tile: [R, C]}), into Kernel.wait_tile: in each dim one of the
+ * {per_tile, tile: [R, C]}), into MatmulPlan.wait_tile: in each dim one of the
  * kernel's tile and the writer's must divide the other, so that each
  * kernel tile covers whole writer tiles, or lies inside one, or (a finer
  * writer along one dim, a coarser along the other) both; and the kernel's
@@ -32,17 +32,17 @@ wait_tile(Comp *c, Kernel *k, const Tile *t, const Tensor *x, bool first)
 		                  "covers whole writer tiles or lies inside one (give the writer a tile whose rows divide "
 		                  "or are a multiple of %d and whose columns divide or are a multiple of %d)", w[0], w[1],
 		                  x->name, t->bm, t->bn, t->bm, t->bn);
-	if (!first && (k->wait_tile[0] != w[0] || k->wait_tile[1] != w[1]))
+	if (!first && (k->mm.wait_tile[0] != w[0] || k->mm.wait_tile[1] != w[1]))
 		return unbuilt(c, x->wait_tile_pos.line ? x->wait_tile_pos : x->wait_pos, "epilogue inputs (or outputs) "
 		               "that wait with different writer tiles in one kernel ('%s' and one before it) are not "
 		               "implemented yet", x->name);
-	k->wait_tile[0] = w[0];
-	k->wait_tile[1] = w[1];
+	k->mm.wait_tile[0] = w[0];
+	k->mm.wait_tile[1] = w[1];
 	return 0;
 }
 
 /*
- * An epilogue input whose writer's tile R x C (Kernel.wait_tile) is not
+ * An epilogue input whose writer's tile R x C (MatmulPlan.wait_tile) is not
  * the kernel's: the words follow the writer's layout, [batch, row tiles,
  * column tiles] of R x C, and the tile waits (WAIT, cloned into ONE) for
  * each writer tile it overlaps that lies inside the output, the first
@@ -55,7 +55,7 @@ wait_tile(Comp *c, Kernel *k, const Tile *t, const Tensor *x, bool first)
 static Expr *
 wait_words(Comp *c, Kernel *k, const Tile *t, Stmt *one, const Stmt *wait, const char *name, Expr *at)
 {
-	int r = k->wait_tile[0], cw = k->wait_tile[1];
+	int r = k->mm.wait_tile[0], cw = k->mm.wait_tile[1];
 	int ni = t->bm > r ? t->bm / r : 1, nj = t->bn > cw ? t->bn / cw : 1;
 	Expr *rows = ex_var(c, k->rows_var), *cols = ex_var(c, k->cols_var);
 	Expr *rows_w = ex_bin(c, EX_CEILDIV, rows, ex_int(c, r)), *cols_w = ex_bin(c, EX_CEILDIV, cols, ex_int(c, cw));
@@ -101,7 +101,7 @@ wait_words(Comp *c, Kernel *k, const Tile *t, Stmt *one, const Stmt *wait, const
 }
 
 /*
- * Inputs with wait: per_tile (Kernel.waits): their tiles arrive while the
+ * Inputs with wait: per_tile (MatmulPlan.waits): their tiles arrive while the
  * kernel runs, each published by the writer's flag word (a peer GPU's
  * epilogue, over NVLink, or a kernel on another stream).  Their words in
  * the caller's wait_flags follow one another in spec order: an epilogue
@@ -178,7 +178,7 @@ wait_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Expr *batch, Exp
 					;   /* after the waits of the inputs before it */
 				st_insert(c, kl->body[e], n, w);
 			}
-		} else if (k->wait_tile[0]) {
+		} else if (k->mm.wait_tile[0]) {
 			words = wait_words(c, k, t, one, s, x->name, at);
 		} else {
 			words = ex_bin(c, EX_MUL, rows_t, cols_t);
@@ -231,7 +231,7 @@ prefetch_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Stmt *kloop)
 	Stmt *issue = NULL;
 	int q, i, n = k->nparam;
 
-	if (k->swap_ab || ksum_rule[t->k->ksum].partial)
+	if (k->mm.swap_ab || ksum_rule[t->k->mm.ksum].partial)
 		return;
 	for (i = 0; i < kloop->nbody && !issue; i++)
 		if (kloop->body[i]->kind == ST_IF && kir_has_load(kloop->body[i]))
@@ -243,7 +243,7 @@ prefetch_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Stmt *kloop)
 		int p;
 
 		if (x.kind != PK_PTR || x.view != VIEW_FULL || x.arg < 0 || x.arg >= f->ninput ||
-		    (in->wait_pos.line && k->pingpong))
+		    (in->wait_pos.line && k->mm.pingpong))
 			continue;
 		p = kernel_add_map(c, k, q, t->bm, t->bn);
 		k->param[p].prefetch = true;
@@ -251,7 +251,7 @@ prefetch_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Stmt *kloop)
 		s->param = p;
 		s->a = t->row0;
 		s->b = t->col0;
-		s->z = k->batched && in->rank > 2 ? t->bt : NULL;
+		s->z = k->mm.batched && in->rank > 2 ? t->bt : NULL;
 		s->cond = ex_bin(c, EX_EQ, ex_var(c, kloop->var), ex_bin(c, EX_SUB, t->ktiles, ex_int(c, 1)));
 		s->pos = in->pos;
 		s->comment = arena_printf(c->arena, "the tile's '%s' into L2, where the epilogue's loads find it a few "
@@ -288,7 +288,7 @@ stage_rows(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Stmt *kloop, int 
 	Expr *slot = ex_bin(c, EX_MOD, ex_var(c, t->loop->var), ex_int(c, 2));
 	int j, at;
 
-	if (ng != 1 || k->swap_ab || k->pingpong || ksum_rule[t->k->ksum].partial || k->waits ||
+	if (ng != 1 || k->mm.swap_ab || k->mm.pingpong || ksum_rule[t->k->mm.ksum].partial || k->mm.waits ||
 	    f->sched.consumer_pos.line || !compute || t->bn > k->consumer_threads)
 		return;
 	for (at = 0; at < t->loop->nbody && t->loop->body[at] != kloop; at++)
@@ -349,8 +349,8 @@ preload_inputs(const Fusion *f, Kernel *k, const Tile *t, int ng)
 	Stmt *compute = st_first(t->loop, ST_COMPUTE);
 	int j, w;
 
-	if (ng != 1 || k->swap_ab || k->pingpong || ksum_rule[t->k->ksum].partial || k->waits ||
-	    k->batched || f->sched.consumer_pos.line || !compute)
+	if (ng != 1 || k->mm.swap_ab || k->mm.pingpong || ksum_rule[t->k->mm.ksum].partial || k->mm.waits ||
+	    k->mm.batched || f->sched.consumer_pos.line || !compute)
 		return;
 	for (j = 1; j < k->nparam; j++) {
 		const KParam *p = &k->param[j];

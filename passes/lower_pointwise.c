@@ -78,20 +78,20 @@ choose_tile(Kernel *k, const Fusion *f, int row_bytes, const Tensor *d)
 	const Schedule *s = &f->sched;
 	int64_t cols = d->rank ? dim_value(f, d->dim[d->rank - 1]) : 1;
 	int64_t rows = 1;
-	int i, target = k->flat ? STAGE_TARGET / 2 : STAGE_TARGET;
+	int i, target = k->pw.flat ? STAGE_TARGET / 2 : STAGE_TARGET;
 
 	for (i = 0; i + 1 < d->rank; i++)
 		if (!size_mul(rows, dim_value(f, d->dim[i]), &rows))
 			rows = INT64_MAX;   /* infer.c refuses such shapes: only to keep the product defined */
 	k->tile_cols = 256;
-	if (!k->flat && cols > 0 && cols < 256)
+	if (!k->pw.flat && cols > 0 && cols < 256)
 		k->tile_cols = cols <= 16 ? 16 : pow2_floor((int)cols - 1) * 2;
 	k->tile_rows = row_bytes ? pow2_floor(target / (k->tile_cols * row_bytes)) : 16;
 	if (k->tile_rows > 256)
 		k->tile_rows = 256;
 	if (k->tile_rows < 1)
 		k->tile_rows = 1;
-	if (!k->flat && rows > 0 && rows < k->tile_rows)
+	if (!k->pw.flat && rows > 0 && rows < k->tile_rows)
 		k->tile_rows = pow2_floor((int)rows);
 	if (s->ntile >= 2) {
 		k->tile_rows = s->tile[0];
@@ -108,7 +108,7 @@ check_tile(Comp *c, const Kernel *k, const Fusion *f)
 		return diag_error(c, f->sched.tile_pos, "a pointwise tile is [rows, cols], 2 extents; saw %d",
 		                  f->sched.ntile);
 	if (k->tile_rows < 1 || k->tile_rows > 256 || k->tile_cols < 8 || k->tile_cols > MAX_RUN ||
-	    (k->tile_cols > 256 && (k->tile_rows > 1 || k->flat)) ||
+	    (k->tile_cols > 256 && (k->tile_rows > 1 || k->pw.flat)) ||
 	    (k->tile_cols & (k->tile_cols - 1)) || (k->tile_rows & (k->tile_rows - 1)))
 		return diag_error(c, f->sched.tile_pos,
 		                  "pointwise tile [%d, %d] is not supported: rows must be a power of two in "
@@ -238,7 +238,7 @@ lower_pointwise(Comp *c, Fusion *f)
 	if (lower_refuse_hints(c, f, "pointwise", false) < 0)
 		return -1;
 	k->domain = f->out[0].tensor;
-	k->flat = true;
+	k->pw.flat = true;
 	k->warp_specialize = f->sched.warp_specialize == 2;
 	k->stages_hint = f->sched.stages;
 	k->stages_pos = f->sched.stages ? f->sched.stages_pos : f->pos;
@@ -288,7 +288,7 @@ lower_pointwise(Comp *c, Fusion *f)
 			                  "a leading dim; inputs must be full, a row [cols], a column [rows, 1] or a scalar",
 			                  t->name, f->tensor[f->out[0].tensor].name);
 		if (v == VIEW_ROW || v == VIEW_COL)
-			k->flat = false;
+			k->pw.flat = false;
 		p = kernel_add_param(c, k, v == VIEW_FULL || v == VIEW_ROW ? PK_TMAP : PK_PTR, t->name);
 		k->param[p].arg = j;
 		k->param[p].tensor = f->input[j];

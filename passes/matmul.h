@@ -3,8 +3,10 @@
  * (plan_matmul.c, plan_stream_k.c) and its lowering (lower_matmul.c,
  * lower_matmul_ksum.c, lower_matmul_sync.c): the tuned constants (the
  * measurements behind them: docs/perf_history.md), the groups of matmuls
- * and the tile they share, the plan that carries the planner's decisions
- * to the lowering, and a section of prototypes a file.
+ * and the tile they share, the defaults the plan may rule out, and a
+ * section of prototypes a file.  The plan itself, which carries the
+ * planner's decisions to the lowering and on in the kernel (Kernel.mm), is
+ * ir.h's MatmulPlan.
  */
 #ifndef WSFUSE_PASSES_MATMUL_H
 #define WSFUSE_PASSES_MATMUL_H
@@ -98,38 +100,6 @@ typedef struct Tile {
 	int abuf, bbuf;               /* A's stage, and B's: a group's side by side */
 } Tile;
 
-/*
- * The decisions plan_matmul takes for a matmul fusion, from the fusion, its
- * schedule and its sizes alone, before any IR is built; lower_matmul copies
- * them into the Kernel's fields of the same names (the K strategy's into
- * Kernel.ksum and Kernel.ksize) and builds from them.
- */
-typedef struct MatmulPlan {
-	/* what the fusion fixes */
-	bool batched;              /* Kernel.batched */
-	int waits;                 /* Kernel.waits */
-	bool persistent;           /* Kernel.persistent */
-	bool akm, bkm;             /* is operand A (B) K-major? */
-	bool kmajor_b;             /* every B of the first mainloop K-major */
-	/* the decisions */
-	bool swap_ab, pingpong;    /* D^T = B A^T; ping-pong consumer warpgroups, each a tile */
-	bool group_pp;             /* group_pingpong's default for matmuls that share A */
-	bool along_rows;           /* choose_tile's one wave along the rows of a taller output */
-	bool raster_rows;          /* Kernel.raster_rows */
-	int bm, bn, bk;            /* the CTA tile */
-	int row_blocks;            /* Kernel.row_blocks */
-	int epi_cols;              /* an epilogue subtile's columns */
-	int stages_default;        /* Kernel.stages_default */
-	int cluster[2];            /* Kernel.cluster */
-	KSum ksum;                 /* how partial sums over K meet, with: */
-	int splits;                /* KSumSize's, and which KSum */
-	bool split_scatter;
-	int sk_parts, sk_slot;
-	bool sk_scatter;
-	int producer_regs, consumer_regs;
-	bool elect_nest;           /* Kernel.elect_nest (many_tiles) */
-} MatmulPlan;
-
 /* The defaults that apply only where nothing the plan holds rules them out (plan_rules_out). */
 typedef enum PlanDefault {
 	PD_GROUP_PINGPONG,       /* SwiGLU's ping-pong 128 x 96 a matmul (group_pingpong) */
@@ -139,6 +109,15 @@ typedef enum PlanDefault {
 	PD_FEW_TILE_SPLIT        /* an unswapped K split on ping-pong's 64-row tiles */
 } PlanDefault;
 
+/* The features a matmul may ask for that combine with only some others (plan_matmul.c not_with). */
+typedef enum Asked {
+	ASK_SWAP,       /* swap_ab */
+	ASK_PINGPONG,   /* consumers: pingpong */
+	ASK_CLUSTER,    /* cluster */
+	ASK_SPLIT,      /* split_k */
+	ASK_STREAM_K    /* stream_k, or its default */
+} Asked;
+
 /* lower_matmul.c */
 int PRINTF_LIKE(3, 4) unbuilt(Comp *c, Pos pos, const char *fmt, ...);
 
@@ -147,6 +126,13 @@ int the_matmuls(Comp *c, const Fusion *f, Group *g);
 int plan_matmul(Comp *c, const Fusion *f, const Group *g, int ng, MatmulPlan *p);
 int plan_cluster_ctas(const MatmulPlan *p);
 bool plan_rules_out(const Fusion *f, const MatmulPlan *p, const Group *g, int ng, PlanDefault d);
+/*
+ * Is feature A not built with what plan P of F's NG groups G holds so far
+ * (not_with, the one table of which combine)?  When ASK (a hint asked for
+ * it), the refusal at POS (exit status 6) and -1; else 1; 0 where it
+ * combines.
+ */
+int plan_refuse(Comp *c, Pos pos, const Fusion *f, const MatmulPlan *p, const Group *g, int ng, Asked a, bool ask);
 View epilogue_view(const Tensor *t, const Tensor *d);
 int64_t grid_tiles(int64_t rows, int64_t cols, int m, int n);
 bool rows_aligned(const Fusion *f, int mm);
@@ -158,7 +144,7 @@ bool op_reads(const Fusion *f, int t);
 bool in_wave(int64_t tiles, int s);
 
 /* plan_stream_k.c: the default stream-K parts */
-int choose_stream_k(Comp *c, const Fusion *f, const MatmulPlan *p, int ng);
+int choose_stream_k(Comp *c, const Fusion *f, const MatmulPlan *p, const Group *g, int ng);
 int64_t quarter_parts(int64_t rows, int64_t cols, int64_t steps, int *bn);
 int64_t half_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn);
 int64_t narrow_parts(int64_t rows, int64_t cols, int64_t steps, int step, int *bn);

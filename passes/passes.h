@@ -121,7 +121,7 @@ int lower_epoch(Comp *c, Kernel *k);
 Expr *lower_flag_index(Comp *c, const Kernel *k, Expr *row0, Expr *col0, Expr *bt, Expr *batch_tiles);
 /* The tile loop's unit of work, a CTA or in clusters a cluster: LEAF (EX_CTA or EX_NCTA) in those units. */
 Expr *lower_unit(Comp *c, const Kernel *k, int leaf);
-/* In clusters (Kernel.cluster): this CTA's first row (AXIS 0) or column (1) in cluster tile row or column AT. */
+/* In clusters (MatmulPlan.cluster): this CTA's first row (AXIS 0) or column (1) in cluster tile row or column AT. */
 Expr *lower_rank_at(Comp *c, const Kernel *k, Expr *at, int axis);
 /*
  * A cluster of cm x cn CTAs that share operands, each group of them a

@@ -2,11 +2,14 @@
  * plan_matmul.c: the matmul family's decisions, taken before lower_matmul
  * builds any IR: the groups of matmuls (the_matmuls), whether to swap A
  * and B, the tile, the consumers' order, the cluster, a K split, the
- * roles' registers, into one MatmulPlan (plan_matmul); and the schedules a
+ * roles' registers, into one MatmulPlan (plan_matmul; lower_matmul's is
+ * the kernel's own, Kernel.mm); and the schedules a
  * measured choice times (plan_matmul_candidates).  Requires a fusion of
  * the matmul family with its sizes; leaves the plan, and builds no IR (the
- * cost model reads the spec's sizes alone).  The tuned constants are
- * matmul.h's.
+ * cost model reads the spec's sizes alone).  Which features combine is
+ * one table, not_with, checked in one place (plan_refuse) for swap_ab,
+ * ping-pong, clusters, K splits and stream-K; which defaults a plan rules
+ * out another, rules_out.  The tuned constants are matmul.h's.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -29,7 +32,53 @@ enum {
 	PF_PINGPONG = 1 << 15,
 	PF_SPLIT = 1 << 16,            /* a K split */
 	PF_STREAM_K = 1 << 17,
-	PF_CLUSTER = 1 << 18           /* more than one CTA a cluster, a split's included */
+	PF_CLUSTER = 1 << 18,          /* more than one CTA a cluster, a split's included */
+	PF_A_MN_MAJOR = 1 << 19,       /* the first matmul reads A M-major (transpose_a) */
+	PF_CLUSTER_ASKED = 1 << 20,    /* a cluster hint of more than one CTA */
+	PF_SHARE = 1 << 21             /* clusters that share an operand, but stream-K's own fractions' */
+};
+
+/*
+ * What each feature a matmul may ask for is not built with yet, in the
+ * order its refusal names them: the one table of which features combine
+ * (plan_refuse).  A row's WITH bits refuse the feature, in its words WHY
+ * (and THEN, the message's end); FMT is the refusal, at the hint.
+ */
+typedef struct NotWith {
+	unsigned with;
+	const char *why, *then;
+} NotWith;
+
+static const struct {
+	const char *fmt;
+	NotWith no[9];
+} not_with[] = {
+	[ASK_SWAP] = {"swap_ab %s is not implemented yet%s", {
+		{PF_INDEPENDENT | PF_GROUP, "with several matmuls in one kernel", ""},
+		{PF_A_MN_MAJOR, "with A read M-major (transpose_a)", ": its tile would be whole 64-wide chunks of M"},
+		{PF_BATCHED, "for a batched matmul", ""},
+		{PF_CLUSTER_ASKED, "in clusters", ""},
+		{PF_SIGNAL, "with 'signal: per_tile'", ""},
+		{PF_WAITS, "with an input or output that waits per tile", ""}}},
+	[ASK_PINGPONG] = {"consumers: pingpong %s is not implemented yet%s", {
+		{PF_INDEPENDENT, "with independent matmuls in one kernel", ""}}},
+	[ASK_CLUSTER] = {"'cluster' with %s is not implemented yet%s", {
+		{PF_SIGNAL, "'signal: per_tile'", ": a cluster's second tile may lie past the output, with no flag"},
+		{PF_WAITS, "an input or output that waits per tile",
+		 ": a cluster's second tile may lie past the output, with no flag"}}},
+	[ASK_SPLIT] = {"split_k %s is not implemented yet%s", {
+		{PF_INDEPENDENT, "with independent matmuls in one kernel", ""},
+		{PF_SIGNAL, "with 'signal: per_tile'", ""},
+		{PF_WAITS, "with an input or output that waits per tile", ""}}},
+	[ASK_STREAM_K] = {"stream_k %s is not implemented yet%s", {
+		{PF_NOT_PERSISTENT, "with one CTA a tile (persistent: false)", ""},
+		{PF_INDEPENDENT, "with independent matmuls in one kernel", ""},
+		{PF_SWAPPED, "on a swapped matmul (swap_ab)", ""},
+		{PF_PINGPONG, "with ping-pong consumers", ""},
+		{PF_SHARE, "in clusters that share an operand", ""},
+		{PF_SPLIT, "with split_k", ""},
+		{PF_SIGNAL, "with 'signal: per_tile'", ""},
+		{PF_WAITS, "with an input or output that waits per tile", ""}}},
 };
 
 /* Each default, and what rules it out: the one table of what the defaults combine with. */
@@ -60,8 +109,22 @@ plan_holds(const Fusion *f, const MatmulPlan *p, const Group *g, int ng)
 	       (h->consumer_pos.line ? PF_CONSUMER_ROLE : 0) | (fusion_waits(f) ? PF_WAITS : 0) |
 	       (h->persistent == 1 ? PF_NOT_PERSISTENT : 0) | (ng != 1 ? PF_INDEPENDENT : 0) |
 	       (g->n != 1 ? PF_GROUP : 0) | (p->batched ? PF_BATCHED : 0) | (p->swap_ab ? PF_SWAPPED : 0) |
-	       (p->pingpong ? PF_PINGPONG : 0) | (p->splits > 1 ? PF_SPLIT : 0) | (p->sk_parts ? PF_STREAM_K : 0) |
-	       (plan_cluster_ctas(p) > 1 ? PF_CLUSTER : 0);
+	       (p->pingpong ? PF_PINGPONG : 0) | (p->ksize.splits > 1 ? PF_SPLIT : 0) | (p->ksize.sk_parts ? PF_STREAM_K : 0) |
+	       (plan_cluster_ctas(p) > 1 ? PF_CLUSTER : 0) | (p->akm ? 0 : PF_A_MN_MAJOR) |
+	       (h->cluster_pos.line && h->cluster[0] * h->cluster[1] > 1 ? PF_CLUSTER_ASKED : 0) |
+	       (p->cluster[0] * p->cluster[1] > 1 && !p->sk_scatter ? PF_SHARE : 0);
+}
+
+int
+plan_refuse(Comp *c, Pos pos, const Fusion *f, const MatmulPlan *p, const Group *g, int ng, Asked a, bool ask)
+{
+	unsigned holds = plan_holds(f, p, g, ng);
+	const NotWith *n;
+
+	for (n = not_with[a].no; n->with; n++)
+		if (holds & n->with)
+			return ask ? unbuilt(c, pos, not_with[a].fmt, n->why, n->then) : 1;
+	return 0;
 }
 
 /* Does what plan P holds so far rule out default D (rules_out)? */
@@ -336,7 +399,7 @@ fit_tile(const Fusion *f, const Tensor *d, bool pingpong, int nmm, int step, int
  * fills the last wave best (fill_waves).  A kernel with a signal consumer
  * role keeps 256; clusters along M of an N-major B (matmul MM) stop at
  * 128.  TALL: a 256-row tile may be chosen.  Sets *ALONG_ROWS where the
- * tiles should go in order along each row of tiles (Kernel.raster_rows).
+ * tiles should go in order along each row of tiles (MatmulPlan.raster_rows).
  */
 static int
 choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group_pp, int mm, int nmm, bool kmajor_b,
@@ -461,30 +524,18 @@ choose_tile(Comp *c, const Fusion *f, const Tensor *d, bool pingpong, bool group
  * rows then), false keeps the kernel unswapped.  Sets *SWAP; 0 or -1.
  */
 static int
-choose_swap(Comp *c, const Fusion *f, const Tensor *d, const Group *g, int ng, const Op *op, bool *swap)
+choose_swap(Comp *c, const Fusion *f, const Tensor *d, const Group *g, int ng, MatmulPlan *p)
 {
 	const Schedule *h = &f->sched;
 	bool ask = h->swap_ab == 2;
-	const char *why = NULL, *then = "";
+	int no;
 
-	*swap = false;
+	p->swap_ab = false;
 	if (h->swap_ab == 1 || (!ask && (h->ntile || h->consumers || !few_rows(f, d))))
 		return 0;
-	if (ng > 1 || g[0].n > 1)
-		why = "with several matmuls in one kernel";
-	else if (op->transpose_a)
-		why = "with A read M-major (transpose_a)", then = ": its tile would be whole 64-wide chunks of M";
-	else if (f->tensor[op->in[1].tensor].rank > 2)
-		why = "for a batched matmul";
-	else if (h->cluster_pos.line && h->cluster[0] * h->cluster[1] > 1)
-		why = "in clusters";
-	else if (h->signal)
-		why = "with 'signal: per_tile'";
-	else if (fusion_waits(f))
-		why = "with an input or output that waits per tile";
-	if (why && ask)
-		return unbuilt(c, h->swap_pos, "swap_ab %s is not implemented yet%s", why, then);
-	*swap = !why;
+	if ((no = plan_refuse(c, h->swap_pos, f, p, g, ng, ASK_SWAP, ask)) < 0)
+		return -1;
+	p->swap_ab = !no;
 	return 0;
 }
 
@@ -557,7 +608,7 @@ op_reads(const Fusion *f, int t)
  * MN-major one whole 64-wide chunks.  0 or -1.
  */
 static int
-choose_cluster(Comp *c, const Fusion *f, MatmulPlan *p, const Op *op)
+choose_cluster(Comp *c, const Fusion *f, MatmulPlan *p, const Group *g, int ng, const Op *op)
 {
 	const Schedule *h = &f->sched;
 	int x = h->cluster[0], y = h->cluster[1], i;
@@ -573,10 +624,8 @@ choose_cluster(Comp *c, const Fusion *f, MatmulPlan *p, const Op *op)
 	if (x * y > MAX_CLUSTER)
 		return unbuilt(c, h->cluster_pos, "a matmul cluster of %d x %d CTAs is not implemented yet: at most %d "
 		               "CTAs (the portable cluster size), such as [2, 1], [1, 4] or [2, 4]", x, y, MAX_CLUSTER);
-	if (h->signal || p->waits)
-		return unbuilt(c, h->cluster_pos, "'cluster' with %s is not implemented yet: a cluster's second tile "
-		               "may lie past the output, with no flag", h->signal ? "'signal: per_tile'" :
-		               "an input or output that waits per tile");
+	if (plan_refuse(c, h->cluster_pos, f, p, g, ng, ASK_CLUSTER, true) < 0)
+		return -1;
 	for (i = 0; i < 2; i++) {   /* B, shared by the x CTAs of a tile column; A, by the y of a row */
 		int share = i ? y : x, rows = i ? p->bm : p->bn, atom = (i ? p->akm : p->bkm) ? 8 : CHUNK;
 
@@ -719,8 +768,9 @@ in_wave(int64_t tiles, int s)
  * Without a hint, a swapped matmul (few rows) takes the largest split up
  * to MAX_SPLIT that keeps the split tiles within one wave (in_wave) and
  * SPLIT_STEPS k-steps a CTA; an unswapped one only when it has few tiles
- * (below), on ping-pong's 64-row tiles.  Sets k->splits (and T's tile and
- * K->pingpong); 0 or -1.
+ * (below), on ping-pong's 64-row tiles.  What a split is not built with
+ * is not_with's (plan_refuse).  Sets P's ksize.splits (and its tile and
+ * pingpong); 0 or -1.
  */
 static int
 choose_split(Comp *c, const Fusion *f, MatmulPlan *p, const Group *g, int ng, const Tensor *a, const Tensor *d)
@@ -728,29 +778,22 @@ choose_split(Comp *c, const Fusion *f, MatmulPlan *p, const Group *g, int ng, co
 	const Schedule *h = &f->sched;
 	int64_t rows, cols = dim_value(f, d->dim[d->rank - 1]), K = dim_value(f, a->dim[a->rank - (p->akm ? 1 : 2)]);
 	int64_t tiles, steps;
-	const char *why = NULL;
-	int s, nb = ng == 1 ? g->n : 1, regs = (p->swap_ab ? p->bm : nb * p->bn) / 2 * p->row_blocks;
+	int s, no = plan_refuse(c, h->split_pos, f, p, g, ng, ASK_SPLIT, h->split_k > 1), nb = ng == 1 ? g->n : 1, regs = (p->swap_ab ? p->bm : nb * p->bn) / 2 * p->row_blocks;
 	int partial = CONSUMER_THREADS * regs * 4, stage = (p->bm + nb * p->bn) * p->bk * 2;
 	int share = p->cluster[0] * p->cluster[1];   /* a hinted cluster's CTAs that share operands */
 
-	if (ng > 1)
-		why = "with independent matmuls in one kernel";
-	else if (h->signal)
-		why = "with 'signal: per_tile'";
-	else if (p->waits)
-		why = "with an input or output that waits per tile";
+	if (no < 0)
+		return -1;
 	if (h->split_k > 1) {
-		if (why)
-			return unbuilt(c, h->split_pos, "split_k %s is not implemented yet", why);
 		if (share * h->split_k > MAX_CLUSTER)
 			return unbuilt(c, h->split_pos, "split_k %d in clusters of %d x %d CTAs makes clusters of %d CTAs, "
 			               "which is not implemented yet: at most %d (the portable cluster size); split by at "
 			               "most %d or share among fewer CTAs", h->split_k, p->cluster[0], p->cluster[1],
 			               share * h->split_k, MAX_CLUSTER, MAX_CLUSTER / share);
-		p->splits = h->split_k;
+		p->ksize.splits = h->split_k;
 		return 0;
 	}
-	if (h->split_pos.line || why || p->batched || share > 1)
+	if (h->split_pos.line || no || p->batched || share > 1)
 		return 0;
 	rows = out_rows(f, d);
 	if (rows <= 0 || cols <= 0 || K <= 0)
@@ -774,16 +817,16 @@ choose_split(Comp *c, const Fusion *f, MatmulPlan *p, const Group *g, int ng, co
 
 		if (plan_rules_out(f, p, g, ng, PD_FEW_TILE_SPLIT) || p->bm != BM)
 			return 0;
-		for (n = CHUNK; n <= 2 * CHUNK && p->splits < 2; n *= 2)
+		for (n = CHUNK; n <= 2 * CHUNK && p->ksize.splits < 2; n *= 2)
 			for (s = 2; s <= MAX_SPLIT && in_wave(grid_tiles(rows, cols, BM / 2, n), s) && steps / s >= FEW_STEPS; s++)
-				p->splits = s, p->bm = BM / 2, p->bn = n, p->pingpong = true;
+				p->ksize.splits = s, p->bm = BM / 2, p->bn = n, p->pingpong = true;
 		return 0;
 	}
 	/* the partial sums must leave shared memory for the stages asked for (or 4) and the staging copies */
 	if (partial + (h->stages > 4 ? h->stages : 4) * stage + SPLIT_STAGING > SMEM_BUDGET)
 		return 0;
 	for (s = 2; s <= MAX_SPLIT && in_wave(tiles, s) && steps / s >= SPLIT_STEPS; s++)
-		p->splits = s;
+		p->ksize.splits = s;
 	return 0;
 }
 
@@ -791,7 +834,7 @@ choose_split(Comp *c, const Fusion *f, MatmulPlan *p, const Group *g, int ng, co
  * Do K's CTAs each take several whole tiles at the spec's sizes (more
  * tiles of the output D than TILE_TARGET, no stream-K runs, no K split)?
  * Then the producer's elected thread runs its loop nest alone
- * (Kernel.elect_nest): with an elect() a k-step, the other lanes of its
+ * (MatmulPlan.elect_nest): with an elect() a k-step, the other lanes of its
  * warp ran on through the nest while it waited for a stage, and its next
  * load waited for them.  Where a CTA takes one tile or part of one, the
  * nest under one elect() ran slower for no cause found: those keep an
@@ -802,7 +845,7 @@ many_tiles(const Fusion *f, const Tensor *d, const MatmulPlan *p)
 {
 	int64_t rows = out_rows(f, d), cols = dim_value(f, d->dim[d->rank - 1]);
 
-	return !p->sk_slot && p->splits <= 1 && rows > 0 && cols > 0 &&
+	return !p->ksize.sk_slot && p->ksize.splits <= 1 && rows > 0 && cols > 0 &&
 	       grid_tiles(rows, cols, p->bm, p->bn) > TILE_TARGET;
 }
 
@@ -835,16 +878,16 @@ group_pingpong(const Fusion *f, const MatmulPlan *p, const Group *g, int ng, con
 int
 plan_cluster_ctas(const MatmulPlan *p)
 {
-	return p->cluster[0] * p->cluster[1] * p->splits;
+	return p->cluster[0] * p->cluster[1] * p->ksize.splits;
 }
 
 /* How plan P's partial sums over K meet. */
 static KSum
 plan_ksum(const MatmulPlan *p)
 {
-	if (p->splits > 1)
+	if (p->ksize.splits > 1)
 		return p->split_scatter ? KSUM_SPLIT_SCATTER : KSUM_SPLIT_RANK0;
-	if (p->sk_parts)
+	if (p->ksize.sk_parts)
 		return p->sk_scatter ? KSUM_SK_SCATTER : KSUM_SK_OWNER;
 	return KSUM_NONE;
 }
@@ -864,22 +907,22 @@ plan_matmul(Comp *c, const Fusion *f, const Group *g, int ng, MatmulPlan *p)
 	const Tensor *a = &f->tensor[op->in[0].tensor], *b = &f->tensor[op->in[1].tensor], *d = &f->tensor[op->out];
 	int j;
 
-	*p = (MatmulPlan){.cluster = {1, 1}, .splits = 1, .row_blocks = 1, .kmajor_b = true};
+	*p = matmul_none;
+	p->kmajor_b = true;
 	p->akm = !op->transpose_a;
 	p->bkm = op->transpose_b;
 	p->batched = b->rank > 2 || (a->rank > 2 && op->transpose_a);   /* lower_matmul says why */
 	p->persistent = f->sched.persistent != 1;   /* persistent: false runs one CTA a tile */
 	p->group_pp = group_pingpong(f, p, g, ng, d);
-	if (choose_swap(c, f, d, g, ng, op, &p->swap_ab) < 0 ||
+	if (choose_swap(c, f, d, g, ng, p) < 0 ||
 	    (p->swap_ab && swap_tile(c, f, d, &p->pingpong, &p->bm, &p->bn, &p->bk) < 0))
 		return -1;
 	if (!p->swap_ab)
 		p->pingpong = f->sched.consumers == CONSUMERS_PINGPONG || p->group_pp ||
 		              (!f->sched.consumers && !f->sched.ntile && ng == 1 && g[0].n == 1 && few_rows(f, d));
-	if (p->pingpong && ng > 1)
-		return unbuilt(c, f->sched.consumers_pos, "consumers: pingpong with independent matmuls in one kernel is "
-		               "not implemented yet");
 	p->waits = fusion_waits(f);
+	if (p->pingpong && plan_refuse(c, f->sched.consumers_pos, f, p, g, ng, ASK_PINGPONG, true) < 0)
+		return -1;
 	if (f->sched.system && f->sched.consumer_pos.line && !f->sched.consumer_flags)
 		return diag_error(c, f->sched.scope_pos, "'scope' applies to flags, and with 'consumer' the tiles are "
 		                  "signalled to the kernel's own consumer role: leave out 'scope', or add 'flags: true' "
@@ -891,17 +934,17 @@ plan_matmul(Comp *c, const Fusion *f, const Group *g, int ng, MatmulPlan *p)
 	                               &p->along_rows))
 		return -1;
 	if (f->sched.stream_k == 2)
-		p->sk_parts = SK_PARTS;
+		p->ksize.sk_parts = SK_PARTS;
 	else if (!p->swap_ab && !p->pingpong)
 		long_k_stream(f, p, g, ng, a, d);
-	if (choose_cluster(c, f, p, op) < 0)
+	if (choose_cluster(c, f, p, g, ng, op) < 0)
 		return -1;
 	p->row_blocks = p->swap_ab ? 1 : p->bm / (p->pingpong ? 64 : 128);
 	if (choose_split(c, f, p, g, ng, a, d) < 0)
 		return -1;
 	row_cluster(f, p, g, ng, a, d);
 	misaligned_cluster(f, p, g, ng, a, b);
-	if (p->along_rows && !p->sk_parts && plan_cluster_ctas(p) == 1)   /* a taller output's one wave (choose_tile) */
+	if (p->along_rows && !p->ksize.sk_parts && plan_cluster_ctas(p) == 1)   /* a taller output's one wave (choose_tile) */
 		p->raster_rows = true;
 	/*
 	 * A split's ranks share the epilogue's subtiles: rank 0 alone
@@ -910,12 +953,12 @@ plan_matmul(Comp *c, const Fusion *f, const Group *g, int ng, MatmulPlan *p)
 	 * so each rank sums and stores its own share.  A swapped tile is
 	 * one subtile: rank 0's.
 	 */
-	p->split_scatter = p->splits > 1 && !p->swap_ab;
+	p->split_scatter = p->ksize.splits > 1 && !p->swap_ab;
 	if (p->row_blocks > 1 && f->sched.consumer_pos.line)
 		return unbuilt(c, f->sched.tile_pos, "a tile of %d rows with a signal consumer role is not implemented "
 		               "yet: use %d rows", p->bm, p->bm / 2);
-	if (p->sk_parts)   /* a consumer thread's accumulator registers, f32 */
-		p->sk_slot = CONSUMER_THREADS * 4 * (g[0].n * p->bn / 2 * p->row_blocks);
+	if (p->ksize.sk_parts)   /* a consumer thread's accumulator registers, f32 */
+		p->ksize.sk_slot = CONSUMER_THREADS * 4 * (g[0].n * p->bn / 2 * p->row_blocks);
 	p->ksum = plan_ksum(p);
 	choose_regs(f, p, g, ng);
 	p->epi_cols = p->swap_ab ? p->bn : p->bn % EPI_COLS ? EPI_NARROW : EPI_COLS;

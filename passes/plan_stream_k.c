@@ -1,6 +1,7 @@
 /*
  * plan_stream_k.c: the matmul family's stream-K decisions: whether a
- * hinted stream-K builds (choose_stream_k), and without a hint the tile
+ * hinted stream-K builds (choose_stream_k, by plan_matmul.c's table of
+ * which features combine), and without a hint the tile
  * and parts that fill the SMs on few tiles of a long K (long_k_stream:
  * quarters, halves or thirds, narrowed tiles).  Requires the fusion's
  * sizes and the plan so far (plan_matmul.c); leaves stream-K's parts, tile
@@ -23,32 +24,11 @@
  * honour.
  */
 int
-choose_stream_k(Comp *c, const Fusion *f, const MatmulPlan *p, int ng)
+choose_stream_k(Comp *c, const Fusion *f, const MatmulPlan *p, const Group *g, int ng)
 {
-	const Schedule *h = &f->sched;
-	const char *why = NULL;
-
-	if (!p->sk_parts)
+	if (!p->ksize.sk_parts)
 		return 0;
-	if (!p->persistent)
-		why = "with one CTA a tile (persistent: false)";
-	else if (ng > 1)
-		why = "with independent matmuls in one kernel";
-	else if (p->swap_ab)
-		why = "on a swapped matmul (swap_ab)";
-	else if (p->pingpong)
-		why = "with ping-pong consumers";
-	else if (p->cluster[0] * p->cluster[1] > 1 && !p->sk_scatter)   /* fraction_plan's parts are clusters' */
-		why = "in clusters that share an operand";
-	else if (p->splits > 1)
-		why = "with split_k";
-	else if (h->signal)
-		why = "with 'signal: per_tile'";
-	else if (p->waits)
-		why = "with an input or output that waits per tile";
-	if (why)
-		return unbuilt(c, h->sk_pos, "stream_k %s is not implemented yet", why);
-	return 1;
+	return plan_refuse(c, f->sched.sk_pos, f, p, g, ng, ASK_STREAM_K, true) < 0 ? -1 : 1;
 }
 
 /*
@@ -235,6 +215,6 @@ long_k_stream(const Fusion *f, MatmulPlan *p, const Group *g, int ng, const Tens
 	}
 	p->bm = BM;
 	p->bn = bn;
-	p->sk_parts = (int)parts;
+	p->ksize.sk_parts = (int)parts;
 	p->sk_scatter = true;   /* fractions of a tile that share its epilogue (fraction_plan) */
 }

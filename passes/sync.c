@@ -30,7 +30,8 @@
  * barrier before the loop instead of one per iteration) and restart_wait
  * (staging copies met out of order when the loop runs again); after a
  * ping-pong warpgroup's k loop, pingpong_last (its mmas done, its last stage
- * released).
+ * released).  Whether the consumers are ping-pong's it reads from the
+ * consumer role (kernel_consumer_groups), not from the matmul's plan.
  */
 #include "sync.h"
 
@@ -655,7 +656,7 @@ release_stage(Sync *y, Stmt *body, const Cb *cb, State *st)
 	Comp *c = y->c;
 	const CbInfo *info = cb->cb;
 	int S = info->stages, last = -1, j;
-	bool async = false;
+	bool async = false, own = kernel_consumer_groups(y->k) > 1;   /* groups that each own a tile: ping-pong */
 	Stmt *rel;
 
 	if (info->part != CB_MAIN && info->part != CB_CONSUMER)
@@ -687,7 +688,7 @@ release_stage(Sync *y, Stmt *body, const Cb *cb, State *st)
 		if (!async && body->body[last]->kind == ST_COMPUTE && body->body[last]->flag)
 			return;  /* the compute's own barrier releases the stage */
 		rel = barrier(c, "release the stage: the next load refills it");
-	} else if (y->k->pingpong && body->kind == ST_LOOP && !body->cb && drains_each_step(info)) {
+	} else if (own && body->kind == ST_LOOP && !body->cb && drains_each_step(info)) {
 		/*
 		 * Ping-pong whose wait above leaves no mma in flight (one stage): the
 		 * k-step's own stage, now, for the producer cannot load the next
@@ -695,7 +696,7 @@ release_stage(Sync *y, Stmt *body, const Cb *cb, State *st)
 		 */
 		rel = mbar(c, ST_MBAR_ARRIVE, info->empty_bar, ex_stage_slot(c, y->k, cb->lin, 0, S), NULL,
 		           "release this warpgroup's k-step to the producer: its mma is done");
-	} else if (y->k->pingpong && body->kind == ST_LOOP && !body->cb) {
+	} else if (own && body->kind == ST_LOOP && !body->cb) {
 		/*
 		 * Ping-pong: the other warpgroup reads the stages between this one's
 		 * tiles, so a warpgroup releases only its own: the k-step before
@@ -976,7 +977,7 @@ walk_loop(Sync *y, Frame *fr, State *st, Stmt *block, int *j, const Cb *outer)
 	run->bulk = st->bulk + per_bulk;
 	run->mma = st->mma + per_mma;
 	copy_state(c, st, run);
-	if (y->k->pingpong && outer && loop->lin && !loop->cb && outer->cb->part == CB_CONSUMER)
+	if (kernel_consumer_groups(y->k) > 1 && outer && loop->lin && !loop->cb && outer->cb->part == CB_CONSUMER)
 		pingpong_last(y, st, block, j, loop, outer);
 
 	/* an epilogue whose pipeline runs again: its prologue refills the stages the epilogue read */

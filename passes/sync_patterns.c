@@ -17,7 +17,8 @@ pre_arrive(Sync *y, Stmt *block, int *j, const Stmt *loop, const Stmt *s)
 
 	if (s->kind == ST_LOOP && s->cb && (s == loop || s->cb->inner) && s->cb->empty_bar) {
 		int kv = kernel_add_var(c, y->k, "s");
-		bool pp = y->k->pingpong;   /* each stage released once, by the warpgroup that read it: all start empty */
+		/* consumers in groups that each own a tile: each stage released once, by the group that read it: all start empty */
+		bool pp = kernel_consumer_groups(y->k) > 1;
 		Stmt *pre = st_loop(c, kv, ex_int(c, 0), ex_int(c, pp ? s->cb->stages : s->cb->prefetch + 1), LOOP_SERIAL);
 
 		pre->comment = pp ? "every stage starts empty (one warpgroup's arrivals)" : "the first P + 1 stages start empty";
@@ -230,7 +231,7 @@ pingpong_last(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop, const C
 	last = mbar(c, ST_MBAR_ARRIVE, outer->cb->empty_bar,
 	            ex_stage_slot(c, y->k, end, S - 1, S), NULL,
 	            "release the tile's last k-step to the producer");
-	if (ksum_rule[y->k->ksum].split_cluster) {
+	if (ksum_rule[kernel_mm(y->k)->ksum].split_cluster) {
 		/* a K-split's CTA may have no k-steps (K short): then it has no last one to release */
 		Stmt *any = st_if(c, ex_bin(c, EX_LT, loop->lo, loop->hi));
 

@@ -8,13 +8,18 @@
  * gets the loop's load slice, the consumer (threads [0, consumer_threads),
  * named barrier 1) the loop without its loads and what followed it; both
  * count stages with the same linear counter, so slot and parity agree.
+ * The consumer role takes the consumer order (KRole.groups, turn_bar:
+ * ping-pong's warpgroups each own a tile), which later passes read there.
  * docs/ir.md ("The kernel passes in full") says what each side holds
  * (merged loops, elect_producer, ping-pong, setmaxnreg, the signal role).
  */
 #include "passes.h"
 
-/* The signal role's named barrier: past the consumers' (1, or 1 and 2 ping-pong) and ping-pong's turns (3, 4). */
-enum { SIGNAL_ROLE_BAR = 5 };
+/*
+ * Ping-pong's turn barriers (KRole.turn_bar: 3, 4), past the consumer
+ * groups' own (1 and 2), and the signal role's named barrier past them.
+ */
+enum { PINGPONG_TURN_BAR = 3, SIGNAL_ROLE_BAR = 5 };
 
 typedef struct Where {
 	Stmt *parent;
@@ -48,10 +53,10 @@ ws_name_barriers(Comp *c, const Kernel *k, Stmt *s, int role)
 	if (s->kind == ST_SYNC && role && s->n == 0) {
 		s->n = k->role[role].bar_id;
 		s->threads = k->role[role].threads;
-		if (k->pingpong && k->role[role].kind == ROLE_CONSUMER) {
-			/* each warpgroup its own: bar_id + wg over 128 threads (ids 1 and 2) */
+		if (k->role[role].groups > 1) {
+			/* each group (a warpgroup) its own: bar_id + wg over its threads (ids 1 and 2) */
 			s->a = ex_bin(c, EX_ADD, ex_int(c, s->n), ex_leaf(c, EX_WG));
-			s->threads = 128;
+			s->threads = k->role[role].threads / k->role[role].groups;
 		}
 	}
 	if (s->kind == ST_ROLE)
@@ -266,7 +271,7 @@ unelect(Comp *c, Stmt *s)
 /*
  * The producer nest PRODUCER, whose loads lowering put under elect() one
  * k-step at a time, under one elect() as a whole where lowering asks for it
- * (Kernel.elect_nest: a matmul whose CTAs take several tiles each) and all
+ * (MatmulPlan.elect_nest: a matmul whose CTAs take several tiles each) and all
  * the nest does is elected.  Else the threads of the producer role run the
  * loops with nothing to do, and those of the electing thread's warp may
  * diverge from it: while the thread waits for a stage to empty, the other
@@ -279,7 +284,7 @@ elect_producer(Comp *c, const Kernel *k, Stmt *producer)
 {
 	Stmt *one;
 
-	if (!k->elect_nest || !only_elected(producer))
+	if (!kernel_mm(k)->elect_nest || !only_elected(producer))
 		return producer;
 	unelect(c, producer);
 	one = st_if(c, ex_leaf(c, EX_ELECT));
@@ -303,21 +308,23 @@ set_part(Stmt *s, CbPart part)
 }
 
 /*
- * The ping-pong consumers: warpgroup wg takes the tiles wg, wg + 2, ... of
- * the loop LOOP, and their k loops take turns on the tensor cores, ordered
- * by named barriers 3 and 4 (each 256 threads: one warpgroup waits, the
- * other arrives): a warpgroup waits for the other's k loop before its own
- * (but on the CTA's first tile), and lets it go after (but on its last),
- * so the epilogue of one overlaps the k loop of the other.
+ * The consumers of role R in groups that each own a tile (ping-pong, two
+ * warpgroups): warpgroup wg takes the tiles wg, wg + 2, ... of the loop
+ * LOOP, and their k loops take turns on the tensor cores, ordered by named
+ * barriers R's turn_bar and the next (3 and 4, each all R's threads: one
+ * warpgroup waits, the other arrives): a warpgroup waits for the other's k
+ * loop before its own (but on the CTA's first tile), and lets it go after
+ * (but on its last), so the epilogue of one overlaps the k loop of the
+ * other.
  */
 static void
-pingpong_consumer(Comp *c, Stmt *loop)
+pingpong_consumer(Comp *c, const KRole *r, Stmt *loop)
 {
 	Expr *i = ex_var(c, loop->var), *wg = ex_leaf(c, EX_WG);
 	int j;
 
 	loop->lo = wg;
-	loop->step = ex_int(c, 2);
+	loop->step = ex_int(c, r->groups);
 	for (j = 0; j < loop->nbody; j++) {
 		Stmt *kl = loop->body[j], *wait, *go, *s;
 
@@ -325,16 +332,16 @@ pingpong_consumer(Comp *c, Stmt *loop)
 			continue;
 		wait = st_if(c, ex_bin(c, EX_GE, i, ex_int(c, 1)));
 		s = st_new(c, ST_SYNC);
-		s->n = 3;
-		s->a = ex_bin(c, EX_ADD, ex_int(c, 3), wg);
-		s->threads = 256;
+		s->n = r->turn_bar;
+		s->a = ex_bin(c, EX_ADD, ex_int(c, r->turn_bar), wg);
+		s->threads = r->threads;
 		s->comment = "wait for the other warpgroup's k loop";
 		st_append(c, wait, s);
 		go = st_if(c, ex_bin(c, EX_LT, ex_bin(c, EX_ADD, i, ex_int(c, 1)), loop->hi));
 		s = st_new(c, ST_SYNC);
-		s->n = 3;
-		s->a = ex_bin(c, EX_SUB, ex_int(c, 4), wg);
-		s->threads = 256;
+		s->n = r->turn_bar;
+		s->a = ex_bin(c, EX_SUB, ex_int(c, r->turn_bar + 1), wg);
+		s->threads = r->threads;
 		s->flag = true;
 		s->comment = "the other warpgroup's k loop may start";
 		st_append(c, go, s);
@@ -346,13 +353,17 @@ pingpong_consumer(Comp *c, Stmt *loop)
 
 /* ---- roles ---------------------------------------------------------------- */
 
+/* A role and its branch; a consumer role takes the consumer order (kernel_consumer_groups). */
 static Stmt *
 role_branch(Comp *c, Kernel *k, RoleKind kind, int first, int threads, int regs)
 {
 	Stmt *s = st_new(c, ST_ROLE);
+	int groups = kind == ROLE_CONSUMER ? kernel_consumer_groups(k) : 1;
 
-	s->role = kernel_add_role(c, k, kind, first, threads);
+	s->role = kernel_add_role(c, k, kind, first, threads, groups);
 	k->role[s->role].regs = regs;
+	if (groups > 1)
+		k->role[s->role].turn_bar = PINGPONG_TURN_BAR;
 	if (regs) {
 		Stmt *r = st_new(c, ST_SETMAXNREG);
 
@@ -416,18 +427,18 @@ pass_warp_specialize(Comp *c)
 	producer->comment = "producer: issue the loads of every tile";
 	producer = elect_producer(c, k, producer);
 
-	consumer = loop;
-	cb_strip_loads(consumer);
-	if (k->pingpong)
-		pingpong_consumer(c, consumer);
-	set_part(consumer, CB_CONSUMER);
-	consumer->comment = "consumers: compute every tile";
-
 	/* the producer after the consumer threads; the consumers' barriers are named barrier 1 */
 	roles = st_new(c, ST_ROLES);
 	pbranch = role_branch(c, k, k->tile_consumer ? ROLE_GROUP : ROLE_PRODUCER, k->consumer_threads, pthreads,
 	                      k->producer_regs);
 	cbranch = role_branch(c, k, ROLE_CONSUMER, 0, k->consumer_threads, k->consumer_regs);
+
+	consumer = loop;
+	cb_strip_loads(consumer);
+	if (k->role[cbranch->role].groups > 1)
+		pingpong_consumer(c, &k->role[cbranch->role], consumer);
+	set_part(consumer, CB_CONSUMER);
+	consumer->comment = "consumers: compute every tile";
 	st_append(c, roles, pbranch);
 	st_append(c, roles, cbranch);
 	if (k->tile_consumer)

@@ -226,33 +226,33 @@ static void b_role_warps(Fixture *t, Kernel *k) { (void)t; role(k, ROLE_PRODUCER
 static void b_role_outside(Fixture *t, Kernel *k) { (void)t; role(k, ROLE_PRODUCER)->first = k->threads; }
 static void b_role_overlap(Fixture *t, Kernel *k) { (void)t; role(k, ROLE_CONSUMER)->threads = 288; }
 static void b_role_bar(Fixture *t, Kernel *k) { (void)t; role(k, ROLE_CONSUMER)->bar_id = 0; }
+static void b_role_groups(Fixture *t, Kernel *k) { (void)t; role(k, ROLE_CONSUMER)->groups = 3; }
 static void b_role_regs(Fixture *t, Kernel *k) { (void)t; role(k, ROLE_PRODUCER)->regs = 40; /* one warp */ }
 static void b_role_regs_step(Fixture *t, Kernel *k) { (void)t; role(k, ROLE_CONSUMER)->regs = 230; }
 static void b_swap_tile(Fixture *t, Kernel *k)
 {
 	(void)t;
-	k->swap_ab = k->pingpong = true;   /* ping-pong's swapped tile is 64 columns wide */
+	k->family = FAM_MATMUL;
+	k->mm = matmul_none;
+	k->mm.swap_ab = k->mm.pingpong = true;   /* ping-pong's swapped tile is 64 columns wide */
 	k->tile_rows = 16;
 	k->tile_cols = 128;
-}
-static void b_split_family(Fixture *t, Kernel *k)
-{
-	(void)t;
-	k->ksize.splits = 2;   /* only a matmul's tiles have a K to split */
 }
 static void b_split_cluster(Fixture *t, Kernel *k)
 {
 	(void)t;
 	k->family = FAM_MATMUL;
-	k->ksize.splits = 4;   /* 4 x 2 x 2: past the portable cluster size */
-	k->cluster[0] = k->cluster[1] = 2;
+	k->mm = matmul_none;
+	k->mm.ksize.splits = 4;   /* 4 x 2 x 2: past the portable cluster size */
+	k->mm.cluster[0] = k->mm.cluster[1] = 2;
 }
 static void b_split_reduce(Fixture *t, Kernel *k)
 {
 	Stmt *s = st_new(&t->c, ST_SPLIT_REDUCE);
 
 	k->family = FAM_MATMUL;
-	k->ksize.splits = 2;
+	k->mm = matmul_none;
+	k->mm.ksize.splits = 2;
 	s->buf = 1;   /* a tile buffer, not a partial-sum one; and no accumulator, barriers or parity */
 	st_append(&t->c, k->body, s);
 }
@@ -322,12 +322,13 @@ static const struct {
 	{"roles lie inside the CTA", true, b_role_outside, "role 1 is not whole warps inside the CTA's 288 threads"},
 	{"roles share no thread", true, b_role_overlap, "roles 1 and 2 share threads"},
 	{"a consumer role has a named barrier", true, b_role_bar, "consumer role 2 has no named barrier of its own"},
+	{"a consumer group that owns a tile is a warpgroup", true, b_role_groups,
+	 "role 2's 3 groups that each own a tile are not its warpgroups with turn barriers past their own"},
 	{"setmaxnreg needs whole warpgroups", true, b_role_regs,
 	 "role 1's register target 40 is not a multiple of 8 in [24, 256] for whole warpgroups"},
 	{"a register target is a multiple of 8", true, b_role_regs_step,
 	 "role 2's register target 230 is not a multiple of 8 in [24, 256] for whole warpgroups"},
 	{"one branch a role", true, b_role_twice, "role 1 has two branches"},
-	{"a K-split is a matmul's", false, b_split_family, "a K-split over 2 CTAs, which codegen does not build"},
 	{"a K-split's cluster holds at most 8 CTAs", false, b_split_cluster, "a K-split over 4 CTAs in clusters that "
 	 "share an operand, more than 8 CTAs a cluster, which codegen does not build"},
 	{"a split-K reduction has its buffer, barriers and accumulator", false, b_split_reduce, "a split-K reduction "
@@ -361,6 +362,26 @@ refused(int i)
 		            breaks[i].msg, t->c.nerrors, t->c.status, t->msg);
 	teardown((void **)&t);
 	return ok;
+}
+
+/* A K-split is a matmul's: another family's kernel has none, whatever its plan's union holds. */
+static void
+split_is_a_matmuls(void **state)
+{
+	Fixture *t;
+	Kernel *k;
+
+	if (setup((void **)&t) < 0)
+		fail_msg("setup");
+	if (setjmp(t->c.oom))
+		fail_msg("out of memory");
+	k = build(t, false);
+	k->mm.ksize.splits = 2;
+	assert_int_equal(kernel_mm(k)->ksize.splits, 1);
+	assert_int_equal(kernel_cluster_ctas(k), 1);
+	assert_int_equal(kernel_verify(&t->c, k, "test"), 0);
+	teardown((void **)&t);
+	(void)state;
 }
 
 static void
@@ -451,6 +472,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(each_promise_is_checked),
+		cmocka_unit_test(split_is_a_matmuls),
 		cmocka_unit_test(examples_verify),
 	};
 

@@ -60,7 +60,7 @@ flat_view_wide_rows(void **state)
 	WsfTensor a[2] = {{DEV(1), WSF_DTYPE_BF16, 1, n, NULL}, {DEV(2), WSF_DTYPE_F32, 1, n, NULL}};
 	LaunchPlan p;
 
-	assert_true(t->c.kernel->flat);
+	assert_true(kernel_pw(t->c.kernel)->flat);
 	assert_int_equal(rt_launch_plan(&t->c, l, a, 2, &p), WSF_OK);
 	assert_int_equal(p.cols, t->c.kernel->tile_cols);
 	assert_int_equal(p.rows, (1 << 20) / t->c.kernel->tile_cols);
@@ -100,7 +100,7 @@ row_view(void **state)
 	                  {DEV(3), WSF_DTYPE_BF16, 2, mn, NULL}};
 	LaunchPlan p;
 
-	assert_false(t->c.kernel->flat);
+	assert_false(kernel_pw(t->c.kernel)->flat);
 	assert_int_equal(rt_launch_plan(&t->c, l, a, 3, &p), WSF_OK);
 	assert_int_equal(p.rows, 300);
 	assert_int_equal(p.cols, 512);
@@ -381,7 +381,7 @@ batched_matmul_plan(void **state)
 	LaunchPlan p;
 	int i;
 
-	assert_true(t->c.kernel->batched);
+	assert_true(t->c.kernel->mm.batched);
 	assert_int_equal(rt_launch_plan(&t->c, l, a, 3, &p), WSF_OK);
 	assert_int_equal(p.rows, 300);
 	assert_int_equal(p.cols, 512);
@@ -415,7 +415,7 @@ batched_transposed_inner(void **state)
 	                  {DEV(3), WSF_DTYPE_F16, 3, y, NULL}};
 	LaunchPlan p;
 
-	assert_true(t->c.kernel->batched);
+	assert_true(t->c.kernel->mm.batched);
 	assert_int_equal(rt_launch_plan(&t->c, l, a, 3, &p), WSF_OK);
 	assert_int_equal(p.inner, 200);
 	assert_int_equal(p.batch, 5);

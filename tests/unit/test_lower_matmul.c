@@ -335,7 +335,7 @@ lowered_batched(void **state)
 
 	if (!k)
 		fail_msg("%s", t->msg);
-	assert_true(k->batched);
+	assert_true(k->mm.batched);
 	for (i = 1; i < k->nparam; i++)
 		if (k->param[i].kind == PK_SIZE && k->param[i].size == SZ_BATCH)
 			batch = i;
@@ -382,7 +382,7 @@ lowered_pingpong(void **state)
 
 	if (!k)
 		fail_msg("%s", t->msg);
-	assert_true(k->pingpong);
+	assert_true(k->mm.pingpong);
 	assert_int_equal(k->tile_rows, 64);
 	assert_int_equal(k->buf[1].rows, 64);   /* A: one warpgroup's 64 rows */
 	assert_int_equal(k->buf[3].rows, 128);  /* staging: both warpgroups' halves */
@@ -451,7 +451,7 @@ pingpong_one_stage(void **state)
 	k = kernel_of(t, spec);
 	if (!k)
 		fail_msg("%s", t->msg);
-	assert_true(k->pingpong);
+	assert_true(k->mm.pingpong);
 	assert_int_equal(k->buf[1].stages, 1);
 	roles = find_kind(k->body, ST_ROLES, 0);
 	tl = find_kind(roles->body[1], ST_LOOP, 0);
@@ -546,7 +546,7 @@ stage_division_in_32_bits(void **state)
 	/* stream-K's parts count on from their kbase: kept in 64 bits (split_counter) */
 	if (!(k = kernel_of(t, GEMM_SIZES(1024, 1280, 8192) GEMM_PLAIN)))   /* halves of 128 x 160 */
 		fail_msg("%s", t->msg);
-	assert_true(k->ksize.sk_slot > 0);
+	assert_true(k->mm.ksize.sk_slot > 0);
 	assert_int_equal(k->buf[1].stages, 5);
 	n = stmts_of(k->body, ST_MBAR_WAIT, w, 8);
 	assert_true(n >= 2);
@@ -610,14 +610,14 @@ group_pingpong_default(void **state)
 
 		if (!k)
 			fail_msg("case %d: %s", i, t->msg);
-		assert_int_equal(k->pingpong, want_pp[i]);
+		assert_int_equal(k->mm.pingpong, want_pp[i]);
 		assert_int_equal(k->tile_cols, want_cols[i]);
 		assert_int_equal(k->tile_rows, want_rows[i]);
 		if (i == 0) {
 			Stmt *kl = find_kind(find_kind(find_kind(k->body, ST_ROLES, 0)->body[1], ST_LOOP, 0), ST_LOOP, 0);
 
 			assert_int_equal(find_kind(kl, ST_MMA, 0)->mma->n, 192);
-			assert_int_equal(k->row_blocks, 2);
+			assert_int_equal(k->mm.row_blocks, 2);
 			assert_int_equal(t->c.fusion->sched.ntile, 0);   /* the spec's schedule, as written */
 			assert_int_equal(t->c.fusion->sched.consumers, 0);
 		}
@@ -639,7 +639,7 @@ group_pingpong_default(void **state)
 
 		if (!k)
 			fail_msg("case %d: %s", i, t->msg);
-		assert_int_equal(k->pingpong, 0);   /* a residual or a bias row: cooperative (ping-pong spilled) */
+		assert_int_equal(k->mm.pingpong, 0);   /* a residual or a bias row: cooperative (ping-pong spilled) */
 		assert_int_equal(k->tile_cols, 128);
 		for (b = 1; b < k->nbuf; b++)
 			carried += k->buf[b].kind == BUF_STAGING && k->buf[b].preload;
@@ -1293,9 +1293,9 @@ tile_narrows(void **state)
 			fail_msg("%s", t->msg);
 		if (k->tile_cols != cases[i].bn)
 			fail_msg("case %d (%s): tile N %d, expected %d", i, cases[i].sizes, k->tile_cols, cases[i].bn);
-		if (k->pingpong != cases[i].pingpong || k->swap_ab != cases[i].swap || k->tile_rows != cases[i].bm)
-			fail_msg("case %d (%s): %s%s, %d rows", i, cases[i].sizes, k->pingpong ? "ping-pong" : "cooperative",
-			         k->swap_ab ? " swapped" : "", k->tile_rows);
+		if (k->mm.pingpong != cases[i].pingpong || k->mm.swap_ab != cases[i].swap || k->tile_rows != cases[i].bm)
+			fail_msg("case %d (%s): %s%s, %d rows", i, cases[i].sizes, k->mm.pingpong ? "ping-pong" : "cooperative",
+			         k->mm.swap_ab ? " swapped" : "", k->tile_rows);
 		teardown((void **)&t);
 	}
 	(void)state;
@@ -1384,7 +1384,7 @@ pr3843_cases(void **state)
 
 /*
  * Ping-pong warpgroups with 128-row tiles (tile: [128, N, 64]): two 64-row
- * blocks a warpgroup (Kernel.row_blocks), each a wgmma of its own per k16
+ * blocks a warpgroup (MatmulPlan.row_blocks), each a wgmma of its own per k16
  * into its own N / 2 registers; the epilogue walks the blocks of each
  * subtile; the staging copy holds both warpgroups' 128 rows.  N = 256 would
  * need 256 registers a thread: an error at the hint that says which N fits.
@@ -1409,8 +1409,8 @@ tall_pingpong(void **state)
 	snprintf(text, sizeof text, spec, 128, 128);
 	if (!(k = kernel_of(t, text)))
 		fail_msg("%s", t->msg);
-	assert_true(k->pingpong);
-	assert_int_equal(k->row_blocks, 2);
+	assert_true(k->mm.pingpong);
+	assert_int_equal(k->mm.row_blocks, 2);
 	assert_int_equal(k->tile_rows, 128);
 	assert_int_equal(k->buf[1].rows, 128);                          /* A: the warpgroup's 128 rows a stage */
 	for (i = 1; i < k->nbuf && k->buf[i].kind != BUF_STAGING; i++)
@@ -1565,7 +1565,7 @@ residual_prefetch(void **state)
 
 /*
  * A cooperative tile of 256 rows (tile: [256, N, 64]): each consumer
- * warpgroup takes 128 rows, two 64-row blocks (Kernel.row_blocks), A's
+ * warpgroup takes 128 rows, two 64-row blocks (MatmulPlan.row_blocks), A's
  * copy holds all 256; the warpgroup's A starts 128 rows (16384 bytes) on;
  * the staging copy is the tile's 256 rows.  N = 256 does not fit, nor do
  * three matmuls at N = 64: the error says what does.
@@ -1589,10 +1589,10 @@ cooperative_256(void **state)
 	snprintf(text, sizeof text, spec, 128);
 	if (!(k = kernel_of(t, text)))
 		fail_msg("%s", t->msg);
-	assert_false(k->pingpong);
-	assert_int_equal(k->row_blocks, 2);
+	assert_false(k->mm.pingpong);
+	assert_int_equal(k->mm.row_blocks, 2);
 	assert_int_equal(k->tile_rows, 256);
-	assert_int_equal(k->cluster[1], 2);
+	assert_int_equal(k->mm.cluster[1], 2);
 	assert_int_equal(k->buf[1].rows, 256);                          /* A: both warpgroups' rows a stage */
 	for (i = 1; i < k->nbuf && k->buf[i].kind != BUF_STAGING; i++)
 		;
@@ -1681,8 +1681,8 @@ clustered(Fixture **t, int i, const char *spec, int cm, int cn, Kernel **out)
 	Kernel *k = lowered(t, i, spec);
 	int j;
 
-	if (k->cluster[0] != cm || k->cluster[1] != cn)
-		fail_msg("case %d: cluster [%d, %d], expected [%d, %d]", i, k->cluster[0], k->cluster[1], cm, cn);
+	if (k->mm.cluster[0] != cm || k->mm.cluster[1] != cn)
+		fail_msg("case %d: cluster [%d, %d], expected [%d, %d]", i, k->mm.cluster[0], k->mm.cluster[1], cm, cn);
 	*out = k;
 	for (j = 1; j < k->nbar; j++)
 		if (strcmp(k->bar[j].name, "empty") == 0)
@@ -1732,14 +1732,14 @@ cluster_pairs(void **state)
 		         "  w: {dtype: bf16, shape: [N, K]}\nops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n"
 		         "outputs:\n  y: {dtype: bf16}\n%s", cases[i].sizes, cases[i].sched);
 		empty = clustered(&t, i, spec, cases[i].cm, cases[i].cn, &k);
-		assert_int_equal(empty->arrivals, k->pingpong && cs == 1 ? 128 : cases[i].arrivals);
+		assert_int_equal(empty->arrivals, k->mm.pingpong && cs == 1 ? 128 : cases[i].arrivals);
 		assert_int_equal(empty->cluster, cs > 1);
 		/* the producer's loads: A alone, B as two halves' multicast ([2, 1]); the other way for [1, 2] */
 		roles = find_kind(k->body, ST_ROLES, 0);
 		n = stmts_of(roles->body[0], ST_TMA_LOAD, ld, 8);
 		assert_int_equal(n, 2);
 		for (j = 0; j < 2; j++) {
-			share = k->cluster[j ? 0 : 1];   /* A is shared along N, B along M */
+			share = k->mm.cluster[j ? 0 : 1];   /* A is shared along N, B along M */
 			assert_int_equal(ld[j]->mcast ? ld[j]->mcast->ival : 0, share > 1 ? 3 : 0);
 			assert_int_equal(k->param[ld[j]->param].box[0], (j ? k->tile_cols : k->tile_rows) / share);
 			if (share > 1)
@@ -1759,7 +1759,7 @@ cluster_pairs(void **state)
 		assert_int_equal(count(buf_str(&out), "__cluster_dims__(2, 1, 1)"), cs > 1);
 		assert_int_equal(count(buf_str(&out), "wsf_tma_load_2d_multicast(tile_"), cs > 1);
 		/* the first stages' arrivals, then a k-step's release (ping-pong: and a tile's last) */
-		assert_int_equal(count(buf_str(&out), "wsf_mbar_arrive_cluster(&empty["), cs > 1 ? 2 + k->pingpong : 0);
+		assert_int_equal(count(buf_str(&out), "wsf_mbar_arrive_cluster(&empty["), cs > 1 ? 2 + k->mm.pingpong : 0);
 		if (cs > 1)
 			assert_non_null(strstr(buf_str(&out), "(long long)blockIdx.x / 2LL)"));
 		teardown((void **)&t);
@@ -1839,7 +1839,7 @@ cluster_grid(void **state)
 		ld[1] = ld[n - 1];
 		for (j = 0; j < 2; j++) {
 			const char *want = j ? cases[i].bmask : cases[i].amask;
-			int share = k->cluster[j ? 0 : 1];
+			int share = k->mm.cluster[j ? 0 : 1];
 
 			if (!want != !ld[j]->mcast || (want && strcmp(expr(t, ld[j]->mcast), want)))
 				fail_msg("case %d: %s's multicast %s, expected %s", i, j ? "B" : "A",
@@ -1917,8 +1917,8 @@ wait_per_tile(void **state)
 		fail_msg("setup");
 	if (!(k = kernel_of(t, spec)))
 		fail_msg("%s", t->msg);
-	assert_int_equal(k->waits, 2);
-	assert_int_equal(k->cluster[0] * k->cluster[1], 1);   /* no default cluster for a kernel that waits */
+	assert_int_equal(k->mm.waits, 2);
+	assert_int_equal(k->mm.cluster[0] * k->mm.cluster[1], 1);   /* no default cluster for a kernel that waits */
 	for (i = 1; i < k->nparam; i++) {
 		pw += k->param[i].kind == PK_WAIT;
 		epochs += k->param[i].kind == PK_SIZE && k->param[i].size == SZ_EPOCH;
@@ -2009,7 +2009,7 @@ accumulate_output(void **state)
 		fail_msg("setup");
 	if (!(k = kernel_of(t, spec)))
 		fail_msg("%s", t->msg);
-	assert_int_equal(k->waits, 2);
+	assert_int_equal(k->mm.waits, 2);
 	n = stmts_of(k->body, ST_TMA_STORE, stores, 4);
 	assert_int_equal(n, 2);
 	for (i = 0; i < n; i++)   /* o's stores add, y's overwrite */
@@ -2037,7 +2037,7 @@ accumulate_output(void **state)
 		fail_msg("setup");
 	if (!(k = kernel_of(t, plain)))
 		fail_msg("%s", t->msg);
-	assert_int_equal(k->waits, 0);
+	assert_int_equal(k->mm.waits, 0);
 	assert_int_equal(stmts_of(k->body, ST_FLAG_WAIT, waits, 4), 0);
 	cu = cuda_of(t);
 	assert_int_equal(count(cu, "wsf_tma_add_2d(&out_y, "), 1);
@@ -2077,9 +2077,9 @@ operand_wait(void **state)
 		fail_msg("setup");
 	if (!(k = kernel_of(t, spec)))
 		fail_msg("%s", t->msg);
-	assert_int_equal(k->waits, 3);
-	assert_int_equal(k->wait_rows, 1);
-	assert_int_equal(k->wait_cols, 1);
+	assert_int_equal(k->mm.waits, 3);
+	assert_int_equal(k->mm.wait_rows, 1);
+	assert_int_equal(k->mm.wait_cols, 1);
 	roles = find_kind(k->body, ST_ROLES, 0);
 	n = stmts_of(roles->body[0], ST_FLAG_WAIT, w, 4);   /* the producer's */
 	assert_int_equal(n, 2);
@@ -2227,7 +2227,7 @@ tile_env(const Kernel *k, const Stmt *tl, Env *env, int64_t it)
 
 /*
  * The producer's loop nest under one elect() where the CTAs take several
- * tiles each at the spec's sizes (Kernel.elect_nest): 8192^3 (2048 tiles
+ * tiles each at the spec's sizes (MatmulPlan.elect_nest): 8192^3 (2048 tiles
  * of 128 x 256) and ping-pong's 128 x 192 at 8192^3; an elect() a k-step,
  * inside the k loop, where a CTA takes one tile (1536 x 1024 x 4096: 132
  * tiles of 128 x 96) or runs of stream-K (1024 x 1024 x 8192).
@@ -2253,8 +2253,8 @@ producer_elect_nest(void **state)
 		Kernel *k = lowered(&t, i, cases[i].spec);
 		Stmt *prod, *nest, *kl = NULL;
 
-		assert_int_equal(k->elect_nest, cases[i].nest);
-		assert_int_equal(k->ksize.sk_slot != 0, cases[i].stream_k);
+		assert_int_equal(k->mm.elect_nest, cases[i].nest);
+		assert_int_equal(k->mm.ksize.sk_slot != 0, cases[i].stream_k);
 		prod = find_kind(k->body, ST_ROLES, 0)->body[0];
 		assert_int_equal(prod->nbody, 2);   /* setmaxnreg, then the nest */
 		nest = prod->body[1];
@@ -2462,7 +2462,7 @@ stream_k_fractions(void **state)
 
 	if (!k)
 		fail_msg("%s", t->msg);
-	assert_true(k->ksum == KSUM_SK_SCATTER && k->ksize.sk_parts == 4 && k->tile_cols == 64);
+	assert_true(k->mm.ksum == KSUM_SK_SCATTER && k->mm.ksize.sk_parts == 4 && k->tile_cols == 64);
 	tl = consumer_tiles(k);
 	for (r = 0; r < (int)countof(runs); r++) {
 		int64_t M = runs[r].m, N = runs[r].n, K = runs[r].k, tiles = (M + 127) / 128 * ((N + 63) / 64);
@@ -2592,8 +2592,8 @@ stream_k_cluster_fractions(void **state)
 		}
 		if (!(k = kernel_of(t, specs[s].spec)))
 			fail_msg("%s", t->msg);
-		assert_true(k->ksum == KSUM_SK_SCATTER && k->ksize.sk_parts == specs[s].parts && k->tile_cols == 128);
-		assert_true(k->cluster[0] == specs[s].cm && k->cluster[1] == specs[s].cn);
+		assert_true(k->mm.ksum == KSUM_SK_SCATTER && k->mm.ksize.sk_parts == specs[s].parts && k->tile_cols == 128);
+		assert_true(k->mm.cluster[0] == specs[s].cm && k->mm.cluster[1] == specs[s].cn);
 		tl = consumer_tiles(k);
 		for (r = 0; r < (int)countof(runs); r++) {
 			int64_t M = runs[r].m, N = runs[r].n, K = runs[r].k, kt = (K + 63) / 64, b;
@@ -2732,7 +2732,7 @@ stream_k(void **state)
 
 	if (!k)
 		fail_msg("%s", t->msg);
-	assert_int_equal(k->ksize.sk_slot, 256 * 128 * 4);   /* 128 accumulator registers a consumer thread */
+	assert_int_equal(k->mm.ksize.sk_slot, 256 * 128 * 4);   /* 128 accumulator registers a consumer thread */
 	assert_int_equal(k->param[k->nparam - 5].kind, PK_WORKSPACE);
 	assert_int_equal(k->param[k->nparam - 4].size, SZ_SK_ON);   /* 0: no workspace, every tile whole */
 	roles = find_kind(k->body, ST_ROLES, 0);
@@ -2855,7 +2855,7 @@ stream_k(void **state)
 			t = *state;
 			if (!(k = kernel_of(t, text)))
 				fail_msg("%s: %s", scheds[i], t->msg);
-			assert_int_equal(k->ksize.sk_slot > 0, want[i]);
+			assert_int_equal(k->mm.ksize.sk_slot > 0, want[i]);
 			assert_int_equal(census(k->body).kind[ST_SK_STORE], want[i]);
 			if (!want[i]) {
 				tl = find_kind(find_kind(k->body, ST_ROLES, 0)->body[1], ST_LOOP, 1);
@@ -2886,7 +2886,7 @@ split_scatter(Fixture *t, Kernel *k)
 	Stmt *loop = consumer_tiles(k), *red, *eloop = NULL, *first = NULL, *last = NULL;
 	const char *cu;
 	char want[64];
-	int i, at = -1, sync = -1, s = k->ksize.splits;
+	int i, at = -1, sync = -1, s = k->mm.ksize.splits;
 
 	assert_non_null(loop);
 	red = find_kind(loop, ST_SPLIT_REDUCE, 0);
@@ -2954,10 +2954,10 @@ split_in_clusters(void **state)
 	int b, n;
 
 	k = lowered(&t, 0, spec);
-	assert_int_equal(k->ksize.splits, 2);
-	assert_int_equal(k->cluster[0] * k->cluster[1], 4);
+	assert_int_equal(k->mm.ksize.splits, 2);
+	assert_int_equal(k->mm.cluster[0] * k->mm.cluster[1], 4);
 	assert_int_equal(kernel_cluster_ctas(k), 8);
-	assert_true(k->ksum == KSUM_SPLIT_SCATTER && k->pingpong);
+	assert_true(k->mm.ksum == KSUM_SPLIT_SCATTER && k->mm.pingpong);
 	roles = find_kind(k->body, ST_ROLES, 0);
 	n = stmts_of(roles->body[0], ST_TMA_LOAD, ld, 4);
 	assert_int_equal(n, 2);
@@ -3042,8 +3042,8 @@ split_k(void **state)
 		fail_msg("setup");
 	if (!(k = kernel_of(t, spec)))
 		fail_msg("%s", t->msg);
-	assert_true(k->swap_ab && k->pingpong);
-	assert_int_equal(k->ksize.splits, 2);
+	assert_true(k->mm.swap_ab && k->mm.pingpong);
+	assert_int_equal(k->mm.ksize.splits, 2);
 	assert_int_equal(kernel_cluster_ctas(k), 2);
 	assert_int_equal(census(k->body).kind[ST_SPLIT_REDUCE], 1);
 	roles = find_kind(k->body, ST_ROLES, 0);
@@ -3104,16 +3104,16 @@ split_k(void **state)
 			fail_msg("setup");
 		if (!(k = kernel_of(t, text)))
 			fail_msg("%s: %s", defaults[i].sizes, t->msg);
-		if (k->ksize.splits != defaults[i].splits)
-			fail_msg("%s: split %d, expected %d", defaults[i].sizes, k->ksize.splits, defaults[i].splits);
-		assert_int_equal(census(k->body).kind[ST_SPLIT_REDUCE], k->ksize.splits > 1);
-		if (!k->swap_ab) {
-			assert_int_equal(k->tile_rows, k->ksize.splits > 1 ? 64 : 128);
-			assert_int_equal(k->pingpong, k->ksize.splits > 1);
+		if (k->mm.ksize.splits != defaults[i].splits)
+			fail_msg("%s: split %d, expected %d", defaults[i].sizes, k->mm.ksize.splits, defaults[i].splits);
+		assert_int_equal(census(k->body).kind[ST_SPLIT_REDUCE], k->mm.ksize.splits > 1);
+		if (!k->mm.swap_ab) {
+			assert_int_equal(k->tile_rows, k->mm.ksize.splits > 1 ? 64 : 128);
+			assert_int_equal(k->mm.pingpong, k->mm.ksize.splits > 1);
 			assert_int_equal(k->tile_cols, defaults[i].cols);
 		}
-		assert_int_equal(k->ksum == KSUM_SPLIT_SCATTER, k->ksize.splits > 1 && !k->swap_ab);
-		if (k->ksum == KSUM_SPLIT_SCATTER)
+		assert_int_equal(k->mm.ksum == KSUM_SPLIT_SCATTER, k->mm.ksize.splits > 1 && !k->mm.swap_ab);
+		if (k->mm.ksum == KSUM_SPLIT_SCATTER)
 			split_scatter(t, k);
 		teardown((void **)&t);
 	}
@@ -3128,8 +3128,8 @@ split_k(void **state)
 			fail_msg("setup");
 		if (!(k = kernel_of(t, text)))
 			fail_msg("stream_k: %s", t->msg);
-		assert_int_equal(k->ksize.splits, 1);
-		assert_false(k->pingpong);
+		assert_int_equal(k->mm.ksize.splits, 1);
+		assert_false(k->mm.pingpong);
 		assert_int_equal(k->tile_rows, 128);
 		teardown((void **)&t);
 	}
@@ -3239,7 +3239,7 @@ swapped(void **state)
 		fail_msg("setup");
 	if (!(k = kernel_of(t, spec)))
 		fail_msg("%s", t->msg);
-	assert_true(k->swap_ab && k->pingpong);
+	assert_true(k->mm.swap_ab && k->mm.pingpong);
 	assert_int_equal(k->tile_rows, 16);
 	assert_int_equal(k->tile_cols, 64);
 	assert_int_equal(census(k->body).kind[ST_MMA], 1);
@@ -3285,7 +3285,7 @@ swapped(void **state)
 			fail_msg("setup");
 		if (!(k = kernel_of(t, wide)))
 			fail_msg("%s", t->msg);
-		assert_true(k->swap_ab && !k->pingpong);
+		assert_true(k->mm.swap_ab && !k->mm.pingpong);
 		assert_int_equal(k->tile_cols, 128);
 		mma = find_deep(k->body, ST_MMA);
 		assert_int_equal(mma->mma->m, 128);
@@ -3416,7 +3416,7 @@ refused_forms(void **state)
 
 /*
  * wait: {per_tile, tile: [R, C]}: the words follow the writer's R x C tiles
- * (Kernel.wait_tile), and a tile of the kernel waits for each writer tile
+ * (MatmulPlan.wait_tile), and a tile of the kernel waits for each writer tile
  * it covers, in a loop (never unrolled: a 1 x 1 writer tile is 32768 words
  * a tile), where it lies inside the output.  A 128 x 256 tile over 128 x
  * 128 writer tiles: a loop of two; over 64 x 64: eight; over 1 x 1: 32768;
@@ -3467,8 +3467,8 @@ wait_writer_tile(void **state)
 		snprintf(text, sizeof text, spec, tiles[i][0], tiles[i][1]);
 		if (!(k = kernel_of(t, text)))
 			fail_msg("%s", t->msg);
-		assert_int_equal(k->wait_tile[0], tiles[i][0]);
-		assert_int_equal(k->wait_tile[1], tiles[i][1]);
+		assert_int_equal(k->mm.wait_tile[0], tiles[i][0]);
+		assert_int_equal(k->mm.wait_tile[1], tiles[i][1]);
 		assert_int_equal(stmts_of(k->body, ST_FLAG_WAIT, w, 8), 1);
 		loop = parent_of(k->body, w[0]);
 		assert_non_null(loop);
@@ -3630,9 +3630,9 @@ misaligned_rows(void **state)
 		Kernel *k;
 
 		k = lowered(&t, i, cases[i].spec);
-		if (k->cluster[0] != cases[i].cm || k->cluster[1] != cases[i].cn || k->ksize.splits != cases[i].splits)
-			fail_msg("case %d: cluster [%d, %d] split %d, expected [%d, %d] split %d", i, k->cluster[0],
-			         k->cluster[1], k->ksize.splits, cases[i].cm, cases[i].cn, cases[i].splits);
+		if (k->mm.cluster[0] != cases[i].cm || k->mm.cluster[1] != cases[i].cn || k->mm.ksize.splits != cases[i].splits)
+			fail_msg("case %d: cluster [%d, %d] split %d, expected [%d, %d] split %d", i, k->mm.cluster[0],
+			         k->mm.cluster[1], k->mm.ksize.splits, cases[i].cm, cases[i].cn, cases[i].splits);
 		teardown((void **)&t);
 	}
 	(void)state;
@@ -3672,10 +3672,10 @@ cluster_registers(void **state)
 		Kernel *k;
 
 		k = lowered(&t, i, cases[i].spec);
-		if (k->cluster[0] != cases[i].cm || k->cluster[1] != cases[i].cn ||
+		if (k->mm.cluster[0] != cases[i].cm || k->mm.cluster[1] != cases[i].cn ||
 		    k->producer_regs != cases[i].producer || k->consumer_regs != cases[i].consumer)
-			fail_msg("case %d: cluster [%d, %d] registers %d / %d, expected [%d, %d] %d / %d", i, k->cluster[0],
-			         k->cluster[1], k->producer_regs, k->consumer_regs, cases[i].cm, cases[i].cn,
+			fail_msg("case %d: cluster [%d, %d] registers %d / %d, expected [%d, %d] %d / %d", i, k->mm.cluster[0],
+			         k->mm.cluster[1], k->producer_regs, k->consumer_regs, cases[i].cm, cases[i].cn,
 			         cases[i].producer, cases[i].consumer);
 		assert_true(128 * k->producer_regs + 256 * k->consumer_regs <= 384 * 168);
 		teardown((void **)&t);
@@ -3866,8 +3866,8 @@ wave_tiles(void **state)
 		Kernel *k;
 
 		k = lowered(&t, i, order[i].spec);
-		if (k->raster_rows != order[i].along_rows)
-			fail_msg("order case %d: along rows %d, expected %d", i, k->raster_rows, order[i].along_rows);
+		if (k->mm.raster_rows != order[i].along_rows)
+			fail_msg("order case %d: along rows %d, expected %d", i, k->mm.raster_rows, order[i].along_rows);
 		teardown((void **)&t);
 	}
 	(void)state;
@@ -3893,7 +3893,7 @@ loops_named(const Kernel *k, const Stmt *s, const char *name, Stmt **last)
 /*
  * A tile whose N is an odd multiple of 16 (a hint's: a K-major B takes any
  * multiple of 16 up to 256) runs its epilogue in subtiles of 16 columns
- * (Kernel.epi_cols), 32 otherwise: the epilogue loop's extent, the staging
+ * (MatmulPlan.epi_cols), 32 otherwise: the epilogue loop's extent, the staging
  * copies' columns and swizzle (32-byte rows of bf16, 64-byte of f32), the
  * output maps' box, and the CUDA's 8 fragment elements a subtile (the
  * accumulator's from 8 sub on), a bias row's 4 distinct columns and the
@@ -3937,7 +3937,7 @@ narrow_subtiles(void **state)
 		         "outputs:\n  z: {dtype: bf16}\n  y: {dtype: f32}\n", cases[i].sched);
 		k = lowered(&t, i, text);
 		assert_int_equal(k->tile_cols, cases[i].bn);
-		assert_int_equal(k->epi_cols, cases[i].epi);
+		assert_int_equal(k->mm.epi_cols, cases[i].epi);
 		assert_int_equal(loops_named(k, k->body, "e", &el), 1);
 		assert_string_equal(expr(t, el->hi), arena_printf(t->c.arena, "%d", cases[i].bn / cases[i].epi));
 		for (b = 1; b < k->nbuf; b++)
@@ -4369,7 +4369,7 @@ long_k_default(void **state)
 	};
 	static const struct {
 		const char *spec;
-		bool rows;   /* Kernel.raster_rows */
+		bool rows;   /* MatmulPlan.raster_rows */
 	} order[] = {
 		{GEMM_SIZES(1024, 256, 8192) GEMM_PLAIN, true},
 		{GEMM_SIZES(512, 384, 8192) GEMM_PLAIN, true},       /* 4 rows of 6 tiles */
@@ -4384,21 +4384,21 @@ long_k_default(void **state)
 		Fixture *t;
 		Kernel *k = lowered(&t, i, cases[i].spec);
 
-		if (k->ksize.sk_parts != cases[i].parts || (k->ksize.sk_slot > 0) != (cases[i].parts > 0) ||
-		    (cases[i].parts && (k->tile_rows != 128 || k->tile_cols != cases[i].bn || k->ksize.splits != 1 ||
-		                        k->cluster[1] != 1 || k->pingpong || k->swap_ab)))
+		if (k->mm.ksize.sk_parts != cases[i].parts || (k->mm.ksize.sk_slot > 0) != (cases[i].parts > 0) ||
+		    (cases[i].parts && (k->tile_rows != 128 || k->tile_cols != cases[i].bn || k->mm.ksize.splits != 1 ||
+		                        k->mm.cluster[1] != 1 || k->mm.pingpong || k->mm.swap_ab)))
 			fail_msg("case %d: parts %d, slot %d, tile %d x %d, splits %d, cluster %d x %d; expected parts %d at "
-			         "128 x %d", i, k->ksize.sk_parts, k->ksize.sk_slot, k->tile_rows, k->tile_cols, k->ksize.splits, k->cluster[0],
-			         k->cluster[1], cases[i].parts, cases[i].bn);
+			         "128 x %d", i, k->mm.ksize.sk_parts, k->mm.ksize.sk_slot, k->tile_rows, k->tile_cols,
+			         k->mm.ksize.splits, k->mm.cluster[0], k->mm.cluster[1], cases[i].parts, cases[i].bn);
 		/* the rules cut whole fractions of a tile (fraction_plan); the hint, runs across tiles */
-		assert_int_equal(k->ksum == KSUM_SK_SCATTER, cases[i].parts > 0 && !strstr(cases[i].spec, "stream_k: true"));
+		assert_int_equal(k->mm.ksum == KSUM_SK_SCATTER, cases[i].parts > 0 && !strstr(cases[i].spec, "stream_k: true"));
 		if (cases[i].parts) {   /* the plan cuts runs of 1 / parts of a tile */
 			char want[64];
 			Buf b;
 
 			buf_init(&b, t->c.arena);
 			kernel_print(&b, k);
-			snprintf(want, sizeof want, k->ksum == KSUM_SK_SCATTER ? "min(min(%d, " : "(ktiles / %d)", cases[i].parts);
+			snprintf(want, sizeof want, k->mm.ksum == KSUM_SK_SCATTER ? "min(min(%d, " : "(ktiles / %d)", cases[i].parts);
 			if (!strstr(buf_str(&b), want))
 				fail_msg("case %d: no %s in\n%s", i, want, buf_str(&b));
 		}
@@ -4408,16 +4408,16 @@ long_k_default(void **state)
 		Fixture *t;
 		Kernel *k = lowered(&t, i, pairs[i].spec);
 
-		if (k->ksum != KSUM_SK_SCATTER || k->cluster[0] != pairs[i].cm || k->cluster[1] != pairs[i].cn)
-			fail_msg("pair %d: cluster %d x %d, in fractions %d; expected %d x %d", i, k->cluster[0],
-			         k->cluster[1], k->ksum == KSUM_SK_SCATTER, pairs[i].cm, pairs[i].cn);
+		if (k->mm.ksum != KSUM_SK_SCATTER || k->mm.cluster[0] != pairs[i].cm || k->mm.cluster[1] != pairs[i].cn)
+			fail_msg("pair %d: cluster %d x %d, in fractions %d; expected %d x %d", i, k->mm.cluster[0],
+			         k->mm.cluster[1], k->mm.ksum == KSUM_SK_SCATTER, pairs[i].cm, pairs[i].cn);
 		teardown((void **)&t);
 	}
 	for (i = 0; i < (int)countof(order); i++) {   /* the narrow rule's tiles along rows where A is the larger */
 		Fixture *t;
 		Kernel *k = lowered(&t, i, order[i].spec);
 
-		assert_int_equal(k->raster_rows, order[i].rows);
+		assert_int_equal(k->mm.raster_rows, order[i].rows);
 		teardown((void **)&t);
 	}
 	(void)state;

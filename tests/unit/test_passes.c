@@ -467,7 +467,7 @@ verify_rejects_syncthreads_in_roles(void **state)
 	Kernel *k = c->kernel = new_kernel(c, 1, false);
 	Stmt *roles = st_new(c, ST_ROLES), *branch = st_new(c, ST_ROLE);
 
-	branch->role = kernel_add_role(c, k, ROLE_CONSUMER, 0, 256);
+	branch->role = kernel_add_role(c, k, ROLE_CONSUMER, 0, 256, 1);
 	st_append(c, roles, branch);
 	st_append(c, branch, st_new(c, ST_SYNC));
 	st_append(c, k->body, roles);
@@ -565,7 +565,7 @@ lower_views(void **state)
 		"  o: {dtype: bf16}\n";
 	Kernel *k = lower_spec(t, spec);
 
-	assert_false(k->flat);
+	assert_false(kernel_pw(k)->flat);
 	assert_int_equal(k->param[1].kind, PK_TMAP);
 	assert_int_equal(k->param[1].view, VIEW_FULL);
 	assert_int_equal(k->param[2].view, VIEW_ROW);
@@ -658,8 +658,8 @@ lower_pointwise_tile_rows(void **state)
 
 		reset_comp(t);
 		k = lower_spec(t, cases[i].spec);
-		if (k->flat != cases[i].flat || k->tile_rows != cases[i].rows || k->tile_cols != cases[i].cols)
-			fail_msg("case %d: flat %d, tile [%d, %d]; expected %d, [%d, %d]", i, k->flat, k->tile_rows,
+		if (kernel_pw(k)->flat != cases[i].flat || k->tile_rows != cases[i].rows || k->tile_cols != cases[i].cols)
+			fail_msg("case %d: flat %d, tile [%d, %d]; expected %d, [%d, %d]", i, kernel_pw(k)->flat, k->tile_rows,
 			         k->tile_cols, cases[i].flat, cases[i].rows, cases[i].cols);
 	}
 }
@@ -1390,7 +1390,7 @@ lower_pointwise_tile_fits_shared_memory(void **state)
 	Fixture *t = *state;
 	Kernel *k = lower_spec(t, many_outputs(&t->c, 14));
 
-	assert_true(k->flat);
+	assert_true(kernel_pw(k)->flat);
 	assert_int_equal(k->tile_rows, 8);
 	assert_int_equal(k->tile_cols, 256);
 	assert_true(kernel_smem_bytes(k) <= k->smem_budget);

@@ -122,15 +122,15 @@ plans(void **state)
 		assert_int_equal(p.cluster[0], cases[i].cluster[0]);
 		assert_int_equal(p.cluster[1], cases[i].cluster[1]);
 		assert_int_equal(p.ksum, cases[i].ksum);
-		assert_int_equal(p.splits, cases[i].splits);
-		assert_int_equal(p.sk_parts, cases[i].sk_parts);
+		assert_int_equal(p.ksize.splits, cases[i].splits);
+		assert_int_equal(p.ksize.sk_parts, cases[i].sk_parts);
 		assert_int_equal(p.raster_rows, cases[i].raster_rows);
 		assert_int_equal(p.producer_regs, cases[i].producer_regs);
 		assert_int_equal(p.consumer_regs, cases[i].consumer_regs);
 		assert_int_equal(p.epi_cols, cases[i].epi_cols);
 		/* the strategy's row agrees with the plan's counts */
-		assert_int_equal(ksum_rule[p.ksum].split_cluster, p.splits > 1);
-		assert_int_equal(ksum_rule[p.ksum].workspace, p.sk_slot > 0);
+		assert_int_equal(ksum_rule[p.ksum].split_cluster, p.ksize.splits > 1);
+		assert_int_equal(ksum_rule[p.ksum].workspace, p.ksize.sk_slot > 0);
 		teardown((void **)&t);
 	}
 	(void)state;

@@ -242,8 +242,8 @@ sync_matmul_nest(void **state)
 	*VEC_PUSH(c->arena, k->pipe, k->npipe, k->cappipe) = cb;
 
 	/* producer: the merged (tile x k) loop: expect_tx, two loads on full[q % 4] */
-	prod->role = kernel_add_role(c, k, ROLE_PRODUCER, 256, 128);
-	cons->role = kernel_add_role(c, k, ROLE_CONSUMER, 0, 256);
+	prod->role = kernel_add_role(c, k, ROLE_PRODUCER, 256, 128, 1);
+	cons->role = kernel_add_role(c, k, ROLE_CONSUMER, 0, 256, 1);
 	st_append(c, roles, prod);
 	st_append(c, roles, cons);
 	st_append(c, k->body, roles);
