@@ -526,13 +526,13 @@ static const char *
 bulk_at(Emit *e, const Stmt *s)
 {
 	const Kernel *k = e->k;
-	bool col0 = s->b->kind == EX_INT && s->b->ival == 0, row0 = s->a->kind == EX_INT && s->a->ival == 0;
-	const char *p = emit_param_name(e, &k->param[s->param]);
+	bool col0 = s->u.tma.col->kind == EX_INT && s->u.tma.col->ival == 0, row0 = s->u.tma.row->kind == EX_INT && s->u.tma.row->ival == 0;
+	const char *p = emit_param_name(e, &k->param[s->u.tma.param]);
 
 	if (row0)
-		return col0 ? p : arena_printf(e->c->arena, "%s + %s", p, emit_expr_str(e, s->b));
-	return arena_printf(e->c->arena, "%s + %s * %s%s%s", p, emit_expr_str(e, s->a), k->var[k->cols_var].name,
-	                    col0 ? "" : " + ", col0 ? "" : emit_expr_str(e, s->b));
+		return col0 ? p : arena_printf(e->c->arena, "%s + %s", p, emit_expr_str(e, s->u.tma.col));
+	return arena_printf(e->c->arena, "%s + %s * %s%s%s", p, emit_expr_str(e, s->u.tma.row), k->var[k->cols_var].name,
+	                    col0 ? "" : " + ", col0 ? "" : emit_expr_str(e, s->u.tma.col));
 }
 
 /* Does a compute in S read an accumulator? */
@@ -547,7 +547,7 @@ reads_accumulator(const Stmt *s)
 	for (i = 0; i < s->nbody; i++)
 		if (reads_accumulator(s->body[i]))
 			return true;
-	return s->orelse && reads_accumulator(s->orelse);
+	return st_else(s) && reads_accumulator(st_else(s));
 }
 
 static void
@@ -562,35 +562,35 @@ emit_stmt(Emit *e, const Stmt *s)
 			emit_stmt(e, s->body[i]);
 		break;
 	case ST_LOOP: {
-		const char *v = k->var[s->var].name;
+		const char *v = k->var[s->u.loop.var].name;
 
-		if (s->cb)
-			emit_line(e, "// circular buffer: %d stages, prefetch %d", s->cb->stages, s->cb->prefetch);
-		if (s->lo->kind == EX_INT && s->hi->kind == EX_INT && reads_accumulator(s))
+		if (s->u.loop.cb)
+			emit_line(e, "// circular buffer: %d stages, prefetch %d", s->u.loop.cb->stages, s->u.loop.cb->prefetch);
+		if (s->u.loop.lo->kind == EX_INT && s->u.loop.hi->kind == EX_INT && reads_accumulator(s))
 			emit_line(e, "#pragma unroll   // the accumulators' registers are indexed by constants");
-		if (s->step)
-			emit_line(e, "for (long long %s = %s; %s < %s; %s += %s) {%s", v, emit_expr_str(e, s->lo), v,
-			          emit_expr_str(e, s->hi), v, emit_expr_str(e, s->step), comment(e, s));
+		if (s->u.loop.step)
+			emit_line(e, "for (long long %s = %s; %s < %s; %s += %s) {%s", v, emit_expr_str(e, s->u.loop.lo), v,
+			          emit_expr_str(e, s->u.loop.hi), v, emit_expr_str(e, s->u.loop.step), comment(e, s));
 		else
-			emit_line(e, "for (long long %s = %s; %s < %s; %s++) {%s", v, emit_expr_str(e, s->lo), v,
-			          emit_expr_str(e, s->hi), v, comment(e, s));
+			emit_line(e, "for (long long %s = %s; %s < %s; %s++) {%s", v, emit_expr_str(e, s->u.loop.lo), v,
+			          emit_expr_str(e, s->u.loop.hi), v, comment(e, s));
 		emit_body(e, s);
 		emit_line(e, "}");
 		break;
 	}
 	case ST_IF:
-		emit_line(e, "if (%s) {%s", emit_expr_str(e, s->cond), comment(e, s));
+		emit_line(e, "if (%s) {%s", emit_expr_str(e, s->u.branch.cond), comment(e, s));
 		emit_body(e, s);
-		if (s->orelse && s->orelse->nbody) {
+		if (s->u.branch.orelse && s->u.branch.orelse->nbody) {
 			emit_line(e, "} else {");
-			emit_body(e, s->orelse);
+			emit_body(e, s->u.branch.orelse);
 		}
 		emit_line(e, "}");
 		break;
 	case ST_ROLES:
 		/* one branch per role, tested from the highest first thread down; the last is the else */
 		for (i = 0; i < s->nbody; i++) {
-			const KRole *r = &k->role[s->body[i]->role];
+			const KRole *r = &k->role[s->body[i]->u.role.id];
 			char what[64];
 
 			if (r->kind == ROLE_PRODUCER)
@@ -604,64 +604,64 @@ emit_stmt(Emit *e, const Stmt *s)
 				emit_line(e, "} else {   // %s", what);
 			else
 				emit_line(e, "%sif (threadIdx.x >= %d) {   // %s", i ? "} else " : "", r->first, what);
-			e->role = s->body[i]->role;
+			e->role = s->body[i]->u.role.id;
 			emit_body(e, s->body[i]);
 			e->role = 0;
 		}
 		emit_line(e, "}");
 		break;
 	case ST_LET:
-		emit_line(e, "const long long %s = %s;%s", k->var[s->var].name, emit_expr_str(e, s->a), comment(e, s));
+		emit_line(e, "const long long %s = %s;%s", k->var[s->u.let.var].name, emit_expr_str(e, s->u.let.value), comment(e, s));
 		break;
 	case ST_TMA_LOAD:
-		if (k->param[s->param].kind == PK_PTR) {
+		if (k->param[s->u.tma.param].kind == PK_PTR) {
 			/* a 1-D bulk copy of the row segment: no tensor map, exactly the bytes that exist */
-			emit_line(e, "wsf_bulk_load(%s%s%s, %s, (unsigned)(%s), %s);%s", emit_buf_at(e, s->buf, s->slot),
-			          s->off ? " + " : "", s->off ? emit_expr_str(e, s->off) : "", bulk_at(e, s),
-			          emit_expr_str(e, kir_bulk_bytes(e->c, k, s)), bar_at(e, s->bar, s->barslot),
+			emit_line(e, "wsf_bulk_load(%s%s%s, %s, (unsigned)(%s), %s);%s", emit_buf_at(e, s->u.tma.buf, s->u.tma.slot),
+			          s->u.tma.off ? " + " : "", s->u.tma.off ? emit_expr_str(e, s->u.tma.off) : "", bulk_at(e, s),
+			          emit_expr_str(e, kir_bulk_bytes(e->c, k, s)), bar_at(e, s->u.tma.bar, s->u.tma.barslot),
 			          emit_pos(e, s->pos));
 			break;
 		}
 		/* a multicast: the box lands at the same place, and completes on the same barrier, in each CTA of the mask */
-		emit_line(e, "wsf_tma_load_%dd%s(%s%s%s, &%s, %s, %s%s%s, %s%s);%s", s->z ? 3 : 2, s->mcast ? "_multicast" : "",
-		          emit_buf_at(e, s->buf, s->slot), s->off ? " + " : "", s->off ? emit_expr_str(e, s->off) : "",
-		          emit_param_name(e, &k->param[s->param]), emit_expr_str(e, s->b), emit_expr_str(e, s->a),
-		          s->z ? ", " : "", s->z ? emit_expr_str(e, s->z) : "", bar_at(e, s->bar, s->barslot),
-		          !s->mcast ? "" : s->mcast->kind == EX_INT ? arena_printf(e->c->arena, ", 0x%llx", (unsigned long long)s->mcast->ival)
-		          : arena_printf(e->c->arena, ", (unsigned short)(%s)", emit_expr_str(e, s->mcast)), emit_pos(e, s->pos));
+		emit_line(e, "wsf_tma_load_%dd%s(%s%s%s, &%s, %s, %s%s%s, %s%s);%s", s->u.tma.batch ? 3 : 2, s->u.tma.mcast ? "_multicast" : "",
+		          emit_buf_at(e, s->u.tma.buf, s->u.tma.slot), s->u.tma.off ? " + " : "", s->u.tma.off ? emit_expr_str(e, s->u.tma.off) : "",
+		          emit_param_name(e, &k->param[s->u.tma.param]), emit_expr_str(e, s->u.tma.col), emit_expr_str(e, s->u.tma.row),
+		          s->u.tma.batch ? ", " : "", s->u.tma.batch ? emit_expr_str(e, s->u.tma.batch) : "", bar_at(e, s->u.tma.bar, s->u.tma.barslot),
+		          !s->u.tma.mcast ? "" : s->u.tma.mcast->kind == EX_INT ? arena_printf(e->c->arena, ", 0x%llx", (unsigned long long)s->u.tma.mcast->ival)
+		          : arena_printf(e->c->arena, ", (unsigned short)(%s)", emit_expr_str(e, s->u.tma.mcast)), emit_pos(e, s->pos));
 		break;
 	case ST_TMA_STORE:
-		if (k->param[s->param].kind == PK_PTR) {   /* a 1-D bulk copy, as for loads */
+		if (k->param[s->u.tma.param].kind == PK_PTR) {   /* a 1-D bulk copy, as for loads */
 			emit_line(e, "wsf_bulk_store(%s, %s, (unsigned)(%s));%s", bulk_at(e, s),
-			          emit_buf_at(e, s->buf, s->slot), emit_expr_str(e, kir_bulk_bytes(e->c, k, s)),
+			          emit_buf_at(e, s->u.tma.buf, s->u.tma.slot), emit_expr_str(e, kir_bulk_bytes(e->c, k, s)),
 			          emit_pos(e, s->pos));
 			break;
 		}
 		/* testing the signal's consumers: a store late now and then */
 		if ((k->signal || k->tile_consumer) && e->c->store_delay)
-			emit_line(e, "wsf_store_delay(%s * 131071LL + %s, %d);", emit_expr_str(e, s->a), emit_expr_str(e, s->b),
+			emit_line(e, "wsf_store_delay(%s * 131071LL + %s, %d);", emit_expr_str(e, s->u.tma.row), emit_expr_str(e, s->u.tma.col),
 			          e->c->store_delay);
-		emit_line(e, "wsf_tma_%s_%dd(&%s, %s, %s%s%s, %s%s%s);%s", s->flag ? "add" : "store", s->z ? 3 : 2,
-		          emit_param_name(e, &k->param[s->param]),
-		          emit_expr_str(e, s->b), emit_expr_str(e, s->a), s->z ? ", " : "", s->z ? emit_expr_str(e, s->z) : "",
-		          emit_buf_at(e, s->buf, s->slot), s->off ? " + " : "", s->off ? emit_expr_str(e, s->off) : "",
+		emit_line(e, "wsf_tma_%s_%dd(&%s, %s, %s%s%s, %s%s%s);%s", s->u.tma.add ? "add" : "store", s->u.tma.batch ? 3 : 2,
+		          emit_param_name(e, &k->param[s->u.tma.param]),
+		          emit_expr_str(e, s->u.tma.col), emit_expr_str(e, s->u.tma.row), s->u.tma.batch ? ", " : "", s->u.tma.batch ? emit_expr_str(e, s->u.tma.batch) : "",
+		          emit_buf_at(e, s->u.tma.buf, s->u.tma.slot), s->u.tma.off ? " + " : "", s->u.tma.off ? emit_expr_str(e, s->u.tma.off) : "",
 		          emit_pos(e, s->pos));
 		break;
 	case ST_EXPECT_TX:
-		if (s->a && s->n)
-			emit_line(e, "wsf_mbar_expect_tx(%s, %lld + (unsigned)(%s));", bar_at(e, s->bar, s->barslot),
-			          (long long)s->n, emit_expr_str(e, s->a));
-		else if (s->a)
-			emit_line(e, "wsf_mbar_expect_tx(%s, (unsigned)(%s));", bar_at(e, s->bar, s->barslot), emit_expr_str(e, s->a));
+		if (s->u.mbar.more && s->u.mbar.bytes)
+			emit_line(e, "wsf_mbar_expect_tx(%s, %lld + (unsigned)(%s));", bar_at(e, s->u.mbar.bar, s->u.mbar.barslot),
+			          (long long)s->u.mbar.bytes, emit_expr_str(e, s->u.mbar.more));
+		else if (s->u.mbar.more)
+			emit_line(e, "wsf_mbar_expect_tx(%s, (unsigned)(%s));", bar_at(e, s->u.mbar.bar, s->u.mbar.barslot), emit_expr_str(e, s->u.mbar.more));
 		else
-			emit_line(e, "wsf_mbar_expect_tx(%s, %lld);", bar_at(e, s->bar, s->barslot), (long long)s->n);
+			emit_line(e, "wsf_mbar_expect_tx(%s, %lld);", bar_at(e, s->u.mbar.bar, s->u.mbar.barslot), (long long)s->u.mbar.bytes);
 		break;
 	case ST_MBAR_INIT:
-		emit_line(e, "for (int s = 0; s < %d; s++)", k->bar[s->bar].count);
-		emit_line(e, "    wsf_mbar_init(&%s[s], %d);", k->bar[s->bar].name, k->bar[s->bar].arrivals);
+		emit_line(e, "for (int s = 0; s < %d; s++)", k->bar[s->u.mbar.bar].count);
+		emit_line(e, "    wsf_mbar_init(&%s[s], %d);", k->bar[s->u.mbar.bar].name, k->bar[s->u.mbar.bar].arrivals);
 		break;
 	case ST_MBAR_ARRIVE:
-		if (k->bar[s->bar].cluster) {
+		if (k->bar[s->u.mbar.bar].cluster) {
 			/*
 			 * The warpgroup's arrival on each CTA's copy, lane r of its first
 			 * warp for rank r; under a K-split, on the copies of the CTAs of
@@ -673,18 +673,18 @@ emit_stmt(Emit *e, const Stmt *s)
 
 			if (ksum_rule[k->ksum].split_cluster)
 				emit_line(e, "wsf_mbar_arrive_cluster(%s, threadIdx.x %% 128 + %d * (wsf_cluster_rank() / %d), "
-				          "%d * (wsf_cluster_rank() / %d + 1));%s", bar_at(e, s->bar, s->barslot), n, n, n, n,
+				          "%d * (wsf_cluster_rank() / %d + 1));%s", bar_at(e, s->u.mbar.bar, s->u.mbar.barslot), n, n, n, n,
 				          arena_printf(e->c->arena, "%s of its split rank", cmt));
 			else
-				emit_line(e, "wsf_mbar_arrive_cluster(%s, threadIdx.x %% 128, %d);%s", bar_at(e, s->bar, s->barslot),
+				emit_line(e, "wsf_mbar_arrive_cluster(%s, threadIdx.x %% 128, %d);%s", bar_at(e, s->u.mbar.bar, s->u.mbar.barslot),
 				          n, cmt);
 			break;
 		}
-		emit_line(e, "wsf_mbar_arrive(%s);%s", bar_at(e, s->bar, s->barslot), comment(e, s));
+		emit_line(e, "wsf_mbar_arrive(%s);%s", bar_at(e, s->u.mbar.bar, s->u.mbar.barslot), comment(e, s));
 		break;
 	case ST_MBAR_WAIT:
-		emit_line(e, "wsf_mbar_wait(%s, (unsigned)%s);%s", bar_at(e, s->bar, s->barslot),
-		          emit_expr_str(e, s->a), comment(e, s));
+		emit_line(e, "wsf_mbar_wait(%s, (unsigned)%s);%s", bar_at(e, s->u.mbar.bar, s->u.mbar.barslot),
+		          emit_expr_str(e, s->u.mbar.parity), comment(e, s));
 		break;
 	case ST_FENCE_MBAR_INIT:
 		emit_line(e, "wsf_fence_mbar_init();");
@@ -699,7 +699,7 @@ emit_stmt(Emit *e, const Stmt *s)
 		emit_line(e, "wsf_bulk_commit();");
 		break;
 	case ST_BULK_WAIT:
-		emit_line(e, "wsf_bulk_wait%s<%lld>();%s", s->flag ? "_read" : "", (long long)s->n, comment(e, s));
+		emit_line(e, "wsf_bulk_wait%s<%lld>();%s", s->u.group.read ? "_read" : "", (long long)s->u.group.pending, comment(e, s));
 		break;
 	case ST_MMA_FENCE:
 		emit_line(e, "wsf_mma_fence();%s", comment(e, s));
@@ -708,8 +708,8 @@ emit_stmt(Emit *e, const Stmt *s)
 		emit_line(e, "wsf_mma_commit();%s", comment(e, s));
 		break;
 	case ST_MMA_WAIT:
-		emit_line(e, "wsf_mma_wait<%lld>();%s", (long long)s->n, comment(e, s));
-		if (s->n == 0)   /* the accumulators hold the results now: no read of them moves above the wait */
+		emit_line(e, "wsf_mma_wait<%lld>();%s", (long long)s->u.group.pending, comment(e, s));
+		if (s->u.group.pending == 0)   /* the accumulators hold the results now: no read of them moves above the wait */
 			for (i = 1; i < k->nacc; i++)
 				if (!k->acc[i].alias)
 					emit_line(e, "wsf_acc_fence<%d>(%s);", emit_acc_regs(k, i),
@@ -730,45 +730,45 @@ emit_stmt(Emit *e, const Stmt *s)
 		emit_stream_k(e, s);
 		break;
 	case ST_GRID_DEP:
-		emit_line(e, "%s%s", s->flag ? "wsf_grid_launch_dependents();" : "wsf_grid_wait();", comment(e, s));
+		emit_line(e, "%s%s", s->u.grid_dep.launch ? "wsf_grid_launch_dependents();" : "wsf_grid_wait();", comment(e, s));
 		break;
 	case ST_SIGNAL:
-		if (!s->param)   /* to the consumer role: an arrive (release at CTA scope) */
-			emit_line(e, "wsf_mbar_arrive(%s);%s", bar_at(e, s->bar, s->barslot), comment(e, s));
+		if (!s->u.signal.param)   /* to the consumer role: an arrive (release at CTA scope) */
+			emit_line(e, "wsf_mbar_arrive(%s);%s", bar_at(e, s->u.signal.bar, s->u.signal.barslot), comment(e, s));
 		else   /* released at gpu scope, or (scope: system) for another GPU or the host */
 			emit_line(e, "wsf_signal%s(%s + %s, (unsigned)epoch);%s", e->f->sched.system ? "_system" : "",
-			          k->param[s->param].name, emit_expr_str(e, s->a), comment(e, s));
+			          k->param[s->u.signal.param].name, emit_expr_str(e, s->u.signal.tile), comment(e, s));
 		break;
 	case ST_TMA_PREFETCH: {   /* why, and the spec line of the input it prefetches */
 		const char *why = !s->comment ? emit_pos(e, s->pos) : !s->pos.line ? comment(e, s) :
 		                  arena_printf(e->c->arena, "%s (%s:%d)", comment(e, s), e->file, s->pos.line);
 
-		if (s->cond)
-			emit_line(e, "if (%s)", emit_expr_str(e, s->cond));
-		emit_line(e, "%swsf_tma_prefetch_%dd(&%s, %s, %s%s%s);%s", s->cond ? "    " : "", s->z ? 3 : 2,
-		          emit_param_name(e, &k->param[s->param]), emit_expr_str(e, s->b), emit_expr_str(e, s->a),
-		          s->z ? ", " : "", s->z ? emit_expr_str(e, s->z) : "", why);
+		if (s->u.tma.cond)
+			emit_line(e, "if (%s)", emit_expr_str(e, s->u.tma.cond));
+		emit_line(e, "%swsf_tma_prefetch_%dd(&%s, %s, %s%s%s);%s", s->u.tma.cond ? "    " : "", s->u.tma.batch ? 3 : 2,
+		          emit_param_name(e, &k->param[s->u.tma.param]), emit_expr_str(e, s->u.tma.col), emit_expr_str(e, s->u.tma.row),
+		          s->u.tma.batch ? ", " : "", s->u.tma.batch ? emit_expr_str(e, s->u.tma.batch) : "", why);
 		break;
 	}
 	case ST_FLAG_WAIT:   /* an operand's (flag), an output's (n): TMA loads or stores after it, in the async proxy */
-		if (s->cond)
-			emit_line(e, "if (%s)", emit_expr_str(e, s->cond));
-		emit_line(e, "%swsf_flag_wait%s(%s + %s, (unsigned)epoch);%s", s->cond ? "    " : "",
-		          s->flag || s->n ? "_tma" : "",
-		          k->param[s->param].name, emit_expr_str(e, s->a), comment(e, s));
+		if (s->u.flag_wait.cond)
+			emit_line(e, "if (%s)", emit_expr_str(e, s->u.flag_wait.cond));
+		emit_line(e, "%swsf_flag_wait%s(%s + %s, (unsigned)epoch);%s", s->u.flag_wait.cond ? "    " : "",
+		          s->u.flag_wait.producer || s->u.flag_wait.output ? "_tma" : "",
+		          k->param[s->u.flag_wait.param].name, emit_expr_str(e, s->u.flag_wait.word), comment(e, s));
 		break;
 	case ST_SYNC:
-		if (s->n == 0)
+		if (s->u.sync.id == 0)
 			emit_line(e, "__syncthreads();%s", comment(e, s));
-		else if (s->a)   /* a barrier id per warpgroup */
-			emit_line(e, "%s((int)%s, %d);%s", s->flag ? "wsf_bar_arrive" : "wsf_bar_sync", emit_expr_str(e, s->a),
-			          s->threads, comment(e, s));
+		else if (s->u.sync.id_expr)   /* a barrier id per warpgroup */
+			emit_line(e, "%s((int)%s, %d);%s", s->u.sync.arrive_only ? "wsf_bar_arrive" : "wsf_bar_sync", emit_expr_str(e, s->u.sync.id_expr),
+			          s->u.sync.threads, comment(e, s));
 		else
-			emit_line(e, "wsf_bar_sync(%lld, %d);%s", (long long)s->n, s->threads, comment(e, s));
+			emit_line(e, "wsf_bar_sync(%lld, %d);%s", (long long)s->u.sync.id, s->u.sync.threads, comment(e, s));
 		break;
 	case ST_SETMAXNREG:
-		emit_line(e, "asm volatile(\"setmaxnreg.%s.sync.aligned.u32 %lld;\");", s->flag ? "inc" : "dec",
-		          (long long)s->n);
+		emit_line(e, "asm volatile(\"setmaxnreg.%s.sync.aligned.u32 %lld;\");", s->u.maxnreg.inc ? "inc" : "dec",
+		          (long long)s->u.maxnreg.regs);
 		break;
 	case ST_COMPUTE:
 		if (e->compute_fn)
@@ -939,8 +939,8 @@ emit_compute_function(Emit *e)
 	for (i = 0; i < cs.n; i++) {
 		const Stmt *s = cs.s[i];
 
-		expr_vars(s->a, used);
-		expr_vars(s->b, used);
+		expr_vars(s->u.compute.row, used);
+		expr_vars(s->u.compute.col, used);
 		for (j = 0; j < s->nreads; j++)
 			expr_vars(s->reads[j].slot, used);
 		for (j = 0; j < s->nwrites; j++)

@@ -116,7 +116,7 @@ emit_wgmma_fn(Emit *e)
 
 	if (!s)
 		return;
-	m = s->mma;
+	m = s->u.mma.shape;
 	n = m->n / 2;
 	dt = e->k->buf[s->reads[0].buf].dtype == DT_F16 ? "f16" : "bf16";
 	buf_init(&regs, e->c->arena);
@@ -154,7 +154,7 @@ void
 emit_mma(Emit *e, const Stmt *s)
 {
 	const Kernel *k = e->k;
-	const MmaShape *m = s->mma;
+	const MmaShape *m = s->u.mma.shape;
 	int bytes = dtype_info[k->buf[s->reads[0].buf].dtype].bytes;
 	/* a consumer warpgroup's 64 rows of A: 64 K-major rows, or one 64-wide M chunk; a k16 step in each */
 	int wg_rows = m->a_kmajor ? 64 * m->k * bytes : m->k * 128;
@@ -180,7 +180,7 @@ emit_mma(Emit *e, const Stmt *s)
 		          64 * k->row_blocks);
 	emit_line(e, "const wsf_u64 db = %s;", desc(e, m->b_kmajor, m->k, emit_buf_at(e, s->reads[1].buf,
 	                                                                            s->reads[1].slot)));
-	emit_line(e, "const int first = %s;", s->cond ? emit_expr_str(e, s->cond) : "0");
+	emit_line(e, "const int first = %s;", s->u.mma.zero_if ? emit_expr_str(e, s->u.mma.zero_if) : "0");
 	emit_line(e, "#pragma unroll");
 	emit_line(e, "for (int k16 = 0; k16 < %d; k16++)%s", m->k / 16, k->row_blocks > 1 ? " {" : "");
 	/* A 128-row warpgroup tile: a wgmma for each 64-row block, into its own half of the registers. */
@@ -244,21 +244,21 @@ carried(Emit *e, const Stmt *s, int t)
 void
 emit_row_copy(Emit *e, const Stmt *s)
 {
-	const KBuf *b = &e->k->buf[s->buf];
+	const KBuf *b = &e->k->buf[s->u.row_copy.buf];
 	const KParam *p = &e->k->param[b->param];
 	const char *v = emit_tname(e, PFX_FETCH, b->tensor), *type = emit_type(b->dtype);
 	bool narrow = b->cols < e->k->consumer_threads;   /* a tile narrower than the consumers: some have no column */
 
 	if (s->kind == ST_ROW_FETCH) {
 		emit_line(e, "const %s %s = %s%s + threadIdx.x < cols ? %s[%s + threadIdx.x] : (%s)0;   // %s%s", type, v,
-		          narrow ? arena_printf(e->c->arena, "threadIdx.x < %d && ", b->cols) : "", emit_expr_str(e, s->b),
-		          emit_param_name(e, p), emit_expr_str(e, s->b), type, s->comment ? s->comment : "",
+		          narrow ? arena_printf(e->c->arena, "threadIdx.x < %d && ", b->cols) : "", emit_expr_str(e, s->u.row_copy.col),
+		          emit_param_name(e, p), emit_expr_str(e, s->u.row_copy.col), type, s->comment ? s->comment : "",
 		          emit_pos(e, s->pos));
 		return;
 	}
 	if (narrow)
 		emit_line(e, "if (threadIdx.x < %d)", b->cols);
-	emit_line(e, "%s(%s)[threadIdx.x] = %s;   // %s", narrow ? "    " : "", emit_buf_at(e, s->buf, s->slot), v,
+	emit_line(e, "%s(%s)[threadIdx.x] = %s;   // %s", narrow ? "    " : "", emit_buf_at(e, s->u.row_copy.buf, s->u.row_copy.slot), v,
 	          s->comment ? s->comment : "");
 }
 
@@ -279,10 +279,10 @@ staged_inputs(Emit *e, const Stmt *s, int nsub, const bool *needed)
 	const Access *r;
 	/* a K-split's rank stores every splits-th subtile, a stream-K part every parts-th (Stmt.pass) */
 	int ranks = e->k->ksum == KSUM_SPLIT_SCATTER ? e->k->ksize.splits : 1;
-	const char *step = s->step ? emit_expr_str(e, s->step) : arena_printf(e->c->arena, "%d", ranks);
+	const char *step = s->u.compute.step ? emit_expr_str(e, s->u.compute.step) : arena_printf(e->c->arena, "%d", ranks);
 	const char *first = strcmp(step, "1") ? arena_printf(e->c->arena, "sub < %s", step) : "sub == 0";
 	int cols = e->k->epi_cols;
-	const char *over = s->step ? arena_printf(e->c->arena, "%s * %d", step, cols)   /* the next subtile's columns */
+	const char *over = s->u.compute.step ? arena_printf(e->c->arena, "%s * %d", step, cols)   /* the next subtile's columns */
 	                   : arena_printf(e->c->arena, "%d", ranks * cols);
 	int i;
 
@@ -315,13 +315,13 @@ staged_inputs(Emit *e, const Stmt *s, int nsub, const bool *needed)
 			emit_line(e, "}");
 		} else if (p->view == VIEW_COL) {
 			emit_line(e, "if (%s) {   // the tile's first subtile%s: this thread's rows", first,
-			          s->step ? " this part stores" : strcmp(step, "1") ? " this rank stores" : "");
+			          s->u.compute.step ? " this part stores" : strcmp(step, "1") ? " this rank stores" : "");
 			emit_line(e, "    #pragma unroll");
 			emit_line(e, "    for (int h = 0; h < %d; h++) {", COL_VALUES * e->k->row_blocks);
 			emit_line(e, "        const long long row = top + wt + %s;", e->k->row_blocks > 1 ?
 			          "64 * (h / 2) + 8 * (h % 2)   /* its rows of each 64-row block */" : "8 * h");
 			emit_line(e, "        %s[h] = %s;", here, load_text(e, p, "row < rows",
-			          s->z ? arena_printf(e->c->arena, "%s * rows + row", emit_expr_str(e, s->z)) : "row"));
+			          s->u.compute.batch ? arena_printf(e->c->arena, "%s * rows + row", emit_expr_str(e, s->u.compute.batch)) : "row"));
 			emit_line(e, "    }");
 			emit_line(e, "}");
 		}
@@ -454,13 +454,13 @@ compute_swapped(Emit *e, const Stmt *s, const bool *needed, int acc)
 	unsigned views = input_views(e, s, needed);
 
 	emit_line(e, "{   // compute tile (row0, col0) = (%s, %s), transposed in the accumulator: %s",
-	          emit_expr_str(e, s->a), emit_expr_str(e, s->b), s->comment ? s->comment : "");
+	          emit_expr_str(e, s->u.compute.row), emit_expr_str(e, s->u.compute.col), s->comment ? s->comment : "");
 	e->depth++;
 	/* the tile's place, where an input is read by row or column (input_views; else NVRTC warns of it unused) */
 	if (READS_ROW(views))
-		emit_line(e, "const long long top = %s;", emit_expr_str(e, s->a));
+		emit_line(e, "const long long top = %s;", emit_expr_str(e, s->u.compute.row));
 	if (READS_COL(views))
-		emit_line(e, "const long long left = %s;", emit_expr_str(e, s->b));
+		emit_line(e, "const long long left = %s;", emit_expr_str(e, s->u.compute.col));
 	/*
 	 * wc: the thread's first column of the tile (a cooperative warpgroup's
 	 * 64 columns of 128), wr: its first row; ws: its warpgroup's rows of the
@@ -529,7 +529,7 @@ compute_swapped(Emit *e, const Stmt *s, const bool *needed, int acc)
 static const char *
 full_at(Emit *e, const Stmt *s, const char *r, const char *c)
 {
-	return s->z ? arena_printf(e->c->arena, "(%s * rows + %s) * cols + %s", emit_expr_str(e, s->z), r, c)
+	return s->u.compute.batch ? arena_printf(e->c->arena, "(%s * rows + %s) * cols + %s", emit_expr_str(e, s->u.compute.batch), r, c)
 	            : arena_printf(e->c->arena, "%s * cols + %s", r, c);
 }
 
@@ -661,18 +661,18 @@ emit_epilogue(Emit *e, const Stmt *s)
 		compute_swapped(e, s, needed, acc);
 		return;
 	}
-	emit_line(e, "{   // compute subtile (row0, col) = (%s, %s): %s", emit_expr_str(e, s->a), emit_expr_str(e, s->b),
+	emit_line(e, "{   // compute subtile (row0, col) = (%s, %s): %s", emit_expr_str(e, s->u.compute.row), emit_expr_str(e, s->u.compute.col),
 	          s->comment ? s->comment : "");
 	e->depth++;
 	/* the subtile's place, where an input is read by row or column (input_views; else NVRTC warns of it unused) */
 	if (READS_ROW(views))
-		emit_line(e, "const long long top = %s;", emit_expr_str(e, s->a));
+		emit_line(e, "const long long top = %s;", emit_expr_str(e, s->u.compute.row));
 	if (READS_COL(views))
-		emit_line(e, "const long long left = %s;", emit_expr_str(e, s->b));
+		emit_line(e, "const long long left = %s;", emit_expr_str(e, s->u.compute.col));
 	/* wr: the thread's first row in the staging subtile (its warpgroup's 64 rows, its warp's 16, its lane's);
 	   wt: in the output tile at top, which is the warpgroup's own when it owns the tile (ping-pong) */
 	emit_line(e, "const int sub = (int)(%s), wr = %d * (threadIdx.x / 128) + 16 * ((threadIdx.x / 32) %% 4) + "
-	          "(threadIdx.x %% 32) / 4, wc = 2 * (threadIdx.x %% 4);", emit_expr_str(e, s->pass), 64 * H);
+	          "(threadIdx.x %% 32) / 4, wc = 2 * (threadIdx.x %% 4);", emit_expr_str(e, s->u.compute.pass), 64 * H);
 	if (READS_ROW(views))
 		emit_line(e, "const int wt = %s;",
 		          k->pingpong ? arena_printf(e->c->arena, "wr - %d * (threadIdx.x / 128)", 64 * H) : "wr");
@@ -712,8 +712,8 @@ emit_epilogue(Emit *e, const Stmt *s)
 			continue;
 		}
 		/* what is left: a full input, guarded by both dims (batched: rows are one batch's), or a scalar */
-		idx = p->view != VIEW_FULL ? "0" : s->z ?
-		      arena_printf(e->c->arena, "(%s * rows + row) * cols + col", emit_expr_str(e, s->z)) : "row * cols + col";
+		idx = p->view != VIEW_FULL ? "0" : s->u.compute.batch ?
+		      arena_printf(e->c->arena, "(%s * rows + row) * cols + col", emit_expr_str(e, s->u.compute.batch)) : "row * cols + col";
 		emit_line(e, "const float %s = %s;%s", e->value[t],
 		          load_text(e, p, p->view == VIEW_FULL ? "row < rows && col < cols" : NULL, idx),
 		          emit_pos(e, f->tensor[t].pos));
@@ -791,7 +791,7 @@ emit_signal_compute(Emit *e, const Stmt *s)
 	const KParam **mem = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *mem);
 	int *copy_of = arena_alloc(e->c->arena, (size_t)(f->nout + 1) * sizeof *copy_of);
 	int per_row = k->tile_cols / VEC, step = r->threads / per_row, words = 0, computed = 0, unroll, i, j;
-	const char *idx = s->z ? arena_printf(e->c->arena, "(%s * rows + row) * cols + col", emit_expr_str(e, s->z))
+	const char *idx = s->u.compute.batch ? arena_printf(e->c->arena, "(%s * rows + row) * cols + col", emit_expr_str(e, s->u.compute.batch))
 	                       : "row * cols + col";
 	Buf what;
 
@@ -841,23 +841,23 @@ emit_signal_compute(Emit *e, const Stmt *s)
 	 * reasons its report does not give: a narrower tile's rows are shorter,
 	 * not its registers fewer).
 	 */
-	unroll = 8 >> (computed > 0) >> (words > 1 ? words - 1 : 0) >> (s->z != NULL) >> (k->tile_cols < 256) >>
+	unroll = 8 >> (computed > 0) >> (words > 1 ? words - 1 : 0) >> (s->u.compute.batch != NULL) >> (k->tile_cols < 256) >>
 	         (k->tile_cols < 128);
 	if (unroll < 1)
 		unroll = 1;
 
 	emit_line(e, "{   // the signal consumer: %s, the tile (%s, %s) read back", buf_str(&what),
-	          emit_expr_str(e, s->a), emit_expr_str(e, s->b));
+	          emit_expr_str(e, s->u.compute.row), emit_expr_str(e, s->u.compute.col));
 	e->depth++;
 	emit_line(e, "const int t = threadIdx.x - %d;   // of %d: columns 8 (t %% %d) on, every %d-th row from t / %d",
 	          r->first, r->threads, per_row, step, per_row);
-	emit_line(e, "const long long col = %s + 8 * (t %% %d), end = wsf_min(%s + %d, rows);", emit_expr_str(e, s->b),
-	          per_row, emit_expr_str(e, s->a), k->tile_rows);
+	emit_line(e, "const long long col = %s + 8 * (t %% %d), end = wsf_min(%s + %d, rows);", emit_expr_str(e, s->u.compute.col),
+	          per_row, emit_expr_str(e, s->u.compute.row), k->tile_rows);
 	emit_line(e, "const bool whole = col + %d <= cols;", VEC);
 	emit_line(e, "const wsf_u64 once = wsf_l2_drop();   // read back once, written for later kernels");
 	emit_line(e, "#pragma unroll 1");
 	emit_line(e, "for (long long r = %s + t / %d; r < end && col < cols; r += %d) {   // %d rows in flight",
-	          emit_expr_str(e, s->a), per_row, step * unroll, unroll);
+	          emit_expr_str(e, s->u.compute.row), per_row, step * unroll, unroll);
 	e->depth++;
 	for (i = 1; i < f->ntensor; i++)
 		if (loaded[i])
