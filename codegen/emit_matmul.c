@@ -150,7 +150,7 @@ desc(Emit *e, bool kmajor, int bk, const char *p)
 	              : arena_printf(e->c->arena, "wsf_mma_desc_mn<%d>(%s)", bk * 128, p);
 }
 
-void
+static void
 emit_mma(Emit *e, const Stmt *s)
 {
 	const Kernel *k = e->k;
@@ -241,7 +241,7 @@ carried(Emit *e, const Stmt *s, int t)
  * it to the tile's copy of the row buffer after the k loop; columns past
  * the row's end are 0.
  */
-void
+static void
 emit_row_copy(Emit *e, const Stmt *s)
 {
 	const KBuf *b = &e->k->buf[s->u.row_copy.buf];
@@ -976,9 +976,57 @@ in_place(const Kernel *k)
 	return true;   /* the computes index the accumulators by the subtile */
 }
 
+/* wgmma.wait_group: once none is pending, the accumulators hold the results: no read of them moves above it */
+static void
+emit_mma_wait(Emit *e, const Stmt *s)
+{
+	const Kernel *k = e->k;
+	int i;
+
+	emit_line(e, "wsf_mma_wait<%lld>();%s", (long long)s->u.group.pending, emit_comment(e, s));
+	if (s->u.group.pending == 0)
+		for (i = 1; i < k->nacc; i++)
+			if (!k->acc[i].alias)
+				emit_line(e, "wsf_acc_fence<%d>(%s);", emit_acc_regs(k, i), emit_tname(e, PFX_ACC, k->acc[i].tensor));
+}
+
+/* The statements of the kinds this family owns (stmts.h). */
+static void
+matmul_stmt(Emit *e, const Stmt *s)
+{
+	switch (s->kind) {
+	case ST_MMA:
+		emit_mma(e, s);
+		break;
+	case ST_MMA_FENCE:
+		emit_line(e, "wsf_mma_fence();%s", emit_comment(e, s));
+		break;
+	case ST_MMA_COMMIT:
+		emit_line(e, "wsf_mma_commit();%s", emit_comment(e, s));
+		break;
+	case ST_MMA_WAIT:
+		emit_mma_wait(e, s);
+		break;
+	case ST_SPLIT_REDUCE:
+		emit_split_reduce(e, s);
+		break;
+	case ST_SK_STORE:
+	case ST_SK_REDUCE:
+		emit_stream_k(e, s);
+		break;
+	case ST_ROW_FETCH:
+	case ST_ROW_PUT:
+		emit_row_copy(e, s);
+		break;
+	default:
+		break;
+	}
+}
+
 const EmitFamily emit_matmul_family = {
 	.helpers = emit_wgmma_fn,
 	.compute = emit_epilogue,
+	.stmt = matmul_stmt,
 	.min_ctas = min_ctas,
 	.frame = declare_fragments,
 	.in_place = in_place,
