@@ -3,13 +3,15 @@
  *
  *   emit.c                the emitter: statements, expressions, names, the
  *                         kernel frame and shared memory, small emit_*
- *                         functions into a Buf; a compute by its family's
- *                         EmitFamily
+ *                         functions into a Buf; a compute, and a
+ *                         statement of a kind a family owns (ir/stmts.h),
+ *                         by that family's EmitFamily
  *   emit_pointwise.c      the pointwise family's compute (a tile)
  *   emit_reduction.c      the row-reduction family's compute (a row, or its
  *                         chunks)
- *   emit_matmul.c         the matmul family's: its accumulators, the mma,
- *                         the epilogue compute over the fragments
+ *   emit_matmul.c         the matmul family's: its accumulators, the mma
+ *                         and its groups, the row inputs' copies, the
+ *                         epilogue compute over the fragments
  *   emit_matmul_ksum.c    where its partial sums over K meet (a K split's
  *                         reduction, stream-K's parts)
  *   launch_desc.c         the launch description (Launch): all the runtime

@@ -277,7 +277,7 @@ static void
 staged_inputs(Emit *e, const Stmt *s, int nsub, const bool *needed)
 {
 	const Access *r;
-	/* a K-split's rank stores every splits-th subtile, a stream-K part every parts-th (Stmt.pass) */
+	/* a K-split's rank stores every splits-th subtile, a stream-K part every parts-th (u.compute.pass) */
 	int ranks = e->k->ksum == KSUM_SPLIT_SCATTER ? e->k->ksize.splits : 1;
 	const char *step = s->u.compute.step ? emit_expr_str(e, s->u.compute.step) : arena_printf(e->c->arena, "%d", ranks);
 	const char *first = strcmp(step, "1") ? arena_printf(e->c->arena, "sub < %s", step) : "sub == 0";
@@ -435,7 +435,7 @@ results(Emit *e, const Stmt *s)
 
 /*
  * The epilogue of a swapped matmul (Kernel.swap_ab) over its whole tile at
- * (s->a, s->b): the accumulator is the warpgroup's 64 columns of the tile
+ * (row, col): the accumulator is the warpgroup's 64 columns of the tile
  * transposed, tile_rows rows, so thread (warp w, lane l) holds the
  * output's column 16 (w % 4) + l / 4 + 8 ((j >> 1) & 1) at row 8 (j >> 2)
  * + 2 (l % 4) + (j & 1) in its element j (cooperative: 64 columns on for
@@ -639,7 +639,7 @@ full_inputs(Emit *e, const Stmt *s, const bool *needed, const char *rowb)
 	}
 }
 
-/* The epilogue over one subtile: s->b is its first column, s->pass its index in the tile. */
+/* The epilogue over one subtile: its col is its first column, its pass its index in the tile. */
 static void
 emit_epilogue(Emit *e, const Stmt *s)
 {
@@ -770,7 +770,7 @@ emit_epilogue(Emit *e, const Stmt *s)
 
 /*
  * The signal consumer's compute (a compute in the ROLE_SIGNAL branch): its
- * outputs over the stored tile at (s->a, s->b), from the stored outputs
+ * outputs over the stored tile at (row, col), from the stored outputs
  * they read, read back from global memory (L2 holds them: just stored).
  * A thread of the role takes 8 columns of the tile (16 bytes of each
  * 2-byte tensor) in every THREADS / (BN / 8)-th row, UNROLL rows loaded

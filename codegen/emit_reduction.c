@@ -513,7 +513,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 			}
 		/*
 		 * In register mode the compute releases its stages at its first
-		 * barrier (Stmt.flag): every staged row is read in the first pass,
+		 * barrier (u.compute.releases): every staged row is read in the first pass,
 		 * also one only the outputs use.
 		 */
 		for (i = 0; i < f->ninput && L == 1 && e->row.steps; i++)

@@ -8,7 +8,8 @@
  *   fusion.c    the fusion IR: tensors, ops, sizes; the op and dtype tables
  *   verify.c    the fusion IR verifier
  *   print.c     the fusion IR printer (grammar in docs/ir.md)
- *   kernel.c    the kernel IR (loop nests), kverify.c and kprint.c
+ *   kernel.c    the kernel IR (loop nests), kverify.c and kprint.c; its statement
+ *               kinds are the rows of stmts.h (as ops are of ops.h)
  *   dot.c       Graphviz pictures of the fusion DAG and of a kernel
  *
  * Memory: everything a compilation makes lives in one Arena owned by its Comp.
@@ -728,17 +729,9 @@ struct Stmt {
 			 */
 			Expr *lin;
 		} loop;
-		struct {              /* ST_IF: if cond: body else orelse */
-			Expr *cond;
-			Stmt *orelse;
-		} branch;
-		struct {              /* ST_ROLE: the statements role ID runs */
-			int id;
-		} role;
-		struct {              /* ST_LET: var = value */
-			int var;
-			Expr *value;
-		} let;
+		struct { Expr *cond; Stmt *orelse; } branch;   /* ST_IF: if cond: body else orelse */
+		struct { int id; } role;                       /* ST_ROLE: the statements role ID runs */
+		struct { int var; Expr *value; } let;          /* ST_LET: var = value */
 		/*
 		 * ST_TMA_LOAD: buf[slot] + off <- param at (row, col), batch if set;
 		 * completes on bar[barslot].  From a PK_TMAP param: the copy's box,
@@ -790,10 +783,7 @@ struct Stmt {
 			int threads;       /* a role's are in its KRole */
 			bool arrive_only;  /* bar.arrive: the signal alone */
 		} sync;
-		struct {              /* ST_SETMAXNREG: regs */
-			int64_t regs;
-			bool inc;          /* setmaxnreg.inc; else .dec */
-		} maxnreg;
+		struct { int64_t regs; bool inc; } maxnreg;   /* ST_SETMAXNREG: setmaxnreg.inc (else .dec) regs */
 		/*
 		 * ST_COMPUTE: the fusion's ops over one tile (pointwise) or row
 		 * (reduction) at (row, col); an epilogue reads accumulators.
@@ -813,10 +803,9 @@ struct Stmt {
 			MmaShape *shape;
 			Expr *zero_if;     /* zero-initialises the accumulator first when it holds (NULL: never) */
 		} mma;
-		struct {              /* ST_GRID_DEP: griddepcontrol.wait (the grids before this one in the stream have
-			                 completed, their writes visible) */
-			bool launch;       /* griddepcontrol.launch_dependents instead: the next grid may launch */
-		} grid_dep;
+		/* ST_GRID_DEP: griddepcontrol.wait (the grids before this one in the stream have completed, their
+		   writes visible), or with launch griddepcontrol.launch_dependents (the next grid may launch) */
+		struct { bool launch; } grid_dep;
 		/*
 		 * ST_FLAG_WAIT: until param (PK_WAIT)[word] is the epoch, acquire at
 		 * system scope: the tile of an input with wait: per_tile has been

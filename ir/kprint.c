@@ -365,7 +365,7 @@ print_sk_store(Buf *b, const Kernel *k, const Stmt *s, int depth)
 	(void)depth;
 	buf_puts(b, "if ");
 	expr_print(b, k, s->u.sk.cond);
-	if (k->ksum == KSUM_SK_SCATTER) {   /* part a of the tile's b: the others' subtiles, counted at its first CTA */
+	if (k->ksum == KSUM_SK_SCATTER) {   /* part PART of the tile's PARTS: the others' subtiles, counted at its first CTA */
 		part_subtiles(b, k, s, "stream_k.store", "!=");
 		buf_printf(b, " to %s[cta], flag[", k->param[s->u.sk.param].name);
 		first_part(b, k, s);
