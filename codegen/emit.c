@@ -533,13 +533,32 @@ static const char *
 bulk_at(Emit *e, const Stmt *s)
 {
 	const Kernel *k = e->k;
-	bool col0 = s->u.tma.col->kind == EX_INT && s->u.tma.col->ival == 0, row0 = s->u.tma.row->kind == EX_INT && s->u.tma.row->ival == 0;
-	const char *p = emit_param_name(e, &k->param[s->u.tma.param]);
+	const struct StTma *t = &s->u.tma;
+	bool col0 = t->col->kind == EX_INT && t->col->ival == 0, row0 = t->row->kind == EX_INT && t->row->ival == 0;
+	const char *p = emit_param_name(e, &k->param[t->param]);
 
 	if (row0)
-		return col0 ? p : arena_printf(e->c->arena, "%s + %s", p, emit_expr_str(e, s->u.tma.col));
-	return arena_printf(e->c->arena, "%s + %s * %s%s%s", p, emit_expr_str(e, s->u.tma.row), k->var[k->cols_var].name,
-	                    col0 ? "" : " + ", col0 ? "" : emit_expr_str(e, s->u.tma.col));
+		return col0 ? p : arena_printf(e->c->arena, "%s + %s", p, emit_expr_str(e, t->col));
+	return arena_printf(e->c->arena, "%s + %s * %s%s%s", p, emit_expr_str(e, t->row), k->var[k->cols_var].name,
+	                    col0 ? "" : " + ", col0 ? "" : emit_expr_str(e, t->col));
+}
+
+/* A TMA statement's copy: buf[slot] + off. */
+static const char *
+tma_copy(Emit *e, const struct StTma *t)
+{
+	const char *at = emit_buf_at(e, t->buf, t->slot);
+
+	return t->off ? arena_printf(e->c->arena, "%s + %s", at, emit_expr_str(e, t->off)) : at;
+}
+
+/* A TMA statement's coordinates as the helpers take them: col, row[, batch]. */
+static const char *
+tma_coords(Emit *e, const struct StTma *t)
+{
+	const char *xy = arena_printf(e->c->arena, "%s, %s", emit_expr_str(e, t->col), emit_expr_str(e, t->row));
+
+	return t->batch ? arena_printf(e->c->arena, "%s, %s", xy, emit_expr_str(e, t->batch)) : xy;
 }
 
 /* Does a compute in S read an accumulator? */
@@ -630,65 +649,65 @@ emit_roles(Emit *e, const Stmt *s)
 static void
 emit_let(Emit *e, const Stmt *s)
 {
-	Kernel *k = e->k;
-
-	emit_line(e, "const long long %s = %s;%s", k->var[s->u.let.var].name, emit_expr_str(e, s->u.let.value), emit_comment(e, s));
+	emit_line(e, "const long long %s = %s;%s", e->k->var[s->u.let.var].name, emit_expr_str(e, s->u.let.value),
+	          emit_comment(e, s));
 }
 
 static void
 emit_tma_load(Emit *e, const Stmt *s)
 {
-	Kernel *k = e->k;
+	const struct StTma *t = &s->u.tma;
+	const char *mask;
 
-	if (k->param[s->u.tma.param].kind == PK_PTR) {
+	if (e->k->param[t->param].kind == PK_PTR) {
 		/* a 1-D bulk copy of the row segment: no tensor map, exactly the bytes that exist */
-		emit_line(e, "wsf_bulk_load(%s%s%s, %s, (unsigned)(%s), %s);%s", emit_buf_at(e, s->u.tma.buf, s->u.tma.slot),
-		          s->u.tma.off ? " + " : "", s->u.tma.off ? emit_expr_str(e, s->u.tma.off) : "", bulk_at(e, s),
-		          emit_expr_str(e, kir_bulk_bytes(e->c, k, s)), bar_at(e, s->u.tma.bar, s->u.tma.barslot),
+		emit_line(e, "wsf_bulk_load(%s, %s, (unsigned)(%s), %s);%s", tma_copy(e, t), bulk_at(e, s),
+		          emit_expr_str(e, kir_bulk_bytes(e->c, e->k, s)), bar_at(e, t->bar, t->barslot),
 		          emit_pos(e, s->pos));
 		return;
 	}
 	/* a multicast: the box lands at the same place, and completes on the same barrier, in each CTA of the mask */
-	emit_line(e, "wsf_tma_load_%dd%s(%s%s%s, &%s, %s, %s%s%s, %s%s);%s", s->u.tma.batch ? 3 : 2, s->u.tma.mcast ? "_multicast" : "",
-	          emit_buf_at(e, s->u.tma.buf, s->u.tma.slot), s->u.tma.off ? " + " : "", s->u.tma.off ? emit_expr_str(e, s->u.tma.off) : "",
-	          emit_param_name(e, &k->param[s->u.tma.param]), emit_expr_str(e, s->u.tma.col), emit_expr_str(e, s->u.tma.row),
-	          s->u.tma.batch ? ", " : "", s->u.tma.batch ? emit_expr_str(e, s->u.tma.batch) : "", bar_at(e, s->u.tma.bar, s->u.tma.barslot),
-	          !s->u.tma.mcast ? "" : s->u.tma.mcast->kind == EX_INT ? arena_printf(e->c->arena, ", 0x%llx", (unsigned long long)s->u.tma.mcast->ival)
-	          : arena_printf(e->c->arena, ", (unsigned short)(%s)", emit_expr_str(e, s->u.tma.mcast)), emit_pos(e, s->pos));
+	mask = !t->mcast ? "" : t->mcast->kind == EX_INT ?
+	       arena_printf(e->c->arena, ", 0x%llx", (unsigned long long)t->mcast->ival) :
+	       arena_printf(e->c->arena, ", (unsigned short)(%s)", emit_expr_str(e, t->mcast));
+	emit_line(e, "wsf_tma_load_%dd%s(%s, &%s, %s, %s%s);%s", t->batch ? 3 : 2, t->mcast ? "_multicast" : "",
+	          tma_copy(e, t), emit_param_name(e, &e->k->param[t->param]), tma_coords(e, t),
+	          bar_at(e, t->bar, t->barslot), mask, emit_pos(e, s->pos));
 }
 
 static void
 emit_tma_store(Emit *e, const Stmt *s)
 {
-	Kernel *k = e->k;
+	const Kernel *k = e->k;
+	const struct StTma *t = &s->u.tma;
 
-	if (k->param[s->u.tma.param].kind == PK_PTR) {   /* a 1-D bulk copy, as for loads */
+	if (k->param[t->param].kind == PK_PTR) {   /* a 1-D bulk copy, as for loads */
 		emit_line(e, "wsf_bulk_store(%s, %s, (unsigned)(%s));%s", bulk_at(e, s),
-		          emit_buf_at(e, s->u.tma.buf, s->u.tma.slot), emit_expr_str(e, kir_bulk_bytes(e->c, k, s)),
-		          emit_pos(e, s->pos));
+		          emit_buf_at(e, t->buf, t->slot),
+		          emit_expr_str(e, kir_bulk_bytes(e->c, k, s)), emit_pos(e, s->pos));
 		return;
 	}
 	/* testing the signal's consumers: a store late now and then */
 	if ((k->signal || k->tile_consumer) && e->c->store_delay)
-		emit_line(e, "wsf_store_delay(%s * 131071LL + %s, %d);", emit_expr_str(e, s->u.tma.row), emit_expr_str(e, s->u.tma.col),
+		emit_line(e, "wsf_store_delay(%s * 131071LL + %s, %d);", emit_expr_str(e, t->row), emit_expr_str(e, t->col),
 		          e->c->store_delay);
-	emit_line(e, "wsf_tma_%s_%dd(&%s, %s, %s%s%s, %s%s%s);%s", s->u.tma.add ? "add" : "store", s->u.tma.batch ? 3 : 2,
-	          emit_param_name(e, &k->param[s->u.tma.param]),
-	          emit_expr_str(e, s->u.tma.col), emit_expr_str(e, s->u.tma.row), s->u.tma.batch ? ", " : "", s->u.tma.batch ? emit_expr_str(e, s->u.tma.batch) : "",
-	          emit_buf_at(e, s->u.tma.buf, s->u.tma.slot), s->u.tma.off ? " + " : "", s->u.tma.off ? emit_expr_str(e, s->u.tma.off) : "",
-	          emit_pos(e, s->pos));
+	emit_line(e, "wsf_tma_%s_%dd(&%s, %s, %s);%s", t->add ? "add" : "store", t->batch ? 3 : 2,
+	          emit_param_name(e, &k->param[t->param]), tma_coords(e, t), tma_copy(e, t), emit_pos(e, s->pos));
 }
 
 static void
 emit_expect_tx(Emit *e, const Stmt *s)
 {
-	if (s->u.mbar.more && s->u.mbar.bytes)
-		emit_line(e, "wsf_mbar_expect_tx(%s, %lld + (unsigned)(%s));", bar_at(e, s->u.mbar.bar, s->u.mbar.barslot),
-		          (long long)s->u.mbar.bytes, emit_expr_str(e, s->u.mbar.more));
+	const char *at = bar_at(e, s->u.mbar.bar, s->u.mbar.barslot);
+	long long bytes = (long long)s->u.mbar.bytes;
+
+	if (s->u.mbar.more && bytes)
+		emit_line(e, "wsf_mbar_expect_tx(%s, %lld + (unsigned)(%s));", at, bytes,
+		          emit_expr_str(e, s->u.mbar.more));
 	else if (s->u.mbar.more)
-		emit_line(e, "wsf_mbar_expect_tx(%s, (unsigned)(%s));", bar_at(e, s->u.mbar.bar, s->u.mbar.barslot), emit_expr_str(e, s->u.mbar.more));
+		emit_line(e, "wsf_mbar_expect_tx(%s, (unsigned)(%s));", at, emit_expr_str(e, s->u.mbar.more));
 	else
-		emit_line(e, "wsf_mbar_expect_tx(%s, %lld);", bar_at(e, s->u.mbar.bar, s->u.mbar.barslot), (long long)s->u.mbar.bytes);
+		emit_line(e, "wsf_mbar_expect_tx(%s, %lld);", at, bytes);
 }
 
 static void
@@ -703,7 +722,8 @@ emit_mbar_init(Emit *e, const Stmt *s)
 static void
 emit_mbar_arrive(Emit *e, const Stmt *s)
 {
-	Kernel *k = e->k;
+	const Kernel *k = e->k;
+	const char *at = bar_at(e, s->u.mbar.bar, s->u.mbar.barslot);
 
 	if (k->bar[s->u.mbar.bar].cluster) {
 		/*
@@ -717,14 +737,13 @@ emit_mbar_arrive(Emit *e, const Stmt *s)
 
 		if (ksum_rule[k->ksum].split_cluster)
 			emit_line(e, "wsf_mbar_arrive_cluster(%s, threadIdx.x %% 128 + %d * (wsf_cluster_rank() / %d), "
-			          "%d * (wsf_cluster_rank() / %d + 1));%s", bar_at(e, s->u.mbar.bar, s->u.mbar.barslot), n, n, n, n,
+			          "%d * (wsf_cluster_rank() / %d + 1));%s", at, n, n, n, n,
 			          arena_printf(e->c->arena, "%s of its split rank", cmt));
 		else
-			emit_line(e, "wsf_mbar_arrive_cluster(%s, threadIdx.x %% 128, %d);%s", bar_at(e, s->u.mbar.bar, s->u.mbar.barslot),
-			          n, cmt);
+			emit_line(e, "wsf_mbar_arrive_cluster(%s, threadIdx.x %% 128, %d);%s", at, n, cmt);
 		return;
 	}
-	emit_line(e, "wsf_mbar_arrive(%s);%s", bar_at(e, s->u.mbar.bar, s->u.mbar.barslot), emit_comment(e, s));
+	emit_line(e, "wsf_mbar_arrive(%s);%s", at, emit_comment(e, s));
 }
 
 static void
@@ -761,13 +780,15 @@ emit_bulk_commit(Emit *e, const Stmt *s)
 static void
 emit_bulk_wait(Emit *e, const Stmt *s)
 {
-	emit_line(e, "wsf_bulk_wait%s<%lld>();%s", s->u.group.read ? "_read" : "", (long long)s->u.group.pending, emit_comment(e, s));
+	emit_line(e, "wsf_bulk_wait%s<%lld>();%s", s->u.group.read ? "_read" : "", (long long)s->u.group.pending,
+	          emit_comment(e, s));
 }
 
 static void
 emit_grid_dep(Emit *e, const Stmt *s)
 {
-	emit_line(e, "%s%s", s->u.grid_dep.launch ? "wsf_grid_launch_dependents();" : "wsf_grid_wait();", emit_comment(e, s));
+	emit_line(e, "%s%s", s->u.grid_dep.launch ? "wsf_grid_launch_dependents();" : "wsf_grid_wait();",
+	          emit_comment(e, s));
 }
 
 static void
@@ -776,7 +797,8 @@ emit_signal(Emit *e, const Stmt *s)
 	Kernel *k = e->k;
 
 	if (!s->u.signal.param)   /* to the consumer role: an arrive (release at CTA scope) */
-		emit_line(e, "wsf_mbar_arrive(%s);%s", bar_at(e, s->u.signal.bar, s->u.signal.barslot), emit_comment(e, s));
+		emit_line(e, "wsf_mbar_arrive(%s);%s", bar_at(e, s->u.signal.bar, s->u.signal.barslot),
+		          emit_comment(e, s));
 	else   /* released at gpu scope, or (scope: system) for another GPU or the host */
 		emit_line(e, "wsf_signal%s(%s + %s, (unsigned)epoch);%s", e->f->sched.system ? "_system" : "",
 		          k->param[s->u.signal.param].name, emit_expr_str(e, s->u.signal.tile), emit_comment(e, s));
@@ -816,10 +838,11 @@ emit_sync(Emit *e, const Stmt *s)
 	if (s->u.sync.id == 0)
 		emit_line(e, "__syncthreads();%s", emit_comment(e, s));
 	else if (s->u.sync.id_expr)   /* a barrier id per warpgroup */
-		emit_line(e, "%s((int)%s, %d);%s", s->u.sync.arrive_only ? "wsf_bar_arrive" : "wsf_bar_sync", emit_expr_str(e, s->u.sync.id_expr),
-		          s->u.sync.threads, emit_comment(e, s));
+		emit_line(e, "%s((int)%s, %d);%s", s->u.sync.arrive_only ? "wsf_bar_arrive" : "wsf_bar_sync",
+		          emit_expr_str(e, s->u.sync.id_expr), s->u.sync.threads, emit_comment(e, s));
 	else
-		emit_line(e, "wsf_bar_sync(%lld, %d);%s", (long long)s->u.sync.id, s->u.sync.threads, emit_comment(e, s));
+		emit_line(e, "wsf_bar_sync(%lld, %d);%s", (long long)s->u.sync.id, s->u.sync.threads,
+		          emit_comment(e, s));
 }
 
 static void

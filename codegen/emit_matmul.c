@@ -247,18 +247,20 @@ emit_row_copy(Emit *e, const Stmt *s)
 	const KBuf *b = &e->k->buf[s->u.row_copy.buf];
 	const KParam *p = &e->k->param[b->param];
 	const char *v = emit_tname(e, PFX_FETCH, b->tensor), *type = emit_type(b->dtype);
+	const char *col = s->kind == ST_ROW_FETCH ? emit_expr_str(e, s->u.row_copy.col) : NULL;
 	bool narrow = b->cols < e->k->consumer_threads;   /* a tile narrower than the consumers: some have no column */
 
 	if (s->kind == ST_ROW_FETCH) {
 		emit_line(e, "const %s %s = %s%s + threadIdx.x < cols ? %s[%s + threadIdx.x] : (%s)0;   // %s%s", type, v,
-		          narrow ? arena_printf(e->c->arena, "threadIdx.x < %d && ", b->cols) : "", emit_expr_str(e, s->u.row_copy.col),
-		          emit_param_name(e, p), emit_expr_str(e, s->u.row_copy.col), type, s->comment ? s->comment : "",
+		          narrow ? arena_printf(e->c->arena, "threadIdx.x < %d && ", b->cols) : "", col,
+		          emit_param_name(e, p), col, type, s->comment ? s->comment : "",
 		          emit_pos(e, s->pos));
 		return;
 	}
 	if (narrow)
 		emit_line(e, "if (threadIdx.x < %d)", b->cols);
-	emit_line(e, "%s(%s)[threadIdx.x] = %s;   // %s", narrow ? "    " : "", emit_buf_at(e, s->u.row_copy.buf, s->u.row_copy.slot), v,
+	emit_line(e, "%s(%s)[threadIdx.x] = %s;   // %s", narrow ? "    " : "",
+	          emit_buf_at(e, s->u.row_copy.buf, s->u.row_copy.slot), v,
 	          s->comment ? s->comment : "");
 }
 
@@ -279,10 +281,11 @@ staged_inputs(Emit *e, const Stmt *s, int nsub, const bool *needed)
 	const Access *r;
 	/* a K-split's rank stores every splits-th subtile, a stream-K part every parts-th (u.compute.pass) */
 	int ranks = e->k->ksum == KSUM_SPLIT_SCATTER ? e->k->ksize.splits : 1;
-	const char *step = s->u.compute.step ? emit_expr_str(e, s->u.compute.step) : arena_printf(e->c->arena, "%d", ranks);
+	const Expr *every = s->u.compute.step;
+	const char *step = every ? emit_expr_str(e, every) : arena_printf(e->c->arena, "%d", ranks);
 	const char *first = strcmp(step, "1") ? arena_printf(e->c->arena, "sub < %s", step) : "sub == 0";
 	int cols = e->k->epi_cols;
-	const char *over = s->u.compute.step ? arena_printf(e->c->arena, "%s * %d", step, cols)   /* the next subtile's columns */
+	const char *over = every ? arena_printf(e->c->arena, "%s * %d", step, cols)   /* the next subtile's columns */
 	                   : arena_printf(e->c->arena, "%d", ranks * cols);
 	int i;
 
@@ -321,7 +324,8 @@ staged_inputs(Emit *e, const Stmt *s, int nsub, const bool *needed)
 			emit_line(e, "        const long long row = top + wt + %s;", e->k->row_blocks > 1 ?
 			          "64 * (h / 2) + 8 * (h % 2)   /* its rows of each 64-row block */" : "8 * h");
 			emit_line(e, "        %s[h] = %s;", here, load_text(e, p, "row < rows",
-			          s->u.compute.batch ? arena_printf(e->c->arena, "%s * rows + row", emit_expr_str(e, s->u.compute.batch)) : "row"));
+			          s->u.compute.batch ? arena_printf(e->c->arena, "%s * rows + row",
+			                                            emit_expr_str(e, s->u.compute.batch)) : "row"));
 			emit_line(e, "    }");
 			emit_line(e, "}");
 		}
@@ -529,7 +533,9 @@ compute_swapped(Emit *e, const Stmt *s, const bool *needed, int acc)
 static const char *
 full_at(Emit *e, const Stmt *s, const char *r, const char *c)
 {
-	return s->u.compute.batch ? arena_printf(e->c->arena, "(%s * rows + %s) * cols + %s", emit_expr_str(e, s->u.compute.batch), r, c)
+	const Expr *batch = s->u.compute.batch;
+
+	return batch ? arena_printf(e->c->arena, "(%s * rows + %s) * cols + %s", emit_expr_str(e, batch), r, c)
 	            : arena_printf(e->c->arena, "%s * cols + %s", r, c);
 }
 
@@ -661,7 +667,8 @@ emit_epilogue(Emit *e, const Stmt *s)
 		compute_swapped(e, s, needed, acc);
 		return;
 	}
-	emit_line(e, "{   // compute subtile (row0, col) = (%s, %s): %s", emit_expr_str(e, s->u.compute.row), emit_expr_str(e, s->u.compute.col),
+	emit_line(e, "{   // compute subtile (row0, col) = (%s, %s): %s", emit_expr_str(e, s->u.compute.row),
+	          emit_expr_str(e, s->u.compute.col),
 	          s->comment ? s->comment : "");
 	e->depth++;
 	/* the subtile's place, where an input is read by row or column (input_views; else NVRTC warns of it unused) */
@@ -713,7 +720,8 @@ emit_epilogue(Emit *e, const Stmt *s)
 		}
 		/* what is left: a full input, guarded by both dims (batched: rows are one batch's), or a scalar */
 		idx = p->view != VIEW_FULL ? "0" : s->u.compute.batch ?
-		      arena_printf(e->c->arena, "(%s * rows + row) * cols + col", emit_expr_str(e, s->u.compute.batch)) : "row * cols + col";
+		      arena_printf(e->c->arena, "(%s * rows + row) * cols + col", emit_expr_str(e, s->u.compute.batch)) :
+		      "row * cols + col";
 		emit_line(e, "const float %s = %s;%s", e->value[t],
 		          load_text(e, p, p->view == VIEW_FULL ? "row < rows && col < cols" : NULL, idx),
 		          emit_pos(e, f->tensor[t].pos));
@@ -791,7 +799,8 @@ emit_signal_compute(Emit *e, const Stmt *s)
 	const KParam **mem = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *mem);
 	int *copy_of = arena_alloc(e->c->arena, (size_t)(f->nout + 1) * sizeof *copy_of);
 	int per_row = k->tile_cols / VEC, step = r->threads / per_row, words = 0, computed = 0, unroll, i, j;
-	const char *idx = s->u.compute.batch ? arena_printf(e->c->arena, "(%s * rows + row) * cols + col", emit_expr_str(e, s->u.compute.batch))
+	const char *idx = s->u.compute.batch ? arena_printf(e->c->arena, "(%s * rows + row) * cols + col",
+	                                                    emit_expr_str(e, s->u.compute.batch))
 	                       : "row * cols + col";
 	Buf what;
 
@@ -851,7 +860,8 @@ emit_signal_compute(Emit *e, const Stmt *s)
 	e->depth++;
 	emit_line(e, "const int t = threadIdx.x - %d;   // of %d: columns 8 (t %% %d) on, every %d-th row from t / %d",
 	          r->first, r->threads, per_row, step, per_row);
-	emit_line(e, "const long long col = %s + 8 * (t %% %d), end = wsf_min(%s + %d, rows);", emit_expr_str(e, s->u.compute.col),
+	emit_line(e, "const long long col = %s + 8 * (t %% %d), end = wsf_min(%s + %d, rows);",
+	          emit_expr_str(e, s->u.compute.col),
 	          per_row, emit_expr_str(e, s->u.compute.row), k->tile_rows);
 	emit_line(e, "const bool whole = col + %d <= cols;", VEC);
 	emit_line(e, "const wsf_u64 once = wsf_l2_drop();   // read back once, written for later kernels");

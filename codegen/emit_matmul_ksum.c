@@ -87,7 +87,8 @@ void
 emit_split_reduce(Emit *e, const Stmt *s)
 {
 	const Kernel *k = e->k;
-	const char *acc = emit_acc_name(e, s->reads[0].acc), *full = k->bar[s->u.split.bar].name, *free_ = k->bar[s->u.split.bar + 1].name;
+	const char *acc = emit_acc_name(e, s->reads[0].acc), *full = k->bar[s->u.split.bar].name;
+	const char *free_ = k->bar[s->u.split.bar + 1].name;
 	int n = emit_acc_regs(k, s->reads[0].acc);
 
 	emit_line(e, "{   // %s: %d CTAs each summed a share of the k-steps", s->comment ? s->comment : "split-K",
@@ -96,7 +97,8 @@ emit_split_reduce(Emit *e, const Stmt *s)
 	emit_line(e, "const unsigned parity = (unsigned)(%s);", emit_expr_str(e, s->u.split.parity));
 	emit_line(e, "const int parts = (int)(%s);   // the ranks with k-steps", emit_expr_str(e, s->u.split.ranks));
 	emit_line(e, "const int w = wsf_wg;   // the consumer warpgroup");
-	emit_line(e, "float4 *const mine = (float4 *)(%s) + w * %d + threadIdx.x %% 128;", emit_buf_at(e, s->u.split.buf, NULL),
+	emit_line(e, "float4 *const mine = (float4 *)(%s) + w * %d + threadIdx.x %% 128;",
+	          emit_buf_at(e, s->u.split.buf, NULL),
 	          n / 4 * 128);
 	if (k->ksum == KSUM_SPLIT_SCATTER) {
 		split_reduce_scatter(e, s, acc, n);

@@ -738,7 +738,8 @@ emit_chunk_compute(Emit *e, const Stmt *s)
 		buf_init(&args, e->c->arena);
 		for (i = 0; i < s->nreads; i++)
 			buf_printf(&args, ", %s", emit_buf_at(e, s->reads[i].buf, s->reads[i].slot));
-		emit_line(e, "wsf_chunk(%s, %s%s);   // %s", pass, emit_expr_str(e, s->u.compute.col), buf_str(&args), s->comment ? s->comment : "");
+		emit_line(e, "wsf_chunk(%s, %s%s);   // %s", pass, emit_expr_str(e, s->u.compute.col), buf_str(&args),
+		          s->comment ? s->comment : "");
 		break;
 	}
 	case ROW_PASS_END:

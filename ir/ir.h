@@ -746,7 +746,7 @@ struct Stmt {
 		 * ST_TMA_PREFETCH: param's (a PK_TMAP) box at (row, col) into L2 when
 		 * cond holds (NULL: always): a hint, no buffer, no barrier.
 		 */
-		struct {
+		struct StTma {
 			int param, buf;
 			Expr *slot;
 			Expr *off;     /* element offset into the buffer copy (NULL: 0) */

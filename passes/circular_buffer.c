@@ -133,7 +133,8 @@ stage_counter(Comp *c, const Kernel *k, Stmt *loop)
 			              "the loops around a buffered loop must run over [0, n) and not change its trip count");
 			return NULL;
 		}
-		lin = lin ? ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, lin, o->u.loop.hi), ex_var(c, o->u.loop.var)) : ex_var(c, o->u.loop.var);
+		lin = lin ? ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, lin, o->u.loop.hi), ex_var(c, o->u.loop.var))
+		          : ex_var(c, o->u.loop.var);
 	}
 	if (!lin)
 		return ex_var(c, loop->u.loop.var);
@@ -630,7 +631,8 @@ subtiles(const Stmt *s, int b)
 		if (s->kind == ST_LOOP && x->kind == ST_COMPUTE)
 			for (w = 0; w < x->nwrites; w++)
 				if (x->writes[w].buf == b)
-					return s->u.loop.lo->kind == EX_INT && s->u.loop.hi->kind == EX_INT && !s->u.loop.step ? s->u.loop.hi->ival - s->u.loop.lo->ival : 0;
+					return s->u.loop.lo->kind == EX_INT && s->u.loop.hi->kind == EX_INT && !s->u.loop.step ?
+					       s->u.loop.hi->ival - s->u.loop.lo->ival : 0;
 		if ((n = subtiles(x, b)))
 			return n;
 	}

@@ -860,7 +860,8 @@ lower_matmul(Comp *c, Fusion *f)
 				tile = t.loop->body[at];
 		if (!tile)
 			return diag_internal(c, "lower_matmul", "the tile loop has no tile");
-		t.bt = ex_var(c, lower_let(c, k, "bt", ex_bin(c, EX_DIV, ex_var(c, tile->u.let.var), batch_tiles), t.loop)->u.let.var);
+		t.bt = ex_var(c, lower_let(c, k, "bt", ex_bin(c, EX_DIV, ex_var(c, tile->u.let.var), batch_tiles),
+		                           t.loop)->u.let.var);
 	}
 	tile_inside(c, f, k, t.loop);
 	if (k_steps(c, &t, k->param[j].var) < 0)

@@ -230,7 +230,8 @@ commits_run(const Stmt *block, int end)
 			continue;
 		}
 		if (x->kind == ST_LOOP) {
-			if (x->u.loop.lo->kind != EX_INT || x->u.loop.hi->kind != EX_INT || (x->u.loop.step && x->u.loop.step->kind != EX_INT))
+			if (x->u.loop.lo->kind != EX_INT || x->u.loop.hi->kind != EX_INT ||
+			    (x->u.loop.step && x->u.loop.step->kind != EX_INT))
 				return -1;
 			m *= (int)((x->u.loop.hi->ival - x->u.loop.lo->ival + (x->u.loop.step ? x->u.loop.step->ival : 1) - 1) /
 			           (x->u.loop.step ? x->u.loop.step->ival : 1));

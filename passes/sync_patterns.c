@@ -18,7 +18,8 @@ pre_arrive(Sync *y, Stmt *block, int *j, const Stmt *loop, const Stmt *s)
 	if (s->kind == ST_LOOP && s->u.loop.cb && (s == loop || s->u.loop.cb->inner) && s->u.loop.cb->empty_bar) {
 		int kv = kernel_add_var(c, y->k, "s");
 		bool pp = y->k->pingpong;   /* each stage released once, by the warpgroup that read it: all start empty */
-		Stmt *pre = st_loop(c, kv, ex_int(c, 0), ex_int(c, pp ? s->u.loop.cb->stages : s->u.loop.cb->prefetch + 1), LOOP_SERIAL);
+		Stmt *pre = st_loop(c, kv, ex_int(c, 0), ex_int(c, pp ? s->u.loop.cb->stages : s->u.loop.cb->prefetch + 1),
+		                    LOOP_SERIAL);
 
 		pre->comment = pp ? "every stage starts empty (one warpgroup's arrivals)" : "the first P + 1 stages start empty";
 		st_append(c, pre, mbar(c, ST_MBAR_ARRIVE, s->u.loop.cb->empty_bar, ex_var(c, kv), NULL, NULL));
@@ -141,9 +142,10 @@ static bool
 meets_in_order(const Kernel *k, const Stmt *loop, int b)
 {
 	int S = k->buf[b].stages;
+	const struct StLoop *l = &loop->u.loop;
 
-	return loop->u.loop.lo->kind == EX_INT && loop->u.loop.lo->ival == 0 && (!loop->u.loop.step || (loop->u.loop.step->kind == EX_INT &&
-	       loop->u.loop.step->ival == 1)) && loop->u.loop.hi->kind == EX_INT && loop->u.loop.hi->ival % S == 0;
+	return l->lo->kind == EX_INT && l->lo->ival == 0 && (!l->step || (l->step->kind == EX_INT && l->step->ival == 1)) &&
+	       l->hi->kind == EX_INT && l->hi->ival % S == 0;
 }
 
 /*
@@ -218,7 +220,8 @@ pingpong_last(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop, const C
 	 * tensor pipe has no gap between the two.
 	 */
 	next = at < block->nbody ? block->body[at] : NULL;
-	if (next && next->kind == ST_IF && next->nbody == 1 && next->body[0]->kind == ST_SYNC && next->body[0]->u.sync.arrive_only)
+	if (next && next->kind == ST_IF && next->nbody == 1 && next->body[0]->kind == ST_SYNC &&
+	    next->body[0]->u.sync.arrive_only)
 		at++;
 	w->u.group.pending = 0;
 	w->comment = "this tile's mmas are done: the accumulator is complete, its last stage free";
@@ -340,8 +343,8 @@ place_preloads(Comp *c, Kernel *k)
 				return diag_internal(c, "sync", "staging buffer '%s' carries an input but its %d copies do not "
 				                     "divide the %lld subtiles its compute writes", u->name, S, (long long)E);
 			for (q = 0; q < S; q++)
-				preload_copy(c, k, at, b, ex_int(c, q), compute->u.compute.row, ex_subst(c, compute->u.compute.col, eloop->u.loop.var, ex_int(c, q)),
-				             pos);
+				preload_copy(c, k, at, b, ex_int(c, q), compute->u.compute.row,
+				             ex_subst(c, compute->u.compute.col, eloop->u.loop.var, ex_int(c, q)), pos);
 			/* subtile e's copy has landed: the copy's use i E / S + e / S, a linear count of its subtiles */
 			{
 				Stmt *wait = mbar(c, ST_MBAR_WAIT, u->preload_bar, slot,

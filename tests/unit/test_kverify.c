@@ -136,7 +136,7 @@ static void b_buf_param(Fixture *t, Kernel *k) { (void)t; k->buf[2].param = k->n
 static void b_buf_stages(Fixture *t, Kernel *k) { (void)t; k->buf[2].stages = 0; }
 static void b_buf_full(Fixture *t, Kernel *k) { (void)t; k->buf[2].full_bar = k->nbar; }
 static void b_size_var(Fixture *t, Kernel *k) { (void)t; k->param[1].var = 0; }
-static void b_var_id(Fixture *t, Kernel *k) { (void)t; first(k, ST_COMPUTE, CB_NONE)->u.compute.row = ex_var(&t->c, k->nvar); }
+static void b_var_id(Fixture *t, Kernel *k) { first(k, ST_COMPUTE, CB_NONE)->u.compute.row = ex_var(&t->c, k->nvar); }
 static void b_use_compute(Fixture *t, Kernel *k) { first(k, ST_COMPUTE, CB_NONE)->u.compute.row = ghost(t); }
 static void b_use_barslot(Fixture *t, Kernel *k) { load(k)->u.tma.barslot = ghost(t); }
 static void b_use_write(Fixture *t, Kernel *k)

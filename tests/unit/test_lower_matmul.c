@@ -532,7 +532,8 @@ stage_division_in_32_bits(void **state)
 	assert_int_equal(n, 2);
 	for (i = 0; i < n; i++) {
 		assert_string_equal(expr(t, w[i]->u.mbar.barslot), "(u32((((i * ktiles) % 5) + kk)) % 5)");
-		assert_string_equal(expr(t, w[i]->u.mbar.parity), "((((i * ktiles) / 5) + (u32((((i * ktiles) % 5) + kk)) / 5)) & 1)");
+		assert_string_equal(expr(t, w[i]->u.mbar.parity),
+		                    "((((i * ktiles) / 5) + (u32((((i * ktiles) % 5) + kk)) / 5)) & 1)");
 	}
 	cu = cuda_of(t);
 	assert_true(count(cu, "[(long long)((unsigned)(((i * ktiles) % 5LL) + kk) % 5u)]") >= 4);
@@ -1067,7 +1068,8 @@ signal_consumer_role(void **state)
 		assert_int_equal(in->nbody, 3);
 		assert_int_equal(in->body[0]->kind, ST_MBAR_WAIT);
 		assert_int_equal(in->body[0]->u.mbar.bar, taken);
-		assert_string_equal(expr(t, in->body[0]->u.mbar.parity), v == 0 ? "((((i - 1) / 4) & 1) ^ 1)" : "((((i - 2) / 4) & 1) ^ 1)");
+		assert_string_equal(expr(t, in->body[0]->u.mbar.parity),
+		                    v == 0 ? "((((i - 1) / 4) & 1) ^ 1)" : "((((i - 2) / 4) & 1) ^ 1)");
 		assert_int_equal(in->body[1]->kind, ST_BULK_WAIT);
 		assert_false(in->body[1]->u.group.read);
 		assert_int_equal(in->body[1]->u.group.pending, 0);   /* every store so far: the tile before's, landed by now */
@@ -1928,7 +1930,8 @@ wait_per_tile(void **state)
 	n = stmts_of(k->body, ST_FLAG_WAIT, waits, 4);
 	assert_int_equal(n, 2);
 	assert_string_equal(expr(t, waits[0]->u.flag_wait.word), "(((row0 / 128) * ceildiv(cols, 256)) + (col0 / 256))");
-	assert_non_null(strstr(expr(t, waits[1]->u.flag_wait.word), "((ceildiv(rows, 128) * ceildiv(cols, 256)) + "));   /* after p's */
+	/* after p's */
+	assert_non_null(strstr(expr(t, waits[1]->u.flag_wait.word), "((ceildiv(rows, 128) * ceildiv(cols, 256)) + "));
 	/* in the consumers' tile loop: the elected waits, the barrier, then (after the mma wait) the epilogue */
 	assert_non_null(tl = consumer_tiles(k));
 	wait_and_epilogue(k, tl, waits[0], &at_wait, &at_e);
@@ -2019,7 +2022,8 @@ accumulate_output(void **state)
 	assert_int_equal(waits[0]->u.flag_wait.output, 0);   /* p's: the epilogue's loads need no proxy fence */
 	assert_int_equal(waits[1]->u.flag_wait.output, 1);   /* o's: fenced for the adds */
 	assert_false(waits[1]->u.flag_wait.producer);       /* the consumers', not the producer's */
-	assert_non_null(strstr(expr(t, waits[1]->u.flag_wait.word), "((ceildiv(rows, 128) * ceildiv(cols, 256)) + "));   /* after p's */
+	/* after p's */
+	assert_non_null(strstr(expr(t, waits[1]->u.flag_wait.word), "((ceildiv(rows, 128) * ceildiv(cols, 256)) + "));
 	assert_non_null(tl = consumer_tiles(k));
 	wait_and_epilogue(k, tl, waits[1], &at_wait, &at_e);
 	assert_true(at_wait > 0 && at_e > at_wait);   /* before the tile's epilogue, */

@@ -761,7 +761,7 @@ sync_tma_store_plain(void **state)
 	assert_int_equal(main_->body[r + 2]->kind, ST_IF);
 	assert_int_equal(main_->body[r + 2]->body[0]->kind, ST_BULK_WAIT);
 	assert_true(main_->body[r + 2]->body[0]->u.group.read);          /* .read */
-	assert_int_equal(main_->body[r + 2]->body[0]->u.group.pending, 0);      /* two staging copies, this tile not yet stored */
+	assert_int_equal(main_->body[r + 2]->body[0]->u.group.pending, 0);   /* two staging copies, this tile not yet stored */
 	assert_int_equal(main_->body[r + 3]->kind, ST_SYNC);
 	assert_int_equal(main_->body[r + 4]->body[0]->kind, ST_TMA_STORE);
 	assert_int_equal(main_->body[r + 4]->body[1]->kind, ST_BULK_COMMIT);
