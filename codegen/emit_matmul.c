@@ -668,8 +668,7 @@ emit_epilogue(Emit *e, const Stmt *s)
 		return;
 	}
 	emit_line(e, "{   // compute subtile (row0, col) = (%s, %s): %s", emit_expr_str(e, s->u.compute.row),
-	          emit_expr_str(e, s->u.compute.col),
-	          s->comment ? s->comment : "");
+	          emit_expr_str(e, s->u.compute.col), s->comment ? s->comment : "");
 	e->depth++;
 	/* the subtile's place, where an input is read by row or column (input_views; else NVRTC warns of it unused) */
 	if (READS_ROW(views))
@@ -799,9 +798,8 @@ emit_signal_compute(Emit *e, const Stmt *s)
 	const KParam **mem = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *mem);
 	int *copy_of = arena_alloc(e->c->arena, (size_t)(f->nout + 1) * sizeof *copy_of);
 	int per_row = k->tile_cols / VEC, step = r->threads / per_row, words = 0, computed = 0, unroll, i, j;
-	const char *idx = s->u.compute.batch ? arena_printf(e->c->arena, "(%s * rows + row) * cols + col",
-	                                                    emit_expr_str(e, s->u.compute.batch))
-	                       : "row * cols + col";
+	const char *idx = !s->u.compute.batch ? "row * cols + col" :
+	                  arena_printf(e->c->arena, "(%s * rows + row) * cols + col", emit_expr_str(e, s->u.compute.batch));
 	Buf what;
 
 	for (i = 1; i < k->nparam; i++)
@@ -861,8 +859,7 @@ emit_signal_compute(Emit *e, const Stmt *s)
 	emit_line(e, "const int t = threadIdx.x - %d;   // of %d: columns 8 (t %% %d) on, every %d-th row from t / %d",
 	          r->first, r->threads, per_row, step, per_row);
 	emit_line(e, "const long long col = %s + 8 * (t %% %d), end = wsf_min(%s + %d, rows);",
-	          emit_expr_str(e, s->u.compute.col),
-	          per_row, emit_expr_str(e, s->u.compute.row), k->tile_rows);
+	          emit_expr_str(e, s->u.compute.col), per_row, emit_expr_str(e, s->u.compute.row), k->tile_rows);
 	emit_line(e, "const bool whole = col + %d <= cols;", VEC);
 	emit_line(e, "const wsf_u64 once = wsf_l2_drop();   // read back once, written for later kernels");
 	emit_line(e, "#pragma unroll 1");

@@ -30,8 +30,7 @@ emit_compute(Emit *e, const Stmt *s)
 	int i, j, elems = k->tile_rows * k->tile_cols;
 
 	emit_line(e, "{   // compute tile (row0, col0) = (%s, %s): %s", emit_expr_str(e, s->u.compute.row),
-	          emit_expr_str(e, s->u.compute.col),
-	          s->comment ? s->comment : "");
+	          emit_expr_str(e, s->u.compute.col), s->comment ? s->comment : "");
 	e->depth++;
 	emit_line(e, "const long long top = %s, left = %s;", emit_expr_str(e, s->u.compute.row),
 	          emit_expr_str(e, s->u.compute.col));

@@ -10,7 +10,8 @@
  * mbarriers in a box with its stages, accumulators, the thread roles (or
  * the CTA's threads when there are none), and an edge for each thing a role
  * does to them (a TMA load, a wait, an arrive, a compute's reads and writes,
- * a store), found by walking the statements under each role.
+ * a store), found by walking the statements under each role, each kind's
+ * edges by its hook (the dot column of ir/stmts.h).
  *
  * The text is deterministic (ids in IR order, edges in statement order,
  * each once), so it makes a golden file.  Node ids are small numbers behind

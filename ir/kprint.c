@@ -1,7 +1,8 @@
 /*
  * kprint.c: the kernel IR printer.  Deterministic text (grammar in
  * docs/ir.md): a header of parameters, shared buffers, mbarriers and
- * launch shape, then the statement tree, two spaces per level.
+ * launch shape, then the statement tree, two spaces per level, each
+ * statement by its kind's printer (the print column of ir/stmts.h).
  */
 #include "ir.h"
 

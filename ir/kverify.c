@@ -34,6 +34,8 @@
  *    by 64 columns on ping-pong consumers or 128 on cooperative ones, one
  *    row block, and no cluster.
  * The first violation is reported, as an internal error naming the pass.
+ * Each kind's own fields are checked by its hook (the verify column of
+ * ir/stmts.h); check_stmt walks the tree.
  */
 #include <string.h>
 

@@ -8,10 +8,11 @@
  * pipeline is released where its reads complete; docs/ir.md ("The kernel
  * passes in full") lists each wait, release and fence this places.
  *
- * The analysis.  accesses() is the table: which resource each statement kind
- * touches (a buffer copy, an accumulator, a global tensor), read or write, and
- * how the access completes (when the statement ends, or through an mbarrier
- * phase, a bulk group or an mma group).  One forward pass per block keeps the
+ * The analysis.  Each statement kind's effects hook (its row of
+ * ir/stmts.h, read by accesses()) says which resource it touches (a buffer
+ * copy, an accumulator, a global tensor), read or write, and how the access
+ * completes (when the statement ends, or through an mbarrier phase, a bulk
+ * group or an mma group).  One forward pass per block keeps the
  * effects still pending; a wait retires the effect it is for and every older
  * one of its kind, so later accesses need none.  A loop is its body plus a
  * back edge: the body is walked once to learn what an iteration leaves
