@@ -3,13 +3,15 @@
  *
  *   emit.c                the emitter: statements, expressions, names, the
  *                         kernel frame and shared memory, small emit_*
- *                         functions into a Buf; a compute by its family's
- *                         EmitFamily
+ *                         functions into a Buf; a compute, and a
+ *                         statement of a kind a family owns (ir/stmts.h),
+ *                         by that family's EmitFamily
  *   emit_pointwise.c      the pointwise family's compute (a tile)
  *   emit_reduction.c      the row-reduction family's compute (a row, or its
  *                         chunks)
- *   emit_matmul.c         the matmul family's: its accumulators, the mma,
- *                         the epilogue compute over the fragments
+ *   emit_matmul.c         the matmul family's: its accumulators, the mma
+ *                         and its groups, the row inputs' copies, the
+ *                         epilogue compute over the fragments
  *   emit_matmul_ksum.c    where its partial sums over K meet (a K split's
  *                         reduction, stream-K's parts)
  *   launch_desc.c         the launch description (Launch): all the runtime
@@ -98,6 +100,7 @@ typedef struct Emit {
 struct EmitFamily {
 	void (*helpers)(Emit *e);                  /* __device__ functions of this kernel, before it */
 	void (*compute)(Emit *e, const Stmt *s);   /* the text of an ST_COMPUTE */
+	void (*stmt)(Emit *e, const Stmt *s);      /* the text of a statement of a kind it owns (stmts.h) */
 	int (*min_ctas)(const Kernel *k);          /* CTAs an SM the registers must allow (__launch_bounds__) */
 	void (*frame)(Emit *e);                    /* declarations at the top of the kernel, after shared memory */
 	/* what the compute's __device__ function takes besides the kernel's variables, params and buffers */
@@ -110,18 +113,20 @@ struct EmitFamily {
 extern const EmitFamily emit_pointwise_family, emit_reduction_family, emit_matmul_family;
 /* The texts of codegen/device.cuh, device_reduction.cuh and device_matmul.cuh (embedded at build time). */
 extern const char codegen_device_cuh[], codegen_device_reduction_cuh[], codegen_device_matmul_cuh[];
-/* emit_matmul.c: an ST_MMA (wgmma over the k-tile, each consumer warpgroup its 64 rows, or 128). */
-void emit_mma(Emit *e, const Stmt *s);
-/* emit_matmul_ksum.c: a K split's reduction, stream-K's parts meeting. */
+/* ---- the matmul family's files, between themselves ------------------- */
+
+/* emit_matmul_ksum.c: a K split's reduction, stream-K's parts meeting (the matmul family's stmt). */
 void emit_split_reduce(Emit *e, const Stmt *s);
 void emit_stream_k(Emit *e, const Stmt *s);
 /* emit_matmul.c: the name of accumulator ACC's registers. */
 const char *emit_acc_name(Emit *e, int acc);
-/* emit_matmul.c: an epilogue row input's copy through a register a thread (ST_ROW_FETCH, ST_ROW_PUT). */
-void emit_row_copy(Emit *e, const Stmt *s);
 /* The registers a consumer thread holds of accumulator ACC: its fragment of each of its 64-row blocks. */
 int emit_acc_regs(const Kernel *k, int acc);
 
+/* ---- emit.c: what the emitter and each family's compute share ---------- */
+
+/* "   // COMMENT" for S's comment, or "". */
+const char *emit_comment(Emit *e, const Stmt *s);
 /* One line of code at the current depth. */
 void emit_line(Emit *e, const char *fmt, ...) PRINTF_LIKE(2, 3);
 /* The name of kind PFX (PFX_VALUE .. PFX_AHEAD) of fusion tensor T: v_x. */

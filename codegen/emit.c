@@ -500,6 +500,13 @@ emit_param_name(Emit *e, const KParam *p)
 	return emit_tname(e, p->arg < e->f->ninput ? PFX_IN : PFX_OUT, p->tensor);
 }
 
+/* Each family's emission, by Family. */
+static const EmitFamily *const families[] = {
+	[FAM_POINTWISE] = &emit_pointwise_family,
+	[FAM_REDUCTION] = &emit_reduction_family,
+	[FAM_MATMUL] = &emit_matmul_family,
+};
+
 static void emit_stmt(Emit *e, const Stmt *s);
 
 static void
@@ -513,8 +520,8 @@ emit_body(Emit *e, const Stmt *s)
 	e->depth--;
 }
 
-static const char *
-comment(Emit *e, const Stmt *s)
+const char *
+emit_comment(Emit *e, const Stmt *s)
 {
 	if (!s->comment)
 		return "";
@@ -526,13 +533,32 @@ static const char *
 bulk_at(Emit *e, const Stmt *s)
 {
 	const Kernel *k = e->k;
-	bool col0 = s->b->kind == EX_INT && s->b->ival == 0, row0 = s->a->kind == EX_INT && s->a->ival == 0;
-	const char *p = emit_param_name(e, &k->param[s->param]);
+	const struct StTma *t = &s->u.tma;
+	bool col0 = t->col->kind == EX_INT && t->col->ival == 0, row0 = t->row->kind == EX_INT && t->row->ival == 0;
+	const char *p = emit_param_name(e, &k->param[t->param]);
 
 	if (row0)
-		return col0 ? p : arena_printf(e->c->arena, "%s + %s", p, emit_expr_str(e, s->b));
-	return arena_printf(e->c->arena, "%s + %s * %s%s%s", p, emit_expr_str(e, s->a), k->var[k->cols_var].name,
-	                    col0 ? "" : " + ", col0 ? "" : emit_expr_str(e, s->b));
+		return col0 ? p : arena_printf(e->c->arena, "%s + %s", p, emit_expr_str(e, t->col));
+	return arena_printf(e->c->arena, "%s + %s * %s%s%s", p, emit_expr_str(e, t->row), k->var[k->cols_var].name,
+	                    col0 ? "" : " + ", col0 ? "" : emit_expr_str(e, t->col));
+}
+
+/* A TMA statement's copy: buf[slot] + off. */
+static const char *
+tma_copy(Emit *e, const struct StTma *t)
+{
+	const char *at = emit_buf_at(e, t->buf, t->slot);
+
+	return t->off ? arena_printf(e->c->arena, "%s + %s", at, emit_expr_str(e, t->off)) : at;
+}
+
+/* A TMA statement's coordinates as the helpers take them: col, row[, batch]. */
+static const char *
+tma_coords(Emit *e, const struct StTma *t)
+{
+	const char *xy = arena_printf(e->c->arena, "%s, %s", emit_expr_str(e, t->col), emit_expr_str(e, t->row));
+
+	return t->batch ? arena_printf(e->c->arena, "%s, %s", xy, emit_expr_str(e, t->batch)) : xy;
 }
 
 /* Does a compute in S read an accumulator? */
@@ -547,239 +573,331 @@ reads_accumulator(const Stmt *s)
 	for (i = 0; i < s->nbody; i++)
 		if (reads_accumulator(s->body[i]))
 			return true;
-	return s->orelse && reads_accumulator(s->orelse);
+	return st_else(s) && reads_accumulator(st_else(s));
 }
 
 static void
-emit_stmt(Emit *e, const Stmt *s)
+emit_block(Emit *e, const Stmt *s)
+{
+	int i;
+
+	for (i = 0; i < s->nbody; i++)
+		emit_stmt(e, s->body[i]);
+}
+
+static void
+emit_loop(Emit *e, const Stmt *s)
+{
+	const struct StLoop *l = &s->u.loop;
+	const char *v = e->k->var[l->var].name;
+
+	if (l->cb)
+		emit_line(e, "// circular buffer: %d stages, prefetch %d", l->cb->stages, l->cb->prefetch);
+	if (l->lo->kind == EX_INT && l->hi->kind == EX_INT && reads_accumulator(s))
+		emit_line(e, "#pragma unroll   // the accumulators' registers are indexed by constants");
+	if (l->step)
+		emit_line(e, "for (long long %s = %s; %s < %s; %s += %s) {%s", v, emit_expr_str(e, l->lo), v,
+		          emit_expr_str(e, l->hi), v, emit_expr_str(e, l->step), emit_comment(e, s));
+	else
+		emit_line(e, "for (long long %s = %s; %s < %s; %s++) {%s", v, emit_expr_str(e, l->lo), v,
+		          emit_expr_str(e, l->hi), v, emit_comment(e, s));
+	emit_body(e, s);
+	emit_line(e, "}");
+}
+
+static void
+emit_if(Emit *e, const Stmt *s)
+{
+	emit_line(e, "if (%s) {%s", emit_expr_str(e, s->u.branch.cond), emit_comment(e, s));
+	emit_body(e, s);
+	if (s->u.branch.orelse && s->u.branch.orelse->nbody) {
+		emit_line(e, "} else {");
+		emit_body(e, s->u.branch.orelse);
+	}
+	emit_line(e, "}");
+}
+
+static void
+emit_roles(Emit *e, const Stmt *s)
 {
 	Kernel *k = e->k;
 	int i;
 
-	switch (s->kind) {
-	case ST_BLOCK:
-		for (i = 0; i < s->nbody; i++)
-			emit_stmt(e, s->body[i]);
-		break;
-	case ST_LOOP: {
-		const char *v = k->var[s->var].name;
+	/* one branch per role, tested from the highest first thread down; the last is the else */
+	for (i = 0; i < s->nbody; i++) {
+		const KRole *r = &k->role[s->body[i]->u.role.id];
+		char what[64];
 
-		if (s->cb)
-			emit_line(e, "// circular buffer: %d stages, prefetch %d", s->cb->stages, s->cb->prefetch);
-		if (s->lo->kind == EX_INT && s->hi->kind == EX_INT && reads_accumulator(s))
-			emit_line(e, "#pragma unroll   // the accumulators' registers are indexed by constants");
-		if (s->step)
-			emit_line(e, "for (long long %s = %s; %s < %s; %s += %s) {%s", v, emit_expr_str(e, s->lo), v,
-			          emit_expr_str(e, s->hi), v, emit_expr_str(e, s->step), comment(e, s));
+		if (r->kind == ROLE_PRODUCER)
+			snprintf(what, sizeof what, "producer warp%s: TMA issue only", r->threads > 32 ? "s" : "");
+		else if (r->kind == ROLE_GROUP)
+			snprintf(what, sizeof what, "the producer warpgroup: its warps' roles below");
 		else
-			emit_line(e, "for (long long %s = %s; %s < %s; %s++) {%s", v, emit_expr_str(e, s->lo), v,
-			          emit_expr_str(e, s->hi), v, comment(e, s));
-		emit_body(e, s);
-		emit_line(e, "}");
-		break;
+			snprintf(what, sizeof what, "%d %s threads", r->threads,
+			         r->kind == ROLE_SIGNAL ? "signal consumer" : "consumer");
+		if (i == s->nbody - 1 && i > 0)
+			emit_line(e, "} else {   // %s", what);
+		else
+			emit_line(e, "%sif (threadIdx.x >= %d) {   // %s", i ? "} else " : "", r->first, what);
+		e->role = s->body[i]->u.role.id;
+		emit_body(e, s->body[i]);
+		e->role = 0;
 	}
-	case ST_IF:
-		emit_line(e, "if (%s) {%s", emit_expr_str(e, s->cond), comment(e, s));
-		emit_body(e, s);
-		if (s->orelse && s->orelse->nbody) {
-			emit_line(e, "} else {");
-			emit_body(e, s->orelse);
-		}
-		emit_line(e, "}");
-		break;
-	case ST_ROLES:
-		/* one branch per role, tested from the highest first thread down; the last is the else */
-		for (i = 0; i < s->nbody; i++) {
-			const KRole *r = &k->role[s->body[i]->role];
-			char what[64];
+	emit_line(e, "}");
+}
 
-			if (r->kind == ROLE_PRODUCER)
-				snprintf(what, sizeof what, "producer warp%s: TMA issue only", r->threads > 32 ? "s" : "");
-			else if (r->kind == ROLE_GROUP)
-				snprintf(what, sizeof what, "the producer warpgroup: its warps' roles below");
-			else
-				snprintf(what, sizeof what, "%d %s threads", r->threads,
-				         r->kind == ROLE_SIGNAL ? "signal consumer" : "consumer");
-			if (i == s->nbody - 1 && i > 0)
-				emit_line(e, "} else {   // %s", what);
-			else
-				emit_line(e, "%sif (threadIdx.x >= %d) {   // %s", i ? "} else " : "", r->first, what);
-			e->role = s->body[i]->role;
-			emit_body(e, s->body[i]);
-			e->role = 0;
-		}
-		emit_line(e, "}");
-		break;
-	case ST_LET:
-		emit_line(e, "const long long %s = %s;%s", k->var[s->var].name, emit_expr_str(e, s->a), comment(e, s));
-		break;
-	case ST_TMA_LOAD:
-		if (k->param[s->param].kind == PK_PTR) {
-			/* a 1-D bulk copy of the row segment: no tensor map, exactly the bytes that exist */
-			emit_line(e, "wsf_bulk_load(%s%s%s, %s, (unsigned)(%s), %s);%s", emit_buf_at(e, s->buf, s->slot),
-			          s->off ? " + " : "", s->off ? emit_expr_str(e, s->off) : "", bulk_at(e, s),
-			          emit_expr_str(e, kir_bulk_bytes(e->c, k, s)), bar_at(e, s->bar, s->barslot),
-			          emit_pos(e, s->pos));
-			break;
-		}
-		/* a multicast: the box lands at the same place, and completes on the same barrier, in each CTA of the mask */
-		emit_line(e, "wsf_tma_load_%dd%s(%s%s%s, &%s, %s, %s%s%s, %s%s);%s", s->z ? 3 : 2, s->mcast ? "_multicast" : "",
-		          emit_buf_at(e, s->buf, s->slot), s->off ? " + " : "", s->off ? emit_expr_str(e, s->off) : "",
-		          emit_param_name(e, &k->param[s->param]), emit_expr_str(e, s->b), emit_expr_str(e, s->a),
-		          s->z ? ", " : "", s->z ? emit_expr_str(e, s->z) : "", bar_at(e, s->bar, s->barslot),
-		          !s->mcast ? "" : s->mcast->kind == EX_INT ? arena_printf(e->c->arena, ", 0x%llx", (unsigned long long)s->mcast->ival)
-		          : arena_printf(e->c->arena, ", (unsigned short)(%s)", emit_expr_str(e, s->mcast)), emit_pos(e, s->pos));
-		break;
-	case ST_TMA_STORE:
-		if (k->param[s->param].kind == PK_PTR) {   /* a 1-D bulk copy, as for loads */
-			emit_line(e, "wsf_bulk_store(%s, %s, (unsigned)(%s));%s", bulk_at(e, s),
-			          emit_buf_at(e, s->buf, s->slot), emit_expr_str(e, kir_bulk_bytes(e->c, k, s)),
-			          emit_pos(e, s->pos));
-			break;
-		}
-		/* testing the signal's consumers: a store late now and then */
-		if ((k->signal || k->tile_consumer) && e->c->store_delay)
-			emit_line(e, "wsf_store_delay(%s * 131071LL + %s, %d);", emit_expr_str(e, s->a), emit_expr_str(e, s->b),
-			          e->c->store_delay);
-		emit_line(e, "wsf_tma_%s_%dd(&%s, %s, %s%s%s, %s%s%s);%s", s->flag ? "add" : "store", s->z ? 3 : 2,
-		          emit_param_name(e, &k->param[s->param]),
-		          emit_expr_str(e, s->b), emit_expr_str(e, s->a), s->z ? ", " : "", s->z ? emit_expr_str(e, s->z) : "",
-		          emit_buf_at(e, s->buf, s->slot), s->off ? " + " : "", s->off ? emit_expr_str(e, s->off) : "",
+static void
+emit_let(Emit *e, const Stmt *s)
+{
+	emit_line(e, "const long long %s = %s;%s", e->k->var[s->u.let.var].name, emit_expr_str(e, s->u.let.value),
+	          emit_comment(e, s));
+}
+
+static void
+emit_tma_load(Emit *e, const Stmt *s)
+{
+	const struct StTma *t = &s->u.tma;
+	const char *mask;
+
+	if (e->k->param[t->param].kind == PK_PTR) {
+		/* a 1-D bulk copy of the row segment: no tensor map, exactly the bytes that exist */
+		emit_line(e, "wsf_bulk_load(%s, %s, (unsigned)(%s), %s);%s", tma_copy(e, t), bulk_at(e, s),
+		          emit_expr_str(e, kir_bulk_bytes(e->c, e->k, s)), bar_at(e, t->bar, t->barslot),
 		          emit_pos(e, s->pos));
-		break;
-	case ST_EXPECT_TX:
-		if (s->a && s->n)
-			emit_line(e, "wsf_mbar_expect_tx(%s, %lld + (unsigned)(%s));", bar_at(e, s->bar, s->barslot),
-			          (long long)s->n, emit_expr_str(e, s->a));
-		else if (s->a)
-			emit_line(e, "wsf_mbar_expect_tx(%s, (unsigned)(%s));", bar_at(e, s->bar, s->barslot), emit_expr_str(e, s->a));
-		else
-			emit_line(e, "wsf_mbar_expect_tx(%s, %lld);", bar_at(e, s->bar, s->barslot), (long long)s->n);
-		break;
-	case ST_MBAR_INIT:
-		emit_line(e, "for (int s = 0; s < %d; s++)", k->bar[s->bar].count);
-		emit_line(e, "    wsf_mbar_init(&%s[s], %d);", k->bar[s->bar].name, k->bar[s->bar].arrivals);
-		break;
-	case ST_MBAR_ARRIVE:
-		if (k->bar[s->bar].cluster) {
-			/*
-			 * The warpgroup's arrival on each CTA's copy, lane r of its first
-			 * warp for rank r; under a K-split, on the copies of the CTAs of
-			 * its split rank, ranks n x (rank / n) on (lower_split_rank).
-			 */
-			int n = kernel_share_ctas(k);
-			const char *cmt = s->comment ? arena_printf(e->c->arena, "   // %s, on each CTA's copy", s->comment) :
-			                               "   // on each CTA's copy";
-
-			if (ksum_rule[kernel_mm(k)->ksum].split_cluster)
-				emit_line(e, "wsf_mbar_arrive_cluster(%s, threadIdx.x %% 128 + %d * (wsf_cluster_rank() / %d), "
-				          "%d * (wsf_cluster_rank() / %d + 1));%s", bar_at(e, s->bar, s->barslot), n, n, n, n,
-				          arena_printf(e->c->arena, "%s of its split rank", cmt));
-			else
-				emit_line(e, "wsf_mbar_arrive_cluster(%s, threadIdx.x %% 128, %d);%s", bar_at(e, s->bar, s->barslot),
-				          n, cmt);
-			break;
-		}
-		emit_line(e, "wsf_mbar_arrive(%s);%s", bar_at(e, s->bar, s->barslot), comment(e, s));
-		break;
-	case ST_MBAR_WAIT:
-		emit_line(e, "wsf_mbar_wait(%s, (unsigned)%s);%s", bar_at(e, s->bar, s->barslot),
-		          emit_expr_str(e, s->a), comment(e, s));
-		break;
-	case ST_FENCE_MBAR_INIT:
-		emit_line(e, "wsf_fence_mbar_init();");
-		break;
-	case ST_CLUSTER_SYNC:
-		emit_line(e, "wsf_cluster_sync();%s", comment(e, s));
-		break;
-	case ST_FENCE_PROXY_ASYNC:
-		emit_line(e, "wsf_fence_proxy_async();%s", comment(e, s));
-		break;
-	case ST_BULK_COMMIT:
-		emit_line(e, "wsf_bulk_commit();");
-		break;
-	case ST_BULK_WAIT:
-		emit_line(e, "wsf_bulk_wait%s<%lld>();%s", s->flag ? "_read" : "", (long long)s->n, comment(e, s));
-		break;
-	case ST_MMA_FENCE:
-		emit_line(e, "wsf_mma_fence();%s", comment(e, s));
-		break;
-	case ST_MMA_COMMIT:
-		emit_line(e, "wsf_mma_commit();%s", comment(e, s));
-		break;
-	case ST_MMA_WAIT:
-		emit_line(e, "wsf_mma_wait<%lld>();%s", (long long)s->n, comment(e, s));
-		if (s->n == 0)   /* the accumulators hold the results now: no read of them moves above the wait */
-			for (i = 1; i < k->nacc; i++)
-				if (!k->acc[i].alias)
-					emit_line(e, "wsf_acc_fence<%d>(%s);", emit_acc_regs(k, i),
-				          emit_tname(e, PFX_ACC, k->acc[i].tensor));
-		break;
-	case ST_MMA:
-		emit_mma(e, s);
-		break;
-	case ST_SPLIT_REDUCE:
-		emit_split_reduce(e, s);
-		break;
-	case ST_ROW_FETCH:
-	case ST_ROW_PUT:
-		emit_row_copy(e, s);
-		break;
-	case ST_SK_STORE:
-	case ST_SK_REDUCE:
-		emit_stream_k(e, s);
-		break;
-	case ST_GRID_DEP:
-		emit_line(e, "%s%s", s->flag ? "wsf_grid_launch_dependents();" : "wsf_grid_wait();", comment(e, s));
-		break;
-	case ST_SIGNAL:
-		if (!s->param)   /* to the consumer role: an arrive (release at CTA scope) */
-			emit_line(e, "wsf_mbar_arrive(%s);%s", bar_at(e, s->bar, s->barslot), comment(e, s));
-		else   /* released at gpu scope, or (scope: system) for another GPU or the host */
-			emit_line(e, "wsf_signal%s(%s + %s, (unsigned)epoch);%s", e->f->sched.system ? "_system" : "",
-			          k->param[s->param].name, emit_expr_str(e, s->a), comment(e, s));
-		break;
-	case ST_TMA_PREFETCH: {   /* why, and the spec line of the input it prefetches */
-		const char *why = !s->comment ? emit_pos(e, s->pos) : !s->pos.line ? comment(e, s) :
-		                  arena_printf(e->c->arena, "%s (%s:%d)", comment(e, s), e->file, s->pos.line);
-
-		if (s->cond)
-			emit_line(e, "if (%s)", emit_expr_str(e, s->cond));
-		emit_line(e, "%swsf_tma_prefetch_%dd(&%s, %s, %s%s%s);%s", s->cond ? "    " : "", s->z ? 3 : 2,
-		          emit_param_name(e, &k->param[s->param]), emit_expr_str(e, s->b), emit_expr_str(e, s->a),
-		          s->z ? ", " : "", s->z ? emit_expr_str(e, s->z) : "", why);
-		break;
+		return;
 	}
-	case ST_FLAG_WAIT:   /* an operand's (flag), an output's (n): TMA loads or stores after it, in the async proxy */
-		if (s->cond)
-			emit_line(e, "if (%s)", emit_expr_str(e, s->cond));
-		emit_line(e, "%swsf_flag_wait%s(%s + %s, (unsigned)epoch);%s", s->cond ? "    " : "",
-		          s->flag || s->n ? "_tma" : "",
-		          k->param[s->param].name, emit_expr_str(e, s->a), comment(e, s));
-		break;
-	case ST_SYNC:
-		if (s->n == 0)
-			emit_line(e, "__syncthreads();%s", comment(e, s));
-		else if (s->a)   /* a barrier id per warpgroup */
-			emit_line(e, "%s((int)%s, %d);%s", s->flag ? "wsf_bar_arrive" : "wsf_bar_sync", emit_expr_str(e, s->a),
-			          s->threads, comment(e, s));
-		else
-			emit_line(e, "wsf_bar_sync(%lld, %d);%s", (long long)s->n, s->threads, comment(e, s));
-		break;
-	case ST_SETMAXNREG:
-		emit_line(e, "asm volatile(\"setmaxnreg.%s.sync.aligned.u32 %lld;\");", s->flag ? "inc" : "dec",
-		          (long long)s->n);
-		break;
-	case ST_COMPUTE:
-		if (e->compute_fn)
-			emit_line(e, "%s(%s);   // %s", e->compute_fn, e->compute_args,
-			          s->comment ? s->comment : "compute");
-		else
-			e->fam->compute(e, s);
-		break;
-	default:
-		break;
+	/* a multicast: the box lands at the same place, and completes on the same barrier, in each CTA of the mask */
+	mask = !t->mcast ? "" : t->mcast->kind == EX_INT ?
+	       arena_printf(e->c->arena, ", 0x%llx", (unsigned long long)t->mcast->ival) :
+	       arena_printf(e->c->arena, ", (unsigned short)(%s)", emit_expr_str(e, t->mcast));
+	emit_line(e, "wsf_tma_load_%dd%s(%s, &%s, %s, %s%s);%s", t->batch ? 3 : 2, t->mcast ? "_multicast" : "",
+	          tma_copy(e, t), emit_param_name(e, &e->k->param[t->param]), tma_coords(e, t),
+	          bar_at(e, t->bar, t->barslot), mask, emit_pos(e, s->pos));
+}
+
+static void
+emit_tma_store(Emit *e, const Stmt *s)
+{
+	const Kernel *k = e->k;
+	const struct StTma *t = &s->u.tma;
+
+	if (k->param[t->param].kind == PK_PTR) {   /* a 1-D bulk copy, as for loads */
+		emit_line(e, "wsf_bulk_store(%s, %s, (unsigned)(%s));%s", bulk_at(e, s),
+		          emit_buf_at(e, t->buf, t->slot),
+		          emit_expr_str(e, kir_bulk_bytes(e->c, k, s)), emit_pos(e, s->pos));
+		return;
 	}
+	/* testing the signal's consumers: a store late now and then */
+	if ((k->signal || k->tile_consumer) && e->c->store_delay)
+		emit_line(e, "wsf_store_delay(%s * 131071LL + %s, %d);", emit_expr_str(e, t->row), emit_expr_str(e, t->col),
+		          e->c->store_delay);
+	emit_line(e, "wsf_tma_%s_%dd(&%s, %s, %s);%s", t->add ? "add" : "store", t->batch ? 3 : 2,
+	          emit_param_name(e, &k->param[t->param]), tma_coords(e, t), tma_copy(e, t), emit_pos(e, s->pos));
+}
+
+static void
+emit_expect_tx(Emit *e, const Stmt *s)
+{
+	const char *at = bar_at(e, s->u.mbar.bar, s->u.mbar.barslot);
+	long long bytes = (long long)s->u.mbar.bytes;
+
+	if (s->u.mbar.more && bytes)
+		emit_line(e, "wsf_mbar_expect_tx(%s, %lld + (unsigned)(%s));", at, bytes,
+		          emit_expr_str(e, s->u.mbar.more));
+	else if (s->u.mbar.more)
+		emit_line(e, "wsf_mbar_expect_tx(%s, (unsigned)(%s));", at, emit_expr_str(e, s->u.mbar.more));
+	else
+		emit_line(e, "wsf_mbar_expect_tx(%s, %lld);", at, bytes);
+}
+
+static void
+emit_mbar_init(Emit *e, const Stmt *s)
+{
+	Kernel *k = e->k;
+
+	emit_line(e, "for (int s = 0; s < %d; s++)", k->bar[s->u.mbar.bar].count);
+	emit_line(e, "    wsf_mbar_init(&%s[s], %d);", k->bar[s->u.mbar.bar].name, k->bar[s->u.mbar.bar].arrivals);
+}
+
+static void
+emit_mbar_arrive(Emit *e, const Stmt *s)
+{
+	const Kernel *k = e->k;
+	const char *at = bar_at(e, s->u.mbar.bar, s->u.mbar.barslot);
+
+	if (k->bar[s->u.mbar.bar].cluster) {
+		/*
+		 * The warpgroup's arrival on each CTA's copy, lane r of its first
+		 * warp for rank r; under a K-split, on the copies of the CTAs of
+		 * its split rank, ranks n x (rank / n) on (lower_split_rank).
+		 */
+		int n = kernel_share_ctas(k);
+		const char *cmt = s->comment ? arena_printf(e->c->arena, "   // %s, on each CTA's copy", s->comment) :
+		                               "   // on each CTA's copy";
+
+		if (ksum_rule[kernel_mm(k)->ksum].split_cluster)
+			emit_line(e, "wsf_mbar_arrive_cluster(%s, threadIdx.x %% 128 + %d * (wsf_cluster_rank() / %d), "
+			          "%d * (wsf_cluster_rank() / %d + 1));%s", at, n, n, n, n,
+			          arena_printf(e->c->arena, "%s of its split rank", cmt));
+		else
+			emit_line(e, "wsf_mbar_arrive_cluster(%s, threadIdx.x %% 128, %d);%s", at, n, cmt);
+		return;
+	}
+	emit_line(e, "wsf_mbar_arrive(%s);%s", at, emit_comment(e, s));
+}
+
+static void
+emit_mbar_wait(Emit *e, const Stmt *s)
+{
+	emit_line(e, "wsf_mbar_wait(%s, (unsigned)%s);%s", bar_at(e, s->u.mbar.bar, s->u.mbar.barslot),
+	          emit_expr_str(e, s->u.mbar.parity), emit_comment(e, s));
+}
+
+static void
+emit_fence_mbar_init(Emit *e, const Stmt *s)
+{
+	emit_line(e, "wsf_fence_mbar_init();");
+}
+
+static void
+emit_cluster_sync(Emit *e, const Stmt *s)
+{
+	emit_line(e, "wsf_cluster_sync();%s", emit_comment(e, s));
+}
+
+static void
+emit_fence_proxy_async(Emit *e, const Stmt *s)
+{
+	emit_line(e, "wsf_fence_proxy_async();%s", emit_comment(e, s));
+}
+
+static void
+emit_bulk_commit(Emit *e, const Stmt *s)
+{
+	emit_line(e, "wsf_bulk_commit();");
+}
+
+static void
+emit_bulk_wait(Emit *e, const Stmt *s)
+{
+	emit_line(e, "wsf_bulk_wait%s<%lld>();%s", s->u.group.read ? "_read" : "", (long long)s->u.group.pending,
+	          emit_comment(e, s));
+}
+
+static void
+emit_grid_dep(Emit *e, const Stmt *s)
+{
+	emit_line(e, "%s%s", s->u.grid_dep.launch ? "wsf_grid_launch_dependents();" : "wsf_grid_wait();",
+	          emit_comment(e, s));
+}
+
+static void
+emit_signal(Emit *e, const Stmt *s)
+{
+	Kernel *k = e->k;
+
+	if (!s->u.signal.param)   /* to the consumer role: an arrive (release at CTA scope) */
+		emit_line(e, "wsf_mbar_arrive(%s);%s", bar_at(e, s->u.signal.bar, s->u.signal.barslot),
+		          emit_comment(e, s));
+	else   /* released at gpu scope, or (scope: system) for another GPU or the host */
+		emit_line(e, "wsf_signal%s(%s + %s, (unsigned)epoch);%s", e->f->sched.system ? "_system" : "",
+		          k->param[s->u.signal.param].name, emit_expr_str(e, s->u.signal.tile), emit_comment(e, s));
+}
+
+/* its comment says why, and the spec line of the input it prefetches */
+static void
+emit_tma_prefetch(Emit *e, const Stmt *s)
+{
+	const char *why = !s->comment ? emit_pos(e, s->pos) : !s->pos.line ? emit_comment(e, s) :
+	                  arena_printf(e->c->arena, "%s (%s:%d)", emit_comment(e, s), e->file, s->pos.line);
+	const Expr *batch = s->u.tma.batch;
+
+	if (s->u.tma.cond)
+		emit_line(e, "if (%s)", emit_expr_str(e, s->u.tma.cond));
+	emit_line(e, "%swsf_tma_prefetch_%dd(&%s, %s, %s%s%s);%s", s->u.tma.cond ? "    " : "", batch ? 3 : 2,
+	          emit_param_name(e, &e->k->param[s->u.tma.param]), emit_expr_str(e, s->u.tma.col),
+	          emit_expr_str(e, s->u.tma.row), batch ? ", " : "", batch ? emit_expr_str(e, batch) : "", why);
+}
+
+/* an operand's (producer), an output's (output): TMA loads or stores after it, in the async proxy */
+static void
+emit_flag_wait(Emit *e, const Stmt *s)
+{
+	Kernel *k = e->k;
+
+	if (s->u.flag_wait.cond)
+		emit_line(e, "if (%s)", emit_expr_str(e, s->u.flag_wait.cond));
+	emit_line(e, "%swsf_flag_wait%s(%s + %s, (unsigned)epoch);%s", s->u.flag_wait.cond ? "    " : "",
+	          s->u.flag_wait.producer || s->u.flag_wait.output ? "_tma" : "",
+	          k->param[s->u.flag_wait.param].name, emit_expr_str(e, s->u.flag_wait.word), emit_comment(e, s));
+}
+
+static void
+emit_sync(Emit *e, const Stmt *s)
+{
+	if (s->u.sync.id == 0)
+		emit_line(e, "__syncthreads();%s", emit_comment(e, s));
+	else if (s->u.sync.id_expr)   /* a barrier id per warpgroup */
+		emit_line(e, "%s((int)%s, %d);%s", s->u.sync.arrive_only ? "wsf_bar_arrive" : "wsf_bar_sync",
+		          emit_expr_str(e, s->u.sync.id_expr), s->u.sync.threads, emit_comment(e, s));
+	else
+		emit_line(e, "wsf_bar_sync(%lld, %d);%s", (long long)s->u.sync.id, s->u.sync.threads,
+		          emit_comment(e, s));
+}
+
+static void
+emit_setmaxnreg(Emit *e, const Stmt *s)
+{
+	emit_line(e, "asm volatile(\"setmaxnreg.%s.sync.aligned.u32 %lld;\");", s->u.maxnreg.inc ? "inc" : "dec",
+	          (long long)s->u.maxnreg.regs);
+}
+
+static void
+emit_compute(Emit *e, const Stmt *s)
+{
+	if (e->compute_fn)
+		emit_line(e, "%s(%s);   // %s", e->compute_fn, e->compute_args,
+		          s->comment ? s->comment : "compute");
+	else
+		e->fam->compute(e, s);
+}
+
+/* The emitters of the generic kinds (stmts.h's owner GENERIC); a family's own go through its EmitFamily.stmt. */
+static void (*const generic[ST_COUNT])(Emit *e, const Stmt *s) = {
+	[ST_BLOCK] = emit_block,
+	[ST_LOOP] = emit_loop,
+	[ST_IF] = emit_if,
+	[ST_ROLES] = emit_roles,
+	[ST_LET] = emit_let,
+	[ST_TMA_LOAD] = emit_tma_load,
+	[ST_TMA_STORE] = emit_tma_store,
+	[ST_EXPECT_TX] = emit_expect_tx,
+	[ST_MBAR_INIT] = emit_mbar_init,
+	[ST_MBAR_ARRIVE] = emit_mbar_arrive,
+	[ST_MBAR_WAIT] = emit_mbar_wait,
+	[ST_FENCE_MBAR_INIT] = emit_fence_mbar_init,
+	[ST_CLUSTER_SYNC] = emit_cluster_sync,
+	[ST_FENCE_PROXY_ASYNC] = emit_fence_proxy_async,
+	[ST_BULK_COMMIT] = emit_bulk_commit,
+	[ST_BULK_WAIT] = emit_bulk_wait,
+	[ST_GRID_DEP] = emit_grid_dep,
+	[ST_SIGNAL] = emit_signal,
+	[ST_TMA_PREFETCH] = emit_tma_prefetch,
+	[ST_FLAG_WAIT] = emit_flag_wait,
+	[ST_SYNC] = emit_sync,
+	[ST_SETMAXNREG] = emit_setmaxnreg,
+	[ST_COMPUTE] = emit_compute,
+};
+
+static void
+emit_stmt(Emit *e, const Stmt *s)
+{
+	const EmitFamily *owner = families[stmt_owner[s->kind]];
+
+	if (owner)
+		owner->stmt(e, s);
+	else if (generic[s->kind])
+		generic[s->kind](e, s);
 }
 
 static void
@@ -939,8 +1057,8 @@ emit_compute_function(Emit *e)
 	for (i = 0; i < cs.n; i++) {
 		const Stmt *s = cs.s[i];
 
-		expr_vars(s->a, used);
-		expr_vars(s->b, used);
+		expr_vars(s->u.compute.row, used);
+		expr_vars(s->u.compute.col, used);
 		for (j = 0; j < s->nreads; j++)
 			expr_vars(s->reads[j].slot, used);
 		for (j = 0; j < s->nwrites; j++)
@@ -991,11 +1109,6 @@ emit_compute_function(Emit *e)
 }
 
 /* Each family's compute (emit_FAMILY.c). */
-static const EmitFamily *const families[] = {
-	[FAM_POINTWISE] = &emit_pointwise_family,
-	[FAM_REDUCTION] = &emit_reduction_family,
-	[FAM_MATMUL] = &emit_matmul_family,
-};
 
 /* The family of K, or NULL when it has no emission. */
 static const EmitFamily *

@@ -116,7 +116,7 @@ emit_wgmma_fn(Emit *e)
 
 	if (!s)
 		return;
-	m = s->mma;
+	m = s->u.mma.shape;
 	n = m->n / 2;
 	dt = e->k->buf[s->reads[0].buf].dtype == DT_F16 ? "f16" : "bf16";
 	buf_init(&regs, e->c->arena);
@@ -150,11 +150,11 @@ desc(Emit *e, bool kmajor, int bk, const char *p)
 	              : arena_printf(e->c->arena, "wsf_mma_desc_mn<%d>(%s)", bk * 128, p);
 }
 
-void
+static void
 emit_mma(Emit *e, const Stmt *s)
 {
 	const Kernel *k = e->k;
-	const MmaShape *m = s->mma;
+	const MmaShape *m = s->u.mma.shape;
 	int bytes = dtype_info[k->buf[s->reads[0].buf].dtype].bytes;
 	/* a consumer warpgroup's 64 rows of A: 64 K-major rows, or one 64-wide M chunk; a k16 step in each */
 	int wg_rows = m->a_kmajor ? 64 * m->k * bytes : m->k * 128;
@@ -180,7 +180,7 @@ emit_mma(Emit *e, const Stmt *s)
 		          64 * k->mm.row_blocks);
 	emit_line(e, "const wsf_u64 db = %s;", desc(e, m->b_kmajor, m->k, emit_buf_at(e, s->reads[1].buf,
 	                                                                            s->reads[1].slot)));
-	emit_line(e, "const int first = %s;", s->cond ? emit_expr_str(e, s->cond) : "0");
+	emit_line(e, "const int first = %s;", s->u.mma.zero_if ? emit_expr_str(e, s->u.mma.zero_if) : "0");
 	emit_line(e, "#pragma unroll");
 	emit_line(e, "for (int k16 = 0; k16 < %d; k16++)%s", m->k / 16, k->mm.row_blocks > 1 ? " {" : "");
 	/* A 128-row warpgroup tile: a wgmma for each 64-row block, into its own half of the registers. */
@@ -241,24 +241,26 @@ carried(Emit *e, const Stmt *s, int t)
  * it to the tile's copy of the row buffer after the k loop; columns past
  * the row's end are 0.
  */
-void
+static void
 emit_row_copy(Emit *e, const Stmt *s)
 {
-	const KBuf *b = &e->k->buf[s->buf];
+	const KBuf *b = &e->k->buf[s->u.row_copy.buf];
 	const KParam *p = &e->k->param[b->param];
 	const char *v = emit_tname(e, PFX_FETCH, b->tensor), *type = emit_type(b->dtype);
+	const char *col = s->kind == ST_ROW_FETCH ? emit_expr_str(e, s->u.row_copy.col) : NULL;
 	bool narrow = b->cols < e->k->consumer_threads;   /* a tile narrower than the consumers: some have no column */
 
 	if (s->kind == ST_ROW_FETCH) {
 		emit_line(e, "const %s %s = %s%s + threadIdx.x < cols ? %s[%s + threadIdx.x] : (%s)0;   // %s%s", type, v,
-		          narrow ? arena_printf(e->c->arena, "threadIdx.x < %d && ", b->cols) : "", emit_expr_str(e, s->b),
-		          emit_param_name(e, p), emit_expr_str(e, s->b), type, s->comment ? s->comment : "",
+		          narrow ? arena_printf(e->c->arena, "threadIdx.x < %d && ", b->cols) : "", col,
+		          emit_param_name(e, p), col, type, s->comment ? s->comment : "",
 		          emit_pos(e, s->pos));
 		return;
 	}
 	if (narrow)
 		emit_line(e, "if (threadIdx.x < %d)", b->cols);
-	emit_line(e, "%s(%s)[threadIdx.x] = %s;   // %s", narrow ? "    " : "", emit_buf_at(e, s->buf, s->slot), v,
+	emit_line(e, "%s(%s)[threadIdx.x] = %s;   // %s", narrow ? "    " : "",
+	          emit_buf_at(e, s->u.row_copy.buf, s->u.row_copy.slot), v,
 	          s->comment ? s->comment : "");
 }
 
@@ -277,12 +279,13 @@ static void
 staged_inputs(Emit *e, const Stmt *s, int nsub, const bool *needed)
 {
 	const Access *r;
-	/* a K-split's rank stores every splits-th subtile, a stream-K part every parts-th (Stmt.pass) */
+	/* a K-split's rank stores every splits-th subtile, a stream-K part every parts-th (u.compute.pass) */
 	int ranks = e->k->mm.ksum == KSUM_SPLIT_SCATTER ? e->k->mm.ksize.splits : 1;
-	const char *step = s->step ? emit_expr_str(e, s->step) : arena_printf(e->c->arena, "%d", ranks);
+	const Expr *every = s->u.compute.step;
+	const char *step = every ? emit_expr_str(e, every) : arena_printf(e->c->arena, "%d", ranks);
 	const char *first = strcmp(step, "1") ? arena_printf(e->c->arena, "sub < %s", step) : "sub == 0";
 	int cols = e->k->mm.epi_cols;
-	const char *over = s->step ? arena_printf(e->c->arena, "%s * %d", step, cols)   /* the next subtile's columns */
+	const char *over = every ? arena_printf(e->c->arena, "%s * %d", step, cols)   /* the next subtile's columns */
 	                   : arena_printf(e->c->arena, "%d", ranks * cols);
 	int i;
 
@@ -315,13 +318,14 @@ staged_inputs(Emit *e, const Stmt *s, int nsub, const bool *needed)
 			emit_line(e, "}");
 		} else if (p->view == VIEW_COL) {
 			emit_line(e, "if (%s) {   // the tile's first subtile%s: this thread's rows", first,
-			          s->step ? " this part stores" : strcmp(step, "1") ? " this rank stores" : "");
+			          s->u.compute.step ? " this part stores" : strcmp(step, "1") ? " this rank stores" : "");
 			emit_line(e, "    #pragma unroll");
 			emit_line(e, "    for (int h = 0; h < %d; h++) {", COL_VALUES * e->k->mm.row_blocks);
 			emit_line(e, "        const long long row = top + wt + %s;", e->k->mm.row_blocks > 1 ?
 			          "64 * (h / 2) + 8 * (h % 2)   /* its rows of each 64-row block */" : "8 * h");
 			emit_line(e, "        %s[h] = %s;", here, load_text(e, p, "row < rows",
-			          s->z ? arena_printf(e->c->arena, "%s * rows + row", emit_expr_str(e, s->z)) : "row"));
+			          s->u.compute.batch ? arena_printf(e->c->arena, "%s * rows + row",
+			                                            emit_expr_str(e, s->u.compute.batch)) : "row"));
 			emit_line(e, "    }");
 			emit_line(e, "}");
 		}
@@ -435,7 +439,7 @@ results(Emit *e, const Stmt *s)
 
 /*
  * The epilogue of a swapped matmul (MatmulPlan.swap_ab) over its whole tile at
- * (s->a, s->b): the accumulator is the warpgroup's 64 columns of the tile
+ * (row, col): the accumulator is the warpgroup's 64 columns of the tile
  * transposed, tile_rows rows, so thread (warp w, lane l) holds the
  * output's column 16 (w % 4) + l / 4 + 8 ((j >> 1) & 1) at row 8 (j >> 2)
  * + 2 (l % 4) + (j & 1) in its element j (cooperative: 64 columns on for
@@ -454,13 +458,13 @@ compute_swapped(Emit *e, const Stmt *s, const bool *needed, int acc)
 	unsigned views = input_views(e, s, needed);
 
 	emit_line(e, "{   // compute tile (row0, col0) = (%s, %s), transposed in the accumulator: %s",
-	          emit_expr_str(e, s->a), emit_expr_str(e, s->b), s->comment ? s->comment : "");
+	          emit_expr_str(e, s->u.compute.row), emit_expr_str(e, s->u.compute.col), s->comment ? s->comment : "");
 	e->depth++;
 	/* the tile's place, where an input is read by row or column (input_views; else NVRTC warns of it unused) */
 	if (READS_ROW(views))
-		emit_line(e, "const long long top = %s;", emit_expr_str(e, s->a));
+		emit_line(e, "const long long top = %s;", emit_expr_str(e, s->u.compute.row));
 	if (READS_COL(views))
-		emit_line(e, "const long long left = %s;", emit_expr_str(e, s->b));
+		emit_line(e, "const long long left = %s;", emit_expr_str(e, s->u.compute.col));
 	/*
 	 * wc: the thread's first column of the tile (a cooperative warpgroup's
 	 * 64 columns of 128), wr: its first row; ws: its warpgroup's rows of the
@@ -529,7 +533,9 @@ compute_swapped(Emit *e, const Stmt *s, const bool *needed, int acc)
 static const char *
 full_at(Emit *e, const Stmt *s, const char *r, const char *c)
 {
-	return s->z ? arena_printf(e->c->arena, "(%s * rows + %s) * cols + %s", emit_expr_str(e, s->z), r, c)
+	const Expr *batch = s->u.compute.batch;
+
+	return batch ? arena_printf(e->c->arena, "(%s * rows + %s) * cols + %s", emit_expr_str(e, batch), r, c)
 	            : arena_printf(e->c->arena, "%s * cols + %s", r, c);
 }
 
@@ -639,7 +645,7 @@ full_inputs(Emit *e, const Stmt *s, const bool *needed, const char *rowb)
 	}
 }
 
-/* The epilogue over one subtile: s->b is its first column, s->pass its index in the tile. */
+/* The epilogue over one subtile: its col is its first column, its pass its index in the tile. */
 static void
 emit_epilogue(Emit *e, const Stmt *s)
 {
@@ -661,18 +667,18 @@ emit_epilogue(Emit *e, const Stmt *s)
 		compute_swapped(e, s, needed, acc);
 		return;
 	}
-	emit_line(e, "{   // compute subtile (row0, col) = (%s, %s): %s", emit_expr_str(e, s->a), emit_expr_str(e, s->b),
-	          s->comment ? s->comment : "");
+	emit_line(e, "{   // compute subtile (row0, col) = (%s, %s): %s", emit_expr_str(e, s->u.compute.row),
+	          emit_expr_str(e, s->u.compute.col), s->comment ? s->comment : "");
 	e->depth++;
 	/* the subtile's place, where an input is read by row or column (input_views; else NVRTC warns of it unused) */
 	if (READS_ROW(views))
-		emit_line(e, "const long long top = %s;", emit_expr_str(e, s->a));
+		emit_line(e, "const long long top = %s;", emit_expr_str(e, s->u.compute.row));
 	if (READS_COL(views))
-		emit_line(e, "const long long left = %s;", emit_expr_str(e, s->b));
+		emit_line(e, "const long long left = %s;", emit_expr_str(e, s->u.compute.col));
 	/* wr: the thread's first row in the staging subtile (its warpgroup's 64 rows, its warp's 16, its lane's);
 	   wt: in the output tile at top, which is the warpgroup's own when it owns the tile (ping-pong) */
 	emit_line(e, "const int sub = (int)(%s), wr = %d * (threadIdx.x / 128) + 16 * ((threadIdx.x / 32) %% 4) + "
-	          "(threadIdx.x %% 32) / 4, wc = 2 * (threadIdx.x %% 4);", emit_expr_str(e, s->pass), 64 * H);
+	          "(threadIdx.x %% 32) / 4, wc = 2 * (threadIdx.x %% 4);", emit_expr_str(e, s->u.compute.pass), 64 * H);
 	if (READS_ROW(views))
 		emit_line(e, "const int wt = %s;",
 		          k->mm.pingpong ? arena_printf(e->c->arena, "wr - %d * (threadIdx.x / 128)", 64 * H) : "wr");
@@ -712,8 +718,9 @@ emit_epilogue(Emit *e, const Stmt *s)
 			continue;
 		}
 		/* what is left: a full input, guarded by both dims (batched: rows are one batch's), or a scalar */
-		idx = p->view != VIEW_FULL ? "0" : s->z ?
-		      arena_printf(e->c->arena, "(%s * rows + row) * cols + col", emit_expr_str(e, s->z)) : "row * cols + col";
+		idx = p->view != VIEW_FULL ? "0" : s->u.compute.batch ?
+		      arena_printf(e->c->arena, "(%s * rows + row) * cols + col", emit_expr_str(e, s->u.compute.batch)) :
+		      "row * cols + col";
 		emit_line(e, "const float %s = %s;%s", e->value[t],
 		          load_text(e, p, p->view == VIEW_FULL ? "row < rows && col < cols" : NULL, idx),
 		          emit_pos(e, f->tensor[t].pos));
@@ -770,7 +777,7 @@ emit_epilogue(Emit *e, const Stmt *s)
 
 /*
  * The signal consumer's compute (a compute in the ROLE_SIGNAL branch): its
- * outputs over the stored tile at (s->a, s->b), from the stored outputs
+ * outputs over the stored tile at (row, col), from the stored outputs
  * they read, read back from global memory (L2 holds them: just stored).
  * A thread of the role takes 8 columns of the tile (16 bytes of each
  * 2-byte tensor) in every THREADS / (BN / 8)-th row, UNROLL rows loaded
@@ -791,8 +798,8 @@ emit_signal_compute(Emit *e, const Stmt *s)
 	const KParam **mem = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *mem);
 	int *copy_of = arena_alloc(e->c->arena, (size_t)(f->nout + 1) * sizeof *copy_of);
 	int per_row = k->tile_cols / VEC, step = r->threads / per_row, words = 0, computed = 0, unroll, i, j;
-	const char *idx = s->z ? arena_printf(e->c->arena, "(%s * rows + row) * cols + col", emit_expr_str(e, s->z))
-	                       : "row * cols + col";
+	const char *idx = !s->u.compute.batch ? "row * cols + col" :
+	                  arena_printf(e->c->arena, "(%s * rows + row) * cols + col", emit_expr_str(e, s->u.compute.batch));
 	Buf what;
 
 	for (i = 1; i < k->nparam; i++)
@@ -841,23 +848,23 @@ emit_signal_compute(Emit *e, const Stmt *s)
 	 * reasons its report does not give: a narrower tile's rows are shorter,
 	 * not its registers fewer).
 	 */
-	unroll = 8 >> (computed > 0) >> (words > 1 ? words - 1 : 0) >> (s->z != NULL) >> (k->tile_cols < 256) >>
+	unroll = 8 >> (computed > 0) >> (words > 1 ? words - 1 : 0) >> (s->u.compute.batch != NULL) >> (k->tile_cols < 256) >>
 	         (k->tile_cols < 128);
 	if (unroll < 1)
 		unroll = 1;
 
 	emit_line(e, "{   // the signal consumer: %s, the tile (%s, %s) read back", buf_str(&what),
-	          emit_expr_str(e, s->a), emit_expr_str(e, s->b));
+	          emit_expr_str(e, s->u.compute.row), emit_expr_str(e, s->u.compute.col));
 	e->depth++;
 	emit_line(e, "const int t = threadIdx.x - %d;   // of %d: columns 8 (t %% %d) on, every %d-th row from t / %d",
 	          r->first, r->threads, per_row, step, per_row);
-	emit_line(e, "const long long col = %s + 8 * (t %% %d), end = wsf_min(%s + %d, rows);", emit_expr_str(e, s->b),
-	          per_row, emit_expr_str(e, s->a), k->tile_rows);
+	emit_line(e, "const long long col = %s + 8 * (t %% %d), end = wsf_min(%s + %d, rows);",
+	          emit_expr_str(e, s->u.compute.col), per_row, emit_expr_str(e, s->u.compute.row), k->tile_rows);
 	emit_line(e, "const bool whole = col + %d <= cols;", VEC);
 	emit_line(e, "const wsf_u64 once = wsf_l2_drop();   // read back once, written for later kernels");
 	emit_line(e, "#pragma unroll 1");
 	emit_line(e, "for (long long r = %s + t / %d; r < end && col < cols; r += %d) {   // %d rows in flight",
-	          emit_expr_str(e, s->a), per_row, step * unroll, unroll);
+	          emit_expr_str(e, s->u.compute.row), per_row, step * unroll, unroll);
 	e->depth++;
 	for (i = 1; i < f->ntensor; i++)
 		if (loaded[i])
@@ -976,9 +983,57 @@ in_place(const Kernel *k)
 	return true;   /* the computes index the accumulators by the subtile */
 }
 
+/* wgmma.wait_group: once none is pending, the accumulators hold the results: no read of them moves above it */
+static void
+emit_mma_wait(Emit *e, const Stmt *s)
+{
+	const Kernel *k = e->k;
+	int i;
+
+	emit_line(e, "wsf_mma_wait<%lld>();%s", (long long)s->u.group.pending, emit_comment(e, s));
+	if (s->u.group.pending == 0)
+		for (i = 1; i < k->nacc; i++)
+			if (!k->acc[i].alias)
+				emit_line(e, "wsf_acc_fence<%d>(%s);", emit_acc_regs(k, i), emit_tname(e, PFX_ACC, k->acc[i].tensor));
+}
+
+/* The statements of the kinds this family owns (stmts.h). */
+static void
+matmul_stmt(Emit *e, const Stmt *s)
+{
+	switch (s->kind) {
+	case ST_MMA:
+		emit_mma(e, s);
+		break;
+	case ST_MMA_FENCE:
+		emit_line(e, "wsf_mma_fence();%s", emit_comment(e, s));
+		break;
+	case ST_MMA_COMMIT:
+		emit_line(e, "wsf_mma_commit();%s", emit_comment(e, s));
+		break;
+	case ST_MMA_WAIT:
+		emit_mma_wait(e, s);
+		break;
+	case ST_SPLIT_REDUCE:
+		emit_split_reduce(e, s);
+		break;
+	case ST_SK_STORE:
+	case ST_SK_REDUCE:
+		emit_stream_k(e, s);
+		break;
+	case ST_ROW_FETCH:
+	case ST_ROW_PUT:
+		emit_row_copy(e, s);
+		break;
+	default:
+		break;
+	}
+}
+
 const EmitFamily emit_matmul_family = {
 	.helpers = emit_wgmma_fn,
 	.compute = emit_epilogue,
+	.stmt = matmul_stmt,
 	.min_ctas = min_ctas,
 	.frame = declare_fragments,
 	.in_place = in_place,

@@ -26,7 +26,7 @@ split_reduce_scatter(Emit *e, const Stmt *s, const char *acc, int n)
 {
 	const Kernel *k = e->k;
 	const KAcc *a = &k->acc[s->reads[0].acc];
-	const char *full = k->bar[s->bar].name, *free_ = k->bar[s->bar + 1].name, *q = "q", *own, *peer = "r";
+	const char *full = k->bar[s->u.split.bar].name, *free_ = k->bar[s->u.split.bar + 1].name, *q = "q", *own, *peer = "r";
 	int sh = k->mm.cluster[0] * k->mm.cluster[1];
 
 	/* float4 q's subtile (left to right: % and / bind alike): its 8 columns start at 8 q of its 64-row
@@ -87,16 +87,18 @@ void
 emit_split_reduce(Emit *e, const Stmt *s)
 {
 	const Kernel *k = e->k;
-	const char *acc = emit_acc_name(e, s->reads[0].acc), *full = k->bar[s->bar].name, *free_ = k->bar[s->bar + 1].name;
+	const char *acc = emit_acc_name(e, s->reads[0].acc), *full = k->bar[s->u.split.bar].name;
+	const char *free_ = k->bar[s->u.split.bar + 1].name;
 	int n = emit_acc_regs(k, s->reads[0].acc);
 
 	emit_line(e, "{   // %s: %d CTAs each summed a share of the k-steps", s->comment ? s->comment : "split-K",
 	          k->mm.ksize.splits);
 	e->depth++;
-	emit_line(e, "const unsigned parity = (unsigned)(%s);", emit_expr_str(e, s->a));
-	emit_line(e, "const int parts = (int)(%s);   // the ranks with k-steps", emit_expr_str(e, s->b));
+	emit_line(e, "const unsigned parity = (unsigned)(%s);", emit_expr_str(e, s->u.split.parity));
+	emit_line(e, "const int parts = (int)(%s);   // the ranks with k-steps", emit_expr_str(e, s->u.split.ranks));
 	emit_line(e, "const int w = wsf_wg;   // the consumer warpgroup");
-	emit_line(e, "float4 *const mine = (float4 *)(%s) + w * %d + threadIdx.x %% 128;", emit_buf_at(e, s->buf, NULL),
+	emit_line(e, "float4 *const mine = (float4 *)(%s) + w * %d + threadIdx.x %% 128;",
+	          emit_buf_at(e, s->u.split.buf, NULL),
 	          n / 4 * 128);
 	if (k->mm.ksum == KSUM_SPLIT_SCATTER) {
 		split_reduce_scatter(e, s, acc, n);
@@ -152,8 +154,8 @@ stream_k_scatter(Emit *e, const Stmt *s, const char *acc, const char *ws, int n,
 	const char *by = cl > 1 ? arena_printf(e->c->arena, " * %d", cl) : "";
 
 	emit_line(e, "const long long me = %s, parts = %s;   // this part's index among its tile's, and their number",
-	          emit_expr_str(e, s->a),
-	          emit_expr_str(e, s->b));
+	          emit_expr_str(e, s->u.sk.part),
+	          emit_expr_str(e, s->u.sk.parts));
 	if (s->kind == ST_SK_STORE) {
 		emit_line(e, "float4 *const part = (float4 *)wsf_sk_slot(%s, %d, %d, blockIdx.x) + threadIdx.x;", ws,
 		          SK_MAX_CTAS, k->mm.ksize.sk_slot);
@@ -217,11 +219,11 @@ void
 emit_stream_k(Emit *e, const Stmt *s)
 {
 	const Kernel *k = e->k;
-	const char *acc = emit_acc_name(e, s->reads[0].acc), *ws = k->param[s->param].name;
+	const char *acc = emit_acc_name(e, s->reads[0].acc), *ws = k->param[s->u.sk.param].name;
 	const KRole *r = &k->role[e->role];   /* the consumers: their named barrier, their threads */
 	int n = emit_acc_regs(k, s->reads[0].acc), t = r->threads;
 
-	emit_line(e, "if (%s) {   // stream-K: %s", emit_expr_str(e, s->cond), s->comment ? s->comment : "");
+	emit_line(e, "if (%s) {   // stream-K: %s", emit_expr_str(e, s->u.sk.cond), s->comment ? s->comment : "");
 	e->depth++;
 	if (k->mm.ksum == KSUM_SK_SCATTER) {
 		stream_k_scatter(e, s, acc, ws, n, r->bar_id, t);
@@ -236,7 +238,7 @@ emit_stream_k(Emit *e, const Stmt *s)
 		emit_line(e, "if (threadIdx.x == 0)");
 		emit_line(e, "    wsf_sk_post(wsf_sk_flag(%s, blockIdx.x));   // released to the owner (gpu scope)", ws);
 	} else {
-		emit_line(e, "const long long n = %s;", emit_expr_str(e, s->b));
+		emit_line(e, "const long long n = %s;", emit_expr_str(e, s->u.sk.parts));
 		emit_line(e, "for (long long h = 1; h <= n; h++) {");
 		emit_line(e, "    const long long cta = (long long)blockIdx.x + h;");
 		emit_line(e, "    if (threadIdx.x == 0)");

@@ -29,10 +29,11 @@ emit_compute(Emit *e, const Stmt *s)
 	Fusion *f = e->f;
 	int i, j, elems = k->tile_rows * k->tile_cols;
 
-	emit_line(e, "{   // compute tile (row0, col0) = (%s, %s): %s", emit_expr_str(e, s->a), emit_expr_str(e, s->b),
-	          s->comment ? s->comment : "");
+	emit_line(e, "{   // compute tile (row0, col0) = (%s, %s): %s", emit_expr_str(e, s->u.compute.row),
+	          emit_expr_str(e, s->u.compute.col), s->comment ? s->comment : "");
 	e->depth++;
-	emit_line(e, "const long long top = %s, left = %s;", emit_expr_str(e, s->a), emit_expr_str(e, s->b));
+	emit_line(e, "const long long top = %s, left = %s;", emit_expr_str(e, s->u.compute.row),
+	          emit_expr_str(e, s->u.compute.col));
 	for (i = 0; i < s->nreads; i++)
 		emit_line(e, "const %s *%s = %s;", emit_type(k->buf[s->reads[i].buf].dtype),
 		          emit_curname(e, s->reads[i].buf), emit_buf_at(e, s->reads[i].buf, s->reads[i].slot));

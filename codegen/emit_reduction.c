@@ -467,9 +467,9 @@ emit_row_compute(Emit *e, const Stmt *s)
 	bool *need, *target, *have = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *have), outs;
 	int i, j, L, maxl = kir_row_levels(k, level, NULL), nred = 0;
 
-	emit_line(e, "{   // compute row %s: %s", emit_expr_str(e, s->a), s->comment ? s->comment : "");
+	emit_line(e, "{   // compute row %s: %s", emit_expr_str(e, s->u.compute.row), s->comment ? s->comment : "");
 	e->depth++;
-	emit_line(e, "const long long row = %s;", emit_expr_str(e, s->a));
+	emit_line(e, "const long long row = %s;", emit_expr_str(e, s->u.compute.row));
 	e->row.steps = k->row.steps;
 	if (e->row.steps) {
 		emit_line(e, "// the row in registers: this thread's %d x %d elements of each value, computed %s",
@@ -513,7 +513,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 			}
 		/*
 		 * In register mode the compute releases its stages at its first
-		 * barrier (Stmt.flag): every staged row is read in the first pass,
+		 * barrier (u.compute.releases): every staged row is read in the first pass,
 		 * also one only the outputs use.
 		 */
 		for (i = 0; i < f->ninput && L == 1 && e->row.steps; i++)
@@ -668,7 +668,7 @@ find_row_chunk(Stmt *s, void *user)
 {
 	const Stmt **found = user;
 
-	if (s->kind == ST_COMPUTE && s->phase == ROW_CHUNK && !*found)
+	if (s->kind == ST_COMPUTE && s->u.compute.phase == ROW_CHUNK && !*found)
 		*found = s;
 }
 
@@ -697,15 +697,15 @@ emit_chunk_compute(Emit *e, const Stmt *s)
 	int *online = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *online);
 	bool *done = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *done);
 	int i, j, L, maxl = kir_row_levels(k, level, online), nred = 0;
-	const char *pass = s->pass ? emit_expr_str(e, s->pass) : NULL;
+	const char *pass = s->u.compute.pass ? emit_expr_str(e, s->u.compute.pass) : NULL;
 
 	/* per-row inputs and the per-row values that need no reduction: ROW_BEGIN sets them */
 	for (i = 1; i < f->ntensor; i++)
-		done[i] = !row_full(k, i) && level[i] == 0 && (s->phase != ROW_BEGIN || f->tensor[i].kind == TK_INPUT);
-	switch (s->phase) {
+		done[i] = !row_full(k, i) && level[i] == 0 && (s->u.compute.phase != ROW_BEGIN || f->tensor[i].kind == TK_INPUT);
+	switch (s->u.compute.phase) {
 	case ROW_BEGIN:
-		emit_line(e, "// row %s: %s", emit_expr_str(e, s->a), s->comment ? s->comment : "");
-		emit_line(e, "const long long row = %s;", emit_expr_str(e, s->a));
+		emit_line(e, "// row %s: %s", emit_expr_str(e, s->u.compute.row), s->comment ? s->comment : "");
+		emit_line(e, "const long long row = %s;", emit_expr_str(e, s->u.compute.row));
 		emit_row_inputs(e, done);
 		for (i = 1; i < f->nop; i++) {
 			const Op *o = &f->op[i];
@@ -738,7 +738,8 @@ emit_chunk_compute(Emit *e, const Stmt *s)
 		buf_init(&args, e->c->arena);
 		for (i = 0; i < s->nreads; i++)
 			buf_printf(&args, ", %s", emit_buf_at(e, s->reads[i].buf, s->reads[i].slot));
-		emit_line(e, "wsf_chunk(%s, %s%s);   // %s", pass, emit_expr_str(e, s->b), buf_str(&args), s->comment ? s->comment : "");
+		emit_line(e, "wsf_chunk(%s, %s%s);   // %s", pass, emit_expr_str(e, s->u.compute.col), buf_str(&args),
+		          s->comment ? s->comment : "");
 		break;
 	}
 	case ROW_PASS_END:

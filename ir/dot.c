@@ -10,7 +10,8 @@
  * mbarriers in a box with its stages, accumulators, the thread roles (or
  * the CTA's threads when there are none), and an edge for each thing a role
  * does to them (a TMA load, a wait, an arrive, a compute's reads and writes,
- * a store), found by walking the statements under each role.
+ * a store), found by walking the statements under each role, each kind's
+ * edges by its hook (the dot column of ir/stmts.h).
  *
  * The text is deterministic (ids in IR order, edges in statement order,
  * each once), so it makes a golden file.  Node ids are small numbers behind
@@ -231,75 +232,138 @@ access_edges(Picture *p, const Access *a, int n, int role, bool write)
 	}
 }
 
+/*
+ * The edges each kind draws (stmts.h's dot column), its role's node R
+ * (ROLE: the role running it).
+ */
+typedef void Drawer(Picture *p, const Stmt *s, int role, const char *r);
+
+static void
+dot_none(Picture *p, const Stmt *s, int role, const char *r)
+{
+	(void)p, (void)s, (void)role, (void)r;
+}
+
+static void
+dot_tma_load(Picture *p, const Stmt *s, int role, const char *r)
+{
+	int param = s->u.tma.param, buf = s->u.tma.buf;
+
+	(void)r;
+	edge(p, node_id(p, 'p', param), node_id(p, 'b', buf),
+	     arena_printf(p->arena, "%s%s", p->k->param[param].kind == PK_PTR ? "bulk copy" : "TMA load",
+	                  by_role(p, role)), NULL);
+	if (s->u.tma.bar)
+		edge(p, node_id(p, 'b', buf), node_id(p, 'm', s->u.tma.bar), "complete_tx", "style=dotted");
+	p->loaded[param] = true;
+}
+
+static void
+dot_tma_store(Picture *p, const Stmt *s, int role, const char *r)
+{
+	(void)r;
+	edge(p, node_id(p, 'b', s->u.tma.buf), node_id(p, 'p', s->u.tma.param),
+	     arena_printf(p->arena, "TMA store%s", by_role(p, role)), NULL);
+	p->stored[s->u.tma.param] = true;
+}
+
+/* a row input through the consumers' registers into its row buffer */
+static void
+dot_row_fetch(Picture *p, const Stmt *s, int role, const char *r)
+{
+	(void)r;
+	edge(p, node_id(p, 'p', s->u.row_copy.param), node_id(p, 'b', s->u.row_copy.buf),
+	     arena_printf(p->arena, "row copy%s", by_role(p, role)), NULL);
+	p->loaded[s->u.row_copy.param] = true;
+}
+
+/* the tensor's tiles into L2 ahead of the loads that read them */
+static void
+dot_tma_prefetch(Picture *p, const Stmt *s, int role, const char *r)
+{
+	edge(p, node_id(p, 'p', s->u.tma.param), r, arena_printf(p->arena, "L2 prefetch%s", by_role(p, role)),
+	     "style=dashed");
+	p->loaded[s->u.tma.param] = true;
+}
+
+static void
+dot_expect_tx(Picture *p, const Stmt *s, int role, const char *r)
+{
+	(void)role;
+	edge(p, r, node_id(p, 'm', s->u.mbar.bar), "expect_tx", "style=dotted");
+}
+
+static void
+dot_mbar_wait(Picture *p, const Stmt *s, int role, const char *r)
+{
+	(void)role;
+	edge(p, node_id(p, 'm', s->u.mbar.bar), r, "wait", "style=dotted");
+}
+
+static void
+dot_mbar_arrive(Picture *p, const Stmt *s, int role, const char *r)
+{
+	(void)role;
+	edge(p, r, node_id(p, 'm', s->u.mbar.bar), "arrive", "style=dotted");
+}
+
+static void
+dot_signal(Picture *p, const Stmt *s, int role, const char *r)
+{
+	(void)role;
+	if (s->u.signal.bar)   /* to the consumer role: a stored tile has landed */
+		edge(p, r, node_id(p, 'm', s->u.signal.bar), "signal", "style=dotted");
+}
+
+static void
+dot_sk(Picture *p, const Stmt *s, int role, const char *r)
+{
+	(void)r;
+	access_edges(p, s->reads, s->nreads, role, false);
+}
+
+static void
+dot_split_reduce(Picture *p, const Stmt *s, int role, const char *r)
+{
+	access_edges(p, s->reads, s->nreads, role, false);
+	edge(p, r, node_id(p, 'b', s->u.split.buf), "partial sums", NULL);
+}
+
+static void
+dot_mma(Picture *p, const Stmt *s, int role, const char *r)
+{
+	(void)r;
+	access_edges(p, s->reads, s->nreads, role, false);
+	access_edges(p, s->writes, s->nwrites, role, true);
+}
+
+static void
+dot_compute(Picture *p, const Stmt *s, int role, const char *r)
+{
+	dot_mma(p, s, role, r);
+	p->computes[role] = true;
+}
+
+static Drawer *const drawers[ST_COUNT] = {
+	[ST_NONE] = dot_none,
+#define ST(id, name, owner, print, verify, dot, ...) [ST_##id] = dot_##dot,
+#include "stmts.h"
+#undef ST
+};
+
 static void
 draw_stmt(Picture *p, const Stmt *s, int role)
 {
-	const Kernel *k = p->k;
-	const char *r = node_id(p, 'r', role);
 	int i;
 
 	if (!s)
 		return;
-	switch (s->kind) {
-	case ST_ROLE:
-		role = s->role;
-		break;
-	case ST_TMA_LOAD:
-		edge(p, node_id(p, 'p', s->param), node_id(p, 'b', s->buf),
-		     arena_printf(p->arena, "%s%s", k->param[s->param].kind == PK_PTR ? "bulk copy" : "TMA load",
-		                  by_role(p, role)), NULL);
-		if (s->bar)
-			edge(p, node_id(p, 'b', s->buf), node_id(p, 'm', s->bar), "complete_tx", "style=dotted");
-		p->loaded[s->param] = true;
-		break;
-	case ST_TMA_STORE:
-		edge(p, node_id(p, 'b', s->buf), node_id(p, 'p', s->param),
-		     arena_printf(p->arena, "TMA store%s", by_role(p, role)), NULL);
-		p->stored[s->param] = true;
-		break;
-	case ST_ROW_FETCH:   /* a row input through the consumers' registers into its row buffer */
-		edge(p, node_id(p, 'p', s->param), node_id(p, 'b', s->buf), arena_printf(p->arena, "row copy%s", by_role(p, role)),
-		     NULL);
-		p->loaded[s->param] = true;
-		break;
-	case ST_TMA_PREFETCH:   /* the tensor's tiles into L2 ahead of the loads that read them */
-		edge(p, node_id(p, 'p', s->param), r, arena_printf(p->arena, "L2 prefetch%s", by_role(p, role)), "style=dashed");
-		p->loaded[s->param] = true;
-		break;
-	case ST_EXPECT_TX:
-		edge(p, r, node_id(p, 'm', s->bar), "expect_tx", "style=dotted");
-		break;
-	case ST_MBAR_WAIT:
-		edge(p, node_id(p, 'm', s->bar), r, "wait", "style=dotted");
-		break;
-	case ST_MBAR_ARRIVE:
-		edge(p, r, node_id(p, 'm', s->bar), "arrive", "style=dotted");
-		break;
-	case ST_SIGNAL:
-		if (s->bar)   /* to the consumer role: a stored tile has landed */
-			edge(p, r, node_id(p, 'm', s->bar), "signal", "style=dotted");
-		break;
-	case ST_SK_STORE:
-	case ST_SK_REDUCE:
-		access_edges(p, s->reads, s->nreads, role, false);
-		break;
-	case ST_SPLIT_REDUCE:
-		access_edges(p, s->reads, s->nreads, role, false);
-		edge(p, r, node_id(p, 'b', s->buf), "partial sums", NULL);
-		break;
-	case ST_COMPUTE:
-	case ST_MMA:
-		access_edges(p, s->reads, s->nreads, role, false);
-		access_edges(p, s->writes, s->nwrites, role, true);
-		if (s->kind == ST_COMPUTE)
-			p->computes[role] = true;
-		break;
-	default:
-		break;
-	}
+	if (s->kind == ST_ROLE)
+		role = s->u.role.id;
+	drawers[s->kind](p, s, role, node_id(p, 'r', role));
 	for (i = 0; i < s->nbody; i++)
 		draw_stmt(p, s->body[i], role);
-	draw_stmt(p, s->orelse, role);
+	draw_stmt(p, st_else(s), role);
 }
 
 static void

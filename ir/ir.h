@@ -8,7 +8,8 @@
  *   fusion.c    the fusion IR: tensors, ops, sizes; the op and dtype tables
  *   verify.c    the fusion IR verifier
  *   print.c     the fusion IR printer (grammar in docs/ir.md)
- *   kernel.c    the kernel IR (loop nests), kverify.c and kprint.c
+ *   kernel.c    the kernel IR (loop nests), kverify.c and kprint.c; its statement
+ *               kinds are the rows of stmts.h (as ops are of ops.h)
  *   dot.c       Graphviz pictures of the fusion DAG and of a kernel
  *
  * Memory: everything a compilation makes lives in one Arena owned by its Comp.
@@ -624,72 +625,17 @@ typedef struct KBar {
 	                      one CTA of the cluster, which arrives on every CTA's copy (MatmulPlan.cluster) */
 } KBar;
 
+/* The statement kinds: ST_ID for each row of stmts.h, whose fields are its member of Stmt's union. */
 typedef enum StmtKind {
 	ST_NONE,
-	ST_BLOCK,          /* body[0..n) */
-	ST_LOOP,           /* for var in [lo, hi): body */
-	ST_IF,             /* if cond: body else orelse */
-	ST_ROLES,          /* warp specialization: body = one ST_ROLE per role, in role-table order */
-	ST_ROLE,           /* the statements role `role` runs */
-	ST_LET,            /* var = a */
-	ST_TMA_LOAD,       /* buf[slot] <- param at (row a, col b); completes on bar[barslot].  From a
-	                      PK_TMAP param: the copy's box, out-of-bounds parts zero-filled (into a staging
-	                      copy: its preload, KBuf.preload); from a PK_PTR
-	                      param: a 1-D bulk copy of the row segment [b, min(b + copy cols, cols)).
-	                      mcast: a multicast's CTA mask (bit r: rank r), the box written at the same
-	                      place (and completed on the same barrier) in each CTA of the cluster it
-	                      names; an expression of the rank in a 2-D cluster; NULL: this CTA alone */
-	ST_TMA_STORE,      /* param at (row a, col b) <- buf[slot]; flag: added to what global memory holds
-	                      there (an accumulating output: cp.reduce.async.bulk.tensor .add) */
-	ST_TMA_PREFETCH,   /* param's (a PK_TMAP) box at (row a, col b), batch z if set, into L2: a hint, no
-	                      buffer, no barrier, nothing waits for it */
-	ST_EXPECT_TX,      /* mbarrier.arrive.expect_tx bar[barslot], n bytes plus a (runtime) if set; the
-	                      fill of stage counter lin (its slot is lin % S) */
-	ST_MBAR_INIT,      /* all of bar[], once, by one thread */
-	ST_MBAR_ARRIVE,    /* bar[barslot] */
-	ST_MBAR_WAIT,      /* bar[barslot] phase parity */
-	ST_FENCE_MBAR_INIT,
-	ST_FENCE_PROXY_ASYNC,
-	ST_BULK_COMMIT,    /* cp.async.bulk.commit_group */
-	ST_BULK_WAIT,      /* cp.async.bulk.wait_group[.read] n */
-	ST_SYNC,           /* barrier: id 0 is __syncthreads, else bar.sync id, threads (a: the id when it is
-	                      an expression, a warpgroup's own; flag: bar.arrive, the signal alone) */
-	ST_SETMAXNREG,     /* regs; inc or dec */
-	ST_COMPUTE,        /* the fusion's ops over one tile (pointwise) or row (reduction) at (row a, col b);
-	                      an epilogue reads accumulators */
-	ST_MMA,            /* writes[0] (an accumulator) += reads[0] x reads[1] (operand buffer copies): one
-	                      asynchronous wgmma chain over a k-tile; zero-initialises first when cond holds */
-	ST_MMA_FENCE,      /* wgmma.fence: register and generic-proxy writes ordered before the next mma */
-	ST_MMA_COMMIT,     /* wgmma.commit_group: the mmas issued since the last commit form a group */
-	ST_MMA_WAIT,       /* wgmma.wait_group n: at most n groups still pending */
-	ST_GRID_DEP,       /* programmatic dependent launch: griddepcontrol.wait (the grids before this one in
-	                      the stream have completed, their writes visible), or with flag
-	                      griddepcontrol.launch_dependents (the next grid may launch) */
-	ST_CLUSTER_SYNC,   /* barrier.cluster: every thread of every CTA of the cluster (arrive.release, then
-	                      wait.acquire) */
-	ST_FLAG_WAIT,      /* until param (PK_WAIT)[a] is the epoch, acquire at system scope: the tile of an input
-	                      with wait: per_tile has been written (by another kernel, GPU or the host); only
-	                      when cond holds (NULL: always).  flag: the producer's, before TMA loads of an
-	                      operand that waits (fence.proxy.async.global after it, for the async proxy); n:
-	                      the consumers' wait for an output's tile, fenced so too, for the TMA stores */
-	ST_SPLIT_REDUCE,   /* a K-split (KSumSize.splits): the partial sums in reads[0].acc of the cluster's ranks
-	                      1 .. b - 1 added into rank 0's (or, split_scatter, into each subtile's owner)
-	                      through buf (BUF_PARTIAL), on bar[wg] and bar + 1 [wg]; a: the phase parity.
-	                      docs/ir.md, "K split over a cluster" */
-	ST_SK_STORE,       /* stream-K: a part's partial sum (reads[0].acc; sk_scatter: of the subtiles other
-	                      parts own) to its slot of param (PK_WORKSPACE), then its flag released (gpu
-	                      scope); sk_scatter: part a of the tile's b.  docs/ir.md, "Stream-K" */
-	ST_SK_REDUCE,      /* stream-K: the other parts' sums added to reads[0].acc (the tile's owner; with
-	                      sk_scatter, each part its own subtiles) in order, each flag acquired */
-	ST_ROW_FETCH,      /* columns [b, b + buf's cols) of row input param into a register a consumer thread
-	                      (0 past the row's end), ahead of the k loop that hides the load */
-	ST_ROW_PUT,        /* those registers into buf[slot], every consumer thread (sync.c adds the barrier) */
-	ST_SIGNAL          /* the output tile a is in global memory: param (PK_FLAGS)[a] = the epoch, with release
-	                      semantics at gpu scope; or, for the kernel's consumer role (no param), an arrive
-	                      on bar[barslot] (release at CTA scope).  flag: it is the tile of the loop iteration
-	                      before (this iteration's stores may still be in flight); else every tile stored
-	                      so far */
+#define ST(id, ...) ST_##id,
+#include "stmts.h"
+#undef ST
+	ST_COUNT
 } StmtKind;
+
+extern const char *const stmt_name[ST_COUNT];   /* stmts.h's names */
+extern const Family stmt_owner[ST_COUNT];       /* the family whose emitter writes a kind; FAM_NONE: generic */
 
 typedef enum LoopKind {
 	LOOP_NONE,
@@ -761,53 +707,181 @@ typedef enum RowPhase {
 	ROW_END
 } RowPhase;
 
+/*
+ * A statement: a header every kind has, then its kind's member of the
+ * union (named for what it holds; kinds that hold the same fields share
+ * one).  Expressions NULL where a comment says so; st_new zeroes all.
+ */
 typedef struct Stmt Stmt;
 struct Stmt {
 	StmtKind kind;
 	Pos pos;              /* spec position it came from, if any */
 	const char *comment;  /* shown in printed IR and CUDA */
-	/* ST_BLOCK; ST_LOOP / ST_IF / ST_ROLES / ST_ROLE bodies */
-	Stmt **body;  int nbody, capbody;
-	Stmt *orelse;         /* ST_IF else */
-	/* ST_LOOP */
-	int var;
-	Expr *lo, *hi;
-	Expr *step;           /* NULL: 1 (a ping-pong consumer walks every other tile); ST_COMPUTE: see pass */
-	LoopKind loop;
-	CbInfo *cb;
-	/*
-	 * In a circular-buffered nest: the linear stage counter at this loop's
-	 * body.  The buffered loop's own is its variable; an inner loop that
-	 * issues loads advances it (lin = outer_lin * trips + var), so stage and
-	 * parity run on across the whole nest.  NULL for loops that do not.
-	 * An ST_EXPECT_TX: the counter of the stage it arms.
-	 */
-	Expr *lin;
-	/* ST_IF condition; ST_LET value (a); coordinates (a row, b col); parity (a) */
-	Expr *cond, *a, *b;
-	/* buffers and barriers */
-	int buf, param, bar;
-	Expr *slot, *barslot;
-	Expr *off;            /* TMA load/store: element offset into the buffer copy (NULL: 0) */
-	Expr *z;              /* TMA load/store: the batch coordinate of a 3-D map [batch, rows, cols]; a
-	                         batched matmul's epilogue compute: its batch (NULL: 2-D, no batch) */
-	Expr *mcast;          /* TMA load: a multicast's CTA mask (NULL: this CTA alone) */
-	int64_t n;            /* bytes for EXPECT_TX, N for BULK_WAIT, regs, barrier id */
-	int threads;          /* ST_SYNC threads (a role's are in its KRole) */
-	bool flag;            /* BULK_WAIT .read; SETMAXNREG inc; COMPUTE: every read of its stages
-	                         comes before a CTA barrier inside it, which so releases them; TMA_STORE: an
-	                         add; FLAG_WAIT: the producer's */
-	/* ST_COMPUTE */
-	RowPhase phase;       /* a row streamed in chunks: which part of its work; ROW_WHOLE otherwise */
-	Expr *pass;           /* ROW_CHUNK, ROW_PASS_END: the pass over the row (0-based); a matmul's
-	                         epilogue: which subtile of the accumulator it computes (and step: the
-	                         subtiles from one this CTA computes to its next, NULL: 1) */
+	Stmt **body;  int nbody, capbody;   /* ST_BLOCK, ST_LOOP, ST_IF, ST_ROLES (one ST_ROLE a role, in role-table
+	                                       order), ST_ROLE */
+	/* the buffer copies and accumulators it reads and writes, as sync.c and dot.c see them: an ST_COMPUTE's
+	   (writes: staging buffers; none: vector stores to global), an ST_MMA's (writes[0] += reads[0] x reads[1]),
+	   and the accumulator reads[0] whose partial sums an ST_SPLIT_REDUCE, ST_SK_STORE or ST_SK_REDUCE meets */
 	Access *reads;  int nreads, capreads;
-	Access *writes; int nwrites, capwrites;  /* staging buffers; none: vector stores to global */
-	/* ST_MMA */
-	MmaShape *mma;
-	/* ST_ROLE */
-	int role;
+	Access *writes; int nwrites, capwrites;
+	union {
+		struct StLoop {       /* ST_LOOP: for var in [lo, hi) step: body */
+			int var;
+			Expr *lo, *hi;
+			Expr *step;   /* NULL: 1 (a ping-pong consumer walks every other tile) */
+			LoopKind kind;
+			CbInfo *cb;
+			/*
+			 * In a circular-buffered nest: the linear stage counter at this loop's
+			 * body.  The buffered loop's own is its variable; an inner loop that
+			 * issues loads advances it (lin = outer_lin * trips + var), so stage and
+			 * parity run on across the whole nest.  NULL for loops that do not.
+			 */
+			Expr *lin;
+		} loop;
+		struct { Expr *cond; Stmt *orelse; } branch;   /* ST_IF: if cond: body else orelse */
+		struct { int id; } role;                       /* ST_ROLE: the statements role ID runs */
+		struct { int var; Expr *value; } let;          /* ST_LET: var = value */
+		/*
+		 * ST_TMA_LOAD: buf[slot] + off <- param at (row, col), batch if set;
+		 * completes on bar[barslot].  From a PK_TMAP param: the copy's box,
+		 * out-of-bounds parts zero-filled (into a staging copy: its preload,
+		 * KBuf.preload); from a PK_PTR param: a 1-D bulk copy of the row
+		 * segment [col, min(col + copy cols, cols)).  mcast: a multicast's
+		 * CTA mask (bit r: rank r), the box written at the same place (and
+		 * completed on the same barrier) in each CTA of the cluster it names;
+		 * an expression of the rank in a 2-D cluster; NULL: this CTA alone.
+		 * ST_TMA_STORE: param at (row, col) <- buf[slot] + off; add: added to
+		 * what global memory holds there (cp.reduce.async.bulk.tensor .add).
+		 * ST_TMA_PREFETCH: param's (a PK_TMAP) box at (row, col) into L2 when
+		 * cond holds (NULL: always): a hint, no buffer, no barrier.
+		 */
+		struct StTma {
+			int param, buf;
+			Expr *slot;
+			Expr *off;     /* element offset into the buffer copy (NULL: 0) */
+			Expr *row, *col;
+			Expr *batch;   /* the batch coordinate of a 3-D map [batch, rows, cols] (NULL: 2-D) */
+			Expr *mcast;
+			int bar;
+			Expr *barslot;
+			Expr *cond;
+			bool add;
+		} tma;
+		/*
+		 * ST_MBAR_INIT: all of bar[], once, by one thread; ST_MBAR_ARRIVE:
+		 * bar[barslot]; ST_MBAR_WAIT: bar[barslot] phase parity;
+		 * ST_EXPECT_TX: mbarrier.arrive.expect_tx bar[barslot], bytes plus
+		 * more (a runtime count) if set, the fill of stage counter lin (its
+		 * slot is lin % S).
+		 */
+		struct {
+			int bar;
+			Expr *barslot;
+			Expr *parity;
+			int64_t bytes;
+			Expr *more;
+			Expr *lin;
+		} mbar;
+		struct {              /* ST_BULK_WAIT: cp.async.bulk.wait_group[.read] pending; ST_MMA_WAIT: wgmma.wait_group */
+			int64_t pending;   /* at most this many groups still pending */
+			bool read;         /* BULK_WAIT: .read, the reads of the source done */
+		} group;
+		struct {              /* ST_SYNC: id 0 is __syncthreads, else bar.sync id, threads */
+			int64_t id;
+			Expr *id_expr;     /* the id when it is an expression, a warpgroup's own */
+			int threads;       /* a role's are in its KRole */
+			bool arrive_only;  /* bar.arrive: the signal alone */
+		} sync;
+		struct { int64_t regs; bool inc; } maxnreg;   /* ST_SETMAXNREG: setmaxnreg.inc (else .dec) regs */
+		/*
+		 * ST_COMPUTE: the fusion's ops over one tile (pointwise) or row
+		 * (reduction) at (row, col); an epilogue reads accumulators.
+		 */
+		struct {
+			Expr *row, *col;
+			Expr *batch;       /* a batched matmul's epilogue: its batch (NULL: no batch) */
+			RowPhase phase;    /* a row streamed in chunks: which part of its work; ROW_WHOLE otherwise */
+			Expr *pass;        /* ROW_CHUNK, ROW_PASS_END: the pass over the row (0-based); a matmul's
+			                      epilogue: which subtile of the accumulator it computes (and step: the
+			                      subtiles from one this CTA computes to its next, NULL: 1) */
+			Expr *step;
+			bool releases;     /* every read of its stages comes before a CTA barrier inside it, which so
+			                      releases them */
+		} compute;
+		struct {              /* ST_MMA: one asynchronous wgmma chain over a k-tile (reads, writes) */
+			MmaShape *shape;
+			Expr *zero_if;     /* zero-initialises the accumulator first when it holds (NULL: never) */
+		} mma;
+		/* ST_GRID_DEP: griddepcontrol.wait (the grids before this one in the stream have completed, their
+		   writes visible), or with launch griddepcontrol.launch_dependents (the next grid may launch) */
+		struct { bool launch; } grid_dep;
+		/*
+		 * ST_FLAG_WAIT: until param (PK_WAIT)[word] is the epoch, acquire at
+		 * system scope: the tile of an input with wait: per_tile has been
+		 * written (by another kernel, GPU or the host); only when cond holds
+		 * (NULL: always).  Fenced (fence.proxy.async.global) for the TMA
+		 * loads or stores after it when producer or output.
+		 */
+		struct {
+			int param;
+			Expr *word;
+			Expr *cond;
+			bool producer;     /* the producer's, before TMA loads of an operand that waits */
+			bool output;       /* the consumers' wait for an output's tile, before its TMA stores */
+		} flag_wait;
+		/*
+		 * ST_SPLIT_REDUCE: a K-split (KSumSize.splits): the partial sums in
+		 * reads[0].acc of the cluster's ranks 1 .. ranks - 1 added into rank
+		 * 0's (or, split_scatter, into each subtile's owner) through buf
+		 * (BUF_PARTIAL), on bar[wg] and bar + 1 [wg] at phase parity.
+		 * docs/ir.md, "K split over a cluster".
+		 */
+		struct {
+			int buf, bar;
+			Expr *parity;
+			Expr *ranks;       /* the ranks with k-steps */
+		} split;
+		/*
+		 * ST_SK_STORE: stream-K, when cond holds: a part's partial sum
+		 * (reads[0].acc; sk_scatter: of the subtiles other parts own) to its
+		 * slot of param (PK_WORKSPACE), then its flag released (gpu scope).
+		 * ST_SK_REDUCE: the other parts' sums added to reads[0].acc (the
+		 * tile's owner; with sk_scatter, each part its own subtiles) in
+		 * order, each flag acquired.  docs/ir.md, "Stream-K".
+		 */
+		struct {
+			int param;
+			Expr *cond;
+			Expr *part;        /* sk_scatter: this part's index among the tile's parts */
+			Expr *parts;       /* sk_scatter: the tile's parts; an owner's reduction: the CTAs it adds */
+		} sk;
+		/*
+		 * ST_ROW_FETCH: columns [col, col + buf's cols) of row input param
+		 * into a register a consumer thread (0 past the row's end), ahead of
+		 * the k loop that hides the load.  ST_ROW_PUT: those registers into
+		 * buf[slot], every consumer thread (sync.c adds the barrier).
+		 */
+		struct {
+			int param, buf;
+			Expr *col;
+			Expr *slot;
+		} row_copy;
+		/*
+		 * ST_SIGNAL: the output tile is in global memory: param
+		 * (PK_FLAGS)[tile] = the epoch, with release semantics at gpu scope;
+		 * or, for the kernel's consumer role (no param), an arrive on
+		 * bar[barslot] (release at CTA scope).
+		 */
+		struct {
+			int param;
+			Expr *tile;
+			int bar;
+			Expr *barslot;
+			bool before;       /* it is the tile of the loop iteration before (this iteration's stores may
+			                      still be in flight); else every tile stored so far */
+		} signal;
+	} u;
 };
 
 #include "plan.h"   /* the families' plans a Kernel holds: RowPlan, MatmulPlan (and KSum), PointwisePlan */
@@ -957,6 +1031,11 @@ void st_append(Comp *c, Stmt *block, Stmt *s);
 void st_insert(Comp *c, Stmt *block, int i, Stmt *s);
 Stmt *st_loop(Comp *c, int var, Expr *lo, Expr *hi, LoopKind kind);
 Stmt *st_if(Comp *c, Expr *cond);
+/* An ST_IF's else branch (NULL: none, or S is no if): what a walk of the tree visits after its body. */
+Stmt *st_else(const Stmt *s);
+/* Pointers to the expression fields S's kind has, into X; their number. */
+enum { ST_MAX_EXPRS = 8 };
+int st_exprs(Stmt *s, Expr **x[ST_MAX_EXPRS]);
 /* A deep copy with variable VAR replaced by WITH everywhere (VAR 0: plain copy). */
 Stmt *st_clone(Comp *c, const Stmt *s, int var, Expr *with);
 /* The pipeline whose full barrier is BAR, or NULL. */

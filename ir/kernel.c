@@ -56,6 +56,20 @@ kernel_pw(const Kernel *k)
 }
 
 /* What each way of meeting builds (ir.h KSumRule); lower_matmul_ksum.c builds it. */
+const char *const stmt_name[ST_COUNT] = {
+#define ST(id, name, ...) [ST_##id] = name,
+#include "stmts.h"
+#undef ST
+};
+
+#define FAM_GENERIC FAM_NONE
+const Family stmt_owner[ST_COUNT] = {
+#define ST(id, name, owner, ...) [ST_##id] = FAM_##owner,
+#include "stmts.h"
+#undef ST
+};
+#undef FAM_GENERIC
+
 const KSumRule ksum_rule[] = {
 	[KSUM_NONE] = {0},
 	[KSUM_SPLIT_RANK0] = {.partial = true, .split_cluster = true},
@@ -225,12 +239,12 @@ kernel_loads_from(const Kernel *k, const Stmt *s, int buf, int p)
 
 	if (!s)
 		return false;
-	if (s->kind == ST_TMA_LOAD && s->param == p && (!buf || s->buf == buf))
+	if (s->kind == ST_TMA_LOAD && s->u.tma.param == p && (!buf || s->u.tma.buf == buf))
 		return true;
 	for (i = 0; i < s->nbody; i++)
 		if (kernel_loads_from(k, s->body[i], buf, p))
 			return true;
-	return kernel_loads_from(k, s->orelse, buf, p);
+	return kernel_loads_from(k, st_else(s), buf, p);
 }
 
 int64_t
@@ -340,7 +354,7 @@ ex_inline_lets(Comp *c, const Stmt *block, Expr *e)
 
 	for (i = block->nbody - 1; i >= 0; i--)
 		if (block->body[i]->kind == ST_LET)
-			e = ex_subst(c, e, block->body[i]->var, block->body[i]->a);
+			e = ex_subst(c, e, block->body[i]->u.let.var, block->body[i]->u.let.value);
 	return e;
 }
 
@@ -388,10 +402,10 @@ st_loop(Comp *c, int var, Expr *lo, Expr *hi, LoopKind kind)
 {
 	Stmt *s = st_new(c, ST_LOOP);
 
-	s->var = var;
-	s->lo = lo;
-	s->hi = hi;
-	s->loop = kind;
+	s->u.loop.var = var;
+	s->u.loop.lo = lo;
+	s->u.loop.hi = hi;
+	s->u.loop.kind = kind;
 	return s;
 }
 
@@ -400,8 +414,74 @@ st_if(Comp *c, Expr *cond)
 {
 	Stmt *s = st_new(c, ST_IF);
 
-	s->cond = cond;
+	s->u.branch.cond = cond;
 	return s;
+}
+
+Stmt *
+st_else(const Stmt *s)
+{
+	return s && s->kind == ST_IF ? s->u.branch.orelse : NULL;
+}
+
+int
+st_exprs(Stmt *s, Expr **x[ST_MAX_EXPRS])
+{
+	int n = 0;
+
+#define X(f) (x[n++] = &s->u.f)
+	switch (s->kind) {
+	case ST_LOOP:
+		X(loop.lo), X(loop.hi), X(loop.step), X(loop.lin);
+		break;
+	case ST_IF:
+		X(branch.cond);
+		break;
+	case ST_LET:
+		X(let.value);
+		break;
+	case ST_TMA_LOAD:
+	case ST_TMA_STORE:
+	case ST_TMA_PREFETCH:
+		X(tma.slot), X(tma.off), X(tma.row), X(tma.col), X(tma.batch), X(tma.mcast), X(tma.barslot), X(tma.cond);
+		break;
+	case ST_EXPECT_TX:
+	case ST_MBAR_INIT:
+	case ST_MBAR_ARRIVE:
+	case ST_MBAR_WAIT:
+		X(mbar.barslot), X(mbar.parity), X(mbar.more), X(mbar.lin);
+		break;
+	case ST_SYNC:
+		X(sync.id_expr);
+		break;
+	case ST_COMPUTE:
+		X(compute.row), X(compute.col), X(compute.batch), X(compute.pass), X(compute.step);
+		break;
+	case ST_MMA:
+		X(mma.zero_if);
+		break;
+	case ST_FLAG_WAIT:
+		X(flag_wait.word), X(flag_wait.cond);
+		break;
+	case ST_SPLIT_REDUCE:
+		X(split.parity), X(split.ranks);
+		break;
+	case ST_SK_STORE:
+	case ST_SK_REDUCE:
+		X(sk.cond), X(sk.part), X(sk.parts);
+		break;
+	case ST_ROW_FETCH:
+	case ST_ROW_PUT:
+		X(row_copy.col), X(row_copy.slot);
+		break;
+	case ST_SIGNAL:
+		X(signal.tile), X(signal.barslot);
+		break;
+	default:
+		break;
+	}
+#undef X
+	return n;
 }
 
 static Access *
@@ -423,8 +503,9 @@ clone_access(Comp *c, const Access *a, int n, int var, Expr *with)
 Stmt *
 st_clone(Comp *c, const Stmt *s, int var, Expr *with)
 {
+	Expr **x[ST_MAX_EXPRS];
 	Stmt *r;
-	int i;
+	int i, n;
 
 	if (!s)
 		return NULL;
@@ -434,24 +515,15 @@ st_clone(Comp *c, const Stmt *s, int var, Expr *with)
 	r->nbody = r->capbody = 0;
 	for (i = 0; i < s->nbody; i++)
 		st_append(c, r, st_clone(c, s->body[i], var, with));
-	r->orelse = st_clone(c, s->orelse, var, with);
-	if (s->cb) {
-		r->cb = arena_alloc(c->arena, sizeof *r->cb);
-		*r->cb = *s->cb;
+	if (s->kind == ST_IF)
+		r->u.branch.orelse = st_clone(c, s->u.branch.orelse, var, with);
+	if (s->kind == ST_LOOP && s->u.loop.cb) {
+		r->u.loop.cb = arena_alloc(c->arena, sizeof *r->u.loop.cb);
+		*r->u.loop.cb = *s->u.loop.cb;
 	}
-	r->lin = ex_subst(c, s->lin, var, with);
-	r->lo = ex_subst(c, s->lo, var, with);
-	r->hi = ex_subst(c, s->hi, var, with);
-	r->step = ex_subst(c, s->step, var, with);
-	r->cond = ex_subst(c, s->cond, var, with);
-	r->a = ex_subst(c, s->a, var, with);
-	r->b = ex_subst(c, s->b, var, with);
-	r->slot = ex_subst(c, s->slot, var, with);
-	r->off = ex_subst(c, s->off, var, with);
-	r->z = ex_subst(c, s->z, var, with);
-	r->mcast = ex_subst(c, s->mcast, var, with);
-	r->barslot = ex_subst(c, s->barslot, var, with);
-	r->pass = ex_subst(c, s->pass, var, with);
+	n = st_exprs(r, x);
+	for (i = 0; i < n; i++)
+		*x[i] = ex_subst(c, *x[i], var, with);
 	r->reads = clone_access(c, s->reads, s->nreads, var, with);
 	r->capreads = s->nreads;
 	r->writes = clone_access(c, s->writes, s->nwrites, var, with);
@@ -564,7 +636,7 @@ st_first(const Stmt *s, StmtKind kind)
 	for (i = 0; i < s->nbody; i++)
 		if ((x = st_first(s->body[i], kind)))
 			return x;
-	return st_first(s->orelse, kind);
+	return st_first(st_else(s), kind);
 }
 
 bool
@@ -574,7 +646,7 @@ st_reads_buf(const Stmt *s, int buf)
 
 	if (!s)
 		return false;
-	if (s->kind == ST_TMA_STORE && s->buf == buf)
+	if (s->kind == ST_TMA_STORE && s->u.tma.buf == buf)
 		return true;
 	for (i = 0; i < s->nreads; i++)
 		if (s->reads[i].buf == buf)
@@ -582,7 +654,7 @@ st_reads_buf(const Stmt *s, int buf)
 	for (i = 0; i < s->nbody; i++)
 		if (st_reads_buf(s->body[i], buf))
 			return true;
-	return st_reads_buf(s->orelse, buf);
+	return st_reads_buf(st_else(s), buf);
 }
 
 bool
@@ -592,7 +664,7 @@ st_writes_buf(const Stmt *s, int buf)
 
 	if (!s)
 		return false;
-	if (s->kind == ST_TMA_LOAD && s->buf == buf)
+	if (s->kind == ST_TMA_LOAD && s->u.tma.buf == buf)
 		return true;
 	for (i = 0; i < s->nwrites; i++)
 		if (s->writes[i].buf == buf)
@@ -600,19 +672,20 @@ st_writes_buf(const Stmt *s, int buf)
 	for (i = 0; i < s->nbody; i++)
 		if (st_writes_buf(s->body[i], buf))
 			return true;
-	return st_writes_buf(s->orelse, buf);
+	return st_writes_buf(st_else(s), buf);
 }
 
 Expr *
 kir_bulk_bytes(Comp *c, const Kernel *k, const Stmt *ld)
 {
-	const KBuf *b = &k->buf[ld->buf];
+	const KBuf *b;
 	Expr *left;
 
-	if ((ld->kind != ST_TMA_LOAD && ld->kind != ST_TMA_STORE) || k->param[ld->param].kind != PK_PTR)
+	if ((ld->kind != ST_TMA_LOAD && ld->kind != ST_TMA_STORE) || k->param[ld->u.tma.param].kind != PK_PTR)
 		return NULL;
 	/* the segment [col, min(col + copy cols, cols)) of the row */
-	left = ex_bin(c, EX_SUB, ex_var(c, k->cols_var), ld->b);
+	b = &k->buf[ld->u.tma.buf];
+	left = ex_bin(c, EX_SUB, ex_var(c, k->cols_var), ld->u.tma.col);
 	return ex_bin(c, EX_MUL, ex_bin(c, EX_MIN, ex_int(c, b->cols), left),
 	              ex_int(c, dtype_info[b->dtype].bytes));
 }
@@ -712,5 +785,5 @@ st_walk(Stmt *s, void (*fn)(Stmt *s, void *user), void *user)
 	fn(s, user);
 	for (i = 0; i < s->nbody; i++)
 		st_walk(s->body[i], fn, user);
-	st_walk(s->orelse, fn, user);
+	st_walk(st_else(s), fn, user);
 }

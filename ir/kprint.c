@@ -1,7 +1,8 @@
 /*
  * kprint.c: the kernel IR printer.  Deterministic text (grammar in
  * docs/ir.md): a header of parameters, shared buffers, mbarriers and
- * launch shape, then the statement tree, two spaces per level.
+ * launch shape, then the statement tree, two spaces per level, each
+ * statement by its kind's printer (the print column of ir/stmts.h).
  */
 #include "ir.h"
 
@@ -80,13 +81,13 @@ static void
 at_print(Buf *b, const Kernel *k, const Stmt *s)
 {
 	buf_puts(b, "[");
-	if (s->z) {
-		expr_print(b, k, s->z);
+	if (s->u.tma.batch) {
+		expr_print(b, k, s->u.tma.batch);
 		buf_puts(b, ", ");
 	}
-	expr_print(b, k, s->a);
+	expr_print(b, k, s->u.tma.row);
 	buf_puts(b, ", ");
-	expr_print(b, k, s->b);
+	expr_print(b, k, s->u.tma.col);
 	buf_puts(b, "]");
 }
 
@@ -116,37 +117,465 @@ access_print(Buf *b, const Kernel *k, const Access *a, int n)
 	}
 }
 
-/* The CTA of the first part of a stream-K part's tile (S->a the part's index): in clusters a tile's parts are
-   its rank's CTAs of consecutive clusters. */
+/* "if COND: " where a statement runs only when COND holds. */
+static void
+cond_print(Buf *b, const Kernel *k, const Expr *cond)
+{
+	if (cond) {
+		buf_puts(b, "if ");
+		expr_print(b, k, cond);
+		buf_puts(b, ": ");
+	}
+}
+
+/* The CTA of the first part of a stream-K part's tile: in clusters a tile's parts are its rank's CTAs of
+   consecutive clusters. */
 static void
 first_part(Buf *b, const Kernel *k, const Stmt *s)
 {
 	buf_puts(b, "cta - ");
-	expr_print(b, k, s->a);
+	expr_print(b, k, s->u.sk.part);
 	if (kernel_cluster_ctas(k) > 1)
 		buf_printf(b, " * %d", kernel_cluster_ctas(k));
 }
 
-/* ": WHAT acc's subtiles s with s % b OP a": the subtiles of stream-K's part a of b (KSUM_SK_SCATTER) */
+/* ": WHAT acc's subtiles s with s % parts OP part": the subtiles of stream-K's part (KSUM_SK_SCATTER) */
 static void
 part_subtiles(Buf *b, const Kernel *k, const Stmt *s, const char *what, const char *op)
 {
 	buf_printf(b, ": %s %s's subtiles s with s %% ", what, k->acc[s->reads[0].acc].name);
-	expr_print(b, k, s->b);
+	expr_print(b, k, s->u.sk.parts);
 	buf_printf(b, " %s ", op);
-	expr_print(b, k, s->a);
+	expr_print(b, k, s->u.sk.part);
 }
 
 static const char *const role_name[] = {"", "producer", "consumer", "signal", "warpgroup"};
 
 static const char *const cb_part[] = {"", "prologue", "main", "epilogue", "producer", "consumer"};
 
+/*
+ * The printers, one a kind (stmts.h's print column): each writes its
+ * statement from the line's indent on.  A one-line statement returns true
+ * (its comment and position follow); a container prints its body and
+ * returns false.
+ */
+typedef bool Printer(Buf *b, const Kernel *k, const Stmt *s, int depth);
+
+static bool
+print_none(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	(void)k, (void)depth;
+	buf_printf(b, "?stmt %d", (int)s->kind);
+	return true;
+}
+
+static bool
+print_name(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	(void)k, (void)depth;
+	buf_puts(b, stmt_name[s->kind]);
+	return true;
+}
+
+static bool
+print_loop(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	const struct StLoop *l = &s->u.loop;
+
+	buf_printf(b, "for %s in [", k->var[l->var].name);
+	expr_print(b, k, l->lo);
+	buf_puts(b, ", ");
+	expr_print(b, k, l->hi);
+	buf_puts(b, ")");
+	if (l->step) {
+		buf_puts(b, " step ");
+		expr_print(b, k, l->step);
+	}
+	buf_printf(b, "%s", l->kind == LOOP_TILE ? " tiles" : l->kind == LOOP_CHUNK ? " chunks" : "");
+	if (l->cb)
+		buf_printf(b, " circular_buffer(stages=%d, prefetch=%d, %s)", l->cb->stages, l->cb->prefetch,
+		           cb_part[l->cb->part]);
+	buf_puts(b, ":\n");
+	body_print(b, k, s, depth + 1);
+	return false;
+}
+
+static bool
+print_if(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	buf_puts(b, "if ");
+	expr_print(b, k, s->u.branch.cond);
+	buf_puts(b, ":\n");
+	body_print(b, k, s, depth + 1);
+	if (s->u.branch.orelse && s->u.branch.orelse->nbody) {
+		buf_indent(b, 2 * depth);
+		buf_puts(b, "else:\n");
+		body_print(b, k, s->u.branch.orelse, depth + 1);
+	}
+	return false;
+}
+
+static bool
+print_roles(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	int i;
+
+	for (i = 0; i < s->nbody; i++) {
+		const KRole *r = &k->role[s->body[i]->u.role.id];
+
+		if (i)
+			buf_indent(b, 2 * depth);
+		buf_printf(b, "roles %s(%d threads", role_name[r->kind], r->threads);
+		if (r->regs)
+			buf_printf(b, ", %d registers", r->regs);
+		buf_puts(b, "):\n");
+		body_print(b, k, s->body[i], depth + 1);
+	}
+	return false;
+}
+
+static bool
+print_let(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	(void)depth;
+	buf_printf(b, "%s = ", k->var[s->u.let.var].name);
+	expr_print(b, k, s->u.let.value);
+	return true;
+}
+
+static bool
+print_tma_load(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	const Expr *mcast = s->u.tma.mcast;
+
+	(void)depth;
+	buf_puts(b, k->param[s->u.tma.param].kind == PK_PTR ? "bulk_load " : "tma_load ");
+	slot_print(b, k, k->buf[s->u.tma.buf].name, s->u.tma.slot);
+	if (s->u.tma.off) {
+		buf_puts(b, " + ");
+		expr_print(b, k, s->u.tma.off);
+	}
+	buf_printf(b, " <- %s", k->param[s->u.tma.param].name);
+	at_print(b, k, s);
+	if (mcast && mcast->kind == EX_INT) {
+		buf_printf(b, " multicast=0x%llx", (unsigned long long)mcast->ival);
+	} else if (mcast) {
+		buf_puts(b, " multicast=");
+		expr_print(b, k, mcast);
+	}
+	if (s->u.tma.bar) {
+		buf_puts(b, " on ");
+		slot_print(b, k, k->bar[s->u.tma.bar].name, s->u.tma.barslot);
+	}
+	return true;
+}
+
+static bool
+print_tma_prefetch(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	(void)depth;
+	cond_print(b, k, s->u.tma.cond);
+	buf_printf(b, "tma_prefetch L2 <- %s", k->param[s->u.tma.param].name);
+	at_print(b, k, s);
+	return true;
+}
+
+static bool
+print_tma_store(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	const KParam *p = &k->param[s->u.tma.param];
+
+	(void)depth;
+	buf_printf(b, "%s %s", p->kind == PK_PTR ? "bulk_store" : s->u.tma.add ? "tma_add" : "tma_store", p->name);
+	at_print(b, k, s);
+	buf_puts(b, " <- ");
+	slot_print(b, k, k->buf[s->u.tma.buf].name, s->u.tma.slot);
+	if (s->u.tma.off) {
+		buf_puts(b, " + ");
+		expr_print(b, k, s->u.tma.off);
+	}
+	return true;
+}
+
+static bool
+print_expect_tx(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	(void)depth;
+	buf_puts(b, "mbarrier.arrive_expect_tx ");
+	slot_print(b, k, k->bar[s->u.mbar.bar].name, s->u.mbar.barslot);
+	if (s->u.mbar.more) {
+		buf_puts(b, ", ");
+		if (s->u.mbar.bytes)
+			buf_printf(b, "%lld + ", (long long)s->u.mbar.bytes);
+		expr_print(b, k, s->u.mbar.more);
+		buf_puts(b, " bytes");
+	} else {
+		buf_printf(b, ", %lld bytes", (long long)s->u.mbar.bytes);
+	}
+	return true;
+}
+
+static bool
+print_mbar_init(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	const KBar *m = &k->bar[s->u.mbar.bar];
+
+	(void)depth;
+	buf_printf(b, "mbarrier.init %s[0..%d), arrivals=%d", m->name, m->count, m->arrivals);
+	return true;
+}
+
+static bool
+print_mbar_arrive(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	(void)depth;
+	buf_puts(b, "mbarrier.arrive ");
+	slot_print(b, k, k->bar[s->u.mbar.bar].name, s->u.mbar.barslot);
+	return true;
+}
+
+static bool
+print_mbar_wait(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	(void)depth;
+	buf_puts(b, "mbarrier.wait ");
+	slot_print(b, k, k->bar[s->u.mbar.bar].name, s->u.mbar.barslot);
+	buf_puts(b, ", parity ");
+	expr_print(b, k, s->u.mbar.parity);
+	return true;
+}
+
+static bool
+print_split_reduce(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	bool scatter = kernel_mm(k)->ksum == KSUM_SPLIT_SCATTER;
+
+	(void)depth;
+	buf_printf(b, "split_k.%s %s %s via %s[wg] on %s[wg] / %s[wg], parity ", scatter ? "reduce_scatter" : "reduce",
+	           k->acc[s->reads[0].acc].name, scatter ? "into each rank's subtiles" : "into rank 0",
+	           k->buf[s->u.split.buf].name, k->bar[s->u.split.bar].name, k->bar[s->u.split.bar + 1].name);
+	expr_print(b, k, s->u.split.parity);
+	buf_puts(b, ", ranks with k-steps ");
+	expr_print(b, k, s->u.split.ranks);
+	return true;
+}
+
+static bool
+print_sk_store(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	(void)depth;
+	buf_puts(b, "if ");
+	expr_print(b, k, s->u.sk.cond);
+	if (kernel_mm(k)->ksum == KSUM_SK_SCATTER) {   /* part PART of the tile's PARTS: the others' subtiles, counted at its first CTA */
+		part_subtiles(b, k, s, "stream_k.store", "!=");
+		buf_printf(b, " to %s[cta], flag[", k->param[s->u.sk.param].name);
+		first_part(b, k, s);
+		buf_puts(b, "] += 1 (release)");
+		return true;
+	}
+	buf_printf(b, ": stream_k.store %s to %s[cta], flag[cta] = 1 (release)", k->acc[s->reads[0].acc].name,
+	           k->param[s->u.sk.param].name);
+	return true;
+}
+
+static bool
+print_sk_reduce(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	(void)depth;
+	buf_puts(b, "if ");
+	expr_print(b, k, s->u.sk.cond);
+	if (kernel_mm(k)->ksum == KSUM_SK_SCATTER) {
+		part_subtiles(b, k, s, "stream_k.reduce_scatter", "==");
+		buf_printf(b, " += the other parts' from %s[", k->param[s->u.sk.param].name);
+		first_part(b, k, s);
+		buf_puts(b, kernel_cluster_ctas(k) > 1 ? " .., a cluster apart], once flag[" : " ..], once flag[");
+		first_part(b, k, s);
+		buf_puts(b, "] == ");
+		expr_print(b, k, s->u.sk.parts);
+		buf_puts(b, " (acquire; reset by the last reader)");
+		return true;
+	}
+	buf_printf(b, ": stream_k.reduce %s += %s[cta + 1 ..], for ", k->acc[s->reads[0].acc].name,
+	           k->param[s->u.sk.param].name);
+	expr_print(b, k, s->u.sk.parts);
+	buf_puts(b, " CTAs (acquire flag, reset it)");
+	return true;
+}
+
+static bool
+print_flag_wait(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	(void)depth;
+	cond_print(b, k, s->u.flag_wait.cond);
+	buf_printf(b, "flag.wait%s %s[", s->u.flag_wait.producer || s->u.flag_wait.output ? ".tma" : "",
+	           k->param[s->u.flag_wait.param].name);
+	expr_print(b, k, s->u.flag_wait.word);
+	buf_puts(b, "] == epoch");
+	return true;
+}
+
+static bool
+print_bulk_wait(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	(void)k, (void)depth;
+	buf_printf(b, "bulk.wait_group%s %lld", s->u.group.read ? ".read" : "", (long long)s->u.group.pending);
+	return true;
+}
+
+static bool
+print_row_fetch(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	(void)depth;
+	buf_printf(b, "row.fetch %s[", k->param[s->u.row_copy.param].name);
+	expr_print(b, k, s->u.row_copy.col);
+	buf_printf(b, " ..+%d) -> registers, a column a thread", k->buf[s->u.row_copy.buf].cols);
+	return true;
+}
+
+static bool
+print_row_put(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	(void)depth;
+	buf_puts(b, "row.put ");
+	slot_print(b, k, k->buf[s->u.row_copy.buf].name, s->u.row_copy.slot);
+	buf_puts(b, " <- registers");
+	return true;
+}
+
+static bool
+print_signal(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	(void)depth;
+	if (!s->u.signal.param) {   /* to the consumer role */
+		buf_printf(b, "signal.arrive %s[", k->bar[s->u.signal.bar].name);
+		expr_print(b, k, s->u.signal.barslot);
+		buf_puts(b, "] tile ");
+		expr_print(b, k, s->u.signal.tile);
+		buf_puts(b, s->u.signal.before ? " (the tile before)" : "");
+		return true;
+	}
+	buf_printf(b, "signal.release %s[", k->param[s->u.signal.param].name);
+	expr_print(b, k, s->u.signal.tile);
+	buf_printf(b, "] = epoch%s", s->u.signal.before ? " (the tile before)" : "");
+	return true;
+}
+
+static bool
+print_sync(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	(void)depth;
+	if (s->u.sync.id == 0) {
+		buf_puts(b, "syncthreads");
+	} else if (s->u.sync.id_expr) {
+		buf_puts(b, s->u.sync.arrive_only ? "bar.arrive " : "bar.sync ");
+		expr_print(b, k, s->u.sync.id_expr);
+		buf_printf(b, ", %d", s->u.sync.threads);
+	} else {
+		buf_printf(b, "bar.sync %lld, %d", (long long)s->u.sync.id, s->u.sync.threads);
+	}
+	return true;
+}
+
+static bool
+print_setmaxnreg(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	(void)k, (void)depth;
+	buf_printf(b, "setmaxnreg.%s %lld", s->u.maxnreg.inc ? "inc" : "dec", (long long)s->u.maxnreg.regs);
+	return true;
+}
+
+static bool
+print_compute(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	RowPhase phase = s->u.compute.phase;
+
+	(void)depth;
+	if (phase == ROW_BEGIN || phase == ROW_END) {
+		buf_printf(b, "compute row-%s row=", phase == ROW_BEGIN ? "begin" : "end");
+		expr_print(b, k, s->u.compute.row);
+		return true;
+	}
+	if (phase == ROW_PASS_END) {
+		buf_puts(b, "compute pass-end pass=");
+		expr_print(b, k, s->u.compute.pass);
+		return true;
+	}
+	buf_puts(b, phase == ROW_CHUNK ? "compute chunk[" : "compute tile[");
+	expr_print(b, k, s->u.compute.row);
+	buf_puts(b, ", ");
+	expr_print(b, k, s->u.compute.col);
+	buf_puts(b, "] ");
+	if (phase == ROW_CHUNK) {
+		buf_puts(b, "pass=");
+		expr_print(b, k, s->u.compute.pass);
+		buf_puts(b, " ");
+	}
+	buf_puts(b, "reads ");
+	if (s->nreads == 0 && kernel_row(k)->direct)
+		buf_puts(b, "global");  /* the compute loads the row itself */
+	access_print(b, k, s->reads, s->nreads);
+	if (s->nwrites) {
+		buf_puts(b, " writes ");
+		access_print(b, k, s->writes, s->nwrites);
+	} else {
+		buf_puts(b, " stores global");
+	}
+	if (s->u.compute.releases)
+		buf_puts(b, ", releases its stages");
+	return true;
+}
+
+static bool
+print_mma(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	const MmaShape *m = s->u.mma.shape;
+
+	(void)depth;
+	buf_puts(b, "mma ");
+	access_print(b, k, s->writes, s->nwrites);
+	buf_puts(b, " += ");
+	access_print(b, k, s->reads, s->nreads < 1 ? s->nreads : 1);
+	buf_puts(b, " x ");
+	if (s->nreads > 1)
+		access_print(b, k, s->reads + 1, 1);
+	if (m)
+		buf_printf(b, " m%dn%dk%d a:%s b:%s", m->m, m->n, m->k, m->a_kmajor ? "k-major" : "m-major",
+		           m->b_kmajor ? "k-major" : "n-major");
+	if (s->u.mma.zero_if) {
+		buf_puts(b, ", zero first if ");
+		expr_print(b, k, s->u.mma.zero_if);
+	}
+	return true;
+}
+
+static bool
+print_mma_wait(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	(void)k, (void)depth;
+	buf_printf(b, "mma.wait_group %lld", (long long)s->u.group.pending);
+	return true;
+}
+
+static bool
+print_grid_dep(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	(void)k, (void)depth;
+	buf_puts(b, s->u.grid_dep.launch ? "griddepcontrol.launch_dependents" : "griddepcontrol.wait");
+	return true;
+}
+
+static Printer *const printers[ST_COUNT] = {
+	[ST_NONE] = print_none,
+#define ST(id, name, owner, print, ...) [ST_##id] = print_##print,
+#include "stmts.h"
+#undef ST
+};
+
 static void
 stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 {
 	const MatmulPlan *m = kernel_mm(k);
-	size_t start;
-	int i;
+	size_t start, n;
 
 	if (s->kind == ST_BLOCK) {
 		body_print(b, k, s, depth);
@@ -154,291 +583,10 @@ stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 	}
 	buf_indent(b, 2 * depth);
 	start = b->len;
-	switch (s->kind) {
-	case ST_LOOP:
-		buf_printf(b, "for %s in [", k->var[s->var].name);
-		expr_print(b, k, s->lo);
-		buf_puts(b, ", ");
-		expr_print(b, k, s->hi);
-		buf_puts(b, ")");
-		if (s->step) {
-			buf_puts(b, " step ");
-			expr_print(b, k, s->step);
-		}
-		buf_printf(b, "%s", s->loop == LOOP_TILE ? " tiles" : s->loop == LOOP_CHUNK ? " chunks" : "");
-		if (s->cb)
-			buf_printf(b, " circular_buffer(stages=%d, prefetch=%d, %s)", s->cb->stages,
-			           s->cb->prefetch, cb_part[s->cb->part]);
-		buf_puts(b, ":\n");
-		body_print(b, k, s, depth + 1);
+	if (!printers[s->kind](b, k, s, depth))
 		return;
-	case ST_IF:
-		buf_puts(b, "if ");
-		expr_print(b, k, s->cond);
-		buf_puts(b, ":\n");
-		body_print(b, k, s, depth + 1);
-		if (s->orelse && s->orelse->nbody) {
-			buf_indent(b, 2 * depth);
-			buf_puts(b, "else:\n");
-			body_print(b, k, s->orelse, depth + 1);
-		}
-		return;
-	case ST_ROLES:
-		for (i = 0; i < s->nbody; i++) {
-			const KRole *r = &k->role[s->body[i]->role];
-
-			if (i)
-				buf_indent(b, 2 * depth);
-			buf_printf(b, "roles %s(%d threads", role_name[r->kind], r->threads);
-			if (r->regs)
-				buf_printf(b, ", %d registers", r->regs);
-			buf_puts(b, "):\n");
-			body_print(b, k, s->body[i], depth + 1);
-		}
-		return;
-	case ST_LET:
-		buf_printf(b, "%s = ", k->var[s->var].name);
-		expr_print(b, k, s->a);
-		break;
-	case ST_TMA_LOAD:
-		buf_puts(b, k->param[s->param].kind == PK_PTR ? "bulk_load " : "tma_load ");
-		slot_print(b, k, k->buf[s->buf].name, s->slot);
-		if (s->off) {
-			buf_puts(b, " + ");
-			expr_print(b, k, s->off);
-		}
-		buf_printf(b, " <- %s", k->param[s->param].name);
-		at_print(b, k, s);
-		if (s->mcast && s->mcast->kind == EX_INT) {
-			buf_printf(b, " multicast=0x%llx", (unsigned long long)s->mcast->ival);
-		} else if (s->mcast) {
-			buf_puts(b, " multicast=");
-			expr_print(b, k, s->mcast);
-		}
-		if (s->bar) {
-			buf_puts(b, " on ");
-			slot_print(b, k, k->bar[s->bar].name, s->barslot);
-		}
-		break;
-	case ST_TMA_PREFETCH:
-		if (s->cond) {
-			buf_puts(b, "if ");
-			expr_print(b, k, s->cond);
-			buf_puts(b, ": ");
-		}
-		buf_printf(b, "tma_prefetch L2 <- %s", k->param[s->param].name);
-		at_print(b, k, s);
-		break;
-	case ST_TMA_STORE:
-		buf_printf(b, "%s %s", k->param[s->param].kind == PK_PTR ? "bulk_store" : s->flag ? "tma_add" : "tma_store",
-		           k->param[s->param].name);
-		at_print(b, k, s);
-		buf_puts(b, " <- ");
-		slot_print(b, k, k->buf[s->buf].name, s->slot);
-		if (s->off) {
-			buf_puts(b, " + ");
-			expr_print(b, k, s->off);
-		}
-		break;
-	case ST_EXPECT_TX:
-		buf_puts(b, "mbarrier.arrive_expect_tx ");
-		slot_print(b, k, k->bar[s->bar].name, s->barslot);
-		if (s->a) {
-			buf_puts(b, ", ");
-			if (s->n)
-				buf_printf(b, "%lld + ", (long long)s->n);
-			expr_print(b, k, s->a);
-			buf_puts(b, " bytes");
-		} else {
-			buf_printf(b, ", %lld bytes", (long long)s->n);
-		}
-		break;
-	case ST_MBAR_INIT:
-		buf_printf(b, "mbarrier.init %s[0..%d), arrivals=%d", k->bar[s->bar].name,
-		           k->bar[s->bar].count, k->bar[s->bar].arrivals);
-		break;
-	case ST_MBAR_ARRIVE:
-		buf_puts(b, "mbarrier.arrive ");
-		slot_print(b, k, k->bar[s->bar].name, s->barslot);
-		break;
-	case ST_MBAR_WAIT:
-		buf_puts(b, "mbarrier.wait ");
-		slot_print(b, k, k->bar[s->bar].name, s->barslot);
-		buf_puts(b, ", parity ");
-		expr_print(b, k, s->a);
-		break;
-	case ST_FENCE_MBAR_INIT:
-		buf_puts(b, "fence.mbarrier_init");
-		break;
-	case ST_CLUSTER_SYNC:
-		buf_puts(b, "barrier.cluster");
-		break;
-	case ST_SPLIT_REDUCE:
-		buf_printf(b, "split_k.%s %s %s via %s[wg] on %s[wg] / %s[wg], parity ",
-		           m->ksum == KSUM_SPLIT_SCATTER ? "reduce_scatter" : "reduce", k->acc[s->reads[0].acc].name,
-		           m->ksum == KSUM_SPLIT_SCATTER ? "into each rank's subtiles" : "into rank 0", k->buf[s->buf].name,
-		           k->bar[s->bar].name, k->bar[s->bar + 1].name);
-		expr_print(b, k, s->a);
-		buf_puts(b, ", ranks with k-steps ");
-		expr_print(b, k, s->b);
-		break;
-	case ST_SK_STORE:
-		buf_puts(b, "if ");
-		expr_print(b, k, s->cond);
-		if (m->ksum == KSUM_SK_SCATTER) {   /* part a of the tile's b: the others' subtiles, counted at its first CTA */
-			part_subtiles(b, k, s, "stream_k.store", "!=");
-			buf_printf(b, " to %s[cta], flag[", k->param[s->param].name);
-			first_part(b, k, s);
-			buf_puts(b, "] += 1 (release)");
-			break;
-		}
-		buf_printf(b, ": stream_k.store %s to %s[cta], flag[cta] = 1 (release)", k->acc[s->reads[0].acc].name,
-		           k->param[s->param].name);
-		break;
-	case ST_SK_REDUCE:
-		buf_puts(b, "if ");
-		expr_print(b, k, s->cond);
-		if (m->ksum == KSUM_SK_SCATTER) {
-			part_subtiles(b, k, s, "stream_k.reduce_scatter", "==");
-			buf_printf(b, " += the other parts' from %s[", k->param[s->param].name);
-			first_part(b, k, s);
-			buf_puts(b, kernel_cluster_ctas(k) > 1 ? " .., a cluster apart], once flag[" : " ..], once flag[");
-			first_part(b, k, s);
-			buf_puts(b, "] == ");
-			expr_print(b, k, s->b);
-			buf_puts(b, " (acquire; reset by the last reader)");
-			break;
-		}
-		buf_printf(b, ": stream_k.reduce %s += %s[cta + 1 ..], for ", k->acc[s->reads[0].acc].name,
-		           k->param[s->param].name);
-		expr_print(b, k, s->b);
-		buf_puts(b, " CTAs (acquire flag, reset it)");
-		break;
-	case ST_FLAG_WAIT:
-		if (s->cond) {
-			buf_puts(b, "if ");
-			expr_print(b, k, s->cond);
-			buf_puts(b, ": ");
-		}
-		buf_printf(b, "flag.wait%s %s[", s->flag || s->n ? ".tma" : "", k->param[s->param].name);
-		expr_print(b, k, s->a);
-		buf_puts(b, "] == epoch");
-		break;
-	case ST_FENCE_PROXY_ASYNC:
-		buf_puts(b, "fence.proxy.async");
-		break;
-	case ST_BULK_COMMIT:
-		buf_puts(b, "bulk.commit_group");
-		break;
-	case ST_BULK_WAIT:
-		buf_printf(b, "bulk.wait_group%s %lld", s->flag ? ".read" : "", (long long)s->n);
-		break;
-	case ST_ROW_FETCH:   /* a column a consumer thread, into registers */
-		buf_printf(b, "row.fetch %s[", k->param[s->param].name);
-		expr_print(b, k, s->b);
-		buf_printf(b, " ..+%d) -> registers, a column a thread", k->buf[s->buf].cols);
-		break;
-	case ST_ROW_PUT:
-		buf_puts(b, "row.put ");
-		slot_print(b, k, k->buf[s->buf].name, s->slot);
-		buf_puts(b, " <- registers");
-		break;
-	case ST_SIGNAL:
-		if (!s->param) {   /* to the consumer role */
-			buf_printf(b, "signal.arrive %s[", k->bar[s->bar].name);
-			expr_print(b, k, s->barslot);
-			buf_puts(b, "] tile ");
-			expr_print(b, k, s->a);
-			buf_puts(b, s->flag ? " (the tile before)" : "");
-			break;
-		}
-		buf_printf(b, "signal.release %s[", k->param[s->param].name);
-		expr_print(b, k, s->a);
-		buf_printf(b, "] = epoch%s", s->flag ? " (the tile before)" : "");
-		break;
-	case ST_SYNC:
-		if (s->n == 0) {
-			buf_puts(b, "syncthreads");
-		} else if (s->a) {
-			buf_puts(b, s->flag ? "bar.arrive " : "bar.sync ");
-			expr_print(b, k, s->a);
-			buf_printf(b, ", %d", s->threads);
-		} else {
-			buf_printf(b, "bar.sync %lld, %d", (long long)s->n, s->threads);
-		}
-		break;
-	case ST_SETMAXNREG:
-		buf_printf(b, "setmaxnreg.%s %lld", s->flag ? "inc" : "dec", (long long)s->n);
-		break;
-	case ST_COMPUTE:
-		if (s->phase == ROW_BEGIN || s->phase == ROW_END) {
-			buf_printf(b, "compute row-%s row=", s->phase == ROW_BEGIN ? "begin" : "end");
-			expr_print(b, k, s->a);
-			break;
-		}
-		if (s->phase == ROW_PASS_END) {
-			buf_puts(b, "compute pass-end pass=");
-			expr_print(b, k, s->pass);
-			break;
-		}
-		buf_puts(b, s->phase == ROW_CHUNK ? "compute chunk[" : "compute tile[");
-		expr_print(b, k, s->a);
-		buf_puts(b, ", ");
-		expr_print(b, k, s->b);
-		buf_puts(b, "] ");
-		if (s->phase == ROW_CHUNK) {
-			buf_puts(b, "pass=");
-			expr_print(b, k, s->pass);
-			buf_puts(b, " ");
-		}
-		buf_puts(b, "reads ");
-		if (s->nreads == 0 && kernel_row(k)->direct)
-			buf_puts(b, "global");  /* the compute loads the row itself */
-		access_print(b, k, s->reads, s->nreads);
-		if (s->nwrites) {
-			buf_puts(b, " writes ");
-			access_print(b, k, s->writes, s->nwrites);
-		} else {
-			buf_puts(b, " stores global");
-		}
-		if (s->flag)
-			buf_puts(b, ", releases its stages");
-		break;
-	case ST_MMA:
-		buf_puts(b, "mma ");
-		access_print(b, k, s->writes, s->nwrites);
-		buf_puts(b, " += ");
-		access_print(b, k, s->reads, s->nreads < 1 ? s->nreads : 1);
-		buf_puts(b, " x ");
-		if (s->nreads > 1)
-			access_print(b, k, s->reads + 1, 1);
-		if (s->mma)
-			buf_printf(b, " m%dn%dk%d a:%s b:%s", s->mma->m, s->mma->n, s->mma->k,
-			           s->mma->a_kmajor ? "k-major" : "m-major", s->mma->b_kmajor ? "k-major" : "n-major");
-		if (s->cond) {
-			buf_puts(b, ", zero first if ");
-			expr_print(b, k, s->cond);
-		}
-		break;
-	case ST_MMA_FENCE:
-		buf_puts(b, "mma.fence");
-		break;
-	case ST_MMA_COMMIT:
-		buf_puts(b, "mma.commit_group");
-		break;
-	case ST_MMA_WAIT:
-		buf_printf(b, "mma.wait_group %lld", (long long)s->n);
-		break;
-	case ST_GRID_DEP:
-		buf_puts(b, s->flag ? "griddepcontrol.launch_dependents" : "griddepcontrol.wait");
-		break;
-	default:
-		buf_printf(b, "?stmt %d", (int)s->kind);
-		break;
-	}
 	if (s->comment || s->pos.line) {
-		size_t n = b->len - start;
-
+		n = b->len - start;
 		buf_indent(b, n < 56 ? (int)(56 - n) : 1);
 		buf_puts(b, ";");
 		if (s->comment)

@@ -34,6 +34,8 @@
  *    by 64 columns on ping-pong consumers or 128 on cooperative ones, one
  *    row block, and no cluster.
  * The first violation is reported, as an internal error naming the pass.
+ * Each kind's own fields are checked by its hook (the verify column of
+ * ir/stmts.h); check_stmt walks the tree.
  */
 #include <string.h>
 
@@ -144,26 +146,27 @@ static void
 check_load(Check *v, const Stmt *s)
 {
 	const Kernel *k = v->k;
-	const KBuf *b = &k->buf[s->buf];
-	const CbInfo *cb = v->cb, *own = s->bar && bar_ok(k, s->bar) ? kernel_pipe_of(k, s->bar) : NULL;
+	const KBuf *b = &k->buf[s->u.tma.buf];
+	int bar = s->u.tma.bar, param = s->u.tma.param;
+	const CbInfo *cb = v->cb, *own = bar && bar_ok(k, bar) ? kernel_pipe_of(k, bar) : NULL;
 
 	/* in a nest of several pipelines (a merged producer loop) a load may fill another one of them */
 	if (cb && own)
 		cb = own;
 	if (b->kind == BUF_STAGING && b->preload) {   /* an epilogue input a staging copy carries, on the copy's barrier */
-		if (s->param != b->preload || !k->param[s->param].preload || !b->preload_bar || s->bar != b->preload_bar)
+		if (param != b->preload || !k->param[param].preload || !b->preload_bar || bar != b->preload_bar)
 			fail(v, "TMA load into staging buffer '%s' that is not its preload on its barrier", b->name);
 		return;
 	}
 	if (b->kind != BUF_TILE)
 		fail(v, "TMA load into a buffer that is not a tile buffer");
-	else if (s->bar && !bar_ok(k, s->bar))
+	else if (bar && !bar_ok(k, bar))
 		fail(v, "TMA load with a bad barrier");
-	else if (cb && !s->bar)
+	else if (cb && !bar)
 		fail(v, "TMA load of '%s' in a circular-buffered loop completes on no barrier", b->name);
-	else if (b->full_bar && s->bar != b->full_bar)
+	else if (b->full_bar && bar != b->full_bar)
 		fail(v, "TMA load completes on a barrier other than its buffer's");
-	else if (cb && s->bar != cb->full_bar)
+	else if (cb && bar != cb->full_bar)
 		fail(v, "TMA load of '%s' completes on a barrier other than its loop's full barrier", b->name);
 	else if (cb && b->full_bar != cb->full_bar)
 		fail(v, "buffer '%s' is loaded in a circular-buffered loop but has no full barrier", b->name);
@@ -186,194 +189,281 @@ check_access(Check *v, const Access *a, int n)
 	}
 }
 
+/*
+ * The checks of each kind (stmts.h's verify column), of the statement's own
+ * fields; check_stmt walks the tree.
+ */
+typedef void Verifier(Check *v, const Stmt *s);
+
+static void
+verify_none(Check *v, const Stmt *s)
+{
+	(void)v, (void)s;
+}
+
+static void
+verify_loop(Check *v, const Stmt *s)
+{
+	const struct StLoop *l = &s->u.loop;
+	const Kernel *k = v->k;
+
+	if (l->var <= 0 || l->var >= k->nvar || !l->lo || !l->hi)
+		fail(v, "loop without variable or bounds");
+	check_expr(v, l->lo);
+	check_expr(v, l->hi);
+	check_expr(v, l->step);
+	if (l->step && (l->step->kind != EX_INT || l->step->ival < 1))
+		fail(v, "loop whose step is not a positive constant");
+	if (l->cb)
+		check_cb(v, v->cb = l->cb);
+	if (l->var > 0 && l->var < k->nvar)
+		v->defined[l->var] = true;
+	check_expr(v, l->lin);
+}
+
+static void
+verify_let(Check *v, const Stmt *s)
+{
+	check_expr(v, s->u.let.value);
+	if (s->u.let.var <= 0 || s->u.let.var >= v->k->nvar)
+		fail(v, "let of a bad variable");
+	else
+		v->defined[s->u.let.var] = true;
+}
+
+static void
+verify_tma(Check *v, const Stmt *s)
+{
+	const Kernel *k = v->k;
+	int param = s->u.tma.param, buf = s->u.tma.buf;
+	const Expr *mcast = s->u.tma.mcast;
+
+	if (!buf_ok(k, buf) || param <= 0 || param >= k->nparam)
+		fail(v, "TMA statement with a bad buffer or param");
+	else if (k->param[param].kind != PK_TMAP && k->param[param].kind != PK_PTR)
+		fail(v, "TMA statement on a param that is neither a tensor map nor a pointer");
+	else if (s->u.tma.off && pow2_factor(s->u.tma.off) * dtype_info[k->buf[buf].dtype].bytes %
+	                         (k->param[param].kind == PK_TMAP ? kbuf_copy(&k->buf[buf]).align : 16))
+		fail(v, "TMA statement at an offset into its copy that may break its alignment");
+	else if (s->kind == ST_TMA_LOAD)
+		check_load(v, s);
+	if (mcast && (s->kind != ST_TMA_LOAD || k->param[param].kind != PK_TMAP ||
+	              kernel_share_ctas(k) < 2 || (mcast->kind == EX_INT &&
+	              (mcast->ival <= 0 || mcast->ival >= 1 << kernel_share_ctas(k)))))
+		fail(v, "a multicast that is not a tensor-map load to CTAs of the kernel's cluster");
+	check_expr(v, mcast);
+	check_expr(v, s->u.tma.row);
+	check_expr(v, s->u.tma.col);
+	check_expr(v, s->u.tma.slot);
+	check_expr(v, s->u.tma.off);
+	check_expr(v, s->u.tma.batch);
+	check_expr(v, s->u.tma.barslot);
+}
+
+static void
+verify_tma_prefetch(Check *v, const Stmt *s)
+{
+	const Kernel *k = v->k;
+
+	if (s->u.tma.param <= 0 || s->u.tma.param >= k->nparam || k->param[s->u.tma.param].kind != PK_TMAP)
+		fail(v, "a prefetch from a param that is not a tensor map");
+	check_expr(v, s->u.tma.cond);
+	check_expr(v, s->u.tma.row);
+	check_expr(v, s->u.tma.col);
+	check_expr(v, s->u.tma.batch);
+}
+
+static void
+verify_mbar(Check *v, const Stmt *s)
+{
+	if (!bar_ok(v->k, s->u.mbar.bar))
+		fail(v, "mbarrier statement with a bad barrier");
+	check_expr(v, s->u.mbar.barslot);
+	check_expr(v, s->u.mbar.parity);
+	check_expr(v, s->u.mbar.more);
+}
+
+static void
+verify_sync(Check *v, const Stmt *s)
+{
+	if (s->u.sync.id == 0 && v->in_roles)
+		fail(v, "__syncthreads inside warp-specialized roles");
+	check_expr(v, s->u.sync.id_expr);
+}
+
+static void
+verify_if(Check *v, const Stmt *s)
+{
+	check_expr(v, s->u.branch.cond);
+}
+
 /* Each role at most once among the branches of ROLES. */
 static void
-check_branches(Check *v, const Stmt *roles)
+verify_roles(Check *v, const Stmt *roles)
 {
 	int i, j;
 
 	for (i = 0; i < roles->nbody; i++)
 		for (j = 0; j < i; j++)
 			if (roles->body[i]->kind == ST_ROLE && roles->body[j]->kind == ST_ROLE &&
-			    roles->body[i]->role == roles->body[j]->role)
-				fail(v, "role %d has two branches", roles->body[i]->role);
+			    roles->body[i]->u.role.id == roles->body[j]->u.role.id)
+				fail(v, "role %d has two branches", roles->body[i]->u.role.id);
 }
+
+static void
+verify_role(Check *v, const Stmt *s)
+{
+	if (s->u.role.id <= 0 || s->u.role.id >= v->k->nrole)
+		fail(v, "role branch with a bad role");
+}
+
+static void
+verify_row_copy(Check *v, const Stmt *s)
+{
+	const Kernel *k = v->k;
+	int buf = s->u.row_copy.buf;
+	bool fetch = s->kind == ST_ROW_FETCH;
+
+	if (buf <= 0 || buf >= k->nbuf || k->buf[buf].kind != BUF_ROW ||
+	    (fetch ? !s->u.row_copy.col || s->u.row_copy.param != k->buf[buf].param : !s->u.row_copy.slot))
+		fail(v, "a row %s without its row buffer%s", fetch ? "fetch" : "put",
+		     fetch ? ", that buffer's param or a first column" : " or a copy");
+	check_expr(v, s->u.row_copy.col);
+	check_expr(v, s->u.row_copy.slot);
+}
+
+static void
+verify_signal(Check *v, const Stmt *s)
+{
+	const Kernel *k = v->k;
+	int param = s->u.signal.param;
+
+	if (param ? param >= k->nparam || k->param[param].kind != PK_FLAGS || s->u.signal.bar
+	          : !bar_ok(k, s->u.signal.bar) || !s->u.signal.barslot)
+		fail(v, "signal without a flags param or the consumer role's barrier");
+	else if (!s->u.signal.tile)
+		fail(v, "signal without a tile");
+	check_expr(v, s->u.signal.tile);
+	check_expr(v, s->u.signal.barslot);
+}
+
+static void
+verify_cluster_sync(Check *v, const Stmt *s)
+{
+	(void)s;
+	if (kernel_cluster_ctas(v->k) < 2 || v->in_roles)
+		fail(v, "a cluster barrier in a kernel without clusters, or inside its roles");
+}
+
+static void
+verify_flag_wait(Check *v, const Stmt *s)
+{
+	const Kernel *k = v->k;
+	int param = s->u.flag_wait.param;
+
+	if (param <= 0 || param >= k->nparam || k->param[param].kind != PK_WAIT || !s->u.flag_wait.word)
+		fail(v, "flag wait without a wait-flags param or a word");
+	check_expr(v, s->u.flag_wait.word);
+	check_expr(v, s->u.flag_wait.cond);
+}
+
+static void
+verify_mma(Check *v, const Stmt *s)
+{
+	const Kernel *k = v->k;
+	int i;
+
+	if (s->nreads != 2 || s->nwrites != 1 || !s->u.mma.shape)
+		fail(v, "mma without two operands, one accumulator and a shape");
+	else if (s->writes[0].acc <= 0 || s->writes[0].acc >= k->nacc)
+		fail(v, "mma writes no accumulator");
+	else
+		for (i = 0; i < 2; i++)
+			if (s->reads[i].buf <= 0 || s->reads[i].buf >= k->nbuf)
+				fail(v, "mma operand is not a shared buffer");
+	check_expr(v, s->u.mma.zero_if);
+}
+
+static void
+verify_sk(Check *v, const Stmt *s)
+{
+	const Kernel *k = v->k;
+	const MatmulPlan *m = kernel_mm(k);
+	int param = s->u.sk.param;
+	bool store = s->kind == ST_SK_STORE;
+
+	if (!m->ksize.sk_slot || param <= 0 || param >= k->nparam || k->param[param].kind != PK_WORKSPACE ||
+	    s->nreads != 1 || s->reads[0].acc <= 0 || s->reads[0].acc >= k->nacc || !s->u.sk.cond ||
+	    (!store && !s->u.sk.parts))
+		fail(v, "a stream-K %s without stream-K, its workspace param, an accumulator, a condition%s",
+		     store ? "store" : "reduction", store ? "" : " or its CTA count");
+	else if (m->ksize.sk_slot != k->consumer_threads * 4 * (k->acc[s->reads[0].acc].cols / 2 * m->row_blocks))
+		fail(v, "stream-K slot of %d bytes does not hold accumulator '%s'", m->ksize.sk_slot,
+		     k->acc[s->reads[0].acc].name);
+	if (m->ksum == KSUM_SK_SCATTER && (!s->u.sk.part || !s->u.sk.parts))
+		fail(v, "a stream-K part's %s without its index among the tile's parts or their number",
+		     store ? "store" : "reduction");
+	check_expr(v, s->u.sk.cond);
+	check_expr(v, s->u.sk.part);
+	check_expr(v, s->u.sk.parts);
+}
+
+static void
+verify_split_reduce(Check *v, const Stmt *s)
+{
+	const Kernel *k = v->k;
+	const MatmulPlan *m = kernel_mm(k);
+	int buf = s->u.split.buf, bar = s->u.split.bar;
+
+	if (m->ksize.splits < 2 || buf <= 0 || buf >= k->nbuf || k->buf[buf].kind != BUF_PARTIAL ||
+	    !bar_ok(k, bar) || !bar_ok(k, bar + 1) || s->nreads != 1 || s->reads[0].acc <= 0 ||
+	    s->reads[0].acc >= k->nacc || !s->u.split.parity || !s->u.split.ranks)
+		fail(v, "a split-K reduction without a K-split, its partial buffer, its two barriers, an "
+		     "accumulator, a parity or the count of CTAs with k-steps");
+	else if (k->buf[buf].cols != 128 * (k->acc[s->reads[0].acc].cols / 2 * m->row_blocks))
+		fail(v, "partial buffer '%s' of %d values a warpgroup does not hold accumulator '%s'",
+		     k->buf[buf].name, k->buf[buf].cols, k->acc[s->reads[0].acc].name);
+	check_expr(v, s->u.split.parity);
+	check_expr(v, s->u.split.ranks);
+}
+
+static void
+verify_compute(Check *v, const Stmt *s)
+{
+	check_expr(v, s->u.compute.row);
+	check_expr(v, s->u.compute.col);
+	check_expr(v, s->u.compute.pass);
+	check_expr(v, s->u.compute.batch);
+	if ((s->u.compute.phase != ROW_WHOLE) != (kernel_row(v->k)->chunk > 0))
+		fail(v, "a compute's row phase does not match the kernel's row mode");
+	check_access(v, s->reads, s->nreads);
+	check_access(v, s->writes, s->nwrites);
+}
+
+static Verifier *const verifiers[ST_COUNT] = {
+	[ST_NONE] = verify_none,
+#define ST(id, name, owner, print, verify, ...) [ST_##id] = verify_##verify,
+#include "stmts.h"
+#undef ST
+};
 
 static void
 check_stmt(Check *v, const Stmt *s)
 {
-	const Kernel *k = v->k;
-	const MatmulPlan *m = kernel_mm(k);
 	const CbInfo *outer = v->cb;
 	int i;
 
 	if (!s || v->err)
 		return;
-	switch (s->kind) {
-	case ST_LOOP:
-		if (s->var <= 0 || s->var >= k->nvar || !s->lo || !s->hi)
-			fail(v, "loop without variable or bounds");
-		check_expr(v, s->lo);
-		check_expr(v, s->hi);
-		check_expr(v, s->step);
-		if (s->step && (s->step->kind != EX_INT || s->step->ival < 1))
-			fail(v, "loop whose step is not a positive constant");
-		if (s->cb)
-			check_cb(v, v->cb = s->cb);
-		if (s->var > 0 && s->var < k->nvar)
-			v->defined[s->var] = true;
-		check_expr(v, s->lin);
-		break;
-	case ST_LET:
-		check_expr(v, s->a);
-		if (s->var <= 0 || s->var >= k->nvar)
-			fail(v, "let of a bad variable");
-		else
-			v->defined[s->var] = true;
-		break;
-	case ST_TMA_LOAD:
-	case ST_TMA_STORE:
-		if (!buf_ok(k, s->buf) || s->param <= 0 || s->param >= k->nparam)
-			fail(v, "TMA statement with a bad buffer or param");
-		else if (k->param[s->param].kind != PK_TMAP && k->param[s->param].kind != PK_PTR)
-			fail(v, "TMA statement on a param that is neither a tensor map nor a pointer");
-		else if (s->off && pow2_factor(s->off) * dtype_info[k->buf[s->buf].dtype].bytes %
-		                   (k->param[s->param].kind == PK_TMAP ? kbuf_copy(&k->buf[s->buf]).align : 16))
-			fail(v, "TMA statement at an offset into its copy that may break its alignment");
-		else if (s->kind == ST_TMA_LOAD)
-			check_load(v, s);
-		if (s->mcast && (s->kind != ST_TMA_LOAD || k->param[s->param].kind != PK_TMAP ||
-		                 kernel_share_ctas(k) < 2 || (s->mcast->kind == EX_INT &&
-		                 (s->mcast->ival <= 0 || s->mcast->ival >= 1 << kernel_share_ctas(k)))))
-			fail(v, "a multicast that is not a tensor-map load to CTAs of the kernel's cluster");
-		check_expr(v, s->mcast);
-		check_expr(v, s->a);
-		check_expr(v, s->b);
-		check_expr(v, s->slot);
-		check_expr(v, s->off);
-		check_expr(v, s->z);
-		check_expr(v, s->barslot);
-		break;
-	case ST_TMA_PREFETCH:
-		if (s->param <= 0 || s->param >= k->nparam || k->param[s->param].kind != PK_TMAP)
-			fail(v, "a prefetch from a param that is not a tensor map");
-		check_expr(v, s->cond);
-		check_expr(v, s->a);
-		check_expr(v, s->b);
-		check_expr(v, s->z);
-		break;
-	case ST_MBAR_INIT:
-	case ST_MBAR_ARRIVE:
-	case ST_MBAR_WAIT:
-	case ST_EXPECT_TX:
-		if (!bar_ok(k, s->bar))
-			fail(v, "mbarrier statement with a bad barrier");
-		check_expr(v, s->barslot);
-		check_expr(v, s->a);
-		break;
-	case ST_SYNC:
-		if (s->n == 0 && v->in_roles)
-			fail(v, "__syncthreads inside warp-specialized roles");
-		check_expr(v, s->a);
-		break;
-	case ST_IF:
-		check_expr(v, s->cond);
-		break;
-	case ST_ROLE:
-		if (s->role <= 0 || s->role >= k->nrole)
-			fail(v, "role branch with a bad role");
-		break;
-	case ST_ROW_FETCH:
-	case ST_ROW_PUT:
-		if (s->buf <= 0 || s->buf >= k->nbuf || k->buf[s->buf].kind != BUF_ROW ||
-		    (s->kind == ST_ROW_FETCH ? !s->b || s->param != k->buf[s->buf].param : !s->slot))
-			fail(v, "a row %s without its row buffer%s", s->kind == ST_ROW_FETCH ? "fetch" : "put",
-			     s->kind == ST_ROW_FETCH ? ", that buffer's param or a first column" : " or a copy");
-		check_expr(v, s->b);
-		check_expr(v, s->slot);
-		break;
-	case ST_SIGNAL:
-		if (s->param ? s->param >= k->nparam || k->param[s->param].kind != PK_FLAGS || s->bar
-		             : !bar_ok(k, s->bar) || !s->barslot)
-			fail(v, "signal without a flags param or the consumer role's barrier");
-		else if (!s->a)
-			fail(v, "signal without a tile");
-		check_expr(v, s->a);
-		check_expr(v, s->barslot);
-		break;
-	case ST_CLUSTER_SYNC:
-		if (kernel_cluster_ctas(k) < 2 || v->in_roles)
-			fail(v, "a cluster barrier in a kernel without clusters, or inside its roles");
-		break;
-	case ST_FLAG_WAIT:
-		if (s->param <= 0 || s->param >= k->nparam || k->param[s->param].kind != PK_WAIT || !s->a)
-			fail(v, "flag wait without a wait-flags param or a word");
-		check_expr(v, s->a);
-		check_expr(v, s->cond);
-		break;
-	case ST_MMA:
-		if (s->nreads != 2 || s->nwrites != 1 || !s->mma)
-			fail(v, "mma without two operands, one accumulator and a shape");
-		else if (s->writes[0].acc <= 0 || s->writes[0].acc >= k->nacc)
-			fail(v, "mma writes no accumulator");
-		else
-			for (i = 0; i < 2; i++)
-				if (s->reads[i].buf <= 0 || s->reads[i].buf >= k->nbuf)
-					fail(v, "mma operand is not a shared buffer");
-		check_expr(v, s->cond);
-		break;
-	case ST_SK_STORE:
-	case ST_SK_REDUCE:
-		if (!m->ksize.sk_slot || s->param <= 0 || s->param >= k->nparam || k->param[s->param].kind != PK_WORKSPACE ||
-		    s->nreads != 1 || s->reads[0].acc <= 0 || s->reads[0].acc >= k->nacc || !s->cond ||
-		    (s->kind == ST_SK_REDUCE && !s->b))
-			fail(v, "a stream-K %s without stream-K, its workspace param, an accumulator, a condition%s",
-			     s->kind == ST_SK_STORE ? "store" : "reduction", s->kind == ST_SK_STORE ? "" : " or its CTA count");
-		else if (m->ksize.sk_slot != k->consumer_threads * 4 * (k->acc[s->reads[0].acc].cols / 2 * m->row_blocks))
-			fail(v, "stream-K slot of %d bytes does not hold accumulator '%s'", m->ksize.sk_slot,
-			     k->acc[s->reads[0].acc].name);
-		if (m->ksum == KSUM_SK_SCATTER && (!s->a || !s->b))
-			fail(v, "a stream-K part's %s without its index among the tile's parts or their number",
-			     s->kind == ST_SK_STORE ? "store" : "reduction");
-		check_expr(v, s->cond);
-		check_expr(v, s->a);
-		check_expr(v, s->b);
-		break;
-	case ST_SPLIT_REDUCE:
-		if (m->ksize.splits < 2 || s->buf <= 0 || s->buf >= k->nbuf || k->buf[s->buf].kind != BUF_PARTIAL ||
-		    !bar_ok(k, s->bar) || !bar_ok(k, s->bar + 1) || s->nreads != 1 || s->reads[0].acc <= 0 ||
-		    s->reads[0].acc >= k->nacc || !s->a || !s->b)
-			fail(v, "a split-K reduction without a K-split, its partial buffer, its two barriers, an "
-			     "accumulator, a parity or the count of CTAs with k-steps");
-		else if (k->buf[s->buf].cols != 128 * (k->acc[s->reads[0].acc].cols / 2 * m->row_blocks))
-			fail(v, "partial buffer '%s' of %d values a warpgroup does not hold accumulator '%s'",
-			     k->buf[s->buf].name, k->buf[s->buf].cols, k->acc[s->reads[0].acc].name);
-		check_expr(v, s->a);
-		check_expr(v, s->b);
-		break;
-	case ST_COMPUTE:
-		check_expr(v, s->a);
-		check_expr(v, s->b);
-		check_expr(v, s->pass);
-		check_expr(v, s->z);
-		if ((s->phase != ROW_WHOLE) != (kernel_row(k)->chunk > 0))
-			fail(v, "a compute's row phase does not match the kernel's row mode");
-		check_access(v, s->reads, s->nreads);
-		check_access(v, s->writes, s->nwrites);
-		break;
-	default:
-		break;
-	}
-	if (s->kind == ST_ROLES) {
-		check_branches(v, s);
+	verifiers[s->kind](v, s);
+	if (s->kind == ST_ROLES)
 		v->in_roles++;
-	}
 	for (i = 0; i < s->nbody; i++) {
 		if ((s->kind == ST_ROLES) != (s->body[i]->kind == ST_ROLE))
 			fail(v, "a role branch outside roles, or roles holding something else");
 		check_stmt(v, s->body[i]);
 	}
-	check_stmt(v, s->orelse);
+	check_stmt(v, st_else(s));
 	if (s->kind == ST_ROLES)
 		v->in_roles--;
 	v->cb = outer;

@@ -53,7 +53,7 @@ kir_has_load(const Stmt *s)
 	for (i = 0; i < s->nbody; i++)
 		if (kir_has_load(s->body[i]))
 			return true;
-	return kir_has_load(s->orelse);
+	return kir_has_load(st_else(s));
 }
 
 /* Does loop L hold a load and, after it, a reader of a buffer it loads? */
@@ -76,7 +76,7 @@ find_loop(const Kernel *k, Stmt *s, Stmt *parent, int index, bool outermost, Fou
 
 	if (!s || (outermost && out->loop))
 		return;
-	if (s->kind == ST_LOOP && !s->cb && kir_has_load(s) && loads_and_reads(k, s)) {
+	if (s->kind == ST_LOOP && !s->u.loop.cb && kir_has_load(s) && loads_and_reads(k, s)) {
 		out->loop = s;
 		out->parent = parent;
 		out->index = index;
@@ -102,7 +102,7 @@ enclosing_loops(Stmt *s, const Stmt *target, Stmt **path, int *n, int max)
 	for (i = 0; i < s->nbody; i++)
 		if (enclosing_loops(s->body[i], target, path, n, max))
 			return true;
-	if (enclosing_loops(s->orelse, target, path, n, max))
+	if (enclosing_loops(st_else(s), target, path, n, max))
 		return true;
 	if (s->kind == ST_LOOP)
 		(*n)--;
@@ -127,17 +127,18 @@ stage_counter(Comp *c, const Kernel *k, Stmt *loop)
 	for (j = 0; j < n; j++) {
 		Stmt *o = path[j];
 
-		if (o->lo->kind != EX_INT || o->lo->ival != 0 || ex_uses_var(loop->hi, o->var) ||
-		    ex_uses_var(loop->lo, o->var)) {
+		if (o->u.loop.lo->kind != EX_INT || o->u.loop.lo->ival != 0 || ex_uses_var(loop->u.loop.hi, o->u.loop.var) ||
+		    ex_uses_var(loop->u.loop.lo, o->u.loop.var)) {
 			diag_internal(c, "circular_buffer",
 			              "the loops around a buffered loop must run over [0, n) and not change its trip count");
 			return NULL;
 		}
-		lin = lin ? ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, lin, o->hi), ex_var(c, o->var)) : ex_var(c, o->var);
+		lin = lin ? ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, lin, o->u.loop.hi), ex_var(c, o->u.loop.var))
+		          : ex_var(c, o->u.loop.var);
 	}
 	if (!lin)
-		return ex_var(c, loop->var);
-	return ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, lin, loop->hi), ex_var(c, loop->var));
+		return ex_var(c, loop->u.loop.var);
+	return ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, lin, loop->u.loop.hi), ex_var(c, loop->u.loop.var));
 }
 
 
@@ -160,11 +161,11 @@ loads_into(const Stmt *s, const bool *bufs)
 	if (!s)
 		return false;
 	if (s->kind == ST_TMA_LOAD)
-		return bufs[s->buf];
+		return bufs[s->u.tma.buf];
 	for (i = 0; i < s->nbody; i++)
 		if (loads_into(s->body[i], bufs))
 			return true;
-	return loads_into(s->orelse, bufs);
+	return loads_into(st_else(s), bufs);
 }
 
 static Expr *
@@ -186,11 +187,11 @@ bulk_tx(Rewrite *r, const Stmt *s, int from)
 	for (i = from; i < s->nbody; i++) {
 		Stmt ld;
 
-		if (s->body[i]->kind != ST_TMA_LOAD || r->k->param[s->body[i]->param].kind != PK_PTR ||
-		    !r->bufs[s->body[i]->buf])
+		if (s->body[i]->kind != ST_TMA_LOAD || r->k->param[s->body[i]->u.tma.param].kind != PK_PTR ||
+		    !r->bufs[s->body[i]->u.tma.buf])
 			continue;
 		ld = *s->body[i];
-		ld.b = ex_inline_lets(r->c, r->loop, ld.b);
+		ld.u.tma.col = ex_inline_lets(r->c, r->loop, ld.u.tma.col);
 		n = kir_bulk_bytes(r->c, r->k, &ld);
 		sum = sum ? ex_bin(r->c, EX_ADD, sum, n) : n;
 	}
@@ -206,11 +207,11 @@ bulk_in(const Kernel *k, const Stmt *s)
 	if (!s)
 		return false;
 	if (s->kind == ST_TMA_LOAD)
-		return k->param[s->param].kind == PK_PTR;
+		return k->param[s->u.tma.param].kind == PK_PTR;
 	for (i = 0; i < s->nbody; i++)
 		if (bulk_in(k, s->body[i]))
 			return true;
-	return bulk_in(k, s->orelse);
+	return bulk_in(k, st_else(s));
 }
 
 /*
@@ -236,17 +237,17 @@ retarget(Rewrite *r, Stmt *s, Expr *lin, bool tx_done)
 		if (r->bufs[s->reads[i].buf])
 			s->reads[i].slot = slot_of(r, lin);
 	if (s->kind == ST_TMA_LOAD) {
-		if (!r->bufs[s->buf])
+		if (!r->bufs[s->u.tma.buf])
 			return;  /* another pipeline's */
-		s->slot = slot_of(r, lin);
-		s->bar = r->full;
-		s->barslot = s->slot;
+		s->u.tma.slot = slot_of(r, lin);
+		s->u.tma.bar = r->full;
+		s->u.tma.barslot = s->u.tma.slot;
 		if (!r->k->warp_specialize) {   /* the prologue's copies of the loads go before the loop's lets */
-			s->a = ex_inline_lets(r->c, r->loop, s->a);
-			s->b = ex_inline_lets(r->c, r->loop, s->b);
-			s->z = ex_inline_lets(r->c, r->loop, s->z);
+			s->u.tma.row = ex_inline_lets(r->c, r->loop, s->u.tma.row);
+			s->u.tma.col = ex_inline_lets(r->c, r->loop, s->u.tma.col);
+			s->u.tma.batch = ex_inline_lets(r->c, r->loop, s->u.tma.batch);
 		}
-		r->k->buf[s->buf].full_bar = r->full;
+		r->k->buf[s->u.tma.buf].full_bar = r->full;
 		return;
 	}
 	/*
@@ -257,57 +258,57 @@ retarget(Rewrite *r, Stmt *s, Expr *lin, bool tx_done)
 	for (i = 0; i < s->nbody; i++) {
 		Stmt *x = s->body[i];
 
-		if (x->kind == ST_LOOP && x->loop != LOOP_CHUNK && loads_into(x, r->bufs)) {
-			one = one ? one : x->hi;
-			same &= ex_equal(x->hi, one);
-			trips = nloops++ ? ex_bin(r->c, EX_ADD, trips, x->hi) : x->hi;
+		if (x->kind == ST_LOOP && x->u.loop.kind != LOOP_CHUNK && loads_into(x, r->bufs)) {
+			one = one ? one : x->u.loop.hi;
+			same &= ex_equal(x->u.loop.hi, one);
+			trips = nloops++ ? ex_bin(r->c, EX_ADD, trips, x->u.loop.hi) : x->u.loop.hi;
 		}
 	}
 	if (nloops > 1 && same)
 		trips = ex_bin(r->c, EX_MUL, ex_int(r->c, nloops), one);
 	for (i = 0; i < s->nbody && !r->err; i++) {
 		Stmt *x = s->body[i];
-		bool chunks = x->kind == ST_LOOP && x->loop == LOOP_CHUNK && loads_into(x, r->bufs);
+		bool chunks = x->kind == ST_LOOP && x->u.loop.kind == LOOP_CHUNK && loads_into(x, r->bufs);
 
 		if (chunks && bulk_in(r->k, x)) {
 			r->err = diag_internal(r->c, "circular_buffer", "a bulk (pointer) load inside a chunk loop");
 			return;
 		}
-		if (((x->kind == ST_TMA_LOAD && r->bufs[x->buf]) || chunks) && !tx_done) {
+		if (((x->kind == ST_TMA_LOAD && r->bufs[x->u.tma.buf]) || chunks) && !tx_done) {
 			/* one expect_tx of the whole stage before its first load (or loop of loads) */
 			Stmt *tx = st_new(r->c, ST_EXPECT_TX);
 
-			tx->bar = r->full;
-			tx->barslot = slot_of(r, lin);
-			tx->lin = lin;
-			tx->n = r->bytes;
-			tx->a = bulk_tx(r, s, i);
+			tx->u.mbar.bar = r->full;
+			tx->u.mbar.barslot = slot_of(r, lin);
+			tx->u.mbar.lin = lin;
+			tx->u.mbar.bytes = r->bytes;
+			tx->u.mbar.more = bulk_tx(r, s, i);
 			st_insert(r->c, s, i, tx);
 			tx_done = true;
 			continue;  /* x is now at i + 1 */
 		}
-		if (x->kind == ST_LOOP && x->loop != LOOP_CHUNK && loads_into(x, r->bufs)) {
-			if (x->lo->kind != EX_INT || x->lo->ival != 0 || ex_uses_var(x->hi, x->var)) {
+		if (x->kind == ST_LOOP && x->u.loop.kind != LOOP_CHUNK && loads_into(x, r->bufs)) {
+			if (x->u.loop.lo->kind != EX_INT || x->u.loop.lo->ival != 0 || ex_uses_var(x->u.loop.hi, x->u.loop.var)) {
 				r->err = diag_internal(r->c, "circular_buffer",
 				                       "an inner loop that issues loads must run over [0, n)");
 				return;
 			}
 			/* a counter lowering gave the loop (stream-K's parts, of any length) is kept */
-			if (!x->lin) {
-				x->lin = ex_bin(r->c, EX_MUL, lin, trips);   /* one such loop: lin * n + i */
+			if (!x->u.loop.lin) {
+				x->u.loop.lin = ex_bin(r->c, EX_MUL, lin, trips);   /* one such loop: lin * n + i */
 				if (before)
-					x->lin = ex_bin(r->c, EX_ADD, x->lin, before);
-				x->lin = ex_bin(r->c, EX_ADD, x->lin, ex_var(r->c, x->var));
+					x->u.loop.lin = ex_bin(r->c, EX_ADD, x->u.loop.lin, before);
+				x->u.loop.lin = ex_bin(r->c, EX_ADD, x->u.loop.lin, ex_var(r->c, x->u.loop.var));
 			}
-			before = before ? ex_bin(r->c, EX_ADD, before, x->hi) : x->hi;
-			retarget(r, x, x->lin, false);
+			before = before ? ex_bin(r->c, EX_ADD, before, x->u.loop.hi) : x->u.loop.hi;
+			retarget(r, x, x->u.loop.lin, false);
 			continue;
 		}
 		/* the pieces of a chunk loop share the expect_tx placed before it */
 		retarget(r, x, lin, chunks);
 	}
-	if (s->orelse)
-		retarget(r, s->orelse, lin, false);
+	if (st_else(s))
+		retarget(r, st_else(s), lin, false);
 }
 
 /* Does S hold a loop that issues loads (a loop the stage counter runs through)? */
@@ -317,10 +318,10 @@ has_loading_loop(const Stmt *s)
 	int i;
 
 	for (i = 0; i < s->nbody; i++)
-		if ((s->body[i]->kind == ST_LOOP && s->body[i]->loop != LOOP_CHUNK && kir_has_load(s->body[i])) ||
+		if ((s->body[i]->kind == ST_LOOP && s->body[i]->u.loop.kind != LOOP_CHUNK && kir_has_load(s->body[i])) ||
 		    has_loading_loop(s->body[i]))
 			return true;
-	return s->orelse && has_loading_loop(s->orelse);
+	return st_else(s) && has_loading_loop(st_else(s));
 }
 
 void
@@ -332,11 +333,11 @@ cb_strip_loads(Stmt *s)
 		Stmt *x = s->body[i];
 
 		if (x->kind == ST_TMA_LOAD || x->kind == ST_EXPECT_TX || x->kind == ST_TMA_PREFETCH ||
-		    (x->kind == ST_FLAG_WAIT && x->flag))
+		    (x->kind == ST_FLAG_WAIT && x->u.flag_wait.producer))
 			continue;   /* (and the producer's waits for an operand's rows, its prefetches) */
 		cb_strip_loads(x);
-		if ((x->kind == ST_IF || (x->kind == ST_LOOP && x->loop == LOOP_CHUNK)) && x->nbody == 0 &&
-		    (!x->orelse || !x->orelse->nbody))
+		if ((x->kind == ST_IF || (x->kind == ST_LOOP && x->u.loop.kind == LOOP_CHUNK)) && x->nbody == 0 &&
+		    (!st_else(x) || !st_else(x)->nbody))
 			continue;
 		s->body[j++] = x;
 	}
@@ -370,7 +371,7 @@ mma_reads(const Stmt *s, const bool *bufs)
 	for (i = 0; i < s->nbody; i++)
 		if (mma_reads(s->body[i], bufs))
 			return true;
-	return mma_reads(s->orelse, bufs);
+	return mma_reads(st_else(s), bufs);
 }
 
 /*
@@ -399,13 +400,13 @@ stage_loop(Stmt *s, int b, Stmt *cur)
 	if (!s)
 		return NULL;
 	if (s->kind == ST_TMA_LOAD)
-		return s->buf == b ? cur : NULL;
-	if (s->kind == ST_LOOP && s->loop != LOOP_CHUNK)
+		return s->u.tma.buf == b ? cur : NULL;
+	if (s->kind == ST_LOOP && s->u.loop.kind != LOOP_CHUNK)
 		cur = s;
 	for (i = 0; i < s->nbody; i++)
 		if ((r = stage_loop(s->body[i], b, cur)))
 			return r;
-	return stage_loop(s->orelse, b, cur);
+	return stage_loop(st_else(s), b, cur);
 }
 
 static int
@@ -529,8 +530,8 @@ reslot(Stmt *s, void *user)
 	const Ring *r = user;
 	int i;
 
-	if (s->kind == ST_TMA_STORE && s->buf == r->buf)
-		s->slot = ring_slot(r, s->slot);
+	if (s->kind == ST_TMA_STORE && s->u.tma.buf == r->buf)
+		s->u.tma.slot = ring_slot(r, s->u.tma.slot);
 	if (s->kind == ST_COMPUTE)
 		for (i = 0; i < s->nwrites; i++)
 			if (s->writes[i].buf == r->buf)
@@ -630,7 +631,8 @@ subtiles(const Stmt *s, int b)
 		if (s->kind == ST_LOOP && x->kind == ST_COMPUTE)
 			for (w = 0; w < x->nwrites; w++)
 				if (x->writes[w].buf == b)
-					return s->lo->kind == EX_INT && s->hi->kind == EX_INT && !s->step ? s->hi->ival - s->lo->ival : 0;
+					return s->u.loop.lo->kind == EX_INT && s->u.loop.hi->kind == EX_INT && !s->u.loop.step ?
+					       s->u.loop.hi->ival - s->u.loop.lo->ival : 0;
 		if ((n = subtiles(x, b)))
 			return n;
 	}
@@ -686,7 +688,7 @@ init_barriers(Comp *c, Kernel *k, Found *fd)
 	init->comment = "one thread initialises the stage barriers";
 	for (b = 1; b < k->nbar; b++) {
 		mbinit = st_new(c, ST_MBAR_INIT);
-		mbinit->bar = b;
+		mbinit->u.mbar.bar = b;
 		st_append(c, init, mbinit);
 	}
 	fence = st_new(c, ST_FENCE_MBAR_INIT);
@@ -706,7 +708,7 @@ init_barriers(Comp *c, Kernel *k, Found *fd)
 static void
 split_plain(Comp *c, Kernel *k, Found *fd, CbInfo *cb)
 {
-	Expr *i = ex_var(c, fd->loop->var), *n = fd->loop->hi;
+	Expr *i = ex_var(c, fd->loop->u.loop.var), *n = fd->loop->u.loop.hi;
 	int P = cb->prefetch, b;
 	Stmt *slice = cb_load_slice(c, fd->loop);
 	Stmt *pro, *epi, *ahead;
@@ -715,23 +717,23 @@ split_plain(Comp *c, Kernel *k, Found *fd, CbInfo *cb)
 
 	pro = st_loop(c, pv, ex_int(c, 0), ex_bin(c, EX_MIN, ex_int(c, P), n), LOOP_SERIAL);
 	pro->comment = "prologue: fill the first stages";
-	pro->cb = arena_alloc(c->arena, sizeof *cb);
-	*pro->cb = *cb;
-	pro->cb->part = CB_PROLOGUE;
-	pro->body = st_clone(c, slice, fd->loop->var, ex_var(c, pv))->body;
+	pro->u.loop.cb = arena_alloc(c->arena, sizeof *cb);
+	*pro->u.loop.cb = *cb;
+	pro->u.loop.cb->part = CB_PROLOGUE;
+	pro->body = st_clone(c, slice, fd->loop->u.loop.var, ex_var(c, pv))->body;
 	pro->nbody = pro->capbody = slice->nbody;
 
 	epi = st_clone(c, fd->loop, 0, NULL);
 	cb_strip_loads(epi);
-	epi->lo = ex_bin(c, EX_MAX, ex_bin(c, EX_SUB, n, ex_int(c, P)), ex_int(c, 0));
+	epi->u.loop.lo = ex_bin(c, EX_MAX, ex_bin(c, EX_SUB, n, ex_int(c, P)), ex_int(c, 0));
 	epi->comment = "epilogue: the last stages, nothing left to load";
-	epi->cb->part = CB_EPILOGUE;
+	epi->u.loop.cb->part = CB_EPILOGUE;
 
 	cb_strip_loads(fd->loop);
-	ahead = st_clone(c, slice, fd->loop->var, iP);
+	ahead = st_clone(c, slice, fd->loop->u.loop.var, iP);
 	for (b = ahead->nbody - 1; b >= 0; b--)
 		st_insert(c, fd->loop, 0, ahead->body[b]);
-	fd->loop->hi = ex_bin(c, EX_SUB, n, ex_int(c, P));
+	fd->loop->u.loop.hi = ex_bin(c, EX_SUB, n, ex_int(c, P));
 	fd->loop->comment = "main: load P tiles ahead, compute this one";
 	cb->part = CB_MAIN;
 
@@ -822,7 +824,7 @@ pass_circular_buffer(Comp *c)
 
 	init_barriers(c, k, &fd);
 
-	if (!(fd.loop->lin = stage_counter(c, k, fd.loop)))
+	if (!(fd.loop->u.loop.lin = stage_counter(c, k, fd.loop)))
 		return -1;
 	for (q = 0; q < npipe; q++) {
 		r.c = c;
@@ -832,14 +834,14 @@ pass_circular_buffer(Comp *c)
 		r.stages = pipe[q].stages;
 		r.full = pipe[q].cb->full_bar;
 		r.bytes = pipe[q].tx;
-		retarget(&r, fd.loop, fd.loop->lin, false);
+		retarget(&r, fd.loop, fd.loop->u.loop.lin, false);
 		if (r.err)
 			return -1;
 		if (q != first)
-			pipe[q].loop->cb = pipe[q].cb;
+			pipe[q].loop->u.loop.cb = pipe[q].cb;
 	}
 	cb = pipe[first].cb;
-	fd.loop->cb = cb;
+	fd.loop->u.loop.cb = cb;
 	if (k->warp_specialize) {
 		for (q = 0; q < npipe; q++)
 			pipe[q].cb->part = CB_NONE;

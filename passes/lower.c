@@ -43,8 +43,8 @@ lower_let(Comp *c, Kernel *k, const char *name, Expr *e, Stmt *block)
 {
 	Stmt *s = st_new(c, ST_LET);
 
-	s->var = kernel_add_var(c, k, name);
-	s->a = e;
+	s->u.let.var = kernel_add_var(c, k, name);
+	s->u.let.value = e;
 	st_append(c, block, s);
 	return s;
 }
@@ -77,11 +77,11 @@ lower_stage_input(Comp *c, Kernel *k, int j, const char *kind, int rows, int col
 
 	k->buf[b].param = j;
 	k->buf[b].tensor = p->tensor;
-	ld->buf = b;
-	ld->param = j;
-	ld->slot = ex_int(c, 0);
-	ld->a = row;
-	ld->b = col;
+	ld->u.tma.buf = b;
+	ld->u.tma.param = j;
+	ld->u.tma.slot = ex_int(c, 0);
+	ld->u.tma.row = row;
+	ld->u.tma.col = col;
 	ld->pos = k->fusion->tensor[p->tensor].pos;
 	st_append(c, issue, ld);
 	VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->buf = b;
@@ -111,13 +111,13 @@ lower_stage_output(Comp *c, Kernel *k, int j, int rows, int cols, int copies, Ex
 	k->buf[b].stages = copies;
 	VEC_PUSH(c->arena, compute->writes, compute->nwrites, compute->capwrites)->buf = b;
 	compute->writes[compute->nwrites - 1].slot = slot;
-	st->buf = b;
-	st->param = j;
-	st->slot = slot;
-	st->a = row;
-	st->b = col;
+	st->u.tma.buf = b;
+	st->u.tma.param = j;
+	st->u.tma.slot = slot;
+	st->u.tma.row = row;
+	st->u.tma.col = col;
 	st->pos = f->out[p->arg - f->ninput].pos;
-	st->flag = f->out[p->arg - f->ninput].accumulate;   /* an add to what the output holds */
+	st->u.tma.add = f->out[p->arg - f->ninput].accumulate;   /* an add to what the output holds */
 	st_append(c, store, st);
 	return b;
 }
@@ -141,9 +141,9 @@ lower_tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **col0)
 		k->ntile_var = k->rows_var;
 	} else {
 		ntc = ex_var(c, lower_let(c, k, "col_tiles", ex_bin(c, EX_CEILDIV, ex_var(c, k->cols_var),
-		                                                     ex_int(c, k->tile_cols * cn)), k->body)->var);
+		                                                     ex_int(c, k->tile_cols * cn)), k->body)->u.let.var);
 		ntiles = ex_bin(c, EX_MUL, ex_bin(c, EX_CEILDIV, ex_var(c, k->rows_var), ex_int(c, k->tile_rows * cm)), ntc);
-		k->ntile_var = lower_let(c, k, "tiles", ntiles, k->body)->var;
+		k->ntile_var = lower_let(c, k, "tiles", ntiles, k->body)->u.let.var;
 	}
 	/*
 	 * One CTA per tile: the grid is the tile count, so each CTA's count is
@@ -154,20 +154,20 @@ lower_tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **col0)
 	k->niter_var = lower_let(c, k, whole_rows ? "my_rows" : "my_tiles",
 	                         !k->persistent && k->family != FAM_MATMUL ? ex_int(c, 1) :
 	                         ex_bin(c, EX_CEILDIV, ex_bin(c, EX_SUB, ex_var(c, k->ntile_var), cta), ncta),
-	                         k->body)->var;
+	                         k->body)->u.let.var;
 	loop = st_loop(c, kernel_add_var(c, k, "i"), ex_int(c, 0), ex_var(c, k->niter_var), LOOP_TILE);
 	loop->comment = whole_rows ? "this CTA's rows" : n > 1 ? "this cluster's tiles" : "this CTA's tiles";
 	st_append(c, k->body, loop);
-	i = ex_var(c, loop->var);
+	i = ex_var(c, loop->u.loop.var);
 	tile = ex_bin(c, EX_ADD, cta, ex_bin(c, EX_MUL, i, ncta));
 	if (whole_rows) {
-		*row0 = ex_var(c, lower_let(c, k, "row0", tile, loop)->var);
+		*row0 = ex_var(c, lower_let(c, k, "row0", tile, loop)->u.let.var);
 		*col0 = ex_int(c, 0);
 		return loop;
 	}
-	tile = ex_var(c, lower_let(c, k, "tile", tile, loop)->var);
-	*row0 = ex_var(c, lower_let(c, k, "row0", lower_rank_at(c, k, ex_bin(c, EX_DIV, tile, ntc), 0), loop)->var);
-	*col0 = ex_var(c, lower_let(c, k, "col0", lower_rank_at(c, k, ex_bin(c, EX_MOD, tile, ntc), 1), loop)->var);
+	tile = ex_var(c, lower_let(c, k, "tile", tile, loop)->u.let.var);
+	*row0 = ex_var(c, lower_let(c, k, "row0", lower_rank_at(c, k, ex_bin(c, EX_DIV, tile, ntc), 0), loop)->u.let.var);
+	*col0 = ex_var(c, lower_let(c, k, "col0", lower_rank_at(c, k, ex_bin(c, EX_MOD, tile, ntc), 1), loop)->u.let.var);
 	return loop;
 }
 
@@ -255,24 +255,24 @@ publish(Comp *c, Stmt *in, int p, Expr *flag, int landed, int taken, Expr *j, bo
 {
 	Stmt *s = st_new(c, ST_SIGNAL);
 
-	s->flag = before;
+	s->u.signal.before = before;
 	s->comment = comment;
 	if (p) {
-		s->param = p;
-		s->a = flag;
+		s->u.signal.param = p;
+		s->u.signal.tile = flag;
 	} else {
 		Stmt *w = st_new(c, ST_MBAR_WAIT);
 		Expr *slot = ex_bin(c, EX_MOD, j, ex_int(c, SIGNAL_SLOTS));
 
-		w->bar = taken;
-		w->barslot = slot;
-		w->a = ex_bin(c, EX_XOR, ex_bin(c, EX_AND, ex_bin(c, EX_DIV, j, ex_int(c, SIGNAL_SLOTS)), ex_int(c, 1)),
+		w->u.mbar.bar = taken;
+		w->u.mbar.barslot = slot;
+		w->u.mbar.parity = ex_bin(c, EX_XOR, ex_bin(c, EX_AND, ex_bin(c, EX_DIV, j, ex_int(c, SIGNAL_SLOTS)), ex_int(c, 1)),
 		              ex_int(c, 1));
 		w->comment = "the consumer role has taken the tile that used this slot before";
 		st_append(c, in, w);
-		s->bar = landed;
-		s->barslot = slot;
-		s->a = j;
+		s->u.signal.bar = landed;
+		s->u.signal.barslot = slot;
+		s->u.signal.tile = j;
 	}
 	st_append(c, in, s);
 }
@@ -287,8 +287,8 @@ static void
 tile_consumer_loop(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr *bt, int threads, int *landed,
                    int *taken, int flags, Expr *flag)
 {
-	Stmt *cl = st_loop(c, kernel_add_var(c, k, "j"), ex_int(c, 0), loop->hi, LOOP_SERIAL);
-	Expr *j = ex_var(c, cl->var), *slot = ex_bin(c, EX_MOD, j, ex_int(c, SIGNAL_SLOTS));
+	Stmt *cl = st_loop(c, kernel_add_var(c, k, "j"), ex_int(c, 0), loop->u.loop.hi, LOOP_SERIAL);
+	Expr *j = ex_var(c, cl->u.loop.var), *slot = ex_bin(c, EX_MOD, j, ex_int(c, SIGNAL_SLOTS));
 	Stmt *w = st_new(c, ST_MBAR_WAIT), *x = st_new(c, ST_COMPUTE), *a = st_new(c, ST_MBAR_ARRIVE);
 	int i;
 
@@ -298,15 +298,15 @@ tile_consumer_loop(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr 
 	cl->comment = "the signal consumer: each of the CTA's tiles once it is in global memory";
 	for (i = 0; i < loop->nbody; i++)   /* where tile j is: the tile loop's lets */
 		if (loop->body[i]->kind == ST_LET)
-			st_append(c, cl, st_clone(c, loop->body[i], loop->var, j));
-	w->bar = *landed;
-	w->barslot = slot;
-	w->a = ex_bin(c, EX_AND, ex_bin(c, EX_DIV, j, ex_int(c, SIGNAL_SLOTS)), ex_int(c, 1));
+			st_append(c, cl, st_clone(c, loop->body[i], loop->u.loop.var, j));
+	w->u.mbar.bar = *landed;
+	w->u.mbar.barslot = slot;
+	w->u.mbar.parity = ex_bin(c, EX_AND, ex_bin(c, EX_DIV, j, ex_int(c, SIGNAL_SLOTS)), ex_int(c, 1));
 	w->comment = "the tile's stores have landed";
 	st_append(c, cl, w);
-	x->a = row0;
-	x->b = col0;
-	x->z = bt;
+	x->u.compute.row = row0;
+	x->u.compute.col = col0;
+	x->u.compute.batch = bt;
 	x->comment = "the signal consumer's outputs, from the stored tile";
 	st_append(c, cl, x);
 	if (flags) {
@@ -314,15 +314,15 @@ tile_consumer_loop(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr 
 		Stmt *bar = st_new(c, ST_SYNC), *one = st_if(c, ex_leaf(c, EX_ELECT)), *sig = st_new(c, ST_SIGNAL);
 
 		bar->comment = "every thread of the role has written its part of the tile";
-		sig->param = flags;
-		sig->a = flag;
+		sig->u.signal.param = flags;
+		sig->u.signal.tile = flag;
 		sig->comment = "the tile's consumer outputs are written";
 		st_append(c, one, sig);
 		st_append(c, cl, bar);
 		st_append(c, cl, one);
 	}
-	a->bar = *taken;
-	a->barslot = slot;
+	a->u.mbar.bar = *taken;
+	a->u.mbar.barslot = slot;
 	a->comment = "the tile is read: its slot may take another";
 	st_append(c, cl, a);
 	k->tile_consumer = cl;
@@ -359,7 +359,7 @@ lower_signal(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr *bt, E
              Expr *ktiles)
 {
 	Stmt *prev, *last, *in;
-	Expr *i = ex_var(c, loop->var), *flag = NULL, *first, *step, *li;
+	Expr *i = ex_var(c, loop->u.loop.var), *flag = NULL, *first, *step, *li;
 	int p = 0, landed = 0, taken = 0, groups = kernel_consumer_groups(k);   /* each group its tiles */
 
 	if (k->fusion->sched.consumer_pos.line) {
@@ -399,11 +399,11 @@ lower_signal(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr *bt, E
 	in = st_if(c, ex_bin(c, EX_GE, i, ex_bin(c, EX_ADD, first, step)));
 	st_append(c, prev, in);
 	li = ex_bin(c, EX_SUB, i, step);
-	publish(c, in, p, flag ? ex_subst(c, flag, loop->var, li) : NULL, landed, taken, li, true,
+	publish(c, in, p, flag ? ex_subst(c, flag, loop->u.loop.var, li) : NULL, landed, taken, li, true,
 	        "the tile before is in global memory");
 	if (kloop) {
 		/* a few k-steps into this tile's mainloop: its stores have landed, still in L2 */
-		Stmt *at = st_if(c, ex_bin(c, EX_EQ, ex_var(c, kloop->var), ex_bin(c, EX_MIN, ex_int(c, SIGNAL_KSTEP),
+		Stmt *at = st_if(c, ex_bin(c, EX_EQ, ex_var(c, kloop->u.loop.var), ex_bin(c, EX_MIN, ex_int(c, SIGNAL_KSTEP),
 		                                                                 ex_bin(c, EX_SUB, ktiles, ex_int(c, 1)))));
 
 		at->comment = "a few k-steps into the tile: the stores of the tile before have landed by now";
@@ -415,12 +415,12 @@ lower_signal(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr *bt, E
 
 	/* after it: the last tile, i = first + step * ((my_tiles - 1 - first) / step) */
 	last = st_if(c, ex_leaf(c, EX_ELECT));
-	in = st_if(c, ex_bin(c, EX_LT, first, loop->hi));
+	in = st_if(c, ex_bin(c, EX_LT, first, loop->u.loop.hi));
 	st_append(c, last, in);
 	li = groups > 1 ? ex_bin(c, EX_ADD, first, ex_bin(c, EX_MUL, step, ex_bin(c, EX_DIV,
-	                      ex_bin(c, EX_SUB, ex_bin(c, EX_SUB, loop->hi, ex_int(c, 1)), first), step)))
-	                 : ex_bin(c, EX_SUB, loop->hi, ex_int(c, 1));
-	publish(c, in, p, flag ? ex_subst(c, flag, loop->var, li) : NULL, landed, taken, li, false,
+	                      ex_bin(c, EX_SUB, ex_bin(c, EX_SUB, loop->u.loop.hi, ex_int(c, 1)), first), step)))
+	                 : ex_bin(c, EX_SUB, loop->u.loop.hi, ex_int(c, 1));
+	publish(c, in, p, flag ? ex_subst(c, flag, loop->u.loop.var, li) : NULL, landed, taken, li, false,
 	        "the last tile is in global memory");
 	st_append(c, k->body, last);
 }
@@ -518,12 +518,12 @@ adds_to(const Stmt *s, int p)
 
 	if (!s)
 		return false;
-	if (s->kind == ST_TMA_STORE && s->param == p && s->flag)
+	if (s->kind == ST_TMA_STORE && s->u.tma.param == p && s->u.tma.add)
 		return true;
 	for (i = 0; i < s->nbody; i++)
 		if (adds_to(s->body[i], p))
 			return true;
-	return adds_to(s->orelse, p);
+	return adds_to(st_else(s), p);
 }
 
 /*

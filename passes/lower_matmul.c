@@ -131,16 +131,16 @@ load_operand(Comp *c, Kernel *k, Stmt *issue, int buf, int base, int p, bool kma
 		Stmt *ld = st_new(c, ST_TMA_LOAD);
 		Expr *kcol = ex_bin(c, EX_MUL, kk, ex_int(c, bk)), *off = h ? ex_bin(c, EX_ADD, at, ex_int(c, h * bk * CHUNK)) : at;
 
-		ld->buf = buf, ld->param = p, ld->slot = ex_int(c, 0);
+		ld->u.tma.buf = buf, ld->u.tma.param = p, ld->u.tma.slot = ex_int(c, 0);
 		if (kmajor) {
-			ld->a = x0, ld->b = kcol;
+			ld->u.tma.row = x0, ld->u.tma.col = kcol;
 		} else {
-			ld->a = kcol;
-			ld->b = h ? ex_bin(c, EX_ADD, x0, ex_int(c, h * CHUNK)) : x0;
+			ld->u.tma.row = kcol;
+			ld->u.tma.col = h ? ex_bin(c, EX_ADD, x0, ex_int(c, h * CHUNK)) : x0;
 		}
-		ld->off = off->kind == EX_INT && off->ival == 0 ? NULL : off;
-		ld->mcast = mask;
-		ld->z = bt;
+		ld->u.tma.off = off->kind == EX_INT && off->ival == 0 ? NULL : off;
+		ld->u.tma.mcast = mask;
+		ld->u.tma.batch = bt;
 		ld->pos = pos;
 		st_append(c, issue, ld);
 	}
@@ -266,34 +266,34 @@ raster(Comp *c, Kernel *k, Stmt *loop, Expr *batch_tiles)
 	for (i = 0; i < loop->nbody; i++) {
 		Stmt *x = loop->body[i];
 
-		if (x->kind == ST_LET && strcmp(k->var[x->var].name, "tile") == 0)
+		if (x->kind == ST_LET && strcmp(k->var[x->u.let.var].name, "tile") == 0)
 			tile = x;
-		else if (x->kind == ST_LET && strcmp(k->var[x->var].name, "row0") == 0)
+		else if (x->kind == ST_LET && strcmp(k->var[x->u.let.var].name, "row0") == 0)
 			row0 = x;
-		else if (x->kind == ST_LET && strcmp(k->var[x->var].name, "col0") == 0)
+		else if (x->kind == ST_LET && strcmp(k->var[x->u.let.var].name, "col0") == 0)
 			col0 = x;
 	}
 	for (i = 0; i < k->body->nbody; i++)
-		if (k->body->body[i]->kind == ST_LET && strcmp(k->var[k->body->body[i]->var].name, "col_tiles") == 0)
-			ntc = ex_var(c, k->body->body[i]->var);
+		if (k->body->body[i]->kind == ST_LET && strcmp(k->var[k->body->body[i]->u.let.var].name, "col_tiles") == 0)
+			ntc = ex_var(c, k->body->body[i]->u.let.var);
 	if (!tile || !row0 || !col0 || !ntc)
 		return;
-	t = ex_var(c, tile->var);
+	t = ex_var(c, tile->u.let.var);
 	if (batch_tiles)   /* a batched matmul: the tile within its batch */
 		t = ex_bin(c, EX_MOD, t, batch_tiles);
 	/* in clusters, a group is GROUP tile rows of cluster tiles (lower_tile_loop) */
 	rows_t = ex_bin(c, EX_CEILDIV, ex_var(c, k->rows_var), ex_int(c, k->tile_rows * k->mm.cluster[0]));
 	span = ex_bin(c, EX_MUL, ex_int(c, group), ntc);            /* tiles in a group */
 	if (group == 1) {   /* along each row of tiles */
-		row0->a = lower_rank_at(c, k, ex_bin(c, EX_DIV, t, ntc), 0);
-		col0->a = lower_rank_at(c, k, ex_bin(c, EX_MOD, t, ntc), 1);
+		row0->u.let.value = lower_rank_at(c, k, ex_bin(c, EX_DIV, t, ntc), 0);
+		col0->u.let.value = lower_rank_at(c, k, ex_bin(c, EX_MOD, t, ntc), 1);
 		return;
 	}
 	first = ex_bin(c, EX_MUL, ex_bin(c, EX_DIV, t, span), ex_int(c, group));
 	height = ex_bin(c, EX_MIN, ex_bin(c, EX_SUB, rows_t, first), ex_int(c, group));   /* the last group may be short */
 	in = ex_bin(c, EX_MOD, t, span);
-	row0->a = lower_rank_at(c, k, ex_bin(c, EX_ADD, first, ex_bin(c, EX_MOD, in, height)), 0);
-	col0->a = lower_rank_at(c, k, ex_bin(c, EX_DIV, in, height), 1);
+	row0->u.let.value = lower_rank_at(c, k, ex_bin(c, EX_ADD, first, ex_bin(c, EX_MOD, in, height)), 0);
+	col0->u.let.value = lower_rank_at(c, k, ex_bin(c, EX_DIV, in, height), 1);
 }
 
 /*
@@ -326,14 +326,14 @@ tile_inside(Comp *c, const Fusion *f, Kernel *k, Stmt *loop)
 			return;
 	for (i = 0; i < loop->nbody; i++) {
 		Stmt *x = loop->body[i];
-		const char *name = x->kind == ST_LET ? k->var[x->var].name : "";
+		const char *name = x->kind == ST_LET ? k->var[x->u.let.var].name : "";
 		bool row = strcmp(name, "row0") == 0;
 
 		if (!row && strcmp(name, "col0") != 0)
 			continue;
 		x->comment = row ? "a ragged last row of tiles inside the output: A's boxes in the tensor" :
 		                   "a ragged last column of tiles inside the output: B's boxes in the tensor";
-		x->a = ex_bin(c, EX_MIN, x->a,
+		x->u.let.value = ex_bin(c, EX_MIN, x->u.let.value,
 		              ex_bin(c, EX_MAX, ex_bin(c, EX_SUB, ex_var(c, row ? k->rows_var : k->cols_var),
 		                                       ex_int(c, row ? k->tile_rows : k->tile_cols)), ex_int(c, 0)));
 	}
@@ -359,9 +359,9 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 	kloop->comment = n > 1 ? arena_printf(c->arena, "the k-steps of this tile of %s", f->tensor[op->out].name)
 	                 : t->kn ? "this part's k-steps of the tile" : "the k-steps of this tile";
 	st_append(c, t->loop, kloop);
-	kk = ex_var(c, kloop->var);
+	kk = ex_var(c, kloop->u.loop.var);
 	if (t->kbase)   /* parts of tiles differ in length: the stage counter is the plan's, not i x ktiles + kk */
-		kloop->lin = ex_bin(c, EX_ADD, t->kbase, kk);
+		kloop->u.loop.lin = ex_bin(c, EX_ADD, t->kbase, kk);
 	kat = t->k0 ? ex_bin(c, EX_ADD, t->k0, kk) : kk;   /* a K-split's CTA starts at its own k-step */
 	issue = st_if(c, ex_leaf(c, EX_ELECT));
 	issue->comment = "one thread loads the k-step's operands";
@@ -376,15 +376,15 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 		/* swapped (swap_ab), the mma's A is B's tile and its B is A's: D^T = B A^T */
 		Stmt *mma = st_new(c, ST_MMA);
 
-		mma->mma = arena_alloc(c->arena, sizeof *mma->mma);
-		*mma->mma = k->mm.swap_ab ? (MmaShape){t->bn, t->bm, t->bk, t->bkm, t->akm}
+		mma->u.mma.shape = arena_alloc(c->arena, sizeof *mma->u.mma.shape);
+		*mma->u.mma.shape = k->mm.swap_ab ? (MmaShape){t->bn, t->bm, t->bk, t->bkm, t->akm}
 		                       : (MmaShape){t->bm, g->n * t->bn, t->bk, t->akm, t->bkm};
 		VEC_PUSH(c->arena, mma->reads, mma->nreads, mma->capreads)->buf = k->mm.swap_ab ? t->bbuf : t->abuf;
 		mma->reads[0].slot = ex_int(c, 0);
 		VEC_PUSH(c->arena, mma->reads, mma->nreads, mma->capreads)->buf = k->mm.swap_ab ? t->abuf : t->bbuf;
 		mma->reads[1].slot = ex_int(c, 0);
 		VEC_PUSH(c->arena, mma->writes, mma->nwrites, mma->capwrites)->acc = g->acc[0];
-		mma->cond = ex_bin(c, EX_EQ, kk, ex_int(c, 0));
+		mma->u.mma.zero_if = ex_bin(c, EX_EQ, kk, ex_int(c, 0));
 		mma->pos = op->pos;
 		st_append(c, kloop, mma);
 	}
@@ -397,18 +397,18 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 	eloop = st_loop(c, kernel_add_var(c, k, "e"), ex_int(c, 0), ex_int(c, t->bn / ecols), LOOP_SERIAL);
 	eloop->comment = k->mm.swap_ab ? "the epilogue, the whole tile at once" : "the epilogue, a subtile at a time";
 	ksum_meet(c, t, g, eloop);
-	ecol = ex_bin(c, EX_ADD, t->col0, ex_bin(c, EX_MUL, ex_var(c, eloop->var), ex_int(c, ecols)));
+	ecol = ex_bin(c, EX_ADD, t->col0, ex_bin(c, EX_MUL, ex_var(c, eloop->u.loop.var), ex_int(c, ecols)));
 	compute = st_new(c, ST_COMPUTE);
-	compute->a = t->row0;
-	compute->b = ecol;
-	compute->pass = ex_var(c, eloop->var);   /* which subtile of the accumulator */
-	compute->z = t->bt;
+	compute->u.compute.row = t->row0;
+	compute->u.compute.col = ecol;
+	compute->u.compute.pass = ex_var(c, eloop->u.loop.var);   /* which subtile of the accumulator */
+	compute->u.compute.batch = t->bt;
 	compute->comment = n > 1 ? arena_printf(c->arena, "the epilogue of %s", f->tensor[op->out].name)
 	                         : arena_printf(c->arena, "the epilogue of %s", f->name);
 	for (m = 0; m < g->n; m++)
 		VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->acc = g->acc[m];
 	if (t->k->mm.ksum == KSUM_SK_SCATTER)
-		compute->step = t->sknp;
+		compute->u.compute.step = t->sknp;
 	st_append(c, ksum_own(c, t, eloop, false), compute);
 	store = st_if(c, ex_leaf(c, EX_ELECT));
 	store->comment = "one thread stores the subtile";
@@ -419,7 +419,7 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 			continue;
 		/* two copies, the next subtile's written while the last one's store reads; a swapped tile's one */
 		sb = lower_stage_output(c, k, j, k->mm.pingpong ? 2 * t->bm : t->bm, ecols, k->mm.swap_ab ? 1 : 2,
-		                        ex_var(c, eloop->var), t->row0, ecol, compute, store);
+		                        ex_var(c, eloop->u.loop.var), t->row0, ecol, compute, store);
 		/*
 		 * Swizzled as TMA reads it (the map's swizzle follows its inner box:
 		 * 64 bytes of 2-byte elements, 128 of f32; half that in subtiles of
@@ -450,9 +450,9 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 
 		if (st->kind != ST_TMA_STORE)
 			continue;
-		st->z = t->bt;   /* a batched output's map is 3-D */
+		st->u.tma.batch = t->bt;   /* a batched output's map is 3-D */
 		if (k->mm.pingpong)   /* a staging copy holds both warpgroups' subtiles; each stores its own */
-			st->off = ex_bin(c, EX_MUL, ex_leaf(c, EX_WG), ex_int(c, t->bm * ecols));
+			st->u.tma.off = ex_bin(c, EX_MUL, ex_leaf(c, EX_WG), ex_int(c, t->bm * ecols));
 	}
 	st_append(c, ksum_own(c, t, eloop, true), store);
 	return kloop;
@@ -706,14 +706,14 @@ k_steps(Comp *c, Tile *t, int inner)
 
 	k->body->nbody--;
 	if (ksum_rule[t->k->mm.ksum].split_cluster) {
-		Expr *all = ex_var(c, lower_let(c, k, "ksteps", steps, k->body)->var), *per;
+		Expr *all = ex_var(c, lower_let(c, k, "ksteps", steps, k->body)->u.let.var), *per;
 
-		per = ex_var(c, lower_let(c, k, "kper", ex_bin(c, EX_CEILDIV, all, ex_int(c, k->mm.ksize.splits)), k->body)->var);
-		t->k0 = ex_var(c, lower_let(c, k, "k0", ex_bin(c, EX_MUL, lower_split_rank(c, k), per), k->body)->var);
-		t->kparts = ex_var(c, lower_let(c, k, "kparts", ex_bin(c, EX_CEILDIV, all, per), k->body)->var);
+		per = ex_var(c, lower_let(c, k, "kper", ex_bin(c, EX_CEILDIV, all, ex_int(c, k->mm.ksize.splits)), k->body)->u.let.var);
+		t->k0 = ex_var(c, lower_let(c, k, "k0", ex_bin(c, EX_MUL, lower_split_rank(c, k), per), k->body)->u.let.var);
+		t->kparts = ex_var(c, lower_let(c, k, "kparts", ex_bin(c, EX_CEILDIV, all, per), k->body)->u.let.var);
 		steps = ex_bin(c, EX_MAX, ex_bin(c, EX_MIN, ex_bin(c, EX_SUB, all, t->k0), per), ex_int(c, 0));
 	}
-	t->ktiles = ex_var(c, lower_let(c, k, "ktiles", steps, k->body)->var);
+	t->ktiles = ex_var(c, lower_let(c, k, "ktiles", steps, k->body)->u.let.var);
 	if (ksum_rule[t->k->mm.ksum].workspace && stream_k_plan(c, k, t) < 0)
 		return -1;
 	st_append(c, k->body, t->loop);
@@ -831,14 +831,14 @@ lower_matmul(Comp *c, Fusion *f)
 		int at;
 
 		for (at = 0; at < k->body->nbody && !tiles; at++)
-			if (k->body->body[at]->kind == ST_LET && k->body->body[at]->var == k->ntile_var)
+			if (k->body->body[at]->kind == ST_LET && k->body->body[at]->u.let.var == k->ntile_var)
 				tiles = k->body->body[at];
 		if (!tiles)
 			return diag_internal(c, "lower_matmul", "the tile loop has no tile count");
-		batch_tiles = ex_var(c, let->var = kernel_add_var(c, k, "batch_tiles"));
-		let->a = tiles->a;
+		batch_tiles = ex_var(c, let->u.let.var = kernel_add_var(c, k, "batch_tiles"));
+		let->u.let.value = tiles->u.let.value;
 		st_insert(c, k->body, at - 1, let);
-		tiles->a = ex_bin(c, EX_MUL, batch_tiles, batch);
+		tiles->u.let.value = ex_bin(c, EX_MUL, batch_tiles, batch);
 	}
 	raster(c, k, t.loop, batch_tiles);
 	if (k->mm.batched) {
@@ -846,11 +846,12 @@ lower_matmul(Comp *c, Fusion *f)
 		int at;
 
 		for (at = 0; at < t.loop->nbody; at++)
-			if (t.loop->body[at]->kind == ST_LET && strcmp(k->var[t.loop->body[at]->var].name, "tile") == 0)
+			if (t.loop->body[at]->kind == ST_LET && strcmp(k->var[t.loop->body[at]->u.let.var].name, "tile") == 0)
 				tile = t.loop->body[at];
 		if (!tile)
 			return diag_internal(c, "lower_matmul", "the tile loop has no tile");
-		t.bt = ex_var(c, lower_let(c, k, "bt", ex_bin(c, EX_DIV, ex_var(c, tile->var), batch_tiles), t.loop)->var);
+		t.bt = ex_var(c, lower_let(c, k, "bt", ex_bin(c, EX_DIV, ex_var(c, tile->u.let.var), batch_tiles),
+		                           t.loop)->u.let.var);
 	}
 	tile_inside(c, f, k, t.loop);
 	if (k_steps(c, &t, k->param[j].var) < 0)
@@ -877,7 +878,7 @@ lower_matmul(Comp *c, Fusion *f)
 		/* after the tile loop: warp_specialize gives it to the consumers, after their last tile */
 		Stmt *go = st_new(c, ST_GRID_DEP);
 
-		go->flag = true;
+		go->u.grid_dep.launch = true;
 		go->comment = "the next kernel in the stream may launch (its CTAs start as this one's leave, and wait for it)";
 		st_append(c, k->body, go);
 	}

@@ -22,7 +22,7 @@
 static Stmt *
 own_subtile(Comp *c, const Tile *t, Stmt *eloop, const char *comment)
 {
-	Expr *e = ex_var(c, eloop->var);
+	Expr *e = ex_var(c, eloop->u.loop.var);
 	Stmt *s = st_if(c, t->k->mm.ksum == KSUM_SK_SCATTER ? ex_bin(c, EX_EQ, ex_bin(c, EX_MOD, e, t->sknp), t->ski)
 	                                    : ex_bin(c, EX_EQ, ex_bin(c, EX_MOD, e, ex_int(c, t->k->mm.ksize.splits)),
 	                                             lower_split_rank(c, t->k)));
@@ -51,18 +51,18 @@ split_reduce(Comp *c, const Tile *t, const Group *g)
 	Kernel *k = t->k;
 	Stmt *s = st_new(c, ST_SPLIT_REDUCE);
 	int acc = g->acc[0], wgs = CONSUMER_THREADS / 128, regs = k->acc[acc].cols / 2 * k->mm.row_blocks;
-	Expr *nth = ex_var(c, t->loop->var);
+	Expr *nth = ex_var(c, t->loop->u.loop.var);
 
 	if (k->mm.pingpong)
 		nth = ex_bin(c, EX_DIV, nth, ex_int(c, 2));
-	s->buf = kernel_add_buf(c, k, arena_printf(c->arena, "part_%s", t->f->tensor[k->acc[acc].tensor].name),
+	s->u.split.buf = kernel_add_buf(c, k, arena_printf(c->arena, "part_%s", t->f->tensor[k->acc[acc].tensor].name),
 	                        BUF_PARTIAL, DT_F32, wgs, 128 * regs);
-	k->buf[s->buf].tensor = k->acc[acc].tensor;
-	s->bar = kernel_add_bar(c, k, "split_full", wgs, 128 * (k->mm.ksize.splits - 1));
+	k->buf[s->u.split.buf].tensor = k->acc[acc].tensor;
+	s->u.split.bar = kernel_add_bar(c, k, "split_full", wgs, 128 * (k->mm.ksize.splits - 1));
 	kernel_add_bar(c, k, "split_free", wgs, 128 * (t->k->mm.ksum == KSUM_SPLIT_SCATTER ? k->mm.ksize.splits - 1 : 1));
 	VEC_PUSH(c->arena, s->reads, s->nreads, s->capreads)->acc = acc;
-	s->a = ex_bin(c, EX_AND, nth, ex_int(c, 1));
-	s->b = t->kparts;
+	s->u.split.parity = ex_bin(c, EX_AND, nth, ex_int(c, 1));
+	s->u.split.ranks = t->kparts;
 	s->comment = t->k->mm.ksum == KSUM_SPLIT_SCATTER
 	             ? "the cluster's partial sums of the tile, each rank's subtiles into it"
 	             : "the cluster's partial sums of the tile, into rank 0";
@@ -105,11 +105,11 @@ let_at(Comp *c, Kernel *k, Stmt *block, int at, const char *name, Expr *e, const
 {
 	Stmt *s = st_new(c, ST_LET);
 
-	s->var = kernel_add_var(c, k, name);
-	s->a = e;
+	s->u.let.var = kernel_add_var(c, k, name);
+	s->u.let.value = e;
 	s->comment = comment;
 	st_insert(c, block, at, s);
-	return ex_var(c, s->var);
+	return ex_var(c, s->u.let.var);
 }
 
 /*
@@ -176,19 +176,19 @@ fraction_plan(Comp *c, Kernel *k, Tile *t, Expr *on, Stmt *mine, Stmt *tile, int
 	            "the parts of each, as many as the CTAs and k-steps allow");
 	mydp = wave_lets(c, k, left, ex_bin(c, EX_MUL, ex_bin(c, EX_MUL, left, np), ex_bin(c, EX_LT, ex_int(c, 1), np)),
 	                 on, "the CTAs that run them, a tile's parts side by side; 0: none split, all whole", &ctas, &dp);
-	mine->a = ex_bin(c, EX_ADD, mydp, ex_bin(c, EX_LT, b, ctas));
+	mine->u.let.value = ex_bin(c, EX_ADD, mydp, ex_bin(c, EX_LT, b, ctas));
 	mine->comment = "whole tiles, then this CTA's part of a tile";
 	st_append(c, body, mine);
 
 	/* in the tile loop, before the tile: iteration my_dp is the part */
-	i = ex_var(c, loop->var);
+	i = ex_var(c, loop->u.loop.var);
 	sk = let_at(c, k, loop, at++, "sk", ex_bin(c, EX_GE, i, mydp), "a part of a tile, not a whole one");
 	t->ski = let_at(c, k, loop, at++, "sk_i", ex_bin(c, EX_MUL, sk, ex_bin(c, EX_MOD, b, np)),
 	                "the part's index among its tile's (0 for a whole tile)");
 	t->sknp = let_at(c, k, loop, at++, "sk_n", ex_bin(c, EX_ADD, ex_int(c, 1), ex_bin(c, EX_MUL, sk,
 	                                                                               ex_bin(c, EX_SUB, np, ex_int(c, 1)))),
 	                 "and their number (1)");
-	tile->a = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, ex_bin(c, EX_SUB, ex_int(c, 1), sk), tile->a),
+	tile->u.let.value = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, ex_bin(c, EX_SUB, ex_int(c, 1), sk), tile->u.let.value),
 	                 ex_bin(c, EX_MUL, sk, ex_bin(c, EX_ADD, dp, ex_bin(c, EX_DIV, b, np))));
 	t->k0 = let_at(c, k, loop, loop->nbody, "kb", ex_bin(c, EX_DIV, ex_bin(c, EX_MUL, t->ski, kt), t->sknp),
 	               "the part's first k-step in its tile");
@@ -217,10 +217,10 @@ stream_k_plan(Comp *c, Kernel *k, Tile *t)
 		return diag_internal(c, "lower_matmul", "stream-K: no sk_on param");
 	/* my_tiles (lower_tile_loop's) moves after the plan, which needs ktiles, a let after it */
 	for (n = 0; n < body->nbody; n++)
-		if (body->body[n]->kind == ST_LET && body->body[n]->var == k->niter_var)
+		if (body->body[n]->kind == ST_LET && body->body[n]->u.let.var == k->niter_var)
 			mine = body->body[n];
 	for (n = 0; n < loop->nbody; n++)
-		if (loop->body[n]->kind == ST_LET && strcmp(k->var[loop->body[n]->var].name, "tile") == 0)
+		if (loop->body[n]->kind == ST_LET && strcmp(k->var[loop->body[n]->u.let.var].name, "tile") == 0)
 			tile = loop->body[at_tile = n];
 	if (!mine || !tile)
 		return diag_internal(c, "lower_matmul", "stream-K: the tile loop has no my_tiles or tile");
@@ -247,18 +247,18 @@ stream_k_plan(Comp *c, Kernel *k, Tile *t)
 	/* one part, or two when the run crosses the end of its first tile */
 	part = ex_bin(c, EX_ADD, ex_int(c, 1), ex_bin(c, EX_LT, ex_bin(c, EX_MUL, ex_bin(c, EX_ADD, ex_bin(c, EX_DIV, lo, kt),
 	                                                                               ex_int(c, 1)), kt), hi));
-	mine->a = ex_bin(c, EX_ADD, mydp, ex_bin(c, EX_MUL, ex_bin(c, EX_LT, b, ctas), part));
+	mine->u.let.value = ex_bin(c, EX_ADD, mydp, ex_bin(c, EX_MUL, ex_bin(c, EX_LT, b, ctas), part));
 	mine->comment = "whole tiles, then the parts of this CTA's run";
 	st_append(c, body, mine);
 
 	/* in the tile loop, before the tile (which row0 and col0 use): iteration my_dp + j is part j of the run */
-	i = ex_var(c, loop->var);
+	i = ex_var(c, loop->u.loop.var);
 	sk = let_at(c, k, loop, at_tile++, "sk", ex_bin(c, EX_GE, i, mydp), "a part of a run, not a whole tile");
 	j = ex_bin(c, EX_MUL, ex_bin(c, EX_SUB, i, mydp), sk);
 	at = let_at(c, k, loop, at_tile++, "sk_at",
 	            ex_bin(c, EX_ADD, lo, ex_bin(c, EX_MUL, j, ex_bin(c, EX_SUB, kt, ex_bin(c, EX_MOD, lo, kt)))),
 	            "the part's first k-step among the last wave's");
-	tile->a = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, ex_bin(c, EX_SUB, ex_int(c, 1), sk), tile->a),
+	tile->u.let.value = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, ex_bin(c, EX_SUB, ex_int(c, 1), sk), tile->u.let.value),
 	                 ex_bin(c, EX_MUL, sk, ex_bin(c, EX_ADD, dp, ex_bin(c, EX_DIV, at, kt))));
 	t->k0 = let_at(c, k, loop, loop->nbody, "kb", ex_bin(c, EX_MUL, sk, ex_bin(c, EX_MOD, at, kt)),
 	               "the part's first k-step in its tile");
@@ -299,26 +299,26 @@ stream_k_meet(Comp *c, const Tile *t, const Group *g, Stmt *epilogue)
 
 	for (p = 1; p < k->nparam && k->param[p].kind != PK_WORKSPACE; p++)
 		;
-	put->param = add->param = p;
+	put->u.sk.param = add->u.sk.param = p;
 	VEC_PUSH(c->arena, put->reads, put->nreads, put->capreads)->acc = g->acc[0];
 	VEC_PUSH(c->arena, add->reads, add->nreads, add->capreads)->acc = g->acc[0];
 	if (t->k->mm.ksum == KSUM_SK_SCATTER) {
 		/* every part of a split tile leaves the others their subtiles; a part that owns some adds theirs */
-		put->cond = ex_bin(c, EX_LT, ex_int(c, 1), t->sknp);
+		put->u.sk.cond = ex_bin(c, EX_LT, ex_int(c, 1), t->sknp);
 		put->comment = "a part of a tile: its sums of the subtiles the others own, to the CTA's slot";
-		add->cond = ex_bin(c, EX_MUL, put->cond, ex_bin(c, EX_LT, t->ski, ex_int(c, t->bn / k->mm.epi_cols)));
+		add->u.sk.cond = ex_bin(c, EX_MUL, put->u.sk.cond, ex_bin(c, EX_LT, t->ski, ex_int(c, t->bn / k->mm.epi_cols)));
 		add->comment = "a part that owns subtiles: the other parts' sums of them, in part order";
-		put->a = add->a = t->ski;
-		put->b = add->b = t->sknp;
+		put->u.sk.part = add->u.sk.part = t->ski;
+		put->u.sk.parts = add->u.sk.parts = t->sknp;
 		st_append(c, t->loop, put);
 		st_append(c, t->loop, add);
 		st_append(c, t->loop, epilogue);
 		return;
 	}
-	put->cond = ex_bin(c, EX_LT, ex_int(c, 0), t->k0);
+	put->u.sk.cond = ex_bin(c, EX_LT, ex_int(c, 0), t->k0);
 	put->comment = "a part from inside the tile: its sums to the CTA's slot, for the tile's owner";
-	add->cond = own->cond;
-	add->b = t->help;
+	add->u.sk.cond = own->u.branch.cond;
+	add->u.sk.parts = t->help;
 	add->comment = "the tile's owner: the sums of the CTAs that took the rest of its k-steps, in CTA order";
 	own->comment = "the owner holds the tile's sum: it alone computes and stores the tile";
 	st_append(c, t->loop, put);

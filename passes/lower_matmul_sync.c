@@ -88,8 +88,8 @@ wait_words(Comp *c, Kernel *k, const Tile *t, Stmt *one, const Stmt *wait, const
 		word = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, t->bt, words), word);
 	if (!(at->kind == EX_INT && at->ival == 0))
 		word = ex_bin(c, EX_ADD, at, word);
-	w->a = word;
-	w->cond = in;
+	w->u.flag_wait.word = word;
+	w->u.flag_wait.cond = in;
 	w->comment = arena_printf(c->arena, "the writer's %d x %d tile%s of this tile of '%s' %s been written", r, cw,
 	                          loop ? "s" : "", name, loop ? "have" : "has");
 	if (loop) {
@@ -145,10 +145,10 @@ wait_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Expr *batch, Exp
 		for (q = 1; q < k->nparam && !(k->param[q].arg == i && k->param[q].tensor == fusion_arg_tensor(f, i)); q++)
 			;
 		s = st_new(c, ST_FLAG_WAIT);
-		s->param = p;
+		s->u.flag_wait.param = p;
 		s->pos = x->wait_pos;
 		if (i >= f->ninput) {   /* an output: its stores (the async proxy) are ordered after the acquire */
-			s->n = 1;
+			s->u.flag_wait.output = 1;
 			one->comment = "one thread waits for the tiles of the inputs that arrive, and of the outputs that may "
 			               "be written, while the kernel runs";
 		}
@@ -160,7 +160,7 @@ wait_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Expr *batch, Exp
 				idx = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, t->bt, is_a ? rows_t : cols_t), idx);
 			words = is_a ? rows_t : cols_t;
 			word = idx;
-			s->flag = true;
+			s->u.flag_wait.producer = true;
 			s->comment = arena_printf(c->arena, "the %s of '%s' this tile reads have been written",
 			                          is_a ? "rows" : "columns", x->name);
 			/* before the loads of every k loop that loads it, at the tile's first k-step */
@@ -172,8 +172,8 @@ wait_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Expr *batch, Exp
 				for (e = 0; e < kl->nbody && !(kl->body[e]->kind == ST_IF && kernel_loads_from(k, kl->body[e], 0, q)); e++)
 					;
 				w = st_clone(c, s, 0, NULL);
-				w->a = at->kind == EX_INT && at->ival == 0 ? word : ex_bin(c, EX_ADD, at, word);
-				w->cond = ex_bin(c, EX_EQ, ex_var(c, kl->var), ex_int(c, 0));
+				w->u.flag_wait.word = at->kind == EX_INT && at->ival == 0 ? word : ex_bin(c, EX_ADD, at, word);
+				w->u.flag_wait.cond = ex_bin(c, EX_EQ, ex_var(c, kl->u.loop.var), ex_int(c, 0));
 				for (n = 0; n < kl->body[e]->nbody && kl->body[e]->body[n]->kind == ST_FLAG_WAIT; n++)
 					;   /* after the waits of the inputs before it */
 				st_insert(c, kl->body[e], n, w);
@@ -182,7 +182,7 @@ wait_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Expr *batch, Exp
 			words = wait_words(c, k, t, one, s, x->name, at);
 		} else {
 			words = ex_bin(c, EX_MUL, rows_t, cols_t);
-			s->a = at->kind == EX_INT && at->ival == 0 ? tile : ex_bin(c, EX_ADD, at, tile);
+			s->u.flag_wait.word = at->kind == EX_INT && at->ival == 0 ? tile : ex_bin(c, EX_ADD, at, tile);
 			s->comment = arena_printf(c->arena, i < f->ninput ? "this tile of '%s' has been written" :
 			                          "this tile of '%s' may be written", x->name);
 			st_append(c, one, s);
@@ -198,7 +198,7 @@ wait_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Expr *batch, Exp
 	for (j = 0; j < t->loop->nbody; j++) {
 		const Stmt *x = t->loop->body[j];
 
-		if (x->kind == ST_LOOP && strcmp(k->var[x->var].name, "e") == 0)
+		if (x->kind == ST_LOOP && strcmp(k->var[x->u.loop.var].name, "e") == 0)
 			break;
 	}
 	st_insert(c, t->loop, j, sync);
@@ -248,11 +248,11 @@ prefetch_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Stmt *kloop)
 		p = kernel_add_map(c, k, q, t->bm, t->bn);
 		k->param[p].prefetch = true;
 		s = st_new(c, ST_TMA_PREFETCH);
-		s->param = p;
-		s->a = t->row0;
-		s->b = t->col0;
-		s->z = k->mm.batched && in->rank > 2 ? t->bt : NULL;
-		s->cond = ex_bin(c, EX_EQ, ex_var(c, kloop->var), ex_bin(c, EX_SUB, t->ktiles, ex_int(c, 1)));
+		s->u.tma.param = p;
+		s->u.tma.row = t->row0;
+		s->u.tma.col = t->col0;
+		s->u.tma.batch = k->mm.batched && in->rank > 2 ? t->bt : NULL;
+		s->u.tma.cond = ex_bin(c, EX_EQ, ex_var(c, kloop->u.loop.var), ex_bin(c, EX_SUB, t->ktiles, ex_int(c, 1)));
 		s->pos = in->pos;
 		s->comment = arena_printf(c->arena, "the tile's '%s' into L2, where the epilogue's loads find it a few "
 		                          "k-steps from now", in->name);
@@ -285,7 +285,7 @@ void
 stage_rows(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Stmt *kloop, int ng)
 {
 	Stmt *compute = st_first(t->loop, ST_COMPUTE);   /* the epilogue's (one matmul group: one) */
-	Expr *slot = ex_bin(c, EX_MOD, ex_var(c, t->loop->var), ex_int(c, 2));
+	Expr *slot = ex_bin(c, EX_MOD, ex_var(c, t->loop->u.loop.var), ex_int(c, 2));
 	int j, at;
 
 	if (ng != 1 || k->mm.swap_ab || k->mm.pingpong || ksum_rule[t->k->mm.ksum].partial || k->mm.waits ||
@@ -308,15 +308,15 @@ stage_rows(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Stmt *kloop, int 
 		k->buf[b].tensor = p->tensor;
 		k->buf[b].stages = 2;
 		fetch = st_new(c, ST_ROW_FETCH);
-		fetch->buf = b;
-		fetch->param = j;
-		fetch->b = t->col0;
+		fetch->u.row_copy.buf = b;
+		fetch->u.row_copy.param = j;
+		fetch->u.row_copy.col = t->col0;
 		fetch->pos = f->tensor[p->tensor].pos;
 		fetch->comment = "the tile's columns, landing while the k loop runs";
 		st_insert(c, t->loop, at++, fetch);
 		put = st_new(c, ST_ROW_PUT);
-		put->buf = b;
-		put->slot = slot;
+		put->u.row_copy.buf = b;
+		put->u.row_copy.slot = slot;
 		put->comment = "for the epilogue's subtiles";
 		st_insert(c, t->loop, at + 1, put);
 		r = VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads);

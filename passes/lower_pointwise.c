@@ -320,13 +320,13 @@ lower_pointwise(Comp *c, Fusion *f)
 		}
 
 	loop = lower_tile_loop(c, k, false, &row0, &col0);
-	i = ex_var(c, loop->var);
+	i = ex_var(c, loop->u.loop.var);
 	issue = st_if(c, ex_leaf(c, EX_ELECT));
 	issue->comment = "one thread issues the loads";
 	st_append(c, loop, issue);
 	compute = st_new(c, ST_COMPUTE);
-	compute->a = row0;
-	compute->b = col0;
+	compute->u.compute.row = row0;
+	compute->u.compute.col = col0;
 	compute->comment = arena_printf(c->arena, "%d ops of %s", f->nop - 1, f->name);
 	for (j = 1; j < k->nparam; j++) {
 		KParam *p = &k->param[j];

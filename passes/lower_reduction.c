@@ -79,27 +79,27 @@ stream_row(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *nchunks, const char
 	int j;
 
 	s = st_new(c, ST_COMPUTE);
-	s->phase = ROW_BEGIN;
-	s->a = row0;
+	s->u.compute.phase = ROW_BEGIN;
+	s->u.compute.row = row0;
 	s->comment = "the row's per-row values and accumulators";
 	st_append(c, loop, s);
 	passes = st_loop(c, kernel_add_var(c, k, "pass"), ex_int(c, 0), ex_int(c, k->row.passes), LOOP_SERIAL);
 	passes->comment = "passes over the row: one a reduction level, then the outputs";
 	st_append(c, loop, passes);
-	pass = ex_var(c, passes->var);
+	pass = ex_var(c, passes->u.loop.var);
 	chunks = st_loop(c, kernel_add_var(c, k, "ch"), ex_int(c, 0), nchunks, LOOP_SERIAL);
 	chunks->comment = "the row's chunks";
 	st_append(c, passes, chunks);
-	col = ex_var(c, lower_let(c, k, "col", ex_bin(c, EX_MUL, ex_var(c, chunks->var), ex_int(c, CHUNK)),
-	                          chunks)->var);
+	col = ex_var(c, lower_let(c, k, "col", ex_bin(c, EX_MUL, ex_var(c, chunks->u.loop.var), ex_int(c, CHUNK)),
+	                          chunks)->u.let.var);
 	issue = st_if(c, ex_leaf(c, EX_ELECT));
 	issue->comment = "one thread issues the loads of the chunk";
 	st_append(c, chunks, issue);
 	s = st_new(c, ST_COMPUTE);
-	s->phase = ROW_CHUNK;
-	s->a = row0;
-	s->b = col;
-	s->pass = pass;
+	s->u.compute.phase = ROW_CHUNK;
+	s->u.compute.row = row0;
+	s->u.compute.col = col;
+	s->u.compute.pass = pass;
 	s->comment = arena_printf(c->arena, "%s, one chunk", what);
 	/*
 	 * The chunk of every full row, and of every row broadcast over rows
@@ -116,14 +116,14 @@ stream_row(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *nchunks, const char
 	}
 	st_append(c, chunks, s);
 	s = st_new(c, ST_COMPUTE);
-	s->phase = ROW_PASS_END;
-	s->a = row0;
-	s->pass = pass;
+	s->u.compute.phase = ROW_PASS_END;
+	s->u.compute.row = row0;
+	s->u.compute.pass = pass;
 	s->comment = "the pass's block reductions";
 	st_append(c, passes, s);
 	s = st_new(c, ST_COMPUTE);
-	s->phase = ROW_END;
-	s->a = row0;
+	s->u.compute.phase = ROW_END;
+	s->u.compute.row = row0;
 	s->comment = "the per-row outputs";
 	st_append(c, loop, s);
 }
@@ -328,7 +328,7 @@ lower_reduction(Comp *c, Fusion *f)
 
 	if (k->row.chunk) {
 		Expr *nchunks = ex_var(c, lower_let(c, k, "nchunks", ex_bin(c, EX_CEILDIV, ex_var(c, k->cols_var),
-		                                                            ex_int(c, CHUNK)), k->body)->var);
+		                                                            ex_int(c, CHUNK)), k->body)->u.let.var);
 
 		loop = lower_tile_loop(c, k, true, &row0, &col0);
 		stream_row(c, k, loop, row0, nchunks, arena_printf(c->arena, "%d ops of %s", f->nop - 1, f->name));
@@ -336,8 +336,8 @@ lower_reduction(Comp *c, Fusion *f)
 	}
 	loop = lower_tile_loop(c, k, true, &row0, &col0);
 	compute = st_new(c, ST_COMPUTE);
-	compute->a = row0;
-	compute->b = col0;
+	compute->u.compute.row = row0;
+	compute->u.compute.col = col0;
 	compute->comment = arena_printf(c->arena, "%d ops of %s over one row", f->nop - 1, f->name);
 	if (k->row.direct) {
 		/* no stage: the compute loads its inputs from global memory itself */
@@ -348,7 +348,7 @@ lower_reduction(Comp *c, Fusion *f)
 	issue->comment = "one thread issues the loads of the row";
 	st_append(c, loop, issue);
 	/* a row in registers is read from its stage once, before the first block reduction's barrier */
-	compute->flag = k->row.steps > 0;
+	compute->u.compute.releases = k->row.steps > 0;
 	for (j = 1; j < k->nparam; j++) {
 		KParam *p = &k->param[j];
 

@@ -8,10 +8,11 @@
  * pipeline is released where its reads complete; docs/ir.md ("The kernel
  * passes in full") lists each wait, release and fence this places.
  *
- * The analysis.  accesses() is the table: which resource each statement kind
- * touches (a buffer copy, an accumulator, a global tensor), read or write, and
- * how the access completes (when the statement ends, or through an mbarrier
- * phase, a bulk group or an mma group).  One forward pass per block keeps the
+ * The analysis.  Each statement kind's effects hook (its row of
+ * ir/stmts.h, read by accesses()) says which resource it touches (a buffer
+ * copy, an accumulator, a global tensor), read or write, and how the access
+ * completes (when the statement ends, or through an mbarrier phase, a bulk
+ * group or an mma group).  One forward pass per block keeps the
  * effects still pending; a wait retires the effect it is for and every older
  * one of its kind, so later accesses need none.  A loop is its body plus a
  * back edge: the body is walked once to learn what an iteration leaves
@@ -37,54 +38,101 @@
 
 /* ---- the table -------------------------------------------------------- */
 
+/* What each kind reads and writes, into OUT (stmts.h's effects column): the number of accesses. */
+typedef int Effects(const Kernel *k, const Stmt *s, Acc *out);
+
+static int
+effects_none(const Kernel *k, const Stmt *s, Acc *out)
+{
+	(void)k, (void)s, (void)out;
+	return 0;
+}
+
+static int
+effects_tma_load(const Kernel *k, const Stmt *s, Acc *out)
+{
+	(void)k;
+	out[0] = (Acc){.buf = s->u.tma.buf, .slot = s->u.tma.slot, .write = true, .via = VIA_MBAR};
+	return 1;
+}
+
+/* arms the stage's barrier: the producer's first touch of the stage */
+static int
+effects_expect_tx(const Kernel *k, const Stmt *s, Acc *out)
+{
+	int n = 0, b;
+
+	for (b = 1; b < k->nbuf; b++)
+		if (k->buf[b].full_bar == s->u.mbar.bar)
+			out[n++] = (Acc){.buf = b, .slot = s->u.mbar.barslot, .write = true};
+	return n;
+}
+
+static int
+effects_tma_store(const Kernel *k, const Stmt *s, Acc *out)
+{
+	(void)k;
+	out[0] = (Acc){.buf = s->u.tma.buf, .slot = s->u.tma.slot, .via = VIA_BULK};
+	out[1] = (Acc){.param = s->u.tma.param, .write = true, .via = VIA_BULK};
+	return 2;
+}
+
+static int
+effects_mma(const Kernel *k, const Stmt *s, Acc *out)
+{
+	int n = 0, i;
+
+	(void)k;
+	for (i = 0; i < s->nreads; i++)
+		out[n++] = (Acc){.buf = s->reads[i].buf, .slot = s->reads[i].slot, .via = VIA_MMA};
+	for (i = 0; i < s->nwrites; i++)
+		out[n++] = (Acc){.acc = s->writes[i].acc, .write = true, .via = VIA_MMA};
+	return n;
+}
+
+/* every consumer thread writes its columns of the copy */
+static int
+effects_row_put(const Kernel *k, const Stmt *s, Acc *out)
+{
+	(void)k;
+	out[0] = (Acc){.buf = s->u.row_copy.buf, .slot = s->u.row_copy.slot, .write = true};
+	return 1;
+}
+
+/* a K-split's or stream-K's meeting reads the partial sum in registers (and adds the others' to it) */
+static int
+effects_ksum(const Kernel *k, const Stmt *s, Acc *out)
+{
+	(void)k;
+	out[0] = (Acc){.acc = s->reads[0].acc};
+	return 1;
+}
+
+static int
+effects_compute(const Kernel *k, const Stmt *s, Acc *out)
+{
+	int n = 0, i;
+
+	(void)k;
+	for (i = 0; i < s->nreads; i++)
+		out[n++] = (Acc){.buf = s->reads[i].buf, .acc = s->reads[i].acc, .slot = s->reads[i].slot};
+	for (i = 0; i < s->nwrites; i++)
+		out[n++] = (Acc){.buf = s->writes[i].buf, .slot = s->writes[i].slot, .write = true};
+	return n;
+}
+
+static Effects *const effects[ST_COUNT] = {
+	[ST_NONE] = effects_none,
+#define ST(id, name, owner, print, verify, dot, fx) [ST_##id] = effects_##fx,
+#include "../ir/stmts.h"
+#undef ST
+};
+
 static int
 accesses(Sync *y, const Stmt *s)
 {
-	const Kernel *k = y->k;
-	int n = 0, i, b;
-	Acc *out;
-
-	y->acc = arena_grow(y->c->arena, y->acc, &y->capacc, 2 + k->nbuf + s->nreads + s->nwrites, sizeof *y->acc);
-	out = y->acc;
-
-	switch (s->kind) {
-	case ST_TMA_LOAD:
-		out[n++] = (Acc){.buf = s->buf, .slot = s->slot, .write = true, .via = VIA_MBAR};
-		break;
-	case ST_EXPECT_TX:
-		/* arms the stage's barrier: the producer's first touch of the stage */
-		for (b = 1; b < k->nbuf; b++)
-			if (k->buf[b].full_bar == s->bar)
-				out[n++] = (Acc){.buf = b, .slot = s->barslot, .write = true};
-		break;
-	case ST_TMA_STORE:
-		out[n++] = (Acc){.buf = s->buf, .slot = s->slot, .via = VIA_BULK};
-		out[n++] = (Acc){.param = s->param, .write = true, .via = VIA_BULK};
-		break;
-	case ST_MMA:
-		for (i = 0; i < s->nreads; i++)
-			out[n++] = (Acc){.buf = s->reads[i].buf, .slot = s->reads[i].slot, .via = VIA_MMA};
-		for (i = 0; i < s->nwrites; i++)
-			out[n++] = (Acc){.acc = s->writes[i].acc, .write = true, .via = VIA_MMA};
-		break;
-	case ST_ROW_PUT:        /* every consumer thread writes its columns of the copy */
-		out[n++] = (Acc){.buf = s->buf, .slot = s->slot, .write = true};
-		break;
-	case ST_SPLIT_REDUCE:   /* reads the partial sum in registers (and adds the others' to it) */
-	case ST_SK_STORE:       /* stream-K: reads it into the workspace */
-	case ST_SK_REDUCE:      /* or adds the others' from there */
-		out[n++] = (Acc){.acc = s->reads[0].acc};
-		break;
-	case ST_COMPUTE:
-		for (i = 0; i < s->nreads; i++)
-			out[n++] = (Acc){.buf = s->reads[i].buf, .acc = s->reads[i].acc, .slot = s->reads[i].slot};
-		for (i = 0; i < s->nwrites; i++)
-			out[n++] = (Acc){.buf = s->writes[i].buf, .slot = s->writes[i].slot, .write = true};
-		break;
-	default:
-		break;
-	}
-	return n;
+	y->acc = arena_grow(y->c->arena, y->acc, &y->capacc, 2 + y->k->nbuf + s->nreads + s->nwrites, sizeof *y->acc);
+	return effects[s->kind](y->k, s, y->acc);
 }
 
 /* ---- small builders ---------------------------------------------------- */
@@ -94,9 +142,9 @@ mbar(Comp *c, StmtKind kind, int bar, Expr *slot, Expr *par, const char *why)
 {
 	Stmt *s = st_new(c, kind);
 
-	s->bar = bar;
-	s->barslot = slot;
-	s->a = par;
+	s->u.mbar.bar = bar;
+	s->u.mbar.barslot = slot;
+	s->u.mbar.parity = par;
 	s->comment = why;
 	return s;
 }
@@ -115,8 +163,8 @@ bulk_wait(Comp *c, int n, bool read, const char *why)
 {
 	Stmt *s = st_new(c, ST_BULK_WAIT);
 
-	s->n = n < 0 ? 0 : n;
-	s->flag = read;
+	s->u.group.pending = n < 0 ? 0 : n;
+	s->u.group.read = read;
 	s->comment = why;
 	return s;
 }
@@ -184,10 +232,11 @@ commits_run(const Stmt *block, int end)
 			continue;
 		}
 		if (x->kind == ST_LOOP) {
-			if (x->lo->kind != EX_INT || x->hi->kind != EX_INT || (x->step && x->step->kind != EX_INT))
+			if (x->u.loop.lo->kind != EX_INT || x->u.loop.hi->kind != EX_INT ||
+			    (x->u.loop.step && x->u.loop.step->kind != EX_INT))
 				return -1;
-			m *= (int)((x->hi->ival - x->lo->ival + (x->step ? x->step->ival : 1) - 1) /
-			           (x->step ? x->step->ival : 1));
+			m *= (int)((x->u.loop.hi->ival - x->u.loop.lo->ival + (x->u.loop.step ? x->u.loop.step->ival : 1) - 1) /
+			           (x->u.loop.step ? x->u.loop.step->ival : 1));
 		}
 		n += m;
 	}
@@ -197,7 +246,7 @@ commits_run(const Stmt *block, int end)
 bool
 is_barrier(const Stmt *s)
 {
-	return s->kind == ST_SYNC && !s->flag;   /* bar.arrive waits for nobody */
+	return s->kind == ST_SYNC && !s->u.sync.arrive_only;   /* bar.arrive waits for nobody */
 }
 
 /* ---- the pending effects ---------------------------------------------- */
@@ -268,8 +317,8 @@ producer_fills(Sync *y, State *st, const Stmt *s)
 	for (i = 0; i < s->nbody; i++) {
 		const Stmt *x = s->body[i];
 
-		if (x->kind == ST_EXPECT_TX && x->lin)
-			push_stage(y, st, x->bar, x->barslot, x->lin, true);
+		if (x->kind == ST_EXPECT_TX && x->u.mbar.lin)
+			push_stage(y, st, x->u.mbar.bar, x->u.mbar.barslot, x->u.mbar.lin, true);
 		else if (x->kind == ST_IF || x->kind == ST_BLOCK)
 			producer_fills(y, st, x);
 	}
@@ -397,7 +446,7 @@ wait_mma(Sync *y, State *st, Stmt *block, int *j, Pend p)
 	if (!y->dry) {
 		Stmt *w = st_new(c, ST_MMA_WAIT);
 
-		w->n = st->mma - p.group - 1;
+		w->u.group.pending = st->mma - p.group - 1;
 		w->comment = "the mma results are in registers";
 		st_insert(c, block, *j, w);
 		(*j)++;
@@ -514,19 +563,19 @@ signal_wait(Sync *y, Frame *fr, State *st, Stmt *block, int *j, Stmt *top, const
 	bool pending = false;
 
 	for (i = 0; i < st->n; i++)
-		pending |= st->p[i].a.via == VIA_BULK && st->p[i].a.param && (!s->flag || !this_iteration(&st->p[i]));
+		pending |= st->p[i].a.via == VIA_BULK && st->p[i].a.param && (!s->u.signal.before || !this_iteration(&st->p[i]));
 	if (!pending)
 		return;
-	if (s->flag && fr->loop && (n = commits_run(fr->block, index_of(fr->block, top))) < 0)
+	if (s->u.signal.before && fr->loop && (n = commits_run(fr->block, index_of(fr->block, top))) < 0)
 		n = 0;   /* an unknown count: wait for them all */
 	if (!y->dry) {
-		st_insert(y->c, block, *j, bulk_wait(y->c, n, false, !s->flag ? "every store has landed" : n ?
+		st_insert(y->c, block, *j, bulk_wait(y->c, n, false, !s->u.signal.before ? "every store has landed" : n ?
 		                                     "the tile before has landed; this tile's stores stay in flight" :
 		                                     "the tile before has landed"));
 		(*j)++;
 	}
 	for (i = st->n - 1; i >= 0; i--)
-		if (st->p[i].a.via == VIA_BULK && st->p[i].committed && (!s->flag || !this_iteration(&st->p[i]) || n == 0))
+		if (st->p[i].a.via == VIA_BULK && st->p[i].committed && (!s->u.signal.before || !this_iteration(&st->p[i]) || n == 0))
 			drop_pending(st, i);
 }
 
@@ -551,7 +600,7 @@ walk_stmts(Sync *y, Frame *fr, State *st, Stmt *block, Stmt *top, bool one, cons
 			walk_loop(y, fr, st, block, &j, cb);
 			continue;
 		case ST_IF:
-			walk_stmts(y, fr, st, x, t, one || x->cond->kind == EX_ELECT, cb);
+			walk_stmts(y, fr, st, x, t, one || x->u.branch.cond->kind == EX_ELECT, cb);
 			commit(y, st, x, VIA_BULK);  /* the stores an issuing block makes are one group */
 			continue;
 		case ST_BLOCK:
@@ -561,21 +610,21 @@ walk_stmts(Sync *y, Frame *fr, State *st, Stmt *block, Stmt *top, bool one, cons
 			close_group(st, VIA_BULK);
 			continue;
 		case ST_BULK_WAIT:
-			retire_groups(st, VIA_BULK, st->bulk - 1 - (int)x->n, x->flag);
+			retire_groups(st, VIA_BULK, st->bulk - 1 - (int)x->u.group.pending, x->u.group.read);
 			continue;
 		case ST_MMA_COMMIT:
 			close_group(st, VIA_MMA);
 			continue;
 		case ST_MMA_WAIT:
-			retire_groups(st, VIA_MMA, st->mma - 1 - (int)x->n, false);
+			retire_groups(st, VIA_MMA, st->mma - 1 - (int)x->u.group.pending, false);
 			continue;
 		case ST_SIGNAL:
 			signal_wait(y, fr, st, block, &j, t, x);
 			continue;
 		case ST_MBAR_WAIT:
 			for (i = st->n - 1; i >= 0; i--)
-				if (st->p[i].a.via == VIA_MBAR && st->p[i].bar == x->bar &&
-				    ex_equal(st->p[i].barslot, x->barslot))
+				if (st->p[i].a.via == VIA_MBAR && st->p[i].bar == x->u.mbar.bar &&
+				    ex_equal(st->p[i].barslot, x->u.mbar.barslot))
 					drop_pending(st, i);
 			continue;
 		default:
@@ -664,7 +713,7 @@ release_stage(Sync *y, Stmt *body, const Cb *cb, State *st)
 	for (j = 0; j < body->nbody; j++) {
 		Stmt *x = body->body[j];
 
-		if (x->kind == ST_LOOP && x->lin && !x->cb)
+		if (x->kind == ST_LOOP && x->u.loop.lin && !x->u.loop.cb)
 			continue;  /* a loop that advances the counter releases its own stages */
 		if (reads_stage(y->k, x, info->full_bar)) {
 			last = j;
@@ -677,18 +726,18 @@ release_stage(Sync *y, Stmt *body, const Cb *cb, State *st)
 		/* the group of this iteration was committed at the end of the body (walk_loop) */
 		Stmt *w = st_new(c, ST_MMA_WAIT);
 
-		w->n = S - 1 - info->prefetch;
+		w->u.group.pending = S - 1 - info->prefetch;
 		w->comment = "the mma reads of the stage released next are done";
 		if (!y->dry)
 			st_append(c, body, w);
-		retire_groups(st, VIA_MMA, st->mma - 1 - (int)w->n, false);
+		retire_groups(st, VIA_MMA, st->mma - 1 - (int)w->u.group.pending, false);
 		last = body->nbody - 1;
 	}
 	if (info->part == CB_MAIN) {
-		if (!async && body->body[last]->kind == ST_COMPUTE && body->body[last]->flag)
+		if (!async && body->body[last]->kind == ST_COMPUTE && body->body[last]->u.compute.releases)
 			return;  /* the compute's own barrier releases the stage */
 		rel = barrier(c, "release the stage: the next load refills it");
-	} else if (own && body->kind == ST_LOOP && !body->cb && drains_each_step(info)) {
+	} else if (own && body->kind == ST_LOOP && !body->u.loop.cb && drains_each_step(info)) {
 		/*
 		 * Ping-pong whose wait above leaves no mma in flight (one stage): the
 		 * k-step's own stage, now, for the producer cannot load the next
@@ -696,7 +745,7 @@ release_stage(Sync *y, Stmt *body, const Cb *cb, State *st)
 		 */
 		rel = mbar(c, ST_MBAR_ARRIVE, info->empty_bar, ex_stage_slot(c, y->k, cb->lin, 0, S), NULL,
 		           "release this warpgroup's k-step to the producer: its mma is done");
-	} else if (own && body->kind == ST_LOOP && !body->cb) {
+	} else if (own && body->kind == ST_LOOP && !body->u.loop.cb) {
 		/*
 		 * Ping-pong: the other warpgroup reads the stages between this one's
 		 * tiles, so a warpgroup releases only its own: the k-step before
@@ -704,7 +753,7 @@ release_stage(Sync *y, Stmt *body, const Cb *cb, State *st)
 		 */
 		Expr *prev = ex_stage_slot(c, y->k, cb->lin, S - 1, S);
 
-		rel = st_if(c, ex_bin(c, EX_GE, ex_var(c, body->var), ex_int(c, 1)));
+		rel = st_if(c, ex_bin(c, EX_GE, ex_var(c, body->u.loop.var), ex_int(c, 1)));
 		st_append(c, rel, mbar(c, ST_MBAR_ARRIVE, info->empty_bar, prev, NULL,
 		                       "release this warpgroup's k-step before to the producer"));
 	} else {
@@ -881,7 +930,7 @@ advances_counter(const Stmt *body)
 	int i;
 
 	for (i = 0; i < body->nbody; i++)
-		if (body->body[i]->kind == ST_LOOP && body->body[i]->lin && !body->body[i]->cb)
+		if (body->body[i]->kind == ST_LOOP && body->body[i]->u.loop.lin && !body->body[i]->u.loop.cb)
 			return true;
 	return false;
 }
@@ -926,17 +975,17 @@ walk_loop(Sync *y, Frame *fr, State *st, Stmt *block, int *j, const Cb *outer)
 	bool was_dry = y->dry;
 	int per_bulk, per_mma;
 
-	if (loop->cb && loop->cb->part != CB_PROLOGUE) {
-		here.cb = loop->cb;
-		here.lin = loop->lin ? loop->lin : ex_var(c, loop->var);
+	if (loop->u.loop.cb && loop->u.loop.cb->part != CB_PROLOGUE) {
+		here.cb = loop->u.loop.cb;
+		here.lin = loop->u.loop.lin ? loop->u.loop.lin : ex_var(c, loop->u.loop.var);
 		cb = &here;
-	} else if (outer && loop->lin) {
+	} else if (outer && loop->u.loop.lin) {
 		/* an inner loop that advances the stage counter consumes a stage each iteration */
 		here.cb = outer->cb;
-		here.lin = loop->lin;
+		here.lin = loop->u.loop.lin;
 		cb = &here;
 	}
-	if (cb && loop->cb && loop->cb->part == CB_CONSUMER && !loop->cb->inner && !y->dry)
+	if (cb && loop->u.loop.cb && loop->u.loop.cb->part == CB_CONSUMER && !loop->u.loop.cb->inner && !y->dry)
 		pre_arrive(y, block, j, loop, loop);
 	hoist_mma_wait(y, st, block, j, loop);
 	hoist_row_barrier(y, st, block, j, loop);
@@ -948,7 +997,7 @@ walk_loop(Sync *y, Frame *fr, State *st, Stmt *block, int *j, const Cb *outer)
 	for (int i = 0; i < entry->n; i++)
 		if (entry->p[i].a.via == VIA_MBAR)
 			continue;  /* named by the stage counter: the same in any loop */
-		else if (entry->p[i].a.slot && !(loop->cb && loop->cb->part == CB_EPILOGUE))
+		else if (entry->p[i].a.slot && !(loop->u.loop.cb && loop->u.loop.cb->part == CB_EPILOGUE))
 			entry->p[i].a.slot = NULL;
 		else if (entry->p[i].a.slot)
 			entry->p[i].dist = 1;
@@ -977,11 +1026,11 @@ walk_loop(Sync *y, Frame *fr, State *st, Stmt *block, int *j, const Cb *outer)
 	run->bulk = st->bulk + per_bulk;
 	run->mma = st->mma + per_mma;
 	copy_state(c, st, run);
-	if (kernel_consumer_groups(y->k) > 1 && outer && loop->lin && !loop->cb && outer->cb->part == CB_CONSUMER)
+	if (kernel_consumer_groups(y->k) > 1 && outer && loop->u.loop.lin && !loop->u.loop.cb && outer->cb->part == CB_CONSUMER)
 		pingpong_last(y, st, block, j, loop, outer);
 
 	/* an epilogue whose pipeline runs again: its prologue refills the stages the epilogue read */
-	if (loop->cb && loop->cb->part == CB_EPILOGUE && fr->loop && !y->dry) {
+	if (loop->u.loop.cb && loop->u.loop.cb->part == CB_EPILOGUE && fr->loop && !y->dry) {
 		st_insert(c, block, *j + 1, barrier(c, "release the last stages: the next prologue refills them"));
 		(*j)++;
 	}

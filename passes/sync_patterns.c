@@ -15,14 +15,15 @@ pre_arrive(Sync *y, Stmt *block, int *j, const Stmt *loop, const Stmt *s)
 	Comp *c = y->c;
 	int i;
 
-	if (s->kind == ST_LOOP && s->cb && (s == loop || s->cb->inner) && s->cb->empty_bar) {
+	if (s->kind == ST_LOOP && s->u.loop.cb && (s == loop || s->u.loop.cb->inner) && s->u.loop.cb->empty_bar) {
 		int kv = kernel_add_var(c, y->k, "s");
 		/* consumers in groups that each own a tile: each stage released once, by the group that read it: all start empty */
 		bool pp = kernel_consumer_groups(y->k) > 1;
-		Stmt *pre = st_loop(c, kv, ex_int(c, 0), ex_int(c, pp ? s->cb->stages : s->cb->prefetch + 1), LOOP_SERIAL);
+		Stmt *pre = st_loop(c, kv, ex_int(c, 0), ex_int(c, pp ? s->u.loop.cb->stages : s->u.loop.cb->prefetch + 1),
+		                    LOOP_SERIAL);
 
 		pre->comment = pp ? "every stage starts empty (one warpgroup's arrivals)" : "the first P + 1 stages start empty";
-		st_append(c, pre, mbar(c, ST_MBAR_ARRIVE, s->cb->empty_bar, ex_var(c, kv), NULL, NULL));
+		st_append(c, pre, mbar(c, ST_MBAR_ARRIVE, s->u.loop.cb->empty_bar, ex_var(c, kv), NULL, NULL));
 		if (pp) {
 			Stmt *one = st_if(c, ex_bin(c, EX_EQ, ex_leaf(c, EX_WG), ex_int(c, 0)));
 
@@ -51,7 +52,7 @@ reads_acc(const Stmt *s, int acc)
 	for (i = 0; i < s->nbody; i++)
 		if (reads_acc(s->body[i], acc))
 			return true;
-	return reads_acc(s->orelse, acc);
+	return reads_acc(st_else(s), acc);
 }
 
 /*
@@ -112,7 +113,7 @@ hoist_row_barrier(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop)
 static bool
 counter_slot(const Stmt *loop, const Expr *slot)
 {
-	return slot && slot->kind == EX_MOD && slot->a->kind == EX_VAR && slot->a->var == loop->var;
+	return slot && slot->kind == EX_MOD && slot->a->kind == EX_VAR && slot->a->var == loop->u.loop.var;
 }
 
 /* Does S, or a statement inside it, write a copy of staging buffer BUF (a compute's result) named by LOOP's counter? */
@@ -128,7 +129,7 @@ writes_copy(const Stmt *loop, const Stmt *s, int buf)
 	for (i = 0; i < s->nbody; i++)
 		if (writes_copy(loop, s->body[i], buf))
 			return true;
-	return s->orelse && writes_copy(loop, s->orelse, buf);
+	return st_else(s) && writes_copy(loop, st_else(s), buf);
 }
 
 /*
@@ -142,9 +143,10 @@ static bool
 meets_in_order(const Kernel *k, const Stmt *loop, int b)
 {
 	int S = k->buf[b].stages;
+	const struct StLoop *l = &loop->u.loop;
 
-	return loop->lo->kind == EX_INT && loop->lo->ival == 0 && (!loop->step || (loop->step->kind == EX_INT &&
-	       loop->step->ival == 1)) && loop->hi->kind == EX_INT && loop->hi->ival % S == 0;
+	return l->lo->kind == EX_INT && l->lo->ival == 0 && (!l->step || (l->step->kind == EX_INT && l->step->ival == 1)) &&
+	       l->hi->kind == EX_INT && l->hi->ival % S == 0;
 }
 
 /*
@@ -165,7 +167,7 @@ restart_wait(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop)
 	bool need = false;
 	int i;
 
-	if (loop->cb)
+	if (loop->u.loop.cb)
 		return;
 	for (i = 0; i < st->n && !need; i++) {
 		const Pend *p = &st->p[i];
@@ -206,7 +208,7 @@ pingpong_last(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop, const C
 {
 	Comp *c = y->c;
 	int S = outer->cb->stages;
-	Expr *end = ex_subst(c, loop->lin, loop->var, loop->hi);   /* the counter after the last k-step */
+	Expr *end = ex_subst(c, loop->u.loop.lin, loop->u.loop.var, loop->u.loop.hi);   /* the counter after the last k-step */
 	Stmt *w = st_new(c, ST_MMA_WAIT), *next, *last;
 	int at = *j + 1;
 
@@ -219,9 +221,10 @@ pingpong_last(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop, const C
 	 * tensor pipe has no gap between the two.
 	 */
 	next = at < block->nbody ? block->body[at] : NULL;
-	if (next && next->kind == ST_IF && next->nbody == 1 && next->body[0]->kind == ST_SYNC && next->body[0]->flag)
+	if (next && next->kind == ST_IF && next->nbody == 1 && next->body[0]->kind == ST_SYNC &&
+	    next->body[0]->u.sync.arrive_only)
 		at++;
-	w->n = 0;
+	w->u.group.pending = 0;
 	w->comment = "this tile's mmas are done: the accumulator is complete, its last stage free";
 	st_insert(c, block, at++, w);
 	if (drains_each_step(outer->cb)) {   /* its k loop released every k-step (release_stage) */
@@ -233,7 +236,7 @@ pingpong_last(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop, const C
 	            "release the tile's last k-step to the producer");
 	if (ksum_rule[kernel_mm(y->k)->ksum].split_cluster) {
 		/* a K-split's CTA may have no k-steps (K short): then it has no last one to release */
-		Stmt *any = st_if(c, ex_bin(c, EX_LT, loop->lo, loop->hi));
+		Stmt *any = st_if(c, ex_bin(c, EX_LT, loop->u.loop.lo, loop->u.loop.hi));
 
 		st_append(c, any, last);
 		last = any;
@@ -261,15 +264,15 @@ preload_copy(Comp *c, const Kernel *k, Stmt *block, int b, Expr *slot, Expr *row
 	const KBuf *u = &k->buf[b];
 	Stmt *tx = mbar(c, ST_EXPECT_TX, u->preload_bar, slot, NULL, NULL), *ld = st_new(c, ST_TMA_LOAD);
 
-	tx->n = kbuf_copy(u).bytes;
+	tx->u.mbar.bytes = kbuf_copy(u).bytes;
 	st_append(c, block, tx);
-	ld->buf = b;
-	ld->slot = slot;
-	ld->param = u->preload;
-	ld->a = row;
-	ld->b = col;
-	ld->bar = u->preload_bar;
-	ld->barslot = slot;
+	ld->u.tma.buf = b;
+	ld->u.tma.slot = slot;
+	ld->u.tma.param = u->preload;
+	ld->u.tma.row = row;
+	ld->u.tma.col = col;
+	ld->u.tma.bar = u->preload_bar;
+	ld->u.tma.barslot = slot;
 	ld->pos = pos;
 	st_append(c, block, ld);
 }
@@ -302,24 +305,24 @@ place_preloads(Comp *c, Kernel *k)
 	if (b == k->nbuf)
 		return 0;
 	for (r = 0; roles && r < roles->nbody && !tile; r++)
-		if (k->role[roles->body[r]->role].kind == ROLE_CONSUMER)
+		if (k->role[roles->body[r]->u.role.id].kind == ROLE_CONSUMER)
 			tile = loop_with(roles->body[r], ST_MMA);
-	if (!tile || tile->loop != LOOP_TILE || !(kloop = loop_with(tile, ST_MMA)) ||
-	    !(eloop = loop_with(tile, ST_COMPUTE)) || eloop->hi->kind != EX_INT || eloop->lo->kind != EX_INT ||
-	    eloop->lo->ival != 0 || !(compute = st_first(eloop, ST_COMPUTE)))
+	if (!tile || tile->u.loop.kind != LOOP_TILE || !(kloop = loop_with(tile, ST_MMA)) ||
+	    !(eloop = loop_with(tile, ST_COMPUTE)) || eloop->u.loop.hi->kind != EX_INT || eloop->u.loop.lo->kind != EX_INT ||
+	    eloop->u.loop.lo->ival != 0 || !(compute = st_first(eloop, ST_COMPUTE)))
 		return diag_internal(c, "sync", "staging copies carry an epilogue input, but the consumers have no tile loop "
 		                     "with a k loop and an epilogue loop of whole subtiles");
 	for (i = 0; i < eloop->nbody && !store; i++)
-		if (eloop->body[i]->kind == ST_IF && eloop->body[i]->cond->kind == EX_ELECT &&
+		if (eloop->body[i]->kind == ST_IF && eloop->body[i]->u.branch.cond->kind == EX_ELECT &&
 		    st_first(eloop->body[i], ST_TMA_STORE))
 			store = eloop->body[i];
 	if (!store)
 		return diag_internal(c, "sync", "an epilogue loop that carries an input has no elected store");
 	{
-		int64_t E = eloop->hi->ival;
-		Expr *e = ex_var(c, eloop->var);
-		Stmt *lead = st_if(c, ex_leaf(c, EX_ELECT)), *at = st_if(c, ex_bin(c, EX_EQ, ex_var(c, kloop->var),
-		                     ex_bin(c, EX_MAX, ex_bin(c, EX_SUB, kloop->hi, ex_int(c, 2)), ex_int(c, 0))));
+		int64_t E = eloop->u.loop.hi->ival;
+		Expr *e = ex_var(c, eloop->u.loop.var);
+		Stmt *lead = st_if(c, ex_leaf(c, EX_ELECT)), *at = st_if(c, ex_bin(c, EX_EQ, ex_var(c, kloop->u.loop.var),
+		                     ex_bin(c, EX_MAX, ex_bin(c, EX_SUB, kloop->u.loop.hi, ex_int(c, 2)), ex_int(c, 0))));
 		Stmt *st0 = st_first(store, ST_TMA_STORE);
 
 		at->comment = "the epilogue's first subtiles of its inputs, landing while the last k-steps run";
@@ -341,12 +344,12 @@ place_preloads(Comp *c, Kernel *k)
 				return diag_internal(c, "sync", "staging buffer '%s' carries an input but its %d copies do not "
 				                     "divide the %lld subtiles its compute writes", u->name, S, (long long)E);
 			for (q = 0; q < S; q++)
-				preload_copy(c, k, at, b, ex_int(c, q), compute->a, ex_subst(c, compute->b, eloop->var, ex_int(c, q)),
-				             pos);
+				preload_copy(c, k, at, b, ex_int(c, q), compute->u.compute.row,
+				             ex_subst(c, compute->u.compute.col, eloop->u.loop.var, ex_int(c, q)), pos);
 			/* subtile e's copy has landed: the copy's use i E / S + e / S, a linear count of its subtiles */
 			{
 				Stmt *wait = mbar(c, ST_MBAR_WAIT, u->preload_bar, slot,
-				                  ex_stage_parity(c, k, ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, ex_var(c, tile->var),
+				                  ex_stage_parity(c, k, ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, ex_var(c, tile->u.loop.var),
 				                                                                 ex_int(c, E)), e), S),
 				                  arena_printf(c->arena, "the copy's '%s' has landed", k->param[u->preload].name));
 
@@ -359,8 +362,8 @@ place_preloads(Comp *c, Kernel *k)
 			next = st_if(c, ex_bin(c, EX_AND, ex_bin(c, EX_GE, e, ex_int(c, 1)), ex_bin(c, EX_LT, ahead, ex_int(c, E))));
 			next->comment = "a later subtile's, into the copy the store before read";
 			st_append(c, next, bulk_wait(c, 0, true, "the store before has read its copy"));
-			preload_copy(c, k, next, b, ex_subst(c, slot, eloop->var, ahead), compute->a,
-			             ex_subst(c, compute->b, eloop->var, ahead), pos);
+			preload_copy(c, k, next, b, ex_subst(c, slot, eloop->u.loop.var, ahead), compute->u.compute.row,
+			             ex_subst(c, compute->u.compute.col, eloop->u.loop.var, ahead), pos);
 			st_insert(c, store, index_of(store, st0), next);
 		}
 		st_append(c, lead, at);

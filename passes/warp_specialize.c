@@ -34,7 +34,7 @@ find_ws_loop(Stmt *s, Where *w)
 	for (i = 0; s && i < s->nbody && !w->parent; i++) {
 		Stmt *x = s->body[i];
 
-		if (x->kind == ST_LOOP && x->cb && x->cb->warp_specialized && x->cb->part == CB_NONE) {
+		if (x->kind == ST_LOOP && x->u.loop.cb && x->u.loop.cb->warp_specialized && x->u.loop.cb->part == CB_NONE) {
 			w->parent = s;
 			w->index = i;
 			return;
@@ -50,20 +50,20 @@ ws_name_barriers(Comp *c, const Kernel *k, Stmt *s, int role)
 
 	if (!s)
 		return;
-	if (s->kind == ST_SYNC && role && s->n == 0) {
-		s->n = k->role[role].bar_id;
-		s->threads = k->role[role].threads;
+	if (s->kind == ST_SYNC && role && s->u.sync.id == 0) {
+		s->u.sync.id = k->role[role].bar_id;
+		s->u.sync.threads = k->role[role].threads;
 		if (k->role[role].groups > 1) {
 			/* each group (a warpgroup) its own: bar_id + wg over its threads (ids 1 and 2) */
-			s->a = ex_bin(c, EX_ADD, ex_int(c, s->n), ex_leaf(c, EX_WG));
-			s->threads = k->role[role].threads / k->role[role].groups;
+			s->u.sync.id_expr = ex_bin(c, EX_ADD, ex_int(c, s->u.sync.id), ex_leaf(c, EX_WG));
+			s->u.sync.threads = k->role[role].threads / k->role[role].groups;
 		}
 	}
 	if (s->kind == ST_ROLE)
-		role = s->role;
+		role = s->u.role.id;
 	for (j = 0; j < s->nbody; j++)
 		ws_name_barriers(c, k, s->body[j], role);
-	ws_name_barriers(c, k, s->orelse, role);
+	ws_name_barriers(c, k, st_else(s), role);
 }
 
 /* ---- the load slice ----------------------------------------------------- */
@@ -83,17 +83,12 @@ mark_vars(const Expr *e, bool *used)
 static void
 mark_stmt(const Stmt *s, bool *used)
 {
-	mark_vars(s->lo, used);
-	mark_vars(s->hi, used);
-	mark_vars(s->step, used);
-	mark_vars(s->cond, used);
-	mark_vars(s->a, used);
-	mark_vars(s->b, used);
-	mark_vars(s->slot, used);
-	mark_vars(s->barslot, used);
-	mark_vars(s->off, used);
-	mark_vars(s->z, used);
-	mark_vars(s->lin, used);   /* a stage counter lowering gave (stream-K's kbase) */
+	Expr **x[ST_MAX_EXPRS];
+	int i, n = st_exprs((Stmt *)s, x);
+
+	for (i = 0; i < n; i++)   /* (a loop's includes the stage counter lowering gave: stream-K's kbase) */
+		if (!(s->kind == ST_TMA_LOAD && x[i] == &s->u.tma.mcast) && !(s->kind == ST_COMPUTE && x[i] == &s->u.compute.pass))
+			mark_vars(*x[i], used);
 }
 
 /*
@@ -109,7 +104,7 @@ slice(Comp *c, const Stmt *s, bool *used)
 	Stmt **kept;
 
 	if (s->kind == ST_TMA_LOAD || s->kind == ST_EXPECT_TX || s->kind == ST_TMA_PREFETCH ||
-	    (s->kind == ST_FLAG_WAIT && s->flag)) {
+	    (s->kind == ST_FLAG_WAIT && s->u.flag_wait.producer)) {
 		mark_stmt(s, used);   /* (a wait for an operand's rows, and an epilogue input's prefetch, go with the loads) */
 		return st_clone(c, s, 0, NULL);
 	}
@@ -121,9 +116,9 @@ slice(Comp *c, const Stmt *s, bool *used)
 		Stmt *y = NULL;
 
 		if (x->kind == ST_LET) {
-			if (used[x->var]) {
+			if (used[x->u.let.var]) {
 				y = st_clone(c, x, 0, NULL);
-				mark_vars(x->a, used);
+				mark_vars(x->u.let.value, used);
 			}
 		} else {
 			y = slice(c, x, used);
@@ -135,10 +130,11 @@ slice(Comp *c, const Stmt *s, bool *used)
 	*r = *s;
 	r->body = NULL;
 	r->nbody = r->capbody = 0;
-	r->orelse = NULL;  /* no load sits in an else: lowering issues loads under elect() alone */
-	if (s->cb) {
-		r->cb = arena_alloc(c->arena, sizeof *r->cb);
-		*r->cb = *s->cb;
+	if (s->kind == ST_IF)
+		r->u.branch.orelse = NULL;  /* no load sits in an else: lowering issues loads under elect() alone */
+	if (s->kind == ST_LOOP && s->u.loop.cb) {
+		r->u.loop.cb = arena_alloc(c->arena, sizeof *r->u.loop.cb);
+		*r->u.loop.cb = *s->u.loop.cb;
 	}
 	while (n > 0)
 		st_append(c, r, kept[--n]);
@@ -169,26 +165,26 @@ merge_loops(Comp *c, Kernel *k, Stmt *loop)
 	for (i = 0; i < loop->nbody; i++) {
 		Stmt *x = loop->body[i];
 
-		if (x->kind == ST_LOOP && x->lin) {
+		if (x->kind == ST_LOOP && x->u.loop.lin) {
 			if (inner)
 				return loop;  /* two inner loops: nothing to merge into one */
 			inner = x;
 		}
 	}
-	if (!inner || inner->lo->kind != EX_INT || inner->lo->ival != 0 || loop->lo->kind != EX_INT ||
-	    loop->lo->ival != 0 || ex_uses_var(inner->hi, loop->var))
+	if (!inner || inner->u.loop.lo->kind != EX_INT || inner->u.loop.lo->ival != 0 || loop->u.loop.lo->kind != EX_INT ||
+	    loop->u.loop.lo->ival != 0 || ex_uses_var(inner->u.loop.hi, loop->u.loop.var))
 		return loop;
 	for (i = 0; i < loop->nbody; i++)   /* a trip count of the tile's (stream-K's parts): no fixed K to merge by */
-		if (loop->body[i]->kind == ST_LET && ex_uses_var(inner->hi, loop->body[i]->var))
+		if (loop->body[i]->kind == ST_LET && ex_uses_var(inner->u.loop.hi, loop->body[i]->u.let.var))
 			return loop;
 	v = kernel_add_var(c, k, "q");
 	q = ex_var(c, v);
-	t = ex_bin(c, EX_DIV, q, inner->hi);
-	kk = ex_bin(c, EX_MOD, q, inner->hi);
-	m = st_loop(c, v, ex_int(c, 0), ex_bin(c, EX_MUL, loop->hi, inner->hi), LOOP_SERIAL);
+	t = ex_bin(c, EX_DIV, q, inner->u.loop.hi);
+	kk = ex_bin(c, EX_MOD, q, inner->u.loop.hi);
+	m = st_loop(c, v, ex_int(c, 0), ex_bin(c, EX_MUL, loop->u.loop.hi, inner->u.loop.hi), LOOP_SERIAL);
 	/* the merged loop steps the inner pipeline; a per-tile one's fills carry their own counter (t) */
-	m->cb = inner->cb ? inner->cb : loop->cb;
-	m->lin = q;
+	m->u.loop.cb = inner->u.loop.cb ? inner->u.loop.cb : loop->u.loop.cb;
+	m->u.loop.lin = q;
 	m->comment = loop->comment;
 	first = st_if(c, ex_bin(c, EX_EQ, kk, ex_int(c, 0)));
 	first->comment = "a tile's own loads, with its first k-step";
@@ -198,12 +194,12 @@ merge_loops(Comp *c, Kernel *k, Stmt *loop)
 
 		if (x == inner) {
 			for (int j = 0; j < inner->nbody; j++) {
-				y = st_clone(c, inner->body[j], loop->var, t);
-				st_append(c, m, st_clone(c, y, inner->var, kk));
+				y = st_clone(c, inner->body[j], loop->u.loop.var, t);
+				st_append(c, m, st_clone(c, y, inner->u.loop.var, kk));
 			}
 			continue;
 		}
-		y = st_clone(c, x, loop->var, t);
+		y = st_clone(c, x, loop->u.loop.var, t);
 		if (x->kind == ST_LET)
 			st_append(c, m, y);
 		else
@@ -235,9 +231,9 @@ only_elected(const Stmt *s)
 
 		if (x->kind == ST_LET)
 			continue;
-		if (x->kind == ST_IF && x->orelse)
+		if (x->kind == ST_IF && x->u.branch.orelse)
 			return false;
-		if (x->kind == ST_IF && x->cond->kind == EX_ELECT)
+		if (x->kind == ST_IF && x->u.branch.cond->kind == EX_ELECT)
 			continue;
 		if ((x->kind != ST_LOOP && x->kind != ST_IF && x->kind != ST_BLOCK) || !only_elected(x))
 			return false;
@@ -257,7 +253,7 @@ unelect(Comp *c, Stmt *s)
 	for (i = 0; i < n; i++) {
 		Stmt *x = body[i];
 
-		if (x->kind == ST_IF && x->cond->kind == EX_ELECT) {
+		if (x->kind == ST_IF && x->u.branch.cond->kind == EX_ELECT) {
 			for (j = 0; j < x->nbody; j++)
 				st_append(c, s, x->body[j]);
 			continue;
@@ -299,12 +295,12 @@ set_part(Stmt *s, CbPart part)
 {
 	int i;
 
-	if (s->kind == ST_LOOP && s->cb)
-		s->cb->part = part;
+	if (s->kind == ST_LOOP && s->u.loop.cb)
+		s->u.loop.cb->part = part;
 	for (i = 0; i < s->nbody; i++)
 		set_part(s->body[i], part);
-	if (s->orelse)
-		set_part(s->orelse, part);
+	if (st_else(s))
+		set_part(st_else(s), part);
 }
 
 /*
@@ -320,29 +316,29 @@ set_part(Stmt *s, CbPart part)
 static void
 pingpong_consumer(Comp *c, const KRole *r, Stmt *loop)
 {
-	Expr *i = ex_var(c, loop->var), *wg = ex_leaf(c, EX_WG);
+	Expr *i = ex_var(c, loop->u.loop.var), *wg = ex_leaf(c, EX_WG);
 	int j;
 
-	loop->lo = wg;
-	loop->step = ex_int(c, r->groups);
+	loop->u.loop.lo = wg;
+	loop->u.loop.step = ex_int(c, r->groups);
 	for (j = 0; j < loop->nbody; j++) {
 		Stmt *kl = loop->body[j], *wait, *go, *s;
 
-		if (kl->kind != ST_LOOP || !kl->lin)
+		if (kl->kind != ST_LOOP || !kl->u.loop.lin)
 			continue;
 		wait = st_if(c, ex_bin(c, EX_GE, i, ex_int(c, 1)));
 		s = st_new(c, ST_SYNC);
-		s->n = r->turn_bar;
-		s->a = ex_bin(c, EX_ADD, ex_int(c, r->turn_bar), wg);
-		s->threads = r->threads;
+		s->u.sync.id = r->turn_bar;
+		s->u.sync.id_expr = ex_bin(c, EX_ADD, ex_int(c, r->turn_bar), wg);
+		s->u.sync.threads = r->threads;
 		s->comment = "wait for the other warpgroup's k loop";
 		st_append(c, wait, s);
-		go = st_if(c, ex_bin(c, EX_LT, ex_bin(c, EX_ADD, i, ex_int(c, 1)), loop->hi));
+		go = st_if(c, ex_bin(c, EX_LT, ex_bin(c, EX_ADD, i, ex_int(c, 1)), loop->u.loop.hi));
 		s = st_new(c, ST_SYNC);
-		s->n = r->turn_bar;
-		s->a = ex_bin(c, EX_SUB, ex_int(c, r->turn_bar + 1), wg);
-		s->threads = r->threads;
-		s->flag = true;
+		s->u.sync.id = r->turn_bar;
+		s->u.sync.id_expr = ex_bin(c, EX_SUB, ex_int(c, r->turn_bar + 1), wg);
+		s->u.sync.threads = r->threads;
+		s->u.sync.arrive_only = true;
 		s->comment = "the other warpgroup's k loop may start";
 		st_append(c, go, s);
 		st_insert(c, loop, j + 1, go);
@@ -360,15 +356,15 @@ role_branch(Comp *c, Kernel *k, RoleKind kind, int first, int threads, int regs)
 	Stmt *s = st_new(c, ST_ROLE);
 	int groups = kind == ROLE_CONSUMER ? kernel_consumer_groups(k) : 1;
 
-	s->role = kernel_add_role(c, k, kind, first, threads, groups);
-	k->role[s->role].regs = regs;
+	s->u.role.id = kernel_add_role(c, k, kind, first, threads, groups);
+	k->role[s->u.role.id].regs = regs;
 	if (groups > 1)
-		k->role[s->role].turn_bar = PINGPONG_TURN_BAR;
+		k->role[s->u.role.id].turn_bar = PINGPONG_TURN_BAR;
 	if (regs) {
 		Stmt *r = st_new(c, ST_SETMAXNREG);
 
-		r->n = regs;
-		r->flag = kind == ROLE_CONSUMER;
+		r->u.maxnreg.regs = regs;
+		r->u.maxnreg.inc = kind == ROLE_CONSUMER;
 		r->comment = kind == ROLE_PRODUCER ? "the producer issues copies: give registers back" :
 		             kind == ROLE_GROUP ? "the producer and the signal consumer need few: give registers back"
 		                                : "the consumers hold the accumulators";
@@ -387,14 +383,14 @@ role_branch(Comp *c, Kernel *k, RoleKind kind, int first, int threads, int regs)
 static void
 split_producer(Comp *c, Kernel *k, Stmt *pbranch, Stmt *producer)
 {
-	int parent = pbranch->role, first = k->role[parent].first, threads = k->role[parent].threads;
+	int parent = pbranch->u.role.id, first = k->role[parent].first, threads = k->role[parent].threads;
 	Stmt *roles = st_new(c, ST_ROLES), *sig, *load;
 
 	sig = role_branch(c, k, ROLE_SIGNAL, first + 32, threads - 32, 0);
 	load = role_branch(c, k, ROLE_PRODUCER, first, 32, 0);
 	if (k->signal)   /* flags: true: the role's barrier before it raises a tile's flag */
-		k->role[sig->role].bar_id = SIGNAL_ROLE_BAR;
-	k->role[sig->role].parent = k->role[load->role].parent = parent;
+		k->role[sig->u.role.id].bar_id = SIGNAL_ROLE_BAR;
+	k->role[sig->u.role.id].parent = k->role[load->u.role.id].parent = parent;
 	st_append(c, sig, k->tile_consumer);
 	st_append(c, load, producer);
 	st_append(c, roles, sig);    /* the highest first thread first (emit tests them in order) */
@@ -435,8 +431,8 @@ pass_warp_specialize(Comp *c)
 
 	consumer = loop;
 	cb_strip_loads(consumer);
-	if (k->role[cbranch->role].groups > 1)
-		pingpong_consumer(c, &k->role[cbranch->role], consumer);
+	if (k->role[cbranch->u.role.id].groups > 1)
+		pingpong_consumer(c, &k->role[cbranch->u.role.id], consumer);
 	set_part(consumer, CB_CONSUMER);
 	consumer->comment = "consumers: compute every tile";
 	st_append(c, roles, pbranch);

@@ -52,8 +52,8 @@ build(Fixture *t, bool ws)
 	compute = st_new(c, ST_COMPUTE);
 	st_append(c, loop, issue);
 	st_append(c, loop, compute);
-	compute->a = ex_var(c, loop->var);
-	compute->b = ex_int(c, 0);
+	compute->u.compute.row = ex_var(c, loop->u.loop.var);
+	compute->u.compute.col = ex_int(c, 0);
 	for (i = 0; i < 2; i++) {
 		int p = kernel_add_param(c, k, PK_TMAP, arena_printf(c->arena, "in%d", i));
 		int b = kernel_add_buf(c, k, arena_printf(c->arena, "in%d_tile", i), BUF_TILE, DT_BF16, 16, 256);
@@ -61,11 +61,11 @@ build(Fixture *t, bool ws)
 
 		k->param[p].dtype = DT_BF16;
 		k->buf[b].param = p;
-		ld->buf = b;
-		ld->param = p;
-		ld->slot = ex_int(c, 0);
-		ld->a = ex_var(c, loop->var);
-		ld->b = ex_int(c, 0);
+		ld->u.tma.buf = b;
+		ld->u.tma.param = p;
+		ld->u.tma.slot = ex_int(c, 0);
+		ld->u.tma.row = ex_var(c, loop->u.loop.var);
+		ld->u.tma.col = ex_int(c, 0);
 		st_append(c, issue, ld);
 		VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->buf = b;
 		compute->reads[compute->nreads - 1].slot = ex_int(c, 0);
@@ -88,7 +88,7 @@ find_one(Stmt *s, void *user)
 {
 	Find *f = user;
 
-	if (!f->s && s->kind == f->kind && (f->kind != ST_LOOP || (s->cb && s->cb->part == f->part)))
+	if (!f->s && s->kind == f->kind && (f->kind != ST_LOOP || (s->u.loop.cb && s->u.loop.cb->part == f->part)))
 		f->s = s;
 }
 
@@ -124,21 +124,21 @@ ghost(Fixture *t)
 
 /* ---- the breaks, one per promise ---- */
 
-static void b_load_buf(Fixture *t, Kernel *k) { (void)t; load(k)->buf = k->nbuf; }
-static void b_load_param(Fixture *t, Kernel *k) { (void)t; load(k)->param = 0; }
-static void b_load_param_kind(Fixture *t, Kernel *k) { (void)t; load(k)->param = 1; /* n, a size */ }
-static void b_load_bar(Fixture *t, Kernel *k) { (void)t; load(k)->bar = k->nbar; }
-static void b_mbar(Fixture *t, Kernel *k) { (void)t; first(k, ST_MBAR_WAIT, CB_NONE)->bar = 0; }
+static void b_load_buf(Fixture *t, Kernel *k) { (void)t; load(k)->u.tma.buf = k->nbuf; }
+static void b_load_param(Fixture *t, Kernel *k) { (void)t; load(k)->u.tma.param = 0; }
+static void b_load_param_kind(Fixture *t, Kernel *k) { (void)t; load(k)->u.tma.param = 1; /* n, a size */ }
+static void b_load_bar(Fixture *t, Kernel *k) { (void)t; load(k)->u.tma.bar = k->nbar; }
+static void b_mbar(Fixture *t, Kernel *k) { (void)t; first(k, ST_MBAR_WAIT, CB_NONE)->u.mbar.bar = 0; }
 static void b_compute_read(Fixture *t, Kernel *k) { (void)t; first(k, ST_COMPUTE, CB_NONE)->reads[1].buf = 0; }
-static void b_loop_var(Fixture *t, Kernel *k) { (void)t; main_loop(k)->var = k->nvar; }
-static void b_loop_bound(Fixture *t, Kernel *k) { (void)t; main_loop(k)->hi = NULL; }
+static void b_loop_var(Fixture *t, Kernel *k) { (void)t; main_loop(k)->u.loop.var = k->nvar; }
+static void b_loop_bound(Fixture *t, Kernel *k) { (void)t; main_loop(k)->u.loop.hi = NULL; }
 static void b_buf_param(Fixture *t, Kernel *k) { (void)t; k->buf[2].param = k->nparam; }
 static void b_buf_stages(Fixture *t, Kernel *k) { (void)t; k->buf[2].stages = 0; }
 static void b_buf_full(Fixture *t, Kernel *k) { (void)t; k->buf[2].full_bar = k->nbar; }
 static void b_size_var(Fixture *t, Kernel *k) { (void)t; k->param[1].var = 0; }
-static void b_var_id(Fixture *t, Kernel *k) { (void)t; first(k, ST_COMPUTE, CB_NONE)->a = ex_var(&t->c, k->nvar); }
-static void b_use_compute(Fixture *t, Kernel *k) { first(k, ST_COMPUTE, CB_NONE)->a = ghost(t); }
-static void b_use_barslot(Fixture *t, Kernel *k) { load(k)->barslot = ghost(t); }
+static void b_var_id(Fixture *t, Kernel *k) { first(k, ST_COMPUTE, CB_NONE)->u.compute.row = ex_var(&t->c, k->nvar); }
+static void b_use_compute(Fixture *t, Kernel *k) { first(k, ST_COMPUTE, CB_NONE)->u.compute.row = ghost(t); }
+static void b_use_barslot(Fixture *t, Kernel *k) { load(k)->u.tma.barslot = ghost(t); }
 static void b_use_write(Fixture *t, Kernel *k)
 {
 	Stmt *s = first(k, ST_COMPUTE, CB_NONE);
@@ -146,22 +146,22 @@ static void b_use_write(Fixture *t, Kernel *k)
 	VEC_PUSH(t->c.arena, s->writes, s->nwrites, s->capwrites)->buf = 1;
 	s->writes[0].slot = ghost(t);
 }
-static void b_use_lin(Fixture *t, Kernel *k) { main_loop(k)->lin = ghost(t); }
-static void b_use_cond(Fixture *t, Kernel *k) { first(k, ST_IF, CB_NONE)->cond = ghost(t); }
+static void b_use_lin(Fixture *t, Kernel *k) { main_loop(k)->u.loop.lin = ghost(t); }
+static void b_use_cond(Fixture *t, Kernel *k) { first(k, ST_IF, CB_NONE)->u.branch.cond = ghost(t); }
 static void b_let_var(Fixture *t, Kernel *k)
 {
 	Stmt *let = st_new(&t->c, ST_LET);
 
-	let->a = ex_int(&t->c, 1);
+	let->u.let.value = ex_int(&t->c, 1);
 	st_append(&t->c, k->body, let);
 }
-static void b_load_kind(Fixture *t, Kernel *k) { (void)t; k->buf[load(k)->buf].kind = BUF_STAGING; }
+static void b_load_kind(Fixture *t, Kernel *k) { (void)t; k->buf[load(k)->u.tma.buf].kind = BUF_STAGING; }
 /* The first load's buffer a staging copy that carries in1 (a full input before it, box one copy): on BAR */
 static Stmt *
 carry(Fixture *t, Kernel *k, int bar)
 {
 	Stmt *ld = load(k);
-	KBuf *b = &k->buf[ld->buf];
+	KBuf *b = &k->buf[ld->u.tma.buf];
 	int p = k->buf[2].param;
 
 	b->kind = BUF_STAGING;
@@ -173,8 +173,8 @@ carry(Fixture *t, Kernel *k, int bar)
 	k->param[p].box[1] = b->cols;
 	b->preload = p;
 	b->preload_bar = kernel_add_bar(&t->c, k, "carry", b->stages, 1);
-	ld->param = p;
-	ld->bar = bar ? bar : b->preload_bar;
+	ld->u.tma.param = p;
+	ld->u.tma.bar = bar ? bar : b->preload_bar;
 	return ld;
 }
 static void b_carry_bar(Fixture *t, Kernel *k) { carry(t, k, k->buf[1].full_bar); }
@@ -184,28 +184,28 @@ static void b_load_no_bar(Fixture *t, Kernel *k)
 {
 	(void)t;
 	k->buf[1].full_bar = 0;
-	load(k)->bar = 0;
+	load(k)->u.tma.bar = 0;
 }
 static void b_load_other_bar(Fixture *t, Kernel *k)
 {
-	load(k)->bar = kernel_add_bar(&t->c, k, "other", 8, 1);
+	load(k)->u.tma.bar = kernel_add_bar(&t->c, k, "other", 8, 1);
 }
 static void b_load_not_loops_bar(Fixture *t, Kernel *k)
 {
 	int other = kernel_add_bar(&t->c, k, "other", 8, 1);
 
 	k->buf[1].full_bar = other;
-	load(k)->bar = other;
+	load(k)->u.tma.bar = other;
 }
 static void b_buf_no_full(Fixture *t, Kernel *k) { (void)t; k->buf[1].full_bar = 0; }
 static void b_stages(Fixture *t, Kernel *k) { (void)t; k->buf[2].stages = 3; }
-static void b_prefetch(Fixture *t, Kernel *k) { (void)t; main_loop(k)->cb->prefetch = 8; }
-static void b_prefetch_neg(Fixture *t, Kernel *k) { (void)t; main_loop(k)->cb->prefetch = -1; }
-static void b_cb_full(Fixture *t, Kernel *k) { (void)t; main_loop(k)->cb->full_bar = 0; }
-static void b_cb_full_count(Fixture *t, Kernel *k) { (void)t; k->bar[main_loop(k)->cb->full_bar].count = 4; }
-static void b_cb_empty(Fixture *t, Kernel *k) { (void)t; main_loop(k)->cb->empty_bar = k->nbar; }
-static void b_cb_empty_count(Fixture *t, Kernel *k) { (void)t; k->bar[main_loop(k)->cb->empty_bar].count = 2; }
-static void b_row_phase(Fixture *t, Kernel *k) { (void)t; first(k, ST_COMPUTE, CB_NONE)->phase = ROW_CHUNK; }
+static void b_prefetch(Fixture *t, Kernel *k) { (void)t; main_loop(k)->u.loop.cb->prefetch = 8; }
+static void b_prefetch_neg(Fixture *t, Kernel *k) { (void)t; main_loop(k)->u.loop.cb->prefetch = -1; }
+static void b_cb_full(Fixture *t, Kernel *k) { (void)t; main_loop(k)->u.loop.cb->full_bar = 0; }
+static void b_cb_full_count(Fixture *t, Kernel *k) { (void)t; k->bar[main_loop(k)->u.loop.cb->full_bar].count = 4; }
+static void b_cb_empty(Fixture *t, Kernel *k) { (void)t; main_loop(k)->u.loop.cb->empty_bar = k->nbar; }
+static void b_cb_empty_count(Fixture *t, Kernel *k) { (void)t; k->bar[main_loop(k)->u.loop.cb->empty_bar].count = 2; }
+static void b_row_phase(Fixture *t, Kernel *k) { (void)t; first(k, ST_COMPUTE, CB_NONE)->u.compute.phase = ROW_CHUNK; }
 static void b_sync_in_roles(Fixture *t, Kernel *k)
 {
 	st_append(&t->c, first(k, ST_LOOP, CB_CONSUMER), st_new(&t->c, ST_SYNC));
@@ -253,14 +253,14 @@ static void b_split_reduce(Fixture *t, Kernel *k)
 	k->family = FAM_MATMUL;
 	k->mm = matmul_none;
 	k->mm.ksize.splits = 2;
-	s->buf = 1;   /* a tile buffer, not a partial-sum one; and no accumulator, barriers or parity */
+	s->u.split.buf = 1;   /* a tile buffer, not a partial-sum one; and no accumulator, barriers or parity */
 	st_append(&t->c, k->body, s);
 }
 static void b_role_twice(Fixture *t, Kernel *k)
 {
 	Stmt *roles = first(k, ST_ROLES, CB_NONE);
 
-	roles->body[1]->role = roles->body[0]->role;
+	roles->body[1]->u.role.id = roles->body[0]->u.role.id;
 }
 
 static const struct {

@@ -96,10 +96,10 @@ epilogue_of(const Kernel *k, Stmt *tl)
 	for (i = 0; i < tl->nbody; i++) {
 		Stmt *x = tl->body[i];
 
-		if (x->kind == ST_LOOP && strcmp(k->var[x->var].name, "e") == 0)
+		if (x->kind == ST_LOOP && strcmp(k->var[x->u.loop.var].name, "e") == 0)
 			return x;
 		if (x->kind == ST_IF && x->nbody && x->body[0]->kind == ST_LOOP &&
-		    strcmp(k->var[x->body[0]->var].name, "e") == 0)
+		    strcmp(k->var[x->body[0]->u.loop.var].name, "e") == 0)
 			return x->body[0];
 	}
 	return NULL;
@@ -148,8 +148,8 @@ lowered_gemm(void **state)
 	assert_non_null(roles);
 	prod = roles->body[0];
 	cons = roles->body[1];
-	pr = &k->role[prod->role];
-	cr = &k->role[cons->role];
+	pr = &k->role[prod->u.role.id];
+	cr = &k->role[cons->u.role.id];
 	assert_int_equal(pr->kind, ROLE_PRODUCER);
 	assert_int_equal(pr->first, 256);
 	assert_int_equal(pr->threads, 128);
@@ -164,13 +164,13 @@ lowered_gemm(void **state)
 	assert_int_equal(prod->nbody, 2);
 	assert_int_equal(prod->body[0]->kind, ST_SETMAXNREG);
 	assert_int_equal(prod->body[1]->kind, ST_IF);
-	assert_int_equal(prod->body[1]->cond->kind, EX_ELECT);
+	assert_int_equal(prod->body[1]->u.branch.cond->kind, EX_ELECT);
 	assert_int_equal(prod->body[1]->nbody, 1);
 	pl = prod->body[1]->body[0];
-	assert_int_equal(pl->cb->part, CB_PRODUCER);
-	assert_string_equal(expr(t, pl->hi), "my_tiles");
+	assert_int_equal(pl->u.loop.cb->part, CB_PRODUCER);
+	assert_string_equal(expr(t, pl->u.loop.hi), "my_tiles");
 	assert_non_null(find_kind(pl, ST_LOOP, 0));
-	assert_string_equal(expr(t, find_kind(pl, ST_LOOP, 0)->hi), "ktiles");
+	assert_string_equal(expr(t, find_kind(pl, ST_LOOP, 0)->u.loop.hi), "ktiles");
 	n = census(pl);
 	assert_int_equal(n.kind[ST_LOOP], 2);
 	assert_int_equal(n.kind[ST_TMA_LOAD], 2);
@@ -181,12 +181,12 @@ lowered_gemm(void **state)
 
 	/* the consumers: P + 1 pre-arrives, then tile { k loop; one wait; the epilogue's subtiles } */
 	assert_int_equal(cons->body[0]->kind, ST_SETMAXNREG);
-	assert_true(cons->body[0]->flag);
-	assert_string_equal(expr(t, cons->body[1]->hi), arena_printf(t->c.arena, "%d", S - 1));
+	assert_true(cons->body[0]->u.maxnreg.inc);
+	assert_string_equal(expr(t, cons->body[1]->u.loop.hi), arena_printf(t->c.arena, "%d", S - 1));
 	tl = find_kind(cons, ST_LOOP, 1);
-	assert_int_equal(tl->cb->part, CB_CONSUMER);
-	assert_int_equal(tl->cb->stages, S);
-	assert_int_equal(tl->cb->prefetch, S - 2);   /* an mma reads the stages: one group in flight */
+	assert_int_equal(tl->u.loop.cb->part, CB_CONSUMER);
+	assert_int_equal(tl->u.loop.cb->stages, S);
+	assert_int_equal(tl->u.loop.cb->prefetch, S - 2);   /* an mma reads the stages: one group in flight */
 	kl = find_kind(tl, ST_LOOP, 0);
 	el = epilogue_of(k, tl);
 	assert_non_null(kl);
@@ -194,14 +194,14 @@ lowered_gemm(void **state)
 	assert_int_equal(census(kl).kind[ST_TMA_LOAD], 0);   /* not inlined with the load loop */
 	i = 0;
 	assert_int_equal(kl->body[i]->kind, ST_MBAR_WAIT);
-	assert_int_equal(kl->body[i++]->bar, tl->cb->full_bar);
+	assert_int_equal(kl->body[i++]->u.mbar.bar, tl->u.loop.cb->full_bar);
 	assert_int_equal(kl->body[i++]->kind, ST_MMA_FENCE);
 	assert_int_equal(kl->body[i++]->kind, ST_MMA);
 	assert_int_equal(kl->body[i++]->kind, ST_MMA_COMMIT);
 	assert_int_equal(kl->body[i]->kind, ST_MMA_WAIT);
-	assert_int_equal(kl->body[i++]->n, 1);
+	assert_int_equal(kl->body[i++]->u.group.pending, 1);
 	assert_int_equal(kl->body[i]->kind, ST_MBAR_ARRIVE);
-	assert_int_equal(kl->body[i++]->bar, tl->cb->empty_bar);
+	assert_int_equal(kl->body[i++]->u.mbar.bar, tl->u.loop.cb->empty_bar);
 	assert_int_equal(kl->nbody, i);
 	/* the bias's columns fetched before the k loop and put in the row buffer after it; then one
 	   wait_group 0 and one barrier (the row's copy, every thread's) before the epilogue, none in it */
@@ -210,9 +210,9 @@ lowered_gemm(void **state)
 	assert_int_equal(tl->body[i - 1]->kind, ST_ROW_FETCH);
 	assert_int_equal(tl->body[i + 1]->kind, ST_ROW_PUT);
 	assert_int_equal(tl->body[i + 2]->kind, ST_MMA_WAIT);
-	assert_int_equal(tl->body[i + 2]->n, 0);
+	assert_int_equal(tl->body[i + 2]->u.group.pending, 0);
 	assert_int_equal(tl->body[i + 3]->kind, ST_SYNC);
-	assert_int_equal(tl->body[i + 3]->n, 1);
+	assert_int_equal(tl->body[i + 3]->u.sync.id, 1);
 	assert_ptr_equal(tl->body[i + 4], el);
 	assert_int_equal(census(el).kind[ST_MMA_WAIT], 0);
 	/* a subtile: compute, fence, the read-wait on the store's named barrier, the store and its commit;
@@ -222,12 +222,12 @@ lowered_gemm(void **state)
 	assert_int_equal(el->body[i++]->kind, ST_FENCE_PROXY_ASYNC);
 	x = el->body[i++];
 	assert_int_equal(x->body[0]->kind, ST_BULK_WAIT);
-	assert_true(x->body[0]->flag);
-	assert_int_equal(x->body[0]->n, 2);
+	assert_true(x->body[0]->u.group.read);
+	assert_int_equal(x->body[0]->u.group.pending, 2);
 	x = el->body[i++];
 	assert_int_equal(x->kind, ST_SYNC);
-	assert_int_equal(x->n, 1);
-	assert_int_equal(x->threads, 256);
+	assert_int_equal(x->u.sync.id, 1);
+	assert_int_equal(x->u.sync.threads, 256);
 	x = el->body[i++];
 	assert_int_equal(x->body[0]->kind, ST_TMA_STORE);
 	assert_int_equal(x->body[1]->kind, ST_BULK_COMMIT);
@@ -235,7 +235,7 @@ lowered_gemm(void **state)
 	/* the data stored must land before the consumers end */
 	x = cons->body[cons->nbody - 1];
 	assert_int_equal(x->body[0]->kind, ST_BULK_WAIT);
-	assert_false(x->body[0]->flag);
+	assert_false(x->body[0]->u.group.read);
 }
 
 /* The loads into buffer BUF under S, in order, appended to OUT[N..]; the new count. */
@@ -244,7 +244,7 @@ loads_of(Stmt *s, int buf, Stmt **out, int n)
 {
 	int i;
 
-	if (s->kind == ST_TMA_LOAD && s->buf == buf) {
+	if (s->kind == ST_TMA_LOAD && s->u.tma.buf == buf) {
 		out[n] = s;
 		return n + 1;
 	}
@@ -284,11 +284,11 @@ lowered_mn_major(void **state)
 	for (i = 1; i <= 2; i++) {
 		n = loads_of(roles->body[0], i, ld, 0);
 		assert_int_equal(n, 2);
-		assert_null(ld[0]->off);
-		assert_string_equal(expr(t, ld[1]->off), "4096");
+		assert_null(ld[0]->u.tma.off);
+		assert_string_equal(expr(t, ld[1]->u.tma.off), "4096");
 		/* the row coordinate is the k-step's, the column the chunk's */
-		assert_non_null(strstr(expr(t, ld[0]->a), "* 64)"));
-		assert_non_null(strstr(expr(t, ld[1]->b), "+ 64)"));
+		assert_non_null(strstr(expr(t, ld[0]->u.tma.row), "* 64)"));
+		assert_non_null(strstr(expr(t, ld[1]->u.tma.col), "+ 64)"));
 	}
 	tl = find_kind(roles->body[1], ST_LOOP, 1);   /* the consumers' tile loop, after the pre-arrives */
 	assert_non_null(tl);
@@ -296,9 +296,9 @@ lowered_mn_major(void **state)
 	assert_non_null(kl);
 	mma = find_kind(kl, ST_MMA, 0);
 	assert_non_null(mma);
-	assert_false(mma->mma->a_kmajor);
-	assert_false(mma->mma->b_kmajor);
-	assert_int_equal(mma->mma->n, 128);
+	assert_false(mma->u.mma.shape->a_kmajor);
+	assert_false(mma->u.mma.shape->b_kmajor);
+	assert_int_equal(mma->u.mma.shape->n, 128);
 }
 
 /* Batch dims on A alone: its rows and the batch's are one matrix, and so are the output's. */
@@ -341,8 +341,8 @@ lowered_batched(void **state)
 			batch = i;
 	assert_true(batch > 0);
 	for (i = 0; i < k->body->nbody; i++)
-		if (k->body->body[i]->kind == ST_LET && k->body->body[i]->var == k->ntile_var)
-			assert_string_equal(expr(t, k->body->body[i]->a), "(batch_tiles * batch)");
+		if (k->body->body[i]->kind == ST_LET && k->body->body[i]->u.let.var == k->ntile_var)
+			assert_string_equal(expr(t, k->body->body[i]->u.let.value), "(batch_tiles * batch)");
 	roles = find_kind(k->body, ST_ROLES, 0);
 	for (i = 1; i <= 2; i++) {
 		int j;
@@ -350,18 +350,18 @@ lowered_batched(void **state)
 		n = loads_of(roles->body[0], i, ld, 0);
 		assert_int_equal(n, i == 1 ? 1 : 4);   /* A K-major: one box; B [K, N]: four 64-wide chunks */
 		for (j = 0; j < n; j++) {
-			assert_non_null(ld[j]->z);
-			assert_string_equal(expr(t, ld[j]->z), "bt");   /* the producer's tile / batch_tiles, as the consumers' */
+			assert_non_null(ld[j]->u.tma.batch);
+			assert_string_equal(expr(t, ld[j]->u.tma.batch), "bt");   /* the producer's tile / batch_tiles, as the consumers' */
 		}
 	}
 	tl = find_kind(roles->body[1], ST_LOOP, 1);
 	el = epilogue_of(k, tl);
 	assert_non_null(el);
 	assert_int_equal(el->body[0]->kind, ST_COMPUTE);
-	assert_string_equal(expr(t, el->body[0]->z), "bt");
+	assert_string_equal(expr(t, el->body[0]->u.compute.batch), "bt");
 	x = el->body[el->nbody - 1];
 	assert_int_equal(x->body[0]->kind, ST_TMA_STORE);
-	assert_string_equal(expr(t, x->body[0]->z), "bt");
+	assert_string_equal(expr(t, x->body[0]->u.tma.batch), "bt");
 }
 
 /*
@@ -393,41 +393,41 @@ lowered_pingpong(void **state)
 	cons = roles->body[1];
 	pre = find_kind(cons, ST_IF, 0);   /* if (wg == 0): every stage starts empty */
 	assert_non_null(pre);
-	assert_string_equal(expr(t, pre->cond), "(wg == 0)");
-	assert_string_equal(expr(t, pre->body[0]->hi), arena_printf(t->c.arena, "%d", S));
+	assert_string_equal(expr(t, pre->u.branch.cond), "(wg == 0)");
+	assert_string_equal(expr(t, pre->body[0]->u.loop.hi), arena_printf(t->c.arena, "%d", S));
 	tl = find_kind(cons, ST_LOOP, 0);
-	assert_string_equal(expr(t, tl->lo), "wg");
-	assert_string_equal(expr(t, tl->step), "2");
+	assert_string_equal(expr(t, tl->u.loop.lo), "wg");
+	assert_string_equal(expr(t, tl->u.loop.step), "2");
 	for (i = 0; tl->body[i]->kind != ST_LOOP; i++)
 		;
 	x = tl->body[i - 1];   /* the turn: wait for the other warpgroup's k loop */
 	assert_int_equal(x->kind, ST_IF);
 	assert_int_equal(x->body[0]->kind, ST_SYNC);
-	assert_false(x->body[0]->flag);
-	assert_string_equal(expr(t, x->body[0]->a), "(3 + wg)");
+	assert_false(x->body[0]->u.sync.arrive_only);
+	assert_string_equal(expr(t, x->body[0]->u.sync.id_expr), "(3 + wg)");
 	kl = tl->body[i];
 	x = kl->body[kl->nbody - 1];   /* the release of this warpgroup's previous k-step */
 	assert_int_equal(x->kind, ST_IF);
-	assert_string_equal(expr(t, x->cond), "(kk >= 1)");
+	assert_string_equal(expr(t, x->u.branch.cond), "(kk >= 1)");
 	assert_int_equal(x->body[0]->kind, ST_MBAR_ARRIVE);
 	x = tl->body[i + 1];   /* the other warpgroup's turn, while these mmas drain */
 	assert_int_equal(x->body[0]->kind, ST_SYNC);
-	assert_true(x->body[0]->flag);
-	assert_string_equal(expr(t, x->body[0]->a), "(4 - wg)");
+	assert_true(x->body[0]->u.sync.arrive_only);
+	assert_string_equal(expr(t, x->body[0]->u.sync.id_expr), "(4 - wg)");
 	assert_int_equal(tl->body[i + 2]->kind, ST_MMA_WAIT);
-	assert_int_equal(tl->body[i + 2]->n, 0);
+	assert_int_equal(tl->body[i + 2]->u.group.pending, 0);
 	assert_int_equal(tl->body[i + 3]->kind, ST_MBAR_ARRIVE);   /* the tile's last k-step */
 	el = tl->body[i + 4];
 	assert_int_equal(el->kind, ST_LOOP);
 	assert_int_equal(census(el).kind[ST_MMA_WAIT], 0);
 	for (i = 0; i < el->nbody; i++)
 		if (el->body[i]->kind == ST_SYNC) {
-			assert_string_equal(expr(t, el->body[i]->a), "(1 + wg)");
-			assert_int_equal(el->body[i]->threads, 128);
+			assert_string_equal(expr(t, el->body[i]->u.sync.id_expr), "(1 + wg)");
+			assert_int_equal(el->body[i]->u.sync.threads, 128);
 		}
 	x = el->body[el->nbody - 1];
 	assert_int_equal(x->body[0]->kind, ST_TMA_STORE);
-	assert_string_equal(expr(t, x->body[0]->off), "(wg * 2048)");
+	assert_string_equal(expr(t, x->body[0]->u.tma.off), "(wg * 2048)");
 }
 
 /*
@@ -462,10 +462,10 @@ pingpong_one_stage(void **state)
 	assert_int_equal(census(kl).kind[ST_IF], 0);
 	x = kl->body[kl->nbody - 1];
 	assert_int_equal(x->kind, ST_MBAR_ARRIVE);
-	assert_int_equal(x->bar, tl->cb->empty_bar);
+	assert_int_equal(x->u.mbar.bar, tl->u.loop.cb->empty_bar);
 	x = kl->body[kl->nbody - 2];
 	assert_int_equal(x->kind, ST_MMA_WAIT);
-	assert_int_equal(x->n, 0);
+	assert_int_equal(x->u.group.pending, 0);
 	assert_int_equal(tl->body[i + 2]->kind, ST_MMA_WAIT);   /* after the other warpgroup's turn */
 	assert_int_not_equal(tl->body[i + 3]->kind, ST_MBAR_ARRIVE);
 	assert_int_equal(census(tl).kind[ST_MBAR_ARRIVE], 1);
@@ -531,8 +531,9 @@ stage_division_in_32_bits(void **state)
 	n = stmts_of(k->body, ST_MBAR_WAIT, w, 8);   /* the producer's empty wait, the consumers' full wait */
 	assert_int_equal(n, 2);
 	for (i = 0; i < n; i++) {
-		assert_string_equal(expr(t, w[i]->barslot), "(u32((((i * ktiles) % 5) + kk)) % 5)");
-		assert_string_equal(expr(t, w[i]->a), "((((i * ktiles) / 5) + (u32((((i * ktiles) % 5) + kk)) / 5)) & 1)");
+		assert_string_equal(expr(t, w[i]->u.mbar.barslot), "(u32((((i * ktiles) % 5) + kk)) % 5)");
+		assert_string_equal(expr(t, w[i]->u.mbar.parity),
+		                    "((((i * ktiles) / 5) + (u32((((i * ktiles) % 5) + kk)) / 5)) & 1)");
 	}
 	cu = cuda_of(t);
 	assert_true(count(cu, "[(long long)((unsigned)(((i * ktiles) % 5LL) + kk) % 5u)]") >= 4);
@@ -550,8 +551,8 @@ stage_division_in_32_bits(void **state)
 	assert_int_equal(k->buf[1].stages, 5);
 	n = stmts_of(k->body, ST_MBAR_WAIT, w, 8);
 	assert_true(n >= 2);
-	assert_string_equal(expr(t, w[0]->barslot), "((kbase + kk) % 5)");
-	assert_string_equal(expr(t, w[0]->a), "(((kbase + kk) / 5) & 1)");
+	assert_string_equal(expr(t, w[0]->u.mbar.barslot), "((kbase + kk) % 5)");
+	assert_string_equal(expr(t, w[0]->u.mbar.parity), "(((kbase + kk) / 5) & 1)");
 	teardown((void **)&t);
 	if (setup((void **)&t) < 0)
 		fail_msg("setup");
@@ -562,8 +563,8 @@ stage_division_in_32_bits(void **state)
 	n = stmts_of(k->body, ST_MBAR_WAIT, w, 8);
 	assert_int_equal(n, 2);
 	for (i = 0; i < n; i++) {
-		assert_string_equal(expr(t, w[i]->barslot), "(((i * ktiles) + kk) % 4)");
-		assert_string_equal(expr(t, w[i]->a), "((((i * ktiles) + kk) / 4) & 1)");
+		assert_string_equal(expr(t, w[i]->u.mbar.barslot), "(((i * ktiles) + kk) % 4)");
+		assert_string_equal(expr(t, w[i]->u.mbar.parity), "((((i * ktiles) + kk) / 4) & 1)");
 	}
 	assert_int_equal(count(cuda_of(t), "(long long)((unsigned)"), 0);
 }
@@ -616,7 +617,7 @@ group_pingpong_default(void **state)
 		if (i == 0) {
 			Stmt *kl = find_kind(find_kind(find_kind(k->body, ST_ROLES, 0)->body[1], ST_LOOP, 0), ST_LOOP, 0);
 
-			assert_int_equal(find_kind(kl, ST_MMA, 0)->mma->n, 192);
+			assert_int_equal(find_kind(kl, ST_MMA, 0)->u.mma.shape->n, 192);
 			assert_int_equal(k->mm.row_blocks, 2);
 			assert_int_equal(t->c.fusion->sched.ntile, 0);   /* the spec's schedule, as written */
 			assert_int_equal(t->c.fusion->sched.consumers, 0);
@@ -680,12 +681,12 @@ minimal_mma_sync(void **state)
 	el = epilogue_of(k, tl);
 	n = census(kl);
 	assert_int_equal(n.kind[ST_MMA], 1);
-	assert_int_equal(find_kind(kl, ST_MMA, 0)->mma->n, 256);
+	assert_int_equal(find_kind(kl, ST_MMA, 0)->u.mma.shape->n, 256);
 	assert_int_equal(n.kind[ST_MMA_COMMIT], 1);
 	assert_int_equal(n.kind[ST_MMA_WAIT], 1);
 	for (i = 0; i < tl->nbody; i++)
 		if (tl->body[i]->kind == ST_MMA_WAIT) {
-			assert_int_equal(tl->body[i]->n, 0);
+			assert_int_equal(tl->body[i]->u.group.pending, 0);
 			assert_ptr_equal(tl->body[i + 1], el);   /* right before the first read */
 			waits0++;
 		}
@@ -758,12 +759,12 @@ independent_matmuls(void **state)
 		assert_int_equal(census(el[g]).kind[ST_MMA_WAIT], 0);
 		assert_int_equal(census(el[g]).kind[ST_COMPUTE], 1);
 	}
-	assert_int_equal(kl[0]->var != kl[1]->var, 1);
-	assert_string_equal(expr(t, kl[0]->lin), "((i * (2 * ktiles)) + kk)");
-	assert_string_equal(expr(t, kl[1]->lin), "(((i * (2 * ktiles)) + ktiles) + kk)");
+	assert_int_equal(kl[0]->u.loop.var != kl[1]->u.loop.var, 1);
+	assert_string_equal(expr(t, kl[0]->u.loop.lin), "((i * (2 * ktiles)) + kk)");
+	assert_string_equal(expr(t, kl[1]->u.loop.lin), "(((i * (2 * ktiles)) + ktiles) + kk)");
 	for (i = 0; i < tl->nbody; i++)
 		if (tl->body[i]->kind == ST_MMA_WAIT) {
-			assert_int_equal(tl->body[i]->n, 0);
+			assert_int_equal(tl->body[i]->u.group.pending, 0);
 			assert_ptr_equal(tl->body[i + 1], el[waits0]);   /* right before each epilogue */
 			assert_ptr_equal(tl->body[i - 1], kl[waits0]);
 			waits0++;
@@ -807,7 +808,7 @@ find_deep(Stmt *s, StmtKind kind)
 	for (i = 0; i < s->nbody; i++)
 		if ((r = find_deep(s->body[i], kind)))
 			return r;
-	return find_deep(s->orelse, kind);
+	return find_deep(st_else(s), kind);
 }
 
 /*
@@ -862,7 +863,7 @@ parent_of(Stmt *s, const Stmt *x)
 			return s;
 		else if ((r = parent_of(s->body[i], x)))
 			return r;
-	return s && s->orelse ? parent_of(s->orelse, x) : NULL;
+	return s && st_else(s) ? parent_of(st_else(s), x) : NULL;
 }
 
 /*
@@ -913,28 +914,28 @@ signal_per_tile(void **state)
 		/* in the loop, last: elect { if (i >= first + step) { wait 8, no .read; signal the tile before } } */
 		x = tl->body[tl->nbody - 1];
 		assert_int_equal(x->kind, ST_IF);
-		assert_int_equal(x->cond->kind, EX_ELECT);
+		assert_int_equal(x->u.branch.cond->kind, EX_ELECT);
 		in = x->body[0];
-		assert_string_equal(expr(t, in->cond), v == 0 ? "(i >= 1)" : "(i >= (wg + 2))");
+		assert_string_equal(expr(t, in->u.branch.cond), v == 0 ? "(i >= 1)" : "(i >= (wg + 2))");
 		assert_int_equal(in->nbody, 2);
 		w = in->body[0], sig = in->body[1];
 		assert_int_equal(w->kind, ST_BULK_WAIT);
-		assert_false(w->flag);                 /* the stores themselves, not only their reads */
-		assert_int_equal(w->n, 8);             /* this tile's 8 subtiles stay in flight */
+		assert_false(w->u.group.read);                 /* the stores themselves, not only their reads */
+		assert_int_equal(w->u.group.pending, 8);             /* this tile's 8 subtiles stay in flight */
 		assert_int_equal(sig->kind, ST_SIGNAL);
-		assert_true(sig->flag);
-		assert_non_null(strstr(expr(t, sig->a), v == 0 ? "(i - 1)" : "(i - 2)"));
+		assert_true(sig->u.signal.before);
+		assert_non_null(strstr(expr(t, sig->u.signal.tile), v == 0 ? "(i - 1)" : "(i - 2)"));
 		/* after the loop: the last tile, after every store */
 		sig = NULL;
 		for (i = 0; i < cons->nbody; i++)
 			if (cons->body[i] == tl)
 				sig = find_deep(cons->body[i + 1], ST_SIGNAL);
 		assert_non_null(sig);
-		assert_false(sig->flag);
+		assert_false(sig->u.signal.before);
 		w = parent_of(cons, sig)->body[0];
 		assert_int_equal(w->kind, ST_BULK_WAIT);
-		assert_false(w->flag);
-		assert_int_equal(w->n, 0);
+		assert_false(w->u.group.read);
+		assert_int_equal(w->u.group.pending, 0);
 		assert_ptr_equal(parent_of(cons, sig)->body[1], sig);
 		/* the waits without .read: these two only */
 		cu = cuda_of(t);
@@ -1020,23 +1021,23 @@ signal_consumer_role(void **state)
 		/* the roles: warpgroup { setmaxnreg; roles { signal, producer } }, then the consumers */
 		roles = find_deep(k->body, ST_ROLES);
 		group = roles->body[0];
-		assert_int_equal(k->role[group->role].kind, ROLE_GROUP);
-		assert_int_equal(k->role[group->role].regs, 88);
+		assert_int_equal(k->role[group->u.role.id].kind, ROLE_GROUP);
+		assert_int_equal(k->role[group->u.role.id].regs, 88);
 		assert_int_equal(group->body[0]->kind, ST_SETMAXNREG);
-		assert_false(group->body[0]->flag);
+		assert_false(group->body[0]->u.maxnreg.inc);
 		inner = group->body[1];
 		assert_int_equal(inner->kind, ST_ROLES);
 		sig_role = inner->body[0], load_role = inner->body[1];
-		assert_int_equal(k->role[sig_role->role].kind, ROLE_SIGNAL);
-		assert_int_equal(k->role[sig_role->role].first, 288);
-		assert_int_equal(k->role[sig_role->role].threads, 96);
-		assert_int_equal(k->role[sig_role->role].parent, group->role);
-		assert_int_equal(k->role[load_role->role].kind, ROLE_PRODUCER);
-		assert_int_equal(k->role[load_role->role].threads, 32);
+		assert_int_equal(k->role[sig_role->u.role.id].kind, ROLE_SIGNAL);
+		assert_int_equal(k->role[sig_role->u.role.id].first, 288);
+		assert_int_equal(k->role[sig_role->u.role.id].threads, 96);
+		assert_int_equal(k->role[sig_role->u.role.id].parent, group->u.role.id);
+		assert_int_equal(k->role[load_role->u.role.id].kind, ROLE_PRODUCER);
+		assert_int_equal(k->role[load_role->u.role.id].threads, 32);
 		assert_int_equal(census(load_role).kind[ST_COMPUTE], 0);
 		assert_int_equal(census(sig_role).kind[ST_TMA_LOAD], 0);
 		cons = roles->body[1];
-		assert_int_equal(k->role[cons->role].regs, 208);
+		assert_int_equal(k->role[cons->u.role.id].regs, 208);
 
 		/* the signal role: for j: lets; wait landed; compute; arrive taken -- and nothing else */
 		cl = find_kind(sig_role, ST_LOOP, 0);
@@ -1046,13 +1047,13 @@ signal_consumer_role(void **state)
 		assert_int_equal(cl->nbody - i, 3);
 		x = cl->body[i];
 		assert_int_equal(x->kind, ST_MBAR_WAIT);
-		assert_int_equal(x->bar, landed);
-		assert_string_equal(expr(t, x->barslot), "(j % 4)");
-		assert_string_equal(expr(t, x->a), "((j / 4) & 1)");
+		assert_int_equal(x->u.mbar.bar, landed);
+		assert_string_equal(expr(t, x->u.mbar.barslot), "(j % 4)");
+		assert_string_equal(expr(t, x->u.mbar.parity), "((j / 4) & 1)");
 		assert_int_equal(cl->body[i + 1]->kind, ST_COMPUTE);
 		x = cl->body[i + 2];
 		assert_int_equal(x->kind, ST_MBAR_ARRIVE);
-		assert_int_equal(x->bar, taken);
+		assert_int_equal(x->u.mbar.bar, taken);
 		assert_int_equal(census(sig_role).kind[ST_BULK_WAIT], 0);
 
 		/* the mma warpgroups: the tile before, in the k loop before its mma; the last after the loop */
@@ -1061,20 +1062,21 @@ signal_consumer_role(void **state)
 		kl = find_kind(tl, ST_LOOP, 0);
 		at = kl->body[0];
 		assert_int_equal(at->kind, ST_IF);
-		assert_string_equal(expr(t, at->cond), "(kk == min(4, (ktiles - 1)))");
+		assert_string_equal(expr(t, at->u.branch.cond), "(kk == min(4, (ktiles - 1)))");
 		in = at->body[0]->body[0];   /* elect { if (i >= first + step) { ... } } */
-		assert_string_equal(expr(t, in->cond), v == 0 ? "(i >= 1)" : "(i >= (wg + 2))");
+		assert_string_equal(expr(t, in->u.branch.cond), v == 0 ? "(i >= 1)" : "(i >= (wg + 2))");
 		assert_int_equal(in->nbody, 3);
 		assert_int_equal(in->body[0]->kind, ST_MBAR_WAIT);
-		assert_int_equal(in->body[0]->bar, taken);
-		assert_string_equal(expr(t, in->body[0]->a), v == 0 ? "((((i - 1) / 4) & 1) ^ 1)" : "((((i - 2) / 4) & 1) ^ 1)");
+		assert_int_equal(in->body[0]->u.mbar.bar, taken);
+		assert_string_equal(expr(t, in->body[0]->u.mbar.parity),
+		                    v == 0 ? "((((i - 1) / 4) & 1) ^ 1)" : "((((i - 2) / 4) & 1) ^ 1)");
 		assert_int_equal(in->body[1]->kind, ST_BULK_WAIT);
-		assert_false(in->body[1]->flag);
-		assert_int_equal(in->body[1]->n, 0);   /* every store so far: the tile before's, landed by now */
+		assert_false(in->body[1]->u.group.read);
+		assert_int_equal(in->body[1]->u.group.pending, 0);   /* every store so far: the tile before's, landed by now */
 		assert_int_equal(in->body[2]->kind, ST_SIGNAL);
-		assert_int_equal(in->body[2]->bar, landed);
-		assert_int_equal(in->body[2]->param, 0);
-		assert_string_equal(expr(t, in->body[2]->barslot), v == 0 ? "((i - 1) % 4)" : "((i - 2) % 4)");
+		assert_int_equal(in->body[2]->u.signal.bar, landed);
+		assert_int_equal(in->body[2]->u.signal.param, 0);
+		assert_string_equal(expr(t, in->body[2]->u.signal.barslot), v == 0 ? "((i - 1) % 4)" : "((i - 2) % 4)");
 		for (i = 1; i < kl->nbody; i++)   /* the k-step's mma comes after it */
 			if (kl->body[i]->kind == ST_MMA)
 				break;
@@ -1084,9 +1086,9 @@ signal_consumer_role(void **state)
 			if (cons->body[i] == tl)
 				x = find_deep(cons->body[i + 1], ST_SIGNAL);
 		assert_non_null(x);
-		assert_false(x->flag);
+		assert_false(x->u.signal.before);
 		assert_int_equal(parent_of(cons, x)->body[1]->kind, ST_BULK_WAIT);
-		assert_int_equal(parent_of(cons, x)->body[1]->n, 0);
+		assert_int_equal(parent_of(cons, x)->body[1]->u.group.pending, 0);
 
 		cu = cuda_of(t);
 		assert_int_equal(count(cu, "setmaxnreg.dec.sync.aligned.u32 88;"), 1);
@@ -1144,8 +1146,8 @@ signal_consumer_flags(void **state)
 	assert_true(flags && epoch);
 	roles = find_deep(k->body, ST_ROLES);
 	sig_role = roles->body[0]->body[1]->body[0];
-	assert_int_equal(k->role[sig_role->role].kind, ROLE_SIGNAL);
-	assert_int_equal(k->role[sig_role->role].bar_id, 5);
+	assert_int_equal(k->role[sig_role->u.role.id].kind, ROLE_SIGNAL);
+	assert_int_equal(k->role[sig_role->u.role.id].bar_id, 5);
 	cl = find_kind(sig_role, ST_LOOP, 0);
 	for (i = 0; i < cl->nbody && cl->body[i]->kind == ST_LET; i++)
 		;
@@ -1154,15 +1156,15 @@ signal_consumer_flags(void **state)
 	assert_int_equal(cl->body[i + 1]->kind, ST_COMPUTE);
 	x = cl->body[i + 2];
 	assert_int_equal(x->kind, ST_SYNC);
-	assert_int_equal(x->n, 5);
-	assert_int_equal(x->threads, 96);
+	assert_int_equal(x->u.sync.id, 5);
+	assert_int_equal(x->u.sync.threads, 96);
 	x = cl->body[i + 3];
 	assert_int_equal(x->kind, ST_IF);
-	assert_int_equal(x->cond->kind, EX_ELECT);
+	assert_int_equal(x->u.branch.cond->kind, EX_ELECT);
 	assert_int_equal(x->nbody, 1);
 	assert_int_equal(x->body[0]->kind, ST_SIGNAL);
-	assert_int_equal(x->body[0]->param, flags);
-	assert_string_equal(expr(t, x->body[0]->a), "(((row0 / 128) * ceildiv(cols, 256)) + (col0 / 256))");
+	assert_int_equal(x->body[0]->u.signal.param, flags);
+	assert_string_equal(expr(t, x->body[0]->u.signal.tile), "(((row0 / 128) * ceildiv(cols, 256)) + (col0 / 256))");
 	assert_int_equal(cl->body[i + 4]->kind, ST_MBAR_ARRIVE);
 	assert_int_equal(census(sig_role).kind[ST_SIGNAL], 1);
 	cons = roles->body[1];
@@ -1208,7 +1210,7 @@ pdl_launch(void **state)
 		assert_true(k->pdl);
 		b = k->body;
 		for (i = 0; i < b->nbody; i++) {
-			assert_false(b->body[i]->kind == ST_GRID_DEP && b->body[i]->flag);
+			assert_false(b->body[i]->kind == ST_GRID_DEP && b->body[i]->u.grid_dep.launch);
 			if (b->body[i]->kind == ST_GRID_DEP)
 				wait = i;
 			else if (b->body[i]->kind == ST_ROLES)
@@ -1219,13 +1221,13 @@ pdl_launch(void **state)
 		assert_true(sync >= 0 && sync < wait && wait < roles);
 		assert_int_equal(census(b).kind[ST_GRID_DEP], 2);
 		for (i = 0; i < b->body[roles]->nbody; i++)
-			if (k->role[b->body[roles]->body[i]->role].kind == ROLE_CONSUMER)
+			if (k->role[b->body[roles]->body[i]->u.role.id].kind == ROLE_CONSUMER)
 				cons = b->body[roles]->body[i];
 		assert_non_null(cons);
 		for (i = 0; i < cons->nbody; i++)
 			if (cons->body[i]->kind == ST_LOOP)
 				loop = i;
-			else if (cons->body[i]->kind == ST_GRID_DEP && cons->body[i]->flag)
+			else if (cons->body[i]->kind == ST_GRID_DEP && cons->body[i]->u.grid_dep.launch)
 				go = i;
 		assert_true(loop >= 0 && go == loop + 1);   /* the tile loop, then the launch (then the stores' drain) */
 		buf_init(&out, t->c.arena);
@@ -1326,12 +1328,12 @@ mma_waits(const Stmt *s, int *waits0, int *all)
 	if (!s)
 		return;
 	if (s->kind == ST_MMA_WAIT) {
-		*waits0 += s->n == 0;
+		*waits0 += s->u.group.pending == 0;
 		(*all)++;
 	}
 	for (i = 0; i < s->nbody; i++)
 		mma_waits(s->body[i], waits0, all);
-	mma_waits(s->orelse, waits0, all);
+	mma_waits(st_else(s), waits0, all);
 }
 
 /*
@@ -1449,7 +1451,7 @@ prefetches_of(const Kernel *k, const Stmt *s, Stmt **out, int n, RoleKind *in_ro
 	int i;
 
 	if (s->kind == ST_ROLE)
-		role = k->role[s->role].kind;
+		role = k->role[s->u.role.id].kind;
 	if (s->kind == ST_TMA_PREFETCH && n < 8) {
 		in_role[n] = role;
 		out[n] = (Stmt *)s;
@@ -1457,7 +1459,7 @@ prefetches_of(const Kernel *k, const Stmt *s, Stmt **out, int n, RoleKind *in_ro
 	}
 	for (i = 0; i < s->nbody; i++)
 		n = prefetches_of(k, s->body[i], out, n, in_role, role);
-	return s->orelse ? prefetches_of(k, s->orelse, out, n, in_role, role) : n;
+	return st_else(s) ? prefetches_of(k, st_else(s), out, n, in_role, role) : n;
 }
 
 /*
@@ -1532,11 +1534,11 @@ residual_prefetch(void **state)
 		assert_int_equal(maps, n);
 		for (i = 0; i < n; i++) {
 			assert_int_equal(role[i], ROLE_PRODUCER);
-			assert_true(k->param[pf[i]->param].prefetch);
-			assert_string_equal(expr(t, pf[i]->cond), "(kk == (ktiles - 1))");
-			assert_string_equal(expr(t, pf[i]->a), "row0");
-			assert_string_equal(expr(t, pf[i]->b), "col0");
-			assert_null(pf[i]->z);
+			assert_true(k->param[pf[i]->u.tma.param].prefetch);
+			assert_string_equal(expr(t, pf[i]->u.tma.cond), "(kk == (ktiles - 1))");
+			assert_string_equal(expr(t, pf[i]->u.tma.row), "row0");
+			assert_string_equal(expr(t, pf[i]->u.tma.col), "col0");
+			assert_null(pf[i]->u.tma.batch);
 		}
 		if (cases[ci].cuda) {
 			const char *cu = cuda_of(t);
@@ -1557,7 +1559,7 @@ residual_prefetch(void **state)
 	                    "outputs:\n  z: {dtype: bf16}\n")))
 		fail_msg("%s", t->msg);
 	assert_int_equal(prefetches_of(k, k->body, pf, 0, role, ROLE_NONE), 1);
-	assert_string_equal(expr(t, pf[0]->z), "bt");
+	assert_string_equal(expr(t, pf[0]->u.tma.batch), "bt");
 	assert_int_equal(count(cuda_of(t), "wsf_tma_prefetch_3d(&map_r, col0, row0, bt);"), 1);
 	teardown((void **)&t);
 	(void)state;
@@ -1628,11 +1630,11 @@ stmts_of(Stmt *s, StmtKind kind, Stmt **out, int n)
 	if (s->kind == kind) {
 		if (n > 0)
 			out[0] = s;
-		return 1 + stmts_of(s->orelse, kind, out + 1, n - 1);
+		return 1 + stmts_of(st_else(s), kind, out + 1, n - 1);
 	}
 	for (i = 0; i < s->nbody; i++)
 		got += stmts_of(s->body[i], kind, out + got, n - got);
-	return got + stmts_of(s->orelse, kind, out + got, n - got);
+	return got + stmts_of(st_else(s), kind, out + got, n - got);
 }
 
 /* The consumers' persistent tile loop of warp-specialized K (its second role's), or NULL. */
@@ -1643,7 +1645,7 @@ consumer_tiles(Kernel *k)
 	int i;
 
 	for (i = 0; roles && i < roles->body[1]->nbody; i++)
-		if (roles->body[1]->body[i]->kind == ST_LOOP && roles->body[1]->body[i]->loop == LOOP_TILE)
+		if (roles->body[1]->body[i]->kind == ST_LOOP && roles->body[1]->body[i]->u.loop.kind == LOOP_TILE)
 			return roles->body[1]->body[i];
 	return NULL;
 }
@@ -1665,7 +1667,7 @@ wait_and_epilogue(Kernel *k, Stmt *tl, Stmt *w, int *at_wait, int *at_e)
 		for (j = 0; x->kind == ST_IF && j < x->nbody; j++)
 			if (x->body[j] == w)
 				*at_wait = i;
-		if (x->kind == ST_LOOP && strcmp(k->var[x->var].name, "e") == 0 && *at_e < 0)
+		if (x->kind == ST_LOOP && strcmp(k->var[x->u.loop.var].name, "e") == 0 && *at_e < 0)
 			*at_e = i;
 	}
 }
@@ -1740,10 +1742,10 @@ cluster_pairs(void **state)
 		assert_int_equal(n, 2);
 		for (j = 0; j < 2; j++) {
 			share = k->mm.cluster[j ? 0 : 1];   /* A is shared along N, B along M */
-			assert_int_equal(ld[j]->mcast ? ld[j]->mcast->ival : 0, share > 1 ? 3 : 0);
-			assert_int_equal(k->param[ld[j]->param].box[0], (j ? k->tile_cols : k->tile_rows) / share);
+			assert_int_equal(ld[j]->u.tma.mcast ? ld[j]->u.tma.mcast->ival : 0, share > 1 ? 3 : 0);
+			assert_int_equal(k->param[ld[j]->u.tma.param].box[0], (j ? k->tile_cols : k->tile_rows) / share);
 			if (share > 1)
-				assert_non_null(strstr(expr(t, ld[j]->off), "rank"));
+				assert_non_null(strstr(expr(t, ld[j]->u.tma.off), "rank"));
 		}
 		/* a cluster barrier after the barrier init and one at the end, and nothing else like it */
 		n = stmts_of(k->body, ST_CLUSTER_SYNC, sync, 4);
@@ -1841,15 +1843,15 @@ cluster_grid(void **state)
 			const char *want = j ? cases[i].bmask : cases[i].amask;
 			int share = k->mm.cluster[j ? 0 : 1];
 
-			if (!want != !ld[j]->mcast || (want && strcmp(expr(t, ld[j]->mcast), want)))
+			if (!want != !ld[j]->u.tma.mcast || (want && strcmp(expr(t, ld[j]->u.tma.mcast), want)))
 				fail_msg("case %d: %s's multicast %s, expected %s", i, j ? "B" : "A",
-				         ld[j]->mcast ? expr(t, ld[j]->mcast) : "none", want ? want : "none");
-			if (k->param[ld[j]->param].box[0] != (j ? cases[i].bbox : cases[i].abox))
+				         ld[j]->u.tma.mcast ? expr(t, ld[j]->u.tma.mcast) : "none", want ? want : "none");
+			if (k->param[ld[j]->u.tma.param].box[0] != (j ? cases[i].bbox : cases[i].abox))
 				fail_msg("case %d: %s's box of %d rows, expected %d", i, j ? "B" : "A",
-				         k->param[ld[j]->param].box[0], j ? cases[i].bbox : cases[i].abox);
+				         k->param[ld[j]->u.tma.param].box[0], j ? cases[i].bbox : cases[i].abox);
 			/* a part at the CTA's place along the sharing axis: a box's first row, A's or B's */
-			if (share > 1 && strcmp(expr(t, ld[j]->a), j ? cases[i].bat : cases[i].aat))
-				fail_msg("case %d: %s's part at %s, expected %s", i, j ? "B" : "A", expr(t, ld[j]->a),
+			if (share > 1 && strcmp(expr(t, ld[j]->u.tma.row), j ? cases[i].bat : cases[i].aat))
+				fail_msg("case %d: %s's part at %s, expected %s", i, j ? "B" : "A", expr(t, ld[j]->u.tma.row),
 				         j ? cases[i].bat : cases[i].aat);
 		}
 		cu = cuda_of(t);
@@ -1927,8 +1929,9 @@ wait_per_tile(void **state)
 	assert_int_equal(epochs, 1);
 	n = stmts_of(k->body, ST_FLAG_WAIT, waits, 4);
 	assert_int_equal(n, 2);
-	assert_string_equal(expr(t, waits[0]->a), "(((row0 / 128) * ceildiv(cols, 256)) + (col0 / 256))");
-	assert_non_null(strstr(expr(t, waits[1]->a), "((ceildiv(rows, 128) * ceildiv(cols, 256)) + "));   /* after p's */
+	assert_string_equal(expr(t, waits[0]->u.flag_wait.word), "(((row0 / 128) * ceildiv(cols, 256)) + (col0 / 256))");
+	/* after p's */
+	assert_non_null(strstr(expr(t, waits[1]->u.flag_wait.word), "((ceildiv(rows, 128) * ceildiv(cols, 256)) + "));
 	/* in the consumers' tile loop: the elected waits, the barrier, then (after the mma wait) the epilogue */
 	assert_non_null(tl = consumer_tiles(k));
 	wait_and_epilogue(k, tl, waits[0], &at_wait, &at_e);
@@ -1936,7 +1939,7 @@ wait_per_tile(void **state)
 	assert_int_equal(tl->body[at_wait]->nbody, 2);   /* both inputs' waits in one block */
 	assert_int_equal(tl->body[at_wait - 1]->kind, ST_LOOP);        /* the k loop before it */
 	assert_int_equal(tl->body[at_wait + 1]->kind, ST_SYNC);        /* the consumers' barrier after it */
-	assert_int_equal(tl->body[at_wait + 1]->n, 1);
+	assert_int_equal(tl->body[at_wait + 1]->u.sync.id, 1);
 	assert_int_equal(stmts_of(tl->body[at_wait], ST_SYNC, syncs, 8), 0);
 	cu = cuda_of(t);
 	assert_int_equal(count(cu, "wsf_flag_wait(wait_flags + "), 2);
@@ -2013,13 +2016,14 @@ accumulate_output(void **state)
 	n = stmts_of(k->body, ST_TMA_STORE, stores, 4);
 	assert_int_equal(n, 2);
 	for (i = 0; i < n; i++)   /* o's stores add, y's overwrite */
-		assert_int_equal(stores[i]->flag, strcmp(k->param[stores[i]->param].name, "o") == 0);
+		assert_int_equal(stores[i]->u.tma.add, strcmp(k->param[stores[i]->u.tma.param].name, "o") == 0);
 	n = stmts_of(k->body, ST_FLAG_WAIT, waits, 4);
 	assert_int_equal(n, 2);
-	assert_int_equal(waits[0]->n, 0);   /* p's: the epilogue's loads need no proxy fence */
-	assert_int_equal(waits[1]->n, 1);   /* o's: fenced for the adds */
-	assert_false(waits[1]->flag);       /* the consumers', not the producer's */
-	assert_non_null(strstr(expr(t, waits[1]->a), "((ceildiv(rows, 128) * ceildiv(cols, 256)) + "));   /* after p's */
+	assert_int_equal(waits[0]->u.flag_wait.output, 0);   /* p's: the epilogue's loads need no proxy fence */
+	assert_int_equal(waits[1]->u.flag_wait.output, 1);   /* o's: fenced for the adds */
+	assert_false(waits[1]->u.flag_wait.producer);       /* the consumers', not the producer's */
+	/* after p's */
+	assert_non_null(strstr(expr(t, waits[1]->u.flag_wait.word), "((ceildiv(rows, 128) * ceildiv(cols, 256)) + "));
 	assert_non_null(tl = consumer_tiles(k));
 	wait_and_epilogue(k, tl, waits[1], &at_wait, &at_e);
 	assert_true(at_wait > 0 && at_e > at_wait);   /* before the tile's epilogue, */
@@ -2084,15 +2088,15 @@ operand_wait(void **state)
 	n = stmts_of(roles->body[0], ST_FLAG_WAIT, w, 4);   /* the producer's */
 	assert_int_equal(n, 2);
 	for (i = 0; i < 2; i++) {
-		assert_true(w[i]->flag);
-		assert_string_equal(expr(t, w[i]->cond), "(kk == 0)");
+		assert_true(w[i]->u.flag_wait.producer);
+		assert_string_equal(expr(t, w[i]->u.flag_wait.cond), "(kk == 0)");
 	}
-	assert_string_equal(expr(t, w[0]->a), "(row0 / 128)");
-	assert_string_equal(expr(t, w[1]->a), "(ceildiv(rows, 128) + (col0 / 256))");
+	assert_string_equal(expr(t, w[0]->u.flag_wait.word), "(row0 / 128)");
+	assert_string_equal(expr(t, w[1]->u.flag_wait.word), "(ceildiv(rows, 128) + (col0 / 256))");
 	/* in the k loop, which the elected thread alone runs, before the empty wait and the loads */
 	issue = roles->body[0]->body[1];
 	assert_int_equal(issue->kind, ST_IF);
-	assert_int_equal(issue->cond->kind, EX_ELECT);
+	assert_int_equal(issue->u.branch.cond->kind, EX_ELECT);
 	issue = find_kind(issue->body[0], ST_LOOP, 0);
 	assert_non_null(issue);
 	assert_int_equal(issue->body[0]->kind, ST_FLAG_WAIT);
@@ -2101,8 +2105,8 @@ operand_wait(void **state)
 	assert_int_equal(issue->body[3]->kind, ST_MBAR_WAIT);
 	n = stmts_of(roles->body[1], ST_FLAG_WAIT, w, 4);   /* the consumers': the epilogue input's */
 	assert_int_equal(n, 1);
-	assert_false(w[0]->flag);
-	assert_string_equal(expr(t, w[0]->a), "((ceildiv(rows, 128) + ceildiv(cols, 256)) + "
+	assert_false(w[0]->u.flag_wait.producer);
+	assert_string_equal(expr(t, w[0]->u.flag_wait.word), "((ceildiv(rows, 128) + ceildiv(cols, 256)) + "
 	                    "(((row0 / 128) * ceildiv(cols, 256)) + (col0 / 256)))");
 	cu = cuda_of(t);
 	assert_int_equal(count(cu, "    wsf_flag_wait_tma(wait_flags + "), 2);
@@ -2173,9 +2177,9 @@ static int64_t
 let_in(const Kernel *k, const Stmt *s, Env *env)
 {
 	(void)k;
-	env->v[s->var] = eval(s->a, env);
-	env->set[s->var] = true;
-	return env->v[s->var];
+	env->v[s->u.let.var] = eval(s->u.let.value, env);
+	env->set[s->u.let.var] = true;
+	return env->v[s->u.let.var];
 }
 
 static int64_t
@@ -2219,7 +2223,7 @@ tile_env(const Kernel *k, const Stmt *tl, Env *env, int64_t it)
 {
 	int i;
 
-	env->v[tl->var] = it, env->set[tl->var] = true;
+	env->v[tl->u.loop.var] = it, env->set[tl->u.loop.var] = true;
 	for (i = 0; i < tl->nbody; i++)
 		if (tl->body[i]->kind == ST_LET)
 			let_in(k, tl->body[i], env);
@@ -2260,7 +2264,7 @@ producer_elect_nest(void **state)
 		nest = prod->body[1];
 		if (cases[i].nest) {
 			assert_int_equal(nest->kind, ST_IF);
-			assert_int_equal(nest->cond->kind, EX_ELECT);
+			assert_int_equal(nest->u.branch.cond->kind, EX_ELECT);
 			assert_int_equal(nest->nbody, 1);
 			nest = nest->body[0];
 			assert_int_equal(census(nest).kind[ST_IF], 0);
@@ -2275,7 +2279,7 @@ producer_elect_nest(void **state)
 		} else {
 			assert_int_equal(kl->nbody, 1);
 			assert_int_equal(kl->body[0]->kind, ST_IF);
-			assert_int_equal(kl->body[0]->cond->kind, EX_ELECT);
+			assert_int_equal(kl->body[0]->u.branch.cond->kind, EX_ELECT);
 			assert_int_equal(census(kl->body[0]).kind[ST_TMA_LOAD], 2);
 		}
 		teardown((void **)&t);
@@ -2288,11 +2292,11 @@ read_waits(Stmt *s, const Stmt **w, int n)
 {
 	int i;
 
-	if (s->kind == ST_BULK_WAIT && s->flag && n < 4)
+	if (s->kind == ST_BULK_WAIT && s->u.group.read && n < 4)
 		w[n++] = s;
 	for (i = 0; i < s->nbody; i++)
 		n = read_waits(s->body[i], w, n);
-	return s->orelse ? read_waits(s->orelse, w, n) : n;
+	return st_else(s) ? read_waits(st_else(s), w, n) : n;
 }
 
 /*
@@ -2363,8 +2367,8 @@ staging_ring(void **state)
 			   not .read) */
 			assert_int_equal(read_waits(cons, w, 0), 1 + cases[i].restart);
 			if (cases[i].restart)
-				assert_int_equal(w[0]->n, 0);
-			assert_int_equal(w[cases[i].restart]->n, cases[i].wait);
+				assert_int_equal(w[0]->u.group.pending, 0);
+			assert_int_equal(w[cases[i].restart]->u.group.pending, cases[i].wait);
 			assert_int_equal(census(cons).kind[ST_SYNC], 1 + cases[i].restart);
 		}
 		teardown((void **)&t);
@@ -2417,8 +2421,8 @@ stage_division_values(void **state)
 
 					env.v[vi] = tiles[a], env.v[vk] = ksteps[b], env.v[vkk] = kk;
 					for (v = 0; v < 2; v++) {
-						assert_int_equal(eval(w[v]->barslot, &env), lin % S);
-						assert_int_equal(eval(w[v]->a, &env), (lin / S) & 1);
+						assert_int_equal(eval(w[v]->u.mbar.barslot, &env), lin % S);
+						assert_int_equal(eval(w[v]->u.mbar.parity, &env), (lin / S) & 1);
 					}
 				}
 		teardown((void **)&t);
@@ -2517,19 +2521,19 @@ stream_k_fractions(void **state)
 	add = find_kind(tl, ST_SK_REDUCE, 0);
 	assert_non_null(put);
 	assert_non_null(add);
-	assert_string_equal(expr(t, put->cond), "(1 < sk_n)");
-	assert_string_equal(expr(t, add->cond), "((1 < sk_n) * (sk_i < 2))");
-	assert_string_equal(expr(t, add->a), "sk_i");
-	assert_string_equal(expr(t, add->b), "sk_n");
+	assert_string_equal(expr(t, put->u.sk.cond), "(1 < sk_n)");
+	assert_string_equal(expr(t, add->u.sk.cond), "((1 < sk_n) * (sk_i < 2))");
+	assert_string_equal(expr(t, add->u.sk.part), "sk_i");
+	assert_string_equal(expr(t, add->u.sk.parts), "sk_n");
 	for (i = 0; i < tl->nbody; i++)
 		if (tl->body[i] == add && i + 1 < tl->nbody)
 			eloop = tl->body[i + 1];
 	assert_true(eloop && eloop->kind == ST_LOOP);
 	for (i = r = 0; i < eloop->nbody; i++)
-		if (eloop->body[i]->kind == ST_IF && !strcmp(expr(t, eloop->body[i]->cond), "((e % sk_n) == sk_i)"))
+		if (eloop->body[i]->kind == ST_IF && !strcmp(expr(t, eloop->body[i]->u.branch.cond), "((e % sk_n) == sk_i)"))
 			r++;
 	assert_int_equal(r, 2);
-	assert_string_equal(expr(t, find_deep(eloop, ST_COMPUTE)->step), "sk_n");
+	assert_string_equal(expr(t, find_deep(eloop, ST_COMPUTE)->u.compute.step), "sk_n");
 	assert_int_equal(census(eloop).kind[ST_TMA_STORE], 1);
 	cu = cuda_of(t);
 	assert_non_null(strstr(cu, "wsf_sk_arrive(wsf_sk_flag(sk_work, blockIdx.x - me));"));
@@ -2738,12 +2742,12 @@ stream_k(void **state)
 	roles = find_kind(k->body, ST_ROLES, 0);
 	tl = find_kind(roles->body[1], ST_LOOP, 1);
 	kl = find_kind(tl, ST_LOOP, 0);
-	assert_string_equal(expr(t, kl->hi), "kn");
-	assert_string_equal(expr(t, kl->lin), "(kbase + kk)");
-	assert_string_equal(expr(t, find_kind(tl, ST_SK_STORE, 0)->cond), "(0 < kb)");
-	assert_string_equal(expr(t, find_kind(tl, ST_SK_REDUCE, 0)->cond), "(kb == 0)");
-	assert_string_equal(expr(t, find_kind(tl, ST_SK_REDUCE, 0)->b), "sk_help");
-	assert_string_equal(expr(t, find_kind(tl, ST_IF, 0)->cond), "(kb == 0)");   /* the owner's epilogue */
+	assert_string_equal(expr(t, kl->u.loop.hi), "kn");
+	assert_string_equal(expr(t, kl->u.loop.lin), "(kbase + kk)");
+	assert_string_equal(expr(t, find_kind(tl, ST_SK_STORE, 0)->u.sk.cond), "(0 < kb)");
+	assert_string_equal(expr(t, find_kind(tl, ST_SK_REDUCE, 0)->u.sk.cond), "(kb == 0)");
+	assert_string_equal(expr(t, find_kind(tl, ST_SK_REDUCE, 0)->u.sk.parts), "sk_help");
+	assert_string_equal(expr(t, find_kind(tl, ST_IF, 0)->u.branch.cond), "(kb == 0)");   /* the owner's epilogue */
 	/* the producer loads a part's k-steps from kb on, its stages from kbase on */
 	{
 		Stmt *w[4];
@@ -2751,8 +2755,8 @@ stream_k(void **state)
 
 		assert_int_equal(n, 2);
 		for (i = 0; i < n; i++) {
-			assert_string_equal(expr(t, w[i]->b), "((kb + kk) * 64)");
-			assert_string_equal(expr(t, w[i]->slot), "((kbase + kk) % 4)");
+			assert_string_equal(expr(t, w[i]->u.tma.col), "((kb + kk) * 64)");
+			assert_string_equal(expr(t, w[i]->u.tma.slot), "((kbase + kk) % 4)");
 		}
 	}
 
@@ -2859,7 +2863,7 @@ stream_k(void **state)
 			assert_int_equal(census(k->body).kind[ST_SK_STORE], want[i]);
 			if (!want[i]) {
 				tl = find_kind(find_kind(k->body, ST_ROLES, 0)->body[1], ST_LOOP, 1);
-				assert_string_equal(expr(t, find_kind(tl, ST_LOOP, 0)->hi), "ktiles");
+				assert_string_equal(expr(t, find_kind(tl, ST_LOOP, 0)->u.loop.hi), "ktiles");
 			}
 			teardown(state);
 		}
@@ -2898,12 +2902,12 @@ split_scatter(Fixture *t, Kernel *k)
 	eloop = loop->body[at + 1];
 	assert_int_equal(eloop->kind, ST_LOOP);
 	snprintf(want, sizeof want, "%d", k->tile_cols / 32);
-	assert_string_equal(expr(t, eloop->hi), want);
+	assert_string_equal(expr(t, eloop->u.loop.hi), want);
 	snprintf(want, sizeof want, "((e %% %d) == rank)", s);
 	for (i = 0; i < eloop->nbody; i++) {
 		Stmt *x = eloop->body[i];
 
-		if (x->kind == ST_IF && !strcmp(expr(t, x->cond), want)) {
+		if (x->kind == ST_IF && !strcmp(expr(t, x->u.branch.cond), want)) {
 			if (!first)
 				first = x;
 			last = x;
@@ -2916,13 +2920,13 @@ split_scatter(Fixture *t, Kernel *k)
 	assert_int_equal(first->nbody, 1);
 	assert_int_equal(first->body[0]->kind, ST_COMPUTE);
 	assert_int_equal(last->body[0]->kind, ST_IF);
-	assert_int_equal(last->body[0]->cond->kind, EX_ELECT);
+	assert_int_equal(last->body[0]->u.branch.cond->kind, EX_ELECT);
 	assert_int_equal(census(last).kind[ST_TMA_STORE], 1);
 	assert_int_equal(census(eloop).kind[ST_COMPUTE], 1);
-	assert_int_equal(k->bar[red->bar].arrivals, (s - 1) * 128);
-	assert_int_equal(k->bar[red->bar + 1].arrivals, (s - 1) * 128);
+	assert_int_equal(k->bar[red->u.split.bar].arrivals, (s - 1) * 128);
+	assert_int_equal(k->bar[red->u.split.bar + 1].arrivals, (s - 1) * 128);
 	for (i = 0; i < loop->nbody; i++)   /* no rank 0 alone */
-		assert_false(loop->body[i]->kind == ST_IF && !strcmp(expr(t, loop->body[i]->cond), "(rank == 0)"));
+		assert_false(loop->body[i]->kind == ST_IF && !strcmp(expr(t, loop->body[i]->u.branch.cond), "(rank == 0)"));
 	cu = cuda_of(t);
 	snprintf(want, sizeof want, "stores subtiles me, me + %d, ...", s);
 	assert_non_null(strstr(cu, want));
@@ -2961,10 +2965,10 @@ split_in_clusters(void **state)
 	roles = find_kind(k->body, ST_ROLES, 0);
 	n = stmts_of(roles->body[0], ST_TMA_LOAD, ld, 4);
 	assert_int_equal(n, 2);
-	assert_string_equal(expr(t, ld[0]->mcast), "((5 << ((rank % 4) % 2)) << ((rank / 4) * 4))");   /* A: a row */
-	assert_string_equal(expr(t, ld[1]->mcast), "((3 << (((rank % 4) / 2) * 2)) << ((rank / 4) * 4))");   /* B */
+	assert_string_equal(expr(t, ld[0]->u.tma.mcast), "((5 << ((rank % 4) % 2)) << ((rank / 4) * 4))");   /* A: a row */
+	assert_string_equal(expr(t, ld[1]->u.tma.mcast), "((3 << (((rank % 4) / 2) * 2)) << ((rank / 4) * 4))");   /* B */
 	assert_int_equal(lets_named(k, k->body, "k0", k0, 2), 1);
-	assert_string_equal(expr(t, k0[0]->a), "((rank / 4) * kper)");
+	assert_string_equal(expr(t, k0[0]->u.let.value), "((rank / 4) * kper)");
 	for (b = 1; b < k->nbar && strcmp(k->bar[b].name, "empty") != 0; b++)
 		;
 	assert_true(b < k->nbar && k->bar[b].cluster);
@@ -3052,39 +3056,39 @@ split_k(void **state)
 	n = stmts_of(roles->body[0], ST_TMA_LOAD, w, 4);
 	assert_int_equal(n, 2);
 	for (i = 0; i < n; i++)
-		assert_string_equal(expr(t, w[i]->b), "((k0 + kk) * 64)");
+		assert_string_equal(expr(t, w[i]->u.tma.col), "((k0 + kk) * 64)");
 	/* the consumers' tile loop: k loop, its wait, the reduction, then rank 0's epilogue */
 	assert_non_null(loop = consumer_tiles(k));
 	for (at = 0; at < loop->nbody && loop->body[at]->kind != ST_LOOP; at++)
 		;
 	kloop = loop->body[at];
-	assert_string_equal(expr(t, kloop->hi), "ktiles");
+	assert_string_equal(expr(t, kloop->u.loop.hi), "ktiles");
 	assert_int_equal(census(kloop).kind[ST_MMA_WAIT], 1);   /* wait_group 1 for the stage released */
 	red = find_kind(loop, ST_SPLIT_REDUCE, 0);
 	assert_non_null(red);
 	for (i = at + 1; loop->body[i] != red; i++)
-		assert_false(loop->body[i]->kind == ST_MMA_WAIT && loop->body[i]->n != 0);
+		assert_false(loop->body[i]->kind == ST_MMA_WAIT && loop->body[i]->u.group.pending != 0);
 	assert_non_null(find_kind(loop, ST_MMA_WAIT, 0));
-	assert_int_equal(find_kind(loop, ST_MMA_WAIT, 0)->n, 0);
+	assert_int_equal(find_kind(loop, ST_MMA_WAIT, 0)->u.group.pending, 0);
 	assert_null(find_kind(loop, ST_MMA_WAIT, 1));
 	lead = loop->body[loop->nbody - 1];
 	assert_true(lead->kind == ST_IF && lead->body[0]->kind == ST_LOOP);
-	assert_string_equal(expr(t, lead->cond), "(rank == 0)");
+	assert_string_equal(expr(t, lead->u.branch.cond), "(rank == 0)");
 	assert_int_equal(census(lead).kind[ST_COMPUTE], 1);
 	assert_int_equal(census(lead).kind[ST_MMA_WAIT], 0);
-	assert_string_equal(expr(t, red->a), "((i / 2) & 1)");
-	assert_string_equal(expr(t, red->b), "kparts");
-	assert_int_equal(k->buf[red->buf].kind, BUF_PARTIAL);
-	assert_int_equal(k->buf[red->buf].rows, 2);
-	assert_int_equal(k->buf[red->buf].cols, 128 * 8);
-	assert_string_equal(k->bar[red->bar].name, "split_full");
-	assert_int_equal(k->bar[red->bar].arrivals, 128);
-	assert_string_equal(k->bar[red->bar + 1].name, "split_free");
-	assert_int_equal(k->bar[red->bar + 1].arrivals, 128);
+	assert_string_equal(expr(t, red->u.split.parity), "((i / 2) & 1)");
+	assert_string_equal(expr(t, red->u.split.ranks), "kparts");
+	assert_int_equal(k->buf[red->u.split.buf].kind, BUF_PARTIAL);
+	assert_int_equal(k->buf[red->u.split.buf].rows, 2);
+	assert_int_equal(k->buf[red->u.split.buf].cols, 128 * 8);
+	assert_string_equal(k->bar[red->u.split.bar].name, "split_full");
+	assert_int_equal(k->bar[red->u.split.bar].arrivals, 128);
+	assert_string_equal(k->bar[red->u.split.bar + 1].name, "split_free");
+	assert_int_equal(k->bar[red->u.split.bar + 1].arrivals, 128);
 	/* the ping-pong release of the last k-step, only where there was one */
 	for (i = 0; i < loop->nbody; i++)
 		if (loop->body[i]->kind == ST_IF && loop->body[i]->nbody == 1 && loop->body[i]->body[0]->kind == ST_MBAR_ARRIVE)
-			assert_string_equal(expr(t, loop->body[i]->cond), "(0 < ktiles)");
+			assert_string_equal(expr(t, loop->body[i]->u.branch.cond), "(0 < ktiles)");
 	for (b = 1; b < k->nbuf; b++)
 		parts += k->buf[b].kind == BUF_PARTIAL;
 	assert_int_equal(parts, 1);
@@ -3247,8 +3251,8 @@ swapped(void **state)
 	assert_non_null(mma);
 	assert_string_equal(k->buf[mma->reads[0].buf].name, "tile_w");
 	assert_string_equal(k->buf[mma->reads[1].buf].name, "tile_x");
-	assert_int_equal(mma->mma->m, 64);
-	assert_int_equal(mma->mma->n, 16);
+	assert_int_equal(mma->u.mma.shape->m, 64);
+	assert_int_equal(mma->u.mma.shape->n, 16);
 	assert_int_equal(k->acc[mma->writes[0].acc].rows, 64);
 	assert_int_equal(k->acc[mma->writes[0].acc].cols, 16);
 	assert_int_equal(k->buf[mma->reads[0].buf].stages, 16);
@@ -3288,8 +3292,8 @@ swapped(void **state)
 		assert_true(k->mm.swap_ab && !k->mm.pingpong);
 		assert_int_equal(k->tile_cols, 128);
 		mma = find_deep(k->body, ST_MMA);
-		assert_int_equal(mma->mma->m, 128);
-		assert_int_equal(mma->mma->n, 16);
+		assert_int_equal(mma->u.mma.shape->m, 128);
+		assert_int_equal(mma->u.mma.shape->n, 16);
 		assert_int_equal(k->buf[mma->reads[0].buf].stages, 11);   /* 18 KiB stages: the most that fit */
 		cu = cuda_of(t);
 		assert_non_null(strstr(cu, "const wsf_u64 da = wsf_mma_desc((const char *)(tile_w + ((long long)((unsigned)"
@@ -3474,26 +3478,26 @@ wait_writer_tile(void **state)
 		assert_non_null(loop);
 		if (tiles[i][2] == 1) {   /* the one writer tile that holds this one */
 			assert_int_not_equal(loop->kind, ST_LOOP);
-			assert_null(w[0]->cond);
-			assert_string_equal(expr(t, w[0]->a), "(((row0 / 256) * ceildiv(cols, 512)) + (col0 / 512))");
+			assert_null(w[0]->u.flag_wait.cond);
+			assert_string_equal(expr(t, w[0]->u.flag_wait.word), "(((row0 / 256) * ceildiv(cols, 512)) + (col0 / 512))");
 			teardown((void **)&t);
 			continue;
 		}
 		assert_int_equal(loop->kind, ST_LOOP);
-		assert_string_equal(expr(t, loop->hi), arena_printf(t->c.arena, "%d", tiles[i][2]));
-		assert_non_null(w[0]->cond);
+		assert_string_equal(expr(t, loop->u.loop.hi), arena_printf(t->c.arena, "%d", tiles[i][2]));
+		assert_non_null(w[0]->u.flag_wait.cond);
 		if (tiles[i][0] == 128) {
-			assert_string_equal(expr(t, w[0]->a), "(((row0 / 128) * ceildiv(cols, 128)) + ((col0 / 128) + wt))");
-			assert_string_equal(expr(t, w[0]->cond), "((col0 + (wt * 128)) < cols)");
+			assert_string_equal(expr(t, w[0]->u.flag_wait.word), "(((row0 / 128) * ceildiv(cols, 128)) + ((col0 / 128) + wt))");
+			assert_string_equal(expr(t, w[0]->u.flag_wait.cond), "((col0 + (wt * 128)) < cols)");
 			assert_int_equal(count(cuda_of(t), "wsf_flag_wait(wait_flags + "), 1);
 		} else if (tiles[i][0] == 64) {   /* four column tiles a row */
-			assert_string_equal(expr(t, w[0]->cond),
+			assert_string_equal(expr(t, w[0]->u.flag_wait.cond),
 			                    "(((row0 + ((wt / 4) * 64)) < rows) & ((col0 + ((wt % 4) * 64)) < cols))");
 		} else if (tiles[i][0] == 256) {   /* one writer row tile, two of its column tiles */
-			assert_string_equal(expr(t, w[0]->a), "(((row0 / 256) * ceildiv(cols, 128)) + ((col0 / 128) + wt))");
-			assert_string_equal(expr(t, w[0]->cond), "((col0 + (wt * 128)) < cols)");
+			assert_string_equal(expr(t, w[0]->u.flag_wait.word), "(((row0 / 256) * ceildiv(cols, 128)) + ((col0 / 128) + wt))");
+			assert_string_equal(expr(t, w[0]->u.flag_wait.cond), "((col0 + (wt * 128)) < cols)");
 		} else {   /* every word of the tile, and the CUDA stays small */
-			assert_string_equal(expr(t, w[0]->a), "(((row0 + (wt / 256)) * cols) + (col0 + (wt % 256)))");
+			assert_string_equal(expr(t, w[0]->u.flag_wait.word), "(((row0 + (wt / 256)) * cols) + (col0 + (wt % 256)))");
 			assert_true(strlen(cuda_of(t)) < 64 * 1024);
 		}
 		teardown((void **)&t);
@@ -3511,7 +3515,7 @@ lets_named(const Kernel *k, Stmt *s, const char *name, Stmt **out, int n)
 	int i, m = stmts_of(s, ST_LET, lets, 64), got = 0;
 
 	for (i = 0; i < m && i < 64; i++)
-		if (strcmp(k->var[lets[i]->var].name, name) == 0 && got++ < n)
+		if (strcmp(k->var[lets[i]->u.let.var].name, name) == 0 && got++ < n)
 			out[got - 1] = lets[i];
 	return got;
 }
@@ -3552,7 +3556,7 @@ ragged_inside(void **state)
 		assert_int_equal(lets_named(k, k->body, "col0", c, 4), n);
 		assert_int_equal(n, 2);   /* the producer's tile loop and the consumers' */
 		for (j = 0; j < n; j++) {
-			const char *re = expr(t, r[j]->a), *ce = expr(t, c[j]->a);
+			const char *re = expr(t, r[j]->u.let.value), *ce = expr(t, c[j]->u.let.value);
 
 			if (!cases[i].rows) {
 				assert_null(strstr(re, "max((rows"));
@@ -3881,13 +3885,13 @@ loops_named(const Kernel *k, const Stmt *s, const char *name, Stmt **last)
 
 	if (!s)
 		return 0;
-	if (s->kind == ST_LOOP && strcmp(k->var[s->var].name, name) == 0) {
+	if (s->kind == ST_LOOP && strcmp(k->var[s->u.loop.var].name, name) == 0) {
 		*last = (Stmt *)s;
 		n++;
 	}
 	for (i = 0; i < s->nbody; i++)
 		n += loops_named(k, s->body[i], name, last);
-	return n + loops_named(k, s->orelse, name, last);
+	return n + loops_named(k, st_else(s), name, last);
 }
 
 /*
@@ -3939,7 +3943,7 @@ narrow_subtiles(void **state)
 		assert_int_equal(k->tile_cols, cases[i].bn);
 		assert_int_equal(k->mm.epi_cols, cases[i].epi);
 		assert_int_equal(loops_named(k, k->body, "e", &el), 1);
-		assert_string_equal(expr(t, el->hi), arena_printf(t->c.arena, "%d", cases[i].bn / cases[i].epi));
+		assert_string_equal(expr(t, el->u.loop.hi), arena_printf(t->c.arena, "%d", cases[i].bn / cases[i].epi));
 		for (b = 1; b < k->nbuf; b++)
 			if (k->buf[b].kind == BUF_STAGING) {   /* z's bf16 copy, then y's f32 */
 				assert_int_equal(k->buf[b].cols, cases[i].epi);
@@ -4051,9 +4055,9 @@ row_inputs_staged(void **state)
 			;
 		for (j = 1; j <= rows; j++) {
 			assert_int_equal(tl->body[at - j]->kind, ST_ROW_FETCH);
-			assert_string_equal(expr(t, tl->body[at - j]->b), "col0");
+			assert_string_equal(expr(t, tl->body[at - j]->u.row_copy.col), "col0");
 			assert_int_equal(tl->body[at + j]->kind, ST_ROW_PUT);
-			assert_string_equal(expr(t, tl->body[at + j]->slot), "(i % 2)");
+			assert_string_equal(expr(t, tl->body[at + j]->u.row_copy.slot), "(i % 2)");
 		}
 		assert_int_equal(tl->body[at + rows + 1]->kind, ST_MMA_WAIT);
 		/*
@@ -4064,15 +4068,15 @@ row_inputs_staged(void **state)
 		 */
 		for (b = 1; k->buf[b].kind != BUF_STAGING; b++)
 			;
-		if (el->hi->ival % k->buf[b].stages) {
+		if (el->u.loop.hi->ival % k->buf[b].stages) {
 			x = tl->body[at + rows + 2];
 			assert_int_equal(x->kind, ST_IF);
 			assert_int_equal(x->body[0]->kind, ST_BULK_WAIT);
-			assert_int_equal(x->body[0]->n, 0);
+			assert_int_equal(x->body[0]->u.group.pending, 0);
 			at++;
 		}
 		assert_int_equal(tl->body[at + rows + 2]->kind, ST_SYNC);
-		assert_int_equal(tl->body[at + rows + 2]->n, 1);   /* the consumers' named barrier */
+		assert_int_equal(tl->body[at + rows + 2]->u.sync.id, 1);   /* the consumers' named barrier */
 		assert_ptr_equal(tl->body[at + rows + 3], el);
 		assert_int_equal(census(tl).kind[ST_SYNC], 2);     /* that one and the staging tile's */
 		assert_int_equal(census(el).kind[ST_SYNC], 1);
@@ -4169,27 +4173,27 @@ full_inputs_carried(void **state)
 		el = epilogue_of(k, tl);
 		assert_non_null(kl);
 		assert_non_null(el);
-		assert_int_equal(el->hi->ival, cases[i].subtiles);
+		assert_int_equal(el->u.loop.hi->ival, cases[i].subtiles);
 		/* the k loop: its one if issues the first copies' loads at the last k-step but one */
 		for (n = 0; n < kl->nbody && kl->body[n]->kind != ST_IF; n++)
 			;
 		assert_true(n < kl->nbody);
 		lead = kl->body[n];
-		assert_int_equal(lead->cond->kind, EX_ELECT);
+		assert_int_equal(lead->u.branch.cond->kind, EX_ELECT);
 		at = lead->body[0];
-		assert_string_equal(expr(t, at->cond), "(kk == max((ktiles - 2), 0))");
+		assert_string_equal(expr(t, at->u.branch.cond), "(kk == max((ktiles - 2), 0))");
 		assert_int_equal(at->body[0]->kind, ST_BULK_WAIT);
-		assert_true(at->body[0]->flag);
-		assert_int_equal(at->body[0]->n, 0);
+		assert_true(at->body[0]->u.group.read);
+		assert_int_equal(at->body[0]->u.group.pending, 0);
 		assert_int_equal(census(at).kind[ST_TMA_LOAD], cases[i].copies);
 		assert_int_equal(census(at).kind[ST_EXPECT_TX], cases[i].copies);
 		for (j = 0; j < cases[i].copies; j++) {
 			Stmt *ld = at->body[2 + 2 * j];
 
 			assert_int_equal(ld->kind, ST_TMA_LOAD);
-			assert_int_equal(ld->buf, sb);
-			assert_int_equal(ld->bar, k->buf[sb].preload_bar);
-			assert_int_equal(ld->slot->ival, j);
+			assert_int_equal(ld->u.tma.buf, sb);
+			assert_int_equal(ld->u.tma.bar, k->buf[sb].preload_bar);
+			assert_int_equal(ld->u.tma.slot->ival, j);
 		}
 		assert_int_equal(census(kl).kind[ST_TMA_LOAD], cases[i].copies);
 		/* the epilogue: the copy's wait right before the compute, which reads the copy it writes */
@@ -4199,9 +4203,9 @@ full_inputs_carried(void **state)
 		assert_true(n > 0);
 		wait = el->body[n - 1];
 		assert_int_equal(wait->kind, ST_MBAR_WAIT);
-		assert_int_equal(wait->bar, k->buf[sb].preload_bar);
-		assert_string_equal(expr(t, wait->barslot), "(e % 4)");
-		assert_string_equal(expr(t, wait->a), cases[i].subtiles == 8 ? "((((i * 8) + e) / 4) & 1)"
+		assert_int_equal(wait->u.mbar.bar, k->buf[sb].preload_bar);
+		assert_string_equal(expr(t, wait->u.mbar.barslot), "(e % 4)");
+		assert_string_equal(expr(t, wait->u.mbar.parity), cases[i].subtiles == 8 ? "((((i * 8) + e) / 4) & 1)"
 		                                                               : "((((i * 4) + e) / 4) & 1)");
 		for (j = 0; j < compute->nreads && compute->reads[j].buf != sb; j++)
 			;
@@ -4218,11 +4222,11 @@ full_inputs_carried(void **state)
 
 			assert_int_equal(store->kind, ST_IF);
 			assert_int_equal(next->kind, ST_IF);
-			assert_string_equal(expr(t, next->cond), "((e >= 1) & ((e + 3) < 8))");
+			assert_string_equal(expr(t, next->u.branch.cond), "((e >= 1) & ((e + 3) < 8))");
 			assert_int_equal(next->body[0]->kind, ST_BULK_WAIT);
-			assert_true(next->body[0]->flag);
-			assert_int_equal(next->body[0]->n, 0);
-			assert_string_equal(expr(t, next->body[2]->slot), "((e + 3) % 4)");
+			assert_true(next->body[0]->u.group.read);
+			assert_int_equal(next->body[0]->u.group.pending, 0);
+			assert_string_equal(expr(t, next->body[2]->u.tma.slot), "((e + 3) % 4)");
 			assert_int_equal(store->body[1]->kind, ST_TMA_STORE);
 		}
 		teardown((void **)&t);

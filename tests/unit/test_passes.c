@@ -58,17 +58,17 @@ add_load_and_compute(Comp *c, Kernel *k, Stmt *block, int var)
 	for (b = 1; b < k->nbuf; b++) {
 		Stmt *ld = st_new(c, ST_TMA_LOAD);
 
-		ld->buf = b;
-		ld->param = k->buf[b].param;
-		ld->slot = ex_int(c, 0);
-		ld->a = ex_var(c, var);
-		ld->b = ex_int(c, 0);
+		ld->u.tma.buf = b;
+		ld->u.tma.param = k->buf[b].param;
+		ld->u.tma.slot = ex_int(c, 0);
+		ld->u.tma.row = ex_var(c, var);
+		ld->u.tma.col = ex_int(c, 0);
 		st_append(c, issue, ld);
 		VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->buf = b;
 		compute->reads[compute->nreads - 1].slot = ex_int(c, 0);
 	}
-	compute->a = ex_var(c, var);
-	compute->b = ex_int(c, 0);
+	compute->u.compute.row = ex_var(c, var);
+	compute->u.compute.col = ex_int(c, 0);
 	st_append(c, block, compute);
 	return compute;
 }
@@ -83,7 +83,7 @@ single_loop(Comp *c, Kernel *k)
 	k->param[n].var = kernel_add_var(c, k, "n");
 	loop = st_loop(c, kernel_add_var(c, k, "i"), ex_int(c, 0), ex_var(c, k->param[n].var), LOOP_TILE);
 	st_append(c, k->body, loop);
-	add_load_and_compute(c, k, loop, loop->var);
+	add_load_and_compute(c, k, loop, loop->u.loop.var);
 	return loop;
 }
 
@@ -99,7 +99,7 @@ nested_loops(Comp *c, Kernel *k, Stmt **inner)
 	*inner = st_loop(c, kernel_add_var(c, k, "j"), ex_int(c, 0), ex_var(c, k->param[n].var), LOOP_SERIAL);
 	st_append(c, k->body, outer);
 	st_append(c, outer, *inner);
-	add_load_and_compute(c, k, *inner, (*inner)->var);
+	add_load_and_compute(c, k, *inner, (*inner)->u.loop.var);
 	return outer;
 }
 
@@ -146,30 +146,30 @@ cb_plain_single_loop(void **state)
 	main_ = k->body->body[3];
 	epi = k->body->body[4];
 	assert_ptr_equal(main_, loop);
-	assert_int_equal(pro->cb->part, CB_PROLOGUE);
-	assert_int_equal(main_->cb->part, CB_MAIN);
-	assert_int_equal(epi->cb->part, CB_EPILOGUE);
-	assert_int_equal(main_->cb->stages, 8);
-	assert_int_equal(main_->cb->prefetch, 7);
-	assert_int_equal(main_->cb->stage_bytes, 3 * 8192);
+	assert_int_equal(pro->u.loop.cb->part, CB_PROLOGUE);
+	assert_int_equal(main_->u.loop.cb->part, CB_MAIN);
+	assert_int_equal(epi->u.loop.cb->part, CB_EPILOGUE);
+	assert_int_equal(main_->u.loop.cb->stages, 8);
+	assert_int_equal(main_->u.loop.cb->prefetch, 7);
+	assert_int_equal(main_->u.loop.cb->stage_bytes, 3 * 8192);
 	for (b = 1; b < k->nbuf; b++) {
 		assert_int_equal(k->buf[b].stages, 8);
-		assert_int_equal(k->buf[b].full_bar, main_->cb->full_bar);
+		assert_int_equal(k->buf[b].full_bar, main_->u.loop.cb->full_bar);
 	}
-	assert_int_equal(k->bar[main_->cb->full_bar].count, 8);
-	assert_int_equal(k->bar[main_->cb->full_bar].arrivals, 1);
-	assert_int_equal(main_->cb->empty_bar, 0);
+	assert_int_equal(k->bar[main_->u.loop.cb->full_bar].count, 8);
+	assert_int_equal(k->bar[main_->u.loop.cb->full_bar].arrivals, 1);
+	assert_int_equal(main_->u.loop.cb->empty_bar, 0);
 	/* main issues loads P ahead: one expect_tx, then three loads into slot (i + 7) % 8 */
 	issue = main_->body[0];
 	assert_int_equal(issue->kind, ST_IF);
 	assert_int_equal(issue->nbody, 4);
 	assert_int_equal(issue->body[0]->kind, ST_EXPECT_TX);
-	assert_int_equal(issue->body[0]->n, 3 * 8192);
-	assert_string_equal(expr(t, issue->body[1]->slot), "((i + 7) % 8)");
-	assert_string_equal(expr(t, issue->body[1]->a), "(i + 7)");
-	assert_string_equal(expr(t, main_->hi), "(n - 7)");
-	assert_string_equal(expr(t, epi->lo), "max((n - 7), 0)");
-	assert_string_equal(expr(t, pro->hi), "min(7, n)");
+	assert_int_equal(issue->body[0]->u.mbar.bytes, 3 * 8192);
+	assert_string_equal(expr(t, issue->body[1]->u.tma.slot), "((i + 7) % 8)");
+	assert_string_equal(expr(t, issue->body[1]->u.tma.row), "(i + 7)");
+	assert_string_equal(expr(t, main_->u.loop.hi), "(n - 7)");
+	assert_string_equal(expr(t, epi->u.loop.lo), "max((n - 7), 0)");
+	assert_string_equal(expr(t, pro->u.loop.hi), "min(7, n)");
 	/* the epilogue and the rest of main load nothing; the prologue only loads */
 	assert_int_equal(census(epi).kind[ST_TMA_LOAD], 0);
 	assert_int_equal(census(pro).kind[ST_COMPUTE], 0);
@@ -188,33 +188,33 @@ cb_plain_picks_innermost(void **state)
 	Stmt *inner, *outer = nested_loops(c, k, &inner);
 
 	run_pass(t, pass_circular_buffer, "circular_buffer");
-	assert_null(outer->cb);
-	assert_non_null(inner->cb);
-	assert_int_equal(inner->cb->part, CB_MAIN);
+	assert_null(outer->u.loop.cb);
+	assert_non_null(inner->u.loop.cb);
+	assert_int_equal(inner->u.loop.cb->part, CB_MAIN);
 	/* prologue, main, epilogue now sit inside the outer loop */
 	assert_int_equal(outer->nbody, 3);
-	assert_int_equal(outer->body[0]->cb->part, CB_PROLOGUE);
-	assert_int_equal(outer->body[2]->cb->part, CB_EPILOGUE);
+	assert_int_equal(outer->body[0]->u.loop.cb->part, CB_PROLOGUE);
+	assert_int_equal(outer->body[2]->u.loop.cb->part, CB_EPILOGUE);
 	/* barriers are initialised once, before the outer loop */
 	assert_int_equal(census(outer).kind[ST_MBAR_INIT], 0);
 	assert_int_equal(census(k->body).kind[ST_MBAR_INIT], 1);
 	/* and their phases run on across the outer loop: the stage counter continues it */
-	assert_string_equal(expr(t, inner->lin), "((o * n) + j)");
-	assert_string_equal(expr(t, inner->body[0]->body[1]->slot), "(((o * n) + (j + 7)) % 8)");
-	assert_string_equal(expr(t, outer->body[0]->body[0]->body[1]->slot), "(((o * n) + p) % 8)");
+	assert_string_equal(expr(t, inner->u.loop.lin), "((o * n) + j)");
+	assert_string_equal(expr(t, inner->body[0]->body[1]->u.tma.slot), "(((o * n) + (j + 7)) % 8)");
+	assert_string_equal(expr(t, outer->body[0]->body[0]->body[1]->u.tma.slot), "(((o * n) + p) % 8)");
 	run_pass(t, pass_warp_specialize, "warp_specialize");
 	run_pass(t, pass_sync, "sync");
-	assert_string_equal(expr(t, inner->body[find(inner, ST_MBAR_WAIT)]->a), "((((o * n) + j) / 8) & 1)");
+	assert_string_equal(expr(t, inner->body[find(inner, ST_MBAR_WAIT)]->u.mbar.parity), "((((o * n) + j) / 8) & 1)");
 	/*
 	 * The next outer iteration's prologue refills the stages the epilogue
 	 * read: one CTA barrier right after the epilogue (none inside it).  A
 	 * pipeline at the top level gets none (sync_plain).
 	 */
 	assert_int_equal(outer->nbody, 4);
-	assert_int_equal(outer->body[2]->cb->part, CB_EPILOGUE);
+	assert_int_equal(outer->body[2]->u.loop.cb->part, CB_EPILOGUE);
 	assert_int_equal(census(outer->body[2]).kind[ST_SYNC], 0);
 	assert_int_equal(outer->body[3]->kind, ST_SYNC);
-	assert_int_equal(outer->body[3]->n, 0);
+	assert_int_equal(outer->body[3]->u.sync.id, 0);
 }
 
 /* Warp-specialized: the outermost loop, and the stage counter runs on across the nest. */
@@ -228,13 +228,13 @@ cb_ws_picks_outermost(void **state)
 	Stmt *ld;
 
 	run_pass(t, pass_circular_buffer, "circular_buffer");
-	assert_non_null(outer->cb);
-	assert_null(inner->cb);
-	assert_int_equal(k->bar[outer->cb->empty_bar].arrivals, 256);
-	assert_string_equal(expr(t, inner->lin), "((o * n) + j)");
+	assert_non_null(outer->u.loop.cb);
+	assert_null(inner->u.loop.cb);
+	assert_int_equal(k->bar[outer->u.loop.cb->empty_bar].arrivals, 256);
+	assert_string_equal(expr(t, inner->u.loop.lin), "((o * n) + j)");
 	ld = inner->body[0]->body[1];
 	assert_int_equal(ld->kind, ST_TMA_LOAD);
-	assert_string_equal(expr(t, ld->slot), "(((o * n) + j) % 8)");
+	assert_string_equal(expr(t, ld->u.tma.slot), "(((o * n) + j) % 8)");
 	/* no prologue or epilogue: the roles split comes next */
 	assert_int_equal(k->body->nbody, 3);
 }
@@ -250,8 +250,8 @@ cb_stages_hint(void **state)
 
 	k->stages_hint = 3;
 	run_pass(t, pass_circular_buffer, "circular_buffer");
-	assert_int_equal(loop->cb->stages, 3);
-	assert_int_equal(loop->cb->prefetch, 2);
+	assert_int_equal(loop->u.loop.cb->stages, 3);
+	assert_int_equal(loop->u.loop.cb->prefetch, 2);
 	assert_int_equal(kernel_smem_bytes(k), 3 * 3 * 8192 + 3 * 8);
 }
 
@@ -280,7 +280,7 @@ cb_stages_from_budget(void **state)
 
 	k->smem_budget = 64 * 1024;
 	run_pass(t, pass_circular_buffer, "circular_buffer");
-	assert_int_equal(loop->cb->stages, 2);
+	assert_int_equal(loop->u.loop.cb->stages, 2);
 	assert_true(kernel_smem_bytes(k) <= k->smem_budget);
 }
 
@@ -311,7 +311,7 @@ cb_stages_count_padded_copies(void **state)
 	assert_int_equal(l.bytes, 32);
 	assert_int_equal(l.align, 128);
 	assert_int_equal(l.stride, 128);
-	assert_int_equal(loop->cb->stages, 4);
+	assert_int_equal(loop->u.loop.cb->stages, 4);
 	assert_int_equal(k->buf[b].stages, 4);
 	assert_true(kernel_smem_bytes(k) <= k->smem_budget);
 	for (s = 0; s < k->buf[b].stages; s++)
@@ -362,9 +362,9 @@ sync_plain(void **state)
 	r = find(main_, ST_COMPUTE);
 	assert_int_equal(w + 1, r);
 	assert_int_equal(main_->body[r + 1]->kind, ST_SYNC);
-	assert_int_equal(main_->body[r + 1]->n, 0);
-	assert_string_equal(expr(t, main_->body[w]->barslot), "(i % 8)");
-	assert_string_equal(expr(t, main_->body[w]->a), "((i / 8) & 1)");
+	assert_int_equal(main_->body[r + 1]->u.sync.id, 0);
+	assert_string_equal(expr(t, main_->body[w]->u.mbar.barslot), "(i % 8)");
+	assert_string_equal(expr(t, main_->body[w]->u.mbar.parity), "((i / 8) & 1)");
 	assert_int_equal(census(epi).kind[ST_MBAR_WAIT], 1);
 	assert_int_equal(census(epi).kind[ST_SYNC], 0);
 	assert_int_equal(census(k->body->body[2]).kind[ST_MBAR_WAIT], 0);
@@ -395,43 +395,43 @@ sync_warp_specialized(void **state)
 	/* the role table: a producer warp after 256 consumer threads, whose barriers are named barrier 1 */
 	assert_int_equal(k->nrole, 3);
 	assert_int_equal(roles->body[0]->kind, ST_ROLE);
-	assert_int_equal(k->role[roles->body[0]->role].kind, ROLE_PRODUCER);
-	assert_int_equal(k->role[roles->body[0]->role].first, 256);
-	assert_int_equal(k->role[roles->body[0]->role].threads, 32);
-	assert_int_equal(k->role[roles->body[0]->role].bar_id, 0);
-	assert_int_equal(k->role[roles->body[1]->role].kind, ROLE_CONSUMER);
-	assert_int_equal(k->role[roles->body[1]->role].first, 0);
-	assert_int_equal(k->role[roles->body[1]->role].threads, 256);
-	assert_int_equal(k->role[roles->body[1]->role].bar_id, 1);
+	assert_int_equal(k->role[roles->body[0]->u.role.id].kind, ROLE_PRODUCER);
+	assert_int_equal(k->role[roles->body[0]->u.role.id].first, 256);
+	assert_int_equal(k->role[roles->body[0]->u.role.id].threads, 32);
+	assert_int_equal(k->role[roles->body[0]->u.role.id].bar_id, 0);
+	assert_int_equal(k->role[roles->body[1]->u.role.id].kind, ROLE_CONSUMER);
+	assert_int_equal(k->role[roles->body[1]->u.role.id].first, 0);
+	assert_int_equal(k->role[roles->body[1]->u.role.id].threads, 256);
+	assert_int_equal(k->role[roles->body[1]->u.role.id].bar_id, 1);
 	assert_int_equal(k->body->nbody, 3);
 	producer = roles->body[0]->body[0];
-	assert_int_equal(producer->cb->part, CB_PRODUCER);
+	assert_int_equal(producer->u.loop.cb->part, CB_PRODUCER);
 	assert_int_equal(census(producer).kind[ST_COMPUTE], 0);
 	assert_int_equal(census(producer).kind[ST_TMA_LOAD], 2);
 	consumer = roles->body[1]->body[0];
-	assert_int_equal(consumer->cb->part, CB_CONSUMER);
+	assert_int_equal(consumer->u.loop.cb->part, CB_CONSUMER);
 	assert_int_equal(census(consumer).kind[ST_TMA_LOAD], 0);
 	assert_ptr_equal(roles->body[1]->body[1], tail);
 
 	run_pass(t, pass_sync, "sync");
 	issue = producer->body[0];
 	assert_int_equal(issue->body[0]->kind, ST_MBAR_WAIT);
-	assert_int_equal(issue->body[0]->bar, producer->cb->empty_bar);
+	assert_int_equal(issue->body[0]->u.mbar.bar, producer->u.loop.cb->empty_bar);
 	assert_int_equal(issue->body[1]->kind, ST_EXPECT_TX);
 	pre = roles->body[1]->body[0];
 	assert_int_equal(pre->kind, ST_LOOP);
-	assert_string_equal(expr(t, pre->hi), "8");
+	assert_string_equal(expr(t, pre->u.loop.hi), "8");
 	assert_int_equal(pre->body[0]->kind, ST_MBAR_ARRIVE);
 	consumer = roles->body[1]->body[1];
 	w = find(consumer, ST_MBAR_WAIT);
 	r = find(consumer, ST_COMPUTE);
 	assert_int_equal(w + 1, r);
 	assert_int_equal(consumer->body[r + 1]->kind, ST_MBAR_ARRIVE);
-	assert_string_equal(expr(t, consumer->body[r + 1]->barslot), "(i % 8)");
+	assert_string_equal(expr(t, consumer->body[r + 1]->u.mbar.barslot), "(i % 8)");
 	assert_int_equal(census(consumer).kind[ST_SYNC], 0);
 	/* the barrier after the loop became a named barrier sized to the consumers */
-	assert_int_equal(tail->n, 1);
-	assert_int_equal(tail->threads, 256);
+	assert_int_equal(tail->u.sync.id, 1);
+	assert_int_equal(tail->u.sync.threads, 256);
 }
 
 /* A nest under warp specialization: the wait and the release sit in the inner loop. */
@@ -452,7 +452,7 @@ sync_ws_nested(void **state)
 	cinner = consumer->body[0];
 	assert_int_equal(cinner->kind, ST_LOOP);
 	assert_int_equal(cinner->body[0]->kind, ST_MBAR_WAIT);
-	assert_string_equal(expr(t, cinner->body[0]->a), "((((o * n) + j) / 8) & 1)");
+	assert_string_equal(expr(t, cinner->body[0]->u.mbar.parity), "((((o * n) + j) / 8) & 1)");
 	assert_int_equal(cinner->body[2]->kind, ST_MBAR_ARRIVE);
 	assert_int_equal(census(consumer).kind[ST_MBAR_WAIT], 1);
 	assert_int_equal(census(roles->body[0]).kind[ST_MBAR_WAIT], 1);
@@ -467,7 +467,7 @@ verify_rejects_syncthreads_in_roles(void **state)
 	Kernel *k = c->kernel = new_kernel(c, 1, false);
 	Stmt *roles = st_new(c, ST_ROLES), *branch = st_new(c, ST_ROLE);
 
-	branch->role = kernel_add_role(c, k, ROLE_CONSUMER, 0, 256, 1);
+	branch->u.role.id = kernel_add_role(c, k, ROLE_CONSUMER, 0, 256, 1);
 	st_append(c, roles, branch);
 	st_append(c, branch, st_new(c, ST_SYNC));
 	st_append(c, k->body, roles);
@@ -534,12 +534,12 @@ verify_rejects_misaligned_offset(void **state)
 	Kernel *k = c->kernel = new_kernel(c, 1, false);
 	Stmt *loop = single_loop(c, k), *ld = loop->body[0]->body[0];
 
-	ld->off = ex_bin(c, EX_MUL, ex_var(c, loop->var), ex_int(c, 1024));
+	ld->u.tma.off = ex_bin(c, EX_MUL, ex_var(c, loop->u.loop.var), ex_int(c, 1024));
 	assert_int_equal(kernel_verify(c, k, "test"), 0);
-	ld->off = ex_bin(c, EX_ADD, ld->off, ex_int(c, 8));
+	ld->u.tma.off = ex_bin(c, EX_ADD, ld->u.tma.off, ex_int(c, 8));
 	assert_int_equal(kernel_verify(c, k, "test"), -1);
 	assert_non_null(strstr(t->msg, "an offset into its copy that may break its alignment"));
-	k->param[ld->param].kind = PK_PTR;
+	k->param[ld->u.tma.param].kind = PK_PTR;
 	t->c.nerrors = 0;
 	assert_int_equal(kernel_verify(c, k, "test"), 0);
 }
@@ -672,11 +672,11 @@ bulk_copies(const Kernel *k, const Stmt *s, int p)
 
 	if (!s)
 		return 0;
-	if ((s->kind == ST_TMA_LOAD || s->kind == ST_TMA_STORE) && s->param == p && k->param[p].kind == PK_PTR)
+	if ((s->kind == ST_TMA_LOAD || s->kind == ST_TMA_STORE) && s->u.tma.param == p && k->param[p].kind == PK_PTR)
 		n++;
 	for (i = 0; i < s->nbody; i++)
 		n += bulk_copies(k, s->body[i], p);
-	return n + bulk_copies(k, s->orelse, p);
+	return n + bulk_copies(k, st_else(s), p);
 }
 
 /*
@@ -754,14 +754,14 @@ sync_tma_store_plain(void **state)
 	Stmt *main_ = k->body->body[6], *epi = k->body->body[7], *end = k->body->body[k->body->nbody - 1];
 	int r, f;
 
-	assert_int_equal(main_->cb->part, CB_MAIN);
-	assert_int_equal(epi->cb->part, CB_EPILOGUE);
+	assert_int_equal(main_->u.loop.cb->part, CB_MAIN);
+	assert_int_equal(epi->u.loop.cb->part, CB_EPILOGUE);
 	r = find(main_, ST_COMPUTE);
 	assert_int_equal(main_->body[r + 1]->kind, ST_FENCE_PROXY_ASYNC);
 	assert_int_equal(main_->body[r + 2]->kind, ST_IF);
 	assert_int_equal(main_->body[r + 2]->body[0]->kind, ST_BULK_WAIT);
-	assert_true(main_->body[r + 2]->body[0]->flag);          /* .read */
-	assert_int_equal(main_->body[r + 2]->body[0]->n, 0);      /* two staging copies, this tile not yet stored */
+	assert_true(main_->body[r + 2]->body[0]->u.group.read);          /* .read */
+	assert_int_equal(main_->body[r + 2]->body[0]->u.group.pending, 0);   /* two staging copies, this tile not yet stored */
 	assert_int_equal(main_->body[r + 3]->kind, ST_SYNC);
 	assert_int_equal(main_->body[r + 4]->body[0]->kind, ST_TMA_STORE);
 	assert_int_equal(main_->body[r + 4]->body[1]->kind, ST_BULK_COMMIT);
@@ -777,16 +777,16 @@ sync_tma_store_plain(void **state)
 	assert_int_equal(f, r + 1);
 	assert_int_equal(epi->body[f + 1]->kind, ST_IF);
 	assert_int_equal(epi->body[f + 1]->body[0]->kind, ST_BULK_WAIT);
-	assert_true(epi->body[f + 1]->body[0]->flag);
-	assert_int_equal(epi->body[f + 1]->body[0]->n, 0);
+	assert_true(epi->body[f + 1]->body[0]->u.group.read);
+	assert_int_equal(epi->body[f + 1]->body[0]->u.group.pending, 0);
 	assert_int_equal(epi->body[f + 2]->kind, ST_SYNC);
 	assert_int_equal(epi->body[f + 3]->body[0]->kind, ST_TMA_STORE);
 	assert_int_equal(census(epi).kind[ST_SYNC], 1);
 	assert_int_equal(census(k->body).kind[ST_BULK_COMMIT], 2);
 	assert_int_equal(end->kind, ST_IF);
 	assert_int_equal(end->body[0]->kind, ST_BULK_WAIT);
-	assert_false(end->body[0]->flag);                         /* full wait: the data must land */
-	assert_int_equal(end->body[0]->n, 0);
+	assert_false(end->body[0]->u.group.read);                         /* full wait: the data must land */
+	assert_int_equal(end->body[0]->u.group.pending, 0);
 }
 
 /* TMA stores under warp specialization: named barriers, the final wait in the consumer branch. */
@@ -808,9 +808,9 @@ sync_tma_store_ws(void **state)
 	assert_int_equal(n.kind[ST_SYNC], 1);
 	for (i = 0; i < cons->body[1]->nbody; i++)
 		if (cons->body[1]->body[i]->kind == ST_SYNC) {
-			assert_int_equal(cons->body[1]->body[i]->n, 1);
+			assert_int_equal(cons->body[1]->body[i]->u.sync.id, 1);
 			assert_int_equal(cons->body[1]->body[i - 1]->body[0]->kind, ST_BULK_WAIT);
-			assert_int_equal(cons->body[1]->body[i - 1]->body[0]->n, 0);
+			assert_int_equal(cons->body[1]->body[i - 1]->body[0]->u.group.pending, 0);
 			assert_int_equal(cons->body[1]->body[i - 2]->kind, ST_FENCE_PROXY_ASYNC);
 			assert_int_equal(cons->body[1]->body[i + 1]->body[0]->kind, ST_TMA_STORE);
 		}
@@ -828,10 +828,10 @@ sync_tma_store_one_copy(void **state)
 	int r;
 
 	assert_false(k->persistent);
-	assert_int_equal(main_->cb->stages, 1);
+	assert_int_equal(main_->u.loop.cb->stages, 1);
 	r = find(main_, ST_COMPUTE);
 	assert_int_equal(main_->body[r - 2]->body[0]->kind, ST_BULK_WAIT);
-	assert_int_equal(main_->body[r - 2]->body[0]->n, 0);
+	assert_int_equal(main_->body[r - 2]->body[0]->u.group.pending, 0);
 	assert_int_equal(main_->body[r - 1]->kind, ST_SYNC);
 	assert_int_equal(main_->body[r + 1]->kind, ST_FENCE_PROXY_ASYNC);
 	assert_int_equal(main_->body[r + 2]->kind, ST_SYNC);      /* the stage release is the RAW barrier too */
@@ -864,25 +864,25 @@ lower_reduction_buffers_the_row_loop(void **state)
 	assert_int_equal(k->param[1].view, VIEW_FULL);
 	assert_int_equal(k->param[2].kind, PK_PTR);
 	assert_int_equal(k->param[2].view, VIEW_ROW);
-	assert_int_equal(main_->cb->part, CB_MAIN);
-	assert_int_equal(main_->loop, LOOP_TILE);
-	assert_int_equal(main_->cb->stage_bytes, 1024 * 2);
+	assert_int_equal(main_->u.loop.cb->part, CB_MAIN);
+	assert_int_equal(main_->u.loop.kind, LOOP_TILE);
+	assert_int_equal(main_->u.loop.cb->stage_bytes, 1024 * 2);
 	issue = main_->body[0];
 	assert_int_equal(issue->nbody, 2);
 	assert_int_equal(issue->body[0]->kind, ST_EXPECT_TX);
-	assert_int_equal(issue->body[0]->n, 0);
-	assert_string_equal(expr(t, issue->body[0]->a), "(min(1024, cols) * 2)");
+	assert_int_equal(issue->body[0]->u.mbar.bytes, 0);
+	assert_string_equal(expr(t, issue->body[0]->u.mbar.more), "(min(1024, cols) * 2)");
 	ld = issue->body[1];
 	assert_int_equal(ld->kind, ST_TMA_LOAD);
-	assert_int_equal(ld->param, 1);
-	assert_string_equal(expr(t, ld->slot), expr(t, issue->body[0]->barslot));
-	assert_string_equal(expr(t, kir_bulk_bytes(&t->c, k, ld)), expr(t, issue->body[0]->a));
+	assert_int_equal(ld->u.tma.param, 1);
+	assert_string_equal(expr(t, ld->u.tma.slot), expr(t, issue->body[0]->u.mbar.barslot));
+	assert_string_equal(expr(t, kir_bulk_bytes(&t->c, k, ld)), expr(t, issue->body[0]->u.mbar.more));
 	assert_int_equal(census(main_).kind[ST_EXPECT_TX], 1);
 	assert_int_equal(census(main_).kind[ST_TMA_LOAD], 1);  /* w and b are not loaded into stages */
 	assert_int_equal(census(main_).kind[ST_MBAR_WAIT], 1);
 	/* the row is held in registers: the compute's first block reduction releases the stage, no barrier of sync's */
 	assert_int_equal(k->row.steps, 1);
-	assert_true(main_->body[find(main_, ST_COMPUTE)]->flag);
+	assert_true(main_->body[find(main_, ST_COMPUTE)]->u.compute.releases);
 	assert_int_equal(census(main_).kind[ST_SYNC], 0);
 	/* the epilogue keeps no empty issue block: the only statements with bodies are itself and the compute's */
 	assert_int_equal(census(k->body->body[find(k->body, ST_LOOP) + 2]).kind[ST_IF], 0);
@@ -912,36 +912,36 @@ circular_buffer_chunk_loop_fills_one_stage(void **state)
 	chunks = st_loop(c, kernel_add_var(c, k, "ch"), ex_int(c, 0), ex_int(c, 4), LOOP_CHUNK);
 	st_append(c, issue, chunks);
 	ld = st_new(c, ST_TMA_LOAD);
-	ld->buf = 1;
-	ld->param = 1;
-	ld->slot = ex_int(c, 0);
-	ld->off = ex_bin(c, EX_MUL, ex_var(c, chunks->var), ex_int(c, 1024));
-	ld->a = ex_var(c, loop->var);
-	ld->b = ex_int(c, 0);
+	ld->u.tma.buf = 1;
+	ld->u.tma.param = 1;
+	ld->u.tma.slot = ex_int(c, 0);
+	ld->u.tma.off = ex_bin(c, EX_MUL, ex_var(c, chunks->u.loop.var), ex_int(c, 1024));
+	ld->u.tma.row = ex_var(c, loop->u.loop.var);
+	ld->u.tma.col = ex_int(c, 0);
 	st_append(c, chunks, ld);
 	compute = st_new(c, ST_COMPUTE);
 	VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->buf = 1;
 	compute->reads[0].slot = ex_int(c, 0);
-	compute->a = ex_var(c, loop->var);
-	compute->b = ex_int(c, 0);
+	compute->u.compute.row = ex_var(c, loop->u.loop.var);
+	compute->u.compute.col = ex_int(c, 0);
 	st_append(c, loop, compute);
 	c->kernel = k;
 	run_pass(t, pass_circular_buffer, "circular_buffer");
 
 	main_ = k->body->body[find(k->body, ST_LOOP) + 1];
-	assert_non_null(main_->cb);
-	assert_int_equal(main_->cb->part, CB_MAIN);
-	assert_int_equal(main_->cb->stages, 3);
+	assert_non_null(main_->u.loop.cb);
+	assert_int_equal(main_->u.loop.cb->part, CB_MAIN);
+	assert_int_equal(main_->u.loop.cb->stages, 3);
 	issue = main_->body[0];
 	assert_int_equal(issue->body[0]->kind, ST_EXPECT_TX);
-	assert_int_equal(issue->body[0]->n, 16 * 256 * 2);  /* the whole stage, once */
-	assert_null(issue->body[0]->a);
+	assert_int_equal(issue->body[0]->u.mbar.bytes, 16 * 256 * 2);  /* the whole stage, once */
+	assert_null(issue->body[0]->u.mbar.more);
 	chunks = issue->body[1];
-	assert_int_equal(chunks->loop, LOOP_CHUNK);
-	assert_null(chunks->cb);
-	assert_null(chunks->lin);
-	assert_string_equal(expr(t, chunks->body[0]->slot), expr(t, issue->body[0]->barslot));
-	assert_string_equal(expr(t, chunks->body[0]->slot), "((i + 2) % 3)");
+	assert_int_equal(chunks->u.loop.kind, LOOP_CHUNK);
+	assert_null(chunks->u.loop.cb);
+	assert_null(chunks->u.loop.lin);
+	assert_string_equal(expr(t, chunks->body[0]->u.tma.slot), expr(t, issue->body[0]->u.mbar.barslot));
+	assert_string_equal(expr(t, chunks->body[0]->u.tma.slot), "((i + 2) % 3)");
 	assert_int_equal(census(main_).kind[ST_EXPECT_TX], 1);
 	/* the epilogue keeps no empty chunk loop: the only loop is itself */
 	assert_int_equal(census(k->body->body[find(k->body, ST_LOOP) + 2]).kind[ST_LOOP], 1);
@@ -957,8 +957,8 @@ lower_reduction_wide_row_keeps_the_release(void **state)
 
 	assert_int_equal(k->threads, 1024);
 	assert_int_equal(k->row.steps, 0);
-	assert_int_equal(main_->cb->part, CB_MAIN);
-	assert_false(main_->body[find(main_, ST_COMPUTE)]->flag);
+	assert_int_equal(main_->u.loop.cb->part, CB_MAIN);
+	assert_false(main_->body[find(main_, ST_COMPUTE)]->u.compute.releases);
 	assert_int_equal(census(main_).kind[ST_SYNC], 1);
 	assert_int_equal(main_->body[main_->nbody - 1]->kind, ST_SYNC);  /* right after the compute */
 }
@@ -984,37 +984,37 @@ lower_reduction_streams_wide_rows(void **state)
 	assert_int_equal(k->row.cap, 0);
 	assert_int_equal(k->row.passes, 2);
 	assert_int_equal(k->threads, 512);
-	assert_int_equal(rows->loop, LOOP_TILE);
-	assert_null(rows->cb);
-	assert_int_equal(rows->body[find(rows, ST_COMPUTE)]->phase, ROW_BEGIN);
+	assert_int_equal(rows->u.loop.kind, LOOP_TILE);
+	assert_null(rows->u.loop.cb);
+	assert_int_equal(rows->body[find(rows, ST_COMPUTE)]->u.compute.phase, ROW_BEGIN);
 	passes = rows->body[find(rows, ST_LOOP)];
-	assert_null(passes->cb);
-	assert_string_equal(expr(t, passes->hi), "2");
+	assert_null(passes->u.loop.cb);
+	assert_string_equal(expr(t, passes->u.loop.hi), "2");
 	j = find(passes, ST_LOOP);
 	pro = passes->body[j];
 	main_ = passes->body[j + 1];
 	epi = passes->body[j + 2];
-	assert_int_equal(pro->cb->part, CB_PROLOGUE);
-	assert_int_equal(main_->cb->part, CB_MAIN);
-	assert_int_equal(epi->cb->part, CB_EPILOGUE);
-	assert_int_equal(main_->cb->stages, 4);
-	assert_int_equal(main_->cb->stage_bytes, 3 * 4096 * 2);  /* x, and w and b: weights stream with the chunk */
-	assert_string_equal(expr(t, main_->lin), "((((i * 2) + pass) * nchunks) + ch)");
+	assert_int_equal(pro->u.loop.cb->part, CB_PROLOGUE);
+	assert_int_equal(main_->u.loop.cb->part, CB_MAIN);
+	assert_int_equal(epi->u.loop.cb->part, CB_EPILOGUE);
+	assert_int_equal(main_->u.loop.cb->stages, 4);
+	assert_int_equal(main_->u.loop.cb->stage_bytes, 3 * 4096 * 2);  /* x, and w and b: weights stream with the chunk */
+	assert_string_equal(expr(t, main_->u.loop.lin), "((((i * 2) + pass) * nchunks) + ch)");
 	issue = main_->body[0];
 	assert_int_equal(issue->body[0]->kind, ST_EXPECT_TX);
 	/* one expect_tx of the three copies' bytes (x, w, b) */
-	assert_string_equal(expr(t, issue->body[0]->a),
+	assert_string_equal(expr(t, issue->body[0]->u.mbar.more),
 	                    "(((min(4096, (cols - ((ch + 3) * 4096))) * 2) + (min(4096, (cols - ((ch + 3) * 4096))) * 2)) + "
 	                    "(min(4096, (cols - ((ch + 3) * 4096))) * 2))");
 	assert_int_equal(census(issue).kind[ST_TMA_LOAD], 3);
 	assert_int_equal(census(main_).kind[ST_MBAR_WAIT], 1);
 	assert_int_equal(census(main_).kind[ST_SYNC], 1);
 	assert_int_equal(main_->body[main_->nbody - 1]->kind, ST_SYNC);
-	assert_int_equal(main_->body[main_->nbody - 2]->phase, ROW_CHUNK);
+	assert_int_equal(main_->body[main_->nbody - 2]->u.compute.phase, ROW_CHUNK);
 	assert_int_equal(census(epi).kind[ST_SYNC], 0);
 	assert_int_equal(passes->body[j + 3]->kind, ST_SYNC);  /* the next prologue refills what the epilogue read */
-	assert_int_equal(passes->body[j + 4]->phase, ROW_PASS_END);
-	assert_int_equal(rows->body[rows->nbody - 1]->phase, ROW_END);
+	assert_int_equal(passes->body[j + 4]->u.compute.phase, ROW_PASS_END);
+	assert_int_equal(rows->body[rows->nbody - 1]->u.compute.phase, ROW_END);
 }
 
 #define SOFTMAX_SPEC(width) \
@@ -1313,21 +1313,21 @@ lower_pointwise_signal(void **state)
 	for (i = 0; i < k->body->nbody; i++) {
 		Stmt *x = k->body->body[i];
 
-		if (x->kind != ST_LOOP || !x->cb || (x->cb->part != CB_MAIN && x->cb->part != CB_EPILOGUE))
+		if (x->kind != ST_LOOP || !x->u.loop.cb || (x->u.loop.cb->part != CB_MAIN && x->u.loop.cb->part != CB_EPILOGUE))
 			continue;
 		loops++;
 		assert_non_null(sig = signal_in(x, &w));
-		assert_true(sig->flag);   /* the tile before */
+		assert_true(sig->u.signal.before);   /* the tile before */
 		assert_int_equal(w->kind, ST_BULK_WAIT);
-		assert_false(w->flag);
-		assert_int_equal(w->n, 1);
+		assert_false(w->u.group.read);
+		assert_int_equal(w->u.group.pending, 1);
 	}
 	assert_int_equal(loops, 2);
 	assert_non_null(sig = signal_in(k->body->body[k->body->nbody - 1], &w));
-	assert_false(sig->flag);
+	assert_false(sig->u.signal.before);
 	assert_int_equal(w->kind, ST_BULK_WAIT);
-	assert_false(w->flag);
-	assert_int_equal(w->n, 0);
+	assert_false(w->u.group.read);
+	assert_int_equal(w->u.group.pending, 0);
 }
 
 /*

@@ -63,7 +63,7 @@ mma(Comp *c, int acc, Expr *slot)
 	x->buf = 2;
 	x->slot = slot;
 	VEC_PUSH(c->arena, s->writes, s->nwrites, s->capwrites)->acc = acc;
-	s->mma = &shape;
+	s->u.mma.shape = &shape;
 	return s;
 }
 
@@ -75,8 +75,8 @@ epilogue(Comp *c, int acc)
 
 	if (acc)
 		VEC_PUSH(c->arena, s->reads, s->nreads, s->capreads)->acc = acc;
-	s->a = ex_int(c, 0);
-	s->b = ex_int(c, 0);
+	s->u.compute.row = ex_int(c, 0);
+	s->u.compute.col = ex_int(c, 0);
 	return s;
 }
 
@@ -137,7 +137,7 @@ sync_two_mma_two_epilogues(void **state)
 		int cpt = index_of(body, ST_COMPUTE, e);
 
 		assert_int_equal(body->body[cpt - 1]->kind, ST_MMA_WAIT);
-		assert_int_equal(body->body[cpt - 1]->n, 0);
+		assert_int_equal(body->body[cpt - 1]->u.group.pending, 0);
 	}
 	/* a mainloop body: fence, mma, commit; no wait inside */
 	assert_int_equal(l1->body[0]->kind, ST_MMA_FENCE);
@@ -172,7 +172,7 @@ sync_two_mma_one_mainloop(void **state)
 	assert_int_equal(l->body[l->nbody - 1]->kind, ST_MMA_COMMIT);
 	first = index_of(body, ST_COMPUTE, 0);
 	assert_int_equal(body->body[first - 1]->kind, ST_MMA_WAIT);
-	assert_int_equal(body->body[first - 1]->n, 0);
+	assert_int_equal(body->body[first - 1]->u.group.pending, 0);
 	assert_int_equal(body->body[first + 1]->kind, ST_COMPUTE);  /* the second epilogue waits for nothing */
 }
 
@@ -242,59 +242,59 @@ sync_matmul_nest(void **state)
 	*VEC_PUSH(c->arena, k->pipe, k->npipe, k->cappipe) = cb;
 
 	/* producer: the merged (tile x k) loop: expect_tx, two loads on full[q % 4] */
-	prod->role = kernel_add_role(c, k, ROLE_PRODUCER, 256, 128, 1);
-	cons->role = kernel_add_role(c, k, ROLE_CONSUMER, 0, 256, 1);
+	prod->u.role.id = kernel_add_role(c, k, ROLE_PRODUCER, 256, 128, 1);
+	cons->u.role.id = kernel_add_role(c, k, ROLE_CONSUMER, 0, 256, 1);
 	st_append(c, roles, prod);
 	st_append(c, roles, cons);
 	st_append(c, k->body, roles);
 	pl = st_loop(c, kernel_add_var(c, k, "q"), ex_int(c, 0),
 	             ex_bin(c, EX_MUL, ex_var(c, ntile), ex_var(c, kt)), LOOP_SERIAL);
-	pl->cb = pcb;
+	pl->u.loop.cb = pcb;
 	st_append(c, prod, pl);
 	issue = st_if(c, ex_leaf(c, EX_ELECT));
 	st_append(c, pl, issue);
-	slot = ex_bin(c, EX_MOD, ex_var(c, pl->var), ex_int(c, 4));
+	slot = ex_bin(c, EX_MOD, ex_var(c, pl->u.loop.var), ex_int(c, 4));
 	tx = st_new(c, ST_EXPECT_TX);
-	tx->bar = full;
-	tx->barslot = slot;
-	tx->n = 48 * 1024;
-	tx->lin = ex_var(c, pl->var);
+	tx->u.mbar.bar = full;
+	tx->u.mbar.barslot = slot;
+	tx->u.mbar.bytes = 48 * 1024;
+	tx->u.mbar.lin = ex_var(c, pl->u.loop.var);
 	st_append(c, issue, tx);
 	for (b = 1; b <= 2; b++) {
 		Stmt *ld = st_new(c, ST_TMA_LOAD);
 
-		ld->buf = b;
-		ld->param = k->buf[b].param;
-		ld->slot = ld->barslot = slot;
-		ld->bar = full;
-		ld->a = ex_int(c, 0);
-		ld->b = ex_int(c, 0);
+		ld->u.tma.buf = b;
+		ld->u.tma.param = k->buf[b].param;
+		ld->u.tma.slot = ld->u.tma.barslot = slot;
+		ld->u.tma.bar = full;
+		ld->u.tma.row = ex_int(c, 0);
+		ld->u.tma.col = ex_int(c, 0);
 		st_append(c, issue, ld);
 	}
 
 	/* consumers: tile { k loop of mma; epilogue to a staging copy; TMA store } */
 	ctile = st_loop(c, kernel_add_var(c, k, "t"), ex_int(c, 0), ex_var(c, ntile), LOOP_TILE);
-	ctile->cb = cb;
-	ctile->lin = ex_var(c, ctile->var);
+	ctile->u.loop.cb = cb;
+	ctile->u.loop.lin = ex_var(c, ctile->u.loop.var);
 	st_append(c, cons, ctile);
 	kl = st_loop(c, kernel_add_var(c, k, "kk"), ex_int(c, 0), ex_var(c, kt), LOOP_SERIAL);
-	lin = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, ex_var(c, ctile->var), ex_var(c, kt)), ex_var(c, kl->var));
-	kl->lin = lin;
+	lin = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, ex_var(c, ctile->u.loop.var), ex_var(c, kt)), ex_var(c, kl->u.loop.var));
+	kl->u.loop.lin = lin;
 	st_append(c, ctile, kl);
 	m = mma(c, acc, ex_bin(c, EX_MOD, lin, ex_int(c, 4)));
-	m->cond = ex_bin(c, EX_EQ, ex_var(c, kl->var), ex_int(c, 0));
+	m->u.mma.zero_if = ex_bin(c, EX_EQ, ex_var(c, kl->u.loop.var), ex_int(c, 0));
 	st_append(c, kl, m);
 	cpt = epilogue(c, acc);
 	VEC_PUSH(c->arena, cpt->writes, cpt->nwrites, cpt->capwrites)->buf = stage;
-	cpt->writes[0].slot = ex_bin(c, EX_MOD, ex_var(c, ctile->var), ex_int(c, 2));
+	cpt->writes[0].slot = ex_bin(c, EX_MOD, ex_var(c, ctile->u.loop.var), ex_int(c, 2));
 	st_append(c, ctile, cpt);
 	st_if_ = st_if(c, ex_leaf(c, EX_ELECT));
 	store = st_new(c, ST_TMA_STORE);
-	store->buf = stage;
-	store->param = out;
-	store->slot = cpt->writes[0].slot;
-	store->a = ex_int(c, 0);
-	store->b = ex_int(c, 0);
+	store->u.tma.buf = stage;
+	store->u.tma.param = out;
+	store->u.tma.slot = cpt->writes[0].slot;
+	store->u.tma.row = ex_int(c, 0);
+	store->u.tma.col = ex_int(c, 0);
 	st_append(c, st_if_, store);
 	st_append(c, ctile, st_if_);
 	if (kernel_verify(c, k, "hand-built"))
@@ -303,50 +303,50 @@ sync_matmul_nest(void **state)
 
 	/* producer: waits for the consumers' release of slot q % 4 before arming it */
 	assert_int_equal(issue->body[0]->kind, ST_MBAR_WAIT);
-	assert_int_equal(issue->body[0]->bar, empty);
-	assert_string_equal(expr(t, issue->body[0]->barslot), "(q % 4)");
-	assert_string_equal(expr(t, issue->body[0]->a), "((q / 4) & 1)");
+	assert_int_equal(issue->body[0]->u.mbar.bar, empty);
+	assert_string_equal(expr(t, issue->body[0]->u.mbar.barslot), "(q % 4)");
+	assert_string_equal(expr(t, issue->body[0]->u.mbar.parity), "((q / 4) & 1)");
 	assert_int_equal(issue->body[1]->kind, ST_EXPECT_TX);
 	assert_int_equal(census(prod).kind[ST_MBAR_WAIT], 1);
 
 	/* consumers pre-arrive P + 1 = 3 empties before the tile loop */
 	assert_int_equal(cons->body[0]->kind, ST_LOOP);
-	assert_string_equal(expr(t, cons->body[0]->hi), "3");
+	assert_string_equal(expr(t, cons->body[0]->u.loop.hi), "3");
 	assert_int_equal(cons->body[0]->body[0]->kind, ST_MBAR_ARRIVE);
 	assert_ptr_equal(cons->body[1], ctile);
 
 	/* k loop: wait full, fence, mma, commit, wait_group 1 (S - 1 - P), release (lin + 3) % 4 */
 	assert_int_equal(kl->nbody, 6);
 	assert_int_equal(kl->body[0]->kind, ST_MBAR_WAIT);
-	assert_int_equal(kl->body[0]->bar, full);
-	assert_string_equal(expr(t, kl->body[0]->barslot), "(((t * ktiles) + kk) % 4)");
-	assert_string_equal(expr(t, kl->body[0]->a), "((((t * ktiles) + kk) / 4) & 1)");
+	assert_int_equal(kl->body[0]->u.mbar.bar, full);
+	assert_string_equal(expr(t, kl->body[0]->u.mbar.barslot), "(((t * ktiles) + kk) % 4)");
+	assert_string_equal(expr(t, kl->body[0]->u.mbar.parity), "((((t * ktiles) + kk) / 4) & 1)");
 	assert_int_equal(kl->body[1]->kind, ST_MMA_FENCE);
 	assert_ptr_equal(kl->body[2], m);
 	assert_int_equal(kl->body[3]->kind, ST_MMA_COMMIT);
 	assert_int_equal(kl->body[4]->kind, ST_MMA_WAIT);
-	assert_int_equal(kl->body[4]->n, 1);
+	assert_int_equal(kl->body[4]->u.group.pending, 1);
 	assert_int_equal(kl->body[5]->kind, ST_MBAR_ARRIVE);
-	assert_int_equal(kl->body[5]->bar, empty);
-	assert_string_equal(expr(t, kl->body[5]->barslot), "((((t * ktiles) + kk) + 3) % 4)");
+	assert_int_equal(kl->body[5]->u.mbar.bar, empty);
+	assert_string_equal(expr(t, kl->body[5]->u.mbar.barslot), "((((t * ktiles) + kk) + 3) % 4)");
 
 	/* the tile: one wait_group 0 before the epilogue, no wait of the stages outside the k loop */
 	i = 0;
 	assert_ptr_equal(ctile->body[i++], kl);
 	assert_int_equal(ctile->body[i]->kind, ST_MMA_WAIT);
-	assert_int_equal(ctile->body[i++]->n, 0);
+	assert_int_equal(ctile->body[i++]->u.group.pending, 0);
 	assert_ptr_equal(ctile->body[i++], cpt);
 	/* store: fence and a named barrier; the read-wait for the copy written next rides on it */
 	assert_int_equal(ctile->body[i++]->kind, ST_FENCE_PROXY_ASYNC);
 	x = ctile->body[i++];
 	assert_int_equal(x->kind, ST_IF);
 	assert_int_equal(x->body[0]->kind, ST_BULK_WAIT);
-	assert_true(x->body[0]->flag);
-	assert_int_equal(x->body[0]->n, 0);
+	assert_true(x->body[0]->u.group.read);
+	assert_int_equal(x->body[0]->u.group.pending, 0);
 	x = ctile->body[i++];
 	assert_int_equal(x->kind, ST_SYNC);
-	assert_int_equal(x->n, 1);          /* the consumers' named barrier */
-	assert_int_equal(x->threads, 256);
+	assert_int_equal(x->u.sync.id, 1);          /* the consumers' named barrier */
+	assert_int_equal(x->u.sync.threads, 256);
 	assert_ptr_equal(ctile->body[i++], st_if_);
 	assert_int_equal(st_if_->body[1]->kind, ST_BULK_COMMIT);
 	assert_int_equal(ctile->nbody, i);
@@ -361,7 +361,7 @@ sync_matmul_nest(void **state)
 	w = cons->nbody - 1;
 	assert_int_equal(cons->body[w]->kind, ST_IF);
 	assert_int_equal(cons->body[w]->body[0]->kind, ST_BULK_WAIT);
-	assert_false(cons->body[w]->body[0]->flag);
+	assert_false(cons->body[w]->body[0]->u.group.read);
 	assert_int_equal(census(prod).kind[ST_BULK_WAIT], 0);
 }
 
@@ -412,11 +412,11 @@ matmul_nest(Fixture *t, bool bias)
 		n.bias = kernel_add_buf(c, k, "bias_tile", BUF_TILE, DT_BF16, 1, 256);
 		k->buf[n.bias].param = kernel_add_param(c, k, PK_TMAP, "bias");
 		issue = st_if(c, ex_leaf(c, EX_ELECT));
-		ld->buf = n.bias;
-		ld->param = k->buf[n.bias].param;
-		ld->slot = ex_int(c, 0);
-		ld->a = ex_int(c, 0);
-		ld->b = ex_bin(c, EX_MUL, ex_var(c, n.tl->var), ex_int(c, 256));
+		ld->u.tma.buf = n.bias;
+		ld->u.tma.param = k->buf[n.bias].param;
+		ld->u.tma.slot = ex_int(c, 0);
+		ld->u.tma.row = ex_int(c, 0);
+		ld->u.tma.col = ex_bin(c, EX_MUL, ex_var(c, n.tl->u.loop.var), ex_int(c, 256));
 		st_append(c, issue, ld);
 		st_append(c, n.tl, issue);
 	}
@@ -427,15 +427,15 @@ matmul_nest(Fixture *t, bool bias)
 	for (b = 1; b <= 2; b++) {
 		Stmt *ld = st_new(c, ST_TMA_LOAD);
 
-		ld->buf = b;
-		ld->param = k->buf[b].param;
-		ld->slot = ex_int(c, 0);
-		ld->a = ex_bin(c, EX_MUL, ex_var(c, n.tl->var), ex_int(c, 128));
-		ld->b = ex_bin(c, EX_MUL, ex_var(c, n.kl->var), ex_int(c, 64));
+		ld->u.tma.buf = b;
+		ld->u.tma.param = k->buf[b].param;
+		ld->u.tma.slot = ex_int(c, 0);
+		ld->u.tma.row = ex_bin(c, EX_MUL, ex_var(c, n.tl->u.loop.var), ex_int(c, 128));
+		ld->u.tma.col = ex_bin(c, EX_MUL, ex_var(c, n.kl->u.loop.var), ex_int(c, 64));
 		st_append(c, issue, ld);
 	}
 	n.m = mma(c, acc, ex_int(c, 0));
-	n.m->cond = ex_bin(c, EX_EQ, ex_var(c, n.kl->var), ex_int(c, 0));
+	n.m->u.mma.zero_if = ex_bin(c, EX_EQ, ex_var(c, n.kl->u.loop.var), ex_int(c, 0));
 	st_append(c, n.kl, n.m);
 	n.cpt = epilogue(c, acc);
 	if (bias) {
@@ -445,15 +445,15 @@ matmul_nest(Fixture *t, bool bias)
 		x->slot = ex_int(c, 0);
 	}
 	VEC_PUSH(c->arena, n.cpt->writes, n.cpt->nwrites, n.cpt->capwrites)->buf = n.stage;
-	n.cpt->writes[0].slot = ex_bin(c, EX_MOD, ex_var(c, n.tl->var), ex_int(c, 2));
+	n.cpt->writes[0].slot = ex_bin(c, EX_MOD, ex_var(c, n.tl->u.loop.var), ex_int(c, 2));
 	st_append(c, n.tl, n.cpt);
 	n.sto = st_if(c, ex_leaf(c, EX_ELECT));
 	store = st_new(c, ST_TMA_STORE);
-	store->buf = n.stage;
-	store->param = out;
-	store->slot = n.cpt->writes[0].slot;
-	store->a = ex_int(c, 0);
-	store->b = ex_int(c, 0);
+	store->u.tma.buf = n.stage;
+	store->u.tma.param = out;
+	store->u.tma.slot = n.cpt->writes[0].slot;
+	store->u.tma.row = ex_int(c, 0);
+	store->u.tma.col = ex_int(c, 0);
 	st_append(c, n.sto, store);
 	st_append(c, n.tl, n.sto);
 	return n;
@@ -492,31 +492,31 @@ passes_matmul_nest(void **state)
 	int S, i, stage = nest.stage;
 
 	run_passes(t);
-	assert_non_null(tl->cb);
-	S = tl->cb->stages;
+	assert_non_null(tl->u.loop.cb);
+	S = tl->u.loop.cb->stages;
 	assert_true(S >= 2);
-	assert_int_equal(tl->cb->prefetch, S - 2);
+	assert_int_equal(tl->u.loop.cb->prefetch, S - 2);
 	assert_int_equal(k->buf[1].stages, S);
 	assert_int_equal(k->buf[stage].stages, 2);      /* the staging copies are not the pipeline's */
-	assert_string_equal(expr(t, kl->lin), "((t * ktiles) + kk)");
+	assert_string_equal(expr(t, kl->u.loop.lin), "((t * ktiles) + kk)");
 
 	roles = k->body->body[k->body->nbody - 1];
 	assert_int_equal(roles->kind, ST_ROLES);
 	prod = roles->body[0];
 	cons = roles->body[1];
-	assert_int_equal(k->role[prod->role].kind, ROLE_PRODUCER);
-	assert_int_equal(k->role[prod->role].threads, 128);
-	assert_int_equal(k->role[cons->role].threads, 256);
+	assert_int_equal(k->role[prod->u.role.id].kind, ROLE_PRODUCER);
+	assert_int_equal(k->role[prod->u.role.id].threads, 128);
+	assert_int_equal(k->role[cons->u.role.id].threads, 256);
 
 	/* producer: setmaxnreg.dec 40, then one merged loop of loads, slot q % S */
 	assert_int_equal(prod->body[0]->kind, ST_SETMAXNREG);
-	assert_false(prod->body[0]->flag);
-	assert_int_equal(prod->body[0]->n, 40);
+	assert_false(prod->body[0]->u.maxnreg.inc);
+	assert_int_equal(prod->body[0]->u.maxnreg.regs, 40);
 	pl = prod->body[1];
 	assert_int_equal(prod->nbody, 2);
 	assert_int_equal(pl->kind, ST_LOOP);
-	assert_int_equal(pl->cb->part, CB_PRODUCER);
-	assert_string_equal(expr(t, pl->hi), "(my_tiles * ktiles)");
+	assert_int_equal(pl->u.loop.cb->part, CB_PRODUCER);
+	assert_string_equal(expr(t, pl->u.loop.hi), "(my_tiles * ktiles)");
 	n = census(pl);
 	assert_int_equal(n.kind[ST_LOOP], 1);           /* merged: itself, no inner loop */
 	assert_int_equal(n.kind[ST_MMA], 0);            /* only the loads and their address math */
@@ -528,20 +528,20 @@ passes_matmul_nest(void **state)
 	x = pl->body[0];
 	assert_int_equal(x->kind, ST_IF);
 	assert_int_equal(x->body[0]->kind, ST_MBAR_WAIT);
-	assert_string_equal(expr(t, x->body[0]->barslot), arena_printf(c->arena, "(q %% %d)", S));
-	assert_string_equal(expr(t, x->body[1]->barslot), arena_printf(c->arena, "(q %% %d)", S));
-	assert_string_equal(expr(t, x->body[2]->a), "((q / ktiles) * 128)");
-	assert_string_equal(expr(t, x->body[2]->b), "((q % ktiles) * 64)");
+	assert_string_equal(expr(t, x->body[0]->u.mbar.barslot), arena_printf(c->arena, "(q %% %d)", S));
+	assert_string_equal(expr(t, x->body[1]->u.mbar.barslot), arena_printf(c->arena, "(q %% %d)", S));
+	assert_string_equal(expr(t, x->body[2]->u.tma.row), "((q / ktiles) * 128)");
+	assert_string_equal(expr(t, x->body[2]->u.tma.col), "((q % ktiles) * 64)");
 
 	/* consumers: setmaxnreg.inc 232, P + 1 pre-arrives, tile { k loop; epilogue } */
 	assert_int_equal(cons->body[0]->kind, ST_SETMAXNREG);
-	assert_true(cons->body[0]->flag);
-	assert_int_equal(cons->body[0]->n, 232);
+	assert_true(cons->body[0]->u.maxnreg.inc);
+	assert_int_equal(cons->body[0]->u.maxnreg.regs, 232);
 	assert_int_equal(cons->body[1]->kind, ST_LOOP);
-	assert_string_equal(expr(t, cons->body[1]->hi), arena_printf(c->arena, "%d", S - 1));
+	assert_string_equal(expr(t, cons->body[1]->u.loop.hi), arena_printf(c->arena, "%d", S - 1));
 	ctl = cons->body[2];
 	assert_ptr_equal(ctl, tl);
-	assert_int_equal(ctl->cb->part, CB_CONSUMER);
+	assert_int_equal(ctl->u.loop.cb->part, CB_CONSUMER);
 	ckl = ctl->body[0];
 	assert_ptr_equal(ckl, kl);
 	assert_int_equal(census(ckl).kind[ST_TMA_LOAD], 0);
@@ -552,13 +552,13 @@ passes_matmul_nest(void **state)
 	assert_ptr_equal(ckl->body[i++], m);
 	assert_int_equal(ckl->body[i++]->kind, ST_MMA_COMMIT);
 	assert_int_equal(ckl->body[i]->kind, ST_MMA_WAIT);
-	assert_int_equal(ckl->body[i++]->n, 1);
+	assert_int_equal(ckl->body[i++]->u.group.pending, 1);
 	assert_int_equal(ckl->body[i]->kind, ST_MBAR_ARRIVE);
-	assert_string_equal(expr(t, ckl->body[i++]->barslot),
+	assert_string_equal(expr(t, ckl->body[i++]->u.mbar.barslot),
 	                    arena_printf(c->arena, "((((t * ktiles) + kk) + %d) %% %d)", S - 1, S));
 	assert_int_equal(ckl->nbody, i);
 	assert_int_equal(ctl->body[1]->kind, ST_MMA_WAIT);
-	assert_int_equal(ctl->body[1]->n, 0);
+	assert_int_equal(ctl->body[1]->u.group.pending, 0);
 	assert_ptr_equal(ctl->body[2], cpt);
 	n = census(cons);
 	assert_int_equal(n.kind[ST_SYNC], 1);
@@ -587,8 +587,8 @@ passes_matmul_two_pipelines(void **state)
 
 	run_passes(t);
 	assert_int_equal(k->npipe, 2);
-	bias = tl->cb;
-	ops = kl->cb;
+	bias = tl->u.loop.cb;
+	ops = kl->u.loop.cb;
 	assert_non_null(bias);
 	assert_non_null(ops);
 	assert_false(bias->inner);
@@ -616,32 +616,32 @@ passes_matmul_two_pipelines(void **state)
 	assert_int_equal(census(pl).kind[ST_LOOP], 1);
 	first = pl->body[0];
 	assert_int_equal(first->kind, ST_IF);
-	assert_string_equal(expr(t, first->cond), "((q % ktiles) == 0)");
+	assert_string_equal(expr(t, first->u.branch.cond), "((q % ktiles) == 0)");
 	x = first->body[0];
 	assert_int_equal(x->kind, ST_IF);                 /* elect() */
 	assert_int_equal(x->body[0]->kind, ST_MBAR_WAIT);
-	assert_int_equal(x->body[0]->bar, bias->empty_bar);
-	assert_string_equal(expr(t, x->body[0]->barslot), "((q / ktiles) % 2)");
-	assert_string_equal(expr(t, x->body[0]->a), "(((q / ktiles) / 2) & 1)");
+	assert_int_equal(x->body[0]->u.mbar.bar, bias->empty_bar);
+	assert_string_equal(expr(t, x->body[0]->u.mbar.barslot), "((q / ktiles) % 2)");
+	assert_string_equal(expr(t, x->body[0]->u.mbar.parity), "(((q / ktiles) / 2) & 1)");
 	assert_int_equal(x->body[1]->kind, ST_EXPECT_TX);
-	assert_int_equal(x->body[1]->bar, bias->full_bar);
-	assert_int_equal(x->body[1]->n, 512);
+	assert_int_equal(x->body[1]->u.mbar.bar, bias->full_bar);
+	assert_int_equal(x->body[1]->u.mbar.bytes, 512);
 	assert_int_equal(x->body[2]->kind, ST_TMA_LOAD);
-	assert_int_equal(x->body[2]->bar, bias->full_bar);
+	assert_int_equal(x->body[2]->u.tma.bar, bias->full_bar);
 	x = pl->body[1];
 	assert_int_equal(x->body[0]->kind, ST_MBAR_WAIT);
-	assert_int_equal(x->body[0]->bar, ops->empty_bar);
-	assert_string_equal(expr(t, x->body[0]->barslot), arena_printf(c->arena, "(q %% %d)", S));
-	assert_int_equal(x->body[1]->n, 48 * 1024);
+	assert_int_equal(x->body[0]->u.mbar.bar, ops->empty_bar);
+	assert_string_equal(expr(t, x->body[0]->u.mbar.barslot), arena_printf(c->arena, "(q %% %d)", S));
+	assert_int_equal(x->body[1]->u.mbar.bytes, 48 * 1024);
 
 	/* consumers: pre-arrive both pipelines, once, before the tile loop */
 	i = 1;
 	assert_int_equal(cons->body[i]->kind, ST_LOOP);
-	assert_int_equal(cons->body[i]->body[0]->bar, bias->empty_bar);
-	assert_string_equal(expr(t, cons->body[i++]->hi), "2");
+	assert_int_equal(cons->body[i]->body[0]->u.mbar.bar, bias->empty_bar);
+	assert_string_equal(expr(t, cons->body[i++]->u.loop.hi), "2");
 	assert_int_equal(cons->body[i]->kind, ST_LOOP);
-	assert_int_equal(cons->body[i]->body[0]->bar, ops->empty_bar);
-	assert_string_equal(expr(t, cons->body[i++]->hi), arena_printf(c->arena, "%d", S - 1));
+	assert_int_equal(cons->body[i]->body[0]->u.mbar.bar, ops->empty_bar);
+	assert_string_equal(expr(t, cons->body[i++]->u.loop.hi), arena_printf(c->arena, "%d", S - 1));
 	assert_ptr_equal(cons->body[i], tl);
 	assert_int_equal(census(kl).kind[ST_MBAR_WAIT], 1);
 	assert_int_equal(census(kl).kind[ST_MBAR_ARRIVE], 1);
@@ -653,13 +653,13 @@ passes_matmul_two_pipelines(void **state)
 	assert_true(e >= 2);
 	w = tl->body[e - 1]->kind == ST_MBAR_WAIT ? e - 1 : e - 2;
 	assert_int_equal(tl->body[w]->kind, ST_MBAR_WAIT);
-	assert_int_equal(tl->body[w]->bar, bias->full_bar);
-	assert_string_equal(expr(t, tl->body[w]->barslot), "(t % 2)");
-	assert_string_equal(expr(t, tl->body[w]->a), "((t / 2) & 1)");
+	assert_int_equal(tl->body[w]->u.mbar.bar, bias->full_bar);
+	assert_string_equal(expr(t, tl->body[w]->u.mbar.barslot), "(t % 2)");
+	assert_string_equal(expr(t, tl->body[w]->u.mbar.parity), "((t / 2) & 1)");
 	assert_int_equal(tl->body[w == e - 1 ? e - 2 : e - 1]->kind, ST_MMA_WAIT);
 	assert_int_equal(tl->body[e + 1]->kind, ST_MBAR_ARRIVE);
-	assert_int_equal(tl->body[e + 1]->bar, bias->empty_bar);
-	assert_string_equal(expr(t, tl->body[e + 1]->barslot), "(t % 2)");  /* (t + P + 1) % S, folded */
+	assert_int_equal(tl->body[e + 1]->u.mbar.bar, bias->empty_bar);
+	assert_string_equal(expr(t, tl->body[e + 1]->u.mbar.barslot), "(t % 2)");  /* (t + P + 1) % S, folded */
 	assert_int_equal(census(tl).kind[ST_MBAR_WAIT], 2);
 	assert_int_equal(census(tl).kind[ST_MBAR_ARRIVE], 2);
 }
@@ -683,11 +683,11 @@ sync_many_effects(void **state)
 		int b = kernel_add_buf(c, k, "staged", BUF_STAGING, DT_F32, 16, 16);
 		Stmt *st = st_new(c, ST_TMA_STORE);
 
-		st->buf = b;
-		st->param = kernel_add_param(c, k, PK_TMAP, "out");
-		k->buf[b].param = st->param;
+		st->u.tma.buf = b;
+		st->u.tma.param = kernel_add_param(c, k, PK_TMAP, "out");
+		k->buf[b].param = st->u.tma.param;
 		k->buf[b].stages = 1;
-		st->a = st->b = ex_int(c, 0);
+		st->u.tma.row = st->u.tma.col = ex_int(c, 0);
 		st_append(c, stores, st);
 		first = first ? first : b;
 	}
@@ -700,7 +700,7 @@ sync_many_effects(void **state)
 		VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->buf = b;
 	}
 	VEC_PUSH(c->arena, compute->writes, compute->nwrites, compute->capwrites)->buf = first;
-	compute->a = compute->b = ex_int(c, 0);
+	compute->u.compute.row = compute->u.compute.col = ex_int(c, 0);
 	st_append(c, body, compute);
 	run_sync(t);
 
