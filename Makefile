@@ -81,8 +81,9 @@ $(B)/%.o: %.c $(wildcard include/*.h ir/*.h compiler/*.h passes/*.h codegen/*.h 
 $(B)/runtime/reference.o: ALLCFLAGS += -ftree-vectorize
 
 # The device helper headers are embedded as C strings, the shared helpers and each family's.
-DEVICE_CUH := codegen/device.cuh codegen/device_reduction.cuh codegen/device_matmul.cuh
+DEVICE_CUH := codegen/device.cuh codegen/device_reduction.cuh codegen/device_matmul.cuh codegen/device_dtypes.cuh
 EMBED_CUH  := sh tools/embed.sh codegen_device_cuh codegen/device.cuh \
+                                codegen_device_dtypes_cuh codegen/device_dtypes.cuh \
                                 codegen_device_reduction_cuh codegen/device_reduction.cuh \
                                 codegen_device_matmul_cuh codegen/device_matmul.cuh
 $(B)/codegen/device_header.c: $(DEVICE_CUH) tools/embed.sh

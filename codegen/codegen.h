@@ -110,6 +110,8 @@ struct EmitFamily {
 extern const EmitFamily emit_pointwise_family, emit_reduction_family, emit_matmul_family;
 /* The texts of codegen/device.cuh, device_reduction.cuh and device_matmul.cuh (embedded at build time). */
 extern const char codegen_device_cuh[], codegen_device_reduction_cuh[], codegen_device_matmul_cuh[];
+/* codegen/device_dtypes.cuh: fp8, integer and bool helpers, for the kernels that use them. */
+extern const char codegen_device_dtypes_cuh[];
 /* emit_matmul.c: an ST_MMA (wgmma over the k-tile, each consumer warpgroup its 64 rows, or 128). */
 void emit_mma(Emit *e, const Stmt *s);
 /* emit_matmul_ksum.c: a K split's reduction, stream-K's parts meeting. */
@@ -142,6 +144,12 @@ const char *emit_buf_at(Emit *e, int buf, const Expr *slot);
 const char *emit_literal(Emit *e, double v);
 /* The f32 expression of op O on operands A and B (C text); FORM, where not NULL, in place of the op's own. */
 const char *emit_op_text(Emit *e, const Op *o, const char *a, const char *b, const char *form);
+/* The same with a third operand C (where's b). */
+const char *emit_op_text3(Emit *e, const Op *o, const char *a, const char *b, const char *c, const char *form);
+/* Op O over registers of their values' types (IN: C text; NULL for a literal operand). */
+const char *emit_op_typed(Emit *e, const Op *o, const char *const in[3]);
+/* The C type of a register holding a value of DT: float for every float dtype. */
+const char *emit_reg_type(Dtype dt);
 /* The input (or, with OUTPUT, output) parameter of fusion tensor T, or NULL. */
 const KParam *emit_param_of(Emit *e, int t, bool output);
 /* The tile buffer loaded with fusion tensor T; k->nbuf when there is none. */

@@ -49,6 +49,71 @@ static const char *const cuda_expr[OP_COUNT] = {
 	[OP_DIV] = "$a / $b",
 	[OP_MAXIMUM] = "fmaxf($a, $b)",
 	[OP_MINIMUM] = "fminf($a, $b)",
+	[OP_ERF] = "erff($a)",
+	[OP_SIN] = "sinf($a)",
+	[OP_COS] = "cosf($a)",
+	[OP_EXP2] = "exp2f($a)",
+	[OP_LOG2] = "log2f($a)",
+	[OP_LOG1P] = "log1pf($a)",
+	[OP_EXPM1] = "expm1f($a)",
+	[OP_FLOOR] = "floorf($a)",
+	[OP_CEIL] = "ceilf($a)",
+	[OP_ROUND] = "rintf($a)",   /* half to even */
+	[OP_TRUNC] = "truncf($a)",
+	[OP_SIGN] = "(float)((0.0f < $a) - ($a < 0.0f))",   /* torch's: NaN gives 0 */
+	[OP_POW] = "powf($a, $b)",
+	[OP_FLOOR_DIVIDE] = "wsf_floordiv($a, $b)",
+	[OP_REMAINDER] = "wsf_rem($a, $b)",
+	/* the same text in every category */
+	[OP_LOGICAL_NOT] = "($a == 0)",
+	[OP_LOGICAL_AND] = "($a != 0 && $b != 0)",
+	[OP_LOGICAL_OR] = "($a != 0 || $b != 0)",
+	[OP_EQ] = "($a == $b)",
+	[OP_NE] = "($a != $b)",
+	[OP_LT] = "($a < $b)",
+	[OP_LE] = "($a <= $b)",
+	[OP_GT] = "($a > $b)",
+	[OP_GE] = "($a >= $b)",
+	[OP_WHERE] = "($a ? $b : $c)",
+};
+
+/*
+ * Integer ops ($T: the C type they compute in), only in pointwise kernels,
+ * whose registers have their value's type.  Rows left out take cuda_expr's.
+ */
+static const char *const int_expr[OP_COUNT] = {
+	[OP_NEG] = "wsf_neg<$T>($a)",
+	[OP_ABS] = "wsf_iabs<$T>($a)",
+	[OP_RELU] = "wsf_imax<$T>($a, 0)",
+	[OP_ADD] = "wsf_add<$T>($a, $b)",
+	[OP_SUB] = "wsf_sub<$T>($a, $b)",
+	[OP_MUL] = "wsf_mul<$T>($a, $b)",
+	[OP_MAXIMUM] = "wsf_imax<$T>($a, $b)",
+	[OP_MINIMUM] = "wsf_imin<$T>($a, $b)",
+	[OP_FLOOR] = "$a",
+	[OP_CEIL] = "$a",
+	[OP_ROUND] = "$a",
+	[OP_TRUNC] = "$a",
+	[OP_SIGN] = "($T)((0 < $a) - ($a < 0))",
+	[OP_BITWISE_NOT] = "($T)~$a",
+	[OP_BITWISE_AND] = "($T)($a & $b)",
+	[OP_BITWISE_OR] = "($T)($a | $b)",
+	[OP_BITWISE_XOR] = "($T)($a ^ $b)",
+	[OP_SHL] = "wsf_shl<$T>($a, $b)",
+	[OP_SHR] = "wsf_shr<$T>($a, $b)",
+	[OP_FLOOR_DIVIDE] = "wsf_floordiv<$T>($a, $b)",
+	[OP_REMAINDER] = "wsf_rem<$T>($a, $b)",
+};
+
+/* bool ops; their operands may be f32 registers holding 0 or 1 (row and matmul kernels). */
+static const char *const bool_expr[OP_COUNT] = {
+	[OP_MAXIMUM] = "($a != 0 || $b != 0)",
+	[OP_MINIMUM] = "($a != 0 && $b != 0)",
+	[OP_SIGN] = "$a",
+	[OP_BITWISE_NOT] = "($a == 0)",
+	[OP_BITWISE_AND] = "($a != 0 && $b != 0)",
+	[OP_BITWISE_OR] = "($a != 0 || $b != 0)",
+	[OP_BITWISE_XOR] = "(($a != 0) != ($b != 0))",
 };
 
 /*
@@ -277,8 +342,16 @@ emit_type(Dtype dt)
 	case DT_F32: return "float";
 	case DT_BF16: return "wsf_bf16";
 	case DT_F16: return "wsf_f16";
-	default: return "unsigned char";
+	case DT_FP8E4M3: return "wsf_e4m3";
+	case DT_FP8E5M2: return "wsf_e5m2";
+	default: return dtype_info[dt].ctype;   /* the integers' and bool's C types */
 	}
+}
+
+const char *
+emit_reg_type(Dtype dt)
+{
+	return dtype_is_float(dt) ? "float" : dtype_info[dt].ctype;
 }
 
 /* Helper name suffix by storage dtype: f16 shares bf16's storage type. */
@@ -437,27 +510,119 @@ emit_literal(Emit *e, double v)
 	return arena_printf(e->c->arena, "%sf", s);
 }
 
-/* Substitutes $a and $b in the op's template: cuda_expr[]'s row, or FORM where not NULL. */
-const char *
-emit_op_text(Emit *e, const Op *o, const char *a, const char *b, const char *form)
+/* The template of op O computing in dtype CT: the category's row, else cuda_expr's. */
+static const char *
+op_template(Emit *e, const Op *o, Dtype ct)
 {
-	const char *t = o->kind == OP_GELU && o->approx == APPROX_TANH ? gelu_tanh : cuda_expr[o->kind];
+	Dtype to = o->to, from = ct;
+
+	if (o->kind == OP_CAST) {
+		const char *x = dtype_is_float(from) ? "$a" : "(float)$a";
+
+		if (to == DT_BOOL)
+			return "($a != 0)";
+		if (dtype_is_int(to))
+			return dtype_is_float(from) ? "($T)(long long)$a" : "($T)$a";
+		switch (to) {
+		case DT_BF16: return arena_printf(e->c->arena, "wsf_round_bf16(%s)", x);
+		case DT_F16: return arena_printf(e->c->arena, "wsf_round_f16(%s)", x);
+		case DT_FP8E4M3: return arena_printf(e->c->arena, "wsf_round_e4m3(%s)", x);
+		case DT_FP8E5M2: return arena_printf(e->c->arena, "wsf_round_e5m2(%s)", x);
+		default: return x;
+		}
+	}
+	if (dtype_is_int(ct) && int_expr[o->kind])
+		return int_expr[o->kind];
+	if (ct == DT_BOOL && bool_expr[o->kind])
+		return bool_expr[o->kind];
+	return o->kind == OP_GELU && o->approx == APPROX_TANH ? gelu_tanh : cuda_expr[o->kind];
+}
+
+/* Substitutes $a, $b, $c (IN[0..2]) and $T (the C type of REG) in template T. */
+static const char *
+fill(Emit *e, const char *t, const char *const in[3], Dtype reg)
+{
 	Buf out;
 
-	if (o->kind == OP_CAST)
-		t = o->to == DT_BF16 ? "wsf_round_bf16($a)" : o->to == DT_F16 ? "wsf_round_f16($a)" : "$a";
-	if (form)
-		t = form;
 	buf_init(&out, e->c->arena);
 	for (; *t; t++) {
-		if (t[0] == '$' && (t[1] == 'a' || t[1] == 'b')) {
-			buf_puts(&out, t[1] == 'a' ? a : b);
+		if (t[0] == '$' && t[1] >= 'a' && t[1] <= 'c') {
+			buf_puts(&out, in[t[1] - 'a']);
+			t++;
+		} else if (t[0] == '$' && t[1] == 'T') {
+			buf_puts(&out, emit_reg_type(reg));
 			t++;
 		} else {
 			buf_putn(&out, t, 1);
 		}
 	}
 	return buf_str(&out);
+}
+
+/* Substitutes $a and $b in the op's template: cuda_expr[]'s row, or FORM where not NULL. */
+const char *
+emit_op_text(Emit *e, const Op *o, const char *a, const char *b, const char *form)
+{
+	return emit_op_text3(e, o, a, b, "", form);
+}
+
+const char *
+emit_op_text3(Emit *e, const Op *o, const char *a, const char *b, const char *c, const char *form)
+{
+	const char *in[3] = {a, b, c};
+	Dtype ct = op_compute_dtype(e->f, o);
+
+	return fill(e, form ? form : op_template(e, o, ct), in, o->kind == OP_CAST ? o->to : ct);
+}
+
+/*
+ * Op O in a kernel whose registers have their value's type (pointwise):
+ * each operand (IN[j], the register's text; NULL for a literal) converted
+ * to the type O computes in, where its register's differs.
+ */
+const char *
+emit_op_typed(Emit *e, const Op *o, const char *const in[3])
+{
+	Dtype ct = op_compute_dtype(e->f, o);
+	const char *text[3] = {"", "", ""};
+	int j;
+
+	for (j = 0; j < o->nin; j++) {
+		const Operand *x = &o->in[j];
+		Dtype dt = x->tensor ? e->f->tensor[x->tensor].dtype : ct;
+		bool keep = o->kind == OP_CAST || (j == 0 && o->kind == OP_WHERE);
+
+		if (!x->tensor && dtype_is_float(ct))
+			text[j] = emit_literal(e, x->lit);
+		else if (!x->tensor)
+			text[j] = arena_printf(e->c->arena, "%lld", (long long)x->lit);
+		else if (keep || strcmp(emit_reg_type(dt), emit_reg_type(ct)) == 0)
+			text[j] = in[j];
+		else
+			text[j] = arena_printf(e->c->arena, "(%s)%s", emit_reg_type(ct), in[j]);
+	}
+	return fill(e, op_template(e, o, ct), text, o->kind == OP_CAST ? o->to : ct);
+}
+
+/*
+ * Does fusion F need device_dtypes.cuh: a dtype past bf16 or an op past
+ * the composites (ir/ops.h)?  Other kernels' CUDA stays as it was.
+ */
+static bool
+needs_dtypes(const Fusion *f)
+{
+	int i;
+
+	for (i = 1; i < f->ntensor; i++)
+		if (f->tensor[i].dtype > DT_BF16)
+			return true;
+	for (i = 0; i < f->nout; i++)
+		if (f->out[i].dtype > DT_BF16)
+			return true;
+	for (i = 1; i < f->nop; i++)
+		if (f->op[i].kind > OP_RMSNORM || (f->op[i].kind == OP_CAST && f->op[i].to > DT_BF16))
+			return true;
+	return false;
 }
 
 const KParam *
@@ -1008,10 +1173,13 @@ const char *
 codegen_device_header(Comp *c, const Kernel *k)
 {
 	const EmitFamily *fam = family_of(k);
+	const char *base = codegen_device_cuh;
 
+	if (k->fusion && needs_dtypes(k->fusion))
+		base = arena_printf(c->arena, "%s\n%s", codegen_device_cuh, codegen_device_dtypes_cuh);
 	if (!fam || !fam->device)
-		return codegen_device_cuh;
-	return arena_printf(c->arena, "%s%s", codegen_device_cuh, fam->device);
+		return base;
+	return arena_printf(c->arena, "%s%s", base, fam->device);
 }
 
 int
