@@ -90,7 +90,7 @@ compute_type(Comp *c, const Fusion *f, const Op *o, Dtype *dt)
 		                  operand_types(c, f, o),
 		                  info->kinds == K_FLOAT ? " (cast them to a float dtype first)"
 		                  : info->kinds & K_FLOAT ? " (cast them to an integer or float dtype first)"
-		                                          : " (it takes integers or bool)");
+		                  : info->kinds == K_INT ? " (it takes integers)" : " (it takes integers or bool)");
 	*dt = p;
 	return 0;
 }

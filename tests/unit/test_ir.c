@@ -702,9 +702,13 @@ dtype_table_round_trip(void **state)
 	for (i = 1; i < DT_COUNT; i++) {
 		assert_int_equal(dtype_from_name(dtype_info[i].name), i);
 		assert_true(dtype_info[i].bytes == 1 || dtype_info[i].bytes == 2 ||
-		            dtype_info[i].bytes == 4);
+		            dtype_info[i].bytes == 4 || dtype_info[i].bytes == 8);
 		assert_non_null(dtype_info[i].ctype);
+		assert_int_equal(dtype_from_name(dtype_info[i].torch), i);
 	}
+	assert_int_equal(dtype_from_name("float8_e4m3fn"), DT_FP8E4M3);
+	assert_int_equal(dtype_from_name("bfloat16"), DT_BF16);
+	assert_int_equal(dtype_from_name("int16"), DT_NONE);
 	assert_int_equal(dtype_from_name("f64"), DT_NONE);
 	assert_int_equal(dtype_from_name("none"), DT_NONE);
 	assert_int_equal(dtype_from_name(""), DT_NONE);
