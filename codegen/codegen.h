@@ -5,6 +5,8 @@
  *                         kernel frame and shared memory, small emit_*
  *                         functions into a Buf; a compute by its family's
  *                         EmitFamily
+ *   emit_ops.c            each op as a CUDA expression: the op tables (f32,
+ *                         integer, bool) and the typed operands of pointwise
  *   emit_pointwise.c      the pointwise family's compute (a tile)
  *   emit_reduction.c      the row-reduction family's compute (a row, or its
  *                         chunks)
@@ -20,9 +22,12 @@
  *   device_reduction.cuh  the row-reduction family's (L2 policies, block
  *                         reductions, online softmax, Welford)
  *   device_matmul.cuh     the matmul family's (wgmma descriptors)
+ *   device_dtypes.cuh     fp8, integer and bool storage, conversions and
+ *                         arithmetic, for the kernels that use them
  *
  * The .cuh files are embedded in the library as strings by tools/embed.sh;
- * a kernel's (device.cuh, then its family's: codegen_device_header) are
+ * a kernel's (device.cuh, device_dtypes.cuh where it needs it, then its
+ * family's: codegen_device_header) are
  * inlined at its top, between the lines CODEGEN_DEVICE_BEGIN and _END, so
  * the CUDA compiles as it is, with NVRTC or nvcc.
  */
@@ -150,6 +155,8 @@ const char *emit_op_text3(Emit *e, const Op *o, const char *a, const char *b, co
 const char *emit_op_typed(Emit *e, const Op *o, const char *const in[3]);
 /* The C type of a register holding a value of DT: float for every float dtype. */
 const char *emit_reg_type(Dtype dt);
+/* Does fusion F need device_dtypes.cuh (a dtype past bf16, an op added with them)? */
+bool emit_needs_dtypes(const Fusion *f);
 /* The input (or, with OUTPUT, output) parameter of fusion tensor T, or NULL. */
 const KParam *emit_param_of(Emit *e, int t, bool output);
 /* The tile buffer loaded with fusion tensor T; k->nbuf when there is none. */

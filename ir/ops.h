@@ -9,7 +9,7 @@
  * operands' (torch's promotion); kinds, the categories (K_* in ir.h) of the
  * promoted operand type it computes in: others are an error.
  * Adding an op is one row here plus its semantics: the host reference in
- * runtime/reference.c and the CUDA expression in codegen/emit.c, both tables
+ * runtime/reference.c and the CUDA expression in codegen/emit_ops.c, both tables
  * indexed by op id, and (for a composite) its expansion in passes/expand.c.
  */
 /* unary pointwise */
