@@ -734,6 +734,15 @@ dtype_promotion(void **state)
 	assert_int_equal(dtype_promote(DT_F16, DT_BF16), DT_F32);
 	assert_int_equal(dtype_promote(DT_BF16, DT_F32), DT_F32);
 	assert_int_equal(dtype_promote(DT_F16, DT_F16), DT_F16);
+	assert_int_equal(dtype_promote(DT_BOOL, DT_INT8), DT_INT8);
+	assert_int_equal(dtype_promote(DT_INT8, DT_UINT8), DT_INT32);
+	assert_int_equal(dtype_promote(DT_UINT8, DT_INT64), DT_INT64);
+	assert_int_equal(dtype_promote(DT_INT64, DT_FP8E4M3), DT_FP8E4M3);
+	assert_int_equal(dtype_promote(DT_FP8E4M3, DT_FP8E5M2), DT_F32);
+	assert_int_equal(dtype_promote_number(DT_BOOL, true), DT_INT64);
+	assert_int_equal(dtype_promote_number(DT_INT8, true), DT_INT8);
+	assert_int_equal(dtype_promote_number(DT_INT8, false), DT_F32);
+	assert_int_equal(dtype_promote_number(DT_BF16, false), DT_BF16);
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
