@@ -9,8 +9,17 @@
 // storage type S and the register type R, eight elements a thread as one
 // aligned access of 8, 16, 32 or 64 bytes.
 
-struct wsf_e4m3 { unsigned char bits; };   // storage of a float8_e4m3fn
-struct wsf_e5m2 { unsigned char bits; };   // storage of a float8_e5m2
+// Storage of a float8_e4m3fn and of a float8_e5m2, from its bits ((wsf_e4m3)0 is zero).
+struct wsf_e4m3 {
+	unsigned char bits;
+	wsf_e4m3() = default;
+	__device__ explicit wsf_e4m3(int zero) : bits((unsigned char)zero) {}
+};
+struct wsf_e5m2 {
+	unsigned char bits;
+	wsf_e5m2() = default;
+	__device__ explicit wsf_e5m2(int zero) : bits((unsigned char)zero) {}
+};
 
 // fp8 -> f32, exact.  e4m3: S.EEEE.MMM, bias 7, no infinities, S.1111.111 NaN.
 __device__ __forceinline__ float wsf_e4m3_to_f32(unsigned char b)
@@ -60,8 +69,8 @@ __device__ __forceinline__ float wsf_get(wsf_e5m2 x) { return wsf_e5m2_to_f32(x.
 __device__ __forceinline__ float wsf_get(float x) { return x; }
 template <class T> __device__ __forceinline__ T wsf_get(T x) { return x; }
 // A register's value as element type S stores it (an f32 register of a bool: != 0).
-__device__ __forceinline__ wsf_e4m3 wsf_put(wsf_e4m3 *, float v) { wsf_e4m3 x = {wsf_f32_to_e4m3(v)}; return x; }
-__device__ __forceinline__ wsf_e5m2 wsf_put(wsf_e5m2 *, float v) { wsf_e5m2 x = {wsf_f32_to_e5m2(v)}; return x; }
+__device__ __forceinline__ wsf_e4m3 wsf_put(wsf_e4m3 *, float v) { return wsf_e4m3(wsf_f32_to_e4m3(v)); }
+__device__ __forceinline__ wsf_e5m2 wsf_put(wsf_e5m2 *, float v) { return wsf_e5m2(wsf_f32_to_e5m2(v)); }
 __device__ __forceinline__ float wsf_put(float *, float v) { return v; }
 __device__ __forceinline__ bool wsf_put(bool *, float v) { return v != 0.0f; }
 template <class S, class R> __device__ __forceinline__ S wsf_put(S *, R v) { return (S)v; }
@@ -77,6 +86,11 @@ template <class R, class S> __device__ __forceinline__ void wsf_load8(R v[8], co
 		v[i] = (R)wsf_get(u.x[i]);
 }
 template <class R, class S> __device__ __forceinline__ void wsf_load8_global(R v[8], const S *p) { wsf_load8(v, p); }
+// (a row kernel's L2 policy is the 2- and 4-byte loads'; these load plainly)
+template <class R, class S> __device__ __forceinline__ void wsf_load8_global_l2(R v[8], const S *p, wsf_u64)
+{
+	wsf_load8(v, p);
+}
 template <class S> __device__ __forceinline__ auto wsf_load1(const S *p) -> decltype(wsf_get(*p)) { return wsf_get(*p); }
 template <class S, class R> __device__ __forceinline__ void wsf_store8(S *p, const R v[8])
 {
@@ -135,4 +149,34 @@ template <class T> __device__ __forceinline__ T wsf_shl(T a, T b)
 template <class T> __device__ __forceinline__ T wsf_shr(T a, T b)
 {
 	return (b < 0 || (wsf_ull)b >= sizeof(T) * 8) ? (T)(a < 0 ? -1 : 0) : (T)(a >> (int)b);
+}
+
+// ---- a matmul epilogue's 1-byte values (fp8, bool) in f32 registers ----
+// One element through L2 alone (ld.global.cg, volatile: wsf_load1_cg's rule).
+template <class S> __device__ __forceinline__ S wsf_ldcg1(const S *p)
+{
+	unsigned short u;
+	asm volatile("ld.global.cg.u8 %0, [%1];" : "=h"(u) : "l"(p));
+	S x;
+	*(unsigned char *)&x = (unsigned char)u;
+	return x;
+}
+template <class S> __device__ __forceinline__ float wsf_load1_cg(const S *p) { return (float)wsf_get(wsf_ldcg1(p)); }
+template <class S> __device__ __forceinline__ void wsf_load2(const S *p, float &a, float &b)
+{
+	a = (float)wsf_get(p[0]);
+	b = (float)wsf_get(p[1]);
+}
+template <class S> __device__ __forceinline__ void wsf_load2_cg(const S *p, float &a, float &b)
+{
+	a = wsf_load1_cg(p);
+	b = wsf_load1_cg(p + 1);
+}
+// A row input's pair at an even column (wsf_row_pair's rule).
+template <class S> __device__ __forceinline__ void wsf_row_pair(const S *p, float &a, float &b) { wsf_load2(p, a, b); }
+// Two adjacent elements of a staging subtile (wsf_store2's rule).
+template <class S> __device__ __forceinline__ void wsf_store2(S *p, float a, float b)
+{
+	p[0] = wsf_put(p, a);
+	p[1] = wsf_put(p, b);
 }

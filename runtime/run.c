@@ -44,7 +44,7 @@ splitmix(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
-/* Inputs in [-2, 2], or [0.5, 2] when the fusion takes logs, roots or quotients. */
+/* Float inputs in [-2, 2], or [0.5, 2] when the fusion takes logs, roots, powers or quotients. */
 static void
 input_range(const Fusion *f, double *lo, double *hi)
 {
@@ -55,6 +55,9 @@ input_range(const Fusion *f, double *lo, double *hi)
 	for (i = 1; i < f->nop; i++)
 		switch (f->op[i].kind) {
 		case OP_LOG:
+		case OP_LOG2:
+		case OP_LOG1P:
+		case OP_POW:
 		case OP_SQRT:
 		case OP_RSQRT:
 		case OP_DIV:
