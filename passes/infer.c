@@ -7,7 +7,9 @@
  * 0..rank-1; every output has a stored dtype; every tensor whose sizes are
  * bound counts its elements and bytes in 64 bits.  Errors: operands that
  * cannot broadcast, matmul inner-dimension mismatches, reduction axes out of
- * range, ops applied to literals only, shapes too big to count.  Marks the
+ * range, ops applied to literals only, shapes too big to count, ops computing
+ * in a dtype category they do not take (OpInfo.kinds), where's condition not
+ * bool, outputs stored as a dtype of another category.  Marks the
  * inputs no op reads (Tensor.unread) with a warning.  Invalidates nothing.
  *
  * Dtypes follow torch: each op's typing rule (ir/ops.h) over its operands'
@@ -15,9 +17,9 @@
  * float; a number promotes only a tensor of a lower category); cast gives
  * `to`.  Float arithmetic is f32 whatever the float dtype, and a float value
  * is rounded once, when a cast or an output stores it; integer and bool
- * values are exact in their own type at every op.  Two dims are equal when they name the same size or are
- * the same constant: sizes are runtime values, so M and N may differ at launch
- * even if their defaults agree.
+ * values are exact in their own type at every op.  Two dims are equal when
+ * they name the same size or are the same constant: sizes are runtime
+ * values, so M and N may differ at launch even if their defaults agree.
  */
 #include <stdio.h>
 #include <string.h>

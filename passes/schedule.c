@@ -1,7 +1,8 @@
 /*
  * schedule.c: pick the kernel family and check that the fusion fits one
  * kernel.  Requires an inferred fusion; leaves f->family set, every op
- * placeable in that family's kernel, and every row stride the kernel will
+ * placeable in that family's kernel, every value of a dtype the family
+ * holds (integers in pointwise kernels only), and every row stride the kernel will
  * hand to TMA a multiple of 16 bytes at the sizes known now (sizes bound
  * later are checked again at launch); breaks nothing.
  *
