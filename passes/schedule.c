@@ -131,13 +131,24 @@ check_alignment(Comp *c, const Fusion *f, int t, Dtype dt, const char *role, Pos
 /*
  * Dtypes a family cannot hold: row-reduction and matmul kernels keep every
  * value in an f32 register, which holds the float dtypes and bool (0 or 1)
- * exactly but not integer arithmetic; and the TMA unit's adds
- * (accumulate: true) take f32, f16 and bf16.
+ * exactly but not integer arithmetic; the TMA unit's adds
+ * (accumulate: true) take f32, f16 and bf16; and a signal's consumer role
+ * reads the stored tiles back, and stores its own, 16 bytes of f32, f16 or
+ * bf16 at a time.
  */
 static int
 check_dtypes(Comp *c, const Fusion *f)
 {
+	bool consumer = false;
 	int i;
+
+	for (i = 0; i < f->nout; i++)
+		consumer |= f->out[i].consumer;
+	for (i = 0; i < f->nout && consumer; i++)
+		if (f->out[i].dtype > DT_BF16)
+			return diag_error(c, f->out[i].pos, "output '%s' is %s: a kernel with a signal's consumer role stores "
+			                  "f32, f16 and bf16 outputs only, for now", f->tensor[f->out[i].tensor].name,
+			                  dtype_info[f->out[i].dtype].name);
 
 	for (i = 1; i < f->ntensor && f->family != FAM_POINTWISE; i++) {
 		const Tensor *t = &f->tensor[i];
