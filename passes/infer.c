@@ -209,8 +209,8 @@ infer_reduce(Comp *c, Fusion *f, Op *o, Tensor *out)
 		return diag_error(c, o->pos, "axis %d is out of range for '%s' %s of rank %d (expected %d..%d)",
 		                  o->axis, a->name, shape_str(c, f, a), a->rank, -a->rank, a->rank - 1);
 	if (!(op_info[o->kind].kinds & 1u << dtype_info[a->dtype].kind))
-		return diag_error(c, o->pos, "op '%s' does not reduce %s '%s': row reductions compute in f32 and do not "
-		                  "sum integers or bool (cast it to f32 first)", op_info[o->kind].name,
+		return diag_error(c, o->pos, "op '%s' does not reduce %s '%s': reductions compute in f32 and take floats "
+		                  "(and bool, for max); cast it to f32 first", op_info[o->kind].name,
 		                  dtype_info[a->dtype].name, a->name);
 	o->axis = axis;
 	out->rank = 0;
