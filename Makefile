@@ -55,7 +55,7 @@ COMPILER_OBJS := spec spec_ops spec_schedule context compile tune launch
 PASSES_OBJS   := pipeline expand infer schedule lower lower_pointwise lower_reduction lower_matmul lower_matmul_ksum \
                  lower_matmul_sync plan_matmul plan_stream_k circular_buffer \
                  warp_specialize sync sync_patterns
-CODEGEN_OBJS  := emit emit_pointwise emit_reduction device_header emit_matmul emit_matmul_ksum launch_desc
+CODEGEN_OBJS  := emit emit_ops emit_pointwise emit_reduction device_header emit_matmul emit_matmul_ksum launch_desc
 RUNTIME_OBJS  := nvrtc cache files driver tmap hostfp parallel reference launch run timing
 
 OBJS := $(IR_OBJS:%=$(B)/ir/%.o) $(COMPILER_OBJS:%=$(B)/compiler/%.o) \
@@ -81,8 +81,9 @@ $(B)/%.o: %.c $(wildcard include/*.h ir/*.h compiler/*.h passes/*.h codegen/*.h 
 $(B)/runtime/reference.o: ALLCFLAGS += -ftree-vectorize
 
 # The device helper headers are embedded as C strings, the shared helpers and each family's.
-DEVICE_CUH := codegen/device.cuh codegen/device_reduction.cuh codegen/device_matmul.cuh
+DEVICE_CUH := codegen/device.cuh codegen/device_reduction.cuh codegen/device_matmul.cuh codegen/device_dtypes.cuh
 EMBED_CUH  := sh tools/embed.sh codegen_device_cuh codegen/device.cuh \
+                                codegen_device_dtypes_cuh codegen/device_dtypes.cuh \
                                 codegen_device_reduction_cuh codegen/device_reduction.cuh \
                                 codegen_device_matmul_cuh codegen/device_matmul.cuh
 $(B)/codegen/device_header.c: $(DEVICE_CUH) tools/embed.sh

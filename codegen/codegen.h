@@ -6,6 +6,8 @@
  *                         functions into a Buf; a compute, and a
  *                         statement of a kind a family owns (ir/stmts.h),
  *                         by that family's EmitFamily
+ *   emit_ops.c            each op as a CUDA expression: the op tables (f32,
+ *                         integer, bool) and the typed operands of pointwise
  *   emit_pointwise.c      the pointwise family's compute (a tile)
  *   emit_reduction.c      the row-reduction family's compute (a row, or its
  *                         chunks)
@@ -22,9 +24,12 @@
  *   device_reduction.cuh  the row-reduction family's (L2 policies, block
  *                         reductions, online softmax, Welford)
  *   device_matmul.cuh     the matmul family's (wgmma descriptors)
+ *   device_dtypes.cuh     fp8, integer and bool storage, conversions and
+ *                         arithmetic, for the kernels that use them
  *
  * The .cuh files are embedded in the library as strings by tools/embed.sh;
- * a kernel's (device.cuh, then its family's: codegen_device_header) are
+ * a kernel's (device.cuh, device_dtypes.cuh where it needs it, then its
+ * family's: codegen_device_header) are
  * inlined at its top, between the lines CODEGEN_DEVICE_BEGIN and _END, so
  * the CUDA compiles as it is, with NVRTC or nvcc.
  */
@@ -113,6 +118,9 @@ struct EmitFamily {
 extern const EmitFamily emit_pointwise_family, emit_reduction_family, emit_matmul_family;
 /* The texts of codegen/device.cuh, device_reduction.cuh and device_matmul.cuh (embedded at build time). */
 extern const char codegen_device_cuh[], codegen_device_reduction_cuh[], codegen_device_matmul_cuh[];
+/* codegen/device_dtypes.cuh: fp8, integer and bool helpers, for the kernels that use them. */
+extern const char codegen_device_dtypes_cuh[];
+
 /* ---- the matmul family's files, between themselves ------------------- */
 
 /* emit_matmul_ksum.c: a K split's reduction, stream-K's parts meeting (the matmul family's stmt). */
@@ -147,6 +155,14 @@ const char *emit_buf_at(Emit *e, int buf, const Expr *slot);
 const char *emit_literal(Emit *e, double v);
 /* The f32 expression of op O on operands A and B (C text); FORM, where not NULL, in place of the op's own. */
 const char *emit_op_text(Emit *e, const Op *o, const char *a, const char *b, const char *form);
+/* The same with a third operand C (where's b). */
+const char *emit_op_text3(Emit *e, const Op *o, const char *a, const char *b, const char *c, const char *form);
+/* Op O over registers of their values' types (IN: C text; NULL for a literal operand). */
+const char *emit_op_typed(Emit *e, const Op *o, const char *const in[3]);
+/* The C type of a register holding a value of DT: float for every float dtype. */
+const char *emit_reg_type(Dtype dt);
+/* Does fusion F need device_dtypes.cuh (a dtype past bf16, an op added with them)? */
+bool emit_needs_dtypes(const Fusion *f);
 /* The input (or, with OUTPUT, output) parameter of fusion tensor T, or NULL. */
 const KParam *emit_param_of(Emit *e, int t, bool output);
 /* The tile buffer loaded with fusion tensor T; k->nbuf when there is none. */

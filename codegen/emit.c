@@ -15,50 +15,13 @@
  * (TMA's rule), 1024 when swizzled.
  *
  * The compute statement is the one place that expands the fusion's ops, by
- * the kernel's family; each op becomes one f32 expression from the op's row
- * in cuda_expr[] below (emit_op_text).
+ * the kernel's family; each op becomes one expression from the op's row in
+ * emit_ops.c's tables (emit_op_text, emit_op_typed).
  */
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "codegen.h"
-
-/*
- * The CUDA f32 expression of each op; $a and $b are its operands.  exp and the
- * logistic function use the hardware exponential and a fast division (a few
- * ulp of f32: far below bf16 and f16 rounding, and within the f32 check's
- * 1e-5); streaming kernels that apply them to every element are otherwise
- * bound by instruction issue, not memory.
- */
-static const char *const cuda_expr[OP_COUNT] = {
-	[OP_NEG] = "-$a",
-	[OP_ABS] = "fabsf($a)",
-	[OP_EXP] = "__expf($a)",
-	[OP_LOG] = "logf($a)",
-	[OP_SQRT] = "sqrtf($a)",
-	[OP_RSQRT] = "rsqrtf($a)",
-	[OP_TANH] = "tanhf($a)",
-	[OP_SIGMOID] = "__fdividef(1.0f, 1.0f + __expf(-$a))",
-	[OP_RELU] = "fmaxf($a, 0.0f)",
-	[OP_SILU] = "__fdividef($a, 1.0f + __expf(-$a))",
-	[OP_GELU] = "0.5f * $a * (1.0f + erff($a * 0.70710678118654752f))",
-	[OP_ADD] = "$a + $b",
-	[OP_SUB] = "$a - $b",
-	[OP_MUL] = "$a * $b",
-	[OP_DIV] = "$a / $b",
-	[OP_MAXIMUM] = "fmaxf($a, $b)",
-	[OP_MINIMUM] = "fminf($a, $b)",
-};
-
-/*
- * gelu's tanh form, 0.5 a (1 + tanh(u)) with u = sqrt(2/pi) (a + 0.044715 a^3),
- * written as a / (1 + exp(-2u)), the same function: the hardware exponential
- * and a fast division, as the logistic above, instead of tanhf's dozens of
- * instructions, which bound a matmul epilogue.
- */
-static const char gelu_tanh[] =
-	"__fdividef($a, 1.0f + __expf(-1.5957691216057307f * ($a + 0.044715f * $a * $a * $a)))";
 
 void
 emit_line(Emit *e, const char *fmt, ...)
@@ -277,7 +240,9 @@ emit_type(Dtype dt)
 	case DT_F32: return "float";
 	case DT_BF16: return "wsf_bf16";
 	case DT_F16: return "wsf_f16";
-	default: return "unsigned char";
+	case DT_FP8E4M3: return "wsf_e4m3";
+	case DT_FP8E5M2: return "wsf_e5m2";
+	default: return dtype_info[dt].ctype;   /* the integers' and bool's C types */
 	}
 }
 
@@ -412,52 +377,6 @@ static const char *
 bar_at(Emit *e, int bar, const Expr *slot)
 {
 	return arena_printf(e->c->arena, "&%s[%s]", e->k->bar[bar].name, emit_expr_str(e, slot));
-}
-
-/*
- * A number operand as a CUDA f32 literal: the f32 the kernel computes with
- * (V rounded once to f32), written with the fewest digits that read back as
- * exactly that f32 ("0.1f", "1e-05f"), and '.' as the decimal point whatever
- * the locale.  The front end refuses numbers that f32 rounds to infinity, or
- * from non-zero to zero (compiler/spec.c, f32_number).
- */
-const char *
-emit_literal(Emit *e, double v)
-{
-	char s[NUM_MAX + 4];
-	float f = (float)v;
-
-	if (isnan(f))
-		return "__int_as_float(0x7fc00000)";
-	if (isinf(f))
-		return f > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
-	num_shortest_f32(s, f);
-	if (!strpbrk(s, ".e"))
-		strcat(s, ".0");
-	return arena_printf(e->c->arena, "%sf", s);
-}
-
-/* Substitutes $a and $b in the op's template: cuda_expr[]'s row, or FORM where not NULL. */
-const char *
-emit_op_text(Emit *e, const Op *o, const char *a, const char *b, const char *form)
-{
-	const char *t = o->kind == OP_GELU && o->approx == APPROX_TANH ? gelu_tanh : cuda_expr[o->kind];
-	Buf out;
-
-	if (o->kind == OP_CAST)
-		t = o->to == DT_BF16 ? "wsf_round_bf16($a)" : o->to == DT_F16 ? "wsf_round_f16($a)" : "$a";
-	if (form)
-		t = form;
-	buf_init(&out, e->c->arena);
-	for (; *t; t++) {
-		if (t[0] == '$' && (t[1] == 'a' || t[1] == 'b')) {
-			buf_puts(&out, t[1] == 'a' ? a : b);
-			t++;
-		} else {
-			buf_putn(&out, t, 1);
-		}
-	}
-	return buf_str(&out);
 }
 
 const KParam *
@@ -1121,10 +1040,13 @@ const char *
 codegen_device_header(Comp *c, const Kernel *k)
 {
 	const EmitFamily *fam = family_of(k);
+	const char *base = codegen_device_cuh;
 
+	if (k->fusion && emit_needs_dtypes(k->fusion))
+		base = arena_printf(c->arena, "%s\n%s", codegen_device_cuh, codegen_device_dtypes_cuh);
 	if (!fam || !fam->device)
-		return codegen_device_cuh;
-	return arena_printf(c->arena, "%s%s", codegen_device_cuh, fam->device);
+		return base;
+	return arena_printf(c->arena, "%s%s", base, fam->device);
 }
 
 int

@@ -416,9 +416,10 @@ op_value(Emit *e, const Op *o)
 	                   : fast_form[o->kind];
 
 	emit_line(e, "const float %s = %s;%s", e->value[o->out],
-	          emit_op_text(e, o, o->in[0].tensor ? e->value[o->in[0].tensor] : emit_literal(e, o->in[0].lit),
-	                       o->nin < 2 ? "" : o->in[1].tensor ? e->value[o->in[1].tensor] : emit_literal(e, o->in[1].lit),
-	                       form),
+	          emit_op_text3(e, o, o->in[0].tensor ? e->value[o->in[0].tensor] : emit_literal(e, o->in[0].lit),
+	                        o->nin < 2 ? "" : o->in[1].tensor ? e->value[o->in[1].tensor] : emit_literal(e, o->in[1].lit),
+	                        o->nin < 3 ? "" : o->in[2].tensor ? e->value[o->in[2].tensor] : emit_literal(e, o->in[2].lit),
+	                        form),
 	          emit_pos(e, o->pos));
 }
 

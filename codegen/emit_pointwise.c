@@ -3,17 +3,19 @@
  * through emit_pointwise_family.
  *
  * A compute is every fusion op over one tile: threads stride over it eight
- * elements at a time (16-byte shared loads, 16-byte global stores), each op
- * one f32 expression (emit_op_text) over a thread's 8 elements.
+ * elements at a time (one access of 8 elements: 16 bytes of 2-byte elements,
+ * 8 of fp8, int8 or bool, 2 x 16 of f32 and int32, 4 x 16 of int64), each op
+ * one expression (emit_op_typed) over a thread's 8 elements, in registers of
+ * the value's type: float for every float dtype, else the integer's or bool.
  */
 #include "codegen.h"
 
-/* Operand O at element v of the thread's 8: a value's v_x[v], or a literal. */
+/* Operand O at element v of the thread's 8: a value's v_x[v], or NULL for a literal. */
 static const char *
 operand(Emit *e, const Operand *o)
 {
 	if (!o->tensor)
-		return emit_literal(e, o->lit);
+		return NULL;
 	return arena_printf(e->c->arena, "%s[v]", e->value[o->tensor]);
 }
 
@@ -57,7 +59,7 @@ emit_compute(Emit *e, const Stmt *s)
 			continue;
 		suf = emit_suffix(p->dtype);
 		e->value[t] = v;
-		emit_line(e, "float %s[%d];%s", v, VEC, emit_pos(e, f->tensor[t].pos));
+		emit_line(e, "%s %s[%d];%s", emit_reg_type(p->dtype), v, VEC, emit_pos(e, f->tensor[t].pos));
 		if (emit_buf_of(k, t) < k->nbuf) {   /* staged: a tile buffer */
 			emit_line(e, "wsf_load8%s(%s, %s + %s);", suf, v, emit_curname(e, emit_buf_of(k, t)),
 			          p->view == VIEW_ROW ? "c" : "e");
@@ -84,16 +86,18 @@ emit_compute(Emit *e, const Stmt *s)
 		const char *v = emit_tname(e, PFX_VALUE, o->out);
 
 		e->value[o->out] = v;
-		emit_line(e, "float %s[%d];%s", v, VEC, emit_pos(e, o->pos));
+		emit_line(e, "%s %s[%d];%s", emit_reg_type(f->tensor[o->out].dtype), v, VEC, emit_pos(e, o->pos));
 	}
 	emit_line(e, "#pragma unroll");
 	emit_line(e, "for (int v = 0; v < %d; v++) {", VEC);
 	e->depth++;
 	for (i = 1; i < f->nop; i++) {
 		const Op *o = &f->op[i];
+		const char *in[3] = {"", "", ""};
 
-		emit_line(e, "%s[v] = %s;   // %s%s%s", e->value[o->out],
-		          emit_op_text(e, o, operand(e, &o->in[0]), o->nin > 1 ? operand(e, &o->in[1]) : "", NULL),
+		for (j = 0; j < o->nin; j++)
+			in[j] = operand(e, &o->in[j]);
+		emit_line(e, "%s[v] = %s;   // %s%s%s", e->value[o->out], emit_op_typed(e, o, in),
 		          op_info[o->kind].name, o->origin ? " of " : "", o->origin ? o->origin : "");
 	}
 	e->depth--;

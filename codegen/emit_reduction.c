@@ -312,7 +312,8 @@ row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 				          row_operand(e, &o->in[1]), e->row.steps ? emit_pos(e, o->pos) : "");
 			else
 				emit_line(e, "%s[v] = %s;   // %s%s", row_value(e, o->out),
-				          emit_op_text(e, o, row_operand(e, &o->in[0]), o->nin > 1 ? row_operand(e, &o->in[1]) : "", NULL),
+				          emit_op_text3(e, o, row_operand(e, &o->in[0]), o->nin > 1 ? row_operand(e, &o->in[1]) : "",
+				                        o->nin > 2 ? row_operand(e, &o->in[2]) : "", NULL),
 				          op_info[o->kind].name, e->row.steps ? emit_pos(e, o->pos) : "");
 		}
 		e->depth--;
@@ -347,7 +348,8 @@ emit_row_scalars(Emit *e, const int *level, int upto, bool *done, bool assign)
 		    level[o->out] > upto)
 			continue;
 		emit_line(e, "%s%s = %s;   // %s%s", assign ? "" : "const float ", emit_tname(e, PFX_ROW, o->out),
-		          emit_op_text(e, o, row_operand(e, &o->in[0]), o->nin > 1 ? row_operand(e, &o->in[1]) : "", NULL),
+		          emit_op_text3(e, o, row_operand(e, &o->in[0]), o->nin > 1 ? row_operand(e, &o->in[1]) : "",
+		                        o->nin > 2 ? row_operand(e, &o->in[2]) : "", NULL),
 		          op_info[o->kind].name, emit_pos(e, o->pos));
 		done[o->out] = true;
 	}

@@ -823,30 +823,31 @@ read_name(const Reader *r, const Node *n, const char *what)
 	return NULL;
 }
 
-/* DTYPE: f32 | f16 | bf16  (the IR knows fp8 types that nothing compiles yet) */
+/* DTYPE: f32 | f16 | bf16 | fp8e4m3 | fp8e5m2 | int8 | uint8 | int32 | int64 | bool, or torch's name of one */
 int
 read_dtype(const Reader *r, const Node *n, Dtype *v)
 {
-	static const char *const valid[] = {"f32", "f16", "bf16"};
+	const char *valid[DT_COUNT - 1], *names[2 * (DT_COUNT - 1)];
 	const char *best;
-	Dtype d;
+	int i, nnames = 0;
 
-	if (n->kind != N_SCALAR || n->type == SC_NULL)
-		return diag_error(r->c, n->pos, "expected a dtype (%s), saw %s", join_words(r, valid, 3, "or"),
-		                  describe(r, n));
-	d = dtype_from_name(n->text);
-	if (d == DT_F32 || d == DT_F16 || d == DT_BF16) {
-		*v = d;
-		return 0;
+	for (i = 1; i < DT_COUNT; i++) {
+		valid[i - 1] = dtype_info[i].name;
+		names[nnames++] = dtype_info[i].name;
+		if (strcmp(dtype_info[i].torch, dtype_info[i].name) != 0)
+			names[nnames++] = dtype_info[i].torch;
 	}
-	if (d != DT_NONE)
-		return diag_error(r->c, n->pos, "dtype '%s' is not supported yet: expected %s", n->text,
-		                  join_words(r, valid, 3, "or"));
-	best = suggest_among(n->text, valid, 3);
+	if (n->kind != N_SCALAR || n->type == SC_NULL)
+		return diag_error(r->c, n->pos, "expected a dtype (%s), saw %s", join_words(r, valid, DT_COUNT - 1, "or"),
+		                  describe(r, n));
+	*v = dtype_from_name(n->text);
+	if (*v != DT_NONE)
+		return 0;
+	best = suggest_among(n->text, names, nnames);
 	if (best)
 		return diag_error(r->c, n->pos, "unknown dtype '%s': did you mean '%s'?", show(r, n->text), best);
-	return diag_error(r->c, n->pos, "unknown dtype '%s': expected %s", show(r, n->text),
-	                  join_words(r, valid, 3, "or"));
+	return diag_error(r->c, n->pos, "unknown dtype '%s': expected %s (or torch's names: float32, bfloat16, "
+	                  "float8_e4m3fn...)", show(r, n->text), join_words(r, valid, DT_COUNT - 1, "or"));
 }
 
 /* ---- the spec ---------------------------------------------------------- */

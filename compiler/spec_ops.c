@@ -123,14 +123,18 @@ read_operands(Reader *r, Op *o, const Node *n, const Node *ops, int i)
 		if (a->type == SC_INT || a->type == SC_FLOAT) {
 			if (!scalar_number(a, &in->lit))
 				return diag_error(r->c, a->pos, "expected a finite number, saw %s", describe(r, a));
+			in->lit_int = a->type == SC_INT;
 			if (info->cls != CLS_BINARY)
 				return diag_error(r->c, a->pos,
 				                  "op '%s' takes tensors, not the number %s: "
 				                  "name an input or an earlier op's output",
 				                  info->name, show(r, a->text));
-			if (++nlit == 2)
-				return diag_error(r->c, a->pos, "op '%s' needs at least one tensor input, saw two numbers",
-				                  info->name);
+			if (o->kind == OP_WHERE && j == 0)
+				return diag_error(r->c, a->pos, "op 'where' takes a bool tensor as its condition, not the number %s",
+				                  show(r, a->text));
+			if (++nlit == n->nkid)
+				return diag_error(r->c, a->pos, "op '%s' needs at least one tensor input, saw %s numbers",
+				                  info->name, n->nkid == 2 ? "two" : "only");
 			if (f32_number(r, a, in->lit, "", false))
 				return -1;
 			continue;

@@ -11,17 +11,22 @@
 #include "ir.h"
 
 const DtypeInfo dtype_info[DT_COUNT] = {
-	[DT_NONE] = {"none", "void", 0},
-	[DT_F32] = {"f32", "float", 4},
-	[DT_F16] = {"f16", "__half", 2},
-	[DT_BF16] = {"bf16", "__nv_bfloat16", 2},
-	[DT_FP8E4M3] = {"fp8e4m3", "__nv_fp8_e4m3", 1},
-	[DT_FP8E5M2] = {"fp8e5m2", "__nv_fp8_e5m2", 1},
+	[DT_NONE] = {"none", "none", "void", 0, DK_NONE, 0},
+	[DT_F32] = {"f32", "float32", "float", 4, DK_FLOAT, 24},
+	[DT_F16] = {"f16", "float16", "__half", 2, DK_FLOAT, 11},
+	[DT_BF16] = {"bf16", "bfloat16", "__nv_bfloat16", 2, DK_FLOAT, 8},
+	[DT_FP8E4M3] = {"fp8e4m3", "float8_e4m3fn", "__nv_fp8_e4m3", 1, DK_FLOAT, 4},
+	[DT_FP8E5M2] = {"fp8e5m2", "float8_e5m2", "__nv_fp8_e5m2", 1, DK_FLOAT, 3},
+	[DT_INT8] = {"int8", "int8", "signed char", 1, DK_INT, 8},
+	[DT_UINT8] = {"uint8", "uint8", "unsigned char", 1, DK_INT, 8},
+	[DT_INT32] = {"int32", "int32", "int", 4, DK_INT, 32},
+	[DT_INT64] = {"int64", "int64", "long long", 8, DK_INT, 64},
+	[DT_BOOL] = {"bool", "bool", "bool", 1, DK_BOOL, 1},
 };
 
 const OpInfo op_info[OP_COUNT] = {
-	[OP_NONE] = {"none", 0, 0, CLS_NONE, 0},
-#define OP(id, yaml, nmin, nmax, cls, attrs) [OP_##id] = {yaml, nmin, nmax, CLS_##cls, attrs},
+	[OP_NONE] = {"none", 0, 0, CLS_NONE, 0, 0, 0},
+#define OP(id, yaml, nmin, nmax, cls, attrs, ty, kinds) [OP_##id] = {yaml, nmin, nmax, CLS_##cls, attrs, ty, kinds},
 #include "ops.h"
 #undef OP
 };
@@ -32,19 +37,65 @@ dtype_from_name(const char *s)
 	int i;
 
 	for (i = 1; i < DT_COUNT; i++)
-		if (strcmp(dtype_info[i].name, s) == 0)
+		if (strcmp(dtype_info[i].name, s) == 0 || strcmp(dtype_info[i].torch, s) == 0)
 			return (Dtype)i;
 	return DT_NONE;
 }
 
+/*
+ * torch's promotion of two tensor dtypes: the higher category wins; within
+ * ints the wider, and a signed and an unsigned byte meet in int16, which
+ * wsfuse lacks, so in int32 (torch: int16); within floats any two that
+ * differ give f32 (torch gives f32 for f16 + bf16, and refuses to promote
+ * the two fp8 types with others; wsfuse computes in f32 and says so).
+ */
 Dtype
 dtype_promote(Dtype a, Dtype b)
 {
+	const DtypeInfo *x = &dtype_info[a], *y = &dtype_info[b];
+
 	if (a == DT_NONE)
 		return b;
 	if (b == DT_NONE || a == b)
 		return a;
+	if (x->kind != y->kind)
+		return x->kind > y->kind ? a : b;
+	if (x->kind == DK_INT) {
+		if (x->bits != y->bits)
+			return x->bits > y->bits ? a : b;
+		return DT_INT32;   /* int8 with uint8 */
+	}
 	return DT_F32;
+}
+
+Dtype
+dtype_promote_number(Dtype t, bool integral)
+{
+	DtypeKind k = integral ? DK_INT : DK_FLOAT;
+
+	if (dtype_info[t].kind >= k)
+		return t;
+	return integral ? DT_INT64 : DT_F32;
+}
+
+Dtype
+op_compute_dtype(const Fusion *f, const Op *o)
+{
+	const OpInfo *info = &op_info[o->kind];
+	Dtype p = DT_NONE;
+	int j, first = info->typing == TY_WHERE;
+
+	if (info->typing == TY_CAST)
+		return f->tensor[o->in[0].tensor].dtype;
+	for (j = first; j < o->nin; j++)
+		if (o->in[j].tensor)
+			p = dtype_promote(p, f->tensor[o->in[j].tensor].dtype);
+	for (j = first; j < o->nin; j++)
+		if (!o->in[j].tensor)
+			p = dtype_promote_number(p, o->in[j].lit_int);
+	if (info->typing == TY_FLOAT && !dtype_is_float(p))
+		p = DT_F32;
+	return p;
 }
 
 OpKind

@@ -192,23 +192,40 @@ typedef enum Dtype {
 	DT_BF16 = WSF_DTYPE_BF16,
 	DT_FP8E4M3 = WSF_DTYPE_FP8E4M3,
 	DT_FP8E5M2 = WSF_DTYPE_FP8E5M2,
+	DT_INT8 = WSF_DTYPE_INT8,
+	DT_UINT8 = WSF_DTYPE_UINT8,
+	DT_INT32 = WSF_DTYPE_INT32,
+	DT_INT64 = WSF_DTYPE_INT64,
+	DT_BOOL = WSF_DTYPE_BOOL,
 	DT_COUNT
 } Dtype;
 
+/* torch's categories, in promotion order: a higher category wins (bool + int8 is int8, int8 + bf16 is bf16). */
+typedef enum DtypeKind { DK_NONE = 0, DK_BOOL, DK_INT, DK_FLOAT } DtypeKind;
+
 typedef struct DtypeInfo {
 	const char *name;  /* spec spelling */
-	const char *ctype; /* CUDA type */
+	const char *torch; /* torch's name, which the spec accepts too (float8_e4m3fn) */
+	const char *ctype; /* CUDA storage type */
 	int bytes;
+	DtypeKind kind;
+	int bits;          /* floats: mantissa bits with the implicit one (f32 24, bf16 8); ints: width */
 } DtypeInfo;
 
 extern const DtypeInfo dtype_info[DT_COUNT];
+/* The dtype spelled S (a short name or torch's), or DT_NONE. */
 Dtype dtype_from_name(const char *s);
-/* The type of a pointwise result of A and B (torch promotion: equal stays, else f32). */
+/* The type of a pointwise result of A and B, by torch's promotion (DT_NONE stands for no operand). */
 Dtype dtype_promote(Dtype a, Dtype b);
+/* torch's promotion of tensor dtype T with a number: a number of a higher category than T gives
+ * that category's default (int64 for an integer, f32 for a float), else T. */
+Dtype dtype_promote_number(Dtype t, bool integral);
+static inline bool dtype_is_float(Dtype d) { return dtype_info[d].kind == DK_FLOAT; }
+static inline bool dtype_is_int(Dtype d) { return dtype_info[d].kind == DK_INT; }
 
 typedef enum OpKind {
 	OP_NONE,
-#define OP(id, yaml, nmin, nmax, cls, attrs) OP_##id,
+#define OP(id, yaml, nmin, nmax, cls, attrs, ty, kinds) OP_##id,
 #include "ops.h"
 #undef OP
 	OP_COUNT
@@ -234,11 +251,26 @@ enum {
 	A_EPS = 1 << 6        /* eps: FLOAT */
 };
 
+/* How an op's result dtype follows from its operands' (torch's rules; passes/infer.c). */
+typedef enum Typing {
+	TY_ARITH = 1,  /* the operands' promoted type */
+	TY_FLOAT,      /* the promoted type, f32 if that is not a float (div, exp, sin) */
+	TY_CMP,        /* bool, comparing in the promoted type */
+	TY_LOGIC,      /* bool, each operand tested against zero */
+	TY_WHERE,      /* where(cond, a, b): cond bool, the result a's and b's promoted type */
+	TY_CAST        /* the op's `to` */
+} Typing;
+
+/* Dtype categories an op computes in (a mask of 1 << DtypeKind). */
+enum { K_BOOL = 1 << DK_BOOL, K_INT = 1 << DK_INT, K_FLOAT = 1 << DK_FLOAT, K_ALL = K_BOOL | K_INT | K_FLOAT };
+
 typedef struct OpInfo {
 	const char *name;
 	int min_in, max_in;
 	OpClass cls;
 	unsigned attrs;
+	Typing typing;
+	unsigned kinds;
 } OpInfo;
 
 extern const OpInfo op_info[OP_COUNT];
@@ -314,6 +346,7 @@ typedef struct Tensor {
 typedef struct Operand {
 	int tensor;
 	double lit;
+	bool lit_int;       /* LIT was written as an integer (2, not 2.0): torch's int scalar */
 	Pos pos;
 } Operand;
 
@@ -399,6 +432,9 @@ struct Fusion {
 };
 
 Fusion *fusion_new(Comp *c);
+/* The dtype op O computes in: its operands' promoted dtype (a cast's: its input's; where's: a's and b's),
+ * f32 for a float op of integers; DT_NONE while an operand is untyped. */
+Dtype op_compute_dtype(const Fusion *f, const Op *o);
 /* The size variable called NAME, or 0. */
 int fusion_find_sym(const Fusion *f, const char *name);
 int fusion_add_sym(Comp *c, Fusion *f, const char *name, Pos p);

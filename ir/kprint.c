@@ -574,7 +574,6 @@ static Printer *const printers[ST_COUNT] = {
 static void
 stmt_print(Buf *b, const Kernel *k, const Stmt *s, int depth)
 {
-	const MatmulPlan *m = kernel_mm(k);
 	size_t start, n;
 
 	if (s->kind == ST_BLOCK) {

@@ -7,15 +7,19 @@
  * 0..rank-1; every output has a stored dtype; every tensor whose sizes are
  * bound counts its elements and bytes in 64 bits.  Errors: operands that
  * cannot broadcast, matmul inner-dimension mismatches, reduction axes out of
- * range, ops applied to literals only, shapes too big to count.  Marks the
+ * range, ops applied to literals only, shapes too big to count, ops computing
+ * in a dtype category they do not take (OpInfo.kinds), where's condition not
+ * bool, outputs stored as a dtype of another category.  Marks the
  * inputs no op reads (Tensor.unread) with a warning.  Invalidates nothing.
  *
- * Dtypes follow torch: a pointwise result has its tensor operands' dtype when
- * they agree and f32 otherwise; literals do not promote; cast gives `to`.
- * Arithmetic is f32 whatever the dtype, and a value is rounded once, when an
- * output stores it.  Two dims are equal when they name the same size or are
- * the same constant: sizes are runtime values, so M and N may differ at launch
- * even if their defaults agree.
+ * Dtypes follow torch: each op's typing rule (ir/ops.h) over its operands'
+ * promoted dtype (dtype_promote: the higher category wins, bool < integer <
+ * float; a number promotes only a tensor of a lower category); cast gives
+ * `to`.  Float arithmetic is f32 whatever the float dtype, and a float value
+ * is rounded once, when a cast or an output stores it; integer and bool
+ * values are exact in their own type at every op.  Two dims are equal when
+ * they name the same size or are the same constant: sizes are runtime
+ * values, so M and N may differ at launch even if their defaults agree.
  */
 #include <stdio.h>
 #include <string.h>
@@ -60,6 +64,72 @@ num_str(Comp *c, double v)
 	return arena_strdup(c->arena, s);
 }
 
+/* "bool" or "int32 and f32": the dtypes of O's operands, for messages. */
+static const char *
+operand_types(Comp *c, const Fusion *f, const Op *o)
+{
+	Buf b;
+	int j;
+
+	buf_init(&b, c->arena);
+	for (j = 0; j < o->nin; j++)
+		buf_printf(&b, "%s%s", j == 0 ? "" : j == o->nin - 1 ? " and " : ", ",
+		           o->in[j].tensor ? dtype_info[f->tensor[o->in[j].tensor].dtype].name
+		                           : o->in[j].lit_int ? "an integer number" : "a float number");
+	return buf_str(&b);
+}
+
+/* The dtype O computes in (op_compute_dtype: torch's promotion), checked against the op's kinds. */
+static int
+compute_type(Comp *c, const Fusion *f, const Op *o, Dtype *dt)
+{
+	const OpInfo *info = &op_info[o->kind];
+	Dtype p = op_compute_dtype(f, o);
+
+	if (!(info->kinds & 1u << dtype_info[p].kind))
+		return diag_error(c, o->pos, "op '%s' does not compute on %s: its operands are %s%s", info->name,
+		                  dtype_info[p].kind == DK_BOOL ? "bool" : dtype_info[p].kind == DK_INT ? "integers" : "floats",
+		                  operand_types(c, f, o),
+		                  info->kinds == K_FLOAT ? " (cast them to a float dtype first)"
+		                  : info->kinds & K_FLOAT ? " (cast them to an integer or float dtype first)"
+		                  : info->kinds == K_INT ? " (it takes integers)" : " (it takes integers or bool)");
+	*dt = p;
+	return 0;
+}
+
+/* The dtype of O's result, from its typing rule (ir/ops.h). */
+static int
+infer_dtype(Comp *c, const Fusion *f, const Op *o, Tensor *out)
+{
+	Dtype p;
+
+	switch (op_info[o->kind].typing) {
+	case TY_CAST:
+		out->dtype = o->to;
+		return 0;
+	case TY_WHERE:
+		if (f->tensor[o->in[0].tensor].dtype != DT_BOOL)
+			return diag_error(c, o->in[0].pos, "op 'where' takes a bool condition, saw '%s' of dtype %s "
+			                  "(compare it first: ne with 0)", f->tensor[o->in[0].tensor].name,
+			                  dtype_info[f->tensor[o->in[0].tensor].dtype].name);
+		if (compute_type(c, f, o, &p))
+			return -1;
+		out->dtype = p;
+		return 0;
+	case TY_CMP:
+	case TY_LOGIC:
+		if (compute_type(c, f, o, &p))
+			return -1;
+		out->dtype = DT_BOOL;
+		return 0;
+	default:
+		if (compute_type(c, f, o, &p))
+			return -1;
+		out->dtype = p;
+		return 0;
+	}
+}
+
 static int
 infer_unary(Comp *c, Fusion *f, Op *o, Tensor *out)
 {
@@ -71,51 +141,55 @@ infer_unary(Comp *c, Fusion *f, Op *o, Tensor *out)
 	a = &f->tensor[o->in[0].tensor];
 	out->rank = a->rank;
 	memcpy(out->dim, a->dim, sizeof out->dim);
-	out->dtype = o->kind == OP_CAST ? o->to : a->dtype;
-	return 0;
+	return infer_dtype(c, f, o, out);
 }
 
-/* Numpy broadcasting over trailing dims. */
+/* Numpy broadcasting over trailing dims, operand by operand. */
 static int
 infer_binary(Comp *c, Fusion *f, Op *o, Tensor *out)
 {
-	const Tensor *a = o->in[0].tensor ? &f->tensor[o->in[0].tensor] : NULL;
-	const Tensor *b = o->in[1].tensor ? &f->tensor[o->in[1].tensor] : NULL;
-	int i;
+	const Tensor *a = NULL, *b;
+	int i, j;
 
-	if (!a && !b)
+	for (j = 0; j < o->nin; j++) {
+		if (!o->in[j].tensor)
+			continue;
+		b = &f->tensor[o->in[j].tensor];
+		if (!a) {
+			a = b;
+			out->rank = b->rank;
+			memcpy(out->dim, b->dim, sizeof out->dim);
+			continue;
+		}
+		for (i = 1; i <= (out->rank > b->rank ? out->rank : b->rank); i++) {
+			Dim da = {0, 1}, db = {0, 1};
+
+			if (i <= out->rank)
+				da = out->dim[out->rank - i];
+			if (i <= b->rank)
+				db = b->dim[b->rank - i];
+			if (!dim_equal(da, db) && !dim_is_one(db) && !dim_is_one(da))
+				return diag_error(c, o->pos,
+				                  "cannot broadcast '%s' %s with '%s' %s in '%s': %s vs %s in the %s dim "
+				                  "(dims must be equal or 1, aligned from the right)",
+				                  a->name, shape_str(c, f, a), b->name, shape_str(c, f, b),
+				                  op_info[o->kind].name, dim_str(c, f, da), dim_str(c, f, db),
+				                  i == 1 ? "last" : i == 2 ? "second-to-last" : "leading");
+		}
+		if (b->rank > out->rank) {
+			memmove(out->dim + (b->rank - out->rank), out->dim, out->rank * sizeof out->dim[0]);
+			for (i = 0; i < b->rank - out->rank; i++)
+				out->dim[i] = (Dim){0, 1};
+			out->rank = b->rank;
+		}
+		for (i = 1; i <= b->rank; i++)
+			if (dim_is_one(out->dim[out->rank - i]))
+				out->dim[out->rank - i] = b->dim[b->rank - i];
+	}
+	if (!a)
 		return diag_error(c, o->pos, "op '%s' needs at least one tensor input, saw two numbers",
 		                  op_info[o->kind].name);
-	if (!a || !b) {
-		const Tensor *t = a ? a : b;
-
-		out->rank = t->rank;
-		memcpy(out->dim, t->dim, sizeof out->dim);
-		out->dtype = t->dtype;
-		return 0;
-	}
-	out->rank = a->rank > b->rank ? a->rank : b->rank;
-	for (i = 1; i <= out->rank; i++) {
-		Dim da = {0, 1}, db = {0, 1};
-
-		if (i <= a->rank)
-			da = a->dim[a->rank - i];
-		if (i <= b->rank)
-			db = b->dim[b->rank - i];
-		if (dim_equal(da, db) || dim_is_one(db))
-			out->dim[out->rank - i] = da;
-		else if (dim_is_one(da))
-			out->dim[out->rank - i] = db;
-		else
-			return diag_error(c, o->pos,
-			                  "cannot broadcast '%s' %s with '%s' %s in '%s': %s vs %s in the %s dim "
-			                  "(dims must be equal or 1, aligned from the right)",
-			                  a->name, shape_str(c, f, a), b->name, shape_str(c, f, b),
-			                  op_info[o->kind].name, dim_str(c, f, da), dim_str(c, f, db),
-			                  i == 1 ? "last" : i == 2 ? "second-to-last" : "leading");
-	}
-	out->dtype = dtype_promote(a->dtype, b->dtype);
-	return 0;
+	return infer_dtype(c, f, o, out);
 }
 
 static int
@@ -134,6 +208,10 @@ infer_reduce(Comp *c, Fusion *f, Op *o, Tensor *out)
 	if (axis < 0 || axis >= a->rank)
 		return diag_error(c, o->pos, "axis %d is out of range for '%s' %s of rank %d (expected %d..%d)",
 		                  o->axis, a->name, shape_str(c, f, a), a->rank, -a->rank, a->rank - 1);
+	if (!(op_info[o->kind].kinds & 1u << dtype_info[a->dtype].kind))
+		return diag_error(c, o->pos, "op '%s' does not reduce %s '%s': reductions compute in f32 and take floats "
+		                  "(and bool, for max); cast it to f32 first", op_info[o->kind].name,
+		                  dtype_info[a->dtype].name, a->name);
 	o->axis = axis;
 	out->rank = 0;
 	for (i = 0; i < a->rank; i++) {
@@ -165,6 +243,9 @@ infer_matmul(Comp *c, Fusion *f, Op *o, Tensor *out)
 		if (t->rank < 2)
 			return diag_error(c, o->in[i].pos, "matmul operand '%s' %s has rank %d, expected 2 or more",
 			                  t->name, shape_str(c, f, t), t->rank);
+		if (t->dtype != DT_F32 && t->dtype != DT_F16 && t->dtype != DT_BF16)
+			return diag_error(c, o->in[i].pos, "matmul operand '%s' is %s: matmul multiplies f32, f16 and bf16 "
+			                  "only (cast it first)", t->name, dtype_info[t->dtype].name);
 	}
 	/* batch dims: on A alone (B shared by the batch), or the same on both */
 	if (b->rank != 2 && b->rank != a->rank)
@@ -313,9 +394,17 @@ pass_infer(Comp *c)
 	}
 	if (rc || mark_unread(c, f))
 		return -1;
-	for (i = 0; i < f->nout; i++)
-		if (f->out[i].dtype == DT_NONE)
-			f->out[i].dtype = f->tensor[f->out[i].tensor].dtype;
+	for (i = 0; i < f->nout; i++) {
+		Output *o = &f->out[i];
+		Dtype t = f->tensor[o->tensor].dtype;
+
+		if (o->dtype == DT_NONE)
+			o->dtype = t;
+		if (o->dtype != t && (!dtype_is_float(o->dtype) || !dtype_is_float(t)))
+			return diag_error(c, o->pos, "output '%s' is %s; storing it as %s needs a cast op (an output "
+			                  "changes dtype only between floats)", f->tensor[o->tensor].name,
+			                  dtype_info[t].name, dtype_info[o->dtype].name);
+	}
 	if (check_sizes(c, f))
 		return -1;
 	f->inferred = true;

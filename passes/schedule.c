@@ -1,7 +1,8 @@
 /*
  * schedule.c: pick the kernel family and check that the fusion fits one
  * kernel.  Requires an inferred fusion; leaves f->family set, every op
- * placeable in that family's kernel, and every row stride the kernel will
+ * placeable in that family's kernel, every value of a dtype the family
+ * holds (integers in pointwise kernels only), and every row stride the kernel will
  * hand to TMA a multiple of 16 bytes at the sizes known now (sizes bound
  * later are checked again at launch); breaks nothing.
  *
@@ -127,6 +128,44 @@ check_alignment(Comp *c, const Fusion *f, int t, Dtype dt, const char *role, Pos
 	                  role, x->name, (long long)n, dtype_info[dt].name, (long long)bytes, per);
 }
 
+/*
+ * Dtypes a family cannot hold: row-reduction and matmul kernels keep every
+ * value in an f32 register, which holds the float dtypes and bool (0 or 1)
+ * exactly but not integer arithmetic; the TMA unit's adds
+ * (accumulate: true) take f32, f16 and bf16; and a signal's consumer role
+ * reads the stored tiles back, and stores its own, 16 bytes of f32, f16 or
+ * bf16 at a time.
+ */
+static int
+check_dtypes(Comp *c, const Fusion *f)
+{
+	bool consumer = false;
+	int i;
+
+	for (i = 0; i < f->nout; i++)
+		consumer |= f->out[i].consumer;
+	for (i = 0; i < f->nout && consumer; i++)
+		if (f->out[i].dtype > DT_BF16)
+			return diag_error(c, f->out[i].pos, "output '%s' is %s: a kernel with a signal's consumer role stores "
+			                  "f32, f16 and bf16 outputs only, for now", f->tensor[f->out[i].tensor].name,
+			                  dtype_info[f->out[i].dtype].name);
+
+	for (i = 1; i < f->ntensor && f->family != FAM_POINTWISE; i++) {
+		const Tensor *t = &f->tensor[i];
+
+		if (dtype_is_int(t->dtype))
+			return diag_error(c, t->pos, "'%s' is %s: integer values compute in pointwise kernels only, not yet "
+			                  "in %s kernels (cast it to f32)", t->name, dtype_info[t->dtype].name,
+			                  f->family == FAM_MATMUL ? "matmul" : "row-reduction");
+	}
+	for (i = 0; i < f->nout; i++)
+		if (f->out[i].accumulate && f->out[i].dtype > DT_BF16)
+			return diag_error(c, f->out[i].accumulate_pos, "'accumulate' (output '%s') adds f32, f16 and bf16 "
+			                  "(the TMA unit's adds), not %s", f->tensor[f->out[i].tensor].name,
+			                  dtype_info[f->out[i].dtype].name);
+	return 0;
+}
+
 /* The pass: requires an inferred fusion; leaves f->family set and the fusion checked to fit it, or -1. */
 int
 pass_schedule(Comp *c)
@@ -145,6 +184,8 @@ pass_schedule(Comp *c)
 	} else {
 		f->family = FAM_POINTWISE;
 	}
+	if (check_dtypes(c, f))
+		return -1;
 	for (i = 0; i < f->ninput; i++) {
 		const Tensor *t = &f->tensor[f->input[i]];
 

@@ -22,9 +22,11 @@ from ctypes import POINTER, c_char_p, c_int, c_int64, c_size_t, c_void_p
 
 __all__ = ["Error", "Context", "Kernel", "load", "version", "environment", "torch_op"]
 
-DTYPES = {1: "f32", 2: "f16", 3: "bf16", 4: "fp8e4m3", 5: "fp8e5m2"}   # WsfDtype -> spec name
+DTYPES = {1: "f32", 2: "f16", 3: "bf16", 4: "fp8e4m3", 5: "fp8e5m2",   # WsfDtype -> spec name
+          6: "int8", 7: "uint8", 8: "int32", 9: "int64", 10: "bool"}
 _TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16",
-                 "fp8e4m3": "float8_e4m3fn", "fp8e5m2": "float8_e5m2"}
+                 "fp8e4m3": "float8_e4m3fn", "fp8e5m2": "float8_e5m2",
+                 "int8": "int8", "uint8": "uint8", "int32": "int32", "int64": "int64", "bool": "bool"}
 _SEVERITIES = {1: "note", 2: "warning", 3: "error"}
 _DIAG_FN = ctypes.CFUNCTYPE(None, c_void_p, c_int, c_char_p)
 _DUMP_FN = ctypes.CFUNCTYPE(None, c_void_p, c_char_p, c_char_p)

@@ -5,9 +5,11 @@
  * written here again, in double, in one table indexed by OpKind (ops.h says
  * so), and evaluation is the plainest loop that follows the semantics.
  * Tensors are evaluated in op order (a topological order) into double arrays
- * in the Comp's arena; nothing is rounded except by an explicit cast, which
+ * in the Comp's arena; no float is rounded except by an explicit cast, which
  * rounds to its `to` type as the kernel does when it stores, and the stored
- * outputs a signal consumer computes from (consumer_outputs).
+ * outputs a signal consumer computes from (consumer_outputs).  An integer or
+ * bool result is exact in its dtype at every op (rt_round wraps it), as the
+ * kernel's is: exact while every value stays below 2^53 in magnitude.
  *
  * Shapes come from Tensor.dim through dim_value(), so the same fusion
  * evaluates at whatever sizes are bound.  Pointwise ops broadcast numpy-style
@@ -33,6 +35,7 @@
 typedef struct RefOp {
 	double (*unary)(const Op *op, double x);
 	double (*binary)(double a, double b);
+	double (*ternary)(double a, double b, double c);
 	double (*fold)(double acc, double x); /* reductions: acc op x */
 	double init;                          /* reductions: the fold's identity */
 	bool mean;                            /* divide the fold by the reduced extent */
@@ -67,6 +70,84 @@ static double bin_div(double a, double b) { return a / b; }
 static double bin_max(double a, double b) { return isnan(a) || a > b ? a : b; }
 static double bin_min(double a, double b) { return isnan(a) || a < b ? a : b; }
 
+static double un_erf(const Op *op, double x) { return erf(x); }
+static double un_sin(const Op *op, double x) { return sin(x); }
+static double un_cos(const Op *op, double x) { return cos(x); }
+static double un_exp2(const Op *op, double x) { return exp2(x); }
+static double un_log2(const Op *op, double x) { return log2(x); }
+static double un_log1p(const Op *op, double x) { return log1p(x); }
+static double un_expm1(const Op *op, double x) { return expm1(x); }
+static double un_floor(const Op *op, double x) { return floor(x); }
+static double un_ceil(const Op *op, double x) { return ceil(x); }
+/* half to even: the default rounding mode */
+static double un_round(const Op *op, double x) { return nearbyint(x); }
+static double un_trunc(const Op *op, double x) { return trunc(x); }
+/* torch's (0 < x) - (x < 0): NaN gives 0 */
+static double un_sign(const Op *op, double x) { return (0 < x) - (x < 0); }
+static double un_not(const Op *op, double x) { return x == 0; }
+/* ~x in two's complement (a bool's is logical not: eval_pointwise) */
+static double un_bnot(const Op *op, double x) { return -x - 1; }
+
+static double bin_and(double a, double b) { return a != 0 && b != 0; }
+static double bin_or(double a, double b) { return a != 0 || b != 0; }
+static double bin_eq(double a, double b) { return a == b; }
+static double bin_ne(double a, double b) { return a != b; }
+static double bin_lt(double a, double b) { return a < b; }
+static double bin_le(double a, double b) { return a <= b; }
+static double bin_gt(double a, double b) { return a > b; }
+static double bin_ge(double a, double b) { return a >= b; }
+static double bin_pow(double a, double b) { return pow(a, b); }
+
+/* Bitwise ops on integers held exactly in doubles, through int64_t's two's complement. */
+static double bin_band(double a, double b) { return (double)((int64_t)a & (int64_t)b); }
+static double bin_bor(double a, double b) { return (double)((int64_t)a | (int64_t)b); }
+static double bin_bxor(double a, double b) { return (double)((int64_t)a ^ (int64_t)b); }
+
+/*
+ * Shifts as torch computes them: a shift count below 0 or at least the
+ * width gives 0 to the left and the sign to the right.  The width here is
+ * 64 (the result wraps to its dtype afterwards, which gives the narrower
+ * types' results for counts below their width; the sweep keeps counts there).
+ */
+static double
+bin_shl(double a, double b)
+{
+	return b < 0 || b >= 64 ? 0.0 : a * ldexp(1.0, (int)b);
+}
+
+static double
+bin_shr(double a, double b)
+{
+	return b < 0 || b >= 64 ? (a < 0 ? -1.0 : 0.0) : floor(a / ldexp(1.0, (int)b));
+}
+
+/* torch's floor_divide: floor(a / b), division by 0 as the float division gives it */
+static double
+bin_floordiv(double a, double b)
+{
+	double q;
+
+	if (b == 0)
+		return a / b;
+	q = (a - fmod(a, b)) / b;   /* exact: a - fmod(a, b) is a multiple of b */
+	if (fmod(a, b) != 0 && (b < 0) != (fmod(a, b) < 0))
+		q -= 1;
+	return q;
+}
+
+/* torch's remainder: the sign of the divisor (Python's %) */
+static double
+bin_rem(double a, double b)
+{
+	double m = fmod(a, b);
+
+	if (m != 0 && (b < 0) != (m < 0))
+		m += b;
+	return m;
+}
+
+static double tern_where(double c, double a, double b) { return c != 0 ? a : b; }
+
 static const RefOp ref_ops[OP_COUNT] = {
 	[OP_NEG] = {.unary = un_neg},
 	[OP_ABS] = {.unary = un_abs},
@@ -86,6 +167,37 @@ static const RefOp ref_ops[OP_COUNT] = {
 	[OP_DIV] = {.binary = bin_div},
 	[OP_MAXIMUM] = {.binary = bin_max},
 	[OP_MINIMUM] = {.binary = bin_min},
+	[OP_ERF] = {.unary = un_erf},
+	[OP_SIN] = {.unary = un_sin},
+	[OP_COS] = {.unary = un_cos},
+	[OP_EXP2] = {.unary = un_exp2},
+	[OP_LOG2] = {.unary = un_log2},
+	[OP_LOG1P] = {.unary = un_log1p},
+	[OP_EXPM1] = {.unary = un_expm1},
+	[OP_FLOOR] = {.unary = un_floor},
+	[OP_CEIL] = {.unary = un_ceil},
+	[OP_ROUND] = {.unary = un_round},
+	[OP_TRUNC] = {.unary = un_trunc},
+	[OP_SIGN] = {.unary = un_sign},
+	[OP_LOGICAL_NOT] = {.unary = un_not},
+	[OP_BITWISE_NOT] = {.unary = un_bnot},
+	[OP_LOGICAL_AND] = {.binary = bin_and},
+	[OP_LOGICAL_OR] = {.binary = bin_or},
+	[OP_BITWISE_AND] = {.binary = bin_band},
+	[OP_BITWISE_OR] = {.binary = bin_bor},
+	[OP_BITWISE_XOR] = {.binary = bin_bxor},
+	[OP_SHL] = {.binary = bin_shl},
+	[OP_SHR] = {.binary = bin_shr},
+	[OP_EQ] = {.binary = bin_eq},
+	[OP_NE] = {.binary = bin_ne},
+	[OP_LT] = {.binary = bin_lt},
+	[OP_LE] = {.binary = bin_le},
+	[OP_GT] = {.binary = bin_gt},
+	[OP_GE] = {.binary = bin_ge},
+	[OP_POW] = {.binary = bin_pow},
+	[OP_FLOOR_DIVIDE] = {.binary = bin_floordiv},
+	[OP_REMAINDER] = {.binary = bin_rem},
+	[OP_WHERE] = {.ternary = tern_where},
 	[OP_SUM] = {.fold = bin_add, .init = 0.0},
 	[OP_MAX] = {.fold = bin_max, .init = -INFINITY},
 	[OP_MEAN] = {.fold = bin_add, .init = 0.0, .mean = true},
@@ -193,10 +305,11 @@ typedef struct Pointwise {
 	const Op *op;
 	const RefOp *r;
 	Shape os;
-	int64_t st[2][MAX_RANK];
-	const double *src[2];
-	double lit[2];      /* a number operand, as the f32 the kernel computes with */
+	int64_t st[MAX_IN][MAX_RANK];
+	const double *src[MAX_IN];
+	double lit[MAX_IN]; /* a number operand, as the kernel computes with it (f32 for a float) */
 	int nin;
+	Dtype wrap;         /* an integer or bool result: each value as that dtype holds it; else DT_NONE */
 	double *out;
 } Pointwise;
 
@@ -205,7 +318,7 @@ pointwise_range(void *ctx, int64_t lo, int64_t hi)
 {
 	const Pointwise *p = ctx;
 	const RefOp *r = p->r;
-	int64_t off[2] = {0}, idx[MAX_RANK] = {0}, n, rest = lo;
+	int64_t off[MAX_IN] = {0}, idx[MAX_RANK] = {0}, n, rest = lo;
 	int i, d;
 
 	/* the odometer at element LO */
@@ -217,7 +330,10 @@ pointwise_range(void *ctx, int64_t lo, int64_t hi)
 	}
 	for (n = lo; n < hi; n++) {
 		p->out[n] = r->unary ? r->unary(p->op, p->src[0][off[0]])
-		                     : r->binary(p->src[0][off[0]], p->src[1][off[1]]);
+		            : r->binary ? r->binary(p->src[0][off[0]], p->src[1][off[1]])
+		                        : r->ternary(p->src[0][off[0]], p->src[1][off[1]], p->src[2][off[2]]);
+		if (p->wrap)
+			p->out[n] = rt_round(p->wrap, p->out[n]);
 		/* odometer: step the innermost index, carrying outward */
 		for (d = p->os.rank - 1; d >= 0; d--) {
 			for (i = 0; i < p->nin; i++)
@@ -240,14 +356,18 @@ eval_pointwise(Eval *e, const Op *op, double *out)
 	p.op = op;
 	p.r = &ref_ops[op->kind];
 	p.os = shape_of(e->f, op->out);
-	p.nin = p.r->unary ? 1 : 2;
+	p.nin = p.r->unary ? 1 : p.r->binary ? 2 : 3;
 	p.out = out;
+	if (!dtype_is_float(e->f->tensor[op->out].dtype))
+		p.wrap = e->f->tensor[op->out].dtype;
+	if (op->kind == OP_BITWISE_NOT && p.wrap == DT_BOOL)
+		p.r = &ref_ops[OP_LOGICAL_NOT];
 	if (op->nin != p.nin)
 		return internal(e, op, "%d inputs, expected %d", op->nin, p.nin);
 	for (i = 0; i < p.nin; i++) {
 		Shape is = shape_of(e->f, op->in[i].tensor);
 
-		p.lit[i] = (float)op->in[i].lit;
+		p.lit[i] = op->in[i].lit_int && p.wrap ? op->in[i].lit : (float)op->in[i].lit;
 		p.src[i] = op->in[i].tensor ? e->val[op->in[i].tensor] : &p.lit[i];
 		if (broadcast_strides(&is, &p.os, p.st[i]) < 0)
 			return internal(e, op, "input %d does not broadcast to the output shape", i);
@@ -427,7 +547,7 @@ eval_op(Eval *e, const Op *op, double *out)
 {
 	const RefOp *r = &ref_ops[op->kind];
 
-	if (op_info[op->kind].cls != CLS_COMPOSITE && !r->unary && !r->binary && !r->fold &&
+	if (op_info[op->kind].cls != CLS_COMPOSITE && !r->unary && !r->binary && !r->ternary && !r->fold &&
 	    op_info[op->kind].cls != CLS_MATMUL)
 		return internal(e, op, "no reference semantics; add the op's row to ref_ops");
 	switch (op_info[op->kind].cls) {

@@ -12,8 +12,9 @@
  * codegen's shared-memory layouts: an inner box of exactly 128, 64 or 32
  * bytes gets the swizzle of that span (wgmma's K-major tiles), anything else
  * none.  Encoding always uses no interleave, L2 promotion 128B, zero fill for
- * out-of-bounds elements and element strides of 1.  fp8 travels as UINT8:
- * TMA copies bytes and has no fp8 type.
+ * out-of-bounds elements and element strides of 1.  fp8, int8 and bool
+ * travel as UINT8: TMA copies bytes (and has no fp8 or bool type); int32
+ * and int64 as INT32 and INT64.
  */
 #include <inttypes.h>
 #include <string.h>
@@ -193,7 +194,9 @@ tma_type(Dtype dt)
 	case DT_F32: return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
 	case DT_F16: return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
 	case DT_BF16: return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-	default: return CU_TENSOR_MAP_DATA_TYPE_UINT8;
+	case DT_INT32: return CU_TENSOR_MAP_DATA_TYPE_INT32;
+	case DT_INT64: return CU_TENSOR_MAP_DATA_TYPE_INT64;
+	default: return CU_TENSOR_MAP_DATA_TYPE_UINT8;   /* fp8, int8, uint8, bool: bytes */
 	}
 }
 

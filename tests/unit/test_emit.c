@@ -304,22 +304,31 @@ every_sweep_line_is_aligned(void **state)
 /*
  * A pointwise kernel's device header is device.cuh alone (no block
  * reductions to compile); a row reduction's goes on with
- * device_reduction.cuh.
+ * device_reduction.cuh; a kernel with an fp8, integer or bool value with
+ * device_dtypes.cuh before its family's.
  */
 static void
 device_header_by_family(void **state)
 {
-	static const struct {
+	size_t nd = strlen(codegen_device_dtypes_cuh), nr = strlen(codegen_device_reduction_cuh);
+	char *dtypes = malloc(nd + 2), *dtypes_then_row = malloc(nd + nr + 2);
+	const struct {
 		const char *path;
 		const char *tail;
 	} cases[] = {
 		{"examples/pointwise_chain.yaml", ""},
 		{"examples/layernorm.yaml", codegen_device_reduction_cuh},
+		{"tests/golden/fp8_quant.yaml", dtypes_then_row},
+		{"tests/golden/dtypes_pointwise.yaml", dtypes},
 	};
 	size_t n = strlen(codegen_device_cuh);
 	int i;
 
 	(void)state;
+	assert_non_null(dtypes);
+	assert_non_null(dtypes_then_row);
+	snprintf(dtypes, nd + 2, "\n%s", codegen_device_dtypes_cuh);
+	snprintf(dtypes_then_row, nd + nr + 2, "\n%s%s", codegen_device_dtypes_cuh, codegen_device_reduction_cuh);
 	assert_null(strstr(codegen_device_cuh, "wsf_block_sum"));
 	assert_non_null(strstr(codegen_device_reduction_cuh, "wsf_block_sum"));
 	for (i = 0; i < countof(cases); i++) {
@@ -340,6 +349,8 @@ device_header_by_family(void **state)
 		arena_free(c.arena);
 		free(src);
 	}
+	free(dtypes);
+	free(dtypes_then_row);
 }
 
 int

@@ -130,6 +130,66 @@ infer_broadcast_and_dtypes(void **state)
 	assert_int_equal(t->c.fusion->family, FAM_POINTWISE);
 }
 
+
+/* torch's promotion: category first (bool < integer < float), numbers only promote a lower category */
+static void
+infer_promotion(void **state)
+{
+	Fixture *t = *state;
+
+	assert_int_equal(run(t, HEAD "  i8: {dtype: int8, shape: [M, N]}\n  u8: {dtype: uint8, shape: [M, N]}\n"
+	                     "  i64: {dtype: int64, shape: [N]}\n  m: {dtype: bool, shape: [M, 1]}\n"
+	                     "  x: {dtype: bfloat16, shape: [M, N]}\n  q: {dtype: float8_e5m2, shape: [M, N]}\nops:\n"
+	                     "  - {out: a, op: add, in: [i8, u8]}\n"       /* int8 + uint8: int32 (torch: int16) */
+	                     "  - {out: b, op: add, in: [i8, i64]}\n"      /* the wider integer */
+	                     "  - {out: c, op: mul, in: [i8, 2]}\n"        /* an int number keeps int8 */
+	                     "  - {out: d, op: mul, in: [i8, 2.0]}\n"      /* a float number: f32 */
+	                     "  - {out: e, op: add, in: [m, 1]}\n"         /* bool + int number: int64 */
+	                     "  - {out: g, op: add, in: [i8, x]}\n"        /* integer + float: the float */
+	                     "  - {out: h, op: gt, in: [x, i64]}\n"        /* comparisons: bool */
+	                     "  - {out: k, op: where, in: [h, i8, m]}\n"   /* where: a and b promote; cond bool */
+	                     "  - {out: l, op: div, in: [i8, i8]}\n"       /* true division of integers: f32 */
+	                     "  - {out: n, op: sin, in: [u8]}\n"           /* float math of an integer: f32 */
+	                     "  - {out: o, op: floor_divide, in: [i8, 3]}\n"
+	                     "  - {out: p, op: logical_and, in: [x, i8]}\n"
+	                     "  - {out: r, op: add, in: [q, x]}\n"         /* two float types: f32 */
+	                     "  - {out: s, op: bitwise_xor, in: [m, m]}\n"
+	                     "  - {out: u, op: cast, in: [x], to: int64}\n"
+	                     "outputs:\n  a: {}\n  b: {}\n  c: {}\n  d: {}\n  e: {}\n  g: {}\n  k: {}\n  l: {}\n"
+	                     "  n: {}\n  o: {}\n  p: {}\n  r: {}\n  s: {}\n  u: {}\n"), 0);
+	assert_string_equal(shape(t, "a"), "int32[M, N]");
+	assert_string_equal(shape(t, "b"), "int64[M, N]");
+	assert_string_equal(shape(t, "c"), "int8[M, N]");
+	assert_string_equal(shape(t, "d"), "f32[M, N]");
+	assert_string_equal(shape(t, "e"), "int64[M, 1]");
+	assert_string_equal(shape(t, "g"), "bf16[M, N]");
+	assert_string_equal(shape(t, "h"), "bool[M, N]");
+	assert_string_equal(shape(t, "k"), "int8[M, N]");
+	assert_string_equal(shape(t, "l"), "f32[M, N]");
+	assert_string_equal(shape(t, "n"), "f32[M, N]");
+	assert_string_equal(shape(t, "o"), "int8[M, N]");
+	assert_string_equal(shape(t, "p"), "bool[M, N]");
+	assert_string_equal(shape(t, "r"), "f32[M, N]");
+	assert_string_equal(shape(t, "s"), "bool[M, 1]");
+	assert_string_equal(shape(t, "u"), "int64[M, N]");
+	assert_int_equal(t->c.fusion->family, FAM_POINTWISE);
+}
+
+/* A row reduction and a matmul epilogue take fp8 and bool values, which an f32 register holds. */
+static void
+infer_fp8_and_bool_beside_reductions(void **state)
+{
+	Fixture *t = *state;
+
+	assert_int_equal(run(t, HEAD "  x: {dtype: bf16, shape: [M, N]}\n  m: {dtype: bool, shape: [M, N]}\nops:\n"
+	                     "  - {out: a, op: max, in: [m]}\n"
+	                     "  - {out: y, op: where, in: [m, x, -1e4]}\n  - {out: s, op: softmax, in: [y]}\n"
+	                     "  - {out: q, op: cast, in: [s], to: fp8e4m3}\noutputs:\n  q: {}\n  a: {}\n"), 0);
+	assert_string_equal(shape(t, "a"), "bool[M, 1]");
+	assert_string_equal(shape(t, "q"), "fp8e4m3[M, N]");
+	assert_int_equal(t->c.fusion->family, FAM_REDUCTION);
+}
+
 static void
 infer_reduce_keepdim_false(void **state)
 {
@@ -193,6 +253,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(expand_layernorm_affine, setup, teardown),
 		cmocka_unit_test_setup_teardown(expand_rmsnorm_plain, setup, teardown),
 		cmocka_unit_test_setup_teardown(infer_broadcast_and_dtypes, setup, teardown),
+		cmocka_unit_test_setup_teardown(infer_promotion, setup, teardown),
+		cmocka_unit_test_setup_teardown(infer_fp8_and_bool_beside_reductions, setup, teardown),
 		cmocka_unit_test_setup_teardown(infer_reduce_keepdim_false, setup, teardown),
 		cmocka_unit_test_setup_teardown(infer_matmul_transposes, setup, teardown),
 		cmocka_unit_test_setup_teardown(infer_errors, setup, teardown),

@@ -3,7 +3,7 @@
  *
  * Rounding is checked at the points where formats differ: ties to even at
  * 1.0 and in the subnormals, the largest finite value and just past it
- * (infinity for f16/bf16, saturation for fp8), infinities, NaN and signed
+ * (infinity for f16, bf16 and e5m2, NaN for e4m3: torch's), infinities, NaN and signed
  * zero; then every bit pattern of the 8- and 16-bit formats must survive a
  * decode/encode round trip, and f32 rounding must agree with C's (float).
  */
@@ -96,16 +96,17 @@ test_bf16_rounding(void **state)
 	assert_int_equal(bits_of(DT_BF16, ldexp(1, -133)), 0x0001);
 }
 
+/* torch's to(torch.float8_e4m3fn): past the largest finite value, 448, is NaN */
 static void
 test_e4m3_rounding(void **state)
 {
 	assert_true(rt_round(DT_FP8E4M3, 448.0) == 448.0);
 	/* 464 is halfway between 448 (even) and 480 (which would be NaN's pattern) */
 	assert_true(rt_round(DT_FP8E4M3, 464.0) == 448.0);
-	assert_true(rt_round(DT_FP8E4M3, 500.0) == 448.0);
-	assert_true(rt_round(DT_FP8E4M3, 1e9) == 448.0);
-	assert_true(rt_round(DT_FP8E4M3, INFINITY) == 448.0);
-	assert_true(rt_round(DT_FP8E4M3, -INFINITY) == -448.0);
+	assert_true(isnan(rt_round(DT_FP8E4M3, 464.5)));
+	assert_true(isnan(rt_round(DT_FP8E4M3, 500.0)));
+	assert_true(isnan(rt_round(DT_FP8E4M3, 1e9)));
+	assert_true(isnan(rt_round(DT_FP8E4M3, INFINITY)));
 	assert_true(isnan(rt_round(DT_FP8E4M3, NAN)));
 	assert_true(rt_round(DT_FP8E4M3, 1.0625) == 1.0);  /* tie to even */
 	assert_true(rt_round(DT_FP8E4M3, 1.1875) == 1.25); /* tie to even, upward */
@@ -115,29 +116,74 @@ test_e4m3_rounding(void **state)
 	assert_int_equal(bits_of(DT_FP8E4M3, 1.0), 0x38);
 	assert_int_equal(bits_of(DT_FP8E4M3, 448.0), 0x7e);
 	assert_int_equal(bits_of(DT_FP8E4M3, -448.0), 0xfe);
-	assert_int_equal(bits_of(DT_FP8E4M3, 1e6), 0x7e);
+	assert_int_equal(bits_of(DT_FP8E4M3, 1e6), 0x7f);
+	assert_int_equal(bits_of(DT_FP8E4M3, -1e6), 0xff);
+	assert_int_equal(bits_of(DT_FP8E4M3, -INFINITY), 0xff);
 	assert_int_equal(bits_of(DT_FP8E4M3, NAN), 0x7f);
 	assert_int_equal(bits_of(DT_FP8E4M3, ldexp(1, -9)), 0x01);
+	assert_int_equal(bits_of(DT_FP8E4M3, 0.1), 0x1d);   /* torch: 0.1015625 */
+	assert_int_equal(bits_of(DT_FP8E4M3, -3.3), 0xc5);  /* torch: -3.25 */
 	assert_true(isnan(value_of(DT_FP8E4M3, 0x7f)));
 	assert_true(isnan(value_of(DT_FP8E4M3, 0xff)));
 	assert_true(value_of(DT_FP8E4M3, 0x78) == 256.0); /* exponent 1111 is a number in e4m3 */
 }
 
+/* torch's to(torch.float8_e5m2): IEEE-like, overflow to infinity from 61440 on */
 static void
 test_e5m2_rounding(void **state)
 {
 	assert_true(rt_round(DT_FP8E5M2, 57344.0) == 57344.0);
-	assert_true(rt_round(DT_FP8E5M2, 61440.0) == 57344.0);
-	assert_true(rt_round(DT_FP8E5M2, INFINITY) == 57344.0);
+	assert_true(rt_round(DT_FP8E5M2, 61439.0) == 57344.0);
+	assert_true(rt_round(DT_FP8E5M2, 61440.0) == INFINITY);   /* the tie goes to even: past the top */
+	assert_true(rt_round(DT_FP8E5M2, -INFINITY) == -INFINITY);
 	assert_true(rt_round(DT_FP8E5M2, 1.125) == 1.0);
 	assert_true(rt_round(DT_FP8E5M2, 1.375) == 1.5);
 	assert_true(rt_round(DT_FP8E5M2, ldexp(1, -16)) == ldexp(1, -16));
 	assert_true(rt_round(DT_FP8E5M2, ldexp(1, -17)) == 0.0);
 	assert_int_equal(bits_of(DT_FP8E5M2, 1.0), 0x3c);
 	assert_int_equal(bits_of(DT_FP8E5M2, 57344.0), 0x7b);
-	assert_int_equal(bits_of(DT_FP8E5M2, NAN), 0x7e);
+	assert_int_equal(bits_of(DT_FP8E5M2, 1e6), 0x7c);
+	assert_int_equal(bits_of(DT_FP8E5M2, NAN), 0x7f);
+	assert_int_equal(bits_of(DT_FP8E5M2, 0.1), 0x2e);   /* torch: 0.09375 */
 	assert_true(isinf(value_of(DT_FP8E5M2, 0x7c)));
 	assert_true(isnan(value_of(DT_FP8E5M2, 0x7d)));
+}
+
+/* Integers wrap as C++'s casts do on the device; bool is != 0. */
+static void
+test_int_rounding(void **state)
+{
+	int8_t i8[3];
+	int64_t i64[2];
+	bool b[3];
+	double src[3] = {200.0, -129.0, 2.9}, back[3];
+
+	assert_true(rt_round(DT_INT8, 127.0) == 127.0);
+	assert_true(rt_round(DT_INT8, 128.0) == -128.0);
+	assert_true(rt_round(DT_INT8, -2.9) == -2.0);
+	assert_true(rt_round(DT_UINT8, -1.0) == 255.0);
+	assert_true(rt_round(DT_UINT8, 256.0) == 0.0);
+	assert_true(rt_round(DT_INT32, 2147483648.0) == -2147483648.0);
+	assert_true(rt_round(DT_INT64, -5.5) == -5.0);
+	assert_true(rt_round(DT_INT32, NAN) == 0.0);
+	assert_true(rt_round(DT_BOOL, 0.5) == 1.0);
+	assert_true(rt_round(DT_BOOL, NAN) == 1.0);
+	assert_true(rt_round(DT_BOOL, -0.0) == 0.0);
+	rt_pack(DT_INT8, src, 3, i8);
+	assert_int_equal(i8[0], -56);
+	assert_int_equal(i8[1], 127);
+	assert_int_equal(i8[2], 2);
+	rt_unpack(DT_INT8, i8, 3, back);
+	assert_true(back[0] == -56.0 && back[1] == 127.0 && back[2] == 2.0);
+	src[0] = -3e15;
+	rt_pack(DT_INT64, src, 2, i64);
+	assert_true(i64[0] == -3000000000000000ll && i64[1] == -129);
+	rt_unpack(DT_INT64, i64, 2, back);
+	assert_true(back[0] == -3e15);
+	src[0] = 0.0;
+	rt_pack(DT_BOOL, src, 3, b);
+	rt_unpack(DT_BOOL, b, 3, back);
+	assert_true(back[0] == 0.0 && back[1] == 1.0 && back[2] == 1.0);
 }
 
 static void
@@ -182,11 +228,6 @@ round_trip(Dtype dt, uint32_t npatterns)
 			assert_true(isnan(value_of(dt, bits_of(dt, x))));
 			continue;
 		}
-		if (isinf(x) && dt == DT_FP8E5M2) {
-			/* decodable, but conversions saturate as the device's do */
-			assert_true(rt_round(dt, x) == copysign(57344.0, x));
-			continue;
-		}
 		assert_true(rt_round(dt, x) == x);
 		if (bits_of(dt, x) != b)
 			fail_msg("%s pattern 0x%x -> %g -> 0x%x", dtype_info[dt].name, b, x,
@@ -218,7 +259,7 @@ test_arrays(void **state)
 	assert_true(signbit(back[4]));
 	rt_pack(DT_FP8E4M3, src, 5, q);
 	rt_unpack(DT_FP8E4M3, q, 5, back);
-	assert_true(back[3] == 448.0);
+	assert_true(isnan(back[3]));
 	assert_true(back[1] == -2.5);
 }
 
@@ -228,6 +269,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_f16_rounding),
 		cmocka_unit_test(test_bf16_rounding),
+		cmocka_unit_test(test_int_rounding),
 		cmocka_unit_test(test_e4m3_rounding),
 		cmocka_unit_test(test_e5m2_rounding),
 		cmocka_unit_test(test_f32_rounding),

@@ -702,9 +702,13 @@ dtype_table_round_trip(void **state)
 	for (i = 1; i < DT_COUNT; i++) {
 		assert_int_equal(dtype_from_name(dtype_info[i].name), i);
 		assert_true(dtype_info[i].bytes == 1 || dtype_info[i].bytes == 2 ||
-		            dtype_info[i].bytes == 4);
+		            dtype_info[i].bytes == 4 || dtype_info[i].bytes == 8);
 		assert_non_null(dtype_info[i].ctype);
+		assert_int_equal(dtype_from_name(dtype_info[i].torch), i);
 	}
+	assert_int_equal(dtype_from_name("float8_e4m3fn"), DT_FP8E4M3);
+	assert_int_equal(dtype_from_name("bfloat16"), DT_BF16);
+	assert_int_equal(dtype_from_name("int16"), DT_NONE);
 	assert_int_equal(dtype_from_name("f64"), DT_NONE);
 	assert_int_equal(dtype_from_name("none"), DT_NONE);
 	assert_int_equal(dtype_from_name(""), DT_NONE);
@@ -730,6 +734,15 @@ dtype_promotion(void **state)
 	assert_int_equal(dtype_promote(DT_F16, DT_BF16), DT_F32);
 	assert_int_equal(dtype_promote(DT_BF16, DT_F32), DT_F32);
 	assert_int_equal(dtype_promote(DT_F16, DT_F16), DT_F16);
+	assert_int_equal(dtype_promote(DT_BOOL, DT_INT8), DT_INT8);
+	assert_int_equal(dtype_promote(DT_INT8, DT_UINT8), DT_INT32);
+	assert_int_equal(dtype_promote(DT_UINT8, DT_INT64), DT_INT64);
+	assert_int_equal(dtype_promote(DT_INT64, DT_FP8E4M3), DT_FP8E4M3);
+	assert_int_equal(dtype_promote(DT_FP8E4M3, DT_FP8E5M2), DT_F32);
+	assert_int_equal(dtype_promote_number(DT_BOOL, true), DT_INT64);
+	assert_int_equal(dtype_promote_number(DT_INT8, true), DT_INT8);
+	assert_int_equal(dtype_promote_number(DT_INT8, false), DT_F32);
+	assert_int_equal(dtype_promote_number(DT_BF16, false), DT_BF16);
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)

@@ -4,7 +4,8 @@
  * Each test builds a Fusion directly (tensors with shapes, ops, outputs),
  * runs rt_reference and compares with values worked out by hand or with
  * libm: broadcasting (trailing dims, size-1 dims, rank 0, literals), every
- * unary and binary op, reductions with and without keepdim, matmul 3x4x5 in
+ * unary and binary op (the integer, bool and fp8 ones by torch's results),
+ * reductions with and without keepdim, matmul 3x4x5 in
  * all four transpose combinations and with broadcast batch dims, and the
  * errors (a composite that was never expanded).
  */
@@ -408,6 +409,172 @@ test_binary_ops(void **state)
 			assert_near(got[j], cases[i].want(a[j], b[j]));
 		arena_free(e.c.arena);
 	}
+}
+
+
+/*
+ * The ops added with the integer, bool and fp8 dtypes, each on 4 elements
+ * against values worked out by hand (torch's results): floor division and
+ * remainder take the divisor's sign, round goes half to even, integers wrap
+ * in their dtype, comparisons give bool.
+ */
+static const struct {
+	OpKind kind;
+	Dtype in, out;
+	double a[4], b[4], want[4];
+} dtype_cases[] = {
+		{OP_FLOOR_DIVIDE, DT_INT32, DT_INT32, {7, -7, 7, -7}, {2, 2, -2, -2}, {3, -4, -4, 3}},
+		{OP_REMAINDER, DT_INT32, DT_INT32, {7, -7, 7, -7}, {2, 2, -2, -2}, {1, 1, -1, -1}},
+		{OP_FLOOR_DIVIDE, DT_F32, DT_F32, {7.5, -7.5, 1, -1}, {2, 2, -4, 4}, {3, -4, -1, -1}},
+		{OP_REMAINDER, DT_F32, DT_F32, {7.5, -7.5, 1, -1}, {2, 2, -4, 4}, {1.5, 0.5, -3, 3}},
+		{OP_ADD, DT_INT8, DT_INT8, {100, -100, 127, 1}, {100, -100, 1, 2}, {-56, 56, -128, 3}},
+		{OP_MUL, DT_UINT8, DT_UINT8, {16, 255, 3, 0}, {16, 2, 5, 7}, {0, 254, 15, 0}},
+		{OP_SUB, DT_INT64, DT_INT64, {0, -3e15, 5, 1}, {1, 3e15, 7, 1}, {-1, -6e15, -2, 0}},
+		{OP_SHL, DT_INT8, DT_INT8, {1, 3, -1, 5}, {7, 2, 1, -1}, {-128, 12, -2, 0}},
+		{OP_SHR, DT_INT32, DT_INT32, {-8, 8, -1, 5}, {1, 3, 40, -1}, {-4, 1, -1, 0}},
+		{OP_BITWISE_AND, DT_INT32, DT_INT32, {12, -1, 5, -8}, {10, 7, 0, 12}, {8, 7, 0, 8}},
+		{OP_BITWISE_OR, DT_INT32, DT_INT32, {12, -8, 5, 0}, {10, 3, 0, 0}, {14, -5, 5, 0}},
+		{OP_BITWISE_XOR, DT_BOOL, DT_BOOL, {0, 1, 0, 1}, {0, 0, 1, 1}, {0, 1, 1, 0}},
+		{OP_MAXIMUM, DT_INT8, DT_INT8, {-3, 4, -128, 0}, {2, -9, 127, 0}, {2, 4, 127, 0}},
+		{OP_LT, DT_F32, DT_BOOL, {1, 2, NAN, -0.0}, {2, 1, 0, 0}, {1, 0, 0, 0}},
+		{OP_EQ, DT_INT32, DT_BOOL, {1, 2, 3, -4}, {1, 3, 3, 4}, {1, 0, 1, 0}},
+		{OP_NE, DT_F32, DT_BOOL, {NAN, 1, 0, 2}, {NAN, 1, -0.0, 3}, {1, 0, 0, 1}},
+		{OP_GE, DT_UINT8, DT_BOOL, {0, 255, 3, 4}, {0, 254, 4, 4}, {1, 1, 0, 1}},
+		{OP_LOGICAL_AND, DT_F32, DT_BOOL, {0, 1.5, NAN, -2}, {1, 0, 1, -1}, {0, 0, 1, 1}},
+		{OP_LOGICAL_OR, DT_INT32, DT_BOOL, {0, 0, 3, -2}, {0, 5, 0, 1}, {0, 1, 1, 1}},
+		{OP_POW, DT_F32, DT_F32, {2, 9, -2, 1}, {10, 0.5, 3, NAN}, {1024, 3, -8, 1}},
+};
+
+static void
+dtype_case(int i)
+{
+	double got[4];
+	double *out[1] = {got};
+	const double *in[2] = {dtype_cases[i].a, dtype_cases[i].b};
+	int ta, tb, y, j;
+	Env e;
+
+	COMP_INIT(e.c);
+	env_fusion(&e);
+	ta = tensor(&e, "a", TK_INPUT, 1, 4);
+	tb = tensor(&e, "b", TK_INPUT, 1, 4);
+	y = tensor(&e, "y", TK_VALUE, 1, 4);
+	e.f->tensor[ta].dtype = e.f->tensor[tb].dtype = dtype_cases[i].in;
+	e.f->tensor[y].dtype = dtype_cases[i].out;
+	op(&e, dtype_cases[i].kind, y, 2, T(ta), T(tb));
+	output(&e, y);
+	assert_int_equal(rt_reference(&e.c, e.f, in, out), WSF_OK);
+	for (j = 0; j < 4; j++)
+		if (!(got[j] == dtype_cases[i].want[j]))
+			fail_msg("case %d (%s) element %d: got %.17g, want %.17g", i, op_info[dtype_cases[i].kind].name, j,
+			         got[j], dtype_cases[i].want[j]);
+	arena_free(e.c.arena);
+}
+
+static void
+test_dtype_ops(void **state)
+{
+	int i;
+
+	for (i = 0; i < countof(dtype_cases); i++)
+		dtype_case(i);
+}
+
+/* The unary ops added with the dtypes; casts between them (fp8 as torch rounds it, integers wrapping). */
+static const struct {
+	OpKind kind;
+	Dtype in, to;
+	double a[4], want[4];
+} unary_cases[] = {
+		{OP_ROUND, DT_F32, DT_F32, {0.5, 1.5, 2.5, -2.5}, {0, 2, 2, -2}},
+		{OP_FLOOR, DT_F32, DT_F32, {-0.5, 1.5, 2, -2.1}, {-1, 1, 2, -3}},
+		{OP_CEIL, DT_F32, DT_F32, {-0.5, 1.5, 2, -2.1}, {-0.0, 2, 2, -2}},
+		{OP_TRUNC, DT_F32, DT_F32, {-0.5, 1.5, 2, -2.9}, {-0.0, 1, 2, -2}},
+		{OP_SIGN, DT_F32, DT_F32, {-3, 0, NAN, 7}, {-1, 0, 0, 1}},
+		{OP_SIGN, DT_INT32, DT_INT32, {-3, 0, 1, 7}, {-1, 0, 1, 1}},
+		{OP_ABS, DT_INT8, DT_INT8, {-128, -1, 0, 5}, {-128, 1, 0, 5}},
+		{OP_NEG, DT_INT8, DT_INT8, {-128, -1, 0, 5}, {-128, 1, 0, -5}},
+		{OP_LOGICAL_NOT, DT_F32, DT_BOOL, {0, NAN, -0.0, 2}, {1, 0, 1, 0}},
+		{OP_BITWISE_NOT, DT_INT32, DT_INT32, {0, -1, 5, -6}, {-1, 0, -6, 5}},
+		{OP_BITWISE_NOT, DT_BOOL, DT_BOOL, {0, 1, 0, 1}, {1, 0, 1, 0}},
+		{OP_EXP2, DT_INT32, DT_F32, {0, 3, -1, 10}, {1, 8, 0.5, 1024}},
+		{OP_LOG2, DT_F32, DT_F32, {1, 8, 0.25, 0}, {0, 3, -2, -INFINITY}},
+		{OP_CAST, DT_F32, DT_FP8E4M3, {0.1, -3.3, 464, 465}, {0.1015625, -3.25, 448, NAN}},
+		{OP_CAST, DT_F32, DT_FP8E5M2, {0.1, 57344, 61440, -INFINITY}, {0.09375, 57344, INFINITY, -INFINITY}},
+		{OP_CAST, DT_F32, DT_INT8, {-2.9, 2.9, 200, -129}, {-2, 2, -56, 127}},
+		{OP_CAST, DT_INT32, DT_UINT8, {-1, 256, 255, 7}, {255, 0, 255, 7}},
+		{OP_CAST, DT_F32, DT_BOOL, {0, -0.0, 0.1, NAN}, {0, 0, 1, 1}},
+		{OP_CAST, DT_BOOL, DT_BF16, {0, 1, 1, 0}, {0, 1, 1, 0}},
+		{OP_CAST, DT_INT64, DT_BF16, {257, -3, 1000, 0}, {256, -3, 1000, 0}},
+};
+
+static void
+unary_case(int i)
+{
+	double got[4];
+	double *out[1] = {got};
+	const double *in[1] = {unary_cases[i].a};
+	const double *want = unary_cases[i].want;
+	int ta, y, j;
+	Op *o;
+	Env e;
+
+	COMP_INIT(e.c);
+	env_fusion(&e);
+	ta = tensor(&e, "a", TK_INPUT, 1, 4);
+	y = tensor(&e, "y", TK_VALUE, 1, 4);
+	e.f->tensor[ta].dtype = unary_cases[i].in;
+	e.f->tensor[y].dtype = unary_cases[i].to;
+	o = op(&e, unary_cases[i].kind, y, 1, T(ta), L(0));
+	o->to = unary_cases[i].to;
+	output(&e, y);
+	assert_int_equal(rt_reference(&e.c, e.f, in, out), WSF_OK);
+	for (j = 0; j < 4; j++)
+		if (!(got[j] == want[j] && signbit(got[j]) == signbit(want[j])) && !(isnan(got[j]) && isnan(want[j])))
+			fail_msg("case %d (%s) element %d: got %.17g, want %.17g", i, op_info[unary_cases[i].kind].name, j,
+			         got[j], want[j]);
+	arena_free(e.c.arena);
+}
+
+static void
+test_dtype_unary_ops(void **state)
+{
+	int i;
+
+	for (i = 0; i < countof(unary_cases); i++)
+		unary_case(i);
+}
+
+/* where(cond, a, b) broadcasts all three; an int literal in an int op stays exact (not rounded to f32). */
+static void
+test_where_and_int_literals(void **state)
+{
+	double c[3] = {1, 0, 1}, a[3] = {1, 2, 3}, got[3], big[1] = {16777216};
+	double *out[1] = {got};
+	const double *in[3] = {c, a, big};
+	int tc, ta, tb, y, z;
+	Op *o;
+	Env e;
+
+	COMP_INIT(e.c);
+	env_fusion(&e);
+	tc = tensor(&e, "c", TK_INPUT, 1, 3);
+	ta = tensor(&e, "a", TK_INPUT, 1, 3);
+	tb = tensor(&e, "b", TK_INPUT, 0);
+	e.f->tensor[tc].dtype = DT_BOOL;
+	e.f->tensor[tb].dtype = e.f->tensor[ta].dtype = DT_INT64;
+	y = tensor(&e, "y", TK_VALUE, 1, 3);
+	e.f->tensor[y].dtype = DT_INT64;
+	o = op(&e, OP_WHERE, y, 3, T(tc), T(ta));
+	o->in[2] = T(tb);
+	z = tensor(&e, "z", TK_VALUE, 1, 3);
+	e.f->tensor[z].dtype = DT_INT64;
+	o = op(&e, OP_ADD, z, 2, T(y), L(16777217));
+	o->in[1].lit_int = true;
+	output(&e, z);
+	assert_int_equal(rt_reference(&e.c, e.f, in, out), WSF_OK);
+	assert_true(got[0] == 16777218 && got[1] == 33554433 && got[2] == 16777220);
+	arena_free(e.c.arena);
 }
 
 static void
@@ -817,6 +984,9 @@ main(void)
 		cmocka_unit_test(test_unary_ops),
 		cmocka_unit_test(test_cast_rounds_and_nothing_else_does),
 		cmocka_unit_test(test_binary_ops),
+		cmocka_unit_test(test_dtype_ops),
+		cmocka_unit_test(test_dtype_unary_ops),
+		cmocka_unit_test(test_where_and_int_literals),
 		cmocka_unit_test(test_maximum_propagates_nan),
 		cmocka_unit_test(test_reductions),
 		cmocka_unit_test(test_matmul_transposes),

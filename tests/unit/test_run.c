@@ -55,6 +55,59 @@ fill_is_deterministic_and_rounded(void **state)
 	free(back);
 }
 
+/* Integer inputs are non-zero, in -8..8 (uint8: 1..16), every value drawn; bool is 0 or 1, both drawn. */
+static void
+fill_integers_and_bool(void **state)
+{
+	static const Dtype dts[] = {DT_INT8, DT_UINT8, DT_INT32, DT_INT64, DT_BOOL};
+	int64_t *packed = malloc(N * 8);
+	double *h = malloc(N * sizeof *h);
+	int d, seen[33];
+	int64_t i;
+
+	(void)state;
+	for (d = 0; d < 5; d++) {
+		int lo = dts[d] == DT_BOOL ? 0 : dts[d] == DT_UINT8 ? 1 : -8, hi = dts[d] == DT_BOOL ? 1 : dts[d] == DT_UINT8 ? 16 : 8;
+		int v, n = 0;
+
+		memset(seen, 0, sizeof seen);
+		rt_fill_random(dts[d], N, 7, -2.0, 2.0, packed, h);
+		for (i = 0; i < N; i++) {
+			if (!(h[i] >= lo && h[i] <= hi) || h[i] != floor(h[i]) || (dts[d] != DT_BOOL && h[i] == 0))
+				fail_msg("dtype %s element %lld: %g", dtype_info[dts[d]].name, (long long)i, h[i]);
+			seen[(int)h[i] + 16]++;
+		}
+		for (v = lo; v <= hi; v++)
+			n += seen[v + 16] > 0;
+		assert_int_equal(n, hi - lo + 1 - (dts[d] == DT_BOOL || dts[d] == DT_UINT8 ? 0 : 1));
+	}
+	free(packed);
+	free(h);
+}
+
+/* Integer and bool outputs compare exactly; a NaN the reference computed must be a NaN in the output. */
+static void
+compare_integers_and_nan(void **state)
+{
+	int32_t got[4] = {1, -2, 3, 4};
+	double want[4] = {1, -2, 3, 4}, fwant[2] = {NAN, 1.0};
+	float fgot[2] = {NAN, 1.0f};
+	double err;
+	RtMiss miss;
+
+	(void)state;
+	assert_int_equal(rt_compare(DT_INT32, 4, got, want, NULL, 0, &err, &miss), WSF_OK);
+	assert_true(err == 0);
+	got[2] = 2;
+	assert_int_equal(rt_compare(DT_INT32, 4, got, want, NULL, 0, &err, &miss), WSF_OK);
+	assert_true(err > 0);
+	assert_int_equal(rt_compare(DT_F32, 2, fgot, fwant, NULL, 0, &err, &miss), WSF_OK);
+	assert_true(err == 0);
+	fgot[0] = 0.0f;
+	assert_int_equal(rt_compare(DT_F32, 2, fgot, fwant, NULL, 0, &err, &miss), WSF_OK);
+	assert_true(isinf(err));
+}
+
 /* rt_compare: exact is 0, a relative error comes back as itself, the poison is an unwritten value. */
 static void
 compare_errors_and_poison(void **state)
@@ -215,6 +268,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(fill_is_deterministic_and_rounded),
+		cmocka_unit_test(fill_integers_and_bool),
+		cmocka_unit_test(compare_integers_and_nan),
 		cmocka_unit_test(compare_errors_and_poison),
 		cmocka_unit_test(compare_overflow),
 		cmocka_unit_test(compare_accumulated),

@@ -274,6 +274,17 @@ test_encode(void **state)
 	assert_int_equal(rt_tmap_params(&c, "q", DT_FP8E4M3, 2, shape, box, 0, &p), WSF_OK);
 	assert_int_equal(rt_tmap_encode(&c, &d, "q", &p, NULL, &map), WSF_OK);
 	assert_int_equal(fake.type, CU_TENSOR_MAP_DATA_TYPE_UINT8);
+	/* so do int8, uint8 and bool; int32 and int64 have their types */
+	assert_int_equal(rt_tmap_params(&c, "m", DT_BOOL, 2, shape, box, 0, &p), WSF_OK);
+	assert_int_equal(rt_tmap_encode(&c, &d, "m", &p, NULL, &map), WSF_OK);
+	assert_int_equal(fake.type, CU_TENSOR_MAP_DATA_TYPE_UINT8);
+	assert_int_equal(rt_tmap_params(&c, "i", DT_INT32, 2, shape, box, 0, &p), WSF_OK);
+	assert_int_equal(rt_tmap_encode(&c, &d, "i", &p, NULL, &map), WSF_OK);
+	assert_int_equal(fake.type, CU_TENSOR_MAP_DATA_TYPE_INT32);
+	assert_int_equal(rt_tmap_params(&c, "l", DT_INT64, 2, shape, box, 0, &p), WSF_OK);
+	assert_int_equal(rt_tmap_encode(&c, &d, "l", &p, NULL, &map), WSF_OK);
+	assert_int_equal(fake.type, CU_TENSOR_MAP_DATA_TYPE_INT64);
+	assert_int_equal(fake.strides[0], 4096 * 8);
 
 	/* a driver failure names the call, the error and every parameter */
 	fake.result = CUDA_ERROR_INVALID_VALUE;

@@ -1,0 +1,182 @@
+// ---- dtypes beyond f32, f16 and bf16: fp8, integers, bool --------------------
+//
+// Inlined (after device.cuh) only into kernels that use one of these dtypes or
+// an op added with them (codegen_device_header), so other kernels' CUDA stays
+// as it was.  A value lives in a register of its category: float for every
+// float dtype (f32 arithmetic, rounded when stored), bool, or the integer's
+// own C type, whose arithmetic wraps as torch's does (through unsigned, so
+// no signed overflow is undefined).  Loads and stores are templates over the
+// storage type S and the register type R, eight elements a thread as one
+// aligned access of 8, 16, 32 or 64 bytes.
+
+// Storage of a float8_e4m3fn and of a float8_e5m2, from its bits ((wsf_e4m3)0 is zero).
+struct wsf_e4m3 {
+	unsigned char bits;
+	wsf_e4m3() = default;
+	__device__ explicit wsf_e4m3(int zero) : bits((unsigned char)zero) {}
+};
+struct wsf_e5m2 {
+	unsigned char bits;
+	wsf_e5m2() = default;
+	__device__ explicit wsf_e5m2(int zero) : bits((unsigned char)zero) {}
+};
+
+// fp8 -> f32, exact.  e4m3: S.EEEE.MMM, bias 7, no infinities, S.1111.111 NaN.
+__device__ __forceinline__ float wsf_e4m3_to_f32(unsigned char b)
+{
+	unsigned s = (unsigned)(b & 0x80) << 24, e = (b >> 3) & 15, m = b & 7;
+	if (e == 15 && m == 7)
+		return __uint_as_float(s | 0x7fffffffu);
+	if (e == 0)
+		return __uint_as_float(s | __float_as_uint((float)m * 0x1p-9f));
+	return __uint_as_float(s | (e + 120) << 23 | m << 20);
+}
+// e5m2 is f16's top byte.
+__device__ __forceinline__ float wsf_e5m2_to_f32(unsigned char b) { return wsf_f16_to_f32((wsf_f16)(b << 8)); }
+
+// f32 -> fp8 as torch's to(float8_e4m3fn / float8_e5m2), bit for bit: nearest
+// even; e4m3: past 464 (and infinities) NaN; e5m2: from 61440 on infinity.
+// A NaN keeps its sign and is all ones.
+__device__ __forceinline__ unsigned char wsf_f32_to_e4m3(float f)
+{
+	unsigned u = __float_as_uint(f), s = (u >> 24) & 0x80, a = u & 0x7fffffffu;
+	if (!(__uint_as_float(a) <= 464.0f))        // NaN, infinity, overflow
+		return (unsigned char)(s | 0x7f);
+	if (a < 0x3c800000u)                        // below 2^-6: subnormal, quantum 2^-9
+		return (unsigned char)(s | (unsigned)rintf(__uint_as_float(a) * 512.0f));
+	a += 0x7ffffu + ((a >> 20) & 1);            // keep 3 mantissa bits, ties to even
+	return (unsigned char)(s | (((a >> 23) - 120) << 3 | ((a >> 20) & 7)));
+}
+__device__ __forceinline__ unsigned char wsf_f32_to_e5m2(float f)
+{
+	unsigned u = __float_as_uint(f), s = (u >> 24) & 0x80, a = u & 0x7fffffffu;
+	if (a > 0x7f800000u)
+		return (unsigned char)(s | 0x7f);
+	if (__uint_as_float(a) >= 61440.0f)
+		return (unsigned char)(s | 0x7c);
+	if (a < 0x38800000u)                        // below 2^-14: subnormal, quantum 2^-16
+		return (unsigned char)(s | (unsigned)rintf(__uint_as_float(a) * 65536.0f));
+	a += 0xfffffu + ((a >> 21) & 1);            // keep 2 mantissa bits, ties to even
+	return (unsigned char)(s | (((a >> 23) - 112) << 2 | ((a >> 21) & 3)));
+}
+// cast: round to the type, keep computing in f32
+__device__ __forceinline__ float wsf_round_e4m3(float f) { return wsf_e4m3_to_f32(wsf_f32_to_e4m3(f)); }
+__device__ __forceinline__ float wsf_round_e5m2(float f) { return wsf_e5m2_to_f32(wsf_f32_to_e5m2(f)); }
+
+// A stored element as its register holds it.
+__device__ __forceinline__ float wsf_get(wsf_e4m3 x) { return wsf_e4m3_to_f32(x.bits); }
+__device__ __forceinline__ float wsf_get(wsf_e5m2 x) { return wsf_e5m2_to_f32(x.bits); }
+__device__ __forceinline__ float wsf_get(float x) { return x; }
+template <class T> __device__ __forceinline__ T wsf_get(T x) { return x; }
+// A register's value as element type S stores it (an f32 register of a bool: != 0).
+__device__ __forceinline__ wsf_e4m3 wsf_put(wsf_e4m3 *, float v) { return wsf_e4m3(wsf_f32_to_e4m3(v)); }
+__device__ __forceinline__ wsf_e5m2 wsf_put(wsf_e5m2 *, float v) { return wsf_e5m2(wsf_f32_to_e5m2(v)); }
+__device__ __forceinline__ float wsf_put(float *, float v) { return v; }
+__device__ __forceinline__ bool wsf_put(bool *, float v) { return v != 0.0f; }
+template <class S, class R> __device__ __forceinline__ S wsf_put(S *, R v) { return (S)v; }
+
+// Eight elements as one aligned access (8 of 1 byte: 8 bytes; of 8 bytes: 4 x 16).
+template <class S> struct alignas(sizeof(S) * 8 < 16 ? sizeof(S) * 8 : 16) wsf_pack8 { S x[8]; };
+
+template <class R, class S> __device__ __forceinline__ void wsf_load8(R v[8], const S *p)
+{
+	wsf_pack8<S> u = *(const wsf_pack8<S> *)p;
+#pragma unroll
+	for (int i = 0; i < 8; i++)
+		v[i] = (R)wsf_get(u.x[i]);
+}
+template <class R, class S> __device__ __forceinline__ void wsf_load8_global(R v[8], const S *p) { wsf_load8(v, p); }
+// (a row kernel's L2 policy is the 2- and 4-byte loads'; these load plainly)
+template <class R, class S> __device__ __forceinline__ void wsf_load8_global_l2(R v[8], const S *p, wsf_u64)
+{
+	wsf_load8(v, p);
+}
+template <class S> __device__ __forceinline__ auto wsf_load1(const S *p) -> decltype(wsf_get(*p)) { return wsf_get(*p); }
+template <class S, class R> __device__ __forceinline__ void wsf_store8(S *p, const R v[8])
+{
+	wsf_pack8<S> u;
+#pragma unroll
+	for (int i = 0; i < 8; i++)
+		u.x[i] = wsf_put(p, v[i]);
+	*(wsf_pack8<S> *)p = u;
+}
+template <class S, class R> __device__ __forceinline__ void wsf_store8_smem(S *p, const R v[8]) { wsf_store8(p, v); }
+template <class S, class R> __device__ __forceinline__ void wsf_store1(S *p, R v) { *p = wsf_put(p, v); }
+
+// ---- integer arithmetic as torch's: wraps modulo 2^bits ----
+typedef unsigned long long wsf_ull;
+template <class T> __device__ __forceinline__ T wsf_add(T a, T b) { return (T)((wsf_ull)a + (wsf_ull)b); }
+template <class T> __device__ __forceinline__ T wsf_sub(T a, T b) { return (T)((wsf_ull)a - (wsf_ull)b); }
+template <class T> __device__ __forceinline__ T wsf_mul(T a, T b) { return (T)((wsf_ull)a * (wsf_ull)b); }
+template <class T> __device__ __forceinline__ T wsf_neg(T a) { return (T)(0ull - (wsf_ull)a); }
+template <class T> __device__ __forceinline__ T wsf_iabs(T a) { return a < 0 ? wsf_neg(a) : a; }
+template <class T> __device__ __forceinline__ T wsf_imax(T a, T b) { return a > b ? a : b; }
+template <class T> __device__ __forceinline__ T wsf_imin(T a, T b) { return a < b ? a : b; }
+// floor division and its remainder, which takes the divisor's sign (torch's, Python's)
+template <class T> __device__ __forceinline__ T wsf_floordiv(T a, T b)
+{
+	T q = a / b;
+	return (a % b != 0 && ((a < 0) != (b < 0))) ? (T)(q - 1) : q;
+}
+template <class T> __device__ __forceinline__ T wsf_rem(T a, T b)
+{
+	T m = a % b;
+	return (m != 0 && ((m < 0) != (b < 0))) ? (T)(m + b) : m;
+}
+// torch's float floor_divide and remainder: floor of the exact quotient, the sign of the divisor
+__device__ __forceinline__ float wsf_floordiv(float a, float b)
+{
+	if (b == 0.0f)
+		return a / b;
+	float m = fmodf(a, b), d = (a - m) / b;
+	if (m != 0.0f && ((b < 0.0f) != (m < 0.0f)))
+		d -= 1.0f;
+	if (d == 0.0f)
+		return copysignf(0.0f, a / b);
+	float fl = floorf(d);
+	return d - fl > 0.5f ? fl + 1.0f : fl;
+}
+__device__ __forceinline__ float wsf_rem(float a, float b)
+{
+	float m = fmodf(a, b);
+	return (m != 0.0f && ((b < 0.0f) != (m < 0.0f))) ? m + b : m;
+}
+// Shifts: a count below 0 or past the width gives 0 to the left, the sign to the right (torch).
+template <class T> __device__ __forceinline__ T wsf_shl(T a, T b)
+{
+	return (b < 0 || (wsf_ull)b >= sizeof(T) * 8) ? (T)0 : (T)((wsf_ull)a << (int)b);
+}
+template <class T> __device__ __forceinline__ T wsf_shr(T a, T b)
+{
+	return (b < 0 || (wsf_ull)b >= sizeof(T) * 8) ? (T)(a < 0 ? -1 : 0) : (T)(a >> (int)b);
+}
+
+// ---- a matmul epilogue's 1-byte values (fp8, bool) in f32 registers ----
+// One element through L2 alone (ld.global.cg, volatile: wsf_load1_cg's rule).
+template <class S> __device__ __forceinline__ S wsf_ldcg1(const S *p)
+{
+	unsigned short u;
+	asm volatile("ld.global.cg.u8 %0, [%1];" : "=h"(u) : "l"(p));
+	S x;
+	*(unsigned char *)&x = (unsigned char)u;
+	return x;
+}
+template <class S> __device__ __forceinline__ float wsf_load1_cg(const S *p) { return (float)wsf_get(wsf_ldcg1(p)); }
+template <class S> __device__ __forceinline__ void wsf_load2(const S *p, float &a, float &b)
+{
+	a = (float)wsf_get(p[0]);
+	b = (float)wsf_get(p[1]);
+}
+template <class S> __device__ __forceinline__ void wsf_load2_cg(const S *p, float &a, float &b)
+{
+	a = wsf_load1_cg(p);
+	b = wsf_load1_cg(p + 1);
+}
+// A row input's pair at an even column (wsf_row_pair's rule).
+template <class S> __device__ __forceinline__ void wsf_row_pair(const S *p, float &a, float &b) { wsf_load2(p, a, b); }
+// Two adjacent elements of a staging subtile (wsf_store2's rule).
+template <class S> __device__ __forceinline__ void wsf_store2(S *p, float a, float b)
+{
+	p[0] = wsf_put(p, a);
+	p[1] = wsf_put(p, b);
+}
