@@ -777,6 +777,150 @@ emit_epilogue(Emit *e, const Stmt *s)
 }
 
 /*
+ * What the signal consumer reads and computes (emit_signal_compute): the
+ * stored outputs read back (mem, by tensor), those it loads, the tensors
+ * of the other outputs' cone, cut at the stored outputs read back, and
+ * which outputs are copies of a stored one's bits.
+ */
+typedef struct SignalCone {
+	bool *needed, *loaded;
+	const KParam **mem;
+	int *copy_of;     /* by output: the stored tensor it copies, or 0 */
+	int words;        /* 16-byte words a vector loaded, in registers */
+	int computed;     /* outputs not copies */
+	Buf what;         /* "OUTPUTS from LOADED", for the comment */
+} SignalCone;
+
+static void
+signal_cone(Emit *e, SignalCone *sc)
+{
+	const Kernel *k = e->k;
+	Fusion *f = e->f;
+	int i, j;
+
+	sc->needed = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *sc->needed);
+	sc->loaded = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *sc->loaded);
+	sc->mem = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *sc->mem);
+	sc->copy_of = arena_alloc(e->c->arena, (size_t)(f->nout + 1) * sizeof *sc->copy_of);
+	sc->words = sc->computed = 0;
+	for (i = 1; i < k->nparam; i++)
+		if (k->param[i].readback)
+			sc->mem[k->param[i].tensor] = &k->param[i];
+	for (j = 0; j < f->nout; j++) {
+		int t = f->out[j].tensor;
+
+		if (!f->out[j].consumer)
+			continue;
+		for (i = 1; i < f->nop; i++) {
+			const Op *o = &f->op[i];
+
+			if (o->out == t && o->kind == OP_CAST && o->in[0].tensor && sc->mem[o->in[0].tensor] &&
+			    sc->mem[o->in[0].tensor]->dtype == f->out[j].dtype && o->to == f->out[j].dtype)
+				sc->copy_of[j] = o->in[0].tensor;
+		}
+		if (sc->copy_of[j]) {
+			sc->loaded[sc->copy_of[j]] = true;
+		} else {
+			sc->needed[t] = true;
+			sc->computed++;
+		}
+	}
+	for (i = f->nop - 1; i >= 1; i--)
+		for (j = 0; j < f->op[i].nin && sc->needed[f->op[i].out] && !sc->mem[f->op[i].out]; j++)
+			if (f->op[i].in[j].tensor)
+				sc->needed[f->op[i].in[j].tensor] = true;
+	buf_init(&sc->what, e->c->arena);
+	for (j = 0; j < f->nout; j++)
+		if (f->out[j].consumer)
+			buf_printf(&sc->what, "%s%s", sc->what.len ? ", " : "", f->tensor[f->out[j].tensor].name);
+	buf_puts(&sc->what, " from ");
+	for (i = 1; i < f->ntensor; i++)
+		if (sc->mem[i] && (sc->loaded[i] |= sc->needed[i])) {
+			buf_printf(&sc->what, "%s%s", sc->words ? ", " : "", f->tensor[i].name);
+			sc->words += dtype_info[sc->mem[i]->dtype].bytes / 2;
+		}
+}
+
+/* The outputs that copy a stored output's bits: stored as loaded. */
+static void
+signal_copies(Emit *e, const SignalCone *sc)
+{
+	Fusion *f = e->f;
+	int i, j;
+
+	for (j = 0; j < f->nout; j++) {
+		const KParam *p, *src;
+		const char *raw;
+
+		if (!f->out[j].consumer || !sc->copy_of[j])
+			continue;
+		p = emit_param_of(e, f->out[j].tensor, true);
+		src = sc->mem[sc->copy_of[j]];
+		raw = emit_tname(e, PFX_RAW, sc->copy_of[j]);
+		emit_line(e, "if (whole) {   // %s: a copy of %s%s", f->tensor[f->out[j].tensor].name,
+		          f->tensor[sc->copy_of[j]].name, emit_pos(e, f->out[j].pos));
+		for (i = 0; i < dtype_info[p->dtype].bytes / 2; i++)
+			emit_line(e, "    wsf_st16_l2(%s + at%s, %s[u][%d].x, %s[u][%d].y, %s[u][%d].z, %s[u][%d].w, once);",
+			          emit_param_name(e, p), i ? " + 4" : "", raw, i, raw, i, raw, i, raw, i);
+		emit_line(e, "} else {");
+		emit_line(e, "    for (int q = 0; q < %d && col + q < cols; q++)", VEC);
+		emit_line(e, "        wsf_store1%s(%s + at + q, wsf_load1_cg%s(%s + at + q));", emit_suffix(p->dtype),
+		          emit_param_name(e, p), emit_suffix(src->dtype), emit_param_name(e, src));
+		emit_line(e, "}");
+	}
+}
+
+/* The other outputs: the loaded values unpacked to f32, the cone's ops a column at a time, stored. */
+static void
+signal_computed(Emit *e, const SignalCone *sc)
+{
+	Fusion *f = e->f;
+	int i, j;
+
+	for (i = 1; i < f->ntensor; i++) {
+		const char *here = emit_tname(e, PFX_HERE, i), *raw = emit_tname(e, PFX_RAW, i);
+		Dtype dt;
+
+		if (!sc->mem[i] || !sc->needed[i])
+			continue;
+		dt = sc->mem[i]->dtype;
+		emit_line(e, "float %s[%d];", here, VEC);
+		if (dt == DT_F32)
+			emit_line(e, "if (whole) wsf_unpack8_f32(%s, %s[u][0], %s[u][1]);", here, raw, raw);
+		else
+			emit_line(e, "if (whole) wsf_unpack8%s(%s, %s[u][0]);", emit_suffix(dt), here, raw);
+		emit_line(e, "else");
+		emit_line(e, "    for (int q = 0; q < %d; q++)", VEC);
+		emit_line(e, "        %s[q] = col + q < cols ? wsf_load1_cg%s(%s + at + q) : 0.0f;", here,
+		          emit_suffix(dt), emit_param_name(e, sc->mem[i]));
+	}
+	for (j = 0; j < f->nout; j++)
+		if (f->out[j].consumer && !sc->copy_of[j])
+			emit_line(e, "float %s[%d];", emit_tname(e, PFX_RESULT, f->out[j].tensor), VEC);
+	emit_line(e, "#pragma unroll");
+	emit_line(e, "for (int q = 0; q < %d; q++) {", VEC);
+	e->depth++;
+	for (i = 1; i < f->ntensor; i++)
+		if (sc->mem[i] && sc->needed[i]) {
+			e->value[i] = emit_tname(e, PFX_VALUE, i);
+			emit_line(e, "const float %s = %s[q];", e->value[i], emit_tname(e, PFX_HERE, i));
+		}
+	for (i = 1; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+
+		if (!sc->needed[o->out] || sc->mem[o->out])
+			continue;
+		e->value[o->out] = emit_tname(e, PFX_VALUE, o->out);
+		op_value(e, o);
+	}
+	for (j = 0; j < f->nout; j++)
+		if (f->out[j].consumer && !sc->copy_of[j])
+			emit_line(e, "%s[q] = %s;", emit_tname(e, PFX_RESULT, f->out[j].tensor), e->value[f->out[j].tensor]);
+	e->depth--;
+	emit_line(e, "}");
+}
+
+/*
  * The signal consumer's compute (a compute in the ROLE_SIGNAL branch): its
  * outputs over the stored tile at (row, col), from the stored outputs
  * they read, read back from global memory (L2 holds them: just stored).
@@ -794,52 +938,12 @@ emit_signal_compute(Emit *e, const Stmt *s)
 	const Kernel *k = e->k;
 	Fusion *f = e->f;
 	const KRole *r = &k->role[e->role];
-	bool *needed = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *needed);
-	bool *loaded = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *loaded);
-	const KParam **mem = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *mem);
-	int *copy_of = arena_alloc(e->c->arena, (size_t)(f->nout + 1) * sizeof *copy_of);
-	int per_row = k->tile_cols / VEC, step = r->threads / per_row, words = 0, computed = 0, unroll, i, j;
+	int per_row = k->tile_cols / VEC, step = r->threads / per_row, unroll, i, j;
 	const char *idx = !s->u.compute.batch ? "row * cols + col" :
 	                  arena_printf(e->c->arena, "(%s * rows + row) * cols + col", emit_expr_str(e, s->u.compute.batch));
-	Buf what;
+	SignalCone sc;
 
-	for (i = 1; i < k->nparam; i++)
-		if (k->param[i].readback)
-			mem[k->param[i].tensor] = &k->param[i];
-	/* the copies, and the cone of the other outputs, cut at the stored outputs read back */
-	for (j = 0; j < f->nout; j++) {
-		int t = f->out[j].tensor;
-
-		if (!f->out[j].consumer)
-			continue;
-		for (i = 1; i < f->nop; i++) {
-			const Op *o = &f->op[i];
-
-			if (o->out == t && o->kind == OP_CAST && o->in[0].tensor && mem[o->in[0].tensor] &&
-			    mem[o->in[0].tensor]->dtype == f->out[j].dtype && o->to == f->out[j].dtype)
-				copy_of[j] = o->in[0].tensor;
-		}
-		if (copy_of[j]) {
-			loaded[copy_of[j]] = true;
-		} else {
-			needed[t] = true;
-			computed++;
-		}
-	}
-	for (i = f->nop - 1; i >= 1; i--)
-		for (j = 0; j < f->op[i].nin && needed[f->op[i].out] && !mem[f->op[i].out]; j++)
-			if (f->op[i].in[j].tensor)
-				needed[f->op[i].in[j].tensor] = true;
-	buf_init(&what, e->c->arena);
-	for (j = 0; j < f->nout; j++)
-		if (f->out[j].consumer)
-			buf_printf(&what, "%s%s", what.len ? ", " : "", f->tensor[f->out[j].tensor].name);
-	buf_puts(&what, " from ");
-	for (i = 1; i < f->ntensor; i++)
-		if (mem[i] && (loaded[i] |= needed[i])) {
-			buf_printf(&what, "%s%s", words ? ", " : "", f->tensor[i].name);
-			words += dtype_info[mem[i]->dtype].bytes / 2;   /* 16-byte words a vector, in registers */
-		}
+	signal_cone(e, &sc);
 	/*
 	 * Rows in flight, as many as 88 registers hold without spilling (ptxas,
 	 * measured on the specs of tests/gpu): a copy of a 2-byte output 8, half
@@ -849,12 +953,12 @@ emit_signal_compute(Emit *e, const Stmt *s)
 	 * reasons its report does not give: a narrower tile's rows are shorter,
 	 * not its registers fewer).
 	 */
-	unroll = 8 >> (computed > 0) >> (words > 1 ? words - 1 : 0) >> (s->u.compute.batch != NULL) >> (k->tile_cols < 256) >>
-	         (k->tile_cols < 128);
+	unroll = 8 >> (sc.computed > 0) >> (sc.words > 1 ? sc.words - 1 : 0) >> (s->u.compute.batch != NULL) >>
+	         (k->tile_cols < 256) >> (k->tile_cols < 128);
 	if (unroll < 1)
 		unroll = 1;
 
-	emit_line(e, "{   // the signal consumer: %s, the tile (%s, %s) read back", buf_str(&what),
+	emit_line(e, "{   // the signal consumer: %s, the tile (%s, %s) read back", buf_str(&sc.what),
 	          emit_expr_str(e, s->u.compute.row), emit_expr_str(e, s->u.compute.col));
 	e->depth++;
 	emit_line(e, "const int t = threadIdx.x - %d;   // of %d: columns 8 (t %% %d) on, every %d-th row from t / %d",
@@ -868,17 +972,17 @@ emit_signal_compute(Emit *e, const Stmt *s)
 	          emit_expr_str(e, s->u.compute.row), per_row, step * unroll, unroll);
 	e->depth++;
 	for (i = 1; i < f->ntensor; i++)
-		if (loaded[i])
-			emit_line(e, "uint4 %s[%d][%d];", emit_tname(e, PFX_RAW, i), unroll, dtype_info[mem[i]->dtype].bytes / 2);
+		if (sc.loaded[i])
+			emit_line(e, "uint4 %s[%d][%d];", emit_tname(e, PFX_RAW, i), unroll, dtype_info[sc.mem[i]->dtype].bytes / 2);
 	emit_line(e, "#pragma unroll");
 	emit_line(e, "for (int u = 0; u < %d; u++) {", unroll);
 	emit_line(e, "    const long long row = r + %d * u;", step);
 	emit_line(e, "    if (whole && row < end) {");
 	for (i = 1; i < f->ntensor; i++)
-		if (loaded[i])
-			for (j = 0; j < dtype_info[mem[i]->dtype].bytes / 2; j++)
+		if (sc.loaded[i])
+			for (j = 0; j < dtype_info[sc.mem[i]->dtype].bytes / 2; j++)
 				emit_line(e, "        %s[u][%d] = wsf_ldcg16_l2(%s + %s%s, once);", emit_tname(e, PFX_RAW, i), j,
-				          emit_param_name(e, mem[i]), idx, j ? " + 4" : "");
+				          emit_param_name(e, sc.mem[i]), idx, j ? " + 4" : "");
 	emit_line(e, "    }");
 	emit_line(e, "}");
 	emit_line(e, "#pragma unroll");
@@ -888,75 +992,14 @@ emit_signal_compute(Emit *e, const Stmt *s)
 	emit_line(e, "if (row >= end)");
 	emit_line(e, "    break;");
 	emit_line(e, "const long long at = %s;", idx);
-	/* the copies: the bits as loaded */
-	for (j = 0; j < f->nout; j++) {
-		const KParam *p, *src;
-		const char *raw;
-
-		if (!f->out[j].consumer || !copy_of[j])
-			continue;
-		p = emit_param_of(e, f->out[j].tensor, true);
-		src = mem[copy_of[j]];
-		raw = emit_tname(e, PFX_RAW, copy_of[j]);
-		emit_line(e, "if (whole) {   // %s: a copy of %s%s", f->tensor[f->out[j].tensor].name,
-		          f->tensor[copy_of[j]].name, emit_pos(e, f->out[j].pos));
-		for (i = 0; i < dtype_info[p->dtype].bytes / 2; i++)
-			emit_line(e, "    wsf_st16_l2(%s + at%s, %s[u][%d].x, %s[u][%d].y, %s[u][%d].z, %s[u][%d].w, once);",
-			          emit_param_name(e, p), i ? " + 4" : "", raw, i, raw, i, raw, i, raw, i);
-		emit_line(e, "} else {");
-		emit_line(e, "    for (int q = 0; q < %d && col + q < cols; q++)", VEC);
-		emit_line(e, "        wsf_store1%s(%s + at + q, wsf_load1_cg%s(%s + at + q));", emit_suffix(p->dtype),
-		          emit_param_name(e, p), emit_suffix(src->dtype), emit_param_name(e, src));
-		emit_line(e, "}");
-	}
-	if (computed) {
-		for (i = 1; i < f->ntensor; i++) {
-			const char *here = emit_tname(e, PFX_HERE, i), *raw = emit_tname(e, PFX_RAW, i);
-			Dtype dt;
-
-			if (!mem[i] || !needed[i])
-				continue;
-			dt = mem[i]->dtype;
-			emit_line(e, "float %s[%d];", here, VEC);
-			if (dt == DT_F32)
-				emit_line(e, "if (whole) wsf_unpack8_f32(%s, %s[u][0], %s[u][1]);", here, raw, raw);
-			else
-				emit_line(e, "if (whole) wsf_unpack8%s(%s, %s[u][0]);", emit_suffix(dt), here, raw);
-			emit_line(e, "else");
-			emit_line(e, "    for (int q = 0; q < %d; q++)", VEC);
-			emit_line(e, "        %s[q] = col + q < cols ? wsf_load1_cg%s(%s + at + q) : 0.0f;", here,
-			          emit_suffix(dt), emit_param_name(e, mem[i]));
-		}
-		for (j = 0; j < f->nout; j++)
-			if (f->out[j].consumer && !copy_of[j])
-				emit_line(e, "float %s[%d];", emit_tname(e, PFX_RESULT, f->out[j].tensor), VEC);
-		emit_line(e, "#pragma unroll");
-		emit_line(e, "for (int q = 0; q < %d; q++) {", VEC);
-		e->depth++;
-		for (i = 1; i < f->ntensor; i++)
-			if (mem[i] && needed[i]) {
-				e->value[i] = emit_tname(e, PFX_VALUE, i);
-				emit_line(e, "const float %s = %s[q];", e->value[i], emit_tname(e, PFX_HERE, i));
-			}
-		for (i = 1; i < f->nop; i++) {
-			const Op *o = &f->op[i];
-
-			if (!needed[o->out] || mem[o->out])
-				continue;
-			e->value[o->out] = emit_tname(e, PFX_VALUE, o->out);
-			op_value(e, o);
-		}
-		for (j = 0; j < f->nout; j++)
-			if (f->out[j].consumer && !copy_of[j])
-				emit_line(e, "%s[q] = %s;", emit_tname(e, PFX_RESULT, f->out[j].tensor), e->value[f->out[j].tensor]);
-		e->depth--;
-		emit_line(e, "}");
-	}
+	signal_copies(e, &sc);
+	if (sc.computed)
+		signal_computed(e, &sc);
 	for (j = 0; j < f->nout; j++) {
 		const KParam *p = emit_param_of(e, f->out[j].tensor, true);
 		const char *res = emit_tname(e, PFX_RESULT, f->out[j].tensor), *sfx = emit_suffix(p->dtype);
 
-		if (!f->out[j].consumer || copy_of[j])
+		if (!f->out[j].consumer || sc.copy_of[j])
 			continue;
 		emit_line(e, "if (whole)%s", emit_pos(e, f->out[j].pos));
 		emit_line(e, "    wsf_store8%s(%s + at, %s);", sfx, emit_param_name(e, p), res);
