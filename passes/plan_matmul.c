@@ -230,6 +230,21 @@ epilogue_inputs(const Fusion *f, const Group *g, int ng, const Tensor *d, bool f
 	return false;
 }
 
+/* Does an epilogue input broadcast along a leading dim of output D (lower_bcast_view)? */
+static bool
+epilogue_bcast(const Fusion *f, const Tensor *d)
+{
+	int i;
+
+	for (i = 0; i < f->ninput; i++) {
+		const Tensor *x = &f->tensor[f->input[i]];
+
+		if (!x->unread && epilogue_view(x, d) == VIEW_NONE && lower_bcast_view(x, d) != VIEW_NONE)
+			return true;
+	}
+	return false;
+}
+
 /*
  * The default cooperative tile whose last wave leaves fewer SMs idle (2048
  * x 1280 x 8192: 80 tiles of 128 x 256 fill 61% of 132 SMs, 128 of 128 x
@@ -482,6 +497,8 @@ choose_swap(Comp *c, const Fusion *f, const Tensor *d, const Group *g, int ng, c
 		why = "with 'signal: per_tile'";
 	else if (fusion_waits(f))
 		why = "with an input or output that waits per tile";
+	else if (epilogue_bcast(f, d))
+		why = "with an epilogue input broadcast along a leading dim";
 	if (why && ask)
 		return unbuilt(c, h->swap_pos, "swap_ab %s is not implemented yet%s", why, then);
 	*swap = !why;
