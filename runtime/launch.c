@@ -417,6 +417,13 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 		if (q->kind == PK_TMAP && (s = map_params(c, l, q, a, p->rows, p->cols, q->own_view,
 		                                          l->batched && a->ndim > 2, &p->tmap[i])) != WSF_OK)
 			return s;
+		/* a broadcast input's offset divides the row index in 32 bits (wsf_udiv) */
+		if ((q->view == VIEW_ROW_AT || q->view == VIEW_COL_AT) && p->rows * p->batch > UINT32_MAX)
+			return diag_error(c, f->tensor[q->tensor].pos,
+			                  "kernel '%s' reads '%s' (broadcast along a leading dim) with 32-bit row indices, "
+			                  "but its view has %lld rows; launch it on fewer", f->name, q->name,
+			                  (long long)(p->rows * p->batch)),
+			       WSF_ERR_INPUT;
 		/* 16-byte loads and stores from registers and bulk row copies need 16-byte aligned rows */
 		if (q->kind == PK_PTR && (q->view == VIEW_FULL || q->view == VIEW_ROW || q->view == VIEW_ROW_AT) &&
 		    (uintptr_t)a->data % 16)

@@ -225,6 +225,54 @@ lower_reduction_bcast(void **state)
 	assert_string_equal(expr(t, param(t, "g")->at), "(row / dim_S)");
 }
 
+/*
+ * A matmul's epilogue: a position bias [S, N] shared by the batch of a
+ * linear layer over [B, S, K], a bmm's [S, S] bias over [B, H, S, S] (a batch
+ * stride of 0); a few-row output that would be swapped is not.
+ */
+static void
+lower_matmul_bcast(void **state)
+{
+	Fixture *t = *state;
+	static const char lin[] =
+		"fusion: lin\n"
+		"sizes: {B: 2, S: 16, N: 512, K: 256}\n"
+		"inputs:\n"
+		"  x: {dtype: bf16, shape: [B, S, K]}\n"
+		"  w: {dtype: bf16, shape: [N, K]}\n"
+		"  pb: {dtype: bf16, shape: [S, N]}\n"
+		"ops:\n"
+		"  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n"
+		"  - {out: o, op: add, in: [y, pb]}\n"
+		"outputs:\n"
+		"  o: {dtype: bf16}\n";
+	static const char bmm[] =
+		"fusion: att\n"
+		"sizes: {B: 2, H: 3, S: 200, D: 64}\n"
+		"inputs:\n"
+		"  q: {dtype: bf16, shape: [B, H, S, D]}\n"
+		"  k: {dtype: bf16, shape: [B, H, S, D]}\n"
+		"  bias: {dtype: bf16, shape: [S, S]}\n"
+		"  hs: {dtype: f32, shape: [H, 1, 1]}\n"
+		"ops:\n"
+		"  - {out: s, op: matmul, in: [q, k], transpose_b: true}\n"
+		"  - {out: a, op: add, in: [s, bias]}\n"
+		"  - {out: o, op: mul, in: [a, hs]}\n"
+		"outputs:\n"
+		"  o: {dtype: bf16}\n";
+	Kernel *k = lower_ok(t, lin);
+
+	assert_false(k->swap_ab);   /* 32 rows: swapped, but for the broadcast input */
+	assert_int_equal(param(t, "pb")->kind, PK_PTR);
+	assert_int_equal(param(t, "pb")->view, VIEW_ROW_AT);
+	assert_string_equal(expr(t, param(t, "pb")->at), "((row % dim_S) * cols)");
+	k = lower_ok(t, bmm);
+	assert_true(k->batched);
+	assert_string_equal(expr(t, param(t, "bias")->at), "((row % cols) * cols)");
+	assert_int_equal(param(t, "hs")->view, VIEW_COL_AT);
+	assert_string_equal(expr(t, param(t, "hs")->at), "((row / cols) % dim_H)");
+}
+
 /* A row reduction cannot yet store an output several rows compute: a positioned "not implemented yet". */
 static void
 lower_refuses_broadcast_output(void **state)
@@ -257,6 +305,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(lower_pointwise_rope, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_pointwise_5d, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_bcast, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_matmul_bcast, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_refuses_broadcast_output, setup, teardown),
 	};
 
