@@ -246,6 +246,19 @@ lower_matmul_bcast(void **state)
 		"  - {out: o, op: add, in: [y, pb]}\n"
 		"outputs:\n"
 		"  o: {dtype: bf16}\n";
+	static const char lin_swapped[] =
+		"fusion: lin\n"
+		"sizes: {B: 2, S: 16, N: 512, K: 256}\n"
+		"inputs:\n"
+		"  x: {dtype: bf16, shape: [B, S, K]}\n"
+		"  w: {dtype: bf16, shape: [N, K]}\n"
+		"  pb: {dtype: bf16, shape: [S, N]}\n"
+		"ops:\n"
+		"  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n"
+		"  - {out: o, op: add, in: [y, pb]}\n"
+		"outputs:\n"
+		"  o: {dtype: bf16}\n"
+		"schedule: {swap_ab: true}\n";
 	static const char bmm[] =
 		"fusion: att\n"
 		"sizes: {B: 2, H: 3, S: 200, D: 64}\n"
@@ -266,6 +279,10 @@ lower_matmul_bcast(void **state)
 	assert_int_equal(param(t, "pb")->kind, PK_PTR);
 	assert_int_equal(param(t, "pb")->view, VIEW_ROW_AT);
 	assert_string_equal(expr(t, param(t, "pb")->at), "((row % dim_S) * cols)");
+	assert_int_equal(run_to(t, lin_swapped, WSF_STAGE_KERNEL_IR), -1);
+	assert_int_equal(t->c.status, WSF_ERR_UNSUPPORTED);
+	assert_non_null(strstr(t->msg, "test.yaml:12:21: error: swap_ab with an epilogue input broadcast along a "
+	                       "leading dim is not implemented yet"));
 	k = lower_ok(t, bmm);
 	assert_true(k->batched);
 	assert_string_equal(expr(t, param(t, "bias")->at), "((row % cols) * cols)");
