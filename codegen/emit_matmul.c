@@ -347,7 +347,7 @@ input_views(Emit *e, const Stmt *s, const bool *needed)
 
 /* Of input_views V: is an element's row (col) named, by a column (row) input or a full one? */
 #define READS_ROW(v) ((v) & (1u << VIEW_COL | 1u << VIEW_FULL | AT_VIEWS))
-#define READS_COL(v) ((v) & (1u << VIEW_ROW | 1u << VIEW_FULL | 1u << VIEW_ROW_AT))
+#define READS_COL(v) ((v) & (1u << VIEW_ROW | 1u << VIEW_FULL | AT_VIEWS))
 /* inputs broadcast along a leading dim, read at the row's offset (KParam.at), element by element */
 #define AT_VIEWS (1u << VIEW_ROW_AT | 1u << VIEW_COL_AT)
 

@@ -130,17 +130,20 @@ the_matmuls(Comp *c, const Fusion *f, Group *g)
 
 /*
  * The view of an epilogue input over the output [..., M, N], or VIEW_NONE:
- * a scalar, a row [N], a column [..., M, 1] or the full [..., M, N] (the
- * leading dims those of the output, which the kernel sees as rows).
+ * a scalar, a row [N] (or [1, N]), a column [..., M, 1] or the full
+ * [..., M, N] (the leading dims those of the output, which the kernel sees
+ * as rows).
  */
 View
 epilogue_view(const Tensor *t, const Tensor *d)
 {
-	int i, r = d->rank;
+	int i, r = d->rank, ones = 0;
 
-	if (t->rank == 0 || (t->rank == 1 && dim_is_one(t->dim[0])))
+	while (ones < t->rank && dim_is_one(t->dim[ones]))
+		ones++;
+	if (ones == t->rank)   /* [], [1], [1, 1] */
 		return VIEW_SCALAR;
-	if (t->rank == 1 && dim_equal(t->dim[0], d->dim[r - 1]))
+	if (ones == t->rank - 1 && t->rank <= r && dim_equal(t->dim[ones], d->dim[r - 1]))   /* [N], [1, N] */
 		return VIEW_ROW;
 	if (t->rank != r)
 		return VIEW_NONE;
