@@ -302,10 +302,17 @@ lower_reduction(Comp *c, Fusion *f)
 			continue;
 		if ((k->row.view[j] = classify_row(&f->tensor[j], d)) == VIEW_NONE)
 			k->row.view[j] = lower_bcast_view(&f->tensor[j], d);
-		if (k->row.view[j] == VIEW_NONE)
-			return diag_error(c, f->tensor[j].pos,
-			                  "cannot place '%s' in the row-reduction kernel over '%s': its shape does not "
-			                  "broadcast to the rows of '%s'", f->tensor[j].name, d->name, d->name);
+		if (k->row.view[j] == VIEW_NONE) {   /* it broadcasts (infer.c), but to more than the rows reduced */
+			Buf b;
+
+			buf_init(&b, c->arena);
+			shape_print(&b, f, d);
+			diag_error(c, f->tensor[j].pos, "'%s' has dims that the rows the kernel reduces, %s, lack; a "
+			           "row-reduction kernel over values larger than its rows is not implemented yet",
+			           f->tensor[j].name, buf_str(&b));
+			c->status = WSF_ERR_UNSUPPORTED;
+			return -1;
+		}
 	}
 	for (j = 0; j < f->nout; j++)
 		if (k->row.view[f->out[j].tensor] == VIEW_ROW_AT || k->row.view[f->out[j].tensor] == VIEW_COL_AT) {

@@ -290,7 +290,10 @@ lower_matmul_bcast(void **state)
 	assert_string_equal(expr(t, param(t, "hs")->at), "((row / cols) % dim_H)");
 }
 
-/* A row reduction cannot yet store an output several rows compute: a positioned "not implemented yet". */
+/*
+ * A row reduction cannot yet store an output several rows compute, nor read
+ * values larger than the rows it reduces: positioned "not implemented yet"s.
+ */
 static void
 lower_refuses_broadcast_output(void **state)
 {
@@ -309,9 +312,25 @@ lower_refuses_broadcast_output(void **state)
 		"  y: {}\n"
 		"  w2: {}\n";
 
+	static const char wider[] =
+		"fusion: r\n"
+		"sizes: {B: 2, S: 8, H: 64}\n"
+		"inputs:\n"
+		"  x: {dtype: f32, shape: [S, H]}\n"
+		"  y: {dtype: f32, shape: [B, S, H]}\n"
+		"ops:\n"
+		"  - {out: n, op: rmsnorm, in: [x]}\n"
+		"  - {out: o, op: add, in: [n, y]}\n"
+		"outputs:\n"
+		"  o: {}\n";
+
 	assert_int_equal(run_to(t, spec, WSF_STAGE_KERNEL_IR), -1);
 	assert_int_equal(t->c.status, WSF_ERR_UNSUPPORTED);
 	assert_non_null(strstr(t->msg, "test.yaml:12:3: error: output 'w2' is broadcast along a leading dim"));
+	assert_int_equal(run_to(t, wider, WSF_STAGE_KERNEL_IR), -1);
+	assert_int_equal(t->c.status, WSF_ERR_UNSUPPORTED);
+	assert_non_null(strstr(t->msg, "test.yaml:5:3: error: 'y' has dims that the rows the kernel reduces, f32[S, H], "
+	                       "lack"));
 }
 
 int
