@@ -118,7 +118,8 @@ comment_text(Arena *a, const char *text)
  *   - a prefix of prefixes[] and the base name of a fusion tensor: its value
  *     v_x, an input in_x, a buffer tile_x (buffers are named so by lowering,
  *     one prefix a kind), a buffer's current copy cur_tile_x;
- *   - wsfuse_ and the fusion's name: the kernel.
+ *   - wsfuse_ and the fusion's name: the kernel;
+ *   - dim_ and a size's name: an extent a broadcast input's offset reads.
  * The prefixes are prefix-free (none begins another), and no fixed name
  * begins with one (check_names checks the kernel IR's), so names of
  * different forms or prefixes differ; a tensor's base name is its spec name,

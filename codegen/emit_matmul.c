@@ -350,8 +350,30 @@ input_views(Emit *e, const Stmt *s, const bool *needed)
 }
 
 /* Of input_views V: is an element's row (col) named, by a column (row) input or a full one? */
-#define READS_ROW(v) ((v) & (1u << VIEW_COL | 1u << VIEW_FULL))
-#define READS_COL(v) ((v) & (1u << VIEW_ROW | 1u << VIEW_FULL))
+#define READS_ROW(v) ((v) & (1u << VIEW_COL | 1u << VIEW_FULL | AT_VIEWS))
+#define READS_COL(v) ((v) & (1u << VIEW_ROW | 1u << VIEW_FULL | AT_VIEWS))
+/* inputs broadcast along a leading dim, read at the row's offset (KParam.at), element by element */
+#define AT_VIEWS (1u << VIEW_ROW_AT | 1u << VIEW_COL_AT)
+
+/*
+ * The offset of broadcast input P (VIEW_ROW_AT, VIEW_COL_AT) at the element
+ * loop's row, the row of the output's 2-D view (batched: of batch z, rows
+ * one batch's).
+ */
+static const char *
+at_text(Emit *e, const Stmt *s, const KParam *p)
+{
+	Comp *c = e->c;
+	const Kernel *k = e->k;
+	int row;
+
+	for (row = 1; row < k->nvar && strcmp(k->var[row].name, "row") != 0; row++)
+		;
+	if (!s->u.compute.batch || row == k->nvar)
+		return emit_expr_str(e, p->at);
+	return emit_expr_str(e, ex_subst(c, p->at, row, ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, s->u.compute.batch, ex_var(c, k->rows_var)),
+	                                                       ex_var(c, row))));
+}
 
 /*
  * The tensors the outputs S writes depend on: an epilogue computes only
@@ -698,7 +720,7 @@ emit_epilogue(Emit *e, const Stmt *s)
 	emit_line(e, "#pragma unroll");
 	emit_line(e, "for (int jj = 0; jj < %d; jj++) {", k->mm.epi_cols / 2);
 	e->depth++;
-	if ((views & 1u << VIEW_FULL) && !full_preload(e)) {   /* a full input read here, by row and col */
+	if (((views & 1u << VIEW_FULL) && !full_preload(e)) || (views & AT_VIEWS)) {   /* an input read here, by row and col */
 		emit_line(e, "const int c = 8 * (jj >> 2) + wc + (jj & 1);");
 		emit_line(e, "const long long row = top + wt + %s8 * ((jj >> 1) & 1), col = left + c;", H > 1 ? "64 * hb + " : "");
 	}
@@ -716,6 +738,12 @@ emit_epilogue(Emit *e, const Stmt *s)
 			emit_line(e, "const float %s = %s[%s];%s", e->value[t], emit_tname(e, PFX_HERE, t),
 			          p->view == VIEW_ROW ? "2 * (jj >> 2) + (jj & 1)" : p->view == VIEW_FULL ? "jj" :
 			          H > 1 ? "2 * hb + ((jj >> 1) & 1)" : "(jj >> 1) & 1", emit_pos(e, f->tensor[t].pos));
+			continue;
+		}
+		if (p->view == VIEW_ROW_AT || p->view == VIEW_COL_AT) {   /* at the row's offset, guarded by both dims */
+			emit_line(e, "const float %s = %s;%s", e->value[t], load_text(e, p, "row < rows && col < cols",
+			          arena_printf(e->c->arena, "(%s)%s", at_text(e, s, p), p->view == VIEW_ROW_AT ? " + col" : "")),
+			          emit_pos(e, f->tensor[t].pos));
 			continue;
 		}
 		/* what is left: a full input, guarded by both dims (batched: rows are one batch's), or a scalar */

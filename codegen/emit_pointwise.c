@@ -22,7 +22,8 @@ operand(Emit *e, const Operand *o)
 /*
  * compute: every fusion op over one tile.  Each thread takes VEC consecutive
  * elements at a time; inputs come from their stage buffer (full and row
- * views) or from global memory (column and scalar views).
+ * views) or from global memory (column and scalar views, and inputs broadcast
+ * along a leading dim at their row's offset, computed once for the 8).
  */
 static void
 emit_compute(Emit *e, const Stmt *s)
@@ -63,14 +64,34 @@ emit_compute(Emit *e, const Stmt *s)
 		if (emit_buf_of(k, t) < k->nbuf) {   /* staged: a tile buffer */
 			emit_line(e, "wsf_load8%s(%s, %s + %s);", suf, v, emit_curname(e, emit_buf_of(k, t)),
 			          p->view == VIEW_ROW ? "c" : "e");
-		} else if (p->view == VIEW_ROW) {   /* a row beside a one-row tile: L1 keeps it for the CTAs */
+		} else if (p->view == VIEW_ROW || p->view == VIEW_ROW_AT) {
+			/* a row beside a one-row tile, or a broadcast input's row at its offset: L1 keeps it for the CTAs */
+			const char *src = p->view == VIEW_ROW ? emit_param_name(e, p) : "src";
+
+			if (p->view == VIEW_ROW_AT) {
+				emit_line(e, "{");
+				e->depth++;
+				emit_line(e, "const %s *src = %s + (%s);", emit_type(p->dtype), emit_param_name(e, p),
+				          emit_expr_str(e, p->at));
+			}
 			emit_line(e, "if (col + %d <= cols) {", VEC);
-			emit_line(e, "    wsf_load8_global%s(%s, %s + col);", suf, v, emit_param_name(e, p));
+			emit_line(e, "    wsf_load8_global%s(%s, %s + col);", suf, v, src);
 			emit_line(e, "} else {");
 			emit_line(e, "    #pragma unroll");
 			emit_line(e, "    for (int v = 0; v < %d; v++)", VEC);
 			emit_line(e, "        %s[v] = col + v < cols ? %s(%s + col + v) : 0.0f;", v,
-			          p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", emit_param_name(e, p));
+			          p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", src);
+			emit_line(e, "}");
+			if (p->view == VIEW_ROW_AT) {
+				e->depth--;
+				emit_line(e, "}");
+			}
+		} else if (p->view == VIEW_COL_AT) {   /* one element a row, at the row's offset */
+			emit_line(e, "{");
+			emit_line(e, "    const float x = %s(%s + (%s));", p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1",
+			          emit_param_name(e, p), emit_expr_str(e, p->at));
+			emit_line(e, "    for (int v = 0; v < %d; v++)", VEC);
+			emit_line(e, "        %s[v] = x;", v);
 			emit_line(e, "}");
 		} else {
 			const char *idx = p->view == VIEW_COL ? "row" : "0";

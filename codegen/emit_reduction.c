@@ -38,7 +38,7 @@ enum { SM_SMEM = 228 * 1024, CTA_SMEM_RESERVED = 1024 };
 static bool
 row_full(const Kernel *k, int t)
 {
-	return k->row.view[t] == VIEW_FULL || k->row.view[t] == VIEW_ROW;
+	return k->row.view[t] == VIEW_FULL || k->row.view[t] == VIEW_ROW || k->row.view[t] == VIEW_ROW_AT;
 }
 
 /*
@@ -112,7 +112,8 @@ emit_row_load(Emit *e, int t, bool whole)
 		 * ragged end one by one.
 		 */
 		const bool full = e->k->row.view[t] == VIEW_FULL;
-		const char *at = full ? "row * cols + e" : "e";
+		const char *at = full ? "row * cols + e" : e->k->row.view[t] == VIEW_ROW ? "e" :
+		                 arena_printf(e->c->arena, "(%s) + e", emit_expr_str(e, p->at));
 		/* a row read in every pass: under this pass's L2 policy */
 		const char *l2 = full && e->row.policy ? "_l2" : "";
 		const char *pol = *l2 ? arena_printf(e->c->arena, ", %s", e->row.policy) : "";
@@ -385,7 +386,8 @@ emit_row_inputs(Emit *e, bool *done)
 			continue;
 		emit_line(e, "const float %s = %s(%s + %s);%s", emit_tname(e, PFX_ROW, t),
 		          p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", emit_param_name(e, p),
-		          e->k->row.view[t] == VIEW_COL ? "row" : "0", emit_pos(e, f->tensor[t].pos));
+		          e->k->row.view[t] == VIEW_COL ? "row" : e->k->row.view[t] == VIEW_COL_AT ?
+		          arena_printf(e->c->arena, "(%s)", emit_expr_str(e, p->at)) : "0", emit_pos(e, f->tensor[t].pos));
 		done[t] = true;
 	}
 }

@@ -528,7 +528,10 @@ typedef enum View {
 	VIEW_FULL,   /* [rows, cols]: same shape as the domain */
 	VIEW_ROW,    /* [1, cols]: broadcast over rows (a bias) */
 	VIEW_COL,    /* [rows, 1]: broadcast over cols (a per-row scale) */
-	VIEW_SCALAR  /* one element */
+	VIEW_SCALAR, /* one element */
+	VIEW_ROW_AT, /* a row of cols elements at KParam.at, which the domain row picks (broadcast along a
+	                leading dim: [T, 1, D] over [T, NH, D]; passes/lower_bcast.c) */
+	VIEW_COL_AT  /* one element a domain row, at KParam.at ([NH, 1] over [T, NH, D]) */
 } View;
 
 /* Stream-K's workspace: the CTAs a grid may have, whose flags come first (PK_WORKSPACE). */
@@ -541,6 +544,7 @@ typedef enum SizeOf {
 	SZ_COLS,
 	SZ_INNER,        /* a matmul's K, the dim its operands share */
 	SZ_BATCH,        /* a batched matmul's batch: the product of the dims before M and N */
+	SZ_DIM,          /* a size variable (dim[0]) a broadcast input's offset needs (KParam.at) */
 	SZ_EPOCH,        /* signal: per_tile: the value a tile's flag is set to, the caller's, new each launch */
 	SZ_SK_ON         /* stream-K: 1 when the launch has a workspace (PK_WORKSPACE), 0 when it has none and
 	                    every tile runs whole (a default stream-K kernel's first launch under a CUDA-graph
@@ -565,6 +569,8 @@ typedef struct KParam {
 	                     (KBuf.preload), box one copy: the epilogue's subtile */
 	int var;          /* PK_SIZE: the variable that holds it */
 	SizeOf size;      /* PK_SIZE: which extent it holds */
+	Expr *at;         /* VIEW_ROW_AT, VIEW_COL_AT: the element offset the domain row reads at, an expression of
+	                     the variable "row" (the compute's domain row) and size params */
 } KParam;
 
 typedef enum BufKind {

@@ -611,7 +611,7 @@ shape_print_dims(Buf *b, const Kernel *k, const KParam *p)
 	buf_puts(b, "]");
 }
 
-static const char *const view_name[] = {"", "full", "row", "col", "scalar"};
+static const char *const view_name[] = {"", "full", "row", "col", "scalar", "row_at", "col_at"};
 
 void
 kernel_print(Buf *b, const Kernel *k)
@@ -656,12 +656,19 @@ kernel_print(Buf *b, const Kernel *k)
 		case PK_PTR:
 			buf_printf(b, "  param %s: %sptr %s ", p->name, role, dtype_info[p->dtype].name);
 			shape_print_dims(b, k, p);
-			buf_printf(b, " %s%s\n", view_name[p->view], p->readback ? ", read back by the signal consumer" : "");
+			buf_printf(b, " %s%s", view_name[p->view], p->readback ? ", read back by the signal consumer" : "");
+			if (p->at) {
+				buf_puts(b, " at=");
+				expr_print(b, k, p->at);
+			}
+			buf_puts(b, "\n");
 			break;
 		case PK_SIZE:
 			buf_printf(b, "  param %s: size %s\n", p->name,
 			           p->size == SZ_ROWS ? "rows" : p->size == SZ_COLS ? "cols" : p->size == SZ_BATCH ? "batch" :
-			           p->size == SZ_EPOCH ? "epoch" : p->size == SZ_SK_ON ? "stream-K on (a workspace)" : "inner");
+			           p->size == SZ_EPOCH ? "epoch" : p->size == SZ_SK_ON ? "stream-K on (a workspace)" :
+			           p->size == SZ_DIM ? arena_printf(b->arena, "of %s", k->fusion->sym[p->dim[0].sym].name) :
+			           "inner");
 			break;
 		case PK_FLAGS:
 			buf_printf(b, "  param %s: u32 flags, one an output tile\n", p->name);

@@ -170,11 +170,12 @@ infer_binary(Comp *c, Fusion *f, Op *o, Tensor *out)
 				db = b->dim[b->rank - i];
 			if (!dim_equal(da, db) && !dim_is_one(db) && !dim_is_one(da))
 				return diag_error(c, o->pos,
-				                  "cannot broadcast '%s' %s with '%s' %s in '%s': %s vs %s in the %s dim "
+				                  "cannot broadcast '%s' %s with '%s' %s in '%s': %s vs %s in %s "
 				                  "(dims must be equal or 1, aligned from the right)",
 				                  a->name, shape_str(c, f, a), b->name, shape_str(c, f, b),
 				                  op_info[o->kind].name, dim_str(c, f, da), dim_str(c, f, db),
-				                  i == 1 ? "last" : i == 2 ? "second-to-last" : "leading");
+				                  i == 1 ? "the last dim" : i == 2 ? "the second-to-last dim" :
+				                  arena_printf(c->arena, "dim -%d (the %d%s from the right)", i, i, i == 3 ? "rd" : "th"));
 		}
 		if (b->rank > out->rank) {
 			memmove(out->dim + (b->rank - out->rank), out->dim, out->rank * sizeof out->dim[0]);

@@ -569,8 +569,13 @@ input_params(Comp *c, const Fusion *f, Tile *t, const Group *g, int ng, const Te
 			               "is not implemented yet", x->name);
 		v = as_a || as_b ? VIEW_FULL : epilogue_view(x, d);
 		if (v == VIEW_NONE)
-			return diag_error(c, x->pos, "cannot read '%s' in the matmul's epilogue: over its output [M, N] an "
-			                  "input must be full, a row [N], a column [M, 1] or a scalar", x->name);
+			v = lower_bcast_view(x, d);   /* plan_matmul's choose_swap leaves such a kernel unswapped */
+		if (v == VIEW_NONE)
+			return diag_error(c, x->pos, "cannot read '%s' in the matmul's epilogue: its shape does not "
+			                  "broadcast to the output's", x->name);
+		if ((v == VIEW_ROW_AT || v == VIEW_COL_AT) && f->sched.consumer_pos.line)
+			return unbuilt(c, x->pos, "'%s' is broadcast along a leading dim of the output; in a kernel with a "
+			               "signal consumer role this is not implemented yet", x->name);
 		if (x->wait_pos.line && as_a && as_b)
 			return unbuilt(c, x->wait_pos, "'%s' waits per tile and is both operands of the kernel's matmuls, "
 			               "whose tiles it would arrive in both by rows and by columns: not implemented yet",
@@ -791,6 +796,9 @@ lower_matmul(Comp *c, Fusion *f)
 		k->param[j].var = kernel_add_var(c, k, "sk_on");
 	}
 	lower_size_params(c, k);
+	for (j = 1; j < k->nparam; j++)
+		if (k->param[j].view == VIEW_ROW_AT || k->param[j].view == VIEW_COL_AT)
+			lower_bcast_at(c, k, j, d);
 	if (k->mm.batched) {
 		int p = kernel_add_param(c, k, PK_SIZE, "batch");
 

@@ -5,7 +5,9 @@
  * The domain is the outputs' shape seen as 2-D [rows, cols] (cols the last
  * dim).  Each input is full ([rows, cols], tiled by TMA), a row ([cols],
  * broadcast over rows, tiled by TMA), a column ([rows, 1], read from
- * global: a TMA box must be 16 bytes wide) or a scalar.  When every input
+ * global: a TMA box must be 16 bytes wide) or a scalar; an input broadcast
+ * along a leading dim ([T, 1, D] over [T, NH, D]) is read from global at
+ * its row's offset (lower_bcast.c: a row, or one element).  When every input
  * is full or scalar the kernel is "flat": the host may pick any 2-D view of
  * the elements, so a 1-D tensor still moves in wide tiles.  A tile [1, C]
  * wider than a TMA box moves by 1-D bulk copies instead (loads, and stores
@@ -283,11 +285,12 @@ lower_pointwise(Comp *c, Fusion *f)
 		if (t->unread)
 			continue;
 		if (v == VIEW_NONE)
+			v = lower_bcast_view(t, d);
+		if (v == VIEW_NONE)   /* infer.c broadcast it to the output: only a shape wider than the output's */
 			return diag_error(c, t->pos,
-			                  "cannot place input '%s' in a pointwise kernel over %s: it broadcasts along "
-			                  "a leading dim; inputs must be full, a row [cols], a column [rows, 1] or a scalar",
-			                  t->name, f->tensor[f->out[0].tensor].name);
-		if (v == VIEW_ROW || v == VIEW_COL)
+			                  "cannot place input '%s' in a pointwise kernel over %s: it does not broadcast "
+			                  "to the output's shape", t->name, f->tensor[f->out[0].tensor].name);
+		if (v != VIEW_FULL && v != VIEW_SCALAR)
 			k->pw.flat = false;
 		p = kernel_add_param(c, k, v == VIEW_FULL || v == VIEW_ROW ? PK_TMAP : PK_PTR, t->name);
 		k->param[p].arg = j;
@@ -307,6 +310,9 @@ lower_pointwise(Comp *c, Fusion *f)
 		k->param[p].view = VIEW_FULL;
 	}
 	lower_size_params(c, k);
+	for (j = 1; j < k->nparam; j++)
+		if (k->param[j].view == VIEW_ROW_AT || k->param[j].view == VIEW_COL_AT)
+			lower_bcast_at(c, k, j, d);
 	choose_tile(k, f, row_bytes, d);
 	k->tile_pos = f->sched.ntile ? f->sched.tile_pos : (Pos){0};
 	if (check_tile(c, k, f) || fit_tile(c, k, f))

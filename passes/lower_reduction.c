@@ -250,7 +250,9 @@ add_row_params(Comp *c, Fusion *f, Kernel *k)
  * memory, streams through the stages in chunks instead, once per pass (a
  * softmax's max and sum share one pass: online softmax).  Rows broadcast
  * over rows (weights, biases), per-row values and scalars are read from
- * global memory, where L2 and L1 keep them.  The row capacity is the width
+ * global memory, where L2 and L1 keep them, as are inputs broadcast along a
+ * leading dim (an attention mask [S, S] over [B*H, S, S]), at the row's
+ * offset (lower_bcast.c).  The row capacity is the width
  * known at compile time rounded up to 256; wider rows at launch are refused
  * (chunked kernels take any width).
  */
@@ -295,12 +297,31 @@ lower_reduction(Comp *c, Fusion *f)
 
 	/* every tensor is a full row, a per-row value, a broadcast row or a scalar */
 	k->row.view = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *k->row.view);
-	for (j = 1; j < f->ntensor; j++)
-		if (!f->tensor[j].unread && (k->row.view[j] = classify_row(&f->tensor[j], d)) == VIEW_NONE)
-			return diag_error(c, f->tensor[j].pos,
-			                  "cannot place '%s' in the row-reduction kernel over '%s': its shape is "
-			                  "neither a full row, a value per row, a row broadcast over rows, nor a scalar",
-			                  f->tensor[j].name, d->name);
+	for (j = 1; j < f->ntensor; j++) {
+		if (f->tensor[j].unread)
+			continue;
+		if ((k->row.view[j] = classify_row(&f->tensor[j], d)) == VIEW_NONE)
+			k->row.view[j] = lower_bcast_view(&f->tensor[j], d);
+		if (k->row.view[j] == VIEW_NONE) {   /* it broadcasts (infer.c), but to more than the rows reduced */
+			Buf b;
+
+			buf_init(&b, c->arena);
+			shape_print(&b, f, d);
+			diag_error(c, f->tensor[j].pos, "'%s' has dims that the rows the kernel reduces, %s, lack; a "
+			           "row-reduction kernel over values larger than its rows is not implemented yet",
+			           f->tensor[j].name, buf_str(&b));
+			c->status = WSF_ERR_UNSUPPORTED;
+			return -1;
+		}
+	}
+	for (j = 0; j < f->nout; j++)
+		if (k->row.view[f->out[j].tensor] == VIEW_ROW_AT || k->row.view[f->out[j].tensor] == VIEW_COL_AT) {
+			diag_error(c, f->out[j].pos, "output '%s' is broadcast along a leading dim of the rows of '%s' "
+			           "(each of its elements is computed by several rows); storing it from a row-reduction "
+			           "kernel is not implemented yet", f->tensor[f->out[j].tensor].name, d->name);
+			c->status = WSF_ERR_UNSUPPORTED;
+			return -1;
+		}
 	for (j = 1; j < f->nop; j++) {
 		const Op *o = &f->op[j];
 
@@ -325,6 +346,9 @@ lower_reduction(Comp *c, Fusion *f)
 
 	add_row_params(c, f, k);
 	lower_size_params(c, k);
+	for (j = 1; j < k->nparam; j++)
+		if (k->param[j].view == VIEW_ROW_AT || k->param[j].view == VIEW_COL_AT)
+			lower_bcast_at(c, k, j, d);
 
 	if (k->row.chunk) {
 		Expr *nchunks = ex_var(c, lower_let(c, k, "nchunks", ex_bin(c, EX_CEILDIV, ex_var(c, k->cols_var),

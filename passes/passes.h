@@ -12,6 +12,7 @@
  *                     the pass, the family table, what the families share
  *   lower_pointwise.c the pointwise family: tiles of the outputs' shape
  *   lower_reduction.c the row-reduction family: whole rows, or their chunks
+ *   lower_bcast.c     inputs broadcast along leading dims: their per-row offsets
  *   plan_matmul.c     the matmul family's plan (tile, cluster, split...) from
  *                     the fusion and its sizes; plan_stream_k.c, stream-K's
  *   lower_matmul.c    the matmul family's nest, from its plan (matmul.h);
@@ -86,6 +87,14 @@ enum {
 	LOWER_SMEM_TARGET = 56 * 1024   /* by default: room for four CTAs per SM (docs/perf.md) */
 };
 
+/*
+ * lower_bcast.c: how input T broadcasts over domain D (rank 2 or more) when
+ * no 2-D view holds it: VIEW_ROW_AT (its last dim the domain's), VIEW_COL_AT
+ * (1), or VIEW_NONE (more dims than D, or a dim neither 1 nor D's).
+ */
+View lower_bcast_view(const Tensor *t, const Tensor *d);
+/* Sets param P's offset (KParam.at) over domain D, adding the size params it reads; after lower_size_params. */
+void lower_bcast_at(Comp *c, Kernel *k, int p, const Tensor *d);
 /* What the families share (lower.c). */
 bool lower_same_shape(const Tensor *a, const Tensor *b);
 /* Appends `NAME = E` to BLOCK: a new variable of K. */

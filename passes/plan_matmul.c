@@ -35,7 +35,8 @@ enum {
 	PF_CLUSTER = 1 << 18,          /* more than one CTA a cluster, a split's included */
 	PF_A_MN_MAJOR = 1 << 19,       /* the first matmul reads A M-major (transpose_a) */
 	PF_CLUSTER_ASKED = 1 << 20,    /* a cluster hint of more than one CTA */
-	PF_SHARE = 1 << 21             /* clusters that share an operand, but stream-K's own fractions' */
+	PF_SHARE = 1 << 21,            /* clusters that share an operand, but stream-K's own fractions' */
+	PF_EPI_BCAST = 1 << 22         /* an epilogue input broadcast along a leading dim (lower_bcast_view) */
 };
 
 /*
@@ -59,7 +60,8 @@ static const struct {
 		{PF_BATCHED, "for a batched matmul", ""},
 		{PF_CLUSTER_ASKED, "in clusters", ""},
 		{PF_SIGNAL, "with 'signal: per_tile'", ""},
-		{PF_WAITS, "with an input or output that waits per tile", ""}}},
+		{PF_WAITS, "with an input or output that waits per tile", ""},
+		{PF_EPI_BCAST, "with an epilogue input broadcast along a leading dim", ""}}},
 	[ASK_PINGPONG] = {"consumers: pingpong %s is not implemented yet%s", {
 		{PF_INDEPENDENT, "with independent matmuls in one kernel", ""}}},
 	[ASK_CLUSTER] = {"'cluster' with %s is not implemented yet%s", {
@@ -96,6 +98,8 @@ static const unsigned rules_out[] = {
 	[PD_FEW_TILE_SPLIT] = PF_TILE_HINT | PF_CONSUMERS_HINT | PF_CONSUMER_ROLE | PF_STREAM_K | PF_GROUP | PF_PINGPONG,
 };
 
+static bool epilogue_bcast(const Fusion *f, const Tensor *d);
+
 /* What plan P of F's NG groups G holds so far, as PF_ bits. */
 static unsigned
 plan_holds(const Fusion *f, const MatmulPlan *p, const Group *g, int ng)
@@ -112,7 +116,8 @@ plan_holds(const Fusion *f, const MatmulPlan *p, const Group *g, int ng)
 	       (p->pingpong ? PF_PINGPONG : 0) | (p->ksize.splits > 1 ? PF_SPLIT : 0) | (p->ksize.sk_parts ? PF_STREAM_K : 0) |
 	       (plan_cluster_ctas(p) > 1 ? PF_CLUSTER : 0) | (p->akm ? 0 : PF_A_MN_MAJOR) |
 	       (h->cluster_pos.line && h->cluster[0] * h->cluster[1] > 1 ? PF_CLUSTER_ASKED : 0) |
-	       (p->cluster[0] * p->cluster[1] > 1 && !p->sk_scatter ? PF_SHARE : 0);
+	       (p->cluster[0] * p->cluster[1] > 1 && !p->sk_scatter ? PF_SHARE : 0) |
+	       (epilogue_bcast(f, &f->tensor[f->op[g[0].mm[0]].out]) ? PF_EPI_BCAST : 0);
 }
 
 int
@@ -193,17 +198,20 @@ the_matmuls(Comp *c, const Fusion *f, Group *g)
 
 /*
  * The view of an epilogue input over the output [..., M, N], or VIEW_NONE:
- * a scalar, a row [N], a column [..., M, 1] or the full [..., M, N] (the
- * leading dims those of the output, which the kernel sees as rows).
+ * a scalar, a row [N] (or [1, N]), a column [..., M, 1] or the full
+ * [..., M, N] (the leading dims those of the output, which the kernel sees
+ * as rows).
  */
 View
 epilogue_view(const Tensor *t, const Tensor *d)
 {
-	int i, r = d->rank;
+	int i, r = d->rank, ones = 0;
 
-	if (t->rank == 0 || (t->rank == 1 && dim_is_one(t->dim[0])))
+	while (ones < t->rank && dim_is_one(t->dim[ones]))
+		ones++;
+	if (ones == t->rank)   /* [], [1], [1, 1] */
 		return VIEW_SCALAR;
-	if (t->rank == 1 && dim_equal(t->dim[0], d->dim[r - 1]))
+	if (ones == t->rank - 1 && t->rank <= r && dim_equal(t->dim[ones], d->dim[r - 1]))   /* [N], [1, N] */
 		return VIEW_ROW;
 	if (t->rank != r)
 		return VIEW_NONE;
@@ -288,6 +296,21 @@ epilogue_inputs(const Fusion *f, const Group *g, int ng, const Tensor *d, bool f
 		if (!operand && !f->tensor[f->input[i]].unread &&
 		    (full ? epilogue_view(&f->tensor[f->input[i]], d) == VIEW_FULL
 		          : epilogue_view(&f->tensor[f->input[i]], d) != VIEW_SCALAR))
+			return true;
+	}
+	return false;
+}
+
+/* Does an epilogue input broadcast along a leading dim of output D (lower_bcast_view)? */
+static bool
+epilogue_bcast(const Fusion *f, const Tensor *d)
+{
+	int i;
+
+	for (i = 0; i < f->ninput; i++) {
+		const Tensor *x = &f->tensor[f->input[i]];
+
+		if (!x->unread && epilogue_view(x, d) == VIEW_NONE && lower_bcast_view(x, d) != VIEW_NONE)
 			return true;
 	}
 	return false;

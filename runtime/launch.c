@@ -401,9 +401,14 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 		                  "kernel '%s' keeps rows of up to %d elements in shared memory; these rows have %lld: "
 		                  "compile it with the wider size bound (-D)", f->name, l->row_cap, (long long)p->cols),
 		       WSF_ERR_INPUT;
-	for (i = 1; i < l->nparam; i++)   /* a matmul's K: the dim lowering named, bound by the arguments */
+	/* a matmul's K, a broadcast input's extents: the dims lowering named, bound by the arguments */
+	p->dims = arena_alloc(c->arena, (size_t)l->nparam * sizeof *p->dims);
+	for (i = 1; i < l->nparam; i++)
+		if (l->param[i].kind == PK_SIZE && (l->param[i].size == SZ_INNER || l->param[i].size == SZ_DIM))
+			p->dims[i] = l->param[i].dim[0].sym ? val[l->param[i].dim[0].sym] : l->param[i].dim[0].ext;
+	for (i = 1; i < l->nparam; i++)
 		if (l->param[i].kind == PK_SIZE && l->param[i].size == SZ_INNER)
-			p->inner = l->param[i].dim[0].sym ? val[l->param[i].dim[0].sym] : l->param[i].dim[0].ext;
+			p->inner = p->dims[i];
 	p->tmap = arena_alloc(c->arena, (size_t)l->nparam * sizeof *p->tmap);
 	for (i = 1; i < l->nparam; i++) {
 		const LaunchParam *q = &l->param[i];
@@ -412,15 +417,23 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 		if (q->kind == PK_TMAP && (s = map_params(c, l, q, a, p->rows, p->cols, q->own_view,
 		                                          l->batched && a->ndim > 2, &p->tmap[i])) != WSF_OK)
 			return s;
+		/* a broadcast input's offset divides the row index in 32 bits (wsf_udiv) */
+		if ((q->view == VIEW_ROW_AT || q->view == VIEW_COL_AT) && p->rows * p->batch > UINT32_MAX)
+			return diag_error(c, f->tensor[q->tensor].pos,
+			                  "kernel '%s' reads '%s' (broadcast along a leading dim) with 32-bit row indices, "
+			                  "but its view has %lld rows; launch it on fewer", f->name, q->name,
+			                  (long long)(p->rows * p->batch)),
+			       WSF_ERR_INPUT;
 		/* 16-byte loads and stores from registers and bulk row copies need 16-byte aligned rows */
-		if (q->kind == PK_PTR && (q->view == VIEW_FULL || q->view == VIEW_ROW) && (uintptr_t)a->data % 16)
+		if (q->kind == PK_PTR && (q->view == VIEW_FULL || q->view == VIEW_ROW || q->view == VIEW_ROW_AT) &&
+		    (uintptr_t)a->data % 16)
 			return diag_error(c, f->tensor[q->tensor].pos,
 			                  "argument '%s': data pointer %p is not 16-byte aligned (pass a tensor that "
 			                  "starts on a 16-byte boundary, not an offset view)",
 			                  f->tensor[q->tensor].name, a->data),
 			       WSF_ERR_INPUT;
 		/* rows > 1: a row stride; bulk row copies also need 16-byte sizes, even for one row */
-		if (q->kind == PK_PTR && ((q->view == VIEW_FULL && p->rows > 1) || q->bulk) &&
+		if (q->kind == PK_PTR && (((q->view == VIEW_FULL || q->view == VIEW_ROW_AT) && p->rows > 1) || q->bulk) &&
 		    p->cols * dtype_info[q->dtype].bytes % 16)
 			return diag_error(c, f->tensor[q->tensor].pos,
 			                  "argument '%s': rows of %lld %s elements are %lld bytes, not a multiple of 16 "
@@ -837,7 +850,7 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 				kargs[i - 1] = &sk_on;
 				break;
 			}
-			sizes[i] = p->size == SZ_ROWS ? plan.rows : p->size == SZ_INNER ? plan.inner :
+			sizes[i] = p->size == SZ_ROWS ? plan.rows : p->size == SZ_INNER || p->size == SZ_DIM ? plan.dims[i] :
 			           p->size == SZ_BATCH ? plan.batch : p->size == SZ_EPOCH ? (int64_t)x->epoch : plan.cols;
 			kargs[i - 1] = &sizes[i];
 			break;

@@ -275,6 +275,7 @@ typedef struct LaunchPlan {
 	int64_t rows, cols;  /* the 2-D view of the domain; a batched matmul's: one batch's */
 	int64_t batch;       /* a batched matmul's batch (Launch.batched); else 1 */
 	int64_t inner;       /* a matmul's K (the dim its SZ_INNER param names); else 0 */
+	int64_t *dims;       /* indexed by param id: an SZ_DIM param's extent, bound by the arguments */
 	int64_t tiles;       /* tiles of that view */
 	TmapParams *tmap;    /* indexed by param id, for PK_TMAP params */
 } LaunchPlan;

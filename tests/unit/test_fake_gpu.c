@@ -299,7 +299,8 @@ test_specs(void **state)
 		"tests/gpu/specs/gemm_wait.yaml", "tests/gpu/specs/gemm_streamk_bmm.yaml",
 		"tests/gpu/specs/swiglu_pingpong.yaml", "tests/gpu/specs/norm_layernorm.yaml",
 		"tests/gpu/specs/relu_chain_tma_ws.yaml", "tests/gpu/specs/pw_signal_ws.yaml",
-		"tests/gpu/specs/stages4_ws_tma.yaml",
+		"tests/gpu/specs/stages4_ws_tma.yaml", "tests/gpu/specs/bcast_pw_5d.yaml",
+		"tests/gpu/specs/bcast_row_4d.yaml", "tests/gpu/specs/bcast_bmm.yaml",
 	};
 	Seen seen;
 	WsfContext *ctx;

@@ -472,6 +472,40 @@ domain_limits(void **state)
 	expect_error(t, l, a, 3, "kernel 'd': its domain 's' has 2^63 elements or more at these sizes");
 }
 
+/*
+ * An input broadcast along a leading dim ([S, 1, H] over [S, NH, H], after
+ * an rmsnorm): its
+ * offset's extent (SZ_DIM) comes from the arguments, and a view of 2^32 rows
+ * or more, past its 32-bit row division, is refused.
+ */
+static void
+broadcast_offset_sizes(void **state)
+{
+	Fixture *t = *state;
+	static const char spec[] =
+		"fusion: rb\nsizes: {S: 8, NH: 4, H: 64}\ninputs:\n  x: {dtype: bf16, shape: [S, NH, H]}\n"
+		"  c: {dtype: bf16, shape: [S, 1, H]}\nops:\n  - {out: n, op: rmsnorm, in: [x]}\n"
+		"  - {out: o, op: mul, in: [n, c]}\noutputs:\n  o: {dtype: bf16}\n";
+	const Launch *l = build(t, spec);
+	int64_t x[] = {100, 12, 64}, c[] = {100, 1, 64}, xb[] = {(int64_t)1 << 30, 4, 8}, cb[] = {(int64_t)1 << 30, 1, 8};
+	WsfTensor a[3] = {{DEV(1), WSF_DTYPE_BF16, 3, x, NULL}, {DEV(2), WSF_DTYPE_BF16, 3, c, NULL},
+	                  {DEV(3), WSF_DTYPE_BF16, 3, x, NULL}};
+	LaunchPlan p;
+	int i;
+
+	assert_int_equal(rt_launch_plan(&t->c, l, a, 3, &p), WSF_OK);
+	assert_int_equal(p.rows, 1200);
+	for (i = 1; i < l->nparam && !(l->param[i].kind == PK_SIZE && l->param[i].size == SZ_DIM); i++)
+		;
+	assert_true(i < l->nparam);
+	assert_string_equal(l->param[i].name, "dim_NH");
+	assert_int_equal(p.dims[i], 12);
+	a[0].shape = a[2].shape = xb;
+	a[1].shape = cb;
+	expect_error(t, l, a, 3, "kernel 'rb' reads 'c' (broadcast along a leading dim) with 32-bit row indices, but "
+	             "its view has 4294967296 rows");
+}
+
 /* A GEMM of sizes SIZES under schedule SCHED, its output y bf16. */
 #define GEMM(sizes, sched) \
 	"fusion: g\nsizes: " sizes "\ninputs:\n  x: {dtype: bf16, shape: [M, K]}\n" \
@@ -621,6 +655,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(batched_transposed_inner, setup, teardown),
 		cmocka_unit_test_setup_teardown(shape_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(domain_limits, setup, teardown),
+		cmocka_unit_test_setup_teardown(broadcast_offset_sizes, setup, teardown),
 		cmocka_unit_test_setup_teardown(describe_pointwise, setup, teardown),
 		cmocka_unit_test_setup_teardown(describe_row_reduction, setup, teardown),
 		cmocka_unit_test_setup_teardown(describe_split_cluster, setup, teardown),

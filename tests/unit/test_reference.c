@@ -171,6 +171,57 @@ test_broadcast(void **state)
 	arena_free(e.c.arena);
 }
 
+/*
+ * Size-1 dims anywhere: RoPE's [T, 1, D] over [T, NH, D], a per-head
+ * [NH, 1] over it, and a mask [S, S] shared by [B, S, S], each element
+ * checked against its numpy index.
+ */
+static void
+test_broadcast_inner_dims(void **state)
+{
+	double q[24], c[8], h[3], m[4], x[12], o1[24], o2[24], o3[12];
+	const double *in[5] = {q, c, h, m, x};
+	double *out[3] = {o1, o2, o3};
+	int tq, tc, th, tm, tx, a, b, d, i, j, l;
+	Env e;
+
+	for (i = 0; i < 24; i++)
+		q[i] = i;
+	for (i = 0; i < 8; i++)
+		c[i] = 100 * (i + 1);
+	for (i = 0; i < 4; i++)
+		m[i] = 1000 * (i + 1);
+	for (i = 0; i < 12; i++)
+		x[i] = -i;
+	h[0] = 2, h[1] = 3, h[2] = 5;
+	COMP_INIT(e.c);
+	env_fusion(&e);
+	tq = tensor(&e, "q", TK_INPUT, 3, 2, 3, 4);   /* [T, NH, D] */
+	tc = tensor(&e, "cos", TK_INPUT, 3, 2, 1, 4); /* [T, 1, D] */
+	th = tensor(&e, "h", TK_INPUT, 2, 3, 1);      /* [NH, 1] */
+	tm = tensor(&e, "mask", TK_INPUT, 2, 2, 2);   /* [S, S] */
+	tx = tensor(&e, "x", TK_INPUT, 3, 3, 2, 2);   /* [B, S, S] */
+	a = tensor(&e, "a", TK_VALUE, 3, 2, 3, 4);
+	op(&e, OP_ADD, a, 2, T(tq), T(tc));
+	b = tensor(&e, "b", TK_VALUE, 3, 2, 3, 4);
+	op(&e, OP_MUL, b, 2, T(th), T(tq));
+	d = tensor(&e, "d", TK_VALUE, 3, 3, 2, 2);
+	op(&e, OP_ADD, d, 2, T(tx), T(tm));
+	output(&e, a);
+	output(&e, b);
+	output(&e, d);
+	assert_int_equal(rt_reference(&e.c, e.f, in, out), WSF_OK);
+	for (i = 0; i < 2; i++)
+		for (j = 0; j < 3; j++)
+			for (l = 0; l < 4; l++) {
+				assert_near(o1[(i * 3 + j) * 4 + l], q[(i * 3 + j) * 4 + l] + c[i * 4 + l]);
+				assert_near(o2[(i * 3 + j) * 4 + l], q[(i * 3 + j) * 4 + l] * h[j]);
+			}
+	for (i = 0; i < 12; i++)
+		assert_near(o3[i], x[i] + m[i % 4]);
+	arena_free(e.c.arena);
+}
+
 static void
 test_symbolic_sizes(void **state)
 {
@@ -979,6 +1030,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_broadcast),
+		cmocka_unit_test(test_broadcast_inner_dims),
 		cmocka_unit_test(test_symbolic_sizes),
 		cmocka_unit_test(test_consumer_outputs),
 		cmocka_unit_test(test_unary_ops),

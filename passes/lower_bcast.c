@@ -1,0 +1,111 @@
+/*
+ * lower_bcast.c: inputs broadcast along a leading dim of the domain, which
+ * the pointwise and row-reduction families read through a pointer at an
+ * offset the domain row picks (VIEW_ROW_AT, VIEW_COL_AT): a stride of 0 on
+ * each broadcast dim, never a copy.
+ *
+ * The domain [d0, ..., dn-2, cols] is seen as [rows, cols], so a domain row
+ * is a mixed-radix number (i0, ..., in-2) over the leading dims.  An input
+ * lined up with the domain from the right, each dim 1 or the domain's,
+ * starts its row at the sum of i_j x stride_j over the leading dims it has
+ * (not 1); runs of such dims are contiguous in it and merge into one digit.
+ * Its last dim is the domain's (a row: VIEW_ROW_AT, read along the columns)
+ * or 1 (one element a row: VIEW_COL_AT).  The offset is an index expression
+ * of the variable "row" (the compute's own domain row) and of runtime
+ * extents, a size param (SZ_DIM) a size variable, so a kernel compiled at
+ * one size runs at another.
+ */
+#include <string.h>
+
+#include "passes.h"
+
+/* Input T's dim over domain axis I (D's rank), 1 where T has none. */
+static Dim
+aligned_dim(const Tensor *t, const Tensor *d, int i)
+{
+	int off = d->rank - t->rank;
+
+	return i >= off ? t->dim[i - off] : (Dim){0, 1};
+}
+
+View
+lower_bcast_view(const Tensor *t, const Tensor *d)
+{
+	int i;
+	Dim last;
+
+	if (t->rank > d->rank || d->rank < 2)
+		return VIEW_NONE;
+	for (i = 0; i < d->rank; i++) {
+		Dim x = aligned_dim(t, d, i);
+
+		if (!dim_is_one(x) && !dim_equal(x, d->dim[i]))
+			return VIEW_NONE;
+	}
+	last = aligned_dim(t, d, d->rank - 1);
+	return dim_is_one(last) && !dim_is_one(d->dim[d->rank - 1]) ? VIEW_COL_AT : VIEW_ROW_AT;
+}
+
+/* Extent D at run time: a constant, the cols param, or a size param of its variable (added on first use). */
+static Expr *
+extent(Comp *c, Kernel *k, const Tensor *dom, Dim d)
+{
+	const Fusion *f = k->fusion;
+	int j;
+
+	if (!d.sym)
+		return ex_int(c, d.ext);
+	if (dim_equal(d, dom->dim[dom->rank - 1]))
+		return ex_var(c, k->cols_var);
+	for (j = 1; j < k->nparam; j++)
+		if (k->param[j].kind == PK_SIZE && k->param[j].size == SZ_DIM && k->param[j].dim[0].sym == d.sym)
+			return ex_var(c, k->param[j].var);
+	j = kernel_add_param(c, k, PK_SIZE, arena_printf(c->arena, "dim_%s", f->sym[d.sym].name));
+	k->param[j].size = SZ_DIM;
+	k->param[j].rank = 1;
+	k->param[j].dim[0] = d;
+	k->param[j].var = kernel_add_var(c, k, k->param[j].name);
+	return ex_var(c, k->param[j].var);
+}
+
+/* The product of extents of domain axes [A, B) that input T has (not 1); ALL: every axis's. */
+static Expr *
+extents(Comp *c, Kernel *k, const Tensor *t, const Tensor *d, int a, int b, bool all)
+{
+	Expr *p = NULL;
+	int i;
+
+	for (i = a; i < b; i++)
+		if (all || !dim_is_one(aligned_dim(t, d, i)))
+			p = p ? ex_bin(c, EX_MUL, p, extent(c, k, d, d->dim[i])) : extent(c, k, d, d->dim[i]);
+	return p ? p : ex_int(c, 1);
+}
+
+/* requires the size params (lower_size_params); sets param P's offset, adding the size params it reads */
+void
+lower_bcast_at(Comp *c, Kernel *k, int p, const Tensor *d)
+{
+	const Tensor *t = &k->fusion->tensor[k->param[p].tensor];
+	Expr *row = NULL, *at = ex_int(c, 0);
+	int i, j, lead = d->rank - 1;
+
+	for (i = 1; i < k->nvar && strcmp(k->var[i].name, "row") != 0; i++)
+		;
+	row = ex_var(c, i < k->nvar ? i : kernel_add_var(c, k, "row"));
+	for (i = 0; i < lead; i = j) {
+		Expr *digit;
+
+		if (dim_is_one(aligned_dim(t, d, i))) {
+			j = i + 1;
+			continue;
+		}
+		/* a run [i, j) of dims the input has: one digit of the row, and its stride in the input */
+		for (j = i + 1; j < lead && !dim_is_one(aligned_dim(t, d, j)); j++)
+			;
+		digit = ex_bin(c, EX_DIV, row, extents(c, k, t, d, j, lead, true));
+		if (i > 0)
+			digit = ex_bin(c, EX_MOD, digit, extents(c, k, t, d, i, j, true));
+		at = ex_bin(c, EX_ADD, at, ex_bin(c, EX_MUL, digit, extents(c, k, t, d, j, d->rank, false)));
+	}
+	k->param[p].at = at;
+}
