@@ -61,30 +61,30 @@ def main():
         y = torch.empty(r, 128, device="cuda", dtype=torch.float8_e4m3fn)
         s = torch.empty(r, 1, device="cuda", dtype=torch.float32)
         xb = torch.empty(r, 128, device="cuda", dtype=torch.bfloat16)
-        with wsfuse.Context(sizes={"R": r}, cache="0") as ctx:
+        with wsfuse.Context(sizes={"R": r}, cache="0") as ctx:   # its kernels live as long as it does
             kq = ctx.compile_string(QUANT, name="fp8_group_quant.yaml")
             kd = ctx.compile_string(DEQUANT, name="fp8_group_dequant.yaml")
-        ry, rs = torch_quant(x)
-        y.view(torch.uint8).fill_(0x7f); s.fill_(float("nan"))
-        kq.launch(x.view(r, 128), y, s); torch.cuda.synchronize()
-        assert torch.allclose(s, rs, rtol=1e-6, atol=0), "scales"
-        off = (y.view(torch.uint8).int() - ry.view(torch.uint8).int()).abs()
-        assert off.max().item() <= 1 and (off > 0).float().mean().item() < 1e-3, ("codes", off.max().item())
-        xb.fill_(float("nan"))
-        kd.launch(ry, rs, xb); torch.cuda.synchronize()
-        torch.testing.assert_close(xb, torch_dequant(ry, rs), rtol=0, atol=0)
-        # a copy moving the quantize's bytes (x read, y and s written): half of them read, half written
-        src = torch.empty((x.numel() * 2 + y.numel() + s.numel() * 4) // 2, device="cuda", dtype=torch.uint8)
-        dst = torch.empty_like(src)
-        for rd in range(rounds):
-            tq = bench(lambda: kq.launch(x.view(r, 128), y, s)) * 1000
-            tcq = bench(lambda: cq(x)) * 1000
-            td = bench(lambda: kd.launch(ry, rs, xb)) * 1000
-            tcd = bench(lambda: cd(ry, rs)) * 1000
-            tc = bench(lambda: dst.copy_(src)) * 1000
-            print(f"{sh} r{rd}: quant {tq:.1f} us (compile {tcq:.1f}, {tcq / tq:.3f}x; copy {tc:.1f}, "
-                  f"{tc / tq:.1%} of the copy rate); dequant {td:.1f} us (compile {tcd:.1f}, {tcd / td:.3f}x)",
-                  flush=True)
+            ry, rs = torch_quant(x)
+            y.view(torch.uint8).fill_(0x7f); s.fill_(float("nan"))
+            kq.launch(x.view(r, 128), y, s); torch.cuda.synchronize()
+            assert torch.allclose(s, rs, rtol=1e-6, atol=0), "scales"
+            off = (y.view(torch.uint8).int() - ry.view(torch.uint8).int()).abs()
+            assert off.max().item() <= 1 and (off > 0).float().mean().item() < 1e-3, ("codes", off.max().item())
+            xb.fill_(float("nan"))
+            kd.launch(ry, rs, xb); torch.cuda.synchronize()
+            torch.testing.assert_close(xb, torch_dequant(ry, rs), rtol=0, atol=0)
+            # a copy moving the quantize's bytes (x read, y and s written): half of them read, half written
+            src = torch.empty((x.numel() * 2 + y.numel() + s.numel() * 4) // 2, device="cuda", dtype=torch.uint8)
+            dst = torch.empty_like(src)
+            for rd in range(rounds):
+                tq = bench(lambda: kq.launch(x.view(r, 128), y, s)) * 1000
+                tcq = bench(lambda: cq(x)) * 1000
+                td = bench(lambda: kd.launch(ry, rs, xb)) * 1000
+                tcd = bench(lambda: cd(ry, rs)) * 1000
+                tc = bench(lambda: dst.copy_(src)) * 1000
+                print(f"{sh} r{rd}: quant {tq:.1f} us (compile {tcq:.1f}, {tcq / tq:.3f}x; copy {tc:.1f}, "
+                      f"{tc / tq:.1%} of the copy rate); dequant {td:.1f} us (compile {tcd:.1f}, {tcd / td:.3f}x)",
+                      flush=True)
 
 
 main()
