@@ -907,13 +907,16 @@ struct Stmt {
 		 * ST_SIGNAL: the output tile is in global memory: param
 		 * (PK_FLAGS)[tile] = the epoch, with release semantics at gpu scope;
 		 * or, for the kernel's consumer role (no param), an arrive on
-		 * bar[barslot] (release at CTA scope).
+		 * bar[barslot] (release at CTA scope), once taken[barslot] says the
+		 * role has read the slot's tile before.
 		 */
 		struct {
 			int param;
 			Expr *tile;
 			int bar;
 			Expr *barslot;
+			int taken;         /* the consumer role's: its release of bar[barslot]'s tile before, which
+			                      the signal waits for (sync.c, expand_signal) */
 			bool before;       /* it is the tile of the loop iteration before (this iteration's stores may
 			                      still be in flight); else every tile stored so far */
 		} signal;

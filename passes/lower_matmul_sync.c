@@ -110,8 +110,9 @@ wait_words(Comp *c, Kernel *k, const Tile *t, Stmt *one, const Stmt *wait, const
  *
  * An epilogue input: before the tile's first epilogue, after its mainloop
  * (which runs while the tile is still on its way), one thread of those that
- * compute the tile waits for the word; a barrier then gives the other
- * threads what the acquire made visible.  An operand (the load side of
+ * compute the tile waits for the word; a barrier (sync.c's
+ * expand_flag_waits) then gives the other threads what the acquire made
+ * visible.  An operand (the load side of
  * all-gather + GEMM): the thread that issues its loads waits, at the
  * tile's first k-step, before the loads, and fences the async proxy, so
  * its TMA reads what the acquire saw.  An output that waits (an
@@ -124,7 +125,7 @@ wait_words(Comp *c, Kernel *k, const Tile *t, Stmt *one, const Stmt *wait, const
 void
 wait_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Expr *batch, Expr *batch_tiles)
 {
-	Stmt *one = st_if(c, ex_leaf(c, EX_ELECT)), *sync = st_new(c, ST_SYNC);
+	Stmt *one = st_if(c, ex_leaf(c, EX_ELECT));
 	Expr *rows_t, *cols_t, *at = ex_int(c, 0), *tile;
 	int p, i, j, e, n;
 
@@ -193,15 +194,13 @@ wait_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Expr *batch, Exp
 	}
 	if (!one->nbody)
 		return;
-	sync->comment = "what the wait made visible, to every thread that computes the tile";
-	/* before the first epilogue loop of the tile (after its k loop) */
+	/* before the first epilogue loop of the tile (after its k loop); sync.c's expand_flag_waits adds the barrier */
 	for (j = 0; j < t->loop->nbody; j++) {
 		const Stmt *x = t->loop->body[j];
 
 		if (x->kind == ST_LOOP && strcmp(k->var[x->u.loop.var].name, "e") == 0)
 			break;
 	}
-	st_insert(c, t->loop, j, sync);
 	st_insert(c, t->loop, j, one);
 }
 
