@@ -1081,8 +1081,7 @@ pass_sync(Comp *c)
 	Sync y = {.c = c, .k = c->kernel};
 	State *st = arena_alloc(c->arena, sizeof *st);
 
-	expand_protocols(c, c->kernel);
-	if (place_preloads(c, c->kernel))
+	if (expand_protocols(c, c->kernel))
 		return -1;
 	walk_top(&y, c->kernel->body, st);
 	if (y.err)

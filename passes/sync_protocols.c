@@ -103,7 +103,74 @@ flag_wait_barriers(Comp *c, Stmt *s)
 	flag_wait_barriers(c, st_else(s));
 }
 
-void
+/* Is S an expect_tx on a barrier of the preloads (KBuf.preload_bar)? */
+static bool
+arms_preload(const Kernel *k, const Stmt *s)
+{
+	int b;
+
+	if (s->kind != ST_EXPECT_TX)
+		return false;
+	for (b = 1; b < k->nbuf; b++)
+		if (k->buf[b].preload && k->buf[b].preload_bar == s->u.mbar.bar)
+			return true;
+	return false;
+}
+
+/* Before each block in S that begins with a preload's loads: the wait for the stores that read its copies. */
+static void
+read_waits(Comp *c, const Kernel *k, Stmt *s, const char *why)
+{
+	int i;
+
+	if (s->kind == ST_IF && s->nbody && arms_preload(k, s->body[0])) {
+		st_insert(c, s, 0, bulk_wait(c, 0, true, why));
+		return;
+	}
+	for (i = 0; i < s->nbody; i++)
+		read_waits(c, k, s->body[i], why);
+}
+
+/*
+ * The epilogue inputs the staging copies carry (warp_specialize.c,
+ * issue_preloads): the loads at the k loop's end wait for the tile
+ * before's stores to have read their copies, those in the epilogue loop
+ * for the store before's (bulk.wait_group.read 0), and every consumer
+ * thread waits on the copy's barrier before the compute that reads it,
+ * with the parity of the copy's use, i x E / S + e / S (E subtiles a
+ * tile, S copies).  A copy is rewritten only after its load landed, which
+ * is after the store before read it: the read-wait the walk places before
+ * a copy's compute otherwise is never needed, and it finds none.
+ */
+static int
+preload_waits(Comp *c, Kernel *k)
+{
+	PreloadAt w;
+	int b, i, n = preload_at(c, k, &w);
+
+	if (n <= 0)
+		return n;
+	read_waits(c, k, w.kloop, "the tile before's stores have read their copies");
+	read_waits(c, k, w.store, "the store before has read its copy");
+	for (b = 1; b < k->nbuf; b++) {
+		const KBuf *u = &k->buf[b];
+		Expr *slot = NULL, *use;
+
+		if (u->kind != BUF_STAGING || !u->preload)
+			continue;
+		for (i = 0; i < w.compute->nwrites; i++)
+			if (w.compute->writes[i].buf == b)
+				slot = w.compute->writes[i].slot;
+		use = ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, ex_var(c, w.tile->u.loop.var), ex_int(c, w.eloop->u.loop.hi->ival)),
+		             ex_var(c, w.eloop->u.loop.var));
+		st_insert(c, w.eloop, index_of(w.eloop, w.compute),
+		          mbar(c, ST_MBAR_WAIT, u->preload_bar, slot, ex_stage_parity(c, k, use, u->stages),
+		               arena_printf(c->arena, "the copy's '%s' has landed", k->param[u->preload].name)));
+	}
+	return 0;
+}
+
+int
 expand_protocols(Comp *c, Kernel *k)
 {
 	int landed = 0, taken = 0;
@@ -112,4 +179,5 @@ expand_protocols(Comp *c, Kernel *k)
 	if (k->tile_consumer && landed)
 		consumer_protocol(c, k, k->tile_consumer, landed, taken);
 	flag_wait_barriers(c, k->body);
+	return preload_waits(c, k);
 }
