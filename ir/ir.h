@@ -602,7 +602,8 @@ typedef struct KBuf {
 	                     smem D reuses): lowering's candidate, its PK_PTR param; from circular buffering on
 	                     the PK_TMAP param the loads read (KParam.preload), or 0: none */
 	int preload_bar;  /* with preload, after circular buffering: the mbarriers the loads complete on, one a
-	                     copy (sync.c, place_preloads, issues the loads and their waits) */
+	                     copy (warp_specialize.c's issue_preloads issues the loads, sync's preload_waits
+	                     their waits) */
 } KBuf;
 
 /*

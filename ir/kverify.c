@@ -25,7 +25,9 @@
  *  - a CTA-wide barrier never appears inside warp-specialized roles (it would
  *    deadlock: the branches have other thread counts);
  *  - after lowering, no statement waits, arrives, fences or forms a barrier
- *    (mbarriers, bulk and mma groups, syncs): sync places them all;
+ *    (mbarriers, bulk and mma groups, syncs): circular_buffer,
+ *    warp_specialize and sync place them (a protocol statement, ST_SIGNAL,
+ *    ST_FLAG_WAIT, ST_GRID_DEP or a K-sum's, carries its own);
  *  - the role table: each role whole warps inside the CTA, no two roles
  *    sharing a thread, each consumer role its own named-barrier id (1..15),
  *    a register target a multiple of 8 in [24, 256] and only for whole
@@ -451,7 +453,7 @@ static Verifier *const verifiers[ST_COUNT] = {
 #undef ST
 };
 
-/* Does a statement of KIND wait, arrive, fence or form a barrier (what sync places, not lowering)? */
+/* Does a statement of KIND wait, arrive, fence or form a barrier (what the passes after lowering place)? */
 static bool
 synchronises(StmtKind kind)
 {
@@ -474,7 +476,7 @@ check_stmt(Check *v, const Stmt *s)
 	if (!s || v->err)
 		return;
 	if (strcmp(v->after, "lower") == 0 && synchronises(s->kind))
-		fail(v, "lowering left a %s: sync places every wait, arrive, fence and barrier", stmt_name[s->kind]);
+		fail(v, "lowering left a %s: later passes place every wait, arrive, fence and barrier", stmt_name[s->kind]);
 	verifiers[s->kind](v, s);
 	if (s->kind == ST_ROLES)
 		v->in_roles++;

@@ -14,9 +14,11 @@
  * issues the TMA loads of the staged inputs into single-copy shared buffers
  * and the threads compute and store the outputs (16-byte vector stores, or
  * a staging buffer and a TMA store); circular_buffer.c and sync.c add
- * their copies, mbarriers and waits.  The protocols lowering builds itself
- * (a per-tile signal's consumer role, a K-split's reduction, inputs that
- * wait) bring their own barriers.  A tile hint that leaves no room for
+ * their copies, mbarriers and waits.  Lowering places no wait, arrive,
+ * fence or barrier (kverify checks it after this pass): a protocol it
+ * builds (a per-tile signal and its consumer role, a K-split's reduction,
+ * inputs that wait) is its statements, with the barriers they name, and
+ * sync places their waits (sync.c's contract).  A tile hint that leaves no room for
  * one stage and the output staging copies is an error at the hint.  An input
  * no op reads (Tensor.unread) has no parameter; a spec whose parameters
  * overflow CUDA's space for them is an error at the tensor that does not fit.

@@ -4,7 +4,8 @@
  * the producer's L2 prefetch of a residual (prefetch_inputs), and
  * epilogue inputs staged in shared memory (stage_rows, preload_inputs).
  * Requires the tile loop and the first k loop; leaves statements sync
- * orders and buffers circular_buffer stages.
+ * orders (no wait or barrier: sync.c's expand_protocols places the flag
+ * waits' barrier) and buffers circular_buffer stages.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -339,8 +340,8 @@ stage_rows(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Stmt *kloop, int 
  * Requires the staging copies placed; leaves KBuf.preload (the input's
  * PK_PTR param) on the first copy of the input's element size not yet
  * taken, which circular buffering keeps where the copies are three or more
- * and divide the subtiles (keep_preloads), and sync places the loads and
- * their waits (place_preloads).
+ * and divide the subtiles (keep_preloads); warp_specialize issues the loads
+ * (issue_preloads) and sync places their waits (preload_waits).
  */
 void
 preload_inputs(const Fusion *f, Kernel *k, const Tile *t, int ng)

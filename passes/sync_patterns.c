@@ -1,7 +1,7 @@
 /*
  * sync_patterns.c: the exceptions to sync.c's analysis, each a pattern the
  * walk calls at a fixed point (sync.c's contract names them): requires what
- * sync.c's walk requires, leaves the waits, arrivals and loads each places.
+ * sync.c's walk requires, leaves the waits and arrivals each places.
  */
 #include "sync.h"
 
@@ -176,7 +176,7 @@ restart_wait(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop)
 
 		if (p->a.via != VIA_BULK || p->a.write || !b || k->buf[b].kind != BUF_STAGING ||
 		    k->buf[b].preload)
-			continue;   /* a carried copy's loads wait for its stores (place_preloads) */
+			continue;   /* a carried copy's loads wait for its stores (preload_waits) */
 		if (slot && !counter_slot(loop, slot))
 			continue;   /* a copy named otherwise (none: the copy an outer loop's back edge left unnamed) */
 		need = writes_copy(loop, loop, b) && !meets_in_order(k, loop, b);

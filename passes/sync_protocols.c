@@ -1,10 +1,11 @@
 /*
  * sync_protocols.c: the protocols sync.c's analysis cannot yet derive from
  * effects, expanded by name before its walk (sync.c's contract lists them):
- * requires the protocol statements lowering left (ST_SIGNAL to the consumer
- * role with its barriers, Kernel.tile_consumer, the elected ST_FLAG_WAITs
- * of epilogue inputs); leaves each one's waits, arrivals and barriers
- * beside it, as the walk then sees them.
+ * requires the protocol statements lowering and warp_specialize left
+ * (ST_SIGNAL to the consumer role with its barriers, Kernel.tile_consumer,
+ * the elected ST_FLAG_WAITs of epilogue inputs, the preloads' loads);
+ * leaves each one's waits, arrivals and barriers beside it, as the walk
+ * then sees them; places no load.
  */
 #include "sync.h"
 

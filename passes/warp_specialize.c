@@ -1,6 +1,8 @@
 /*
  * warp_specialize.c: requires circular_buffer; leaves the marked loop split
- * into ST_ROLES (nothing for a kernel not warp-specialized); breaks nothing.
+ * into ST_ROLES (nothing for a kernel not warp-specialized), and the loads
+ * of the epilogue inputs the staging copies carry issued by the consumers'
+ * storing thread (issue_preloads; sync places their waits); breaks nothing.
  *
  * Splits the circular-buffered loop into a producer sub-loop (TMA issue
  * only) and a consumer sub-loop (everything else), one branch per role of
