@@ -608,7 +608,8 @@ typedef struct KBuf {
 	                     smem D reuses): lowering's candidate, its PK_PTR param; from circular buffering on
 	                     the PK_TMAP param the loads read (KParam.preload), or 0: none */
 	int preload_bar;  /* with preload, after circular buffering: the mbarriers the loads complete on, one a
-	                     copy (sync.c, place_preloads, issues the loads and their waits) */
+	                     copy (warp_specialize.c's issue_preloads issues the loads, sync's preload_waits
+	                     their waits) */
 } KBuf;
 
 /*
@@ -913,13 +914,16 @@ struct Stmt {
 		 * ST_SIGNAL: the output tile is in global memory: param
 		 * (PK_FLAGS)[tile] = the epoch, with release semantics at gpu scope;
 		 * or, for the kernel's consumer role (no param), an arrive on
-		 * bar[barslot] (release at CTA scope).
+		 * bar[barslot] (release at CTA scope), once taken[barslot] says the
+		 * role has read the slot's tile before.
 		 */
 		struct {
 			int param;
 			Expr *tile;
 			int bar;
 			Expr *barslot;
+			int taken;         /* the consumer role's: its release of bar[barslot]'s tile before, which
+			                      the signal waits for (sync.c, expand_signal) */
 			bool before;       /* it is the tile of the loop iteration before (this iteration's stores may
 			                      still be in flight); else every tile stored so far */
 		} signal;

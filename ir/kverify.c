@@ -24,6 +24,10 @@
  *  - a compute's row phase matches the kernel's row mode (chunks or whole rows);
  *  - a CTA-wide barrier never appears inside warp-specialized roles (it would
  *    deadlock: the branches have other thread counts);
+ *  - after lowering, no statement waits, arrives, fences or forms a barrier
+ *    (mbarriers, bulk and mma groups, syncs): circular_buffer,
+ *    warp_specialize and sync place them (a protocol statement, ST_SIGNAL,
+ *    ST_FLAG_WAIT, ST_GRID_DEP or a K-sum's, carries its own);
  *  - the role table: each role whole warps inside the CTA, no two roles
  *    sharing a thread, each consumer role its own named-barrier id (1..15),
  *    a register target a multiple of 8 in [24, 256] and only for whole
@@ -343,6 +347,8 @@ verify_signal(Check *v, const Stmt *s)
 		fail(v, "signal without a flags param or the consumer role's barrier");
 	else if (!s->u.signal.tile)
 		fail(v, "signal without a tile");
+	else if (param ? s->u.signal.taken != 0 : !bar_ok(k, s->u.signal.taken))
+		fail(v, "signal to the consumer role without the barrier it waits on, or to flags with one");
 	check_expr(v, s->u.signal.tile);
 	check_expr(v, s->u.signal.barslot);
 }
@@ -447,6 +453,20 @@ static Verifier *const verifiers[ST_COUNT] = {
 #undef ST
 };
 
+/* Does a statement of KIND wait, arrive, fence or form a barrier (what the passes after lowering place)? */
+static bool
+synchronises(StmtKind kind)
+{
+	switch (kind) {
+	case ST_EXPECT_TX: case ST_MBAR_INIT: case ST_MBAR_ARRIVE: case ST_MBAR_WAIT: case ST_FENCE_MBAR_INIT:
+	case ST_FENCE_PROXY_ASYNC: case ST_BULK_COMMIT: case ST_BULK_WAIT: case ST_SYNC: case ST_MMA_FENCE:
+	case ST_MMA_COMMIT: case ST_MMA_WAIT: case ST_CLUSTER_SYNC:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static void
 check_stmt(Check *v, const Stmt *s)
 {
@@ -455,6 +475,8 @@ check_stmt(Check *v, const Stmt *s)
 
 	if (!s || v->err)
 		return;
+	if (strcmp(v->after, "lower") == 0 && synchronises(s->kind))
+		fail(v, "lowering left a %s: later passes place every wait, arrive, fence and barrier", stmt_name[s->kind]);
 	verifiers[s->kind](v, s);
 	if (s->kind == ST_ROLES)
 		v->in_roles++;

@@ -644,8 +644,9 @@ subtiles(const Stmt *s, int b)
  * (KBuf.preload, lower_matmul_sync.c preload_inputs) carry it where they are
  * at least three and divide the subtiles (a copy's use is then counted
  * as a pipeline's stage is): a subtile's load goes out with the store of
- * the subtile S - 1 before it (sync.c, place_preloads), so with three
- * copies or more one subtile or more runs between a load and its use;
+ * the subtile S - 1 before it (warp_specialize.c, issue_preloads), so
+ * with three copies or more one subtile or more runs between a load and
+ * its use;
  * with two the load's round trip would come between every subtile and
  * the next.  A kept one
  * gets the tensor map its loads read (the input's, box one copy), a

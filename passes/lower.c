@@ -14,9 +14,11 @@
  * issues the TMA loads of the staged inputs into single-copy shared buffers
  * and the threads compute and store the outputs (16-byte vector stores, or
  * a staging buffer and a TMA store); circular_buffer.c and sync.c add
- * their copies, mbarriers and waits.  The protocols lowering builds itself
- * (a per-tile signal's consumer role, a K-split's reduction, inputs that
- * wait) bring their own barriers.  A tile hint that leaves no room for
+ * their copies, mbarriers and waits.  Lowering places no wait, arrive,
+ * fence or barrier (kverify checks it after this pass): a protocol it
+ * builds (a per-tile signal and its consumer role, a K-split's reduction,
+ * inputs that wait) is its statements, with the barriers they name, and
+ * sync places their waits (sync.c's contract).  A tile hint that leaves no room for
  * one stage and the output staging copies is an error at the hint.  An input
  * no op reads (Tensor.unread) has no parameter; a spec whose parameters
  * overflow CUDA's space for them is an error at the tensor that does not fit.
@@ -248,7 +250,8 @@ enum {
 
 /*
  * Appends to IN what publishes tile J: the signal to flag word FLAG of
- * param P, or (P 0) to the consumer role, on barriers LANDED and TAKEN.
+ * param P, or (P 0) to the consumer role, on barriers LANDED and TAKEN
+ * (sync.c's expand_signal places its wait on TAKEN).
  */
 static void
 publish(Comp *c, Stmt *in, int p, Expr *flag, int landed, int taken, Expr *j, bool before, const char *comment)
@@ -261,17 +264,9 @@ publish(Comp *c, Stmt *in, int p, Expr *flag, int landed, int taken, Expr *j, bo
 		s->u.signal.param = p;
 		s->u.signal.tile = flag;
 	} else {
-		Stmt *w = st_new(c, ST_MBAR_WAIT);
-		Expr *slot = ex_bin(c, EX_MOD, j, ex_int(c, SIGNAL_SLOTS));
-
-		w->u.mbar.bar = taken;
-		w->u.mbar.barslot = slot;
-		w->u.mbar.parity = ex_bin(c, EX_XOR, ex_bin(c, EX_AND, ex_bin(c, EX_DIV, j, ex_int(c, SIGNAL_SLOTS)), ex_int(c, 1)),
-		              ex_int(c, 1));
-		w->comment = "the consumer role has taken the tile that used this slot before";
-		st_append(c, in, w);
 		s->u.signal.bar = landed;
-		s->u.signal.barslot = slot;
+		s->u.signal.taken = taken;
+		s->u.signal.barslot = ex_bin(c, EX_MOD, j, ex_int(c, SIGNAL_SLOTS));
 		s->u.signal.tile = j;
 	}
 	st_append(c, in, s);
@@ -279,17 +274,17 @@ publish(Comp *c, Stmt *in, int p, Expr *flag, int landed, int taken, Expr *j, bo
 
 /*
  * The consumer role's loop, of THREADS threads: the tiles of the CTA's tile
- * LOOP, each waited for on landed[], its outputs computed (a compute at the
- * tile's ROW0, COL0 and batch BT), and released on taken[]: the barriers
- * *LANDED and *TAKEN.
+ * LOOP, each computing its outputs (a compute at the tile's ROW0, COL0 and
+ * batch BT), with flags (param FLAGS) raising the tile's word FLAG; the
+ * barriers *LANDED and *TAKEN it waits on and releases (sync.c's
+ * expand_signal places the wait, the barrier and the arrive).
  */
 static void
 tile_consumer_loop(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr *bt, int threads, int *landed,
                    int *taken, int flags, Expr *flag)
 {
 	Stmt *cl = st_loop(c, kernel_add_var(c, k, "j"), ex_int(c, 0), loop->u.loop.hi, LOOP_SERIAL);
-	Expr *j = ex_var(c, cl->u.loop.var), *slot = ex_bin(c, EX_MOD, j, ex_int(c, SIGNAL_SLOTS));
-	Stmt *w = st_new(c, ST_MBAR_WAIT), *x = st_new(c, ST_COMPUTE), *a = st_new(c, ST_MBAR_ARRIVE);
+	Stmt *x = st_new(c, ST_COMPUTE);
 	int i;
 
 	*landed = kernel_add_bar(c, k, "landed", SIGNAL_SLOTS, 1);
@@ -298,33 +293,22 @@ tile_consumer_loop(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *col0, Expr 
 	cl->comment = "the signal consumer: each of the CTA's tiles once it is in global memory";
 	for (i = 0; i < loop->nbody; i++)   /* where tile j is: the tile loop's lets */
 		if (loop->body[i]->kind == ST_LET)
-			st_append(c, cl, st_clone(c, loop->body[i], loop->u.loop.var, j));
-	w->u.mbar.bar = *landed;
-	w->u.mbar.barslot = slot;
-	w->u.mbar.parity = ex_bin(c, EX_AND, ex_bin(c, EX_DIV, j, ex_int(c, SIGNAL_SLOTS)), ex_int(c, 1));
-	w->comment = "the tile's stores have landed";
-	st_append(c, cl, w);
+			st_append(c, cl, st_clone(c, loop->body[i], loop->u.loop.var, ex_var(c, cl->u.loop.var)));
 	x->u.compute.row = row0;
 	x->u.compute.col = col0;
 	x->u.compute.batch = bt;
 	x->comment = "the signal consumer's outputs, from the stored tile";
 	st_append(c, cl, x);
 	if (flags) {
-		/* flags: true: the role's barrier orders every thread's stores before one thread's release */
-		Stmt *bar = st_new(c, ST_SYNC), *one = st_if(c, ex_leaf(c, EX_ELECT)), *sig = st_new(c, ST_SIGNAL);
+		/* flags: true: one thread raises the flag, after the role's barrier (sync places it) */
+		Stmt *one = st_if(c, ex_leaf(c, EX_ELECT)), *sig = st_new(c, ST_SIGNAL);
 
-		bar->comment = "every thread of the role has written its part of the tile";
 		sig->u.signal.param = flags;
 		sig->u.signal.tile = flag;
 		sig->comment = "the tile's consumer outputs are written";
 		st_append(c, one, sig);
-		st_append(c, cl, bar);
 		st_append(c, cl, one);
 	}
-	a->u.mbar.bar = *taken;
-	a->u.mbar.barslot = slot;
-	a->comment = "the tile is read: its slot may take another";
-	st_append(c, cl, a);
 	k->tile_consumer = cl;
 }
 

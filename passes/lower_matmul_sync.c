@@ -4,7 +4,8 @@
  * the producer's L2 prefetch of a residual (prefetch_inputs), and
  * epilogue inputs staged in shared memory (stage_rows, preload_inputs).
  * Requires the tile loop and the first k loop; leaves statements sync
- * orders and buffers circular_buffer stages.
+ * orders (no wait or barrier: sync.c's expand_protocols places the flag
+ * waits' barrier) and buffers circular_buffer stages.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -110,8 +111,9 @@ wait_words(Comp *c, Kernel *k, const Tile *t, Stmt *one, const Stmt *wait, const
  *
  * An epilogue input: before the tile's first epilogue, after its mainloop
  * (which runs while the tile is still on its way), one thread of those that
- * compute the tile waits for the word; a barrier then gives the other
- * threads what the acquire made visible.  An operand (the load side of
+ * compute the tile waits for the word; a barrier (sync.c's
+ * expand_flag_waits) then gives the other threads what the acquire made
+ * visible.  An operand (the load side of
  * all-gather + GEMM): the thread that issues its loads waits, at the
  * tile's first k-step, before the loads, and fences the async proxy, so
  * its TMA reads what the acquire saw.  An output that waits (an
@@ -124,7 +126,7 @@ wait_words(Comp *c, Kernel *k, const Tile *t, Stmt *one, const Stmt *wait, const
 void
 wait_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Expr *batch, Expr *batch_tiles)
 {
-	Stmt *one = st_if(c, ex_leaf(c, EX_ELECT)), *sync = st_new(c, ST_SYNC);
+	Stmt *one = st_if(c, ex_leaf(c, EX_ELECT));
 	Expr *rows_t, *cols_t, *at = ex_int(c, 0), *tile;
 	int p, i, j, e, n;
 
@@ -193,15 +195,13 @@ wait_inputs(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Expr *batch, Exp
 	}
 	if (!one->nbody)
 		return;
-	sync->comment = "what the wait made visible, to every thread that computes the tile";
-	/* before the first epilogue loop of the tile (after its k loop) */
+	/* before the first epilogue loop of the tile (after its k loop); sync.c's expand_flag_waits adds the barrier */
 	for (j = 0; j < t->loop->nbody; j++) {
 		const Stmt *x = t->loop->body[j];
 
 		if (x->kind == ST_LOOP && strcmp(k->var[x->u.loop.var].name, "e") == 0)
 			break;
 	}
-	st_insert(c, t->loop, j, sync);
 	st_insert(c, t->loop, j, one);
 }
 
@@ -340,8 +340,8 @@ stage_rows(Comp *c, const Fusion *f, Kernel *k, const Tile *t, Stmt *kloop, int 
  * Requires the staging copies placed; leaves KBuf.preload (the input's
  * PK_PTR param) on the first copy of the input's element size not yet
  * taken, which circular buffering keeps where the copies are three or more
- * and divide the subtiles (keep_preloads), and sync places the loads and
- * their waits (place_preloads).
+ * and divide the subtiles (keep_preloads); warp_specialize issues the loads
+ * (issue_preloads) and sync places their waits (preload_waits).
  */
 void
 preload_inputs(const Fusion *f, Kernel *k, const Tile *t, int ng)

@@ -180,6 +180,16 @@ Stmt *ws_load_slice(Comp *c, const Kernel *k, const Stmt *loop);
  * sized to its threads; __syncthreads there would deadlock.
  */
 void ws_name_barriers(Comp *c, const Kernel *k, Stmt *s, int role);
+/*
+ * warp_specialize.c: where the epilogue inputs the staging copies carry
+ * (KBuf.preload) are loaded: the consumers' tile loop, its k loop, its
+ * epilogue loop of whole subtiles, that loop's compute and elected store.
+ * 1 with AT set, 0 when no staging copy carries one, -1 on an internal error.
+ */
+typedef struct PreloadAt {
+	Stmt *tile, *kloop, *eloop, *compute, *store;
+} PreloadAt;
+int preload_at(Comp *c, const Kernel *k, PreloadAt *at);
 int pass_infer(Comp *c);
 int pass_schedule(Comp *c);
 

@@ -1,7 +1,8 @@
 /*
  * sync.c: the synchronisation of asynchronous operations, as one forward
  * analysis of their effects.  Requires circular_buffer (and
- * warp_specialize); leaves every wait, release and fence; breaks nothing.
+ * warp_specialize); leaves every wait, release and fence; places no load;
+ * breaks nothing.
  *
  * Every access that conflicts with an asynchronous effect still pending is
  * preceded by the weakest wait that retires it, and every stage of a
@@ -23,16 +24,24 @@
  * was loaded P iterations earlier, or by the producer role, so every body of
  * a circular-buffered loop begins with that stage pending on its barrier.
  *
- * The exceptions.  What cannot yet be an effect of the table is placed by a
- * named pattern (sync_patterns.c), each called at one point of the walk:
- * place_preloads (the TMA loads of the epilogue inputs the staging copies
- * carry, placed before the walk), and, before a loop, pre_arrive (the first
- * stages start empty), hoist_mma_wait and hoist_row_barrier (one wait or
- * barrier before the loop instead of one per iteration) and restart_wait
- * (staging copies met out of order when the loop runs again); after a
- * ping-pong warpgroup's k loop, pingpong_last (its mmas done, its last stage
- * released).  Whether the consumers are ping-pong's it reads from the
- * consumer role (kernel_consumer_groups), not from the matmul's plan.
+ * The exceptions.  What cannot yet be an effect of the table is placed by
+ * name.  Before the walk, the protocols lowering and warp_specialize leave
+ * as statements are expanded (sync_protocols.c, expand_protocols):
+ * signal_waits and consumer_protocol (the per-tile signal to the consumer
+ * role: its waits on landed[] and taken[], the role's barrier and arrive),
+ * flag_wait_barriers (the barrier after an epilogue input's flag waits),
+ * preload_waits (the waits of the epilogue inputs the staging copies
+ * carry).  In the walk, named patterns (sync_patterns.c), each called at
+ * one point: before a loop, pre_arrive (the first stages start empty),
+ * hoist_mma_wait and hoist_row_barrier (one wait or barrier before the
+ * loop instead of one per iteration) and restart_wait (staging copies met
+ * out of order when the loop runs again); after a ping-pong warpgroup's k
+ * loop, pingpong_last (its mmas done, its last stage released).  The
+ * K-sums (ST_SPLIT_REDUCE, ST_SK_STORE, ST_SK_REDUCE) and ST_ROW_PUT are
+ * effects of the table; the waits inside a K-sum's own protocol (its
+ * cluster barriers, its flags) are its emitter's.  Whether the consumers
+ * are ping-pong's it reads from the consumer role (kernel_consumer_groups),
+ * not from the matmul's plan.
  */
 #include "sync.h"
 
@@ -499,7 +508,7 @@ conflict(Sync *y, Frame *fr, State *st, Stmt *block, int *j, Stmt *top, const Ac
 			/* a staging copy rewritten while a store may still read it (its group is closed: the
 			   store sits in an issuing block that commits, or came from an earlier iteration); the
 			   compute's write of a copy that carries an input follows the wait for its load, which
-			   went out after the store before read it (place_preloads) */
+			   went out after the store before read it (preload_waits) */
 			if (a->write && !a->param && p.committed &&
 			    !(a->via == VIA_NONE && y->k->buf[a->buf].preload)) {   /* a carried input's copy: its load waited */
 				require_wait(y, fr, REQ_BULK_READ, &p, top);
@@ -1081,7 +1090,7 @@ pass_sync(Comp *c)
 	Sync y = {.c = c, .k = c->kernel};
 	State *st = arena_alloc(c->arena, sizeof *st);
 
-	if (place_preloads(c, c->kernel))
+	if (expand_protocols(c, c->kernel))
 		return -1;
 	walk_top(&y, c->kernel->body, st);
 	if (y.err)

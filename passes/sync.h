@@ -98,6 +98,8 @@ void hoist_mma_wait(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop);
 void hoist_row_barrier(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop);
 void restart_wait(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop);
 void pingpong_last(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop, const Cb *outer);
-int place_preloads(Comp *c, Kernel *k);
+
+/* sync_protocols.c: the protocols expanded before the walk (sync.c's contract) */
+int expand_protocols(Comp *c, Kernel *k);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * sync_patterns.c: the exceptions to sync.c's analysis, each a pattern the
  * walk calls at a fixed point (sync.c's contract names them): requires what
- * sync.c's walk requires, leaves the waits, arrivals and loads each places.
+ * sync.c's walk requires, leaves the waits and arrivals each places.
  */
 #include "sync.h"
 
@@ -176,7 +176,7 @@ restart_wait(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop)
 
 		if (p->a.via != VIA_BULK || p->a.write || !b || k->buf[b].kind != BUF_STAGING ||
 		    k->buf[b].preload)
-			continue;   /* a carried copy's loads wait for its stores (place_preloads) */
+			continue;   /* a carried copy's loads wait for its stores (preload_waits) */
 		if (slot && !counter_slot(loop, slot))
 			continue;   /* a copy named otherwise (none: the copy an outer loop's back edge left unnamed) */
 		need = writes_copy(loop, loop, b) && !meets_in_order(k, loop, b);
@@ -243,131 +243,4 @@ pingpong_last(Sync *y, State *st, Stmt *block, int *j, const Stmt *loop, const C
 	}
 	st_insert(c, block, at, last);
 	*j = at;
-}
-
-/* The first loop in BLOCK's body (not nested deeper) that holds a statement of KIND, or NULL. */
-static Stmt *
-loop_with(Stmt *block, StmtKind kind)
-{
-	int i;
-
-	for (i = 0; i < block->nbody; i++)
-		if (block->body[i]->kind == ST_LOOP && st_first(block->body[i], kind))
-			return block->body[i];
-	return NULL;
-}
-
-/* Buffer B's copy SLOT <- its preload's subtile at (ROW, COL), on B's barrier of the copy: expect_tx, then the load. */
-static void
-preload_copy(Comp *c, const Kernel *k, Stmt *block, int b, Expr *slot, Expr *row, Expr *col, Pos pos)
-{
-	const KBuf *u = &k->buf[b];
-	Stmt *tx = mbar(c, ST_EXPECT_TX, u->preload_bar, slot, NULL, NULL), *ld = st_new(c, ST_TMA_LOAD);
-
-	tx->u.mbar.bytes = kbuf_copy(u).bytes;
-	st_append(c, block, tx);
-	ld->u.tma.buf = b;
-	ld->u.tma.slot = slot;
-	ld->u.tma.param = u->preload;
-	ld->u.tma.row = row;
-	ld->u.tma.col = col;
-	ld->u.tma.bar = u->preload_bar;
-	ld->u.tma.barslot = slot;
-	ld->pos = pos;
-	st_append(c, block, ld);
-}
-
-/*
- * The loads of the epilogue inputs the staging copies carry (KBuf.preload,
- * circular_buffer.c keep_preloads), issued by the consumers' thread that
- * stores, whose bulk groups say when a copy's store has read it.  The
- * tile's first S subtiles (S copies) go out at its k loop's last k-step
- * but one, after bulk.wait_group.read 0 (the tile before's stores, a k
- * loop ago, have read their copies); the others, subtile e + S - 1 at
- * subtile e (from the second), before e's store, after the same wait (the
- * store of e - 1, which read that copy, is done): S - 2 subtiles run
- * between a load and its use.  Every consumer thread waits on the copy's
- * barrier before the compute that reads it, with the parity of the copy's
- * use, i x E / S + e / S (E subtiles a tile, a multiple of S).  A copy is
- * rewritten only after its load landed, which is after the store before
- * read it: the read-wait sync places before a copy's compute otherwise is
- * never needed, and the walk finds none.  Issued any later, the loads'
- * round trip shows (docs/perf_history.md).
- */
-int
-place_preloads(Comp *c, Kernel *k)
-{
-	Stmt *roles = st_first(k->body, ST_ROLES), *tile = NULL, *kloop, *eloop, *compute, *store = NULL;
-	int r, b, i, w;
-
-	for (b = 1; b < k->nbuf && !(k->buf[b].kind == BUF_STAGING && k->buf[b].preload); b++)
-		;
-	if (b == k->nbuf)
-		return 0;
-	for (r = 0; roles && r < roles->nbody && !tile; r++)
-		if (k->role[roles->body[r]->u.role.id].kind == ROLE_CONSUMER)
-			tile = loop_with(roles->body[r], ST_MMA);
-	if (!tile || tile->u.loop.kind != LOOP_TILE || !(kloop = loop_with(tile, ST_MMA)) ||
-	    !(eloop = loop_with(tile, ST_COMPUTE)) || eloop->u.loop.hi->kind != EX_INT || eloop->u.loop.lo->kind != EX_INT ||
-	    eloop->u.loop.lo->ival != 0 || !(compute = st_first(eloop, ST_COMPUTE)))
-		return diag_internal(c, "sync", "staging copies carry an epilogue input, but the consumers have no tile loop "
-		                     "with a k loop and an epilogue loop of whole subtiles");
-	for (i = 0; i < eloop->nbody && !store; i++)
-		if (eloop->body[i]->kind == ST_IF && eloop->body[i]->u.branch.cond->kind == EX_ELECT &&
-		    st_first(eloop->body[i], ST_TMA_STORE))
-			store = eloop->body[i];
-	if (!store)
-		return diag_internal(c, "sync", "an epilogue loop that carries an input has no elected store");
-	{
-		int64_t E = eloop->u.loop.hi->ival;
-		Expr *e = ex_var(c, eloop->u.loop.var);
-		Stmt *lead = st_if(c, ex_leaf(c, EX_ELECT)), *at = st_if(c, ex_bin(c, EX_EQ, ex_var(c, kloop->u.loop.var),
-		                     ex_bin(c, EX_MAX, ex_bin(c, EX_SUB, kloop->u.loop.hi, ex_int(c, 2)), ex_int(c, 0))));
-		Stmt *st0 = st_first(store, ST_TMA_STORE);
-
-		at->comment = "the epilogue's first subtiles of its inputs, landing while the last k-steps run";
-		st_append(c, at, bulk_wait(c, 0, true, "the tile before's stores have read their copies"));
-		for (b = 1; b < k->nbuf; b++) {
-			const KBuf *u = &k->buf[b];
-			Expr *slot = NULL, *ahead;
-			Stmt *next;
-			Pos pos;
-			int S = u->stages, q;
-
-			if (u->kind != BUF_STAGING || !u->preload)
-				continue;
-			pos = c->fusion->tensor[k->param[u->preload].tensor].pos;   /* the input's spec line */
-			for (w = 0; w < compute->nwrites; w++)
-				if (compute->writes[w].buf == b)
-					slot = compute->writes[w].slot;
-			if (!slot || E % S || E < S)
-				return diag_internal(c, "sync", "staging buffer '%s' carries an input but its %d copies do not "
-				                     "divide the %lld subtiles its compute writes", u->name, S, (long long)E);
-			for (q = 0; q < S; q++)
-				preload_copy(c, k, at, b, ex_int(c, q), compute->u.compute.row,
-				             ex_subst(c, compute->u.compute.col, eloop->u.loop.var, ex_int(c, q)), pos);
-			/* subtile e's copy has landed: the copy's use i E / S + e / S, a linear count of its subtiles */
-			{
-				Stmt *wait = mbar(c, ST_MBAR_WAIT, u->preload_bar, slot,
-				                  ex_stage_parity(c, k, ex_bin(c, EX_ADD, ex_bin(c, EX_MUL, ex_var(c, tile->u.loop.var),
-				                                                                 ex_int(c, E)), e), S),
-				                  arena_printf(c->arena, "the copy's '%s' has landed", k->param[u->preload].name));
-
-				st_insert(c, eloop, index_of(eloop, compute), wait);
-			}
-			/* at subtile e >= 1, subtile e + S - 1's, into the copy e - 1's store read */
-			if (E == S)
-				continue;   /* the first loads were all */
-			ahead = ex_bin(c, EX_ADD, e, ex_int(c, S - 1));
-			next = st_if(c, ex_bin(c, EX_AND, ex_bin(c, EX_GE, e, ex_int(c, 1)), ex_bin(c, EX_LT, ahead, ex_int(c, E))));
-			next->comment = "a later subtile's, into the copy the store before read";
-			st_append(c, next, bulk_wait(c, 0, true, "the store before has read its copy"));
-			preload_copy(c, k, next, b, ex_subst(c, slot, eloop->u.loop.var, ahead), compute->u.compute.row,
-			             ex_subst(c, compute->u.compute.col, eloop->u.loop.var, ahead), pos);
-			st_insert(c, store, index_of(store, st0), next);
-		}
-		st_append(c, lead, at);
-		st_append(c, kloop, lead);
-	}
-	return 0;
 }

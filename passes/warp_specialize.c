@@ -1,6 +1,8 @@
 /*
  * warp_specialize.c: requires circular_buffer; leaves the marked loop split
- * into ST_ROLES (nothing for a kernel not warp-specialized); breaks nothing.
+ * into ST_ROLES (nothing for a kernel not warp-specialized), and the loads
+ * of the epilogue inputs the staging copies carry issued by the consumers'
+ * storing thread (issue_preloads; sync places their waits); breaks nothing.
  *
  * Splits the circular-buffered loop into a producer sub-loop (TMA issue
  * only) and a consumer sub-loop (everything else), one branch per role of
@@ -398,17 +400,15 @@ split_producer(Comp *c, Kernel *k, Stmt *pbranch, Stmt *producer)
 	st_append(c, pbranch, roles);
 }
 
-/* requires circular_buffer; leaves a producer and a consumer role, or a plain kernel as it was */
-int
-pass_warp_specialize(Comp *c)
+/* The circular-buffered loop split into the roles. */
+static int
+split_roles(Comp *c)
 {
 	Kernel *k = c->kernel;
 	Where w = {0};
 	Stmt *loop, *producer, *consumer, *roles, *pbranch, *cbranch;
 	int i, pthreads = k->threads - k->consumer_threads;
 
-	if (!k->warp_specialize)
-		return 0;
 	find_ws_loop(k->body, &w);
 	if (!w.parent)
 		return diag_internal(c, "warp_specialize", "no circular-buffered loop to split");
@@ -455,4 +455,148 @@ pass_warp_specialize(Comp *c)
 	}
 	ws_name_barriers(c, k, roles, 0);
 	return 0;
+}
+
+/* ---- the preloads ------------------------------------------------------- */
+
+/* The first loop in BLOCK's body (not nested deeper) that holds a statement of KIND, or NULL. */
+static Stmt *
+loop_with(Stmt *block, StmtKind kind)
+{
+	int i;
+
+	for (i = 0; i < block->nbody; i++)
+		if (block->body[i]->kind == ST_LOOP && st_first(block->body[i], kind))
+			return block->body[i];
+	return NULL;
+}
+
+int
+preload_at(Comp *c, const Kernel *k, PreloadAt *at)
+{
+	Stmt *roles = st_first(k->body, ST_ROLES), *tile = NULL, *eloop;
+	int r, b, i;
+
+	for (b = 1; b < k->nbuf && !(k->buf[b].kind == BUF_STAGING && k->buf[b].preload); b++)
+		;
+	if (b == k->nbuf)
+		return 0;
+	for (r = 0; roles && r < roles->nbody && !tile; r++)
+		if (k->role[roles->body[r]->u.role.id].kind == ROLE_CONSUMER)
+			tile = loop_with(roles->body[r], ST_MMA);
+	if (!tile || tile->u.loop.kind != LOOP_TILE || !(at->kloop = loop_with(tile, ST_MMA)) ||
+	    !(eloop = loop_with(tile, ST_COMPUTE)) || eloop->u.loop.hi->kind != EX_INT || eloop->u.loop.lo->kind != EX_INT ||
+	    eloop->u.loop.lo->ival != 0 || !(at->compute = st_first(eloop, ST_COMPUTE)))
+		return diag_internal(c, "warp_specialize", "staging copies carry an epilogue input, but the consumers have "
+		                     "no tile loop with a k loop and an epilogue loop of whole subtiles");
+	at->tile = tile;
+	at->eloop = eloop;
+	at->store = NULL;
+	for (i = 0; i < eloop->nbody && !at->store; i++)
+		if (eloop->body[i]->kind == ST_IF && eloop->body[i]->u.branch.cond->kind == EX_ELECT &&
+		    st_first(eloop->body[i], ST_TMA_STORE))
+			at->store = eloop->body[i];
+	if (!at->store)
+		return diag_internal(c, "warp_specialize", "an epilogue loop that carries an input has no elected store");
+	return 1;
+}
+
+/* Buffer B's copy SLOT <- its preload's subtile at (ROW, COL), on B's barrier of the copy: expect_tx, then the load. */
+static void
+preload_copy(Comp *c, const Kernel *k, Stmt *block, int b, Expr *slot, Expr *row, Expr *col, Pos pos)
+{
+	const KBuf *u = &k->buf[b];
+	Stmt *tx = st_new(c, ST_EXPECT_TX), *ld = st_new(c, ST_TMA_LOAD);
+
+	tx->u.mbar.bar = u->preload_bar;
+	tx->u.mbar.barslot = slot;
+	tx->u.mbar.bytes = kbuf_copy(u).bytes;
+	st_append(c, block, tx);
+	ld->u.tma.buf = b;
+	ld->u.tma.slot = slot;
+	ld->u.tma.param = u->preload;
+	ld->u.tma.row = row;
+	ld->u.tma.col = col;
+	ld->u.tma.bar = u->preload_bar;
+	ld->u.tma.barslot = slot;
+	ld->pos = pos;
+	st_append(c, block, ld);
+}
+
+/*
+ * The loads of the epilogue inputs the staging copies carry (KBuf.preload,
+ * circular_buffer.c keep_preloads), issued by the consumers' thread that
+ * stores, whose bulk groups say when a copy's store has read it.  The
+ * tile's first S subtiles (S copies) go out at its k loop's last k-step
+ * but one; the others, subtile e + S - 1 at subtile e (from the second),
+ * before e's store: S - 2 subtiles run between a load and its use.  A copy
+ * is rewritten only after its load landed, which is after the store before
+ * read it.  Issued any later, the loads' round trip shows
+ * (docs/perf_history.md).  Their waits are sync's (sync_protocols.c,
+ * preload_waits).
+ */
+static int
+issue_preloads(Comp *c, Kernel *k)
+{
+	PreloadAt w;
+	Stmt *eloop, *compute, *st0, *lead, *at;
+	Expr *e;
+	int64_t E;
+	int b, n = preload_at(c, k, &w);
+
+	if (n <= 0)
+		return n;
+	eloop = w.eloop;
+	compute = w.compute;
+	st0 = st_first(w.store, ST_TMA_STORE);
+	E = eloop->u.loop.hi->ival;
+	e = ex_var(c, eloop->u.loop.var);
+	lead = st_if(c, ex_leaf(c, EX_ELECT));
+	at = st_if(c, ex_bin(c, EX_EQ, ex_var(c, w.kloop->u.loop.var),
+	                     ex_bin(c, EX_MAX, ex_bin(c, EX_SUB, w.kloop->u.loop.hi, ex_int(c, 2)), ex_int(c, 0))));
+	at->comment = "the epilogue's first subtiles of its inputs, landing while the last k-steps run";
+	for (b = 1; b < k->nbuf; b++) {
+		const KBuf *u = &k->buf[b];
+		Expr *slot = NULL, *ahead;
+		Stmt *next;
+		Pos pos;
+		int S = u->stages, q, i;
+
+		if (u->kind != BUF_STAGING || !u->preload)
+			continue;
+		pos = c->fusion->tensor[k->param[u->preload].tensor].pos;   /* the input's spec line */
+		for (i = 0; i < compute->nwrites; i++)
+			if (compute->writes[i].buf == b)
+				slot = compute->writes[i].slot;
+		if (!slot || E % S || E < S)
+			return diag_internal(c, "warp_specialize", "staging buffer '%s' carries an input but its %d "
+			                     "copies do not divide the %lld subtiles its compute writes", u->name, S,
+			                     (long long)E);
+		for (q = 0; q < S; q++)
+			preload_copy(c, k, at, b, ex_int(c, q), compute->u.compute.row,
+			             ex_subst(c, compute->u.compute.col, eloop->u.loop.var, ex_int(c, q)), pos);
+		if (E == S)
+			continue;   /* the first loads were all */
+		/* at subtile e >= 1, subtile e + S - 1's, into the copy e - 1's store read */
+		ahead = ex_bin(c, EX_ADD, e, ex_int(c, S - 1));
+		next = st_if(c, ex_bin(c, EX_AND, ex_bin(c, EX_GE, e, ex_int(c, 1)), ex_bin(c, EX_LT, ahead, ex_int(c, E))));
+		next->comment = "a later subtile's, into the copy the store before read";
+		preload_copy(c, k, next, b, ex_subst(c, slot, eloop->u.loop.var, ahead), compute->u.compute.row,
+		             ex_subst(c, compute->u.compute.col, eloop->u.loop.var, ahead), pos);
+		for (i = 0; w.store->body[i] != st0; i++)
+			;
+		st_insert(c, w.store, i, next);
+	}
+	st_append(c, lead, at);
+	st_append(c, w.kloop, lead);
+	return 0;
+}
+
+/* requires circular_buffer; leaves the roles (a kernel not warp-specialized as it was) and the preloads' loads */
+int
+pass_warp_specialize(Comp *c)
+{
+	if (c->kernel->warp_specialize && split_roles(c))
+		return -1;
+	return issue_preloads(c, c->kernel);
 }

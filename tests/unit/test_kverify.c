@@ -384,6 +384,31 @@ split_is_a_matmuls(void **state)
 	(void)state;
 }
 
+/*
+ * After lowering no statement waits, arrives, fences or forms a barrier:
+ * the kernel the later passes synchronised verifies, but not as lowering's.
+ */
+static void
+lowering_leaves_no_sync(void **state)
+{
+	Fixture *t;
+	Kernel *k;
+
+	if (setup((void **)&t) < 0)
+		fail_msg("setup");
+	if (setjmp(t->c.oom))
+		fail_msg("out of memory");
+	k = build(t, true);
+	assert_int_equal(kernel_verify(&t->c, k, "test"), 0);
+	assert_int_equal(kernel_verify(&t->c, k, "lower"), -1);
+	assert_string_equal(t->msg, FILE_NAME ": error: internal error in kernel verifier: after pass 'lower': lowering "
+	                    "left a mbarrier.init: later passes place every wait, arrive, fence and barrier (this is a "
+	                    "wsfuse bug; please report it with the spec)");
+	assert_int_equal(t->c.status, WSF_ERR_INTERNAL);
+	teardown((void **)&t);
+	(void)state;
+}
+
 static void
 each_promise_is_checked(void **state)
 {
@@ -473,6 +498,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(each_promise_is_checked),
 		cmocka_unit_test(split_is_a_matmuls),
+		cmocka_unit_test(lowering_leaves_no_sync),
 		cmocka_unit_test(examples_verify),
 	};
 
