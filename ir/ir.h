@@ -99,6 +99,7 @@ typedef struct Pos {
 typedef struct Pass Pass;
 typedef struct Fusion Fusion;
 typedef struct Kernel Kernel;
+typedef struct MatmulSchedule MatmulSchedule;   /* passes/matmul.h */
 
 /* One bound size variable from the context (-D NAME=VALUE or wsf_set_size). */
 typedef struct SizeBinding {
@@ -429,6 +430,7 @@ struct Fusion {
 	bool expanded;    /* no composite ops left (passes/expand.c) */
 	bool inferred;    /* every value has a dtype and shape (passes/infer.c) */
 	Family family;    /* set by passes/schedule.c */
+	const MatmulSchedule *mm;   /* the matmul family's groups and plan, set by schedule.c; else NULL */
 };
 
 Fusion *fusion_new(Comp *c);
