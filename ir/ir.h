@@ -1125,8 +1125,9 @@ typedef struct LaunchParam {
 	Dim dim[MAX_RANK];  /* dim[0] is the size it holds */
 	int box[2];         /* PK_TMAP: box rows, box cols (one batch deep when 3-D) */
 	bool own_view;      /* PK_TMAP through a swizzled buffer: mapped over its own shape, [all but its last
-	                       dim, its last dim] (3-D with a batch), keeping the swizzle its inner box gives
-	                       (rt_tmap_params); else over the domain's view, unswizzled */
+	                       dim, its last dim] (3-D with a batch); else over the domain's view */
+	int swizzle;        /* PK_TMAP: the map's swizzle span in bytes (32, 64, 128), as the buffer it moves
+	                       through lays its copies out; 0: none (always, off its own view) */
 	bool bulk;          /* PK_PTR moved by 1-D bulk row copies: rows of a multiple of 16 bytes */
 	SizeOf size;        /* PK_SIZE: which extent it holds */
 } LaunchParam;

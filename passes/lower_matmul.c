@@ -380,9 +380,9 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 		sb = lower_stage_output(c, k, j, k->mm.pingpong ? 2 * t->bm : t->bm, ecols, k->mm.swap_ab ? 1 : 2,
 		                        ex_var(c, eloop->u.loop.var), t->row0, ecol, compute, store);
 		/*
-		 * Swizzled as TMA reads it (the map's swizzle follows its inner box:
-		 * 64 bytes of 2-byte elements, 128 of f32; half that in subtiles of
-		 * EPI_NARROW): the 8 rows a warp writes at once land in 8 different
+		 * Swizzled as TMA reads it (the map takes this buffer's swizzle,
+		 * launch_desc.c: rows of 64 bytes of 2-byte elements, 128 of f32;
+		 * half that in subtiles of EPI_NARROW): the 8 rows a warp writes at once land in 8 different
 		 * 16-byte chunks of the banks, where row-major they shared 2 (4-way
 		 * bank conflicts; 8-way for f32; 2-way in rows of 32 bytes).  A
 		 * swapped tile's rows of 64 f32 are past the widest swizzle (128
