@@ -4,7 +4,8 @@
  * its plan (plan_matmul) and each output's epilogue.  Requires a fusion
  * that schedule.c checked for the matmul family; leaves f->mm, which
  * lowering reads as const and copies into the Kernel (Kernel.mm), and
- * builds no IR.
+ * builds no IR.  Its refusals (exit status 6) are the schedule pass's, so
+ * --emit=fusion-ir reports them too.
  */
 #include "matmul.h"
 
