@@ -3,8 +3,8 @@
  *
  * Requires a kernel through every pass (its params, buffers, tile shape and
  * family fields final); leaves a Launch (ir.h) that holds all the runtime
- * reads: each param with its tensor map's view and box, the tile rule, the
- * grid rule, the cluster, the workspace, the signals.  This file is the
+ * reads: each param with its tensor map's view, box and swizzle, the tile
+ * rule, the grid rule, the cluster, the workspace, the signals.  This file is the
  * only reader of the Kernel's fields for a launch: runtime/ never sees the
  * kernel IR.
  */
@@ -13,19 +13,35 @@
 #include "codegen.h"
 
 /*
- * Does param I move through a swizzled buffer (a matmul operand, loaded by
- * any of the mainloops that share the buffer; a matmul output's staging
- * subtiles)?  Its map is then of its own view (LaunchParam.own_view).
+ * The swizzle span (bytes) of the buffer param I moves through (a matmul
+ * operand's tiles, loaded by any of the mainloops that share the buffer; a
+ * matmul output's staging subtiles), as the emitted code lays its copies
+ * out; 0: none.  Such a param's map is of its own view (LaunchParam.own_view).
  */
-static bool
-swizzled(const Kernel *k, int i)
+static int
+buf_swizzle(const Kernel *k, int i)
 {
 	int b;
 
 	for (b = 1; b < k->nbuf; b++)
 		if (k->buf[b].swizzle && (k->buf[b].param == i || kernel_loads_from(k, k->body, b, i)))
-			return true;
-	return false;
+			return k->buf[b].swizzle;
+	return 0;
+}
+
+/*
+ * The swizzle of param I's tensor map: its buffer's, where that is one of
+ * TMA's spans (32, 64, 128 bytes) and holds the map's inner box; else 0, none.
+ */
+static int
+map_swizzle(const Kernel *k, int i)
+{
+	const KParam *p = &k->param[i];
+	int sw = p->kind == PK_TMAP ? buf_swizzle(k, i) : 0;
+
+	if ((sw != 32 && sw != 64 && sw != 128) || p->box[1] * dtype_info[p->dtype].bytes > sw)
+		return 0;
+	return sw;
 }
 
 /* Is param I moved by 1-D bulk copies (a pointer with a tile or staging buffer)? */
@@ -72,7 +88,8 @@ launch_describe(Comp *c, const Kernel *k, const char *entry)
 		memcpy(lp[i].dim, p->dim, sizeof lp[i].dim);
 		lp[i].box[0] = p->box[0];
 		lp[i].box[1] = p->box[1];
-		lp[i].own_view = p->kind == PK_TMAP && swizzled(k, i);
+		lp[i].own_view = p->kind == PK_TMAP && buf_swizzle(k, i);
+		lp[i].swizzle = map_swizzle(k, i);
 		lp[i].bulk = bulk_copied(k, i);
 		lp[i].size = p->size;
 	}

@@ -99,6 +99,7 @@ typedef struct Pos {
 typedef struct Pass Pass;
 typedef struct Fusion Fusion;
 typedef struct Kernel Kernel;
+typedef struct MatmulSchedule MatmulSchedule;   /* passes/matmul.h */
 
 /* One bound size variable from the context (-D NAME=VALUE or wsf_set_size). */
 typedef struct SizeBinding {
@@ -429,6 +430,7 @@ struct Fusion {
 	bool expanded;    /* no composite ops left (passes/expand.c) */
 	bool inferred;    /* every value has a dtype and shape (passes/infer.c) */
 	Family family;    /* set by passes/schedule.c */
+	const MatmulSchedule *mm;   /* the matmul family's groups and plan, set by schedule.c; else NULL */
 };
 
 Fusion *fusion_new(Comp *c);
@@ -1133,8 +1135,9 @@ typedef struct LaunchParam {
 	Dim dim[MAX_RANK];  /* dim[0] is the size it holds */
 	int box[2];         /* PK_TMAP: box rows, box cols (one batch deep when 3-D) */
 	bool own_view;      /* PK_TMAP through a swizzled buffer: mapped over its own shape, [all but its last
-	                       dim, its last dim] (3-D with a batch), keeping the swizzle its inner box gives
-	                       (rt_tmap_params); else over the domain's view, unswizzled */
+	                       dim, its last dim] (3-D with a batch); else over the domain's view */
+	int swizzle;        /* PK_TMAP: the map's swizzle span in bytes (32, 64, 128), as the buffer it moves
+	                       through lays its copies out; 0: none (always, off its own view) */
 	bool bulk;          /* PK_PTR moved by 1-D bulk row copies: rows of a multiple of 16 bytes */
 	SizeOf size;        /* PK_SIZE: which extent it holds */
 } LaunchParam;

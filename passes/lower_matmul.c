@@ -1,6 +1,6 @@
 /*
  * lower_matmul.c: the matmul family's lowering, run by lower.c's pass.
- * Requires a scheduled fusion of the matmul family; leaves lower.c's
+ * Requires a scheduled fusion of the matmul family, planned (Fusion.mm); leaves lower.c's
  * kernel (one copy of each stage, no barrier but those of the protocols it
  * builds) whose plan (Kernel.mm) is the MatmulPlan it built from.  As nvFuser
  * #3941 and the fastest Hopper GEMMs shape it (research/hopper_gemm.md): a
@@ -52,9 +52,10 @@
  * long K, each tile into fractions that share its epilogue
  * (fraction_plan).
  *
- * What to build is plan_matmul's (plan_matmul.c): lower_matmul plans into
- * the Kernel's MatmulPlan (Kernel.mm; set_plan copies the few decisions that
- * are the generic Kernel's) and builds the nest from it; where
+ * What to build is the schedule pass's (schedule_matmul.c, plan_matmul.c):
+ * lower_matmul copies its groups and plan (Fusion.mm) into the Kernel's
+ * MatmulPlan (Kernel.mm; set_plan copies the few decisions that are the
+ * generic Kernel's) and builds the nest from it; where
  * partial sums over K meet is lower_matmul_ksum.c's (a KSum strategy a
  * row), per-tile waits and staged epilogue inputs lower_matmul_sync.c's.
  */
@@ -144,48 +145,6 @@ load_operand(Comp *c, Kernel *k, Stmt *issue, int buf, int base, int p, bool kma
 		ld->pos = pos;
 		st_append(c, issue, ld);
 	}
-}
-
-/*
- * The group each tensor's value depends on, for the outputs of independent
- * matmuls: bit g of DEP[t] when t reads group g's accumulator.  An output
- * that combines two groups is refused (each epilogue holds one group's
- * accumulator: they share the registers); one that reads none goes with the
- * first group.  OUT_GROUP[j]: output j's group.
- */
-static int
-epilogue_groups(Comp *c, const Fusion *f, const Group *g, int ng, int *out_group)
-{
-	unsigned *dep = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *dep);
-	int i, j;
-
-	for (i = 1; i < f->nop; i++) {
-		const Op *o = &f->op[i];
-
-		if (op_info[o->kind].cls == CLS_MATMUL) {
-			for (j = 0; j < ng; j++)
-				for (int m = 0; m < g[j].n; m++)
-					if (g[j].mm[m] == i)
-						dep[o->out] = 1u << j;
-			continue;
-		}
-		for (j = 0; j < o->nin; j++)
-			if (o->in[j].tensor)
-				dep[o->out] |= dep[o->in[j].tensor];
-	}
-	for (j = 0; j < f->nout; j++) {
-		unsigned d = dep[f->out[j].tensor];
-
-		if (f->out[j].consumer)
-			continue;   /* the signal's consumer reads the stored outputs, whichever epilogue stored them */
-		if (d & (d - 1))
-			return unbuilt(c, f->out[j].pos, "output '%s' combines the results of independent matmuls, which "
-			               "is not implemented yet: each epilogue holds one matmul's accumulator",
-			               f->tensor[f->out[j].tensor].name);
-		for (out_group[j] = 0; d > 1; d >>= 1)
-			out_group[j]++;
-	}
-	return 0;
 }
 
 /*
@@ -421,9 +380,9 @@ group_tile(Comp *c, Tile *t, const Group *g, int gi, int n, int pa, const int *p
 		sb = lower_stage_output(c, k, j, k->mm.pingpong ? 2 * t->bm : t->bm, ecols, k->mm.swap_ab ? 1 : 2,
 		                        ex_var(c, eloop->u.loop.var), t->row0, ecol, compute, store);
 		/*
-		 * Swizzled as TMA reads it (the map's swizzle follows its inner box:
-		 * 64 bytes of 2-byte elements, 128 of f32; half that in subtiles of
-		 * EPI_NARROW): the 8 rows a warp writes at once land in 8 different
+		 * Swizzled as TMA reads it (the map takes this buffer's swizzle,
+		 * launch_desc.c: rows of 64 bytes of 2-byte elements, 128 of f32;
+		 * half that in subtiles of EPI_NARROW): the 8 rows a warp writes at once land in 8 different
 		 * 16-byte chunks of the banks, where row-major they shared 2 (4-way
 		 * bank conflicts; 8-way for f32; 2-way in rows of 32 bytes).  A
 		 * swapped tile's rows of 64 f32 are past the widest swizzle (128
@@ -500,43 +459,6 @@ check_fit(Comp *c, const Fusion *f, Kernel *k, const Tensor *d, int nmm, int ste
 	                  k->tile_rows, k->tile_cols, (long long)need, k->smem_budget, (long long)stage,
 	                  (long long)staging, out.s, fits ? arena_printf(c->arena, "N = %d fits", n) :
 	                  "use fewer outputs or row inputs");
-}
-
-/* What this version refuses of the NG groups G of F's matmuls before it plans them: 0 or -1. */
-static int
-check_matmuls(Comp *c, const Fusion *f, const Group *g, int ng)
-{
-	const Op *op = &f->op[g[0].mm[0]];
-	const Tensor *a = &f->tensor[op->in[0].tensor], *b = &f->tensor[op->in[1].tensor];
-	int gi, m;
-
-	/*
-	 * Batch dims on A alone with A [..., M, K]: the batch's rows and M are
-	 * the rows of one matrix.  Else (on both, or A [..., K, M]) the kernel
-	 * is batched: its tiles run over every batch, and each tensor with batch
-	 * dims is read and written through a 3-D map [batch, rows, cols].
-	 */
-	if ((b->rank > 2 || (a->rank > 2 && op->transpose_a)) && (ng > 1 || g[0].n > 1))
-		return unbuilt(c, f->op[ng > 1 ? g[1].mm[0] : g[0].mm[1]].pos,
-		               "several batched matmuls in one kernel are not implemented yet");
-	for (gi = 0; gi < ng; gi++)
-		for (m = 0; m < g[gi].n; m++) {
-			const Op *o = &f->op[g[gi].mm[m]];
-			Dtype da = f->tensor[o->in[0].tensor].dtype, db = f->tensor[o->in[1].tensor].dtype;
-
-			if ((da != DT_BF16 && da != DT_F16) || db != da)
-				return diag_error(c, o->pos, "matmul operands must both be bf16 or both f16, saw %s and %s",
-				                  dtype_info[da].name, dtype_info[db].name);
-			if (da != a->dtype)
-				return unbuilt(c, o->pos, "matmuls of %s and %s operands in one kernel are not implemented yet",
-				               dtype_info[a->dtype].name, dtype_info[da].name);
-		}
-	if (f->sched.store == STORE_VECTOR)
-		return unbuilt(c, f->sched.store_pos, "'store: vector' is not implemented for matmul kernels: the "
-		               "epilogue stores through staging subtiles and TMA");
-	if (f->sched.warp_specialize == 1)
-		return unbuilt(c, f->sched.ws_pos, "a matmul without warp specialization is not implemented yet");
-	return 0;
 }
 
 /*
@@ -745,37 +667,27 @@ static int
 lower_matmul(Comp *c, Fusion *f)
 {
 	Kernel *k = kernel_new(c, f);
+	const MatmulSchedule *ms = f->mm;
 	const Op *op;
 	const Tensor *a, *d;
 	Group g[MAXMM];
 	Tile t = {.k = k, .f = f};
 	Expr *batch = NULL, *batch_tiles = NULL;
 	Stmt *first_kloop = NULL;
-	int ng, gi, j, epi_waits = 0, pa[MAXMM] = {0}, pb[MAXMM][MAXMM] = {{0}}, *out_group;
+	int ng, gi, j, epi_waits = 0, pa[MAXMM] = {0}, pb[MAXMM][MAXMM] = {{0}};
 
 	c->kernel = k;
-	if ((ng = the_matmuls(c, f, g)) < 0)
-		return -1;
+	if (!ms)
+		return diag_internal(c, "lower_matmul", "a matmul fusion the schedule pass did not plan");
+	ng = ms->ng;
+	memcpy(g, ms->g, sizeof g);   /* the accumulators are lowering's (group_tile) */
 	op = &f->op[g[0].mm[0]];
 	a = &f->tensor[op->in[0].tensor];
 	d = &f->tensor[op->out];
-	if (check_matmuls(c, f, g, ng) < 0)
-		return -1;
-	if (plan_matmul(c, f, g, ng, &k->mm) < 0)
-		return -1;
+	k->mm = ms->plan;
 	set_plan(k, &t);
-	for (j = 0; j < f->nout; j++)
-		if (!lower_same_shape(&f->tensor[f->out[j].tensor], d))
-			return diag_error(c, f->out[j].pos, "cannot place output '%s' in the matmul kernel: its shape "
-			                  "differs from the matmul's '%s'", f->tensor[f->out[j].tensor].name, d->name);
-	out_group = arena_alloc(c->arena, (size_t)(f->nout + 1) * sizeof *out_group);
-	if (ng > 1 && epilogue_groups(c, f, g, ng, out_group))
-		return -1;
-
 	k->domain = op->out;
 	k->warp_specialize = true;
-	if (choose_stream_k(c, f, &k->mm, g, ng) < 0)
-		return -1;
 	k->tma_store = true;
 	k->consumer_threads = CONSUMER_THREADS;
 	k->threads = CONSUMER_THREADS + PRODUCER_THREADS;
@@ -866,7 +778,7 @@ lower_matmul(Comp *c, Fusion *f)
 		return -1;
 	/* in the tile loop, each group's k loop and epilogue */
 	for (gi = 0; gi < ng; gi++) {
-		Stmt *kloop = group_tile(c, &t, &g[gi], gi, ng, pa[gi], pb[gi], out_group);
+		Stmt *kloop = group_tile(c, &t, &g[gi], gi, ng, pa[gi], pb[gi], ms->out_group);
 
 		if (gi == 0)
 			first_kloop = kloop;

@@ -118,6 +118,14 @@ typedef enum Asked {
 	ASK_STREAM_K    /* stream_k, or its default */
 } Asked;
 
+/* What the schedule pass plans of a matmul fusion (Fusion.mm), which lowering reads and copies. */
+struct MatmulSchedule {
+	Group g[MAXMM];
+	int ng;
+	int *out_group;   /* output j's group: the epilogue that computes it (epilogue_groups) */
+	MatmulPlan plan;  /* Kernel.mm as lowering begins */
+};
+
 /* lower_matmul.c */
 int PRINTF_LIKE(3, 4) unbuilt(Comp *c, Pos pos, const char *fmt, ...);
 

@@ -7,7 +7,8 @@
  *   pipeline.c        the pass table and the driver
  *   expand.c          composite ops (softmax, layernorm, rmsnorm) -> primitives
  *   infer.c           shapes, dtypes, broadcasts, axes; shape errors
- *   schedule.c        choose the kernel family and its parameters
+ *   schedule.c        choose the kernel family and its parameters;
+ *                     schedule_matmul.c, the matmul family's groups and plan
  *   lower.c           fusion IR -> kernel IR (loop nests, TMA loads, compute):
  *                     the pass, the family table, what the families share
  *   lower_pointwise.c the pointwise family: tiles of the outputs' shape
@@ -70,6 +71,11 @@ typedef struct LowerFamily {
 extern const LowerFamily lower_pointwise_family, lower_reduction_family, lower_matmul_family;
 /* Family F's rules; FAM_NONE's (no schedule ran) is an internal error. */
 const LowerFamily *lower_family(Family f);
+/*
+ * schedule.c's planner of the matmul family (schedule_matmul.c): F's groups
+ * of matmuls, checked and planned (Fusion.mm); NULL after an error.
+ */
+const MatmulSchedule *schedule_matmul(Comp *c, const Fusion *f);
 /*
  * The schedules a measured choice (option tune) times for matmul fusion F,
  * at most MAX into OUT: F's own first, then each with one more hint that F

@@ -1,9 +1,9 @@
 /*
- * plan_matmul.c: the matmul family's decisions, taken before lower_matmul
- * builds any IR: the groups of matmuls (the_matmuls), whether to swap A
- * and B, the tile, the consumers' order, the cluster, a K split, the
- * roles' registers, into one MatmulPlan (plan_matmul; lower_matmul's is
- * the kernel's own, Kernel.mm); and the schedules a
+ * plan_matmul.c: the matmul family's decisions, taken by the schedule pass
+ * (schedule_matmul.c) before any IR is built: the groups of matmuls
+ * (the_matmuls), whether to swap A and B, the tile, the consumers' order,
+ * the cluster, a K split, the roles' registers, into one MatmulPlan
+ * (plan_matmul; Fusion.mm's, which lowering copies into Kernel.mm); and the schedules a
  * measured choice times (plan_matmul_candidates).  Requires a fusion of
  * the matmul family with its sizes; leaves the plan, and builds no IR (the
  * cost model reads the spec's sizes alone).  Which features combine is
@@ -920,8 +920,8 @@ plan_ksum(const MatmulPlan *p)
  * (the_matmuls): swap, consumers, tile, stream-K parts, cluster, K split,
  * raster, registers.  Requires F scheduled, with its sizes; leaves P
  * whole and builds no IR.  Refuses a hinted combination not built yet, at
- * the hint; stream-K's are choose_stream_k's, which lower_matmul asks once
- * it has checked the outputs.  0 or -1.
+ * the hint; stream-K's are choose_stream_k's, which schedule_matmul asks
+ * once it has checked the outputs.  0 or -1.
  */
 int
 plan_matmul(Comp *c, const Fusion *f, const Group *g, int ng, MatmulPlan *p)

@@ -4,7 +4,8 @@
  * placeable in that family's kernel, every value of a dtype the family
  * holds (integers in pointwise kernels only), and every row stride the kernel will
  * hand to TMA a multiple of 16 bytes at the sizes known now (sizes bound
- * later are checked again at launch); breaks nothing.
+ * later are checked again at launch), and a matmul fusion's groups and
+ * plan (f->mm, schedule_matmul.c), which lowering reads; breaks nothing.
  *
  * Families, by the strongest op present:
  *   matmul     one or more matmuls of fusion inputs, then pointwise epilogue ops
@@ -166,7 +167,7 @@ check_dtypes(Comp *c, const Fusion *f)
 	return 0;
 }
 
-/* The pass: requires an inferred fusion; leaves f->family set and the fusion checked to fit it, or -1. */
+/* The pass: requires an inferred fusion; leaves f->family set, the fusion checked to fit it, a matmul's plan; or -1. */
 int
 pass_schedule(Comp *c)
 {
@@ -195,5 +196,7 @@ pass_schedule(Comp *c)
 	for (i = 0; i < f->nout; i++)
 		if (check_alignment(c, f, f->out[i].tensor, f->out[i].dtype, "output", f->out[i].pos))
 			return -1;
+	if (f->family == FAM_MATMUL && !(f->mm = schedule_matmul(c, f)))
+		return -1;
 	return 0;
 }

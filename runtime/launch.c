@@ -322,6 +322,7 @@ check_coords(Comp *c, const Fusion *f, const LaunchParam *p, int rank, const int
  * padded stride.  OWN: a map of the argument's own shape, 2-D [all but its
  * last dim, its last dim], or with BATCHED (a batched matmul's tensor with
  * batch dims) 3-D [its batch dims, its last two], whose box is one batch deep.
+ * Swizzled as the description says (P->swizzle, none off its own view).
  */
 static WsfStatus
 map_params(Comp *c, const Launch *l, const LaunchParam *p, const WsfTensor *a, int64_t rows, int64_t cols, bool own,
@@ -341,10 +342,8 @@ map_params(Comp *c, const Launch *l, const LaunchParam *p, const WsfTensor *a, i
 		box[1] = p->box[0];
 		box[2] = p->box[1];
 		if ((s = check_rows(c, l->fusion, p, shape[2])) || (s = check_coords(c, l->fusion, p, 3, shape, own)) ||
-		    (s = rt_tmap_params(c, p->name, p->dtype, 3, shape, box, (uint64_t)a->data, tp)))
+		    (s = rt_tmap_params(c, p->name, p->dtype, 3, shape, box, p->swizzle, (uint64_t)a->data, tp)))
 			return s;
-		if (!own)   /* an output: its staging subtiles are row-major */
-			tp->swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
 		return WSF_OK;
 	}
 	if (own) {
@@ -363,19 +362,18 @@ map_params(Comp *c, const Launch *l, const LaunchParam *p, const WsfTensor *a, i
 	if ((s = check_coords(c, l->fusion, p, 2, shape, own)))
 		return s;
 	if (own)
-		return rt_tmap_params(c, p->name, p->dtype, 2, shape, box, (uint64_t)a->data, tp);
+		return rt_tmap_params(c, p->name, p->dtype, 2, shape, box, p->swizzle, (uint64_t)a->data, tp);
 	if (rows == 1) {
 		/* one row: no row stride exists, so give TMA a 1-D map grown to 2-D by hand */
-		if ((s = rt_tmap_params(c, p->name, p->dtype, 1, &shape[1], &box[1], (uint64_t)a->data, tp)))
+		if ((s = rt_tmap_params(c, p->name, p->dtype, 1, &shape[1], &box[1], p->swizzle, (uint64_t)a->data, tp)))
 			return s;
 		tp->rank = 2;
 		tp->dims[1] = 1;
 		tp->strides[0] = ((uint64_t)cols * dtype_info[p->dtype].bytes + 15) & ~(uint64_t)15;
 		tp->box[1] = (uint32_t)box[0];
-	} else if ((s = rt_tmap_params(c, p->name, p->dtype, 2, shape, box, (uint64_t)a->data, tp))) {
+	} else if ((s = rt_tmap_params(c, p->name, p->dtype, 2, shape, box, p->swizzle, (uint64_t)a->data, tp))) {
 		return s;
 	}
-	tp->swizzle = CU_TENSOR_MAP_SWIZZLE_NONE; /* pointwise tiles are read row-major */
 	return WSF_OK;
 }
 

@@ -229,13 +229,14 @@ typedef struct TmapParams {
 
 /*
  * Fills P for the row-major tensor NAME (dtype DT, RANK dims SHAPE and BOX,
- * outermost first, at device address ADDR) and checks every TMA rule: rank,
+ * outermost first, swizzled in spans of SWIZZLE bytes (32, 64, 128; 0: none),
+ * at device address ADDR) and checks every TMA rule: rank,
  * 16-byte address alignment, dims < 2^32, strides multiples of 16 bytes and
  * < 2^40, box <= 256 and inner box bytes a multiple of 16.  A violation is
  * WSF_ERR_INPUT naming the tensor, the dim, the rule, the values and a fix.
  */
 WsfStatus rt_tmap_params(Comp *c, const char *name, Dtype dt, int rank, const int64_t *shape,
-                         const int64_t *box, uint64_t addr, TmapParams *p);
+                         const int64_t *box, int swizzle, uint64_t addr, TmapParams *p);
 /* Encodes P for ADDR into MAP through the driver; failures print every parameter. */
 WsfStatus rt_tmap_encode(Comp *c, const Driver *d, const char *name, const TmapParams *p,
                          void *addr, CUtensorMap *map);

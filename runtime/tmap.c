@@ -8,10 +8,9 @@
  * CUDA_ERROR_INVALID_VALUE, and the checks are unit-tested without a GPU.
  * Dims in messages are numbered outermost first, as in the spec.
  *
- * The swizzle follows from the inner box alone, which is the contract with
- * codegen's shared-memory layouts: an inner box of exactly 128, 64 or 32
- * bytes gets the swizzle of that span (wgmma's K-major tiles), anything else
- * none.  Encoding always uses no interleave, L2 promotion 128B, zero fill for
+ * The swizzle is the launch description's (LaunchParam.swizzle, chosen by
+ * codegen as its shared-memory layouts lay the copies out): a span of 32, 64
+ * or 128 bytes that holds the inner box, or none.  Encoding always uses no interleave, L2 promotion 128B, zero fill for
  * out-of-bounds elements and element strides of 1.  fp8, int8 and bool
  * travel as UINT8: TMA copies bytes (and has no fp8 or bool type); int32
  * and int64 as INT32 and INT64.
@@ -136,20 +135,22 @@ check_box(Comp *c, const char *name, Dtype dt, int rank, const int64_t *box)
 	return WSF_OK;
 }
 
-static CUtensorMapSwizzle
-swizzle_for(int64_t inner_bytes)
+/* TMA's swizzle of SPAN bytes (the launch description's), or -1 for no such swizzle. */
+static int
+swizzle_of(int span)
 {
-	switch (inner_bytes) {
+	switch (span) {
 	case 128: return CU_TENSOR_MAP_SWIZZLE_128B;
 	case 64: return CU_TENSOR_MAP_SWIZZLE_64B;
 	case 32: return CU_TENSOR_MAP_SWIZZLE_32B;
-	default: return CU_TENSOR_MAP_SWIZZLE_NONE;
+	case 0: return CU_TENSOR_MAP_SWIZZLE_NONE;
+	default: return -1;
 	}
 }
 
 WsfStatus
 rt_tmap_params(Comp *c, const char *name, Dtype dt, int rank, const int64_t *shape,
-               const int64_t *box, uint64_t addr, TmapParams *p)
+               const int64_t *box, int swizzle, uint64_t addr, TmapParams *p)
 {
 	WsfStatus st;
 	int bytes, d;
@@ -183,7 +184,12 @@ rt_tmap_params(Comp *c, const char *name, Dtype dt, int rank, const int64_t *sha
 		p->dims[d] = (uint64_t)shape[rank - 1 - d];
 		p->box[d] = (uint32_t)box[rank - 1 - d];
 	}
-	p->swizzle = swizzle_for(box[rank - 1] * bytes);
+	if (swizzle_of(swizzle) < 0 || box[rank - 1] * bytes > (swizzle ? swizzle : box[rank - 1] * bytes)) {
+		diag_internal(c, "rt_tmap_params", "tensor '%s': a swizzle of %d bytes for an inner box of %lld bytes",
+		              name, swizzle, (long long)(box[rank - 1] * bytes));
+		return WSF_ERR_INTERNAL;
+	}
+	p->swizzle = (CUtensorMapSwizzle)swizzle_of(swizzle);
 	return WSF_OK;
 }
 

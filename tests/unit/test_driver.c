@@ -227,7 +227,7 @@ run_tma_copy(Gpu *g, CUfunction fn)
 	assert_int_equal(rt_check(c, d, d->cuMemcpyHtoD(g->in, host, sizeof host), "cuMemcpyHtoD"),
 	                 WSF_OK);
 	assert_int_equal(rt_check(c, d, d->cuMemsetD8(g->out, 0xff, nout * 4), "cuMemsetD8"), WSF_OK);
-	assert_int_equal(rt_tmap_params(c, "x", DT_F32, 2, shape, box, (uint64_t)g->in, &p), WSF_OK);
+	assert_int_equal(rt_tmap_params(c, "x", DT_F32, 2, shape, box, 0, (uint64_t)g->in, &p), WSF_OK);
 	assert_int_equal(p.swizzle, CU_TENSOR_MAP_SWIZZLE_NONE);
 	assert_int_equal(rt_tmap_encode(c, d, "x", &p, (void *)g->in, &map), WSF_OK);
 	args[0] = &map;

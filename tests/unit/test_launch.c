@@ -68,6 +68,7 @@ flat_view_wide_rows(void **state)
 	assert_int_equal(p.tmap[1].rank, 2);
 	assert_int_equal(p.tmap[1].dims[0], p.cols);
 	assert_int_equal(p.tmap[1].strides[0], p.cols * 2);
+	assert_int_equal(l->param[1].swizzle, 0);
 	assert_int_equal(p.tmap[1].swizzle, CU_TENSOR_MAP_SWIZZLE_NONE);
 }
 
@@ -337,6 +338,7 @@ matmul_checks(void **state)
 		assert_int_equal(p.tmap[i].dims[0], 4096);
 		assert_int_equal(p.tmap[i].dims[1], q->arg == 0 ? 300 : 512);
 		assert_int_equal(p.tmap[i].strides[0], 8192);
+		assert_int_equal(l->param[i].swizzle, 128);   /* the description's, codegen's choice */
 		assert_int_equal(p.tmap[i].swizzle, CU_TENSOR_MAP_SWIZZLE_128B);
 	}
 	x[1] = w[1] = 100;
@@ -396,6 +398,7 @@ batched_matmul_plan(void **state)
 		assert_int_equal(p.tmap[i].rank, 3);
 		assert_int_equal(p.tmap[i].dims[2], 6);
 		assert_int_equal(p.tmap[i].box[2], 1);
+		assert_int_equal(l->param[i].swizzle, 128);
 		assert_int_equal(p.tmap[i].swizzle, CU_TENSOR_MAP_SWIZZLE_128B);
 	}
 }

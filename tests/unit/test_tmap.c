@@ -35,7 +35,7 @@ expect_error(Dtype dt, int rank, const int64_t *shape, const int64_t *box, uint6
 	Comp c;
 
 	COMP_INIT(c);
-	assert_int_equal(rt_tmap_params(&c, "t", dt, rank, shape, box, addr, &p), WSF_ERR_INPUT);
+	assert_int_equal(rt_tmap_params(&c, "t", dt, rank, shape, box, 0, addr, &p), WSF_ERR_INPUT);
 	assert_int_equal(c.nerrors, 1);
 	assert_contains(c.last_error, "tensor 't'");
 	assert_contains_all(c.last_error, parts);
@@ -51,7 +51,7 @@ test_params_ok(void **state)
 	Comp c;
 
 	COMP_INIT(c);
-	assert_int_equal(rt_tmap_params(&c, "a", DT_BF16, 2, shape, box, 0x10000, &p), WSF_OK);
+	assert_int_equal(rt_tmap_params(&c, "a", DT_BF16, 2, shape, box, 128, 0x10000, &p), WSF_OK);
 	assert_int_equal(p.rank, 2);
 	assert_int_equal(p.dtype, DT_BF16);
 	assert_int_equal(p.dims[0], 4096); /* innermost first */
@@ -61,7 +61,7 @@ test_params_ok(void **state)
 	assert_int_equal(p.box[1], 64);
 	assert_int_equal(p.swizzle, CU_TENSOR_MAP_SWIZZLE_128B);
 
-	assert_int_equal(rt_tmap_params(&c, "x", DT_F32, 3, shape3, box3, 0x20, &p), WSF_OK);
+	assert_int_equal(rt_tmap_params(&c, "x", DT_F32, 3, shape3, box3, 32, 0x20, &p), WSF_OK);
 	assert_int_equal(p.dims[0], 8);
 	assert_int_equal(p.dims[1], 5);
 	assert_int_equal(p.dims[2], 3);
@@ -73,22 +73,25 @@ test_params_ok(void **state)
 	arena_free(c.arena);
 }
 
+/* The map's swizzle is the description's span; one that cannot hold the inner box is an internal error. */
 static void
-test_swizzle_follows_inner_box(void **state)
+test_swizzle_from_description(void **state)
 {
 	static const struct {
 		Dtype dt;
 		int64_t inner;
+		int span;
 		CUtensorMapSwizzle want;
 	} cases[] = {
-		{DT_BF16, 64, CU_TENSOR_MAP_SWIZZLE_128B},
-		{DT_BF16, 32, CU_TENSOR_MAP_SWIZZLE_64B},
-		{DT_BF16, 16, CU_TENSOR_MAP_SWIZZLE_32B},
-		{DT_BF16, 8, CU_TENSOR_MAP_SWIZZLE_NONE},
-		{DT_BF16, 128, CU_TENSOR_MAP_SWIZZLE_NONE},
-		{DT_F32, 32, CU_TENSOR_MAP_SWIZZLE_128B},
-		{DT_FP8E4M3, 128, CU_TENSOR_MAP_SWIZZLE_128B},
-		{DT_F32, 256, CU_TENSOR_MAP_SWIZZLE_NONE},
+		{DT_BF16, 64, 128, CU_TENSOR_MAP_SWIZZLE_128B},
+		{DT_BF16, 32, 64, CU_TENSOR_MAP_SWIZZLE_64B},
+		{DT_BF16, 16, 32, CU_TENSOR_MAP_SWIZZLE_32B},
+		{DT_BF16, 8, 0, CU_TENSOR_MAP_SWIZZLE_NONE},
+		{DT_BF16, 128, 0, CU_TENSOR_MAP_SWIZZLE_NONE},
+		{DT_F32, 32, 128, CU_TENSOR_MAP_SWIZZLE_128B},
+		{DT_FP8E4M3, 128, 128, CU_TENSOR_MAP_SWIZZLE_128B},
+		{DT_F32, 256, 0, CU_TENSOR_MAP_SWIZZLE_NONE},
+		{DT_BF16, 64, 0, CU_TENSOR_MAP_SWIZZLE_NONE},   /* a domain view's map of the same box */
 	};
 	int64_t shape[2] = {256, 256}, box[2];
 	TmapParams p;
@@ -99,9 +102,13 @@ test_swizzle_follows_inner_box(void **state)
 	for (i = 0; i < countof(cases); i++) {
 		box[0] = 8;
 		box[1] = cases[i].inner;
-		assert_int_equal(rt_tmap_params(&c, "s", cases[i].dt, 2, shape, box, 0, &p), WSF_OK);
+		assert_int_equal(rt_tmap_params(&c, "s", cases[i].dt, 2, shape, box, cases[i].span, 0, &p), WSF_OK);
 		assert_int_equal(p.swizzle, cases[i].want);
 	}
+	box[1] = 128;   /* 256 bytes: past the widest span */
+	assert_int_equal(rt_tmap_params(&c, "s", DT_BF16, 2, shape, box, 128, 0, &p), WSF_ERR_INTERNAL);
+	box[1] = 48;
+	assert_int_equal(rt_tmap_params(&c, "s", DT_BF16, 2, shape, box, 96, 0, &p), WSF_ERR_INTERNAL);
 	arena_free(c.arena);
 }
 
@@ -127,7 +134,7 @@ test_dims(void **state)
 	expect_error(DT_F32, 2, huge, box, 0,
 	             (const char *const[]){"dim 0 extent 2147483649", "2^31", "signed 32-bit", "split dim 0", NULL});
 	COMP_INIT(c);
-	assert_int_equal(rt_tmap_params(&c, "e", DT_F32, 2, edge, box, 0, &p), WSF_OK);
+	assert_int_equal(rt_tmap_params(&c, "e", DT_F32, 2, edge, box, 0, 0, &p), WSF_OK);
 	arena_free(c.arena);
 }
 
@@ -154,7 +161,7 @@ test_row_stride(void **state)
 	f = fusion_new(&c);
 	fusion_add_tensor(&c, f, intern_cstr(c.strs, "b"), TK_INPUT, (Pos){0});
 	c.fusion = f;
-	assert_int_equal(rt_tmap_params(&c, "b", DT_BF16, 2, shape, box, 0, &p), WSF_ERR_INPUT);
+	assert_int_equal(rt_tmap_params(&c, "b", DT_BF16, 2, shape, box, 0, 0, &p), WSF_ERR_INPUT);
 	assert_contains(c.last_error,
 	                "input 'b': row stride 2002 bytes (dim 1 extent 1001 x 2 bytes) is not a "
 	                "multiple of 16; make dim 1 a multiple of 8 for bf16");
@@ -254,7 +261,7 @@ test_encode(void **state)
 	d.cuGetErrorName = fake_error_name;
 	d.cuGetErrorString = fake_error_string;
 	memset(&fake, 0, sizeof fake);
-	assert_int_equal(rt_tmap_params(&c, "w", DT_BF16, 2, shape, box, 0x7f0000000000, &p), WSF_OK);
+	assert_int_equal(rt_tmap_params(&c, "w", DT_BF16, 2, shape, box, 128, 0x7f0000000000, &p), WSF_OK);
 	assert_int_equal(rt_tmap_encode(&c, &d, "w", &p, (void *)0x7f0000000000, &map), WSF_OK);
 	assert_int_equal(fake.calls, 1);
 	assert_int_equal(fake.type, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
@@ -271,24 +278,24 @@ test_encode(void **state)
 	assert_int_equal(fake.fill, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 
 	/* fp8 travels as bytes */
-	assert_int_equal(rt_tmap_params(&c, "q", DT_FP8E4M3, 2, shape, box, 0, &p), WSF_OK);
+	assert_int_equal(rt_tmap_params(&c, "q", DT_FP8E4M3, 2, shape, box, 0, 0, &p), WSF_OK);
 	assert_int_equal(rt_tmap_encode(&c, &d, "q", &p, NULL, &map), WSF_OK);
 	assert_int_equal(fake.type, CU_TENSOR_MAP_DATA_TYPE_UINT8);
 	/* so do int8, uint8 and bool; int32 and int64 have their types */
-	assert_int_equal(rt_tmap_params(&c, "m", DT_BOOL, 2, shape, box, 0, &p), WSF_OK);
+	assert_int_equal(rt_tmap_params(&c, "m", DT_BOOL, 2, shape, box, 0, 0, &p), WSF_OK);
 	assert_int_equal(rt_tmap_encode(&c, &d, "m", &p, NULL, &map), WSF_OK);
 	assert_int_equal(fake.type, CU_TENSOR_MAP_DATA_TYPE_UINT8);
-	assert_int_equal(rt_tmap_params(&c, "i", DT_INT32, 2, shape, box, 0, &p), WSF_OK);
+	assert_int_equal(rt_tmap_params(&c, "i", DT_INT32, 2, shape, box, 0, 0, &p), WSF_OK);
 	assert_int_equal(rt_tmap_encode(&c, &d, "i", &p, NULL, &map), WSF_OK);
 	assert_int_equal(fake.type, CU_TENSOR_MAP_DATA_TYPE_INT32);
-	assert_int_equal(rt_tmap_params(&c, "l", DT_INT64, 2, shape, box, 0, &p), WSF_OK);
+	assert_int_equal(rt_tmap_params(&c, "l", DT_INT64, 2, shape, box, 0, 0, &p), WSF_OK);
 	assert_int_equal(rt_tmap_encode(&c, &d, "l", &p, NULL, &map), WSF_OK);
 	assert_int_equal(fake.type, CU_TENSOR_MAP_DATA_TYPE_INT64);
 	assert_int_equal(fake.strides[0], 4096 * 8);
 
 	/* a driver failure names the call, the error and every parameter */
 	fake.result = CUDA_ERROR_INVALID_VALUE;
-	assert_int_equal(rt_tmap_params(&c, "w", DT_BF16, 2, shape, box, 0, &p), WSF_OK);
+	assert_int_equal(rt_tmap_params(&c, "w", DT_BF16, 2, shape, box, 128, 0, &p), WSF_OK);
 	assert_int_equal(rt_tmap_encode(&c, &d, "w", &p, (void *)0x1000, &map), WSF_ERR_CUDA);
 	assert_contains(c.last_error, "cuTensorMapEncodeTiled(");
 	assert_contains(c.last_error, "tensor 'w'");
@@ -327,7 +334,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_params_ok),
-		cmocka_unit_test(test_swizzle_follows_inner_box),
+		cmocka_unit_test(test_swizzle_from_description),
 		cmocka_unit_test(test_rank),
 		cmocka_unit_test(test_dims),
 		cmocka_unit_test(test_address),
