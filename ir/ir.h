@@ -1118,9 +1118,8 @@ void st_walk(Stmt *s, void (*fn)(Stmt *s, void *user), void *user);
 /*
  * The launch description: all the runtime reads of a compiled kernel
  * (runtime/launch.c, run.c), built once by launch_describe
- * (codegen/launch_desc.c), the only reader of the kernel IR for a launch.
- * The runtime builds the argument buffer, the tensor maps and the grid from
- * this and the caller's tensors.
+ * (codegen/launch_desc.c), the only reader of the kernel IR for a launch:
+ * the runtime's argument buffer, tensor maps and grid come from this.
  */
 
 /* One kernel parameter as the launch passes it (a KParam's launch half). */
@@ -1134,10 +1133,8 @@ typedef struct LaunchParam {
 	int rank;           /* PK_TMAP, PK_PTR: the argument's shape, outermost first; PK_SIZE SZ_INNER: */
 	Dim dim[MAX_RANK];  /* dim[0] is the size it holds */
 	int box[2];         /* PK_TMAP: box rows, box cols (one batch deep when 3-D) */
-	bool own_view;      /* PK_TMAP through a swizzled buffer: mapped over its own shape, [all but its last
-	                       dim, its last dim] (3-D with a batch); else over the domain's view */
-	int swizzle;        /* PK_TMAP: the map's swizzle span in bytes (32, 64, 128), as the buffer it moves
-	                       through lays its copies out; 0: none (always, off its own view) */
+	bool own_view;      /* PK_TMAP through a swizzled buffer: over its own shape (3-D with a batch), not the view */
+	int swizzle;        /* PK_TMAP: its buffer's swizzle span, bytes (32, 64, 128); 0: none (off its own view) */
 	bool bulk;          /* PK_PTR moved by 1-D bulk row copies: rows of a multiple of 16 bytes */
 	SizeOf size;        /* PK_SIZE: which extent it holds */
 } LaunchParam;
