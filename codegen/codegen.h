@@ -94,6 +94,7 @@ typedef struct Emit {
 		const char *chunk_col;  /* streamed in chunks: the C expression of the chunk's first column */
 	} row;
 	const char **value;  /* per fusion tensor: the C name of its current value */
+	const char *elem_index;  /* in a compute: the element's row-major index in the domain (rand_like's); NULL: none */
 	const char **base;   /* per fusion tensor: its base name, unique in the fusion (tensor_bases) */
 	const char *file;    /* the spec's name, as comment_text writes it */
 } Emit;

@@ -180,3 +180,29 @@ template <class S> __device__ __forceinline__ void wsf_store2(S *p, float a, flo
 	p[0] = wsf_put(p, a);
 	p[1] = wsf_put(p, b);
 }
+
+// rand_like's number for element idx (row-major in x's shape): the first word
+// of Philox4x32-10 of the counter (idx, offset) under the key seed, its top 24
+// bits over 2^24, a float in [0, 1).  runtime/reference.c's rt_rand_uniform is
+// the same function; the same seed, offset and shape give the same numbers in
+// any kernel and at any tile.
+__device__ __forceinline__ float wsf_rand_like(long long seed, long long offset, long long idx)
+{
+	unsigned c0 = (unsigned)idx, c1 = (unsigned)((unsigned long long)idx >> 32);
+	unsigned c2 = (unsigned)offset, c3 = (unsigned)((unsigned long long)offset >> 32);
+	unsigned k0 = (unsigned)seed, k1 = (unsigned)((unsigned long long)seed >> 32);
+
+	#pragma unroll
+	for (int r = 0; r < 10; r++) {
+		const unsigned hi0 = __umulhi(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
+		const unsigned hi1 = __umulhi(0xCD9E8D57u, c2), lo1 = 0xCD9E8D57u * c2;
+
+		c0 = hi1 ^ c1 ^ k0;
+		c1 = lo1;
+		c2 = hi0 ^ c3 ^ k1;
+		c3 = lo0;
+		k0 += 0x9E3779B9u;
+		k1 += 0xBB67AE85u;
+	}
+	return (float)(c0 >> 8) * 5.9604644775390625e-08f;   // 2^-24
+}

@@ -62,6 +62,7 @@ static const char *const cuda_expr[OP_COUNT] = {
 	[OP_GT] = "($a > $b)",
 	[OP_GE] = "($a >= $b)",
 	[OP_WHERE] = "($a ? $b : $c)",
+	[OP_RAND_LIKE] = "wsf_rand_like($b, $c, $i)",   /* $i: the element's index in x (Emit.elem_index) */
 };
 
 /*
@@ -183,6 +184,11 @@ fill(Emit *e, const char *t, const char *const in[3], Dtype reg)
 		} else if (t[0] == '$' && t[1] == 'T') {
 			buf_puts(&out, emit_reg_type(reg));
 			t++;
+		} else if (t[0] == '$' && t[1] == 'i') {   /* only a family that sets it takes rand_like (schedule.c) */
+			if (!e->elem_index)
+				diag_internal(e->c, "emit", "an op that needs the element's index in a kernel that has none");
+			buf_puts(&out, e->elem_index ? e->elem_index : "0");
+			t++;
 		} else {
 			buf_putn(&out, t, 1);
 		}
@@ -221,7 +227,7 @@ emit_op_typed(Emit *e, const Op *o, const char *const in[3])
 	for (j = 0; j < o->nin; j++) {
 		const Operand *x = &o->in[j];
 		Dtype dt = x->tensor ? e->f->tensor[x->tensor].dtype : ct;
-		bool keep = o->kind == OP_CAST || (j == 0 && o->kind == OP_WHERE);
+		bool keep = o->kind == OP_CAST || (j == 0 && o->kind == OP_WHERE) || o->kind == OP_RAND_LIKE;
 
 		if (!x->tensor && dtype_is_float(ct))
 			text[j] = emit_literal(e, x->lit);

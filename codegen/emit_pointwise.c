@@ -112,6 +112,7 @@ emit_compute(Emit *e, const Stmt *s)
 	emit_line(e, "#pragma unroll");
 	emit_line(e, "for (int v = 0; v < %d; v++) {", VEC);
 	e->depth++;
+	e->elem_index = "(row * cols + col + v)";   /* the view is the domain's, row-major */
 	for (i = 1; i < f->nop; i++) {
 		const Op *o = &f->op[i];
 		const char *in[3] = {"", "", ""};
@@ -121,6 +122,7 @@ emit_compute(Emit *e, const Stmt *s)
 		emit_line(e, "%s[v] = %s;   // %s%s%s", e->value[o->out], emit_op_typed(e, o, in),
 		          op_info[o->kind].name, o->origin ? " of " : "", o->origin ? o->origin : "");
 	}
+	e->elem_index = NULL;
 	e->depth--;
 	emit_line(e, "}");
 	/* outputs: 16-byte stores, element stores at a ragged right edge; or the staging tile */

@@ -87,6 +87,8 @@ op_compute_dtype(const Fusion *f, const Op *o)
 
 	if (info->typing == TY_CAST)
 		return f->tensor[o->in[0].tensor].dtype;
+	if (info->typing == TY_RAND)   /* its operands keep their types: x gives a shape, seed and offset bits */
+		return DT_F32;
 	for (j = first; j < o->nin; j++)
 		if (o->in[j].tensor)
 			p = dtype_promote(p, f->tensor[o->in[j].tensor].dtype);

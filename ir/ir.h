@@ -256,10 +256,10 @@ enum {
 typedef enum Typing {
 	TY_ARITH = 1,  /* the operands' promoted type */
 	TY_FLOAT,      /* the promoted type, f32 if that is not a float (div, exp, sin) */
-	TY_CMP,        /* bool, comparing in the promoted type */
-	TY_LOGIC,      /* bool, each operand tested against zero */
+	TY_CMP, TY_LOGIC,  /* bool: comparing in the promoted type; each operand tested against zero */
 	TY_WHERE,      /* where(cond, a, b): cond bool, the result a's and b's promoted type */
-	TY_CAST        /* the op's `to` */
+	TY_CAST,       /* the op's `to` */
+	TY_RAND        /* rand_like(x, seed, offset): f32; seed and offset integer scalars */
 } Typing;
 
 /* Dtype categories an op computes in (a mask of 1 << DtypeKind). */

@@ -78,3 +78,5 @@ OP(FLOOR_DIVIDE, "floor_divide", 2, 2, BINARY, 0,      TY_ARITH, K_INT | K_FLOAT
 OP(REMAINDER, "remainder", 2, 2, BINARY,    0,         TY_ARITH, K_INT | K_FLOAT)
 /* where(cond, a, b): cond bool; a and b promote */
 OP(WHERE,     "where",     3, 3, BINARY,    0,         TY_WHERE, K_ALL)
+/* rand_like(x, seed, offset): uniform [0, 1) in f32 of x's shape, Philox4x32-10 of the element's index */
+OP(RAND_LIKE, "rand_like", 3, 3, UNARY,     0,         TY_RAND,  K_ALL)

@@ -102,6 +102,7 @@ static int
 infer_dtype(Comp *c, const Fusion *f, const Op *o, Tensor *out)
 {
 	Dtype p;
+	int j;
 
 	switch (op_info[o->kind].typing) {
 	case TY_CAST:
@@ -115,6 +116,17 @@ infer_dtype(Comp *c, const Fusion *f, const Op *o, Tensor *out)
 		if (compute_type(c, f, o, &p))
 			return -1;
 		out->dtype = p;
+		return 0;
+	case TY_RAND:   /* the seed and the offset: integer scalars, read at run time */
+		for (j = 1; j < 3; j++) {
+			const Tensor *t = &f->tensor[o->in[j].tensor];
+
+			if (!dtype_is_int(t->dtype) || t->rank != 0)
+				return diag_error(c, o->in[j].pos, "op 'rand_like' takes its %s as an integer scalar (an input "
+				                  "of shape [], such as int64), saw '%s' of dtype %s and rank %d",
+				                  j == 1 ? "seed" : "offset", t->name, dtype_info[t->dtype].name, t->rank);
+		}
+		out->dtype = DT_F32;
 		return 0;
 	case TY_CMP:
 	case TY_LOGIC:

@@ -276,6 +276,13 @@ lower_pointwise(Comp *c, Fusion *f)
 	k->consumer_threads = LOWER_THREADS;
 	k->threads = LOWER_THREADS + (k->warp_specialize ? 32 : 0);
 
+	for (j = 1; j < f->nop; j++)   /* its numbers are of the element's index in the kernel's row-major view */
+		if (f->op[j].kind == OP_RAND_LIKE && classify(&f->tensor[f->op[j].in[0].tensor], d) != VIEW_FULL) {
+			diag_error(c, f->op[j].in[0].pos, "rand_like of '%s', which broadcasts to the output's shape, is not "
+			           "implemented yet: its shape must be the output's", f->tensor[f->op[j].in[0].tensor].name);
+			c->status = WSF_ERR_UNSUPPORTED;
+			return -1;
+		}
 	/* parameters: inputs, outputs, then the two runtime extents */
 	for (j = 0; j < f->ninput; j++) {
 		const Tensor *t = &f->tensor[f->input[j]];

@@ -185,6 +185,13 @@ pass_schedule(Comp *c)
 	} else {
 		f->family = FAM_POINTWISE;
 	}
+	for (i = 1; i < f->nop; i++)   /* the element's index rand_like hashes: pointwise kernels' alone, for now */
+		if (f->op[i].kind == OP_RAND_LIKE && f->family != FAM_POINTWISE) {
+			diag_error(c, f->op[i].pos, "rand_like in a %s kernel is not implemented yet (pointwise kernels only)",
+			           f->family == FAM_MATMUL ? "matmul" : "row-reduction");
+			c->status = WSF_ERR_UNSUPPORTED;
+			return -1;
+		}
 	if (check_dtypes(c, f))
 		return -1;
 	for (i = 0; i < f->ninput; i++) {

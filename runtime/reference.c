@@ -542,10 +542,67 @@ eval_matmul(Eval *e, const Op *op, double *out)
 	return WSF_OK;
 }
 
+/*
+ * Philox4x32-10 (Salmon et al., SC'11) of counter C under key (K0, K1), in
+ * place: ten rounds of two 32 x 32 -> 64-bit products, the key bumped by
+ * the Weyl constants between them.
+ */
+void
+rt_philox(uint32_t c[4], uint32_t k0, uint32_t k1)
+{
+	int r;
+
+	for (r = 0; r < 10; r++) {
+		uint64_t p0 = (uint64_t)0xD2511F53u * c[0], p1 = (uint64_t)0xCD9E8D57u * c[2];
+		uint32_t n0 = (uint32_t)(p1 >> 32) ^ c[1] ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c[3] ^ k1;
+
+		c[1] = (uint32_t)p1;
+		c[3] = (uint32_t)p0;
+		c[0] = n0;
+		c[2] = n2;
+		k0 += 0x9E3779B9u;
+		k1 += 0xBB67AE85u;
+	}
+}
+
+/*
+ * rand_like's number for element IDX (row-major in x's shape): the first
+ * word of Philox4x32-10 of the counter (IDX, OFFSET) under the key SEED
+ * (each 64 bits, low word first), its top 24 bits over 2^24: a float in
+ * [0, 1) that f32 holds exactly.  codegen/device_dtypes.cuh's
+ * wsf_rand_like is the same function.
+ */
+double
+rt_rand_uniform(uint64_t seed, uint64_t offset, uint64_t idx)
+{
+	uint32_t c[4] = {(uint32_t)idx, (uint32_t)(idx >> 32), (uint32_t)offset, (uint32_t)(offset >> 32)};
+
+	rt_philox(c, (uint32_t)seed, (uint32_t)(seed >> 32));
+	return (double)(c[0] >> 8) * 0x1p-24;
+}
+
+/* rand_like: each element's number, from the seed's and the offset's values (scalars). */
+static WsfStatus
+eval_rand(Eval *e, const Op *op, double *out)
+{
+	Shape os = shape_of(e->f, op->out);
+	int64_t n = numel(&os), i;
+	const double *seed = e->val[op->in[1].tensor], *offset = e->val[op->in[2].tensor];
+
+	if (!seed || !offset)
+		return internal(e, op, "seed or offset not computed before rand_like");
+	for (i = 0; i < n; i++)
+		out[i] = rt_rand_uniform((uint64_t)(int64_t)seed[0], (uint64_t)(int64_t)offset[0], (uint64_t)i);
+	return WSF_OK;
+}
+
 static WsfStatus
 eval_op(Eval *e, const Op *op, double *out)
 {
 	const RefOp *r = &ref_ops[op->kind];
+
+	if (op->kind == OP_RAND_LIKE)
+		return eval_rand(e, op, out);
 
 	if (op_info[op->kind].cls != CLS_COMPOSITE && !r->unary && !r->binary && !r->ternary && !r->fold &&
 	    op_info[op->kind].cls != CLS_MATMUL)

@@ -268,6 +268,9 @@ void rt_par_for(int64_t n, int64_t grain, void (*fn)(void *ctx, int64_t lo, int6
  * Returns WSF_OK, or WSF_ERR_NOMEM.
  */
 WsfStatus rt_reference(Comp *c, const Fusion *f, const double *const *in, double *const *out);
+/* Philox4x32-10 of counter C (in place) under key (K0, K1); rand_like's number for element IDX. */
+void rt_philox(uint32_t c[4], uint32_t k0, uint32_t k1);
+double rt_rand_uniform(uint64_t seed, uint64_t offset, uint64_t idx);
 
 /* ---- launch.c --------------------------------------------------------- */
 

@@ -333,6 +333,53 @@ lower_refuses_broadcast_output(void **state)
 	                       "lack"));
 }
 
+/*
+ * rand_like: the numbers hash the element's index in the pointwise
+ * kernel's row-major view, so x must have the output's whole shape, and
+ * the kernel must be pointwise (exit 6 otherwise, at the op or at x); the
+ * seed and the offset are integer scalars (an input error at the operand).
+ */
+static void
+rand_like_rules(void **state)
+{
+	Fixture *t = *state;
+	static const char ok[] =
+		"fusion: d\nsizes: {M: 64, N: 128}\ninputs:\n  x: {dtype: bf16, shape: [M, N]}\n"
+		"  seed: {dtype: int64, shape: []}\n  off: {dtype: int64, shape: []}\n"
+		"ops:\n  - {out: u, op: rand_like, in: [x, seed, off]}\n  - {out: y, op: mul, in: [x, u]}\n"
+		"outputs:\n  y: {}\n";
+	static const char row[] =
+		"fusion: d\nsizes: {M: 64, N: 128}\ninputs:\n  x: {dtype: bf16, shape: [M, N]}\n"
+		"  seed: {dtype: int32, shape: []}\n  off: {dtype: int32, shape: []}\n"
+		"ops:\n  - {out: u, op: rand_like, in: [x, seed, off]}\n  - {out: y, op: sum, in: [u], axis: -1}\n"
+		"outputs:\n  y: {}\n";
+	static const char bcast[] =
+		"fusion: d\nsizes: {M: 64, N: 128}\ninputs:\n  x: {dtype: bf16, shape: [M, N]}\n"
+		"  b: {dtype: bf16, shape: [N]}\n  seed: {dtype: int64, shape: []}\n  off: {dtype: int64, shape: []}\n"
+		"ops:\n  - {out: u, op: rand_like, in: [b, seed, off]}\n  - {out: y, op: mul, in: [x, u]}\n"
+		"outputs:\n  y: {}\n";
+	static const char fseed[] =
+		"fusion: d\nsizes: {M: 64, N: 128}\ninputs:\n  x: {dtype: bf16, shape: [M, N]}\n"
+		"  seed: {dtype: f32, shape: []}\n  off: {dtype: int64, shape: []}\n"
+		"ops:\n  - {out: u, op: rand_like, in: [x, seed, off]}\n"
+		"outputs:\n  u: {}\n";
+	Kernel *k;
+
+	assert_int_equal(run_to(t, ok, WSF_STAGE_KERNEL_IR), 0);
+	k = t->c.kernel;
+	assert_int_equal(k->family, FAM_POINTWISE);
+	assert_int_equal(t->c.fusion->tensor[t->c.fusion->op[1].out].dtype, DT_F32);
+	assert_int_equal(run_to(t, row, WSF_STAGE_KERNEL_IR), -1);
+	assert_int_equal(t->c.status, WSF_ERR_UNSUPPORTED);
+	assert_non_null(strstr(t->msg, "test.yaml:8:5: error: rand_like in a row-reduction kernel is not implemented yet"));
+	assert_int_equal(run_to(t, bcast, WSF_STAGE_KERNEL_IR), -1);
+	assert_int_equal(t->c.status, WSF_ERR_UNSUPPORTED);
+	assert_non_null(strstr(t->msg, "test.yaml:9:34: error: rand_like of 'b', which broadcasts"));
+	assert_int_equal(run_to(t, fseed, WSF_STAGE_KERNEL_IR), -1);
+	assert_int_equal(t->c.status, 0);
+	assert_non_null(strstr(t->msg, "test.yaml:8:37: error: op 'rand_like' takes its seed as an integer scalar"));
+}
+
 int
 main(void)
 {
@@ -343,6 +390,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(lower_reduction_bcast, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_matmul_bcast, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_refuses_broadcast_output, setup, teardown),
+		cmocka_unit_test_setup_teardown(rand_like_rules, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

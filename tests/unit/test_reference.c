@@ -172,6 +172,65 @@ test_broadcast(void **state)
 }
 
 /*
+ * rand_like: Philox4x32-10 against Random123's known answers (counter and
+ * key all zeros, all ones, and pi's digits), and the reference's numbers:
+ * each element's rt_rand_uniform of its row-major index, in [0, 1) and
+ * multiples of 2^-24, another offset giving other numbers.
+ */
+static void
+test_rand_like(void **state)
+{
+	static const struct {
+		uint32_t c[4], k0, k1, want[4];
+	} kat[] = {
+		{{0, 0, 0, 0}, 0, 0, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
+		{{~0u, ~0u, ~0u, ~0u}, ~0u, ~0u, {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
+		{{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, 0xa4093822, 0x299f31d0,
+		 {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
+	};
+	double x[6] = {0}, seed = -7, offset = 3, o1[6], o2[6];
+	const double *in[3] = {x, &seed, &offset};
+	double *out[2] = {o1, o2};
+	int i, j, tx, tseed, toff, u, v;
+	volatile int same = 0;   /* across cmocka's longjmp */
+	Env e;
+
+	for (i = 0; i < (int)countof(kat); i++) {
+		uint32_t c[4];
+
+		memcpy(c, kat[i].c, sizeof c);
+		rt_philox(c, kat[i].k0, kat[i].k1);
+		for (j = 0; j < 4; j++)
+			if (c[j] != kat[i].want[j])
+				fail_msg("philox case %d word %d: got %08x, want %08x", i, j, c[j], kat[i].want[j]);
+	}
+	COMP_INIT(e.c);
+	env_fusion(&e);
+	tx = tensor(&e, "x", TK_INPUT, 2, 2, 3);
+	tseed = tensor(&e, "seed", TK_INPUT, 0);
+	toff = tensor(&e, "offset", TK_INPUT, 0);
+	e.f->tensor[tseed].dtype = e.f->tensor[toff].dtype = DT_INT64;
+	u = tensor(&e, "u", TK_VALUE, 2, 2, 3);
+	op(&e, OP_RAND_LIKE, u, 3, T(tx), T(tseed))->in[2] = T(toff);
+	v = tensor(&e, "v", TK_VALUE, 2, 2, 3);
+	op(&e, OP_RAND_LIKE, v, 3, T(tx), T(tseed))->in[2] = T(tseed);   /* the seed as the offset too */
+	output(&e, u);
+	output(&e, v);
+	assert_int_equal(rt_reference(&e.c, e.f, in, out), WSF_OK);
+	for (i = 0; i < 6; i++) {
+		assert_true(o1[i] == rt_rand_uniform((uint64_t)-7, 3, (uint64_t)i));
+		assert_true(o2[i] == rt_rand_uniform((uint64_t)-7, (uint64_t)-7, (uint64_t)i));
+		assert_true(o1[i] >= 0 && o1[i] < 1 && o1[i] * 0x1p24 == floor(o1[i] * 0x1p24));
+		same += o1[i] == o2[i];
+	}
+	assert_true(same < 6);
+	assert_true(o1[0] != o1[1]);
+	assert_int_equal(e.c.nerrors, 0);
+	arena_free(e.c.arena);
+	(void)state;
+}
+
+/*
  * Size-1 dims anywhere: RoPE's [T, 1, D] over [T, NH, D], a per-head
  * [NH, 1] over it, and a mask [S, S] shared by [B, S, S], each element
  * checked against its numpy index.
@@ -1047,6 +1106,7 @@ main(void)
 		cmocka_unit_test(test_matmul_512),
 		cmocka_unit_test(test_composite_is_internal_error),
 		cmocka_unit_test(test_bad_broadcast_is_internal_error),
+		cmocka_unit_test(test_rand_like),
 		cmocka_unit_test(test_out_of_memory),
 		cmocka_unit_test(test_par_for_covers_once),
 		cmocka_unit_test(test_large_tensors_split_over_threads),
