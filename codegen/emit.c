@@ -1,9 +1,9 @@
 /*
  * emit.c: kernel IR -> CUDA C++ for sm_90a: statements, expressions, names,
- * the kernel frame and its shared memory.  Each kernel family's compute is
- * its own file (emit_pointwise.c, emit_reduction.c, emit_matmul.c),
- * reached through the EmitFamily table below, not through tests of the
- * family.
+ * the kernel frame and its shared memory.  Each kernel family's compute,
+ * and the statement kinds it owns (ir/stmts.h's owner column), are its own
+ * file (emit_pointwise.c, emit_reduction.c, emit_matmul.c), reached through
+ * the EmitFamily table below, not through tests of the family.
  *
  * One emit_* function per construct, writing into a Buf.  The text is meant
  * to be read: parameters and values carry the spec's names (values as v_NAME,

@@ -1,6 +1,9 @@
 /*
  * emit_matmul.c: the matmul family's emission, which emit.c writes through
- * emit_matmul_family: the accumulators, the mma, and the epilogue compute.
+ * emit_matmul_family: the accumulators, the statement kinds the family owns
+ * (the mma and its fence, groups and waits, the row inputs' copies; the
+ * K-sums' are emit_matmul_ksum.c's), and the epilogue compute, the signal
+ * consumer's included.
  *
  * Each consumer warpgroup holds 64 rows of the CTA's 128 x N tile as N / 2
  * f32 registers a thread (wgmma's fragment: thread (warp w, lane l) holds

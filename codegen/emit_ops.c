@@ -5,6 +5,8 @@
  * bool.  The row and matmul families keep every value in an f32 register
  * (emit_op_text); the pointwise family gives each value a register of its
  * type and converts operands to the type an op computes in (emit_op_typed).
+ * A template's $i is the element's index (Emit.elem_index, rand_like's),
+ * which only the pointwise family sets.
  */
 #include <math.h>
 #include <string.h>

@@ -7,6 +7,9 @@
  * 8 of fp8, int8 or bool, 2 x 16 of f32 and int32, 4 x 16 of int64), each op
  * one expression (emit_op_typed) over a thread's 8 elements, in registers of
  * the value's type: float for every float dtype, else the integer's or bool.
+ * An input broadcast along a leading dim (VIEW_ROW_AT, VIEW_COL_AT) is read
+ * in place at its row's offset (KParam.at); the element's row-major index
+ * in the view is rand_like's (Emit.elem_index).
  */
 #include "codegen.h"
 
