@@ -1,0 +1,439 @@
+/*
+ * test_lower_reduction.c: the row-reduction family lowered from a spec and taken
+ * through the kernel passes: which loop is buffered (the row loop, a wide
+ * row's chunk loop), the levels of its reductions (online softmax, a
+ * one-pass variance), a row streamed in chunks, one CTA a row in registers
+ * (the default where it fits), and the errors of its lowering.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../compiler/compiler.h"
+#include "../../passes/passes.h"
+
+#include "fixture.h"
+#include "passes_helpers.h"
+
+#define NORM_SPEC(width, sched) \
+	"fusion: ln\nsizes: {M: 512, N: " width "}\ninputs:\n  x: {dtype: bf16, shape: [M, N]}\n" \
+	"  w: {dtype: bf16, shape: [N]}\n  b: {dtype: bf16, shape: [N]}\n" \
+	"ops:\n  - {out: y, op: layernorm, in: [x, w, b]}\noutputs:\n  y: {dtype: bf16}\n" sched
+
+#define SOFTMAX_SPEC(width) \
+	"fusion: sm\nsizes: {M: 64, N: " width "}\ninputs:\n  x: {dtype: bf16, shape: [M, N]}\n" \
+	"ops:\n  - {out: y, op: softmax, in: [x]}\noutputs:\n  y: {dtype: bf16}\n"
+
+
+/*
+ * Row reductions: the persistent row loop is the buffered one (a stage is a
+ * whole row, sized for the compile-time width), filled by one bulk copy of
+ * the row's bytes under one expect_tx of the same runtime count; weights
+ * stay in global.
+ */
+static void
+lower_reduction_buffers_the_row_loop(void **state)
+{
+	Fixture *t = *state;
+	Kernel *k = lower_spec(t, NORM_SPEC("1000", "schedule: {persistent: true}\n"));
+	Stmt *main_ = k->body->body[find(k->body, ST_LOOP) + 1], *issue, *ld;
+
+	assert_int_equal(k->family, FAM_REDUCTION);
+	assert_int_equal(k->row.cap, 1024);
+	assert_int_equal(k->tile_rows, 1);
+	assert_int_equal(k->param[1].kind, PK_PTR);
+	assert_int_equal(k->param[1].view, VIEW_FULL);
+	assert_int_equal(k->param[2].kind, PK_PTR);
+	assert_int_equal(k->param[2].view, VIEW_ROW);
+	assert_int_equal(main_->u.loop.cb->part, CB_MAIN);
+	assert_int_equal(main_->u.loop.kind, LOOP_TILE);
+	assert_int_equal(main_->u.loop.cb->stage_bytes, 1024 * 2);
+	issue = main_->body[0];
+	assert_int_equal(issue->nbody, 2);
+	assert_int_equal(issue->body[0]->kind, ST_EXPECT_TX);
+	assert_int_equal(issue->body[0]->u.mbar.bytes, 0);
+	assert_string_equal(expr(t, issue->body[0]->u.mbar.more), "(min(1024, cols) * 2)");
+	ld = issue->body[1];
+	assert_int_equal(ld->kind, ST_TMA_LOAD);
+	assert_int_equal(ld->u.tma.param, 1);
+	assert_string_equal(expr(t, ld->u.tma.slot), expr(t, issue->body[0]->u.mbar.barslot));
+	assert_string_equal(expr(t, kir_bulk_bytes(&t->c, k, ld)), expr(t, issue->body[0]->u.mbar.more));
+	assert_int_equal(census(main_).kind[ST_EXPECT_TX], 1);
+	assert_int_equal(census(main_).kind[ST_TMA_LOAD], 1);  /* w and b are not loaded into stages */
+	assert_int_equal(census(main_).kind[ST_MBAR_WAIT], 1);
+	/* the row is held in registers: the compute's first block reduction releases the stage, no barrier of sync's */
+	assert_int_equal(k->row.steps, 1);
+	assert_true(main_->body[find(main_, ST_COMPUTE)]->u.compute.releases);
+	assert_int_equal(census(main_).kind[ST_SYNC], 0);
+	/* the epilogue keeps no empty issue block: the only statements with bodies are itself and the compute's */
+	assert_int_equal(census(k->body->body[find(k->body, ST_LOOP) + 2]).kind[ST_IF], 0);
+	assert_int_equal(census(k->body->body[find(k->body, ST_LOOP) + 2]).kind[ST_TMA_LOAD], 0);
+}
+
+/*
+ * A stage filled by a loop of loads (its chunks): the enclosing loop is the
+ * buffered one, the chunk loop gets no counter of its own, and its loads
+ * share one expect_tx of the whole stage, placed before the loop.
+ */
+static void
+circular_buffer_chunk_loop_fills_one_stage(void **state)
+{
+	Fixture *t = *state;
+	Comp *c = &t->c;
+	Kernel *k = new_kernel(c, 1, false);
+	int n = kernel_add_param(c, k, PK_SIZE, "n");
+	Stmt *loop, *issue, *chunks, *ld, *compute, *main_;
+
+	k->param[n].var = kernel_add_var(c, k, "n");
+	k->stages_hint = 3;
+	loop = st_loop(c, kernel_add_var(c, k, "i"), ex_int(c, 0), ex_var(c, k->param[n].var), LOOP_TILE);
+	st_append(c, k->body, loop);
+	issue = st_if(c, ex_leaf(c, EX_ELECT));
+	st_append(c, loop, issue);
+	chunks = st_loop(c, kernel_add_var(c, k, "ch"), ex_int(c, 0), ex_int(c, 4), LOOP_CHUNK);
+	st_append(c, issue, chunks);
+	ld = st_new(c, ST_TMA_LOAD);
+	ld->u.tma.buf = 1;
+	ld->u.tma.param = 1;
+	ld->u.tma.slot = ex_int(c, 0);
+	ld->u.tma.off = ex_bin(c, EX_MUL, ex_var(c, chunks->u.loop.var), ex_int(c, 1024));
+	ld->u.tma.row = ex_var(c, loop->u.loop.var);
+	ld->u.tma.col = ex_int(c, 0);
+	st_append(c, chunks, ld);
+	compute = st_new(c, ST_COMPUTE);
+	VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->buf = 1;
+	compute->reads[0].slot = ex_int(c, 0);
+	compute->u.compute.row = ex_var(c, loop->u.loop.var);
+	compute->u.compute.col = ex_int(c, 0);
+	st_append(c, loop, compute);
+	c->kernel = k;
+	run_pass(t, pass_circular_buffer, "circular_buffer");
+
+	main_ = k->body->body[find(k->body, ST_LOOP) + 1];
+	assert_non_null(main_->u.loop.cb);
+	assert_int_equal(main_->u.loop.cb->part, CB_MAIN);
+	assert_int_equal(main_->u.loop.cb->stages, 3);
+	issue = main_->body[0];
+	assert_int_equal(issue->body[0]->kind, ST_EXPECT_TX);
+	assert_int_equal(issue->body[0]->u.mbar.bytes, 16 * 256 * 2);  /* the whole stage, once */
+	assert_null(issue->body[0]->u.mbar.more);
+	chunks = issue->body[1];
+	assert_int_equal(chunks->u.loop.kind, LOOP_CHUNK);
+	assert_null(chunks->u.loop.cb);
+	assert_null(chunks->u.loop.lin);
+	assert_string_equal(expr(t, chunks->body[0]->u.tma.slot), expr(t, issue->body[0]->u.mbar.barslot));
+	assert_string_equal(expr(t, chunks->body[0]->u.tma.slot), "((i + 2) % 3)");
+	assert_int_equal(census(main_).kind[ST_EXPECT_TX], 1);
+	/* the epilogue keeps no empty chunk loop: the only loop is itself */
+	assert_int_equal(census(k->body->body[find(k->body, ST_LOOP) + 2]).kind[ST_LOOP], 1);
+}
+
+/* A row too wide for registers is re-read from its stage by every pass: the release barrier stays. */
+static void
+lower_reduction_wide_row_keeps_the_release(void **state)
+{
+	Fixture *t = *state;
+	Kernel *k = lower_spec(t, NORM_SPEC("32768", ""));
+	Stmt *main_ = k->body->body[find(k->body, ST_LOOP) + 1];
+
+	assert_int_equal(k->threads, 1024);
+	assert_int_equal(k->row.steps, 0);
+	assert_int_equal(main_->u.loop.cb->part, CB_MAIN);
+	assert_false(main_->body[find(main_, ST_COMPUTE)]->u.compute.releases);
+	assert_int_equal(census(main_).kind[ST_SYNC], 1);
+	assert_int_equal(main_->body[main_->nbody - 1]->kind, ST_SYNC);  /* right after the compute */
+}
+
+/*
+ * A row wider than a stage holds streams in chunks: the loop nest is row ->
+ * pass -> chunk, the chunk loop is the buffered one (its stage counter runs
+ * on across passes and rows), each chunk (of x, and of the weights) arrives
+ * by one bulk copy of its bytes, the main loop releases each stage after the chunk's compute, and
+ * the epilogue is followed by one release before the next pass's prologue.
+ * layernorm takes two passes: the mean and the variance together (Welford),
+ * then the outputs.
+ */
+static void
+lower_reduction_streams_wide_rows(void **state)
+{
+	Fixture *t = *state;
+	Kernel *k = lower_spec(t, NORM_SPEC("40000", ""));
+	Stmt *rows = k->body->body[find(k->body, ST_LOOP)], *passes, *pro, *main_, *epi, *issue;
+	int j;
+
+	assert_int_equal(k->row.chunk, 4096);
+	assert_int_equal(k->row.cap, 0);
+	assert_int_equal(k->row.passes, 2);
+	assert_int_equal(k->threads, 512);
+	assert_int_equal(rows->u.loop.kind, LOOP_TILE);
+	assert_null(rows->u.loop.cb);
+	assert_int_equal(rows->body[find(rows, ST_COMPUTE)]->u.compute.phase, ROW_BEGIN);
+	passes = rows->body[find(rows, ST_LOOP)];
+	assert_null(passes->u.loop.cb);
+	assert_string_equal(expr(t, passes->u.loop.hi), "2");
+	j = find(passes, ST_LOOP);
+	pro = passes->body[j];
+	main_ = passes->body[j + 1];
+	epi = passes->body[j + 2];
+	assert_int_equal(pro->u.loop.cb->part, CB_PROLOGUE);
+	assert_int_equal(main_->u.loop.cb->part, CB_MAIN);
+	assert_int_equal(epi->u.loop.cb->part, CB_EPILOGUE);
+	assert_int_equal(main_->u.loop.cb->stages, 4);
+	assert_int_equal(main_->u.loop.cb->stage_bytes, 3 * 4096 * 2);  /* x, and w and b: weights stream with the chunk */
+	assert_string_equal(expr(t, main_->u.loop.lin), "((((i * 2) + pass) * nchunks) + ch)");
+	issue = main_->body[0];
+	assert_int_equal(issue->body[0]->kind, ST_EXPECT_TX);
+	/* one expect_tx of the three copies' bytes (x, w, b) */
+	assert_string_equal(expr(t, issue->body[0]->u.mbar.more),
+	                    "(((min(4096, (cols - ((ch + 3) * 4096))) * 2) + (min(4096, (cols - ((ch + 3) * 4096))) * 2)) + "
+	                    "(min(4096, (cols - ((ch + 3) * 4096))) * 2))");
+	assert_int_equal(census(issue).kind[ST_TMA_LOAD], 3);
+	assert_int_equal(census(main_).kind[ST_MBAR_WAIT], 1);
+	assert_int_equal(census(main_).kind[ST_SYNC], 1);
+	assert_int_equal(main_->body[main_->nbody - 1]->kind, ST_SYNC);
+	assert_int_equal(main_->body[main_->nbody - 2]->u.compute.phase, ROW_CHUNK);
+	assert_int_equal(census(epi).kind[ST_SYNC], 0);
+	assert_int_equal(passes->body[j + 3]->kind, ST_SYNC);  /* the next prologue refills what the epilogue read */
+	assert_int_equal(passes->body[j + 4]->u.compute.phase, ROW_PASS_END);
+	assert_int_equal(rows->body[rows->nbody - 1]->u.compute.phase, ROW_END);
+}
+
+/* The levels of softmax's reductions: max 1, sum 2; streamed, the sum joins the max's pass (online). */
+static void
+row_levels_online_softmax(void **state)
+{
+	Fixture *t = *state;
+	Kernel *k = lower_spec(t, SOFTMAX_SPEC("4096"));
+	const Fusion *f = k->fusion;
+	int *level = test_malloc((size_t)f->ntensor * sizeof *level);
+	int *online = test_malloc((size_t)f->ntensor * sizeof *online);
+	int i, max = 0, sum = 0;
+
+	for (i = 1; i < f->nop; i++) {
+		if (f->op[i].kind == OP_MAX)
+			max = f->op[i].out;
+		if (f->op[i].kind == OP_SUM)
+			sum = f->op[i].out;
+	}
+	assert_true(max && sum);
+	assert_int_equal(k->row.chunk, 0);
+	assert_int_equal(kir_row_levels(k, level, online), 2);
+	assert_int_equal(level[max], 1);
+	assert_int_equal(level[sum], 2);
+	assert_int_equal(online[sum], 0);
+	k->row.chunk = 4096;  /* the same fusion, streamed */
+	assert_int_equal(kir_row_levels(k, level, online), 1);
+	assert_int_equal(level[sum], 1);
+	assert_int_equal(online[sum], max);
+	assert_int_equal(online[max], 0);
+	test_free(level);
+	test_free(online);
+}
+
+/*
+ * Which reductions share a pass when streamed: a variance about its own
+ * mean (layernorm's, or one written by hand) does; a sum of squares, or a
+ * mean of squares about another reduction (the max), does not.
+ */
+static void
+row_levels_one_pass_variance(void **state)
+{
+	Fixture *t = *state;
+	static const char spec[] =
+		"fusion: v\nsizes: {M: 4, N: 40000}\ninputs:\n  x: {dtype: bf16, shape: [M, N]}\nops:\n"
+		"  - {out: m, op: mean, in: [x]}\n  - {out: d, op: sub, in: [x, m]}\n"
+		"  - {out: dd, op: mul, in: [d, d]}\n  - {out: v, op: mean, in: [dd]}\n"
+		"  - {out: ss, op: sum, in: [dd]}\n  - {out: mx, op: max, in: [x]}\n"
+		"  - {out: g, op: sub, in: [x, mx]}\n  - {out: gg, op: mul, in: [g, g]}\n"
+		"  - {out: gs, op: mean, in: [gg]}\n"
+		"outputs:\n  v: {dtype: f32}\n  ss: {dtype: f32}\n  gs: {dtype: f32}\n";
+	Kernel *k = lower_spec(t, spec);
+	const Fusion *f = k->fusion;
+	int *level = test_malloc((size_t)f->ntensor * sizeof *level);
+	int *online = test_malloc((size_t)f->ntensor * sizeof *online);
+	int i, m = 0, v = 0, ss = 0, gs = 0;
+
+	for (i = 1; i < f->ntensor; i++) {
+		m = strcmp(f->tensor[i].name, "m") ? m : i;
+		v = strcmp(f->tensor[i].name, "v") ? v : i;
+		ss = strcmp(f->tensor[i].name, "ss") ? ss : i;
+		gs = strcmp(f->tensor[i].name, "gs") ? gs : i;
+	}
+	assert_int_equal(k->row.chunk, 4096);
+	assert_int_equal(kir_row_levels(k, level, online), 2);
+	assert_int_equal(level[v], 1);
+	assert_int_equal(online[v], m);
+	assert_int_equal(level[ss], 2);
+	assert_int_equal(online[ss], 0);
+	assert_int_equal(level[gs], 2);
+	assert_int_equal(online[gs], 0);
+	assert_int_equal(k->row.passes, 2);  /* no full-row output: the second level's pass is the last */
+	test_free(level);
+	test_free(online);
+}
+
+/* A streamed softmax reads each row twice: max and sum in one pass, then the outputs. */
+static void
+lower_reduction_online_softmax_passes(void **state)
+{
+	Fixture *t = *state;
+	Kernel *k = lower_spec(t, SOFTMAX_SPEC("100000"));
+
+	assert_int_equal(k->row.chunk, 4096);
+	assert_int_equal(k->row.passes, 2);
+}
+
+/*
+ * One CTA a row: a row in registers is loaded straight from global memory
+ * (no buffer, no barrier, nothing for circular_buffer or sync to place); a
+ * row re-read from shared memory takes one stage; a streamed row still
+ * pipelines its chunks.
+ */
+static void
+lower_reduction_one_cta_a_row(void **state)
+{
+	Fixture *t = *state;
+	Kernel *k = lower_spec(t, NORM_SPEC("1000", "schedule: {persistent: false}\n"));
+
+	assert_false(k->persistent);
+	assert_true(k->row.direct);
+	assert_int_equal(k->nbuf, 1);   /* [0] unused: no buffer */
+	assert_int_equal(k->nbar, 1);
+	assert_false(kir_has_load(k->body));
+	reset_comp(t);
+	k = lower_spec(t, NORM_SPEC("1000", "schedule: {persistent: false, stages: 1}\n"));
+	assert_false(k->row.direct);
+	assert_int_equal(k->buf[1].stages, 1);
+	reset_comp(t);
+	k = lower_spec(t, NORM_SPEC("1000", "schedule: {persistent: true}\n"));
+	assert_true(k->persistent);
+	assert_false(k->row.direct);
+	assert_int_equal(k->buf[1].stages, 2);
+	reset_comp(t);
+	k = lower_spec(t, NORM_SPEC("20000", "schedule: {persistent: false}\n"));
+	assert_int_equal(k->row.steps, 0);   /* re-read from shared memory: staged */
+	assert_false(k->row.direct);
+	assert_int_equal(k->buf[1].stages, 1);
+	reset_comp(t);
+	k = lower_spec(t, NORM_SPEC("40000", "schedule: {persistent: false}\n"));
+	assert_false(k->persistent);
+	assert_int_equal(k->row.chunk, 4096);
+	assert_int_equal(k->buf[1].stages, 4);
+}
+
+/*
+ * The default for a row in registers: one CTA a row, loaded straight from
+ * global memory, unless the schedule asks for the pipeline.  A row with two
+ * levels of reductions that keeps no computed values between its passes
+ * (layernorm; not softmax, which keeps exp's) takes 32 elements a thread, at
+ * 40 warps an SM; a row with one level (rmsnorm) is loaded again for the
+ * output pass (row.reread), at 64 warps; others hold 16, at 48 warps.  After
+ * a spill (Comp.row_fallback, which compile_kernel sets and test_api checks
+ * end to end) 32 and reread drop to 16 held, and 16 to the persistent
+ * pipeline unless the schedule asks for one CTA a row.
+ */
+static void
+lower_reduction_direct_by_default(void **state)
+{
+	Fixture *t = *state;
+#define ROWS(inputs, op, sched) \
+	"fusion: d\nsizes: {M: 512, N: 4096}\ninputs:\n" inputs "ops:\n" op "outputs:\n  y: {dtype: bf16}\n" sched
+#define X "  x: {dtype: bf16, shape: [M, N]}\n"
+#define W "  w: {dtype: bf16, shape: [N]}\n"
+#define LN ROWS(X W "  b: {dtype: bf16, shape: [N]}\n", "  - {out: y, op: layernorm, in: [x, w, b]}\n", "")
+#define RMS(sched) ROWS(X W, "  - {out: y, op: rmsnorm, in: [x, w]}\n", sched)
+	/* threads 0: the persistent pipeline (256 threads, 2 steps, staged); REREAD: row.reread */
+	static const struct { const char *spec; RowFallback fallback; int threads, steps; bool reread; } cases[] = {
+		{ROWS(X, "  - {out: y, op: softmax, in: [x]}\n", ""), ROW_FB_NONE, 256, 2, false},
+		{RMS(""), ROW_FB_NONE, 256, 2, true},
+		{RMS(""), ROW_FB_HELD, 256, 2, false},
+		{LN, ROW_FB_NONE, 128, 4, false},
+		{LN, ROW_FB_HELD, 256, 2, false},
+		{LN, ROW_FB_PIPELINE, 0, 2, false},
+		{ROWS(X "  r: {dtype: bf16, shape: [M, N]}\n",
+		      "  - {out: h, op: add, in: [x, r]}\n  - {out: y, op: softmax, in: [h]}\n", ""), ROW_FB_NONE, 256, 2, false},
+		{RMS("schedule: {persistent: true}\n"), ROW_FB_NONE, 0, 2, false},
+		{RMS("schedule: {stages: 2}\n"), ROW_FB_NONE, 0, 2, false},
+		{RMS(""), ROW_FB_PIPELINE, 0, 2, false},
+		{RMS("schedule: {persistent: false}\n"), ROW_FB_PIPELINE, 256, 2, false},
+		{RMS("schedule: {persistent: false}\n"), ROW_FB_NONE, 256, 2, true},
+	};
+#undef RMS
+#undef LN
+#undef ROWS
+#undef X
+#undef W
+	int i;
+
+	for (i = 0; i < countof(cases); i++) {
+		bool direct = cases[i].threads > 0;
+		Kernel *k;
+
+		reset_comp(t);
+		t->c.row_fallback = cases[i].fallback;
+		k = lower_spec(t, cases[i].spec);
+		if (k->row.direct != direct || k->row.steps != cases[i].steps ||
+		    k->threads != (direct ? cases[i].threads : 256))
+			fail_msg("case %d: row.direct %d, %d threads, %d steps; expected %d, %d, %d", i, k->row.direct,
+			         k->threads, k->row.steps, direct, direct ? cases[i].threads : 256, cases[i].steps);
+		assert_int_equal(k->row.deep, cases[i].steps == 4);
+		assert_int_equal(k->row.reread, cases[i].reread);
+		assert_int_equal(k->persistent, !direct);
+		assert_int_equal(kir_has_load(k->body), !direct);
+	}
+}
+
+static void
+lower_reduction_errors(void **state)
+{
+	Fixture *t = *state;
+	static const char *const bad[][2] = {
+		{NORM_SPEC("3000000000", ""), "rows of 3000000000 elements are wider than a reduction kernel takes"},
+		{NORM_SPEC("1024", "schedule: {warp_specialize: true}\n"),
+		 "warp specialization of reduction kernels is not implemented yet"},
+		/* hints a row kernel cannot honour point at the hint, not silently dropped */
+		{NORM_SPEC("1024", "schedule: {tile: [2, 1024]}\n"),
+		 ":11:18: error: 'tile' does not apply to row-reduction kernels"},
+		{NORM_SPEC("1024", "schedule: {store: tma}\n"),
+		 ":11:19: error: 'store' does not apply to row-reduction kernels"},
+		{NORM_SPEC("1024", "schedule: {consumers: pingpong}\n"),
+		 ":11:23: error: 'consumers' applies to matmul kernels"},
+		{NORM_SPEC("1024", "schedule: {cluster: [2, 1]}\n"),
+		 ":11:21: error: 'cluster' is not implemented for row-reduction kernels yet"},
+		{NORM_SPEC("40000", "schedule: {signal: per_tile}\n"),
+		 ":11:20: error: 'signal' is not implemented for row-reduction kernels yet"},
+	};
+	int i;
+
+	for (i = 0; i < countof(bad); i++) {
+		reset_comp(t);
+		lower_fails(t, bad[i][0]);
+		if (!strstr(t->msg, bad[i][1]))
+			fail_msg("expected '%s' in: %s", bad[i][1], t->msg);
+	}
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(lower_reduction_buffers_the_row_loop, setup, teardown),
+		cmocka_unit_test_setup_teardown(circular_buffer_chunk_loop_fills_one_stage, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_reduction_wide_row_keeps_the_release, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_reduction_streams_wide_rows, setup, teardown),
+		cmocka_unit_test_setup_teardown(row_levels_online_softmax, setup, teardown),
+		cmocka_unit_test_setup_teardown(row_levels_one_pass_variance, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_reduction_online_softmax_passes, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_reduction_one_cta_a_row, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_reduction_direct_by_default, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_reduction_errors, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
