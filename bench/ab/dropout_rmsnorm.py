@@ -15,10 +15,10 @@ res read, h and y written), so the two kernels' extra read of h caps their share
 Checks, outputs poisoned first: (1) at p = 0, h is x + res bit for bit and y within atol 1e-2, rtol 1.6e-2
 (tests/python/test_torch.py's bf16 tolerance) of torch's rmsnorm in f32 cast to bf16; (2) at P, a check
 kernel of the same seed and offset that also writes the kept mask (bool, not timed): the timed kernel's h
-equals its h bit for bit, the fraction dropped is within 1% of P (relative), dropped elements have h equal
-to res exactly, h is within the bf16 tolerance above of torch's where(mask, x / (1 - P), 0) + res in f32,
-and y within it of torch's rmsnorm of that h (torch's random numbers are not wsfuse's, so the mask is
-wsfuse's).  Then do_bench's median with L2 flushed.  Prints per shape and round: wsfuse's time (us; the
+equals its h bit for bit, the fraction dropped is within 1% of P (relative; 5 standard deviations where
+those are more: below 2.3M elements at P = 0.1), dropped elements have h equal to res exactly, h is
+within the bf16 tolerance above of torch's where(mask, x / (1 - P), 0) + res in f32, and y within it of
+torch's rmsnorm of that h (torch's random numbers are not wsfuse's, so the mask is wsfuse's).  Then do_bench's median with L2 flushed.  Prints per shape and round: wsfuse's time (us; the
 dropout kernel's and the rmsnorm's), torch.compile's, compile / wsfuse, the copy's and its share of
 wsfuse's time.
 """
@@ -91,7 +91,8 @@ def check(ctx, p, x, res, w, seed, offset, h, y):
         assert keep.all().item(), "p = 0 keeps all"
     else:
         dropped = 1.0 - keep.float().mean().item()
-        assert abs(dropped - p) <= 0.01 * p, ("fraction dropped", dropped, p)
+        tol = max(0.01 * p, 5 * (p * (1 - p) / keep.numel()) ** 0.5)   # 1%, or 5 sigma of a small tensor's
+        assert abs(dropped - p) <= tol, ("fraction dropped", dropped, p, tol)
         assert torch.equal(h[~keep], res[~keep]), "dropped: h is res"
         print(f"p = {p}: {dropped:.5f} dropped", flush=True)
     href = (torch.where(keep, x.float() * (1.0 / (1.0 - p)), 0.0) + res.float()).to(torch.bfloat16)
