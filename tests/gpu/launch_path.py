@@ -86,7 +86,8 @@ def main():
 
         cases = [(lambda: g.launch(x.cpu(), w, y), "argument 'x': expected a CUDA torch tensor"),
                  (lambda: g.launch(x, w, "y"), "argument 'y': expected a CUDA torch tensor"),
-                 (lambda: g.launch(x.to(torch.int32), w, y), "argument 'x': dtype torch.int32 is not supported"),
+                 (lambda: g.launch(x.to(torch.int32), w, y), "argument 'x': dtype int32, expected bf16"),
+                 (lambda: g.launch(x.to(torch.complex64), w, y), "argument 'x': dtype torch.complex64 is not supported"),
                  (lambda: g.launch(x, w), "takes 3 arguments"),
                  (lambda: g.launch(x.float(), w, y), "'x'")]
         for fn, want in cases:
