@@ -469,7 +469,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 	int *level = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *level);
 	bool *done = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *done);
 	bool *need, *target, *have = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *have), outs;
-	int i, j, L, maxl = kir_row_levels(k, level, NULL), nred = 0;
+	int i, j, L, maxl = kir_row_levels(f, k->row.chunk > 0, level, NULL), nred = 0;
 
 	emit_line(e, "{   // compute row %s: %s", emit_expr_str(e, s->u.compute.row), s->comment ? s->comment : "");
 	e->depth++;
@@ -700,7 +700,7 @@ emit_chunk_compute(Emit *e, const Stmt *s)
 	int *level = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *level);
 	int *online = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *online);
 	bool *done = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *done);
-	int i, j, L, maxl = kir_row_levels(k, level, online), nred = 0;
+	int i, j, L, maxl = kir_row_levels(f, k->row.chunk > 0, level, online), nred = 0;
 	const char *pass = s->u.compute.pass ? emit_expr_str(e, s->u.compute.pass) : NULL;
 
 	/* per-row inputs and the per-row values that need no reduction: ROW_BEGIN sets them */

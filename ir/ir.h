@@ -12,10 +12,9 @@
  *               kinds are the rows of stmts.h (as ops are of ops.h)
  *   dot.c       Graphviz pictures of the fusion DAG and of a kernel
  *
- * Memory: everything a compilation makes lives in one Arena owned by its Comp.
- * Nothing is freed piecemeal; arena_free() releases it all.  An allocation that
- * fails jumps to the Comp's out-of-memory handler (set in compiler/), so
- * no caller checks for NULL.
+ * Memory: everything a compilation makes lives in one Arena owned by its Comp,
+ * released all at once by arena_free().  An allocation that fails jumps to the
+ * Comp's out-of-memory handler (set in compiler/): no caller checks for NULL.
  *
  * Ids: tensors, ops and size variables live in arrays and are named by small
  * integer ids.  Id 0 is "none" in every array, as zero is in every enum.
@@ -100,6 +99,7 @@ typedef struct Pass Pass;
 typedef struct Fusion Fusion;
 typedef struct Kernel Kernel;
 typedef struct MatmulSchedule MatmulSchedule;   /* passes/matmul.h */
+typedef struct RowSchedule RowSchedule;         /* ir/plan.h */
 
 /* One bound size variable from the context (-D NAME=VALUE or wsf_set_size). */
 typedef struct SizeBinding {
@@ -108,12 +108,12 @@ typedef struct SizeBinding {
 } SizeBinding;
 
 /*
- * How far lowering falls back after a direct row kernel spilled registers
- * (Comp.row_fallback; the compile driver reads ptxas's count and lowers again:
- * LowerFamily.spill_retry).
+ * How far the row plan falls back after a direct row kernel spilled registers
+ * (Comp.row_fallback; the compile driver reads ptxas's count, the spill retry
+ * plans the row again, LowerFamily.spill_retry, and the kernel passes rerun).
  */
 typedef enum RowFallback {
-	ROW_FB_NONE,     /* the row forms lowering prefers (RowPlan.deep, reread) */
+	ROW_FB_NONE,     /* the row forms the planner prefers (RowPlan.deep, reread) */
 	ROW_FB_HELD,     /* 16 elements a thread held in registers at 48 warps an SM */
 	ROW_FB_PIPELINE  /* the persistent pipeline, unless the schedule asks for one CTA a row */
 } RowFallback;
@@ -150,7 +150,7 @@ typedef struct Comp {
 
 	Fusion *fusion;         /* set by the front end */
 	Kernel *kernel;         /* set by lowering */
-	RowFallback row_fallback; /* set by row_spill_retry when a direct row kernel spilled registers */
+	RowFallback row_fallback; /* what the row is planned under; row_spill_retry sets it after a spill */
 } Comp;
 
 /* Reports an error at P (P.line 0: no position); always returns -1. */
@@ -431,6 +431,7 @@ struct Fusion {
 	bool inferred;    /* every value has a dtype and shape (passes/infer.c) */
 	Family family;    /* set by passes/schedule.c */
 	const MatmulSchedule *mm;   /* the matmul family's groups and plan, set by schedule.c; else NULL */
+	const RowSchedule *row;     /* the row-reduction family's plan (schedule_row.c); else NULL */
 };
 
 Fusion *fusion_new(Comp *c);
@@ -1001,7 +1002,6 @@ const PointwisePlan *kernel_pw(const Kernel *k);
  */
 int kernel_consumer_groups(const Kernel *k);
 
-
 Kernel *kernel_new(Comp *c, Fusion *f);
 int kernel_add_var(Comp *c, Kernel *k, const char *name);
 int kernel_add_param(Comp *c, Kernel *k, ParamKind kind, const char *name);
@@ -1096,15 +1096,15 @@ bool st_writes_buf(const Stmt *s, int buf);
 /* A TMA load or store on a pointer (a 1-D bulk copy): its byte count, a runtime expression; else NULL. */
 Expr *kir_bulk_bytes(Comp *c, const Kernel *k, const Stmt *copy);
 /*
- * The pass over a row in which each fusion tensor of row-reduction kernel K
- * is known (LEVEL[t], ntensor entries): the number of reductions on its
- * longest path from the inputs.  With chunks (K->row.chunk), a reduction
+ * The pass over a row in which each tensor of row-reduction fusion F is
+ * known (LEVEL[t], ntensor entries): the number of reductions on its
+ * longest path from the inputs.  CHUNKED (RowPlan.chunk): a reduction
  * that can share the pass of an earlier one joins it: sum(exp(a - max(a)))
  * (online softmax) and mean((a - mean(a))^2) (a variance by Welford and
  * Chan); ONLINE[t] (may be NULL) is then that earlier reduction's tensor,
  * else 0.  Returns the highest level.
  */
-int kir_row_levels(const Kernel *k, int *level, int *online);
+int kir_row_levels(const Fusion *f, bool chunked, int *level, int *online);
 /*
  * Does a row held in registers keep fusion tensor T's values from the pass
  * that computes them to the later ones: an input (a load), or a result that

@@ -746,9 +746,8 @@ kir_row_kept(const Fusion *f, int t)
 }
 
 int
-kir_row_levels(const Kernel *k, int *level, int *online)
+kir_row_levels(const Fusion *f, bool chunked, int *level, int *online)
 {
-	const Fusion *f = k->fusion;
 	int i, j, maxl = 0;
 
 	for (i = 0; i < f->ntensor; i++) {
@@ -758,7 +757,7 @@ kir_row_levels(const Kernel *k, int *level, int *online)
 	}
 	for (i = 1; i < f->nop; i++) {
 		const Op *o = &f->op[i];
-		int l = 0, m = kernel_row(k)->chunk ? one_pass_with(f, o) : 0;
+		int l = 0, m = chunked ? one_pass_with(f, o) : 0;
 
 		for (j = 1; j < i && m; j++)  /* one partner a reduction: the first */
 			if (one_pass_with(f, &f->op[j]) == m)

@@ -2,14 +2,16 @@
  * plan.h: the kernel families' plans, which a Kernel holds in a union by
  * its family (ir.h struct Kernel): a row reduction's RowPlan, a matmul's
  * MatmulPlan with its K strategy (KSum, ksum_rule, KSumSize), a pointwise
- * kernel's PointwisePlan.  Included by ir.h alone, after the types it uses.
+ * kernel's PointwisePlan; and the row-reduction fusion's RowSchedule
+ * (Fusion.row).  Included by ir.h alone, after the types it uses.
  */
 #ifndef WSFUSE_IR_PLAN_H
 #define WSFUSE_IR_PLAN_H
 
 /*
- * A row-reduction kernel's plan, chosen by lowering: how its rows are held.
- * Zero in every other family's kernel.
+ * A row-reduction kernel's plan: how its rows are held.  Planned with the
+ * kernel's shape (RowSchedule) by plan_row, lowering's copy in Kernel.row;
+ * zero in every other family's kernel.
  */
 typedef struct RowPlan {
 	int cap;                 /* the widest row (elements) the buffers hold */
@@ -27,6 +29,28 @@ typedef struct RowPlan {
 	                            registers) */
 	View *view;              /* each fusion tensor's view of the row domain */
 } RowPlan;
+
+/*
+ * A row-reduction fusion's plan (Fusion.row): its RowPlan and the kernel's
+ * shape, which plan_row (passes/schedule_row.c) decides from the fusion, its
+ * schedule and a spill fallback alone, before any IR is built; lowering
+ * copies it into the Kernel.  Planned by the schedule pass under
+ * Comp.row_fallback, and again by the family's spill retry.
+ */
+struct RowSchedule {
+	RowFallback fallback;    /* the fallback it was planned under */
+	int domain;              /* the rows: the input of the first reduction (Kernel.domain) */
+	int64_t width;           /* its last dim at the sizes bound (0: unbound) */
+	bool planned;            /* the width is one a kernel takes (else plan_row planned only the views, and
+	                            lowering refuses the width) */
+	RowPlan plan;            /* Kernel.row; plan.view: every read tensor's view (VIEW_NONE: none fits,
+	                            which lowering refuses) */
+	int threads;             /* Kernel.threads and consumer_threads */
+	int tile_rows, tile_cols;   /* Kernel's: one row, or one chunk of it */
+	int stages_default;      /* Kernel's */
+	int stages_hint;         /* Kernel's: the schedule's stages, or 1 for one row a CTA */
+	bool persistent;         /* Kernel's: false for one CTA a row */
+};
 
 /* How a matmul tile's partial sums over K meet (MatmulPlan.ksum): a row each of ksum_rule. */
 typedef enum KSum {

@@ -8,11 +8,12 @@
  *   expand.c          composite ops (softmax, layernorm, rmsnorm) -> primitives
  *   infer.c           shapes, dtypes, broadcasts, axes; shape errors
  *   schedule.c        choose the kernel family and its parameters;
- *                     schedule_matmul.c, the matmul family's groups and plan
+ *                     schedule_matmul.c, the matmul family's groups and plan;
+ *                     schedule_row.c, the row-reduction family's plan
  *   lower.c           fusion IR -> kernel IR (loop nests, TMA loads, compute):
  *                     the pass, the family table, what the families share
  *   lower_pointwise.c the pointwise family: tiles of the outputs' shape
- *   lower_reduction.c the row-reduction family: whole rows, or their chunks
+ *   lower_reduction.c the row-reduction family: whole rows, or their chunks, from its plan
  *   lower_bcast.c     inputs broadcast along leading dims: their per-row offsets
  *   plan_matmul.c     the matmul family's plan (tile, cluster, split...) from
  *                     the fusion and its sizes; plan_stream_k.c, stream-K's
@@ -62,7 +63,8 @@ typedef struct LowerFamily {
 	 * The register-spill retry (NULL: none): spill_check says c->kernel must
 	 * go through ptxas whatever stage was asked, to see whether it spills;
 	 * if it did, spill_retry records how to lower it next (Comp.row_fallback)
-	 * and the compile driver runs the kernel passes again.
+	 * and plans the fusion again under it (Fusion.row), and the compile
+	 * driver runs the kernel passes again.
 	 */
 	bool (*spill_check)(const Comp *c);
 	void (*spill_retry)(Comp *c);
@@ -76,6 +78,19 @@ const LowerFamily *lower_family(Family f);
  * of matmuls, checked and planned (Fusion.mm); NULL after an error.
  */
 const MatmulSchedule *schedule_matmul(Comp *c, const Fusion *f);
+/*
+ * schedule_row.c: the row-reduction family's planner.  plan_row plans
+ * reduction fusion F under spill fallback FB into *OUT from the fusion and
+ * its schedule alone (no IR, no Kernel, no diagnostics): 0, or -1 with
+ * only OUT's views, domain and width set when the row width is unbound or
+ * wider than ROW_MAX_WIDTH (lowering refuses it).  schedule_row: F's plan
+ * under Comp.row_fallback (Fusion.row); the schedule pass calls it, and the
+ * family's spill retry after it sets Comp.row_fallback.
+ */
+int plan_row(Comp *c, const Fusion *f, RowFallback fb, RowSchedule *out);
+const RowSchedule *schedule_row(Comp *c, const Fusion *f);
+/* A streamed row's chunk (RowPlan.chunk); the widest row a reduction kernel takes (its chunk index an int). */
+enum { ROW_CHUNK_COLS = 4096, ROW_MAX_WIDTH = INT32_MAX - ROW_CHUNK_COLS };
 /*
  * The schedules a measured choice (option tune) times for matmul fusion F,
  * at most MAX into OUT: F's own first, then each with one more hint that F

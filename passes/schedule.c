@@ -5,7 +5,10 @@
  * holds (integers in pointwise kernels only), and every row stride the kernel will
  * hand to TMA a multiple of 16 bytes at the sizes known now (sizes bound
  * later are checked again at launch), and a matmul fusion's groups and
- * plan (f->mm, schedule_matmul.c), which lowering reads; breaks nothing.
+ * plan (f->mm, schedule_matmul.c) or a row-reduction fusion's plan (f->row,
+ * schedule_row.c, under Comp.row_fallback), which lowering reads as const;
+ * breaks nothing.  The family's spill retry plans a row again (f->row)
+ * when ptxas spilled; nothing else plans after this pass.
  *
  * Families, by the strongest op present:
  *   matmul     one or more matmuls of fusion inputs, then pointwise epilogue ops
@@ -167,7 +170,7 @@ check_dtypes(Comp *c, const Fusion *f)
 	return 0;
 }
 
-/* The pass: requires an inferred fusion; leaves f->family set, the fusion checked to fit it, a matmul's plan; or -1. */
+/* The pass: requires an inferred fusion; leaves f->family set, the fusion checked to fit it, its plan; or -1. */
 int
 pass_schedule(Comp *c)
 {
@@ -205,5 +208,7 @@ pass_schedule(Comp *c)
 			return -1;
 	if (f->family == FAM_MATMUL && !(f->mm = schedule_matmul(c, f)))
 		return -1;
+	if (f->family == FAM_REDUCTION)
+		f->row = schedule_row(c, f);
 	return 0;
 }

@@ -223,12 +223,12 @@ row_levels_online_softmax(void **state)
 	}
 	assert_true(max && sum);
 	assert_int_equal(k->row.chunk, 0);
-	assert_int_equal(kir_row_levels(k, level, online), 2);
+	assert_int_equal(kir_row_levels(f, k->row.chunk > 0, level, online), 2);
 	assert_int_equal(level[max], 1);
 	assert_int_equal(level[sum], 2);
 	assert_int_equal(online[sum], 0);
 	k->row.chunk = 4096;  /* the same fusion, streamed */
-	assert_int_equal(kir_row_levels(k, level, online), 1);
+	assert_int_equal(kir_row_levels(f, k->row.chunk > 0, level, online), 1);
 	assert_int_equal(level[sum], 1);
 	assert_int_equal(online[sum], max);
 	assert_int_equal(online[max], 0);
@@ -266,7 +266,7 @@ row_levels_one_pass_variance(void **state)
 		gs = strcmp(f->tensor[i].name, "gs") ? gs : i;
 	}
 	assert_int_equal(k->row.chunk, 4096);
-	assert_int_equal(kir_row_levels(k, level, online), 2);
+	assert_int_equal(kir_row_levels(f, k->row.chunk > 0, level, online), 2);
 	assert_int_equal(level[v], 1);
 	assert_int_equal(online[v], m);
 	assert_int_equal(level[ss], 2);

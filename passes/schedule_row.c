@@ -1,0 +1,200 @@
+/*
+ * schedule_row.c: the row-reduction family's part of the schedule pass
+ * (schedule.c): its plan (plan_row), each tensor's view of the rows, how a
+ * row is held (RowPlan) and the kernel's shape.  Requires a fusion that
+ * schedule.c checked for the reduction family; leaves f->row, which
+ * lowering reads as const and copies into the Kernel (Kernel.row), and
+ * builds no IR.  It reports nothing: what the plan cannot hold (a row
+ * width unbound or too wide, a tensor no view fits) lowering refuses.
+ *
+ * Who plans, and when: the schedule pass, under Comp.row_fallback
+ * (ROW_FB_NONE but in tests); after ptxas spilled a direct row kernel,
+ * the family's spill retry (lower_reduction.c) sets Comp.row_fallback and
+ * plans again (schedule_row), before the driver runs the kernel passes
+ * again.  Lowering never plans.
+ */
+#include <string.h>
+
+#include "passes.h"
+
+/* A tensor's shape against the reduction domain [rows..., cols]. */
+static View
+classify_row(const Tensor *t, const Tensor *d)
+{
+	int i, lead = d->rank - 1;
+	bool ones = true;
+
+	for (i = 0; i < t->rank; i++)
+		ones &= dim_is_one(t->dim[i]);
+	if (ones)
+		return VIEW_SCALAR;
+	if (lower_same_shape(t, d))
+		return VIEW_FULL;
+	/* a per-row value: the leading dims, then 1 (keepdim) or nothing */
+	if ((t->rank == d->rank && dim_is_one(t->dim[lead])) || t->rank == lead) {
+		bool rows = true;
+
+		for (i = 0; i < lead; i++)
+			rows &= dim_equal(t->dim[i], d->dim[i]);
+		if (rows)
+			return VIEW_COL;
+	}
+	/* a row broadcast over rows: [cols], or ones then cols */
+	if (t->rank >= 1 && dim_equal(t->dim[t->rank - 1], d->dim[lead])) {
+		for (i = 0; i + 1 < t->rank; i++)
+			if (!dim_is_one(t->dim[i]))
+				return VIEW_NONE;
+		return VIEW_ROW;
+	}
+	return VIEW_NONE;
+}
+
+/*
+ * ROW_ALIGN: row buffers hold the compile-time width rounded up to this;
+ * MAX_ROW: the widest row a stage holds; CHUNK_THREADS: the threads of a
+ * kernel that streams rows in chunks (ROW_CHUNK_COLS, 8 elements a thread).
+ */
+enum { ROW_ALIGN = 256, MAX_ROW = 32768, CHUNK_THREADS = ROW_CHUNK_COLS / 8 };
+
+/* Does a row held in registers keep computed full-row values between passes (kir_row_kept)? VIEW: each tensor's. */
+static bool
+row_keeps_values(const Fusion *f, const View *view)
+{
+	int t;
+
+	for (t = 1; t < f->ntensor; t++)
+		if (f->tensor[t].kind == TK_VALUE && view[t] == VIEW_FULL && kir_row_kept(f, t))
+			return true;
+	return false;
+}
+
+/* A row streamed in chunks, once a pass: its threads, stages and passes. */
+static void
+fit_chunks(Comp *c, const Fusion *f, RowSchedule *s, bool full_out)
+{
+	int maxl;
+
+	/*
+	 * Chunks of 4096 elements, 8 a thread, four stages (a stage holds
+	 * 8 KiB of each staged bf16 tensor): several CTAs per SM keep HBM
+	 * busy.
+	 */
+	s->plan.chunk = ROW_CHUNK_COLS;
+	s->tile_rows = 1;
+	s->tile_cols = ROW_CHUNK_COLS;
+	s->threads = CHUNK_THREADS;
+	s->stages_default = 4;
+	maxl = kir_row_levels(f, true, arena_alloc(c->arena, (size_t)f->ntensor * sizeof(int)), NULL);
+	s->plan.passes = maxl + full_out;
+}
+
+/* A row of CAP elements in one stage, or in registers (direct), under fallback FB: its threads, steps and stages. */
+static void
+fit_row(Comp *c, const Fusion *f, RowFallback fb, RowSchedule *s, int cap)
+{
+	RowPlan *r = &s->plan;
+	int j, per, least, levels;
+	bool direct;
+
+	r->cap = cap;
+	s->tile_rows = 1;
+	s->tile_cols = cap;
+	/*
+	 * Two stages: one row computed while the next lands.  With 32 warps
+	 * resident that keeps HBM busy, and more stages measured slower
+	 * (docs/perf.md: 2 beat 4 and 6 on every normalization case).
+	 */
+	s->stages_default = 2;
+	/*
+	 * One CTA a row, the row loaded straight into registers (no stage,
+	 * no TMA), as Triton does: with 48 warps an SM each keeping its
+	 * 16-byte loads in flight, HBM stays busier than with persistent
+	 * CTAs that prefetch through the stages.  The default for a row
+	 * that fits in registers, unless `persistent:` or `stages:` says
+	 * otherwise, or the kernel spilled in every direct form
+	 * (ROW_FB_PIPELINE, set by row_spill_retry before the row is
+	 * planned again): spills cost more than the pipeline gains.
+	 */
+	direct = !f->sched.stages && (f->sched.persistent == 1 || (f->sched.persistent == 0 && fb < ROW_FB_PIPELINE));
+	/*
+	 * 16 elements a thread: rows up to 16384 wide stay in registers in two
+	 * steps of 8 (codegen's register mode); wider rows take 1024 threads.
+	 * A direct row with two levels of reductions (layernorm's variance)
+	 * that keeps no computed full-row values between its passes holds
+	 * 32, in four steps, at 40 warps an SM: its loads are a smaller part
+	 * of its time, so each thread keeps more bytes in flight (softmax,
+	 * which keeps exp's f32 values, would lose so).
+	 *
+	 * A direct row with one level of reductions (rmsnorm) loads its
+	 * row again for the output pass instead of holding it across the
+	 * block reduction (the first read asks L2 to keep the row, the
+	 * second to drop it): 32 registers a thread, 64 warps an SM.  With
+	 * two levels, three reads lost.  If either kernel spills, it drops
+	 * back to 16 elements held (ROW_FB_HELD).
+	 */
+	levels = kir_row_levels(f, false, arena_alloc(c->arena, (size_t)f->ntensor * sizeof(int)), NULL);
+	r->deep = direct && fb == ROW_FB_NONE && cap / 16 <= 1024 && !row_keeps_values(f, r->view) && levels >= 2;
+	per = r->deep ? 32 : 16;
+	least = r->deep ? 128 : LOWER_THREADS;
+	s->threads = cap / per < least ? least : cap / per > 1024 ? 1024 : (cap / per + 31) / 32 * 32;
+	j = (cap + 8 * s->threads - 1) / (8 * s->threads);
+	r->steps = j <= per / 8 ? j : 0;
+	if (direct && r->steps)
+		s->persistent = false;
+	r->direct = !s->persistent && r->steps && !f->sched.stages;
+	r->reread = r->direct && fb == ROW_FB_NONE && levels == 1;
+	if (!s->persistent && !s->stages_hint)
+		s->stages_hint = 1;  /* one row a CTA: one stage (a streamed row pipelines its chunks) */
+}
+
+int
+plan_row(Comp *c, const Fusion *f, RowFallback fb, RowSchedule *out)
+{
+	const Tensor *d = NULL;
+	View *view;
+	int j, cap, row_bytes = 0;
+	bool full_out = false;
+
+	memset(out, 0, sizeof *out);
+	out->fallback = fb;
+	for (j = 1; j < f->nop && !d; j++)
+		if (op_info[f->op[j].kind].cls == CLS_REDUCE)
+			d = &f->tensor[f->op[j].in[0].tensor];
+	if (!d)
+		return -1;
+	out->domain = (int)(d - f->tensor);
+	out->width = dim_value(f, d->dim[d->rank - 1]);
+	out->persistent = f->sched.persistent != 1;
+	out->stages_hint = f->sched.stages;
+
+	/* every tensor is a full row, a per-row value, a broadcast row or a scalar (or a row or value at an offset) */
+	out->plan.view = view = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *view);
+	for (j = 1; j < f->ntensor; j++)
+		if (!f->tensor[j].unread && (view[j] = classify_row(&f->tensor[j], d)) == VIEW_NONE)
+			view[j] = lower_bcast_view(&f->tensor[j], d);
+	if (out->width <= 0 || out->width > ROW_MAX_WIDTH)
+		return -1;
+	out->planned = true;
+	for (j = 0; j < f->ninput; j++)
+		if (view[f->input[j]] == VIEW_FULL)
+			row_bytes += dtype_info[f->tensor[f->input[j]].dtype].bytes;
+	for (j = 0; j < f->nout; j++)
+		full_out |= view[f->out[j].tensor] == VIEW_FULL;
+
+	cap = (int)((out->width + ROW_ALIGN - 1) / ROW_ALIGN * ROW_ALIGN);
+	/* a stage of whole rows must fit with its two mbarriers (16 bytes), as circular_buffer.c counts */
+	if (out->width > MAX_ROW || (int64_t)cap * row_bytes + 16 > LOWER_SMEM_BUDGET)
+		fit_chunks(c, f, out, full_out);
+	else
+		fit_row(c, f, fb, out, cap);
+	return 0;
+}
+
+const RowSchedule *
+schedule_row(Comp *c, const Fusion *f)
+{
+	RowSchedule *s = arena_alloc(c->arena, sizeof *s);
+
+	plan_row(c, f, c->row_fallback, s);
+	return s;
+}
