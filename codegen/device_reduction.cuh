@@ -43,6 +43,53 @@ __device__ __forceinline__ float wsf_warp_max(float v)
 		v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
 	return v;
 }
+// The sum (or max) of V over each group of L lanes (L a power of 2, at most 32;
+// a row of RowPlan.lanes threads), returned to the group's every thread.  Every
+// lane of the warp calls these together.
+template <int L> __device__ __forceinline__ float wsf_lanes_sum(float v)
+{
+#pragma unroll
+	for (int o = L / 2; o > 0; o >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, o);
+	return v;
+}
+template <int L> __device__ __forceinline__ float wsf_lanes_max(float v)
+{
+#pragma unroll
+	for (int o = L / 2; o > 0; o >>= 1)
+		v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+	return v;
+}
+// The same over groups of L threads, L a multiple of 32 (a row of 64 to 256
+// lanes): one __syncthreads, SCRATCH as wsf_block_sum's.
+template <int L> __device__ __forceinline__ float wsf_group_sum(float v, float *scratch)
+{
+	const int warp = threadIdx.x >> 5, first = warp / (L / 32) * (L / 32);
+
+	v = wsf_warp_sum(v);
+	if ((threadIdx.x & 31) == 0)
+		scratch[warp] = v;
+	__syncthreads();
+	v = 0.0f;
+#pragma unroll
+	for (int w = 0; w < L / 32; w++)
+		v += scratch[first + w];
+	return v;
+}
+template <int L> __device__ __forceinline__ float wsf_group_max(float v, float *scratch)
+{
+	const int warp = threadIdx.x >> 5, first = warp / (L / 32) * (L / 32);
+
+	v = wsf_warp_max(v);
+	if ((threadIdx.x & 31) == 0)
+		scratch[warp] = v;
+	__syncthreads();
+	v = -__int_as_float(0x7f800000);
+#pragma unroll
+	for (int w = 0; w < L / 32; w++)
+		v = fmaxf(v, scratch[first + w]);
+	return v;
+}
 // The sum (or max) of V over the CTA, returned to every thread, at the cost of
 // one __syncthreads.  SCRATCH holds one float per warp, and every thread reads
 // it after the barrier, so the caller must not hand the same SCRATCH to another

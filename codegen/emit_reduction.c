@@ -152,6 +152,19 @@ emit_row_load(Emit *e, int t, bool whole)
 		          emit_curname(e, emit_buf_of(e->k, t)));
 }
 
+/* The thread's index in its row, and the threads of a row: the CTA's, or its lanes' (RowPlan.lanes). */
+static const char *
+row_tid(const Emit *e)
+{
+	return e->k->row.lanes ? "wsf_lane" : "threadIdx.x";
+}
+
+static int
+row_nthreads(const Emit *e)
+{
+	return e->k->row.lanes ? e->k->row.lanes : e->k->consumer_threads;
+}
+
 /*
  * Opens register mode's unrolled loop over a thread's steps of 8 elements;
  * GUARD: the steps may run past the row's end, which ends the loop.
@@ -162,7 +175,7 @@ open_steps(Emit *e, bool guard)
 	emit_line(e, "#pragma unroll");
 	emit_line(e, "for (int it = 0; it < %d; it++) {", e->row.steps);
 	e->depth++;
-	emit_line(e, "const int e = threadIdx.x * %d + it * %d;", VEC, e->k->consumer_threads * VEC);
+	emit_line(e, "const int e = %s * %d + it * %d;", row_tid(e), VEC, row_nthreads(e) * VEC);
 	if (guard) {
 		emit_line(e, "if (e >= cols)");
 		emit_line(e, "    break;");
@@ -241,8 +254,8 @@ row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 			 * guards: with the ragged-end branches in between, the loads
 			 * did not overlap.
 			 */
-			emit_line(e, "if (threadIdx.x * %d + %d <= cols) {   // this thread's part of the row's "
-			          "inputs, all inside the row", VEC, (e->row.steps - 1) * step + VEC);
+			emit_line(e, "if (%s * %d + %d <= cols) {   // this thread's part of the row's "
+			          "inputs, all inside the row", row_tid(e), VEC, (e->row.steps - 1) * row_nthreads(e) * VEC + VEC);
 			e->depth++;
 			open_steps(e, false);
 			emit_hbm_loads(e, need, have, true);
@@ -401,6 +414,14 @@ emit_row_inputs(Emit *e, bool *done)
 static void
 emit_block_reduce(Emit *e, const Op *o, const char *value, int nred, bool decl)
 {
+	if (e->k->row.lanes) {   /* the row's lanes: shuffles within a warp, else through the scratch */
+		emit_line(e, "%s%s = wsf_%s_%s<%d>(%s%s%s)%s;   // %s%s%s%s", decl ? "const float " : "",
+		          emit_tname(e, PFX_ROW, o->out), e->k->row.lanes <= 32 ? "lanes" : "group",
+		          o->kind == OP_MAX ? "max" : "sum", e->k->row.lanes, value, e->k->row.lanes <= 32 ? "" : ", ",
+		          e->k->row.lanes <= 32 ? "" : row_scratch(e, nred), o->kind == OP_MEAN ? " / (float)cols" : "",
+		          op_info[o->kind].name, o->origin ? " of " : "", o->origin ? o->origin : "", emit_pos(e, o->pos));
+		return;
+	}
 	emit_line(e, "%s%s = wsf_block_%s(%s, %s)%s;   // %s%s%s%s", decl ? "const float " : "",
 	          emit_tname(e, PFX_ROW, o->out), o->kind == OP_MAX ? "max" : "sum", value,
 	          row_scratch(e, nred), o->kind == OP_MEAN ? " / (float)cols" : "", op_info[o->kind].name,
@@ -455,7 +476,8 @@ emit_row_scalar_stores(Emit *e)
 
 		if (row_full(e->k, out->tensor))
 			continue;
-		emit_line(e, "if (threadIdx.x == 0)%s", emit_pos(e, out->pos));
+		emit_line(e, "if (%s)%s", e->k->row.lanes ? "wsf_lane == 0 && wsf_live" : "threadIdx.x == 0",
+		          emit_pos(e, out->pos));
 		emit_line(e, "    wsf_store1%s(%s + %s, %s);", emit_suffix(out->dtype), emit_param_name(e, p),
 		          e->k->row.view[out->tensor] == VIEW_COL ? "row" : "0", emit_tname(e, PFX_ROW, out->tensor));
 	}
@@ -473,7 +495,16 @@ emit_row_compute(Emit *e, const Stmt *s)
 
 	emit_line(e, "{   // compute row %s: %s", emit_expr_str(e, s->u.compute.row), s->comment ? s->comment : "");
 	e->depth++;
-	emit_line(e, "const long long row = %s;", emit_expr_str(e, s->u.compute.row));
+	if (k->row.lanes) {
+		emit_line(e, "const long long wsf_row = %s + threadIdx.x / %d;   // %d threads a row, %d rows a CTA",
+		          emit_expr_str(e, s->u.compute.row), k->row.lanes, k->row.lanes, k->tile_rows);
+		emit_line(e, "const bool wsf_live = wsf_row < rows;   // rows past the end compute the last one and "
+		          "store nothing");
+		emit_line(e, "const long long row = wsf_live ? wsf_row : rows - 1;");
+		emit_line(e, "const int wsf_lane = threadIdx.x %% %d;", k->row.lanes);
+	} else {
+		emit_line(e, "const long long row = %s;", emit_expr_str(e, s->u.compute.row));
+	}
 	e->row.steps = k->row.steps;
 	if (e->row.steps) {
 		emit_line(e, "// the row in registers: this thread's %d x %d elements of each value, computed %s",
@@ -572,7 +603,13 @@ emit_row_compute(Emit *e, const Stmt *s)
 			e->row.policy = "wsf_drop";
 		emit_line(e, "// the last pass: the full-row outputs");
 		row_pass_open(e, target, need, have);
+		if (k->row.lanes)
+			emit_line(e, "if (wsf_live) {");
+		e->depth += k->row.lanes > 0;
 		emit_row_stores(e);
+		e->depth -= k->row.lanes > 0;
+		if (k->row.lanes)
+			emit_line(e, "}");
 		row_pass_close(e);
 	}
 	emit_row_scalar_stores(e);

@@ -632,10 +632,12 @@ kernel_print(Buf *b, const Kernel *k)
 	           kernel_pw(k)->flat ? " flat" : "", k->warp_specialize ? " warp_specialized" : "",
 	           m->pingpong ? " pingpong" : "", k->tma_store ? " tma_store" : "", m->swap_ab ? " swap_ab" : "");
 	if (r->cap && r->steps)
-		buf_printf(b, "  rows: up to %d wide, in registers (%d step%s of 8 a thread)%s\n", r->cap, r->steps,
+		buf_printf(b, "  rows: up to %d wide, in registers (%d step%s of 8 a thread)%s%s\n", r->cap, r->steps,
 		           r->steps == 1 ? "" : "s",
 		           r->reread ? ", loaded straight from global memory in every pass" :
-		           r->direct ? ", loaded straight from global memory" : "");
+		           r->direct ? ", loaded straight from global memory" : "",
+		           r->lanes ? arena_printf(b->arena, ", %d threads a row, %d rows a CTA", r->lanes,
+		                                   k->tile_rows) : "");
 	else if (r->cap)
 		buf_printf(b, "  rows: up to %d wide, re-read from shared memory by each pass\n", r->cap);
 	else if (r->chunk)

@@ -27,6 +27,9 @@ typedef struct RowPlan {
 	bool reread;             /* direct: every pass loads the row again (L2 keeps it for the next),
 	                            nothing full-row lives across a block reduction; 64 warps an SM (32
 	                            registers) */
+	int lanes;               /* direct, rows of at most 1024 elements: a row is this many threads (a
+	                            power of 2, 8 elements each), a CTA threads / lanes rows
+	                            (Kernel.tile_rows); 0: a row a CTA */
 	View *view;              /* each fusion tensor's view of the row domain */
 } RowPlan;
 

@@ -139,7 +139,10 @@ lower_tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **col0)
 	 */
 	cta = lower_unit(c, k, EX_CTA);
 	ncta = lower_unit(c, k, EX_NCTA);
-	if (whole_rows) {
+	if (whole_rows && k->tile_rows > 1) {   /* rows a CTA (RowPlan.lanes): a tile is tile_rows rows */
+		k->ntile_var = lower_let(c, k, "tiles", ex_bin(c, EX_CEILDIV, ex_var(c, k->rows_var),
+		                                                   ex_int(c, k->tile_rows)), k->body)->u.let.var;
+	} else if (whole_rows) {
 		k->ntile_var = k->rows_var;
 	} else {
 		ntc = ex_var(c, lower_let(c, k, "col_tiles", ex_bin(c, EX_CEILDIV, ex_var(c, k->cols_var),
@@ -163,6 +166,8 @@ lower_tile_loop(Comp *c, Kernel *k, bool whole_rows, Expr **row0, Expr **col0)
 	i = ex_var(c, loop->u.loop.var);
 	tile = ex_bin(c, EX_ADD, cta, ex_bin(c, EX_MUL, i, ncta));
 	if (whole_rows) {
+		if (k->tile_rows > 1)
+			tile = ex_bin(c, EX_MUL, tile, ex_int(c, k->tile_rows));
 		*row0 = ex_var(c, lower_let(c, k, "row0", tile, loop)->u.let.var);
 		*col0 = ex_int(c, 0);
 		return loop;

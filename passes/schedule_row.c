@@ -143,6 +143,21 @@ fit_row(Comp *c, const Fusion *f, RowFallback fb, RowSchedule *s, int cap)
 		s->persistent = false;
 	r->direct = !s->persistent && r->steps && !f->sched.stages;
 	r->reread = r->direct && fb == ROW_FB_NONE && levels == 1;
+	/*
+	 * A direct row of at most 1024 elements (128 threads of 8) would leave
+	 * most of a CTA idle, and a CTA a row launches CTAs faster than an SM
+	 * retires them: a row is LANES threads, a CTA 256 / LANES rows, and
+	 * its reductions are shuffles among the row's lanes (no barrier up to
+	 * a warp's 32).
+	 */
+	if (r->direct && s->width <= 128 * 8) {
+		for (r->lanes = 1; r->lanes * 8 < s->width; r->lanes *= 2)
+			;
+		r->deep = r->reread = false;   /* 8 elements a thread: held, not read again */
+		r->steps = 1;
+		s->threads = LOWER_THREADS;
+		s->tile_rows = LOWER_THREADS / r->lanes;
+	}
 	if (!s->persistent && !s->stages_hint)
 		s->stages_hint = 1;  /* one row a CTA: one stage (a streamed row pipelines its chunks) */
 }

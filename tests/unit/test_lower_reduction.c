@@ -389,6 +389,59 @@ lower_reduction_direct_by_default(void **state)
 	}
 }
 
+/* The statement of BLOCK (or a block inside it) that lets VAR, or NULL. */
+static const Stmt *
+let_of(const Stmt *block, int var)
+{
+	const Stmt *s;
+	int i;
+
+	for (i = 0; i < block->nbody; i++) {
+		if (block->body[i]->kind == ST_LET && block->body[i]->u.let.var == var)
+			return block->body[i];
+		if ((s = let_of(block->body[i], var)))
+			return s;
+	}
+	return NULL;
+}
+
+/*
+ * A direct row of at most 1024 elements is a group of lanes, several rows a
+ * CTA: the tiles are ceil(rows / rows a CTA), a tile's first row is the
+ * tile times that; wider rows keep a tile a row.
+ */
+static void
+lower_reduction_narrow_rows_share_a_cta(void **state)
+{
+	Fixture *t = *state;
+	Kernel *k = lower_spec(t, NORM_SPEC("128", ""));
+	const Stmt *tiles, *loop, *row0;
+	Buf b;
+
+	assert_true(k->row.direct);
+	assert_int_equal(k->row.lanes, 16);
+	assert_int_equal(k->tile_rows, 16);
+	assert_int_equal(k->threads, 256);
+	assert_false(kir_has_load(k->body));
+	tiles = let_of(k->body, k->ntile_var);
+	assert_non_null(tiles);
+	assert_int_equal(tiles->u.let.value->kind, EX_CEILDIV);
+	assert_int_equal(tiles->u.let.value->a->var, k->rows_var);
+	assert_int_equal(tiles->u.let.value->b->ival, 16);
+	loop = k->body->body[find(k->body, ST_LOOP)];
+	row0 = loop->body[find(loop, ST_LET)];
+	assert_int_equal(row0->u.let.value->kind, EX_MUL);
+	assert_int_equal(row0->u.let.value->b->ival, 16);
+	buf_init(&b, t->c.arena);
+	kernel_print(&b, k);
+	assert_non_null(strstr(buf_str(&b), "16 threads a row, 16 rows a CTA"));
+	reset_comp(t);
+	k = lower_spec(t, NORM_SPEC("1032", ""));
+	assert_int_equal(k->row.lanes, 0);
+	assert_int_equal(k->tile_rows, 1);
+	assert_int_equal(k->ntile_var, k->rows_var);
+}
+
 static void
 lower_reduction_errors(void **state)
 {
@@ -432,6 +485,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(lower_reduction_online_softmax_passes, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_one_cta_a_row, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_direct_by_default, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_reduction_narrow_rows_share_a_cta, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_errors, setup, teardown),
 	};
 

@@ -62,6 +62,7 @@ typedef struct Want {
 	bool direct, deep, reread;
 	int threads, tile_cols, stages_default, stages_hint;
 	bool persistent;
+	int lanes;   /* RowPlan.lanes: then 256 / lanes rows a CTA (tile_rows), else 1 */
 } Want;
 
 static void
@@ -75,9 +76,11 @@ check_plan(int i, const RowSchedule *s, const Want *w)
 	if (r->direct != w->direct || r->deep != w->deep || r->reread != w->reread)
 		fail_msg("case %d: direct %d, deep %d, reread %d; expected %d, %d, %d", i, r->direct, r->deep, r->reread,
 		         w->direct, w->deep, w->reread);
-	if (s->threads != w->threads || s->tile_rows != 1 || s->tile_cols != w->tile_cols)
-		fail_msg("case %d: %d threads, tile %d x %d; expected %d, 1 x %d", i, s->threads, s->tile_rows,
-		         s->tile_cols, w->threads, w->tile_cols);
+	if (r->lanes != w->lanes)
+		fail_msg("case %d: %d lanes a row; expected %d", i, r->lanes, w->lanes);
+	if (s->threads != w->threads || s->tile_rows != (w->lanes ? 256 / w->lanes : 1) || s->tile_cols != w->tile_cols)
+		fail_msg("case %d: %d threads, tile %d x %d; expected %d, %d x %d", i, s->threads, s->tile_rows,
+		         s->tile_cols, w->threads, w->lanes ? 256 / w->lanes : 1, w->tile_cols);
 	if (s->stages_default != w->stages_default || s->stages_hint != w->stages_hint || s->persistent != w->persistent)
 		fail_msg("case %d: stages %d (hint %d), persistent %d; expected %d (%d), %d", i, s->stages_default,
 		         s->stages_hint, s->persistent, w->stages_default, w->stages_hint, w->persistent);
@@ -92,7 +95,8 @@ check_plan(int i, const RowSchedule *s, const Want *w)
  * shared memory a stage may take, it streams in chunks of 4096, a pass a
  * level of reductions (online softmax and Welford's variance share one)
  * and one for the full-row outputs; persistent: and stages: take the
- * pipeline.
+ * pipeline.  A direct row of at most 1024 elements is LANES threads of 8
+ * elements (a power of 2), held, several rows a CTA.
  */
 static void
 plans(void **state)
@@ -101,21 +105,29 @@ plans(void **state)
 		const char *spec;
 		Want w;
 	} cases[] = {
-		{RMS("4096", ""), {4096, 2, 0, 0, true, false, true, 256, 4096, 2, 1, false}},
-		{LN("4096", ""), {4096, 4, 0, 0, true, true, false, 128, 4096, 2, 1, false}},
-		{LN("16384", ""), {16384, 4, 0, 0, true, true, false, 512, 16384, 2, 1, false}},
-		{SOFTMAX("4096", ""), {4096, 2, 0, 0, true, false, false, 256, 4096, 2, 1, false}},
-		{SOFTMAX("16384", ""), {16384, 2, 0, 0, true, false, false, 1024, 16384, 2, 1, false}},
-		{RMS("1000", ""), {1024, 1, 0, 0, true, false, true, 256, 1024, 2, 1, false}},
-		{RMS("32768", ""), {32768, 0, 0, 0, false, false, false, 1024, 32768, 2, 0, true}},
-		{SOFTMAX("32768", ""), {32768, 0, 0, 0, false, false, false, 1024, 32768, 2, 0, true}},
-		{LN("32768", "schedule: {persistent: false}\n"), {32768, 0, 0, 0, false, false, false, 1024, 32768, 2, 1, false}},
-		{SOFTMAX("65536", ""), {0, 0, 4096, 2, false, false, false, 512, 4096, 4, 0, true}},
-		{LN("65536", ""), {0, 0, 4096, 2, false, false, false, 512, 4096, 4, 0, true}},
-		{RMS("65536", ""), {0, 0, 4096, 2, false, false, false, 512, 4096, 4, 0, true}},
-		{FOUR_F32, {0, 0, 4096, 2, false, false, false, 512, 4096, 4, 0, true}},
-		{RMS("4096", "schedule: {persistent: true}\n"), {4096, 2, 0, 0, false, false, false, 256, 4096, 2, 0, true}},
-		{RMS("4096", "schedule: {stages: 3}\n"), {4096, 2, 0, 0, false, false, false, 256, 4096, 2, 3, true}},
+		{RMS("4096", ""), {4096, 2, 0, 0, true, false, true, 256, 4096, 2, 1, false, 0}},
+		{LN("4096", ""), {4096, 4, 0, 0, true, true, false, 128, 4096, 2, 1, false, 0}},
+		{LN("16384", ""), {16384, 4, 0, 0, true, true, false, 512, 16384, 2, 1, false, 0}},
+		{SOFTMAX("4096", ""), {4096, 2, 0, 0, true, false, false, 256, 4096, 2, 1, false, 0}},
+		{SOFTMAX("16384", ""), {16384, 2, 0, 0, true, false, false, 1024, 16384, 2, 1, false, 0}},
+		{RMS("1000", ""), {1024, 1, 0, 0, true, false, false, 256, 1024, 2, 1, false, 128}},
+		{RMS("1032", ""), {1280, 1, 0, 0, true, false, true, 256, 1280, 2, 1, false, 0}},
+		{RMS("32768", ""), {32768, 0, 0, 0, false, false, false, 1024, 32768, 2, 0, true, 0}},
+		{SOFTMAX("32768", ""), {32768, 0, 0, 0, false, false, false, 1024, 32768, 2, 0, true, 0}},
+		{LN("32768", "schedule: {persistent: false}\n"), {32768, 0, 0, 0, false, false, false, 1024, 32768, 2, 1, false, 0}},
+		{SOFTMAX("65536", ""), {0, 0, 4096, 2, false, false, false, 512, 4096, 4, 0, true, 0}},
+		{LN("65536", ""), {0, 0, 4096, 2, false, false, false, 512, 4096, 4, 0, true, 0}},
+		{RMS("65536", ""), {0, 0, 4096, 2, false, false, false, 512, 4096, 4, 0, true, 0}},
+		{FOUR_F32, {0, 0, 4096, 2, false, false, false, 512, 4096, 4, 0, true, 0}},
+		{RMS("4096", "schedule: {persistent: true}\n"), {4096, 2, 0, 0, false, false, false, 256, 4096, 2, 0, true, 0}},
+		{RMS("4096", "schedule: {stages: 3}\n"), {4096, 2, 0, 0, false, false, false, 256, 4096, 2, 3, true, 0}},
+		{RMS("128", ""), {256, 1, 0, 0, true, false, false, 256, 256, 2, 1, false, 16}},
+		{LN("200", ""), {256, 1, 0, 0, true, false, false, 256, 256, 2, 1, false, 32}},
+		{LN("256", ""), {256, 1, 0, 0, true, false, false, 256, 256, 2, 1, false, 32}},
+		{SOFTMAX("8", ""), {256, 1, 0, 0, true, false, false, 256, 256, 2, 1, false, 1}},
+		{SOFTMAX("24", ""), {256, 1, 0, 0, true, false, false, 256, 256, 2, 1, false, 4}},
+		{RMS("264", ""), {512, 1, 0, 0, true, false, false, 256, 512, 2, 1, false, 64}},
+		{LN("128", "schedule: {persistent: true}\n"), {256, 1, 0, 0, false, false, false, 256, 256, 2, 0, true, 0}},
 	};
 	int i;
 
@@ -144,15 +156,17 @@ fallbacks(void **state)
 		RowFallback fb;
 		Want w;
 	} cases[] = {
-		{RMS("4096", ""), ROW_FB_HELD, {4096, 2, 0, 0, true, false, false, 256, 4096, 2, 1, false}},
-		{RMS("4096", ""), ROW_FB_PIPELINE, {4096, 2, 0, 0, false, false, false, 256, 4096, 2, 0, true}},
-		{LN("4096", ""), ROW_FB_HELD, {4096, 2, 0, 0, true, false, false, 256, 4096, 2, 1, false}},
-		{LN("4096", ""), ROW_FB_PIPELINE, {4096, 2, 0, 0, false, false, false, 256, 4096, 2, 0, true}},
+		{RMS("4096", ""), ROW_FB_HELD, {4096, 2, 0, 0, true, false, false, 256, 4096, 2, 1, false, 0}},
+		{RMS("4096", ""), ROW_FB_PIPELINE, {4096, 2, 0, 0, false, false, false, 256, 4096, 2, 0, true, 0}},
+		{LN("4096", ""), ROW_FB_HELD, {4096, 2, 0, 0, true, false, false, 256, 4096, 2, 1, false, 0}},
+		{LN("4096", ""), ROW_FB_PIPELINE, {4096, 2, 0, 0, false, false, false, 256, 4096, 2, 0, true, 0}},
 		{RMS("4096", "schedule: {persistent: false}\n"), ROW_FB_PIPELINE,
-		 {4096, 2, 0, 0, true, false, false, 256, 4096, 2, 1, false}},
+		 {4096, 2, 0, 0, true, false, false, 256, 4096, 2, 1, false, 0}},
 		{RMS("4096", "schedule: {persistent: false}\n"), ROW_FB_NONE,
-		 {4096, 2, 0, 0, true, false, true, 256, 4096, 2, 1, false}},
-		{SOFTMAX("65536", ""), ROW_FB_PIPELINE, {0, 0, 4096, 2, false, false, false, 512, 4096, 4, 0, true}},
+		 {4096, 2, 0, 0, true, false, true, 256, 4096, 2, 1, false, 0}},
+		{SOFTMAX("65536", ""), ROW_FB_PIPELINE, {0, 0, 4096, 2, false, false, false, 512, 4096, 4, 0, true, 0}},
+		{RMS("128", ""), ROW_FB_HELD, {256, 1, 0, 0, true, false, false, 256, 256, 2, 1, false, 16}},
+		{RMS("128", ""), ROW_FB_PIPELINE, {256, 1, 0, 0, false, false, false, 256, 256, 2, 0, true, 0}},
 	};
 	int i;
 
