@@ -315,6 +315,7 @@ row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 		emit_line(e, "#pragma unroll");
 		emit_line(e, "for (int v = 0; v < %d; v++) {", VEC);
 		e->depth++;
+		e->elem_index = "(row * cols + e + v)";   /* rand_like's: the rows are the domain's, row-major */
 		for (i = 1; i < f->nop; i++) {
 			const Op *o = &f->op[i];
 
@@ -330,6 +331,7 @@ row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 				                        o->nin > 2 ? row_operand(e, &o->in[2]) : "", NULL),
 				          op_info[o->kind].name, e->row.steps ? emit_pos(e, o->pos) : "");
 		}
+		e->elem_index = NULL;
 		e->depth--;
 		emit_line(e, "}");
 	}
@@ -397,6 +399,12 @@ emit_row_inputs(Emit *e, bool *done)
 
 		if (!p || row_full(e->k, t))   /* !p: an input no op reads (Tensor.unread) */
 			continue;
+		if (dtype_is_int(p->dtype)) {   /* rand_like's seed or offset (schedule.c): a 64-bit integer */
+			emit_line(e, "const long long %s = (long long)%s[0];%s", emit_tname(e, PFX_ROW, t),
+			          emit_param_name(e, p), emit_pos(e, f->tensor[t].pos));
+			done[t] = true;
+			continue;
+		}
 		emit_line(e, "const float %s = %s(%s + %s);%s", emit_tname(e, PFX_ROW, t),
 		          p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", emit_param_name(e, p),
 		          e->k->row.view[t] == VIEW_COL ? "row" : e->k->row.view[t] == VIEW_COL_AT ?

@@ -133,6 +133,14 @@ refuse_rows(Comp *c, const Fusion *f, const RowSchedule *rs, const Tensor *d)
 		c->status = WSF_ERR_UNSUPPORTED;
 		return -1;
 	}
+	for (j = 1; j < f->nop; j++)   /* its numbers are of the element's index in the row domain */
+		if (f->op[j].kind == OP_RAND_LIKE && view[f->op[j].in[0].tensor] != VIEW_FULL) {
+			diag_error(c, f->op[j].in[0].pos, "rand_like of '%s', which is not a full row of '%s', is not "
+			           "implemented yet: its shape must be the rows'", f->tensor[f->op[j].in[0].tensor].name,
+			           d->name);
+			c->status = WSF_ERR_UNSUPPORTED;
+			return -1;
+		}
 	if (rs->width <= 0)
 		return diag_error(c, d->pos,
 		                  "the row width of '%s' (its last dim) needs a value when a reduction kernel is "

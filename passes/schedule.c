@@ -132,6 +132,21 @@ check_alignment(Comp *c, const Fusion *f, int t, Dtype dt, const char *role, Pos
 	                  role, x->name, (long long)n, dtype_info[dt].name, (long long)bytes, per);
 }
 
+/* Is T an input read only as rand_like's seed or offset (a scalar a row kernel reads as a 64-bit integer)? */
+static bool
+rand_key_only(const Fusion *f, int t)
+{
+	int i, j;
+
+	if (f->tensor[t].kind != TK_INPUT)
+		return false;
+	for (i = 1; i < f->nop; i++)
+		for (j = 0; j < f->op[i].nin; j++)
+			if (f->op[i].in[j].tensor == t && (f->op[i].kind != OP_RAND_LIKE || j == 0))
+				return false;
+	return true;
+}
+
 /*
  * Dtypes a family cannot hold: row-reduction and matmul kernels keep every
  * value in an f32 register, which holds the float dtypes and bool (0 or 1)
@@ -157,7 +172,7 @@ check_dtypes(Comp *c, const Fusion *f)
 	for (i = 1; i < f->ntensor && f->family != FAM_POINTWISE; i++) {
 		const Tensor *t = &f->tensor[i];
 
-		if (dtype_is_int(t->dtype))
+		if (dtype_is_int(t->dtype) && !(f->family == FAM_REDUCTION && rand_key_only(f, i)))
 			return diag_error(c, t->pos, "'%s' is %s: integer values compute in pointwise kernels only, not yet "
 			                  "in %s kernels (cast it to f32)", t->name, dtype_info[t->dtype].name,
 			                  f->family == FAM_MATMUL ? "matmul" : "row-reduction");
@@ -188,10 +203,10 @@ pass_schedule(Comp *c)
 	} else {
 		f->family = FAM_POINTWISE;
 	}
-	for (i = 1; i < f->nop; i++)   /* the element's index rand_like hashes: pointwise kernels' alone, for now */
-		if (f->op[i].kind == OP_RAND_LIKE && f->family != FAM_POINTWISE) {
-			diag_error(c, f->op[i].pos, "rand_like in a %s kernel is not implemented yet (pointwise kernels only)",
-			           f->family == FAM_MATMUL ? "matmul" : "row-reduction");
+	for (i = 1; i < f->nop; i++)   /* the element's index rand_like hashes: pointwise and row kernels', for now */
+		if (f->op[i].kind == OP_RAND_LIKE && f->family == FAM_MATMUL) {
+			diag_error(c, f->op[i].pos, "rand_like in a matmul kernel is not implemented yet (pointwise and "
+			           "row-reduction kernels only)");
 			c->status = WSF_ERR_UNSUPPORTED;
 			return -1;
 		}

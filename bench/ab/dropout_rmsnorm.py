@@ -7,10 +7,11 @@ comma-separated list of TxH (e.g. 8192x4096,16384x8192), ROUNDS interleaved roun
 dropout probability (default 0.1).  wsfuse's dropout keeps x / (1 - p) where rand_like(x, seed, offset)
 >= p (seed and offset int64 scalars read at launch); rmsnorm's eps is 1e-6; y and h are bf16.
 
-rand_like is a pointwise kernel's only for now (a row reduction with it is exit status 6, "not implemented
-yet"), so wsfuse runs two kernels: dropout + residual writing h, then rmsnorm(h) * w reading h back; the
-time is the two launches together (each also printed).  The copy moves what one fused kernel would (x and
-res read, h and y written), so the two kernels' extra read of h caps their share of the copy rate near 80%.
+wsfuse runs it as one kernel (rand_like in a row reduction: "fused") and, for comparison, as two: dropout
++ residual writing h, then rmsnorm(h) * w reading h back (the two launches together, each also printed).
+The copy moves what the fused kernel does (x and res read, h and y written), so the two kernels' extra
+read of h caps their share of the copy rate near 80%.  The fused kernel's h must equal the two kernels'
+bit for bit (the same numbers of the same seed, offset and shape), its y within the tolerance below.
 
 Checks, outputs poisoned first: (1) at p = 0, h is x + res bit for bit and y within atol 1e-2, rtol 1.6e-2
 (tests/python/test_torch.py's bf16 tolerance) of torch's rmsnorm in f32 cast to bf16; (2) at P, a check
@@ -52,6 +53,25 @@ ops:
   - {out: y, op: rmsnorm, in: [h, w], eps: 1.0e-6}
 outputs:
   y: {dtype: bf16}
+"""
+
+FUSED = """fusion: dropout_rmsnorm
+inputs:
+  x: {dtype: bf16, shape: [T, H]}
+  res: {dtype: bf16, shape: [T, H]}
+  w: {dtype: bf16, shape: [H]}
+  seed: {dtype: int64, shape: []}
+  offset: {dtype: int64, shape: []}
+ops:
+  - {out: u, op: rand_like, in: [x, seed, offset]}
+  - {out: keep, op: ge, in: [u, @P]}
+  - {out: xs, op: mul, in: [x, @S]}
+  - {out: d, op: where, in: [keep, xs, 0.0]}
+  - {out: h, op: add, in: [d, res]}
+  - {out: y, op: rmsnorm, in: [h, w], eps: 1.0e-6}
+outputs:
+  y: {dtype: bf16}
+  h: {dtype: bf16}
 """
 
 TOL = dict(atol=1e-2, rtol=1.6e-2)
@@ -116,17 +136,25 @@ def main():
         with wsfuse.Context(sizes={"T": t, "H": hd}, cache="0") as ctx:   # its kernels live as long as it does
             check(ctx, 0.0, x, res, w, seed, offset, h, y)
             kd, kr = check(ctx, p, x, res, w, seed, offset, h, y)
+            kf = ctx.compile_string(FUSED.replace("@P", repr(p)).replace("@S", repr(1.0 / (1.0 - p))),
+                                    name="dropout_rmsnorm.yaml")
+            fh, fy = torch.full_like(x, float("nan")), torch.full_like(x, float("nan"))
+            kf.launch(x, res, w, seed, offset, fy, fh); torch.cuda.synchronize()
+            assert torch.equal(fh, h), "fused h differs from the two kernels' h"
+            torch.testing.assert_close(fy, y, **TOL)
             # a copy moving one fused kernel's bytes (x, res and w read, h and y written): half read, half written
             src = torch.empty((x.numel() * 4 + w.numel()) * 2 // 2, device="cuda", dtype=torch.uint8)
             dst = torch.empty_like(src)
             for rd in range(rounds):
+                tf = bench(lambda: kf.launch(x, res, w, seed, offset, fy, fh)) * 1000
                 tw = bench(lambda: (kd.launch(x, res, seed, offset, h), kr.launch(h, w, y))) * 1000
                 td = bench(lambda: kd.launch(x, res, seed, offset, h)) * 1000
                 tr = bench(lambda: kr.launch(h, w, y)) * 1000
                 tt = bench(lambda: ct(x, res, w)) * 1000
                 tc = bench(lambda: dst.copy_(src)) * 1000
-                print(f"{sh} r{rd}: wsfuse {tw:.1f} us (dropout {td:.1f} + rmsnorm {tr:.1f}; compile {tt:.1f}, "
-                      f"{tt / tw:.3f}x; copy {tc:.1f}, {tc / tw:.1%} of the copy rate)", flush=True)
+                print(f"{sh} r{rd}: fused {tf:.1f} us (compile {tt:.1f}, {tt / tf:.3f}x; copy {tc:.1f}, "
+                      f"{tc / tf:.1%} of the copy rate); two kernels {tw:.1f} (dropout {td:.1f} + rmsnorm {tr:.1f}, "
+                      f"{tt / tw:.3f}x)", flush=True)
 
 
 main()

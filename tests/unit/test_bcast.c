@@ -334,10 +334,12 @@ lower_refuses_broadcast_output(void **state)
 }
 
 /*
- * rand_like: the numbers hash the element's index in the pointwise
- * kernel's row-major view, so x must have the output's whole shape, and
- * the kernel must be pointwise (exit 6 otherwise, at the op or at x); the
- * seed and the offset are integer scalars (an input error at the operand).
+ * rand_like: the numbers hash the element's index in the kernel's
+ * row-major view, so x must have the output's whole shape (a full row in a
+ * row kernel), and the kernel must be pointwise or a row reduction (exit 6
+ * otherwise, at the op or at x), where the seed and the offset are the only
+ * integers it may read; they are integer scalars (an input error at the
+ * operand).
  */
 static void
 rand_like_rules(void **state)
@@ -353,6 +355,22 @@ rand_like_rules(void **state)
 		"  seed: {dtype: int32, shape: []}\n  off: {dtype: int32, shape: []}\n"
 		"ops:\n  - {out: u, op: rand_like, in: [x, seed, off]}\n  - {out: y, op: sum, in: [u], axis: -1}\n"
 		"outputs:\n  y: {}\n";
+	/* the seed read as something else too: an integer value in a row kernel */
+	static const char row_int[] =
+		"fusion: d\nsizes: {M: 64, N: 128}\ninputs:\n  x: {dtype: bf16, shape: [M, N]}\n"
+		"  seed: {dtype: int32, shape: []}\n  off: {dtype: int32, shape: []}\n"
+		"ops:\n  - {out: u, op: rand_like, in: [x, seed, off]}\n  - {out: v, op: mul, in: [u, seed]}\n"
+		"  - {out: y, op: sum, in: [v], axis: -1}\noutputs:\n  y: {}\n";
+	static const char row_bcast[] =
+		"fusion: d\nsizes: {M: 64, N: 128}\ninputs:\n  x: {dtype: bf16, shape: [M, N]}\n"
+		"  b: {dtype: bf16, shape: [N]}\n  seed: {dtype: int64, shape: []}\n  off: {dtype: int64, shape: []}\n"
+		"ops:\n  - {out: u, op: rand_like, in: [b, seed, off]}\n  - {out: v, op: mul, in: [x, u]}\n"
+		"  - {out: y, op: sum, in: [v], axis: -1}\noutputs:\n  y: {}\n";
+	static const char mm[] =
+		"fusion: d\nsizes: {M: 64, N: 128, K: 64}\ninputs:\n  a: {dtype: bf16, shape: [M, K]}\n"
+		"  w: {dtype: bf16, shape: [K, N]}\n  seed: {dtype: int64, shape: []}\n  off: {dtype: int64, shape: []}\n"
+		"ops:\n  - {out: c, op: matmul, in: [a, w]}\n  - {out: u, op: rand_like, in: [c, seed, off]}\n"
+		"  - {out: y, op: mul, in: [c, u]}\noutputs:\n  y: {}\n";
 	static const char bcast[] =
 		"fusion: d\nsizes: {M: 64, N: 128}\ninputs:\n  x: {dtype: bf16, shape: [M, N]}\n"
 		"  b: {dtype: bf16, shape: [N]}\n  seed: {dtype: int64, shape: []}\n  off: {dtype: int64, shape: []}\n"
@@ -369,9 +387,16 @@ rand_like_rules(void **state)
 	k = t->c.kernel;
 	assert_int_equal(k->family, FAM_POINTWISE);
 	assert_int_equal(t->c.fusion->tensor[t->c.fusion->op[1].out].dtype, DT_F32);
-	assert_int_equal(run_to(t, row, WSF_STAGE_KERNEL_IR), -1);
+	assert_int_equal(run_to(t, row, WSF_STAGE_KERNEL_IR), 0);
+	assert_int_equal(t->c.kernel->family, FAM_REDUCTION);
+	assert_int_equal(run_to(t, row_int, WSF_STAGE_KERNEL_IR), -1);
+	assert_non_null(strstr(t->msg, "test.yaml:5:3: error: 'seed' is int32: integer values compute in pointwise"));
+	assert_int_equal(run_to(t, row_bcast, WSF_STAGE_KERNEL_IR), -1);
 	assert_int_equal(t->c.status, WSF_ERR_UNSUPPORTED);
-	assert_non_null(strstr(t->msg, "test.yaml:8:5: error: rand_like in a row-reduction kernel is not implemented yet"));
+	assert_non_null(strstr(t->msg, "test.yaml:9:34: error: rand_like of 'b', which is not a full row of"));
+	assert_int_equal(run_to(t, mm, WSF_STAGE_KERNEL_IR), -1);
+	assert_int_equal(t->c.status, WSF_ERR_UNSUPPORTED);
+	assert_non_null(strstr(t->msg, "test.yaml:10:5: error: rand_like in a matmul kernel is not implemented yet"));
 	assert_int_equal(run_to(t, bcast, WSF_STAGE_KERNEL_IR), -1);
 	assert_int_equal(t->c.status, WSF_ERR_UNSUPPORTED);
 	assert_non_null(strstr(t->msg, "test.yaml:9:34: error: rand_like of 'b', which broadcasts"));
