@@ -69,6 +69,18 @@ row_keeps_values(const Fusion *f, const View *view)
 }
 
 /* A row streamed in chunks, once a pass: its threads, stages and passes. */
+/* Does the row draw random numbers (rand_like: ten rounds of Philox an element, which no pass repeats)? */
+static bool
+row_draws(const Fusion *f)
+{
+	int i;
+
+	for (i = 1; i < f->nop; i++)
+		if (f->op[i].kind == OP_RAND_LIKE)
+			return true;
+	return false;
+}
+
 static void
 fit_chunks(Comp *c, const Fusion *f, RowSchedule *s, bool full_out)
 {
@@ -142,7 +154,7 @@ fit_row(Comp *c, const Fusion *f, RowFallback fb, RowSchedule *s, int cap)
 	if (direct && r->steps)
 		s->persistent = false;
 	r->direct = !s->persistent && r->steps && !f->sched.stages;
-	r->reread = r->direct && fb == ROW_FB_NONE && levels == 1;
+	r->reread = r->direct && fb == ROW_FB_NONE && levels == 1 && !row_draws(f);
 	/*
 	 * A direct row of at most 1024 elements (128 threads of 8) would leave
 	 * most of a CTA idle, and a CTA a row launches CTAs faster than an SM

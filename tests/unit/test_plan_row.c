@@ -27,6 +27,10 @@
 #define W "  w: {dtype: bf16, shape: [N]}\n"
 #define RMS(n, sched) ROWS(n, X W, "  - {out: y, op: rmsnorm, in: [x, w]}\n", sched)
 #define LN(n, sched) ROWS(n, X W "  b: {dtype: bf16, shape: [N]}\n", "  - {out: y, op: layernorm, in: [x, w, b]}\n", sched)
+/* dropout then rmsnorm: rand_like's values are held, not drawn again in a second read of the row */
+#define DROP_RMS(n) ROWS(n, X W "  seed: {dtype: int64, shape: []}\n", \
+	"  - {out: u, op: rand_like, in: [x, seed, seed]}\n  - {out: d, op: mul, in: [x, u]}\n" \
+	"  - {out: y, op: rmsnorm, in: [d, w]}\n", "")
 #define SOFTMAX(n, sched) ROWS(n, X, "  - {out: y, op: softmax, in: [x]}\n", sched)
 /* four f32 rows of 16384 (256 KiB a stage): past the shared memory a stage may take, so streamed */
 #define FOUR_F32 ROWS("16384", "  x: {dtype: f32, shape: [M, N]}\n  r: {dtype: f32, shape: [M, N]}\n" \
@@ -96,7 +100,8 @@ check_plan(int i, const RowSchedule *s, const Want *w)
  * level of reductions (online softmax and Welford's variance share one)
  * and one for the full-row outputs; persistent: and stages: take the
  * pipeline.  A direct row of at most 1024 elements is LANES threads of 8
- * elements (a power of 2), held, several rows a CTA.
+ * elements (a power of 2), held, several rows a CTA.  A row that draws
+ * random numbers holds them rather than read the row again.
  */
 static void
 plans(void **state)
@@ -122,6 +127,7 @@ plans(void **state)
 		{RMS("4096", "schedule: {persistent: true}\n"), {4096, 2, 0, 0, false, false, false, 256, 4096, 2, 0, true, 0}},
 		{RMS("4096", "schedule: {stages: 3}\n"), {4096, 2, 0, 0, false, false, false, 256, 4096, 2, 3, true, 0}},
 		{RMS("128", ""), {256, 1, 0, 0, true, false, false, 256, 256, 2, 1, false, 16}},
+		{DROP_RMS("4096"), {4096, 2, 0, 0, true, false, false, 256, 4096, 2, 1, false, 0}},
 		{LN("200", ""), {256, 1, 0, 0, true, false, false, 256, 256, 2, 1, false, 32}},
 		{LN("256", ""), {256, 1, 0, 0, true, false, false, 256, 256, 2, 1, false, 32}},
 		{SOFTMAX("8", ""), {256, 1, 0, 0, true, false, false, 256, 256, 2, 1, false, 1}},
