@@ -95,6 +95,8 @@ typedef struct Emit {
 	} row;
 	const char **value;  /* per fusion tensor: the C name of its current value */
 	const char *elem_index;  /* in a compute: the element's row-major index in the domain (rand_like's); NULL: none */
+	const char *rand_base;   /* and the index of the first of a thread's 8 consecutive elements, whose numbers
+	                            emit_rand_block drew before the element loop (wsf_rnd_NAME[v]); NULL: none */
 	const char **base;   /* per fusion tensor: its base name, unique in the fusion (tensor_bases) */
 	const char *file;    /* the spec's name, as comment_text writes it */
 } Emit;
@@ -160,6 +162,7 @@ const char *emit_op_text(Emit *e, const Op *o, const char *a, const char *b, con
 const char *emit_op_text3(Emit *e, const Op *o, const char *a, const char *b, const char *c, const char *form);
 /* Op O over registers of their values' types (IN: C text; NULL for a literal operand). */
 const char *emit_op_typed(Emit *e, const Op *o, const char *const in[3]);
+void emit_rand_block(Emit *e, const Op *o, const char *seed, const char *offset, const char *base);
 /* The C type of a register holding a value of DT: float for every float dtype. */
 const char *emit_reg_type(Dtype dt);
 /* Does fusion F need device_dtypes.cuh (a dtype past bf16, an op added with them)? */

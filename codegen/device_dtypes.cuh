@@ -181,14 +181,11 @@ template <class S> __device__ __forceinline__ void wsf_store2(S *p, float a, flo
 	p[1] = wsf_put(p, b);
 }
 
-// rand_like's number for element idx (row-major in x's shape): the first word
-// of Philox4x32-10 of the counter (idx, offset) under the key seed, its top 24
-// bits over 2^24, a float in [0, 1).  runtime/reference.c's rt_rand_uniform is
-// the same function; the same seed, offset and shape give the same numbers in
-// any kernel and at any tile.
-__device__ __forceinline__ float wsf_rand_like(long long seed, long long offset, long long idx)
+// Philox4x32-10 of the counter (q, offset) under the key seed (each 64 bits,
+// low word first): rand_like's four numbers of elements 4q .. 4q + 3.
+__device__ __forceinline__ uint4 wsf_philox(long long seed, long long offset, unsigned long long q)
 {
-	unsigned c0 = (unsigned)idx, c1 = (unsigned)((unsigned long long)idx >> 32);
+	unsigned c0 = (unsigned)q, c1 = (unsigned)(q >> 32);
 	unsigned c2 = (unsigned)offset, c3 = (unsigned)((unsigned long long)offset >> 32);
 	unsigned k0 = (unsigned)seed, k1 = (unsigned)((unsigned long long)seed >> 32);
 
@@ -204,5 +201,40 @@ __device__ __forceinline__ float wsf_rand_like(long long seed, long long offset,
 		k0 += 0x9E3779B9u;
 		k1 += 0xBB67AE85u;
 	}
-	return (float)(c0 >> 8) * 5.9604644775390625e-08f;   // 2^-24
+	return make_uint4(c0, c1, c2, c3);
+}
+// A word's number: its top 24 bits over 2^24, a float in [0, 1).
+__device__ __forceinline__ float wsf_rand_word(unsigned w)
+{
+	return (float)(w >> 8) * 5.9604644775390625e-08f;   // 2^-24
+}
+// rand_like's number for element idx (row-major in x's shape): word idx % 4
+// of Philox4x32-10 of the counter (idx / 4, offset) under the key seed.
+// runtime/reference.c's rt_rand_uniform is the same function; the same seed,
+// offset and shape give the same numbers in any kernel and at any tile.
+__device__ __forceinline__ float wsf_rand_like(long long seed, long long offset, long long idx)
+{
+	const uint4 r = wsf_philox(seed, offset, (unsigned long long)idx >> 2);
+	const int w = (int)(idx & 3);
+
+	return wsf_rand_word(w == 0 ? r.x : w == 1 ? r.y : w == 2 ? r.z : r.w);
+}
+// The numbers of the eight elements base .. base + 7 into out: two Philox
+// blocks where base is a multiple of 4 (every row of a 16-byte-aligned f32,
+// 16- or 8-bit tensor), three otherwise.
+__device__ __forceinline__ void wsf_rand_like8(long long seed, long long offset, long long base, float out[8])
+{
+	const unsigned long long q = (unsigned long long)base >> 2;
+	const uint4 a = wsf_philox(seed, offset, q), b = wsf_philox(seed, offset, q + 1);
+	unsigned w[12] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, 0, 0, 0, 0};
+	const int s = (int)(base & 3);
+
+	if (s) {
+		const uint4 c = wsf_philox(seed, offset, q + 2);
+
+		w[8] = c.x, w[9] = c.y, w[10] = c.z, w[11] = c.w;
+	}
+	#pragma unroll
+	for (int v = 0; v < 8; v++)
+		out[v] = wsf_rand_word(s == 0 ? w[v] : s == 1 ? w[v + 1] : s == 2 ? w[v + 2] : w[v + 3]);
 }

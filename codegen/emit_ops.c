@@ -205,12 +205,30 @@ emit_op_text(Emit *e, const Op *o, const char *a, const char *b, const char *for
 	return emit_op_text3(e, o, a, b, "", form);
 }
 
+/* rand_like O's numbers of the 8 elements from BASE (a C expression), drawn before the element loop: two Philox blocks, not 8. */
+void
+emit_rand_block(Emit *e, const Op *o, const char *seed, const char *offset, const char *base)
+{
+	emit_line(e, "float wsf_rnd_%s[%d];", e->base[o->out], VEC);
+	emit_line(e, "wsf_rand_like8(%s, %s, %s, wsf_rnd_%s);   // rand_like, four elements a Philox block%s", seed, offset,
+	          base, e->base[o->out], emit_pos(e, o->pos));
+}
+
+/* rand_like O's number of element v, where emit_rand_block drew the thread's 8 (Emit.rand_base); else NULL. */
+static const char *
+rand_drawn(Emit *e, const Op *o)
+{
+	return o->kind == OP_RAND_LIKE && e->rand_base ? arena_printf(e->c->arena, "wsf_rnd_%s[v]", e->base[o->out]) : NULL;
+}
+
 const char *
 emit_op_text3(Emit *e, const Op *o, const char *a, const char *b, const char *c, const char *form)
 {
 	const char *in[3] = {a, b, c};
 	Dtype ct = op_compute_dtype(e->f, o);
 
+	if (rand_drawn(e, o))
+		return rand_drawn(e, o);
 	return fill(e, form ? form : op_template(e, o, ct), in, o->kind == OP_CAST ? o->to : ct);
 }
 
@@ -226,6 +244,8 @@ emit_op_typed(Emit *e, const Op *o, const char *const in[3])
 	const char *text[3] = {"", "", ""};
 	int j;
 
+	if (rand_drawn(e, o))
+		return rand_drawn(e, o);
 	for (j = 0; j < o->nin; j++) {
 		const Operand *x = &o->in[j];
 		Dtype dt = x->tensor ? e->f->tensor[x->tensor].dtype : ct;

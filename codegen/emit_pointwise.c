@@ -112,6 +112,12 @@ emit_compute(Emit *e, const Stmt *s)
 		e->value[o->out] = v;
 		emit_line(e, "%s %s[%d];%s", emit_reg_type(f->tensor[o->out].dtype), v, VEC, emit_pos(e, o->pos));
 	}
+	/* rand_like: its seed and offset are scalars, each register of them the same */
+	e->rand_base = "(row * cols + col)";
+	for (i = 1; i < f->nop; i++)
+		if (f->op[i].kind == OP_RAND_LIKE)
+			emit_rand_block(e, &f->op[i], arena_printf(e->c->arena, "%s[0]", e->value[f->op[i].in[1].tensor]),
+			                arena_printf(e->c->arena, "%s[0]", e->value[f->op[i].in[2].tensor]), e->rand_base);
 	emit_line(e, "#pragma unroll");
 	emit_line(e, "for (int v = 0; v < %d; v++) {", VEC);
 	e->depth++;
@@ -125,7 +131,7 @@ emit_compute(Emit *e, const Stmt *s)
 		emit_line(e, "%s[v] = %s;   // %s%s%s", e->value[o->out], emit_op_typed(e, o, in),
 		          op_info[o->kind].name, o->origin ? " of " : "", o->origin ? o->origin : "");
 	}
-	e->elem_index = NULL;
+	e->elem_index = e->rand_base = NULL;
 	e->depth--;
 	emit_line(e, "}");
 	/* outputs: 16-byte stores, element stores at a ragged right edge; or the staging tile */

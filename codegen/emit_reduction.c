@@ -312,10 +312,15 @@ row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 			nops++;
 		}
 	if (nops) {
+		e->rand_base = "(row * cols + e)";   /* rand_like's: the rows are the domain's, row-major */
+		for (i = 1; i < f->nop; i++)
+			if (f->op[i].kind == OP_RAND_LIKE && need[f->op[i].out] && !have[f->op[i].out])
+				emit_rand_block(e, &f->op[i], row_operand(e, &f->op[i].in[1]), row_operand(e, &f->op[i].in[2]),
+				                e->rand_base);
 		emit_line(e, "#pragma unroll");
 		emit_line(e, "for (int v = 0; v < %d; v++) {", VEC);
 		e->depth++;
-		e->elem_index = "(row * cols + e + v)";   /* rand_like's: the rows are the domain's, row-major */
+		e->elem_index = "(row * cols + e + v)";
 		for (i = 1; i < f->nop; i++) {
 			const Op *o = &f->op[i];
 
@@ -331,7 +336,7 @@ row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 				                        o->nin > 2 ? row_operand(e, &o->in[2]) : "", NULL),
 				          op_info[o->kind].name, e->row.steps ? emit_pos(e, o->pos) : "");
 		}
-		e->elem_index = NULL;
+		e->elem_index = e->rand_base = NULL;
 		e->depth--;
 		emit_line(e, "}");
 	}
@@ -856,7 +861,7 @@ min_ctas(const Kernel *k)
 
 	/* direct rows: 48 warps an SM keep enough loads in flight, 40 with twice the loads, 64 holding none */
 	if (k->row.direct) {
-		n = (k->row.reread ? 2048 : k->row.deep ? 1280 : 1536) / k->threads;
+		n = (k->row.reread ? 2048 : k->row.deep || (k->row.lanes && k->row.steps > 2) ? 1280 : 1536) / k->threads;
 		return n < 1 ? 1 : n;
 	}
 	n = (int)(SM_SMEM / (kernel_smem_bytes(k) + CTA_SMEM_RESERVED + 64 * 4));  /* + wsf_red */

@@ -281,18 +281,22 @@ row_spill_check(const Comp *c)
 {
 	const Kernel *k = c->kernel;
 
-	return k->row.direct && (k->row.deep || k->row.reread || c->fusion->sched.persistent == 0);
+	return k->row.direct && (k->row.deep || k->row.reread || (k->row.lanes && k->row.steps > 1) ||
+	                         c->fusion->sched.persistent == 0);
 }
 
 /*
- * It spilled: 32 elements a thread drop to 16, and 16 to the persistent
+ * It spilled: 32 elements a thread drop to 16, a narrow row's lanes to one
+ * step of 8, and 16 to the persistent
  * pipeline (unless persistent: false); the fusion is planned again under
  * that fallback, for the driver to lower it again.
  */
 static void
 row_spill_retry(Comp *c)
 {
-	c->row_fallback = c->kernel->row.deep || c->kernel->row.reread ? ROW_FB_HELD : ROW_FB_PIPELINE;
+	const RowPlan *r = &c->kernel->row;
+
+	c->row_fallback = r->deep || r->reread || (r->lanes && r->steps > 1) ? ROW_FB_HELD : ROW_FB_PIPELINE;
 	c->fusion->row = schedule_row(c, c->fusion);
 }
 

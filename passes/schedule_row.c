@@ -156,17 +156,20 @@ fit_row(Comp *c, const Fusion *f, RowFallback fb, RowSchedule *s, int cap)
 	r->direct = !s->persistent && r->steps && !f->sched.stages;
 	r->reread = r->direct && fb == ROW_FB_NONE && levels == 1 && !row_draws(f);
 	/*
-	 * A direct row of at most 1024 elements (128 threads of 8) would leave
-	 * most of a CTA idle, and a CTA a row launches CTAs faster than an SM
-	 * retires them: a row is LANES threads, a CTA 256 / LANES rows, and
-	 * its reductions are shuffles among the row's lanes (no barrier up to
-	 * a warp's 32).
+	 * A direct row of at most 1024 elements would leave most of a CTA
+	 * idle, and a CTA a row launches CTAs faster than an SM retires them:
+	 * a row is LANES threads of up to four steps of 8 elements (so each
+	 * thread keeps 64 bytes of bf16 loads in flight; one step after a
+	 * spill), a CTA 256 / LANES rows, and its reductions are shuffles
+	 * among the row's lanes (through the scratch past a warp's 32).
 	 */
 	if (r->direct && s->width <= 128 * 8) {
-		for (r->lanes = 1; r->lanes * 8 < s->width; r->lanes *= 2)
+		r->steps = (int)((s->width + 7) / 8);
+		if (r->steps > (fb == ROW_FB_NONE ? 4 : 1))
+			r->steps = fb == ROW_FB_NONE ? 4 : 1;
+		for (r->lanes = 1; r->lanes * 8 * r->steps < s->width; r->lanes *= 2)
 			;
-		r->deep = r->reread = false;   /* 8 elements a thread: held, not read again */
-		r->steps = 1;
+		r->deep = r->reread = false;   /* held, not read again */
 		s->threads = LOWER_THREADS;
 		s->tile_rows = LOWER_THREADS / r->lanes;
 	}

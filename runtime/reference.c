@@ -566,19 +566,20 @@ rt_philox(uint32_t c[4], uint32_t k0, uint32_t k1)
 }
 
 /*
- * rand_like's number for element IDX (row-major in x's shape): the first
- * word of Philox4x32-10 of the counter (IDX, OFFSET) under the key SEED
+ * rand_like's number for element IDX (row-major in x's shape): word IDX % 4
+ * of Philox4x32-10 of the counter (IDX / 4, OFFSET) under the key SEED
  * (each 64 bits, low word first), its top 24 bits over 2^24: a float in
- * [0, 1) that f32 holds exactly.  codegen/device_dtypes.cuh's
- * wsf_rand_like is the same function.
+ * [0, 1) that f32 holds exactly.  One block makes four elements' numbers.
+ * codegen/device_dtypes.cuh's wsf_rand_like is the same function.
  */
 double
 rt_rand_uniform(uint64_t seed, uint64_t offset, uint64_t idx)
 {
-	uint32_t c[4] = {(uint32_t)idx, (uint32_t)(idx >> 32), (uint32_t)offset, (uint32_t)(offset >> 32)};
+	uint64_t q = idx >> 2;
+	uint32_t c[4] = {(uint32_t)q, (uint32_t)(q >> 32), (uint32_t)offset, (uint32_t)(offset >> 32)};
 
 	rt_philox(c, (uint32_t)seed, (uint32_t)(seed >> 32));
-	return (double)(c[0] >> 8) * 0x1p-24;
+	return (double)(c[idx & 3] >> 8) * 0x1p-24;
 }
 
 /* rand_like: each element's number, from the seed's and the offset's values (scalars). */

@@ -419,22 +419,30 @@ lower_reduction_narrow_rows_share_a_cta(void **state)
 	Buf b;
 
 	assert_true(k->row.direct);
-	assert_int_equal(k->row.lanes, 16);
-	assert_int_equal(k->tile_rows, 16);
+	assert_int_equal(k->row.lanes, 4);
+	assert_int_equal(k->row.steps, 4);
+	assert_int_equal(k->tile_rows, 64);
 	assert_int_equal(k->threads, 256);
 	assert_false(kir_has_load(k->body));
 	tiles = let_of(k->body, k->ntile_var);
 	assert_non_null(tiles);
 	assert_int_equal(tiles->u.let.value->kind, EX_CEILDIV);
 	assert_int_equal(tiles->u.let.value->a->var, k->rows_var);
-	assert_int_equal(tiles->u.let.value->b->ival, 16);
+	assert_int_equal(tiles->u.let.value->b->ival, 64);
 	loop = k->body->body[find(k->body, ST_LOOP)];
 	row0 = loop->body[find(loop, ST_LET)];
 	assert_int_equal(row0->u.let.value->kind, EX_MUL);
-	assert_int_equal(row0->u.let.value->b->ival, 16);
+	assert_int_equal(row0->u.let.value->b->ival, 64);
 	buf_init(&b, t->c.arena);
 	kernel_print(&b, k);
-	assert_non_null(strstr(buf_str(&b), "16 threads a row, 16 rows a CTA"));
+	assert_non_null(strstr(buf_str(&b), "(4 steps of 8 a thread), loaded straight from global memory, 4 threads "
+	                       "a row, 64 rows a CTA"));
+	reset_comp(t);
+	t->c.row_fallback = ROW_FB_HELD;   /* after a spill: one step of 8 */
+	k = lower_spec(t, NORM_SPEC("128", ""));
+	assert_int_equal(k->row.lanes, 16);
+	assert_int_equal(k->row.steps, 1);
+	assert_int_equal(k->tile_rows, 16);
 	reset_comp(t);
 	k = lower_spec(t, NORM_SPEC("1032", ""));
 	assert_int_equal(k->row.lanes, 0);

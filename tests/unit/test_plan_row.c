@@ -99,8 +99,9 @@ check_plan(int i, const RowSchedule *s, const Want *w)
  * shared memory a stage may take, it streams in chunks of 4096, a pass a
  * level of reductions (online softmax and Welford's variance share one)
  * and one for the full-row outputs; persistent: and stages: take the
- * pipeline.  A direct row of at most 1024 elements is LANES threads of 8
- * elements (a power of 2), held, several rows a CTA.  A row that draws
+ * pipeline.  A direct row of at most 1024 elements is LANES threads (a power
+ * of 2) of up to four steps of 8 elements (one after a spill), held,
+ * several rows a CTA.  A row that draws
  * random numbers holds them rather than read the row again.
  */
 static void
@@ -115,7 +116,7 @@ plans(void **state)
 		{LN("16384", ""), {16384, 4, 0, 0, true, true, false, 512, 16384, 2, 1, false, 0}},
 		{SOFTMAX("4096", ""), {4096, 2, 0, 0, true, false, false, 256, 4096, 2, 1, false, 0}},
 		{SOFTMAX("16384", ""), {16384, 2, 0, 0, true, false, false, 1024, 16384, 2, 1, false, 0}},
-		{RMS("1000", ""), {1024, 1, 0, 0, true, false, false, 256, 1024, 2, 1, false, 128}},
+		{RMS("1000", ""), {1024, 4, 0, 0, true, false, false, 256, 1024, 2, 1, false, 32}},
 		{RMS("1032", ""), {1280, 1, 0, 0, true, false, true, 256, 1280, 2, 1, false, 0}},
 		{RMS("32768", ""), {32768, 0, 0, 0, false, false, false, 1024, 32768, 2, 0, true, 0}},
 		{SOFTMAX("32768", ""), {32768, 0, 0, 0, false, false, false, 1024, 32768, 2, 0, true, 0}},
@@ -126,13 +127,13 @@ plans(void **state)
 		{FOUR_F32, {0, 0, 4096, 2, false, false, false, 512, 4096, 4, 0, true, 0}},
 		{RMS("4096", "schedule: {persistent: true}\n"), {4096, 2, 0, 0, false, false, false, 256, 4096, 2, 0, true, 0}},
 		{RMS("4096", "schedule: {stages: 3}\n"), {4096, 2, 0, 0, false, false, false, 256, 4096, 2, 3, true, 0}},
-		{RMS("128", ""), {256, 1, 0, 0, true, false, false, 256, 256, 2, 1, false, 16}},
+		{RMS("128", ""), {256, 4, 0, 0, true, false, false, 256, 256, 2, 1, false, 4}},
 		{DROP_RMS("4096"), {4096, 2, 0, 0, true, false, false, 256, 4096, 2, 1, false, 0}},
-		{LN("200", ""), {256, 1, 0, 0, true, false, false, 256, 256, 2, 1, false, 32}},
-		{LN("256", ""), {256, 1, 0, 0, true, false, false, 256, 256, 2, 1, false, 32}},
+		{LN("200", ""), {256, 4, 0, 0, true, false, false, 256, 256, 2, 1, false, 8}},
+		{LN("256", ""), {256, 4, 0, 0, true, false, false, 256, 256, 2, 1, false, 8}},
 		{SOFTMAX("8", ""), {256, 1, 0, 0, true, false, false, 256, 256, 2, 1, false, 1}},
-		{SOFTMAX("24", ""), {256, 1, 0, 0, true, false, false, 256, 256, 2, 1, false, 4}},
-		{RMS("264", ""), {512, 1, 0, 0, true, false, false, 256, 512, 2, 1, false, 64}},
+		{SOFTMAX("24", ""), {256, 3, 0, 0, true, false, false, 256, 256, 2, 1, false, 1}},
+		{RMS("264", ""), {512, 4, 0, 0, true, false, false, 256, 512, 2, 1, false, 16}},
 		{LN("128", "schedule: {persistent: true}\n"), {256, 1, 0, 0, false, false, false, 256, 256, 2, 0, true, 0}},
 	};
 	int i;
@@ -172,6 +173,7 @@ fallbacks(void **state)
 		 {4096, 2, 0, 0, true, false, true, 256, 4096, 2, 1, false, 0}},
 		{SOFTMAX("65536", ""), ROW_FB_PIPELINE, {0, 0, 4096, 2, false, false, false, 512, 4096, 4, 0, true, 0}},
 		{RMS("128", ""), ROW_FB_HELD, {256, 1, 0, 0, true, false, false, 256, 256, 2, 1, false, 16}},
+		{RMS("1000", ""), ROW_FB_HELD, {1024, 1, 0, 0, true, false, false, 256, 1024, 2, 1, false, 128}},
 		{RMS("128", ""), ROW_FB_PIPELINE, {256, 1, 0, 0, false, false, false, 256, 256, 2, 0, true, 0}},
 	};
 	int i;

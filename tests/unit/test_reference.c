@@ -175,7 +175,8 @@ test_broadcast(void **state)
  * rand_like: Philox4x32-10 against Random123's known answers (counter and
  * key all zeros, all ones, and pi's digits), and the reference's numbers:
  * each element's rt_rand_uniform of its row-major index, in [0, 1) and
- * multiples of 2^-24, another offset giving other numbers.
+ * multiples of 2^-24, another offset giving other numbers, element i word
+ * i % 4 of the block of counter (i / 4, offset).
  */
 static void
 test_rand_like(void **state)
@@ -225,6 +226,12 @@ test_rand_like(void **state)
 	}
 	assert_true(same < 6);
 	assert_true(o1[0] != o1[1]);
+	for (i = 0; i < 6; i++) {   /* elements 4q .. 4q + 3: the words of block q, in order */
+		uint32_t c[4] = {(uint32_t)(i / 4), 0, 3, 0};
+
+		rt_philox(c, (uint32_t)-7, (uint32_t)((uint64_t)-7 >> 32));
+		assert_true(o1[i] == (double)(c[i % 4] >> 8) * 0x1p-24);
+	}
 	assert_int_equal(e.c.nerrors, 0);
 	arena_free(e.c.arena);
 	(void)state;
