@@ -737,7 +737,7 @@ kir_row_kept(const Fusion *f, int t)
 	switch (o->kind) {
 	case OP_EXP: case OP_LOG: case OP_SQRT: case OP_RSQRT: case OP_TANH:
 	case OP_SIGMOID: case OP_SILU: case OP_GELU:
-	case OP_RAND_LIKE:   /* ten rounds of Philox an element */
+	case OP_RAND_LIKE:   /* ten rounds of Philox a block of four */
 		return true;
 	case OP_DIV:
 		return o->in[1].tensor != 0;

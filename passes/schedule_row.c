@@ -68,8 +68,7 @@ row_keeps_values(const Fusion *f, const View *view)
 	return false;
 }
 
-/* A row streamed in chunks, once a pass: its threads, stages and passes. */
-/* Does the row draw random numbers (rand_like: ten rounds of Philox an element, which no pass repeats)? */
+/* Does the row draw random numbers (rand_like: Philox blocks, worth holding rather than drawing again)? */
 static bool
 row_draws(const Fusion *f)
 {
@@ -81,6 +80,7 @@ row_draws(const Fusion *f)
 	return false;
 }
 
+/* A row streamed in chunks, once a pass: its threads, stages and passes. */
 static void
 fit_chunks(Comp *c, const Fusion *f, RowSchedule *s, bool full_out)
 {
