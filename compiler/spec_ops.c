@@ -12,7 +12,7 @@ static const struct {
 	const char *key;
 	unsigned bit;
 } attr_keys[] = {
-	{"approximate", A_APPROX}, {"to", A_TO}, {"axis", A_AXIS}, {"keepdim", A_KEEPDIM},
+	{"approximate", A_APPROX}, {"to", A_TO}, {"axis", A_AXIS}, {"dim", A_AXIS}, {"keepdim", A_KEEPDIM},
 	{"transpose_a", A_TRANSPOSE}, {"transpose_b", A_TRANSPOSE}, {"acc", A_ACC}, {"eps", A_EPS},
 };
 
@@ -42,13 +42,16 @@ read_opname(const Reader *r, const Node *n, OpKind *kind)
 static int
 check_op_keys(const Reader *r, const Node *n, OpKind kind)
 {
-	const char *allowed[3 + countof(attr_keys)] = {"out", "op", "in"};
+	const char *allowed[3 + countof(attr_keys)] = {"out", "op", "in"}, *shown[countof(attr_keys)];
 	const char *name = op_info[kind].name, *where;
-	int nallowed = 3, i, j;
+	int nallowed = 3, nshown = 0, i, j;
 
 	for (j = 0; j < countof(attr_keys); j++)
-		if (op_info[kind].attrs & attr_keys[j].bit)
+		if (op_info[kind].attrs & attr_keys[j].bit) {
 			allowed[nallowed++] = attr_keys[j].key;
+			if (strcmp(attr_keys[j].key, "dim") != 0)   /* axis's other name */
+				shown[nshown++] = strcmp(attr_keys[j].key, "axis") == 0 ? "axis (or dim)" : attr_keys[j].key;
+		}
 	for (i = 0; i < n->nkid; i += 2) {
 		const Node *key = n->kid[i];
 
@@ -68,7 +71,7 @@ check_op_keys(const Reader *r, const Node *n, OpKind kind)
 			return diag_error(r->c, key->pos, "op '%s' does not take '%s': it takes no attributes",
 			                  name, key->text);
 		return diag_error(r->c, key->pos, "op '%s' does not take '%s': its attributes are %s", name,
-		                  key->text, join_words(r, allowed + 3, nallowed - 3, "and"));
+		                  key->text, join_words(r, shown, nshown, "and"));
 	}
 	return 0;
 }
@@ -149,7 +152,7 @@ read_operands(Reader *r, Op *o, const Node *n, const Node *ops, int i)
 	return 0;
 }
 
-/* ATTR: approximate: none | tanh; to: DTYPE; axis: INT; keepdim, transpose_a, transpose_b: BOOL;
+/* ATTR: approximate: none | tanh; to: DTYPE; axis (or dim): INT; keepdim, transpose_a, transpose_b: BOOL;
  *       acc: f32; eps: positive NUMBER */
 static int
 read_attr(const Reader *r, Op *o, const Node *key, const Node *v)
@@ -168,7 +171,7 @@ read_attr(const Reader *r, Op *o, const Node *key, const Node *v)
 		o->approx = word == 2 ? APPROX_TANH : APPROX_NONE;
 	} else if (strcmp(k, "to") == 0) {
 		return read_dtype(r, v, &o->to);
-	} else if (strcmp(k, "axis") == 0) {
+	} else if (strcmp(k, "axis") == 0 || strcmp(k, "dim") == 0) {   /* numpy's name, torch's */
 		if (read_int(r, v, what, -MAX_RANK, MAX_RANK - 1, &axis) < 0)
 			return -1;
 		o->axis = (int)axis;
@@ -198,7 +201,7 @@ static int
 read_op(Reader *r, const Node *ops, int i)
 {
 	const Node *n = ops->kid[i], *outn, *inn, *opn;
-	const char *name, *where;
+	const char *name, *where, *axis_key = NULL;
 	OpKind kind;
 	Op *o;
 	int id, t, j;
@@ -216,9 +219,19 @@ read_op(Reader *r, const Node *ops, int i)
 	o = &r->f->op[id];
 	if (read_operands(r, o, inn, ops, i) < 0)
 		return -1;
-	for (j = 0; j < n->nkid; j += 2)
+	for (j = 0; j < n->nkid; j += 2) {
+		const char *k = n->kid[j]->text;
+
+		if (strcmp(k, "dim") == 0 || strcmp(k, "axis") == 0) {
+			if (axis_key)
+				return diag_error(r->c, n->kid[j]->pos, "op '%s' has '%s' and '%s', two names of one "
+				                  "attribute (torch's and numpy's): give one", op_info[kind].name,
+				                  axis_key, k);
+			axis_key = k;
+		}
 		if (read_attr(r, o, n->kid[j], n->kid[j + 1]) < 0)
 			return -1;
+	}
 	if ((t = define_tensor(r, name, TK_VALUE, outn->pos)) < 0)
 		return -1;
 	r->f->tensor[t].def = id;

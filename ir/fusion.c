@@ -108,6 +108,8 @@ op_from_name(const char *s)
 	for (i = 1; i < OP_COUNT; i++)
 		if (strcmp(op_info[i].name, s) == 0)
 			return (OpKind)i;
+	if (strcmp(s, "amax") == 0)   /* torch.amax: the values of max over a dim */
+		return OP_MAX;
 	return OP_NONE;
 }
 

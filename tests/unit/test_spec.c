@@ -263,6 +263,8 @@ op_attributes_and_defaults(void **state)
 		"  - {out: e, op: gelu, in: [x], approximate: none}\n"
 		"  - {out: m, op: matmul, in: [x, x], transpose_a: true, transpose_b: false, acc: f32}\n"
 		"  - {out: sm, op: softmax, in: [x], axis: 1}\n"
+		"  - {out: a1, op: amax, in: [x], dim: 0, keepdim: false}\n"
+		"  - {out: s3, op: sum, in: [x], dim: -2}\n"
 		"outputs: {m: {dtype: f32}}\n");
 	const Op *op = f->op;
 
@@ -280,6 +282,10 @@ op_attributes_and_defaults(void **state)
 	assert_false(op[7].transpose_b);
 	assert_int_equal(op[8].kind, OP_SOFTMAX);
 	assert_int_equal(op[8].axis, 1);
+	assert_int_equal(op[9].kind, OP_MAX);   /* amax: torch's name */
+	assert_int_equal(op[9].axis, 0);        /* dim: torch's name of axis */
+	assert_false(op[9].keepdim);
+	assert_int_equal(op[10].axis, -2);
 }
 
 static void
