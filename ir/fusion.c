@@ -108,8 +108,10 @@ op_from_name(const char *s)
 	for (i = 1; i < OP_COUNT; i++)
 		if (strcmp(op_info[i].name, s) == 0)
 			return (OpKind)i;
-	if (strcmp(s, "amax") == 0)   /* torch.amax: the values of max over a dim */
+	if (strcmp(s, "amax") == 0)   /* torch.amax, torch.amin: the values of max and min over a dim */
 		return OP_MAX;
+	if (strcmp(s, "amin") == 0)
+		return OP_MIN;
 	return OP_NONE;
 }
 

@@ -12,8 +12,11 @@
  *   layernorm(x, w, b)  mu = mean(x); xc = x - mu; var = mean(xc * xc);
  *                       r = rsqrt(var + eps); out = xc * r [* w] [+ b]
  *   rmsnorm(x, w, b)    ms = mean(x * x); r = rsqrt(ms + eps); out = x * r [* w] [+ b]
+ *   min(x)              n = -x; m = max(n); out = -m
+ *   logsumexp(x)        m = max(x); e = exp(x - m); s = sum(e); out = log(s) + m
  * The reductions run over the composite's axis with keepdim, so the results
- * broadcast back over x.  Temporaries are named "OUT.step", which cannot
+ * broadcast back over x; those whose result is the composite's (min's max,
+ * logsumexp's sum and, without keepdim, a second max) keep its keepdim.  Temporaries are named "OUT.step", which cannot
  * clash with spec names (those are identifiers).
  */
 #include "passes.h"
@@ -143,6 +146,25 @@ expand_one(Expander *x)
 		n = add_binary(x, OP_MUL, "normed", o->nin == 1 ? o->out : 0, xin, tensor_operand(r, p));
 		if (o->nin > 1)
 			emit_affine(x, n);
+		break;
+	case OP_MIN:
+		n = add_unary(x, OP_NEG, "neg", 0, xin);
+		m = add_unary(x, OP_MAX, "max", 0, n);
+		x->ops[x->nops - 1].keepdim = o->keepdim;
+		add_unary(x, OP_NEG, "min", o->out, m);
+		break;
+	case OP_LOGSUMEXP:
+		m = add_unary(x, OP_MAX, "max", 0, xin);
+		d = add_binary(x, OP_SUB, "shifted", 0, xin, tensor_operand(m, p));
+		e = add_unary(x, OP_EXP, "exp", 0, d);
+		s = add_unary(x, OP_SUM, "sum", 0, e);
+		x->ops[x->nops - 1].keepdim = o->keepdim;
+		s = add_unary(x, OP_LOG, "log", 0, s);
+		if (!o->keepdim) {   /* the max again, of the result's shape */
+			m = add_unary(x, OP_MAX, "max_out", 0, xin);
+			x->ops[x->nops - 1].keepdim = false;
+		}
+		add_binary(x, OP_ADD, "lse", o->out, s, tensor_operand(m, p));
 		break;
 	default:
 		break;

@@ -111,6 +111,42 @@ expand_rmsnorm_plain(void **state)
 	assert_int_equal(f->family, FAM_REDUCTION);
 }
 
+/*
+ * min and logsumexp: -max(-x), and log(sum(exp(x - max))) + max; the
+ * reduction whose result is the composite's keeps its keepdim, and without
+ * keepdim logsumexp takes the max again in the result's shape.
+ */
+static void
+expand_min_logsumexp(void **state)
+{
+	Fixture *t = *state;
+	static const OpKind lse[] = {OP_MAX, OP_SUB, OP_EXP, OP_SUM, OP_LOG, OP_MAX, OP_ADD};
+	const Fusion *f;
+	int i;
+
+	assert_int_equal(run(t, HEAD "  x: {dtype: bf16, shape: [M, N]}\nops:\n"
+	                     "  - {out: lo, op: min, in: [x], dim: -1, keepdim: false}\n"
+	                     "  - {out: l, op: logsumexp, in: [x], keepdim: false}\n"
+	                     "  - {out: lk, op: amin, in: [x]}\noutputs:\n  lo: {}\n  l: {}\n  lk: {}\n"), 0);
+	f = t->c.fusion;
+	assert_int_equal(f->nop - 1, 3 + 7 + 3);
+	assert_int_equal(f->op[1].kind, OP_NEG);
+	assert_int_equal(f->op[2].kind, OP_MAX);
+	assert_false(f->op[2].keepdim);
+	assert_int_equal(f->op[3].kind, OP_NEG);
+	assert_string_equal(shape(t, "lo"), "bf16[M]");
+	for (i = 0; i < 7; i++)
+		assert_int_equal(f->op[4 + i].kind, lse[i]);
+	assert_true(f->op[4].keepdim);    /* the shift's max broadcasts back over x */
+	assert_false(f->op[7].keepdim);   /* the sum, and the max added to its log */
+	assert_false(f->op[9].keepdim);
+	assert_string_equal(shape(t, "l.max"), "bf16[M, 1]");
+	assert_string_equal(shape(t, "l"), "bf16[M]");
+	assert_string_equal(f->op[10].origin, "l");
+	assert_string_equal(shape(t, "lk"), "bf16[M, 1]");   /* keepdim's default, true */
+	assert_int_equal(f->family, FAM_REDUCTION);
+}
+
 static void
 infer_broadcast_and_dtypes(void **state)
 {
@@ -252,6 +288,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(expand_softmax, setup, teardown),
 		cmocka_unit_test_setup_teardown(expand_layernorm_affine, setup, teardown),
 		cmocka_unit_test_setup_teardown(expand_rmsnorm_plain, setup, teardown),
+		cmocka_unit_test_setup_teardown(expand_min_logsumexp, setup, teardown),
 		cmocka_unit_test_setup_teardown(infer_broadcast_and_dtypes, setup, teardown),
 		cmocka_unit_test_setup_teardown(infer_promotion, setup, teardown),
 		cmocka_unit_test_setup_teardown(infer_fp8_and_bool_beside_reductions, setup, teardown),
