@@ -6,7 +6,10 @@
  * (emit_op_text); the pointwise family gives each value a register of its
  * type and converts operands to the type an op computes in (emit_op_typed).
  * A template's $i is the element's index (Emit.elem_index, rand_like's),
- * which only the pointwise family sets.
+ * which the pointwise and row families set; where a thread's 8 elements are
+ * consecutive (Emit.rand_base, both families), rand_like's numbers are drawn
+ * before the element loop instead, two Philox blocks for the 8
+ * (emit_rand_block).
  */
 #include <math.h>
 #include <string.h>
