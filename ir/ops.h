@@ -80,3 +80,14 @@ OP(REMAINDER, "remainder", 2, 2, BINARY,    0,         TY_ARITH, K_INT | K_FLOAT
 OP(WHERE,     "where",     3, 3, BINARY,    0,         TY_WHERE, K_ALL)
 /* rand_like(x, seed, offset): uniform [0, 1) in f32 of x's shape, Philox4x32-10 of the element's index */
 OP(RAND_LIKE, "rand_like", 3, 3, UNARY,     0,         TY_RAND,  K_ALL)
+/* views: index maps of their inputs (docs/spec.md, "Views"); chunk and split are read as one slice an output */
+OP(SLICE,     "slice",     1, 1, VIEW,      A_DIM | A_SLICE,  TY_VIEW, K_ALL)
+OP(CAT,       "cat",       2, MAX_IN, VIEW, A_DIM,            TY_VIEW, K_ALL)
+OP(CHUNK,     "chunk",     1, 1, VIEW,      A_DIM | A_CHUNKS, TY_VIEW, K_ALL)
+OP(SPLIT,     "split",     1, 1, VIEW,      A_DIM | A_SIZES,  TY_VIEW, K_ALL)
+OP(PERMUTE,   "permute",   1, 1, VIEW,      A_DIMS,           TY_VIEW, K_ALL)
+OP(TRANSPOSE, "transpose", 1, 1, VIEW,      A_DIM01,          TY_VIEW, K_ALL)
+OP(RESHAPE,   "reshape",   1, 1, VIEW,      A_SHAPE,          TY_VIEW, K_ALL)
+OP(VIEW,      "view",      1, 1, VIEW,      A_SHAPE,          TY_VIEW, K_ALL)
+OP(EXPAND,    "expand",    1, 1, VIEW,      A_SHAPE,          TY_VIEW, K_ALL)
+OP(PAD,       "pad",       1, 1, VIEW,      A_PAD,            TY_VIEW, K_ALL)
