@@ -256,10 +256,11 @@ read_view_attr(const Reader *r, Op *o, const char *k, const Node *v)
 		if (read_int(r, v, what, -MAX_RANK, MAX_RANK - 1, &x) < 0)
 			return -1;
 		*(k[3] == '0' ? &o->dim0 : k[3] == '1' ? &o->dim1 : &o->axis) = (int)x;
-		if (k[3] == 0)
-			o->dim_pos = v->pos;
+		*(k[3] == '1' ? &o->attr_pos : &o->dim_pos) = v->pos;
 		return 0;
 	}
+	if (!o->attr_pos.line && (strcmp(k, "start") == 0 || strcmp(k, "end") == 0 || strcmp(k, "step") == 0))
+		o->attr_pos = v->pos;   /* where an empty slice is reported */
 	if (strcmp(k, "start") == 0 || strcmp(k, "end") == 0) {   /* null: torch's None */
 		if (v->type != SC_NULL && read_int(r, v, what, -MAX_EXTENT, MAX_EXTENT, &x) < 0)
 			return -1;
@@ -410,8 +411,8 @@ read_op(Reader *r, const Node *ops, int i)
 	for (j = 0; j < countof(required_keys); j++)
 		if (required_keys[j].kind == kind && !map_need(r, n, required_keys[j].key, where))
 			return -1;
-	if (parts ? need_kind(r, outn, N_LIST, "a list of names for 'out' (op '%s' has an output a part)",
-	                      op_info[kind].name) < 0
+	if (parts ? need_kind(r, outn, N_LIST, "a list of names for 'out', one a %s (out: [a, b, ...])",
+	                      kind == OP_CHUNK ? "chunk" : "part") < 0
 	          : !(name = read_name(r, outn, "a tensor")))
 		return -1;
 	if (parts && outn->nkid == 0)

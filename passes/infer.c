@@ -317,11 +317,11 @@ view_dim(Comp *c, const Fusion *f, const Op *o, const Tensor *a, int d, const ch
 
 /*
  * The extent of dim D of A where view O makes a dim that depends on it: a
- * constant, or a size bound at compile time.  A Dim is one size or a
+ * constant, or a size bound at compile time (else an error at P).  A Dim is one size or a
  * constant, so N - 1 or N + 2 has no name in the IR.
  */
 static int
-view_extent(Comp *c, const Fusion *f, const Op *o, const Tensor *a, int d, int64_t *n)
+view_extent(Comp *c, const Fusion *f, const Op *o, const Tensor *a, int d, Pos p, int64_t *n)
 {
 	Dim x = a->dim[d];
 	const char *s;
@@ -330,7 +330,7 @@ view_extent(Comp *c, const Fusion *f, const Op *o, const Tensor *a, int d, int64
 	if (!x.sym || f->sym[x.sym].bound)
 		return 0;
 	s = f->sym[x.sym].name;
-	return diag_error(c, o->pos, "op '%s' makes a dim from dim %d of '%s' %s, which is the runtime size %s: a dim "
+	return diag_error(c, p.line ? p : o->pos, "op '%s' makes a dim from dim %d of '%s' %s, which is the runtime size %s: a dim "
 	                  "of the fusion IR is one size or a constant, not an expression of %s; bind %s at compile "
 	                  "time (-D %s=VALUE) or give that dim a constant extent", op_info[o->kind].name, d, a->name,
 	                  shape_str(c, f, a), s, s, s, s);
@@ -348,7 +348,7 @@ infer_slice(Comp *c, const Fusion *f, Op *o, const Tensor *a, Tensor *out)
 	o->axis = d;
 	if (a->dim[d].sym && !o->parts && o->start == 0 && o->end >= MAX_EXTENT && o->step == 1)
 		return 0;   /* all of a runtime dim: the same size */
-	if (view_extent(c, f, o, a, d, &n))
+	if (view_extent(c, f, o, a, d, o->dim_pos.line ? o->dim_pos : o->attr_pos, &n))
 		return -1;
 	if (o->parts && !o->chunk && o->part == 0 && o[o->parts - 1].end != n)
 		return diag_error(c, o->attr_pos, "op 'split' takes sizes that sum to the dim's extent: they sum to "
@@ -363,9 +363,10 @@ infer_slice(Comp *c, const Fusion *f, Op *o, const Tensor *a, Tensor *out)
 		                  (long long)((n + size - 1) / size), (long long)((n + size - 1) / size));
 	view_slice(o, n, &start, &count);
 	if (count == 0)
-		return diag_error(c, o->pos, "slice [%lld:%lld:%lld] of dim %d of '%s' %s is empty: torch gives an empty "
-		                  "tensor, and wsfuse's tensors have at least one element", (long long)o->start,
-		                  (long long)o->end, (long long)o->step, d, a->name, shape_str(c, f, a));
+		return diag_error(c, o->attr_pos.line ? o->attr_pos : o->pos, "slice [%lld:%s:%lld] of dim %d of '%s' %s "
+		                  "is empty: torch gives an empty tensor, and wsfuse's tensors have at least one element",
+		                  (long long)o->start, o->end == INT64_MAX ? "" : arena_printf(c->arena, "%lld",
+		                  (long long)o->end), (long long)o->step, d, a->name, shape_str(c, f, a));
 	out->dim[d] = (Dim){0, count};
 	return 0;
 }
@@ -394,7 +395,7 @@ infer_cat(Comp *c, const Fusion *f, Op *o, const Tensor *a, Tensor *out)
 				                  dim_str(c, f, a->dim[i]), dim_str(c, f, b->dim[i]));
 	}
 	for (j = 0; j < o->nin; j++) {
-		if (view_extent(c, f, o, &f->tensor[o->in[j].tensor], d, &n))
+		if (view_extent(c, f, o, &f->tensor[o->in[j].tensor], d, o->in[j].pos, &n))
 			return -1;
 		sum += n;
 	}
@@ -409,8 +410,8 @@ infer_permute(Comp *c, const Fusion *f, Op *o, const Tensor *a, Tensor *out)
 	int i, d, seen = 0;
 
 	if (o->kind == OP_TRANSPOSE) {
-		if (view_dim(c, f, o, a, o->dim0, "dim0", o->pos, &o->dim0) ||
-		    view_dim(c, f, o, a, o->dim1, "dim1", o->pos, &o->dim1))
+		if (view_dim(c, f, o, a, o->dim0, "dim0", o->dim_pos, &o->dim0) ||
+		    view_dim(c, f, o, a, o->dim1, "dim1", o->attr_pos, &o->dim1))
 			return -1;
 		out->dim[o->dim0] = a->dim[o->dim1];
 		out->dim[o->dim1] = a->dim[o->dim0];
@@ -505,9 +506,9 @@ infer_expand(Comp *c, const Fusion *f, Op *o, const Tensor *a, Tensor *out)
 	int lead = o->nshape - a->rank, i;
 
 	if (lead < 0)
-		return diag_error(c, o->attr_pos, "cannot expand '%s' %s to %s: the shape has %d dims, fewer than the "
+		return diag_error(c, o->attr_pos, "cannot expand '%s' %s to %s: the shape has %d dim%s, fewer than the "
 		                  "tensor's %d", a->name, shape_str(c, f, a), dims_str(c, f, o->shape, o->nshape),
-		                  o->nshape, a->rank);
+		                  o->nshape, o->nshape == 1 ? "" : "s", a->rank);
 	for (i = 0; i < o->nshape; i++) {
 		Dim want = o->shape[i], have = i >= lead ? a->dim[i - lead] : (Dim){0, 1};
 		bool keep = !want.sym && want.ext == -1;
@@ -541,7 +542,7 @@ infer_pad(Comp *c, const Fusion *f, Op *o, const Tensor *a, Tensor *out)
 		d = a->rank - 1 - k;
 		if (!o->pad[2 * k] && !o->pad[2 * k + 1])
 			continue;
-		if (view_extent(c, f, o, a, d, &n))
+		if (view_extent(c, f, o, a, d, o->attr_pos, &n))
 			return -1;
 		out->dim[d] = (Dim){0, n + o->pad[2 * k] + o->pad[2 * k + 1]};
 	}

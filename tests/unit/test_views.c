@@ -109,7 +109,7 @@ slice_shapes(void **state)
 	assert_contains(error_of(t, "[M, 8]", OP1("op: slice, in: [x], dim: 0, end: 4")),
 	                "dim 0 of 'x' [M, 8], which is the runtime size M");
 	assert_contains(error_of(t, "[4, 8]", OP1("op: slice, in: [x], dim: 1, start: 8")),
-	                "slice [8:9223372036854775807:1] of dim 1 of 'x' [4, 8] is empty");
+	                "slice [8::1] of dim 1 of 'x' [4, 8] is empty");
 	assert_contains(error_of(t, "[4, 8]", OP1("op: slice, in: [x], dim: 2")),
 	                "test.yaml:7:39: error: dim 2 is out of range for 'x' [4, 8] of rank 2 (expected -2..1)");
 	assert_contains(error_of(t, "[4, 8]", OP1("op: slice, in: [x], step: -1")), "torch's slices step forward");
