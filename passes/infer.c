@@ -330,10 +330,10 @@ view_extent(Comp *c, const Fusion *f, const Op *o, const Tensor *a, int d, Pos p
 	if (!x.sym || f->sym[x.sym].bound)
 		return 0;
 	s = f->sym[x.sym].name;
-	return diag_error(c, p.line ? p : o->pos, "op '%s' makes a dim from dim %d of '%s' %s, which is the runtime size %s: a dim "
-	                  "of the fusion IR is one size or a constant, not an expression of %s; bind %s at compile "
-	                  "time (-D %s=VALUE) or give that dim a constant extent", op_info[o->kind].name, d, a->name,
-	                  shape_str(c, f, a), s, s, s, s);
+	return diag_error(c, p.line ? p : o->pos, "op '%s' makes a dim from dim %d of '%s' %s, which is the runtime "
+	                  "size %s: a dim of the fusion IR is one size or a constant, not an expression of %s; bind %s "
+	                  "at compile time (-D %s=VALUE) or give that dim a constant extent", op_info[o->kind].name, d,
+	                  a->name, shape_str(c, f, a), s, s, s, s);
 }
 
 /* slice, and a chunk's or split's part: torch's clamped [start:end:step] along dim (view_slice) */
