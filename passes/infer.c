@@ -444,14 +444,14 @@ infer_reshape(Comp *c, const Fusion *f, Op *o, const Tensor *a, Tensor *out)
 {
 	int left[MAX_RANK], nleft = 0, i, j, minus = -1;
 	int64_t kin = 1, kout = 1, nin = 1, nout = 1;
-	bool proved = true, bound = true;
+	bool proved = true, bound = true, fits = true;
 
 	for (i = 0; i < a->rank; i++) {
 		if (a->dim[i].sym)
 			left[nleft++] = a->dim[i].sym;
 		bound &= !a->dim[i].sym || f->sym[a->dim[i].sym].bound;
-		size_mul(kin, a->dim[i].sym ? 1 : a->dim[i].ext, &kin);   /* both below 2^63: MAX_RANK extents of 2^40 */
-		size_mul(nin, dim_value(f, a->dim[i]), &nin);               /* would not fit: check_sizes says so */
+		fits &= size_mul(kin, a->dim[i].sym ? 1 : a->dim[i].ext, &kin) &&
+		        size_mul(nin, dim_value(f, a->dim[i]), &nin);
 	}
 	for (i = 0; i < o->nshape; i++) {
 		Dim x = o->shape[i];
@@ -461,8 +461,7 @@ infer_reshape(Comp *c, const Fusion *f, Op *o, const Tensor *a, Tensor *out)
 			minus = i;
 			continue;
 		}
-		size_mul(kout, x.sym ? 1 : x.ext, &kout);
-		size_mul(nout, dim_value(f, x), &nout);
+		fits &= size_mul(kout, x.sym ? 1 : x.ext, &kout) && size_mul(nout, dim_value(f, x), &nout);
 		bound &= !x.sym || f->sym[x.sym].bound;
 		if (!x.sym)
 			continue;
@@ -474,6 +473,9 @@ infer_reshape(Comp *c, const Fusion *f, Op *o, const Tensor *a, Tensor *out)
 			left[j] = left[--nleft];
 	}
 	out->rank = o->nshape;
+	if (!fits)
+		return diag_error(c, o->attr_pos, "cannot %s '%s' %s to %s: an element count does not fit in 64 bits",
+		                  op_info[o->kind].name, a->name, shape_str(c, f, a), dims_str(c, f, o->shape, o->nshape));
 	if (proved && (minus < 0 ? nleft == 0 && kin == kout
 	                         : kin % kout == 0 && (nleft == 0 || (nleft == 1 && kin == kout)))) {
 		if (minus >= 0)
