@@ -14,6 +14,18 @@ static const struct {
 } attr_keys[] = {
 	{"approximate", A_APPROX}, {"to", A_TO}, {"axis", A_AXIS}, {"dim", A_AXIS}, {"keepdim", A_KEEPDIM},
 	{"transpose_a", A_TRANSPOSE}, {"transpose_b", A_TRANSPOSE}, {"acc", A_ACC}, {"eps", A_EPS},
+	{"dim", A_DIM}, {"start", A_SLICE}, {"end", A_SLICE}, {"step", A_SLICE}, {"chunks", A_CHUNKS},
+	{"sizes", A_SIZES}, {"dims", A_DIMS}, {"dim0", A_DIM01}, {"dim1", A_DIM01}, {"shape", A_SHAPE},
+	{"pad", A_PAD}, {"value", A_PAD},
+};
+
+/* Keys an op cannot do without, besides out, op and in. */
+static const struct {
+	OpKind kind;
+	const char *key;
+} required_keys[] = {
+	{OP_CAST, "to"}, {OP_CHUNK, "chunks"}, {OP_SPLIT, "sizes"}, {OP_PERMUTE, "dims"}, {OP_TRANSPOSE, "dim0"},
+	{OP_TRANSPOSE, "dim1"}, {OP_RESHAPE, "shape"}, {OP_VIEW, "shape"}, {OP_EXPAND, "shape"}, {OP_PAD, "pad"},
 };
 
 /* OPNAME: one of the spellings in ir/ops.h */
@@ -49,7 +61,7 @@ check_op_keys(const Reader *r, const Node *n, OpKind kind)
 	for (j = 0; j < countof(attr_keys); j++)
 		if (op_info[kind].attrs & attr_keys[j].bit) {
 			allowed[nallowed++] = attr_keys[j].key;
-			if (strcmp(attr_keys[j].key, "dim") != 0)   /* axis's other name */
+			if (attr_keys[j].bit != A_AXIS || strcmp(attr_keys[j].key, "dim") != 0)   /* axis's other name */
 				shown[nshown++] = strcmp(attr_keys[j].key, "axis") == 0 ? "axis (or dim)" : attr_keys[j].key;
 		}
 	for (i = 0; i < n->nkid; i += 2) {
@@ -85,7 +97,12 @@ unknown_tensor(const Reader *r, OpKind op, const Node *ops, int i, const Node *n
 	int j;
 
 	for (j = i; j < ops->nkid; j++) {
+		int k;
+
 		out = map_get(ops->kid[j], "out");
+		for (k = 0; out && out->kind == N_LIST && k < out->nkid; k++)
+			if (out->kid[k]->text == n->text)
+				out = out->kid[k];
 		if (!out || out->text != n->text)
 			continue;
 		if (j == i)
@@ -152,6 +169,131 @@ read_operands(Reader *r, Op *o, const Node *n, const Node *ops, int i)
 	return 0;
 }
 
+/* dims: [INT, ...] (permute): at most MAX_RANK entries, each in -MAX_RANK..MAX_RANK-1 */
+static int
+read_dims(const Reader *r, Op *o, const Node *v)
+{
+	int64_t d;
+	int j;
+
+	if (need_kind(r, v, N_LIST, "a list of dims for 'dims'") < 0)
+		return -1;
+	if (v->nkid > MAX_RANK)
+		return diag_error(r->c, v->kid[MAX_RANK]->pos, "'dims' lists %d dims, more than the limit of %d",
+		                  v->nkid, MAX_RANK);
+	for (j = 0; j < v->nkid; j++) {
+		if (read_int(r, v->kid[j], "an entry of 'dims'", -MAX_RANK, MAX_RANK - 1, &d) < 0)
+			return -1;
+		o->dims[j] = (int)d;
+	}
+	o->ndims = v->nkid;
+	return 0;
+}
+
+/* shape: [NAME | INT > 0 | -1, ...] (reshape, view, expand): a size the spec names, a constant, or one -1 */
+static int
+read_view_shape(const Reader *r, Op *o, const Node *v)
+{
+	int j, minus = -1;
+
+	if (need_kind(r, v, N_LIST, "a list of sizes for 'shape'") < 0)
+		return -1;
+	if (v->nkid > MAX_RANK)
+		return diag_error(r->c, v->kid[MAX_RANK]->pos, "'shape' has rank %d, more than the limit of %d",
+		                  v->nkid, MAX_RANK);
+	for (j = 0; j < v->nkid; j++) {
+		const Node *d = v->kid[j];
+		Dim *x = &o->shape[j];
+
+		if (d->type == SC_STR && (x->sym = fusion_find_sym(r->f, d->text)))
+			continue;
+		if (d->type == SC_STR && !d->quoted)
+			return diag_error(r->c, d->pos, "unknown size '%s' in 'shape': expected a size of the spec's "
+			                  "inputs or 'sizes', a positive integer or -1", show(r, d->text));
+		if (d->type != SC_INT || read_int(r, d, "an entry of 'shape'", -1, MAX_EXTENT, &x->ext) < 0 ||
+		    x->ext == 0)
+			return diag_error(r->c, d->pos, "expected a size name, a positive integer or -1 in 'shape', saw %s",
+			                  describe(r, d));
+		if (x->ext == -1 && minus >= 0)
+			return diag_error(r->c, d->pos, "'shape' has a second -1 (the first is entry %d): only one dim "
+			                  "can be inferred", minus);
+		if (x->ext == -1)
+			minus = j;
+	}
+	o->nshape = v->nkid;
+	return 0;
+}
+
+/* pad: [INT >= 0, ...] (before and after each dim, from the last), at most two a dim */
+static int
+read_pads(const Reader *r, Op *o, const Node *v)
+{
+	int j;
+
+	if (need_kind(r, v, N_LIST, "a list of pads for 'pad'") < 0)
+		return -1;
+	if (v->nkid == 0 || v->nkid % 2 || v->nkid > 2 * MAX_RANK)
+		return diag_error(r->c, v->pos, "expected 2 to %d pads for 'pad', two a dim (before and after, from "
+		                  "the last dim), saw %d", 2 * MAX_RANK, v->nkid);
+	for (j = 0; j < v->nkid; j++) {
+		const Node *d = v->kid[j];
+
+		if (d->type == SC_INT && d->text[0] == '-')
+			return diag_error(r->c, d->pos, "a negative pad (%s) crops, which is not implemented yet: "
+			                  "slice the tensor instead", d->text);
+		if (read_int(r, d, "an entry of 'pad'", 0, MAX_EXTENT, &o->pad[j]) < 0)
+			return -1;
+	}
+	o->npad = v->nkid;
+	return 0;
+}
+
+/* The views' attributes (chunks and sizes are read_parts'): KEY's value V into O. */
+static int
+read_view_attr(const Reader *r, Op *o, const char *k, const Node *v)
+{
+	const char *what = words(r, "'%s'", k);
+	int64_t x;
+
+	if (strcmp(k, "dim") == 0 || strcmp(k, "dim0") == 0 || strcmp(k, "dim1") == 0) {
+		if (read_int(r, v, what, -MAX_RANK, MAX_RANK - 1, &x) < 0)
+			return -1;
+		*(k[3] == '0' ? &o->dim0 : k[3] == '1' ? &o->dim1 : &o->axis) = (int)x;
+		*(k[3] == '1' ? &o->attr_pos : &o->dim_pos) = v->pos;
+		return 0;
+	}
+	if (!o->attr_pos.line && (strcmp(k, "start") == 0 || strcmp(k, "end") == 0 || strcmp(k, "step") == 0))
+		o->attr_pos = v->pos;   /* where an empty slice is reported */
+	if (strcmp(k, "start") == 0 || strcmp(k, "end") == 0) {   /* null: torch's None */
+		if (v->type != SC_NULL && read_int(r, v, what, -MAX_EXTENT, MAX_EXTENT, &x) < 0)
+			return -1;
+		if (k[0] == 's')
+			o->start = v->type == SC_NULL ? 0 : x;
+		else
+			o->end = v->type == SC_NULL ? INT64_MAX : x;
+		return 0;
+	}
+	if (strcmp(k, "step") == 0) {
+		if (v->type == SC_INT && (v->text[0] == '-' || strcmp(v->text, "0") == 0))
+			return diag_error(r->c, v->pos, "expected a positive integer for 'step', saw %s: torch's slices "
+			                  "step forward only (flip is not a view op here)", v->text);
+		return read_int(r, v, what, 1, MAX_EXTENT, &o->step);
+	}
+	if (strcmp(k, "value") == 0) {
+		if (!scalar_number(v, &o->value))
+			return diag_error(r->c, v->pos, "expected a finite number for 'value', saw %s", describe(r, v));
+		return f32_number(r, v, o->value, " for 'value'", false);
+	}
+	o->attr_pos = v->pos;
+	if (strcmp(k, "dims") == 0)
+		return read_dims(r, o, v);
+	if (strcmp(k, "shape") == 0)
+		return read_view_shape(r, o, v);
+	if (strcmp(k, "pad") == 0)
+		return read_pads(r, o, v);
+	return 0;
+}
+
 /* ATTR: approximate: none | tanh; to: DTYPE; axis (or dim): INT; keepdim, transpose_a, transpose_b: BOOL;
  *       acc: f32; eps: positive NUMBER */
 static int
@@ -171,7 +313,8 @@ read_attr(const Reader *r, Op *o, const Node *key, const Node *v)
 		o->approx = word == 2 ? APPROX_TANH : APPROX_NONE;
 	} else if (strcmp(k, "to") == 0) {
 		return read_dtype(r, v, &o->to);
-	} else if (strcmp(k, "axis") == 0 || strcmp(k, "dim") == 0) {   /* numpy's name, torch's */
+	} else if (strcmp(k, "axis") == 0 || (strcmp(k, "dim") == 0 && (op_info[o->kind].attrs & A_AXIS))) {
+		/* numpy's name, torch's (a view's dim is read_view_attr's) */
 		if (read_int(r, v, what, -MAX_RANK, MAX_RANK - 1, &axis) < 0)
 			return -1;
 		o->axis = (int)axis;
@@ -192,29 +335,92 @@ read_attr(const Reader *r, Op *o, const Node *key, const Node *v)
 		if (!scalar_number(v, &o->eps) || v->text[0] == '-' || (o->eps == 0 && !nonzero_text(v->text)))
 			return diag_error(r->c, v->pos, "expected a positive number for 'eps', saw %s", describe(r, v));
 		return f32_number(r, v, o->eps, " for 'eps'", true);
+	} else if (op_info[o->kind].attrs & (A_DIM | A_SLICE | A_DIMS | A_DIM01 | A_SHAPE | A_PAD)) {
+		return read_view_attr(r, o, k, v);
 	}
 	return 0;
 }
 
-/* op: { out: NAME, op: OPNAME, in: [NAME | NUMBER, ...], ATTR: VALUE, ... } */
+/*
+ * chunk: {out: [NAME, ...], chunks: N} (torch.chunk: one name a chunk) and
+ * split: {out: [NAME, ...], sizes: [INT, ...]} (torch.split with a list):
+ * op ID, read as written, becomes one slice an output (part P of PARTS),
+ * so the fusion IR has no op of several outputs.
+ */
+static int
+read_parts(Reader *r, const Node *n, const Node *outn, int id)
+{
+	Op tmpl = r->f->op[id];
+	bool chunk = tmpl.kind == OP_CHUNK;
+	const Node *cn = map_get(n, chunk ? "chunks" : "sizes");
+	int64_t at = 0, size = 0, k;
+	int p, t;
+
+	if (chunk) {
+		if (read_int(r, cn, "'chunks'", 1, MAX_EXTENT, &k) < 0)
+			return -1;
+		if (k != outn->nkid)
+			return diag_error(r->c, outn->pos, "op 'chunk' makes %lld chunk%s (chunks: %lld), but 'out' names "
+			                  "%d tensor%s: name one for each chunk", (long long)k, k == 1 ? "" : "s",
+			                  (long long)k, outn->nkid, outn->nkid == 1 ? "" : "s");
+	} else if (need_kind(r, cn, N_LIST, "a list of sizes for 'sizes'") < 0) {
+		return -1;
+	} else if (cn->nkid != outn->nkid) {
+		return diag_error(r->c, outn->pos, "op 'split' makes %d part%s (sizes has %d), but 'out' names %d "
+		                  "tensor%s: name one for each size", cn->nkid, cn->nkid == 1 ? "" : "s", cn->nkid,
+		                  outn->nkid, outn->nkid == 1 ? "" : "s");
+	}
+	tmpl.kind = OP_SLICE;
+	tmpl.parts = outn->nkid;
+	tmpl.chunk = chunk;
+	tmpl.attr_pos = cn->pos;
+	for (p = 0; p < outn->nkid; p++) {
+		const char *name = read_name(r, outn->kid[p], "a tensor");
+		int oid = p ? fusion_add_op(r->c, r->f, OP_SLICE, n->pos) : id;
+		Op *o = &r->f->op[oid];
+
+		if (!chunk && read_int(r, cn->kid[p], "an entry of 'sizes'", 1, MAX_EXTENT, &size) < 0)
+			return -1;
+		*o = tmpl;
+		o->part = p;
+		o->start = at;
+		o->end = at += size;
+		if (!name || (t = define_tensor(r, name, TK_VALUE, outn->kid[p]->pos)) < 0)
+			return -1;
+		r->f->tensor[t].def = oid;
+		o->out = t;
+	}
+	return 0;
+}
+
+/* op: { out: NAME, op: OPNAME, in: [NAME | NUMBER, ...], ATTR: VALUE, ... }; chunk and split: out: [NAME, ...] */
 static int
 read_op(Reader *r, const Node *ops, int i)
 {
 	const Node *n = ops->kid[i], *outn, *inn, *opn;
-	const char *name, *where, *axis_key = NULL;
+	const char *name = NULL, *where, *axis_key = NULL;
 	OpKind kind;
 	Op *o;
 	int id, t, j;
+	bool parts;
 
 	if (need_kind(r, n, N_MAP, "an op {out, op, in, ...}") < 0 ||
 	    !(opn = map_need(r, n, "op", "this op")) || read_opname(r, opn, &kind) < 0 ||
 	    check_op_keys(r, n, kind) < 0)
 		return -1;
 	where = words(r, "op '%s'", op_info[kind].name);
-	if (!(outn = map_need(r, n, "out", where)) || !(inn = map_need(r, n, "in", where)) ||
-	    (kind == OP_CAST && !map_need(r, n, "to", where)) ||
-	    !(name = read_name(r, outn, "a tensor")))
+	parts = kind == OP_CHUNK || kind == OP_SPLIT;
+	if (!(outn = map_need(r, n, "out", where)) || !(inn = map_need(r, n, "in", where)))
 		return -1;
+	for (j = 0; j < countof(required_keys); j++)
+		if (required_keys[j].kind == kind && !map_need(r, n, required_keys[j].key, where))
+			return -1;
+	if (parts ? need_kind(r, outn, N_LIST, "a list of names for 'out', one a %s (out: [a, b, ...])",
+	                      kind == OP_CHUNK ? "chunk" : "part") < 0
+	          : !(name = read_name(r, outn, "a tensor")))
+		return -1;
+	if (parts && outn->nkid == 0)
+		return diag_error(r->c, outn->pos, "expected a list of names for 'out', saw an empty list");
 	id = fusion_add_op(r->c, r->f, kind, n->pos);
 	o = &r->f->op[id];
 	if (read_operands(r, o, inn, ops, i) < 0)
@@ -232,6 +438,8 @@ read_op(Reader *r, const Node *ops, int i)
 		if (read_attr(r, o, n->kid[j], n->kid[j + 1]) < 0)
 			return -1;
 	}
+	if (parts)
+		return read_parts(r, n, outn, id);
 	if ((t = define_tensor(r, name, TK_VALUE, outn->pos)) < 0)
 		return -1;
 	r->f->tensor[t].def = id;

@@ -87,7 +87,7 @@ put_op_node(Buf *b, const Fusion *f, int i, const char *indent)
 	buf_puts(&label, ")\n");
 	shape_print(&label, f, t);
 	j = (int)label.len;
-	op_print_attrs(&label, o);
+	op_print_attrs(&label, f, o);
 	if ((int)label.len > j)
 		label.s[j] = '\n';   /* the attributes on a line of their own */
 	buf_printf(b, "%so%d [shape=box", indent, i);

@@ -180,10 +180,33 @@ fusion_add_op(Comp *c, Fusion *f, OpKind kind, Pos p)
 	o->kind = kind;
 	o->pos = p;
 	o->keepdim = true;
-	o->axis = -1;
+	o->axis = op_info[kind].cls == CLS_VIEW ? 0 : -1;   /* torch's default dim of cat, chunk, split, slice */
+	o->end = INT64_MAX;
+	o->step = 1;
 	o->acc = DT_F32;
 	o->eps = 1e-5;
 	return f->nop - 1;
+}
+
+/* torch's slice: a negative bound counts from the end; each is clamped to [0, n]. */
+void
+view_slice(const Op *o, int64_t n, int64_t *start, int64_t *count)
+{
+	int64_t s = o->start, e = o->end, size;
+
+	if (o->chunk) {   /* torch.chunk: parts of ceil(n / parts), the last smaller */
+		size = (n + o->parts - 1) / o->parts;
+		s = o->part * size;
+		e = s + size;
+	}
+	if (s < 0)
+		s = s + n < 0 ? 0 : s + n;
+	if (e < 0)
+		e = e + n < 0 ? 0 : e + n;
+	s = s < n ? s : n;
+	e = e < n ? e : n;
+	*start = s;
+	*count = e > s ? (e - s + o->step - 1) / o->step : 0;
 }
 
 int64_t

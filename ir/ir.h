@@ -238,7 +238,8 @@ typedef enum OpClass {
 	CLS_BINARY,
 	CLS_REDUCE,
 	CLS_MATMUL,
-	CLS_COMPOSITE
+	CLS_COMPOSITE,
+	CLS_VIEW        /* an index map of its inputs (slice, cat, permute, ...); chunk and split read as slices */
 } OpClass;
 
 /* Attribute keys an op accepts besides out, op and in. */
@@ -249,7 +250,9 @@ enum {
 	A_KEEPDIM = 1 << 3,   /* keepdim: BOOL */
 	A_TRANSPOSE = 1 << 4, /* transpose_a, transpose_b: BOOL */
 	A_ACC = 1 << 5,       /* acc: DTYPE */
-	A_EPS = 1 << 6        /* eps: FLOAT */
+	A_EPS = 1 << 6,       /* eps: FLOAT */
+	A_DIM = 1 << 7, A_SLICE = 1 << 8, A_CHUNKS = 1 << 9, A_SIZES = 1 << 10,  /* dim; start, end, step; chunks; sizes */
+	A_DIMS = 1 << 11, A_DIM01 = 1 << 12, A_SHAPE = 1 << 13, A_PAD = 1 << 14  /* dims; dim0, dim1; shape; pad, value */
 };
 
 /* How an op's result dtype follows from its operands' (torch's rules; passes/infer.c). */
@@ -259,7 +262,8 @@ typedef enum Typing {
 	TY_CMP, TY_LOGIC,  /* bool: comparing in the promoted type; each operand tested against zero */
 	TY_WHERE,      /* where(cond, a, b): cond bool, the result a's and b's promoted type */
 	TY_CAST,       /* the op's `to` */
-	TY_RAND        /* rand_like(x, seed, offset): f32; seed and offset integer scalars */
+	TY_RAND,       /* rand_like(x, seed, offset): f32; seed and offset integer scalars */
+	TY_VIEW        /* the input's dtype (cat: its inputs' promoted dtype) */
 } Typing;
 
 /* Dtype categories an op computes in (a mask of 1 << DtypeKind). */
@@ -280,7 +284,7 @@ OpKind op_from_name(const char *s);
 typedef enum Approx { APPROX_NONE = 0, APPROX_TANH } Approx;
 
 #define MAX_RANK 8
-#define MAX_IN 3
+#define MAX_IN 8   /* cat's inputs; other ops take at most 3 */
 /* The longest fusion, tensor or size name, in bytes: names become identifiers in the CUDA. */
 #define MAX_NAME 64
 /* The largest extent a size may take (2^40 elements along one dim is absurd already). */
@@ -364,6 +368,15 @@ typedef struct Op {
 	bool transpose_a, transpose_b;
 	Dtype acc;
 	double eps;
+	/* views (CLS_VIEW; axis is their dim, 0 unless given): as written, infer checks them against the shapes */
+	int64_t start, end, step;  /* slice: torch's [start:end:step] along axis (end INT64_MAX: to the end) */
+	int part, parts;    /* a slice read from a chunk or split: its output PART of PARTS (0: a slice as written); */
+	bool chunk;         /*   of a chunk, start and end follow from the extent (view_slice) */
+	int dim0, dim1;     /* transpose */
+	int ndims, dims[MAX_RANK];       /* permute */
+	int nshape; Dim shape[MAX_RANK]; /* reshape, view, expand: a size, a constant, or -1 (ext -1) */
+	int npad; int64_t pad[2 * MAX_RANK]; double value; /* pad: (before, after) from the last dim; the fill */
+	Pos dim_pos, attr_pos;           /* dim's value, and the list or count infer checks (line 0: none) */
 	Pos pos;            /* the op's list entry */
 	const char *origin; /* for ops made by expansion: the composite's output name */
 } Op;
@@ -450,6 +463,8 @@ int fusion_add_op(Comp *c, Fusion *f, OpKind kind, Pos p);
 int64_t dim_value(const Fusion *f, Dim d);
 bool dim_equal(Dim a, Dim b);
 bool dim_is_one(Dim d);
+/* A view slice O over extent N: its first index and element count (torch's clamping); count 0: empty. */
+void view_slice(const Op *o, int64_t n, int64_t *start, int64_t *count);
 /* Number of elements of tensor T, 0 if a size is unbound, -1 if the count overflows int64_t. */
 int64_t tensor_numel(const Fusion *f, const Tensor *t);
 /* Index into f->out of the output storing tensor T, or -1. */
@@ -469,8 +484,8 @@ int fusion_verify(Comp *c, const Fusion *f, const char *after_pass);
 void fusion_print(Buf *b, const Fusion *f);
 void dim_print(Buf *b, const Fusion *f, Dim d);
 void shape_print(Buf *b, const Fusion *f, const Tensor *t);
-/* The attributes op O takes, each " name=value" (" axis=1 keepdim=true"). */
-void op_print_attrs(Buf *b, const Op *o);
+/* The attributes op O of F takes, each " name=value" (" axis=1 keepdim=true"). */
+void op_print_attrs(Buf *b, const Fusion *f, const Op *o);
 
 
 /* ---- kernel.c: the kernel IR ----------------------------------------- */
@@ -615,11 +630,8 @@ typedef struct KBuf {
 	                     their waits) */
 } KBuf;
 
-/*
- * A register accumulator: the f32 tile an mma chain writes and an epilogue
- * compute reads.  Each consumer warpgroup holds its own part of it in
- * registers (the wgmma fragment); the IR names the whole tile.
- */
+/* A register accumulator: the f32 tile an mma chain writes and an epilogue compute reads.  Each consumer
+ * warpgroup holds its own part of it in registers (the wgmma fragment); the IR names the whole tile. */
 typedef struct KAcc {
 	const char *name;
 	Dtype dtype;      /* the accumulation type (f32) */
@@ -629,12 +641,9 @@ typedef struct KAcc {
 	int col;          /* with ALIAS: its first column there (matmuls side by side in one mma) */
 } KAcc;
 
-/*
- * A thread role of a warp-specialized kernel: threads [first, first +
- * threads) run the role's branch of ST_ROLES.  A role's CTA-wide syncs are
- * named barriers of its own id and thread count (ids from 1; 0: the role
- * needs none); REGS is the setmaxnreg target (0: the role leaves it).
- */
+/* A thread role of a warp-specialized kernel: threads [first, first + threads) run the role's branch of
+ * ST_ROLES.  A role's CTA-wide syncs are named barriers of its own id and thread count (ids from 1; 0: the
+ * role needs none); REGS is the setmaxnreg target (0: the role leaves it). */
 typedef enum RoleKind {
 	ROLE_NONE,
 	ROLE_PRODUCER,     /* issues the TMA loads of every pipeline */
@@ -727,11 +736,8 @@ typedef struct Access {
 	int acc;
 } Access;
 
-/*
- * The shape of one ST_MMA: the CTA tile M x N, a k-tile of K, and how each
- * operand lies in shared memory (K-major: K contiguous, as TMA loads
- * A [M, K] and B [N, K] with 128-byte swizzle; else MN-major).
- */
+/* The shape of one ST_MMA: the CTA tile M x N, a k-tile of K, and how each operand lies in shared memory
+ * (K-major: K contiguous, as TMA loads A [M, K] and B [N, K] with 128-byte swizzle; else MN-major). */
 typedef struct MmaShape {
 	int m, n, k;
 	bool a_kmajor, b_kmajor;
@@ -753,11 +759,8 @@ typedef enum RowPhase {
 	ROW_END
 } RowPhase;
 
-/*
- * A statement: a header every kind has, then its kind's member of the
- * union (named for what it holds; kinds that hold the same fields share
- * one).  Expressions NULL where a comment says so; st_new zeroes all.
- */
+/* A statement: a header every kind has, then its kind's member of the union (named for what it holds; kinds
+ * that hold the same fields share one).  Expressions NULL where a comment says so; st_new zeroes all. */
 typedef struct Stmt Stmt;
 struct Stmt {
 	StmtKind kind;
@@ -995,11 +998,8 @@ const RowPlan *kernel_row(const Kernel *k);
 const MatmulPlan *kernel_mm(const Kernel *k);
 /* The kernel's pointwise plan; another family's: all zero. */
 const PointwisePlan *kernel_pw(const Kernel *k);
-/*
- * Consumer groups that each own a tile: the consumer role's KRole.groups;
- * before warp_specialize makes the roles, what it will give it (2 for a
- * ping-pong matmul, else 1).
- */
+/* Consumer groups that each own a tile: the consumer role's KRole.groups; before warp_specialize makes the
+ * roles, what it will give it (2 for a ping-pong matmul, else 1). */
 int kernel_consumer_groups(const Kernel *k);
 
 Kernel *kernel_new(Comp *c, Fusion *f);
@@ -1007,21 +1007,15 @@ int kernel_add_var(Comp *c, Kernel *k, const char *name);
 int kernel_add_param(Comp *c, Kernel *k, ParamKind kind, const char *name);
 /* A tensor map of pointer param PTR's argument (its copy, a PK_TMAP), box ROWS x COLS: its index. */
 int kernel_add_map(Comp *c, Kernel *k, int ptr, int rows, int cols);
-/*
- * The bytes of a kernel's parameters CUDA takes (12.1 and later, sm_70 and
- * later), and those params 1 .. N - 1 take as CUDA lays them out: a tensor
- * map 128 bytes at a multiple of 64, anything else 8.
- */
+/* The bytes of a kernel's parameters CUDA takes (12.1 and later, sm_70 and later), and those params
+ * 1 .. N - 1 take as CUDA lays them out: a tensor map 128 bytes at a multiple of 64, anything else 8. */
 enum { KERNEL_PARAM_MAX = 32764 };
 int64_t kernel_param_bytes(const Kernel *k, int n);
 int kernel_add_buf(Comp *c, Kernel *k, const char *name, BufKind kind, Dtype dt, int rows, int cols);
 int kernel_add_bar(Comp *c, Kernel *k, const char *name, int count, int arrivals);
 int kernel_add_acc(Comp *c, Kernel *k, const char *name, Dtype dt, int rows, int cols);
-/*
- * A role of threads [FIRST, FIRST + THREADS) in GROUPS groups that each own
- * a tile (KRole.groups; 1 but for a consumer role); a consumer role gets the
- * next named-barrier ids, one a group.
- */
+/* A role of threads [FIRST, FIRST + THREADS) in GROUPS groups that each own a tile (KRole.groups; 1 but for
+ * a consumer role); a consumer role gets the next named-barrier ids, one a group. */
 int kernel_add_role(Comp *c, Kernel *k, RoleKind kind, int first, int threads, int groups);
 /* CTAs a cluster: the tile's (cluster[]) times the K-split's; 1 when the kernel launches no clusters. */
 int kernel_cluster_ctas(const Kernel *k);

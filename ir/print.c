@@ -62,8 +62,52 @@ print_operand(Buf *b, const Fusion *f, const Operand *o)
 	buf_puts(b, s);
 }
 
+/* The views' attributes: as written, and a chunk's or split's part. */
+static void
+print_view_attrs(Buf *b, const Fusion *f, const Op *o)
+{
+	unsigned a = op_info[o->kind].attrs;
+	int i;
+
+	if (a & A_DIM)
+		buf_printf(b, " dim=%d", o->axis);
+	if (o->chunk)
+		buf_printf(b, " chunk=%d/%d", o->part, o->parts);
+	else if (a & A_SLICE && o->end == INT64_MAX)
+		buf_printf(b, " start=%lld end=none step=%lld", (long long)o->start, (long long)o->step);
+	else if (a & A_SLICE)
+		buf_printf(b, " start=%lld end=%lld step=%lld", (long long)o->start, (long long)o->end, (long long)o->step);
+	if (o->parts && !o->chunk)
+		buf_printf(b, " split=%d/%d", o->part, o->parts);
+	if (a & A_DIMS) {
+		buf_puts(b, " dims=[");
+		for (i = 0; i < o->ndims; i++)
+			buf_printf(b, "%s%d", i ? ", " : "", o->dims[i]);
+		buf_puts(b, "]");
+	}
+	if (a & A_DIM01)
+		buf_printf(b, " dim0=%d dim1=%d", o->dim0, o->dim1);
+	if (a & A_SHAPE) {
+		buf_puts(b, " shape=[");
+		for (i = 0; i < o->nshape; i++) {
+			buf_puts(b, i ? ", " : "");
+			dim_print(b, f, o->shape[i]);
+		}
+		buf_puts(b, "]");
+	}
+	if (a & A_PAD) {
+		char s[NUM_MAX];
+
+		buf_puts(b, " pad=[");
+		for (i = 0; i < o->npad; i++)
+			buf_printf(b, "%s%lld", i ? ", " : "", (long long)o->pad[i]);
+		num_shortest(s, o->value);
+		buf_printf(b, "] value=%s", s);
+	}
+}
+
 void
-op_print_attrs(Buf *b, const Op *o)
+op_print_attrs(Buf *b, const Fusion *f, const Op *o)
 {
 	unsigned a = op_info[o->kind].attrs;
 
@@ -86,6 +130,8 @@ op_print_attrs(Buf *b, const Op *o)
 		num_snprintf(s, sizeof s, "%.9g", o->eps);
 		buf_printf(b, " eps=%s", s);
 	}
+	if (op_info[o->kind].cls == CLS_VIEW)
+		print_view_attrs(b, f, o);
 }
 
 static void
@@ -173,7 +219,7 @@ fusion_print(Buf *b, const Fusion *f)
 			print_operand(b, f, &o->in[j]);
 		}
 		buf_puts(b, ")");
-		op_print_attrs(b, o);
+		op_print_attrs(b, f, o);
 		end_line(b, start, o->pos);
 	}
 	for (i = 0; i < f->nout; i++) {

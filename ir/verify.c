@@ -8,7 +8,8 @@
  *     `out` it is, and inputs are defined by none;
  *   - once expanded, no composite op is left;
  *   - once inferred, every tensor has a dtype and a rank <= MAX_RANK, every
- *     axis is in range, and every output has a dtype.
+ *     axis (a reduction's, a view's dim) is in range, and every output has a dtype;
+ *   - chunk and split are read as slices: none is left.
  * A violation is a wsfuse bug and is reported as an internal error naming the
  * pass after which it was found.
  */
@@ -52,6 +53,8 @@ fusion_verify(Comp *c, const Fusion *f, const char *after)
 			return bad(c, after, "bad op kind defining", f->tensor[o->out].name);
 		if (o->out <= 0 || o->out >= f->ntensor || f->tensor[o->out].def != i)
 			return bad(c, after, "op output not linked back:", op_info[o->kind].name);
+		if (o->kind == OP_CHUNK || o->kind == OP_SPLIT)
+			return bad(c, after, "chunk or split not read as slices:", f->tensor[o->out].name);
 		if (f->expanded && op_info[o->kind].cls == CLS_COMPOSITE)
 			return bad(c, after, "composite left after expansion:", f->tensor[o->out].name);
 		if (o->nin < op_info[o->kind].min_in || o->nin > op_info[o->kind].max_in)
@@ -64,7 +67,7 @@ fusion_verify(Comp *c, const Fusion *f, const char *after)
 			if (t && f->tensor[t].kind == TK_VALUE && f->tensor[t].def >= i)
 				return bad(c, after, "operand used before definition:", f->tensor[t].name);
 		}
-		if (f->inferred && op_info[o->kind].cls == CLS_REDUCE &&
+		if (f->inferred && (op_info[o->kind].cls == CLS_REDUCE || op_info[o->kind].attrs & A_DIM) &&
 		    (o->axis < 0 || o->axis >= f->tensor[o->in[0].tensor].rank))
 			return bad(c, after, "reduction axis not normalized in", f->tensor[o->out].name);
 	}

@@ -3,13 +3,15 @@
  * composites; leaves every tensor typed and shaped; breaks nothing.
  *
  * Contract.  Requires: an expanded fusion (no composites).  Guarantees: every
- * tensor has a dtype and a shape; every reduction axis is normalized to
- * 0..rank-1; every output has a stored dtype; every tensor whose sizes are
+ * tensor has a dtype and a shape; every reduction axis, and a view's dim,
+ * dims, dim0 and dim1, is normalized to 0..rank-1; every output has a stored dtype; every tensor whose sizes are
  * bound counts its elements and bytes in 64 bits.  Errors: operands that
  * cannot broadcast, matmul inner-dimension mismatches, reduction axes out of
  * range, ops applied to literals only, shapes too big to count, ops computing
  * in a dtype category they do not take (OpInfo.kinds), where's condition not
- * bool, outputs stored as a dtype of another category.  Marks the
+ * bool, outputs stored as a dtype of another category, views whose dims
+ * do not fit their inputs (a view dim made from a runtime size needs the
+ * size bound at compile time: a Dim cannot say N - 1).  Marks the
  * inputs no op reads (Tensor.unread) with a warning.  Invalidates nothing.
  *
  * Dtypes follow torch: each op's typing rule (ir/ops.h) over its operands'
@@ -28,20 +30,26 @@
 
 /* "[M, 4096]" for messages. */
 static const char *
-shape_str(Comp *c, const Fusion *f, const Tensor *t)
+dims_str(Comp *c, const Fusion *f, const Dim *d, int n)
 {
 	Buf b;
 	int i;
 
 	buf_init(&b, c->arena);
 	buf_puts(&b, "[");
-	for (i = 0; i < t->rank; i++) {
+	for (i = 0; i < n; i++) {
 		if (i)
 			buf_puts(&b, ", ");
-		dim_print(&b, f, t->dim[i]);
+		dim_print(&b, f, d[i]);
 	}
 	buf_puts(&b, "]");
 	return buf_str(&b);
+}
+
+static const char *
+shape_str(Comp *c, const Fusion *f, const Tensor *t)
+{
+	return dims_str(c, f, t->dim, t->rank);
 }
 
 static const char *
@@ -289,6 +297,296 @@ infer_matmul(Comp *c, Fusion *f, Op *o, Tensor *out)
 	return 0;
 }
 
+/* ---- views ---- */
+
+/* D, a dim of A as the view op O wrote it under KEY (negative from the end), normalized into *OUT. */
+static int
+view_dim(Comp *c, const Fusion *f, const Op *o, const Tensor *a, int d, const char *key, Pos p, int *out)
+{
+	int n = d < 0 ? d + a->rank : d;
+
+	if (a->rank == 0)
+		return diag_error(c, o->pos, "op '%s' takes a tensor of rank 1 or more; '%s' is a scalar (rank 0)",
+		                  op_info[o->kind].name, a->name);
+	if (n < 0 || n >= a->rank)
+		return diag_error(c, p.line ? p : o->pos, "%s %d is out of range for '%s' %s of rank %d (expected %d..%d)",
+		                  key, d, a->name, shape_str(c, f, a), a->rank, -a->rank, a->rank - 1);
+	*out = n;
+	return 0;
+}
+
+/*
+ * The extent of dim D of A where view O makes a dim that depends on it: a
+ * constant, or a size bound at compile time (else an error at P).  A Dim is one size or a
+ * constant, so N - 1 or N + 2 has no name in the IR.
+ */
+static int
+view_extent(Comp *c, const Fusion *f, const Op *o, const Tensor *a, int d, Pos p, int64_t *n)
+{
+	Dim x = a->dim[d];
+	const char *s;
+
+	*n = dim_value(f, x);
+	if (!x.sym || f->sym[x.sym].bound)
+		return 0;
+	s = f->sym[x.sym].name;
+	return diag_error(c, p.line ? p : o->pos, "op '%s' makes a dim from dim %d of '%s' %s, which is the runtime "
+	                  "size %s: a dim of the fusion IR is one size or a constant, not an expression of %s; bind %s "
+	                  "at compile time (-D %s=VALUE) or give that dim a constant extent", op_info[o->kind].name, d,
+	                  a->name, shape_str(c, f, a), s, s, s, s);
+}
+
+/* slice, and a chunk's or split's part: torch's clamped [start:end:step] along dim (view_slice) */
+static int
+infer_slice(Comp *c, const Fusion *f, Op *o, const Tensor *a, Tensor *out)
+{
+	int64_t n, start, count, size;
+	int d;
+
+	if (view_dim(c, f, o, a, o->axis, "dim", o->dim_pos, &d))
+		return -1;
+	o->axis = d;
+	if (a->dim[d].sym && !o->parts && o->start == 0 && o->end >= MAX_EXTENT && o->step == 1)
+		return 0;   /* all of a runtime dim: the same size */
+	if (view_extent(c, f, o, a, d, o->dim_pos.line ? o->dim_pos : o->attr_pos, &n))
+		return -1;
+	if (o->parts && !o->chunk && o->part == 0 && o[o->parts - 1].end != n)
+		return diag_error(c, o->attr_pos, "op 'split' takes sizes that sum to the dim's extent: they sum to "
+		                  "%lld, and dim %d of '%s' %s is %lld", (long long)o[o->parts - 1].end, d, a->name,
+		                  shape_str(c, f, a), (long long)n);
+	size = (n + o->parts - 1) / (o->parts ? o->parts : 1);
+	if (o->chunk && o->part == 0 && (n + size - 1) / size != o->parts)
+		return diag_error(c, o->attr_pos, "op 'chunk' of dim %d of '%s' %s into %d makes %lld chunks, not %d: "
+		                  "torch.chunk's chunks are ceil(%lld / %d) = %lld long, the last shorter; name %lld "
+		                  "outputs (chunks: %lld)", d, a->name, shape_str(c, f, a), o->parts,
+		                  (long long)((n + size - 1) / size), o->parts, (long long)n, o->parts, (long long)size,
+		                  (long long)((n + size - 1) / size), (long long)((n + size - 1) / size));
+	view_slice(o, n, &start, &count);
+	if (count == 0)
+		return diag_error(c, o->attr_pos.line ? o->attr_pos : o->pos, "slice [%lld:%s:%lld] of dim %d of '%s' %s "
+		                  "is empty: torch gives an empty tensor, and wsfuse's tensors have at least one element",
+		                  (long long)o->start, o->end == INT64_MAX ? "" : arena_printf(c->arena, "%lld",
+		                  (long long)o->end), (long long)o->step, d, a->name, shape_str(c, f, a));
+	out->dim[d] = (Dim){0, count};
+	return 0;
+}
+
+/* cat: the same rank and dims but along dim, which adds up */
+static int
+infer_cat(Comp *c, const Fusion *f, Op *o, const Tensor *a, Tensor *out)
+{
+	int64_t sum = 0, n;
+	int d, i, j;
+
+	if (view_dim(c, f, o, a, o->axis, "dim", o->dim_pos, &d))
+		return -1;
+	o->axis = d;
+	for (j = 1; j < o->nin; j++) {
+		const Tensor *b = &f->tensor[o->in[j].tensor];
+
+		if (b->rank != a->rank)
+			return diag_error(c, o->in[j].pos, "cannot cat '%s' %s with '%s' %s: ranks differ (%d and %d)",
+			                  a->name, shape_str(c, f, a), b->name, shape_str(c, f, b), a->rank, b->rank);
+		for (i = 0; i < a->rank; i++)
+			if (i != d && !dim_equal(a->dim[i], b->dim[i]))
+				return diag_error(c, o->in[j].pos, "cannot cat '%s' %s with '%s' %s along dim %d: dim %d "
+				                  "differs (%s vs %s); tensors must match except along the cat dim",
+				                  a->name, shape_str(c, f, a), b->name, shape_str(c, f, b), d, i,
+				                  dim_str(c, f, a->dim[i]), dim_str(c, f, b->dim[i]));
+	}
+	for (j = 0; j < o->nin; j++) {
+		if (view_extent(c, f, o, &f->tensor[o->in[j].tensor], d, o->in[j].pos, &n))
+			return -1;
+		sum += n;
+	}
+	out->dim[d] = (Dim){0, sum};
+	return 0;
+}
+
+/* permute (dims, a permutation) and transpose (dim0 and dim1 swapped) */
+static int
+infer_permute(Comp *c, const Fusion *f, Op *o, const Tensor *a, Tensor *out)
+{
+	int i, d, seen = 0;
+
+	if (o->kind == OP_TRANSPOSE) {
+		if (view_dim(c, f, o, a, o->dim0, "dim0", o->dim_pos, &o->dim0) ||
+		    view_dim(c, f, o, a, o->dim1, "dim1", o->attr_pos, &o->dim1))
+			return -1;
+		out->dim[o->dim0] = a->dim[o->dim1];
+		out->dim[o->dim1] = a->dim[o->dim0];
+		return 0;
+	}
+	if (o->ndims != a->rank)
+		return diag_error(c, o->attr_pos, "op 'permute' of '%s' %s takes %d dims (its rank), saw %d", a->name,
+		                  shape_str(c, f, a), a->rank, o->ndims);
+	for (i = 0; i < o->ndims; i++) {
+		if (view_dim(c, f, o, a, o->dims[i], "dim", o->attr_pos, &d))
+			return -1;
+		if (seen & 1 << d)
+			return diag_error(c, o->attr_pos, "'dims' names dim %d of '%s' %s twice (as %d): expected each of "
+			                  "0..%d once", d, a->name, shape_str(c, f, a), o->dims[i], a->rank - 1);
+		seen |= 1 << d;
+		o->dims[i] = d;
+		out->dim[i] = a->dim[d];
+	}
+	return 0;
+}
+
+/*
+ * reshape and view: the element counts must agree, size for size where a
+ * size is known only at run time (a Dim is one size or a constant, so -1
+ * can stand for a constant or one size, not M * 2); sizes bound at compile
+ * time count as their values.
+ */
+static int
+infer_reshape(Comp *c, const Fusion *f, Op *o, const Tensor *a, Tensor *out)
+{
+	int left[MAX_RANK], nleft = 0, i, j, minus = -1;
+	int64_t kin = 1, kout = 1, nin = 1, nout = 1;
+	bool proved = true, bound = true, fits = true;
+
+	for (i = 0; i < a->rank; i++) {
+		if (a->dim[i].sym)
+			left[nleft++] = a->dim[i].sym;
+		bound &= !a->dim[i].sym || f->sym[a->dim[i].sym].bound;
+		fits &= size_mul(kin, a->dim[i].sym ? 1 : a->dim[i].ext, &kin) &&
+		        size_mul(nin, dim_value(f, a->dim[i]), &nin);
+	}
+	for (i = 0; i < o->nshape; i++) {
+		Dim x = o->shape[i];
+
+		out->dim[i] = x;
+		if (!x.sym && x.ext == -1) {
+			minus = i;
+			continue;
+		}
+		fits &= size_mul(kout, x.sym ? 1 : x.ext, &kout) && size_mul(nout, dim_value(f, x), &nout);
+		bound &= !x.sym || f->sym[x.sym].bound;
+		if (!x.sym)
+			continue;
+		for (j = 0; j < nleft && left[j] != x.sym; j++)
+			;
+		if (j == nleft)
+			proved = false;
+		else
+			left[j] = left[--nleft];
+	}
+	out->rank = o->nshape;
+	if (!fits)
+		return diag_error(c, o->attr_pos, "cannot %s '%s' %s to %s: an element count does not fit in 64 bits",
+		                  op_info[o->kind].name, a->name, shape_str(c, f, a), dims_str(c, f, o->shape, o->nshape));
+	if (proved && (minus < 0 ? nleft == 0 && kin == kout
+	                         : kin % kout == 0 && (nleft == 0 || (nleft == 1 && kin == kout)))) {
+		if (minus >= 0)
+			out->dim[minus] = nleft ? (Dim){left[0], 0} : (Dim){0, kin / kout};
+		return 0;
+	}
+	if (!bound)
+		return diag_error(c, o->attr_pos, "cannot %s '%s' %s to %s: with runtime sizes the element counts must "
+		                  "agree size for size, and a dim of the fusion IR is one size or a constant (-1 cannot "
+		                  "stand for a product of sizes); write the shape with the same sizes, or bind them at "
+		                  "compile time (-D NAME=VALUE)", op_info[o->kind].name, a->name, shape_str(c, f, a),
+		                  dims_str(c, f, o->shape, o->nshape));
+	if (minus >= 0 && nin % nout == 0) {
+		out->dim[minus] = (Dim){0, nin / nout};
+		return 0;
+	}
+	if (minus >= 0)
+		return diag_error(c, o->attr_pos, "cannot %s '%s' %s (%lld elements) to %s: %lld is not a multiple of "
+		                  "%lld, the other dims' product", op_info[o->kind].name, a->name, shape_str(c, f, a),
+		                  (long long)nin, dims_str(c, f, o->shape, o->nshape), (long long)nin, (long long)nout);
+	return diag_error(c, o->attr_pos, "cannot %s '%s' %s (%lld elements) to %s (%lld elements): the element "
+	                  "counts must be equal", op_info[o->kind].name, a->name, shape_str(c, f, a), (long long)nin,
+	                  dims_str(c, f, o->shape, o->nshape), (long long)nout);
+}
+
+/* expand: -1 keeps a dim, a size-1 dim grows, new dims lead (torch's expand) */
+static int
+infer_expand(Comp *c, const Fusion *f, Op *o, const Tensor *a, Tensor *out)
+{
+	int lead = o->nshape - a->rank, i;
+
+	if (lead < 0)
+		return diag_error(c, o->attr_pos, "cannot expand '%s' %s to %s: the shape has %d dim%s, fewer than the "
+		                  "tensor's %d", a->name, shape_str(c, f, a), dims_str(c, f, o->shape, o->nshape),
+		                  o->nshape, o->nshape == 1 ? "" : "s", a->rank);
+	for (i = 0; i < o->nshape; i++) {
+		Dim want = o->shape[i], have = i >= lead ? a->dim[i - lead] : (Dim){0, 1};
+		bool keep = !want.sym && want.ext == -1;
+
+		if (keep && i < lead)
+			return diag_error(c, o->attr_pos, "cannot expand '%s' %s to %s: -1 keeps a dim, and entry %d is a "
+			                  "new leading dim, which needs its size", a->name, shape_str(c, f, a),
+			                  dims_str(c, f, o->shape, o->nshape), i);
+		if (!keep && !dim_equal(want, have) && !dim_is_one(have))
+			return diag_error(c, o->attr_pos, "cannot expand dim %d of '%s' %s from %s to %s: only size-1 dims "
+			                  "grow", i - lead, a->name, shape_str(c, f, a), dim_str(c, f, have),
+			                  dim_str(c, f, want));
+		out->dim[i] = keep ? have : want;
+	}
+	out->rank = o->nshape;
+	return 0;
+}
+
+/* pad: (before, after) a dim from the last, each dim padded grows by their sum */
+static int
+infer_pad(Comp *c, const Fusion *f, Op *o, const Tensor *a, Tensor *out)
+{
+	int64_t n;
+	int k, d;
+
+	if (o->npad / 2 > a->rank)
+		return diag_error(c, o->attr_pos, "op 'pad' gives %d pads, two a dim from the last, and '%s' %s has "
+		                  "rank %d: expected at most %d", o->npad, a->name, shape_str(c, f, a), a->rank,
+		                  2 * a->rank);
+	for (k = 0; k < o->npad / 2; k++) {
+		d = a->rank - 1 - k;
+		if (!o->pad[2 * k] && !o->pad[2 * k + 1])
+			continue;
+		if (view_extent(c, f, o, a, d, o->attr_pos, &n))
+			return -1;
+		out->dim[d] = (Dim){0, n + o->pad[2 * k] + o->pad[2 * k + 1]};
+	}
+	return 0;
+}
+
+/* A view's shape from its input's (cat: inputs'); its dtype the input's (cat: promoted, as torch.cat) */
+static int
+infer_view(Comp *c, Fusion *f, Op *o, Tensor *out)
+{
+	const Tensor *a = &f->tensor[o->in[0].tensor];
+	int rc;
+
+	out->rank = a->rank;
+	memcpy(out->dim, a->dim, sizeof out->dim);
+	switch (o->kind) {
+	case OP_SLICE:
+		rc = infer_slice(c, f, o, a, out);
+		break;
+	case OP_CAT:
+		rc = infer_cat(c, f, o, a, out);
+		break;
+	case OP_PERMUTE:
+	case OP_TRANSPOSE:
+		rc = infer_permute(c, f, o, a, out);
+		break;
+	case OP_RESHAPE:
+	case OP_VIEW:
+		rc = infer_reshape(c, f, o, a, out);
+		break;
+	case OP_EXPAND:
+		rc = infer_expand(c, f, o, a, out);
+		break;
+	case OP_PAD:
+		rc = infer_pad(c, f, o, a, out);
+		break;
+	default:   /* chunk and split are read as slices */
+		return diag_internal(c, "infer", "view op '%s' has no shape rule", op_info[o->kind].name);
+	}
+	return rc ? -1 : infer_dtype(c, f, o, out);
+}
+
 /* "[M, N] = [4096, 1024]", or "[4096, 1024]" when every dim is a constant. */
 static const char *
 sized_shape_str(Comp *c, const Fusion *f, const Tensor *t)
@@ -400,6 +698,9 @@ pass_infer(Comp *c)
 			break;
 		case CLS_MATMUL:
 			rc = infer_matmul(c, f, o, out);
+			break;
+		case CLS_VIEW:
+			rc = infer_view(c, f, o, out);
 			break;
 		default:
 			return diag_internal(c, "infer", "op '%s' reached inference", op_info[o->kind].name);

@@ -7,7 +7,8 @@
  * later are checked again at launch), and a matmul fusion's groups and
  * plan (f->mm, schedule_matmul.c) or a row-reduction fusion's plan (f->row,
  * schedule_row.c, under Comp.row_fallback), which lowering reads as const;
- * breaks nothing.  The family's spill retry plans a row again (f->row)
+ * breaks nothing.  A fusion with a view op is refused (WSF_ERR_UNSUPPORTED)
+ * until lowering builds views.  The family's spill retry plans a row again (f->row)
  * when ptxas spilled; nothing else plans after this pass.
  *
  * Families, by the strongest op present:
@@ -185,6 +186,27 @@ check_dtypes(Comp *c, const Fusion *f)
 	return 0;
 }
 
+/* Views are index maps the kernels do not take yet: the host reference evaluates them, lowering does not. */
+static int
+refuse_views(Comp *c, const Fusion *f)
+{
+	int i;
+
+	for (i = 1; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+
+		if (op_info[o->kind].cls != CLS_VIEW)
+			continue;
+		diag_error(c, o->pos, "'%s' (a view%s) in a kernel is not implemented yet: lowering does not make views "
+		           "into addresses yet (wsfuse compile --dump-after=infer prints the fusion, and the host "
+		           "reference evaluates it)", op_info[o->kind].name,
+		           !o->parts ? "" : o->chunk ? ", a part of a chunk" : ", a part of a split");
+		c->status = WSF_ERR_UNSUPPORTED;
+		return -1;
+	}
+	return 0;
+}
+
 /* The pass: requires an inferred fusion; leaves f->family set, the fusion checked to fit it, its plan; or -1. */
 int
 pass_schedule(Comp *c)
@@ -192,6 +214,8 @@ pass_schedule(Comp *c)
 	Fusion *f = c->fusion;
 	int i;
 
+	if (refuse_views(c, f))
+		return -1;
 	if (find_kind(f, CLS_MATMUL)) {
 		f->family = FAM_MATMUL;
 		if (check_matmul(c, f))

@@ -17,6 +17,8 @@
  * op->axis (already normalized) with or without keepdim, which changes the
  * shape but not the layout; matmul multiplies the last two dims, broadcasting
  * the batch dims, with the loop order i, k, j so the inner loop is contiguous.
+ * A view is an index map (view_source): each output element copies the
+ * input element it names, or pad's fill.
  * Composites are expanded before this runs; meeting one is an internal error.
  *
  * Pointwise ops and reductions of large tensors are split over the host's
@@ -597,6 +599,93 @@ eval_rand(Eval *e, const Op *op, double *out)
 	return WSF_OK;
 }
 
+/* ---- views: index maps ---- */
+
+/*
+ * Where view OP reads element IDX of its output OS from: the index SRC in
+ * input *WHICH (cat's; else 0) of shape INS[*WHICH]; false for an element
+ * that pad fills.
+ */
+static bool
+view_source(const Op *op, const Shape *os, const Shape *ins, const int64_t *idx, int64_t *src, int *which)
+{
+	const Shape *is = &ins[0];
+	int64_t start, count;
+	int d = op->axis, k, lead = os->rank - is->rank;
+
+	*which = 0;
+	memcpy(src, idx, MAX_RANK * sizeof *src);
+	switch (op->kind) {
+	case OP_SLICE:
+		view_slice(op, is->ext[d], &start, &count);
+		src[d] = start + idx[d] * op->step;
+		break;
+	case OP_CAT:
+		while (src[d] >= ins[*which].ext[d]) {
+			src[d] -= ins[*which].ext[d];
+			++*which;
+		}
+		break;
+	case OP_PERMUTE:
+		for (k = 0; k < os->rank; k++)
+			src[op->dims[k]] = idx[k];
+		break;
+	case OP_TRANSPOSE:
+		src[op->dim0] = idx[op->dim1];
+		src[op->dim1] = idx[op->dim0];
+		break;
+	case OP_EXPAND:
+		for (k = 0; k < is->rank; k++)
+			src[k] = is->ext[k] == 1 ? 0 : idx[k + lead];
+		break;
+	case OP_PAD:
+		for (k = 0; k < op->npad / 2; k++) {
+			d = is->rank - 1 - k;
+			src[d] = idx[d] - op->pad[2 * k];
+			if (src[d] < 0 || src[d] >= is->ext[d])
+				return false;
+		}
+		break;
+	default:
+		break;
+	}
+	return true;
+}
+
+/* A view: each output element is an input element (pad's fill: VALUE as the dtype holds it). */
+static WsfStatus
+eval_view(Eval *e, const Op *op, double *out)
+{
+	Shape os = shape_of(e->f, op->out), ins[MAX_IN];
+	Dtype dt = e->f->tensor[op->out].dtype;
+	double fill = dtype_is_float(dt) ? (double)(float)op->value : rt_round(dt, op->value);
+	int64_t idx[MAX_RANK] = {0}, src[MAX_RANK], n, total = numel(&os), off, rest;
+	int d, j, which;
+
+	if (op->kind == OP_CHUNK || op->kind == OP_SPLIT)
+		return internal(e, op, "chunk and split must be read as slices");
+	if (op->kind == OP_RESHAPE || op->kind == OP_VIEW) {   /* the row-major order is kept */
+		memcpy(out, e->val[op->in[0].tensor], (size_t)total * sizeof *out);
+		return WSF_OK;
+	}
+	for (j = 0; j < op->nin; j++)
+		ins[j] = shape_of(e->f, op->in[j].tensor);
+	for (n = 0; n < total; n++) {
+		for (rest = n, d = os.rank - 1; d >= 0; d--) {
+			idx[d] = rest % os.ext[d];
+			rest /= os.ext[d];
+		}
+		if (!view_source(op, &os, ins, idx, src, &which)) {
+			out[n] = fill;
+			continue;
+		}
+		for (off = 0, d = 0; d < ins[which].rank; d++)
+			off = off * ins[which].ext[d] + src[d];
+		out[n] = e->val[op->in[which].tensor][off];
+	}
+	return WSF_OK;
+}
+
 static WsfStatus
 eval_op(Eval *e, const Op *op, double *out)
 {
@@ -604,6 +693,8 @@ eval_op(Eval *e, const Op *op, double *out)
 
 	if (op->kind == OP_RAND_LIKE)
 		return eval_rand(e, op, out);
+	if (op_info[op->kind].cls == CLS_VIEW)
+		return eval_view(e, op, out);
 
 	if (op_info[op->kind].cls != CLS_COMPOSITE && !r->unary && !r->binary && !r->ternary && !r->fold &&
 	    op_info[op->kind].cls != CLS_MATMUL)

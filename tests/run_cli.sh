@@ -459,6 +459,15 @@ expect "-lineinfo" 2 "wsfuse: unknown option '-lineinfo': did you mean '--linein
 cli compile "$spec" '-lineinfo=%n%s%s'
 expect "-lineinfo=%n" 2 "wsfuse: unknown option '-lineinfo=%n%s%s': did you mean '--lineinfo=%n%s%s'?"
 
+# ---- a view: exit 6 at the op until lowering builds views; --dump-after=infer prints the fusion (stderr) ----
+
+printf '%s\n' 'fusion: v' 'inputs:' '  x: {dtype: bf16, shape: [T, 128]}' 'ops:' \
+	'  - {out: [a, b], op: chunk, in: [x], chunks: 2, dim: -1}' '  - {out: y, op: mul, in: [a, b]}' \
+	'outputs:' '  y: {}' >"$tmp/view.yaml"
+cli compile --emit=fusion-ir --dump-after=infer "$tmp/view.yaml"
+expect "a view, exit 6" 6 "view.yaml:5:5: error: 'slice' (a view, a part of a chunk) in a kernel is not implemented yet"
+if grep -qF 'b: bf16[T, 64] = slice(x) dim=1 chunk=1/2' "$tmp/err"; then ok; else bad "--dump-after=infer of a view" "$(head -c 400 "$tmp/err")"; fi
+
 # ---- docs/spec.md: its opening example compiles; it cites only files of the repository ----
 
 awk '/^```yaml$/ { f = 1; next } f && /^```$/ { exit } f' docs/spec.md >"$tmp/spec-md.yaml"

@@ -1,0 +1,476 @@
+/*
+ * test_views.c: the view ops (slice, cat, chunk, split, permute, transpose,
+ * reshape, view, expand, pad) from specs: the shapes and dtypes inference
+ * gives (negative dims and steps, torch's clamping, runtime sizes) and its
+ * positioned errors, the host reference's values against hand-computed
+ * ones, the fusion IR printed for RoPE's rotate-half and a QKV chunk, and
+ * the schedule pass's refusal (exit status 6, at the op) until lowering
+ * builds views.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../compiler/compiler.h"
+#include "../../passes/passes.h"
+
+#include "fixture.h"
+
+static void
+assert_contains(const char *s, const char *part)
+{
+	if (!s || !strstr(s, part))
+		fail_msg("expected \"%s\" in \"%s\"", part, s ? s : "(null)");
+}
+
+/* Reads SPEC and runs expand and infer (schedule refuses views); 0 or -1, the message in t->msg. */
+static int
+infer_spec(Fixture *t, const char *spec)
+{
+	Comp *c = &t->c;
+
+	arena_free(c->arena);
+	c->arena = arena_new(&c->oom);
+	c->strs = strtab_new(c->arena);
+	c->nerrors = 0;
+	c->status = WSF_OK;
+	c->fusion = NULL;
+	t->msg[0] = 0;
+	if (setjmp(c->oom))
+		fail_msg("out of memory");
+	c->src = spec;
+	c->srclen = strlen(spec);
+	if (spec_read(c) || pass_expand(c) || pass_infer(c))
+		return -1;
+	return 0;
+}
+
+/* A spec of inputs x (DTYPE, SHAPE) and z (f32 [M, 4]), sizes M and N (default 16), ops OPS and output y. */
+static const char *
+spec_of(Fixture *t, const char *dtype, const char *shape, const char *ops)
+{
+	static char spec[1024];   /* not in the arena: infer_spec makes a new one */
+
+	(void)t;
+	snprintf(spec, sizeof spec, "fusion: v\nsizes: {M: 16, N: 16}\ninputs:\n  x: {dtype: %s, shape: %s}\n"
+	         "  z: {dtype: f32, shape: [M, 4]}\nops:\n%soutputs:\n  y: {}\n", dtype, shape, ops);
+	return spec;
+}
+
+/* The shape of Y (as the IR prints it) when op OP (one line of YAML) reads x of DTYPE and SHAPE. */
+static const char *
+shape_after(Fixture *t, const char *dtype, const char *shape, const char *op)
+{
+	const Fusion *f;
+	const char *spec = spec_of(t, dtype, shape, op);
+	Buf b;
+
+	if (infer_spec(t, spec))
+		fail_msg("%s\nfor: %s", t->msg, op);
+	f = t->c.fusion;
+	buf_init(&b, t->c.arena);
+	shape_print(&b, f, &f->tensor[fusion_find_tensor(f, intern_cstr(t->c.strs, "y"))]);
+	return buf_str(&b);
+}
+
+/* The message inference (or the front end) gives for OP over x of SHAPE. */
+static const char *
+error_of(Fixture *t, const char *shape, const char *op)
+{
+	if (infer_spec(t, spec_of(t, "f32", shape, op)) == 0)
+		fail_msg("no error for: %s", op);
+	return t->msg;
+}
+
+#define OP1(s) "  - {out: y, " s "}\n"
+
+static void
+slice_shapes(void **state)
+{
+	Fixture *t = *state;
+
+	assert_string_equal(shape_after(t, "bf16", "[2, 3, 4]", OP1("op: slice, in: [x], dim: -1, start: 1, step: 2")),
+	                    "bf16[2, 3, 2]");
+	assert_string_equal(shape_after(t, "f32", "[4, 8]", OP1("op: slice, in: [x], dim: 0, start: -3, end: -1")),
+	                    "f32[2, 8]");
+	assert_string_equal(shape_after(t, "f32", "[4, 8]", OP1("op: slice, in: [x], start: -100, end: 100")),
+	                    "f32[4, 8]");   /* clamped, as torch's */
+	assert_string_equal(shape_after(t, "f32", "[10]", OP1("op: slice, in: [x], step: 3")), "f32[4]");
+	assert_string_equal(shape_after(t, "f32", "[10]", OP1("op: slice, in: [x], start: 9, end: null, step: 5")),
+	                    "f32[1]");
+	assert_string_equal(shape_after(t, "int8", "[M, 8]", OP1("op: slice, in: [x], dim: 0")), "int8[M, 8]");
+	assert_string_equal(shape_after(t, "f32", "[M, 8]", OP1("op: slice, in: [x], dim: 1, end: 4")), "f32[M, 4]");
+	assert_contains(error_of(t, "[M, 8]", OP1("op: slice, in: [x], dim: 0, end: 4")),
+	                "dim 0 of 'x' [M, 8], which is the runtime size M");
+	assert_contains(error_of(t, "[4, 8]", OP1("op: slice, in: [x], dim: 1, start: 8")),
+	                "slice [8::1] of dim 1 of 'x' [4, 8] is empty");
+	assert_contains(error_of(t, "[4, 8]", OP1("op: slice, in: [x], dim: 2")),
+	                "test.yaml:7:39: error: dim 2 is out of range for 'x' [4, 8] of rank 2 (expected -2..1)");
+	assert_contains(error_of(t, "[4, 8]", OP1("op: slice, in: [x], step: -1")), "torch's slices step forward");
+}
+
+/* A size bound at compile time (-D) is a constant to a view; a default is not. */
+static void
+slice_bound_size(void **state)
+{
+	Fixture *t = *state;
+
+	t->bind[0] = (SizeBinding){"M", 6};
+	t->c.bind = t->bind;
+	t->c.nbind = 1;
+	assert_string_equal(shape_after(t, "f32", "[M, 8]", OP1("op: slice, in: [x], dim: 0, start: 1, step: 2")),
+	                    "f32[3, 8]");
+	assert_string_equal(shape_after(t, "f32", "[M, 8]", OP1("op: pad, in: [x], pad: [0, 0, 1, 1]")), "f32[8, 8]");
+	t->c.bind = NULL;
+	t->c.nbind = 0;
+}
+
+static void
+chunk_split_shapes(void **state)
+{
+	Fixture *t = *state;
+	const Fusion *f;
+	static const char *const want[] = {"f32[4, 2]", "f32[4, 2]", "f32[2, 2]"};
+	int i;
+
+	assert_int_equal(infer_spec(t, spec_of(t, "f32", "[10, 2]",
+	                 "  - {out: [a, b, c], op: chunk, in: [x], chunks: 3}\n"
+	                 "  - {out: y, op: add, in: [c, 1.0]}\n")), 0);
+	f = t->c.fusion;
+	for (i = 0; i < 3; i++) {
+		Buf b;
+
+		buf_init(&b, t->c.arena);
+		shape_print(&b, f, &f->tensor[f->op[i + 1].out]);
+		assert_string_equal(buf_str(&b), want[i]);
+		assert_int_equal(f->op[i + 1].kind, OP_SLICE);
+	}
+	assert_string_equal(shape_after(t, "f32", "[2, 5]",
+	                    "  - {out: [a, y], op: split, in: [x], sizes: [2, 3], dim: -1}\n"), "f32[2, 3]");
+	assert_contains(error_of(t, "[6]", "  - {out: [a, b, c, y], op: chunk, in: [x], chunks: 4}\n"),
+	                "op 'chunk' of dim 0 of 'x' [6] into 4 makes 3 chunks, not 4");
+	assert_contains(error_of(t, "[6]", "  - {out: [a, y], op: split, in: [x], sizes: [2, 3]}\n"),
+	                "they sum to 5, and dim 0 of 'x' [6] is 6");
+	assert_contains(error_of(t, "[6]", "  - {out: [a, y], op: chunk, in: [x], chunks: 3}\n"),
+	                "op 'chunk' makes 3 chunks (chunks: 3), but 'out' names 2 tensors");
+}
+
+static void
+cat_shapes(void **state)
+{
+	Fixture *t = *state;
+	static const char two[] =
+		"fusion: c\ninputs:\n  a: {dtype: bf16, shape: [2, 3]}\n  b: {dtype: f32, shape: [2, 5]}\n"
+		"  i: {dtype: int8, shape: [4, 3]}\n  m: {dtype: bool, shape: [1, 3]}\n"
+		"ops:\n  - {out: y, op: cat, in: [a, b], dim: -1}\n  - {out: w, op: cat, in: [i, m, a], dim: 0}\n"
+		"  - {out: k, op: cat, in: [i, m]}\noutputs:\n  y: {}\n  w: {}\n  k: {}\n";
+	const Fusion *f;
+
+	assert_int_equal(infer_spec(t, two), 0);
+	f = t->c.fusion;
+	assert_int_equal(f->tensor[f->op[1].out].dim[1].ext, 8);
+	assert_int_equal(f->tensor[f->op[1].out].dtype, DT_F32);    /* torch.cat promotes */
+	assert_int_equal(f->tensor[f->op[2].out].dim[0].ext, 7);
+	assert_int_equal(f->tensor[f->op[2].out].dtype, DT_BF16);
+	assert_int_equal(f->tensor[f->op[3].out].dtype, DT_INT8);
+	assert_int_equal(f->op[1].axis, 1);                         /* normalized */
+	assert_string_equal(shape_after(t, "f32", "[M, 4]", OP1("op: cat, in: [x, z], dim: 1")), "f32[M, 8]");
+	assert_contains(error_of(t, "[3, 4]", OP1("op: cat, in: [x, z], dim: 1")),
+	                "test.yaml:7:31: error: cannot cat 'x' [3, 4] with 'z' [M, 4] along dim 1: dim 0 differs "
+	                "(3 vs M)");
+	assert_contains(error_of(t, "[3, 4]", OP1("op: cat, in: [x, z], dim: 0")), "the runtime size M");
+	assert_contains(error_of(t, "[4]", OP1("op: cat, in: [x, z]")), "ranks differ (1 and 2)");
+}
+
+static void
+permute_shapes(void **state)
+{
+	Fixture *t = *state;
+
+	assert_string_equal(shape_after(t, "bf16", "[2, 3, 4]", OP1("op: permute, in: [x], dims: [2, 0, 1]")),
+	                    "bf16[4, 2, 3]");
+	assert_string_equal(shape_after(t, "bf16", "[2, 3, M]", OP1("op: permute, in: [x], dims: [-1, 0, -2]")),
+	                    "bf16[M, 2, 3]");
+	assert_string_equal(shape_after(t, "f32", "[2, 3, 4]", OP1("op: transpose, in: [x], dim0: -1, dim1: 0")),
+	                    "f32[4, 3, 2]");
+	assert_string_equal(shape_after(t, "f32", "[2, 3]", OP1("op: transpose, in: [x], dim0: 1, dim1: 1")),
+	                    "f32[2, 3]");
+	assert_int_equal(t->c.fusion->op[1].dim0, 1);
+	assert_contains(error_of(t, "[2, 3, 4]", OP1("op: permute, in: [x], dims: [0, -3, 1]")),
+	                "'dims' names dim 0 of 'x' [2, 3, 4] twice (as -3)");
+	assert_contains(error_of(t, "[2, 3, 4]", OP1("op: permute, in: [x], dims: [1, 0]")),
+	                "takes 3 dims (its rank), saw 2");
+	assert_contains(error_of(t, "[2, 3]", OP1("op: transpose, in: [x], dim0: 0, dim1: 2")),
+	                "dim1 2 is out of range for 'x' [2, 3] of rank 2");
+}
+
+static void
+reshape_shapes(void **state)
+{
+	Fixture *t = *state;
+
+	assert_string_equal(shape_after(t, "f32", "[2, 3, 4]", OP1("op: reshape, in: [x], shape: [6, -1]")),
+	                    "f32[6, 4]");
+	assert_string_equal(shape_after(t, "f32", "[2, 3, 4]", OP1("op: view, in: [x], shape: [24]")), "f32[24]");
+	assert_string_equal(shape_after(t, "f32", "[M, 128]", OP1("op: reshape, in: [x], shape: [M, 2, 64]")),
+	                    "f32[M, 2, 64]");
+	assert_string_equal(shape_after(t, "f32", "[M, 128]", OP1("op: view, in: [x], shape: [-1, 4, 32]")),
+	                    "f32[M, 4, 32]");
+	assert_string_equal(shape_after(t, "f32", "[M, 2, 64]", OP1("op: reshape, in: [x], shape: [M, -1]")),
+	                    "f32[M, 128]");
+	assert_contains(error_of(t, "[2, 3, 4]", OP1("op: reshape, in: [x], shape: [5, 5]")),
+	                "cannot reshape 'x' [2, 3, 4] (24 elements) to [5, 5] (25 elements)");
+	assert_contains(error_of(t, "[2, 3, 4]", OP1("op: reshape, in: [x], shape: [5, -1]")),
+	                "24 is not a multiple of 5");
+	assert_contains(error_of(t, "[M, 128]", OP1("op: reshape, in: [x], shape: [-1, 64]")),
+	                "-1 cannot stand for a product of sizes");
+	assert_string_equal(shape_after(t, "f32", "[M, 4]", OP1("op: reshape, in: [x], shape: [4, M]")), "f32[4, M]");
+	assert_contains(error_of(t, "[M, 4]", OP1("op: reshape, in: [x], shape: [4, N]")),
+	                "write the shape with the same sizes");
+	assert_contains(error_of(t, "[4]", OP1("op: reshape, in: [x], shape: [-1, -1]")), "a second -1");
+}
+
+static void
+expand_pad_shapes(void **state)
+{
+	Fixture *t = *state;
+
+	assert_string_equal(shape_after(t, "f32", "[1, 4]", OP1("op: expand, in: [x], shape: [M, -1]")), "f32[M, 4]");
+	assert_string_equal(shape_after(t, "f32", "[3, 1]", OP1("op: expand, in: [x], shape: [2, 3, 5]")),
+	                    "f32[2, 3, 5]");
+	assert_contains(error_of(t, "[3, 2]", OP1("op: expand, in: [x], shape: [3, 5]")),
+	                "cannot expand dim 1 of 'x' [3, 2] from 2 to 5: only size-1 dims grow");
+	assert_contains(error_of(t, "[3]", OP1("op: expand, in: [x], shape: [-1, 3]")), "a new leading dim");
+	assert_string_equal(shape_after(t, "bf16", "[2, 3]", OP1("op: pad, in: [x], pad: [1, 1]")), "bf16[2, 5]");
+	assert_string_equal(shape_after(t, "f32", "[2, 3]", OP1("op: pad, in: [x], pad: [1, 1, 2, 0], value: -1")),
+	                    "f32[4, 5]");
+	assert_string_equal(shape_after(t, "f32", "[M, 3]", OP1("op: pad, in: [x], pad: [1, 2, 0, 0]")), "f32[M, 6]");
+	assert_contains(error_of(t, "[3]", OP1("op: pad, in: [x], pad: [1, 1, 1, 1]")), "has rank 1: expected at most 2");
+	assert_contains(error_of(t, "[M]", OP1("op: pad, in: [x], pad: [1, 1]")), "the runtime size M");
+}
+
+/* The reference of SPEC (inputs IN, outputs OUT) after expand and infer. */
+static void
+reference(Fixture *t, const char *spec, const double *const *in, double *const *out)
+{
+	if (infer_spec(t, spec))
+		fail_msg("%s", t->msg);
+	if (rt_reference(&t->c, t->c.fusion, in, out) != WSF_OK)
+		fail_msg("reference: %s", t->msg);
+}
+
+static void
+assert_values(const double *got, const double *want, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (got[i] != want[i])
+			fail_msg("element %d: got %g, want %g", i, got[i], want[i]);
+}
+
+/* permute of 2x3x4 by [2, 0, 1], transpose, and a reshape of the permute */
+static void
+reference_permute(void **state)
+{
+	Fixture *t = *state;
+	static const char spec[] =
+		"fusion: p\ninputs:\n  x: {dtype: f32, shape: [2, 3, 4]}\nops:\n"
+		"  - {out: p, op: permute, in: [x], dims: [2, 0, 1]}\n"
+		"  - {out: r, op: reshape, in: [p], shape: [4, 6]}\n"
+		"  - {out: s, op: transpose, in: [x], dim0: 0, dim1: -1}\n"
+		"outputs:\n  p: {}\n  r: {}\n  s: {}\n";
+	double x[24], p[24], r[24], s[24], want[24];
+	const double *in[] = {x};
+	double *out[] = {p, r, s};
+	int i, j, k;
+
+	for (i = 0; i < 24; i++)
+		x[i] = i;
+	reference(t, spec, in, out);
+	/* p[k][i][j] = x[i][j][k] */
+	for (k = 0; k < 4; k++)
+		for (i = 0; i < 2; i++)
+			for (j = 0; j < 3; j++)
+				want[k * 6 + i * 3 + j] = x[i * 12 + j * 4 + k];
+	assert_values(p, want, 24);
+	assert_values(r, want, 24);   /* a reshape keeps the permute's row-major order */
+	assert_int_equal(p[1], 4);    /* p[0][0][1] = x[0][1][0] */
+	assert_int_equal(p[6], 1);    /* p[1][0][0] = x[0][0][1] */
+	/* s[k][j][i] = x[i][j][k] */
+	for (k = 0; k < 4; k++)
+		for (j = 0; j < 3; j++)
+			for (i = 0; i < 2; i++)
+				want[k * 6 + j * 2 + i] = x[i * 12 + j * 4 + k];
+	assert_values(s, want, 24);
+}
+
+/* a slice with step 2 and negative bounds, cat along dim 0 and -1, chunk of 10 into 3, split */
+static void
+reference_slice_cat_chunk(void **state)
+{
+	Fixture *t = *state;
+	static const char spec[] =
+		"fusion: s\ninputs:\n  x: {dtype: f32, shape: [2, 5]}\n  v: {dtype: f32, shape: [10]}\n"
+		"  b: {dtype: int32, shape: [1, 5]}\nops:\n"
+		"  - {out: s, op: slice, in: [x], dim: -1, start: -4, step: 2}\n"
+		"  - {out: c0, op: cat, in: [x, b], dim: 0}\n"
+		"  - {out: c1, op: cat, in: [s, x, s], dim: -1}\n"
+		"  - {out: [p, q, r], op: chunk, in: [v], chunks: 3}\n"
+		"  - {out: [u, w], op: split, in: [v], sizes: [7, 3]}\n"
+		"outputs:\n  s: {}\n  c0: {}\n  c1: {}\n  p: {}\n  q: {}\n  r: {}\n  w: {}\n";
+	double x[10] = {0, 1, 2, 3, 4, 10, 11, 12, 13, 14}, v[10] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+	double b[5] = {-1, -2, -3, -4, -5}, s[4], c0[15], c1[18], p[4], q[4], r[2], w[3];
+	const double *in[] = {x, v, b};
+	double *out[] = {s, c0, c1, p, q, r, w};
+	static const double ws[] = {1, 3, 11, 13};
+	static const double wc0[] = {0, 1, 2, 3, 4, 10, 11, 12, 13, 14, -1, -2, -3, -4, -5};
+	static const double wc1[] = {1, 3, 0, 1, 2, 3, 4, 1, 3, 11, 13, 10, 11, 12, 13, 14, 11, 13};
+	static const double wp[] = {0, 1, 2, 3}, wq[] = {4, 5, 6, 7}, wr[] = {8, 9}, ww[] = {7, 8, 9};
+
+	reference(t, spec, in, out);
+	assert_values(s, ws, 4);
+	assert_values(c0, wc0, 15);
+	assert_int_equal(t->c.fusion->tensor[t->c.fusion->op[2].out].dtype, DT_F32);
+	assert_values(c1, wc1, 18);
+	assert_values(p, wp, 4);
+	assert_values(q, wq, 4);
+	assert_values(r, wr, 2);
+	assert_values(w, ww, 3);
+}
+
+/* pad of 1 on each side of the last dim (value 0) and of 1 before dim 0 (value -1); expand */
+static void
+reference_pad_expand(void **state)
+{
+	Fixture *t = *state;
+	static const char spec[] =
+		"fusion: pd\ninputs:\n  x: {dtype: f32, shape: [2, 3]}\n  c: {dtype: int8, shape: [2, 1]}\nops:\n"
+		"  - {out: a, op: pad, in: [x], pad: [1, 1]}\n"
+		"  - {out: b, op: pad, in: [x], pad: [0, 0, 1, 0], value: -1.5}\n"
+		"  - {out: e, op: expand, in: [c], shape: [2, 2, 3]}\n"
+		"outputs:\n  a: {}\n  b: {}\n  e: {}\n";
+	double x[6] = {1, 2, 3, 4, 5, 6}, c[2] = {7, -8}, a[10], bb[9], e[12];
+	const double *in[] = {x, c};
+	double *out[] = {a, bb, e};
+	static const double wa[] = {0, 1, 2, 3, 0, 0, 4, 5, 6, 0};
+	static const double wb[] = {-1.5, -1.5, -1.5, 1, 2, 3, 4, 5, 6};
+	static const double we[] = {7, 7, 7, -8, -8, -8, 7, 7, 7, -8, -8, -8};
+
+	reference(t, spec, in, out);
+	assert_values(a, wa, 10);
+	assert_values(bb, wb, 9);
+	assert_values(e, we, 12);
+}
+
+#define ROPE_HALF \
+	"fusion: rope_half\n" \
+	"sizes: {T: 8192}\n" \
+	"inputs:\n" \
+	"  x: {dtype: bf16, shape: [T, 32, 128]}\n" \
+	"  cos: {dtype: bf16, shape: [T, 1, 128]}\n" \
+	"  sin: {dtype: bf16, shape: [T, 1, 128]}\n" \
+	"ops:\n" \
+	"  - {out: x1, op: slice, in: [x], dim: -1, end: 64}\n" \
+	"  - {out: x2, op: slice, in: [x], dim: -1, start: 64}\n" \
+	"  - {out: nx2, op: neg, in: [x2]}\n" \
+	"  - {out: rot, op: cat, in: [nx2, x1], dim: -1}\n" \
+	"  - {out: xc, op: mul, in: [x, cos]}\n" \
+	"  - {out: rs, op: mul, in: [rot, sin]}\n" \
+	"  - {out: y, op: add, in: [xc, rs]}\n" \
+	"outputs:\n" \
+	"  y: {dtype: bf16}\n"
+
+/* RoPE's rotate-half (x[..., :64], x[..., 64:], cat([-x2, x1], -1)) and a QKV chunk, as the fusion IR prints them */
+static void
+fusion_ir_text(void **state)
+{
+	Fixture *t = *state;
+	static const char qkv[] =
+		"fusion: qkv\nsizes: {T: 4096}\ninputs:\n  h: {dtype: bf16, shape: [T, 3072]}\nops:\n"
+		"  - {out: [q, k, v], op: chunk, in: [h], chunks: 3, dim: -1}\n"
+		"  - {out: qs, op: mul, in: [q, 0.125]}\n"
+		"outputs:\n  qs: {}\n  k: {}\n  v: {}\n";
+	Buf b;
+
+	assert_int_equal(infer_spec(t, ROPE_HALF), 0);
+	buf_init(&b, t->c.arena);
+	fusion_print(&b, t->c.fusion);
+	assert_string_equal(buf_str(&b),
+		"fusion rope_half                                ; 1:9\n"
+		"  size T = 8192                                 ; 2:9\n"
+		"  input x: bf16[T, 32, 128]                     ; 4:3\n"
+		"  input cos: bf16[T, 1, 128]                    ; 5:3\n"
+		"  input sin: bf16[T, 1, 128]                    ; 6:3\n"
+		"  x1: bf16[T, 32, 64] = slice(x) dim=2 start=0 end=64 step=1 ; 8:5\n"
+		"  x2: bf16[T, 32, 64] = slice(x) dim=2 start=64 end=none step=1 ; 9:5\n"
+		"  nx2: bf16[T, 32, 64] = neg(x2)                ; 10:5\n"
+		"  rot: bf16[T, 32, 128] = cat(nx2, x1) dim=2    ; 11:5\n"
+		"  xc: bf16[T, 32, 128] = mul(x, cos)            ; 12:5\n"
+		"  rs: bf16[T, 32, 128] = mul(rot, sin)          ; 13:5\n"
+		"  y: bf16[T, 32, 128] = add(xc, rs)             ; 14:5\n"
+		"  output y: bf16                                ; 16:3\n");
+	assert_int_equal(infer_spec(t, qkv), 0);
+	buf_init(&b, t->c.arena);
+	fusion_print(&b, t->c.fusion);
+	assert_string_equal(buf_str(&b),
+		"fusion qkv                                      ; 1:9\n"
+		"  size T = 4096                                 ; 2:9\n"
+		"  input h: bf16[T, 3072]                        ; 4:3\n"
+		"  q: bf16[T, 1024] = slice(h) dim=1 chunk=0/3   ; 6:5\n"
+		"  k: bf16[T, 1024] = slice(h) dim=1 chunk=1/3   ; 6:5\n"
+		"  v: bf16[T, 1024] = slice(h) dim=1 chunk=2/3   ; 6:5\n"
+		"  qs: bf16[T, 1024] = mul(q, 0.125)             ; 7:5\n"
+		"  output qs: bf16                               ; 9:3\n"
+		"  output k: bf16                                ; 10:3\n"
+		"  output v: bf16                                ; 11:3\n");
+	buf_init(&b, t->c.arena);
+	fusion_dot(&b, t->c.fusion);
+	assert_contains(buf_str(&b), "dim=1 chunk=2/3");
+}
+
+/* The schedule pass refuses every view (WSF_ERR_UNSUPPORTED, exit status 6), at the op. */
+static void
+schedule_refuses_views(void **state)
+{
+	Fixture *t = *state;
+
+	assert_int_equal(infer_spec(t, ROPE_HALF), 0);
+	assert_int_equal(pass_schedule(&t->c), -1);
+	assert_int_equal(t->c.status, WSF_ERR_UNSUPPORTED);
+	assert_contains(t->msg, "test.yaml:8:5: error: 'slice' (a view) in a kernel is not implemented yet");
+	assert_int_equal(infer_spec(t, spec_of(t, "f32", "[6, 4]",
+	                 "  - {out: [a, y], op: split, in: [x], sizes: [2, 4]}\n")), 0);
+	assert_int_equal(pass_schedule(&t->c), -1);
+	assert_contains(t->msg, "'slice' (a view, a part of a split) in a kernel is not implemented yet");
+	assert_int_equal(infer_spec(t, spec_of(t, "f32", "[6, 4]", OP1("op: expand, in: [x], shape: [2, 6, 4]"))), 0);
+	assert_int_equal(pass_schedule(&t->c), -1);
+	assert_contains(t->msg, "'expand' (a view) in a kernel");
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(slice_shapes, setup, teardown),
+		cmocka_unit_test_setup_teardown(slice_bound_size, setup, teardown),
+		cmocka_unit_test_setup_teardown(chunk_split_shapes, setup, teardown),
+		cmocka_unit_test_setup_teardown(cat_shapes, setup, teardown),
+		cmocka_unit_test_setup_teardown(permute_shapes, setup, teardown),
+		cmocka_unit_test_setup_teardown(reshape_shapes, setup, teardown),
+		cmocka_unit_test_setup_teardown(expand_pad_shapes, setup, teardown),
+		cmocka_unit_test_setup_teardown(reference_permute, setup, teardown),
+		cmocka_unit_test_setup_teardown(reference_slice_cat_chunk, setup, teardown),
+		cmocka_unit_test_setup_teardown(reference_pad_expand, setup, teardown),
+		cmocka_unit_test_setup_teardown(fusion_ir_text, setup, teardown),
+		cmocka_unit_test_setup_teardown(schedule_refuses_views, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
