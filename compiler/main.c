@@ -992,21 +992,26 @@ cmd_grad(WsfContext *ctx, Args *a)
 {
 	char *text = NULL, *yaml = NULL;
 	size_t len = 0, n = 0;
-	bool out = a->out && strcmp(a->out, "-") != 0;
+	bool out = a->out && strcmp(a->out, "-") != 0, ok = false;
 	FILE *fp;
 	int rc;
 
 	if (strcmp(a->spec, "-") != 0)
 		rc = exit_code(wsf_grad_file(ctx, a->spec, &yaml, &n));
+	else if ((text = read_stdin(&len)))
+		rc = exit_code(wsf_grad_string(ctx, "<stdin>", text, len, &yaml, &n));
 	else
-		rc = (text = read_stdin(&len)) ? exit_code(wsf_grad_string(ctx, "<stdin>", text, len, &yaml, &n)) : EXIT_INPUT;
-	free(text);
-	if (rc == 0 && !(fp = out ? fopen(a->out, "w") : stdout)) {
-		fprintf(stderr, "wsfuse: cannot write %s: %s\n", a->out, strerror(errno));
 		rc = EXIT_INPUT;
-	} else if (rc == 0) {
+	free(text);
+	if (rc == 0 && (fp = out ? fopen(a->out, "w") : stdout)) {
 		errno = 0;
-		rc = fwrite(yaml, 1, n, fp) == n && fflush(fp) == 0 && (!out || fclose(fp) == 0) ? 0 : stdout_error();
+		ok = fwrite(yaml, 1, n, fp) == n && fflush(fp) == 0;
+		ok = (!out || fclose(fp) == 0) && ok;
+	}
+	if (rc == 0 && !ok) {
+		fprintf(stderr, "wsfuse: cannot write %s: %s\n", out ? a->out : "to standard output",
+		        errno ? strerror(errno) : "write error");
+		rc = EXIT_INPUT;
 	}
 	free(yaml);
 	return rc;
