@@ -29,8 +29,8 @@
  * X's adjoint is called "X.grad" (then "X.grad.2" ... as contributions
  * add), and the steps toward it "X.d1", "X.d2" ...: '.' cannot be in a
  * spec name, so they clash with none (the spec printer makes identifiers
- * of them).  Each new
- * op keeps the forward op's position and names its result as its origin.
+ * of them).  Each new op keeps the forward op's position and names the
+ * forward op's result as its origin.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -419,9 +419,10 @@ reduce_rule(Grad *g, const Op *o, int d)
 		return 0;
 	for (i = 0; !o->keepdim && i < o->axis; i++)
 		if (!dim_is_one(xt->dim[i]))
-			return unsupported(g, "the gradient of '%s' without keepdim over an axis after the first (of '%s') "
-			                   "needs an unsqueeze, which wsfuse lacks yet: use keepdim: true",
-			                   op_info[o->kind].name, xt->name);
+			return unsupported(g, "the gradient of '%s'%s%s%s without keepdim over an axis after the first (of "
+			                   "'%s') needs an unsqueeze, which wsfuse lacks yet: use keepdim: true",
+			                   op_info[o->kind].name, o->origin ? " (a step of '" : "",
+			                   o->origin ? o->origin : "", o->origin ? "')" : "", xt->name);
 	switch (o->kind) {
 	case OP_SUM:
 		t = expand_like(g, T(d), x);
