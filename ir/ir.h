@@ -365,7 +365,7 @@ typedef struct Op {
 	Dtype acc;
 	double eps;
 	Pos pos;            /* the op's list entry */
-	const char *origin; /* for ops made by expansion: the composite's output name */
+	const char *origin; /* ops made by a pass: the composite's output (expand.c), the op differentiated (grad.c) */
 } Op;
 
 typedef struct Output {

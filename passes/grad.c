@@ -630,8 +630,10 @@ add_grad_outputs(Grad *g, int first_new)
 		g->stem = xt->name;
 		if (!t)
 			t = expand_like(g, L(0.0), x);
-		if (t < first_new || h->tensor[t].kind != TK_VALUE || fusion_output_of(h, t) >= 0)
-			t = un(g, OP_CAST, T(t)), h->op[h->tensor[t].def].to = xt->dtype;
+		if (t < first_new || h->tensor[t].kind != TK_VALUE || fusion_output_of(h, t) >= 0) {
+			t = un(g, OP_CAST, T(t));   /* a copy: an output is a value of its own */
+			h->op[h->tensor[t].def].to = xt->dtype;
+		}
 		h->tensor[t].name = name;
 		out = VEC_PUSH(g->c->arena, h->out, h->nout, h->capout);
 		out->tensor = t;
