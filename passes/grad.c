@@ -44,6 +44,7 @@ typedef struct Grad {
 	Fusion *g;         /* the backward: F's tensors and ops with their ids, then the adjoints' */
 	int *adj;          /* F's tensor -> G's tensor holding its adjoint so far (0: none yet) */
 	bool *live;        /* F's tensor -> a float that a float input reaches through differentiable ops */
+	int *same;         /* F's tensor X -> G's X == X, a bool of X's shape (0: not made yet) */
 	const Op *fop;     /* the forward op being differentiated */
 	const char *stem;  /* the forward tensor whose adjoint the new tensors make */
 } Grad;
@@ -152,11 +153,13 @@ matmul(Grad *g, int a, int b, bool ta, bool tb)
 	return t;
 }
 
-/* V of X's shape, whatever V's own (which broadcasts to it): where(X == X, V, V). */
+/* V of X's shape, whatever V's own (which broadcasts to it): where(X == X, V, V), X == X made once. */
 static int
 expand_like(Grad *g, Operand v, int x)
 {
-	return where(g, bin(g, OP_EQ, T(x), T(x)), v, v);
+	if (!g->same[x])
+		g->same[x] = bin(g, OP_EQ, T(x), T(x));
+	return where(g, g->same[x], v, v);
 }
 
 /*
@@ -711,6 +714,7 @@ pass_grad(Comp *c)
 	g.f = f;
 	g.adj = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *g.adj);
 	g.live = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *g.live);
+	g.same = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *g.same);
 	mark_live(&g);
 	copy_forward(&g);
 	first_new = g.g->ntensor;
