@@ -541,43 +541,56 @@ wsf_compile_string(WsfContext *ctx, const char *name, const char *text, size_t l
 	return ctx_leave(ctx, NULL, compile_spec(ctx, name ? name : "<string>", text, len, NULL, out));
 }
 
+/* The spec in file PATH, malloc'ed into *TEXT (NULL for an empty file), *LEN bytes. */
 static WsfStatus
-compile_path(WsfContext *ctx, const char *path, WsfKernel **out)
+read_path(WsfContext *ctx, const char *path, char **text, size_t *len)
 {
 	FILE *fp;
-	char *text = NULL;
-	size_t len = 0, cap = 0, n;
-	WsfStatus s;
+	size_t cap = 0, n;
 
+	*text = NULL;
+	*len = 0;
 	if (!(fp = fopen(path, "rb")))
 		return ctx_error(ctx, WSF_ERR_IO, "%s: error: cannot open: %s", path, strerror(errno));
 	/* one byte past the limit tells a spec at the limit from a longer one */
 	do {
-		if (len == cap) {
-			char *t = realloc(text, cap = cap ? cap * 2 : 4096);
+		if (*len == cap) {
+			char *t = realloc(*text, cap = cap ? cap * 2 : 4096);
 
 			if (!t) {
-				free(text);
+				free(*text);
 				fclose(fp);
 				return ctx_error(ctx, WSF_ERR_NOMEM, "%s: error: out of memory", path);
 			}
-			text = t;
+			*text = t;
 		}
-		n = fread(text + len, 1, cap - len < WSF_MAX_SPEC_BYTES + 1 - len ? cap - len :
-		                         WSF_MAX_SPEC_BYTES + 1 - len, fp);
-		len += n;
-	} while (n > 0 && len <= WSF_MAX_SPEC_BYTES);
-	if (len > WSF_MAX_SPEC_BYTES) {
-		free(text);
+		n = fread(*text + *len, 1, cap - *len < WSF_MAX_SPEC_BYTES + 1 - *len ? cap - *len :
+		                           WSF_MAX_SPEC_BYTES + 1 - *len, fp);
+		*len += n;
+	} while (n > 0 && *len <= WSF_MAX_SPEC_BYTES);
+	if (*len > WSF_MAX_SPEC_BYTES) {
+		free(*text);
 		fclose(fp);
 		return too_long(ctx, path);
 	}
 	if (ferror(fp)) {
-		free(text);
+		free(*text);
 		fclose(fp);
 		return ctx_error(ctx, WSF_ERR_IO, "%s: error: cannot read: %s", path, strerror(errno));
 	}
 	fclose(fp);
+	return WSF_OK;
+}
+
+static WsfStatus
+compile_path(WsfContext *ctx, const char *path, WsfKernel **out)
+{
+	char *text;
+	size_t len;
+	WsfStatus s;
+
+	if ((s = read_path(ctx, path, &text, &len)) != WSF_OK)
+		return s;
 	s = compile_spec(ctx, path, text ? text : "", len, NULL, out);
 	free(text);
 	return s;
@@ -594,4 +607,94 @@ wsf_compile_file(WsfContext *ctx, const char *path, WsfKernel **out)
 		return null_arg(ctx, __func__, path ? "out" : "path");
 	ctx_enter(ctx, NULL);
 	return ctx_leave(ctx, NULL, compile_path(ctx, path, out));
+}
+
+/*
+ * The backward of spec TEXT (LEN bytes, named NAME) as spec YAML, into
+ * *YAML (malloc'ed) and *SIZE: the fusion passes that need no kernel
+ * (expand, infer), passes/grad.c, compiler/spec_write.c, in a Comp of
+ * its own freed before it returns.
+ */
+static WsfStatus
+grad_spec(WsfContext *ctx, const char *name, const char *text, size_t len, char **yaml, size_t *size)
+{
+	Comp *c;
+	WsfContext *set;
+	Buf b;
+	volatile WsfStatus s = WSF_OK;
+
+	if (len > WSF_MAX_SPEC_BYTES)
+		return too_long(ctx, name);
+	if (!(c = calloc(1, sizeof *c)))
+		return ctx_error(ctx, WSF_ERR_NOMEM, "%s: error: out of memory", name);
+	if (setjmp(c->oom)) {
+		s = WSF_ERR_NOMEM;
+		goto done;
+	}
+	if (!(c->arena = arena_new(&c->oom))) {
+		free(c);
+		return ctx_error(ctx, WSF_ERR_NOMEM, "%s: error: out of memory", name);
+	}
+	set = ctx_copy(ctx, c->arena);
+	comp_begin(c, set, name, text, len);
+	if (spec_read(c) || pass_expand(c) || fusion_verify(c, c->fusion, "expand") || pass_infer(c) ||
+	    fusion_verify(c, c->fusion, "infer") || pass_grad(c) || fusion_verify(c, c->fusion, "grad")) {
+		s = c->status ? c->status : WSF_ERR_INPUT;
+		goto done;
+	}
+	buf_init(&b, c->arena);
+	spec_write(c, &b, c->fusion);
+	if (!(*yaml = malloc(b.len + 1))) {
+		s = WSF_ERR_NOMEM;
+		goto done;
+	}
+	memcpy(*yaml, buf_str(&b), b.len + 1);
+	if (size)
+		*size = b.len;
+done:
+	free(ctx->last_error);
+	ctx->last_error = NULL;
+	if (s == WSF_ERR_NOMEM)
+		ctx_error(ctx, s, "%s: error: out of memory", name);
+	else if (s != WSF_OK && c->last_error)
+		ctx->last_error = strdup(c->last_error);
+	else if (s != WSF_OK)
+		ctx_error(ctx, s, "%s: error: %s", name, wsf_status_message(s));
+	arena_free(c->arena);
+	free(c);
+	return s;
+}
+
+WsfStatus
+wsf_grad_string(WsfContext *ctx, const char *name, const char *text, size_t len, char **yaml, size_t *size)
+{
+	if (!ctx)
+		return WSF_ERR_USAGE;
+	if (yaml)
+		*yaml = NULL;
+	if (!text || !yaml)
+		return null_arg(ctx, __func__, text ? "yaml" : "text");
+	ctx_enter(ctx, NULL);
+	return ctx_leave(ctx, NULL, grad_spec(ctx, name ? name : "<string>", text, len, yaml, size));
+}
+
+WsfStatus
+wsf_grad_file(WsfContext *ctx, const char *path, char **yaml, size_t *size)
+{
+	char *text;
+	size_t len;
+	WsfStatus s;
+
+	if (!ctx)
+		return WSF_ERR_USAGE;
+	if (yaml)
+		*yaml = NULL;
+	if (!path || !yaml)
+		return null_arg(ctx, __func__, path ? "yaml" : "path");
+	ctx_enter(ctx, NULL);
+	if ((s = read_path(ctx, path, &text, &len)) == WSF_OK) {
+		s = grad_spec(ctx, path, text ? text : "", len, yaml, size);
+		free(text);
+	}
+	return ctx_leave(ctx, NULL, s);
 }

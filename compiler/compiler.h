@@ -2,6 +2,7 @@
  * compiler.h: the internal header of compiler/ (front end and driver).
  *
  *   spec.c     reads a YAML fusion spec (libyaml) into the fusion IR
+ *   spec_write.c  writes a fusion back as a spec (the backward of --emit=grad)
  *   context.c  the context (options, sizes, handlers, errors) and what a
  *              kernel says of itself (texts, stats, arguments, environment)
  *   compile.c  the compile driver: spec, passes, codegen, NVRTC, dumps, overrides
@@ -26,6 +27,12 @@
  * exactly one diagnostic.
  */
 int spec_read(Comp *c);
+/*
+ * spec_write.c: inferred, expanded fusion F as spec YAML appended to B,
+ * which spec_read reads back into a fusion that computes the same; names
+ * that are no identifiers ("x.grad") become identifiers.
+ */
+void spec_write(Comp *c, Buf *b, const Fusion *f);
 
 /* ---- context.c --------------------------------------------------------- */
 

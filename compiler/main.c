@@ -110,7 +110,8 @@ static const struct Opt {
 	{"emit", OPT_EMIT, required_argument, ON(CMD_COMPILE), "OUTPUT", "an output",
 	 "what to write: fusion-ir, kernel-ir, cuda, ptx, cubin\n"
 	 "(the default), ptxas (ptxas's report), dot (the fusion\n"
-	 "DAG) or kernel-dot (the kernel's roles and pipelines)"},
+	 "DAG), kernel-dot (the kernel's roles and pipelines) or\n"
+	 "grad (the backward, as a spec)"},
 	{"output", 'o', required_argument, ON(CMD_COMPILE), "FILE", "a file name",
 	 "where to write it; - is standard output (the default\nfor text)"},
 	{NULL, 'D', required_argument, BUILDS, "NAME=VALUE", "NAME=VALUE",
@@ -634,9 +635,9 @@ emit_names(void)
 	int i;
 
 	if (!names[0])
-		for (i = WSF_STAGE_FUSION_IR; i < WSF_STAGE_COUNT; i++)
+		for (i = WSF_STAGE_FUSION_IR; i <= WSF_STAGE_COUNT; i++)
 			snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i > 1 ? ", " : "",
-			         wsf_stage_name((WsfStage)i));
+			         i < WSF_STAGE_COUNT ? wsf_stage_name((WsfStage)i) : "grad");
 	return names;
 }
 
@@ -742,11 +743,12 @@ take_option(WsfContext *ctx, Args *a, int code, const char *arg, const char *spe
 		a->help = 1;
 		return 0;
 	case OPT_EMIT:
-		if (!wsf_stage_from_name(arg)) {
+		if (!wsf_stage_from_name(arg) && strcmp(arg, "grad") != 0) {
 			char fmt[300];
 
 			for (i = WSF_STAGE_FUSION_IR; i < WSF_STAGE_COUNT; i++)
 				best_match(arg, wsf_stage_name((WsfStage)i), &best, &bestd);
+			best_match(arg, "grad", &best, &bestd);
 			if (best)
 				snprintf(fmt, sizeof fmt, "unknown --emit value '%%s': did you mean '%s'?", best);
 			else
@@ -984,6 +986,37 @@ print_stats(const WsfKernel *k)
 		        st.workspace);
 }
 
+/* --emit=grad: the backward of the spec, a spec (docs/spec.md, Gradients), to standard output or -o's file. */
+static int
+cmd_grad(WsfContext *ctx, Args *a)
+{
+	char *text = NULL, *yaml = NULL;
+	size_t len = 0, n = 0;
+	bool out = a->out && strcmp(a->out, "-") != 0, ok = false;
+	FILE *fp;
+	int rc;
+
+	if (strcmp(a->spec, "-") != 0)
+		rc = exit_code(wsf_grad_file(ctx, a->spec, &yaml, &n));
+	else if ((text = read_stdin(&len)))
+		rc = exit_code(wsf_grad_string(ctx, "<stdin>", text, len, &yaml, &n));
+	else
+		rc = EXIT_INPUT;
+	free(text);
+	if (rc == 0 && (fp = out ? fopen(a->out, "w") : stdout)) {
+		errno = 0;
+		ok = fwrite(yaml, 1, n, fp) == n && fflush(fp) == 0;
+		ok = (!out || fclose(fp) == 0) && ok;
+	}
+	if (rc == 0 && !ok) {
+		fprintf(stderr, "wsfuse: cannot write %s: %s\n", out ? a->out : "to standard output",
+		        errno ? strerror(errno) : "write error");
+		rc = EXIT_INPUT;
+	}
+	free(yaml);
+	return rc;
+}
+
 static int
 cmd_compile(WsfContext *ctx, Args *a)
 {
@@ -994,6 +1027,8 @@ cmd_compile(WsfContext *ctx, Args *a)
 	size_t len = 0;
 	int rc;
 
+	if (a->emit && strcmp(a->emit, "grad") == 0)
+		return cmd_grad(ctx, a);
 	wsf_set_option(ctx, "stop-after", wsf_stage_name(stage));
 	if ((rc = exit_code(compile_spec(ctx, a->spec, &k))))
 		return rc;

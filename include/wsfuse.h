@@ -224,6 +224,22 @@ WsfStatus wsf_compile_file(WsfContext *ctx, const char *path, WsfKernel **out);
  */
 WsfStatus wsf_compile_string(WsfContext *ctx, const char *name, const char *text, size_t len,
                              WsfKernel **out);
+/*
+ * The backward of the spec in file PATH (docs/spec.md, Gradients), as a
+ * spec that wsf_compile_string reads: its inputs are those of the spec's
+ * inputs it reads and grad_OUT, the gradient of each output OUT that a
+ * float input reaches; its outputs are grad_IN, the gradient of each float
+ * input IN, of IN's shape and dtype.  *YAML receives the text, malloc'ed
+ * and NUL-terminated (the caller frees it), and *SIZE, when not NULL, its
+ * length.  On failure *YAML is NULL and CTX's last error says why:
+ * WSF_ERR_INPUT for a spec that does not compile, WSF_ERR_UNSUPPORTED at
+ * an op whose gradient is not derived yet.  Sizes bound in CTX become the
+ * backward's defaults.
+ */
+WsfStatus wsf_grad_file(WsfContext *ctx, const char *path, char **yaml, size_t *size);
+/* Same, from LEN bytes of TEXT, named NAME as wsf_compile_string names it. */
+WsfStatus wsf_grad_string(WsfContext *ctx, const char *name, const char *text, size_t len, char **yaml,
+                          size_t *size);
 
 /* Frees a kernel (and unloads its module, if loaded).  NULL is ignored.
  * From a diagnostic handler of a call on K, that call frees it as it returns. */

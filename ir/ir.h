@@ -378,7 +378,7 @@ typedef struct Op {
 	int npad; int64_t pad[2 * MAX_RANK]; double value; /* pad: (before, after) from the last dim; the fill */
 	Pos dim_pos, attr_pos;           /* dim's value, and the list or count infer checks (line 0: none) */
 	Pos pos;            /* the op's list entry */
-	const char *origin; /* for ops made by expansion: the composite's output name */
+	const char *origin; /* ops made by a pass: the composite's output (expand.c), the op differentiated (grad.c) */
 } Op;
 
 typedef struct Output {

@@ -23,6 +23,8 @@
  *   circular_buffer.c pick the loop, stages, prefetch; buffers and mbarriers
  *   warp_specialize.c split the buffered loop into producer and consumer roles
  *   sync.c            mbarrier waits and releases, bulk-group waits, fences
+ *   grad.c            a fusion's backward (reverse mode), a new fusion; not in
+ *                     the pipeline: wsf_grad_string runs it after infer
  */
 #ifndef WSFUSE_PASSES_H
 #define WSFUSE_PASSES_H
@@ -213,5 +215,7 @@ typedef struct PreloadAt {
 int preload_at(Comp *c, const Kernel *k, PreloadAt *at);
 int pass_infer(Comp *c);
 int pass_schedule(Comp *c);
+/* grad.c: c->fusion (expanded, inferred) becomes its backward, inferred; the contract atop grad.c. */
+int pass_grad(Comp *c);
 
 #endif

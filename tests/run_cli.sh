@@ -360,6 +360,27 @@ expect "--lineinfo --emit=kernel-dot" 2 "--emit=kernel-dot stops before them"
 cli compile --emit=ddot "$spec"
 expect "--emit=ddot" 2 "did you mean 'dot'?"
 
+# ---- --emit=grad: the backward as a spec, which reads back (test_grad.c checks its values) ----
+
+cli compile --emit=grad examples/layernorm.yaml -o "$tmp/ln_grad.yaml"
+expect "--emit=grad" 0 ""
+# read back (and differentiated again: the backward is no one kernel, which --emit=fusion-ir would want)
+cli compile --emit=grad "$tmp/ln_grad.yaml"
+if [ "$rc" = 0 ] && grep -q '^  grad_grad_x: {dtype: bf16, shape: \[M, N\]}$' "$tmp/out"; then ok; else
+	bad "--emit=grad reads back" "exit $rc: $(head -c 300 "$tmp/err")"; fi
+timeout 60 "$wsfuse" compile --emit=grad - <examples/layernorm.yaml >"$tmp/out" 2>"$tmp/err"
+if cmp -s "$tmp/out" "$tmp/ln_grad.yaml"; then ok; else bad "--emit=grad -" "standard input gives another text"; fi
+cli compile --emit=grad examples/layernorm.yaml -o /dev/full
+expect "--emit=grad -o /dev/full" 1 "cannot write /dev/full"
+printf 'fusion: s\ninputs:\n  x: {dtype: f32, shape: [4, 8]}\nops:\n  - {out: y, op: sum, in: [x], keepdim: false}\noutputs:\n  y: {}\n' >"$tmp/nokeep.yaml"
+cli compile --emit=grad "$tmp/nokeep.yaml"
+expect "--emit=grad not derived yet" 6 "nokeep.yaml:5:5: error: the gradient of 'sum' without keepdim"
+printf 'fusion: v\ninputs:\n  x: {dtype: f32, shape: [4, 8]}\nops:\n  - {out: a, op: slice, in: [x], dim: 1, end: 4}\n  - {out: y, op: exp, in: [a]}\noutputs:\n  y: {}\n' >"$tmp/vgrad.yaml"
+cli compile --emit=grad "$tmp/vgrad.yaml"
+expect "--emit=grad of a view" 6 "vgrad.yaml:5:5: error: the gradient of 'slice' (a view) is not derived yet"
+cli compile --emit=grd "$spec"
+expect "--emit=grd" 2 "did you mean 'grad'?"
+
 # ---- WSFUSE_DUMP: the library writes outputs of every compile, the CLI's too ----
 
 WSFUSE_DUMP=kernel-ir,fusion-ir,kernel-dot WSFUSE_DUMP_DIR=$tmp/dump cli compile --emit=kernel-ir "$spec"
