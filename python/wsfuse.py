@@ -136,6 +136,8 @@ _SIGNATURES = {
     "wsf_set_option": (c_int, [c_void_p, c_char_p, c_char_p]),
     "wsf_compile_file": (c_int, [c_void_p, c_char_p, POINTER(c_void_p)]),
     "wsf_compile_string": (c_int, [c_void_p, c_char_p, c_char_p, c_size_t, POINTER(c_void_p)]),
+    "wsf_grad_file": (c_int, [c_void_p, c_char_p, POINTER(c_void_p), POINTER(c_size_t)]),
+    "wsf_grad_string": (c_int, [c_void_p, c_char_p, c_char_p, c_size_t, POINTER(c_void_p), POINTER(c_size_t)]),
     "wsf_kernel_delete": (None, [c_void_p]),
     "wsf_kernel_name": (c_char_p, [c_void_p]),
     "wsf_kernel_text": (c_void_p, [c_void_p, c_int, POINTER(c_size_t)]),
@@ -225,6 +227,13 @@ def load(path=None):
         _libs[path] = lib
         _preload_nvrtc()
     return _libs[path]
+
+
+def _libc_free(ptr):
+    """free() of a buffer the library malloc'ed for the caller (wsf_grad_*'s text)."""
+    free = ctypes.CDLL(None).free
+    free.argtypes, free.restype = [c_void_p], None
+    free(ptr)
 
 
 def version():
@@ -331,6 +340,25 @@ class Context:
         """Compiles spec TEXT (NAME appears in diagnostics); returns a Kernel."""
         data = text.encode() if isinstance(text, str) else bytes(text)
         return self._compile(self._lib.wsf_compile_string, _cstr(name, "spec name"), data, len(data))
+
+    def _grad(self, fn, *args):
+        out, size = c_void_p(), c_size_t()
+        self._call(fn, *args, ctypes.byref(out), ctypes.byref(size))
+        try:
+            return ctypes.string_at(out.value, size.value).decode()
+        finally:
+            _libc_free(out.value)
+
+    def grad_file(self, path):
+        """The backward of the spec in file PATH, derived by the compiler, as spec text (str): inputs
+        the spec's inputs it reads and grad_OUT per output, outputs grad_IN per float input (docs/spec.md,
+        Gradients).  Compile it with compile_string."""
+        return self._grad(self._lib.wsf_grad_file, _cstr(os.fsencode(path), "spec path"))
+
+    def grad_string(self, text, name="<string>"):
+        """The backward of spec TEXT as spec text (str); see grad_file."""
+        data = text.encode() if isinstance(text, str) else bytes(text)
+        return self._grad(self._lib.wsf_grad_string, _cstr(name, "spec name"), data, len(data))
 
     def close(self):
         """Frees the WsfContext (kernels stay valid but can no longer be launched)."""
