@@ -673,7 +673,7 @@ need_kind(const Reader *r, const Node *n, NodeKind kind, const char *fmt, ...)
 }
 
 /* A decimal integer scalar; false if it does not fit in int64 (*V saturates). */
-static bool
+bool
 scalar_int(const Node *n, int64_t *v)
 {
 	const char *s = n->text;

@@ -73,6 +73,7 @@ const Node *map_need(const Reader *r, const Node *n, const char *key, const char
 int key_unknown(const Reader *r, const Node *key, const char *where, const char *const *allowed, int n);
 int PRINTF_LIKE(4, 5) need_kind(const Reader *r, const Node *n, NodeKind kind, const char *fmt, ...);
 bool scalar_number(const Node *n, double *v);
+bool scalar_int(const Node *n, int64_t *v);
 bool nonzero_text(const char *s);
 int f32_number(const Reader *r, const Node *n, double v, const char *what, bool nonzero);
 int read_int(const Reader *r, const Node *n, const char *what, int64_t lo, int64_t hi, int64_t *v);

@@ -210,8 +210,7 @@ read_view_shape(const Reader *r, Op *o, const Node *v)
 		if (d->type == SC_STR && !d->quoted)
 			return diag_error(r->c, d->pos, "unknown size '%s' in 'shape': expected a size of the spec's "
 			                  "inputs or 'sizes', a positive integer or -1", show(r, d->text));
-		if (d->type != SC_INT || read_int(r, d, "an entry of 'shape'", -1, MAX_EXTENT, &x->ext) < 0 ||
-		    x->ext == 0)
+		if (d->type != SC_INT || !scalar_int(d, &x->ext) || x->ext < -1 || x->ext == 0 || x->ext > MAX_EXTENT)
 			return diag_error(r->c, d->pos, "expected a size name, a positive integer or -1 in 'shape', saw %s",
 			                  describe(r, d));
 		if (x->ext == -1 && minus >= 0)
