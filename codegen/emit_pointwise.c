@@ -8,8 +8,9 @@
  * one expression (emit_op_typed) over a thread's 8 elements, in registers of
  * the value's type: float for every float dtype, else the integer's or bool.
  * An input broadcast along a leading dim (VIEW_ROW_AT, VIEW_COL_AT) is read
- * in place at its row's offset (KParam.at); the element's row-major index
- * in the view is rand_like's (Emit.elem_index).
+ * in place at its row's offset (KParam.at); rand_like's numbers of a
+ * thread's 8 elements are drawn before the element loop, from the first
+ * one's row-major index in the view (Emit.rand_base, emit_rand_block).
  */
 #include "codegen.h"
 

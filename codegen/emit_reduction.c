@@ -9,12 +9,14 @@
  * from the full-row values they need, and the full-row outputs in a last
  * pass (emit_row_compute).  Global memory is read once either way; what a
  * pass starts from depends on the row's width:
- *   - registers (k->row.steps, chosen by lowering: at most 4 steps): the
- *     loop is unrolled, a thread's part of every value is an array
+ *   - registers (k->row.steps, the schedule pass's plan: at most 4 steps):
+ *     the loop is unrolled, a thread's part of every value is an array
  *     v_NAME[step][8] computed once, in the first pass that needs it, and
  *     later passes read it from registers; a direct kernel (k->row.direct,
- *     one CTA a row) loads the row's inputs from global memory, not from a
- *     stage, every step's loads before any compute;
+ *     one CTA a row, or k->row.lanes threads a row, several rows a CTA,
+ *     rows past the end computing the last and storing nothing) loads the
+ *     row's inputs from global memory, not from a stage, every step's loads
+ *     before any compute;
  *   - shared memory (wider rows): each pass reads the row from its stage
  *     again and recomputes the values it needs in v_NAME[8].
  * A row streamed in chunks is split into the parts lowering placed in the
@@ -23,7 +25,8 @@
  * function takes.
  *
  * Register mode keeps the values kir_row_kept names (the inputs, and the
- * results of transcendental ops and full-row divisions); cheap arithmetic is
+ * results of transcendental ops, rand_like and full-row divisions; rand_like's
+ * numbers are drawn before the element loop, emit_rand_block); cheap arithmetic is
  * recomputed in each pass from them, which keeps register pressure down (a
  * kept value is 8 registers a step).
  */
@@ -419,26 +422,24 @@ emit_row_inputs(Emit *e, bool *done)
 }
 
 /*
- * Reduction O across the CTA, from each thread's partial VALUE (C text) into
- * r_NAME (declared here when DECL), on scratch array number NRED.
- * Consecutive reductions alternate scratch arrays, so each needs one
- * barrier, not two.
+ * Reduction O across the row's threads, from each thread's partial VALUE (C
+ * text) into r_NAME (declared here when DECL): the CTA's (wsf_block_*), or a
+ * row's lanes (RowPlan.lanes: wsf_lanes_* by shuffles within a warp,
+ * wsf_group_* past one).  Those through the scratch take array number NRED;
+ * consecutive reductions alternate arrays, so each needs one barrier, not two.
  */
 static void
 emit_block_reduce(Emit *e, const Op *o, const char *value, int nred, bool decl)
 {
-	if (e->k->row.lanes) {   /* the row's lanes: shuffles within a warp, else through the scratch */
-		emit_line(e, "%s%s = wsf_%s_%s<%d>(%s%s%s)%s;   // %s%s%s%s", decl ? "const float " : "",
-		          emit_tname(e, PFX_ROW, o->out), e->k->row.lanes <= 32 ? "lanes" : "group",
-		          o->kind == OP_MAX ? "max" : "sum", e->k->row.lanes, value, e->k->row.lanes <= 32 ? "" : ", ",
-		          e->k->row.lanes <= 32 ? "" : row_scratch(e, nred), o->kind == OP_MEAN ? " / (float)cols" : "",
-		          op_info[o->kind].name, o->origin ? " of " : "", o->origin ? o->origin : "", emit_pos(e, o->pos));
-		return;
-	}
-	emit_line(e, "%s%s = wsf_block_%s(%s, %s)%s;   // %s%s%s%s", decl ? "const float " : "",
-	          emit_tname(e, PFX_ROW, o->out), o->kind == OP_MAX ? "max" : "sum", value,
-	          row_scratch(e, nred), o->kind == OP_MEAN ? " / (float)cols" : "", op_info[o->kind].name,
-	          o->origin ? " of " : "", o->origin ? o->origin : "", emit_pos(e, o->pos));
+	int lanes = e->k->row.lanes;
+	const char *fn = !lanes ? "block" : lanes <= 32 ? "lanes" : "group";
+	const char *tmpl = lanes ? arena_printf(e->c->arena, "<%d>", lanes) : "";
+	const char *scratch = lanes && lanes <= 32 ? "" : arena_printf(e->c->arena, ", %s", row_scratch(e, nred));
+
+	emit_line(e, "%s%s = wsf_%s_%s%s(%s%s)%s;   // %s%s%s%s", decl ? "const float " : "",
+	          emit_tname(e, PFX_ROW, o->out), fn, o->kind == OP_MAX ? "max" : "sum", tmpl, value, scratch,
+	          o->kind == OP_MEAN ? " / (float)cols" : "", op_info[o->kind].name, o->origin ? " of " : "",
+	          o->origin ? o->origin : "", emit_pos(e, o->pos));
 }
 
 /* In the output pass, at element e: the full-row outputs. */
