@@ -147,6 +147,33 @@ emit_literal(Emit *e, double v)
 	return arena_printf(e->c->arena, "%sf", s);
 }
 
+/*
+ * Cast O to a float type feeds nothing but outputs stored as that type: the
+ * store's conversion rounds it, and rounding twice to one type is rounding
+ * once, so the cast computes nothing (an fp8 quantization's cast would
+ * otherwise convert each element there and back, and again at the store).
+ */
+static bool
+cast_only_stored(const Fusion *f, const Op *o)
+{
+	bool stored = false;
+	int i, j;
+
+	if (!dtype_is_float(o->to) || o->to == DT_F32)
+		return false;
+	for (i = 1; i < f->nop; i++)
+		for (j = 0; j < f->op[i].nin; j++)
+			if (f->op[i].in[j].tensor == o->out)
+				return false;
+	for (i = 0; i < f->nout; i++)
+		if (f->out[i].tensor == o->out) {
+			if (f->out[i].dtype != o->to)
+				return false;
+			stored = true;
+		}
+	return stored;
+}
+
 /* The template of op O computing in dtype CT: the category's row, else cuda_expr's. */
 static const char *
 op_template(Emit *e, const Op *o, Dtype ct)
@@ -156,6 +183,8 @@ op_template(Emit *e, const Op *o, Dtype ct)
 	if (o->kind == OP_CAST) {
 		const char *x = dtype_is_float(from) ? "$a" : "(float)$a";
 
+		if (dtype_is_float(from) && cast_only_stored(e->f, o))
+			return "$a";   /* rounded where it is stored (cast_only_stored) */
 		if (to == DT_BOOL)
 			return "($a != 0)";
 		if (dtype_is_int(to))

@@ -95,7 +95,7 @@ wsfuse_dtypes_pointwise(
                     v_big[v] = (v_x[v] >= v_half[v]);   // ge
                     v_on[v] = (v_big[v] != 0 && v_keep[v] != 0);   // logical_and
                     v_y[v] = (v_on[v] ? v_x[v] : 0.0f);   // where
-                    v_q[v] = wsf_round_e5m2(v_y[v]);   // cast
+                    v_q[v] = v_y[v];   // cast
                     v_n8[v] = (signed char)v_bucket[v];   // cast
                 }
                 wsf_store8_smem(cur_stage_q + e, v_q);  // tests/golden/dtypes_pointwise.yaml:21

@@ -63,7 +63,7 @@ wsf_compute(
             v_wsf_load8[v] = v_i[v] * 0.5f;   // mul
             v___syncthreads[v] = fmaxf(v_wsf_load8[v], 0.0f);   // relu
             v_y[v] = v___syncthreads[v] + v_x[v];   // add
-            v_wsfuse_int[v] = wsf_round_bf16(v_y[v]);   // cast
+            v_wsfuse_int[v] = v_y[v];   // cast
         }
         wsf_store8_smem(cur_stage_y + e, v_y);  // tests/golden/names_pointwise.yaml:25
         wsf_store8_smem(cur_stage_wsfuse_int + e, v_wsfuse_int);  // tests/golden/names_pointwise.yaml:26

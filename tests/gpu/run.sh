@@ -11,7 +11,8 @@
 # sweep file (default: tests/gpu/sweep.txt); GPU_JOBS (default 8) runs that
 # many of these cases at a time on the one GPU (cases.sh; 1: one by one).
 # With torch importable it also runs ragged_row.py (single rows through the
-# python binding), tile_consumer.py (the per-tile signal's consumer role
+# python binding), fp8_bits.py (every cast to and from fp8 bit for bit
+# against torch), tile_consumer.py (the per-tile signal's consumer role
 # inside the kernel, under late stores),
 # pdl_chain.py (kernels back to back under programmatic dependent launch),
 # launch_path.py (the binding's fast path and the tensor maps kept between launches),
@@ -138,6 +139,7 @@ py_check() {
 # the torch custom op, and the per-tile signal under a consumer kernel (triton)
 if python3 -c 'import torch' 2>/dev/null; then
 	py_check ragged_row.py
+	py_check fp8_bits.py
 	py_check tile_consumer.py
 	py_check pdl_chain.py
 	py_check launch_path.py
