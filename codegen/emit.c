@@ -843,6 +843,13 @@ emit_params(Emit *e)
 				          emit_type(p->dtype), emit_param_name(e, p), sep, dtype_info[p->dtype].name);
 				break;
 			}
+			if (p->arg >= 0 && p->arg < e->f->ninput && p->tensor != e->f->input[p->arg]) {   /* views.c */
+				emit_line(e, "const %s *__restrict__ %s%s   // input %s '%s', read as its view '%s'%s",
+				          emit_type(p->dtype), emit_param_name(e, p), sep, dtype_info[p->dtype].name,
+				          e->f->tensor[e->f->input[p->arg]].name, e->f->tensor[p->tensor].name,
+				          p->view == VIEW_ELEM_AT ? ", element by element" : "");
+				break;
+			}
 			if (p->readback) {   /* not restrict, nor read through the read-only path: TMA stores write it */
 				emit_line(e, "const %s *const %s%s   // output %s, read back by the signal consumer",
 				          emit_type(p->dtype), emit_param_name(e, p), sep, dtype_info[p->dtype].name);

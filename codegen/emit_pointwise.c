@@ -53,14 +53,14 @@ emit_compute(Emit *e, const Stmt *s)
 	emit_line(e, "const long long row = top + r, col = left + c;");
 	emit_line(e, "if (row >= rows || col >= cols)");
 	emit_line(e, "    continue;");
-	/* inputs */
-	for (i = 0; i < f->ninput; i++) {
-		int t = f->input[i];
-		const KParam *p = emit_param_of(e, t, false);
+	/* inputs, and the views of inputs that ops read (views.c) */
+	for (i = 1; i < k->nparam; i++) {
+		const KParam *p = &k->param[i];
+		int t = p->tensor;
 		const char *v = emit_tname(e, PFX_VALUE, t);
 		const char *suf;
 
-		if (!p)   /* an input no op reads (Tensor.unread) */
+		if (p->arg < 0 || p->arg >= f->ninput || (p->kind != PK_PTR && p->kind != PK_TMAP))
 			continue;
 		suf = emit_suffix(p->dtype);
 		e->value[t] = v;
@@ -90,6 +90,15 @@ emit_compute(Emit *e, const Stmt *s)
 				e->depth--;
 				emit_line(e, "}");
 			}
+		} else if (p->view == VIEW_ELEM_AT) {   /* a view whose columns are not consecutive: element by element */
+			emit_line(e, "{");
+			emit_line(e, "    const %s *src = %s + (%s);", emit_type(p->dtype), emit_param_name(e, p),
+			          emit_expr_str(e, p->at));
+			emit_line(e, "    #pragma unroll");
+			emit_line(e, "    for (int v = 0; v < %d; v++)", VEC);
+			emit_line(e, "        %s[v] = col + v < cols ? %s(src + (col + v) * %lldLL) : 0.0f;", v,
+			          p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", (long long)p->step);
+			emit_line(e, "}");
 		} else if (p->view == VIEW_COL_AT) {   /* one element a row, at the row's offset */
 			emit_line(e, "{");
 			emit_line(e, "    const float x = %s(%s + (%s));", p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1",
@@ -110,6 +119,8 @@ emit_compute(Emit *e, const Stmt *s)
 		const Op *o = &f->op[i];
 		const char *v = emit_tname(e, PFX_VALUE, o->out);
 
+		if (op_info[o->kind].cls == CLS_VIEW)   /* loaded above where an op reads it */
+			continue;
 		e->value[o->out] = v;
 		emit_line(e, "%s %s[%d];%s", emit_reg_type(f->tensor[o->out].dtype), v, VEC, emit_pos(e, o->pos));
 	}
@@ -127,6 +138,8 @@ emit_compute(Emit *e, const Stmt *s)
 		const Op *o = &f->op[i];
 		const char *in[3] = {"", "", ""};
 
+		if (op_info[o->kind].cls == CLS_VIEW)
+			continue;
 		for (j = 0; j < o->nin; j++)
 			in[j] = operand(e, &o->in[j]);
 		emit_line(e, "%s[v] = %s;   // %s%s%s", e->value[o->out], emit_op_typed(e, o, in),

@@ -387,7 +387,7 @@ put_bar(Picture *p, int i, const char *indent)
 void
 kernel_dot(Buf *b, const Kernel *k)
 {
-	static const char *const view[] = {"", "full", "row", "col", "scalar", "row_at", "col_at"};
+	static const char *const view[] = {"", "full", "row", "col", "scalar", "row_at", "col_at", "elem_at"};
 	const Fusion *f = k->fusion;
 	Picture p = {k, b, b->arena, NULL, 0, 0, NULL, NULL, NULL};
 	bool *drawn_buf = arena_alloc(b->arena, (size_t)(k->nbuf + 1) * sizeof *drawn_buf);

@@ -549,7 +549,8 @@ typedef enum View {
 	VIEW_SCALAR, /* one element */
 	VIEW_ROW_AT, /* a row of cols elements at KParam.at, which the domain row picks (broadcast along a
 	                leading dim: [T, 1, D] over [T, NH, D]; passes/lower_bcast.c) */
-	VIEW_COL_AT  /* one element a domain row, at KParam.at ([NH, 1] over [T, NH, D]) */
+	VIEW_COL_AT, /* one element a domain row, at KParam.at ([NH, 1] over [T, NH, D]) */
+	VIEW_ELEM_AT /* a view (passes/views.c) read element by element at KParam.at + col x KParam.step */
 } View;
 
 /* Stream-K's workspace: the CTAs a grid may have, whose flags come first (PK_WORKSPACE). */
@@ -587,8 +588,9 @@ typedef struct KParam {
 	                     (KBuf.preload), box one copy: the epilogue's subtile */
 	int var;          /* PK_SIZE: the variable that holds it */
 	SizeOf size;      /* PK_SIZE: which extent it holds */
-	Expr *at;         /* VIEW_ROW_AT, VIEW_COL_AT: the element offset the domain row reads at, an expression of
-	                     the variable "row" (the compute's domain row) and size params */
+	Expr *at;         /* VIEW_ROW_AT, VIEW_COL_AT, VIEW_ELEM_AT: the element offset the domain row reads at, an
+	                     expression of the variable "row" (the compute's domain row) and size params */
+	int64_t step;     /* VIEW_ELEM_AT: elements from one column's to the next's */
 } KParam;
 
 typedef enum BufKind {

@@ -611,7 +611,7 @@ shape_print_dims(Buf *b, const Kernel *k, const KParam *p)
 	buf_puts(b, "]");
 }
 
-static const char *const view_name[] = {"", "full", "row", "col", "scalar", "row_at", "col_at"};
+static const char *const view_name[] = {"", "full", "row", "col", "scalar", "row_at", "col_at", "elem_at"};
 
 void
 kernel_print(Buf *b, const Kernel *k)
@@ -663,6 +663,8 @@ kernel_print(Buf *b, const Kernel *k)
 				buf_puts(b, " at=");
 				expr_print(b, k, p->at);
 			}
+			if (p->view == VIEW_ELEM_AT)
+				buf_printf(b, " step=%lld", (long long)p->step);
 			buf_puts(b, "\n");
 			break;
 		case PK_SIZE:

@@ -553,10 +553,11 @@ kernel_verify(Comp *c, const Kernel *k, const char *after)
 	v.after = after;
 	v.defined = arena_alloc(c->arena, (size_t)k->nvar * sizeof *v.defined);
 	for (i = 1; i < k->nparam; i++) {
-		bool at = k->param[i].view == VIEW_ROW_AT || k->param[i].view == VIEW_COL_AT;
+		bool at = k->param[i].view == VIEW_ROW_AT || k->param[i].view == VIEW_COL_AT ||
+		          k->param[i].view == VIEW_ELEM_AT;
 
 		if (at != (k->param[i].at != NULL) || (at && k->param[i].kind != PK_PTR))
-			fail(&v, "param '%s' is not a pointer read at an offset with its view (row_at, col_at)", k->param[i].name);
+			fail(&v, "param '%s' is not a pointer read at an offset with its view (row_at, col_at, elem_at)", k->param[i].name);
 		if (k->param[i].kind != PK_SIZE)
 			continue;
 		if (k->param[i].var <= 0 || k->param[i].var >= k->nvar)

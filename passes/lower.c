@@ -593,9 +593,11 @@ pass_lower(Comp *c)
 	for (j = 1; j < c->kernel->nparam; j++) {
 		KParam *p = &c->kernel->param[j];
 
-		if (p->kind == PK_TMAP || p->kind == PK_PTR) {
-			p->rank = f->tensor[p->tensor].rank;
-			memcpy(p->dim, f->tensor[p->tensor].dim, sizeof p->dim);
+		if (p->kind == PK_TMAP || p->kind == PK_PTR) {   /* (a view's argument is its input: views.c) */
+			int t = p->arg >= 0 && p->arg < f->ninput ? f->input[p->arg] : p->tensor;
+
+			p->rank = f->tensor[t].rank;
+			memcpy(p->dim, f->tensor[t].dim, sizeof p->dim);
 		}
 	}
 	return 0;

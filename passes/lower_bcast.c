@@ -109,3 +109,58 @@ lower_bcast_at(Comp *c, Kernel *k, int p, const Tensor *d)
 	}
 	k->param[p].at = at;
 }
+
+/* Stride X as an expression: its number times its sizes' runtime extents. */
+static Expr *
+stride_expr(Comp *c, Kernel *k, const Tensor *d, Stride x)
+{
+	Expr *e = x.k == 1 && x.nsym ? NULL : ex_int(c, x.k);
+	int i;
+
+	for (i = 0; i < x.nsym; i++)
+		e = e ? ex_bin(c, EX_MUL, e, extent(c, k, d, (Dim){x.sym[i], 0})) : extent(c, k, d, (Dim){x.sym[i], 0});
+	return e;
+}
+
+void
+lower_strided_at(Comp *c, Kernel *k, int p, const Tensor *d, const Strided *s)
+{
+	Stride st[MAX_RANK], zero = {0, 0, {0}};
+	Expr *row, *at = NULL;
+	int i, j, lead = d->rank - 1, off = d->rank - s->rank;
+
+	for (i = 0; i < d->rank; i++)
+		st[i] = i < off || dim_is_one(s->ext[i - off]) ? zero : s->stride[i - off];
+	for (i = 0; i < s->noff; i++)
+		at = at ? ex_bin(c, EX_ADD, at, stride_expr(c, k, d, s->off[i])) : stride_expr(c, k, d, s->off[i]);
+	for (i = 1; i < k->nvar && strcmp(k->var[i].name, "row") != 0; i++)
+		;
+	row = ex_var(c, i < k->nvar ? i : kernel_add_var(c, k, "row"));
+	for (i = 0; i < lead; i = j) {
+		Stride next;
+		Expr *digit;
+
+		if (!st[i].k) {
+			j = i + 1;
+			continue;
+		}
+		/* a run [i, j) of dims one stride apart in memory: one digit of the row */
+		for (j = i + 1; j < lead && st[j].k; j++) {
+			next = st[j];
+			if (d->dim[j].sym)
+				next.sym[next.nsym++] = d->dim[j].sym;
+			else
+				next.k *= d->dim[j].ext;
+			if (!stride_equal(st[j - 1], next))
+				break;
+		}
+		digit = j < lead ? ex_bin(c, EX_DIV, row, extents(c, k, d, d, j, lead, true)) : row;
+		if (i > 0)
+			digit = ex_bin(c, EX_MOD, digit, extents(c, k, d, d, i, j, true));
+		if (st[j - 1].k != 1 || st[j - 1].nsym)
+			digit = ex_bin(c, EX_MUL, digit, stride_expr(c, k, d, st[j - 1]));
+		at = at ? ex_bin(c, EX_ADD, at, digit) : digit;
+	}
+	k->param[p].at = at ? at : ex_int(c, 0);
+	k->param[p].step = d->rank ? st[d->rank - 1].k : 0;
+}

@@ -16,6 +16,8 @@
  * compiler chose the tile) and the output staging copies in shared memory
  * (fit_tile).
  */
+#include <string.h>
+
 #include "passes.h"
 
 enum {
@@ -99,6 +101,55 @@ choose_tile(Kernel *k, const Fusion *f, int row_bytes, const Tensor *d)
 		k->tile_rows = s->tile[0];
 		k->tile_cols = s->tile[1];
 	}
+}
+
+/*
+ * Params for the views of inputs that compute reads (views.c): each reads its
+ * input's memory through the input's pointer, at the domain row's offset
+ * (lower_strided_at): a row of 16-byte loads where its columns are
+ * consecutive and its rows start 16-byte aligned (VIEW_ROW_AT), one element
+ * a row where it broadcasts along the columns (VIEW_COL_AT), else element by
+ * element (VIEW_ELEM_AT: a step or a transpose across the columns; -v says
+ * so).  The view is lined up with the domain from the right, as numpy
+ * broadcasts.
+ */
+static int
+view_params(Comp *c, Kernel *k, const Tensor *d)
+{
+	const Fusion *f = k->fusion;
+	int i, j, p, bytes;
+
+	for (i = 1; i < f->nop; i++) {
+		const Tensor *t = &f->tensor[f->op[i].out];
+		bool aligned;
+		Strided s;
+		const char *why;
+
+		if (op_info[f->op[i].kind].cls != CLS_VIEW || !view_read_by_compute(f, f->op[i].out))
+			continue;
+		if (!view_strided(c, f, f->op[i].out, &s, &why))
+			return diag_internal(c, "lower", "view '%s' is not strided: %s", t->name, why ? why : "?");
+		for (j = 0; j < f->ninput && f->input[j] != s.input; j++)
+			;
+		k->pw.flat = false;
+		p = kernel_add_param(c, k, PK_PTR, t->name);
+		k->param[p].arg = j;
+		k->param[p].tensor = f->op[i].out;
+		k->param[p].dtype = f->tensor[s.input].dtype;
+		bytes = dtype_info[k->param[p].dtype].bytes;
+		aligned = true;   /* (a number of 16-byte steps times sizes is 16-byte steps) */
+		for (j = 0; j < s.noff; j++)
+			aligned = aligned && s.off[j].k * bytes % 16 == 0;
+		for (j = 0; j + 1 < s.rank; j++)
+			aligned = aligned && s.stride[j].k * bytes % 16 == 0;
+		if (!s.rank || dim_is_one(s.ext[s.rank - 1]) || !s.stride[s.rank - 1].k)
+			k->param[p].view = VIEW_COL_AT;
+		else if (s.rank && s.stride[s.rank - 1].k == 1 && !s.stride[s.rank - 1].nsym && aligned)
+			k->param[p].view = VIEW_ROW_AT;
+		else
+			k->param[p].view = VIEW_ELEM_AT;
+	}
+	return 0;
 }
 
 static int
@@ -289,7 +340,7 @@ lower_pointwise(Comp *c, Fusion *f)
 		View v = classify(t, d);
 		int p;
 
-		if (t->unread)
+		if (t->unread || !view_read_by_compute(f, f->input[j]))   /* (read through its views alone) */
 			continue;
 		if (v == VIEW_NONE)
 			v = lower_bcast_view(t, d);
@@ -307,6 +358,8 @@ lower_pointwise(Comp *c, Fusion *f)
 		if (k->param[p].kind == PK_TMAP)
 			row_bytes += dtype_info[t->dtype].bytes;
 	}
+	if (view_params(c, k, d) < 0)
+		return -1;
 	for (j = 0; j < f->nout; j++) {
 		const Tensor *t = &f->tensor[f->out[j].tensor];
 		int p = kernel_add_param(c, k, tma_store ? PK_TMAP : PK_PTR, t->name);
@@ -318,8 +371,17 @@ lower_pointwise(Comp *c, Fusion *f)
 	}
 	lower_size_params(c, k);
 	for (j = 1; j < k->nparam; j++)
-		if (k->param[j].view == VIEW_ROW_AT || k->param[j].view == VIEW_COL_AT)
+		if (k->param[j].arg >= 0 && k->param[j].arg < f->ninput && k->param[j].tensor != f->input[k->param[j].arg]) {
+			Strided s;
+			const char *why;
+
+			view_strided(c, f, k->param[j].tensor, &s, &why);   /* the schedule checked it is one */
+			lower_strided_at(c, k, j, d, &s);
+			if (k->param[j].step != 1 && k->param[j].view == VIEW_ROW_AT)
+				k->param[j].view = VIEW_ELEM_AT;
+		} else if (k->param[j].view == VIEW_ROW_AT || k->param[j].view == VIEW_COL_AT) {
 			lower_bcast_at(c, k, j, d);
+		}
 	choose_tile(k, f, row_bytes, d);
 	k->tile_pos = f->sched.ntile ? f->sched.tile_pos : (Pos){0};
 	if (check_tile(c, k, f) || fit_tile(c, k, f))

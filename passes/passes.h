@@ -15,6 +15,7 @@
  *   lower_pointwise.c the pointwise family: tiles of the outputs' shape
  *   lower_reduction.c the row-reduction family: whole rows, or their chunks, from its plan
  *   lower_bcast.c     inputs broadcast along leading dims: their per-row offsets
+ *   views.c           views of inputs as strides and an offset (address maps)
  *   plan_matmul.c     the matmul family's plan (tile, cluster, split...) from
  *                     the fusion and its sizes; plan_stream_k.c, stream-K's
  *   lower_matmul.c    the matmul family's nest, from its plan (matmul.h);
@@ -118,6 +119,36 @@ enum {
 View lower_bcast_view(const Tensor *t, const Tensor *d);
 /* Sets param P's offset (KParam.at) over domain D, adding the size params it reads; after lower_size_params. */
 void lower_bcast_at(Comp *c, Kernel *k, int p, const Tensor *d);
+/*
+ * views.c: view tensor T (a chain of views from a fusion input; the input
+ * itself too) as strides and an offset, in elements, over that input's
+ * contiguous layout: true, or false with *WHY saying why it is not one
+ * (a cat, a pad, a view of a computed value, a reshape that would copy, an
+ * unbound inner size).  A stride of 0 is a broadcast (expand).
+ */
+typedef struct Stride {
+	int64_t k;                 /* K times the sizes SYM (fusion syms), in elements */
+	int nsym, sym[MAX_RANK];
+} Stride;
+typedef struct Strided {
+	int input;                 /* the fusion input (tensor) whose memory the view reads */
+	int noff;                  /* element [0, ..., 0] is at the sum of OFF */
+	Stride off[MAX_RANK];
+	int rank;
+	Dim ext[MAX_RANK];
+	Stride stride[MAX_RANK];
+} Strided;
+bool stride_equal(Stride a, Stride b);
+bool view_strided(Comp *c, const Fusion *f, int t, Strided *s, const char **why);
+/* Does a kernel read T as a value: an op that is not a view reads it, or it is an output? */
+bool view_read_by_compute(const Fusion *f, int t);
+/*
+ * lower_bcast.c: param P reads strided view S over domain D: KParam.at, the
+ * offset of the domain row's first element (S's dims lined up with D's from
+ * the right; a dim of 1 is a stride of 0), and KParam.step, the stride along
+ * the columns.  Domain dims must be numbers where S's stride is not 0.
+ */
+void lower_strided_at(Comp *c, Kernel *k, int p, const Tensor *d, const Strided *s);
 /* What the families share (lower.c). */
 bool lower_same_shape(const Tensor *a, const Tensor *b);
 /* Appends `NAME = E` to BLOCK: a new variable of K. */

@@ -186,10 +186,16 @@ check_dtypes(Comp *c, const Fusion *f)
 	return 0;
 }
 
-/* Views are index maps the kernels do not take yet: the host reference evaluates them, lowering does not. */
+/*
+ * Views are address maps of inputs (views.c) that the pointwise family
+ * reads through the input's pointer; elsewhere, and where a view is not one
+ * input's addresses (a cat, a pad, a view of a computed value), not yet.
+ */
 static int
-refuse_views(Comp *c, const Fusion *f)
+check_views(Comp *c, const Fusion *f)
 {
+	const char *why;
+	Strided s;
 	int i;
 
 	for (i = 1; i < f->nop; i++) {
@@ -197,10 +203,14 @@ refuse_views(Comp *c, const Fusion *f)
 
 		if (op_info[o->kind].cls != CLS_VIEW)
 			continue;
-		diag_error(c, o->pos, "'%s' (a view%s) in a kernel is not implemented yet: lowering does not make views "
-		           "into addresses yet (wsfuse compile --dump-after=infer prints the fusion, and the host "
-		           "reference evaluates it)", op_info[o->kind].name,
-		           !o->parts ? "" : o->chunk ? ", a part of a chunk" : ", a part of a split");
+		why = f->family != FAM_POINTWISE ? "views are read by pointwise kernels only, so far"
+		      : !view_strided(c, f, o->out, &s, &why) ? why : NULL;
+		if (!why)
+			continue;
+		diag_error(c, o->pos, "'%s' (a view%s) in this kernel is not implemented yet: %s (wsfuse compile "
+		           "--dump-after=infer prints the fusion, and the host reference evaluates it)",
+		           op_info[o->kind].name, !o->parts ? "" : o->chunk ? ", a part of a chunk" : ", a part of a split",
+		           why);
 		c->status = WSF_ERR_UNSUPPORTED;
 		return -1;
 	}
@@ -214,19 +224,10 @@ pass_schedule(Comp *c)
 	Fusion *f = c->fusion;
 	int i;
 
-	if (refuse_views(c, f))
+	f->family = find_kind(f, CLS_MATMUL) ? FAM_MATMUL : find_kind(f, CLS_REDUCE) ? FAM_REDUCTION : FAM_POINTWISE;
+	if (check_views(c, f) || (f->family == FAM_MATMUL && check_matmul(c, f)) ||
+	    (f->family == FAM_REDUCTION && check_reduction(c, f)))
 		return -1;
-	if (find_kind(f, CLS_MATMUL)) {
-		f->family = FAM_MATMUL;
-		if (check_matmul(c, f))
-			return -1;
-	} else if (find_kind(f, CLS_REDUCE)) {
-		f->family = FAM_REDUCTION;
-		if (check_reduction(c, f))
-			return -1;
-	} else {
-		f->family = FAM_POINTWISE;
-	}
 	for (i = 1; i < f->nop; i++)   /* the element's index rand_like hashes: pointwise and row kernels', for now */
 		if (f->op[i].kind == OP_RAND_LIKE && f->family == FAM_MATMUL) {
 			diag_error(c, f->op[i].pos, "rand_like in a matmul kernel is not implemented yet (pointwise and "

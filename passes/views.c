@@ -1,0 +1,208 @@
+/*
+ * views.c: a view of an input as an address map (docs/spec.md, Views).
+ *
+ * A chain of slices (chunk and split parts included), permutes,
+ * transposes, expands and reshapes that starts at a fusion input reads that
+ * input's memory at offset + sum of i_d x stride_d: the view is strides
+ * and an offset over the input's contiguous layout, as torch's views are,
+ * never a copy.  The schedule pass asks view_strided whether each view of
+ * a fusion is one (a cat or a pad picks between sources and fills, a view
+ * of a computed value needs the value at another index: neither is, yet);
+ * the pointwise family reads each such view through its input's pointer
+ * (lower_pointwise.c; lower_bcast.c's lower_strided_at makes the offset an
+ * expression of the domain row).
+ *
+ * A stride is a number times runtime sizes (the input's inner dims may be
+ * sizes: [B, S, 8, 64]'s dim 0 steps S x 512), so a kernel compiled at one
+ * size runs at another; a view's own extents are numbers or sizes as infer
+ * made them.  A reshape regroups runs of dims contiguous in memory, element
+ * counts compared as such products too.
+ */
+#include <string.h>
+
+#include "passes.h"
+
+/* Stride X times dim D (a number or a size). */
+static Stride
+times(Stride x, Dim d)
+{
+	if (d.sym)
+		x.sym[x.nsym++] = d.sym;
+	else
+		x.k *= d.ext;
+	return x;
+}
+
+/* Stride A times B (B's sizes after A's; at most MAX_RANK of them, as a shape has). */
+static Stride
+mul(Stride a, Stride b)
+{
+	int i;
+
+	a.k *= b.k;
+	for (i = 0; i < b.nsym && a.nsym < MAX_RANK; i++)
+		a.sym[a.nsym++] = b.sym[i];
+	return a;
+}
+
+bool
+stride_equal(Stride a, Stride b)
+{
+	int i, j, used[MAX_RANK] = {0};
+
+	if (a.k != b.k || a.nsym != b.nsym)
+		return false;
+	if (a.k == 0)
+		return true;
+	for (i = 0; i < a.nsym; i++) {
+		for (j = 0; j < b.nsym && (used[j] || b.sym[j] != a.sym[i]); j++)
+			;
+		if (j == b.nsym)
+			return false;
+		used[j] = 1;
+	}
+	return true;
+}
+
+/* Contiguous strides of input T (row-major). */
+static void
+contiguous(const Tensor *t, Strided *s)
+{
+	Stride st = {1, 0, {0}};
+	int d;
+
+	memset(s, 0, sizeof *s);
+	s->rank = t->rank;
+	for (d = t->rank - 1; d >= 0; d--) {
+		s->ext[d] = t->dim[d];
+		s->stride[d] = st;
+		if (d > 0)
+			st = times(st, t->dim[d]);
+	}
+}
+
+/*
+ * Reshape: the new dims over strided S, grouped as torch's view groups them:
+ * each run of old dims contiguous in memory (stride_d = ext_{d+1} x
+ * stride_{d+1}) may be re-split any way with the same element count; a new
+ * shape that splits across two such runs would need a copy.
+ */
+static bool
+reshape(const Tensor *out, Strided *s, const char **why)
+{
+	Stride nstride[MAX_RANK], base, one = {1, 0, {0}}, old_n = one, new_n = one;
+	int d, v = out->rank - 1;
+
+	base = s->rank ? s->stride[s->rank - 1] : one;
+	for (d = s->rank - 1; d >= 0; d--) {
+		if (d > 0)
+			old_n = times(old_n, s->ext[d]);
+		if (d > 0 && (dim_is_one(s->ext[d - 1]) || stride_equal(s->stride[d - 1], mul(base, old_n))))
+			continue;   /* dim d - 1 goes on with the run of contiguous dims */
+		/* the run [d, ...] ends: the new dims that make up its elements (the outermost run: all left) */
+		for (; v >= 0 && (d == 0 || !stride_equal(new_n, old_n) || dim_is_one(out->dim[v])); v--) {
+			nstride[v] = mul(base, new_n);
+			new_n = times(new_n, out->dim[v]);
+		}
+		if (d == 0)
+			break;
+		if (!stride_equal(new_n, old_n)) {
+			*why = "a reshape across dims that are not contiguous in memory (of a permute or a step slice) "
+			       "would need a copy";
+			return false;
+		}
+		base = s->stride[d - 1];
+		old_n = new_n = one;
+	}
+	s->rank = out->rank;
+	for (d = 0; d < out->rank; d++) {
+		s->ext[d] = out->dim[d];
+		s->stride[d] = dim_is_one(out->dim[d]) || v >= d ? (Stride){0, 0, {0}} : nstride[d];
+	}
+	return true;
+}
+
+bool
+view_strided(Comp *c, const Fusion *f, int t, Strided *s, const char **why)
+{
+	const Tensor *ten = &f->tensor[t];
+	const Op *o;
+	Strided in;
+	int64_t start, count;
+	int d, lead;
+
+	*why = NULL;
+	if (!ten->def) {
+		contiguous(ten, s);
+		s->input = t;
+		return true;
+	}
+	o = &f->op[ten->def];
+	if (op_info[o->kind].cls != CLS_VIEW) {
+		*why = arena_printf(c->arena, "it views '%s', a computed value (only views of inputs are addresses "
+		                    "yet)", ten->name);
+		return false;
+	}
+	if (o->kind == OP_CAT || o->kind == OP_PAD) {
+		*why = o->kind == OP_CAT ? "a cat picks between its inputs (not one input's addresses yet)"
+		                         : "a pad fills outside its input (not one input's addresses yet)";
+		return false;
+	}
+	if (!view_strided(c, f, o->in[0].tensor, &in, why))
+		return false;
+	*s = in;
+	switch (o->kind) {
+	case OP_SLICE:
+		view_slice(o, dim_value(f, in.ext[o->axis]), &start, &count);
+		if (start && s->noff == MAX_RANK) {
+			*why = "more slices with a start than an offset holds (8)";
+			return false;
+		}
+		if (start)
+			s->off[s->noff++] = times(in.stride[o->axis], (Dim){0, start});
+		s->stride[o->axis].k *= o->step;
+		s->ext[o->axis] = ten->dim[o->axis];
+		break;
+	case OP_PERMUTE:
+		for (d = 0; d < s->rank; d++) {
+			s->ext[d] = in.ext[o->dims[d]];
+			s->stride[d] = in.stride[o->dims[d]];
+		}
+		break;
+	case OP_TRANSPOSE:
+		s->ext[o->dim0] = in.ext[o->dim1], s->stride[o->dim0] = in.stride[o->dim1];
+		s->ext[o->dim1] = in.ext[o->dim0], s->stride[o->dim1] = in.stride[o->dim0];
+		break;
+	case OP_EXPAND:
+		lead = ten->rank - in.rank;
+		s->rank = ten->rank;
+		for (d = 0; d < ten->rank; d++) {
+			s->ext[d] = ten->dim[d];
+			s->stride[d] = d < lead || dim_is_one(in.ext[d - lead]) ? (Stride){0, 0, {0}} : in.stride[d - lead];
+		}
+		break;
+	case OP_RESHAPE:
+	case OP_VIEW:
+		return reshape(ten, s, why);
+	default:
+		*why = arena_printf(c->arena, "'%s' has no address map", op_info[o->kind].name);
+		return false;
+	}
+	return true;
+}
+
+bool
+view_read_by_compute(const Fusion *f, int t)
+{
+	int i, j;
+
+	for (i = 0; i < f->nout; i++)
+		if (f->out[i].tensor == t)
+			return true;
+	for (i = 1; i < f->nop; i++)
+		if (op_info[f->op[i].kind].cls != CLS_VIEW)
+			for (j = 0; j < f->op[i].nin; j++)
+				if (f->op[i].in[j].tensor == t)
+					return true;
+	return false;
+}
