@@ -96,7 +96,7 @@ emit_compute(Emit *e, const Stmt *s)
 			          emit_expr_str(e, p->at));
 			emit_line(e, "    #pragma unroll");
 			emit_line(e, "    for (int v = 0; v < %d; v++)", VEC);
-			emit_line(e, "        %s[v] = col + v < cols ? %s(src + (col + v) * %lldLL) : 0.0f;", v,
+			emit_line(e, "        %s[v] = col + v < cols ? %s(src + (col + v) * %lldLL) : 0;", v,
 			          p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", (long long)p->step);
 			emit_line(e, "}");
 		} else if (p->view == VIEW_COL_AT) {   /* one element a row, at the row's offset */

@@ -34,7 +34,7 @@ wsfuse_view_permute(
                     const wsf_bf16 *src = in_xp + (row);
                     #pragma unroll
                     for (int v = 0; v < 8; v++)
-                        v_xp[v] = col + v < cols ? wsf_load1(src + (col + v) * 192LL) : 0.0f;
+                        v_xp[v] = col + v < cols ? wsf_load1(src + (col + v) * 192LL) : 0;
                 }
                 float v_rt[8];  // tests/golden/view_permute.yaml:13
                 {
