@@ -437,6 +437,7 @@ struct Fusion {
 	Sym *sym;         int nsym, capsym;       /* [0] unused */
 	Tensor *tensor;   int ntensor, captensor; /* [0] unused */
 	Op *op;           int nop, capop;         /* [0] unused */
+	Op *ref_op;       int nref_op;            /* the ops before views.c moved views down (the reference's) */
 	int *input;       int ninput, capinput;   /* tensor ids in spec order */
 	Output *out;      int nout, capout;       /* in spec order */
 	Schedule sched;

@@ -15,7 +15,8 @@
  *   lower_pointwise.c the pointwise family: tiles of the outputs' shape
  *   lower_reduction.c the row-reduction family: whole rows, or their chunks, from its plan
  *   lower_bcast.c     inputs broadcast along leading dims: their per-row offsets
- *   views.c           views of inputs as strides and an offset (address maps)
+ *   views.c           views of computed values moved down to the inputs (the
+ *                     views pass); views of inputs as strides and an offset
  *   plan_matmul.c     the matmul family's plan (tile, cluster, split...) from
  *                     the fusion and its sizes; plan_stream_k.c, stream-K's
  *   lower_matmul.c    the matmul family's nest, from its plan (matmul.h);
@@ -50,6 +51,7 @@ int passes_run(Comp *c, WsfStage stop);
 int passes_valid_dump_list(const char *list);
 
 int pass_expand(Comp *c);
+int pass_views(Comp *c);
 int pass_lower(Comp *c);
 int pass_circular_buffer(Comp *c);
 int pass_warp_specialize(Comp *c);

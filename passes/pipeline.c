@@ -14,6 +14,7 @@
 const Pass pass_table[] = {
 	{"expand", pass_expand, WSF_STAGE_FUSION_IR},
 	{"infer", pass_infer, WSF_STAGE_FUSION_IR},
+	{"views", pass_views, WSF_STAGE_FUSION_IR},
 	{"schedule", pass_schedule, WSF_STAGE_FUSION_IR},
 	{"lower", pass_lower, WSF_STAGE_KERNEL_IR},
 	{"circular_buffer", pass_circular_buffer, WSF_STAGE_KERNEL_IR},

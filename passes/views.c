@@ -206,3 +206,168 @@ view_read_by_compute(const Fusion *f, int t)
 					return true;
 	return false;
 }
+
+/*
+ * The views pass: views of computed values move down to the inputs.
+ *
+ * Contract.  Requires: an inferred fusion.  Guarantees, in a fusion of
+ * pointwise ops and views alone (others are left as they are): a view
+ * (not a cat or pad) of a value a pointwise op computes is that op over
+ * the same view of each of its operands (an operand that broadcasts to the
+ * op's shape is first expanded to it, a stride of 0), down to the inputs, so
+ * every such view reads an input's addresses (view_strided); the op is
+ * computed again at the view's indices, a recompute, not a copy (pointwise
+ * ops are cheap; rand_like, whose numbers hang on the index, stays put).
+ * The view's tensor keeps its name and id; the new ones are "VIEW.OPERAND".
+ * Ops no output needs any more are dropped.  Fusion.ref_op keeps the ops as
+ * they were, which the host reference evaluates, so --check compares
+ * against the fusion the user wrote, not this rewrite.  Invalidates nothing
+ * (runs before schedule).
+ */
+typedef struct Sinker {
+	Comp *c;
+	Fusion *f;
+	Op *ops;
+	int nops, capops;
+	int *def;          /* tensor -> its defining op in OPS (0: an input) */
+	int capdef;
+} Sinker;
+
+static bool
+sinkable(const Op *o)
+{
+	return (op_info[o->kind].cls == CLS_UNARY || op_info[o->kind].cls == CLS_BINARY) && o->kind != OP_RAND_LIKE;
+}
+
+static int
+push(Sinker *x, const Op *o)
+{
+	*VEC_PUSH(x->c->arena, x->ops, x->nops, x->capops) = *o;
+	x->def[o->out] = x->nops - 1;
+	return o->out;
+}
+
+/*
+ * A new value "BASE.FROM" of dtype DT and tensor SHAPE's dims, FROM's name
+ * after its last '.' (the spec's name it came from: at.x, not at.x1.xw.x).
+ */
+static int
+fresh(Sinker *x, int base, int from, Dtype dt, int shape)
+{
+	Fusion *f = x->f;
+	const char *root = strrchr(f->tensor[from].name, '.'), *name;
+	int t, n;
+
+	root = root ? root + 1 : f->tensor[from].name;
+	name = arena_printf(x->c->arena, "%s.%s", f->tensor[base].name, root);
+	for (n = 2; fusion_find_tensor(f, intern_cstr(x->c->strs, name)); n++)
+		name = arena_printf(x->c->arena, "%s.%s%d", f->tensor[base].name, root, n);
+	t = fusion_add_tensor(x->c, f, intern_cstr(x->c->strs, name), TK_VALUE, f->tensor[base].pos);
+	f->tensor[t].dtype = dt;
+	f->tensor[t].rank = f->tensor[shape].rank;
+	memcpy(f->tensor[t].dim, f->tensor[shape].dim, sizeof f->tensor[t].dim);
+	if (t >= x->capdef) {
+		int *grown = arena_alloc(x->c->arena, (size_t)(2 * t) * sizeof *grown);
+
+		memcpy(grown, x->def, (size_t)x->capdef * sizeof *grown);
+		x->def = grown;
+		x->capdef = 2 * t;
+	}
+	return t;
+}
+
+/* OUT = view V of SRC, moved below SRC's pointwise op where there is one. */
+static int
+sink(Sinker *x, const Op *v, int src, int out)
+{
+	Fusion *f = x->f;
+	Op o;
+	int j;
+
+	if (x->def[src] && sinkable(&x->ops[x->def[src]])) {
+		o = x->ops[x->def[src]];
+		for (j = 0; j < o.nin; j++) {
+			int a = o.in[j].tensor;
+
+			if (!a)
+				continue;
+			if (!lower_same_shape(&f->tensor[a], &f->tensor[src])) {   /* broadcast: an expand first */
+				Op e = {0};
+
+				e.kind = OP_EXPAND;
+				e.nin = 1;
+				e.in[0] = o.in[j];
+				e.nshape = f->tensor[src].rank;
+				memcpy(e.shape, f->tensor[src].dim, sizeof e.shape);
+				e.pos = e.attr_pos = o.pos;
+				e.origin = f->tensor[v->out].name;
+				e.out = fresh(x, src, a, f->tensor[a].dtype, src);
+				a = push(x, &e);
+			}
+			o.in[j].tensor = sink(x, v, a, fresh(x, v->out, a, f->tensor[a].dtype, v->out));
+		}
+		o.out = out;
+		o.origin = f->tensor[v->out].name;
+		return push(x, &o);
+	}
+	o = *v;
+	o.in[0].tensor = src;
+	o.out = out;
+	return push(x, &o);
+}
+
+int
+pass_views(Comp *c)
+{
+	Fusion *f = c->fusion;
+	Sinker x = {c, f, NULL, 0, 0, NULL, 0};
+	bool *live, moved = false;
+	int i, j, n;
+
+	for (i = 1; i < f->nop; i++) {
+		if (op_info[f->op[i].kind].cls != CLS_UNARY && op_info[f->op[i].kind].cls != CLS_BINARY &&
+		    op_info[f->op[i].kind].cls != CLS_VIEW)
+			return 0;   /* another family: its views stay (schedule says what it takes) */
+		if (op_info[f->op[i].kind].cls == CLS_VIEW && f->op[i].kind != OP_CAT && f->op[i].kind != OP_PAD &&
+		    f->tensor[f->op[i].in[0].tensor].def && sinkable(&f->op[f->tensor[f->op[i].in[0].tensor].def]))
+			moved = true;
+	}
+	if (!moved)
+		return 0;
+	x.capdef = f->ntensor;
+	x.def = arena_alloc(c->arena, (size_t)x.capdef * sizeof *x.def);
+	VEC_PUSH(c->arena, x.ops, x.nops, x.capops);   /* [0] unused */
+	for (i = 1; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+
+		if (op_info[o->kind].cls == CLS_VIEW && o->kind != OP_CAT && o->kind != OP_PAD)
+			sink(&x, o, o->in[0].tensor, o->out);
+		else
+			push(&x, o);
+	}
+	/* drop what no output needs: the values the views were of, computed at their own shape */
+	live = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *live);
+	for (i = 0; i < f->nout; i++)
+		live[f->out[i].tensor] = true;
+	for (i = x.nops - 1; i >= 1; i--)
+		for (j = 0; j < x.ops[i].nin && live[x.ops[i].out]; j++)
+			live[x.ops[i].in[j].tensor] = true;
+	f->ref_op = f->op;
+	f->nref_op = f->nop;
+	f->op = x.ops;
+	for (n = i = 1; i < x.nops; i++)
+		if (live[x.ops[i].out]) {
+			f->op[n] = x.ops[i];
+			f->tensor[f->op[n].out].def = n;
+			n++;
+		}
+	f->nop = f->capop = n;
+	for (i = 1; i < f->ntensor; i++)
+		if (f->tensor[i].kind == TK_VALUE && !live[i]) {   /* (the reference's ops still define it) */
+			f->tensor[i].kind = TK_NONE;
+			f->tensor[i].def = 0;
+		}
+	for (i = 0; i < f->ninput; i++)
+		f->tensor[f->input[i]].unread = !live[f->input[i]];
+	return 0;
+}

@@ -818,9 +818,15 @@ evaluate(Eval *e, const double *const *in, double *const *out)
 WsfStatus
 rt_reference(Comp *c, const Fusion *f, const double *const *in, double *const *out)
 {
-	Eval e = {c, f, NULL};
+	Fusion ref = *f;   /* the ops the user wrote, before views.c moved views down */
+	Eval e = {c, &ref, NULL};
 	jmp_buf saved;
 	WsfStatus st;
+
+	if (f->ref_op) {
+		ref.op = f->ref_op;
+		ref.nop = f->nref_op;
+	}
 
 	/* big intermediates are the likeliest allocation to fail: catch it here, not in the caller */
 	memcpy(&saved, &c->oom, sizeof saved);

@@ -118,7 +118,7 @@ environment(void **state)
 static void
 pass_names(void **state)
 {
-	static const char *const want[] = {"expand", "infer", "schedule", "lower", "circular_buffer",
+	static const char *const want[] = {"expand", "infer", "views", "schedule", "lower", "circular_buffer",
 	                                   "warp_specialize", "sync"};
 	WsfContext *ctx = wsf_context_new();
 	int i;
