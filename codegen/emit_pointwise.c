@@ -23,6 +23,112 @@ operand(Emit *e, const Operand *o)
 	return arena_printf(e->c->arena, "%s[v]", e->value[o->tensor]);
 }
 
+/* The element's index along domain dim DIM: the column's, or the row's digit (PointwisePlan.digit). */
+static const char *
+dim_index(Emit *e, int dim)
+{
+	const Tensor *d = &e->f->tensor[e->k->domain];
+
+	return dim == d->rank - 1 ? "(col + v)" : arena_printf(e->c->arena, "(%s)", emit_expr_str(e, e->k->pw.digit[dim]));
+}
+
+/* C text: LO <= index < HI along each boxed domain dim of B, the last dim's too when COLS. */
+static const char *
+box_test(Emit *e, const KBounds *b, bool cols)
+{
+	const Tensor *d = &e->f->tensor[e->k->domain];
+	Buf t;
+	int i;
+
+	buf_init(&t, e->c->arena);
+	for (i = 0; i < d->rank - (cols ? 0 : 1); i++)
+		if (b->hi[i] != INT64_MAX) {
+			const char *x = dim_index(e, i);
+
+			buf_printf(&t, "%s%s >= %lldLL && %s < %lldLL", t.len ? " && " : "", x, (long long)b->lo[i], x,
+			           (long long)b->hi[i]);
+		}
+	return t.len ? buf_str(&t) : "true";
+}
+
+/*
+ * A view with a box (a pad's: views.c): memory inside the box, its fill
+ * outside.  A row at an offset keeps its 16-byte loads where the row is in
+ * the box and the 8 columns inside it; elsewhere element by element.
+ */
+static void
+emit_boxed_view(Emit *e, const KParam *p, const char *v)
+{
+	const KBounds *b = p->bounds;
+	const Tensor *d = &e->f->tensor[e->k->domain];
+	const char *ld = p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", *fill = emit_literal(e, b->fill);
+	int64_t lo = b->lo[d->rank - 1], hi = b->hi[d->rank - 1];
+
+	emit_line(e, "{   // inside its box; %s outside", fill);
+	e->depth++;
+	emit_line(e, "const %s *src = %s + (%s);", emit_type(p->dtype), emit_param_name(e, p), emit_expr_str(e, p->at));
+	emit_line(e, "const bool in_box = %s;", box_test(e, b, false));
+	if (p->view == VIEW_COL_AT) {
+		emit_line(e, "const float x = in_box ? %s(src) : %s;", ld, fill);
+		emit_line(e, "for (int v = 0; v < %d; v++)", VEC);
+		emit_line(e, "    %s[v] = x;", v);
+	} else {
+		if (p->view == VIEW_ROW_AT) {
+			emit_line(e, "if (in_box && col + %d <= cols%s%s) {", VEC,
+			          hi == INT64_MAX ? "" : arena_printf(e->c->arena, " && col >= %lldLL", (long long)lo),
+			          hi == INT64_MAX ? "" : arena_printf(e->c->arena, " && col + %d <= %lldLL", VEC, (long long)hi));
+			emit_line(e, "    wsf_load8_global%s(%s, src + col);", emit_suffix(p->dtype), v);
+			emit_line(e, "} else {");
+			e->depth++;
+		}
+		emit_line(e, "#pragma unroll");
+		emit_line(e, "for (int v = 0; v < %d; v++)", VEC);
+		emit_line(e, "    %s[v] = in_box && col + v < cols%s ? %s(src + (col + v)%s) : %s;", v,
+		          hi == INT64_MAX ? "" : arena_printf(e->c->arena, " && col + v >= %lldLL && col + v < %lldLL",
+		                                              (long long)lo, (long long)hi),
+		          ld, p->view == VIEW_ROW_AT ? "" : arena_printf(e->c->arena, " * %lldLL", (long long)p->step), fill);
+		if (p->view == VIEW_ROW_AT) {
+			e->depth--;
+			emit_line(e, "}");
+		}
+	}
+	e->depth--;
+	emit_line(e, "}");
+}
+
+/*
+ * A placed cat or pad (views.c): its inputs are at its indices already, so
+ * it picks one by the element's index: a cat's part whose range holds it, a
+ * pad's value inside the input's box, else the fill.
+ */
+static const char *
+placed_op(Emit *e, const Op *o)
+{
+	const Tensor *d = &e->f->tensor[e->k->domain], *out = &e->f->tensor[o->out];
+	int off = d->rank - out->rank, j;
+	Buf t;
+
+	buf_init(&t, e->c->arena);
+	if (o->kind == OP_CAT) {
+		const char *x = dim_index(e, o->axis + off);
+
+		for (j = 0; j + 1 < o->nin; j++)
+			buf_printf(&t, "%s < %lldLL ? %s[v] : ", x, (long long)o->pad[j], e->value[o->in[j].tensor]);
+		buf_printf(&t, "%s[v]", e->value[o->in[o->nin - 1].tensor]);
+		return buf_str(&t);
+	}
+	for (j = 0; j < o->npad / 2; j++) {
+		int dim = d->rank - 1 - j;
+		int64_t lo = o->pad[2 * j], hi = dim_value(e->f, out->dim[out->rank - 1 - j]) - o->pad[2 * j + 1];
+		const char *x = dim_index(e, dim);
+
+		if (lo || o->pad[2 * j + 1])
+			buf_printf(&t, "%s%s >= %lldLL && %s < %lldLL", t.len ? " && " : "", x, (long long)lo, x, (long long)hi);
+	}
+	return arena_printf(e->c->arena, "%s ? %s[v] : %s", t.len ? buf_str(&t) : "true", e->value[o->in[0].tensor],
+	                    emit_literal(e, o->value));
+}
+
 /*
  * compute: every fusion op over one tile.  Each thread takes VEC consecutive
  * elements at a time; inputs come from their stage buffer (full and row
@@ -65,7 +171,9 @@ emit_compute(Emit *e, const Stmt *s)
 		suf = emit_suffix(p->dtype);
 		e->value[t] = v;
 		emit_line(e, "%s %s[%d];%s", emit_reg_type(p->dtype), v, VEC, emit_pos(e, f->tensor[t].pos));
-		if (emit_buf_of(k, t) < k->nbuf) {   /* staged: a tile buffer */
+		if (p->bounds) {
+			emit_boxed_view(e, p, v);
+		} else if (emit_buf_of(k, t) < k->nbuf) {   /* staged: a tile buffer */
 			emit_line(e, "wsf_load8%s(%s, %s + %s);", suf, v, emit_curname(e, emit_buf_of(k, t)),
 			          p->view == VIEW_ROW ? "c" : "e");
 		} else if (p->view == VIEW_ROW || p->view == VIEW_ROW_AT) {
@@ -119,7 +227,7 @@ emit_compute(Emit *e, const Stmt *s)
 		const Op *o = &f->op[i];
 		const char *v = emit_tname(e, PFX_VALUE, o->out);
 
-		if (op_info[o->kind].cls == CLS_VIEW)   /* loaded above where an op reads it */
+		if (op_info[o->kind].cls == CLS_VIEW && !o->placed)   /* loaded above where an op reads it */
 			continue;
 		e->value[o->out] = v;
 		emit_line(e, "%s %s[%d];%s", emit_reg_type(f->tensor[o->out].dtype), v, VEC, emit_pos(e, o->pos));
@@ -138,8 +246,12 @@ emit_compute(Emit *e, const Stmt *s)
 		const Op *o = &f->op[i];
 		const char *in[3] = {"", "", ""};
 
-		if (op_info[o->kind].cls == CLS_VIEW)
+		if (op_info[o->kind].cls == CLS_VIEW && !o->placed)
 			continue;
+		if (o->placed) {
+			emit_line(e, "%s[v] = %s;   // %s, placed", e->value[o->out], placed_op(e, o), op_info[o->kind].name);
+			continue;
+		}
 		for (j = 0; j < o->nin; j++)
 			in[j] = operand(e, &o->in[j]);
 		emit_line(e, "%s[v] = %s;   // %s%s%s", e->value[o->out], emit_op_typed(e, o, in),

@@ -169,11 +169,7 @@ int diag_break_len(const char *s, const char *end);
 
 /* ---- number.c: numbers in text, whatever the locale -------------------- */
 
-/*
- * wsfuse reads and writes numbers with '.' as the decimal point even when
- * the embedding program set a locale that uses ',' (de_DE), and never
- * changes the locale to do so.
- */
+/* Numbers with '.' as the decimal point whatever the locale (de_DE's ','), which it never changes. */
 enum { NUM_MAX = 32 };  /* room for any number num_shortest* writes */
 /* Reads all of S, a decimal number (-1.5e-3; no hex, inf or nan), into *V; false if S is not one. */
 bool num_parse(const char *s, double *v);
@@ -376,6 +372,8 @@ typedef struct Op {
 	int ndims, dims[MAX_RANK];       /* permute */
 	int nshape; Dim shape[MAX_RANK]; /* reshape, view, expand: a size, a constant, or -1 (ext -1) */
 	int npad; int64_t pad[2 * MAX_RANK]; double value; /* pad: (before, after) from the last dim; the fill */
+	bool placed;        /* cat, pad: its inputs at its output's indices already (views.c), it picks by index; a
+	                       placed cat's pad[j] is part j's end along its dim */
 	Pos dim_pos, attr_pos;           /* dim's value, and the list or count infer checks (line 0: none) */
 	Pos pos;            /* the op's list entry */
 	const char *origin; /* ops made by a pass: the composite's output (expand.c), the op differentiated (grad.c) */
@@ -571,6 +569,8 @@ typedef enum SizeOf {
 	                    capture) */
 } SizeOf;
 
+/* A box of the domain's dims (LO <= i_d < HI): a view's elements outside it are FILL, not memory (views.c). */
+typedef struct KBounds { int64_t lo[MAX_RANK], hi[MAX_RANK]; double fill; } KBounds;
 typedef struct KParam {
 	ParamKind kind;
 	const char *name;   /* a tensor's name (inputs and outputs), or a size's (rows, cols) */
@@ -592,6 +592,7 @@ typedef struct KParam {
 	Expr *at;         /* VIEW_ROW_AT, VIEW_COL_AT, VIEW_ELEM_AT: the element offset the domain row reads at, an
 	                     expression of the variable "row" (the compute's domain row) and size params */
 	int64_t step;     /* VIEW_ELEM_AT: elements from one column's to the next's */
+	const KBounds *bounds;   /* a view read inside a box of the domain alone (a pad's): FILL elsewhere */
 } KParam;
 
 typedef enum BufKind {

@@ -665,6 +665,10 @@ kernel_print(Buf *b, const Kernel *k)
 			}
 			if (p->view == VIEW_ELEM_AT)
 				buf_printf(b, " step=%lld", (long long)p->step);
+			for (j = 0; p->bounds && j < MAX_RANK; j++)   /* its box over the domain's dims (views.c) */
+				if (p->bounds->hi[j] != INT64_MAX)
+					buf_printf(b, " box%d=[%lld, %lld)", j, (long long)p->bounds->lo[j],
+					           (long long)p->bounds->hi[j]);
 			buf_puts(b, "\n");
 			break;
 		case PK_SIZE:

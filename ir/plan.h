@@ -149,6 +149,8 @@ typedef struct MatmulPlan {
 /* A pointwise kernel's plan, chosen by lowering. */
 typedef struct PointwisePlan {
 	bool flat;               /* every input is full or scalar: any 2-D view will do */
+	Expr *digit[MAX_RANK];   /* domain dims a view's box or a placed cat or pad tests (views.c): the
+	                            element's index along the dim, from the row (the last dim's: the column) */
 } PointwisePlan;
 
 #endif

@@ -104,6 +104,14 @@ print_view_attrs(Buf *b, const Fusion *f, const Op *o)
 		num_shortest(s, o->value);
 		buf_printf(b, "] value=%s", s);
 	}
+	if (o->placed && o->kind == OP_CAT) {   /* its parts' ends along dim (views.c) */
+		buf_puts(b, " placed ends=[");
+		for (i = 0; i < o->npad; i++)
+			buf_printf(b, "%s%lld", i ? ", " : "", (long long)o->pad[i]);
+		buf_puts(b, "]");
+	} else if (o->placed) {
+		buf_puts(b, " placed");
+	}
 }
 
 void

@@ -164,3 +164,16 @@ lower_strided_at(Comp *c, Kernel *k, int p, const Tensor *d, const Strided *s)
 	k->param[p].at = at ? at : ex_int(c, 0);
 	k->param[p].step = d->rank ? st[d->rank - 1].k : 0;
 }
+
+Expr *
+lower_row_digit(Comp *c, Kernel *k, const Tensor *d, int dim)
+{
+	Expr *row, *digit;
+	int i, lead = d->rank - 1;
+
+	for (i = 1; i < k->nvar && strcmp(k->var[i].name, "row") != 0; i++)
+		;
+	row = ex_var(c, i < k->nvar ? i : kernel_add_var(c, k, "row"));
+	digit = dim + 1 < lead ? ex_bin(c, EX_DIV, row, extents(c, k, d, d, dim + 1, lead, true)) : row;
+	return dim > 0 ? ex_bin(c, EX_MOD, digit, extent(c, k, d, d->dim[dim])) : digit;
+}

@@ -103,6 +103,54 @@ choose_tile(Kernel *k, const Fusion *f, int row_bytes, const Tensor *d)
 	}
 }
 
+/* Domain row digit DIM (< the last dim), made once: what a view's box and a placed cat or pad test. */
+static void
+need_digit(Comp *c, Kernel *k, const Tensor *d, int dim)
+{
+	if (!k->pw.digit[dim])
+		k->pw.digit[dim] = lower_row_digit(c, k, d, dim);
+}
+
+/* Strided view S's box over domain D, lined up from the right: a bound on each domain dim (none: INT64_MAX). */
+static const KBounds *
+view_bounds(Comp *c, Kernel *k, const Tensor *d, const Strided *s)
+{
+	KBounds *b = arena_alloc(c->arena, sizeof *b);
+	int i, off = d->rank - s->rank;
+
+	b->fill = s->fill;
+	for (i = 0; i < MAX_RANK; i++) {
+		b->lo[i] = i < off || i >= d->rank ? 0 : s->lo[i - off];
+		b->hi[i] = i < off || i >= d->rank ? INT64_MAX : s->hi[i - off];
+	}
+	return b;
+}
+
+/* The digits the views' boxes and the placed cats and pads (views.c) of F test; after lower_size_params. */
+static void
+box_digits(Comp *c, Kernel *k, const Fusion *f, const Tensor *d)
+{
+	int i, j;
+
+	for (i = 1; i < k->nparam; i++)
+		for (j = 0; k->param[i].bounds && j + 1 < d->rank; j++)
+			if (k->param[i].bounds->hi[j] != INT64_MAX)
+				need_digit(c, k, d, j);
+
+	for (i = 1; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+		int off = d->rank - f->tensor[o->out].rank;
+
+		if (!o->placed)
+			continue;
+		if (o->kind == OP_CAT && o->axis + off + 1 < d->rank)
+			need_digit(c, k, d, o->axis + off);
+		for (j = 0; o->kind == OP_PAD && j < o->npad / 2; j++)
+			if (d->rank - 1 - j < d->rank - 1 && (o->pad[2 * j] || o->pad[2 * j + 1]))
+				need_digit(c, k, d, d->rank - 1 - j);
+	}
+}
+
 /*
  * Params for the views of inputs that compute reads (views.c): each reads its
  * input's memory through the input's pointer, at the domain row's offset
@@ -125,7 +173,7 @@ view_params(Comp *c, Kernel *k, const Tensor *d)
 		Strided s;
 		const char *why;
 
-		if (op_info[f->op[i].kind].cls != CLS_VIEW || !view_read_by_compute(f, f->op[i].out))
+		if (op_info[f->op[i].kind].cls != CLS_VIEW || f->op[i].placed || !view_read_by_compute(f, f->op[i].out))
 			continue;
 		if (!view_strided(c, f, f->op[i].out, &s, &why))
 			return diag_internal(c, "lower", "view '%s' is not strided: %s", t->name, why ? why : "?");
@@ -142,6 +190,8 @@ view_params(Comp *c, Kernel *k, const Tensor *d)
 			aligned = aligned && s.off[j].k * bytes % 16 == 0;
 		for (j = 0; j + 1 < s.rank; j++)
 			aligned = aligned && s.stride[j].k * bytes % 16 == 0;
+		if (s.bounded)
+			k->param[p].bounds = view_bounds(c, k, d, &s);
 		if (!s.rank || dim_is_one(s.ext[s.rank - 1]) || !s.stride[s.rank - 1].k)
 			k->param[p].view = VIEW_COL_AT;
 		else if (s.rank && s.stride[s.rank - 1].k == 1 && !s.stride[s.rank - 1].nsym && aligned)
@@ -377,11 +427,14 @@ lower_pointwise(Comp *c, Fusion *f)
 
 			view_strided(c, f, k->param[j].tensor, &s, &why);   /* the schedule checked it is one */
 			lower_strided_at(c, k, j, d, &s);
+			if (s.bounded && k->param[j].view == VIEW_COL_AT && k->param[j].bounds->hi[d->rank - 1] != INT64_MAX)
+				k->param[j].view = VIEW_ELEM_AT;   /* (a box across the columns: tested element by element) */
 			if (k->param[j].step != 1 && k->param[j].view == VIEW_ROW_AT)
 				k->param[j].view = VIEW_ELEM_AT;
 		} else if (k->param[j].view == VIEW_ROW_AT || k->param[j].view == VIEW_COL_AT) {
 			lower_bcast_at(c, k, j, d);
 		}
+	box_digits(c, k, f, d);
 	choose_tile(k, f, row_bytes, d);
 	k->tile_pos = f->sched.ntile ? f->sched.tile_pos : (Pos){0};
 	if (check_tile(c, k, f) || fit_tile(c, k, f))

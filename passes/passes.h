@@ -139,10 +139,13 @@ typedef struct Strided {
 	int rank;
 	Dim ext[MAX_RANK];
 	Stride stride[MAX_RANK];
+	bool bounded;              /* a pad's: memory only where LO <= i_d < HI on every dim, FILL elsewhere */
+	int64_t lo[MAX_RANK], hi[MAX_RANK];
+	double fill;
 } Strided;
 bool stride_equal(Stride a, Stride b);
 bool view_strided(Comp *c, const Fusion *f, int t, Strided *s, const char **why);
-/* Does a kernel read T as a value: an op that is not a view reads it, or it is an output? */
+/* Does a kernel read T as a value: an op that is not a view (or a placed cat or pad) reads it, or an output? */
 bool view_read_by_compute(const Fusion *f, int t);
 /*
  * lower_bcast.c: param P reads strided view S over domain D: KParam.at, the
@@ -151,6 +154,8 @@ bool view_read_by_compute(const Fusion *f, int t);
  * the columns.  Domain dims must be numbers where S's stride is not 0.
  */
 void lower_strided_at(Comp *c, Kernel *k, int p, const Tensor *d, const Strided *s);
+/* lower_bcast.c: the domain row's index along domain dim DIM (before the last): (row / inner dims) % extent. */
+Expr *lower_row_digit(Comp *c, Kernel *k, const Tensor *d, int dim);
 /* What the families share (lower.c). */
 bool lower_same_shape(const Tensor *a, const Tensor *b);
 /* Appends `NAME = E` to BLOCK: a new variable of K. */

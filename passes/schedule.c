@@ -201,7 +201,7 @@ check_views(Comp *c, const Fusion *f)
 	for (i = 1; i < f->nop; i++) {
 		const Op *o = &f->op[i];
 
-		if (op_info[o->kind].cls != CLS_VIEW)
+		if (op_info[o->kind].cls != CLS_VIEW || o->placed)   /* (a placed cat or pad computes: views.c) */
 			continue;
 		why = f->family != FAM_POINTWISE ? "views are read by pointwise kernels only, so far"
 		      : !view_strided(c, f, o->out, &s, &why) ? why : NULL;

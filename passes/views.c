@@ -5,9 +5,9 @@
  * transposes, expands and reshapes that starts at a fusion input reads that
  * input's memory at offset + sum of i_d x stride_d: the view is strides
  * and an offset over the input's contiguous layout, as torch's views are,
- * never a copy.  The schedule pass asks view_strided whether each view of
- * a fusion is one (a cat or a pad picks between sources and fills, a view
- * of a computed value needs the value at another index: neither is, yet);
+ * never a copy; a pad's is such a view with a box, memory inside it and the
+ * fill outside.  The schedule pass asks view_strided whether each view of
+ * a fusion is one (a view of a cat or of rand_like's numbers is not, yet);
  * the pointwise family reads each such view through its input's pointer
  * (lower_pointwise.c; lower_bcast.c's lower_strided_at makes the offset an
  * expression of the domain row).
@@ -74,6 +74,8 @@ contiguous(const Tensor *t, Strided *s)
 	memset(s, 0, sizeof *s);
 	s->rank = t->rank;
 	for (d = t->rank - 1; d >= 0; d--) {
+		s->lo[d] = 0;
+		s->hi[d] = INT64_MAX;
 		s->ext[d] = t->dim[d];
 		s->stride[d] = st;
 		if (d > 0)
@@ -116,6 +118,8 @@ reshape(const Tensor *out, Strided *s, const char **why)
 	}
 	s->rank = out->rank;
 	for (d = 0; d < out->rank; d++) {
+		s->lo[d] = 0;
+		s->hi[d] = INT64_MAX;
 		s->ext[d] = out->dim[d];
 		s->stride[d] = dim_is_one(out->dim[d]) || v >= d ? (Stride){0, 0, {0}} : nstride[d];
 	}
@@ -143,35 +147,63 @@ view_strided(Comp *c, const Fusion *f, int t, Strided *s, const char **why)
 		                    "yet)", ten->name);
 		return false;
 	}
-	if (o->kind == OP_CAT || o->kind == OP_PAD) {
-		*why = o->kind == OP_CAT ? "a cat picks between its inputs (not one input's addresses yet)"
-		                         : "a pad fills outside its input (not one input's addresses yet)";
+	if (o->kind == OP_CAT || o->placed) {
+		*why = o->kind == OP_CAT ? "a view of a cat (a cat picks between its inputs: it is not one input's "
+		                           "addresses)" : "a view of a pad of a computed value";
 		return false;
 	}
 	if (!view_strided(c, f, o->in[0].tensor, &in, why))
 		return false;
 	*s = in;
+	if (s->noff >= MAX_RANK - 1 && (o->kind == OP_SLICE || o->kind == OP_PAD)) {
+		*why = "more slices and pads with a start than an offset holds";
+		return false;
+	}
 	switch (o->kind) {
 	case OP_SLICE:
 		view_slice(o, dim_value(f, in.ext[o->axis]), &start, &count);
-		if (start && s->noff == MAX_RANK) {
-			*why = "more slices with a start than an offset holds (8)";
-			return false;
-		}
 		if (start)
 			s->off[s->noff++] = times(in.stride[o->axis], (Dim){0, start});
 		s->stride[o->axis].k *= o->step;
 		s->ext[o->axis] = ten->dim[o->axis];
+		if (in.hi[o->axis] != INT64_MAX) {   /* the box, in the slice's indices: start + i x step inside it */
+			s->lo[o->axis] = in.lo[o->axis] <= start ? 0 : (in.lo[o->axis] - start + o->step - 1) / o->step;
+			s->hi[o->axis] = in.hi[o->axis] <= start ? 0 : (in.hi[o->axis] - start + o->step - 1) / o->step;
+			s->hi[o->axis] = s->hi[o->axis] < count ? s->hi[o->axis] : count;
+		}
+		break;
+	case OP_PAD:   /* element i reads i - before, inside [before, before + n) */
+		if (in.bounded && in.fill != o->value) {
+			*why = "a pad of a pad with another fill";
+			return false;
+		}
+		for (d = 0; d < o->npad / 2; d++) {
+			int a = s->rank - 1 - d;
+			int64_t before = o->pad[2 * d], n = dim_value(f, in.ext[a]);
+
+			if (!before && !o->pad[2 * d + 1])
+				continue;   /* (no box on this dim) */
+			if (before)
+				s->off[s->noff++] = times(in.stride[a], (Dim){0, -before});
+			s->lo[a] = (in.hi[a] != INT64_MAX ? in.lo[a] : 0) + before;
+			s->hi[a] = (in.hi[a] != INT64_MAX ? in.hi[a] : n) + before;
+			s->ext[a] = ten->dim[a];
+		}
+		s->bounded = true;
+		s->fill = o->value;
 		break;
 	case OP_PERMUTE:
 		for (d = 0; d < s->rank; d++) {
 			s->ext[d] = in.ext[o->dims[d]];
 			s->stride[d] = in.stride[o->dims[d]];
+			s->lo[d] = in.lo[o->dims[d]], s->hi[d] = in.hi[o->dims[d]];
 		}
 		break;
 	case OP_TRANSPOSE:
 		s->ext[o->dim0] = in.ext[o->dim1], s->stride[o->dim0] = in.stride[o->dim1];
 		s->ext[o->dim1] = in.ext[o->dim0], s->stride[o->dim1] = in.stride[o->dim0];
+		s->lo[o->dim0] = in.lo[o->dim1], s->hi[o->dim0] = in.hi[o->dim1];
+		s->lo[o->dim1] = in.lo[o->dim0], s->hi[o->dim1] = in.hi[o->dim0];
 		break;
 	case OP_EXPAND:
 		lead = ten->rank - in.rank;
@@ -179,10 +211,16 @@ view_strided(Comp *c, const Fusion *f, int t, Strided *s, const char **why)
 		for (d = 0; d < ten->rank; d++) {
 			s->ext[d] = ten->dim[d];
 			s->stride[d] = d < lead || dim_is_one(in.ext[d - lead]) ? (Stride){0, 0, {0}} : in.stride[d - lead];
+			s->lo[d] = d < lead || dim_is_one(in.ext[d - lead]) ? 0 : in.lo[d - lead];
+			s->hi[d] = d < lead || dim_is_one(in.ext[d - lead]) ? INT64_MAX : in.hi[d - lead];
 		}
 		break;
 	case OP_RESHAPE:
 	case OP_VIEW:
+		if (in.bounded) {
+			*why = "a reshape of a pad";
+			return false;
+		}
 		return reshape(ten, s, why);
 	default:
 		*why = arena_printf(c->arena, "'%s' has no address map", op_info[o->kind].name);
@@ -200,7 +238,7 @@ view_read_by_compute(const Fusion *f, int t)
 		if (f->out[i].tensor == t)
 			return true;
 	for (i = 1; i < f->nop; i++)
-		if (op_info[f->op[i].kind].cls != CLS_VIEW)
+		if (op_info[f->op[i].kind].cls != CLS_VIEW || f->op[i].placed)
 			for (j = 0; j < f->op[i].nin; j++)
 				if (f->op[i].in[j].tensor == t)
 					return true;
@@ -218,6 +256,12 @@ view_read_by_compute(const Fusion *f, int t)
  * every such view reads an input's addresses (view_strided); the op is
  * computed again at the view's indices, a recompute, not a copy (pointwise
  * ops are cheap; rand_like, whose numbers hang on the index, stays put).
+ * A cat becomes each part padded to the cat's shape at its place (a pad,
+ * moved down like any view: its box's outside is never read) and a placed
+ * cat, which picks part j where the element's index along the dim is below
+ * part j's end; a pad of a computed value, the value over padded operands
+ * and a placed pad, which picks the fill outside the box (a pad of an input
+ * stays a view with a box and a fill).
  * The view's tensor keeps its name and id; the new ones are "VIEW.OPERAND".
  * Ops no output needs any more are dropped.  Fusion.ref_op keeps the ops as
  * they were, which the host reference evaluates, so --check compares
@@ -316,6 +360,61 @@ sink(Sinker *x, const Op *v, int src, int out)
 	return push(x, &o);
 }
 
+/*
+ * pad(P) of a computed P: P over a pad of each operand (the box's outside
+ * is anything: a placed pad then picks the fill there by the element's
+ * index).
+ */
+static void
+place_pad(Sinker *x, const Op *o)
+{
+	Fusion *f = x->f;
+	int src = o->in[0].tensor;
+	Op p = *o;
+
+	p.in[0].tensor = sink(x, o, src, fresh(x, o->out, src, f->tensor[src].dtype, o->out));
+	p.placed = true;
+	push(x, &p);
+}
+
+/*
+ * cat(P0, P1, ...) along dim a: each part padded to the cat's shape at its
+ * place along a (a pad of its values, moved down to the inputs like any
+ * view), and a placed cat that picks part j where the element's index along
+ * a is in part j's range.
+ */
+static void
+place_cat(Sinker *x, const Op *o)
+{
+	Fusion *f = x->f;
+	const Tensor *out = &f->tensor[o->out];
+	int64_t at = 0, n, total = dim_value(f, out->dim[o->axis]);
+	int j, k = out->rank - 1 - o->axis;
+	Op p = *o;
+
+	for (j = 0; j < o->nin; j++) {
+		int part = o->in[j].tensor;
+		Op pad = {0};
+
+		n = dim_value(f, f->tensor[part].dim[o->axis]);
+		pad.kind = OP_PAD;
+		pad.nin = 1;
+		pad.in[0] = o->in[j];
+		pad.npad = 2 * (k + 1);
+		pad.pad[2 * k] = at;
+		pad.pad[2 * k + 1] = total - at - n;
+		pad.pos = pad.attr_pos = o->pos;
+		pad.origin = out->name;
+		pad.out = o->out;   /* (the shape and name the pads take) */
+		p.in[j].tensor = sink(x, &pad, part, fresh(x, o->out, part, f->tensor[part].dtype, o->out));
+		at += n;
+		p.pad[j] = at;   /* a placed cat keeps its parts' ends along dim in pad[] */
+	}
+	p.npad = o->nin;
+	p.placed = true;
+	push(x, &p);
+}
+
 int
 pass_views(Comp *c)
 {
@@ -328,8 +427,8 @@ pass_views(Comp *c)
 		if (op_info[f->op[i].kind].cls != CLS_UNARY && op_info[f->op[i].kind].cls != CLS_BINARY &&
 		    op_info[f->op[i].kind].cls != CLS_VIEW)
 			return 0;   /* another family: its views stay (schedule says what it takes) */
-		if (op_info[f->op[i].kind].cls == CLS_VIEW && f->op[i].kind != OP_CAT && f->op[i].kind != OP_PAD &&
-		    f->tensor[f->op[i].in[0].tensor].def && sinkable(&f->op[f->tensor[f->op[i].in[0].tensor].def]))
+		if (f->op[i].kind == OP_CAT || (op_info[f->op[i].kind].cls == CLS_VIEW &&
+		    f->tensor[f->op[i].in[0].tensor].def && sinkable(&f->op[f->tensor[f->op[i].in[0].tensor].def])))
 			moved = true;
 	}
 	if (!moved)
@@ -340,8 +439,14 @@ pass_views(Comp *c)
 	for (i = 1; i < f->nop; i++) {
 		const Op *o = &f->op[i];
 
-		if (op_info[o->kind].cls == CLS_VIEW && o->kind != OP_CAT && o->kind != OP_PAD)
-			sink(&x, o, o->in[0].tensor, o->out);
+		int src = o->in[0].tensor;
+
+		if (o->kind == OP_CAT)
+			place_cat(&x, o);
+		else if (o->kind == OP_PAD && x.def[src] && sinkable(&x.ops[x.def[src]]))
+			place_pad(&x, o);
+		else if (op_info[o->kind].cls == CLS_VIEW)
+			sink(&x, o, src, o->out);
 		else
 			push(&x, o);
 	}

@@ -483,10 +483,10 @@ expect "-lineinfo=%n" 2 "wsfuse: unknown option '-lineinfo=%n%s%s': did you mean
 # ---- a view: exit 6 at the op until lowering builds views; --dump-after=infer prints the fusion (stderr) ----
 
 printf '%s\n' 'fusion: v' 'inputs:' '  x: {dtype: bf16, shape: [T, 128]}' 'ops:' \
-	'  - {out: [a, b], op: chunk, in: [x], chunks: 2, dim: -1}' '  - {out: y, op: cat, in: [b, a], dim: -1}' \
-	'outputs:' '  y: {}' >"$tmp/view.yaml"
+	'  - {out: [a, b], op: chunk, in: [x], chunks: 2, dim: -1}' '  - {out: c, op: cat, in: [b, a], dim: -1}' \
+	'  - {out: y, op: slice, in: [c], dim: -1, end: 32}' 'outputs:' '  y: {}' >"$tmp/view.yaml"
 cli compile --emit=fusion-ir --dump-after=infer "$tmp/view.yaml"
-expect "a view, exit 6" 6 "view.yaml:6:5: error: 'cat' (a view) in this kernel is not implemented yet: a cat picks between its inputs"
+expect "a view, exit 6" 6 "view.yaml:7:5: error: 'slice' (a view) in this kernel is not implemented yet: a view of a cat"
 if grep -qF 'b: bf16[T, 64] = slice(x) dim=1 chunk=1/2' "$tmp/err"; then ok; else bad "--dump-after=infer of a view" "$(head -c 400 "$tmp/err")"; fi
 
 # ---- docs/spec.md: its opening example compiles; it cites only files of the repository ----
