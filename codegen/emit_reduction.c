@@ -45,17 +45,38 @@ row_full(const Kernel *k, int t)
 }
 
 /*
+ * Does the kernel load T: an input an op reads, or a view of one read
+ * through the input's pointer at the row's offset (views.c)?  Tensor ids
+ * put the inputs first, in spec order.
+ */
+static bool
+row_leaf(Emit *e, int t)
+{
+	const Tensor *x = &e->f->tensor[t];
+
+	return (x->kind == TK_INPUT || (x->kind == TK_VALUE && op_info[e->f->op[x->def].kind].cls == CLS_VIEW)) &&
+	       emit_param_of(e, t, false);
+}
+
+/* Is op O computed: not a view (its value is loaded, or it only feeds another view)? */
+static bool
+row_computes(const Op *o)
+{
+	return op_info[o->kind].cls != CLS_VIEW;
+}
+
+/*
  * Is T a 2-byte full-row input that a direct kernel keeps as loaded, two
  * elements a register (raw_NAME[step]), and unpacks to f32 in each pass that
  * reads it (v_NAME[8])?  Half the registers of f32: layernorm's row, weight
  * and bias then fit 48 warps an SM without spilling (docs/perf.md).
  */
 static bool
-row_raw(const Emit *e, int t)
+row_raw(Emit *e, int t)
 {
 	const Kernel *k = e->k;
 
-	return k->row.direct && e->row.steps && k->row.view[t] == VIEW_FULL && e->f->tensor[t].kind == TK_INPUT &&
+	return k->row.direct && e->row.steps && k->row.view[t] == VIEW_FULL && row_leaf(e, t) &&
 	       dtype_info[e->f->tensor[t].dtype].bytes == 2;
 }
 
@@ -88,7 +109,7 @@ row_needs(Emit *e, int t, bool *need)
 	if (need[t] || !row_full(e->k, t))
 		return;
 	need[t] = true;
-	if (f->tensor[t].kind != TK_VALUE)
+	if (f->tensor[t].kind != TK_VALUE || row_leaf(e, t))
 		return;
 	o = &f->op[f->tensor[t].def];
 	if (op_info[o->kind].cls == CLS_REDUCE)
@@ -114,8 +135,8 @@ emit_row_load(Emit *e, int t, bool whole)
 		 * keep it, or (a direct kernel) this row of a full input.  The
 		 * ragged end one by one.
 		 */
-		const bool full = e->k->row.view[t] == VIEW_FULL;
-		const char *at = full ? "row * cols + e" : e->k->row.view[t] == VIEW_ROW ? "e" :
+		const bool full = e->k->row.view[t] == VIEW_FULL && !p->at;   /* (a view's rows: at its offset) */
+		const char *at = full ? "row * cols + e" : e->k->row.view[t] == VIEW_ROW && !p->at ? "e" :
 		                 arena_printf(e->c->arena, "(%s) + e", emit_expr_str(e, p->at));
 		/* a row read in every pass: under this pass's L2 policy */
 		const char *l2 = full && e->row.policy ? "_l2" : "";
@@ -187,7 +208,7 @@ open_steps(Emit *e, bool guard)
 
 /* Does this pass load input T, a full row a direct kernel reads from global memory? */
 static bool
-loads_row_from_hbm(const Emit *e, const bool *need, const bool *have, int t)
+loads_row_from_hbm(Emit *e, const bool *need, const bool *have, int t)
 {
 	return need[t] && !have[t] && e->k->row.view[t] == VIEW_FULL;
 }
@@ -198,9 +219,9 @@ emit_hbm_loads(Emit *e, const bool *need, const bool *have, bool whole)
 {
 	int i;
 
-	for (i = 0; i < e->f->ninput; i++)
-		if (loads_row_from_hbm(e, need, have, e->f->input[i]))
-			emit_row_load(e, e->f->input[i], whole);
+	for (i = 1; i < e->f->ntensor; i++)
+		if (row_leaf(e, i) && loads_row_from_hbm(e, need, have, i))
+			emit_row_load(e, i, whole);
 }
 
 /*
@@ -249,8 +270,8 @@ row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 		 * and per-row inputs, which L1 and L2 serve, load where they are
 		 * used: loading them early costs registers.
 		 */
-		for (i = 0, nops = 0; i < f->ninput; i++)
-			nops += loads_row_from_hbm(e, need, have, f->input[i]);
+		for (i = 1, nops = 0; i < f->ntensor; i++)
+			nops += row_leaf(e, i) && loads_row_from_hbm(e, need, have, i);
 		if (nops) {
 			/*
 			 * A thread whose steps all lie inside the row loads without
@@ -273,9 +294,9 @@ row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 			emit_line(e, "}");
 			e->depth--;
 			emit_line(e, "}");
-			for (i = 0; i < f->ninput; i++)
-				if (loads_row_from_hbm(e, need, have, f->input[i]))
-					have[f->input[i]] = true;
+			for (i = 1; i < f->ntensor; i++)
+				if (row_leaf(e, i) && loads_row_from_hbm(e, need, have, i))
+					have[i] = true;
 		}
 	}
 	if (e->row.chunk_col) {
@@ -289,17 +310,17 @@ row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 		emit_line(e, "for (int e = threadIdx.x * %d; e < cols; e += %d) {", VEC, step);
 		e->depth++;
 	}
-	for (i = 0; i < f->ninput; i++) {
-		int t = f->input[i];
+	for (i = 1; i < f->ntensor; i++) {
+		int t = i;
 
-		if (!need[t] || have[t])
+		if (!row_leaf(e, t) || !need[t] || have[t])
 			continue;
 		if (!e->row.steps)
 			emit_line(e, "float %s[%d];", row_value(e, t), VEC);
 		emit_row_load(e, t, false);
 	}
-	for (i = 0; i < f->ninput; i++) {
-		int t = f->input[i];
+	for (i = 1; i < f->ntensor; i++) {
+		int t = i;
 
 		if (row_raw(e, t) && row_pass_reads(e, target, need, have, t)) {
 			emit_line(e, "float %s[%d];", row_value(e, t), VEC);
@@ -327,7 +348,7 @@ row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 		for (i = 1; i < f->nop; i++) {
 			const Op *o = &f->op[i];
 
-			if (!need[o->out] || have[o->out] || op_info[o->kind].cls == CLS_REDUCE)
+			if (!need[o->out] || have[o->out] || op_info[o->kind].cls == CLS_REDUCE || !row_computes(o))
 				continue;
 			if (o->kind == OP_DIV && o->in[1].tensor && !row_full(e->k, o->in[1].tensor))
 				/* by a per-row value: one reciprocal a row (hoisted), a multiply an element */
@@ -369,7 +390,7 @@ emit_row_scalars(Emit *e, const int *level, int upto, bool *done, bool assign)
 		const Op *o = &f->op[i];
 
 		if (done[o->out] || row_full(e->k, o->out) || op_info[o->kind].cls == CLS_REDUCE ||
-		    level[o->out] > upto)
+		    level[o->out] > upto || !row_computes(o))
 			continue;
 		emit_line(e, "%s%s = %s;   // %s%s", assign ? "" : "const float ", emit_tname(e, PFX_ROW, o->out),
 		          emit_op_text3(e, o, row_operand(e, &o->in[0]), o->nin > 1 ? row_operand(e, &o->in[1]) : "",
@@ -401,11 +422,11 @@ emit_row_inputs(Emit *e, bool *done)
 	const Fusion *f = e->f;
 	int i;
 
-	for (i = 0; i < f->ninput; i++) {
-		int t = f->input[i];
-		const KParam *p = emit_param_of(e, t, false);
+	for (i = 1; i < f->ntensor; i++) {
+		int t = i;
+		const KParam *p = row_leaf(e, t) ? emit_param_of(e, t, false) : NULL;
 
-		if (!p || row_full(e->k, t))   /* !p: an input no op reads (Tensor.unread) */
+		if (!p || row_full(e->k, t))   /* !p: not loaded (an input no op reads: Tensor.unread) */
 			continue;
 		if (dtype_is_int(p->dtype)) {   /* rand_like's seed or offset (schedule.c): a 64-bit integer */
 			emit_line(e, "const long long %s = (long long)%s[0];%s", emit_tname(e, PFX_ROW, t),
@@ -415,8 +436,8 @@ emit_row_inputs(Emit *e, bool *done)
 		}
 		emit_line(e, "const float %s = %s(%s + %s);%s", emit_tname(e, PFX_ROW, t),
 		          p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", emit_param_name(e, p),
-		          e->k->row.view[t] == VIEW_COL ? "row" : e->k->row.view[t] == VIEW_COL_AT ?
-		          arena_printf(e->c->arena, "(%s)", emit_expr_str(e, p->at)) : "0", emit_pos(e, f->tensor[t].pos));
+		          p->at ? arena_printf(e->c->arena, "(%s)", emit_expr_str(e, p->at)) :
+		          e->k->row.view[t] == VIEW_COL ? "row" : "0", emit_pos(e, f->tensor[t].pos));
 		done[t] = true;
 	}
 }
@@ -756,7 +777,7 @@ emit_chunk_compute(Emit *e, const Stmt *s)
 
 	/* per-row inputs and the per-row values that need no reduction: ROW_BEGIN sets them */
 	for (i = 1; i < f->ntensor; i++)
-		done[i] = !row_full(k, i) && level[i] == 0 && (s->u.compute.phase != ROW_BEGIN || f->tensor[i].kind == TK_INPUT);
+		done[i] = !row_full(k, i) && level[i] == 0 && (s->u.compute.phase != ROW_BEGIN || row_leaf(e, i));
 	switch (s->u.compute.phase) {
 	case ROW_BEGIN:
 		emit_line(e, "// row %s: %s", emit_expr_str(e, s->u.compute.row), s->comment ? s->comment : "");

@@ -287,6 +287,10 @@ typedef struct WsfKernelStats {
 	int workspace;      /* stream-K (a matmul's last partial wave split over the CTAs by k-steps): bytes a
 	                       CTA of the grid (its slot of partial sums) in the workspace the runtime makes for
 	                       each stream the kernel is launched on, after 4 KiB of flags; 0: none */
+	int view_rows;      /* views of inputs (slices, chunks, transposes, pads...: docs/spec.md, Views) the
+	                       kernel reads through their input's pointer: as rows of 16-byte loads at an offset, */
+	int view_cols;      /* as one element a row, */
+	int view_elems;     /* and element by element (a step or a transpose across the columns) */
 } WsfKernelStats;
 
 /*

@@ -734,6 +734,8 @@ kir_row_kept(const Fusion *f, int t)
 	if (f->tensor[t].kind != TK_VALUE)
 		return true;
 	o = &f->op[f->tensor[t].def];
+	if (op_info[o->kind].cls == CLS_VIEW)   /* a view of an input: a load too */
+		return true;
 	switch (o->kind) {
 	case OP_EXP: case OP_LOG: case OP_SQRT: case OP_RSQRT: case OP_TANH:
 	case OP_SIGMOID: case OP_SILU: case OP_GELU:

@@ -553,10 +553,12 @@ kernel_verify(Comp *c, const Kernel *k, const char *after)
 	v.after = after;
 	v.defined = arena_alloc(c->arena, (size_t)k->nvar * sizeof *v.defined);
 	for (i = 1; i < k->nparam; i++) {
-		bool at = k->param[i].view == VIEW_ROW_AT || k->param[i].view == VIEW_COL_AT ||
-		          k->param[i].view == VIEW_ELEM_AT;
+		const KParam *p = &k->param[i];
+		bool at = p->view == VIEW_ROW_AT || p->view == VIEW_COL_AT || p->view == VIEW_ELEM_AT;
+		bool view = k->fusion && p->arg >= 0 && p->arg < k->fusion->ninput &&
+		            p->tensor != k->fusion->input[p->arg];   /* views.c: at its offset, whatever its role */
 
-		if (at != (k->param[i].at != NULL) || (at && k->param[i].kind != PK_PTR))
+		if ((at && !p->at) || (p->at && !at && !view) || (p->at && p->kind != PK_PTR))
 			fail(&v, "param '%s' is not a pointer read at an offset with its view (row_at, col_at, elem_at)", k->param[i].name);
 		if (k->param[i].kind != PK_SIZE)
 			continue;

@@ -66,7 +66,8 @@ stream_row(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *nchunks, const char
 	for (j = 1; j < k->nparam; j++) {
 		KParam *p = &k->param[j];
 
-		if (p->kind == PK_PTR && p->arg < f->ninput && (p->view == VIEW_FULL || p->view == VIEW_ROW))
+		if (p->kind == PK_PTR && p->arg < f->ninput && (p->view == VIEW_FULL || p->view == VIEW_ROW) &&
+		    !p->at)   /* (a view of an input: read at its offset in the compute, views.c) */
 			lower_stage_input(c, k, j, "chunk", 1, k->row.chunk, p->view == VIEW_ROW ? ex_int(c, 0) : row0, col,
 			                  issue, s);
 	}
@@ -94,7 +95,7 @@ add_row_params(Comp *c, Fusion *f, Kernel *k)
 		const Tensor *t = &f->tensor[f->input[j]];
 		int p;
 
-		if (t->unread)
+		if (!view_used(f, f->input[j]))   /* unread, or read through its views alone */
 			continue;
 		p = kernel_add_param(c, k, PK_PTR, t->name);
 
@@ -102,6 +103,23 @@ add_row_params(Comp *c, Fusion *f, Kernel *k)
 		k->param[p].tensor = f->input[j];
 		k->param[p].dtype = t->dtype;
 		k->param[p].view = k->row.view[f->input[j]];
+	}
+	for (j = 1; j < f->nop; j++) {   /* views of inputs (views.c): the input's pointer at the row's offset */
+		const Op *o = &f->op[j];
+		Strided s;
+		const char *why;
+		int p, a;
+
+		if (op_info[o->kind].cls != CLS_VIEW || !view_read_by_compute(f, o->out) ||
+		    !view_strided(c, f, o->out, &s, &why))
+			continue;
+		for (a = 0; f->input[a] != s.input; a++)
+			;
+		p = kernel_add_param(c, k, PK_PTR, f->tensor[o->out].name);
+		k->param[p].arg = a;
+		k->param[p].tensor = o->out;
+		k->param[p].dtype = f->tensor[s.input].dtype;
+		k->param[p].view = k->row.view[o->out];
 	}
 	for (j = 0; j < f->nout; j++) {
 		const Tensor *t = &f->tensor[f->out[j].tensor];
@@ -149,7 +167,7 @@ refuse_rows(Comp *c, const Fusion *f, const RowSchedule *rs, const Tensor *d)
 		return diag_error(c, d->pos, "rows of %lld elements are wider than a reduction kernel takes (%d)",
 		                  (long long)rs->width, ROW_MAX_WIDTH);
 	for (j = 1; j < f->ntensor; j++)
-		if (!f->tensor[j].unread && view[j] == VIEW_NONE) {   /* it broadcasts (infer.c), but to more than the rows */
+		if (view_used(f, j) && view[j] == VIEW_NONE) {   /* it broadcasts (infer.c), but to more than the rows */
 			Buf b;
 
 			buf_init(&b, c->arena);
@@ -234,8 +252,15 @@ lower_reduction(Comp *c, Fusion *f)
 	add_row_params(c, f, k);
 	lower_size_params(c, k);
 	for (j = 1; j < k->nparam; j++)
-		if (k->param[j].view == VIEW_ROW_AT || k->param[j].view == VIEW_COL_AT)
+		if (k->param[j].arg >= 0 && k->param[j].arg < f->ninput && k->param[j].tensor != f->input[k->param[j].arg]) {
+			Strided s;
+			const char *why;
+
+			view_strided(c, f, k->param[j].tensor, &s, &why);   /* a view: its offset, whatever its shape */
+			lower_strided_at(c, k, j, d, &s);
+		} else if (k->param[j].view == VIEW_ROW_AT || k->param[j].view == VIEW_COL_AT) {
 			lower_bcast_at(c, k, j, d);
+		}
 
 	if (k->row.chunk) {
 		Expr *nchunks = ex_var(c, lower_let(c, k, "nchunks", ex_bin(c, EX_CEILDIV, ex_var(c, k->cols_var),
@@ -263,7 +288,7 @@ lower_reduction(Comp *c, Fusion *f)
 	for (j = 1; j < k->nparam; j++) {
 		KParam *p = &k->param[j];
 
-		if (p->kind != PK_PTR || p->arg >= f->ninput || p->view != VIEW_FULL)
+		if (p->kind != PK_PTR || p->arg >= f->ninput || p->view != VIEW_FULL || p->at)
 			continue;
 		/* one bulk copy of the whole row: a single TMA operation, exactly the row's bytes */
 		lower_stage_input(c, k, j, "row", 1, k->row.cap, row0, ex_int(c, 0), issue, compute);

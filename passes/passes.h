@@ -147,6 +147,10 @@ bool stride_equal(Stride a, Stride b);
 bool view_strided(Comp *c, const Fusion *f, int t, Strided *s, const char **why);
 /* Does a kernel read T as a value: an op that is not a view (or a placed cat or pad) reads it, or an output? */
 bool view_read_by_compute(const Fusion *f, int t);
+/* Is T a value the kernel has: computed by an op that is not a view, or read as a value (not a view's source alone)? */
+bool view_used(const Fusion *f, int t);
+/* Can a row-reduction kernel read strided view S of DT: rows of 16-byte loads at an offset, or one element a row? */
+bool view_rows_take(const Fusion *f, const Strided *s, Dtype dt);
 /*
  * lower_bcast.c: param P reads strided view S over domain D: KParam.at, the
  * offset of the domain row's first element (S's dims lined up with D's from

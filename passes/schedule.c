@@ -203,8 +203,12 @@ check_views(Comp *c, const Fusion *f)
 
 		if (op_info[o->kind].cls != CLS_VIEW || o->placed)   /* (a placed cat or pad computes: views.c) */
 			continue;
-		why = f->family != FAM_POINTWISE ? "views are read by pointwise kernels only, so far"
-		      : !view_strided(c, f, o->out, &s, &why) ? why : NULL;
+		why = f->family == FAM_MATMUL ? "views are read by pointwise and row-reduction kernels only, so far"
+		      : !view_strided(c, f, o->out, &s, &why) ? why
+		      : f->family == FAM_REDUCTION && view_read_by_compute(f, o->out) &&
+		        !view_rows_take(f, &s, f->tensor[o->out].dtype) ? "a row-reduction kernel reads a view as rows of "
+		        "16-byte loads at an offset or one element a row, and this one's columns are not consecutive "
+		        "16-byte groups in memory (or it has a pad's box)" : NULL;
 		if (!why)
 			continue;
 		diag_error(c, o->pos, "'%s' (a view%s) in this kernel is not implemented yet: %s (wsfuse compile "

@@ -200,8 +200,8 @@ plan_row(Comp *c, const Fusion *f, RowFallback fb, RowSchedule *out)
 	/* every tensor is a full row, a per-row value, a broadcast row or a scalar (or a row or value at an offset) */
 	out->plan.view = view = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *view);
 	for (j = 1; j < f->ntensor; j++)
-		if (!f->tensor[j].unread && (view[j] = classify_row(&f->tensor[j], d)) == VIEW_NONE)
-			view[j] = lower_bcast_view(&f->tensor[j], d);
+		if (view_used(f, j) && (view[j] = classify_row(&f->tensor[j], d)) == VIEW_NONE)
+			view[j] = lower_bcast_view(&f->tensor[j], d);   /* (a view's source alone: none) */
 	if (out->width <= 0 || out->width > ROW_MAX_WIDTH)
 		return -1;
 	out->planned = true;

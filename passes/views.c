@@ -230,6 +230,34 @@ view_strided(Comp *c, const Fusion *f, int t, Strided *s, const char **why)
 }
 
 bool
+view_rows_take(const Fusion *f, const Strided *s, Dtype dt)
+{
+	int j, bytes = dtype_info[dt].bytes;
+	bool aligned = true;
+
+	(void)f;
+	for (j = 0; j < s->noff; j++)
+		aligned = aligned && s->off[j].k * bytes % 16 == 0;
+	for (j = 0; j + 1 < s->rank; j++)
+		aligned = aligned && s->stride[j].k * bytes % 16 == 0;
+	if (s->bounded)
+		return false;
+	if (!s->rank || dim_is_one(s->ext[s->rank - 1]) || !s->stride[s->rank - 1].k)
+		return true;   /* one element a row: any alignment */
+	return aligned && s->stride[s->rank - 1].k == 1 && !s->stride[s->rank - 1].nsym;
+}
+
+bool
+view_used(const Fusion *f, int t)
+{
+	const Tensor *x = &f->tensor[t];
+
+	if (x->kind == TK_VALUE && op_info[f->op[x->def].kind].cls != CLS_VIEW)
+		return true;
+	return x->kind != TK_NONE && !x->unread && view_read_by_compute(f, t);
+}
+
+bool
 view_read_by_compute(const Fusion *f, int t)
 {
 	int i, j;

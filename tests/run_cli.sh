@@ -488,6 +488,9 @@ printf '%s\n' 'fusion: v' 'inputs:' '  x: {dtype: bf16, shape: [T, 128]}' 'ops:'
 cli compile --emit=fusion-ir --dump-after=infer "$tmp/view.yaml"
 expect "a view, exit 6" 6 "view.yaml:7:5: error: 'slice' (a view) in this kernel is not implemented yet: a view of a cat"
 if grep -qF 'b: bf16[T, 64] = slice(x) dim=1 chunk=1/2' "$tmp/err"; then ok; else bad "--dump-after=infer of a view" "$(head -c 400 "$tmp/err")"; fi
+# -v says how each view of an input is read (two pads' boxes off 16 bytes: element by element)
+cli compile -v tests/gpu/specs/view_cat_pad.yaml
+expect "-v of views" 0 "views of inputs, read through the input's pointer: 3 as rows of 16-byte loads at an offset, 0 one element a row, 2 element by element"
 
 # ---- docs/spec.md: its opening example compiles; it cites only files of the repository ----
 

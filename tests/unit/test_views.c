@@ -466,11 +466,11 @@ schedule_refuses_views(void **state)
 	assert_int_equal(pass_views(&t->c), 0);
 	assert_int_equal(pass_schedule(&t->c), -1);
 	assert_contains(t->msg, "'pad' (a view) in this kernel is not implemented yet: a pad of a pad with another fill");
-	assert_int_equal(infer_spec(t, spec_of(t, "f32", "[6, 8]", "  - {out: a, op: slice, in: [x], dim: -1, end: 4}\n"
+	assert_int_equal(infer_spec(t, spec_of(t, "f32", "[6, 8]", "  - {out: a, op: slice, in: [x], dim: -1, start: 1, end: 5}\n"
 	                 OP1("op: sum, in: [a], dim: -1"))), 0);
 	assert_int_equal(pass_schedule(&t->c), -1);
-	assert_contains(t->msg, "'slice' (a view) in this kernel is not implemented yet: views are read by pointwise "
-	                "kernels only, so far");
+	assert_contains(t->msg, "'slice' (a view) in this kernel is not implemented yet: a row-reduction kernel reads a "
+	                "view as rows of 16-byte loads at an offset or one element a row");
 	/* views of inputs in a pointwise kernel are addresses */
 	assert_int_equal(infer_spec(t, spec_of(t, "f32", "[6, 4]",
 	                 "  - {out: [a, y], op: split, in: [x], sizes: [2, 4]}\n")), 0);
@@ -564,6 +564,14 @@ views_lower_to_addresses(void **state)
 	                           "  - {out: r, op: reshape, in: [x], shape: [T, 8, 128]}\n"
 	                           "  - {out: y, op: neg, in: [r]}\n", "y"), "r", &line);
 	assert_string_equal(line, "param r: input ptr bf16 [T, 1024] row_at at=(row * 128)");
+	/* a row-reduction kernel: qk-norm reads q, heads 0..15 of a fused qkv, at the row's offset, unstaged */
+	p = lowered_param(t, VSPEC("  qkv: {dtype: bf16, shape: [T, 3072]}\n  w: {dtype: bf16, shape: [128]}\n",
+	                           "  - {out: r, op: reshape, in: [qkv], shape: [T, 24, 128]}\n"
+	                           "  - {out: q, op: slice, in: [r], dim: 1, end: 16}\n"
+	                           "  - {out: y, op: rmsnorm, in: [q, w], eps: 1.0e-6}\n", "y"), "q", &line);
+	assert_int_equal(p->view, VIEW_FULL);
+	assert_string_equal(line, "param q: input ptr bf16 [T, 3072] full at=(((row / 16) * 3072) + ((row % 16) * 128))");
+	assert_int_equal(t->c.kernel->nbuf, 1);   /* (no stage: [0] unused) */
 }
 
 /*
