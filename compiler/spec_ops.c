@@ -375,16 +375,18 @@ read_parts(Reader *r, const Node *n, const Node *outn, int id)
 	tmpl.attr_pos = cn->pos;
 	for (p = 0; p < outn->nkid; p++) {
 		const char *name = read_name(r, outn->kid[p], "a tensor");
-		int oid = p ? fusion_add_op(r->c, r->f, OP_SLICE, n->pos) : id;
-		Op *o = &r->f->op[oid];
+		int oid;
+		Op *o;
 
-		if (!chunk && read_int(r, cn->kid[p], "an entry of 'sizes'", 1, MAX_EXTENT, &size) < 0)
-			return -1;
+		if (!name || (!chunk && read_int(r, cn->kid[p], "an entry of 'sizes'", 1, MAX_EXTENT, &size) < 0))
+			return -1;   /* (one error: the name's, else the size's) */
+		oid = p ? fusion_add_op(r->c, r->f, OP_SLICE, n->pos) : id;
+		o = &r->f->op[oid];
 		*o = tmpl;
 		o->part = p;
 		o->start = at;
 		o->end = at += size;
-		if (!name || (t = define_tensor(r, name, TK_VALUE, outn->kid[p]->pos)) < 0)
+		if ((t = define_tensor(r, name, TK_VALUE, outn->kid[p]->pos)) < 0)
 			return -1;
 		r->f->tensor[t].def = oid;
 		o->out = t;
