@@ -97,6 +97,49 @@ emit_boxed_view(Emit *e, const KParam *p, const char *v)
 }
 
 /*
+ * A view placed by an index (index_select, gather): x's pointer at the view's
+ * offset plus the index's value times the position's stride.  One index
+ * element a row: the row of 16-byte loads (or element by element where the
+ * stride breaks their alignment); an index along the columns: element by
+ * element, each at its own index element.
+ */
+static void
+emit_indexed_view(Emit *e, const KParam *p, const char *v)
+{
+	const KParam *ix = &e->k->param[p->bounds->index_param];
+	const char *ld = p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1";
+	const char *scale = emit_expr_str(e, p->bounds->index_scale), *in = emit_param_name(e, ix);
+
+	emit_line(e, "{   // at the positions '%s' holds", e->f->tensor[ix->tensor].name);
+	e->depth++;
+	emit_line(e, "const %s *src = %s + (%s);", emit_type(p->dtype), emit_param_name(e, p), emit_expr_str(e, p->at));
+	if (!ix->step) {
+		emit_line(e, "src += (long long)%s[%s] * (%s);", in, emit_expr_str(e, ix->at), scale);
+		if (p->view == VIEW_ROW_AT) {
+			emit_line(e, "if (col + %d <= cols) {", VEC);
+			emit_line(e, "    wsf_load8_global%s(%s, src + col);", emit_suffix(p->dtype), v);
+			emit_line(e, "} else {");
+			e->depth++;
+		}
+		emit_line(e, "#pragma unroll");
+		emit_line(e, "for (int v = 0; v < %d; v++)", VEC);
+		emit_line(e, "    %s[v] = col + v < cols ? %s(src + (col + v) * %lldLL) : 0;", v, ld, (long long)p->step);
+		if (p->view == VIEW_ROW_AT) {
+			e->depth--;
+			emit_line(e, "}");
+		}
+	} else {
+		emit_line(e, "const %s *wsf_pos = %s + (%s);", emit_type(ix->dtype), in, emit_expr_str(e, ix->at));
+		emit_line(e, "#pragma unroll");
+		emit_line(e, "for (int v = 0; v < %d; v++)", VEC);
+		emit_line(e, "    %s[v] = col + v < cols ? %s(src + (col + v) * %lldLL + (long long)wsf_pos[(col + v) * %lldLL] * "
+		          "(%s)) : 0;", v, ld, (long long)p->step, (long long)ix->step, scale);
+	}
+	e->depth--;
+	emit_line(e, "}");
+}
+
+/*
  * A placed cat or pad (views.c): its inputs are at its indices already, so
  * it picks one by the element's index: a cat's part whose range holds it, a
  * pad's value inside the input's box, else the fill.
@@ -166,12 +209,14 @@ emit_compute(Emit *e, const Stmt *s)
 		const char *v = emit_tname(e, PFX_VALUE, t);
 		const char *suf;
 
-		if (p->arg < 0 || p->arg >= f->ninput || (p->kind != PK_PTR && p->kind != PK_TMAP))
-			continue;
+		if (p->arg < 0 || p->arg >= f->ninput || (p->kind != PK_PTR && p->kind != PK_TMAP) || p->view == VIEW_NONE)
+			continue;   /* (VIEW_NONE: an index's memory, read by the view it places) */
 		suf = emit_suffix(p->dtype);
 		e->value[t] = v;
 		emit_line(e, "%s %s[%d];%s", emit_reg_type(p->dtype), v, VEC, emit_pos(e, f->tensor[t].pos));
-		if (p->bounds) {
+		if (p->bounds && p->bounds->index_param) {
+			emit_indexed_view(e, p, v);
+		} else if (p->bounds) {
 			emit_boxed_view(e, p, v);
 		} else if (emit_buf_of(k, t) < k->nbuf) {   /* staged: a tile buffer */
 			emit_line(e, "wsf_load8%s(%s, %s + %s);", suf, v, emit_curname(e, emit_buf_of(k, t)),

@@ -85,7 +85,7 @@ op_compute_dtype(const Fusion *f, const Op *o)
 	Dtype p = DT_NONE;
 	int j, first = info->typing == TY_WHERE;
 
-	if (info->typing == TY_CAST)
+	if (info->typing == TY_CAST || info->typing == TY_INDEX)
 		return f->tensor[o->in[0].tensor].dtype;
 	if (info->typing == TY_RAND)   /* its operands keep their types: x gives a shape, seed and offset bits */
 		return DT_F32;

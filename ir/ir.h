@@ -259,7 +259,8 @@ typedef enum Typing {
 	TY_WHERE,      /* where(cond, a, b): cond bool, the result a's and b's promoted type */
 	TY_CAST,       /* the op's `to` */
 	TY_RAND,       /* rand_like(x, seed, offset): f32; seed and offset integer scalars */
-	TY_VIEW        /* the input's dtype (cat: its inputs' promoted dtype) */
+	TY_VIEW,       /* the input's dtype (cat: its inputs' promoted dtype) */
+	TY_INDEX       /* index_select, gather: input 0's dtype (input 1 holds positions) */
 } Typing;
 
 /* Dtype categories an op computes in (a mask of 1 << DtypeKind). */
@@ -569,8 +570,8 @@ typedef enum SizeOf {
 	                    capture) */
 } SizeOf;
 
-/* A box of the domain's dims (LO <= i_d < HI): a view's elements outside it are FILL, not memory (views.c). */
-typedef struct KBounds { int64_t lo[MAX_RANK], hi[MAX_RANK]; double fill; } KBounds;
+/* A view's box (a pad's) and index (index_select's, gather's): plan.h. */
+typedef struct KBounds KBounds;
 typedef struct KParam {
 	ParamKind kind;
 	const char *name;   /* a tensor's name (inputs and outputs), or a size's (rows, cols) */
@@ -592,7 +593,7 @@ typedef struct KParam {
 	Expr *at;         /* VIEW_ROW_AT, VIEW_COL_AT, VIEW_ELEM_AT: the element offset the domain row reads at, an
 	                     expression of the variable "row" (the compute's domain row) and size params */
 	int64_t step;     /* VIEW_ELEM_AT: elements from one column's to the next's */
-	const KBounds *bounds;   /* a view read inside a box of the domain alone (a pad's): FILL elsewhere */
+	const KBounds *bounds;   /* a view read inside a box alone, or at an index's positions (plan.h) */
 } KParam;
 
 typedef enum BufKind {

@@ -658,13 +658,18 @@ kernel_print(Buf *b, const Kernel *k)
 		case PK_PTR:
 			buf_printf(b, "  param %s: %sptr %s ", p->name, role, dtype_info[p->dtype].name);
 			shape_print_dims(b, k, p);
-			buf_printf(b, " %s%s", view_name[p->view], p->readback ? ", read back by the signal consumer" : "");
+			buf_printf(b, " %s%s", p->view ? view_name[p->view] : "positions", p->readback ?
+			           ", read back by the signal consumer" : "");
 			if (p->at) {
 				buf_puts(b, " at=");
 				expr_print(b, k, p->at);
 			}
 			if (p->view == VIEW_ELEM_AT)
 				buf_printf(b, " step=%lld", (long long)p->step);
+			if (p->bounds && p->bounds->index_param) {   /* placed by an index's values (views.c) */
+				buf_printf(b, " by=%s scale=", k->param[p->bounds->index_param].name);
+				expr_print(b, k, p->bounds->index_scale);
+			}
 			for (j = 0; p->bounds && j < MAX_RANK; j++)   /* its box over the domain's dims (views.c) */
 				if (p->bounds->hi[j] != INT64_MAX)
 					buf_printf(b, " box%d=[%lld, %lld)", j, (long long)p->bounds->lo[j],

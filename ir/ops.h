@@ -94,3 +94,6 @@ OP(RESHAPE,   "reshape",   1, 1, VIEW,      A_SHAPE,          TY_VIEW, K_ALL)
 OP(VIEW,      "view",      1, 1, VIEW,      A_SHAPE,          TY_VIEW, K_ALL)
 OP(EXPAND,    "expand",    1, 1, VIEW,      A_SHAPE,          TY_VIEW, K_ALL)
 OP(PAD,       "pad",       1, 1, VIEW,      A_PAD,            TY_VIEW, K_ALL)
+/* index ops: in [x, index] (int32 or int64), torch's index_select (index 1-D) and gather (index of x's rank) */
+OP(INDEX_SELECT, "index_select", 2, 2, VIEW, A_DIM,            TY_INDEX, K_ALL)
+OP(GATHER,    "gather",    2, 2, VIEW,      A_DIM,            TY_INDEX, K_ALL)

@@ -146,6 +146,21 @@ typedef struct MatmulPlan {
 	                              take several whole tiles each at the spec's sizes (many_tiles) */
 } MatmulPlan;
 
+/*
+ * A view of an input read through its pointer (passes/views.c), beyond its
+ * offset (KParam.at) and column step: its box, outside which its elements
+ * are FILL, not memory (a pad's: LO <= i_d < HI on domain dim d; HI
+ * INT64_MAX: no bound there); or the index whose values place it along one
+ * dim (index_select, gather): element i reads at + col x step + index[j] x
+ * INDEX_SCALE, j the index element the index param's own at and step give.
+ */
+struct KBounds {
+	int64_t lo[MAX_RANK], hi[MAX_RANK];
+	double fill;
+	int index_param;         /* the index's pointer param (0: no index) */
+	Expr *index_scale;       /* elements of the input from one position of the indexed dim to the next */
+};
+
 /* A pointwise kernel's plan, chosen by lowering. */
 typedef struct PointwisePlan {
 	bool flat;               /* every input is full or scalar: any 2-D view will do */

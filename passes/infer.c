@@ -116,6 +116,9 @@ infer_dtype(Comp *c, const Fusion *f, const Op *o, Tensor *out)
 	case TY_CAST:
 		out->dtype = o->to;
 		return 0;
+	case TY_INDEX:
+		out->dtype = f->tensor[o->in[0].tensor].dtype;
+		return 0;
 	case TY_WHERE:
 		if (f->tensor[o->in[0].tensor].dtype != DT_BOOL)
 			return diag_error(c, o->in[0].pos, "op 'where' takes a bool condition, saw '%s' of dtype %s "
@@ -552,6 +555,48 @@ infer_pad(Comp *c, const Fusion *f, Op *o, const Tensor *a, Tensor *out)
 }
 
 /* A view's shape from its input's (cat: inputs'); its dtype the input's (cat: promoted, as torch.cat) */
+/*
+ * index_select(x, dim, index): x's shape with dim as long as the 1-D index;
+ * gather(x, dim, index): the index's shape, of x's rank, each dim but dim
+ * at most x's (torch's rule).  The index is int32 or int64; the result is
+ * x's dtype.
+ */
+static int
+infer_index(Comp *c, const Fusion *f, Op *o, const Tensor *a, Tensor *out)
+{
+	const Tensor *ix = &f->tensor[o->in[1].tensor];
+	int d, i;
+
+	if (!o->in[1].tensor)
+		return diag_error(c, o->in[1].pos, "op '%s' takes its index as a tensor (int32 or int64), not a number",
+		                  op_info[o->kind].name);
+	if (ix->dtype != DT_INT32 && ix->dtype != DT_INT64)
+		return diag_error(c, o->in[1].pos, "op '%s': index '%s' is %s, expected int32 or int64",
+		                  op_info[o->kind].name, ix->name, dtype_info[ix->dtype].name);
+	if (view_dim(c, f, o, a, o->axis, "dim", o->dim_pos, &d))
+		return -1;
+	o->axis = d;
+	if (o->kind == OP_INDEX_SELECT) {
+		if (ix->rank != 1)
+			return diag_error(c, o->in[1].pos, "op 'index_select': index '%s' %s has %d dims, expected 1 (a list "
+			                  "of positions along dim %d)", ix->name, shape_str(c, f, ix), ix->rank, d);
+		out->dim[d] = ix->dim[0];
+		return 0;
+	}
+	if (ix->rank != a->rank)
+		return diag_error(c, o->in[1].pos, "op 'gather': index '%s' %s has %d dim%s, expected %d, as '%s' %s has",
+		                  ix->name, shape_str(c, f, ix), ix->rank, ix->rank == 1 ? "" : "s", a->rank, a->name,
+		                  shape_str(c, f, a));
+	for (i = 0; i < a->rank; i++)
+		if (i != d && !dim_equal(ix->dim[i], a->dim[i]) &&
+		    (ix->dim[i].sym || a->dim[i].sym || ix->dim[i].ext > a->dim[i].ext))
+			return diag_error(c, o->in[1].pos, "op 'gather': dim %d of index '%s' %s is larger than that of '%s' "
+			                  "%s (each dim but dim %d at most the input's)", i, ix->name, shape_str(c, f, ix),
+			                  a->name, shape_str(c, f, a), d);
+	memcpy(out->dim, ix->dim, sizeof out->dim);
+	return 0;
+}
+
 static int
 infer_view(Comp *c, Fusion *f, Op *o, Tensor *out)
 {
@@ -580,6 +625,10 @@ infer_view(Comp *c, Fusion *f, Op *o, Tensor *out)
 		break;
 	case OP_PAD:
 		rc = infer_pad(c, f, o, a, out);
+		break;
+	case OP_INDEX_SELECT:
+	case OP_GATHER:
+		rc = infer_index(c, f, o, a, out);
 		break;
 	default:   /* chunk and split are read as slices */
 		return diag_internal(c, "infer", "view op '%s' has no shape rule", op_info[o->kind].name);

@@ -110,9 +110,8 @@ lower_bcast_at(Comp *c, Kernel *k, int p, const Tensor *d)
 	k->param[p].at = at;
 }
 
-/* Stride X as an expression: its number times its sizes' runtime extents. */
-static Expr *
-stride_expr(Comp *c, Kernel *k, const Tensor *d, Stride x)
+Expr *
+lower_stride_expr(Comp *c, Kernel *k, const Tensor *d, Stride x)
 {
 	Expr *e = x.k == 1 && x.nsym ? NULL : ex_int(c, x.k);
 	int i;
@@ -132,7 +131,7 @@ lower_strided_at(Comp *c, Kernel *k, int p, const Tensor *d, const Strided *s)
 	for (i = 0; i < d->rank; i++)
 		st[i] = i < off || dim_is_one(s->ext[i - off]) ? zero : s->stride[i - off];
 	for (i = 0; i < s->noff; i++)
-		at = at ? ex_bin(c, EX_ADD, at, stride_expr(c, k, d, s->off[i])) : stride_expr(c, k, d, s->off[i]);
+		at = at ? ex_bin(c, EX_ADD, at, lower_stride_expr(c, k, d, s->off[i])) : lower_stride_expr(c, k, d, s->off[i]);
 	for (i = 1; i < k->nvar && strcmp(k->var[i].name, "row") != 0; i++)
 		;
 	row = ex_var(c, i < k->nvar ? i : kernel_add_var(c, k, "row"));
@@ -158,7 +157,7 @@ lower_strided_at(Comp *c, Kernel *k, int p, const Tensor *d, const Strided *s)
 		if (i > 0)
 			digit = ex_bin(c, EX_MOD, digit, extents(c, k, d, d, i, j, true));
 		if (st[j - 1].k != 1 || st[j - 1].nsym)
-			digit = ex_bin(c, EX_MUL, digit, stride_expr(c, k, d, st[j - 1]));
+			digit = ex_bin(c, EX_MUL, digit, lower_stride_expr(c, k, d, st[j - 1]));
 		at = at ? ex_bin(c, EX_ADD, at, digit) : digit;
 	}
 	k->param[p].at = at ? at : ex_int(c, 0);

@@ -142,6 +142,10 @@ typedef struct Strided {
 	bool bounded;              /* a pad's: memory only where LO <= i_d < HI on every dim, FILL elsewhere */
 	int64_t lo[MAX_RANK], hi[MAX_RANK];
 	double fill;
+	int index;                 /* index_select, gather: the index input whose values give the position */
+	int index_dim;             /*   along this dim (whose STRIDE is 0: the position's is INDEX_STRIDE) */
+	bool gather;               /*   the index is of the view's shape (gather), or 1-D along the dim */
+	Stride index_stride;
 } Strided;
 bool stride_equal(Stride a, Stride b);
 bool view_strided(Comp *c, const Fusion *f, int t, Strided *s, const char **why);
@@ -158,6 +162,8 @@ bool view_rows_take(const Fusion *f, const Strided *s, Dtype dt);
  * the columns.  Domain dims must be numbers where S's stride is not 0.
  */
 void lower_strided_at(Comp *c, Kernel *k, int p, const Tensor *d, const Strided *s);
+/* lower_bcast.c: stride X as an expression (its number times its sizes' runtime extents). */
+Expr *lower_stride_expr(Comp *c, Kernel *k, const Tensor *d, Stride x);
 /* lower_bcast.c: the domain row's index along domain dim DIM (before the last): (row / inner dims) % extent. */
 Expr *lower_row_digit(Comp *c, Kernel *k, const Tensor *d, int dim);
 /* What the families share (lower.c). */

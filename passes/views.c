@@ -154,6 +154,10 @@ view_strided(Comp *c, const Fusion *f, int t, Strided *s, const char **why)
 	}
 	if (!view_strided(c, f, o->in[0].tensor, &in, why))
 		return false;
+	if (in.index) {
+		*why = "a view of an index_select or a gather (only of inputs and their strided views, so far)";
+		return false;
+	}
 	*s = in;
 	if (s->noff >= MAX_RANK - 1 && (o->kind == OP_SLICE || o->kind == OP_PAD)) {
 		*why = "more slices and pads with a start than an offset holds";
@@ -215,6 +219,23 @@ view_strided(Comp *c, const Fusion *f, int t, Strided *s, const char **why)
 			s->hi[d] = d < lead || dim_is_one(in.ext[d - lead]) ? INT64_MAX : in.hi[d - lead];
 		}
 		break;
+	case OP_INDEX_SELECT:   /* the position along dim is the index's value: a stride of 0 plus the index's */
+	case OP_GATHER:
+		if (f->tensor[o->in[1].tensor].def) {
+			*why = "its index is computed by ops (an index must be an input, so far)";
+			return false;
+		}
+		if (in.bounded) {
+			*why = "an index op of a pad";
+			return false;
+		}
+		s->index = o->in[1].tensor;
+		s->index_dim = o->axis;
+		s->gather = o->kind == OP_GATHER;
+		s->index_stride = in.stride[o->axis];
+		s->stride[o->axis] = (Stride){0, 0, {0}};
+		memcpy(s->ext, ten->dim, sizeof s->ext);   /* (gather: the index's shape) */
+		break;
 	case OP_RESHAPE:
 	case OP_VIEW:
 		if (in.bounded) {
@@ -240,7 +261,7 @@ view_rows_take(const Fusion *f, const Strided *s, Dtype dt)
 		aligned = aligned && s->off[j].k * bytes % 16 == 0;
 	for (j = 0; j + 1 < s->rank; j++)
 		aligned = aligned && s->stride[j].k * bytes % 16 == 0;
-	if (s->bounded)
+	if (s->bounded || s->index)
 		return false;
 	if (!s->rank || dim_is_one(s->ext[s->rank - 1]) || !s->stride[s->rank - 1].k)
 		return true;   /* one element a row: any alignment */

@@ -653,6 +653,43 @@ view_source(const Op *op, const Shape *os, const Shape *ins, const int64_t *idx,
 }
 
 /*
+ * index_select and gather: element i reads x at i with its index along dim
+ * replaced by the index's value (index_select: at i's position along dim;
+ * gather: at i).  A value outside 0..n-1 is an error here, naming the
+ * index, the position and the value (the kernel does not check: --check is
+ * where it is caught).
+ */
+static WsfStatus
+eval_index(Eval *e, const Op *op, const Shape *os, double *out)
+{
+	const Fusion *f = e->f;
+	Shape xs = shape_of(f, op->in[0].tensor);
+	const double *x = e->val[op->in[0].tensor], *ix = e->val[op->in[1].tensor];
+	int64_t n, rest, idx[MAX_RANK], off, v;
+	int d;
+
+	for (n = 0; n < numel(os); n++) {
+		for (rest = n, d = os->rank - 1; d >= 0; d--) {
+			idx[d] = rest % os->ext[d];
+			rest /= os->ext[d];
+		}
+		v = (int64_t)ix[op->kind == OP_GATHER ? n : idx[op->axis]];
+		if (v < 0 || v >= xs.ext[op->axis]) {
+			diag_error(e->c, op->in[1].pos, "op '%s': index '%s' holds %lld at element %lld, outside 0..%lld "
+			           "(dim %d of '%s')", op_info[op->kind].name, f->tensor[op->in[1].tensor].name, (long long)v,
+			           (long long)(op->kind == OP_GATHER ? n : idx[op->axis]), (long long)(xs.ext[op->axis] - 1),
+			           op->axis, f->tensor[op->in[0].tensor].name);
+			return WSF_ERR_INPUT;
+		}
+		idx[op->axis] = v;
+		for (off = 0, d = 0; d < xs.rank; d++)
+			off = off * xs.ext[d] + idx[d];
+		out[n] = x[off];
+	}
+	return WSF_OK;
+}
+
+/*
  * A placed cat or pad (views.c), whose inputs have its shape: a cat's part
  * j where the index along its dim is below part j's end, a pad's input
  * inside its box, else the fill.
@@ -701,6 +738,8 @@ eval_view(Eval *e, const Op *op, double *out)
 	}
 	if (op->placed)   /* views.c's rewrite (a test evaluates it): its inputs at its indices already */
 		return eval_placed(e, op, &os, fill, out);
+	if (op->kind == OP_INDEX_SELECT || op->kind == OP_GATHER)
+		return eval_index(e, op, &os, out);
 	for (j = 0; j < op->nin; j++)
 		ins[j] = shape_of(e->f, op->in[j].tensor);
 	for (n = 0; n < total; n++) {

@@ -141,6 +141,7 @@ typedef struct Fill {
 	double lo, hi;
 	void *packed;
 	double *host;
+	int64_t below;   /* integers: 0..below-1 where it is not 0 (an index's positions) */
 } Fill;
 
 /*
@@ -155,6 +156,8 @@ random_value(const Fill *p, uint64_t r)
 
 	if (p->dt == DT_BOOL)
 		return (double)(r >> 63);
+	if (dtype_is_int(p->dt) && p->below > 0)
+		return (double)(r % (uint64_t)p->below);
 	if (p->dt == DT_UINT8)
 		return (double)(r >> 60) + 1;
 	if (dtype_is_int(p->dt))
@@ -185,9 +188,9 @@ fill_range(void *ctx, int64_t lo, int64_t hi)
 }
 
 void
-rt_fill_random(Dtype dt, int64_t n, uint64_t seed, double lo, double hi, void *packed, double *host)
+rt_fill_random(Dtype dt, int64_t n, uint64_t seed, double lo, double hi, int64_t below, void *packed, double *host)
 {
-	Fill p = {dt, n, seed, lo, hi, packed, host};
+	Fill p = {dt, n, seed, lo, hi, packed, host, below};
 
 	rt_par_for((n + CHUNK - 1) / CHUNK, 16, fill_range, &p);
 }
@@ -386,6 +389,23 @@ args_shape(Comp *c, const Fusion *f, Arg *arg, WsfTensor *t, double *bytes)
  * rounded to their dtype (and kept as doubles in each Arg's host with
  * HOST), the outputs poisoned.  args_free frees them, on failure too.
  */
+/*
+ * An input that index_select or gather reads as positions: they must lie in
+ * 0..n-1 of the dim it indexes (the smallest n of its uses), else 0.
+ */
+static int64_t
+index_below(const Fusion *f, int t)
+{
+	int64_t n = 0, m;
+	int i;
+
+	for (i = 1; i < f->nop; i++)
+		if ((f->op[i].kind == OP_INDEX_SELECT || f->op[i].kind == OP_GATHER) && f->op[i].in[1].tensor == t &&
+		    (m = dim_value(f, f->tensor[f->op[i].in[0].tensor].dim[f->op[i].axis])) > 0 && (!n || m < n))
+			n = m;
+	return n;
+}
+
 static WsfStatus
 args_upload(Comp *c, const Fusion *f, Driver *d, const WsfRunOptions *o, bool host, Arg *arg, WsfTensor *t)
 {
@@ -424,7 +444,8 @@ args_upload(Comp *c, const Fusion *f, Driver *d, const WsfRunOptions *o, bool ho
 			s = WSF_ERR_NOMEM;
 			break;
 		}
-		rt_fill_random(a->dtype, a->numel, splitmix(&seed), lo, hi, a->packed, i < f->ninput ? a->host : a->init);
+		rt_fill_random(a->dtype, a->numel, splitmix(&seed), lo, hi, i < f->ninput ? index_below(f, a->tensor) : 0,
+		               a->packed, i < f->ninput ? a->host : a->init);
 		s = rt_check(c, d, d->cuMemcpyHtoD(a->dev, a->packed, bytes), "cuMemcpyHtoD");
 	}
 	return s;

@@ -323,11 +323,13 @@ WsfStatus rt_loaded_driver(Comp *c, Loaded **state, Driver **d);
 /* ---- run.c ------------------------------------------------------------ */
 
 /*
- * N random values in [LO, HI) from SEED, rounded to DT: packed into PACKED
- * and, when HOST is not NULL, kept there as doubles.  The same seed gives
- * the same values on any number of threads.
+ * N random values in [LO, HI) from SEED, rounded to DT (integers: 0..BELOW-1
+ * where BELOW is not 0, an index's positions), packed into PACKED and, when
+ * HOST is not NULL, kept there as doubles.  The same seed gives the same
+ * values on any number of threads.
  */
-void rt_fill_random(Dtype dt, int64_t n, uint64_t seed, double lo, double hi, void *packed, double *host);
+void rt_fill_random(Dtype dt, int64_t n, uint64_t seed, double lo, double hi, int64_t below, void *packed,
+                    double *host);
 /*
  * The N values of DT in PACKED against WANT rounded to DT: *REL_ERR, the
  * norm of the difference over the norm of WANT; *MISS, the values left

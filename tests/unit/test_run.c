@@ -33,9 +33,9 @@ fill_is_deterministic_and_rounded(void **state)
 	for (d = 0; d < 3; d++) {
 		size_t bytes = (size_t)N * dtype_info[dts[d]].bytes;
 
-		rt_fill_random(dts[d], N, 42, -2.0, 2.0, p1, h1);
-		rt_fill_random(dts[d], N, 42, -2.0, 2.0, p2, NULL);  /* no host copy: the same packed values */
-		rt_fill_random(dts[d], N, 43, -2.0, 2.0, p3, h2);
+		rt_fill_random(dts[d], N, 42, -2.0, 2.0, 0, p1, h1);
+		rt_fill_random(dts[d], N, 42, -2.0, 2.0, 0, p2, NULL);  /* no host copy: the same packed values */
+		rt_fill_random(dts[d], N, 43, -2.0, 2.0, 0, p3, h2);
 		assert_memory_equal(p1, p2, bytes);
 		rt_unpack(dts[d], p1, N, back);
 		differ = 0;
@@ -71,7 +71,7 @@ fill_integers_and_bool(void **state)
 		int v, n = 0;
 
 		memset(seen, 0, sizeof seen);
-		rt_fill_random(dts[d], N, 7, -2.0, 2.0, packed, h);
+		rt_fill_random(dts[d], N, 7, -2.0, 2.0, 0, packed, h);
 		for (i = 0; i < N; i++) {
 			if (!(h[i] >= lo && h[i] <= hi) || h[i] != floor(h[i]) || (dts[d] != DT_BOOL && h[i] == 0))
 				fail_msg("dtype %s element %lld: %g", dtype_info[dts[d]].name, (long long)i, h[i]);

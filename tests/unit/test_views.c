@@ -705,6 +705,62 @@ views_cat_pad_placed(void **state)
 	assert_true(want[2][0] == -1.5 && want[3][0] == 2.0 && want[3][3] == z[0]);
 }
 
+/*
+ * index_select and gather: the reference reads x at the index's values
+ * (an embedding's rows, a gather along the columns), errs at a value out of
+ * range naming the index, the element and the value; a pointwise kernel
+ * reads an embedding row through the table's pointer at the id's row (one id
+ * a row: 16-byte rows) and a gather element by element, each index param
+ * memory the view reads (positions), not a value.
+ */
+static void
+index_ops(void **state)
+{
+	Fixture *t = *state;
+	static const char spec[] =
+		"fusion: s\ninputs:\n  tab: {dtype: f32, shape: [5, 3]}\n  ids: {dtype: int64, shape: [4]}\n"
+		"  x: {dtype: f32, shape: [2, 6]}\n  pos: {dtype: int32, shape: [2, 3]}\nops:\n"
+		"  - {out: e, op: index_select, in: [tab, ids], dim: 0}\n"
+		"  - {out: g, op: gather, in: [x, pos], dim: -1}\n"
+		"outputs:\n  e: {}\n  g: {}\n";
+	double tab[15], ids[] = {4, 0, 4, 2}, x[12], pos[] = {5, 0, 2, 1, 1, 3}, e[12], g[6];
+	const double *in[] = {tab, ids, x, pos};
+	double *out[] = {e, g};
+	const KParam *p;
+	const char *line;
+	int i, j;
+
+	for (i = 0; i < 15; i++)
+		tab[i] = 10 * i;
+	for (i = 0; i < 12; i++)
+		x[i] = i + 0.5;
+	reference(t, spec, in, out);
+	for (i = 0; i < 4; i++)
+		for (j = 0; j < 3; j++)
+			assert_true(e[i * 3 + j] == tab[(int)ids[i] * 3 + j]);
+	for (i = 0; i < 2; i++)
+		for (j = 0; j < 3; j++)
+			assert_true(g[i * 3 + j] == x[i * 6 + (int)pos[i * 3 + j]]);
+	ids[1] = 5;   /* out of 0..4 */
+	if (infer_spec(t, spec))
+		fail_msg("%s", t->msg);
+	assert_int_equal(rt_reference(&t->c, t->c.fusion, in, out), WSF_ERR_INPUT);
+	assert_contains(t->msg, "test.yaml:8:42: error: op 'index_select': index 'ids' holds 5 at element 1, outside 0..4 "
+	                "(dim 0 of 'tab')");
+	p = lowered_param(t, VSPEC("  tab: {dtype: bf16, shape: [32000, 512]}\n  ids: {dtype: int64, shape: [T]}\n",
+	                           "  - {out: e, op: index_select, in: [tab, ids], dim: 0}\n"
+	                           "  - {out: y, op: neg, in: [e]}\n", "y"), "e", &line);
+	assert_int_equal(p->view, VIEW_ROW_AT);
+	assert_string_equal(line, "param e: input ptr bf16 [32000, 512] row_at at=0 by=ids scale=512");
+	assert_string_equal(t->c.kernel->param[p->bounds->index_param].name, "ids");
+	assert_int_equal(t->c.kernel->param[p->bounds->index_param].view, VIEW_NONE);
+	p = lowered_param(t, VSPEC("  x: {dtype: f32, shape: [T, 100]}\n  pos: {dtype: int32, shape: [T, 64]}\n",
+	                           "  - {out: g, op: gather, in: [x, pos], dim: 1}\n"
+	                           "  - {out: y, op: neg, in: [g]}\n", "y"), "g", &line);
+	assert_int_equal(p->view, VIEW_ELEM_AT);
+	assert_string_equal(line, "param g: input ptr f32 [T, 100] elem_at at=(row * 100) step=0 by=pos scale=1");
+}
+
 int
 main(void)
 {
@@ -724,6 +780,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(views_lower_to_addresses, setup, teardown),
 		cmocka_unit_test_setup_teardown(views_move_to_inputs, setup, teardown),
 		cmocka_unit_test_setup_teardown(views_cat_pad_placed, setup, teardown),
+		cmocka_unit_test_setup_teardown(index_ops, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
