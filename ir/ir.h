@@ -317,6 +317,7 @@ typedef struct Sym {
 	const char *name;
 	int64_t value;
 	bool bound;      /* value came from a binding (-D or wsf_set_size) */
+	bool fixed;      /* bound, and a view made a constant dim from it (infer): a launch must give VALUE */
 	Pos pos;         /* where `sizes:` names it, or its first use */
 } Sym;
 

@@ -324,12 +324,14 @@ view_dim(Comp *c, const Fusion *f, const Op *o, const Tensor *a, int d, const ch
  * constant, so N - 1 or N + 2 has no name in the IR.
  */
 static int
-view_extent(Comp *c, const Fusion *f, const Op *o, const Tensor *a, int d, Pos p, int64_t *n)
+view_extent(Comp *c, Fusion *f, const Op *o, const Tensor *a, int d, Pos p, int64_t *n)
 {
 	Dim x = a->dim[d];
 	const char *s;
 
 	*n = dim_value(f, x);
+	if (x.sym && f->sym[x.sym].bound)
+		f->sym[x.sym].fixed = true;   /* (bind_args holds a launch to it) */
 	if (!x.sym || f->sym[x.sym].bound)
 		return 0;
 	s = f->sym[x.sym].name;
@@ -341,7 +343,7 @@ view_extent(Comp *c, const Fusion *f, const Op *o, const Tensor *a, int d, Pos p
 
 /* slice, and a chunk's or split's part: torch's clamped [start:end:step] along dim (view_slice) */
 static int
-infer_slice(Comp *c, const Fusion *f, Op *o, const Tensor *a, Tensor *out)
+infer_slice(Comp *c, Fusion *f, Op *o, const Tensor *a, Tensor *out)
 {
 	int64_t n, start, count, size;
 	int d;
@@ -376,7 +378,7 @@ infer_slice(Comp *c, const Fusion *f, Op *o, const Tensor *a, Tensor *out)
 
 /* cat: the same rank and dims but along dim, which adds up */
 static int
-infer_cat(Comp *c, const Fusion *f, Op *o, const Tensor *a, Tensor *out)
+infer_cat(Comp *c, Fusion *f, Op *o, const Tensor *a, Tensor *out)
 {
 	int64_t sum = 0, n;
 	int d, i, j;
@@ -534,7 +536,7 @@ infer_expand(Comp *c, const Fusion *f, Op *o, const Tensor *a, Tensor *out)
 
 /* pad: (before, after) a dim from the last, each dim padded grows by their sum */
 static int
-infer_pad(Comp *c, const Fusion *f, Op *o, const Tensor *a, Tensor *out)
+infer_pad(Comp *c, Fusion *f, Op *o, const Tensor *a, Tensor *out)
 {
 	int64_t n;
 	int k, d;

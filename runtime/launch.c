@@ -208,6 +208,13 @@ bind_args(Comp *c, const Fusion *f, const WsfTensor *args, int nargs, int64_t *v
 			                  arg_name(f, i), (long long)expect, dtype_info[dt].name),
 			       WSF_ERR_INPUT;
 	}
+	for (i = 1; i < f->nsym; i++)   /* a size a view made constant extents from (infer.c): as compiled */
+		if (f->sym[i].fixed && val[i] && val[i] != f->sym[i].value)
+			return diag_error(c, f->sym[i].pos, "the arguments make %s %lld, but the kernel was compiled at %s = "
+			                  "%lld, from which a view made constant extents: compile it at this size (-D %s=%lld)",
+			                  f->sym[i].name, (long long)val[i], f->sym[i].name, (long long)f->sym[i].value,
+			                  f->sym[i].name, (long long)val[i]),
+			       WSF_ERR_INPUT;
 	return WSF_OK;
 }
 

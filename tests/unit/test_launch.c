@@ -153,6 +153,36 @@ argument_errors(void **state)
 	expect_error(t, l, a, 3, "argument 'o': rank 1, expected 2");
 }
 
+/*
+ * A size bound at compile time (-D) that a view made constant extents from
+ * (a slice of part of N) holds a launch to that size; the other sizes stay
+ * runtime sizes.
+ */
+static void
+view_fixed_sizes(void **state)
+{
+	Fixture *t = *state;
+	static const SizeBinding n256 = {"N", 256};
+	static const char spec[] =
+		"fusion: v\nsizes: {M: 64}\ninputs:\n  x: {dtype: bf16, shape: [M, N]}\n"
+		"ops:\n  - {out: y, op: slice, in: [x], dim: 1, end: 128}\noutputs:\n  y: {}\n";
+	const Launch *l;
+	int64_t xs[] = {64, 256}, ys[] = {64, 128}, xs2[] = {32, 512};
+	WsfTensor a[2] = {{DEV(1), WSF_DTYPE_BF16, 2, xs, NULL}, {DEV(2), WSF_DTYPE_BF16, 2, ys, NULL}};
+	LaunchPlan p;
+
+	t->c.bind = &n256;
+	t->c.nbind = 1;
+	l = build(t, spec);
+	assert_int_equal(rt_launch_plan(&t->c, l, a, 2, &p), WSF_OK);
+	xs[0] = ys[0] = 32;   /* M: a runtime size */
+	assert_int_equal(rt_launch_plan(&t->c, l, a, 2, &p), WSF_OK);
+	a[0].shape = xs2;
+	expect_error(t, l, a, 2, "the arguments make N 512, but the kernel was compiled at N = 256, from which a view "
+	             "made constant extents: compile it at this size (-D N=512)");
+	t->c.nbind = 0;
+}
+
 /* Outputs stored from registers need 16-byte aligned data. */
 static void
 vector_store_alignment(void **state)
@@ -648,6 +678,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(flat_view_ragged, setup, teardown),
 		cmocka_unit_test_setup_teardown(row_view, setup, teardown),
 		cmocka_unit_test_setup_teardown(argument_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(view_fixed_sizes, setup, teardown),
 		cmocka_unit_test_setup_teardown(vector_store_alignment, setup, teardown),
 		cmocka_unit_test_setup_teardown(row_reduction_checks, setup, teardown),
 		cmocka_unit_test_setup_teardown(direct_row_checks, setup, teardown),
