@@ -173,36 +173,17 @@ placed_op(Emit *e, const Op *o)
 }
 
 /*
- * compute: every fusion op over one tile.  Each thread takes VEC consecutive
- * elements at a time; inputs come from their stage buffer (full and row
- * views) or from global memory (column and scalar views, and inputs broadcast
- * along a leading dim at their row's offset, computed once for the 8).
+ * The thread's 8 elements of each input and of each view of an input that
+ * ops read (views.c): from the tile's stage, or from global memory as the
+ * param's view says.
  */
 static void
-emit_compute(Emit *e, const Stmt *s)
+emit_inputs(Emit *e)
 {
 	Kernel *k = e->k;
 	Fusion *f = e->f;
-	int i, j, elems = k->tile_rows * k->tile_cols;
+	int i;
 
-	emit_line(e, "{   // compute tile (row0, col0) = (%s, %s): %s", emit_expr_str(e, s->u.compute.row),
-	          emit_expr_str(e, s->u.compute.col), s->comment ? s->comment : "");
-	e->depth++;
-	emit_line(e, "const long long top = %s, left = %s;", emit_expr_str(e, s->u.compute.row),
-	          emit_expr_str(e, s->u.compute.col));
-	for (i = 0; i < s->nreads; i++)
-		emit_line(e, "const %s *%s = %s;", emit_type(k->buf[s->reads[i].buf].dtype),
-		          emit_curname(e, s->reads[i].buf), emit_buf_at(e, s->reads[i].buf, s->reads[i].slot));
-	for (i = 0; i < s->nwrites; i++)
-		emit_line(e, "%s *%s = %s;", emit_type(k->buf[s->writes[i].buf].dtype),
-		          emit_curname(e, s->writes[i].buf), emit_buf_at(e, s->writes[i].buf, s->writes[i].slot));
-	emit_line(e, "for (int e = threadIdx.x * %d; e < %d; e += %d) {", VEC, elems, k->consumer_threads * VEC);
-	e->depth++;
-	emit_line(e, "const int r = e / %d, c = e %% %d;", k->tile_cols, k->tile_cols);
-	emit_line(e, "const long long row = top + r, col = left + c;");
-	emit_line(e, "if (row >= rows || col >= cols)");
-	emit_line(e, "    continue;");
-	/* inputs, and the views of inputs that ops read (views.c) */
 	for (i = 1; i < k->nparam; i++) {
 		const KParam *p = &k->param[i];
 		int t = p->tensor;
@@ -267,6 +248,39 @@ emit_compute(Emit *e, const Stmt *s)
 			          p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", emit_param_name(e, p), idx);
 		}
 	}
+}
+
+/*
+ * compute: every fusion op over one tile.  Each thread takes VEC consecutive
+ * elements at a time; inputs come from their stage buffer (full and row
+ * views) or from global memory (column and scalar views, and inputs broadcast
+ * along a leading dim at their row's offset, computed once for the 8).
+ */
+static void
+emit_compute(Emit *e, const Stmt *s)
+{
+	Kernel *k = e->k;
+	Fusion *f = e->f;
+	int i, j, elems = k->tile_rows * k->tile_cols;
+
+	emit_line(e, "{   // compute tile (row0, col0) = (%s, %s): %s", emit_expr_str(e, s->u.compute.row),
+	          emit_expr_str(e, s->u.compute.col), s->comment ? s->comment : "");
+	e->depth++;
+	emit_line(e, "const long long top = %s, left = %s;", emit_expr_str(e, s->u.compute.row),
+	          emit_expr_str(e, s->u.compute.col));
+	for (i = 0; i < s->nreads; i++)
+		emit_line(e, "const %s *%s = %s;", emit_type(k->buf[s->reads[i].buf].dtype),
+		          emit_curname(e, s->reads[i].buf), emit_buf_at(e, s->reads[i].buf, s->reads[i].slot));
+	for (i = 0; i < s->nwrites; i++)
+		emit_line(e, "%s *%s = %s;", emit_type(k->buf[s->writes[i].buf].dtype),
+		          emit_curname(e, s->writes[i].buf), emit_buf_at(e, s->writes[i].buf, s->writes[i].slot));
+	emit_line(e, "for (int e = threadIdx.x * %d; e < %d; e += %d) {", VEC, elems, k->consumer_threads * VEC);
+	e->depth++;
+	emit_line(e, "const int r = e / %d, c = e %% %d;", k->tile_cols, k->tile_cols);
+	emit_line(e, "const long long row = top + r, col = left + c;");
+	emit_line(e, "if (row >= rows || col >= cols)");
+	emit_line(e, "    continue;");
+	emit_inputs(e);
 	/* ops, one f32 expression each */
 	for (i = 1; i < f->nop; i++) {
 		const Op *o = &f->op[i];

@@ -54,8 +54,25 @@ row_leaf(Emit *e, int t)
 {
 	const Tensor *x = &e->f->tensor[t];
 
-	return (x->kind == TK_INPUT || (x->kind == TK_VALUE && op_info[e->f->op[x->def].kind].cls == CLS_VIEW)) &&
-	       emit_param_of(e, t, false);
+	const KParam *p;
+
+	if (x->kind != TK_INPUT && !(x->kind == TK_VALUE && op_info[e->f->op[x->def].kind].cls == CLS_VIEW))
+		return false;
+	p = emit_param_of(e, t, false);
+	return p && p->view != VIEW_NONE;   /* (VIEW_NONE: an index's memory, which a view reads) */
+}
+
+/* View P's row at its offset: at, plus an index's value times its stride where an index places it. */
+static const char *
+row_at(Emit *e, const KParam *p)
+{
+	const KParam *ix;
+
+	if (!p->bounds || !p->bounds->index_param)
+		return arena_printf(e->c->arena, "(%s)", emit_expr_str(e, p->at));
+	ix = &e->k->param[p->bounds->index_param];
+	return arena_printf(e->c->arena, "(%s) + (long long)%s[%s] * (%s)", emit_expr_str(e, p->at),
+	                    emit_param_name(e, ix), emit_expr_str(e, ix->at), emit_expr_str(e, p->bounds->index_scale));
 }
 
 /* Is op O computed: not a view (its value is loaded, or it only feeds another view)? */
@@ -137,7 +154,7 @@ emit_row_load(Emit *e, int t, bool whole)
 		 */
 		const bool full = e->k->row.view[t] == VIEW_FULL && !p->at;   /* (a view's rows: at its offset) */
 		const char *at = full ? "row * cols + e" : e->k->row.view[t] == VIEW_ROW && !p->at ? "e" :
-		                 arena_printf(e->c->arena, "(%s) + e", emit_expr_str(e, p->at));
+		                 arena_printf(e->c->arena, "%s + e", row_at(e, p));
 		/* a row read in every pass: under this pass's L2 policy */
 		const char *l2 = full && e->row.policy ? "_l2" : "";
 		const char *pol = *l2 ? arena_printf(e->c->arena, ", %s", e->row.policy) : "";
@@ -436,8 +453,7 @@ emit_row_inputs(Emit *e, bool *done)
 		}
 		emit_line(e, "const float %s = %s(%s + %s);%s", emit_tname(e, PFX_ROW, t),
 		          p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", emit_param_name(e, p),
-		          p->at ? arena_printf(e->c->arena, "(%s)", emit_expr_str(e, p->at)) :
-		          e->k->row.view[t] == VIEW_COL ? "row" : "0", emit_pos(e, f->tensor[t].pos));
+		          p->at ? row_at(e, p) : e->k->row.view[t] == VIEW_COL ? "row" : "0", emit_pos(e, f->tensor[t].pos));
 		done[t] = true;
 	}
 }

@@ -176,3 +176,50 @@ lower_row_digit(Comp *c, Kernel *k, const Tensor *d, int dim)
 	digit = dim + 1 < lead ? ex_bin(c, EX_DIV, row, extents(c, k, d, d, dim + 1, lead, true)) : row;
 	return dim > 0 ? ex_bin(c, EX_MOD, digit, extent(c, k, d, d->dim[dim])) : digit;
 }
+
+bool
+lower_index_param(Comp *c, Kernel *k, int p, const Strided *s)
+{
+	const Fusion *f = k->fusion;
+	const Tensor *ix = &f->tensor[s->index];
+	KBounds *b = arena_alloc(c->arena, sizeof *b);
+	int a, q, i;
+
+	for (a = 0; f->input[a] != s->index; a++)
+		;
+	q = kernel_add_param(c, k, PK_PTR, ix->name);
+	k->param[q].arg = a;
+	k->param[q].tensor = s->index;
+	k->param[q].dtype = ix->dtype;
+	k->param[q].view = VIEW_NONE;   /* memory the view reads positions from, not a value */
+	for (i = 0; i < MAX_RANK; i++)
+		b->hi[i] = INT64_MAX;
+	b->index_param = q;
+	k->param[p].bounds = b;
+	return !(s->gather || s->index_dim == s->rank - 1) &&
+	       s->index_stride.k * dtype_info[k->param[p].dtype].bytes % 16 == 0;
+}
+
+void
+lower_index_at(Comp *c, Kernel *k, const Tensor *d, const KParam *p, const Strided *s)
+{
+	const Fusion *f = k->fusion;
+	KBounds *b = (KBounds *)p->bounds;
+	Strided ix;
+	const char *why;
+	int i;
+
+	if (s->gather) {   /* the index has the view's shape, its own row-major layout */
+		view_strided(c, f, s->index, &ix, &why);
+	} else {           /* the 1-D index at the view's position along the dim */
+		memset(&ix, 0, sizeof ix);
+		ix.rank = s->rank;
+		for (i = 0; i < s->rank; i++) {
+			ix.ext[i] = s->ext[i];
+			ix.hi[i] = INT64_MAX;
+		}
+		ix.stride[s->index_dim] = (Stride){1, 0, {0}};
+	}
+	lower_strided_at(c, k, b->index_param, d, &ix);
+	b->index_scale = lower_stride_expr(c, k, d, s->index_stride);
+}

@@ -126,64 +126,6 @@ view_bounds(Comp *c, Kernel *k, const Tensor *d, const Strided *s)
 	return b;
 }
 
-/*
- * View S of param P takes its position along one dim from an index input
- * (index_select, gather): a param of the index's memory (no value of its
- * own: VIEW_NONE), whose at and step (lower_strided_at, once the sizes are
- * params) give the index element an element of the view reads: index_select's
- * 1-D index at the view's position along the dim, gather's of the view's
- * shape at the element itself.  Returns whether each row reads one index
- * element (the index does not vary along the columns) and the position's
- * stride keeps rows 16-byte aligned.
- */
-static bool
-index_param(Comp *c, Kernel *k, const Tensor *d, int p, const Strided *s)
-{
-	const Fusion *f = k->fusion;
-	const Tensor *ix = &f->tensor[s->index];
-	KBounds *b = arena_alloc(c->arena, sizeof *b);
-	int a, q, i;
-
-	for (a = 0; f->input[a] != s->index; a++)
-		;
-	q = kernel_add_param(c, k, PK_PTR, ix->name);
-	k->param[q].arg = a;
-	k->param[q].tensor = s->index;
-	k->param[q].dtype = ix->dtype;
-	k->param[q].view = VIEW_NONE;   /* memory the view reads positions from, not a value */
-	for (i = 0; i < MAX_RANK; i++)
-		b->hi[i] = INT64_MAX;
-	b->index_param = q;
-	k->param[p].bounds = b;
-	return !(s->gather || s->index_dim == s->rank - 1) &&
-	       s->index_stride.k * dtype_info[k->param[p].dtype].bytes % 16 == 0;
-}
-
-/* The index's element offsets and the position's stride, once the sizes are params (index_param). */
-static void
-index_at(Comp *c, Kernel *k, const Tensor *d, const KParam *p, const Strided *s)
-{
-	const Fusion *f = k->fusion;
-	KBounds *b = (KBounds *)p->bounds;
-	Strided ix;
-	const char *why;
-	int i;
-
-	if (s->gather) {   /* the index has the view's shape, its own row-major layout */
-		view_strided(c, f, s->index, &ix, &why);
-	} else {           /* the 1-D index at the view's position along the dim */
-		memset(&ix, 0, sizeof ix);
-		ix.rank = s->rank;
-		for (i = 0; i < s->rank; i++) {
-			ix.ext[i] = s->ext[i];
-			ix.hi[i] = INT64_MAX;
-		}
-		ix.stride[s->index_dim] = (Stride){1, 0, {0}};
-	}
-	lower_strided_at(c, k, b->index_param, d, &ix);
-	b->index_scale = lower_stride_expr(c, k, d, s->index_stride);
-}
-
 /* The digits the views' boxes and the placed cats and pads (views.c) of F test; after lower_size_params. */
 static void
 box_digits(Comp *c, Kernel *k, const Fusion *f, const Tensor *d)
@@ -251,7 +193,7 @@ view_params(Comp *c, Kernel *k, const Tensor *d)
 		if (s.bounded)
 			k->param[p].bounds = view_bounds(c, k, d, &s);
 		if (s.index)
-			aligned = index_param(c, k, d, p, &s) && aligned;
+			aligned = lower_index_param(c, k, p, &s) && aligned;
 		if (s.index && !aligned)
 			k->param[p].view = VIEW_ELEM_AT;   /* (the index varies along the columns) */
 		else if (!s.rank || dim_is_one(s.ext[s.rank - 1]) || !s.stride[s.rank - 1].k)
@@ -262,6 +204,38 @@ view_params(Comp *c, Kernel *k, const Tensor *d)
 			k->param[p].view = VIEW_ELEM_AT;
 	}
 	return 0;
+}
+
+/*
+ * Each param read at an offset: a view's (views.c: its strides, its index,
+ * its box's digits; a step across the columns or a box there reads element
+ * by element), or a broadcast input's (lower_bcast_at).  After
+ * lower_size_params.
+ */
+static void
+param_offsets(Comp *c, Kernel *k, const Tensor *d)
+{
+	const Fusion *f = k->fusion;
+	int j;
+
+	for (j = 1; j < k->nparam; j++)
+		if (k->param[j].arg >= 0 && k->param[j].arg < f->ninput && k->param[j].tensor != f->input[k->param[j].arg] &&
+		    k->param[j].view != VIEW_NONE) {
+			Strided s;
+			const char *why;
+
+			view_strided(c, f, k->param[j].tensor, &s, &why);   /* the schedule checked it is one */
+			lower_strided_at(c, k, j, d, &s);
+			if (s.index)
+				lower_index_at(c, k, d, &k->param[j], &s);
+			if (s.bounded && k->param[j].view == VIEW_COL_AT && k->param[j].bounds->hi[d->rank - 1] != INT64_MAX)
+				k->param[j].view = VIEW_ELEM_AT;   /* (a box across the columns: tested element by element) */
+			if (k->param[j].step != 1 && k->param[j].view == VIEW_ROW_AT)
+				k->param[j].view = VIEW_ELEM_AT;
+		} else if (k->param[j].view == VIEW_ROW_AT || k->param[j].view == VIEW_COL_AT) {
+			lower_bcast_at(c, k, j, d);
+		}
+	box_digits(c, k, f, d);
 }
 
 static int
@@ -482,24 +456,7 @@ lower_pointwise(Comp *c, Fusion *f)
 		k->param[p].view = VIEW_FULL;
 	}
 	lower_size_params(c, k);
-	for (j = 1; j < k->nparam; j++)
-		if (k->param[j].arg >= 0 && k->param[j].arg < f->ninput && k->param[j].tensor != f->input[k->param[j].arg] &&
-		    k->param[j].view != VIEW_NONE) {
-			Strided s;
-			const char *why;
-
-			view_strided(c, f, k->param[j].tensor, &s, &why);   /* the schedule checked it is one */
-			lower_strided_at(c, k, j, d, &s);
-			if (s.index)
-				index_at(c, k, d, &k->param[j], &s);
-			if (s.bounded && k->param[j].view == VIEW_COL_AT && k->param[j].bounds->hi[d->rank - 1] != INT64_MAX)
-				k->param[j].view = VIEW_ELEM_AT;   /* (a box across the columns: tested element by element) */
-			if (k->param[j].step != 1 && k->param[j].view == VIEW_ROW_AT)
-				k->param[j].view = VIEW_ELEM_AT;
-		} else if (k->param[j].view == VIEW_ROW_AT || k->param[j].view == VIEW_COL_AT) {
-			lower_bcast_at(c, k, j, d);
-		}
-	box_digits(c, k, f, d);
+	param_offsets(c, k, d);
 	choose_tile(k, f, row_bytes, d);
 	k->tile_pos = f->sched.ntile ? f->sched.tile_pos : (Pos){0};
 	if (check_tile(c, k, f) || fit_tile(c, k, f))

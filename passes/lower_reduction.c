@@ -120,6 +120,8 @@ add_row_params(Comp *c, Fusion *f, Kernel *k)
 		k->param[p].tensor = o->out;
 		k->param[p].dtype = f->tensor[s.input].dtype;
 		k->param[p].view = k->row.view[o->out];
+		if (s.index)   /* an embedding's rows: the id's row (schedule.c took one index element a row) */
+			lower_index_param(c, k, p, &s);
 	}
 	for (j = 0; j < f->nout; j++) {
 		const Tensor *t = &f->tensor[f->out[j].tensor];
@@ -252,12 +254,15 @@ lower_reduction(Comp *c, Fusion *f)
 	add_row_params(c, f, k);
 	lower_size_params(c, k);
 	for (j = 1; j < k->nparam; j++)
-		if (k->param[j].arg >= 0 && k->param[j].arg < f->ninput && k->param[j].tensor != f->input[k->param[j].arg]) {
+		if (k->param[j].arg >= 0 && k->param[j].arg < f->ninput && k->param[j].tensor != f->input[k->param[j].arg] &&
+		    k->param[j].view != VIEW_NONE) {
 			Strided s;
 			const char *why;
 
 			view_strided(c, f, k->param[j].tensor, &s, &why);   /* a view: its offset, whatever its shape */
 			lower_strided_at(c, k, j, d, &s);
+			if (s.index)
+				lower_index_at(c, k, d, &k->param[j], &s);
 		} else if (k->param[j].view == VIEW_ROW_AT || k->param[j].view == VIEW_COL_AT) {
 			lower_bcast_at(c, k, j, d);
 		}

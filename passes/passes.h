@@ -162,6 +162,19 @@ bool view_rows_take(const Fusion *f, const Strided *s, Dtype dt);
  * the columns.  Domain dims must be numbers where S's stride is not 0.
  */
 void lower_strided_at(Comp *c, Kernel *k, int p, const Tensor *d, const Strided *s);
+/*
+ * lower_bcast.c: view S of param P takes its position along one dim from an
+ * index input (index_select, gather): lower_index_param adds a param of the
+ * index's memory (VIEW_NONE: no value of its own) and P's KBounds naming it,
+ * and returns whether each row reads one index element and the position's
+ * stride keeps rows 16-byte aligned; lower_index_at, once the sizes are
+ * params, gives the index param its at and step (the index element an
+ * element of the view reads: index_select's 1-D index at the view's
+ * position along the dim, gather's of the view's shape at the element) and
+ * the position's stride.
+ */
+bool lower_index_param(Comp *c, Kernel *k, int p, const Strided *s);
+void lower_index_at(Comp *c, Kernel *k, const Tensor *d, const KParam *p, const Strided *s);
 /* lower_bcast.c: stride X as an expression (its number times its sizes' runtime extents). */
 Expr *lower_stride_expr(Comp *c, Kernel *k, const Tensor *d, Stride x);
 /* lower_bcast.c: the domain row's index along domain dim DIM (before the last): (row / inner dims) % extent. */

@@ -133,6 +133,24 @@ check_alignment(Comp *c, const Fusion *f, int t, Dtype dt, const char *role, Pos
 	                  role, x->name, (long long)n, dtype_info[dt].name, (long long)bytes, per);
 }
 
+/* Is input T read by index ops alone, as positions (index_select's, gather's index: views.c)? */
+static bool
+index_only(const Fusion *f, int t)
+{
+	int i, j, n = 0;
+
+	if (f->tensor[t].kind != TK_INPUT)
+		return false;
+	for (i = 1; i < f->nop; i++)
+		for (j = 0; j < f->op[i].nin; j++)
+			if (f->op[i].in[j].tensor == t) {
+				if (j != 1 || (f->op[i].kind != OP_INDEX_SELECT && f->op[i].kind != OP_GATHER))
+					return false;
+				n++;
+			}
+	return n > 0;
+}
+
 /* Is T an input read only as rand_like's seed or offset (a scalar a row kernel reads as a 64-bit integer)? */
 static bool
 rand_key_only(const Fusion *f, int t)
@@ -173,7 +191,7 @@ check_dtypes(Comp *c, const Fusion *f)
 	for (i = 1; i < f->ntensor && f->family != FAM_POINTWISE; i++) {
 		const Tensor *t = &f->tensor[i];
 
-		if (dtype_is_int(t->dtype) && !(f->family == FAM_REDUCTION && rand_key_only(f, i)))
+		if (dtype_is_int(t->dtype) && !(f->family == FAM_REDUCTION && (rand_key_only(f, i) || index_only(f, i))))
 			return diag_error(c, t->pos, "'%s' is %s: integer values compute in pointwise kernels only, not yet "
 			                  "in %s kernels (cast it to f32)", t->name, dtype_info[t->dtype].name,
 			                  f->family == FAM_MATMUL ? "matmul" : "row-reduction");
@@ -208,7 +226,7 @@ check_views(Comp *c, const Fusion *f)
 		      : f->family == FAM_REDUCTION && view_read_by_compute(f, o->out) &&
 		        !view_rows_take(f, &s, f->tensor[o->out].dtype) ? "a row-reduction kernel reads a view as rows of "
 		        "16-byte loads at an offset or one element a row, and this one's columns are not consecutive "
-		        "16-byte groups in memory (or it has a pad's box)" : NULL;
+		        "16-byte groups in memory (or it has a pad's box, or an index that does not place whole rows)" : NULL;
 		if (!why)
 			continue;
 		diag_error(c, o->pos, "'%s' (a view%s) in this kernel is not implemented yet: %s (wsfuse compile "

@@ -261,8 +261,9 @@ view_rows_take(const Fusion *f, const Strided *s, Dtype dt)
 		aligned = aligned && s->off[j].k * bytes % 16 == 0;
 	for (j = 0; j + 1 < s->rank; j++)
 		aligned = aligned && s->stride[j].k * bytes % 16 == 0;
-	if (s->bounded || s->index)
-		return false;
+	if (s->bounded || (s->index && (s->gather || s->index_dim == s->rank - 1 ||
+	                                 s->index_stride.k * bytes % 16 != 0)))
+		return false;   /* (an index must place whole rows: one index element a row) */
 	if (!s->rank || dim_is_one(s->ext[s->rank - 1]) || !s->stride[s->rank - 1].k)
 		return true;   /* one element a row: any alignment */
 	return aligned && s->stride[s->rank - 1].k == 1 && !s->stride[s->rank - 1].nsym;

@@ -759,6 +759,12 @@ index_ops(void **state)
 	                           "  - {out: y, op: neg, in: [g]}\n", "y"), "g", &line);
 	assert_int_equal(p->view, VIEW_ELEM_AT);
 	assert_string_equal(line, "param g: input ptr f32 [T, 100] elem_at at=(row * 100) step=0 by=pos scale=1");
+	/* an embedding and its rmsnorm in one row kernel: the row at its id (an int32 index of positions) */
+	p = lowered_param(t, VSPEC("  tab: {dtype: bf16, shape: [32000, 1024]}\n  ids: {dtype: int32, shape: [T]}\n",
+	                           "  - {out: e, op: index_select, in: [tab, ids], dim: 0}\n"
+	                           "  - {out: y, op: rmsnorm, in: [e], eps: 1.0e-6}\n", "y"), "e", &line);
+	assert_int_equal(t->c.fusion->family, FAM_REDUCTION);
+	assert_string_equal(line, "param e: input ptr bf16 [32000, 1024] full at=0 by=ids scale=1024");
 }
 
 int
