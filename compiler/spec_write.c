@@ -87,6 +87,53 @@ put_number(Buf *b, const Operand *o)
 		buf_puts(b, ".0");
 }
 
+/* A view's keys as the front end reads them (a chunk's or split's part: the slice it is, its bounds numbers). */
+static void
+put_view_attrs(Buf *b, const Fusion *f, const Op *o)
+{
+	unsigned a = op_info[o->kind].attrs;
+	int64_t start, count;
+	int i;
+
+	if (a & A_DIM)
+		buf_printf(b, ", dim: %d", o->axis);
+	if (a & A_SLICE) {
+		view_slice(o, dim_value(f, f->tensor[o->in[0].tensor].dim[o->axis]), &start, &count);
+		buf_printf(b, ", start: %lld, end: %lld", (long long)start, (long long)(start + (count - 1) * o->step + 1));
+		if (o->step != 1)
+			buf_printf(b, ", step: %lld", (long long)o->step);
+	}
+	if (a & A_DIMS) {
+		buf_puts(b, ", dims: [");
+		for (i = 0; i < o->ndims; i++)
+			buf_printf(b, "%s%d", i ? ", " : "", o->dims[i]);
+		buf_puts(b, "]");
+	}
+	if (a & A_DIM01)
+		buf_printf(b, ", dim0: %d, dim1: %d", o->dim0, o->dim1);
+	if (a & A_SHAPE) {
+		buf_puts(b, ", shape: [");
+		for (i = 0; i < o->nshape; i++) {
+			buf_puts(b, i ? ", " : "");
+			if (o->shape[i].sym)
+				buf_puts(b, f->sym[o->shape[i].sym].name);
+			else
+				buf_printf(b, "%lld", (long long)o->shape[i].ext);
+		}
+		buf_puts(b, "]");
+	}
+	if (a & A_PAD) {
+		Operand v = {0};
+
+		buf_puts(b, ", pad: [");
+		for (i = 0; i < o->npad; i++)
+			buf_printf(b, "%s%lld", i ? ", " : "", (long long)o->pad[i]);
+		buf_puts(b, "], value: ");
+		v.lit = o->value;
+		put_number(b, &v);
+	}
+}
+
 static void
 put_op(Buf *b, const Fusion *f, const Op *o, const char **names)
 {
@@ -115,6 +162,8 @@ put_op(Buf *b, const Fusion *f, const Op *o, const char **names)
 		buf_puts(b, ", transpose_a: true");
 	if ((a & A_TRANSPOSE) && o->transpose_b)
 		buf_puts(b, ", transpose_b: true");
+	if (op_info[o->kind].cls == CLS_VIEW)
+		put_view_attrs(b, f, o);
 	buf_puts(b, "}");
 	if (o->origin) {
 		size_t n = b->len - start;

@@ -24,7 +24,10 @@
  * max's adjoint goes to every element equal to the max, split evenly among
  * ties (torch.amax's); maximum and minimum split a tie in halves (torch's).
  * cast passes the adjoint through unrounded: values round only where an
- * output stores them.
+ * output stores them.  A view's adjoint is its inverse index map, in views
+ * (view_rule): a slice's a pad, a pad's and a cat part's a slice, a
+ * permute's the inverse permute, a reshape's a reshape back, an expand's
+ * reduce_to.
  *
  * X's adjoint is called "X.grad" (then "X.grad.2" ... as contributions
  * add), and the steps toward it "X.d1", "X.d2" ...: '.' cannot be in a
@@ -483,6 +486,114 @@ matmul_rule(Grad *g, const Op *o, int d)
 	return 0;
 }
 
+/* A view op KIND of X in G at the forward op's position, its attributes set by the caller; the op. */
+static Op *
+view_op(Grad *g, OpKind kind, int x)
+{
+	int t = un(g, kind, T(x));
+	Op *o = &g->g->op[g->g->tensor[t].def];
+
+	o->dim_pos = o->attr_pos = g->fop->pos;
+	o->step = 1;
+	return o;
+}
+
+/* D's slice [START, END) along AXIS (a cat's part, a pad's inside). */
+static int
+slice_of(Grad *g, int d, int axis, int64_t start, int64_t end)
+{
+	Op *o = view_op(g, OP_SLICE, d);
+
+	o->axis = axis;
+	o->start = start;
+	o->end = end;
+	return o->out;
+}
+
+/*
+ * A view's adjoint is its inverse index map: a slice's is a pad with zeros
+ * (a step's would be a strided scatter: not derived yet), a pad's or a
+ * cat's part's a slice, a permute's the inverse permute, a transpose's the
+ * same transpose, a reshape's a reshape back, an expand's a sum over the
+ * dims it grew (reduce_to, as broadcasting's).  index_select and gather
+ * scatter-add: not derived yet.
+ */
+static int
+view_rule(Grad *g, const Op *o, int d)
+{
+	const Tensor *x = &g->f->tensor[o->in[0].tensor], *y = &g->f->tensor[o->out];
+	int64_t start, count, at = 0;
+	int i, j, k;
+	Op *v;
+
+	switch (o->kind) {
+	case OP_SLICE:
+		if (o->step != 1)
+			return unsupported(g, "the gradient of a slice with a step (a strided scatter) is not derived yet");
+		if (!wants(g, 0))
+			return 0;
+		view_slice(o, dim_value(g->f, x->dim[o->axis]), &start, &count);
+		v = view_op(g, OP_PAD, d);
+		k = x->rank - 1 - o->axis;
+		v->npad = 2 * (k + 1);
+		v->pad[2 * k] = start;
+		v->pad[2 * k + 1] = dim_value(g->f, x->dim[o->axis]) - start - count;
+		give(g, 0, v->out);
+		return 0;
+	case OP_PAD:
+		if (!wants(g, 0))
+			return 0;
+		for (k = 0; k < o->npad / 2; k++)
+			if (o->pad[2 * k] || o->pad[2 * k + 1])
+				d = slice_of(g, d, x->rank - 1 - k, o->pad[2 * k],
+				             o->pad[2 * k] + dim_value(g->f, x->dim[x->rank - 1 - k]));
+		give(g, 0, d);
+		return 0;
+	case OP_CAT:
+		for (j = 0; j < o->nin; j++) {
+			int64_t n = dim_value(g->f, g->f->tensor[o->in[j].tensor].dim[o->axis]);
+
+			if (wants(g, j))
+				give(g, j, slice_of(g, d, o->axis, at, at + n));
+			at += n;
+		}
+		return 0;
+	case OP_PERMUTE:
+		if (!wants(g, 0))
+			return 0;
+		v = view_op(g, OP_PERMUTE, d);
+		v->ndims = o->ndims;
+		for (i = 0; i < o->ndims; i++)
+			v->dims[o->dims[i]] = i;
+		give(g, 0, v->out);
+		return 0;
+	case OP_TRANSPOSE:
+		if (!wants(g, 0))
+			return 0;
+		v = view_op(g, OP_TRANSPOSE, d);
+		v->dim0 = o->dim0;
+		v->dim1 = o->dim1;
+		give(g, 0, v->out);
+		return 0;
+	case OP_RESHAPE:
+	case OP_VIEW:
+		if (!wants(g, 0))
+			return 0;
+		v = view_op(g, OP_RESHAPE, d);
+		v->nshape = x->rank;
+		memcpy(v->shape, x->dim, sizeof v->shape);
+		give(g, 0, v->out);
+		return 0;
+	case OP_EXPAND:   /* the contribution of Y's shape, summed down to X's by give */
+		if (wants(g, 0))
+			accumulate(g, o->in[0].tensor, reduce_to(g, d, y, x));
+		return 0;
+	default:
+		return unsupported(g, "the gradient of '%s' (a scatter-add into its input) is not derived yet",
+		                   op_info[o->kind].name);
+	}
+}
+
 /* Appends the contributions of forward op O, whose result's adjoint is D, to its operands' adjoints. */
 static int
 rule(Grad *g, const Op *o, int d)
@@ -503,8 +614,8 @@ rule(Grad *g, const Op *o, int d)
 		return reduce_rule(g, o, d);
 	case CLS_MATMUL:
 		return matmul_rule(g, o, d);
-	case CLS_VIEW:   /* its adjoint is the inverse index map: a scatter into the source's shape */
-		return unsupported(g, "the gradient of '%s' (a view) is not derived yet", op_info[o->kind].name);
+	case CLS_VIEW:
+		return view_rule(g, o, d);
 	default:
 		return diag_internal(g->c, "grad", "op '%s' reached differentiation", op_info[o->kind].name);
 	}

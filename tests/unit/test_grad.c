@@ -462,6 +462,38 @@ eval_by_name(Fixture *t, const Fusion *g, Data *d)
 	return out;
 }
 
+/*
+ * Views: a slice's adjoint a pad, a pad's and a cat's parts' slices, a
+ * permute's the inverse permute, a transpose's itself, a reshape's a reshape
+ * back, an expand's a sum over the dims it grew; RoPE's rotate-half whole.
+ */
+static const char rope_half[] =
+	"fusion: rope\ninputs:\n  x: {dtype: f32, shape: [2, 3, 8]}\n  cos: {dtype: f32, shape: [2, 1, 8]}\n"
+	"  sin: {dtype: f32, shape: [2, 1, 8]}\nops:\n"
+	"  - {out: x1, op: slice, in: [x], dim: -1, end: 4}\n  - {out: x2, op: slice, in: [x], dim: -1, start: 4}\n"
+	"  - {out: nx2, op: neg, in: [x2]}\n  - {out: rot, op: cat, in: [nx2, x1], dim: -1}\n"
+	"  - {out: xc, op: mul, in: [x, cos]}\n  - {out: rs, op: mul, in: [rot, sin]}\n"
+	"  - {out: y, op: add, in: [xc, rs]}\noutputs:\n  y: {}\n";
+
+static void
+test_views(void **state)
+{
+	Fixture *t = *state;
+
+	check(t, rope_half);
+	check(t, "fusion: v\ninputs:\n  x: {dtype: f32, shape: [3, 4, 6]}\n  b: {dtype: f32, shape: [4, 1]}\nops:\n"
+	         "  - {out: p, op: permute, in: [x], dims: [2, 0, 1]}\n"                 /* [6, 3, 4] */
+	         "  - {out: t, op: transpose, in: [p], dim0: 0, dim1: 2}\n"              /* [4, 3, 6] */
+	         "  - {out: r, op: reshape, in: [t], shape: [4, 18]}\n"
+	         "  - {out: s, op: slice, in: [r], dim: 1, start: 2, end: 14}\n"         /* [4, 12] */
+	         "  - {out: [c0, c1], op: chunk, in: [s], chunks: 2, dim: 1}\n"           /* [4, 6] each */
+	         "  - {out: e, op: expand, in: [b], shape: [4, 6]}\n"
+	         "  - {out: q, op: pad, in: [c1], pad: [1, 2, 0, 1], value: 3.0}\n"      /* [5, 9] */
+	         "  - {out: m, op: mul, in: [c0, e]}\n"
+	         "  - {out: y, op: cat, in: [m, c1], dim: 0}\n"                          /* [8, 6] */
+	         "outputs:\n  y: {}\n  q: {}\n");
+}
+
 /* The backward printed as a spec and read back computes the same, bit for bit. */
 static void
 round_trip(Fixture *t, const char *spec)
@@ -511,6 +543,7 @@ test_round_trip(void **state)
 	round_trip(t, "fusion: names\ninputs:\n  x: {dtype: f32, shape: [3, 4]}\nops:\n"
 	              "  - {out: x_grad, op: exp, in: [x]}\n  - {out: y_max, op: softmax, in: [x_grad]}\n"
 	              "  - {out: y, op: mul, in: [y_max, x]}\noutputs:\n  y: {}\n");
+	round_trip(t, rope_half);   /* views' keys written as the front end reads them */
 	/* the backward of a backward */
 	round_trip(t, "fusion: ln_grad\ninputs:\n  x: {dtype: f32, shape: [3, 4]}\n  grad_y: {dtype: f32, shape: [3, 4]}\n"
 	              "ops:\n  - {out: t, op: tanh, in: [x]}\n  - {out: s, op: mul, in: [t, t]}\n"
@@ -583,6 +616,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_composites, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_matmul, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reuse, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_views, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
 	};
