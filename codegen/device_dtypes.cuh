@@ -31,8 +31,12 @@ __device__ __forceinline__ float wsf_e4m3_to_f32(unsigned char b)
 		return __uint_as_float(s | __float_as_uint((float)m * 0x1p-9f));
 	return __uint_as_float(s | (e + 120) << 23 | m << 20);
 }
-// e5m2 is f16's top byte.
-__device__ __forceinline__ float wsf_e5m2_to_f32(unsigned char b) { return wsf_f16_to_f32((wsf_f16)(b << 8)); }
+// e5m2 is f16's top byte; a NaN keeps its sign (the f16 converter's NaN is positive, torch's is not).
+__device__ __forceinline__ float wsf_e5m2_to_f32(unsigned char b)
+{
+	return (b & 0x7f) > 0x7c ? __uint_as_float((unsigned)(b & 0x80) << 24 | 0x7fffffffu)
+	                         : wsf_f16_to_f32((wsf_f16)(b << 8));
+}
 
 // f32 -> fp8 as torch's to(float8_e4m3fn / float8_e5m2), bit for bit: nearest
 // even; e4m3: past 464 (and infinities) NaN; e5m2: from 61440 on infinity.
