@@ -78,6 +78,13 @@ emit_boxed_view(Emit *e, const KParam *p, const char *v)
 			          hi == INT64_MAX ? "" : arena_printf(e->c->arena, " && col >= %lldLL", (long long)lo),
 			          hi == INT64_MAX ? "" : arena_printf(e->c->arena, " && col + %d <= %lldLL", VEC, (long long)hi));
 			emit_line(e, "    wsf_load8_global%s(%s, src + col);", emit_suffix(p->dtype), v);
+			if (hi != INT64_MAX) {   /* 8 columns all outside the box: the fill, no loads */
+				emit_line(e, "} else if (!in_box || col >= %lldLL || col + %d <= %lldLL) {", (long long)hi, VEC,
+				          (long long)lo);
+				emit_line(e, "    #pragma unroll");
+				emit_line(e, "    for (int v = 0; v < %d; v++)", VEC);
+				emit_line(e, "        %s[v] = %s;", v, fill);
+			}
 			emit_line(e, "} else {");
 			e->depth++;
 		}

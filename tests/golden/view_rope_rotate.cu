@@ -76,6 +76,10 @@ wsfuse_view_rope_rotate(
                     const bool in_box = true;
                     if (in_box && col + 8 <= cols && col >= 0LL && col + 8 <= 64LL) {
                         wsf_load8_global(v_rot_x2, src + col);
+                    } else if (!in_box || col >= 64LL || col + 8 <= 0LL) {
+                        #pragma unroll
+                        for (int v = 0; v < 8; v++)
+                            v_rot_x2[v] = 0.0f;
                     } else {
                         #pragma unroll
                         for (int v = 0; v < 8; v++)
@@ -88,6 +92,10 @@ wsfuse_view_rope_rotate(
                     const bool in_box = true;
                     if (in_box && col + 8 <= cols && col >= 64LL && col + 8 <= 128LL) {
                         wsf_load8_global(v_rot_x1, src + col);
+                    } else if (!in_box || col >= 128LL || col + 8 <= 64LL) {
+                        #pragma unroll
+                        for (int v = 0; v < 8; v++)
+                            v_rot_x1[v] = 0.0f;
                     } else {
                         #pragma unroll
                         for (int v = 0; v < 8; v++)
