@@ -318,13 +318,17 @@ view_read_by_compute(const Fusion *f, int t)
  * against the fusion the user wrote, not this rewrite.  Invalidates nothing
  * (runs before schedule).
  */
+/* The most ops the rewrite may make: each view copies the pointwise ops above it (a bound on a blowup). */
+enum { MAX_SUNK_OPS = 4096 };
+
 typedef struct Sinker {
 	Comp *c;
 	Fusion *f;
 	Op *ops;
 	int nops, capops;
 	int *def;          /* tensor -> its defining op in OPS (0: an input) */
-	int capdef;
+	int *memo;         /* tensor -> what the view being moved made of it (0: not yet; sink_view clears it) */
+	int capdef;        /* of DEF and MEMO */
 } Sinker;
 
 static bool
@@ -362,15 +366,23 @@ fresh(Sinker *x, int base, int from, Dtype dt, int shape)
 	memcpy(f->tensor[t].dim, f->tensor[shape].dim, sizeof f->tensor[t].dim);
 	if (t >= x->capdef) {
 		int *grown = arena_alloc(x->c->arena, (size_t)(2 * t) * sizeof *grown);
+		int *memo = arena_alloc(x->c->arena, (size_t)(2 * t) * sizeof *memo);
 
 		memcpy(grown, x->def, (size_t)x->capdef * sizeof *grown);
+		memcpy(memo, x->memo, (size_t)x->capdef * sizeof *memo);
 		x->def = grown;
+		x->memo = memo;
 		x->capdef = 2 * t;
 	}
 	return t;
 }
 
-/* OUT = view V of SRC, moved below SRC's pointwise op where there is one. */
+/*
+ * OUT = view V of SRC, moved below SRC's pointwise op where there is one
+ * (OUT 0: a new value).  What V of a tensor became is kept until the next
+ * view is moved (sink_view), so an operand read twice (x + x) is viewed
+ * once; past MAX_SUNK_OPS the view stays where it is.
+ */
 static int
 sink(Sinker *x, const Op *v, int src, int out)
 {
@@ -378,7 +390,11 @@ sink(Sinker *x, const Op *v, int src, int out)
 	Op o;
 	int j;
 
-	if (x->def[src] && sinkable(&x->ops[x->def[src]])) {
+	if (!out && x->memo[src])
+		return x->memo[src];
+	if (!out)
+		out = fresh(x, v->out, src, f->tensor[src].dtype, v->out);
+	if (x->def[src] && sinkable(&x->ops[x->def[src]]) && x->nops <= MAX_SUNK_OPS) {
 		o = x->ops[x->def[src]];
 		for (j = 0; j < o.nin; j++) {
 			int a = o.in[j].tensor;
@@ -398,16 +414,24 @@ sink(Sinker *x, const Op *v, int src, int out)
 				e.out = fresh(x, src, a, f->tensor[a].dtype, src);
 				a = push(x, &e);
 			}
-			o.in[j].tensor = sink(x, v, a, fresh(x, v->out, a, f->tensor[a].dtype, v->out));
+			o.in[j].tensor = sink(x, v, a, 0);
 		}
 		o.out = out;
 		o.origin = f->tensor[v->out].name;
-		return push(x, &o);
+		return x->memo[src] = push(x, &o);
 	}
 	o = *v;
 	o.in[0].tensor = src;
 	o.out = out;
-	return push(x, &o);
+	return x->memo[src] = push(x, &o);
+}
+
+/* Moves one view V of SRC down (sink), what it made of each tensor forgotten first. */
+static int
+sink_view(Sinker *x, const Op *v, int src, int out)
+{
+	memset(x->memo, 0, (size_t)x->capdef * sizeof *x->memo);
+	return sink(x, v, src, out);
 }
 
 /*
@@ -418,11 +442,10 @@ sink(Sinker *x, const Op *v, int src, int out)
 static void
 place_pad(Sinker *x, const Op *o)
 {
-	Fusion *f = x->f;
 	int src = o->in[0].tensor;
 	Op p = *o;
 
-	p.in[0].tensor = sink(x, o, src, fresh(x, o->out, src, f->tensor[src].dtype, o->out));
+	p.in[0].tensor = sink_view(x, o, src, 0);
 	p.placed = true;
 	push(x, &p);
 }
@@ -456,7 +479,7 @@ place_cat(Sinker *x, const Op *o)
 		pad.pos = pad.attr_pos = o->pos;
 		pad.origin = out->name;
 		pad.out = o->out;   /* (the shape and name the pads take) */
-		p.in[j].tensor = sink(x, &pad, part, fresh(x, o->out, part, f->tensor[part].dtype, o->out));
+		p.in[j].tensor = sink_view(x, &pad, part, 0);
 		at += n;
 		p.pad[j] = at;   /* a placed cat keeps its parts' ends along dim in pad[] */
 	}
@@ -469,9 +492,9 @@ int
 pass_views(Comp *c)
 {
 	Fusion *f = c->fusion;
-	Sinker x = {c, f, NULL, 0, 0, NULL, 0};
+	Sinker x = {c, f, NULL, 0, 0, NULL, NULL, 0};
 	bool *live, moved = false;
-	int i, j, n;
+	int i, j, n, ntensor;
 
 	for (i = 1; i < f->nop; i++) {
 		if (op_info[f->op[i].kind].cls != CLS_UNARY && op_info[f->op[i].kind].cls != CLS_BINARY &&
@@ -483,12 +506,12 @@ pass_views(Comp *c)
 	}
 	if (!moved)
 		return 0;
-	x.capdef = f->ntensor;
+	ntensor = x.capdef = f->ntensor;
 	x.def = arena_alloc(c->arena, (size_t)x.capdef * sizeof *x.def);
+	x.memo = arena_alloc(c->arena, (size_t)x.capdef * sizeof *x.memo);
 	VEC_PUSH(c->arena, x.ops, x.nops, x.capops);   /* [0] unused */
-	for (i = 1; i < f->nop; i++) {
+	for (i = 1; i < f->nop && x.nops <= MAX_SUNK_OPS; i++) {
 		const Op *o = &f->op[i];
-
 		int src = o->in[0].tensor;
 
 		if (o->kind == OP_CAT)
@@ -496,9 +519,14 @@ pass_views(Comp *c)
 		else if (o->kind == OP_PAD && x.def[src] && sinkable(&x.ops[x.def[src]]))
 			place_pad(&x, o);
 		else if (op_info[o->kind].cls == CLS_VIEW)
-			sink(&x, o, src, o->out);
+			sink_view(&x, o, src, o->out);
 		else
 			push(&x, o);
+	}
+	if (x.nops > MAX_SUNK_OPS) {   /* each view copies the ops above it: a deep fusion of many views */
+		for (i = ntensor; i < f->ntensor; i++)   /* (the rewrite's new values: none) */
+			f->tensor[i].kind = TK_NONE;
+		return 0;   /* left as written: the schedule says which view it cannot read */
 	}
 	/* drop what no output needs: the values the views were of, computed at their own shape */
 	live = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *live);

@@ -638,6 +638,21 @@ views_move_to_inputs(void **state)
 			if (got[i][j] != want[i][j])
 				fail_msg("output %d element %d: the rewrite gives %g, the spec %g", i, j, got[i][j], want[i][j]);
 	assert_true(want[0][1] != 0);
+	/* an operand read twice is viewed once: a chain of 30 x + x under a view stays 30 ops, not 2^30 */
+	{
+		char deep[4096];
+		int k, len = snprintf(deep, sizeof deep, "fusion: d\ninputs:\n  x: {dtype: f32, shape: [4, 16]}\nops:\n"
+		                      "  - {out: a0, op: neg, in: [x]}\n");
+
+		for (k = 1; k < 30; k++)
+			len += snprintf(deep + len, sizeof deep - (size_t)len, "  - {out: a%d, op: add, in: [a%d, a%d]}\n", k,
+			                k - 1, k - 1);
+		snprintf(deep + len, sizeof deep - (size_t)len, "  - {out: y, op: slice, in: [a29], dim: 1, end: 8}\n"
+		         "outputs:\n  y: {}\n");
+		if (infer_spec(t, deep) || pass_views(cp))
+			fail_msg("%s", t->msg);
+		assert_int_equal(cp->fusion->nop, 1 + 1 + 30);   /* ([0]) the slice of x, neg, 29 adds */
+	}
 }
 
 /*
