@@ -500,7 +500,7 @@ void op_print_attrs(Buf *b, const Fusion *f, const Op *o);
  * not from positions.
  */
 
-/* Index expressions; their values are never negative (ex_bin's folding relies on it). */
+/* Index expressions, never negative (ex_bin's folding relies on it) but a view's offset (KParam.at: a pad's shift). */
 typedef enum ExprKind {
 	EX_NONE,
 	EX_INT,      /* ival */
