@@ -843,7 +843,7 @@ emit_params(Emit *e)
 				          emit_type(p->dtype), emit_param_name(e, p), sep, dtype_info[p->dtype].name);
 				break;
 			}
-			if (p->arg >= 0 && p->arg < e->f->ninput && p->tensor != e->f->input[p->arg]) {   /* views.c */
+			if (kparam_is_view(e->f, p)) {   /* views.c */
 				emit_line(e, "const %s *__restrict__ %s%s   // input %s '%s', read as its view '%s'%s",
 				          emit_type(p->dtype), emit_param_name(e, p), sep, dtype_info[p->dtype].name,
 				          e->f->tensor[e->f->input[p->arg]].name, e->f->tensor[p->tensor].name,

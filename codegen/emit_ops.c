@@ -9,7 +9,9 @@
  * which the pointwise and row families set; where a thread's 8 elements are
  * consecutive (Emit.rand_base, both families), rand_like's numbers are drawn
  * before the element loop instead, two Philox blocks for the 8
- * (emit_rand_block).
+ * (emit_rand_block).  A cast to a float type that only feeds outputs
+ * stored as that type is its operand: the store rounds it
+ * (cast_only_stored).
  */
 #include <math.h>
 #include <string.h>

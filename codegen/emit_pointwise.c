@@ -8,9 +8,16 @@
  * one expression (emit_op_typed) over a thread's 8 elements, in registers of
  * the value's type: float for every float dtype, else the integer's or bool.
  * An input broadcast along a leading dim (VIEW_ROW_AT, VIEW_COL_AT) is read
- * in place at its row's offset (KParam.at); rand_like's numbers of a
- * thread's 8 elements are drawn before the element loop, from the first
- * one's row-major index in the view (Emit.rand_base, emit_rand_block).
+ * in place at its row's offset (KParam.at); so is a view of an input
+ * (passes/views.c), through the input's pointer: a row of 16-byte loads, one
+ * element a row, or element by element (VIEW_ELEM_AT, KParam.step); a view
+ * with a box (a pad's: KBounds) takes its fill outside it, and one an index
+ * places (index_select, gather) adds the index's value times its stride.  A
+ * view op computes nothing here (its value is loaded); a placed cat or pad
+ * picks by the element's index (PointwisePlan.digit, the column).
+ * rand_like's numbers of a thread's 8 elements are drawn before the element
+ * loop, from the first one's row-major index in the view (Emit.rand_base,
+ * emit_rand_block).
  */
 #include "codegen.h"
 

@@ -24,7 +24,12 @@
  * scratch array wsf_red, which the kernel declares and the compute's
  * function takes.
  *
- * Register mode keeps the values kir_row_kept names (the inputs, and the
+ * What the kernel loads are its leaves (row_leaf): the inputs ops read and
+ * the views of inputs (passes/views.c), read at the row's offset through
+ * the input's pointer, never staged, plus an index's value times its stride
+ * where an index_select places the row (row_at); a view op computes nothing.
+ *
+ * Register mode keeps the values kir_row_kept names (the inputs and views, and the
  * results of transcendental ops, rand_like and full-row divisions; rand_like's
  * numbers are drawn before the element loop, emit_rand_block); cheap arithmetic is
  * recomputed in each pass from them, which keeps register pressure down (a

@@ -555,9 +555,8 @@ kernel_verify(Comp *c, const Kernel *k, const char *after)
 	for (i = 1; i < k->nparam; i++) {
 		const KParam *p = &k->param[i];
 		bool at = p->view == VIEW_ROW_AT || p->view == VIEW_COL_AT || p->view == VIEW_ELEM_AT;
-		bool view = k->fusion && p->arg >= 0 && p->arg < k->fusion->ninput &&
-		            (p->tensor != k->fusion->input[p->arg] ||   /* views.c: at its offset, whatever its role */
-		             p->view == VIEW_NONE);                       /* an index's memory (plan.h, KBounds) */
+		bool view = kparam_is_view(k->fusion, p) ||   /* views.c: at its offset, whatever its role */
+		            p->view == VIEW_NONE;              /* an index's memory (plan.h, KBounds) */
 
 		if ((at && !p->at) || (p->at && !at && !view) || (p->at && p->kind != PK_PTR))
 			fail(&v, "param '%s' is not a pointer read at an offset with its view (row_at, col_at, elem_at)", k->param[i].name);

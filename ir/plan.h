@@ -161,6 +161,13 @@ struct KBounds {
 	Expr *index_scale;       /* elements of the input from one position of the indexed dim to the next */
 };
 
+/* Does param P of a kernel of fusion F read a view of one of F's inputs (views.c): an input's argument, another tensor? */
+static inline bool
+kparam_is_view(const Fusion *f, const KParam *p)
+{
+	return f && p->arg >= 0 && p->arg < f->ninput && p->tensor != f->input[p->arg];
+}
+
 /* A pointwise kernel's plan, chosen by lowering. */
 typedef struct PointwisePlan {
 	bool flat;               /* every input is full or scalar: any 2-D view will do */

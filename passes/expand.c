@@ -16,8 +16,9 @@
  *   logsumexp(x)        m = max(x); e = exp(x - m); s = sum(e); out = log(s) + m
  * The reductions run over the composite's axis with keepdim, so the results
  * broadcast back over x; those whose result is the composite's (min's max,
- * logsumexp's sum and, without keepdim, a second max) keep its keepdim.  Temporaries are named "OUT.step", which cannot
- * clash with spec names (those are identifiers).
+ * logsumexp's sum and, without keepdim, a second max) keep its keepdim.
+ * Temporaries are named "OUT.step", which cannot clash with spec names
+ * (those are identifiers).
  */
 #include "passes.h"
 

@@ -46,6 +46,17 @@ lower_bcast_view(const Tensor *t, const Tensor *d)
 	return dim_is_one(last) && !dim_is_one(d->dim[d->rank - 1]) ? VIEW_COL_AT : VIEW_ROW_AT;
 }
 
+/* The variable "row" (the compute's own domain row), made on first use. */
+static Expr *
+row_var(Comp *c, Kernel *k)
+{
+	int i;
+
+	for (i = 1; i < k->nvar && strcmp(k->var[i].name, "row") != 0; i++)
+		;
+	return ex_var(c, i < k->nvar ? i : kernel_add_var(c, k, "row"));
+}
+
 /* Extent D at run time: a constant, the cols param, or a size param of its variable (added on first use). */
 static Expr *
 extent(Comp *c, Kernel *k, const Tensor *dom, Dim d)
@@ -89,9 +100,7 @@ lower_bcast_at(Comp *c, Kernel *k, int p, const Tensor *d)
 	Expr *row = NULL, *at = ex_int(c, 0);
 	int i, j, lead = d->rank - 1;
 
-	for (i = 1; i < k->nvar && strcmp(k->var[i].name, "row") != 0; i++)
-		;
-	row = ex_var(c, i < k->nvar ? i : kernel_add_var(c, k, "row"));
+	row = row_var(c, k);
 	for (i = 0; i < lead; i = j) {
 		Expr *digit;
 
@@ -132,9 +141,7 @@ lower_strided_at(Comp *c, Kernel *k, int p, const Tensor *d, const Strided *s)
 		st[i] = i < off || dim_is_one(s->ext[i - off]) ? zero : s->stride[i - off];
 	for (i = 0; i < s->noff; i++)
 		at = at ? ex_bin(c, EX_ADD, at, lower_stride_expr(c, k, d, s->off[i])) : lower_stride_expr(c, k, d, s->off[i]);
-	for (i = 1; i < k->nvar && strcmp(k->var[i].name, "row") != 0; i++)
-		;
-	row = ex_var(c, i < k->nvar ? i : kernel_add_var(c, k, "row"));
+	row = row_var(c, k);
 	for (i = 0; i < lead; i = j) {
 		Stride next;
 		Expr *digit;
@@ -168,29 +175,35 @@ Expr *
 lower_row_digit(Comp *c, Kernel *k, const Tensor *d, int dim)
 {
 	Expr *row, *digit;
-	int i, lead = d->rank - 1;
+	int lead = d->rank - 1;
 
-	for (i = 1; i < k->nvar && strcmp(k->var[i].name, "row") != 0; i++)
-		;
-	row = ex_var(c, i < k->nvar ? i : kernel_add_var(c, k, "row"));
+	row = row_var(c, k);
 	digit = dim + 1 < lead ? ex_bin(c, EX_DIV, row, extents(c, k, d, d, dim + 1, lead, true)) : row;
 	return dim > 0 ? ex_bin(c, EX_MOD, digit, extent(c, k, d, d->dim[dim])) : digit;
+}
+
+int
+lower_input_ptr(Comp *c, Kernel *k, int in, int t)
+{
+	const Fusion *f = k->fusion;
+	int a, p;
+
+	for (a = 0; a < f->ninput && f->input[a] != in; a++)
+		;
+	p = kernel_add_param(c, k, PK_PTR, f->tensor[t].name);
+	k->param[p].arg = a;
+	k->param[p].tensor = t;
+	k->param[p].dtype = f->tensor[in].dtype;
+	return p;
 }
 
 bool
 lower_index_param(Comp *c, Kernel *k, int p, const Strided *s)
 {
-	const Fusion *f = k->fusion;
-	const Tensor *ix = &f->tensor[s->index];
 	KBounds *b = arena_alloc(c->arena, sizeof *b);
-	int a, q, i;
+	int q, i;
 
-	for (a = 0; f->input[a] != s->index; a++)
-		;
-	q = kernel_add_param(c, k, PK_PTR, ix->name);
-	k->param[q].arg = a;
-	k->param[q].tensor = s->index;
-	k->param[q].dtype = ix->dtype;
+	q = lower_input_ptr(c, k, s->index, s->index);
 	k->param[q].view = VIEW_NONE;   /* memory the view reads positions from, not a value */
 	for (i = 0; i < MAX_RANK; i++)
 		b->hi[i] = INT64_MAX;

@@ -165,7 +165,7 @@ static int
 view_params(Comp *c, Kernel *k, const Tensor *d)
 {
 	const Fusion *f = k->fusion;
-	int i, j, p, bytes;
+	int i, p;
 
 	for (i = 1; i < f->nop; i++) {
 		const Tensor *t = &f->tensor[f->op[i].out];
@@ -177,19 +177,9 @@ view_params(Comp *c, Kernel *k, const Tensor *d)
 			continue;
 		if (!view_strided(c, f, f->op[i].out, &s, &why))
 			return diag_internal(c, "lower", "view '%s' is not strided: %s", t->name, why ? why : "?");
-		for (j = 0; j < f->ninput && f->input[j] != s.input; j++)
-			;
 		k->pw.flat = false;
-		p = kernel_add_param(c, k, PK_PTR, t->name);
-		k->param[p].arg = j;
-		k->param[p].tensor = f->op[i].out;
-		k->param[p].dtype = f->tensor[s.input].dtype;
-		bytes = dtype_info[k->param[p].dtype].bytes;
-		aligned = true;   /* (a number of 16-byte steps times sizes is 16-byte steps) */
-		for (j = 0; j < s.noff; j++)
-			aligned = aligned && s.off[j].k * bytes % 16 == 0;
-		for (j = 0; j + 1 < s.rank; j++)
-			aligned = aligned && s.stride[j].k * bytes % 16 == 0;
+		p = lower_input_ptr(c, k, s.input, f->op[i].out);
+		aligned = view_aligned16(&s, k->param[p].dtype);
 		if (s.bounded)
 			k->param[p].bounds = view_bounds(c, k, d, &s);
 		if (s.index)
@@ -219,8 +209,7 @@ param_offsets(Comp *c, Kernel *k, const Tensor *d)
 	int j;
 
 	for (j = 1; j < k->nparam; j++)
-		if (k->param[j].arg >= 0 && k->param[j].arg < f->ninput && k->param[j].tensor != f->input[k->param[j].arg] &&
-		    k->param[j].view != VIEW_NONE) {
+		if (kparam_is_view(f, &k->param[j])) {
 			Strided s;
 			const char *why;
 

@@ -108,17 +108,12 @@ add_row_params(Comp *c, Fusion *f, Kernel *k)
 		const Op *o = &f->op[j];
 		Strided s;
 		const char *why;
-		int p, a;
+		int p;
 
 		if (op_info[o->kind].cls != CLS_VIEW || !view_read_by_compute(f, o->out) ||
 		    !view_strided(c, f, o->out, &s, &why))
 			continue;
-		for (a = 0; f->input[a] != s.input; a++)
-			;
-		p = kernel_add_param(c, k, PK_PTR, f->tensor[o->out].name);
-		k->param[p].arg = a;
-		k->param[p].tensor = o->out;
-		k->param[p].dtype = f->tensor[s.input].dtype;
+		p = lower_input_ptr(c, k, s.input, o->out);
 		k->param[p].view = k->row.view[o->out];
 		if (s.index)   /* an embedding's rows: the id's row (schedule.c took one index element a row) */
 			lower_index_param(c, k, p, &s);
@@ -254,8 +249,7 @@ lower_reduction(Comp *c, Fusion *f)
 	add_row_params(c, f, k);
 	lower_size_params(c, k);
 	for (j = 1; j < k->nparam; j++)
-		if (k->param[j].arg >= 0 && k->param[j].arg < f->ninput && k->param[j].tensor != f->input[k->param[j].arg] &&
-		    k->param[j].view != VIEW_NONE) {
+		if (kparam_is_view(f, &k->param[j])) {
 			Strided s;
 			const char *why;
 

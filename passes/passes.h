@@ -153,6 +153,8 @@ bool view_strided(Comp *c, const Fusion *f, int t, Strided *s, const char **why)
 bool view_read_by_compute(const Fusion *f, int t);
 /* Is T a value the kernel has: computed by an op that is not a view, or read as a value (not a view's source alone)? */
 bool view_used(const Fusion *f, int t);
+/* Do strided view S's offset and strides (but the last) keep its rows of DT 16-byte aligned? */
+bool view_aligned16(const Strided *s, Dtype dt);
 /* Can a row-reduction kernel read strided view S of DT: rows of 16-byte loads at an offset, or one element a row? */
 bool view_rows_take(const Fusion *f, const Strided *s, Dtype dt);
 /*
@@ -174,6 +176,8 @@ void lower_strided_at(Comp *c, Kernel *k, int p, const Tensor *d, const Strided 
  * the position's stride.
  */
 bool lower_index_param(Comp *c, Kernel *k, int p, const Strided *s);
+/* lower_bcast.c: a pointer param for tensor T (its name) that reads input IN's memory: a view of it, or IN itself. */
+int lower_input_ptr(Comp *c, Kernel *k, int in, int t);
 void lower_index_at(Comp *c, Kernel *k, const Tensor *d, const KParam *p, const Strided *s);
 /* lower_bcast.c: stride X as an expression (its number times its sizes' runtime extents). */
 Expr *lower_stride_expr(Comp *c, Kernel *k, const Tensor *d, Stride x);

@@ -251,16 +251,25 @@ view_strided(Comp *c, const Fusion *f, int t, Strided *s, const char **why)
 }
 
 bool
-view_rows_take(const Fusion *f, const Strided *s, Dtype dt)
+view_aligned16(const Strided *s, Dtype dt)
 {
 	int j, bytes = dtype_info[dt].bytes;
-	bool aligned = true;
+	bool aligned = true;   /* (a number of 16-byte steps times sizes is 16-byte steps) */
 
-	(void)f;
 	for (j = 0; j < s->noff; j++)
 		aligned = aligned && s->off[j].k * bytes % 16 == 0;
 	for (j = 0; j + 1 < s->rank; j++)
 		aligned = aligned && s->stride[j].k * bytes % 16 == 0;
+	return aligned;
+}
+
+bool
+view_rows_take(const Fusion *f, const Strided *s, Dtype dt)
+{
+	int bytes = dtype_info[dt].bytes;
+	bool aligned = view_aligned16(s, dt);
+
+	(void)f;
 	if (s->bounded || (s->index && (s->gather || s->index_dim == s->rank - 1 ||
 	                                 s->index_stride.k * bytes % 16 != 0)))
 		return false;   /* (an index must place whole rows: one index element a row) */

@@ -29,9 +29,12 @@ assert_contains(const char *s, const char *part)
 		fail_msg("expected \"%s\" in \"%s\"", part, s ? s : "(null)");
 }
 
-/* Reads SPEC and runs expand and infer; 0 or -1, the message in t->msg. */
+/*
+ * Reads SPEC into a fresh compilation and runs expand and infer, or with
+ * KERNEL every pass to the kernel IR; 0 or -1, the message in t->msg.
+ */
 static int
-infer_spec(Fixture *t, const char *spec)
+run_spec(Fixture *t, const char *spec, bool kernel)
 {
 	Comp *c = &t->c;
 
@@ -41,14 +44,21 @@ infer_spec(Fixture *t, const char *spec)
 	c->nerrors = 0;
 	c->status = WSF_OK;
 	c->fusion = NULL;
+	c->kernel = NULL;
 	t->msg[0] = 0;
 	if (setjmp(c->oom))
 		fail_msg("out of memory");
 	c->src = spec;
 	c->srclen = strlen(spec);
-	if (spec_read(c) || pass_expand(c) || pass_infer(c))
-		return -1;
-	return 0;
+	if (kernel)
+		return spec_read(c) || passes_run(c, WSF_STAGE_FUSION_IR) || passes_run(c, WSF_STAGE_KERNEL_IR) ? -1 : 0;
+	return spec_read(c) || pass_expand(c) || pass_infer(c) ? -1 : 0;
+}
+
+static int
+infer_spec(Fixture *t, const char *spec)
+{
+	return run_spec(t, spec, false);
 }
 
 /* A spec of inputs x (DTYPE, SHAPE) and z (f32 [M, 4]), sizes M and N (default 16), ops OPS and output y. */
@@ -487,17 +497,7 @@ lowered_param(Fixture *t, const char *spec, const char *name, const char **line)
 	char want[64];
 	int i;
 
-	arena_free(c->arena);
-	c->arena = arena_new(&c->oom);
-	c->strs = strtab_new(c->arena);
-	c->nerrors = 0;
-	c->fusion = NULL;
-	c->kernel = NULL;
-	if (setjmp(c->oom))
-		fail_msg("out of memory");
-	c->src = spec;
-	c->srclen = strlen(spec);
-	if (spec_read(c) || passes_run(c, WSF_STAGE_FUSION_IR) || passes_run(c, WSF_STAGE_KERNEL_IR))
+	if (run_spec(t, spec, true))
 		fail_msg("%s", t->msg);
 	buf_init(&b, c->arena);
 	kernel_print(&b, c->kernel);
