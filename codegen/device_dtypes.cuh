@@ -21,15 +21,14 @@ struct wsf_e5m2 {
 	__device__ explicit wsf_e5m2(int zero) : bits((unsigned char)zero) {}
 };
 
-// fp8 -> f32, exact.  e4m3: S.EEEE.MMM, bias 7, no infinities, S.1111.111 NaN.
+// fp8 -> f32, exact: the tensor cores' converter (sm_89 on) to f16, which
+// holds every e4m3 value (a NaN stays a NaN), then f16 -> f32.
 __device__ __forceinline__ float wsf_e4m3_to_f32(unsigned char b)
 {
-	unsigned s = (unsigned)(b & 0x80) << 24, e = (b >> 3) & 15, m = b & 7;
-	if (e == 15 && m == 7)
-		return __uint_as_float(s | 0x7fffffffu);
-	if (e == 0)
-		return __uint_as_float(s | __float_as_uint((float)m * 0x1p-9f));
-	return __uint_as_float(s | (e + 120) << 23 | m << 20);
+	unsigned h;
+
+	asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h) : "h"((unsigned short)b));
+	return wsf_f16_to_f32((wsf_f16)(h & 0xffffu));
 }
 // e5m2 is f16's top byte; a NaN keeps its sign (the f16 converter's NaN is positive, torch's is not).
 __device__ __forceinline__ float wsf_e5m2_to_f32(unsigned char b)
@@ -40,28 +39,25 @@ __device__ __forceinline__ float wsf_e5m2_to_f32(unsigned char b)
 
 // f32 -> fp8 as torch's to(float8_e4m3fn / float8_e5m2), bit for bit: nearest
 // even; e4m3: past 464 (and infinities) NaN; e5m2: from 61440 on infinity.
-// A NaN keeps its sign and is all ones.
+// A NaN keeps its sign and is all ones.  In range, the hardware's converter
+// (one instruction; it saturates where torch does not, hence the tests first).
 __device__ __forceinline__ unsigned char wsf_f32_to_e4m3(float f)
 {
-	unsigned u = __float_as_uint(f), s = (u >> 24) & 0x80, a = u & 0x7fffffffu;
-	if (!(__uint_as_float(a) <= 464.0f))        // NaN, infinity, overflow
-		return (unsigned char)(s | 0x7f);
-	if (a < 0x3c800000u)                        // below 2^-6: subnormal, quantum 2^-9
-		return (unsigned char)(s | (unsigned)rintf(__uint_as_float(a) * 512.0f));
-	a += 0x7ffffu + ((a >> 20) & 1);            // keep 3 mantissa bits, ties to even
-	return (unsigned char)(s | (((a >> 23) - 120) << 3 | ((a >> 20) & 7)));
+	unsigned short r;
+
+	if (!(fabsf(f) <= 464.0f))                  // NaN, infinity, overflow
+		return (unsigned char)((__float_as_uint(f) >> 24 & 0x80) | 0x7f);
+	asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(f));   // f in the low byte
+	return (unsigned char)r;
 }
 __device__ __forceinline__ unsigned char wsf_f32_to_e5m2(float f)
 {
-	unsigned u = __float_as_uint(f), s = (u >> 24) & 0x80, a = u & 0x7fffffffu;
-	if (a > 0x7f800000u)
-		return (unsigned char)(s | 0x7f);
-	if (__uint_as_float(a) >= 61440.0f)
-		return (unsigned char)(s | 0x7c);
-	if (a < 0x38800000u)                        // below 2^-14: subnormal, quantum 2^-16
-		return (unsigned char)(s | (unsigned)rintf(__uint_as_float(a) * 65536.0f));
-	a += 0xfffffu + ((a >> 21) & 1);            // keep 2 mantissa bits, ties to even
-	return (unsigned char)(s | (((a >> 23) - 112) << 2 | ((a >> 21) & 3)));
+	unsigned short r;
+
+	if (!(fabsf(f) < 61440.0f))                 // NaN, infinity, overflow
+		return (unsigned char)((__float_as_uint(f) >> 24 & 0x80) | (f != f ? 0x7f : 0x7c));
+	asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(f));
+	return (unsigned char)r;
 }
 // cast: round to the type, keep computing in f32
 __device__ __forceinline__ float wsf_round_e4m3(float f) { return wsf_e4m3_to_f32(wsf_f32_to_e4m3(f)); }
