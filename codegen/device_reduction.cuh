@@ -27,6 +27,15 @@ __device__ __forceinline__ void wsf_load8_global_l2(float v[8], const float *p, 
 	wsf_unpack8_f32(v, wsf_ldg16_l2(p, pol), wsf_ldg16_l2(p + 4, pol));
 }
 
+// x / s, correctly rounded, from r = 1 / s (correctly rounded, computed once a
+// row): q = x r, then one correction q + (x - q s) r (Markstein), two fmas.
+__device__ __forceinline__ float wsf_div_by(float x, float s, float r)
+{
+	const float q = x * r;
+
+	return fmaf(fmaf(-q, s, x), r, q);
+}
+
 // ---- row reductions: every thread of the CTA calls these together ----
 
 __device__ __forceinline__ float wsf_warp_sum(float v)

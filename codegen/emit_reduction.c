@@ -373,9 +373,14 @@ row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 			if (!need[o->out] || have[o->out] || op_info[o->kind].cls == CLS_REDUCE || !row_computes(o))
 				continue;
 			if (o->kind == OP_DIV && o->in[1].tensor && !row_full(e->k, o->in[1].tensor))
-				/* by a per-row value: one reciprocal a row (hoisted), a multiply an element */
-				emit_line(e, "%s[v] = %s * (1.0f / %s);   // div%s", row_value(e, o->out), row_operand(e, &o->in[0]),
-				          row_operand(e, &o->in[1]), e->row.steps ? emit_pos(e, o->pos) : "");
+				/*
+				 * By a per-row value: one reciprocal a row (hoisted) and a
+				 * multiply an element, corrected by one step (two fmas) to
+				 * the correctly rounded quotient, as x / s gives (torch's).
+				 */
+				emit_line(e, "%s[v] = wsf_div_by(%s, %s, 1.0f / %s);   // div%s", row_value(e, o->out),
+				          row_operand(e, &o->in[0]), row_operand(e, &o->in[1]), row_operand(e, &o->in[1]),
+				          e->row.steps ? emit_pos(e, o->pos) : "");
 			else
 				emit_line(e, "%s[v] = %s;   // %s%s", row_value(e, o->out),
 				          emit_op_text3(e, o, row_operand(e, &o->in[0]), o->nin > 1 ? row_operand(e, &o->in[1]) : "",

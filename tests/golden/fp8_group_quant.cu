@@ -70,7 +70,7 @@ wsfuse_fp8_group_quant(
                 wsf_unpack8(v_x, raw_x[it]);
                 #pragma unroll
                 for (int v = 0; v < 8; v++) {
-                    v_xs[it][v] = v_x[v] * (1.0f / r_s);   // div  // tests/golden/fp8_group_quant.yaml:14
+                    v_xs[it][v] = wsf_div_by(v_x[v], r_s, 1.0f / r_s);   // div  // tests/golden/fp8_group_quant.yaml:14
                     v_y[it][v] = v_xs[it][v];   // cast  // tests/golden/fp8_group_quant.yaml:15
                 }
                 if (wsf_live) {

@@ -82,7 +82,7 @@ wsfuse_fp8_quant(
                 wsf_unpack8(v_x, raw_x[it]);
                 #pragma unroll
                 for (int v = 0; v < 8; v++) {
-                    v_xs[it][v] = v_x[v] * (1.0f / r_scale);   // div  // tests/golden/fp8_quant.yaml:14
+                    v_xs[it][v] = wsf_div_by(v_x[v], r_scale, 1.0f / r_scale);   // div  // tests/golden/fp8_quant.yaml:14
                     v_y[it][v] = v_xs[it][v];   // cast  // tests/golden/fp8_quant.yaml:15
                 }
                 if (e + 8 <= cols) {  // tests/golden/fp8_quant.yaml:17

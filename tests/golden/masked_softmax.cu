@@ -101,7 +101,7 @@ wsfuse_masked_softmax(
                     v_xs[it][v] = v_x[v] * 0.125f;   // mul  // tests/golden/masked_softmax.yaml:12
                     v_z[it][v] = v_xs[it][v] + v_mask[it][v];   // add  // tests/golden/masked_softmax.yaml:13
                     v_y_shifted[it][v] = v_z[it][v] - r_y_max;   // sub  // tests/golden/masked_softmax.yaml:14
-                    v_y[it][v] = v_y_exp[it][v] * (1.0f / r_y_sum);   // div  // tests/golden/masked_softmax.yaml:14
+                    v_y[it][v] = wsf_div_by(v_y_exp[it][v], r_y_sum, 1.0f / r_y_sum);   // div  // tests/golden/masked_softmax.yaml:14
                 }
                 if (wsf_live) {
                     if (e + 8 <= cols) {  // tests/golden/masked_softmax.yaml:17

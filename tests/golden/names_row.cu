@@ -88,7 +88,7 @@ wsf_compute(
         #pragma unroll
         for (int v = 0; v < 8; v++) {
             v_y_shifted[it][v] = v_x[it][v] - r_y_max_2;   // sub  // tests/golden/names_row.yaml:17
-            v_y[it][v] = v_y_exp[it][v] * (1.0f / r_y_sum_2);   // div  // tests/golden/names_row.yaml:17
+            v_y[it][v] = wsf_div_by(v_y_exp[it][v], r_y_sum_2, 1.0f / r_y_sum_2);   // div  // tests/golden/names_row.yaml:17
             v_y_sum[it][v] = v_y[it][v] + v_y_out[it][v];   // add  // tests/golden/names_row.yaml:18
             v_wsf_red[it][v] = v_y_sum[it][v] * v_y_max[it][v];   // mul  // tests/golden/names_row.yaml:19
             v_int[it][v] = v_wsf_red[it][v] + v_wsf[it][v];   // add  // tests/golden/names_row.yaml:20

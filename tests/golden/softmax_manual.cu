@@ -81,7 +81,7 @@ wsfuse_softmax_manual(
                 #pragma unroll
                 for (int v = 0; v < 8; v++) {
                     v_d[it][v] = v_x[v] - r_m;   // sub  // examples/softmax_manual.yaml:18
-                    v_y[it][v] = v_e[it][v] * (1.0f / r_s);   // div  // examples/softmax_manual.yaml:21
+                    v_y[it][v] = wsf_div_by(v_e[it][v], r_s, 1.0f / r_s);   // div  // examples/softmax_manual.yaml:21
                 }
                 if (wsf_live) {
                     if (e + 8 <= cols) {  // examples/softmax_manual.yaml:24

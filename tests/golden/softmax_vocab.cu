@@ -56,7 +56,7 @@ wsfuse_softmax_vocab(
                         v_scaled[v] = v_logits[v] * 1.25f;   // mul
                         v_probs_shifted[v] = v_scaled[v] - r_probs_max;   // sub
                         v_probs_exp[v] = __expf(v_probs_shifted[v]);   // exp
-                        v_probs[v] = v_probs_exp[v] * (1.0f / r_probs_sum);   // div
+                        v_probs[v] = wsf_div_by(v_probs_exp[v], r_probs_sum, 1.0f / r_probs_sum);   // div
                     }
                     if (e + 8 <= cols) {  // examples/softmax_vocab.yaml:25
                         wsf_store8(out_probs + row * cols + e, v_probs);
