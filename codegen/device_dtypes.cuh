@@ -78,6 +78,45 @@ template <class S, class R> __device__ __forceinline__ S wsf_put(S *, R v) { ret
 // Eight elements as one aligned access (8 of 1 byte: 8 bytes; of 8 bytes: 4 x 16).
 template <class S> struct alignas(sizeof(S) * 8 < 16 ? sizeof(S) * 8 : 16) wsf_pack8 { S x[8]; };
 
+// Eight fp8 elements: four of the converter's pairs to f16x2, then f32.
+__device__ __forceinline__ void wsf_fp8x8_to_f32(float v[8], uint2 u, bool e5m2)
+{
+	unsigned w[2] = {u.x, u.y};
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		unsigned h, pair = w[i / 2] >> (i % 2 * 16) & 0xffffu;
+
+		if (e5m2)
+			asm("cvt.rn.f16x2.e5m2x2 %0, %1;" : "=r"(h) : "h"((unsigned short)pair));
+		else
+			asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h) : "h"((unsigned short)pair));
+		v[2 * i] = wsf_f16_to_f32((wsf_f16)(h & 0xffffu));
+		v[2 * i + 1] = wsf_f16_to_f32((wsf_f16)(h >> 16));
+	}
+}
+__device__ __forceinline__ void wsf_load8(float v[8], const wsf_e4m3 *p) { wsf_fp8x8_to_f32(v, *(const uint2 *)p, false); }
+__device__ __forceinline__ void wsf_load8(float v[8], const wsf_e5m2 *p) { wsf_fp8x8_to_f32(v, *(const uint2 *)p, true); }
+// Two f32 to fp8 as torch converts them: one converter instruction where both are in range.
+__device__ __forceinline__ unsigned wsf_f32x2_to_fp8x2(float lo, float hi, bool e5m2)
+{
+	unsigned short r;
+
+	if (e5m2 ? !(fabsf(lo) < 61440.0f && fabsf(hi) < 61440.0f) : !(fabsf(lo) <= 464.0f && fabsf(hi) <= 464.0f))
+		return e5m2 ? (unsigned)wsf_f32_to_e5m2(hi) << 8 | wsf_f32_to_e5m2(lo)
+		            : (unsigned)wsf_f32_to_e4m3(hi) << 8 | wsf_f32_to_e4m3(lo);
+	if (e5m2)
+		asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+	else
+		asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+	return r;
+}
+__device__ __forceinline__ uint2 wsf_f32x8_to_fp8x8(const float v[8], bool e5m2)
+{
+	return make_uint2(wsf_f32x2_to_fp8x2(v[0], v[1], e5m2) | wsf_f32x2_to_fp8x2(v[2], v[3], e5m2) << 16,
+	                  wsf_f32x2_to_fp8x2(v[4], v[5], e5m2) | wsf_f32x2_to_fp8x2(v[6], v[7], e5m2) << 16);
+}
+__device__ __forceinline__ void wsf_store8(wsf_e4m3 *p, const float v[8]) { *(uint2 *)p = wsf_f32x8_to_fp8x8(v, false); }
+__device__ __forceinline__ void wsf_store8(wsf_e5m2 *p, const float v[8]) { *(uint2 *)p = wsf_f32x8_to_fp8x8(v, true); }
 template <class R, class S> __device__ __forceinline__ void wsf_load8(R v[8], const S *p)
 {
 	wsf_pack8<S> u = *(const wsf_pack8<S> *)p;
