@@ -22,13 +22,18 @@ struct wsf_e5m2 {
 };
 
 // fp8 -> f32, exact: the tensor cores' converter (sm_89 on) to f16, which
-// holds every e4m3 value (a NaN stays a NaN), then f16 -> f32.
+// holds every e4m3 value, then f16 -> f32; a NaN keeps its sign (the f16
+// converter's NaN is positive, torch's is not).
+__device__ __forceinline__ float wsf_fp8_nan_signed(float v, unsigned b)
+{
+	return v != v ? __uint_as_float((b & 0x80u) << 24 | 0x7fffffffu) : v;
+}
 __device__ __forceinline__ float wsf_e4m3_to_f32(unsigned char b)
 {
 	unsigned h;
 
 	asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h) : "h"((unsigned short)b));
-	return wsf_f16_to_f32((wsf_f16)(h & 0xffffu));
+	return wsf_fp8_nan_signed(wsf_f16_to_f32((wsf_f16)(h & 0xffffu)), b);
 }
 // e5m2 is f16's top byte; a NaN keeps its sign (the f16 converter's NaN is positive, torch's is not).
 __device__ __forceinline__ float wsf_e5m2_to_f32(unsigned char b)
@@ -90,8 +95,8 @@ __device__ __forceinline__ void wsf_fp8x8_to_f32(float v[8], uint2 u, bool e5m2)
 			asm("cvt.rn.f16x2.e5m2x2 %0, %1;" : "=r"(h) : "h"((unsigned short)pair));
 		else
 			asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h) : "h"((unsigned short)pair));
-		v[2 * i] = wsf_f16_to_f32((wsf_f16)(h & 0xffffu));
-		v[2 * i + 1] = wsf_f16_to_f32((wsf_f16)(h >> 16));
+		v[2 * i] = wsf_fp8_nan_signed(wsf_f16_to_f32((wsf_f16)(h & 0xffffu)), pair);
+		v[2 * i + 1] = wsf_fp8_nan_signed(wsf_f16_to_f32((wsf_f16)(h >> 16)), pair >> 8);
 	}
 }
 __device__ __forceinline__ void wsf_load8(float v[8], const wsf_e4m3 *p) { wsf_fp8x8_to_f32(v, *(const uint2 *)p, false); }
