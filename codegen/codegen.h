@@ -69,7 +69,7 @@ enum { VEC = 8 };   /* elements a thread takes at a time: 16-byte shared loads a
 enum {
 	PFX_VALUE, PFX_ROW, PFX_ACC, PFX_CNT, PFX_RAW, PFX_IN, PFX_OUT,   /* + a tensor's base name */
 	PFX_HERE, PFX_AHEAD, PFX_FETCH, PFX_RESULT, PFX_MEM, PFX_MAP, PFX_SUB,
-	PFX_TILE, PFX_CHUNK, PFX_ROWBUF, PFX_STAGE, PFX_PART,   /* buffers (lowering's names): + a tensor's name */
+	PFX_TILE, PFX_CHUNK, PFX_ROWBUF, PFX_STAGE, PFX_PART, PFX_EXCHANGE,   /* buffers (lowering's names): + a tensor's name */
 	PFX_CUR,                                      /* a buffer's current copy: + the buffer's name */
 	PFX_KERNEL,                                   /* the kernel: + the fusion's name */
 	PFX_COUNT

@@ -149,6 +149,7 @@ static const char *const prefixes[PFX_COUNT] = {
 	[PFX_ROWBUF] = "row_",   /* an input row (a row reduction) */
 	[PFX_STAGE] = "stage_",  /* an output's staging tile for TMA stores */
 	[PFX_PART] = "part_",    /* a matmul's partial sums, a K-split's (split_k) */
+	[PFX_EXCHANGE] = "exchange_",   /* a transposed view's tile, exchanged through shared memory */
 	[PFX_CUR] = "cur_",      /* the copy of a buffer the compute reads or writes */
 	[PFX_KERNEL] = "wsfuse_",
 };
@@ -226,7 +227,7 @@ check_names(Emit *e)
 			return diag_internal(e->c, "codegen", "mbarrier '%s' begins with a name prefix", k->bar[i].name);
 	for (i = 1; i < k->nbuf; i++) {
 		pfx = prefixed(k->buf[i].name);
-		if (pfx < PFX_TILE || pfx > PFX_PART ||
+		if (pfx < PFX_TILE || pfx > PFX_EXCHANGE ||
 		    strcmp(k->buf[i].name + strlen(prefixes[pfx]), e->f->tensor[k->buf[i].tensor].name) != 0)
 			return diag_internal(e->c, "codegen", "buffer '%s' is not a buffer prefix and its tensor's name",
 			                     k->buf[i].name);
@@ -847,7 +848,8 @@ emit_params(Emit *e)
 				emit_line(e, "const %s *__restrict__ %s%s   // input %s '%s', read as its view '%s'%s",
 				          emit_type(p->dtype), emit_param_name(e, p), sep, dtype_info[p->dtype].name,
 				          e->f->tensor[e->f->input[p->arg]].name, e->f->tensor[p->tensor].name,
-				          p->view == VIEW_ELEM_AT ? ", element by element" : "");
+				          p->view == VIEW_ELEM_AT ? ", element by element" :
+				          p->view == VIEW_EXCHANGE ? ", its tiles exchanged through shared memory" : "");
 				break;
 			}
 			if (p->readback) {   /* not restrict, nor read through the read-only path: TMA stores write it */

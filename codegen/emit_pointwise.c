@@ -100,7 +100,7 @@ emit_boxed_view(Emit *e, const KParam *p, const char *v)
 		emit_line(e, "    %s[v] = in_box && col + v < cols%s ? %s(src + (col + v)%s) : %s;", v,
 		          hi == INT64_MAX ? "" : arena_printf(e->c->arena, " && col + v >= %lldLL && col + v < %lldLL",
 		                                              (long long)lo, (long long)hi),
-		          ld, p->view == VIEW_ROW_AT ? "" : arena_printf(e->c->arena, " * %lldLL", (long long)p->step), fill);
+		          ld, p->view == VIEW_ROW_AT ? "" : arena_printf(e->c->arena, " * %s", emit_expr_str(e, p->step)), fill);
 		if (p->view == VIEW_ROW_AT) {
 			e->depth--;
 			emit_line(e, "}");
@@ -108,6 +108,18 @@ emit_boxed_view(Emit *e, const KParam *p, const char *v)
 	}
 	e->depth--;
 	emit_line(e, "}");
+}
+
+/* The exchange buffer (BUF_EXCHANGE) of param P, or 0: none. */
+static int
+exchange_of(const Kernel *k, int p)
+{
+	int b;
+
+	for (b = 1; b < k->nbuf; b++)
+		if (k->buf[b].kind == BUF_EXCHANGE && k->buf[b].param == p)
+			return b;
+	return 0;
 }
 
 /*
@@ -127,7 +139,7 @@ emit_indexed_view(Emit *e, const KParam *p, const char *v)
 	emit_line(e, "{   // at the positions '%s' holds", e->f->tensor[ix->tensor].name);
 	e->depth++;
 	emit_line(e, "const %s *src = %s + (%s);", emit_type(p->dtype), emit_param_name(e, p), emit_expr_str(e, p->at));
-	if (!ix->step) {
+	if (ex_is_int(ix->step, 0)) {
 		emit_line(e, "src += (long long)%s[%s] * (%s);", in, emit_expr_str(e, ix->at), scale);
 		if (p->view == VIEW_ROW_AT) {
 			emit_line(e, "if (col + %d <= cols) {", VEC);
@@ -137,7 +149,7 @@ emit_indexed_view(Emit *e, const KParam *p, const char *v)
 		}
 		emit_line(e, "#pragma unroll");
 		emit_line(e, "for (int v = 0; v < %d; v++)", VEC);
-		emit_line(e, "    %s[v] = col + v < cols ? %s(src + (col + v) * %lldLL) : 0;", v, ld, (long long)p->step);
+		emit_line(e, "    %s[v] = col + v < cols ? %s(src + (col + v) * %s) : 0;", v, ld, emit_expr_str(e, p->step));
 		if (p->view == VIEW_ROW_AT) {
 			e->depth--;
 			emit_line(e, "}");
@@ -146,8 +158,8 @@ emit_indexed_view(Emit *e, const KParam *p, const char *v)
 		emit_line(e, "const %s *wsf_pos = %s + (%s);", emit_type(ix->dtype), in, emit_expr_str(e, ix->at));
 		emit_line(e, "#pragma unroll");
 		emit_line(e, "for (int v = 0; v < %d; v++)", VEC);
-		emit_line(e, "    %s[v] = col + v < cols ? %s(src + (col + v) * %lldLL + (long long)wsf_pos[(col + v) * %lldLL] * "
-		          "(%s)) : 0;", v, ld, (long long)p->step, (long long)ix->step, scale);
+		emit_line(e, "    %s[v] = col + v < cols ? %s(src + (col + v) * %s + (long long)wsf_pos[(col + v) * %s] * "
+		          "(%s)) : 0;", v, ld, emit_expr_str(e, p->step), emit_expr_str(e, ix->step), scale);
 	}
 	e->depth--;
 	emit_line(e, "}");
@@ -213,6 +225,12 @@ emit_inputs(Emit *e)
 			emit_indexed_view(e, p, v);
 		} else if (p->bounds) {
 			emit_boxed_view(e, p, v);
+		} else if (p->view == VIEW_EXCHANGE) {   /* a transposed view's tile, exchanged: column c + v, row r */
+			emit_line(e, "#pragma unroll");
+			emit_line(e, "for (int v = 0; v < %d; v++)", VEC);
+			emit_line(e, "    %s[v] = col + v < cols ? %s(%s + (c + v) * %d + r) : 0;", v,
+			          p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", emit_curname(e, exchange_of(k, i)),
+			          k->buf[exchange_of(k, i)].cols);
 		} else if (emit_buf_of(k, t) < k->nbuf) {   /* staged: a tile buffer */
 			emit_line(e, "wsf_load8%s(%s, %s + %s);", suf, v, emit_curname(e, emit_buf_of(k, t)),
 			          p->view == VIEW_ROW ? "c" : "e");
@@ -244,8 +262,8 @@ emit_inputs(Emit *e)
 			          emit_expr_str(e, p->at));
 			emit_line(e, "    #pragma unroll");
 			emit_line(e, "    for (int v = 0; v < %d; v++)", VEC);
-			emit_line(e, "        %s[v] = col + v < cols ? %s(src + (col + v) * %lldLL) : 0;", v,
-			          p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", (long long)p->step);
+			emit_line(e, "        %s[v] = col + v < cols ? %s(src + (col + v) * %s) : 0;", v,
+			          p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", emit_expr_str(e, p->step));
 			emit_line(e, "}");
 		} else if (p->view == VIEW_COL_AT) {   /* one element a row, at the row's offset */
 			emit_line(e, "{");
@@ -365,6 +383,44 @@ emit_compute(Emit *e, const Stmt *s)
 	emit_line(e, "}");
 }
 
+/*
+ * ST_EXCHANGE: the compute's threads copy a transposed view's tile into its
+ * exchange buffer, consecutive threads taking consecutive rows of the tile,
+ * which are consecutive elements of memory: a column of the tile a row of
+ * the buffer (its pitch a word longer than the tile's rows: no two threads
+ * of a warp on one bank).
+ */
+static void
+emit_exchange(Emit *e, const Stmt *s)
+{
+	const Kernel *k = e->k;
+	const KParam *p = &k->param[s->u.tma.param];
+	const KBuf *u = &k->buf[s->u.tma.buf];
+	int rows = k->tile_rows, cols = k->tile_cols;
+
+	emit_line(e, "{%s", emit_comment(e, s));
+	e->depth++;
+	emit_line(e, "%s *ex = %s;", emit_type(u->dtype), emit_buf_at(e, s->u.tma.buf, s->u.tma.slot));
+	emit_line(e, "const long long top = %s, left = %s;", emit_expr_str(e, s->u.tma.row), emit_expr_str(e, s->u.tma.col));
+	emit_line(e, "#pragma unroll");   /* every load issued before the first store to shared memory */
+	emit_line(e, "for (int e = threadIdx.x; e < %d; e += %d) {", rows * cols, k->consumer_threads);
+	emit_line(e, "    const int r = e %% %d, c = e / %d;", rows, rows);
+	emit_line(e, "    const long long row = top + r, col = left + c;");
+	emit_line(e, "    if (row < rows && col < cols)");
+	emit_line(e, "        ex[c * %d + r] = %s[(%s) + col * %s];", u->cols, emit_param_name(e, p),
+	          emit_expr_str(e, p->at), emit_expr_str(e, p->step));
+	emit_line(e, "}");
+	e->depth--;
+	emit_line(e, "}");
+}
+
+static void
+pointwise_stmt(Emit *e, const Stmt *s)
+{
+	if (s->kind == ST_EXCHANGE)
+		emit_exchange(e, s);
+}
+
 /* Pointwise tiles need few registers: 1 leaves the compiler free (__launch_bounds__). */
 static int
 min_ctas(const Kernel *k)
@@ -374,6 +430,7 @@ min_ctas(const Kernel *k)
 
 const EmitFamily emit_pointwise_family = {
 	.compute = emit_compute,
+	.stmt = pointwise_stmt,
 	.min_ctas = min_ctas,
 	.unit = "tile",
 };

@@ -980,9 +980,10 @@ print_stats(const WsfKernel *k)
 		fprintf(stderr, "  grid: %" PRId64 " CTA%s, one a tile, at%s\n", st.grid, st.grid == 1 ? "" : "s", sizes);
 	if (st.cluster > 1)
 		fprintf(stderr, "  clusters of %d CTAs: the persistent grid is the clusters that fit at once\n", st.cluster);
-	if (st.view_rows + st.view_cols + st.view_elems)
+	if (st.view_rows + st.view_cols + st.view_elems + st.view_tiles)
 		fprintf(stderr, "  views of inputs, read through the input's pointer: %d as rows of 16-byte loads at an "
-		        "offset, %d one element a row, %d element by element\n", st.view_rows, st.view_cols, st.view_elems);
+		        "offset, %d one element a row, %d element by element, %d as tiles exchanged through shared "
+		        "memory (a transpose)\n", st.view_rows, st.view_cols, st.view_elems, st.view_tiles);
 	if (st.workspace)
 		fprintf(stderr, "  stream-K: the last wave's tiles (all, when fewer than the CTAs) split over the CTAs by "
 		        "k-steps; a workspace of %d bytes a CTA and 4 KiB of flags for each stream it is launched on\n",

@@ -290,7 +290,8 @@ typedef struct WsfKernelStats {
 	int view_rows;      /* views of inputs (slices, chunks, transposes, pads...: docs/spec.md, Views) the
 	                       kernel reads through their input's pointer: as rows of 16-byte loads at an offset, */
 	int view_cols;      /* as one element a row, */
-	int view_elems;     /* and element by element (a step or a transpose across the columns) */
+	int view_elems;     /* element by element (a step across the columns), */
+	int view_tiles;     /* and as tiles exchanged through shared memory (a transpose of the innermost dim) */
 } WsfKernelStats;
 
 /*

@@ -488,7 +488,6 @@ void shape_print(Buf *b, const Fusion *f, const Tensor *t);
 /* The attributes op O of F takes, each " name=value" (" axis=1 keepdim=true"). */
 void op_print_attrs(Buf *b, const Fusion *f, const Op *o);
 
-
 /* ---- kernel.c: the kernel IR ----------------------------------------- */
 
 /*
@@ -551,7 +550,8 @@ typedef enum View {
 	VIEW_ROW_AT, /* a row of cols elements at KParam.at, which the domain row picks (broadcast along a
 	                leading dim: [T, 1, D] over [T, NH, D]; passes/lower_bcast.c) */
 	VIEW_COL_AT, /* one element a domain row, at KParam.at ([NH, 1] over [T, NH, D]) */
-	VIEW_ELEM_AT /* a view (passes/views.c) read element by element at KParam.at + col x KParam.step */
+	VIEW_ELEM_AT, /* a view (passes/views.c) read element by element at KParam.at + col x KParam.step */
+	VIEW_EXCHANGE /* VIEW_ELEM_AT's across its memory's rows (a transpose): a tile through a BUF_EXCHANGE */
 } View;
 
 /* Stream-K's workspace: the CTAs a grid may have, whose flags come first (PK_WORKSPACE). */
@@ -593,7 +593,7 @@ typedef struct KParam {
 	SizeOf size;      /* PK_SIZE: which extent it holds */
 	Expr *at;         /* VIEW_ROW_AT, VIEW_COL_AT, VIEW_ELEM_AT: the element offset the domain row reads at, an
 	                     expression of the variable "row" (the compute's domain row) and size params */
-	int64_t step;     /* VIEW_ELEM_AT: elements from one column's to the next's */
+	Expr *step;       /* VIEW_ELEM_AT: elements from one column's to the next's (size params' products) */
 	const KBounds *bounds;   /* a view read inside a box alone, or at an index's positions (plan.h) */
 } KParam;
 
@@ -603,10 +603,12 @@ typedef enum BufKind {
 	BUF_STAGING,   /* an output tile written by compute, read by a TMA store */
 	BUF_PARTIAL,   /* a K-split's partial accumulator: each consumer warpgroup's fragment (a row of
 	                  the buffer, register-major), which rank 0 of the cluster reads (ST_SPLIT_REDUCE) */
-	BUF_ROW        /* an epilogue's row input (param, a PK_PTR bias [N]) over the tile's columns: copied
+	BUF_ROW,       /* an epilogue's row input (param, a PK_PTR bias [N]) over the tile's columns: copied
 	                  by the consumers, a column a thread, from global memory (ST_ROW_FETCH, at the
 	                  tile's start) to a copy of it (ST_ROW_PUT, after the k loop), read by the
 	                  epilogue's compute; two copies, alternating by tile */
+	BUF_EXCHANGE   /* a transposed view's tile (param), [tile cols][tile rows + a word]: ST_EXCHANGE writes it
+	                  along the view's memory, the compute reads it along the domain's rows */
 } BufKind;
 
 /*
@@ -810,6 +812,8 @@ struct Stmt {
 		 * what global memory holds there (cp.reduce.async.bulk.tensor .add).
 		 * ST_TMA_PREFETCH: param's (a PK_TMAP) box at (row, col) into L2 when
 		 * cond holds (NULL: always): a hint, no buffer, no barrier.
+		 * ST_EXCHANGE: buf (BUF_EXCHANGE) <- the tile (row, col) of param's
+		 * view, by the compute's threads; a barrier before the compute reads it.
 		 */
 		struct StTma {
 			int param, buf;
@@ -1066,8 +1070,9 @@ Expr *ex_subst(Comp *c, const Expr *e, int var, Expr *with);
 bool ex_uses_var(const Expr *e, int var);
 /* E with every variable a let in BLOCK's body sets replaced by its value (later lets use only earlier ones). */
 Expr *ex_inline_lets(Comp *c, const Stmt *block, Expr *e);
-/* Structurally equal (so equal in value)? */
+/* Structurally equal (so equal in value)?  Is E the integer V? */
 bool ex_equal(const Expr *a, const Expr *b);
+bool ex_is_int(const Expr *e, int64_t v);
 /* A stage counter LIN's slot (LIN + OFF) % STAGES and phase (LIN / STAGES) & 1 (a matmul's in 32 bits) */
 Expr *ex_stage_slot(Comp *c, const Kernel *k, Expr *lin, int64_t off, int stages);
 Expr *ex_stage_parity(Comp *c, const Kernel *k, Expr *lin, int stages);
@@ -1143,8 +1148,7 @@ typedef struct LaunchParam {
 typedef enum GridRule {
 	GRID_PER_TILE,     /* T x C: one CTA (cluster) a tile */
 	GRID_PERSISTENT,   /* min(T x C, H): each CTA loops over tiles */
-	GRID_ALL           /* H: stream-K spreads fewer tiles' k-steps over every CTA (or T x C without a
-	                      workspace: whole tiles) */
+	GRID_ALL           /* H: stream-K spreads fewer tiles' k-steps over every CTA (no workspace: T x C) */
 } GridRule;
 
 typedef struct Launch {
@@ -1167,8 +1171,7 @@ typedef struct Launch {
 	int row_cap;            /* the widest row the kernel keeps in shared memory; 0: no bound */
 	GridRule grid;
 	int64_t workspace_slot; /* stream-K: bytes a CTA of the workspace (PK_WORKSPACE); 0: none */
-	bool workspace_asked;   /* the schedule asked for stream-K: a launch without its workspace is an error,
-	                           where a default one runs its tiles whole */
+	bool workspace_asked;   /* stream-K asked for: no workspace is an error (a default runs tiles whole) */
 	/* tile signals (wsf_kernel_launch_ex's flags) */
 	bool signal;            /* sets a flag an output tile: a launch needs flags and an epoch */
 	bool tile_consumer;     /* signals to its own consumer role (which may raise flags itself) */
@@ -1190,11 +1193,8 @@ void expr_print(Buf *b, const Kernel *k, const Expr *e);
 
 /* The fusion DAG: inputs, ops (a composite's parts grouped under its name), outputs. */
 void fusion_dot(Buf *b, const Fusion *f);
-/*
- * The kernel's roles and pipelines: global tensors, the shared-memory
- * buffers and mbarriers of each pipeline, accumulators, the thread roles,
- * and who loads, waits, arrives, computes and stores what.
- */
+/* The kernel's roles and pipelines: global tensors, the buffers and mbarriers of each pipeline,
+ * accumulators, the thread roles, and who loads, waits, arrives, computes and stores what. */
 void kernel_dot(Buf *b, const Kernel *k);
 
 #endif /* WSFUSE_IR_H */

@@ -443,6 +443,7 @@ st_exprs(Stmt *s, Expr **x[ST_MAX_EXPRS])
 	case ST_TMA_LOAD:
 	case ST_TMA_STORE:
 	case ST_TMA_PREFETCH:
+	case ST_EXCHANGE:
 		X(tma.slot), X(tma.off), X(tma.row), X(tma.col), X(tma.batch), X(tma.mcast), X(tma.barslot), X(tma.cond);
 		break;
 	case ST_EXPECT_TX:
@@ -539,6 +540,12 @@ ex_equal(const Expr *a, const Expr *b)
 	if (a->kind != b->kind || a->ival != b->ival || a->var != b->var || a->u32 != b->u32)
 		return false;
 	return ex_equal(a->a, b->a) && ex_equal(a->b, b->b);
+}
+
+bool
+ex_is_int(const Expr *e, int64_t v)
+{
+	return e && e->kind == EX_INT && e->ival == v;
 }
 
 /*

@@ -281,6 +281,17 @@ print_tma_prefetch(Buf *b, const Kernel *k, const Stmt *s, int depth)
 }
 
 static bool
+print_exchange(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	(void)depth;
+	buf_puts(b, "exchange ");
+	slot_print(b, k, k->buf[s->u.tma.buf].name, s->u.tma.slot);
+	buf_printf(b, " <- %s", k->param[s->u.tma.param].name);
+	at_print(b, k, s);
+	return true;
+}
+
+static bool
 print_tma_store(Buf *b, const Kernel *k, const Stmt *s, int depth)
 {
 	const KParam *p = &k->param[s->u.tma.param];
@@ -611,7 +622,7 @@ shape_print_dims(Buf *b, const Kernel *k, const KParam *p)
 	buf_puts(b, "]");
 }
 
-static const char *const view_name[] = {"", "full", "row", "col", "scalar", "row_at", "col_at", "elem_at"};
+static const char *const view_name[] = {"", "full", "row", "col", "scalar", "row_at", "col_at", "elem_at", "exchange_at"};
 
 void
 kernel_print(Buf *b, const Kernel *k)
@@ -664,8 +675,10 @@ kernel_print(Buf *b, const Kernel *k)
 				buf_puts(b, " at=");
 				expr_print(b, k, p->at);
 			}
-			if (p->view == VIEW_ELEM_AT)
-				buf_printf(b, " step=%lld", (long long)p->step);
+			if (p->view == VIEW_ELEM_AT || p->view == VIEW_EXCHANGE) {
+				buf_puts(b, " step=");
+				expr_print(b, k, p->step);
+			}
 			if (p->bounds && p->bounds->index_param) {   /* placed by an index's values (views.c) */
 				buf_printf(b, " by=%s scale=", k->param[p->bounds->index_param].name);
 				expr_print(b, k, p->bounds->index_scale);
@@ -713,6 +726,8 @@ kernel_print(Buf *b, const Kernel *k)
 			                             : " partial sums, read by rank 0 of the cluster");
 		else if (u->kind == BUF_ROW)
 			buf_printf(b, " the tile's columns of %s, a copy a tile", k->param[u->param].name);
+		else if (u->kind == BUF_EXCHANGE)
+			buf_printf(b, " %s's tile, a column a row, exchanged by the compute's threads", k->param[u->param].name);
 		else
 			buf_printf(b, " %s %s", u->kind == BUF_TILE ? "loaded from" : "stored to", k->param[u->param].name);
 		if (u->preload)   /* lowering's candidate (a pointer), or the input the copies carry */

@@ -554,7 +554,8 @@ kernel_verify(Comp *c, const Kernel *k, const char *after)
 	v.defined = arena_alloc(c->arena, (size_t)k->nvar * sizeof *v.defined);
 	for (i = 1; i < k->nparam; i++) {
 		const KParam *p = &k->param[i];
-		bool at = p->view == VIEW_ROW_AT || p->view == VIEW_COL_AT || p->view == VIEW_ELEM_AT;
+		bool at = p->view == VIEW_ROW_AT || p->view == VIEW_COL_AT || p->view == VIEW_ELEM_AT ||
+		          p->view == VIEW_EXCHANGE;
 		bool view = kparam_is_view(k->fusion, p) ||   /* views.c: at its offset, whatever its role */
 		            p->view == VIEW_NONE;              /* an index's memory (plan.h, KBounds) */
 

@@ -168,7 +168,7 @@ lower_strided_at(Comp *c, Kernel *k, int p, const Tensor *d, const Strided *s)
 		at = at ? ex_bin(c, EX_ADD, at, digit) : digit;
 	}
 	k->param[p].at = at ? at : ex_int(c, 0);
-	k->param[p].step = d->rank ? st[d->rank - 1].k : 0;
+	k->param[p].step = lower_stride_expr(c, k, d, d->rank ? st[d->rank - 1] : zero);
 }
 
 Expr *

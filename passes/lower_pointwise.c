@@ -59,6 +59,17 @@ classify(const Tensor *t, const Tensor *d)
 	return VIEW_NONE;
 }
 
+/* Does a param of K have view V? */
+static bool
+has_view(const Kernel *k, View v)
+{
+	int j;
+
+	for (j = 1; j < k->nparam && k->param[j].view != v; j++)
+		;
+	return j < k->nparam;
+}
+
 static int
 pow2_floor(int x)
 {
@@ -75,9 +86,11 @@ pow2_floor(int x)
  * elements as rows as wide as a tile), fills half a stage: 8 CTAs an SM
  * (the thread limit) instead of 7.  One row (`tile: [1, 2048]`) is a hint,
  * not a default: it helps one device and not the other (docs/perf_history.md).
+ * A kernel that exchanges a transposed view (EXCHANGE) takes 64 x 64 tiles:
+ * each of the view's tile columns is 64 consecutive elements of memory.
  */
 static void
-choose_tile(Kernel *k, const Fusion *f, int row_bytes, const Tensor *d)
+choose_tile(Kernel *k, const Fusion *f, int row_bytes, const Tensor *d, bool exchange)
 {
 	const Schedule *s = &f->sched;
 	int64_t cols = d->rank ? dim_value(f, d->dim[d->rank - 1]) : 1;
@@ -95,6 +108,10 @@ choose_tile(Kernel *k, const Fusion *f, int row_bytes, const Tensor *d)
 		k->tile_rows = 256;
 	if (k->tile_rows < 1)
 		k->tile_rows = 1;
+	if (exchange) {
+		k->tile_rows = 64;
+		k->tile_cols = k->tile_cols < 64 ? k->tile_cols : 64;
+	}
 	if (!k->pw.flat && rows > 0 && rows < k->tile_rows)
 		k->tile_rows = pow2_floor((int)rows);
 	if (s->ntile >= 2) {
@@ -219,12 +236,42 @@ param_offsets(Comp *c, Kernel *k, const Tensor *d)
 				lower_index_at(c, k, d, &k->param[j], &s);
 			if (s.bounded && k->param[j].view == VIEW_COL_AT && k->param[j].bounds->hi[d->rank - 1] != INT64_MAX)
 				k->param[j].view = VIEW_ELEM_AT;   /* (a box across the columns: tested element by element) */
-			if (k->param[j].step != 1 && k->param[j].view == VIEW_ROW_AT)
+			if (!ex_is_int(k->param[j].step, 1) && k->param[j].view == VIEW_ROW_AT)
 				k->param[j].view = VIEW_ELEM_AT;
 		} else if (k->param[j].view == VIEW_ROW_AT || k->param[j].view == VIEW_COL_AT) {
 			lower_bcast_at(c, k, j, d);
 		}
 	box_digits(c, k, f, d);
+}
+
+/*
+ * Is param P a view read across its memory's rows: its columns a stride
+ * apart and its domain rows consecutive (a transpose of the innermost dim,
+ * x.t(), a permute that moves it)?  Such a tile goes through shared memory
+ * (BUF_EXCHANGE): its threads copy it along the memory's rows, then read it
+ * along the domain's, never one element a row apart across a warp.
+ */
+static bool
+exchanged(Comp *c, const Kernel *k, const KParam *p)
+{
+	const Tensor *d = &k->fusion->tensor[k->domain];
+	Strided s;
+	const char *why;
+
+	if (p->view != VIEW_ELEM_AT || p->bounds || !kparam_is_view(k->fusion, p) || d->rank < 2 ||
+	    !view_strided(c, k->fusion, p->tensor, &s, &why) || s.rank < 2 || s.index)
+		return false;
+	return s.stride[s.rank - 2].k == 1 && !s.stride[s.rank - 2].nsym && !dim_is_one(s.ext[s.rank - 2]) &&
+	       !(s.stride[s.rank - 1].k == 1 && !s.stride[s.rank - 1].nsym);
+}
+
+/* An exchange buffer's rows (its tile's columns) are its tile's rows and a 4-byte word: no bank conflicts. */
+static int
+exchange_pitch(const KParam *p, int rows)
+{
+	int bytes = dtype_info[p->dtype].bytes;
+
+	return rows + (bytes < 4 ? 4 / bytes : 1);
 }
 
 static int
@@ -292,6 +339,12 @@ tile_smem(Comp *c, const Kernel *k, int rows, int cols, int stages)
 			b = kernel_add_buf(c, t, k->param[j].name, BUF_STAGING, k->param[j].dtype, rows, cols);
 			t->buf[b].stages = staging_copies(k);
 		}
+	for (j = 1; j < k->nparam; j++)
+		if (k->param[j].view == VIEW_EXCHANGE) {
+			b = kernel_add_buf(c, t, k->param[j].name, BUF_EXCHANGE, k->param[j].dtype, cols,
+			                   exchange_pitch(&k->param[j], rows));
+			t->buf[b].stages = staging_copies(k);
+		}
 	return cb_smem_at(t, NULL, stages);
 }
 
@@ -341,6 +394,36 @@ fit_tile(Comp *c, Kernel *k, const Fusion *f)
 	k->tile_rows = rows;
 	k->tile_cols = cols;
 	return 0;
+}
+
+/*
+ * Param J's tile (ROW0, COL0) through an exchange buffer: an ST_EXCHANGE in
+ * LOOP that the compute's threads run, then COMPUTE reads the buffer (sync.c
+ * places the barrier between).  Copies alternate by tile in a persistent
+ * kernel, so that barrier also orders a copy's reads before its next write.
+ */
+static void
+lower_exchange(Comp *c, Kernel *k, int j, Expr *counter, Expr *row0, Expr *col0, Stmt *loop, Stmt *compute)
+{
+	const KParam *p = &k->param[j];
+	Stmt *x = st_new(c, ST_EXCHANGE);
+	int b = kernel_add_buf(c, k, arena_printf(c->arena, "exchange_%s", p->name), BUF_EXCHANGE, p->dtype,
+	                       k->tile_cols, exchange_pitch(p, k->tile_rows));
+	Expr *slot = ex_bin(c, EX_MOD, counter, ex_int(c, staging_copies(k)));
+
+	k->buf[b].param = j;
+	k->buf[b].tensor = p->tensor;
+	k->buf[b].stages = staging_copies(k);
+	x->u.tma.param = j;
+	x->u.tma.buf = b;
+	x->u.tma.slot = slot;
+	x->u.tma.row = row0;
+	x->u.tma.col = col0;
+	x->pos = k->fusion->tensor[p->tensor].pos;
+	x->comment = "a transposed view's tile, read along its memory's rows";
+	st_append(c, loop, x);
+	VEC_PUSH(c->arena, compute->reads, compute->nreads, compute->capreads)->buf = b;
+	compute->reads[compute->nreads - 1].slot = slot;
 }
 
 /* The pointwise family: every output has the domain's shape. */
@@ -446,7 +529,10 @@ lower_pointwise(Comp *c, Fusion *f)
 	}
 	lower_size_params(c, k);
 	param_offsets(c, k, d);
-	choose_tile(k, f, row_bytes, d);
+	for (j = 1; j < k->nparam; j++)
+		if (exchanged(c, k, &k->param[j]))
+			k->param[j].view = VIEW_EXCHANGE;
+	choose_tile(k, f, row_bytes, d, has_view(k, VIEW_EXCHANGE));
 	k->tile_pos = f->sched.ntile ? f->sched.tile_pos : (Pos){0};
 	if (check_tile(c, k, f) || fit_tile(c, k, f))
 		return -1;
@@ -458,6 +544,12 @@ lower_pointwise(Comp *c, Fusion *f)
 			k->param[j].box[1] = k->tile_cols;
 		}
 
+	for (j = 1; j < k->nparam && !staged_input(f, &k->param[j], k->tile_cols); j++)
+		;
+	if (k->warp_specialize && j == k->nparam)   /* (warp_specialize.c would find no loop of loads to split) */
+		return diag_error(c, f->sched.ws_pos, "'warp_specialize: true' gives a producer warp the TMA loads, but "
+		                  "'%s' has none: each of its inputs is read through a view or from global memory; drop "
+		                  "the hint", f->name);
 	loop = lower_tile_loop(c, k, false, &row0, &col0);
 	i = ex_var(c, loop->u.loop.var);
 	issue = st_if(c, ex_leaf(c, EX_ELECT));
@@ -475,6 +567,9 @@ lower_pointwise(Comp *c, Fusion *f)
 		lower_stage_input(c, k, j, "tile", p->view == VIEW_ROW ? 1 : k->tile_rows, k->tile_cols,
 		                  p->view == VIEW_ROW ? ex_int(c, 0) : row0, col0, issue, compute);
 	}
+	for (j = 1; j < k->nparam; j++)
+		if (k->param[j].view == VIEW_EXCHANGE)
+			lower_exchange(c, k, j, i, row0, col0, loop, compute);
 	st_append(c, loop, compute);
 	if (!tma_store)
 		return 0;

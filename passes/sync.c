@@ -108,6 +108,15 @@ effects_row_put(const Kernel *k, const Stmt *s, Acc *out)
 	return 1;
 }
 
+/* every compute thread writes its elements of the copy */
+static int
+effects_exchange(const Kernel *k, const Stmt *s, Acc *out)
+{
+	(void)k;
+	out[0] = (Acc){.buf = s->u.tma.buf, .slot = s->u.tma.slot, .write = true};
+	return 1;
+}
+
 /* a K-split's or stream-K's meeting reads the partial sum in registers (and adds the others' to it) */
 static int
 effects_ksum(const Kernel *k, const Stmt *s, Acc *out)
@@ -526,10 +535,13 @@ conflict(Sync *y, Frame *fr, State *st, Stmt *block, int *j, Stmt *top, const Ac
 			}
 			/* a row buffer every thread wrote, read by every thread: a barrier between (most often
 			   hoisted before the epilogue loop, hoist_row_barrier) */
-			if (!a->write && a->via == VIA_NONE && !p.one && p.a.buf && y->k->buf[p.a.buf].kind == BUF_ROW) {
+			if (!a->write && a->via == VIA_NONE && !p.one && p.a.buf &&
+			    (y->k->buf[p.a.buf].kind == BUF_ROW || y->k->buf[p.a.buf].kind == BUF_EXCHANGE)) {
 				if (!y->dry) {
-					st_insert(c, block, *j, barrier(c, "the tile's row inputs in shared memory before its "
-					                                "epilogue reads them"));
+					st_insert(c, block, *j, barrier(c, y->k->buf[p.a.buf].kind == BUF_ROW ?
+					                                "the tile's row inputs in shared memory before its "
+					                                "epilogue reads them" : "the exchanged tile in shared memory "
+					                                "before the compute reads it"));
 					(*j)++;
 				}
 				drop_pending(st, i);

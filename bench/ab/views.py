@@ -1,14 +1,16 @@
 """views.py: kernels that read views of their inputs (issue 66: a view is an address, not a copy), against
 torch.compile and a copy of the same bytes.
 
-On a GPU from the repository root: `python3 bench/ab/views.py T [ROUNDS]`, T the tokens (e.g. 8192),
-ROUNDS interleaved rounds (default 3).  Four kernels, bf16:
+On a GPU from the repository root: `python3 bench/ab/views.py T [ROUNDS [CASES]]`, T the tokens (e.g.
+8192), ROUNDS interleaved rounds (default 3), CASES a comma list of the kernels (default all).  Five
+kernels, bf16:
   rope:   RoPE's rotate-half, y = x * cos + cat(-x[..., 64:], x[..., :64]) * sin, x [T, 32, 128], cos and
           sin [T, 1, 128] (a placed cat over two views of x with boxes);
   swiglu: y = silu(g) * u with g, u = h.chunk(2, -1), h [T, 2 x 14336] (rows at an offset);
   qknorm: rmsnorm over each of the first 32 heads of qkv [T, 48 x 128] (q of a fused QKV; a narrow row
           kernel reading q at the row's offset), weight [128];
-  permute: y = x.permute(1, 0, 2) * 2 of x [T, 32, 128] (a transpose of leading dims: rows at an offset).
+  permute: y = x.permute(1, 0, 2) * 2 of x [T, 32, 128] (a transpose of leading dims: rows at an offset);
+  transpose: y = x.t() of x [T, 16384] (x.t().contiguous(): 64 x 64 tiles exchanged through shared memory).
 Each output is poisoned with NaN, then checked against torch in f32 (relative error norm below 1e-2); then
 do_bench's median with L2 flushed.  Prints per kernel and round: wsfuse, torch.compile and copy times
 (us), compile / wsfuse, and the copy's share of wsfuse's time (the copy moves the bytes the kernel must:
@@ -66,6 +68,14 @@ ops:
 outputs:
   y: {dtype: bf16}
 """,
+    "transpose": """fusion: transpose
+inputs:
+  x: {dtype: bf16, shape: [T, 16384]}
+ops:
+  - {out: y, op: transpose, in: [x], dim0: 0, dim1: 1}
+outputs:
+  y: {dtype: bf16}
+""",
 }
 
 
@@ -89,6 +99,10 @@ def permute(x):
     return (x.permute(1, 0, 2) * 2).to(torch.bfloat16)
 
 
+def transpose(x):
+    return x.t().contiguous()
+
+
 def main():
     t = int(sys.argv[1])
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
@@ -99,9 +113,12 @@ def main():
         "swiglu": (swiglu, [torch.randn(t, 28672, **bf)], (t, 14336)),
         "qknorm": (qknorm, [torch.randn(t, 6144, **bf), torch.randn(128, **bf)], (t, 32, 128)),
         "permute": (permute, [torch.randn(t, 32, 128, **bf)], (32, t, 128)),
+        "transpose": (transpose, [torch.randn(t, 16384, **bf)], (16384, t)),
     }
+    if len(sys.argv) > 3:
+        cases = {name: cases[name] for name in sys.argv[3].split(",")}
     moved = {"rope": lambda n: 3 * n, "swiglu": lambda n: 3 * n, "qknorm": lambda n: 2 * n,
-             "permute": lambda n: 2 * n}   # elements read once plus written (cos and sin: small)
+             "permute": lambda n: 2 * n, "transpose": lambda n: 2 * n}   # elements read once plus written (cos and sin: small)
     with wsfuse.Context(sizes={"T": t}, cache="0") as ctx:
         for name, (fn, ins, out_shape) in cases.items():
             k = ctx.compile_string(SPECS[name], name=name + ".yaml")
@@ -122,7 +139,8 @@ def main():
                 tcp = bench(lambda: dst.copy_(src)) * 1000
                 print(f"{name} T={t} r{rd}: wsfuse {tw:.1f} us, compile {tc:.1f} ({tc / tw:.3f}x), copy {tcp:.1f} "
                       f"({tcp / tw:.1%} of the copy rate); {k.stats['view_rows']} views as rows, "
-                      f"{k.stats['view_elems']} element by element", flush=True)
+                      f"{k.stats['view_elems']} element by element, {k.stats['view_tiles']} as exchanged tiles",
+                      flush=True)
 
 
 main()

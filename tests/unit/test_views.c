@@ -521,8 +521,9 @@ lowered_param(Fixture *t, const char *spec, const char *name, const char **line)
  * A view of an input is its input's pointer at an offset the domain row
  * picks: chunk parts start 512 apart in a row of 1024; a transpose that
  * keeps the innermost dim reads rows whose offset has one digit a dim, S a
- * runtime size inside the strides; a step slice across the columns and a
- * transpose of the last two dims go element by element; an expand along the
+ * runtime size inside the strides; a step slice across the columns goes
+ * element by element, a transpose of the last two dims through shared memory
+ * (transpose_exchanges_tiles); an expand along the
  * columns is one element a row; a reshape of contiguous dims is the input's
  * own layout.
  */
@@ -548,13 +549,13 @@ views_lower_to_addresses(void **state)
 	                           "  - {out: a, op: slice, in: [x], dim: -1, start: 1, step: 2}\n"
 	                           "  - {out: y, op: neg, in: [a]}\n", "y"), "a", &line);
 	assert_int_equal(p->view, VIEW_ELEM_AT);
-	assert_int_equal(p->step, 2);
+	assert_true(ex_is_int(p->step, 2));
 	assert_string_equal(line, "param a: input ptr f32 [T, 64] elem_at at=(1 + (row * 64)) step=2");
 	p = lowered_param(t, VSPEC("  x: {dtype: bf16, shape: [S, 48]}\n",
 	                           "  - {out: a, op: transpose, in: [x], dim0: 0, dim1: 1}\n"
 	                           "  - {out: y, op: neg, in: [a]}\n", "y"), "a", &line);
-	assert_int_equal(p->view, VIEW_ELEM_AT);
-	assert_string_equal(line, "param a: input ptr bf16 [S, 48] elem_at at=row step=48");
+	assert_int_equal(p->view, VIEW_EXCHANGE);
+	assert_string_equal(line, "param a: input ptr bf16 [S, 48] exchange_at at=row step=48");
 	p = lowered_param(t, VSPEC("  x: {dtype: bf16, shape: [T, 8, 16]}\n  s: {dtype: bf16, shape: [8, 1]}\n",
 	                           "  - {out: e, op: expand, in: [s], shape: [8, 16]}\n"
 	                           "  - {out: y, op: mul, in: [x, e]}\n", "y"), "e", &line);
@@ -572,6 +573,111 @@ views_lower_to_addresses(void **state)
 	assert_int_equal(p->view, VIEW_FULL);
 	assert_string_equal(line, "param q: input ptr bf16 [T, 3072] full at=(((row / 16) * 3072) + ((row % 16) * 128))");
 	assert_int_equal(t->c.kernel->nbuf, 1);   /* (no stage: [0] unused) */
+}
+
+/* The statements of S, depth first, as kinds. */
+static void
+kinds_of(const Stmt *s, StmtKind *out, int *n, int cap)
+{
+	int i;
+
+	if (!s)
+		return;
+	if (*n < cap)
+		out[(*n)++] = s->kind;
+	for (i = 0; i < s->nbody; i++)
+		kinds_of(s->body[i], out, n, cap);
+	kinds_of(st_else(s), out, n, cap);
+}
+
+/* The first statement of KIND in S, depth first, whose comment holds WHY (NULL: any); or NULL. */
+static const Stmt *
+first_of(const Stmt *s, StmtKind kind, const char *why)
+{
+	const Stmt *r = NULL;
+	int i;
+
+	if (!s || (s->kind == kind && (!why || (s->comment && strstr(s->comment, why)))))
+		return s;
+	for (i = 0; i < s->nbody && !r; i++)
+		r = first_of(s->body[i], kind, why);
+	return r ? r : first_of(st_else(s), kind, why);
+}
+
+/* The index of the first KIND in OUT[FROM..N), or -1. */
+static int
+kind_at(const StmtKind *out, int from, int n, StmtKind kind)
+{
+	int i;
+
+	for (i = from; i < n && out[i] != kind; i++)
+		;
+	return i < n ? i : -1;
+}
+
+/*
+ * A transpose of the innermost dim (x.t(), a permute that moves it) goes
+ * through shared memory, never strided loads across a warp: the view's param
+ * is VIEW_EXCHANGE over one BUF_EXCHANGE buffer of [tile cols][tile rows + a
+ * word], 64 x 64 tiles; the tile loop runs exchange, then a barrier, then
+ * the compute that reads the buffer (a persistent kernel's loop is peeled
+ * into a main and a last iteration, each so).  A persistent kernel alternates two
+ * copies by tile (the barrier also orders a copy's reads before its next
+ * write); a warp-specialized one names the consumers' barrier, not
+ * __syncthreads.  The column step is the runtime size N, not 1 (a transpose
+ * of [M, N] read x[row + col] before).
+ */
+static void
+transpose_exchanges_tiles(void **state)
+{
+	static const char *const sched[] = {"", "schedule: {persistent: true}\n", "schedule: {warp_specialize: true}\n"};
+	Fixture *t = *state;
+	char spec[512];
+	int i, b, n, xb = 0;
+
+	for (i = 0; i < 3; i++) {
+		const Kernel *k;
+		const KParam *p;
+		const char *line;
+		StmtKind kinds[64];
+		int ex, sync, comp;
+
+		snprintf(spec, sizeof spec, "fusion: tr\nsizes: {M: 200, N: 136}\ninputs:\n  x: {dtype: f32, shape: [M, N]}\n"
+		         "  b: {dtype: f32, shape: [N, M]}\nops:\n  - {out: xt, op: transpose, in: [x], dim0: 0, dim1: 1}\n"
+		         "  - {out: y, op: add, in: [xt, b]}\noutputs:\n  y: {}\n%s", sched[i]);
+		p = lowered_param(t, spec, "xt", &line);
+		k = t->c.kernel;
+		assert_int_equal(p->view, VIEW_EXCHANGE);
+		assert_string_equal(line, "param xt: input ptr f32 [M, N] exchange_at at=row step=dim_N");
+		assert_int_equal(k->tile_rows, 64);
+		assert_int_equal(k->tile_cols, 64);
+		for (b = 1, n = 0; b < k->nbuf; b++)
+			if (k->buf[b].kind == BUF_EXCHANGE) {
+				n++;
+				assert_int_equal(k->buf[b].rows, 64);
+				assert_int_equal(k->buf[b].cols, 65);   /* f32: a word past the tile's rows */
+				assert_int_equal(k->buf[b].stages, i == 0 ? 1 : 2);
+				assert_int_equal(k->param[k->buf[b].param].view, VIEW_EXCHANGE);
+				xb = b;
+			}
+		assert_int_equal(n, 1);
+		n = 0;
+		kinds_of(k->body, kinds, &n, 64);
+		ex = kind_at(kinds, 0, n, ST_EXCHANGE);   /* exchange, then a barrier, then the compute */
+		sync = ex < 0 ? -1 : kind_at(kinds, ex, n, ST_SYNC);
+		comp = sync < 0 ? -1 : kind_at(kinds, sync, n, ST_COMPUTE);
+		assert_true(ex >= 0 && sync > ex && comp > sync);
+		assert_int_equal(first_of(k->body, ST_EXCHANGE, NULL)->u.tma.buf, xb);
+		assert_true(st_reads_buf(first_of(k->body, ST_COMPUTE, NULL), xb));
+		/* __syncthreads (id 0), or in a warp-specialized kernel the consumers' named barrier */
+		assert_true((first_of(k->body, ST_SYNC, "exchanged tile")->u.sync.id != 0) == (i == 2));
+	}
+	/* warp-specialized with nothing to load (x through its view alone): refused at the hint, not a pass's bug */
+	assert_int_equal(run_spec(t, "fusion: tr\ninputs:\n  x: {dtype: f32, shape: [64, 136]}\nops:\n"
+	                          "  - {out: xt, op: transpose, in: [x], dim0: 0, dim1: 1}\noutputs:\n  xt: {}\n"
+	                          "schedule: {warp_specialize: true}\n", true), -1);
+	assert_contains(t->msg, "test.yaml:8:29: error: 'warp_specialize: true' gives a producer warp the TMA loads, "
+	                "but 'tr' has none");
 }
 
 /*
@@ -799,6 +905,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(fusion_ir_text, setup, teardown),
 		cmocka_unit_test_setup_teardown(schedule_refuses_views, setup, teardown),
 		cmocka_unit_test_setup_teardown(views_lower_to_addresses, setup, teardown),
+		cmocka_unit_test_setup_teardown(transpose_exchanges_tiles, setup, teardown),
 		cmocka_unit_test_setup_teardown(views_move_to_inputs, setup, teardown),
 		cmocka_unit_test_setup_teardown(views_cat_pad_placed, setup, teardown),
 		cmocka_unit_test_setup_teardown(index_ops, setup, teardown),
