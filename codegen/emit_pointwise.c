@@ -283,6 +283,44 @@ emit_inputs(Emit *e)
 }
 
 /*
+ * Output P, a part of the split (lower_pointwise.c split_params): the
+ * elements of V inside its box, at its own offsets (P's at, its lo shifted
+ * out): 16-byte stores where the 8 columns lie inside its range and start
+ * on a 16-byte boundary, else element by element.
+ */
+static void
+emit_split_store(Emit *e, const KParam *p, const char *v)
+{
+	const Tensor *d = &e->f->tensor[e->k->domain];
+	int64_t lo = p->bounds->lo[d->rank - 1], hi = p->bounds->hi[d->rank - 1];
+	const char *suf = emit_suffix(p->dtype), *range = hi == INT64_MAX ? "" :
+		arena_printf(e->c->arena, " && col + v >= %lldLL && col + v < %lldLL", (long long)lo, (long long)hi);
+
+	emit_line(e, "{   // output '%s': its part of '%s'%s", e->f->tensor[p->tensor].name, e->f->tensor[d - e->f->tensor].name,
+	          emit_pos(e, e->f->out[p->arg - e->f->ninput].pos));
+	e->depth++;
+	emit_line(e, "%s *dst = %s + (%s);", emit_type(p->dtype), emit_param_name(e, p), emit_expr_str(e, p->at));
+	emit_line(e, "const bool in_box = %s;", box_test(e, p->bounds, false));
+	if (lo * dtype_info[p->dtype].bytes % 16 == 0) {
+		emit_line(e, "if (in_box && col + %d <= cols%s) {", VEC, hi == INT64_MAX ? "" :
+		          arena_printf(e->c->arena, " && col >= %lldLL && col + %d <= %lldLL", (long long)lo, VEC, (long long)hi));
+		emit_line(e, "    wsf_store8%s(dst + col, %s);", suf, v);
+		emit_line(e, "} else if (in_box%s) {", hi == INT64_MAX ? "" :
+		          arena_printf(e->c->arena, " && col < %lldLL && col + %d > %lldLL", (long long)hi, VEC, (long long)lo));
+	} else {
+		emit_line(e, "if (in_box%s) {", hi == INT64_MAX ? "" :
+		          arena_printf(e->c->arena, " && col < %lldLL && col + %d > %lldLL", (long long)hi, VEC, (long long)lo));
+	}
+	emit_line(e, "    #pragma unroll");
+	emit_line(e, "    for (int v = 0; v < %d; v++)", VEC);
+	emit_line(e, "        if (col + v < cols%s)", range);
+	emit_line(e, "            wsf_store1%s(dst + col + v, %s[v]);", suf, v);
+	emit_line(e, "}");
+	e->depth--;
+	emit_line(e, "}");
+}
+
+/*
  * compute: every fusion op over one tile.  Each thread takes VEC consecutive
  * elements at a time; inputs come from their stage buffer (full and row
  * views) or from global memory (column and scalar views, and inputs broadcast
@@ -358,6 +396,10 @@ emit_compute(Emit *e, const Stmt *s)
 		const char *suf = emit_suffix(out->dtype);
 		int w;
 
+		if (f->split_out) {   /* a part of the split: its range of the placed cat's values */
+			emit_split_store(e, p, e->value[f->split_out]);
+			continue;
+		}
 		for (w = 0; w < s->nwrites && e->k->buf[s->writes[w].buf].tensor != out->tensor; w++)
 			;
 		if (w < s->nwrites) {

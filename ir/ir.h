@@ -385,11 +385,10 @@ typedef struct Output {
 	int tensor;
 	Dtype dtype;        /* stored type; defaults to the tensor's dtype */
 	Pos pos;
-	bool consumer;      /* signal: {per_tile, consumer: [...]}: computed by the kernel's consumer role from
-	                       the tiles the epilogue stored, each once it is in global memory */
-	bool accumulate;    /* accumulate: true: each tile is added to what the output's memory holds (a TMA
-	                       reduce-add, element by element atomic with other adds), not stored over it */
+	bool consumer;      /* signal: {per_tile, consumer: [...]}: the consumer role's, from the stored tiles */
+	bool accumulate;    /* accumulate: true: each tile added to the memory (TMA reduce-add), not stored */
 	Pos accumulate_pos;
+	int64_t part[2];    /* views.c, a split's outputs: the range [lo, hi) of Fusion.split_out it holds */
 } Output;
 
 typedef enum Consumers { CONSUMERS_NONE = 0, CONSUMERS_COOPERATIVE, CONSUMERS_PINGPONG } Consumers;
@@ -438,6 +437,7 @@ struct Fusion {
 	Tensor *tensor;   int ntensor, captensor; /* [0] unused */
 	Op *op;           int nop, capop;         /* [0] unused */
 	Op *ref_op;       int nref_op;            /* the ops before views.c moved views down (the reference's) */
+	int split_out, split_dim;   /* views.c: the outputs are parts of this value along the dim (0: none) */
 	int *input;       int ninput, capinput;   /* tensor ids in spec order */
 	Output *out;      int nout, capout;       /* in spec order */
 	Schedule sched;

@@ -9,7 +9,9 @@
  *   - once expanded, no composite op is left;
  *   - once inferred, every tensor has a dtype and a rank <= MAX_RANK, every
  *     axis (a reduction's, a view's dim) is in range, and every output has a dtype;
- *   - chunk and split are read as slices: none is left.
+ *   - chunk and split are read as slices: none is left;
+ *   - an output that is a part of a split (Fusion.split_out) may be defined
+ *     by no op of its own: the kernel stores its range of split_out.
  * A violation is a wsfuse bug and is reported as an internal error naming the
  * pass after which it was found.
  */
@@ -20,6 +22,20 @@ bad(Comp *c, const char *after, const char *what, const char *name)
 {
 	return diag_internal(c, "fusion verifier", "after pass '%s': %s '%s'", after, what,
 	                     name ? name : "?");
+}
+
+/* Is tensor T an output that is a part of F's split_out, a range of it along split_dim? */
+static bool
+split_part(const Fusion *f, int t)
+{
+	int i;
+
+	if (f->split_out <= 0 || f->split_out >= f->ntensor || f->split_dim < 0 ||
+	    f->split_dim >= f->tensor[f->split_out].rank)
+		return false;
+	for (i = 0; i < f->nout && f->out[i].tensor != t; i++)
+		;
+	return i < f->nout && f->out[i].part[0] < f->out[i].part[1];
 }
 
 int
@@ -34,7 +50,7 @@ fusion_verify(Comp *c, const Fusion *f, const char *after)
 
 		if (t->kind == TK_INPUT && t->def)
 			return bad(c, after, "input has a defining op:", t->name);
-		if (t->kind == TK_VALUE &&
+		if (t->kind == TK_VALUE && !(t->def == 0 && split_part(f, i)) &&
 		    (t->def <= 0 || t->def >= f->nop || f->op[t->def].out != i))
 			return bad(c, after, "value not defined by its op:", t->name);
 		if (t->rank < 0 || t->rank > MAX_RANK)

@@ -238,8 +238,8 @@ param_offsets(Comp *c, Kernel *k, const Tensor *d)
 				k->param[j].view = VIEW_ELEM_AT;   /* (a box across the columns: tested element by element) */
 			if (!ex_is_int(k->param[j].step, 1) && k->param[j].view == VIEW_ROW_AT)
 				k->param[j].view = VIEW_ELEM_AT;
-		} else if (k->param[j].view == VIEW_ROW_AT || k->param[j].view == VIEW_COL_AT) {
-			lower_bcast_at(c, k, j, d);
+		} else if ((k->param[j].view == VIEW_ROW_AT || k->param[j].view == VIEW_COL_AT) && k->param[j].arg < f->ninput) {
+			lower_bcast_at(c, k, j, d);   /* (a split's outputs: split_params') */
 		}
 	box_digits(c, k, f, d);
 }
@@ -426,6 +426,51 @@ lower_exchange(Comp *c, Kernel *k, int j, Expr *counter, Expr *row0, Expr *col0,
 	compute->reads[compute->nreads - 1].slot = slot;
 }
 
+/*
+ * Outputs that are the parts of the domain along one dim (views.c's
+ * split_out, a placed cat of them): each stores the elements in its range,
+ * at its own row-major offsets, lo_j shifted out (VIEW_ROW_AT over the
+ * domain: at and step from a Strided of its strides, its box [lo_j, hi_j)
+ * along the dim).  After lower_size_params.
+ */
+static void
+split_params(Comp *c, Kernel *k, const Tensor *d)
+{
+	const Fusion *f = k->fusion;
+	int j, i, dim = f->split_dim;
+
+	for (j = 1; j < k->nparam; j++) {
+		const KParam *p = &k->param[j];
+		const Tensor *t = &f->tensor[p->tensor];
+		KBounds *b = arena_alloc(c->arena, sizeof *b);
+		Strided s = {0};
+		Stride inner = {1, 0, {0}};
+		int part = p->arg - f->ninput;
+
+		if (p->arg < f->ninput)
+			continue;
+		s.rank = d->rank;
+		for (i = d->rank - 1; i >= 0; i--) {   /* the output's row-major strides over the domain's dims */
+			s.ext[i] = d->dim[i];
+			s.stride[i] = inner;
+			if (t->dim[i].sym)
+				inner.sym[inner.nsym++] = t->dim[i].sym;
+			else
+				inner.k *= t->dim[i].ext;
+			s.hi[i] = INT64_MAX;
+		}
+		for (i = 0; i < MAX_RANK; i++)
+			b->hi[i] = INT64_MAX;
+		b->lo[dim] = f->out[part].part[0];
+		b->hi[dim] = f->out[part].part[1];
+		s.off[s.noff] = s.stride[dim];   /* lo_j along the dim shifted out */
+		s.off[s.noff++].k *= -b->lo[dim];
+		k->param[j].bounds = b;
+		k->param[j].view = VIEW_ROW_AT;
+		lower_strided_at(c, k, j, d, &s);
+	}
+}
+
 /* The pointwise family: every output has the domain's shape. */
 static int
 lower_pointwise(Comp *c, Fusion *f)
@@ -439,8 +484,8 @@ lower_pointwise(Comp *c, Fusion *f)
 
 	k = kernel_new(c, f);
 	c->kernel = k;
-	d = &f->tensor[f->out[0].tensor];
-	for (j = 1; j < f->nout; j++)
+	d = &f->tensor[f->split_out ? f->split_out : f->out[0].tensor];
+	for (j = 1; j < f->nout && !f->split_out; j++)
 		if (!lower_same_shape(&f->tensor[f->out[j].tensor], d))
 			return diag_error(c, f->out[j].pos,
 			                  "cannot place output '%s' in one pointwise kernel: its shape differs from "
@@ -448,8 +493,8 @@ lower_pointwise(Comp *c, Fusion *f)
 			                  f->tensor[f->out[j].tensor].name, d->name);
 	if (lower_refuse_hints(c, f, "pointwise", false) < 0)
 		return -1;
-	k->domain = f->out[0].tensor;
-	k->pw.flat = true;
+	k->domain = f->split_out ? f->split_out : f->out[0].tensor;
+	k->pw.flat = !f->split_out;
 	k->warp_specialize = f->sched.warp_specialize == 2;
 	k->stages_hint = f->sched.stages;
 	k->stages_pos = f->sched.stages ? f->sched.stages_pos : f->pos;
@@ -471,6 +516,14 @@ lower_pointwise(Comp *c, Fusion *f)
 		narrow = narrow && dtype_info[f->out[j].dtype].bytes == 2 && !f->out[j].accumulate;
 	tma_store = f->sched.store == STORE_TMA ||
 	            (f->sched.store != STORE_VECTOR && (k->persistent || !narrow || f->sched.signal_pos.line));
+	if (f->split_out && (f->sched.store == STORE_TMA || f->sched.signal_pos.line)) {
+		diag_error(c, f->sched.store == STORE_TMA ? f->sched.store_pos : f->sched.signal_pos, "outputs that are "
+		           "the parts of one shape (a split) store by pointer, each its range: '%s' with TMA stores is "
+		           "not implemented yet", f->sched.store == STORE_TMA ? "store: tma" : "signal: per_tile");
+		c->status = WSF_ERR_UNSUPPORTED;
+		return -1;
+	}
+	tma_store = tma_store && !f->split_out;
 	if (f->sched.signal_pos.line && !tma_store) {   /* the signal waits for the stores' bulk groups */
 		diag_error(c, f->sched.store_pos, "'signal: per_tile' with 'store: vector' is not implemented yet: a "
 		           "tile is signalled once its TMA stores complete");
@@ -528,6 +581,8 @@ lower_pointwise(Comp *c, Fusion *f)
 		k->param[p].view = VIEW_FULL;
 	}
 	lower_size_params(c, k);
+	if (f->split_out)
+		split_params(c, k, d);
 	param_offsets(c, k, d);
 	for (j = 1; j < k->nparam; j++)
 		if (exchanged(c, k, &k->param[j]))

@@ -283,7 +283,7 @@ view_used(const Fusion *f, int t)
 {
 	const Tensor *x = &f->tensor[t];
 
-	if (x->kind == TK_VALUE && op_info[f->op[x->def].kind].cls != CLS_VIEW)
+	if (x->kind == TK_VALUE && x->def && op_info[f->op[x->def].kind].cls != CLS_VIEW)
 		return true;
 	return x->kind != TK_NONE && !x->unread && view_read_by_compute(f, t);
 }
@@ -293,9 +293,11 @@ view_read_by_compute(const Fusion *f, int t)
 {
 	int i, j;
 
-	for (i = 0; i < f->nout; i++)
+	for (i = 0; i < f->nout && !f->split_out; i++)   /* (a split's outputs store the parts of split_out) */
 		if (f->out[i].tensor == t)
 			return true;
+	if (t == f->split_out)
+		return true;
 	for (i = 1; i < f->nop; i++)
 		if (op_info[f->op[i].kind].cls != CLS_VIEW || f->op[i].placed)
 			for (j = 0; j < f->op[i].nin; j++)
@@ -497,13 +499,123 @@ place_cat(Sinker *x, const Op *o)
 	push(x, &p);
 }
 
+/* Do A and B have one rank and equal dims but DIM? */
+static bool
+same_but(const Tensor *a, const Tensor *b, int dim)
+{
+	int d;
+
+	for (d = 0; d < a->rank && a->rank == b->rank; d++)
+		if (d != dim && !dim_equal(a->dim[d], b->dim[d]))
+			return false;
+	return a->rank == b->rank;
+}
+
+static bool
+is_output(const Fusion *f, int t)
+{
+	int i;
+
+	for (i = 0; i < f->nout && f->out[i].tensor != t; i++)
+		;
+	return i < f->nout;
+}
+
+/*
+ * The dim along which F's outputs are the parts of one shape, in order (a
+ * split or chunk into several outputs, QKV's): every output of one rank,
+ * equal but along that dim, where each is a constant; -1 where they are
+ * not (one shape, or shapes that do not line up), which lowering refuses.
+ */
+static int
+split_dim(const Fusion *f)
+{
+	const Tensor *t0 = &f->tensor[f->out[0].tensor];
+	int i, d, dim = -1;
+
+	if (f->nout < 2 || f->nout > MAX_IN)
+		return -1;
+	for (i = 1; i < f->nout; i++) {
+		const Tensor *t = &f->tensor[f->out[i].tensor];
+
+		if (t->rank != t0->rank || f->out[i].accumulate || f->out[i].consumer)
+			return -1;
+		for (d = 0; d < t->rank; d++)
+			if (!dim_equal(t->dim[d], t0->dim[d])) {
+				if ((dim >= 0 && d != dim) || t->dim[d].sym || t0->dim[d].sym)
+					return -1;
+				dim = d;
+			}
+	}
+	for (i = 0; dim >= 0 && i < f->nout; i++)
+		if (f->tensor[f->out[i].tensor].dim[dim].sym || f->out[i].accumulate || f->out[i].consumer)
+			return -1;
+	return dim;
+}
+
+/*
+ * Outputs that are the parts of one shape along DIM: the kernel computes
+ * that shape (split_out), each output storing the elements in its range
+ * (Output.part; lower_pointwise.c).  Slices in order of one value, as a
+ * split or chunk makes them, are parts of that value; else a placed cat
+ * of the outputs (place_cat) is what the kernel computes.
+ */
+static void
+split_outputs(Sinker *x, int dim)
+{
+	Fusion *f = x->f;
+	const Tensor *t0 = &f->tensor[f->out[0].tensor];
+	Op cat = {0};
+	int64_t at = 0;
+	int i, t, whole = 0;
+
+	for (i = 0; i < f->nout; i++) {   /* slices of one value, in order, the whole of it? */
+		const Tensor *o = &f->tensor[f->out[i].tensor];
+		const Op *s = o->def ? &f->op[o->def] : NULL;
+
+		if (!s || s->kind != OP_SLICE || s->step != 1 || s->axis != dim || (i && s->in[0].tensor != whole) ||
+		    !same_but(&f->tensor[s->in[0].tensor], o, dim) || s->start != at)
+			break;
+		whole = s->in[0].tensor;
+		f->out[i].part[0] = at;
+		f->out[i].part[1] = at += o->dim[dim].ext;
+	}
+	if (i == f->nout && at == dim_value(f, f->tensor[whole].dim[dim])) {
+		f->split_out = whole;
+		f->split_dim = dim;
+		return;
+	}
+	cat.kind = OP_CAT;
+	cat.nin = f->nout;
+	cat.axis = dim;
+	cat.pos = cat.attr_pos = f->out[0].pos;
+	for (i = 0, at = 0; i < f->nout; i++) {
+		cat.in[i].tensor = f->out[i].tensor;
+		cat.in[i].pos = f->out[i].pos;
+		f->out[i].part[0] = at;
+		f->out[i].part[1] = at += f->tensor[f->out[i].tensor].dim[dim].ext;
+	}
+	t = fresh(x, f->out[0].tensor, f->out[0].tensor, t0->dtype, f->out[0].tensor);
+	f->tensor[t].name = intern_cstr(x->c->strs, "outputs");   /* (a spec's name has no '.': a new one does) */
+	for (i = 2; fusion_find_tensor(f, f->tensor[t].name) != t; i++)
+		f->tensor[t].name = intern_cstr(x->c->strs, arena_printf(x->c->arena, "outputs.%d", i));
+	f->tensor[t].dim[dim] = (Dim){0, at};
+	for (i = 1; i < f->nout; i++)   /* (a mixed dtype: the widest, as the values are f32 in registers) */
+		if (dtype_info[f->tensor[f->out[i].tensor].dtype].bytes > dtype_info[f->tensor[t].dtype].bytes)
+			f->tensor[t].dtype = f->tensor[f->out[i].tensor].dtype;
+	cat.out = t;
+	place_cat(x, &cat);
+	f->split_out = t;
+	f->split_dim = dim;
+}
+
 int
 pass_views(Comp *c)
 {
 	Fusion *f = c->fusion;
 	Sinker x = {c, f, NULL, 0, 0, NULL, NULL, 0};
 	bool *live, moved = false;
-	int i, j, n, ntensor;
+	int i, j, n, ntensor, split = -1;
 
 	for (i = 1; i < f->nop; i++) {
 		if (op_info[f->op[i].kind].cls != CLS_UNARY && op_info[f->op[i].kind].cls != CLS_BINARY &&
@@ -513,7 +625,10 @@ pass_views(Comp *c)
 		    f->tensor[f->op[i].in[0].tensor].def && sinkable(&f->op[f->tensor[f->op[i].in[0].tensor].def])))
 			moved = true;
 	}
-	if (!moved)
+	for (i = 0; i < f->nout && split < 0; i++)
+		if (!lower_same_shape(&f->tensor[f->out[i].tensor], &f->tensor[f->out[0].tensor]))
+			split = split_dim(f);
+	if (!moved && split < 0)
 		return 0;
 	ntensor = x.capdef = f->ntensor;
 	x.def = arena_alloc(c->arena, (size_t)x.capdef * sizeof *x.def);
@@ -532,6 +647,8 @@ pass_views(Comp *c)
 		else
 			push(&x, o);
 	}
+	if (split >= 0 && x.nops <= MAX_SUNK_OPS)
+		split_outputs(&x, split);
 	if (x.nops > MAX_SUNK_OPS) {   /* each view copies the ops above it: a deep fusion of many views */
 		for (i = ntensor; i < f->ntensor; i++)   /* (the rewrite's new values: none) */
 			f->tensor[i].kind = TK_NONE;
@@ -539,7 +656,9 @@ pass_views(Comp *c)
 	}
 	/* drop what no output needs: the values the views were of, computed at their own shape */
 	live = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *live);
-	for (i = 0; i < f->nout; i++)
+	if (f->split_out)
+		live[f->split_out] = true;   /* (the outputs are its parts: their own ops are computed inside it) */
+	for (i = 0; i < f->nout && !f->split_out; i++)
 		live[f->out[i].tensor] = true;
 	for (i = x.nops - 1; i >= 1; i--)
 		for (j = 0; j < x.ops[i].nin && live[x.ops[i].out]; j++)
@@ -556,7 +675,7 @@ pass_views(Comp *c)
 	f->nop = f->capop = n;
 	for (i = 1; i < f->ntensor; i++)
 		if (f->tensor[i].kind == TK_VALUE && !live[i]) {   /* (the reference's ops still define it) */
-			f->tensor[i].kind = TK_NONE;
+			f->tensor[i].kind = is_output(f, i) ? TK_VALUE : TK_NONE;   /* (a split's parts: their shapes) */
 			f->tensor[i].def = 0;
 		}
 	for (i = 0; i < f->ninput; i++)

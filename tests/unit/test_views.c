@@ -680,6 +680,95 @@ transpose_exchanges_tiles(void **state)
 	                "but 'tr' has none");
 }
 
+/* Output NAME's param of the kernel c->kernel, and its kprint line in *LINE. */
+static const KParam *
+output_param(Fixture *t, const char *name, const char **line)
+{
+	Buf b;
+	const char *text, *at;
+	char want[64];
+	int i;
+
+	buf_init(&b, t->c.arena);
+	kernel_print(&b, t->c.kernel);
+	text = buf_str(&b);
+	snprintf(want, sizeof want, "  param %s: output", name);
+	if (!(at = strstr(text, want)))
+		fail_msg("no output param %s in:\n%s", name, text);
+	*line = arena_strndup(t->c.arena, at + 2, strcspn(at + 2, "\n"));
+	for (i = 1; i < t->c.kernel->nparam; i++)
+		if (strcmp(t->c.kernel->param[i].name, name) == 0 && t->c.kernel->param[i].arg >= t->c.fusion->ninput)
+			return &t->c.kernel->param[i];
+	fail_msg("no output param %s", name);
+	return NULL;
+}
+
+/*
+ * Outputs of different shapes that are the parts of one value along a dim
+ * (a split, QKV's) are one kernel over that value: split of an input ->
+ * the domain is the input, read whole by TMA, each output stored by
+ * pointer over its range (a box on the dim, its own offsets, lo shifted
+ * out); split of a computed value -> computed once, the sunk per-part
+ * copies dropped; along a leading dim -> a box on the row's digit;
+ * outputs that are no one value's slices -> a placed cat of them (named
+ * "outputs"); shapes that do not line up along one dim stay an error.
+ */
+static void
+split_outputs_store_ranges(void **state)
+{
+	Fixture *t = *state;
+	const Fusion *f;
+	const KParam *p;
+	const char *line;
+	int i;
+
+	assert_int_equal(run_spec(t, VSPEC("  x: {dtype: bf16, shape: [T, 3584]}\n",
+	                                   "  - {out: [a, b, c], op: split, in: [x], sizes: [1024, 2048, 512], dim: -1}\n",
+	                                   "a: {}\n  b: {}\n  c") , true), 0);
+	f = t->c.fusion;
+	assert_int_equal(f->split_out, f->input[0]);
+	assert_int_equal(t->c.kernel->domain, f->input[0]);
+	p = output_param(t, "b", &line);
+	assert_int_equal(p->view, VIEW_ROW_AT);
+	assert_string_equal(line, "param b: output ptr bf16 [T, 2048] row_at at=(-1024 + (row * 2048)) box1=[1024, 3072)");
+	output_param(t, "c", &line);
+	assert_string_equal(line, "param c: output ptr bf16 [T, 512] row_at at=(-3072 + (row * 512)) box1=[3072, 3584)");
+	for (i = 1; i < t->c.kernel->nparam; i++)   /* x whole through its tensor map, no view of it */
+		assert_true(t->c.kernel->param[i].arg != 0 || t->c.kernel->param[i].kind == PK_TMAP);
+
+	assert_int_equal(run_spec(t, VSPEC("  x: {dtype: bf16, shape: [T, 1536]}\n",
+	                                   "  - {out: s, op: silu, in: [x]}\n"
+	                                   "  - {out: [a, b], op: split, in: [s], sizes: [1024, 512], dim: -1}\n",
+	                                   "a: {}\n  b"), true), 0);
+	f = t->c.fusion;
+	assert_string_equal(f->tensor[f->split_out].name, "s");
+	assert_int_equal(f->nop, 2);   /* silu alone: the parts' own copies dropped */
+	assert_int_equal(f->op[1].kind, OP_SILU);
+
+	assert_int_equal(run_spec(t, VSPEC("  qkv: {dtype: bf16, shape: [T, 3, 64]}\n",
+	                                   "  - {out: [q, kv], op: split, in: [qkv], sizes: [1, 2], dim: 1}\n",
+	                                   "q: {}\n  kv"), true), 0);
+	output_param(t, "kv", &line);
+	assert_string_equal(line, "param kv: output ptr bf16 [T, 2, 64] row_at at=((-64 + ((row / 3) * 128)) + "
+	                    "((row % 3) * 64)) box1=[1, 3)");
+	assert_non_null(t->c.kernel->pw.digit[1]);
+
+	assert_int_equal(run_spec(t, VSPEC("  x: {dtype: bf16, shape: [T, 64]}\n  y: {dtype: f32, shape: [T, 40]}\n",
+	                                   "  - {out: a, op: silu, in: [x]}\n  - {out: b, op: mul, in: [y, 3.0]}\n",
+	                                   "a: {}\n  b"), true), 0);
+	f = t->c.fusion;
+	assert_string_equal(f->tensor[f->split_out].name, "outputs");
+	assert_int_equal(f->op[f->tensor[f->split_out].def].kind, OP_CAT);
+	assert_true(f->op[f->tensor[f->split_out].def].placed);
+	output_param(t, "b", &line);
+	assert_string_equal(line, "param b: output ptr f32 [T, 40] row_at at=(-64 + (row * 40)) box1=[64, 104)");
+
+	assert_int_equal(run_spec(t, VSPEC("  x: {dtype: bf16, shape: [T, 64]}\n  y: {dtype: f32, shape: [8, 40]}\n",
+	                                   "  - {out: a, op: silu, in: [x]}\n  - {out: b, op: mul, in: [y, 3.0]}\n",
+	                                   "a: {}\n  b"), true), -1);
+	assert_contains(t->msg, "cannot place output 'b' in one pointwise kernel: its shape differs from output 'a'");
+}
+
 /*
  * The views pass moves views of computed values down to the inputs: no view
  * is left over a computed value; the ops the user wrote stay in ref_op; and
@@ -906,6 +995,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(schedule_refuses_views, setup, teardown),
 		cmocka_unit_test_setup_teardown(views_lower_to_addresses, setup, teardown),
 		cmocka_unit_test_setup_teardown(transpose_exchanges_tiles, setup, teardown),
+		cmocka_unit_test_setup_teardown(split_outputs_store_ranges, setup, teardown),
 		cmocka_unit_test_setup_teardown(views_move_to_inputs, setup, teardown),
 		cmocka_unit_test_setup_teardown(views_cat_pad_placed, setup, teardown),
 		cmocka_unit_test_setup_teardown(index_ops, setup, teardown),
