@@ -430,7 +430,10 @@ emit_compute(Emit *e, const Stmt *s)
  * exchange buffer, consecutive threads taking consecutive rows of the tile,
  * which are consecutive elements of memory: a column of the tile a row of
  * the buffer (its pitch a word longer than the tile's rows: no two threads
- * of a warp on one bank).
+ * of a warp on one bank).  Where the statement's cond holds, 16 bytes of
+ * rows a thread (one load, four words into the copy), element by element
+ * where a group is not 16-byte aligned or passes the last row; else every
+ * element a load, all issued before the first store.
  */
 static void
 emit_exchange(Emit *e, const Stmt *s)
@@ -438,20 +441,43 @@ emit_exchange(Emit *e, const Stmt *s)
 	const Kernel *k = e->k;
 	const KParam *p = &k->param[s->u.tma.param];
 	const KBuf *u = &k->buf[s->u.tma.buf];
-	int rows = k->tile_rows, cols = k->tile_cols;
+	int rows = k->tile_rows, cols = k->tile_cols, g = 16 / dtype_info[p->dtype].bytes;
+	const char *in = emit_param_name(e, p), *at = emit_expr_str(e, p->at), *step = emit_expr_str(e, p->step);
 
 	emit_line(e, "{%s", emit_comment(e, s));
 	e->depth++;
 	emit_line(e, "%s *ex = %s;", emit_type(u->dtype), emit_buf_at(e, s->u.tma.buf, s->u.tma.slot));
 	emit_line(e, "const long long top = %s, left = %s;", emit_expr_str(e, s->u.tma.row), emit_expr_str(e, s->u.tma.col));
-	emit_line(e, "#pragma unroll");   /* every load issued before the first store to shared memory */
-	emit_line(e, "for (int e = threadIdx.x; e < %d; e += %d) {", rows * cols, k->consumer_threads);
-	emit_line(e, "    const int r = e %% %d, c = e / %d;", rows, rows);
-	emit_line(e, "    const long long row = top + r, col = left + c;");
-	emit_line(e, "    if (row < rows && col < cols)");
-	emit_line(e, "        ex[c * %d + r] = %s[(%s) + col * %s];", u->cols, emit_param_name(e, p),
-	          emit_expr_str(e, p->at), emit_expr_str(e, p->step));
-	emit_line(e, "}");
+	if (s->u.tma.cond && rows % g == 0) {   /* 16 bytes of consecutive rows a load, 4 words into the copy's row */
+		emit_line(e, "const bool vec = (%s) && ((unsigned long long)%s & 15) == 0;", emit_expr_str(e, s->u.tma.cond), in);
+		emit_line(e, "#pragma unroll");
+		emit_line(e, "for (int e = threadIdx.x; e < %d; e += %d) {", rows / g * cols, k->consumer_threads);
+		emit_line(e, "    const int r = e %% %d * %d, c = e / %d;", rows / g, g, rows / g);
+		emit_line(e, "    if (left + c >= cols || top + r >= rows)");
+		emit_line(e, "        continue;");
+		emit_line(e, "    const long long col = left + c;");
+		emit_line(e, "    long long row = top + r;");
+		emit_line(e, "    const long long at = (%s) + col * %s;", at, step);
+		emit_line(e, "    if (vec && row + %d <= rows && at %% %d == 0) {", g, g);
+		emit_line(e, "        const uint4 q = wsf_ldg16(%s + at);", in);
+		emit_line(e, "        unsigned *w = (unsigned *)(ex + c * %d + r);", u->cols);
+		emit_line(e, "        w[0] = q.x, w[1] = q.y, w[2] = q.z, w[3] = q.w;");
+		emit_line(e, "    } else {");
+		emit_line(e, "        for (int i = 0; i < %d && top + r + i < rows; i++) {", g);
+		emit_line(e, "            row = top + r + i;");
+		emit_line(e, "            ex[c * %d + r + i] = %s[(%s) + col * %s];", u->cols, in, at, step);
+		emit_line(e, "        }");
+		emit_line(e, "    }");
+		emit_line(e, "}");
+	} else {
+		emit_line(e, "#pragma unroll");   /* every load issued before the first store to shared memory */
+		emit_line(e, "for (int e = threadIdx.x; e < %d; e += %d) {", rows * cols, k->consumer_threads);
+		emit_line(e, "    const int r = e %% %d, c = e / %d;", rows, rows);
+		emit_line(e, "    const long long row = top + r, col = left + c;");
+		emit_line(e, "    if (row < rows && col < cols)");
+		emit_line(e, "        ex[c * %d + r] = %s[(%s) + col * %s];", u->cols, in, at, step);
+		emit_line(e, "}");
+	}
 	e->depth--;
 	emit_line(e, "}");
 }

@@ -288,6 +288,10 @@ print_exchange(Buf *b, const Kernel *k, const Stmt *s, int depth)
 	slot_print(b, k, k->buf[s->u.tma.buf].name, s->u.tma.slot);
 	buf_printf(b, " <- %s", k->param[s->u.tma.param].name);
 	at_print(b, k, s);
+	if (s->u.tma.cond) {   /* 16 bytes of consecutive rows a load where this holds */
+		buf_puts(b, " by 16 bytes if ");
+		expr_print(b, k, s->u.tma.cond);
+	}
 	return true;
 }
 

@@ -399,13 +399,18 @@ fit_tile(Comp *c, Kernel *k, const Fusion *f)
 /*
  * Param J's tile (ROW0, COL0) through an exchange buffer: an ST_EXCHANGE in
  * LOOP that the compute's threads run, then COMPUTE reads the buffer (sync.c
- * places the barrier between).  Copies alternate by tile in a persistent
+ * places the barrier between).  Its cond: when 16-byte groups of the tile's
+ * rows are consecutive in memory (NULL: never), each a load where it starts
+ * on a 16-byte boundary.  Copies alternate by tile in a persistent
  * kernel, so that barrier also orders a copy's reads before its next write.
  */
 static void
 lower_exchange(Comp *c, Kernel *k, int j, Expr *counter, Expr *row0, Expr *col0, Stmt *loop, Stmt *compute)
 {
 	const KParam *p = &k->param[j];
+	const Tensor *d = &k->fusion->tensor[k->domain];
+	Dim r2 = d->dim[d->rank - 2];
+	int group = 16 / dtype_info[p->dtype].bytes;
 	Stmt *x = st_new(c, ST_EXCHANGE);
 	int b = kernel_add_buf(c, k, arena_printf(c->arena, "exchange_%s", p->name), BUF_EXCHANGE, p->dtype,
 	                       k->tile_cols, exchange_pitch(p, k->tile_rows));
@@ -419,6 +424,12 @@ lower_exchange(Comp *c, Kernel *k, int j, Expr *counter, Expr *row0, Expr *col0,
 	x->u.tma.slot = slot;
 	x->u.tma.row = row0;
 	x->u.tma.col = col0;
+	/* 16 bytes of consecutive rows a load where the rows' dim holds whole groups (none straddles its end) */
+	if (!r2.sym)
+		x->u.tma.cond = r2.ext % group ? NULL : ex_int(c, 1);
+	else
+		x->u.tma.cond = ex_bin(c, EX_EQ, ex_bin(c, EX_MOD, lower_stride_expr(c, k, d, (Stride){1, 1, {r2.sym}}),
+		                                        ex_int(c, group)), ex_int(c, 0));
 	x->pos = k->fusion->tensor[p->tensor].pos;
 	x->comment = "a transposed view's tile, read along its memory's rows";
 	st_append(c, loop, x);

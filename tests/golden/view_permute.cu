@@ -26,12 +26,25 @@ wsfuse_view_permute(
         {   // a transposed view's tile, read along its memory's rows
             wsf_bf16 *ex = exchange_xp;
             const long long top = row0, left = col0;
+            const bool vec = (1LL) && ((unsigned long long)in_xp & 15) == 0;
             #pragma unroll
-            for (int e = threadIdx.x; e < 4096; e += 256) {
-                const int r = e % 64, c = e / 64;
-                const long long row = top + r, col = left + c;
-                if (row < rows && col < cols)
-                    ex[c * 66 + r] = in_xp[(row) + col * 192LL];
+            for (int e = threadIdx.x; e < 512; e += 256) {
+                const int r = e % 8 * 8, c = e / 8;
+                if (left + c >= cols || top + r >= rows)
+                    continue;
+                const long long col = left + c;
+                long long row = top + r;
+                const long long at = (row) + col * 192LL;
+                if (vec && row + 8 <= rows && at % 8 == 0) {
+                    const uint4 q = wsf_ldg16(in_xp + at);
+                    unsigned *w = (unsigned *)(ex + c * 66 + r);
+                    w[0] = q.x, w[1] = q.y, w[2] = q.z, w[3] = q.w;
+                } else {
+                    for (int i = 0; i < 8 && top + r + i < rows; i++) {
+                        row = top + r + i;
+                        ex[c * 66 + r + i] = in_xp[(row) + col * 192LL];
+                    }
+                }
             }
         }
         __syncthreads();   // the exchanged tile in shared memory before the compute reads it

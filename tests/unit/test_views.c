@@ -590,6 +590,27 @@ kinds_of(const Stmt *s, StmtKind *out, int *n, int cap)
 	kinds_of(st_else(s), out, n, cap);
 }
 
+/* The line of the kernel IR c->kernel prints that starts (indent aside) with START; fails without one. */
+static const char *
+line_of(Fixture *t, const char *start)
+{
+	Buf b;
+	const char *text, *at;
+	char want[64];
+	size_t n;
+
+	buf_init(&b, t->c.arena);
+	kernel_print(&b, t->c.kernel);
+	text = buf_str(&b);
+	snprintf(want, sizeof want, " %s", start);
+	if (!(at = strstr(text, want)))
+		fail_msg("no line \"%s\" in:\n%s", start, text);
+	n = strcspn(at + 1, "\n;");
+	while (n > 0 && at[n] == ' ')   /* (the padding before a comment) */
+		n--;
+	return arena_strndup(t->c.arena, at + 1, n);
+}
+
 /* The first statement of KIND in S, depth first, whose comment holds WHY (NULL: any); or NULL. */
 static const Stmt *
 first_of(const Stmt *s, StmtKind kind, const char *why)
@@ -634,11 +655,11 @@ transpose_exchanges_tiles(void **state)
 	Fixture *t = *state;
 	char spec[512];
 	int i, b, n, xb = 0;
+	const char *line;
 
 	for (i = 0; i < 3; i++) {
 		const Kernel *k;
 		const KParam *p;
-		const char *line;
 		StmtKind kinds[64];
 		int ex, sync, comp;
 
@@ -672,6 +693,19 @@ transpose_exchanges_tiles(void **state)
 		/* __syncthreads (id 0), or in a warp-specialized kernel the consumers' named barrier */
 		assert_true((first_of(k->body, ST_SYNC, "exchanged tile")->u.sync.id != 0) == (i == 2));
 	}
+	/* 16 bytes of rows a load where the rows' dim holds whole groups: N % 4 (f32) at runtime, 100 % 4 now;
+	   100 bf16 rows are not whole groups of 8: element by element */
+	assert_non_null(first_of(t->c.kernel->body, ST_EXCHANGE, NULL)->u.tma.cond);
+	assert_string_equal(line_of(t, "exchange "), "exchange exchange_xt[(i % 2)] <- xt[row0, col0] by 16 bytes if "
+	                    "((dim_N % 4) == 0)");
+	lowered_param(t, VSPEC("  x: {dtype: f32, shape: [T, 100]}\n",
+	                       "  - {out: a, op: transpose, in: [x], dim0: 0, dim1: 1}\n  - {out: y, op: neg, in: [a]}\n",
+	                       "y"), "a", &line);
+	assert_true(ex_is_int(first_of(t->c.kernel->body, ST_EXCHANGE, NULL)->u.tma.cond, 1));
+	lowered_param(t, VSPEC("  x: {dtype: bf16, shape: [T, 100]}\n",
+	                       "  - {out: a, op: transpose, in: [x], dim0: 0, dim1: 1}\n  - {out: y, op: neg, in: [a]}\n",
+	                       "y"), "a", &line);
+	assert_null(first_of(t->c.kernel->body, ST_EXCHANGE, NULL)->u.tma.cond);
 	/* warp-specialized with nothing to load (x through its view alone): refused at the hint, not a pass's bug */
 	assert_int_equal(run_spec(t, "fusion: tr\ninputs:\n  x: {dtype: f32, shape: [64, 136]}\nops:\n"
 	                          "  - {out: xt, op: transpose, in: [x], dim0: 0, dim1: 1}\noutputs:\n  xt: {}\n"
