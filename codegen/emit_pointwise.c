@@ -70,10 +70,18 @@ emit_boxed_view(Emit *e, const KParam *p, const char *v)
 	const Tensor *d = &e->f->tensor[e->k->domain];
 	const char *ld = p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", *fill = emit_literal(e, b->fill);
 	int64_t lo = b->lo[d->rank - 1], hi = b->hi[d->rank - 1];
+	const char *load8 = "wsf_load8_global";
 
 	emit_line(e, "{   // inside its box; %s outside", fill);
 	e->depth++;
-	emit_line(e, "const %s *src = %s + (%s);", emit_type(p->dtype), emit_param_name(e, p), emit_expr_str(e, p->at));
+	if (b->stage) {   /* the staged tile of the same input, whole rows: this row's columns shifted */
+		emit_line(e, "const %s *src = %s + r * %d + (%lldLL) - left;   // %s's stage", emit_type(p->dtype),
+		          emit_curname(e, emit_buf_of(e->k, e->k->param[b->stage].tensor)), e->k->tile_cols,
+		          (long long)b->shift, emit_param_name(e, &e->k->param[b->stage]));
+		load8 = "wsf_load8";
+	} else {
+		emit_line(e, "const %s *src = %s + (%s);", emit_type(p->dtype), emit_param_name(e, p), emit_expr_str(e, p->at));
+	}
 	emit_line(e, "const bool in_box = %s;", box_test(e, b, false));
 	if (p->view == VIEW_COL_AT) {
 		emit_line(e, "const float x = in_box ? %s(src) : %s;", ld, fill);
@@ -84,7 +92,7 @@ emit_boxed_view(Emit *e, const KParam *p, const char *v)
 			emit_line(e, "if (in_box && col + %d <= cols%s%s) {", VEC,
 			          hi == INT64_MAX ? "" : arena_printf(e->c->arena, " && col >= %lldLL", (long long)lo),
 			          hi == INT64_MAX ? "" : arena_printf(e->c->arena, " && col + %d <= %lldLL", VEC, (long long)hi));
-			emit_line(e, "    wsf_load8_global%s(%s, src + col);", emit_suffix(p->dtype), v);
+			emit_line(e, "    %s%s(%s, src + col);", load8, emit_suffix(p->dtype), v);
 			if (hi != INT64_MAX) {   /* 8 columns all outside the box: the fill, no loads */
 				emit_line(e, "} else if (!in_box || col >= %lldLL || col + %d <= %lldLL) {", (long long)hi, VEC,
 				          (long long)lo);

@@ -683,6 +683,9 @@ kernel_print(Buf *b, const Kernel *k)
 				buf_puts(b, " step=");
 				expr_print(b, k, p->step);
 			}
+			if (p->bounds && p->bounds->stage)   /* read from the same input's stage (lower_pointwise.c) */
+				buf_printf(b, " from=%s's stage shift=%lld", k->param[p->bounds->stage].name,
+				           (long long)p->bounds->shift);
 			if (p->bounds && p->bounds->index_param) {   /* placed by an index's values (views.c) */
 				buf_printf(b, " by=%s scale=", k->param[p->bounds->index_param].name);
 				expr_print(b, k, p->bounds->index_scale);

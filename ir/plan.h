@@ -159,6 +159,9 @@ struct KBounds {
 	double fill;
 	int index_param;         /* the index's pointer param (0: no index) */
 	Expr *index_scale;       /* elements of the input from one position of the indexed dim to the next */
+	int stage;               /* > 0: read from this param's staged tile (the same input, whole rows in a tile),
+	                            each row's columns SHIFT elements on (RoPE's halves: x's stage) */
+	int64_t shift;
 };
 
 /* Does param P of a kernel of fusion F read a view of one of F's inputs (views.c): an input's argument, another tensor? */

@@ -482,6 +482,64 @@ split_params(Comp *c, Kernel *k, const Tensor *d)
 	}
 }
 
+/*
+ * Boxed views of an input that the kernel also stages whole (VIEW_FULL) in
+ * tiles of whole rows: the view's element (row, col) is the input's at (row,
+ * col + shift) where its strides are the input's own and its offset a
+ * constant, inside the row across the box: read from the stage
+ * (KBounds.stage), not through the pointer again.  RoPE's rotate-half
+ * reads x once.  After the tile is fixed.
+ */
+static void
+stage_views(Comp *c, Kernel *k, const Tensor *d)
+{
+	const Fusion *f = k->fusion;
+	int j, q, i;
+
+	if (dim_value(f, d->dim[d->rank - 1]) != k->tile_cols)
+		return;
+	for (j = 1; j < k->nparam; j++) {
+		KParam *p = &k->param[j];
+		KBounds *b = (KBounds *)p->bounds;
+		Stride inner = {1, 0, {0}};
+		int64_t shift = 0, lo, hi;
+		const Tensor *x;
+		Strided s;
+		const char *why;
+
+		if (!b || b->index_param || p->view != VIEW_ROW_AT || !kparam_is_view(f, p))
+			continue;
+		for (q = 1; q < k->nparam && !(k->param[q].arg == p->arg && k->param[q].view == VIEW_FULL &&
+		                                 staged_input(f, &k->param[q], k->tile_cols)); q++)
+			;
+		if (q == k->nparam || !view_strided(c, f, p->tensor, &s, &why) || s.rank != d->rank)
+			continue;
+		x = &f->tensor[s.input];
+		for (i = d->rank - 1; i >= 0; i--) {   /* the input's own strides, over the domain's dims */
+			if (!dim_equal(x->dim[i], d->dim[i]) || !stride_equal(s.stride[i], inner))
+				break;
+			if (x->dim[i].sym)
+				inner.sym[inner.nsym++] = x->dim[i].sym;
+			else
+				inner.k *= x->dim[i].ext;
+		}
+		for (q = 0; q < s.noff && i < 0; q++) {
+			if (s.off[q].nsym)
+				i = 0;
+			shift += s.off[q].k;
+		}
+		lo = b->lo[d->rank - 1];
+		hi = b->hi[d->rank - 1] == INT64_MAX ? k->tile_cols : b->hi[d->rank - 1];
+		if (i >= 0 || lo + shift < 0 || hi + shift > k->tile_cols ||
+		    shift * dtype_info[p->dtype].bytes % 16)
+			continue;
+		for (q = 1; q < k->nparam && !(k->param[q].arg == p->arg && k->param[q].view == VIEW_FULL); q++)
+			;
+		b->stage = q;
+		b->shift = shift;
+	}
+}
+
 /* The pointwise family: every output has the domain's shape. */
 static int
 lower_pointwise(Comp *c, Fusion *f)
@@ -610,6 +668,7 @@ lower_pointwise(Comp *c, Fusion *f)
 			k->param[j].box[1] = k->tile_cols;
 		}
 
+	stage_views(c, k, d);
 	for (j = 1; j < k->nparam && !staged_input(f, &k->param[j], k->tile_cols); j++)
 		;
 	if (k->warp_specialize && j == k->nparam)   /* (warp_specialize.c would find no loop of loads to split) */

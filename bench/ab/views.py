@@ -165,7 +165,7 @@ def main():
     }
     if len(sys.argv) > 3:
         cases = {name: cases[name] for name in sys.argv[3].split(",")}
-    moved = {"rope": lambda n: 3 * n, "swiglu": lambda n: 3 * n, "qknorm": lambda n: 2 * n,
+    moved = {"rope": lambda n: 2 * n, "swiglu": lambda n: 3 * n, "qknorm": lambda n: 2 * n,
              "permute": lambda n: 2 * n, "transpose": lambda n: 2 * n, "cat3": lambda n: 2 * n,
              "split3": lambda n: 2 * n, "embed": lambda n: 2 * n}   # elements read once plus written (cos and sin: small)
     with wsfuse.Context(sizes={"T": t}, cache="0") as ctx:

@@ -72,10 +72,10 @@ wsfuse_view_rope_rotate(
                 }
                 float v_rot_x2[8];  // tests/golden/view_rope_rotate.yaml:14
                 {   // inside its box; 0.0f outside
-                    const wsf_bf16 *src = in_rot_x2 + ((64LL + (row * 128LL)));
+                    const wsf_bf16 *src = cur_tile_x + r * 128 + (64LL) - left;   // in_x's stage
                     const bool in_box = true;
                     if (in_box && col + 8 <= cols && col >= 0LL && col + 8 <= 64LL) {
-                        wsf_load8_global(v_rot_x2, src + col);
+                        wsf_load8(v_rot_x2, src + col);
                     } else if (!in_box || col >= 64LL || col + 8 <= 0LL) {
                         #pragma unroll
                         for (int v = 0; v < 8; v++)
@@ -88,10 +88,10 @@ wsfuse_view_rope_rotate(
                 }
                 float v_rot_x1[8];  // tests/golden/view_rope_rotate.yaml:14
                 {   // inside its box; 0.0f outside
-                    const wsf_bf16 *src = in_rot_x1 + ((-64LL + (row * 128LL)));
+                    const wsf_bf16 *src = cur_tile_x + r * 128 + (-64LL) - left;   // in_x's stage
                     const bool in_box = true;
                     if (in_box && col + 8 <= cols && col >= 64LL && col + 8 <= 128LL) {
-                        wsf_load8_global(v_rot_x1, src + col);
+                        wsf_load8(v_rot_x1, src + col);
                     } else if (!in_box || col >= 128LL || col + 8 <= 64LL) {
                         #pragma unroll
                         for (int v = 0; v < 8; v++)

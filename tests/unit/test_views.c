@@ -573,6 +573,22 @@ views_lower_to_addresses(void **state)
 	assert_int_equal(p->view, VIEW_FULL);
 	assert_string_equal(line, "param q: input ptr bf16 [T, 3072] full at=(((row / 16) * 3072) + ((row % 16) * 128))");
 	assert_int_equal(t->c.kernel->nbuf, 1);   /* (no stage: [0] unused) */
+	/* RoPE's rotate-half: x staged whole in tiles of whole rows, each half's boxed view read from that stage,
+	   its columns shifted, not through x's pointer again; with rows wider than a tile, through the pointer */
+	p = lowered_param(t, VSPEC("  x: {dtype: bf16, shape: [T, 8, 128]}\n",
+	                           "  - {out: x1, op: slice, in: [x], dim: -1, end: 64}\n"
+	                           "  - {out: x2, op: slice, in: [x], dim: -1, start: 64}\n"
+	                           "  - {out: nx2, op: neg, in: [x2]}\n  - {out: rot, op: cat, in: [nx2, x1], dim: -1}\n"
+	                           "  - {out: y, op: add, in: [x, rot]}\n", "y"), "rot.x2", &line);
+	assert_string_equal(line, "param rot.x2: input ptr bf16 [T, 8, 128] row_at at=(64 + (row * 128)) "
+	                    "from=x's stage shift=64 box2=[0, 64)");
+	assert_int_equal(t->c.kernel->param[p->bounds->stage].view, VIEW_FULL);
+	p = lowered_param(t, VSPEC("  x: {dtype: bf16, shape: [T, 8, 512]}\n",
+	                           "  - {out: x1, op: slice, in: [x], dim: -1, end: 256}\n"
+	                           "  - {out: x2, op: slice, in: [x], dim: -1, start: 256}\n"
+	                           "  - {out: nx2, op: neg, in: [x2]}\n  - {out: rot, op: cat, in: [nx2, x1], dim: -1}\n"
+	                           "  - {out: y, op: add, in: [x, rot]}\n", "y"), "rot.x2", &line);
+	assert_int_equal(p->bounds->stage, 0);   /* a 256-column tile of 512-wide rows: the other half is not staged */
 }
 
 /* The statements of S, depth first, as kinds. */
