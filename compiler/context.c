@@ -668,6 +668,25 @@ wsf_kernel_arg_name(const WsfKernel *k, int i)
 }
 
 int
+wsf_kernel_arg_row_strided(const WsfKernel *k, int i)
+{
+	const Launch *l;
+	int j;
+
+	if (!arg_tensor(k, i, NULL) || !(l = k->launch))
+		return -1;
+	for (j = 1; j < l->nparam; j++) {   /* runtime/launch.c strided_arg: what takes a row stride */
+		const LaunchParam *q = &l->param[j];
+
+		if (q->arg != i)
+			continue;
+		if (q->kind != PK_TMAP || (l->batched && q->rank > 2) || !(q->own_view || q->view == VIEW_FULL || q->view == VIEW_ROW))
+			return 0;
+	}
+	return 1;   /* (an input no op reads: anything) */
+}
+
+int
 wsf_kernel_arg_is_output(const WsfKernel *k, int i)
 {
 	if (!arg_tensor(k, i, NULL))

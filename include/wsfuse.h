@@ -342,6 +342,11 @@ int64_t wsf_kernel_arg_dim(const WsfKernel *k, int i, int d);
  * extent is a constant or i, d are out of range: what a binding needs to
  * derive output shapes from input shapes. */
 const char *wsf_kernel_arg_dim_name(const WsfKernel *k, int i, int d);
+/* 1 when a launch may pass argument i with rows wider than a row (strides whose
+ * last is 1 and whose others step the rows by more than a row: a slice of the
+ * last dim, x[:, :n]): every read or write of it is a tensor map of its rows; 0
+ * when it must be contiguous; -1 when i is out of range or K has no launch yet. */
+int wsf_kernel_arg_row_strided(const WsfKernel *k, int i);
 
 /* A DLPack-style description of one device tensor (row-major if strides is NULL). */
 typedef struct WsfTensor {
@@ -349,7 +354,9 @@ typedef struct WsfTensor {
 	WsfDtype dtype;
 	int ndim;
 	const int64_t *shape;   /* ndim extents, each 1..2^40; not NULL when ndim > 0 */
-	const int64_t *strides; /* ndim strides in elements, or NULL for contiguous */
+	const int64_t *strides; /* ndim strides in elements, or NULL for contiguous; the last 1, the rows
+	                           (the dims but the last) one run of steps, wider than a row where
+	                           wsf_kernel_arg_row_strided allows (docs/spec.md, Launching) */
 } WsfTensor;
 
 /*

@@ -540,7 +540,41 @@ stage_views(Comp *c, Kernel *k, const Tensor *d)
 	}
 }
 
-/* The pointwise family: every output has the domain's shape. */
+/*
+ * Outputs leave through a staging tile and TMA stores, which the persistent
+ * loop and f32 outputs need to keep up, unless the schedule says `store:
+ * vector`, or one CTA per tile writes only 2-byte outputs (none accumulating,
+ * which TMA adds): those store from registers.  A split's outputs store by
+ * pointer, each its range.  Sets Kernel.tma_store; 0 or -1.
+ */
+static int
+choose_stores(Comp *c, Kernel *k, const Fusion *f)
+{
+	bool narrow = true;
+	int j;
+
+	for (j = 0; j < f->nout; j++)   /* (an output that accumulates is added by TMA: not narrow) */
+		narrow = narrow && dtype_info[f->out[j].dtype].bytes == 2 && !f->out[j].accumulate;
+	k->tma_store = f->sched.store == STORE_TMA ||
+	               (f->sched.store != STORE_VECTOR && (k->persistent || !narrow || f->sched.signal_pos.line));
+	if (f->split_out && (f->sched.store == STORE_TMA || f->sched.signal_pos.line)) {
+		diag_error(c, f->sched.store == STORE_TMA ? f->sched.store_pos : f->sched.signal_pos, "outputs that are "
+		           "the parts of one shape (a split) store by pointer, each its range: '%s' with TMA stores is "
+		           "not implemented yet", f->sched.store == STORE_TMA ? "store: tma" : "signal: per_tile");
+		c->status = WSF_ERR_UNSUPPORTED;
+		return -1;
+	}
+	k->tma_store = k->tma_store && !f->split_out;
+	if (f->sched.signal_pos.line && !k->tma_store) {   /* the signal waits for the stores' bulk groups */
+		diag_error(c, f->sched.store_pos, "'signal: per_tile' with 'store: vector' is not implemented yet: a "
+		           "tile is signalled once its TMA stores complete");
+		c->status = WSF_ERR_UNSUPPORTED;
+		return -1;
+	}
+	return 0;
+}
+
+/* The pointwise family: every output has the domain's shape, or is a part of it along a dim (a split). */
 static int
 lower_pointwise(Comp *c, Fusion *f)
 {
@@ -549,7 +583,6 @@ lower_pointwise(Comp *c, Fusion *f)
 	Stmt *loop, *issue, *compute, *store = NULL;
 	Expr *i, *row0, *col0;
 	int j, row_bytes = 0;
-	bool tma_store, narrow;
 
 	k = kernel_new(c, f);
 	c->kernel = k;
@@ -574,32 +607,8 @@ lower_pointwise(Comp *c, Fusion *f)
 	 */
 	k->persistent = f->sched.persistent == 2 ||
 	                (f->sched.persistent == 0 && (k->warp_specialize || f->sched.stages));
-	/*
-	 * Outputs leave through a staging tile and TMA stores, which the
-	 * persistent loop and f32 outputs need to keep up, unless the schedule
-	 * says `store: vector`, or one CTA per tile writes only 2-byte outputs
-	 * (none accumulating, which TMA adds): those store from registers.
-	 */
-	narrow = true;
-	for (j = 0; j < f->nout; j++)   /* (an output that accumulates is added by TMA: not narrow) */
-		narrow = narrow && dtype_info[f->out[j].dtype].bytes == 2 && !f->out[j].accumulate;
-	tma_store = f->sched.store == STORE_TMA ||
-	            (f->sched.store != STORE_VECTOR && (k->persistent || !narrow || f->sched.signal_pos.line));
-	if (f->split_out && (f->sched.store == STORE_TMA || f->sched.signal_pos.line)) {
-		diag_error(c, f->sched.store == STORE_TMA ? f->sched.store_pos : f->sched.signal_pos, "outputs that are "
-		           "the parts of one shape (a split) store by pointer, each its range: '%s' with TMA stores is "
-		           "not implemented yet", f->sched.store == STORE_TMA ? "store: tma" : "signal: per_tile");
-		c->status = WSF_ERR_UNSUPPORTED;
+	if (choose_stores(c, k, f) < 0)
 		return -1;
-	}
-	tma_store = tma_store && !f->split_out;
-	if (f->sched.signal_pos.line && !tma_store) {   /* the signal waits for the stores' bulk groups */
-		diag_error(c, f->sched.store_pos, "'signal: per_tile' with 'store: vector' is not implemented yet: a "
-		           "tile is signalled once its TMA stores complete");
-		c->status = WSF_ERR_UNSUPPORTED;
-		return -1;
-	}
-	k->tma_store = tma_store;
 	if (!k->persistent && !k->stages_hint)
 		k->stages_hint = 1;
 	k->smem_budget = LOWER_SMEM_BUDGET;
@@ -642,7 +651,7 @@ lower_pointwise(Comp *c, Fusion *f)
 		return -1;
 	for (j = 0; j < f->nout; j++) {
 		const Tensor *t = &f->tensor[f->out[j].tensor];
-		int p = kernel_add_param(c, k, tma_store ? PK_TMAP : PK_PTR, t->name);
+		int p = kernel_add_param(c, k, k->tma_store ? PK_TMAP : PK_PTR, t->name);
 
 		k->param[p].arg = f->ninput + j;
 		k->param[p].tensor = f->out[j].tensor;
@@ -696,7 +705,7 @@ lower_pointwise(Comp *c, Fusion *f)
 		if (k->param[j].view == VIEW_EXCHANGE)
 			lower_exchange(c, k, j, i, row0, col0, loop, compute);
 	st_append(c, loop, compute);
-	if (!tma_store)
+	if (!k->tma_store)
 		return 0;
 
 	/* outputs: compute writes a staging copy (one of two, alternating); one thread stores it */

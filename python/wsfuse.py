@@ -149,6 +149,7 @@ _SIGNATURES = {
     "wsf_kernel_arg_rank": (c_int, [c_void_p, c_int]),
     "wsf_kernel_arg_dim": (c_int64, [c_void_p, c_int, c_int]),
     "wsf_kernel_arg_dim_name": (c_char_p, [c_void_p, c_int, c_int]),
+    "wsf_kernel_arg_row_strided": (c_int, [c_void_p, c_int]),
     "wsf_kernel_launch": (c_int, [c_void_p, c_void_p, POINTER(_Tensor), c_int, c_void_p]),
     "wsf_kernel_launch_ex": (c_int, [c_void_p, c_void_p, POINTER(_Tensor), c_int, c_void_p]),
     "wsf_kernel_signal_layout": (c_int, [c_void_p, c_void_p, POINTER(_Tensor), c_int, c_void_p]),
@@ -267,6 +268,23 @@ class Error(Exception):
     def __init__(self, status, message, diagnostics=()):
         super().__init__(f"{status}: {message}")
         self.status, self.message, self.diagnostics = status, message, list(diagnostics)
+
+
+def _row_strided(x):
+    """Are X's strides those of rows wider than a row: the last 1, the dims but the last one run of steps
+    (16 bytes a multiple) over the row stride?  (A slice of the last dim of a contiguous tensor.)"""
+    if x.dim() < 2 or x.stride(-1) != 1:
+        return False
+    row, step = None, None
+    for n, s in zip(reversed(x.shape[:-1]), reversed(x.stride()[:-1])):
+        if n == 1:
+            continue
+        if row is None:
+            row, step = s, s
+        elif s != step:
+            return False
+        step *= n
+    return row is not None and row >= x.shape[-1] and row * x.element_size() % 16 == 0
 
 
 def _same(n, want, message):
@@ -447,6 +465,11 @@ class Kernel:
                     dims.append(name.decode() if name else int(self._lib.wsf_kernel_arg_dim(self._ptr, i, d)))
                 self._dims.append(dims)
         return self._dims
+
+    def row_strided(self, i):
+        """Whether a launch may pass argument I with rows wider than a row (a slice of its
+        last dim, x[:, :n]), read through a tensor map of its rows (wsf_kernel_arg_row_strided)."""
+        return self._lib.wsf_kernel_arg_row_strided(self._ptr, i) == 1
 
     def output_shapes(self, *inputs):
         """The outputs' shapes for these inputs (tensors or shape tuples): the spec's
@@ -754,9 +777,6 @@ class _TorchOp:
         if device.type != "cuda":
             raise Error("WSF_ERR_INPUT", f"{self.qualname}: input '{k.arg_names[0]}' is on {device}, "
                         "expected a CUDA tensor")
-        # contiguous and 16-byte aligned: a copy for views that are not (the kernel needs both)
-        inputs = [x if x.is_contiguous() and x.data_ptr() % 16 == 0 else
-                  x.clone(memory_format=torch.contiguous_format) for x in inputs]
         key = (device.index, tuple(sorted(bound.items())))
         with self.lock, torch.cuda.device(device):
             kernel = self.kernels.get(key)
@@ -766,6 +786,11 @@ class _TorchOp:
                             "these sizes before capturing (the first call compiles and loads its kernel)")
             if kernel is None:
                 kernel = self.kernels[key] = self._compile(device.index, bound)
+            # contiguous and 16-byte aligned, or rows wider than a row where the kernel reads the argument
+            # through a tensor map of its rows (a slice of the last dim); a copy for other views
+            inputs = [x if x.data_ptr() % 16 == 0 and (x.is_contiguous() or (_row_strided(x) and
+                                                                              kernel.row_strided(i)))
+                      else x.clone(memory_format=torch.contiguous_format) for i, x in enumerate(inputs)]
             outs = [torch.empty(s, dtype=dt, device=device) for s, dt in zip(shapes, self.out_dtypes)]
             kernel.launch(*inputs, *outs)
             self.warm.add(key)

@@ -138,7 +138,7 @@ arg_name(const Fusion *f, int i)
  * can overflow.
  */
 static WsfStatus
-bind_args(Comp *c, const Fusion *f, const WsfTensor *args, int nargs, int64_t *val)
+bind_args(Comp *c, const Fusion *f, const WsfTensor *args, int nargs, int64_t *val, int64_t *rs)
 {
 	int i, d;
 
@@ -154,7 +154,7 @@ bind_args(Comp *c, const Fusion *f, const WsfTensor *args, int nargs, int64_t *v
 		const Tensor *t = i < f->ninput ? &f->tensor[f->input[i]] : &f->tensor[f->out[i - f->ninput].tensor];
 		Dtype dt = i < f->ninput ? t->dtype : f->out[i - f->ninput].dtype;
 		const WsfTensor *a = &args[i];
-		int64_t expect = 1, bytes;
+		int64_t expect = 1, bytes, row = 0;
 
 		if ((Dtype)a->dtype != dt)
 			return diag_error(c, t->pos, "argument '%s': dtype %s, expected %s", arg_name(f, i),
@@ -180,11 +180,26 @@ bind_args(Comp *c, const Fusion *f, const WsfTensor *args, int nargs, int64_t *v
 				                  (long long)n, n <= 0 ? "expected a positive extent" :
 				                  "more than the limit of 2^40 (1099511627776)"),
 				       WSF_ERR_INPUT;
-			if (a->strides && a->strides[d] != expect && n != 1)
-				return diag_error(c, t->pos, "argument '%s': dim %d has stride %lld, expected %lld "
-				                  "(tensors must be contiguous, row-major)", arg_name(f, i), d,
-				                  (long long)a->strides[d], (long long)expect),
-				       WSF_ERR_INPUT;
+			if (a->strides && n != 1 && a->strides[d] != (row ? row : expect)) {
+				/* the rows' stride may be wider than a row: a slice of the last dim (x[:, :N]) */
+				if (d != t->rank - 1 && !row && a->strides[d] > expect && a->strides[d] <= MAX_EXTENT) {
+					row = rs[i] = a->strides[d];
+				} else {
+					return diag_error(c, t->pos, "argument '%s': dim %d has stride %lld, expected %lld (%s)",
+					                  arg_name(f, i), d, (long long)a->strides[d], (long long)(row ? row : expect),
+					                  d == t->rank - 1 ? "the last dim's elements must be consecutive: a transpose "
+					                  "or a step along it is a copy, .contiguous()" : "the rows, its dims but the "
+					                  "last, must be one run of equal steps: a slice of the last dim is taken, "
+					                  "of another dim not yet"),
+					       WSF_ERR_INPUT;
+				}
+			}
+			if (row) {   /* the rows from here out: steps of the row stride */
+				if (!size_mul(row, n, &row))
+					return diag_error(c, t->pos, "argument '%s': its strides reach 2^63 elements or more",
+					                  arg_name(f, i)),
+					       WSF_ERR_INPUT;
+			}
 			if (!size_mul(expect, n, &expect))
 				return diag_error(c, t->pos, "argument '%s': its shape has 2^63 elements or more",
 				                  arg_name(f, i)),
@@ -220,12 +235,14 @@ bind_args(Comp *c, const Fusion *f, const WsfTensor *args, int nargs, int64_t *v
 
 /*
  * The 2-D view of the kernel's domain tensor under the bound sizes VAL:
- * [product of the leading dims, last dim], or for a flat kernel wide rows.
+ * [product of the leading dims, last dim], or for a flat kernel wide rows
+ * (unless NATURAL: an argument's rows are strided, which only its own rows
+ * keep).
  * The domain need not be an argument (a row reduction's may be a broadcast
  * of two), so its element count is checked here too.
  */
 static WsfStatus
-choose_view(Comp *cp, const Launch *l, const int64_t *val, int64_t *rows, int64_t *cols, int64_t *batch)
+choose_view(Comp *cp, const Launch *l, const int64_t *val, bool natural, int64_t *rows, int64_t *cols, int64_t *batch)
 {
 	const Fusion *f = l->fusion;
 	const Tensor *t = &f->tensor[l->domain];
@@ -243,7 +260,7 @@ choose_view(Comp *cp, const Launch *l, const int64_t *val, int64_t *rows, int64_
 		*rows = t->dim[t->rank - 2].sym ? val[t->dim[t->rank - 2].sym] : t->dim[t->rank - 2].ext;
 		*batch = n / (*rows * *cols);
 	}
-	if (!l->flat)
+	if (!l->flat || natural)   /* (a row-strided argument: its own rows, not a factorisation) */
 		return WSF_OK;
 	/*
 	 * Rows as wide as a tile make every tile one contiguous run of memory; a
@@ -384,18 +401,45 @@ map_params(Comp *c, const Launch *l, const LaunchParam *p, const WsfTensor *a, i
 	return WSF_OK;
 }
 
+/*
+ * Param Q reads argument A, whose rows are ROW elements apart, wider than a
+ * row (a slice of the last dim): a tensor map of its rows takes that stride
+ * (map_params' caller patches it in); a pointer read at contiguous offsets
+ * (a view, a broadcast, rows 16 bytes at a time) or a batched operand's 3-D
+ * map does not yet.
+ */
+static WsfStatus
+strided_arg(Comp *c, const Launch *l, const LaunchParam *q, const WsfTensor *a, int64_t row)
+{
+	const Fusion *f = l->fusion;
+
+	if (q->kind == PK_TMAP && !(l->batched && a->ndim > 2) && (q->own_view || q->view == VIEW_FULL || q->view == VIEW_ROW))
+		return WSF_OK;
+	return diag_error(c, f->tensor[q->tensor].pos, "argument '%s': its rows are %lld elements apart, wider than "
+	                  "a row (a slice of its last dim), but the kernel %s it %s at contiguous offsets; pass "
+	                  "it contiguous (.contiguous())", arg_name(f, q->arg), (long long)row,
+	                  q->arg < f->ninput ? "reads" : "writes",
+	                  q->kind == PK_TMAP ? "as a batch of matrices" : "through its pointer"),
+	       WSF_ERR_INPUT;
+}
+
 WsfStatus
 rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, LaunchPlan *p)
 {
 	const Fusion *f = l->fusion;
 	int64_t *val = arena_alloc(c->arena, (size_t)f->nsym * sizeof *val);
+	int64_t *rs = arena_alloc(c->arena, (size_t)(nargs > 0 ? nargs : 1) * sizeof *rs);
+	bool strided = false;
 	WsfStatus s;
 	int i;
 
 	p->inner = 0;
 	p->batch = 1;
-	if ((s = bind_args(c, f, args, nargs, val)) != WSF_OK ||
-	    (s = choose_view(c, l, val, &p->rows, &p->cols, &p->batch)))
+	if ((s = bind_args(c, f, args, nargs, val, rs)) != WSF_OK)
+		return s;
+	for (i = 0; i < nargs; i++)
+		strided = strided || rs[i];
+	if ((s = choose_view(c, l, val, strided, &p->rows, &p->cols, &p->batch)))
 		return s;
 	if (l->row_chunk && p->cols > INT32_MAX - l->row_chunk)
 		return diag_error(c, f->pos, "kernel '%s' streams rows of up to %d elements (32-bit element indices); "
@@ -419,9 +463,20 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 		const LaunchParam *q = &l->param[i];
 		const WsfTensor *a = q->arg >= 0 ? &args[q->arg] : NULL;
 
+		if (a && rs[q->arg] && (s = strided_arg(c, l, q, a, rs[q->arg])) != WSF_OK)
+			return s;
 		if (q->kind == PK_TMAP && (s = map_params(c, l, q, a, p->rows, p->cols, q->own_view,
 		                                          l->batched && a->ndim > 2, &p->tmap[i])) != WSF_OK)
 			return s;
+		if (q->kind == PK_TMAP && a && rs[q->arg] && p->tmap[i].rank == 2) {   /* the rows' own stride */
+			p->tmap[i].strides[0] = (uint64_t)rs[q->arg] * dtype_info[q->dtype].bytes;
+			if (p->tmap[i].strides[0] % 16 || p->tmap[i].strides[0] >= ((uint64_t)1 << 40))
+				return diag_error(c, f->tensor[q->tensor].pos, "argument '%s': its row stride, %lld %s elements, "
+				                  "is %llu bytes: a tensor map takes multiples of 16 below 2^40",
+				                  arg_name(f, q->arg), (long long)rs[q->arg], dtype_info[q->dtype].name,
+				                  (unsigned long long)p->tmap[i].strides[0]),
+				       WSF_ERR_INPUT;
+		}
 		/* a broadcast input's offset divides the row index in 32 bits (wsf_udiv) */
 		if ((q->view == VIEW_ROW_AT || q->view == VIEW_COL_AT) && p->rows * p->batch > UINT32_MAX)
 			return diag_error(c, f->tensor[q->tensor].pos,

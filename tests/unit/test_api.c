@@ -322,6 +322,15 @@ argument_queries(void **state)
 	assert_string_equal(wsf_kernel_arg_dim_name(k, 2, 0), "M");
 	assert_string_equal(wsf_kernel_arg_dim_name(k, 1, 0), "N");
 	assert_null(wsf_kernel_arg_dim_name(k, 1, 1));
+	assert_int_equal(wsf_kernel_arg_row_strided(k, 0), -1);   /* no launch yet: stopped at the fusion IR */
+	wsf_kernel_delete(k);
+	/* compiled to the kernel IR: x and b through tensor maps of their rows; z stored from registers */
+	wsf_set_option(ctx, "stop-after", "kernel-ir");
+	assert_int_equal(wsf_compile_string(ctx, "api.yaml", spec, strlen(spec), &k), WSF_OK);
+	assert_int_equal(wsf_kernel_arg_row_strided(k, 0), 1);
+	assert_int_equal(wsf_kernel_arg_row_strided(k, 1), 1);
+	assert_int_equal(wsf_kernel_arg_row_strided(k, 2), 0);
+	assert_int_equal(wsf_kernel_arg_row_strided(k, 3), -1);
 	wsf_kernel_delete(k);
 	wsf_context_delete(ctx);
 }

@@ -144,13 +144,81 @@ argument_errors(void **state)
 	expect_error(t, l, a, 3, "argument 'b': dtype f32, expected bf16");
 	a[1].dtype = WSF_DTYPE_BF16;
 	a[0].strides = st;
-	expect_error(t, l, a, 3, "argument 'x': dim 1 has stride 64, expected 1");
+	expect_error(t, l, a, 3, "argument 'x': dim 1 has stride 64, expected 1 (the last dim's elements");
 	a[0].strides = NULL;
 	a[0].data = (char *)DEV(1) + 8;
 	expect_error(t, l, a, 3, "'x'");
 	a[0].data = DEV(1);
 	a[2].ndim = 1;
 	expect_error(t, l, a, 3, "argument 'o': rank 1, expected 2");
+}
+
+/*
+ * Rows wider than a row (x[:, :128] of a [64, 200] tensor: strides {200, 1})
+ * go through a tensor map of the rows, its row stride the argument's, in a
+ * flat kernel too (its own rows then, not a factorisation); the torch op's
+ * query says so (wsf_kernel_arg_row_strided).  A broadcast read through the
+ * pointer at contiguous offsets, a last dim that steps, rows that are not one
+ * run of steps and a row stride off 16 bytes are errors that say which.
+ */
+static void
+row_strided_arguments(void **state)
+{
+	Fixture *t = *state;
+	const Launch *l = build(t, bias);
+	int64_t mn[] = {64, 128}, nn[] = {128}, wide[] = {200, 1}, odd[] = {131, 1}, step[] = {256, 2};
+	int64_t bmn[] = {4, 16, 128}, runs[] = {3200, 200, 1}, broken[] = {4000, 200, 1};
+	WsfTensor a[3] = {{DEV(1), WSF_DTYPE_BF16, 2, mn, wide}, {DEV(2), WSF_DTYPE_BF16, 1, nn, NULL},
+	                  {DEV(3), WSF_DTYPE_BF16, 2, mn, NULL}};
+	LaunchPlan p;
+
+	assert_int_equal(rt_launch_plan(&t->c, l, a, 3, &p), WSF_OK);
+	assert_int_equal(p.rows, 64);
+	assert_int_equal(p.tmap[1].dims[0], 128);
+	assert_int_equal(p.tmap[1].strides[0], 400);   /* 200 bf16 a row, not 128 */
+	a[2].strides = wide;   /* the output: 16-byte stores from registers at contiguous offsets */
+	expect_error(t, l, a, 3, "argument 'o': its rows are 200 elements apart, wider than a row (a slice of its last "
+	             "dim), but the kernel writes it through its pointer");
+	a[2].strides = NULL;
+	a[0].strides = odd;
+	expect_error(t, l, a, 3, "argument 'x': its row stride, 131 bf16 elements, is 262 bytes: a tensor map takes "
+	             "multiples of 16 below 2^40");
+	a[0].strides = step;
+	expect_error(t, l, a, 3, "argument 'x': dim 1 has stride 2, expected 1 (the last dim's elements must be "
+	             "consecutive");
+	a[0].strides = wide;
+	a[1].strides = nn;   /* (a 1-D bias with stride 128: its last dim steps) */
+	expect_error(t, l, a, 3, "argument 'b': dim 0 has stride 128, expected 1");
+	a[1].strides = NULL;
+
+	/* a flat kernel: its own rows when an argument's are strided; 3-D rows one run of steps */
+	l = build(t, "fusion: f\nsizes: {B: 4, S: 16}\ninputs:\n  x: {dtype: bf16, shape: [B, S, 128]}\n"
+	             "ops:\n  - {out: o, op: relu, in: [x]}\noutputs:\n  o: {dtype: bf16}\n");
+	assert_true(kernel_pw(t->c.kernel)->flat);
+	a[0].ndim = a[1].ndim = 3;
+	a[0].shape = a[1].shape = bmn;
+	a[0].strides = runs;
+	a[1].data = DEV(3);
+	assert_int_equal(rt_launch_plan(&t->c, l, a, 2, &p), WSF_OK);
+	assert_int_equal(p.rows, 64);
+	assert_int_equal(p.cols, 128);
+	assert_int_equal(p.tmap[1].strides[0], 400);
+	a[0].strides = broken;
+	expect_error(t, l, a, 2, "argument 'x': dim 0 has stride 4000, expected 3200 (the rows, its dims but the "
+	             "last, must be one run of equal steps");
+
+	/* read through its pointer (a broadcast along a leading dim at its row's offset): contiguous only */
+	l = build(t, "fusion: g\nsizes: {T: 8}\ninputs:\n  x: {dtype: bf16, shape: [T, 4, 128]}\n"
+	             "  c: {dtype: bf16, shape: [T, 1, 128]}\nops:\n  - {out: o, op: mul, in: [x, c]}\n"
+	             "outputs:\n  o: {dtype: bf16}\n");
+	{
+		int64_t xs[] = {8, 4, 128}, cs[] = {8, 1, 128}, cst[] = {256, 128, 1};
+		WsfTensor g[3] = {{DEV(1), WSF_DTYPE_BF16, 3, xs, NULL}, {DEV(2), WSF_DTYPE_BF16, 3, cs, cst},
+		                  {DEV(3), WSF_DTYPE_BF16, 3, xs, NULL}};
+
+		expect_error(t, l, g, 3, "argument 'c': its rows are 256 elements apart, wider than a row (a slice of its "
+		             "last dim), but the kernel reads it through its pointer at contiguous offsets");
+	}
 }
 
 /*
@@ -677,6 +745,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(flat_view_wide_rows, setup, teardown),
 		cmocka_unit_test_setup_teardown(flat_view_ragged, setup, teardown),
 		cmocka_unit_test_setup_teardown(row_view, setup, teardown),
+		cmocka_unit_test_setup_teardown(row_strided_arguments, setup, teardown),
 		cmocka_unit_test_setup_teardown(argument_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(view_fixed_sizes, setup, teardown),
 		cmocka_unit_test_setup_teardown(vector_store_alignment, setup, teardown),
