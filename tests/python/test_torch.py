@@ -252,6 +252,13 @@ def test_gpu_eager_against_torch():
     flat = randn(256 * 1024 + 1)
     ys = flat[1:].view(256, 1024)
     torch.testing.assert_close(op(xt, bias, ys), bsm_ref(x, bias, ys), **TOL)
+    # slices of the last dim (rows wider than a row): passed in uncopied where the kernel reads them
+    # through tensor maps of their rows, and the result is eager torch's
+    wide_x, wide_y = randn(256, 3072), randn(256, 2048)
+    xs, ysl = wide_x[:, 1024:2048], wide_y[:, :1024]
+    k = next(iter(op.wsfuse.kernels.values()))
+    assert not xs.is_contiguous() and k.row_strided(0) and k.row_strided(2)
+    torch.testing.assert_close(op(xs, bias, ysl), bsm_ref(xs, bias, ysl), **TOL)
     rms = wsfuse.torch_op(RMSNORM, name="wsfuse_test::rms")
     for m, n in ((64, 4096), (64, 1024)):
         x, w = randn(m, n), randn(n)

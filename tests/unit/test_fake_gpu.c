@@ -508,6 +508,59 @@ expect_launch(WsfContext *ctx, Seen *seen, WsfKernel *k, const int64_t *const *s
  * tensor, its size and the limit; the flat view of the same elements, and
  * exactly 2^31 rows, launch.  Matmul M, N and K, and row reductions, too.
  */
+/*
+ * Slices of the last dim (rows wider than a row) launch where the kernel
+ * moves them through tensor maps of their rows, and the fake driver, which
+ * checks every encoded stride against the dims and 16 bytes, takes the maps:
+ * a flat kernel's input, a matmul's operands and its output.  One read
+ * through the pointer (a broadcast row kernel's output, stored from
+ * registers) is refused before the driver sees it.
+ */
+static void
+test_row_strided(void **state)
+{
+	int64_t mn[] = {64, 8}, wide[] = {24, 1}, xk[] = {256, 128}, wk[] = {256, 128}, yk[] = {256, 256};
+	int64_t xs[] = {192, 1}, ws[] = {136, 1}, ys[] = {512, 1};
+	Seen seen;
+	WsfContext *ctx;
+	WsfKernel *k;
+
+	if (!have_nvrtc())
+		skip_because(NO_NVRTC);
+	ctx = new_ctx(&seen);
+	k = compile_text(ctx, flat_add);
+	{
+		WsfTensor t[3] = {{DEV(1), WSF_DTYPE_BF16, 2, mn, wide}, {DEV(2), WSF_DTYPE_BF16, 2, mn, NULL},
+		                  {DEV(3), WSF_DTYPE_BF16, 2, mn, NULL}};
+
+		assert_int_equal(wsf_kernel_arg_row_strided(k, 0), 1);
+		assert_int_equal(wsf_kernel_launch(ctx, k, t, 3, NULL), WSF_OK);
+		expect_clean("a flat kernel's row-strided input", 0);
+	}
+	wsf_kernel_delete(k);
+	k = compile_text(ctx, gemm);
+	{
+		WsfTensor t[3] = {{DEV(1), WSF_DTYPE_BF16, 2, xk, xs}, {DEV(2), WSF_DTYPE_BF16, 2, wk, ws},
+		                  {DEV(3), WSF_DTYPE_BF16, 2, yk, ys}};
+
+		assert_int_equal(wsf_kernel_launch(ctx, k, t, 3, NULL), WSF_OK);
+		expect_clean("a matmul's row-strided operands and output", 0);
+	}
+	wsf_kernel_delete(k);
+	k = compile_text(ctx, bias_add);
+	{
+		int64_t b8[] = {8};
+		WsfTensor t[3] = {{DEV(1), WSF_DTYPE_BF16, 2, mn, NULL}, {DEV(2), WSF_DTYPE_BF16, 1, b8, NULL},
+		                  {DEV(3), WSF_DTYPE_BF16, 2, mn, wide}};
+
+		assert_int_equal(wsf_kernel_arg_row_strided(k, 2), 0);
+		assert_int_equal(wsf_kernel_launch(ctx, k, t, 3, NULL), WSF_ERR_INPUT);
+		assert_non_null(strstr(seen.last, "argument 'y': its rows are 24 elements apart"));
+	}
+	wsf_kernel_delete(k);
+	wsf_context_delete(ctx);
+}
+
 static void
 test_huge_dims(void **state)
 {
@@ -570,6 +623,7 @@ main(void)
 		cmocka_unit_test(test_stream_k_workspaces),
 		cmocka_unit_test(test_stream_k_capture),
 		cmocka_unit_test(test_huge_dims),
+		cmocka_unit_test(test_row_strided),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
