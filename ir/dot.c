@@ -387,7 +387,6 @@ put_bar(Picture *p, int i, const char *indent)
 void
 kernel_dot(Buf *b, const Kernel *k)
 {
-	static const char *const view[] = {"", "full", "row", "col", "scalar", "row_at", "col_at", "elem_at"};
 	const Fusion *f = k->fusion;
 	Picture p = {k, b, b->arena, NULL, 0, 0, NULL, NULL, NULL};
 	bool *drawn_buf = arena_alloc(b->arena, (size_t)(k->nbuf + 1) * sizeof *drawn_buf);
@@ -412,7 +411,7 @@ kernel_dot(Buf *b, const Kernel *k)
 			continue;
 		buf_printf(b, "  p%d [shape=cylinder, style=filled, fillcolor=\"%s\", label=\"%s %s\\n%s, %s view\\n",
 		           i, out ? "#d5f5e3" : "#d6eaf8", out ? "output" : "input", q->name, dtype_info[q->dtype].name,
-		           view[q->view]);
+		           view_name[q->view]);
 		if (q->kind == PK_TMAP)
 			buf_printf(b, "tensor map, box [%d, %d]\"];\n", q->box[0], q->box[1]);
 		else

@@ -626,7 +626,8 @@ shape_print_dims(Buf *b, const Kernel *k, const KParam *p)
 	buf_puts(b, "]");
 }
 
-static const char *const view_name[] = {"", "full", "row", "col", "scalar", "row_at", "col_at", "elem_at", "exchange_at"};
+const char *const view_name[] = {"", "full", "row", "col", "scalar", "row_at", "col_at", "elem_at", "exchange_at"};
+_Static_assert(sizeof view_name / sizeof *view_name == VIEW_EXCHANGE + 1, "a name for each View");
 
 void
 kernel_print(Buf *b, const Kernel *k)

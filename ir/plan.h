@@ -171,6 +171,9 @@ kparam_is_view(const Fusion *f, const KParam *p)
 	return f && p->arg >= 0 && p->arg < f->ninput && p->tensor != f->input[p->arg];
 }
 
+/* Each View's name, as the kernel IR prints it (kprint.c) and the kernel's picture labels it (dot.c). */
+extern const char *const view_name[];
+
 /* A pointwise kernel's plan, chosen by lowering. */
 typedef struct PointwisePlan {
 	bool flat;               /* every input is full or scalar: any 2-D view will do */

@@ -483,6 +483,35 @@ split_params(Comp *c, Kernel *k, const Tensor *d)
 }
 
 /*
+ * Strided S over domain D: its strides the input's own, row-major, over the
+ * same dims, and its offset a constant, which *SHIFT gets?
+ */
+static bool
+own_strides(const Fusion *f, const Strided *s, const Tensor *d, int64_t *shift)
+{
+	const Tensor *x = &f->tensor[s->input];
+	Stride inner = {1, 0, {0}};
+	int i;
+
+	if (s->rank != d->rank || x->rank != d->rank)
+		return false;
+	for (i = d->rank - 1; i >= 0; i--) {
+		if (!dim_equal(x->dim[i], d->dim[i]) || !stride_equal(s->stride[i], inner))
+			return false;
+		if (x->dim[i].sym)
+			inner.sym[inner.nsym++] = x->dim[i].sym;
+		else
+			inner.k *= x->dim[i].ext;
+	}
+	for (*shift = 0, i = 0; i < s->noff; i++) {
+		if (s->off[i].nsym)
+			return false;
+		*shift += s->off[i].k;
+	}
+	return true;
+}
+
+/*
  * Boxed views of an input that the kernel also stages whole (VIEW_FULL) in
  * tiles of whole rows: the view's element (row, col) is the input's at (row,
  * col + shift) where its strides are the input's own and its offset a
@@ -494,16 +523,14 @@ static void
 stage_views(Comp *c, Kernel *k, const Tensor *d)
 {
 	const Fusion *f = k->fusion;
-	int j, q, i;
+	int j, q;
 
 	if (dim_value(f, d->dim[d->rank - 1]) != k->tile_cols)
 		return;
 	for (j = 1; j < k->nparam; j++) {
 		KParam *p = &k->param[j];
 		KBounds *b = (KBounds *)p->bounds;
-		Stride inner = {1, 0, {0}};
-		int64_t shift = 0, lo, hi;
-		const Tensor *x;
+		int64_t shift, lo, hi;
 		Strided s;
 		const char *why;
 
@@ -512,29 +539,12 @@ stage_views(Comp *c, Kernel *k, const Tensor *d)
 		for (q = 1; q < k->nparam && !(k->param[q].arg == p->arg && k->param[q].view == VIEW_FULL &&
 		                                 staged_input(f, &k->param[q], k->tile_cols)); q++)
 			;
-		if (q == k->nparam || !view_strided(c, f, p->tensor, &s, &why) || s.rank != d->rank)
+		if (q == k->nparam || !view_strided(c, f, p->tensor, &s, &why) || !own_strides(f, &s, d, &shift))
 			continue;
-		x = &f->tensor[s.input];
-		for (i = d->rank - 1; i >= 0; i--) {   /* the input's own strides, over the domain's dims */
-			if (!dim_equal(x->dim[i], d->dim[i]) || !stride_equal(s.stride[i], inner))
-				break;
-			if (x->dim[i].sym)
-				inner.sym[inner.nsym++] = x->dim[i].sym;
-			else
-				inner.k *= x->dim[i].ext;
-		}
-		for (q = 0; q < s.noff && i < 0; q++) {
-			if (s.off[q].nsym)
-				i = 0;
-			shift += s.off[q].k;
-		}
 		lo = b->lo[d->rank - 1];
 		hi = b->hi[d->rank - 1] == INT64_MAX ? k->tile_cols : b->hi[d->rank - 1];
-		if (i >= 0 || lo + shift < 0 || hi + shift > k->tile_cols ||
-		    shift * dtype_info[p->dtype].bytes % 16)
-			continue;
-		for (q = 1; q < k->nparam && !(k->param[q].arg == p->arg && k->param[q].view == VIEW_FULL); q++)
-			;
+		if (lo + shift < 0 || hi + shift > k->tile_cols || shift * dtype_info[p->dtype].bytes % 16)
+			continue;   /* (the shifted box must stay in the row, 16-byte loads on 16-byte boundaries) */
 		b->stage = q;
 		b->shift = shift;
 	}
