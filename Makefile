@@ -51,7 +51,7 @@ OBJCOPY     ?= objcopy
 DEPS        := yaml.h=libyaml-dev
 
 IR_OBJS       := arena diag number fusion verify print kernel kverify kprint dot
-COMPILER_OBJS := spec spec_ops spec_schedule spec_write context compile tune launch
+COMPILER_OBJS := spec spec_ops spec_schedule spec_write layout context compile tune launch
 PASSES_OBJS   := pipeline expand infer grad schedule schedule_matmul schedule_row lower lower_pointwise lower_reduction lower_bcast views lower_matmul lower_matmul_ksum \
                  lower_matmul_sync plan_matmul plan_stream_k circular_buffer \
                  warp_specialize sync sync_patterns sync_protocols

@@ -30,7 +30,7 @@ ctx_copy(const WsfContext *ctx, Arena *a)
 {
 	WsfContext *v = arena_alloc(a, sizeof *v);
 	SizeBinding *b = arena_alloc(a, (size_t)(ctx->nbind + 1) * sizeof *b);
-	char **str[] = {&v->dump_after, &v->cache_dir, &v->dump_dir, &v->override_dir, &v->dump_list};
+	char **str[] = {&v->dump_after, &v->cache_dir, &v->dump_dir, &v->override_dir, &v->dump_list, &v->layout};
 	int i;
 
 	*v = *ctx;
@@ -74,8 +74,9 @@ kernel_folder(const WsfContext *ctx, const Comp *c)
 	int i, j;
 
 	buf_init(&b, c->arena);
-	buf_printf(&b, "wsfuse %s\nlineinfo %d\nstore-delay %d\npdl %d\nspec %zu\n", WSF_VERSION_STRING, ro.lineinfo,
-	           c->store_delay, !c->no_pdl, c->srclen);
+	buf_printf(&b, "wsfuse %s\nlineinfo %d\nstore-delay %d\npdl %d\n%s%s%sspec %zu\n", WSF_VERSION_STRING,
+	           ro.lineinfo, c->store_delay, !c->no_pdl, c->layout ? "layout " : "", c->layout ? c->layout : "",
+	           c->layout ? "\n" : "", c->srclen);
 	buf_putn(&b, c->src, c->srclen);
 	for (i = 0; i < c->nbind; i++) {
 		for (next = NULL, j = 0; j < c->nbind; j++)
@@ -381,6 +382,7 @@ comp_begin(Comp *c, WsfContext *set, const char *name, const char *text, size_t 
 	c->dump_after = set->dump_after;
 	c->store_delay = set->store_delay;
 	c->no_pdl = set->no_pdl;
+	c->layout = set->layout;
 	c->dump = forward_dump;
 	c->dump_user = set;
 }
@@ -485,7 +487,7 @@ compile_spec(WsfContext *ctx, const char *name, const char *text, size_t len, co
 	}
 	set = ctx_copy(ctx, c->arena);
 	comp_begin(c, set, name, text, len);
-	if (spec_read(c)) {
+	if (spec_read(c) || spec_layout(c)) {
 		s = c->status ? c->status : WSF_ERR_INPUT;
 		goto fail;
 	}

@@ -34,6 +34,15 @@ int spec_read(Comp *c);
  */
 void spec_write(Comp *c, Buf *b, const Fusion *f);
 
+/*
+ * layout.c: option layout ("x=1,0;kv=0,2,1,3"): each input named is given
+ * as a permute of a contiguous tensor, x = x_stored.permute(dims), as torch's
+ * transposed views are; the kernel's argument becomes x_stored (the input,
+ * its dims permuted back) and a permute op gives x.  0, or -1 after an
+ * error at the spec's input or the option.
+ */
+int spec_layout(Comp *c);
+
 /* ---- context.c --------------------------------------------------------- */
 
 /* Plain settings in malloc'ed memory; a compile works on a copy (compile.c). */
@@ -49,6 +58,7 @@ struct WsfContext {
 	char *dump_dir;
 	char *override_dir;  /* option override-dir (NULL: $WSFUSE_OVERRIDE_DIR) */
 	char *dump_list;     /* outputs to write on every compile (option dump; NULL: $WSFUSE_DUMP) */
+	char *layout;        /* option layout: "x=1,0;y=..." inputs given permuted (layout.c); NULL: none */
 	int cache;           /* RtOptions.cache */
 	int lineinfo;        /* 0: as $WSFUSE_LINEINFO says (default off), 1: off, 2: on */
 	int store_delay;     /* Comp.store_delay: testing the per-tile signal */

@@ -116,6 +116,7 @@ context_free(WsfContext *ctx)
 	free(ctx->dump_dir);
 	free(ctx->override_dir);
 	free(ctx->dump_list);
+	free(ctx->layout);
 	free(ctx->last_error);
 	free(ctx->environment);
 	free(ctx);
@@ -366,6 +367,8 @@ wsf_set_option(WsfContext *ctx, const char *name, const char *value)
 		return set_string(ctx, &ctx->dump_dir, value);
 	if (strcmp(name, "override-dir") == 0)
 		return set_string(ctx, &ctx->override_dir, value);
+	if (strcmp(name, "layout") == 0)   /* checked against the spec's inputs when a compile reads it */
+		return set_string(ctx, &ctx->layout, value && *value ? value : NULL);
 	if (strcmp(name, "dump") == 0) {
 		unsigned mask;
 		const char *bad;

@@ -203,6 +203,14 @@ WsfStatus wsf_set_size(WsfContext *ctx, const char *name, int64_t value);
  *                 that is not); an output must not alias an input.  "0" (the
  *                 default; unset, $WSFUSE_TUNE decides): the spec's schedule, the
  *                 same CUDA on every machine
+ *   "layout"      inputs a launch passes as permutes of contiguous tensors (torch's
+ *                 x.t(), k.transpose(-1, -2)): "x=1,0;k=0,1,3,2", each input's dims
+ *                 as x = x_stored.permute(dims).  The argument becomes x_stored (its
+ *                 shape the spec's permuted back, contiguous) and the kernel reads x
+ *                 as a view of its memory: a transpose of the innermost dim in tiles
+ *                 through shared memory, no copy.  Checked against the spec when a
+ *                 compile reads it (an unknown input, a rank or a dim that is not a
+ *                 permutation: an error at the input); "" or unset: none
  * WSF_ERR_USAGE for an unknown name or a bad value (one longer than 4096 bytes).
  */
 WsfStatus wsf_set_option(WsfContext *ctx, const char *name, const char *value);

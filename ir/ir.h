@@ -144,8 +144,8 @@ typedef struct Comp {
 	WsfDumpFn dump;
 	void *dump_user;
 
-	int store_delay;        /* testing: an elected TMA store of a kernel that signals its tiles first
-	                           sleeps up to this many ns, for one store in four (option store-delay) */
+	int store_delay;        /* testing (option store-delay): a signalling kernel's stores sleep up to N ns */
+	const char *layout;     /* option layout: inputs given permuted (compiler/layout.c); NULL: none */
 	bool no_pdl;            /* option pdl=0: launch every kernel as an ordinary one */
 
 	Fusion *fusion;         /* set by the front end */

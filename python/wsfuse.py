@@ -270,6 +270,23 @@ class Error(Exception):
         self.status, self.message, self.diagnostics = status, message, list(diagnostics)
 
 
+def _permutation(x):
+    """The dims D with X == X_stored.permute(D) for a contiguous X_stored (a transpose or a permute of a
+    contiguous tensor, torch's x.t()), or None."""
+    order = sorted(range(x.dim()), key=lambda i: (-x.stride(i), i))   # the memory's dims, outermost first
+    if x.dim() < 2 or not x.permute(order).is_contiguous():
+        return None
+    return _inverse(order)
+
+
+def _inverse(p):
+    """The permutation that undoes P."""
+    q = [0] * len(p)
+    for j, i in enumerate(p):
+        q[i] = j
+    return q
+
+
 def _row_strided(x):
     """Are X's strides those of rows wider than a row: the last 1, the dims but the last one run of steps
     (16 bytes a multiple) over the row stride?  (A slice of the last dim of a contiguous tensor.)"""
@@ -777,7 +794,12 @@ class _TorchOp:
         if device.type != "cuda":
             raise Error("WSF_ERR_INPUT", f"{self.qualname}: input '{k.arg_names[0]}' is on {device}, "
                         "expected a CUDA tensor")
-        key = (device.index, tuple(sorted(bound.items())))
+        # a transpose or permute of a contiguous tensor: its memory as it is, the kernel compiled for that
+        # order (option layout: the input a permute of its memory; a transpose through shared memory)
+        perms = [None if x.is_contiguous() else _permutation(x) for x in inputs]
+        layout = ";".join(f"{k.arg_names[i]}={','.join(map(str, p))}" for i, p in enumerate(perms) if p)
+        inputs = [x.permute(_inverse(p)) if p else x for x, p in zip(inputs, perms)]
+        key = (device.index, tuple(sorted(bound.items())), layout)
         with self.lock, torch.cuda.device(device):
             kernel = self.kernels.get(key)
             if key not in self.warm and torch.cuda.is_current_stream_capturing():
@@ -785,7 +807,7 @@ class _TorchOp:
                             f"{dict(key[1])} on {device} inside CUDA graph capture: call the op once at "
                             "these sizes before capturing (the first call compiles and loads its kernel)")
             if kernel is None:
-                kernel = self.kernels[key] = self._compile(device.index, bound)
+                kernel = self.kernels[key] = self._compile(device.index, bound, layout)
             # contiguous and 16-byte aligned, or rows wider than a row where the kernel reads the argument
             # through a tensor map of its rows (a slice of the last dim); a copy for other views
             inputs = [x if x.data_ptr() % 16 == 0 and (x.is_contiguous() or (_row_strided(x) and
@@ -796,14 +818,16 @@ class _TorchOp:
             self.warm.add(key)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
-    def _compile(self, device, bound):
-        """The kernel for sizes BOUND.  When the spec cannot be compiled at them (one row
-        whose width breaks the 16-byte row rule, which a launch checks per shape instead),
-        the kernel at the spec's own sizes, for the launch to check against the tensors."""
+    def _compile(self, device, bound, layout=""):
+        """The kernel for sizes BOUND and LAYOUT (option layout: inputs given as permutes of their
+        memory).  When the spec cannot be compiled at them (one row whose width breaks the 16-byte
+        row rule, which a launch checks per shape instead), the kernel at the spec's own sizes, for
+        the launch to check against the tensors."""
+        options = {**self.options, "layout": layout} if layout else self.options
         try:
-            return Context(sizes={**self.sizes, **bound}, **self.options).compile_string(self.text, self.filename)
+            return Context(sizes={**self.sizes, **bound}, **options).compile_string(self.text, self.filename)
         except Error as e:
-            if e.status != "WSF_ERR_INPUT":
+            if e.status != "WSF_ERR_INPUT" or layout:   # (the spec's own sizes know no layout)
                 raise
             if device not in self.base:
                 try:

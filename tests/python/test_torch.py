@@ -246,12 +246,16 @@ def test_gpu_eager_against_torch():
         o = op(*ins)
         torch.testing.assert_close(o, bsm_ref(*ins), **TOL)
     assert len(op.wsfuse.kernels) == 2, list(op.wsfuse.kernels)   # one kernel per size binding
-    # a transposed view and an offset view that is not 16-byte aligned: copied, same result
+    # a transposed view: a kernel compiled for it (option layout: x's memory read as it is, through shared
+    # memory); an offset view that is not 16-byte aligned: copied; the same results
     x, bias, y = bsm_inputs(256, 1024)
     xt = x.t().contiguous().t()
     flat = randn(256 * 1024 + 1)
     ys = flat[1:].view(256, 1024)
     torch.testing.assert_close(op(xt, bias, ys), bsm_ref(x, bias, ys), **TOL)
+    assert [key[2] for key in op.wsfuse.kernels if key[2]] == ["x=1,0"], list(op.wsfuse.kernels)
+    yt = randn(1024, 256).t()
+    torch.testing.assert_close(op(xt, bias, yt), bsm_ref(x, bias, yt), **TOL)
     # slices of the last dim (rows wider than a row): passed in uncopied where the kernel reads them
     # through tensor maps of their rows, and the result is eager torch's
     wide_x, wide_y = randn(256, 3072), randn(256, 2048)

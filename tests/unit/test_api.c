@@ -335,6 +335,70 @@ argument_queries(void **state)
 	wsf_context_delete(ctx);
 }
 
+/* The fusion IR of SPEC compiled under option layout LAYOUT, or NULL with the error in *ERR. */
+static const char *
+fir_with_layout(WsfContext *ctx, WsfKernel **k, const char *layout, const char **err)
+{
+	size_t n;
+
+	wsf_set_option(ctx, "layout", layout);
+	*k = NULL;
+	if (wsf_compile_string(ctx, "api.yaml", spec, strlen(spec), k) != WSF_OK) {
+		*err = wsf_context_last_error(ctx);
+		return NULL;
+	}
+	return wsf_kernel_text(*k, WSF_STAGE_FUSION_IR, &n);
+}
+
+/*
+ * Option layout: an input given as a permute of a contiguous tensor (torch's
+ * x.t()) is that tensor, its dims permuted back, and a permute op in front;
+ * the argument keeps its name, with the stored shape; the kernel reads the
+ * transpose through shared memory.  Each misuse is an error at the input
+ * (or the fusion, for a name that is no input); the identity changes nothing.
+ */
+static void
+layout_option(void **state)
+{
+	WsfContext *ctx = wsf_context_new();
+	WsfKernel *k;
+	const char *fir, *err = NULL;
+	static const struct { const char *layout, *want; } bad[] = {
+		{"q=1,0", "api.yaml:1:9: error: option layout: 'q' is not an input of 'api'"},
+		{"x=1,1", "api.yaml:4:3: error: option layout: input 'x': dim 1 appears twice"},
+		{"x=0", "option layout: input 'x' has rank 2, and the layout gives 1 dims"},
+		{"x=1,z", "option layout: input 'x': '1,z' is not a list of dims, comma-separated (1,0)"},
+		{"x=2,0", "option layout: input 'x' has rank 2: dim 2 is out of range (expected -2..1)"},
+		{"x=1,0;x=1,0", "option layout: input 'x' is given twice"},
+		{"x", "option layout: 'x' is not NAME=DIMS"},
+	};
+
+	(void)state;
+	wsf_set_option(ctx, "stop-after", "kernel-ir");
+	fir = fir_with_layout(ctx, &k, "x=1,0", &err);
+	assert_non_null(fir);
+	assert_non_null(strstr(fir, "  input x: bf16[N, M]"));
+	assert_non_null(strstr(fir, "  x.permuted: bf16[M, N] = permute(x) dims=[1, 0]"));
+	assert_non_null(strstr(fir, "= add(x.permuted, b)"));
+	assert_int_equal(wsf_kernel_arg_dim(k, 0, 0), 128);   /* the argument: [N, M] */
+	assert_int_equal(wsf_kernel_arg_dim(k, 0, 1), 64);
+	wsf_kernel_delete(k);
+	fir = fir_with_layout(ctx, &k, "x=-1,-2", &err);   /* negative dims, as torch's */
+	assert_non_null(fir);
+	assert_non_null(strstr(fir, "permute(x) dims=[1, 0]"));
+	wsf_kernel_delete(k);
+	fir = fir_with_layout(ctx, &k, "x=0,1", &err);
+	assert_non_null(fir);
+	assert_null(strstr(fir, "permute"));
+	wsf_kernel_delete(k);
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		assert_null(fir_with_layout(ctx, &k, bad[i].layout, &err));
+		if (!err || !strstr(err, bad[i].want))
+			fail_msg("layout '%s': expected \"%s\" in \"%s\"", bad[i].layout, bad[i].want, err ? err : "(none)");
+	}
+	wsf_context_delete(ctx);
+}
+
 static void
 errors_reach_the_callback_once(void **state)
 {
@@ -1032,6 +1096,7 @@ main(void)
 		cmocka_unit_test(direct_rows_load_from_global),
 		cmocka_unit_test(spilling_direct_rows_take_the_pipeline),
 		cmocka_unit_test(argument_queries),
+		cmocka_unit_test(layout_option),
 		cmocka_unit_test(errors_reach_the_callback_once),
 		cmocka_unit_test(refusals),
 		cmocka_unit_test(specs_longer_than_the_limit),

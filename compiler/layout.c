@@ -1,0 +1,141 @@
+/*
+ * layout.c: inputs given permuted (option layout).
+ *
+ * A torch tensor that is a transpose or a permute of a contiguous one
+ * (x.t(), k.transpose(-1, -2), x.permute(0, 2, 1)) is the contiguous
+ * tensor's memory read in another order.  Option layout names such inputs
+ * and the permutation each is of its memory, "x=1,0;k=0,1,3,2", as torch's
+ * x = x_stored.permute(dims): the spec's input x becomes the argument
+ * x_stored, its dims permuted back (x_stored.dim[dims[i]] is x.dim[i]),
+ * and a permute op at the front of the fusion gives the x the spec's ops
+ * read.  The views pass and lowering then read x as a view of x_stored's
+ * memory: a transpose of the innermost dim through shared memory, others
+ * at an offset.  The argument keeps the input's name and place; the value
+ * is renamed "x.permuted".  Runs right after the spec is read, before the
+ * passes, so the fusion IR of every pass shows the permute.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler.h"
+
+static const char layout_origin[] = "option layout";   /* Op.origin of the permutes it makes */
+
+/* The input of F named NAME (LEN bytes): its place in f->input, or -1. */
+static int
+input_named(const Fusion *f, const char *name, size_t len)
+{
+	int i;
+
+	for (i = 0; i < f->ninput; i++)
+		if (strlen(f->tensor[f->input[i]].name) == len && strncmp(f->tensor[f->input[i]].name, name, len) == 0)
+			return i;
+	return -1;
+}
+
+/* Input I of C's fusion given as its memory permuted by DIMS (a permutation of its rank, not the identity). */
+static void
+permute_input(Comp *c, Fusion *f, int i, const int *dims)
+{
+	int old = f->input[i], stored, j;
+	const char *name = f->tensor[old].name;
+	Op *o;
+
+	f->tensor[old].name = intern_cstr(c->strs, arena_printf(c->arena, "%s.permuted", name));
+	stored = fusion_add_tensor(c, f, name, TK_VALUE, f->tensor[old].pos);   /* (may move f->tensor) */
+	f->tensor[stored] = f->tensor[old];
+	f->tensor[stored].name = name;
+	for (j = 0; j < f->tensor[old].rank; j++)
+		f->tensor[stored].dim[dims[j]] = f->tensor[old].dim[j];
+	f->input[i] = stored;
+
+	/* the permute, first of the ops: every later op's id one up */
+	VEC_PUSH(c->arena, f->op, f->nop, f->capop);
+	memmove(&f->op[2], &f->op[1], (size_t)(f->nop - 2) * sizeof *f->op);
+	for (j = 1; j < f->ntensor; j++)
+		if (f->tensor[j].def)
+			f->tensor[j].def++;
+	o = &f->op[1];
+	memset(o, 0, sizeof *o);
+	o->kind = OP_PERMUTE;
+	o->out = old;
+	o->nin = 1;
+	o->in[0].tensor = stored;
+	o->in[0].pos = o->pos = o->attr_pos = f->tensor[old].pos;
+	o->ndims = f->tensor[old].rank;
+	memcpy(o->dims, dims, (size_t)o->ndims * sizeof *dims);
+	o->keepdim = true;
+	o->end = INT64_MAX;
+	o->step = 1;
+	o->origin = layout_origin;
+	f->tensor[old].kind = TK_VALUE;
+	f->tensor[old].def = 1;
+	f->tensor[old].shape_pos = (Pos){0};
+}
+
+/* One entry "NAME=D0,D1,..." of the option (LEN bytes at S): parsed, checked and applied; 0 or -1. */
+static int
+layout_entry(Comp *c, const char *s, size_t len)
+{
+	Fusion *f = c->fusion;
+	const char *eq = memchr(s, '=', len), *p, *end = s + len;
+	int dims[MAX_RANK], n = 0, i, j, in;
+	bool seen[MAX_RANK] = {false}, identity = true;
+	const Tensor *t;
+
+	if (!eq || eq == s)
+		return diag_error(c, f->pos, "option layout: '%.*s' is not NAME=DIMS (x=1,0: x is the permute "
+		                  "x_stored.permute(1, 0) of a contiguous tensor)", (int)len, s);
+	if ((in = input_named(f, s, (size_t)(eq - s))) < 0)
+		return diag_error(c, f->pos, "option layout: '%.*s' is not an input of '%s'", (int)(eq - s), s, f->name);
+	t = &f->tensor[f->input[in]];
+	for (p = eq + 1; p < end; p++) {
+		char *stop;
+		long d = strtol(p, &stop, 10);
+
+		if (stop == p || stop > end || (stop < end && *stop != ',') || n == MAX_RANK)
+			return diag_error(c, t->pos, "option layout: input '%s': '%.*s' is not a list of dims, "
+			                  "comma-separated (1,0)", t->name, (int)(end - eq - 1), eq + 1);
+		if (d < -t->rank || d >= t->rank)
+			return diag_error(c, t->pos, "option layout: input '%s' has rank %d: dim %ld is out of range "
+			                  "(expected %d..%d)", t->name, t->rank, d, -t->rank, t->rank - 1);
+		dims[n++] = (int)(d < 0 ? d + t->rank : d);
+		p = stop;
+	}
+	if (n != t->rank)
+		return diag_error(c, t->pos, "option layout: input '%s' has rank %d, and the layout gives %d dims",
+		                  t->name, t->rank, n);
+	for (j = 0; j < n; j++) {
+		if (seen[dims[j]])
+			return diag_error(c, t->pos, "option layout: input '%s': dim %d appears twice; the dims are a "
+			                  "permutation of 0..%d", t->name, dims[j], n - 1);
+		seen[dims[j]] = true;
+		identity = identity && dims[j] == j;
+	}
+	if (t->wait_pos.line) {
+		diag_error(c, t->pos, "option layout: input '%s' waits per tile: a permuted input that waits is not "
+		           "implemented yet", t->name);
+		c->status = WSF_ERR_UNSUPPORTED;
+		return -1;
+	}
+	for (i = 1; i < f->nop; i++)   /* (a second entry for one input would permute the permuted) */
+		if (f->op[i].origin == layout_origin && f->op[i].in[0].tensor == f->input[in])
+			return diag_error(c, t->pos, "option layout: input '%s' is given twice", t->name);
+	if (!identity)
+		permute_input(c, f, in, dims);
+	return 0;
+}
+
+int
+spec_layout(Comp *c)
+{
+	const char *s = c->layout, *next;
+
+	while (s && *s) {
+		next = strchr(s, ';');
+		if ((next ? (size_t)(next - s) : strlen(s)) && layout_entry(c, s, next ? (size_t)(next - s) : strlen(s)))
+			return -1;
+		s = next ? next + 1 : NULL;
+	}
+	return 0;
+}
