@@ -798,16 +798,28 @@ class _TorchOp:
         # order (option layout: the input a permute of its memory; a transpose through shared memory)
         perms = [None if x.is_contiguous() else _permutation(x) for x in inputs]
         layout = ";".join(f"{k.arg_names[i]}={','.join(map(str, p))}" for i, p in enumerate(perms) if p)
-        inputs = [x.permute(_inverse(p)) if p else x for x, p in zip(inputs, perms)]
         key = (device.index, tuple(sorted(bound.items())), layout)
         with self.lock, torch.cuda.device(device):
+            if layout and key in self.kernels and self.kernels[key] is None:   # refused before: copies
+                layout, key = "", key[:2] + ("",)
             kernel = self.kernels.get(key)
             if key not in self.warm and torch.cuda.is_current_stream_capturing():
                 raise Error("WSF_ERR_USAGE", f"{self.qualname}: first call at sizes "
                             f"{dict(key[1])} on {device} inside CUDA graph capture: call the op once at "
                             "these sizes before capturing (the first call compiles and loads its kernel)")
+            if kernel is None and layout:
+                try:
+                    kernel = self.kernels[key] = self._compile(device.index, bound, layout)
+                except Error as e:   # views a kernel family does not read yet (a matmul's operand): copies
+                    if e.status != "WSF_ERR_UNSUPPORTED":
+                        raise
+                    self.kernels[key] = None
+                    layout, key = "", key[:2] + ("",)
+                    kernel = self.kernels.get(key)
             if kernel is None:
-                kernel = self.kernels[key] = self._compile(device.index, bound, layout)
+                kernel = self.kernels[key] = self._compile(device.index, bound)
+            if layout:   # each permuted input's memory, contiguous
+                inputs = [x.permute(_inverse(p)) if p else x for x, p in zip(inputs, perms)]
             # contiguous and 16-byte aligned, or rows wider than a row where the kernel reads the argument
             # through a tensor map of its rows (a slice of the last dim); a copy for other views
             inputs = [x if x.data_ptr() % 16 == 0 and (x.is_contiguous() or (_row_strided(x) and
