@@ -328,6 +328,17 @@ emit_split_store(Emit *e, const KParam *p, const char *v)
 	emit_line(e, "}");
 }
 
+/* Does F compute anything per element: an op that is not a view read from memory? */
+static bool
+computes(const Fusion *f)
+{
+	int i;
+
+	for (i = 1; i < f->nop && op_info[f->op[i].kind].cls == CLS_VIEW && !f->op[i].placed; i++)
+		;
+	return i < f->nop;
+}
+
 /*
  * compute: every fusion op over one tile.  Each thread takes VEC consecutive
  * elements at a time; inputs come from their stage buffer (full and row
@@ -375,9 +386,11 @@ emit_compute(Emit *e, const Stmt *s)
 		if (f->op[i].kind == OP_RAND_LIKE)
 			emit_rand_block(e, &f->op[i], arena_printf(e->c->arena, "%s[0]", e->value[f->op[i].in[1].tensor]),
 			                arena_printf(e->c->arena, "%s[0]", e->value[f->op[i].in[2].tensor]), e->rand_base);
-	emit_line(e, "#pragma unroll");
-	emit_line(e, "for (int v = 0; v < %d; v++) {", VEC);
-	e->depth++;
+	if (computes(f)) {   /* (a copy of views computes nothing: no loop) */
+		emit_line(e, "#pragma unroll");
+		emit_line(e, "for (int v = 0; v < %d; v++) {", VEC);
+		e->depth++;
+	}
 	e->elem_index = "(row * cols + col + v)";   /* the view is the domain's, row-major */
 	for (i = 1; i < f->nop; i++) {
 		const Op *o = &f->op[i];
@@ -395,8 +408,10 @@ emit_compute(Emit *e, const Stmt *s)
 		          op_info[o->kind].name, o->origin ? " of " : "", o->origin ? o->origin : "");
 	}
 	e->elem_index = e->rand_base = NULL;
-	e->depth--;
-	emit_line(e, "}");
+	if (computes(f)) {
+		e->depth--;
+		emit_line(e, "}");
+	}
 	/* outputs: 16-byte stores, element stores at a ragged right edge; or the staging tile */
 	for (j = 0; j < f->nout; j++) {
 		const Output *out = &f->out[j];

@@ -40,9 +40,6 @@ wsfuse_view_embed(
                             v_y[v] = col + v < cols ? wsf_load1(src + (col + v) * 1LL) : 0;
                     }
                 }
-                #pragma unroll
-                for (int v = 0; v < 8; v++) {
-                }
                 if (col + 8 <= cols) {  // tests/golden/view_embed.yaml:12
                     wsf_store8(out_y + row * cols + col, v_y);
                 } else {
