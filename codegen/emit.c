@@ -342,17 +342,20 @@ emit_expr_str(Emit *e, const Expr *x)
 	return buf_str(&b);
 }
 
+/* Buffer BUF's C name: its prefix and its tensor's base name (check_names: a view's "h.x" is h_x). */
 static const char *
 bufname(Emit *e, int buf)
 {
-	return e->k->buf[buf].name;
+	const KBuf *u = &e->k->buf[buf];
+
+	return arena_printf(e->c->arena, "%s%s", prefixes[prefixed(u->name)], e->base[u->tensor]);
 }
 
 /* The compute's pointer to the copy of buffer BUF it works on: cur_tile_x. */
 const char *
 emit_curname(Emit *e, int buf)
 {
-	return arena_printf(e->c->arena, "%s%s", prefixes[PFX_CUR], e->k->buf[buf].name);
+	return arena_printf(e->c->arena, "%s%s", prefixes[PFX_CUR], bufname(e, buf));
 }
 
 const char *
@@ -901,7 +904,7 @@ emit_smem(Emit *e)
 			if (j != u->param && u->kind == BUF_TILE && kernel_loads_from(k, k->body, i, j))
 				buf_printf(&also, ", then %s's", k->param[j].name);
 		emit_line(e, "%s *const %s = (%s *)(wsf_smem + %lld);   // [%d stages][%d][%d] %s%s%s", emit_type(u->dtype),
-		          u->name, emit_type(u->dtype), (long long)kernel_buf_offset(k, i), u->stages, u->rows, u->cols,
+		          bufname(e, i), emit_type(u->dtype), (long long)kernel_buf_offset(k, i), u->stages, u->rows, u->cols,
 		          dtype_info[u->dtype].name, also.len ? ": holds " : "",
 		          also.len ? arena_printf(e->c->arena, "%s's%s", k->param[u->param].name, buf_str(&also)) : "");
 	}
@@ -1021,8 +1024,8 @@ emit_compute_function(Emit *e)
 	}
 	for (i = 1; i < k->nbuf; i++) {
 		buf_printf(&params, "%s    %s *const %s", params.len ? ",\n" : "", emit_type(k->buf[i].dtype),
-		           k->buf[i].name);
-		buf_printf(&args, "%s%s", args.len ? ", " : "", k->buf[i].name);
+		           bufname(e, i));
+		buf_printf(&args, "%s%s", args.len ? ", " : "", bufname(e, i));
 	}
 	if (e->fam->compute_params)
 		e->fam->compute_params(e, &params, &args);

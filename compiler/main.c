@@ -84,17 +84,8 @@ static const struct {
 
 /* Option codes past the short letters. */
 enum {
-	OPT_EMIT = 256,
-	OPT_DUMP_AFTER,
-	OPT_CACHE_DIR,
-	OPT_NO_CACHE,
-	OPT_LINEINFO,
-	OPT_CHECK,
-	OPT_BENCH,
-	OPT_ITERS,
-	OPT_SEED,
-	OPT_SCALE,
-	OPT_TUNE
+	OPT_EMIT = 256, OPT_DUMP_AFTER, OPT_CACHE_DIR, OPT_NO_CACHE, OPT_LINEINFO, OPT_LAYOUT,
+	OPT_CHECK, OPT_BENCH, OPT_ITERS, OPT_SEED, OPT_SCALE, OPT_TUNE
 };
 
 /* Every option: NAME the long name (NULL: short only), CODE its letter or OPT_*, CMDS who takes it. */
@@ -128,6 +119,8 @@ static const struct Opt {
 	{"lineinfo", OPT_LINEINFO, no_argument, BUILDS, NULL, NULL,
 	 "line tables in the PTX and cubin, so that profilers (Nsight\n"
 	 "Compute) show the CUDA's lines (NVRTC's -lineinfo)"},
+	{"layout", OPT_LAYOUT, required_argument, BUILDS, "X=DIMS", "X=DIMS;...",
+	 "input X comes as X_stored.permute(DIMS) (x=1,0: torch's\nx.t()): the kernel takes X_stored (option layout)"},
 	{"check", OPT_CHECK, no_argument, RUNS, NULL, NULL,
 	 "compare every output with the host reference"},
 	{"bench", OPT_BENCH, no_argument, RUNS, NULL, NULL,
@@ -778,6 +771,8 @@ take_option(WsfContext *ctx, Args *a, int code, const char *arg, const char *spe
 	case 'v':
 		a->verbose = 1;
 		return 0;
+	case OPT_LAYOUT:
+		return wsf_set_option(ctx, "layout", arg) ? EXIT_USAGE : 0;
 	case OPT_LINEINFO:
 		a->lineinfo = 1;
 		wsf_set_option(ctx, "lineinfo", "1");
