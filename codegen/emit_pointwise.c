@@ -39,6 +39,13 @@ dim_index(Emit *e, int dim)
 	return dim == d->rank - 1 ? "(col + v)" : arena_printf(e->c->arena, "(%s)", emit_expr_str(e, e->k->pw.digit[dim]));
 }
 
+/* C text: " * STEP", a view's column step, or nothing for 1. */
+static const char *
+times_step(Emit *e, const KParam *p)
+{
+	return ex_is_int(p->step, 1) ? "" : arena_printf(e->c->arena, " * %s", emit_expr_str(e, p->step));
+}
+
 /* C text: LO <= index < HI along each boxed domain dim of B, the last dim's too when COLS. */
 static const char *
 box_test(Emit *e, const KBounds *b, bool cols)
@@ -108,7 +115,7 @@ emit_boxed_view(Emit *e, const KParam *p, const char *v)
 		emit_line(e, "    %s[v] = in_box && col + v < cols%s ? %s(src + (col + v)%s) : %s;", v,
 		          hi == INT64_MAX ? "" : arena_printf(e->c->arena, " && col + v >= %lldLL && col + v < %lldLL",
 		                                              (long long)lo, (long long)hi),
-		          ld, p->view == VIEW_ROW_AT ? "" : arena_printf(e->c->arena, " * %s", emit_expr_str(e, p->step)), fill);
+		          ld, p->view == VIEW_ROW_AT ? "" : times_step(e, p), fill);
 		if (p->view == VIEW_ROW_AT) {
 			e->depth--;
 			emit_line(e, "}");
@@ -157,7 +164,7 @@ emit_indexed_view(Emit *e, const KParam *p, const char *v)
 		}
 		emit_line(e, "#pragma unroll");
 		emit_line(e, "for (int v = 0; v < %d; v++)", VEC);
-		emit_line(e, "    %s[v] = col + v < cols ? %s(src + (col + v) * %s) : 0;", v, ld, emit_expr_str(e, p->step));
+		emit_line(e, "    %s[v] = col + v < cols ? %s(src + (col + v)%s) : 0;", v, ld, times_step(e, p));
 		if (p->view == VIEW_ROW_AT) {
 			e->depth--;
 			emit_line(e, "}");

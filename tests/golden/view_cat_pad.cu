@@ -37,7 +37,7 @@ wsfuse_view_cat_pad(
                     const bool in_box = true;
                     #pragma unroll
                     for (int v = 0; v < 8; v++)
-                        v_p_x[v] = in_box && col + v < cols && col + v >= 3LL && col + v < 51LL ? wsf_load1(src + (col + v) * 1LL) : -1.0f;
+                        v_p_x[v] = in_box && col + v < cols && col + v >= 3LL && col + v < 51LL ? wsf_load1(src + (col + v)) : -1.0f;
                 }
                 float v_p_w[8];  // tests/golden/view_cat_pad.yaml:14
                 {   // inside its box; -1.0f outside
@@ -45,7 +45,7 @@ wsfuse_view_cat_pad(
                     const bool in_box = true;
                     #pragma unroll
                     for (int v = 0; v < 8; v++)
-                        v_p_w[v] = in_box && col + v < cols && col + v >= 3LL && col + v < 51LL ? wsf_load1(src + (col + v) * 1LL) : -1.0f;
+                        v_p_w[v] = in_box && col + v < cols && col + v >= 3LL && col + v < 51LL ? wsf_load1(src + (col + v)) : -1.0f;
                 }
                 float v_c_z[8];  // tests/golden/view_cat_pad.yaml:16
                 {   // inside its box; 0.0f outside

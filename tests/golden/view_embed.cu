@@ -37,7 +37,7 @@ wsfuse_view_embed(
                     } else {
                         #pragma unroll
                         for (int v = 0; v < 8; v++)
-                            v_y[v] = col + v < cols ? wsf_load1(src + (col + v) * 1LL) : 0;
+                            v_y[v] = col + v < cols ? wsf_load1(src + (col + v)) : 0;
                     }
                 }
                 if (col + 8 <= cols) {  // tests/golden/view_embed.yaml:12

@@ -47,7 +47,7 @@ wsfuse_view_index(
                     } else {
                         #pragma unroll
                         for (int v = 0; v < 8; v++)
-                            v_e[v] = col + v < cols ? wsf_load1(src + (col + v) * 1LL) : 0;
+                            v_e[v] = col + v < cols ? wsf_load1(src + (col + v)) : 0;
                     }
                 }
                 float v_g[8];  // tests/golden/view_index.yaml:14
