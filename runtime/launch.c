@@ -419,7 +419,8 @@ strided_arg(Comp *c, const Launch *l, const LaunchParam *q, const WsfTensor *a, 
 	                  "a row (a slice of its last dim), but the kernel %s it %s at contiguous offsets; pass "
 	                  "it contiguous (.contiguous())", arg_name(f, q->arg), (long long)row,
 	                  q->arg < f->ninput ? "reads" : "writes",
-	                  q->kind == PK_TMAP ? "as a batch of matrices" : "through its pointer"),
+	                  q->kind != PK_TMAP ? "through its pointer" : l->batched && a->ndim > 2 ? "as a batch of matrices" :
+	                  "through a tensor map of another view"),
 	       WSF_ERR_INPUT;
 }
 
