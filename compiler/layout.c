@@ -10,7 +10,8 @@
  * and a permute op at the front of the fusion gives the x the spec's ops
  * read.  The views pass and lowering then read x as a view of x_stored's
  * memory: a transpose of the innermost dim through shared memory, others
- * at an offset.  The argument keeps the input's name and place; the value
+ * at an offset.  A matmul operand's transpose is its other layout instead
+ * (operand_layout): the matmul's transpose flag flips, no view.  The argument keeps the input's name and place; the value
  * is renamed "x.permuted".  Runs right after the spec is read, before the
  * passes, so the fusion IR of every pass shows the permute.
  */
@@ -73,6 +74,44 @@ permute_input(Comp *c, Fusion *f, int i, const int *dims)
 	f->tensor[old].shape_pos = (Pos){0};
 }
 
+/*
+ * Input I of F given as DIMS, when every op that reads it is a matmul taking
+ * it as an operand and DIMS swaps its last two dims (x.t(), a batch's
+ * transpose): the operand's other layout, no view.  The input's dims swap in
+ * place and each matmul's transpose_a (transpose_b) flips: A = S^T read as
+ * S transposed.  False (nothing changed) otherwise.
+ */
+static bool
+operand_layout(Fusion *f, int i, const int *dims)
+{
+	Tensor *t = &f->tensor[f->input[i]];
+	int r = t->rank, j, k;
+	Dim d;
+
+	if (r < 2 || dims[r - 1] != r - 2 || dims[r - 2] != r - 1)
+		return false;
+	for (j = 0; j + 2 < r; j++)
+		if (dims[j] != j)
+			return false;
+	for (j = 1; j < f->nop; j++)
+		for (k = 0; k < f->op[j].nin; k++)
+			if (f->op[j].in[k].tensor == f->input[i] && (f->op[j].kind != OP_MATMUL || k > 1 ||
+			                                             f->op[j].in[1 - k].tensor == f->input[i]))
+				return false;
+	for (j = 1; j < f->nop; j++)
+		for (k = 0; k < f->op[j].nin; k++)
+			if (f->op[j].in[k].tensor == f->input[i]) {
+				if (k == 0)
+					f->op[j].transpose_a = !f->op[j].transpose_a;
+				else
+					f->op[j].transpose_b = !f->op[j].transpose_b;
+			}
+	d = t->dim[r - 1];
+	t->dim[r - 1] = t->dim[r - 2];
+	t->dim[r - 2] = d;
+	return true;
+}
+
 /* One entry "NAME=D0,D1,..." of the option (LEN bytes at S): parsed, checked and applied; 0 or -1. */
 static int
 layout_entry(Comp *c, const char *s, size_t len)
@@ -121,7 +160,7 @@ layout_entry(Comp *c, const char *s, size_t len)
 	for (i = 1; i < f->nop; i++)   /* (a second entry for one input would permute the permuted) */
 		if (f->op[i].origin == layout_origin && f->op[i].in[0].tensor == f->input[in])
 			return diag_error(c, t->pos, "option layout: input '%s' is given twice", t->name);
-	if (!identity)
+	if (!identity && !operand_layout(f, in, dims))
 		permute_input(c, f, in, dims);
 	return 0;
 }

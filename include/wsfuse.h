@@ -208,7 +208,8 @@ WsfStatus wsf_set_size(WsfContext *ctx, const char *name, int64_t value);
  *                 as x = x_stored.permute(dims).  The argument becomes x_stored (its
  *                 shape the spec's permuted back, contiguous) and the kernel reads x
  *                 as a view of its memory: a transpose of the innermost dim in tiles
- *                 through shared memory, no copy.  Checked against the spec when a
+ *                 through shared memory, no copy; a matmul operand's transpose is
+ *                 its other layout (transpose_a/_b flips).  Checked against the spec when a
  *                 compile reads it (an unknown input, a rank or a dim that is not a
  *                 permutation: an error at the input); "" or unset: none
  * WSF_ERR_USAGE for an unknown name or a bad value (one longer than 4096 bytes).

@@ -49,6 +49,18 @@ outputs:
 """
 
 # silu(x + bias) * y, all bf16: the pointwise bench case
+MATMUL = """\
+fusion: mm
+sizes: {M: 256, N: 512, K: 128}
+inputs:
+  a: {dtype: bf16, shape: [M, K]}
+  b: {dtype: bf16, shape: [N, K]}
+ops:
+  - {out: y, op: matmul, in: [a, b], transpose_b: true}
+outputs:
+  y: {dtype: bf16}
+"""
+
 BSM = """\
 fusion: bsm
 sizes: {M: 512, N: 4096}
@@ -256,6 +268,14 @@ def test_gpu_eager_against_torch():
     assert [key[2] for key in op.wsfuse.kernels if key[2]] == ["x=1,0"], list(op.wsfuse.kernels)
     yt = randn(1024, 256).t()
     torch.testing.assert_close(op(xt, bias, yt), bsm_ref(x, bias, yt), **TOL)
+    # a matmul's operand given transposed: its other layout (the transpose flag flips), no copy
+    mm = wsfuse.torch_op(MATMUL, name="wsfuse_test::mm")
+    a, b = randn(256, 128), randn(512, 128) / 16
+    want = (a.float() @ b.float().t()).to(torch.bfloat16)
+    torch.testing.assert_close(mm(a, b), want, **TOL)
+    at, bt = a.t().contiguous().t(), b.t().contiguous().t()
+    torch.testing.assert_close(mm(at, bt), want, **TOL)
+    assert [key[2] for key in mm.wsfuse.kernels if key[2]] == ["a=1,0;b=1,0"], list(mm.wsfuse.kernels)
     # slices of the last dim (rows wider than a row): passed in uncopied where the kernel reads them
     # through tensor maps of their rows, and the result is eager torch's
     wide_x, wide_y = randn(256, 3072), randn(256, 2048)

@@ -354,7 +354,8 @@ fir_with_layout(WsfContext *ctx, WsfKernel **k, const char *layout, const char *
  * Option layout: an input given as a permute of a contiguous tensor (torch's
  * x.t()) is that tensor, its dims permuted back, and a permute op in front;
  * the argument keeps its name, with the stored shape; the kernel reads the
- * transpose through shared memory.  Each misuse is an error at the input
+ * transpose through shared memory.  A matmul operand's transpose flips its
+ * transpose flag instead (its other layout).  Each misuse is an error at the input
  * (or the fusion, for a name that is no input); the identity changes nothing.
  */
 static void
@@ -391,6 +392,22 @@ layout_option(void **state)
 	assert_non_null(fir);
 	assert_null(strstr(fir, "permute"));
 	wsf_kernel_delete(k);
+	{   /* a matmul operand's transpose is its other layout: the flag flips, no permute */
+		static const char mm[] = "fusion: mm\nsizes: {M: 256, N: 128, K: 64}\ninputs:\n"
+		                         "  a: {dtype: bf16, shape: [M, K]}\n  b: {dtype: bf16, shape: [N, K]}\n"
+		                         "ops:\n  - {out: y, op: matmul, in: [a, b], transpose_b: true}\n"
+		                         "outputs:\n  y: {dtype: bf16}\n";
+		size_t n;
+
+		wsf_set_option(ctx, "layout", "a=1,0;b=1,0");
+		assert_int_equal(wsf_compile_string(ctx, "mm.yaml", mm, strlen(mm), &k), WSF_OK);
+		fir = wsf_kernel_text(k, WSF_STAGE_FUSION_IR, &n);
+		assert_non_null(strstr(fir, "  input a: bf16[K, M]"));
+		assert_non_null(strstr(fir, "  input b: bf16[K, N]"));
+		assert_non_null(strstr(fir, "= matmul(a, b) transpose_a=true transpose_b=false"));
+		assert_null(strstr(fir, "permute"));
+		wsf_kernel_delete(k);
+	}
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		assert_null(fir_with_layout(ctx, &k, bad[i].layout, &err));
 		if (!err || !strstr(err, bad[i].want))
