@@ -487,31 +487,33 @@ schedule_refuses_views(void **state)
 	assert_int_equal(pass_schedule(&t->c), 0);
 }
 
-/* Kernel IR of SPEC's pointwise kernel; param NAME's line of its print (kprint) in *LINE. */
+static const char *line_of(Fixture *t, const char *start);
+
+/* Param NAME of c->kernel, an input's (OUTPUT: an output's), and its line of the kernel IR's print in *LINE. */
 static const KParam *
-lowered_param(Fixture *t, const char *spec, const char *name, const char **line)
+param_named(Fixture *t, const char *name, bool output, const char **line)
 {
-	Comp *c = &t->c;
-	Buf b;
-	const char *text, *at;
+	const Kernel *k = t->c.kernel;
 	char want[64];
 	int i;
 
+	snprintf(want, sizeof want, "param %s: %s", name, output ? "output" : "input");
+	*line = line_of(t, want);
+	for (i = 1; i < k->nparam; i++)
+		if (strcmp(k->param[i].name, name) == 0 && k->param[i].arg >= 0 &&
+		    (k->param[i].arg >= t->c.fusion->ninput) == output)
+			return &k->param[i];
+	fail_msg("no %s param %s", output ? "output" : "input", name);
+	return NULL;
+}
+
+/* Kernel IR of SPEC's pointwise kernel; input param NAME and its line of the print (kprint) in *LINE. */
+static const KParam *
+lowered_param(Fixture *t, const char *spec, const char *name, const char **line)
+{
 	if (run_spec(t, spec, true))
 		fail_msg("%s", t->msg);
-	buf_init(&b, c->arena);
-	kernel_print(&b, c->kernel);
-	text = buf_str(&b);
-	snprintf(want, sizeof want, "  param %s: input", name);
-	at = strstr(text, want);
-	if (!at)
-		fail_msg("no input param %s in:\n%s", name, text);
-	*line = arena_strndup(c->arena, at + 2, strcspn(at + 2, "\n"));
-	for (i = 1; i < c->kernel->nparam; i++)
-		if (strcmp(c->kernel->param[i].name, name) == 0 && c->kernel->param[i].arg >= 0)
-			return &c->kernel->param[i];
-	fail_msg("no param %s", name);
-	return NULL;
+	return param_named(t, name, false, line);
 }
 
 #define VSPEC(inputs, ops, out) "fusion: v\nsizes: {T: 64, S: 40}\ninputs:\n" inputs "ops:\n" ops \
@@ -730,29 +732,6 @@ transpose_exchanges_tiles(void **state)
 	                "but 'tr' has none");
 }
 
-/* Output NAME's param of the kernel c->kernel, and its kprint line in *LINE. */
-static const KParam *
-output_param(Fixture *t, const char *name, const char **line)
-{
-	Buf b;
-	const char *text, *at;
-	char want[64];
-	int i;
-
-	buf_init(&b, t->c.arena);
-	kernel_print(&b, t->c.kernel);
-	text = buf_str(&b);
-	snprintf(want, sizeof want, "  param %s: output", name);
-	if (!(at = strstr(text, want)))
-		fail_msg("no output param %s in:\n%s", name, text);
-	*line = arena_strndup(t->c.arena, at + 2, strcspn(at + 2, "\n"));
-	for (i = 1; i < t->c.kernel->nparam; i++)
-		if (strcmp(t->c.kernel->param[i].name, name) == 0 && t->c.kernel->param[i].arg >= t->c.fusion->ninput)
-			return &t->c.kernel->param[i];
-	fail_msg("no output param %s", name);
-	return NULL;
-}
-
 /*
  * Outputs of different shapes that are the parts of one value along a dim
  * (a split, QKV's) are one kernel over that value: split of an input ->
@@ -778,10 +757,10 @@ split_outputs_store_ranges(void **state)
 	f = t->c.fusion;
 	assert_int_equal(f->split_out, f->input[0]);
 	assert_int_equal(t->c.kernel->domain, f->input[0]);
-	p = output_param(t, "b", &line);
+	p = param_named(t, "b", true, &line);
 	assert_int_equal(p->view, VIEW_ROW_AT);
 	assert_string_equal(line, "param b: output ptr bf16 [T, 2048] row_at at=(-1024 + (row * 2048)) box1=[1024, 3072)");
-	output_param(t, "c", &line);
+	param_named(t, "c", true, &line);
 	assert_string_equal(line, "param c: output ptr bf16 [T, 512] row_at at=(-3072 + (row * 512)) box1=[3072, 3584)");
 	for (i = 1; i < t->c.kernel->nparam; i++)   /* x whole through its tensor map, no view of it */
 		assert_true(t->c.kernel->param[i].arg != 0 || t->c.kernel->param[i].kind == PK_TMAP);
@@ -798,7 +777,7 @@ split_outputs_store_ranges(void **state)
 	assert_int_equal(run_spec(t, VSPEC("  qkv: {dtype: bf16, shape: [T, 3, 64]}\n",
 	                                   "  - {out: [q, kv], op: split, in: [qkv], sizes: [1, 2], dim: 1}\n",
 	                                   "q: {}\n  kv"), true), 0);
-	output_param(t, "kv", &line);
+	param_named(t, "kv", true, &line);
 	assert_string_equal(line, "param kv: output ptr bf16 [T, 2, 64] row_at at=((-64 + ((row / 3) * 128)) + "
 	                    "((row % 3) * 64)) box1=[1, 3)");
 	assert_non_null(t->c.kernel->pw.digit[1]);
@@ -810,7 +789,7 @@ split_outputs_store_ranges(void **state)
 	assert_string_equal(f->tensor[f->split_out].name, "outputs");
 	assert_int_equal(f->op[f->tensor[f->split_out].def].kind, OP_CAT);
 	assert_true(f->op[f->tensor[f->split_out].def].placed);
-	output_param(t, "b", &line);
+	param_named(t, "b", true, &line);
 	assert_string_equal(line, "param b: output ptr f32 [T, 40] row_at at=(-64 + (row * 40)) box1=[64, 104)");
 
 	assert_int_equal(run_spec(t, VSPEC("  x: {dtype: bf16, shape: [T, 64]}\n  y: {dtype: f32, shape: [8, 40]}\n",
