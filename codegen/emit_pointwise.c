@@ -11,10 +11,15 @@
  * in place at its row's offset (KParam.at); so is a view of an input
  * (passes/views.c), through the input's pointer: a row of 16-byte loads, one
  * element a row, or element by element (VIEW_ELEM_AT, KParam.step); a view
- * with a box (a pad's: KBounds) takes its fill outside it, and one an index
- * places (index_select, gather) adds the index's value times its stride.  A
- * view op computes nothing here (its value is loaded); a placed cat or pad
- * picks by the element's index (PointwisePlan.digit, the column).
+ * with a box (a pad's: KBounds) takes its fill outside it, from the same
+ * input's stage where lowering says so (KBounds.stage: RoPE's halves), and
+ * one an index places (index_select, gather) adds the index's value times
+ * its stride.  A transposed view (VIEW_EXCHANGE) is read from its exchange
+ * buffer, which this file's ST_EXCHANGE fills (pointwise_stmt).  A view op
+ * computes nothing here (its value is loaded); a placed cat or pad picks by
+ * the element's index (PointwisePlan.digit, the column).  Outputs are stored
+ * whole, or, a split's parts (Fusion.split_out), each its range of the
+ * computed value (emit_split_store).
  * rand_like's numbers of a thread's 8 elements are drawn before the element
  * loop, from the first one's row-major index in the view (Emit.rand_base,
  * emit_rand_block).

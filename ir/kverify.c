@@ -278,6 +278,21 @@ verify_tma_prefetch(Check *v, const Stmt *s)
 }
 
 static void
+verify_exchange(Check *v, const Stmt *s)
+{
+	const Kernel *k = v->k;
+	int buf = s->u.tma.buf, p = s->u.tma.param;
+
+	if (buf <= 0 || buf >= k->nbuf || k->buf[buf].kind != BUF_EXCHANGE || p <= 0 || p >= k->nparam ||
+	    k->buf[buf].param != p || k->param[p].view != VIEW_EXCHANGE || !s->u.tma.slot)
+		fail(v, "an exchange without its exchange buffer, that buffer's exchanged view or a copy");
+	check_expr(v, s->u.tma.slot);
+	check_expr(v, s->u.tma.cond);
+	check_expr(v, s->u.tma.row);
+	check_expr(v, s->u.tma.col);
+}
+
+static void
 verify_mbar(Check *v, const Stmt *s)
 {
 	if (!bar_ok(v->k, s->u.mbar.bar))

@@ -39,7 +39,7 @@ ST(SYNC,              "sync",                      GENERIC, sync,         sync, 
 ST(SETMAXNREG,        "setmaxnreg",                GENERIC, setmaxnreg,   none,         none,         none)
 /* work */
 ST(COMPUTE,           "compute",                   GENERIC, compute,      compute,      compute,      compute)
-ST(EXCHANGE,          "exchange",                  POINTWISE, exchange,   none,         none,         exchange)
+ST(EXCHANGE,          "exchange",                  POINTWISE, exchange,   exchange,     none,         exchange)
 ST(MMA,               "mma",                       MATMUL,  mma,          mma,          mma,          mma)
 ST(MMA_FENCE,         "mma.fence",                 MATMUL,  name,         none,         none,         none)
 ST(MMA_COMMIT,        "mma.commit_group",          MATMUL,  name,         none,         none,         none)

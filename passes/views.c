@@ -535,10 +535,13 @@ split_dim(const Fusion *f)
 
 	if (f->nout < 2 || f->nout > MAX_IN)
 		return -1;
+	for (i = 0; i < f->nout; i++)   /* (added to memory, or the consumer role's: stored whole) */
+		if (f->out[i].accumulate || f->out[i].consumer)
+			return -1;
 	for (i = 1; i < f->nout; i++) {
 		const Tensor *t = &f->tensor[f->out[i].tensor];
 
-		if (t->rank != t0->rank || f->out[i].accumulate || f->out[i].consumer)
+		if (t->rank != t0->rank)
 			return -1;
 		for (d = 0; d < t->rank; d++)
 			if (!dim_equal(t->dim[d], t0->dim[d])) {
@@ -548,7 +551,7 @@ split_dim(const Fusion *f)
 			}
 	}
 	for (i = 0; dim >= 0 && i < f->nout; i++)
-		if (f->tensor[f->out[i].tensor].dim[dim].sym || f->out[i].accumulate || f->out[i].consumer)
+		if (f->tensor[f->out[i].tensor].dim[dim].sym)
 			return -1;
 	return dim;
 }

@@ -711,6 +711,16 @@ transpose_exchanges_tiles(void **state)
 		/* __syncthreads (id 0), or in a warp-specialized kernel the consumers' named barrier */
 		assert_true((first_of(k->body, ST_SYNC, "exchanged tile")->u.sync.id != 0) == (i == 2));
 	}
+	{   /* the IR verifier: an exchange into a buffer that is not the view's exchange buffer is a pass's bug */
+		Stmt *x = (Stmt *)first_of(t->c.kernel->body, ST_EXCHANGE, NULL);
+		int keep = x->u.tma.buf;
+
+		assert_int_equal(kernel_verify(&t->c, t->c.kernel, "test"), 0);
+		x->u.tma.buf = 0;
+		assert_int_not_equal(kernel_verify(&t->c, t->c.kernel, "test"), 0);
+		assert_contains(t->msg, "an exchange without its exchange buffer");
+		x->u.tma.buf = keep;
+	}
 	/* 16 bytes of rows a load where the rows' dim holds whole groups: N % 4 (f32) at runtime, 100 % 4 now;
 	   100 bf16 rows are not whole groups of 8: element by element */
 	assert_non_null(first_of(t->c.kernel->body, ST_EXCHANGE, NULL)->u.tma.cond);
