@@ -340,6 +340,49 @@ emit_split_store(Emit *e, const KParam *p, const char *v)
 	emit_line(e, "}");
 }
 
+/*
+ * Output P written in place as a scatter (lower_pointwise.c scatter_params):
+ * V, the part, at P's offset for the domain row plus, for index_copy, the
+ * index's value times the position's stride; a row of 16-byte stores
+ * (VIEW_ROW_AT), else element by element, an index along the columns read
+ * for each element.
+ */
+static void
+emit_scatter_store(Emit *e, const KParam *p, const Output *out, const char *v)
+{
+	const KParam *ix = p->bounds && p->bounds->index_param ? &e->k->param[p->bounds->index_param] : NULL;
+	const char *suf = emit_suffix(p->dtype), *at = "";
+
+	emit_line(e, "{   // output '%s': '%s' placed in '%s'%s%s%s", e->f->tensor[p->tensor].name,
+	          e->f->tensor[e->k->domain].name, e->f->tensor[out->alias].name, ix ? " at the positions '" : "",
+	          ix ? e->f->tensor[ix->tensor].name : "", ix ? "' holds" : "");
+	e->depth++;
+	emit_line(e, "%s *dst = %s + (%s);%s", emit_type(p->dtype), emit_param_name(e, p), emit_expr_str(e, p->at),
+	          emit_pos(e, out->pos));
+	if (ix && ex_is_int(ix->step, 0))
+		emit_line(e, "dst += (long long)%s[%s] * (%s);", emit_param_name(e, ix), emit_expr_str(e, ix->at),
+		          emit_expr_str(e, p->bounds->index_scale));
+	else if (ix)   /* (an index along the columns: each element's own) */
+		at = arena_printf(e->c->arena, " + (long long)%s[%s + (col + v) * %s] * (%s)", emit_param_name(e, ix),
+		                  emit_expr_str(e, ix->at), emit_expr_str(e, ix->step), emit_expr_str(e, p->bounds->index_scale));
+	if (p->view == VIEW_ROW_AT) {
+		emit_line(e, "if (col + %d <= cols) {", VEC);
+		emit_line(e, "    wsf_store8%s(dst + col, %s);", suf, v);
+		emit_line(e, "} else {");
+		e->depth++;
+	}
+	emit_line(e, "#pragma unroll");
+	emit_line(e, "for (int v = 0; v < %d; v++)", VEC);
+	emit_line(e, "    if (col + v < cols)");
+	emit_line(e, "        wsf_store1%s(dst + (col + v)%s%s, %s[v]);", suf, times_step(e, p), at, v);
+	if (p->view == VIEW_ROW_AT) {
+		e->depth--;
+		emit_line(e, "}");
+	}
+	e->depth--;
+	emit_line(e, "}");
+}
+
 /* Does F compute anything per element: an op that is not a view read from memory? */
 static bool
 computes(const Fusion *f)
@@ -433,6 +476,10 @@ emit_compute(Emit *e, const Stmt *s)
 
 		if (f->split_out) {   /* a part of the split: its range of the placed cat's values */
 			emit_split_store(e, p, e->value[f->split_out]);
+			continue;
+		}
+		if (fusion_scatter(f, j)) {   /* written in place: the part at its positions */
+			emit_scatter_store(e, p, out, e->value[fusion_stored(f, j)]);
 			continue;
 		}
 		for (w = 0; w < s->nwrites && e->k->buf[s->writes[w].buf].tensor != out->tensor; w++)

@@ -678,6 +678,10 @@ wsf_kernel_arg_row_strided(const WsfKernel *k, int i)
 
 	if (!arg_tensor(k, i, NULL) || !(l = k->launch))
 		return -1;
+	for (j = 0; j < k->comp.fusion->nout; j++)   /* (in place: as the memory is laid out, both) */
+		if (wsf_kernel_arg_alias(k, k->comp.fusion->ninput + j) >= 0 &&
+		    (i == k->comp.fusion->ninput + j || i == wsf_kernel_arg_alias(k, k->comp.fusion->ninput + j)))
+			return 0;
 	for (j = 1; j < l->nparam; j++) {   /* runtime/launch.c strided_arg: what takes a row stride */
 		const LaunchParam *q = &l->param[j];
 
@@ -695,6 +699,20 @@ wsf_kernel_arg_is_output(const WsfKernel *k, int i)
 	if (!arg_tensor(k, i, NULL))
 		return -1;
 	return i >= k->comp.fusion->ninput;
+}
+
+int
+wsf_kernel_arg_alias(const WsfKernel *k, int i)
+{
+	const Fusion *f;
+	int in;
+
+	if (!arg_tensor(k, i, NULL) || i < k->comp.fusion->ninput)
+		return -1;
+	f = k->comp.fusion;
+	for (in = 0; in < f->ninput && f->input[in] != f->out[i - f->ninput].alias; in++)
+		;
+	return in < f->ninput ? in : -1;
 }
 
 WsfDtype

@@ -42,7 +42,7 @@ static const char size_scope[] = "size";
 
 static const char *const spec_keys[] = {"fusion", "sizes", "inputs", "ops", "outputs", "schedule"};
 static const char *const input_keys[] = {"dtype", "shape", "wait"};
-static const char *const output_keys[] = {"dtype", "accumulate", "wait"};
+static const char *const output_keys[] = {"dtype", "accumulate", "wait", "alias"};
 
 /* ---- names ------------------------------------------------------------- */
 
@@ -1049,12 +1049,30 @@ suggest_tensor(const Reader *r, const char *name)
 	return s.best;
 }
 
-/* output: NAME: {dtype: DTYPE, accumulate: BOOL, wait: ...} | {} | nothing   NAME is an op's output */
+/* alias: INPUT, the input whose memory an output is written into (infer.c checks the rest) */
+static int
+read_alias(Reader *r, const Node *n, const char *where, Output *o)
+{
+	const char *name = read_name(r, n, "an input");
+	int t;
+
+	if (!name)
+		return -1;
+	t = names_get(r, tensor_scope, name);
+	if (!t || r->f->tensor[t].kind != TK_INPUT)
+		return diag_error(r->c, n->pos, "'alias' of %s names %s '%s': expected an input, whose memory the output "
+		                  "is written into in place", where, t ? "the op output" : "no tensor", name);
+	o->alias = t;
+	o->alias_pos = n->pos;
+	return 0;
+}
+
+/* output: NAME: {dtype: DTYPE, accumulate: BOOL, wait: ..., alias: INPUT} | {} | nothing   NAME is an op's output */
 static int
 read_output(Reader *r, const Node *key, const Node *n)
 {
 	const char *name = read_name(r, key, "an output"), *where;
-	const Node *dt, *acc = NULL, *w;
+	const Node *dt, *acc = NULL, *w, *al = NULL;
 	Output *o;
 	Dtype d = DT_NONE;
 	bool accumulate = false;
@@ -1087,8 +1105,11 @@ read_output(Reader *r, const Node *key, const Node *n)
 			return -1;
 		if ((w = map_get(n, "wait")) && read_wait(r, t, w, where) < 0)
 			return -1;
+		al = map_get(n, "alias");
 	}
 	o = VEC_PUSH(r->c->arena, r->f->out, r->f->nout, r->f->capout);
+	if (al && read_alias(r, al, where, o) < 0)
+		return -1;
 	o->tensor = t;
 	o->dtype = d;
 	o->pos = key->pos;

@@ -26,7 +26,7 @@ static const struct {
 } required_keys[] = {
 	{OP_CAST, "to"}, {OP_CHUNK, "chunks"}, {OP_SPLIT, "sizes"}, {OP_PERMUTE, "dims"}, {OP_TRANSPOSE, "dim0"},
 	{OP_TRANSPOSE, "dim1"}, {OP_RESHAPE, "shape"}, {OP_VIEW, "shape"}, {OP_EXPAND, "shape"}, {OP_PAD, "pad"},
-	{OP_INDEX_SELECT, "dim"}, {OP_GATHER, "dim"},
+	{OP_INDEX_SELECT, "dim"}, {OP_GATHER, "dim"}, {OP_INDEX_COPY, "dim"},
 };
 
 /* OPNAME: one of the spellings in ir/ops.h */

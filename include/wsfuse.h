@@ -323,6 +323,10 @@ int wsf_kernel_num_args(const WsfKernel *k);
 const char *wsf_kernel_arg_name(const WsfKernel *k, int i);
 /* 1 if argument i is an output, 0 if an input, -1 if out of range. */
 int wsf_kernel_arg_is_output(const WsfKernel *k, int i);
+/* The input argument whose memory output argument i is written into, in place (the
+ * spec's `alias`): a launch passes that input's pointer for both.  -1 for an output
+ * with memory of its own, an input, or i out of range. */
+int wsf_kernel_arg_alias(const WsfKernel *k, int i);
 
 /* Element types, as in the spec. */
 typedef enum WsfDtype {

@@ -261,6 +261,25 @@ fusion_arg_tensor(const Fusion *f, int i)
 	return i < f->ninput ? f->input[i] : f->out[i - f->ninput].tensor;
 }
 
+const Op *
+fusion_scatter(const Fusion *f, int j)
+{
+	const Output *o = &f->out[j];
+	const Op *s = f->tensor[o->tensor].def ? &f->op[f->tensor[o->tensor].def] : NULL;
+
+	if (!o->alias || !s || (s->kind != OP_INDEX_COPY && s->kind != OP_SLICE_SCATTER) || s->in[0].tensor != o->alias)
+		return NULL;
+	return s;
+}
+
+int
+fusion_stored(const Fusion *f, int j)
+{
+	const Op *s = fusion_scatter(f, j);
+
+	return s ? s->in[s->nin - 1].tensor : f->out[j].tensor;
+}
+
 int
 fusion_waits(const Fusion *f)
 {

@@ -8,8 +8,7 @@
  *   fusion.c    the fusion IR: tensors, ops, sizes; the op and dtype tables
  *   verify.c    the fusion IR verifier
  *   print.c     the fusion IR printer (grammar in docs/ir.md)
- *   kernel.c    the kernel IR (loop nests), kverify.c and kprint.c; its statement
- *               kinds are the rows of stmts.h (as ops are of ops.h)
+ *   kernel.c    the kernel IR (loop nests), kverify.c, kprint.c; statement kinds: stmts.h's rows
  *   dot.c       Graphviz pictures of the fusion DAG and of a kernel
  *
  * Memory: everything a compilation makes lives in one Arena owned by its Comp,
@@ -260,7 +259,7 @@ typedef enum Typing {
 	TY_CAST,       /* the op's `to` */
 	TY_RAND,       /* rand_like(x, seed, offset): f32; seed and offset integer scalars */
 	TY_VIEW,       /* the input's dtype (cat: its inputs' promoted dtype) */
-	TY_INDEX       /* index_select, gather: input 0's dtype (input 1 holds positions) */
+	TY_INDEX       /* index_select, gather, the scatters: input 0's dtype (input 1 positions or the part) */
 } Typing;
 
 /* Dtype categories an op computes in (a mask of 1 << DtypeKind). */
@@ -389,6 +388,8 @@ typedef struct Output {
 	bool accumulate;    /* accumulate: true: each tile added to the memory (TMA reduce-add), not stored */
 	Pos accumulate_pos;
 	int64_t part[2];    /* views.c, a split's outputs: the range [lo, hi) of Fusion.split_out it holds */
+	int alias;          /* alias: INPUT: written into that input's memory, in place (0: its own) */
+	Pos alias_pos;
 } Output;
 
 typedef enum Consumers { CONSUMERS_NONE = 0, CONSUMERS_COOPERATIVE, CONSUMERS_PINGPONG } Consumers;
@@ -474,6 +475,10 @@ int fusion_output_of(const Fusion *f, int t);
 int fusion_arg_tensor(const Fusion *f, int i);
 /* The arguments with wait: per_tile (inputs, then outputs). */
 int fusion_waits(const Fusion *f);
+/* Output J's scatter written in place (index_copy or slice_scatter of its alias), or NULL. */
+const Op *fusion_scatter(const Fusion *f, int j);
+/* The value output J's kernel computes and stores: its scatter's source, else its tensor. */
+int fusion_stored(const Fusion *f, int j);
 
 /* ---- verify.c --------------------------------------------------------- */
 
@@ -491,12 +496,9 @@ void op_print_attrs(Buf *b, const Fusion *f, const Op *o);
 /* ---- kernel.c: the kernel IR ----------------------------------------- */
 
 /*
- * A kernel is parameters, shared-memory buffers, mbarrier arrays, scalar
- * variables and a statement tree.  Leaf statements are explicit about
- * asynchrony: a TMA load names the buffer and stage it writes and the
- * mbarrier it completes on; a compute names the buffers it reads and writes;
- * a TMA store names the buffer it reads.  The passes reason from those names,
- * not from positions.
+ * A kernel is params, shared-memory buffers, mbarriers, variables and a statement tree.  Leaves are explicit
+ * about asynchrony: a TMA load names the buffer and stage it writes and the mbarrier it completes on; a compute
+ * the buffers it reads and writes; a TMA store the buffer it reads.  Passes reason from names, not positions.
  */
 
 /* Index expressions, never negative (ex_bin's folding relies on it) but a view's offset (KParam.at: a pad's shift). */
@@ -718,13 +720,11 @@ typedef enum CbPart {
 } CbPart;
 
 /*
- * One pipeline of a circular-buffered nest: the result of
- * passes/circular_buffer.c.  A nest may hold several (a warp-specialized
- * matmul: the k-loop operands on one, a per-tile epilogue input on another),
- * each with its own stages, barriers and stage counter.  The buffered loop
- * carries the pipeline whose loads it issues directly (or, with none, the one
- * of the loop inside it that does); another pipeline is INNER: its info hangs
- * on the inner loop whose iterations fill its stages.
+ * One pipeline of a circular-buffered nest (passes/circular_buffer.c).  A nest may hold several (a
+ * warp-specialized matmul: the k-loop operands on one, a per-tile epilogue input on another), each with its
+ * own stages, barriers and stage counter.  The buffered loop carries the pipeline whose loads it issues
+ * directly (or, with none, the one of the loop inside it that does); another pipeline is INNER: its info
+ * hangs on the inner loop whose iterations fill its stages.
  */
 typedef struct CbInfo {
 	int stages;        /* S */

@@ -97,3 +97,7 @@ OP(PAD,       "pad",       1, 1, VIEW,      A_PAD,            TY_VIEW, K_ALL)
 /* index ops: in [x, index] (int32 or int64), torch's index_select (index 1-D) and gather (index of x's rank) */
 OP(INDEX_SELECT, "index_select", 2, 2, VIEW, A_DIM,            TY_INDEX, K_ALL)
 OP(GATHER,    "gather",    2, 2, VIEW,      A_DIM,            TY_INDEX, K_ALL)
+/* scatters: x with a part replaced, torch's index_copy(x, dim, index, source) (in [x, index, source]) and
+   slice_scatter(x, src, dim, start, end, step); a kernel writes them in place (an output's alias) */
+OP(INDEX_COPY, "index_copy", 3, 3, VIEW,     A_DIM,            TY_INDEX, K_ALL)
+OP(SLICE_SCATTER, "slice_scatter", 2, 2, VIEW, A_DIM | A_SLICE, TY_INDEX, K_ALL)

@@ -158,6 +158,7 @@ struct KBounds {
 	int64_t lo[MAX_RANK], hi[MAX_RANK];
 	double fill;
 	int index_param;         /* the index's pointer param (0: no index) */
+	int index_dim;           /* a 1-D index's dim, counted from the domain's last (1: the columns); 0: gather */
 	Expr *index_scale;       /* elements of the input from one position of the indexed dim to the next */
 	int stage;               /* > 0: read from this param's staged tile (the same input, whole rows in a tile),
 	                            each row's columns SHIFT elements on (RoPE's halves: x's stage) */

@@ -241,6 +241,8 @@ fusion_print(Buf *b, const Fusion *f)
 			buf_puts(b, " wait=per_tile");
 		if (t->wait_tile[0])
 			buf_printf(b, " wait_tile=%dx%d", t->wait_tile[0], t->wait_tile[1]);
+		if (o->alias)   /* written into the input's memory; a scatter of it, its part alone */
+			buf_printf(b, " alias=%s%s", f->tensor[o->alias].name, fusion_scatter(f, i) ? " in place" : "");
 		if (f->split_out)   /* views.c: its range of the value the kernel computes */
 			buf_printf(b, " = %s part=[%lld, %lld) dim=%d", f->tensor[f->split_out].name, (long long)o->part[0],
 			           (long long)o->part[1], f->split_dim);

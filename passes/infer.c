@@ -599,6 +599,72 @@ infer_index(Comp *c, const Fusion *f, Op *o, const Tensor *a, Tensor *out)
 	return 0;
 }
 
+/*
+ * index_copy(x, dim, index, source): source's rows placed along dim at the
+ * 1-D index's positions; slice_scatter(x, src, dim, start, end, step): src
+ * placed at the slice (view_slice) along dim.  The result is x's shape and
+ * dtype; the part placed must be x's dtype and x's shape but along dim,
+ * where it is the index's length (index_copy) or the slice's (torch's rules).
+ * (The front end takes tensors alone for views.)
+ */
+static int
+infer_scatter(Comp *c, Fusion *f, Op *o, const Tensor *a, Tensor *out)
+{
+	const Operand *in = &o->in[o->nin - 1];
+	const Tensor *src = &f->tensor[in->tensor];
+	const char *name = op_info[o->kind].name;
+	Dim along;
+	int64_t start, count;
+	int d, i;
+
+	if (view_dim(c, f, o, a, o->axis, "dim", o->dim_pos, &d))
+		return -1;
+	o->axis = d;
+	if (o->kind == OP_INDEX_COPY) {
+		const Tensor *ix = &f->tensor[o->in[1].tensor];
+
+		if (ix->dtype != DT_INT32 && ix->dtype != DT_INT64)
+			return diag_error(c, o->in[1].pos, "op 'index_copy': index '%s' is %s, expected int32 or int64",
+			                  ix->name, dtype_info[ix->dtype].name);
+		if (ix->rank != 1)
+			return diag_error(c, o->in[1].pos, "op 'index_copy': index '%s' %s has %d dims, expected 1 (a list "
+			                  "of positions along dim %d)", ix->name, shape_str(c, f, ix), ix->rank, d);
+		along = ix->dim[0];
+	} else {
+		if (a->dim[d].sym && !(o->start == 0 && o->end >= MAX_EXTENT && o->step == 1) &&
+		    view_extent(c, f, o, a, d, o->dim_pos.line ? o->dim_pos : o->attr_pos, &count))
+			return -1;
+		view_slice(o, dim_value(f, a->dim[d]), &start, &count);
+		if (count == 0)
+			return diag_error(c, o->attr_pos.line ? o->attr_pos : o->pos, "op 'slice_scatter': the slice "
+			                  "[%lld:%s:%lld] of dim %d of '%s' %s is empty", (long long)o->start,
+			                  o->end == INT64_MAX ? "" : arena_printf(c->arena, "%lld", (long long)o->end),
+			                  (long long)o->step, d, a->name, shape_str(c, f, a));
+		along = a->dim[d].sym && count == dim_value(f, a->dim[d]) ? a->dim[d] : (Dim){0, count};
+	}
+	if (src->dtype != a->dtype)
+		return diag_error(c, in->pos, "op '%s': '%s' is %s and '%s' is %s: torch places a tensor of the same "
+		                  "dtype (cast it first)", name, src->name, dtype_info[src->dtype].name, a->name,
+		                  dtype_info[a->dtype].name);
+	for (i = 0; i < a->rank && src->rank == a->rank; i++) {
+		Dim want = i == d ? along : a->dim[i], x = src->dim[i];
+
+		if (x.sym && !want.sym && f->sym[x.sym].bound && f->sym[x.sym].value == want.ext)
+			f->sym[x.sym].fixed = true;   /* (a size bound at compile time: held to it at a launch) */
+		else if (!dim_equal(x, want))
+			break;
+	}
+	if (src->rank != a->rank || i < a->rank)
+		return diag_error(c, in->pos, "op '%s': '%s' %s does not fit: expected '%s' %s with dim %d %s%s", name,
+		                  src->name, shape_str(c, f, src), a->name, shape_str(c, f, a), d,
+		                  o->kind == OP_INDEX_COPY ? "as long as the index" : "the slice's extent",
+		                  i < src->rank && src->dim[i].sym && !f->sym[src->dim[i].sym].bound ?
+		                  arena_printf(c->arena, " (dim %d is the runtime size %s: a constant extent, or -D %s=VALUE, "
+		                               "fits a constant)", i, f->sym[src->dim[i].sym].name,
+		                               f->sym[src->dim[i].sym].name) : "");
+	return 0;
+}
+
 static int
 infer_view(Comp *c, Fusion *f, Op *o, Tensor *out)
 {
@@ -631,6 +697,10 @@ infer_view(Comp *c, Fusion *f, Op *o, Tensor *out)
 	case OP_INDEX_SELECT:
 	case OP_GATHER:
 		rc = infer_index(c, f, o, a, out);
+		break;
+	case OP_INDEX_COPY:
+	case OP_SLICE_SCATTER:
+		rc = infer_scatter(c, f, o, a, out);
 		break;
 	default:   /* chunk and split are read as slices */
 		return diag_internal(c, "infer", "view op '%s' has no shape rule", op_info[o->kind].name);
@@ -698,6 +768,41 @@ check_sizes(Comp *c, const Fusion *f)
 }
 
 /*
+ * An output written into an input's memory (alias) has that input's shape
+ * and dtype, and no other output is written there; it is stored, not added
+ * (accumulate adds into the output's own memory).
+ */
+static int
+check_aliases(Comp *c, const Fusion *f)
+{
+	int i, j;
+
+	for (i = 0; i < f->nout; i++) {
+		const Output *o = &f->out[i];
+		const Tensor *t = &f->tensor[o->tensor], *x = &f->tensor[o->alias];
+
+		if (!o->alias)
+			continue;
+		if (!lower_same_shape(t, x))
+			return diag_error(c, o->alias_pos, "output '%s' %s is written into input '%s' %s (alias): the shapes "
+			                  "must be equal", t->name, shape_str(c, f, t), x->name, shape_str(c, f, x));
+		if (o->dtype != x->dtype)
+			return diag_error(c, o->alias_pos, "output '%s' is stored as %s into input '%s', which is %s (alias): "
+			                  "the dtypes must be equal", t->name, dtype_info[o->dtype].name, x->name,
+			                  dtype_info[x->dtype].name);
+		if (o->accumulate)
+			return diag_error(c, o->alias_pos, "output '%s': 'alias' and 'accumulate: true' together are not "
+			                  "implemented (to add into '%s', add it: {op: add, in: [%s, ...]})", t->name, x->name,
+			                  x->name);
+		for (j = 0; j < i; j++)
+			if (f->out[j].alias == o->alias)
+				return diag_error(c, o->alias_pos, "outputs '%s' and '%s' are both written into input '%s' "
+				                  "(alias): one output an input", f->tensor[f->out[j].tensor].name, t->name, x->name);
+	}
+	return 0;
+}
+
+/*
  * An input no op reads stays an argument (a launch takes the spec's
  * inputs, in order), but lowering gives it no parameter: nothing loads it
  * and its shape need not fit the kernel's.
@@ -714,7 +819,10 @@ mark_unread(Comp *c, Fusion *f)
 		for (j = 1; j < f->nop && !read; j++)
 			for (m = 0; m < f->op[j].nin; m++)
 				read |= f->op[j].in[m].tensor == f->input[i];
-		if (read)
+		for (j = 0; j < f->nout && !read; j++)
+			if (f->out[j].alias == f->input[i])
+				t->unread = true;   /* (its memory is an output's: no warning) */
+		if (read || t->unread)
 			continue;
 		if (t->wait_pos.line)
 			return diag_error(c, t->wait_pos, "input '%s' waits for its tiles (wait: per_tile), but no op reads it",
@@ -770,7 +878,7 @@ pass_infer(Comp *c)
 			                  "changes dtype only between floats)", f->tensor[o->tensor].name,
 			                  dtype_info[t].name, dtype_info[o->dtype].name);
 	}
-	if (check_sizes(c, f))
+	if (check_sizes(c, f) || check_aliases(c, f))
 		return -1;
 	f->inferred = true;
 	return 0;

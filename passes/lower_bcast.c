@@ -203,8 +203,17 @@ lower_index_param(Comp *c, Kernel *k, int p, const Strided *s)
 	KBounds *b = arena_alloc(c->arena, sizeof *b);
 	int q, i;
 
-	q = lower_input_ptr(c, k, s->index, s->index);
-	k->param[q].view = VIEW_NONE;   /* memory the view reads positions from, not a value */
+	b->index_dim = s->gather ? 0 : s->rank - s->index_dim;
+	for (q = 1; q < k->nparam; q++)   /* a 1-D index along the same domain dim: the same param, the same at */
+		if (b->index_dim && k->param[q].bounds && k->param[q].bounds->index_param &&
+		    k->param[k->param[q].bounds->index_param].tensor == s->index && k->param[q].bounds->index_dim == b->index_dim)
+			break;
+	if (q < k->nparam) {
+		q = k->param[q].bounds->index_param;
+	} else {
+		q = lower_input_ptr(c, k, s->index, s->index);
+		k->param[q].view = VIEW_NONE;   /* memory the view reads positions from, not a value */
+	}
 	for (i = 0; i < MAX_RANK; i++)
 		b->hi[i] = INT64_MAX;
 	b->index_param = q;

@@ -483,6 +483,126 @@ split_params(Comp *c, Kernel *k, const Tensor *d)
 }
 
 /*
+ * Is stride X of DT elements in T's memory a multiple of 16 bytes: a number
+ * of 16-byte steps, or a product with T's last dim, the domain's columns,
+ * whose rows the launch holds to 16 bytes (a scatter along another dim)?
+ */
+static bool
+row_multiple(Stride x, Dtype dt, const Tensor *t)
+{
+	int i;
+
+	for (i = 0; i < x.nsym && t->dim[t->rank - 1].sym; i++)
+		if (x.sym[i] == t->dim[t->rank - 1].sym)
+			return true;
+	return x.k * dtype_info[dt].bytes % 16 == 0;
+}
+
+/*
+ * Outputs written in place into their input's memory as a scatter
+ * (index_copy, slice_scatter: fusion_scatter): the domain is the part
+ * placed, each element stored at its index in the input's row-major layout
+ * with the position along the scatter's dim the slice's (start + i x step)
+ * or the index's value there (lower_index_param's param, as index_select
+ * reads).  A row of 16-byte stores where the part's rows are consecutive
+ * 16-byte groups (VIEW_ROW_AT), else element by element (VIEW_ELEM_AT).
+ * After lower_size_params.
+ */
+static void
+scatter_params(Comp *c, Kernel *k, const Tensor *d)
+{
+	const Fusion *f = k->fusion;
+	int j, i;
+
+	for (j = 1; j < k->nparam; j++) {
+		KParam *p = &k->param[j];
+		const Op *o = p->arg >= f->ninput ? fusion_scatter(f, p->arg - f->ninput) : NULL;
+		const Tensor *t = &f->tensor[p->tensor];
+		Strided s = {0};
+		Stride inner = {1, 0, {0}};
+		int64_t start, count;
+		bool aligned;
+
+		if (!o)
+			continue;
+		s.rank = d->rank;
+		for (i = d->rank - 1; i >= 0; i--) {   /* the memory's row-major strides over the part's dims */
+			s.ext[i] = d->dim[i];
+			s.stride[i] = inner;
+			if (t->dim[i].sym)
+				inner.sym[inner.nsym++] = t->dim[i].sym;
+			else
+				inner.k *= t->dim[i].ext;
+			s.hi[i] = INT64_MAX;
+		}
+		if (o->kind == OP_SLICE_SCATTER) {
+			view_slice(o, dim_value(f, t->dim[o->axis]), &start, &count);
+			s.off[s.noff] = s.stride[o->axis];
+			s.off[s.noff++].k *= start;
+			s.stride[o->axis].k *= o->step;
+		} else {
+			s.index = o->in[1].tensor;
+			s.index_dim = o->axis;
+			s.index_stride = s.stride[o->axis];
+			s.stride[o->axis] = (Stride){0, 0, {0}};
+		}
+		aligned = o->axis < d->rank - 1 && s.stride[s.rank - 1].k == 1 && !s.stride[s.rank - 1].nsym;
+		for (i = 0; i < s.noff; i++)
+			aligned = aligned && row_multiple(s.off[i], p->dtype, t);
+		for (i = 0; i + 1 < s.rank; i++)
+			aligned = aligned && row_multiple(i == o->axis && s.index ? s.index_stride : s.stride[i], p->dtype, t);
+		if (s.index)
+			lower_index_param(c, k, j, &s);
+		p = &k->param[j];   /* (lower_index_param may move the params) */
+		p->view = aligned ? VIEW_ROW_AT : VIEW_ELEM_AT;
+		lower_strided_at(c, k, j, d, &s);
+		if (s.index)
+			lower_index_at(c, k, d, &k->param[j], &s);
+		if (!ex_is_int(k->param[j].step, 1))
+			k->param[j].view = VIEW_ELEM_AT;
+	}
+}
+
+/*
+ * An output written into its input's memory whole (alias, not a scatter)
+ * is safe where the kernel reads that input at the element it writes, or
+ * from a stage the tile's loads filled before any store: a param reading
+ * the input's memory must be staged whole (VIEW_FULL) or read from such a
+ * stage (KBounds.stage); a view reading other elements (a transpose,
+ * another row) could read what another thread has written.  After the
+ * tile is fixed.  0 or -1.
+ */
+static int
+check_in_place(Comp *c, const Kernel *k, const Fusion *f)
+{
+	int i, j;
+
+	for (i = 0; i < f->nout; i++) {
+		const Output *o = &f->out[i];
+
+		if (!o->alias)
+			continue;
+		for (j = 1; j < k->nparam; j++) {
+			const KParam *p = &k->param[j];
+
+			if (p->arg < 0 || p->arg >= f->ninput || f->input[p->arg] != o->alias || p->view == VIEW_NONE)
+				continue;
+			if (fusion_scatter(f, i) ? false : staged_input(f, p, k->tile_cols) || (p->bounds && p->bounds->stage))
+				continue;
+			diag_error(c, o->alias_pos, "output '%s' is written into input '%s' (alias), which the kernel also "
+			           "reads%s%s: %s", f->tensor[o->tensor].name, f->tensor[o->alias].name,
+			           p->tensor != o->alias ? " through " : "", p->tensor != o->alias ? f->tensor[p->tensor].name : "",
+			           fusion_scatter(f, i) ? "a scatter in place reads only what it places, not yet its input" :
+			           "in place, a read of other elements than those written could see them written (not "
+			           "implemented yet: write a new output)");
+			c->status = WSF_ERR_UNSUPPORTED;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
  * Strided S over domain D: its strides the input's own, row-major, over the
  * same dims, and its offset a constant, which *SHIFT gets?
  */
@@ -560,21 +680,24 @@ stage_views(Comp *c, Kernel *k, const Tensor *d)
 static int
 choose_stores(Comp *c, Kernel *k, const Fusion *f)
 {
-	bool narrow = true;
+	bool narrow = true, scatter = false;
 	int j;
 
-	for (j = 0; j < f->nout; j++)   /* (an output that accumulates is added by TMA: not narrow) */
+	for (j = 0; j < f->nout; j++) {   /* (an output that accumulates is added by TMA: not narrow) */
 		narrow = narrow && dtype_info[f->out[j].dtype].bytes == 2 && !f->out[j].accumulate;
+		scatter = scatter || fusion_scatter(f, j);
+	}
 	k->tma_store = f->sched.store == STORE_TMA ||
 	               (f->sched.store != STORE_VECTOR && (k->persistent || !narrow || f->sched.signal_pos.line));
-	if (f->split_out && (f->sched.store == STORE_TMA || f->sched.signal_pos.line)) {
+	if ((f->split_out || scatter) && (f->sched.store == STORE_TMA || f->sched.signal_pos.line)) {
 		diag_error(c, f->sched.store == STORE_TMA ? f->sched.store_pos : f->sched.signal_pos, "outputs that are "
-		           "the parts of one shape (a split) store by pointer, each its range: '%s' with TMA stores is "
-		           "not implemented yet", f->sched.store == STORE_TMA ? "store: tma" : "signal: per_tile");
+		           "the parts of one shape (a split) or a part written in place (a scatter) store by pointer: '%s' "
+		           "with TMA stores is not implemented yet", f->sched.store == STORE_TMA ? "store: tma" :
+		           "signal: per_tile");
 		c->status = WSF_ERR_UNSUPPORTED;
 		return -1;
 	}
-	k->tma_store = k->tma_store && !f->split_out;
+	k->tma_store = k->tma_store && !f->split_out && !scatter;
 	if (f->sched.signal_pos.line && !k->tma_store) {   /* the signal waits for the stores' bulk groups */
 		diag_error(c, f->sched.store_pos, "'signal: per_tile' with 'store: vector' is not implemented yet: a "
 		           "tile is signalled once its TMA stores complete");
@@ -596,17 +719,19 @@ lower_pointwise(Comp *c, Fusion *f)
 
 	k = kernel_new(c, f);
 	c->kernel = k;
-	d = &f->tensor[f->split_out ? f->split_out : f->out[0].tensor];
+	k->domain = f->split_out ? f->split_out : fusion_stored(f, 0);   /* (a scatter's: the part it places) */
+	d = &f->tensor[k->domain];
 	for (j = 1; j < f->nout && !f->split_out; j++)
-		if (!lower_same_shape(&f->tensor[f->out[j].tensor], d))
+		if (!lower_same_shape(&f->tensor[fusion_stored(f, j)], d))
 			return diag_error(c, f->out[j].pos,
 			                  "cannot place output '%s' in one pointwise kernel: its shape differs from "
-			                  "output '%s' (a pointwise kernel writes one shape)",
-			                  f->tensor[f->out[j].tensor].name, d->name);
+			                  "%s '%s' (a pointwise kernel writes one shape)", f->tensor[fusion_stored(f, j)].name,
+			                  fusion_scatter(f, 0) ? "the part placed in place," : "output", d->name);
 	if (lower_refuse_hints(c, f, "pointwise", false) < 0)
 		return -1;
-	k->domain = f->split_out ? f->split_out : f->out[0].tensor;
 	k->pw.flat = !f->split_out;
+	for (j = 0; j < f->nout; j++)
+		k->pw.flat = k->pw.flat && !fusion_scatter(f, j);
 	k->warp_specialize = f->sched.warp_specialize == 2;
 	k->stages_hint = f->sched.stages;
 	k->stages_pos = f->sched.stages ? f->sched.stages_pos : f->pos;
@@ -671,6 +796,7 @@ lower_pointwise(Comp *c, Fusion *f)
 	lower_size_params(c, k);
 	if (f->split_out)
 		split_params(c, k, d);
+	scatter_params(c, k, d);
 	param_offsets(c, k, d);
 	for (j = 1; j < k->nparam; j++)
 		if (exchanged(c, k, &k->param[j]))
@@ -688,6 +814,8 @@ lower_pointwise(Comp *c, Fusion *f)
 		}
 
 	stage_views(c, k, d);
+	if (check_in_place(c, k, f) < 0)
+		return -1;
 	for (j = 1; j < k->nparam && !staged_input(f, &k->param[j], k->tile_cols); j++)
 		;
 	if (k->warp_specialize && j == k->nparam)   /* (warp_specialize.c would find no loop of loads to split) */

@@ -209,6 +209,30 @@ check_dtypes(Comp *c, const Fusion *f)
  * reads through the input's pointer; elsewhere, and where a view is not one
  * input's addresses (a cat, a pad, a view of a computed value), not yet.
  */
+/*
+ * A scatter (index_copy, slice_scatter) is an output written in place into
+ * its input's memory, its part alone, by a pointwise kernel: why not, else
+ * NULL.
+ */
+static const char *
+scatter_why(Comp *c, const Fusion *f, const Op *o)
+{
+	int j, k;
+
+	for (j = 0; j < f->nout && fusion_scatter(f, j) != o; j++)
+		;
+	if (j == f->nout)
+		return arena_printf(c->arena, "a kernel writes '%s' in place, as an output with 'alias: %s' (into that "
+		                    "input's memory, the part it places alone); as a value, it is not yet",
+		                    f->tensor[o->out].name, f->tensor[o->in[0].tensor].name);
+	for (j = 1; j < f->nop; j++)
+		for (k = 0; k < f->op[j].nin; k++)
+			if (f->op[j].in[k].tensor == o->out)
+				return arena_printf(c->arena, "op '%s' reads '%s', which the kernel writes in place (alias): "
+				                    "only its part is computed", f->tensor[f->op[j].out].name, f->tensor[o->out].name);
+	return f->family == FAM_POINTWISE ? NULL : "outputs written in place (alias) are pointwise kernels' only, so far";
+}
+
 static int
 check_views(Comp *c, const Fusion *f)
 {
@@ -216,12 +240,21 @@ check_views(Comp *c, const Fusion *f)
 	Strided s;
 	int i;
 
+	for (i = 0; i < f->nout; i++)
+		if (f->out[i].alias && f->family != FAM_POINTWISE) {
+			diag_error(c, f->out[i].alias_pos, "output '%s' written into input '%s' (alias) in a %s kernel is not "
+			           "implemented yet: pointwise kernels only, so far", f->tensor[f->out[i].tensor].name,
+			           f->tensor[f->out[i].alias].name, f->family == FAM_MATMUL ? "matmul" : "row-reduction");
+			c->status = WSF_ERR_UNSUPPORTED;
+			return -1;
+		}
 	for (i = 1; i < f->nop; i++) {
 		const Op *o = &f->op[i];
 
 		if (op_info[o->kind].cls != CLS_VIEW || o->placed)   /* (a placed cat or pad computes: views.c) */
 			continue;
-		why = f->family == FAM_MATMUL ? "views are read by pointwise and row-reduction kernels only, so far"
+		why = o->kind == OP_INDEX_COPY || o->kind == OP_SLICE_SCATTER ? scatter_why(c, f, o)
+		      : f->family == FAM_MATMUL ? "views are read by pointwise and row-reduction kernels only, so far"
 		      : !view_strided(c, f, o->out, &s, &why) ? why
 		      : f->family == FAM_REDUCTION && view_read_by_compute(f, o->out) &&
 		        !view_rows_take(f, &s, f->tensor[o->out].dtype) ? "a row-reduction kernel reads a view as rows of "

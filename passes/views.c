@@ -294,7 +294,7 @@ view_read_by_compute(const Fusion *f, int t)
 	int i, j;
 
 	for (i = 0; i < f->nout && !f->split_out; i++)   /* (a split's outputs store the parts of split_out) */
-		if (f->out[i].tensor == t)
+		if (fusion_stored(f, i) == t)   /* (a scatter's: its part) */
 			return true;
 	if (t == f->split_out)
 		return true;
@@ -535,8 +535,8 @@ split_dim(const Fusion *f)
 
 	if (f->nout < 2 || f->nout > MAX_IN)
 		return -1;
-	for (i = 0; i < f->nout; i++)   /* (added to memory, or the consumer role's: stored whole) */
-		if (f->out[i].accumulate || f->out[i].consumer)
+	for (i = 0; i < f->nout; i++)   /* (added to memory, the consumer role's or in an input's: stored whole) */
+		if (f->out[i].accumulate || f->out[i].consumer || f->out[i].alias)
 			return -1;
 	for (i = 1; i < f->nout; i++) {
 		const Tensor *t = &f->tensor[f->out[i].tensor];
@@ -624,12 +624,13 @@ pass_views(Comp *c)
 		if (op_info[f->op[i].kind].cls != CLS_UNARY && op_info[f->op[i].kind].cls != CLS_BINARY &&
 		    op_info[f->op[i].kind].cls != CLS_VIEW)
 			return 0;   /* another family: its views stay (schedule says what it takes) */
-		if (f->op[i].kind == OP_CAT || (op_info[f->op[i].kind].cls == CLS_VIEW &&
-		    f->tensor[f->op[i].in[0].tensor].def && sinkable(&f->op[f->tensor[f->op[i].in[0].tensor].def])))
+		if (f->op[i].kind == OP_CAT || (op_info[f->op[i].kind].cls == CLS_VIEW && f->op[i].kind != OP_INDEX_COPY &&
+		    f->op[i].kind != OP_SLICE_SCATTER && f->tensor[f->op[i].in[0].tensor].def &&
+		    sinkable(&f->op[f->tensor[f->op[i].in[0].tensor].def])))
 			moved = true;
 	}
 	for (i = 0; i < f->nout && split < 0; i++)
-		if (!lower_same_shape(&f->tensor[f->out[i].tensor], &f->tensor[f->out[0].tensor]))
+		if (!lower_same_shape(&f->tensor[fusion_stored(f, i)], &f->tensor[fusion_stored(f, 0)]))
 			split = split_dim(f);
 	if (!moved && split < 0)
 		return 0;
@@ -641,7 +642,9 @@ pass_views(Comp *c)
 		const Op *o = &f->op[i];
 		int src = o->in[0].tensor;
 
-		if (o->kind == OP_CAT)
+		if (o->kind == OP_INDEX_COPY || o->kind == OP_SLICE_SCATTER)
+			push(&x, o);   /* (written in place: its part is computed, at the part's own indices) */
+		else if (o->kind == OP_CAT)
 			place_cat(&x, o);
 		else if (o->kind == OP_PAD && x.def[src] && sinkable(&x.ops[x.def[src]]))
 			place_pad(&x, o);

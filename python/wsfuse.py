@@ -145,6 +145,7 @@ _SIGNATURES = {
     "wsf_kernel_num_args": (c_int, [c_void_p]),
     "wsf_kernel_arg_name": (c_char_p, [c_void_p, c_int]),
     "wsf_kernel_arg_is_output": (c_int, [c_void_p, c_int]),
+    "wsf_kernel_arg_alias": (c_int, [c_void_p, c_int]),
     "wsf_kernel_arg_dtype": (c_int, [c_void_p, c_int]),
     "wsf_kernel_arg_rank": (c_int, [c_void_p, c_int]),
     "wsf_kernel_arg_dim": (c_int64, [c_void_p, c_int, c_int]),
@@ -422,6 +423,9 @@ class Kernel:
         self.arg_dtypes = tuple(DTYPES.get(lib.wsf_kernel_arg_dtype(ptr, i)) for i in range(n))
         self.arg_is_output = tuple(lib.wsf_kernel_arg_is_output(ptr, i) == 1 for i in range(n))
         self.arg_ranks = tuple(lib.wsf_kernel_arg_rank(ptr, i) for i in range(n))
+        # the input whose memory each output is written into (the spec's alias), else None
+        self.arg_alias = tuple(None if lib.wsf_kernel_arg_alias(ptr, i) < 0 else lib.wsf_kernel_arg_alias(ptr, i)
+                               for i in range(n))
         self.num_inputs = self.arg_is_output.count(False)
         self._dims = None
 
@@ -617,12 +621,13 @@ class Kernel:
 
     def __call__(self, *inputs, stream=None):
         """Allocates the outputs (shapes from output_shapes), launches, and returns the
-        output tensor, or a tuple of them when the spec has several."""
+        output tensor, or a tuple of them when the spec has several.  An output written
+        into an input (the spec's alias) is that input, changed in place."""
         import torch
         if not inputs:
             raise Error("WSF_ERR_INPUT", f"kernel '{self.name}' needs its inputs")
-        outs = [torch.empty(s, dtype=getattr(torch, _TORCH_DTYPES[self.arg_dtypes[i]]),
-                            device=inputs[0].device)
+        outs = [inputs[self.arg_alias[i]] if self.arg_alias[i] is not None else
+                torch.empty(s, dtype=getattr(torch, _TORCH_DTYPES[self.arg_dtypes[i]]), device=inputs[0].device)
                 for i, s in enumerate(self.output_shapes(*inputs), self.num_inputs)]
         self.launch(*inputs, *outs, stream=stream)
         return outs[0] if len(outs) == 1 else tuple(outs)
@@ -697,7 +702,8 @@ def torch_op(spec, name=None, sizes=None, **options):
                         "sizes or options: pass another name=")
         return op
     state.qualname = qualname
-    op = torch.library.custom_op(qualname, state.impl_function(), mutates_args=(), schema=state.schema())
+    op = torch.library.custom_op(qualname, state.impl_function(), mutates_args=state.mutated(),
+                                 schema=state.schema())
     op.register_fake(state.fake)
     state.register_autograd(op)
     op.wsfuse = state
@@ -719,26 +725,44 @@ class _TorchOp:
         k = self.spec
         self.in_dtypes = [getattr(torch, _TORCH_DTYPES[d]) for d in k.arg_dtypes[:k.num_inputs]]
         self.out_dtypes = [getattr(torch, _TORCH_DTYPES[d]) for d in k.arg_dtypes[k.num_inputs:]]
+        self.alias = list(k.arg_alias[k.num_inputs:])   # per output: the input it is written into, or None
+        self.names = None   # the schema's argument names
         self.kernels = {}   # (device index, ((size, extent), ...)) -> Kernel
         self.warm = set()   # keys of kernels launched at least once (module loaded)
         self.base = {}      # device index -> the kernel at the spec's own sizes, when one was needed
         self.lock = threading.Lock()
 
     def schema(self):
-        """The op's schema: one Tensor per input, named as in the spec where torch allows."""
+        """The op's schema: one Tensor per input, named as in the spec where torch allows; an
+        input an output is written into is mutated (Tensor(a!)), and that output not returned."""
         import keyword
         import torch
         k = self.spec
         names = list(k.arg_names[:k.num_inputs])
         if any(keyword.iskeyword(n) or n in ("self", "out", "Tensor", "None", "True", "False") for n in names):
             names = [f"arg{i}" for i in range(len(names))]
-        outs = "Tensor" if len(self.out_dtypes) == 1 else "(" + ", ".join(["Tensor"] * len(self.out_dtypes)) + ")"
-        schema = "(" + ", ".join(f"Tensor {n}" for n in names) + ") -> " + outs
+        n = self.alias.count(None)
+        outs = "Tensor" if n == 1 else "(" + ", ".join(["Tensor"] * n) + ")"
+        marks = [f"({chr(97 + self.alias.index(i))}!)" if i in self.alias else "" for i in range(len(names))]
+        schema = "(" + ", ".join(f"Tensor{m} {n}" for m, n in zip(marks, names)) + ") -> " + outs
         try:
             torch._C.parse_schema("wsfuse::x" + schema)
         except RuntimeError:
-            schema = "(" + ", ".join(f"Tensor arg{i}" for i in range(len(names))) + ") -> " + outs
+            names = [f"arg{i}" for i in range(len(names))]
+            schema = "(" + ", ".join(f"Tensor{m} {n}" for m, n in zip(marks, names)) + ") -> " + outs
+        self.names = names
         return schema
+
+    def mutated(self):
+        """The inputs the op writes in place (outputs with an alias), by their schema names."""
+        if self.names is None:
+            self.schema()
+        return tuple(self.names[i] for i in self.alias if i is not None)
+
+    def _returned(self, outs):
+        """What the op returns: the outputs it does not write into an input (None for none)."""
+        outs = [o for o, a in zip(outs, self.alias) if a is None]
+        return None if not outs else outs[0] if len(outs) == 1 else tuple(outs)
 
     def _check(self, inputs):
         """Tensors of the spec's dtypes (ranks and sizes: Kernel._bind)."""
@@ -765,8 +789,7 @@ class _TorchOp:
                 torch._check(n == want, lambda: f"{self.qualname}: {message}")
         self._check(inputs)
         _, shapes = self.spec._bind(inputs, same)
-        outs = [inputs[0].new_empty(s, dtype=dt) for s, dt in zip(shapes, self.out_dtypes)]
-        return outs[0] if len(outs) == 1 else tuple(outs)
+        return self._returned([inputs[0].new_empty(s, dtype=dt) for s, dt in zip(shapes, self.out_dtypes)])
 
     def impl_function(self):
         """The op's implementation, named after the fusion (torch shows the name)."""
@@ -789,13 +812,17 @@ class _TorchOp:
                 raise Error("WSF_ERR_INPUT", f"{self.qualname}: output '{k.arg_names[k.num_inputs + i]}' "
                             f"would be {list(shapes[i])} from empty inputs, and wsfuse launches nothing "
                             "on empty tensors")
-            outs = [torch.empty(s, dtype=dt, device=device) for s, dt in zip(shapes, self.out_dtypes)]
-            return outs[0] if len(outs) == 1 else tuple(outs)
+            return self._returned([torch.empty(s, dtype=dt, device=device)
+                                   for s, dt in zip(shapes, self.out_dtypes)])
         if device.type != "cuda":
             raise Error("WSF_ERR_INPUT", f"{self.qualname}: input '{k.arg_names[0]}' is on {device}, "
                         "expected a CUDA tensor")
         # a transpose or permute of a contiguous tensor: its memory as it is, the kernel compiled for that
         # order (option layout: the input a permute of its memory; a transpose through shared memory)
+        for i in self.alias:   # written in place: its own memory, as it is
+            if i is not None and (not inputs[i].is_contiguous() or inputs[i].data_ptr() % 16):
+                raise Error("WSF_ERR_INPUT", f"{self.qualname}: input '{k.arg_names[i]}' is written in place "
+                            "(alias), and it is not contiguous and 16-byte aligned: pass such a tensor")
         perms = [None if x.is_contiguous() else _permutation(x) for x in inputs]
         layout = ";".join(f"{k.arg_names[i]}={','.join(map(str, p))}" for i, p in enumerate(perms) if p)
         key = (device.index, tuple(sorted(bound.items())), layout)
@@ -825,10 +852,11 @@ class _TorchOp:
             inputs = [x if x.data_ptr() % 16 == 0 and (x.is_contiguous() or (_row_strided(x) and
                                                                               kernel.row_strided(i)))
                       else x.clone(memory_format=torch.contiguous_format) for i, x in enumerate(inputs)]
-            outs = [torch.empty(s, dtype=dt, device=device) for s, dt in zip(shapes, self.out_dtypes)]
+            outs = [inputs[a] if a is not None else torch.empty(s, dtype=dt, device=device)
+                    for s, dt, a in zip(shapes, self.out_dtypes, self.alias)]
             kernel.launch(*inputs, *outs)
             self.warm.add(key)
-        return outs[0] if len(outs) == 1 else tuple(outs)
+        return self._returned(outs)
 
     def _compile(self, device, bound, layout=""):
         """The kernel for sizes BOUND and LAYOUT (option layout: inputs given as permutes of their

@@ -223,6 +223,20 @@ bind_args(Comp *c, const Fusion *f, const WsfTensor *args, int nargs, int64_t *v
 			                  arg_name(f, i), (long long)expect, dtype_info[dt].name),
 			       WSF_ERR_INPUT;
 	}
+	for (i = 0; i < f->nout; i++) {   /* an output written into an input's memory: that memory, as laid out */
+		int in = 0;
+
+		if (!f->out[i].alias)
+			continue;
+		while (f->input[in] != f->out[i].alias)
+			in++;
+		if (args[f->ninput + i].data != args[in].data || rs[f->ninput + i] || rs[in])
+			return diag_error(c, f->out[i].alias_pos, "argument '%s' is written into input '%s' in place "
+			                  "(alias): pass %s's memory, contiguous, for both%s", arg_name(f, f->ninput + i),
+			                  arg_name(f, in), arg_name(f, in), args[f->ninput + i].data != args[in].data ?
+			                  " (the pointers differ)" : " (its rows are strided)"),
+			       WSF_ERR_INPUT;
+	}
 	for (i = 1; i < f->nsym; i++)   /* a size a view made constant extents from (infer.c): as compiled */
 		if (f->sym[i].fixed && val[i] && val[i] != f->sym[i].value)
 			return diag_error(c, f->sym[i].pos, "the arguments make %s %lld, but the kernel was compiled at %s = "

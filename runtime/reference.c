@@ -690,6 +690,44 @@ eval_index(Eval *e, const Op *op, const Shape *os, double *out)
 }
 
 /*
+ * index_copy and slice_scatter: x, with each element of the part placed
+ * (source, src) at its index, the position along dim replaced by the
+ * index's value there (range-checked as eval_index does) or by the slice's.
+ */
+static WsfStatus
+eval_scatter(Eval *e, const Op *op, const Shape *os, double *out)
+{
+	const Fusion *f = e->f;
+	int last = op->nin - 1;
+	Shape ps = shape_of(f, op->in[last].tensor);
+	const double *part = e->val[op->in[last].tensor], *ix = op->kind == OP_INDEX_COPY ? e->val[op->in[1].tensor] : 0;
+	int64_t n, rest, idx[MAX_RANK], off, v, start, count;
+	int d;
+
+	memcpy(out, e->val[op->in[0].tensor], (size_t)numel(os) * sizeof *out);
+	view_slice(op, os->ext[op->axis], &start, &count);
+	for (n = 0; n < numel(&ps); n++) {
+		for (rest = n, d = ps.rank - 1; d >= 0; d--) {
+			idx[d] = rest % ps.ext[d];
+			rest /= ps.ext[d];
+		}
+		v = ix ? (int64_t)ix[idx[op->axis]] : start + idx[op->axis] * op->step;
+		if (v < 0 || v >= os->ext[op->axis]) {
+			diag_error(e->c, op->in[1].pos, "op 'index_copy': index '%s' holds %lld at element %lld, outside "
+			           "0..%lld (dim %d of '%s')", f->tensor[op->in[1].tensor].name, (long long)v,
+			           (long long)idx[op->axis], (long long)(os->ext[op->axis] - 1), op->axis,
+			           f->tensor[op->in[0].tensor].name);
+			return WSF_ERR_INPUT;
+		}
+		idx[op->axis] = v;
+		for (off = 0, d = 0; d < os->rank; d++)
+			off = off * os->ext[d] + idx[d];
+		out[off] = part[n];
+	}
+	return WSF_OK;
+}
+
+/*
  * A placed cat or pad (views.c), whose inputs have its shape: a cat's part
  * j where the index along its dim is below part j's end, a pad's input
  * inside its box, else the fill.
@@ -740,6 +778,8 @@ eval_view(Eval *e, const Op *op, double *out)
 		return eval_placed(e, op, &os, fill, out);
 	if (op->kind == OP_INDEX_SELECT || op->kind == OP_GATHER)
 		return eval_index(e, op, &os, out);
+	if (op->kind == OP_INDEX_COPY || op->kind == OP_SLICE_SCATTER)
+		return eval_scatter(e, op, &os, out);
 	for (j = 0; j < op->nin; j++)
 		ins[j] = shape_of(e->f, op->in[j].tensor);
 	for (n = 0; n < total; n++) {

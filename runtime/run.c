@@ -32,6 +32,7 @@ typedef struct Arg {
 	double *host;     /* input values / reference output */
 	double *init;     /* an accumulating output's values before the launch (with host copies) */
 	void *packed;
+	bool shared;      /* an output written into an input's memory (alias): that input's DEV */
 } Arg;
 
 static uint64_t
@@ -394,16 +395,61 @@ args_shape(Comp *c, const Fusion *f, Arg *arg, WsfTensor *t, double *bytes)
  * 0..n-1 of the dim it indexes (the smallest n of its uses), else 0.
  */
 static int64_t
-index_below(const Fusion *f, int t)
+index_below(const Fusion *f, int t, bool *distinct)
 {
 	int64_t n = 0, m;
 	int i;
 
 	for (i = 1; i < f->nop; i++)
-		if ((f->op[i].kind == OP_INDEX_SELECT || f->op[i].kind == OP_GATHER) && f->op[i].in[1].tensor == t &&
-		    (m = dim_value(f, f->tensor[f->op[i].in[0].tensor].dim[f->op[i].axis])) > 0 && (!n || m < n))
+		if ((f->op[i].kind == OP_INDEX_SELECT || f->op[i].kind == OP_GATHER || f->op[i].kind == OP_INDEX_COPY) &&
+		    f->op[i].in[1].tensor == t &&
+		    (m = dim_value(f, f->tensor[f->op[i].in[0].tensor].dim[f->op[i].axis])) > 0 && (!n || m < n)) {
 			n = m;
+			*distinct = *distinct || f->op[i].kind == OP_INDEX_COPY;
+		}
 	return n;
+}
+
+static int64_t
+gcd(int64_t a, int64_t b)
+{
+	return b ? gcd(b, a % b) : a;
+}
+
+/*
+ * index_copy's positions, where its index is no longer than the dim: all
+ * different (a position written twice holds either row, as torch's does),
+ * (a x i + b) mod M for a prime to M, a and b from SEED.
+ */
+static void
+distinct_positions(Arg *a, int64_t m, uint64_t seed)
+{
+	int64_t i, mul = 1, add = (int64_t)(splitmix(&seed) % (uint64_t)m);
+
+	if (a->numel > m)
+		return;
+	for (i = 0; i < 64; i++) {
+		int64_t x = 1 + (int64_t)(splitmix(&seed) % (uint64_t)m);
+
+		if (x < m && gcd(x, m) == 1) {
+			mul = x;
+			break;
+		}
+	}
+	for (i = 0; i < a->numel; i++) {
+		int64_t v = add, x = mul, k;
+
+		for (k = i; k; k >>= 1, x = (x * 2) % m)   /* (mul x i + add) mod m, no product past 2^41 */
+			if (k & 1)
+				v = (v + x) % m;
+
+		if (a->dtype == DT_INT32)
+			((int32_t *)a->packed)[i] = (int32_t)v;
+		else
+			((int64_t *)a->packed)[i] = v;
+		if (a->host)
+			a->host[i] = (double)v;
+	}
 }
 
 static WsfStatus
@@ -422,9 +468,19 @@ args_upload(Comp *c, const Fusion *f, Driver *d, const WsfRunOptions *o, bool ho
 	for (i = 0; i < nargs && s == WSF_OK; i++) {
 		Arg *a = &arg[i];
 		size_t bytes = (size_t)a->numel * dtype_info[a->dtype].bytes;
+		bool distinct = false;
+		int64_t below;
 
-		if ((s = rt_check(c, d, d->cuMemAlloc(&a->dev, bytes), "cuMemAlloc")) != WSF_OK)
+		if (i >= f->ninput && f->out[i - f->ninput].alias) {   /* in place: the input's memory */
+			int in = 0;
+
+			while (f->input[in] != f->out[i - f->ninput].alias)
+				in++;
+			a->dev = arg[in].dev;
+			a->shared = true;
+		} else if ((s = rt_check(c, d, d->cuMemAlloc(&a->dev, bytes), "cuMemAlloc")) != WSF_OK) {
 			break;
+		}
 		t[i].data = (void *)a->dev;
 		/* host copies of every value only when the reference needs them */
 		if (!(a->packed = malloc(bytes)) || (host && !(a->host = malloc((size_t)a->numel * sizeof *a->host)))) {
@@ -433,6 +489,8 @@ args_upload(Comp *c, const Fusion *f, Driver *d, const WsfRunOptions *o, bool ho
 			s = WSF_ERR_NOMEM;
 			break;
 		}
+		if (a->shared)   /* (it holds the input: what the kernel does not write stays so) */
+			continue;
 		if (i >= f->ninput && !f->out[i - f->ninput].accumulate) {
 			s = rt_check(c, d, d->cuMemsetD8(a->dev, 0xff, bytes), "cuMemsetD8 (poison)");
 			continue;
@@ -444,8 +502,10 @@ args_upload(Comp *c, const Fusion *f, Driver *d, const WsfRunOptions *o, bool ho
 			s = WSF_ERR_NOMEM;
 			break;
 		}
-		rt_fill_random(a->dtype, a->numel, splitmix(&seed), lo, hi, i < f->ninput ? index_below(f, a->tensor) : 0,
-		               a->packed, i < f->ninput ? a->host : a->init);
+		below = i < f->ninput ? index_below(f, a->tensor, &distinct) : 0;
+		rt_fill_random(a->dtype, a->numel, splitmix(&seed), lo, hi, below, a->packed, i < f->ninput ? a->host : a->init);
+		if (distinct)
+			distinct_positions(a, below, splitmix(&seed));
 		s = rt_check(c, d, d->cuMemcpyHtoD(a->dev, a->packed, bytes), "cuMemcpyHtoD");
 	}
 	return s;
@@ -457,7 +517,7 @@ args_free(Driver *d, Arg *arg, int nargs)
 	int i;
 
 	for (i = 0; i < nargs; i++) {
-		if (arg[i].dev)
+		if (arg[i].dev && !arg[i].shared)
 			d->cuMemFree(arg[i].dev);
 		free(arg[i].packed);
 		free(arg[i].host);

@@ -140,6 +140,18 @@ def test_schema_and_names():
                  "did you mean 'relu'")
 
 
+# a KV-cache append in place (tests/gpu/specs/view_kv_append.yaml): cache.index_copy_(2, pos, k * 0.5)
+KV = os.path.join(HERE, "..", "gpu", "specs", "view_kv_append.yaml")
+
+
+def test_in_place_schema():
+    op = wsfuse.torch_op(KV, name="wsfuse_test::kv")
+    assert str(op._opoverload._schema) == "wsfuse_test::kv(Tensor(a!) cache, Tensor k, Tensor pos) -> ()"
+    assert op(meta(2, 8, 64, 128), meta(2, 8, 4, 128), meta(4, dtype=torch.int64)) is None   # nothing returned
+    rope = wsfuse.torch_op(os.path.join(HERE, "..", "gpu", "specs", "view_rope_inplace.yaml"), name="wsfuse_test::ri")
+    assert str(rope._opoverload._schema) == "wsfuse_test::ri(Tensor(a!) x, Tensor cos, Tensor sin) -> ()"
+
+
 def test_fake_shapes_and_dtypes():
     op = wsfuse.torch_op(BIND, name="wsfuse_test::fake")
     z = op(meta(7, 24), meta(24, dtype=torch.float32))
@@ -293,6 +305,37 @@ def test_gpu_eager_against_torch():
     y, w2 = two(x, w)
     torch.testing.assert_close(y, torch.softmax(x.float(), -1).to(torch.bfloat16), **TOL)
     torch.testing.assert_close(w2, (w.float() * 2).to(torch.bfloat16), **TOL)
+
+
+@gpu_test
+def test_gpu_in_place():
+    """Outputs written into an input (alias): the op changes that tensor, as torch's in-place ops do."""
+    op = wsfuse.torch_op(KV, name="wsfuse_test::kv_gpu")
+    cache = randn(2, 8, 100, 128)
+    k = randn(2, 8, 7, 128)
+    pos = torch.randperm(100, device="cuda")[:7]
+    want = cache.clone().index_copy_(2, pos, (k.float() * 0.5).to(torch.bfloat16))
+    before = cache.data_ptr()
+    assert op(cache, k, pos) is None
+    assert cache.data_ptr() == before and torch.equal(cache, want), (cache - want).abs().max()
+    expect_error(lambda: op(cache.transpose(0, 1), k, pos), "written in place", "contiguous")
+    rope = wsfuse.torch_op(os.path.join(HERE, "..", "gpu", "specs", "view_rope_inplace.yaml"),
+                           name="wsfuse_test::ri_gpu")
+    x, cos, sin = randn(300, 32, 128), randn(300, 1, 128), randn(300, 1, 128)
+    xf = x.float()
+    rot = torch.cat([-xf[..., 64:], xf[..., :64]], -1)
+    want = (xf * cos.float() + rot * sin.float()).to(torch.bfloat16).float()
+    rope(x, cos, sin)
+    err = ((x.float() - want).norm() / want.norm()).item()
+    assert err < 1e-2, err
+    # the python binding: the aliased output is the input itself
+    ctx = wsfuse.Context()
+    kern = ctx.compile_file(KV)
+    cache = randn(2, 8, 512, 128)
+    pos = torch.randperm(512, device="cuda")[:16].to(torch.int64)
+    k = randn(2, 8, 16, 128)
+    want = cache.clone().index_copy_(2, pos, (k.float() * 0.5).to(torch.bfloat16))
+    assert kern(cache, k, pos) is cache and torch.equal(cache, want)
 
 
 @gpu_test

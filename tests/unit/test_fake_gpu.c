@@ -561,6 +561,51 @@ test_row_strided(void **state)
 	wsf_context_delete(ctx);
 }
 
+/*
+ * An output written into an input (alias) launches with that input's
+ * pointer for both, contiguous; another pointer, or rows wider than a row
+ * for either, is refused before the driver sees the launch.
+ */
+static void
+test_in_place(void **state)
+{
+	static const char kv[] =
+		"fusion: kv\nsizes: {S: 64, T: 4}\ninputs:\n  cache: {dtype: bf16, shape: [S, 128]}\n"
+		"  k: {dtype: bf16, shape: [T, 128]}\n  pos: {dtype: int32, shape: [T]}\nops:\n"
+		"  - {out: c, op: index_copy, in: [cache, pos, k], dim: 0}\noutputs:\n  c: {alias: cache}\n";
+	int64_t sc[] = {64, 128}, tk[] = {4, 128}, tp[] = {4}, wide[] = {256, 1};
+	Seen seen;
+	WsfContext *ctx;
+	WsfKernel *k;
+
+	if (!have_nvrtc())
+		skip_because(NO_NVRTC);
+	ctx = new_ctx(&seen);
+	k = compile_text(ctx, kv);
+	assert_int_equal(wsf_kernel_arg_alias(k, 3), 0);
+	assert_int_equal(wsf_kernel_arg_alias(k, 0), -1);
+	assert_int_equal(wsf_kernel_arg_alias(k, 4), -1);
+	assert_int_equal(wsf_kernel_arg_row_strided(k, 0), 0);
+	assert_int_equal(wsf_kernel_arg_row_strided(k, 3), 0);
+	{
+		WsfTensor t[4] = {{DEV(1), WSF_DTYPE_BF16, 2, sc, NULL}, {DEV(2), WSF_DTYPE_BF16, 2, tk, NULL},
+		                  {DEV(3), WSF_DTYPE_INT32, 1, tp, NULL}, {DEV(1), WSF_DTYPE_BF16, 2, sc, NULL}};
+
+		assert_int_equal(wsf_kernel_launch(ctx, k, t, 4, NULL), WSF_OK);
+		expect_clean("an index_copy in place", 0);
+		t[3].data = DEV(4);
+		assert_int_equal(wsf_kernel_launch(ctx, k, t, 4, NULL), WSF_ERR_INPUT);
+		assert_non_null(strstr(seen.last, "argument 'c' is written into input 'cache' in place (alias): pass "
+		                       "cache's memory, contiguous, for both (the pointers differ)"));
+		t[3].data = DEV(1);
+		t[0].strides = t[3].strides = wide;
+		assert_int_equal(wsf_kernel_launch(ctx, k, t, 4, NULL), WSF_ERR_INPUT);
+		assert_non_null(strstr(seen.last, "(its rows are strided)"));
+	}
+	wsf_kernel_delete(k);
+	wsf_context_delete(ctx);
+}
+
 static void
 test_huge_dims(void **state)
 {
@@ -624,6 +669,7 @@ main(void)
 		cmocka_unit_test(test_stream_k_capture),
 		cmocka_unit_test(test_huge_dims),
 		cmocka_unit_test(test_row_strided),
+		cmocka_unit_test(test_in_place),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
