@@ -24,6 +24,8 @@
  * loop, from the first one's row-major index in the view (Emit.rand_base,
  * emit_rand_block).
  */
+#include <string.h>
+
 #include "codegen.h"
 
 /* Operand O at element v of the thread's 8: a value's v_x[v], or NULL for a literal. */
@@ -51,7 +53,25 @@ times_step(Emit *e, const KParam *p)
 	return ex_is_int(p->step, 1) ? "" : arena_printf(e->c->arena, " * %s", emit_expr_str(e, p->step));
 }
 
-/* C text: LO <= index < HI along each boxed domain dim of B, the last dim's too when COLS. */
+/*
+ * The element's index along domain dim DIM, or its digit (i / DIV) % MOD
+ * where MOD > 0 (views.c: a reshape merged the dim); a digit of the columns
+ * that repeats within 8 is v's (col is a multiple of 8), a constant once
+ * the element loop unrolls.
+ */
+static const char *
+digit_index(Emit *e, int dim, int64_t div, int64_t mod)
+{
+	const Tensor *d = &e->f->tensor[e->k->domain];
+
+	if (!mod)
+		return dim_index(e, dim);
+	if (dim == d->rank - 1 && VEC % (div * mod) == 0)
+		return arena_printf(e->c->arena, "(v / %lld %% %lld)", (long long)div, (long long)mod);
+	return arena_printf(e->c->arena, "(%s / %lldLL %% %lldLL)", dim_index(e, dim), (long long)div, (long long)mod);
+}
+
+/* C text: LO <= index < HI along each boxed domain dim of B (its digit there), the last dim's too when COLS. */
 static const char *
 box_test(Emit *e, const KBounds *b, bool cols)
 {
@@ -62,7 +82,7 @@ box_test(Emit *e, const KBounds *b, bool cols)
 	buf_init(&t, e->c->arena);
 	for (i = 0; i < d->rank - (cols ? 0 : 1); i++)
 		if (b->hi[i] != INT64_MAX) {
-			const char *x = dim_index(e, i);
+			const char *x = digit_index(e, i, b->div[i], b->mod[i]);
 
 			buf_printf(&t, "%s%s >= %lldLL && %s < %lldLL", t.len ? " && " : "", x, (long long)b->lo[i], x,
 			           (long long)b->hi[i]);
@@ -86,6 +106,28 @@ emit_boxed_view(Emit *e, const KParam *p, const char *v)
 
 	emit_line(e, "{   // inside its box; %s outside", fill);
 	e->depth++;
+	if (b->regs) {   /* a digit box that repeats within 8: each element inside it another of the thread's 8 */
+		const char *x = e->value[e->k->param[b->stage].tensor], *rows = box_test(e, b, false);
+		bool all = strcmp(rows, "true") == 0;
+		int w;
+
+		if (!all)
+			emit_line(e, "const bool in_box = %s;", rows);
+		for (w = 0; w < VEC; w++) {
+			int64_t dg = (w / b->div[d->rank - 1]) % b->mod[d->rank - 1];
+
+			if (dg < lo || dg >= hi)
+				emit_line(e, "%s[%d] = %s;", v, w, fill);
+			else if (all)
+				emit_line(e, "%s[%d] = %s[%lld];   // %s's registers, %lld on", v, w, x, (long long)(w + b->shift),
+				          e->f->tensor[e->k->param[b->stage].tensor].name, (long long)b->shift);
+			else
+				emit_line(e, "%s[%d] = in_box ? %s[%lld] : %s;", v, w, x, (long long)(w + b->shift), fill);
+		}
+		e->depth--;
+		emit_line(e, "}");
+		return;
+	}
 	if (b->stage) {   /* the staged tile of the same input, whole rows: this row's columns shifted */
 		emit_line(e, "const %s *src = %s + r * %d + (%lldLL) - left;   // %s's stage", emit_type(p->dtype),
 		          emit_curname(e, emit_buf_of(e->k, e->k->param[b->stage].tensor)), e->k->tile_cols,
@@ -99,6 +141,13 @@ emit_boxed_view(Emit *e, const KParam *p, const char *v)
 		emit_line(e, "const float x = in_box ? %s(src) : %s;", ld, fill);
 		emit_line(e, "for (int v = 0; v < %d; v++)", VEC);
 		emit_line(e, "    %s[v] = x;", v);
+	} else if (b->mod[d->rank - 1]) {   /* a box on a digit of the columns: element by element */
+		const char *x = digit_index(e, d->rank - 1, b->div[d->rank - 1], b->mod[d->rank - 1]);
+
+		emit_line(e, "#pragma unroll");
+		emit_line(e, "for (int v = 0; v < %d; v++)", VEC);
+		emit_line(e, "    %s[v] = in_box && col + v < cols && %s >= %lldLL && %s < %lldLL ? %s(src + (col + v)%s) : %s;",
+		          v, x, (long long)lo, x, (long long)hi, ld, times_step(e, p), fill);
 	} else {
 		if (p->view == VIEW_ROW_AT) {
 			emit_line(e, "if (in_box && col + %d <= cols%s%s) {", VEC,
@@ -199,7 +248,7 @@ placed_op(Emit *e, const Op *o)
 
 	buf_init(&t, e->c->arena);
 	if (o->kind == OP_CAT) {
-		const char *x = dim_index(e, o->axis + off);
+		const char *x = digit_index(e, o->axis + off, o->digit[0], o->digit[1]);
 
 		for (j = 0; j + 1 < o->nin; j++)
 			buf_printf(&t, "%s < %lldLL ? %s[v] : ", x, (long long)o->pad[j], e->value[o->in[j].tensor]);

@@ -11,12 +11,10 @@
  *   kernel.c    the kernel IR (loop nests), kverify.c, kprint.c; statement kinds: stmts.h's rows
  *   dot.c       Graphviz pictures of the fusion DAG and of a kernel
  *
- * Memory: everything a compilation makes lives in one Arena owned by its Comp,
- * released all at once by arena_free().  An allocation that fails jumps to the
- * Comp's out-of-memory handler (set in compiler/): no caller checks for NULL.
+ * Memory: everything a compilation makes lives in one Arena owned by its Comp, released at once by
+ * arena_free(); a failed allocation jumps to the Comp's out-of-memory handler: no caller checks for NULL.
  *
- * Ids: tensors, ops and size variables live in arrays and are named by small
- * integer ids.  Id 0 is "none" in every array, as zero is in every enum.
+ * Ids: tensors, ops and sizes live in arrays, named by small integer ids; 0 is "none" in each, as in enums.
  */
 #ifndef WSFUSE_IR_H
 #define WSFUSE_IR_H
@@ -374,7 +372,9 @@ typedef struct Op {
 	int nshape; Dim shape[MAX_RANK]; /* reshape, view, expand: a size, a constant, or -1 (ext -1) */
 	int npad; int64_t pad[2 * MAX_RANK]; double value; /* pad: (before, after) from the last dim; the fill */
 	bool placed;        /* cat, pad: its inputs at its output's indices already (views.c), it picks by index; a
-	                       placed cat's pad[j] is part j's end along its dim */
+	                       placed cat's pad[j] is part j's end along its dim, or along the index's digit
+	                       (i / digit[0]) % digit[1] of it where digit[1] > 0 (a reshape merged the cat's dim) */
+	int64_t digit[2];
 	Pos dim_pos, attr_pos;           /* dim's value, and the list or count infer checks (line 0: none) */
 	Pos pos;            /* the op's list entry */
 	const char *origin; /* ops made by a pass: the composite's output (expand.c), the op differentiated (grad.c) */

@@ -685,16 +685,20 @@ kernel_print(Buf *b, const Kernel *k)
 				expr_print(b, k, p->step);
 			}
 			if (p->bounds && p->bounds->stage)   /* read from the same input's stage (lower_pointwise.c) */
-				buf_printf(b, " from=%s's stage shift=%lld", k->param[p->bounds->stage].name,
-				           (long long)p->bounds->shift);
+				buf_printf(b, " from=%s's %s shift=%lld", k->param[p->bounds->stage].name,
+				           p->bounds->regs ? "registers" : "stage", (long long)p->bounds->shift);
 			if (p->bounds && p->bounds->index_param) {   /* placed by an index's values (views.c) */
 				buf_printf(b, " by=%s scale=", k->param[p->bounds->index_param].name);
 				expr_print(b, k, p->bounds->index_scale);
 			}
 			for (j = 0; p->bounds && j < MAX_RANK; j++)   /* its box over the domain's dims (views.c) */
-				if (p->bounds->hi[j] != INT64_MAX)
+				if (p->bounds->hi[j] != INT64_MAX) {
 					buf_printf(b, " box%d=[%lld, %lld)", j, (long long)p->bounds->lo[j],
 					           (long long)p->bounds->hi[j]);
+					if (p->bounds->mod[j])   /* on the index's digit (i / div) % mod */
+						buf_printf(b, " of (i / %lld) %% %lld", (long long)p->bounds->div[j],
+						           (long long)p->bounds->mod[j]);
+				}
 			buf_puts(b, "\n");
 			break;
 		case PK_SIZE:

@@ -156,13 +156,17 @@ typedef struct MatmulPlan {
  */
 struct KBounds {
 	int64_t lo[MAX_RANK], hi[MAX_RANK];
+	int64_t div[MAX_RANK], mod[MAX_RANK];   /* MOD > 0: the box is on the digit (i_d / DIV) % MOD (views.c) */
 	double fill;
 	int index_param;         /* the index's pointer param (0: no index) */
 	int index_dim;           /* a 1-D index's dim, counted from the domain's last (1: the columns); 0: gather */
 	Expr *index_scale;       /* elements of the input from one position of the indexed dim to the next */
 	int stage;               /* > 0: read from this param's staged tile (the same input, whole rows in a tile),
-	                            each row's columns SHIFT elements on (RoPE's halves: x's stage) */
+	                            each row's columns SHIFT elements on (RoPE's halves: x's stage); with REGS,
+	                            from that param's registers, each in-box element's SHIFT inside the thread's 8
+	                            (RoPE's interleaved pairs) */
 	int64_t shift;
+	bool regs;
 };
 
 /* Does param P of a kernel of fusion F read a view of one of F's inputs (views.c): an input's argument, another tensor? */

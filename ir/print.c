@@ -109,6 +109,8 @@ print_view_attrs(Buf *b, const Fusion *f, const Op *o)
 		for (i = 0; i < o->npad; i++)
 			buf_printf(b, "%s%lld", i ? ", " : "", (long long)o->pad[i]);
 		buf_puts(b, "]");
+		if (o->digit[1])   /* of the index's digit along dim: a reshape merged the cat's dim */
+			buf_printf(b, " of (i / %lld) %% %lld", (long long)o->digit[0], (long long)o->digit[1]);
 	} else if (o->placed) {
 		buf_puts(b, " placed");
 	}

@@ -22,7 +22,8 @@
 
 enum {
 	STAGE_TARGET = 32 * 1024, /* bytes one stage should move */
-	MAX_RUN = 16384           /* the widest one-row pointwise tile */
+	MAX_RUN = 16384,          /* the widest one-row pointwise tile */
+	THREAD_VEC = 8            /* the consecutive elements a compute thread holds (codegen's VEC) */
 };
 
 /* How input T maps onto domain D; VIEW_NONE when it cannot. */
@@ -139,6 +140,8 @@ view_bounds(Comp *c, Kernel *k, const Tensor *d, const Strided *s)
 	for (i = 0; i < MAX_RANK; i++) {
 		b->lo[i] = i < off || i >= d->rank ? 0 : s->lo[i - off];
 		b->hi[i] = i < off || i >= d->rank ? INT64_MAX : s->hi[i - off];
+		b->div[i] = i < off || i >= d->rank ? 0 : s->div[i - off];
+		b->mod[i] = i < off || i >= d->rank ? 0 : s->mod[i - off];
 	}
 	return b;
 }
@@ -659,7 +662,8 @@ stage_views(Comp *c, Kernel *k, const Tensor *d)
 		for (q = 1; q < k->nparam && !(k->param[q].arg == p->arg && k->param[q].view == VIEW_FULL &&
 		                                 staged_input(f, &k->param[q], k->tile_cols)); q++)
 			;
-		if (q == k->nparam || !view_strided(c, f, p->tensor, &s, &why) || !own_strides(f, &s, d, &shift))
+		if (q == k->nparam || !view_strided(c, f, p->tensor, &s, &why) || !own_strides(f, &s, d, &shift) ||
+		    b->mod[d->rank - 1])
 			continue;
 		lo = b->lo[d->rank - 1];
 		hi = b->hi[d->rank - 1] == INT64_MAX ? k->tile_cols : b->hi[d->rank - 1];
@@ -667,6 +671,48 @@ stage_views(Comp *c, Kernel *k, const Tensor *d)
 			continue;   /* (the shifted box must stay in the row, 16-byte loads on 16-byte boundaries) */
 		b->stage = q;
 		b->shift = shift;
+	}
+}
+
+/*
+ * Views of an input the compute also reads whole (VIEW_FULL, its 8
+ * elements a thread in registers) whose box is on a digit of the columns
+ * that repeats within 8 (RoPE's interleaved pairs: (col / 1) % 2), whose
+ * strides are the input's own and whose offset is a constant SHIFT that
+ * keeps each element inside the box within the thread's 8: each such
+ * element is that param's register v + SHIFT (KBounds.regs), no load.
+ * After param_offsets.
+ */
+static void
+register_views(Comp *c, Kernel *k, const Tensor *d)
+{
+	const Fusion *f = k->fusion;
+	int last = d->rank - 1, j, q, v;
+
+	for (j = 1; j < k->nparam; j++) {
+		KParam *p = &k->param[j];
+		KBounds *b = (KBounds *)p->bounds;
+		int64_t shift, period;
+		Strided s;
+		const char *why;
+
+		if (!b || b->index_param || b->stage || !b->mod[last] || !kparam_is_view(f, p))
+			continue;
+		period = b->div[last] * b->mod[last];
+		for (q = 1; q < k->nparam && !(k->param[q].arg == p->arg && k->param[q].view == VIEW_FULL); q++)
+			;
+		if (q == k->nparam || THREAD_VEC % period || !view_strided(c, f, p->tensor, &s, &why) ||
+		    !own_strides(f, &s, d, &shift))
+			continue;
+		for (v = 0; v < THREAD_VEC; v++)   /* (col is a multiple of 8: the digit of col + v is v's) */
+			if ((v / b->div[last]) % b->mod[last] >= b->lo[last] && (v / b->div[last]) % b->mod[last] < b->hi[last] &&
+			    (v + shift < 0 || v + shift >= THREAD_VEC))
+				break;
+		if (v < THREAD_VEC)
+			continue;
+		b->stage = q;
+		b->shift = shift;
+		b->regs = true;
 	}
 }
 
@@ -814,6 +860,7 @@ lower_pointwise(Comp *c, Fusion *f)
 		}
 
 	stage_views(c, k, d);
+	register_views(c, k, d);
 	if (check_in_place(c, k, f) < 0)
 		return -1;
 	for (j = 1; j < k->nparam && !staged_input(f, &k->param[j], k->tile_cols); j++)

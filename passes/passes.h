@@ -139,8 +139,9 @@ typedef struct Strided {
 	int rank;
 	Dim ext[MAX_RANK];
 	Stride stride[MAX_RANK];
-	bool bounded;              /* a pad's: memory only where LO <= i_d < HI on every dim, FILL elsewhere */
+	bool bounded;              /* a pad's: memory only where LO <= i_d < HI on every dim, FILL elsewhere; */
 	int64_t lo[MAX_RANK], hi[MAX_RANK];
+	int64_t div[MAX_RANK], mod[MAX_RANK];   /*   where MOD > 0, LO <= (i_d / DIV) % MOD < HI (a reshape merged it) */
 	double fill;
 	int index;                 /* index_select, gather: the index input whose values give the position */
 	int index_dim;             /*   along this dim (whose STRIDE is 0: the position's is INDEX_STRIDE) */

@@ -84,6 +84,70 @@ contiguous(const Tensor *t, Strided *s)
 }
 
 /*
+ * Dim A of the dims SRC (RANK of them) as a digit of a dim of OUT, a
+ * reshape of them that merges A's run of dims into one: *G, and i_A =
+ * (i_G / *DIV) % *MOD.  False where the reshape splits A's run, or A or a
+ * dim after it in the run is a runtime size.
+ */
+static bool
+merged_digit(const Dim *src, int rank, const Tensor *out, int a, int *g, int64_t *div, int64_t *mod)
+{
+	Stride after[MAX_RANK + 1], oafter[MAX_RANK + 1], one = {1, 0, {0}};
+	int d, o, first;
+
+	after[rank] = one;   /* after[d]: the elements of dims d.. */
+	for (d = rank - 1; d >= 0; d--)
+		after[d] = times(after[d + 1], src[d]);
+	oafter[out->rank] = one;
+	for (o = out->rank - 1; o >= 0; o--)
+		oafter[o] = times(oafter[o + 1], out->dim[o]);
+	for (o = 0; o < out->rank; o++)   /* out dim o spans src dims [first, last]: equal counts at both ends */
+		for (first = 0; first <= a; first++)
+			if (stride_equal(after[first], oafter[o]))
+				for (d = a; d < rank; d++)
+					if (stride_equal(after[d + 1], oafter[o + 1])) {
+						*g = o;
+						*mod = src[a].sym ? 0 : src[a].ext;
+						for (*div = 1, first = a + 1; first <= d && *mod; first++)
+							*div = src[first].sym ? (*mod = 0) : *div * src[first].ext;
+						return *mod > 0;
+					}
+	return false;
+}
+
+/*
+ * A pad's box through a reshape to OUT: a box on a dim the reshape keeps
+ * stays as it is; one on a dim it merges with others (RoPE's interleaved
+ * pairs: [64, 2] to 128) becomes a box on that dim's digit of the merged
+ * dim.  One box a merged dim, none already a digit, none split.
+ */
+static bool
+reshape_boxes(Strided *s, const Tensor *out, const char **why)
+{
+	int64_t lo[MAX_RANK], hi[MAX_RANK], div[MAX_RANK] = {0}, mod[MAX_RANK] = {0}, dv, md;
+	int d, g;
+
+	for (d = 0; d < out->rank; d++)
+		lo[d] = 0, hi[d] = INT64_MAX;
+	for (d = 0; d < s->rank; d++) {
+		if (s->hi[d] == INT64_MAX && s->lo[d] == 0)
+			continue;
+		if (s->mod[d] || !merged_digit(s->ext, s->rank, out, d, &g, &dv, &md) || hi[g] != INT64_MAX) {
+			*why = "a reshape of a pad that splits the padded dim, or merges two of its boxes into one dim";
+			return false;
+		}
+		lo[g] = s->lo[d], hi[g] = s->hi[d];
+		if (dv != 1 || !dim_equal(out->dim[g], s->ext[d]))
+			div[g] = dv, mod[g] = md;
+	}
+	memcpy(s->lo, lo, sizeof lo);
+	memcpy(s->hi, hi, sizeof hi);
+	memcpy(s->div, div, sizeof div);
+	memcpy(s->mod, mod, sizeof mod);
+	return true;
+}
+
+/*
  * Reshape: the new dims over strided S, grouped as torch's view groups them:
  * each run of old dims contiguous in memory (stride_d = ext_{d+1} x
  * stride_{d+1}) may be re-split any way with the same element count; a new
@@ -116,10 +180,12 @@ reshape(const Tensor *out, Strided *s, const char **why)
 		base = s->stride[d - 1];
 		old_n = new_n = one;
 	}
+	if (s->bounded && !reshape_boxes(s, out, why))
+		return false;
 	s->rank = out->rank;
 	for (d = 0; d < out->rank; d++) {
-		s->lo[d] = 0;
-		s->hi[d] = INT64_MAX;
+		if (!s->bounded)
+			s->lo[d] = 0, s->hi[d] = INT64_MAX;
 		s->ext[d] = out->dim[d];
 		s->stride[d] = dim_is_one(out->dim[d]) || v >= d ? (Stride){0, 0, {0}} : nstride[d];
 	}
@@ -156,6 +222,14 @@ view_strided(Comp *c, const Fusion *f, int t, Strided *s, const char **why)
 		return false;
 	if (in.index) {
 		*why = "a view of an index_select or a gather (only of inputs and their strided views, so far)";
+		return false;
+	}
+	for (d = 0; d < in.rank && (!in.mod[d] || o->kind == OP_PERMUTE || o->kind == OP_TRANSPOSE ||
+	                            o->kind == OP_EXPAND); d++)
+		;
+	if (d < in.rank) {
+		*why = "a view of a reshaped pad whose box is a digit of a merged dim (only permutes and expands of it, "
+		       "so far)";
 		return false;
 	}
 	*s = in;
@@ -201,6 +275,7 @@ view_strided(Comp *c, const Fusion *f, int t, Strided *s, const char **why)
 			s->ext[d] = in.ext[o->dims[d]];
 			s->stride[d] = in.stride[o->dims[d]];
 			s->lo[d] = in.lo[o->dims[d]], s->hi[d] = in.hi[o->dims[d]];
+			s->div[d] = in.div[o->dims[d]], s->mod[d] = in.mod[o->dims[d]];
 		}
 		break;
 	case OP_TRANSPOSE:
@@ -208,6 +283,8 @@ view_strided(Comp *c, const Fusion *f, int t, Strided *s, const char **why)
 		s->ext[o->dim1] = in.ext[o->dim0], s->stride[o->dim1] = in.stride[o->dim0];
 		s->lo[o->dim0] = in.lo[o->dim1], s->hi[o->dim0] = in.hi[o->dim1];
 		s->lo[o->dim1] = in.lo[o->dim0], s->hi[o->dim1] = in.hi[o->dim0];
+		s->div[o->dim0] = in.div[o->dim1], s->mod[o->dim0] = in.mod[o->dim1];
+		s->div[o->dim1] = in.div[o->dim0], s->mod[o->dim1] = in.mod[o->dim0];
 		break;
 	case OP_EXPAND:
 		lead = ten->rank - in.rank;
@@ -217,6 +294,7 @@ view_strided(Comp *c, const Fusion *f, int t, Strided *s, const char **why)
 			s->stride[d] = d < lead || dim_is_one(in.ext[d - lead]) ? (Stride){0, 0, {0}} : in.stride[d - lead];
 			s->lo[d] = d < lead || dim_is_one(in.ext[d - lead]) ? 0 : in.lo[d - lead];
 			s->hi[d] = d < lead || dim_is_one(in.ext[d - lead]) ? INT64_MAX : in.hi[d - lead];
+			s->div[d] = d < lead ? 0 : in.div[d - lead], s->mod[d] = d < lead ? 0 : in.mod[d - lead];
 		}
 		break;
 	case OP_INDEX_SELECT:   /* the position along dim is the index's value: a stride of 0 plus the index's */
@@ -238,10 +316,6 @@ view_strided(Comp *c, const Fusion *f, int t, Strided *s, const char **why)
 		break;
 	case OP_RESHAPE:
 	case OP_VIEW:
-		if (in.bounded) {
-			*why = "a reshape of a pad";
-			return false;
-		}
 		return reshape(ten, s, why);
 	default:
 		*why = arena_printf(c->arena, "'%s' has no address map", op_info[o->kind].name);
@@ -388,6 +462,36 @@ fresh(Sinker *x, int base, int from, Dtype dt, int shape)
 	return t;
 }
 
+static int sink(Sinker *x, const Op *v, int src, int out);
+
+/*
+ * Reshape V of placed cat SRC that merges the cat's dim with others into
+ * OUT's dim g (RoPE's interleaved pairs: cat(-x_odd, x_even) of [..., 64,
+ * 2] read as [..., 128]): *O, a placed cat of the reshaped parts picking by
+ * the digit of g the cat's dim became.  False for other views.
+ */
+static bool
+through_cat(Sinker *x, const Op *v, int src, int out, Op *o)
+{
+	const Fusion *f = x->f;
+	const Tensor *t = &f->tensor[src];
+	int64_t div, mod;
+	int g, j;
+
+	*o = x->ops[x->def[src]];
+	if ((v->kind != OP_RESHAPE && v->kind != OP_VIEW) || o->kind != OP_CAT || !o->placed || o->digit[1] ||
+	    x->nops > MAX_SUNK_OPS || !merged_digit(t->dim, t->rank, &f->tensor[v->out], o->axis, &g, &div, &mod))
+		return false;
+	if (div != 1 || !dim_equal(f->tensor[v->out].dim[g], t->dim[o->axis]))
+		o->digit[0] = div, o->digit[1] = mod;
+	o->axis = g;
+	for (j = 0; j < o->nin; j++)
+		o->in[j].tensor = sink(x, v, o->in[j].tensor, 0);
+	o->out = out;
+	o->origin = f->tensor[v->out].name;
+	return true;
+}
+
 /*
  * OUT = view V of SRC, moved below SRC's pointwise op where there is one
  * (OUT 0: a new value).  What V of a tensor became is kept until the next
@@ -431,6 +535,8 @@ sink(Sinker *x, const Op *v, int src, int out)
 		o.origin = f->tensor[v->out].name;
 		return x->memo[src] = push(x, &o);
 	}
+	if (x->def[src] && through_cat(x, v, src, out, &o))
+		return x->memo[src] = push(x, &o);
 	o = *v;
 	o.in[0].tensor = src;
 	o.out = out;

@@ -744,6 +744,8 @@ eval_placed(Eval *e, const Op *op, const Shape *os, double fill, double *out)
 		for (rest = n, d = os->rank - 1; d >= 0; d--, rest /= os->ext[d + 1]) {
 			idx = rest % os->ext[d];
 			if (op->kind == OP_CAT && d == op->axis) {
+				if (op->digit[1])   /* (a digit of the index: a reshape merged the cat's dim) */
+					idx = idx / op->digit[0] % op->digit[1];
 				for (j = 0; j + 1 < op->nin && idx >= op->pad[j]; j++)
 					;
 				out[n] = e->val[op->in[j].tensor][n];

@@ -2,10 +2,12 @@
 torch.compile and a copy of the same bytes.
 
 On a GPU from the repository root: `python3 bench/ab/views.py T [ROUNDS [CASES]]`, T the tokens (e.g.
-8192), ROUNDS interleaved rounds (default 3), CASES a comma list of the kernels (default all).  Eight
+8192), ROUNDS interleaved rounds (default 3), CASES a comma list of the kernels (default all).  Nine
 kernels, bf16:
   rope:   RoPE's rotate-half, y = x * cos + cat(-x[..., 64:], x[..., :64]) * sin, x [T, 32, 128], cos and
           sin [T, 1, 128] (a placed cat over two views of x with boxes);
+  ropei:  RoPE's interleaved form, rot = stack([-x[..., 1::2], x[..., 0::2]], -1) flattened (a placed cat
+          by the column's digit, each part from the thread's registers of x);
   swiglu: y = silu(g) * u with g, u = h.chunk(2, -1), h [T, 2 x 14336] (rows at an offset);
   qknorm: rmsnorm over each of the first 32 heads of qkv [T, 48 x 128] (q of a fused QKV; a narrow row
           kernel reading q at the row's offset), weight [128];
@@ -36,6 +38,24 @@ ops:
   - {out: x2, op: slice, in: [x], dim: -1, start: 64}
   - {out: nx2, op: neg, in: [x2]}
   - {out: rot, op: cat, in: [nx2, x1], dim: -1}
+  - {out: xc, op: mul, in: [x, cos]}
+  - {out: rs, op: mul, in: [rot, sin]}
+  - {out: y, op: add, in: [xc, rs]}
+outputs:
+  y: {dtype: bf16}
+""",
+    "ropei": """fusion: ropei
+inputs:
+  x: {dtype: bf16, shape: [T, 32, 128]}
+  cos: {dtype: bf16, shape: [T, 1, 128]}
+  sin: {dtype: bf16, shape: [T, 1, 128]}
+ops:
+  - {out: xp, op: reshape, in: [x], shape: [T, 32, 64, 2]}
+  - {out: xe, op: slice, in: [xp], dim: -1, end: 1}
+  - {out: xo, op: slice, in: [xp], dim: -1, start: 1}
+  - {out: nxo, op: neg, in: [xo]}
+  - {out: r2, op: cat, in: [nxo, xe], dim: -1}
+  - {out: rot, op: reshape, in: [r2], shape: [T, 32, 128]}
   - {out: xc, op: mul, in: [x, cos]}
   - {out: rs, op: mul, in: [rot, sin]}
   - {out: y, op: add, in: [xc, rs]}
@@ -117,6 +137,12 @@ def rope(x, cos, sin):
     return (x * cos + rot * sin).to(torch.bfloat16)
 
 
+def ropei(x, cos, sin):
+    xp = x.reshape(*x.shape[:-1], 64, 2)
+    rot = torch.stack([-xp[..., 1], xp[..., 0]], -1).reshape(x.shape)
+    return (x * cos + rot * sin).to(torch.bfloat16)
+
+
 def swiglu(h):
     g, u = h.chunk(2, -1)
     return (torch.nn.functional.silu(g) * u).to(torch.bfloat16)
@@ -155,6 +181,8 @@ def main():
     cases = {
         "rope": (rope, [torch.randn(t, 32, 128, **bf), torch.randn(t, 1, 128, **bf), torch.randn(t, 1, 128, **bf)],
                  (t, 32, 128)),
+        "ropei": (ropei, [torch.randn(t, 32, 128, **bf), torch.randn(t, 1, 128, **bf), torch.randn(t, 1, 128, **bf)],
+                  (t, 32, 128)),
         "swiglu": (swiglu, [torch.randn(t, 28672, **bf)], (t, 14336)),
         "qknorm": (qknorm, [torch.randn(t, 6144, **bf), torch.randn(128, **bf)], (t, 32, 128)),
         "permute": (permute, [torch.randn(t, 32, 128, **bf)], (32, t, 128)),
@@ -165,7 +193,7 @@ def main():
     }
     if len(sys.argv) > 3:
         cases = {name: cases[name] for name in sys.argv[3].split(",")}
-    moved = {"rope": lambda n: 2 * n, "swiglu": lambda n: 3 * n, "qknorm": lambda n: 2 * n,
+    moved = {"rope": lambda n: 2 * n, "ropei": lambda n: 2 * n, "swiglu": lambda n: 3 * n, "qknorm": lambda n: 2 * n,
              "permute": lambda n: 2 * n, "transpose": lambda n: 2 * n, "cat3": lambda n: 2 * n,
              "split3": lambda n: 2 * n, "embed": lambda n: 2 * n}   # elements read once plus written (cos and sin: small)
     with wsfuse.Context(sizes={"T": t}, cache="0") as ctx:
