@@ -605,6 +605,63 @@ place_cat(Sinker *x, const Op *o)
 	push(x, &p);
 }
 
+/* Is O an output's scatter written in place (fusion_scatter)? */
+static bool
+in_place(const Fusion *f, const Op *o)
+{
+	int j;
+
+	for (j = 0; j < f->nout && fusion_scatter(f, j) != o; j++)
+		;
+	return j < f->nout;
+}
+
+/*
+ * slice_scatter(x, src, dim, start, end) with step 1 as a value: cat(x[:start],
+ * src, x[end:]) along dim (the parts that are not empty), placed as any cat;
+ * all of x: src itself (a reshape to its own shape).
+ */
+static void
+scatter_as_cat(Sinker *x, const Op *o)
+{
+	Fusion *f = x->f;
+	const Tensor *t = &f->tensor[o->out];
+	int64_t start, count, n = dim_value(f, t->dim[o->axis]);
+	Op cat = *o, s = {0};
+
+	view_slice(o, n, &start, &count);
+	cat.kind = OP_CAT;
+	cat.nin = 0;
+	s.kind = OP_SLICE;
+	s.nin = 1;
+	s.in[0] = o->in[0];
+	s.axis = o->axis;
+	s.step = 1;
+	s.pos = s.attr_pos = o->pos;
+	s.origin = t->name;
+	if (start > 0) {
+		s.start = 0, s.end = start;
+		s.out = fresh(x, o->out, o->in[0].tensor, t->dtype, o->out);
+		f->tensor[s.out].dim[o->axis] = (Dim){0, start};
+		cat.in[cat.nin++].tensor = push(x, &s);
+	}
+	cat.in[cat.nin++] = o->in[1];
+	if (start + count < n) {
+		s.start = start + count, s.end = n;
+		s.out = fresh(x, o->out, o->in[0].tensor, t->dtype, o->out);
+		f->tensor[s.out].dim[o->axis] = (Dim){0, n - start - count};
+		cat.in[cat.nin++].tensor = push(x, &s);
+	}
+	if (cat.nin > 1) {
+		place_cat(x, &cat);
+		return;
+	}
+	cat.kind = OP_RESHAPE;
+	cat.nshape = t->rank;
+	memcpy(cat.shape, t->dim, sizeof cat.shape);
+	sink_view(x, &cat, o->in[1].tensor, o->out);
+}
+
 /* Do A and B have one rank and equal dims but DIM? */
 static bool
 same_but(const Tensor *a, const Tensor *b, int dim)
@@ -730,7 +787,8 @@ pass_views(Comp *c)
 		if (op_info[f->op[i].kind].cls != CLS_UNARY && op_info[f->op[i].kind].cls != CLS_BINARY &&
 		    op_info[f->op[i].kind].cls != CLS_VIEW)
 			return 0;   /* another family: its views stay (schedule says what it takes) */
-		if (f->op[i].kind == OP_CAT || (op_info[f->op[i].kind].cls == CLS_VIEW && f->op[i].kind != OP_INDEX_COPY &&
+		if (f->op[i].kind == OP_CAT || (f->op[i].kind == OP_SLICE_SCATTER && !in_place(f, &f->op[i])) ||
+		    (op_info[f->op[i].kind].cls == CLS_VIEW && f->op[i].kind != OP_INDEX_COPY &&
 		    f->op[i].kind != OP_SLICE_SCATTER && f->tensor[f->op[i].in[0].tensor].def &&
 		    sinkable(&f->op[f->tensor[f->op[i].in[0].tensor].def])))
 			moved = true;
@@ -748,7 +806,9 @@ pass_views(Comp *c)
 		const Op *o = &f->op[i];
 		int src = o->in[0].tensor;
 
-		if (o->kind == OP_INDEX_COPY || o->kind == OP_SLICE_SCATTER)
+		if (o->kind == OP_SLICE_SCATTER && o->step == 1 && !in_place(f, o))
+			scatter_as_cat(&x, o);
+		else if (o->kind == OP_INDEX_COPY || o->kind == OP_SLICE_SCATTER)
 			push(&x, o);   /* (written in place: its part is computed, at the part's own indices) */
 		else if (o->kind == OP_CAT)
 			place_cat(&x, o);

@@ -288,6 +288,15 @@ in_place_rules(void **state)
 	                 "  - {out: y, op: add, in: [xt, x]}\n", "  y: {alias: x}\n"),
 	            "test.yaml:9:14: error: output 'y' is written into input 'x' (alias), which the kernel also reads through "
 	            "xt: in place, a read of other elements than those written could see them written");
+	/* a slice_scatter of step 1 as a value is a cat of x's slices around src; a stepped one is not yet */
+	assert_int_equal(run_spec(t, SPEC("  x: {dtype: f32, shape: [T, 64]}\n  s: {dtype: f32, shape: [T, 16]}\n",
+	                                  "  - {out: y, op: slice_scatter, in: [x, s], dim: 1, start: 8, end: 24}\n",
+	                                  "  y: {}\n"), true), 0);
+	assert_string_equal(kir_line(t, "param y.s:"), "param y.s: input ptr f32 [T, 16] row_at at=(-8 + (row * 16)) "
+	                    "box1=[8, 24)");
+	UNSUPPORTED(SPEC("  x: {dtype: f32, shape: [T, 64]}\n  s: {dtype: f32, shape: [T, 16]}\n",
+	                 "  - {out: y, op: slice_scatter, in: [x, s], dim: 1, step: 4}\n", "  y: {}\n"),
+	            "'slice_scatter' (a view) in this kernel is not implemented yet: a kernel writes 'y' in place");
 	UNSUPPORTED(SPEC(KV_INPUTS, "  - {out: c, op: index_copy, in: [cache, pos, k], dim: 2}\n", "  c: {}\n"),
 	            "test.yaml:8:5: error: 'index_copy' (a view) in this kernel is not implemented yet: a kernel writes 'c' "
 	            "in place, as an output with 'alias: cache'");
