@@ -508,7 +508,9 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 			                  f->tensor[q->tensor].name, a->data),
 			       WSF_ERR_INPUT;
 		/* rows > 1: a row stride; bulk row copies also need 16-byte sizes, even for one row */
-		if (q->kind == PK_PTR && (((q->view == VIEW_FULL || q->view == VIEW_ROW_AT) && p->rows > 1) || q->bulk) &&
+		/* (a scatter's rows, VIEW_ROW_AT outputs, land at an index's row: its stride counts for one row too) */
+		if (q->kind == PK_PTR && (((q->view == VIEW_FULL || q->view == VIEW_ROW_AT) &&
+		                           (p->rows > 1 || (q->view == VIEW_ROW_AT && q->arg >= f->ninput))) || q->bulk) &&
 		    p->cols * dtype_info[q->dtype].bytes % 16)
 			return diag_error(c, f->tensor[q->tensor].pos,
 			                  "argument '%s': rows of %lld %s elements are %lld bytes, not a multiple of 16 "
