@@ -8,11 +8,13 @@
  * x = x_stored.permute(dims): the spec's input x becomes the argument
  * x_stored, its dims permuted back (x_stored.dim[dims[i]] is x.dim[i]),
  * and a permute op at the front of the fusion gives the x the spec's ops
- * read.  The views pass and lowering then read x as a view of x_stored's
+ * read.  A dim written '*' is expanded from none (torch's stride 0:
+ * b.expand(M, -1) is "b=*,0"): x_stored lacks it, and a reshape and an
+ * expand follow the permute.  The views pass and lowering then read x as a view of x_stored's
  * memory: a transpose of the innermost dim through shared memory, others
  * at an offset.  A matmul operand's transpose is its other layout instead
  * (operand_layout): the matmul's transpose flag flips, no view.  The argument keeps the input's name and place; the value
- * is renamed "x.permuted".  Runs right after the spec is read, before the
+ * is renamed "x.permuted" ("x.expanded").  Runs right after the spec is read, before the
  * passes, so the fusion IR of every pass shows the permute.
  */
 #include <stdlib.h>
@@ -34,23 +36,13 @@ input_named(const Fusion *f, const char *name, size_t len)
 	return -1;
 }
 
-/* Input I of C's fusion given as its memory permuted by DIMS (a permutation of its rank, not the identity). */
-static void
-permute_input(Comp *c, Fusion *f, int i, const int *dims)
+/* A view op of KIND at the front of F (every later op's id one up), from tensor IN to OUT. */
+static Op *
+front_op(Comp *c, Fusion *f, OpKind kind, int in, int out)
 {
-	int old = f->input[i], stored, j;
-	const char *name = f->tensor[old].name;
 	Op *o;
+	int j;
 
-	f->tensor[old].name = intern_cstr(c->strs, arena_printf(c->arena, "%s.permuted", name));
-	stored = fusion_add_tensor(c, f, name, TK_VALUE, f->tensor[old].pos);   /* (may move f->tensor) */
-	f->tensor[stored] = f->tensor[old];
-	f->tensor[stored].name = name;
-	for (j = 0; j < f->tensor[old].rank; j++)
-		f->tensor[stored].dim[dims[j]] = f->tensor[old].dim[j];
-	f->input[i] = stored;
-
-	/* the permute, first of the ops: every later op's id one up */
 	VEC_PUSH(c->arena, f->op, f->nop, f->capop);
 	memmove(&f->op[2], &f->op[1], (size_t)(f->nop - 2) * sizeof *f->op);
 	for (j = 1; j < f->ntensor; j++)
@@ -58,20 +50,85 @@ permute_input(Comp *c, Fusion *f, int i, const int *dims)
 			f->tensor[j].def++;
 	o = &f->op[1];
 	memset(o, 0, sizeof *o);
-	o->kind = OP_PERMUTE;
-	o->out = old;
+	o->kind = kind;
+	o->out = out;
 	o->nin = 1;
-	o->in[0].tensor = stored;
-	o->in[0].pos = o->pos = o->attr_pos = f->tensor[old].pos;
-	o->ndims = f->tensor[old].rank;
-	memcpy(o->dims, dims, (size_t)o->ndims * sizeof *dims);
+	o->in[0].tensor = in;
+	o->in[0].pos = o->pos = o->attr_pos = f->tensor[out].pos;
 	o->keepdim = true;
 	o->end = INT64_MAX;
 	o->step = 1;
 	o->origin = layout_origin;
-	f->tensor[old].kind = TK_VALUE;
-	f->tensor[old].def = 1;
-	f->tensor[old].shape_pos = (Pos){0};
+	f->tensor[out].kind = TK_VALUE;
+	f->tensor[out].def = 1;
+	f->tensor[out].shape_pos = (Pos){0};
+	return o;
+}
+
+/* A new value "BASE.WHAT" of T's dtype and RANK dims DIM. */
+static int
+layout_value(Comp *c, Fusion *f, const char *base, const char *what, const Tensor *t, int rank, const Dim *dim)
+{
+	Tensor x = *t;
+	int v = fusion_add_tensor(c, f, intern_cstr(c->strs, arena_printf(c->arena, "%s.%s", base, what)), TK_VALUE,
+	                          t->pos);
+
+	x.name = f->tensor[v].name;
+	x.rank = rank;
+	memcpy(x.dim, dim, sizeof x.dim);
+	f->tensor[v] = x;
+	return v;
+}
+
+/*
+ * Input I of C's fusion given as its memory permuted by DIMS, a dim of the
+ * memory for each of its dims or -1 for a dim expanded from none (torch's
+ * stride 0): x = x_stored.permute(...).reshape(1s added).expand(x's shape),
+ * the ops that are not the identity at the front of the fusion, x_stored
+ * the kept dims' extents in memory order.
+ */
+static void
+permute_input(Comp *c, Fusion *f, int i, const int *dims)
+{
+	int old = f->input[i], rank = f->tensor[old].rank, kept = 0, stored, at, j;
+	const char *name = f->tensor[old].name;
+	Dim sdim[MAX_RANK], pdim[MAX_RANK], rdim[MAX_RANK];
+	int order[MAX_RANK];
+	bool permuted = false;
+	Op *o;
+
+	for (j = 0; j < rank; j++) {
+		rdim[j] = dims[j] < 0 ? (Dim){0, 1} : f->tensor[old].dim[j];
+		if (dims[j] < 0)
+			continue;
+		sdim[dims[j]] = pdim[kept] = f->tensor[old].dim[j];
+		order[kept] = dims[j];
+		permuted = permuted || dims[j] != kept;
+		kept++;
+	}
+	f->tensor[old].name = intern_cstr(c->strs, arena_printf(c->arena, "%s.%s", name,
+	                                                        kept < rank ? "expanded" : "permuted"));
+	stored = layout_value(c, f, name, "", &f->tensor[old], kept, sdim);   /* (may move f->tensor) */
+	f->tensor[stored].name = name;
+	f->tensor[stored].kind = TK_INPUT;
+	f->input[i] = stored;
+	at = stored;
+	if (kept < rank) {   /* ops pushed to the front: the last first */
+		o = front_op(c, f, OP_EXPAND, layout_value(c, f, name, "ones", &f->tensor[old], rank, rdim), old);
+		o->nshape = rank;
+		memcpy(o->shape, f->tensor[old].dim, sizeof o->shape);
+		old = o->in[0].tensor;
+		o = front_op(c, f, OP_RESHAPE, permuted ? layout_value(c, f, name, "kept", &f->tensor[old], kept, pdim) : at,
+		             old);
+		o->nshape = rank;
+		memcpy(o->shape, rdim, sizeof o->shape);
+		if (!permuted)   /* (the memory's order: the reshape reads it itself) */
+			return;
+		old = o->in[0].tensor;
+	}
+	o = front_op(c, f, OP_PERMUTE, at, old);
+	o->ndims = kept;
+	memcpy(o->dims, order, (size_t)kept * sizeof *order);
 }
 
 /*
@@ -118,7 +175,7 @@ layout_entry(Comp *c, const char *s, size_t len)
 {
 	Fusion *f = c->fusion;
 	const char *eq = memchr(s, '=', len), *p, *end = s + len;
-	int dims[MAX_RANK], n = 0, i, j, in;
+	int dims[MAX_RANK], n = 0, kept = 0, i, j, in;
 	bool seen[MAX_RANK] = {false}, identity = true;
 	const Tensor *t;
 
@@ -130,27 +187,41 @@ layout_entry(Comp *c, const char *s, size_t len)
 	t = &f->tensor[f->input[in]];
 	for (p = eq + 1; p < end; p++) {
 		char *stop;
-		long d = strtol(p, &stop, 10);
+		long d = *p == '*' ? -1 - MAX_RANK : strtol(p, &stop, 10);
 
+		if (*p == '*')   /* a dim expanded from none (stride 0) */
+			stop = (char *)p + 1;
 		if (stop == p || stop > end || (stop < end && *stop != ',') || n == MAX_RANK)
 			return diag_error(c, t->pos, "option layout: input '%s': '%.*s' is not a list of dims, "
-			                  "comma-separated (1,0)", t->name, (int)(end - eq - 1), eq + 1);
-		if (d < -t->rank || d >= t->rank)
-			return diag_error(c, t->pos, "option layout: input '%s' has rank %d: dim %ld is out of range "
-			                  "(expected %d..%d)", t->name, t->rank, d, -t->rank, t->rank - 1);
-		dims[n++] = (int)(d < 0 ? d + t->rank : d);
+			                  "comma-separated (1,0; * for a dim expanded from none: *,0)", t->name,
+			                  (int)(end - eq - 1), eq + 1);
+		dims[n++] = (int)d;
 		p = stop;
 	}
 	if (n != t->rank)
 		return diag_error(c, t->pos, "option layout: input '%s' has rank %d, and the layout gives %d dims",
 		                  t->name, t->rank, n);
+	for (j = 0; j < n; j++)
+		kept += dims[j] != -1 - MAX_RANK;
 	for (j = 0; j < n; j++) {
+		if (dims[j] == -1 - MAX_RANK) {
+			dims[j] = -1;
+			identity = false;
+			continue;
+		}
+		if (dims[j] < -kept || dims[j] >= kept)
+			return diag_error(c, t->pos, "option layout: input '%s' keeps %d dims in memory: dim %d is out of "
+			                  "range (expected %d..%d)", t->name, kept, dims[j], -kept, kept - 1);
+		dims[j] = dims[j] < 0 ? dims[j] + kept : dims[j];
 		if (seen[dims[j]])
 			return diag_error(c, t->pos, "option layout: input '%s': dim %d appears twice; the dims are a "
-			                  "permutation of 0..%d", t->name, dims[j], n - 1);
+			                  "permutation of 0..%d", t->name, dims[j], kept - 1);
 		seen[dims[j]] = true;
 		identity = identity && dims[j] == j;
 	}
+	if (!kept)
+		return diag_error(c, t->pos, "option layout: input '%s': every dim is expanded (*): give it a dim of "
+		                  "memory", t->name);
 	if (t->wait_pos.line) {
 		diag_error(c, t->pos, "option layout: input '%s' waits per tile: a permuted input that waits is not "
 		           "implemented yet", t->name);

@@ -199,7 +199,7 @@ view_params(Comp *c, Kernel *k, const Tensor *d)
 			return diag_internal(c, "lower", "view '%s' is not strided: %s", t->name, why ? why : "?");
 		k->pw.flat = false;
 		p = lower_input_ptr(c, k, s.input, f->op[i].out);
-		aligned = view_aligned16(&s, k->param[p].dtype);
+		aligned = view_aligned16(f, &s, k->param[p].dtype);
 		if (s.bounded)
 			k->param[p].bounds = view_bounds(c, k, d, &s);
 		if (s.index)

@@ -154,8 +154,9 @@ bool view_strided(Comp *c, const Fusion *f, int t, Strided *s, const char **why)
 bool view_read_by_compute(const Fusion *f, int t);
 /* Is T a value the kernel has: computed by an op that is not a view, or read as a value (not a view's source alone)? */
 bool view_used(const Fusion *f, int t);
-/* Do strided view S's offset and strides (but the last) keep its rows of DT 16-byte aligned? */
-bool view_aligned16(const Strided *s, Dtype dt);
+/* Do strided view S's offset and strides (but the last) keep its rows of DT 16-byte aligned?  A product with
+ * its input's last dim, a size, counts: a launch holds the input's rows to 16 bytes (VIEW_ROW_AT). */
+bool view_aligned16(const Fusion *f, const Strided *s, Dtype dt);
 /* Can a row-reduction kernel read strided view S of DT: rows of 16-byte loads at an offset, or one element a row? */
 bool view_rows_take(const Fusion *f, const Strided *s, Dtype dt);
 /*

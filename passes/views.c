@@ -324,16 +324,29 @@ view_strided(Comp *c, const Fusion *f, int t, Strided *s, const char **why)
 	return true;
 }
 
-bool
-view_aligned16(const Strided *s, Dtype dt)
+/* Is X, elements of DT, a multiple of 16 bytes: a number of 16-byte steps, or a product with size ROW (0: none)? */
+static bool
+multiple16(Stride x, Dtype dt, int row)
 {
-	int j, bytes = dtype_info[dt].bytes;
+	int i;
+
+	for (i = 0; i < x.nsym && row; i++)
+		if (x.sym[i] == row)
+			return true;
+	return x.k * dtype_info[dt].bytes % 16 == 0;
+}
+
+bool
+view_aligned16(const Fusion *f, const Strided *s, Dtype dt)
+{
+	const Tensor *x = &f->tensor[s->input];
+	int j, row = x->rank ? x->dim[x->rank - 1].sym : 0;   /* (the input's rows: 16 bytes a launch holds) */
 	bool aligned = true;   /* (a number of 16-byte steps times sizes is 16-byte steps) */
 
 	for (j = 0; j < s->noff; j++)
-		aligned = aligned && s->off[j].k * bytes % 16 == 0;
+		aligned = aligned && multiple16(s->off[j], dt, row);
 	for (j = 0; j + 1 < s->rank; j++)
-		aligned = aligned && s->stride[j].k * bytes % 16 == 0;
+		aligned = aligned && multiple16(s->stride[j], dt, row);
 	return aligned;
 }
 
@@ -341,9 +354,8 @@ bool
 view_rows_take(const Fusion *f, const Strided *s, Dtype dt)
 {
 	int bytes = dtype_info[dt].bytes;
-	bool aligned = view_aligned16(s, dt);
+	bool aligned = view_aligned16(f, s, dt);
 
-	(void)f;
 	if (s->bounded || (s->index && (s->gather || s->index_dim == s->rank - 1 ||
 	                                 s->index_stride.k * bytes % 16 != 0)))
 		return false;   /* (an index must place whole rows: one index element a row) */

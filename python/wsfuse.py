@@ -271,13 +271,23 @@ class Error(Exception):
         self.status, self.message, self.diagnostics = status, message, list(diagnostics)
 
 
-def _permutation(x):
-    """The dims D with X == X_stored.permute(D) for a contiguous X_stored (a transpose or a permute of a
-    contiguous tensor, torch's x.t()), or None."""
-    order = sorted(range(x.dim()), key=lambda i: (-x.stride(i), i))   # the memory's dims, outermost first
-    if x.dim() < 2 or not x.permute(order).is_contiguous():
+def _layout(x):
+    """(DIMS, X_stored) with X == X_stored.permute(...).expand(X's shape) for a contiguous X_stored (a
+    transpose or permute of a contiguous tensor, torch's x.t(), and dims expanded from none, stride 0:
+    b.expand(M, -1)): DIMS as option layout writes them, the memory's dim for each dim of X or "*" for
+    an expanded one; or None."""
+    kept = [i for i in range(x.dim()) if x.stride(i) != 0 or x.shape[i] == 1]
+    if not kept or x.dim() < 2:
         return None
-    return _inverse(order)
+    sub = x[tuple(slice(None) if i in kept else 0 for i in range(x.dim()))]   # the expanded dims dropped
+    order = sorted(range(sub.dim()), key=lambda i: (-sub.stride(i), i))   # the memory's dims, outermost first
+    stored = sub.permute(order)
+    if not stored.is_contiguous() or (len(kept) == x.dim() and order == list(range(x.dim()))):
+        return None
+    dims, inv = [], iter(_inverse(order))
+    for i in range(x.dim()):
+        dims.append(str(next(inv)) if i in kept else "*")
+    return ",".join(dims), stored
 
 
 def _inverse(p):
@@ -817,14 +827,15 @@ class _TorchOp:
         if device.type != "cuda":
             raise Error("WSF_ERR_INPUT", f"{self.qualname}: input '{k.arg_names[0]}' is on {device}, "
                         "expected a CUDA tensor")
-        # a transpose or permute of a contiguous tensor: its memory as it is, the kernel compiled for that
-        # order (option layout: the input a permute of its memory; a transpose through shared memory)
+        # a transpose or permute of a contiguous tensor, dims expanded from none: its memory as it is, the
+        # kernel compiled for that order (option layout: the input a permute and expand of its memory; a
+        # transpose through shared memory, an expanded dim a broadcast)
         for i in self.alias:   # written in place: its own memory, as it is
             if i is not None and (not inputs[i].is_contiguous() or inputs[i].data_ptr() % 16):
                 raise Error("WSF_ERR_INPUT", f"{self.qualname}: input '{k.arg_names[i]}' is written in place "
                             "(alias), and it is not contiguous and 16-byte aligned: pass such a tensor")
-        perms = [None if x.is_contiguous() else _permutation(x) for x in inputs]
-        layout = ";".join(f"{k.arg_names[i]}={','.join(map(str, p))}" for i, p in enumerate(perms) if p)
+        lays = [None if x.is_contiguous() or i in self.alias else _layout(x) for i, x in enumerate(inputs)]
+        layout = ";".join(f"{k.arg_names[i]}={lay[0]}" for i, lay in enumerate(lays) if lay)
         key = (device.index, tuple(sorted(bound.items())), layout)
         with self.lock, torch.cuda.device(device):
             if layout and key in self.kernels and self.kernels[key] is None:   # refused before: copies
@@ -846,7 +857,7 @@ class _TorchOp:
             if kernel is None:
                 kernel = self.kernels[key] = self._compile(device.index, bound)
             if layout:   # each permuted input's memory, contiguous
-                inputs = [x.permute(_inverse(p)) if p else x for x, p in zip(inputs, perms)]
+                inputs = [lay[1] if lay else x for x, lay in zip(inputs, lays)]
             # contiguous and 16-byte aligned, or rows wider than a row where the kernel reads the argument
             # through a tensor map of its rows (a slice of the last dim); a copy for other views
             inputs = [x if x.data_ptr() % 16 == 0 and (x.is_contiguous() or (_row_strided(x) and

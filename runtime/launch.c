@@ -518,6 +518,16 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 			                  f->tensor[q->tensor].name, (long long)p->cols, dtype_info[q->dtype].name,
 			                  (long long)(p->cols * dtype_info[q->dtype].bytes)),
 			       WSF_ERR_INPUT;
+		/* a view read as rows at an offset: its strides are products with the input's rows (views.c) */
+		if (a && q->kind == PK_PTR && q->view == VIEW_ROW_AT && q->arg < f->ninput && q->tensor != f->input[q->arg] &&
+		    a->ndim && a->shape[a->ndim - 1] * dtype_info[q->dtype].bytes % 16)
+			return diag_error(c, f->tensor[f->input[q->arg]].pos,
+			                  "argument '%s': rows of %lld %s elements are %lld bytes, not a multiple of 16 (the "
+			                  "kernel reads its view '%s' 16 bytes at a time; pad the last dim)",
+			                  f->tensor[f->input[q->arg]].name, (long long)a->shape[a->ndim - 1],
+			                  dtype_info[q->dtype].name, (long long)(a->shape[a->ndim - 1] * dtype_info[q->dtype].bytes),
+			                  q->name),
+			       WSF_ERR_INPUT;
 	}
 	/* in clusters, tiles of a cluster's CTA tiles together (lower_tile_loop) */
 	p->tiles = l->row_tiles ? p->rows /* a tile is a row */

@@ -295,6 +295,13 @@ def test_gpu_eager_against_torch():
     k = next(iter(op.wsfuse.kernels.values()))
     assert not xs.is_contiguous() and k.row_strided(0) and k.row_strided(2)
     torch.testing.assert_close(op(xs, bias, ysl), bsm_ref(xs, bias, ysl), **TOL)
+    # a dim expanded from none (stride 0): a kernel compiled for it (option layout y=*,0) reads y's one row
+    x = randn(256, 1024)
+    ye = randn(1, 1024).expand(256, 1024)
+    torch.testing.assert_close(op(x, bias, ye), bsm_ref(x, bias, ye), **TOL)
+    assert "y=*,0" in [key[2] for key in op.wsfuse.kernels], list(op.wsfuse.kernels)
+    yc = randn(256, 1).expand(256, 1024)   # a column: y=0,*
+    torch.testing.assert_close(op(x, bias, yc), bsm_ref(x, bias, yc), **TOL)
     rms = wsfuse.torch_op(RMSNORM, name="wsfuse_test::rms")
     for m, n in ((64, 4096), (64, 1024)):
         x, w = randn(m, n), randn(n)

@@ -368,8 +368,12 @@ layout_option(void **state)
 		{"q=1,0", "api.yaml:1:9: error: option layout: 'q' is not an input of 'api'"},
 		{"x=1,1", "api.yaml:4:3: error: option layout: input 'x': dim 1 appears twice"},
 		{"x=0", "option layout: input 'x' has rank 2, and the layout gives 1 dims"},
-		{"x=1,z", "option layout: input 'x': '1,z' is not a list of dims, comma-separated (1,0)"},
-		{"x=2,0", "option layout: input 'x' has rank 2: dim 2 is out of range (expected -2..1)"},
+		{"x=1,z", "option layout: input 'x': '1,z' is not a list of dims, comma-separated (1,0; * for a dim "
+		          "expanded from none: *,0)"},
+		{"x=2,0", "option layout: input 'x' keeps 2 dims in memory: dim 2 is out of range (expected -2..1)"},
+		{"x=*,1", "option layout: input 'x' keeps 1 dims in memory: dim 1 is out of range (expected -1..0)"},
+		{"x=*,*", "option layout: input 'x': every dim is expanded (*): give it a dim of memory"},
+		{"x=**,0", "is not a list of dims"},
 		{"x=1,0;x=1,0", "option layout: input 'x' is given twice"},
 		{"x", "option layout: 'x' is not NAME=DIMS"},
 	};
@@ -391,6 +395,19 @@ layout_option(void **state)
 	fir = fir_with_layout(ctx, &k, "x=0,1", &err);
 	assert_non_null(fir);
 	assert_null(strstr(fir, "permute"));
+	wsf_kernel_delete(k);
+	/* an expanded dim (torch's stride 0): the memory lacks it; a reshape and an expand give x */
+	fir = fir_with_layout(ctx, &k, "x=*,0", &err);
+	assert_non_null(fir);
+	assert_non_null(strstr(fir, "  input x: bf16[N]"));
+	assert_non_null(strstr(fir, "  x.ones: bf16[1, N] = reshape(x) shape=[1, N]"));
+	assert_non_null(strstr(fir, "  x.expanded: bf16[M, N] = expand(x.ones) shape=[M, N]"));
+	assert_int_equal(wsf_kernel_arg_rank(k, 0), 1);
+	wsf_kernel_delete(k);
+	fir = fir_with_layout(ctx, &k, "x=0,*", &err);
+	assert_non_null(fir);
+	assert_non_null(strstr(fir, "  input x: bf16[M]"));
+	assert_non_null(strstr(fir, "  x.ones: bf16[M, 1] = reshape(x) shape=[M, 1]"));
 	wsf_kernel_delete(k);
 	{   /* a matmul operand's transpose is its other layout: the flag flips, no permute */
 		static const char mm[] = "fusion: mm\nsizes: {M: 256, N: 128, K: 64}\ninputs:\n"
