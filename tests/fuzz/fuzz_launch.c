@@ -104,6 +104,10 @@ static const char *const specs[] = {
 	"  w: {dtype: bf16, shape: [N, K]}\n  r: {dtype: f32, shape: [M, N]}\n"
 	"ops:\n  - {out: y, op: matmul, in: [x, w], transpose_b: true}\n  - {out: o, op: add, in: [y, r]}\n"
 	"outputs:\n  o: {dtype: bf16}\n",
+	/* a KV-cache append in place: the cache's pointer for the output, the rows stored at an index's */
+	"fusion: kv\nsizes: {S: 64, T: 4, D: 128}\ninputs:\n  cache: {dtype: bf16, shape: [S, 8, D]}\n"
+	"  k: {dtype: bf16, shape: [T, 8, D]}\n  pos: {dtype: int64, shape: [T]}\n"
+	"ops:\n  - {out: c, op: index_copy, in: [cache, pos, k], dim: 0}\noutputs:\n  c: {alias: cache}\n",
 };
 
 typedef struct Kern {
@@ -305,6 +309,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int64_t stride = 1;
 
 		t[i].data = (void *)(uintptr_t)(0x7f0000000000ull + (uint64_t)i * 0x100000000ull);
+		if (i >= f->ninput && i < want && f->out[i - f->ninput].alias)   /* in place: its input's memory */
+			for (j = 0; j < f->ninput; j++)
+				if (f->input[j] == f->out[i - f->ninput].alias && t[j].data)
+					t[i].data = t[j].data;
 		t[i].dtype = x ? (WsfDtype)(i < f->ninput ? x->dtype : f->out[i - f->ninput].dtype) : WSF_DTYPE_F32;
 		t[i].ndim = rank;
 		if (flags & 0x08)
