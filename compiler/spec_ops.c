@@ -16,7 +16,7 @@ static const struct {
 	{"transpose_a", A_TRANSPOSE}, {"transpose_b", A_TRANSPOSE}, {"acc", A_ACC}, {"eps", A_EPS},
 	{"dim", A_DIM}, {"start", A_SLICE}, {"end", A_SLICE}, {"step", A_SLICE}, {"chunks", A_CHUNKS},
 	{"sizes", A_SIZES}, {"dims", A_DIMS}, {"dim0", A_DIM01}, {"dim1", A_DIM01}, {"shape", A_SHAPE},
-	{"pad", A_PAD}, {"value", A_PAD},
+	{"pad", A_PAD}, {"value", A_PAD}, {"correction", A_CORRECTION},
 };
 
 /* Keys an op cannot do without, besides out, op and in. */
@@ -335,6 +335,11 @@ read_attr(const Reader *r, Op *o, const Node *key, const Node *v)
 		if (!scalar_number(v, &o->eps) || v->text[0] == '-' || (o->eps == 0 && !nonzero_text(v->text)))
 			return diag_error(r->c, v->pos, "expected a positive number for 'eps', saw %s", describe(r, v));
 		return f32_number(r, v, o->eps, " for 'eps'", true);
+	} else if (strcmp(k, "correction") == 0) {   /* torch's: the degrees of freedom taken, default 1 */
+		if (!scalar_number(v, &o->correction) || o->correction < 0 || v->text[0] == '-')
+			return diag_error(r->c, v->pos, "expected a non-negative number for 'correction', saw %s (torch's: "
+			                  "1 is the unbiased estimate, 0 the population's)", describe(r, v));
+		return f32_number(r, v, o->correction, " for 'correction'", false);
 	} else if (op_info[o->kind].attrs & (A_DIM | A_SLICE | A_DIMS | A_DIM01 | A_SHAPE | A_PAD)) {
 		return read_view_attr(r, o, k, v);
 	}

@@ -183,6 +183,7 @@ fusion_add_op(Comp *c, Fusion *f, OpKind kind, Pos p)
 	o->axis = op_info[kind].cls == CLS_VIEW ? 0 : -1;   /* torch's default dim of cat, chunk, split, slice */
 	o->end = INT64_MAX;
 	o->step = 1;
+	o->correction = 1;   /* (torch's var and std) */
 	o->acc = DT_F32;
 	o->eps = 1e-5;
 	return f->nop - 1;

@@ -242,10 +242,10 @@ enum {
 	A_AXIS = 1 << 2,      /* axis: INT */
 	A_KEEPDIM = 1 << 3,   /* keepdim: BOOL */
 	A_TRANSPOSE = 1 << 4, /* transpose_a, transpose_b: BOOL */
-	A_ACC = 1 << 5,       /* acc: DTYPE */
-	A_EPS = 1 << 6,       /* eps: FLOAT */
+	A_ACC = 1 << 5, A_EPS = 1 << 6,   /* acc: DTYPE; eps: FLOAT */
 	A_DIM = 1 << 7, A_SLICE = 1 << 8, A_CHUNKS = 1 << 9, A_SIZES = 1 << 10,  /* dim; start, end, step; chunks; sizes */
-	A_DIMS = 1 << 11, A_DIM01 = 1 << 12, A_SHAPE = 1 << 13, A_PAD = 1 << 14  /* dims; dim0, dim1; shape; pad, value */
+	A_DIMS = 1 << 11, A_DIM01 = 1 << 12, A_SHAPE = 1 << 13, A_PAD = 1 << 14, /* dims; dim0, dim1; shape; pad, value */
+	A_CORRECTION = 1 << 15   /* correction: NUMBER (var, std) */
 };
 
 /* How an op's result dtype follows from its operands' (torch's rules; passes/infer.c). */
@@ -362,7 +362,7 @@ typedef struct Op {
 	Dtype to;
 	bool transpose_a, transpose_b;
 	Dtype acc;
-	double eps;
+	double eps, correction;   /* the norms'; var's and std's (torch's, default 1) */
 	/* views (CLS_VIEW; axis is their dim, 0 unless given): as written, infer checks them against the shapes */
 	int64_t start, end, step;  /* slice: torch's [start:end:step] along axis (end INT64_MAX: to the end) */
 	int part, parts;    /* a slice read from a chunk or split: its output PART of PARTS (0: a slice as written); */

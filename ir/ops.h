@@ -83,6 +83,10 @@ OP(RAND_LIKE, "rand_like", 3, 3, UNARY,     0,         TY_RAND,  K_ALL)
 /* reductions by composition, expanded by passes/expand.c: min(x) = -max(-x); logsumexp, max-shifted */
 OP(MIN,       "min",       1, 1, COMPOSITE, A_AXIS | A_KEEPDIM, TY_ARITH, K_FLOAT)
 OP(LOGSUMEXP, "logsumexp", 1, 1, COMPOSITE, A_AXIS | A_KEEPDIM, TY_ARITH, K_FLOAT)
+/* torch's var and std (a correction, default 1) and log_softmax (amax and amin are max and min: fusion.c) */
+OP(VAR,       "var",       1, 1, COMPOSITE, A_AXIS | A_KEEPDIM | A_CORRECTION, TY_FLOAT, K_FLOAT)
+OP(STD,       "std",       1, 1, COMPOSITE, A_AXIS | A_KEEPDIM | A_CORRECTION, TY_FLOAT, K_FLOAT)
+OP(LOG_SOFTMAX, "log_softmax", 1, 1, COMPOSITE, A_AXIS,   TY_ARITH, K_FLOAT)
 /* views: index maps of their inputs (docs/spec.md, "Views"); chunk and split are read as one slice an output */
 OP(SLICE,     "slice",     1, 1, VIEW,      A_DIM | A_SLICE,  TY_VIEW, K_ALL)
 OP(CAT,       "cat",       2, MAX_IN, VIEW, A_DIM,            TY_VIEW, K_ALL)

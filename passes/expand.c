@@ -14,6 +14,9 @@
  *   rmsnorm(x, w, b)    ms = mean(x * x); r = rsqrt(ms + eps); out = x * r [* w] [+ b]
  *   min(x)              n = -x; m = max(n); out = -m
  *   logsumexp(x)        m = max(x); e = exp(x - m); s = sum(e); out = log(s) + m
+ *   var(x), std(x)      mu = mean(x); d2 = (x - mu)^2; v = mean(d2) (correction 0), else
+ *                       sum(d2) / (sum(ones) - correction); std = sqrt(v)
+ *   log_softmax(x)      d = x - max(x); out = d - log(sum(exp(d)))
  * The reductions run over the composite's axis with keepdim, so the results
  * broadcast back over x; those whose result is the composite's (min's max,
  * logsumexp's sum and, without keepdim, a second max) keep its keepdim.
@@ -166,6 +169,38 @@ expand_one(Expander *x)
 			x->ops[x->nops - 1].keepdim = false;
 		}
 		add_binary(x, OP_ADD, "lse", o->out, s, tensor_operand(m, p));
+		break;
+	case OP_VAR:
+	case OP_STD:
+		mu = add_unary(x, OP_MEAN, "mean", 0, xin);
+		xc = add_binary(x, OP_SUB, "centered", 0, xin, tensor_operand(mu, p));
+		s = add_binary(x, OP_MUL, "square", 0, xc, tensor_operand(xc, p));
+		if (o->correction == 0) {   /* the population's: the mean square */
+			var = add_unary(x, OP_MEAN, "var", o->kind == OP_VAR ? o->out : 0, s);
+		} else {   /* sum / (n - correction), n a sum of ones: the extent, at run time too */
+			s = add_unary(x, OP_SUM, "sum", 0, s);
+			x->ops[x->nops - 1].keepdim = o->keepdim;
+			e = add_binary(x, OP_EQ, "same", 0, xin, tensor_operand(xin, p));
+			e = add_op(x, OP_WHERE, "ones", 0, tensor_operand(e, p), NULL);
+			x->ops[x->nops - 1].in[1] = x->ops[x->nops - 1].in[2] = literal(1.0, p);
+			x->ops[x->nops - 1].nin = 3;
+			n = add_unary(x, OP_SUM, "n", 0, e);
+			x->ops[x->nops - 1].keepdim = o->keepdim;
+			n = add_binary(x, OP_SUB, "dof", 0, n, literal(o->correction, p));
+			var = add_binary(x, OP_DIV, "var", o->kind == OP_VAR ? o->out : 0, s, tensor_operand(n, p));
+		}
+		if (o->correction == 0)
+			x->ops[x->nops - 1].keepdim = o->keepdim;
+		if (o->kind == OP_STD)
+			add_unary(x, OP_SQRT, "std", o->out, var);
+		break;
+	case OP_LOG_SOFTMAX:
+		m = add_unary(x, OP_MAX, "max", 0, xin);
+		d = add_binary(x, OP_SUB, "shifted", 0, xin, tensor_operand(m, p));
+		e = add_unary(x, OP_EXP, "exp", 0, d);
+		s = add_unary(x, OP_SUM, "sum", 0, e);
+		s = add_unary(x, OP_LOG, "log", 0, s);
+		add_binary(x, OP_SUB, "log_softmax", o->out, d, tensor_operand(s, p));
 		break;
 	default:
 		break;

@@ -3,6 +3,7 @@
  * fusion IR: what a composite expands to, the shapes and dtypes inference
  * gives, and the family and placement errors of the scheduler.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -147,6 +148,57 @@ expand_min_logsumexp(void **state)
 	assert_int_equal(f->family, FAM_REDUCTION);
 }
 
+/*
+ * var and std: the mean square about the mean (correction 0), else the
+ * sum of squares over the extent less the correction, the extent a sum of
+ * ones (a runtime size's too); log_softmax: x - max - log(sum(exp)).  The
+ * reference of the expansion against values computed here.
+ */
+static void
+expand_var_std_log_softmax(void **state)
+{
+	Fixture *t = *state;
+	const double x[8] = {1, 2, 4, 0, -1, 0.5, 3.5, 2};
+	const double *in[] = {x};
+	double v[2], s[2], l[8], *out[] = {v, s, l};
+	int i;
+
+	assert_int_equal(run(t, "fusion: f\ninputs:\n  x: {dtype: f32, shape: [2, 4]}\nops:\n"
+	                     "  - {out: v, op: var, in: [x], dim: 1}\n"
+	                     "  - {out: s, op: std, in: [x], dim: -1, correction: 0, keepdim: true}\n"
+	                     "  - {out: l, op: log_softmax, in: [x], dim: 1}\n"
+	                     "outputs:\n  v: {}\n  s: {}\n  l: {}\n"), 0);
+	assert_string_equal(shape(t, "v"), "f32[2, 1]");   /* (keepdim: true by default, docs/spec.md) */
+	assert_string_equal(shape(t, "s"), "f32[2, 1]");
+	assert_string_equal(shape(t, "l"), "f32[2, 4]");
+	assert_string_equal(shape(t, "v.n"), "f32[2, 1]");   /* the extent, a sum of ones */
+	assert_int_equal(t->c.fusion->family, FAM_REDUCTION);
+	assert_int_equal(rt_reference(&t->c, t->c.fusion, in, out), WSF_OK);
+	for (i = 0; i < 2; i++) {
+		const double *r = x + 4 * i;
+		double m = (r[0] + r[1] + r[2] + r[3]) / 4, ss = 0, mx = r[0], se = 0;
+		int j;
+
+		for (j = 0; j < 4; j++) {
+			ss += (r[j] - m) * (r[j] - m);
+			mx = r[j] > mx ? r[j] : mx;
+		}
+		for (j = 0; j < 4; j++)
+			se += exp(r[j] - mx);
+		if (fabs(v[i] - ss / 3) > 1e-6 || fabs(s[i] - sqrt(ss / 4)) > 1e-6)
+			fail_msg("row %d: var %g (want %g), std %g (want %g)", i, v[i], ss / 3, s[i], sqrt(ss / 4));
+		for (j = 0; j < 4; j++)
+			if (fabs(l[4 * i + j] - (r[j] - mx - log(se))) > 1e-6)
+				fail_msg("log_softmax [%d, %d]: %g", i, j, l[4 * i + j]);
+	}
+	t->c.nerrors = 0;
+	t->c.src = "fusion: f\ninputs:\n  x: {dtype: f32, shape: [2, 4]}\nops:\n"
+	           "  - {out: v, op: var, in: [x], dim: 1, correction: -1}\noutputs:\n  v: {}\n";
+	t->c.srclen = strlen(t->c.src);
+	assert_int_not_equal(spec_read(&t->c), 0);
+	assert_non_null(strstr(t->msg, "expected a non-negative number for 'correction', saw '-1'"));
+}
+
 static void
 infer_broadcast_and_dtypes(void **state)
 {
@@ -289,6 +341,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(expand_layernorm_affine, setup, teardown),
 		cmocka_unit_test_setup_teardown(expand_rmsnorm_plain, setup, teardown),
 		cmocka_unit_test_setup_teardown(expand_min_logsumexp, setup, teardown),
+		cmocka_unit_test_setup_teardown(expand_var_std_log_softmax, setup, teardown),
 		cmocka_unit_test_setup_teardown(infer_broadcast_and_dtypes, setup, teardown),
 		cmocka_unit_test_setup_teardown(infer_promotion, setup, teardown),
 		cmocka_unit_test_setup_teardown(infer_fp8_and_bool_beside_reductions, setup, teardown),
