@@ -4,24 +4,20 @@
  * reads the document, its top-level keys, sizes, inputs and outputs;
  * spec_ops.c reads 'ops' and spec_schedule.c 'schedule' (spec.h is shared).
  *
- * Reading takes three steps.  check_text() makes sure the bytes are UTF-8
- * without NULs, whose lines end in LF or CRLF only, so that an encoding error
- * gets an exact line and column and every line is one line to libyaml too.
- * tree_load() then runs libyaml's event loop (tree_parse) and builds a small tree of Nodes
- * in the arena.  That is where everything YAML allows but a spec never needs
- * is refused, in file order: anchors and aliases (which also defuses alias
- * bombs), tags, keys that are not scalars, a second document, nesting deeper
- * than MAX_DEPTH, and duplicate keys (libyaml keeps the last one silently).
- * The builder keeps its own stack, so deep input cannot make it recurse.
- * Finally the read_* functions walk the tree, one per schema rule (the rule is
- * written above each), and fill a new Fusion.  Plain scalars are typed by the
- * YAML 1.2 core schema (null, bool, int, float, otherwise string), and quoted
- * scalars are always strings.
+ * Reading takes three steps.  check_text() makes sure the bytes are UTF-8 without NULs, whose lines end
+ * in LF or CRLF only, so that an encoding error gets an exact line and column and every line is one line
+ * to libyaml too.  tree_load() then runs libyaml's event loop (tree_parse) and builds a small tree of
+ * Nodes in the arena.  That is where everything YAML allows but a spec never needs is refused, in file
+ * order: anchors and aliases (which also defuses alias bombs), tags, keys that are not scalars, a second
+ * document, nesting deeper than MAX_DEPTH, and duplicate keys (libyaml keeps the last one silently).
+ * The builder keeps its own stack, so deep input cannot make it recurse.  Finally the read_* functions
+ * walk the tree, one per schema rule (the rule is written above each), and fill a new Fusion.  Plain
+ * scalars are typed by the YAML 1.2 core schema (null, bool, int, float, otherwise string), and quoted
+ * scalars are always strings.  (A spec's `alias:` is an output's key, nothing of YAML's.)
  *
- * A check that fails reports one diagnostic and returns -1, and the caller
- * passes the -1 up; the first error ends the read.  Names are kept in one hash
- * table keyed by (scope, interned name).  Tensors, sizes and the keys of big
- * maps are looked up there in constant time, so a huge spec still reads in
+ * A check that fails reports one diagnostic and returns -1, and the caller passes the -1 up; the first
+ * error ends the read.  Names are kept in one hash table keyed by (scope, interned name).  Tensors,
+ * sizes and the keys of big maps are looked up there in constant time, so a huge spec still reads in
  * linear time.
  *
  * libyaml allocates its own memory.  Its parser and each event are deleted on
@@ -1135,7 +1131,6 @@ read_outputs(Reader *r, const Node *n)
 			return -1;
 	return 0;
 }
-
 
 /* -D NAME=VALUE overrides the default of a size the spec uses. */
 static int
