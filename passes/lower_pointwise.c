@@ -440,6 +440,26 @@ lower_exchange(Comp *c, Kernel *k, int j, Expr *counter, Expr *row0, Expr *col0,
 	compute->reads[compute->nreads - 1].slot = slot;
 }
 
+/* *S: the row-major strides of T's memory over domain D's dims (an output's, or a scatter's input's). */
+static void
+own_layout(const Tensor *t, const Tensor *d, Strided *s)
+{
+	Stride inner = {1, 0, {0}};
+	int i;
+
+	memset(s, 0, sizeof *s);
+	s->rank = d->rank;
+	for (i = d->rank - 1; i >= 0; i--) {
+		s->ext[i] = d->dim[i];
+		s->stride[i] = inner;
+		if (t->dim[i].sym)
+			inner.sym[inner.nsym++] = t->dim[i].sym;
+		else
+			inner.k *= t->dim[i].ext;
+		s->hi[i] = INT64_MAX;
+	}
+}
+
 /*
  * Outputs that are the parts of the domain along one dim (views.c's
  * split_out, a placed cat of them): each stores the elements in its range,
@@ -457,22 +477,12 @@ split_params(Comp *c, Kernel *k, const Tensor *d)
 		const KParam *p = &k->param[j];
 		const Tensor *t = &f->tensor[p->tensor];
 		KBounds *b = arena_alloc(c->arena, sizeof *b);
-		Strided s = {0};
-		Stride inner = {1, 0, {0}};
+		Strided s;
 		int part = p->arg - f->ninput;
 
 		if (p->arg < f->ninput)
 			continue;
-		s.rank = d->rank;
-		for (i = d->rank - 1; i >= 0; i--) {   /* the output's row-major strides over the domain's dims */
-			s.ext[i] = d->dim[i];
-			s.stride[i] = inner;
-			if (t->dim[i].sym)
-				inner.sym[inner.nsym++] = t->dim[i].sym;
-			else
-				inner.k *= t->dim[i].ext;
-			s.hi[i] = INT64_MAX;
-		}
+		own_layout(t, d, &s);
 		for (i = 0; i < MAX_RANK; i++)
 			b->hi[i] = INT64_MAX;
 		b->lo[dim] = f->out[part].part[0];
@@ -521,23 +531,13 @@ scatter_params(Comp *c, Kernel *k, const Tensor *d)
 		KParam *p = &k->param[j];
 		const Op *o = p->arg >= f->ninput ? fusion_scatter(f, p->arg - f->ninput) : NULL;
 		const Tensor *t = &f->tensor[p->tensor];
-		Strided s = {0};
-		Stride inner = {1, 0, {0}};
+		Strided s;
 		int64_t start, count;
 		bool aligned;
 
 		if (!o)
 			continue;
-		s.rank = d->rank;
-		for (i = d->rank - 1; i >= 0; i--) {   /* the memory's row-major strides over the part's dims */
-			s.ext[i] = d->dim[i];
-			s.stride[i] = inner;
-			if (t->dim[i].sym)
-				inner.sym[inner.nsym++] = t->dim[i].sym;
-			else
-				inner.k *= t->dim[i].ext;
-			s.hi[i] = INT64_MAX;
-		}
+		own_layout(t, d, &s);
 		if (o->kind == OP_SLICE_SCATTER) {
 			view_slice(o, dim_value(f, t->dim[o->axis]), &start, &count);
 			s.off[s.noff] = s.stride[o->axis];

@@ -1,7 +1,8 @@
 /*
- * passes_helpers.h: what test_passes.c and test_lower_reduction.c share: a
- * hand-built kernel of tile loads, a statement found by kind, a pass run
- * directly, and a spec lowered (or refused) in a fresh compilation.
+ * passes_helpers.h: what test_passes.c, test_lower_reduction.c, test_views.c
+ * and test_inplace.c share: a hand-built kernel of tile loads, a statement
+ * found by kind, a pass run directly, and a spec read, inferred or lowered
+ * (or refused) in a fresh compilation.
  * Include after fixture.h.  Its functions are static inline: each file
  * uses some.
  */
@@ -69,6 +70,26 @@ reset_comp(Fixture *t)
 	c->fusion = NULL;
 	c->kernel = NULL;
 	c->row_fallback = ROW_FB_NONE;
+}
+
+/*
+ * Reads SPEC into a fresh compilation and runs expand and infer, or with
+ * KERNEL every pass to the kernel IR; 0 or -1, the message in t->msg.
+ */
+static inline int
+run_spec(Fixture *t, const char *spec, bool kernel)
+{
+	Comp *c = &t->c;
+
+	reset_comp(t);
+	t->msg[0] = 0;
+	if (setjmp(c->oom))
+		fail_msg("out of memory");
+	c->src = spec;
+	c->srclen = strlen(spec);
+	if (kernel)
+		return spec_read(c) || passes_run(c, WSF_STAGE_FUSION_IR) || passes_run(c, WSF_STAGE_KERNEL_IR) ? -1 : 0;
+	return spec_read(c) || pass_expand(c) || pass_infer(c) ? -1 : 0;
 }
 
 /* Lowers SPEC through every pass; fails the test on any diagnostic. */

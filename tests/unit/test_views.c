@@ -21,38 +21,13 @@
 #include "../../passes/passes.h"
 
 #include "fixture.h"
+#include "passes_helpers.h"
 
 static void
 assert_contains(const char *s, const char *part)
 {
 	if (!s || !strstr(s, part))
 		fail_msg("expected \"%s\" in \"%s\"", part, s ? s : "(null)");
-}
-
-/*
- * Reads SPEC into a fresh compilation and runs expand and infer, or with
- * KERNEL every pass to the kernel IR; 0 or -1, the message in t->msg.
- */
-static int
-run_spec(Fixture *t, const char *spec, bool kernel)
-{
-	Comp *c = &t->c;
-
-	arena_free(c->arena);
-	c->arena = arena_new(&c->oom);
-	c->strs = strtab_new(c->arena);
-	c->nerrors = 0;
-	c->status = WSF_OK;
-	c->fusion = NULL;
-	c->kernel = NULL;
-	t->msg[0] = 0;
-	if (setjmp(c->oom))
-		fail_msg("out of memory");
-	c->src = spec;
-	c->srclen = strlen(spec);
-	if (kernel)
-		return spec_read(c) || passes_run(c, WSF_STAGE_FUSION_IR) || passes_run(c, WSF_STAGE_KERNEL_IR) ? -1 : 0;
-	return spec_read(c) || pass_expand(c) || pass_infer(c) ? -1 : 0;
 }
 
 static int
