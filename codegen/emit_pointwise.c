@@ -336,17 +336,18 @@ emit_inputs(Emit *e)
 			emit_line(e, "}");
 		} else if (p->view == VIEW_COL_AT) {   /* one element a row, at the row's offset */
 			emit_line(e, "{");
-			emit_line(e, "    const float x = %s(%s + (%s));", p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1",
+			emit_line(e, "    const auto x = %s(%s + (%s));", p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1",
 			          emit_param_name(e, p), emit_expr_str(e, p->at));
 			emit_line(e, "    for (int v = 0; v < %d; v++)", VEC);
 			emit_line(e, "        %s[v] = x;", v);
 			emit_line(e, "}");
-		} else {
-			const char *idx = p->view == VIEW_COL ? "row" : "0";
-
-			emit_line(e, "for (int v = 0; v < %d; v++)", VEC);
-			emit_line(e, "    %s[v] = %s(%s + %s);", v,
-			          p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", emit_param_name(e, p), idx);
+		} else {   /* one element a row (a column) or one in all (a scalar): loaded once */
+			emit_line(e, "{");
+			emit_line(e, "    const auto x = %s(%s + %s);", p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1",
+			          emit_param_name(e, p), p->view == VIEW_COL ? "row" : "0");
+			emit_line(e, "    for (int v = 0; v < %d; v++)", VEC);
+			emit_line(e, "        %s[v] = x;", v);
+			emit_line(e, "}");
 		}
 	}
 }

@@ -77,8 +77,11 @@ wsfuse_dtypes_pointwise(
                 float v_x[8];  // tests/golden/dtypes_pointwise.yaml:9
                 wsf_load8(v_x, cur_tile_x + e);
                 bool v_keep[8];  // tests/golden/dtypes_pointwise.yaml:10
-                for (int v = 0; v < 8; v++)
-                    v_keep[v] = wsf_load1(in_keep + row);
+                {
+                    const auto x = wsf_load1(in_keep + row);
+                    for (int v = 0; v < 8; v++)
+                        v_keep[v] = x;
+                }
                 int v_bucket[8];  // tests/golden/dtypes_pointwise.yaml:12
                 int v_odd[8];  // tests/golden/dtypes_pointwise.yaml:13
                 float v_half[8];  // tests/golden/dtypes_pointwise.yaml:14

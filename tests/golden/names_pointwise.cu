@@ -39,11 +39,17 @@ wsf_compute(
         float v_tile_x[8];  // tests/golden/names_pointwise.yaml:11
         wsf_load8(v_tile_x, cur_tile_tile_x + c);
         float v_x_tile[8];  // tests/golden/names_pointwise.yaml:12
-        for (int v = 0; v < 8; v++)
-            v_x_tile[v] = wsf_load1(in_x_tile + row);
+        {
+            const auto x = wsf_load1(in_x_tile + row);
+            for (int v = 0; v < 8; v++)
+                v_x_tile[v] = x;
+        }
         float v_blockIdx[8];  // tests/golden/names_pointwise.yaml:13
-        for (int v = 0; v < 8; v++)
-            v_blockIdx[v] = wsf_load1(in_blockIdx + 0);
+        {
+            const auto x = wsf_load1(in_blockIdx + 0);
+            for (int v = 0; v < 8; v++)
+                v_blockIdx[v] = x;
+        }
         float v_stage_y[8];  // tests/golden/names_pointwise.yaml:15
         float v_cur_tile_x[8];  // tests/golden/names_pointwise.yaml:16
         float v_top[8];  // tests/golden/names_pointwise.yaml:17

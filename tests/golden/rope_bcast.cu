@@ -88,7 +88,7 @@ wsfuse_rope_bcast(
                 }
                 float v_scale[8];  // tests/golden/rope_bcast.yaml:12
                 {
-                    const float x = wsf_load1(in_scale + (wsf_umod(row, dim_NH)));
+                    const auto x = wsf_load1(in_scale + (wsf_umod(row, dim_NH)));
                     for (int v = 0; v < 8; v++)
                         v_scale[v] = x;
                 }

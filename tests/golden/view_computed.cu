@@ -57,7 +57,7 @@ wsfuse_view_computed(
                 }
                 float v_at_g[8];  // tests/golden/view_computed.yaml:17
                 {
-                    const float x = wsf_load1(in_at_g + ((wsf_udiv(row, dim_T) + (wsf_umod(row, dim_T) * 8LL))));
+                    const auto x = wsf_load1(in_at_g + ((wsf_udiv(row, dim_T) + (wsf_umod(row, dim_T) * 8LL))));
                     for (int v = 0; v < 8; v++)
                         v_at_g[v] = x;
                 }
@@ -85,7 +85,7 @@ wsfuse_view_computed(
                 }
                 float v_at_g2[8];  // tests/golden/view_computed.yaml:17
                 {
-                    const float x = wsf_load1(in_at_g2 + ((wsf_udiv(row, dim_T) + (wsf_umod(row, dim_T) * 8LL))));
+                    const auto x = wsf_load1(in_at_g2 + ((wsf_udiv(row, dim_T) + (wsf_umod(row, dim_T) * 8LL))));
                     for (int v = 0; v < 8; v++)
                         v_at_g2[v] = x;
                 }

@@ -62,7 +62,7 @@ wsfuse_view_permute(
                     v_xp[v] = col + v < cols ? wsf_load1(cur_exchange_xp + (c + v) * 66 + r) : 0;
                 float v_rt[8];  // tests/golden/view_permute.yaml:13
                 {
-                    const float x = wsf_load1(in_rt + ((((row / 48LL) * 1536LL) + ((row % 48LL) * 16LL))));
+                    const auto x = wsf_load1(in_rt + ((((row / 48LL) * 1536LL) + ((row % 48LL) * 16LL))));
                     for (int v = 0; v < 8; v++)
                         v_rt[v] = x;
                 }

@@ -62,7 +62,7 @@ wsfuse_view_transpose_computed(
                     v_xt_x[v] = col + v < cols ? wsf_load1(cur_exchange_xt_x + (c + v) * 66 + r) : 0;
                 float v_xt_w[8];  // tests/golden/view_transpose_computed.yaml:11
                 {
-                    const float x = wsf_load1(in_xt_w + (row));
+                    const auto x = wsf_load1(in_xt_w + (row));
                     for (int v = 0; v < 8; v++)
                         v_xt_w[v] = x;
                 }
