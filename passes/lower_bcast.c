@@ -218,8 +218,7 @@ lower_index_param(Comp *c, Kernel *k, int p, const Strided *s)
 		b->hi[i] = INT64_MAX;
 	b->index_param = q;
 	k->param[p].bounds = b;
-	return !(s->gather || s->index_dim == s->rank - 1) &&
-	       s->index_stride.k * dtype_info[k->param[p].dtype].bytes % 16 == 0;
+	return !(s->gather || s->index_dim == s->rank - 1) && view_stride16(k->fusion, s, s->index_stride, k->param[p].dtype);
 }
 
 void

@@ -496,22 +496,6 @@ split_params(Comp *c, Kernel *k, const Tensor *d)
 }
 
 /*
- * Is stride X of DT elements in T's memory a multiple of 16 bytes: a number
- * of 16-byte steps, or a product with T's last dim, the domain's columns,
- * whose rows the launch holds to 16 bytes (a scatter along another dim)?
- */
-static bool
-row_multiple(Stride x, Dtype dt, const Tensor *t)
-{
-	int i;
-
-	for (i = 0; i < x.nsym && t->dim[t->rank - 1].sym; i++)
-		if (x.sym[i] == t->dim[t->rank - 1].sym)
-			return true;
-	return x.k * dtype_info[dt].bytes % 16 == 0;
-}
-
-/*
  * Outputs written in place into their input's memory as a scatter
  * (index_copy, slice_scatter: fusion_scatter): the domain is the part
  * placed, each element stored at its index in the input's row-major layout
@@ -525,7 +509,7 @@ static void
 scatter_params(Comp *c, Kernel *k, const Tensor *d)
 {
 	const Fusion *f = k->fusion;
-	int j, i;
+	int j;
 
 	for (j = 1; j < k->nparam; j++) {
 		KParam *p = &k->param[j];
@@ -549,13 +533,11 @@ scatter_params(Comp *c, Kernel *k, const Tensor *d)
 			s.index_stride = s.stride[o->axis];
 			s.stride[o->axis] = (Stride){0, 0, {0}};
 		}
-		aligned = o->axis < d->rank - 1 && s.stride[s.rank - 1].k == 1 && !s.stride[s.rank - 1].nsym;
-		for (i = 0; i < s.noff; i++)
-			aligned = aligned && row_multiple(s.off[i], p->dtype, t);
-		for (i = 0; i + 1 < s.rank; i++)
-			aligned = aligned && row_multiple(i == o->axis && s.index ? s.index_stride : s.stride[i], p->dtype, t);
+		s.input = o->in[0].tensor;   /* (the memory's rows: its input's, which a launch holds to 16 bytes) */
+		aligned = o->axis < d->rank - 1 && s.stride[s.rank - 1].k == 1 && !s.stride[s.rank - 1].nsym &&
+		          view_aligned16(f, &s, p->dtype);
 		if (s.index)
-			lower_index_param(c, k, j, &s);
+			aligned = lower_index_param(c, k, j, &s) && aligned;
 		p = &k->param[j];   /* (lower_index_param may move the params) */
 		p->view = aligned ? VIEW_ROW_AT : VIEW_ELEM_AT;
 		lower_strided_at(c, k, j, d, &s);

@@ -157,6 +157,8 @@ bool view_used(const Fusion *f, int t);
 /* Do strided view S's offset and strides (but the last) keep its rows of DT 16-byte aligned?  A product with
  * its input's last dim, a size, counts: a launch holds the input's rows to 16 bytes (VIEW_ROW_AT). */
 bool view_aligned16(const Fusion *f, const Strided *s, Dtype dt);
+/* Is stride X of DT elements in view S's input a multiple of 16 bytes (view_aligned16's rule for one stride)? */
+bool view_stride16(const Fusion *f, const Strided *s, Stride x, Dtype dt);
 /* Can a row-reduction kernel read strided view S of DT: rows of 16-byte loads at an offset, or one element a row? */
 bool view_rows_take(const Fusion *f, const Strided *s, Dtype dt);
 /*

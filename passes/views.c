@@ -324,40 +324,38 @@ view_strided(Comp *c, const Fusion *f, int t, Strided *s, const char **why)
 	return true;
 }
 
-/* Is X, elements of DT, a multiple of 16 bytes: a number of 16-byte steps, or a product with size ROW (0: none)? */
-static bool
-multiple16(Stride x, Dtype dt, int row)
+bool
+view_stride16(const Fusion *f, const Strided *s, Stride x, Dtype dt)
 {
-	int i;
+	const Tensor *in = &f->tensor[s->input];
+	int i, row = in->rank ? in->dim[in->rank - 1].sym : 0;   /* (the input's rows: 16 bytes a launch holds) */
 
 	for (i = 0; i < x.nsym && row; i++)
 		if (x.sym[i] == row)
 			return true;
-	return x.k * dtype_info[dt].bytes % 16 == 0;
+	return x.k * dtype_info[dt].bytes % 16 == 0;   /* (a number of 16-byte steps times sizes is 16-byte steps) */
 }
 
 bool
 view_aligned16(const Fusion *f, const Strided *s, Dtype dt)
 {
-	const Tensor *x = &f->tensor[s->input];
-	int j, row = x->rank ? x->dim[x->rank - 1].sym : 0;   /* (the input's rows: 16 bytes a launch holds) */
-	bool aligned = true;   /* (a number of 16-byte steps times sizes is 16-byte steps) */
+	bool aligned = true;
+	int j;
 
 	for (j = 0; j < s->noff; j++)
-		aligned = aligned && multiple16(s->off[j], dt, row);
+		aligned = aligned && view_stride16(f, s, s->off[j], dt);
 	for (j = 0; j + 1 < s->rank; j++)
-		aligned = aligned && multiple16(s->stride[j], dt, row);
+		aligned = aligned && view_stride16(f, s, s->stride[j], dt);
 	return aligned;
 }
 
 bool
 view_rows_take(const Fusion *f, const Strided *s, Dtype dt)
 {
-	int bytes = dtype_info[dt].bytes;
 	bool aligned = view_aligned16(f, s, dt);
 
 	if (s->bounded || (s->index && (s->gather || s->index_dim == s->rank - 1 ||
-	                                 s->index_stride.k * bytes % 16 != 0)))
+	                                 !view_stride16(f, s, s->index_stride, dt))))
 		return false;   /* (an index must place whole rows: one index element a row) */
 	if (!s->rank || dim_is_one(s->ext[s->rank - 1]) || !s->stride[s->rank - 1].k)
 		return true;   /* one element a row: any alignment */

@@ -519,7 +519,8 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 			                  (long long)(p->cols * dtype_info[q->dtype].bytes)),
 			       WSF_ERR_INPUT;
 		/* a view read as rows at an offset: its strides are products with the input's rows (views.c) */
-		if (a && q->kind == PK_PTR && q->view == VIEW_ROW_AT && q->arg < f->ninput && q->tensor != f->input[q->arg] &&
+		if (a && q->kind == PK_PTR && (q->view == VIEW_ROW_AT || q->view == VIEW_FULL) && q->arg < f->ninput &&
+		    q->tensor != f->input[q->arg] &&
 		    a->ndim && a->shape[a->ndim - 1] * dtype_info[q->dtype].bytes % 16)
 			return diag_error(c, f->tensor[f->input[q->arg]].pos,
 			                  "argument '%s': rows of %lld %s elements are %lld bytes, not a multiple of 16 (the "
