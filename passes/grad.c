@@ -515,8 +515,9 @@ slice_of(Grad *g, int d, int axis, int64_t start, int64_t end)
  * (a step's would be a strided scatter: not derived yet), a pad's or a
  * cat's part's a slice, a permute's the inverse permute, a transpose's the
  * same transpose, a reshape's a reshape back, an expand's a sum over the
- * dims it grew (reduce_to, as broadcasting's).  index_select and gather
- * scatter-add: not derived yet.
+ * dims it grew (reduce_to, as broadcasting's), a slice_scatter's the slice
+ * of the adjoint for its part and the adjoint with that slice zeroed for x.
+ * index_select and gather scatter-add, index_copy: not derived yet.
  */
 static int
 view_rule(Grad *g, const Op *o, int d)
@@ -588,9 +589,26 @@ view_rule(Grad *g, const Op *o, int d)
 		if (wants(g, 0))
 			accumulate(g, o->in[0].tensor, reduce_to(g, d, y, x));
 		return 0;
-	default:
-		return unsupported(g, "the gradient of '%s' (a scatter-add into its input) is not derived yet",
-		                   op_info[o->kind].name);
+	case OP_SLICE_SCATTER:   /* src's: the slice of D; x's: D with the slice zeroed (a slice_scatter of zeros) */
+		v = view_op(g, OP_SLICE, d);
+		v->axis = o->axis, v->start = o->start, v->end = o->end, v->step = o->step;
+		k = v->out;
+		if (wants(g, 1))
+			give(g, 1, k);
+		if (wants(g, 0)) {
+			int zeros = bin(g, OP_MUL, T(k), L(0.0));   /* (before the op that reads it) */
+
+			v = view_op(g, OP_SLICE_SCATTER, d);
+			v->axis = o->axis, v->start = o->start, v->end = o->end, v->step = o->step;
+			v->in[1] = T(zeros);
+			v->nin = 2;
+			give(g, 0, v->out);
+		}
+		return 0;
+	default:   /* index_select, gather: a scatter-add into x; index_copy, slice_scatter: a pick of the adjoint */
+		return unsupported(g, "the gradient of '%s' (%s) is not derived yet", op_info[o->kind].name,
+		                   o->kind == OP_INDEX_COPY || o->kind == OP_SLICE_SCATTER ? "the adjoint split between x "
+		                   "and the part it places" : "a scatter-add into its input");
 	}
 }
 

@@ -465,7 +465,8 @@ eval_by_name(Fixture *t, const Fusion *g, Data *d)
 /*
  * Views: a slice's adjoint a pad, a pad's and a cat's parts' slices, a
  * permute's the inverse permute, a transpose's itself, a reshape's a reshape
- * back, an expand's a sum over the dims it grew; RoPE's rotate-half whole.
+ * back, an expand's a sum over the dims it grew, a slice_scatter's a slice
+ * and a slice_scatter of zeros; RoPE's rotate-half whole.
  */
 static const char rope_half[] =
 	"fusion: rope\ninputs:\n  x: {dtype: f32, shape: [2, 3, 8]}\n  cos: {dtype: f32, shape: [2, 1, 8]}\n"
@@ -492,6 +493,10 @@ test_views(void **state)
 	         "  - {out: m, op: mul, in: [c0, e]}\n"
 	         "  - {out: y, op: cat, in: [m, c1], dim: 0}\n"                          /* [8, 6] */
 	         "outputs:\n  y: {}\n  q: {}\n");
+	/* slice_scatter (a step of 3): its part's adjoint the slice, x's the adjoint with the slice zeroed */
+	check(t, "fusion: ss\ninputs:\n  x: {dtype: f32, shape: [3, 8]}\n  s: {dtype: f32, shape: [3, 2]}\nops:\n"
+	         "  - {out: y0, op: slice_scatter, in: [x, s], dim: 1, start: 1, end: 7, step: 3}\n"
+	         "  - {out: y, op: mul, in: [y0, y0]}\noutputs:\n  y: {}\n");
 }
 
 /* The backward printed as a spec and read back computes the same, bit for bit. */
