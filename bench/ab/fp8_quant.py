@@ -88,4 +88,5 @@ def main():
                       flush=True)
 
 
-main()
+if __name__ == "__main__":   # (rope_sched.py and fp8_tiles.py import its specs)
+    main()
