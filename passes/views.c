@@ -653,14 +653,14 @@ scatter_as_cat(Sinker *x, const Op *o)
 		s.start = 0, s.end = start;
 		s.out = fresh(x, o->out, o->in[0].tensor, t->dtype, o->out);
 		f->tensor[s.out].dim[o->axis] = (Dim){0, start};
-		cat.in[cat.nin++].tensor = push(x, &s);
+		cat.in[cat.nin++].tensor = sink_view(x, &s, o->in[0].tensor, s.out);   /* (x computed: moved down) */
 	}
 	cat.in[cat.nin++] = o->in[1];
 	if (start + count < n) {
 		s.start = start + count, s.end = n;
 		s.out = fresh(x, o->out, o->in[0].tensor, t->dtype, o->out);
 		f->tensor[s.out].dim[o->axis] = (Dim){0, n - start - count};
-		cat.in[cat.nin++].tensor = push(x, &s);
+		cat.in[cat.nin++].tensor = sink_view(x, &s, o->in[0].tensor, s.out);
 	}
 	if (cat.nin > 1) {
 		place_cat(x, &cat);

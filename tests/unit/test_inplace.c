@@ -272,6 +272,10 @@ in_place_rules(void **state)
 	                                  "  y: {}\n"), true), 0);
 	assert_string_equal(kir_line(t, "param y.s:"), "param y.s: input ptr f32 [T, 16] row_at at=(-8 + (row * 16)) "
 	                    "box1=[8, 24)");
+	assert_int_equal(run_spec(t, SPEC("  x: {dtype: f32, shape: [T, 64]}\n  s: {dtype: f32, shape: [T, 16]}\n",
+	                                  "  - {out: x3, op: mul, in: [x, 3.0]}\n"   /* (x's slices moved below the mul) */
+	                                  "  - {out: y, op: slice_scatter, in: [x3, s], dim: 1, start: 8, end: 24}\n",
+	                                  "  y: {}\n"), true), 0);
 	UNSUPPORTED(SPEC("  x: {dtype: f32, shape: [T, 64]}\n  s: {dtype: f32, shape: [T, 16]}\n",
 	                 "  - {out: y, op: slice_scatter, in: [x, s], dim: 1, step: 4}\n", "  y: {}\n"),
 	            "'slice_scatter' (a view) in this kernel is not implemented yet: a kernel writes 'y' in place");
