@@ -386,13 +386,9 @@ args_shape(Comp *c, const Fusion *f, Arg *arg, WsfTensor *t, double *bytes)
 }
 
 /*
- * The arguments on the GPU (D): the inputs random from O's seed and scale,
- * rounded to their dtype (and kept as doubles in each Arg's host with
- * HOST), the outputs poisoned.  args_free frees them, on failure too.
- */
-/*
- * An input that index_select or gather reads as positions: they must lie in
- * 0..n-1 of the dim it indexes (the smallest n of its uses), else 0.
+ * An input that index_select, gather or index_copy reads as positions: they
+ * must lie in 0..n-1 of the dim it indexes (the smallest n of its uses),
+ * else 0; *DISTINCT where an index_copy reads it (distinct_positions).
  */
 static int64_t
 index_below(const Fusion *f, int t, bool *distinct)
@@ -400,13 +396,14 @@ index_below(const Fusion *f, int t, bool *distinct)
 	int64_t n = 0, m;
 	int i;
 
-	for (i = 1; i < f->nop; i++)
-		if ((f->op[i].kind == OP_INDEX_SELECT || f->op[i].kind == OP_GATHER || f->op[i].kind == OP_INDEX_COPY) &&
-		    f->op[i].in[1].tensor == t &&
-		    (m = dim_value(f, f->tensor[f->op[i].in[0].tensor].dim[f->op[i].axis])) > 0 && (!n || m < n)) {
+	for (i = 1; i < f->nop; i++) {
+		if ((f->op[i].kind != OP_INDEX_SELECT && f->op[i].kind != OP_GATHER && f->op[i].kind != OP_INDEX_COPY) ||
+		    f->op[i].in[1].tensor != t)
+			continue;
+		*distinct = *distinct || f->op[i].kind == OP_INDEX_COPY;
+		if ((m = dim_value(f, f->tensor[f->op[i].in[0].tensor].dim[f->op[i].axis])) > 0 && (!n || m < n))
 			n = m;
-			*distinct = *distinct || f->op[i].kind == OP_INDEX_COPY;
-		}
+	}
 	return n;
 }
 
@@ -452,6 +449,12 @@ distinct_positions(Arg *a, int64_t m, uint64_t seed)
 	}
 }
 
+/*
+ * The arguments on the GPU (D): the inputs random from O's seed and scale,
+ * rounded to their dtype (and kept as doubles in each Arg's host with
+ * HOST), the outputs poisoned; an output written into an input (alias) is
+ * that input's memory, as filled.  args_free frees them, on failure too.
+ */
 static WsfStatus
 args_upload(Comp *c, const Fusion *f, Driver *d, const WsfRunOptions *o, bool host, Arg *arg, WsfTensor *t)
 {
