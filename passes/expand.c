@@ -116,6 +116,18 @@ emit_affine(Expander *x, int n)
 	add_binary(x, OP_ADD, "shifted", out, n, o->in[2]);
 }
 
+/* m = max(x), d = x - m, e = exp(d) and their sum, the steps softmax, logsumexp and log_softmax share: the sum. */
+static int
+sum_exp_shifted(Expander *x, int xin, int *m, int *d, int *e)
+{
+	Pos p = x->old->pos;
+
+	*m = add_unary(x, OP_MAX, "max", 0, xin);
+	*d = add_binary(x, OP_SUB, "shifted", 0, xin, tensor_operand(*m, p));
+	*e = add_unary(x, OP_EXP, "exp", 0, *d);
+	return add_unary(x, OP_SUM, "sum", 0, *e);
+}
+
 static void
 expand_one(Expander *x)
 {
@@ -125,10 +137,7 @@ expand_one(Expander *x)
 
 	switch (o->kind) {
 	case OP_SOFTMAX:
-		m = add_unary(x, OP_MAX, "max", 0, xin);
-		d = add_binary(x, OP_SUB, "shifted", 0, xin, tensor_operand(m, p));
-		e = add_unary(x, OP_EXP, "exp", 0, d);
-		s = add_unary(x, OP_SUM, "sum", 0, e);
+		s = sum_exp_shifted(x, xin, &m, &d, &e);
 		add_binary(x, OP_DIV, "div", o->out, e, tensor_operand(s, p));
 		break;
 	case OP_LAYERNORM:
@@ -158,10 +167,7 @@ expand_one(Expander *x)
 		add_unary(x, OP_NEG, "min", o->out, m);
 		break;
 	case OP_LOGSUMEXP:
-		m = add_unary(x, OP_MAX, "max", 0, xin);
-		d = add_binary(x, OP_SUB, "shifted", 0, xin, tensor_operand(m, p));
-		e = add_unary(x, OP_EXP, "exp", 0, d);
-		s = add_unary(x, OP_SUM, "sum", 0, e);
+		s = sum_exp_shifted(x, xin, &m, &d, &e);
 		x->ops[x->nops - 1].keepdim = o->keepdim;
 		s = add_unary(x, OP_LOG, "log", 0, s);
 		if (!o->keepdim) {   /* the max again, of the result's shape */
@@ -195,10 +201,7 @@ expand_one(Expander *x)
 			add_unary(x, OP_SQRT, "std", o->out, var);
 		break;
 	case OP_LOG_SOFTMAX:
-		m = add_unary(x, OP_MAX, "max", 0, xin);
-		d = add_binary(x, OP_SUB, "shifted", 0, xin, tensor_operand(m, p));
-		e = add_unary(x, OP_EXP, "exp", 0, d);
-		s = add_unary(x, OP_SUM, "sum", 0, e);
+		s = sum_exp_shifted(x, xin, &m, &d, &e);
 		s = add_unary(x, OP_LOG, "log", 0, s);
 		add_binary(x, OP_SUB, "log_softmax", o->out, d, tensor_operand(s, p));
 		break;
