@@ -603,6 +603,23 @@ test_in_place(void **state)
 		assert_non_null(strstr(seen.last, "(its rows are strided)"));
 	}
 	wsf_kernel_delete(k);
+	{   /* a view of rows a runtime size apart, read 16 bytes at a time: refused where those rows are not */
+		static const char rows[] =
+			"fusion: rows\nsizes: {S: 64}\ninputs:\n  h: {dtype: bf16, shape: [64, S]}\nops:\n"
+			"  - {out: u, op: slice, in: [h], dim: 0, start: 8, step: 2}\n  - {out: y, op: neg, in: [u]}\n"
+			"outputs:\n  y: {}\n";
+		int64_t h64[] = {64, 64}, y64[] = {28, 64}, h60[] = {64, 60}, y60[] = {28, 60};
+		WsfTensor t[2] = {{DEV(1), WSF_DTYPE_BF16, 2, h64, NULL}, {DEV(2), WSF_DTYPE_BF16, 2, y64, NULL}};
+
+		k = compile_text(ctx, rows);
+		assert_int_equal(wsf_kernel_launch(ctx, k, t, 2, NULL), WSF_OK);
+		expect_clean("a view of rows a runtime size apart", 0);
+		t[0].shape = h60;
+		t[1].shape = y60;
+		assert_int_equal(wsf_kernel_launch(ctx, k, t, 2, NULL), WSF_ERR_INPUT);
+		assert_non_null(strstr(seen.last, "rows of 60 bf16 elements are 120 bytes, not a multiple of 16"));
+		wsf_kernel_delete(k);
+	}
 	wsf_context_delete(ctx);
 }
 

@@ -517,6 +517,12 @@ views_lower_to_addresses(void **state)
 	assert_int_equal(p->view, VIEW_ROW_AT);
 	assert_int_equal(p->arg, 0);   /* h's memory */
 	assert_string_equal(line, "param u: input ptr bf16 [T, 1024] row_at at=(512 + (row * 1024))");
+	/* rows a runtime size apart: 16-byte rows still, the launch holding the input's rows to 16 bytes */
+	p = lowered_param(t, VSPEC("  h: {dtype: bf16, shape: [64, S]}\n",
+	                           "  - {out: u, op: slice, in: [h], dim: 0, start: 8, step: 2}\n"
+	                           "  - {out: y, op: neg, in: [u]}\n", "y"), "u", &line);
+	assert_int_equal(p->view, VIEW_ROW_AT);
+	assert_string_equal(line, "param u: input ptr bf16 [64, S] row_at at=((8 * cols) + (row * (2 * cols)))");
 	p = lowered_param(t, VSPEC("  q: {dtype: bf16, shape: [2, 8, S, 64]}\n",
 	                           "  - {out: y, op: transpose, in: [q], dim0: 1, dim1: 2}\n", "y"), "y", &line);
 	assert_int_equal(p->view, VIEW_ROW_AT);
