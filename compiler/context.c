@@ -622,9 +622,12 @@ wsf_kernel_stats(const WsfKernel *k, WsfKernelStats *st)
 	if (st->tiles > 0)   /* the launch plan counts cluster tiles (a K split's: output tiles) */
 		st->tiles *= st->cluster;
 	st->grid = st->persistent || st->tiles < 0 ? -1 : st->tiles;
-	st->view_rows = st->view_cols = st->view_elems = st->view_tiles = 0;
+	st->view_rows = st->view_cols = st->view_elems = st->view_tiles = st->place_rows = st->place_elems = 0;
 	for (i = 1; i < l->nparam; i++) {   /* a view: an input's argument, another tensor (views.c) */
 		const LaunchParam *q = &l->param[i];
+
+		if (q->arg >= l->fusion->ninput && fusion_scatter(l->fusion, q->arg - l->fusion->ninput))
+			*(q->view == VIEW_ROW_AT ? &st->place_rows : &st->place_elems) += 1;   /* (lower_pointwise.c) */
 
 		if (q->arg >= 0 && q->arg < l->fusion->ninput && q->tensor != l->fusion->input[q->arg])
 			*(q->view == VIEW_ELEM_AT ? &st->view_elems : q->view == VIEW_EXCHANGE ? &st->view_tiles :

@@ -979,6 +979,9 @@ print_stats(const WsfKernel *k)
 		fprintf(stderr, "  views of inputs, read through the input's pointer: %d as rows of 16-byte loads at an "
 		        "offset, %d one element a row, %d element by element, %d as tiles exchanged through shared "
 		        "memory (a transpose)\n", st.view_rows, st.view_cols, st.view_elems, st.view_tiles);
+	if (st.place_rows + st.place_elems)
+		fprintf(stderr, "  outputs a scatter writes in place into an input, its part alone: %d as rows of 16-byte "
+		        "stores at their place, %d element by element\n", st.place_rows, st.place_elems);
 	if (st.workspace)
 		fprintf(stderr, "  stream-K: the last wave's tiles (all, when fewer than the CTAs) split over the CTAs by "
 		        "k-steps; a workspace of %d bytes a CTA and 4 KiB of flags for each stream it is launched on\n",

@@ -301,6 +301,9 @@ typedef struct WsfKernelStats {
 	int view_cols;      /* as one element a row, */
 	int view_elems;     /* element by element (a step across the columns), */
 	int view_tiles;     /* and as tiles exchanged through shared memory (a transpose of the innermost dim) */
+	int place_rows;     /* outputs a scatter writes in place into an input (docs/spec.md, alias: index_copy,
+	                       slice_scatter), its part alone: as rows of 16-byte stores at their place, */
+	int place_elems;    /* and element by element (a step or an index along the columns) */
 } WsfKernelStats;
 
 /*

@@ -48,7 +48,8 @@ class _KernelStats(ctypes.Structure):
     _fields_ = [(n, c_int) for n in ("threads", "smem_dynamic", "smem_static", "registers", "spill_stores",
                                      "spill_loads", "stack_bytes", "ctas_per_sm", "persistent")] + \
         [("tiles", c_int64), ("grid", c_int64), ("cluster", c_int), ("workspace", c_int),
-         ("view_rows", c_int), ("view_cols", c_int), ("view_elems", c_int), ("view_tiles", c_int)]
+         ("view_rows", c_int), ("view_cols", c_int), ("view_elems", c_int), ("view_tiles", c_int),
+         ("place_rows", c_int), ("place_elems", c_int)]
 
 
 _INT64 = (-(1 << 63), (1 << 63) - 1)
@@ -455,9 +456,10 @@ class Kernel:
         """What the kernel takes of the GPU, as `wsfuse compile -v` prints it: a dict of
         threads, smem_dynamic, smem_static, registers, spill_stores, spill_loads,
         stack_bytes, ctas_per_sm, persistent, tiles, grid, cluster, workspace, view_rows,
-        view_cols, view_elems, view_tiles (wsfuse.h's WsfKernelStats).  The ptxas figures (registers, spills, stack,
-        static shared memory, CTAs an SM) are -1 for a kernel compiled no further
-        than its CUDA; a kernel stopped at the fusion IR is an Error."""
+        view_cols, view_elems, view_tiles, place_rows, place_elems (wsfuse.h's WsfKernelStats).
+        The ptxas figures (registers, spills, stack, static shared memory, CTAs an SM) are -1
+        for a kernel compiled no further than its CUDA; a kernel stopped at the fusion IR is
+        an Error."""
         out = _KernelStats()
         status = self._lib.wsf_kernel_stats(self._ptr, ctypes.byref(out))
         if status:

@@ -163,6 +163,10 @@ def test_stats():
     assert s["registers"] > 0 and s["spill_stores"] == 0 and s["ctas_per_sm"] > 0, s
     k = wsfuse.Context(stop_after="fusion-ir").compile_string(SPEC)
     raises(wsfuse.Error, lambda: k.stats, "WSF_ERR_USAGE", "fusion IR")
+    # the struct's last fields through ctypes: a KV-cache append's part stored as rows at the index's rows
+    kv = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu", "specs", "view_kv_append.yaml")
+    s = wsfuse.Context(stop_after="kernel-ir").compile_file(kv).stats
+    assert s["place_rows"] == 1 and s["place_elems"] == 0 and s["view_tiles"] == 0, s
 
 
 def test_environment():

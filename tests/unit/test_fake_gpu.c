@@ -582,6 +582,13 @@ test_in_place(void **state)
 		skip_because(NO_NVRTC);
 	ctx = new_ctx(&seen);
 	k = compile_text(ctx, kv);
+	{   /* -v's count: the part stored as rows at the index's rows */
+		WsfKernelStats st;
+
+		assert_int_equal(wsf_kernel_stats(k, &st), WSF_OK);
+		assert_int_equal(st.place_rows, 1);
+		assert_int_equal(st.place_elems, 0);
+	}
 	assert_int_equal(wsf_kernel_arg_alias(k, 3), 0);
 	assert_int_equal(wsf_kernel_arg_alias(k, 0), -1);
 	assert_int_equal(wsf_kernel_arg_alias(k, 4), -1);
