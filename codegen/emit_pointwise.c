@@ -11,15 +11,19 @@
  * in place at its row's offset (KParam.at); so is a view of an input
  * (passes/views.c), through the input's pointer: a row of 16-byte loads, one
  * element a row, or element by element (VIEW_ELEM_AT, KParam.step); a view
- * with a box (a pad's: KBounds) takes its fill outside it, from the same
- * input's stage where lowering says so (KBounds.stage: RoPE's halves), and
- * one an index places (index_select, gather) adds the index's value times
- * its stride.  A transposed view (VIEW_EXCHANGE) is read from its exchange
+ * with a box (a pad's: KBounds, on a dim or on a digit of one) takes its
+ * fill outside it, from the same input's stage where lowering says so
+ * (KBounds.stage: RoPE's halves) or from that input's registers (KBounds.regs:
+ * RoPE's interleaved pairs), and one an index places (index_select, gather)
+ * adds the index's value times its stride.  A column or scalar input is
+ * loaded once for the thread's 8 elements.  A transposed view (VIEW_EXCHANGE) is read from its exchange
  * buffer, which this file's ST_EXCHANGE fills (pointwise_stmt).  A view op
  * computes nothing here (its value is loaded); a placed cat or pad picks by
- * the element's index (PointwisePlan.digit, the column).  Outputs are stored
- * whole, or, a split's parts (Fusion.split_out), each its range of the
- * computed value (emit_split_store).
+ * the element's index (PointwisePlan.digit, the column; a digit of it where a
+ * reshape merged the cat's dim, Op.digit).  Outputs are stored whole, or, a
+ * split's parts (Fusion.split_out), each its range of the computed value
+ * (emit_split_store), or a scatter's part written in place at its positions
+ * in the input's memory (emit_scatter_store).
  * rand_like's numbers of a thread's 8 elements are drawn before the element
  * loop, from the first one's row-major index in the view (Emit.rand_base,
  * emit_rand_block).

@@ -707,15 +707,9 @@ wsf_kernel_arg_is_output(const WsfKernel *k, int i)
 int
 wsf_kernel_arg_alias(const WsfKernel *k, int i)
 {
-	const Fusion *f;
-	int in;
-
 	if (!arg_tensor(k, i, NULL) || i < k->comp.fusion->ninput)
 		return -1;
-	f = k->comp.fusion;
-	for (in = 0; in < f->ninput && f->input[in] != f->out[i - f->ninput].alias; in++)
-		;
-	return in < f->ninput ? in : -1;
+	return fusion_input_of(k->comp.fusion, k->comp.fusion->out[i - k->comp.fusion->ninput].alias);
 }
 
 WsfDtype

@@ -257,6 +257,17 @@ fusion_output_of(const Fusion *f, int t)
 }
 
 int
+fusion_input_of(const Fusion *f, int t)
+{
+	int i;
+
+	for (i = 0; i < f->ninput; i++)
+		if (f->input[i] == t)
+			return i;
+	return -1;
+}
+
+int
 fusion_arg_tensor(const Fusion *f, int i)
 {
 	return i < f->ninput ? f->input[i] : f->out[i - f->ninput].tensor;

@@ -459,8 +459,7 @@ int fusion_add_sym(Comp *c, Fusion *f, const char *name, Pos p);
 /* The tensor called NAME (interned), or 0. */
 int fusion_find_tensor(const Fusion *f, const char *name);
 int fusion_add_tensor(Comp *c, Fusion *f, const char *name, TensorKind kind, Pos p);
-/* Appends an op of KIND at P; fills nothing else. */
-int fusion_add_op(Comp *c, Fusion *f, OpKind kind, Pos p);
+int fusion_add_op(Comp *c, Fusion *f, OpKind kind, Pos p);   /* an op of KIND at P, nothing else filled */
 /* The extent of D under the current values, 0 when a size is unbound. */
 int64_t dim_value(const Fusion *f, Dim d);
 bool dim_equal(Dim a, Dim b);
@@ -469,8 +468,9 @@ bool dim_is_one(Dim d);
 void view_slice(const Op *o, int64_t n, int64_t *start, int64_t *count);
 /* Number of elements of tensor T, 0 if a size is unbound, -1 if the count overflows int64_t. */
 int64_t tensor_numel(const Fusion *f, const Tensor *t);
-/* Index into f->out of the output storing tensor T, or -1. */
+/* Index into f->out of the output storing tensor T, or -1; into f->input of input T, or -1. */
 int fusion_output_of(const Fusion *f, int t);
+int fusion_input_of(const Fusion *f, int t);
 /* The tensor of kernel argument I: the inputs in spec order, then the outputs. */
 int fusion_arg_tensor(const Fusion *f, int i);
 /* The arguments with wait: per_tile (inputs, then outputs). */

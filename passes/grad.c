@@ -27,7 +27,8 @@
  * output stores them.  A view's adjoint is its inverse index map, in views
  * (view_rule): a slice's a pad, a pad's and a cat part's a slice, a
  * permute's the inverse permute, a reshape's a reshape back, an expand's
- * reduce_to.
+ * reduce_to, a slice_scatter's a slice (its part) and a slice_scatter of
+ * zeros (x).
  *
  * X's adjoint is called "X.grad" (then "X.grad.2" ... as contributions
  * add), and the steps toward it "X.d1", "X.d2" ...: '.' cannot be in a

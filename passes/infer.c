@@ -11,8 +11,11 @@
  * in a dtype category they do not take (OpInfo.kinds), where's condition not
  * bool, outputs stored as a dtype of another category, views whose dims
  * do not fit their inputs (a view dim made from a runtime size needs the
- * size bound at compile time: a Dim cannot say N - 1).  Marks the
- * inputs no op reads (Tensor.unread) with a warning.  Invalidates nothing.
+ * size bound at compile time: a Dim cannot say N - 1), a scatter's part
+ * that does not fit its place (index_copy, slice_scatter), an output
+ * written into an input (alias) of another shape or dtype, twice, or
+ * accumulating.  Marks the inputs no op reads (Tensor.unread) with a
+ * warning, but an alias's memory, silently.  Invalidates nothing.
  *
  * Dtypes follow torch: each op's typing rule (ir/ops.h) over its operands'
  * promoted dtype (dtype_promote: the higher category wins, bool < integer <

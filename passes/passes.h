@@ -154,6 +154,8 @@ bool view_strided(Comp *c, const Fusion *f, int t, Strided *s, const char **why)
 bool view_read_by_compute(const Fusion *f, int t);
 /* Is T a value the kernel has: computed by an op that is not a view, or read as a value (not a view's source alone)? */
 bool view_used(const Fusion *f, int t);
+/* Is O an output's scatter written in place into its input (fusion_scatter)? */
+bool view_in_place(const Fusion *f, const Op *o);
 /* Do strided view S's offset and strides (but the last) keep its rows of DT 16-byte aligned?  A product with
  * its input's last dim, a size, counts: a launch holds the input's rows to 16 bytes (VIEW_ROW_AT). */
 bool view_aligned16(const Fusion *f, const Strided *s, Dtype dt);

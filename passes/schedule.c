@@ -219,9 +219,7 @@ scatter_why(Comp *c, const Fusion *f, const Op *o)
 {
 	int j, k;
 
-	for (j = 0; j < f->nout && fusion_scatter(f, j) != o; j++)
-		;
-	if (j == f->nout)
+	if (!view_in_place(f, o))
 		return arena_printf(c->arena, "a kernel writes '%s' in place, as an output with 'alias: %s' (into that "
 		                    "input's memory, the part it places alone); as a value, it is not yet",
 		                    f->tensor[o->out].name, f->tensor[o->in[0].tensor].name);

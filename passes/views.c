@@ -615,9 +615,8 @@ place_cat(Sinker *x, const Op *o)
 	push(x, &p);
 }
 
-/* Is O an output's scatter written in place (fusion_scatter)? */
-static bool
-in_place(const Fusion *f, const Op *o)
+bool
+view_in_place(const Fusion *f, const Op *o)
 {
 	int j;
 
@@ -797,7 +796,7 @@ pass_views(Comp *c)
 		if (op_info[f->op[i].kind].cls != CLS_UNARY && op_info[f->op[i].kind].cls != CLS_BINARY &&
 		    op_info[f->op[i].kind].cls != CLS_VIEW)
 			return 0;   /* another family: its views stay (schedule says what it takes) */
-		if (f->op[i].kind == OP_CAT || (f->op[i].kind == OP_SLICE_SCATTER && !in_place(f, &f->op[i])) ||
+		if (f->op[i].kind == OP_CAT || (f->op[i].kind == OP_SLICE_SCATTER && !view_in_place(f, &f->op[i])) ||
 		    (op_info[f->op[i].kind].cls == CLS_VIEW && f->op[i].kind != OP_INDEX_COPY &&
 		    f->op[i].kind != OP_SLICE_SCATTER && f->tensor[f->op[i].in[0].tensor].def &&
 		    sinkable(&f->op[f->tensor[f->op[i].in[0].tensor].def])))
@@ -816,7 +815,7 @@ pass_views(Comp *c)
 		const Op *o = &f->op[i];
 		int src = o->in[0].tensor;
 
-		if (o->kind == OP_SLICE_SCATTER && o->step == 1 && !in_place(f, o))
+		if (o->kind == OP_SLICE_SCATTER && o->step == 1 && !view_in_place(f, o))
 			scatter_as_cat(&x, o);
 		else if (o->kind == OP_INDEX_COPY || o->kind == OP_SLICE_SCATTER)
 			push(&x, o);   /* (written in place: its part is computed, at the part's own indices) */

@@ -224,12 +224,10 @@ bind_args(Comp *c, const Fusion *f, const WsfTensor *args, int nargs, int64_t *v
 			       WSF_ERR_INPUT;
 	}
 	for (i = 0; i < f->nout; i++) {   /* an output written into an input's memory: that memory, as laid out */
-		int in = 0;
+		int in = fusion_input_of(f, f->out[i].alias);
 
 		if (!f->out[i].alias)
 			continue;
-		while (f->input[in] != f->out[i].alias)
-			in++;
 		if (args[f->ninput + i].data != args[in].data || rs[f->ninput + i] || rs[in])
 			return diag_error(c, f->out[i].alias_pos, "argument '%s' is written into input '%s' in place "
 			                  "(alias): pass %s's memory, contiguous, for both%s", arg_name(f, f->ninput + i),

@@ -475,11 +475,7 @@ args_upload(Comp *c, const Fusion *f, Driver *d, const WsfRunOptions *o, bool ho
 		int64_t below;
 
 		if (i >= f->ninput && f->out[i - f->ninput].alias) {   /* in place: the input's memory */
-			int in = 0;
-
-			while (f->input[in] != f->out[i - f->ninput].alias)
-				in++;
-			a->dev = arg[in].dev;
+			a->dev = arg[fusion_input_of(f, f->out[i - f->ninput].alias)].dev;
 			a->shared = true;
 		} else if ((s = rt_check(c, d, d->cuMemAlloc(&a->dev, bytes), "cuMemAlloc")) != WSF_OK) {
 			break;

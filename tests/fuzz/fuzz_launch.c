@@ -309,10 +309,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int64_t stride = 1;
 
 		t[i].data = (void *)(uintptr_t)(0x7f0000000000ull + (uint64_t)i * 0x100000000ull);
-		if (i >= f->ninput && i < want && f->out[i - f->ninput].alias)   /* in place: its input's memory */
-			for (j = 0; j < f->ninput; j++)
-				if (f->input[j] == f->out[i - f->ninput].alias && t[j].data)
-					t[i].data = t[j].data;
+		if (i >= f->ninput && i < want && f->out[i - f->ninput].alias &&   /* in place: its input's memory */
+		    t[fusion_input_of(f, f->out[i - f->ninput].alias)].data)
+			t[i].data = t[fusion_input_of(f, f->out[i - f->ninput].alias)].data;
 		t[i].dtype = x ? (WsfDtype)(i < f->ninput ? x->dtype : f->out[i - f->ninput].dtype) : WSF_DTYPE_F32;
 		t[i].ndim = rank;
 		if (flags & 0x08)
