@@ -9,6 +9,8 @@
  *   emit_ops.c            each op as a CUDA expression: the op tables (f32,
  *                         integer, bool) and the typed operands of pointwise
  *   emit_pointwise.c      the pointwise family's compute (a tile)
+ *   emit_reduce_grid.c    its reductions over rows and of everything: the
+ *                         running sums, where an item's sums meet
  *   emit_reduction.c      the row-reduction family's compute (a row, or its
  *                         chunks)
  *   emit_matmul.c         the matmul family's: its accumulators, the mma
@@ -123,6 +125,11 @@ extern const EmitFamily emit_pointwise_family, emit_reduction_family, emit_matmu
 extern const char codegen_device_cuh[], codegen_device_reduction_cuh[], codegen_device_matmul_cuh[];
 /* codegen/device_dtypes.cuh: fp8, integer and bool helpers, for the kernels that use them. */
 extern const char codegen_device_dtypes_cuh[];
+
+/* emit_reduce_grid.c: a pointwise kernel's reductions over rows (PointwisePlan.reduce): the running sums
+   (the family's frame), and ST_REDUCE, where an item's sums meet. */
+void emit_reduce_frame(Emit *e);
+void emit_reduce(Emit *e, const Stmt *s);
 
 /* ---- the matmul family's files, between themselves ------------------- */
 

@@ -876,8 +876,9 @@ emit_params(Emit *e)
 			          "written once it is epoch", p->name, sep);
 			break;
 		case PK_WORKSPACE:   /* other CTAs write and read it while this one does */
-			emit_line(e, "unsigned char *const %s%s   // stream-K: a u32 flag a CTA (%d), then a slot of %d bytes a CTA",
-			          p->name, sep, SK_MAX_CTAS, kernel_mm(k)->ksize.sk_slot);
+			emit_line(e, "unsigned char *const %s%s   // %s: a u32 flag a CTA (%d), then a slot of %d bytes a CTA",
+			          p->name, sep, kernel_pw(k)->reduce ? "partial sums" : "stream-K", SK_MAX_CTAS,
+			          kernel_work_slot(k));
 			break;
 		default:
 			break;

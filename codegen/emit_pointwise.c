@@ -437,6 +437,13 @@ emit_scatter_store(Emit *e, const KParam *p, const Output *out, const char *v)
 	emit_line(e, "}");
 }
 
+/* Is T computed from a reduction's result (PointwisePlan.late), once an item? */
+static bool
+late(const Kernel *k, int t)
+{
+	return k->pw.reduce && k->pw.late[t];
+}
+
 /* Does F compute anything per element: an op that is not a view read from memory? */
 static bool
 computes(const Fusion *f)
@@ -476,7 +483,7 @@ emit_compute(Emit *e, const Stmt *s)
 	e->depth++;
 	emit_line(e, "const int r = e / %d, c = e %% %d;", k->tile_cols, k->tile_cols);
 	emit_line(e, "const long long row = top + r, col = left + c;");
-	emit_line(e, "if (row >= rows || col >= cols)");
+	emit_line(e, "if (row >= %s || col >= cols)", k->pw.reduce ? emit_expr_str(e, k->pw.row_end) : "rows");
 	emit_line(e, "    continue;");
 	emit_inputs(e);
 	/* ops, one f32 expression each */
@@ -484,7 +491,8 @@ emit_compute(Emit *e, const Stmt *s)
 		const Op *o = &f->op[i];
 		const char *v = emit_tname(e, PFX_VALUE, o->out);
 
-		if (op_info[o->kind].cls == CLS_VIEW && !o->placed)   /* loaded above where an op reads it */
+		if ((op_info[o->kind].cls == CLS_VIEW && !o->placed) || late(k, o->out))   /* loaded above where an op
+		                                                                              reads it; once an item */
 			continue;
 		e->value[o->out] = v;
 		emit_line(e, "%s %s[%d];%s", emit_reg_type(f->tensor[o->out].dtype), v, VEC, emit_pos(e, o->pos));
@@ -505,7 +513,14 @@ emit_compute(Emit *e, const Stmt *s)
 		const Op *o = &f->op[i];
 		const char *in[3] = {"", "", ""};
 
-		if (op_info[o->kind].cls == CLS_VIEW && !o->placed)
+		if (op_info[o->kind].cls == CLS_REDUCE) {   /* this thread's running sums */
+			emit_line(e, "%s[v] = %s;   // %s", emit_tname(e, PFX_ACC, o->out), o->kind == OP_MAX ?
+			          arena_printf(e->c->arena, "fmaxf(%s[v], %s)", emit_tname(e, PFX_ACC, o->out), operand(e, &o->in[0])) :
+			          arena_printf(e->c->arena, "%s[v] + %s", emit_tname(e, PFX_ACC, o->out), operand(e, &o->in[0])),
+			          op_info[o->kind].name);
+			continue;
+		}
+		if ((op_info[o->kind].cls == CLS_VIEW && !o->placed) || late(k, o->out))
 			continue;
 		if (o->placed) {
 			emit_line(e, "%s[v] = %s;   // %s, placed", e->value[o->out], placed_op(e, o), op_info[o->kind].name);
@@ -528,6 +543,8 @@ emit_compute(Emit *e, const Stmt *s)
 		const char *suf = emit_suffix(out->dtype);
 		int w;
 
+		if (late(k, out->tensor))   /* stored once an item's sums meet (ST_REDUCE) */
+			continue;
 		if (f->split_out) {   /* a part of the split: its range of the placed cat's values */
 			emit_split_store(e, p, e->value[f->split_out]);
 			continue;
@@ -623,6 +640,15 @@ pointwise_stmt(Emit *e, const Stmt *s)
 {
 	if (s->kind == ST_EXCHANGE)
 		emit_exchange(e, s);
+	else if (s->kind == ST_REDUCE)
+		emit_reduce(e, s);
+}
+
+/* The computes of a kernel that reduces over rows add into the running sums: written in place. */
+static bool
+in_place(const Kernel *k)
+{
+	return k->pw.reduce != RED_NONE;
 }
 
 /* Pointwise tiles need few registers: 1 leaves the compiler free (__launch_bounds__). */
@@ -636,5 +662,7 @@ const EmitFamily emit_pointwise_family = {
 	.compute = emit_compute,
 	.stmt = pointwise_stmt,
 	.min_ctas = min_ctas,
+	.frame = emit_reduce_frame,
+	.in_place = in_place,
 	.unit = "tile",
 };

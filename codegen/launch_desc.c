@@ -112,7 +112,7 @@ launch_describe(Comp *c, const Kernel *k, const char *entry)
 	l->row_chunk = kernel_row(k)->chunk;
 	l->row_cap = kernel_row(k)->cap;
 	l->grid = grid_rule(k);
-	l->workspace_slot = m->ksize.sk_slot;
+	l->workspace_slot = kernel_work_slot(k);
 	l->workspace_asked = ksum_rule[m->ksum].workspace && k->fusion->sched.stream_k == 2;
 	l->signal = k->signal;
 	l->tile_consumer = k->tile_consumer != NULL;

@@ -537,9 +537,9 @@ typedef enum ParamKind {
 	PK_FLAGS,    /* signal: per_tile: the caller's 32-bit flag words, one an output tile */
 	PK_WAIT,     /* inputs with wait: per_tile: the caller's flag words, for each such input (in spec order)
 	                one a tile, laid out as PK_FLAGS; a tile of the input is read once its word is the epoch */
-	PK_WORKSPACE /* stream-K (KSumSize.sk_slot): the runtime's workspace for the launch's stream, zeroed when
-	                made: a 32-bit flag for each of SK_MAX_CTAS CTAs, then a slot of sk_slot bytes (its partial
-	                sums) a CTA of the grid; the flags stay where they are whatever the grid */
+	PK_WORKSPACE /* stream-K (KSumSize.sk_slot), a column or full reduction (PointwisePlan.slot): the runtime's
+	                workspace for the launch's stream, zeroed when made: a 32-bit flag for each of SK_MAX_CTAS
+	                CTAs, then a slot of partial sums a CTA of the grid; the flags stay as they are, any grid */
 } ParamKind;
 
 /* How a tensor maps onto the kernel's 2-D [rows, cols] view of the domain. */
@@ -553,11 +553,11 @@ typedef enum View {
 	                leading dim: [T, 1, D] over [T, NH, D]; passes/lower_bcast.c) */
 	VIEW_COL_AT, /* one element a domain row, at KParam.at ([NH, 1] over [T, NH, D]) */
 	VIEW_ELEM_AT, /* a view (passes/views.c) read element by element at KParam.at + col x KParam.step */
-	VIEW_EXCHANGE /* VIEW_ELEM_AT's across its memory's rows (a transpose): a tile through a BUF_EXCHANGE */
+	VIEW_EXCHANGE, /* VIEW_ELEM_AT's across its memory's rows (a transpose): a tile through a BUF_EXCHANGE */
+	VIEW_REDUCED /* a column or full reduction's output, [groups, cols] or one element (PointwisePlan.reduce) */
 } View;
 
-/* Stream-K's workspace: the CTAs a grid may have, whose flags come first (PK_WORKSPACE). */
-enum { SK_MAX_CTAS = 1024 };
+enum { SK_MAX_CTAS = 1024 };   /* the CTAs a workspace (PK_WORKSPACE) has flags for: a grid's most */
 
 /* The runtime extent a PK_SIZE param holds: of the 2-D view [rows, cols], or a matmul's K. */
 typedef enum SizeOf {
@@ -568,9 +568,8 @@ typedef enum SizeOf {
 	SZ_BATCH,        /* a batched matmul's batch: the product of the dims before M and N */
 	SZ_DIM,          /* a size variable (dim[0]) a broadcast input's offset needs (KParam.at) */
 	SZ_EPOCH,        /* signal: per_tile: the value a tile's flag is set to, the caller's, new each launch */
-	SZ_SK_ON         /* stream-K: 1 when the launch has a workspace (PK_WORKSPACE), 0 when it has none and
-	                    every tile runs whole (a default stream-K kernel's first launch under a CUDA-graph
-	                    capture) */
+	SZ_SK_ON         /* 1 when the launch has a workspace (PK_WORKSPACE), 0 when it has none (a first launch
+	                    under a CUDA-graph capture): stream-K's tiles run whole, a reduction's on one CTA each */
 } SizeOf;
 
 /* A view's box (a pad's) and index (index_select's, gather's): plan.h. */
@@ -604,7 +603,8 @@ typedef enum BufKind {
 	BUF_TILE,      /* an input tile written by TMA loads */
 	BUF_STAGING,   /* an output tile written by compute, read by a TMA store */
 	BUF_PARTIAL,   /* a K-split's partial accumulator: each consumer warpgroup's fragment (a row of
-	                  the buffer, register-major), which rank 0 of the cluster reads (ST_SPLIT_REDUCE) */
+	                  the buffer, register-major), which rank 0 of the cluster reads (ST_SPLIT_REDUCE);
+	                  a column or full reduction's: each thread's partial sums (ST_REDUCE) */
 	BUF_ROW,       /* an epilogue's row input (param, a PK_PTR bias [N]) over the tile's columns: copied
 	                  by the consumers, a column a thread, from global memory (ST_ROW_FETCH, at the
 	                  tile's start) to a copy of it (ST_ROW_PUT, after the k loop), read by the
@@ -1002,12 +1002,12 @@ struct Kernel {
 
 /* The plan of no matmul: no cluster, split, swap or ping-pong (cluster {1, 1}, 1 split, 1 row block). */
 extern const MatmulPlan matmul_none;
-/* The kernel's row-reduction plan; another family's: all zero. */
+/* The kernel's row-reduction, matmul and pointwise plans; another family's: all zero (matmul_none). */
 const RowPlan *kernel_row(const Kernel *k);
-/* The kernel's matmul plan; another family's: matmul_none. */
 const MatmulPlan *kernel_mm(const Kernel *k);
-/* The kernel's pointwise plan; another family's: all zero. */
 const PointwisePlan *kernel_pw(const Kernel *k);
+/* The bytes of a CTA's slot in the workspace (PK_WORKSPACE): stream-K's, a reduction over rows'; 0: none. */
+int kernel_work_slot(const Kernel *k);
 /* Consumer groups that each own a tile: the consumer role's KRole.groups; before warp_specialize makes the
  * roles, what it will give it (2 for a ping-pong matmul, else 1). */
 int kernel_consumer_groups(const Kernel *k);
@@ -1170,7 +1170,7 @@ typedef struct Launch {
 	int row_chunk;          /* a streamed row's chunk: rows up to INT32_MAX - it wide; 0: none */
 	int row_cap;            /* the widest row the kernel keeps in shared memory; 0: no bound */
 	GridRule grid;
-	int64_t workspace_slot; /* stream-K: bytes a CTA of the workspace (PK_WORKSPACE); 0: none */
+	int64_t workspace_slot; /* stream-K, a column or full reduction: bytes a CTA of the workspace; 0: none */
 	bool workspace_asked;   /* stream-K asked for: no workspace is an error (a default runs tiles whole) */
 	/* tile signals (wsf_kernel_launch_ex's flags) */
 	bool signal;            /* sets a flag an output tile: a launch needs flags and an epoch */

@@ -47,6 +47,12 @@ kernel_mm(const Kernel *k)
 	return k->family == FAM_MATMUL ? &k->mm : &matmul_none;
 }
 
+int
+kernel_work_slot(const Kernel *k)
+{
+	return k->family == FAM_POINTWISE ? k->pw.slot : kernel_mm(k)->ksize.sk_slot;
+}
+
 const PointwisePlan *
 kernel_pw(const Kernel *k)
 {

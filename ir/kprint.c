@@ -361,6 +361,28 @@ print_mbar_wait(Buf *b, const Kernel *k, const Stmt *s, int depth)
 }
 
 static bool
+print_reduce(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	const PointwisePlan *w = kernel_pw(k);
+	int i, n = 0;
+
+	(void)s, (void)depth;
+	buf_puts(b, "reduce");
+	for (i = 1; k->fusion && i < k->fusion->nop; i++)
+		if (op_info[k->fusion->op[i].kind].cls == CLS_REDUCE)
+			buf_printf(b, "%s%s", n++ ? ", " : " ", k->fusion->tensor[k->fusion->op[i].out].name);
+	buf_printf(b, " %s via %s: item ", w->reduce == RED_ALL ? "over every element" : "over the group's rows",
+	           k->buf[w->scratch].name);
+	expr_print(b, k, w->item);
+	buf_puts(b, " of unit ");
+	expr_print(b, k, w->unit);
+	buf_puts(b, ", the unit's ");
+	expr_print(b, k, w->splits);
+	buf_printf(b, " items meet in %s, the last adding them in order", k->param[w->work_param].name);
+	return true;
+}
+
+static bool
 print_split_reduce(Buf *b, const Kernel *k, const Stmt *s, int depth)
 {
 	bool scatter = kernel_mm(k)->ksum == KSUM_SPLIT_SCATTER;
@@ -626,8 +648,8 @@ shape_print_dims(Buf *b, const Kernel *k, const KParam *p)
 	buf_puts(b, "]");
 }
 
-const char *const view_name[] = {"", "full", "row", "col", "scalar", "row_at", "col_at", "elem_at", "exchange_at"};
-_Static_assert(sizeof view_name / sizeof *view_name == VIEW_EXCHANGE + 1, "a name for each View");
+const char *const view_name[] = {"", "full", "row", "col", "scalar", "row_at", "col_at", "elem_at", "exchange_at", "reduced"};
+_Static_assert(sizeof view_name / sizeof *view_name == VIEW_REDUCED + 1, "a name for each View");
 
 void
 kernel_print(Buf *b, const Kernel *k)
@@ -659,6 +681,10 @@ kernel_print(Buf *b, const Kernel *k)
 	else if (r->chunk)
 		buf_printf(b, "  rows: any width, streamed in chunks of %d elements, %d passes over each\n",
 		           r->chunk, r->passes);
+	if (kernel_pw(k)->reduce)
+		buf_printf(b, "  reduces over %s: items of row tiles, %d bytes of sums an item in the workspace\n",
+		           kernel_pw(k)->reduce == RED_ALL ? "every element" : "the rows of each group, a column at a time",
+		           kernel_pw(k)->slot);
 	for (i = 1; i < k->nparam; i++) {
 		const KParam *p = &k->param[i];
 		const char *role = p->arg < 0 ? "" : k->fusion && p->arg >= k->fusion->ninput ? "output " : "input ";
@@ -717,7 +743,7 @@ kernel_print(Buf *b, const Kernel *k)
 			break;
 		case PK_WORKSPACE:
 			buf_printf(b, "  param %s: workspace, a u32 flag a CTA (%d), then a slot of %d bytes a CTA\n", p->name,
-			           SK_MAX_CTAS, m->ksize.sk_slot);
+			           SK_MAX_CTAS, kernel_work_slot(k));
 			break;
 		default:
 			break;
@@ -734,7 +760,7 @@ kernel_print(Buf *b, const Kernel *k)
 		if (l.stride != l.bytes)  /* padded to the alignment: copies lie further apart than their bytes */
 			buf_printf(b, " stride=%lld", (long long)l.stride);
 		if (u->kind == BUF_PARTIAL)
-			buf_puts(b, m->ksum == KSUM_SPLIT_SCATTER ? " partial sums, each subtile's read by the rank that stores it"
+			buf_puts(b, kernel_pw(k)->reduce ? " partial sums, a thread's 8 columns, read across the CTA" : m->ksum == KSUM_SPLIT_SCATTER ? " partial sums, each subtile's read by the rank that stores it"
 			                             : " partial sums, read by rank 0 of the cluster");
 		else if (u->kind == BUF_ROW)
 			buf_printf(b, " the tile's columns of %s, a copy a tile", k->param[u->param].name);

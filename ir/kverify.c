@@ -292,6 +292,25 @@ verify_exchange(Check *v, const Stmt *s)
 	check_expr(v, s->u.tma.col);
 }
 
+/* A reduction over rows meets where its plan says: a scratch buffer, a workspace, its items' expressions. */
+static void
+verify_reduce(Check *v, const Stmt *s)
+{
+	const Kernel *k = v->k;
+	const PointwisePlan *w = kernel_pw(k);
+
+	(void)s;
+	if (!w->reduce || w->scratch <= 0 || w->scratch >= k->nbuf || k->buf[w->scratch].kind != BUF_PARTIAL ||
+	    w->work_param <= 0 || w->work_param >= k->nparam || k->param[w->work_param].kind != PK_WORKSPACE ||
+	    !w->slot || !w->item || !w->unit || !w->splits || !w->group || !w->col0 || !w->extent)
+		fail(v, "a reduction's meeting without its plan: a scratch buffer, a workspace, its items");
+	check_expr(v, w->item);
+	check_expr(v, w->unit);
+	check_expr(v, w->splits);
+	check_expr(v, w->group);
+	check_expr(v, w->col0);
+}
+
 static void
 verify_mbar(Check *v, const Stmt *s)
 {

@@ -179,11 +179,38 @@ kparam_is_view(const Fusion *f, const KParam *p)
 /* Each View's name, as the kernel IR prints it (kprint.c) and the kernel's picture labels it (dot.c). */
 extern const char *const view_name[];
 
-/* A pointwise kernel's plan, chosen by lowering. */
+/* What a pointwise kernel reduces (passes/lower_reduce_grid.c). */
+typedef enum ReduceMode {
+	RED_NONE,
+	RED_COLUMNS,   /* over the rows of each group of rows: a result a group and column ([R, C].sum(0): one
+	                  group; [B, S, H].mean(1): B groups of S rows) */
+	RED_ALL        /* over every element: one result */
+} ReduceMode;
+
+/*
+ * A pointwise kernel's plan, chosen by lowering.  A reduction over rows or
+ * over everything (REDUCE) splits the work into items: a column tile of a
+ * group (all the tiles, RED_ALL) and a part of its row tiles.  Each thread
+ * adds its elements of the item's tiles into registers (the compute), then
+ * at the item's last tile (ST_REDUCE) the CTA's threads add theirs together
+ * through SCRATCH, and where a unit is split across CTAs (SPLITS > 1) each
+ * part's sums go to its slot of the workspace, the last CTA of the unit to
+ * arrive adding the parts in order: deterministic, with no atomic adds.
+ */
 typedef struct PointwisePlan {
 	bool flat;               /* every input is full or scalar: any 2-D view will do */
 	Expr *digit[MAX_RANK];   /* domain dims a view's box or a placed cat or pad tests (views.c): the
 	                            element's index along the dim, from the row (the last dim's: the column) */
+	ReduceMode reduce;
+	bool *late;              /* each fusion tensor: computed from a reduction's result, once an item's (ST_REDUCE) */
+	int nred;                /* the reductions */
+	int scratch;             /* BUF_PARTIAL: a reduction's partial sums, 8 a thread */
+	int slot;                /* workspace bytes an item's partial sums take (PK_WORKSPACE) */
+	int work_param;          /* the workspace */
+	Expr *extent;            /* the elements a result reduces: mean's divisor */
+	Expr *group, *col0;      /* the item's group (the result's row) and first column */
+	Expr *row_end;           /* the item's group's end: rows from here are another group's */
+	Expr *item, *unit, *splits;   /* the item (its workspace slot), its unit, the items a unit */
 } PointwisePlan;
 
 #endif

@@ -57,9 +57,8 @@ row_var(Comp *c, Kernel *k)
 	return ex_var(c, i < k->nvar ? i : kernel_add_var(c, k, "row"));
 }
 
-/* Extent D at run time: a constant, the cols param, or a size param of its variable (added on first use). */
-static Expr *
-extent(Comp *c, Kernel *k, const Tensor *dom, Dim d)
+Expr *
+lower_extent(Comp *c, Kernel *k, const Tensor *dom, Dim d)
 {
 	const Fusion *f = k->fusion;
 	int j;
@@ -88,7 +87,7 @@ extents(Comp *c, Kernel *k, const Tensor *t, const Tensor *d, int a, int b, bool
 
 	for (i = a; i < b; i++)
 		if (all || !dim_is_one(aligned_dim(t, d, i)))
-			p = p ? ex_bin(c, EX_MUL, p, extent(c, k, d, d->dim[i])) : extent(c, k, d, d->dim[i]);
+			p = p ? ex_bin(c, EX_MUL, p, lower_extent(c, k, d, d->dim[i])) : lower_extent(c, k, d, d->dim[i]);
 	return p ? p : ex_int(c, 1);
 }
 
@@ -126,7 +125,7 @@ lower_stride_expr(Comp *c, Kernel *k, const Tensor *d, Stride x)
 	int i;
 
 	for (i = 0; i < x.nsym; i++)
-		e = e ? ex_bin(c, EX_MUL, e, extent(c, k, d, (Dim){x.sym[i], 0})) : extent(c, k, d, (Dim){x.sym[i], 0});
+		e = e ? ex_bin(c, EX_MUL, e, lower_extent(c, k, d, (Dim){x.sym[i], 0})) : lower_extent(c, k, d, (Dim){x.sym[i], 0});
 	return e;
 }
 
@@ -179,7 +178,7 @@ lower_row_digit(Comp *c, Kernel *k, const Tensor *d, int dim)
 
 	row = row_var(c, k);
 	digit = dim + 1 < lead ? ex_bin(c, EX_DIV, row, extents(c, k, d, d, dim + 1, lead, true)) : row;
-	return dim > 0 ? ex_bin(c, EX_MOD, digit, extent(c, k, d, d->dim[dim])) : digit;
+	return dim > 0 ? ex_bin(c, EX_MOD, digit, lower_extent(c, k, d, d->dim[dim])) : digit;
 }
 
 int

@@ -735,6 +735,25 @@ choose_stores(Comp *c, Kernel *k, const Fusion *f)
 	return 0;
 }
 
+/* The outputs' params (a reduction's result's by pointer: VIEW_REDUCED), the sizes', the workspace's. */
+static void
+output_params(Comp *c, Kernel *k, const Fusion *f)
+{
+	int j;
+
+	for (j = 0; j < f->nout; j++) {
+		const Tensor *t = &f->tensor[f->out[j].tensor];
+		int p = kernel_add_param(c, k, k->tma_store ? PK_TMAP : PK_PTR, t->name);
+
+		k->param[p].arg = f->ninput + j;
+		k->param[p].tensor = f->out[j].tensor;
+		k->param[p].dtype = f->out[j].dtype;
+		k->param[p].view = k->pw.reduce && k->pw.late[t - f->tensor] ? VIEW_REDUCED : VIEW_FULL;
+	}
+	lower_size_params(c, k);
+	lower_reduce_params(c, k);
+}
+
 /* The pointwise family: every output has the domain's shape, or is a part of it along a dim (a split). */
 static int
 lower_pointwise(Comp *c, Fusion *f)
@@ -742,22 +761,24 @@ lower_pointwise(Comp *c, Fusion *f)
 	Kernel *k;
 	const Tensor *d;
 	Stmt *loop, *issue, *compute, *store = NULL;
-	Expr *i, *row0, *col0;
+	Expr *i, *row0, *col0, *last = NULL;
 	int j, row_bytes = 0;
 
 	k = kernel_new(c, f);
 	c->kernel = k;
 	k->domain = f->split_out ? f->split_out : fusion_stored(f, 0);   /* (a scatter's: the part it places) */
+	if (lower_reduce_plan(c, k, f, &k->domain) < 0)   /* (a reduction over rows: its input) */
+		return -1;
 	d = &f->tensor[k->domain];
-	for (j = 1; j < f->nout && !f->split_out; j++)
-		if (!lower_same_shape(&f->tensor[fusion_stored(f, j)], d))
+	for (j = 0; j < f->nout && !f->split_out; j++)
+		if (!(k->pw.reduce && k->pw.late[f->out[j].tensor]) && !lower_same_shape(&f->tensor[fusion_stored(f, j)], d))
 			return diag_error(c, f->out[j].pos,
 			                  "cannot place output '%s' in one pointwise kernel: its shape differs from "
 			                  "%s '%s' (a pointwise kernel writes one shape)", f->tensor[fusion_stored(f, j)].name,
 			                  fusion_scatter(f, 0) ? "the part placed in place," : "output", d->name);
 	if (lower_refuse_hints(c, f, "pointwise", false) < 0)
 		return -1;
-	k->pw.flat = !f->split_out;
+	k->pw.flat = !f->split_out && k->pw.reduce != RED_COLUMNS;
 	for (j = 0; j < f->nout; j++)
 		k->pw.flat = k->pw.flat && !fusion_scatter(f, j);
 	k->warp_specialize = f->sched.warp_specialize == 2;
@@ -768,10 +789,11 @@ lower_pointwise(Comp *c, Fusion *f)
 	 * pipeline (persistent: true, warp_specialize or stages): the CTAs an SM
 	 * holds at once overlap loads and compute.
 	 */
-	k->persistent = f->sched.persistent == 2 ||
+	k->persistent = f->sched.persistent == 2 || k->pw.reduce ||
 	                (f->sched.persistent == 0 && (k->warp_specialize || f->sched.stages));
 	if (choose_stores(c, k, f) < 0)
 		return -1;
+	k->tma_store = k->tma_store && !k->pw.reduce;   /* (its results leave a column a thread) */
 	if (!k->persistent && !k->stages_hint)
 		k->stages_hint = 1;
 	k->smem_budget = LOWER_SMEM_BUDGET;
@@ -812,16 +834,7 @@ lower_pointwise(Comp *c, Fusion *f)
 	}
 	if (view_params(c, k, d) < 0)
 		return -1;
-	for (j = 0; j < f->nout; j++) {
-		const Tensor *t = &f->tensor[f->out[j].tensor];
-		int p = kernel_add_param(c, k, k->tma_store ? PK_TMAP : PK_PTR, t->name);
-
-		k->param[p].arg = f->ninput + j;
-		k->param[p].tensor = f->out[j].tensor;
-		k->param[p].dtype = f->out[j].dtype;
-		k->param[p].view = VIEW_FULL;
-	}
-	lower_size_params(c, k);
+	output_params(c, k, f);
 	if (f->split_out)
 		split_params(c, k, d);
 	scatter_params(c, k, d);
@@ -830,9 +843,14 @@ lower_pointwise(Comp *c, Fusion *f)
 		if (exchanged(c, k, &k->param[j]))
 			k->param[j].view = VIEW_EXCHANGE;
 	choose_tile(k, f, row_bytes, d, has_view(k, VIEW_EXCHANGE));
+	lower_reduce_tile(k);
 	k->tile_pos = f->sched.ntile ? f->sched.tile_pos : (Pos){0};
 	if (check_tile(c, k, f) || fit_tile(c, k, f))
 		return -1;
+	if (k->pw.reduce == RED_COLUMNS && (k->consumer_threads * THREAD_VEC) % k->tile_cols)   /* a thread's columns: */
+		return diag_error(c, k->tile_pos.line ? k->tile_pos : f->pos, "a reduction over rows takes tiles whose "
+		                  "columns divide %d (a thread keeps its 8 columns from row to row); this one is %d wide",
+		                  k->consumer_threads * THREAD_VEC, k->tile_cols);
 	for (j = 1; j < k->nparam; j++)
 		if (k->param[j].kind == PK_TMAP && k->tile_cols > 256)
 			k->param[j].kind = PK_PTR;   /* a run wider than a TMA box: 1-D bulk copies */
@@ -851,7 +869,7 @@ lower_pointwise(Comp *c, Fusion *f)
 		return diag_error(c, f->sched.ws_pos, "'warp_specialize: true' gives a producer warp the TMA loads, but "
 		                  "'%s' has none: each of its inputs is read through a view or from global memory; drop "
 		                  "the hint", f->name);
-	loop = lower_tile_loop(c, k, false, &row0, &col0);
+	loop = k->pw.reduce ? lower_reduce_loop(c, k, &row0, &col0, &last) : lower_tile_loop(c, k, false, &row0, &col0);
 	i = ex_var(c, loop->u.loop.var);
 	issue = st_if(c, ex_leaf(c, EX_ELECT));
 	issue->comment = "one thread issues the loads";
@@ -872,6 +890,8 @@ lower_pointwise(Comp *c, Fusion *f)
 		if (k->param[j].view == VIEW_EXCHANGE)
 			lower_exchange(c, k, j, i, row0, col0, loop, compute);
 	st_append(c, loop, compute);
+	if (k->pw.reduce)
+		lower_reduce_finish(c, k, loop, last);
 	if (!k->tma_store)
 		return 0;
 

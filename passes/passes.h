@@ -187,8 +187,25 @@ int lower_input_ptr(Comp *c, Kernel *k, int in, int t);
 void lower_index_at(Comp *c, Kernel *k, const Tensor *d, const KParam *p, const Strided *s);
 /* lower_bcast.c: stride X as an expression (its number times its sizes' runtime extents). */
 Expr *lower_stride_expr(Comp *c, Kernel *k, const Tensor *d, Stride x);
+/* lower_bcast.c: extent D of domain DOM at run time: a constant, the cols param, or a size param of its variable
+   (added on first use). */
+Expr *lower_extent(Comp *c, Kernel *k, const Tensor *dom, Dim d);
 /* lower_bcast.c: the domain row's index along domain dim DIM (before the last): (row / inner dims) % extent. */
 Expr *lower_row_digit(Comp *c, Kernel *k, const Tensor *d, int dim);
+/*
+ * lower_reduce_grid.c: a pointwise kernel's reductions over rows or over
+ * every element.  lower_reduce_plan: PointwisePlan.reduce (RED_NONE: no
+ * reduction) and what it reads, the reductions' input in *DOMAIN; 0 or -1.
+ * lower_reduce_params: the workspace's params.  lower_reduce_loop: the
+ * loop over the CTA's items (for lower_tile_loop's), LAST true at an item's
+ * last tile; lower_reduce_finish: the item's reduction there, in LOOP.
+ */
+int lower_reduce_plan(Comp *c, Kernel *k, const Fusion *f, int *domain);
+void lower_reduce_params(Comp *c, Kernel *k);
+/* lower_reduce_tile: a group of fewer rows than the tile's (known now) takes tiles as tall as it, to a power of 2. */
+void lower_reduce_tile(Kernel *k);
+Stmt *lower_reduce_loop(Comp *c, Kernel *k, Expr **row0, Expr **col0, Expr **last);
+void lower_reduce_finish(Comp *c, Kernel *k, Stmt *loop, Expr *last);
 /* What the families share (lower.c). */
 bool lower_same_shape(const Tensor *a, const Tensor *b);
 /* Appends `NAME = E` to BLOCK: a new variable of K. */

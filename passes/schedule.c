@@ -14,7 +14,8 @@
  * Families, by the strongest op present:
  *   matmul     one or more matmuls of fusion inputs, then pointwise epilogue ops
  *   reduction  reductions over the innermost axis, with pointwise ops around them
- *   pointwise  everything else
+ *   pointwise  everything else, reductions over rows or of all of a vector among it
+ *              (lower_reduce_grid.c)
  */
 #include "passes.h"
 
@@ -94,12 +95,49 @@ check_reduction(Comp *c, const Fusion *f)
 		in = &f->tensor[o->in[0].tensor];
 		if (o->axis != in->rank - 1)
 			return diag_error(c, o->pos,
-			                  "cannot place '%s' (%s over axis %d of '%s', rank %d) in one kernel: "
-			                  "wsfuse reduces only over the innermost axis (axis -1)",
+			                  "cannot place '%s' (%s over axis %d of '%s', rank %d) in one kernel: a kernel "
+			                  "with reductions over the last axis (a row's) takes none over another axis, so "
+			                  "far; split the fusion",
 			                  f->tensor[o->out].name, op_info[o->kind].name, o->axis, in->name,
 			                  in->rank);
 	}
 	return 0;
+}
+
+/*
+ * Are F's reductions a pointwise kernel's (lower_reduce_grid.c): over an
+ * axis before the last (over rows), or over all of a 1-D tensor where no
+ * result meets its elements again (softmax of a vector is a row kernel's)?
+ * Lowering refuses what it cannot place of them.
+ */
+static bool
+reduces_over_rows(Comp *c, const Fusion *f)
+{
+	bool *late = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *late), any = false, outer = false;
+	int i, j;
+
+	for (i = 1; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+		const Tensor *in = &f->tensor[o->in[0].tensor];
+		bool l = false, e = false;
+
+		for (j = 0; j < o->nin; j++)   /* (E: an operand of elements, not a result or a scalar) */
+			if (o->in[j].tensor && late[o->in[j].tensor])
+				l = true;
+			else if (o->in[j].tensor && tensor_numel(f, &f->tensor[o->in[j].tensor]) != 1)
+				e = true;
+		if (op_info[o->kind].cls == CLS_REDUCE) {
+			if (in->rank > 1 && o->axis == in->rank - 1)
+				return false;
+			outer = outer || in->rank > 1;
+			any = late[o->out] = true;
+		} else if (l && e && !outer) {
+			return false;
+		} else {
+			late[o->out] = l;
+		}
+	}
+	return any;
 }
 
 /* TMA moves rows whose stride must be a multiple of 16 bytes. */
@@ -277,7 +315,8 @@ pass_schedule(Comp *c)
 	Fusion *f = c->fusion;
 	int i;
 
-	f->family = find_kind(f, CLS_MATMUL) ? FAM_MATMUL : find_kind(f, CLS_REDUCE) ? FAM_REDUCTION : FAM_POINTWISE;
+	f->family = find_kind(f, CLS_MATMUL) ? FAM_MATMUL : find_kind(f, CLS_REDUCE) && !reduces_over_rows(c, f) ?
+	            FAM_REDUCTION : FAM_POINTWISE;
 	if (check_views(c, f) || (f->family == FAM_MATMUL && check_matmul(c, f)) ||
 	    (f->family == FAM_REDUCTION && check_reduction(c, f)))
 		return -1;

@@ -588,6 +588,8 @@ persistent_grid(Comp *c, const Launch *l, Loaded *st, const CUlaunchConfig *cfg,
 	}
 	if (x && x->max_ctas && most > x->max_ctas)
 		most = x->max_ctas / n * n > 0 ? x->max_ctas / n * n : n;
+	if (l->grid == GRID_PERSISTENT && l->workspace_slot && most > SK_MAX_CTAS)   /* a reduction's items' flags */
+		most = SK_MAX_CTAS;
 	/* stream-K spreads the k-steps of fewer tiles than CTAs over them all (stream_k_plan) */
 	*grid = l->grid == GRID_PER_TILE || (l->grid == GRID_PERSISTENT && tiles * n < most) ? tiles * n : most;
 	if (*grid > INT32_MAX)   /* a grid's x: fewer than 2^31 tiles, but in clusters */

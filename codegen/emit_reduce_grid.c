@@ -1,0 +1,244 @@
+/*
+ * emit_reduce_grid.c: a pointwise kernel's reductions over rows or over
+ * every element (PointwisePlan.reduce, passes/lower_reduce_grid.c): the
+ * running sums' registers (the family's frame) and ST_REDUCE, where an
+ * item's sums meet.  The compute (emit_pointwise.c) adds each thread's 8
+ * columns of every tile into acc_NAME.
+ *
+ * ST_REDUCE, every thread of the CTA together, at an item's last tile:
+ *   1. each reduction in turn through the scratch buffer: a column's
+ *      threads' sums, in thread order, by the column's thread (RED_COLUMNS;
+ *      RED_ALL: each thread's 8, then a warp's by shuffles, then the warps'
+ *      in order, by thread 0), the registers reset for the next item;
+ *   2. a unit split across CTAs (splits > 1): the item's sums to its
+ *      workspace slot, a fence, and an arrival on the unit's flag; the last
+ *      CTA to arrive adds every item's slot in item order and sets the flag
+ *      back to 0 for the next launch;
+ *   3. the CTA that holds a unit's whole sums computes the late values (ops
+ *      of the results: mean's division, a cast, the ops after) and stores
+ *      the late outputs, a column a thread.
+ * No order depends on timing: a grid gives the same bits run after run.
+ */
+#include "codegen.h"
+
+/* The identity of reduction O's fold, as C text. */
+static const char *
+identity(const Op *o)
+{
+	return o->kind == OP_MAX ? "__int_as_float(0xff800000)" : "0.0f";
+}
+
+/* A fold of reduction O: A and B combined, as C text. */
+static const char *
+fold(Emit *e, const Op *o, const char *a, const char *b)
+{
+	return arena_printf(e->c->arena, o->kind == OP_MAX ? "fmaxf(%s, %s)" : "%s + %s", a, b);
+}
+
+static bool
+is_reduction(const Op *o)
+{
+	return op_info[o->kind].cls == CLS_REDUCE;
+}
+
+/* The frame: each reduction's running sums, 8 columns a thread, from before the first tile. */
+void
+emit_reduce_frame(Emit *e)
+{
+	const Fusion *f = e->f;
+	int i;
+
+	if (!e->k->pw.reduce)
+		return;
+	for (i = 1; i < f->nop; i++)
+		if (is_reduction(&f->op[i])) {
+			const char *acc = emit_tname(e, PFX_ACC, f->op[i].out);
+
+			emit_line(e, "float %s[%d];   // %s of %s, this item's elements so far%s", acc, VEC,
+			          op_info[f->op[i].kind].name, f->tensor[f->op[i].in[0].tensor].name, emit_pos(e, f->op[i].pos));
+			emit_line(e, "#pragma unroll");
+			emit_line(e, "for (int v = 0; v < %d; v++)", VEC);
+			emit_line(e, "    %s[v] = %s;", acc, identity(&f->op[i]));
+		}
+}
+
+/* VAR, each thread's, folded over the CTA into thread 0's: a warp's by shuffles, then the warps' in order. */
+static void
+block_fold(Emit *e, const Op *o, const char *var)
+{
+	emit_line(e, "for (int o = 16; o > 0; o >>= 1)   // a warp's, by shuffles");
+	emit_line(e, "    %s = %s;", var, fold(e, o, var, arena_printf(e->c->arena, "__shfl_xor_sync(0xffffffffu, %s, o)",
+	                                                              var)));
+	emit_line(e, "if (threadIdx.x %% 32 == 0)");
+	emit_line(e, "    red[threadIdx.x / 32] = %s;", var);
+	emit_line(e, "__syncthreads();");
+	emit_line(e, "if (threadIdx.x == 0)");
+	emit_line(e, "    for (int w = 1; w < %d; w++)", e->k->consumer_threads / 32);
+	emit_line(e, "        %s = %s;", var, fold(e, o, var, "red[w]"));
+	emit_line(e, "__syncthreads();   // the scratch is free for the next");
+}
+
+/* Step 1 for reduction O: the CTA's sums of its columns into TOT (RED_ALL: thread 0's one). */
+static void
+cta_sums(Emit *e, const Op *o, const char *tot)
+{
+	const Kernel *k = e->k;
+	const char *acc = emit_tname(e, PFX_ACC, o->out);
+	int threads = k->consumer_threads, cols = k->tile_cols;
+
+	emit_line(e, "float %s = %s;", tot, identity(o));
+	if (k->pw.reduce == RED_COLUMNS) {   /* thread t's columns are (8 t) %% cols + v, rows (8 t) / cols */
+		emit_line(e, "#pragma unroll");
+		emit_line(e, "for (int v = 0; v < %d; v++)", VEC);
+		emit_line(e, "    red[threadIdx.x * %d + v] = %s[v];", VEC, acc);
+		emit_line(e, "__syncthreads();");
+		emit_line(e, "if (threadIdx.x < %d)   // column threadIdx.x: its threads' sums, in order", cols);
+		emit_line(e, "    for (int t = 0; t < %d; t++)", threads * VEC / cols);
+		emit_line(e, "        %s = %s;", tot, fold(e, o, tot, arena_printf(e->c->arena, "red[t * %d + threadIdx.x]",
+		                                                                    cols)));
+		emit_line(e, "__syncthreads();   // the scratch is free for the next");
+	} else {
+		emit_line(e, "#pragma unroll");
+		emit_line(e, "for (int v = 0; v < %d; v++)", VEC);
+		emit_line(e, "    %s = %s;", tot, fold(e, o, tot, arena_printf(e->c->arena, "%s[v]", acc)));
+		block_fold(e, o, tot);
+	}
+	emit_line(e, "#pragma unroll");
+	emit_line(e, "for (int v = 0; v < %d; v++)", VEC);
+	emit_line(e, "    %s[v] = %s;   // the next item starts from nothing", acc, identity(o));
+}
+
+/* Step 2: the items of a split unit meet in the workspace; HOLDS: whether this thread holds a result after. */
+static void
+meet(Emit *e, const char *const *tot, const char *holds)
+{
+	const Kernel *k = e->k;
+	const Fusion *f = e->f;
+	const PointwisePlan *w = &k->pw;
+	const char *work = k->param[w->work_param].name;
+	const char *unit = emit_expr_str(e, w->unit), *splits = emit_expr_str(e, w->splits);
+	int per = w->reduce == RED_COLUMNS ? k->tile_cols : 1, i, j;
+
+	emit_line(e, "if (%s > 1) {   // the unit's items meet in the workspace: the last to arrive adds them", splits);
+	e->depth++;
+	emit_line(e, "float *const slots = (float *)(%s + %d);   // after the flags, %d floats an item", work,
+	          4 * SK_MAX_CTAS, w->slot / 4);
+	emit_line(e, "unsigned *const flag = (unsigned *)%s + %s;", work, unit);
+	emit_line(e, "if (%s) {", holds);
+	for (i = 1, j = 0; i < f->nop; i++)
+		if (is_reduction(&f->op[i]))
+			emit_line(e, "    slots[%s * %d + %d + %s] = %s;", emit_expr_str(e, w->item), w->slot / 4, j++ * per,
+			          per > 1 ? "threadIdx.x" : "0", tot[i]);
+	emit_line(e, "    __threadfence();   // the sums land before the arrival");
+	emit_line(e, "}");
+	emit_line(e, "const bool last = __syncthreads_or(threadIdx.x == 0 && atomicAdd(flag, 1u) == (unsigned)%s - 1);",
+	          splits);
+	emit_line(e, "%s = %s && last;", holds, holds);
+	emit_line(e, "if (last) {");
+	e->depth++;
+	emit_line(e, "__threadfence();   // the other items' sums, after their arrivals");
+	if (w->reduce == RED_ALL) {   /* every thread folds items threadIdx.x, + threads, ...; then the CTA's */
+		for (i = 1, j = 0; i < f->nop; i++) {
+			if (!is_reduction(&f->op[i]))
+				continue;
+			emit_line(e, "%s = %s;", tot[i], identity(&f->op[i]));
+			emit_line(e, "for (long long s = threadIdx.x; s < %s; s += %d)", splits, k->consumer_threads);
+			emit_line(e, "    %s = %s;", tot[i], fold(e, &f->op[i], tot[i], arena_printf(e->c->arena,
+			          "__ldcg(slots + s * %d + %d)", w->slot / 4, j++)));
+			block_fold(e, &f->op[i], tot[i]);
+		}
+		emit_line(e, "%s = threadIdx.x == 0;", holds);
+	} else {   /* a column a thread: the items in order */
+		emit_line(e, "if (%s) {", holds);
+		for (i = 1; i < f->nop; i++)
+			if (is_reduction(&f->op[i]))
+				emit_line(e, "    %s = %s;", tot[i], identity(&f->op[i]));
+		emit_line(e, "    #pragma unroll 8");
+		emit_line(e, "    for (long long s = 0; s < %s; s++) {", splits);
+		for (i = 1, j = 0; i < f->nop; i++)
+			if (is_reduction(&f->op[i]))
+				emit_line(e, "        %s = %s;", tot[i], fold(e, &f->op[i], tot[i], arena_printf(e->c->arena,
+				          "__ldcg(slots + (%s * %s + s) * %d + %d + threadIdx.x)", unit, splits, w->slot / 4,
+				          j++ * per)));
+		emit_line(e, "    }");
+		emit_line(e, "}");
+	}
+	e->depth--;
+	emit_line(e, "    if (threadIdx.x == 0)");
+	emit_line(e, "        *flag = 0;   // for the next launch");
+	emit_line(e, "}");
+	e->depth--;
+	emit_line(e, "}");
+}
+
+/* Step 3: the late values from the sums TOT, and the late outputs, where HOLDS. */
+static void
+late_values(Emit *e, const char *const *tot, const char *holds)
+{
+	const Kernel *k = e->k;
+	const Fusion *f = e->f;
+	const char *at = k->pw.reduce == RED_COLUMNS ? arena_printf(e->c->arena, "%s * cols + col",
+	                                                            emit_expr_str(e, k->pw.group)) : "0";
+	int i, j;
+
+	emit_line(e, "if (%s) {   // the results, a column a thread", holds);
+	e->depth++;
+	emit_line(e, "const int v = 0;");
+	for (i = 1; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+		const char *v = emit_tname(e, PFX_VALUE, o->out), *in[3] = {"", "", ""};
+
+		if (!k->pw.late[o->out])
+			continue;
+		e->value[o->out] = v;
+		if (is_reduction(o)) {
+			emit_line(e, "const float %s[1] = {%s%s};   // %s%s", v, tot[i], o->kind != OP_MEAN ? "" :
+			          arena_printf(e->c->arena, " / (float)(%s)", emit_expr_str(e, k->pw.extent)),
+			          op_info[o->kind].name, emit_pos(e, o->pos));
+			continue;
+		}
+		for (j = 0; j < o->nin; j++)
+			in[j] = o->in[j].tensor ? arena_printf(e->c->arena, "%s[v]", e->value[o->in[j].tensor]) : NULL;
+		emit_line(e, "const %s %s[1] = {%s};   // %s%s", emit_reg_type(f->tensor[o->out].dtype), v,
+		          emit_op_typed(e, o, in), op_info[o->kind].name, emit_pos(e, o->pos));
+	}
+	for (j = 0; j < f->nout; j++) {
+		const Output *out = &f->out[j];
+
+		if (k->pw.late[out->tensor])
+			emit_line(e, "wsf_store1%s(%s + %s, %s[0]);%s", emit_suffix(out->dtype),
+			          emit_param_name(e, emit_param_of(e, out->tensor, true)), at, e->value[out->tensor],
+			          emit_pos(e, out->pos));
+	}
+	e->depth--;
+	emit_line(e, "}");
+}
+
+void
+emit_reduce(Emit *e, const Stmt *s)
+{
+	const Kernel *k = e->k;
+	const Fusion *f = e->f;
+	const PointwisePlan *w = &k->pw;
+	const char **tot = arena_alloc(e->c->arena, (size_t)f->nop * sizeof *tot);
+	int i;
+
+	emit_line(e, "{%s", emit_comment(e, s));
+	e->depth++;
+	emit_line(e, "float *const red = (float *)%s;", emit_buf_at(e, w->scratch, NULL));
+	for (i = 1; i < f->nop; i++)
+		if (is_reduction(&f->op[i])) {
+			tot[i] = arena_printf(e->c->arena, "tot_%d", i);
+			cta_sums(e, &f->op[i], tot[i]);
+		}
+	if (w->reduce == RED_COLUMNS) {
+		emit_line(e, "const long long col = %s + threadIdx.x;", emit_expr_str(e, w->col0));
+		emit_line(e, "bool holds = threadIdx.x < %d && col < cols;", k->tile_cols);
+	} else {
+		emit_line(e, "bool holds = threadIdx.x == 0;");
+	}
+	meet(e, tot, "holds");
+	late_values(e, tot, "holds");
+	e->depth--;
+	emit_line(e, "}");
+}
