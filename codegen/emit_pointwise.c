@@ -513,11 +513,13 @@ emit_compute(Emit *e, const Stmt *s)
 		const Op *o = &f->op[i];
 		const char *in[3] = {"", "", ""};
 
-		if (op_info[o->kind].cls == CLS_REDUCE) {   /* this thread's running sums */
-			emit_line(e, "%s[v] = %s;   // %s", emit_tname(e, PFX_ACC, o->out), o->kind == OP_MAX ?
-			          arena_printf(e->c->arena, "fmaxf(%s[v], %s)", emit_tname(e, PFX_ACC, o->out), operand(e, &o->in[0])) :
-			          arena_printf(e->c->arena, "%s[v] + %s", emit_tname(e, PFX_ACC, o->out), operand(e, &o->in[0])),
-			          op_info[o->kind].name);
+		if (op_info[o->kind].cls == CLS_REDUCE) {   /* this thread's running sums, of the elements in the view */
+			const char *acc = emit_tname(e, PFX_ACC, o->out);
+
+			emit_line(e, "if (col + v < cols)   // %s", op_info[o->kind].name);
+			emit_line(e, "    %s[v] = %s;", acc, o->kind == OP_MAX ?
+			          arena_printf(e->c->arena, "fmaxf(%s[v], %s)", acc, operand(e, &o->in[0])) :
+			          arena_printf(e->c->arena, "%s[v] + %s", acc, operand(e, &o->in[0])));
 			continue;
 		}
 		if ((op_info[o->kind].cls == CLS_VIEW && !o->placed) || late(k, o->out))

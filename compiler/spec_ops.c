@@ -170,20 +170,21 @@ read_operands(Reader *r, Op *o, const Node *n, const Node *ops, int i)
 	return 0;
 }
 
-/* dims: [INT, ...] (permute): at most MAX_RANK entries, each in -MAX_RANK..MAX_RANK-1 */
+/* KEY: [INT, ...] (permute's dims, a reduction's dim): at most MAX_RANK entries, each in -MAX_RANK..MAX_RANK-1 */
 static int
-read_dims(const Reader *r, Op *o, const Node *v)
+read_dims(const Reader *r, Op *o, const Node *v, const char *key)
 {
 	int64_t d;
 	int j;
 
-	if (need_kind(r, v, N_LIST, "a list of dims for 'dims'") < 0)
+	if (need_kind(r, v, N_LIST, arena_printf(r->c->arena, "a list of dims for '%s'", key)) < 0)
 		return -1;
 	if (v->nkid > MAX_RANK)
-		return diag_error(r->c, v->kid[MAX_RANK]->pos, "'dims' lists %d dims, more than the limit of %d",
+		return diag_error(r->c, v->kid[MAX_RANK]->pos, "'%s' lists %d dims, more than the limit of %d", key,
 		                  v->nkid, MAX_RANK);
 	for (j = 0; j < v->nkid; j++) {
-		if (read_int(r, v->kid[j], "an entry of 'dims'", -MAX_RANK, MAX_RANK - 1, &d) < 0)
+		if (read_int(r, v->kid[j], arena_printf(r->c->arena, "an entry of '%s'", key), -MAX_RANK, MAX_RANK - 1,
+		             &d) < 0)
 			return -1;
 		o->dims[j] = (int)d;
 	}
@@ -286,7 +287,7 @@ read_view_attr(const Reader *r, Op *o, const char *k, const Node *v)
 	}
 	o->attr_pos = v->pos;
 	if (strcmp(k, "dims") == 0)
-		return read_dims(r, o, v);
+		return read_dims(r, o, v, "dims");
 	if (strcmp(k, "shape") == 0)
 		return read_view_shape(r, o, v);
 	if (strcmp(k, "pad") == 0)
@@ -314,7 +315,19 @@ read_attr(const Reader *r, Op *o, const Node *key, const Node *v)
 	} else if (strcmp(k, "to") == 0) {
 		return read_dtype(r, v, &o->to);
 	} else if (strcmp(k, "axis") == 0 || (strcmp(k, "dim") == 0 && (op_info[o->kind].attrs & A_AXIS))) {
-		/* numpy's name, torch's (a view's dim is read_view_attr's) */
+		/* numpy's name, torch's (a view's dim is read_view_attr's); a list: torch's x.sum(dim=(0, 1)) */
+		if (v->kind == N_LIST && (op_info[o->kind].cls == CLS_REDUCE || o->kind == OP_MIN)) {
+			if (v->nkid == 0)
+				return diag_error(r->c, v->pos, "%s is an empty list: give the dims to reduce over", what);
+			if (read_dims(r, o, v, k) < 0)
+				return -1;
+			o->axis = o->dims[0];
+			o->attr_pos = v->pos;
+			return 0;
+		}
+		if (v->kind == N_LIST)
+			return diag_error(r->c, v->pos, "op '%s' takes one dim in %s, not a list (a list of dims is "
+			                  "for sum, mean, amax and amin)", op_info[o->kind].name, what);
 		if (read_int(r, v, what, -MAX_RANK, MAX_RANK - 1, &axis) < 0)
 			return -1;
 		o->axis = (int)axis;

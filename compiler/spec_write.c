@@ -154,7 +154,10 @@ put_op(Buf *b, const Fusion *f, const Op *o, const char **names)
 		buf_puts(b, ", approximate: tanh");
 	if (a & A_TO)
 		buf_printf(b, ", to: %s", dtype_info[o->to].name);
-	if (a & A_AXIS)
+	if ((a & A_AXIS) && o->naxes > 1)   /* dims axis .. axis + naxes - 1 */
+		buf_printf(b, ", axis: [%d, %d%s]", o->axis, o->axis + 1, o->naxes == 2 ? "" :
+		           arena_printf(b->arena, ", ..., %d", o->axis + o->naxes - 1));
+	else if (a & A_AXIS)
 		buf_printf(b, ", axis: %d", o->axis);
 	if (a & A_KEEPDIM)
 		buf_printf(b, ", keepdim: %s", o->keepdim ? "true" : "false");

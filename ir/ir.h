@@ -356,19 +356,19 @@ typedef struct Op {
 	int nin;
 	Operand in[MAX_IN];
 	/* attributes; which ones mean anything depends on op_info[kind].attrs */
-	int axis;           /* as written (may be negative) until infer normalizes it */
+	int axis;           /* as written (may be negative) until infer normalizes it; a reduction's first */
+	int naxes;          /* a reduction over dims axis .. axis + naxes - 1 (dim: [LIST]; infer sets it, 1 or more) */
 	bool keepdim;
 	Approx approx;
 	Dtype to;
-	bool transpose_a, transpose_b;
-	Dtype acc;
+	bool transpose_a, transpose_b; Dtype acc;
 	double eps, correction;   /* the norms'; var's and std's (torch's, default 1) */
 	/* views (CLS_VIEW; axis is their dim, 0 unless given): as written, infer checks them against the shapes */
 	int64_t start, end, step;  /* slice: torch's [start:end:step] along axis (end INT64_MAX: to the end) */
 	int part, parts;    /* a slice read from a chunk or split: its output PART of PARTS (0: a slice as written); */
 	bool chunk;         /*   of a chunk, start and end follow from the extent (view_slice) */
 	int dim0, dim1;     /* transpose */
-	int ndims, dims[MAX_RANK];       /* permute */
+	int ndims, dims[MAX_RANK];       /* permute; a reduction's dim: [LIST] as written */
 	int nshape; Dim shape[MAX_RANK]; /* reshape, view, expand: a size, a constant, or -1 (ext -1) */
 	int npad; int64_t pad[2 * MAX_RANK]; double value; /* pad: (before, after) from the last dim; the fill */
 	bool placed;        /* cat, pad: its inputs at its output's indices already (views.c), it picks by index; a

@@ -125,7 +125,9 @@ op_print_attrs(Buf *b, const Fusion *f, const Op *o)
 		buf_printf(b, " approximate=%s", o->approx == APPROX_TANH ? "tanh" : "none");
 	if (a & A_TO)
 		buf_printf(b, " to=%s", dtype_info[o->to].name);
-	if (a & A_AXIS)
+	if ((a & A_AXIS) && o->naxes > 1)
+		buf_printf(b, " axis=%d..%d", o->axis, o->axis + o->naxes - 1);
+	else if (a & A_AXIS)
 		buf_printf(b, " axis=%d", o->axis);
 	if (a & A_KEEPDIM)
 		buf_printf(b, " keepdim=%s", o->keepdim ? "true" : "false");

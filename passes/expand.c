@@ -23,6 +23,8 @@
  * Temporaries are named "OUT.step", which cannot clash with spec names
  * (those are identifiers).
  */
+#include <string.h>
+
 #include "passes.h"
 
 typedef struct Expander {
@@ -164,6 +166,9 @@ expand_one(Expander *x)
 		n = add_unary(x, OP_NEG, "neg", 0, xin);
 		m = add_unary(x, OP_MAX, "max", 0, n);
 		x->ops[x->nops - 1].keepdim = o->keepdim;
+		x->ops[x->nops - 1].ndims = o->ndims;   /* (a list of dims: infer reads it) */
+		memcpy(x->ops[x->nops - 1].dims, o->dims, sizeof o->dims);
+		x->ops[x->nops - 1].attr_pos = o->attr_pos;
 		add_unary(x, OP_NEG, "min", o->out, m);
 		break;
 	case OP_LOGSUMEXP:

@@ -424,6 +424,9 @@ reduce_rule(Grad *g, const Op *o, int d)
 
 	if (!wants(g, 0))
 		return 0;
+	if (o->naxes > 1)
+		return unsupported(g, "the gradient of '%s' over several dims (%d..%d of '%s') is not derived yet",
+		                   op_info[o->kind].name, o->axis, o->axis + o->naxes - 1, xt->name);
 	for (i = 0; !o->keepdim && i < o->axis; i++)
 		if (!dim_is_one(xt->dim[i]))
 			return unsupported(g, "the gradient of '%s'%s%s%s without keepdim over an axis after the first (of "

@@ -219,6 +219,40 @@ infer_binary(Comp *c, Fusion *f, Op *o, Tensor *out)
 	return infer_dtype(c, f, o, out);
 }
 
+/*
+ * A reduction's dim: [LIST] (torch's x.sum(dim=(0, 1))): each dim in range
+ * and listed once, together consecutive dims (in any order): o->axis the
+ * first, o->naxes their count.  0, or -1 after an error at the list.
+ */
+static int
+reduce_dims(Comp *c, const Fusion *f, Op *o, const Tensor *a)
+{
+	Pos p = o->attr_pos.line ? o->attr_pos : o->pos;
+	bool seen[MAX_RANK] = {false};
+	int i, lo = MAX_RANK, hi = -1;
+
+	for (i = 0; i < o->ndims; i++) {
+		int d = o->dims[i] < 0 ? o->dims[i] + a->rank : o->dims[i];
+
+		if (d < 0 || d >= a->rank)
+			return diag_error(c, p, "dim %d in 'dim' is out of range for '%s' %s of rank %d (expected %d..%d)",
+			                  o->dims[i], a->name, shape_str(c, f, a), a->rank, -a->rank, a->rank - 1);
+		if (seen[d])
+			return diag_error(c, p, "'dim' lists dim %d of '%s' twice", d, a->name);
+		seen[d] = true;
+		lo = d < lo ? d : lo;
+		hi = d > hi ? d : hi;
+	}
+	if (hi - lo + 1 != o->ndims)
+		return diag_error(c, p, "'dim' lists dims of '%s' %s that are not consecutive: a reduction over several "
+		                  "dims takes consecutive ones, so far (permute them together first)", a->name,
+		                  shape_str(c, f, a));
+	o->axis = lo;
+	o->naxes = o->ndims;
+	o->ndims = 0;
+	return 0;
+}
+
 static int
 infer_reduce(Comp *c, Fusion *f, Op *o, Tensor *out)
 {
@@ -231,6 +265,8 @@ infer_reduce(Comp *c, Fusion *f, Op *o, Tensor *out)
 	a = &f->tensor[o->in[0].tensor];
 	if (a->rank == 0)
 		return diag_error(c, o->pos, "cannot reduce '%s': it is a scalar (rank 0)", a->name);
+	if (o->ndims > 0 && reduce_dims(c, f, o, a) < 0)
+		return -1;
 	axis = o->axis < 0 ? o->axis + a->rank : o->axis;
 	if (axis < 0 || axis >= a->rank)
 		return diag_error(c, o->pos, "axis %d is out of range for '%s' %s of rank %d (expected %d..%d)",
@@ -242,7 +278,7 @@ infer_reduce(Comp *c, Fusion *f, Op *o, Tensor *out)
 	o->axis = axis;
 	out->rank = 0;
 	for (i = 0; i < a->rank; i++) {
-		if (i != axis)
+		if (i < axis || i >= axis + (o->naxes > 1 ? o->naxes : 1))
 			out->dim[out->rank++] = a->dim[i];
 		else if (o->keepdim)
 			out->dim[out->rank++] = (Dim){0, 1};

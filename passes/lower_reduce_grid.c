@@ -24,16 +24,23 @@
 
 #include "passes.h"
 
-/* The reduction R's input's shape as [.., group, .. ones, cols]: its mode (RED_NONE: no such shape). */
+/* The dims reduction R reduces: axis .. axis + naxes - 1. */
+static int
+naxes(const Op *r)
+{
+	return r->naxes > 1 ? r->naxes : 1;
+}
+
+/* The reduction R's input's shape as [.., group dims, ones, cols]: its mode (RED_NONE: no such shape). */
 static ReduceMode
 mode_of(const Fusion *f, const Op *r)
 {
 	const Tensor *x = &f->tensor[r->in[0].tensor];
 	int i;
 
-	if (x->rank == 1)
+	if (r->axis == 0 && naxes(r) == x->rank)
 		return RED_ALL;
-	for (i = r->axis + 1; i < x->rank - 1; i++)
+	for (i = r->axis + naxes(r); i < x->rank - 1; i++)
 		if (!dim_is_one(x->dim[i]))
 			return RED_NONE;
 	return RED_COLUMNS;
@@ -157,7 +164,7 @@ lower_reduce_plan(Comp *c, Kernel *k, const Fusion *f, int *domain)
 			              "reduction over rows keeps only the last dim as its columns, so far; reshape its input "
 			              "so that the dims it keeps after the axis are one", f->tensor[o->out].name,
 			              op_info[o->kind].name, arena_printf(c->arena, "%d of '%s'", o->axis, x->name));
-		if (o->axis != first->axis || !lower_same_shape(x, &f->tensor[first->in[0].tensor]))
+		if (o->axis != first->axis || naxes(o) != naxes(first) || !lower_same_shape(x, &f->tensor[first->in[0].tensor]))
 			return refuse(c, o->pos, "'%s' reduces %s: the reductions over rows of one kernel reduce one "
 			              "shape over one axis, so far (the first: '%s'); split the fusion",
 			              f->tensor[o->out].name, arena_printf(c->arena, "'%s' over axis %d", x->name, o->axis),
@@ -169,16 +176,15 @@ lower_reduce_plan(Comp *c, Kernel *k, const Fusion *f, int *domain)
 	return 0;
 }
 
-/* The reductions' axis (of the domain: their input). */
-static int
-reduce_axis(const Fusion *f)
+/* The reduction of F (all reduce the same dims of the domain). */
+static const Op *
+a_reduction(const Fusion *f)
 {
 	int i;
 
-	for (i = 1; i < f->nop; i++)
-		if (op_info[f->op[i].kind].cls == CLS_REDUCE)
-			return f->op[i].axis;
-	return 0;
+	for (i = 1; i < f->nop && op_info[f->op[i].kind].cls != CLS_REDUCE; i++)
+		;
+	return &f->op[i];
 }
 
 void
@@ -186,14 +192,15 @@ lower_reduce_tile(Kernel *k)
 {
 	const Fusion *f = k->fusion;
 	const Tensor *d = &f->tensor[k->domain];
-	int64_t g;
-	int rows = 1;
+	const Op *r = a_reduction(f);
+	int64_t g = 1;
+	int rows = 1, i;
 
 	if (k->pw.reduce != RED_COLUMNS || f->sched.ntile >= 2)
 		return;
-	g = dim_value(f, d->dim[reduce_axis(f)]);
-	if (g <= 0)   /* (unbound until launch) */
-		return;
+	for (i = r->axis; i < r->axis + naxes(r); i++)
+		if (dim_value(f, d->dim[i]) <= 0 || !size_mul(g, dim_value(f, d->dim[i]), &g))   /* (unbound until launch) */
+			return;
 	while (rows < g && rows < k->tile_rows)   /* a group of few rows: tiles of them, not of the next group's */
 		rows *= 2;
 	k->tile_rows = rows;
@@ -321,11 +328,10 @@ lower_reduce_loop(Comp *c, Kernel *k, Expr **row0, Expr **col0, Expr **last)
 {
 	const Fusion *f = k->fusion;
 	const Tensor *d = &f->tensor[k->domain];
-	int i, axis = reduce_axis(f), out = 0;
+	const Op *r = a_reduction(f);
+	Expr *g = NULL;
+	int i, out = r->out;
 
-	for (i = f->nop - 1; i > 0; i--)
-		if (op_info[f->op[i].kind].cls == CLS_REDUCE)
-			out = f->op[i].out;
 	/* (named by the first reduction, as a buffer is by its tensor) */
 	k->pw.scratch = kernel_add_buf(c, k, arena_printf(c->arena, "part_%s", f->tensor[out].name), BUF_PARTIAL, DT_F32,
 	                               1, k->consumer_threads * 8);
@@ -335,8 +341,9 @@ lower_reduce_loop(Comp *c, Kernel *k, Expr **row0, Expr **col0, Expr **last)
 		return all_loop(c, k, row0, col0, last);
 	}
 	k->pw.slot = 4 * k->pw.nred * k->tile_cols;
-	return columns_loop(c, k, axis == 0 ? ex_var(c, k->rows_var) : lower_extent(c, k, d, d->dim[axis]), row0, col0,
-	                    last);
+	for (i = r->axis; i < r->axis + naxes(r) && r->axis > 0; i++)   /* a group: the dims reduced (from the first: the rows) */
+		g = g ? ex_bin(c, EX_MUL, g, lower_extent(c, k, d, d->dim[i])) : lower_extent(c, k, d, d->dim[i]);
+	return columns_loop(c, k, g ? g : ex_var(c, k->rows_var), row0, col0, last);
 }
 
 /* Appends to LOOP, at an item's last tile (LAST), the item's reduction (ST_REDUCE). */

@@ -93,21 +93,21 @@ check_reduction(Comp *c, const Fusion *f)
 			                  "over the row each); split the fusion", f->tensor[o->out].name,
 			                  op_info[o->kind].name, level[o->out] - 1, MAX_REDUCE_LEVELS);
 		in = &f->tensor[o->in[0].tensor];
-		if (o->axis != in->rank - 1)
+		if (o->axis != in->rank - 1 || o->naxes > 1)
 			return diag_error(c, o->pos,
-			                  "cannot place '%s' (%s over axis %d of '%s', rank %d) in one kernel: a kernel "
+			                  "cannot place '%s' (%s over %s of '%s', rank %d) in one kernel: a kernel "
 			                  "with reductions over the last axis (a row's) takes none over another axis, so "
-			                  "far; split the fusion",
-			                  f->tensor[o->out].name, op_info[o->kind].name, o->axis, in->name,
-			                  in->rank);
+			                  "far; split the fusion", f->tensor[o->out].name, op_info[o->kind].name,
+			                  o->naxes > 1 ? arena_printf(c->arena, "dims %d..%d", o->axis, o->axis + o->naxes - 1)
+			                               : arena_printf(c->arena, "axis %d", o->axis), in->name, in->rank);
 	}
 	return 0;
 }
 
 /*
- * Are F's reductions a pointwise kernel's (lower_reduce_grid.c): over an
- * axis before the last (over rows), or over all of a 1-D tensor where no
- * result meets its elements again (softmax of a vector is a row kernel's)?
+ * Are F's reductions a pointwise kernel's (lower_reduce_grid.c): over
+ * axes before the last (over rows), or over every dim where no result
+ * meets the elements again (softmax of a vector is a row kernel's)?
  * Lowering refuses what it cannot place of them.
  */
 static bool
@@ -127,9 +127,12 @@ reduces_over_rows(Comp *c, const Fusion *f)
 			else if (o->in[j].tensor && tensor_numel(f, &f->tensor[o->in[j].tensor]) != 1)
 				e = true;
 		if (op_info[o->kind].cls == CLS_REDUCE) {
-			if (in->rank > 1 && o->axis == in->rank - 1)
+			int n = o->naxes > 1 ? o->naxes : 1;
+			bool all = o->axis == 0 && n == in->rank;   /* (a vector's, or dim: [0, .., rank - 1]) */
+
+			if (!all && o->axis + n == in->rank)   /* over the last axis: a row's */
 				return false;
-			outer = outer || in->rank > 1;
+			outer = outer || !all;
 			any = late[o->out] = true;
 		} else if (l && e && !outer) {
 			return false;

@@ -528,6 +528,11 @@ rt_launch_plan(Comp *c, const Launch *l, const WsfTensor *args, int nargs, Launc
 			                  q->name),
 			       WSF_ERR_INPUT;
 	}
+	/* a reduction over rows divides its rows by a group's in 32 bits (lower_reduce_grid.c) */
+	if (l->grid == GRID_PERSISTENT && l->workspace_slot && p->rows >= ((int64_t)1 << 32))
+		return diag_error(c, f->pos, "kernel '%s' reduces over rows with 32-bit row indices, but its view has %lld "
+		                  "rows; launch it on fewer", f->name, (long long)p->rows),
+		       WSF_ERR_INPUT;
 	/* in clusters, tiles of a cluster's CTA tiles together (lower_tile_loop) */
 	p->tiles = l->row_tiles ? p->rows /* a tile is a row */
 	           : ((p->rows + l->tile_rows * l->cluster_rows - 1) / (l->tile_rows * l->cluster_rows)) *

@@ -64,7 +64,8 @@ wsfuse_amax_all(
                 #pragma unroll
                 for (int v = 0; v < 8; v++) {
                     v_a[v] = fabsf(v_x[v]);   // abs
-                    acc_m[v] = fmaxf(acc_m[v], v_a[v]);   // max
+                    if (col + v < cols)   // max
+                        acc_m[v] = fmaxf(acc_m[v], v_a[v]);
                 }
             }
         }
@@ -147,7 +148,8 @@ wsfuse_amax_all(
                 #pragma unroll
                 for (int v = 0; v < 8; v++) {
                     v_a[v] = fabsf(v_x[v]);   // abs
-                    acc_m[v] = fmaxf(acc_m[v], v_a[v]);   // max
+                    if (col + v < cols)   // max
+                        acc_m[v] = fmaxf(acc_m[v], v_a[v]);
                 }
             }
         }

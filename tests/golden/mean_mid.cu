@@ -70,7 +70,8 @@ wsfuse_mean_mid(
                 wsf_load8(v_x, cur_tile_x + e);
                 #pragma unroll
                 for (int v = 0; v < 8; v++) {
-                    acc_m[v] = acc_m[v] + v_x[v];   // mean
+                    if (col + v < cols)   // mean
+                        acc_m[v] = acc_m[v] + v_x[v];
                 }
             }
         }
@@ -145,7 +146,8 @@ wsfuse_mean_mid(
                 wsf_load8(v_x, cur_tile_x + e);
                 #pragma unroll
                 for (int v = 0; v < 8; v++) {
-                    acc_m[v] = acc_m[v] + v_x[v];   // mean
+                    if (col + v < cols)   // mean
+                        acc_m[v] = acc_m[v] + v_x[v];
                 }
             }
         }

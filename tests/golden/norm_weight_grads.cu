@@ -114,8 +114,10 @@ wsfuse_norm_weight_grads(
                     v_xc[v] = v_x[v] - v_mean[v];   // sub
                     v_xhat[v] = v_xc[v] * v_rstd[v];   // mul
                     v_gx[v] = v_dy[v] * v_xhat[v];   // mul
-                    acc_dgamma[v] = acc_dgamma[v] + v_gx[v];   // sum
-                    acc_dbeta[v] = acc_dbeta[v] + v_dy[v];   // sum
+                    if (col + v < cols)   // sum
+                        acc_dgamma[v] = acc_dgamma[v] + v_gx[v];
+                    if (col + v < cols)   // sum
+                        acc_dbeta[v] = acc_dbeta[v] + v_dy[v];
                     v_dyw[v] = v_dy[v] * v_gamma[v];   // mul
                 }
                 if (col + 8 <= cols) {  // examples/norm_weight_grads.yaml:38
@@ -241,8 +243,10 @@ wsfuse_norm_weight_grads(
                     v_xc[v] = v_x[v] - v_mean[v];   // sub
                     v_xhat[v] = v_xc[v] * v_rstd[v];   // mul
                     v_gx[v] = v_dy[v] * v_xhat[v];   // mul
-                    acc_dgamma[v] = acc_dgamma[v] + v_gx[v];   // sum
-                    acc_dbeta[v] = acc_dbeta[v] + v_dy[v];   // sum
+                    if (col + v < cols)   // sum
+                        acc_dgamma[v] = acc_dgamma[v] + v_gx[v];
+                    if (col + v < cols)   // sum
+                        acc_dbeta[v] = acc_dbeta[v] + v_dy[v];
                     v_dyw[v] = v_dy[v] * v_gamma[v];   // mul
                 }
                 if (col + 8 <= cols) {  // examples/norm_weight_grads.yaml:38

@@ -186,6 +186,204 @@ weight_gradients(void **state)
 	assert_contains(buf_str(&b), "param dg: output ptr f32 [H] reduced");
 }
 
+/* dim: [LIST]: torch's dy.sum((0, 1)) over [B, S, H] is a column sum over all the rows; every dim, over everything. */
+static void
+dim_lists(void **state)
+{
+	Fixture *t = *state;
+	Kernel *k = lowered(t, SPEC("{B: 4, S: 100, H: 256}", "  x: {dtype: bf16, shape: [B, S, H]}\n",
+	                            "  - {out: s, op: sum, in: [x], dim: [1, 0], keepdim: false}\n", "  s: {dtype: f32}\n"));
+	const Fusion *f = t->c.fusion;
+
+	assert_int_equal(f->op[1].axis, 0);
+	assert_int_equal(f->op[1].naxes, 2);
+	assert_string_equal(f->tensor[f->op[1].out].name, "s");
+	assert_int_equal(f->tensor[f->op[1].out].rank, 1);
+	assert_int_equal(kernel_pw(k)->reduce, RED_COLUMNS);
+	assert_int_equal(kernel_pw(k)->extent->var, k->rows_var);   /* (B S rows: one group) */
+	k = lowered(t, SPEC("{R: 64, C: 256}", "  x: {dtype: bf16, shape: [R, C]}\n",
+	                    "  - {out: a, op: abs, in: [x]}\n  - {out: m, op: amax, in: [a], dim: [0, -1]}\n",
+	                    "  m: {dtype: f32}\n"));
+	assert_int_equal(kernel_pw(k)->reduce, RED_ALL);
+	assert_true(kernel_pw(k)->flat);
+	assert_int_equal(t->c.fusion->tensor[t->c.fusion->op[2].out].rank, 2);   /* keepdim: [1, 1] */
+	/* dims 1 and 2 of [B, S, H] end at the last: a row's reduction, which the row kernel does not take yet */
+	assert_contains(refused(t, SPEC("{B: 4, S: 100, H: 256}", "  x: {dtype: bf16, shape: [B, S, H]}\n",
+	                                "  - {out: s, op: sum, in: [x], dim: [1, 2]}\n", "  s: {dtype: f32}\n")),
+	                "(sum over dims 1..2 of 'x', rank 3)");
+}
+
+/*
+ * The loop over items, run on the host: the kernel IR's lets evaluated as
+ * the CUDA computes them (divisions of 32-bit unsigned values, as wsf_udiv)
+ * for every CTA of a grid.  Every tile of every group is computed once,
+ * each item's tiles by one CTA in a row, its sums meeting at its last
+ * tile, and each unit's items are SPLITS distinct items that all meet.
+ */
+typedef struct Env {
+	int64_t *var;
+	int64_t cta, ncta;
+} Env;
+
+static int64_t
+ev(const Env *v, const Expr *x)
+{
+	int64_t a = x->a ? ev(v, x->a) : 0, b = x->b ? ev(v, x->b) : 0;
+
+	switch (x->kind) {
+	case EX_INT: return x->ival;
+	case EX_VAR: return v->var[x->var];
+	case EX_CTA: return v->cta;
+	case EX_NCTA: return v->ncta;
+	case EX_ADD: return a + b;
+	case EX_SUB: return a - b;
+	case EX_MUL: return a * b;
+	case EX_DIV: assert_true(a >= 0 && a < (1LL << 32) && b > 0); return (uint32_t)a / (uint32_t)b;
+	case EX_MOD: assert_true(a >= 0 && a < (1LL << 32) && b > 0); return (uint32_t)a % (uint32_t)b;
+	case EX_MIN: return a < b ? a : b;
+	case EX_MAX: return a > b ? a : b;
+	case EX_CEILDIV: return (a + b - 1) / b;
+	case EX_LT: return a < b;
+	case EX_EQ: return a == b;
+	default: fail_msg("expression kind %d in a reduction's loop", x->kind);
+	}
+	return 0;
+}
+
+static void
+run_lets(Env *v, const Stmt *block)
+{
+	int i;
+
+	for (i = 0; i < block->nbody; i++)
+		if (block->body[i]->kind == ST_LET)
+			v->var[block->body[i]->u.let.var] = ev(v, block->body[i]->u.let.value);
+}
+
+/* The loop whose body computes (circular buffering's main copy: its lets are the epilogue's too). */
+static const Stmt *
+compute_loop(const Stmt *block)
+{
+	int i;
+
+	for (i = 0; i < block->nbody; i++)
+		if (block->body[i]->kind == ST_LOOP && find(block->body[i], ST_COMPUTE) >= 0)
+			return block->body[i];
+	fail_msg("no loop that computes");
+	return NULL;
+}
+
+static int64_t
+var_of(const Kernel *k, const char *name)
+{
+	int i;
+
+	for (i = 1; i < k->nvar && strcmp(k->var[i].name, name) != 0; i++)
+		;
+	assert_true(i < k->nvar);
+	return i;
+}
+
+/* Runs K's items on NCTA CTAs over ROWS x COLS (GROUP rows a group; SK_ON: a workspace) and checks them. */
+static void
+check_items(const Kernel *k, int64_t rows, int64_t cols, int dim_param, int64_t group, int64_t ncta, int sk_on)
+{
+	const Stmt *loop = compute_loop(k->body), *at = NULL;
+	const PointwisePlan *w = kernel_pw(k);
+	int64_t ctiles = (cols + k->tile_cols - 1) / k->tile_cols, gtiles = (group + k->tile_rows - 1) / k->tile_rows;
+	int64_t groups = rows / group, ntiles = groups * gtiles * ctiles, i, cta;
+	int64_t units = w->reduce == RED_ALL ? 1 : groups * ctiles;   /* (over everything: one unit) */
+	int *seen = calloc((size_t)ntiles, sizeof *seen), *met = calloc((size_t)units, sizeof *met);
+	int64_t *item_of = calloc((size_t)ntiles, sizeof *item_of), splits = 0;
+	Env v = {calloc((size_t)k->nvar, sizeof *v.var), 0, ncta};
+	int j;
+
+	for (j = 0; j < loop->nbody; j++)
+		if (loop->body[j]->kind == ST_IF && find(loop->body[j], ST_REDUCE) >= 0)
+			at = loop->body[j];
+	assert_non_null(at);
+	v.var[k->rows_var] = rows;
+	v.var[k->cols_var] = cols;
+	v.var[var_of(k, "sk_on")] = sk_on;
+	if (dim_param)
+		v.var[k->param[dim_param].var] = group;
+	for (cta = 0; cta < ncta; cta++) {
+		int64_t item = -1, tiles = 0;
+
+		v.cta = cta;
+		run_lets(&v, k->body);
+		splits = ev(&v, w->splits);
+		for (i = 0; i < v.var[k->niter_var]; i++) {
+			int64_t row0, col0, t;
+
+			v.var[loop->u.loop.var] = i;
+			run_lets(&v, loop);
+			if (item != ev(&v, w->item)) {   /* a new item: the last one met at its last tile */
+				assert_int_equal(tiles, 0);
+				item = ev(&v, w->item);
+			}
+			row0 = v.var[var_of(k, "row0")];
+			col0 = v.var[var_of(k, "col0")];
+			tiles++;
+			if (row0 < ev(&v, w->row_end)) {
+				assert_int_equal(ev(&v, w->group), row0 / group);
+				t = ((row0 / group) * gtiles + (row0 % group) / k->tile_rows) * ctiles + col0 / k->tile_cols;
+				assert_int_equal((row0 % group) % k->tile_rows, 0);
+				assert_in_range(t, 0, ntiles - 1);
+				seen[t]++;
+				item_of[t] = item;
+			}
+			if (ev(&v, at->u.branch.cond)) {
+				met[ev(&v, w->unit)]++;
+				tiles = 0;
+			}
+		}
+		assert_int_equal(tiles, 0);   /* the CTA's last item met */
+	}
+	for (i = 0; i < ntiles; i++)
+		if (seen[i] != 1)
+			fail_msg("tile %lld computed %d times (rows %lld, cols %lld, %lld CTAs)", (long long)i, seen[i],
+			         (long long)rows, (long long)cols, (long long)ncta);
+	for (i = 0; i < units; i++)
+		if (met[i] != splits)
+			fail_msg("unit %lld met %d times, not %lld (rows %lld, cols %lld, group %lld, %lld CTAs, sk_on %d)",
+			         (long long)i, met[i], (long long)splits, (long long)rows, (long long)cols, (long long)group,
+			         (long long)ncta, sk_on);
+	assert_true(sk_on || splits == 1);
+	free(seen), free(met), free(item_of), free(v.var);
+}
+
+static void
+items_cover(void **state)
+{
+	Fixture *t = *state;
+	Kernel *k = lowered(t, SPEC("{T: 4096, H: 4096}", "  x: {dtype: bf16, shape: [T, H]}\n",
+	                            "  - {out: s, op: sum, in: [x], dim: 0}\n", "  s: {dtype: f32}\n"));
+	static const int64_t sizes[][2] = {{1, 8}, {7, 4104}, {4097, 24}, {100003, 64}, {65, 2048}, {4096, 4096}};
+	static const int64_t grids[] = {1, 7, 132, 528, 1024};
+	size_t a, b;
+
+	for (a = 0; a < countof(sizes); a++)
+		for (b = 0; b < countof(grids); b++) {
+			check_items(k, sizes[a][0], sizes[a][1], 0, sizes[a][0], grids[b], 1);
+			check_items(k, sizes[a][0], sizes[a][1], 0, sizes[a][0], grids[b], 0);
+		}
+	k = lowered(t, SPEC("{B: 8, S: 1000, H: 1032}", "  x: {dtype: bf16, shape: [B, S, H]}\n",
+	                    "  - {out: m, op: mean, in: [x], dim: 1}\n", "  m: {dtype: f32}\n"));
+	for (b = 0; b < countof(grids); b++) {
+		check_items(k, 8 * 1000, 1032, param_named(k, "dim_S"), 1000, grids[b], 1);
+		check_items(k, 300 * 3, 264, param_named(k, "dim_S"), 3, grids[b], 1);
+		check_items(k, 1, 8, param_named(k, "dim_S"), 1, grids[b], 1);
+	}
+	k = lowered(t, SPEC("{N: 1000003}", "  x: {dtype: f32, shape: [N]}\n",
+	                    "  - {out: m, op: amax, in: [x], dim: 0}\n", "  m: {dtype: f32}\n"));
+	for (b = 0; b < countof(grids); b++) {   /* over everything: one group of every row, one unit */
+		check_items(k, 31250, 32, 0, 31250, grids[b], 1);
+		check_items(k, 1, 1000003, 0, 1, grids[b], 1);
+		check_items(k, 1, 1000003, 0, 1, grids[b], 0);
+	}
+}
+
 /* What a reduction over rows cannot take yet: each refused where it is, saying why. */
 static void
 refusals(void **state)
@@ -246,6 +444,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(middle_mean, setup, teardown),
 		cmocka_unit_test_setup_teardown(full_amax, setup, teardown),
 		cmocka_unit_test_setup_teardown(weight_gradients, setup, teardown),
+		cmocka_unit_test_setup_teardown(dim_lists, setup, teardown),
+		cmocka_unit_test_setup_teardown(items_cover, setup, teardown),
 		cmocka_unit_test_setup_teardown(refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(vector_routes, setup, teardown),
 	};
