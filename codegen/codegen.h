@@ -97,6 +97,7 @@ typedef struct Emit {
 	} row;
 	const char **value;  /* per fusion tensor: the C name of its current value */
 	const char *elem_index;  /* in a compute: the element's row-major index in the domain (rand_like's); NULL: none */
+	const char *col_index;   /* ... and its index along the last dim (one_hot's); NULL: none */
 	const char *rand_base;   /* and the index of the first of a thread's 8 consecutive elements, whose numbers
 	                            emit_rand_block drew before the element loop (wsf_rnd_NAME[v]); NULL: none */
 	const char **base;   /* per fusion tensor: its base name, unique in the fusion (tensor_bases) */

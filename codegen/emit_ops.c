@@ -70,6 +70,7 @@ static const char *const cuda_expr[OP_COUNT] = {
 	[OP_GE] = "($a >= $b)",
 	[OP_WHERE] = "($a ? $b : $c)",
 	[OP_RAND_LIKE] = "wsf_rand_like($b, $c, $i)",   /* $i: the element's index in x (Emit.elem_index) */
+	[OP_ONE_HOT] = "($j == $a)",   /* $j: the element's index along the last dim (Emit.col_index) */
 };
 
 /*
@@ -224,6 +225,11 @@ fill(Emit *e, const char *t, const char *const in[3], Dtype reg)
 			if (!e->elem_index)
 				diag_internal(e->c, "emit", "an op that needs the element's index in a kernel that has none");
 			buf_puts(&out, e->elem_index ? e->elem_index : "0");
+			t++;
+		} else if (t[0] == '$' && t[1] == 'j') {   /* one_hot's: a row kernel's (lowering refuses it elsewhere) */
+			if (!e->col_index)
+				diag_internal(e->c, "emit", "an op that needs the element's column in a kernel that has none");
+			buf_puts(&out, e->col_index ? e->col_index : "0");
 			t++;
 		} else {
 			buf_putn(&out, t, 1);

@@ -367,6 +367,7 @@ row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 		emit_line(e, "for (int v = 0; v < %d; v++) {", VEC);
 		e->depth++;
 		e->elem_index = "(row * cols + e + v)";
+		e->col_index = "(e + v)";
 		for (i = 1; i < f->nop; i++) {
 			const Op *o = &f->op[i];
 
@@ -387,7 +388,7 @@ row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 				                        o->nin > 2 ? row_operand(e, &o->in[2]) : "", NULL),
 				          op_info[o->kind].name, e->row.steps ? emit_pos(e, o->pos) : "");
 		}
-		e->elem_index = e->rand_base = NULL;
+		e->elem_index = e->col_index = e->rand_base = NULL;
 		e->depth--;
 		emit_line(e, "}");
 	}
@@ -455,9 +456,20 @@ emit_row_inputs(Emit *e, bool *done)
 
 		if (!p || row_full(e->k, t))   /* !p: not loaded (an input no op reads: Tensor.unread) */
 			continue;
-		if (dtype_is_int(p->dtype)) {   /* rand_like's seed or offset (schedule.c): a 64-bit integer */
-			emit_line(e, "const long long %s = (long long)%s[0];%s", emit_tname(e, PFX_ROW, t),
-			          emit_param_name(e, p), emit_pos(e, f->tensor[t].pos));
+		if (dtype_is_int(p->dtype)) {   /* rand_like's seed or offset, a label (schedule.c): a 64-bit integer */
+			emit_line(e, "const long long %s = (long long)%s[%s];%s", emit_tname(e, PFX_ROW, t),
+			          emit_param_name(e, p), p->at ? row_at(e, p) : e->k->row.view[t] == VIEW_COL ? "row" : "0",
+			          emit_pos(e, f->tensor[t].pos));
+			done[t] = true;
+			continue;
+		}
+		if (p->bounds && p->bounds->index_n) {   /* a gather of one element a row: 0 outside the dim */
+			const KParam *ix = &e->k->param[p->bounds->index_param];
+
+			emit_line(e, "const float %s = (unsigned long long)%s[%s] < (unsigned long long)(%s) ? %s(%s + %s) : "
+			          "0.0f;%s", emit_tname(e, PFX_ROW, t), emit_param_name(e, ix), emit_expr_str(e, ix->at),
+			          emit_expr_str(e, p->bounds->index_n), p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1",
+			          emit_param_name(e, p), row_at(e, p), emit_pos(e, f->tensor[t].pos));
 			done[t] = true;
 			continue;
 		}

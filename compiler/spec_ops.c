@@ -16,7 +16,7 @@ static const struct {
 	{"transpose_a", A_TRANSPOSE}, {"transpose_b", A_TRANSPOSE}, {"acc", A_ACC}, {"eps", A_EPS},
 	{"dim", A_DIM}, {"start", A_SLICE}, {"end", A_SLICE}, {"step", A_SLICE}, {"chunks", A_CHUNKS},
 	{"sizes", A_SIZES}, {"dims", A_DIMS}, {"dim0", A_DIM01}, {"dim1", A_DIM01}, {"shape", A_SHAPE},
-	{"pad", A_PAD}, {"value", A_PAD}, {"correction", A_CORRECTION},
+	{"pad", A_PAD}, {"value", A_PAD}, {"correction", A_CORRECTION}, {"num_classes", A_CLASSES},
 };
 
 /* Keys an op cannot do without, besides out, op and in. */
@@ -26,7 +26,7 @@ static const struct {
 } required_keys[] = {
 	{OP_CAST, "to"}, {OP_CHUNK, "chunks"}, {OP_SPLIT, "sizes"}, {OP_PERMUTE, "dims"}, {OP_TRANSPOSE, "dim0"},
 	{OP_TRANSPOSE, "dim1"}, {OP_RESHAPE, "shape"}, {OP_VIEW, "shape"}, {OP_EXPAND, "shape"}, {OP_PAD, "pad"},
-	{OP_INDEX_SELECT, "dim"}, {OP_GATHER, "dim"}, {OP_INDEX_COPY, "dim"},
+	{OP_INDEX_SELECT, "dim"}, {OP_GATHER, "dim"}, {OP_INDEX_COPY, "dim"}, {OP_ONE_HOT, "num_classes"},
 };
 
 /* OPNAME: one of the spellings in ir/ops.h */
@@ -353,6 +353,19 @@ read_attr(const Reader *r, Op *o, const Node *key, const Node *v)
 			return diag_error(r->c, v->pos, "expected a non-negative number for 'correction', saw %s (torch's: "
 			                  "1 is the unbiased estimate, 0 the population's)", describe(r, v));
 		return f32_number(r, v, o->correction, " for 'correction'", false);
+	} else if (strcmp(k, "num_classes") == 0) {   /* one_hot's: a size of the spec, or a positive integer */
+		if (v->type == SC_STR && (o->shape[0].sym = fusion_find_sym(r->f, v->text))) {
+			o->nshape = 1;
+			return 0;
+		}
+		if (v->type == SC_STR && !v->quoted)
+			return diag_error(r->c, v->pos, "unknown size '%s' in 'num_classes': expected a size of the spec's "
+			                  "inputs or 'sizes', or a positive integer", show(r, v->text));
+		if (v->type != SC_INT || !scalar_int(v, &o->shape[0].ext) || o->shape[0].ext < 1 ||
+		    o->shape[0].ext > MAX_EXTENT)
+			return diag_error(r->c, v->pos, "expected a size name or a positive integer for 'num_classes', saw %s",
+			                  describe(r, v));
+		o->nshape = 1;
 	} else if (op_info[o->kind].attrs & (A_DIM | A_SLICE | A_DIMS | A_DIM01 | A_SHAPE | A_PAD)) {
 		return read_view_attr(r, o, k, v);
 	}

@@ -167,6 +167,10 @@ put_op(Buf *b, const Fusion *f, const Op *o, const char **names)
 		buf_puts(b, ", transpose_b: true");
 	if (op_info[o->kind].cls == CLS_VIEW)
 		put_view_attrs(b, f, o);
+	if ((a & A_CLASSES) && o->shape[0].sym)
+		buf_printf(b, ", num_classes: %s", f->sym[o->shape[0].sym].name);
+	else if (a & A_CLASSES)
+		buf_printf(b, ", num_classes: %lld", (long long)o->shape[0].ext);
 	buf_puts(b, "}");
 	if (o->origin) {
 		size_t n = b->len - start;

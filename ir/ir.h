@@ -245,7 +245,7 @@ enum {
 	A_ACC = 1 << 5, A_EPS = 1 << 6,   /* acc: DTYPE; eps: FLOAT */
 	A_DIM = 1 << 7, A_SLICE = 1 << 8, A_CHUNKS = 1 << 9, A_SIZES = 1 << 10,  /* dim; start, end, step; chunks; sizes */
 	A_DIMS = 1 << 11, A_DIM01 = 1 << 12, A_SHAPE = 1 << 13, A_PAD = 1 << 14, /* dims; dim0, dim1; shape; pad, value */
-	A_CORRECTION = 1 << 15   /* correction: NUMBER (var, std) */
+	A_CORRECTION = 1 << 15, A_CLASSES = 1 << 16   /* correction: NUMBER (var, std); num_classes: SIZE (one_hot) */
 };
 
 /* How an op's result dtype follows from its operands' (torch's rules; passes/infer.c). */
@@ -369,7 +369,7 @@ typedef struct Op {
 	bool chunk;         /*   of a chunk, start and end follow from the extent (view_slice) */
 	int dim0, dim1;     /* transpose */
 	int ndims, dims[MAX_RANK];       /* permute; a reduction's dim: [LIST] as written */
-	int nshape; Dim shape[MAX_RANK]; /* reshape, view, expand: a size, a constant, or -1 (ext -1) */
+	int nshape; Dim shape[MAX_RANK]; /* reshape, view, expand: a size, a constant, or -1 (ext -1); one_hot: [classes] */
 	int npad; int64_t pad[2 * MAX_RANK]; double value; /* pad: (before, after) from the last dim; the fill */
 	bool placed;        /* cat, pad: its inputs at its output's indices already (views.c), it picks by index; a
 	                       placed cat's pad[j] is part j's end along its dim, or along the index's digit

@@ -80,6 +80,7 @@ OP(REMAINDER, "remainder", 2, 2, BINARY,    0,         TY_ARITH, K_INT | K_FLOAT
 OP(WHERE,     "where",     3, 3, BINARY,    0,         TY_WHERE, K_ALL)
 /* rand_like(x, seed, offset): uniform [0, 1) in f32 of x's shape, Philox4x32-10 of the element's index */
 OP(RAND_LIKE, "rand_like", 3, 3, UNARY,     0,         TY_RAND,  K_ALL)
+OP(ONE_HOT,   "one_hot",   1, 1, UNARY,     A_CLASSES, TY_ARITH, K_INT)
 /* reductions by composition, expanded by passes/expand.c: min(x) = -max(-x); logsumexp, max-shifted */
 OP(MIN,       "min",       1, 1, COMPOSITE, A_AXIS | A_KEEPDIM, TY_ARITH, K_FLOAT)
 OP(LOGSUMEXP, "logsumexp", 1, 1, COMPOSITE, A_AXIS | A_KEEPDIM, TY_ARITH, K_FLOAT)

@@ -161,6 +161,8 @@ struct KBounds {
 	int index_param;         /* the index's pointer param (0: no index) */
 	int index_dim;           /* a 1-D index's dim, counted from the domain's last (1: the columns); 0: gather */
 	Expr *index_scale;       /* elements of the input from one position of the indexed dim to the next */
+	Expr *index_n;           /* a row kernel's gather of one element a row: the indexed dim's extent, outside
+	                            which (0..n-1) it reads 0, not memory (ignore_index's -100); NULL: unchecked */
 	int stage;               /* > 0: read from this param's staged tile (the same input, whole rows in a tile),
 	                            each row's columns SHIFT elements on (RoPE's halves: x's stage); with REGS,
 	                            from that param's registers, each in-box element's SHIFT inside the thread's 8

@@ -131,6 +131,10 @@ op_print_attrs(Buf *b, const Fusion *f, const Op *o)
 		buf_printf(b, " axis=%d", o->axis);
 	if (a & A_KEEPDIM)
 		buf_printf(b, " keepdim=%s", o->keepdim ? "true" : "false");
+	if (a & A_CLASSES) {
+		buf_puts(b, " num_classes=");
+		dim_print(b, f, o->shape[0]);
+	}
 	if (a & A_TRANSPOSE)
 		buf_printf(b, " transpose_a=%s transpose_b=%s", o->transpose_a ? "true" : "false",
 		           o->transpose_b ? "true" : "false");

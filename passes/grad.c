@@ -146,6 +146,16 @@ reduce(Grad *g, OpKind kind, int x, int axis, bool keepdim)
 	return t;
 }
 
+/* KIND over the dims reduction R reduces (its axis and naxes), with its keepdim. */
+static int
+reduce_as(Grad *g, OpKind kind, int x, const Op *r)
+{
+	int t = reduce(g, kind, x, r->axis, r->keepdim);
+
+	g->g->op[g->g->tensor[t].def].naxes = r->naxes;
+	return t;
+}
+
 static int
 matmul(Grad *g, int a, int b, bool ta, bool tb)
 {
@@ -168,7 +178,8 @@ expand_like(Grad *g, Operand v, int x)
 
 /*
  * D, of shape FROM, summed over the dims along which TO was broadcast to
- * FROM: the leading dims TO lacks (without keepdim), then each dim where
+ * FROM: the leading dims TO lacks (one sum over them all, without keepdim:
+ * torch's dy.sum((0, 1)) for a bias over [B, S, H]), then each dim where
  * TO has 1 and FROM has not (with keepdim).  TO's shape then.
  */
 static int
@@ -176,8 +187,10 @@ reduce_to(Grad *g, int d, const Tensor *from, const Tensor *to)
 {
 	int lead = from->rank - to->rank, i;
 
-	for (i = 0; i < lead; i++)
+	if (lead > 0) {
 		d = reduce(g, OP_SUM, d, 0, false);
+		g->g->op[g->g->tensor[d].def].naxes = lead;
+	}
 	for (i = 0; i < to->rank; i++)
 		if (dim_is_one(to->dim[i]) && !dim_is_one(from->dim[lead + i]))
 			d = reduce(g, OP_SUM, d, i, true);
@@ -420,13 +433,12 @@ reduce_rule(Grad *g, const Op *o, int d)
 	const Fusion *f = g->f;
 	int x = o->in[0].tensor, i, t, mask;
 	const Tensor *xt = &f->tensor[x];
-	Dim n = xt->dim[o->axis];
+	int64_t n = 1;   /* the elements each result reduces: constant, or 0 when a size is bound at run time */
 
 	if (!wants(g, 0))
 		return 0;
-	if (o->naxes > 1)
-		return unsupported(g, "the gradient of '%s' over several dims (%d..%d of '%s') is not derived yet",
-		                   op_info[o->kind].name, o->axis, o->axis + o->naxes - 1, xt->name);
+	for (i = o->axis; i < o->axis + (o->naxes > 1 ? o->naxes : 1); i++)
+		n = xt->dim[i].sym ? 0 : n * xt->dim[i].ext;
 	for (i = 0; !o->keepdim && i < o->axis; i++)
 		if (!dim_is_one(xt->dim[i]))
 			return unsupported(g, "the gradient of '%s'%s%s%s without keepdim over an axis after the first (of "
@@ -438,15 +450,15 @@ reduce_rule(Grad *g, const Op *o, int d)
 		t = expand_like(g, T(d), x);
 		break;
 	case OP_MEAN:
-		if (!n.sym)
-			t = bin(g, OP_DIV, T(d), L_int((double)n.ext));
+		if (n)
+			t = bin(g, OP_DIV, T(d), L_int((double)n));
 		else   /* the extent at run time: a sum of ones */
-			t = bin(g, OP_DIV, T(d), T(reduce(g, OP_SUM, expand_like(g, L(1.0), x), o->axis, o->keepdim)));
+			t = bin(g, OP_DIV, T(d), T(reduce_as(g, OP_SUM, expand_like(g, L(1.0), x), o)));
 		t = expand_like(g, T(t), x);
 		break;
 	default:       /* max: the elements equal to it share d evenly */
 		mask = bin(g, OP_EQ, T(x), T(o->out));
-		t = reduce(g, OP_SUM, where(g, mask, L(1.0), L(0.0)), o->axis, o->keepdim);
+		t = reduce_as(g, OP_SUM, where(g, mask, L(1.0), L(0.0)), o);
 		t = where(g, mask, T(bin(g, OP_DIV, T(d), T(t))), L(0.0));
 		break;
 	}

@@ -167,6 +167,17 @@ infer_unary(Comp *c, Fusion *f, Op *o, Tensor *out)
 	a = &f->tensor[o->in[0].tensor];
 	out->rank = a->rank;
 	memcpy(out->dim, a->dim, sizeof out->dim);
+	if (o->kind == OP_ONE_HOT) {   /* torch's: the label's shape and a dim of the classes, int64 */
+		if (a->rank >= MAX_RANK)
+			return diag_error(c, o->pos, "one_hot of '%s' %s would have rank %d, more than the limit of %d",
+			                  a->name, shape_str(c, f, a), a->rank + 1, MAX_RANK);
+		if (!dtype_is_int(a->dtype))
+			return diag_error(c, o->in[0].pos, "one_hot takes class indices (int32 or int64, torch's), and '%s' is "
+			                  "%s", a->name, dtype_info[a->dtype].name);
+		out->dim[out->rank++] = o->shape[0];
+		out->dtype = DT_INT64;
+		return 0;
+	}
 	return infer_dtype(c, f, o, out);
 }
 

@@ -735,6 +735,29 @@ choose_stores(Comp *c, Kernel *k, const Fusion *f)
 	return 0;
 }
 
+/* Ops a pointwise kernel does not take yet: one_hot; rand_like of a shape other than the domain's.  0 or -1. */
+static int
+refuse_ops(Comp *c, const Fusion *f, const Tensor *d)
+{
+	int j;
+
+	for (j = 1; j < f->nop; j++)
+		if (f->op[j].kind == OP_ONE_HOT) {
+			diag_error(c, f->op[j].pos, "one_hot in a pointwise kernel is not implemented yet: a row-reduction "
+			           "kernel takes it, a label a row (cross-entropy's one_hot(label) beside its logsumexp)");
+			c->status = WSF_ERR_UNSUPPORTED;
+			return -1;
+		}
+	for (j = 1; j < f->nop; j++)   /* its numbers are of the element's index in the kernel's row-major view */
+		if (f->op[j].kind == OP_RAND_LIKE && classify(&f->tensor[f->op[j].in[0].tensor], d) != VIEW_FULL) {
+			diag_error(c, f->op[j].in[0].pos, "rand_like of '%s', which broadcasts to the output's shape, is not "
+			           "implemented yet: its shape must be the output's", f->tensor[f->op[j].in[0].tensor].name);
+			c->status = WSF_ERR_UNSUPPORTED;
+			return -1;
+		}
+	return 0;
+}
+
 /* The outputs' params (a reduction's result's by pointer: VIEW_REDUCED), the sizes', the workspace's. */
 static void
 output_params(Comp *c, Kernel *k, const Fusion *f)
@@ -801,13 +824,8 @@ lower_pointwise(Comp *c, Fusion *f)
 	k->consumer_threads = LOWER_THREADS;
 	k->threads = LOWER_THREADS + (k->warp_specialize ? 32 : 0);
 
-	for (j = 1; j < f->nop; j++)   /* its numbers are of the element's index in the kernel's row-major view */
-		if (f->op[j].kind == OP_RAND_LIKE && classify(&f->tensor[f->op[j].in[0].tensor], d) != VIEW_FULL) {
-			diag_error(c, f->op[j].in[0].pos, "rand_like of '%s', which broadcasts to the output's shape, is not "
-			           "implemented yet: its shape must be the output's", f->tensor[f->op[j].in[0].tensor].name);
-			c->status = WSF_ERR_UNSUPPORTED;
-			return -1;
-		}
+	if (refuse_ops(c, f, d) < 0)
+		return -1;
 	/* parameters: inputs, outputs, then the two runtime extents */
 	for (j = 0; j < f->ninput; j++) {
 		const Tensor *t = &f->tensor[f->input[j]];

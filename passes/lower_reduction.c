@@ -257,6 +257,9 @@ lower_reduction(Comp *c, Fusion *f)
 			lower_strided_at(c, k, j, d, &s);
 			if (s.index)
 				lower_index_at(c, k, d, &k->param[j], &s);
+			if (s.index && s.gather)   /* one element a row (views.c): a value outside 0..n-1 reads 0 */
+				((KBounds *)k->param[j].bounds)->index_n =
+					lower_extent(c, k, d, f->tensor[s.input].dim[s.index_dim]);
 		} else if (k->param[j].view == VIEW_ROW_AT || k->param[j].view == VIEW_COL_AT) {
 			lower_bcast_at(c, k, j, d);
 		}

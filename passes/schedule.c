@@ -192,6 +192,65 @@ index_only(const Fusion *f, int t)
 	return n > 0;
 }
 
+static bool label_only(const Fusion *f, int t, bool any_shape);
+
+/* Is view T (of a label) read only as a gather's index or compared? */
+static bool
+label_reads_only(const Fusion *f, int t)
+{
+	int i, j;
+
+	for (i = 1; i < f->nop; i++)
+		for (j = 0; j < f->op[i].nin; j++)
+			if (f->op[i].in[j].tensor == t && !(f->op[i].kind == OP_GATHER && j == 1) &&
+			    !(f->op[i].kind >= OP_EQ && f->op[i].kind <= OP_GE))
+				return false;
+	return true;
+}
+
+/*
+ * Is T an input of one value a row (or one value), read only as a gather's
+ * index or compared (a label against ignore_index): a row kernel compares
+ * it in f32, exact below 2^24.
+ */
+static bool
+label_only(const Fusion *f, int t, bool any_shape)
+{
+	const Tensor *x = &f->tensor[t];
+	int i, j;
+
+	if (x->kind == TK_VALUE && (f->op[x->def].kind == OP_RESHAPE || f->op[x->def].kind == OP_VIEW))
+		return label_only(f, f->op[x->def].in[0].tensor, true);   /* (label.unsqueeze(-1): a view of one) */
+	if (x->kind != TK_INPUT || (!any_shape && x->rank && !dim_is_one(x->dim[x->rank - 1])))
+		return false;
+	for (i = 1; i < f->nop; i++)
+		for (j = 0; j < f->op[i].nin; j++) {
+			const Op *o = &f->op[i];
+
+			if (o->in[j].tensor != t || (o->kind == OP_GATHER && j == 1) || (o->kind >= OP_EQ && o->kind <= OP_GE) ||
+			    o->kind == OP_ONE_HOT)
+				continue;
+			if ((o->kind != OP_RESHAPE && o->kind != OP_VIEW) || !label_reads_only(f, o->out))
+				return false;
+		}
+	return true;
+}
+
+/* Is T one_hot's value, or one_hot's label (one a row: classify_row's keepdim-less per-row value)? Each is an
+   integer a row kernel holds exactly in f32 (0 and 1; a class below 2^24). */
+static bool
+one_hot_only(const Fusion *f, int t)
+{
+	int i;
+
+	if (f->tensor[t].def && f->op[f->tensor[t].def].kind == OP_ONE_HOT)
+		return true;
+	for (i = 1; i < f->nop; i++)
+		if (f->op[i].kind == OP_ONE_HOT && f->op[i].in[0].tensor == t)
+			return label_only(f, t, true);
+	return false;
+}
+
 /* Is T an input read only as rand_like's seed or offset (a scalar a row kernel reads as a 64-bit integer)? */
 static bool
 rand_key_only(const Fusion *f, int t)
@@ -232,7 +291,7 @@ check_dtypes(Comp *c, const Fusion *f)
 	for (i = 1; i < f->ntensor && f->family != FAM_POINTWISE; i++) {
 		const Tensor *t = &f->tensor[i];
 
-		if (dtype_is_int(t->dtype) && !(f->family == FAM_REDUCTION && (rand_key_only(f, i) || index_only(f, i))))
+		if (dtype_is_int(t->dtype) && !(f->family == FAM_REDUCTION && (rand_key_only(f, i) || index_only(f, i) || label_only(f, i, false) || one_hot_only(f, i))))
 			return diag_error(c, t->pos, "'%s' is %s: integer values compute in pointwise kernels only, not yet "
 			                  "in %s kernels (cast it to f32)", t->name, dtype_info[t->dtype].name,
 			                  f->family == FAM_MATMUL ? "matmul" : "row-reduction");

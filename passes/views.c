@@ -354,6 +354,9 @@ view_rows_take(const Fusion *f, const Strided *s, Dtype dt)
 {
 	bool aligned = view_aligned16(f, s, dt);
 
+	if (s->index && s->gather && s->rank && s->index_dim == s->rank - 1 && dim_is_one(s->ext[s->rank - 1]) &&
+	    !s->bounded)
+		return true;   /* one element a row, at the index's value along the row (a label's logit) */
 	if (s->bounded || (s->index && (s->gather || s->index_dim == s->rank - 1 ||
 	                                 !view_stride16(f, s, s->index_stride, dt))))
 		return false;   /* (an index must place whole rows: one index element a row) */

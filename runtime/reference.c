@@ -800,6 +800,19 @@ eval_view(Eval *e, const Op *op, double *out)
 	return WSF_OK;
 }
 
+/* one_hot: out[..., c] = (c == label[...]); a label outside 0..classes-1 gives a row of zeros (torch's errs). */
+static WsfStatus
+eval_one_hot(Eval *e, const Op *op, double *out)
+{
+	Shape os = shape_of(e->f, op->out);
+	int64_t v = os.ext[os.rank - 1], n = numel(&os), i;
+	const double *label = e->val[op->in[0].tensor];
+
+	for (i = 0; i < n; i++)
+		out[i] = label[i / v] == (double)(i % v);
+	return WSF_OK;
+}
+
 static WsfStatus
 eval_op(Eval *e, const Op *op, double *out)
 {
@@ -807,6 +820,8 @@ eval_op(Eval *e, const Op *op, double *out)
 
 	if (op->kind == OP_RAND_LIKE)
 		return eval_rand(e, op, out);
+	if (op->kind == OP_ONE_HOT)
+		return eval_one_hot(e, op, out);
 	if (op_info[op->kind].cls == CLS_VIEW)
 		return eval_view(e, op, out);
 

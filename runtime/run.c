@@ -386,9 +386,10 @@ args_shape(Comp *c, const Fusion *f, Arg *arg, WsfTensor *t, double *bytes)
 }
 
 /*
- * An input that index_select, gather or index_copy reads as positions: they
- * must lie in 0..n-1 of the dim it indexes (the smallest n of its uses),
- * else 0; *DISTINCT where an index_copy reads it (distinct_positions).
+ * An input that index_select, gather or index_copy reads as positions (or
+ * one_hot as classes): they must lie in 0..n-1 of the dim it indexes (the
+ * classes; the smallest n of its uses), else 0; *DISTINCT where an
+ * index_copy reads it (distinct_positions).
  */
 static int64_t
 index_below(const Fusion *f, int t, bool *distinct)
@@ -397,6 +398,9 @@ index_below(const Fusion *f, int t, bool *distinct)
 	int i;
 
 	for (i = 1; i < f->nop; i++) {
+		if (f->op[i].kind == OP_ONE_HOT && f->op[i].in[0].tensor == t &&   /* a class: 0..num_classes-1 */
+		    (m = dim_value(f, f->op[i].shape[0])) > 0 && (!n || m < n))
+			n = m;
 		if ((f->op[i].kind != OP_INDEX_SELECT && f->op[i].kind != OP_GATHER && f->op[i].kind != OP_INDEX_COPY) ||
 		    f->op[i].in[1].tensor != t)
 			continue;

@@ -382,6 +382,33 @@ test_reductions(void **state)
 		check(t, reduce_spec(t, ops[i], "[1, 1, N]", 2, false));
 		check(t, reduce_spec(t, ops[i], "[N]", 0, false));
 	}
+	/* over a list of dims (sum, mean, max, min): the adjoint spread over them all */
+	for (i = 0; i < 4; i++) {   /* (each spec copied out: check starts a fresh arena) */
+		static const char *const dims[] = {"[0, 1]", "[2, 1]", "[1, 0]"};
+		char spec[1024];
+
+		for (axis = 0; axis < 3; axis++) {
+			const char *s = reduce_spec(t, ops[i], "[2, 3, N]", 0, axis < 2), *at = strstr(s, "axis: 0");
+
+			snprintf(spec, sizeof spec, "%.*saxis: %s%s", (int)(at - s), s, dims[axis], at + strlen("axis: 0"));
+			check(t, spec);
+		}
+	}
+	/* a bias over [B, S, H]: one sum over the leading dims (torch's dy.sum((0, 1))) */
+	check(t, "fusion: b\ninputs:\n  x: {dtype: f32, shape: [2, 3, 4]}\n  b: {dtype: f32, shape: [4]}\nops:\n"
+	         "  - {out: h, op: add, in: [x, b]}\n  - {out: y, op: tanh, in: [h]}\noutputs:\n  y: {}\n");
+	{
+		const Fusion *g = t->c.fusion;
+		int j, sums = 0;
+
+		for (j = 1; j < g->nop; j++)
+			if (g->op[j].kind == OP_SUM) {
+				sums++;
+				assert_int_equal(g->op[j].axis, 0);
+				assert_int_equal(g->op[j].naxes, 2);
+			}
+		assert_int_equal(sums, 1);
+	}
 }
 
 /* The composites arrive expanded: softmax, layernorm and rmsnorm with weight and bias. */
