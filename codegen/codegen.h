@@ -128,9 +128,11 @@ extern const char codegen_device_cuh[], codegen_device_reduction_cuh[], codegen_
 extern const char codegen_device_dtypes_cuh[];
 
 /* emit_reduce_grid.c: a pointwise kernel's reductions over rows (PointwisePlan.reduce): the running sums
-   (the family's frame), and ST_REDUCE, where an item's sums meet. */
+   and the lambda where an item's sums meet (the family's frame), ST_REDUCE's call of it, and what the
+   compute function takes besides (the sums by reference, the group's end). */
 void emit_reduce_frame(Emit *e);
 void emit_reduce(Emit *e, const Stmt *s);
+void emit_reduce_params(Emit *e, Buf *params, Buf *args);
 
 /* ---- the matmul family's files, between themselves ------------------- */
 

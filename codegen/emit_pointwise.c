@@ -509,6 +509,7 @@ emit_compute(Emit *e, const Stmt *s)
 		e->depth++;
 	}
 	e->elem_index = "(row * cols + col + v)";   /* the view is the domain's, row-major */
+	e->col_index = "(col + v)";
 	for (i = 1; i < f->nop; i++) {
 		const Op *o = &f->op[i];
 		const char *in[3] = {"", "", ""};
@@ -533,7 +534,7 @@ emit_compute(Emit *e, const Stmt *s)
 		emit_line(e, "%s[v] = %s;   // %s%s%s", e->value[o->out], emit_op_typed(e, o, in),
 		          op_info[o->kind].name, o->origin ? " of " : "", o->origin ? o->origin : "");
 	}
-	e->elem_index = e->rand_base = NULL;
+	e->elem_index = e->col_index = e->rand_base = NULL;
 	if (computes(f)) {
 		e->depth--;
 		emit_line(e, "}");
@@ -646,12 +647,7 @@ pointwise_stmt(Emit *e, const Stmt *s)
 		emit_reduce(e, s);
 }
 
-/* The computes of a kernel that reduces over rows add into the running sums: written in place. */
-static bool
-in_place(const Kernel *k)
-{
-	return k->pw.reduce != RED_NONE;
-}
+
 
 /* Pointwise tiles need few registers: 1 leaves the compiler free (__launch_bounds__). */
 static int
@@ -665,6 +661,6 @@ const EmitFamily emit_pointwise_family = {
 	.stmt = pointwise_stmt,
 	.min_ctas = min_ctas,
 	.frame = emit_reduce_frame,
-	.in_place = in_place,
+	.compute_params = emit_reduce_params,
 	.unit = "tile",
 };

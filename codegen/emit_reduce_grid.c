@@ -5,7 +5,9 @@
  * item's sums meet.  The compute (emit_pointwise.c) adds each thread's 8
  * columns of every tile into acc_NAME.
  *
- * ST_REDUCE, every thread of the CTA together, at an item's last tile:
+ * ST_REDUCE, every thread of the CTA together, at an item's last tile, calls
+ * wsf_meet, a lambda the frame defines (the main and the epilogue loops
+ * both meet):
  *   1. each reduction in turn through the scratch buffer: a column's
  *      threads' sums, in thread order, by the column's thread (RED_COLUMNS;
  *      RED_ALL: each thread's 8, then a warp's by shuffles, then the warps'
@@ -39,27 +41,6 @@ static bool
 is_reduction(const Op *o)
 {
 	return op_info[o->kind].cls == CLS_REDUCE;
-}
-
-/* The frame: each reduction's running sums, 8 columns a thread, from before the first tile. */
-void
-emit_reduce_frame(Emit *e)
-{
-	const Fusion *f = e->f;
-	int i;
-
-	if (!e->k->pw.reduce)
-		return;
-	for (i = 1; i < f->nop; i++)
-		if (is_reduction(&f->op[i])) {
-			const char *acc = emit_tname(e, PFX_ACC, f->op[i].out);
-
-			emit_line(e, "float %s[%d];   // %s of %s, this item's elements so far%s", acc, VEC,
-			          op_info[f->op[i].kind].name, f->tensor[f->op[i].in[0].tensor].name, emit_pos(e, f->op[i].pos));
-			emit_line(e, "#pragma unroll");
-			emit_line(e, "for (int v = 0; v < %d; v++)", VEC);
-			emit_line(e, "    %s[v] = %s;", acc, identity(&f->op[i]));
-		}
 }
 
 /* VAR, each thread's, folded over the CTA into thread 0's: a warp's by shuffles, then the warps' in order. */
@@ -116,7 +97,7 @@ meet(Emit *e, const char *const *tot, const char *holds)
 	const Fusion *f = e->f;
 	const PointwisePlan *w = &k->pw;
 	const char *work = k->param[w->work_param].name;
-	const char *unit = emit_expr_str(e, w->unit), *splits = emit_expr_str(e, w->splits);
+	const char *unit = "unit", *splits = "splits";   /* (wsf_meet's parameters) */
 	int per = w->reduce == RED_COLUMNS ? k->tile_cols : 1, i, j;
 
 	emit_line(e, "if (%s > 1) {   // the unit's items meet in the workspace: the last to arrive adds them", splits);
@@ -127,7 +108,7 @@ meet(Emit *e, const char *const *tot, const char *holds)
 	emit_line(e, "if (%s) {", holds);
 	for (i = 1, j = 0; i < f->nop; i++)
 		if (is_reduction(&f->op[i]))
-			emit_line(e, "    slots[%s * %d + %d + %s] = %s;", emit_expr_str(e, w->item), w->slot / 4, j++ * per,
+			emit_line(e, "    slots[item * %d + %d + %s] = %s;", w->slot / 4, j++ * per,
 			          per > 1 ? "threadIdx.x" : "0", tot[i]);
 	emit_line(e, "    __threadfence();   // the sums land before the arrival");
 	emit_line(e, "}");
@@ -177,8 +158,7 @@ late_values(Emit *e, const char *const *tot, const char *holds)
 {
 	const Kernel *k = e->k;
 	const Fusion *f = e->f;
-	const char *at = k->pw.reduce == RED_COLUMNS ? arena_printf(e->c->arena, "%s * cols + col",
-	                                                            emit_expr_str(e, k->pw.group)) : "0";
+	const char *at = k->pw.reduce == RED_COLUMNS ? "group * cols + col" : "0";   /* (wsf_meet's group) */
 	int i, j;
 
 	emit_line(e, "if (%s) {   // the results, a column a thread", holds);
@@ -214,8 +194,13 @@ late_values(Emit *e, const char *const *tot, const char *holds)
 	emit_line(e, "}");
 }
 
-void
-emit_reduce(Emit *e, const Stmt *s)
+/*
+ * The lambda wsf_meet(item, unit, group, col0, splits), in the frame before
+ * the tile loops: an item's sums meet (steps 1 to 3), at its last tile of
+ * the main or the epilogue loop (ST_REDUCE calls it).
+ */
+static void
+emit_meet(Emit *e)
 {
 	const Kernel *k = e->k;
 	const Fusion *f = e->f;
@@ -223,7 +208,9 @@ emit_reduce(Emit *e, const Stmt *s)
 	const char **tot = arena_alloc(e->c->arena, (size_t)f->nop * sizeof *tot);
 	int i;
 
-	emit_line(e, "{%s", emit_comment(e, s));
+	emit_line(e, "// an item's sums meet, at its last tile: the CTA's threads' sums, then the unit's items'");
+	emit_line(e, "const auto wsf_meet = [&](const long long item, const long long unit, const long long group,");
+	emit_line(e, "                          const long long col0, const long long splits) {");
 	e->depth++;
 	emit_line(e, "float *const red = (float *)%s;", emit_buf_at(e, w->scratch, NULL));
 	for (i = 1; i < f->nop; i++)
@@ -232,7 +219,7 @@ emit_reduce(Emit *e, const Stmt *s)
 			cta_sums(e, &f->op[i], tot[i]);
 		}
 	if (w->reduce == RED_COLUMNS) {
-		emit_line(e, "const long long col = %s + threadIdx.x;", emit_expr_str(e, w->col0));
+		emit_line(e, "const long long col = col0 + threadIdx.x;");
 		emit_line(e, "bool holds = threadIdx.x < %d && col < cols;", k->tile_cols);
 	} else {
 		emit_line(e, "bool holds = threadIdx.x == 0;");
@@ -240,5 +227,57 @@ emit_reduce(Emit *e, const Stmt *s)
 	meet(e, tot, "holds");
 	late_values(e, tot, "holds");
 	e->depth--;
-	emit_line(e, "}");
+	emit_line(e, "};");
+}
+
+/* The frame: each reduction's running sums, 8 columns a thread, from before the first tile. */
+void
+emit_reduce_frame(Emit *e)
+{
+	const Fusion *f = e->f;
+	int i;
+
+	if (!e->k->pw.reduce)
+		return;
+	for (i = 1; i < f->nop; i++)
+		if (is_reduction(&f->op[i])) {
+			const char *acc = emit_tname(e, PFX_ACC, f->op[i].out);
+
+			emit_line(e, "float %s[%d];   // %s of %s, this item's elements so far%s", acc, VEC,
+			          op_info[f->op[i].kind].name, f->tensor[f->op[i].in[0].tensor].name, emit_pos(e, f->op[i].pos));
+			emit_line(e, "#pragma unroll");
+			emit_line(e, "for (int v = 0; v < %d; v++)", VEC);
+			emit_line(e, "    %s[v] = %s;", acc, identity(&f->op[i]));
+		}
+	emit_meet(e);
+}
+
+void
+emit_reduce(Emit *e, const Stmt *s)
+{
+	const PointwisePlan *w = &e->k->pw;
+
+	emit_line(e, "wsf_meet(%s, %s, %s, %s, %s);%s", emit_expr_str(e, w->item), emit_expr_str(e, w->unit),
+	          emit_expr_str(e, w->group), emit_expr_str(e, w->col0), emit_expr_str(e, w->splits), emit_comment(e, s));
+}
+
+/* What the compute function takes besides the kernel's: the running sums, and the group's end. */
+void
+emit_reduce_params(Emit *e, Buf *params, Buf *args)
+{
+	const Fusion *f = e->f;
+	const PointwisePlan *w = &e->k->pw;
+	int i;
+
+	if (!w->reduce)
+		return;
+	for (i = 1; i < f->nop; i++)
+		if (is_reduction(&f->op[i])) {
+			buf_printf(params, "%s    float (&%s)[%d]", params->len ? ",\n" : "", emit_tname(e, PFX_ACC, f->op[i].out), VEC);
+			buf_printf(args, "%s%s", args->len ? ", " : "", emit_tname(e, PFX_ACC, f->op[i].out));
+		}
+	if (w->row_end->kind == EX_VAR && w->row_end->var != e->k->rows_var) {
+		buf_printf(params, "%s    const long long %s", params->len ? ",\n" : "", e->k->var[w->row_end->var].name);
+		buf_printf(args, "%s%s", args->len ? ", " : "", e->k->var[w->row_end->var].name);
+	}
 }

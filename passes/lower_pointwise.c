@@ -735,16 +735,33 @@ choose_stores(Comp *c, Kernel *k, const Fusion *f)
 	return 0;
 }
 
+/* Is input T read by one_hot alone (its classes: one a row of the domain, refuse_ops checked)? */
+static bool
+one_hot_label(const Fusion *f, int t)
+{
+	int i, j, n = 0;
+
+	for (i = 1; i < f->nop; i++)
+		for (j = 0; j < f->op[i].nin; j++)
+			if (f->op[i].in[j].tensor == t) {
+				if (f->op[i].kind != OP_ONE_HOT)
+					return false;
+				n++;
+			}
+	return n > 0;
+}
+
 /* Ops a pointwise kernel does not take yet: one_hot; rand_like of a shape other than the domain's.  0 or -1. */
 static int
 refuse_ops(Comp *c, const Fusion *f, const Tensor *d)
 {
 	int j;
 
-	for (j = 1; j < f->nop; j++)
-		if (f->op[j].kind == OP_ONE_HOT) {
-			diag_error(c, f->op[j].pos, "one_hot in a pointwise kernel is not implemented yet: a row-reduction "
-			           "kernel takes it, a label a row (cross-entropy's one_hot(label) beside its logsumexp)");
+	for (j = 1; j < f->nop; j++)   /* a label a domain row: the class a row, compared with the column */
+		if (f->op[j].kind == OP_ONE_HOT && (f->tensor[f->op[j].in[0].tensor].kind != TK_INPUT ||
+		                                    !lower_same_shape(&f->tensor[f->op[j].out], d))) {
+			diag_error(c, f->op[j].pos, "one_hot of '%s' in a pointwise kernel takes an input, a label a row of "
+			           "its output's shape (that of '%s'), so far", f->tensor[f->op[j].in[0].tensor].name, d->name);
 			c->status = WSF_ERR_UNSUPPORTED;
 			return -1;
 		}
@@ -829,7 +846,7 @@ lower_pointwise(Comp *c, Fusion *f)
 	/* parameters: inputs, outputs, then the two runtime extents */
 	for (j = 0; j < f->ninput; j++) {
 		const Tensor *t = &f->tensor[f->input[j]];
-		View v = classify(t, d);
+		View v = one_hot_label(f, f->input[j]) ? VIEW_COL : classify(t, d);
 		int p;
 
 		if (t->unread || !view_read_by_compute(f, f->input[j]))   /* (read through its views alone) */

@@ -108,6 +108,14 @@ static const char *const specs[] = {
 	"fusion: kv\nsizes: {S: 64, T: 4, D: 128}\ninputs:\n  cache: {dtype: bf16, shape: [S, 8, D]}\n"
 	"  k: {dtype: bf16, shape: [T, 8, D]}\n  pos: {dtype: int64, shape: [T]}\n"
 	"ops:\n  - {out: c, op: index_copy, in: [cache, pos, k], dim: 0}\noutputs:\n  c: {alias: cache}\n",
+	/* a mean over a middle axis (groups of S rows, a size param) and a column sum: the workspace's */
+	"fusion: cols\nsizes: {B: 4, S: 100, H: 264}\ninputs:\n  x: {dtype: bf16, shape: [B, S, H]}\n"
+	"ops:\n  - {out: m, op: mean, in: [x], dim: 1}\noutputs:\n  m: {dtype: f32}\n",
+	/* cross-entropy's loss and dlogits: a label a row (int64), one_hot */
+	"fusion: ce\nsizes: {T: 8, V: 1000}\ninputs:\n  x: {dtype: bf16, shape: [T, V]}\n"
+	"  label: {dtype: int64, shape: [T]}\nops:\n  - {out: oh, op: one_hot, in: [label], num_classes: V}\n"
+	"  - {out: lse, op: logsumexp, in: [x], dim: -1}\n  - {out: s, op: sub, in: [x, lse]}\n"
+	"  - {out: d, op: sub, in: [s, oh]}\noutputs:\n  d: {dtype: bf16}\n",
 };
 
 typedef struct Kern {

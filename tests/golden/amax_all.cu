@@ -3,6 +3,40 @@
 
 // ---- begin wsfuse_device.cuh: the device helpers, inlined ----
 
+// The compute of one tile, called from the main and the epilogue loops.
+static __device__ __forceinline__ void
+wsf_compute(
+    const long long i,
+    const long long row0,
+    const long long col0,
+    float *__restrict__ out_m,
+    float *__restrict__ out_scale,
+    const long long rows,
+    const long long cols,
+    const long long sk_on,
+    float *const part_m,
+    wsf_bf16 *const tile_x,
+    float (&acc_m)[8])
+{   // compute tile (row0, col0) = (row0, col0): 3 ops of amax_all
+    const long long top = row0, left = col0;
+    const wsf_bf16 *cur_tile_x = tile_x + ((i % 2LL)) * 8192;
+    for (int e = threadIdx.x * 8; e < 8192; e += 2048) {
+        const int r = e / 256, c = e % 256;
+        const long long row = top + r, col = left + c;
+        if (row >= rows || col >= cols)
+            continue;
+        float v_x[8];  // tests/golden/amax_all.yaml:6
+        wsf_load8(v_x, cur_tile_x + e);
+        float v_a[8];  // tests/golden/amax_all.yaml:8
+        #pragma unroll
+        for (int v = 0; v < 8; v++) {
+            v_a[v] = fabsf(v_x[v]);   // abs
+            if (col + v < cols)   // max
+                acc_m[v] = fmaxf(acc_m[v], v_a[v]);
+        }
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(256, 1)
 wsfuse_amax_all(
     const __grid_constant__ WsfTensorMap in_x,   // input bf16, full view
@@ -21,6 +55,63 @@ wsfuse_amax_all(
     #pragma unroll
     for (int v = 0; v < 8; v++)
         acc_m[v] = __int_as_float(0xff800000);
+    // an item's sums meet, at its last tile: the CTA's threads' sums, then the unit's items'
+    const auto wsf_meet = [&](const long long item, const long long unit, const long long group,
+                              const long long col0, const long long splits) {
+        float *const red = (float *)part_m;
+        float tot_2 = __int_as_float(0xff800000);
+        #pragma unroll
+        for (int v = 0; v < 8; v++)
+            tot_2 = fmaxf(tot_2, acc_m[v]);
+        for (int o = 16; o > 0; o >>= 1)   // a warp's, by shuffles
+            tot_2 = fmaxf(tot_2, __shfl_xor_sync(0xffffffffu, tot_2, o));
+        if (threadIdx.x % 32 == 0)
+            red[threadIdx.x / 32] = tot_2;
+        __syncthreads();
+        if (threadIdx.x == 0)
+            for (int w = 1; w < 8; w++)
+                tot_2 = fmaxf(tot_2, red[w]);
+        __syncthreads();   // the scratch is free for the next
+        #pragma unroll
+        for (int v = 0; v < 8; v++)
+            acc_m[v] = __int_as_float(0xff800000);   // the next item starts from nothing
+        bool holds = threadIdx.x == 0;
+        if (splits > 1) {   // the unit's items meet in the workspace: the last to arrive adds them
+            float *const slots = (float *)(red_work + 4096);   // after the flags, 1 floats an item
+            unsigned *const flag = (unsigned *)red_work + unit;
+            if (holds) {
+                slots[item * 1 + 0 + 0] = tot_2;
+                __threadfence();   // the sums land before the arrival
+            }
+            const bool last = __syncthreads_or(threadIdx.x == 0 && atomicAdd(flag, 1u) == (unsigned)splits - 1);
+            holds = holds && last;
+            if (last) {
+                __threadfence();   // the other items' sums, after their arrivals
+                tot_2 = __int_as_float(0xff800000);
+                for (long long s = threadIdx.x; s < splits; s += 256)
+                    tot_2 = fmaxf(tot_2, __ldcg(slots + s * 1 + 0));
+                for (int o = 16; o > 0; o >>= 1)   // a warp's, by shuffles
+                    tot_2 = fmaxf(tot_2, __shfl_xor_sync(0xffffffffu, tot_2, o));
+                if (threadIdx.x % 32 == 0)
+                    red[threadIdx.x / 32] = tot_2;
+                __syncthreads();
+                if (threadIdx.x == 0)
+                    for (int w = 1; w < 8; w++)
+                        tot_2 = fmaxf(tot_2, red[w]);
+                __syncthreads();   // the scratch is free for the next
+                holds = threadIdx.x == 0;
+                if (threadIdx.x == 0)
+                    *flag = 0;   // for the next launch
+            }
+        }
+        if (holds) {   // the results, a column a thread
+            const int v = 0;
+            const float v_m[1] = {tot_2};   // max  // tests/golden/amax_all.yaml:9
+            const float v_scale[1] = {448.0f / v_m[v]};   // div  // tests/golden/amax_all.yaml:10
+            wsf_store1(out_m + 0, v_m[0]);  // tests/golden/amax_all.yaml:12
+            wsf_store1(out_scale + 0, v_scale[0]);  // tests/golden/amax_all.yaml:13
+        }
+    };
     if (threadIdx.x == 0)
         wsf_prefetch_tmap(&in_x);
     if (threadIdx.x == 0) {   // one thread initialises the stage barriers
@@ -50,82 +141,10 @@ wsfuse_amax_all(
         const long long row0 = (wsf_udiv(tile, col_tiles) * 32LL);
         const long long col0 = (wsf_umod(tile, col_tiles) * 256LL);
         wsf_mbar_wait(&full[(i % 2LL)], (unsigned)((i / 2LL) & 1LL));   // wait until the stage's loads have landed
-        {   // compute tile (row0, col0) = (row0, col0): 3 ops of amax_all
-            const long long top = row0, left = col0;
-            const wsf_bf16 *cur_tile_x = tile_x + ((i % 2LL)) * 8192;
-            for (int e = threadIdx.x * 8; e < 8192; e += 2048) {
-                const int r = e / 256, c = e % 256;
-                const long long row = top + r, col = left + c;
-                if (row >= rows || col >= cols)
-                    continue;
-                float v_x[8];  // tests/golden/amax_all.yaml:6
-                wsf_load8(v_x, cur_tile_x + e);
-                float v_a[8];  // tests/golden/amax_all.yaml:8
-                #pragma unroll
-                for (int v = 0; v < 8; v++) {
-                    v_a[v] = fabsf(v_x[v]);   // abs
-                    if (col + v < cols)   // max
-                        acc_m[v] = fmaxf(acc_m[v], v_a[v]);
-                }
-            }
-        }
+        wsf_compute(i, row0, col0, out_m, out_scale, rows, cols, sk_on, part_m, tile_x, acc_m);   // 3 ops of amax_all
         __syncthreads();   // release the stage: the next load refills it
         if ((i == (my_tiles - 1LL))) {   // the item's last tile: its sums meet
-            {   // the sums over every element
-                float *const red = (float *)part_m;
-                float tot_2 = __int_as_float(0xff800000);
-                #pragma unroll
-                for (int v = 0; v < 8; v++)
-                    tot_2 = fmaxf(tot_2, acc_m[v]);
-                for (int o = 16; o > 0; o >>= 1)   // a warp's, by shuffles
-                    tot_2 = fmaxf(tot_2, __shfl_xor_sync(0xffffffffu, tot_2, o));
-                if (threadIdx.x % 32 == 0)
-                    red[threadIdx.x / 32] = tot_2;
-                __syncthreads();
-                if (threadIdx.x == 0)
-                    for (int w = 1; w < 8; w++)
-                        tot_2 = fmaxf(tot_2, red[w]);
-                __syncthreads();   // the scratch is free for the next
-                #pragma unroll
-                for (int v = 0; v < 8; v++)
-                    acc_m[v] = __int_as_float(0xff800000);   // the next item starts from nothing
-                bool holds = threadIdx.x == 0;
-                if (splits > 1) {   // the unit's items meet in the workspace: the last to arrive adds them
-                    float *const slots = (float *)(red_work + 4096);   // after the flags, 1 floats an item
-                    unsigned *const flag = (unsigned *)red_work + 0LL;
-                    if (holds) {
-                        slots[(long long)blockIdx.x * 1 + 0 + 0] = tot_2;
-                        __threadfence();   // the sums land before the arrival
-                    }
-                    const bool last = __syncthreads_or(threadIdx.x == 0 && atomicAdd(flag, 1u) == (unsigned)splits - 1);
-                    holds = holds && last;
-                    if (last) {
-                        __threadfence();   // the other items' sums, after their arrivals
-                        tot_2 = __int_as_float(0xff800000);
-                        for (long long s = threadIdx.x; s < splits; s += 256)
-                            tot_2 = fmaxf(tot_2, __ldcg(slots + s * 1 + 0));
-                        for (int o = 16; o > 0; o >>= 1)   // a warp's, by shuffles
-                            tot_2 = fmaxf(tot_2, __shfl_xor_sync(0xffffffffu, tot_2, o));
-                        if (threadIdx.x % 32 == 0)
-                            red[threadIdx.x / 32] = tot_2;
-                        __syncthreads();
-                        if (threadIdx.x == 0)
-                            for (int w = 1; w < 8; w++)
-                                tot_2 = fmaxf(tot_2, red[w]);
-                        __syncthreads();   // the scratch is free for the next
-                        holds = threadIdx.x == 0;
-                        if (threadIdx.x == 0)
-                            *flag = 0;   // for the next launch
-                    }
-                }
-                if (holds) {   // the results, a column a thread
-                    const int v = 0;
-                    const float v_m[1] = {tot_2};   // max  // tests/golden/amax_all.yaml:9
-                    const float v_scale[1] = {448.0f / v_m[v]};   // div  // tests/golden/amax_all.yaml:10
-                    wsf_store1(out_m + 0, v_m[0]);  // tests/golden/amax_all.yaml:12
-                    wsf_store1(out_scale + 0, v_scale[0]);  // tests/golden/amax_all.yaml:13
-                }
-            }
+            wsf_meet((long long)blockIdx.x, 0LL, 0LL, 0LL, splits);   // the sums over every element
         }
     }
     // circular buffer: 2 stages, prefetch 1
@@ -134,81 +153,9 @@ wsfuse_amax_all(
         const long long row0 = (wsf_udiv(tile, col_tiles) * 32LL);
         const long long col0 = (wsf_umod(tile, col_tiles) * 256LL);
         wsf_mbar_wait(&full[(i % 2LL)], (unsigned)((i / 2LL) & 1LL));   // wait until the stage's loads have landed
-        {   // compute tile (row0, col0) = (row0, col0): 3 ops of amax_all
-            const long long top = row0, left = col0;
-            const wsf_bf16 *cur_tile_x = tile_x + ((i % 2LL)) * 8192;
-            for (int e = threadIdx.x * 8; e < 8192; e += 2048) {
-                const int r = e / 256, c = e % 256;
-                const long long row = top + r, col = left + c;
-                if (row >= rows || col >= cols)
-                    continue;
-                float v_x[8];  // tests/golden/amax_all.yaml:6
-                wsf_load8(v_x, cur_tile_x + e);
-                float v_a[8];  // tests/golden/amax_all.yaml:8
-                #pragma unroll
-                for (int v = 0; v < 8; v++) {
-                    v_a[v] = fabsf(v_x[v]);   // abs
-                    if (col + v < cols)   // max
-                        acc_m[v] = fmaxf(acc_m[v], v_a[v]);
-                }
-            }
-        }
+        wsf_compute(i, row0, col0, out_m, out_scale, rows, cols, sk_on, part_m, tile_x, acc_m);   // 3 ops of amax_all
         if ((i == (my_tiles - 1LL))) {   // the item's last tile: its sums meet
-            {   // the sums over every element
-                float *const red = (float *)part_m;
-                float tot_2 = __int_as_float(0xff800000);
-                #pragma unroll
-                for (int v = 0; v < 8; v++)
-                    tot_2 = fmaxf(tot_2, acc_m[v]);
-                for (int o = 16; o > 0; o >>= 1)   // a warp's, by shuffles
-                    tot_2 = fmaxf(tot_2, __shfl_xor_sync(0xffffffffu, tot_2, o));
-                if (threadIdx.x % 32 == 0)
-                    red[threadIdx.x / 32] = tot_2;
-                __syncthreads();
-                if (threadIdx.x == 0)
-                    for (int w = 1; w < 8; w++)
-                        tot_2 = fmaxf(tot_2, red[w]);
-                __syncthreads();   // the scratch is free for the next
-                #pragma unroll
-                for (int v = 0; v < 8; v++)
-                    acc_m[v] = __int_as_float(0xff800000);   // the next item starts from nothing
-                bool holds = threadIdx.x == 0;
-                if (splits > 1) {   // the unit's items meet in the workspace: the last to arrive adds them
-                    float *const slots = (float *)(red_work + 4096);   // after the flags, 1 floats an item
-                    unsigned *const flag = (unsigned *)red_work + 0LL;
-                    if (holds) {
-                        slots[(long long)blockIdx.x * 1 + 0 + 0] = tot_2;
-                        __threadfence();   // the sums land before the arrival
-                    }
-                    const bool last = __syncthreads_or(threadIdx.x == 0 && atomicAdd(flag, 1u) == (unsigned)splits - 1);
-                    holds = holds && last;
-                    if (last) {
-                        __threadfence();   // the other items' sums, after their arrivals
-                        tot_2 = __int_as_float(0xff800000);
-                        for (long long s = threadIdx.x; s < splits; s += 256)
-                            tot_2 = fmaxf(tot_2, __ldcg(slots + s * 1 + 0));
-                        for (int o = 16; o > 0; o >>= 1)   // a warp's, by shuffles
-                            tot_2 = fmaxf(tot_2, __shfl_xor_sync(0xffffffffu, tot_2, o));
-                        if (threadIdx.x % 32 == 0)
-                            red[threadIdx.x / 32] = tot_2;
-                        __syncthreads();
-                        if (threadIdx.x == 0)
-                            for (int w = 1; w < 8; w++)
-                                tot_2 = fmaxf(tot_2, red[w]);
-                        __syncthreads();   // the scratch is free for the next
-                        holds = threadIdx.x == 0;
-                        if (threadIdx.x == 0)
-                            *flag = 0;   // for the next launch
-                    }
-                }
-                if (holds) {   // the results, a column a thread
-                    const int v = 0;
-                    const float v_m[1] = {tot_2};   // max  // tests/golden/amax_all.yaml:9
-                    const float v_scale[1] = {448.0f / v_m[v]};   // div  // tests/golden/amax_all.yaml:10
-                    wsf_store1(out_m + 0, v_m[0]);  // tests/golden/amax_all.yaml:12
-                    wsf_store1(out_scale + 0, v_scale[0]);  // tests/golden/amax_all.yaml:13
-                }
-            }
+            wsf_meet((long long)blockIdx.x, 0LL, 0LL, 0LL, splits);   // the sums over every element
         }
     }
 }

@@ -3,6 +3,39 @@
 
 // ---- begin wsfuse_device.cuh: the device helpers, inlined ----
 
+// The compute of one tile, called from the main and the epilogue loops.
+static __device__ __forceinline__ void
+wsf_compute(
+    const long long i,
+    const long long row0,
+    const long long col0,
+    float *__restrict__ out_m,
+    const long long rows,
+    const long long cols,
+    const long long sk_on,
+    const long long dim_S,
+    float *const part_m,
+    wsf_bf16 *const tile_x,
+    float (&acc_m)[8],
+    const long long end_row)
+{   // compute tile (row0, col0) = (row0, col0): 1 ops of mean_mid
+    const long long top = row0, left = col0;
+    const wsf_bf16 *cur_tile_x = tile_x + ((i % 2LL)) * 16384;
+    for (int e = threadIdx.x * 8; e < 16384; e += 2048) {
+        const int r = e / 256, c = e % 256;
+        const long long row = top + r, col = left + c;
+        if (row >= end_row || col >= cols)
+            continue;
+        float v_x[8];  // tests/golden/mean_mid.yaml:5
+        wsf_load8(v_x, cur_tile_x + e);
+        #pragma unroll
+        for (int v = 0; v < 8; v++) {
+            if (col + v < cols)   // mean
+                acc_m[v] = acc_m[v] + v_x[v];
+        }
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(256, 1)
 wsfuse_mean_mid(
     const __grid_constant__ WsfTensorMap in_x,   // input bf16, full view
@@ -21,6 +54,52 @@ wsfuse_mean_mid(
     #pragma unroll
     for (int v = 0; v < 8; v++)
         acc_m[v] = 0.0f;
+    // an item's sums meet, at its last tile: the CTA's threads' sums, then the unit's items'
+    const auto wsf_meet = [&](const long long item, const long long unit, const long long group,
+                              const long long col0, const long long splits) {
+        float *const red = (float *)part_m;
+        float tot_1 = 0.0f;
+        #pragma unroll
+        for (int v = 0; v < 8; v++)
+            red[threadIdx.x * 8 + v] = acc_m[v];
+        __syncthreads();
+        if (threadIdx.x < 256)   // column threadIdx.x: its threads' sums, in order
+            for (int t = 0; t < 8; t++)
+                tot_1 = tot_1 + red[t * 256 + threadIdx.x];
+        __syncthreads();   // the scratch is free for the next
+        #pragma unroll
+        for (int v = 0; v < 8; v++)
+            acc_m[v] = 0.0f;   // the next item starts from nothing
+        const long long col = col0 + threadIdx.x;
+        bool holds = threadIdx.x < 256 && col < cols;
+        if (splits > 1) {   // the unit's items meet in the workspace: the last to arrive adds them
+            float *const slots = (float *)(red_work + 4096);   // after the flags, 256 floats an item
+            unsigned *const flag = (unsigned *)red_work + unit;
+            if (holds) {
+                slots[item * 256 + 0 + threadIdx.x] = tot_1;
+                __threadfence();   // the sums land before the arrival
+            }
+            const bool last = __syncthreads_or(threadIdx.x == 0 && atomicAdd(flag, 1u) == (unsigned)splits - 1);
+            holds = holds && last;
+            if (last) {
+                __threadfence();   // the other items' sums, after their arrivals
+                if (holds) {
+                    tot_1 = 0.0f;
+                    #pragma unroll 8
+                    for (long long s = 0; s < splits; s++) {
+                        tot_1 = tot_1 + __ldcg(slots + (unit * splits + s) * 256 + 0 + threadIdx.x);
+                    }
+                }
+                if (threadIdx.x == 0)
+                    *flag = 0;   // for the next launch
+            }
+        }
+        if (holds) {   // the results, a column a thread
+            const int v = 0;
+            const float v_m[1] = {tot_1 / (float)(dim_S)};   // mean  // tests/golden/mean_mid.yaml:7
+            wsf_store1(out_m + group * cols + col, v_m[0]);  // tests/golden/mean_mid.yaml:9
+        }
+    };
     if (threadIdx.x == 0)
         wsf_prefetch_tmap(&in_x);
     if (threadIdx.x == 0) {   // one thread initialises the stage barriers
@@ -58,69 +137,10 @@ wsfuse_mean_mid(
         const long long row0 = (first_row + (((wsf_umod(item, splits) * per_item) + step) * 64LL));
         const long long col0 = (wsf_umod(unit, col_tiles) * 256LL);
         wsf_mbar_wait(&full[(i % 2LL)], (unsigned)((i / 2LL) & 1LL));   // wait until the stage's loads have landed
-        {   // compute tile (row0, col0) = (row0, col0): 1 ops of mean_mid
-            const long long top = row0, left = col0;
-            const wsf_bf16 *cur_tile_x = tile_x + ((i % 2LL)) * 16384;
-            for (int e = threadIdx.x * 8; e < 16384; e += 2048) {
-                const int r = e / 256, c = e % 256;
-                const long long row = top + r, col = left + c;
-                if (row >= end_row || col >= cols)
-                    continue;
-                float v_x[8];  // tests/golden/mean_mid.yaml:5
-                wsf_load8(v_x, cur_tile_x + e);
-                #pragma unroll
-                for (int v = 0; v < 8; v++) {
-                    if (col + v < cols)   // mean
-                        acc_m[v] = acc_m[v] + v_x[v];
-                }
-            }
-        }
+        wsf_compute(i, row0, col0, out_m, rows, cols, sk_on, dim_S, part_m, tile_x, acc_m, end_row);   // 1 ops of mean_mid
         __syncthreads();   // release the stage: the next load refills it
         if ((step == (per_item - 1LL))) {   // the item's last tile: its sums meet
-            {   // the sums over the group's rows
-                float *const red = (float *)part_m;
-                float tot_1 = 0.0f;
-                #pragma unroll
-                for (int v = 0; v < 8; v++)
-                    red[threadIdx.x * 8 + v] = acc_m[v];
-                __syncthreads();
-                if (threadIdx.x < 256)   // column threadIdx.x: its threads' sums, in order
-                    for (int t = 0; t < 8; t++)
-                        tot_1 = tot_1 + red[t * 256 + threadIdx.x];
-                __syncthreads();   // the scratch is free for the next
-                #pragma unroll
-                for (int v = 0; v < 8; v++)
-                    acc_m[v] = 0.0f;   // the next item starts from nothing
-                const long long col = col0 + threadIdx.x;
-                bool holds = threadIdx.x < 256 && col < cols;
-                if (splits > 1) {   // the unit's items meet in the workspace: the last to arrive adds them
-                    float *const slots = (float *)(red_work + 4096);   // after the flags, 256 floats an item
-                    unsigned *const flag = (unsigned *)red_work + unit;
-                    if (holds) {
-                        slots[item * 256 + 0 + threadIdx.x] = tot_1;
-                        __threadfence();   // the sums land before the arrival
-                    }
-                    const bool last = __syncthreads_or(threadIdx.x == 0 && atomicAdd(flag, 1u) == (unsigned)splits - 1);
-                    holds = holds && last;
-                    if (last) {
-                        __threadfence();   // the other items' sums, after their arrivals
-                        if (holds) {
-                            tot_1 = 0.0f;
-                            #pragma unroll 8
-                            for (long long s = 0; s < splits; s++) {
-                                tot_1 = tot_1 + __ldcg(slots + (unit * splits + s) * 256 + 0 + threadIdx.x);
-                            }
-                        }
-                        if (threadIdx.x == 0)
-                            *flag = 0;   // for the next launch
-                    }
-                }
-                if (holds) {   // the results, a column a thread
-                    const int v = 0;
-                    const float v_m[1] = {tot_1 / (float)(dim_S)};   // mean  // tests/golden/mean_mid.yaml:7
-                    wsf_store1(out_m + group * cols + col, v_m[0]);  // tests/golden/mean_mid.yaml:9
-                }
-            }
+            wsf_meet(item, unit, group, col0, splits);   // the sums over the group's rows
         }
     }
     // circular buffer: 2 stages, prefetch 1
@@ -134,68 +154,9 @@ wsfuse_mean_mid(
         const long long row0 = (first_row + (((wsf_umod(item, splits) * per_item) + step) * 64LL));
         const long long col0 = (wsf_umod(unit, col_tiles) * 256LL);
         wsf_mbar_wait(&full[(i % 2LL)], (unsigned)((i / 2LL) & 1LL));   // wait until the stage's loads have landed
-        {   // compute tile (row0, col0) = (row0, col0): 1 ops of mean_mid
-            const long long top = row0, left = col0;
-            const wsf_bf16 *cur_tile_x = tile_x + ((i % 2LL)) * 16384;
-            for (int e = threadIdx.x * 8; e < 16384; e += 2048) {
-                const int r = e / 256, c = e % 256;
-                const long long row = top + r, col = left + c;
-                if (row >= end_row || col >= cols)
-                    continue;
-                float v_x[8];  // tests/golden/mean_mid.yaml:5
-                wsf_load8(v_x, cur_tile_x + e);
-                #pragma unroll
-                for (int v = 0; v < 8; v++) {
-                    if (col + v < cols)   // mean
-                        acc_m[v] = acc_m[v] + v_x[v];
-                }
-            }
-        }
+        wsf_compute(i, row0, col0, out_m, rows, cols, sk_on, dim_S, part_m, tile_x, acc_m, end_row);   // 1 ops of mean_mid
         if ((step == (per_item - 1LL))) {   // the item's last tile: its sums meet
-            {   // the sums over the group's rows
-                float *const red = (float *)part_m;
-                float tot_1 = 0.0f;
-                #pragma unroll
-                for (int v = 0; v < 8; v++)
-                    red[threadIdx.x * 8 + v] = acc_m[v];
-                __syncthreads();
-                if (threadIdx.x < 256)   // column threadIdx.x: its threads' sums, in order
-                    for (int t = 0; t < 8; t++)
-                        tot_1 = tot_1 + red[t * 256 + threadIdx.x];
-                __syncthreads();   // the scratch is free for the next
-                #pragma unroll
-                for (int v = 0; v < 8; v++)
-                    acc_m[v] = 0.0f;   // the next item starts from nothing
-                const long long col = col0 + threadIdx.x;
-                bool holds = threadIdx.x < 256 && col < cols;
-                if (splits > 1) {   // the unit's items meet in the workspace: the last to arrive adds them
-                    float *const slots = (float *)(red_work + 4096);   // after the flags, 256 floats an item
-                    unsigned *const flag = (unsigned *)red_work + unit;
-                    if (holds) {
-                        slots[item * 256 + 0 + threadIdx.x] = tot_1;
-                        __threadfence();   // the sums land before the arrival
-                    }
-                    const bool last = __syncthreads_or(threadIdx.x == 0 && atomicAdd(flag, 1u) == (unsigned)splits - 1);
-                    holds = holds && last;
-                    if (last) {
-                        __threadfence();   // the other items' sums, after their arrivals
-                        if (holds) {
-                            tot_1 = 0.0f;
-                            #pragma unroll 8
-                            for (long long s = 0; s < splits; s++) {
-                                tot_1 = tot_1 + __ldcg(slots + (unit * splits + s) * 256 + 0 + threadIdx.x);
-                            }
-                        }
-                        if (threadIdx.x == 0)
-                            *flag = 0;   // for the next launch
-                    }
-                }
-                if (holds) {   // the results, a column a thread
-                    const int v = 0;
-                    const float v_m[1] = {tot_1 / (float)(dim_S)};   // mean  // tests/golden/mean_mid.yaml:7
-                    wsf_store1(out_m + group * cols + col, v_m[0]);  // tests/golden/mean_mid.yaml:9
-                }
-            }
+            wsf_meet(item, unit, group, col0, splits);   // the sums over the group's rows
         }
     }
 }

@@ -3,6 +3,81 @@
 
 // ---- begin wsfuse_device.cuh: the device helpers, inlined ----
 
+// The compute of one tile, called from the main and the epilogue loops.
+static __device__ __forceinline__ void
+wsf_compute(
+    const long long i,
+    const long long row0,
+    const long long col0,
+    const float *__restrict__ in_mean,
+    const float *__restrict__ in_rstd,
+    float *__restrict__ out_dgamma,
+    float *__restrict__ out_dbeta,
+    wsf_bf16 *__restrict__ out_dyw,
+    const long long rows,
+    const long long cols,
+    const long long sk_on,
+    float *const part_dgamma,
+    wsf_bf16 *const tile_x,
+    wsf_bf16 *const tile_dy,
+    wsf_bf16 *const tile_gamma,
+    float (&acc_dgamma)[8],
+    float (&acc_dbeta)[8],
+    const long long end_row)
+{   // compute tile (row0, col0) = (row0, col0): 6 ops of norm_weight_grads
+    const long long top = row0, left = col0;
+    const wsf_bf16 *cur_tile_x = tile_x + ((i % 2LL)) * 4096;
+    const wsf_bf16 *cur_tile_dy = tile_dy + ((i % 2LL)) * 4096;
+    const wsf_bf16 *cur_tile_gamma = tile_gamma + ((i % 2LL)) * 256;
+    for (int e = threadIdx.x * 8; e < 4096; e += 2048) {
+        const int r = e / 256, c = e % 256;
+        const long long row = top + r, col = left + c;
+        if (row >= end_row || col >= cols)
+            continue;
+        float v_x[8];  // examples/norm_weight_grads.yaml:21
+        wsf_load8(v_x, cur_tile_x + e);
+        float v_dy[8];  // examples/norm_weight_grads.yaml:22
+        wsf_load8(v_dy, cur_tile_dy + e);
+        float v_mean[8];  // examples/norm_weight_grads.yaml:23
+        {
+            const auto x = wsf_load1(in_mean + row);
+            for (int v = 0; v < 8; v++)
+                v_mean[v] = x;
+        }
+        float v_rstd[8];  // examples/norm_weight_grads.yaml:24
+        {
+            const auto x = wsf_load1(in_rstd + row);
+            for (int v = 0; v < 8; v++)
+                v_rstd[v] = x;
+        }
+        float v_gamma[8];  // examples/norm_weight_grads.yaml:25
+        wsf_load8(v_gamma, cur_tile_gamma + c);
+        float v_xc[8];  // examples/norm_weight_grads.yaml:28
+        float v_xhat[8];  // examples/norm_weight_grads.yaml:29
+        float v_gx[8];  // examples/norm_weight_grads.yaml:30
+        float v_dyw[8];  // examples/norm_weight_grads.yaml:33
+        #pragma unroll
+        for (int v = 0; v < 8; v++) {
+            v_xc[v] = v_x[v] - v_mean[v];   // sub
+            v_xhat[v] = v_xc[v] * v_rstd[v];   // mul
+            v_gx[v] = v_dy[v] * v_xhat[v];   // mul
+            if (col + v < cols)   // sum
+                acc_dgamma[v] = acc_dgamma[v] + v_gx[v];
+            if (col + v < cols)   // sum
+                acc_dbeta[v] = acc_dbeta[v] + v_dy[v];
+            v_dyw[v] = v_dy[v] * v_gamma[v];   // mul
+        }
+        if (col + 8 <= cols) {  // examples/norm_weight_grads.yaml:38
+            wsf_store8(out_dyw + row * cols + col, v_dyw);
+        } else {
+            #pragma unroll
+            for (int v = 0; v < 8; v++)
+                if (col + v < cols)
+                    wsf_store1(out_dyw + row * cols + col + v, v_dyw[v]);
+        }
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(256, 1)
 wsfuse_norm_weight_grads(
     const __grid_constant__ WsfTensorMap in_x,   // input bf16, full view
@@ -32,6 +107,69 @@ wsfuse_norm_weight_grads(
     #pragma unroll
     for (int v = 0; v < 8; v++)
         acc_dbeta[v] = 0.0f;
+    // an item's sums meet, at its last tile: the CTA's threads' sums, then the unit's items'
+    const auto wsf_meet = [&](const long long item, const long long unit, const long long group,
+                              const long long col0, const long long splits) {
+        float *const red = (float *)part_dgamma;
+        float tot_4 = 0.0f;
+        #pragma unroll
+        for (int v = 0; v < 8; v++)
+            red[threadIdx.x * 8 + v] = acc_dgamma[v];
+        __syncthreads();
+        if (threadIdx.x < 256)   // column threadIdx.x: its threads' sums, in order
+            for (int t = 0; t < 8; t++)
+                tot_4 = tot_4 + red[t * 256 + threadIdx.x];
+        __syncthreads();   // the scratch is free for the next
+        #pragma unroll
+        for (int v = 0; v < 8; v++)
+            acc_dgamma[v] = 0.0f;   // the next item starts from nothing
+        float tot_5 = 0.0f;
+        #pragma unroll
+        for (int v = 0; v < 8; v++)
+            red[threadIdx.x * 8 + v] = acc_dbeta[v];
+        __syncthreads();
+        if (threadIdx.x < 256)   // column threadIdx.x: its threads' sums, in order
+            for (int t = 0; t < 8; t++)
+                tot_5 = tot_5 + red[t * 256 + threadIdx.x];
+        __syncthreads();   // the scratch is free for the next
+        #pragma unroll
+        for (int v = 0; v < 8; v++)
+            acc_dbeta[v] = 0.0f;   // the next item starts from nothing
+        const long long col = col0 + threadIdx.x;
+        bool holds = threadIdx.x < 256 && col < cols;
+        if (splits > 1) {   // the unit's items meet in the workspace: the last to arrive adds them
+            float *const slots = (float *)(red_work + 4096);   // after the flags, 512 floats an item
+            unsigned *const flag = (unsigned *)red_work + unit;
+            if (holds) {
+                slots[item * 512 + 0 + threadIdx.x] = tot_4;
+                slots[item * 512 + 256 + threadIdx.x] = tot_5;
+                __threadfence();   // the sums land before the arrival
+            }
+            const bool last = __syncthreads_or(threadIdx.x == 0 && atomicAdd(flag, 1u) == (unsigned)splits - 1);
+            holds = holds && last;
+            if (last) {
+                __threadfence();   // the other items' sums, after their arrivals
+                if (holds) {
+                    tot_4 = 0.0f;
+                    tot_5 = 0.0f;
+                    #pragma unroll 8
+                    for (long long s = 0; s < splits; s++) {
+                        tot_4 = tot_4 + __ldcg(slots + (unit * splits + s) * 512 + 0 + threadIdx.x);
+                        tot_5 = tot_5 + __ldcg(slots + (unit * splits + s) * 512 + 256 + threadIdx.x);
+                    }
+                }
+                if (threadIdx.x == 0)
+                    *flag = 0;   // for the next launch
+            }
+        }
+        if (holds) {   // the results, a column a thread
+            const int v = 0;
+            const float v_dgamma[1] = {tot_4};   // sum  // examples/norm_weight_grads.yaml:31
+            const float v_dbeta[1] = {tot_5};   // sum  // examples/norm_weight_grads.yaml:32
+            wsf_store1(out_dgamma + group * cols + col, v_dgamma[0]);  // examples/norm_weight_grads.yaml:36
+            wsf_store1(out_dbeta + group * cols + col, v_dbeta[0]);  // examples/norm_weight_grads.yaml:37
+        }
+    };
     if (threadIdx.x == 0)
         wsf_prefetch_tmap(&in_x);
     if (threadIdx.x == 0)
@@ -77,122 +215,10 @@ wsfuse_norm_weight_grads(
         const long long row0 = (first_row + (((wsf_umod(item, splits) * per_item) + step) * 16LL));
         const long long col0 = (wsf_umod(unit, col_tiles) * 256LL);
         wsf_mbar_wait(&full[(i % 2LL)], (unsigned)((i / 2LL) & 1LL));   // wait until the stage's loads have landed
-        {   // compute tile (row0, col0) = (row0, col0): 6 ops of norm_weight_grads
-            const long long top = row0, left = col0;
-            const wsf_bf16 *cur_tile_x = tile_x + ((i % 2LL)) * 4096;
-            const wsf_bf16 *cur_tile_dy = tile_dy + ((i % 2LL)) * 4096;
-            const wsf_bf16 *cur_tile_gamma = tile_gamma + ((i % 2LL)) * 256;
-            for (int e = threadIdx.x * 8; e < 4096; e += 2048) {
-                const int r = e / 256, c = e % 256;
-                const long long row = top + r, col = left + c;
-                if (row >= end_row || col >= cols)
-                    continue;
-                float v_x[8];  // examples/norm_weight_grads.yaml:21
-                wsf_load8(v_x, cur_tile_x + e);
-                float v_dy[8];  // examples/norm_weight_grads.yaml:22
-                wsf_load8(v_dy, cur_tile_dy + e);
-                float v_mean[8];  // examples/norm_weight_grads.yaml:23
-                {
-                    const auto x = wsf_load1(in_mean + row);
-                    for (int v = 0; v < 8; v++)
-                        v_mean[v] = x;
-                }
-                float v_rstd[8];  // examples/norm_weight_grads.yaml:24
-                {
-                    const auto x = wsf_load1(in_rstd + row);
-                    for (int v = 0; v < 8; v++)
-                        v_rstd[v] = x;
-                }
-                float v_gamma[8];  // examples/norm_weight_grads.yaml:25
-                wsf_load8(v_gamma, cur_tile_gamma + c);
-                float v_xc[8];  // examples/norm_weight_grads.yaml:28
-                float v_xhat[8];  // examples/norm_weight_grads.yaml:29
-                float v_gx[8];  // examples/norm_weight_grads.yaml:30
-                float v_dyw[8];  // examples/norm_weight_grads.yaml:33
-                #pragma unroll
-                for (int v = 0; v < 8; v++) {
-                    v_xc[v] = v_x[v] - v_mean[v];   // sub
-                    v_xhat[v] = v_xc[v] * v_rstd[v];   // mul
-                    v_gx[v] = v_dy[v] * v_xhat[v];   // mul
-                    if (col + v < cols)   // sum
-                        acc_dgamma[v] = acc_dgamma[v] + v_gx[v];
-                    if (col + v < cols)   // sum
-                        acc_dbeta[v] = acc_dbeta[v] + v_dy[v];
-                    v_dyw[v] = v_dy[v] * v_gamma[v];   // mul
-                }
-                if (col + 8 <= cols) {  // examples/norm_weight_grads.yaml:38
-                    wsf_store8(out_dyw + row * cols + col, v_dyw);
-                } else {
-                    #pragma unroll
-                    for (int v = 0; v < 8; v++)
-                        if (col + v < cols)
-                            wsf_store1(out_dyw + row * cols + col + v, v_dyw[v]);
-                }
-            }
-        }
+        wsf_compute(i, row0, col0, in_mean, in_rstd, out_dgamma, out_dbeta, out_dyw, rows, cols, sk_on, part_dgamma, tile_x, tile_dy, tile_gamma, acc_dgamma, acc_dbeta, end_row);   // 6 ops of norm_weight_grads
         __syncthreads();   // release the stage: the next load refills it
         if ((step == (per_item - 1LL))) {   // the item's last tile: its sums meet
-            {   // the sums over the group's rows
-                float *const red = (float *)part_dgamma;
-                float tot_4 = 0.0f;
-                #pragma unroll
-                for (int v = 0; v < 8; v++)
-                    red[threadIdx.x * 8 + v] = acc_dgamma[v];
-                __syncthreads();
-                if (threadIdx.x < 256)   // column threadIdx.x: its threads' sums, in order
-                    for (int t = 0; t < 8; t++)
-                        tot_4 = tot_4 + red[t * 256 + threadIdx.x];
-                __syncthreads();   // the scratch is free for the next
-                #pragma unroll
-                for (int v = 0; v < 8; v++)
-                    acc_dgamma[v] = 0.0f;   // the next item starts from nothing
-                float tot_5 = 0.0f;
-                #pragma unroll
-                for (int v = 0; v < 8; v++)
-                    red[threadIdx.x * 8 + v] = acc_dbeta[v];
-                __syncthreads();
-                if (threadIdx.x < 256)   // column threadIdx.x: its threads' sums, in order
-                    for (int t = 0; t < 8; t++)
-                        tot_5 = tot_5 + red[t * 256 + threadIdx.x];
-                __syncthreads();   // the scratch is free for the next
-                #pragma unroll
-                for (int v = 0; v < 8; v++)
-                    acc_dbeta[v] = 0.0f;   // the next item starts from nothing
-                const long long col = col0 + threadIdx.x;
-                bool holds = threadIdx.x < 256 && col < cols;
-                if (splits > 1) {   // the unit's items meet in the workspace: the last to arrive adds them
-                    float *const slots = (float *)(red_work + 4096);   // after the flags, 512 floats an item
-                    unsigned *const flag = (unsigned *)red_work + unit;
-                    if (holds) {
-                        slots[item * 512 + 0 + threadIdx.x] = tot_4;
-                        slots[item * 512 + 256 + threadIdx.x] = tot_5;
-                        __threadfence();   // the sums land before the arrival
-                    }
-                    const bool last = __syncthreads_or(threadIdx.x == 0 && atomicAdd(flag, 1u) == (unsigned)splits - 1);
-                    holds = holds && last;
-                    if (last) {
-                        __threadfence();   // the other items' sums, after their arrivals
-                        if (holds) {
-                            tot_4 = 0.0f;
-                            tot_5 = 0.0f;
-                            #pragma unroll 8
-                            for (long long s = 0; s < splits; s++) {
-                                tot_4 = tot_4 + __ldcg(slots + (unit * splits + s) * 512 + 0 + threadIdx.x);
-                                tot_5 = tot_5 + __ldcg(slots + (unit * splits + s) * 512 + 256 + threadIdx.x);
-                            }
-                        }
-                        if (threadIdx.x == 0)
-                            *flag = 0;   // for the next launch
-                    }
-                }
-                if (holds) {   // the results, a column a thread
-                    const int v = 0;
-                    const float v_dgamma[1] = {tot_4};   // sum  // examples/norm_weight_grads.yaml:31
-                    const float v_dbeta[1] = {tot_5};   // sum  // examples/norm_weight_grads.yaml:32
-                    wsf_store1(out_dgamma + group * cols + col, v_dgamma[0]);  // examples/norm_weight_grads.yaml:36
-                    wsf_store1(out_dbeta + group * cols + col, v_dbeta[0]);  // examples/norm_weight_grads.yaml:37
-                }
-            }
+            wsf_meet(item, unit, group, col0, splits);   // the sums over the group's rows
         }
     }
     // circular buffer: 2 stages, prefetch 1
@@ -206,121 +232,9 @@ wsfuse_norm_weight_grads(
         const long long row0 = (first_row + (((wsf_umod(item, splits) * per_item) + step) * 16LL));
         const long long col0 = (wsf_umod(unit, col_tiles) * 256LL);
         wsf_mbar_wait(&full[(i % 2LL)], (unsigned)((i / 2LL) & 1LL));   // wait until the stage's loads have landed
-        {   // compute tile (row0, col0) = (row0, col0): 6 ops of norm_weight_grads
-            const long long top = row0, left = col0;
-            const wsf_bf16 *cur_tile_x = tile_x + ((i % 2LL)) * 4096;
-            const wsf_bf16 *cur_tile_dy = tile_dy + ((i % 2LL)) * 4096;
-            const wsf_bf16 *cur_tile_gamma = tile_gamma + ((i % 2LL)) * 256;
-            for (int e = threadIdx.x * 8; e < 4096; e += 2048) {
-                const int r = e / 256, c = e % 256;
-                const long long row = top + r, col = left + c;
-                if (row >= end_row || col >= cols)
-                    continue;
-                float v_x[8];  // examples/norm_weight_grads.yaml:21
-                wsf_load8(v_x, cur_tile_x + e);
-                float v_dy[8];  // examples/norm_weight_grads.yaml:22
-                wsf_load8(v_dy, cur_tile_dy + e);
-                float v_mean[8];  // examples/norm_weight_grads.yaml:23
-                {
-                    const auto x = wsf_load1(in_mean + row);
-                    for (int v = 0; v < 8; v++)
-                        v_mean[v] = x;
-                }
-                float v_rstd[8];  // examples/norm_weight_grads.yaml:24
-                {
-                    const auto x = wsf_load1(in_rstd + row);
-                    for (int v = 0; v < 8; v++)
-                        v_rstd[v] = x;
-                }
-                float v_gamma[8];  // examples/norm_weight_grads.yaml:25
-                wsf_load8(v_gamma, cur_tile_gamma + c);
-                float v_xc[8];  // examples/norm_weight_grads.yaml:28
-                float v_xhat[8];  // examples/norm_weight_grads.yaml:29
-                float v_gx[8];  // examples/norm_weight_grads.yaml:30
-                float v_dyw[8];  // examples/norm_weight_grads.yaml:33
-                #pragma unroll
-                for (int v = 0; v < 8; v++) {
-                    v_xc[v] = v_x[v] - v_mean[v];   // sub
-                    v_xhat[v] = v_xc[v] * v_rstd[v];   // mul
-                    v_gx[v] = v_dy[v] * v_xhat[v];   // mul
-                    if (col + v < cols)   // sum
-                        acc_dgamma[v] = acc_dgamma[v] + v_gx[v];
-                    if (col + v < cols)   // sum
-                        acc_dbeta[v] = acc_dbeta[v] + v_dy[v];
-                    v_dyw[v] = v_dy[v] * v_gamma[v];   // mul
-                }
-                if (col + 8 <= cols) {  // examples/norm_weight_grads.yaml:38
-                    wsf_store8(out_dyw + row * cols + col, v_dyw);
-                } else {
-                    #pragma unroll
-                    for (int v = 0; v < 8; v++)
-                        if (col + v < cols)
-                            wsf_store1(out_dyw + row * cols + col + v, v_dyw[v]);
-                }
-            }
-        }
+        wsf_compute(i, row0, col0, in_mean, in_rstd, out_dgamma, out_dbeta, out_dyw, rows, cols, sk_on, part_dgamma, tile_x, tile_dy, tile_gamma, acc_dgamma, acc_dbeta, end_row);   // 6 ops of norm_weight_grads
         if ((step == (per_item - 1LL))) {   // the item's last tile: its sums meet
-            {   // the sums over the group's rows
-                float *const red = (float *)part_dgamma;
-                float tot_4 = 0.0f;
-                #pragma unroll
-                for (int v = 0; v < 8; v++)
-                    red[threadIdx.x * 8 + v] = acc_dgamma[v];
-                __syncthreads();
-                if (threadIdx.x < 256)   // column threadIdx.x: its threads' sums, in order
-                    for (int t = 0; t < 8; t++)
-                        tot_4 = tot_4 + red[t * 256 + threadIdx.x];
-                __syncthreads();   // the scratch is free for the next
-                #pragma unroll
-                for (int v = 0; v < 8; v++)
-                    acc_dgamma[v] = 0.0f;   // the next item starts from nothing
-                float tot_5 = 0.0f;
-                #pragma unroll
-                for (int v = 0; v < 8; v++)
-                    red[threadIdx.x * 8 + v] = acc_dbeta[v];
-                __syncthreads();
-                if (threadIdx.x < 256)   // column threadIdx.x: its threads' sums, in order
-                    for (int t = 0; t < 8; t++)
-                        tot_5 = tot_5 + red[t * 256 + threadIdx.x];
-                __syncthreads();   // the scratch is free for the next
-                #pragma unroll
-                for (int v = 0; v < 8; v++)
-                    acc_dbeta[v] = 0.0f;   // the next item starts from nothing
-                const long long col = col0 + threadIdx.x;
-                bool holds = threadIdx.x < 256 && col < cols;
-                if (splits > 1) {   // the unit's items meet in the workspace: the last to arrive adds them
-                    float *const slots = (float *)(red_work + 4096);   // after the flags, 512 floats an item
-                    unsigned *const flag = (unsigned *)red_work + unit;
-                    if (holds) {
-                        slots[item * 512 + 0 + threadIdx.x] = tot_4;
-                        slots[item * 512 + 256 + threadIdx.x] = tot_5;
-                        __threadfence();   // the sums land before the arrival
-                    }
-                    const bool last = __syncthreads_or(threadIdx.x == 0 && atomicAdd(flag, 1u) == (unsigned)splits - 1);
-                    holds = holds && last;
-                    if (last) {
-                        __threadfence();   // the other items' sums, after their arrivals
-                        if (holds) {
-                            tot_4 = 0.0f;
-                            tot_5 = 0.0f;
-                            #pragma unroll 8
-                            for (long long s = 0; s < splits; s++) {
-                                tot_4 = tot_4 + __ldcg(slots + (unit * splits + s) * 512 + 0 + threadIdx.x);
-                                tot_5 = tot_5 + __ldcg(slots + (unit * splits + s) * 512 + 256 + threadIdx.x);
-                            }
-                        }
-                        if (threadIdx.x == 0)
-                            *flag = 0;   // for the next launch
-                    }
-                }
-                if (holds) {   // the results, a column a thread
-                    const int v = 0;
-                    const float v_dgamma[1] = {tot_4};   // sum  // examples/norm_weight_grads.yaml:31
-                    const float v_dbeta[1] = {tot_5};   // sum  // examples/norm_weight_grads.yaml:32
-                    wsf_store1(out_dgamma + group * cols + col, v_dgamma[0]);  // examples/norm_weight_grads.yaml:36
-                    wsf_store1(out_dbeta + group * cols + col, v_dbeta[0]);  // examples/norm_weight_grads.yaml:37
-                }
-            }
+            wsf_meet(item, unit, group, col0, splits);   // the sums over the group's rows
         }
     }
 }

@@ -5,7 +5,7 @@
  * ones (a loss and dlogits from logsumexp and the label's one-hot), the
  * row kernel's IR (a label a row, one_hot computed from the element's
  * column), a gather of one element a row read at the label (0 outside the
- * row: ignore_index's -100), and the pointwise kernel's refusal.
+ * row: ignore_index's -100), and a pointwise kernel's one_hot of an input.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -175,10 +175,22 @@ gather_and_refusals(void **state)
 	assert_non_null(p->bounds);
 	assert_non_null(p->bounds->index_n);   /* the row's extent: outside it, 0 */
 	assert_int_equal(p->bounds->index_n->var, t->c.kernel->cols_var);
-	assert_contains(error_of(t, SPEC("{T: 64, V: 256}", "  x: {dtype: bf16, shape: [T, V]}\n  label: {dtype: int64, shape: [T]}\n",
-	                                 "  - {out: oh, op: one_hot, in: [label], num_classes: V}\n"
-	                                 "  - {out: y, op: mul, in: [x, oh]}\n", "  y: {}\n"), true),
-	                "one_hot in a pointwise kernel is not implemented yet");
+	/* a pointwise kernel (cross-entropy's backward from a saved logsumexp): the label a row, a column param */
+	if (run_spec(t, SPEC("{T: 64, V: 256}", "  x: {dtype: bf16, shape: [T, V]}\n  label: {dtype: int64, shape: [T]}\n"
+	                     "  lse: {dtype: f32, shape: [T, 1]}\n",
+	                     "  - {out: oh, op: one_hot, in: [label], num_classes: V}\n  - {out: xs, op: sub, in: [x, lse]}\n"
+	                     "  - {out: p, op: exp, in: [xs]}\n  - {out: d, op: sub, in: [p, oh]}\n", "  d: {}\n"), true))
+		fail_msg("%s", t->msg);
+	assert_int_equal(t->c.fusion->family, FAM_POINTWISE);
+	for (j = 1, p = NULL; j < t->c.kernel->nparam; j++)
+		if (strcmp(t->c.kernel->param[j].name, "label") == 0)
+			p = &t->c.kernel->param[j];
+	assert_non_null(p);
+	assert_int_equal(p->view, VIEW_COL);
+	assert_contains(error_of(t, SPEC("{T: 64, V: 256}", "  l0: {dtype: int64, shape: [T]}\n",
+	                                 "  - {out: label, op: add, in: [l0, 1]}\n"
+	                                 "  - {out: oh, op: one_hot, in: [label], num_classes: V}\n", "  oh: {}\n"), true),
+	                "one_hot of 'label' in a pointwise kernel takes an input, a label a row of its output's shape");
 	assert_int_equal(t->c.status, WSF_ERR_UNSUPPORTED);
 	/* a label added to (integer arithmetic) is not a label: a row kernel refuses its integers */
 	assert_contains(error_of(t, SPEC("{T: 64, V: 256}", "  x: {dtype: bf16, shape: [T, V]}\n  label: {dtype: int64, shape: [T]}\n",
