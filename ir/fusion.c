@@ -179,7 +179,7 @@ fusion_add_op(Comp *c, Fusion *f, OpKind kind, Pos p)
 
 	o->kind = kind;
 	o->pos = p;
-	o->keepdim = true;
+	o->keepdim = kind != OP_ARGMAX && kind != OP_ARGMIN;   /* (torch's defaults) */
 	o->axis = op_info[kind].cls == CLS_VIEW ? 0 : -1;   /* torch's default dim of cat, chunk, split, slice */
 	o->end = INT64_MAX;
 	o->step = 1;

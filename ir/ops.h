@@ -81,6 +81,7 @@ OP(WHERE,     "where",     3, 3, BINARY,    0,         TY_WHERE, K_ALL)
 /* rand_like(x, seed, offset): uniform [0, 1) in f32 of x's shape, Philox4x32-10 of the element's index */
 OP(RAND_LIKE, "rand_like", 3, 3, UNARY,     0,         TY_RAND,  K_ALL)
 OP(ONE_HOT,   "one_hot",   1, 1, UNARY,     A_CLASSES, TY_ARITH, K_INT)
+OP(POSITION,  "position",  1, 1, UNARY,     A_AXIS,    TY_ARITH, K_ALL)
 /* reductions by composition, expanded by passes/expand.c: min(x) = -max(-x); logsumexp, max-shifted */
 OP(MIN,       "min",       1, 1, COMPOSITE, A_AXIS | A_KEEPDIM, TY_ARITH, K_FLOAT)
 OP(LOGSUMEXP, "logsumexp", 1, 1, COMPOSITE, A_AXIS | A_KEEPDIM, TY_ARITH, K_FLOAT)
@@ -88,6 +89,8 @@ OP(LOGSUMEXP, "logsumexp", 1, 1, COMPOSITE, A_AXIS | A_KEEPDIM, TY_ARITH, K_FLOA
 OP(VAR,       "var",       1, 1, COMPOSITE, A_AXIS | A_KEEPDIM | A_CORRECTION, TY_FLOAT, K_FLOAT)
 OP(STD,       "std",       1, 1, COMPOSITE, A_AXIS | A_KEEPDIM | A_CORRECTION, TY_FLOAT, K_FLOAT)
 OP(LOG_SOFTMAX, "log_softmax", 1, 1, COMPOSITE, A_AXIS,   TY_ARITH, K_FLOAT)
+OP(ARGMAX,    "argmax",    1, 1, COMPOSITE, A_AXIS | A_KEEPDIM, TY_ARITH, K_FLOAT)
+OP(ARGMIN,    "argmin",    1, 1, COMPOSITE, A_AXIS | A_KEEPDIM, TY_ARITH, K_FLOAT)
 /* views: index maps of their inputs (docs/spec.md, "Views"); chunk and split are read as one slice an output */
 OP(SLICE,     "slice",     1, 1, VIEW,      A_DIM | A_SLICE,  TY_VIEW, K_ALL)
 OP(CAT,       "cat",       2, MAX_IN, VIEW, A_DIM,            TY_VIEW, K_ALL)

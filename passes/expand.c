@@ -23,6 +23,7 @@
  * Temporaries are named "OUT.step", which cannot clash with spec names
  * (those are identifiers).
  */
+#include <math.h>
 #include <string.h>
 
 #include "passes.h"
@@ -204,6 +205,24 @@ expand_one(Expander *x)
 			x->ops[x->nops - 1].keepdim = o->keepdim;
 		if (o->kind == OP_STD)
 			add_unary(x, OP_SQRT, "std", o->out, var);
+		break;
+	case OP_ARGMAX:   /* the first index of the max: -max(where(x == max(x), -position, -inf)), int64 */
+	case OP_ARGMIN:   /* argmax of -x */
+		if (o->kind == OP_ARGMIN)
+			xin = add_unary(x, OP_NEG, "neg", 0, xin);
+		m = add_unary(x, OP_MAX, "max", 0, xin);
+		e = add_binary(x, OP_EQ, "hit", 0, xin, tensor_operand(m, p));
+		n = add_unary(x, OP_POSITION, "position", 0, xin);
+		n = add_unary(x, OP_NEG, "neg_position", 0, n);
+		d = add_op(x, OP_WHERE, "candidate", 0, tensor_operand(e, p), NULL);
+		x->ops[x->nops - 1].in[1] = tensor_operand(n, p);
+		x->ops[x->nops - 1].in[2] = literal(-INFINITY, p);
+		x->ops[x->nops - 1].nin = 3;
+		s = add_unary(x, OP_MAX, "best", 0, d);
+		x->ops[x->nops - 1].keepdim = o->keepdim;
+		s = add_unary(x, OP_NEG, "index", 0, s);
+		add_unary(x, OP_CAST, o->kind == OP_ARGMAX ? "argmax" : "argmin", o->out, s);
+		x->ops[x->nops - 1].to = DT_INT64;
 		break;
 	case OP_LOG_SOFTMAX:
 		s = sum_exp_shifted(x, xin, &m, &d, &e);

@@ -242,7 +242,7 @@ flows(OpKind kind, int j)
 	case OP_LOGICAL_NOT: case OP_LOGICAL_AND: case OP_LOGICAL_OR:
 	case OP_BITWISE_NOT: case OP_BITWISE_AND: case OP_BITWISE_OR: case OP_BITWISE_XOR: case OP_SHL: case OP_SHR:
 	case OP_EQ: case OP_NE: case OP_LT: case OP_LE: case OP_GT: case OP_GE:
-	case OP_FLOOR_DIVIDE: case OP_RAND_LIKE:
+	case OP_FLOOR_DIVIDE: case OP_RAND_LIKE: case OP_POSITION:
 		return false;
 	case OP_WHERE:
 		return j > 0;

@@ -167,6 +167,16 @@ infer_unary(Comp *c, Fusion *f, Op *o, Tensor *out)
 	a = &f->tensor[o->in[0].tensor];
 	out->rank = a->rank;
 	memcpy(out->dim, a->dim, sizeof out->dim);
+	if (o->kind == OP_POSITION) {   /* each element's index along axis, f32 (argmax's expansion) */
+		int axis = o->axis < 0 ? o->axis + a->rank : o->axis;
+
+		if (axis < 0 || axis >= a->rank)
+			return diag_error(c, o->pos, "axis %d is out of range for '%s' of rank %d (expected %d..%d)", o->axis,
+			                  a->name, a->rank, -a->rank, a->rank - 1);
+		o->axis = axis;
+		out->dtype = DT_F32;
+		return 0;
+	}
 	if (o->kind == OP_ONE_HOT) {   /* torch's: the label's shape and a dim of the classes, int64 */
 		if (a->rank >= MAX_RANK)
 			return diag_error(c, o->pos, "one_hot of '%s' %s would have rank %d, more than the limit of %d",

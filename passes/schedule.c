@@ -251,6 +251,28 @@ one_hot_only(const Fusion *f, int t)
 	return false;
 }
 
+/*
+ * Is T an integer cast of a float value (argmax's index) read only as an
+ * output or compared: a row kernel holds it in f32, exact below 2^24, and
+ * stores it as the integer.
+ */
+static bool
+index_result_only(const Fusion *f, int t)
+{
+	const Tensor *x = &f->tensor[t];
+	int i, j;
+
+	if (x->kind != TK_VALUE || f->op[x->def].kind != OP_CAST || !f->op[x->def].in[0].tensor ||
+	    !dtype_is_float(f->tensor[f->op[x->def].in[0].tensor].dtype))
+		return false;
+	for (i = 1; i < f->nop; i++)
+		for (j = 0; j < f->op[i].nin; j++)
+			if (f->op[i].in[j].tensor == t && !(f->op[i].kind >= OP_EQ && f->op[i].kind <= OP_GE) &&
+			    f->op[i].kind != OP_ONE_HOT)
+				return false;
+	return true;
+}
+
 /* Is T an input read only as rand_like's seed or offset (a scalar a row kernel reads as a 64-bit integer)? */
 static bool
 rand_key_only(const Fusion *f, int t)
@@ -291,7 +313,8 @@ check_dtypes(Comp *c, const Fusion *f)
 	for (i = 1; i < f->ntensor && f->family != FAM_POINTWISE; i++) {
 		const Tensor *t = &f->tensor[i];
 
-		if (dtype_is_int(t->dtype) && !(f->family == FAM_REDUCTION && (rand_key_only(f, i) || index_only(f, i) || label_only(f, i, false) || one_hot_only(f, i))))
+		if (dtype_is_int(t->dtype) && !(f->family == FAM_REDUCTION && (rand_key_only(f, i) || index_only(f, i) || label_only(f, i, false) || one_hot_only(f, i) ||
+		                                                  index_result_only(f, i))))
 			return diag_error(c, t->pos, "'%s' is %s: integer values compute in pointwise kernels only, not yet "
 			                  "in %s kernels (cast it to f32)", t->name, dtype_info[t->dtype].name,
 			                  f->family == FAM_MATMUL ? "matmul" : "row-reduction");
@@ -382,6 +405,14 @@ pass_schedule(Comp *c)
 	if (check_views(c, f) || (f->family == FAM_MATMUL && check_matmul(c, f)) ||
 	    (f->family == FAM_REDUCTION && check_reduction(c, f)))
 		return -1;
+	for (i = 1; i < f->nop; i++)   /* an element's position along its last dim (a column), for now */
+		if (f->op[i].kind == OP_POSITION && f->op[i].axis != f->tensor[f->op[i].in[0].tensor].rank - 1) {
+			diag_error(c, f->op[i].pos, "'%s' (%s) along dim %d of '%s', not its last, is not implemented yet: "
+			           "argmax and argmin reduce over the last dim, so far", f->tensor[f->op[i].out].name,
+			           op_info[f->op[i].kind].name, f->op[i].axis, f->tensor[f->op[i].in[0].tensor].name);
+			c->status = WSF_ERR_UNSUPPORTED;
+			return -1;
+		}
 	for (i = 1; i < f->nop; i++)   /* the element's index rand_like hashes: pointwise and row kernels', for now */
 		if (f->op[i].kind == OP_RAND_LIKE && f->family == FAM_MATMUL) {
 			diag_error(c, f->op[i].pos, "rand_like in a matmul kernel is not implemented yet (pointwise and "

@@ -813,6 +813,18 @@ eval_one_hot(Eval *e, const Op *op, double *out)
 	return WSF_OK;
 }
 
+/* position: each element's index along axis (argmax's expansion). */
+static WsfStatus
+eval_position(Eval *e, const Op *op, double *out)
+{
+	Shape os = shape_of(e->f, op->out);
+	int64_t inner = prod(&os, op->axis + 1, os.rank), n = os.ext[op->axis], total = numel(&os), i;
+
+	for (i = 0; i < total; i++)
+		out[i] = (double)(i / inner % n);
+	return WSF_OK;
+}
+
 static WsfStatus
 eval_op(Eval *e, const Op *op, double *out)
 {
@@ -822,6 +834,8 @@ eval_op(Eval *e, const Op *op, double *out)
 		return eval_rand(e, op, out);
 	if (op->kind == OP_ONE_HOT)
 		return eval_one_hot(e, op, out);
+	if (op->kind == OP_POSITION)
+		return eval_position(e, op, out);
 	if (op_info[op->kind].cls == CLS_VIEW)
 		return eval_view(e, op, out);
 

@@ -1,6 +1,6 @@
 /*
- * test_cross_entropy.c: one_hot (torch's F.one_hot) and what cross-entropy
- * is made of in a row kernel: the shape and dtype inference gives, its
+ * test_cross_entropy.c: one_hot (torch's F.one_hot), argmax and argmin, and
+ * what cross-entropy is made of in a row kernel: the shape and dtype inference gives, its
  * positioned errors, the host reference's values against hand-computed
  * ones (a loss and dlogits from logsumexp and the label's one-hot), the
  * row kernel's IR (a label a row, one_hot computed from the element's
@@ -200,6 +200,46 @@ gather_and_refusals(void **state)
 	                "integer values compute in pointwise kernels only");
 }
 
+/* argmax and argmin (torch's: the first index of the max or min, int64, keepdim false by default) in a row kernel. */
+static void
+argmax_argmin(void **state)
+{
+	Fixture *t = *state;
+	double x[] = {1, 5, 5, -2, 0, 0, 0, 0, -3, 7, -3, 7}, i[3], j[3];
+	const double *in[] = {x};
+	double *out[] = {i, j};
+	const Fusion *f;
+	int r;
+
+	if (run_spec(t, SPEC("{B: 3, V: 4}", "  x: {dtype: bf16, shape: [B, V]}\n",
+	                     "  - {out: i, op: argmax, in: [x], dim: -1}\n"
+	                     "  - {out: j, op: argmin, in: [x], dim: 1, keepdim: true}\n", "  i: {}\n  j: {}\n"), false))
+		fail_msg("%s", t->msg);
+	f = t->c.fusion;
+	assert_int_equal(f->tensor[fusion_find_tensor(f, intern_cstr(t->c.strs, "i"))].dtype, DT_INT64);
+	assert_int_equal(f->tensor[fusion_find_tensor(f, intern_cstr(t->c.strs, "i"))].rank, 1);   /* keepdim false */
+	assert_int_equal(f->tensor[fusion_find_tensor(f, intern_cstr(t->c.strs, "j"))].rank, 2);
+	if (rt_reference(&t->c, t->c.fusion, in, out) != WSF_OK)
+		fail_msg("reference: %s", t->msg);
+	for (r = 0; r < 3; r++) {   /* ties: the first */
+		static const double want_i[] = {1, 0, 1}, want_j[] = {3, 0, 0};
+
+		if (i[r] != want_i[r] || j[r] != want_j[r])
+			fail_msg("row %d: argmax %g (want %g), argmin %g (want %g)", r, i[r], want_i[r], j[r], want_j[r]);
+	}
+	/* a row kernel: two passes over the row (the max, then the first position that holds it) */
+	if (run_spec(t, SPEC("{B: 64, V: 128256}", "  x: {dtype: bf16, shape: [B, V]}\n",
+	                     "  - {out: i, op: argmax, in: [x], dim: -1}\n", "  i: {}\n"), true))
+		fail_msg("%s", t->msg);
+	assert_int_equal(t->c.fusion->family, FAM_REDUCTION);
+	assert_int_equal(t->c.kernel->row.passes, 2);
+	/* over another dim: not yet, said at the op */
+	assert_contains(error_of(t, SPEC("{B: 64, V: 256}", "  x: {dtype: bf16, shape: [B, V]}\n",
+	                                 "  - {out: i, op: argmax, in: [x], dim: 0}\n", "  i: {}\n"), true),
+	                "argmax and argmin reduce over the last dim, so far");
+	assert_int_equal(t->c.status, WSF_ERR_UNSUPPORTED);
+}
+
 int
 main(void)
 {
@@ -208,6 +248,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(reference_cross_entropy, setup, teardown),
 		cmocka_unit_test_setup_teardown(row_kernel, setup, teardown),
 		cmocka_unit_test_setup_teardown(gather_and_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(argmax_argmin, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
