@@ -17,6 +17,7 @@ static const struct {
 	{"dim", A_DIM}, {"start", A_SLICE}, {"end", A_SLICE}, {"step", A_SLICE}, {"chunks", A_CHUNKS},
 	{"sizes", A_SIZES}, {"dims", A_DIMS}, {"dim0", A_DIM01}, {"dim1", A_DIM01}, {"shape", A_SHAPE},
 	{"pad", A_PAD}, {"value", A_PAD}, {"correction", A_CORRECTION}, {"num_classes", A_CLASSES},
+	{"ignore_index", A_CE}, {"label_smoothing", A_CE}, {"reduction", A_CE},
 };
 
 /* Keys an op cannot do without, besides out, op and in. */
@@ -27,6 +28,7 @@ static const struct {
 	{OP_CAST, "to"}, {OP_CHUNK, "chunks"}, {OP_SPLIT, "sizes"}, {OP_PERMUTE, "dims"}, {OP_TRANSPOSE, "dim0"},
 	{OP_TRANSPOSE, "dim1"}, {OP_RESHAPE, "shape"}, {OP_VIEW, "shape"}, {OP_EXPAND, "shape"}, {OP_PAD, "pad"},
 	{OP_INDEX_SELECT, "dim"}, {OP_GATHER, "dim"}, {OP_INDEX_COPY, "dim"}, {OP_ONE_HOT, "num_classes"},
+	{OP_CROSS_ENTROPY, "reduction"},
 };
 
 /* OPNAME: one of the spellings in ir/ops.h */
@@ -353,6 +355,27 @@ read_attr(const Reader *r, Op *o, const Node *key, const Node *v)
 			return diag_error(r->c, v->pos, "expected a non-negative number for 'correction', saw %s (torch's: "
 			                  "1 is the unbiased estimate, 0 the population's)", describe(r, v));
 		return f32_number(r, v, o->correction, " for 'correction'", false);
+	} else if (strcmp(k, "ignore_index") == 0) {   /* cross_entropy's, torch's: default -100 */
+		if (read_int(r, v, what, INT32_MIN, INT32_MAX, &axis) < 0)
+			return -1;
+		o->value = (double)axis;
+	} else if (strcmp(k, "label_smoothing") == 0) {
+		if (!scalar_number(v, &o->correction) || o->correction < 0 || o->correction > 1 || v->text[0] == '-')
+			return diag_error(r->c, v->pos, "expected a number from 0 to 1 for 'label_smoothing', saw %s",
+			                  describe(r, v));
+		return f32_number(r, v, o->correction, " for 'label_smoothing'", false);
+	} else if (strcmp(k, "reduction") == 0) {   /* torch's default, mean, reduces the rows' losses: not yet */
+		static const char *const reductions[] = {"none", "mean", "sum"};
+
+		if (read_word(r, v, what, reductions, countof(reductions), &word) < 0)
+			return -1;
+		if (word > 1) {
+			diag_error(r->c, v->pos, "cross_entropy's reduction '%s' is not implemented yet: a kernel reduces the "
+			           "rows, not then the rows' losses; write reduction: none and reduce the loss in a second "
+			           "fusion", reductions[word - 1]);
+			r->c->status = WSF_ERR_UNSUPPORTED;
+			return -1;
+		}
 	} else if (strcmp(k, "num_classes") == 0) {   /* one_hot's: a size of the spec, or a positive integer */
 		if (v->type == SC_STR && (o->shape[0].sym = fusion_find_sym(r->f, v->text))) {
 			o->nshape = 1;

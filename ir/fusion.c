@@ -186,6 +186,8 @@ fusion_add_op(Comp *c, Fusion *f, OpKind kind, Pos p)
 	o->correction = 1;   /* (torch's var and std) */
 	o->acc = DT_F32;
 	o->eps = 1e-5;
+	if (kind == OP_CROSS_ENTROPY)   /* torch's ignore_index and label_smoothing */
+		o->value = -100, o->correction = 0;
 	return f->nop - 1;
 }
 

@@ -245,7 +245,8 @@ enum {
 	A_ACC = 1 << 5, A_EPS = 1 << 6,   /* acc: DTYPE; eps: FLOAT */
 	A_DIM = 1 << 7, A_SLICE = 1 << 8, A_CHUNKS = 1 << 9, A_SIZES = 1 << 10,  /* dim; start, end, step; chunks; sizes */
 	A_DIMS = 1 << 11, A_DIM01 = 1 << 12, A_SHAPE = 1 << 13, A_PAD = 1 << 14, /* dims; dim0, dim1; shape; pad, value */
-	A_CORRECTION = 1 << 15, A_CLASSES = 1 << 16   /* correction: NUMBER (var, std); num_classes: SIZE (one_hot) */
+	A_CORRECTION = 1 << 15, A_CLASSES = 1 << 16,  /* correction: NUMBER (var, std); num_classes: SIZE (one_hot) */
+	A_CE = 1 << 17   /* ignore_index: INT, label_smoothing: NUMBER, reduction: none (cross_entropy) */
 };
 
 /* How an op's result dtype follows from its operands' (torch's rules; passes/infer.c). */
@@ -358,11 +359,9 @@ typedef struct Op {
 	/* attributes; which ones mean anything depends on op_info[kind].attrs */
 	int axis;           /* as written (may be negative) until infer normalizes it; a reduction's first */
 	int naxes;          /* a reduction over dims axis .. axis + naxes - 1 (dim: [LIST]; infer sets it, 1 or more) */
-	bool keepdim;
-	Approx approx;
-	Dtype to;
+	bool keepdim; Approx approx; Dtype to;
 	bool transpose_a, transpose_b; Dtype acc;
-	double eps, correction;   /* the norms'; var's and std's (torch's, default 1) */
+	double eps, correction;   /* the norms'; var's and std's (torch's, default 1); cross_entropy's label_smoothing */
 	/* views (CLS_VIEW; axis is their dim, 0 unless given): as written, infer checks them against the shapes */
 	int64_t start, end, step;  /* slice: torch's [start:end:step] along axis (end INT64_MAX: to the end) */
 	int part, parts;    /* a slice read from a chunk or split: its output PART of PARTS (0: a slice as written); */
@@ -370,7 +369,8 @@ typedef struct Op {
 	int dim0, dim1;     /* transpose */
 	int ndims, dims[MAX_RANK];       /* permute; a reduction's dim: [LIST] as written */
 	int nshape; Dim shape[MAX_RANK]; /* reshape, view, expand: a size, a constant, or -1 (ext -1); one_hot: [classes] */
-	int npad; int64_t pad[2 * MAX_RANK]; double value; /* pad: (before, after) from the last dim; the fill */
+	int npad; int64_t pad[2 * MAX_RANK]; double value; /* pad: (before, after) from the last dim; the fill;
+	                                                       cross_entropy's ignore_index */
 	bool placed;        /* cat, pad: its inputs at its output's indices already (views.c), it picks by index; a
 	                       placed cat's pad[j] is part j's end along its dim, or along the index's digit
 	                       (i / digit[0]) % digit[1] of it where digit[1] > 0 (a reshape merged the cat's dim) */
@@ -1003,8 +1003,7 @@ struct Kernel {
 /* The plan of no matmul: no cluster, split, swap or ping-pong (cluster {1, 1}, 1 split, 1 row block). */
 extern const MatmulPlan matmul_none;
 /* The kernel's row-reduction, matmul and pointwise plans; another family's: all zero (matmul_none). */
-const RowPlan *kernel_row(const Kernel *k);
-const MatmulPlan *kernel_mm(const Kernel *k);
+const RowPlan *kernel_row(const Kernel *k); const MatmulPlan *kernel_mm(const Kernel *k);
 const PointwisePlan *kernel_pw(const Kernel *k);
 /* The bytes of a CTA's slot in the workspace (PK_WORKSPACE): stream-K's, a reduction over rows'; 0: none. */
 int kernel_work_slot(const Kernel *k);

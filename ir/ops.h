@@ -91,6 +91,7 @@ OP(STD,       "std",       1, 1, COMPOSITE, A_AXIS | A_KEEPDIM | A_CORRECTION, T
 OP(LOG_SOFTMAX, "log_softmax", 1, 1, COMPOSITE, A_AXIS,   TY_ARITH, K_FLOAT)
 OP(ARGMAX,    "argmax",    1, 1, COMPOSITE, A_AXIS | A_KEEPDIM, TY_ARITH, K_FLOAT)
 OP(ARGMIN,    "argmin",    1, 1, COMPOSITE, A_AXIS | A_KEEPDIM, TY_ARITH, K_FLOAT)
+OP(CROSS_ENTROPY, "cross_entropy", 2, 2, COMPOSITE, A_CE, TY_ARITH, K_ALL)
 /* views: index maps of their inputs (docs/spec.md, "Views"); chunk and split are read as one slice an output */
 OP(SLICE,     "slice",     1, 1, VIEW,      A_DIM | A_SLICE,  TY_VIEW, K_ALL)
 OP(CAT,       "cat",       2, MAX_IN, VIEW, A_DIM,            TY_VIEW, K_ALL)

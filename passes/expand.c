@@ -131,6 +131,61 @@ sum_exp_shifted(Expander *x, int xin, int *m, int *d, int *e)
 	return add_unary(x, OP_SUM, "sum", 0, *e);
 }
 
+/*
+ * cross_entropy(x, label) (torch's F.cross_entropy with reduction='none'):
+ * logsumexp(x) less the label's logit, a sum over the row of x times
+ * one_hot(label); with label_smoothing e, (1 - e) of that and e of
+ * logsumexp(x) less mean(x); 0 where the label is ignore_index.  The classes
+ * are x's last dim, so x must be an input (its shape known before
+ * inference).  0, or -1 after an error.
+ */
+static int
+expand_cross_entropy(Expander *x)
+{
+	Op *o = x->old;
+	const Tensor *xt = &x->f->tensor[o->in[0].tensor];
+	int xin = o->in[0].tensor, m, d, e, s, oh, xl, nll, sm;
+	Pos p = o->pos;
+
+	if (!xin || !o->in[1].tensor || xt->kind != TK_INPUT || !xt->rank) {
+		diag_error(x->c, o->in[0].pos, "cross_entropy takes [logits, labels], the logits an input of rank 1 or more "
+		           "(their last dim counts the classes before inference), so far%s",
+		           xin && xt->kind != TK_INPUT ? "; these are computed by ops" : "");
+		if (xin && xt->kind != TK_INPUT)
+			x->c->status = WSF_ERR_UNSUPPORTED;
+		return -1;
+	}
+	oh = add_op(x, OP_ONE_HOT, "one_hot", 0, o->in[1], NULL);
+	x->ops[x->nops - 1].nshape = 1;
+	x->ops[x->nops - 1].shape[0] = xt->dim[xt->rank - 1];
+	s = sum_exp_shifted(x, xin, &m, &d, &e);
+	x->ops[x->nops - 1].keepdim = false;
+	s = add_unary(x, OP_LOG, "log", 0, s);
+	m = add_unary(x, OP_MAX, "max_out", 0, xin);
+	x->ops[x->nops - 1].keepdim = false;
+	s = add_binary(x, OP_ADD, "lse", 0, s, tensor_operand(m, p));
+	xl = add_binary(x, OP_MUL, "picked", 0, xin, tensor_operand(oh, p));
+	xl = add_unary(x, OP_SUM, "logit", 0, xl);
+	x->ops[x->nops - 1].keepdim = false;
+	nll = add_binary(x, OP_SUB, "nll", 0, s, tensor_operand(xl, p));
+	if (o->correction > 0) {   /* label smoothing: the mean over the classes of -log softmax */
+		sm = add_unary(x, OP_MEAN, "mean", 0, xin);
+		x->ops[x->nops - 1].keepdim = false;
+		sm = add_binary(x, OP_SUB, "smooth", 0, s, tensor_operand(sm, p));
+		sm = add_binary(x, OP_MUL, "smooth_part", 0, sm, literal(o->correction, p));
+		nll = add_binary(x, OP_MUL, "nll_part", 0, nll, literal(1 - o->correction, p));
+		nll = add_binary(x, OP_ADD, "smoothed", 0, nll, tensor_operand(sm, p));
+	}
+	e = add_op(x, OP_EQ, "ignored", 0, o->in[1], NULL);
+	x->ops[x->nops - 1].in[1] = literal(o->value, p);
+	x->ops[x->nops - 1].nin = 2;
+	d = add_op(x, OP_WHERE, "loss", o->out, tensor_operand(e, p), NULL);
+	x->ops[x->nops - 1].in[1] = literal(0.0, p);
+	x->ops[x->nops - 1].in[2] = tensor_operand(nll, p);
+	x->ops[x->nops - 1].nin = 3;
+	return 0;
+}
+
 static void
 expand_one(Expander *x)
 {
@@ -254,6 +309,8 @@ pass_expand(Comp *c)
 			continue;
 		}
 		x.old = o;
+		if (o->kind == OP_CROSS_ENTROPY && expand_cross_entropy(&x) < 0)
+			return -1;
 		expand_one(&x);
 	}
 	f->op = x.ops;

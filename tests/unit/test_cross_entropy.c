@@ -200,6 +200,59 @@ gather_and_refusals(void **state)
 	                "integer values compute in pointwise kernels only");
 }
 
+/* cross_entropy (torch's F.cross_entropy, reduction='none'): the reference against hand values, and its errors. */
+static void
+cross_entropy_op(void **state)
+{
+	Fixture *t = *state;
+	double x[12], label[] = {2, 7, 0}, loss[3];
+	const double *in[] = {x, label};
+	double *out[] = {loss};
+	int r, c;
+
+	for (r = 0; r < 12; r++)
+		x[r] = cos(3.0 * r);
+	if (run_spec(t, SPEC("{T: 3, V: 4}", "  x: {dtype: f32, shape: [T, V]}\n  label: {dtype: int64, shape: [T]}\n",
+	                     "  - {out: loss, op: cross_entropy, in: [x, label], reduction: none, ignore_index: 7, "
+	                     "label_smoothing: 0.25}\n", "  loss: {}\n"), false))
+		fail_msg("%s", t->msg);
+	assert_int_equal(t->c.fusion->tensor[t->c.fusion->op[t->c.fusion->nop - 1].out].rank, 1);
+	if (rt_reference(&t->c, t->c.fusion, in, out) != WSF_OK)
+		fail_msg("reference: %s", t->msg);
+	for (r = 0; r < 3; r++) {
+		double m = -INFINITY, s = 0, mean = 0, lse, want;
+
+		for (c = 0; c < 4; c++) {
+			m = fmax(m, x[r * 4 + c]);
+			mean += x[r * 4 + c] / 4;
+		}
+		for (c = 0; c < 4; c++)
+			s += exp(x[r * 4 + c] - m);
+		lse = log(s) + m;
+		want = r == 1 ? 0 : 0.75 * (lse - x[r * 4 + (int)label[r]]) + 0.25 * (lse - mean);
+		if (fabs(loss[r] - want) > 1e-12)
+			fail_msg("row %d: %.15g, want %.15g", r, loss[r], want);
+	}
+	/* one row kernel, the label a row */
+	if (run_spec(t, SPEC("{T: 4096, V: 128256}", "  x: {dtype: bf16, shape: [T, V]}\n  label: {dtype: int64, shape: [T]}\n",
+	                     "  - {out: loss, op: cross_entropy, in: [x, label], reduction: none}\n", "  loss: {dtype: f32}\n"),
+	             true))
+		fail_msg("%s", t->msg);
+	assert_int_equal(t->c.fusion->family, FAM_REDUCTION);
+	assert_contains(error_of(t, SPEC("{T: 4, V: 8}", "  x: {dtype: f32, shape: [T, V]}\n  label: {dtype: int64, shape: [T]}\n",
+	                                 "  - {out: loss, op: cross_entropy, in: [x, label], reduction: mean}\n", "  loss: {}\n"),
+	                        false), "cross_entropy's reduction 'mean' is not implemented yet");
+	assert_int_equal(t->c.status, WSF_ERR_UNSUPPORTED);
+	assert_contains(error_of(t, SPEC("{T: 4, V: 8}", "  x: {dtype: f32, shape: [T, V]}\n  label: {dtype: int64, shape: [T]}\n",
+	                                 "  - {out: y, op: exp, in: [x]}\n"
+	                                 "  - {out: loss, op: cross_entropy, in: [y, label], reduction: none}\n", "  loss: {}\n"),
+	                        false), "the logits an input of rank 1 or more");
+	assert_contains(error_of(t, SPEC("{T: 4, V: 8}", "  x: {dtype: f32, shape: [T, V]}\n  label: {dtype: int64, shape: [T]}\n",
+	                                 "  - {out: loss, op: cross_entropy, in: [x, label], reduction: none, "
+	                                 "label_smoothing: 1.5}\n", "  loss: {}\n"), false),
+	                "expected a number from 0 to 1 for 'label_smoothing', saw '1.5'");
+}
+
 /* argmax and argmin (torch's: the first index of the max or min, int64, keepdim false by default) in a row kernel. */
 static void
 argmax_argmin(void **state)
@@ -249,6 +302,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(row_kernel, setup, teardown),
 		cmocka_unit_test_setup_teardown(gather_and_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(argmax_argmin, setup, teardown),
+		cmocka_unit_test_setup_teardown(cross_entropy_op, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
