@@ -72,6 +72,7 @@ static const char *const cuda_expr[OP_COUNT] = {
 	[OP_RAND_LIKE] = "wsf_rand_like($b, $c, $i)",   /* $i: the element's index in x (Emit.elem_index) */
 	[OP_ONE_HOT] = "($j == $a)",   /* $j: the element's index along the last dim (Emit.col_index) */
 	[OP_POSITION] = "(float)($j)",  /* along the last dim (schedule.c refuses another) */
+	[OP_RESHAPE] = "$a", [OP_VIEW] = "$a",   /* a row kernel's copy of an unsqueezed value (fusion_unsqueeze) */
 };
 
 /*

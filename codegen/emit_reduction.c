@@ -80,11 +80,15 @@ row_at(Emit *e, const KParam *p)
 	                    emit_param_name(e, ix), emit_expr_str(e, ix->at), emit_expr_str(e, p->bounds->index_scale));
 }
 
-/* Is op O computed: not a view (its value is loaded, or it only feeds another view)? */
+/*
+ * Is op O computed: not a view (its value is loaded, or it only feeds
+ * another view), but a view that only adds or drops 1-dims of a computed
+ * value (fusion_unsqueeze: a copy of the same row's value)?
+ */
 static bool
-row_computes(const Op *o)
+row_computes(const Fusion *f, const Op *o)
 {
-	return op_info[o->kind].cls != CLS_VIEW;
+	return op_info[o->kind].cls != CLS_VIEW || fusion_unsqueeze(f, o);
 }
 
 /*
@@ -371,7 +375,7 @@ row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 		for (i = 1; i < f->nop; i++) {
 			const Op *o = &f->op[i];
 
-			if (!need[o->out] || have[o->out] || op_info[o->kind].cls == CLS_REDUCE || !row_computes(o))
+			if (!need[o->out] || have[o->out] || op_info[o->kind].cls == CLS_REDUCE || !row_computes(e->f, o))
 				continue;
 			if (o->kind == OP_DIV && o->in[1].tensor && !row_full(e->k, o->in[1].tensor))
 				/*
@@ -418,7 +422,7 @@ emit_row_scalars(Emit *e, const int *level, int upto, bool *done, bool assign)
 		const Op *o = &f->op[i];
 
 		if (done[o->out] || row_full(e->k, o->out) || op_info[o->kind].cls == CLS_REDUCE ||
-		    level[o->out] > upto || !row_computes(o))
+		    level[o->out] > upto || !row_computes(e->f, o))
 			continue;
 		emit_line(e, "%s%s = %s;   // %s%s", assign ? "" : "const float ", emit_tname(e, PFX_ROW, o->out),
 		          emit_op_text3(e, o, row_operand(e, &o->in[0]), o->nin > 1 ? row_operand(e, &o->in[1]) : "",

@@ -294,6 +294,36 @@ fusion_stored(const Fusion *f, int j)
 	return s ? s->in[s->nin - 1].tensor : f->out[j].tensor;
 }
 
+/*
+ * Is O a reshape (or view) of a computed value that only adds or drops dims
+ * of 1, its other dims the same in order (torch's unsqueeze and squeeze:
+ * [T] as [T, 1], which the backward of a reduction without keepdim makes)?
+ * The same elements in the same order: a row kernel computes it as a copy.
+ */
+bool
+fusion_unsqueeze(const Fusion *f, const Op *o)
+{
+	const Tensor *a, *b;
+	int i = 0, j = 0;
+
+	if ((o->kind != OP_RESHAPE && o->kind != OP_VIEW) || !o->in[0].tensor)
+		return false;
+	a = &f->tensor[o->in[0].tensor];
+	b = &f->tensor[o->out];
+	if (a->kind != TK_VALUE || !a->def || op_info[f->op[a->def].kind].cls == CLS_VIEW)
+		return false;
+	for (;;) {
+		while (i < a->rank && dim_is_one(a->dim[i]))
+			i++;
+		while (j < b->rank && dim_is_one(b->dim[j]))
+			j++;
+		if (i == a->rank || j == b->rank)
+			return i == a->rank && j == b->rank;
+		if (!dim_equal(a->dim[i++], b->dim[j++]))
+			return false;
+	}
+}
+
 int
 fusion_waits(const Fusion *f)
 {

@@ -479,6 +479,7 @@ int fusion_waits(const Fusion *f);
 const Op *fusion_scatter(const Fusion *f, int j);
 /* The value output J's kernel computes and stores: its scatter's source, else its tensor. */
 int fusion_stored(const Fusion *f, int j);
+bool fusion_unsqueeze(const Fusion *f, const Op *o);   /* a reshape of a computed value adding or dropping 1-dims */
 
 /* ---- verify.c --------------------------------------------------------- */
 

@@ -422,29 +422,46 @@ binary_rule(Grad *g, const Op *o, int d)
 	}
 }
 
+static Op *view_op(Grad *g, OpKind kind, int x);
+
 /*
  * sum, mean, max: the adjoint spread back over X.  Without keepdim it
- * broadcasts back only when X's dims before the axis are 1 (numpy aligns
- * from the right), else it would need an unsqueeze.
+ * broadcasts back as it is only when X's dims before the axis are 1 (numpy
+ * aligns from the right); else it is reshaped to keepdim's shape first
+ * (torch's unsqueeze), as is a max's result for its mask.
  */
 static int
 reduce_rule(Grad *g, const Op *o, int d)
 {
 	const Fusion *f = g->f;
-	int x = o->in[0].tensor, i, t, mask;
+	int x = o->in[0].tensor, y = o->out, i, t, mask, last = o->axis + (o->naxes > 1 ? o->naxes : 1);
 	const Tensor *xt = &f->tensor[x];
 	int64_t n = 1;   /* the elements each result reduces: constant, or 0 when a size is bound at run time */
+	Op kept = *o;    /* o with keepdim: the adjoint and the result unsqueezed to it where numpy cannot align them */
 
 	if (!wants(g, 0))
 		return 0;
-	for (i = o->axis; i < o->axis + (o->naxes > 1 ? o->naxes : 1); i++)
+	for (i = o->axis; i < last; i++)
 		n = xt->dim[i].sym ? 0 : n * xt->dim[i].ext;
-	for (i = 0; !o->keepdim && i < o->axis; i++)
-		if (!dim_is_one(xt->dim[i]))
-			return unsupported(g, "the gradient of '%s'%s%s%s without keepdim over an axis after the first (of "
-			                   "'%s') needs an unsqueeze, which wsfuse lacks yet: use keepdim: true",
-			                   op_info[o->kind].name, o->origin ? " (a step of '" : "",
-			                   o->origin ? o->origin : "", o->origin ? "')" : "", xt->name);
+	for (i = 0; !o->keepdim && i < o->axis && dim_is_one(xt->dim[i]); i++)
+		;
+	if (!o->keepdim && i < o->axis) {   /* (dims before the axis: [T] against [T, V] needs [T, 1]) */
+		Op *v = view_op(g, OP_RESHAPE, d);
+
+		v->nshape = xt->rank;
+		for (i = 0; i < xt->rank; i++)
+			v->shape[i] = i >= o->axis && i < last ? (Dim){0, 1} : xt->dim[i];
+		d = v->out;
+		if (o->kind == OP_MAX) {
+			Op *w = view_op(g, OP_RESHAPE, y);
+
+			w->nshape = v->nshape;
+			memcpy(w->shape, v->shape, sizeof w->shape);
+			y = w->out;
+		}
+		kept.keepdim = true;
+		o = &kept;
+	}
 	switch (o->kind) {
 	case OP_SUM:
 		t = expand_like(g, T(d), x);
@@ -457,7 +474,7 @@ reduce_rule(Grad *g, const Op *o, int d)
 		t = expand_like(g, T(t), x);
 		break;
 	default:       /* max: the elements equal to it share d evenly */
-		mask = bin(g, OP_EQ, T(x), T(o->out));
+		mask = bin(g, OP_EQ, T(x), T(y));
 		t = reduce_as(g, OP_SUM, where(g, mask, L(1.0), L(0.0)), o);
 		t = where(g, mask, T(bin(g, OP_DIV, T(d), T(t))), L(0.0));
 		break;

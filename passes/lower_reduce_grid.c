@@ -117,12 +117,17 @@ mark_late(Comp *c, const Fusion *f, bool *late)
 		if (!any)
 			continue;
 		for (j = 0; j < o->nin; j++)
-			if (o->in[j].tensor && !late[o->in[j].tensor])
+			if (o->in[j].tensor && !late[o->in[j].tensor]) {
+				int r = 0, k;
+
+				for (k = 0; k < o->nin && !r; k++)   /* (the operand that is a result) */
+					r = o->in[k].tensor && late[o->in[k].tensor] ? o->in[k].tensor : 0;
 				return refuse(c, o->in[j].pos, "cannot place '%s' (%s) in one kernel: it combines '%s', a "
 				              "result of a reduction over rows, with '%s', which is not one (ops after such a "
 				              "reduction take its results and numbers only, so far); split the fusion",
-				              f->tensor[o->out].name, op_info[o->kind].name,
-				              f->tensor[o->in[j ? 0 : 1].tensor].name, f->tensor[o->in[j].tensor].name);
+				              f->tensor[o->out].name, op_info[o->kind].name, f->tensor[r].name,
+				              f->tensor[o->in[j].tensor].name);
+			}
 		if (op_info[o->kind].cls == CLS_VIEW)
 			return refuse(c, o->pos, "'%s' (%s) of '%s', a result of a reduction over rows, is not implemented "
 			              "yet", f->tensor[o->out].name, op_info[o->kind].name, f->tensor[o->in[0].tensor].name);

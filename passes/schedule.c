@@ -374,6 +374,8 @@ check_views(Comp *c, const Fusion *f)
 
 		if (op_info[o->kind].cls != CLS_VIEW || o->placed)   /* (a placed cat or pad computes: views.c) */
 			continue;
+		if (f->family == FAM_REDUCTION && fusion_unsqueeze(f, o))   /* a row kernel's copy (emit_reduction.c) */
+			continue;
 		why = o->kind == OP_INDEX_COPY || o->kind == OP_SLICE_SCATTER ? scatter_why(c, f, o)
 		      : f->family == FAM_MATMUL ? "views are read by pointwise and row-reduction kernels only, so far"
 		      : !view_strided(c, f, o->out, &s, &why) ? why

@@ -51,7 +51,7 @@ def test_grad_string_reads_back():
     assert k.arg_is_output[list(k.arg_names).index("grad_x")]
     try:
         ctx.grad_string("fusion: q\ninputs:\n  x: {dtype: f32, shape: [4, 8]}\nops:\n"
-                        "  - {out: y, op: sum, in: [x], keepdim: false}\noutputs:\n  y: {}\n", name="q.yaml")
+                        "  - {out: y, op: pow, in: [-2.0, x]}\noutputs:\n  y: {}\n", name="q.yaml")
     except wsfuse.Error as e:
         assert e.status == "WSF_ERR_UNSUPPORTED" and "q.yaml:5:5" in str(e), (e.status, str(e))
     else:

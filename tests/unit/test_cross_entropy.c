@@ -239,6 +239,25 @@ cross_entropy_op(void **state)
 	             true))
 		fail_msg("%s", t->msg);
 	assert_int_equal(t->c.fusion->family, FAM_REDUCTION);
+	/* its backward (wsfuse compile --emit=grad): one row kernel too, the per-row adjoints unsqueezed as copies */
+	{
+		static const char spec[] = SPEC("{T: 4096, V: 128256}",
+		                                "  x: {dtype: bf16, shape: [T, V]}\n  label: {dtype: int64, shape: [T]}\n",
+		                                "  - {out: loss, op: cross_entropy, in: [x, label], reduction: none, "
+		                                "label_smoothing: 0.1}\n", "  loss: {dtype: f32}\n");
+		WsfContext *ctx = wsf_context_new();
+		char *yaml = NULL;
+		size_t n = 0;
+
+		assert_non_null(ctx);
+		assert_int_equal(wsf_grad_string(ctx, "ce.yaml", spec, strlen(spec), &yaml, &n), WSF_OK);
+		assert_non_null(strstr(yaml, "op: reshape"));
+		if (run_spec(t, yaml, true))
+			fail_msg("%s\n%s", t->msg, yaml);
+		assert_int_equal(t->c.fusion->family, FAM_REDUCTION);
+		free(yaml);
+		wsf_context_delete(ctx);
+	}
 	assert_contains(error_of(t, SPEC("{T: 4, V: 8}", "  x: {dtype: f32, shape: [T, V]}\n  label: {dtype: int64, shape: [T]}\n",
 	                                 "  - {out: loss, op: cross_entropy, in: [x, label], reduction: mean}\n", "  loss: {}\n"),
 	                        false), "cross_entropy's reduction 'mean' is not implemented yet");

@@ -400,6 +400,10 @@ refusals(void **state)
 	                    "  - {out: s, op: sum, in: [x], dim: 0, keepdim: false}\n  - {out: y, op: mul, in: [s, w]}\n",
 	                    "  y: {}\n"));
 	assert_contains(m, "it combines 's', a result of a reduction over rows, with 'w'");
+	m = refused(t, SPEC("{T: 64, H: 256}", "  x: {dtype: f32, shape: [T, H]}\n  c: {dtype: bool, shape: [H]}\n",
+	                    "  - {out: s, op: sum, in: [x], dim: 0, keepdim: false}\n"
+	                    "  - {out: y, op: where, in: [c, 1.0, s]}\n", "  y: {}\n"));
+	assert_contains(m, "it combines 's', a result of a reduction over rows, with 'c'");
 	m = refused(t, SPEC("{B: 4, S: 64, H: 256}", "  x: {dtype: f32, shape: [B, S, H]}\n",
 	                    "  - {out: s, op: sum, in: [x], dim: 0}\n", "  s: {}\n"));
 	assert_contains(m, "keeps dims between that axis and the last one");
