@@ -289,8 +289,9 @@ emit_inputs(Emit *e)
 		const char *v = emit_tname(e, PFX_VALUE, t);
 		const char *suf;
 
-		if (p->arg < 0 || p->arg >= f->ninput || (p->kind != PK_PTR && p->kind != PK_TMAP) || p->view == VIEW_NONE)
-			continue;   /* (VIEW_NONE: an index's memory, read by the view it places) */
+		if (p->arg < 0 || p->arg >= f->ninput || (p->kind != PK_PTR && p->kind != PK_TMAP) || p->view == VIEW_NONE ||
+		    p->view == VIEW_REDUCED)
+			continue;   /* (VIEW_NONE: an index's memory, read by the view it places; VIEW_REDUCED: by wsf_meet) */
 		suf = emit_suffix(p->dtype);
 		e->value[t] = v;
 		emit_line(e, "%s %s[%d];%s", emit_reg_type(p->dtype), v, VEC, emit_pos(e, f->tensor[t].pos));

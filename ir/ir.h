@@ -359,7 +359,7 @@ typedef struct Op {
 	/* attributes; which ones mean anything depends on op_info[kind].attrs */
 	int axis;           /* as written (may be negative) until infer normalizes it; a reduction's first */
 	int naxes;          /* a reduction over dims axis .. axis + naxes - 1 (dim: [LIST]; infer sets it, 1 or more) */
-	bool keepdim; Approx approx; Dtype to;
+	bool keepdim, detach; Approx approx; Dtype to;   /* detach: no adjoint flows through it (expand.c's maxes) */
 	bool transpose_a, transpose_b; Dtype acc;
 	double eps, correction;   /* the norms'; var's and std's (torch's, default 1); cross_entropy's label_smoothing */
 	/* views (CLS_VIEW; axis is their dim, 0 unless given): as written, infer checks them against the shapes */

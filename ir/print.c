@@ -131,6 +131,8 @@ op_print_attrs(Buf *b, const Fusion *f, const Op *o)
 		buf_printf(b, " axis=%d", o->axis);
 	if (a & A_KEEPDIM)
 		buf_printf(b, " keepdim=%s", o->keepdim ? "true" : "false");
+	if (o->detach)
+		buf_puts(b, " detached");
 	if (a & A_CLASSES) {
 		buf_puts(b, " num_classes=");
 		dim_print(b, f, o->shape[0]);

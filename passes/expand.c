@@ -119,13 +119,19 @@ emit_affine(Expander *x, int n)
 	add_binary(x, OP_ADD, "shifted", out, n, o->in[2]);
 }
 
-/* m = max(x), d = x - m, e = exp(d) and their sum, the steps softmax, logsumexp and log_softmax share: the sum. */
+/*
+ * m = max(x), d = x - m, e = exp(d) and their sum, the steps softmax,
+ * logsumexp and log_softmax share: the sum.  The max is a shift that each
+ * result cancels (logsumexp adds it back), so it is detached: the gradient
+ * is softmax's alone, with no pass for the max's ties (Op.detach).
+ */
 static int
 sum_exp_shifted(Expander *x, int xin, int *m, int *d, int *e)
 {
 	Pos p = x->old->pos;
 
 	*m = add_unary(x, OP_MAX, "max", 0, xin);
+	x->ops[x->nops - 1].detach = true;   /* a shift the result does not depend on: no adjoint through it */
 	*d = add_binary(x, OP_SUB, "shifted", 0, xin, tensor_operand(*m, p));
 	*e = add_unary(x, OP_EXP, "exp", 0, *d);
 	return add_unary(x, OP_SUM, "sum", 0, *e);
@@ -163,6 +169,7 @@ expand_cross_entropy(Expander *x)
 	s = add_unary(x, OP_LOG, "log", 0, s);
 	m = add_unary(x, OP_MAX, "max_out", 0, xin);
 	x->ops[x->nops - 1].keepdim = false;
+	x->ops[x->nops - 1].detach = true;
 	s = add_binary(x, OP_ADD, "lse", 0, s, tensor_operand(m, p));
 	xl = add_binary(x, OP_MUL, "picked", 0, xin, tensor_operand(oh, p));
 	xl = add_unary(x, OP_SUM, "logit", 0, xl);
@@ -231,9 +238,10 @@ expand_one(Expander *x)
 		s = sum_exp_shifted(x, xin, &m, &d, &e);
 		x->ops[x->nops - 1].keepdim = o->keepdim;
 		s = add_unary(x, OP_LOG, "log", 0, s);
-		if (!o->keepdim) {   /* the max again, of the result's shape */
+		if (!o->keepdim) {   /* the max again, of the result's shape (the shift's other half: detached too) */
 			m = add_unary(x, OP_MAX, "max_out", 0, xin);
 			x->ops[x->nops - 1].keepdim = false;
+			x->ops[x->nops - 1].detach = true;
 		}
 		add_binary(x, OP_ADD, "lse", o->out, s, tensor_operand(m, p));
 		break;

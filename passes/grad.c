@@ -685,7 +685,7 @@ mark_live(Grad *g)
 		const Op *o = &f->op[i];
 
 		for (j = 0; j < o->nin; j++)
-			if (o->in[j].tensor && g->live[o->in[j].tensor] && flows(o->kind, j))
+			if (o->in[j].tensor && g->live[o->in[j].tensor] && flows(o->kind, j) && !o->detach)
 				g->live[o->out] = dtype_is_float(f->tensor[o->out].dtype);
 	}
 }

@@ -851,13 +851,15 @@ lower_pointwise(Comp *c, Fusion *f)
 
 		if (t->unread || !view_read_by_compute(f, f->input[j]))   /* (read through its views alone) */
 			continue;
+		if (k->pw.reduce && k->pw.late[f->input[j]])   /* read after the sums meet, a column a thread */
+			v = VIEW_REDUCED;
 		if (v == VIEW_NONE)
 			v = lower_bcast_view(t, d);
 		if (v == VIEW_NONE)   /* infer.c broadcast it to the output: only a shape wider than the output's */
 			return diag_error(c, t->pos,
 			                  "cannot place input '%s' in a pointwise kernel over %s: it does not broadcast "
 			                  "to the output's shape", t->name, f->tensor[f->out[0].tensor].name);
-		if (v != VIEW_FULL && v != VIEW_SCALAR)
+		if (v != VIEW_FULL && v != VIEW_SCALAR && v != VIEW_REDUCED)
 			k->pw.flat = false;
 		p = kernel_add_param(c, k, v == VIEW_FULL || v == VIEW_ROW ? PK_TMAP : PK_PTR, t->name);
 		k->param[p].arg = j;

@@ -89,13 +89,52 @@ check_frame(Comp *c, const Fusion *f, const char *red)
 	return 0;
 }
 
+/* The dims of T other than 1, in order, into D; their count. */
+static int
+kept_dims(const Tensor *t, Dim *d)
+{
+	int i, n = 0;
+
+	for (i = 0; i < t->rank; i++)
+		if (!dim_is_one(t->dim[i]))
+			d[n++] = t->dim[i];
+	return n;
+}
+
 /*
- * Which tensors are late (computed from a reduction's result, in ST_REDUCE)
- * and that each op fits: a reduction reads an element of the rows, a late
- * op only late values and numbers.  0, or -1 after an error.
+ * May input X be read by late op O's step (after the sums meet, a column a
+ * thread): a float scalar, one value a column (the rows' last dim), or one
+ * a result (O's own shape), where the kernel reduces over rows (over
+ * everything: scalars only)?
+ */
+static bool
+late_input(const Fusion *f, ReduceMode mode, const Op *o, int x, const Tensor *dom)
+{
+	const Tensor *t = &f->tensor[x];
+	Dim a[MAX_RANK], b[MAX_RANK];
+	int n = kept_dims(t, a), m = kept_dims(&f->tensor[o->out], b), i;
+
+	if (t->kind != TK_INPUT || !dtype_is_float(t->dtype))
+		return false;
+	if (!n)
+		return true;
+	if (mode != RED_COLUMNS)
+		return false;
+	if (n == 1 && dim_equal(a[0], dom->dim[dom->rank - 1]))
+		return true;
+	for (i = 0; i < n && n == m && dim_equal(a[i], b[i]); i++)
+		;
+	return n == m && i == n;
+}
+
+/*
+ * Which tensors are late (computed from a reduction's result, in ST_REDUCE,
+ * or an input read only there) and that each op fits: a reduction reads an
+ * element of the rows, a late op only late values, numbers and inputs of a
+ * result's shape (late_input).  0, or -1 after an error.
  */
 static int
-mark_late(Comp *c, const Fusion *f, bool *late)
+mark_late(Comp *c, const Fusion *f, ReduceMode mode, const Tensor *dom, bool *late)
 {
 	int i, j;
 
@@ -104,7 +143,7 @@ mark_late(Comp *c, const Fusion *f, bool *late)
 		bool any = false;
 
 		for (j = 0; j < o->nin; j++)
-			any = any || (o->in[j].tensor && late[o->in[j].tensor]);
+			any = any || (o->in[j].tensor && late[o->in[j].tensor] && f->tensor[o->in[j].tensor].kind != TK_INPUT);
 		if (op_info[o->kind].cls == CLS_REDUCE) {
 			if (any)
 				return refuse(c, o->pos, "cannot place '%s' (%s) in one kernel: it reduces '%s', computed from "
@@ -116,23 +155,46 @@ mark_late(Comp *c, const Fusion *f, bool *late)
 		}
 		if (!any)
 			continue;
-		for (j = 0; j < o->nin; j++)
-			if (o->in[j].tensor && !late[o->in[j].tensor]) {
-				int r = 0, k;
+		for (j = 0; j < o->nin; j++) {
+			int x = o->in[j].tensor, r = 0, k;
 
-				for (k = 0; k < o->nin && !r; k++)   /* (the operand that is a result) */
-					r = o->in[k].tensor && late[o->in[k].tensor] ? o->in[k].tensor : 0;
-				return refuse(c, o->in[j].pos, "cannot place '%s' (%s) in one kernel: it combines '%s', a "
-				              "result of a reduction over rows, with '%s', which is not one (ops after such a "
-				              "reduction take its results and numbers only, so far); split the fusion",
-				              f->tensor[o->out].name, op_info[o->kind].name, f->tensor[r].name,
-				              f->tensor[o->in[j].tensor].name);
+			if (!x || (late[x] && f->tensor[x].kind != TK_INPUT))
+				continue;
+			if (late_input(f, mode, o, x, dom)) {
+				late[x] = true;   /* (read after the sums meet; late_inputs checks it is not read before) */
+				continue;
 			}
+			for (k = 0; k < o->nin && !r; k++)   /* (the operand that is a result) */
+				r = o->in[k].tensor && late[o->in[k].tensor] && f->tensor[o->in[k].tensor].kind != TK_INPUT ?
+				    o->in[k].tensor : 0;
+			return refuse(c, o->in[j].pos, "cannot place '%s' (%s) in one kernel: it combines '%s', a result of "
+			              "a reduction over rows, with '%s', which is not one (ops after such a reduction take "
+			              "its results, numbers and float inputs of a result's shape, so far); split the fusion",
+			              f->tensor[o->out].name, op_info[o->kind].name, f->tensor[r].name, f->tensor[x].name);
+		}
 		if (op_info[o->kind].cls == CLS_VIEW)
 			return refuse(c, o->pos, "'%s' (%s) of '%s', a result of a reduction over rows, is not implemented "
 			              "yet", f->tensor[o->out].name, op_info[o->kind].name, f->tensor[o->in[0].tensor].name);
 		late[o->out] = true;
 	}
+	return 0;
+}
+
+/* An input read after the sums meet is read there alone: 0, or -1 after an error at an op that reads it before. */
+static int
+late_inputs(Comp *c, const Fusion *f, const bool *late)
+{
+	int i, j;
+
+	for (i = 1; i < f->nop; i++)
+		for (j = 0; j < f->op[i].nin && !late[f->op[i].out]; j++) {
+			int x = f->op[i].in[j].tensor;
+
+			if (x && late[x] && f->tensor[x].kind == TK_INPUT)
+				return refuse(c, f->op[i].in[j].pos, "'%s' is read both by '%s', over the rows, and after the "
+				              "reduction over rows; a kernel reads an input in one place, so far",
+				              f->tensor[x].name, f->tensor[f->op[i].out].name);
+		}
 	return 0;
 }
 
@@ -144,8 +206,13 @@ lower_reduce_plan(Comp *c, Kernel *k, const Fusion *f, int *domain)
 	int i;
 
 	w->late = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *w->late);
-	if (mark_late(c, f, w->late) < 0)
+	for (i = 1; i < f->nop && !first; i++)
+		if (op_info[f->op[i].kind].cls == CLS_REDUCE)
+			first = &f->op[i];
+	if (first && (mark_late(c, f, mode_of(f, first), &f->tensor[first->in[0].tensor], w->late) < 0 ||
+	              late_inputs(c, f, w->late) < 0))
 		return -1;
+	first = NULL;
 	for (i = 1; i < f->nop; i++) {
 		const Op *o = &f->op[i];
 		const Tensor *x;

@@ -424,6 +424,41 @@ test_stream_k_workspaces(void **state)
 }
 
 /*
+ * Reductions over rows and over everything take the launch's workspace (as
+ * stream-K does) and a persistent grid of at most SK_MAX_CTAS CTAs, the
+ * flags' count; the driver sees every launch clean.
+ */
+static void
+test_reduce_workspaces(void **state)
+{
+	static const char *const specs[] = {"tests/gpu/specs/colsum.yaml", "tests/gpu/specs/mean_mid.yaml",
+	                                    "tests/gpu/specs/amax_2d.yaml", "examples/norm_weight_grads.yaml"};
+	Seen seen;
+	WsfContext *ctx;
+	size_t i;
+
+	if (!have_nvrtc())
+		skip_because(NO_NVRTC);
+	ctx = new_ctx(&seen);
+	for (i = 0; i < sizeof specs / sizeof *specs; i++) {
+		WsfKernel *k = compile_file(ctx, specs[i]);
+		long long before = fake_get("violations");
+		Args a;
+
+		args_for(k, &a, NULL);
+		fake_set("reset", 0);
+		if (wsf_kernel_launch(ctx, k, a.t, a.n, (void *)(uintptr_t)16) != WSF_OK)
+			fail_msg("%s: %s", specs[i], wsf_context_last_error(ctx));
+		expect_clean(specs[i], before);
+		assert_true(fake_get("held") > 0);   /* the stream's workspace (and the spare) */
+		assert_in_range(fake_get("grid"), 1, 1024);   /* (ir.h's SK_MAX_CTAS) */
+		wsf_kernel_delete(k);
+		assert_int_equal(fake_get("held"), 0);
+	}
+	wsf_context_delete(ctx);
+}
+
+/*
  * A workspace a capture took is the graph's: however many streams come
  * after, it is neither taken by another nor freed, so the kernel holds the
  * four streams' (WS_KEEP), the spare and the graph's.
@@ -690,6 +725,7 @@ main(void)
 		cmocka_unit_test(test_specs),
 		cmocka_unit_test(test_tune_positions),
 		cmocka_unit_test(test_stream_k_workspaces),
+		cmocka_unit_test(test_reduce_workspaces),
 		cmocka_unit_test(test_stream_k_capture),
 		cmocka_unit_test(test_huge_dims),
 		cmocka_unit_test(test_row_strided),

@@ -396,10 +396,26 @@ refusals(void **state)
 	                    "  n: {}\n"));
 	assert_contains(m, "nested reductions over rows are not implemented yet");
 	assert_int_equal(t->c.status, WSF_ERR_UNSUPPORTED);
-	m = refused(t, SPEC("{T: 64, H: 256}", "  x: {dtype: f32, shape: [T, H]}\n  w: {dtype: f32, shape: [H]}\n",
-	                    "  - {out: s, op: sum, in: [x], dim: 0, keepdim: false}\n  - {out: y, op: mul, in: [s, w]}\n",
+	m = refused(t, SPEC("{T: 64, H: 256}", "  x: {dtype: f32, shape: [T, H]}\n  w: {dtype: f32, shape: [T, 1]}\n",
+	                    "  - {out: s, op: sum, in: [x], dim: 0}\n  - {out: y, op: mul, in: [s, w]}\n",
 	                    "  y: {}\n"));
 	assert_contains(m, "it combines 's', a result of a reduction over rows, with 'w'");
+	/* inputs after the sums meet: a column's and a scalar, read by pointer there alone */
+	{
+		Kernel *k = lowered(t, SPEC("{T: 64, H: 256}", "  x: {dtype: f32, shape: [T, H]}\n  old: {dtype: f32, shape: [H]}\n"
+		                            "  lr: {dtype: f32, shape: [1]}\n",
+		                            "  - {out: m, op: amax, in: [x], dim: 0, keepdim: false}\n"
+		                            "  - {out: n, op: maximum, in: [m, old]}\n  - {out: y, op: mul, in: [n, lr]}\n",
+		                            "  y: {}\n"));
+
+		assert_int_equal(k->param[param_named(k, "old")].view, VIEW_REDUCED);
+		assert_int_equal(k->param[param_named(k, "old")].kind, PK_PTR);
+		assert_int_equal(k->param[param_named(k, "lr")].view, VIEW_REDUCED);
+	}
+	m = refused(t, SPEC("{T: 64, H: 256}", "  x: {dtype: f32, shape: [T, H]}\n  w: {dtype: f32, shape: [H]}\n",
+	                    "  - {out: xw, op: mul, in: [x, w]}\n  - {out: s, op: sum, in: [xw], dim: 0, keepdim: false}\n"
+	                    "  - {out: y, op: mul, in: [s, w]}\n", "  y: {}\n"));
+	assert_contains(m, "'w' is read both by 'xw', over the rows, and after the reduction over rows");
 	m = refused(t, SPEC("{T: 64, H: 256}", "  x: {dtype: f32, shape: [T, H]}\n  c: {dtype: bool, shape: [H]}\n",
 	                    "  - {out: s, op: sum, in: [x], dim: 0, keepdim: false}\n"
 	                    "  - {out: y, op: where, in: [c, 1.0, s]}\n", "  y: {}\n"));
