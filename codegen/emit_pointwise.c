@@ -26,7 +26,11 @@
  * in the input's memory (emit_scatter_store).
  * rand_like's numbers of a thread's 8 elements are drawn before the element
  * loop, from the first one's row-major index in the view (Emit.rand_base,
- * emit_rand_block).
+ * emit_rand_block); one_hot and position compare or give the column
+ * (Emit.col_index).  A kernel that reduces over rows (PointwisePlan.reduce)
+ * adds each reduction's input into the thread's running sums (acc_NAME,
+ * its 8 columns) and leaves the late values and outputs to wsf_meet
+ * (emit_reduce_grid.c).
  */
 #include <string.h>
 
@@ -492,8 +496,8 @@ emit_compute(Emit *e, const Stmt *s)
 		const Op *o = &f->op[i];
 		const char *v = emit_tname(e, PFX_VALUE, o->out);
 
-		if ((op_info[o->kind].cls == CLS_VIEW && !o->placed) || late(k, o->out))   /* loaded above where an op
-		                                                                              reads it; once an item */
+		/* a view is loaded above where an op reads it; a late value is computed once an item (wsf_meet) */
+		if ((op_info[o->kind].cls == CLS_VIEW && !o->placed) || late(k, o->out))
 			continue;
 		e->value[o->out] = v;
 		emit_line(e, "%s %s[%d];%s", emit_reg_type(f->tensor[o->out].dtype), v, VEC, emit_pos(e, o->pos));
@@ -647,8 +651,6 @@ pointwise_stmt(Emit *e, const Stmt *s)
 	else if (s->kind == ST_REDUCE)
 		emit_reduce(e, s);
 }
-
-
 
 /* Pointwise tiles need few registers: 1 leaves the compiler free (__launch_bounds__). */
 static int

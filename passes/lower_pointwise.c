@@ -3,7 +3,9 @@
  * pass: requires and leaves what pass_lower does.
  *
  * The domain is the outputs' shape seen as 2-D [rows, cols] (cols the last
- * dim).  Each input is full ([rows, cols], tiled by TMA), a row ([cols],
+ * dim); in a kernel that reduces over rows or everything, the reductions'
+ * input (lower_reduce_grid.c: its items' loop, the results stored where
+ * their sums meet).  Each input is full ([rows, cols], tiled by TMA), a row ([cols],
  * broadcast over rows, tiled by TMA), a column ([rows, 1], read from
  * global: a TMA box must be 16 bytes wide) or a scalar; an input broadcast
  * along a leading dim ([T, 1, D] over [T, NH, D]) is read from global at
@@ -751,7 +753,7 @@ one_hot_label(const Fusion *f, int t)
 	return n > 0;
 }
 
-/* Ops a pointwise kernel does not take yet: one_hot; rand_like of a shape other than the domain's.  0 or -1. */
+/* Ops a pointwise kernel does not take yet: one_hot but of an input label a row, rand_like of another shape.  0 or -1. */
 static int
 refuse_ops(Comp *c, const Fusion *f, const Tensor *d)
 {

@@ -93,13 +93,15 @@ check_reduction(Comp *c, const Fusion *f)
 			                  "over the row each); split the fusion", f->tensor[o->out].name,
 			                  op_info[o->kind].name, level[o->out] - 1, MAX_REDUCE_LEVELS);
 		in = &f->tensor[o->in[0].tensor];
-		if (o->axis != in->rank - 1 || o->naxes > 1)
+		if (o->axis != in->rank - 1 || o->naxes > 1) {
+			c->status = WSF_ERR_UNSUPPORTED;   /* (not yet: exit status 6) */
 			return diag_error(c, o->pos,
 			                  "cannot place '%s' (%s over %s of '%s', rank %d) in one kernel: a kernel "
 			                  "with reductions over the last axis (a row's) takes none over another axis, so "
 			                  "far; split the fusion", f->tensor[o->out].name, op_info[o->kind].name,
 			                  o->naxes > 1 ? arena_printf(c->arena, "dims %d..%d", o->axis, o->axis + o->naxes - 1)
 			                               : arena_printf(c->arena, "axis %d", o->axis), in->name, in->rank);
+		}
 	}
 	return 0;
 }

@@ -439,6 +439,7 @@ refusals(void **state)
 	                    "  s: {}\n  r: {}\n"));
 	assert_contains(m, "'s' (sum over axis 0 of 'x', rank 2)");
 	assert_contains(m, "takes none over another axis");
+	assert_int_equal(t->c.status, WSF_ERR_UNSUPPORTED);
 }
 
 /* softmax of a vector stays a row kernel's (its results meet its elements again); a vector's sum does not. */
