@@ -165,19 +165,20 @@ late_values(Emit *e, const char *const *tot, const char *holds)
 	e->depth++;
 	emit_line(e, "const int v = 0;");
 	for (i = 0; i < f->ninput; i++) {   /* the inputs of the results' ops: a scalar, a column's, a result's */
-		const Tensor *x = &f->tensor[f->input[i]];
+		const Tensor *x = &f->tensor[f->input[i]], *d = &f->tensor[k->domain];
 		const KParam *p = emit_param_of(e, f->input[i], false);
-		int j2, n = 0;
+		int j2, n = 0, kept = 0;
 
 		if (!k->pw.late[f->input[i]] || !p)
 			continue;
-		for (j2 = 0; j2 < x->rank; j2++)
-			n += !dim_is_one(x->dim[j2]);
+		for (j2 = 0; j2 < x->rank; j2++)   /* (its dims other than 1: none, the columns', or a result's) */
+			if (!dim_is_one(x->dim[j2]))
+				n++, kept = j2;
 		e->value[f->input[i]] = emit_tname(e, PFX_VALUE, f->input[i]);
 		emit_line(e, "const float %s[1] = {%s(%s + %s)};%s", e->value[f->input[i]],
 		          p->dtype == DT_F16 ? "wsf_load1_f16" : "wsf_load1", emit_param_name(e, p),
-		          !n ? "0" : n == 1 && dim_equal(x->dim[x->rank - 1], f->tensor[k->domain].dim[f->tensor[k->domain].rank - 1])
-		                     ? "col" : at, emit_pos(e, x->pos));
+		          !n ? "0" : n == 1 && dim_equal(x->dim[kept], d->dim[d->rank - 1]) ? "col" : at,
+		          emit_pos(e, x->pos));
 	}
 	for (i = 1; i < f->nop; i++) {
 		const Op *o = &f->op[i];

@@ -753,7 +753,7 @@ one_hot_label(const Fusion *f, int t)
 	return n > 0;
 }
 
-/* Ops a pointwise kernel does not take yet: one_hot but of an input label a row, rand_like of another shape.  0 or -1. */
+/* Ops a pointwise kernel does not take yet: one_hot but of an input label a row, rand_like of another shape. */
 static int
 refuse_ops(Comp *c, const Fusion *f, const Tensor *d)
 {

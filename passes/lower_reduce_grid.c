@@ -413,7 +413,8 @@ lower_reduce_loop(Comp *c, Kernel *k, Expr **row0, Expr **col0, Expr **last)
 		return all_loop(c, k, row0, col0, last);
 	}
 	k->pw.slot = 4 * k->pw.nred * k->tile_cols;
-	for (i = r->axis; i < r->axis + naxes(r) && r->axis > 0; i++)   /* a group: the dims reduced (from the first: the rows) */
+	/* a group: the dims reduced (from the first dim: all the rows) */
+	for (i = r->axis; i < r->axis + naxes(r) && r->axis > 0; i++)
 		g = g ? ex_bin(c, EX_MUL, g, lower_extent(c, k, d, d->dim[i])) : lower_extent(c, k, d, d->dim[i]);
 	return columns_loop(c, k, g ? g : ex_var(c, k->rows_var), row0, col0, last);
 }

@@ -291,6 +291,18 @@ rand_key_only(const Fusion *f, int t)
 }
 
 /*
+ * The integers a row kernel holds: rand_like's seed and offset (64-bit), an
+ * index's positions (memory a view reads), and in f32, exact below 2^24, a
+ * label, one_hot's values and argmax's index.
+ */
+static bool
+row_int_ok(const Fusion *f, int t)
+{
+	return rand_key_only(f, t) || index_only(f, t) || label_only(f, t, false) || one_hot_only(f, t) ||
+	       index_result_only(f, t);
+}
+
+/*
  * Dtypes a family cannot hold: row-reduction and matmul kernels keep every
  * value in an f32 register, which holds the float dtypes and bool (0 or 1)
  * exactly but not integer arithmetic; the TMA unit's adds
@@ -315,8 +327,7 @@ check_dtypes(Comp *c, const Fusion *f)
 	for (i = 1; i < f->ntensor && f->family != FAM_POINTWISE; i++) {
 		const Tensor *t = &f->tensor[i];
 
-		if (dtype_is_int(t->dtype) && !(f->family == FAM_REDUCTION && (rand_key_only(f, i) || index_only(f, i) || label_only(f, i, false) || one_hot_only(f, i) ||
-		                                                  index_result_only(f, i))))
+		if (dtype_is_int(t->dtype) && !(f->family == FAM_REDUCTION && row_int_ok(f, i)))
 			return diag_error(c, t->pos, "'%s' is %s: integer values compute in pointwise kernels only, not yet "
 			                  "in %s kernels (cast it to f32)", t->name, dtype_info[t->dtype].name,
 			                  f->family == FAM_MATMUL ? "matmul" : "row-reduction");
