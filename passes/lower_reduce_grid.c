@@ -134,9 +134,11 @@ late_input(const Fusion *f, ReduceMode mode, const Op *o, int x, const Tensor *d
  * result's shape (late_input).  0, or -1 after an error.
  */
 static int
-mark_late(Comp *c, const Fusion *f, ReduceMode mode, const Tensor *dom, bool *late)
+mark_late(Comp *c, const Fusion *f, ReduceMode mode, const Op *first, bool *late)
 {
-	int i, j;
+	const Tensor *dom = &f->tensor[first->in[0].tensor];
+	Dim a[MAX_RANK], b[MAX_RANK];
+	int i, j, n = kept_dims(&f->tensor[first->out], b);
 
 	for (i = 1; i < f->nop; i++) {
 		const Op *o = &f->op[i];
@@ -175,6 +177,12 @@ mark_late(Comp *c, const Fusion *f, ReduceMode mode, const Tensor *dom, bool *la
 		if (op_info[o->kind].cls == CLS_VIEW)
 			return refuse(c, o->pos, "'%s' (%s) of '%s', a result of a reduction over rows, is not implemented "
 			              "yet", f->tensor[o->out].name, op_info[o->kind].name, f->tensor[o->in[0].tensor].name);
+		for (j = kept_dims(&f->tensor[o->out], a) == n ? 0 : -1; j >= 0 && j < n && dim_equal(a[j], b[j]); j++)
+			;
+		if (j != n)   /* (a result broadcast against an input wider than it: each value is stored once) */
+			return refuse(c, o->pos, "'%s' (%s) is larger than the results of the reduction over rows it "
+			              "reads ('%s'): ops after such a reduction keep the results' shape, so far",
+			              f->tensor[o->out].name, op_info[o->kind].name, f->tensor[first->out].name);
 		late[o->out] = true;
 	}
 	return 0;
@@ -209,7 +217,7 @@ lower_reduce_plan(Comp *c, Kernel *k, const Fusion *f, int *domain)
 	for (i = 1; i < f->nop && !first; i++)
 		if (op_info[f->op[i].kind].cls == CLS_REDUCE)
 			first = &f->op[i];
-	if (first && (mark_late(c, f, mode_of(f, first), &f->tensor[first->in[0].tensor], w->late) < 0 ||
+	if (first && (mark_late(c, f, mode_of(f, first), first, w->late) < 0 ||
 	              late_inputs(c, f, w->late) < 0))
 		return -1;
 	first = NULL;

@@ -416,6 +416,9 @@ refusals(void **state)
 	                    "  - {out: xw, op: mul, in: [x, w]}\n  - {out: s, op: sum, in: [xw], dim: 0, keepdim: false}\n"
 	                    "  - {out: y, op: mul, in: [s, w]}\n", "  y: {}\n"));
 	assert_contains(m, "'w' is read both by 'xw', over the rows, and after the reduction over rows");
+	m = refused(t, SPEC("{B: 4, S: 64, H: 256}", "  x: {dtype: f32, shape: [B, S, H]}\n  w: {dtype: f32, shape: [H, 1]}\n",
+	                    "  - {out: m, op: mean, in: [x], dim: 1}\n  - {out: y, op: mul, in: [m, w]}\n", "  y: {}\n"));
+	assert_contains(m, "'y' (mul) is larger than the results of the reduction over rows it reads ('m')");
 	m = refused(t, SPEC("{T: 64, H: 256}", "  x: {dtype: f32, shape: [T, H]}\n  c: {dtype: bool, shape: [H]}\n",
 	                    "  - {out: s, op: sum, in: [x], dim: 0, keepdim: false}\n"
 	                    "  - {out: y, op: where, in: [c, 1.0, s]}\n", "  y: {}\n"));
