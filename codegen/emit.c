@@ -15,8 +15,10 @@
  * (TMA's rule), 1024 when swizzled.
  *
  * The compute statement is the one place that expands the fusion's ops, by
- * the kernel's family; each op becomes one expression from the op's row in
- * emit_ops.c's tables (emit_op_text, emit_op_typed).
+ * the kernel's family (and for a pointwise kernel's reductions over rows,
+ * the ops of their results where the sums meet: emit_reduce_grid.c); each
+ * op becomes one expression from the op's row in emit_ops.c's tables
+ * (emit_op_text, emit_op_typed).
  */
 #include <stdio.h>
 #include <string.h>

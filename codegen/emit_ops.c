@@ -6,7 +6,10 @@
  * (emit_op_text); the pointwise family gives each value a register of its
  * type and converts operands to the type an op computes in (emit_op_typed).
  * A template's $i is the element's index (Emit.elem_index, rand_like's),
- * which the pointwise and row families set; where a thread's 8 elements are
+ * and $j its index along the last dim (Emit.col_index, one_hot's and
+ * position's), which the pointwise and row families set; a reshape's
+ * template is its operand (a row kernel's copy of a computed value with
+ * 1-dims added or dropped, fusion_unsqueeze).  Where a thread's 8 elements are
  * consecutive (Emit.rand_base, both families), rand_like's numbers are drawn
  * before the element loop instead, two Philox blocks for the 8
  * (emit_rand_block).  A cast to a float type that only feeds outputs

@@ -27,7 +27,12 @@
  * What the kernel loads are its leaves (row_leaf): the inputs ops read and
  * the views of inputs (passes/views.c), read at the row's offset through
  * the input's pointer, never staged, plus an index's value times its stride
- * where an index_select places the row (row_at); a view op computes nothing.
+ * where an index_select places the row (row_at), or where a gather picks one
+ * element a row (a label's logit: 0 where the index is outside the row,
+ * KBounds.index_n).  An integer per-row input (a label, rand_like's seed)
+ * is read as a 64-bit integer, once a row.  A view op computes nothing, but
+ * a reshape of a computed value that adds or drops 1-dims (fusion_unsqueeze:
+ * a backward's [T] as [T, 1]), which is a copy.
  *
  * Register mode keeps the values kir_row_kept names (the inputs and views, and the
  * results of transcendental ops, rand_like and full-row divisions; rand_like's

@@ -194,48 +194,51 @@ index_only(const Fusion *f, int t)
 	return n > 0;
 }
 
-static bool label_only(const Fusion *f, int t, bool any_shape);
+/* How a row kernel may read an integer it holds in f32 (reads_only). */
+enum { R_INDEX = 1, R_CMP = 2, R_ONE_HOT = 4, R_VIEW = 8 };
 
-/* Is view T (of a label) read only as a gather's index or compared? */
+/*
+ * Is every read of T one that ALLOWED names: a gather's index (R_INDEX),
+ * a comparison's operand (R_CMP), one_hot's classes (R_ONE_HOT), or a
+ * reshape or view of it read only as an index or compared (R_VIEW:
+ * label.unsqueeze(-1))?
+ */
 static bool
-label_reads_only(const Fusion *f, int t)
+reads_only(const Fusion *f, int t, unsigned allowed)
 {
 	int i, j;
 
 	for (i = 1; i < f->nop; i++)
-		for (j = 0; j < f->op[i].nin; j++)
-			if (f->op[i].in[j].tensor == t && !(f->op[i].kind == OP_GATHER && j == 1) &&
-			    !(f->op[i].kind >= OP_EQ && f->op[i].kind <= OP_GE))
+		for (j = 0; j < f->op[i].nin; j++) {
+			const Op *o = &f->op[i];
+
+			if (o->in[j].tensor != t || ((allowed & R_INDEX) && o->kind == OP_GATHER && j == 1) ||
+			    ((allowed & R_CMP) && o->kind >= OP_EQ && o->kind <= OP_GE) ||
+			    ((allowed & R_ONE_HOT) && o->kind == OP_ONE_HOT))
+				continue;
+			if (!(allowed & R_VIEW) || (o->kind != OP_RESHAPE && o->kind != OP_VIEW) ||
+			    !reads_only(f, o->out, R_INDEX | R_CMP))
 				return false;
+		}
 	return true;
 }
 
 /*
- * Is T an input of one value a row (or one value), read only as a gather's
- * index or compared (a label against ignore_index): a row kernel compares
- * it in f32, exact below 2^24.
+ * Is T an input of one value a row (ANY_SHAPE: of any shape), or a view of
+ * one, read only as a gather's index, compared (a label against
+ * ignore_index) or as one_hot's classes: a row kernel compares it in f32,
+ * exact below 2^24.
  */
 static bool
 label_only(const Fusion *f, int t, bool any_shape)
 {
 	const Tensor *x = &f->tensor[t];
-	int i, j;
 
 	if (x->kind == TK_VALUE && (f->op[x->def].kind == OP_RESHAPE || f->op[x->def].kind == OP_VIEW))
 		return label_only(f, f->op[x->def].in[0].tensor, true);   /* (label.unsqueeze(-1): a view of one) */
 	if (x->kind != TK_INPUT || (!any_shape && x->rank && !dim_is_one(x->dim[x->rank - 1])))
 		return false;
-	for (i = 1; i < f->nop; i++)
-		for (j = 0; j < f->op[i].nin; j++) {
-			const Op *o = &f->op[i];
-
-			if (o->in[j].tensor != t || (o->kind == OP_GATHER && j == 1) || (o->kind >= OP_EQ && o->kind <= OP_GE) ||
-			    o->kind == OP_ONE_HOT)
-				continue;
-			if ((o->kind != OP_RESHAPE && o->kind != OP_VIEW) || !label_reads_only(f, o->out))
-				return false;
-		}
-	return true;
+	return reads_only(f, t, R_INDEX | R_CMP | R_ONE_HOT | R_VIEW);
 }
 
 /* Is T one_hot's value, or one_hot's label (one a row: classify_row's keepdim-less per-row value)? Each is an
@@ -255,24 +258,16 @@ one_hot_only(const Fusion *f, int t)
 
 /*
  * Is T an integer cast of a float value (argmax's index) read only as an
- * output or compared: a row kernel holds it in f32, exact below 2^24, and
- * stores it as the integer.
+ * output, compared or as one_hot's classes: a row kernel holds it in f32,
+ * exact below 2^24, and stores it as the integer.
  */
 static bool
 index_result_only(const Fusion *f, int t)
 {
 	const Tensor *x = &f->tensor[t];
-	int i, j;
 
-	if (x->kind != TK_VALUE || f->op[x->def].kind != OP_CAST || !f->op[x->def].in[0].tensor ||
-	    !dtype_is_float(f->tensor[f->op[x->def].in[0].tensor].dtype))
-		return false;
-	for (i = 1; i < f->nop; i++)
-		for (j = 0; j < f->op[i].nin; j++)
-			if (f->op[i].in[j].tensor == t && !(f->op[i].kind >= OP_EQ && f->op[i].kind <= OP_GE) &&
-			    f->op[i].kind != OP_ONE_HOT)
-				return false;
-	return true;
+	return x->kind == TK_VALUE && f->op[x->def].kind == OP_CAST && f->op[x->def].in[0].tensor &&
+	       dtype_is_float(f->tensor[f->op[x->def].in[0].tensor].dtype) && reads_only(f, t, R_CMP | R_ONE_HOT);
 }
 
 /* Is T an input read only as rand_like's seed or offset (a scalar a row kernel reads as a 64-bit integer)? */
