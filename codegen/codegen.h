@@ -132,6 +132,7 @@ extern const char codegen_device_dtypes_cuh[];
    compute function takes besides (the sums by reference, the group's end). */
 void emit_reduce_frame(Emit *e);
 void emit_reduce(Emit *e, const Stmt *s);
+void emit_row_meet(Emit *e, const Stmt *s);   /* a row kernel's sums over the rows meet (RowPlan.outer) */
 void emit_reduce_params(Emit *e, Buf *params, Buf *args);
 
 /* ---- the matmul family's files, between themselves ------------------- */

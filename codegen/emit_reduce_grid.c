@@ -297,3 +297,121 @@ emit_reduce_params(Emit *e, Buf *params, Buf *args)
 		buf_printf(args, "%s%s", args->len ? ", " : "", e->k->var[w->row_end->var].name);
 	}
 }
+
+/*
+ * A row kernel's sums over the rows (RowPlan.outer), after its rows
+ * (ST_ROW_MEET): each thread holds its columns' sums of the CTA's rows
+ * (acc_NAME[step][8], emit_reduction.c).  With one CTA (no workspace) its
+ * threads store them.  Else each CTA writes its sums to its slot of the
+ * workspace and arrives at a barrier of the grid (a count and a
+ * generation, the last to arrive resetting the count and opening the next
+ * generation; the launch is cooperative, every CTA resident), then adds
+ * the slots of its share of the columns: a column's slots split among the
+ * threads of SLICES slices, each adding every SLICES-th slot in order, the
+ * slices then added in order.  No order depends on timing.
+ */
+void
+emit_row_meet(Emit *e, const Stmt *s)
+{
+	const Kernel *k = e->k;
+	const Fusion *f = e->f;
+	const char *work = k->param[k->row.work_param].name, *splits = emit_expr_str(e, k->row.splits);
+	const char *rows = k->var[k->rows_var].name;
+	int i, j, r, threads = k->consumer_threads, slot = k->row.slot / 4;
+
+	emit_line(e, "{%s", emit_comment(e, s));
+	e->depth++;
+	emit_line(e, "if (%s == 1) {   // one CTA took every row: its threads hold the sums", splits);
+	emit_line(e, "    if (blockIdx.x == 0) {");
+	emit_line(e, "        #pragma unroll");
+	emit_line(e, "        for (int it = 0; it < %d; it++) {", k->row.steps);
+	emit_line(e, "            const int e = threadIdx.x * %d + it * %d;", VEC, threads * VEC);
+	emit_line(e, "            #pragma unroll");
+	emit_line(e, "            for (int v = 0; v < %d; v++)", VEC);
+	emit_line(e, "                if (e + v < cols) {");
+	for (i = 1; i < f->nop; i++)
+		for (j = 0; j < f->nout && op_over_rows(f, &f->op[i]); j++)
+			if (f->out[j].tensor == f->op[i].out)
+				emit_line(e, "                    wsf_store1%s(%s + e + v, %s[it][v]%s);%s", emit_suffix(f->out[j].dtype),
+				          emit_param_name(e, emit_param_of(e, f->out[j].tensor, true)),
+				          emit_tname(e, PFX_ACC, f->op[i].out), f->op[i].kind == OP_MEAN ?
+				          arena_printf(e->c->arena, " / (float)%s", rows) : "", emit_pos(e, f->out[j].pos));
+	emit_line(e, "                }");
+	emit_line(e, "        }");
+	emit_line(e, "    }");
+	emit_line(e, "} else {");
+	e->depth++;
+	emit_line(e, "float *const slots = (float *)(%s + %d);   // after the flags, %d floats a CTA", work,
+	          4 * SK_MAX_CTAS, slot);
+	emit_line(e, "float *const mine = slots + (long long)blockIdx.x * %d;", slot);
+	emit_line(e, "#pragma unroll");
+	emit_line(e, "for (int it = 0; it < %d; it++) {   // 1. this CTA's sums to its slot", k->row.steps);
+	emit_line(e, "    const int e = threadIdx.x * %d + it * %d;", VEC, threads * VEC);
+	emit_line(e, "    #pragma unroll");
+	emit_line(e, "    for (int v = 0; v < %d; v++)", VEC);
+	emit_line(e, "        if (e + v < cols) {");
+	for (i = 1, r = 0; i < f->nop; i++)
+		if (op_over_rows(f, &f->op[i]))
+			emit_line(e, "            mine[%d + e + v] = %s[it][v];", r++ * k->row.cap, emit_tname(e, PFX_ACC, f->op[i].out));
+	emit_line(e, "        }");
+	emit_line(e, "}");
+	emit_line(e, "__threadfence();   // the sums land before the arrival");
+	emit_line(e, "__syncthreads();");
+	emit_line(e, "if (threadIdx.x == 0) {   // 2. the grid's barrier: every CTA's sums are in");
+	emit_line(e, "    unsigned *const count = (unsigned *)%s, *const gen = count + 1;", work);
+	emit_line(e, "    const unsigned g = *(volatile unsigned *)gen;");
+	emit_line(e, "    __threadfence();   // the generation read before the arrival");
+	emit_line(e, "    if (atomicAdd(count, 1u) == (unsigned)%s - 1) {", splits);
+	emit_line(e, "        *count = 0;   // for the next launch");
+	emit_line(e, "        __threadfence();");
+	emit_line(e, "        atomicAdd(gen, 1u);");
+	emit_line(e, "    } else {");
+	emit_line(e, "        while (*(volatile unsigned *)gen == g)");
+	emit_line(e, "            __nanosleep(64);");
+	emit_line(e, "    }");
+	emit_line(e, "    __threadfence();   // the others' sums, after their arrivals");
+	emit_line(e, "}");
+	emit_line(e, "__syncthreads();");
+	emit_line(e, "// 3. this CTA's columns: a column's slots among the slices, in order");
+	emit_line(e, "const long long per = (cols + %s - 1) / %s, lo = blockIdx.x * per, hi = lo + per < cols ? lo + per : cols;",
+	          splits, splits);
+	emit_line(e, "const int width = per < %d ? (int)per : %d, slices = %d / width;", threads, threads, threads);
+	emit_line(e, "const int lane = threadIdx.x %% width, slice = threadIdx.x / width;");
+	emit_line(e, "for (long long c0 = lo; c0 < hi; c0 += width) {");
+	e->depth++;
+	emit_line(e, "const long long col = c0 + lane;");
+	emit_line(e, "const bool live = slice < slices && col < hi;");
+	for (i = 1, r = 0; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+
+		if (!op_over_rows(f, o))
+			continue;
+		emit_line(e, "{   // %s%s", f->tensor[o->out].name, emit_pos(e, o->pos));
+		e->depth++;
+		emit_line(e, "float t = %s;", identity(o));
+		emit_line(e, "if (live)");
+		emit_line(e, "    for (long long q = slice; q < %s; q += slices)", splits);
+		emit_line(e, "        t = %s;", fold(e, o, "t", arena_printf(e->c->arena, "__ldcg(slots + q * %d + %d + col)",
+		                                                           slot, r++ * k->row.cap)));
+		emit_line(e, "wsf_outer[threadIdx.x] = t;");
+		emit_line(e, "__syncthreads();");
+		emit_line(e, "if (live && slice == 0) {");
+		emit_line(e, "    for (int q = 1; q < slices; q++)");
+		emit_line(e, "        t = %s;", fold(e, o, "t", "wsf_outer[q * width + lane]"));
+		for (j = 0; j < f->nout; j++)
+			if (f->out[j].tensor == o->out)
+				emit_line(e, "    wsf_store1%s(%s + col, t%s);%s", emit_suffix(f->out[j].dtype),
+				          emit_param_name(e, emit_param_of(e, f->out[j].tensor, true)), o->kind == OP_MEAN ?
+				          arena_printf(e->c->arena, " / (float)%s", rows) : "", emit_pos(e, f->out[j].pos));
+		emit_line(e, "}");
+		emit_line(e, "__syncthreads();   // the scratch is free for the next");
+		e->depth--;
+		emit_line(e, "}");
+	}
+	e->depth--;
+	emit_line(e, "}");
+	e->depth--;
+	emit_line(e, "}");
+	e->depth--;
+	emit_line(e, "}");
+}

@@ -47,6 +47,13 @@
 /* An SM's shared memory for CTAs, and what the hardware reserves per CTA (sm_90). */
 enum { SM_SMEM = 228 * 1024, CTA_SMEM_RESERVED = 1024 };
 
+/* Is O a reduction of each row (not one over the rows, RowPlan.outer's)? */
+static bool
+row_reduction(const Fusion *f, const Op *o)
+{
+	return op_info[o->kind].cls == CLS_REDUCE && !op_over_rows(f, o);
+}
+
 /* Is T a full row: one of the row's own values, or a row broadcast over rows? */
 static bool
 row_full(const Kernel *k, int t)
@@ -556,13 +563,38 @@ emit_row_scalar_stores(Emit *e)
 		const Output *out = &f->out[j];
 		const KParam *p = emit_param_of(e, out->tensor, true);
 
-		if (row_full(e->k, out->tensor))
+		if (row_full(e->k, out->tensor) || e->k->row.view[out->tensor] == VIEW_REDUCED)
 			continue;
 		emit_line(e, "if (%s)%s", e->k->row.lanes ? "wsf_lane == 0 && wsf_live" : "threadIdx.x == 0",
 		          emit_pos(e, out->pos));
 		emit_line(e, "    wsf_store1%s(%s + %s, %s);", emit_suffix(out->dtype), emit_param_name(e, p),
 		          e->k->row.view[out->tensor] == VIEW_COL ? "row" : "0", emit_tname(e, PFX_ROW, out->tensor));
 	}
+}
+
+/* In the output pass, at element e: each sum over the rows adds this row's 8 elements (RowPlan.outer). */
+static void
+emit_outer_sums(Emit *e)
+{
+	const Fusion *f = e->f;
+	int i;
+
+	if (!e->k->row.outer)
+		return;
+	emit_line(e, "#pragma unroll");
+	emit_line(e, "for (int v = 0; v < %d; v++)", VEC);
+	emit_line(e, "    if (e + v < cols) {");
+	for (i = 1; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+		const char *acc = arena_printf(e->c->arena, "%s[it][v]", emit_tname(e, PFX_ACC, o->out));
+		const char *x = arena_printf(e->c->arena, "%s[v]", row_value(e, o->in[0].tensor));
+
+		if (op_over_rows(f, o))
+			emit_line(e, "        %s = %s;   // %s over the rows%s", acc, o->kind == OP_MAX ?
+			          arena_printf(e->c->arena, "fmaxf(%s, %s)", acc, x) : arena_printf(e->c->arena, "%s + %s", acc, x),
+			          op_info[o->kind].name, emit_pos(e, o->pos));
+	}
+	emit_line(e, "    }");
 }
 
 static void
@@ -608,7 +640,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 	emit_row_inputs(e, done);
 	/* block reductions a row */
 	for (i = 1, j = 0; i < f->nop; i++)
-		j += op_info[f->op[i].kind].cls == CLS_REDUCE;
+		j += row_reduction(f, &f->op[i]);
 	if ((j & 1) && s->nreads && s->reads[0].slot->kind == EX_MOD) {
 		/* the stage counter: the slot is counter % S */
 		emit_line(e, "const bool wsf_flip = (%s) & 1;   // odd rows start their reductions on the other scratch array",
@@ -624,7 +656,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 		need = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *need);
 		target = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *target);
 		for (i = 1; i < f->nop; i++)
-			if (op_info[f->op[i].kind].cls == CLS_REDUCE && level[f->op[i].out] == L) {
+			if (row_reduction(f, &f->op[i]) && level[f->op[i].out] == L) {
 				row_needs(e, f->op[i].in[0].tensor, need);
 				target[f->op[i].in[0].tensor] = true;
 			}
@@ -640,7 +672,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 		for (i = 1; i < f->nop; i++) {
 			const Op *o = &f->op[i];
 
-			if (op_info[o->kind].cls == CLS_REDUCE && level[o->out] == L)
+			if (row_reduction(f, o) && level[o->out] == L)
 				emit_line(e, "float %s = %s;", emit_tname(e, PFX_ACC, o->out),
 				          o->kind == OP_MAX ? "-__int_as_float(0x7f800000)" : "0.0f");
 		}
@@ -650,7 +682,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 			const char *acc = emit_tname(e, PFX_ACC, o->out);
 			const char *in = row_value(e, o->in[0].tensor);
 
-			if (op_info[o->kind].cls != CLS_REDUCE || level[o->out] != L)
+			if (!row_reduction(f, o) || level[o->out] != L)
 				continue;
 			emit_line(e, "%s = wsf_%s8(%s, %s, cols - e);", acc, o->kind == OP_MAX ? "max" : "sum", acc, in);
 		}
@@ -658,7 +690,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 		for (i = 1; i < f->nop; i++) {
 			const Op *o = &f->op[i];
 
-			if (op_info[o->kind].cls != CLS_REDUCE || level[o->out] != L)
+			if (!row_reduction(f, o) || level[o->out] != L)
 				continue;
 			emit_block_reduce(e, o, emit_tname(e, PFX_ACC, o->out), nred++, true);
 			done[o->out] = true;
@@ -678,9 +710,14 @@ emit_row_compute(Emit *e, const Stmt *s)
 		row_needs(e, f->out[j].tensor, need);
 		target[f->out[j].tensor] = true;
 	}
+	for (i = 1; i < f->nop; i++)   /* and the values summed over the rows */
+		if (op_over_rows(f, &f->op[i])) {
+			row_needs(e, f->op[i].in[0].tensor, need);
+			target[f->op[i].in[0].tensor] = true;
+		}
 	for (j = 0; j < f->nout && !need[f->out[j].tensor]; j++)
 		;
-	if (j < f->nout) {
+	if (j < f->nout || k->row.outer) {
 		if (k->row.reread)
 			e->row.policy = "wsf_drop";
 		emit_line(e, "// the last pass: the full-row outputs");
@@ -692,6 +729,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 		e->depth -= k->row.lanes > 0;
 		if (k->row.lanes)
 			emit_line(e, "}");
+		emit_outer_sums(e);
 		row_pass_close(e);
 	}
 	emit_row_scalar_stores(e);
@@ -933,6 +971,8 @@ min_ctas(const Kernel *k)
 		n = (k->row.reread ? 2048 : k->row.deep || (k->row.lanes && k->row.steps > 2) ? 1280 : 1536) / k->threads;
 		return n < 1 ? 1 : n;
 	}
+	if (k->row.outer)   /* sums over the rows: up to 128 registers a thread, 16 warps an SM */
+		return 512 / k->threads > 1 ? 512 / k->threads : 1;
 	n = (int)(SM_SMEM / (kernel_smem_bytes(k) + CTA_SMEM_RESERVED + 64 * 4));  /* + wsf_red */
 	if (n > 1024 / k->threads)
 		n = 1024 / k->threads;
@@ -942,14 +982,52 @@ min_ctas(const Kernel *k)
 static void
 emit_frame(Emit *e)
 {
+	const Kernel *k = e->k;
+	const Fusion *f = e->f;
+	int i;
+
 	emit_line(e, "__shared__ float wsf_red[64];   // one partial per warp for block reductions, twice");
+	if (!k->row.outer)
+		return;
+	emit_line(e, "__shared__ float wsf_outer[%d];   // where the sums over the rows meet, a float a thread",
+	          k->consumer_threads);
+	for (i = 1; i < f->nop; i++)
+		if (op_over_rows(f, &f->op[i])) {
+			const char *acc = emit_tname(e, PFX_ACC, f->op[i].out);
+
+			emit_line(e, "float %s[%d][%d];   // %s of %s over the rows, this thread's columns of this CTA's rows%s",
+			          acc, k->row.steps, VEC, op_info[f->op[i].kind].name, f->tensor[f->op[i].in[0].tensor].name,
+			          emit_pos(e, f->op[i].pos));
+			emit_line(e, "#pragma unroll");
+			emit_line(e, "for (int it = 0; it < %d; it++)", k->row.steps);
+			emit_line(e, "    #pragma unroll");
+			emit_line(e, "    for (int v = 0; v < %d; v++)", VEC);
+			emit_line(e, "        %s[it][v] = %s;", acc, f->op[i].kind == OP_MAX ? "__int_as_float(0xff800000)" : "0.0f");
+		}
+}
+
+static void
+row_stmt(Emit *e, const Stmt *s)
+{
+	if (s->kind == ST_ROW_MEET)
+		emit_row_meet(e, s);
 }
 
 static void
 emit_compute_params(Emit *e, Buf *params, Buf *args)
 {
+	const Fusion *f = e->f;
+	int i;
+
 	buf_printf(params, "%s    float *const wsf_red", params->len ? ",\n" : "");
 	buf_printf(args, "%swsf_red", args->len ? ", " : "");
+	for (i = 1; i < f->nop; i++)   /* the sums over the rows, this thread's */
+		if (op_over_rows(f, &f->op[i])) {
+			const char *acc = emit_tname(e, PFX_ACC, f->op[i].out);
+
+			buf_printf(params, ",\n    float (&%s)[%d][%d]", acc, e->k->row.steps, VEC);
+			buf_printf(args, ", %s", acc);
+		}
 }
 
 /* A row streamed in chunks: its computes' parts share the row's variables, so they are written in place. */
@@ -965,6 +1043,7 @@ const EmitFamily emit_reduction_family = {
 	.frame = emit_frame,
 	.compute_params = emit_compute_params,
 	.in_place = in_place,
+	.stmt = row_stmt,
 	.unit = "row",
 	.device = codegen_device_reduction_cuh,
 };

@@ -87,10 +87,7 @@ bool intern_new(Strtab *t, const char *s);
 /* ---- diag.c ----------------------------------------------------------- */
 
 /* A place in the spec; line and col count from 1; line 0 means unknown. */
-typedef struct Pos {
-	const char *file;
-	int line, col;
-} Pos;
+typedef struct Pos { const char *file; int line, col; } Pos;
 
 typedef struct Pass Pass;
 typedef struct Fusion Fusion;
@@ -371,14 +368,15 @@ typedef struct Op {
 	int nshape; Dim shape[MAX_RANK]; /* reshape, view, expand: a size, a constant, or -1 (ext -1); one_hot: [classes] */
 	int npad; int64_t pad[2 * MAX_RANK]; double value; /* pad: (before, after) from the last dim; the fill;
 	                                                       cross_entropy's ignore_index */
-	bool placed;        /* cat, pad: its inputs at its output's indices already (views.c), it picks by index; a
-	                       placed cat's pad[j] is part j's end along its dim, or along the index's digit
-	                       (i / digit[0]) % digit[1] of it where digit[1] > 0 (a reshape merged the cat's dim) */
+	bool placed;        /* cat, pad: its inputs at its output's indices already (views.c), it picks by index; a placed
+	                       cat's pad[j] is part j's end along its dim, or along the digit (i / digit[0]) % digit[1] */
 	int64_t digit[2];
 	Pos dim_pos, attr_pos;           /* dim's value, and the list or count infer checks (line 0: none) */
 	Pos pos;            /* the op's list entry */
 	const char *origin; /* ops made by a pass: the composite's output (expand.c), the op differentiated (grad.c) */
 } Op;
+
+static inline int op_naxes(const Op *o) { return o->naxes > 1 ? o->naxes : 1; }   /* a reduction's dims */
 
 typedef struct Output {
 	int tensor;

@@ -50,7 +50,8 @@ kernel_mm(const Kernel *k)
 int
 kernel_work_slot(const Kernel *k)
 {
-	return k->family == FAM_POINTWISE ? k->pw.slot : kernel_mm(k)->ksize.sk_slot;
+	return k->family == FAM_POINTWISE ? k->pw.slot : k->family == FAM_REDUCTION ? k->row.slot :
+	       kernel_mm(k)->ksize.sk_slot;
 }
 
 const PointwisePlan *
@@ -761,6 +762,18 @@ kir_row_kept(const Fusion *f, int t)
 	}
 }
 
+bool
+op_over_rows(const Fusion *f, const Op *o)
+{
+	int rank = f->tensor[o->in[0].tensor].rank;
+
+	return op_info[o->kind].cls == CLS_REDUCE && rank >= 2 && o->axis == 0 && op_naxes(o) == rank - 1;
+}
+
+/*
+ * A row reduction's levels: a reduction over the row is one level above its
+ * input's; one over the rows (op_over_rows, added up across them) is none.
+ */
 int
 kir_row_levels(const Fusion *f, bool chunked, int *level, int *online)
 {
@@ -781,7 +794,7 @@ kir_row_levels(const Fusion *f, bool chunked, int *level, int *online)
 		for (j = 0; j < o->nin; j++)
 			if (o->in[j].tensor && level[o->in[j].tensor] > l)
 				l = level[o->in[j].tensor];
-		level[o->out] = m ? level[m] : l + (op_info[o->kind].cls == CLS_REDUCE);
+		level[o->out] = m ? level[m] : l + (op_info[o->kind].cls == CLS_REDUCE && !op_over_rows(f, o));
 		if (online)
 			online[o->out] = m;
 		if (level[o->out] > maxl)

@@ -382,6 +382,23 @@ print_reduce(Buf *b, const Kernel *k, const Stmt *s, int depth)
 	return true;
 }
 
+/* A row kernel's sums over the rows meet after its rows (lower_reduction.c outer_loop). */
+static bool
+print_row_meet(Buf *b, const Kernel *k, const Stmt *s, int depth)
+{
+	int i, n = 0;
+
+	(void)s, (void)depth;
+	buf_puts(b, "rows.meet");
+	for (i = 1; i < k->fusion->nop; i++)
+		if (op_over_rows(k->fusion, &k->fusion->op[i]))
+			buf_printf(b, "%s%s", n++ ? ", " : " ", k->fusion->tensor[k->fusion->op[i].out].name);
+	buf_printf(b, " over the rows: each CTA's sums to its slot of %s, then each of the ", k->param[k->row.work_param].name);
+	expr_print(b, k, k->row.splits);
+	buf_puts(b, " CTAs adds every slot of its columns in order");
+	return true;
+}
+
 static bool
 print_split_reduce(Buf *b, const Kernel *k, const Stmt *s, int depth)
 {

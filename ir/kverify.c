@@ -312,6 +312,19 @@ verify_reduce(Check *v, const Stmt *s)
 }
 
 static void
+verify_row_meet(Check *v, const Stmt *s)
+{
+	const Kernel *k = v->k;
+
+	(void)s;
+	if (k->family != FAM_REDUCTION || !k->row.outer || k->row.work_param <= 0 || k->row.work_param >= k->nparam ||
+	    k->param[k->row.work_param].kind != PK_WORKSPACE || !k->row.slot || !k->row.splits || !k->persistent)
+		fail(v, "the meeting of sums over the rows without its plan: a persistent row kernel, a workspace, its CTAs");
+	else
+		check_expr(v, k->row.splits);
+}
+
+static void
 verify_mbar(Check *v, const Stmt *s)
 {
 	if (!bar_ok(v->k, s->u.mbar.bar))

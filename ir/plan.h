@@ -30,8 +30,17 @@ typedef struct RowPlan {
 	int lanes;               /* direct, rows of at most 1024 elements: a row is this many threads (a
 	                            power of 2, 8 elements each), a CTA threads / lanes rows
 	                            (Kernel.tile_rows); 0: a row a CTA */
-	View *view;              /* each fusion tensor's view of the row domain */
+	View *view;              /* each fusion tensor's view of the row domain (VIEW_REDUCED: an outer result) */
+	int outer;               /* reductions over the rows (op_over_rows: a norm's dgamma, dbeta) beside the row's:
+	                            each thread adds its columns of every row it computes (cs_NAME), then the CTAs'
+	                            sums meet (ST_ROW_MEET, after the rows); the grid is persistent, all resident */
+	int work_param;          /* outer (lowering's): the workspace param, a slot of outer x cap floats a CTA, */
+	int slot;                /*   the slot's bytes, */
+	Expr *splits;            /*   and the CTAs that share the rows (1 without a workspace: CTA 0 takes all) */
 } RowPlan;
+
+/* Is O a reduction over every dim of its input but the last (rank 2 or more: [T, H].sum(0), a column's)? */
+bool op_over_rows(const Fusion *f, const Op *o);
 
 /*
  * A row-reduction fusion's plan (Fusion.row): its RowPlan and the kernel's

@@ -41,6 +41,7 @@ ST(SETMAXNREG,        "setmaxnreg",                GENERIC, setmaxnreg,   none, 
 ST(COMPUTE,           "compute",                   GENERIC, compute,      compute,      compute,      compute)
 ST(EXCHANGE,          "exchange",                  POINTWISE, exchange,   exchange,     none,         exchange)
 ST(REDUCE,            "reduce",                    POINTWISE, reduce,     reduce,       none,         none)
+ST(ROW_MEET,          "rows.meet",                 REDUCTION, row_meet,   row_meet,     none,         none)
 ST(MMA,               "mma",                       MATMUL,  mma,          mma,          mma,          mma)
 ST(MMA_FENCE,         "mma.fence",                 MATMUL,  name,         none,         none,         none)
 ST(MMA_COMMIT,        "mma.commit_group",          MATMUL,  name,         none,         none,         none)

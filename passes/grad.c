@@ -434,7 +434,7 @@ static int
 reduce_rule(Grad *g, const Op *o, int d)
 {
 	const Fusion *f = g->f;
-	int x = o->in[0].tensor, y = o->out, i, t, mask, last = o->axis + (o->naxes > 1 ? o->naxes : 1);
+	int x = o->in[0].tensor, y = o->out, i, t, mask, last = o->axis + op_naxes(o);
 	const Tensor *xt = &f->tensor[x];
 	int64_t n = 1;   /* the elements each result reduces: constant, or 0 when a size is bound at run time */
 	Op kept = *o;    /* o with keepdim: the adjoint and the result unsqueezed to it where numpy cannot align them */

@@ -299,7 +299,7 @@ infer_reduce(Comp *c, Fusion *f, Op *o, Tensor *out)
 	o->axis = axis;
 	out->rank = 0;
 	for (i = 0; i < a->rank; i++) {
-		if (i < axis || i >= axis + (o->naxes > 1 ? o->naxes : 1))
+		if (i < axis || i >= axis + op_naxes(o))
 			out->dim[out->rank++] = a->dim[i];
 		else if (o->keepdim)
 			out->dim[out->rank++] = (Dim){0, 1};

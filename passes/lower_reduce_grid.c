@@ -24,13 +24,6 @@
 
 #include "passes.h"
 
-/* The dims reduction R reduces: axis .. axis + naxes - 1. */
-static int
-naxes(const Op *r)
-{
-	return r->naxes > 1 ? r->naxes : 1;
-}
-
 /* The reduction R's input's shape as [.., group dims, ones, cols]: its mode (RED_NONE: no such shape). */
 static ReduceMode
 mode_of(const Fusion *f, const Op *r)
@@ -38,9 +31,9 @@ mode_of(const Fusion *f, const Op *r)
 	const Tensor *x = &f->tensor[r->in[0].tensor];
 	int i;
 
-	if (r->axis == 0 && naxes(r) == x->rank)
+	if (r->axis == 0 && op_naxes(r) == x->rank)
 		return RED_ALL;
-	for (i = r->axis + naxes(r); i < x->rank - 1; i++)
+	for (i = r->axis + op_naxes(r); i < x->rank - 1; i++)
 		if (!dim_is_one(x->dim[i]))
 			return RED_NONE;
 	return RED_COLUMNS;
@@ -244,7 +237,7 @@ lower_reduce_plan(Comp *c, Kernel *k, const Fusion *f, int *domain)
 			              "reduction over rows keeps only the last dim as its columns, so far; reshape its input "
 			              "so that the dims it keeps after the axis are one", f->tensor[o->out].name,
 			              op_info[o->kind].name, arena_printf(c->arena, "%d of '%s'", o->axis, x->name));
-		if (o->axis != first->axis || naxes(o) != naxes(first) || !lower_same_shape(x, &f->tensor[first->in[0].tensor]))
+		if (o->axis != first->axis || op_naxes(o) != op_naxes(first) || !lower_same_shape(x, &f->tensor[first->in[0].tensor]))
 			return refuse(c, o->pos, "'%s' reduces %s: the reductions over rows of one kernel reduce one "
 			              "shape over one axis, so far (the first: '%s'); split the fusion",
 			              f->tensor[o->out].name, arena_printf(c->arena, "'%s' over axis %d", x->name, o->axis),
@@ -278,7 +271,7 @@ lower_reduce_tile(Kernel *k)
 
 	if (k->pw.reduce != RED_COLUMNS || f->sched.ntile >= 2)
 		return;
-	for (i = r->axis; i < r->axis + naxes(r); i++)
+	for (i = r->axis; i < r->axis + op_naxes(r); i++)
 		if (dim_value(f, d->dim[i]) <= 0 || !size_mul(g, dim_value(f, d->dim[i]), &g))   /* (unbound until launch) */
 			return;
 	while (rows < g && rows < k->tile_rows)   /* a group of few rows: tiles of them, not of the next group's */
@@ -422,7 +415,7 @@ lower_reduce_loop(Comp *c, Kernel *k, Expr **row0, Expr **col0, Expr **last)
 	}
 	k->pw.slot = 4 * k->pw.nred * k->tile_cols;
 	/* a group: the dims reduced (from the first dim: all the rows) */
-	for (i = r->axis; i < r->axis + naxes(r) && r->axis > 0; i++)
+	for (i = r->axis; i < r->axis + op_naxes(r) && r->axis > 0; i++)
 		g = g ? ex_bin(c, EX_MUL, g, lower_extent(c, k, d, d->dim[i])) : lower_extent(c, k, d, d->dim[i]);
 	return columns_loop(c, k, g ? g : ex_var(c, k->rows_var), row0, col0, last);
 }

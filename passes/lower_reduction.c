@@ -196,6 +196,59 @@ refuse_rows(Comp *c, const Fusion *f, const RowSchedule *rs, const Tensor *d)
 }
 
 /*
+ * Reductions over the rows beside the row's (RowPlan.outer): the workspace
+ * and its switch (the runtime's, as stream-K's), a loop over the CTA's rows
+ * in which SPLITS CTAs share them (one without a workspace: CTA 0 takes
+ * every row), and after it the CTAs' sums meeting (ST_ROW_MEET).  A thread
+ * must hold the same columns of every row: a row in registers, whole.
+ */
+static Stmt *
+outer_loop(Comp *c, Kernel *k, Expr **row0)
+{
+	Expr *cta = ex_leaf(c, EX_CTA), *ncta = ex_leaf(c, EX_NCTA), *on, *n;
+	Stmt *loop;
+	int j;
+
+	k->row.work_param = kernel_add_param(c, k, PK_WORKSPACE, "red_work");
+	k->row.slot = 4 * k->row.outer * k->row.cap;
+	j = kernel_add_param(c, k, PK_SIZE, "sk_on");
+	k->param[j].size = SZ_SK_ON;
+	k->param[j].var = kernel_add_var(c, k, "sk_on");
+	on = ex_var(c, k->param[j].var);
+	k->row.splits = n = ex_var(c, lower_let(c, k, "splits", ex_bin(c, EX_MAX, ex_int(c, 1), ex_bin(c, EX_MUL, ncta, on)),
+	                                        k->body)->u.let.var);
+	k->ntile_var = k->rows_var;
+	k->niter_var = lower_let(c, k, "my_rows", ex_bin(c, EX_MUL, ex_bin(c, EX_LT, cta, n),
+	                                                 ex_bin(c, EX_CEILDIV, ex_bin(c, EX_SUB, ex_var(c, k->rows_var), cta),
+	                                                        n)), k->body)->u.let.var;
+	loop = st_loop(c, kernel_add_var(c, k, "i"), ex_int(c, 0), ex_var(c, k->niter_var), LOOP_TILE);
+	loop->comment = "this CTA's rows";
+	st_append(c, k->body, loop);
+	*row0 = ex_var(c, lower_let(c, k, "row0", ex_bin(c, EX_ADD, cta, ex_bin(c, EX_MUL, ex_var(c, loop->u.loop.var), n)),
+	                            loop)->u.let.var);
+	return loop;
+}
+
+static int
+refuse_outer(Comp *c, const Kernel *k)
+{
+	const Fusion *f = k->fusion;
+	int j;
+
+	for (j = 1; j < f->nop && !op_over_rows(f, &f->op[j]); j++)
+		;
+	if (k->row.chunk || !k->row.steps || k->row.lanes) {
+		diag_error(c, f->op[j].pos, "'%s' (%s over the rows) beside a reduction of rows of %lld elements is not "
+		           "implemented yet: a kernel sums over the rows beside a row's reduction where a row fits in "
+		           "registers (at most 16384 elements, and more than 1024)", f->tensor[f->op[j].out].name,
+		           op_info[f->op[j].kind].name, (long long)f->row->width);
+		c->status = WSF_ERR_UNSUPPORTED;
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * The reduction family: whole rows of the domain [rows, cols] (the input of
  * the first reduction) per CTA iteration.  A row that fits a stage is
  * brought into one by one TMA bulk copy (1-D, of exactly the row's bytes: a
@@ -264,6 +317,8 @@ lower_reduction(Comp *c, Fusion *f)
 			lower_bcast_at(c, k, j, d);
 		}
 
+	if (k->row.outer && refuse_outer(c, k) < 0)
+		return -1;
 	if (k->row.chunk) {
 		Expr *nchunks = ex_var(c, lower_let(c, k, "nchunks", ex_bin(c, EX_CEILDIV, ex_var(c, k->cols_var),
 		                                                            ex_int(c, k->row.chunk)), k->body)->u.let.var);
@@ -272,7 +327,16 @@ lower_reduction(Comp *c, Fusion *f)
 		stream_row(c, k, loop, row0, nchunks, arena_printf(c->arena, "%d ops of %s", f->nop - 1, f->name));
 		return 0;
 	}
-	loop = lower_tile_loop(c, k, true, &row0, &col0);
+	if (k->row.outer) {
+		Stmt *meet = st_new(c, ST_ROW_MEET);
+
+		loop = outer_loop(c, k, &row0);
+		col0 = ex_int(c, 0);
+		meet->comment = "the sums over the rows meet: the CTAs' through the workspace";
+		st_append(c, k->body, meet);
+	} else {
+		loop = lower_tile_loop(c, k, true, &row0, &col0);
+	}
 	compute = st_new(c, ST_COMPUTE);
 	compute->u.compute.row = row0;
 	compute->u.compute.col = col0;

@@ -127,7 +127,8 @@ fit_row(Comp *c, const Fusion *f, RowFallback fb, RowSchedule *s, int cap)
 	 * (ROW_FB_PIPELINE, set by row_spill_retry before the row is
 	 * planned again): spills cost more than the pipeline gains.
 	 */
-	direct = !f->sched.stages && (f->sched.persistent == 1 || (f->sched.persistent == 0 && fb < ROW_FB_PIPELINE));
+	direct = !f->sched.stages && (f->sched.persistent == 1 || (f->sched.persistent == 0 && fb < ROW_FB_PIPELINE)) &&
+	         !r->outer;
 	/*
 	 * 16 elements a thread: rows up to 16384 wide stay in registers in two
 	 * steps of 8 (codegen's register mode); wider rows take 1024 threads.
@@ -146,7 +147,7 @@ fit_row(Comp *c, const Fusion *f, RowFallback fb, RowSchedule *s, int cap)
 	 */
 	levels = kir_row_levels(f, false, arena_alloc(c->arena, (size_t)f->ntensor * sizeof(int)), NULL);
 	r->deep = direct && fb == ROW_FB_NONE && cap / 16 <= 1024 && !row_keeps_values(f, r->view) && levels >= 2;
-	per = r->deep ? 32 : 16;
+	per = r->deep ? 32 : r->outer && cap <= 8192 ? 8 : 16;   /* (sums over the rows: one step, where it fits) */
 	least = r->deep ? 128 : LOWER_THREADS;
 	s->threads = cap / per < least ? least : cap / per > 1024 ? 1024 : (cap / per + 31) / 32 * 32;
 	j = (cap + 8 * s->threads - 1) / (8 * s->threads);
@@ -154,6 +155,15 @@ fit_row(Comp *c, const Fusion *f, RowFallback fb, RowSchedule *s, int cap)
 	if (direct && r->steps)
 		s->persistent = false;
 	r->direct = !s->persistent && r->steps && !f->sched.stages;
+	/*
+	 * Sums over the rows: each thread adds its columns of the rows its CTA
+	 * computes, which a persistent grid keeps few (they meet after them),
+	 * and holds steps x 8 of them a reduction: four stages of the pipeline
+	 * keep the next rows coming with fewer warps resident (min_ctas).
+	 */
+	s->persistent |= r->outer > 0;
+	if (r->outer)
+		s->stages_default = 4;
 	r->reread = r->direct && fb == ROW_FB_NONE && levels == 1 && !row_draws(f);
 	/*
 	 * A direct row of at most 1024 elements would leave most of a CTA
@@ -163,7 +173,7 @@ fit_row(Comp *c, const Fusion *f, RowFallback fb, RowSchedule *s, int cap)
 	 * spill), a CTA 256 / LANES rows, and its reductions are shuffles
 	 * among the row's lanes (through the scratch past a warp's 32).
 	 */
-	if (r->direct && s->width <= 128 * 8) {
+	if (r->direct && s->width <= 128 * 8 && !r->outer) {
 		r->steps = (int)((s->width + 7) / 8);
 		if (r->steps > (fb == ROW_FB_NONE ? 4 : 1))
 			r->steps = fb == ROW_FB_NONE ? 4 : 1;
@@ -173,7 +183,7 @@ fit_row(Comp *c, const Fusion *f, RowFallback fb, RowSchedule *s, int cap)
 		s->threads = LOWER_THREADS;
 		s->tile_rows = LOWER_THREADS / r->lanes;
 	}
-	if (!s->persistent && !s->stages_hint)
+	if ((!s->persistent || r->direct) && !s->stages_hint)
 		s->stages_hint = 1;  /* one row a CTA: one stage (a streamed row pipelines its chunks) */
 }
 
@@ -187,8 +197,8 @@ plan_row(Comp *c, const Fusion *f, RowFallback fb, RowSchedule *out)
 
 	memset(out, 0, sizeof *out);
 	out->fallback = fb;
-	for (j = 1; j < f->nop && !d; j++)
-		if (op_info[f->op[j].kind].cls == CLS_REDUCE)
+	for (j = 1; j < f->nop && !d; j++)   /* (the first reduction of a row: over the rows, op_over_rows, is not) */
+		if (op_info[f->op[j].kind].cls == CLS_REDUCE && !op_over_rows(f, &f->op[j]))
 			d = &f->tensor[f->op[j].in[0].tensor];
 	if (!d)
 		return -1;
@@ -202,6 +212,11 @@ plan_row(Comp *c, const Fusion *f, RowFallback fb, RowSchedule *out)
 	for (j = 1; j < f->ntensor; j++)
 		if (view_used(f, j) && (view[j] = classify_row(&f->tensor[j], d)) == VIEW_NONE)
 			view[j] = lower_bcast_view(&f->tensor[j], d);   /* (a view's source alone: none) */
+	for (j = 1; j < f->nop; j++)   /* a result over the rows: stored when the CTAs' sums meet */
+		if (op_over_rows(f, &f->op[j])) {
+			view[f->op[j].out] = VIEW_REDUCED;
+			out->plan.outer++;
+		}
 	if (out->width <= 0 || out->width > ROW_MAX_WIDTH)
 		return -1;
 	out->planned = true;

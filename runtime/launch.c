@@ -886,7 +886,8 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 	void **kargs;
 	int64_t *sizes, grid, sk_on = 0;
 	CUlaunchConfig cfg;
-	CUlaunchAttribute attr[2];
+	CUlaunchAttribute attr[3];
+	bool grid_sync = l->row_tiles && l->workspace_slot;   /* a row kernel's sums over the rows meet at a barrier */
 	CUdeviceptr work = 0;
 	Driver *d;
 	WsfStatus s;
@@ -969,7 +970,7 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 	cfg.attrs = attr;
 	/* it may start while the grid before it finishes, and waits for it (griddepcontrol.wait); drivers
 	   before CUDA 12.0 launch it as an ordinary kernel, which the wait then finds finished */
-	if (l->pdl && d->version >= 12000) {
+	if (l->pdl && !grid_sync && d->version >= 12000) {
 		attr[cfg.numAttrs].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
 		attr[cfg.numAttrs++].value.programmaticStreamSerializationAllowed = 1;
 	}
@@ -978,6 +979,10 @@ rt_launch(Comp *c, const Launch *l, Loaded **state, const void *cubin, const Wsf
 		attr[cfg.numAttrs].value.clusterDim.x = (unsigned)l->cluster;
 		attr[cfg.numAttrs].value.clusterDim.y = attr[cfg.numAttrs].value.clusterDim.z = 1;
 		cfg.numAttrs++;
+	}
+	if (grid_sync) {   /* every CTA resident at once, or the launch fails: a barrier of the grid never hangs */
+		attr[cfg.numAttrs].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+		attr[cfg.numAttrs++].value.cooperative = 1;
 	}
 	if ((s = persistent_grid(c, l, *state, &cfg, x, plan.tiles, &grid)) != WSF_OK)
 		return s;

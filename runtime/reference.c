@@ -418,8 +418,8 @@ eval_reduce(Eval *e, const Op *op, double *out)
 	if (op->nin != 1 || op->in[0].tensor == 0 || op->axis < 0 || op->axis >= is.rank)
 		return internal(e, op, "axis %d of an input of rank %d", op->axis, is.rank);
 	outer = prod(&is, 0, op->axis);
-	p.n = prod(&is, op->axis, op->axis + (op->naxes > 1 ? op->naxes : 1));   /* (dims axis .. axis + naxes - 1) */
-	p.inner = prod(&is, op->axis + (op->naxes > 1 ? op->naxes : 1), is.rank);
+	p.n = prod(&is, op->axis, op->axis + op_naxes(op));   /* (dims axis .. axis + naxes - 1) */
+	p.inner = prod(&is, op->axis + op_naxes(op), is.rank);
 	if (numel(&os) != outer * p.inner)
 		return internal(e, op, "output has %lld elements, expected %lld",
 		                (long long)numel(&os), (long long)(outer * p.inner));

@@ -55,7 +55,7 @@ static struct {
 	long long held, peak, allocs, frees, syncs, waits, launches, encodes, violations;
 	double clock_us;
 	/* the last launch */
-	long long grid, block, smem, cluster;
+	long long grid, block, smem, cluster, cooperative;
 	/* knobs */
 	long long launch_us, cluster_us, max_clusters, capturing, max_alloc, max_held;
 	char last[512];              /* the last violation */
@@ -120,7 +120,7 @@ fake_cuda_get(const char *what)
 		{"held", &fk.held}, {"peak", &fk.peak}, {"allocs", &fk.allocs}, {"frees", &fk.frees},
 		{"syncs", &fk.syncs}, {"waits", &fk.waits}, {"launches", &fk.launches}, {"encodes", &fk.encodes},
 		{"violations", &fk.violations}, {"grid", &fk.grid}, {"block", &fk.block}, {"smem", &fk.smem},
-		{"cluster", &fk.cluster},
+		{"cluster", &fk.cluster}, {"cooperative", &fk.cooperative},
 	};
 
 	if (strcmp(what, "modules") == 0)
@@ -533,6 +533,15 @@ check_launch(Func *f, const CUlaunchConfig *cfg, void **params, void **extra, co
 	if (ctas_per_sm(threads, cfg->sharedMemBytes) < 1)
 		return violation("%s: %u threads with %u bytes of shared memory fit no SM", call, threads,
 		                 cfg->sharedMemBytes), CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+	fk.cooperative = 0;
+	for (unsigned i = 0; i < cfg->numAttrs; i++)
+		if (cfg->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && cfg->attrs[i].value.cooperative)
+			fk.cooperative = 1;
+	/* a cooperative grid's CTAs are all resident at once: no more than the SMs hold */
+	if (fk.cooperative && (long long)cfg->gridDimX * cfg->gridDimY * cfg->gridDimZ >
+	                      (long long)SMS * ctas_per_sm(threads, cfg->sharedMemBytes))
+		return violation("%s: a cooperative grid of %u CTAs, more than %d SMs hold at once", call, cfg->gridDimX,
+		                 SMS), CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
 	fk.launches++;
 	fk.grid = (long long)cfg->gridDimX * cfg->gridDimY * cfg->gridDimZ;
 	fk.block = threads;

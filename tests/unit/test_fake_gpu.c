@@ -459,6 +459,48 @@ test_reduce_workspaces(void **state)
 }
 
 /*
+ * A row kernel with sums over the rows (a norm's backward in one pass)
+ * meets at a barrier of the grid: its launch is cooperative (every CTA
+ * resident, or the driver refuses it: the fake counts a larger grid as a
+ * violation), with the stream's workspace; under a capture's first launch
+ * it has none, and is still cooperative.
+ */
+static void
+test_outer_sums_launch(void **state)
+{
+	static const char *const specs[] = {"examples/layernorm_backward.yaml", "tests/golden/rmsnorm_backward.yaml",
+	                                    "tests/gpu/specs/rows_and_cols.yaml"};
+	Seen seen;
+	WsfContext *ctx;
+	size_t i;
+
+	if (!have_nvrtc())
+		skip_because(NO_NVRTC);
+	ctx = new_ctx(&seen);
+	for (i = 0; i < sizeof specs / sizeof *specs; i++) {
+		WsfKernel *k = compile_file(ctx, specs[i]);
+		long long before = fake_get("violations");
+		Args a;
+
+		args_for(k, &a, NULL);
+		fake_set("reset", 0);
+		if (wsf_kernel_launch(ctx, k, a.t, a.n, (void *)(uintptr_t)16) != WSF_OK)
+			fail_msg("%s: %s", specs[i], wsf_context_last_error(ctx));
+		expect_clean(specs[i], before);
+		assert_int_equal(fake_get("cooperative"), 1);
+		assert_true(fake_get("held") > 0);
+		assert_in_range(fake_get("grid"), 2, 1024);
+		fake_set("capturing", 32);
+		assert_int_equal(wsf_kernel_launch(ctx, k, a.t, a.n, (void *)(uintptr_t)32), WSF_OK);
+		fake_set("capturing", 0);
+		expect_clean(specs[i], before);
+		assert_int_equal(fake_get("cooperative"), 1);
+		wsf_kernel_delete(k);
+	}
+	wsf_context_delete(ctx);
+}
+
+/*
  * A workspace a capture took is the graph's: however many streams come
  * after, it is neither taken by another nor freed, so the kernel holds the
  * four streams' (WS_KEEP), the spare and the graph's.
@@ -726,6 +768,7 @@ main(void)
 		cmocka_unit_test(test_tune_positions),
 		cmocka_unit_test(test_stream_k_workspaces),
 		cmocka_unit_test(test_reduce_workspaces),
+		cmocka_unit_test(test_outer_sums_launch),
 		cmocka_unit_test(test_stream_k_capture),
 		cmocka_unit_test(test_huge_dims),
 		cmocka_unit_test(test_row_strided),

@@ -317,14 +317,21 @@ schedule_reduction_axis(void **state)
 {
 	Fixture *t = *state;
 
-	/* over rows: a pointwise kernel's (lower_reduce_grid.c); with a row's reduction: refused */
+	/* over rows: a pointwise kernel's (lower_reduce_grid.c); with a row's reduction: the row kernel's */
 	assert_int_equal(run(t, HEAD "  x: {dtype: f32, shape: [M, N]}\nops:\n"
 	                     "  - {out: s, op: sum, in: [x], axis: 0}\noutputs:\n  s: {}\n"), 0);
 	assert_int_equal(t->c.fusion->family, FAM_POINTWISE);
 	assert_int_equal(run(t, HEAD "  x: {dtype: f32, shape: [M, N]}\nops:\n"
 	                     "  - {out: s, op: sum, in: [x], axis: 0}\n  - {out: r, op: sum, in: [x], axis: 1}\n"
+	                     "outputs:\n  s: {}\n  r: {}\n"), 0);
+	assert_int_equal(t->c.fusion->family, FAM_REDUCTION);
+	/* over a middle axis beside a row's: refused (exit status 6) */
+	assert_int_equal(run(t, HEAD "  x: {dtype: f32, shape: [2, M, N]}\nops:\n"
+	                     "  - {out: s, op: sum, in: [x], axis: 1}\n  - {out: r, op: sum, in: [x], axis: 2}\n"
 	                     "outputs:\n  s: {}\n  r: {}\n"), -1);
-	assert_non_null(strstr(t->msg, "a kernel with reductions over the last axis (a row's) takes none over another"));
+	assert_non_null(strstr(t->msg, "a kernel with reductions over the last axis (a row's) takes others only over "
+	                       "every dim but the last"));
+	assert_int_equal(t->c.status, WSF_ERR_UNSUPPORTED);
 }
 
 static void

@@ -450,6 +450,86 @@ lower_reduction_narrow_rows_share_a_cta(void **state)
 	assert_int_equal(k->ntile_var, k->rows_var);
 }
 
+#define RMS_BWD_SPEC(width, extra_ops, extra_outs) \
+	"fusion: rb\nsizes: {M: 512, N: " width "}\ninputs:\n  x: {dtype: bf16, shape: [M, N]}\n" \
+	"  dy: {dtype: bf16, shape: [M, N]}\n  rstd: {dtype: f32, shape: [M, 1]}\n  w: {dtype: bf16, shape: [N]}\n" \
+	"ops:\n  - {out: xhat, op: mul, in: [x, rstd]}\n  - {out: g, op: mul, in: [dy, w]}\n" \
+	"  - {out: gx, op: mul, in: [g, xhat]}\n  - {out: c, op: mean, in: [gx], dim: -1, keepdim: true}\n" \
+	"  - {out: t, op: mul, in: [xhat, c]}\n  - {out: u, op: sub, in: [g, t]}\n" \
+	"  - {out: dx, op: mul, in: [u, rstd]}\n  - {out: dyx, op: mul, in: [dy, xhat]}\n" \
+	"  - {out: dw, op: sum, in: [dyx], dim: 0}\n  - {out: db, op: max, in: [dy], dim: 0}\n" extra_ops \
+	"outputs:\n  dx: {dtype: bf16}\n  dw: {dtype: f32}\n  db: {}\n" extra_outs
+
+/*
+ * A row's reduction beside sums over the rows (an RMSNorm's backward): one
+ * level of row reductions (the sums over the rows are none), a persistent
+ * pipeline of four stages whatever the default would be, a step of 8 a
+ * thread, the sums' results reduced pointer params, the workspace and its
+ * switch, the CTAs sharing the rows SPLITS apart, and one meeting after the
+ * buffered loops, at the body's end.
+ */
+static void
+lower_reduction_sums_over_rows(void **state)
+{
+	Fixture *t = *state;
+	Kernel *k = lower_spec(t, RMS_BWD_SPEC("4096", "", ""));
+	const Fusion *f = t->c.fusion;
+	int *level = arena_alloc(t->c.arena, (size_t)f->ntensor * sizeof *level), i, w = 0, loops = 0, last = 0;
+
+	assert_int_equal(f->family, FAM_REDUCTION);
+	assert_int_equal(kir_row_levels(f, false, level, NULL), 1);
+	assert_int_equal(k->row.outer, 2);
+	assert_true(k->persistent);
+	assert_false(k->row.direct);
+	assert_int_equal(k->row.steps, 1);
+	assert_int_equal(k->threads, 512);
+	assert_int_equal(k->stages_default, 4);
+	assert_int_equal(k->row.slot, 4 * 2 * 4096);
+	for (i = 1; i < k->nparam; i++) {
+		if (strcmp(k->param[i].name, "dw") == 0 || strcmp(k->param[i].name, "db") == 0)
+			assert_int_equal(k->param[i].view, VIEW_REDUCED);
+		w += k->param[i].kind == PK_WORKSPACE;
+	}
+	assert_int_equal(w, 1);
+	assert_int_equal(k->param[k->row.work_param].kind, PK_WORKSPACE);
+	assert_int_equal(kernel_work_slot(k), k->row.slot);
+	assert_string_equal(expr(t, k->row.splits), "splits");
+	assert_int_equal(census(k->body).kind[ST_ROW_MEET], 1);
+	for (i = 0; i < k->body->nbody; i++) {
+		loops += k->body->body[i]->kind == ST_LOOP && k->body->body[i]->u.loop.kind == LOOP_TILE;
+		last = k->body->body[i]->kind == ST_ROW_MEET ? i : last;
+	}
+	assert_int_equal(loops, 2);   /* the main and epilogue loops compute, the meeting follows both */
+	assert_int_equal(last, k->body->nbody - 1);
+	assert_int_equal(kernel_verify(&t->c, k, "test"), 0);
+}
+
+/* What a row kernel cannot sum over its rows: a result an op reads, rows streamed in chunks, a bool. */
+static void
+lower_reduction_sums_over_rows_errors(void **state)
+{
+	Fixture *t = *state;
+	static const char *const bad[][2] = {
+		{RMS_BWD_SPEC("4096", "  - {out: dw2, op: mul, in: [dw, 2.0]}\n", "  dw2: {}\n"),
+		 "'dw2' reads 'dw', a sum over the rows beside a reduction of each row"},
+		{RMS_BWD_SPEC("65536", "", ""), "'dw' (sum over the rows) beside a reduction of rows of 65536 elements"},
+		{RMS_BWD_SPEC("4096", "  - {out: p, op: gt, in: [dy, 0.0]}\n  - {out: pm, op: max, in: [p], dim: 0}\n",
+		              "  pm: {}\n"), "'pm' (max over the rows of a bool value)"},
+	};
+	int i;
+
+	for (i = 0; i < countof(bad); i++) {   /* (the schedule refuses the first and last, lowering the second) */
+		reset_comp(t);
+		t->c.src = bad[i][0];
+		t->c.srclen = strlen(bad[i][0]);
+		assert_int_equal(spec_read(&t->c), 0);
+		assert_true(passes_run(&t->c, WSF_STAGE_FUSION_IR) < 0 || passes_run(&t->c, WSF_STAGE_KERNEL_IR) < 0);
+		if (!strstr(t->msg, bad[i][1]))
+			fail_msg("expected '%s' in: %s", bad[i][1], t->msg);
+		assert_int_equal(t->c.status, WSF_ERR_UNSUPPORTED);
+	}
+}
+
 static void
 lower_reduction_errors(void **state)
 {
@@ -494,6 +574,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(lower_reduction_one_cta_a_row, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_direct_by_default, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_narrow_rows_share_a_cta, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_reduction_sums_over_rows, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_reduction_sums_over_rows_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_errors, setup, teardown),
 	};
 

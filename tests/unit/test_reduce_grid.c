@@ -437,11 +437,11 @@ refusals(void **state)
 	                    "  - {out: s, op: sum, in: [x], dim: 0}\n", "  s: {}\nschedule: {warp_specialize: true}\n"));
 	assert_contains(m, "'warp_specialize: true' with a reduction over rows ('s') is not implemented yet");
 	/* a row's reduction and a column's in one kernel: the row family's, which names the column's */
-	m = refused(t, SPEC("{T: 64, H: 256}", "  x: {dtype: f32, shape: [T, H]}\n",
-	                    "  - {out: s, op: sum, in: [x], dim: 0}\n  - {out: r, op: amax, in: [x], dim: 1}\n",
+	m = refused(t, SPEC("{T: 64, H: 256}", "  x: {dtype: f32, shape: [2, T, H]}\n",
+	                    "  - {out: s, op: sum, in: [x], dim: 0}\n  - {out: r, op: amax, in: [x], dim: 2}\n",
 	                    "  s: {}\n  r: {}\n"));
-	assert_contains(m, "'s' (sum over axis 0 of 'x', rank 2)");
-	assert_contains(m, "takes none over another axis");
+	assert_contains(m, "'s' (sum over axis 0 of 'x', rank 3)");
+	assert_contains(m, "takes others only over every dim but the last");
 	assert_int_equal(t->c.status, WSF_ERR_UNSUPPORTED);
 }
 
