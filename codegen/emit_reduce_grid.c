@@ -298,17 +298,150 @@ emit_reduce_params(Emit *e, Buf *params, Buf *args)
 	}
 }
 
+/* Is T, a row kernel's result after its rows (VIEW_REDUCED), a column's (over a full row's values), or one? */
+static bool
+result_columns(const Kernel *k, int t)
+{
+	const Fusion *f = k->fusion;
+	const Op *o = &f->op[f->tensor[t].def];
+	int j;
+
+	if (is_reduction(o))
+		return k->row.view[o->in[0].tensor] == VIEW_FULL;
+	for (j = 0; j < o->nin; j++)
+		if (o->in[j].tensor && result_columns(k, o->in[j].tensor))
+			return true;
+	return false;
+}
+
 /*
- * A row kernel's sums over the rows (RowPlan.outer), after its rows
- * (ST_ROW_MEET): each thread holds its columns' sums of the CTA's rows
- * (acc_NAME[step][8], emit_reduction.c).  With one CTA (no workspace) its
- * threads store them.  Else each CTA writes its sums to its slot of the
- * workspace and arrives at a barrier of the grid (a count and a
- * generation, the last to arrive resetting the count and opening the next
- * generation; the launch is cooperative, every CTA resident), then adds
- * the slots of its share of the columns: a column's slots split among the
- * threads of SLICES slices, each adding every SLICES-th slot in order, the
- * slices then added in order.  No order depends on timing.
+ * The results after the rows of one kind (COLUMNS: a column's, at AT; else
+ * the one values, at 0), from the reductions' totals TOT[op] (a mean
+ * divided by the rows), the ops of them in order, and their outputs.
+ */
+static void
+row_results(Emit *e, const char *const *tot, bool columns, const char *at)
+{
+	const Kernel *k = e->k;
+	const Fusion *f = e->f;
+	int i, j;
+
+	for (i = 1; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+		const char *v = emit_tname(e, PFX_VALUE, o->out), *in[3] = {"", "", ""};
+
+		if (k->row.view[o->out] != VIEW_REDUCED || result_columns(k, o->out) != columns)
+			continue;
+		e->value[o->out] = v;
+		if (is_reduction(o)) {
+			emit_line(e, "const float %s[1] = {%s%s};   // %s over the rows%s", v, tot[i], o->kind != OP_MEAN ? "" :
+			          arena_printf(e->c->arena, " / (float)%s", k->var[k->rows_var].name), op_info[o->kind].name,
+			          emit_pos(e, o->pos));
+			continue;
+		}
+		for (j = 0; j < o->nin; j++)
+			in[j] = o->in[j].tensor ? arena_printf(e->c->arena, "%s[0]", e->value[o->in[j].tensor]) : NULL;
+		emit_line(e, "const %s %s[1] = {%s};   // %s%s", emit_reg_type(f->tensor[o->out].dtype), v,
+		          emit_op_typed(e, o, in), op_info[o->kind].name, emit_pos(e, o->pos));
+	}
+	for (j = 0; j < f->nout; j++)
+		if (k->row.view[f->out[j].tensor] == VIEW_REDUCED && result_columns(k, f->out[j].tensor) == columns)
+			emit_line(e, "wsf_store1%s(%s + %s, %s[0]);%s", emit_suffix(f->out[j].dtype),
+			          emit_param_name(e, emit_param_of(e, f->out[j].tensor, true)), at, e->value[f->out[j].tensor],
+			          emit_pos(e, f->out[j].pos));
+}
+
+/* Step 3 of the meeting, the columns: this CTA's share, a column's slots among slices of threads, in order. */
+static void
+row_meet_columns(Emit *e, const char *splits, const char **tot)
+{
+	const Kernel *k = e->k;
+	const Fusion *f = e->f;
+	int i, r, threads = k->consumer_threads, slot = k->row.slot / 4;
+
+	emit_line(e, "// 3. this CTA's columns: a column's slots among the slices, in order");
+	emit_line(e, "const long long per = (cols + %s - 1) / %s, lo = blockIdx.x * per, hi = lo + per < cols ? lo + per : cols;",
+	          splits, splits);
+	emit_line(e, "const int width = per < %d ? (int)per : %d, slices = %d / width;", threads, threads, threads);
+	emit_line(e, "const int lane = threadIdx.x %% width, slice = threadIdx.x / width;");
+	emit_line(e, "for (long long c0 = lo; c0 < hi; c0 += width) {");
+	e->depth++;
+	emit_line(e, "const long long col = c0 + lane;");
+	emit_line(e, "const bool live = slice < slices && col < hi;");
+	for (i = 1, r = 0; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+
+		if (!is_reduction(o) || k->row.view[o->out] != VIEW_REDUCED || !result_columns(k, o->out))
+			continue;
+		tot[i] = arena_printf(e->c->arena, "tot_%d", i);
+		emit_line(e, "float %s = %s;   // %s%s", tot[i], identity(o), f->tensor[o->out].name, emit_pos(e, o->pos));
+		emit_line(e, "if (live)");
+		emit_line(e, "    for (long long q = slice; q < %s; q += slices)", splits);
+		emit_line(e, "        %s = %s;", tot[i], fold(e, o, tot[i], arena_printf(e->c->arena,
+		          "__ldcg(slots + q * %d + %d + col)", slot, r++ * k->row.cap)));
+		emit_line(e, "wsf_outer[threadIdx.x] = %s;", tot[i]);
+		emit_line(e, "__syncthreads();");
+		emit_line(e, "for (int q = 1; q < slices && slice == 0; q++)");
+		emit_line(e, "    %s = %s;", tot[i], fold(e, o, tot[i], "wsf_outer[q * width + lane]"));
+		emit_line(e, "__syncthreads();   // the scratch is free for the next");
+	}
+	emit_line(e, "if (live && slice == 0) {");
+	e->depth++;
+	row_results(e, tot, true, "col");
+	e->depth--;
+	emit_line(e, "}");
+	e->depth--;
+	emit_line(e, "}");
+}
+
+/* Step 3, the one values: CTA 0's threads each add every THREADS-th slot's, in order, then thread 0 theirs. */
+static void
+row_meet_scalars(Emit *e, const char *splits, const char **tot, int base)
+{
+	const Kernel *k = e->k;
+	const Fusion *f = e->f;
+	int i, r, threads = k->consumer_threads, slot = k->row.slot / 4;
+
+	emit_line(e, "if (blockIdx.x == 0) {   // 3. the one values, CTA 0's");
+	e->depth++;
+	for (i = 1, r = 0; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+
+		if (!is_reduction(o) || k->row.view[o->out] != VIEW_REDUCED || result_columns(k, o->out))
+			continue;
+		tot[i] = arena_printf(e->c->arena, "tot_%d", i);
+		emit_line(e, "float %s = %s;   // %s%s", tot[i], identity(o), f->tensor[o->out].name, emit_pos(e, o->pos));
+		emit_line(e, "for (long long q = threadIdx.x; q < %s; q += %d)", splits, threads);
+		emit_line(e, "    %s = %s;", tot[i], fold(e, o, tot[i], arena_printf(e->c->arena, "__ldcg(slots + q * %d + %d)",
+		                                                                  slot, base + r++)));
+		emit_line(e, "wsf_outer[threadIdx.x] = %s;", tot[i]);
+		emit_line(e, "__syncthreads();");
+		emit_line(e, "for (int q = 1; q < %d && threadIdx.x == 0; q++)", threads);
+		emit_line(e, "    %s = %s;", tot[i], fold(e, o, tot[i], "wsf_outer[q]"));
+		emit_line(e, "__syncthreads();   // the scratch is free for the next");
+	}
+	emit_line(e, "if (threadIdx.x == 0) {");
+	e->depth++;
+	row_results(e, tot, false, "0");
+	e->depth--;
+	emit_line(e, "}");
+	e->depth--;
+	emit_line(e, "}");
+}
+
+/*
+ * A row kernel's results after its rows (RowPlan.outer; ST_ROW_MEET): each
+ * thread holds its columns' sums of the CTA's rows (acc_NAME[step][8],
+ * emit_reduction.c), and every thread the sums of the rows' per-row values
+ * (acc_NAME).  With one CTA (no workspace) its threads compute the results
+ * from them.  Else each CTA writes its sums to its slot of the workspace
+ * (the columns', then the one values') and arrives at a barrier of the
+ * grid (a count and a generation, the last to arrive resetting the count
+ * and opening the next generation; the launch is cooperative, every CTA
+ * resident), then adds the slots of its share of the columns: a column's
+ * slots split among the threads of SLICES slices, each adding every
+ * SLICES-th slot in order, the slices then added in order; CTA 0 adds the
+ * one values likewise.  No order depends on timing.
  */
 void
 emit_row_meet(Emit *e, const Stmt *s)
@@ -316,45 +449,67 @@ emit_row_meet(Emit *e, const Stmt *s)
 	const Kernel *k = e->k;
 	const Fusion *f = e->f;
 	const char *work = k->param[k->row.work_param].name, *splits = emit_expr_str(e, k->row.splits);
-	const char *rows = k->var[k->rows_var].name;
-	int i, j, r, threads = k->consumer_threads, slot = k->row.slot / 4;
+	const char **tot = arena_alloc(e->c->arena, (size_t)f->nop * sizeof *tot);
+	int i, c = 0, n = 0, threads = k->consumer_threads, slot = k->row.slot / 4;
 
+	for (i = 1; i < f->nop; i++)
+		if (is_reduction(&f->op[i]) && k->row.view[f->op[i].out] == VIEW_REDUCED) {
+			tot[i] = emit_tname(e, PFX_ACC, f->op[i].out);
+			if (result_columns(k, f->op[i].out))
+				tot[i] = arena_printf(e->c->arena, "%s[it][v]", tot[i]), c++;
+			else
+				n++;
+		}
 	emit_line(e, "{%s", emit_comment(e, s));
 	e->depth++;
-	emit_line(e, "if (%s == 1) {   // one CTA took every row: its threads hold the sums", splits);
-	emit_line(e, "    if (blockIdx.x == 0) {");
-	emit_line(e, "        #pragma unroll");
-	emit_line(e, "        for (int it = 0; it < %d; it++) {", k->row.steps);
-	emit_line(e, "            const int e = threadIdx.x * %d + it * %d;", VEC, threads * VEC);
-	emit_line(e, "            #pragma unroll");
-	emit_line(e, "            for (int v = 0; v < %d; v++)", VEC);
-	emit_line(e, "                if (e + v < cols) {");
-	for (i = 1; i < f->nop; i++)
-		for (j = 0; j < f->nout && op_over_rows(f, &f->op[i]); j++)
-			if (f->out[j].tensor == f->op[i].out)
-				emit_line(e, "                    wsf_store1%s(%s + e + v, %s[it][v]%s);%s", emit_suffix(f->out[j].dtype),
-				          emit_param_name(e, emit_param_of(e, f->out[j].tensor, true)),
-				          emit_tname(e, PFX_ACC, f->op[i].out), f->op[i].kind == OP_MEAN ?
-				          arena_printf(e->c->arena, " / (float)%s", rows) : "", emit_pos(e, f->out[j].pos));
-	emit_line(e, "                }");
-	emit_line(e, "        }");
-	emit_line(e, "    }");
-	emit_line(e, "} else {");
+	emit_line(e, "if (%s == 1 && blockIdx.x == 0) {   // one CTA took every row: its threads hold the sums", splits);
+	e->depth++;
+	if (c) {
+		emit_line(e, "#pragma unroll");
+		emit_line(e, "for (int it = 0; it < %d; it++) {", k->row.steps);
+		emit_line(e, "    const int e = threadIdx.x * %d + it * %d;", VEC, threads * VEC);
+		emit_line(e, "    #pragma unroll");
+		emit_line(e, "    for (int v = 0; v < %d; v++)", VEC);
+		emit_line(e, "        if (e + v < cols) {");
+		e->depth += 3;
+		row_results(e, tot, true, "(e + v)");
+		e->depth -= 3;
+		emit_line(e, "        }");
+		emit_line(e, "}");
+	}
+	if (n) {
+		emit_line(e, "if (threadIdx.x == 0) {");
+		e->depth++;
+		row_results(e, tot, false, "0");
+		e->depth--;
+		emit_line(e, "}");
+	}
+	e->depth--;
+	emit_line(e, "} else if (%s > 1) {", splits);
 	e->depth++;
 	emit_line(e, "float *const slots = (float *)(%s + %d);   // after the flags, %d floats a CTA", work,
 	          4 * SK_MAX_CTAS, slot);
 	emit_line(e, "float *const mine = slots + (long long)blockIdx.x * %d;", slot);
-	emit_line(e, "#pragma unroll");
-	emit_line(e, "for (int it = 0; it < %d; it++) {   // 1. this CTA's sums to its slot", k->row.steps);
-	emit_line(e, "    const int e = threadIdx.x * %d + it * %d;", VEC, threads * VEC);
-	emit_line(e, "    #pragma unroll");
-	emit_line(e, "    for (int v = 0; v < %d; v++)", VEC);
-	emit_line(e, "        if (e + v < cols) {");
-	for (i = 1, r = 0; i < f->nop; i++)
-		if (op_over_rows(f, &f->op[i]))
-			emit_line(e, "            mine[%d + e + v] = %s[it][v];", r++ * k->row.cap, emit_tname(e, PFX_ACC, f->op[i].out));
-	emit_line(e, "        }");
-	emit_line(e, "}");
+	if (c) {
+		emit_line(e, "#pragma unroll");
+		emit_line(e, "for (int it = 0; it < %d; it++) {   // 1. this CTA's sums to its slot", k->row.steps);
+		emit_line(e, "    const int e = threadIdx.x * %d + it * %d;", VEC, threads * VEC);
+		emit_line(e, "    #pragma unroll");
+		emit_line(e, "    for (int v = 0; v < %d; v++)", VEC);
+		emit_line(e, "        if (e + v < cols) {");
+		for (i = 1, c = 0; i < f->nop; i++)
+			if (is_reduction(&f->op[i]) && k->row.view[f->op[i].out] == VIEW_REDUCED && result_columns(k, f->op[i].out))
+				emit_line(e, "            mine[%d + e + v] = %s;", c++ * k->row.cap, tot[i]);
+		emit_line(e, "        }");
+		emit_line(e, "}");
+	}
+	if (n) {
+		emit_line(e, "if (threadIdx.x == 0) {   // 1. (the one values: every thread holds them)");
+		for (i = 1, n = 0; i < f->nop; i++)
+			if (is_reduction(&f->op[i]) && k->row.view[f->op[i].out] == VIEW_REDUCED && !result_columns(k, f->op[i].out))
+				emit_line(e, "    mine[%d] = %s;", c * k->row.cap + n++, tot[i]);
+		emit_line(e, "}");
+	}
 	emit_line(e, "__threadfence();   // the sums land before the arrival");
 	emit_line(e, "__syncthreads();");
 	emit_line(e, "if (threadIdx.x == 0) {   // 2. the grid's barrier: every CTA's sums are in");
@@ -372,44 +527,10 @@ emit_row_meet(Emit *e, const Stmt *s)
 	emit_line(e, "    __threadfence();   // the others' sums, after their arrivals");
 	emit_line(e, "}");
 	emit_line(e, "__syncthreads();");
-	emit_line(e, "// 3. this CTA's columns: a column's slots among the slices, in order");
-	emit_line(e, "const long long per = (cols + %s - 1) / %s, lo = blockIdx.x * per, hi = lo + per < cols ? lo + per : cols;",
-	          splits, splits);
-	emit_line(e, "const int width = per < %d ? (int)per : %d, slices = %d / width;", threads, threads, threads);
-	emit_line(e, "const int lane = threadIdx.x %% width, slice = threadIdx.x / width;");
-	emit_line(e, "for (long long c0 = lo; c0 < hi; c0 += width) {");
-	e->depth++;
-	emit_line(e, "const long long col = c0 + lane;");
-	emit_line(e, "const bool live = slice < slices && col < hi;");
-	for (i = 1, r = 0; i < f->nop; i++) {
-		const Op *o = &f->op[i];
-
-		if (!op_over_rows(f, o))
-			continue;
-		emit_line(e, "{   // %s%s", f->tensor[o->out].name, emit_pos(e, o->pos));
-		e->depth++;
-		emit_line(e, "float t = %s;", identity(o));
-		emit_line(e, "if (live)");
-		emit_line(e, "    for (long long q = slice; q < %s; q += slices)", splits);
-		emit_line(e, "        t = %s;", fold(e, o, "t", arena_printf(e->c->arena, "__ldcg(slots + q * %d + %d + col)",
-		                                                           slot, r++ * k->row.cap)));
-		emit_line(e, "wsf_outer[threadIdx.x] = t;");
-		emit_line(e, "__syncthreads();");
-		emit_line(e, "if (live && slice == 0) {");
-		emit_line(e, "    for (int q = 1; q < slices; q++)");
-		emit_line(e, "        t = %s;", fold(e, o, "t", "wsf_outer[q * width + lane]"));
-		for (j = 0; j < f->nout; j++)
-			if (f->out[j].tensor == o->out)
-				emit_line(e, "    wsf_store1%s(%s + col, t%s);%s", emit_suffix(f->out[j].dtype),
-				          emit_param_name(e, emit_param_of(e, f->out[j].tensor, true)), o->kind == OP_MEAN ?
-				          arena_printf(e->c->arena, " / (float)%s", rows) : "", emit_pos(e, f->out[j].pos));
-		emit_line(e, "}");
-		emit_line(e, "__syncthreads();   // the scratch is free for the next");
-		e->depth--;
-		emit_line(e, "}");
-	}
-	e->depth--;
-	emit_line(e, "}");
+	if (c)
+		row_meet_columns(e, splits, tot);
+	if (n)
+		row_meet_scalars(e, splits, tot, c * k->row.cap);
 	e->depth--;
 	emit_line(e, "}");
 	e->depth--;

@@ -47,11 +47,19 @@
 /* An SM's shared memory for CTAs, and what the hardware reserves per CTA (sm_90). */
 enum { SM_SMEM = 228 * 1024, CTA_SMEM_RESERVED = 1024 };
 
-/* Is O a reduction of each row (not one over the rows, RowPlan.outer's)? */
+/* Is O a reduction of each row (not one over the rows, whose result is the plan's VIEW_REDUCED)? */
 static bool
-row_reduction(const Fusion *f, const Op *o)
+row_reduction(const Kernel *k, const Op *o)
 {
-	return op_info[o->kind].cls == CLS_REDUCE && !op_over_rows(f, o);
+	return op_info[o->kind].cls == CLS_REDUCE && k->row.view[o->out] != VIEW_REDUCED;
+}
+
+/* Is O a reduction over the rows, of a full row's values (COLUMNS: a result a column) or of a per-row value? */
+static bool
+outer_reduction(const Kernel *k, const Op *o, bool columns)
+{
+	return op_info[o->kind].cls == CLS_REDUCE && k->row.view[o->out] == VIEW_REDUCED &&
+	       (k->row.view[o->in[0].tensor] == VIEW_FULL) == columns;
 }
 
 /* Is T a full row: one of the row's own values, or a row broadcast over rows? */
@@ -434,6 +442,7 @@ emit_row_scalars(Emit *e, const int *level, int upto, bool *done, bool assign)
 		const Op *o = &f->op[i];
 
 		if (done[o->out] || row_full(e->k, o->out) || op_info[o->kind].cls == CLS_REDUCE ||
+		    e->k->row.view[o->out] == VIEW_REDUCED ||
 		    level[o->out] > upto || !row_computes(e->f, o))
 			continue;
 		emit_line(e, "%s%s = %s;   // %s%s", assign ? "" : "const float ", emit_tname(e, PFX_ROW, o->out),
@@ -572,6 +581,24 @@ emit_row_scalar_stores(Emit *e)
 	}
 }
 
+/* At the row's end: each sum over the rows of a per-row value adds the row's (every thread, the same). */
+static void
+emit_outer_scalars(Emit *e)
+{
+	const Fusion *f = e->f;
+	int i;
+
+	for (i = 1; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+		const char *acc = emit_tname(e, PFX_ACC, o->out), *x = emit_tname(e, PFX_ROW, o->in[0].tensor);
+
+		if (outer_reduction(e->k, o, false))
+			emit_line(e, "%s = %s;   // %s over the rows%s", acc, o->kind == OP_MAX ?
+			          arena_printf(e->c->arena, "fmaxf(%s, %s)", acc, x) : arena_printf(e->c->arena, "%s + %s", acc, x),
+			          op_info[o->kind].name, emit_pos(e, o->pos));
+	}
+}
+
 /* In the output pass, at element e: each sum over the rows adds this row's 8 elements (RowPlan.outer). */
 static void
 emit_outer_sums(Emit *e)
@@ -579,7 +606,9 @@ emit_outer_sums(Emit *e)
 	const Fusion *f = e->f;
 	int i;
 
-	if (!e->k->row.outer)
+	for (i = 1; i < f->nop && !outer_reduction(e->k, &f->op[i], true); i++)
+		;
+	if (i == f->nop)
 		return;
 	emit_line(e, "#pragma unroll");
 	emit_line(e, "for (int v = 0; v < %d; v++)", VEC);
@@ -589,7 +618,7 @@ emit_outer_sums(Emit *e)
 		const char *acc = arena_printf(e->c->arena, "%s[it][v]", emit_tname(e, PFX_ACC, o->out));
 		const char *x = arena_printf(e->c->arena, "%s[v]", row_value(e, o->in[0].tensor));
 
-		if (op_over_rows(f, o))
+		if (outer_reduction(e->k, o, true))
 			emit_line(e, "        %s = %s;   // %s over the rows%s", acc, o->kind == OP_MAX ?
 			          arena_printf(e->c->arena, "fmaxf(%s, %s)", acc, x) : arena_printf(e->c->arena, "%s + %s", acc, x),
 			          op_info[o->kind].name, emit_pos(e, o->pos));
@@ -605,7 +634,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 	int *level = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *level);
 	bool *done = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *done);
 	bool *need, *target, *have = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *have), outs;
-	int i, j, L, maxl = kir_row_levels(f, k->row.chunk > 0, level, NULL), nred = 0;
+	int i, j, L, maxl = kir_row_levels(f, k->row.view, k->row.chunk > 0, level, NULL), nred = 0;
 
 	emit_line(e, "{   // compute row %s: %s", emit_expr_str(e, s->u.compute.row), s->comment ? s->comment : "");
 	e->depth++;
@@ -640,7 +669,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 	emit_row_inputs(e, done);
 	/* block reductions a row */
 	for (i = 1, j = 0; i < f->nop; i++)
-		j += row_reduction(f, &f->op[i]);
+		j += row_reduction(k, &f->op[i]);
 	if ((j & 1) && s->nreads && s->reads[0].slot->kind == EX_MOD) {
 		/* the stage counter: the slot is counter % S */
 		emit_line(e, "const bool wsf_flip = (%s) & 1;   // odd rows start their reductions on the other scratch array",
@@ -656,7 +685,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 		need = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *need);
 		target = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *target);
 		for (i = 1; i < f->nop; i++)
-			if (row_reduction(f, &f->op[i]) && level[f->op[i].out] == L) {
+			if (row_reduction(k, &f->op[i]) && level[f->op[i].out] == L) {
 				row_needs(e, f->op[i].in[0].tensor, need);
 				target[f->op[i].in[0].tensor] = true;
 			}
@@ -672,7 +701,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 		for (i = 1; i < f->nop; i++) {
 			const Op *o = &f->op[i];
 
-			if (row_reduction(f, o) && level[o->out] == L)
+			if (row_reduction(k, o) && level[o->out] == L)
 				emit_line(e, "float %s = %s;", emit_tname(e, PFX_ACC, o->out),
 				          o->kind == OP_MAX ? "-__int_as_float(0x7f800000)" : "0.0f");
 		}
@@ -682,7 +711,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 			const char *acc = emit_tname(e, PFX_ACC, o->out);
 			const char *in = row_value(e, o->in[0].tensor);
 
-			if (!row_reduction(f, o) || level[o->out] != L)
+			if (!row_reduction(k, o) || level[o->out] != L)
 				continue;
 			emit_line(e, "%s = wsf_%s8(%s, %s, cols - e);", acc, o->kind == OP_MAX ? "max" : "sum", acc, in);
 		}
@@ -690,7 +719,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 		for (i = 1; i < f->nop; i++) {
 			const Op *o = &f->op[i];
 
-			if (!row_reduction(f, o) || level[o->out] != L)
+			if (!row_reduction(k, o) || level[o->out] != L)
 				continue;
 			emit_block_reduce(e, o, emit_tname(e, PFX_ACC, o->out), nred++, true);
 			done[o->out] = true;
@@ -711,13 +740,15 @@ emit_row_compute(Emit *e, const Stmt *s)
 		target[f->out[j].tensor] = true;
 	}
 	for (i = 1; i < f->nop; i++)   /* and the values summed over the rows */
-		if (op_over_rows(f, &f->op[i])) {
+		if (outer_reduction(k, &f->op[i], true)) {
 			row_needs(e, f->op[i].in[0].tensor, need);
 			target[f->op[i].in[0].tensor] = true;
 		}
 	for (j = 0; j < f->nout && !need[f->out[j].tensor]; j++)
 		;
-	if (j < f->nout || k->row.outer) {
+	for (i = 1; i < f->nop && !outer_reduction(k, &f->op[i], true); i++)
+		;
+	if (j < f->nout || i < f->nop) {
 		if (k->row.reread)
 			e->row.policy = "wsf_drop";
 		emit_line(e, "// the last pass: the full-row outputs");
@@ -732,6 +763,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 		emit_outer_sums(e);
 		row_pass_close(e);
 	}
+	emit_outer_scalars(e);
 	emit_row_scalar_stores(e);
 	e->row.steps = 0;
 	e->row.policy = NULL;
@@ -789,7 +821,7 @@ emit_chunk_lambda(Emit *e, const Stmt *chunk, const int *level, const int *onlin
 		for (i = 1; i < f->nop && !outputs; i++) {
 			const Op *o = &f->op[i];
 
-			if (op_info[o->kind].cls == CLS_REDUCE && level[o->out] == L && !online[o->out])
+			if (row_reduction(k, o) && level[o->out] == L && !online[o->out])
 				row_needs(e, o->in[0].tensor, need);
 		}
 		for (i = 0; i < f->nout && outputs; i++)
@@ -803,7 +835,7 @@ emit_chunk_lambda(Emit *e, const Stmt *chunk, const int *level, const int *onlin
 			const char *in = row_value(e, o->in[0].tensor);
 			int r;
 
-			if (op_info[o->kind].cls != CLS_REDUCE || level[o->out] != L || online[o->out])
+			if (!row_reduction(k, o) || level[o->out] != L || online[o->out])
 				continue;
 			if ((r = partner_of(f, online, o->out)) && o->kind == OP_MAX)
 				emit_line(e, "wsf_online8(%s, %s, %s, cols - e);   // %s and the sum of exp, online%s",
@@ -857,7 +889,7 @@ emit_chunk_compute(Emit *e, const Stmt *s)
 	int *level = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *level);
 	int *online = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *online);
 	bool *done = arena_alloc(e->c->arena, (size_t)f->ntensor * sizeof *done);
-	int i, j, L, maxl = kir_row_levels(f, k->row.chunk > 0, level, online), nred = 0;
+	int i, j, L, maxl = kir_row_levels(f, k->row.view, k->row.chunk > 0, level, online), nred = 0;
 	const char *pass = s->u.compute.pass ? emit_expr_str(e, s->u.compute.pass) : NULL;
 
 	/* per-row inputs and the per-row values that need no reduction: ROW_BEGIN sets them */
@@ -871,17 +903,18 @@ emit_chunk_compute(Emit *e, const Stmt *s)
 		for (i = 1; i < f->nop; i++) {
 			const Op *o = &f->op[i];
 
-			if (op_info[o->kind].cls == CLS_REDUCE)
+			if (row_reduction(k, o))
 				emit_line(e, "float %s = %s, %s;   // %s%s", emit_tname(e, PFX_ACC, o->out),
 				          o->kind == OP_MAX ? "-__int_as_float(0x7f800000)" : "0.0f",
 				          emit_tname(e, PFX_ROW, o->out),
 				          !online[o->out] ? op_info[o->kind].name : o->kind == OP_SUM ?
 				          "sum of exp, online with its max" : "squared deviations, with their mean's pass",
 				          emit_pos(e, o->pos));
-			if (op_info[o->kind].cls == CLS_REDUCE && online[o->out] && o->kind == OP_MEAN)
+			if (row_reduction(k, o) && online[o->out] && o->kind == OP_MEAN)
 				emit_line(e, "float %s = 0.0f;   // the elements this thread has seen",
 				          emit_tname(e, PFX_CNT, o->out));
-			if (op_info[o->kind].cls != CLS_REDUCE && !row_full(k, o->out) && level[o->out] > 0)
+			if (op_info[o->kind].cls != CLS_REDUCE && !row_full(k, o->out) && level[o->out] > 0 &&
+			    k->row.view[o->out] != VIEW_REDUCED)
 				emit_line(e, "float %s;%s", emit_tname(e, PFX_ROW, o->out), emit_pos(e, o->pos));
 		}
 		emit_row_scalars(e, level, 0, done, false);
@@ -912,7 +945,7 @@ emit_chunk_compute(Emit *e, const Stmt *s)
 				const Op *o = &f->op[i];
 				const char *acc = emit_tname(e, PFX_ACC, o->out);
 
-				if (op_info[o->kind].cls != CLS_REDUCE || level[o->out] != L)
+				if (!row_reduction(k, o) || level[o->out] != L)
 					continue;
 				if (online[o->out]) {
 					const char *m = emit_tname(e, PFX_ACC, online[o->out]);
@@ -938,6 +971,7 @@ emit_chunk_compute(Emit *e, const Stmt *s)
 		emit_line(e, "}");
 		break;
 	case ROW_END:
+		emit_outer_scalars(e);
 		emit_row_scalar_stores(e);
 		break;
 	default:
@@ -971,7 +1005,7 @@ min_ctas(const Kernel *k)
 		n = (k->row.reread ? 2048 : k->row.deep || (k->row.lanes && k->row.steps > 2) ? 1280 : 1536) / k->threads;
 		return n < 1 ? 1 : n;
 	}
-	if (k->row.outer)   /* sums over the rows: up to 128 registers a thread, 16 warps an SM */
+	if (k->row.columns)   /* sums over the rows of full rows: up to 128 registers a thread, 16 warps an SM */
 		return 512 / k->threads > 1 ? 512 / k->threads : 1;
 	n = (int)(SM_SMEM / (kernel_smem_bytes(k) + CTA_SMEM_RESERVED + 64 * 4));  /* + wsf_red */
 	if (n > 1024 / k->threads)
@@ -992,7 +1026,12 @@ emit_frame(Emit *e)
 	emit_line(e, "__shared__ float wsf_outer[%d];   // where the sums over the rows meet, a float a thread",
 	          k->consumer_threads);
 	for (i = 1; i < f->nop; i++)
-		if (op_over_rows(f, &f->op[i])) {
+		if (outer_reduction(k, &f->op[i], false))
+			emit_line(e, "float %s = %s;   // %s of %s over the rows, this CTA's rows'%s",
+			          emit_tname(e, PFX_ACC, f->op[i].out), f->op[i].kind == OP_MAX ? "__int_as_float(0xff800000)" :
+			          "0.0f", op_info[f->op[i].kind].name, f->tensor[f->op[i].in[0].tensor].name,
+			          emit_pos(e, f->op[i].pos));
+		else if (outer_reduction(k, &f->op[i], true)) {
 			const char *acc = emit_tname(e, PFX_ACC, f->op[i].out);
 
 			emit_line(e, "float %s[%d][%d];   // %s of %s over the rows, this thread's columns of this CTA's rows%s",
@@ -1021,13 +1060,17 @@ emit_compute_params(Emit *e, Buf *params, Buf *args)
 
 	buf_printf(params, "%s    float *const wsf_red", params->len ? ",\n" : "");
 	buf_printf(args, "%swsf_red", args->len ? ", " : "");
-	for (i = 1; i < f->nop; i++)   /* the sums over the rows, this thread's */
-		if (op_over_rows(f, &f->op[i])) {
-			const char *acc = emit_tname(e, PFX_ACC, f->op[i].out);
+	for (i = 1; i < f->nop; i++) {   /* the sums over the rows, this thread's */
+		const char *acc = emit_tname(e, PFX_ACC, f->op[i].out);
 
+		if (outer_reduction(e->k, &f->op[i], true))
 			buf_printf(params, ",\n    float (&%s)[%d][%d]", acc, e->k->row.steps, VEC);
-			buf_printf(args, ", %s", acc);
-		}
+		else if (outer_reduction(e->k, &f->op[i], false))
+			buf_printf(params, ",\n    float &%s", acc);
+		else
+			continue;
+		buf_printf(args, ", %s", acc);
+	}
 }
 
 /* A row streamed in chunks: its computes' parts share the row's variables, so they are written in place. */

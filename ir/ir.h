@@ -1105,9 +1105,10 @@ Expr *kir_bulk_bytes(Comp *c, const Kernel *k, const Stmt *copy);
  * that can share the pass of an earlier one joins it: sum(exp(a - max(a)))
  * (online softmax) and mean((a - mean(a))^2) (a variance by Welford and
  * Chan); ONLINE[t] (may be NULL) is then that earlier reduction's tensor,
- * else 0.  Returns the highest level.
+ * else 0.  VIEW (the plan's, may be NULL): a VIEW_REDUCED result is no
+ * level.  Returns the highest level.
  */
-int kir_row_levels(const Fusion *f, bool chunked, int *level, int *online);
+int kir_row_levels(const Fusion *f, const View *view, bool chunked, int *level, int *online);
 /*
  * Does a row held in registers keep fusion tensor T's values from the pass
  * that computes them to the later ones: an input (a load), or a result that

@@ -770,12 +770,8 @@ op_over_rows(const Fusion *f, const Op *o)
 	return op_info[o->kind].cls == CLS_REDUCE && rank >= 2 && o->axis == 0 && op_naxes(o) == rank - 1;
 }
 
-/*
- * A row reduction's levels: a reduction over the row is one level above its
- * input's; one over the rows (op_over_rows, added up across them) is none.
- */
 int
-kir_row_levels(const Fusion *f, bool chunked, int *level, int *online)
+kir_row_levels(const Fusion *f, const View *view, bool chunked, int *level, int *online)
 {
 	int i, j, maxl = 0;
 
@@ -794,7 +790,7 @@ kir_row_levels(const Fusion *f, bool chunked, int *level, int *online)
 		for (j = 0; j < o->nin; j++)
 			if (o->in[j].tensor && level[o->in[j].tensor] > l)
 				l = level[o->in[j].tensor];
-		level[o->out] = m ? level[m] : l + (op_info[o->kind].cls == CLS_REDUCE && !op_over_rows(f, o));
+		level[o->out] = m ? level[m] : l + (op_info[o->kind].cls == CLS_REDUCE && !(view && view[o->out] == VIEW_REDUCED));
 		if (online)
 			online[o->out] = m;
 		if (level[o->out] > maxl)

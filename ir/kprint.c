@@ -391,11 +391,11 @@ print_row_meet(Buf *b, const Kernel *k, const Stmt *s, int depth)
 	(void)s, (void)depth;
 	buf_puts(b, "rows.meet");
 	for (i = 1; i < k->fusion->nop; i++)
-		if (op_over_rows(k->fusion, &k->fusion->op[i]))
+		if (op_info[k->fusion->op[i].kind].cls == CLS_REDUCE && k->row.view[k->fusion->op[i].out] == VIEW_REDUCED)
 			buf_printf(b, "%s%s", n++ ? ", " : " ", k->fusion->tensor[k->fusion->op[i].out].name);
-	buf_printf(b, " over the rows: each CTA's sums to its slot of %s, then each of the ", k->param[k->row.work_param].name);
+	buf_printf(b, " over the rows: each CTA's sums to its slot of %s, the ", k->param[k->row.work_param].name);
 	expr_print(b, k, k->row.splits);
-	buf_puts(b, " CTAs adds every slot of its columns in order");
+	buf_puts(b, " CTAs' slots added in order");
 	return true;
 }
 

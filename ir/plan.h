@@ -31,10 +31,13 @@ typedef struct RowPlan {
 	                            power of 2, 8 elements each), a CTA threads / lanes rows
 	                            (Kernel.tile_rows); 0: a row a CTA */
 	View *view;              /* each fusion tensor's view of the row domain (VIEW_REDUCED: an outer result) */
-	int outer;               /* reductions over the rows (op_over_rows: a norm's dgamma, dbeta) beside the row's:
-	                            each thread adds its columns of every row it computes (cs_NAME), then the CTAs'
-	                            sums meet (ST_ROW_MEET, after the rows); the grid is persistent, all resident */
-	int work_param;          /* outer (lowering's): the workspace param, a slot of outer x cap floats a CTA, */
+	int outer;               /* reductions over the rows beside the row's (VIEW_REDUCED results): of a full row's
+	                            values (COLUMNS of them, op_over_rows: a norm's dgamma, dbeta), each thread adding
+	                            its columns of every row it computes (acc_NAME), or of a per-row value (a loss's
+	                            sum); after the rows the CTAs' sums meet (ST_ROW_MEET); a persistent grid */
+	int columns;
+	int work_param;          /* outer (lowering's): the workspace param, a slot of columns x cap + the rest floats
+	                            a CTA, */
 	int slot;                /*   the slot's bytes, */
 	Expr *splits;            /*   and the CTAs that share the rows (1 without a workspace: CTA 0 takes all) */
 } RowPlan;

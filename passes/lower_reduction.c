@@ -130,6 +130,50 @@ add_row_params(Comp *c, Fusion *f, Kernel *k)
 }
 
 /*
+ * What the plan's results after the rows (VIEW_REDUCED, RowPlan.outer) may
+ * not be: read by an op of the rows (the results exist once every CTA's
+ * rows are done), a reduction of bool values, or sums over the rows of a
+ * full row where a thread does not hold the same columns of every row (a
+ * row streamed in chunks, or one not held in registers).
+ */
+static int
+refuse_outer(Comp *c, const Fusion *f, const View *view)
+{
+	const RowPlan *r = &f->row->plan;
+	int i, j;
+
+	for (i = 1; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+		const char *name = f->tensor[o->out].name;
+
+		for (j = 0; j < o->nin && view[o->out] != VIEW_REDUCED; j++)
+			if (o->in[j].tensor && view[o->in[j].tensor] == VIEW_REDUCED)
+				break;
+		if (j < o->nin && view[o->out] != VIEW_REDUCED) {
+			diag_error(c, o->in[j].pos, "'%s' (%s) reads '%s', a result over the rows beside a reduction of each "
+			           "row: such a result exists once every row is done, and only ops of such results (computed "
+			           "after the rows) may read it, so far; split the fusion", name, op_info[o->kind].name,
+			           f->tensor[o->in[j].tensor].name);
+		} else if (view[o->out] != VIEW_REDUCED || op_info[o->kind].cls != CLS_REDUCE) {
+			continue;
+		} else if (f->tensor[o->in[0].tensor].dtype == DT_BOOL) {
+			diag_error(c, o->pos, "'%s' (%s over the rows of a bool value) beside a reduction of each row is not "
+			           "implemented yet: reduce a float", name, op_info[o->kind].name);
+		} else if (view[o->in[0].tensor] == VIEW_FULL && (r->chunk || !r->steps || r->lanes)) {
+			diag_error(c, o->pos, "'%s' (%s over the rows) beside a reduction of rows of %lld elements is not "
+			           "implemented yet: a kernel sums a full row's values over the rows where a row fits in "
+			           "registers (at most 16384 elements)", name, op_info[o->kind].name,
+			           (long long)f->row->width);
+		} else {
+			continue;
+		}
+		c->status = WSF_ERR_UNSUPPORTED;
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * What a row-reduction kernel refuses of fusion F under plan RS of the rows
  * D: the hints it cannot honour, a row width the plan could not take (unbound
  * or too wide), a tensor of no view of the rows, an output broadcast along
@@ -186,13 +230,13 @@ refuse_rows(Comp *c, const Fusion *f, const RowSchedule *rs, const Tensor *d)
 	for (j = 1; j < f->nop; j++) {
 		const Op *o = &f->op[j];
 
-		if (op_info[o->kind].cls == CLS_REDUCE && view[o->in[0].tensor] != VIEW_FULL)
+		if (op_info[o->kind].cls == CLS_REDUCE && view[o->in[0].tensor] != VIEW_FULL && view[o->out] != VIEW_REDUCED)
 			return diag_error(c, o->pos,
 			                  "cannot place '%s' in one row-reduction kernel: it reduces '%s', which is "
 			                  "not a full row of '%s'", f->tensor[o->out].name,
 			                  f->tensor[o->in[0].tensor].name, d->name);
 	}
-	return 0;
+	return refuse_outer(c, f, view);
 }
 
 /*
@@ -206,11 +250,11 @@ static Stmt *
 outer_loop(Comp *c, Kernel *k, Expr **row0)
 {
 	Expr *cta = ex_leaf(c, EX_CTA), *ncta = ex_leaf(c, EX_NCTA), *on, *n;
-	Stmt *loop;
+	Stmt *loop, *meet;
 	int j;
 
 	k->row.work_param = kernel_add_param(c, k, PK_WORKSPACE, "red_work");
-	k->row.slot = 4 * k->row.outer * k->row.cap;
+	k->row.slot = 4 * (k->row.columns * k->row.cap + k->row.outer - k->row.columns);
 	j = kernel_add_param(c, k, PK_SIZE, "sk_on");
 	k->param[j].size = SZ_SK_ON;
 	k->param[j].var = kernel_add_var(c, k, "sk_on");
@@ -224,28 +268,12 @@ outer_loop(Comp *c, Kernel *k, Expr **row0)
 	loop = st_loop(c, kernel_add_var(c, k, "i"), ex_int(c, 0), ex_var(c, k->niter_var), LOOP_TILE);
 	loop->comment = "this CTA's rows";
 	st_append(c, k->body, loop);
+	meet = st_new(c, ST_ROW_MEET);
+	meet->comment = "the results over the rows: the CTAs' sums meet through the workspace";
+	st_append(c, k->body, meet);
 	*row0 = ex_var(c, lower_let(c, k, "row0", ex_bin(c, EX_ADD, cta, ex_bin(c, EX_MUL, ex_var(c, loop->u.loop.var), n)),
 	                            loop)->u.let.var);
 	return loop;
-}
-
-static int
-refuse_outer(Comp *c, const Kernel *k)
-{
-	const Fusion *f = k->fusion;
-	int j;
-
-	for (j = 1; j < f->nop && !op_over_rows(f, &f->op[j]); j++)
-		;
-	if (k->row.chunk || !k->row.steps || k->row.lanes) {
-		diag_error(c, f->op[j].pos, "'%s' (%s over the rows) beside a reduction of rows of %lld elements is not "
-		           "implemented yet: a kernel sums over the rows beside a row's reduction where a row fits in "
-		           "registers (at most 16384 elements, and more than 1024)", f->tensor[f->op[j].out].name,
-		           op_info[f->op[j].kind].name, (long long)f->row->width);
-		c->status = WSF_ERR_UNSUPPORTED;
-		return -1;
-	}
-	return 0;
 }
 
 /*
@@ -273,7 +301,7 @@ lower_reduction(Comp *c, Fusion *f)
 	const Tensor *d;
 	Kernel *k;
 	Stmt *loop, *issue, *compute;
-	Expr *row0, *col0;
+	Expr *row0, *col0, *nchunks = NULL;
 	int j;
 
 	if (!rs || rs->fallback != c->row_fallback)
@@ -317,25 +345,18 @@ lower_reduction(Comp *c, Fusion *f)
 			lower_bcast_at(c, k, j, d);
 		}
 
-	if (k->row.outer && refuse_outer(c, k) < 0)
-		return -1;
-	if (k->row.chunk) {
-		Expr *nchunks = ex_var(c, lower_let(c, k, "nchunks", ex_bin(c, EX_CEILDIV, ex_var(c, k->cols_var),
-		                                                            ex_int(c, k->row.chunk)), k->body)->u.let.var);
-
-		loop = lower_tile_loop(c, k, true, &row0, &col0);
-		stream_row(c, k, loop, row0, nchunks, arena_printf(c->arena, "%d ops of %s", f->nop - 1, f->name));
-		return 0;
-	}
-	if (k->row.outer) {
-		Stmt *meet = st_new(c, ST_ROW_MEET);
-
+	if (k->row.chunk)
+		nchunks = ex_var(c, lower_let(c, k, "nchunks", ex_bin(c, EX_CEILDIV, ex_var(c, k->cols_var),
+		                                                      ex_int(c, k->row.chunk)), k->body)->u.let.var);
+	if (k->row.outer) {   /* the CTAs' rows, and after them their sums meeting */
 		loop = outer_loop(c, k, &row0);
 		col0 = ex_int(c, 0);
-		meet->comment = "the sums over the rows meet: the CTAs' through the workspace";
-		st_append(c, k->body, meet);
 	} else {
 		loop = lower_tile_loop(c, k, true, &row0, &col0);
+	}
+	if (k->row.chunk) {
+		stream_row(c, k, loop, row0, nchunks, arena_printf(c->arena, "%d ops of %s", f->nop - 1, f->name));
+		return 0;
 	}
 	compute = st_new(c, ST_COMPUTE);
 	compute->u.compute.row = row0;

@@ -71,32 +71,6 @@ check_matmul(Comp *c, const Fusion *f)
  */
 enum { MAX_REDUCE_LEVELS = 16 };
 
-/*
- * A reduction over the rows (op_over_rows) beside a row's: summed across
- * the rows each CTA computes, its result is stored once the CTAs' sums
- * meet after them, so nothing in the kernel reads it.
- */
-static int
-check_outer(Comp *c, const Fusion *f, const Op *o)
-{
-	int i, j, n0 = c->nerrors;
-
-	if (f->tensor[o->in[0].tensor].dtype == DT_BOOL)
-		diag_error(c, o->pos, "'%s' (%s over the rows of a bool value) beside a reduction of each row is not "
-		           "implemented yet: reduce a float", f->tensor[o->out].name, op_info[o->kind].name);
-	for (i = 1; i < f->nop && c->nerrors == n0; i++)
-		for (j = 0; j < f->op[i].nin && c->nerrors == n0; j++)
-			if (f->op[i].in[j].tensor == o->out)
-				diag_error(c, f->op[i].in[j].pos, "'%s' reads '%s', a %s over the rows beside a reduction of "
-				           "each row: such a result is stored when the CTAs' sums meet, after every row, and no op "
-				           "of the kernel reads it, so far; split the fusion", f->tensor[f->op[i].out].name,
-				           f->tensor[o->out].name, op_info[o->kind].name);
-	if (c->nerrors == n0)
-		return 0;
-	c->status = WSF_ERR_UNSUPPORTED;   /* (not yet: exit status 6) */
-	return -1;
-}
-
 static int
 check_reduction(Comp *c, const Fusion *f)
 {
@@ -119,9 +93,9 @@ check_reduction(Comp *c, const Fusion *f)
 			                  "over the row each); split the fusion", f->tensor[o->out].name,
 			                  op_info[o->kind].name, level[o->out] - 1, MAX_REDUCE_LEVELS);
 		in = &f->tensor[o->in[0].tensor];
-		if (op_over_rows(f, o) && check_outer(c, f, o) < 0)
-			return -1;
-		if (!op_over_rows(f, o) && (o->axis != in->rank - 1 || o->naxes > 1)) {
+		/* (over the rows, or a per-row value's over every dim: placed by the plan, refused by lowering) */
+		if (!op_over_rows(f, o) && !(o->axis == 0 && op_naxes(o) == in->rank) &&
+		    (o->axis != in->rank - 1 || o->naxes > 1)) {
 			c->status = WSF_ERR_UNSUPPORTED;   /* (not yet: exit status 6) */
 			return diag_error(c, o->pos,
 			                  "cannot place '%s' (%s over %s of '%s', rank %d) in one kernel: a kernel "

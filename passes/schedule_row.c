@@ -96,7 +96,7 @@ fit_chunks(Comp *c, const Fusion *f, RowSchedule *s, bool full_out)
 	s->tile_cols = ROW_CHUNK_COLS;
 	s->threads = CHUNK_THREADS;
 	s->stages_default = 4;
-	maxl = kir_row_levels(f, true, arena_alloc(c->arena, (size_t)f->ntensor * sizeof(int)), NULL);
+	maxl = kir_row_levels(f, s->plan.view, true, arena_alloc(c->arena, (size_t)f->ntensor * sizeof(int)), NULL);
 	s->plan.passes = maxl + full_out;
 }
 
@@ -128,7 +128,7 @@ fit_row(Comp *c, const Fusion *f, RowFallback fb, RowSchedule *s, int cap)
 	 * planned again): spills cost more than the pipeline gains.
 	 */
 	direct = !f->sched.stages && (f->sched.persistent == 1 || (f->sched.persistent == 0 && fb < ROW_FB_PIPELINE)) &&
-	         !r->outer;
+	         !r->columns;
 	/*
 	 * 16 elements a thread: rows up to 16384 wide stay in registers in two
 	 * steps of 8 (codegen's register mode); wider rows take 1024 threads.
@@ -145,9 +145,9 @@ fit_row(Comp *c, const Fusion *f, RowFallback fb, RowSchedule *s, int cap)
 	 * two levels, three reads lost.  If either kernel spills, it drops
 	 * back to 16 elements held (ROW_FB_HELD).
 	 */
-	levels = kir_row_levels(f, false, arena_alloc(c->arena, (size_t)f->ntensor * sizeof(int)), NULL);
+	levels = kir_row_levels(f, r->view, false, arena_alloc(c->arena, (size_t)f->ntensor * sizeof(int)), NULL);
 	r->deep = direct && fb == ROW_FB_NONE && cap / 16 <= 1024 && !row_keeps_values(f, r->view) && levels >= 2;
-	per = r->deep ? 32 : r->outer && cap <= 8192 ? 8 : 16;   /* (sums over the rows: one step, where it fits) */
+	per = r->deep ? 32 : r->columns && cap <= 8192 ? 8 : 16;   /* (sums over the rows: one step, where it fits) */
 	least = r->deep ? 128 : LOWER_THREADS;
 	s->threads = cap / per < least ? least : cap / per > 1024 ? 1024 : (cap / per + 31) / 32 * 32;
 	j = (cap + 8 * s->threads - 1) / (8 * s->threads);
@@ -162,7 +162,7 @@ fit_row(Comp *c, const Fusion *f, RowFallback fb, RowSchedule *s, int cap)
 	 * keep the next rows coming with fewer warps resident (min_ctas).
 	 */
 	s->persistent |= r->outer > 0;
-	if (r->outer)
+	if (r->columns)
 		s->stages_default = 4;
 	r->reread = r->direct && fb == ROW_FB_NONE && levels == 1 && !row_draws(f);
 	/*
@@ -187,6 +187,56 @@ fit_row(Comp *c, const Fusion *f, RowFallback fb, RowSchedule *s, int cap)
 		s->stages_hint = 1;  /* one row a CTA: one stage (a streamed row pipelines its chunks) */
 }
 
+/* Does reduction O reduce every dim of its input T but those of extent 1? */
+static bool
+reduces_all(const Fusion *f, const Op *o, const Tensor *t)
+{
+	int i;
+
+	for (i = 0; i < t->rank; i++)
+		if (!dim_is_one(t->dim[i]) && (i < o->axis || i >= o->axis + op_naxes(o)))
+			return false;
+	return true;
+}
+
+/*
+ * The results the kernel computes once its CTAs' sums meet, after the rows
+ * (VIEW_REDUCED, RowPlan.outer): reductions over the rows of a full row's
+ * values (op_over_rows: a column a result), or of a per-row value over
+ * every dim (one result: a loss summed over the rows), and the ops of such
+ * results alone ("late": a mean's count, a cast).  Lowering refuses what
+ * reads one of them in the rows.
+ */
+static void
+plan_outer(const Fusion *f, View *view, RowPlan *r)
+{
+	int j, k;
+
+	for (j = 1; j < f->nop; j++) {
+		const Op *o = &f->op[j];
+		const Tensor *in = &f->tensor[o->in[0].tensor];
+		bool late = false, other = false;
+
+		if (op_info[o->kind].cls == CLS_REDUCE) {
+			if ((view[o->in[0].tensor] == VIEW_FULL && op_over_rows(f, o)) ||
+			    (view[o->in[0].tensor] == VIEW_COL && reduces_all(f, o, in))) {
+				view[o->out] = VIEW_REDUCED;
+				r->outer++;
+				r->columns += view[o->in[0].tensor] == VIEW_FULL;
+			}
+			continue;
+		}
+		for (k = 0; k < o->nin; k++)
+			if (o->in[k].tensor && view[o->in[k].tensor] == VIEW_REDUCED)
+				late = true;
+			else if (o->in[k].tensor)
+				other = true;
+		if (late && !other && (op_info[o->kind].cls == CLS_UNARY || op_info[o->kind].cls == CLS_BINARY) &&
+		    o->kind != OP_RAND_LIKE && o->kind != OP_POSITION && o->kind != OP_ONE_HOT)
+			view[o->out] = VIEW_REDUCED;
+	}
+}
+
 int
 plan_row(Comp *c, const Fusion *f, RowFallback fb, RowSchedule *out)
 {
@@ -197,8 +247,9 @@ plan_row(Comp *c, const Fusion *f, RowFallback fb, RowSchedule *out)
 
 	memset(out, 0, sizeof *out);
 	out->fallback = fb;
-	for (j = 1; j < f->nop && !d; j++)   /* (the first reduction of a row: over the rows, op_over_rows, is not) */
-		if (op_info[f->op[j].kind].cls == CLS_REDUCE && !op_over_rows(f, &f->op[j]))
+	for (j = 1; j < f->nop; j++)   /* the widest first (a sum of rows' losses reduces the rows' results) */
+		if (op_info[f->op[j].kind].cls == CLS_REDUCE && !op_over_rows(f, &f->op[j]) &&
+		    (!d || f->tensor[f->op[j].in[0].tensor].rank > d->rank))
 			d = &f->tensor[f->op[j].in[0].tensor];
 	if (!d)
 		return -1;
@@ -212,11 +263,7 @@ plan_row(Comp *c, const Fusion *f, RowFallback fb, RowSchedule *out)
 	for (j = 1; j < f->ntensor; j++)
 		if (view_used(f, j) && (view[j] = classify_row(&f->tensor[j], d)) == VIEW_NONE)
 			view[j] = lower_bcast_view(&f->tensor[j], d);   /* (a view's source alone: none) */
-	for (j = 1; j < f->nop; j++)   /* a result over the rows: stored when the CTAs' sums meet */
-		if (op_over_rows(f, &f->op[j])) {
-			view[f->op[j].out] = VIEW_REDUCED;
-			out->plan.outer++;
-		}
+	plan_outer(f, view, &out->plan);
 	if (out->width <= 0 || out->width > ROW_MAX_WIDTH)
 		return -1;
 	out->planned = true;
@@ -232,6 +279,7 @@ plan_row(Comp *c, const Fusion *f, RowFallback fb, RowSchedule *out)
 		fit_chunks(c, f, out, full_out);
 	else
 		fit_row(c, f, fb, out, cap);
+	out->persistent |= out->plan.outer > 0;   /* (the sums meet after every CTA's rows) */
 	return 0;
 }
 

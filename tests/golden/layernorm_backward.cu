@@ -170,21 +170,21 @@ wsfuse_layernorm_backward(
         wsf_mbar_wait(&full[(i % 4LL)], (unsigned)((i / 4LL) & 1LL));   // wait until the stage's loads have landed
         wsf_compute(i, row0, in_mean, in_rstd, in_gamma, out_dx, out_dgamma, out_dbeta, rows, cols, sk_on, row_x, row_dy, wsf_red, acc_dgamma, acc_dbeta);   // 13 ops of layernorm_backward over one row
     }
-    {   // the sums over the rows meet: the CTAs' through the workspace
-        if (splits == 1) {   // one CTA took every row: its threads hold the sums
-            if (blockIdx.x == 0) {
+    {   // the results over the rows: the CTAs' sums meet through the workspace
+        if (splits == 1 && blockIdx.x == 0) {   // one CTA took every row: its threads hold the sums
+            #pragma unroll
+            for (int it = 0; it < 1; it++) {
+                const int e = threadIdx.x * 8 + it * 4096;
                 #pragma unroll
-                for (int it = 0; it < 1; it++) {
-                    const int e = threadIdx.x * 8 + it * 4096;
-                    #pragma unroll
-                    for (int v = 0; v < 8; v++)
-                        if (e + v < cols) {
-                            wsf_store1(out_dgamma + e + v, acc_dgamma[it][v]);  // examples/layernorm_backward.yaml:46
-                            wsf_store1(out_dbeta + e + v, acc_dbeta[it][v]);  // examples/layernorm_backward.yaml:47
-                        }
-                }
+                for (int v = 0; v < 8; v++)
+                    if (e + v < cols) {
+                        const float v_dgamma[1] = {acc_dgamma[it][v]};   // sum over the rows  // examples/layernorm_backward.yaml:41
+                        const float v_dbeta[1] = {acc_dbeta[it][v]};   // sum over the rows  // examples/layernorm_backward.yaml:42
+                        wsf_store1(out_dgamma + (e + v), v_dgamma[0]);  // examples/layernorm_backward.yaml:46
+                        wsf_store1(out_dbeta + (e + v), v_dbeta[0]);  // examples/layernorm_backward.yaml:47
+                    }
             }
-        } else {
+        } else if (splits > 1) {
             float *const slots = (float *)(red_work + 4096);   // after the flags, 8192 floats a CTA
             float *const mine = slots + (long long)blockIdx.x * 8192;
             #pragma unroll
@@ -221,33 +221,29 @@ wsfuse_layernorm_backward(
             for (long long c0 = lo; c0 < hi; c0 += width) {
                 const long long col = c0 + lane;
                 const bool live = slice < slices && col < hi;
-                {   // dgamma  // examples/layernorm_backward.yaml:41
-                    float t = 0.0f;
-                    if (live)
-                        for (long long q = slice; q < splits; q += slices)
-                            t = t + __ldcg(slots + q * 8192 + 0 + col);
-                    wsf_outer[threadIdx.x] = t;
-                    __syncthreads();
-                    if (live && slice == 0) {
-                        for (int q = 1; q < slices; q++)
-                            t = t + wsf_outer[q * width + lane];
-                        wsf_store1(out_dgamma + col, t);  // examples/layernorm_backward.yaml:46
-                    }
-                    __syncthreads();   // the scratch is free for the next
-                }
-                {   // dbeta  // examples/layernorm_backward.yaml:42
-                    float t = 0.0f;
-                    if (live)
-                        for (long long q = slice; q < splits; q += slices)
-                            t = t + __ldcg(slots + q * 8192 + 4096 + col);
-                    wsf_outer[threadIdx.x] = t;
-                    __syncthreads();
-                    if (live && slice == 0) {
-                        for (int q = 1; q < slices; q++)
-                            t = t + wsf_outer[q * width + lane];
-                        wsf_store1(out_dbeta + col, t);  // examples/layernorm_backward.yaml:47
-                    }
-                    __syncthreads();   // the scratch is free for the next
+                float tot_12 = 0.0f;   // dgamma  // examples/layernorm_backward.yaml:41
+                if (live)
+                    for (long long q = slice; q < splits; q += slices)
+                        tot_12 = tot_12 + __ldcg(slots + q * 8192 + 0 + col);
+                wsf_outer[threadIdx.x] = tot_12;
+                __syncthreads();
+                for (int q = 1; q < slices && slice == 0; q++)
+                    tot_12 = tot_12 + wsf_outer[q * width + lane];
+                __syncthreads();   // the scratch is free for the next
+                float tot_13 = 0.0f;   // dbeta  // examples/layernorm_backward.yaml:42
+                if (live)
+                    for (long long q = slice; q < splits; q += slices)
+                        tot_13 = tot_13 + __ldcg(slots + q * 8192 + 4096 + col);
+                wsf_outer[threadIdx.x] = tot_13;
+                __syncthreads();
+                for (int q = 1; q < slices && slice == 0; q++)
+                    tot_13 = tot_13 + wsf_outer[q * width + lane];
+                __syncthreads();   // the scratch is free for the next
+                if (live && slice == 0) {
+                    const float v_dgamma[1] = {tot_12};   // sum over the rows  // examples/layernorm_backward.yaml:41
+                    const float v_dbeta[1] = {tot_13};   // sum over the rows  // examples/layernorm_backward.yaml:42
+                    wsf_store1(out_dgamma + col, v_dgamma[0]);  // examples/layernorm_backward.yaml:46
+                    wsf_store1(out_dbeta + col, v_dbeta[0]);  // examples/layernorm_backward.yaml:47
                 }
             }
         }

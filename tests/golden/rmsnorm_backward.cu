@@ -150,20 +150,19 @@ wsfuse_rmsnorm_backward(
         wsf_mbar_wait(&full[(i % 4LL)], (unsigned)((i / 4LL) & 1LL));   // wait until the stage's loads have landed
         wsf_compute(i, row0, in_rstd, in_w, out_dx, out_dw, rows, cols, sk_on, row_x, row_dy, wsf_red, acc_dw);   // 9 ops of rmsnorm_backward over one row
     }
-    {   // the sums over the rows meet: the CTAs' through the workspace
-        if (splits == 1) {   // one CTA took every row: its threads hold the sums
-            if (blockIdx.x == 0) {
+    {   // the results over the rows: the CTAs' sums meet through the workspace
+        if (splits == 1 && blockIdx.x == 0) {   // one CTA took every row: its threads hold the sums
+            #pragma unroll
+            for (int it = 0; it < 1; it++) {
+                const int e = threadIdx.x * 8 + it * 4096;
                 #pragma unroll
-                for (int it = 0; it < 1; it++) {
-                    const int e = threadIdx.x * 8 + it * 4096;
-                    #pragma unroll
-                    for (int v = 0; v < 8; v++)
-                        if (e + v < cols) {
-                            wsf_store1(out_dw + e + v, acc_dw[it][v]);  // tests/golden/rmsnorm_backward.yaml:22
-                        }
-                }
+                for (int v = 0; v < 8; v++)
+                    if (e + v < cols) {
+                        const float v_dw[1] = {acc_dw[it][v]};   // sum over the rows  // tests/golden/rmsnorm_backward.yaml:19
+                        wsf_store1(out_dw + (e + v), v_dw[0]);  // tests/golden/rmsnorm_backward.yaml:22
+                    }
             }
-        } else {
+        } else if (splits > 1) {
             float *const slots = (float *)(red_work + 4096);   // after the flags, 4096 floats a CTA
             float *const mine = slots + (long long)blockIdx.x * 4096;
             #pragma unroll
@@ -199,19 +198,18 @@ wsfuse_rmsnorm_backward(
             for (long long c0 = lo; c0 < hi; c0 += width) {
                 const long long col = c0 + lane;
                 const bool live = slice < slices && col < hi;
-                {   // dw  // tests/golden/rmsnorm_backward.yaml:19
-                    float t = 0.0f;
-                    if (live)
-                        for (long long q = slice; q < splits; q += slices)
-                            t = t + __ldcg(slots + q * 4096 + 0 + col);
-                    wsf_outer[threadIdx.x] = t;
-                    __syncthreads();
-                    if (live && slice == 0) {
-                        for (int q = 1; q < slices; q++)
-                            t = t + wsf_outer[q * width + lane];
-                        wsf_store1(out_dw + col, t);  // tests/golden/rmsnorm_backward.yaml:22
-                    }
-                    __syncthreads();   // the scratch is free for the next
+                float tot_9 = 0.0f;   // dw  // tests/golden/rmsnorm_backward.yaml:19
+                if (live)
+                    for (long long q = slice; q < splits; q += slices)
+                        tot_9 = tot_9 + __ldcg(slots + q * 4096 + 0 + col);
+                wsf_outer[threadIdx.x] = tot_9;
+                __syncthreads();
+                for (int q = 1; q < slices && slice == 0; q++)
+                    tot_9 = tot_9 + wsf_outer[q * width + lane];
+                __syncthreads();   // the scratch is free for the next
+                if (live && slice == 0) {
+                    const float v_dw[1] = {tot_9};   // sum over the rows  // tests/golden/rmsnorm_backward.yaml:19
+                    wsf_store1(out_dw + col, v_dw[0]);  // tests/golden/rmsnorm_backward.yaml:22
                 }
             }
         }

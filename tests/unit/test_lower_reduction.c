@@ -223,12 +223,12 @@ row_levels_online_softmax(void **state)
 	}
 	assert_true(max && sum);
 	assert_int_equal(k->row.chunk, 0);
-	assert_int_equal(kir_row_levels(f, k->row.chunk > 0, level, online), 2);
+	assert_int_equal(kir_row_levels(f, k->row.view, k->row.chunk > 0, level, online), 2);
 	assert_int_equal(level[max], 1);
 	assert_int_equal(level[sum], 2);
 	assert_int_equal(online[sum], 0);
 	k->row.chunk = 4096;  /* the same fusion, streamed */
-	assert_int_equal(kir_row_levels(f, k->row.chunk > 0, level, online), 1);
+	assert_int_equal(kir_row_levels(f, k->row.view, k->row.chunk > 0, level, online), 1);
 	assert_int_equal(level[sum], 1);
 	assert_int_equal(online[sum], max);
 	assert_int_equal(online[max], 0);
@@ -266,7 +266,7 @@ row_levels_one_pass_variance(void **state)
 		gs = strcmp(f->tensor[i].name, "gs") ? gs : i;
 	}
 	assert_int_equal(k->row.chunk, 4096);
-	assert_int_equal(kir_row_levels(f, k->row.chunk > 0, level, online), 2);
+	assert_int_equal(kir_row_levels(f, k->row.view, k->row.chunk > 0, level, online), 2);
 	assert_int_equal(level[v], 1);
 	assert_int_equal(online[v], m);
 	assert_int_equal(level[ss], 2);
@@ -477,7 +477,7 @@ lower_reduction_sums_over_rows(void **state)
 	int *level = arena_alloc(t->c.arena, (size_t)f->ntensor * sizeof *level), i, w = 0, loops = 0, last = 0;
 
 	assert_int_equal(f->family, FAM_REDUCTION);
-	assert_int_equal(kir_row_levels(f, false, level, NULL), 1);
+	assert_int_equal(kir_row_levels(f, k->row.view, false, level, NULL), 1);
 	assert_int_equal(k->row.outer, 2);
 	assert_true(k->persistent);
 	assert_false(k->row.direct);
@@ -504,17 +504,68 @@ lower_reduction_sums_over_rows(void **state)
 	assert_int_equal(kernel_verify(&t->c, k, "test"), 0);
 }
 
-/* What a row kernel cannot sum over its rows: a result an op reads, rows streamed in chunks, a bool. */
+#define ROW_SUM_SPEC(width, extra) \
+	"fusion: rs\nsizes: {M: 512, N: " width "}\ninputs:\n  x: {dtype: f32, shape: [M, N]}\n" \
+	"ops:\n  - {out: lse, op: logsumexp, in: [x], dim: -1}\n  - {out: xs, op: sub, in: [x, lse]}\n" \
+	"  - {out: p, op: exp, in: [xs]}\n  - {out: big, op: gt, in: [lse, 5.0]}\n" \
+	"  - {out: one, op: where, in: [big, 1.0, 0.0]}\n  - {out: total, op: sum, in: [lse], dim: [0, 1]}\n" \
+	"  - {out: count, op: sum, in: [one], dim: [0, 1]}\n  - {out: frac, op: div, in: [count, 512.0]}\n" extra \
+	"outputs:\n  p: {}\n  total: {}\n  frac: {}\n"
+
+/*
+ * Sums over the rows of per-row values (a loss's, a count's) and an op of
+ * them: no level of the row (total's is its input's), one float each a
+ * CTA's slot, the op a result after the rows too, in a row held in
+ * registers and in one streamed in chunks.
+ */
+static void
+lower_reduction_sums_of_row_values(void **state)
+{
+	Fixture *t = *state;
+	int w;
+
+	for (w = 0; w < 2; w++) {
+		Kernel *k;
+		const Fusion *f;
+		int *level, total = 0, lse = 0, frac = 0, i;
+
+		reset_comp(t);
+		k = lower_spec(t, w ? ROW_SUM_SPEC("65536", "") : ROW_SUM_SPEC("1000", ""));
+		f = t->c.fusion;
+		for (i = 1; i < f->ntensor; i++) {
+			total = strcmp(f->tensor[i].name, "total") == 0 ? i : total;
+			lse = strcmp(f->tensor[i].name, "lse") == 0 ? i : lse;
+			frac = strcmp(f->tensor[i].name, "frac") == 0 ? i : frac;
+		}
+		assert_int_equal(k->row.chunk > 0, w);
+		assert_int_equal(k->row.outer, 2);
+		assert_int_equal(k->row.columns, 0);
+		assert_int_equal(k->row.slot, 8);
+		assert_true(k->persistent);
+		assert_int_equal(k->row.view[total], VIEW_REDUCED);
+		assert_int_equal(k->row.view[frac], VIEW_REDUCED);   /* an op of the results alone */
+		level = arena_alloc(t->c.arena, (size_t)f->ntensor * sizeof *level);
+		kir_row_levels(f, k->row.view, k->row.chunk > 0, level, NULL);
+		assert_int_equal(level[total], level[lse]);
+		assert_int_equal(census(k->body).kind[ST_ROW_MEET], 1);
+		assert_int_equal(k->body->body[k->body->nbody - 1]->kind, ST_ROW_MEET);
+		assert_int_equal(kernel_verify(&t->c, k, "test"), 0);
+	}
+}
+
+/* What a row kernel cannot sum over its rows: a result an op of the rows reads, rows streamed in chunks, a bool. */
 static void
 lower_reduction_sums_over_rows_errors(void **state)
 {
 	Fixture *t = *state;
 	static const char *const bad[][2] = {
-		{RMS_BWD_SPEC("4096", "  - {out: dw2, op: mul, in: [dw, 2.0]}\n", "  dw2: {}\n"),
-		 "'dw2' reads 'dw', a sum over the rows beside a reduction of each row"},
+		{RMS_BWD_SPEC("4096", "  - {out: q, op: mul, in: [dyx, dw]}\n", "  q: {}\n"),
+		 "'q' (mul) reads 'dw', a result over the rows beside a reduction of each row"},
 		{RMS_BWD_SPEC("65536", "", ""), "'dw' (sum over the rows) beside a reduction of rows of 65536 elements"},
 		{RMS_BWD_SPEC("4096", "  - {out: p, op: gt, in: [dy, 0.0]}\n  - {out: pm, op: max, in: [p], dim: 0}\n",
 		              "  pm: {}\n"), "'pm' (max over the rows of a bool value)"},
+		{ROW_SUM_SPEC("1000", "  - {out: q, op: div, in: [p, count]}\n"),
+		 "'q' (div) reads 'count', a result over the rows beside a reduction of each row"},
 	};
 	int i;
 
@@ -575,6 +626,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(lower_reduction_direct_by_default, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_narrow_rows_share_a_cta, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_sums_over_rows, setup, teardown),
+		cmocka_unit_test_setup_teardown(lower_reduction_sums_of_row_values, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_sums_over_rows_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(lower_reduction_errors, setup, teardown),
 	};
