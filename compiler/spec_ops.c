@@ -28,7 +28,6 @@ static const struct {
 	{OP_CAST, "to"}, {OP_CHUNK, "chunks"}, {OP_SPLIT, "sizes"}, {OP_PERMUTE, "dims"}, {OP_TRANSPOSE, "dim0"},
 	{OP_TRANSPOSE, "dim1"}, {OP_RESHAPE, "shape"}, {OP_VIEW, "shape"}, {OP_EXPAND, "shape"}, {OP_PAD, "pad"},
 	{OP_INDEX_SELECT, "dim"}, {OP_GATHER, "dim"}, {OP_INDEX_COPY, "dim"}, {OP_ONE_HOT, "num_classes"},
-	{OP_CROSS_ENTROPY, "reduction"},
 };
 
 /* OPNAME: one of the spellings in ir/ops.h */
@@ -364,18 +363,12 @@ read_attr(const Reader *r, Op *o, const Node *key, const Node *v)
 			return diag_error(r->c, v->pos, "expected a number from 0 to 1 for 'label_smoothing', saw %s",
 			                  describe(r, v));
 		return f32_number(r, v, o->correction, " for 'label_smoothing'", false);
-	} else if (strcmp(k, "reduction") == 0) {   /* torch's default, mean, reduces the rows' losses: not yet */
-		static const char *const reductions[] = {"none", "mean", "sum"};
+	} else if (strcmp(k, "reduction") == 0) {   /* torch's: mean (the default), none, sum */
+		static const char *const reductions[] = {"mean", "none", "sum"};
 
 		if (read_word(r, v, what, reductions, countof(reductions), &word) < 0)
 			return -1;
-		if (word > 1) {
-			diag_error(r->c, v->pos, "cross_entropy's reduction '%s' is not implemented yet: a kernel reduces the "
-			           "rows, not then the rows' losses; write reduction: none and reduce the loss in a second "
-			           "fusion", reductions[word - 1]);
-			r->c->status = WSF_ERR_UNSUPPORTED;
-			return -1;
-		}
+		o->reduction = word - 1;
 	} else if (strcmp(k, "num_classes") == 0) {   /* one_hot's: a size of the spec, or a positive integer */
 		if (v->type == SC_STR && (o->shape[0].sym = fusion_find_sym(r->f, v->text))) {
 			o->nshape = 1;

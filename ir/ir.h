@@ -370,7 +370,7 @@ typedef struct Op {
 	                                                       cross_entropy's ignore_index */
 	bool placed;        /* cat, pad: its inputs at its output's indices already (views.c), it picks by index; a placed
 	                       cat's pad[j] is part j's end along its dim, or along the digit (i / digit[0]) % digit[1] */
-	int64_t digit[2];
+	int64_t digit[2]; int reduction;   /* cross_entropy's reduction: 0 mean (torch's default), 1 none, 2 sum */
 	Pos dim_pos, attr_pos;           /* dim's value, and the list or count infer checks (line 0: none) */
 	Pos pos;            /* the op's list entry */
 	const char *origin; /* ops made by a pass: the composite's output (expand.c), the op differentiated (grad.c) */

@@ -145,6 +145,64 @@ sum_exp_shifted(Expander *x, int xin, int *m, int *d, int *e)
  * are x's last dim, so x must be an input (its shape known before
  * inference).  0, or -1 after an error.
  */
+/* where(IGNORED, A, B) into OUT (0: a fresh STEP): its operand. */
+static Operand
+where_ignored(Expander *x, int ignored, double a, Operand b, const char *step, int out)
+{
+	Pos p = x->old->pos;
+
+	add_op(x, OP_WHERE, step, out, tensor_operand(ignored, p), NULL);
+	x->ops[x->nops - 1].in[1] = literal(a, p);
+	x->ops[x->nops - 1].in[2] = b;
+	x->ops[x->nops - 1].nin = 3;
+	return tensor_operand(x->ops[x->nops - 1].out, p);
+}
+
+/* Reduction R over every dim of T (of rank RANK), or T itself for a scalar: its tensor. */
+static int
+sum_all(Expander *x, int t, int rank, const char *step, int out)
+{
+	int i;
+
+	if (!rank)
+		return t;
+	add_unary(x, OP_SUM, step, out, t);
+	x->ops[x->nops - 1].keepdim = false;
+	x->ops[x->nops - 1].ndims = rank;
+	for (i = 0; i < rank; i++)
+		x->ops[x->nops - 1].dims[i] = i;
+	return x->ops[x->nops - 1].out;
+}
+
+/*
+ * The composite's output: a row's loss, where IGNORED 0, else NLL
+ * (reduction: none); reduction: sum adds the rows' over every dim, mean
+ * divides that by the rows not ignored (torch's: NaN when all are).  A
+ * row kernel sums them after its rows (RowPlan.outer).
+ */
+static int
+ce_reduce(Expander *x, int ignored, int nll)
+{
+	Op *o = x->old;
+	int rows = x->f->tensor[o->in[0].tensor].rank - 1, loss, total, count;
+	Pos p = o->pos;
+
+	loss = where_ignored(x, ignored, 0.0, tensor_operand(nll, p), "loss", o->reduction == 1 ? o->out : 0).tensor;
+	if (o->reduction == 1)
+		return 0;
+	if (o->reduction == 2) {
+		if (!rows)   /* one row: its loss is the sum */
+			add_binary(x, OP_MUL, "total", o->out, loss, literal(1.0, p));
+		else
+			sum_all(x, loss, rows, "total", o->out);
+		return 0;
+	}
+	total = sum_all(x, loss, rows, "total", 0);
+	count = sum_all(x, where_ignored(x, ignored, 0.0, literal(1.0, p), "valid", 0).tensor, rows, "count", 0);
+	add_binary(x, OP_DIV, "mean", o->out, total, tensor_operand(count, p));
+	return 0;
+}
+
 static int
 expand_cross_entropy(Expander *x)
 {
@@ -186,11 +244,7 @@ expand_cross_entropy(Expander *x)
 	e = add_op(x, OP_EQ, "ignored", 0, o->in[1], NULL);
 	x->ops[x->nops - 1].in[1] = literal(o->value, p);
 	x->ops[x->nops - 1].nin = 2;
-	d = add_op(x, OP_WHERE, "loss", o->out, tensor_operand(e, p), NULL);
-	x->ops[x->nops - 1].in[1] = literal(0.0, p);
-	x->ops[x->nops - 1].in[2] = tensor_operand(nll, p);
-	x->ops[x->nops - 1].nin = 3;
-	return 0;
+	return ce_reduce(x, e, nll);
 }
 
 static void

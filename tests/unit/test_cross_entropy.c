@@ -200,6 +200,57 @@ gather_and_refusals(void **state)
 	                "integer values compute in pointwise kernels only");
 }
 
+/*
+ * reduction: mean (torch's default) and sum: the rows' losses summed, the
+ * mean over the rows not ignored, against the rows' losses of reduction:
+ * none; one row kernel that sums them after its rows (two results over
+ * the rows for a mean, one for a sum), the logits streamed in chunks.
+ */
+static void
+cross_entropy_reductions(void **state)
+{
+	Fixture *t = *state;
+	static const char *const specs[] = {
+		SPEC("{T: 3, V: 4}", "  x: {dtype: f32, shape: [T, V]}\n  label: {dtype: int64, shape: [T]}\n",
+		     "  - {out: loss, op: cross_entropy, in: [x, label], reduction: none, ignore_index: 7}\n", "  loss: {}\n"),
+		SPEC("{T: 3, V: 4}", "  x: {dtype: f32, shape: [T, V]}\n  label: {dtype: int64, shape: [T]}\n",
+		     "  - {out: loss, op: cross_entropy, in: [x, label], ignore_index: 7}\n", "  loss: {}\n"),
+		SPEC("{T: 3, V: 4}", "  x: {dtype: f32, shape: [T, V]}\n  label: {dtype: int64, shape: [T]}\n",
+		     "  - {out: loss, op: cross_entropy, in: [x, label], reduction: sum, ignore_index: 7}\n", "  loss: {}\n"),
+	};
+	double x[12], label[] = {2, 7, 0}, rows[3], mean, sum;
+	const double *in[] = {x, label};
+	double *out[3][1] = {{rows}, {&mean}, {&sum}};
+	int i;
+
+	for (i = 0; i < 12; i++)
+		x[i] = cos(3.0 * i);
+	for (i = 0; i < 3; i++) {
+		if (run_spec(t, specs[i], false))
+			fail_msg("%s", t->msg);
+		assert_int_equal(t->c.fusion->tensor[t->c.fusion->op[t->c.fusion->nop - 1].out].rank, i ? 0 : 1);
+		if (rt_reference(&t->c, t->c.fusion, in, out[i]) != WSF_OK)
+			fail_msg("reference: %s", t->msg);
+	}
+	assert_true(rows[1] == 0);   /* ignored */
+	assert_true(fabs(sum - (rows[0] + rows[2])) < 1e-12);
+	assert_true(fabs(mean - (rows[0] + rows[2]) / 2) < 1e-12);
+	for (i = 0; i < 2; i++) {
+		if (run_spec(t, i ? SPEC("{T: 4096, V: 128256}", "  x: {dtype: bf16, shape: [T, V]}\n  label: {dtype: int64, shape: [T]}\n",
+		                         "  - {out: loss, op: cross_entropy, in: [x, label], reduction: sum}\n", "  loss: {dtype: f32}\n")
+		               : SPEC("{T: 4096, V: 128256}", "  x: {dtype: bf16, shape: [T, V]}\n  label: {dtype: int64, shape: [T]}\n",
+		                      "  - {out: loss, op: cross_entropy, in: [x, label]}\n", "  loss: {dtype: f32}\n"), true))
+			fail_msg("%s", t->msg);
+		assert_int_equal(t->c.fusion->family, FAM_REDUCTION);
+		assert_true(t->c.kernel->row.chunk > 0);
+		assert_int_equal(t->c.kernel->row.outer, i ? 1 : 2);
+		assert_int_equal(t->c.kernel->row.columns, 0);
+	}
+	assert_contains(error_of(t, SPEC("{T: 4, V: 8}", "  x: {dtype: f32, shape: [T, V]}\n  label: {dtype: int64, shape: [T]}\n",
+	                                 "  - {out: loss, op: cross_entropy, in: [x, label], reduction: avg}\n", "  loss: {}\n"),
+	                        false), "expected mean, none or sum for 'reduction', saw 'avg'");
+}
+
 /* cross_entropy (torch's F.cross_entropy, reduction='none'): the reference against hand values, and its errors. */
 static void
 cross_entropy_op(void **state)
@@ -260,10 +311,6 @@ cross_entropy_op(void **state)
 		wsf_context_delete(ctx);
 	}
 	assert_contains(error_of(t, SPEC("{T: 4, V: 8}", "  x: {dtype: f32, shape: [T, V]}\n  label: {dtype: int64, shape: [T]}\n",
-	                                 "  - {out: loss, op: cross_entropy, in: [x, label], reduction: mean}\n", "  loss: {}\n"),
-	                        false), "cross_entropy's reduction 'mean' is not implemented yet");
-	assert_int_equal(t->c.status, WSF_ERR_UNSUPPORTED);
-	assert_contains(error_of(t, SPEC("{T: 4, V: 8}", "  x: {dtype: f32, shape: [T, V]}\n  label: {dtype: int64, shape: [T]}\n",
 	                                 "  - {out: y, op: exp, in: [x]}\n"
 	                                 "  - {out: loss, op: cross_entropy, in: [y, label], reduction: none}\n", "  loss: {}\n"),
 	                        false), "the logits an input of rank 1 or more");
@@ -323,6 +370,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(gather_and_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(argmax_argmin, setup, teardown),
 		cmocka_unit_test_setup_teardown(cross_entropy_op, setup, teardown),
+		cmocka_unit_test_setup_teardown(cross_entropy_reductions, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
