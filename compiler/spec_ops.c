@@ -17,7 +17,7 @@ static const struct {
 	{"dim", A_DIM}, {"start", A_SLICE}, {"end", A_SLICE}, {"step", A_SLICE}, {"chunks", A_CHUNKS},
 	{"sizes", A_SIZES}, {"dims", A_DIMS}, {"dim0", A_DIM01}, {"dim1", A_DIM01}, {"shape", A_SHAPE},
 	{"pad", A_PAD}, {"value", A_PAD}, {"correction", A_CORRECTION}, {"num_classes", A_CLASSES},
-	{"ignore_index", A_CE}, {"label_smoothing", A_CE}, {"reduction", A_CE},
+	{"ignore_index", A_CE}, {"label_smoothing", A_CE}, {"reduction", A_CE}, {"lse_square_scale", A_CE},
 };
 
 /* Keys an op cannot do without, besides out, op and in. */
@@ -363,6 +363,11 @@ read_attr(const Reader *r, Op *o, const Node *key, const Node *v)
 			return diag_error(r->c, v->pos, "expected a number from 0 to 1 for 'label_smoothing', saw %s",
 			                  describe(r, v));
 		return f32_number(r, v, o->correction, " for 'label_smoothing'", false);
+	} else if (strcmp(k, "lse_square_scale") == 0) {   /* the z-loss's weight (flash-attn's and Liger's name) */
+		if (!scalar_number(v, &o->z) || o->z < 0 || v->text[0] == '-')
+			return diag_error(r->c, v->pos, "expected a number of 0 or more for 'lse_square_scale', saw %s",
+			                  describe(r, v));
+		return f32_number(r, v, o->z, " for 'lse_square_scale'", false);
 	} else if (strcmp(k, "reduction") == 0) {   /* torch's: mean (the default), none, sum */
 		static const char *const reductions[] = {"mean", "none", "sum"};
 

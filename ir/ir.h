@@ -243,7 +243,7 @@ enum {
 	A_DIM = 1 << 7, A_SLICE = 1 << 8, A_CHUNKS = 1 << 9, A_SIZES = 1 << 10,  /* dim; start, end, step; chunks; sizes */
 	A_DIMS = 1 << 11, A_DIM01 = 1 << 12, A_SHAPE = 1 << 13, A_PAD = 1 << 14, /* dims; dim0, dim1; shape; pad, value */
 	A_CORRECTION = 1 << 15, A_CLASSES = 1 << 16,  /* correction: NUMBER (var, std); num_classes: SIZE (one_hot) */
-	A_CE = 1 << 17   /* ignore_index: INT, label_smoothing: NUMBER, reduction: none (cross_entropy) */
+	A_CE = 1 << 17   /* ignore_index, label_smoothing, reduction, lse_square_scale (cross_entropy) */
 };
 
 /* How an op's result dtype follows from its operands' (torch's rules; passes/infer.c). */
@@ -358,7 +358,8 @@ typedef struct Op {
 	int naxes;          /* a reduction over dims axis .. axis + naxes - 1 (dim: [LIST]; infer sets it, 1 or more) */
 	bool keepdim, detach; Approx approx; Dtype to;   /* detach: no adjoint flows through it (expand.c's maxes) */
 	bool transpose_a, transpose_b; Dtype acc;
-	double eps, correction;   /* the norms'; var's and std's (torch's, default 1); cross_entropy's label_smoothing */
+	double eps, correction, z;   /* the norms'; var's and std's (torch's, default 1) and cross_entropy's label_smoothing;
+	                                cross_entropy's lse_square_scale (z-loss) */
 	/* views (CLS_VIEW; axis is their dim, 0 unless given): as written, infer checks them against the shapes */
 	int64_t start, end, step;  /* slice: torch's [start:end:step] along axis (end INT64_MAX: to the end) */
 	int part, parts;    /* a slice read from a chunk or split: its output PART of PARTS (0: a slice as written); */

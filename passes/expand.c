@@ -241,6 +241,11 @@ expand_cross_entropy(Expander *x)
 		nll = add_binary(x, OP_MUL, "nll_part", 0, nll, literal(1 - o->correction, p));
 		nll = add_binary(x, OP_ADD, "smoothed", 0, nll, tensor_operand(sm, p));
 	}
+	if (o->z > 0) {   /* z-loss (PaLM's): lse^2 times lse_square_scale */
+		sm = add_binary(x, OP_MUL, "lse_square", 0, s, tensor_operand(s, p));
+		sm = add_binary(x, OP_MUL, "z_loss", 0, sm, literal(o->z, p));
+		nll = add_binary(x, OP_ADD, "with_z", 0, nll, tensor_operand(sm, p));
+	}
 	e = add_op(x, OP_EQ, "ignored", 0, o->in[1], NULL);
 	x->ops[x->nops - 1].in[1] = literal(o->value, p);
 	x->ops[x->nops - 1].nin = 2;

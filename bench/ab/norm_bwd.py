@@ -2,8 +2,9 @@
 over the rows, RowPlan.outer), against torch.compile of the same formula, torch's own backward kernels
 (eager aten.native_layer_norm_backward; for RMSNorm, eager of the formula) and the copy rate.
 
-On a GPU from the repository root: `python3 bench/ab/norm_bwd.py [ROUNDS [CASES]]`, ROUNDS interleaved
-rounds (default 3), CASES a comma list of ln4k, ln8k, rms4k, rms8k (default all): x, dy [32768, 4096] or
+On a GPU from the repository root: `python3 bench/ab/norm_bwd.py [ROUNDS [CASES [STAGES]]]`, ROUNDS
+interleaved rounds (default 3), CASES a comma list of ln4k, ln8k, rms4k, rms8k (default all), STAGES a
+comma list of `schedule: {stages: N}` variants timed beside the default (e.g. 2,6): x, dy [32768, 4096] or
 [16384, 8192] bf16, the forward's mean and rstd [T, 1] f32, the weight [H] bf16; dx bf16, dgamma, dbeta f32
 (RMSNorm: dw bf16).  Each output is poisoned with NaN and checked against the formula in f64 (relative
 error below 1e-2 for dx, 1e-3 for the sums), launched twice more and compared bit for bit; then
@@ -39,7 +40,8 @@ def ln_aten(x, dy, mean, rstd, w):
 
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
-    names = sys.argv[2].split(",") if len(sys.argv) > 2 else ["ln4k", "ln8k", "rms4k", "rms8k"]
+    names = sys.argv[2].split(",") if len(sys.argv) > 2 and sys.argv[2] else ["ln4k", "ln8k", "rms4k", "rms8k"]
+    stages = [int(n) for n in sys.argv[3].split(",")] if len(sys.argv) > 3 else []
     bf = dict(device="cuda", dtype=torch.bfloat16)
     f32 = dict(device="cuda", dtype=torch.float32)
     for name in names:
@@ -61,6 +63,8 @@ def main():
             for i, (y, r) in enumerate(zip(ys, ref)):
                 err = ((y.double() - r.double()).norm() / r.double().norm()).item()
                 assert err < (1e-2 if i == 0 or y.dtype == torch.bfloat16 else 1e-3), (name, i, err)
+            alts = {n: ctx.compile_string(spec + f"schedule: {{stages: {n}}}\n", name=f"{name}_s{n}.yaml")
+                    for n in stages}
             first = [y.clone() for y in ys]
             for _ in range(2):
                 k.launch(*ins, *ys)
@@ -75,10 +79,11 @@ def main():
                 tc = bench(lambda: cf(*ins)) * 1000
                 te = bench(lambda: peer(*ins)) * 1000
                 tcp = bench(lambda: dst.copy_(src)) * 1000
+                alt = "".join(f", stages {n} {bench(lambda: a.launch(*ins, *ys)) * 1000:.1f}" for n, a in alts.items())
                 print(f"{name} r{rd}: wsfuse {tw:.1f} us, compile {tc:.1f} ({tc / tw:.3f}x), "
                       f"{'aten' if name.startswith('ln') else 'eager'} {te:.1f} ({te / tw:.3f}x), copy {tcp:.1f} "
-                      f"({tcp / tw:.1%} of the copy rate), {moved / tw / 1e3:.0f} GB/s; the same bits over 3 launches",
-                      flush=True)
+                      f"({tcp / tw:.1%} of the copy rate), {moved / tw / 1e3:.0f} GB/s; the same bits over 3 launches"
+                      f"{alt}", flush=True)
 
 
 if __name__ == "__main__":

@@ -235,6 +235,25 @@ cross_entropy_reductions(void **state)
 	assert_true(rows[1] == 0);   /* ignored */
 	assert_true(fabs(sum - (rows[0] + rows[2])) < 1e-12);
 	assert_true(fabs(mean - (rows[0] + rows[2]) / 2) < 1e-12);
+	{   /* z-loss: lse_square_scale z adds z lse^2 to each row's loss (not an ignored row's) */
+		double z[3], *zout[] = {z};
+		int r, c;
+
+		if (run_spec(t, SPEC("{T: 3, V: 4}", "  x: {dtype: f32, shape: [T, V]}\n  label: {dtype: int64, shape: [T]}\n",
+		                     "  - {out: loss, op: cross_entropy, in: [x, label], reduction: none, ignore_index: 7, "
+		                     "lse_square_scale: 0.25}\n", "  loss: {}\n"), false) ||
+		    rt_reference(&t->c, t->c.fusion, in, zout) != WSF_OK)
+			fail_msg("%s", t->msg);
+		for (r = 0; r < 3; r++) {
+			double s = 0, lse;
+
+			for (c = 0; c < 4; c++)
+				s += exp(x[r * 4 + c]);
+			lse = log(s);
+			if (fabs(z[r] - (r == 1 ? 0 : rows[r] + 0.25 * lse * lse)) > 1e-12)
+				fail_msg("row %d: %.15g, want %.15g", r, z[r], r == 1 ? 0 : rows[r] + 0.25 * lse * lse);
+		}
+	}
 	for (i = 0; i < 2; i++) {
 		if (run_spec(t, i ? SPEC("{T: 4096, V: 128256}", "  x: {dtype: bf16, shape: [T, V]}\n  label: {dtype: int64, shape: [T]}\n",
 		                         "  - {out: loss, op: cross_entropy, in: [x, label], reduction: sum}\n", "  loss: {dtype: f32}\n")
@@ -246,6 +265,10 @@ cross_entropy_reductions(void **state)
 		assert_int_equal(t->c.kernel->row.outer, i ? 1 : 2);
 		assert_int_equal(t->c.kernel->row.columns, 0);
 	}
+	assert_contains(error_of(t, SPEC("{T: 4, V: 8}", "  x: {dtype: f32, shape: [T, V]}\n  label: {dtype: int64, shape: [T]}\n",
+	                                 "  - {out: loss, op: cross_entropy, in: [x, label], lse_square_scale: -1}\n",
+	                                 "  loss: {}\n"), false),
+	                "expected a number of 0 or more for 'lse_square_scale', saw '-1'");
 	assert_contains(error_of(t, SPEC("{T: 4, V: 8}", "  x: {dtype: f32, shape: [T, V]}\n  label: {dtype: int64, shape: [T]}\n",
 	                                 "  - {out: loss, op: cross_entropy, in: [x, label], reduction: avg}\n", "  loss: {}\n"),
 	                        false), "expected mean, none or sum for 'reduction', saw 'avg'");
