@@ -317,7 +317,8 @@ read_attr(const Reader *r, Op *o, const Node *key, const Node *v)
 		return read_dtype(r, v, &o->to);
 	} else if (strcmp(k, "axis") == 0 || (strcmp(k, "dim") == 0 && (op_info[o->kind].attrs & A_AXIS))) {
 		/* numpy's name, torch's (a view's dim is read_view_attr's); a list: torch's x.sum(dim=(0, 1)) */
-		if (v->kind == N_LIST && (op_info[o->kind].cls == CLS_REDUCE || o->kind == OP_MIN)) {
+		if (v->kind == N_LIST && (op_info[o->kind].cls == CLS_REDUCE || o->kind == OP_MIN || o->kind == OP_VAR ||
+		                          o->kind == OP_STD)) {
 			if (v->nkid == 0)
 				return diag_error(r->c, v->pos, "%s is an empty list: give the dims to reduce over", what);
 			if (read_dims(r, o, v, k) < 0)
@@ -328,7 +329,7 @@ read_attr(const Reader *r, Op *o, const Node *key, const Node *v)
 		}
 		if (v->kind == N_LIST)
 			return diag_error(r->c, v->pos, "op '%s' takes one dim in %s, not a list (a list of dims is "
-			                  "for sum, mean, amax and amin)", op_info[o->kind].name, what);
+			                  "for sum, mean, amax, amin, var and std)", op_info[o->kind].name, what);
 		if (read_int(r, v, what, -MAX_RANK, MAX_RANK - 1, &axis) < 0)
 			return -1;
 		o->axis = (int)axis;

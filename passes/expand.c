@@ -145,6 +145,23 @@ sum_exp_shifted(Expander *x, int xin, int *m, int *d, int *e)
  * are x's last dim, so x must be an input (its shape known before
  * inference).  0, or -1 after an error.
  */
+/* The reduction just added (its tensor T) over the dims of composite O, with KEEPDIM: T. */
+static int
+reduce_like(Expander *x, int t, const Op *o, bool keepdim)
+{
+	Op *r = &x->ops[x->nops - 1];
+	int i;
+
+	r->axis = o->axis;
+	r->keepdim = keepdim;
+	r->ndims = o->ndims;
+	for (i = 0; i < o->ndims; i++)
+		r->dims[i] = o->dims[i];
+	r->dim_pos = o->dim_pos;
+	r->attr_pos = o->attr_pos;
+	return t;
+}
+
 /* where(IGNORED, A, B) into OUT (0: a fresh STEP): its operand. */
 static Operand
 where_ignored(Expander *x, int ignored, double a, Operand b, const char *step, int out)
@@ -252,6 +269,68 @@ expand_cross_entropy(Expander *x)
 	return ce_reduce(x, e, nll);
 }
 
+/*
+ * var or std of an input over dims other than its last alone (over rows:
+ * [T, H].var(0), BatchNorm's statistics; or over every dim): in one pass,
+ * as sums a pointwise or row kernel adds across its rows and meets after
+ * them, of d = x - k, x shifted by its first element along the reduced
+ * dims (a slice of x: close to the mean, so the difference below does not
+ * cancel as the raw sums' would), var = (sum(d^2) - sum(d)^2 / n) /
+ * (n - correction), n a sum of ones.  A reduction over the last dim alone
+ * keeps the two passes over the row.  False when this form does not apply.
+ */
+static bool
+over_rows_var(Expander *x)
+{
+	Op *o = x->old;
+	const Tensor *t = &x->f->tensor[o->in[0].tensor];
+	Pos p = o->pos;
+	bool dim[MAX_RANK] = {false};
+	int i, n = o->ndims ? o->ndims : 1, k, d, s1, s2, cnt, var;
+
+	if (!o->in[0].tensor || t->kind != TK_INPUT || t->rank < 1)
+		return false;
+	for (i = 0; i < n; i++) {
+		int a = o->ndims ? o->dims[i] : o->axis;
+
+		a = a < 0 ? a + t->rank : a;
+		if (a < 0 || a >= t->rank)
+			return false;   /* (infer reports it) */
+		dim[a] = true;
+	}
+	for (i = 0; i < t->rank && dim[i]; i++)
+		;
+	if (dim[t->rank - 1] && i < t->rank)   /* the last dim, not every dim: a row's */
+		return false;
+	k = o->in[0].tensor;
+	for (i = 0; i < t->rank; i++)
+		if (dim[i]) {
+			k = add_unary(x, OP_SLICE, arena_printf(x->c->arena, "first%d", i), 0, k);
+			x->ops[x->nops - 1].axis = i;
+			x->ops[x->nops - 1].start = 0;
+			x->ops[x->nops - 1].end = 1;
+			x->ops[x->nops - 1].step = 1;
+		}
+	d = add_binary(x, OP_SUB, "shifted", 0, o->in[0].tensor, tensor_operand(k, p));
+	s1 = reduce_like(x, add_unary(x, OP_SUM, "sum", 0, d), o, o->keepdim);
+	s2 = add_binary(x, OP_MUL, "square", 0, d, tensor_operand(d, p));
+	s2 = reduce_like(x, add_unary(x, OP_SUM, "sum_sq", 0, s2), o, o->keepdim);
+	cnt = add_binary(x, OP_EQ, "same", 0, o->in[0].tensor, tensor_operand(o->in[0].tensor, p));
+	cnt = add_op(x, OP_WHERE, "ones", 0, tensor_operand(cnt, p), NULL);
+	x->ops[x->nops - 1].in[1] = x->ops[x->nops - 1].in[2] = literal(1.0, p);
+	x->ops[x->nops - 1].nin = 3;
+	cnt = reduce_like(x, add_unary(x, OP_SUM, "n", 0, cnt), o, o->keepdim);
+	s1 = add_binary(x, OP_MUL, "sum_squared", 0, s1, tensor_operand(s1, p));
+	s1 = add_binary(x, OP_DIV, "sum_squared_n", 0, s1, tensor_operand(cnt, p));
+	s2 = add_binary(x, OP_SUB, "deviations", 0, s2, tensor_operand(s1, p));
+	if (o->correction != 0)
+		cnt = add_binary(x, OP_SUB, "dof", 0, cnt, literal(o->correction, p));
+	var = add_binary(x, OP_DIV, "var", o->kind == OP_VAR ? o->out : 0, s2, tensor_operand(cnt, p));
+	if (o->kind == OP_STD)
+		add_unary(x, OP_SQRT, "std", o->out, var);
+	return true;
+}
+
 static void
 expand_one(Expander *x)
 {
@@ -306,25 +385,23 @@ expand_one(Expander *x)
 		break;
 	case OP_VAR:
 	case OP_STD:
-		mu = add_unary(x, OP_MEAN, "mean", 0, xin);
+		if (over_rows_var(x))
+			break;
+		mu = reduce_like(x, add_unary(x, OP_MEAN, "mean", 0, xin), o, true);
 		xc = add_binary(x, OP_SUB, "centered", 0, xin, tensor_operand(mu, p));
 		s = add_binary(x, OP_MUL, "square", 0, xc, tensor_operand(xc, p));
 		if (o->correction == 0) {   /* the population's: the mean square */
-			var = add_unary(x, OP_MEAN, "var", o->kind == OP_VAR ? o->out : 0, s);
+			var = reduce_like(x, add_unary(x, OP_MEAN, "var", o->kind == OP_VAR ? o->out : 0, s), o, o->keepdim);
 		} else {   /* sum / (n - correction), n a sum of ones: the extent, at run time too */
-			s = add_unary(x, OP_SUM, "sum", 0, s);
-			x->ops[x->nops - 1].keepdim = o->keepdim;
+			s = reduce_like(x, add_unary(x, OP_SUM, "sum", 0, s), o, o->keepdim);
 			e = add_binary(x, OP_EQ, "same", 0, xin, tensor_operand(xin, p));
 			e = add_op(x, OP_WHERE, "ones", 0, tensor_operand(e, p), NULL);
 			x->ops[x->nops - 1].in[1] = x->ops[x->nops - 1].in[2] = literal(1.0, p);
 			x->ops[x->nops - 1].nin = 3;
-			n = add_unary(x, OP_SUM, "n", 0, e);
-			x->ops[x->nops - 1].keepdim = o->keepdim;
+			n = reduce_like(x, add_unary(x, OP_SUM, "n", 0, e), o, o->keepdim);
 			n = add_binary(x, OP_SUB, "dof", 0, n, literal(o->correction, p));
 			var = add_binary(x, OP_DIV, "var", o->kind == OP_VAR ? o->out : 0, s, tensor_operand(n, p));
 		}
-		if (o->correction == 0)
-			x->ops[x->nops - 1].keepdim = o->keepdim;
 		if (o->kind == OP_STD)
 			add_unary(x, OP_SQRT, "std", o->out, var);
 		break;

@@ -413,6 +413,10 @@ infer_slice(Comp *c, Fusion *f, Op *o, const Tensor *a, Tensor *out)
 	o->axis = d;
 	if (a->dim[d].sym && !o->parts && o->start == 0 && o->end >= MAX_EXTENT && o->step == 1)
 		return 0;   /* all of a runtime dim: the same size */
+	if (a->dim[d].sym && !o->parts && o->start == 0 && o->end == 1) {
+		out->dim[d] = (Dim){0, 1};   /* the first of a runtime dim: a size is at least 1 */
+		return 0;
+	}
 	if (view_extent(c, f, o, a, d, o->dim_pos.line ? o->dim_pos : o->attr_pos, &n))
 		return -1;
 	if (o->parts && !o->chunk && o->part == 0 && o[o->parts - 1].end != n)

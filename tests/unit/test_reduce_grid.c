@@ -6,6 +6,7 @@
  * buffer loop, the scratch buffer and the workspace), which values are
  * computed once an item, and the positioned refusals.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -460,6 +461,62 @@ vector_routes(void **state)
 	assert_int_equal(kernel_pw(t->c.kernel)->reduce, RED_ALL);
 }
 
+/*
+ * var and std over rows (BatchNorm's statistics) and over everything: sums
+ * of x shifted by its first element, placed in a pointwise kernel; the
+ * reference against the two-pass formula on data far from 0 (where the
+ * raw sums would cancel); over the last dim alone, still a row kernel's.
+ */
+static void
+variance_over_rows(void **state)
+{
+	Fixture *t = *state;
+	double x[5 * 3], v[3], sd[1], want;
+	const double *in[] = {x};
+	double *out[] = {v, sd};
+	int r, c;
+
+	for (r = 0; r < 15; r++)
+		x[r] = 1000.0 + sin(r * 1.7);
+	if (run_spec(t, SPEC("{T: 5, H: 3}", "  x: {dtype: f32, shape: [T, H]}\n",
+	                     "  - {out: v, op: var, in: [x], dim: 0}\n"
+	                     "  - {out: sd, op: std, in: [x], dim: [0, 1], correction: 0}\n", "  v: {}\n  sd: {}\n"), false))
+		fail_msg("%s", t->msg);
+	if (rt_reference(&t->c, t->c.fusion, in, out) != WSF_OK)
+		fail_msg("reference: %s", t->msg);
+	for (c = 0; c < 3; c++) {
+		double m = 0, q = 0;
+
+		for (r = 0; r < 5; r++)
+			m += x[r * 3 + c] / 5;
+		for (r = 0; r < 5; r++)
+			q += (x[r * 3 + c] - m) * (x[r * 3 + c] - m);
+		if (fabs(v[c] - q / 4) > 1e-9 * (q / 4))
+			fail_msg("column %d: %.15g, want %.15g", c, v[c], q / 4);
+	}
+	for (r = 0, want = 0; r < 15; r++)
+		want += x[r] / 15;
+	{
+		double q = 0;
+
+		for (r = 0; r < 15; r++)
+			q += (x[r] - want) * (x[r] - want);
+		if (fabs(sd[0] - sqrt(q / 15)) > 1e-9)
+			fail_msg("std: %.15g, want %.15g", sd[0], sqrt(q / 15));
+	}
+	lowered(t, SPEC("{B: 8, S: 64, H: 256}", "  x: {dtype: bf16, shape: [B, S, H]}\n",
+	                "  - {out: v, op: var, in: [x], dim: [0, 1]}\n", "  v: {dtype: f32}\n"));
+	assert_int_equal(t->c.fusion->family, FAM_POINTWISE);
+	assert_int_equal(kernel_pw(t->c.kernel)->reduce, RED_COLUMNS);
+	assert_int_equal(kernel_pw(t->c.kernel)->nred, 3);   /* the shifted sum, its squares' and the count */
+	lowered(t, SPEC("{N: 100000}", "  x: {dtype: f32, shape: [N]}\n", "  - {out: v, op: std, in: [x], dim: 0}\n",
+	                "  v: {}\n"));
+	assert_int_equal(kernel_pw(t->c.kernel)->reduce, RED_ALL);
+	lowered(t, SPEC("{T: 64, H: 256}", "  x: {dtype: f32, shape: [T, H]}\n", "  - {out: v, op: var, in: [x], dim: -1}\n",
+	                "  v: {}\n"));
+	assert_int_equal(t->c.fusion->family, FAM_REDUCTION);
+}
+
 int
 main(void)
 {
@@ -472,6 +529,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(items_cover, setup, teardown),
 		cmocka_unit_test_setup_teardown(refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(vector_routes, setup, teardown),
+		cmocka_unit_test_setup_teardown(variance_over_rows, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
