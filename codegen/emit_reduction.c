@@ -442,7 +442,7 @@ emit_row_scalars(Emit *e, const int *level, int upto, bool *done, bool assign)
 		const Op *o = &f->op[i];
 
 		if (done[o->out] || row_full(e->k, o->out) || op_info[o->kind].cls == CLS_REDUCE ||
-		    e->k->row.view[o->out] == VIEW_REDUCED ||
+		    e->k->row.view[o->out] == VIEW_REDUCED || e->k->row.view[o->out] == VIEW_SELECTED ||
 		    level[o->out] > upto || !row_computes(e->f, o))
 			continue;
 		emit_line(e, "%s%s = %s;   // %s%s", assign ? "" : "const float ", emit_tname(e, PFX_ROW, o->out),
@@ -572,7 +572,8 @@ emit_row_scalar_stores(Emit *e)
 		const Output *out = &f->out[j];
 		const KParam *p = emit_param_of(e, out->tensor, true);
 
-		if (row_full(e->k, out->tensor) || e->k->row.view[out->tensor] == VIEW_REDUCED)
+		if (row_full(e->k, out->tensor) || e->k->row.view[out->tensor] == VIEW_REDUCED ||
+		    e->k->row.view[out->tensor] == VIEW_SELECTED)
 			continue;
 		emit_line(e, "if (%s)%s", e->k->row.lanes ? "wsf_lane == 0 && wsf_live" : "threadIdx.x == 0",
 		          emit_pos(e, out->pos));
@@ -624,6 +625,97 @@ emit_outer_sums(Emit *e)
 			          op_info[o->kind].name, emit_pos(e, o->pos));
 	}
 	emit_line(e, "    }");
+}
+
+/* Each topk's outputs (values, indices) of the selection of op I, at round r, from thread 0's (bv, bi). */
+static void
+topk_stores(Emit *e, int i)
+{
+	const Fusion *f = e->f;
+	const Op *o = &f->op[i];
+	int j, m;
+
+	for (j = i; j < f->nop; j++) {
+		const Op *p = &f->op[j];
+
+		if (p->kind != OP_TOPK || p->in[0].tensor != o->in[0].tensor || !dim_equal(p->shape[0], o->shape[0]))
+			continue;
+		for (m = 0; m < f->nout; m++)
+			if (f->out[m].tensor == p->out)
+				emit_line(e, "    wsf_store1%s(%s + row * %lld + r, %s);%s", emit_suffix(f->out[m].dtype),
+				          emit_param_name(e, emit_param_of(e, p->out, true)), (long long)dim_value(f, o->shape[0]),
+				          p->part ? "(float)bi" : "bv", emit_pos(e, f->out[m].pos));
+	}
+}
+
+/*
+ * topk (register mode, after the output pass): k rounds, each the row's
+ * best element not yet taken (NaN first, then larger, then the lower
+ * index: wsf_before), found by each thread among its own and then over the
+ * row's threads (a warp's lanes, or the CTA through wsf_best, alternating
+ * its two halves round by round); the thread that holds it marks it taken,
+ * the row's first thread stores it.  Ops of the same input and k share it.
+ */
+static void
+emit_topk(Emit *e)
+{
+	const Kernel *k = e->k;
+	const Fusion *f = e->f;
+	int i, j, lanes = k->row.lanes;
+
+	for (i = 1; i < f->nop; i++) {
+		const Op *o = &f->op[i];
+		int t = o->in[0].tensor;
+		const char *x = row_raw(e, t) ? "wsf_x" : arena_printf(e->c->arena, "%s[it]", emit_tname(e, PFX_VALUE, t));
+
+		if (o->kind != OP_TOPK)
+			continue;
+		for (j = 1; j < i && !(f->op[j].kind == OP_TOPK && f->op[j].in[0].tensor == t &&
+		                       dim_equal(f->op[j].shape[0], o->shape[0])); j++)
+			;
+		if (j < i)
+			continue;   /* (selected with op j) */
+		emit_line(e, "{   // topk of %s: each round the row's best not yet taken (NaN, then larger, then the lower "
+		          "index)%s", f->tensor[t].name, emit_pos(e, o->pos));
+		e->depth++;
+		emit_line(e, "unsigned wsf_taken[%d] = {0u};   // a bit an element of this thread's", e->row.steps);
+		emit_line(e, "for (int r = 0; r < %lld; r++) {", (long long)dim_value(f, o->shape[0]));
+		e->depth++;
+		emit_line(e, "float bv = 0.0f;");
+		emit_line(e, "int bi = -1;");
+		open_steps(e, true);
+		if (row_raw(e, t)) {
+			emit_line(e, "float wsf_x[%d];", VEC);
+			emit_line(e, "wsf_unpack8%s(wsf_x, %s[it]);", emit_suffix(f->tensor[t].dtype), emit_tname(e, PFX_RAW, t));
+		}
+		emit_line(e, "#pragma unroll");
+		emit_line(e, "for (int v = 0; v < %d; v++)", VEC);
+		emit_line(e, "    if (e + v < cols && !((wsf_taken[it] >> v) & 1u) && wsf_before(%s[v], e + v, bv, bi)) {", x);
+		emit_line(e, "        bv = %s[v];", x);
+		emit_line(e, "        bi = e + v;");
+		emit_line(e, "    }");
+		e->depth--;
+		emit_line(e, "}");
+		if (lanes)
+			emit_line(e, "wsf_lanes_best<%d>(bv, bi);   // over the row's lanes", lanes);
+		else
+			emit_line(e, "wsf_block_best(bv, bi, wsf_best[r & 1]);   // over the CTA");
+		emit_line(e, "#pragma unroll");
+		emit_line(e, "for (int it = 0; it < %d; it++) {   // the holder marks it taken", e->row.steps);
+		emit_line(e, "    const int e = %s * %d + it * %d;", row_tid(e), VEC, row_nthreads(e) * VEC);
+		emit_line(e, "    if (bi >= e && bi < e + %d)", VEC);
+		emit_line(e, "        wsf_taken[it] |= 1u << (bi - e);");
+		emit_line(e, "}");
+		emit_line(e, "if (%s) {", lanes ? "wsf_lane == 0 && wsf_live" : "threadIdx.x == 0");
+		topk_stores(e, i);
+		emit_line(e, "}");
+		e->depth--;
+		emit_line(e, "}");
+		if (!lanes)
+			emit_line(e, "__syncthreads();   // wsf_best is free for the next row's");
+		e->depth--;
+		emit_line(e, "}");
+	}
 }
 
 static void
@@ -739,14 +831,14 @@ emit_row_compute(Emit *e, const Stmt *s)
 		row_needs(e, f->out[j].tensor, need);
 		target[f->out[j].tensor] = true;
 	}
-	for (i = 1; i < f->nop; i++)   /* and the values summed over the rows */
-		if (outer_reduction(k, &f->op[i], true)) {
+	for (i = 1; i < f->nop; i++)   /* and the values summed over the rows, and those topk selects among */
+		if (outer_reduction(k, &f->op[i], true) || f->op[i].kind == OP_TOPK) {
 			row_needs(e, f->op[i].in[0].tensor, need);
 			target[f->op[i].in[0].tensor] = true;
 		}
 	for (j = 0; j < f->nout && !need[f->out[j].tensor]; j++)
 		;
-	for (i = 1; i < f->nop && !outer_reduction(k, &f->op[i], true); i++)
+	for (i = 1; i < f->nop && !outer_reduction(k, &f->op[i], true) && f->op[i].kind != OP_TOPK; i++)
 		;
 	if (j < f->nout || i < f->nop) {
 		if (k->row.reread)
@@ -763,6 +855,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 		emit_outer_sums(e);
 		row_pass_close(e);
 	}
+	emit_topk(e);
 	emit_outer_scalars(e);
 	emit_row_scalar_stores(e);
 	e->row.steps = 0;
@@ -1021,6 +1114,10 @@ emit_frame(Emit *e)
 	int i;
 
 	emit_line(e, "__shared__ float wsf_red[64];   // one partial per warp for block reductions, twice");
+	for (i = 1; i < f->nop && f->op[i].kind != OP_TOPK; i++)
+		;
+	if (i < f->nop && !k->row.lanes)
+		emit_line(e, "__shared__ float wsf_best[2][64];   // topk's rounds: a value and an index a warp, twice");
 	if (!k->row.outer)
 		return;
 	emit_line(e, "__shared__ float wsf_outer[%d];   // where the sums over the rows meet, a float a thread",
@@ -1060,6 +1157,12 @@ emit_compute_params(Emit *e, Buf *params, Buf *args)
 
 	buf_printf(params, "%s    float *const wsf_red", params->len ? ",\n" : "");
 	buf_printf(args, "%swsf_red", args->len ? ", " : "");
+	for (i = 1; i < f->nop && f->op[i].kind != OP_TOPK; i++)
+		;
+	if (i < f->nop && !e->k->row.lanes) {   /* (the frame's wsf_best) */
+		buf_printf(params, ",\n    float (*const wsf_best)[64]");
+		buf_printf(args, ", wsf_best");
+	}
 	for (i = 1; i < f->nop; i++) {   /* the sums over the rows, this thread's */
 		const char *acc = emit_tname(e, PFX_ACC, f->op[i].out);
 

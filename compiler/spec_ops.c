@@ -17,7 +17,7 @@ static const struct {
 	{"dim", A_DIM}, {"start", A_SLICE}, {"end", A_SLICE}, {"step", A_SLICE}, {"chunks", A_CHUNKS},
 	{"sizes", A_SIZES}, {"dims", A_DIMS}, {"dim0", A_DIM01}, {"dim1", A_DIM01}, {"shape", A_SHAPE},
 	{"pad", A_PAD}, {"value", A_PAD}, {"correction", A_CORRECTION}, {"num_classes", A_CLASSES},
-	{"ignore_index", A_CE}, {"label_smoothing", A_CE}, {"reduction", A_CE}, {"lse_square_scale", A_CE},
+	{"ignore_index", A_CE}, {"label_smoothing", A_CE}, {"reduction", A_CE}, {"lse_square_scale", A_CE}, {"k", A_K},
 };
 
 /* Keys an op cannot do without, besides out, op and in. */
@@ -28,6 +28,7 @@ static const struct {
 	{OP_CAST, "to"}, {OP_CHUNK, "chunks"}, {OP_SPLIT, "sizes"}, {OP_PERMUTE, "dims"}, {OP_TRANSPOSE, "dim0"},
 	{OP_TRANSPOSE, "dim1"}, {OP_RESHAPE, "shape"}, {OP_VIEW, "shape"}, {OP_EXPAND, "shape"}, {OP_PAD, "pad"},
 	{OP_INDEX_SELECT, "dim"}, {OP_GATHER, "dim"}, {OP_INDEX_COPY, "dim"}, {OP_ONE_HOT, "num_classes"},
+	{OP_TOPK, "k"},
 };
 
 /* OPNAME: one of the spellings in ir/ops.h */
@@ -375,17 +376,17 @@ read_attr(const Reader *r, Op *o, const Node *key, const Node *v)
 		if (read_word(r, v, what, reductions, countof(reductions), &word) < 0)
 			return -1;
 		o->reduction = word - 1;
-	} else if (strcmp(k, "num_classes") == 0) {   /* one_hot's: a size of the spec, or a positive integer */
+	} else if (strcmp(k, "num_classes") == 0 || strcmp(k, "k") == 0) {   /* one_hot's, topk's: a size or an int */
 		if (v->type == SC_STR && (o->shape[0].sym = fusion_find_sym(r->f, v->text))) {
 			o->nshape = 1;
 			return 0;
 		}
 		if (v->type == SC_STR && !v->quoted)
-			return diag_error(r->c, v->pos, "unknown size '%s' in 'num_classes': expected a size of the spec's "
-			                  "inputs or 'sizes', or a positive integer", show(r, v->text));
+			return diag_error(r->c, v->pos, "unknown size '%s' in '%s': expected a size of the spec's inputs or "
+			                  "'sizes', or a positive integer", show(r, v->text), k);
 		if (v->type != SC_INT || !scalar_int(v, &o->shape[0].ext) || o->shape[0].ext < 1 ||
 		    o->shape[0].ext > MAX_EXTENT)
-			return diag_error(r->c, v->pos, "expected a size name or a positive integer for 'num_classes', saw %s",
+			return diag_error(r->c, v->pos, "expected a size name or a positive integer for '%s', saw %s", k,
 			                  describe(r, v));
 		o->nshape = 1;
 	} else if (op_info[o->kind].attrs & (A_DIM | A_SLICE | A_DIMS | A_DIM01 | A_SHAPE | A_PAD)) {
@@ -448,11 +449,51 @@ read_parts(Reader *r, const Node *n, const Node *outn, int id)
 	return 0;
 }
 
+/*
+ * topk: {out: [VALUES, INDICES], op: topk, in: [x], k: K} (torch's v, i =
+ * x.topk(k)), or out: [VALUES] or out: VALUES: op I read as written for
+ * the values, and a copy of it (part 1) for the indices, so the fusion IR
+ * has no op of several outputs.
+ */
+static int read_op_node(Reader *r, const Node *n, const Node *ops, int i);
+
+static int
+read_topk(Reader *r, const Node *n, const Node *ops, int i, const Node *outn)
+{
+	Node *copy;
+	int id, p;
+
+	if (outn->nkid < 1 || outn->nkid > 2)
+		return diag_error(r->c, outn->pos, "op 'topk' makes values and indices: 'out' names one or two tensors "
+		                  "(out: [values, indices]), not %d", outn->nkid);
+	for (p = 0; p < outn->nkid; p++) {
+		copy = arena_alloc(r->c->arena, sizeof *copy + (size_t)n->nkid * sizeof *copy->kid);
+		*copy = *n;   /* the same op with out: one name */
+		copy->kid = (Node **)(copy + 1);
+		memcpy(copy->kid, n->kid, (size_t)n->nkid * sizeof *copy->kid);
+		for (id = 0; id < n->nkid; id += 2)
+			if (strcmp(n->kid[id]->text, "out") == 0)
+				copy->kid[id + 1] = outn->kid[p];
+		id = r->f->nop;
+		if (read_op_node(r, copy, ops, i) < 0)
+			return -1;
+		r->f->op[id].part = p;
+	}
+	return 0;
+}
+
 /* op: { out: NAME, op: OPNAME, in: [NAME | NUMBER, ...], ATTR: VALUE, ... }; chunk and split: out: [NAME, ...] */
 static int
 read_op(Reader *r, const Node *ops, int i)
 {
-	const Node *n = ops->kid[i], *outn, *inn, *opn;
+	return read_op_node(r, ops->kid[i], ops, i);
+}
+
+/* Op N (entry I of OPS). */
+static int
+read_op_node(Reader *r, const Node *n, const Node *ops, int i)
+{
+	const Node *outn, *inn, *opn;
 	const char *name = NULL, *where, *axis_key = NULL;
 	OpKind kind;
 	Op *o;
@@ -465,6 +506,8 @@ read_op(Reader *r, const Node *ops, int i)
 		return -1;
 	where = words(r, "op '%s'", op_info[kind].name);
 	parts = kind == OP_CHUNK || kind == OP_SPLIT;
+	if (kind == OP_TOPK && (outn = map_get(n, "out")) && outn->kind == N_LIST)
+		return read_topk(r, n, ops, i, outn);
 	if (!(outn = map_need(r, n, "out", where)) || !(inn = map_need(r, n, "in", where)))
 		return -1;
 	for (j = 0; j < countof(required_keys); j++)

@@ -134,13 +134,26 @@ put_view_attrs(Buf *b, const Fusion *f, const Op *o)
 	}
 }
 
-static void
-put_op(Buf *b, const Fusion *f, const Op *o, const char **names)
+/*
+ * Op O (NEXT: the op after it, or NULL) as a line of ops:; returns how many
+ * ops after O it wrote too: topk's values and indices are one line (out:
+ * [values, indices]), indices alone a line with a values name of their own.
+ */
+static int
+put_op(Buf *b, const Fusion *f, const Op *o, const Op *next, const char **names)
 {
 	unsigned a = op_info[o->kind].attrs;
 	size_t start = b->len;
+	int more = 0;
 
-	buf_printf(b, "  - {out: %s, op: %s, in: [", names[o->out], op_info[o->kind].name);
+	if (o->kind == OP_TOPK && !o->part && next && next->kind == OP_TOPK && next->part &&
+	    next->in[0].tensor == o->in[0].tensor && dim_equal(next->shape[0], o->shape[0]))
+		buf_printf(b, "  - {out: [%s, %s], op: topk, in: [", names[o->out], names[next->out]), more = 1;
+	else if (o->kind == OP_TOPK)
+		buf_printf(b, "  - {out: [%s%s%s], op: topk, in: [", o->part ? names[o->out] : "", o->part ? "_values, " : "",
+		           names[o->out]);
+	else
+		buf_printf(b, "  - {out: %s, op: %s, in: [", names[o->out], op_info[o->kind].name);
 	for (int j = 0; j < o->nin; j++) {
 		if (j)
 			buf_puts(b, ", ");
@@ -171,6 +184,8 @@ put_op(Buf *b, const Fusion *f, const Op *o, const char **names)
 		buf_printf(b, ", num_classes: %s", f->sym[o->shape[0].sym].name);
 	else if (a & A_CLASSES)
 		buf_printf(b, ", num_classes: %lld", (long long)o->shape[0].ext);
+	if (a & A_K)
+		buf_printf(b, ", k: %lld", (long long)dim_value(f, o->shape[0]));
 	buf_puts(b, "}");
 	if (o->origin) {
 		size_t n = b->len - start;
@@ -181,6 +196,7 @@ put_op(Buf *b, const Fusion *f, const Op *o, const char **names)
 			buf_printf(b, ", line %d", o->pos.line);
 	}
 	buf_puts(b, "\n");
+	return more;
 }
 
 void
@@ -211,7 +227,7 @@ spec_write(Comp *c, Buf *b, const Fusion *f)
 	}
 	buf_puts(b, "ops:\n");
 	for (i = 1; i < f->nop; i++)
-		put_op(b, f, &f->op[i], names);
+		i += put_op(b, f, &f->op[i], i + 1 < f->nop ? &f->op[i + 1] : NULL, names);
 	buf_puts(b, "outputs:\n");
 	for (i = 0; i < f->nout; i++)
 		buf_printf(b, "  %s: {dtype: %s}\n", names[f->out[i].tensor], dtype_info[f->out[i].dtype].name);

@@ -96,10 +96,7 @@ typedef struct MatmulSchedule MatmulSchedule;   /* passes/matmul.h */
 typedef struct RowSchedule RowSchedule;         /* ir/plan.h */
 
 /* One bound size variable from the context (-D NAME=VALUE or wsf_set_size). */
-typedef struct SizeBinding {
-	const char *name;
-	int64_t value;
-} SizeBinding;
+typedef struct SizeBinding { const char *name; int64_t value; } SizeBinding;
 
 /*
  * How far the row plan falls back after a direct row kernel spilled registers
@@ -243,7 +240,7 @@ enum {
 	A_DIM = 1 << 7, A_SLICE = 1 << 8, A_CHUNKS = 1 << 9, A_SIZES = 1 << 10,  /* dim; start, end, step; chunks; sizes */
 	A_DIMS = 1 << 11, A_DIM01 = 1 << 12, A_SHAPE = 1 << 13, A_PAD = 1 << 14, /* dims; dim0, dim1; shape; pad, value */
 	A_CORRECTION = 1 << 15, A_CLASSES = 1 << 16,  /* correction: NUMBER (var, std); num_classes: SIZE (one_hot) */
-	A_CE = 1 << 17   /* ignore_index, label_smoothing, reduction, lse_square_scale (cross_entropy) */
+	A_CE = 1 << 17, A_K = 1 << 18   /* ignore_index, label_smoothing, reduction, lse_square_scale; topk's k */
 };
 
 /* How an op's result dtype follows from its operands' (torch's rules; passes/infer.c). */
@@ -362,11 +359,12 @@ typedef struct Op {
 	                                cross_entropy's lse_square_scale (z-loss) */
 	/* views (CLS_VIEW; axis is their dim, 0 unless given): as written, infer checks them against the shapes */
 	int64_t start, end, step;  /* slice: torch's [start:end:step] along axis (end INT64_MAX: to the end) */
-	int part, parts;    /* a slice read from a chunk or split: its output PART of PARTS (0: a slice as written); */
+	int part, parts;    /* a slice read from a chunk or split: its output PART of PARTS (0: a slice as written);
+	                       topk's part 1: the indices */
 	bool chunk;         /*   of a chunk, start and end follow from the extent (view_slice) */
 	int dim0, dim1;     /* transpose */
 	int ndims, dims[MAX_RANK];       /* permute; a reduction's dim: [LIST] as written */
-	int nshape; Dim shape[MAX_RANK]; /* reshape, view, expand: a size, a constant, or -1 (ext -1); one_hot: [classes] */
+	int nshape; Dim shape[MAX_RANK]; /* reshape, view, expand: a size, a constant, or -1; one_hot: [classes]; topk: [k] */
 	int npad; int64_t pad[2 * MAX_RANK]; double value; /* pad: (before, after) from the last dim; the fill;
 	                                                       cross_entropy's ignore_index */
 	bool placed;        /* cat, pad: its inputs at its output's indices already (views.c), it picks by index; a placed
@@ -554,10 +552,11 @@ typedef enum View {
 	VIEW_COL_AT, /* one element a domain row, at KParam.at ([NH, 1] over [T, NH, D]) */
 	VIEW_ELEM_AT, /* a view (passes/views.c) read element by element at KParam.at + col x KParam.step */
 	VIEW_EXCHANGE, /* VIEW_ELEM_AT's across its memory's rows (a transpose): a tile through a BUF_EXCHANGE */
-	VIEW_REDUCED /* a column or full reduction's output, [groups, cols] or one element (PointwisePlan.reduce) */
+	VIEW_REDUCED, /* a column or full reduction's output, [groups, cols] or one element (PointwisePlan.reduce) */
+	VIEW_SELECTED /* a row kernel's topk: k values or indices a row, [rows, k] */
 } View;
 
-enum { SK_MAX_CTAS = 1024 };   /* the CTAs a workspace (PK_WORKSPACE) has flags for: a grid's most */
+enum { SK_MAX_CTAS = 1024, TOPK_MAX = 256 };   /* the CTAs a workspace has flags for (a grid's most); topk's k */
 
 /* The runtime extent a PK_SIZE param holds: of the 2-D view [rows, cols], or a matmul's K. */
 typedef enum SizeOf {

@@ -665,8 +665,9 @@ shape_print_dims(Buf *b, const Kernel *k, const KParam *p)
 	buf_puts(b, "]");
 }
 
-const char *const view_name[] = {"", "full", "row", "col", "scalar", "row_at", "col_at", "elem_at", "exchange_at", "reduced"};
-_Static_assert(sizeof view_name / sizeof *view_name == VIEW_REDUCED + 1, "a name for each View");
+const char *const view_name[] = {"", "full", "row", "col", "scalar", "row_at", "col_at", "elem_at", "exchange_at", "reduced",
+                                 "selected"};
+_Static_assert(sizeof view_name / sizeof *view_name == VIEW_SELECTED + 1, "a name for each View");
 
 void
 kernel_print(Buf *b, const Kernel *k)

@@ -82,6 +82,8 @@ OP(WHERE,     "where",     3, 3, BINARY,    0,         TY_WHERE, K_ALL)
 OP(RAND_LIKE, "rand_like", 3, 3, UNARY,     0,         TY_RAND,  K_ALL)
 OP(ONE_HOT,   "one_hot",   1, 1, UNARY,     A_CLASSES, TY_ARITH, K_INT)
 OP(POSITION,  "position",  1, 1, UNARY,     A_AXIS,    TY_ARITH, K_ALL)
+/* torch.topk along the last dim: the k largest, sorted (part 0), or their indices (part 1, int64) */
+OP(TOPK,      "topk",      1, 1, UNARY,     A_AXIS | A_K, TY_ARITH, K_FLOAT)
 /* reductions by composition, expanded by passes/expand.c: min(x) = -max(-x); logsumexp, max-shifted */
 OP(MIN,       "min",       1, 1, COMPOSITE, A_AXIS | A_KEEPDIM, TY_ARITH, K_FLOAT)
 OP(LOGSUMEXP, "logsumexp", 1, 1, COMPOSITE, A_AXIS | A_KEEPDIM, TY_ARITH, K_FLOAT)

@@ -137,6 +137,11 @@ op_print_attrs(Buf *b, const Fusion *f, const Op *o)
 		buf_puts(b, " num_classes=");
 		dim_print(b, f, o->shape[0]);
 	}
+	if (a & A_K) {
+		buf_puts(b, " k=");
+		dim_print(b, f, o->shape[0]);
+		buf_puts(b, o->part ? " indices" : " values");
+	}
 	if (a & A_TRANSPOSE)
 		buf_printf(b, " transpose_a=%s transpose_b=%s", o->transpose_a ? "true" : "false",
 		           o->transpose_b ? "true" : "false");

@@ -654,6 +654,8 @@ rule(Grad *g, const Op *o, int d)
 	g->fop = o;
 	switch (op_info[o->kind].cls) {
 	case CLS_UNARY:
+		if (o->kind == OP_TOPK && wants(g, 0))   /* (the values' adjoint scattered to the indices: not yet) */
+			return unsupported(g, "the gradient of 'topk' is not implemented yet");
 		if (!wants(g, 0))
 			return 0;
 		if ((t = unary_rule(g, o, d, o->in[0].tensor, o->out)))

@@ -156,6 +156,48 @@ infer_dtype(Comp *c, const Fusion *f, const Op *o, Tensor *out)
 	}
 }
 
+/*
+ * topk (torch's x.topk(k), along the last dim): A's shape with k in the
+ * last dim; the values in A's dtype (part 0), the indices int64 (part 1).
+ * k at most the dim's extent (when both are known) and TOPK_MAX.
+ */
+static int
+infer_topk(Comp *c, Fusion *f, Op *o, const Tensor *a, Tensor *out)
+{
+	int axis = o->axis < 0 ? o->axis + a->rank : o->axis;
+	int64_t k, n;
+
+	if (a->rank == 0)
+		return diag_error(c, o->in[0].pos, "topk of '%s': it is a scalar (rank 0)", a->name);
+	k = dim_value(f, o->shape[0]);
+	n = dim_value(f, a->dim[a->rank - 1]);
+	if (!dtype_is_float(a->dtype))
+		return diag_error(c, o->in[0].pos, "topk takes floats, and '%s' is %s (cast it to f32 first)", a->name,
+		                  dtype_info[a->dtype].name);
+	if (axis < 0 || axis >= a->rank)
+		return diag_error(c, o->pos, "dim %d is out of range for '%s' of rank %d (expected %d..%d)", o->axis,
+		                  a->name, a->rank, -a->rank, a->rank - 1);
+	if (axis != a->rank - 1) {
+		diag_error(c, o->pos, "topk along dim %d of '%s', not its last, is not implemented yet: transpose it to "
+		           "the last", o->axis, a->name);
+		c->status = WSF_ERR_UNSUPPORTED;
+		return -1;
+	}
+	if (k > 0 && n > 0 && k > n)
+		return diag_error(c, o->pos, "topk's k of %lld is more than the %lld elements of the last dim of '%s' %s",
+		                  (long long)k, (long long)n, a->name, shape_str(c, f, a));
+	if (k > TOPK_MAX || k <= 0) {
+		diag_error(c, o->pos, "topk's k of %s is not implemented yet: k is a constant or a bound size of at most "
+		           "%d, so far", k > 0 ? arena_printf(c->arena, "%lld", (long long)k) : "a runtime size", TOPK_MAX);
+		c->status = WSF_ERR_UNSUPPORTED;
+		return -1;
+	}
+	o->axis = axis;
+	out->dim[a->rank - 1] = o->shape[0];
+	out->dtype = o->part ? DT_INT64 : a->dtype;
+	return 0;
+}
+
 static int
 infer_unary(Comp *c, Fusion *f, Op *o, Tensor *out)
 {
@@ -177,6 +219,8 @@ infer_unary(Comp *c, Fusion *f, Op *o, Tensor *out)
 		out->dtype = DT_F32;
 		return 0;
 	}
+	if (o->kind == OP_TOPK)
+		return infer_topk(c, f, o, a, out);
 	if (o->kind == OP_ONE_HOT) {   /* torch's: the label's shape and a dim of the classes, int64 */
 		if (a->rank >= MAX_RANK)
 			return diag_error(c, o->pos, "one_hot of '%s' %s would have rank %d, more than the limit of %d",

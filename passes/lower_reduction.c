@@ -200,6 +200,17 @@ refuse_rows(Comp *c, const Fusion *f, const RowSchedule *rs, const Tensor *d)
 			c->status = WSF_ERR_UNSUPPORTED;
 			return -1;
 		}
+	for (j = 1; j < f->nop; j++)   /* topk selects among a row held in registers, whole */
+		if (f->op[j].kind == OP_TOPK && (view[f->op[j].out] != VIEW_SELECTED || rs->plan.chunk || !rs->plan.steps)) {
+			diag_error(c, f->op[j].pos, "topk of '%s' is not implemented yet%s: a kernel selects among a row it "
+			           "holds in registers (at most 16384 elements)", f->tensor[f->op[j].in[0].tensor].name,
+			           view[f->op[j].out] != VIEW_SELECTED ? arena_printf(c->arena, " (it is not a full row of '%s')",
+			                                                              d->name)
+			                                               : arena_printf(c->arena, " for rows of %lld elements",
+			                                                              (long long)rs->width));
+			c->status = WSF_ERR_UNSUPPORTED;
+			return -1;
+		}
 	if (rs->width <= 0)
 		return diag_error(c, d->pos,
 		                  "the row width of '%s' (its last dim) needs a value when a reduction kernel is "

@@ -296,7 +296,39 @@ static bool
 row_int_ok(const Fusion *f, int t)
 {
 	return rand_key_only(f, t) || index_only(f, t) || label_only(f, t, false) || one_hot_only(f, t) ||
-	       index_result_only(f, t);
+	       index_result_only(f, t) || (f->tensor[t].def && f->op[f->tensor[t].def].kind == OP_TOPK);
+}
+
+/* Does F take a topk (a row kernel's selection)? */
+static bool
+has_topk(const Fusion *f)
+{
+	int i;
+
+	for (i = 1; i < f->nop; i++)
+		if (f->op[i].kind == OP_TOPK)
+			return true;
+	return false;
+}
+
+/* topk's values and indices are outputs, stored as a row's selection ends: no op of the kernel reads them, so far. */
+static int
+check_topk(Comp *c, const Fusion *f)
+{
+	int i, j;
+
+	for (i = 1; i < f->nop; i++)
+		for (j = 0; j < f->op[i].nin; j++)
+			if (f->op[i].in[j].tensor && f->tensor[f->op[i].in[j].tensor].def &&
+			    f->op[f->tensor[f->op[i].in[j].tensor].def].kind == OP_TOPK) {
+				diag_error(c, f->op[i].in[j].pos, "'%s' (%s) reads '%s', topk's: topk's values and indices are "
+				           "outputs of the row kernel that selects them, and an op of them in the same kernel "
+				           "is not implemented yet; split the fusion", f->tensor[f->op[i].out].name,
+				           op_info[f->op[i].kind].name, f->tensor[f->op[i].in[j].tensor].name);
+				c->status = WSF_ERR_UNSUPPORTED;
+				return -1;
+			}
+	return 0;
 }
 
 /*
@@ -412,8 +444,15 @@ pass_schedule(Comp *c)
 	Fusion *f = c->fusion;
 	int i;
 
-	f->family = find_kind(f, CLS_MATMUL) ? FAM_MATMUL : find_kind(f, CLS_REDUCE) && !reduces_over_rows(c, f) ?
-	            FAM_REDUCTION : FAM_POINTWISE;
+	f->family = find_kind(f, CLS_MATMUL) ? FAM_MATMUL :
+	            has_topk(f) || (find_kind(f, CLS_REDUCE) && !reduces_over_rows(c, f)) ? FAM_REDUCTION : FAM_POINTWISE;
+	if (has_topk(f) && (f->family == FAM_MATMUL || check_topk(c, f) < 0)) {
+		if (f->family == FAM_MATMUL) {
+			diag_error(c, f->pos, "topk in a matmul kernel is not implemented yet: split the fusion");
+			c->status = WSF_ERR_UNSUPPORTED;
+		}
+		return -1;
+	}
 	if (check_views(c, f) || (f->family == FAM_MATMUL && check_matmul(c, f)) ||
 	    (f->family == FAM_REDUCTION && check_reduction(c, f)))
 		return -1;
@@ -442,8 +481,9 @@ pass_schedule(Comp *c)
 		if (!t->unread && !by_pointer && check_alignment(c, f, f->input[i], t->dtype, "input", t->pos))
 			return -1;
 	}
-	for (i = 0; i < f->nout; i++)
-		if (check_alignment(c, f, f->out[i].tensor, f->out[i].dtype, "output", f->out[i].pos))
+	for (i = 0; i < f->nout; i++)   /* (topk's are stored an element at a time) */
+		if (f->op[f->tensor[f->out[i].tensor].def].kind != OP_TOPK &&
+		    check_alignment(c, f, f->out[i].tensor, f->out[i].dtype, "output", f->out[i].pos))
 			return -1;
 	if (f->family == FAM_MATMUL && !(f->mm = schedule_matmul(c, f)))
 		return -1;

@@ -68,6 +68,18 @@ row_keeps_values(const Fusion *f, const View *view)
 	return false;
 }
 
+/* Does the row select (topk)? */
+static bool
+selects(const Fusion *f)
+{
+	int i;
+
+	for (i = 1; i < f->nop; i++)
+		if (f->op[i].kind == OP_TOPK)
+			return true;
+	return false;
+}
+
 /* Does the row draw random numbers (rand_like: Philox blocks, worth holding rather than drawing again)? */
 static bool
 row_draws(const Fusion *f)
@@ -174,14 +186,24 @@ fit_row(Comp *c, const Fusion *f, RowFallback fb, RowSchedule *s, int cap)
 	 * among the row's lanes (through the scratch past a warp's 32).
 	 */
 	if (r->direct && s->width <= 128 * 8 && !r->outer) {
+		int threads = s->threads;
+
 		r->steps = (int)((s->width + 7) / 8);
 		if (r->steps > (fb == ROW_FB_NONE ? 4 : 1))
 			r->steps = fb == ROW_FB_NONE ? 4 : 1;
 		for (r->lanes = 1; r->lanes * 8 * r->steps < s->width; r->lanes *= 2)
 			;
+		if (r->lanes > 32 && selects(f)) {   /* topk's selection among a row's lanes: shuffles of one warp */
+			r->lanes = 0;
+			r->steps = (int)((s->width + 8 * s->threads - 1) / (8 * s->threads));
+		}
 		r->deep = r->reread = false;   /* held, not read again */
-		s->threads = LOWER_THREADS;
-		s->tile_rows = LOWER_THREADS / r->lanes;
+		if (r->lanes) {
+			s->threads = LOWER_THREADS;
+			s->tile_rows = LOWER_THREADS / r->lanes;
+		} else {
+			s->threads = threads;
+		}
 	}
 	if ((!s->persistent || r->direct) && !s->stages_hint)
 		s->stages_hint = 1;  /* one row a CTA: one stage (a streamed row pipelines its chunks) */
@@ -248,7 +270,7 @@ plan_row(Comp *c, const Fusion *f, RowFallback fb, RowSchedule *out)
 	memset(out, 0, sizeof *out);
 	out->fallback = fb;
 	for (j = 1; j < f->nop; j++)   /* the widest first (a sum of rows' losses reduces the rows' results) */
-		if (op_info[f->op[j].kind].cls == CLS_REDUCE && !op_over_rows(f, &f->op[j]) &&
+		if (((op_info[f->op[j].kind].cls == CLS_REDUCE && !op_over_rows(f, &f->op[j])) || f->op[j].kind == OP_TOPK) &&
 		    (!d || f->tensor[f->op[j].in[0].tensor].rank > d->rank))
 			d = &f->tensor[f->op[j].in[0].tensor];
 	if (!d)
@@ -264,6 +286,9 @@ plan_row(Comp *c, const Fusion *f, RowFallback fb, RowSchedule *out)
 		if (view_used(f, j) && (view[j] = classify_row(&f->tensor[j], d)) == VIEW_NONE)
 			view[j] = lower_bcast_view(&f->tensor[j], d);   /* (a view's source alone: none) */
 	plan_outer(f, view, &out->plan);
+	for (j = 1; j < f->nop; j++)   /* topk's k values or indices a row, stored by the row's selection */
+		if (f->op[j].kind == OP_TOPK && view[f->op[j].in[0].tensor] == VIEW_FULL)
+			view[f->op[j].out] = VIEW_SELECTED;
 	if (out->width <= 0 || out->width > ROW_MAX_WIDTH)
 		return -1;
 	out->planned = true;

@@ -813,6 +813,51 @@ eval_one_hot(Eval *e, const Op *op, double *out)
 	return WSF_OK;
 }
 
+/* Does A (value AV at index AI) come before B in topk's order: NaN first (torch's), larger values, lower indices? */
+static bool
+topk_before(double av, int64_t ai, double bv, int64_t bi)
+{
+	if (isnan(av) != isnan(bv))
+		return isnan(av);
+	if (!isnan(av) && av != bv)
+		return av > bv;
+	return ai < bi;
+}
+
+/*
+ * topk along the last dim: each row's k largest in order (NaN the largest,
+ * ties to the lower index), its values (part 0) or their indices (part 1);
+ * k selections of the best not yet taken, O(k n) a row.
+ */
+static WsfStatus
+eval_topk(Eval *e, const Op *op, double *out)
+{
+	Shape is = shape_of(e->f, op->in[0].tensor), os = shape_of(e->f, op->out);
+	int64_t n = is.ext[is.rank - 1], k = os.ext[os.rank - 1], rows = numel(&is) / n, r, j, i;
+	const double *x = e->val[op->in[0].tensor];
+	bool *taken = malloc((size_t)n * sizeof *taken);
+
+	if (!taken)
+		return diag_error(e->c, op->pos, "the reference for '%s' needs more memory than exists",
+		                  e->f->tensor[op->out].name), WSF_ERR_NOMEM;
+	for (r = 0; r < rows; r++) {
+		const double *row = x + r * n;
+
+		memset(taken, 0, (size_t)n * sizeof *taken);
+		for (j = 0; j < k; j++) {
+			int64_t best = -1;
+
+			for (i = 0; i < n; i++)
+				if (!taken[i] && (best < 0 || topk_before(row[i], i, row[best], best)))
+					best = i;
+			taken[best] = true;
+			out[r * k + j] = op->part ? (double)best : row[best];
+		}
+	}
+	free(taken);
+	return WSF_OK;
+}
+
 /* position: each element's index along axis (argmax's expansion). */
 static WsfStatus
 eval_position(Eval *e, const Op *op, double *out)
@@ -836,6 +881,8 @@ eval_op(Eval *e, const Op *op, double *out)
 		return eval_one_hot(e, op, out);
 	if (op->kind == OP_POSITION)
 		return eval_position(e, op, out);
+	if (op->kind == OP_TOPK)
+		return eval_topk(e, op, out);
 	if (op_info[op->kind].cls == CLS_VIEW)
 		return eval_view(e, op, out);
 
