@@ -116,6 +116,15 @@ static const char *const specs[] = {
 	"  label: {dtype: int64, shape: [T]}\nops:\n  - {out: oh, op: one_hot, in: [label], num_classes: V}\n"
 	"  - {out: lse, op: logsumexp, in: [x], dim: -1}\n  - {out: s, op: sub, in: [x, lse]}\n"
 	"  - {out: d, op: sub, in: [s, oh]}\noutputs:\n  d: {dtype: bf16}\n",
+	/* a norm's backward in one pass: sums over the rows in a cooperative grid, a loss's mean after the rows */
+	"fusion: nbwd\nsizes: {T: 64, H: 1024}\ninputs:\n  x: {dtype: bf16, shape: [T, H]}\n"
+	"  dy: {dtype: bf16, shape: [T, H]}\nops:\n  - {out: c, op: mean, in: [x], dim: -1}\n"
+	"  - {out: dx, op: sub, in: [dy, c]}\n  - {out: db, op: sum, in: [dy], dim: 0}\n"
+	"  - {out: m, op: mean, in: [c], dim: [0, 1]}\n"
+	"outputs:\n  dx: {dtype: bf16}\n  db: {dtype: f32}\n  m: {dtype: f32}\n",
+	/* topk: k values and indices a row */
+	"fusion: topk\nsizes: {T: 64, E: 256}\ninputs:\n  x: {dtype: bf16, shape: [T, E]}\n"
+	"ops:\n  - {out: [v, i], op: topk, in: [x], k: 8}\noutputs:\n  v: {dtype: f32}\n  i: {}\n",
 };
 
 typedef struct Kern {
