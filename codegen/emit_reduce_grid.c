@@ -351,34 +351,33 @@ row_results(Emit *e, const char *const *tot, bool columns, const char *at)
 			          emit_pos(e, f->out[j].pos));
 }
 
-/* Step 3 of the meeting, the columns: this CTA's share, a column's slots among slices of threads, in order. */
+/*
+ * Step 3 of the meeting, for the results of one kind (COLUMNS: a column's;
+ * else the one values, at floats BASE on of a slot): each reduction's
+ * slots added by the slices of threads in the block the caller opened
+ * (width, slices, lane, slice, live; col for the columns), each slice
+ * every slices-th slot in order, then the slices in order by slice 0,
+ * which computes and stores the results.
+ */
 static void
-row_meet_columns(Emit *e, const char *splits, const char **tot)
+row_meet_fold(Emit *e, const char *splits, const char **tot, bool columns, int base)
 {
 	const Kernel *k = e->k;
 	const Fusion *f = e->f;
-	int i, r, threads = k->consumer_threads, slot = k->row.slot / 4;
+	int i, r, slot = k->row.slot / 4;
 
-	emit_line(e, "// 3. this CTA's columns: a column's slots among the slices, in order");
-	emit_line(e, "const long long per = (cols + %s - 1) / %s, lo = blockIdx.x * per, hi = lo + per < cols ? lo + per : cols;",
-	          splits, splits);
-	emit_line(e, "const int width = per < %d ? (int)per : %d, slices = %d / width;", threads, threads, threads);
-	emit_line(e, "const int lane = threadIdx.x %% width, slice = threadIdx.x / width;");
-	emit_line(e, "for (long long c0 = lo; c0 < hi; c0 += width) {");
-	e->depth++;
-	emit_line(e, "const long long col = c0 + lane;");
-	emit_line(e, "const bool live = slice < slices && col < hi;");
 	for (i = 1, r = 0; i < f->nop; i++) {
 		const Op *o = &f->op[i];
 
-		if (!is_reduction(o) || k->row.view[o->out] != VIEW_REDUCED || !result_columns(k, o->out))
+		if (!is_reduction(o) || k->row.view[o->out] != VIEW_REDUCED || result_columns(k, o->out) != columns)
 			continue;
 		tot[i] = arena_printf(e->c->arena, "tot_%d", i);
 		emit_line(e, "float %s = %s;   // %s%s", tot[i], identity(o), f->tensor[o->out].name, emit_pos(e, o->pos));
 		emit_line(e, "if (live)");
 		emit_line(e, "    for (long long q = slice; q < %s; q += slices)", splits);
 		emit_line(e, "        %s = %s;", tot[i], fold(e, o, tot[i], arena_printf(e->c->arena,
-		          "__ldcg(slots + q * %d + %d + col)", slot, r++ * k->row.cap)));
+		          "__ldcg(slots + q * %d + %d%s)", slot, columns ? r++ * k->row.cap : base + r++,
+		          columns ? " + col" : "")));
 		emit_line(e, "wsf_outer[threadIdx.x] = %s;", tot[i]);
 		emit_line(e, "__syncthreads();");
 		emit_line(e, "for (int q = 1; q < slices && slice == 0; q++)");
@@ -387,44 +386,43 @@ row_meet_columns(Emit *e, const char *splits, const char **tot)
 	}
 	emit_line(e, "if (live && slice == 0) {");
 	e->depth++;
-	row_results(e, tot, true, "col");
+	row_results(e, tot, columns, columns ? "col" : "0");
+	e->depth--;
+	emit_line(e, "}");
+}
+
+/* Step 3, the columns: this CTA's share of them, a column's slots among slices of the CTA's threads. */
+static void
+row_meet_columns(Emit *e, const char *splits, const char **tot)
+{
+	int threads = e->k->consumer_threads;
+
+	emit_line(e, "{   // 3. this CTA's columns: a column's slots among the slices, in order");
+	e->depth++;
+	emit_line(e, "const long long per = (cols + %s - 1) / %s, lo = blockIdx.x * per, hi = lo + per < cols ? lo + per : cols;",
+	          splits, splits);
+	emit_line(e, "const int width = per < %d ? (int)per : %d, slices = %d / width;", threads, threads, threads);
+	emit_line(e, "const int lane = threadIdx.x %% width, slice = threadIdx.x / width;");
+	emit_line(e, "for (long long c0 = lo; c0 < hi; c0 += width) {");
+	e->depth++;
+	emit_line(e, "const long long col = c0 + lane;");
+	emit_line(e, "const bool live = slice < slices && col < hi;");
+	row_meet_fold(e, splits, tot, true, 0);
 	e->depth--;
 	emit_line(e, "}");
 	e->depth--;
 	emit_line(e, "}");
 }
 
-/* Step 3, the one values: CTA 0's threads each add every THREADS-th slot's, in order, then thread 0 theirs. */
+/* Step 3, the one values: CTA 0's, every thread a slice of one lane. */
 static void
 row_meet_scalars(Emit *e, const char *splits, const char **tot, int base)
 {
-	const Kernel *k = e->k;
-	const Fusion *f = e->f;
-	int i, r, threads = k->consumer_threads, slot = k->row.slot / 4;
-
-	emit_line(e, "if (blockIdx.x == 0) {   // 3. the one values, CTA 0's");
+	emit_line(e, "if (blockIdx.x == 0) {   // 3. the one values, CTA 0's: every thread a slice");
 	e->depth++;
-	for (i = 1, r = 0; i < f->nop; i++) {
-		const Op *o = &f->op[i];
-
-		if (!is_reduction(o) || k->row.view[o->out] != VIEW_REDUCED || result_columns(k, o->out))
-			continue;
-		tot[i] = arena_printf(e->c->arena, "tot_%d", i);
-		emit_line(e, "float %s = %s;   // %s%s", tot[i], identity(o), f->tensor[o->out].name, emit_pos(e, o->pos));
-		emit_line(e, "for (long long q = threadIdx.x; q < %s; q += %d)", splits, threads);
-		emit_line(e, "    %s = %s;", tot[i], fold(e, o, tot[i], arena_printf(e->c->arena, "__ldcg(slots + q * %d + %d)",
-		                                                                  slot, base + r++)));
-		emit_line(e, "wsf_outer[threadIdx.x] = %s;", tot[i]);
-		emit_line(e, "__syncthreads();");
-		emit_line(e, "for (int q = 1; q < %d && threadIdx.x == 0; q++)", threads);
-		emit_line(e, "    %s = %s;", tot[i], fold(e, o, tot[i], "wsf_outer[q]"));
-		emit_line(e, "__syncthreads();   // the scratch is free for the next");
-	}
-	emit_line(e, "if (threadIdx.x == 0) {");
-	e->depth++;
-	row_results(e, tot, false, "0");
-	e->depth--;
-	emit_line(e, "}");
+	emit_line(e, "const int width = 1, slices = %d, lane = 0, slice = threadIdx.x;", e->k->consumer_threads);
+	emit_line(e, "const bool live = true;");
+	row_meet_fold(e, splits, tot, false, base);
 	e->depth--;
 	emit_line(e, "}");
 }

@@ -254,8 +254,9 @@ refuse_rows(Comp *c, const Fusion *f, const RowSchedule *rs, const Tensor *d)
  * Reductions over the rows beside the row's (RowPlan.outer): the workspace
  * and its switch (the runtime's, as stream-K's), a loop over the CTA's rows
  * in which SPLITS CTAs share them (one without a workspace: CTA 0 takes
- * every row), and after it the CTAs' sums meeting (ST_ROW_MEET).  A thread
- * must hold the same columns of every row: a row in registers, whole.
+ * every row), and after it the CTAs' sums meeting (ST_ROW_MEET).  Sums of a
+ * full row's values need a thread to hold the same columns of every row: a
+ * row in registers, whole (refuse_outer).
  */
 static Stmt *
 outer_loop(Comp *c, Kernel *k, Expr **row0)

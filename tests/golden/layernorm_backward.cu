@@ -214,36 +214,37 @@ wsfuse_layernorm_backward(
                 __threadfence();   // the others' sums, after their arrivals
             }
             __syncthreads();
-            // 3. this CTA's columns: a column's slots among the slices, in order
-            const long long per = (cols + splits - 1) / splits, lo = blockIdx.x * per, hi = lo + per < cols ? lo + per : cols;
-            const int width = per < 512 ? (int)per : 512, slices = 512 / width;
-            const int lane = threadIdx.x % width, slice = threadIdx.x / width;
-            for (long long c0 = lo; c0 < hi; c0 += width) {
-                const long long col = c0 + lane;
-                const bool live = slice < slices && col < hi;
-                float tot_12 = 0.0f;   // dgamma  // examples/layernorm_backward.yaml:41
-                if (live)
-                    for (long long q = slice; q < splits; q += slices)
-                        tot_12 = tot_12 + __ldcg(slots + q * 8192 + 0 + col);
-                wsf_outer[threadIdx.x] = tot_12;
-                __syncthreads();
-                for (int q = 1; q < slices && slice == 0; q++)
-                    tot_12 = tot_12 + wsf_outer[q * width + lane];
-                __syncthreads();   // the scratch is free for the next
-                float tot_13 = 0.0f;   // dbeta  // examples/layernorm_backward.yaml:42
-                if (live)
-                    for (long long q = slice; q < splits; q += slices)
-                        tot_13 = tot_13 + __ldcg(slots + q * 8192 + 4096 + col);
-                wsf_outer[threadIdx.x] = tot_13;
-                __syncthreads();
-                for (int q = 1; q < slices && slice == 0; q++)
-                    tot_13 = tot_13 + wsf_outer[q * width + lane];
-                __syncthreads();   // the scratch is free for the next
-                if (live && slice == 0) {
-                    const float v_dgamma[1] = {tot_12};   // sum over the rows  // examples/layernorm_backward.yaml:41
-                    const float v_dbeta[1] = {tot_13};   // sum over the rows  // examples/layernorm_backward.yaml:42
-                    wsf_store1(out_dgamma + col, v_dgamma[0]);  // examples/layernorm_backward.yaml:46
-                    wsf_store1(out_dbeta + col, v_dbeta[0]);  // examples/layernorm_backward.yaml:47
+            {   // 3. this CTA's columns: a column's slots among the slices, in order
+                const long long per = (cols + splits - 1) / splits, lo = blockIdx.x * per, hi = lo + per < cols ? lo + per : cols;
+                const int width = per < 512 ? (int)per : 512, slices = 512 / width;
+                const int lane = threadIdx.x % width, slice = threadIdx.x / width;
+                for (long long c0 = lo; c0 < hi; c0 += width) {
+                    const long long col = c0 + lane;
+                    const bool live = slice < slices && col < hi;
+                    float tot_12 = 0.0f;   // dgamma  // examples/layernorm_backward.yaml:41
+                    if (live)
+                        for (long long q = slice; q < splits; q += slices)
+                            tot_12 = tot_12 + __ldcg(slots + q * 8192 + 0 + col);
+                    wsf_outer[threadIdx.x] = tot_12;
+                    __syncthreads();
+                    for (int q = 1; q < slices && slice == 0; q++)
+                        tot_12 = tot_12 + wsf_outer[q * width + lane];
+                    __syncthreads();   // the scratch is free for the next
+                    float tot_13 = 0.0f;   // dbeta  // examples/layernorm_backward.yaml:42
+                    if (live)
+                        for (long long q = slice; q < splits; q += slices)
+                            tot_13 = tot_13 + __ldcg(slots + q * 8192 + 4096 + col);
+                    wsf_outer[threadIdx.x] = tot_13;
+                    __syncthreads();
+                    for (int q = 1; q < slices && slice == 0; q++)
+                        tot_13 = tot_13 + wsf_outer[q * width + lane];
+                    __syncthreads();   // the scratch is free for the next
+                    if (live && slice == 0) {
+                        const float v_dgamma[1] = {tot_12};   // sum over the rows  // examples/layernorm_backward.yaml:41
+                        const float v_dbeta[1] = {tot_13};   // sum over the rows  // examples/layernorm_backward.yaml:42
+                        wsf_store1(out_dgamma + col, v_dgamma[0]);  // examples/layernorm_backward.yaml:46
+                        wsf_store1(out_dbeta + col, v_dbeta[0]);  // examples/layernorm_backward.yaml:47
+                    }
                 }
             }
         }

@@ -191,25 +191,26 @@ wsfuse_rmsnorm_backward(
                 __threadfence();   // the others' sums, after their arrivals
             }
             __syncthreads();
-            // 3. this CTA's columns: a column's slots among the slices, in order
-            const long long per = (cols + splits - 1) / splits, lo = blockIdx.x * per, hi = lo + per < cols ? lo + per : cols;
-            const int width = per < 512 ? (int)per : 512, slices = 512 / width;
-            const int lane = threadIdx.x % width, slice = threadIdx.x / width;
-            for (long long c0 = lo; c0 < hi; c0 += width) {
-                const long long col = c0 + lane;
-                const bool live = slice < slices && col < hi;
-                float tot_9 = 0.0f;   // dw  // tests/golden/rmsnorm_backward.yaml:19
-                if (live)
-                    for (long long q = slice; q < splits; q += slices)
-                        tot_9 = tot_9 + __ldcg(slots + q * 4096 + 0 + col);
-                wsf_outer[threadIdx.x] = tot_9;
-                __syncthreads();
-                for (int q = 1; q < slices && slice == 0; q++)
-                    tot_9 = tot_9 + wsf_outer[q * width + lane];
-                __syncthreads();   // the scratch is free for the next
-                if (live && slice == 0) {
-                    const float v_dw[1] = {tot_9};   // sum over the rows  // tests/golden/rmsnorm_backward.yaml:19
-                    wsf_store1(out_dw + col, v_dw[0]);  // tests/golden/rmsnorm_backward.yaml:22
+            {   // 3. this CTA's columns: a column's slots among the slices, in order
+                const long long per = (cols + splits - 1) / splits, lo = blockIdx.x * per, hi = lo + per < cols ? lo + per : cols;
+                const int width = per < 512 ? (int)per : 512, slices = 512 / width;
+                const int lane = threadIdx.x % width, slice = threadIdx.x / width;
+                for (long long c0 = lo; c0 < hi; c0 += width) {
+                    const long long col = c0 + lane;
+                    const bool live = slice < slices && col < hi;
+                    float tot_9 = 0.0f;   // dw  // tests/golden/rmsnorm_backward.yaml:19
+                    if (live)
+                        for (long long q = slice; q < splits; q += slices)
+                            tot_9 = tot_9 + __ldcg(slots + q * 4096 + 0 + col);
+                    wsf_outer[threadIdx.x] = tot_9;
+                    __syncthreads();
+                    for (int q = 1; q < slices && slice == 0; q++)
+                        tot_9 = tot_9 + wsf_outer[q * width + lane];
+                    __syncthreads();   // the scratch is free for the next
+                    if (live && slice == 0) {
+                        const float v_dw[1] = {tot_9};   // sum over the rows  // tests/golden/rmsnorm_backward.yaml:19
+                        wsf_store1(out_dw + col, v_dw[0]);  // tests/golden/rmsnorm_backward.yaml:22
+                    }
                 }
             }
         }

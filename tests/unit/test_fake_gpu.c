@@ -12,6 +12,7 @@
 #include <glob.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -424,15 +425,14 @@ test_stream_k_workspaces(void **state)
 }
 
 /*
- * Reductions over rows and over everything take the launch's workspace (as
- * stream-K does) and a persistent grid of at most SK_MAX_CTAS CTAs, the
- * flags' count; the driver sees every launch clean.
+ * SPECS launched on the fake driver, one after another: each clean, with
+ * the stream's workspace held, a grid of 1..1024 CTAs (ir.h's SK_MAX_CTAS);
+ * COOPERATIVE: launched as a cooperative grid of 2 or more (a barrier of
+ * the grid), again under a capture's first launch (no workspace).
  */
 static void
-test_reduce_workspaces(void **state)
+launch_workspaces(const char *const *specs, size_t n, bool cooperative)
 {
-	static const char *const specs[] = {"tests/gpu/specs/colsum.yaml", "tests/gpu/specs/mean_mid.yaml",
-	                                    "tests/gpu/specs/amax_2d.yaml", "examples/norm_weight_grads.yaml"};
 	Seen seen;
 	WsfContext *ctx;
 	size_t i;
@@ -440,7 +440,7 @@ test_reduce_workspaces(void **state)
 	if (!have_nvrtc())
 		skip_because(NO_NVRTC);
 	ctx = new_ctx(&seen);
-	for (i = 0; i < sizeof specs / sizeof *specs; i++) {
+	for (i = 0; i < n; i++) {
 		WsfKernel *k = compile_file(ctx, specs[i]);
 		long long before = fake_get("violations");
 		Args a;
@@ -451,53 +451,44 @@ test_reduce_workspaces(void **state)
 			fail_msg("%s: %s", specs[i], wsf_context_last_error(ctx));
 		expect_clean(specs[i], before);
 		assert_true(fake_get("held") > 0);   /* the stream's workspace (and the spare) */
-		assert_in_range(fake_get("grid"), 1, 1024);   /* (ir.h's SK_MAX_CTAS) */
+		assert_in_range(fake_get("grid"), cooperative ? 2 : 1, 1024);
+		assert_int_equal(fake_get("cooperative"), cooperative);
+		if (cooperative) {
+			fake_set("capturing", 32);
+			assert_int_equal(wsf_kernel_launch(ctx, k, a.t, a.n, (void *)(uintptr_t)32), WSF_OK);
+			fake_set("capturing", 0);
+			expect_clean(specs[i], before);
+			assert_int_equal(fake_get("cooperative"), 1);
+		}
 		wsf_kernel_delete(k);
 		assert_int_equal(fake_get("held"), 0);
 	}
 	wsf_context_delete(ctx);
 }
 
+static void
+test_reduce_workspaces(void **state)
+{
+	static const char *const specs[] = {"tests/gpu/specs/colsum.yaml", "tests/gpu/specs/mean_mid.yaml",
+	                                    "tests/gpu/specs/amax_2d.yaml", "examples/norm_weight_grads.yaml"};
+
+	launch_workspaces(specs, sizeof specs / sizeof *specs, false);
+}
+
 /*
- * A row kernel with sums over the rows (a norm's backward in one pass)
- * meets at a barrier of the grid: its launch is cooperative (every CTA
- * resident, or the driver refuses it: the fake counts a larger grid as a
- * violation), with the stream's workspace; under a capture's first launch
- * it has none, and is still cooperative.
+ * A row kernel with sums over the rows (a norm's backward in one pass, a
+ * loss's mean) meets at a barrier of the grid: its launch is cooperative
+ * (every CTA resident, or the driver refuses it: the fake counts a larger
+ * grid as a violation), with the stream's workspace, and still under a
+ * capture's first launch, which has none.
  */
 static void
 test_outer_sums_launch(void **state)
 {
 	static const char *const specs[] = {"examples/layernorm_backward.yaml", "tests/golden/rmsnorm_backward.yaml",
-	                                    "tests/gpu/specs/rows_and_cols.yaml"};
-	Seen seen;
-	WsfContext *ctx;
-	size_t i;
+	                                    "tests/gpu/specs/rows_and_cols.yaml", "tests/gpu/specs/ce_mean.yaml"};
 
-	if (!have_nvrtc())
-		skip_because(NO_NVRTC);
-	ctx = new_ctx(&seen);
-	for (i = 0; i < sizeof specs / sizeof *specs; i++) {
-		WsfKernel *k = compile_file(ctx, specs[i]);
-		long long before = fake_get("violations");
-		Args a;
-
-		args_for(k, &a, NULL);
-		fake_set("reset", 0);
-		if (wsf_kernel_launch(ctx, k, a.t, a.n, (void *)(uintptr_t)16) != WSF_OK)
-			fail_msg("%s: %s", specs[i], wsf_context_last_error(ctx));
-		expect_clean(specs[i], before);
-		assert_int_equal(fake_get("cooperative"), 1);
-		assert_true(fake_get("held") > 0);
-		assert_in_range(fake_get("grid"), 2, 1024);
-		fake_set("capturing", 32);
-		assert_int_equal(wsf_kernel_launch(ctx, k, a.t, a.n, (void *)(uintptr_t)32), WSF_OK);
-		fake_set("capturing", 0);
-		expect_clean(specs[i], before);
-		assert_int_equal(fake_get("cooperative"), 1);
-		wsf_kernel_delete(k);
-	}
-	wsf_context_delete(ctx);
+	launch_workspaces(specs, sizeof specs / sizeof *specs, true);
 }
 
 /*
