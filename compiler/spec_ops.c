@@ -18,6 +18,7 @@ static const struct {
 	{"sizes", A_SIZES}, {"dims", A_DIMS}, {"dim0", A_DIM01}, {"dim1", A_DIM01}, {"shape", A_SHAPE},
 	{"pad", A_PAD}, {"value", A_PAD}, {"correction", A_CORRECTION}, {"num_classes", A_CLASSES},
 	{"ignore_index", A_CE}, {"label_smoothing", A_CE}, {"reduction", A_CE}, {"lse_square_scale", A_CE}, {"k", A_K},
+	{"largest", A_K}, {"sorted", A_K},
 };
 
 /* Keys an op cannot do without, besides out, op and in. */
@@ -336,6 +337,17 @@ read_attr(const Reader *r, Op *o, const Node *key, const Node *v)
 		o->axis = (int)axis;
 	} else if (strcmp(k, "keepdim") == 0) {
 		return read_bool(r, v, what, &o->keepdim);
+	} else if (strcmp(k, "sorted") == 0 || strcmp(k, "largest") == 0) {   /* topk's: torch's, sorted either way */
+		bool b;
+
+		if (read_bool(r, v, what, &b) < 0)
+			return -1;
+		if (!b && k[0] == 'l') {
+			diag_error(r->c, v->pos, "topk's largest: false (the k smallest) is not implemented yet: take topk of "
+			           "the negated values (neg), and negate them back");
+			r->c->status = WSF_ERR_UNSUPPORTED;
+			return -1;
+		}
 	} else if (strcmp(k, "transpose_a") == 0) {
 		return read_bool(r, v, what, &o->transpose_a);
 	} else if (strcmp(k, "transpose_b") == 0) {

@@ -70,8 +70,9 @@ shapes_and_reference(void **state)
 	assert_true(isnan(v[3]) && v[4] == 7 && v[5] == 7);   /* NaN first, then the tie in index order */
 	for (i = 0; i < 6; i++)
 		assert_true(ix[i] == want_i[i]);
-	/* values alone, k a size */
-	if (run_spec(t, SPEC("{T: 2, E: 6, K: 2}", "  - {out: [v], op: topk, in: [x], k: K}\n", "  v: {}\n"), false))
+	/* values alone, k a size; torch's sorted (either way: sorted is one order of the unsorted) */
+	if (run_spec(t, SPEC("{T: 2, E: 6, K: 2}", "  - {out: [v], op: topk, in: [x], k: K, sorted: false}\n", "  v: {}\n"),
+	             false))
 		fail_msg("%s", t->msg);
 	assert_int_equal(dim_value(t->c.fusion, t->c.fusion->tensor[tensor_named(t->c.fusion, "v")].dim[1]), 2);
 }
@@ -142,6 +143,8 @@ errors(void **state)
 		 "expected a size name or a positive integer for 'k', saw '0'"},
 		{SPEC("{T: 4, E: 65536}", "  - {out: [v, i], op: topk, in: [x], k: 2}\n", "  v: {}\n"),
 		 "topk of 'x' is not implemented yet for rows of 65536 elements"},
+		{SPEC("{T: 4, E: 64}", "  - {out: [v, i], op: topk, in: [x], k: 2, largest: false}\n", "  v: {}\n"),
+		 "topk's largest: false (the k smallest) is not implemented yet"},
 	};
 	int i;
 
