@@ -127,27 +127,29 @@ __device__ __forceinline__ float wsf_block_max(float v, float *scratch)
 // ---- topk: every thread of the row (or the CTA) calls these together ----
 
 // Does (AV, AI) come before (BV, BI) in topk's order: NaN first (torch's), then
-// the larger value, then the lower index; an index < 0 (none) last.
+// the larger value, then the lower index; an index < 0 (none) last.  SMALLEST
+// (largest: false): the smaller value first, NaN last.
+template <bool SMALLEST = false>
 __device__ __forceinline__ bool wsf_before(float av, int ai, float bv, int bi)
 {
 	if (bi < 0 || ai < 0)
 		return bi < 0 && ai >= 0;
 	if ((av != av) != (bv != bv))
-		return av != av;
+		return (av != av) != SMALLEST;
 	if (av == av && av != bv)
-		return av > bv;
+		return SMALLEST ? av < bv : av > bv;
 	return ai < bi;
 }
 // The first of (V, I) over each group of L lanes (L a power of 2, at most 32),
 // returned to the group's every thread.
-template <int L> __device__ __forceinline__ void wsf_lanes_best(float &v, int &i)
+template <int L, bool SMALLEST = false> __device__ __forceinline__ void wsf_lanes_best(float &v, int &i)
 {
 #pragma unroll
 	for (int o = L / 2; o > 0; o >>= 1) {
 		const float ov = __shfl_xor_sync(0xffffffffu, v, o);
 		const int oi = __shfl_xor_sync(0xffffffffu, i, o);
 
-		if (wsf_before(ov, oi, v, i)) {
+		if (wsf_before<SMALLEST>(ov, oi, v, i)) {
 			v = ov;
 			i = oi;
 		}
@@ -155,11 +157,11 @@ template <int L> __device__ __forceinline__ void wsf_lanes_best(float &v, int &i
 }
 // The same over the CTA, one __syncthreads; SCRATCH holds a value and an index
 // a warp (64 words), with wsf_block_sum's rule for reusing it.
-__device__ __forceinline__ void wsf_block_best(float &v, int &i, float *scratch)
+template <bool SMALLEST = false> __device__ __forceinline__ void wsf_block_best(float &v, int &i, float *scratch)
 {
 	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
 
-	wsf_lanes_best<32>(v, i);
+	wsf_lanes_best<32, SMALLEST>(v, i);
 	if (lane == 0) {
 		scratch[warp] = v;
 		((int *)scratch)[32 + warp] = i;
@@ -167,7 +169,7 @@ __device__ __forceinline__ void wsf_block_best(float &v, int &i, float *scratch)
 	__syncthreads();
 	v = lane < warps ? scratch[lane] : 0.0f;
 	i = lane < warps ? ((int *)scratch)[32 + lane] : -1;
-	wsf_lanes_best<32>(v, i);
+	wsf_lanes_best<32, SMALLEST>(v, i);
 }
 
 // A thread's part of a row reduction: the first min(N, 8) of V into ACC.

@@ -638,7 +638,8 @@ topk_stores(Emit *e, int i)
 	for (j = i; j < f->nop; j++) {
 		const Op *p = &f->op[j];
 
-		if (p->kind != OP_TOPK || p->in[0].tensor != o->in[0].tensor || !dim_equal(p->shape[0], o->shape[0]))
+		if (p->kind != OP_TOPK || p->in[0].tensor != o->in[0].tensor || !dim_equal(p->shape[0], o->shape[0]) ||
+		    p->smallest != o->smallest)
 			continue;
 		for (m = 0; m < f->nout; m++)
 			if (f->out[m].tensor == p->out)
@@ -671,12 +672,12 @@ emit_topk(Emit *e)
 		if (o->kind != OP_TOPK)
 			continue;
 		for (j = 1; j < i && !(f->op[j].kind == OP_TOPK && f->op[j].in[0].tensor == t &&
-		                       dim_equal(f->op[j].shape[0], o->shape[0])); j++)
+		                       dim_equal(f->op[j].shape[0], o->shape[0]) && f->op[j].smallest == o->smallest); j++)
 			;
 		if (j < i)
 			continue;   /* (selected with op j) */
-		emit_line(e, "{   // topk of %s: each round the row's best not yet taken (NaN, then larger, then the lower "
-		          "index)%s", f->tensor[t].name, emit_pos(e, o->pos));
+		emit_line(e, "{   // topk of %s: each round the row's best not yet taken (%s, then the lower index)%s",
+		          f->tensor[t].name, o->smallest ? "smaller, NaN last" : "NaN, then larger", emit_pos(e, o->pos));
 		e->depth++;
 		emit_line(e, "unsigned wsf_taken[%d] = {0u};   // a bit an element of this thread's", e->row.steps);
 		emit_line(e, "for (int r = 0; r < %lld; r++) {", (long long)dim_value(f, o->shape[0]));
@@ -690,16 +691,17 @@ emit_topk(Emit *e)
 		}
 		emit_line(e, "#pragma unroll");
 		emit_line(e, "for (int v = 0; v < %d; v++)", VEC);
-		emit_line(e, "    if (e + v < cols && !((wsf_taken[it] >> v) & 1u) && wsf_before(%s[v], e + v, bv, bi)) {", x);
+		emit_line(e, "    if (e + v < cols && !((wsf_taken[it] >> v) & 1u) && wsf_before%s(%s[v], e + v, bv, bi)) {",
+		          o->smallest ? "<true>" : "", x);
 		emit_line(e, "        bv = %s[v];", x);
 		emit_line(e, "        bi = e + v;");
 		emit_line(e, "    }");
 		e->depth--;
 		emit_line(e, "}");
 		if (lanes)
-			emit_line(e, "wsf_lanes_best<%d>(bv, bi);   // over the row's lanes", lanes);
+			emit_line(e, "wsf_lanes_best<%d%s>(bv, bi);   // over the row's lanes", lanes, o->smallest ? ", true" : "");
 		else
-			emit_line(e, "wsf_block_best(bv, bi, wsf_best[r & 1]);   // over the CTA");
+			emit_line(e, "wsf_block_best%s(bv, bi, wsf_best[r & 1]);   // over the CTA", o->smallest ? "<true>" : "");
 		emit_line(e, "#pragma unroll");
 		emit_line(e, "for (int it = 0; it < %d; it++) {   // the holder marks it taken", e->row.steps);
 		emit_line(e, "    const int e = %s * %d + it * %d;", row_tid(e), VEC, row_nthreads(e) * VEC);

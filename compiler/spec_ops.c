@@ -342,12 +342,8 @@ read_attr(const Reader *r, Op *o, const Node *key, const Node *v)
 
 		if (read_bool(r, v, what, &b) < 0)
 			return -1;
-		if (!b && k[0] == 'l') {
-			diag_error(r->c, v->pos, "topk's largest: false (the k smallest) is not implemented yet: take topk of "
-			           "the negated values (neg), and negate them back");
-			r->c->status = WSF_ERR_UNSUPPORTED;
-			return -1;
-		}
+		if (k[0] == 'l')
+			o->smallest = !b;
 	} else if (strcmp(k, "transpose_a") == 0) {
 		return read_bool(r, v, what, &o->transpose_a);
 	} else if (strcmp(k, "transpose_b") == 0) {

@@ -147,7 +147,8 @@ put_op(Buf *b, const Fusion *f, const Op *o, const Op *next, const char **names)
 	int more = 0;
 
 	if (o->kind == OP_TOPK && !o->part && next && next->kind == OP_TOPK && next->part &&
-	    next->in[0].tensor == o->in[0].tensor && dim_equal(next->shape[0], o->shape[0]))
+	    next->in[0].tensor == o->in[0].tensor && dim_equal(next->shape[0], o->shape[0]) &&
+	    next->smallest == o->smallest)
 		buf_printf(b, "  - {out: [%s, %s], op: topk, in: [", names[o->out], names[next->out]), more = 1;
 	else if (o->kind == OP_TOPK)
 		buf_printf(b, "  - {out: [%s%s%s], op: topk, in: [", o->part ? names[o->out] : "", o->part ? "_values, " : "",
@@ -185,7 +186,7 @@ put_op(Buf *b, const Fusion *f, const Op *o, const Op *next, const char **names)
 	else if (a & A_CLASSES)
 		buf_printf(b, ", num_classes: %lld", (long long)o->shape[0].ext);
 	if (a & A_K)
-		buf_printf(b, ", k: %lld", (long long)dim_value(f, o->shape[0]));
+		buf_printf(b, ", k: %lld%s", (long long)dim_value(f, o->shape[0]), o->smallest ? ", largest: false" : "");
 	buf_puts(b, "}");
 	if (o->origin) {
 		size_t n = b->len - start;

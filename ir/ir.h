@@ -353,7 +353,8 @@ typedef struct Op {
 	/* attributes; which ones mean anything depends on op_info[kind].attrs */
 	int axis;           /* as written (may be negative) until infer normalizes it; a reduction's first */
 	int naxes;          /* a reduction over dims axis .. axis + naxes - 1 (dim: [LIST]; infer sets it, 1 or more) */
-	bool keepdim, detach; Approx approx; Dtype to;   /* detach: no adjoint flows through it (expand.c's maxes) */
+	bool keepdim, detach, smallest; Approx approx; Dtype to;   /* detach: no adjoint flows through it (expand.c's
+	                                                               maxes); smallest: topk's largest: false */
 	bool transpose_a, transpose_b; Dtype acc;
 	double eps, correction, z;   /* the norms'; var's and std's (torch's, default 1) and cross_entropy's label_smoothing;
 	                                cross_entropy's lse_square_scale (z-loss) */

@@ -140,6 +140,7 @@ op_print_attrs(Buf *b, const Fusion *f, const Op *o)
 	if (a & A_K) {
 		buf_puts(b, " k=");
 		dim_print(b, f, o->shape[0]);
+		buf_puts(b, o->smallest ? " smallest" : "");
 		buf_puts(b, o->part ? " indices" : " values");
 	}
 	if (a & A_TRANSPOSE)

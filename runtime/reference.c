@@ -813,14 +813,18 @@ eval_one_hot(Eval *e, const Op *op, double *out)
 	return WSF_OK;
 }
 
-/* Does A (value AV at index AI) come before B in topk's order: NaN first (torch's), larger values, lower indices? */
+/*
+ * Does A (value AV at index AI) come before B in topk's order: NaN first
+ * (torch's: the largest), then larger values, then lower indices; SMALLEST
+ * (largest: false): smaller values first, NaN last?
+ */
 static bool
-topk_before(double av, int64_t ai, double bv, int64_t bi)
+topk_before(double av, int64_t ai, double bv, int64_t bi, bool smallest)
 {
 	if (isnan(av) != isnan(bv))
-		return isnan(av);
+		return isnan(av) != smallest;
 	if (!isnan(av) && av != bv)
-		return av > bv;
+		return smallest ? av < bv : av > bv;
 	return ai < bi;
 }
 
@@ -848,7 +852,7 @@ eval_topk(Eval *e, const Op *op, double *out)
 			int64_t best = -1;
 
 			for (i = 0; i < n; i++)
-				if (!taken[i] && (best < 0 || topk_before(row[i], i, row[best], best)))
+				if (!taken[i] && (best < 0 || topk_before(row[i], i, row[best], best, op->smallest)))
 					best = i;
 			taken[best] = true;
 			out[r * k + j] = op->part ? (double)best : row[best];
