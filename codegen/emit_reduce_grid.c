@@ -1,8 +1,10 @@
 /*
- * emit_reduce_grid.c: a pointwise kernel's reductions over rows or over
- * every element (PointwisePlan.reduce, passes/lower_reduce_grid.c): the
- * running sums' registers (the family's frame) and ST_REDUCE, where an
- * item's sums meet.  The compute (emit_pointwise.c) adds each thread's 8
+ * emit_reduce_grid.c: where sums split across CTAs meet.  A pointwise
+ * kernel's reductions over rows or over every element (PointwisePlan.reduce,
+ * passes/lower_reduce_grid.c): the running sums' registers (the family's
+ * frame) and ST_REDUCE, where an item's sums meet; and a row kernel's
+ * results after its rows (RowPlan.outer, ST_ROW_MEET: emit_row_meet, below,
+ * which emit_reduction.c's statement hook calls).  The compute (emit_pointwise.c) adds each thread's 8
  * columns of every tile into acc_NAME.
  *
  * ST_REDUCE, every thread of the CTA together, at an item's last tile, calls

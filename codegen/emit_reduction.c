@@ -34,6 +34,13 @@
  * a reshape of a computed value that adds or drops 1-dims (fusion_unsqueeze:
  * a backward's [T] as [T, 1]), which is a copy.
  *
+ * Results over the rows (VIEW_REDUCED, RowPlan.outer) are no pass's: a thread
+ * adds its columns of each row into acc_NAME[step][8] in the output pass
+ * (emit_outer_sums), a per-row value into acc_NAME at the row's end
+ * (emit_outer_scalars), the frame's and taken by reference; ST_ROW_MEET
+ * (emit_reduce_grid.c) meets them.  topk (VIEW_SELECTED) selects from the
+ * values the output pass left in registers (emit_topk).
+ *
  * Register mode keeps the values kir_row_kept names (the inputs and views, and the
  * results of transcendental ops, rand_like and full-row divisions; rand_like's
  * numbers are drawn before the element loop, emit_rand_block); cheap arithmetic is
@@ -1116,9 +1123,7 @@ emit_frame(Emit *e)
 	int i;
 
 	emit_line(e, "__shared__ float wsf_red[64];   // one partial per warp for block reductions, twice");
-	for (i = 1; i < f->nop && f->op[i].kind != OP_TOPK; i++)
-		;
-	if (i < f->nop && !k->row.lanes)
+	if (fusion_has_op(f, OP_TOPK) && !k->row.lanes)
 		emit_line(e, "__shared__ float wsf_best[2][64];   // topk's rounds: a value and an index a warp, twice");
 	if (!k->row.outer)
 		return;
@@ -1159,9 +1164,7 @@ emit_compute_params(Emit *e, Buf *params, Buf *args)
 
 	buf_printf(params, "%s    float *const wsf_red", params->len ? ",\n" : "");
 	buf_printf(args, "%swsf_red", args->len ? ", " : "");
-	for (i = 1; i < f->nop && f->op[i].kind != OP_TOPK; i++)
-		;
-	if (i < f->nop && !e->k->row.lanes) {   /* (the frame's wsf_best) */
+	if (fusion_has_op(f, OP_TOPK) && !e->k->row.lanes) {   /* (the frame's wsf_best) */
 		buf_printf(params, ",\n    float (*const wsf_best)[64]");
 		buf_printf(args, ", wsf_best");
 	}

@@ -294,6 +294,17 @@ fusion_stored(const Fusion *f, int j)
 	return s ? s->in[s->nin - 1].tensor : f->out[j].tensor;
 }
 
+bool
+fusion_has_op(const Fusion *f, OpKind kind)
+{
+	int i;
+
+	for (i = 1; i < f->nop; i++)
+		if (f->op[i].kind == kind)
+			return true;
+	return false;
+}
+
 /*
  * Is O a reshape (or view) of a computed value that only adds or drops dims
  * of 1, its other dims the same in order (torch's unsqueeze and squeeze:

@@ -299,10 +299,7 @@ size_mul(int64_t a, int64_t b, int64_t *r)
 }
 
 /* One dimension: the size variable SYM, or the constant EXT when SYM is 0. */
-typedef struct Dim {
-	int sym;
-	int64_t ext;
-} Dim;
+typedef struct Dim { int sym; int64_t ext; } Dim;
 
 /* A size variable.  VALUE is the default from `sizes:` or a binding, 0 if unbound. */
 typedef struct Sym {
@@ -478,6 +475,7 @@ const Op *fusion_scatter(const Fusion *f, int j);
 /* The value output J's kernel computes and stores: its scatter's source, else its tensor. */
 int fusion_stored(const Fusion *f, int j);
 bool fusion_unsqueeze(const Fusion *f, const Op *o);   /* a reshape of a computed value adding or dropping 1-dims */
+bool fusion_has_op(const Fusion *f, OpKind kind);   /* does an op of F have KIND? */
 
 /* ---- verify.c --------------------------------------------------------- */
 

@@ -299,18 +299,6 @@ row_int_ok(const Fusion *f, int t)
 	       index_result_only(f, t) || (f->tensor[t].def && f->op[f->tensor[t].def].kind == OP_TOPK);
 }
 
-/* Does F take a topk (a row kernel's selection)? */
-static bool
-has_topk(const Fusion *f)
-{
-	int i;
-
-	for (i = 1; i < f->nop; i++)
-		if (f->op[i].kind == OP_TOPK)
-			return true;
-	return false;
-}
-
 /* topk's values and indices are outputs, stored as a row's selection ends: no op of the kernel reads them, so far. */
 static int
 check_topk(Comp *c, const Fusion *f)
@@ -445,8 +433,9 @@ pass_schedule(Comp *c)
 	int i;
 
 	f->family = find_kind(f, CLS_MATMUL) ? FAM_MATMUL :
-	            has_topk(f) || (find_kind(f, CLS_REDUCE) && !reduces_over_rows(c, f)) ? FAM_REDUCTION : FAM_POINTWISE;
-	if (has_topk(f) && (f->family == FAM_MATMUL || check_topk(c, f) < 0)) {
+	            fusion_has_op(f, OP_TOPK) || (find_kind(f, CLS_REDUCE) && !reduces_over_rows(c, f)) ? FAM_REDUCTION :
+	            FAM_POINTWISE;
+	if (fusion_has_op(f, OP_TOPK) && (f->family == FAM_MATMUL || check_topk(c, f) < 0)) {
 		if (f->family == FAM_MATMUL) {
 			diag_error(c, f->pos, "topk in a matmul kernel is not implemented yet: split the fusion");
 			c->status = WSF_ERR_UNSUPPORTED;

@@ -68,18 +68,6 @@ row_keeps_values(const Fusion *f, const View *view)
 	return false;
 }
 
-/* Does the row select (topk)? */
-static bool
-selects(const Fusion *f)
-{
-	int i;
-
-	for (i = 1; i < f->nop; i++)
-		if (f->op[i].kind == OP_TOPK)
-			return true;
-	return false;
-}
-
 /* Does the row draw random numbers (rand_like: Philox blocks, worth holding rather than drawing again)? */
 static bool
 row_draws(const Fusion *f)
@@ -193,7 +181,7 @@ fit_row(Comp *c, const Fusion *f, RowFallback fb, RowSchedule *s, int cap)
 			r->steps = fb == ROW_FB_NONE ? 4 : 1;
 		for (r->lanes = 1; r->lanes * 8 * r->steps < s->width; r->lanes *= 2)
 			;
-		if (r->lanes > 32 && selects(f)) {   /* topk's selection among a row's lanes: shuffles of one warp */
+		if (r->lanes > 32 && fusion_has_op(f, OP_TOPK)) {   /* topk's selection among a row's lanes: shuffles of one warp */
 			r->lanes = 0;
 			r->steps = (int)((s->width + 8 * s->threads - 1) / (8 * s->threads));
 		}
