@@ -55,7 +55,7 @@ COMPILER_OBJS := spec spec_ops spec_schedule spec_write layout context compile t
 PASSES_OBJS   := pipeline expand infer grad schedule schedule_matmul schedule_row lower lower_pointwise lower_reduce_grid lower_reduction lower_bcast views lower_matmul lower_matmul_ksum \
                  lower_matmul_sync plan_matmul plan_stream_k circular_buffer \
                  warp_specialize sync sync_patterns sync_protocols
-CODEGEN_OBJS  := emit emit_ops emit_pointwise emit_reduce_grid emit_reduction device_header emit_matmul emit_matmul_ksum launch_desc
+CODEGEN_OBJS  := emit emit_ops emit_pointwise emit_reduce_grid emit_reduction emit_topk device_header emit_matmul emit_matmul_ksum launch_desc
 RUNTIME_OBJS  := nvrtc cache files driver tmap hostfp parallel reference launch run timing
 
 OBJS := $(IR_OBJS:%=$(B)/ir/%.o) $(COMPILER_OBJS:%=$(B)/compiler/%.o) \

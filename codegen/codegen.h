@@ -135,6 +135,16 @@ void emit_reduce(Emit *e, const Stmt *s);
 void emit_row_meet(Emit *e, const Stmt *s);   /* a row kernel's sums over the rows meet (RowPlan.outer) */
 void emit_reduce_params(Emit *e, Buf *params, Buf *args);
 
+/* emit_reduction.c: the row kernel's frame, which emit_topk.c writes in.  Is T a 2-byte full-row input kept
+   as loaded (raw_NAME[step])?  The thread's index in its row and the threads of a row; register mode's
+   unrolled loop over a thread's steps of 8 elements (GUARD: it ends at the row's end). */
+bool emit_row_raw(Emit *e, int t);
+const char *emit_row_tid(const Emit *e);
+int emit_row_nthreads(const Emit *e);
+void emit_open_steps(Emit *e, bool guard);
+/* emit_topk.c: each topk of a row kernel, after its output pass. */
+void emit_topk(Emit *e);
+
 /* ---- the matmul family's files, between themselves ------------------- */
 
 /* emit_matmul_ksum.c: a K split's reduction, stream-K's parts meeting (the matmul family's stmt). */

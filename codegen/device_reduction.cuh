@@ -155,21 +155,126 @@ template <int L, bool SMALLEST = false> __device__ __forceinline__ void wsf_lane
 		}
 	}
 }
-// The same over the CTA, one __syncthreads; SCRATCH holds a value and an index
-// a warp (64 words), with wsf_block_sum's rule for reusing it.
-template <bool SMALLEST = false> __device__ __forceinline__ void wsf_block_best(float &v, int &i, float *scratch)
+// topk's order as an unsigned key, larger first: NaN (all ones), then the
+// floats by value (the sign bit flipped, a negative's bits all flipped);
+// SMALLEST: the key's complement, NaN 0 (last).
+template <bool SMALLEST = false> __device__ __forceinline__ unsigned wsf_topk_key(float v)
 {
-	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+	const unsigned u = __float_as_uint(v), k = v != v ? 0xffffffffu : (u & 0x80000000u) ? ~u : u | 0x80000000u;
 
-	wsf_lanes_best<32, SMALLEST>(v, i);
-	if (lane == 0) {
-		scratch[warp] = v;
-		((int *)scratch)[32 + warp] = i;
+	return SMALLEST ? ~k : k;
+}
+// The K first elements of a CTA's row by radix selection, K <= 256.  A
+// thread holds KEY[it][v] (wsf_topk_key, the top 8 x PASSES bits: those of
+// its dtype) and X[it][v] of element e = (TID + it x N) x 8 + v, valid below
+// COLS; N threads call it together.  Each pass histograms a byte of the
+// keys that match the bytes chosen so far and chooses the byte that holds
+// the K-th key: after PASSES of them T is the K-th key, every key above it
+// is in and NEED of those equal to it, the lowest indices (three more
+// passes over the indices' bytes where more are equal).  The chosen land in
+// S's slots (VAL, INDEX, KEY) in no order; the return value: how many, min(K,
+// COLS).  S: 260 + 3 x 256 words, free before the call; three __syncthreads
+// a pass.
+template <int STEPS, int PASSES>
+__device__ __forceinline__ int wsf_block_topk(const unsigned (&key)[STEPS][8], const float (&x)[STEPS][8], const int k,
+                              const long long cols, const int tid, const int n, unsigned *s)
+{
+	unsigned *const hist = s, *const ctl = s + 256, *const skey = s + 260;
+	float *const sval = (float *)(s + 516);
+	int *const sidx = (int *)(s + 772);
+	const int want = cols < k ? (int)cols : k;
+	unsigned prefix = 0u, vmask = 0u, index = 0u, imask = 0u, need = want, ties = 0u;
+
+	for (int pass = 0; pass < PASSES + 3 && want > 0; pass++) {
+		const bool by_index = pass >= PASSES;   // (then among the keys equal to T, the lower indices first)
+		const int shift = by_index ? 16 - 8 * (pass - PASSES) : 24 - 8 * pass;
+
+		if (by_index && ties == need)
+			break;   // every key equal to T in the indices chosen so far is in
+		for (int b = tid; b < 256; b += n)
+			hist[b] = 0u;
+		__syncthreads();
+#pragma unroll
+		for (int it = 0; it < STEPS; it++)
+#pragma unroll
+			for (int v = 0; v < 8; v++) {
+				const unsigned e = (unsigned)((tid + it * n) * 8 + v);
+
+				if (e < cols && (by_index ? key[it][v] == prefix && (e & imask) == index
+				                          : (key[it][v] & vmask) == prefix))
+					atomicAdd(&hist[((by_index ? e : key[it][v]) >> shift) & 255u], 1u);
+			}
+		__syncthreads();
+		if (tid < 32) {   // the byte where the count from the first in order reaches NEED
+			const int lane = tid;
+			unsigned c[8], sum = 0u, incl;
+
+#pragma unroll
+			for (int j = 0; j < 8; j++) {   // keys: the larger bytes first; indices: the smaller
+				c[j] = hist[by_index ? lane * 8 + j : 255 - (lane * 8 + j)];
+				sum += c[j];
+			}
+			incl = sum;
+#pragma unroll
+			for (int o = 1; o < 32; o <<= 1) {
+				const unsigned t = __shfl_up_sync(0xffffffffu, incl, o);
+
+				incl += lane >= o ? t : 0u;
+			}
+			if (incl - sum < need && need <= incl) {
+				unsigned acc = incl - sum;
+				int j = 0;
+
+				while (acc + c[j] < need)
+					acc += c[j++];
+				ctl[0] = by_index ? lane * 8 + j : 255 - (lane * 8 + j);
+				ctl[1] = need - acc;
+				ctl[2] = c[j];
+			}
+		}
+		__syncthreads();
+		if (by_index) {
+			index |= ctl[0] << shift;
+			imask |= 255u << shift;
+		} else {
+			prefix |= ctl[0] << shift;
+			vmask |= 255u << shift;
+		}
+		need = ctl[1];
+		ties = ctl[2];
+		__syncthreads();   // (ctl is read before the next pass writes it)
 	}
+	index |= ~imask & 0x00ffffffu;   // the last index in (below 2^24): every index below the bytes chosen
+	if (tid == 0)
+		ctl[3] = 0u;
 	__syncthreads();
-	v = lane < warps ? scratch[lane] : 0.0f;
-	i = lane < warps ? ((int *)scratch)[32 + lane] : -1;
-	wsf_lanes_best<32, SMALLEST>(v, i);
+#pragma unroll
+	for (int it = 0; it < STEPS; it++)
+#pragma unroll
+		for (int v = 0; v < 8; v++) {
+			const int e = (tid + it * n) * 8 + v;
+
+			if (e < cols && want > 0 && (key[it][v] > prefix || (key[it][v] == prefix && (unsigned)e <= index))) {
+				const unsigned slot = atomicAdd(&ctl[3], 1u);
+
+				skey[slot] = key[it][v];
+				sval[slot] = x[it][v];
+				sidx[slot] = e;
+			}
+		}
+	__syncthreads();
+	return want;
+}
+// Slot I's place in topk's order among the first COUNT slots of S (wsf_block_topk's).
+__device__ __forceinline__ int wsf_topk_rank(const unsigned *s, const int i, const int count)
+{
+	const unsigned *const skey = s + 260;
+	const int *const sidx = (const int *)(s + 772);
+	int r = 0;
+
+	for (int j = 0; j < count; j++)
+		r += skey[j] > skey[i] || (skey[j] == skey[i] && sidx[j] < sidx[i]);
+	return r;
 }
 
 // A thread's part of a row reduction: the first min(N, 8) of V into ACC.

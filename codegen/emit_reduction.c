@@ -124,8 +124,8 @@ row_computes(const Fusion *f, const Op *o)
  * reads it (v_NAME[8])?  Half the registers of f32: layernorm's row, weight
  * and bias then fit 48 warps an SM without spilling (docs/perf.md).
  */
-static bool
-row_raw(Emit *e, int t)
+bool
+emit_row_raw(Emit *e, int t)
 {
 	const Kernel *k = e->k;
 
@@ -138,7 +138,7 @@ static const char *
 row_value(Emit *e, int t)
 {
 	return arena_printf(e->c->arena, "%s%s", emit_tname(e, PFX_VALUE, t),
-	                    e->row.steps && !row_raw(e, t) ? "[it]" : "");
+	                    e->row.steps && !emit_row_raw(e, t) ? "[it]" : "");
 }
 
 static const char *
@@ -195,7 +195,7 @@ emit_row_load(Emit *e, int t, bool whole)
 		const char *l2 = full && e->row.policy ? "_l2" : "";
 		const char *pol = *l2 ? arena_printf(e->c->arena, ", %s", e->row.policy) : "";
 
-		if (row_raw(e, t)) {
+		if (emit_row_raw(e, t)) {
 			const char *raw = arena_printf(e->c->arena, "%s[it]", emit_tname(e, PFX_RAW, t));
 
 			if (whole)
@@ -230,14 +230,14 @@ emit_row_load(Emit *e, int t, bool whole)
 }
 
 /* The thread's index in its row, and the threads of a row: the CTA's, or its lanes' (RowPlan.lanes). */
-static const char *
-row_tid(const Emit *e)
+const char *
+emit_row_tid(const Emit *e)
 {
 	return e->k->row.lanes ? "wsf_lane" : "threadIdx.x";
 }
 
-static int
-row_nthreads(const Emit *e)
+int
+emit_row_nthreads(const Emit *e)
 {
 	return e->k->row.lanes ? e->k->row.lanes : e->k->consumer_threads;
 }
@@ -246,13 +246,13 @@ row_nthreads(const Emit *e)
  * Opens register mode's unrolled loop over a thread's steps of 8 elements;
  * GUARD: the steps may run past the row's end, which ends the loop.
  */
-static void
-open_steps(Emit *e, bool guard)
+void
+emit_open_steps(Emit *e, bool guard)
 {
 	emit_line(e, "#pragma unroll");
 	emit_line(e, "for (int it = 0; it < %d; it++) {", e->row.steps);
 	e->depth++;
-	emit_line(e, "const int e = %s * %d + it * %d;", row_tid(e), VEC, row_nthreads(e) * VEC);
+	emit_line(e, "const int e = %s * %d + it * %d;", emit_row_tid(e), VEC, emit_row_nthreads(e) * VEC);
 	if (guard) {
 		emit_line(e, "if (e >= cols)");
 		emit_line(e, "    break;");
@@ -332,16 +332,16 @@ row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 			 * did not overlap.
 			 */
 			emit_line(e, "if (%s * %d + %d <= cols) {   // this thread's part of the row's "
-			          "inputs, all inside the row", row_tid(e), VEC, (e->row.steps - 1) * row_nthreads(e) * VEC + VEC);
+			          "inputs, all inside the row", emit_row_tid(e), VEC, (e->row.steps - 1) * emit_row_nthreads(e) * VEC + VEC);
 			e->depth++;
-			open_steps(e, false);
+			emit_open_steps(e, false);
 			emit_hbm_loads(e, need, have, true);
 			e->depth--;
 			emit_line(e, "}");
 			e->depth--;
 			emit_line(e, "} else {   // the row's ragged end");
 			e->depth++;
-			open_steps(e, true);
+			emit_open_steps(e, true);
 			emit_hbm_loads(e, need, have, false);
 			e->depth--;
 			emit_line(e, "}");
@@ -358,7 +358,7 @@ row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 		emit_line(e, "if (e < cols) {");
 		e->depth++;
 	} else if (e->row.steps) {
-		open_steps(e, true);
+		emit_open_steps(e, true);
 	} else {
 		emit_line(e, "for (int e = threadIdx.x * %d; e < cols; e += %d) {", VEC, step);
 		e->depth++;
@@ -375,7 +375,7 @@ row_pass_open(Emit *e, const bool *target, const bool *need, bool *have)
 	for (i = 1; i < f->ntensor; i++) {
 		int t = i;
 
-		if (row_raw(e, t) && row_pass_reads(e, target, need, have, t)) {
+		if (emit_row_raw(e, t) && row_pass_reads(e, target, need, have, t)) {
 			emit_line(e, "float %s[%d];", row_value(e, t), VEC);
 			emit_line(e, "wsf_unpack8%s(%s, %s);", emit_suffix(f->tensor[t].dtype), row_value(e, t),
 			          arena_printf(e->c->arena, "%s[it]", emit_tname(e, PFX_RAW, t)));
@@ -634,99 +634,6 @@ emit_outer_sums(Emit *e)
 	emit_line(e, "    }");
 }
 
-/* Each topk's outputs (values, indices) of the selection of op I, at round r, from thread 0's (bv, bi). */
-static void
-topk_stores(Emit *e, int i)
-{
-	const Fusion *f = e->f;
-	const Op *o = &f->op[i];
-	int j, m;
-
-	for (j = i; j < f->nop; j++) {
-		const Op *p = &f->op[j];
-
-		if (p->kind != OP_TOPK || p->in[0].tensor != o->in[0].tensor || !dim_equal(p->shape[0], o->shape[0]) ||
-		    p->smallest != o->smallest)
-			continue;
-		for (m = 0; m < f->nout; m++)
-			if (f->out[m].tensor == p->out)
-				emit_line(e, "    wsf_store1%s(%s + row * %lld + r, %s);%s", emit_suffix(f->out[m].dtype),
-				          emit_param_name(e, emit_param_of(e, p->out, true)), (long long)dim_value(f, o->shape[0]),
-				          p->part ? "(float)bi" : "bv", emit_pos(e, f->out[m].pos));
-	}
-}
-
-/*
- * topk (register mode, after the output pass): k rounds, each the row's
- * best element not yet taken (NaN first, then larger, then the lower
- * index: wsf_before), found by each thread among its own and then over the
- * row's threads (a warp's lanes, or the CTA through wsf_best, alternating
- * its two halves round by round); the thread that holds it marks it taken,
- * the row's first thread stores it.  Ops of the same input and k share it.
- */
-static void
-emit_topk(Emit *e)
-{
-	const Kernel *k = e->k;
-	const Fusion *f = e->f;
-	int i, j, lanes = k->row.lanes;
-
-	for (i = 1; i < f->nop; i++) {
-		const Op *o = &f->op[i];
-		int t = o->in[0].tensor;
-		const char *x = row_raw(e, t) ? "wsf_x" : arena_printf(e->c->arena, "%s[it]", emit_tname(e, PFX_VALUE, t));
-
-		if (o->kind != OP_TOPK)
-			continue;
-		for (j = 1; j < i && !(f->op[j].kind == OP_TOPK && f->op[j].in[0].tensor == t &&
-		                       dim_equal(f->op[j].shape[0], o->shape[0]) && f->op[j].smallest == o->smallest); j++)
-			;
-		if (j < i)
-			continue;   /* (selected with op j) */
-		emit_line(e, "{   // topk of %s: each round the row's best not yet taken (%s, then the lower index)%s",
-		          f->tensor[t].name, o->smallest ? "smaller, NaN last" : "NaN, then larger", emit_pos(e, o->pos));
-		e->depth++;
-		emit_line(e, "unsigned wsf_taken[%d] = {0u};   // a bit an element of this thread's", e->row.steps);
-		emit_line(e, "for (int r = 0; r < %lld; r++) {", (long long)dim_value(f, o->shape[0]));
-		e->depth++;
-		emit_line(e, "float bv = 0.0f;");
-		emit_line(e, "int bi = -1;");
-		open_steps(e, true);
-		if (row_raw(e, t)) {
-			emit_line(e, "float wsf_x[%d];", VEC);
-			emit_line(e, "wsf_unpack8%s(wsf_x, %s[it]);", emit_suffix(f->tensor[t].dtype), emit_tname(e, PFX_RAW, t));
-		}
-		emit_line(e, "#pragma unroll");
-		emit_line(e, "for (int v = 0; v < %d; v++)", VEC);
-		emit_line(e, "    if (e + v < cols && !((wsf_taken[it] >> v) & 1u) && wsf_before%s(%s[v], e + v, bv, bi)) {",
-		          o->smallest ? "<true>" : "", x);
-		emit_line(e, "        bv = %s[v];", x);
-		emit_line(e, "        bi = e + v;");
-		emit_line(e, "    }");
-		e->depth--;
-		emit_line(e, "}");
-		if (lanes)
-			emit_line(e, "wsf_lanes_best<%d%s>(bv, bi);   // over the row's lanes", lanes, o->smallest ? ", true" : "");
-		else
-			emit_line(e, "wsf_block_best%s(bv, bi, wsf_best[r & 1]);   // over the CTA", o->smallest ? "<true>" : "");
-		emit_line(e, "#pragma unroll");
-		emit_line(e, "for (int it = 0; it < %d; it++) {   // the holder marks it taken", e->row.steps);
-		emit_line(e, "    const int e = %s * %d + it * %d;", row_tid(e), VEC, row_nthreads(e) * VEC);
-		emit_line(e, "    if (bi >= e && bi < e + %d)", VEC);
-		emit_line(e, "        wsf_taken[it] |= 1u << (bi - e);");
-		emit_line(e, "}");
-		emit_line(e, "if (%s) {", lanes ? "wsf_lane == 0 && wsf_live" : "threadIdx.x == 0");
-		topk_stores(e, i);
-		emit_line(e, "}");
-		e->depth--;
-		emit_line(e, "}");
-		if (!lanes)
-			emit_line(e, "__syncthreads();   // wsf_best is free for the next row's");
-		e->depth--;
-		emit_line(e, "}");
-	}
-}
-
 static void
 emit_row_compute(Emit *e, const Stmt *s)
 {
@@ -754,7 +661,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 		emit_line(e, "// the row in registers: this thread's %d x %d elements of each value, computed %s",
 		          e->row.steps, VEC, k->row.reread ? "again in every pass from the row loaded again" : "once");
 		for (i = 1; i < f->ntensor; i++)
-			if (row_raw(e, i))
+			if (emit_row_raw(e, i))
 				emit_line(e, "uint4 %s[%d];   // as loaded, 2 elements a register, unpacked where "
 				          "used%s", emit_tname(e, PFX_RAW, i), e->row.steps, emit_pos(e, f->tensor[i].pos));
 			else if (row_full(k, i) && (f->tensor[i].kind == TK_INPUT || f->tensor[i].kind == TK_VALUE))
@@ -1124,7 +1031,7 @@ emit_frame(Emit *e)
 
 	emit_line(e, "__shared__ float wsf_red[64];   // one partial per warp for block reductions, twice");
 	if (fusion_has_op(f, OP_TOPK) && !k->row.lanes)
-		emit_line(e, "__shared__ float wsf_best[2][64];   // topk's rounds: a value and an index a warp, twice");
+		emit_line(e, "__shared__ unsigned wsf_topk[1028];   // topk's histogram, its choices, the chosen (wsf_block_topk)");
 	if (!k->row.outer)
 		return;
 	emit_line(e, "__shared__ float wsf_outer[%d];   // where the sums over the rows meet, a float a thread",
@@ -1164,9 +1071,9 @@ emit_compute_params(Emit *e, Buf *params, Buf *args)
 
 	buf_printf(params, "%s    float *const wsf_red", params->len ? ",\n" : "");
 	buf_printf(args, "%swsf_red", args->len ? ", " : "");
-	if (fusion_has_op(f, OP_TOPK) && !e->k->row.lanes) {   /* (the frame's wsf_best) */
-		buf_printf(params, ",\n    float (*const wsf_best)[64]");
-		buf_printf(args, ", wsf_best");
+	if (fusion_has_op(f, OP_TOPK) && !e->k->row.lanes) {   /* (the frame's wsf_topk) */
+		buf_printf(params, ",\n    unsigned *const wsf_topk");
+		buf_printf(args, ", wsf_topk");
 	}
 	for (i = 1; i < f->nop; i++) {   /* the sums over the rows, this thread's */
 		const char *acc = emit_tname(e, PFX_ACC, f->op[i].out);

@@ -286,8 +286,9 @@ infer_binary(Comp *c, Fusion *f, Op *o, Tensor *out)
 
 /*
  * A reduction's dim: [LIST] (torch's x.sum(dim=(0, 1))): each dim in range
- * and listed once, together consecutive dims (in any order): o->axis the
- * first, o->naxes their count.  0, or -1 after an error at the list.
+ * and listed once, together consecutive dims (in any order; reduce_order
+ * has made those without the last so): o->axis the first, o->naxes their
+ * count.  0, or -1 after an error at the list.
  */
 static int
 reduce_dims(Comp *c, const Fusion *f, Op *o, const Tensor *a)
@@ -309,9 +310,9 @@ reduce_dims(Comp *c, const Fusion *f, Op *o, const Tensor *a)
 		hi = d > hi ? d : hi;
 	}
 	if (hi - lo + 1 != o->ndims)
-		return diag_error(c, p, "'dim' lists dims of '%s' %s that are not consecutive: a reduction over several "
-		                  "dims takes consecutive ones, so far (permute them together first)", a->name,
-		                  shape_str(c, f, a));
+		return diag_error(c, p, "'dim' lists dims of '%s' %s that are not consecutive, the last one among them: a "
+		                  "reduction over the last dim takes it with the dims just before it, so far (permute "
+		                  "them together first)", a->name, shape_str(c, f, a));
 	o->axis = lo;
 	o->naxes = o->ndims;
 	o->ndims = 0;
@@ -350,6 +351,114 @@ infer_reduce(Comp *c, Fusion *f, Op *o, Tensor *out)
 	}
 	out->dtype = a->dtype;
 	return 0;
+}
+
+/* Room for an op at AT in F (every later op one up, the tensors' defs too): the op, zeroed. */
+static Op *
+insert_op(Comp *c, Fusion *f, int at)
+{
+	int t;
+
+	VEC_PUSH(c->arena, f->op, f->nop, f->capop);
+	memmove(&f->op[at + 1], &f->op[at], (size_t)(f->nop - 1 - at) * sizeof *f->op);
+	for (t = 1; t < f->ntensor; t++)
+		if (f->tensor[t].def >= at)
+			f->tensor[t].def++;
+	memset(&f->op[at], 0, sizeof f->op[at]);
+	return &f->op[at];
+}
+
+/*
+ * A reduction over a list of dims that are not consecutive, the last not
+ * among them (dim: [0, 2] of [A, B, C, D]): a permute made in front of it
+ * moves the kept dims but the last first, in order, then the reduced ones,
+ * the last staying last, and the reduction takes the reduced dims, now
+ * consecutive ([B, A, C, D] over dims 1, 2); its result is the same values
+ * in the same order.  With keepdim it reduces without, into NAME.reduced,
+ * and a reshape gives NAME the user's shape (the views pass folds it into
+ * the reduction).  The ops made are inferred here and the loop goes on
+ * after the reduction.  1 after such a rewrite, 0 when there is none to
+ * make, -1 after an error.
+ */
+static int infer_view(Comp *c, Fusion *f, Op *o, Tensor *out);
+
+static int
+reduce_order(Comp *c, Fusion *f, int i)
+{
+	Op *o = &f->op[i];
+	Tensor a = f->tensor[o->in[0].tensor];
+	bool red[MAX_RANK] = {false}, keep = o->keepdim;
+	int d, j, lo = MAX_RANK, hi = -1, kept = 0, order[MAX_RANK], t, out = o->out, r;
+
+	if (o->ndims < 2 || !o->in[0].tensor)
+		return 0;
+	for (j = 0; j < o->ndims; j++) {
+		d = o->dims[j] < 0 ? o->dims[j] + a.rank : o->dims[j];
+		if (d < 0 || d >= a.rank || red[d])
+			return 0;   /* (reduce_dims says which) */
+		red[d] = true;
+		lo = d < lo ? d : lo;
+		hi = d > hi ? d : hi;
+	}
+	if (red[a.rank - 1] || hi - lo + 1 == o->ndims)
+		return 0;   /* (consecutive, or a row's: reduce_dims) */
+	for (d = 0; d < a.rank - 1; d++)
+		if (!red[d])
+			order[kept++] = d;
+	for (j = kept, d = 0; d < a.rank; d++)   /* the reduced dims, then the last */
+		if (red[d] || d == a.rank - 1)
+			order[j++] = d;
+	r = keep ? fusion_add_tensor(c, f, intern_cstr(c->strs, arena_printf(c->arena, "%s.reduced",
+	                                                                        f->tensor[out].name)), TK_VALUE, o->pos)
+	         : out;
+	t = fusion_add_tensor(c, f, intern_cstr(c->strs, arena_printf(c->arena, "%s.permuted", f->tensor[r].name)),
+	                      TK_VALUE, o->pos);
+	o = insert_op(c, f, i);
+	*o = (Op){.kind = OP_PERMUTE, .out = t, .nin = 1, .ndims = a.rank, .pos = f->op[i + 1].pos,
+	          .attr_pos = f->op[i + 1].pos, .origin = f->tensor[r].name};
+	o->in[0] = f->op[i + 1].in[0];
+	memcpy(o->dims, order, sizeof order);
+	f->tensor[t].def = i;
+	if (infer_view(c, f, o, &f->tensor[t]) < 0)
+		return -1;
+	o = &f->op[i + 1];
+	o->in[0].tensor = t;
+	o->naxes = o->ndims;
+	o->ndims = 0;
+	o->axis = kept;
+	o->keepdim = false;
+	o->out = r;
+	f->tensor[r].def = i + 1;
+	if (infer_reduce(c, f, o, &f->tensor[r]) < 0)
+		return -1;
+	if (keep) {   /* NAME = reshape(NAME.reduced, the user's shape: ones where the reduced dims were) */
+		o = insert_op(c, f, i + 2);
+		*o = (Op){.kind = OP_RESHAPE, .out = out, .nin = 1, .nshape = a.rank, .pos = f->op[i + 1].pos,
+		          .attr_pos = f->op[i + 1].pos, .origin = f->tensor[out].name};
+		o->in[0] = (Operand){.tensor = r, .pos = o->pos};
+		for (d = 0; d < a.rank; d++)
+			o->shape[d] = red[d] ? (Dim){0, 1} : a.dim[d];
+		f->tensor[out].def = i + 2;
+	}
+	return 1;
+}
+
+const char *
+reduce_what(Comp *c, const Fusion *f, const Op *o)
+{
+	const Tensor *x = &f->tensor[o->in[0].tensor];
+	const Op *p = x->def ? &f->op[x->def] : NULL;
+	int i, n = op_naxes(o);
+	Buf b;
+
+	if (!p || p->kind != OP_PERMUTE || p->origin != f->tensor[o->out].name)
+		p = NULL;   /* (as written, or moved by the views pass: the permuted name) */
+	buf_init(&b, c->arena);
+	buf_printf(&b, "%s over %s", op_info[o->kind].name, n > 1 ? "dims " : "axis ");
+	for (i = 0; i < n; i++)
+		buf_printf(&b, "%s%d", i ? ", " : "", p ? p->dims[o->axis + i] : o->axis + i);
+	buf_printf(&b, " of '%s'", p ? f->tensor[p->in[0].tensor].name : x->name);
+	return buf_str(&b);
 }
 
 static int
@@ -961,7 +1070,11 @@ pass_infer(Comp *c)
 			rc = infer_binary(c, f, o, out);
 			break;
 		case CLS_REDUCE:
-			rc = infer_reduce(c, f, o, out);
+			rc = reduce_order(c, f, i);
+			if (rc > 0)   /* (a permute at I, the reduction at I + 1: both inferred) */
+				i++, rc = 0;
+			else if (rc == 0)
+				rc = infer_reduce(c, f, o, out);
 			break;
 		case CLS_MATMUL:
 			rc = infer_matmul(c, f, o, out);

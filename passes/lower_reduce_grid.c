@@ -229,19 +229,15 @@ lower_reduce_plan(Comp *c, Kernel *k, const Fusion *f, int *domain)
 				return -1;
 		}
 		if (!dtype_is_float(x->dtype))
-			return refuse(c, o->pos, "'%s' (%s over rows of '%s') reduces %s values: a reduction over rows adds "
-			              "float values in f32, so far (cast it to f32)", f->tensor[o->out].name,
-			              op_info[o->kind].name, x->name, dtype_info[x->dtype].name);
-		if (w->reduce == RED_NONE)
-			return refuse(c, o->pos, "'%s' (%s over axis %s) keeps dims between that axis and the last one: a "
-			              "reduction over rows keeps only the last dim as its columns, so far; reshape its input "
-			              "so that the dims it keeps after the axis are one", f->tensor[o->out].name,
-			              op_info[o->kind].name, arena_printf(c->arena, "%d of '%s'", o->axis, x->name));
+			return refuse(c, o->pos, "'%s' (%s) reduces %s values: a reduction over rows adds float values in "
+			              "f32, so far (cast it to f32)", f->tensor[o->out].name, reduce_what(c, f, o),
+			              dtype_info[x->dtype].name);
+		if (w->reduce == RED_NONE)   /* (infer's permute put the kept dims first) */
+			return diag_internal(c, "lower", "'%s' keeps dims between its axes and the last", f->tensor[o->out].name);
 		if (o->axis != first->axis || op_naxes(o) != op_naxes(first) || !lower_same_shape(x, &f->tensor[first->in[0].tensor]))
-			return refuse(c, o->pos, "'%s' reduces %s: the reductions over rows of one kernel reduce one "
-			              "shape over one axis, so far (the first: '%s'); split the fusion",
-			              f->tensor[o->out].name, arena_printf(c->arena, "'%s' over axis %d", x->name, o->axis),
-			              f->tensor[first->out].name);
+			return refuse(c, o->pos, "'%s' (%s): the reductions over rows of one kernel reduce one shape over "
+			              "one axis, so far (the first: '%s'); split the fusion", f->tensor[o->out].name,
+			              reduce_what(c, f, o), f->tensor[first->out].name);
 	}
 	if (!first)
 		return 0;

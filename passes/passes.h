@@ -302,6 +302,8 @@ typedef struct PreloadAt {
 } PreloadAt;
 int preload_at(Comp *c, const Kernel *k, PreloadAt *at);
 int pass_infer(Comp *c);
+/* "sum over axis 0 of 'x'": reduction O as written (through the permute infer put in front of it) */
+const char *reduce_what(Comp *c, const Fusion *f, const Op *o);
 int pass_schedule(Comp *c);
 /* grad.c: c->fusion (expanded, inferred) becomes its backward, inferred; the contract atop grad.c. */
 int pass_grad(Comp *c);

@@ -98,11 +98,10 @@ check_reduction(Comp *c, const Fusion *f)
 		    (o->axis != in->rank - 1 || o->naxes > 1)) {
 			c->status = WSF_ERR_UNSUPPORTED;   /* (not yet: exit status 6) */
 			return diag_error(c, o->pos,
-			                  "cannot place '%s' (%s over %s of '%s', rank %d) in one kernel: a kernel "
-			                  "with reductions over the last axis (a row's) takes others only over every dim "
-			                  "but the last (the rows'), so far; split the fusion", f->tensor[o->out].name, op_info[o->kind].name,
-			                  o->naxes > 1 ? arena_printf(c->arena, "dims %d..%d", o->axis, o->axis + o->naxes - 1)
-			                               : arena_printf(c->arena, "axis %d", o->axis), in->name, in->rank);
+			                  "cannot place '%s' (%s, rank %d) in one kernel: a kernel with reductions over "
+			                  "the last axis (a row's) takes others only over every dim but the last (the "
+			                  "rows'), so far; split the fusion", f->tensor[o->out].name, reduce_what(c, f, o),
+			                  in->rank);
 		}
 	}
 	return 0;

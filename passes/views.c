@@ -787,25 +787,120 @@ split_outputs(Sinker *x, int dim)
 	f->split_dim = dim;
 }
 
+/*
+ * Does reduction O keep dims other than ones between its reduced dims and
+ * the last ([B, S, H].sum(0))?  The reductions over rows run
+ * [.., group dims, reduced dims, ones, last]: permute_first puts a permute in
+ * front.
+ */
+static bool
+keeps_dims_after(const Fusion *f, const Op *o)
+{
+	const Tensor *a = &f->tensor[o->in[0].tensor];
+	int d;
+
+	if (op_info[o->kind].cls != CLS_REDUCE || o->axis + op_naxes(o) >= a->rank)
+		return false;
+	for (d = o->axis + op_naxes(o); d < a->rank - 1 && dim_is_one(a->dim[d]); d++)
+		;
+	return d < a->rank - 1;
+}
+
+/*
+ * Reduction O over dims axis .. axis + n - 1 of its input, which keeps dims
+ * after them: a permute of the input (moved down like any view) that puts
+ * those kept dims before the reduced ones, the last staying last, and O over
+ * the permute, its result as it was (the same values in the same order;
+ * the reductions over rows store it flat).  The permute is "NAME.permuted".
+ */
+static void
+permute_first(Sinker *x, const Op *o)
+{
+	Fusion *f = x->f;
+	int src = o->in[0].tensor, rank = f->tensor[src].rank, n = op_naxes(o), d, j = 0, t;
+	const char *name = arena_printf(x->c->arena, "%s.permuted", f->tensor[o->out].name);
+	Op p = {0}, r = *o;
+
+	for (d = 0; d < rank - 1; d++)
+		if (d < o->axis || d >= o->axis + n)
+			p.dims[j++] = d;
+	for (d = o->axis; d < o->axis + n; d++)
+		p.dims[j++] = d;
+	p.dims[j] = rank - 1;
+	t = fresh(x, o->out, src, f->tensor[src].dtype, src);
+	if (!fusion_find_tensor(f, intern_cstr(x->c->strs, name)))
+		f->tensor[t].name = intern_cstr(x->c->strs, name);
+	for (d = 0; d < rank; d++)
+		f->tensor[t].dim[d] = f->tensor[src].dim[p.dims[d]];
+	p.kind = OP_PERMUTE;
+	p.nin = 1;
+	p.in[0] = o->in[0];
+	p.ndims = rank;
+	p.out = t;
+	p.pos = p.attr_pos = o->pos;
+	p.origin = f->tensor[o->out].name;
+	r.in[0].tensor = sink_view(x, &p, src, t);
+	r.axis = rank - 1 - n;
+	push(x, &r);
+}
+
+/*
+ * Is O a reshape of a reduction's result that no other op reads and no
+ * output is, which only adds or drops dims of 1 (infer's keepdim after
+ * reduce_order)?  The reduction then writes O's result itself: the same
+ * elements in the same order.
+ */
+static bool
+folds_into_reduction(const Fusion *f, const int *def, const Op *ops, const Op *o)
+{
+	const Tensor *a = &f->tensor[o->in[0].tensor], *b = &f->tensor[o->out];
+	int i, j, readers = 0;
+
+	if (o->kind != OP_RESHAPE || !def[a - f->tensor] || op_info[ops[def[a - f->tensor]].kind].cls != CLS_REDUCE ||
+	    is_output(f, (int)(a - f->tensor)))
+		return false;
+	for (i = 1; i < f->nop; i++)
+		for (j = 0; j < f->op[i].nin; j++)
+			readers += f->op[i].in[j].tensor == a - f->tensor;
+	for (i = j = 0; readers == 1; i++, j++) {   /* the dims other than 1, in order, the same */
+		while (i < a->rank && dim_is_one(a->dim[i]))
+			i++;
+		while (j < b->rank && dim_is_one(b->dim[j]))
+			j++;
+		if (i == a->rank || j == b->rank)
+			return i == a->rank && j == b->rank;
+		if (!dim_equal(a->dim[i], b->dim[j]))
+			return false;
+	}
+	return false;
+}
+
 int
 pass_views(Comp *c)
 {
 	Fusion *f = c->fusion;
 	Sinker x = {c, f, NULL, 0, 0, NULL, NULL, 0};
-	bool *live, moved = false;
+	bool *live, moved = false, reduces = false, placed = false;
 	int i, j, n, ntensor, split = -1;
 
 	for (i = 1; i < f->nop; i++) {
-		if (op_info[f->op[i].kind].cls != CLS_UNARY && op_info[f->op[i].kind].cls != CLS_BINARY &&
-		    op_info[f->op[i].kind].cls != CLS_VIEW)
+		const Op *o = &f->op[i];
+
+		reduces |= op_info[o->kind].cls == CLS_REDUCE;
+		if (op_info[o->kind].cls != CLS_UNARY && op_info[o->kind].cls != CLS_BINARY &&
+		    op_info[o->kind].cls != CLS_VIEW && op_info[o->kind].cls != CLS_REDUCE)
 			return 0;   /* another family: its views stay (schedule says what it takes) */
-		if (f->op[i].kind == OP_CAT || (f->op[i].kind == OP_SLICE_SCATTER && !view_in_place(f, &f->op[i])) ||
-		    (op_info[f->op[i].kind].cls == CLS_VIEW && f->op[i].kind != OP_INDEX_COPY &&
-		    f->op[i].kind != OP_SLICE_SCATTER && f->tensor[f->op[i].in[0].tensor].def &&
-		    sinkable(&f->op[f->tensor[f->op[i].in[0].tensor].def])))
+		placed |= o->kind == OP_CAT || o->kind == OP_PAD || (o->kind == OP_SLICE_SCATTER && !view_in_place(f, o));
+		if (op_info[o->kind].cls == CLS_VIEW && o->kind != OP_INDEX_COPY && o->kind != OP_SLICE_SCATTER &&
+		    f->tensor[o->in[0].tensor].def && (sinkable(&f->op[f->tensor[o->in[0].tensor].def]) ||
+		                                       op_info[f->op[f->tensor[o->in[0].tensor].def].kind].cls == CLS_REDUCE))
 			moved = true;
+		moved |= keeps_dims_after(f, o);
 	}
-	for (i = 0; i < f->nout && split < 0; i++)
+	if (reduces && placed)
+		return 0;   /* (a reduction's kernel reads views, not cats or pads: schedule says so) */
+	moved |= placed;
+	for (i = 0; i < f->nout && split < 0 && !reduces; i++)
 		if (!lower_same_shape(&f->tensor[fusion_stored(f, i)], &f->tensor[fusion_stored(f, 0)]))
 			split = split_dim(f);
 	if (!moved && split < 0)
@@ -826,6 +921,11 @@ pass_views(Comp *c)
 			place_cat(&x, o);
 		else if (o->kind == OP_PAD && x.def[src] && sinkable(&x.ops[x.def[src]]))
 			place_pad(&x, o);
+		else if (folds_into_reduction(f, x.def, x.ops, o)) {
+			x.ops[x.def[src]].out = o->out;   /* (the reduction writes the reshape's result) */
+			x.def[o->out] = x.def[src];
+		} else if (keeps_dims_after(f, o))
+			permute_first(&x, o);
 		else if (op_info[o->kind].cls == CLS_VIEW)
 			sink_view(&x, o, src, o->out);
 		else

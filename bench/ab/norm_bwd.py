@@ -5,8 +5,8 @@ over the rows, RowPlan.outer), against torch.compile of the same formula, torch'
 On a GPU from the repository root: `python3 bench/ab/norm_bwd.py [ROUNDS [CASES [STAGES]]]`, ROUNDS
 interleaved rounds (default 3), CASES a comma list of ln4k, ln8k, rms4k, rms8k (default all), STAGES a
 comma list of `schedule: {stages: N}` variants timed beside the default (e.g. 2,6): x, dy [32768, 4096] or
-[16384, 8192] bf16, the forward's mean and rstd [T, 1] f32, the weight [H] bf16; dx bf16, dgamma, dbeta f32
-(RMSNorm: dw bf16).  Each output is poisoned with NaN and checked against the formula in f64 (relative
+[16384, 8192] bf16, the forward's mean and rstd [T, 1] f32, the weight [H] bf16; dx bf16, dgamma, dbeta
+[1, H] f32 (RMSNorm: dw bf16).  Each output is poisoned with NaN and checked against the formula in f64 (relative
 error below 1e-2 for dx, 1e-3 for the sums), launched twice more and compared bit for bit; then
 do_bench's median with L2 flushed.  The copy moves the bytes the kernel must (x and dy read, dx
 written) once as a read and a write.
@@ -50,18 +50,19 @@ def main():
         mean, rstd = x.float().mean(-1, keepdim=True), torch.rsqrt(x.float().var(-1, keepdim=True) + 1e-5)
         if name.startswith("ln"):
             spec, ins, fn, peer = LN, [x, dy, mean, rstd, w], ln_formula, ln_aten
-            ys = [torch.full((t, h), float("nan"), **bf), torch.full((h,), float("nan"), **f32),
-                  torch.full((h,), float("nan"), **f32)]
+            ys = [torch.full((t, h), float("nan"), **bf), torch.full((1, h), float("nan"), **f32),
+                  torch.full((1, h), float("nan"), **f32)]
         else:
             spec, ins, fn, peer = RMS, [x, dy, rstd, w], rms_formula, rms_formula
-            ys = [torch.full((t, h), float("nan"), **bf), torch.full((h,), float("nan"), **bf)]
+            ys = [torch.full((t, h), float("nan"), **bf), torch.full((1, h), float("nan"), **bf)]
         with wsfuse.Context(sizes={"T": t, "H": h}, cache="0") as ctx:
             k = ctx.compile_string(spec, name=name + ".yaml")
             k.launch(*ins, *ys)
             torch.cuda.synchronize()
             ref = fn(*[a.double() if a.dtype == torch.float32 else a for a in ins])
             for i, (y, r) in enumerate(zip(ys, ref)):
-                err = ((y.double() - r.double()).norm() / r.double().norm()).item()
+                r = r.double().reshape(y.shape)   # (the sums keep their dim: [1, H])
+                err = ((y.double() - r).norm() / r.norm()).item()
                 assert err < (1e-2 if i == 0 or y.dtype == torch.bfloat16 else 1e-3), (name, i, err)
             alts = {n: ctx.compile_string(spec + f"schedule: {{stages: {n}}}\n", name=f"{name}_s{n}.yaml")
                     for n in stages}

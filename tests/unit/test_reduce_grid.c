@@ -187,6 +187,74 @@ weight_gradients(void **state)
 	assert_contains(buf_str(&b), "param dg: output ptr f32 [H] reduced");
 }
 
+/*
+ * Kept dims after the reduced ones: [B, S, H].sum(0), and (x * y).sum([0, 2],
+ * keepdim) of [A, B, C, D].  Infer puts a permute in front (the kept dims
+ * first, the last last), the views pass moves it to the inputs, and the
+ * kernel reduces groups of rows; the host reference's sums (of the fusion
+ * as rewritten) are the sums over the dims as written, worked out here.
+ */
+static void
+kept_dims_after(void **state)
+{
+	Fixture *t = *state;
+	Kernel *k = lowered(t, SPEC("{B: 4, S: 100, H: 256}", "  x: {dtype: bf16, shape: [B, S, H]}\n",
+	                            "  - {out: s, op: sum, in: [x], dim: 0, keepdim: false}\n", "  s: {dtype: f32}\n"));
+	const Fusion *f = t->c.fusion;
+	const Tensor *r;
+	double x[192], y[192], m[24], want[24];
+	const double *in[] = {x, y};
+	double *out[] = {m};
+	int a, b, c, d;
+
+	assert_int_equal(f->op[1].kind, OP_PERMUTE);
+	assert_string_equal(f->tensor[f->op[1].out].name, "s.permuted");
+	assert_int_equal(f->op[1].dims[0], 1);
+	assert_int_equal(f->op[1].dims[1], 0);
+	assert_int_equal(f->op[1].dims[2], 2);
+	assert_int_equal(f->op[2].kind, OP_SUM);
+	assert_int_equal(f->op[2].axis, 1);
+	assert_int_equal(op_naxes(&f->op[2]), 1);
+	r = &f->tensor[f->op[2].out];
+	assert_int_equal(r->rank, 2);
+	assert_string_equal(f->sym[r->dim[0].sym].name, "S");
+	assert_string_equal(f->sym[r->dim[1].sym].name, "H");
+	assert_int_equal(kernel_pw(k)->reduce, RED_COLUMNS);
+	assert_int_equal(kernel_pw(k)->extent->kind, EX_VAR);   /* a group: the B rows of one s */
+	assert_int_equal(kernel_pw(k)->extent->var, k->param[param_named(k, "dim_B")].var);
+
+	k = lowered(t, SPEC("{A: 2, B: 3, C: 4, D: 8}", "  x: {dtype: f32, shape: [A, B, C, D]}\n"
+	                    "  y: {dtype: f32, shape: [A, B, C, D]}\n",
+	                    "  - {out: p, op: mul, in: [x, y]}\n  - {out: m, op: sum, in: [p], dim: [2, 0], keepdim: true}\n",
+	                    "  m: {}\n"));
+	f = t->c.fusion;
+	r = &f->tensor[f->out[0].tensor];
+	assert_int_equal(r->rank, 4);   /* the user's keepdim shape [1, B, 1, D] */
+	assert_int_equal(r->dim[0].ext, 1);
+	assert_string_equal(f->sym[r->dim[1].sym].name, "B");
+	assert_int_equal(r->dim[2].ext, 1);
+	assert_string_equal(f->sym[r->dim[3].sym].name, "D");
+	assert_int_equal(kernel_pw(k)->reduce, RED_COLUMNS);
+	assert_int_equal(kernel_pw(k)->extent->kind, EX_MUL);   /* a group: A x C rows */
+	assert_int_equal(k->param[param_named(k, "m.reduced.permuted.x")].view, VIEW_ROW_AT);   /* a row of D at its strides */
+	for (a = 0; a < 192; a++) {
+		x[a] = (a * 37 % 11) - 5;
+		y[a] = (a * 13 % 7) - 3;
+	}
+	assert_int_equal(rt_reference(&t->c, f, in, out), WSF_OK);
+	for (b = 0; b < 3; b++)
+		for (d = 0; d < 8; d++) {
+			want[b * 8 + d] = 0;
+			for (a = 0; a < 2; a++)
+				for (c = 0; c < 4; c++) {
+					int i = ((a * 3 + b) * 4 + c) * 8 + d;
+
+					want[b * 8 + d] += x[i] * y[i];
+				}
+			assert_true(m[b * 8 + d] == want[b * 8 + d]);
+		}
+}
+
 /* dim: [LIST]: torch's dy.sum((0, 1)) over [B, S, H] is a column sum over all the rows; every dim, over everything. */
 static void
 dim_lists(void **state)
@@ -211,7 +279,7 @@ dim_lists(void **state)
 	/* dims 1 and 2 of [B, S, H] end at the last: a row's reduction, which the row kernel does not take yet */
 	assert_contains(refused(t, SPEC("{B: 4, S: 100, H: 256}", "  x: {dtype: bf16, shape: [B, S, H]}\n",
 	                                "  - {out: s, op: sum, in: [x], dim: [1, 2]}\n", "  s: {dtype: f32}\n")),
-	                "(sum over dims 1..2 of 'x', rank 3)");
+	                "(sum over dims 1, 2 of 'x', rank 3)");
 }
 
 /*
@@ -425,8 +493,8 @@ refusals(void **state)
 	                    "  - {out: y, op: where, in: [c, 1.0, s]}\n", "  y: {}\n"));
 	assert_contains(m, "it combines 's', a result of a reduction over rows, with 'c'");
 	m = refused(t, SPEC("{B: 4, S: 64, H: 256}", "  x: {dtype: f32, shape: [B, S, H]}\n",
-	                    "  - {out: s, op: sum, in: [x], dim: 0}\n", "  s: {}\n"));
-	assert_contains(m, "keeps dims between that axis and the last one");
+	                    "  - {out: s, op: sum, in: [x], dim: [0, 2]}\n", "  s: {}\n"));
+	assert_contains(m, "not consecutive, the last one among them");
 	m = refused(t, SPEC("{T: 64, H: 256}", "  x: {dtype: bool, shape: [T, H]}\n",
 	                    "  - {out: s, op: amax, in: [x], dim: 0}\n", "  s: {}\n"));
 	assert_contains(m, "reduces bool values");
@@ -525,6 +593,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(middle_mean, setup, teardown),
 		cmocka_unit_test_setup_teardown(full_amax, setup, teardown),
 		cmocka_unit_test_setup_teardown(weight_gradients, setup, teardown),
+		cmocka_unit_test_setup_teardown(kept_dims_after, setup, teardown),
 		cmocka_unit_test_setup_teardown(dim_lists, setup, teardown),
 		cmocka_unit_test_setup_teardown(items_cover, setup, teardown),
 		cmocka_unit_test_setup_teardown(refusals, setup, teardown),
