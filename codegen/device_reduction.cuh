@@ -164,46 +164,43 @@ template <bool SMALLEST = false> __device__ __forceinline__ unsigned wsf_topk_ke
 
 	return SMALLEST ? ~k : k;
 }
-// The K first elements of a CTA's row by radix selection, K <= 256.  A
-// thread holds KEY[it][v] (wsf_topk_key, the top 8 x PASSES bits: those of
-// its dtype) and X[it][v] of element e = (TID + it x N) x 8 + v, valid below
-// COLS; N threads call it together.  Each pass histograms a byte of the
-// keys that match the bytes chosen so far and chooses the byte that holds
-// the K-th key: after PASSES of them T is the K-th key, every key above it
-// is in and NEED of those equal to it, the lowest indices (three more
-// passes over the indices' bytes where more are equal).  The chosen land in
-// S's slots (VAL, INDEX, KEY) in no order; the return value: how many, min(K,
-// COLS).  S: 260 + 3 x 256 words, free before the call; three __syncthreads
-// a pass.
-template <int STEPS, int PASSES>
-__device__ __forceinline__ int wsf_block_topk(const unsigned (&key)[STEPS][8], const float (&x)[STEPS][8], const int k,
-                              const long long cols, const int tid, const int n, unsigned *s)
+// The K first elements of a CTA's row by radix selection, K <= 256, N
+// threads together.  EACH(f) calls f(e, x) for each element e < COLS of the
+// row this thread holds (registers) or reads (memory: each pass reads the
+// row again), x its value; its order key is wsf_topk_key's top 8 x PASSES
+// bits (those of its dtype).  Each pass histograms a byte of the keys that
+// match the bytes chosen so far and chooses the byte that holds the K-th
+// key: after PASSES of them T is the K-th key, every key above it is in and
+// NEED of those equal to it, the lowest indices (up to four more passes
+// over the indices' bytes where more are equal).  The chosen land in S's slots (KEY,
+// VAL, INDEX) in no order; the return value: how many, min(K, COLS).  S: 260
+// + 3 x 256 words, free before the call; three __syncthreads a pass.
+template <int PASSES, bool SMALLEST, class Each>
+__device__ __forceinline__ int wsf_block_topk(Each each, const int k, const long long cols, const int tid,
+                                              const int n, unsigned *s)
 {
 	unsigned *const hist = s, *const ctl = s + 256, *const skey = s + 260;
 	float *const sval = (float *)(s + 516);
 	int *const sidx = (int *)(s + 772);
+	const unsigned bits = PASSES == 4 ? 0xffffffffu : ~0u << (32 - 8 * PASSES);
 	const int want = cols < k ? (int)cols : k;
 	unsigned prefix = 0u, vmask = 0u, index = 0u, imask = 0u, need = want, ties = 0u;
 
-	for (int pass = 0; pass < PASSES + 3 && want > 0; pass++) {
+	for (int pass = 0; pass < PASSES + 4 && want > 0; pass++) {
 		const bool by_index = pass >= PASSES;   // (then among the keys equal to T, the lower indices first)
-		const int shift = by_index ? 16 - 8 * (pass - PASSES) : 24 - 8 * pass;
+		const int shift = 24 - 8 * (by_index ? pass - PASSES : pass);
 
 		if (by_index && ties == need)
 			break;   // every key equal to T in the indices chosen so far is in
 		for (int b = tid; b < 256; b += n)
 			hist[b] = 0u;
 		__syncthreads();
-#pragma unroll
-		for (int it = 0; it < STEPS; it++)
-#pragma unroll
-			for (int v = 0; v < 8; v++) {
-				const unsigned e = (unsigned)((tid + it * n) * 8 + v);
+		each([&](const unsigned e, const float x) {
+			const unsigned key = wsf_topk_key<SMALLEST>(x) & bits;
 
-				if (e < cols && (by_index ? key[it][v] == prefix && (e & imask) == index
-				                          : (key[it][v] & vmask) == prefix))
-					atomicAdd(&hist[((by_index ? e : key[it][v]) >> shift) & 255u], 1u);
-			}
+			if (by_index ? key == prefix && (e & imask) == index : (key & vmask) == prefix)
+				atomicAdd(&hist[((by_index ? e : key) >> shift) & 255u], 1u);
+		});
 		__syncthreads();
 		if (tid < 32) {   // the byte where the count from the first in order reaches NEED
 			const int lane = tid;
@@ -244,24 +241,21 @@ __device__ __forceinline__ int wsf_block_topk(const unsigned (&key)[STEPS][8], c
 		ties = ctl[2];
 		__syncthreads();   // (ctl is read before the next pass writes it)
 	}
-	index |= ~imask & 0x00ffffffu;   // the last index in (below 2^24): every index below the bytes chosen
+	index |= ~imask;   // the last index in: every index below the bytes chosen
 	if (tid == 0)
 		ctl[3] = 0u;
 	__syncthreads();
-#pragma unroll
-	for (int it = 0; it < STEPS; it++)
-#pragma unroll
-		for (int v = 0; v < 8; v++) {
-			const int e = (tid + it * n) * 8 + v;
+	each([&](const unsigned e, const float x) {
+		const unsigned key = wsf_topk_key<SMALLEST>(x) & bits;
 
-			if (e < cols && want > 0 && (key[it][v] > prefix || (key[it][v] == prefix && (unsigned)e <= index))) {
-				const unsigned slot = atomicAdd(&ctl[3], 1u);
+		if (want > 0 && (key > prefix || (key == prefix && e <= index))) {
+			const unsigned slot = atomicAdd(&ctl[3], 1u);
 
-				skey[slot] = key[it][v];
-				sval[slot] = x[it][v];
-				sidx[slot] = e;
-			}
+			skey[slot] = key;
+			sval[slot] = x;
+			sidx[slot] = (int)e;
 		}
+	});
 	__syncthreads();
 	return want;
 }

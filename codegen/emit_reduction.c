@@ -748,13 +748,13 @@ emit_row_compute(Emit *e, const Stmt *s)
 		target[f->out[j].tensor] = true;
 	}
 	for (i = 1; i < f->nop; i++)   /* and the values summed over the rows, and those topk selects among */
-		if (outer_reduction(k, &f->op[i], true) || f->op[i].kind == OP_TOPK) {
+		if (outer_reduction(k, &f->op[i], true) || (f->op[i].kind == OP_TOPK && e->row.steps)) {
 			row_needs(e, f->op[i].in[0].tensor, need);
 			target[f->op[i].in[0].tensor] = true;
 		}
 	for (j = 0; j < f->nout && !need[f->out[j].tensor]; j++)
 		;
-	for (i = 1; i < f->nop && !outer_reduction(k, &f->op[i], true) && f->op[i].kind != OP_TOPK; i++)
+	for (i = 1; i < f->nop && !outer_reduction(k, &f->op[i], true) && !(f->op[i].kind == OP_TOPK && e->row.steps); i++)
 		;
 	if (j < f->nout || i < f->nop) {
 		if (k->row.reread)
@@ -859,7 +859,8 @@ emit_chunk_lambda(Emit *e, const Stmt *chunk, const int *level, const int *onlin
 		row_pass_close(e);
 		e->depth--;
 	}
-	emit_line(e, "}");
+	if (k->row.passes)
+		emit_line(e, "}");
 	e->row.chunk_col = NULL;
 	e->depth--;
 	emit_line(e, "};");
@@ -980,6 +981,7 @@ emit_chunk_compute(Emit *e, const Stmt *s)
 		emit_line(e, "}");
 		break;
 	case ROW_END:
+		emit_topk(e);   /* (of an input's row, read again) */
 		emit_outer_scalars(e);
 		emit_row_scalar_stores(e);
 		break;

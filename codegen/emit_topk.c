@@ -34,40 +34,79 @@ topk_stores(Emit *e, int i)
 }
 
 /*
- * topk over a CTA's row (block mode): wsf_block_topk's radix selection of
- * the keys (the bytes of its dtype's bits: a bf16 input's two), then each
- * chosen slot's rank in the order (wsf_topk_rank), where it is stored;
- * places past a runtime row narrower than k store index -1.
+ * topk over a CTA's row (block mode): wsf_block_topk's radix selection (the
+ * bytes of its dtype's bits: a bf16 input's two), over the elements the
+ * lambda wsf_each visits: this thread's registers, or, in a row too wide
+ * for them (streamed: RowPlan.chunk, or no steps), an input's row read
+ * again from memory each pass (L2 holds a few such rows); then each chosen
+ * slot's rank in the order (wsf_topk_rank), where it is stored.  Places past
+ * a runtime row narrower than k store index -1.
  */
 static void
 block_topk(Emit *e, const Op *o, int t, const char *x)
 {
 	const Fusion *f = e->f;
-	bool raw = emit_row_raw(e, t);
+	bool raw = emit_row_raw(e, t), stream = !e->row.steps;
 	Dtype dt = f->tensor[t].dtype;
-	int passes = raw && dt == DT_BF16 ? 2 : raw && dt == DT_F16 ? 3 : 4, n = e->k->consumer_threads;
+	const char *sfx = emit_suffix(dt);
+	int passes = (raw || stream) && dt == DT_BF16 ? 2 : (raw || stream) && dt == DT_F16 ? 3 : 4;
+	int n = e->k->consumer_threads;
+	long long kk = (long long)dim_value(f, o->shape[0]);
 
-	emit_line(e, "float wsf_x[%d][%d];", e->row.steps, VEC);
-	emit_line(e, "unsigned wsf_key[%d][%d];", e->row.steps, VEC);
-	emit_line(e, "#pragma unroll");
-	emit_line(e, "for (int it = 0; it < %d; it++) {", e->row.steps);
-	if (raw)
-		emit_line(e, "    wsf_unpack8%s(wsf_x[it], %s[it]);", emit_suffix(dt), emit_tname(e, PFX_RAW, t));
-	emit_line(e, "    #pragma unroll");
-	emit_line(e, "    for (int v = 0; v < %d; v++) {", VEC);
-	if (!raw)
-		emit_line(e, "        wsf_x[it][v] = %s[v];", x);
-	emit_line(e, "        wsf_key[it][v] = wsf_topk_key%s(wsf_x[it][v]) & 0x%08xu;", o->smallest ? "<true>" : "",
-	          passes == 4 ? 0xffffffffu : ~0u << (32 - 8 * passes));
-	emit_line(e, "    }");
-	emit_line(e, "}");
-	emit_line(e, "const int wsf_n = wsf_block_topk<%d, %d>(wsf_key, wsf_x, %lld, cols, threadIdx.x, %d, wsf_topk);",
-	          e->row.steps, passes, (long long)dim_value(f, o->shape[0]), n);
-	emit_line(e, "for (int i = threadIdx.x; i < %lld; i += %d) {   // slot i to its place in the order",
-	          (long long)dim_value(f, o->shape[0]), n);
-	emit_line(e, "    const int r = i < wsf_n ? wsf_topk_rank(wsf_topk, i, wsf_n) : i;");
-	emit_line(e, "    const float bv = i < wsf_n ? __uint_as_float(wsf_topk[516 + i]) : 0.0f;");
-	emit_line(e, "    const int bi = i < wsf_n ? (int)wsf_topk[772 + i] : -1;");
+	if (stream) {   /* the row in its stage (a whole row staged), else in memory */
+		int buf = emit_buf_of(e->k, t);
+
+		emit_line(e, "const auto wsf_each = [&](const auto &f) {   // the row, read again %s each pass",
+		          buf < e->k->nbuf ? "from its stage" : "from memory");
+		if (buf < e->k->nbuf)
+			emit_line(e, "    const %s *const wsf_p = %s;", emit_type(dt), emit_curname(e, buf));
+		else
+			emit_line(e, "    const %s *const wsf_p = %s + row * cols;", emit_type(dt),
+			          emit_param_name(e, emit_param_of(e, t, false)));
+		emit_line(e, "    for (long long e0 = threadIdx.x * %d; e0 < cols; e0 += %d) {   // 4 loads in flight", VEC,
+		          4 * n * VEC);
+		emit_line(e, "        float wsf_x[4][%d];", VEC);
+		emit_line(e, "        #pragma unroll");
+		emit_line(e, "        for (int u = 0; u < 4; u++) {");
+		emit_line(e, "            const long long e = e0 + u * %d;", n * VEC);
+		emit_line(e, "            if (e + %d <= cols)", VEC);
+		emit_line(e, "                wsf_load8%s%s(wsf_x[u], wsf_p + e);", buf < e->k->nbuf ? "" : "_global", sfx);
+		emit_line(e, "            else");
+		emit_line(e, "                for (int v = 0; v < %d; v++)", VEC);
+		emit_line(e, "                    wsf_x[u][v] = e + v < cols ? wsf_load1%s(wsf_p + e + v) : 0.0f;", sfx);
+		emit_line(e, "        }");
+		emit_line(e, "        #pragma unroll");
+		emit_line(e, "        for (int u = 0; u < 4; u++)");
+		emit_line(e, "            #pragma unroll");
+		emit_line(e, "            for (int v = 0; v < %d; v++)", VEC);
+		emit_line(e, "                if (e0 + u * %d + v < cols)", n * VEC);
+		emit_line(e, "                    f((unsigned)(e0 + u * %d + v), wsf_x[u][v]);", n * VEC);
+		emit_line(e, "    }");
+		emit_line(e, "};");
+	} else {
+		emit_line(e, "const auto wsf_each = [&](const auto &f) {   // this thread's elements of the row, in registers");
+		emit_line(e, "    #pragma unroll");
+		emit_line(e, "    for (int it = 0; it < %d; it++) {", e->row.steps);
+		if (raw) {
+			emit_line(e, "        float wsf_x[%d];", VEC);
+			emit_line(e, "        wsf_unpack8%s(wsf_x, %s[it]);", sfx, emit_tname(e, PFX_RAW, t));
+		}
+		emit_line(e, "        #pragma unroll");
+		emit_line(e, "        for (int v = 0; v < %d; v++) {", VEC);
+		emit_line(e, "            const int e = (threadIdx.x + it * %d) * %d + v;", n, VEC);
+		emit_line(e, "            if (e < cols)");
+		emit_line(e, "                f((unsigned)e, %s[v]);", x);
+		emit_line(e, "        }");
+		emit_line(e, "    }");
+		emit_line(e, "};");
+	}
+	emit_line(e, "const int wsf_n = wsf_block_topk<%d, %s>(wsf_each, %lld, cols, threadIdx.x, %d, wsf_topk);", passes,
+	          o->smallest ? "true" : "false", kk, n);
+	emit_line(e, "for (int slot = threadIdx.x; slot < %lld; slot += %d) {   // each chosen to its place in the order",
+	          kk, n);
+	emit_line(e, "    const int r = slot < wsf_n ? wsf_topk_rank(wsf_topk, slot, wsf_n) : slot;");
+	emit_line(e, "    const float bv = slot < wsf_n ? __uint_as_float(wsf_topk[516 + slot]) : 0.0f;");
+	emit_line(e, "    const int bi = slot < wsf_n ? (int)wsf_topk[772 + slot] : -1;");
 	topk_stores(e, o - f->op);
 	emit_line(e, "}");
 	emit_line(e, "__syncthreads();   // wsf_topk is free for the next row's");

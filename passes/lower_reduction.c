@@ -22,27 +22,17 @@
  * A row streamed in chunks: for each pass over the row, a loop over its
  * chunks, each brought into a stage by one bulk copy and computed by a
  * ROW_CHUNK compute; the pass ends with ROW_PASS_END (its block reductions).
- * Appended to LOOP (the row loop), between ROW_BEGIN and ROW_END.  The
- * circular_buffer pass buffers the chunk loop; its stage counter runs on
- * across passes and rows.
+ * Appended to PASSES (the loop over the passes).  The circular_buffer pass
+ * buffers the chunk loop; its stage counter runs on across passes and rows.
  */
 static void
-stream_row(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *nchunks, const char *what)
+stream_passes(Comp *c, Kernel *k, Stmt *passes, Expr *row0, Expr *nchunks, const char *what)
 {
 	Fusion *f = k->fusion;
-	Stmt *passes, *chunks, *issue, *s;
-	Expr *col, *pass;
+	Stmt *chunks, *issue, *s;
+	Expr *col, *pass = ex_var(c, passes->u.loop.var);
 	int j;
 
-	s = st_new(c, ST_COMPUTE);
-	s->u.compute.phase = ROW_BEGIN;
-	s->u.compute.row = row0;
-	s->comment = "the row's per-row values and accumulators";
-	st_append(c, loop, s);
-	passes = st_loop(c, kernel_add_var(c, k, "pass"), ex_int(c, 0), ex_int(c, k->row.passes), LOOP_SERIAL);
-	passes->comment = "passes over the row: one a reduction level, then the outputs";
-	st_append(c, loop, passes);
-	pass = ex_var(c, passes->u.loop.var);
 	chunks = st_loop(c, kernel_add_var(c, k, "ch"), ex_int(c, 0), nchunks, LOOP_SERIAL);
 	chunks->comment = "the row's chunks";
 	st_append(c, passes, chunks);
@@ -78,6 +68,28 @@ stream_row(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *nchunks, const char
 	s->u.compute.pass = pass;
 	s->comment = "the pass's block reductions";
 	st_append(c, passes, s);
+}
+
+/*
+ * A streamed row in LOOP (the row loop): ROW_BEGIN, the passes over it
+ * (none where a topk of an input is all there is: it reads the row itself,
+ * at ROW_END), ROW_END.
+ */
+static void
+stream_row(Comp *c, Kernel *k, Stmt *loop, Expr *row0, Expr *nchunks, const char *what)
+{
+	Stmt *passes, *s = st_new(c, ST_COMPUTE);
+
+	s->u.compute.phase = ROW_BEGIN;
+	s->u.compute.row = row0;
+	s->comment = "the row's per-row values and accumulators";
+	st_append(c, loop, s);
+	if (k->row.passes) {
+		passes = st_loop(c, kernel_add_var(c, k, "pass"), ex_int(c, 0), ex_int(c, k->row.passes), LOOP_SERIAL);
+		passes->comment = "passes over the row: one a reduction level, then the outputs";
+		st_append(c, loop, passes);
+		stream_passes(c, k, passes, row0, nchunks, what);
+	}
 	s = st_new(c, ST_COMPUTE);
 	s->u.compute.phase = ROW_END;
 	s->u.compute.row = row0;
@@ -200,17 +212,21 @@ refuse_rows(Comp *c, const Fusion *f, const RowSchedule *rs, const Tensor *d)
 			c->status = WSF_ERR_UNSUPPORTED;
 			return -1;
 		}
-	for (j = 1; j < f->nop; j++)   /* topk selects among a row held in registers, whole */
-		if (f->op[j].kind == OP_TOPK && (view[f->op[j].out] != VIEW_SELECTED || rs->plan.chunk || !rs->plan.steps)) {
+	for (j = 1; j < f->nop; j++) {   /* topk selects among a row held in registers, or an input's read again */
+		const Tensor *x = &f->tensor[f->op[j].in[0].tensor];
+
+		if (f->op[j].kind == OP_TOPK && (view[f->op[j].out] != VIEW_SELECTED || ((rs->plan.chunk ||
+		                                 !rs->plan.steps) && (x->kind != TK_INPUT || view[x - f->tensor] != VIEW_FULL)))) {
 			diag_error(c, f->op[j].pos, "topk of '%s' is not implemented yet%s: a kernel selects among a row it "
-			           "holds in registers (at most 16384 elements)", f->tensor[f->op[j].in[0].tensor].name,
-			           view[f->op[j].out] != VIEW_SELECTED ? arena_printf(c->arena, " (it is not a full row of '%s')",
-			                                                              d->name)
-			                                               : arena_printf(c->arena, " for rows of %lld elements",
-			                                                              (long long)rs->width));
+			           "holds in registers (at most 16384 elements), or among an input's row it reads again",
+			           x->name, view[f->op[j].out] != VIEW_SELECTED ? arena_printf(c->arena, " (it is not a full "
+			                                                                       "row of '%s')", d->name)
+			                    : arena_printf(c->arena, " for a computed value in rows of %lld elements",
+			                                   (long long)rs->width));
 			c->status = WSF_ERR_UNSUPPORTED;
 			return -1;
 		}
+	}
 	if (rs->width <= 0)
 		return diag_error(c, d->pos,
 		                  "the row width of '%s' (its last dim) needs a value when a reduction kernel is "

@@ -2,8 +2,8 @@
 
 On a GPU from the repository root: `python3 bench/ab/topk.py [ROUNDS]`, ROUNDS interleaved rounds
 (default 3), cases: router (k = 8 of 256 experts, 16384 tokens, bf16; with softmax before it, as a
-router runs, beside torch's softmax + topk), vocab16k (k = 50 of 16384, 64 rows, bf16; a 128k vocabulary's
-rows do not fit a row kernel's registers yet).  Each output is poisoned, checked against torch.topk
+router runs, beside torch's softmax + topk), vocab16k (k = 50 of 16384, 64 rows, bf16, in registers),
+vocab128k (k = 50 of 128256, 64 rows: the row read again from memory in each pass).  Each output is poisoned, checked against torch.topk
 (values equal, and the indices pick those values), then do_bench's median with L2 flushed.
 """
 from abcommon import usage; usage(__doc__, 0)
@@ -28,6 +28,7 @@ def main():
         "router": (16384, 256, 8, True),
         "topk256": (16384, 256, 8, False),
         "vocab16k": (64, 16384, 50, False),
+        "vocab128k": (64, 128256, 50, False),
     }
     for name, (t, e, k, soft) in cases.items():
         x = torch.randn(t, e, device="cuda", dtype=torch.bfloat16)

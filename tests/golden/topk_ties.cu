@@ -38,42 +38,44 @@ wsf_compute(
         }
     }
     {   // topk of f: the k-th key by radix selection, then the order (NaN, then larger, then the lower index)  // tests/golden/topk_ties.yaml:12
-        float wsf_x[2][8];
-        unsigned wsf_key[2][8];
-        #pragma unroll
-        for (int it = 0; it < 2; it++) {
+        const auto wsf_each = [&](const auto &f) {   // this thread's elements of the row, in registers
             #pragma unroll
-            for (int v = 0; v < 8; v++) {
-                wsf_x[it][v] = v_f[it][v];
-                wsf_key[it][v] = wsf_topk_key(wsf_x[it][v]) & 0xffffffffu;
+            for (int it = 0; it < 2; it++) {
+                #pragma unroll
+                for (int v = 0; v < 8; v++) {
+                    const int e = (threadIdx.x + it * 768) * 8 + v;
+                    if (e < cols)
+                        f((unsigned)e, v_f[it][v]);
+                }
             }
-        }
-        const int wsf_n = wsf_block_topk<2, 4>(wsf_key, wsf_x, 100, cols, threadIdx.x, 768, wsf_topk);
-        for (int i = threadIdx.x; i < 100; i += 768) {   // slot i to its place in the order
-            const int r = i < wsf_n ? wsf_topk_rank(wsf_topk, i, wsf_n) : i;
-            const float bv = i < wsf_n ? __uint_as_float(wsf_topk[516 + i]) : 0.0f;
-            const int bi = i < wsf_n ? (int)wsf_topk[772 + i] : -1;
+        };
+        const int wsf_n = wsf_block_topk<4, false>(wsf_each, 100, cols, threadIdx.x, 768, wsf_topk);
+        for (int slot = threadIdx.x; slot < 100; slot += 768) {   // each chosen to its place in the order
+            const int r = slot < wsf_n ? wsf_topk_rank(wsf_topk, slot, wsf_n) : slot;
+            const float bv = slot < wsf_n ? __uint_as_float(wsf_topk[516 + slot]) : 0.0f;
+            const int bi = slot < wsf_n ? (int)wsf_topk[772 + slot] : -1;
             wsf_store1(out_v + row * 100 + r, bv);  // tests/golden/topk_ties.yaml:15
             wsf_store1(out_i + row * 100 + r, (float)bi);  // tests/golden/topk_ties.yaml:16
         }
         __syncthreads();   // wsf_topk is free for the next row's
     }
     {   // topk of f: the k-th key by radix selection, then the order (smaller, NaN last, then the lower index)  // tests/golden/topk_ties.yaml:13
-        float wsf_x[2][8];
-        unsigned wsf_key[2][8];
-        #pragma unroll
-        for (int it = 0; it < 2; it++) {
+        const auto wsf_each = [&](const auto &f) {   // this thread's elements of the row, in registers
             #pragma unroll
-            for (int v = 0; v < 8; v++) {
-                wsf_x[it][v] = v_f[it][v];
-                wsf_key[it][v] = wsf_topk_key<true>(wsf_x[it][v]) & 0xffffffffu;
+            for (int it = 0; it < 2; it++) {
+                #pragma unroll
+                for (int v = 0; v < 8; v++) {
+                    const int e = (threadIdx.x + it * 768) * 8 + v;
+                    if (e < cols)
+                        f((unsigned)e, v_f[it][v]);
+                }
             }
-        }
-        const int wsf_n = wsf_block_topk<2, 4>(wsf_key, wsf_x, 100, cols, threadIdx.x, 768, wsf_topk);
-        for (int i = threadIdx.x; i < 100; i += 768) {   // slot i to its place in the order
-            const int r = i < wsf_n ? wsf_topk_rank(wsf_topk, i, wsf_n) : i;
-            const float bv = i < wsf_n ? __uint_as_float(wsf_topk[516 + i]) : 0.0f;
-            const int bi = i < wsf_n ? (int)wsf_topk[772 + i] : -1;
+        };
+        const int wsf_n = wsf_block_topk<4, true>(wsf_each, 100, cols, threadIdx.x, 768, wsf_topk);
+        for (int slot = threadIdx.x; slot < 100; slot += 768) {   // each chosen to its place in the order
+            const int r = slot < wsf_n ? wsf_topk_rank(wsf_topk, slot, wsf_n) : slot;
+            const float bv = slot < wsf_n ? __uint_as_float(wsf_topk[516 + slot]) : 0.0f;
+            const int bi = slot < wsf_n ? (int)wsf_topk[772 + slot] : -1;
             wsf_store1(out_s + row * 100 + r, bv);  // tests/golden/topk_ties.yaml:17
             wsf_store1(out_j + row * 100 + r, (float)bi);  // tests/golden/topk_ties.yaml:18
         }
