@@ -680,13 +680,24 @@ def torch_op(spec, name=None, sizes=None, **options):
     sizes too.  Inside CUDA graph capture the op launches without compiling,
     allocating device memory outside the graph's pool or synchronizing, once it has
     run at those sizes before the capture (a warm-up call); a first call at new
-    sizes during capture is an error.  Empty inputs launch nothing.  There is no
-    backward: an input that requires grad while grad mode is on is an error (call
-    it under torch.no_grad() or torch.inference_mode(), or detach the input).
+    sizes during capture is an error.  Empty inputs launch nothing.
+
+    The op is differentiable: its backward is the spec's gradient as the compiler
+    derives it (Context.grad_string, docs/spec.md "Gradients"), registered as the op
+    "<name>_backward" (op.wsfuse.backward) and compiled at the first backward call
+    at each size binding, like the forward; the forward saves its inputs (the
+    backward recomputes what it needs of the forward's values), and every float
+    input's gradient is computed, whichever are needed.  Where there is no such
+    backward (an op with no gradient rule, such as topk; a gradient the kernel
+    families cannot run in one kernel; an input written in place; the backward
+    of a backward), an input that requires grad while grad mode is on is an error
+    that says why (call the op under torch.no_grad() or torch.inference_mode(),
+    or detach the input).
 
     Registering the same name again returns the same op if SPEC, SIZES and OPTIONS
     agree, and is an error otherwise.  op.wsfuse holds the compiled kernels."""
     import torch
+    backward_of = options.pop("_backward_of", None)   # (the forward op this is the backward of)
     if "stop_after" in options:
         raise Error("WSF_ERR_USAGE", "torch_op compiles to cubins: stop_after is not an option here")
     if isinstance(spec, (str, os.PathLike)) and ("\n" not in str(spec)):
@@ -717,7 +728,7 @@ def torch_op(spec, name=None, sizes=None, **options):
     op = torch.library.custom_op(qualname, state.impl_function(), mutates_args=state.mutated(),
                                  schema=state.schema())
     op.register_fake(state.fake)
-    state.register_autograd(op)
+    state.register_autograd(op, backward_of)
     op.wsfuse = state
     _torch_ops[qualname] = (key, op)
     return op
@@ -890,24 +901,64 @@ class _TorchOp:
                     raise e from None
             return self.base[device]
 
-    def register_autograd(self, op):
-        """Replaces OP's autograd kernel with one that refuses inputs requiring grad
-        (when grad mode is on) before anything runs, and otherwise calls the op below
-        autograd: wsfuse has no backward, and outputs silently cut off from the graph
-        would be worse than an error."""
+    def backward_op(self):
+        """(op, None): the torch op of the spec's gradient, or (None, why there is none)."""
+        if any(a is not None for a in self.alias):
+            return None, "it writes an input in place (alias)"
+        try:
+            text = Context(sizes=self.sizes, **self.options).grad_string(self.text, self.filename)
+            return torch_op(text, name=self.qualname + "_backward", sizes=self.sizes,
+                            _backward_of=self.qualname, **self.options), None
+        except Error as e:
+            return None, e.message.split("\n")[0]
+
+    def register_autograd(self, op, backward_of=None):
+        """OP's autograd: the backward op (backward_op) with the inputs saved, or, where there is
+        none, a refusal of inputs requiring grad (when grad mode is on) before anything runs:
+        outputs silently cut off from the graph would be worse than an error."""
         import warnings
         import torch
         names, opoverload = self.spec.arg_names, op._opoverload
+        self.backward, why = (None, f"it is the backward of {backward_of}: no double backward yet") \
+            if backward_of else self.backward_op()
+        if self.backward is not None:
+            op.register_autograd(self._backward_function(), setup_context=self._setup_context)
+            return
 
         def autograd(keyset, *inputs):
             if torch.is_grad_enabled():
                 for n, x in zip(names, inputs):
                     if isinstance(x, torch.Tensor) and x.requires_grad:
                         raise Error("WSF_ERR_UNSUPPORTED", f"{self.qualname}: input '{n}' requires grad, "
-                                    "and wsfuse kernels have no backward: call the op under torch.no_grad() "
+                                    f"and the op has no backward ({why}): call it under torch.no_grad() "
                                     f"or torch.inference_mode(), or pass {n}.detach()")
             with torch._C._AutoDispatchBelowAutograd():
                 return opoverload.redispatch(keyset & torch._C._after_autograd_keyset, *inputs)
         with warnings.catch_warnings():   # "Overriding a previously registered kernel": meant
             warnings.simplefilter("ignore", UserWarning)
             op._lib.impl(op._name, autograd, "Autograd", with_keyset=True, allow_override=True)
+
+    def _setup_context(self, ctx, inputs, output):
+        """Saves the forward's inputs, and its outputs' shapes and dtypes (an unused output's
+        gradient is zeros)."""
+        outs = output if isinstance(output, tuple) else (output,)
+        ctx.save_for_backward(*inputs)
+        ctx.out_meta = [(o.shape, o.dtype) for o in outs]
+
+    def _backward_function(self):
+        """backward(ctx, *grads): the backward op on the saved inputs it reads (by name) and
+        grad_OUT per output; a gradient per input, None for those with none (not float)."""
+        import torch
+        k, bk = self.spec, self.backward.wsfuse.spec
+        ins = list(k.arg_names[:k.num_inputs])
+        outs = [n for n, a in zip(k.arg_names[k.num_inputs:], self.alias) if a is None]
+
+        def backward(ctx, *grads):
+            saved = ctx.saved_tensors
+            have = dict(zip(ins, saved))
+            for n, g, (shape, dt) in zip(outs, grads, ctx.out_meta):
+                have["grad_" + n] = g if g is not None else torch.zeros(shape, dtype=dt, device=saved[0].device)
+            got = self.backward(*[have[n] for n in bk.arg_names[:bk.num_inputs]])
+            got = dict(zip(bk.arg_names[bk.num_inputs:], got if isinstance(got, tuple) else (got,)))
+            return tuple(got.get("grad_" + n) for n in ins)
+        return backward

@@ -197,22 +197,48 @@ def test_compile_fullgraph_on_meta():
     assert not op.wsfuse.kernels
 
 
-def test_requires_grad_is_an_error_before_launch():
-    op = wsfuse.torch_op(BIND, name="wsfuse_test::grad")
-    x = torch.zeros(3, 24, dtype=torch.bfloat16, requires_grad=True)
-    b = torch.zeros(24)
-    expect_error(lambda: op(x, b), "WSF_ERR_UNSUPPORTED", "input 'x' requires grad", "no backward",
-                 "torch.no_grad()", "x.detach()")
-    expect_error(lambda: op(x.detach(), b.requires_grad_()), "input 'b' requires grad")
+TOPK = """\
+fusion: topk_grad
+sizes: {M: 8, N: 64}
+inputs:
+  x: {dtype: bf16, shape: [M, N]}
+ops:
+  - {out: [v, i], op: topk, in: [x], k: 4}
+outputs:
+  v: {}
+  i: {}
+"""
+
+
+def test_requires_grad_is_an_error_where_there_is_no_backward():
+    op = wsfuse.torch_op(TOPK, name="wsfuse_test::grad")
+    assert op.wsfuse.backward is None   # topk has no gradient rule yet
+    x = torch.zeros(8, 64, dtype=torch.bfloat16, requires_grad=True)
+    expect_error(lambda: op(x), "WSF_ERR_UNSUPPORTED", "input 'x' requires grad", "no backward",
+                 "the gradient of 'topk' is not implemented yet", "torch.no_grad()", "x.detach()")
     assert not op.wsfuse.kernels   # refused before any compile or launch
     with torch.no_grad():   # no graph is recorded: the call goes on, to the launch that wants CUDA
-        expect_error(lambda: op(x, b), "input 'x' is on cpu, expected a CUDA tensor")
+        expect_error(lambda: op(x), "input 'x' is on cpu, expected a CUDA tensor")
     with torch.inference_mode():
-        expect_error(lambda: op(x, b), "expected a CUDA tensor")
+        expect_error(lambda: op(x), "expected a CUDA tensor")
     # torch.compile meets it while tracing (dynamo wraps it, the text stays)
-    fn = torch.compile(lambda x, b: op(x, b), fullgraph=True, backend="eager")
-    expect_error(lambda: fn(meta(3, 24).requires_grad_(), meta(24, dtype=torch.float32)),
-                 "input 'x' requires grad", kind=Exception)
+    fn = torch.compile(lambda x: op(x), fullgraph=True, backend="eager")
+    expect_error(lambda: fn(meta(8, 64).requires_grad_()), "input 'x' requires grad", kind=Exception)
+
+
+def test_backward_op_and_its_trace():
+    from torch._dynamo.testing import CompileCounterWithBackend
+    op = wsfuse.torch_op(BIND, name="wsfuse_test::grad_bind")
+    back = op.wsfuse.backward
+    assert back is not None and "wsfuse_test::grad_bind_backward" in str(back._opoverload._schema), back
+    assert back.wsfuse.backward is None   # no double backward yet
+    # AOTAutograd traces the forward and the backward with the ops' fake implementations
+    cnt = CompileCounterWithBackend("aot_eager")
+    fn = torch.compile(lambda x, b: op(x, b).float().sum(), fullgraph=True, backend=cnt)
+    x, b = meta(32, 64).requires_grad_(), meta(64, dtype=torch.float32).requires_grad_()
+    gx, gb = torch.autograd.grad(fn(x, b), (x, b))
+    assert gx.shape == x.shape and gx.dtype == x.dtype and gb.shape == b.shape and gb.dtype == b.dtype
+    assert not op.wsfuse.kernels and not back.wsfuse.kernels
 
 
 def test_empty_inputs_launch_nothing():
@@ -437,19 +463,51 @@ def test_gpu_empty_inputs_launch_nothing():
 
 
 @gpu_test
-def test_gpu_requires_grad_is_an_error():
+def test_gpu_backward_against_torch_autograd():
+    """bias + silu * y: every input's gradient against torch autograd of the formula on the same
+    fresh inputs, eagerly, under torch.compile(fullgraph=True) and in a CUDA graph; one gradient
+    needed, or all; a parameter trains a step."""
     op = wsfuse.torch_op(BSM, name="wsfuse_test::grad_gpu")
-    x, bias, y = bsm_inputs(256, 1024)
-    w = torch.nn.Parameter(bias.clone())   # a parameter requires grad
-    expect_error(lambda: op(x, w, y), "input 'bias' requires grad", "no backward")
-    assert not op.wsfuse.kernels
-    with torch.no_grad():
-        o = op(x, w, y)
-    assert not o.requires_grad
-    torch.testing.assert_close(o, bsm_ref(x, bias, y), **TOL)
+    for m, n in ((512, 4096), (256, 1024)):
+        x, bias, y = bsm_inputs(m, n)
+        g = randn(m, n)
+        xs = [t.clone().requires_grad_() for t in (x, bias, y)]
+        rs = [t.clone().requires_grad_() for t in (x, bias, y)]
+        o = op(*xs)
+        assert o.requires_grad
+        got = torch.autograd.grad(o, xs, g)
+        want = torch.autograd.grad(bsm_ref(*rs), rs, g)
+        for a, w in zip(got, want):
+            assert a.shape == w.shape and a.dtype == w.dtype, (a.shape, w.shape, a.dtype, w.dtype)
+            torch.testing.assert_close(a.float(), w.float(), atol=5e-2, rtol=3e-2)   # bf16 sums over rows
+        (gb,) = torch.autograd.grad(op(x, rs[1], y), (rs[1],), g)   # one input requires grad
+        torch.testing.assert_close(gb.float(), want[1].float(), atol=5e-2, rtol=3e-2)
     torch._dynamo.reset()
-    compiled = torch.compile(lambda x, b, y: op(x, b, y), fullgraph=True)
-    expect_error(lambda: compiled(x, w, y), "input 'bias' requires grad", kind=Exception)
+    compiled = torch.compile(lambda x, b, y: op(x, b, y).float().square().mean(), fullgraph=True)
+    w = torch.nn.Parameter(bias.clone())
+    before = w.detach().clone()
+    opt = torch.optim.SGD([w], lr=0.1)
+    loss = compiled(x, w, y)
+    loss.backward()
+    ref = torch.nn.Parameter(bias.clone())
+    bsm_ref(x, ref, y).float().square().mean().backward()
+    torch.testing.assert_close(w.grad.float(), ref.grad.float(), atol=5e-3, rtol=3e-2)
+    opt.step()
+    assert not torch.equal(w.detach(), before)
+    # a CUDA graph of forward and backward, after a warm-up at these sizes
+    xg = x.clone().requires_grad_()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        torch.autograd.grad(op(xg, bias, y), (xg,), g)
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        (gx,) = torch.autograd.grad(op(xg, bias, y), (xg,), g)
+    graph.replay()
+    torch.cuda.synchronize()
+    (want_x,) = torch.autograd.grad(bsm_ref(xg, bias, y), (xg,), g)
+    torch.testing.assert_close(gx.float(), want_x.float(), atol=5e-2, rtol=3e-2)
 
 
 TESTS = [v for n, v in sorted(globals().items()) if n.startswith("test_")]
