@@ -192,6 +192,11 @@ bool emit_needs_dtypes(const Fusion *f);
 const KParam *emit_param_of(Emit *e, int t, bool output);
 /* The tile buffer loaded with fusion tensor T; k->nbuf when there is none. */
 int emit_buf_of(const Kernel *k, int t);
+/* Reduction O's fold: its device_reduction.cuh struct (wsf_fold_sum for sum and mean, _max, _prod), its
+   identity, and A and B folded, as C text. */
+const char *emit_fold(const Op *o);
+const char *emit_fold_identity(const Op *o);
+const char *emit_fold_of(Emit *e, const Op *o, const char *a, const char *b);
 /* A parameter: in_x or out_y (a pointer or a tensor map: its type says which), or a size. */
 const char *emit_param_name(Emit *e, const KParam *p);
 

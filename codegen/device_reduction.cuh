@@ -38,91 +38,60 @@ __device__ __forceinline__ float wsf_div_by(float x, float s, float r)
 
 // ---- row reductions: every thread of the CTA calls these together ----
 
-__device__ __forceinline__ float wsf_warp_sum(float v)
-{
-#pragma unroll
-	for (int o = 16; o > 0; o >>= 1)
-		v += __shfl_xor_sync(0xffffffffu, v, o);
-	return v;
-}
-__device__ __forceinline__ float wsf_warp_max(float v)
-{
-#pragma unroll
-	for (int o = 16; o > 0; o >>= 1)
-		v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-	return v;
-}
-// The sum (or max) of V over each group of L lanes (L a power of 2, at most 32;
-// a row of RowPlan.lanes threads), returned to the group's every thread.  Every
-// lane of the warp calls these together.
-template <int L> __device__ __forceinline__ float wsf_lanes_sum(float v)
-{
-#pragma unroll
-	for (int o = L / 2; o > 0; o >>= 1)
-		v += __shfl_xor_sync(0xffffffffu, v, o);
-	return v;
-}
-template <int L> __device__ __forceinline__ float wsf_lanes_max(float v)
+// The folds of the row reductions: each its identity and its combination
+// (sum and mean, max, prod).
+struct wsf_fold_sum {
+	static __device__ __forceinline__ float id() { return 0.0f; }
+	static __device__ __forceinline__ float f(float a, float b) { return a + b; }
+};
+struct wsf_fold_max {
+	static __device__ __forceinline__ float id() { return -__int_as_float(0x7f800000); }
+	static __device__ __forceinline__ float f(float a, float b) { return fmaxf(a, b); }
+};
+struct wsf_fold_prod {
+	static __device__ __forceinline__ float id() { return 1.0f; }
+	static __device__ __forceinline__ float f(float a, float b) { return a * b; }
+};
+// The fold F of V over each group of L lanes (L a power of 2, at most 32; a
+// warp, or a row of RowPlan.lanes threads), returned to the group's every
+// thread.  Every lane of the warp calls it together.
+template <int L, class F> __device__ __forceinline__ float wsf_lanes(float v)
 {
 #pragma unroll
 	for (int o = L / 2; o > 0; o >>= 1)
-		v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+		v = F::f(v, __shfl_xor_sync(0xffffffffu, v, o));
 	return v;
 }
 // The same over groups of L threads, L a multiple of 32 (a row of 64 to 256
-// lanes): one __syncthreads, SCRATCH as wsf_block_sum's.
-template <int L> __device__ __forceinline__ float wsf_group_sum(float v, float *scratch)
+// lanes): one __syncthreads, SCRATCH as wsf_block's.
+template <int L, class F> __device__ __forceinline__ float wsf_group(float v, float *scratch)
 {
 	const int warp = threadIdx.x >> 5, first = warp / (L / 32) * (L / 32);
 
-	v = wsf_warp_sum(v);
+	v = wsf_lanes<32, F>(v);
 	if ((threadIdx.x & 31) == 0)
 		scratch[warp] = v;
 	__syncthreads();
-	v = 0.0f;
+	v = F::id();
 #pragma unroll
 	for (int w = 0; w < L / 32; w++)
-		v += scratch[first + w];
+		v = F::f(v, scratch[first + w]);
 	return v;
 }
-template <int L> __device__ __forceinline__ float wsf_group_max(float v, float *scratch)
-{
-	const int warp = threadIdx.x >> 5, first = warp / (L / 32) * (L / 32);
-
-	v = wsf_warp_max(v);
-	if ((threadIdx.x & 31) == 0)
-		scratch[warp] = v;
-	__syncthreads();
-	v = -__int_as_float(0x7f800000);
-#pragma unroll
-	for (int w = 0; w < L / 32; w++)
-		v = fmaxf(v, scratch[first + w]);
-	return v;
-}
-// The sum (or max) of V over the CTA, returned to every thread, at the cost of
-// one __syncthreads.  SCRATCH holds one float per warp, and every thread reads
-// it after the barrier, so the caller must not hand the same SCRATCH to another
+// The fold F of V over the CTA, returned to every thread, at the cost of one
+// __syncthreads.  SCRATCH holds one float per warp, and every thread reads it
+// after the barrier, so the caller must not hand the same SCRATCH to another
 // reduction before a further barrier has passed (generated code alternates
 // two scratch arrays).
-__device__ __forceinline__ float wsf_block_sum(float v, float *scratch)
+template <class F> __device__ __forceinline__ float wsf_block(float v, float *scratch)
 {
 	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
 
-	v = wsf_warp_sum(v);
+	v = wsf_lanes<32, F>(v);
 	if (lane == 0)
 		scratch[warp] = v;
 	__syncthreads();
-	return wsf_warp_sum(lane < warps ? scratch[lane] : 0.0f);
-}
-__device__ __forceinline__ float wsf_block_max(float v, float *scratch)
-{
-	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
-
-	v = wsf_warp_max(v);
-	if (lane == 0)
-		scratch[warp] = v;
-	__syncthreads();
-	return wsf_warp_max(lane < warps ? scratch[lane] : -__int_as_float(0x7f800000));
+	return wsf_lanes<32, F>(lane < warps ? scratch[lane] : F::id());
 }
 // ---- topk: every thread of the row (or the CTA) calls these together ----
 
@@ -277,34 +246,19 @@ __device__ __forceinline__ int wsf_topk_rank(const unsigned *s, const int i, con
 // warp but at the row's end.  The guarded loops are unrolled, not bounded by
 // N, so V stays in registers (a loop bound the compiler cannot see puts V in
 // local memory), and compare in 32 bits.
-__device__ __forceinline__ float wsf_sum8(float acc, const float v[8], long long n)
+template <class F> __device__ __forceinline__ float wsf_fold8(float acc, const float v[8], long long n)
 {
 	const int k = n < 8 ? (int)n : 8;
 
 	if (k == 8) {
 #pragma unroll
 		for (int i = 0; i < 8; i++)
-			acc += v[i];
+			acc = F::f(acc, v[i]);
 		return acc;
 	}
 #pragma unroll
 	for (int i = 0; i < 8; i++)
-		acc += i < k ? v[i] : 0.0f;
-	return acc;
-}
-__device__ __forceinline__ float wsf_max8(float acc, const float v[8], long long n)
-{
-	const int k = n < 8 ? (int)n : 8;
-
-	if (k == 8) {
-#pragma unroll
-		for (int i = 0; i < 8; i++)
-			acc = fmaxf(acc, v[i]);
-		return acc;
-	}
-#pragma unroll
-	for (int i = 0; i < 8; i++)
-		acc = i < k ? fmaxf(acc, v[i]) : acc;
+		acc = i < k ? F::f(acc, v[i]) : acc;
 	return acc;
 }
 // Online softmax: the first min(N, 8) of V into a running max M and a sum S
@@ -312,7 +266,7 @@ __device__ __forceinline__ float wsf_max8(float acc, const float v[8], long long
 // both are -inf, needs no rescale).
 __device__ __forceinline__ void wsf_online8(float &m, float &s, const float v[8], long long n)
 {
-	const float mx = wsf_max8(m, v, n);
+	const float mx = wsf_fold8<wsf_fold_max>(m, v, n);
 	const int k = n < 8 ? (int)n : 8;
 
 	s *= m == mx ? 1.0f : __expf(m - mx);

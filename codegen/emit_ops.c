@@ -329,3 +329,22 @@ emit_needs_dtypes(const Fusion *f)
 	return false;
 }
 
+/* The fold of reduction O, as device_reduction.cuh names it: sum (and mean), max, prod. */
+const char *
+emit_fold(const Op *o)
+{
+	return o->kind == OP_MAX ? "wsf_fold_max" : o->kind == OP_PROD ? "wsf_fold_prod" : "wsf_fold_sum";
+}
+
+const char *
+emit_fold_identity(const Op *o)
+{
+	return o->kind == OP_MAX ? "-__int_as_float(0x7f800000)" : o->kind == OP_PROD ? "1.0f" : "0.0f";
+}
+
+const char *
+emit_fold_of(Emit *e, const Op *o, const char *a, const char *b)
+{
+	return arena_printf(e->c->arena, o->kind == OP_MAX ? "fmaxf(%s, %s)" : o->kind == OP_PROD ? "%s * %s" : "%s + %s",
+	                    a, b);
+}

@@ -523,9 +523,8 @@ emit_compute(Emit *e, const Stmt *s)
 			const char *acc = emit_tname(e, PFX_ACC, o->out);
 
 			emit_line(e, "if (col + v < cols)   // %s", op_info[o->kind].name);
-			emit_line(e, "    %s[v] = %s;", acc, o->kind == OP_MAX ?
-			          arena_printf(e->c->arena, "fmaxf(%s[v], %s)", acc, operand(e, &o->in[0])) :
-			          arena_printf(e->c->arena, "%s[v] + %s", acc, operand(e, &o->in[0])));
+			emit_line(e, "    %s[v] = %s;", acc, emit_fold_of(e, o, arena_printf(e->c->arena, "%s[v]", acc),
+			                                                   operand(e, &o->in[0])));
 			continue;
 		}
 		if ((op_info[o->kind].cls == CLS_VIEW && !o->placed) || late(k, o->out))

@@ -25,20 +25,6 @@
  */
 #include "codegen.h"
 
-/* The identity of reduction O's fold, as C text. */
-static const char *
-identity(const Op *o)
-{
-	return o->kind == OP_MAX ? "__int_as_float(0xff800000)" : "0.0f";
-}
-
-/* A fold of reduction O: A and B combined, as C text. */
-static const char *
-fold(Emit *e, const Op *o, const char *a, const char *b)
-{
-	return arena_printf(e->c->arena, o->kind == OP_MAX ? "fmaxf(%s, %s)" : "%s + %s", a, b);
-}
-
 static bool
 is_reduction(const Op *o)
 {
@@ -50,14 +36,14 @@ static void
 block_fold(Emit *e, const Op *o, const char *var)
 {
 	emit_line(e, "for (int o = 16; o > 0; o >>= 1)   // a warp's, by shuffles");
-	emit_line(e, "    %s = %s;", var, fold(e, o, var, arena_printf(e->c->arena, "__shfl_xor_sync(0xffffffffu, %s, o)",
+	emit_line(e, "    %s = %s;", var, emit_fold_of(e, o, var, arena_printf(e->c->arena, "__shfl_xor_sync(0xffffffffu, %s, o)",
 	                                                              var)));
 	emit_line(e, "if (threadIdx.x %% 32 == 0)");
 	emit_line(e, "    red[threadIdx.x / 32] = %s;", var);
 	emit_line(e, "__syncthreads();");
 	emit_line(e, "if (threadIdx.x == 0)");
 	emit_line(e, "    for (int w = 1; w < %d; w++)", e->k->consumer_threads / 32);
-	emit_line(e, "        %s = %s;", var, fold(e, o, var, "red[w]"));
+	emit_line(e, "        %s = %s;", var, emit_fold_of(e, o, var, "red[w]"));
 	emit_line(e, "__syncthreads();   // the scratch is free for the next");
 }
 
@@ -69,7 +55,7 @@ cta_sums(Emit *e, const Op *o, const char *tot)
 	const char *acc = emit_tname(e, PFX_ACC, o->out);
 	int threads = k->consumer_threads, cols = k->tile_cols;
 
-	emit_line(e, "float %s = %s;", tot, identity(o));
+	emit_line(e, "float %s = %s;", tot, emit_fold_identity(o));
 	if (k->pw.reduce == RED_COLUMNS) {   /* thread t's columns are (8 t) %% cols + v, rows (8 t) / cols */
 		emit_line(e, "#pragma unroll");
 		emit_line(e, "for (int v = 0; v < %d; v++)", VEC);
@@ -77,18 +63,18 @@ cta_sums(Emit *e, const Op *o, const char *tot)
 		emit_line(e, "__syncthreads();");
 		emit_line(e, "if (threadIdx.x < %d)   // column threadIdx.x: its threads' sums, in order", cols);
 		emit_line(e, "    for (int t = 0; t < %d; t++)", threads * VEC / cols);
-		emit_line(e, "        %s = %s;", tot, fold(e, o, tot, arena_printf(e->c->arena, "red[t * %d + threadIdx.x]",
+		emit_line(e, "        %s = %s;", tot, emit_fold_of(e, o, tot, arena_printf(e->c->arena, "red[t * %d + threadIdx.x]",
 		                                                                    cols)));
 		emit_line(e, "__syncthreads();   // the scratch is free for the next");
 	} else {
 		emit_line(e, "#pragma unroll");
 		emit_line(e, "for (int v = 0; v < %d; v++)", VEC);
-		emit_line(e, "    %s = %s;", tot, fold(e, o, tot, arena_printf(e->c->arena, "%s[v]", acc)));
+		emit_line(e, "    %s = %s;", tot, emit_fold_of(e, o, tot, arena_printf(e->c->arena, "%s[v]", acc)));
 		block_fold(e, o, tot);
 	}
 	emit_line(e, "#pragma unroll");
 	emit_line(e, "for (int v = 0; v < %d; v++)", VEC);
-	emit_line(e, "    %s[v] = %s;   // the next item starts from nothing", acc, identity(o));
+	emit_line(e, "    %s[v] = %s;   // the next item starts from nothing", acc, emit_fold_identity(o));
 }
 
 /* Step 2: the items of a split unit meet in the workspace; HOLDS: whether this thread holds a result after. */
@@ -124,9 +110,9 @@ meet(Emit *e, const char *const *tot, const char *holds)
 		for (i = 1, j = 0; i < f->nop; i++) {
 			if (!is_reduction(&f->op[i]))
 				continue;
-			emit_line(e, "%s = %s;", tot[i], identity(&f->op[i]));
+			emit_line(e, "%s = %s;", tot[i], emit_fold_identity(&f->op[i]));
 			emit_line(e, "for (long long s = threadIdx.x; s < %s; s += %d)", splits, k->consumer_threads);
-			emit_line(e, "    %s = %s;", tot[i], fold(e, &f->op[i], tot[i], arena_printf(e->c->arena,
+			emit_line(e, "    %s = %s;", tot[i], emit_fold_of(e, &f->op[i], tot[i], arena_printf(e->c->arena,
 			          "__ldcg(slots + s * %d + %d)", w->slot / 4, j++)));
 			block_fold(e, &f->op[i], tot[i]);
 		}
@@ -135,12 +121,12 @@ meet(Emit *e, const char *const *tot, const char *holds)
 		emit_line(e, "if (%s) {", holds);
 		for (i = 1; i < f->nop; i++)
 			if (is_reduction(&f->op[i]))
-				emit_line(e, "    %s = %s;", tot[i], identity(&f->op[i]));
+				emit_line(e, "    %s = %s;", tot[i], emit_fold_identity(&f->op[i]));
 		emit_line(e, "    #pragma unroll 8");
 		emit_line(e, "    for (long long s = 0; s < %s; s++) {", splits);
 		for (i = 1, j = 0; i < f->nop; i++)
 			if (is_reduction(&f->op[i]))
-				emit_line(e, "        %s = %s;", tot[i], fold(e, &f->op[i], tot[i], arena_printf(e->c->arena,
+				emit_line(e, "        %s = %s;", tot[i], emit_fold_of(e, &f->op[i], tot[i], arena_printf(e->c->arena,
 				          "__ldcg(slots + (%s * %s + s) * %d + %d + threadIdx.x)", unit, splits, w->slot / 4,
 				          j++ * per)));
 		emit_line(e, "    }");
@@ -265,7 +251,7 @@ emit_reduce_frame(Emit *e)
 			          op_info[f->op[i].kind].name, f->tensor[f->op[i].in[0].tensor].name, emit_pos(e, f->op[i].pos));
 			emit_line(e, "#pragma unroll");
 			emit_line(e, "for (int v = 0; v < %d; v++)", VEC);
-			emit_line(e, "    %s[v] = %s;", acc, identity(&f->op[i]));
+			emit_line(e, "    %s[v] = %s;", acc, emit_fold_identity(&f->op[i]));
 		}
 	emit_meet(e);
 }
@@ -374,16 +360,16 @@ row_meet_fold(Emit *e, const char *splits, const char **tot, bool columns, int b
 		if (!is_reduction(o) || k->row.view[o->out] != VIEW_REDUCED || result_columns(k, o->out) != columns)
 			continue;
 		tot[i] = arena_printf(e->c->arena, "tot_%d", i);
-		emit_line(e, "float %s = %s;   // %s%s", tot[i], identity(o), f->tensor[o->out].name, emit_pos(e, o->pos));
+		emit_line(e, "float %s = %s;   // %s%s", tot[i], emit_fold_identity(o), f->tensor[o->out].name, emit_pos(e, o->pos));
 		emit_line(e, "if (live)");
 		emit_line(e, "    for (long long q = slice; q < %s; q += slices)", splits);
-		emit_line(e, "        %s = %s;", tot[i], fold(e, o, tot[i], arena_printf(e->c->arena,
+		emit_line(e, "        %s = %s;", tot[i], emit_fold_of(e, o, tot[i], arena_printf(e->c->arena,
 		          "__ldcg(slots + q * %d + %d%s)", slot, columns ? r++ * k->row.cap : base + r++,
 		          columns ? " + col" : "")));
 		emit_line(e, "wsf_outer[threadIdx.x] = %s;", tot[i]);
 		emit_line(e, "__syncthreads();");
 		emit_line(e, "for (int q = 1; q < slices && slice == 0; q++)");
-		emit_line(e, "    %s = %s;", tot[i], fold(e, o, tot[i], "wsf_outer[q * width + lane]"));
+		emit_line(e, "    %s = %s;", tot[i], emit_fold_of(e, o, tot[i], "wsf_outer[q * width + lane]"));
 		emit_line(e, "__syncthreads();   // the scratch is free for the next");
 	}
 	emit_line(e, "if (live && slice == 0) {");

@@ -462,7 +462,7 @@ emit_row_scalars(Emit *e, const int *level, int upto, bool *done, bool assign)
 
 /*
  * The scratch array of the row's block reduction number NRED.  Reductions
- * alternate two arrays, so each needs one barrier (see wsf_block_sum).  A
+ * alternate two arrays, so each needs one barrier (see wsf_block).  A
  * row with an odd number of them would start the next row on the array it
  * ended on; there the row's stage counter's parity (wsf_flip) flips the
  * order every other row.
@@ -524,11 +524,11 @@ emit_block_reduce(Emit *e, const Op *o, const char *value, int nred, bool decl)
 {
 	int lanes = e->k->row.lanes;
 	const char *fn = !lanes ? "block" : lanes <= 32 ? "lanes" : "group";
-	const char *tmpl = lanes ? arena_printf(e->c->arena, "<%d>", lanes) : "";
+	const char *tmpl = lanes ? arena_printf(e->c->arena, "%d, ", lanes) : "";
 	const char *scratch = lanes && lanes <= 32 ? "" : arena_printf(e->c->arena, ", %s", row_scratch(e, nred));
 
-	emit_line(e, "%s%s = wsf_%s_%s%s(%s%s)%s;   // %s%s%s%s", decl ? "const float " : "",
-	          emit_tname(e, PFX_ROW, o->out), fn, o->kind == OP_MAX ? "max" : "sum", tmpl, value, scratch,
+	emit_line(e, "%s%s = wsf_%s<%s%s>(%s%s)%s;   // %s%s%s%s", decl ? "const float " : "",
+	          emit_tname(e, PFX_ROW, o->out), fn, tmpl, emit_fold(o), value, scratch,
 	          o->kind == OP_MEAN ? " / (float)cols" : "", op_info[o->kind].name, o->origin ? " of " : "",
 	          o->origin ? o->origin : "", emit_pos(e, o->pos));
 }
@@ -601,8 +601,7 @@ emit_outer_scalars(Emit *e)
 		const char *acc = emit_tname(e, PFX_ACC, o->out), *x = emit_tname(e, PFX_ROW, o->in[0].tensor);
 
 		if (outer_reduction(e->k, o, false))
-			emit_line(e, "%s = %s;   // %s over the rows%s", acc, o->kind == OP_MAX ?
-			          arena_printf(e->c->arena, "fmaxf(%s, %s)", acc, x) : arena_printf(e->c->arena, "%s + %s", acc, x),
+			emit_line(e, "%s = %s;   // %s over the rows%s", acc, emit_fold_of(e, o, acc, x),
 			          op_info[o->kind].name, emit_pos(e, o->pos));
 	}
 }
@@ -627,8 +626,7 @@ emit_outer_sums(Emit *e)
 		const char *x = arena_printf(e->c->arena, "%s[v]", row_value(e, o->in[0].tensor));
 
 		if (outer_reduction(e->k, o, true))
-			emit_line(e, "        %s = %s;   // %s over the rows%s", acc, o->kind == OP_MAX ?
-			          arena_printf(e->c->arena, "fmaxf(%s, %s)", acc, x) : arena_printf(e->c->arena, "%s + %s", acc, x),
+			emit_line(e, "        %s = %s;   // %s over the rows%s", acc, emit_fold_of(e, o, acc, x),
 			          op_info[o->kind].name, emit_pos(e, o->pos));
 	}
 	emit_line(e, "    }");
@@ -710,8 +708,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 			const Op *o = &f->op[i];
 
 			if (row_reduction(k, o) && level[o->out] == L)
-				emit_line(e, "float %s = %s;", emit_tname(e, PFX_ACC, o->out),
-				          o->kind == OP_MAX ? "-__int_as_float(0x7f800000)" : "0.0f");
+				emit_line(e, "float %s = %s;", emit_tname(e, PFX_ACC, o->out), emit_fold_identity(o));
 		}
 		row_pass_open(e, target, need, have);
 		for (i = 1; i < f->nop; i++) {
@@ -721,7 +718,7 @@ emit_row_compute(Emit *e, const Stmt *s)
 
 			if (!row_reduction(k, o) || level[o->out] != L)
 				continue;
-			emit_line(e, "%s = wsf_%s8(%s, %s, cols - e);", acc, o->kind == OP_MAX ? "max" : "sum", acc, in);
+			emit_line(e, "%s = wsf_fold8<%s>(%s, %s, cols - e);", acc, emit_fold(o), acc, in);
 		}
 		row_pass_close(e);
 		for (i = 1; i < f->nop; i++) {
@@ -854,7 +851,7 @@ emit_chunk_lambda(Emit *e, const Stmt *chunk, const int *level, const int *onlin
 				          emit_tname(e, PFX_CNT, r), acc, emit_tname(e, PFX_ACC, r),
 				          in, op_info[o->kind].name, emit_pos(e, o->pos));
 			else
-				emit_line(e, "%s = wsf_%s8(%s, %s, cols - e);", acc, o->kind == OP_MAX ? "max" : "sum", acc, in);
+				emit_line(e, "%s = wsf_fold8<%s>(%s, %s, cols - e);", acc, emit_fold(o), acc, in);
 		}
 		row_pass_close(e);
 		e->depth--;
@@ -914,8 +911,7 @@ emit_chunk_compute(Emit *e, const Stmt *s)
 			const Op *o = &f->op[i];
 
 			if (row_reduction(k, o))
-				emit_line(e, "float %s = %s, %s;   // %s%s", emit_tname(e, PFX_ACC, o->out),
-				          o->kind == OP_MAX ? "-__int_as_float(0x7f800000)" : "0.0f",
+				emit_line(e, "float %s = %s, %s;   // %s%s", emit_tname(e, PFX_ACC, o->out), emit_fold_identity(o),
 				          emit_tname(e, PFX_ROW, o->out),
 				          !online[o->out] ? op_info[o->kind].name : o->kind == OP_SUM ?
 				          "sum of exp, online with its max" : "squared deviations, with their mean's pass",
@@ -1041,8 +1037,7 @@ emit_frame(Emit *e)
 	for (i = 1; i < f->nop; i++)
 		if (outer_reduction(k, &f->op[i], false))
 			emit_line(e, "float %s = %s;   // %s of %s over the rows, this CTA's rows'%s",
-			          emit_tname(e, PFX_ACC, f->op[i].out), f->op[i].kind == OP_MAX ? "__int_as_float(0xff800000)" :
-			          "0.0f", op_info[f->op[i].kind].name, f->tensor[f->op[i].in[0].tensor].name,
+			          emit_tname(e, PFX_ACC, f->op[i].out), emit_fold_identity(&f->op[i]), op_info[f->op[i].kind].name, f->tensor[f->op[i].in[0].tensor].name,
 			          emit_pos(e, f->op[i].pos));
 		else if (outer_reduction(k, &f->op[i], true)) {
 			const char *acc = emit_tname(e, PFX_ACC, f->op[i].out);
@@ -1054,7 +1049,7 @@ emit_frame(Emit *e)
 			emit_line(e, "for (int it = 0; it < %d; it++)", k->row.steps);
 			emit_line(e, "    #pragma unroll");
 			emit_line(e, "    for (int v = 0; v < %d; v++)", VEC);
-			emit_line(e, "        %s[it][v] = %s;", acc, f->op[i].kind == OP_MAX ? "__int_as_float(0xff800000)" : "0.0f");
+			emit_line(e, "        %s[it][v] = %s;", acc, emit_fold_identity(&f->op[i]));
 		}
 }
 

@@ -36,6 +36,7 @@ OP(MINIMUM,   "minimum",   2, 2, BINARY,    0,         TY_ARITH, K_ALL)
 OP(SUM,       "sum",       1, 1, REDUCE,    A_AXIS | A_KEEPDIM, TY_ARITH, K_FLOAT)
 OP(MAX,       "max",       1, 1, REDUCE,    A_AXIS | A_KEEPDIM, TY_ARITH, K_BOOL | K_FLOAT)
 OP(MEAN,      "mean",      1, 1, REDUCE,    A_AXIS | A_KEEPDIM, TY_ARITH, K_FLOAT)
+OP(PROD,      "prod",      1, 1, REDUCE,    A_AXIS | A_KEEPDIM, TY_ARITH, K_FLOAT)
 /* matmul */
 OP(MATMUL,    "matmul",    2, 2, MATMUL,    A_TRANSPOSE | A_ACC, TY_ARITH, K_FLOAT)
 /* composites: expanded into the ops above by passes/expand.c */

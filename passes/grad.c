@@ -425,7 +425,7 @@ binary_rule(Grad *g, const Op *o, int d)
 static Op *view_op(Grad *g, OpKind kind, int x);
 
 /*
- * sum, mean, max: the adjoint spread back over X.  Without keepdim it
+ * sum, mean, max, prod: the adjoint spread back over X.  Without keepdim it
  * broadcasts back as it is only when X's dims before the axis are 1 (numpy
  * aligns from the right); else it is reshaped to keepdim's shape first
  * (torch's unsqueeze), as is a max's result for its mask.
@@ -472,6 +472,13 @@ reduce_rule(Grad *g, const Op *o, int d)
 		else   /* the extent at run time: a sum of ones */
 			t = bin(g, OP_DIV, T(d), T(reduce_as(g, OP_SUM, expand_like(g, L(1.0), x), o)));
 		t = expand_like(g, T(t), x);
+		break;
+	case OP_PROD:   /* torch's: d times the product of the others, also where X holds zeros */
+		mask = bin(g, OP_EQ, T(x), L(0.0));
+		i = reduce_as(g, OP_SUM, where(g, mask, L(1.0), L(0.0)), o);      /* the zeros of the result's slice */
+		t = bin(g, OP_MUL, T(d), T(reduce_as(g, OP_PROD, where(g, mask, L(1.0), T(x)), o)));   /* d x the others */
+		t = where(g, mask, T(where(g, bin(g, OP_EQ, T(i), L(1.0)), T(t), L(0.0))),
+		          T(where(g, bin(g, OP_EQ, T(i), L(0.0)), T(bin(g, OP_DIV, T(t), T(x))), L(0.0))));
 		break;
 	default:       /* max: the elements equal to it share d evenly */
 		mask = bin(g, OP_EQ, T(x), T(y));

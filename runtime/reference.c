@@ -203,6 +203,7 @@ static const RefOp ref_ops[OP_COUNT] = {
 	[OP_SUM] = {.fold = bin_add, .init = 0.0},
 	[OP_MAX] = {.fold = bin_max, .init = -INFINITY},
 	[OP_MEAN] = {.fold = bin_add, .init = 0.0, .mean = true},
+	[OP_PROD] = {.fold = bin_mul, .init = 1.0},
 };
 
 /* ---- shapes ---- */

@@ -54,12 +54,12 @@ wsfuse_amax_all(
     float acc_m[8];   // max of a, this item's elements so far  // tests/golden/amax_all.yaml:9
     #pragma unroll
     for (int v = 0; v < 8; v++)
-        acc_m[v] = __int_as_float(0xff800000);
+        acc_m[v] = -__int_as_float(0x7f800000);
     // an item's sums meet, at its last tile: the CTA's threads' sums, then the unit's items'
     const auto wsf_meet = [&](const long long item, const long long unit, const long long group,
                               const long long col0, const long long splits) {
         float *const red = (float *)part_m;
-        float tot_2 = __int_as_float(0xff800000);
+        float tot_2 = -__int_as_float(0x7f800000);
         #pragma unroll
         for (int v = 0; v < 8; v++)
             tot_2 = fmaxf(tot_2, acc_m[v]);
@@ -74,7 +74,7 @@ wsfuse_amax_all(
         __syncthreads();   // the scratch is free for the next
         #pragma unroll
         for (int v = 0; v < 8; v++)
-            acc_m[v] = __int_as_float(0xff800000);   // the next item starts from nothing
+            acc_m[v] = -__int_as_float(0x7f800000);   // the next item starts from nothing
         bool holds = threadIdx.x == 0;
         if (splits > 1) {   // the unit's items meet in the workspace: the last to arrive adds them
             float *const slots = (float *)(red_work + 4096);   // after the flags, 1 floats an item
@@ -87,7 +87,7 @@ wsfuse_amax_all(
             holds = holds && last;
             if (last) {
                 __threadfence();   // the other items' sums, after their arrivals
-                tot_2 = __int_as_float(0xff800000);
+                tot_2 = -__int_as_float(0x7f800000);
                 for (long long s = threadIdx.x; s < splits; s += 256)
                     tot_2 = fmaxf(tot_2, __ldcg(slots + s * 1 + 0));
                 for (int o = 16; o > 0; o >>= 1)   // a warp's, by shuffles

@@ -57,7 +57,7 @@ wsfuse_cross_entropy(
                         v_xo[v] = v_x[v] * v_oh[v];   // mul
                     }
                     wsf_online8(acc_lse_max, acc_lse_sum, v_x, cols - e);   // max and the sum of exp, online  // examples/cross_entropy.yaml:27
-                    acc_xl = wsf_sum8(acc_xl, v_xo, cols - e);
+                    acc_xl = wsf_fold8<wsf_fold_sum>(acc_xl, v_xo, cols - e);
                 }
             } else {   // pass 2: the outputs
                 const int e = (int)(col) + threadIdx.x * 8;
@@ -115,10 +115,10 @@ wsfuse_cross_entropy(
             }
             __syncthreads();   // release the last stages: the next prologue refills them
             if (pass == 0) {   // the end of pass 1: its block reductions
-                r_lse_max = wsf_block_max(acc_lse_max, wsf_red + 0);   // max of lse  // examples/cross_entropy.yaml:27
+                r_lse_max = wsf_block<wsf_fold_max>(acc_lse_max, wsf_red + 0);   // max of lse  // examples/cross_entropy.yaml:27
                 acc_lse_sum *= acc_lse_max == r_lse_max ? 1.0f : __expf(acc_lse_max - r_lse_max);   // to the scale of the row's max
-                r_lse_sum = wsf_block_sum(acc_lse_sum, wsf_red + 32);   // sum of lse  // examples/cross_entropy.yaml:27
-                r_xl = wsf_block_sum(acc_xl, wsf_red + 0);   // sum  // examples/cross_entropy.yaml:29
+                r_lse_sum = wsf_block<wsf_fold_sum>(acc_lse_sum, wsf_red + 32);   // sum of lse  // examples/cross_entropy.yaml:27
+                r_xl = wsf_block<wsf_fold_sum>(acc_xl, wsf_red + 0);   // sum  // examples/cross_entropy.yaml:29
                 r_lse_log = logf(r_lse_sum);   // log  // examples/cross_entropy.yaml:27
                 r_lse = r_lse_log + r_lse_max;   // add  // examples/cross_entropy.yaml:27
                 r_nll = r_lse - r_xl;   // sub  // examples/cross_entropy.yaml:30

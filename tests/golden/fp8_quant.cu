@@ -52,9 +52,9 @@ wsfuse_fp8_quant(
                 for (int v = 0; v < 8; v++) {
                     v_ax[it][v] = fabsf(v_x[v]);   // abs  // tests/golden/fp8_quant.yaml:10
                 }
-                acc_amax = wsf_max8(acc_amax, v_ax[it], cols - e);
+                acc_amax = wsf_fold8<wsf_fold_max>(acc_amax, v_ax[it], cols - e);
             }
-            const float r_amax = wsf_block_max(acc_amax, wsf_red + 0);   // max  // tests/golden/fp8_quant.yaml:11
+            const float r_amax = wsf_block<wsf_fold_max>(acc_amax, wsf_red + 0);   // max  // tests/golden/fp8_quant.yaml:11
             const float r_amax_c = fmaxf(r_amax, 1e-12f);   // maximum  // tests/golden/fp8_quant.yaml:12
             const float r_scale = r_amax_c / 448.0f;   // div  // tests/golden/fp8_quant.yaml:13
             // the last pass: the full-row outputs

@@ -52,9 +52,9 @@ wsfuse_layernorm(
                     break;
                 float v_x[8];
                 wsf_unpack8(v_x, raw_x[it]);
-                acc_y_mean = wsf_sum8(acc_y_mean, v_x, cols - e);
+                acc_y_mean = wsf_fold8<wsf_fold_sum>(acc_y_mean, v_x, cols - e);
             }
-            const float r_y_mean = wsf_block_sum(acc_y_mean, wsf_red + 0) / (float)cols;   // mean of y  // examples/layernorm.yaml:22
+            const float r_y_mean = wsf_block<wsf_fold_sum>(acc_y_mean, wsf_red + 0) / (float)cols;   // mean of y  // examples/layernorm.yaml:22
             // pass 2 over the row: the reductions of level 2
             float acc_y_var = 0.0f;
             #pragma unroll
@@ -69,9 +69,9 @@ wsfuse_layernorm(
                     v_y_centered[it][v] = v_x[v] - r_y_mean;   // sub  // examples/layernorm.yaml:22
                     v_y_square[it][v] = v_y_centered[it][v] * v_y_centered[it][v];   // mul  // examples/layernorm.yaml:22
                 }
-                acc_y_var = wsf_sum8(acc_y_var, v_y_square[it], cols - e);
+                acc_y_var = wsf_fold8<wsf_fold_sum>(acc_y_var, v_y_square[it], cols - e);
             }
-            const float r_y_var = wsf_block_sum(acc_y_var, wsf_red + 32) / (float)cols;   // mean of y  // examples/layernorm.yaml:22
+            const float r_y_var = wsf_block<wsf_fold_sum>(acc_y_var, wsf_red + 32) / (float)cols;   // mean of y  // examples/layernorm.yaml:22
             const float r_y_var_eps = r_y_var + 1e-05f;   // add  // examples/layernorm.yaml:22
             const float r_y_rstd = rsqrtf(r_y_var_eps);   // rsqrt  // examples/layernorm.yaml:22
             // the last pass: the full-row outputs

@@ -65,11 +65,11 @@ wsf_compute(
             v_g[it][v] = v_dy[it][v] * v_gamma[it][v];   // mul  // examples/layernorm_backward.yaml:32
             v_gx[it][v] = v_g[it][v] * v_xhat[it][v];   // mul  // examples/layernorm_backward.yaml:33
         }
-        acc_c1 = wsf_sum8(acc_c1, v_gx[it], cols - e);
-        acc_c2 = wsf_sum8(acc_c2, v_g[it], cols - e);
+        acc_c1 = wsf_fold8<wsf_fold_sum>(acc_c1, v_gx[it], cols - e);
+        acc_c2 = wsf_fold8<wsf_fold_sum>(acc_c2, v_g[it], cols - e);
     }
-    const float r_c1 = wsf_block_sum(acc_c1, wsf_red + 0) / (float)cols;   // mean  // examples/layernorm_backward.yaml:34
-    const float r_c2 = wsf_block_sum(acc_c2, wsf_red + 32) / (float)cols;   // mean  // examples/layernorm_backward.yaml:35
+    const float r_c1 = wsf_block<wsf_fold_sum>(acc_c1, wsf_red + 0) / (float)cols;   // mean  // examples/layernorm_backward.yaml:34
+    const float r_c2 = wsf_block<wsf_fold_sum>(acc_c2, wsf_red + 32) / (float)cols;   // mean  // examples/layernorm_backward.yaml:35
     // the last pass: the full-row outputs
     #pragma unroll
     for (int it = 0; it < 1; it++) {

@@ -66,9 +66,9 @@ wsfuse_masked_softmax(
                     v_xs[it][v] = v_x[v] * 0.125f;   // mul  // tests/golden/masked_softmax.yaml:12
                     v_z[it][v] = v_xs[it][v] + v_mask[it][v];   // add  // tests/golden/masked_softmax.yaml:13
                 }
-                acc_y_max = wsf_max8(acc_y_max, v_z[it], cols - e);
+                acc_y_max = wsf_fold8<wsf_fold_max>(acc_y_max, v_z[it], cols - e);
             }
-            const float r_y_max = wsf_group_max<128>(acc_y_max, wsf_red + 0);   // max of y  // tests/golden/masked_softmax.yaml:14
+            const float r_y_max = wsf_group<128, wsf_fold_max>(acc_y_max, wsf_red + 0);   // max of y  // tests/golden/masked_softmax.yaml:14
             // pass 2 over the row: the reductions of level 2
             float acc_y_sum = 0.0f;
             #pragma unroll
@@ -85,9 +85,9 @@ wsfuse_masked_softmax(
                     v_y_shifted[it][v] = v_z[it][v] - r_y_max;   // sub  // tests/golden/masked_softmax.yaml:14
                     v_y_exp[it][v] = __expf(v_y_shifted[it][v]);   // exp  // tests/golden/masked_softmax.yaml:14
                 }
-                acc_y_sum = wsf_sum8(acc_y_sum, v_y_exp[it], cols - e);
+                acc_y_sum = wsf_fold8<wsf_fold_sum>(acc_y_sum, v_y_exp[it], cols - e);
             }
-            const float r_y_sum = wsf_group_sum<128>(acc_y_sum, wsf_red + 32);   // sum of y  // tests/golden/masked_softmax.yaml:14
+            const float r_y_sum = wsf_group<128, wsf_fold_sum>(acc_y_sum, wsf_red + 32);   // sum of y  // tests/golden/masked_softmax.yaml:14
             // the last pass: the full-row outputs
             #pragma unroll
             for (int it = 0; it < 1; it++) {

@@ -53,9 +53,9 @@ wsf_compute(
         wsf_load8(v_x[it], cur_row_x + e);
         wsf_load8(v_y_out[it], cur_row_y_out + e);
         wsf_load8(v_y_max[it], cur_row_y_max + e);
-        acc_y_max_2 = wsf_max8(acc_y_max_2, v_x[it], cols - e);
+        acc_y_max_2 = wsf_fold8<wsf_fold_max>(acc_y_max_2, v_x[it], cols - e);
     }
-    const float r_y_max_2 = wsf_block_max(acc_y_max_2, wsf_red + 0);   // max of y  // tests/golden/names_row.yaml:17
+    const float r_y_max_2 = wsf_block<wsf_fold_max>(acc_y_max_2, wsf_red + 0);   // max of y  // tests/golden/names_row.yaml:17
     // pass 2 over the row: the reductions of level 2
     float acc_y_sum_2 = 0.0f;
     #pragma unroll
@@ -68,9 +68,9 @@ wsf_compute(
             v_y_shifted[it][v] = v_x[it][v] - r_y_max_2;   // sub  // tests/golden/names_row.yaml:17
             v_y_exp[it][v] = __expf(v_y_shifted[it][v]);   // exp  // tests/golden/names_row.yaml:17
         }
-        acc_y_sum_2 = wsf_sum8(acc_y_sum_2, v_y_exp[it], cols - e);
+        acc_y_sum_2 = wsf_fold8<wsf_fold_sum>(acc_y_sum_2, v_y_exp[it], cols - e);
     }
-    const float r_y_sum_2 = wsf_block_sum(acc_y_sum_2, wsf_red + 32);   // sum of y  // tests/golden/names_row.yaml:17
+    const float r_y_sum_2 = wsf_block<wsf_fold_sum>(acc_y_sum_2, wsf_red + 32);   // sum of y  // tests/golden/names_row.yaml:17
     // pass 3 over the row: the reductions of level 3
     float acc_e = -__int_as_float(0x7f800000);
     #pragma unroll
@@ -94,9 +94,9 @@ wsf_compute(
             v_int[it][v] = v_wsf_red[it][v] + v_wsf[it][v];   // add  // tests/golden/names_row.yaml:20
             v_rows[it][v] = v_int[it][v] * r_threadIdx;   // mul  // tests/golden/names_row.yaml:21
         }
-        acc_e = wsf_max8(acc_e, v_rows[it], cols - e);
+        acc_e = wsf_fold8<wsf_fold_max>(acc_e, v_rows[it], cols - e);
     }
-    const float r_e = wsf_block_max(acc_e, wsf_red + 0);   // max  // tests/golden/names_row.yaml:22
+    const float r_e = wsf_block<wsf_fold_max>(acc_e, wsf_red + 0);   // max  // tests/golden/names_row.yaml:22
     // pass 4 over the row: the reductions of level 4
     float acc_in_y_mean = 0.0f;
     #pragma unroll
@@ -113,9 +113,9 @@ wsf_compute(
             v_rows[it][v] = v_int[it][v] * r_threadIdx;   // mul  // tests/golden/names_row.yaml:21
             v_v_y[it][v] = v_rows[it][v] - r_e;   // sub  // tests/golden/names_row.yaml:23
         }
-        acc_in_y_mean = wsf_sum8(acc_in_y_mean, v_v_y[it], cols - e);
+        acc_in_y_mean = wsf_fold8<wsf_fold_sum>(acc_in_y_mean, v_v_y[it], cols - e);
     }
-    const float r_in_y_mean = wsf_block_sum(acc_in_y_mean, wsf_red + 32) / (float)cols;   // mean of in_y  // tests/golden/names_row.yaml:24
+    const float r_in_y_mean = wsf_block<wsf_fold_sum>(acc_in_y_mean, wsf_red + 32) / (float)cols;   // mean of in_y  // tests/golden/names_row.yaml:24
     // pass 5 over the row: the reductions of level 5
     float acc_in_y_var = 0.0f;
     #pragma unroll
@@ -134,9 +134,9 @@ wsf_compute(
             v_in_y_centered[it][v] = v_v_y[it][v] - r_in_y_mean;   // sub  // tests/golden/names_row.yaml:24
             v_in_y_square[it][v] = v_in_y_centered[it][v] * v_in_y_centered[it][v];   // mul  // tests/golden/names_row.yaml:24
         }
-        acc_in_y_var = wsf_sum8(acc_in_y_var, v_in_y_square[it], cols - e);
+        acc_in_y_var = wsf_fold8<wsf_fold_sum>(acc_in_y_var, v_in_y_square[it], cols - e);
     }
-    const float r_in_y_var = wsf_block_sum(acc_in_y_var, wsf_red + 0) / (float)cols;   // mean of in_y  // tests/golden/names_row.yaml:24
+    const float r_in_y_var = wsf_block<wsf_fold_sum>(acc_in_y_var, wsf_red + 0) / (float)cols;   // mean of in_y  // tests/golden/names_row.yaml:24
     const float r_in_y_var_eps = r_in_y_var + 1e-05f;   // add  // tests/golden/names_row.yaml:24
     const float r_in_y_rstd = rsqrtf(r_in_y_var_eps);   // rsqrt  // tests/golden/names_row.yaml:24
     // pass 6 over the row: the reductions of level 6
@@ -158,9 +158,9 @@ wsf_compute(
             v_in_y_normed[it][v] = v_in_y_centered[it][v] * r_in_y_rstd;   // mul  // tests/golden/names_row.yaml:24
             v_in_y[it][v] = v_in_y_normed[it][v] * v_wsf[it][v];   // mul  // tests/golden/names_row.yaml:24
         }
-        acc_float = wsf_sum8(acc_float, v_in_y[it], cols - e);
+        acc_float = wsf_fold8<wsf_fold_sum>(acc_float, v_in_y[it], cols - e);
     }
-    const float r_float = wsf_block_sum(acc_float, wsf_red + 32);   // sum  // tests/golden/names_row.yaml:25
+    const float r_float = wsf_block<wsf_fold_sum>(acc_float, wsf_red + 32);   // sum  // tests/golden/names_row.yaml:25
     // the last pass: the full-row outputs
     #pragma unroll
     for (int it = 0; it < 1; it++) {

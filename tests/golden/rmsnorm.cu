@@ -53,9 +53,9 @@ wsfuse_rmsnorm(
                 for (int v = 0; v < 8; v++) {
                     v_y_square[it][v] = v_x[v] * v_x[v];   // mul  // examples/rmsnorm.yaml:20
                 }
-                acc_y_ms = wsf_sum8(acc_y_ms, v_y_square[it], cols - e);
+                acc_y_ms = wsf_fold8<wsf_fold_sum>(acc_y_ms, v_y_square[it], cols - e);
             }
-            const float r_y_ms = wsf_block_sum(acc_y_ms, wsf_red + 0) / (float)cols;   // mean of y  // examples/rmsnorm.yaml:20
+            const float r_y_ms = wsf_block<wsf_fold_sum>(acc_y_ms, wsf_red + 0) / (float)cols;   // mean of y  // examples/rmsnorm.yaml:20
             const float r_y_ms_eps = r_y_ms + 1e-06f;   // add  // examples/rmsnorm.yaml:20
             const float r_y_rrms = rsqrtf(r_y_ms_eps);   // rsqrt  // examples/rmsnorm.yaml:20
             // the last pass: the full-row outputs

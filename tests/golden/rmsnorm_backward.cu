@@ -58,9 +58,9 @@ wsf_compute(
             v_g[it][v] = v_dy[it][v] * v_w[it][v];   // mul  // tests/golden/rmsnorm_backward.yaml:12
             v_gx[it][v] = v_g[it][v] * v_xhat[it][v];   // mul  // tests/golden/rmsnorm_backward.yaml:13
         }
-        acc_c = wsf_sum8(acc_c, v_gx[it], cols - e);
+        acc_c = wsf_fold8<wsf_fold_sum>(acc_c, v_gx[it], cols - e);
     }
-    const float r_c = wsf_block_sum(acc_c, wsf_red + (wsf_flip ? 32 : 0)) / (float)cols;   // mean  // tests/golden/rmsnorm_backward.yaml:14
+    const float r_c = wsf_block<wsf_fold_sum>(acc_c, wsf_red + (wsf_flip ? 32 : 0)) / (float)cols;   // mean  // tests/golden/rmsnorm_backward.yaml:14
     // the last pass: the full-row outputs
     #pragma unroll
     for (int it = 0; it < 1; it++) {

@@ -50,9 +50,9 @@ wsfuse_softmax_manual(
                     break;
                 float v_x[8];
                 wsf_unpack8_f16(v_x, raw_x[it]);
-                acc_m = wsf_max8(acc_m, v_x, cols - e);
+                acc_m = wsf_fold8<wsf_fold_max>(acc_m, v_x, cols - e);
             }
-            const float r_m = wsf_lanes_max<32>(acc_m);   // max  // examples/softmax_manual.yaml:17
+            const float r_m = wsf_lanes<32, wsf_fold_max>(acc_m);   // max  // examples/softmax_manual.yaml:17
             // pass 2 over the row: the reductions of level 2
             float acc_s = 0.0f;
             #pragma unroll
@@ -67,9 +67,9 @@ wsfuse_softmax_manual(
                     v_d[it][v] = v_x[v] - r_m;   // sub  // examples/softmax_manual.yaml:18
                     v_e[it][v] = __expf(v_d[it][v]);   // exp  // examples/softmax_manual.yaml:19
                 }
-                acc_s = wsf_sum8(acc_s, v_e[it], cols - e);
+                acc_s = wsf_fold8<wsf_fold_sum>(acc_s, v_e[it], cols - e);
             }
-            const float r_s = wsf_lanes_sum<32>(acc_s);   // sum  // examples/softmax_manual.yaml:20
+            const float r_s = wsf_lanes<32, wsf_fold_sum>(acc_s);   // sum  // examples/softmax_manual.yaml:20
             // the last pass: the full-row outputs
             #pragma unroll
             for (int it = 0; it < 4; it++) {

@@ -96,9 +96,9 @@ wsfuse_softmax_vocab(
             }
             __syncthreads();   // release the last stages: the next prologue refills them
             if (pass == 0) {   // the end of pass 1: its block reductions
-                r_probs_max = wsf_block_max(acc_probs_max, wsf_red + 0);   // max of probs  // examples/softmax_vocab.yaml:22
+                r_probs_max = wsf_block<wsf_fold_max>(acc_probs_max, wsf_red + 0);   // max of probs  // examples/softmax_vocab.yaml:22
                 acc_probs_sum *= acc_probs_max == r_probs_max ? 1.0f : __expf(acc_probs_max - r_probs_max);   // to the scale of the row's max
-                r_probs_sum = wsf_block_sum(acc_probs_sum, wsf_red + 32);   // sum of probs  // examples/softmax_vocab.yaml:22
+                r_probs_sum = wsf_block<wsf_fold_sum>(acc_probs_sum, wsf_red + 32);   // sum of probs  // examples/softmax_vocab.yaml:22
             }
         }
     }

@@ -51,9 +51,9 @@ wsfuse_topk_router_golden(
                     break;
                 float v_x[8];
                 wsf_unpack8(v_x, raw_x[it]);
-                acc_p_max = wsf_max8(acc_p_max, v_x, cols - e);
+                acc_p_max = wsf_fold8<wsf_fold_max>(acc_p_max, v_x, cols - e);
             }
-            const float r_p_max = wsf_lanes_max<8>(acc_p_max);   // max of p  // tests/golden/topk_router.yaml:8
+            const float r_p_max = wsf_lanes<8, wsf_fold_max>(acc_p_max);   // max of p  // tests/golden/topk_router.yaml:8
             // pass 2 over the row: the reductions of level 2
             float acc_p_sum = 0.0f;
             #pragma unroll
@@ -68,9 +68,9 @@ wsfuse_topk_router_golden(
                     v_p_shifted[it][v] = v_x[v] - r_p_max;   // sub  // tests/golden/topk_router.yaml:8
                     v_p_exp[it][v] = __expf(v_p_shifted[it][v]);   // exp  // tests/golden/topk_router.yaml:8
                 }
-                acc_p_sum = wsf_sum8(acc_p_sum, v_p_exp[it], cols - e);
+                acc_p_sum = wsf_fold8<wsf_fold_sum>(acc_p_sum, v_p_exp[it], cols - e);
             }
-            const float r_p_sum = wsf_lanes_sum<8>(acc_p_sum);   // sum of p  // tests/golden/topk_router.yaml:8
+            const float r_p_sum = wsf_lanes<8, wsf_fold_sum>(acc_p_sum);   // sum of p  // tests/golden/topk_router.yaml:8
             // the last pass: the full-row outputs
             #pragma unroll
             for (int it = 0; it < 4; it++) {

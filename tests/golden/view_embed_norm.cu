@@ -57,9 +57,9 @@ wsfuse_view_embed_norm(
                 for (int v = 0; v < 8; v++) {
                     v_y_square[it][v] = v_e[v] * v_e[v];   // mul  // tests/golden/view_embed_norm.yaml:12
                 }
-                acc_y_ms = wsf_sum8(acc_y_ms, v_y_square[it], cols - e);
+                acc_y_ms = wsf_fold8<wsf_fold_sum>(acc_y_ms, v_y_square[it], cols - e);
             }
-            const float r_y_ms = wsf_lanes_sum<32>(acc_y_ms) / (float)cols;   // mean of y  // tests/golden/view_embed_norm.yaml:12
+            const float r_y_ms = wsf_lanes<32, wsf_fold_sum>(acc_y_ms) / (float)cols;   // mean of y  // tests/golden/view_embed_norm.yaml:12
             const float r_y_ms_eps = r_y_ms + 1e-06f;   // add  // tests/golden/view_embed_norm.yaml:12
             const float r_y_rrms = rsqrtf(r_y_ms_eps);   // rsqrt  // tests/golden/view_embed_norm.yaml:12
             // the last pass: the full-row outputs

@@ -56,9 +56,9 @@ wsfuse_view_qk_norm(
                 for (int v = 0; v < 8; v++) {
                     v_qn_square[it][v] = v_q[v] * v_q[v];   // mul  // tests/golden/view_qk_norm.yaml:12
                 }
-                acc_qn_ms = wsf_sum8(acc_qn_ms, v_qn_square[it], cols - e);
+                acc_qn_ms = wsf_fold8<wsf_fold_sum>(acc_qn_ms, v_qn_square[it], cols - e);
             }
-            const float r_qn_ms = wsf_lanes_sum<4>(acc_qn_ms) / (float)cols;   // mean of qn  // tests/golden/view_qk_norm.yaml:12
+            const float r_qn_ms = wsf_lanes<4, wsf_fold_sum>(acc_qn_ms) / (float)cols;   // mean of qn  // tests/golden/view_qk_norm.yaml:12
             const float r_qn_ms_eps = r_qn_ms + 1e-06f;   // add  // tests/golden/view_qk_norm.yaml:12
             const float r_qn_rrms = rsqrtf(r_qn_ms_eps);   // rsqrt  // tests/golden/view_qk_norm.yaml:12
             // the last pass: the full-row outputs

@@ -92,7 +92,7 @@ staged_rows_are_read_before_the_first_barrier(void **state)
 	cu = generated(wsf_kernel_text(k, WSF_STAGE_CUDA, NULL));
 	assert_non_null(cu);
 	load = strstr(cu, "wsf_load8(v_g[it], cur_row_g + e);");
-	first_barrier = strstr(cu, "wsf_block_max(");
+	first_barrier = strstr(cu, "wsf_block<wsf_fold_max>(");
 	assert_non_null(load);
 	assert_non_null(first_barrier);
 	assert_true(load < first_barrier);
@@ -175,7 +175,7 @@ direct_rows_load_from_global(void **state)
 	assert_non_null(cu);
 	/* one level of reductions: the row is loaded again for the outputs, L2 keeping it in between */
 	load = strstr(cu, "raw_x[it] = wsf_ldg16_l2(in_x + row * cols + e, wsf_keep);");
-	sum = strstr(cu, "wsf_sum8(");
+	sum = strstr(cu, "wsf_fold8<wsf_fold_sum>(");
 	w = strstr(cu, "wsf_load8_global(v_w[it], in_w + e);");
 	assert_non_null(load);
 	assert_non_null(sum);

@@ -329,8 +329,8 @@ device_header_by_family(void **state)
 	assert_non_null(dtypes_then_row);
 	snprintf(dtypes, nd + 2, "\n%s", codegen_device_dtypes_cuh);
 	snprintf(dtypes_then_row, nd + nr + 2, "\n%s%s", codegen_device_dtypes_cuh, codegen_device_reduction_cuh);
-	assert_null(strstr(codegen_device_cuh, "wsf_block_sum"));
-	assert_non_null(strstr(codegen_device_reduction_cuh, "wsf_block_sum"));
+	assert_null(strstr(codegen_device_cuh, "wsf_block<"));
+	assert_non_null(strstr(codegen_device_reduction_cuh, "wsf_block(float v"));
 	for (i = 0; i < countof(cases); i++) {
 		Comp c;
 		Buf b;

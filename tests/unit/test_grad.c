@@ -371,7 +371,7 @@ static void
 test_reductions(void **state)
 {
 	Fixture *t = *state;
-	static const char *const ops[] = {"sum", "mean", "max", "min", "logsumexp"};
+	static const char *const ops[] = {"sum", "mean", "max", "min", "prod", "logsumexp"};
 	int i, axis;
 
 	for (i = 0; i < countof(ops); i++) {
@@ -386,8 +386,8 @@ test_reductions(void **state)
 		check(t, reduce_spec(t, ops[i], "[2, 3, N]", -1, false));
 		check(t, reduce_spec(t, ops[i], "[2, 3, N]", 1, false));
 	}
-	/* over a list of dims (sum, mean, max, min): the adjoint spread over them all */
-	for (i = 0; i < 4; i++) {   /* (each spec copied out: check starts a fresh arena) */
+	/* over a list of dims (sum, mean, max, min, prod): the adjoint spread over them all */
+	for (i = 0; i < 5; i++) {   /* (each spec copied out: check starts a fresh arena) */
 		static const char *const dims[] = {"[0, 1]", "[2, 1]", "[1, 0]"};
 		char spec[1024];
 
@@ -416,6 +416,35 @@ test_reductions(void **state)
 }
 
 /* The composites arrive expanded: softmax, layernorm and rmsnorm with weight and bias. */
+/*
+ * prod's gradient where x holds zeros, as torch's: a slice with one zero
+ * gives that element d x the product of the others and the rest 0; with
+ * two or more, 0 everywhere; with none, d x the product of the others.
+ */
+static void
+test_prod_zeros(void **state)
+{
+	Fixture *t = *state;
+	static const double x[] = {2, 0, 3, 0, 0, 5, 2, 3, 4}, want[] = {0, 12, 0, 0, 0, 0, 24, 16, 12};
+	Fusion *g;
+	Data d = {0};
+	double *out[1], *gy;
+	int i;
+
+	forward(t, "fusion: p\ninputs:\n  x: {dtype: f32, shape: [3, 3]}\nops:\n"
+	           "  - {out: y, op: prod, in: [x], axis: -1, keepdim: false}\noutputs:\n  y: {}\n");
+	memcpy(data_add(t, &d, "x", 9, NULL), x, sizeof x);
+	gy = data_add(t, &d, "grad_y", 3, NULL);
+	for (i = 0; i < 3; i++)
+		gy[i] = 2.0;
+	g = backward(t);
+	out[0] = arena_alloc(t->c.arena, 9 * sizeof(double));
+	eval(t, g, &d, out);
+	for (i = 0; i < 9; i++)
+		if (out[0][i] != want[i])
+			fail_msg("grad_x[%d]: got %g, want %g", i, out[0][i], want[i]);
+}
+
 static void
 test_composites(void **state)
 {
@@ -648,6 +677,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_where_and_zero, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cast, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reductions, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_prod_zeros, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_composites, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_matmul, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reuse, setup, teardown),
