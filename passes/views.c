@@ -853,26 +853,14 @@ permute_first(Sinker *x, const Op *o)
 static bool
 folds_into_reduction(const Fusion *f, const int *def, const Op *ops, const Op *o)
 {
-	const Tensor *a = &f->tensor[o->in[0].tensor], *b = &f->tensor[o->out];
-	int i, j, readers = 0;
+	int x = o->in[0].tensor, i, j, readers = 0;
 
-	if (o->kind != OP_RESHAPE || !def[a - f->tensor] || op_info[ops[def[a - f->tensor]].kind].cls != CLS_REDUCE ||
-	    is_output(f, (int)(a - f->tensor)))
+	if (!fusion_unsqueeze(f, o) || !def[x] || op_info[ops[def[x]].kind].cls != CLS_REDUCE || is_output(f, x))
 		return false;
 	for (i = 1; i < f->nop; i++)
 		for (j = 0; j < f->op[i].nin; j++)
-			readers += f->op[i].in[j].tensor == a - f->tensor;
-	for (i = j = 0; readers == 1; i++, j++) {   /* the dims other than 1, in order, the same */
-		while (i < a->rank && dim_is_one(a->dim[i]))
-			i++;
-		while (j < b->rank && dim_is_one(b->dim[j]))
-			j++;
-		if (i == a->rank || j == b->rank)
-			return i == a->rank && j == b->rank;
-		if (!dim_equal(a->dim[i], b->dim[j]))
-			return false;
-	}
-	return false;
+			readers += f->op[i].in[j].tensor == x;
+	return readers == 1;
 }
 
 int
