@@ -721,9 +721,9 @@ test_maximum_propagates_nan(void **state)
 static void
 test_reductions(void **state)
 {
-	double x[24], sum1[8], sum1b[8], max0[12], mean2[6], v[5] = {1, -2, 3, 9, 4}, all[1], top[1];
+	double x[24], sum1[8], sum1b[8], max0[12], mean2[6], v[5] = {1, -2, 3, 9, 4}, all[1], top[1], prod[1];
 	const double *in[2] = {x, v};
-	double *out[6] = {sum1, sum1b, max0, mean2, all, top};
+	double *out[7] = {sum1, sum1b, max0, mean2, all, top, prod};
 	int tx, tv, y;
 	Op *o;
 	Env e;
@@ -762,6 +762,10 @@ test_reductions(void **state)
 	o = op(&e, OP_MAX, y, 1, T(tv), L(0));
 	o->axis = 0;
 	output(&e, y);
+	y = tensor(&e, "prod", TK_VALUE, 1, 1);
+	o = op(&e, OP_PROD, y, 1, T(tv), L(0));
+	o->axis = 0;
+	output(&e, y);
 	assert_int_equal(rt_reference(&e.c, e.f, in, out), WSF_OK);
 	for (i = 0; i < 2; i++)
 		for (k = 0; k < 4; k++) {
@@ -778,6 +782,7 @@ test_reductions(void **state)
 		assert_near(mean2[i], (x[4 * i] + x[4 * i + 1] + x[4 * i + 2] + x[4 * i + 3]) / 4);
 	assert_near(all[0], 15);
 	assert_near(top[0], 9);
+	assert_near(prod[0], -216);   /* 1 x -2 x 3 x 9 x 4 */
 	arena_free(e.c.arena);
 }
 
