@@ -11,7 +11,11 @@
  */
 #include "codegen.h"
 
-/* Each topk's outputs (values, indices) of the selection of op I: element (bv, bi) at place r of the row's k. */
+/*
+ * Each topk's outputs (values, indices) of the selection of op I: element
+ * (bv, bi) at place r of the row's k; a gather of an input's row at the
+ * indices, its element bi read from memory.
+ */
 static void
 topk_stores(Emit *e, int i)
 {
@@ -30,6 +34,16 @@ topk_stores(Emit *e, int i)
 				emit_line(e, "    wsf_store1%s(%s + row * %lld + r, %s);%s", emit_suffix(f->out[m].dtype),
 				          emit_param_name(e, emit_param_of(e, p->out, true)), (long long)dim_value(f, o->shape[0]),
 				          p->part ? "(float)bi" : "bv", emit_pos(e, f->out[m].pos));
+			else if (p->part && topk_gather(f, f->out[m].tensor) &&
+			         f->op[f->tensor[f->out[m].tensor].def].in[1].tensor == p->out) {   /* x.gather(-1, i) */
+				const Op *g = &f->op[f->tensor[f->out[m].tensor].def];
+				const KParam *x = emit_param_of(e, g->in[0].tensor, false);
+
+				emit_line(e, "    wsf_store1%s(%s + row * %lld + r, bi < 0 ? 0.0f : wsf_load1%s(%s + row * cols + bi));%s",
+				          emit_suffix(f->out[m].dtype), emit_param_name(e, emit_param_of(e, g->out, true)),
+				          (long long)dim_value(f, o->shape[0]), emit_suffix(x->dtype), emit_param_name(e, x),
+				          emit_pos(e, g->pos));
+			}
 	}
 }
 

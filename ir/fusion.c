@@ -344,3 +344,28 @@ fusion_waits(const Fusion *f)
 		n += f->tensor[fusion_arg_tensor(f, i)].wait_pos.line > 0;
 	return n;
 }
+
+/*
+ * Is T a gather along the last dim of an input's row at topk's indices
+ * (torch's x.gather(-1, i) after v, i = p.topk(k): a router's weights of the
+ * experts it picked), of the rows' shape?  A row kernel stores it with the
+ * selection, each element read from memory.
+ */
+bool
+topk_gather(const Fusion *f, int t)
+{
+	const Op *o = t && f->tensor[t].def ? &f->op[f->tensor[t].def] : NULL, *k;
+	const Tensor *x, *y;
+	int i;
+
+	if (!o || o->kind != OP_GATHER || !o->in[1].tensor || !f->tensor[o->in[1].tensor].def)
+		return false;
+	k = &f->op[f->tensor[o->in[1].tensor].def];
+	x = &f->tensor[o->in[0].tensor];
+	y = &f->tensor[k->in[0].tensor];
+	if (k->kind != OP_TOPK || k->part != 1 || x->kind != TK_INPUT || o->axis != x->rank - 1 || x->rank != y->rank)
+		return false;
+	for (i = 0; i < x->rank && dim_equal(x->dim[i], y->dim[i]); i++)
+		;
+	return i == x->rank;
+}

@@ -476,6 +476,7 @@ const Op *fusion_scatter(const Fusion *f, int j);
 int fusion_stored(const Fusion *f, int j);
 bool fusion_unsqueeze(const Fusion *f, const Op *o);   /* a reshape of a computed value adding or dropping 1-dims */
 bool fusion_has_op(const Fusion *f, OpKind kind);   /* does an op of F have KIND? */
+bool topk_gather(const Fusion *f, int t);   /* is T a gather of an input's row at topk's indices? (fusion.c) */
 
 /* ---- verify.c --------------------------------------------------------- */
 

@@ -107,8 +107,8 @@ add_row_params(Comp *c, Fusion *f, Kernel *k)
 		const Tensor *t = &f->tensor[f->input[j]];
 		int p;
 
-		if (!view_used(f, f->input[j]))   /* unread, or read through its views alone */
-			continue;
+		if (!view_used(f, f->input[j]) && k->row.view[f->input[j]] != VIEW_SELECTED)
+			continue;   /* unread, or read through its views alone (but a gather's at topk's indices) */
 		p = kernel_add_param(c, k, PK_PTR, t->name);
 
 		k->param[p].arg = j;

@@ -305,16 +305,22 @@ check_topk(Comp *c, const Fusion *f)
 	int i, j;
 
 	for (i = 1; i < f->nop; i++)
-		for (j = 0; j < f->op[i].nin; j++)
-			if (f->op[i].in[j].tensor && f->tensor[f->op[i].in[j].tensor].def &&
-			    f->op[f->tensor[f->op[i].in[j].tensor].def].kind == OP_TOPK) {
-				diag_error(c, f->op[i].in[j].pos, "'%s' (%s) reads '%s', topk's: topk's values and indices are "
-				           "outputs of the row kernel that selects them, and an op of them in the same kernel "
-				           "is not implemented yet; split the fusion", f->tensor[f->op[i].out].name,
-				           op_info[f->op[i].kind].name, f->tensor[f->op[i].in[j].tensor].name);
-				c->status = WSF_ERR_UNSUPPORTED;
-				return -1;
-			}
+		for (j = 0; j < f->op[i].nin; j++) {
+			const Op *o = &f->op[i];
+			int t = o->in[j].tensor;
+
+			if (!t || !f->tensor[t].def || (f->op[f->tensor[t].def].kind != OP_TOPK && !topk_gather(f, t)))
+				continue;
+			if (topk_gather(f, o->out) && j == 1)
+				continue;   /* (a gather at topk's indices: stored with the selection) */
+			diag_error(c, o->in[j].pos, "'%s' (%s) reads '%s', %s: topk's values and indices are outputs of the "
+			           "row kernel that selects them (as is a gather of an input's row at the indices), and an op "
+			           "of them in the same kernel is not implemented yet; split the fusion", f->tensor[o->out].name,
+			           op_info[o->kind].name, f->tensor[t].name, topk_gather(f, t) ? "a gather at topk's indices" :
+			           "topk's");
+			c->status = WSF_ERR_UNSUPPORTED;
+			return -1;
+		}
 	return 0;
 }
 
@@ -403,8 +409,8 @@ check_views(Comp *c, const Fusion *f)
 
 		if (op_info[o->kind].cls != CLS_VIEW || o->placed)   /* (a placed cat or pad computes: views.c) */
 			continue;
-		if (f->family == FAM_REDUCTION && fusion_unsqueeze(f, o))   /* a row kernel's copy (emit_reduction.c) */
-			continue;
+		if (f->family == FAM_REDUCTION && (fusion_unsqueeze(f, o) || topk_gather(f, o->out)))
+			continue;   /* (a row kernel's copy, emit_reduction.c; a gather at topk's indices, emit_topk.c) */
 		why = o->kind == OP_INDEX_COPY || o->kind == OP_SLICE_SCATTER ? scatter_why(c, f, o)
 		      : f->family == FAM_MATMUL ? "views are read by pointwise and row-reduction kernels only, so far"
 		      : !view_strided(c, f, o->out, &s, &why) ? why
@@ -469,8 +475,8 @@ pass_schedule(Comp *c)
 		if (!t->unread && !by_pointer && check_alignment(c, f, f->input[i], t->dtype, "input", t->pos))
 			return -1;
 	}
-	for (i = 0; i < f->nout; i++)   /* (topk's are stored an element at a time) */
-		if (f->op[f->tensor[f->out[i].tensor].def].kind != OP_TOPK &&
+	for (i = 0; i < f->nout; i++)   /* (topk's, and gathers at its indices, are stored an element at a time) */
+		if (f->op[f->tensor[f->out[i].tensor].def].kind != OP_TOPK && !topk_gather(f, f->out[i].tensor) &&
 		    check_alignment(c, f, f->out[i].tensor, f->out[i].dtype, "output", f->out[i].pos))
 			return -1;
 	if (f->family == FAM_MATMUL && !(f->mm = schedule_matmul(c, f)))

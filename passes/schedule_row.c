@@ -274,9 +274,15 @@ plan_row(Comp *c, const Fusion *f, RowFallback fb, RowSchedule *out)
 		if (view_used(f, j) && (view[j] = classify_row(&f->tensor[j], d)) == VIEW_NONE)
 			view[j] = lower_bcast_view(&f->tensor[j], d);   /* (a view's source alone: none) */
 	plan_outer(f, view, &out->plan);
-	for (j = 1; j < f->nop; j++)   /* topk's k values or indices a row, stored by the row's selection */
+	for (j = 1; j < f->nop; j++)   /* topk's k values or indices a row: the selection's */
 		if (f->op[j].kind == OP_TOPK && view[f->op[j].in[0].tensor] == VIEW_FULL)
 			view[f->op[j].out] = VIEW_SELECTED;
+	for (j = 1; j < f->nop; j++)   /* and a gather at its indices, of an input read there alone (not staged) */
+		if (topk_gather(f, f->op[j].out)) {
+			view[f->op[j].out] = VIEW_SELECTED;
+			if (view[f->op[j].in[0].tensor] == VIEW_NONE)
+				view[f->op[j].in[0].tensor] = VIEW_SELECTED;
+		}
 	if (out->width <= 0 || out->width > ROW_MAX_WIDTH)
 		return -1;
 	out->planned = true;

@@ -121,6 +121,17 @@ row_kernel(void **state)
 	assert_int_equal(k->row.passes, 0);
 	assert_int_equal(k->row.steps, 0);
 	assert_int_equal(k->nbuf, 1);   /* (buf 0 is none: no stages, nothing streams the row through them) */
+	/* a gather of another input's row at the indices: stored with the selection, its input read there alone */
+	if (run_spec(t, "fusion: tg\nsizes: {T: 64, E: 256}\ninputs:\n  x: {dtype: bf16, shape: [T, E]}\n"
+	                "  y: {dtype: f32, shape: [T, E]}\nops:\n  - {out: [w, idx], op: topk, in: [x], k: 6}\n"
+	                "  - {out: g, op: gather, in: [y, idx], dim: -1}\noutputs:\n  w: {}\n  g: {}\n", true))
+		fail_msg("%s", t->msg);
+	k = t->c.kernel;
+	selected = 0;
+	for (j = 1; j < k->nparam; j++)
+		selected += k->param[j].view == VIEW_SELECTED;
+	assert_int_equal(selected, 3);   /* w, g, and y (read at the indices, not staged) */
+	assert_true(topk_gather(t->c.fusion, tensor_named(t->c.fusion, "g")));
 }
 
 /* spec_write (--emit=grad's writer): values and indices one line, out: [v, i], which reads back the same. */
@@ -160,6 +171,8 @@ errors(void **state)
 		 "topk's k of 300 is not implemented yet: k is a constant or a bound size of at most 256"},
 		{SPEC("{T: 4, E: 8}", "  - {out: [v, i], op: topk, in: [x], k: 2}\n  - {out: y, op: mul, in: [v, 2.0]}\n",
 		      "  y: {}\n"), "'y' (mul) reads 'v', topk's"},
+		{SPEC("{T: 4, E: 8}", "  - {out: [v, i], op: topk, in: [x], k: 2}\n  - {out: g, op: gather, in: [x, i], dim: -1}\n"
+		      "  - {out: y, op: mul, in: [g, 2.0]}\n", "  y: {}\n"), "'y' (mul) reads 'g', a gather at topk's indices"},
 		{SPEC("{T: 4, E: 8}", "  - {out: [v, i], op: topk, in: [x], k: 0}\n", "  v: {}\n"),
 		 "expected a size name or a positive integer for 'k', saw '0'"},
 		{SPEC("{T: 4, E: 65536}", "  - {out: p, op: mul, in: [x, 2.0]}\n  - {out: [v, i], op: topk, in: [p], k: 2}\n",
