@@ -36,8 +36,8 @@ static void
 block_fold(Emit *e, const Op *o, const char *var)
 {
 	emit_line(e, "for (int o = 16; o > 0; o >>= 1)   // a warp's, by shuffles");
-	emit_line(e, "    %s = %s;", var, emit_fold_of(e, o, var, arena_printf(e->c->arena, "__shfl_xor_sync(0xffffffffu, %s, o)",
-	                                                              var)));
+	emit_line(e, "    %s = %s;", var,
+	          emit_fold_of(e, o, var, arena_printf(e->c->arena, "__shfl_xor_sync(0xffffffffu, %s, o)", var)));
 	emit_line(e, "if (threadIdx.x %% 32 == 0)");
 	emit_line(e, "    red[threadIdx.x / 32] = %s;", var);
 	emit_line(e, "__syncthreads();");

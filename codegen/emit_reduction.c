@@ -1037,8 +1037,8 @@ emit_frame(Emit *e)
 	for (i = 1; i < f->nop; i++)
 		if (outer_reduction(k, &f->op[i], false))
 			emit_line(e, "float %s = %s;   // %s of %s over the rows, this CTA's rows'%s",
-			          emit_tname(e, PFX_ACC, f->op[i].out), emit_fold_identity(&f->op[i]), op_info[f->op[i].kind].name, f->tensor[f->op[i].in[0].tensor].name,
-			          emit_pos(e, f->op[i].pos));
+			          emit_tname(e, PFX_ACC, f->op[i].out), emit_fold_identity(&f->op[i]), op_info[f->op[i].kind].name,
+			          f->tensor[f->op[i].in[0].tensor].name, emit_pos(e, f->op[i].pos));
 		else if (outer_reduction(k, &f->op[i], true)) {
 			const char *acc = emit_tname(e, PFX_ACC, f->op[i].out);
 

@@ -872,17 +872,17 @@ pass_views(Comp *c)
 	int i, j, n, ntensor, split = -1;
 
 	for (i = 1; i < f->nop; i++) {
-		const Op *o = &f->op[i];
+		const Op *o = &f->op[i], *def = f->tensor[o->in[0].tensor].def ? &f->op[f->tensor[o->in[0].tensor].def] : NULL;
 
 		reduces |= op_info[o->kind].cls == CLS_REDUCE;
 		if (op_info[o->kind].cls != CLS_UNARY && op_info[o->kind].cls != CLS_BINARY &&
 		    op_info[o->kind].cls != CLS_VIEW && op_info[o->kind].cls != CLS_REDUCE)
 			return 0;   /* another family: its views stay (schedule says what it takes) */
-		placed |= o->kind == OP_CAT || o->kind == OP_PAD || (o->kind == OP_SLICE_SCATTER && !view_in_place(f, o));
-		if (op_info[o->kind].cls == CLS_VIEW && o->kind != OP_INDEX_COPY && o->kind != OP_SLICE_SCATTER &&
-		    f->tensor[o->in[0].tensor].def && (sinkable(&f->op[f->tensor[o->in[0].tensor].def]) ||
-		                                       op_info[f->op[f->tensor[o->in[0].tensor].def].kind].cls == CLS_REDUCE))
-			moved = true;
+		placed |= o->kind == OP_CAT || (o->kind == OP_SLICE_SCATTER && !view_in_place(f, o)) ||
+		          (o->kind == OP_PAD && def && sinkable(def));
+		if (op_info[o->kind].cls == CLS_VIEW && o->kind != OP_INDEX_COPY && o->kind != OP_SLICE_SCATTER && def &&
+		    (sinkable(def) || op_info[def->kind].cls == CLS_REDUCE))
+			moved = true;   /* (a view of a reduction's result: a reshape folds into it) */
 		moved |= keeps_dims_after(f, o);
 	}
 	if (reduces && placed)
