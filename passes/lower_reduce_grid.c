@@ -52,6 +52,13 @@ refuse(Comp *c, Pos p, const char *fmt, ...)
 	return -1;
 }
 
+/* "sub", or "sub, from 'lse'" for a step a pass made of a spec's op (a composite's expansion). */
+static const char *
+what(Comp *c, const Op *o)
+{
+	return o->origin ? arena_printf(c->arena, "%s, from '%s'", op_info[o->kind].name, o->origin) : op_info[o->kind].name;
+}
+
 /* The schedule's hints and outputs a reducing kernel cannot honour: 0, or -1 after an error. */
 static int
 check_frame(Comp *c, const Fusion *f, const char *red)
@@ -143,7 +150,7 @@ mark_late(Comp *c, const Fusion *f, ReduceMode mode, const Op *first, bool *late
 			if (any)
 				return refuse(c, o->pos, "cannot place '%s' (%s) in one kernel: it reduces '%s', computed from "
 				              "another reduction's result (nested reductions over rows are not implemented "
-				              "yet); split the fusion", f->tensor[o->out].name, op_info[o->kind].name,
+				              "yet); split the fusion", f->tensor[o->out].name, what(c, o),
 				              f->tensor[o->in[0].tensor].name);
 			late[o->out] = true;
 			continue;
@@ -165,17 +172,17 @@ mark_late(Comp *c, const Fusion *f, ReduceMode mode, const Op *first, bool *late
 			return refuse(c, o->in[j].pos, "cannot place '%s' (%s) in one kernel: it combines '%s', a result of "
 			              "a reduction over rows, with '%s', which is not one (ops after such a reduction take "
 			              "its results, numbers and float inputs of a result's shape, so far); split the fusion",
-			              f->tensor[o->out].name, op_info[o->kind].name, f->tensor[r].name, f->tensor[x].name);
+			              f->tensor[o->out].name, what(c, o), f->tensor[r].name, f->tensor[x].name);
 		}
 		if (op_info[o->kind].cls == CLS_VIEW)
 			return refuse(c, o->pos, "'%s' (%s) of '%s', a result of a reduction over rows, is not implemented "
-			              "yet", f->tensor[o->out].name, op_info[o->kind].name, f->tensor[o->in[0].tensor].name);
+			              "yet", f->tensor[o->out].name, what(c, o), f->tensor[o->in[0].tensor].name);
 		for (j = kept_dims(&f->tensor[o->out], a) == n ? 0 : -1; j >= 0 && j < n && dim_equal(a[j], b[j]); j++)
 			;
 		if (j != n)   /* (a result broadcast against an input wider than it: each value is stored once) */
 			return refuse(c, o->pos, "'%s' (%s) is larger than the results of the reduction over rows it "
 			              "reads ('%s'): ops after such a reduction keep the results' shape, so far",
-			              f->tensor[o->out].name, op_info[o->kind].name, f->tensor[first->out].name);
+			              f->tensor[o->out].name, what(c, o), f->tensor[first->out].name);
 		late[o->out] = true;
 	}
 	return 0;
@@ -232,8 +239,10 @@ lower_reduce_plan(Comp *c, Kernel *k, const Fusion *f, int *domain)
 			return refuse(c, o->pos, "'%s' (%s) reduces %s values: a reduction over rows adds float values in "
 			              "f32, so far (cast it to f32)", f->tensor[o->out].name, reduce_what(c, f, o),
 			              dtype_info[x->dtype].name);
-		if (w->reduce == RED_NONE)   /* (infer's permute put the kept dims first) */
-			return diag_internal(c, "lower", "'%s' keeps dims between its axes and the last", f->tensor[o->out].name);
+		if (w->reduce == RED_NONE)   /* (the views pass put the kept dims first where its input allows) */
+			return refuse(c, o->pos, "'%s' (%s) keeps dims between its reduced dims and the last, of a value "
+			              "the kernel cannot read permuted (one of rand_like's numbers or of another reduction's "
+			              "result), so far; split the fusion", f->tensor[o->out].name, reduce_what(c, f, o));
 		if (o->axis != first->axis || op_naxes(o) != op_naxes(first) || !lower_same_shape(x, &f->tensor[first->in[0].tensor]))
 			return refuse(c, o->pos, "'%s' (%s): the reductions over rows of one kernel reduce one shape over "
 			              "one axis, so far (the first: '%s'); split the fusion", f->tensor[o->out].name,

@@ -789,17 +789,18 @@ split_outputs(Sinker *x, int dim)
 
 /*
  * Does reduction O keep dims other than ones between its reduced dims and
- * the last ([B, S, H].sum(0))?  The reductions over rows run
- * [.., group dims, reduced dims, ones, last]: permute_first puts a permute in
- * front.
+ * the last ([B, S, H].sum(0)), of a value PURE says a permute moves down to
+ * the inputs?  The reductions over rows run [.., group dims, reduced dims,
+ * ones, last]: permute_first puts a permute in front.  (Of a value that
+ * reads another reduction's result, lowering says why it cannot be.)
  */
 static bool
-keeps_dims_after(const Fusion *f, const Op *o)
+keeps_dims_after(const Fusion *f, const bool *pure, const Op *o)
 {
 	const Tensor *a = &f->tensor[o->in[0].tensor];
 	int d;
 
-	if (op_info[o->kind].cls != CLS_REDUCE || o->axis + op_naxes(o) >= a->rank)
+	if (op_info[o->kind].cls != CLS_REDUCE || o->axis + op_naxes(o) >= a->rank || !pure[o->in[0].tensor])
 		return false;
 	for (d = o->axis + op_naxes(o); d < a->rank - 1 && dim_is_one(a->dim[d]); d++)
 		;
@@ -868,9 +869,17 @@ pass_views(Comp *c)
 {
 	Fusion *f = c->fusion;
 	Sinker x = {c, f, NULL, 0, 0, NULL, NULL, 0};
-	bool *live, moved = false, reduces = false, placed = false;
+	bool *live, *pure, moved = false, reduces = false, placed = false;
 	int i, j, n, ntensor, split = -1;
 
+	pure = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *pure);   /* inputs, and pointwise ops of them */
+	for (i = 0; i < f->ninput; i++)
+		pure[f->input[i]] = true;
+	for (i = 1; i < f->nop; i++) {
+		pure[f->op[i].out] = sinkable(&f->op[i]);
+		for (j = 0; j < f->op[i].nin; j++)
+			pure[f->op[i].out] &= !f->op[i].in[j].tensor || pure[f->op[i].in[j].tensor];
+	}
 	for (i = 1; i < f->nop; i++) {
 		const Op *o = &f->op[i], *def = f->tensor[o->in[0].tensor].def ? &f->op[f->tensor[o->in[0].tensor].def] : NULL;
 
@@ -883,7 +892,7 @@ pass_views(Comp *c)
 		if (op_info[o->kind].cls == CLS_VIEW && o->kind != OP_INDEX_COPY && o->kind != OP_SLICE_SCATTER && def &&
 		    (sinkable(def) || op_info[def->kind].cls == CLS_REDUCE))
 			moved = true;   /* (a view of a reduction's result: a reshape folds into it) */
-		moved |= keeps_dims_after(f, o);
+		moved |= keeps_dims_after(f, pure, o);
 	}
 	if (reduces && placed)
 		return 0;   /* (a reduction's kernel reads views, not cats or pads: schedule says so) */
@@ -912,7 +921,7 @@ pass_views(Comp *c)
 		else if (folds_into_reduction(f, x.def, x.ops, o)) {
 			x.ops[x.def[src]].out = o->out;   /* (the reduction writes the reshape's result) */
 			x.def[o->out] = x.def[src];
-		} else if (keeps_dims_after(f, o))
+		} else if (keeps_dims_after(f, pure, o))
 			permute_first(&x, o);
 		else if (op_info[o->kind].cls == CLS_VIEW)
 			sink_view(&x, o, src, o->out);

@@ -495,6 +495,12 @@ refusals(void **state)
 	m = refused(t, SPEC("{B: 4, S: 64, H: 256}", "  x: {dtype: f32, shape: [B, S, H]}\n",
 	                    "  - {out: s, op: sum, in: [x], dim: [0, 2]}\n", "  s: {}\n"));
 	assert_contains(m, "not consecutive, the last one among them");
+	m = refused(t, SPEC("{B: 4, S: 64, H: 256}", "  x: {dtype: f32, shape: [B, S, H]}\n  seed: {dtype: int64, shape: []}\n"
+	                    "  offset: {dtype: int64, shape: []}\n",
+	                    "  - {out: u, op: rand_like, in: [x, seed, offset]}\n  - {out: y, op: mul, in: [x, u]}\n"
+	                    "  - {out: s, op: sum, in: [y], dim: 0}\n", "  s: {}\n"));
+	assert_contains(m, "'s' (sum over axis 0 of 'y') keeps dims between its reduced dims and the last");
+	assert_int_equal(t->c.status, WSF_ERR_UNSUPPORTED);
 	m = refused(t, SPEC("{T: 64, H: 256}", "  x: {dtype: bool, shape: [T, H]}\n",
 	                    "  - {out: s, op: amax, in: [x], dim: 0}\n", "  s: {}\n"));
 	assert_contains(m, "reduces bool values");
