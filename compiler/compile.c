@@ -30,7 +30,8 @@ ctx_copy(const WsfContext *ctx, Arena *a)
 {
 	WsfContext *v = arena_alloc(a, sizeof *v);
 	SizeBinding *b = arena_alloc(a, (size_t)(ctx->nbind + 1) * sizeof *b);
-	char **str[] = {&v->dump_after, &v->cache_dir, &v->dump_dir, &v->override_dir, &v->dump_list, &v->layout};
+	char **str[] = {&v->dump_after, &v->cache_dir, &v->dump_dir, &v->override_dir, &v->dump_list, &v->layout,
+	                 &v->grad_of};
 	int i;
 
 	*v = *ctx;
@@ -383,6 +384,7 @@ comp_begin(Comp *c, WsfContext *set, const char *name, const char *text, size_t 
 	c->store_delay = set->store_delay;
 	c->no_pdl = set->no_pdl;
 	c->layout = set->layout;
+	c->grad_of = set->grad_of;
 	c->dump = forward_dump;
 	c->dump_user = set;
 }

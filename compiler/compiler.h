@@ -59,6 +59,7 @@ struct WsfContext {
 	char *override_dir;  /* option override-dir (NULL: $WSFUSE_OVERRIDE_DIR) */
 	char *dump_list;     /* outputs to write on every compile (option dump; NULL: $WSFUSE_DUMP) */
 	char *layout;        /* option layout: "x=1,0;y=..." inputs given permuted (layout.c); NULL: none */
+	char *grad_of;       /* option grad-of: "x,w", the inputs the gradient is derived for (grad.c); NULL: all */
 	int cache;           /* RtOptions.cache */
 	int lineinfo;        /* 0: as $WSFUSE_LINEINFO says (default off), 1: off, 2: on */
 	int store_delay;     /* Comp.store_delay: testing the per-tile signal */

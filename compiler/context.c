@@ -117,6 +117,7 @@ context_free(WsfContext *ctx)
 	free(ctx->override_dir);
 	free(ctx->dump_list);
 	free(ctx->layout);
+	free(ctx->grad_of);
 	free(ctx->last_error);
 	free(ctx->environment);
 	free(ctx);
@@ -369,6 +370,8 @@ wsf_set_option(WsfContext *ctx, const char *name, const char *value)
 		return set_string(ctx, &ctx->override_dir, value);
 	if (strcmp(name, "layout") == 0)   /* checked against the spec's inputs when a compile reads it */
 		return set_string(ctx, &ctx->layout, value && *value ? value : NULL);
+	if (strcmp(name, "grad-of") == 0)   /* checked against the spec's inputs when a gradient reads it */
+		return set_string(ctx, &ctx->grad_of, value && *value ? value : NULL);
 	if (strcmp(name, "dump") == 0) {
 		unsigned mask;
 		const char *bad;

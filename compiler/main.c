@@ -84,7 +84,7 @@ static const struct {
 
 /* Option codes past the short letters. */
 enum {
-	OPT_EMIT = 256, OPT_DUMP_AFTER, OPT_CACHE_DIR, OPT_NO_CACHE, OPT_LINEINFO, OPT_LAYOUT,
+	OPT_EMIT = 256, OPT_DUMP_AFTER, OPT_CACHE_DIR, OPT_NO_CACHE, OPT_LINEINFO, OPT_LAYOUT, OPT_GRAD_OF,
 	OPT_CHECK, OPT_BENCH, OPT_ITERS, OPT_SEED, OPT_SCALE, OPT_TUNE
 };
 
@@ -119,6 +119,8 @@ static const struct Opt {
 	{"lineinfo", OPT_LINEINFO, no_argument, BUILDS, NULL, NULL,
 	 "line tables in the PTX and cubin, so that profilers (Nsight\n"
 	 "Compute) show the CUDA's lines (NVRTC's -lineinfo)"},
+	{"grad-of", OPT_GRAD_OF, required_argument, ON(CMD_COMPILE), "X,...", "input names",
+	 "the backward (--emit=grad) of these inputs alone (option grad-of)"},
 	{"layout", OPT_LAYOUT, required_argument, BUILDS, "X=DIMS", "X=DIMS;...",
 	 "input X comes as X_stored.permute(DIMS) (x=1,0: torch's\nx.t()): the kernel takes X_stored (option layout)"},
 	{"check", OPT_CHECK, no_argument, RUNS, NULL, NULL,
@@ -772,7 +774,8 @@ take_option(WsfContext *ctx, Args *a, int code, const char *arg, const char *spe
 		a->verbose = 1;
 		return 0;
 	case OPT_LAYOUT:
-		return wsf_set_option(ctx, "layout", arg) ? EXIT_USAGE : 0;
+	case OPT_GRAD_OF:
+		return wsf_set_option(ctx, code == OPT_LAYOUT ? "layout" : "grad-of", arg) ? EXIT_USAGE : 0;
 	case OPT_LINEINFO:
 		a->lineinfo = 1;
 		wsf_set_option(ctx, "lineinfo", "1");

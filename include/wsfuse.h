@@ -212,6 +212,10 @@ WsfStatus wsf_set_size(WsfContext *ctx, const char *name, int64_t value);
  *                 its other layout (transpose_a/_b flips).  Checked against the spec when a
  *                 compile reads it (an unknown input, a rank or a dim that is not a
  *                 permutation: an error at the input); "" or unset: none
+ *   "grad-of"     wsf_grad_*: the inputs whose gradients the backward derives, "x,w"
+ *                 (others are neither outputs nor computed); a name that is not a
+ *                 float input of the spec is WSF_ERR_USAGE then; "" or unset: every
+ *                 float input's
  * WSF_ERR_USAGE for an unknown name or a bad value (one longer than 4096 bytes).
  */
 WsfStatus wsf_set_option(WsfContext *ctx, const char *name, const char *value);

@@ -136,7 +136,8 @@ typedef struct Comp {
 	void *dump_user;
 
 	int store_delay;        /* testing (option store-delay): a signalling kernel's stores sleep up to N ns */
-	const char *layout;     /* option layout: inputs given permuted (compiler/layout.c); NULL: none */
+	const char *layout, *grad_of;   /* options layout (inputs given permuted: compiler/layout.c) and grad-of (the
+	                                   inputs --emit=grad differentiates for: grad.c); NULL: none, every float one */
 	bool no_pdl;            /* option pdl=0: launch every kernel as an ordinary one */
 
 	Fusion *fusion;         /* set by the front end */

@@ -681,7 +681,46 @@ rule(Grad *g, const Op *o, int d)
 	}
 }
 
-/* Which of F's tensors a float input reaches through ops the adjoint flows back through. */
+/* Is NAME in option grad-of's list ("x,w"), or is there no list (every float input's gradient)? */
+static bool
+derived_for(const Comp *c, const char *name)
+{
+	const char *s = c->grad_of;
+	size_t n = strlen(name), len;
+
+	for (; s && *s; s += len + (s[len] == ',')) {
+		len = strcspn(s, ",");
+		if (len == n && strncmp(s, name, n) == 0)
+			return true;
+	}
+	return !s;
+}
+
+/* Each name option grad-of lists is a float input of F: 0, or -1 after an error. */
+static int
+check_grad_of(Comp *c, const Fusion *f)
+{
+	const char *s = c->grad_of;
+	size_t len;
+	int i;
+
+	for (; s && *s; s += len + (s[len] == ',')) {
+		len = strcspn(s, ",");
+		for (i = 0; i < f->ninput && !(strlen(f->tensor[f->input[i]].name) == len &&
+		                               strncmp(f->tensor[f->input[i]].name, s, len) == 0 &&
+		                               dtype_is_float(f->tensor[f->input[i]].dtype)); i++)
+			;
+		if (i == f->ninput) {
+			diag_error(c, f->pos, "option grad-of names '%.*s', which is not a float input of fusion '%s'",
+			           (int)len, s, f->name);
+			c->status = WSF_ERR_USAGE;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Which of F's tensors a float input reaches through ops the adjoint flows back through (of grad-of's inputs). */
 static void
 mark_live(Grad *g)
 {
@@ -689,7 +728,8 @@ mark_live(Grad *g)
 	int i, j;
 
 	for (i = 0; i < f->ninput; i++)
-		g->live[f->input[i]] = dtype_is_float(f->tensor[f->input[i]].dtype);
+		g->live[f->input[i]] = dtype_is_float(f->tensor[f->input[i]].dtype) &&
+		                       derived_for(g->c, f->tensor[f->input[i]].name);
 	for (i = 1; i < f->nop; i++) {
 		const Op *o = &f->op[i];
 
@@ -797,7 +837,7 @@ add_grad_outputs(Grad *g, int first_new)
 		Output *out;
 		Op at = {0};
 
-		if (!dtype_is_float(xt->dtype))
+		if (!dtype_is_float(xt->dtype) || !derived_for(g->c, xt->name))
 			continue;
 		if (!(name = grad_name(g, xt, xt->pos)))
 			return -1;
@@ -883,6 +923,8 @@ pass_grad(Comp *c)
 
 	if (!f->expanded || !f->inferred)
 		return diag_internal(c, "grad", "the fusion is not expanded and inferred");
+	if (check_grad_of(c, f) < 0)
+		return -1;
 	g.c = c;
 	g.f = f;
 	g.adj = arena_alloc(c->arena, (size_t)f->ntensor * sizeof *g.adj);

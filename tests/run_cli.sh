@@ -370,6 +370,11 @@ if [ "$rc" = 0 ] && grep -q '^  grad_grad_x: {dtype: bf16, shape: \[M, N\]}$' "$
 	bad "--emit=grad reads back" "exit $rc: $(head -c 300 "$tmp/err")"; fi
 timeout 60 "$wsfuse" compile --emit=grad - <examples/layernorm.yaml >"$tmp/out" 2>"$tmp/err"
 if cmp -s "$tmp/out" "$tmp/ln_grad.yaml"; then ok; else bad "--emit=grad -" "standard input gives another text"; fi
+cli compile --emit=grad --grad-of=bias examples/bias_silu_mul.yaml
+if [ "$rc" = 0 ] && grep -q '^  grad_bias: {dtype: bf16}$' "$tmp/out" && ! grep -q 'grad_x\|grad_gate' "$tmp/out"; then ok; else
+	bad "--emit=grad --grad-of" "exit $rc: $(head -c 300 "$tmp/err") $(tail -c 300 "$tmp/out")"; fi
+cli compile --emit=grad --grad-of=bias,nope examples/bias_silu_mul.yaml
+expect "--grad-of an unknown input" 2 "option grad-of names 'nope', which is not a float input of fusion 'bias_silu_mul'"
 cli compile --emit=grad examples/layernorm.yaml -o /dev/full
 expect "--emit=grad -o /dev/full" 1 "cannot write /dev/full"
 printf 'fusion: p\ninputs:\n  x: {dtype: f32, shape: [4, 8]}\nops:\n  - {out: y, op: pow, in: [-2.0, x]}\noutputs:\n  y: {}\n' >"$tmp/negpow.yaml"

@@ -445,6 +445,36 @@ test_prod_zeros(void **state)
 			fail_msg("grad_x[%d]: got %g, want %g", i, out[0][i], want[i]);
 }
 
+/* Option grad-of: the backward of the inputs it lists alone, the others' adjoints not computed. */
+static void
+test_grad_of(void **state)
+{
+	Fixture *t = *state;
+	static const char spec[] = "fusion: g\ninputs:\n  x: {dtype: f32, shape: [4, 8]}\n  w: {dtype: f32, shape: [8]}\n"
+	                           "  v: {dtype: f32, shape: [4, 8]}\nops:\n  - {out: a, op: mul, in: [x, w]}\n"
+	                           "  - {out: y, op: mul, in: [a, v]}\noutputs:\n  y: {}\n";
+	Fusion *g;
+	int i;
+
+	forward(t, spec);
+	t->c.grad_of = "w";
+	g = backward(t);
+	assert_int_equal(g->nout, 1);
+	assert_string_equal(g->tensor[g->out[0].tensor].name, "grad_w");
+	for (i = 1; i < g->ntensor; i++)   /* v's adjoint (a * grad_y) is not made */
+		assert_null(strstr(g->tensor[i].name, "v.grad"));
+	forward(t, spec);
+	t->c.grad_of = "x,v";
+	g = backward(t);
+	assert_int_equal(g->nout, 2);
+	forward(t, spec);
+	t->c.grad_of = "w,q";
+	assert_int_not_equal(pass_grad(&t->c), 0);
+	assert_int_equal(t->c.status, WSF_ERR_USAGE);
+	assert_non_null(strstr(t->msg, "option grad-of names 'q', which is not a float input of fusion 'g'"));
+	t->c.grad_of = NULL;
+}
+
 static void
 test_composites(void **state)
 {
@@ -678,6 +708,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_cast, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reductions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prod_zeros, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_grad_of, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_composites, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_matmul, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reuse, setup, teardown),
