@@ -1,6 +1,7 @@
 /*
- * emit_topk.c: topk in a row kernel (register mode, after the output pass
- * left the row's values in registers), the reduction family's.  A row of a
+ * emit_topk.c: topk in a row kernel, the reduction family's: after the
+ * output pass left the row's values in registers, or at the end of a
+ * streamed row (an input's, read again from memory).  A row of a
  * few lanes (RowPlan.lanes: a router's 256 experts) takes k rounds of its
  * best element not yet taken, over the lanes by shuffles; a row of the CTA
  * selects by radix (device_reduction.cuh's wsf_block_topk: the k-th key
@@ -39,8 +40,8 @@ topk_stores(Emit *e, int i)
 				const Op *g = &f->op[f->tensor[f->out[m].tensor].def];
 				const KParam *x = emit_param_of(e, g->in[0].tensor, false);
 
-				emit_line(e, "    wsf_store1%s(%s + row * %lld + r, bi < 0 ? 0.0f : wsf_load1%s(%s + row * cols + bi));%s",
-				          emit_suffix(f->out[m].dtype), emit_param_name(e, emit_param_of(e, g->out, true)),
+				emit_line(e, "    wsf_store1%s(%s + row * %lld + r, bi < 0 ? 0.0f : wsf_load1%s(%s + row * cols + bi));"
+				          "%s", emit_suffix(f->out[m].dtype), emit_param_name(e, emit_param_of(e, g->out, true)),
 				          (long long)dim_value(f, o->shape[0]), emit_suffix(x->dtype), emit_param_name(e, x),
 				          emit_pos(e, g->pos));
 			}

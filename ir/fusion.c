@@ -346,7 +346,7 @@ fusion_waits(const Fusion *f)
 }
 
 /*
- * Is T a gather along the last dim of an input's row at topk's indices
+ * Is T a gather along the last dim of an input's row (f32, f16 or bf16) at topk's indices
  * (torch's x.gather(-1, i) after v, i = p.topk(k): a router's weights of the
  * experts it picked), of the rows' shape?  A row kernel stores it with the
  * selection, each element read from memory.
@@ -363,7 +363,8 @@ topk_gather(const Fusion *f, int t)
 	k = &f->op[f->tensor[o->in[1].tensor].def];
 	x = &f->tensor[o->in[0].tensor];
 	y = &f->tensor[k->in[0].tensor];
-	if (k->kind != OP_TOPK || k->part != 1 || x->kind != TK_INPUT || o->axis != x->rank - 1 || x->rank != y->rank)
+	if (k->kind != OP_TOPK || k->part != 1 || x->kind != TK_INPUT || x->dtype > DT_BF16 || o->axis != x->rank - 1 ||
+	    x->rank != y->rank)
 		return false;
 	for (i = 0; i < x->rank && dim_equal(x->dim[i], y->dim[i]); i++)
 		;
