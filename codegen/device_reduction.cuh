@@ -125,11 +125,13 @@ template <int L, bool SMALLEST = false> __device__ __forceinline__ void wsf_lane
 	}
 }
 // topk's order as an unsigned key, larger first: NaN (all ones), then the
-// floats by value (the sign bit flipped, a negative's bits all flipped);
-// SMALLEST: the key's complement, NaN 0 (last).
+// floats by value (the sign bit flipped, a negative's bits all flipped; -0
+// is 0, equal values in index order); SMALLEST: the key's complement, NaN 0
+// (last).
 template <bool SMALLEST = false> __device__ __forceinline__ unsigned wsf_topk_key(float v)
 {
-	const unsigned u = __float_as_uint(v), k = v != v ? 0xffffffffu : (u & 0x80000000u) ? ~u : u | 0x80000000u;
+	const unsigned u = v == 0.0f ? 0u : __float_as_uint(v);
+	const unsigned k = v != v ? 0xffffffffu : (u & 0x80000000u) ? ~u : u | 0x80000000u;
 
 	return SMALLEST ? ~k : k;
 }
