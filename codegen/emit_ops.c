@@ -12,7 +12,9 @@
  * 1-dims added or dropped, fusion_unsqueeze).  Where a thread's 8 elements are
  * consecutive (Emit.rand_base, both families), rand_like's numbers are drawn
  * before the element loop instead, two Philox blocks for the 8
- * (emit_rand_block).  A cast to a float type that only feeds outputs
+ * (emit_rand_block).  Each reduction's fold (sum and mean, max, prod: its
+ * device struct, identity and combination) is a table too (emit_fold),
+ * which every family's reductions read.  A cast to a float type that only feeds outputs
  * stored as that type is its operand: the store rounds it
  * (cast_only_stored).
  */
@@ -329,22 +331,33 @@ emit_needs_dtypes(const Fusion *f)
 	return false;
 }
 
-/* The fold of reduction O, as device_reduction.cuh names it: sum (and mean), max, prod. */
+/*
+ * Each reduction's fold, indexed by op id: device_reduction.cuh's struct
+ * of it, its identity, and the combination of two partial results.
+ */
+static const struct {
+	const char *name, *identity, *fold;
+} folds[OP_COUNT] = {
+	[OP_SUM] = {"wsf_fold_sum", "0.0f", "%s + %s"},
+	[OP_MEAN] = {"wsf_fold_sum", "0.0f", "%s + %s"},   /* (divided where the sum is complete) */
+	[OP_MAX] = {"wsf_fold_max", "-__int_as_float(0x7f800000)", "fmaxf(%s, %s)"},
+	[OP_PROD] = {"wsf_fold_prod", "1.0f", "%s * %s"},
+};
+
 const char *
 emit_fold(const Op *o)
 {
-	return o->kind == OP_MAX ? "wsf_fold_max" : o->kind == OP_PROD ? "wsf_fold_prod" : "wsf_fold_sum";
+	return folds[o->kind].name;
 }
 
 const char *
 emit_fold_identity(const Op *o)
 {
-	return o->kind == OP_MAX ? "-__int_as_float(0x7f800000)" : o->kind == OP_PROD ? "1.0f" : "0.0f";
+	return folds[o->kind].identity;
 }
 
 const char *
 emit_fold_of(Emit *e, const Op *o, const char *a, const char *b)
 {
-	return arena_printf(e->c->arena, o->kind == OP_MAX ? "fmaxf(%s, %s)" : o->kind == OP_PROD ? "%s * %s" : "%s + %s",
-	                    a, b);
+	return arena_printf(e->c->arena, folds[o->kind].fold, a, b);
 }

@@ -28,8 +28,8 @@
  * loop, from the first one's row-major index in the view (Emit.rand_base,
  * emit_rand_block); one_hot and position compare or give the column
  * (Emit.col_index).  A kernel that reduces over rows (PointwisePlan.reduce)
- * adds each reduction's input into the thread's running sums (acc_NAME,
- * its 8 columns) and leaves the late values and outputs to wsf_meet
+ * folds each reduction's input into the thread's running results
+ * (acc_NAME, its 8 columns; emit_ops.c's emit_fold_of) and leaves the late values and outputs to wsf_meet
  * (emit_reduce_grid.c).
  */
 #include <string.h>

@@ -4,8 +4,9 @@
  * passes/lower_reduce_grid.c): the running sums' registers (the family's
  * frame) and ST_REDUCE, where an item's sums meet; and a row kernel's
  * results after its rows (RowPlan.outer, ST_ROW_MEET: emit_row_meet, below,
- * which emit_reduction.c's statement hook calls).  The compute (emit_pointwise.c) adds each thread's 8
- * columns of every tile into acc_NAME.
+ * which emit_reduction.c's statement hook calls).  The compute (emit_pointwise.c) folds each thread's 8
+ * columns of every tile into acc_NAME (a sum, max or product: emit_ops.c's emit_fold_of); "sums" below
+ * are those partial results, whichever the fold.
  *
  * ST_REDUCE, every thread of the CTA together, at an item's last tile, calls
  * wsf_meet, a lambda the frame defines (the main and the epilogue loops

@@ -39,7 +39,10 @@
  * (emit_outer_sums), a per-row value into acc_NAME at the row's end
  * (emit_outer_scalars), the frame's and taken by reference; ST_ROW_MEET
  * (emit_reduce_grid.c) meets them.  topk (VIEW_SELECTED) selects from the
- * values the output pass left in registers (emit_topk).
+ * values the output pass left in registers or the row's stage, or, at a
+ * streamed row's end, from an input's row in memory (emit_topk.c).  Every
+ * reduction folds by emit_ops.c's table (emit_fold: wsf_block<F>,
+ * wsf_fold8<F>, a sum's, a max's or a product's).
  *
  * Register mode keeps the values kir_row_kept names (the inputs and views, and the
  * results of transcendental ops, rand_like and full-row divisions; rand_like's

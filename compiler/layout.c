@@ -40,16 +40,8 @@ input_named(const Fusion *f, const char *name, size_t len)
 static Op *
 front_op(Comp *c, Fusion *f, OpKind kind, int in, int out)
 {
-	Op *o;
-	int j;
+	Op *o = fusion_insert_op(c, f, 1);
 
-	VEC_PUSH(c->arena, f->op, f->nop, f->capop);
-	memmove(&f->op[2], &f->op[1], (size_t)(f->nop - 2) * sizeof *f->op);
-	for (j = 1; j < f->ntensor; j++)
-		if (f->tensor[j].def)
-			f->tensor[j].def++;
-	o = &f->op[1];
-	memset(o, 0, sizeof *o);
 	o->kind = kind;
 	o->out = out;
 	o->nin = 1;

@@ -370,3 +370,17 @@ topk_gather(const Fusion *f, int t)
 		;
 	return i == x->rank;
 }
+
+Op *
+fusion_insert_op(Comp *c, Fusion *f, int at)
+{
+	int t;
+
+	VEC_PUSH(c->arena, f->op, f->nop, f->capop);
+	memmove(&f->op[at + 1], &f->op[at], (size_t)(f->nop - 1 - at) * sizeof *f->op);
+	for (t = 1; t < f->ntensor; t++)
+		if (f->tensor[t].def >= at)
+			f->tensor[t].def++;
+	memset(&f->op[at], 0, sizeof f->op[at]);
+	return &f->op[at];
+}

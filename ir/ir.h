@@ -452,10 +452,10 @@ Dtype op_compute_dtype(const Fusion *f, const Op *o);
 /* The size variable called NAME, or 0. */
 int fusion_find_sym(const Fusion *f, const char *name);
 int fusion_add_sym(Comp *c, Fusion *f, const char *name, Pos p);
-/* The tensor called NAME (interned), or 0. */
-int fusion_find_tensor(const Fusion *f, const char *name);
+int fusion_find_tensor(const Fusion *f, const char *name);   /* the tensor called NAME (interned), or 0 */
 int fusion_add_tensor(Comp *c, Fusion *f, const char *name, TensorKind kind, Pos p);
 int fusion_add_op(Comp *c, Fusion *f, OpKind kind, Pos p);   /* an op of KIND at P, nothing else filled */
+Op *fusion_insert_op(Comp *c, Fusion *f, int at);   /* a zeroed op at AT, later ops (and defs) one up */
 /* The extent of D under the current values, 0 when a size is unbound. */
 int64_t dim_value(const Fusion *f, Dim d);
 bool dim_equal(Dim a, Dim b);

@@ -353,21 +353,6 @@ infer_reduce(Comp *c, Fusion *f, Op *o, Tensor *out)
 	return 0;
 }
 
-/* Room for an op at AT in F (every later op one up, the tensors' defs too): the op, zeroed. */
-static Op *
-insert_op(Comp *c, Fusion *f, int at)
-{
-	int t;
-
-	VEC_PUSH(c->arena, f->op, f->nop, f->capop);
-	memmove(&f->op[at + 1], &f->op[at], (size_t)(f->nop - 1 - at) * sizeof *f->op);
-	for (t = 1; t < f->ntensor; t++)
-		if (f->tensor[t].def >= at)
-			f->tensor[t].def++;
-	memset(&f->op[at], 0, sizeof f->op[at]);
-	return &f->op[at];
-}
-
 /*
  * A reduction over a list of dims that are not consecutive, the last not
  * among them (dim: [0, 2] of [A, B, C, D]): a permute made in front of it
@@ -413,7 +398,7 @@ reduce_order(Comp *c, Fusion *f, int i)
 	         : out;
 	t = fusion_add_tensor(c, f, intern_cstr(c->strs, arena_printf(c->arena, "%s.permuted", f->tensor[r].name)),
 	                      TK_VALUE, o->pos);
-	o = insert_op(c, f, i);
+	o = fusion_insert_op(c, f, i);
 	*o = (Op){.kind = OP_PERMUTE, .out = t, .nin = 1, .ndims = a.rank, .pos = f->op[i + 1].pos,
 	          .attr_pos = f->op[i + 1].pos, .origin = f->tensor[r].name};
 	o->in[0] = f->op[i + 1].in[0];
@@ -432,7 +417,7 @@ reduce_order(Comp *c, Fusion *f, int i)
 	if (infer_reduce(c, f, o, &f->tensor[r]) < 0)
 		return -1;
 	if (keep) {   /* NAME = reshape(NAME.reduced, the user's shape: ones where the reduced dims were) */
-		o = insert_op(c, f, i + 2);
+		o = fusion_insert_op(c, f, i + 2);
 		*o = (Op){.kind = OP_RESHAPE, .out = out, .nin = 1, .nshape = a.rank, .pos = f->op[i + 1].pos,
 		          .attr_pos = f->op[i + 1].pos, .origin = f->tensor[out].name};
 		o->in[0] = (Operand){.tensor = r, .pos = o->pos};
